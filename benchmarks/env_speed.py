@@ -1,0 +1,258 @@
+"""Environment speed: MobileRobotGymEnv steps/s next to a bare PyBullet loop doing the same simulation work.
+
+For each observation mode the env runs discrete random actions (with a reset every 250 steps, as in training), and a
+bare loop on its own PyBullet client, with the same scene, does only what the mode needs from PyBullet: teleport the
+robot and, for pixel modes, getCameraImage with the same matrices, renderer and flags. The ratio env / bare is the
+figure of merit: how much the env's Python adds on top of the unavoidable PyBullet work. Each measurement runs for
+``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
+
+Usage: ``python benchmarks/env_speed.py [--seconds S] [--no-append]`` (also run by ``make bench``); appends a
+section to docs/benchmarks.md unless ``--no-append``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import importlib.metadata
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pybullet
+import pybullet_data
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # runnable from a checkout without installing
+    sys.path.insert(0, ROOT)
+
+from environments.mobile_robot.mobile_robot_env import URDF_DIR, MobileRobotGymEnv  # noqa: E402
+
+BENCH_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
+# (label, srl_model, image side)
+MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
+         ("raw_pixels 224x224", "raw_pixels", 224))
+EPISODE_STEPS = MobileRobotGymEnv.MAX_STEPS
+N_REPETITIONS = 3
+N_ACTIONS = 100_000  # pre-drawn, reused cyclically, so that drawing them is not timed
+
+
+def timedLoop(step: Callable[[int], None], seconds: float, chunk: int) -> float:
+    """
+    Call ``step(i)`` for i = 0, 1, ... for about ``seconds``, reading the clock every ``chunk`` calls.
+
+    :param step: one unit of work, given its index
+    :param seconds: how long to run
+    :param chunk: calls between clock reads (keeps the clock out of fast loops)
+    :return: calls per second
+    """
+    count = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        for i in range(count, count + chunk):
+            step(i)
+        count += chunk
+        now = time.perf_counter()
+        if now >= deadline:
+            return count / (now - start)
+
+
+def benchEnv(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+    """
+    :param srl_model: observation mode
+    :param side: image side for pixel modes
+    :param seconds: how long to run
+    :param actions: discrete actions to play (cyclically)
+    :return: env steps per second, resets included
+    """
+    env = MobileRobotGymEnv(srl_model=srl_model, img_shape=(3, side, side), seed=0)
+    env.reset()
+    n_actions = len(actions)
+    env_step, env_reset = env.step, env.reset
+
+    def step(i: int) -> None:
+        if env_step(actions[i % n_actions])[3]:
+            env_reset()
+
+    try:
+        timedLoop(step, min(0.2, seconds), _chunk(srl_model))  # warm-up
+        return timedLoop(step, seconds, _chunk(srl_model))
+    finally:
+        env.close()
+
+
+def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+    """
+    The same PyBullet work as the env, with no env around it: a random walk precomputed from the same actions
+    (bumps and resets included), each position teleported and, for pixel modes, photographed.
+
+    :param srl_model: observation mode
+    :param side: image side for pixel modes
+    :param seconds: how long to run
+    :param actions: discrete actions to play (cyclically)
+    :return: steps per second
+    """
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        robot = _loadScene(client)
+        cls = MobileRobotGymEnv
+        view = pybullet.computeViewMatrixFromYawPitchRoll(
+            cameraTargetPosition=list(cls.CAMERA_TARGET_POS), distance=cls.CAMERA_DISTANCE, yaw=cls.CAMERA_YAW,
+            pitch=cls.CAMERA_PITCH, roll=cls.CAMERA_ROLL, upAxisIndex=2)
+        projection = pybullet.computeProjectionMatrixFOV(
+            fov=cls.CAMERA_FOV, aspect=1.0, nearVal=cls.CAMERA_NEAR, farVal=cls.CAMERA_FAR)
+        positions = _randomWalk(actions)
+        n_positions = len(positions)
+        teleport, camera = pybullet.resetBasePositionAndOrientation, pybullet.getCameraImage
+        orientation = (0.0, 0.0, 0.0, 1.0)
+        renderer, flags = pybullet.ER_TINY_RENDERER, pybullet.ER_NO_SEGMENTATION_MASK
+
+        if srl_model == "ground_truth":
+            def step(i: int) -> None:
+                teleport(robot, positions[i % n_positions], orientation, physicsClientId=client)
+        else:
+            def step(i: int) -> None:
+                teleport(robot, positions[i % n_positions], orientation, physicsClientId=client)
+                camera(side, side, view, projection, renderer=renderer, flags=flags, physicsClientId=client)
+
+        timedLoop(step, min(0.2, seconds), _chunk(srl_model))
+        return timedLoop(step, seconds, _chunk(srl_model))
+    finally:
+        pybullet.disconnect(physicsClientId=client)
+
+
+def _chunk(srl_model: str) -> int:
+    return 1000 if srl_model == "ground_truth" else 5
+
+
+def _loadScene(client: int) -> int:
+    """Load the env's scene (plane, walls, target, robot) with bare PyBullet calls; return the robot's id."""
+    cls = MobileRobotGymEnv
+    pybullet.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), useFixedBase=True,
+                      physicsClientId=client)
+    along_y = pybullet.getQuaternionFromEuler([0.0, 0.0, np.pi / 2])
+    walls = (([2.0, 0.0, 0.0], [0, 0, 0, 1], cls.WALL_COLORS["y=0"]),
+             ([4.0, 2.0, 0.0], along_y, cls.WALL_COLORS["x=4"]),
+             ([2.0, 4.0, 0.0], [0, 0, 0, 1], cls.WALL_COLORS["y=4"]),
+             ([0.0, 2.0, 0.0], along_y, cls.WALL_COLORS["x=0"]))
+    for position, orientation, color in walls:
+        uid = pybullet.loadURDF(os.path.join(URDF_DIR, "wall.urdf"), position, orientation, useFixedBase=True,
+                                physicsClientId=client)
+        pybullet.changeVisualShape(uid, -1, rgbaColor=color, physicsClientId=client)
+    pybullet.loadURDF(os.path.join(URDF_DIR, "cylinder.urdf"), [*cls.TARGET_POS, 0.0], useFixedBase=True,
+                      physicsClientId=client)
+    return pybullet.loadURDF(os.path.join(pybullet_data.getDataPath(), "racecar", "racecar.urdf"), [2.0, 2.0, 0.0],
+                             useFixedBase=True, physicsClientId=client)
+
+
+def _randomWalk(actions: list[int]) -> list[tuple[float, float, float]]:
+    """The robot positions the env goes through for these actions (start redrawn every EPISODE_STEPS steps)."""
+    cls = MobileRobotGymEnv
+    rng = np.random.default_rng(0)
+    moves = ((-cls.STEP_SIZE, 0.0), (cls.STEP_SIZE, 0.0), (0.0, -cls.STEP_SIZE), (0.0, cls.STEP_SIZE))
+    (x_low, x_high), (y_low, y_high) = cls.ROBOT_X_BOUNDS, cls.ROBOT_Y_BOUNDS
+    positions, x, y = [], 0.0, 0.0
+    for i, action in enumerate(actions):
+        if i % EPISODE_STEPS == 0:
+            x, y = cls.START_CENTER + rng.uniform(-cls.START_HALF_RANGE, cls.START_HALF_RANGE, size=2)
+        new_x, new_y = x + moves[action][0], y + moves[action][1]
+        if x_low <= new_x <= x_high and y_low <= new_y <= y_high:
+            x, y = new_x, new_y
+        positions.append((float(x), float(y), 0.0))
+    return positions
+
+
+def run(seconds: float) -> list[dict[str, float | str]]:
+    """
+    :param seconds: duration of each measurement
+    :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
+    """
+    actions = np.random.default_rng(0).integers(0, 4, N_ACTIONS).tolist()
+    rows = []
+    for label, srl_model, side in MODES:
+        env_rates, bare_rates = [], []
+        for _ in range(N_REPETITIONS):  # interleaved so that machine noise hits both alike
+            env_rates.append(benchEnv(srl_model, side, seconds, actions))
+            bare_rates.append(benchBare(srl_model, side, seconds, actions))
+        env_rate, bare_rate = statistics.median(env_rates), statistics.median(bare_rates)
+        rows.append({"mode": label, "env": env_rate, "bare": bare_rate, "ratio": env_rate / bare_rate})
+        print(f"  {label}: env {env_rate:,.0f} steps/s, bare {bare_rate:,.0f} steps/s", flush=True)
+    return rows
+
+
+def formatTable(rows: list[dict[str, float | str]]) -> str:
+    """:param rows: as returned by run()
+    :return: a markdown table"""
+    lines = ["| mode | env steps/s | bare PyBullet steps/s | ratio env/bare |", "|---|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['mode']} | {row['env']:,.0f} | {row['bare']:,.0f} | {row['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def machineDescription() -> str:
+    """:return: CPU model, usable cores, Python and library versions, on one line"""
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("pybullet", "numpy", "gymnasium"))
+    return f"{cpu}, nproc {cores}, Python {platform.python_version()}, {versions}"
+
+
+def appendReport(table: str, command: str, seconds: float, path: str = BENCH_FILE) -> None:
+    """
+    Append a dated section with the command, the machine and the table to docs/benchmarks.md.
+
+    :param table: markdown table
+    :param command: the command that produced it
+    :param seconds: duration of each measurement
+    :param path: the markdown file (created with a title line if missing)
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    new_file = not os.path.exists(path)
+    with open(path, "a", encoding="utf-8") as report:
+        if new_file:
+            report.write("# srl-toolbox benchmarks\n")
+        report.write(
+            f"\n## Environment speed, MobileRobotGymEnv ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
+            f"- Command: `{command}` (also run by `make bench`)\n"
+            f"- Machine: {machineDescription()}\n"
+            f"- One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of {N_REPETITIONS} "
+            f"runs of {seconds:g} s each. Bare = a PyBullet loop on the same scene doing only the teleport "
+            f"(+ getCameraImage, same matrices, TinyRenderer, for pixels).\n\n"
+            f"{table}\n"
+        )
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: the measured rows
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
+    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    print(f"Machine: {machineDescription()}")
+    rows = run(args.seconds)
+    table = formatTable(rows)
+    print(table)
+    if not args.no_append:
+        command = " ".join(["python benchmarks/env_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        appendReport(table, command, args.seconds)
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

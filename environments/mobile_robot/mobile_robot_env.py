@@ -1,0 +1,298 @@
+"""MobileRobotGymEnv: a robot moving on a 4 m x 4 m floor toward a target, seen by a top-down camera (PyBullet).
+
+The robot (pybullet_data's racecar) is teleported by the actions, there are no dynamics: PyBullet is only used as
+a scene renderer, so nothing is simulated and, in ground-truth mode, nothing is rendered either.
+The constants are those of the original toolbox's MobileRobotGymEnv.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
+from environments.srl_env import SRLGymEnv
+
+# URDFs are resolved from this file, never from the current directory.
+URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
+
+
+class MobileRobotGymEnv(SRLGymEnv):
+    """
+    A mobile robot in a walled 4 m x 4 m arena must reach a yellow target disc.
+
+    Discrete actions move the robot by STEP_SIZE along one axis (0: -x, 1: +x, 2: -y, 3: +y); continuous actions
+    are a 2-D move ``clip(a, -1, 1) * STEP_SIZE``. A move that would bring the robot closer than the collision
+    margins to a wall is reverted and counts as a bump. Reward: +1 for each step spent within REWARD_DIST_THRESHOLD
+    of the target, -1 on a bump (it overrides the +1), 0 otherwise; with ``shape_reward`` it is minus the distance
+    to the target. Episodes never terminate; they are truncated after ``max_steps`` steps.
+
+    :param srl_model: "ground_truth" (robot position, float32 (2,)), "raw_pixels" (uint8 (H, W, 3) top-down image)
+        or a learned SRL model name (pixels too, the RL side encodes them)
+    :param relative_pos: ground truth is the robot position minus the target position
+    :param is_discrete: Discrete(4) actions (True) or a Box(-1, 1, (2,)) move (False)
+    :param action_joints: not available for this robot (must be False)
+    :param random_target: draw the target uniformly in TARGET_RANGE at every reset
+    :param shape_reward: reward is minus the distance to the target
+    :param renders: open the PyBullet GUI (needs a display)
+    :param img_shape: (channels, height, width) of pixel observations, channels must be 3; default (3, 64, 64)
+    :param max_steps: episode length, None for MAX_STEPS
+    :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it)
+    :param render_mode: "rgb_array" (``render()`` returns an image) or "human"
+    :param render_size: side of the square image returned by ``render()`` in "rgb_array" mode (with pixel
+        observations, at least their size is used)
+    """
+
+    SRL_MODES = ("ground_truth", "raw_pixels")
+    ACTION_JOINTS = False
+    PLOT_TYPE = "2D"
+    MAX_STEPS = 250
+
+    STEP_SIZE = 0.1
+    REWARD_DIST_THRESHOLD = 0.4
+    # Arena [MIN_X, MAX_X] x [MIN_Y, MAX_Y], walls centred on its edges.
+    MIN_X, MAX_X = 0.0, 4.0
+    MIN_Y, MAX_Y = 0.0, 4.0
+    WALL_LENGTH, WALL_THICKNESS = 4.0, 0.1
+    # Robot footprint: the racecar's length lies along x.
+    ROBOT_LENGTH, ROBOT_WIDTH = 0.65, 0.2
+    COLLISION_MARGIN = 0.1
+    # Where the robot's centre may be: a move leaving these bounds is reverted (a bump).
+    ROBOT_X_BOUNDS = (MIN_X + COLLISION_MARGIN + ROBOT_LENGTH / 2, MAX_X - COLLISION_MARGIN - ROBOT_LENGTH / 2)
+    ROBOT_Y_BOUNDS = (MIN_Y + COLLISION_MARGIN + ROBOT_WIDTH / 2, MAX_Y - COLLISION_MARGIN - ROBOT_WIDTH / 2)
+    # Start position: uniform in START_CENTER +/- START_HALF_RANGE on each axis.
+    START_CENTER = (2.0, 2.0)
+    START_HALF_RANGE = 4.0 / 3.0
+    TARGET_POS = (3.6, 3.0)
+    # random_target: uniform in [TARGET_RANGE[0], TARGET_RANGE[1]] on each axis.
+    TARGET_RANGE = (0.4, 3.6)
+    TARGET_RADIUS = 0.18
+    WALL_COLORS = {"y=0": [0.8, 0.0, 0.0, 1.0], "x=4": [0.0, 0.0, 0.0, 1.0],
+                   "y=4": [0.0, 0.8, 0.0, 1.0], "x=0": [0.0, 0.0, 0.8, 1.0]}
+    # Top-down camera. Pitch -90 does not degenerate: PyBullet rotates the up vector with the camera.
+    CAMERA_TARGET_POS = (2.0, 2.0, 0.0)
+    CAMERA_DISTANCE = 4.4
+    CAMERA_YAW = 90.0
+    CAMERA_PITCH = -90.0
+    CAMERA_ROLL = 0.0
+    CAMERA_FOV = 60.0
+    CAMERA_NEAR, CAMERA_FAR = 0.1, 100.0
+
+    def __init__(
+        self,
+        *,
+        srl_model: str = "raw_pixels",
+        relative_pos: bool = SRLGymEnv.RELATIVE_POS,
+        is_discrete: bool = True,
+        action_joints: bool = False,
+        random_target: bool = False,
+        shape_reward: bool = False,
+        renders: bool = False,
+        img_shape: tuple[int, int, int] | list[int] | None = None,
+        max_steps: int | None = None,
+        seed: int | None = None,
+        render_mode: str | None = None,
+        render_size: int = 128,
+    ) -> None:
+        # Set first so that close() works whatever fails below.
+        self._p: BulletClient | None = None
+        super().__init__(
+            srl_model=srl_model, relative_pos=relative_pos, is_discrete=is_discrete, action_joints=action_joints,
+            random_target=random_target, shape_reward=shape_reward, renders=renders, img_shape=img_shape,
+            max_steps=max_steps, seed=seed, render_mode=render_mode,
+        )
+        _, height, width = self.img_shape
+        if int(render_size) <= 0:
+            raise ValueError(f"render_size must be positive, got {render_size}")
+        if renders and not os.environ.get("DISPLAY"):
+            raise RuntimeError("renders=True needs a display (DISPLAY is not set); use renders=False, or run under "
+                               "a display (e.g. xvfb-run)")
+        self.render_size = int(render_size)
+        self._uses_pixels = self.usesPixels
+
+        if is_discrete:
+            self.action_space = gym.spaces.Discrete(4)
+        else:
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+        if self._uses_pixels:
+            self.observation_space = self.pixelObservationSpace()
+        else:
+            self.observation_space = gym.spaces.Box(-4.0, 4.0, (2,), dtype=np.float32)
+        if seed is not None:
+            self.action_space.seed(seed)
+
+        step = self.STEP_SIZE
+        self._discrete_moves = ((-step, 0.0), (step, 0.0), (0.0, -step), (0.0, step))
+        self._x_low, self._x_high = self.ROBOT_X_BOUNDS
+        self._y_low, self._y_high = self.ROBOT_Y_BOUNDS
+        self._robot_x, self._robot_y = self.START_CENTER
+        self._target_x, self._target_y = self.TARGET_POS
+        self._step_counter = 0
+
+        with silencedCOutput():
+            self._p = BulletClient(connection_mode=pybullet.GUI if renders else pybullet.DIRECT)
+        self._buildScene()
+        # The per-step teleport goes through a bound function: BulletClient's attribute lookup costs as much as
+        # the call itself. Camera calls stay on self._p: the lookup is nothing next to rendering.
+        self._teleport = functools.partial(pybullet.resetBasePositionAndOrientation,
+                                           physicsClientId=self._p._client)
+
+        # Matrices are fixed: compute them once.
+        self._view_matrix = pybullet.computeViewMatrixFromYawPitchRoll(
+            cameraTargetPosition=list(self.CAMERA_TARGET_POS), distance=self.CAMERA_DISTANCE, yaw=self.CAMERA_YAW,
+            pitch=self.CAMERA_PITCH, roll=self.CAMERA_ROLL, upAxisIndex=2)
+        self._obs_projection = pybullet.computeProjectionMatrixFOV(
+            fov=self.CAMERA_FOV, aspect=width / height, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+        # Never smaller than pixel observations; ground truth has no image size of its own.
+        self._render_side = max(self.render_size, height, width) if self._uses_pixels else self.render_size
+        self._render_projection = pybullet.computeProjectionMatrixFOV(
+            fov=self.CAMERA_FOV, aspect=1.0, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+
+    # --- scene ------------------------------------------------------------------------------------------------
+
+    def _buildScene(self) -> None:
+        """Load the plane, the four walls, the target disc and the robot (all fixed, no dynamics)."""
+        p = self._p
+        p.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
+        p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), [0.0, 0.0, 0.0], useFixedBase=True)
+        mid_x, mid_y = (self.MIN_X + self.MAX_X) / 2, (self.MIN_Y + self.MAX_Y) / 2
+        along_y = p.getQuaternionFromEuler([0.0, 0.0, math.pi / 2])
+        walls = {"y=0": ([mid_x, self.MIN_Y, 0.0], [0.0, 0.0, 0.0, 1.0]),
+                 "x=4": ([self.MAX_X, mid_y, 0.0], along_y),
+                 "y=4": ([mid_x, self.MAX_Y, 0.0], [0.0, 0.0, 0.0, 1.0]),
+                 "x=0": ([self.MIN_X, mid_y, 0.0], along_y)}
+        wall_urdf = os.path.join(URDF_DIR, "wall.urdf")
+        self._wall_uids = []
+        for name, (position, orientation) in walls.items():
+            uid = p.loadURDF(wall_urdf, position, orientation, useFixedBase=True)
+            p.changeVisualShape(uid, -1, rgbaColor=self.WALL_COLORS[name])
+            self._wall_uids.append(uid)
+        self._target_uid = p.loadURDF(os.path.join(URDF_DIR, "cylinder.urdf"),
+                                      [self._target_x, self._target_y, 0.0], useFixedBase=True)
+        self._robot_uid = p.loadURDF(os.path.join(pybullet_data.getDataPath(), "racecar", "racecar.urdf"),
+                                     [self._robot_x, self._robot_y, 0.0], useFixedBase=True)
+        if self.renders:
+            p.resetDebugVisualizerCamera(self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH,
+                                         list(self.CAMERA_TARGET_POS))
+
+    def _cameraImage(self, width: int, height: int, projection_matrix: Any) -> np.ndarray:
+        """
+        :param width: image width in pixels
+        :param height: image height in pixels
+        :param projection_matrix: PyBullet projection matrix matching width / height
+        :return: the top-down camera's RGB image, uint8 (height, width, 3)
+        """
+        rgba = self._p.getCameraImage(width, height, self._view_matrix, projection_matrix,
+                                      renderer=pybullet.ER_TINY_RENDERER,
+                                      flags=pybullet.ER_NO_SEGMENTATION_MASK)[2]
+        # PyBullet built with numpy hands back a (height, width, 4) uint8 array: reshape is a view, and dropping
+        # alpha into a contiguous array is the only copy.
+        rgba = np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)
+        return np.ascontiguousarray(rgba[:, :, :3])
+
+    # --- gymnasium API ------------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """
+        Start a new episode: random robot start, and a random target when random_target.
+
+        :param seed: reseeds the env's random generator when given
+        :param options: unused
+        :return: (first observation, info)
+        """
+        super().reset(seed=seed)
+        rng = self.np_random
+        center_x, center_y = self.START_CENTER
+        half = self.START_HALF_RANGE
+        self._robot_x = center_x + float(rng.uniform(-half, half))
+        self._robot_y = center_y + float(rng.uniform(-half, half))
+        if self.random_target:
+            low, high = self.TARGET_RANGE
+            self._target_x = float(rng.uniform(low, high))
+            self._target_y = float(rng.uniform(low, high))
+            self._teleport(self._target_uid, (self._target_x, self._target_y, 0.0), (0.0, 0.0, 0.0, 1.0))
+        self._step_counter = 0
+        self._teleport(self._robot_uid, (self._robot_x, self._robot_y, 0.0), (0.0, 0.0, 0.0, 1.0))
+        return self._observation(), {}
+
+    def step(self, action: int | np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """
+        :param action: a Discrete(4) index, or a 2-D move in [-1, 1] (scaled by STEP_SIZE)
+        :return: (observation, reward, terminated (always False), truncated, {"is_success": within threshold})
+        """
+        if self.is_discrete:
+            index = int(action)
+            if not 0 <= index < 4:
+                raise ValueError(f"discrete action must be in [0, 4), got {action!r}")
+            dx, dy = self._discrete_moves[index]
+        else:
+            step = self.STEP_SIZE
+            dx = min(max(float(action[0]), -1.0), 1.0) * step
+            dy = min(max(float(action[1]), -1.0), 1.0) * step
+        x = self._robot_x + dx
+        y = self._robot_y + dy
+        # Written so that a NaN move fails the test and is reverted like a bump.
+        bumped = not (self._x_low <= x <= self._x_high and self._y_low <= y <= self._y_high)
+        if not bumped:
+            self._robot_x, self._robot_y = x, y
+            self._teleport(self._robot_uid, (x, y, 0.0), (0.0, 0.0, 0.0, 1.0))
+        self._step_counter += 1
+
+        distance = math.hypot(self._robot_x - self._target_x, self._robot_y - self._target_y)
+        success = distance <= self.REWARD_DIST_THRESHOLD
+        if self.shape_reward:
+            reward = -distance
+        elif bumped:
+            reward = -1.0
+        else:
+            reward = 1.0 if success else 0.0
+        truncated = self._step_counter >= self.max_steps
+        return self._observation(), reward, False, truncated, {"is_success": success}
+
+    def render(self) -> np.ndarray | None:
+        """
+        :return: in "rgb_array" mode, the top-down view as uint8 (S, S, 3) with S = max(render_size, observation
+            size in pixel modes); None otherwise (the GUI shows the scene itself in "human" mode with renders=True)
+        """
+        if self.render_mode == "rgb_array":
+            side = self._render_side
+            return self._cameraImage(side, side, self._render_projection)
+        return None
+
+    def close(self) -> None:
+        """Disconnect this env's PyBullet client (safe to call twice)."""
+        if self._p is not None:
+            self._p.disconnect()
+            self._p = None
+
+    # --- observations and state ---------------------------------------------------------------------------------
+
+    def _observation(self) -> np.ndarray:
+        if self._uses_pixels:
+            _, height, width = self.img_shape
+            return self._cameraImage(width, height, self._obs_projection)
+        return self.getSRLState()
+
+    def getSRLState(self) -> np.ndarray:
+        """:return: float32 robot (x, y), minus the target's (x, y) when relative_pos (no rendering)."""
+        # The base method's quantity (computed in float64, then cast) without its intermediate arrays: this runs
+        # every step.
+        if self.relative_pos:
+            return np.array((self._robot_x - self._target_x, self._robot_y - self._target_y), dtype=np.float32)
+        return np.array((self._robot_x, self._robot_y), dtype=np.float32)
+
+    def getTargetPos(self) -> np.ndarray:
+        """:return: the target's (x, y), float32."""
+        return np.array((self._target_x, self._target_y), dtype=np.float32)
+
+    def getRobotPos(self) -> np.ndarray:
+        """:return: the robot's (x, y), float32."""
+        return np.array((self._robot_x, self._robot_y), dtype=np.float32)
+
+    @staticmethod
+    def getGroundTruthDim() -> int:
+        """:return: 2, the ground truth is the robot's (x, y)."""
+        return 2

@@ -1,0 +1,54 @@
+"""``python -m replay.demo`` (what ``make demo`` runs): train ppo2 on the mobile robot with ground truth, replay it
+into a GIF, and say where the model, the learning curve and the GIF are."""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+from collections.abc import Sequence
+
+from rl_baselines.cli import CLIParser, positiveInt, runCommand
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments
+    :return: exit code
+    """
+    parser = CLIParser(prog="python -m replay.demo", description="Train a small agent and replay it.")
+    parser.add_argument("--log-dir", default="logs/demo", help="root folder of the demo run [logs/demo]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=60000, help="training steps [60000]")
+    parser.add_argument("--port", type=positiveInt, default=8097, help="visdom port for the live curve [8097]")
+    parser.add_argument("--seed", type=int, default=0, help="random seed [0]")
+    args: argparse.Namespace = parser.parse_args(argv)
+
+    from replay import enjoy_baselines
+    from rl_baselines import train
+
+    env_id, srl_model, algo = "MobileRobotGymEnv-v0", "ground_truth", "ppo2"
+    print(f"Training {algo} on {env_id} ({srl_model}) for {args.num_timesteps} steps. To watch the curve live, run "
+          f"`python -m replay.visdom_server --port {args.port}` in another terminal and open "
+          f"http://127.0.0.1:{args.port}", flush=True)
+    code = train.main(["--algo", algo, "--env", env_id, "--srl-model", srl_model, "--num-timesteps",
+                       str(args.num_timesteps), "--log-dir", args.log_dir, "--port", str(args.port),
+                       "--seed", str(args.seed), "--tag", "demo"])
+    if code:
+        return code
+    runs = sorted(glob.glob(os.path.join(args.log_dir, env_id, srl_model, algo, "*_demo*")), key=os.path.getmtime)
+    run_dir = runs[-1]
+    gif = os.path.join(run_dir, "replay.gif")
+    print("Replaying the trained agent (deterministic, 2 episodes)...", flush=True)
+    code = enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "500", "--deterministic", "--video", gif])
+    if code:
+        return code
+    print("\nDemo finished:")
+    print(f"  run folder      {run_dir}")
+    print(f"  model           {os.path.join(run_dir, f'{algo}_model.zip')}")
+    print(f"  learning curve  {os.path.join(run_dir, 'learning_curve.png')}")
+    print(f"  replay GIF      {gif}")
+    print(f"  replay again    python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,354 @@
+"""The algorithm contract (BaseRLObject) and the one adapter every Stable-Baselines3-backed algorithm shares.
+
+Method names are camelCase because published plugins depend on them (DESIGN.md section 3).
+
+The training callback a learner receives is the old toolbox's: ``callback(_locals, _globals) -> bool``, called
+once per vectorised env step, where ``_locals["self"]`` has a ``num_timesteps`` attribute (the env steps taken so
+far, all envs together). Returning False stops training. Stable-Baselines3's ``learn(callback=...)`` accepts this
+form directly; algorithms written here call it themselves.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import zipfile
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+
+from rl_baselines.algo_types import ActionType, AlgoType
+from rl_baselines.files import atomicPath
+
+TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
+
+# Extra member written into Stable-Baselines3 zip files: which algorithm saved them (SB3 ignores it on load).
+MANIFEST_MEMBER = "srl_toolbox.json"
+
+
+class BaseRLObject:
+    """
+    Base class of every RL algorithm, built-in or plugin.
+
+    Subclasses implement save, load, customArguments, getAction and train (getActionProba, getOptParam and makeEnv
+    are optional). A plugin declares its class under the entry-point group ``srl_toolbox.rl_algorithms``.
+    """
+
+    # A plugin built for another major version is refused with a clear message.
+    API_VERSION: ClassVar[int] = 1
+    ALGO_TYPE: ClassVar[AlgoType] = AlgoType.REINFORCEMENT_LEARNING
+    ACTION_TYPES: ClassVar[tuple[ActionType, ...]] = (ActionType.DISCRETE, ActionType.CONTINUOUS)
+    # Env steps between refreshes of the progress bar, monitor reading and live plot.
+    LOG_INTERVAL: ClassVar[int] = 1000
+    # Env steps between best-model checks (mean reward of the last 100 episodes).
+    SAVE_INTERVAL: ClassVar[int] = 5000
+    # Extension of the model file the train command names ``<algo>_model<MODEL_EXTENSION>``.
+    MODEL_EXTENSION: ClassVar[str] = ".zip"
+
+    def __init__(self) -> None:
+        self.num_timesteps = 0
+
+    def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
+        """
+        Persist the model (and its normalisation statistics beside it), atomically.
+
+        :param save_path: the model file to write
+        :param _locals: the learner's locals when called from a callback (optional)
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> BaseRLObject:
+        """
+        Load a model written by :meth:`save`.
+
+        :param load_path: the model file
+        :param args: the run's arguments (from args.json), if needed to rebuild the model
+        :return: an instance ready for getAction
+        :raises ValueError: the file is corrupt or was written by another algorithm
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        """
+        Add the algorithm's own command-line flags.
+
+        :param parser: the train command's parser
+        :return: the same parser
+        """
+        return parser
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+        """
+        :param observation: a batch of observations, one per env
+        :param dones: which envs just ended an episode (for recurrent policies)
+        :param deterministic: take the most likely action instead of sampling
+        :return: a batch of actions, one per env
+        """
+        raise NotImplementedError
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        """
+        :param observation: a batch of observations
+        :param dones: which envs just ended an episode
+        :return: action probabilities (discrete) or the mean action (continuous), one row per env
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no action distribution")
+
+    @classmethod
+    def getOptParam(cls) -> dict[str, tuple] | None:
+        """
+        The hyperparameter search space: ``{name: (type, range)}`` where type is ``int`` or ``float`` with
+        ``(low, high)`` (a third element ``"log"`` samples on a log scale), or ``list`` with the choices.
+
+        :return: the search space, or None when the algorithm has no hyperparameters to search
+        """
+        return None
+
+    @classmethod
+    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
+        """
+        Cast ``--hyperparam KEY:VALUE`` strings with the types of :meth:`getOptParam` (and of the defaults).
+
+        :param hyperparams: raw strings by name
+        :return: typed values by name
+        :raises ValueError: unknown name or a value of the wrong type
+        """
+        types = {name: spec[0] for name, spec in (cls.getOptParam() or {}).items()}
+        for name, value in getattr(cls, "DEFAULT_HYPERPARAMS", {}).items():
+            types.setdefault(name, type(value))
+        parsed: dict[str, Any] = {}
+        for name, raw in hyperparams.items():
+            if name not in types:
+                valid = ", ".join(sorted(types)) or "none"
+                raise ValueError(f"unknown hyperparameter {name!r} for this algorithm; valid names: {valid}")
+            parsed[name] = _castValue(name, raw, types[name])
+        return parsed
+
+    @classmethod
+    def makeEnv(
+        cls,
+        args: argparse.Namespace,
+        env_kwargs: dict[str, Any] | None = None,
+        load_path_normalise: str | None = None,
+    ) -> Any:
+        """
+        Build the vectorised training (or replay) env; override to change wrappers.
+
+        :param args: the run's arguments; ``args.monitor_dir`` (if set) receives the monitor CSVs
+        :param env_kwargs: env constructor keywords
+        :param load_path_normalise: folder with saved normalisation statistics to restore
+        :return: a VecEnv
+        """
+        from rl_baselines.utils import createEnvs
+
+        return createEnvs(args, env_kwargs, load_path_normalise, monitor_dir=getattr(args, "monitor_dir", None))
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        """
+        Build the env and learn for ``args.num_timesteps`` steps, calling ``callback`` after every vectorised step.
+
+        :param args: the run's arguments
+        :param callback: ``callback(_locals, _globals) -> bool`` (see the module docstring)
+        :param env_kwargs: env constructor keywords
+        :param train_kwargs: hyperparameters parsed from ``--hyperparam``
+        """
+        raise NotImplementedError
+
+
+def _castValue(name: str, raw: str, kind: Any) -> Any:
+    try:
+        if kind is bool:
+            if raw.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return raw.lower() in ("true", "1")
+        if kind is int:
+            value = float(raw)
+            if not value.is_integer():
+                raise ValueError
+            return int(value)
+        if kind is float:
+            return float(raw)
+        if kind is list or isinstance(kind, tuple):
+            return raw
+        return kind(raw)
+    except ValueError:
+        type_name = getattr(kind, "__name__", str(kind))
+        raise ValueError(f"hyperparameter {name!r} needs a {type_name} value, got {raw!r}") from None
+
+
+def linearSchedule(initial_value: float) -> Callable[[float], float]:
+    """
+    :param initial_value: learning rate at the start
+    :return: a schedule decaying linearly to 0 over training (SB3 passes the remaining progress, 1 -> 0)
+    """
+
+    def schedule(progress_remaining: float) -> float:
+        return progress_remaining * initial_value
+
+    return schedule
+
+
+class StableBaselinesRLObject(BaseRLObject):
+    """
+    Adapter for algorithms that Stable-Baselines3 or sb3-contrib implement.
+
+    A subclass names its ``SB3_CLASS``, ``DEFAULT_HYPERPARAMS`` and search space; every default hyperparameter
+    becomes a command-line flag (``n_steps`` -> ``--n-steps``), and ``--hyperparam`` overrides both.
+    """
+
+    SB3_CLASS: ClassVar[type | None] = None
+    NAME: ClassVar[str] = ""
+    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
+    DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: Any = None
+        self.env: Any = None
+
+    # --- command line ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
+        for name, default in cls.DEFAULT_HYPERPARAMS.items():
+            kind = {bool: _strToBool}.get(type(default), type(default))
+            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
+                               metavar=type(default).__name__.upper(), help=f"[{default}]")
+        group.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
+                           help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
+        return parser
+
+    @classmethod
+    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+        """
+        :param args: parsed arguments (the flags added by customArguments)
+        :param train_kwargs: values from ``--hyperparam`` (they win over flags)
+        :return: the constructor keywords for SB3_CLASS
+        """
+        hyperparams = dict(cls.DEFAULT_HYPERPARAMS)
+        for name in cls.DEFAULT_HYPERPARAMS:
+            value = getattr(args, f"hp_{name}", None)
+            if value is not None:
+                hyperparams[name] = value
+        hyperparams.update(train_kwargs or {})
+        if getattr(args, "lr_schedule", "constant") == "linear" and "learning_rate" in hyperparams:
+            hyperparams["learning_rate"] = linearSchedule(float(hyperparams["learning_rate"]))
+        return hyperparams
+
+    # --- persistence -------------------------------------------------------------------------------------------
+
+    def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
+        from rl_baselines.utils import saveNormalisation
+
+        with atomicPath(save_path) as tmp_path:
+            self.model.save(tmp_path)
+            with zipfile.ZipFile(tmp_path, "a") as archive:
+                archive.writestr(MANIFEST_MEMBER, json.dumps({"algo": self.NAME, "api_version": self.API_VERSION}))
+        saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
+
+    @classmethod
+    def readManifest(cls, load_path: str) -> dict[str, Any]:
+        """
+        :param load_path: a model zip written by :meth:`save`
+        :return: its manifest (which algorithm wrote it)
+        :raises ValueError: missing, not a model zip, or written by another algorithm
+        """
+        if not os.path.isfile(load_path):
+            raise ValueError(f"no model file at {load_path}")
+        if not zipfile.is_zipfile(load_path):
+            raise ValueError(f"{load_path} is not a saved model (not a zip archive)")
+        try:
+            with zipfile.ZipFile(load_path) as archive:
+                names = archive.namelist()
+                manifest = json.loads(archive.read(MANIFEST_MEMBER)) if MANIFEST_MEMBER in names else {}
+                if "data" not in names:
+                    raise ValueError(f"{load_path} is not a Stable-Baselines3 model (no 'data' member)")
+        except (zipfile.BadZipFile, json.JSONDecodeError, OSError) as error:
+            raise ValueError(f"{load_path} is corrupt ({error})") from None
+        saved_by = manifest.get("algo")
+        if saved_by is not None and saved_by != cls.NAME:
+            raise ValueError(f"{load_path} was saved by algorithm {saved_by!r}, not {cls.NAME!r}")
+        return manifest
+
+    @classmethod
+    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> StableBaselinesRLObject:
+        cls.readManifest(load_path)
+        obj = cls()
+        try:
+            obj.model = cls.SB3_CLASS.load(load_path, device="cpu")
+        except Exception as error:  # SB3 raises many kinds for a damaged archive
+            raise ValueError(f"{load_path} could not be loaded by {cls.NAME}: {type(error).__name__}: {error}") from None
+        obj.num_timesteps = obj.model.num_timesteps
+        return obj
+
+    # --- acting ----------------------------------------------------------------------------------------------
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+        action, _ = self.model.predict(observation, deterministic=deterministic)
+        return action
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        import torch
+
+        policy = self.model.policy
+        obs_tensor, _ = policy.obs_to_tensor(observation)
+        with torch.no_grad():
+            distribution = policy.get_distribution(obs_tensor).distribution
+        if hasattr(distribution, "probs"):
+            return distribution.probs.cpu().numpy()
+        return distribution.mean.cpu().numpy()
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        from stable_baselines3.common.logger import configure
+
+        from rl_baselines.utils import findVecNormalize
+
+        load_path = getattr(args, "load_rl_model_path", None)
+        normalise_folder = os.path.dirname(os.path.abspath(load_path)) if load_path else None
+        self.env = self.makeEnv(args, env_kwargs, load_path_normalise=normalise_folder)
+        vec_normalize = findVecNormalize(self.env)
+        if vec_normalize is not None:
+            vec_normalize.training = True  # a restored normaliser keeps adapting while training goes on
+        hyperparams = self.hyperparamsFromArgs(args, train_kwargs)
+        if load_path:
+            self.readManifest(load_path)
+            # Hyperparameters given on this command line override the saved ones; the rest are kept.
+            overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
+                         getattr(args, f"hp_{k}", None) is not None}
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device="cpu", custom_objects=overrides)
+        else:
+            policy = "CnnPolicy" if args.srl_model == "raw_pixels" else "MlpPolicy"
+            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device="cpu", verbose=0, **hyperparams)
+        run_dir = getattr(args, "run_dir", None)
+        if run_dir:
+            self.model.set_logger(configure(run_dir, ["csv"]))
+        # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
+        self.model.learn(total_timesteps=args.num_timesteps, callback=callback, reset_num_timesteps=not load_path)
+        self.num_timesteps = self.model.num_timesteps
+        self.env.close()
+
+
+def _strToBool(raw: str) -> bool:
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")

@@ -1,0 +1,101 @@
+"""Reading the SB3 Monitor CSVs of a run (``monitor/<rank>.monitor.csv``: a ``#{json}`` line, then ``r,l,t,...``).
+
+Episodes of all envs are merged in wall-time order; the timestep of an episode is the cumulative sum of the
+episode lengths up to it, as in the old toolbox's plots.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import os
+
+import numpy as np
+
+MONITOR_SUFFIX = ".monitor.csv"
+
+
+class MonitorTail:
+    """
+    Follows the monitor files of a folder, reading only what was appended since the last :meth:`poll`.
+
+    :param folder: the folder holding ``*.monitor.csv`` files (they may appear later)
+    """
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+        self._files: dict[str, tuple] = {}  # path -> (handle, column names, pending partial line)
+        self.rewards: list[float] = []
+        self.lengths: list[int] = []
+        self.times: list[float] = []
+        self.successes: list[float] = []
+
+    def poll(self) -> int:
+        """
+        :return: how many episodes were read since the last call
+        """
+        rows: list[tuple[float, float, int, float]] = []
+        for path in sorted(glob.glob(os.path.join(self.folder, f"*{MONITOR_SUFFIX}"))):
+            if path not in self._files:
+                self._files[path] = (open(path, encoding="utf-8", newline=""), None, "")
+            handle, columns, pending = self._files[path]
+            text = pending + handle.read()
+            lines = text.split("\n")
+            pending = lines.pop()  # an incomplete last line waits for the next poll
+            for line in lines:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                if columns is None:
+                    columns = next(csv.reader([line]))
+                    continue
+                values = dict(zip(columns, next(csv.reader([line]))))
+                try:
+                    success = float(values["is_success"]) if values.get("is_success") not in (None, "") else np.nan
+                except ValueError:
+                    success = float(values["is_success"] == "True")
+                rows.append((float(values["t"]), float(values["r"]), int(values["l"]), success))
+            self._files[path] = (handle, columns, pending)
+        rows.sort()
+        for wall_time, reward, length, success in rows:
+            self.times.append(wall_time)
+            self.rewards.append(reward)
+            self.lengths.append(length)
+            self.successes.append(success)
+        return len(rows)
+
+    @property
+    def timesteps(self) -> np.ndarray:
+        """Cumulative env steps at the end of each episode."""
+        return np.cumsum(np.asarray(self.lengths, dtype=np.int64))
+
+    def meanReward(self, last: int = 100) -> float:
+        """
+        :param last: how many recent episodes to average
+        :return: the mean reward of the last episodes (nan before the first one)
+        """
+        return float(np.mean(self.rewards[-last:])) if self.rewards else float("nan")
+
+    def close(self) -> None:
+        """Close the open files."""
+        for handle, _, _ in self._files.values():
+            handle.close()
+        self._files.clear()
+
+
+def loadEpisodes(folder: str) -> dict[str, np.ndarray]:
+    """
+    Read every episode of a run's monitor folder.
+
+    :param folder: the folder holding ``*.monitor.csv``
+    :return: arrays ``timesteps``, ``rewards``, ``lengths``, ``times`` (wall time since start), ``successes``
+    """
+    tail = MonitorTail(folder)
+    tail.poll()
+    tail.close()
+    return {
+        "timesteps": tail.timesteps,
+        "rewards": np.asarray(tail.rewards, dtype=np.float64),
+        "lengths": np.asarray(tail.lengths, dtype=np.int64),
+        "times": np.asarray(tail.times, dtype=np.float64),
+        "successes": np.asarray(tail.successes, dtype=np.float64),
+    }

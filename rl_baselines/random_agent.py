@@ -1,0 +1,89 @@
+"""random_agent: uniformly random actions, the baseline every learner must beat."""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from rl_baselines.algo_types import AlgoType
+from rl_baselines.base_classes import BaseRLObject, TrainCallback
+from rl_baselines.files import readJson, writeJson
+from rl_baselines.utils import saveNormalisation
+
+
+def _spaceToJson(space: gym.Space) -> dict[str, Any]:
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n)}
+    if isinstance(space, gym.spaces.Box):
+        return {"type": "Box", "low": space.low.tolist(), "high": space.high.tolist(), "dtype": str(space.dtype)}
+    raise ValueError(f"random_agent cannot save an action space of type {type(space).__name__}")
+
+
+def _spaceFromJson(data: dict[str, Any]) -> gym.Space:
+    if data["type"] == "Discrete":
+        return gym.spaces.Discrete(data["n"])
+    return gym.spaces.Box(np.array(data["low"]), np.array(data["high"]), dtype=np.dtype(data["dtype"]))
+
+
+class RandomAgentModel(BaseRLObject):
+    """Samples every env's action uniformly from the action space."""
+
+    ALGO_TYPE = AlgoType.OTHER
+    MODEL_EXTENSION = ".json"
+
+    def __init__(self, action_space: gym.Space | None = None, seed: int = 0) -> None:
+        super().__init__()
+        self.action_space = action_space
+        self.seed = seed
+        self.env: Any = None
+        if action_space is not None:
+            action_space.seed(seed)
+
+    def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
+        writeJson(save_path, {"algo": "random_agent", "action_space": _spaceToJson(self.action_space),
+                              "seed": self.seed, "num_timesteps": self.num_timesteps})
+        # Kept beside every model like the other algorithms', so a replay rebuilds the same observations.
+        saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
+
+    @classmethod
+    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> RandomAgentModel:
+        try:
+            data = readJson(load_path)
+            if data.get("algo") != "random_agent":
+                raise ValueError(f"{load_path} was saved by algorithm {data.get('algo')!r}, not 'random_agent'")
+            space = _spaceFromJson(data["action_space"])
+        except (OSError, KeyError, TypeError, AttributeError) as error:
+            raise ValueError(f"{load_path} is not a random_agent model ({type(error).__name__}: {error})") from None
+        except UnicodeDecodeError:
+            raise ValueError(f"{load_path} is not a random_agent model (not JSON)") from None
+        except ValueError as error:
+            raise ValueError(str(error) if "saved by" in str(error) else f"{load_path} is corrupt ({error})") from None
+        agent = cls(space, seed=getattr(args, "seed", data.get("seed", 0)))
+        agent.num_timesteps = int(data.get("num_timesteps", 0))
+        return agent
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+        return np.stack([self.action_space.sample() for _ in range(len(observation))])
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.env = self.makeEnv(args, env_kwargs)
+        self.seed = args.seed
+        self.action_space = self.env.action_space
+        self.action_space.seed(args.seed)
+        observation = self.env.reset()
+        target = self.num_timesteps + args.num_timesteps
+        while self.num_timesteps < target:
+            observation, _, dones, _ = self.env.step(self.getAction(observation))
+            self.num_timesteps += self.env.num_envs
+            if callback(locals(), globals()) is False:
+                break
+        self.env.close()

@@ -1,0 +1,223 @@
+"""``python -m rl_baselines.train``: train one agent and write its run folder (DESIGN.md section 6).
+
+    <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
+        args.json  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
+        progress.csv  learning_curve.png
+
+Every input is checked before anything is written, so a bad command leaves the disk as it was.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rl_baselines.cli import CLIParser, UsageError, nonNegativeInt, portNumber, positiveInt, runCommand
+
+DEFAULT_ALGO = "ppo2"
+DEFAULT_ENV = "MobileRobotGymEnv-v0"
+# Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
+MIN_CNN_SIDE = 36
+
+
+def baseParser(add_help: bool = True) -> CLIParser:
+    """
+    :param add_help: add -h/--help (off for the first pass that only finds --algo)
+    :return: the parser of the flags every algorithm shares
+    """
+    parser = CLIParser(prog="python -m rl_baselines.train", add_help=add_help,
+                       description="Train an RL agent on a robot env; see --algo NAME --help for its own flags.")
+    parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"registered algorithm name [{DEFAULT_ALGO}]")
+    parser.add_argument("--env", default=DEFAULT_ENV, help=f"registered env id [{DEFAULT_ENV}]")
+    parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
+    parser.add_argument("--seed", type=int, default=0, help="random seed; env i is seeded seed+i [0]")
+    parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
+    parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs (subprocesses when > 1) [1]")
+    parser.add_argument("--no-vis", action="store_true", help="no live visdom plots")
+    parser.add_argument("--port", type=portNumber, default=8097, help="visdom server port [8097]")
+    parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
+    parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms)")
+    parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
+    parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
+    parser.add_argument("--num-stack", type=positiveInt, default=1, help="frames stacked per observation [1]")
+    parser.add_argument("--action-repeat", type=positiveInt, default=1, help="env steps per agent action [1]")
+    parser.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
+                        help="moving-average window of the reward curve, in episodes [40]")
+    parser.add_argument("--min-episodes-save", type=nonNegativeInt, default=100,
+                        help="episodes before the best model is saved [100]")
+    parser.add_argument("--checkpoint-freq", type=int, default=0,
+                        help="env steps between checkpoints; 0: five per run, -1: none [0]")
+    parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
+                        help="camera observation shape [3 64 64]")
+    parser.add_argument("--hyperparam", action="extend", nargs="+", default=[], metavar="KEY:VALUE",
+                        help="override algorithm hyperparameters, typed by its search space")
+    parser.add_argument("--load-rl-model-path", default=None, help="continue training this saved model")
+    parser.add_argument("--srl-config-file", default="config/srl_models.yaml",
+                        help="which trained SRL model each env uses [config/srl_models.yaml]")
+    parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def _parseHyperparams(items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key or not value:
+            raise UsageError(f"--hyperparam {item!r} is not KEY:VALUE (for example n_steps:256)")
+        pairs[key] = value
+    return pairs
+
+
+def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[str, Any], dict[str, Any], int]:
+    """
+    Check every input before anything is written.
+
+    :param args: parsed arguments
+    :param registered_rl: the algorithm table
+    :return: (env class, env kwargs, typed hyperparameters, starting timestep count)
+    :raises UsageError: on any bad input, with a one-line message
+    """
+    from environments import getEnvClass, registered_env
+    from rl_baselines.algo_types import ActionType
+    from rl_baselines.registry import supportingAlgorithms
+    from rl_baselines.utils import envKwargsFromArgs
+
+    algo_class, _, action_types = registered_rl[args.algo]
+    if args.env not in registered_env:
+        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    env_class = getEnvClass(args.env)
+    if args.srl_model not in env_class.SRL_MODES:
+        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: "
+                         f"{', '.join(env_class.SRL_MODES)}")
+    wanted = ActionType.CONTINUOUS if args.continuous_actions else ActionType.DISCRETE
+    if wanted not in action_types:
+        kind = "continuous" if args.continuous_actions else "discrete"
+        hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
+        raise UsageError(f"--algo {args.algo} does not support {kind} actions ({hint}); algorithms that do: "
+                         f"{', '.join(supportingAlgorithms(wanted))}")
+    if args.action_joints:
+        if not env_class.ACTION_JOINTS:
+            with_joints = [e for e in sorted(registered_env) if getEnvClass(e).ACTION_JOINTS]
+            raise UsageError(f"--action-joints: {args.env} has no joints to act on; envs with joints: "
+                             f"{', '.join(with_joints) or 'none installed'}")
+        if not args.continuous_actions:
+            raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
+    if args.img_shape is not None:
+        channels, height, width = args.img_shape
+        if channels != 3 or height < 16 or width < 16:
+            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W >= 16")
+        if args.srl_model == "raw_pixels" and min(height, width) < MIN_CNN_SIDE:
+            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
+                             f"{MIN_CNN_SIDE} with raw_pixels")
+    try:
+        hyperparams = algo_class.parserHyperParam(_parseHyperparams(args.hyperparam))
+    except ValueError as error:
+        raise UsageError(f"--hyperparam: {error}") from None
+    start_timesteps = 0
+    if args.load_rl_model_path is not None:
+        if not os.path.isfile(args.load_rl_model_path):
+            raise UsageError(f"--load-rl-model-path {args.load_rl_model_path!r} does not exist")
+        try:
+            start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
+        except ValueError as error:
+            raise UsageError(f"--load-rl-model-path: {error}") from None
+    return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
+
+
+def createRunFolder(args: argparse.Namespace) -> str:
+    """
+    :param args: parsed arguments (log_dir, env, srl_model, algo, seed, tag)
+    :return: a new, empty run folder (a suffix avoids collisions with a run started in the same second)
+    """
+    parent = os.path.join(args.log_dir, args.env, args.srl_model, args.algo)
+    stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
+    name = f"{stamp}_{args.tag or f'seed{args.seed}'}"
+    os.makedirs(parent, exist_ok=True)
+    for attempt in range(1000):
+        run_dir = os.path.join(parent, name if attempt == 0 else f"{name}_{attempt}")
+        try:
+            os.mkdir(run_dir)
+            return run_dir
+        except FileExistsError:
+            continue
+    raise UsageError(f"cannot create a run folder under {parent}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    import torch
+
+    torch.set_num_threads(1)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    pre_args, _ = baseParser(add_help=False).parse_known_args(argv)
+
+    from rl_baselines.registry import failed_plugins, registered_rl
+
+    if pre_args.algo not in registered_rl:
+        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+        raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    algo_class = registered_rl[pre_args.algo][0]
+    parser = algo_class.customArguments(baseParser())
+    args = parser.parse_args(argv)
+    env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
+
+    from rl_baselines.callbacks import TrainingCallback
+    from rl_baselines.files import writeJson
+
+    run_dir = createRunFolder(args)
+    saved_args = {k: v for k, v in sorted(vars(args).items())}
+    writeJson(os.path.join(run_dir, "args.json"), saved_args)
+    writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+    args.run_dir = run_dir
+    args.monitor_dir = os.path.join(run_dir, "monitor")
+    os.makedirs(args.monitor_dir)
+
+    plotter = None
+    if not args.no_vis:
+        from rl_baselines.visualize import VisdomPlotter
+
+        plotter = VisdomPlotter(port=args.port, env_name=f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}",
+                                title=f"{args.env} {args.srl_model}", legend=args.algo,
+                                episode_window=args.episode_window)
+    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
+    algo = algo_class()
+    callback = TrainingCallback(
+        algo, args.algo, run_dir, total_timesteps=start_timesteps + args.num_timesteps,
+        start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
+        save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
+        min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress)
+    print(f"Run folder: {run_dir}", flush=True)
+    interrupted = False
+    try:
+        algo.train(args, callback, env_kwargs=env_kwargs, train_kwargs=hyperparams)
+    except KeyboardInterrupt:
+        interrupted = True
+    callback.close(algo.num_timesteps)
+    algo.save(callback.modelPath(run_dir))
+    _writeLearningCurve(callback, args, run_dir)
+    mean_reward = callback.monitor.meanReward()
+    print(f"{'Interrupted' if interrupted else 'Done'}: {algo.num_timesteps} steps, "
+          f"{len(callback.monitor.rewards)} episodes, mean reward (last 100) {mean_reward:.2f}")
+    print(f"Run folder: {run_dir}")
+    return 130 if interrupted else 0
+
+
+def _writeLearningCurve(callback: Any, args: argparse.Namespace, run_dir: str) -> None:
+    if not callback.monitor.rewards:
+        return
+    from rl_baselines.visualize import saveLearningCurve
+
+    saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, args.episode_window,
+                      os.path.join(run_dir, "learning_curve.png"), title=f"{args.env} {args.srl_model} {args.algo}")
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,332 @@
+"""Live learning curves in visdom, and the same curves as PNG files.
+
+The training callback owns a :class:`VisdomPlotter` and calls :meth:`VisdomPlotter.update` with every finished
+episode so far. A missing or vanished visdom server costs one warning, never the run. Start a server that works
+offline with ``python -m replay.visdom_server --port 8097``.
+
+Each plotter draws into the visdom environment ``env_name`` (one per run, so runs do not overwrite each other):
+
+- window ``<env_name>_reward``: episode reward against timesteps, raw and smoothed (moving average over
+  ``episode_window`` episodes);
+- window ``<env_name>_episodes``: the smoothed reward against the episode index.
+
+(In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
+import tempfile
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+# Seconds allowed to open a connection and to wait for each answer of the visdom server
+CONNECT_TIMEOUT_S = 2.0
+CONNECT_READ_TIMEOUT_S = 2.0
+UPDATE_READ_TIMEOUT_S = 5.0
+
+_CLIENT_CLASS: Any = None
+
+
+def movingAverage(values: ArrayLike, window: int) -> np.ndarray:
+    """
+    Trailing moving average: ``out[i]`` is the mean of ``values[max(0, i - window + 1) : i + 1]``,
+    so the first values average over fewer elements than ``window``.
+
+    :param values: 1-D array of values
+    :param window: number of values averaged (at least 1)
+    :return: float array of the same length as ``values``
+    """
+    window = int(window)
+    if window < 1:
+        raise ValueError(f"window must be at least 1, got {window}")
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if values.size == 0:
+        return values.copy()
+    cumsum = np.concatenate(([0.0], np.cumsum(values)))
+    ends = np.arange(1, values.size + 1)
+    starts = np.maximum(0, ends - window)
+    return (cumsum[ends] - cumsum[starts]) / (ends - starts)
+
+
+def _episodeData(timesteps: ArrayLike, rewards: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """
+    :param timesteps: cumulative env steps at the end of each episode
+    :param rewards: reward of each episode
+    :return: both as 1-D float arrays
+    """
+    timesteps = np.asarray(timesteps, dtype=np.float64).ravel()
+    rewards = np.asarray(rewards, dtype=np.float64).ravel()
+    if timesteps.shape != rewards.shape:
+        raise ValueError(f"timesteps and rewards must have the same length, got {timesteps.size} and {rewards.size}")
+    return timesteps, rewards
+
+
+def _subsample(n_points: int, max_points: int) -> np.ndarray:
+    """
+    :param n_points: number of points available
+    :param max_points: most points to keep
+    :return: sorted indices of at most ``max_points`` evenly spread points, always the first and the last
+    """
+    if n_points <= max_points:
+        return np.arange(n_points)
+    return np.unique(np.linspace(0, n_points - 1, max_points).round().astype(np.int64))
+
+
+@contextlib.contextmanager
+def _quietVisdom() -> Iterator[None]:
+    """Silence the visdom client's log lines and deprecation warnings (we report problems ourselves)."""
+    logger = logging.getLogger("visdom")
+    was_disabled = logger.disabled
+    logger.disabled = True
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", PendingDeprecationWarning)
+            yield
+    finally:
+        logger.disabled = was_disabled
+
+
+def _visdomClientClass() -> Any:
+    """
+    :return: a ``visdom.Visdom`` subclass whose requests time out and treat HTTP errors as connection errors
+        (visdom's own requests wait forever)
+    """
+    global _CLIENT_CLASS
+    if _CLIENT_CLASS is None:
+        import visdom
+
+        class _BoundedVisdom(visdom.Visdom):
+            def __init__(self, *args: Any, request_timeout: tuple[float, float] = (CONNECT_TIMEOUT_S,
+                                                                                    CONNECT_READ_TIMEOUT_S),
+                         **kwargs: Any) -> None:
+                self.request_timeout = request_timeout
+                super().__init__(*args, **kwargs)
+
+            def _handle_post(self, url: str, data: Any = None) -> str:
+                response = self.session.post(url, data={} if data is None else data, timeout=self.request_timeout)
+                response.raise_for_status()  # a RequestException: visdom turns it into ConnectionError
+                return response.text
+
+        _CLIENT_CLASS = _BoundedVisdom
+    return _CLIENT_CLASS
+
+
+def _describe(exc: BaseException) -> str:
+    """
+    :param exc: an error raised by the visdom client (it wraps every request failure in one ConnectionError)
+    :return: a short reason, from the underlying requests error when there is one
+    """
+    cause = exc
+    for _ in range(10):  # the chain is short; the bound only guards against a cycle
+        inner = cause.__cause__ or cause.__context__
+        if inner is None:
+            break
+        cause = inner
+    name = type(cause).__name__
+    if "Timeout" in name:
+        return "no answer in time"
+    response = getattr(cause, "response", None)
+    if response is not None and getattr(response, "status_code", None) is not None:
+        return f"HTTP error {response.status_code}, is it a visdom server?"
+    if name == "ConnectionError":
+        return "connection failed"
+    return f"{name}: {cause}" if str(cause) else name
+
+
+class VisdomPlotter:
+    """
+    Live learning curves of one run in a visdom server.
+
+    Connects on the first :meth:`update`. If the server cannot be reached then, or stops answering later, it emits
+    a single ``UserWarning`` for its whole life and every later update does nothing; it never raises because of
+    the server.
+
+    :param port: the visdom server's port
+    :param server: the visdom server's address, with its scheme
+    :param env_name: visdom environment of this run (window ids are derived from it, see ``windows``)
+    :param title: title of the plots (default: ``env_name``)
+    :param legend: name of the curves, e.g. the algorithm (traces are "<legend> raw" and "<legend> smoothed")
+    :param episode_window: number of episodes of the moving average
+    :param max_points: most points sent per trace; longer runs are evenly subsampled (after smoothing)
+    """
+
+    def __init__(
+        self,
+        port: int = 8097,
+        server: str = "http://127.0.0.1",
+        env_name: str = "main",
+        title: str = "",
+        legend: str = "",
+        episode_window: int = 40,
+        max_points: int = 5000,
+    ) -> None:
+        if episode_window < 1:
+            raise ValueError(f"episode_window must be at least 1, got {episode_window}")
+        if max_points < 2:
+            raise ValueError(f"max_points must be at least 2, got {max_points}")
+        self.port = int(port)
+        self.server = server.rstrip("/")
+        self.env_name = env_name
+        self.title = title or env_name
+        self.legend = legend
+        self.episode_window = int(episode_window)
+        self.max_points = int(max_points)
+        safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
+        self.windows = {"reward": f"{safe_name}_reward", "episodes": f"{safe_name}_episodes"}
+        self._viz: Any = None
+        self._disabled = False
+
+    @property
+    def address(self) -> str:
+        """The server's address, ``server:port``."""
+        return f"{self.server}:{self.port}"
+
+    @property
+    def enabled(self) -> bool:
+        """False once the server was found unreachable: updates are then no-ops."""
+        return not self._disabled
+
+    def _label(self, kind: str) -> str:
+        """
+        :param kind: "raw" or "smoothed"
+        :return: the trace's legend entry
+        """
+        return f"{self.legend} {kind}" if self.legend else kind
+
+    def _giveUp(self, reason: str, lost: bool, stacklevel: int) -> None:
+        """
+        Turn the plotter off, with its only warning.
+
+        :param reason: what failed
+        :param lost: True if the server answered before (it went away mid-run)
+        :param stacklevel: frames between this method and the caller of ``update`` (plus one)
+        """
+        self._disabled = True
+        self._viz = None
+        what = "stopped answering" if lost else "cannot be reached"
+        warnings.warn(
+            f"The visdom server at {self.address} {what} ({reason}); live plots are off for the rest of this run. "
+            f"Start a server with `python -m replay.visdom_server --port {self.port}`, or disable plots with "
+            "--no-vis.",
+            UserWarning,
+            stacklevel=stacklevel,
+        )
+
+    def _connect(self) -> bool:
+        """
+        Open the connection and check that the server answers (a couple of seconds at most).
+
+        :return: True if connected; otherwise the plotter is turned off with its warning
+        """
+        try:
+            client_class = _visdomClientClass()
+        except ImportError as exc:
+            self._giveUp(f"the visdom package cannot be imported: {exc}", lost=False, stacklevel=4)
+            return False
+        try:
+            with _quietVisdom():
+                # The constructor posts to the env endpoint: with raise_exceptions=True, no answer raises
+                viz = client_class(server=self.server, port=self.port, env=self.env_name,
+                                   use_incoming_socket=False, raise_exceptions=True)
+        except Exception as exc:  # ConnectionError mostly; never let the run die because of the plots
+            self._giveUp(_describe(exc), lost=False, stacklevel=4)
+            return False
+        viz.request_timeout = (CONNECT_TIMEOUT_S, UPDATE_READ_TIMEOUT_S)
+        self._viz = viz
+        return True
+
+    def update(self, timesteps: ArrayLike, rewards: ArrayLike) -> None:
+        """
+        Redraw both windows with every episode so far (the whole data is replaced).
+
+        :param timesteps: ``timesteps[i]`` is the cumulative env step count at the end of episode ``i``
+        :param rewards: ``rewards[i]`` is the reward of episode ``i``
+        """
+        if self._disabled:
+            return
+        timesteps, rewards = _episodeData(timesteps, rewards)
+        if rewards.size == 0:
+            return
+        if self._viz is None and not self._connect():
+            return
+        smoothed = movingAverage(rewards, self.episode_window)
+        keep = _subsample(rewards.size, self.max_points)
+        x = timesteps[keep]
+        try:
+            with _quietVisdom():
+                self._viz.line(
+                    Y=np.column_stack((rewards[keep], smoothed[keep])),
+                    X=np.column_stack((x, x)),
+                    win=self.windows["reward"],
+                    env=self.env_name,
+                    opts=dict(title=self.title, xlabel="Timesteps", ylabel="Episode reward",
+                              legend=[self._label("raw"), self._label("smoothed")], showlegend=True),
+                )
+                self._viz.line(
+                    Y=smoothed[keep],
+                    X=keep.astype(np.float64),
+                    win=self.windows["episodes"],
+                    env=self.env_name,
+                    opts=dict(title=f"{self.title} [Episodes]", xlabel="Episodes",
+                              ylabel=f"Mean reward ({self.episode_window} episodes)",
+                              legend=[self._label("smoothed")], showlegend=True),
+                )
+        except Exception as exc:
+            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+
+
+def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: int, path: str,
+                      title: str = "") -> str:
+    """
+    Write the learning curve as a PNG: raw episode rewards (light) and their moving average against timesteps.
+    The file is replaced atomically (a reader never sees a partial image). Needs no display.
+
+    :param timesteps: ``timesteps[i]`` is the cumulative env step count at the end of episode ``i``
+    :param rewards: ``rewards[i]`` is the reward of episode ``i``
+    :param episode_window: number of episodes of the moving average
+    :param path: the PNG file to write (its folder is created if needed)
+    :param title: title of the figure
+    :return: ``path``
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    timesteps, rewards = _episodeData(timesteps, rewards)
+    figure = Figure(figsize=(8, 5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    if rewards.size > 0:
+        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, label="raw")
+        axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2,
+                  label=f"moving average ({int(episode_window)} episodes)")
+        axes.legend(loc="best")
+    else:
+        axes.text(0.5, 0.5, "no finished episode", ha="center", va="center", transform=axes.transAxes)
+    axes.set_xlabel("Timesteps")
+    axes.set_ylabel("Episode reward")
+    if title:
+        axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    figure.tight_layout()
+
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp_path = tempfile.mkstemp(dir=folder, prefix=".learning_curve-", suffix=".png.tmp")
+    try:
+        with os.fdopen(fd, "wb") as tmp_file:
+            figure.savefig(tmp_file, format="png")
+        os.chmod(tmp_path, 0o644)  # mkstemp makes it private
+        os.replace(tmp_path, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp_path)
+        raise
+    return path

@@ -1,0 +1,59 @@
+"""Shared helpers: run the project's commands as a user would (a subprocess), and snapshot folders."""
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None
+              ) -> subprocess.CompletedProcess:
+    """
+    :param module: a ``python -m`` module
+    :param args: its arguments
+    :param env: extra environment variables
+    :param timeout: seconds before the test fails
+    :param cwd: working directory (default: the repository)
+    :return: the finished process, with text stdout/stderr
+    """
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=full_env, cwd=cwd or REPO)
+
+
+def runTrain(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    """``python -m rl_baselines.train`` without live plots and progress bar; fails the test on a non-zero exit."""
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", *args, **kwargs)
+    assert result.returncode == 0, f"train failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def runFolder(result: subprocess.CompletedProcess) -> str:
+    """:return: the run folder a train command printed last"""
+    lines = [line for line in result.stdout.splitlines() if line.startswith("Run folder: ")]
+    assert lines, result.stdout
+    return lines[-1][len("Run folder: "):].strip()
+
+
+def snapshot(folder: str) -> dict[str, tuple[int, float]]:
+    """:return: every file below ``folder`` with its size and modification time"""
+    files = {}
+    for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
+        if os.path.isfile(path):
+            stat = os.stat(path)
+            files[path] = (stat.st_size, stat.st_mtime_ns)
+    return files
+
+
+@pytest.fixture(scope="session")
+def trainedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A short ppo2 run on MobileRobot with ground truth (best model saved), shared by replay/load tests."""
+    log_dir = tmp_path_factory.mktemp("shared_run")
+    result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                      "--num-timesteps", "1536", "--min-episodes-save", "1", "--log-dir", log_dir, "--seed", "3")
+    return runFolder(result)

@@ -1,0 +1,140 @@
+"""Train end to end through the command line, as a user would: every built-in algorithm, action kind and
+observation mode, with two parallel envs; then save/load, continuing a saved model, and replay."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import runFolder, runModule, runTrain
+
+PIXEL_SHAPE = ("3", "40", "40")
+
+
+@pytest.mark.parametrize("srl_model", ["ground_truth", "raw_pixels"])
+@pytest.mark.parametrize("continuous", [False, True])
+@pytest.mark.parametrize("algo", ["ppo2", "a2c", "random_agent"])
+def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
+    args = ["--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", srl_model, "--num-cpu", "2",
+            "--num-timesteps", "600", "--log-dir", tmp_path, "--min-episodes-save", "1", "--img-shape", *PIXEL_SHAPE]
+    if algo == "ppo2":
+        args += ["--hyperparam", "n_steps:64"]  # several updates within the tiny budget
+    if continuous:
+        args.append("-c")
+    run_dir = runFolder(runTrain(*args))
+    assert os.path.dirname(run_dir) == os.path.join(str(tmp_path), "MobileRobotGymEnv-v0", srl_model, algo)
+    saved = json.load(open(os.path.join(run_dir, "args.json")))
+    assert saved["algo"] == algo and saved["continuous_actions"] is continuous and saved["num_cpu"] == 2
+    env_globals = json.load(open(os.path.join(run_dir, "env_globals.json")))
+    assert env_globals["constants"]["MAX_STEPS"] == 250
+    assert env_globals["env_kwargs"]["srl_model"] == srl_model
+    # one monitor file per env, each with finished episodes (600 steps over 2 envs > one 250-step episode each)
+    for rank in (0, 1):
+        lines = open(os.path.join(run_dir, "monitor", f"{rank}.monitor.csv")).read().splitlines()
+        assert lines[0].startswith("#{") and lines[1].startswith("r,l,t")
+        assert len(lines) >= 3
+    extension = ".json" if algo == "random_agent" else ".zip"
+    for folder in (run_dir, os.path.join(run_dir, "best")):
+        assert os.path.isfile(os.path.join(folder, f"{algo}_model{extension}"))
+        # normalisation statistics beside every model, only for low-dimensional observations
+        assert os.path.isfile(os.path.join(folder, "vecnormalize.npz")) == (srl_model == "ground_truth")
+    assert os.listdir(os.path.join(run_dir, "checkpoints"))
+    assert os.path.isfile(os.path.join(run_dir, "learning_curve.png"))
+    if algo != "random_agent":
+        assert os.path.isfile(os.path.join(run_dir, "progress.csv"))
+
+
+def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
+    from rl_baselines.train import baseParser
+
+    parser = algo_class.customArguments(baseParser())
+    args = parser.parse_args(["--srl-model", "ground_truth", "--num-timesteps", "256", "--log-dir", str(tmp_path)])
+    for key, value in overrides.items():
+        setattr(args, key, value)
+    algo = algo_class()
+    algo.train(args, lambda _locals, _globals: True, train_kwargs=algo_class.parserHyperParam(
+        {"n_steps": "64"}) if hasattr(algo_class, "SB3_CLASS") else {})
+    return algo, args
+
+
+@pytest.mark.parametrize("algo_name", ["ppo2", "a2c"])
+def test_save_load_gives_same_actions(tmp_path, algo_name):
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.utils import createEnvs
+
+    algo_class = registered_rl[algo_name][0]
+    algo, args = _trainInProcess(algo_class, tmp_path)
+    model_path = str(tmp_path / "saved" / f"{algo_name}_model.zip")
+    algo.save(model_path)
+    loaded = algo_class.load(model_path)
+    observations = np.random.default_rng(0).normal(size=(32, 2)).astype(np.float32)
+    np.testing.assert_array_equal(algo.getAction(observations, deterministic=True),
+                                  loaded.getAction(observations, deterministic=True))
+    np.testing.assert_allclose(algo.getActionProba(observations), loaded.getActionProba(observations))
+    # the replay env restores the training normalisation exactly, frozen
+    replay_env = createEnvs(args, load_path_normalise=str(tmp_path / "saved"))
+    from rl_baselines.utils import findVecNormalize
+
+    trained, restored = findVecNormalize(algo.env), findVecNormalize(replay_env)
+    np.testing.assert_array_equal(trained.obs_rms.mean, restored.obs_rms.mean)
+    np.testing.assert_array_equal(trained.obs_rms.var, restored.obs_rms.var)
+    assert restored.training is False
+    replay_env.close()
+
+
+def test_random_agent_round_trip(tmp_path):
+    from rl_baselines.random_agent import RandomAgentModel
+
+    algo, args = _trainInProcess(RandomAgentModel, tmp_path, continuous_actions=True)
+    path = str(tmp_path / "random_agent_model.json")
+    algo.save(path)
+    first = RandomAgentModel.load(path, argparse.Namespace(seed=5))
+    second = RandomAgentModel.load(path, argparse.Namespace(seed=5))
+    observations = np.zeros((4, 2), dtype=np.float32)
+    actions = first.getAction(observations)
+    assert actions.shape == (4, 2) and np.all(np.abs(actions) <= 1)
+    np.testing.assert_array_equal(actions, second.getAction(observations))
+    assert algo.num_timesteps >= 256 and first.num_timesteps == algo.num_timesteps
+
+
+def test_continue_training_from_saved_model(tmp_path, trainedRun):
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+    first = PPO2Model.load(os.path.join(trainedRun, "ppo2_model.zip"))
+    result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                      "--num-timesteps", "512", "--log-dir", tmp_path,
+                      "--load-rl-model-path", os.path.join(trainedRun, "ppo2_model.zip"))
+    continued = PPO2Model.load(os.path.join(runFolder(result), "ppo2_model.zip"))
+    # the step counter goes on from the saved model, and the weights moved on from it
+    assert continued.num_timesteps >= first.num_timesteps + 512
+    before = first.model.policy.state_dict()
+    after = continued.model.policy.state_dict()
+    assert any(not np.allclose(before[k].numpy(), after[k].numpy()) for k in before)
+
+
+def test_enjoy_replays_and_writes_gif(tmp_path, trainedRun):
+    gif = tmp_path / "replay.gif"
+    result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "300",
+                       "--deterministic", "--video", gif)
+    assert result.returncode == 0, result.stderr
+    assert "Mean episode reward over 1 episodes" in result.stdout
+    from PIL import Image
+
+    image = Image.open(gif)
+    assert image.n_frames == 300
+    frames = []
+    for index in (0, 150):
+        image.seek(index)
+        frames.append(np.asarray(image.convert("RGB"), dtype=np.int16))
+    assert frames[0].std() > 5, "blank frame"
+    assert np.abs(frames[0] - frames[1]).sum() > 0, "the robot never moved"
+
+
+def test_enjoy_best_model_and_mp4(tmp_path, trainedRun):
+    video = tmp_path / "replay.mp4"
+    result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "20", "--model", "best",
+                       "--video", video)
+    assert result.returncode == 0, result.stderr
+    assert video.stat().st_size > 1000

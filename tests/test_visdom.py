@@ -1,0 +1,223 @@
+"""The offline visdom server command, the live plotter and the PNG learning curve."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+from replay.visdom_server import findFreePort, startServer, waitForServer
+from rl_baselines.visualize import VisdomPlotter, movingAverage, saveLearningCurve
+
+PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVER_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
+
+
+def _startTestServer(tmp_dir: str) -> tuple[subprocess.Popen, int]:
+    """Start a server on a free loopback port, retrying if another process takes the port first."""
+    log_file = os.path.join(tmp_dir, "server.log")
+    for _ in range(3):
+        port = findFreePort()
+        process = startServer(port, env_path=os.path.join(tmp_dir, "envs"), log_file=log_file)
+        if waitForServer(port, timeout=SERVER_START_TIMEOUT_S, process=process):
+            return process, port
+        _stop(process)
+    with open(log_file, encoding="utf-8", errors="replace") as log:
+        pytest.fail(f"the visdom server did not start:\n{log.read()}")
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def visdom_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
+    process, port = _startTestServer(str(tmp_path_factory.mktemp("visdom")))
+    try:
+        yield port
+    finally:
+        _stop(process)
+
+
+def _client(port: int):
+    import visdom
+
+    from rl_baselines.visualize import _quietVisdom
+
+    with _quietVisdom():
+        return visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
+
+
+def _traces(port: int, win: str, env: str) -> dict[str, dict]:
+    """The traces of a window on the server, by legend name."""
+    window = json.loads(_client(port).get_window_data(win, env))
+    return {trace["name"]: trace for trace in window["content"]["data"]}
+
+
+def _userWarnings(records: list[warnings.WarningMessage]) -> list[warnings.WarningMessage]:
+    return [r for r in records if issubclass(r.category, UserWarning)]
+
+
+def test_moving_average_by_hand() -> None:
+    values = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    np.testing.assert_allclose(movingAverage(values, 3), [1.0, 1.5, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(movingAverage(values, 1), values)
+    np.testing.assert_allclose(movingAverage(values, 10), [1.0, 1.5, 2.0, 2.5, 3.0])
+    np.testing.assert_allclose(movingAverage([2, -4, 6, 0], 2), [2.0, -1.0, 1.0, 3.0])
+    assert movingAverage(np.array([]), 5).shape == (0,)
+    with pytest.raises(ValueError):
+        movingAverage(values, 0)
+
+
+def test_window_ids_come_from_env_name() -> None:
+    plotter = VisdomPlotter(env_name="MobileRobotGymEnv-v0_ground truth/ppo2")
+    assert plotter.windows == {"reward": "MobileRobotGymEnv-v0_ground_truth_ppo2_reward",
+                               "episodes": "MobileRobotGymEnv-v0_ground_truth_ppo2_episodes"}
+
+
+def test_update_sends_raw_and_smoothed_curves(visdom_port: int) -> None:
+    env = "test_update_sends"
+    plotter = VisdomPlotter(port=visdom_port, env_name=env, title="Mobile robot", legend="ppo2", episode_window=3)
+    timesteps = np.array([12, 30, 41, 77, 100, 160])
+    rewards = np.array([0.0, 1.0, -2.5, 4.0, 3.0, 10.0])
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        plotter.update(timesteps, rewards)
+    assert _userWarnings(records) == []
+    assert plotter.enabled
+
+    smoothed = movingAverage(rewards, 3)
+    traces = _traces(visdom_port, plotter.windows["reward"], env)
+    assert set(traces) == {"ppo2 raw", "ppo2 smoothed"}
+    np.testing.assert_allclose(traces["ppo2 raw"]["x"], timesteps)
+    np.testing.assert_allclose(traces["ppo2 raw"]["y"], rewards)
+    np.testing.assert_allclose(traces["ppo2 smoothed"]["x"], timesteps)
+    np.testing.assert_allclose(traces["ppo2 smoothed"]["y"], smoothed)
+
+    episodes = _traces(visdom_port, plotter.windows["episodes"], env)
+    assert list(episodes) == ["ppo2 smoothed"]
+    np.testing.assert_allclose(episodes["ppo2 smoothed"]["x"], np.arange(len(rewards)))
+    np.testing.assert_allclose(episodes["ppo2 smoothed"]["y"], smoothed)
+
+    # A later update replaces the whole data
+    timesteps2, rewards2 = np.append(timesteps, 200), np.append(rewards, 7.0)
+    plotter.update(timesteps2, rewards2)
+    traces = _traces(visdom_port, plotter.windows["reward"], env)
+    np.testing.assert_allclose(traces["ppo2 raw"]["x"], timesteps2)
+    np.testing.assert_allclose(traces["ppo2 smoothed"]["y"], movingAverage(rewards2, 3))
+
+
+def test_long_runs_are_subsampled(visdom_port: int) -> None:
+    env = "test_subsampled"
+    plotter = VisdomPlotter(port=visdom_port, env_name=env, episode_window=5, max_points=10)
+    timesteps = np.arange(1, 101) * 50
+    rewards = np.sin(np.arange(100.0))
+    plotter.update(timesteps, rewards)
+    traces = _traces(visdom_port, plotter.windows["reward"], env)
+    raw, smoothed = traces["raw"], traces["smoothed"]
+    assert 2 <= len(raw["x"]) <= 10
+    assert raw["x"][0] == timesteps[0] and raw["x"][-1] == timesteps[-1]
+    # Smoothing uses every episode, the subsampling only picks points of it
+    index = np.searchsorted(timesteps, smoothed["x"])
+    np.testing.assert_allclose(smoothed["y"], movingAverage(rewards, 5)[index])
+
+
+def test_zero_episodes_do_nothing() -> None:
+    plotter = VisdomPlotter(port=findFreePort(), env_name="test_empty")
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        plotter.update(np.array([]), np.array([]))
+    assert _userWarnings(records) == []
+    assert plotter.enabled and plotter._viz is None
+
+
+def test_unreachable_server_warns_once() -> None:
+    port = findFreePort()  # nothing listens there
+    plotter = VisdomPlotter(port=port, env_name="test_unreachable")
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        for n in range(1, 5):
+            plotter.update(np.arange(1, n + 1) * 10, np.ones(n))
+    user_warnings = _userWarnings(records)
+    assert len(user_warnings) == 1
+    message = str(user_warnings[0].message)
+    assert f"127.0.0.1:{port}" in message
+    assert f"python -m replay.visdom_server --port {port}" in message
+    assert not plotter.enabled
+
+
+def test_server_killed_midway_warns_once(tmp_path) -> None:
+    process, port = _startTestServer(str(tmp_path))
+    try:
+        plotter = VisdomPlotter(port=port, env_name="test_killed")
+        with warnings.catch_warnings(record=True) as records:
+            warnings.simplefilter("always")
+            plotter.update([10, 20], [1.0, 2.0])
+            assert _userWarnings(records) == []
+            _stop(process)
+            for n in range(3, 6):
+                plotter.update(np.arange(1, n + 1) * 10, np.ones(n))
+        user_warnings = _userWarnings(records)
+        assert len(user_warnings) == 1
+        assert "stopped answering" in str(user_warnings[0].message)
+        assert not plotter.enabled
+    finally:
+        _stop(process)
+
+
+def _runServerCommand(*args: str, env_path: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "replay.visdom_server", *args, "--env-path", env_path],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_busy_port_is_one_line_error(tmp_path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        result = _runServerCommand("--port", str(port), env_path=str(tmp_path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert str(port) in lines[0] and "in use" in lines[0]
+
+
+def test_bad_port_is_one_line_error(tmp_path) -> None:
+    result = _runServerCommand("--port", "70000", env_path=str(tmp_path))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "70000" in lines[0]
+
+
+def test_save_learning_curve_writes_png(tmp_path) -> None:
+    from PIL import Image
+
+    path = str(tmp_path / "curves" / "learning_curve.png")
+    rewards = np.cumsum(np.random.default_rng(0).normal(size=200))
+    timesteps = np.cumsum(np.full(200, 25))
+    assert saveLearningCurve(timesteps, rewards, 40, path, title="test") == path
+    # Writing again replaces the file
+    assert saveLearningCurve(timesteps[:50], rewards[:50], 40, path, title="test") == path
+    with open(path, "rb") as png:
+        assert png.read(8) == b"\x89PNG\r\n\x1a\n"
+    assert os.path.getsize(path) > 1000
+    with Image.open(path) as image:
+        image.verify()
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.size[0] > 100 and image.size[1] > 100
+    assert os.listdir(tmp_path / "curves") == ["learning_curve.png"]  # no temporary file left
