@@ -23,7 +23,6 @@ setup(
     python_requires=">=3.10",
     packages=find_packages(include=["rl_baselines*", "srl_models*", "environments*", "replay*"]),
     package_data={"environments": ["*/urdf/*.urdf"]},
-    data_files=[("config", ["config/srl_models.yaml"])],
     install_requires=[
         "torch==2.13.0",
         "gymnasium>=1.0",

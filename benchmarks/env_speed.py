@@ -12,26 +12,22 @@ section to docs/benchmarks.md unless ``--no-append``.
 from __future__ import annotations
 
 import argparse
-import datetime
-import importlib.metadata
 import os
-import platform
 import statistics
 import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
-import pybullet
-import pybullet_data
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
+from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
+from environments.bullet import pybullet, pybullet_data  # noqa: E402
 from environments.mobile_robot.mobile_robot_env import URDF_DIR, MobileRobotGymEnv  # noqa: E402
 
-BENCH_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 # (label, srl_model, image side)
 MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
          ("raw_pixels 224x224", "raw_pixels", 224))
@@ -193,47 +189,6 @@ def formatTable(rows: list[dict[str, float | str]]) -> str:
     return "\n".join(lines)
 
 
-def machineDescription() -> str:
-    """:return: CPU model, usable cores, Python and library versions, on one line"""
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in ("pybullet", "numpy", "gymnasium"))
-    return f"{cpu}, nproc {cores}, Python {platform.python_version()}, {versions}"
-
-
-def appendReport(table: str, command: str, seconds: float, path: str = BENCH_FILE) -> None:
-    """
-    Append a dated section with the command, the machine and the table to docs/benchmarks.md.
-
-    :param table: markdown table
-    :param command: the command that produced it
-    :param seconds: duration of each measurement
-    :param path: the markdown file (created with a title line if missing)
-    """
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    new_file = not os.path.exists(path)
-    with open(path, "a", encoding="utf-8") as report:
-        if new_file:
-            report.write("# srl-toolbox benchmarks\n")
-        report.write(
-            f"\n## Environment speed, MobileRobotGymEnv ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
-            f"- Command: `{command}` (also run by `make bench`)\n"
-            f"- Machine: {machineDescription()}\n"
-            f"- One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of {N_REPETITIONS} "
-            f"runs of {seconds:g} s each. Bare = a PyBullet loop on the same scene doing only the teleport "
-            f"(+ getCameraImage, same matrices, TinyRenderer, for pixels).\n\n"
-            f"{table}\n"
-        )
-
-
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -249,7 +204,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     print(table)
     if not args.no_append:
         command = " ".join(["python benchmarks/env_speed.py", *(sys.argv[1:] if argv is None else argv)])
-        appendReport(table, command, args.seconds)
+        appendReport("Environment speed, MobileRobotGymEnv", command,
+                     f"One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of "
+                     f"{N_REPETITIONS} runs of {args.seconds:g} s each. Bare = a PyBullet loop on the same scene doing "
+                     f"only the teleport (+ getCameraImage, same matrices, TinyRenderer, for pixels).", table)
         print(f"appended to {os.path.relpath(BENCH_FILE)}")
     return rows
 

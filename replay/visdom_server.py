@@ -189,10 +189,13 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"cannot load visdom environments from {env_path}: {exc}")
 
     url = serverUrl(args.port, args.hostname)
+    bound = False
 
     async def serve() -> None:
+        nonlocal bound
         # Binding inside the running loop: tornado attaches the server to it, and a bind error raises here
         app.listen(args.port, address=args.hostname, max_buffer_size=1024 ** 3)
+        bound = True
         print(f"Visdom server running at {url} (env path: {env_path}); stop it with Ctrl-C", flush=True)
         if _browserScriptsMissing():
             print("note: visdom's browser scripts are not installed, so the web page will stay blank; plots are "
@@ -209,6 +212,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         asyncio.run(serve())
     except OSError as exc:
+        if bound:
+            raise
         _fail(_bindError(exc, args.port, args.hostname))
     except OverflowError:  # cannot happen after _portNumber, kept so that no traceback escapes
         _fail(f"invalid port {args.port}: expected an integer between 1 and 65535")

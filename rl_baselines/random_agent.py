@@ -25,7 +25,8 @@ def _spaceToJson(space: gym.Space) -> dict[str, Any]:
 def _spaceFromJson(data: dict[str, Any]) -> gym.Space:
     if data["type"] == "Discrete":
         return gym.spaces.Discrete(data["n"])
-    return gym.spaces.Box(np.array(data["low"]), np.array(data["high"]), dtype=np.dtype(data["dtype"]))
+    dtype = np.dtype(data["dtype"])
+    return gym.spaces.Box(np.array(data["low"], dtype=dtype), np.array(data["high"], dtype=dtype), dtype=dtype)
 
 
 class RandomAgentModel(BaseRLObject):

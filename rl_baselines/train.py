@@ -188,6 +188,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
                                 episode_window=args.episode_window)
     checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
+    from stable_baselines3.common.utils import set_random_seed
+
+    set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
     callback = TrainingCallback(
         algo, args.algo, run_dir, total_timesteps=start_timesteps + args.num_timesteps,

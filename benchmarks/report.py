@@ -1,0 +1,51 @@
+"""Shared by the benchmark scripts: describe the machine and append a dated section to docs/benchmarks.md."""
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+
+BENCH_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks.md")
+
+
+def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnasium")) -> str:
+    """
+    :param packages: distributions whose versions matter for the figures
+    :return: CPU model, usable cores, Python and library versions, on one line
+    """
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in packages)
+    return f"{cpu}, nproc {cores}, Python {platform.python_version()}, {versions}"
+
+
+def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
+                 "gymnasium"), path: str = BENCH_FILE) -> None:
+    """
+    Append a dated section with the command, the machine and the table to docs/benchmarks.md.
+
+    :param title: section title
+    :param command: the command that produced the figures
+    :param notes: how they were measured (one paragraph)
+    :param table: markdown table
+    :param packages: distributions whose versions to record
+    :param path: the markdown file (created with a title line if missing)
+    """
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    new_file = not os.path.exists(path)
+    with open(path, "a", encoding="utf-8") as report:
+        if new_file:
+            report.write("# srl-toolbox benchmarks\n")
+        report.write(f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
+                     f"- Command: `{command}` (also run by `make bench`)\n"
+                     f"- Machine: {machineDescription(packages)}\n"
+                     f"- {notes}\n\n{table}\n")

@@ -1,0 +1,128 @@
+"""Train-loop speed and sample efficiency of ppo2 on MobileRobotGymEnv-v0 with ground truth.
+
+1. Overhead: ``rl_baselines.train`` (monitor files, progress callback, checkpoints, final save) beside plain
+   Stable-Baselines3 PPO doing the same learning (same env, Monitor, VecNormalize, hyperparameters, seed, final save),
+   both in this process, alternated, median of ``--repeats``. The figure is time(train) / time(plain SB3).
+2. Sample efficiency: env steps until the mean reward of the last 100 episodes first reaches 150, for several seeds.
+
+Usage: ``python benchmarks/train_speed.py [--steps N] [--repeats R] [--learning-budget N] [--seeds S ...]
+[--no-append]`` (also run by ``make bench``).
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.report import appendReport  # noqa: E402
+
+ENV_ID = "MobileRobotGymEnv-v0"
+TARGET_REWARD = 150.0
+WINDOW = 100
+
+
+def timeToolbox(steps: int, log_dir: str) -> float:
+    """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process)"""
+    from rl_baselines import train
+
+    start = time.perf_counter()
+    code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
+                       str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress"])
+    assert code == 0
+    return time.perf_counter() - start
+
+
+def timePlainSB3(steps: int, log_dir: str) -> float:
+    """:return: seconds for plain SB3 PPO with the same env, wrappers and hyperparameters"""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+    start = time.perf_counter()
+    env = DummyVecEnv([lambda: Monitor(MobileRobotGymEnv(srl_model="ground_truth"), os.path.join(log_dir, "0"))])
+    env = VecNormalize(env, norm_obs=True, norm_reward=False)
+    model = PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0, **PPO2Model.DEFAULT_HYPERPARAMS)
+    model.learn(total_timesteps=steps)
+    model.save(os.path.join(log_dir, "ppo_model.zip"))
+    env.close()
+    return time.perf_counter() - start
+
+
+def stepsToTarget(seed: int, budget: int, log_dir: str) -> tuple[int | None, float]:
+    """
+    :return: (env steps when the 100-episode mean reward first reached 150, or None; final 100-episode mean)
+    """
+    from rl_baselines.monitor_files import loadEpisodes
+
+    subprocess.run([sys.executable, "-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV_ID, "--srl-model",
+                    "ground_truth", "--num-timesteps", str(budget), "--log-dir", log_dir, "--seed", str(seed),
+                    "--no-vis", "--no-progress"], check=True, capture_output=True, cwd=ROOT)
+    episodes = loadEpisodes(glob.glob(os.path.join(log_dir, ENV_ID, "ground_truth", "ppo2", "*", "monitor"))[0])
+    rewards, timesteps = episodes["rewards"], episodes["timesteps"]
+    for index in range(WINDOW - 1, len(rewards)):
+        if rewards[index - WINDOW + 1:index + 1].mean() >= TARGET_REWARD:
+            return int(timesteps[index]), float(rewards[-WINDOW:].mean())
+    return None, float(rewards[-WINDOW:].mean())
+
+
+def main(argv: list[str] | None = None) -> None:
+    """:param argv: command-line arguments"""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=20000, help="training steps per overhead measurement")
+    parser.add_argument("--repeats", type=int, default=3, help="alternated repetitions (median kept)")
+    parser.add_argument("--learning-budget", type=int, default=100000, help="steps per sample-efficiency run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the sample-efficiency runs")
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    toolbox, plain = [], []
+    with tempfile.TemporaryDirectory() as scratch:
+        timeToolbox(2000, os.path.join(scratch, "warmup"))  # imports and first-call costs out of the figures
+        for repeat in range(args.repeats):
+            plain.append(timePlainSB3(args.steps, os.path.join(scratch, f"plain{repeat}")))
+            toolbox.append(timeToolbox(args.steps, os.path.join(scratch, f"toolbox{repeat}")))
+            print(f"repeat {repeat}: toolbox {toolbox[-1]:.2f} s, plain SB3 {plain[-1]:.2f} s", flush=True)
+        results = {}
+        for seed in args.seeds:
+            results[seed] = stepsToTarget(seed, args.learning_budget, os.path.join(scratch, f"learn{seed}"))
+            print(f"seed {seed}: steps to mean reward {TARGET_REWARD:g} = {results[seed][0]}", flush=True)
+    t_toolbox, t_plain = statistics.median(toolbox), statistics.median(plain)
+    reached = [steps for steps, _ in results.values() if steps is not None]
+    table = "\n".join([
+        "| measure | value |", "|---|---:|",
+        f"| rl_baselines.train ppo2, steps/s | {args.steps / t_toolbox:,.0f} |",
+        f"| plain SB3 PPO, steps/s | {args.steps / t_plain:,.0f} |",
+        f"| overhead time(train) / time(plain SB3) | {t_toolbox / t_plain:.3f} |",
+        *[f"| seed {seed}: steps to 100-episode mean reward {TARGET_REWARD:g} (final mean) | "
+          f"{steps if steps is not None else f'not within {args.learning_budget}'} ({final:.0f}) |"
+          for seed, (steps, final) in results.items()],
+        f"| median steps to {TARGET_REWARD:g} over seeds that reached it | "
+        f"{int(np.median(reached)) if reached else 'n/a'} ({len(reached)}/{len(results)} seeds) |",
+    ])
+    print(table)
+    if not args.no_append:
+        command = " ".join(["python benchmarks/train_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        appendReport("Train loop, ppo2 on MobileRobotGymEnv-v0 (ground truth)", command,
+                     f"One env, one torch thread; {args.steps} steps per timing, median of {args.repeats} alternated "
+                     f"repetitions after a warm-up; sample efficiency with the default ppo2 hyperparameters, budget "
+                     f"{args.learning_budget} steps.", table, packages=("torch", "stable_baselines3", "pybullet"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""Training sends its live curve to a real visdom server (started here on a free loopback port), and goes on with
+one warning when no server answers."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+from conftest import runFolder, runModule
+
+from replay.visdom_server import findFreePort, startServer, waitForServer
+from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.visualize import movingAverage
+
+TRAIN_ARGS = ["--algo", "random_agent", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+              "--num-timesteps", "1500", "--no-progress", "--episode-window", "3"]
+
+
+def test_training_curve_reaches_visdom(tmp_path):
+    import visdom
+
+    port = findFreePort()
+    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
+    try:
+        assert waitForServer(port), "the visdom server did not start"
+        result = runModule("rl_baselines.train", *TRAIN_ARGS, "--port", port, "--log-dir", tmp_path / "logs")
+        assert result.returncode == 0, result.stderr
+        assert "warning" not in result.stderr.lower()
+        run_dir = runFolder(result)
+        env_name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{os.path.basename(run_dir)}"
+        client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
+        window = json.loads(client.get_window_data(f"{env_name}_reward", env_name))
+        traces = {trace["name"]: trace for trace in window["content"]["data"]}
+        episodes = loadEpisodes(os.path.join(run_dir, "monitor"))
+        assert len(episodes["rewards"]) == 6
+        raw, smoothed = traces["random_agent raw"], traces["random_agent smoothed"]
+        np.testing.assert_array_equal(raw["x"], episodes["timesteps"])
+        np.testing.assert_allclose(raw["y"], episodes["rewards"])
+        np.testing.assert_allclose(smoothed["y"], movingAverage(episodes["rewards"], 3))
+        assert json.loads(client.get_window_data(f"{env_name}_episodes", env_name))["content"]["data"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_training_goes_on_without_a_server(tmp_path):
+    port = findFreePort()  # nothing listens there
+    result = runModule("rl_baselines.train", *TRAIN_ARGS, "--port", port, "--log-dir", tmp_path)
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1 and str(port) in warnings[0], result.stderr
+    assert os.path.isfile(os.path.join(runFolder(result), "random_agent_model.json"))
