@@ -176,6 +176,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     saved_args = {k: v for k, v in sorted(vars(args).items())}
     writeJson(os.path.join(run_dir, "args.json"), saved_args)
     writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+    print(f"Run folder: {run_dir}", flush=True)
     args.run_dir = run_dir
     args.monitor_dir = os.path.join(run_dir, "monitor")
     os.makedirs(args.monitor_dir)
@@ -197,7 +198,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
         min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress)
-    print(f"Run folder: {run_dir}", flush=True)
     interrupted = False
     try:
         algo.train(args, callback, env_kwargs=env_kwargs, train_kwargs=hyperparams)
