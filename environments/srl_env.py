@@ -13,6 +13,7 @@ for the run folder's env_globals.json.
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any
 
 import gymnasium as gym
@@ -45,6 +46,7 @@ class SRLGymEnv(gym.Env):
     :param max_steps: episode length (truncation), None for the env's MAX_STEPS
     :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it)
     :param render_mode: gymnasium render mode, "rgb_array" or "human"
+    :param render_size: side of the images ``render()`` returns (at least the observation's)
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
@@ -69,6 +71,7 @@ class SRLGymEnv(gym.Env):
         max_steps: int | None = None,
         seed: int | None = None,
         render_mode: str | None = None,
+        render_size: int = 128,
     ) -> None:
         if action_joints and not self.ACTION_JOINTS:
             raise ValueError(f"{type(self).__name__} has no joints to act on: action_joints is not available")
@@ -76,6 +79,11 @@ class SRLGymEnv(gym.Env):
             raise ValueError(
                 f"unknown srl_model {srl_model!r} for {type(self).__name__}; valid choices: {', '.join(self.SRL_MODES)}"
             )
+        if renders and not os.environ.get("DISPLAY"):
+            raise RuntimeError("renders=True needs a display (DISPLAY is not set); use renders=False, or run under "
+                               "a display (e.g. xvfb-run)")
+        if int(render_size) <= 0:
+            raise ValueError(f"render_size must be positive, got {render_size}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(f"unknown render_mode {render_mode!r}; valid choices: rgb_array, human")
         self.srl_model = srl_model
@@ -90,6 +98,8 @@ class SRLGymEnv(gym.Env):
             raise ValueError(f"img_shape must be (3, height, width) with positive sizes, got {img_shape}")
         self.max_steps = int(max_steps) if max_steps is not None else self.MAX_STEPS
         self.render_mode = render_mode
+        self.render_size = int(render_size)
+        self.init_seed = seed
         self.np_random, _ = gym.utils.seeding.np_random(seed)
 
     # --- observation helpers -------------------------------------------------------------------------------

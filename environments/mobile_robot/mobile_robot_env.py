@@ -81,39 +81,15 @@ class MobileRobotGymEnv(SRLGymEnv):
     CAMERA_FOV = 60.0
     CAMERA_NEAR, CAMERA_FAR = 0.1, 100.0
 
-    def __init__(
-        self,
-        *,
-        srl_model: str = "raw_pixels",
-        relative_pos: bool = SRLGymEnv.RELATIVE_POS,
-        is_discrete: bool = True,
-        action_joints: bool = False,
-        random_target: bool = False,
-        shape_reward: bool = False,
-        renders: bool = False,
-        img_shape: tuple[int, int, int] | list[int] | None = None,
-        max_steps: int | None = None,
-        seed: int | None = None,
-        render_mode: str | None = None,
-        render_size: int = 128,
-    ) -> None:
+    def __init__(self, **kwargs: Any) -> None:
+        """:param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)"""
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
-        super().__init__(
-            srl_model=srl_model, relative_pos=relative_pos, is_discrete=is_discrete, action_joints=action_joints,
-            random_target=random_target, shape_reward=shape_reward, renders=renders, img_shape=img_shape,
-            max_steps=max_steps, seed=seed, render_mode=render_mode,
-        )
+        super().__init__(**kwargs)
         _, height, width = self.img_shape
-        if int(render_size) <= 0:
-            raise ValueError(f"render_size must be positive, got {render_size}")
-        if renders and not os.environ.get("DISPLAY"):
-            raise RuntimeError("renders=True needs a display (DISPLAY is not set); use renders=False, or run under "
-                               "a display (e.g. xvfb-run)")
-        self.render_size = int(render_size)
         self._uses_pixels = self.usesPixels
 
-        if is_discrete:
+        if self.is_discrete:
             self.action_space = gym.spaces.Discrete(4)
         else:
             self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
@@ -121,8 +97,8 @@ class MobileRobotGymEnv(SRLGymEnv):
             self.observation_space = self.pixelObservationSpace()
         else:
             self.observation_space = gym.spaces.Box(-4.0, 4.0, (2,), dtype=np.float32)
-        if seed is not None:
-            self.action_space.seed(seed)
+        if self.init_seed is not None:
+            self.action_space.seed(self.init_seed)
 
         step = self.STEP_SIZE
         self._discrete_moves = ((-step, 0.0), (step, 0.0), (0.0, -step), (0.0, step))
@@ -133,7 +109,7 @@ class MobileRobotGymEnv(SRLGymEnv):
         self._step_counter = 0
 
         with silencedCOutput():
-            self._p = BulletClient(connection_mode=pybullet.GUI if renders else pybullet.DIRECT)
+            self._p = BulletClient(connection_mode=pybullet.GUI if self.renders else pybullet.DIRECT)
         self._buildScene()
         # The per-step teleport goes through a bound function: BulletClient's attribute lookup costs as much as
         # the call itself. Camera calls stay on self._p: the lookup is nothing next to rendering.
