@@ -23,15 +23,19 @@ DEFAULT_ENV = "MobileRobotGymEnv-v0"
 MIN_CNN_SIDE = 36
 
 
-def baseParser(add_help: bool = True) -> CLIParser:
+def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()) -> CLIParser:
     """
     :param add_help: add -h/--help (off for the first pass that only finds --algo)
+    :param algo_names: installed algorithms, listed in --help
+    :param env_ids: installed envs, listed in --help
     :return: the parser of the flags every algorithm shares
     """
     parser = CLIParser(prog="python -m rl_baselines.train", add_help=add_help,
                        description="Train an RL agent on a robot env; see --algo NAME --help for its own flags.")
-    parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"registered algorithm name [{DEFAULT_ALGO}]")
-    parser.add_argument("--env", default=DEFAULT_ENV, help=f"registered env id [{DEFAULT_ENV}]")
+    parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"algorithm: {', '.join(algo_names) or 'a registered name'} "
+                        f"[{DEFAULT_ALGO}]")
+    parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id: {', '.join(env_ids) or 'a registered id'} "
+                        f"[{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
     parser.add_argument("--seed", type=int, default=0, help="random seed; env i is seeded seed+i [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
@@ -164,8 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if pre_args.algo not in registered_rl:
         skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
         raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    from environments import registered_env
+
     algo_class = registered_rl[pre_args.algo][0]
-    parser = algo_class.customArguments(baseParser())
+    parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
     args = parser.parse_args(argv)
     env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
 

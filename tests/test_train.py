@@ -138,3 +138,26 @@ def test_enjoy_best_model_and_mp4(tmp_path, trainedRun):
                        "--video", video)
     assert result.returncode == 0, result.stderr
     assert video.stat().st_size > 1000
+
+
+def test_same_seed_same_episodes(tmp_path):
+    """Same seed, same machine, same command: identical episodes (rewards and lengths)."""
+    from rl_baselines.monitor_files import loadEpisodes
+
+    def episodes(folder: str) -> tuple:
+        run_dir = runFolder(runTrain("--algo", "ppo2", "--srl-model", "ground_truth", "--num-timesteps", "1024",
+                                     "--seed", "7", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / folder))
+        data = loadEpisodes(os.path.join(run_dir, "monitor"))
+        return data["rewards"], data["lengths"]
+
+    (rewards_a, lengths_a), (rewards_b, lengths_b) = episodes("a"), episodes("b")
+    assert len(rewards_a) == 4
+    np.testing.assert_array_equal(rewards_a, rewards_b)
+    np.testing.assert_array_equal(lengths_a, lengths_b)
+
+
+def test_help_lists_algorithms_and_their_flags():
+    result = runModule("rl_baselines.train", "--algo", "a2c", "--help")
+    assert result.returncode == 0
+    assert "ppo2" in result.stdout and "random_agent" in result.stdout and "MobileRobotGymEnv-v0" in result.stdout
+    assert "--rms-prop-eps" in result.stdout and "--n-steps" in result.stdout
