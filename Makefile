@@ -25,6 +25,8 @@ test: install
 
 bench: install
 	$(PY) benchmarks/env_speed.py
+	$(PY) benchmarks/kuka_speed.py
+	$(PY) benchmarks/dataset_speed.py
 	$(PY) benchmarks/train_speed.py
 
 visdom: install

@@ -7,11 +7,32 @@ from setuptools import find_packages, setup
 
 RL_ALGORITHMS = [
     "a2c = rl_baselines.rl_algorithm.a2c:A2CModel",
+    "acer = rl_baselines.rl_algorithm.acer:ACERModel",
+    "acktr = rl_baselines.rl_algorithm.acktr:ACKTRModel",
+    "ars = rl_baselines.evolution_strategies.ars:ARSModel",
+    "cma-es = rl_baselines.evolution_strategies.cma_es:CMAESModel",
+    "ddpg = rl_baselines.rl_algorithm.ddpg:DDPGModel",
+    "deepq = rl_baselines.rl_algorithm.deepq:DQNModel",
     "ppo2 = rl_baselines.rl_algorithm.ppo2:PPO2Model",
+    "ppo_lstm = rl_baselines.rl_algorithm.ppo_lstm:PPOLSTMModel",
+    "qrdqn = rl_baselines.rl_algorithm.qrdqn:QRDQNModel",
     "random_agent = rl_baselines.random_agent:RandomAgentModel",
+    "sac = rl_baselines.rl_algorithm.sac:SACModel",
+    "td3 = rl_baselines.rl_algorithm.td3:TD3Model",
+    "tqc = rl_baselines.rl_algorithm.tqc:TQCModel",
+    "trpo = rl_baselines.rl_algorithm.trpo:TRPOModel",
 ]
 ENVIRONMENTS = [
+    "CarRacingGymEnv-v0 = environments.car_racing.car_env:CarRacingGymEnv",
+    "Kuka2ButtonGymEnv-v0 = environments.kuka.kuka_2button_env:Kuka2ButtonGymEnv",
+    "KukaButtonGymEnv-v0 = environments.kuka.kuka_button_env:KukaButtonGymEnv",
+    "KukaMovingButtonGymEnv-v0 = environments.kuka.kuka_moving_button_env:KukaMovingButtonGymEnv",
+    "KukaRandButtonGymEnv-v0 = environments.kuka.kuka_rand_button_env:KukaRandButtonGymEnv",
+    "MobileRobot1DGymEnv-v0 = environments.mobile_robot.mobile_robot_1D_env:MobileRobot1DGymEnv",
+    "MobileRobot2TargetGymEnv-v0 = environments.mobile_robot.mobile_robot_2target_env:MobileRobot2TargetGymEnv",
     "MobileRobotGymEnv-v0 = environments.mobile_robot.mobile_robot_env:MobileRobotGymEnv",
+    "MobileRobotLineTargetGymEnv-v0 = environments.mobile_robot.mobile_robot_line_target_env:MobileRobotLineTargetGymEnv",
+    "OmnirobotEnv-v0 = environments.omnirobot.omnirobot_env:OmnirobotEnv",
 ]
 
 setup(
@@ -25,7 +46,7 @@ setup(
     package_data={"environments": ["*/urdf/*.urdf"]},
     install_requires=[
         "torch==2.13.0",
-        "gymnasium>=1.0",
+        "gymnasium[box2d]>=1.0",
         "pybullet>=3.2.5",
         "visdom==0.2.4",
         "numpy",

@@ -109,10 +109,22 @@ class SRLGymEnv(gym.Env):
         """True when observations are camera images (raw pixels or input for a learned SRL model)."""
         return self.srl_model == "raw_pixels" or isLearnedSRLModel(self.srl_model)
 
-    def pixelObservationSpace(self) -> gym.spaces.Box:
-        """:return: the uint8 (height, width, channels) image space for img_shape."""
+    def pixelObservationSpace(self, cameras: int = 1) -> gym.spaces.Box:
+        """
+        :param cameras: how many camera images are stacked along the channel axis
+        :return: the uint8 (height, width, channels * cameras) image space for img_shape
+        """
         channels, height, width = self.img_shape
-        return gym.spaces.Box(0, 255, (height, width, channels), dtype=np.uint8)
+        return gym.spaces.Box(0, 255, (height, width, channels * cameras), dtype=np.uint8)
+
+    @classmethod
+    def acceptsKeyword(cls, name: str) -> bool:
+        """
+        :param name: a constructor keyword
+        :return: whether this env (or one of its base classes) takes it
+        """
+        return any(name in inspect.signature(klass.__init__).parameters
+                   for klass in cls.__mro__ if "__init__" in vars(klass))
 
     def getSRLState(self) -> np.ndarray:
         """:return: the ground-truth observation: robot position, relative to the target when relative_pos."""

@@ -27,6 +27,8 @@ import urllib.error
 import urllib.request
 from typing import IO, NoReturn
 
+from rl_baselines.cli import CLIParser, UsageError, portNumber
+
 DEFAULT_PORT = 8097
 DEFAULT_HOSTNAME = "127.0.0.1"
 DEFAULT_ENV_PATH = os.path.join("~", ".visdom")
@@ -34,29 +36,6 @@ DEFAULT_ENV_PATH = os.path.join("~", ".visdom")
 _BROWSER_SCRIPTS = ("js/plotly-plotly.min.js", "js/react-react.min.js", "js/jquery.min.js")
 # The folder that holds the `replay` package, so that a child process finds it even when not installed
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-class _OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line on stderr and exit status 2 (no usage block)."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {message}\n")
-
-
-def _portNumber(value: str) -> int:
-    """
-    argparse type for a TCP port.
-
-    :param value: the text given on the command line
-    :return: the port number, between 1 and 65535
-    """
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid port {value!r}: expected an integer between 1 and 65535")
-    if not 1 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"invalid port {port}: expected an integer between 1 and 65535")
-    return port
 
 
 def _hostForUrl(hostname: str) -> str:
@@ -82,11 +61,11 @@ def makeParser() -> argparse.ArgumentParser:
     """
     :return: the command-line parser of ``python -m replay.visdom_server``
     """
-    parser = _OneLineParser(
+    parser = CLIParser(
         prog="python -m replay.visdom_server",
         description="Start a visdom server without downloading anything (works offline).",
     )
-    parser.add_argument("--port", type=_portNumber, default=DEFAULT_PORT,
+    parser.add_argument("--port", type=portNumber, default=DEFAULT_PORT,
                         help=f"port to listen on (default: {DEFAULT_PORT})")
     parser.add_argument("--hostname", default=DEFAULT_HOSTNAME,
                         help=f"address to bind (default: {DEFAULT_HOSTNAME}, this machine only; "
@@ -163,7 +142,10 @@ def main(argv: list[str] | None = None) -> None:
 
     :param argv: command-line arguments without the program name (default: ``sys.argv[1:]``)
     """
-    args = makeParser().parse_args(argv)
+    try:
+        args = makeParser().parse_args(argv)
+    except UsageError as error:
+        _fail(str(error))
     level_text = str(args.logging_level)
     level = int(level_text) if level_text.isdigit() else logging.getLevelName(level_text.upper())
     if not isinstance(level, int):
@@ -215,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
         if bound:
             raise
         _fail(_bindError(exc, args.port, args.hostname))
-    except OverflowError:  # cannot happen after _portNumber, kept so that no traceback escapes
+    except OverflowError:  # cannot happen after portNumber, kept so that no traceback escapes
         _fail(f"invalid port {args.port}: expected an integer between 1 and 65535")
     except KeyboardInterrupt:
         print("Visdom server stopped", flush=True)

@@ -116,15 +116,20 @@ class BaseRLObject:
         :return: typed values by name
         :raises ValueError: unknown name or a value of the wrong type
         """
-        types = {name: spec[0] for name, spec in (cls.getOptParam() or {}).items()}
-        for name, value in getattr(cls, "DEFAULT_HYPERPARAMS", {}).items():
+        space = cls.getOptParam() or {}
+        defaults = getattr(cls, "DEFAULT_HYPERPARAMS", {})
+        types = {name: spec[0] for name, spec in space.items()}
+        for name, value in defaults.items():
             types.setdefault(name, type(value))
         parsed: dict[str, Any] = {}
         for name, raw in hyperparams.items():
             if name not in types:
                 valid = ", ".join(sorted(types)) or "none"
                 raise ValueError(f"unknown hyperparameter {name!r} for this algorithm; valid names: {valid}")
-            parsed[name] = _castValue(name, raw, types[name])
+            if types[name] is list:
+                parsed[name] = _castChoice(name, raw, space[name][1], defaults.get(name))
+            else:
+                parsed[name] = _castValue(name, raw, types[name])
         return parsed
 
     @classmethod
@@ -185,6 +190,17 @@ def _castValue(name: str, raw: str, kind: Any) -> Any:
         raise ValueError(f"hyperparameter {name!r} needs a {type_name} value, got {raw!r}") from None
 
 
+def _castChoice(name: str, raw: str, choices: Any, default: Any) -> Any:
+    """A categorical hyperparameter: the choice written as ``raw`` (typed as in the search space); a value off the
+    list is accepted only for a numeric hyperparameter (the list is then just a search grid)."""
+    for choice in choices:
+        if raw == str(choice):
+            return choice
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return _castValue(name, raw, type(default))
+    raise ValueError(f"hyperparameter {name!r} must be one of {', '.join(map(str, choices))}, got {raw!r}")
+
+
 def linearSchedule(initial_value: float) -> Callable[[float], float]:
     """
     :param initial_value: learning rate at the start
@@ -209,6 +225,8 @@ class StableBaselinesRLObject(BaseRLObject):
     NAME: ClassVar[str] = ""
     DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
     DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
+    # SB3 policy name for image observations (raw_pixels) and for low-dimensional states (anything else).
+    POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
 
     def __init__(self) -> None:
         super().__init__()
@@ -221,7 +239,7 @@ class StableBaselinesRLObject(BaseRLObject):
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
         for name, default in cls.DEFAULT_HYPERPARAMS.items():
-            kind = {bool: _strToBool}.get(type(default), type(default))
+            kind = {bool: strToBool}.get(type(default), type(default))
             group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
                                metavar=type(default).__name__.upper(), help=f"[{default}]")
         group.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
@@ -244,6 +262,20 @@ class StableBaselinesRLObject(BaseRLObject):
         if getattr(args, "lr_schedule", "constant") == "linear" and "learning_rate" in hyperparams:
             hyperparams["learning_rate"] = linearSchedule(float(hyperparams["learning_rate"]))
         return hyperparams
+
+    @classmethod
+    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+        """
+        Turn hyperparameters into SB3_CLASS constructor keywords; override to build objects from them (action
+        noise from ``noise_type``/``noise_std``, ...). Also called with only the overridden hyperparameters when a
+        saved model is loaded to continue training.
+
+        :param args: the run's arguments
+        :param hyperparams: hyperparameters by name (from :meth:`hyperparamsFromArgs`)
+        :param env: the training VecEnv
+        :return: constructor keywords (default: the hyperparameters unchanged)
+        """
+        return dict(hyperparams)
 
     # --- persistence -------------------------------------------------------------------------------------------
 
@@ -333,10 +365,12 @@ class StableBaselinesRLObject(BaseRLObject):
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
             overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
                          getattr(args, f"hp_{k}", None) is not None}
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device="cpu", custom_objects=overrides)
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device="cpu",
+                                             custom_objects=self.makeModelKwargs(args, overrides, self.env))
         else:
-            policy = "CnnPolicy" if args.srl_model == "raw_pixels" else "MlpPolicy"
-            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device="cpu", verbose=0, **hyperparams)
+            policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
+            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device="cpu", verbose=0,
+                                        **self.makeModelKwargs(args, hyperparams, self.env))
         run_dir = getattr(args, "run_dir", None)
         if run_dir:
             self.model.set_logger(configure(run_dir, ["csv"]))
@@ -346,7 +380,13 @@ class StableBaselinesRLObject(BaseRLObject):
         self.env.close()
 
 
-def _strToBool(raw: str) -> bool:
+def strToBool(raw: str) -> bool:
+    """
+    argparse type: a boolean written true/false, 1/0 or yes/no.
+
+    :param raw: the command-line string
+    :return: the value
+    """
     if raw.lower() in ("true", "1", "yes"):
         return True
     if raw.lower() in ("false", "0", "no"):

@@ -1,56 +1,16 @@
-"""Command-line plumbing shared by the project's commands: one-line errors with exit code 2, one-line warnings."""
+"""Command-line plumbing shared by the project's commands: one-line errors with exit code 2, one-line warnings.
+
+The parser and the runner live in environments.cli_errors (the lowest layer, so that every package can use them);
+this module re-exports them for the RL and replay commands and adds the argument types those need.
+"""
 from __future__ import annotations
 
 import argparse
-import sys
-import warnings
-from collections.abc import Callable, Sequence
-from typing import NoReturn
 
-USAGE_EXIT_CODE = 2
+from environments.cli_errors import USAGE_EXIT_CODE, UsageError, positiveInt, runCommand
+from environments.cli_errors import OneLineParser as CLIParser
 
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line on stderr, exit code 2."""
-
-
-class CLIParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage block) and exit with code 2."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> NoReturn:
-    """
-    Run a command's ``main``, turning UsageError into ``<prog>: error: ...`` and exit code 2.
-
-    :param main: the command's main function
-    :param argv: its arguments (default: sys.argv[1:])
-    """
-    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
-    try:
-        code = main(argv)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(USAGE_EXIT_CODE)
-    sys.exit(code or 0)
-
-
-def positiveInt(raw: str) -> int:
-    """
-    argparse type: an integer > 0 (scientific notation such as 1e6 accepted).
-
-    :param raw: the command-line string
-    :return: the value
-    """
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-    if not value.is_integer() or value <= 0:
-        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
-    return int(value)
+__all__ = ["CLIParser", "USAGE_EXIT_CODE", "UsageError", "nonNegativeInt", "portNumber", "positiveInt", "runCommand"]
 
 
 def nonNegativeInt(raw: str) -> int:

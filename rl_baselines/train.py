@@ -47,6 +47,8 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms)")
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
     parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
+    parser.add_argument("--fpv", action="store_true", help="mobile robots: stack a first-person camera (6 channels)")
+    parser.add_argument("--multi-view", action="store_true", help="arms: stack a second camera (6 channels)")
     parser.add_argument("--num-stack", type=positiveInt, default=1, help="frames stacked per observation [1]")
     parser.add_argument("--action-repeat", type=positiveInt, default=1, help="env steps per agent action [1]")
     parser.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
@@ -111,6 +113,10 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
                              f"{', '.join(with_joints) or 'none installed'}")
         if not args.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
+    for flag, keyword in (("--fpv", "fpv"), ("--multi-view", "multi_view")):
+        if getattr(args, keyword) and not env_class.acceptsKeyword(keyword):
+            having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword(keyword)]
+            raise UsageError(f"{flag}: {args.env} has no second camera; envs with {flag}: {', '.join(having) or 'none'}")
     if args.img_shape is not None:
         channels, height, width = args.img_shape
         if channels != 3 or height < 16 or width < 16:

@@ -48,7 +48,7 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
     The env constructor keywords a train/replay command asks for.
 
     :param args: parsed command-line arguments (srl_model, continuous_actions, action_joints, random_target,
-        shape_reward, img_shape)
+        shape_reward, fpv, multi_view, img_shape)
     :return: keyword arguments for the env class
     """
     kwargs: dict[str, Any] = {
@@ -59,6 +59,9 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.action_joints:
         kwargs["action_joints"] = True
+    for camera_option in ("fpv", "multi_view"):  # second camera, only on envs that have one (checked by train)
+        if getattr(args, camera_option, False):
+            kwargs[camera_option] = True
     if getattr(args, "img_shape", None):
         kwargs["img_shape"] = tuple(args.img_shape)
     return kwargs

@@ -30,6 +30,8 @@ CASES = [
     ("load-truncated", TRAIN, [*GT, "--load-rl-model-path", "{bad}/truncated.zip"], ["truncated.zip"]),
     ("load-other-algo", TRAIN, [*GT, "--algo", "a2c", "--load-rl-model-path", "{run}/ppo2_model.zip"],
      ["'ppo2'", "not 'a2c'"]),
+    ("fpv-without-camera", TRAIN, ["--env", "OmnirobotEnv-v0", "--fpv"],
+     ["--fpv", "OmnirobotEnv-v0", "no second camera", "MobileRobotGymEnv-v0"]),
     ("bad-port", TRAIN, [*GT, "--port", "70000"], ["'70000'", "port"]),
     ("bad-img-shape", TRAIN, ["--env", "MobileRobotGymEnv-v0", "--img-shape", "3", "8", "8"], ["3 8 8"]),
     ("enjoy-no-run", ENJOY, ["--log-dir", "{log}"], ["holds no run"]),

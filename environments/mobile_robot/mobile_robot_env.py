@@ -3,6 +3,10 @@
 The robot (pybullet_data's racecar) is teleported by the actions, there are no dynamics: PyBullet is only used as
 a scene renderer, so nothing is simulated and, in ground-truth mode, nothing is rendered either.
 The constants are those of the original toolbox's MobileRobotGymEnv.
+
+Variants (1D, two targets, line target) subclass MobileRobotGymEnv and override its small hooks: the walls and
+targets of the scene (``_wallPlacements``, ``_loadTargets``), where episodes start (``_sampleStart``,
+``_resetTargets``), the moves (``_discreteMoves``, CONTINUOUS_ACTION_DIM) and the reward (``_taskReward``).
 """
 from __future__ import annotations
 
@@ -25,13 +29,16 @@ class MobileRobotGymEnv(SRLGymEnv):
     A mobile robot in a walled 4 m x 4 m arena must reach a yellow target disc.
 
     Discrete actions move the robot by STEP_SIZE along one axis (0: -x, 1: +x, 2: -y, 3: +y); continuous actions
-    are a 2-D move ``clip(a, -1, 1) * STEP_SIZE``. A move that would bring the robot closer than the collision
-    margins to a wall is reverted and counts as a bump. Reward: +1 for each step spent within REWARD_DIST_THRESHOLD
-    of the target, -1 on a bump (it overrides the +1), 0 otherwise; with ``shape_reward`` it is minus the distance
-    to the target. Episodes never terminate; they are truncated after ``max_steps`` steps.
+    are a 2-D move ``clip(a, -1, 1) * STEP_SIZE``; the robot always faces +x (it is teleported, never turned). A
+    move that would bring the robot closer than the collision margins to a wall is reverted and counts as a bump.
+    Reward: +1 for each step spent within REWARD_DIST_THRESHOLD of the target, -1 on a bump (it overrides the +1),
+    0 otherwise; with ``shape_reward`` it is minus the distance to the target. Episodes never terminate; they are
+    truncated after ``max_steps`` steps.
 
     :param srl_model: "ground_truth" (robot position, float32 (2,)), "raw_pixels" (uint8 (H, W, 3) top-down image)
         or a learned SRL model name (pixels too, the RL side encodes them)
+    :param fpv: pixel observations stack a first-person view from the robot (looking along +x) behind the top
+        view: uint8 (H, W, 6), channels 0-2 top view, 3-5 first person. No effect on ground truth or ``render()``
     :param relative_pos: ground truth is the robot position minus the target position
     :param is_discrete: Discrete(4) actions (True) or a Box(-1, 1, (2,)) move (False)
     :param action_joints: not available for this robot (must be False)
@@ -80,28 +87,43 @@ class MobileRobotGymEnv(SRLGymEnv):
     CAMERA_ROLL = 0.0
     CAMERA_FOV = 60.0
     CAMERA_NEAR, CAMERA_FAR = 0.1, 100.0
+    # First-person camera (fpv): at the robot's nose, above its stereo camera (the racecar's origin is its rear
+    # axle, its front is 0.4 m ahead), looking along +x and down by FPV_PITCH degrees.
+    FPV_EYE_OFFSET = (0.42, 0.0, 0.15)
+    FPV_PITCH = -17.0
+    FPV_FOV = 90.0
+    FPV_NEAR = 0.02
+    # Continuous actions: a move along x and y (variants may keep x only).
+    CONTINUOUS_ACTION_DIM = 2
 
-    def __init__(self, **kwargs: Any) -> None:
-        """:param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)"""
+    def __init__(self, *, fpv: bool = False, **kwargs: Any) -> None:
+        """
+        :param fpv: stack a first-person view with the top view in pixel observations (6 channels)
+        :param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)
+        """
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
         super().__init__(**kwargs)
+        self.fpv = bool(fpv)
         _, height, width = self.img_shape
         self._uses_pixels = self.usesPixels
 
+        self._discrete_moves = self._discreteMoves()
+        self._n_discrete = len(self._discrete_moves)
+        self._move_y = self.CONTINUOUS_ACTION_DIM == 2
         if self.is_discrete:
-            self.action_space = gym.spaces.Discrete(4)
+            self.action_space = gym.spaces.Discrete(self._n_discrete)
         else:
-            self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), dtype=np.float32)
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (self.CONTINUOUS_ACTION_DIM,), dtype=np.float32)
         if self._uses_pixels:
             self.observation_space = self.pixelObservationSpace()
+            if self.fpv:
+                self.observation_space = self.pixelObservationSpace(cameras=2)
         else:
-            self.observation_space = gym.spaces.Box(-4.0, 4.0, (2,), dtype=np.float32)
+            self.observation_space = gym.spaces.Box(-4.0, 4.0, (self.getGroundTruthDim(),), dtype=np.float32)
         if self.init_seed is not None:
             self.action_space.seed(self.init_seed)
 
-        step = self.STEP_SIZE
-        self._discrete_moves = ((-step, 0.0), (step, 0.0), (0.0, -step), (0.0, step))
         self._x_low, self._x_high = self.ROBOT_X_BOUNDS
         self._y_low, self._y_high = self.ROBOT_Y_BOUNDS
         self._robot_x, self._robot_y = self.START_CENTER
@@ -126,42 +148,96 @@ class MobileRobotGymEnv(SRLGymEnv):
         self._render_side = max(self.render_size, height, width) if self._uses_pixels else self.render_size
         self._render_projection = pybullet.computeProjectionMatrixFOV(
             fov=self.CAMERA_FOV, aspect=1.0, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+        if self.fpv:
+            self._fpv_projection = pybullet.computeProjectionMatrixFOV(
+                fov=self.FPV_FOV, aspect=width / height, nearVal=self.FPV_NEAR, farVal=self.CAMERA_FAR)
+            pitch = math.radians(self.FPV_PITCH)
+            self._fpv_forward = (math.cos(pitch), 0.0, math.sin(pitch))
+
+    # --- hooks for the variants ---------------------------------------------------------------------------------
+
+    def _discreteMoves(self) -> tuple[tuple[float, float], ...]:
+        """:return: the (dx, dy) move of each discrete action"""
+        step = self.STEP_SIZE
+        return ((-step, 0.0), (step, 0.0), (0.0, -step), (0.0, step))
+
+    def _wallPlacements(self) -> list[tuple[list[float], list[float], list[float]]]:
+        """:return: (position, orientation quaternion, rgba) of each wall (wall.urdf lies along x)"""
+        mid_x, mid_y = (self.MIN_X + self.MAX_X) / 2, (self.MIN_Y + self.MAX_Y) / 2
+        along_y = list(pybullet.getQuaternionFromEuler([0.0, 0.0, math.pi / 2]))
+        along_x = [0.0, 0.0, 0.0, 1.0]
+        colors = self.WALL_COLORS
+        return [([mid_x, self.MIN_Y, 0.0], along_x, colors["y=0"]),
+                ([self.MAX_X, mid_y, 0.0], along_y, colors["x=4"]),
+                ([mid_x, self.MAX_Y, 0.0], along_x, colors["y=4"]),
+                ([self.MIN_X, mid_y, 0.0], along_y, colors["x=0"])]
+
+    def _loadTargets(self) -> None:
+        """Load the target body (``self._target_uid``) at the current target position."""
+        self._target_uid = self._p.loadURDF(os.path.join(URDF_DIR, "cylinder.urdf"),
+                                            [self._target_x, self._target_y, 0.0], useFixedBase=True)
+
+    def _sampleStart(self) -> tuple[float, float]:
+        """:return: a random start (x, y) for the robot, drawn from self.np_random"""
+        rng = self.np_random
+        center_x, center_y = self.START_CENTER
+        half = self.START_HALF_RANGE
+        return center_x + float(rng.uniform(-half, half)), center_y + float(rng.uniform(-half, half))
+
+    def _resetTargets(self) -> None:
+        """Place the target(s) for a new episode: a random position when random_target, else where it is."""
+        if self.random_target:
+            low, high = self.TARGET_RANGE
+            self._target_x = float(self.np_random.uniform(low, high))
+            self._target_y = float(self.np_random.uniform(low, high))
+            self._teleport(self._target_uid, (self._target_x, self._target_y, 0.0), (0.0, 0.0, 0.0, 1.0))
+
+    def _taskReward(self, bumped: bool) -> tuple[float, bool]:
+        """
+        Called once per step, after the move.
+
+        :param bumped: the move was refused (the robot hit a wall margin)
+        :return: (reward, success) where success is "within REWARD_DIST_THRESHOLD of the target"
+        """
+        distance = math.hypot(self._robot_x - self._target_x, self._robot_y - self._target_y)
+        success = distance <= self.REWARD_DIST_THRESHOLD
+        if self.shape_reward:
+            return -distance, success
+        if bumped:
+            return -1.0, success
+        return (1.0 if success else 0.0), success
 
     # --- scene ------------------------------------------------------------------------------------------------
 
     def _buildScene(self) -> None:
-        """Load the plane, the four walls, the target disc and the robot (all fixed, no dynamics)."""
+        """Load the plane, the walls, the target(s) and the robot (all fixed, no dynamics)."""
         p = self._p
         p.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
         p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), [0.0, 0.0, 0.0], useFixedBase=True)
-        mid_x, mid_y = (self.MIN_X + self.MAX_X) / 2, (self.MIN_Y + self.MAX_Y) / 2
-        along_y = p.getQuaternionFromEuler([0.0, 0.0, math.pi / 2])
-        walls = {"y=0": ([mid_x, self.MIN_Y, 0.0], [0.0, 0.0, 0.0, 1.0]),
-                 "x=4": ([self.MAX_X, mid_y, 0.0], along_y),
-                 "y=4": ([mid_x, self.MAX_Y, 0.0], [0.0, 0.0, 0.0, 1.0]),
-                 "x=0": ([self.MIN_X, mid_y, 0.0], along_y)}
         wall_urdf = os.path.join(URDF_DIR, "wall.urdf")
         self._wall_uids = []
-        for name, (position, orientation) in walls.items():
+        for position, orientation, rgba in self._wallPlacements():
             uid = p.loadURDF(wall_urdf, position, orientation, useFixedBase=True)
-            p.changeVisualShape(uid, -1, rgbaColor=self.WALL_COLORS[name])
+            p.changeVisualShape(uid, -1, rgbaColor=rgba)
             self._wall_uids.append(uid)
-        self._target_uid = p.loadURDF(os.path.join(URDF_DIR, "cylinder.urdf"),
-                                      [self._target_x, self._target_y, 0.0], useFixedBase=True)
+        self._loadTargets()
         self._robot_uid = p.loadURDF(os.path.join(pybullet_data.getDataPath(), "racecar", "racecar.urdf"),
                                      [self._robot_x, self._robot_y, 0.0], useFixedBase=True)
         if self.renders:
             p.resetDebugVisualizerCamera(self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH,
                                          list(self.CAMERA_TARGET_POS))
 
-    def _cameraImage(self, width: int, height: int, projection_matrix: Any) -> np.ndarray:
+    def _cameraImage(self, width: int, height: int, projection_matrix: Any, view_matrix: Any = None) -> np.ndarray:
         """
         :param width: image width in pixels
         :param height: image height in pixels
         :param projection_matrix: PyBullet projection matrix matching width / height
-        :return: the top-down camera's RGB image, uint8 (height, width, 3)
+        :param view_matrix: PyBullet view matrix, None for the top-down camera
+        :return: the camera's RGB image, uint8 (height, width, 3)
         """
-        rgba = self._p.getCameraImage(width, height, self._view_matrix, projection_matrix,
+        if view_matrix is None:
+            view_matrix = self._view_matrix
+        rgba = self._p.getCameraImage(width, height, view_matrix, projection_matrix,
                                       renderer=pybullet.ER_TINY_RENDERER,
                                       flags=pybullet.ER_NO_SEGMENTATION_MASK)[2]
         # PyBullet built with numpy hands back a (height, width, 4) uint8 array: reshape is a view, and dropping
@@ -180,34 +256,26 @@ class MobileRobotGymEnv(SRLGymEnv):
         :return: (first observation, info)
         """
         super().reset(seed=seed)
-        rng = self.np_random
-        center_x, center_y = self.START_CENTER
-        half = self.START_HALF_RANGE
-        self._robot_x = center_x + float(rng.uniform(-half, half))
-        self._robot_y = center_y + float(rng.uniform(-half, half))
-        if self.random_target:
-            low, high = self.TARGET_RANGE
-            self._target_x = float(rng.uniform(low, high))
-            self._target_y = float(rng.uniform(low, high))
-            self._teleport(self._target_uid, (self._target_x, self._target_y, 0.0), (0.0, 0.0, 0.0, 1.0))
+        self._robot_x, self._robot_y = self._sampleStart()
+        self._resetTargets()
         self._step_counter = 0
         self._teleport(self._robot_uid, (self._robot_x, self._robot_y, 0.0), (0.0, 0.0, 0.0, 1.0))
         return self._observation(), {}
 
     def step(self, action: int | np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """
-        :param action: a Discrete(4) index, or a 2-D move in [-1, 1] (scaled by STEP_SIZE)
+        :param action: a discrete move index, or a continuous move in [-1, 1] (scaled by STEP_SIZE)
         :return: (observation, reward, terminated (always False), truncated, {"is_success": within threshold})
         """
         if self.is_discrete:
             index = int(action)
-            if not 0 <= index < 4:
-                raise ValueError(f"discrete action must be in [0, 4), got {action!r}")
+            if not 0 <= index < self._n_discrete:
+                raise ValueError(f"discrete action must be in [0, {self._n_discrete}), got {action!r}")
             dx, dy = self._discrete_moves[index]
         else:
             step = self.STEP_SIZE
             dx = min(max(float(action[0]), -1.0), 1.0) * step
-            dy = min(max(float(action[1]), -1.0), 1.0) * step
+            dy = min(max(float(action[1]), -1.0), 1.0) * step if self._move_y else 0.0
         x = self._robot_x + dx
         y = self._robot_y + dy
         # Written so that a NaN move fails the test and is reverted like a bump.
@@ -216,15 +284,7 @@ class MobileRobotGymEnv(SRLGymEnv):
             self._robot_x, self._robot_y = x, y
             self._teleport(self._robot_uid, (x, y, 0.0), (0.0, 0.0, 0.0, 1.0))
         self._step_counter += 1
-
-        distance = math.hypot(self._robot_x - self._target_x, self._robot_y - self._target_y)
-        success = distance <= self.REWARD_DIST_THRESHOLD
-        if self.shape_reward:
-            reward = -distance
-        elif bumped:
-            reward = -1.0
-        else:
-            reward = 1.0 if success else 0.0
+        reward, success = self._taskReward(bumped)
         truncated = self._step_counter >= self.max_steps
         return self._observation(), reward, False, truncated, {"is_success": success}
 
@@ -249,8 +309,20 @@ class MobileRobotGymEnv(SRLGymEnv):
     def _observation(self) -> np.ndarray:
         if self._uses_pixels:
             _, height, width = self.img_shape
-            return self._cameraImage(width, height, self._obs_projection)
+            top = self._cameraImage(width, height, self._obs_projection)
+            if self.fpv:
+                return np.concatenate((top, self._firstPersonImage(width, height)), axis=2)
+            return top
         return self.getSRLState()
+
+    def _firstPersonImage(self, width: int, height: int) -> np.ndarray:
+        """:return: the first-person view from the robot's nose, uint8 (height, width, 3)"""
+        off_x, off_y, off_z = self.FPV_EYE_OFFSET
+        eye = (self._robot_x + off_x, self._robot_y + off_y, off_z)
+        forward = self._fpv_forward
+        view = pybullet.computeViewMatrix(eye, (eye[0] + forward[0], eye[1] + forward[1], eye[2] + forward[2]),
+                                          (0.0, 0.0, 1.0))
+        return self._cameraImage(width, height, self._fpv_projection, view)
 
     def getSRLState(self) -> np.ndarray:
         """:return: float32 robot (x, y), minus the target's (x, y) when relative_pos (no rendering)."""

@@ -1,0 +1,193 @@
+"""Speed of KukaButtonGymEnv, compared to a bare PyBullet loop doing the same simulation work.
+
+For each observation mode the env runs discrete random actions (resetting when an episode ends), and a bare loop on
+its own PyBullet client, with the same scene, does only what one env step needs from PyBullet: read the effector,
+inverse kinematics toward it plus the move, 7 motor commands, PHYSICS_STEPS_PER_ACTION physics steps, the two
+contact queries of the reward and, for pixel modes, getCameraImage with the same matrices, renderer and flags. The
+ratio env / bare is the figure of merit: how much the env's Python adds on top of the unavoidable PyBullet work
+(the bare loop never resets, which the env does at the end of each episode). Each measurement runs for
+``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
+
+Usage: ``python benchmarks/kuka_speed.py [--seconds S] [--no-append]``; appends a section to docs/benchmarks.md
+unless ``--no-append``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # runnable from a checkout without installing
+    sys.path.insert(0, ROOT)
+
+from benchmarks.env_speed import timedLoop  # noqa: E402
+from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
+from environments.bullet import pybullet, pybullet_data  # noqa: E402
+from environments.kuka.kuka_button_env import URDF_DIR, KukaButtonGymEnv  # noqa: E402
+
+# (label, srl_model, image side)
+MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
+         ("raw_pixels 224x224", "raw_pixels", 224))
+N_REPETITIONS = 3
+N_ACTIONS = 100_000  # pre-drawn, reused cyclically, so that drawing them is not timed
+CHUNK = 10  # steps between clock reads
+
+
+def benchEnv(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+    """
+    :param srl_model: observation mode
+    :param side: image side for pixel modes
+    :param seconds: how long to run
+    :param actions: discrete actions to play (cyclically)
+    :return: env steps per second, resets included
+    """
+    env = KukaButtonGymEnv(srl_model=srl_model, img_shape=(3, side, side), seed=0)
+    env.reset()
+    n_actions = len(actions)
+    env_step, env_reset = env.step, env.reset
+
+    def step(i: int) -> None:
+        _, _, terminated, truncated, _ = env_step(actions[i % n_actions])
+        if terminated or truncated:
+            env_reset()
+
+    try:
+        timedLoop(step, min(0.2, seconds), CHUNK)  # warm-up
+        return timedLoop(step, seconds, CHUNK)
+    finally:
+        env.close()
+
+
+def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+    """
+    The same PyBullet work as one env step, with no env around it.
+
+    :param srl_model: observation mode
+    :param side: image side for pixel modes
+    :param seconds: how long to run
+    :param actions: discrete actions to play (cyclically)
+    :return: steps per second
+    """
+    cls = KukaButtonGymEnv
+    client = pybullet.connect(pybullet.DIRECT)
+    try:
+        robot, table, button = _loadScene(client)
+        view = pybullet.computeViewMatrixFromYawPitchRoll(
+            cameraTargetPosition=list(cls.CAMERA_TARGET_POS), distance=cls.CAMERA_DISTANCE, yaw=cls.CAMERA_YAW,
+            pitch=cls.CAMERA_PITCH, roll=cls.CAMERA_ROLL, upAxisIndex=2)
+        projection = pybullet.computeProjectionMatrixFOV(
+            fov=cls.CAMERA_FOV, aspect=1.0, nearVal=cls.CAMERA_NEAR, farVal=cls.CAMERA_FAR)
+        orientation = pybullet.getQuaternionFromEuler(list(cls.EFFECTOR_EULER))
+        damping = [cls.IK_JOINT_DAMPING] * sum(
+            pybullet.getJointInfo(robot, j, physicsClientId=client)[2] != pybullet.JOINT_FIXED
+            for j in range(pybullet.getNumJoints(robot, physicsClientId=client)))
+        low = np.array([b[0] for b in cls.EFFECTOR_BOUNDS])
+        high = np.array([b[1] for b in cls.EFFECTOR_BOUNDS])
+        moves = np.array([[-1, 0, 0], [1, 0, 0], [0, -1, 0], [0, 1, 0], [0, 0, -1], [0, 0, 1]]) * cls.DELTA_V
+        n_actions = len(actions)
+        pixels = srl_model != "ground_truth"
+
+        def step(i: int) -> None:
+            effector = np.array(pybullet.getLinkState(robot, cls.EFFECTOR_LINK, physicsClientId=client)[4])
+            target = np.clip(effector + moves[actions[i % n_actions]], low, high)
+            joints = pybullet.calculateInverseKinematics(robot, cls.EFFECTOR_LINK, target.tolist(), orientation,
+                                                         jointDamping=damping, physicsClientId=client)
+            for joint in range(cls.N_ARM_JOINTS):
+                pybullet.setJointMotorControl2(robot, joint, pybullet.POSITION_CONTROL, targetPosition=joints[joint],
+                                               targetVelocity=0.0, force=cls.MOTOR_FORCE,
+                                               maxVelocity=cls.MOTOR_MAX_VELOCITY, positionGain=cls.POSITION_GAIN,
+                                               velocityGain=cls.VELOCITY_GAIN, physicsClientId=client)
+            for _ in range(cls.PHYSICS_STEPS_PER_ACTION):
+                pybullet.stepSimulation(physicsClientId=client)
+            pybullet.getContactPoints(bodyA=robot, bodyB=button, linkIndexB=0, physicsClientId=client)
+            pybullet.getContactPoints(bodyA=robot, bodyB=table, physicsClientId=client)
+            if pixels:
+                pybullet.getCameraImage(side, side, view, projection, renderer=pybullet.ER_TINY_RENDERER,
+                                        flags=pybullet.ER_NO_SEGMENTATION_MASK, physicsClientId=client)
+
+        timedLoop(step, min(0.2, seconds), CHUNK)
+        return timedLoop(step, seconds, CHUNK)
+    finally:
+        pybullet.disconnect(physicsClientId=client)
+
+
+def _loadScene(client: int) -> tuple[int, int, int]:
+    """Load the env's scene with bare PyBullet calls, the arm at rest; return (robot, table, button) ids."""
+    cls = KukaButtonGymEnv
+    data = pybullet_data.getDataPath()
+    pybullet.setPhysicsEngineParameter(numSolverIterations=cls.SOLVER_ITERATIONS, physicsClientId=client)
+    pybullet.setTimeStep(cls.TIME_STEP, physicsClientId=client)
+    pybullet.setGravity(0.0, 0.0, cls.GRAVITY, physicsClientId=client)
+    pybullet.loadURDF(os.path.join(data, "plane.urdf"), list(cls.PLANE_POS), useFixedBase=True,
+                      physicsClientId=client)
+    table = pybullet.loadURDF(os.path.join(data, "table", "table.urdf"), list(cls.TABLE_POS), useFixedBase=True,
+                              physicsClientId=client)
+    robot = pybullet.loadSDF(os.path.join(data, cls.ROBOT_SDF), physicsClientId=client)[0]
+    pybullet.resetBasePositionAndOrientation(robot, list(cls.ROBOT_POS), [0, 0, 0, 1], physicsClientId=client)
+    button = pybullet.loadURDF(os.path.join(URDF_DIR, cls.BUTTON_URDFS[0]), list(cls.BUTTON_POSITIONS[0]),
+                               useFixedBase=True, physicsClientId=client)
+    for joint, angle in enumerate(cls.REST_POSE):
+        pybullet.resetJointState(robot, joint, angle, physicsClientId=client)
+        pybullet.setJointMotorControl2(robot, joint, pybullet.POSITION_CONTROL, targetPosition=angle,
+                                       force=cls.MOTOR_FORCE, physicsClientId=client)
+    return robot, table, button
+
+
+def run(seconds: float) -> list[dict[str, float | str]]:
+    """
+    :param seconds: duration of each measurement
+    :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
+    """
+    actions = np.random.default_rng(0).integers(0, 6, N_ACTIONS).tolist()
+    rows = []
+    for label, srl_model, side in MODES:
+        env_rates, bare_rates = [], []
+        for _ in range(N_REPETITIONS):  # interleaved so that machine noise hits both alike
+            env_rates.append(benchEnv(srl_model, side, seconds, actions))
+            bare_rates.append(benchBare(srl_model, side, seconds, actions))
+        env_rate, bare_rate = statistics.median(env_rates), statistics.median(bare_rates)
+        rows.append({"mode": label, "env": env_rate, "bare": bare_rate, "ratio": env_rate / bare_rate})
+        print(f"  {label}: env {env_rate:,.0f} steps/s, bare {bare_rate:,.0f} steps/s", flush=True)
+    return rows
+
+
+def formatTable(rows: list[dict[str, float | str]]) -> str:
+    """:param rows: as returned by run()
+    :return: a markdown table"""
+    lines = ["| mode | env steps/s | bare PyBullet steps/s | ratio env/bare |", "|---|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['mode']} | {row['env']:,.0f} | {row['bare']:,.0f} | {row['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: the measured rows
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
+    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    print(f"Machine: {machineDescription()}")
+    rows = run(args.seconds)
+    table = formatTable(rows)
+    print(table)
+    if not args.no_append:
+        command = " ".join(["python benchmarks/kuka_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        appendReport("Environment speed, KukaButtonGymEnv", command,
+                     f"One process; discrete random actions, reset at the end of each episode; median of "
+                     f"{N_REPETITIONS} runs of {args.seconds:g} s each; one env step = "
+                     f"{KukaButtonGymEnv.PHYSICS_STEPS_PER_ACTION} physics steps of 1/240 s. Bare = a PyBullet loop "
+                     f"on the same scene doing one step's PyBullet calls (link state, IK, 7 motor commands, physics, "
+                     f"2 contact queries; + getCameraImage, same matrices, TinyRenderer, for pixels).", table)
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

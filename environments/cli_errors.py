@@ -1,0 +1,57 @@
+"""One-line command-line errors (exit code 2) for the commands of the environments package.
+
+rl_baselines.cli offers the same for the RL commands, but environments must not import rl_baselines (the dependency
+direction is replay -> rl_baselines -> srl_models -> environments), hence this small local copy.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import NoReturn
+
+USAGE_EXIT_CODE = 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line on stderr, exit code 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (no usage block) and exit with code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> NoReturn:
+    """
+    Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2.
+
+    :param main: the command's main function
+    :param argv: its arguments (default: sys.argv[1:])
+    """
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+    try:
+        code = main(argv)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(USAGE_EXIT_CODE)
+    sys.exit(code or 0)
+
+
+def positiveInt(raw: str) -> int:
+    """
+    argparse type: an integer > 0 (scientific notation such as 1e3 accepted).
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+    if not value.is_integer() or value <= 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
+    return int(value)

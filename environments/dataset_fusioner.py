@@ -1,0 +1,194 @@
+"""``python -m environments.dataset_fusioner --merge SRC1 SRC2 [SRC3 ...] DST``: merge datasets into a new one.
+
+The records of the sources are numbered one after the other (SRC1's first), the npz arrays are concatenated and the
+image paths rewritten to DST's name. Images are hard-linked when the file system allows it (copied otherwise), and
+the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources are
+kept unless ``--delete-sources``.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from environments.cli_errors import OneLineParser, UsageError, runCommand
+
+PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
+GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
+_RECORD = re.compile(r"^record_(\d+)$")
+
+
+def buildParser() -> OneLineParser:
+    """:return: the command's parser"""
+    parser = OneLineParser(prog="python -m environments.dataset_fusioner",
+                           description="Merge srl-zoo datasets: records renumbered, arrays concatenated.")
+    parser.add_argument("--merge", nargs="+", required=True, metavar="PATH",
+                        help="source dataset folders followed by the destination folder (SRC1 SRC2 ... DST)")
+    parser.add_argument("--delete-sources", action="store_true", help="remove the sources once DST is written")
+    return parser
+
+
+def loadDataset(folder: str) -> dict[str, Any]:
+    """
+    :param folder: a dataset folder written by environments.dataset_generator (or srl-zoo compatible)
+    :return: {"folder", "config", "arrays" (all npz arrays), "records" (record index -> folder name, sorted, as
+        images_path uses them)}
+    :raises UsageError: missing files or keys, inconsistent lengths
+    """
+    if not os.path.isdir(folder):
+        raise UsageError(f"{folder!r} is not a dataset folder")
+    arrays: dict[str, np.ndarray] = {}
+    for file_name, keys in (("preprocessed_data.npz", PREPROCESSED_KEYS), ("ground_truth.npz", GROUND_TRUTH_KEYS)):
+        path = os.path.join(folder, file_name)
+        if not os.path.isfile(path):
+            raise UsageError(f"{folder!r} is not a complete dataset ({file_name} is missing)")
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [key for key in keys if key not in data.files]
+                if missing:
+                    raise UsageError(f"{path} lacks {', '.join(missing)}")
+                arrays.update({key: np.array(data[key]) for key in data.files})
+        except (OSError, ValueError) as error:
+            raise UsageError(f"{path} is not a readable npz file ({error})") from None
+    config: dict[str, Any] = {}
+    config_path = os.path.join(folder, "dataset_config.json")
+    if os.path.isfile(config_path):
+        try:
+            with open(config_path, encoding="utf-8") as handle:
+                config = json.load(handle)
+        except ValueError as error:
+            raise UsageError(f"{config_path} is not valid JSON ({error})") from None
+    n_rows = len(arrays["rewards"])
+    for key in ("actions", "episode_starts", "ground_truth_states", "images_path"):
+        if len(arrays[key]) != n_rows:
+            raise UsageError(f"{folder!r}: {key} has {len(arrays[key])} rows, rewards {n_rows}")
+    n_episodes = int(np.count_nonzero(arrays["episode_starts"]))
+    if len(arrays["target_positions"]) != n_episodes:
+        raise UsageError(f"{folder!r}: {len(arrays['target_positions'])} target positions for {n_episodes} episodes")
+    records: dict[int, str] = {}
+    for path in arrays["images_path"]:
+        parts = str(path).split("/")
+        match = _RECORD.match(parts[-2]) if len(parts) >= 2 else None
+        if match is None:
+            raise UsageError(f"{folder!r}: image path {str(path)!r} is not NAME/record_NNN/frameNNNNNN")
+        records[int(match.group(1))] = parts[-2]
+    for record in records.values():
+        if not os.path.isdir(os.path.join(folder, record)):
+            raise UsageError(f"{folder!r}: {record} is missing")
+    return {"folder": folder, "config": config, "arrays": arrays, "records": dict(sorted(records.items()))}
+
+
+def checkCompatible(datasets: list[dict[str, Any]]) -> None:
+    """
+    :param datasets: loaded datasets
+    :raises UsageError: they cannot be merged (other env, image shape or format, state or action shape)
+    """
+    first = datasets[0]
+    for other in datasets[1:]:
+        for key in ("env", "img_shape", "image_format", "relative_pos"):
+            if key in first["config"] and key in other["config"] and first["config"][key] != other["config"][key]:
+                raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
+                                 f"({first['config'][key]} vs {other['config'][key]})")
+        for key in ("actions", "ground_truth_states", "target_positions"):
+            a, b = first["arrays"][key], other["arrays"][key]
+            if a.shape[1:] != b.shape[1:] or a.dtype.kind != b.dtype.kind:
+                raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
+                                 f"(shape {a.shape[1:]} {a.dtype} vs {b.shape[1:]} {b.dtype})")
+
+
+def _linkOrCopy(source: str, destination: str) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:
+        shutil.copy2(source, destination)
+
+
+def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
+    """
+    Write the merged dataset (through a partial folder renamed at the end).
+
+    :param sources: source dataset folders, in order
+    :param destination: the new dataset folder (must not exist)
+    :return: the merged arrays
+    :raises UsageError: bad sources, or the destination exists
+    """
+    destination = os.path.normpath(destination)
+    name = os.path.basename(destination)
+    if not name or name.startswith("."):
+        raise UsageError(f"destination {destination!r} must end with a plain folder name")
+    if os.path.exists(destination):
+        raise UsageError(f"destination {destination!r} already exists; choose another one")
+    real_sources = [os.path.realpath(source) for source in sources]
+    if len(set(real_sources)) != len(real_sources):
+        raise UsageError("the same source dataset is given twice")
+    datasets = [loadDataset(source) for source in sources]
+    checkCompatible(datasets)
+
+    parent = os.path.dirname(destination) or "."
+    partial = os.path.join(parent, f".{name}.partial")
+    if os.path.exists(partial):
+        shutil.rmtree(partial)  # left by an interrupted merge: nothing in it is reused
+    os.makedirs(partial)
+    merged: dict[str, list[np.ndarray]] = {key: [] for key in (*PREPROCESSED_KEYS, *GROUND_TRUTH_KEYS)}
+    next_record = 0
+    for dataset in datasets:
+        renumber = {old: next_record + i for i, old in enumerate(dataset["records"])}
+        next_record += len(renumber)
+        for old, new in renumber.items():
+            shutil.copytree(os.path.join(dataset["folder"], dataset["records"][old]),
+                            os.path.join(partial, f"record_{new:03d}"), copy_function=_linkOrCopy)
+        paths = []
+        for path in dataset["arrays"]["images_path"]:
+            parts = str(path).split("/")
+            old = int(_RECORD.match(parts[-2]).group(1))
+            paths.append(f"{name}/record_{renumber[old]:03d}/{parts[-1]}")
+        for key, parts in merged.items():
+            parts.append(np.array(paths) if key == "images_path" else dataset["arrays"][key])
+    result = {key: np.concatenate(parts) for key, parts in merged.items()}
+    result["episode_starts"] = result["episode_starts"].astype(bool)
+    np.savez(os.path.join(partial, "preprocessed_data.npz"), **{key: result[key] for key in PREPROCESSED_KEYS})
+    np.savez(os.path.join(partial, "ground_truth.npz"), **{key: result[key] for key in GROUND_TRUTH_KEYS})
+    globals_path = os.path.join(sources[0], "env_globals.json")
+    if os.path.isfile(globals_path):
+        shutil.copy2(globals_path, os.path.join(partial, "env_globals.json"))
+    config = dict(datasets[0]["config"])
+    config.update(num_episodes=int(np.count_nonzero(result["episode_starts"])),
+                  merged_from=[{"name": os.path.basename(os.path.normpath(d["folder"])), "seed": d["config"].get("seed"),
+                                "policy": d["config"].get("policy"),
+                                "num_episodes": int(np.count_nonzero(d["arrays"]["episode_starts"]))}
+                               for d in datasets])
+    config.pop("seed", None)
+    with open(os.path.join(partial, "dataset_config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle, indent=2, sort_keys=True)
+    os.rename(partial, destination)
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args = buildParser().parse_args(argv)
+    if len(args.merge) < 3:
+        raise UsageError(f"--merge needs at least two sources and a destination (SRC1 SRC2 DST), got "
+                         f"{len(args.merge)} path{'s' if len(args.merge) != 1 else ''}")
+    *sources, destination = args.merge
+    result = merge(sources, destination)
+    episodes = int(np.count_nonzero(result["episode_starts"]))
+    print(f"Dataset: {destination} ({episodes} episodes, {len(result['rewards'])} frames, from "
+          f"{len(sources)} datasets)")
+    if args.delete_sources:
+        for source in sources:
+            shutil.rmtree(source)
+        print(f"Deleted {', '.join(sources)}")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

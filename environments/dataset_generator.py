@@ -1,0 +1,628 @@
+"""``python -m environments.dataset_generator``: record episodes of an env as an srl-zoo dataset (DESIGN.md section 5).
+
+    <save-path>/<name>/
+        dataset_config.json    relative_pos, max_dist, env, img_shape, seed, policy, num_episodes, image_format, version
+        env_globals.json       the env's constants and constructor keywords (SRLGymEnv.getGlobals)
+        record_NNN/frameNNNNNN.jpg   one folder per episode (6-channel envs: frameNNNNNN_1.jpg and frameNNNNNN_2.jpg)
+        preprocessed_data.npz  actions (N or N x action_dim), rewards (N), episode_starts (N, bool)
+        ground_truth.npz       ground_truth_states (N x d, absolute), target_positions (episodes x d),
+                               images_path (N, "<name>/record_NNN/frameNNNNNN", no extension)
+
+Row i is the observation before action i; the last observation of an episode is not saved.
+
+Episode e is always played with the seed derived from (--seed, e), whatever the number of processes, so 1 and K
+processes write identical datasets. The K worker processes write their episodes straight into the record folders of
+``<save-path>/.<name>.partial/``; each finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there.
+When all are done the arrays are merged and the folder is renamed to ``<name>`` in one step, so a folder named
+``<name>`` is always a complete dataset. An interrupted run leaves the partial folder: ``--resume`` plays only the
+episodes it lacks, ``--force`` discards it.
+
+``--policy RUN`` replays a trained agent instead of random actions; loading it needs rl_baselines, which this package
+must not import (dependency direction replay -> rl_baselines -> srl_models -> environments): it is imported lazily,
+inside :func:`loadPolicy`, the one place in environments that does so.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import dataclasses
+import fcntl
+import json
+import multiprocessing
+import os
+import shutil
+import signal
+import sys
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from environments.cli_errors import OneLineParser, UsageError, positiveInt, runCommand
+
+DEFAULT_ENV = "MobileRobotGymEnv-v0"
+# The old generator recorded Kuka episodes with a tighter sphere than the env's own default (0.8).
+DEFAULT_MAX_DISTANCE = 0.28
+FORMAT_VERSION = 1
+MIN_IMAGE_SIDE = 16
+SETTINGS_FILE = "generation.json"
+EPISODES_FOLDER = "episodes"
+LOCK_FILE = ".lock"
+IMAGE_FORMATS = ("jpg", "png")
+
+
+@dataclasses.dataclass(frozen=True)
+class GenerationSpec:
+    """
+    Everything that decides a dataset's content (what a resumed run must share with the interrupted one).
+
+    :param env_id: registered env id
+    :param env_kwargs: the env's constructor keywords
+    :param name: dataset name (folder name, prefix of images_path)
+    :param num_episodes: episodes to record
+    :param seed: master seed; episode e uses episodeSeed(seed, e)
+    :param policy: "random" or the absolute path of a run folder
+    :param image_format: "jpg" or "png"
+    """
+
+    env_id: str
+    env_kwargs: dict[str, Any]
+    name: str
+    num_episodes: int
+    seed: int
+    policy: str
+    image_format: str
+
+    def settings(self) -> dict[str, Any]:
+        """:return: the spec as JSON-safe data (tuples as lists), as stored in generation.json"""
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+# --- command line --------------------------------------------------------------------------------------------------
+
+
+def buildParser() -> OneLineParser:
+    """:return: the command's parser"""
+    parser = OneLineParser(prog="python -m environments.dataset_generator",
+                           description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
+                                       "ground truth).")
+    parser.add_argument("--env", default=DEFAULT_ENV, help=f"registered env id [{DEFAULT_ENV}]")
+    parser.add_argument("--name", default=None, help="dataset name, the folder under --save-path [the env id]")
+    parser.add_argument("--save-path", default="data/", help="folder of the datasets [data/]")
+    parser.add_argument("--num-episode", type=positiveInt, default=50, help="episodes to record [50]")
+    parser.add_argument("--num-cpu", type=positiveInt, default=1, help="worker processes, <= --num-episode [1]")
+    parser.add_argument("--seed", type=int, default=0, help="master seed: episode e always gets the same seed [0]")
+    parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
+    parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms, with -c)")
+    parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
+    parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
+    parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=[3, 64, 64], metavar=("C", "H", "W"),
+                        help="image shape, 3 H W with H, W >= 16 [3 64 64]")
+    parser.add_argument("--image-format", choices=IMAGE_FORMATS, default="jpg", help="image files [jpg]")
+    parser.add_argument("--max-steps", type=positiveInt, default=None,
+                        help="episode length [the env's own, 250 for the mobile robot]")
+    parser.add_argument("--max-distance", type=float, default=None,
+                        help=f"envs with a max_distance (Kuka): episode ends beyond it [{DEFAULT_MAX_DISTANCE}]")
+    parser.add_argument("--multi-view", action="store_true",
+                        help="envs with a second camera (Kuka): 6-channel images, written as frameN_1 and frameN_2")
+    parser.add_argument("--fpv", action="store_true",
+                        help="envs with a first-person view (mobile robot): stacked with the top view, like "
+                             "--multi-view")
+    parser.add_argument("--policy", default="random",
+                        help="'random' (uniform actions) or a run folder of rl_baselines.train to replay [random]")
+    parser.add_argument("-f", "--force", action="store_true",
+                        help="overwrite an existing dataset / discard an interrupted one of the same name")
+    parser.add_argument("--resume", action="store_true", help="finish an interrupted run of the same settings")
+    parser.add_argument("--reward-dist", action="store_true", help="print the distribution of the rewards")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
+    """
+    Check every input before anything is written.
+
+    :param args: parsed arguments
+    :return: (the generation spec, the env class, the loaded agent for ``--policy RUN`` or None)
+    :raises UsageError: on any bad input, with a one-line message
+    """
+    from environments import getEnvClass, registered_env
+
+    if args.env not in registered_env:
+        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    try:
+        env_class = getEnvClass(args.env)
+    except Exception as error:  # a plugin env whose module fails to import
+        raise UsageError(f"--env {args.env} could not be loaded ({type(error).__name__}: {error})") from None
+    if args.action_joints:
+        if not env_class.ACTION_JOINTS:
+            raise UsageError(f"--action-joints: {args.env} has no joints to act on (it offers discrete actions, "
+                             f"or continuous ones with -c)")
+        if not args.continuous_actions:
+            raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
+    channels, height, width = args.img_shape
+    if channels != 3 or height < MIN_IMAGE_SIDE or width < MIN_IMAGE_SIDE:
+        raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W >= "
+                         f"{MIN_IMAGE_SIDE}")
+    if args.num_cpu > args.num_episode:
+        raise UsageError(f"--num-cpu {args.num_cpu} is more than --num-episode {args.num_episode}: each process "
+                         f"records whole episodes")
+    if args.force and args.resume:
+        raise UsageError("--force discards an interrupted run and --resume continues it: pass only one")
+    name = args.env if args.name is None else args.name
+    if not name or name in (".", "..") or name.startswith(".") or os.sep in name or (os.altsep or os.sep) in name:
+        raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
+    if os.path.exists(args.save_path) and not os.path.isdir(args.save_path):
+        raise UsageError(f"--save-path {args.save_path!r} is a file, not a folder")
+
+    env_kwargs: dict[str, Any] = {"srl_model": "raw_pixels", "is_discrete": not args.continuous_actions,
+                                  "random_target": bool(args.random_target), "shape_reward": bool(args.shape_reward),
+                                  "img_shape": [channels, height, width]}
+    if args.action_joints:
+        env_kwargs["action_joints"] = True
+    if args.max_steps is not None:
+        env_kwargs["max_steps"] = args.max_steps
+    keywords = env_class.getGlobals()["defaults"]  # every constructor keyword along the env's class hierarchy
+    if args.max_distance is not None and "max_distance" not in keywords:
+        raise UsageError(f"--max-distance: {args.env} has no max_distance (Kuka envs do)")
+    if args.max_distance is not None and args.max_distance <= 0:
+        raise UsageError(f"--max-distance {args.max_distance} must be positive")
+    if "max_distance" in keywords:
+        env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if args.max_distance is None else args.max_distance
+    if "force_down" in keywords:
+        env_kwargs["force_down"] = True  # as the old generator: the arm never moves up, so it presses more often
+    for flag, keyword, example in (("--multi-view", "multi_view", "Kuka envs"), ("--fpv", "fpv", "MobileRobot")):
+        if getattr(args, keyword):
+            if keyword not in keywords:
+                raise UsageError(f"{flag}: {args.env} has no {keyword} camera ({example} do)")
+            env_kwargs[keyword] = True
+
+    policy, run = args.policy, None
+    if policy != "random":
+        run = loadPolicy(policy, load=False)
+        policy = os.path.abspath(policy)
+        if run.env_id != args.env:
+            raise UsageError(f"--policy {args.policy!r} was trained on {run.env_id}, not --env {args.env}")
+        if run.continuous != args.continuous_actions or run.action_joints != args.action_joints:
+            if run.action_joints:
+                wanted, hint = "joint", "pass -c -joints"
+            elif run.continuous:
+                wanted, hint = "continuous", "pass -c and no -joints"
+            else:
+                wanted, hint = "discrete", "drop -c/--continuous-actions"
+            raise UsageError(f"--policy {args.policy!r} acts with {wanted} actions: {hint}")
+        try:
+            run.load(num_threads=1)  # one process per core: the workers already use them all
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+    spec = GenerationSpec(env_id=args.env, env_kwargs=env_kwargs, name=name, num_episodes=args.num_episode,
+                          seed=args.seed, policy=policy, image_format=args.image_format)
+    return spec, env_class, run
+
+
+def loadPolicy(run_dir: str, load: bool = True) -> Any:
+    """
+    Load the agent of a run folder: the one place where environments imports rl_baselines (lazily, so that this
+    package never depends on it otherwise).
+
+    :param run_dir: a run folder written by rl_baselines.train
+    :param load: load the agent (False: only read and check the run's args.json, which imports no torch)
+    :return: an rl_baselines.run_policy.RunPolicy
+    :raises UsageError: the folder holds no usable run
+    """
+    try:
+        from rl_baselines.run_policy import loadRunPolicy
+    except ImportError as error:
+        raise UsageError(f"--policy {run_dir!r} needs rl_baselines, which failed to import ({error})") from None
+    try:
+        return loadRunPolicy(run_dir, load=load)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+# --- recording one episode -----------------------------------------------------------------------------------------
+
+
+def episodeSeed(seed: int, episode: int) -> int:
+    """
+    :param seed: master seed
+    :param episode: episode index
+    :return: the seed of that episode (independent of which process plays it)
+    """
+    return int(np.random.SeedSequence([seed & 0xFFFFFFFF, episode]).generate_state(1, dtype=np.uint32)[0])
+
+
+def recordFolder(episode: int) -> str:
+    """:return: the record folder's name of an episode"""
+    return f"record_{episode:03d}"
+
+
+def episodeFile(partial_dir: str, episode: int) -> str:
+    """:return: where a finished episode's arrays are kept until the dataset is assembled"""
+    return os.path.join(partial_dir, EPISODES_FOLDER, f"episode_{episode:06d}.npz")
+
+
+def writeImage(path_stem: str, observation: np.ndarray, image_format: str) -> None:
+    """
+    Write an RGB observation (3 channels, or 6 for two views: ``_1`` and ``_2`` files).
+
+    :param path_stem: the file path without extension
+    :param observation: uint8 (H, W, 3) or (H, W, 6), RGB
+    :param image_format: "jpg" or "png"
+    """
+    import cv2
+
+    channels = observation.shape[-1]
+    if channels == 3:
+        views = [("", observation)]
+    elif channels == 6:
+        views = [("_1", observation[..., :3]), ("_2", observation[..., 3:])]
+    else:
+        raise ValueError(f"observations with {channels} channels cannot be written as images (3 or 6 expected)")
+    for suffix, view in views:
+        path = f"{path_stem}{suffix}.{image_format}"
+        if not cv2.imwrite(path, np.ascontiguousarray(view[..., ::-1])):  # OpenCV writes BGR
+            raise OSError(f"could not write {path}")
+
+
+def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, partial_dir: str) -> dict[str, Any]:
+    """
+    Play one episode, write its images into its record folder, then its arrays into its episode file (the file
+    is what marks the episode as finished).
+
+    :param env: the env (pixel observations)
+    :param policy: a RunPolicy, or None for uniform random actions
+    :param spec: the generation spec
+    :param episode: episode index
+    :param partial_dir: the partial dataset folder
+    :return: {"episode", "frames", "rewards"}
+    """
+    seed = episodeSeed(spec.seed, episode)
+    folder = os.path.join(partial_dir, recordFolder(episode))
+    shutil.rmtree(folder, ignore_errors=True)  # left by an interrupted run
+    os.makedirs(folder)
+    observation, _ = env.reset(seed=seed)
+    env.action_space.seed(seed)
+    if policy is not None:
+        policy.reset(seed)
+    target = np.asarray(env.getTargetPos(), dtype=np.float32)
+    actions, rewards, states = [], [], []
+    frame = 0
+    while True:
+        writeImage(os.path.join(folder, f"frame{frame:06d}"), observation, spec.image_format)
+        states.append(np.asarray(env.getGroundTruth(), dtype=np.float32))
+        action = env.action_space.sample() if policy is None else policy.act(env, observation)
+        observation, reward, terminated, truncated, _ = env.step(action)
+        actions.append(action)
+        rewards.append(reward)
+        frame += 1
+        if terminated or truncated:
+            break
+    arrays = {"actions": np.asarray(actions, dtype=np.int64 if spec.env_kwargs["is_discrete"] else np.float32),
+              "rewards": np.asarray(rewards, dtype=np.float32),
+              "ground_truth_states": np.stack(states), "target_position": target}
+    path = episodeFile(partial_dir, episode)
+    tmp_path = f"{path}.tmp.npz"
+    np.savez(tmp_path, **arrays)
+    os.replace(tmp_path, path)
+    return {"episode": episode, "frames": frame, "rewards": arrays["rewards"]}
+
+
+# --- worker processes ----------------------------------------------------------------------------------------------
+
+_worker: dict[str, Any] = {}
+
+
+def makeEnv(spec: GenerationSpec) -> Any:
+    """:return: a new env built from the spec"""
+    from environments import getEnvClass
+
+    kwargs = dict(spec.env_kwargs)
+    kwargs["img_shape"] = tuple(kwargs["img_shape"])
+    return getEnvClass(spec.env_id)(**kwargs)
+
+
+def _initWorker(spec: GenerationSpec, partial_dir: str, parent_pid: int, policy: Any) -> None:
+    # Die with the parent, even on SIGKILL, so that no orphan keeps writing into a folder a later --resume cleans.
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
+    warnings.simplefilter("ignore")  # the parent has already shown any warning the same imports give
+    _worker.update(spec=spec, partial_dir=partial_dir, env=None, policy=policy)
+
+
+def _runEpisode(episode: int) -> dict[str, Any]:
+    # Built on the first task, not in the initializer: an exception here reaches the parent instead of making
+    # the pool respawn a failing worker forever.
+    if _worker["env"] is None:
+        spec = _worker["spec"]
+        if spec.policy != "random" and _worker["policy"] is None:  # spawned, not forked: load it here
+            _worker["policy"] = loadPolicy(spec.policy)
+        _worker["env"] = makeEnv(spec)
+    return recordEpisode(_worker["env"], _worker["policy"], _worker["spec"], episode, _worker["partial_dir"])
+
+
+def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], num_cpu: int, env: Any,
+                   policy: Any, progress: Any) -> Iterator[dict[str, Any]]:
+    """
+    Record the given episodes, in this process (num_cpu 1) or over num_cpu worker processes.
+
+    :param spec: the generation spec
+    :param partial_dir: the partial dataset folder
+    :param episodes: the episode indices still to record
+    :param num_cpu: processes
+    :param env: the env to use in this process (closed before worker processes start)
+    :param policy: the agent for this process (None: random actions)
+    :param progress: a tqdm bar (or None) updated once per episode
+    :return: an iterator over the finished episodes' summaries (in completion order)
+    """
+    if num_cpu == 1:
+        for episode in episodes:
+            yield recordEpisode(env, policy, spec, episode, partial_dir)
+        return
+    env.close()  # each worker builds its own: a PyBullet client cannot be shared
+    # Forked workers inherit the loaded agent (CPU torch with one thread is fork-safe, as DataLoader workers rely
+    # on); where fork is unavailable they are spawned and load it themselves.
+    forked = "fork" in multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if forked else "spawn")
+    initargs = (spec, partial_dir, os.getpid(), policy if forked else None)
+    with context.Pool(num_cpu, initializer=_initWorker, initargs=initargs) as pool:
+        try:
+            yield from pool.imap_unordered(_runEpisode, episodes, chunksize=1)
+        finally:
+            pool.terminate()
+
+
+# --- the partial folder --------------------------------------------------------------------------------------------
+
+
+def finishedEpisodes(partial_dir: str) -> set[int]:
+    """:return: the episodes of a partial folder whose arrays are written"""
+    folder = os.path.join(partial_dir, EPISODES_FOLDER)
+    if not os.path.isdir(folder):
+        return set()
+    return {int(name[len("episode_"):-len(".npz")]) for name in os.listdir(folder)
+            if name.startswith("episode_") and name.endswith(".npz") and ".tmp" not in name}
+
+
+def lockFolder(partial_dir: str, wait: float = 3.0) -> int:
+    """
+    Take the partial folder's lock (released by the kernel when this process and its workers are gone).
+
+    :param partial_dir: the partial dataset folder
+    :param wait: seconds to wait for a process that is dying (after a kill) to release it
+    :return: the lock's file descriptor
+    :raises UsageError: another generator is writing this dataset
+    """
+    fd = os.open(os.path.join(partial_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise UsageError(f"{partial_dir} is being written by another dataset_generator process") from None
+            time.sleep(0.1)
+
+
+def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, str, int, set[int]]:
+    """
+    Decide what to do with an existing dataset or partial folder of the same name, and open the partial folder.
+
+    :param spec: the generation spec
+    :param args: parsed arguments (save_path, force, resume)
+    :return: (final folder, partial folder, lock descriptor, episodes already finished)
+    :raises UsageError: the dataset exists, or an interrupted run is in the way
+    """
+    final_dir = os.path.join(args.save_path, spec.name)
+    partial_dir = os.path.join(args.save_path, f".{spec.name}.partial")
+    # (A partial folder beside a complete dataset is an interrupted --force run: --resume finishes replacing it.)
+    if os.path.exists(final_dir) and not args.force and not (args.resume and os.path.exists(partial_dir)):
+        if args.resume:
+            raise UsageError(f"dataset {final_dir} is already complete: nothing to resume")
+        raise UsageError(f"dataset {final_dir} already exists; pass --force to overwrite it or choose another --name")
+    if os.path.exists(partial_dir) and not (args.force or args.resume):
+        raise UsageError(f"an interrupted run left {partial_dir}: pass --resume to finish it or --force to "
+                         f"discard it")
+    fd = -1
+    if os.path.isdir(partial_dir):
+        fd = lockFolder(partial_dir)
+        if args.force:
+            _clearFolder(partial_dir)
+        else:
+            try:
+                with open(os.path.join(partial_dir, SETTINGS_FILE), encoding="utf-8") as handle:
+                    saved = json.load(handle)
+            except (OSError, ValueError):
+                saved = None
+            if saved is None:
+                os.close(fd)
+                raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
+                                 f"--force to discard it")
+            current = _flatten(spec.settings())
+            saved = _flatten(saved) if isinstance(saved, dict) else {}
+            differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
+            if differing:
+                os.close(fd)
+                raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} differ): "
+                                 f"resume it with the same flags, or pass --force to discard it")
+    else:
+        os.makedirs(partial_dir)
+        fd = lockFolder(partial_dir)
+    os.makedirs(os.path.join(partial_dir, EPISODES_FOLDER), exist_ok=True)
+    with open(os.path.join(partial_dir, SETTINGS_FILE), "w", encoding="utf-8") as handle:
+        json.dump(spec.settings(), handle, indent=2, sort_keys=True)
+    done = {e for e in finishedEpisodes(partial_dir) if e < spec.num_episodes}
+    return final_dir, partial_dir, fd, done
+
+
+def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """:return: nested dicts flattened to dotted keys (env_kwargs.max_steps), to name what differs"""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def _clearFolder(folder: str) -> None:
+    """Empty a folder but keep it (and its lock file, which this process holds)."""
+    for entry in os.listdir(folder):
+        if entry == LOCK_FILE:
+            continue
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+
+
+# --- assembling the dataset ----------------------------------------------------------------------------------------
+
+
+def writeNpz(path: str, **arrays: np.ndarray) -> None:
+    """Write arrays to an npz file, atomically."""
+    tmp_path = f"{path}.tmp.npz"
+    np.savez(tmp_path, **arrays)
+    os.replace(tmp_path, path)
+
+
+def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_dir: str) -> dict[str, np.ndarray]:
+    """
+    Merge the episode files into the dataset's npz and JSON files, then remove the bookkeeping files.
+
+    :param spec: the generation spec
+    :param env_class: the env's class (for env_globals.json)
+    :param relative_pos: the env's relative_pos (recorded in dataset_config.json)
+    :param partial_dir: the partial dataset folder, with every episode finished
+    :return: the merged arrays
+    """
+    actions, rewards, starts, states, targets, paths = [], [], [], [], [], []
+    for episode in range(spec.num_episodes):
+        with np.load(episodeFile(partial_dir, episode), allow_pickle=False) as data:
+            n_frames = len(data["rewards"])
+            actions.append(data["actions"])
+            rewards.append(data["rewards"])
+            states.append(data["ground_truth_states"])
+            targets.append(data["target_position"])
+        episode_starts = np.zeros(n_frames, dtype=bool)
+        episode_starts[0] = True
+        starts.append(episode_starts)
+        paths.extend(f"{spec.name}/{recordFolder(episode)}/frame{frame:06d}" for frame in range(n_frames))
+    merged = {"actions": np.concatenate(actions), "rewards": np.concatenate(rewards),
+              "episode_starts": np.concatenate(starts), "ground_truth_states": np.concatenate(states),
+              "target_positions": np.stack(targets), "images_path": np.array(paths)}
+    writeNpz(os.path.join(partial_dir, "preprocessed_data.npz"), actions=merged["actions"],
+             rewards=merged["rewards"], episode_starts=merged["episode_starts"])
+    writeNpz(os.path.join(partial_dir, "ground_truth.npz"), ground_truth_states=merged["ground_truth_states"],
+             target_positions=merged["target_positions"], images_path=merged["images_path"])
+    with open(os.path.join(partial_dir, "env_globals.json"), "w", encoding="utf-8") as handle:
+        json.dump(env_class.getGlobals(spec.env_kwargs), handle, indent=2, sort_keys=True)
+    max_distance = spec.env_kwargs.get("max_distance")
+    config = {"relative_pos": bool(relative_pos), "max_dist": None if max_distance is None else str(max_distance),
+              "env": spec.env_id, "img_shape": list(spec.env_kwargs["img_shape"]), "seed": spec.seed,
+              "policy": spec.policy, "num_episodes": spec.num_episodes, "image_format": spec.image_format,
+              "continuous_actions": not spec.env_kwargs["is_discrete"],
+              "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
+              "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
+              "version": FORMAT_VERSION}
+    with open(os.path.join(partial_dir, "dataset_config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle, indent=2, sort_keys=True)
+    shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))
+    os.remove(os.path.join(partial_dir, SETTINGS_FILE))
+    return merged
+
+
+def publish(partial_dir: str, final_dir: str) -> None:
+    """Rename the finished partial folder to its final name (replacing an older dataset under --force)."""
+    os.remove(os.path.join(partial_dir, LOCK_FILE))
+    if os.path.exists(final_dir):
+        old_dir = os.path.join(os.path.dirname(final_dir), f".{os.path.basename(final_dir)}.old-{os.getpid()}")
+        os.rename(final_dir, old_dir)
+        os.rename(partial_dir, final_dir)
+        shutil.rmtree(old_dir)
+    else:
+        os.rename(partial_dir, final_dir)
+
+
+def rewardDistribution(rewards: np.ndarray) -> str:
+    """:return: a few lines describing the distribution of the rewards (counts per value, or a 10-bin histogram)"""
+    values, counts = np.unique(rewards, return_counts=True)
+    if len(values) <= 10:
+        rows = [f"  {value:g}: {count} ({100 * count / len(rewards):.1f}%)" for value, count in zip(values, counts)]
+    else:
+        counts, edges = np.histogram(rewards, bins=10)
+        rows = [f"  [{low:.3g}, {high:.3g}): {count}" for low, high, count in zip(edges[:-1], edges[1:], counts)]
+    return "\n".join(["Reward distribution:", *rows])
+
+
+# --- main ----------------------------------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args = buildParser().parse_args(argv)
+    spec, env_class, policy = validate(args)
+    try:
+        env = makeEnv(spec)
+    except (ValueError, TypeError, RuntimeError) as error:
+        raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
+    relative_pos = bool(getattr(env, "relative_pos", True))
+
+    final_dir, partial_dir, lock_fd, done = prepareFolder(spec, args)
+    todo = [episode for episode in range(spec.num_episodes) if episode not in done]
+    for episode in todo:  # images of episodes an interrupted run left unfinished
+        shutil.rmtree(os.path.join(partial_dir, recordFolder(episode)), ignore_errors=True)
+    if done:
+        print(f"Resuming {partial_dir}: {len(done)} of {spec.num_episodes} episodes already recorded", flush=True)
+    num_cpu = min(args.num_cpu, max(1, len(todo)))
+    progress = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        progress = tqdm(total=spec.num_episodes, initial=len(done), unit="episode", desc=spec.name, file=sys.stderr)
+    frames = 0
+    start = time.perf_counter()
+    try:
+        for summary in recordEpisodes(spec, partial_dir, todo, num_cpu, env, policy, progress):
+            frames += summary["frames"]
+            if progress is not None:
+                progress.set_postfix(frames=frames, fps=f"{frames / (time.perf_counter() - start):.0f}", refresh=False)
+                progress.update(1)
+    except KeyboardInterrupt:
+        if progress is not None:
+            progress.close()
+        kept = len(finishedEpisodes(partial_dir))
+        print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; run the same command "
+              f"with --resume to finish it, or with --force to start over", file=sys.stderr)
+        return 130
+    finally:
+        env.close()
+    elapsed = time.perf_counter() - start
+    if progress is not None:
+        progress.close()
+    merged = assemble(spec, env_class, relative_pos, partial_dir)
+    publish(partial_dir, final_dir)
+    os.close(lock_fd)
+    total = len(merged["rewards"])
+    rate = f", {frames / elapsed:.0f} frames/s with {num_cpu} process{'es' if num_cpu > 1 else ''}" if frames else ""
+    print(f"Dataset: {final_dir} ({spec.num_episodes} episodes, {total} frames{rate})")
+    if args.reward_dist:
+        print(rewardDistribution(merged["rewards"]))
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

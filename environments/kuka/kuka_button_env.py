@@ -1,0 +1,493 @@
+"""KukaButtonGymEnv: a Kuka iiwa arm on a table must press a button with its gripper (PyBullet).
+
+The scene (pybullet_data's plane, table and kuka_iiwa with its gripper, plus the project's own button URDFs) is
+built once per env; every reset restores a saved snapshot of it, so episodes do not pay for reloading meshes and a
+seeded reset replays exactly. Each env step sets the arm's motor targets once (inverse kinematics for effector
+moves, direct targets for joint moves) and then runs PHYSICS_STEPS_PER_ACTION physics steps of 1/240 s, so that the
+arm actually travels toward what the action asked before the agent sees the result.
+
+The variants (random distractors, two buttons in order, a moving button) subclass KukaButtonGymEnv and override
+only class constants and the hooks ``_loadExtras``, ``_drawButtonPositions``, ``_onReset`` and ``_beforePhysics``.
+The constants are those of the original toolbox's KukaButtonGymEnv unless a comment says otherwise.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
+from environments.srl_env import SRLGymEnv
+
+# URDFs are resolved from this file, never from the current directory.
+URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
+
+
+class KukaButtonGymEnv(SRLGymEnv):
+    """
+    A Kuka iiwa arm must press a button on the table in front of it.
+
+    Actions move the end effector (the arm's last link, whose orientation is held pointing down) or the arm's
+    joints; the motor targets are always the current (live) position plus the move, clipped to the work box, so
+    no hidden target runs ahead of the arm. Discrete(6): -x, +x, -y, +y, -z, +z by DELTA_V (+ noise); with
+    ``force_down`` action 5 goes down as well. Continuous: a Box(-1, 1, (3,)) move scaled by DELTA_V_CONTINUOUS.
+    Joints (``action_joints``, continuous only): a Box(-1, 1, (7,)) move of the arm joints scaled by DELTA_THETA.
+
+    Reward: +1 while the gripper touches the button's cap (a press), -1 when the effector is farther than
+    ``max_distance`` from the target or the arm touches the table (this overrides a press), 0 otherwise. With
+    ``shape_reward``: minus the effector-target distance; with continuous actions, an episode that ends on presses
+    gives SUCCESS_REWARD and one that ends on the table gives FAILURE_REWARD instead, so that ending early never
+    pays. An episode terminates after N_CONTACTS_BEFORE_TERMINATION presses in a row or when the arm touches the
+    table, and is truncated after ``max_steps`` steps.
+
+    :param multi_view: stack a second camera's image with the first: (H, W, 6) pixel observations
+    :param force_down: discrete action 5 moves down instead of up, continuous z moves are never upward (the old
+        toolbox's default; here off, so that the six discrete actions are +/- x, y, z)
+    :param max_distance: radius around the target beyond which the effector is outside the work area
+        (-1 reward); None for the class's MAX_DISTANCE
+    :param kwargs: the SRLGymEnv keywords: srl_model ("ground_truth": effector xyz, relative to the target when
+        relative_pos; "joints": the 7 arm joint angles; "joints_position": those angles then the ground truth;
+        "raw_pixels" or a learned model: uint8 images), relative_pos, is_discrete, action_joints, random_target
+        (a new button position every reset), shape_reward, renders, img_shape (default (3, 64, 64)), max_steps,
+        seed, render_mode, render_size
+    """
+
+    SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
+    ACTION_JOINTS = True
+    PLOT_TYPE = "3D"
+    MAX_STEPS = 1000
+
+    # --- physics
+    TIME_STEP = 1.0 / 240.0
+    SOLVER_ITERATIONS = 150
+    GRAVITY = -10.0
+    # Physics steps per env step (0.1 s, a 10 Hz controller): enough for the arm to cover most of a discrete move
+    # at its motors' speed limit. The old toolbox ran one, so its effector lagged far behind the commands.
+    PHYSICS_STEPS_PER_ACTION = 24
+    SETTLE_STEPS = 500  # when the scene is built, before its state is saved for resets
+    RESET_SETTLE_STEPS = 0  # at each reset: the saved state is at rest and only fixed buttons were moved
+    # --- scene (z up; the table top is at z = -0.194)
+    PLANE_POS = (0.0, 0.0, -1.0)
+    TABLE_POS = (0.5, 0.0, -0.82)
+    ROBOT_POS = (-0.1, 0.0, -0.15)
+    BUTTON_URDFS = ("button.urdf",)
+    BUTTON_POSITIONS = ((0.5, 0.0, -0.2),)  # base of each button, pressed in this order
+    # random_target: the button moves by up to these (x, y) half-ranges
+    BUTTON_RANDOM_RANGE = (0.15, 0.3)
+    BUTTON_CAP_LINK = 0
+    BUTTON_REST_HEIGHT = 0.01  # glider position the button's weak motor holds (its upper limit)
+    BUTTON_SPRING_FORCE = 5.0
+    # The target: the effector's height above the button's base when the fingertips are halfway down the cap's
+    # travel (measured: first touch at 0.345, cap fully down at 0.335).
+    BUTTON_TARGET_HEIGHT = 0.34
+    # --- arm: pybullet_data's kuka_iiwa with its two-finger gripper
+    ROBOT_SDF = "kuka_iiwa/kuka_with_gripper2.sdf"
+    N_ARM_JOINTS = 7
+    EFFECTOR_LINK = 6  # inverse kinematics and the ground truth use this link's frame
+    EFFECTOR_EULER = (0.0, -math.pi, 0.0)  # gripper pointing down
+    REST_POSE = (0.006418, 0.413184, -0.011401, -1.589317, 0.005379, 1.137684, -0.006539, 0.000048, -0.299912,
+                 0.0, -0.000043, 0.299960, 0.0, -0.000200)
+    MOTOR_FORCE = 200.0
+    MOTOR_MAX_VELOCITY = 0.35
+    POSITION_GAIN, VELOCITY_GAIN = 0.3, 1.0
+    GRIPPER_FORCE = 2.5  # finger motors: weak, the fingers give a little on contact
+    IK_JOINT_DAMPING = 1e-5
+    # Work box of the effector: ((x_min, x_max), (y_min, y_max), (z_min, z_max)); wider with random_target.
+    EFFECTOR_BOUNDS = ((0.50, 0.65), (-0.17, 0.22), (0.0, 0.5))
+    EFFECTOR_BOUNDS_RANDOM_TARGET = ((0.35, 0.65), (-0.3, 0.3), (0.0, 0.5))
+    # --- actions
+    DELTA_V = 0.03
+    NOISE_STD = 0.01
+    DELTA_V_CONTINUOUS = 0.0035
+    NOISE_STD_CONTINUOUS = 0.0001
+    DELTA_THETA = 0.1
+    NOISE_STD_JOINTS = 0.002
+    N_RANDOM_ACTIONS_AT_INIT = 5
+    # --- task
+    MAX_DISTANCE = 0.8
+    N_CONTACTS_BEFORE_TERMINATION = 5
+    SUCCESS_REWARD = 50.0
+    FAILURE_REWARD = -250.0
+    # --- cameras (TinyRenderer)
+    CAMERA_TARGET_POS = (0.316, -0.2, -0.1)
+    CAMERA_DISTANCE = 1.1
+    CAMERA_YAW = 145.0
+    CAMERA_PITCH = -36.0
+    CAMERA_TARGET_POS_2 = (0.316, 0.316, -0.105)
+    CAMERA_DISTANCE_2 = 1.05
+    CAMERA_YAW_2 = 32.0
+    CAMERA_PITCH_2 = -13.0
+    CAMERA_ROLL = 0.0
+    CAMERA_FOV = 60.0
+    CAMERA_NEAR, CAMERA_FAR = 0.1, 100.0
+
+    def __init__(self, *, multi_view: bool = False, force_down: bool = False, max_distance: float | None = None,
+                 **kwargs: Any) -> None:
+        # Set first so that close() works whatever fails below.
+        self._p: BulletClient | None = None
+        super().__init__(**kwargs)
+        if self.is_discrete and self.action_joints:
+            raise ValueError("action_joints needs continuous actions (is_discrete=False)")
+        self.multi_view = bool(multi_view)
+        self.force_down = bool(force_down)
+        self.max_distance = float(self.MAX_DISTANCE if max_distance is None else max_distance)
+        if not self.max_distance > 0:
+            raise ValueError(f"max_distance must be positive, got {max_distance}")
+        self._uses_pixels = self.usesPixels
+        _, height, width = self.img_shape
+
+        if self.is_discrete:
+            self.action_space = gym.spaces.Discrete(6)
+        else:
+            n_actions = self.N_ARM_JOINTS if self.action_joints else 3
+            self.action_space = gym.spaces.Box(-1.0, 1.0, (n_actions,), dtype=np.float32)
+        self.observation_space = self._makeObservationSpace()
+        if self.init_seed is not None:
+            self.action_space.seed(self.init_seed)
+
+        bounds = self.EFFECTOR_BOUNDS_RANDOM_TARGET if self.random_target else self.EFFECTOR_BOUNDS
+        self._bounds_low = np.array([b[0] for b in bounds])
+        self._bounds_high = np.array([b[1] for b in bounds])
+        down = -1.0 if self.force_down else 1.0
+        self._discrete_moves = np.array([[-1, 0, 0], [1, 0, 0], [0, -1, 0], [0, 1, 0], [0, 0, -1], [0, 0, down]],
+                                        dtype=np.float64)
+
+        # Episode state (set properly by reset()).
+        self._button_positions = np.array(self.BUTTON_POSITIONS, dtype=np.float64)
+        self._current_button = 0
+        self._presses_in_a_row = 0
+        self._step_counter = 0
+        self._effector_pos = np.zeros(3)
+
+        with silencedCOutput():
+            self._p = BulletClient(connection_mode=pybullet.GUI if self.renders else pybullet.DIRECT)
+        self._bindPyBullet()
+        self._buildScene()
+        self._setupCameras(width, height)
+
+    # --- construction -------------------------------------------------------------------------------------------
+
+    def _makeObservationSpace(self) -> gym.spaces.Box:
+        if self._uses_pixels:
+            return self.pixelObservationSpace(cameras=2 if self.multi_view else 1)
+        # Generous bounds: the arm reaches about 1.3 m from its base; revolute joints stay within +/- pi.
+        n_joints = self.N_ARM_JOINTS
+        if self.srl_model == "joints":
+            return gym.spaces.Box(-2 * math.pi, 2 * math.pi, (n_joints,), dtype=np.float32)
+        position_bound = 4.0
+        if self.srl_model == "joints_position":
+            high = np.array([2 * math.pi] * n_joints + [position_bound] * 3, dtype=np.float32)
+            return gym.spaces.Box(-high, high, dtype=np.float32)
+        return gym.spaces.Box(-position_bound, position_bound, (3,), dtype=np.float32)
+
+    def _bindPyBullet(self) -> None:
+        """Bind the per-step PyBullet functions to this client once: BulletClient's lookup costs as much as a call."""
+        client = self._p._client
+        bind = functools.partial
+        self._stepSimulation = bind(pybullet.stepSimulation, physicsClientId=client)
+        self._getLinkState = bind(pybullet.getLinkState, physicsClientId=client)
+        self._getJointStates = bind(pybullet.getJointStates, physicsClientId=client)
+        self._getContactPoints = bind(pybullet.getContactPoints, physicsClientId=client)
+        self._setJointMotorControl = bind(pybullet.setJointMotorControl2, physicsClientId=client)
+        self._inverseKinematics = bind(pybullet.calculateInverseKinematics, physicsClientId=client)
+        self._teleport = bind(pybullet.resetBasePositionAndOrientation, physicsClientId=client)
+
+    def _buildScene(self) -> None:
+        """Load plane, table, arm and buttons, bring the arm to its rest pose and save that state for resets."""
+        p = self._p
+        p.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
+        p.setPhysicsEngineParameter(numSolverIterations=self.SOLVER_ITERATIONS)
+        p.setTimeStep(self.TIME_STEP)
+        p.setGravity(0.0, 0.0, self.GRAVITY)
+        data = pybullet_data.getDataPath()
+        p.loadURDF(os.path.join(data, "plane.urdf"), list(self.PLANE_POS), useFixedBase=True)
+        self._table_uid = p.loadURDF(os.path.join(data, "table", "table.urdf"), list(self.TABLE_POS),
+                                     useFixedBase=True)
+        self._robot_uid = p.loadSDF(os.path.join(data, self.ROBOT_SDF))[0]
+        p.resetBasePositionAndOrientation(self._robot_uid, list(self.ROBOT_POS), [0.0, 0.0, 0.0, 1.0])
+        self._button_uids = [p.loadURDF(os.path.join(URDF_DIR, urdf), list(position), useFixedBase=True)
+                             for urdf, position in zip(self.BUTTON_URDFS, self.BUTTON_POSITIONS)]
+
+        n_joints = p.getNumJoints(self._robot_uid)
+        infos = [p.getJointInfo(self._robot_uid, j) for j in range(n_joints)]
+        self._arm_joints = list(range(self.N_ARM_JOINTS))
+        self._arm_lower = np.array([infos[j][8] for j in self._arm_joints])
+        self._arm_upper = np.array([infos[j][9] for j in self._arm_joints])
+        # IK returns one value per movable joint (the gripper's fixed joints excluded); the arm's come first.
+        movable = [j for j in range(n_joints) if infos[j][2] != pybullet.JOINT_FIXED]
+        self._ik_damping = [self.IK_JOINT_DAMPING] * len(movable)
+        self._effector_orientation = p.getQuaternionFromEuler(list(self.EFFECTOR_EULER))
+        for joint, angle in enumerate(self.REST_POSE):
+            p.resetJointState(self._robot_uid, joint, angle)
+        self._loadExtras()
+        self._resetMotors()
+        for _ in range(self.SETTLE_STEPS):
+            self._stepSimulation()
+        self._initial_state = p.saveState()
+        if self.renders:
+            p.resetDebugVisualizerCamera(self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH,
+                                         list(self.CAMERA_TARGET_POS))
+
+    def _resetMotors(self) -> None:
+        """Motor targets are not part of a saved state: set them to the rest pose, the buttons' caps up."""
+        for joint, angle in enumerate(self.REST_POSE):
+            arm = joint < self.N_ARM_JOINTS
+            self._setJointMotorControl(self._robot_uid, joint, pybullet.POSITION_CONTROL, targetPosition=angle,
+                                       force=self.MOTOR_FORCE if arm else self.GRIPPER_FORCE)
+        for uid in self._button_uids:
+            self._setJointMotorControl(uid, 0, pybullet.POSITION_CONTROL, targetPosition=self.BUTTON_REST_HEIGHT,
+                                       force=self.BUTTON_SPRING_FORCE)
+
+    def _setupCameras(self, width: int, height: int) -> None:
+        """Compute the fixed view and projection matrices once."""
+        def view(target, distance, yaw, pitch):
+            return pybullet.computeViewMatrixFromYawPitchRoll(cameraTargetPosition=list(target), distance=distance,
+                                                              yaw=yaw, pitch=pitch, roll=self.CAMERA_ROLL,
+                                                              upAxisIndex=2)
+
+        self._view_matrix = view(self.CAMERA_TARGET_POS, self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH)
+        self._view_matrix_2 = view(self.CAMERA_TARGET_POS_2, self.CAMERA_DISTANCE_2, self.CAMERA_YAW_2,
+                                   self.CAMERA_PITCH_2)
+        self._obs_projection = pybullet.computeProjectionMatrixFOV(
+            fov=self.CAMERA_FOV, aspect=width / height, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+        # Never smaller than pixel observations; ground truth has no image size of its own.
+        self._render_side = max(self.render_size, height, width) if self._uses_pixels else self.render_size
+        self._render_projection = pybullet.computeProjectionMatrixFOV(
+            fov=self.CAMERA_FOV, aspect=1.0, nearVal=self.CAMERA_NEAR, farVal=self.CAMERA_FAR)
+
+    # --- hooks for the variants -----------------------------------------------------------------------------------
+
+    def _drawButtonPositions(self) -> np.ndarray:
+        """:return: the base position of each button for a new episode, float (n_buttons, 3)"""
+        positions = np.array(self.BUTTON_POSITIONS, dtype=np.float64)
+        if self.random_target:
+            half_x, half_y = self.BUTTON_RANDOM_RANGE
+            positions[:, 0] += self.np_random.uniform(-half_x, half_x, len(positions))
+            positions[:, 1] += self.np_random.uniform(-half_y, half_y, len(positions))
+        return positions
+
+    def _loadExtras(self) -> None:
+        """Called once while the scene is built, before its state is saved (variants load more bodies here)."""
+
+    def _onReset(self) -> None:
+        """Called at reset after the buttons are placed, before the scene settles (variants add objects here)."""
+
+    def _beforePhysics(self) -> None:
+        """Called at every step after the action's motor targets are set, before the physics steps."""
+
+    # --- gymnasium API ------------------------------------------------------------------------------------------
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """
+        Start a new episode: the saved scene (arm at rest), the buttons placed (randomly with random_target),
+        RESET_SETTLE_STEPS physics steps, then N_RANDOM_ACTIONS_AT_INIT random actions.
+
+        :param seed: reseeds the env's random generator when given
+        :param options: unused
+        :return: (first observation, info)
+        """
+        super().reset(seed=seed)
+        self._p.restoreState(self._initial_state)
+        self._resetMotors()
+        self._button_positions = self._drawButtonPositions()
+        for uid, position in zip(self._button_uids, self._button_positions):
+            self._teleport(uid, position.tolist(), (0.0, 0.0, 0.0, 1.0))
+        self._current_button = 0
+        self._presses_in_a_row = 0
+        self._step_counter = 0
+        self._onReset()
+        for _ in range(self.RESET_SETTLE_STEPS):
+            self._stepSimulation()
+        # Link frames are stale after restoreState until PyBullet recomputes them.
+        self._effector_pos = np.array(self._getLinkState(self._robot_uid, self.EFFECTOR_LINK,
+                                                         computeForwardKinematics=True)[4])
+        rng = self.np_random
+        for _ in range(self.N_RANDOM_ACTIONS_AT_INIT):
+            if self.action_joints:
+                self._moveJoints(self.DELTA_THETA * rng.normal(size=self.N_ARM_JOINTS))
+            elif self.is_discrete:
+                move = np.zeros(3)
+                move[rng.integers(3)] = self.DELTA_V * (1.0 if rng.random() > 0.5 else -1.0)
+                self._moveEffector(move)
+            else:
+                direction = rng.normal(size=3)
+                self._moveEffector(self.DELTA_V_CONTINUOUS * direction / np.linalg.norm(direction))
+            self._runPhysics()
+        return self._observation(), {}
+
+    def step(self, action: int | np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """
+        :param action: a Discrete(6) index, or a continuous move in [-1, 1] (3 effector axes, or one per arm joint
+            with action_joints); values outside [-1, 1] are clipped
+        :return: (observation, reward, terminated, truncated, {"is_success": the correct button is pressed})
+        """
+        rng = self.np_random
+        if self.is_discrete:
+            index = int(action)
+            if not 0 <= index < 6:
+                raise ValueError(f"discrete action must be in [0, 6), got {action!r}")
+            self._moveEffector(self._discrete_moves[index] * (self.DELTA_V + rng.normal(0.0, self.NOISE_STD)))
+        else:
+            move = np.asarray(action, dtype=np.float64).reshape(-1)
+            if move.shape != self.action_space.shape or not np.all(np.isfinite(move)):
+                raise ValueError(f"continuous action must be {self.action_space.shape[0]} finite values, got "
+                                 f"{action!r}")
+            move = np.clip(move, -1.0, 1.0)
+            if self.action_joints:
+                self._moveJoints(move * (self.DELTA_THETA + rng.normal(0.0, self.NOISE_STD_JOINTS)))
+            else:
+                move = move * (self.DELTA_V_CONTINUOUS + rng.normal(0.0, self.NOISE_STD_CONTINUOUS))
+                if self.force_down:
+                    move[2] = -abs(move[2])
+                self._moveEffector(move)
+        self._beforePhysics()
+        self._runPhysics()
+        self._step_counter += 1
+        reward, terminated, success = self._evaluate()
+        truncated = self._step_counter >= self.max_steps
+        return self._observation(), reward, terminated, truncated, {"is_success": success}
+
+    def render(self) -> np.ndarray | None:
+        """
+        :return: in "rgb_array" mode, the first camera's view as uint8 (S, S, 3) with S = max(render_size,
+            observation size in pixel modes); None otherwise (the GUI shows the scene itself with renders=True)
+        """
+        if self.render_mode == "rgb_array":
+            side = self._render_side
+            return self._cameraImage(self._view_matrix, side, side, self._render_projection)
+        return None
+
+    def close(self) -> None:
+        """Disconnect this env's PyBullet client (safe to call twice)."""
+        if self._p is not None:
+            self._p.disconnect()
+            self._p = None
+
+    # --- arm motion ---------------------------------------------------------------------------------------------
+
+    def _moveEffector(self, move: np.ndarray) -> None:
+        """
+        Aim the arm's joints (inverse kinematics) at the effector's live position plus ``move``, clipped to the
+        work box, gripper pointing down.
+
+        :param move: (dx, dy, dz) in metres
+        """
+        target = np.clip(self._effector_pos + move, self._bounds_low, self._bounds_high)
+        joint_targets = self._inverseKinematics(self._robot_uid, self.EFFECTOR_LINK, target.tolist(),
+                                                self._effector_orientation, jointDamping=self._ik_damping)
+        self._setArmTargets(joint_targets)
+
+    def _moveJoints(self, move: np.ndarray) -> None:
+        """:param move: one angle change per arm joint (radians), added to the live angles within the joint limits"""
+        self._setArmTargets(np.clip(self.getJoints().astype(np.float64) + move, self._arm_lower, self._arm_upper))
+
+    def _setArmTargets(self, joint_targets: Any) -> None:
+        for joint in self._arm_joints:
+            # setJointMotorControlArray has no maximum velocity: one call per joint.
+            self._setJointMotorControl(self._robot_uid, joint, pybullet.POSITION_CONTROL,
+                                       targetPosition=joint_targets[joint], targetVelocity=0.0,
+                                       force=self.MOTOR_FORCE, maxVelocity=self.MOTOR_MAX_VELOCITY,
+                                       positionGain=self.POSITION_GAIN, velocityGain=self.VELOCITY_GAIN)
+
+    def _runPhysics(self) -> None:
+        for _ in range(self.PHYSICS_STEPS_PER_ACTION):
+            self._stepSimulation()
+        self._readEffector()
+
+    def _readEffector(self) -> None:
+        # Index 4 is the link frame, the point inverse kinematics places (index 0 is the centre of mass).
+        self._effector_pos = np.array(self._getLinkState(self._robot_uid, self.EFFECTOR_LINK)[4])
+
+    # --- task -------------------------------------------------------------------------------------------------
+
+    def _pressedButton(self) -> int | None:
+        """:return: the index of a button whose cap the robot touches (the current one first), None if none"""
+        order = [self._current_button] + [i for i in range(len(self._button_uids)) if i != self._current_button]
+        for index in order:
+            if self._getContactPoints(bodyA=self._robot_uid, bodyB=self._button_uids[index],
+                                      linkIndexB=self.BUTTON_CAP_LINK):
+                return index
+        return None
+
+    def _evaluate(self) -> tuple[float, bool, bool]:
+        """
+        Score the state the last step reached and advance the button sequence.
+
+        :return: (reward, terminated, success: the current button is pressed)
+        """
+        target = self.getTargetPos()
+        pressed = self._pressedButton() == self._current_button
+        hit_table = bool(self._getContactPoints(bodyA=self._robot_uid, bodyB=self._table_uid))
+        distance = float(np.linalg.norm(self._effector_pos - target))
+        outside = distance > self.max_distance
+
+        done = False
+        self._presses_in_a_row = self._presses_in_a_row + 1 if pressed else 0
+        if self._presses_in_a_row >= self.N_CONTACTS_BEFORE_TERMINATION:
+            if self._current_button == len(self._button_uids) - 1:
+                done = True
+            else:  # on to the next button in the order
+                self._current_button += 1
+                self._presses_in_a_row = 0
+        terminated = done or hit_table
+
+        if outside or hit_table:
+            reward = -1.0
+        else:
+            reward = 1.0 if pressed else 0.0
+        if self.shape_reward:
+            if not self.is_discrete and terminated:
+                reward = self.SUCCESS_REWARD if done else self.FAILURE_REWARD
+            else:
+                reward = -distance
+        return reward, terminated, pressed
+
+    # --- observations and state ---------------------------------------------------------------------------------
+
+    def _cameraImage(self, view_matrix: Any, width: int, height: int, projection_matrix: Any) -> np.ndarray:
+        rgba = self._p.getCameraImage(width, height, view_matrix, projection_matrix,
+                                      renderer=pybullet.ER_TINY_RENDERER,
+                                      flags=pybullet.ER_NO_SEGMENTATION_MASK)[2]
+        rgba = np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)
+        return np.ascontiguousarray(rgba[:, :, :3])
+
+    def _observation(self) -> np.ndarray:
+        if self._uses_pixels:
+            _, height, width = self.img_shape
+            image = self._cameraImage(self._view_matrix, width, height, self._obs_projection)
+            if self.multi_view:
+                second = self._cameraImage(self._view_matrix_2, width, height, self._obs_projection)
+                image = np.concatenate((image, second), axis=2)
+            return image
+        if self.srl_model == "joints":
+            return self.getJoints()
+        if self.srl_model == "joints_position":
+            return np.concatenate((self.getJoints(), self.getSRLState()))
+        return self.getSRLState()
+
+    def getJoints(self) -> np.ndarray:
+        """:return: the arm's live joint angles, float32 (N_ARM_JOINTS,)"""
+        states = self._getJointStates(self._robot_uid, self._arm_joints)
+        return np.array([state[0] for state in states], dtype=np.float32)
+
+    def getTargetPos(self) -> np.ndarray:
+        """:return: where the effector is when it presses the current button, float32 (3,)"""
+        target = self._button_positions[self._current_button].copy()
+        target[2] += self.BUTTON_TARGET_HEIGHT
+        return target.astype(np.float32)
+
+    def getButtonPositions(self) -> np.ndarray:
+        """:return: the base position of every button (in pressing order), float32 (n_buttons, 3)"""
+        return self._button_positions.astype(np.float32)
+
+    def getRobotPos(self) -> np.ndarray:
+        """:return: the effector's (x, y, z), float32"""
+        return self._effector_pos.astype(np.float32)
+
+    @staticmethod
+    def getGroundTruthDim() -> int:
+        """:return: 3, the ground truth is the effector's (x, y, z)"""
+        return 3

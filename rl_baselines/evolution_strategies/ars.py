@@ -1,0 +1,193 @@
+"""ars: Augmented Random Search (Mania, Guy and Recht, 2018) with a linear policy, discrete and continuous actions.
+
+Each iteration draws ``num_population`` directions delta_k, plays one episode with each of ``M + noise * delta_k``
+and ``M - noise * delta_k`` (spread over the ``--num-cpu`` envs, see policies.PopulationRunner), keeps the
+``top_population`` directions whose better episode is best, and moves the matrix:
+
+    M += step_size / max(top * std(top returns), 1 / max_step_amplitude) * sum_top (r+ - r-) delta_k
+
+V1 acts on the observations as they come; V2 first normalises them with the running mean and standard deviation of
+the states seen by the candidates, updated after each iteration (the paper's V2). ARS therefore removes the
+VecNormalize that makeEnv adds for state observations (see policies.py): V2's statistics live in the model file,
+and V1 sees the states unscaled, as in the paper (no vecnormalize.npz is written beside an ARS model).
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env import VecEnv
+
+from rl_baselines.algo_types import AlgoType
+from rl_baselines.base_classes import TrainCallback
+from rl_baselines.evolution_strategies.policies import (
+    CENTRE,
+    PopulationRunner,
+    StateNormaliser,
+    actionDimension,
+    flatObservations,
+    outputsToActions,
+    softmax,
+    withoutVecNormalize,
+)
+from rl_baselines.torch_base import TorchRLObject
+
+
+def arsUpdate(matrix: np.ndarray, deltas: np.ndarray, returns_pos: np.ndarray, returns_neg: np.ndarray,
+              step_size: float, top: int, max_step_amplitude: float) -> np.ndarray:
+    """
+    One ARS step.
+
+    :param matrix: the policy matrix (features, outputs)
+    :param deltas: the directions (population, features, outputs)
+    :param returns_pos: the return of ``matrix + noise * deltas[k]``, per direction
+    :param returns_neg: the return of ``matrix - noise * deltas[k]``, per direction
+    :param step_size: alpha
+    :param top: how many directions (the best by max(r+, r-)) make the step
+    :param max_step_amplitude: the step is at most ``step_size * max_step_amplitude`` times the direction sum
+        (it bounds the division by the returns' standard deviation, which can be 0)
+    :return: the new matrix
+    """
+    best = np.argsort(-np.maximum(returns_pos, returns_neg), kind="stable")[:top]
+    reward_std = np.concatenate([returns_pos[best], returns_neg[best]]).std()
+    scale = step_size / max(top * reward_std, 1.0 / max_step_amplitude)
+    step = np.tensordot(returns_pos[best] - returns_neg[best], deltas[best], axes=1)
+    return matrix + scale * step
+
+
+class ARSModel(TorchRLObject):
+    """
+    ARS with a linear policy ``outputs = normalised(obs) @ M`` (M starts at zero): continuous actions are the
+    outputs clipped to the action bounds, discrete ones sample their softmax (argmax with ``deterministic``).
+    Images are flattened and scaled to [0, 1].
+    """
+
+    NAME = "ars"
+    ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
+    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
+        "num_population": 10,  # directions per iteration (2x episodes)
+        "exploration_noise": 0.02,
+        "step_size": 0.02,
+        "top_population": 2,
+        "algo_type": "v2",
+        "max_step_amplitude": 10.0,
+        "deterministic": False,  # argmax actions while evaluating (and when playing the result)
+    }
+    HYPERPARAM_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"algo_type": ("v1", "v2")}
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple]] = {
+        "num_population": (1, None), "top_population": (1, None), "exploration_noise": (0.0, None),
+        "step_size": (0.0, None), "max_step_amplitude": (1e-3, None)}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.matrix: np.ndarray | None = None
+        self.normaliser: StateNormaliser | None = None  # V2's statistics
+        self.rng = np.random.default_rng(0)
+
+    @classmethod
+    def getOptParam(cls) -> dict[str, tuple]:
+        return {
+            "num_population": (int, (2, 50)),
+            "top_population": (int, (1, 5)),
+            "exploration_noise": (float, (1e-3, 0.1), "log"),
+            "step_size": (float, (1e-3, 0.1), "log"),
+            "max_step_amplitude": (float, (1.0, 100.0)),
+            "algo_type": (list, ["v1", "v2"]),
+        }
+
+    @classmethod
+    def checkHyperparams(cls, hyperparams: dict[str, Any]) -> None:
+        super().checkHyperparams(hyperparams)
+        if hyperparams["top_population"] > hyperparams["num_population"]:
+            raise ValueError(f"top_population ({hyperparams['top_population']}) cannot exceed num_population "
+                             f"({hyperparams['num_population']})")
+
+    @classmethod
+    def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
+                load_path_normalise: str | None = None) -> VecEnv:
+        # V2 normalises states itself, with statistics saved in the model (see the module docstring).
+        return withoutVecNormalize(super().makeEnv(args, env_kwargs, load_path_normalise))
+
+    # --- policy ----------------------------------------------------------------------------------------------
+
+    def normalise(self, observation: np.ndarray) -> np.ndarray:
+        """
+        :param observation: a batch of observations
+        :return: flat features, normalised by the running statistics for V2
+        """
+        features = flatObservations(observation)
+        return features if self.hyperparams["algo_type"] == "v1" else self.normaliser.normalise(features)
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
+                  deterministic: bool = False) -> np.ndarray:
+        outputs = self.normalise(observation) @ self.matrix
+        deterministic = deterministic or self.hyperparams["deterministic"]
+        return outputsToActions(outputs, self.action_space, deterministic, self.rng)
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        outputs = self.normalise(observation) @ self.matrix
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            return softmax(outputs)
+        return outputsToActions(outputs, self.action_space, True, self.rng)
+
+    # --- persistence -------------------------------------------------------------------------------------------
+
+    def modelState(self) -> dict[str, Any]:
+        return {"matrix": torch.as_tensor(self.matrix), "normaliser": self.normaliser.toDict()}
+
+    def setModelState(self, state: dict[str, Any]) -> None:
+        n_features = int(np.prod(self.observation_space.shape))
+        matrix = state["matrix"].numpy().astype(np.float64)
+        if matrix.shape != (n_features, actionDimension(self.action_space)):
+            raise ValueError(f"matrix of shape {matrix.shape} does not fit {n_features} features")
+        self.matrix = matrix
+        self.normaliser = StateNormaliser.fromDict(state["normaliser"], n_features)
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        saved = self.startTraining(args, env_kwargs, train_kwargs)
+        self.rng = np.random.default_rng(args.seed)
+        n_features = int(np.prod(self.observation_space.shape))
+        if saved is not None:
+            self.setModelState(saved)
+        else:
+            self.matrix = np.zeros((n_features, actionDimension(self.action_space)))
+            self.normaliser = StateNormaliser(n_features)
+        population, top = int(self.hyperparams["num_population"]), int(self.hyperparams["top_population"])
+        noise = float(self.hyperparams["exploration_noise"])
+        deterministic = bool(self.hyperparams["deterministic"])
+        normalising = self.hyperparams["algo_type"] == "v2"
+        runner = PopulationRunner(self.env, self, callback)
+        end_timesteps = self.num_timesteps + args.num_timesteps
+        while True:
+            deltas = self.rng.standard_normal((population, *self.matrix.shape))
+            # Candidate 2k plays M + noise * delta_k, candidate 2k + 1 plays M - noise * delta_k.
+            perturbations = noise * np.repeat(deltas, 2, axis=0) * np.tile([1.0, -1.0], population)[:, None, None]
+
+            def act(observation: np.ndarray, assigned: np.ndarray, perturbations: np.ndarray = perturbations
+                    ) -> np.ndarray:
+                if normalising:
+                    self.normaliser.accumulate(flatObservations(observation[assigned != CENTRE]))
+                offsets = np.where((assigned == CENTRE)[:, None, None], 0.0, perturbations[assigned])
+                outputs = np.einsum("nf,nfo->no", self.normalise(observation), self.matrix + offsets)
+                return outputsToActions(outputs, self.action_space, deterministic, self.rng)
+
+            returns = runner.run(2 * population, act, end_timesteps)
+            if returns is None:
+                break
+            self.matrix = arsUpdate(self.matrix, deltas, returns[0::2], returns[1::2],
+                                    float(self.hyperparams["step_size"]), top,
+                                    float(self.hyperparams["max_step_amplitude"]))
+            if normalising:  # between iterations only, so every candidate sees the same normalisation
+                self.normaliser.commit()
+        self.env.close()

@@ -1,0 +1,191 @@
+"""cma-es: CMA-ES (the ``cma`` package) over the weights of a small policy network, discrete and continuous actions.
+
+Each generation asks the strategy for ``num_population`` weight vectors, plays one episode with each, spread over
+the ``--num-cpu`` envs (subprocesses), and tells it the episode returns. The policy kept, saved and played is the
+best candidate ever evaluated (``xbest``, its return in ``best_return``), not the last one asked, together with the
+state normalisation it was evaluated with (CMA-ES normalises states itself, see policies.py, so no vecnormalize.npz
+is written beside its model). Continuing training restarts the strategy from the saved mean and step size (the
+covariance starts again from the identity).
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any, ClassVar
+
+import cma
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3.common.vec_env import VecEnv
+
+from rl_baselines.algo_types import AlgoType
+from rl_baselines.base_classes import TrainCallback
+from rl_baselines.evolution_strategies.policies import (
+    CENTRE,
+    PolicyNetwork,
+    PopulationRunner,
+    StateNormaliser,
+    actionDimension,
+    flatObservations,
+    outputsToActions,
+    softmax,
+    withoutVecNormalize,
+)
+from rl_baselines.torch_base import TorchRLObject
+
+# Width of the hidden layer of the policy for state observations (the old toolbox's).
+HIDDEN_SIZE = 100
+# Above this many weights the covariance stays diagonal (a full one costs n^2 memory and n^3 decompositions).
+MAX_FULL_COVARIANCE_PARAMS = 2000
+
+
+class CMAESModel(TorchRLObject):
+    """
+    CMA-ES policy search. The policy is an MLP (in -> 100, ReLU -> outputs) on normalised states, or a small CNN on
+    images; discrete actions sample the softmax of its outputs (argmax with ``deterministic``), continuous ones are
+    its outputs clipped to the action bounds.
+    """
+
+    NAME = "cma-es"
+    ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
+    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
+        "num_population": 20,
+        "mu": 0.0,  # every weight of the initial mean
+        "sigma": 0.14,  # initial step size
+        "deterministic": False,  # argmax actions while evaluating (and when playing the result)
+    }
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple]] = {"num_population": (2, None), "sigma": (1e-6, None)}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.policy: PolicyNetwork | None = None
+        self.best_params: np.ndarray | None = None
+        self.best_return = -np.inf
+        self.best_normaliser: StateNormaliser | None = None  # the statistics the best candidate was evaluated with
+        self.normaliser: StateNormaliser | None = None  # the current statistics
+        self.mean: np.ndarray | None = None
+        self.sigma = float(self.DEFAULT_HYPERPARAMS["sigma"])
+        self.rng = np.random.default_rng(0)
+        self._best_torch: dict[str, torch.Tensor] | None = None
+
+    @classmethod
+    def getOptParam(cls) -> dict[str, tuple]:
+        return {
+            "num_population": (int, (4, 100)),
+            "sigma": (float, (0.01, 0.5), "log"),
+            "mu": (float, (-0.1, 0.1)),
+        }
+
+    @classmethod
+    def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
+                load_path_normalise: str | None = None) -> VecEnv:
+        # States are normalised by the policy itself, with statistics saved in the model (see policies.py).
+        return withoutVecNormalize(super().makeEnv(args, env_kwargs, load_path_normalise))
+
+    # --- policy ----------------------------------------------------------------------------------------------
+
+    def _buildPolicy(self) -> None:
+        self.policy = PolicyNetwork(self.observation_space, actionDimension(self.action_space), HIDDEN_SIZE)
+
+    def _setBest(self, params: np.ndarray, episode_return: float, normaliser: StateNormaliser) -> None:
+        self.best_params = np.array(params, dtype=np.float64)
+        self.best_return = float(episode_return)
+        self.best_normaliser = normaliser.frozen()
+        self._best_torch = self.policy.unflatten(self.best_params)
+
+    def _inputs(self, observation: np.ndarray, normaliser: StateNormaliser) -> np.ndarray:
+        """:return: the network's input: images as they are, states normalised"""
+        return observation if self.policy.images else normaliser.normalise(flatObservations(observation))
+
+    def _bestOutputs(self, observation: np.ndarray) -> np.ndarray:
+        return self.policy.outputsWith(self._best_torch, self._inputs(observation, self.best_normaliser))
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
+                  deterministic: bool = False) -> np.ndarray:
+        deterministic = deterministic or self.hyperparams["deterministic"]
+        return outputsToActions(self._bestOutputs(observation), self.action_space, deterministic, self.rng)
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        outputs = self._bestOutputs(observation)
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            return softmax(outputs)
+        return outputsToActions(outputs, self.action_space, True, self.rng)
+
+    # --- persistence -------------------------------------------------------------------------------------------
+
+    def modelState(self) -> dict[str, Any]:
+        return {
+            "best_params": torch.as_tensor(self.best_params),
+            "best_return": float(self.best_return),
+            "best_normaliser": self.best_normaliser.toDict(),
+            "normaliser": self.normaliser.toDict(),
+            "mean": torch.as_tensor(self.mean),
+            "sigma": float(self.sigma),
+        }
+
+    def setModelState(self, state: dict[str, Any]) -> None:
+        self._buildPolicy()
+        if state["best_params"].numel() != self.policy.n_params:
+            raise ValueError(f"{state['best_params'].numel()} weights saved, the policy has {self.policy.n_params}")
+        n_features = int(np.prod(self.observation_space.shape))
+        self.normaliser = StateNormaliser.fromDict(state["normaliser"], n_features)
+        self.mean = state["mean"].numpy().astype(np.float64)
+        self.sigma = float(state["sigma"])
+        self._setBest(state["best_params"].numpy(), float(state["best_return"]),
+                      StateNormaliser.fromDict(state["best_normaliser"], n_features))
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        saved = self.startTraining(args, env_kwargs, train_kwargs)
+        self.rng = np.random.default_rng(args.seed)
+        torch.manual_seed(args.seed)
+        if saved is not None:
+            self.setModelState(saved)
+        else:
+            self._buildPolicy()
+            self.normaliser = StateNormaliser(int(np.prod(self.observation_space.shape)))
+            self.mean = np.full(self.policy.n_params, float(self.hyperparams["mu"]))
+            self.sigma = float(self.hyperparams["sigma"])
+            self._setBest(self.mean, -np.inf, self.normaliser)
+        strategy = cma.CMAEvolutionStrategy(self.mean, self.sigma, {
+            "popsize": int(self.hyperparams["num_population"]),
+            "seed": int(self.rng.integers(1, 2**31 - 1)),  # cma reads 0 as "seed from the clock"
+            "verbose": -9,
+            "CMA_diagonal": self.policy.n_params > MAX_FULL_COVARIANCE_PARAMS,
+        })
+        deterministic = bool(self.hyperparams["deterministic"])
+        runner = PopulationRunner(self.env, self, callback)
+        end_timesteps = self.num_timesteps + args.num_timesteps
+        while True:
+            candidates = strategy.ask()
+            weights = [self.policy.unflatten(candidate) for candidate in candidates]
+            centre = self.policy.unflatten(self.mean)
+
+            def act(observation: np.ndarray, assigned: np.ndarray, weights: list = weights,
+                    centre: dict = centre) -> np.ndarray:
+                if not self.policy.images:
+                    self.normaliser.accumulate(flatObservations(observation[assigned != CENTRE]))
+                inputs = self._inputs(observation, self.normaliser)
+                # one forward pass per env: each plays its own candidate's weights
+                outputs = np.concatenate([
+                    self.policy.outputsWith(centre if k == CENTRE else weights[k], inputs[i:i + 1])
+                    for i, k in enumerate(assigned)])
+                return outputsToActions(outputs, self.action_space, deterministic, self.rng)
+
+            returns = runner.run(len(candidates), act, end_timesteps)
+            if returns is None:
+                break
+            strategy.tell(candidates, list(-returns))  # cma minimises
+            best = int(np.argmax(returns))
+            if returns[best] > self.best_return:
+                self._setBest(candidates[best], returns[best], self.normaliser)  # the statistics it was played with
+            self.normaliser.commit()  # between generations only, so every candidate sees the same normalisation
+            self.mean, self.sigma = np.array(strategy.mean), float(strategy.sigma)
+        self.env.close()

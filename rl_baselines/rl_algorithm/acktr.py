@@ -1,0 +1,241 @@
+"""acktr: Actor-Critic using Kronecker-Factored Trust Region (Wu et al., 2017), discrete and continuous actions, in
+one module from top to bottom (the K-FAC optimizer is its own class, in kfac.py).
+
+The learner is A2C's: every env takes ``n_steps`` steps, the n-step discounted returns bootstrapped from V of the
+last observation give the advantages, and the loss is ``-A log π(a|s) - ent_coef H(π) + vf_coef (R - V(s))²``. The
+step is not a plain gradient step but a natural-gradient one: K-FAC approximates the Fisher of the joint output
+distribution p(a, v|s) = π(a|s) N(v; V(s), 1), whose statistics come from the gradient of the log-likelihood of an
+action drawn from π and of a value drawn from N(V(s), 1) (weighted by ``vf_fisher_coef``); the step is scaled so that
+its predicted KL stays below ``kfac_clip`` (the trust region) and applied with momentum.
+
+Discrete actions use a categorical policy, continuous ones a diagonal Gaussian with a state-independent log std
+(sampled actions are clipped to the action bounds in the env, the unclipped ones are learned from). Low-dimensional
+observations get separate policy and value MLPs, images one CNN with two heads. An episode cut by the time limit is
+not a terminal state: its last reward gets γ V(last observation) added.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from rl_baselines.algo_types import ActionType
+from rl_baselines.base_classes import TrainCallback
+from rl_baselines.rl_algorithm.kfac import KFACOptimizer
+from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, isImageSpace, makeEncoder, orthogonalInit
+
+
+class ACKTRNetwork(nn.Module):
+    """
+    Policy and value function.
+
+    :param observation_space: (H, W, C) uint8 images share one CNN, anything else gets two MLPs
+    :param action_space: Discrete (categorical policy) or Box (diagonal Gaussian)
+    :param hidden: MLP width
+    """
+
+    def __init__(self, observation_space: gym.spaces.Box, action_space: gym.Space, hidden: int = 64) -> None:
+        super().__init__()
+        self.pi_encoder = makeEncoder(observation_space, hidden)
+        # A CNN is shared by both heads (its K-FAC statistics then see both Fisher terms); MLPs are cheap to split.
+        self.vf_encoder = None if isImageSpace(observation_space) else makeEncoder(observation_space, hidden)
+        features = self.pi_encoder.out_features
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        n_outputs = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.pi = orthogonalInit(nn.Linear(features, n_outputs), 0.01)
+        self.vf = orthogonalInit(nn.Linear(features, 1), 1.0)
+        self.log_std = None if self.discrete else nn.Parameter(torch.zeros(n_outputs))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+        """
+        :param obs: a batch of observations
+        :return: the action distribution and the state values (batch,)
+        """
+        pi_features = self.pi_encoder(obs)
+        vf_features = pi_features if self.vf_encoder is None else self.vf_encoder(obs)
+        values = self.vf(vf_features).squeeze(-1)
+        if self.discrete:
+            return torch.distributions.Categorical(logits=self.pi(pi_features)), values
+        normal = torch.distributions.Normal(self.pi(pi_features), self.log_std.exp())
+        return torch.distributions.Independent(normal, 1), values
+
+
+def discountedReturns(rewards: np.ndarray, dones: np.ndarray, last_values: np.ndarray, gamma: float) -> np.ndarray:
+    """
+    :param rewards: (n_steps, n_envs)
+    :param dones: (n_steps, n_envs), 1 where the step ended an episode
+    :param last_values: V of the observation after the last step, (n_envs,)
+    :param gamma: discount factor
+    :return: n-step discounted returns bootstrapped from ``last_values``, (n_steps, n_envs)
+    """
+    returns = np.zeros_like(rewards)
+    running = last_values.astype(np.float32)
+    for step in reversed(range(rewards.shape[0])):
+        running = rewards[step] + gamma * running * (1.0 - dones[step])
+        returns[step] = running
+    return returns
+
+
+def _positive(value: Any) -> bool:
+    return value > 0
+
+
+def _nonNegative(value: Any) -> bool:
+    return value >= 0
+
+
+class ACKTRModel(TorchActorCritic):
+    """ACKTR with K-FAC, Stable-Baselines' step sizes (lr 0.25, KL clip 0.001) and the old toolbox's loss weights."""
+
+    NAME = "acktr"
+    ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
+    DEFAULT_HYPERPARAMS = {
+        "n_steps": 20,
+        "learning_rate": 0.25,
+        "gamma": 0.99,
+        "ent_coef": 0.01,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+        "vf_fisher_coef": 1.0,
+        "kfac_clip": 0.001,
+        "kfac_damping": 0.01,
+        "kfac_stat_decay": 0.99,
+        "kfac_inverse_interval": 10,
+        "momentum": 0.9,
+        "lr_schedule": "constant",
+    }
+    HYPERPARAM_CHECKS = {
+        "n_steps": (_positive, "> 0"),
+        "learning_rate": (_positive, "> 0"),
+        "gamma": (lambda v: 0 < v <= 1, "in (0, 1]"),
+        "ent_coef": (_nonNegative, ">= 0"),
+        "vf_coef": (_nonNegative, ">= 0"),
+        "max_grad_norm": (_positive, "> 0"),
+        "vf_fisher_coef": (_nonNegative, ">= 0"),
+        "kfac_clip": (_positive, "> 0"),
+        "kfac_damping": (_positive, "> 0"),
+        "kfac_stat_decay": (lambda v: 0 <= v < 1, "in [0, 1)"),
+        "kfac_inverse_interval": (_positive, "> 0"),
+        "momentum": (lambda v: 0 <= v < 1, "in [0, 1)"),
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.policy: ACKTRNetwork | None = None
+        self.optimizer: KFACOptimizer | None = None
+
+    @classmethod
+    def getOptParam(cls) -> dict:
+        return {
+            "n_steps": (int, (1, 100)),
+            "learning_rate": (float, (1e-3, 1.0), "log"),
+            "gamma": (float, (0.9, 0.9999)),
+            "ent_coef": (float, (1e-8, 0.1), "log"),
+            "vf_coef": (float, (0.0, 1.0)),
+            "max_grad_norm": (float, (0.1, 5.0)),
+            "vf_fisher_coef": (float, (0.0, 1.0)),
+            "kfac_clip": (float, (1e-4, 1e-1), "log"),
+            "kfac_damping": (float, (1e-4, 1e-1), "log"),
+            "lr_schedule": (list, ["constant", "linear"]),
+        }
+
+    # --- networks --------------------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        if not isinstance(self.action_space, (gym.spaces.Discrete, gym.spaces.Box)):
+            raise ValueError("acktr needs a Discrete or Box action space")
+        hp = self.hyperparams
+        self.policy = ACKTRNetwork(self.observation_space, self.action_space)
+        self.optimizer = KFACOptimizer(self.policy, lr=hp["learning_rate"], momentum=hp["momentum"],
+                                       stat_decay=hp["kfac_stat_decay"], damping=hp["kfac_damping"],
+                                       kl_clip=hp["kfac_clip"], inverse_interval=int(hp["kfac_inverse_interval"]))
+
+    def modules(self) -> dict[str, nn.Module | torch.optim.Optimizer]:
+        return {"policy": self.policy, "optimizer": self.optimizer}
+
+    def distribution(self, obs: torch.Tensor) -> torch.distributions.Distribution:
+        return self.policy(obs)[0]
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def update(self, obs: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor, learning_rate: float) -> dict[str, float]:
+        """
+        One K-FAC step on a flattened batch.
+
+        :param obs: (batch, *obs_shape)
+        :param actions: the actions taken (batch,) or (batch, action_dim)
+        :param returns: n-step returns (batch,)
+        :param learning_rate: this step's learning rate
+        :return: statistics of the loss
+        """
+        hp = self.hyperparams
+        for group in self.optimizer.param_groups:
+            group["lr"] = learning_rate
+        self.optimizer.zero_grad()
+        with self.optimizer.recordStats():
+            distribution, values = self.policy(obs)
+            # Fisher of p(a, v|s): log-likelihood of outputs sampled from the model itself, averaged over the batch.
+            sampled_actions = distribution.sample()
+            sampled_values = (values + torch.randn_like(values)).detach()
+            fisher_loss = (-distribution.log_prob(sampled_actions).mean()
+                           + hp["vf_fisher_coef"] * ((values - sampled_values) ** 2).mean())
+            fisher_loss.backward(retain_graph=True)
+        self.optimizer.zero_grad()
+        advantages = returns - values.detach()
+        pg_loss = -(advantages * distribution.log_prob(actions)).mean()
+        vf_loss = F.mse_loss(values, returns)
+        entropy = distribution.entropy().mean()
+        loss = pg_loss - hp["ent_coef"] * entropy + hp["vf_coef"] * vf_loss
+        loss.backward()
+        nn.utils.clip_grad_norm_(self.policy.parameters(), hp["max_grad_norm"])
+        self.optimizer.step()
+        return {"pg_loss": pg_loss.item(), "vf_loss": vf_loss.item(), "entropy": entropy.item(),
+                "kl_scale": float(self.optimizer.last_kl_scale)}
+
+    def _values(self, obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return self.policy(torch.as_tensor(obs))[1].numpy()
+
+    def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
+        env, hp = self.env, self.hyperparams
+        n_envs, n_steps, gamma = env.num_envs, int(hp["n_steps"]), float(hp["gamma"])
+        obs_space = env.observation_space
+        continuous = isinstance(self.action_space, gym.spaces.Box)
+        action_shape = self.action_space.shape if continuous else ()
+        start, target = self.num_timesteps, self.num_timesteps + total_timesteps
+        obs = env.reset()
+        keep_going = True
+        while keep_going and self.num_timesteps < target:
+            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / total_timesteps)
+            batch_obs = np.zeros((n_steps, n_envs, *obs_space.shape), dtype=obs_space.dtype)
+            batch_actions = np.zeros((n_steps, n_envs, *action_shape), dtype=np.float32 if continuous else np.int64)
+            batch_rewards = np.zeros((n_steps, n_envs), dtype=np.float32)
+            batch_dones = np.zeros((n_steps, n_envs), dtype=np.float32)
+            for step in range(n_steps):
+                batch_obs[step] = obs
+                with torch.no_grad():
+                    actions = self.policy(torch.as_tensor(obs))[0].sample().numpy()
+                env_actions = np.clip(actions, self.action_space.low, self.action_space.high) if continuous else actions
+                obs, rewards, dones, infos = env.step(env_actions)
+                rewards = np.asarray(rewards, dtype=np.float32).copy()
+                for index in np.flatnonzero(dones):
+                    info = infos[index]
+                    if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
+                        # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
+                        rewards[index] += gamma * float(self._values(info["terminal_observation"][None])[0])
+                batch_actions[step], batch_rewards[step], batch_dones[step] = actions, rewards, dones
+                self.num_timesteps += n_envs
+                if callback(locals(), globals()) is False:
+                    keep_going = False
+                    break
+            if not keep_going:
+                break
+            returns = discountedReturns(batch_rewards, batch_dones, self._values(obs), gamma)
+            stats = self.update(torch.as_tensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
+                                torch.as_tensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
+                                torch.as_tensor(returns).reshape(-1), learning_rate)
+            self.logStats(stats)

@@ -1,0 +1,34 @@
+"""ddpg: Deep Deterministic Policy Gradient (Stable-Baselines3 DDPG), continuous actions."""
+from stable_baselines3 import DDPG
+
+from rl_baselines.algo_types import ActionType
+from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, NoiseType, OffPolicyRLObject, replaySearchSpace
+
+
+class DDPGModel(OffPolicyRLObject):
+    """
+    DDPG exploring with Ornstein-Uhlenbeck noise of std 0.2 and batches of 64 (the old toolbox's defaults; its
+    separate actor/critic learning rates are one ``learning_rate`` in SB3). ``--noise-type normal`` switches to
+    Gaussian noise, ``none`` turns exploration noise off.
+    """
+
+    SB3_CLASS = DDPG
+    NAME = "ddpg"
+    ACTION_TYPES = (ActionType.CONTINUOUS,)
+    DEFAULT_HYPERPARAMS = {
+        **REPLAY_DEFAULTS,
+        "learning_rate": 1e-3,
+        "batch_size": 64,
+        "tau": 0.005,
+        "noise_type": NoiseType("ou"),
+        "noise_std": 0.2,
+    }
+
+    @classmethod
+    def getOptParam(cls) -> dict:
+        return {
+            **replaySearchSpace(),
+            "tau": (float, (0.001, 0.05), "log"),
+            "noise_type": (list, ["none", "normal", "ou"]),
+            "noise_std": (float, (0.0, 1.0)),
+        }

@@ -1,0 +1,119 @@
+"""What the replay-buffer algorithms (ddpg, td3, sac, tqc, qrdqn) share: buffer defaults and search ranges, action
+noise for the deterministic actors, and the action distribution of the squashed-Gaussian ones.
+
+Each algorithm module only names its SB3 class and its own hyperparameters on top of :class:`OffPolicyRLObject`.
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from rl_baselines.base_classes import StableBaselinesRLObject
+
+NOISE_TYPES = ("none", "normal", "ou")
+
+# Shared defaults. The buffer holds 100k transitions (the old toolbox's --memory-limit): plenty for the 250-step
+# robot episodes, and about 2.5 GB of uint8 frames with 64x64 raw pixels (lower --buffer-size there).
+# 1000 uniformly random steps (four 250-step robot episodes) fill it before the first update (SB3's default: 100).
+REPLAY_DEFAULTS: dict[str, Any] = {
+    "buffer_size": 100_000,
+    "learning_starts": 1000,
+    "gamma": 0.99,
+    "train_freq": 1,
+    "gradient_steps": 1,
+}
+
+
+def replaySearchSpace() -> dict[str, tuple]:
+    """:return: the search ranges every off-policy algorithm shares (add its own on top)"""
+    return {
+        "learning_rate": (float, (1e-5, 1e-2), "log"),
+        "gamma": (float, (0.9, 0.9999)),
+        "batch_size": (list, [32, 64, 128, 256]),
+        "buffer_size": (list, [10_000, 100_000, 1_000_000]),
+        "learning_starts": (int, (100, 10_000)),
+        "train_freq": (int, (1, 16)),
+        "gradient_steps": (int, (1, 16)),
+    }
+
+
+class NoiseType(str):
+    """``--noise-type`` value: one of :data:`NOISE_TYPES` (a str, so args.json and the model file keep a string)."""
+
+    def __new__(cls, raw: str) -> NoiseType:
+        if raw not in NOISE_TYPES:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not one of {', '.join(NOISE_TYPES)}")
+        return super().__new__(cls, raw)
+
+
+class EntCoef(str):
+    """``--ent-coef`` value of sac/tqc: ``auto`` (learned), ``auto_<initial value>``, or a fixed positive number."""
+
+    def __new__(cls, raw: str) -> EntCoef:
+        number = None if raw == "auto" else raw.removeprefix("auto_")
+        try:
+            valid = number is None or float(number) > 0
+        except ValueError:
+            valid = False
+        if not valid:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not auto, auto_<initial value> or a positive number")
+        return super().__new__(cls, raw)
+
+
+def makeActionNoise(noise_type: str, noise_std: float, n_actions: int) -> Any:
+    """
+    :param noise_type: none, normal (Gaussian, independent per step) or ou (Ornstein-Uhlenbeck, correlated in time)
+    :param noise_std: standard deviation of the noise, in the [-1, 1] action scale of the policy
+    :param n_actions: action dimension
+    :return: an SB3 ActionNoise, or None for ``none``
+    """
+    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
+
+    if noise_type not in NOISE_TYPES:
+        raise ValueError(f"noise type {noise_type!r} is not one of {', '.join(NOISE_TYPES)}")
+    if noise_type == "none":
+        return None
+    mean, sigma = np.zeros(n_actions), float(noise_std) * np.ones(n_actions)
+    if noise_type == "normal":
+        return NormalActionNoise(mean=mean, sigma=sigma)
+    return OrnsteinUhlenbeckActionNoise(mean=mean, sigma=sigma)
+
+
+class OffPolicyRLObject(StableBaselinesRLObject):
+    """
+    Base of the replay-buffer algorithms. Subclasses whose DEFAULT_HYPERPARAMS hold ``noise_type`` and ``noise_std``
+    get exploration noise added to their deterministic actions (SB3's ``action_noise``); the noise is saved with the
+    model and rebuilt on ``--load-rl-model-path`` when either noise flag is given (the other one then takes its
+    default).
+    """
+
+    @classmethod
+    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+        kwargs = dict(hyperparams)
+        noise_type = kwargs.pop("noise_type", None)
+        noise_std = kwargs.pop("noise_std", None)
+        if noise_type is not None or noise_std is not None:
+            defaults = cls.DEFAULT_HYPERPARAMS
+            kwargs["action_noise"] = makeActionNoise(
+                str(noise_type if noise_type is not None else defaults["noise_type"]),
+                noise_std if noise_std is not None else defaults["noise_std"],
+                int(np.prod(env.action_space.shape)))
+        return kwargs
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        """
+        :return: the mean action of a squashed-Gaussian actor (sac, tqc), in the env's action bounds: the action
+            ``getAction(..., deterministic=True)`` takes
+        :raises NotImplementedError: the policy is deterministic (ddpg, td3) or epsilon-greedy on Q-values (qrdqn)
+        """
+        import torch
+
+        actor = getattr(self.model, "actor", None)
+        if actor is None or not hasattr(actor, "get_action_dist_params"):
+            raise NotImplementedError(f"{self.NAME} has no action distribution (its policy is deterministic or greedy)")
+        obs_tensor, _ = self.model.policy.obs_to_tensor(observation)
+        with torch.no_grad():
+            mean_actions, _, _ = actor.get_action_dist_params(obs_tensor)
+        return self.model.policy.unscale_action(torch.tanh(mean_actions).cpu().numpy())

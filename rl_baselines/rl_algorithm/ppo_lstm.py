@@ -1,0 +1,100 @@
+"""ppo_lstm: PPO with an LSTM policy (sb3-contrib RecurrentPPO), discrete and continuous actions.
+
+The LSTM state is carried from one step to the next for each env separately, and reset when that env's episode
+ends, while acting (getAction) as while training.
+"""
+from __future__ import annotations
+
+import numpy as np
+from sb3_contrib import RecurrentPPO
+
+from rl_baselines.base_classes import StableBaselinesRLObject
+
+
+class PPOLSTMModel(StableBaselinesRLObject):
+    """RecurrentPPO with ppo2's settings (rollouts of 128 steps per env, 10 epochs, learning rate 3e-4, entropy
+    0.01) and sb3-contrib's one-layer LSTM of 256 units in front of the actor and of the critic."""
+
+    SB3_CLASS = RecurrentPPO
+    NAME = "ppo_lstm"
+    POLICIES = {"pixels": "CnnLstmPolicy", "state": "MlpLstmPolicy"}
+    LOG_INTERVAL = 1024
+    SAVE_INTERVAL = 4096
+    DEFAULT_HYPERPARAMS = {
+        "n_steps": 128,
+        "batch_size": 128,
+        "n_epochs": 10,
+        "learning_rate": 3e-4,
+        "gamma": 0.99,
+        "gae_lambda": 0.95,
+        "clip_range": 0.2,
+        "ent_coef": 0.01,
+        "vf_coef": 0.5,
+        "max_grad_norm": 0.5,
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        # (hidden, cell) states, each (n_layers, n_envs, hidden size); None until the first action.
+        self._lstm_states: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def getOptParam(cls) -> dict:
+        return {
+            "n_steps": (int, (32, 2048)),
+            "batch_size": (list, [32, 64, 128, 256]),
+            "n_epochs": (int, (1, 10)),
+            "learning_rate": (float, (1e-5, 1e-2), "log"),
+            "gamma": (float, (0.9, 0.9999)),
+            "gae_lambda": (float, (0.8, 1.0)),
+            "clip_range": (float, (0.1, 0.4)),
+            "ent_coef": (float, (1e-8, 0.1), "log"),
+            "vf_coef": (float, (0.0, 1.0)),
+            "max_grad_norm": (float, (0.3, 5.0)),
+        }
+
+    def _stepInputs(self, observation: np.ndarray, dones: np.ndarray | None
+                    ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
+        """
+        :return: the LSTM states to start from (None: zeros, on the first call or when the number of envs changed)
+            and which envs start a new episode (their state is zeroed)
+        """
+        n_envs = len(observation)
+        if self._lstm_states is None or self._lstm_states[0].shape[1] != n_envs:
+            return None, np.ones(n_envs, dtype=bool)
+        starts = np.zeros(n_envs, dtype=bool) if dones is None else np.asarray(dones, dtype=bool).reshape(n_envs)
+        return self._lstm_states, starts
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
+                  deterministic: bool = False) -> np.ndarray:
+        """
+        :param observation: a batch of observations, one per env
+        :param dones: which envs ended an episode at the step that returned ``observation``
+        :param deterministic: take the most likely action
+        :return: a batch of actions; each env's LSTM state moves one step on
+        """
+        states, episode_starts = self._stepInputs(observation, dones)
+        action, self._lstm_states = self.model.predict(observation, state=states, episode_start=episode_starts,
+                                                       deterministic=deterministic)
+        return action
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        """
+        :return: the distribution of the action ``getAction(observation, dones)`` would take, as action
+            probabilities (discrete) or the mean action (continuous); the LSTM states are left as they are
+        """
+        import torch
+
+        policy = self.model.policy
+        states, episode_starts = self._stepInputs(observation, dones)
+        if states is None:
+            n_layers, _, hidden_size = policy.lstm_hidden_state_shape
+            states = (np.zeros((n_layers, len(observation), hidden_size)),) * 2
+        obs_tensor, _ = policy.obs_to_tensor(observation)
+        with torch.no_grad():
+            lstm_states = tuple(torch.as_tensor(state, dtype=torch.float32, device=policy.device) for state in states)
+            starts = torch.as_tensor(episode_starts, dtype=torch.float32, device=policy.device)
+            distribution = policy.get_distribution(obs_tensor, lstm_states, starts)[0].distribution
+        if hasattr(distribution, "probs"):
+            return distribution.probs.cpu().numpy()
+        return distribution.mean.cpu().numpy()

@@ -1,0 +1,31 @@
+"""sac: Soft Actor-Critic (Stable-Baselines3 SAC), continuous actions."""
+from stable_baselines3 import SAC
+
+from rl_baselines.algo_types import ActionType
+from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, EntCoef, OffPolicyRLObject, replaySearchSpace
+
+
+class SACModel(OffPolicyRLObject):
+    """
+    SAC with a learned entropy coefficient (``--ent-coef auto``; a number fixes it) and batches of 64: what the old
+    toolbox ran (its --ent-coef and --batch-size flags were never passed on; here they are).
+    """
+
+    SB3_CLASS = SAC
+    NAME = "sac"
+    ACTION_TYPES = (ActionType.CONTINUOUS,)
+    DEFAULT_HYPERPARAMS = {
+        **REPLAY_DEFAULTS,
+        "learning_rate": 3e-4,
+        "batch_size": 64,
+        "tau": 0.005,
+        "ent_coef": EntCoef("auto"),
+    }
+
+    @classmethod
+    def getOptParam(cls) -> dict:
+        return {
+            **replaySearchSpace(),
+            "tau": (float, (0.001, 0.05), "log"),
+            "ent_coef": (list, ["auto", 0.1, 0.01, 0.001, 0.0001]),
+        }

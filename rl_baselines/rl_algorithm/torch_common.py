@@ -1,0 +1,284 @@
+"""What acer and acktr share, on top of :class:`rl_baselines.torch_base.TorchRLObject` (which gives the
+hyperparameter flags, the ``.pt`` model file and the start of a continued training): observation encoders, the
+learning-rate schedule, range checks of hyperparameters, acting from the policy's distribution, progress.csv and
+the common ``train``.
+
+The model file keeps, besides TorchRLObject's entries, ``state_dicts``: the state of every network and optimizer
+named by :meth:`TorchActorCritic.modules` (tensors and plain values only, so it loads with ``weights_only=True``).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+from rl_baselines.base_classes import TrainCallback
+from rl_baselines.torch_base import TorchRLObject, isImageSpace
+
+LR_SCHEDULES = ("constant", "linear")
+
+
+# --- observation encoders ----------------------------------------------------------------------------------------
+
+
+def orthogonalInit(module: nn.Module, gain: float) -> nn.Module:
+    """Orthogonal weights and zero biases (the usual actor-critic initialisation)."""
+    nn.init.orthogonal_(module.weight, gain=gain)
+    if module.bias is not None:
+        nn.init.zeros_(module.bias)
+    return module
+
+
+class MlpEncoder(nn.Module):
+    """
+    Two tanh hidden layers over the flattened observation.
+
+    :param obs_dim: flattened observation size
+    :param hidden: width of each hidden layer
+    """
+
+    def __init__(self, obs_dim: int, hidden: int = 64) -> None:
+        super().__init__()
+        self.net = nn.Sequential(
+            orthogonalInit(nn.Linear(obs_dim, hidden), math.sqrt(2)), nn.Tanh(),
+            orthogonalInit(nn.Linear(hidden, hidden), math.sqrt(2)), nn.Tanh(),
+        )
+        self.out_features = hidden
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.net(obs.float().flatten(1))
+
+
+class CnnEncoder(nn.Module):
+    """
+    The Nature-DQN convolutions over (H, W, C) uint8 images, scaled to [0, 1] and moved to NCHW here, then one
+    ReLU layer of ``features`` units.
+
+    :param image_shape: (H, W, C), both sides at least 36
+    :param features: output size
+    """
+
+    def __init__(self, image_shape: tuple[int, ...], features: int = 256) -> None:
+        super().__init__()
+        height, width, channels = image_shape
+        self.convs = nn.Sequential(
+            orthogonalInit(nn.Conv2d(channels, 32, 8, stride=4), math.sqrt(2)), nn.ReLU(),
+            orthogonalInit(nn.Conv2d(32, 64, 4, stride=2), math.sqrt(2)), nn.ReLU(),
+            orthogonalInit(nn.Conv2d(64, 64, 3, stride=1), math.sqrt(2)), nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            flat = self.convs(torch.zeros(1, channels, height, width)).shape[1]
+        self.fc = nn.Sequential(orthogonalInit(nn.Linear(flat, features), math.sqrt(2)), nn.ReLU())
+        self.out_features = features
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.fc(self.convs(obs.permute(0, 3, 1, 2).float() / 255.0))
+
+
+def makeEncoder(observation_space: gym.spaces.Box, hidden: int = 64) -> nn.Module:
+    """
+    :param observation_space: the env's observation space
+    :param hidden: MLP width (low-dimensional observations)
+    :return: a CNN for uint8 images, an MLP otherwise (its ``out_features`` gives the feature size)
+    """
+    if isImageSpace(observation_space):
+        return CnnEncoder(observation_space.shape)
+    return MlpEncoder(int(np.prod(observation_space.shape)), hidden)
+
+
+# --- the base class ----------------------------------------------------------------------------------------------
+
+
+class TorchActorCritic(TorchRLObject):
+    """
+    An actor-critic written here. A subclass sets NAME, DEFAULT_HYPERPARAMS (with ``learning_rate`` and
+    ``lr_schedule``) and HYPERPARAM_CHECKS, and implements :meth:`build` (networks and optimizers from
+    ``observation_space``, ``action_space`` and ``hyperparams``), :meth:`modules` (what the model file keeps),
+    :meth:`distribution` (the policy) and :meth:`learn` (the training loop).
+    """
+
+    HYPERPARAM_CHOICES = {"lr_schedule": LR_SCHEDULES}
+    # name -> (test, what it must be): checked for flags and --hyperparam alike, before anything is written
+    HYPERPARAM_CHECKS: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = {}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.logger: Any = None
+        self._log_start = (0, time.monotonic())
+        self._next_log = 0
+
+    # --- to implement ----------------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        """Build the networks and optimizers from ``observation_space``, ``action_space`` and ``hyperparams``."""
+        raise NotImplementedError
+
+    def modules(self) -> dict[str, nn.Module | torch.optim.Optimizer]:
+        """:return: the networks and optimizers the model file keeps, by name"""
+        raise NotImplementedError
+
+    def distribution(self, obs: torch.Tensor) -> torch.distributions.Distribution:
+        """
+        :param obs: a batch of observations
+        :return: the policy's action distribution for them
+        """
+        raise NotImplementedError
+
+    def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
+        """
+        Train on ``self.env`` for ``total_timesteps`` more env steps.
+
+        :param total_timesteps: env steps to take, all envs together
+        :param callback: called after every vectorised step; returning False stops training
+        """
+        raise NotImplementedError
+
+    def setup(self, observation_space: gym.Space, action_space: gym.Space, hyperparams: dict[str, Any]) -> None:
+        """
+        Build a fresh model without an env (for tests and tools).
+
+        :param observation_space: the observation space
+        :param action_space: the action space
+        :param hyperparams: hyperparameters that differ from the defaults
+        """
+        self.observation_space, self.action_space = observation_space, action_space
+        self.hyperparams = {**self.DEFAULT_HYPERPARAMS, **hyperparams}
+        self.build()
+
+    # --- hyperparameters -------------------------------------------------------------------------------------
+
+    @classmethod
+    def _checked(cls, name: str, value: Any) -> Any:
+        check = cls.HYPERPARAM_CHECKS.get(name)
+        if check is not None and not check[0](value):
+            raise ValueError(f"hyperparameter {name!r} must be {check[1]}, got {value!r}")
+        return value
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        super().customArguments(parser)
+        # Range checks run at parse time, so a bad flag is a one-line usage error before anything is written.
+        for action in parser._actions:
+            name = action.dest[3:] if action.dest.startswith("hp_") else None
+            if name in cls.HYPERPARAM_CHECKS and action.type is not None:
+                action.type = _checkedType(action.type, lambda value, name=name: cls._checked(name, value))
+        return parser
+
+    @classmethod
+    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
+        parsed = super().parserHyperParam(hyperparams)
+        for name, value in parsed.items():
+            cls._checked(name, value)
+        return parsed
+
+    def learningRate(self, progress_remaining: float) -> float:
+        """
+        :param progress_remaining: 1 at the start of this training run, 0 at its end
+        :return: the learning rate of the schedule at that point
+        """
+        initial = float(self.hyperparams["learning_rate"])
+        return initial * max(progress_remaining, 0.0) if self.hyperparams["lr_schedule"] == "linear" else initial
+
+    # --- persistence -----------------------------------------------------------------------------------------
+
+    def modelState(self) -> dict[str, Any]:
+        return {"state_dicts": {name: module.state_dict() for name, module in self.modules().items()}}
+
+    def setModelState(self, state: dict[str, Any]) -> None:
+        self.build()
+        try:
+            for name, module in self.modules().items():
+                module.load_state_dict(state["state_dicts"][name])  # optimizers too: training goes on from them
+        except (KeyError, RuntimeError, ValueError) as error:
+            reason = str(error).strip().splitlines()[0]
+            raise ValueError(f"its saved networks do not fit {self.NAME}'s ({reason})") from None
+
+    # --- acting ----------------------------------------------------------------------------------------------
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+        with torch.no_grad():
+            distribution = self.distribution(torch.as_tensor(np.asarray(observation)))
+            if deterministic:
+                action = distribution.probs.argmax(-1) if hasattr(distribution, "probs") else distribution.mean
+            else:
+                action = distribution.sample()
+        action = action.numpy()
+        if isinstance(self.action_space, gym.spaces.Box):
+            action = np.clip(action, self.action_space.low, self.action_space.high)
+        return action
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        with torch.no_grad():
+            distribution = self.distribution(torch.as_tensor(np.asarray(observation)))
+        if hasattr(distribution, "probs"):
+            return distribution.probs.numpy()
+        return distribution.mean.numpy()
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        saved = self.startTraining(args, env_kwargs, train_kwargs)
+        torch.manual_seed(args.seed)
+        if saved is not None:
+            self.setModelState(saved)  # hyperparameters: the saved ones, overridden by those given now
+        else:
+            self.build()
+        run_dir = getattr(args, "run_dir", None)
+        if run_dir:
+            from stable_baselines3.common.logger import configure
+
+            self.logger = configure(run_dir, ["csv"])  # progress.csv, like the SB3-backed algorithms'
+        self._log_start = (self.num_timesteps, time.monotonic())
+        self._next_log = self.num_timesteps + self.LOG_INTERVAL
+        try:
+            self.learn(int(args.num_timesteps), callback)
+        finally:
+            self.env.close()
+            if self.logger is not None:
+                self.logger.close()
+                self.logger = None
+
+    def logStats(self, stats: dict[str, float]) -> None:
+        """
+        Average an update's statistics into progress.csv, written every LOG_INTERVAL env steps (no-op without a run
+        folder).
+
+        :param stats: scalar statistics by name
+        """
+        if self.logger is None:
+            return
+        for name, value in stats.items():
+            self.logger.record_mean(f"train/{name}", value)
+        if self.num_timesteps >= self._next_log:
+            self._next_log = self.num_timesteps + self.LOG_INTERVAL
+            start_steps, start_time = self._log_start
+            elapsed = max(time.monotonic() - start_time, 1e-9)
+            self.logger.record("time/total_timesteps", self.num_timesteps)
+            self.logger.record("time/fps", int((self.num_timesteps - start_steps) / elapsed))
+            self.logger.dump(self.num_timesteps)
+
+
+def _checkedType(kind: Callable[[str], Any], check: Callable[[Any], Any]) -> Callable[[str], Any]:
+    def parse(raw: str) -> Any:
+        value = kind(raw)
+        try:
+            return check(value)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).replace("hyperparameter ", "", 1)) from None
+
+    parse.__name__ = getattr(kind, "__name__", "value")
+    return parse

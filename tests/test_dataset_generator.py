@@ -1,0 +1,323 @@
+"""Tests of the dataset generator and fusioner (environments/dataset_generator.py, environments/dataset_fusioner.py):
+the srl-zoo file layout and its alignment, determinism over processes, refuse / force / resume, bad inputs, merging."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import cv2
+import numpy as np
+import pytest
+from conftest import REPO, runModule, snapshot
+from filelock import FileLock
+
+from environments.dataset_generator import episodeSeed
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+
+GENERATOR = "environments.dataset_generator"
+FUSIONER = "environments.dataset_fusioner"
+N_EPISODES, N_STEPS, SEED = 16, 25, 7
+# Small images and short episodes keep every run to a second or two.
+SETTINGS = ["--env", "MobileRobotGymEnv-v0", "--img-shape", "3", "32", "32", "--max-steps", str(N_STEPS),
+            "--seed", str(SEED), "-r", "--image-format", "png", "--num-episode", str(N_EPISODES), "--no-progress"]
+NAME = "ds"
+DATASET_FILES = {"dataset_config.json", "env_globals.json", "preprocessed_data.npz", "ground_truth.npz"}
+
+
+def generate(save_path, *args: str, name: str = NAME, check: bool = True) -> subprocess.CompletedProcess:
+    result = runModule(GENERATOR, "--save-path", save_path, "--name", name, *args)
+    if check:
+        assert result.returncode == 0, f"generator failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+    return result
+
+
+def readJson(path) -> dict:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def loadArrays(folder) -> dict[str, np.ndarray]:
+    arrays = {}
+    for file_name in ("preprocessed_data.npz", "ground_truth.npz"):
+        with np.load(os.path.join(folder, file_name), allow_pickle=False) as data:
+            arrays.update({key: data[key] for key in data.files})
+    return arrays
+
+
+def fileContents(folder) -> dict[str, bytes]:
+    contents = {}
+    for root, _, files in os.walk(folder):
+        for file_name in files:
+            path = os.path.join(root, file_name)
+            with open(path, "rb") as handle:
+                contents[os.path.relpath(path, folder)] = handle.read()
+    return contents
+
+
+def assertOneLineError(result: subprocess.CompletedProcess, *words: str) -> None:
+    assert result.returncode == 2, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for word in words:
+        assert word in lines[0], f"{word!r} not in {lines[0]!r}"
+
+
+@pytest.fixture(scope="session")
+def references(tmp_path_factory) -> dict[int, str]:
+    """The same dataset written by 2 processes and by 1 (same name, two save paths), built once per test run even
+    when pytest-xdist spreads this module's tests over several workers."""
+    run_id = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    root = tmp_path_factory.getbasetemp().parent / f"dataset_references_{run_id}" if run_id else \
+        tmp_path_factory.mktemp("dataset_references")
+    root.mkdir(exist_ok=True)
+    folders = {num_cpu: str(root / f"cpu{num_cpu}" / NAME) for num_cpu in (2, 1)}
+    with FileLock(str(root / "build.lock")):
+        for num_cpu, folder in folders.items():
+            if not os.path.isdir(folder):
+                result = generate(os.path.dirname(folder), *SETTINGS, "--num-cpu", str(num_cpu))
+                assert f"with {num_cpu} process" in result.stdout
+    return folders
+
+
+def test_round_trip_two_processes(references):
+    folder = references[2]
+    assert set(os.listdir(os.path.dirname(folder))) == {NAME}, "bookkeeping folders left beside the dataset"
+    records = sorted(entry for entry in os.listdir(folder) if entry.startswith("record_"))
+    assert records == [f"record_{e:03d}" for e in range(N_EPISODES)]
+    assert set(os.listdir(folder)) == DATASET_FILES | set(records)
+
+    data = loadArrays(folder)
+    n_frames = N_EPISODES * N_STEPS  # the mobile robot never terminates: every episode lasts max_steps
+    assert set(data) == {"actions", "rewards", "episode_starts", "ground_truth_states", "target_positions",
+                         "images_path"}
+    assert data["actions"].shape == (n_frames,) and data["actions"].dtype.kind == "i"
+    assert set(np.unique(data["actions"])) <= {0, 1, 2, 3} and len(np.unique(data["actions"])) == 4
+    assert data["rewards"].shape == (n_frames,)
+    assert data["episode_starts"].dtype == bool and data["episode_starts"].shape == (n_frames,)
+    assert np.flatnonzero(data["episode_starts"]).tolist() == list(range(0, n_frames, N_STEPS))
+    assert data["ground_truth_states"].shape == (n_frames, 2)
+    assert data["target_positions"].shape == (N_EPISODES, 2)
+    assert data["images_path"].shape == (n_frames,) and data["images_path"].dtype.kind == "U"
+
+    # Every path names an existing, decodable, non-blank image of the right size; one file per row.
+    expected_paths = [f"{NAME}/record_{e:03d}/frame{t:06d}" for e in range(N_EPISODES) for t in range(N_STEPS)]
+    assert data["images_path"].tolist() == expected_paths
+    for record in records:
+        assert len(os.listdir(os.path.join(folder, record))) == N_STEPS
+    save_path = os.path.dirname(folder)
+    for path in data["images_path"][::37]:
+        image = cv2.imread(os.path.join(save_path, f"{path}.png"))
+        assert image is not None and image.shape == (32, 32, 3)
+        assert image.std() > 5, f"{path} is blank"
+
+    # Random targets: one per episode, inside the env's range; ground truth is absolute, inside the arena.
+    low, high = MobileRobotGymEnv.TARGET_RANGE
+    targets = data["target_positions"]
+    assert np.all((targets >= low) & (targets <= high)) and len(np.unique(targets[:, 0])) == N_EPISODES
+    (x_low, x_high), (y_low, y_high) = MobileRobotGymEnv.ROBOT_X_BOUNDS, MobileRobotGymEnv.ROBOT_Y_BOUNDS
+    states = data["ground_truth_states"]
+    assert np.all((states[:, 0] >= x_low - 1e-5) & (states[:, 0] <= x_high + 1e-5))
+    assert np.all((states[:, 1] >= y_low - 1e-5) & (states[:, 1] <= y_high + 1e-5))
+
+    # Alignment: row i is the state before action i, so state i + 1 = state i + move(action i) (unless the move
+    # bumped, reward -1), and reward i is +1 exactly when state i + 1 is within reach of the episode's target.
+    moves = np.array([[-0.1, 0.0], [0.1, 0.0], [0.0, -0.1], [0.0, 0.1]])
+    episode_of_row = np.repeat(np.arange(N_EPISODES), N_STEPS)
+    for i in range(n_frames - 1):
+        if data["episode_starts"][i + 1]:
+            continue
+        step = states[i + 1] - states[i]
+        if data["rewards"][i] == -1:
+            assert np.allclose(step, 0.0, atol=1e-5)
+        else:
+            assert np.allclose(step, moves[data["actions"][i]], atol=1e-4), i
+            near = np.linalg.norm(states[i + 1] - targets[episode_of_row[i]]) <= MobileRobotGymEnv.REWARD_DIST_THRESHOLD
+            assert data["rewards"][i] == (1.0 if near else 0.0), i
+
+    # The first image of an episode is exactly the env's first observation with that episode's seed (RGB order).
+    env = MobileRobotGymEnv(img_shape=(3, 32, 32), random_target=True, max_steps=N_STEPS)
+    try:
+        for episode in (0, N_EPISODES - 1):
+            observation, _ = env.reset(seed=episodeSeed(SEED, episode))
+            image = cv2.imread(os.path.join(folder, f"record_{episode:03d}", "frame000000.png"))[:, :, ::-1]
+            assert np.array_equal(image, observation)
+            assert np.allclose(env.getGroundTruth(), states[episode * N_STEPS])
+            assert np.allclose(env.getTargetPos(), targets[episode])
+    finally:
+        env.close()
+
+    config = readJson(os.path.join(folder, "dataset_config.json"))
+    assert config["relative_pos"] is True and config["env"] == "MobileRobotGymEnv-v0"
+    assert config["img_shape"] == [3, 32, 32] and config["num_episodes"] == N_EPISODES
+    assert config["seed"] == SEED and config["policy"] == "random" and config["image_format"] == "png"
+    env_globals = readJson(os.path.join(folder, "env_globals.json"))
+    assert env_globals["env_kwargs"]["max_steps"] == N_STEPS and env_globals["constants"]["STEP_SIZE"] == 0.1
+
+
+def test_one_and_two_processes_write_identical_datasets(references):
+    assert fileContents(references[1]) == fileContents(references[2])
+
+
+def test_existing_dataset_is_refused_then_forced(tmp_path):
+    small = ["--img-shape", "3", "32", "32", "--max-steps", "10", "--num-episode", "2", "--no-progress"]
+    generate(tmp_path, *small, "--seed", "1")
+    folder = tmp_path / NAME
+    before = snapshot(tmp_path)
+    first = loadArrays(folder)
+    assertOneLineError(generate(tmp_path, *small, "--seed", "2", check=False), "already exists", "--force")
+    assert snapshot(tmp_path) == before, "a refused run changed files"
+    assert "jpg" in {name.rsplit(".", 1)[-1] for name in os.listdir(folder / "record_000")}
+
+    result = generate(tmp_path, *small, "--seed", "2", "--force", "--reward-dist")
+    assert "Reward distribution" in result.stdout
+    second = loadArrays(folder)
+    assert not np.array_equal(first["ground_truth_states"], second["ground_truth_states"])
+    assert sorted(os.listdir(tmp_path)) == [NAME], "bookkeeping folders left beside the dataset"
+    assert readJson(folder / "dataset_config.json")["seed"] == 2
+
+
+def test_killed_run_is_refused_then_resumed(tmp_path, references):
+    """SIGKILL a 2-process run after its first episodes; --resume completes it into the uninterrupted dataset."""
+    partial = tmp_path / f".{NAME}.partial"
+    episodes_folder = partial / "episodes"
+    process = subprocess.Popen([sys.executable, "-m", GENERATOR, "--save-path", str(tmp_path), "--name", NAME,
+                                *SETTINGS, "--num-cpu", "2"], cwd=REPO, start_new_session=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        done = [f for f in os.listdir(episodes_folder) if ".tmp" not in f] if episodes_folder.is_dir() else []
+        if len(done) >= 2:
+            break
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)  # the generator and its workers, as a crash or an OOM kill would
+    process.wait()
+    assert not (tmp_path / NAME).exists(), "the run finished before it could be killed"
+    kept = len([f for f in os.listdir(episodes_folder) if ".tmp" not in f])
+    assert 2 <= kept < N_EPISODES
+
+    before = snapshot(tmp_path)
+    assertOneLineError(generate(tmp_path, *SETTINGS, check=False), "--resume", "--force")
+    other = [arg if arg != str(SEED) else "8" for arg in SETTINGS]
+    assertOneLineError(generate(tmp_path, *other, "--resume", check=False), "seed")
+    assert snapshot(tmp_path) == before, "a refused run changed the interrupted one"
+
+    result = generate(tmp_path, *SETTINGS, "--num-cpu", "2", "--resume")
+    assert f"{kept} of {N_EPISODES} episodes already recorded" in result.stdout
+    assert sorted(os.listdir(tmp_path)) == [NAME]
+    assert fileContents(tmp_path / NAME) == fileContents(references[2])
+    assertOneLineError(generate(tmp_path, *SETTINGS, "--resume", check=False), "already complete")
+
+
+def test_ctrl_c_keeps_finished_episodes(tmp_path):
+    """SIGINT (Ctrl-C in a terminal reaches the whole process group): exit 130, a one-line hint, the partial kept."""
+    episodes_folder = tmp_path / f".{NAME}.partial" / "episodes"
+    process = subprocess.Popen([sys.executable, "-m", GENERATOR, "--save-path", str(tmp_path), "--name", NAME,
+                                *SETTINGS, "--num-cpu", "2"], cwd=REPO, start_new_session=True, text=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and process.poll() is None:
+        if episodes_folder.is_dir() and any(".tmp" not in f for f in os.listdir(episodes_folder)):
+            break
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "--resume" in stderr.splitlines()[-1] and "episodes kept" in stderr.splitlines()[-1]
+    assert not (tmp_path / NAME).exists() and episodes_folder.is_dir()
+
+
+@pytest.mark.parametrize("arguments,words", [
+    (["--env", "NopeGymEnv-v0"], ["'NopeGymEnv-v0'", "valid choices", "MobileRobotGymEnv-v0"]),
+    (["-c", "--action-joints"], ["--action-joints", "MobileRobotGymEnv-v0"]),
+    (["--img-shape", "3", "8", "8"], ["--img-shape 3 8 8", "H, W >= 16"]),
+    (["--img-shape", "4", "64", "64"], ["--img-shape 4 64 64"]),
+    (["--num-episode", "2", "--num-cpu", "3"], ["--num-cpu 3", "--num-episode 2"]),
+    (["--num-episode", "0"], ["--num-episode", "'0'"]),
+    (["--max-distance", "0.5"], ["--max-distance", "MobileRobotGymEnv-v0"]),
+    (["--multi-view"], ["--multi-view", "MobileRobotGymEnv-v0"]),
+    (["--force", "--resume"], ["--force", "--resume"]),
+    (["--image-format", "gif"], ["'gif'", "jpg", "png"]),
+    (["--policy", "{tmp}"], ["--policy", "no args.json"]),
+], ids=["unknown-env", "joints-on-mobile-robot", "img-too-small", "img-four-channels", "cpu-over-episodes",
+        "zero-episodes", "max-distance-unsupported", "multi-view-unsupported", "force-and-resume", "bad-image-format", "policy-not-a-run"])
+def test_bad_input(tmp_path, arguments, words):
+    arguments = [arg.format(tmp=tmp_path) for arg in arguments]
+    result = generate(tmp_path / "data", "--num-episode", "4", *arguments, check=False)
+    assertOneLineError(result, *words)
+    assert not (tmp_path / "data").exists(), "a bad command wrote files"
+
+
+def test_fusioner_merges_datasets(tmp_path):
+    small = ["--img-shape", "3", "32", "32", "--max-steps", "10", "--no-progress", "-r", "--image-format", "png"]
+    generate(tmp_path, *small, "--num-episode", "4", "--seed", "1", name=NAME)
+    generate(tmp_path, *small, "--num-episode", "3", "--seed", "2", name="small")
+    first, second = str(tmp_path / NAME), str(tmp_path / "small")
+    before = snapshot(first)
+    destination = tmp_path / "merged"
+    result = runModule(FUSIONER, "--merge", first, second, destination)
+    assert result.returncode == 0, result.stderr
+    assert snapshot(first) == before and os.path.isdir(second), "sources must be kept"
+
+    a, b, merged = loadArrays(first), loadArrays(second), loadArrays(destination)
+    for key in a:
+        assert len(merged[key]) == len(a[key]) + len(b[key]), key
+    for key in ("actions", "rewards", "episode_starts", "ground_truth_states", "target_positions"):
+        assert np.array_equal(merged[key], np.concatenate([a[key], b[key]])), key
+    n_episodes = 4 + 3
+    records = sorted(entry for entry in os.listdir(destination) if entry.startswith("record_"))
+    assert records == [f"record_{e:03d}" for e in range(n_episodes)]
+    paths = merged["images_path"].tolist()
+    assert paths[0] == "merged/record_000/frame000000"
+    assert paths[len(a["rewards"])] == "merged/record_004/frame000000"
+    assert paths[-1] == f"merged/record_{n_episodes - 1:03d}/frame000009"
+    for path, old in zip(paths[len(a["rewards"]):], b["images_path"].tolist(), strict=True):  # images moved with their rows
+        with open(tmp_path / f"{path}.png", "rb") as new_file, open(tmp_path / f"{old}.png", "rb") as old_file:
+            assert new_file.read() == old_file.read()
+    config = readJson(destination / "dataset_config.json")
+    assert config["num_episodes"] == n_episodes and [s["name"] for s in config["merged_from"]] == [NAME, "small"]
+
+    before = snapshot(tmp_path)
+    assertOneLineError(runModule(FUSIONER, "--merge", first, second, destination), "already exists")
+    assertOneLineError(runModule(FUSIONER, "--merge", first, destination / "x"), "two sources")
+    assertOneLineError(runModule(FUSIONER, "--merge", first, tmp_path / "nowhere", tmp_path / "out"), "nowhere")
+    assert snapshot(tmp_path) == before
+
+    result = runModule(FUSIONER, "--merge", second, destination, tmp_path / "again", "--delete-sources")
+    assert result.returncode == 0, result.stderr
+    assert not os.path.exists(second) and not destination.exists()
+    assert len(loadArrays(tmp_path / "again")["rewards"]) == len(b["rewards"]) + len(merged["rewards"])
+
+
+def test_policy_from_a_run_folder(tmp_path, trainedRun):
+    """Episodes of a trained agent (ground truth, normalised) recorded by 2 processes are those the agent plays when
+    replayed here with each episode's seed."""
+    from rl_baselines.run_policy import loadRunPolicy
+
+    n_steps, seed = 20, 3
+    generate(tmp_path, "--img-shape", "3", "32", "32", "--max-steps", str(n_steps), "--num-episode", "2",
+             "--seed", str(seed), "--no-progress", "--policy", trainedRun, "--num-cpu", "2")
+    data = loadArrays(tmp_path / NAME)
+    config = readJson(tmp_path / NAME / "dataset_config.json")
+    assert config["policy"] == os.path.abspath(trainedRun)
+
+    policy = loadRunPolicy(trainedRun)
+    env = MobileRobotGymEnv(img_shape=(3, 32, 32), max_steps=n_steps)
+    try:
+        for episode in range(2):
+            observation, _ = env.reset(seed=episodeSeed(seed, episode))
+            policy.reset(episodeSeed(seed, episode))
+            actions = []
+            for _ in range(n_steps):
+                actions.append(policy.act(env, observation))
+                observation, *_ = env.step(actions[-1])
+            assert actions == data["actions"][episode * n_steps:(episode + 1) * n_steps].tolist()
+    finally:
+        env.close()
+    assertOneLineError(generate(tmp_path / "other", "--policy", trainedRun, "-c", check=False), "discrete", "drop -c")

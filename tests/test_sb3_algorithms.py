@@ -1,0 +1,232 @@
+"""The algorithms wrapped from Stable-Baselines3 and sb3-contrib (trpo, qrdqn, ddpg, td3, sac, tqc, ppo_lstm): each
+trains through the command line and writes its run folder, round-trips through save/load, refuses an action type it
+lacks; td3 continues a saved model; ppo_lstm carries one LSTM state per env and resets it at episode ends."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+from conftest import runFolder, runModule, runTrain, snapshot
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
+# Off-policy learners start updating after 150 steps instead of 1000, so that the tiny runs below do update.
+EARLY = ["--hyperparam", "learning_starts:150"]
+# 300 steps: one 250-step episode ends, so that best/ is written.
+STEPS = ["--num-timesteps", "300", "--min-episodes-save", "1"]
+ON_POLICY_SHORT = ["--hyperparam", "n_steps:64", "batch_size:64"]
+
+ALGOS = ["trpo", "qrdqn", "ddpg", "td3", "sac", "tqc", "ppo_lstm"]
+CONTINUOUS_ONLY = {"ddpg", "td3", "sac", "tqc"}
+SQUASHED_GAUSSIAN = {"sac", "tqc"}
+
+RUNS = [
+    ("trpo", GT + ON_POLICY_SHORT),
+    ("qrdqn", GT + EARLY),
+    ("ddpg", GT + ["-c", "--noise-type", "normal"] + EARLY),
+    ("tqc", GT + ["-c", "--batch-size", "32"] + EARLY),
+    # two envs, each with its own LSTM state (512 steps: each env ends an episode)
+    ("ppo_lstm", GT + ["-c", "--num-cpu", "2", "--num-timesteps", "512"] + ON_POLICY_SHORT + ["n_epochs:1"]),
+    # pixels: a CNN in front of the replay-buffer learner (small buffer) and of the LSTM
+    ("sac", PIXELS + ["-c", "--buffer-size", "300", "--batch-size", "16", "--ent-coef", "0.05"] + EARLY),
+    ("ppo_lstm", PIXELS + ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"]),
+]
+
+
+def _loadModel(run_dir: str, algo: str):
+    from rl_baselines.registry import registered_rl
+
+    return registered_rl[algo][0].load(os.path.join(run_dir, f"{algo}_model.zip"))
+
+
+def _checkRunFolder(run_dir: str, algo: str, pixels: bool) -> None:
+    for folder in (run_dir, os.path.join(run_dir, "best")):
+        assert os.path.isfile(os.path.join(folder, f"{algo}_model.zip"))
+        assert os.path.isfile(os.path.join(folder, "vecnormalize.npz")) == (not pixels)
+    assert _loadModel(run_dir, algo).model._n_updates > 0, "no gradient update within the run"
+
+
+RUN_IDS = [f"{algo}-{'pixels' if 'raw_pixels' in args else 'gt'}" for algo, args in RUNS]
+
+
+@pytest.mark.parametrize("algo,args", RUNS, ids=RUN_IDS)
+def test_train_writes_run_folder(tmp_path, algo, args):
+    run_dir = runFolder(runTrain("--algo", algo, *STEPS, *args, "--log-dir", tmp_path))
+    assert os.path.dirname(os.path.dirname(run_dir)).endswith(os.path.join("MobileRobotGymEnv-v0", args[3]))
+    _checkRunFolder(run_dir, algo, pixels="raw_pixels" in args)
+    # flags reach the SB3 learner (the old toolbox dropped sac's --ent-coef and --batch-size)
+    model = _loadModel(run_dir, algo).model
+    if algo == "sac":
+        assert float(model.ent_coef) == 0.05 and model.batch_size == 16 and model.buffer_size == 300
+    if algo == "ddpg":
+        assert type(model.action_noise).__name__ == "NormalActionNoise"
+
+
+def test_td3_continues_a_saved_model(tmp_path):
+    first_dir = runFolder(runTrain("--algo", "td3", *GT, "-c", "--batch-size", "64", *EARLY, *STEPS,
+                                   "--log-dir", tmp_path / "first"))
+    _checkRunFolder(first_dir, "td3", pixels=False)
+    first = _loadModel(first_dir, "td3")
+    assert type(first.model.action_noise).__name__ == "NormalActionNoise"  # td3's default
+    result = runTrain("--algo", "td3", *GT, "-c", "--num-timesteps", "200", "--noise-type", "ou", "--noise-std",
+                      "0.3", "--log-dir", tmp_path / "second",
+                      "--load-rl-model-path", os.path.join(first_dir, "td3_model.zip"))
+    continued = _loadModel(runFolder(result), "td3")
+    assert continued.num_timesteps >= first.num_timesteps + 200
+    assert continued.model._n_updates > first.model._n_updates
+    before, after = first.model.policy.state_dict(), continued.model.policy.state_dict()
+    assert any(not np.allclose(before[k].numpy(), after[k].numpy()) for k in before)
+    # the noise flags given on the command line replace the saved noise; the other settings are kept
+    noise = continued.model.action_noise
+    assert type(noise).__name__ == "OrnsteinUhlenbeckActionNoise" and np.allclose(noise._sigma, 0.3)
+    assert continued.model.batch_size == first.model.batch_size == 64
+
+
+@pytest.fixture()
+def oneTorchThread():
+    """Tiny networks train several times faster on one thread than on threads fighting for shared cores (the
+    train command does the same)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _trainInProcess(algo: str, tmp_path, hyperparams: dict[str, str]):
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.train import baseParser
+
+    algo_class = registered_rl[algo][0]
+    argv = [*GT, "--algo", algo, "--num-timesteps", "192", "--log-dir", str(tmp_path)]
+    if algo in CONTINUOUS_ONLY or algo == "ppo_lstm":
+        argv.append("-c")
+    args = algo_class.customArguments(baseParser()).parse_args(argv)
+    agent = algo_class()
+    agent.train(args, lambda _locals, _globals: True, train_kwargs=algo_class.parserHyperParam(hyperparams))
+    return algo_class, agent
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_save_load_gives_same_actions(tmp_path, algo, oneTorchThread):
+    on_policy = algo in ("trpo", "ppo_lstm")
+    hyperparams = {"n_steps": "64", "batch_size": "32"} if on_policy else {"learning_starts": "64", "batch_size": "32"}
+    algo_class, agent = _trainInProcess(algo, tmp_path, hyperparams)
+    assert agent.model._n_updates > 0
+    path = str(tmp_path / "saved" / f"{algo}_model.zip")
+    agent.save(path)
+    assert os.path.isfile(tmp_path / "saved" / "vecnormalize.npz")
+    loaded = algo_class.load(path)
+    if algo == "ppo_lstm":
+        agent._lstm_states = None  # both start from fresh LSTM states, as at the start of a replay
+    observations = np.random.default_rng(0).normal(size=(16, 2)).astype(np.float32)
+    actions = agent.getAction(observations, deterministic=True)
+    np.testing.assert_array_equal(actions, loaded.getAction(observations, deterministic=True))
+    if algo in ("ddpg", "td3", "qrdqn"):
+        with pytest.raises(NotImplementedError, match="no action distribution"):
+            agent.getActionProba(observations)
+        return
+    if algo == "ppo_lstm":
+        agent._lstm_states = loaded._lstm_states = None
+    proba = agent.getActionProba(observations)
+    np.testing.assert_allclose(proba, loaded.getActionProba(observations), rtol=1e-6)
+    if algo in SQUASHED_GAUSSIAN:
+        # the mean of the squashed Gaussian is the deterministic action, inside the action bounds
+        np.testing.assert_allclose(proba, actions, rtol=1e-5, atol=1e-6)
+        assert np.all(np.abs(proba) <= 1.0)
+
+
+def _lstmAgent():
+    import gymnasium as gym
+    from sb3_contrib import RecurrentPPO
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
+
+    agent = PPOLSTMModel()
+    env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
+    agent.model = RecurrentPPO("MlpLstmPolicy", env, n_steps=8, batch_size=8, seed=0, device="cpu",
+                               policy_kwargs={"lstm_hidden_size": 8})
+    return agent
+
+
+def test_ppo_lstm_keeps_one_state_per_env_and_resets_on_dones():
+    agent, fresh = _lstmAgent(), _lstmAgent()
+    fresh.model = agent.model  # same weights, its own LSTM states
+    rng = np.random.default_rng(1)
+    first, second = (rng.normal(size=(3, 4)).astype(np.float32) for _ in range(2))
+    agent.getAction(first)
+    hidden = agent._lstm_states[0]
+    assert hidden.shape == (1, 3, 8)
+    assert not np.allclose(hidden[:, 0], hidden[:, 1]) and not np.allclose(hidden[:, 1], hidden[:, 2])
+    # env 1's episode ended: its state restarts from zeros, the others carry their memory on
+    dones = np.array([False, True, False])
+    proba = agent.getActionProba(second, dones)
+    assert agent._lstm_states[0] is hidden, "getActionProba moved the LSTM state"
+    action = agent.getAction(second, dones, deterministic=True)
+    np.testing.assert_array_equal(action, proba.argmax(axis=1))
+    fresh.getAction(second)  # every env from zeros
+    np.testing.assert_allclose(agent._lstm_states[0][:, 1], fresh._lstm_states[0][:, 1], rtol=1e-6)
+    np.testing.assert_allclose(agent._lstm_states[1][:, 1], fresh._lstm_states[1][:, 1], rtol=1e-6)
+    for env in (0, 2):
+        assert not np.allclose(agent._lstm_states[0][:, env], fresh._lstm_states[0][:, env])
+    # a different number of envs (a replay with another --num-cpu) starts over instead of failing
+    assert agent.getAction(first[:2]).shape == (2,) and agent._lstm_states[0].shape == (1, 2, 8)
+
+
+@pytest.mark.parametrize("algo", ALGOS)
+def test_search_space_names_valid_flags(algo):
+    from rl_baselines.registry import registered_rl
+
+    algo_class = registered_rl[algo][0]
+    space = algo_class.getOptParam()
+    assert space and set(space) <= set(algo_class.DEFAULT_HYPERPARAMS)
+    for name, (kind, bounds, *scale) in space.items():
+        assert kind in (int, float, list)
+        value = bounds[-1]
+        assert isinstance(algo_class.parserHyperParam({name: str(value)})[name], type(value))
+        if kind is not list:
+            assert bounds[0] < bounds[1] and scale in ([], ["log"])
+            assert not scale or bounds[0] > 0
+
+
+WRONG_ACTION_TYPE = [
+    (["--algo", "sac"], ["--algo sac", "discrete", "-c", "qrdqn", "trpo", "ppo_lstm"], ["sac", "td3", "tqc", "ddpg"]),
+    (["--algo", "qrdqn", "-c"], ["--algo qrdqn", "continuous", "sac", "td3", "tqc", "ddpg", "trpo"], ["qrdqn"]),
+]
+
+
+@pytest.mark.parametrize("arguments,words,absent", WRONG_ACTION_TYPE, ids=["sac-discrete", "qrdqn-continuous"])
+def test_wrong_action_type_is_a_one_line_error(tmp_path, arguments, words, absent):
+    result = runModule("rl_baselines.train", *GT, *arguments, "--log-dir", tmp_path, "--no-vis")
+    assert result.returncode == 2, result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    supporting = lines[0].split("algorithms that do:")[1].replace(",", " ").split()
+    assert not set(absent) & set(supporting), lines[0]
+    assert snapshot(str(tmp_path)) == {}
+
+
+BAD_VALUES = [
+    (["--algo", "ddpg", "-c", "--noise-type", "gauss"], ["--noise-type", "'gauss'", "none, normal, ou"]),
+    (["--algo", "td3", "-c", "--hyperparam", "noise_type:gauss"], ["noise_type", "'gauss'", "none, normal, ou"]),
+    (["--algo", "sac", "-c", "--ent-coef", "lots"], ["--ent-coef", "'lots'", "auto"]),
+    (["--algo", "tqc", "-c", "--ent-coef", "-0.1"], ["--ent-coef", "'-0.1'", "positive number"]),
+]
+
+
+@pytest.mark.parametrize("arguments,words", BAD_VALUES, ids=["noise-type", "hyperparam-noise-type", "ent-coef",
+                                                             "negative-ent-coef"])
+def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
+    from rl_baselines.cli import UsageError
+    from rl_baselines.train import main
+
+    with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
+        main([*GT, *arguments, "--log-dir", str(tmp_path), "--no-vis"])
+    for word in words:
+        assert word in str(error.value), (word, str(error.value))
+    assert snapshot(str(tmp_path)) == {}
