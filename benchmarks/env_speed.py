@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
-from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
+from benchmarks.report import BENCH_FILE, appendReport, compareWithBare, machineDescription, ratioTable  # noqa: E402
 from environments.bullet import pybullet, pybullet_data  # noqa: E402
 from environments.mobile_robot.mobile_robot_env import URDF_DIR, MobileRobotGymEnv  # noqa: E402
 
@@ -168,25 +167,7 @@ def run(seconds: float) -> list[dict[str, float | str]]:
     :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
     """
     actions = np.random.default_rng(0).integers(0, 4, N_ACTIONS).tolist()
-    rows = []
-    for label, srl_model, side in MODES:
-        env_rates, bare_rates = [], []
-        for _ in range(N_REPETITIONS):  # interleaved so that machine noise hits both alike
-            env_rates.append(benchEnv(srl_model, side, seconds, actions))
-            bare_rates.append(benchBare(srl_model, side, seconds, actions))
-        env_rate, bare_rate = statistics.median(env_rates), statistics.median(bare_rates)
-        rows.append({"mode": label, "env": env_rate, "bare": bare_rate, "ratio": env_rate / bare_rate})
-        print(f"  {label}: env {env_rate:,.0f} steps/s, bare {bare_rate:,.0f} steps/s", flush=True)
-    return rows
-
-
-def formatTable(rows: list[dict[str, float | str]]) -> str:
-    """:param rows: as returned by run()
-    :return: a markdown table"""
-    lines = ["| mode | env steps/s | bare PyBullet steps/s | ratio env/bare |", "|---|---:|---:|---:|"]
-    for row in rows:
-        lines.append(f"| {row['mode']} | {row['env']:,.0f} | {row['bare']:,.0f} | {row['ratio']:.2f} |")
-    return "\n".join(lines)
+    return compareWithBare(MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
@@ -200,7 +181,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
     rows = run(args.seconds)
-    table = formatTable(rows)
+    table = ratioTable(rows)
     print(table)
     if not args.no_append:
         command = " ".join(["python benchmarks/env_speed.py", *(sys.argv[1:] if argv is None else argv)])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 
 import numpy as np
@@ -25,7 +24,7 @@ if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
 from benchmarks.env_speed import timedLoop  # noqa: E402
-from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
+from benchmarks.report import BENCH_FILE, appendReport, compareWithBare, machineDescription, ratioTable  # noqa: E402
 from environments.bullet import pybullet, pybullet_data  # noqa: E402
 from environments.kuka.kuka_button_env import URDF_DIR, KukaButtonGymEnv  # noqa: E402
 
@@ -143,25 +142,7 @@ def run(seconds: float) -> list[dict[str, float | str]]:
     :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
     """
     actions = np.random.default_rng(0).integers(0, 6, N_ACTIONS).tolist()
-    rows = []
-    for label, srl_model, side in MODES:
-        env_rates, bare_rates = [], []
-        for _ in range(N_REPETITIONS):  # interleaved so that machine noise hits both alike
-            env_rates.append(benchEnv(srl_model, side, seconds, actions))
-            bare_rates.append(benchBare(srl_model, side, seconds, actions))
-        env_rate, bare_rate = statistics.median(env_rates), statistics.median(bare_rates)
-        rows.append({"mode": label, "env": env_rate, "bare": bare_rate, "ratio": env_rate / bare_rate})
-        print(f"  {label}: env {env_rate:,.0f} steps/s, bare {bare_rate:,.0f} steps/s", flush=True)
-    return rows
-
-
-def formatTable(rows: list[dict[str, float | str]]) -> str:
-    """:param rows: as returned by run()
-    :return: a markdown table"""
-    lines = ["| mode | env steps/s | bare PyBullet steps/s | ratio env/bare |", "|---|---:|---:|---:|"]
-    for row in rows:
-        lines.append(f"| {row['mode']} | {row['env']:,.0f} | {row['bare']:,.0f} | {row['ratio']:.2f} |")
-    return "\n".join(lines)
+    return compareWithBare(MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
@@ -175,7 +156,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
     rows = run(args.seconds)
-    table = formatTable(rows)
+    table = ratioTable(rows)
     print(table)
     if not args.no_append:
         command = " ".join(["python benchmarks/kuka_speed.py", *(sys.argv[1:] if argv is None else argv)])

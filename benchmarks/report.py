@@ -5,6 +5,8 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import statistics
+from typing import Any
 
 BENCH_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks.md")
 
@@ -49,3 +51,39 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
                      f"- Command: `{command}` (also run by `make bench`)\n"
                      f"- Machine: {machineDescription(packages)}\n"
                      f"- {notes}\n\n{table}\n")
+
+
+def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: float, repetitions: int,
+                    actions: list[int]) -> list[dict[str, Any]]:
+    """
+    Measure an env beside its bare PyBullet loop for each mode, interleaved so that machine noise hits both alike.
+
+    :param modes: (label, srl_model, image side) triples
+    :param bench_env: ``bench_env(srl_model, side, seconds, actions) -> steps/s`` of the env
+    :param bench_bare: the same for the bare loop
+    :param seconds: duration of each measurement
+    :param repetitions: measurements per mode (the median is kept)
+    :param actions: pre-drawn actions, reused cyclically
+    :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
+    """
+    rows = []
+    for label, srl_model, side in modes:
+        env_rates, bare_rates = [], []
+        for _ in range(repetitions):
+            env_rates.append(bench_env(srl_model, side, seconds, actions))
+            bare_rates.append(bench_bare(srl_model, side, seconds, actions))
+        env_rate, bare_rate = statistics.median(env_rates), statistics.median(bare_rates)
+        rows.append({"mode": label, "env": env_rate, "bare": bare_rate, "ratio": env_rate / bare_rate})
+        print(f"  {label}: env {env_rate:,.0f} steps/s, bare {bare_rate:,.0f} steps/s", flush=True)
+    return rows
+
+
+def ratioTable(rows: list[dict[str, Any]]) -> str:
+    """
+    :param rows: as returned by :func:`compareWithBare`
+    :return: a markdown table
+    """
+    lines = ["| mode | env steps/s | bare PyBullet steps/s | ratio env/bare |", "|---|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['mode']} | {row['env']:,.0f} | {row['bare']:,.0f} | {row['ratio']:.2f} |")
+    return "\n".join(lines)

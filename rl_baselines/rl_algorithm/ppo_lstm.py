@@ -9,6 +9,7 @@ import numpy as np
 from sb3_contrib import RecurrentPPO
 
 from rl_baselines.base_classes import StableBaselinesRLObject
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
 
 class PPOLSTMModel(StableBaselinesRLObject):
@@ -40,18 +41,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
 
     @classmethod
     def getOptParam(cls) -> dict:
-        return {
-            "n_steps": (int, (32, 2048)),
-            "batch_size": (list, [32, 64, 128, 256]),
-            "n_epochs": (int, (1, 10)),
-            "learning_rate": (float, (1e-5, 1e-2), "log"),
-            "gamma": (float, (0.9, 0.9999)),
-            "gae_lambda": (float, (0.8, 1.0)),
-            "clip_range": (float, (0.1, 0.4)),
-            "ent_coef": (float, (1e-8, 0.1), "log"),
-            "vf_coef": (float, (0.0, 1.0)),
-            "max_grad_norm": (float, (0.3, 5.0)),
-        }
+        return PPO2Model.getOptParam()  # the same PPO hyperparameters, searched over the same ranges
 
     def _stepInputs(self, observation: np.ndarray, dones: np.ndarray | None
                     ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:
