@@ -26,6 +26,7 @@ test: install
 bench: install
 	$(PY) benchmarks/env_speed.py
 	$(PY) benchmarks/kuka_speed.py
+	$(PY) benchmarks/all_envs_speed.py
 	$(PY) benchmarks/dataset_speed.py
 	$(PY) benchmarks/train_speed.py
 

@@ -1,0 +1,70 @@
+"""Steps/s of every registered env, in ground-truth mode and with 64x64 pixels (random discrete actions, resets
+included, one process, median of 3 short runs).
+
+The bare-PyBullet comparisons of the two base scenes are in env_speed.py (mobile robot) and kuka_speed.py (arm); the
+variants run the same code paths plus their own objects. Usage: ``python benchmarks/all_envs_speed.py [--seconds S]
+[--no-append] [ENV_ID ...]`` (also run by ``make bench``).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.report import appendReport  # noqa: E402
+from environments import getEnvClass, registered_env  # noqa: E402
+
+N_REPETITIONS = 3
+
+
+def stepsPerSecond(env_id: str, srl_model: str, seconds: float) -> float:
+    """
+    :param env_id: a registered env id
+    :param srl_model: "ground_truth" or "raw_pixels"
+    :param seconds: how long to step
+    :return: env steps per second, resets included
+    """
+    env = getEnvClass(env_id)(srl_model=srl_model, img_shape=(3, 64, 64), seed=0)
+    env.action_space.seed(0)
+    env.reset(seed=0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        for _ in range(10):
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            steps += 1
+            if terminated or truncated:
+                env.reset()
+    rate = steps / (time.perf_counter() - start)
+    env.close()
+    return rate
+
+
+def main(argv: list[str] | None = None) -> None:
+    """:param argv: command-line arguments"""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("env_ids", nargs="*", help="envs to measure [all registered]")
+    parser.add_argument("--seconds", type=float, default=2.0, help="duration of each run [2]")
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    lines = ["| env | ground_truth steps/s | raw_pixels 64x64 steps/s |", "|---|---:|---:|"]
+    for env_id in args.env_ids or sorted(registered_env):
+        rates = [statistics.median(stepsPerSecond(env_id, mode, args.seconds) for _ in range(N_REPETITIONS))
+                 for mode in ("ground_truth", "raw_pixels")]
+        lines.append(f"| {env_id} | {rates[0]:,.0f} | {rates[1]:,.0f} |")
+        print(lines[-1], flush=True)
+    table = "\n".join(lines)
+    if not args.no_append:
+        command = " ".join(["python benchmarks/all_envs_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        appendReport("Environment speed, every env", command,
+                     f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
+                     f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,98 @@
+"""A third-party package adds an environment through the `srl_toolbox.environments` entry point (a real dist-info on
+the path): gymnasium.make finds it after `import environments`, and the train command trains on it."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from conftest import runFolder, runModule
+
+ENV_CODE = textwrap.dedent('''
+    """A line world: move left/right to reach x = 1."""
+    import gymnasium as gym
+    import numpy as np
+
+    from environments.srl_env import SRLGymEnv
+
+
+    class LineWorldEnv(SRLGymEnv):
+        SRL_MODES = ("ground_truth", "raw_pixels")
+        MAX_STEPS = 20
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.action_space = gym.spaces.Discrete(2) if self.is_discrete else gym.spaces.Box(-1, 1, (1,), np.float32)
+            self.observation_space = (self.pixelObservationSpace() if self.usesPixels
+                                      else gym.spaces.Box(-2, 2, (1,), np.float32))
+            self.x, self.steps = 0.0, 0
+
+        def getTargetPos(self):
+            return np.array([1.0], dtype=np.float32)
+
+        def getRobotPos(self):
+            return np.array([self.x], dtype=np.float32)
+
+        @staticmethod
+        def getGroundTruthDim():
+            return 1
+
+        def _obs(self):
+            if self.usesPixels:
+                _, height, width = self.img_shape
+                image = np.zeros((height, width, 3), dtype=np.uint8)
+                image[:, int((self.x + 1) / 2 * (width - 1))] = 255
+                return image
+            return self.getSRLState()
+
+        def reset(self, *, seed=None, options=None):
+            super().reset(seed=seed)
+            self.x, self.steps = float(self.np_random.uniform(-1, 0)), 0
+            return self._obs(), {}
+
+        def step(self, action):
+            move = (0.1 if int(action) == 1 else -0.1) if self.is_discrete else 0.1 * float(np.clip(action[0], -1, 1))
+            self.x = float(np.clip(self.x + move, -1, 1))
+            self.steps += 1
+            reached = abs(self.x - 1.0) < 0.05
+            return self._obs(), float(reached), reached, self.steps >= self.max_steps, {"is_success": reached}
+''')
+
+
+def _installPlugin(root) -> str:
+    package = root / "line_world"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "env.py").write_text(ENV_CODE)
+    dist_info = root / "line_world-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-world\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[srl_toolbox.environments]\nLineWorldEnv-v0 = line_world.env:LineWorldEnv\n")
+    return str(root)
+
+
+def test_third_party_env_is_registered_and_trains(tmp_path):
+    env = {"PYTHONPATH": _installPlugin(tmp_path / "site")}
+    script = ("import environments, gymnasium\n"
+              "from stable_baselines3.common.env_checker import check_env\n"
+              "env = gymnasium.make('LineWorldEnv-v0', srl_model='ground_truth')\n"
+              "check_env(env.unwrapped)\n"
+              "print(env.reset(seed=0)[0].shape)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, **env})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "(1,)"
+    run = runModule("rl_baselines.train", "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model", "ground_truth",
+                    "--num-timesteps", "256", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs", "--no-vis",
+                    "--no-progress", env=env)
+    assert run.returncode == 0, run.stderr
+    run_dir = runFolder(run)
+    assert json.load(open(os.path.join(run_dir, "env_globals.json")))["constants"]["MAX_STEPS"] == 20
+    assert os.path.isfile(os.path.join(run_dir, "ppo2_model.zip"))
+    # the env's own observation modes decide what --srl-model accepts
+    bad = runModule("rl_baselines.train", "--env", "LineWorldEnv-v0", "--srl-model", "joints", "--log-dir",
+                    tmp_path / "logs", env=env)
+    assert bad.returncode == 2 and "valid choices: ground_truth, raw_pixels" in bad.stderr
