@@ -1,4 +1,4 @@
-"""Environment speed: MobileRobotGymEnv steps/s next to a bare PyBullet loop doing the same simulation work.
+"""Environment speed: the mobile-robot envs' steps/s next to a bare PyBullet loop doing the same simulation work.
 
 For each observation mode the env runs discrete random actions (with a reset every 250 steps, as in training), and a
 bare loop on its own PyBullet client, with the same scene, does only what the mode needs from PyBullet: teleport the
@@ -12,6 +12,7 @@ section to docs/benchmarks.md unless ``--no-append``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import time
@@ -24,14 +25,17 @@ if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
 from benchmarks.report import BENCH_FILE, appendReport, compareWithBare, machineDescription, ratioTable  # noqa: E402
-from environments.bullet import pybullet, pybullet_data  # noqa: E402
-from environments.mobile_robot.mobile_robot_env import URDF_DIR, MobileRobotGymEnv  # noqa: E402
+from environments.bullet import pybullet  # noqa: E402
+from environments import getEnvClass  # noqa: E402
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv  # noqa: E402
 
 # (label, srl_model, image side)
 MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
          ("raw_pixels 224x224", "raw_pixels", 224))
 EPISODE_STEPS = MobileRobotGymEnv.MAX_STEPS
 N_REPETITIONS = 3
+FAMILY = ("MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0", "MobileRobot2TargetGymEnv-v0",
+          "MobileRobotLineTargetGymEnv-v0")
 N_ACTIONS = 100_000  # pre-drawn, reused cyclically, so that drawing them is not timed
 
 
@@ -56,16 +60,18 @@ def timedLoop(step: Callable[[int], None], seconds: float, chunk: int) -> float:
             return count / (now - start)
 
 
-def benchEnv(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+def benchEnv(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
     """
+    :param env_class: the env to measure
     :param srl_model: observation mode
     :param side: image side for pixel modes
     :param seconds: how long to run
     :param actions: discrete actions to play (cyclically)
     :return: env steps per second, resets included
     """
-    env = MobileRobotGymEnv(srl_model=srl_model, img_shape=(3, side, side), seed=0)
+    env = env_class(srl_model=srl_model, img_shape=(3, side, side), seed=0)
     env.reset()
+    actions = [action % env.action_space.n for action in actions]  # the 1-D robot has 2 actions
     n_actions = len(actions)
     env_step, env_reset = env.step, env.reset
 
@@ -80,24 +86,23 @@ def benchEnv(srl_model: str, side: int, seconds: float, actions: list[int]) -> f
         env.close()
 
 
-def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+def benchBare(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
     """
-    The same PyBullet work as the env, with no env around it: a random walk precomputed from the same actions
-    (bumps and resets included), each position teleported and, for pixel modes, photographed.
+    The same PyBullet work as the env, with no env around it: on the env's own scene (built by constructing it, then
+    left alone), a random walk precomputed from the same actions (bumps and resets included), each position
+    teleported and, for pixel modes, photographed.
 
+    :param env_class: the env whose scene is used
     :param srl_model: observation mode
     :param side: image side for pixel modes
     :param seconds: how long to run
     :param actions: discrete actions to play (cyclically)
     :return: steps per second
     """
-    client = pybullet.connect(pybullet.DIRECT)
+    scene = env_class(srl_model="ground_truth", seed=0)
+    scene.reset(seed=0)
     try:
-        robot = _loadScene(client)
-        cls = MobileRobotGymEnv
-        view = pybullet.computeViewMatrixFromYawPitchRoll(
-            cameraTargetPosition=list(cls.CAMERA_TARGET_POS), distance=cls.CAMERA_DISTANCE, yaw=cls.CAMERA_YAW,
-            pitch=cls.CAMERA_PITCH, roll=cls.CAMERA_ROLL, upAxisIndex=2)
+        client, robot, view, cls = scene._p._client, scene._robot_uid, scene._view_matrix, env_class
         projection = pybullet.computeProjectionMatrixFOV(
             fov=cls.CAMERA_FOV, aspect=1.0, nearVal=cls.CAMERA_NEAR, farVal=cls.CAMERA_FAR)
         positions = _randomWalk(actions)
@@ -117,31 +122,11 @@ def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> 
         timedLoop(step, min(0.2, seconds), _chunk(srl_model))
         return timedLoop(step, seconds, _chunk(srl_model))
     finally:
-        pybullet.disconnect(physicsClientId=client)
+        scene.close()
 
 
 def _chunk(srl_model: str) -> int:
     return 1000 if srl_model == "ground_truth" else 5
-
-
-def _loadScene(client: int) -> int:
-    """Load the env's scene (plane, walls, target, robot) with bare PyBullet calls; return the robot's id."""
-    cls = MobileRobotGymEnv
-    pybullet.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), useFixedBase=True,
-                      physicsClientId=client)
-    along_y = pybullet.getQuaternionFromEuler([0.0, 0.0, np.pi / 2])
-    walls = (([2.0, 0.0, 0.0], [0, 0, 0, 1], cls.WALL_COLORS["y=0"]),
-             ([4.0, 2.0, 0.0], along_y, cls.WALL_COLORS["x=4"]),
-             ([2.0, 4.0, 0.0], [0, 0, 0, 1], cls.WALL_COLORS["y=4"]),
-             ([0.0, 2.0, 0.0], along_y, cls.WALL_COLORS["x=0"]))
-    for position, orientation, color in walls:
-        uid = pybullet.loadURDF(os.path.join(URDF_DIR, "wall.urdf"), position, orientation, useFixedBase=True,
-                                physicsClientId=client)
-        pybullet.changeVisualShape(uid, -1, rgbaColor=color, physicsClientId=client)
-    pybullet.loadURDF(os.path.join(URDF_DIR, "cylinder.urdf"), [*cls.TARGET_POS, 0.0], useFixedBase=True,
-                      physicsClientId=client)
-    return pybullet.loadURDF(os.path.join(pybullet_data.getDataPath(), "racecar", "racecar.urdf"), [2.0, 2.0, 0.0],
-                             useFixedBase=True, physicsClientId=client)
 
 
 def _randomWalk(actions: list[int]) -> list[tuple[float, float, float]]:
@@ -161,13 +146,20 @@ def _randomWalk(actions: list[int]) -> list[tuple[float, float, float]]:
     return positions
 
 
-def run(seconds: float) -> list[dict[str, float | str]]:
+def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, float | str]]:
     """
     :param seconds: duration of each measurement
-    :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
+    :param env_ids: envs of the mobile-robot family to measure
+    :return: one row per env and mode: mode, env (steps/s), bare (steps/s), ratio
     """
     actions = np.random.default_rng(0).integers(0, 4, N_ACTIONS).tolist()
-    return compareWithBare(MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
+    rows = []
+    for env_id in env_ids:
+        env_class = getEnvClass(env_id)
+        modes = tuple((f"{env_id} {label}", srl_model, side) for label, srl_model, side in MODES)
+        rows += compareWithBare(modes, functools.partial(benchEnv, env_class), functools.partial(benchBare, env_class),
+                                seconds, N_REPETITIONS, actions)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
@@ -177,17 +169,18 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
+    parser.add_argument("--env", nargs="+", default=list(FAMILY), help="envs to measure [the whole family]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
-    rows = run(args.seconds)
+    rows = run(args.seconds, args.env)
     table = ratioTable(rows)
     print(table)
     if not args.no_append:
         command = " ".join(["python benchmarks/env_speed.py", *(sys.argv[1:] if argv is None else argv)])
-        appendReport("Environment speed, MobileRobotGymEnv", command,
+        appendReport("Environment speed, mobile-robot family", command,
                      f"One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of "
-                     f"{N_REPETITIONS} runs of {args.seconds:g} s each. Bare = a PyBullet loop on the same scene doing "
+                     f"{N_REPETITIONS} runs of {args.seconds:g} s each. Bare = a PyBullet loop on the env's own scene doing "
                      f"only the teleport (+ getCameraImage, same matrices, TinyRenderer, for pixels).", table)
         print(f"appended to {os.path.relpath(BENCH_FILE)}")
     return rows

@@ -1,4 +1,4 @@
-"""Speed of KukaButtonGymEnv, compared to a bare PyBullet loop doing the same simulation work.
+"""Speed of the Kuka envs (the whole family by default), each compared to a bare PyBullet loop doing the same work.
 
 For each observation mode the env runs discrete random actions (resetting when an episode ends), and a bare loop on
 its own PyBullet client, with the same scene, does only what one env step needs from PyBullet: read the effector,
@@ -14,6 +14,7 @@ unless ``--no-append``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 
@@ -25,26 +26,29 @@ if ROOT not in sys.path:  # runnable from a checkout without installing
 
 from benchmarks.env_speed import timedLoop  # noqa: E402
 from benchmarks.report import BENCH_FILE, appendReport, compareWithBare, machineDescription, ratioTable  # noqa: E402
-from environments.bullet import pybullet, pybullet_data  # noqa: E402
-from environments.kuka.kuka_button_env import URDF_DIR, KukaButtonGymEnv  # noqa: E402
+from environments.bullet import pybullet  # noqa: E402
+from environments import getEnvClass  # noqa: E402
+from environments.kuka.kuka_button_env import KukaButtonGymEnv  # noqa: E402
 
 # (label, srl_model, image side)
 MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
          ("raw_pixels 224x224", "raw_pixels", 224))
+FAMILY = ("KukaButtonGymEnv-v0", "KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEnv-v0", "KukaMovingButtonGymEnv-v0")
 N_REPETITIONS = 3
 N_ACTIONS = 100_000  # pre-drawn, reused cyclically, so that drawing them is not timed
 CHUNK = 10  # steps between clock reads
 
 
-def benchEnv(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+def benchEnv(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
     """
+    :param env_class: the env to measure
     :param srl_model: observation mode
     :param side: image side for pixel modes
     :param seconds: how long to run
     :param actions: discrete actions to play (cyclically)
     :return: env steps per second, resets included
     """
-    env = KukaButtonGymEnv(srl_model=srl_model, img_shape=(3, side, side), seed=0)
+    env = env_class(srl_model=srl_model, img_shape=(3, side, side), seed=0)
     env.reset()
     n_actions = len(actions)
     env_step, env_reset = env.step, env.reset
@@ -61,9 +65,12 @@ def benchEnv(srl_model: str, side: int, seconds: float, actions: list[int]) -> f
         env.close()
 
 
-def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+def benchBare(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
     """
-    The same PyBullet work as one env step, with no env around it.
+    The same PyBullet work as one env step, with no env around it, on the env's own scene (built and reset by
+    constructing the env, then left alone: its distractors and buttons are simulated by the same physics steps).
+
+    :param env_class: the env whose scene is used
 
     :param srl_model: observation mode
     :param side: image side for pixel modes
@@ -71,10 +78,11 @@ def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> 
     :param actions: discrete actions to play (cyclically)
     :return: steps per second
     """
-    cls = KukaButtonGymEnv
-    client = pybullet.connect(pybullet.DIRECT)
+    cls = env_class
+    scene = env_class(srl_model="ground_truth", seed=0)
+    scene.reset(seed=0)
     try:
-        robot, table, button = _loadScene(client)
+        client, robot, table, button = scene._p._client, scene._robot_uid, scene._table_uid, scene._button_uids[0]
         view = pybullet.computeViewMatrixFromYawPitchRoll(
             cameraTargetPosition=list(cls.CAMERA_TARGET_POS), distance=cls.CAMERA_DISTANCE, yaw=cls.CAMERA_YAW,
             pitch=cls.CAMERA_PITCH, roll=cls.CAMERA_ROLL, upAxisIndex=2)
@@ -111,38 +119,23 @@ def benchBare(srl_model: str, side: int, seconds: float, actions: list[int]) -> 
         timedLoop(step, min(0.2, seconds), CHUNK)
         return timedLoop(step, seconds, CHUNK)
     finally:
-        pybullet.disconnect(physicsClientId=client)
+        scene.close()
 
 
-def _loadScene(client: int) -> tuple[int, int, int]:
-    """Load the env's scene with bare PyBullet calls, the arm at rest; return (robot, table, button) ids."""
-    cls = KukaButtonGymEnv
-    data = pybullet_data.getDataPath()
-    pybullet.setPhysicsEngineParameter(numSolverIterations=cls.SOLVER_ITERATIONS, physicsClientId=client)
-    pybullet.setTimeStep(cls.TIME_STEP, physicsClientId=client)
-    pybullet.setGravity(0.0, 0.0, cls.GRAVITY, physicsClientId=client)
-    pybullet.loadURDF(os.path.join(data, "plane.urdf"), list(cls.PLANE_POS), useFixedBase=True,
-                      physicsClientId=client)
-    table = pybullet.loadURDF(os.path.join(data, "table", "table.urdf"), list(cls.TABLE_POS), useFixedBase=True,
-                              physicsClientId=client)
-    robot = pybullet.loadSDF(os.path.join(data, cls.ROBOT_SDF), physicsClientId=client)[0]
-    pybullet.resetBasePositionAndOrientation(robot, list(cls.ROBOT_POS), [0, 0, 0, 1], physicsClientId=client)
-    button = pybullet.loadURDF(os.path.join(URDF_DIR, cls.BUTTON_URDFS[0]), list(cls.BUTTON_POSITIONS[0]),
-                               useFixedBase=True, physicsClientId=client)
-    for joint, angle in enumerate(cls.REST_POSE):
-        pybullet.resetJointState(robot, joint, angle, physicsClientId=client)
-        pybullet.setJointMotorControl2(robot, joint, pybullet.POSITION_CONTROL, targetPosition=angle,
-                                       force=cls.MOTOR_FORCE, physicsClientId=client)
-    return robot, table, button
-
-
-def run(seconds: float) -> list[dict[str, float | str]]:
+def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, float | str]]:
     """
     :param seconds: duration of each measurement
-    :return: one row per mode: mode, env (steps/s), bare (steps/s), ratio
+    :param env_ids: envs of the Kuka family to measure
+    :return: one row per env and mode: mode, env (steps/s), bare (steps/s), ratio
     """
     actions = np.random.default_rng(0).integers(0, 6, N_ACTIONS).tolist()
-    return compareWithBare(MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
+    rows = []
+    for env_id in env_ids:
+        env_class = getEnvClass(env_id)
+        modes = tuple((f"{env_id} {label}", srl_model, side) for label, srl_model, side in MODES)
+        rows += compareWithBare(modes, functools.partial(benchEnv, env_class), functools.partial(benchBare, env_class),
+                                seconds, N_REPETITIONS, actions)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
@@ -152,19 +145,20 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     """
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
+    parser.add_argument("--env", nargs="+", default=list(FAMILY), help="envs to measure [the whole family]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
-    rows = run(args.seconds)
+    rows = run(args.seconds, args.env)
     table = ratioTable(rows)
     print(table)
     if not args.no_append:
         command = " ".join(["python benchmarks/kuka_speed.py", *(sys.argv[1:] if argv is None else argv)])
-        appendReport("Environment speed, KukaButtonGymEnv", command,
+        appendReport("Environment speed, Kuka family", command,
                      f"One process; discrete random actions, reset at the end of each episode; median of "
                      f"{N_REPETITIONS} runs of {args.seconds:g} s each; one env step = "
                      f"{KukaButtonGymEnv.PHYSICS_STEPS_PER_ACTION} physics steps of 1/240 s. Bare = a PyBullet loop "
-                     f"on the same scene doing one step's PyBullet calls (link state, IK, 7 motor commands, physics, "
+                     f"on the env's own scene doing one step's PyBullet calls (link state, IK, 7 motor commands, physics, "
                      f"2 contact queries; + getCameraImage, same matrices, TinyRenderer, for pixels).", table)
         print(f"appended to {os.path.relpath(BENCH_FILE)}")
     return rows
