@@ -1,7 +1,7 @@
 """Environment speed: the mobile-robot envs' steps/s next to a bare PyBullet loop doing the same simulation work.
 
 For each observation mode the env runs discrete random actions (with a reset every 250 steps, as in training), and a
-bare loop on its own PyBullet client, with the same scene, does only what the mode needs from PyBullet: teleport the
+bare loop on the env's own PyBullet client and scene (the env is built, then left alone) does only what the mode needs from PyBullet: teleport the
 robot and, for pixel modes, getCameraImage with the same matrices, renderer and flags. The ratio env / bare is the
 figure of merit: how much the env's Python adds on top of the unavoidable PyBullet work. Each measurement runs for
 ``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
