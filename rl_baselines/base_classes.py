@@ -371,6 +371,10 @@ class StableBaselinesRLObject(BaseRLObject):
             policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
             self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device="cpu", verbose=0,
                                         **self.makeModelKwargs(args, hyperparams, self.env))
+        if getattr(args, "pretrain_dataset", None):
+            from rl_baselines.pretrain import pretrainFromArgs
+
+            pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
         run_dir = getattr(args, "run_dir", None)
         if run_dir:
             self.model.set_logger(configure(run_dir, ["csv"]))

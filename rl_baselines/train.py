@@ -66,6 +66,10 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
                         help="which trained SRL model each env uses [config/srl_models.yaml]")
     parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--pretrain-dataset", default=None, metavar="DIR",
+                        help="behaviour cloning: pretrain the policy on this generator dataset before RL")
+    parser.add_argument("--pretrain-epochs", type=positiveInt, default=10, help="pretraining epochs [10]")
+    parser.add_argument("--pretrain-lr", type=float, default=1e-3, help="pretraining learning rate (Adam) [1e-3]")
     return parser
 
 
@@ -128,6 +132,13 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
         hyperparams = algo_class.parserHyperParam(_parseHyperparams(args.hyperparam))
     except ValueError as error:
         raise UsageError(f"--hyperparam: {error}") from None
+    if getattr(args, "pretrain_dataset", None) is not None:
+        from rl_baselines.pretrain import checkDataset
+
+        try:
+            checkDataset(args.pretrain_dataset, args, registered_rl)
+        except ValueError as error:
+            raise UsageError(f"--pretrain-dataset: {error}") from None
     start_timesteps = 0
     if args.load_rl_model_path is not None:
         if not os.path.isfile(args.load_rl_model_path):
