@@ -1,0 +1,421 @@
+"""ppo1: PPO with the clipped surrogate (Schulman et al., 2017) trained by several worker processes that each collect
+their own rollouts and average their gradients -- the old toolbox's MPI PPO, here on ``torch.distributed``.
+
+Layout of a run with ``--num-workers K``: rank 0 is the train command's own process (it alone writes the run folder,
+monitor files, progress.csv and models, and calls the callback); it spawns K-1 worker processes on this machine that
+join a gloo process group (``--dist-url``, default ``tcp://127.0.0.1:<free port>``). Processes on other machines join
+the same group with ``--rank R --world-size K --dist-url tcp://HOST:PORT`` (a process given ``--rank`` > 0 only works
+as a worker, spawns nothing and writes no model). Every rank builds its own env with the class's ``makeEnv`` and seed
+``seed + 1000 * rank``.
+
+One iteration, on every rank:
+
+1. collect ``timesteps_per_actorbatch`` steps per env (num_timesteps counts the steps of all ranks);
+2. GAE(λ) advantages; they are normalised with the mean and std of the *global* batch (sums all-reduced);
+3. ``optim_epochs`` epochs; each epoch splits the local batch into ``nminibatches`` parts, and for each part computes
+   the gradient of ``-clipped surrogate + vf_coef * value loss - entcoeff * entropy`` summed over its samples,
+   all-reduces (SUM) the gradients and the sample counts and divides by the global count, then takes the same Adam
+   step (parameters stay identical: rank 0 broadcasts its networks and optimizer state at the start).
+
+Why full batches by default (``nminibatches`` 1): the gradient is then exactly the mean over the union of the
+ranks' batches, so K workers make the same update as 1 worker on the union of their batches (up to float summation
+order; tests/test_ppo1.py checks it). With more minibatches each rank still takes its own equal share of every
+global minibatch, which is again a plain mean over the global minibatch, but not the same split as one worker would
+make. Gradients are not clipped (as in the MPI original). Observation normalisation (VecNormalize) is per rank; rank 0's
+statistics are the ones saved.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch import nn
+
+from rl_baselines.algo_types import ActionType
+from rl_baselines.base_classes import TrainCallback
+from rl_baselines.cli import UsageError
+from rl_baselines.rl_algorithm.torch_common import (
+    TorchActorCritic,
+    isImageSpace,
+    makeEncoder,
+    orthogonalInit,
+)
+
+
+class PPO1Network(nn.Module):
+    """
+    Policy and value function: separate MLPs for low-dimensional observations, one shared CNN for images.
+
+    :param observation_space: the observation space
+    :param action_space: Discrete (categorical policy) or Box (diagonal Gaussian, state-independent log std)
+    :param hidden: MLP width
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, hidden: int = 64) -> None:
+        super().__init__()
+        self.pi_encoder = makeEncoder(observation_space, hidden)
+        self.vf_encoder = None if isImageSpace(observation_space) else makeEncoder(observation_space, hidden)
+        features = self.pi_encoder.out_features
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        n_outputs = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.pi = orthogonalInit(nn.Linear(features, n_outputs), 0.01)
+        self.vf = orthogonalInit(nn.Linear(features, 1), 1.0)
+        self.log_std = None if self.discrete else nn.Parameter(torch.zeros(n_outputs))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+        """
+        :param obs: a batch of observations
+        :return: the action distribution and the state values (batch,)
+        """
+        pi_features = self.pi_encoder(obs)
+        values = self.vf(pi_features if self.vf_encoder is None else self.vf_encoder(obs)).squeeze(-1)
+        if self.discrete:
+            return torch.distributions.Categorical(logits=self.pi(pi_features)), values
+        normal = torch.distributions.Normal(self.pi(pi_features), self.log_std.exp())
+        return torch.distributions.Independent(normal, 1), values
+
+
+def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray,
+        gamma: float, lam: float) -> np.ndarray:
+    """
+    :param rewards: (n_steps, n_envs)
+    :param values: V of each step's observation (n_steps, n_envs)
+    :param dones: (n_steps, n_envs), 1 where the step ended an episode
+    :param last_values: V of the observation after the last step (n_envs,)
+    :param gamma: discount factor
+    :param lam: GAE λ
+    :return: the generalised advantage estimates (n_steps, n_envs)
+    """
+    advantages = np.zeros_like(rewards)
+    running = np.zeros_like(last_values, dtype=np.float32)
+    next_values = last_values
+    for step in reversed(range(rewards.shape[0])):
+        not_done = 1.0 - dones[step]
+        delta = rewards[step] + gamma * next_values * not_done - values[step]
+        running = delta + gamma * lam * not_done * running
+        advantages[step] = running
+        next_values = values[step]
+    return advantages
+
+
+def allReduceSum(tensor: torch.Tensor) -> torch.Tensor:
+    """:return: the sum of ``tensor`` over all ranks (itself without a process group)"""
+    if dist.is_available() and dist.is_initialized():
+        dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+    return tensor
+
+
+def ppoUpdate(policy: PPO1Network, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
+              hyperparams: dict[str, Any], learning_rate: float, seed: int = 0) -> dict[str, float]:
+    """
+    The PPO update of one rollout, on this rank's share of the global batch (gradients all-reduced).
+
+    :param policy: the network (identical on every rank)
+    :param optimizer: its Adam optimizer (identical state on every rank)
+    :param batch: this rank's flattened ``obs``, ``actions``, ``log_probs`` (old), ``advantages``, ``returns``
+    :param hyperparams: clip_param, entcoeff, vf_coef, optim_epochs, nminibatches
+    :param learning_rate: this update's Adam step size
+    :param seed: seeds the minibatch shuffling (only used with nminibatches > 1)
+    :return: statistics of the last epoch (means over the global batch)
+    """
+    clip, ent_coef, vf_coef = float(hyperparams["clip_param"]), float(hyperparams["entcoeff"]), float(hyperparams["vf_coef"])
+    n_local = batch["advantages"].shape[0]
+    # Normalise advantages over the global batch, so that K ranks see exactly what one rank on the union would.
+    adv = batch["advantages"].double()
+    moments = allReduceSum(torch.stack([torch.tensor(float(n_local), dtype=torch.float64), adv.sum(), (adv ** 2).sum()]))
+    mean = moments[1] / moments[0]
+    std = torch.sqrt(torch.clamp(moments[2] / moments[0] - mean ** 2, min=0.0))
+    advantages = ((adv - mean) / (std + 1e-8)).float()
+    for group in optimizer.param_groups:
+        group["lr"] = learning_rate
+    generator = torch.Generator().manual_seed(seed)
+    n_minibatches = int(hyperparams["nminibatches"])
+    params = [param for param in policy.parameters()]
+    stats = torch.zeros(5, dtype=torch.float64)
+    for _ in range(int(hyperparams["optim_epochs"])):
+        order = torch.randperm(n_local, generator=generator) if n_minibatches > 1 else torch.arange(n_local)
+        stats.zero_()
+        for indices in torch.tensor_split(order, n_minibatches):
+            distribution, values = policy(batch["obs"][indices])
+            ratio = torch.exp(distribution.log_prob(batch["actions"][indices]) - batch["log_probs"][indices])
+            adv_mb = advantages[indices]
+            surrogate = torch.min(ratio * adv_mb, torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * adv_mb)
+            vf_loss = (values - batch["returns"][indices]) ** 2
+            entropy = distribution.entropy()
+            # Sums here, divided by the global sample count after the all-reduce: a mean over the global minibatch.
+            loss = (-surrogate + vf_coef * vf_loss - ent_coef * entropy).sum()
+            optimizer.zero_grad()
+            loss.backward()
+            grads = [param.grad if param.grad is not None else torch.zeros_like(param) for param in params]
+            flat = torch.cat([grad.reshape(-1) for grad in grads] + [torch.tensor([float(len(indices))])])
+            allReduceSum(flat)
+            count, offset = flat[-1], 0
+            for param in params:
+                param.grad = (flat[offset:offset + param.numel()] / count).view_as(param)
+                offset += param.numel()
+            optimizer.step()
+            with torch.no_grad():
+                stats += torch.tensor([-surrogate.sum().item(), vf_loss.sum().item(), entropy.sum().item(),
+                                       ((ratio - 1.0).abs() > clip).float().sum().item(), float(len(indices))],
+                                      dtype=torch.float64)
+    allReduceSum(stats)
+    return {"pg_loss": float(stats[0] / stats[4]), "vf_loss": float(stats[1] / stats[4]),
+            "entropy": float(stats[2] / stats[4]), "clip_fraction": float(stats[3] / stats[4])}
+
+
+def freeDistUrl() -> str:
+    """:return: ``tcp://127.0.0.1:PORT`` with a port free right now"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"tcp://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def _workerEntry(model_class: type, rank: int, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:
+    """Spawned worker process: join the group and train as rank ``rank`` (no files, no callback)."""
+    torch.set_num_threads(1)
+    args = copy.copy(args)
+    args.rank = rank
+    model_class().train(args, lambda _locals, _globals: True, env_kwargs)
+    # Skip the interpreter's teardown: a thread left by gloo sometimes aborts it ("terminate called without an
+    # active exception"), which would turn a finished worker into a failed one.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+class PPO1Model(TorchActorCritic):
+    """PPO1: clipped-surrogate PPO, several processes averaging gradients with torch.distributed (gloo)."""
+
+    NAME = "ppo1"
+    ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
+    # In env steps (all workers together), as ppo2's and trpo's.
+    LOG_INTERVAL = 1024
+    SAVE_INTERVAL = 4096
+    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
+        "timesteps_per_actorbatch": 128,
+        "entcoeff": 0.01,
+        "vf_coef": 1.0,
+        "learning_rate": 2.5e-4,
+        "gamma": 0.99,
+        "lam": 0.95,
+        "optim_epochs": 4,
+        "nminibatches": 1,
+        "clip_param": 0.2,
+        "lr_schedule": "constant",
+    }
+    HYPERPARAM_CHECKS: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = {
+        "timesteps_per_actorbatch": (lambda v: v > 0, "> 0"),
+        "entcoeff": (lambda v: v >= 0, ">= 0"),
+        "vf_coef": (lambda v: v >= 0, ">= 0"),
+        "learning_rate": (lambda v: v > 0, "> 0"),
+        "gamma": (lambda v: 0 < v <= 1, "in (0, 1]"),
+        "lam": (lambda v: 0 <= v <= 1, "in [0, 1]"),
+        "optim_epochs": (lambda v: v > 0, "> 0"),
+        "nminibatches": (lambda v: v > 0, "> 0"),
+        "clip_param": (lambda v: v > 0, "> 0"),
+    }
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.policy: PPO1Network | None = None
+        self.optimizer: torch.optim.Adam | None = None
+        self.rank = 0
+        self.world_size = 1
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        super().customArguments(parser)
+        group = parser.add_argument_group("ppo1 workers (torch.distributed, gloo)")
+        group.add_argument("--num-workers", type=_positiveInt, default=1,
+                           help="processes on this machine, each with its own env (rank 0 included) [1]")
+        group.add_argument("--dist-url", default=None,
+                           help="process group address, e.g. tcp://HOST:PORT [tcp://127.0.0.1:<free port>]")
+        group.add_argument("--rank", type=_nonNegativeInt, default=0,
+                           help="this process's rank; > 0: join a run started elsewhere as a worker only [0]")
+        group.add_argument("--world-size", type=_positiveInt, default=None,
+                           help="processes in all, over all machines [--num-workers]")
+        return parser
+
+    @classmethod
+    def getOptParam(cls) -> dict:
+        return {
+            "lam": (float, (0.0, 1.0)),
+            "gamma": (float, (0.0, 1.0)),
+            "entcoeff": (float, (0.0, 1.0)),
+            "clip_param": (float, (0.0, 1.0)),
+            "learning_rate": (float, (1e-5, 1e-2), "log"),
+            "optim_epochs": (int, (1, 10)),
+            "timesteps_per_actorbatch": (int, (32, 2048)),
+            "lr_schedule": (list, ["constant", "linear"]),
+        }
+
+    # --- networks --------------------------------------------------------------------------------------------
+
+    def build(self) -> None:
+        if not isinstance(self.action_space, (gym.spaces.Discrete, gym.spaces.Box)):
+            raise TypeError("ppo1 needs a Discrete or Box action space")
+        self.policy = PPO1Network(self.observation_space, self.action_space)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hyperparams["learning_rate"], eps=1e-5)
+
+    def modules(self) -> dict[str, nn.Module | torch.optim.Optimizer]:
+        return {"policy": self.policy, "optimizer": self.optimizer}
+
+    def distribution(self, obs: torch.Tensor) -> torch.distributions.Distribution:
+        return self.policy(obs)[0]
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def train(self, args: argparse.Namespace, callback: TrainCallback, env_kwargs: dict[str, Any] | None = None,
+              train_kwargs: dict[str, Any] | None = None) -> None:
+        rank = int(getattr(args, "rank", 0) or 0)
+        num_workers = int(getattr(args, "num_workers", 1) or 1)
+        world_size = int(getattr(args, "world_size", None) or num_workers)
+        if rank >= world_size:
+            raise UsageError(f"--rank {rank} must be below --world-size {world_size}")
+        if rank == 0 and num_workers > world_size:
+            raise UsageError(f"--num-workers {num_workers} is more than --world-size {world_size}")
+        if world_size == 1:
+            return super().train(args, callback, env_kwargs, train_kwargs)
+        dist_url = getattr(args, "dist_url", None)
+        if dist_url is None:
+            if rank > 0 or world_size > num_workers:
+                raise UsageError("--dist-url tcp://HOST:PORT is needed to join processes on several machines")
+            dist_url = freeDistUrl()
+        processes = []
+        if rank == 0:
+            # Workers on this machine: ranks 1 .. num_workers-1, spawned (not forked: torch and envs hold threads).
+            worker_args = copy.copy(args)
+            worker_args.dist_url, worker_args.world_size = dist_url, world_size
+            context = mp.get_context("spawn")
+            for worker_rank in range(1, num_workers):
+                # Not daemonic: a worker's makeEnv may start env subprocesses (--num-cpu > 1).
+                process = context.Process(target=_workerEntry, args=(type(self), worker_rank, worker_args, env_kwargs))
+                process.start()
+                processes.append(process)
+        else:
+            # A worker writes nothing and reports nothing: rank 0 owns the run folder and the model.
+            args = copy.copy(args)
+            args.seed = int(args.seed) + 1000 * rank
+            args.monitor_dir, args.run_dir, args.load_rl_model_path = None, None, None
+            callback = lambda _locals, _globals: True
+        dist.init_process_group("gloo", init_method=dist_url, rank=rank, world_size=world_size)
+        self.rank, self.world_size = rank, world_size
+        try:
+            super().train(args, callback, env_kwargs, train_kwargs)
+            dist.barrier()  # every rank is done with its collectives
+            if rank > 0:
+                dist.destroy_process_group()
+        finally:
+            # Rank 0 hosts the rendezvous store: its workers leave the group before it closes, else they can abort.
+            for process in processes:
+                process.join(timeout=60)
+                if process.is_alive():
+                    process.kill()
+                    process.join()
+            if dist.is_initialized():
+                dist.destroy_process_group()
+        failed = [process.exitcode for process in processes if process.exitcode != 0]
+        if failed:
+            raise RuntimeError(f"ppo1: {len(failed)} worker process(es) failed (exit codes {failed})")
+
+    def _syncFromRankZero(self, total_timesteps: int) -> int:
+        """Give every rank rank 0's networks, optimizer state, hyperparameters and step target."""
+        state = [self.modelState(), dict(self.hyperparams), int(self.num_timesteps), int(total_timesteps)]
+        dist.broadcast_object_list(state, src=0)
+        if self.rank != 0:
+            self.hyperparams = state[1]
+            self.build()
+            for name, module in self.modules().items():
+                module.load_state_dict(state[0]["state_dicts"][name])
+            self.num_timesteps = state[2]
+        return state[3]
+
+    def _values(self, obs: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return self.policy(torch.as_tensor(obs))[1].numpy()
+
+    def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
+        distributed = dist.is_available() and dist.is_initialized()
+        if distributed:
+            total_timesteps = self._syncFromRankZero(total_timesteps)
+        env, hp = self.env, self.hyperparams
+        n_envs, n_steps = env.num_envs, int(hp["timesteps_per_actorbatch"])
+        gamma, lam = float(hp["gamma"]), float(hp["lam"])
+        obs_space = env.observation_space
+        continuous = isinstance(self.action_space, gym.spaces.Box)
+        action_shape = self.action_space.shape if continuous else ()
+        start, target = self.num_timesteps, self.num_timesteps + total_timesteps
+        obs = env.reset()
+        iteration = 0
+        while self.num_timesteps < target:
+            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / total_timesteps)
+            batch_obs = np.zeros((n_steps, n_envs, *obs_space.shape), dtype=obs_space.dtype)
+            batch_actions = np.zeros((n_steps, n_envs, *action_shape), dtype=np.float32 if continuous else np.int64)
+            batch_log_probs = np.zeros((n_steps, n_envs), dtype=np.float32)
+            batch_values = np.zeros((n_steps, n_envs), dtype=np.float32)
+            batch_rewards = np.zeros((n_steps, n_envs), dtype=np.float32)
+            batch_dones = np.zeros((n_steps, n_envs), dtype=np.float32)
+            rollout_start, steps_taken, stop = self.num_timesteps, 0, False
+            for step in range(n_steps):
+                batch_obs[step] = obs
+                with torch.no_grad():
+                    distribution, values = self.policy(torch.as_tensor(obs))
+                    actions = distribution.sample()
+                    batch_log_probs[step] = distribution.log_prob(actions).numpy()
+                actions = actions.numpy()
+                batch_values[step] = values.numpy()
+                env_actions = np.clip(actions, self.action_space.low, self.action_space.high) if continuous else actions
+                obs, rewards, dones, infos = env.step(env_actions)
+                rewards = np.asarray(rewards, dtype=np.float32).copy()
+                for index in np.flatnonzero(dones):
+                    info = infos[index]
+                    if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
+                        # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
+                        rewards[index] += gamma * float(self._values(info["terminal_observation"][None])[0])
+                batch_actions[step], batch_rewards[step], batch_dones[step] = actions, rewards, dones
+                steps_taken += n_envs
+                # Every rank steps in lock-step with the same number of envs: the global count so far.
+                self.num_timesteps = rollout_start + steps_taken * self.world_size
+                if callback(locals(), globals()) is False:
+                    stop = True
+                    break
+            # The true global step count and whether rank 0 wants to stop, agreed by all ranks.
+            agreed = allReduceSum(torch.tensor([float(steps_taken), float(stop)], dtype=torch.float64))
+            self.num_timesteps = rollout_start + int(agreed[0])
+            if agreed[1] > 0:
+                break
+            advantages = gae(batch_rewards, batch_values, batch_dones, self._values(obs), gamma, lam)
+            batch = {
+                "obs": torch.as_tensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
+                "actions": torch.as_tensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
+                "log_probs": torch.as_tensor(batch_log_probs).reshape(-1),
+                "advantages": torch.as_tensor(advantages).reshape(-1),
+                "returns": torch.as_tensor(advantages + batch_values).reshape(-1),
+            }
+            iteration += 1
+            stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate, seed=self.rank * 100_003 + iteration)
+            self.logStats(stats)
+
+
+def _positiveInt(raw: str) -> int:
+    value = int(raw)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _nonNegativeInt(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value

@@ -1,0 +1,169 @@
+"""ppo1 (PPO on torch.distributed workers): K workers make the same update as one on the union of their batches,
+it learns CartPole with two workers, its model file round-trips, and its flags are checked."""
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from conftest import REPO, runFolder, runModule, runTrain
+
+from rl_baselines.rl_algorithm.ppo1 import PPO1Model, freeDistUrl, ppoUpdate
+
+BOX_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
+HYPERPARAMS = {"optim_epochs": 3, "learning_rate": 1e-2}
+
+
+@pytest.fixture(autouse=True)
+def _oneThread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def _freshModel(action_space: gym.Space) -> PPO1Model:
+    torch.manual_seed(0)
+    model = PPO1Model()
+    model.setup(BOX_OBS, action_space, HYPERPARAMS)
+    return model
+
+
+def _batch(action_space: gym.Space, size: int = 64) -> dict[str, torch.Tensor]:
+    generator = torch.Generator().manual_seed(1)
+    if isinstance(action_space, gym.spaces.Discrete):
+        actions = torch.randint(0, int(action_space.n), (size,), generator=generator)
+    else:
+        actions = torch.randn(size, *action_space.shape, generator=generator)
+    return {"obs": torch.randn(size, 4, generator=generator), "actions": actions,
+            "log_probs": torch.randn(size, generator=generator) * 0.1 - 1.0,
+            "advantages": torch.randn(size, generator=generator) * 3 + 1,
+            "returns": torch.randn(size, generator=generator)}
+
+
+ACTION_SPACES = {"discrete": gym.spaces.Discrete(3), "box": gym.spaces.Box(-1, 1, (2,), np.float32)}
+
+
+def _updateOnShare(rank: int, world_size: int, url: str, out: str) -> None:
+    """One rank of the equivalence test: update on its half of the batch, write the parameters."""
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world_size)
+    for kind, action_space in ACTION_SPACES.items():
+        model = _freshModel(action_space)
+        share = {name: torch.tensor_split(value, world_size)[rank] for name, value in _batch(action_space).items()}
+        ppoUpdate(model.policy, model.optimizer, share, model.hyperparams, 1e-3)
+        torch.save(model.policy.state_dict(), os.path.join(out, f"{kind}_rank{rank}.pt"))
+    dist.destroy_process_group()
+    os._exit(0)  # as ppo1's workers: gloo threads sometimes abort the interpreter's teardown (SIGABRT)
+
+
+def test_two_workers_equal_one_worker_on_the_union(tmp_path):
+    """Two gloo processes, each on half of a batch, make the update one process makes on the whole batch."""
+    context = mp.get_context("spawn")
+    url = freeDistUrl()
+    processes = [context.Process(target=_updateOnShare, args=(rank, 2, url, str(tmp_path))) for rank in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=60)
+        assert process.exitcode == 0
+    for kind, action_space in ACTION_SPACES.items():
+        single = _freshModel(action_space)
+        before = {name: value.clone() for name, value in single.policy.state_dict().items()}
+        ppoUpdate(single.policy, single.optimizer, _batch(action_space), single.hyperparams, 1e-3)
+        expected = single.policy.state_dict()
+        for rank in range(2):
+            params = torch.load(tmp_path / f"{kind}_rank{rank}.pt", weights_only=True)
+            for name, value in params.items():
+                torch.testing.assert_close(value, expected[name], atol=1e-6, rtol=1e-5, msg=f"{kind} {name}")
+        # Adam moves almost every parameter by ~lr per step: far beyond the tolerance, the comparison is not
+        # vacuous. (lr 1e-3: Adam divides by sqrt(v), so float-order noise in near-zero gradients grows with lr.)
+        assert max((expected[name] - before[name]).abs().max().item() for name in before) > 1e-3
+
+
+class OnCartPole(PPO1Model):
+    """ppo1 on CartPole-v1 (module level: spawned workers import it)."""
+
+    @classmethod
+    def makeEnv(cls, args, env_kwargs=None, load_path_normalise=None):
+        from stable_baselines3.common.env_util import make_vec_env
+
+        return make_vec_env("CartPole-v1", n_envs=args.num_cpu, seed=args.seed)
+
+
+def test_learns_cartpole_with_two_workers():
+    episode_rewards: list[float] = []
+    counts: list[int] = []
+
+    def callback(_locals, _globals) -> bool:
+        counts.append(_locals["self"].num_timesteps)
+        episode_rewards.extend(info["episode"]["r"] for info in _locals["infos"] if "episode" in info)
+        return not (len(episode_rewards) >= 20 and np.mean(episode_rewards[-20:]) >= 200)
+
+    model = OnCartPole()
+    args = argparse.Namespace(seed=0, num_timesteps=60_000, num_cpu=2, load_rl_model_path=None, num_workers=2,
+                              dist_url=None, rank=0, world_size=None)
+    model.train(args, callback, train_kwargs={"learning_rate": 3e-3, "nminibatches": 4, "optim_epochs": 4})
+    # Rank 0 steps 2 envs; the global count grows by both workers' steps.
+    assert counts[1] - counts[0] == 4
+    assert np.mean(episode_rewards[-20:]) > 150, f"{model.num_timesteps} steps, last {episode_rewards[-20:]}"
+
+
+def test_save_load_same_actions_and_probabilities(tmp_path):
+    model = _freshModel(gym.spaces.Discrete(3))
+    ppoUpdate(model.policy, model.optimizer, _batch(gym.spaces.Discrete(3)), model.hyperparams, 1e-2)
+    path = str(tmp_path / "ppo1_model.pt")
+    model.save(path)
+    loaded = PPO1Model.load(path)
+    obs = np.random.default_rng(0).normal(size=(5, 4)).astype(np.float32)
+    np.testing.assert_array_equal(loaded.getAction(obs, deterministic=True), model.getAction(obs, deterministic=True))
+    proba = loaded.getActionProba(obs)
+    np.testing.assert_allclose(proba, model.getActionProba(obs))
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-6)
+    assert loaded.hyperparams["learning_rate"] == 1e-2
+    # The optimizer state is kept too, so a continued training goes on from it.
+    assert loaded.optimizer.state_dict()["state"][0]["step"] == model.optimizer.state_dict()["state"][0]["step"]
+
+
+def test_bad_num_workers_is_a_usage_error():
+    result = runModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
+                       "MobileRobotGymEnv-v0", "--num-workers", "0")
+    assert result.returncode == 2
+    assert "--num-workers" in result.stderr.strip().splitlines()[-1]
+
+
+def test_train_command_two_workers_and_continue(tmp_path):
+    """The train command with two local workers, then training continued from its model."""
+    common = ("--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+              str(tmp_path), "--seed", "0", "--timesteps-per-actorbatch", "32")
+    run_dir = runFolder(runTrain(*common, "--num-timesteps", "640", "--num-workers", "2"))
+    model_path = os.path.join(run_dir, "ppo1_model.pt")
+    assert PPO1Model.load(model_path).num_timesteps == 640  # both workers' steps: 10 rollouts of 2 x 32
+    assert len(os.listdir(os.path.join(run_dir, "monitor"))) == 1  # only rank 0 writes monitor files
+    second = runFolder(runTrain(*common, "--num-timesteps", "128", "--load-rl-model-path", model_path))
+    assert PPO1Model.load(os.path.join(second, "ppo1_model.pt")).num_timesteps == 640 + 128
+
+
+def test_worker_joins_through_dist_url(tmp_path):
+    """What spans machines: a rank-0 train command and a `--rank 1` one that only works, joined by --dist-url."""
+    url = freeDistUrl()
+    common = ("--no-vis", "--no-progress", "--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model",
+              "ground_truth", "--seed", "0", "--timesteps-per-actorbatch", "32", "--num-timesteps", "256",
+              "--world-size", "2", "--dist-url", url)
+    worker = subprocess.Popen([sys.executable, "-m", "rl_baselines.train", *common, "--rank", "1", "--log-dir",
+                               str(tmp_path / "worker")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              cwd=REPO)
+    try:
+        run_dir = runFolder(runTrain(*common, "--log-dir", tmp_path / "main"))
+        _, worker_err = worker.communicate(timeout=120)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, worker_err
+    assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 256
