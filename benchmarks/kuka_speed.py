@@ -14,7 +14,6 @@ unless ``--no-append``.
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import sys
 
@@ -25,9 +24,8 @@ if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
 from benchmarks.env_speed import timedLoop  # noqa: E402
-from benchmarks.report import BENCH_FILE, appendReport, compareWithBare, machineDescription, ratioTable  # noqa: E402
+from benchmarks.report import BENCH_FILE, appendReport, compareFamily, machineDescription, ratioTable  # noqa: E402
 from environments.bullet import pybullet  # noqa: E402
-from environments import getEnvClass  # noqa: E402
 from environments.kuka.kuka_button_env import KukaButtonGymEnv  # noqa: E402
 
 # (label, srl_model, image side)
@@ -129,13 +127,7 @@ def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, float | s
     :return: one row per env and mode: mode, env (steps/s), bare (steps/s), ratio
     """
     actions = np.random.default_rng(0).integers(0, 6, N_ACTIONS).tolist()
-    rows = []
-    for env_id in env_ids:
-        env_class = getEnvClass(env_id)
-        modes = tuple((f"{env_id} {label}", srl_model, side) for label, srl_model, side in MODES)
-        rows += compareWithBare(modes, functools.partial(benchEnv, env_class), functools.partial(benchBare, env_class),
-                                seconds, N_REPETITIONS, actions)
-    return rows
+    return compareFamily(env_ids, MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:

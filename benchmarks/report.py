@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import functools
 import importlib.metadata
 import os
 import platform
@@ -75,6 +76,31 @@ def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: floa
         env_rate, bare_rate = statistics.median(env_rates), statistics.median(bare_rates)
         rows.append({"mode": label, "env": env_rate, "bare": bare_rate, "ratio": env_rate / bare_rate})
         print(f"  {label}: env {env_rate:,.0f} steps/s, bare {bare_rate:,.0f} steps/s", flush=True)
+    return rows
+
+
+def compareFamily(env_ids: list[str], modes: tuple, bench_env: Any, bench_bare: Any, seconds: float,
+                  repetitions: int, actions: list[int]) -> list[dict[str, Any]]:
+    """
+    :func:`compareWithBare` for several envs, their id prefixed to the mode labels.
+
+    :param env_ids: registered env ids
+    :param modes: (label, srl_model, image side) triples
+    :param bench_env: ``bench_env(env_class, srl_model, side, seconds, actions) -> steps/s``
+    :param bench_bare: the same for the bare loop on that env's scene
+    :param seconds: duration of each measurement
+    :param repetitions: measurements per mode (the median is kept)
+    :param actions: pre-drawn actions, reused cyclically
+    :return: one row per env and mode
+    """
+    from environments import getEnvClass
+
+    rows = []
+    for env_id in env_ids:
+        env_class = getEnvClass(env_id)
+        env_modes = tuple((f"{env_id} {label}", srl_model, side) for label, srl_model, side in modes)
+        rows += compareWithBare(env_modes, functools.partial(bench_env, env_class),
+                                functools.partial(bench_bare, env_class), seconds, repetitions, actions)
     return rows
 
 
