@@ -1,17 +1,16 @@
 """Environment speed: the mobile-robot envs' steps/s next to a bare PyBullet loop doing the same simulation work.
 
 For each observation mode the env runs discrete random actions (with a reset every 250 steps, as in training), and a
-bare loop on the env's own PyBullet client and scene (the env is built, then left alone) does only what the mode needs from PyBullet: teleport the
-robot and, for pixel modes, getCameraImage with the same matrices, renderer and flags. The ratio env / bare is the
-figure of merit: how much the env's Python adds on top of the unavoidable PyBullet work. Each measurement runs for
-``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
+bare loop on the env's own PyBullet client and scene (the env is built, then left alone) does only what the mode
+needs from PyBullet: teleport the robot and, for pixel modes, getCameraImage with the same matrices, renderer and
+flags. The ratio env / bare is the figure of merit: how much the env's Python adds on top of the unavoidable PyBullet
+work. Each measurement runs for ``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
 
 Usage: ``python benchmarks/env_speed.py [--seconds S] [--no-append]`` (also run by ``make bench``); appends a
 section to docs/benchmarks.md unless ``--no-append``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 import time
@@ -23,7 +22,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
-from benchmarks.report import BENCH_FILE, appendReport, compareFamily, machineDescription, ratioTable  # noqa: E402
+from benchmarks.report import compareFamily, familyBenchmarkMain  # noqa: E402
 from environments.bullet import pybullet  # noqa: E402
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv  # noqa: E402
 
@@ -154,28 +153,21 @@ def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, float | s
     return compareFamily(env_ids, MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
 
 
+def reportNotes(seconds: float) -> str:
+    """:param seconds: duration of each measurement
+    :return: how the figures were measured, for docs/benchmarks.md"""
+    return (f"One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of "
+            f"{N_REPETITIONS} runs of {seconds:g} s each. Bare = a PyBullet loop on the env's own scene doing "
+            f"only the teleport (+ getCameraImage, same matrices, TinyRenderer, for pixels).")
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the measured rows
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
-    parser.add_argument("--env", nargs="+", default=list(FAMILY), help="envs to measure [the whole family]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
-    args = parser.parse_args(argv)
-    print(f"Machine: {machineDescription()}")
-    rows = run(args.seconds, args.env)
-    table = ratioTable(rows)
-    print(table)
-    if not args.no_append:
-        command = " ".join(["python benchmarks/env_speed.py", *(sys.argv[1:] if argv is None else argv)])
-        appendReport("Environment speed, mobile-robot family", command,
-                     f"One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of "
-                     f"{N_REPETITIONS} runs of {args.seconds:g} s each. Bare = a PyBullet loop on the env's own scene doing "
-                     f"only the teleport (+ getCameraImage, same matrices, TinyRenderer, for pixels).", table)
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
-    return rows
+    return familyBenchmarkMain(argv, "benchmarks/env_speed.py", "Environment speed, mobile-robot family", FAMILY, run,
+                               reportNotes)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ unless ``--no-append``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -24,7 +23,7 @@ if ROOT not in sys.path:  # runnable from a checkout without installing
     sys.path.insert(0, ROOT)
 
 from benchmarks.env_speed import timedLoop  # noqa: E402
-from benchmarks.report import BENCH_FILE, appendReport, compareFamily, machineDescription, ratioTable  # noqa: E402
+from benchmarks.report import compareFamily, familyBenchmarkMain  # noqa: E402
 from environments.bullet import pybullet  # noqa: E402
 from environments.kuka.kuka_button_env import KukaButtonGymEnv  # noqa: E402
 
@@ -130,30 +129,23 @@ def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, float | s
     return compareFamily(env_ids, MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
 
 
+def reportNotes(seconds: float) -> str:
+    """:param seconds: duration of each measurement
+    :return: how the figures were measured, for docs/benchmarks.md"""
+    return (f"One process; discrete random actions, reset at the end of each episode; median of "
+            f"{N_REPETITIONS} runs of {seconds:g} s each; one env step = "
+            f"{KukaButtonGymEnv.PHYSICS_STEPS_PER_ACTION} physics steps of 1/240 s. Bare = a PyBullet loop "
+            f"on the env's own scene doing one step's PyBullet calls (link state, IK, 7 motor commands, physics, "
+            f"2 contact queries; + getCameraImage, same matrices, TinyRenderer, for pixels).")
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the measured rows
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
-    parser.add_argument("--env", nargs="+", default=list(FAMILY), help="envs to measure [the whole family]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
-    args = parser.parse_args(argv)
-    print(f"Machine: {machineDescription()}")
-    rows = run(args.seconds, args.env)
-    table = ratioTable(rows)
-    print(table)
-    if not args.no_append:
-        command = " ".join(["python benchmarks/kuka_speed.py", *(sys.argv[1:] if argv is None else argv)])
-        appendReport("Environment speed, Kuka family", command,
-                     f"One process; discrete random actions, reset at the end of each episode; median of "
-                     f"{N_REPETITIONS} runs of {args.seconds:g} s each; one env step = "
-                     f"{KukaButtonGymEnv.PHYSICS_STEPS_PER_ACTION} physics steps of 1/240 s. Bare = a PyBullet loop "
-                     f"on the env's own scene doing one step's PyBullet calls (link state, IK, 7 motor commands, physics, "
-                     f"2 contact queries; + getCameraImage, same matrices, TinyRenderer, for pixels).", table)
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
-    return rows
+    return familyBenchmarkMain(argv, "benchmarks/kuka_speed.py", "Environment speed, Kuka family", FAMILY, run,
+                               reportNotes)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """Shared by the benchmark scripts: describe the machine and append a dated section to docs/benchmarks.md."""
 from __future__ import annotations
 
+import argparse
 import datetime
 import functools
 import importlib.metadata
 import os
 import platform
 import statistics
+import sys
 from typing import Any
 
 BENCH_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks.md")
@@ -113,3 +115,31 @@ def ratioTable(rows: list[dict[str, Any]]) -> str:
     for row in rows:
         lines.append(f"| {row['mode']} | {row['env']:,.0f} | {row['bare']:,.0f} | {row['ratio']:.2f} |")
     return "\n".join(lines)
+
+
+def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family: tuple[str, ...], run: Any,
+                        notes: Any) -> list[dict[str, Any]]:
+    """
+    The command line shared by the env-family benchmarks: measure, print the table, append it to docs/benchmarks.md.
+
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :param script: the script's path, for the recorded command
+    :param title: section title
+    :param family: env ids measured by default
+    :param run: ``run(seconds, env_ids) -> rows``
+    :param notes: ``notes(seconds) -> str``, how the figures were measured
+    :return: the measured rows
+    """
+    parser = argparse.ArgumentParser(description=title)
+    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
+    parser.add_argument("--env", nargs="+", default=list(family), help="envs to measure [the whole family]")
+    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    print(f"Machine: {machineDescription()}")
+    table = ratioTable(rows := run(args.seconds, args.env))
+    print(table)
+    if not args.no_append:
+        command = " ".join([f"python {script}", *(sys.argv[1:] if argv is None else argv)])
+        appendReport(title, command, notes(args.seconds), table)
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+    return rows
