@@ -36,6 +36,14 @@ ENVIRONMENTS = [
     "OmnirobotEnv-v0 = environments.omnirobot.omnirobot_env:OmnirobotEnv",
 ]
 
+# Observation modes the envs compute themselves are listed too, so --srl-model has one table of names.
+SRL_MODELS = [
+    "ground_truth = srl_models.base:EnvironmentSRLModel",
+    "joints = srl_models.base:EnvironmentSRLModel",
+    "joints_position = srl_models.base:EnvironmentSRLModel",
+    "raw_pixels = srl_models.base:EnvironmentSRLModel",
+]
+
 setup(
     name="srl-toolbox",
     version="0.1.0",
@@ -68,6 +76,7 @@ setup(
     entry_points={
         "srl_toolbox.rl_algorithms": RL_ALGORITHMS,
         "srl_toolbox.environments": ENVIRONMENTS,
+        "srl_toolbox.srl_models": SRL_MODELS,
         "console_scripts": ["srl-visdom = replay.visdom_server:main"],
     },
 )

@@ -17,16 +17,14 @@ normalised with them: it sees the same inputs in both phases.
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-DATA_FILE = "preprocessed_data.npz"
-GROUND_TRUTH_FILE = "ground_truth.npz"
-CONFIG_FILE = "dataset_config.json"
+from environments.dataset import GROUND_TRUTH_FILE, Dataset
+
 # SB3 classes whose policy has a plain (non-recurrent) action distribution or actor to clone into.
 ON_POLICY_CLASSES = ("PPO", "A2C", "TRPO")
 STOCHASTIC_ACTOR_CLASSES = ("SAC", "TQC")
@@ -74,22 +72,15 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
         raise ValueError(f"--algo {args.algo} cannot pretrain a policy; algorithms that can: {', '.join(able)}")
     if not getattr(args, "pretrain_lr", 1.0) > 0:
         raise ValueError(f"--pretrain-lr {args.pretrain_lr} must be > 0")
-    if not os.path.isdir(path):
-        raise ValueError(f"{path!r} is not a folder")
-    for name in (DATA_FILE, GROUND_TRUTH_FILE, CONFIG_FILE):
-        if not os.path.isfile(os.path.join(path, name)):
-            raise ValueError(f"{path!r} is not a dataset (no {name}); record one with python -m environments.dataset_generator")
-    try:
-        with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as handle:
-            config = json.load(handle)
-        with np.load(os.path.join(path, DATA_FILE), allow_pickle=False) as data:
-            actions = data["actions"]
-            n_rows = len(data["episode_starts"])
-    except (OSError, ValueError, KeyError) as error:
-        raise ValueError(f"{path!r} is not a readable dataset ({type(error).__name__}: {error})") from None
+    if not os.path.isfile(os.path.join(path, GROUND_TRUTH_FILE)) and os.path.isdir(path):
+        raise ValueError(f"{path!r} is not a dataset (no {GROUND_TRUTH_FILE}); record one with "
+                         "python -m environments.dataset_generator")
+    dataset = Dataset.open(path)
+    dataset.require("actions", "episode_starts", purpose="pretraining")
+    config, actions, n_rows = dataset.config, dataset["actions"], len(dataset)
     if config.get("env") != args.env:
         raise ValueError(f"{path!r} was recorded on {config.get('env')}, not on --env {args.env}")
-    continuous = bool(config.get("continuous_actions", actions.ndim == 2))
+    continuous = dataset.continuous_actions
     if continuous != bool(args.continuous_actions):
         kind = "continuous" if continuous else "discrete"
         hint = "add -c/--continuous-actions" if continuous else "drop -c/--continuous-actions"
@@ -103,11 +94,11 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
                                            or getattr(args, "multi_view", False)):
         raise ValueError("pretraining on 6-channel (--fpv/--multi-view) images is not supported")
     if args.srl_model == "raw_pixels":
-        with np.load(os.path.join(path, GROUND_TRUTH_FILE), allow_pickle=False) as data:
-            stems = data["images_path"]
+        dataset.require("images_path", purpose="raw_pixels pretraining")
+        stems = dataset["images_path"]
         for stem in (stems[0], stems[-1]):
-            if not os.path.isfile(imageFile(path, str(stem), config)):
-                raise ValueError(f"{path!r} lacks its images ({imageFile(path, str(stem), config)}), needed with raw_pixels")
+            if not os.path.isfile(dataset.imageFile(str(stem))):
+                raise ValueError(f"{path!r} lacks its images ({dataset.imageFile(str(stem))}), needed with raw_pixels")
     if getattr(args, "num_stack", 1) > 1:
         raise ValueError("pretraining with --num-stack > 1 is not supported")
     return DatasetInfo(path=path, config=config)
@@ -121,43 +112,10 @@ def loadDataset(path: str, srl_model: str, img_shape: tuple[int, int, int] | Non
     :param img_shape: (C, H, W) the images are resized to (default: as recorded)
     :return: (observations, actions), row i being the observation before expert action i
     """
-    with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as handle:
-        config = json.load(handle)
-    with np.load(os.path.join(path, DATA_FILE), allow_pickle=False) as data:
-        actions = data["actions"]
-        starts = data["episode_starts"].astype(bool)
-    with np.load(os.path.join(path, GROUND_TRUTH_FILE), allow_pickle=False) as data:
-        states = data["ground_truth_states"].astype(np.float32)
-        targets = data["target_positions"].astype(np.float32)
-        images_path = data["images_path"]
+    dataset = Dataset.open(path)
     if srl_model == "ground_truth":
-        if config.get("relative_pos", True):
-            episode = np.cumsum(starts) - 1
-            states = states - targets[episode]
-        return states, actions
-    import cv2
-
-    height, width = (img_shape or config["img_shape"])[1:]
-    images = np.empty((len(images_path), height, width, 3), dtype=np.uint8)
-    for i, stem in enumerate(images_path):
-        file = imageFile(path, str(stem), config)
-        image = cv2.imread(file, cv2.IMREAD_COLOR)
-        if image is None:
-            raise ValueError(f"cannot read image {file}")
-        if image.shape[:2] != (height, width):
-            image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
-        images[i] = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
-    return images, actions
-
-
-def imageFile(path: str, stem: str, config: dict[str, Any]) -> str:
-    """
-    :param path: dataset folder
-    :param stem: an images_path entry, "<name>/record_NNN/frameNNNNNN" (the dataset's name may since have changed)
-    :param config: dataset_config.json
-    :return: the image file
-    """
-    return os.path.join(path, stem.split("/", 1)[-1] + f".{config.get('image_format', 'jpg')}")
+        return dataset.states(), dataset["actions"]
+    return dataset.loadImages(img_shape=img_shape), dataset["actions"]
 
 
 def _policyLayout(policy: Any, observations: np.ndarray) -> np.ndarray:

@@ -7,11 +7,9 @@ to import, is not a BaseRLObject, or was built for another API major version is 
 """
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-from stevedore import ExtensionManager
-
+from environments.plugins import apiMajor, loadPlugins
 from rl_baselines.algo_types import ActionType, AlgoType
 from rl_baselines.base_classes import BaseRLObject
 
@@ -25,18 +23,11 @@ class PluginLoadWarning(UserWarning):
     """An algorithm plugin was skipped."""
 
 
-def _apiMajor(version: Any) -> int | None:
-    try:
-        return int(str(version).split(".")[0])
-    except ValueError:
-        return None
-
-
 def _refusal(plugin: Any) -> str | None:
     """:return: why ``plugin`` cannot be used, or None when it fits the contract."""
     if not (isinstance(plugin, type) and issubclass(plugin, BaseRLObject)):
         return f"{plugin!r} is not a subclass of rl_baselines.base_classes.BaseRLObject"
-    major = _apiMajor(getattr(plugin, "API_VERSION", None))
+    major = apiMajor(getattr(plugin, "API_VERSION", None))
     if major != BaseRLObject.API_VERSION:
         return (f"built for API version {plugin.API_VERSION}, this srl-toolbox provides API version "
                 f"{BaseRLObject.API_VERSION}")
@@ -55,23 +46,9 @@ def loadRegisteredRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseRLObje
     :param warn: emit one PluginLoadWarning per skipped plugin
     :return: (registered algorithms, skipped plugins with their reasons)
     """
-    failures: dict[str, str] = {}
-
-    def onFailure(_manager: Any, entry_point: Any, error: BaseException) -> None:
-        failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {error}"
-
-    manager = ExtensionManager(ENTRY_POINT_GROUP, invoke_on_load=False, on_load_failure_callback=onFailure)
-    table: dict[str, tuple[type[BaseRLObject], AlgoType, list[ActionType]]] = {}
-    for extension in manager:
-        reason = _refusal(extension.plugin)
-        if reason is not None:
-            failures[extension.name] = f"{extension.entry_point.value}: {reason}"
-            continue
-        table[extension.name] = (extension.plugin, extension.plugin.ALGO_TYPE, list(extension.plugin.ACTION_TYPES))
-    if warn:
-        for name, reason in sorted(failures.items()):
-            warnings.warn(f"skipped algorithm plugin {name!r} ({reason})", PluginLoadWarning, stacklevel=2)
-    return dict(sorted(table.items())), failures
+    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "algorithm", PluginLoadWarning, warn)
+    table = {name: (plugin, plugin.ALGO_TYPE, list(plugin.ACTION_TYPES)) for name, plugin in plugins.items()}
+    return table, failures
 
 
 def supportingAlgorithms(action_type: ActionType) -> list[str]:

@@ -1,0 +1,169 @@
+"""Reading a dataset written by ``python -m environments.dataset_generator`` (DESIGN.md section 5).
+
+Both behaviour cloning (rl_baselines.pretrain) and SRL training (srl_models) read datasets, and both sit above
+environments in the dependency order, so the reader lives here, beside the writer.
+
+Arrays a dataset may lack (an srl-zoo dataset recorded elsewhere, say) are None: each consumer checks for what it
+needs (``Dataset.require``) and says which key is missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+DATA_FILE = "preprocessed_data.npz"
+GROUND_TRUTH_FILE = "ground_truth.npz"
+CONFIG_FILE = "dataset_config.json"
+# (file, key) of each array, in the order they are described to users.
+ARRAY_KEYS = {
+    "actions": DATA_FILE, "rewards": DATA_FILE, "episode_starts": DATA_FILE,
+    "ground_truth_states": GROUND_TRUTH_FILE, "target_positions": GROUND_TRUTH_FILE, "images_path": GROUND_TRUTH_FILE,
+}
+
+
+class Dataset:
+    """
+    The arrays and configuration of one dataset folder (images are read on demand).
+
+    :param path: the dataset folder
+    :param config: dataset_config.json
+    :param arrays: key -> array for every key of ARRAY_KEYS present in the npz files
+    """
+
+    def __init__(self, path: str, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+        self.path = path
+        self.config = config
+        self.arrays = arrays
+
+    @classmethod
+    def open(cls, path: str) -> Dataset:
+        """
+        :param path: the dataset folder
+        :return: the dataset, arrays loaded (without pickle)
+        :raises ValueError: not a dataset folder, or unreadable files (one line)
+        """
+        if not os.path.isdir(path):
+            raise ValueError(f"dataset {path!r} is not a folder")
+        for name in (DATA_FILE, CONFIG_FILE):
+            if not os.path.isfile(os.path.join(path, name)):
+                raise ValueError(f"{path!r} is not a dataset (no {name}); record one with "
+                                 "python -m environments.dataset_generator")
+        arrays: dict[str, np.ndarray] = {}
+        try:
+            with open(os.path.join(path, CONFIG_FILE), encoding="utf-8") as handle:
+                config = json.load(handle)
+            for file_name in (DATA_FILE, GROUND_TRUTH_FILE):
+                file_path = os.path.join(path, file_name)
+                if not os.path.isfile(file_path):
+                    continue
+                with np.load(file_path, allow_pickle=False) as data:
+                    for key, source in ARRAY_KEYS.items():
+                        if source == file_name and key in data.files:
+                            arrays[key] = data[key]
+        except (OSError, ValueError, KeyError) as error:
+            raise ValueError(f"{path!r} is not a readable dataset ({type(error).__name__}: {error})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{path!r}: {CONFIG_FILE} is not a JSON object")
+        dataset = cls(path, config, arrays)
+        lengths = {key: len(arrays[key]) for key in ("actions", "rewards", "episode_starts", "ground_truth_states",
+                                                     "images_path") if key in arrays}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(f"{path!r} has arrays of different lengths: "
+                             + ", ".join(f"{key} {n}" for key, n in lengths.items()))
+        return dataset
+
+    def __len__(self) -> int:
+        for key in ("episode_starts", "actions", "images_path"):
+            if key in self.arrays:
+                return len(self.arrays[key])
+        return 0
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return self.arrays[key]
+
+    def has(self, key: str) -> bool:
+        """:param key: an array name (see ARRAY_KEYS)
+        :return: whether the dataset holds it"""
+        return key in self.arrays
+
+    def require(self, *keys: str, purpose: str = "") -> None:
+        """
+        :param keys: array names that must be present
+        :param purpose: what needs them, for the message ("the reward loss")
+        :raises ValueError: naming the first missing key and its file
+        """
+        for key in keys:
+            if key not in self.arrays:
+                needed = f" needed by {purpose}" if purpose else ""
+                raise ValueError(f"dataset {self.path!r} has no {key!r} (in {ARRAY_KEYS[key]}){needed}")
+
+    @property
+    def env_id(self) -> str | None:
+        """The env the dataset was recorded on (None for datasets that do not say)."""
+        return self.config.get("env")
+
+    @property
+    def img_shape(self) -> tuple[int, int, int]:
+        """(channels, height, width) of one observation: 6 channels for two-camera datasets."""
+        channels, height, width = self.config.get("img_shape", (3, 64, 64))
+        return (6 if self.config.get("multi_view") else int(channels), int(height), int(width))
+
+    @property
+    def continuous_actions(self) -> bool:
+        """Whether actions are continuous vectors."""
+        return bool(self.config.get("continuous_actions", self.arrays.get("actions", np.zeros(0)).ndim == 2))
+
+    def episodeIndex(self) -> np.ndarray:
+        """:return: the episode of each row (from episode_starts)"""
+        self.require("episode_starts")
+        return np.cumsum(self.arrays["episode_starts"].astype(bool)) - 1
+
+    def states(self, relative: bool | None = None) -> np.ndarray:
+        """
+        :param relative: subtract the episode's target position (default: as the recording env did, relative_pos)
+        :return: float32 ground-truth states, one row per observation
+        """
+        self.require("ground_truth_states")
+        states = self.arrays["ground_truth_states"].astype(np.float32)
+        if relative is None:
+            relative = bool(self.config.get("relative_pos", True))
+        if relative:
+            self.require("target_positions", purpose="relative ground truth")
+            states = states - self.arrays["target_positions"].astype(np.float32)[self.episodeIndex()]
+        return states
+
+    def imageFile(self, stem: str, view: str = "") -> str:
+        """
+        :param stem: an images_path entry, "<name>/record_NNN/frameNNNNNN" (the dataset may since have been renamed)
+        :param view: "" for one camera, "_1"/"_2" for the two views of a two-camera dataset
+        :return: the image file
+        """
+        return os.path.join(self.path, stem.split("/", 1)[-1] + f"{view}.{self.config.get('image_format', 'jpg')}")
+
+    def loadImages(self, indices: np.ndarray | None = None, img_shape: tuple[int, int, int] | None = None) -> np.ndarray:
+        """
+        :param indices: rows to read (default: all)
+        :param img_shape: (C, H, W) the images are resized to (default: as recorded)
+        :return: uint8 (n, H, W, C) RGB images, C = 6 for two-camera datasets (views stacked on channels)
+        :raises ValueError: an image is missing or unreadable
+        """
+        import cv2
+
+        self.require("images_path", purpose="image loading")
+        stems = self.arrays["images_path"] if indices is None else self.arrays["images_path"][np.asarray(indices)]
+        height, width = (img_shape or self.img_shape)[1:]
+        views = ("_1", "_2") if self.config.get("multi_view") else ("",)
+        images = np.empty((len(stems), height, width, 3 * len(views)), dtype=np.uint8)
+        for i, stem in enumerate(stems):
+            for v, view in enumerate(views):
+                file = self.imageFile(str(stem), view)
+                image = cv2.imread(file, cv2.IMREAD_COLOR)
+                if image is None:
+                    raise ValueError(f"cannot read image {file}")
+                if image.shape[:2] != (height, width):
+                    image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
+                images[i, :, :, 3 * v:3 * v + 3] = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        return images

@@ -1,0 +1,54 @@
+"""Loading classes declared under an entry-point group, skipping (and reporting) the ones that do not fit.
+
+Shared by the algorithm registry (``srl_toolbox.rl_algorithms``) and the SRL model registry (``srl_toolbox.srl_models``):
+both want the same behaviour, a broken plugin named with its reason and the others still loaded.
+"""
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from stevedore import ExtensionManager
+
+
+def apiMajor(version: Any) -> int | None:
+    """
+    :param version: a plugin's API_VERSION (int or "MAJOR.MINOR" string)
+    :return: its major version, or None when it is not a version
+    """
+    try:
+        return int(str(version).split(".")[0])
+    except ValueError:
+        return None
+
+
+def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
+                warning_class: type[Warning] = UserWarning, warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+    """
+    Import every entry point of ``group``.
+
+    :param group: the entry-point group
+    :param refusal: returns why a loaded object cannot be used, or None when it fits the contract
+    :param kind: what the plugins are, for the warnings ("algorithm", "SRL model")
+    :param warning_class: category of the warning emitted per skipped plugin
+    :param warn: emit one warning per skipped plugin
+    :return: (name -> loaded object, sorted by name; name -> reason it was skipped)
+    """
+    failures: dict[str, str] = {}
+
+    def onFailure(_manager: Any, entry_point: Any, error: BaseException) -> None:
+        failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {error}"
+
+    manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
+    loaded: dict[str, Any] = {}
+    for extension in manager:
+        reason = refusal(extension.plugin)
+        if reason is not None:
+            failures[extension.name] = f"{extension.entry_point.value}: {reason}"
+            continue
+        loaded[extension.name] = extension.plugin
+    if warn:
+        for name, reason in sorted(failures.items()):
+            warnings.warn(f"skipped {kind} plugin {name!r} ({reason})", warning_class, stacklevel=3)
+    return dict(sorted(loaded.items())), failures

@@ -1,0 +1,125 @@
+"""The SRL model contract (DESIGN.md section 5): a batch of camera images in, a batch of low-dimensional states out.
+
+Every model, built in or from a plugin, is a :class:`BaseSRLModel` subclass registered under the entry-point group
+``srl_toolbox.srl_models``. A trained model lives in its own folder:
+
+    <model folder>/
+        exp_config.json   {"srl_model": registered name, "state_dim", "img_shape": [C, H, W], "env", "losses",
+                           "weights": [files], "api_version", ... training settings}; enough to rebuild the model
+        <weights files>   listed in exp_config["weights"] (torch ``.pt`` state dicts, or ``.npz`` arrays)
+
+The observation-mode names the envs compute themselves (ground_truth, raw_pixels, joints, joints_position) are
+registered too, as :class:`EnvironmentSRLModel` entries, so ``--srl-model`` lists one table.
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+EXP_CONFIG_FILE = "exp_config.json"
+
+
+class SRLType(enum.Enum):
+    """Where a state comes from."""
+
+    ENVIRONMENT = "environment"  # computed by the env (no training)
+    LEARNED = "learned"          # an encoder trained on a dataset, fed with the env's images
+
+
+class BaseSRLModel:
+    """
+    A trained state representation: ``getState(images) -> states``.
+
+    :param state_dim: size of a state
+    :param img_shape: (channels, height, width) of the images it encodes (6 channels: two cameras)
+    :param exp_config: the settings it was built and trained with (written to exp_config.json)
+    """
+
+    API_VERSION = 1
+    SRL_TYPE = SRLType.LEARNED
+    DECODES = False  # True when decode() turns states back into images (latent-space explorer, reconstructions)
+
+    def __init__(self, state_dim: int, img_shape: tuple[int, int, int], exp_config: dict[str, Any] | None = None) -> None:
+        self.state_dim = int(state_dim)
+        self.img_shape = tuple(int(v) for v in img_shape)
+        self.exp_config = dict(exp_config or {})
+
+    def getState(self, observations: np.ndarray) -> np.ndarray:
+        """
+        :param observations: uint8 images, (n, H, W, C) as the envs return them
+        :return: float32 (n, state_dim)
+        """
+        raise NotImplementedError
+
+    def decode(self, states: np.ndarray) -> np.ndarray:
+        """
+        :param states: float32 (n, state_dim)
+        :return: uint8 (n, H, W, C) images (only when DECODES)
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not decode states into images")
+
+    def save(self, folder: str) -> None:
+        """
+        Write the weights and exp_config.json (atomically) into ``folder``.
+
+        :param folder: the model folder (created if needed)
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def load(cls, folder: str, device: str = "cpu") -> BaseSRLModel:
+        """
+        :param folder: a folder written by :meth:`save`
+        :param device: torch device for the encoder ("cpu", "cuda")
+        :return: the model, ready for getState
+        """
+        raise NotImplementedError
+
+
+class EnvironmentSRLModel(BaseSRLModel):
+    """Marker of the observation modes the envs compute themselves: nothing to train, load or encode."""
+
+    SRL_TYPE = SRLType.ENVIRONMENT
+
+
+def readExpConfig(folder: str) -> dict[str, Any]:
+    """
+    :param folder: a model folder
+    :return: its exp_config.json
+    :raises ValueError: missing or unreadable (one line)
+    """
+    path = os.path.join(folder, EXP_CONFIG_FILE)
+    if not os.path.isdir(folder):
+        raise ValueError(f"SRL model folder {folder!r} does not exist")
+    if not os.path.isfile(path):
+        raise ValueError(f"{folder!r} is not an SRL model folder (no {EXP_CONFIG_FILE}); train one with "
+                         "python -m srl_models.train")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            config = json.load(handle)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} is not readable JSON ({error})") from None
+    if not isinstance(config, dict) or "srl_model" not in config or "state_dim" not in config:
+        raise ValueError(f"{path} lacks 'srl_model'/'state_dim': not written by srl-toolbox")
+    return config
+
+
+def modelHash(folder: str) -> str:
+    """
+    :param folder: a model folder
+    :return: sha256 (hex) over exp_config.json and the weights files it lists, in order: what a run records to say
+        which SRL model it used
+    """
+    config = readExpConfig(folder)
+    digest = hashlib.sha256()
+    for name in [EXP_CONFIG_FILE, *config.get("weights", [])]:
+        digest.update(name.encode())
+        with open(os.path.join(folder, name), "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
