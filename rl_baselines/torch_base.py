@@ -17,6 +17,7 @@ import functools
 import os
 import pickle
 import zipfile
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -57,6 +58,40 @@ def spaceFromDict(data: dict[str, Any]) -> gym.Space:
     return gym.spaces.Box(data["low"].numpy().astype(dtype), data["high"].numpy().astype(dtype), dtype=dtype)
 
 
+@dataclass(frozen=True)
+class Interval:
+    """
+    Allowed values of a numeric hyperparameter (a plain ``(low, high)`` tuple in HYPERPARAM_BOUNDS is a closed one).
+
+    :param low: lower bound, None for none
+    :param high: upper bound, None for none
+    :param low_open: the lower bound itself is excluded
+    :param high_open: the upper bound itself is excluded
+    """
+
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def __contains__(self, value: Any) -> bool:
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return self.high is None or (value < self.high if self.high_open else value <= self.high)
+
+    def __str__(self) -> str:
+        if self.high is None:
+            return f"{'>' if self.low_open else '>='} {self.low}"
+        if self.low is None:
+            return f"{'<' if self.high_open else '<='} {self.high}"
+        return f"in {'(' if self.low_open else '['}{self.low}, {self.high}{')' if self.high_open else ']'}"
+
+
+POSITIVE = Interval(0, None, low_open=True)
+NON_NEGATIVE = Interval(0)
+DISCOUNT = Interval(0, 1, low_open=True)  # (0, 1]
+
+
 class TorchRLObject(BaseRLObject):
     """
     Base of the algorithms written here in torch/numpy. A subclass sets ``NAME`` and ``DEFAULT_HYPERPARAMS`` and
@@ -68,8 +103,8 @@ class TorchRLObject(BaseRLObject):
     DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
     # Allowed values of string hyperparameters.
     HYPERPARAM_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
-    # Inclusive (low, high) bounds of numeric hyperparameters, None for no bound.
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple[float | None, float | None]]] = {}
+    # Allowed ranges of numeric hyperparameters: an Interval, or an inclusive (low, high) tuple (None: no bound).
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval | tuple[float | None, float | None]]] = {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -114,10 +149,12 @@ class TorchRLObject(BaseRLObject):
         choices = cls.HYPERPARAM_CHOICES.get(name)
         if choices is not None and value not in choices:
             raise ValueError(f"hyperparameter {name!r} must be one of {', '.join(choices)}, got {value!r}")
-        low, high = cls.HYPERPARAM_BOUNDS.get(name, (None, None))
-        if (low is not None and value < low) or (high is not None and value > high):
-            bounds = f">= {low}" if high is None else f"<= {high}" if low is None else f"in [{low}, {high}]"
-            raise ValueError(f"hyperparameter {name!r} must be {bounds}, got {value!r}")
+        bounds = cls.HYPERPARAM_BOUNDS.get(name)
+        if bounds is None or isinstance(value, str):
+            return value
+        interval = bounds if isinstance(bounds, Interval) else Interval(*bounds)
+        if value not in interval:
+            raise ValueError(f"hyperparameter {name!r} must be {interval}, got {value!r}")
         return value
 
     @classmethod

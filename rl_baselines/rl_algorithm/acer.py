@@ -25,7 +25,7 @@ continued from a saved model fills it again before replaying.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -36,6 +36,7 @@ from torch import nn
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback
 from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, makeEncoder, orthogonalInit
+from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
 
 # Keeps logarithms and ratios finite where a probability reaches 0.
 EPS = 1e-6
@@ -229,14 +230,6 @@ class TrajectoryReplay:
                 self.mus[index, envs])
 
 
-def _positive(value: Any) -> bool:
-    return value > 0
-
-
-def _nonNegative(value: Any) -> bool:
-    return value >= 0
-
-
 class ACERModel(TorchActorCritic):
     """ACER with the old toolbox's defaults (Stable-Baselines ACER's, with a 5000-step replay memory)."""
 
@@ -260,21 +253,21 @@ class ACERModel(TorchActorCritic):
         "delta": 1.0,
         "lr_schedule": "constant",
     }
-    HYPERPARAM_CHECKS = {
-        "n_steps": (_positive, "> 0"),
-        "q_coef": (_nonNegative, ">= 0"),
-        "ent_coef": (_nonNegative, ">= 0"),
-        "max_grad_norm": (_positive, "> 0"),
-        "learning_rate": (_positive, "> 0"),
-        "rprop_epsilon": (_positive, "> 0"),
-        "rprop_alpha": (lambda v: 0 <= v < 1, "in [0, 1)"),
-        "gamma": (lambda v: 0 < v <= 1, "in (0, 1]"),
-        "buffer_size": (_positive, "> 0"),
-        "replay_ratio": (_nonNegative, ">= 0"),
-        "replay_start": (_nonNegative, ">= 0"),
-        "correction_term": (_positive, "> 0"),
-        "alpha": (lambda v: 0 <= v < 1, "in [0, 1)"),
-        "delta": (_positive, "> 0"),
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval]] = {
+        "n_steps": POSITIVE,
+        "q_coef": NON_NEGATIVE,
+        "ent_coef": NON_NEGATIVE,
+        "max_grad_norm": POSITIVE,
+        "learning_rate": POSITIVE,
+        "rprop_epsilon": POSITIVE,
+        "rprop_alpha": Interval(0, 1, high_open=True),
+        "gamma": DISCOUNT,
+        "buffer_size": POSITIVE,
+        "replay_ratio": NON_NEGATIVE,
+        "replay_start": NON_NEGATIVE,
+        "correction_term": POSITIVE,
+        "alpha": Interval(0, 1, high_open=True),
+        "delta": POSITIVE,
     }
 
     def __init__(self) -> None:

@@ -15,7 +15,7 @@ not a terminal state: its last reward gets γ V(last observation) added.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -27,6 +27,7 @@ from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
 from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, isImageSpace, makeEncoder, orthogonalInit
+from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
 
 
 class ACKTRNetwork(nn.Module):
@@ -80,14 +81,6 @@ def discountedReturns(rewards: np.ndarray, dones: np.ndarray, last_values: np.nd
     return returns
 
 
-def _positive(value: Any) -> bool:
-    return value > 0
-
-
-def _nonNegative(value: Any) -> bool:
-    return value >= 0
-
-
 class ACKTRModel(TorchActorCritic):
     """ACKTR with K-FAC, Stable-Baselines' step sizes (lr 0.25, KL clip 0.001) and the old toolbox's loss weights."""
 
@@ -108,19 +101,19 @@ class ACKTRModel(TorchActorCritic):
         "momentum": 0.9,
         "lr_schedule": "constant",
     }
-    HYPERPARAM_CHECKS = {
-        "n_steps": (_positive, "> 0"),
-        "learning_rate": (_positive, "> 0"),
-        "gamma": (lambda v: 0 < v <= 1, "in (0, 1]"),
-        "ent_coef": (_nonNegative, ">= 0"),
-        "vf_coef": (_nonNegative, ">= 0"),
-        "max_grad_norm": (_positive, "> 0"),
-        "vf_fisher_coef": (_nonNegative, ">= 0"),
-        "kfac_clip": (_positive, "> 0"),
-        "kfac_damping": (_positive, "> 0"),
-        "kfac_stat_decay": (lambda v: 0 <= v < 1, "in [0, 1)"),
-        "kfac_inverse_interval": (_positive, "> 0"),
-        "momentum": (lambda v: 0 <= v < 1, "in [0, 1)"),
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval]] = {
+        "n_steps": POSITIVE,
+        "learning_rate": POSITIVE,
+        "gamma": DISCOUNT,
+        "ent_coef": NON_NEGATIVE,
+        "vf_coef": NON_NEGATIVE,
+        "max_grad_norm": POSITIVE,
+        "vf_fisher_coef": NON_NEGATIVE,
+        "kfac_clip": POSITIVE,
+        "kfac_damping": POSITIVE,
+        "kfac_stat_decay": Interval(0, 1, high_open=True),
+        "kfac_inverse_interval": POSITIVE,
+        "momentum": Interval(0, 1, high_open=True),
     }
 
     def __init__(self) -> None:

@@ -31,7 +31,6 @@ import copy
 import os
 import socket
 import sys
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -43,13 +42,14 @@ from torch import nn
 
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback
-from rl_baselines.cli import UsageError
+from rl_baselines.cli import UsageError, nonNegativeInt, positiveInt
 from rl_baselines.rl_algorithm.torch_common import (
     TorchActorCritic,
     isImageSpace,
     makeEncoder,
     orthogonalInit,
 )
+from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
 
 
 class PPO1Network(nn.Module):
@@ -213,16 +213,16 @@ class PPO1Model(TorchActorCritic):
         "clip_param": 0.2,
         "lr_schedule": "constant",
     }
-    HYPERPARAM_CHECKS: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = {
-        "timesteps_per_actorbatch": (lambda v: v > 0, "> 0"),
-        "entcoeff": (lambda v: v >= 0, ">= 0"),
-        "vf_coef": (lambda v: v >= 0, ">= 0"),
-        "learning_rate": (lambda v: v > 0, "> 0"),
-        "gamma": (lambda v: 0 < v <= 1, "in (0, 1]"),
-        "lam": (lambda v: 0 <= v <= 1, "in [0, 1]"),
-        "optim_epochs": (lambda v: v > 0, "> 0"),
-        "nminibatches": (lambda v: v > 0, "> 0"),
-        "clip_param": (lambda v: v > 0, "> 0"),
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval]] = {
+        "timesteps_per_actorbatch": POSITIVE,
+        "entcoeff": NON_NEGATIVE,
+        "vf_coef": NON_NEGATIVE,
+        "learning_rate": POSITIVE,
+        "gamma": DISCOUNT,
+        "lam": Interval(0, 1),
+        "optim_epochs": POSITIVE,
+        "nminibatches": POSITIVE,
+        "clip_param": POSITIVE,
     }
 
     def __init__(self) -> None:
@@ -236,13 +236,13 @@ class PPO1Model(TorchActorCritic):
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         super().customArguments(parser)
         group = parser.add_argument_group("ppo1 workers (torch.distributed, gloo)")
-        group.add_argument("--num-workers", type=_positiveInt, default=1,
+        group.add_argument("--num-workers", type=positiveInt, default=1,
                            help="processes on this machine, each with its own env (rank 0 included) [1]")
         group.add_argument("--dist-url", default=None,
                            help="process group address, e.g. tcp://HOST:PORT [tcp://127.0.0.1:<free port>]")
-        group.add_argument("--rank", type=_nonNegativeInt, default=0,
+        group.add_argument("--rank", type=nonNegativeInt, default=0,
                            help="this process's rank; > 0: join a run started elsewhere as a worker only [0]")
-        group.add_argument("--world-size", type=_positiveInt, default=None,
+        group.add_argument("--world-size", type=positiveInt, default=None,
                            help="processes in all, over all machines [--num-workers]")
         return parser
 
@@ -405,17 +405,3 @@ class PPO1Model(TorchActorCritic):
             iteration += 1
             stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate, seed=self.rank * 100_003 + iteration)
             self.logStats(stats)
-
-
-def _positiveInt(raw: str) -> int:
-    value = int(raw)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _nonNegativeInt(raw: str) -> int:
-    value = int(raw)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value

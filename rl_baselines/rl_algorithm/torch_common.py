@@ -11,8 +11,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -100,14 +99,12 @@ def makeEncoder(observation_space: gym.spaces.Box, hidden: int = 64) -> nn.Modul
 class TorchActorCritic(TorchRLObject):
     """
     An actor-critic written here. A subclass sets NAME, DEFAULT_HYPERPARAMS (with ``learning_rate`` and
-    ``lr_schedule``) and HYPERPARAM_CHECKS, and implements :meth:`build` (networks and optimizers from
+    ``lr_schedule``) and HYPERPARAM_BOUNDS, and implements :meth:`build` (networks and optimizers from
     ``observation_space``, ``action_space`` and ``hyperparams``), :meth:`modules` (what the model file keeps),
     :meth:`distribution` (the policy) and :meth:`learn` (the training loop).
     """
 
     HYPERPARAM_CHOICES = {"lr_schedule": LR_SCHEDULES}
-    # name -> (test, what it must be): checked for flags and --hyperparam alike, before anything is written
-    HYPERPARAM_CHECKS: ClassVar[dict[str, tuple[Callable[[Any], bool], str]]] = {}
 
     def __init__(self) -> None:
         super().__init__()
@@ -154,30 +151,6 @@ class TorchActorCritic(TorchRLObject):
         self.build()
 
     # --- hyperparameters -------------------------------------------------------------------------------------
-
-    @classmethod
-    def _checked(cls, name: str, value: Any) -> Any:
-        check = cls.HYPERPARAM_CHECKS.get(name)
-        if check is not None and not check[0](value):
-            raise ValueError(f"hyperparameter {name!r} must be {check[1]}, got {value!r}")
-        return value
-
-    @classmethod
-    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        super().customArguments(parser)
-        # Range checks run at parse time, so a bad flag is a one-line usage error before anything is written.
-        for action in parser._actions:
-            name = action.dest[3:] if action.dest.startswith("hp_") else None
-            if name in cls.HYPERPARAM_CHECKS and action.type is not None:
-                action.type = _checkedType(action.type, lambda value, name=name: cls._checked(name, value))
-        return parser
-
-    @classmethod
-    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
-        parsed = super().parserHyperParam(hyperparams)
-        for name, value in parsed.items():
-            cls._checked(name, value)
-        return parsed
 
     def learningRate(self, progress_remaining: float) -> float:
         """
@@ -270,15 +243,3 @@ class TorchActorCritic(TorchRLObject):
             self.logger.record("time/total_timesteps", self.num_timesteps)
             self.logger.record("time/fps", int((self.num_timesteps - start_steps) / elapsed))
             self.logger.dump(self.num_timesteps)
-
-
-def _checkedType(kind: Callable[[str], Any], check: Callable[[Any], Any]) -> Callable[[str], Any]:
-    def parse(raw: str) -> Any:
-        value = kind(raw)
-        try:
-            return check(value)
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error).replace("hyperparameter ", "", 1)) from None
-
-    parse.__name__ = getattr(kind, "__name__", "value")
-    return parse
