@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from environments.files import sha256File
+
 EXP_CONFIG_FILE = "exp_config.json"
 
 
@@ -118,8 +120,5 @@ def modelHash(folder: str) -> str:
     config = readExpConfig(folder)
     digest = hashlib.sha256()
     for name in [EXP_CONFIG_FILE, *config.get("weights", [])]:
-        digest.update(name.encode())
-        with open(os.path.join(folder, name), "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        digest.update(f"{name}:{sha256File(os.path.join(folder, name))}\n".encode())
     return digest.hexdigest()

@@ -1,0 +1,194 @@
+"""PPO steps/s with a trained VAE (state dim 32) in front of the agent, beside raw pixels and ground truth.
+
+On MobileRobotGymEnv-v0 at 64x64, ``rl_baselines.train --algo ppo2`` (default hyperparameters) runs in this process
+for each observation mode and each number of parallel envs:
+
+- ``vae``: the env renders 64x64 images, SRLEncoderVecEnv encodes all envs' images in one batch (on the GPU when
+  there is one) and PPO's MlpPolicy sees the normalised 32-dim states. The VAE is trained first, inside the
+  benchmark, on a small generated dataset (a few episodes, a few epochs: the speed does not depend on its quality);
+- ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN);
+- ``ground_truth``: no rendering, MlpPolicy on the robot position.
+
+Steps/s = env steps / wall time of PPO's ``learn`` (env construction and model loading excluded; rollouts, updates,
+callbacks and the train command's checkpoints included). The time is split into the vectorised env's step
+(rendering and physics; with subprocesses, the wait for them), the encoder, and the rest (policy forward passes and
+PPO updates). The target, >= 250 steps/s with the VAE on 2 cores, is reported, not asserted.
+
+Usage: ``python benchmarks/srl_speed.py [--steps N] [--num-cpu 1 2] [--episodes E] [--epochs K] [--no-append]``
+(also run by ``make bench``).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import glob
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:  # runnable from a checkout without installing
+    sys.path.insert(0, ROOT)
+
+from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
+
+ENV_ID = "MobileRobotGymEnv-v0"
+STATE_DIM = 32
+TARGET = 250.0
+MODES = ("vae", "raw_pixels", "ground_truth")
+
+
+def trainVAE(scratch: str, episodes: int, epochs: int) -> str:
+    """
+    Record a small dataset and train a VAE on it, as a user would (two commands).
+
+    :param scratch: a temporary folder
+    :param episodes: episodes of the dataset (100 frames each)
+    :param epochs: training epochs
+    :return: the model folder
+    """
+    data = os.path.join(scratch, "data")
+    subprocess.run([sys.executable, "-m", "environments.dataset_generator", "--env", ENV_ID, "--num-episode",
+                    str(episodes), "--max-steps", "100", "--name", "bench", "--save-path", data, "--seed", "0",
+                    "--no-progress"], check=True, capture_output=True, cwd=ROOT)
+    log_folder = os.path.join(scratch, "srl")
+    subprocess.run([sys.executable, "-m", "srl_models.train", "--data-folder", os.path.join(data, "bench"),
+                    "--srl-model", "vae", "--state-dim", str(STATE_DIM), "--epochs", str(epochs), "--batch-size",
+                    "32", "--seed", "0", "--log-folder", log_folder, "--no-eval", "--no-progress"],
+                   check=True, capture_output=True, cwd=ROOT)
+    folders = glob.glob(os.path.join(log_folder, "bench", "*", "exp_config.json"))
+    assert len(folders) == 1, folders
+    return os.path.dirname(folders[0])
+
+
+class Timers:
+    """Wall time accumulated by the patched methods, by label."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+
+    def wrap(self, owner: type, name: str, label: str) -> Callable[[], None]:
+        """
+        Time every call of ``owner.name`` under ``label``.
+
+        :param owner: a class
+        :param name: one of its methods
+        :param label: where the time goes
+        :return: a function restoring the original method
+        """
+        original = getattr(owner, name)
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timed)
+        return lambda: setattr(owner, name, original)
+
+
+def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str) -> dict[str, float]:
+    """
+    :param mode: "vae", "raw_pixels" or "ground_truth"
+    :param num_cpu: parallel envs (subprocesses when > 1)
+    :param steps: env steps to train
+    :param log_dir: root of the run folder
+    :param model_folder: the VAE
+    :return: steps/s and seconds per step of env, encoder and the rest
+    """
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+    from rl_baselines import train
+    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+
+    timers = Timers()
+    # The encoder's step_wait calls the raw env's step_wait: env time = raw step_wait, encoder time = encode.
+    restore = [timers.wrap(PPO, "learn", "learn"), timers.wrap(DummyVecEnv, "step_wait", "env"),
+               timers.wrap(SubprocVecEnv, "step_wait", "env"), timers.wrap(SRLEncoderVecEnv, "encode", "encode")]
+    argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu),
+            "--log-dir", log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0"]
+    argv += ["--srl-model-path", model_folder] if mode == "vae" else ["--srl-model", mode]
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # the run's own messages
+            assert train.main(argv) == 0
+    finally:
+        for undo in restore:
+            undo()
+    learn = timers.seconds["learn"]
+    env, encode = timers.seconds.get("env", 0.0), timers.seconds.get("encode", 0.0)
+    return {"rate": steps / learn, "env_ms": 1e3 * env / steps, "encode_ms": 1e3 * encode / steps,
+            "rest_ms": 1e3 * (learn - env - encode) / steps}
+
+
+def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: one row per mode and number of envs
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=4096, help="env steps per measurement [4096]")
+    parser.add_argument("--num-cpu", type=int, nargs="+", default=[1, 2], help="parallel envs to measure [1 2]")
+    parser.add_argument("--episodes", type=int, default=6, help="episodes of the VAE's dataset, 100 steps each [6]")
+    parser.add_argument("--epochs", type=int, default=2, help="VAE training epochs [2]")
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)  # as the train command does
+    from rl_baselines.srl_encoder import encoderDevice
+
+    print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoderDevice()}")
+    load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.perf_counter()
+        model_folder = trainVAE(scratch, args.episodes, args.epochs)
+        print(f"VAE trained in {time.perf_counter() - start:.0f} s: {model_folder}", flush=True)
+        timeRun("ground_truth", 1, 512, os.path.join(scratch, "warmup"), model_folder)  # imports, first calls
+        for num_cpu in args.num_cpu:
+            for mode in MODES:
+                row = {"mode": mode, "num_cpu": num_cpu,
+                       **timeRun(mode, num_cpu, args.steps, os.path.join(scratch, "runs"), model_folder)}
+                rows.append(row)
+                print(f"  {mode}, {num_cpu} env(s): {row['rate']:,.0f} steps/s (env {row['env_ms']:.2f} ms, encoder "
+                      f"{row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms per step)", flush=True)
+    lines = ["| observation | envs | PPO steps/s | env ms/step | encoder ms/step | policy + updates ms/step |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        label = f"vae (state dim {STATE_DIM})" if row["mode"] == "vae" else row["mode"]
+        label += ", MlpPolicy" if row["mode"] != "raw_pixels" else ", CnnPolicy"
+        lines.append(f"| {label} | {row['num_cpu']} | {row['rate']:,.0f} | {row['env_ms']:.2f} | "
+                     f"{row['encode_ms']:.2f} | {row['rest_ms']:.2f} |")
+    table = "\n".join(lines)
+    best_vae = max(row["rate"] for row in rows if row["mode"] == "vae")
+    verdict = "reached" if best_vae >= TARGET else "not reached"
+    print(table)
+    print(f"Target >= {TARGET:g} steps/s with the VAE: {verdict} (best {best_vae:,.0f} steps/s)")
+    if not args.no_append:
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+        command = " ".join(["python benchmarks/srl_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        appendReport(
+            f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
+            f"ppo2 default hyperparameters, one torch thread, {args.steps} steps per measurement after a warm-up; "
+            f"encoder on {encoderDevice()}; VAE trained in the benchmark ({args.episodes} episodes of 100 steps, "
+            f"{args.epochs} epochs). Steps/s over PPO's learn(); the per-step split is env step (render + physics, or the wait "
+            f"for the subprocesses), encoder (one batched getState per step) and the rest (policy and PPO "
+            f"updates). Target >= {TARGET:g} steps/s with the VAE on 2 cores: {verdict} (best {best_vae:,.0f}); "
+            f"reported, not asserted. Load average {load_start:.1f} at the start, {load:.1f} at the end (above the "
+            f"{len(os.sched_getaffinity(0))} cores, other work shared the CPU and the figures are lower than on a quiet "
+            f"machine).",
+            table, packages=("torch", "stable_baselines3", "pybullet"))
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()

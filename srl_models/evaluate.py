@@ -1,0 +1,282 @@
+"""Measure a trained SRL model on a dataset: GTC and KNN-MSE, with plots.
+
+    python -m srl_models.evaluate --model-folder logs/srl/mr/<run> [--data-folder data/mr] [--k 5]
+                                  [--max-samples 2000] [--seed 0]
+
+Writes into the model folder: gt_correlation.json, knn_mse.json, states.npz (the sampled frames' learned states,
+ground truth and rewards, for further plots), states_by_ground_truth.png and knn_neighbours.png.
+srl_models.train calls :func:`evaluateModel` at the end of training.
+"""
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.dataset import Dataset
+from srl_models import plotting
+from srl_models.base import BaseSRLModel, readExpConfig
+from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
+from srl_models.registry import loadSRLModel
+from environments.files import atomicPath, writeJson
+
+GTC_FILE = "gt_correlation.json"
+KNN_FILE = "knn_mse.json"
+STATES_FILE = "states.npz"
+STATES_PLOT = "states_by_ground_truth.png"
+KNN_PLOT = "knn_neighbours.png"
+KNN_PLOT_QUERIES = 4    # query frames in the neighbours figure
+KNN_PLOT_NEIGHBOURS = 5  # neighbours shown per query (at most k)
+ENCODE_BATCH = 256
+
+
+def writeNpz(path: str, **arrays: np.ndarray) -> None:
+    """
+    Write arrays to an npz file atomically.
+
+    :param path: destination .npz
+    :param arrays: name -> array
+    """
+    with atomicPath(path) as tmp_path:
+        np.savez(tmp_path, **arrays)
+
+
+def openModelDataset(model_folder: str, data_folder: str | None = None,
+                     need_ground_truth: bool = True) -> tuple[dict[str, Any], Dataset]:
+    """
+    Read a model folder's exp_config.json and the dataset to measure it on, and check that they belong together.
+
+    :param model_folder: a model folder written by srl_models.train
+    :param data_folder: the dataset (default: the one the model was trained on, exp_config["data_folder"])
+    :param need_ground_truth: require ground-truth states (for the metrics)
+    :return: (exp_config, dataset)
+    :raises ValueError: missing/foreign model folder, no dataset, another env or image size, missing arrays
+    """
+    config = readExpConfig(model_folder)
+    if data_folder is None:
+        data_folder = config.get("data_folder")
+        if not data_folder:
+            raise ValueError(f"{os.path.join(model_folder, 'exp_config.json')} names no data_folder: pass "
+                             "--data-folder")
+    dataset = Dataset.open(data_folder)
+    model_env, data_env = config.get("env"), dataset.env_id
+    if model_env and data_env and model_env != data_env:
+        raise ValueError(f"dataset {data_folder!r} was recorded on {data_env}, the model {model_folder!r} was "
+                         f"trained on {model_env}: measure it on a {model_env} dataset")
+    model_shape = tuple(int(v) for v in config.get("img_shape", ()))
+    if model_shape and model_shape != dataset.img_shape:
+        raise ValueError(f"dataset {data_folder!r} has images of shape {list(dataset.img_shape)}, the model "
+                         f"{model_folder!r} encodes {list(model_shape)}: use a dataset recorded with --img-shape "
+                         f"{' '.join(map(str, model_shape[-3:]))}")
+    dataset.require("images_path", purpose="encoding the frames")
+    if len(dataset) == 0:
+        raise ValueError(f"dataset {data_folder!r} is empty")
+    if need_ground_truth:
+        dataset.require("ground_truth_states", purpose="GTC and KNN-MSE")
+    return config, dataset
+
+
+def encodeDataset(model: BaseSRLModel, dataset: Dataset, indices: np.ndarray, batch_size: int = ENCODE_BATCH,
+                  progress: bool = True) -> np.ndarray:
+    """
+    :param model: a loaded SRL model
+    :param dataset: its dataset
+    :param indices: frames to encode
+    :param batch_size: frames read and encoded at once
+    :param progress: show a progress bar
+    :return: float32 (len(indices), state_dim) learned states
+    :raises ValueError: the model returns states of the wrong shape or non-finite values
+    """
+    states = np.empty((len(indices), model.state_dim), dtype=np.float32)
+    with tqdm(total=len(indices), desc="encoding", unit="frame", disable=not progress) as bar:
+        for start in range(0, len(indices), batch_size):
+            batch = indices[start:start + batch_size]
+            encoded = np.asarray(model.getState(dataset.loadImages(batch, img_shape=model.img_shape)))
+            if encoded.shape != (len(batch), model.state_dim):
+                raise ValueError(f"{type(model).__name__}.getState returned shape {encoded.shape}, expected "
+                                 f"{(len(batch), model.state_dim)}")
+            states[start:start + len(batch)] = encoded
+            bar.update(len(batch))
+    if not np.all(np.isfinite(states)):
+        raise ValueError(f"{type(model).__name__} produced NaN or infinite states")
+    return states
+
+
+def plotType(env_id: str | None, gt_dim: int) -> str:
+    """
+    :param env_id: the env the data comes from
+    :param gt_dim: ground-truth dimensions
+    :return: the env's PLOT_TYPE ("2D"/"3D"); for an env that is not installed, "3D" for 3-D ground truth
+    """
+    # Lazy: importing the registry is cheap, but getEnvClass imports the env's module (pybullet).
+    from environments import getEnvClass
+
+    try:
+        return str(getEnvClass(env_id).PLOT_TYPE) if env_id else ("3D" if gt_dim >= 3 else "2D")
+    except (KeyError, ImportError, AttributeError):
+        return "3D" if gt_dim >= 3 else "2D"
+
+
+@dataclass
+class Evaluation:
+    """Everything a measure needs, checked: built by :func:`prepareEvaluation` before anything is written."""
+
+    model_folder: str
+    config: dict[str, Any]
+    dataset: Dataset
+    model: BaseSRLModel
+    indices: np.ndarray
+    ground_truth: np.ndarray
+    k: int
+    seed: int
+
+
+def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int = 5, max_samples: int = 2000,
+                      seed: int = 0, device: str = "cpu") -> Evaluation:
+    """
+    Check the inputs and load the model and the dataset.
+
+    :param model_folder: a model folder written by srl_models.train
+    :param data_folder: the dataset (default: the one it was trained on)
+    :param k: neighbours of KNN-MSE
+    :param max_samples: most frames measured (a seeded subset beyond)
+    :param seed: seed of the subset and of the figure's query frames
+    :param device: torch device of the encoder
+    :return: the checked evaluation
+    :raises ValueError: any bad input (one line)
+    """
+    if k < 1:
+        raise ValueError(f"k must be a positive integer, got {k}")
+    if max_samples < 2:
+        raise ValueError(f"max_samples must be at least 2, got {max_samples}")
+    config, dataset = openModelDataset(model_folder, data_folder)
+    indices = sampleIndices(len(dataset), max_samples, seed)
+    if k >= len(indices):
+        raise ValueError(f"k={k} needs more than k frames: the dataset {dataset.path!r} gives {len(indices)} "
+                         f"(max samples {max_samples})")
+    ground_truth = dataset.states()[indices]
+    model = loadSRLModel(model_folder, device=device)
+    if tuple(model.img_shape) != dataset.img_shape:
+        raise ValueError(f"the model {model_folder!r} encodes images of shape {list(model.img_shape)}, the dataset "
+                         f"{dataset.path!r} has {list(dataset.img_shape)}")
+    return Evaluation(model_folder, config, dataset, model, indices, ground_truth, k, seed)
+
+
+def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, Any]:
+    """
+    Encode the sampled frames, score them, and write the JSON files, states.npz and the figures.
+
+    :param evaluation: from :func:`prepareEvaluation`
+    :param progress: show a progress bar while encoding
+    :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float}
+    """
+    ev = evaluation
+    states = encodeDataset(ev.model, ev.dataset, ev.indices, progress=progress)
+    gtc = gtCorrelation(states, ev.ground_truth)
+    knn_mse = knnMse(states, ev.ground_truth, ev.k)
+    common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path}
+    writeJson(os.path.join(ev.model_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
+    writeJson(os.path.join(ev.model_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
+    extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
+    writeNpz(os.path.join(ev.model_folder, STATES_FILE), states=states, ground_truth=ev.ground_truth,
+             indices=ev.indices, **extra)
+
+    name = ev.config.get("srl_model", type(ev.model).__name__)
+    env_id = ev.config.get("env") or ev.dataset.env_id
+    plotting.plotStatesByGroundTruth(
+        states, ev.ground_truth, plotType(env_id, ev.ground_truth.shape[1]),
+        os.path.join(ev.model_folder, STATES_PLOT),
+        title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}")
+    plotKnn(ev, states, name)
+    return {"gtc": gtc, "knn_mse": knn_mse}
+
+
+def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:
+    """
+    Draw a few seeded query frames with their nearest neighbours in learned-state space (knn_neighbours.png).
+
+    :param evaluation: the evaluation
+    :param states: the learned states of evaluation.indices
+    :param name: the model's name, for the title
+    """
+    ev = evaluation
+    shown = min(ev.k, KNN_PLOT_NEIGHBOURS)
+    queries = np.random.default_rng(ev.seed).choice(len(states), size=min(KNN_PLOT_QUERIES, len(states)),
+                                                    replace=False)
+    neighbours = nearestNeighbours(states, ev.k)[queries, :shown]
+    distances = np.sum((ev.ground_truth[neighbours] - ev.ground_truth[queries][:, None]) ** 2, axis=2)
+    frames = ev.indices[np.concatenate([queries[:, None], neighbours], axis=1)]  # (q, 1 + shown) dataset rows
+    images = ev.dataset.loadImages(frames.ravel())
+    images = images.reshape(*frames.shape, *images.shape[1:])
+    plotting.plotNeighbours(images[:, 0], images[:, 1:], distances, os.path.join(ev.model_folder, KNN_PLOT),
+                            title=f"{name}: {shown} nearest neighbours in learned-state space")
+
+
+def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = 5, max_samples: int = 2000,
+                  seed: int = 0, *, device: str = "cpu", progress: bool = True) -> dict[str, Any]:
+    """
+    Measure a trained model: GTC and KNN-MSE on a seeded subset of the dataset's frames, with plots.
+
+    :param model_folder: a model folder written by srl_models.train; the results are written into it
+    :param data_folder: the dataset (default: exp_config["data_folder"], the one it was trained on)
+    :param k: neighbours of KNN-MSE
+    :param max_samples: most frames measured (a seeded subset beyond)
+    :param seed: seed of the subset and of the neighbours figure
+    :param device: torch device of the encoder
+    :param progress: show a progress bar while encoding
+    :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float}
+    :raises ValueError: bad input (one line), before anything is written
+    """
+    evaluation = prepareEvaluation(model_folder, data_folder, k=k, max_samples=max_samples, seed=seed, device=device)
+    return runEvaluation(evaluation, progress=progress)
+
+
+def makeParser() -> OneLineParser:
+    """:return: the command-line parser"""
+    parser = OneLineParser(prog="python -m srl_models.evaluate",
+                           description="Measure a trained SRL model: GTC and KNN-MSE on a dataset, with plots, "
+                                       "written into the model folder.")
+    parser.add_argument("--model-folder", required=True, help="a model folder written by srl_models.train")
+    parser.add_argument("--data-folder", default=None,
+                        help="dataset to measure on [the one the model was trained on]")
+    parser.add_argument("--k", type=positiveInt, default=5, help="nearest neighbours of KNN-MSE [5]")
+    parser.add_argument("--max-samples", type=positiveInt, default=2000,
+                        help="most frames measured, a seeded subset beyond [2000]")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the subset and of the figure [0]")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="device of the encoder [cpu]")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args = makeParser().parse_args(argv)
+    if args.device == "cuda":
+        import torch  # lazy: only to check the request
+
+        if not torch.cuda.is_available():
+            raise UsageError("--device cuda: no CUDA device is available; valid choices here: cpu")
+    try:
+        evaluation = prepareEvaluation(args.model_folder, args.data_folder, k=args.k, max_samples=args.max_samples,
+                                       seed=args.seed, device=args.device)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    checkWritableFolder(args.model_folder, "--model-folder")  # the results go beside the model
+    result = runEvaluation(evaluation, progress=not args.no_progress)
+    per_dimension = " ".join(f"{v:.3f}" for v in result["gtc"]["per_dimension"])
+    print(f"GTC mean {result['gtc']['mean']:.4f} (per ground-truth dimension: {per_dimension})")
+    print(f"KNN-MSE (k={args.k}) {result['knn_mse']:.6g} on {len(evaluation.indices)} frames")
+    print(f"Wrote {GTC_FILE}, {KNN_FILE}, {STATES_FILE}, {STATES_PLOT}, {KNN_PLOT} in {args.model_folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,162 @@
+"""Look inside a decoding SRL model: decode a grid of latent states into images.
+
+    python -m srl_models.explore_latent --model-folder logs/srl/mr/<run> [--grid 7] [--dims 0 1]
+                                        [--range LOW HIGH] [--output FILE.png] [--vis --port 8097]
+
+Two latent dimensions sweep their range (from the 5th to the 95th percentile of the dataset's encoded frames, or
+``--range LOW HIGH``); the others stay at the mean of those states. The decoded images form one PNG grid (default
+<model folder>/latent_grid_<d0>_<d1>.png); with --vis the grid also goes to a visdom window.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_models import plotting
+from srl_models.base import BaseSRLModel
+from srl_models.evaluate import encodeDataset, openModelDataset
+from srl_models.metrics import sampleIndices
+from srl_models.registry import loadSRLModel, registered_srl
+
+PERCENTILES = (5.0, 95.0)  # the sweep stays inside the states the encoder actually produces
+MAX_GRID = 30
+
+
+def decodingModels() -> list[str]:
+    """:return: registered learned models whose class decodes states into images"""
+    return [name for name, (model_class, _) in registered_srl.items() if getattr(model_class, "DECODES", False)]
+
+
+def latentGrid(model: BaseSRLModel, states: np.ndarray, dims: tuple[int, int], grid: int,
+               value_range: tuple[float, float] | None = None) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
+    """
+    :param model: a decoding model
+    :param states: (n, state_dim) encoded frames: their mean fixes the other dimensions, their percentiles the range
+    :param dims: the two latent dimensions to sweep (columns, rows)
+    :param grid: values per dimension
+    :param value_range: (low, high) for both swept dimensions instead of the percentiles
+    :return: uint8 (grid * grid, H, W, C) decoded images, row-major (row i: dims[1] = values[1][i], column j:
+        dims[0] = values[0][j]), and the values of both dimensions
+    """
+    centre = states.mean(axis=0)
+    if value_range is None:
+        low, high = np.percentile(states, PERCENTILES, axis=0)
+        values = tuple(np.linspace(low[d], high[d], grid) for d in dims)
+    else:
+        values = tuple(np.linspace(value_range[0], value_range[1], grid) for _ in dims)
+    latent = np.tile(centre, (grid * grid, 1)).astype(np.float32)
+    rows, cols = np.meshgrid(np.arange(grid), np.arange(grid), indexing="ij")
+    latent[:, dims[0]] = values[0][cols.ravel()]
+    latent[:, dims[1]] = values[1][rows.ravel()]
+    images = np.asarray(model.decode(latent))
+    if images.dtype != np.uint8 or images.ndim != 4 or len(images) != grid * grid:
+        raise ValueError(f"{type(model).__name__}.decode returned {images.dtype} {images.shape}, expected uint8 "
+                         f"({grid * grid}, H, W, C)")
+    return images, values
+
+
+def showInVisdom(images: np.ndarray, grid: int, port: int, title: str, window: str,
+                 server: str = "http://127.0.0.1") -> bool:
+    """
+    Send the grid to a visdom window; an unreachable server costs one warning, never the command.
+
+    :param images: uint8 (grid * grid, H, W, 3)
+    :param grid: images per row
+    :param port: the visdom server's port
+    :param title: window title
+    :param window: window id (the same id replaces the previous grid)
+    :param server: the server's address, with its scheme
+    :return: whether the window was sent
+    """
+    logger = logging.getLogger("visdom")  # its own log lines would repeat our warning
+    was_disabled, logger.disabled = logger.disabled, True
+    try:
+        import visdom  # lazy: only --vis needs it
+
+        client = visdom.Visdom(server=server, port=port, env="srl_explore_latent", use_incoming_socket=False,
+                               raise_exceptions=True)
+        client.images(np.transpose(images, (0, 3, 1, 2)), nrow=grid, padding=1, win=window,
+                      opts={"title": title})
+    except Exception as error:  # ConnectionError mostly: the PNG is already written, keep going
+        warnings.warn(f"the visdom server at {server}:{port} cannot be reached ({type(error).__name__}); the grid "
+                      f"is only in the PNG. Start one with `python -m replay.visdom_server --port {port}`",
+                      UserWarning, stacklevel=2)
+        return False
+    finally:
+        logger.disabled = was_disabled
+    return True
+
+
+def makeParser() -> OneLineParser:
+    """:return: the command-line parser"""
+    parser = OneLineParser(prog="python -m srl_models.explore_latent",
+                           description="Decode a grid over two latent dimensions of a decoding SRL model into a PNG "
+                                       "(and a visdom window with --vis).")
+    parser.add_argument("--model-folder", required=True, help="a model folder written by srl_models.train")
+    parser.add_argument("--data-folder", default=None,
+                        help="dataset whose encoded frames set the ranges [the one the model was trained on]")
+    parser.add_argument("--grid", type=positiveInt, default=7, help=f"values per dimension, 2..{MAX_GRID} [7]")
+    parser.add_argument("--dims", type=int, nargs=2, default=(0, 1), metavar=("D0", "D1"),
+                        help="the two latent dimensions swept, columns then rows [0 1]")
+    parser.add_argument("--range", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
+                        help="values swept on both dims, e.g. -3 3 for a VAE's prior [5th to 95th percentile of the "
+                             "encoded frames]")
+    parser.add_argument("--output", default=None, help="PNG file [<model folder>/latent_grid_<D0>_<D1>.png]")
+    parser.add_argument("--max-samples", type=positiveInt, default=2000,
+                        help="frames encoded for the mean and ranges [2000]")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the frame subset [0]")
+    parser.add_argument("--vis", action="store_true", help="also show the grid in a visdom window")
+    parser.add_argument("--port", type=positiveInt, default=8097, help="visdom server port [8097]")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args = makeParser().parse_args(argv)
+    if not 2 <= args.grid <= MAX_GRID:
+        raise UsageError(f"--grid {args.grid}: choose 2..{MAX_GRID} values per dimension")
+    if args.range is not None and not (np.isfinite(args.range).all() and args.range[0] < args.range[1]):
+        raise UsageError(f"--range {args.range[0]} {args.range[1]}: give finite LOW < HIGH")
+    if args.output is not None and not args.output.lower().endswith(".png"):
+        raise UsageError(f"--output {args.output!r}: the grid is written as PNG, give a .png file")
+    try:
+        config, dataset = openModelDataset(args.model_folder, args.data_folder, need_ground_truth=False)
+        model = loadSRLModel(args.model_folder)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    name = config["srl_model"]
+    if not model.DECODES:
+        raise UsageError(f"the {name!r} model in {args.model_folder!r} does not decode states into images; models "
+                         f"that decode: {', '.join(decodingModels()) or 'none installed'}")
+    dims = tuple(args.dims)
+    if dims[0] == dims[1] or not all(0 <= d < model.state_dim for d in dims):
+        raise UsageError(f"--dims {dims[0]} {dims[1]}: give two different latent dimensions in "
+                         f"0..{model.state_dim - 1}")
+    output = args.output or os.path.join(args.model_folder, f"latent_grid_{dims[0]}_{dims[1]}.png")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
+        raise UsageError(f"--output {output!r}: the folder does not exist")
+    checkWritableFolder(os.path.dirname(os.path.abspath(output)), "--output" if args.output else "--model-folder")
+
+    indices = sampleIndices(len(dataset), args.max_samples, args.seed)
+    states = encodeDataset(model, dataset, indices, progress=not args.no_progress)
+    images, values = latentGrid(model, states, dims, args.grid, args.range)
+    images = plotting.displayable(images)
+    title = f"{name} (state dim {model.state_dim}): latent dims {dims[0]} x {dims[1]}"
+    plotting.plotLatentGrid(images, values, dims, output, title=title)
+    print(f"Latent grid: {output}")
+    if args.vis and showInVisdom(images, args.grid, args.port, title, f"latent_{name}_{dims[0]}_{dims[1]}"):
+        print(f"Sent to visdom at http://127.0.0.1:{args.port} (env srl_explore_latent)")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

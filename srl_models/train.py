@@ -1,0 +1,465 @@
+"""python -m srl_models.train: train an SRL model on a dataset and write its model folder.
+
+    python -m srl_models.train --data-folder data/NAME --losses vae:1 inverse:10 --state-dim 32 --epochs 30
+    python -m srl_models.train --data-folder data/NAME --srl-model vae
+
+Every input is checked before an image is read or a file written; then the images are loaded once into memory, the
+episodes split into training and validation, the model trained with early stopping on the validation loss, and the
+folder written: exp_config.json, the weights, training_curve.png, reconstructions.png (models that decode), then the
+evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Model folder: PATH``.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from environments.cli_errors import OneLineParser, UsageError, positiveInt, runCommand
+from environments.dataset import Dataset
+from srl_models.backbone import checkImageSize
+from srl_models.base import SRLType
+from srl_models.losses import LOSSES
+from srl_models.models import LearnedSRLModel
+from srl_models.pca import PCAModel
+from srl_models.plotting import reconstructions, trainingCurve
+from srl_models.registry import registered_srl
+from environments.files import writeJson
+from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, monitorVal, splitEpisodes, trainNetwork
+
+DEFAULT_STATE_DIM = 32
+N_RECONSTRUCTIONS = 8
+MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
+
+
+def trainableModels() -> dict[str, type]:
+    """:return: registered learned models this command can train (name -> class)"""
+    return {name: model_class for name, (model_class, srl_type) in registered_srl.items()
+            if srl_type is SRLType.LEARNED and issubclass(model_class, (LearnedSRLModel, PCAModel))}
+
+
+def _number(raw: str, what: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{what}: {raw!r} is not a number") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{what}: {raw!r} is not finite")
+    return value
+
+
+def _dims(raw: str, what: str) -> int:
+    value = _number(raw, what)
+    if not value.is_integer() or value <= 0:
+        raise UsageError(f"{what}: dims {raw!r} must be a positive integer")
+    return int(value)
+
+
+def parseLosses(items: Sequence[str]) -> tuple[dict[str, float], dict[str, int]]:
+    """
+    srl-zoo syntax: ``name[:weight[:dims]]`` (weight 1 when left out; dims: the size of the loss's own state slice).
+
+    :param items: the --losses values
+    :return: (name -> weight in the given order, name -> dims for those with dims)
+    :raises UsageError: unknown name, bad weight or dims, repeated loss, weights not summing to a positive number
+    """
+    losses: dict[str, float] = {}
+    dims: dict[str, int] = {}
+    for item in items:
+        fields = item.split(":")
+        name = fields[0]
+        if name not in LOSSES:
+            raise UsageError(f"--losses: unknown loss {name!r}; valid losses: {', '.join(LOSSES)}")
+        if len(fields) > 3:
+            raise UsageError(f"--losses: {item!r} is not name[:weight[:dims]] (e.g. vae:1 or inverse:10:8)")
+        if name in losses:
+            raise UsageError(f"--losses: {name!r} is given twice")
+        weight = _number(fields[1], f"--losses {item!r}: weight") if len(fields) > 1 else 1.0
+        if weight < 0:
+            raise UsageError(f"--losses {item!r}: weight {weight:g} is negative")
+        losses[name] = weight
+        if len(fields) == 3:
+            dims[name] = _dims(fields[2], f"--losses {item!r}")
+    total = sum(losses.values())
+    if not total > 0:
+        raise UsageError(f"--losses: the weights sum to {total:g}; at least one must be positive")
+    return losses, dims
+
+
+def parseSplitDims(items: Sequence[str], losses: dict[str, float], state_dim: int,
+                   from_losses: dict[str, int]) -> dict[str, int]:
+    """
+    :param items: the --split-dims values, ``name:dims``
+    :param losses: the losses to train
+    :param state_dim: size of the state: the dims must sum to it
+    :param from_losses: dims already given as name:weight:dims in --losses
+    :return: name -> dims, in the order of ``losses``
+    :raises UsageError: bad syntax, a loss not trained, dims not summing to state_dim
+    """
+    split = dict(from_losses)
+    if items and from_losses:
+        raise UsageError("give the dims either in --losses (name:weight:dims) or in --split-dims, not both")
+    for item in items:
+        fields = item.split(":")
+        if len(fields) != 2:
+            raise UsageError(f"--split-dims: {item!r} is not name:dims (e.g. autoencoder:24)")
+        if fields[0] not in losses:
+            raise UsageError(f"--split-dims: {fields[0]!r} is not one of the losses trained ({', '.join(losses)})")
+        if fields[0] in split:
+            raise UsageError(f"--split-dims: {fields[0]!r} is given twice")
+        split[fields[0]] = _dims(fields[1], f"--split-dims {item!r}")
+    if split and sum(split.values()) != state_dim:
+        raise UsageError(f"split dims {' + '.join(f'{k}:{v}' for k, v in split.items())} = {sum(split.values())} "
+                         f"do not add up to --state-dim {state_dim}")
+    return {name: split[name] for name in losses if name in split}
+
+
+def resolveModel(args: argparse.Namespace) -> tuple[str, dict[str, float], dict[str, int], int]:
+    """
+    Decide the registered name, the losses, the split and the state size from --srl-model, --losses, --split-dims
+    and --state-dim.
+
+    :param args: the parsed command line
+    :return: (srl_model name, losses, split dims, state_dim)
+    :raises UsageError: an inconsistent or unknown choice
+    """
+    models = trainableModels()
+    losses, loss_dims = parseLosses(args.losses) if args.losses else ({}, {})
+    name = args.srl_model
+    if name is None:
+        if not losses:
+            raise UsageError(f"give --srl-model NAME ({', '.join(models)}) or --losses name:weight ...")
+        if loss_dims or args.split_dims:
+            name = "srl_splits"
+        elif len(losses) == 1 and next(iter(losses)) in models:
+            name = next(iter(losses))
+        else:
+            name = "srl_combination"
+    if name not in models:
+        raise UsageError(f"--srl-model: unknown or not a trainable model {name!r}; learned models: "
+                         f"{', '.join(models)}")
+    model_class = models[name]
+    if not model_class.DEFAULT_LOSSES:  # pca, random: no loss to choose
+        if losses or args.split_dims:
+            raise UsageError(f"--srl-model {name} trains no loss: leave out --losses and --split-dims")
+    elif not losses:
+        losses = dict(model_class.DEFAULT_LOSSES)
+    elif name in LOSSES and name not in losses:
+        raise UsageError(f"--srl-model {name} trains the {name} loss: add {name}:WEIGHT to --losses "
+                         f"(or leave --srl-model out for a combination)")
+    state_dim = args.state_dim or DEFAULT_STATE_DIM
+    split = parseSplitDims(args.split_dims or [], losses, state_dim, loss_dims)
+    if not split and issubclass(model_class, LearnedSRLModel):
+        split = model_class.defaultSplit(state_dim, losses)
+        if split and min(split.values()) <= 0:
+            raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses")
+    return name, losses, split, state_dim
+
+
+def _device(raw: str) -> torch.device:
+    if raw == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        device = torch.device(raw)
+    except RuntimeError:
+        raise UsageError(f"--device: {raw!r} is not a torch device (cpu, cuda, cuda:1, auto)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device {raw}: no CUDA GPU is available (use cpu or auto)")
+    return device
+
+
+def checkDataset(path: str, losses: dict[str, float]) -> Dataset:
+    """
+    :param path: the --data-folder
+    :param losses: the losses to train
+    :return: the opened dataset, holding every array the losses need
+    :raises UsageError: missing folder, not a dataset, a needed array missing, images too small
+    """
+    try:
+        dataset = Dataset.open(path)
+        dataset.require("images_path", "episode_starts", purpose="SRL training")
+        for loss in losses:
+            dataset.require(*LOSSES[loss].NEEDS, purpose=f"the {loss} loss")
+            if loss == "supervised":
+                dataset.states()  # relative ground truth also needs target_positions
+        checkImageSize(dataset.img_shape)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if len(dataset) == 0:
+        raise UsageError(f"dataset {path!r} is empty")
+    return dataset
+
+
+def datasetSizes(dataset: Dataset, losses: dict[str, float]) -> dict[str, Any]:
+    """
+    :param dataset: the dataset
+    :param losses: the losses to train
+    :return: exp_config entries the heads are sized from: continuous_actions, n_actions or action_dim,
+        reward_classes or reward_bins, ground_truth_dim
+    """
+    sizes: dict[str, Any] = {"continuous_actions": dataset.continuous_actions}
+    if dataset.has("actions"):
+        actions = dataset["actions"]
+        if actions.ndim == 2:
+            sizes["action_dim"] = int(actions.shape[1])
+        else:
+            sizes["n_actions"] = int(actions.max()) + 1
+    if dataset.has("rewards"):
+        sizes.update(rewardClasses(dataset["rewards"]))
+    if "supervised" in losses:
+        sizes["ground_truth_dim"] = int(dataset.states().shape[1])
+    elif dataset.has("ground_truth_states"):
+        sizes["ground_truth_dim"] = int(dataset["ground_truth_states"].shape[1])
+    return sizes
+
+
+def rewardClasses(rewards: np.ndarray) -> dict[str, list[float]]:
+    """
+    :param rewards: the dataset's rewards
+    :return: {"reward_classes": the distinct values} when there are at most MAX_REWARD_CLASSES (sparse rewards),
+        else {"reward_bins": the inner edges of MAX_REWARD_CLASSES quantile bins} (shaped, continuous rewards)
+    """
+    values = np.unique(rewards)
+    if len(values) <= MAX_REWARD_CLASSES:
+        return {"reward_classes": [float(value) for value in values]}
+    edges = np.unique(np.quantile(rewards, np.linspace(0, 1, MAX_REWARD_CLASSES + 1)[1:-1]))
+    return {"reward_bins": [float(edge) for edge in edges]}
+
+
+def rewardClassOf(rewards: np.ndarray, exp_config: dict[str, Any]) -> np.ndarray:
+    """
+    :param rewards: rewards
+    :param exp_config: holding "reward_classes" or "reward_bins" (from rewardClasses)
+    :return: the class of each reward
+    """
+    if "reward_bins" in exp_config:
+        return np.searchsorted(np.asarray(exp_config["reward_bins"]), rewards, side="right")
+    return np.searchsorted(np.asarray(exp_config["reward_classes"]), rewards)
+
+
+def modelFolder(log_folder: str, data_folder: str, name: str, state_dim: int, seed: int) -> str:
+    """
+    :param log_folder: root of the model folders
+    :param data_folder: the dataset folder (its name is used)
+    :param name: the registered model name
+    :param state_dim: size of the state
+    :param seed: the seed
+    :return: ``<log_folder>/<dataset name>/<YY-MM-DD_HHhMM_SS>_<name>_ST_DIM<N>_SEED<S>`` (a suffix _2, _3 ... when
+        a run of the same second exists)
+    """
+    dataset_name = os.path.basename(os.path.normpath(data_folder))
+    stem = os.path.join(log_folder, dataset_name,
+                        f"{time.strftime('%y-%m-%d_%Hh%M_%S')}_{name}_ST_DIM{state_dim}_SEED{seed}")
+    folder, n = stem, 1
+    while os.path.exists(folder):
+        n += 1
+        folder = f"{stem}_{n}"
+    return folder
+
+
+def seedEverything(seed: int) -> None:
+    """:param seed: seeds python, numpy and torch"""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+
+
+def makeParser() -> argparse.ArgumentParser:
+    """:return: the command-line parser"""
+    parser = OneLineParser(prog="python -m srl_models.train",
+                           description="Train a state representation (SRL) model on a dataset recorded with "
+                                       "python -m environments.dataset_generator.")
+    parser.add_argument("--data-folder", required=True, help="the dataset folder (data/NAME)")
+    parser.add_argument("--srl-model", help=f"a learned model: {', '.join(trainableModels())} (default: from "
+                        "--losses: one loss trains the model of that name, several srl_combination, dims srl_splits)")
+    parser.add_argument("--losses", nargs="+", metavar="NAME[:WEIGHT[:DIMS]]",
+                        help=f"weighted losses on one encoder; names: {', '.join(LOSSES)}")
+    parser.add_argument("--split-dims", nargs="+", metavar="NAME:DIMS",
+                        help="state dims owned by each loss (sum = --state-dim); losses not listed see the whole state")
+    parser.add_argument("--state-dim", type=positiveInt,
+                        help=f"size of the state [{DEFAULT_STATE_DIM}; supervised alone: the ground truth's]")
+    parser.add_argument("--epochs", type=positiveInt, default=30, help="maximum epochs [30]")
+    parser.add_argument("--batch-size", type=positiveInt, default=64, help="minibatch size [64]")
+    parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate [1e-3]")
+    parser.add_argument("--beta", type=float, default=1.0, help="weight of the VAE's KL term [1]")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the weights, split, shuffling and noise [0]")
+    parser.add_argument("--val-split", type=float, default=0.1, help="fraction of the episodes held out [0.1]")
+    parser.add_argument("--patience", type=int, default=10,
+                        help="epochs without a better validation loss before stopping (0: never) [10]")
+    parser.add_argument("--log-folder", default=os.path.join("logs", "srl"), help="root of the model folders "
+                        "[logs/srl]")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available) [auto]")
+    parser.add_argument("--no-eval", action="store_true", help="skip the evaluation (GTC, KNN-MSE)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    return parser
+
+
+def checkSettings(args: argparse.Namespace) -> None:
+    """
+    :param args: the parsed command line
+    :raises UsageError: learning rate, beta, val split or patience out of range
+    """
+    if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
+        raise UsageError(f"--learning-rate {args.learning_rate:g} must be a positive number")
+    if not (math.isfinite(args.beta) and args.beta >= 0):
+        raise UsageError(f"--beta {args.beta:g} must be >= 0")
+    if not 0 <= args.val_split < 1:
+        raise UsageError(f"--val-split {args.val_split:g} must be in [0, 1)")
+    if args.patience < 0:
+        raise UsageError(f"--patience {args.patience} must be >= 0")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    folder = trainFromArgs(argv)
+    print(f"Model folder: {folder}")
+    return 0
+
+
+def trainFromArgs(argv: Sequence[str] | None = None) -> str:
+    """
+    Everything the command does but the last line.
+
+    :param argv: command-line arguments
+    :return: the new model folder
+    :raises UsageError: bad input (nothing written)
+    """
+    args = makeParser().parse_args(argv)
+    checkSettings(args)
+    name, losses, split, state_dim = resolveModel(args)
+    device = _device(args.device)
+    dataset = checkDataset(args.data_folder, losses)
+    model_class = trainableModels()[name]
+    sizes = datasetSizes(dataset, losses)
+    if args.state_dim is None and list(losses) == ["supervised"] and not split:
+        state_dim = sizes["ground_truth_dim"]  # one state dimension per ground-truth dimension by default
+    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), args.val_split, args.seed)
+    if model_class is PCAModel and state_dim > len(train_rows):
+        raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
+                         f"({len(train_rows)})")
+
+    exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
+                  "env": dataset.env_id, "losses": losses, **({"split_dims": split} if split else {}),
+                  "data_folder": os.path.abspath(args.data_folder), "seed": args.seed, "epochs": args.epochs,
+                  "batch_size": args.batch_size, "learning_rate": args.learning_rate, "beta": args.beta,
+                  "val_split": args.val_split, "patience": args.patience, **sizes}
+    seedEverything(args.seed)
+    try:
+        images = dataset.loadImages()
+    except ValueError as error:  # a missing or unreadable image file
+        raise UsageError(str(error)) from None
+    print(f"Dataset {args.data_folder}: {len(images)} frames {dataset.img_shape}, {len(train_rows)} for training, "
+          f"{len(val_rows)} for validation; model {name}, losses "
+          f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}")
+    model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
+    history = fitModel(model, dataset, images, train_rows, val_rows, args, device)
+
+    folder = modelFolder(args.log_folder, args.data_folder, name, state_dim, args.seed)
+    model.save(folder)
+    writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, args.seed)
+    if not args.no_eval:
+        evaluate(folder, progress=not args.no_progress)
+    return folder
+
+
+def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray,
+             args: argparse.Namespace, device: torch.device) -> list[dict]:
+    """
+    Train ``model`` in place (PCA: fit; random: nothing) and record the result in its exp_config.
+
+    :param model: a LearnedSRLModel or PCAModel, built from its exp_config
+    :param dataset: the dataset (its arrays)
+    :param images: its images, uint8 (n, H, W, C)
+    :param train_rows: training rows
+    :param val_rows: validation rows
+    :param args: the command line (epochs, batch size, learning rate, patience, seed, progress)
+    :param device: where the images and the network live
+    :return: the per-epoch history (empty for PCA and random)
+    """
+    if isinstance(model, PCAModel):
+        train_error = model.fit(images[train_rows], seed=args.seed)
+        val_error = model.reconstructionError(images[val_rows]) if len(val_rows) else None
+        model.exp_config.update(train_loss=train_error, val_loss=val_error)
+        print(f"PCA reconstruction MSE: train {train_error:.5f}"
+              + (f", validation {val_error:.5f}" if val_error is not None else ""))
+        return []
+    if not model.TRAINABLE:
+        return []
+    sizes = model.exp_config
+    rewards = rewardClassOf(dataset["rewards"], sizes) if dataset.has("rewards") else None
+    ground_truth = None
+    if "supervised" in sizes["losses"]:
+        states = dataset.states()
+        ground_truth = (states - states.mean(0)) / np.maximum(states.std(0), 1e-6)
+    data = TrainingData(images, dataset["episode_starts"], device,
+                        actions=dataset["actions"] if dataset.has("actions") else None, rewards=rewards,
+                        ground_truth=ground_truth)
+    settings = TrainSettings(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
+                             patience=args.patience, seed=args.seed, progress=not args.no_progress)
+    try:
+        history = trainNetwork(model.network, data, train_rows, val_rows, settings)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    best = bestEpoch(history, model.network)
+    monitored = "val" if monitorVal(model.network, history[0]["val"]) else "train"
+    model.exp_config.update(epochs_trained=len(history), best_epoch=best, selected_on=monitored,
+                            train_loss=history[best - 1]["train"], val_loss=history[best - 1]["val"])
+    first, kept = history[0], history[best - 1]
+    print(f"Loss ({monitored}): epoch 1 {first[monitored]['total']:.5g} -> epoch {best} {kept[monitored]['total']:.5g}"
+          f" (kept, {len(history)} epochs run)")
+    return history
+
+
+def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarray, rows: np.ndarray,
+                 seed: int) -> None:
+    """
+    training_curve.png, training_history.json (trained models) and reconstructions.png (models that decode).
+
+    :param model: the trained model
+    :param folder: its folder
+    :param history: per-epoch losses
+    :param images: the dataset's images
+    :param rows: rows to show reconstructions of (validation rows when there are)
+    :param seed: which rows
+    """
+    if history:
+        trainingCurve(history, os.path.join(folder, "training_curve.png"), model.exp_config.get("best_epoch"))
+        writeJson(os.path.join(folder, "training_history.json"), history, sort_keys=False)
+    if model.DECODES:
+        shown = np.sort(np.random.default_rng(seed).choice(rows, min(N_RECONSTRUCTIONS, len(rows)), replace=False))
+        originals = images[shown]
+        reconstructions(originals, model.decode(model.getState(originals)), os.path.join(folder,
+                                                                                          "reconstructions.png"))
+
+
+def evaluate(folder: str, progress: bool = True) -> None:
+    """
+    Run the evaluation (GTC, KNN-MSE, plots) on the new model folder and print its figures. A dataset that cannot be
+    evaluated (no ground truth, too few frames) costs a warning: the model itself is saved and usable.
+
+    :param folder: the model folder
+    :param progress: show a progress bar while encoding
+    """
+    # imported here: the metrics and their plots are only needed when evaluating (--no-eval skips them)
+    from srl_models.evaluate import evaluateModel
+
+    try:
+        results = evaluateModel(folder, progress=progress)
+    except ValueError as error:
+        print(f"warning: evaluation skipped: {error}", file=sys.stderr)
+        return
+    print(f"GTC mean {results['gtc']['mean']:.3f}, KNN-MSE {results['knn_mse']:.4g}")
+
+
+if __name__ == "__main__":
+    runCommand(main, sys.argv[1:])

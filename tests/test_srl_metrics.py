@@ -1,0 +1,395 @@
+"""SRL metrics (GTC, KNN-MSE) on synthetic data with known answers, and the evaluate / explore_latent commands."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from conftest import runModule, snapshot
+from matplotlib.image import imread
+
+from environments.cli_errors import runCommand
+from environments.dataset import Dataset
+from srl_models import evaluate, explore_latent, plotting
+from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
+from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
+
+ENV = "MobileRobotGymEnv-v0"
+IMG = (3, 32, 32)
+
+
+# --- metrics on synthetic data --------------------------------------------------------------------------------------
+
+
+def positions(n: int = 600, dim: int = 2, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-2, 2, size=(n, dim))
+
+
+def test_identityGivesGtcOne():
+    gt = positions()
+    result = gtCorrelation(gt, gt)
+    assert result["per_dimension"] == pytest.approx([1.0, 1.0])
+    assert result["mean"] == pytest.approx(1.0)
+
+
+def test_permutedScaledIdentityStillGtcOne():
+    gt = positions()
+    noise = np.random.default_rng(1).normal(size=(len(gt), 3))
+    # y first, x flipped and rescaled, shifted, padded with unrelated dimensions
+    states = np.column_stack([noise[:, 0], 10 * gt[:, 1] + 3, noise[:, 1], -0.01 * gt[:, 0], noise[:, 2]])
+    assert gtCorrelation(states, gt)["per_dimension"] == pytest.approx([1.0, 1.0])
+
+
+def test_randomMapAndNoiseScoreWorse():
+    gt = positions()
+    rotation = np.array([[1.0, 1.0], [1.0, -1.0]]) / np.sqrt(2)  # every learned dim mixes x and y equally
+    mixed = gtCorrelation(gt @ rotation, gt)
+    assert mixed["per_dimension"] == pytest.approx([np.sqrt(0.5)] * 2, abs=0.05)
+    noise = np.random.default_rng(2).normal(size=(len(gt), 8))
+    assert gtCorrelation(noise, gt)["mean"] < 0.25
+    assert knnMse(noise, gt) > 20 * knnMse(gt, gt)
+    # a random linear map keeps some information: in between
+    projected = gt @ np.random.default_rng(3).normal(size=(2, 8))
+    assert gtCorrelation(projected, gt)["mean"] < 1.0 - 1e-3
+    assert knnMse(projected, gt) < knnMse(noise, gt)
+
+
+def test_knnMseKnownValues():
+    line = np.arange(10, dtype=float)[:, None]  # neighbours along a line, ground truth = state
+    assert knnMse(line, line, k=1) == pytest.approx(1.0)
+    # k=2: the ends have neighbours at distances 1 and 2 (mean 2.5), the others at 1 and 1
+    assert knnMse(line, line, k=2) == pytest.approx((2 * 2.5 + 8 * 1.0) / 10)
+    # learned states in the reverse order of the ground truth: same neighbourhoods
+    assert knnMse(-5 * line, line, k=1) == pytest.approx(1.0)
+
+
+def test_constantColumnsGiveZeroNotNan():
+    gt = np.column_stack([positions(200, 1)[:, 0], np.full(200, 4.0)])  # second GT dim never moves
+    states = np.column_stack([np.zeros(200), gt[:, 0] * 2])
+    result = gtCorrelation(states, gt)
+    assert result["per_dimension"] == pytest.approx([1.0, 0.0])
+    assert np.isfinite(result["mean"])
+    assert gtCorrelation(np.zeros((200, 3)), gt)["per_dimension"] == [0.0, 0.0]
+
+
+def test_neighboursExcludeSelfEvenWithDuplicates():
+    states = np.zeros((7, 2))  # every sample ties with every other
+    neighbours = nearestNeighbours(states, k=4)
+    assert neighbours.shape == (7, 4)
+    assert not np.any(neighbours == np.arange(7)[:, None])
+    assert all(len(set(row)) == 4 for row in neighbours)
+
+
+def test_metricInputChecks():
+    with pytest.raises(ValueError, match="k=5"):
+        knnMse(np.zeros((5, 2)), np.zeros((5, 2)), k=5)
+    with pytest.raises(ValueError, match="ground-truth rows"):
+        gtCorrelation(np.zeros((5, 2)), np.zeros((4, 2)))
+    with pytest.raises(ValueError, match="NaN"):
+        gtCorrelation(np.full((5, 2), np.nan), np.zeros((5, 2)))
+
+
+def test_sampleIndicesSeeded():
+    assert np.array_equal(sampleIndices(10, 20, seed=3), np.arange(10))
+    first, again, other = (sampleIndices(1000, 50, seed=s) for s in (3, 3, 4))
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    assert len(np.unique(first)) == 50 and np.all(np.diff(first) > 0)
+
+
+def test_plotsBothKinds(tmp_path):
+    gt = positions(300, 3)
+    for plot_type, state_dim in (("3D", 5), ("3D", 2), ("2D", 1), ("2D", 8)):
+        path = str(tmp_path / f"{plot_type}_{state_dim}.png")
+        states = np.column_stack([gt, np.zeros((300, 5))])[:, :state_dim]
+        plotting.plotStatesByGroundTruth(states, gt, plot_type, path)
+        assert imread(path).std() > 0.01
+
+
+# --- a tiny dataset and in-test models (the contract, without the training code) ----------------------------------
+
+
+class LinearSRL(BaseSRLModel):
+    """A fixed linear map of the flattened pixels (in [0, 1]) around their mean, saved as .npz."""
+
+    WEIGHTS = "linear.npz"
+
+    def __init__(self, state_dim, img_shape, exp_config=None, weights=None, mean=None):
+        super().__init__(state_dim, img_shape, exp_config)
+        self.weights = weights
+        self.mean = mean
+
+    def getState(self, observations):
+        pixels = np.asarray(observations, dtype=np.float32).reshape(len(observations), -1) / 255.0
+        return ((pixels - self.mean) @ self.weights.T).astype(np.float32)
+
+    def save(self, folder):
+        os.makedirs(folder, exist_ok=True)
+        np.savez(os.path.join(folder, self.WEIGHTS), weights=self.weights, mean=self.mean)
+        with open(os.path.join(folder, EXP_CONFIG_FILE), "w") as handle:
+            json.dump({**self.exp_config, "state_dim": self.state_dim, "img_shape": list(self.img_shape),
+                       "weights": [self.WEIGHTS], "api_version": 1}, handle)
+
+    @classmethod
+    def load(cls, folder, device="cpu"):
+        with open(os.path.join(folder, EXP_CONFIG_FILE)) as handle:
+            config = json.load(handle)
+        with np.load(os.path.join(folder, cls.WEIGHTS)) as data:
+            return cls(config["state_dim"], config["img_shape"], config, data["weights"], data["mean"])
+
+
+class PCASRL(LinearSRL):
+    """Principal components of the pixels: a linear autoencoder, it decodes."""
+
+    DECODES = True
+
+    def decode(self, states):
+        pixels = np.asarray(states, dtype=np.float32) @ self.weights + self.mean
+        channels, height, width = self.img_shape
+        return (np.clip(pixels, 0, 1) * 255).round().astype(np.uint8).reshape(len(states), height, width, channels)
+
+
+@pytest.fixture(scope="module")
+def dataFolder(tmp_path_factory) -> str:
+    root = tmp_path_factory.mktemp("srl_metrics_data")
+    result = runModule("environments.dataset_generator", "--env", ENV, "--num-episode", "4", "--max-steps", "40",
+                       "--name", "mr", "--save-path", root, "--img-shape", *map(str, IMG), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return str(root / "mr")
+
+
+@pytest.fixture()
+def testModels(monkeypatch):
+    """Register the in-test models as learned SRL models (in this process only)."""
+    from srl_models import registry
+
+    monkeypatch.setitem(registry.registered_srl, "test_linear", (LinearSRL, SRLType.LEARNED))
+    monkeypatch.setitem(registry.registered_srl, "test_pca", (PCASRL, SRLType.LEARNED))
+
+
+def saveModel(folder: str, data_folder: str, kind: str, state_dim: int = 4, **config) -> str:
+    """Build and save an in-test model: "test_pca" fitted on the dataset, or "test_linear" with random weights."""
+    dataset = Dataset.open(data_folder)
+    pixels = dataset.loadImages().reshape(len(dataset), -1).astype(np.float32) / 255.0
+    mean = pixels.mean(axis=0)
+    if kind == "test_pca":
+        weights = np.linalg.svd(pixels - mean, full_matrices=False)[2][:state_dim]
+        model_class = PCASRL
+    else:
+        weights = np.random.default_rng(0).normal(size=(state_dim, pixels.shape[1])).astype(np.float32) / 50
+        model_class = LinearSRL
+    exp_config = {"srl_model": kind, "env": ENV, "data_folder": data_folder, **config}
+    model = model_class(state_dim, exp_config.pop("img_shape", IMG), exp_config, weights.astype(np.float32), mean)
+    model.save(folder)
+    return folder
+
+
+def runMain(module, argv, capsys) -> tuple[int, str, str]:
+    """Run a command's main as ``python -m`` would (one-line errors, exit codes), in this process."""
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(module.main, [str(a) for a in argv])
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+# --- evaluate ------------------------------------------------------------------------------------------------------
+
+
+def test_evaluateModelWritesMetricsAndPlots(tmp_path, dataFolder, testModels):
+    folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    result = evaluate.evaluateModel(folder, k=5, max_samples=120, seed=1, progress=False)
+    with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
+        gtc = json.load(handle)
+    with open(os.path.join(folder, evaluate.KNN_FILE)) as handle:
+        knn = json.load(handle)
+    assert gtc["per_dimension"] == result["gtc"]["per_dimension"] and len(gtc["per_dimension"]) == 2
+    assert gtc["mean"] == pytest.approx(np.mean(gtc["per_dimension"]))
+    assert knn["knn_mse"] == result["knn_mse"] and knn["k"] == 5 and knn["n_samples"] == 120
+    with np.load(os.path.join(folder, evaluate.STATES_FILE)) as data:
+        assert data["states"].shape == (120, 4) and data["ground_truth"].shape == (120, 2)
+        assert len(data["rewards"]) == 120
+        # the file holds what was measured
+        assert gtCorrelation(data["states"], data["ground_truth"]) == result["gtc"]
+        expected_gt = Dataset.open(dataFolder).states()[data["indices"]]
+        assert np.array_equal(data["ground_truth"], expected_gt)
+    for name in (evaluate.STATES_PLOT, evaluate.KNN_PLOT):
+        assert imread(os.path.join(folder, name)).std() > 0.01
+    # same seed, same numbers
+    assert evaluate.evaluateModel(folder, k=5, max_samples=120, seed=1, progress=False) == result
+
+
+def test_pcaBeatsRandomProjection(tmp_path, dataFolder, testModels):
+    """The fitted linear autoencoder finds the robot better than a random pixel projection."""
+    pca = evaluate.evaluateModel(saveModel(str(tmp_path / "pca"), dataFolder, "test_pca", state_dim=8),
+                                 progress=False)
+    rand = evaluate.evaluateModel(saveModel(str(tmp_path / "rand"), dataFolder, "test_linear", state_dim=8),
+                                  progress=False)
+    assert pca["knn_mse"] < rand["knn_mse"]
+
+
+def test_evaluateCommand(tmp_path, dataFolder, testModels, capsys):
+    folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
+    code, out, err = runMain(evaluate, ["--model-folder", folder, "--k", "3", "--max-samples", "50",
+                                        "--no-progress"], capsys)
+    assert code == 0, err
+    with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
+        mean = json.load(handle)["mean"]
+    assert f"GTC mean {mean:.4f}" in out and "KNN-MSE (k=3)" in out
+
+
+def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
+    model = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
+    kuka_model = saveModel(str(tmp_path / "kuka"), dataFolder, "test_linear", env="KukaButtonGymEnv-v0")
+    big_model = saveModel(str(tmp_path / "big"), dataFolder, "test_linear", img_shape=(3, 64, 64))
+    unknown = saveModel(str(tmp_path / "unknown"), dataFolder, "test_linear")
+    with open(os.path.join(unknown, EXP_CONFIG_FILE)) as handle:
+        config = json.load(handle)
+    with open(os.path.join(unknown, EXP_CONFIG_FILE), "w") as handle:
+        json.dump({**config, "srl_model": "no_such_model"}, handle)
+    no_gt = str(tmp_path / "no_gt")
+    shutil.copytree(dataFolder, no_gt)
+    with np.load(os.path.join(no_gt, "ground_truth.npz")) as data:
+        images_path = data["images_path"]
+    np.savez(os.path.join(no_gt, "ground_truth.npz"), images_path=images_path)
+    (tmp_path / "empty").mkdir()
+    cases = {
+        "does not exist": ["--model-folder", tmp_path / "missing"],
+        "not an SRL model folder": ["--model-folder", tmp_path / "empty"],
+        "not installed": ["--model-folder", unknown],
+        "recorded on MobileRobotGymEnv-v0": ["--model-folder", kuka_model],
+        "shape [3, 32, 32]": ["--model-folder", big_model],
+        "ground_truth_states": ["--model-folder", model, "--data-folder", no_gt],
+        "k=50": ["--model-folder", model, "--k", "50", "--max-samples", "40"],
+        "must be a positive integer": ["--model-folder", model, "--k", "0"],
+        "is not a dataset": ["--model-folder", model, "--data-folder", tmp_path / "empty"],
+    }
+    before = snapshot(str(tmp_path))
+    for expected, argv in cases.items():
+        code, out, err = runMain(evaluate, [*argv, "--no-progress"], capsys)
+        assert code == 2, (expected, err)
+        assert expected in err and err.startswith("error: ") and err.count("\n") == 1, err
+    assert snapshot(str(tmp_path)) == before
+
+
+# --- explore_latent ------------------------------------------------------------------------------------------------
+
+
+def test_exploreLatentGrid(tmp_path, dataFolder, testModels, capsys):
+    folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    output = str(tmp_path / "grid.png")
+    code, out, err = runMain(explore_latent, ["--model-folder", folder, "--grid", "4", "--dims", "1", "0",
+                                              "--output", output, "--no-progress"], capsys)
+    assert code == 0, err
+    image = imread(output)
+    assert image.std() > 0.02
+    # the decoded cells differ from one another: the sweep moves something in the images
+    model = PCASRL.load(folder)
+    states = model.getState(Dataset.open(dataFolder).loadImages())
+    images, values = explore_latent.latentGrid(model, states, (1, 0), 4)
+    assert images.shape == (16, 32, 32, 3) and values[0][0] < values[0][-1]
+    assert np.abs(images[0].astype(int) - images[-1].astype(int)).mean() > 1
+    _, values = explore_latent.latentGrid(model, states, (1, 0), 3, value_range=(-2.0, 2.0))
+    assert values[0].tolist() == values[1].tolist() == [-2.0, 0.0, 2.0]
+
+
+def test_exploreLatentVisdomUnreachable(tmp_path, dataFolder, testModels, capsys):
+    folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    with pytest.warns(UserWarning, match="cannot be reached"):
+        code, out, err = runMain(explore_latent, ["--model-folder", folder, "--vis", "--port", "9", "--grid", "2",
+                                                  "--no-progress"], capsys)
+    assert code == 0, err
+    assert os.path.isfile(os.path.join(folder, "latent_grid_0_1.png"))
+
+
+def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys):
+    linear = saveModel(str(tmp_path / "linear"), dataFolder, "test_linear")
+    pca = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    cases = {
+        "does not decode": ["--model-folder", linear],
+        "0..3": ["--model-folder", pca, "--dims", "0", "4"],
+        "two different": ["--model-folder", pca, "--dims", "2", "2"],
+        "2..30": ["--model-folder", pca, "--grid", "1"],
+        "LOW < HIGH": ["--model-folder", pca, "--range", "3", "-3"],
+        ".png": ["--model-folder", pca, "--output", tmp_path / "grid.jpg"],
+        "does not exist": ["--model-folder", tmp_path / "missing"],
+    }
+    before = snapshot(str(tmp_path))
+    for expected, argv in cases.items():
+        code, out, err = runMain(explore_latent, [*argv, "--no-progress"], capsys)
+        assert code == 2, (expected, err)
+        assert expected in err and err.count("\n") == 1, err
+    code, out, err = runMain(explore_latent, ["--model-folder", linear], capsys)
+    assert "test_pca" in err  # names the models that decode
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys):
+    from replay.visdom_server import findFreePort, startServer, waitForServer
+
+    port = findFreePort()
+    server = startServer(port, env_path=str(tmp_path / "envs"), log_file=str(tmp_path / "server.log"))
+    try:
+        assert waitForServer(port, timeout=60.0, process=server), "the visdom server did not start"
+        folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+        code, out, err = runMain(explore_latent, ["--model-folder", folder, "--vis", "--port", port, "--grid", "3",
+                                                  "--no-progress"], capsys)
+        assert code == 0, err
+        assert "Sent to visdom" in out
+        import visdom
+
+        client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
+                               raise_exceptions=True)
+        window = json.loads(client.get_window_data("latent_test_pca_0_1", "srl_explore_latent"))
+        assert window["type"] == "image" and window["title"].startswith("test_pca")
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+
+# --- with models trained by python -m srl_models.train -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def trainedModels(tmp_path_factory, dataFolder) -> dict[str, str]:
+    """A decoding (autoencoder) and a non-decoding (random) model, trained on the tiny dataset without evaluation."""
+    log_folder = tmp_path_factory.mktemp("srl_models")
+    folders = {}
+    for name in ("autoencoder", "random"):
+        result = runModule("srl_models.train", "--data-folder", dataFolder, "--srl-model", name, "--state-dim", "4",
+                           "--epochs", "2", "--batch-size", "32", "--log-folder", log_folder, "--no-eval",
+                           "--no-progress")
+        assert result.returncode == 0, result.stderr
+        folders[name] = result.stdout.strip().splitlines()[-1].split("Model folder: ", 1)[1]
+    return folders
+
+
+def test_evaluateCommandOnTrainedModel(trainedModels):
+    folder = trainedModels["autoencoder"]
+    result = runModule("srl_models.evaluate", "--model-folder", folder, "--k", "4", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
+        gtc = json.load(handle)
+    with open(os.path.join(folder, evaluate.KNN_FILE)) as handle:
+        knn = json.load(handle)
+    assert len(gtc["per_dimension"]) == 2 and 0 <= gtc["mean"] <= 1 and knn["k"] == 4
+    assert f"GTC mean {gtc['mean']:.4f}" in result.stdout and f"{knn['knn_mse']:.6g}" in result.stdout
+    with np.load(os.path.join(folder, evaluate.STATES_FILE)) as data:
+        assert data["states"].shape == (160, 4)
+        assert knnMse(data["states"], data["ground_truth"], 4) == pytest.approx(knn["knn_mse"])
+    for name in (evaluate.STATES_PLOT, evaluate.KNN_PLOT):
+        assert imread(os.path.join(folder, name)).std() > 0.01
+
+
+def test_exploreLatentOnTrainedModels(tmp_path, trainedModels):
+    output = str(tmp_path / "ae_grid.png")
+    result = runModule("srl_models.explore_latent", "--model-folder", trainedModels["autoencoder"], "--grid", "3",
+                       "--dims", "2", "3", "--output", output, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert imread(output).std() > 0.02
+    before = snapshot(trainedModels["random"])
+    result = runModule("srl_models.explore_latent", "--model-folder", trainedModels["random"])
+    assert result.returncode == 2
+    assert "does not decode" in result.stderr and "vae" in result.stderr and "autoencoder" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert snapshot(trainedModels["random"]) == before

@@ -1,0 +1,197 @@
+"""Unit tests of the learned SRL models (srl_models: backbone, losses, network, models, pca, trainer), trained
+in-process on one tiny generated dataset (32x32 images): every model's training loss goes down, save/load gives
+identical states, getState in one batch equals image by image, bad image shapes are refused."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from conftest import runModule
+
+from environments.dataset import Dataset
+from srl_models.losses import LOSSES, sameActionPairs
+from srl_models.models import InverseModel, RandomModel, SRLSplitsModel, VAEModel
+from srl_models.pca import PCAModel, topComponents
+from srl_models.registry import loadSRLModel
+from srl_models.train import rewardClassOf, rewardClasses, trainFromArgs
+from srl_models.trainer import splitEpisodes
+
+N_EPISODES, N_STEPS, IMG = 4, 50, 32
+TRAIN_ARGS = ["--no-eval", "--no-progress", "--batch-size", "32", "--state-dim", "8", "--seed", "1"]
+
+
+@pytest.fixture(scope="session")
+def tinyDataset(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """4 episodes of 50 random steps of MobileRobot, 32x32 images (about a second to record)."""
+    save_path = tmp_path_factory.mktemp("srl_data")
+    result = runModule("environments.dataset_generator", "--env", "MobileRobotGymEnv-v0", "--name", "tiny",
+                       "--save-path", save_path, "--num-episode", N_EPISODES, "--max-steps", N_STEPS,
+                       "--img-shape", 3, IMG, IMG, "--seed", 0, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return os.path.join(save_path, "tiny")
+
+
+@pytest.fixture(scope="module")
+def images(tinyDataset: str) -> np.ndarray:
+    return Dataset.open(tinyDataset).loadImages()
+
+
+def train(data_folder: str, log_folder, *args: str) -> str:
+    """:return: the model folder of an in-process training run"""
+    return trainFromArgs(["--data-folder", data_folder, "--log-folder", str(log_folder), *TRAIN_ARGS, *args])
+
+
+def history(folder: str) -> list[dict]:
+    with open(os.path.join(folder, "training_history.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def exp_config(folder: str) -> dict:
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def checkSaveLoad(folder: str, images: np.ndarray) -> None:
+    """Loaded by name from the folder: same states as the model in memory, batch == per image, shape refused."""
+    model = loadSRLModel(folder)
+    again = loadSRLModel(folder)
+    batch = model.getState(images[:12])
+    assert batch.shape == (12, model.state_dim) and batch.dtype == np.float32
+    np.testing.assert_array_equal(batch, again.getState(images[:12]))
+    single = np.concatenate([model.getState(images[i:i + 1]) for i in range(12)])
+    np.testing.assert_allclose(batch, single, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match=r"\(32, 32, 3\).*\(16, 16, 3\)"):
+        model.getState(np.zeros((2, 16, 16, 3), dtype=np.uint8))
+    if model.DECODES:
+        decoded = model.decode(batch)
+        assert decoded.shape == images[:12].shape and decoded.dtype == np.uint8
+
+
+# robotic_priors and forward also reach a constant state; the test asks only that the optimisation works
+@pytest.mark.parametrize("name", ["autoencoder", "dae", "vae", "inverse", "forward", "reward", "supervised",
+                                  "robotic_priors", "srl_combination", "srl_splits"])
+def test_model_trains_and_reloads(name: str, tinyDataset: str, images: np.ndarray, tmp_path) -> None:
+    folder = train(tinyDataset, tmp_path, "--srl-model", name, "--epochs", "5", "--patience", "0")
+    config = exp_config(folder)
+    assert config["srl_model"] == name and config["state_dim"] == 8 and config["img_shape"] == [3, IMG, IMG]
+    losses = [entry["train"]["total"] for entry in history(folder)]
+    assert len(losses) == 5 and losses[-1] < losses[0], losses
+    # robotic priors' validation loss is lowest for a constant state: its best epoch is chosen on the training loss
+    assert config["selected_on"] == ("train" if name == "robotic_priors" else "val")
+    expected = {"training_curve.png", "exp_config.json", "srl_model.pt", "training_history.json"}
+    if name in ("autoencoder", "dae", "vae", "srl_combination", "srl_splits"):
+        expected.add("reconstructions.png")
+    assert set(os.listdir(folder)) == expected
+    checkSaveLoad(folder, images)
+
+
+def test_pca_and_random(tinyDataset: str, images: np.ndarray, tmp_path) -> None:
+    pca_folder = train(tinyDataset, tmp_path, "--srl-model", "pca")
+    checkSaveLoad(pca_folder, images)
+    pca = loadSRLModel(pca_folder)
+    assert isinstance(pca, PCAModel) and exp_config(pca_folder)["weights"] == ["srl_model.npz"]
+    # 8 components reconstruct better than 1, and than the mean image alone
+    one = PCAModel(1, (3, IMG, IMG))
+    assert pca.reconstructionError(images) < one.fit(images) < PCAModel(1, (3, IMG, IMG)).reconstructionError(images)
+    first = loadSRLModel(train(tinyDataset, tmp_path / "a", "--srl-model", "random")).getState(images[:5])
+    second = loadSRLModel(train(tinyDataset, tmp_path / "b", "--srl-model", "random")).getState(images[:5])
+    np.testing.assert_array_equal(first, second)  # seeded
+    other = loadSRLModel(train(tinyDataset, tmp_path / "c", "--srl-model", "random", "--seed", "2"))
+    assert not np.allclose(first, other.getState(images[:5]))
+    checkSaveLoad(train(tinyDataset, tmp_path / "d", "--srl-model", "random"), images)
+
+
+def test_randomized_svd_matches_exact() -> None:
+    rng = np.random.default_rng(0)
+    data = (rng.standard_normal((300, 6)) * [9, 7, 5, 3, 2, 1]) @ np.linalg.qr(rng.standard_normal((40, 40)))[0][:6]
+    data = (data + 0.01 * rng.standard_normal(data.shape)).astype(np.float32)
+    data -= data.mean(0)
+    exact, exact_var = topComponents(data, 4)
+    approx, approx_var = topComponents(data, 4, exact_below=10)
+    np.testing.assert_allclose(np.abs((exact * approx).sum(1)), 1.0, atol=1e-4)
+    np.testing.assert_allclose(approx_var, exact_var, rtol=1e-4)
+
+
+def test_same_seed_same_weights(tinyDataset: str, tmp_path) -> None:
+    args = ["--srl-model", "vae", "--epochs", "2", "--losses", "vae:1", "inverse:2"]
+    first, second = train(tinyDataset, tmp_path / "a", *args), train(tinyDataset, tmp_path / "b", *args)
+    weights = [torch.load(os.path.join(f, "srl_model.pt"), weights_only=True) for f in (first, second)]
+    assert weights[0].keys() == weights[1].keys()
+    for key in weights[0]:
+        assert torch.equal(weights[0][key], weights[1][key]), key
+    # trained as "vae" with an inverse loss: loaded by that name, with its inverse head
+    model = loadSRLModel(first)
+    assert isinstance(model, VAEModel) and set(model.network.losses) == {"vae", "inverse"}
+
+
+def test_split_representation_parts(tinyDataset: str, images: np.ndarray, tmp_path) -> None:
+    folder = train(tinyDataset, tmp_path, "--losses", "autoencoder:1", "inverse:10", "--split-dims",
+                   "autoencoder:6", "inverse:2", "--epochs", "1")
+    model = loadSRLModel(folder)
+    assert isinstance(model, SRLSplitsModel) and exp_config(folder)["split_dims"] == {"autoencoder": 6, "inverse": 2}
+    states = model.getState(images[:4])
+    changed = states.copy()
+    changed[:, 6:] += 5.0  # the inverse model's part: the decoder never sees it
+    np.testing.assert_array_equal(model.decode(states), model.decode(changed))
+    assert SRLSplitsModel.defaultSplit(32, {"autoencoder": 1, "inverse": 10}) == {"autoencoder": 24, "inverse": 8}
+    assert SRLSplitsModel.defaultSplit(7, {"vae": 1, "reward": 1, "inverse": 1}) == {"vae": 3, "reward": 2,
+                                                                                     "inverse": 2}
+
+
+def test_two_camera_and_odd_image_sizes() -> None:
+    torch.manual_seed(0)
+    for shape in ((6, 32, 32), (3, 40, 52)):
+        model = VAEModel(5, shape, {"losses": {"vae": 1.0}})
+        images = np.random.default_rng(0).integers(0, 256, (3, shape[1], shape[2], shape[0]), dtype=np.uint8)
+        assert model.getState(images).shape == (3, 5)
+        assert model.decode(model.getState(images)).shape == images.shape
+
+
+def test_inverse_continuous_actions(tmp_path) -> None:
+    torch.manual_seed(0)
+    model = InverseModel(4, (3, 32, 32), {"losses": {"inverse": 1.0}, "continuous_actions": True, "action_dim": 2})
+    model.save(str(tmp_path))
+    loaded = loadSRLModel(str(tmp_path))
+    images = np.random.default_rng(1).integers(0, 256, (2, 32, 32, 3), dtype=np.uint8)
+    np.testing.assert_array_equal(model.getState(images), loaded.getState(images))
+    assert not loaded.DECODES and RandomModel(4, (3, 32, 32)).exp_config["losses"] == {}
+
+
+def test_loss_helpers() -> None:
+    pairs = sameActionPairs(torch.tensor([0, 1, 0, 0]))
+    assert pairs.nonzero().tolist() == [[0, 2], [0, 3], [2, 3]]
+    continuous = sameActionPairs(torch.tensor([[0.0, 0.5], [0.05, 0.45], [0.5, 0.5]]))
+    assert continuous.nonzero().tolist() == [[0, 1]]
+    reward = LOSSES["reward"](4, _context(n_reward_classes=3))
+    reward.prepare({"rewards": torch.tensor([1, 1, 1, 0])})
+    # inverse frequency: the rare class weighs three times the common one, an absent class nothing
+    np.testing.assert_allclose(reward.class_weights.numpy(), [2.0, 2 / 3, 0.0], rtol=1e-6)
+
+
+def _context(**kwargs):
+    from srl_models.losses import LossContext
+    return LossContext(img_shape=(3, 32, 32), feature_dim=64, **kwargs)
+
+
+def test_episode_split() -> None:
+    episodes = np.repeat(np.arange(10), 5)
+    train_rows, val_rows = splitEpisodes(episodes, 0.2, seed=3)
+    assert len(val_rows) == 10 and len(np.unique(episodes[val_rows])) == 2
+    assert not set(episodes[train_rows]) & set(episodes[val_rows])
+    np.testing.assert_array_equal(val_rows, splitEpisodes(episodes, 0.2, seed=3)[1])
+    assert len(splitEpisodes(episodes[:5], 0.5, 0)[1]) == 0  # one episode: nothing to hold out
+    assert len(splitEpisodes(episodes, 0.0, 0)[1]) == 0
+
+
+def test_reward_classes() -> None:
+    sparse = np.array([0, 0, -1, 0, 1], dtype=np.float32)
+    config = rewardClasses(sparse)
+    assert config == {"reward_classes": [-1.0, 0.0, 1.0]}
+    np.testing.assert_array_equal(rewardClassOf(sparse, config), [1, 1, 0, 1, 2])
+    shaped = -np.random.default_rng(0).random(1000)  # a shaped reward: minus a distance
+    config = rewardClasses(shaped)
+    assert len(config["reward_bins"]) == 9  # ten quantile bins
+    np.testing.assert_array_equal(np.bincount(rewardClassOf(shaped, config)), [100] * 10)

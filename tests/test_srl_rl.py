@@ -1,0 +1,377 @@
+"""A trained SRL model in front of an agent: the batched encoder wrapper, the model lookup (config/srl_models.yaml or
+--srl-model-path) and its refusals, and train/enjoy end to end with a real VAE."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO, runFolder, runModule, runTrain, snapshot
+
+from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash
+
+ENV_ID = "MobileRobotGymEnv-v0"
+SMALL = (3, 32, 32)
+
+
+class CountingModel(BaseSRLModel):
+    """A fixed random projection of the images that counts its getState calls and the images it encoded."""
+
+    calls = 0
+    encoded = 0
+
+    def __init__(self, state_dim: int, img_shape: tuple[int, int, int], exp_config: dict | None = None,
+                 seed: int = 0) -> None:
+        super().__init__(state_dim, img_shape, exp_config)
+        size = int(np.prod(img_shape))
+        self.projection = np.random.default_rng(seed).normal(size=(size, state_dim)).astype(np.float32) / size
+
+    def getState(self, observations: np.ndarray) -> np.ndarray:
+        type(self).calls += 1
+        type(self).encoded += len(observations)
+        return (observations.reshape(len(observations), -1).astype(np.float32) @ self.projection).astype(np.float32)
+
+    def save(self, folder: str) -> None:
+        os.makedirs(folder, exist_ok=True)
+        np.save(os.path.join(folder, "projection.npy"), self.projection)
+        with open(os.path.join(folder, EXP_CONFIG_FILE), "w") as handle:
+            json.dump({**self.exp_config, "srl_model": "counting", "state_dim": self.state_dim,
+                       "img_shape": list(self.img_shape), "weights": ["projection.npy"], "api_version": 1}, handle)
+
+    @classmethod
+    def load(cls, folder: str, device: str = "cpu") -> CountingModel:
+        with open(os.path.join(folder, EXP_CONFIG_FILE)) as handle:
+            config = json.load(handle)
+        model = cls(config["state_dim"], config["img_shape"], config)
+        model.projection = np.load(os.path.join(folder, "projection.npy"), allow_pickle=False)
+        return model
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> type[CountingModel]:
+    """CountingModel registered as the learned model "counting" (in this process), its counters reset."""
+    from srl_models.registry import registered_srl
+
+    monkeypatch.setitem(registered_srl, "counting", (CountingModel, SRLType.LEARNED))
+    monkeypatch.setattr(CountingModel, "calls", 0)
+    monkeypatch.setattr(CountingModel, "encoded", 0)
+    return CountingModel
+
+
+def _saveCounting(folder: str, env_id: str = ENV_ID, img_shape: tuple = SMALL, state_dim: int = 4) -> str:
+    CountingModel(state_dim, img_shape, {"env": env_id}).save(folder)
+    return folder
+
+
+# --- the wrapper ------------------------------------------------------------------------------------------------
+
+def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
+
+    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+
+    class KeepTerminalImages(VecEnvWrapper):
+        """Copies the raw terminal images before the encoder replaces them with states."""
+
+        def reset(self):
+            return self.venv.reset()
+
+        def step_wait(self):
+            obs, rewards, dones, infos = self.venv.step_wait()
+            self.terminal = {i: info["terminal_observation"].copy() for i, info in enumerate(infos) if dones[i]}
+            return obs, rewards, dones, infos
+
+    raw = KeepTerminalImages(DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="counting", img_shape=SMALL,
+                                                                    max_steps=4)] * 2))
+    model = CountingModel(4, SMALL)
+    env = SRLEncoderVecEnv(raw, model)
+    assert env.observation_space.shape == (4,) and env.observation_space.dtype == np.float32
+    env.seed(0)
+    states = env.reset()
+    assert states.shape == (2, 4) and states.dtype == np.float32 and counting.calls == 1
+    ended = 0
+    for step in range(1, 10):
+        env.step_async(np.array([env.action_space.sample() for _ in range(2)]))
+        states, _, dones, infos = env.step_wait()
+        assert counting.calls == 1 + step, "one getState call per vectorised step, for both envs"
+        assert states.shape == (2, 4)
+        for index in np.flatnonzero(dones):
+            ended += 1
+            terminal = infos[index]["terminal_observation"]
+            np.testing.assert_allclose(terminal, model.getState(raw.terminal[index][None])[0], rtol=1e-5)
+            counting.calls -= 1  # the reference call just above
+    assert ended == 4  # episodes of 4 steps in both envs: steps 4 and 8, terminal images encoded in the same batch
+    assert counting.encoded == 2 * 10 + ended + ended  # obs of every step + terminal images (+ the reference calls)
+    env.close()
+
+
+def test_wrapper_refuses_images_of_another_shape():
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+
+    venv = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="counting", img_shape=(3, 40, 40))])
+    with pytest.raises(ValueError, match="encodes 3x32x32 images"):
+        SRLEncoderVecEnv(venv, CountingModel(4, SMALL))
+    venv.close()
+
+
+def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
+    from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack
+
+    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+    from rl_baselines.utils import createEnvs, findVecNormalize, loadNormalisation, saveNormalisation
+
+    folder = _saveCounting(str(tmp_path / "model"))
+    args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=2,
+                              num_stack=2, action_repeat=1, continuous_actions=False, action_joints=False,
+                              random_target=False, shape_reward=False, img_shape=list(SMALL))
+    env = createEnvs(args)
+    try:
+        # raw envs in subprocesses, the encoder in this process, states stacked, then normalised
+        normaliser = findVecNormalize(env)
+        assert isinstance(normaliser.venv, VecFrameStack) and isinstance(normaliser.venv.venv, SRLEncoderVecEnv)
+        assert isinstance(normaliser.venv.venv.venv, SubprocVecEnv)
+        assert env.observation_space.shape == (8,)
+        env.reset()
+        for _ in range(5):
+            env.step(np.zeros(2, dtype=np.int64))
+        assert counting.calls == 6 and normaliser.obs_rms.count > 1
+        saveNormalisation(env, str(tmp_path))
+    finally:
+        env.close()
+    replay = createEnvs(argparse.Namespace(**{**vars(args), "num_cpu": 1}), load_path_normalise=str(tmp_path))
+    loadNormalisation(replay, str(tmp_path))
+    np.testing.assert_array_equal(findVecNormalize(replay).obs_rms.mean, normaliser.obs_rms.mean)
+    replay.close()
+
+
+# --- the lookup -------------------------------------------------------------------------------------------------
+
+def _writeYaml(path, content) -> str:
+    with open(path, "w") as handle:
+        yaml.safe_dump(content, handle)
+    return str(path)
+
+
+def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
+    from srl_models.config import readSRLConfig, resolveSRLModel
+
+    folder = _saveCounting(str(tmp_path / "models" / "one"))
+    os.makedirs(tmp_path / "config")
+    config = _writeYaml(tmp_path / "config" / "srl.yaml", {ENV_ID: {"counting": "../models/one"}})
+    assert resolveSRLModel(ENV_ID, "counting", config, img_shape=SMALL) == folder
+    assert resolveSRLModel(ENV_ID, "counting", "no/such/file.yaml", model_path=folder) == folder
+    assert resolveSRLModel(ENV_ID, None, "no/such/file.yaml", model_path=folder, channels=3) == folder
+    assert readSRLConfig(os.path.join(REPO, "config", "srl_models.yaml")) == {}  # the shipped file stays valid
+
+
+@pytest.mark.parametrize("case, message", [
+    ("not_learned", "'raw_pixels' is not a learned SRL model (registered but computed by the env)"),
+    ("unknown", "'nope' is not a learned SRL model (not installed)"),
+    ("no_yaml", "does not exist"),
+    ("bad_yaml", "is not readable YAML"),
+    ("list_yaml", "must map env ids to {model name: folder}, not a list"),
+    ("env_missing", f"has no trained SRL model for {ENV_ID} (it lists KukaButtonGymEnv-v0)"),
+    ("name_missing", f"has no 'counting' model for {ENV_ID}; models it has for {ENV_ID}: vae"),
+    ("folder_missing", "does not exist"),
+    ("foreign", "is not an SRL model folder (no exp_config.json)"),
+    ("other_env", "was trained on KukaButtonGymEnv-v0 images, not MobileRobotGymEnv-v0"),
+    ("other_size", "encodes 3x32x32 images but the run's camera gives 3x64x64; use --img-shape 3 32 32"),
+    ("two_cameras", "encodes 6-channel images (two cameras (--fpv or --multi-view))"),
+    ("other_kind", "holds a 'counting' model, not 'vae'"),
+    ("no_weights", "lacks its weights file(s): projection.npy"),
+])
+def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
+    from srl_models.config import resolveSRLModel
+    from srl_models.registry import registered_srl
+
+    monkeypatch.setitem(registered_srl, "vae", (CountingModel, SRLType.LEARNED))  # whatever the install has
+    good = _saveCounting(str(tmp_path / "good"))
+    name, kwargs = "counting", {"img_shape": SMALL}
+    content: object = {ENV_ID: {"counting": good}}
+    if case == "not_learned":
+        name = "raw_pixels"
+    elif case == "unknown":
+        name = "nope"
+    elif case == "env_missing":
+        content = {"KukaButtonGymEnv-v0": {"counting": good}}
+    elif case == "name_missing":
+        content = {ENV_ID: {"vae": good}}
+    elif case == "folder_missing":
+        content = {ENV_ID: {"counting": str(tmp_path / "missing")}}
+    elif case == "foreign":
+        os.makedirs(tmp_path / "foreign")
+        content = {ENV_ID: {"counting": str(tmp_path / "foreign")}}
+    elif case == "other_env":
+        content = {ENV_ID: {"counting": _saveCounting(str(tmp_path / "kuka"), env_id="KukaButtonGymEnv-v0")}}
+    elif case == "other_size":
+        kwargs = {"img_shape": (3, 64, 64)}
+    elif case == "two_cameras":
+        content = {ENV_ID: {"counting": _saveCounting(str(tmp_path / "fpv"), img_shape=(6, 32, 32))}}
+        kwargs = {"channels": 3}
+    elif case == "other_kind":
+        name, content = "vae", {ENV_ID: {"vae": good}}
+    elif case == "no_weights":
+        os.remove(os.path.join(good, "projection.npy"))
+    config = _writeYaml(tmp_path / "srl.yaml", content)
+    if case == "no_yaml":
+        config = str(tmp_path / "absent.yaml")
+    elif case == "bad_yaml":
+        with open(config, "w") as handle:
+            handle.write(f"{ENV_ID}: [unclosed\n")
+    elif case == "list_yaml":
+        config = _writeYaml(tmp_path / "srl.yaml", [ENV_ID])
+    with pytest.raises(ValueError) as error:
+        resolveSRLModel(ENV_ID, name, config, **kwargs)
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+def test_recorded_model_hash_is_checked(counting, tmp_path):
+    from srl_models.config import checkRecordedModel, describeSRLModel
+
+    folder = _saveCounting(str(tmp_path / "model"))
+    record = describeSRLModel(folder)
+    assert record == {"name": "counting", "path": folder, "hash": modelHash(folder), "state_dim": 4,
+                      "img_shape": list(SMALL), "env": ENV_ID}
+    moved = shutil.copytree(folder, str(tmp_path / "moved"))
+    assert checkRecordedModel(record) == folder and checkRecordedModel(record, moved) == moved
+    np.save(os.path.join(moved, "projection.npy"), np.zeros((1, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="changed since the run was trained"):
+        checkRecordedModel(record, moved)
+
+
+def test_encoder_is_frozen():
+    import torch
+
+    from rl_baselines.srl_encoder import freezeModel
+
+    class TorchModel(CountingModel):
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **kwargs)
+            self.encoder = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Dropout(0.5))
+
+    model = freezeModel(TorchModel(4, SMALL))
+    assert not model.encoder.training
+    assert not any(parameter.requires_grad for parameter in model.encoder.parameters())
+
+
+# --- end to end, with a VAE trained by the SRL training command ------------------------------------------------
+
+@pytest.fixture(scope="module")
+def vaeFolder(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A tiny 32x32 VAE (state dim 8) trained as a user would: record a dataset, then python -m srl_models.train."""
+    scratch = tmp_path_factory.mktemp("srl_vae")
+    result = runModule("environments.dataset_generator", "--env", ENV_ID, "--num-episode", "2", "--max-steps", "40",
+                       "--img-shape", *map(str, SMALL), "--name", "tiny", "--save-path", scratch / "data",
+                       "--seed", "0", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    result = runModule("srl_models.train", "--data-folder", scratch / "data" / "tiny", "--srl-model", "vae",
+                       "--state-dim", "8", "--epochs", "1", "--batch-size", "32", "--seed", "0", "--log-folder",
+                       scratch / "srl", "--no-eval", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip().splitlines()[-1].split("Model folder: ", 1)[1]
+
+
+def _readJson(path: str) -> dict:
+    with open(path) as handle:
+        return json.load(handle)
+
+
+def _normalisationShape(folder: str) -> tuple:
+    with np.load(os.path.join(folder, "vecnormalize.npz"), allow_pickle=False) as data:
+        return data["obs.mean"].shape
+
+
+def test_train_with_vae_from_config_then_enjoy(tmp_path, vaeFolder):
+    os.makedirs(tmp_path / "config")
+    config = _writeYaml(tmp_path / "config" / "srl.yaml",
+                        {ENV_ID: {"vae": os.path.relpath(vaeFolder, tmp_path / "config")}})
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", config,
+                                 "--img-shape", *map(str, SMALL), "--num-cpu", "2", "--num-timesteps", "576",
+                                 "--hyperparam", "n_steps:64", "--min-episodes-save", "1", "--checkpoint-freq", "256",
+                                 "--log-dir", tmp_path / "logs"))
+    assert os.path.dirname(run_dir) == os.path.join(str(tmp_path / "logs"), ENV_ID, "vae", "ppo2")
+    record = _readJson(os.path.join(run_dir, "srl_model.json"))
+    assert record == {"name": "vae", "path": vaeFolder, "hash": modelHash(vaeFolder), "state_dim": 8,
+                      "img_shape": list(SMALL), "env": ENV_ID}
+    saved = _readJson(os.path.join(run_dir, "args.json"))
+    assert saved["srl_model_path"] == vaeFolder and saved["srl_model"] == "vae"
+    # the running mean/std of the 8-dim states beside every saved model
+    checkpoints = [os.path.join(run_dir, "checkpoints", name) for name in os.listdir(f"{run_dir}/checkpoints")]
+    for folder in [run_dir, os.path.join(run_dir, "best"), *checkpoints]:
+        assert _normalisationShape(folder) == (8,), folder
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "60", "--deterministic")
+    assert result.returncode == 0, result.stderr
+    assert "episode" in result.stdout.lower() or "reward" in result.stdout.lower()
+
+
+def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
+    from replay import enjoy_baselines
+    from rl_baselines.cli import UsageError
+
+    copy = shutil.copytree(vaeFolder, str(tmp_path / "copy"))
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", copy, "--num-timesteps", "128",
+                                 "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs"))
+    saved = _readJson(os.path.join(run_dir, "args.json"))
+    # the kind and the image size come from the model folder
+    assert saved["srl_model"] == "vae" and saved["img_shape"] == list(SMALL) and saved["srl_model_path"] == copy
+    with open(os.path.join(copy, EXP_CONFIG_FILE), "a") as handle:
+        handle.write("\n")  # same settings, other bytes: another model as far as the run knows
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "10")
+    assert result.returncode == 2 and "changed since the run was trained" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    # a copy with the recorded files replays (the original folder is one)
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10", "--srl-model-path", vaeFolder]) == 0
+    os.remove(os.path.join(run_dir, "srl_model.json"))
+    with pytest.raises(UsageError, match="holds no srl_model.json"):
+        enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"])
+
+
+# (case, extra arguments, message); the first four run as a subprocess (exit code 2), the others in this process
+BAD_INPUTS = [
+    ("missing folder", ["--srl-model-path", "{tmp}/missing"], "does not exist"),
+    ("another env", ["--env", "MobileRobot1DGymEnv-v0", "--srl-model-path", "{vae}"],
+     "was trained on MobileRobotGymEnv-v0 images, not MobileRobot1DGymEnv-v0"),
+    ("other image size", ["--srl-model-path", "{vae}", "--img-shape", "3", "64", "64"],
+     "encodes 3x32x32 images but the run's camera gives 3x64x64"),
+    ("unknown name", ["--srl-model", "nope"], "unknown --srl-model 'nope' for MobileRobotGymEnv-v0; valid choices: "),
+    ("foreign folder", ["--srl-model-path", "{tmp}"], "is not an SRL model folder"),
+    ("other kind", ["--srl-model", "autoencoder", "--srl-model-path", "{vae}"],
+     "holds a 'vae' model, not 'autoencoder'"),
+    ("env mode with a folder", ["--srl-model", "ground_truth", "--srl-model-path", "{vae}"], "cannot be combined"),
+    ("no model for the env", ["--srl-model", "vae", "--srl-config-file", f"{REPO}/config/srl_models.yaml"],
+     "has no trained SRL model for MobileRobotGymEnv-v0"),
+    ("name not in the config", ["--srl-model", "autoencoder", "--srl-config-file", "{tmp}/srl.yaml"],
+     "has no 'autoencoder' model for MobileRobotGymEnv-v0; models it has for MobileRobotGymEnv-v0: vae"),
+    ("two cameras", ["--srl-model-path", "{vae}", "--fpv"], "encodes 3-channel images (one camera)"),
+]
+
+
+@pytest.mark.parametrize("case, extra, message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
+def test_bad_srl_inputs_are_refused(tmp_path, vaeFolder, case, extra, message):
+    from rl_baselines import train
+    from rl_baselines.cli import UsageError
+
+    _writeYaml(tmp_path / "srl.yaml", {ENV_ID: {"vae": vaeFolder}})
+    argv = ["--algo", "ppo2", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs"), "--no-vis",
+            *[arg.format(tmp=tmp_path, vae=vaeFolder) for arg in extra]]
+    before = snapshot(str(tmp_path))
+    if BAD_INPUTS.index((case, extra, message)) < 4:
+        result = runModule("rl_baselines.train", *argv)
+        assert result.returncode == 2, result.stderr
+        error = result.stderr.strip()
+        assert error.startswith("error: ") and len(error.splitlines()) == 1
+    else:
+        with pytest.raises(UsageError) as raised:
+            train.main(argv)
+        error = str(raised.value)
+        assert "\n" not in error
+    assert message in error
+    assert snapshot(str(tmp_path)) == before and not os.path.exists(tmp_path / "logs")

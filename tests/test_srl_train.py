@@ -1,0 +1,102 @@
+"""The SRL training command (python -m srl_models.train): a full run with evaluation, and every bad input refused
+with one line, exit code 2, nothing written."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+from conftest import runModule, snapshot
+from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
+
+from environments.cli_errors import runCommand
+from srl_models.registry import loadSRLModel
+from srl_models.train import main
+
+MODULE = "srl_models.train"
+
+
+def test_vae_end_to_end(tinyDataset: str, tmp_path) -> None:  # noqa: F811
+    logs = tmp_path / "logs"
+    result = runModule(MODULE, "--data-folder", tinyDataset, "--srl-model", "vae", "--state-dim", "6", "--epochs",
+                       "3", "--batch-size", "32", "--log-folder", logs, "--no-progress",
+                       env={"OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("Model folder: ")
+    folder = last[len("Model folder: "):]
+    assert os.path.dirname(folder) == str(logs / "tiny") and folder.endswith("_vae_ST_DIM6_SEED0")
+    files = set(os.listdir(folder))
+    assert {"exp_config.json", "srl_model.pt", "training_curve.png", "reconstructions.png", "gt_correlation.json",
+            "knn_mse.json"} <= files
+    assert not [name for name in files if name.startswith(".")]  # no temporary file left
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    assert config["losses"] == {"vae": 1.0} and config["env"] == "MobileRobotGymEnv-v0"
+    assert config["data_folder"] == os.path.abspath(tinyDataset) and config["weights"] == ["srl_model.pt"]
+    assert loadSRLModel(folder).getState(np.zeros((1, 32, 32, 3), dtype=np.uint8)).shape == (1, 6)
+
+
+@pytest.fixture(scope="module")
+def strippedDataset(tinyDataset: str, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: F811
+    """The tiny dataset with only images and episode starts: no actions, rewards or ground truth."""
+    folder = tmp_path_factory.mktemp("stripped") / "bare"
+    folder.mkdir()
+    shutil.copy(os.path.join(tinyDataset, "dataset_config.json"), folder)
+    with np.load(os.path.join(tinyDataset, "preprocessed_data.npz")) as data:
+        np.savez(folder / "preprocessed_data.npz", episode_starts=data["episode_starts"])
+    with np.load(os.path.join(tinyDataset, "ground_truth.npz")) as data:
+        np.savez(folder / "ground_truth.npz", images_path=data["images_path"])
+    return str(folder)
+
+
+BAD_INPUTS = [
+    (["--srl-model", "vae"], "missing", "is not a folder"),
+    (["--srl-model", "vae"], "not_dataset", "is not a dataset"),
+    (["--losses", "foo:1"], "tiny", "unknown loss 'foo'; valid losses: autoencoder, dae, vae"),
+    (["--losses", "vae:x"], "tiny", "'x' is not a number"),
+    (["--losses", "vae:1:2:3"], "tiny", "is not name[:weight[:dims]]"),
+    (["--losses", "vae:0", "inverse:0"], "tiny", "weights sum to 0"),
+    (["--losses", "vae:-1", "inverse:2"], "tiny", "weight -1 is negative"),
+    (["--losses", "vae:1", "inverse:1", "--split-dims", "vae:20", "inverse:8"], "tiny",
+     "= 28 do not add up to --state-dim 32"),
+    (["--losses", "vae:1", "inverse:1", "--split-dims", "vae:24", "reward:8"], "tiny",
+     "'reward' is not one of the losses trained"),
+    (["--srl-model", "reward"], "bare", "no 'rewards'"),
+    (["--srl-model", "supervised"], "bare", "no 'ground_truth_states'"),
+    (["--losses", "autoencoder:1", "inverse:1"], "bare", "no 'actions'"),
+    (["--srl-model", "vae", "--state-dim", "0"], "tiny", "--state-dim: '0' must be a positive integer"),
+    (["--srl-model", "raw_pixels"], "tiny", "learned models: autoencoder, dae, forward, inverse, pca, random"),
+    (["--srl-model", "vae", "--losses", "autoencoder:1"], "tiny", "add vae:WEIGHT"),
+    (["--srl-model", "pca", "--losses", "vae:1"], "tiny", "trains no loss"),
+    ([], "tiny", "give --srl-model NAME"),
+    (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
+]
+
+
+@pytest.mark.parametrize("args, data, message", BAD_INPUTS)
+def test_bad_input(args: list[str], data: str, message: str, tinyDataset: str,  # noqa: F811
+                   strippedDataset: str, tmp_path, capsys: pytest.CaptureFixture) -> None:
+    folders = {"tiny": tinyDataset, "bare": strippedDataset, "missing": str(tmp_path / "nope"),
+               "not_dataset": str(tmp_path)}
+    before = snapshot(folders[data]) if os.path.isdir(folders[data]) else {}
+    logs = tmp_path / "logs"
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(main, ["--data-folder", folders[data], "--log-folder", str(logs), "--no-progress", *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not logs.exists()
+    assert (snapshot(folders[data]) if os.path.isdir(folders[data]) else {}) == before
+
+
+def test_bad_input_subprocess(tmp_path) -> None:
+    """As a user runs it: one line on stderr, exit code 2, no traceback."""
+    result = runModule(MODULE, "--data-folder", tmp_path / "nope", "--losses", "vae:1", "bogus:2",
+                       "--log-folder", tmp_path / "logs")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.strip() == "error: --losses: unknown loss 'bogus'; valid losses: autoencoder, dae, vae, " \
+                                    "inverse, forward, reward, supervised, robotic_priors"
+    assert not (tmp_path / "logs").exists()
