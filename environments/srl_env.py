@@ -6,9 +6,20 @@ target when ``relative_pos``), and for arms ``joints``/``joints_position``. Any 
 the env return pixels: the RL side encodes them in a batched VecEnv wrapper.
 
 Class attributes describe what an env offers, so that command-line tools can validate a request without building
-the env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``PLOT_TYPE`` ("2D"/"3D" for
-replay plots) and ``MAX_STEPS``. Upper-case class attributes are the env's constants; ``getGlobals`` collects them
-for the run folder's env_globals.json.
+the env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
+``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots) and ``MAX_STEPS``. Upper-case class attributes
+are the env's constants; ``getGlobals`` collects them for the run folder's env_globals.json.
+
+Goal-conditioned mode (``goal_conditioned=True``, with ``srl_model="ground_truth"``), for hindsight experience
+replay: observations are a Dict ``{"observation": ground truth, "achieved_goal": getRobotPos(), "desired_goal":
+getTargetPos()}``, float32, and the env gets ``compute_reward(achieved_goal, desired_goal, info)``, vectorised over
+batches, from which its own step reward is computed. The ground truth is then absolute whatever ``relative_pos``
+says: HER swaps the desired goal for another, which an observation relative to the old target would contradict.
+The sparse reward is +1 within ``goalThreshold()`` of the goal, 0 farther, and -1 where the step's info flag
+``GOAL_PENALTY_INFO_KEY`` is set (a penalty that does not depend on the goal, such as a wall bump, so that it stays
+valid for any relabelled goal; an info without the flag counts as no penalty); with ``shape_reward`` it is minus the
+goal distance. An env opts in with ``GOAL_CONDITIONED = True``, ``goalThreshold`` and :meth:`goalTransition` in its
+step; it may override ``goalDistance`` and ``goalPenalty``.
 """
 from __future__ import annotations
 
@@ -47,6 +58,8 @@ class SRLGymEnv(gym.Env):
     :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it)
     :param render_mode: gymnasium render mode, "rgb_array" or "human"
     :param render_size: side of the images ``render()`` returns (at least the observation's)
+    :param goal_conditioned: Dict observations and ``compute_reward`` for hindsight experience replay (only where
+        GOAL_CONDITIONED, with srl_model "ground_truth"; relative_pos is then ignored, see the module docstring)
     """
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
@@ -56,6 +69,10 @@ class SRLGymEnv(gym.Env):
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
     RELATIVE_POS = True
+    # Whether the env offers the goal-conditioned mode (its target must stay fixed within an episode).
+    GOAL_CONDITIONED = False
+    # Goal mode: the step-info flag (True/False) of the reward's goal-independent -1 penalty, None for none.
+    GOAL_PENALTY_INFO_KEY: str | None = None
 
     def __init__(
         self,
@@ -72,6 +89,7 @@ class SRLGymEnv(gym.Env):
         seed: int | None = None,
         render_mode: str | None = None,
         render_size: int = 128,
+        goal_conditioned: bool = False,
     ) -> None:
         if action_joints and not self.ACTION_JOINTS:
             raise ValueError(f"{type(self).__name__} has no joints to act on: action_joints is not available")
@@ -82,6 +100,8 @@ class SRLGymEnv(gym.Env):
         if renders and not os.environ.get("DISPLAY"):
             raise RuntimeError("renders=True needs a display (DISPLAY is not set); use renders=False, or run under "
                                "a display (e.g. xvfb-run)")
+        if goal_conditioned:
+            self._checkGoalMode(srl_model)
         if int(render_size) <= 0:
             raise ValueError(f"render_size must be positive, got {render_size}")
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
@@ -101,6 +121,10 @@ class SRLGymEnv(gym.Env):
         self.render_size = int(render_size)
         self.init_seed = seed
         self.np_random, _ = gym.utils.seeding.np_random(seed)
+        self.goal_conditioned = bool(goal_conditioned)
+        if self.goal_conditioned:
+            # Only goal-mode instances have compute_reward: SB3's check_env takes any env that has it for a goal env.
+            self.compute_reward = self.computeGoalReward
 
     # --- observation helpers -------------------------------------------------------------------------------
 
@@ -132,6 +156,84 @@ class SRLGymEnv(gym.Env):
         if self.relative_pos:
             state = state - np.asarray(self.getTargetPos(), dtype=np.float32)
         return state
+
+    # --- goal-conditioned mode (see the module docstring) ----------------------------------------------------
+
+    def _checkGoalMode(self, srl_model: str) -> None:
+        if not self.GOAL_CONDITIONED:
+            raise ValueError(f"{type(self).__name__} has no goal_conditioned mode (its target is not one fixed "
+                             f"position per episode)")
+        if srl_model != "ground_truth":
+            raise ValueError(f"goal_conditioned needs srl_model 'ground_truth', got {srl_model!r}; valid choices: "
+                             f"ground_truth")
+
+    def goalObservationSpace(self, state_space: gym.spaces.Box) -> gym.spaces.Dict:
+        """
+        :param state_space: the env's ground-truth observation space (the goals are positions of the same kind)
+        :return: the Dict space of goal-mode observations
+        """
+        return gym.spaces.Dict({key: gym.spaces.Box(state_space.low, state_space.high, dtype=np.float32)
+                                for key in ("observation", "achieved_goal", "desired_goal")})
+
+    def goalObservation(self) -> dict[str, np.ndarray]:
+        """:return: the goal-mode observation: absolute ground truth, robot position, target position (float32)"""
+        return {"observation": np.asarray(self.getGroundTruth(), dtype=np.float32),
+                "achieved_goal": np.asarray(self.getRobotPos(), dtype=np.float32),
+                "desired_goal": np.asarray(self.getTargetPos(), dtype=np.float32)}
+
+    def goalThreshold(self) -> float:
+        """:return: the goal distance within which the sparse reward is +1"""
+        raise NotImplementedError
+
+    def goalDistance(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
+        """
+        :param achieved_goal: positions, (..., goal_dim)
+        :param desired_goal: goals, same shape
+        :return: their Euclidean distances, shape (...)
+        """
+        return np.linalg.norm(achieved_goal - desired_goal, axis=-1)
+
+    def goalPenalty(self, distance: np.ndarray, info: Any) -> np.ndarray:
+        """
+        :param distance: goal distances, shape (...)
+        :param info: one step info dict, or a sequence of them (one per distance), or None
+        :return: where the sparse reward is -1 whatever the goal: the info flag GOAL_PENALTY_INFO_KEY (bool array)
+        """
+        key = self.GOAL_PENALTY_INFO_KEY
+        if key is None or info is None:
+            return np.zeros(np.shape(distance), dtype=bool)
+        if isinstance(info, dict):
+            return np.full(np.shape(distance), bool(info.get(key, False)))
+        return np.array([bool(item.get(key, False)) for item in info], dtype=bool).reshape(np.shape(distance))
+
+    def computeGoalReward(self, achieved_goal: np.ndarray, desired_goal: np.ndarray, info: Any) -> np.ndarray:
+        """
+        The reward of reaching ``achieved_goal`` when ``desired_goal`` was asked; goal-mode envs expose it as
+        ``compute_reward`` (the name HER and SB3's check_env look for).
+
+        :param achieved_goal: positions reached, (goal_dim,) or a batch (n, goal_dim)
+        :param desired_goal: goals, same shape
+        :param info: the step's info dict, or one per row of a batch (None: no penalty)
+        :return: the rewards, float64 of shape () or (n,)
+        """
+        distance = self.goalDistance(np.asarray(achieved_goal), np.asarray(desired_goal))
+        if self.shape_reward:
+            return -distance.astype(np.float64)
+        reward = np.where(distance <= self.goalThreshold(), 1.0, 0.0)
+        return np.where(self.goalPenalty(distance, info), -1.0, reward)
+
+    def goalTransition(self, info: dict[str, Any]) -> tuple[dict[str, np.ndarray], float]:
+        """
+        The goal-mode end of a step: observe, compute the reward with ``compute_reward`` and set
+        ``info["is_success"]`` to "within goalThreshold() of the goal".
+
+        :param info: the step's info (with its GOAL_PENALTY_INFO_KEY flag), updated in place
+        :return: (observation, reward)
+        """
+        observation = self.goalObservation()
+        achieved, desired = observation["achieved_goal"], observation["desired_goal"]
+        info["is_success"] = bool(self.goalDistance(achieved, desired) <= self.goalThreshold())
+        return observation, float(self.computeGoalReward(achieved, desired, info))
 
     # --- the interface each env implements ------------------------------------------------------------------
 

@@ -16,6 +16,8 @@ class Kuka2ButtonGymEnv(KukaButtonGymEnv):
     """
 
     MAX_STEPS = 1500
+    # The target changes during an episode: no goal mode (HER assumes one goal per episode).
+    GOAL_CONDITIONED = False
     MAX_DISTANCE = 2.0
     BUTTON_URDFS = ("button.urdf", "button_dark.urdf")
     BUTTON_POSITIONS = ((0.5, 0.125, -0.2), (0.5, -0.125, -0.2))

@@ -41,13 +41,22 @@ class KukaButtonGymEnv(SRLGymEnv):
     ``shape_reward``: minus the effector-target distance; with continuous actions, an episode that ends on presses
     gives SUCCESS_REWARD and one that ends on the table gives FAILURE_REWARD instead, so that ending early never
     pays. An episode terminates after N_CONTACTS_BEFORE_TERMINATION presses in a row or when the arm touches the
-    table, and is truncated after ``max_steps`` steps.
+    table, and is truncated after ``max_steps`` steps. ``info["hit_table"]`` tells a table contact.
+
+    Goal mode (``goal_conditioned=True``, ground truth only): Dict observations whose entries are the effector's
+    absolute xyz (observation and achieved_goal) and the target, the press point above the button (desired_goal).
+    A reward must then be a function of the goals, which a contact is not: the sparse reward becomes +1 within
+    GOAL_DISTANCE_THRESHOLD of the target, -1 beyond ``max_distance`` from it or on a table contact (read from
+    ``info["hit_table"]``), 0 otherwise, and ``info["is_success"]`` "within the threshold" (a centred gripper first
+    touches the cap 6 mm above the target). With ``shape_reward`` it is minus the distance, without the end-of-episode
+    bonuses. Terminations are unchanged (presses in a row, table).
 
     :param multi_view: stack a second camera's image with the first: (H, W, 6) pixel observations
     :param force_down: discrete action 5 moves down instead of up, continuous z moves are never upward (the old
         toolbox's default; here off, so that the six discrete actions are +/- x, y, z)
     :param max_distance: radius around the target beyond which the effector is outside the work area
         (-1 reward); None for the class's MAX_DISTANCE
+    :param goal_conditioned: the goal mode above (srl_model "ground_truth" only; relative_pos is ignored)
     :param kwargs: the SRLGymEnv keywords: srl_model ("ground_truth": effector xyz, relative to the target when
         relative_pos; "joints": the 7 arm joint angles; "joints_position": those angles then the ground truth;
         "raw_pixels" or a learned model: uint8 images), relative_pos, is_discrete, action_joints, random_target
@@ -59,6 +68,10 @@ class KukaButtonGymEnv(SRLGymEnv):
     ACTION_JOINTS = True
     PLOT_TYPE = "3D"
     MAX_STEPS = 1000
+    GOAL_CONDITIONED = True
+    GOAL_PENALTY_INFO_KEY = "hit_table"
+    # Goal mode: the effector is on target within this distance (a discrete move is 3 cm).
+    GOAL_DISTANCE_THRESHOLD = 0.02
 
     # --- physics
     TIME_STEP = 1.0 / 240.0
@@ -170,7 +183,7 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     # --- construction -------------------------------------------------------------------------------------------
 
-    def _makeObservationSpace(self) -> gym.spaces.Box:
+    def _makeObservationSpace(self) -> gym.spaces.Box | gym.spaces.Dict:
         if self._uses_pixels:
             return self.pixelObservationSpace(cameras=2 if self.multi_view else 1)
         # Generous bounds: the arm reaches about 1.3 m from its base; revolute joints stay within +/- pi.
@@ -181,7 +194,8 @@ class KukaButtonGymEnv(SRLGymEnv):
         if self.srl_model == "joints_position":
             high = np.array([2 * math.pi] * n_joints + [position_bound] * 3, dtype=np.float32)
             return gym.spaces.Box(-high, high, dtype=np.float32)
-        return gym.spaces.Box(-position_bound, position_bound, (3,), dtype=np.float32)
+        ground_truth = gym.spaces.Box(-position_bound, position_bound, (3,), dtype=np.float32)
+        return self.goalObservationSpace(ground_truth) if self.goal_conditioned else ground_truth
 
     def _bindPyBullet(self) -> None:
         """Bind the per-step PyBullet functions to this client once: BulletClient's lookup costs as much as a call."""
@@ -322,7 +336,8 @@ class KukaButtonGymEnv(SRLGymEnv):
         """
         :param action: a Discrete(6) index, or a continuous move in [-1, 1] (3 effector axes, or one per arm joint
             with action_joints); values outside [-1, 1] are clipped
-        :return: (observation, reward, terminated, truncated, {"is_success": the correct button is pressed})
+        :return: (observation, reward, terminated, truncated, {"is_success": the correct button is pressed (goal
+            mode: the effector is within GOAL_DISTANCE_THRESHOLD of the target), "hit_table": the arm touches it})
         """
         rng = self.np_random
         if self.is_discrete:
@@ -346,9 +361,13 @@ class KukaButtonGymEnv(SRLGymEnv):
         self._beforePhysics()
         self._runPhysics()
         self._step_counter += 1
-        reward, terminated, success = self._evaluate()
+        reward, terminated, success, hit_table = self._evaluate()
         truncated = self._step_counter >= self.max_steps
-        return self._observation(), reward, terminated, truncated, {"is_success": success}
+        info = {"is_success": success, "hit_table": hit_table}
+        if self.goal_conditioned:
+            observation, reward = self.goalTransition(info)
+            return observation, reward, terminated, truncated, info
+        return self._observation(), reward, terminated, truncated, info
 
     def render(self) -> np.ndarray | None:
         """
@@ -412,11 +431,11 @@ class KukaButtonGymEnv(SRLGymEnv):
                 return index
         return None
 
-    def _evaluate(self) -> tuple[float, bool, bool]:
+    def _evaluate(self) -> tuple[float, bool, bool, bool]:
         """
         Score the state the last step reached and advance the button sequence.
 
-        :return: (reward, terminated, success: the current button is pressed)
+        :return: (reward, terminated, success: the current button is pressed, the arm touches the table)
         """
         target = self.getTargetPos()
         pressed = self._pressedButton() == self._current_button
@@ -443,7 +462,7 @@ class KukaButtonGymEnv(SRLGymEnv):
                 reward = self.SUCCESS_REWARD if done else self.FAILURE_REWARD
             else:
                 reward = -distance
-        return reward, terminated, pressed
+        return reward, terminated, pressed, hit_table
 
     # --- observations and state ---------------------------------------------------------------------------------
 
@@ -454,7 +473,9 @@ class KukaButtonGymEnv(SRLGymEnv):
         rgba = np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)
         return np.ascontiguousarray(rgba[:, :, :3])
 
-    def _observation(self) -> np.ndarray:
+    def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
+        if self.goal_conditioned:
+            return self.goalObservation()
         if self._uses_pixels:
             _, height, width = self.img_shape
             image = self._cameraImage(self._view_matrix, width, height, self._obs_projection)
@@ -467,6 +488,14 @@ class KukaButtonGymEnv(SRLGymEnv):
         if self.srl_model == "joints_position":
             return np.concatenate((self.getJoints(), self.getSRLState()))
         return self.getSRLState()
+
+    def goalThreshold(self) -> float:
+        """:return: GOAL_DISTANCE_THRESHOLD"""
+        return self.GOAL_DISTANCE_THRESHOLD
+
+    def goalPenalty(self, distance: np.ndarray, info: Any) -> np.ndarray:
+        """:return: a table contact (from the info) or an effector beyond max_distance from the goal"""
+        return super().goalPenalty(distance, info) | (distance > self.max_distance)
 
     def getJoints(self) -> np.ndarray:
         """:return: the arm's live joint angles, float32 (N_ARM_JOINTS,)"""

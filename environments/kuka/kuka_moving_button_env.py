@@ -13,6 +13,8 @@ class KukaMovingButtonGymEnv(KukaButtonGymEnv):
     """
 
     MAX_STEPS = 1500
+    # The target moves during an episode: no goal mode (HER assumes one goal per episode).
+    GOAL_CONDITIONED = False
     BUTTON_SPEED = 0.001
     BUTTON_Y_LIMIT = 0.3
     EFFECTOR_BOUNDS = KukaButtonGymEnv.EFFECTOR_BOUNDS_RANDOM_TARGET

@@ -23,6 +23,8 @@ class MobileRobot2TargetGymEnv(MobileRobotGymEnv):
     """
 
     MAX_STEPS = 1500
+    # The target changes during an episode: no goal mode (HER assumes one goal per episode).
+    GOAL_CONDITIONED = False
     SECOND_TARGET_POS = (0.4, 3.0)
     TARGET_COLORS = ((1.0, 0.85, 0.0, 1.0), (0.8, 0.0, 0.0, 1.0))
     # A reached target is moved under the floor, out of every camera's sight.

@@ -33,7 +33,13 @@ class MobileRobotGymEnv(SRLGymEnv):
     move that would bring the robot closer than the collision margins to a wall is reverted and counts as a bump.
     Reward: +1 for each step spent within REWARD_DIST_THRESHOLD of the target, -1 on a bump (it overrides the +1),
     0 otherwise; with ``shape_reward`` it is minus the distance to the target. Episodes never terminate; they are
-    truncated after ``max_steps`` steps.
+    truncated after ``max_steps`` steps. ``info["bumped"]`` tells a bump.
+
+    Goal mode (``goal_conditioned=True``, ground truth only): Dict observations whose three entries are the robot's
+    absolute (x, y) (observation and achieved_goal) and the target's (desired_goal). ``compute_reward`` gives the
+    same rewards as above as a function of the goals, the bump's -1 read from ``info["bumped"]`` (a bump does not
+    depend on the goal); rewards are computed from the float32 observations, so they equal the normal mode's except
+    for a distance within float32 rounding of the threshold.
 
     :param srl_model: "ground_truth" (robot position, float32 (2,)), "raw_pixels" (uint8 (H, W, 3) top-down image)
         or a learned SRL model name (pixels too, the RL side encodes them)
@@ -51,12 +57,15 @@ class MobileRobotGymEnv(SRLGymEnv):
     :param render_mode: "rgb_array" (``render()`` returns an image) or "human"
     :param render_size: side of the square image returned by ``render()`` in "rgb_array" mode (with pixel
         observations, at least their size is used)
+    :param goal_conditioned: the goal mode above (srl_model "ground_truth" only; relative_pos is ignored)
     """
 
     SRL_MODES = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
+    GOAL_CONDITIONED = True
+    GOAL_PENALTY_INFO_KEY = "bumped"
 
     STEP_SIZE = 0.1
     REWARD_DIST_THRESHOLD = 0.4
@@ -121,6 +130,8 @@ class MobileRobotGymEnv(SRLGymEnv):
                 self.observation_space = self.pixelObservationSpace(cameras=2)
         else:
             self.observation_space = gym.spaces.Box(-4.0, 4.0, (self.getGroundTruthDim(),), dtype=np.float32)
+            if self.goal_conditioned:
+                self.observation_space = self.goalObservationSpace(self.observation_space)
         if self.init_seed is not None:
             self.action_space.seed(self.init_seed)
 
@@ -265,7 +276,8 @@ class MobileRobotGymEnv(SRLGymEnv):
     def step(self, action: int | np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """
         :param action: a discrete move index, or a continuous move in [-1, 1] (scaled by STEP_SIZE)
-        :return: (observation, reward, terminated (always False), truncated, {"is_success": within threshold})
+        :return: (observation, reward, terminated (always False), truncated, {"is_success": within threshold,
+            "bumped": the move was refused})
         """
         if self.is_discrete:
             index = int(action)
@@ -286,7 +298,11 @@ class MobileRobotGymEnv(SRLGymEnv):
         self._step_counter += 1
         reward, success = self._taskReward(bumped)
         truncated = self._step_counter >= self.max_steps
-        return self._observation(), reward, False, truncated, {"is_success": success}
+        info = {"is_success": success, "bumped": bumped}
+        if self.goal_conditioned:
+            observation, reward = self.goalTransition(info)
+            return observation, reward, False, truncated, info
+        return self._observation(), reward, False, truncated, info
 
     def render(self) -> np.ndarray | None:
         """
@@ -306,7 +322,9 @@ class MobileRobotGymEnv(SRLGymEnv):
 
     # --- observations and state ---------------------------------------------------------------------------------
 
-    def _observation(self) -> np.ndarray:
+    def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
+        if self.goal_conditioned:
+            return self.goalObservation()
         if self._uses_pixels:
             _, height, width = self.img_shape
             top = self._cameraImage(width, height, self._obs_projection)
@@ -331,6 +349,10 @@ class MobileRobotGymEnv(SRLGymEnv):
         if self.relative_pos:
             return np.array((self._robot_x - self._target_x, self._robot_y - self._target_y), dtype=np.float32)
         return np.array((self._robot_x, self._robot_y), dtype=np.float32)
+
+    def goalThreshold(self) -> float:
+        """:return: REWARD_DIST_THRESHOLD, the distance within which the robot is on target"""
+        return self.REWARD_DIST_THRESHOLD
 
     def getTargetPos(self) -> np.ndarray:
         """:return: the target's (x, y), float32."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import os
 
+import numpy as np
+
 from environments.mobile_robot.mobile_robot_env import URDF_DIR, MobileRobotGymEnv
 
 
@@ -16,7 +18,8 @@ class MobileRobotLineTargetGymEnv(MobileRobotGymEnv):
     the x distance. ``getTargetPos()`` is the point of the reach line at mid-arena, ``(LINE_X - LINE_OFFSET, 2)``,
     so that it has the ground truth's two dimensions (the original returned the 1-D x, which its relative ground
     truth then broadcast against (x, y)); the relative ground truth is thus (x distance to the line, y - 2).
-    Actions and everything else are MobileRobotGymEnv's.
+    Actions and everything else are MobileRobotGymEnv's. In goal mode the goals are (x, y) points too, and only
+    their x distance counts (``goalDistance``).
 
     :param kwargs: MobileRobotGymEnv's keywords (``random_target`` draws LINE_X in LINE_X_RANGE)
     """
@@ -55,6 +58,10 @@ class MobileRobotLineTargetGymEnv(MobileRobotGymEnv):
         if bumped:
             return -1.0, success
         return (1.0 if success else 0.0), success
+
+    def goalDistance(self, achieved_goal: np.ndarray, desired_goal: np.ndarray) -> np.ndarray:
+        """:return: the x distances (the band spans the arena along y)"""
+        return np.abs(achieved_goal[..., 0] - desired_goal[..., 0])
 
     @property
     def lineX(self) -> float:

@@ -1,0 +1,341 @@
+"""her: Hindsight Experience Replay (Andrychowicz et al., 2017) over an off-policy algorithm, for goal-based envs.
+
+The env runs in its goal-conditioned mode (``goal_conditioned=True``, see environments/srl_env.py): observations
+are a Dict of the ground truth, the achieved goal (robot position) and the desired goal (target position), and the
+env's ``compute_reward`` gives the reward of any goal. Stable-Baselines3's HerReplayBuffer stores real episodes and
+adds, for each sampled transition, ``n_sampled_goal`` copies whose desired goal is a position reached later in the
+episode (``future``), at its end (``final``) or anywhere in it (``episode``), rewarded by ``compute_reward``: a
+robot that missed the target still learns how to reach where it went.
+
+``--her-algo`` picks the learner, with its own hyperparameters and flags: sac, td3, ddpg (continuous actions, the
+project's wrappers) or deepq (discrete) - Stable-Baselines3's DQN, not the project's deepq, whose prioritized
+replay samples stored transitions by TD error while HER rewrites their goals and rewards at sampling time; SB3's DQN
+takes HerReplayBuffer as it is (the project's deepq settings are kept: lr 5e-4, batch 64, target copy every 500
+steps, exploration 0.2 -> 0.02, no double Q or dueling heads).
+
+The replay buffer is not saved. A model loaded only to act (``replay.enjoy_baselines``) gets a one-slot plain buffer,
+since SB3 builds a HerReplayBuffer only with an env; continuing training (``--load-rl-model-path``) builds a new
+HerReplayBuffer on the training env, and collects ``learning_starts`` steps again (with random actions, as at the
+start) before learning resumes: HER samples finished episodes only.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import zipfile
+from typing import Any, ClassVar
+
+from stable_baselines3 import DQN
+from stable_baselines3.common.buffers import DictReplayBuffer
+from stable_baselines3.her import HerReplayBuffer
+
+from rl_baselines.algo_types import ActionType
+from rl_baselines.base_classes import strToBool
+from rl_baselines.cli import positiveInt
+from rl_baselines.rl_algorithm.ddpg import DDPGModel
+from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.rl_algorithm.sac import SACModel
+from rl_baselines.rl_algorithm.td3 import TD3Model
+
+GOAL_SELECTION_STRATEGIES = ("future", "final", "episode")
+# HER's own hyperparameters (the learner's come from its class).
+HER_DEFAULTS: dict[str, Any] = {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+# What a model loaded without an env gets instead of its HerReplayBuffer (it only acts).
+REPLAY_ONLY_BUFFER = {"replay_buffer_class": DictReplayBuffer, "replay_buffer_kwargs": {}, "buffer_size": 1}
+
+
+class HERDQNModel(OffPolicyRLObject):
+    """Stable-Baselines3's DQN with the project's deepq settings: the discrete learner of her (not registered)."""
+
+    SB3_CLASS = DQN
+    NAME = "deepq"
+    ACTION_TYPES = (ActionType.DISCRETE,)
+    DEFAULT_HYPERPARAMS = {
+        **REPLAY_DEFAULTS,
+        "learning_rate": 5e-4,
+        "batch_size": 64,
+        "target_update_interval": 500,
+        "exploration_fraction": 0.2,
+        "exploration_final_eps": 0.02,
+        "max_grad_norm": 10.0,
+    }
+
+
+# The learners HER can drive, by --her-algo name.
+BASE_ALGOS: dict[str, type[OffPolicyRLObject]] = {"sac": SACModel, "td3": TD3Model, "ddpg": DDPGModel,
+                                                  "deepq": HERDQNModel}
+
+
+def baseHyperparams() -> dict[str, list[tuple[str, Any]]]:
+    """:return: every learner hyperparameter, with the (--her-algo name, default) of each learner that has it"""
+    table: dict[str, list[tuple[str, Any]]] = {}
+    for algo, base in BASE_ALGOS.items():
+        for name, default in base.DEFAULT_HYPERPARAMS.items():
+            table.setdefault(name, []).append((algo, default))
+    return table
+
+
+def savedModelData(load_path: str) -> dict[str, Any]:
+    """
+    :param load_path: a model zip written by HERModel.save
+    :return: the SB3 "data" member (JSON: the model's attributes), where ``her_algo`` names a learner
+    :raises ValueError: not a her model
+    """
+    try:
+        with zipfile.ZipFile(load_path) as archive:
+            data = json.loads(archive.read("data"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{load_path} is not a saved model ({error})") from None
+    her_algo = data.get("her_algo")
+    if her_algo not in BASE_ALGOS:
+        raise ValueError(f"{load_path} does not name the algorithm HER trained (her_algo {her_algo!r}); valid: "
+                         f"{', '.join(BASE_ALGOS)}")
+    return data
+
+
+def firstEpisodesSteps(args: argparse.Namespace) -> int:
+    """
+    :param args: the run's arguments (env, num_cpu)
+    :return: env steps (all envs together) by which every env has finished an episode (no early termination)
+    """
+    from environments import getEnvClass
+
+    return int(args.num_cpu) * int(getEnvClass(args.env).MAX_STEPS)
+
+
+class HERModel(OffPolicyRLObject):
+    """
+    Hindsight experience replay with SB3's HerReplayBuffer and MultiInputPolicy over the learner ``--her-algo``.
+    ``learning_starts`` defaults to the learner's (1000) or, if more, to the steps by which every env has ended an
+    episode (``--num-cpu`` x the env's episode length): HER cannot sample before that.
+    """
+
+    NAME = "her"
+    ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
+    SB3_CLASS: ClassVar[type | None] = None  # the learner's, set per instance by train and load
+    POLICIES = {"pixels": "MultiInputPolicy", "state": "MultiInputPolicy"}
+    DEFAULT_HYPERPARAMS = dict(HER_DEFAULTS)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.her_algo: str | None = None
+
+    # --- command line ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        group = parser.add_argument_group("her (defaults in brackets)")
+        group.add_argument("--her-algo", choices=list(BASE_ALGOS), default=None,
+                           help="learner: sac, td3, ddpg (continuous, -c) or deepq (discrete, Stable-Baselines3's "
+                                "DQN) [sac with -c, else deepq; the saved one with --load-rl-model-path]")
+        group.add_argument("--n-sampled-goal", dest="hp_n_sampled_goal", type=positiveInt, default=None,
+                           metavar="INT", help=f"relabelled goals per real transition [{HER_DEFAULTS['n_sampled_goal']}]")
+        group.add_argument("--goal-selection-strategy", dest="hp_goal_selection_strategy",
+                           choices=GOAL_SELECTION_STRATEGIES, default=None,
+                           help="relabelled goals: reached later in the episode, at its end, or anywhere in it "
+                                f"[{HER_DEFAULTS['goal_selection_strategy']}]")
+        learner = parser.add_argument_group(
+            "hyperparameters of the --her-algo learner (defaults per learner)",
+            "learning_starts defaults to at least --num-cpu x the env's episode length (HER samples finished episodes)")
+        for name, owners in baseHyperparams().items():
+            default = owners[0][1]
+            kind = {bool: strToBool}.get(type(default), type(default))
+            defaults = ", ".join(f"{algo}: {value}" for algo, value in owners)
+            if len(owners) == len(BASE_ALGOS) and len({str(value) for _, value in owners}) == 1:
+                defaults = str(default)  # the same for every learner
+            learner.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
+                                 metavar=type(default).__name__.upper(), help=f"[{defaults}]")
+        learner.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
+                             help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
+        # The train command checks every input before writing anything, but its checks (action type, observation)
+        # cannot know --her-algo: check right after parsing, as one more parser error.
+        parse_args = parser.parse_args
+
+        def parseAndCheck(args: Any = None, namespace: Any = None) -> argparse.Namespace:
+            parsed = parse_args(args, namespace)
+            try:
+                cls.checkArgs(parsed)
+            except ValueError as error:
+                parser.error(str(error))
+            return parsed
+
+        parser.parse_args = parseAndCheck
+        return parser
+
+    @classmethod
+    def checkArgs(cls, args: argparse.Namespace) -> None:
+        """
+        Check that the run fits HER and resolve ``args.her_algo`` (in place) when it was not given.
+
+        :param args: the train command's arguments
+        :raises ValueError: one line naming the bad value and the valid choices
+        """
+        from environments import getEnvClass, registered_env
+
+        continuous = bool(args.continuous_actions)
+        if args.her_algo is None:
+            load_path = getattr(args, "load_rl_model_path", None)
+            try:
+                args.her_algo = savedModelData(load_path)["her_algo"] if load_path else None
+            except ValueError:
+                pass  # the train command reports an unusable model itself
+            args.her_algo = args.her_algo or ("sac" if continuous else "deepq")
+        wanted = ActionType.CONTINUOUS if continuous else ActionType.DISCRETE
+        if wanted not in BASE_ALGOS[args.her_algo].ACTION_TYPES:
+            fitting = [name for name, base in BASE_ALGOS.items() if wanted in base.ACTION_TYPES]
+            kind, hint = ("continuous", "drop -c") if continuous else ("discrete", "add -c")
+            raise ValueError(f"--her-algo {args.her_algo} does not support {kind} actions ({hint}); --her-algo "
+                             f"choices that do: {', '.join(fitting)}")
+        if args.srl_model != "ground_truth":
+            raise ValueError(f"--algo her needs the goal-conditioned observation, --srl-model ground_truth; got "
+                             f"{args.srl_model!r}; valid choices: ground_truth")
+        for flag, value in (("--num-stack", args.num_stack), ("--action-repeat", args.action_repeat)):
+            if value > 1:
+                raise ValueError(f"{flag} {value} is not available with --algo her (HER recomputes each step's "
+                                 f"reward from the goal it reached); valid: 1")
+        if args.env not in registered_env:
+            return  # the train command reports an unknown env
+        if not getattr(getEnvClass(args.env), "GOAL_CONDITIONED", False):
+            having = [env for env in sorted(registered_env) if getattr(getEnvClass(env), "GOAL_CONDITIONED", False)]
+            raise ValueError(f"--algo her needs an env with a goal-conditioned mode, {args.env} has none; envs "
+                             f"that have one: {', '.join(having)}")
+        given = {name: getattr(args, f"hp_{name}") for name in baseHyperparams()
+                 if getattr(args, f"hp_{name}", None) is not None}
+        given.update((key, value) for key, _, value in (item.partition(":") for item in getattr(args, "hyperparam", [])))
+        cls.checkGivenHyperparams(args, given)
+
+    @classmethod
+    def checkGivenHyperparams(cls, args: argparse.Namespace, given: dict[str, Any]) -> None:
+        """
+        :param args: the run's arguments (her_algo resolved, env, num_cpu)
+        :param given: hyperparameters set by flags, --hyperparam or a file (values typed or as strings)
+        :raises ValueError: one belongs to another learner, or learning_starts is too short for HER (names of no
+            learner are left to parserHyperParam)
+        """
+        own = {*BASE_ALGOS[args.her_algo].DEFAULT_HYPERPARAMS, *HER_DEFAULTS}
+        for name in given:
+            if name not in own and name in baseHyperparams():
+                raise ValueError(f"{name} (--{name.replace('_', '-')}) is not a hyperparameter of --her-algo "
+                                 f"{args.her_algo}; its hyperparameters: {', '.join(sorted(own))}")
+        try:
+            learning_starts = int(float(given["learning_starts"])) if "learning_starts" in given else None
+        except ValueError:
+            return  # a bad value: the train command reports it
+        if learning_starts is not None and learning_starts < firstEpisodesSteps(args):
+            raise ValueError(f"learning_starts {learning_starts} is too small for HER, which samples finished "
+                             f"episodes only: at least --num-cpu x the episode length, {firstEpisodesSteps(args)}")
+
+    @classmethod
+    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
+        """Cast ``--hyperparam`` values: HER's own with its search space, the learners' with their class."""
+        learners = baseHyperparams()
+        parsed: dict[str, Any] = {}
+        for name, raw in hyperparams.items():
+            if name in HER_DEFAULTS:
+                parsed.update(super().parserHyperParam({name: raw}))
+                if name == "n_sampled_goal" and parsed[name] < 1:
+                    raise ValueError(f"hyperparameter 'n_sampled_goal' must be >= 1, got {raw!r}")
+            elif name in learners:
+                owner = BASE_ALGOS[learners[name][0][0]]
+                parsed.update(owner.parserHyperParam({name: raw}))
+            else:
+                valid = ", ".join(sorted({*HER_DEFAULTS, *learners}))
+                raise ValueError(f"unknown hyperparameter {name!r} for her; valid names: {valid}")
+        return parsed
+
+    @classmethod
+    def getOptParam(cls) -> dict[str, tuple]:
+        """:return: the search ranges every learner shares, and HER's (learning_starts stays at its default: HER
+            needs it at least one episode long)"""
+        space = {name: spec for name, spec in replaySearchSpace().items() if name != "learning_starts"}
+        return {**space, "n_sampled_goal": (int, (1, 8)),
+                "goal_selection_strategy": (list, list(GOAL_SELECTION_STRATEGIES))}
+
+    # --- the learner's hyperparameters ------------------------------------------------------------------------
+
+    @classmethod
+    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+        hyperparams = BASE_ALGOS[args.her_algo].hyperparamsFromArgs(args, train_kwargs)
+        for name, default in HER_DEFAULTS.items():
+            flag = getattr(args, f"hp_{name}", None)
+            hyperparams.setdefault(name, default if flag is None else flag)
+        if getattr(args, "hp_learning_starts", None) is None and "learning_starts" not in (train_kwargs or {}):
+            hyperparams["learning_starts"] = max(hyperparams["learning_starts"], firstEpisodesSteps(args))
+        return hyperparams
+
+    @classmethod
+    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+        """
+        The learner's keywords (action noise...) plus the HER buffer. When continuing a saved model (then given
+        only the overridden hyperparameters), the buffer is rebuilt when ``--n-sampled-goal`` or
+        ``--goal-selection-strategy`` is given (the other one then takes its default), and learning starts
+        ``learning_starts`` steps after the saved step count.
+        """
+        learner_hyperparams = {k: v for k, v in hyperparams.items() if k not in HER_DEFAULTS}
+        her = {k: v for k, v in hyperparams.items() if k in HER_DEFAULTS}
+        kwargs = BASE_ALGOS[args.her_algo].makeModelKwargs(args, learner_hyperparams, env)
+        load_path = getattr(args, "load_rl_model_path", None)
+        if her or not load_path:
+            # copy_info_dict: compute_reward reads the goal-independent penalty (a bump...) from each step's info.
+            kwargs["replay_buffer_class"] = HerReplayBuffer
+            kwargs["replay_buffer_kwargs"] = {**HER_DEFAULTS, **her, "copy_info_dict": True}
+        if load_path:
+            learning_starts = kwargs.get("learning_starts", cls.hyperparamsFromArgs(args, None)["learning_starts"])
+            kwargs["learning_starts"] = int(savedModelData(load_path)["num_timesteps"]) + learning_starts
+        return kwargs
+
+    # --- env, persistence, training ---------------------------------------------------------------------------
+
+    @classmethod
+    def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
+                load_path_normalise: str | None = None) -> Any:
+        """The env in its goal-conditioned mode (the goals stay unnormalised, see rl_baselines.utils)."""
+        from rl_baselines.utils import envKwargsFromArgs
+
+        env_kwargs = {**(envKwargsFromArgs(args) if env_kwargs is None else env_kwargs), "goal_conditioned": True}
+        return super().makeEnv(args, env_kwargs, load_path_normalise)
+
+    def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
+        # SB3 saves the model's attributes: the file names its learner, so that load picks the right SB3 class.
+        self.model.her_algo = self.her_algo
+        super().save(save_path, _locals)
+
+    @classmethod
+    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> HERModel:
+        """
+        :param load_path: a model zip written by :meth:`save`
+        :param args: the run's arguments; a ``her_algo`` other than the saved learner is refused
+        :return: the model, with a one-slot plain replay buffer (enough to act; train builds its own)
+        """
+        cls.readManifest(load_path)
+        saved = savedModelData(load_path)
+        her_algo = saved["her_algo"]
+        wanted = getattr(args, "her_algo", None)
+        if wanted is not None and wanted != her_algo:
+            raise ValueError(f"{load_path} was trained with --her-algo {her_algo}, not {wanted}")
+        obj = cls()
+        obj.her_algo = her_algo
+        sb3_class = BASE_ALGOS[her_algo].SB3_CLASS
+        try:
+            obj.model = sb3_class.load(load_path, device="cpu", custom_objects=REPLAY_ONLY_BUFFER)
+        except Exception as error:  # SB3 raises many kinds for a damaged archive
+            raise ValueError(f"{load_path} could not be loaded by her: {type(error).__name__}: {error}") from None
+        # The one-slot buffer is for acting only: keep the saved settings, so that a re-saved model still trains.
+        obj.model.replay_buffer_class = HerReplayBuffer
+        obj.model.replay_buffer_kwargs = saved["replay_buffer_kwargs"]
+        obj.model.buffer_size = saved["buffer_size"]
+        obj.num_timesteps = obj.model.num_timesteps
+        return obj
+
+    def train(self, args: argparse.Namespace, callback: Any, env_kwargs: dict[str, Any] | None = None,
+              train_kwargs: dict[str, Any] | None = None) -> None:
+        from rl_baselines.cli import UsageError
+
+        try:
+            self.checkArgs(args)  # already done by the train command's parser; here for other callers
+            self.checkGivenHyperparams(args, train_kwargs or {})  # --hyperparam-file's too
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        self.her_algo = args.her_algo
+        self.SB3_CLASS = BASE_ALGOS[self.her_algo].SB3_CLASS
+        super().train(args, callback, env_kwargs, train_kwargs)
