@@ -1,0 +1,97 @@
+"""``python -m replay.aggregate_plots -i DIR``: learning curves averaged over seeds, one PNG per env.
+
+Every run below DIR (args.json + monitor/) is smoothed (moving average over ``--episode-window`` episodes); runs of
+one method (env, srl-model, algo) are put on a common x axis, episodes or ``--timesteps``, truncated to the
+shortest run, and drawn as their mean with a Student-t 95% confidence band across seeds. All methods of an env share
+one figure. Each method's curves are also exported as ``.npz`` (x; y = runs x points; label; env; x_label; runs)
+for ``replay.compare_plots``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from replay.results import aggregateCurves, bandOverSeeds, findRuns, groupRuns, methodLabel, safeName, saveCurves
+from rl_baselines.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
+from rl_baselines.files import atomicPath
+
+
+def parser() -> CLIParser:
+    """:return: the command's parser"""
+    result = CLIParser(prog="python -m replay.aggregate_plots",
+                       description="Mean learning curves with a 95% confidence band across seeds, one PNG per env.")
+    result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
+    result.add_argument("-o", "--output", default=None, metavar="PREFIX",
+                        help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz "
+                             "[<log-dir>/aggregate]")
+    result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")
+    result.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
+                        help="episodes of the moving average [40]")
+    result.add_argument("--num-points", type=positiveInt, default=200, help="points of a --timesteps curve [200]")
+    result.add_argument("--group-by", nargs="+", default=[], metavar="KEY",
+                        help="more args.json keys that split methods (e.g. continuous_actions)")
+    return result
+
+
+def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: str, x_label: str,
+               y_label: str = "episode reward (moving average)") -> None:
+    """
+    Draw mean curves with their 95% bands on one axes and save a PNG atomically.
+
+    :param path: the PNG file
+    :param curves: (label, x, y) per method, y of shape (runs, points)
+    :param title: the figure's title
+    :param x_label: the x axis label
+    :param y_label: the y axis label
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(9, 5.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    for index, (label, x, y) in enumerate(curves):
+        mean, low, high = bandOverSeeds(y)
+        color = f"C{index % 10}"
+        axes.plot(x, mean, color=color, linewidth=2, label=f"{label} ({y.shape[0]} runs)")
+        if y.shape[0] >= 2:
+            axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
+    axes.set_xlabel(x_label)
+    axes.set_ylabel(y_label)
+    axes.set_title(title)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="best", title="mean, 95% CI across seeds")
+    figure.tight_layout()
+    with atomicPath(path) as tmp_path:
+        figure.savefig(tmp_path, format="png")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    runs = findRuns(args.log_dir, args.group_by)
+    prefix = args.output or os.path.join(args.log_dir, "aggregate")
+    checkWritableFolder(os.path.dirname(os.path.abspath(prefix)), "-o/--output" if args.output else "--log-dir")
+    x_label = "timesteps" if args.timesteps else "episodes"
+    by_env: dict[str, list[tuple[str, object, object]]] = {}
+    for key, members in groupRuns(runs, args.group_by).items():
+        env, label = key[0], methodLabel(key, args.group_by)
+        x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
+        npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}.npz"
+        saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members])
+        print(f"{env} {label}: {len(members)} runs, {len(x)} points -> {npz_path}")
+        by_env.setdefault(env, []).append((label, x, y))
+    for env, curves in by_env.items():
+        png_path = f"{prefix}_{safeName(env)}.png"
+        plotCurves(png_path, curves, env, x_label)
+        print(f"Plot: {png_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,65 @@
+"""``python -m replay.compare_plots -i A.npz B.npz ... [--labels ...] [-o compare.png]``: aggregated curves together.
+
+Each ``.npz`` comes from ``replay.aggregate_plots`` (curves of one method over seeds); each becomes its mean curve
+with a 95% confidence band across seeds, all on one figure. The curves must share their x unit (episodes or
+timesteps); ``--truncate-x`` cuts them at a common x.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from replay.aggregate_plots import plotCurves
+from replay.results import loadCurves
+from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+
+
+def parser() -> CLIParser:
+    """:return: the command's parser"""
+    result = CLIParser(prog="python -m replay.compare_plots",
+                       description="Several aggregated learning curves (.npz of aggregate_plots) on one PNG.")
+    result.add_argument("-i", "--input", nargs="+", required=True, metavar="NPZ", help="curves to compare")
+    result.add_argument("--labels", nargs="+", default=None, help="one label per input [their own labels]")
+    result.add_argument("-o", "--output", default="compare.png", help="the PNG to write [compare.png]")
+    result.add_argument("-t", "--title", default="Learning curves", help="figure title [Learning curves]")
+    result.add_argument("--truncate-x", type=positiveInt, default=None, help="draw only x <= this value")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.labels is not None and len(args.labels) != len(args.input):
+        raise UsageError(f"--labels: {len(args.labels)} labels for {len(args.input)} inputs; give one per input")
+    if not args.output.lower().endswith(".png"):
+        raise UsageError(f"--output {args.output!r} must end in .png")
+    checkWritableFolder(os.path.dirname(os.path.abspath(args.output)), "--output")
+    loaded = [loadCurves(path) for path in args.input]
+    units = {curves["x_label"] or "episodes" for curves in loaded}
+    if len(units) > 1:
+        raise UsageError(f"the inputs mix x units ({', '.join(sorted(units))}); re-run aggregate_plots with the same "
+                         f"--timesteps choice for all")
+    curves = []
+    for index, (path, data) in enumerate(zip(args.input, loaded)):
+        label = args.labels[index] if args.labels else (data["label"] or os.path.splitext(os.path.basename(path))[0])
+        if data["env"] and not args.labels and len({c["env"] for c in loaded}) > 1:
+            label = f"{data['env']} {label}"
+        x, y = data["x"], data["y"]
+        if args.truncate_x is not None:
+            keep = x <= args.truncate_x
+            if not keep.any():
+                raise UsageError(f"--truncate-x {args.truncate_x}: {path} starts at x = {x[0]:g}")
+            x, y = x[keep], y[:, keep]
+        curves.append((label, x, y))
+    plotCurves(args.output, curves, args.title, units.pop())
+    print(f"Plot: {args.output}")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,227 @@
+"""``python -m replay.gather_results --log-dir DIR``: one table comparing the methods of a sweep.
+
+Walks every run below DIR (a folder with args.json and monitor/), groups runs by (env, srl-model, algo) and
+writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one row per method and timestep budget:
+
+- runs: the runs (seeds) that trained at least that many steps;
+- final mean reward: per run the mean reward of its last ``--episode-window`` episodes finished within the budget,
+  then the mean +/- standard deviation over runs and the Student-t 95% confidence interval of that mean;
+- steps to threshold: per run the env step at which the mean of the last ``--episode-window`` episodes first
+  reaches ``--threshold`` (default per env, see replay.results.DEFAULT_THRESHOLDS); the median over the runs that
+  reached it within the budget, and how many did;
+- wall time: mean over runs of the monitor time of the last episode within the budget;
+- with ``--welch-test METHOD``: the p-value of Welch's t-test (unequal variances) between each method's per-run
+  rewards and those of METHOD (an SRL model or an algorithm) with everything else equal.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from replay.results import DEFAULT_THRESHOLDS, GROUP_KEYS, Run, findRuns, groupRuns, meanInterval, stepsToThreshold
+from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from rl_baselines.files import atomicPath
+
+FINAL = "final"
+
+
+def parser() -> CLIParser:
+    """:return: the command's parser"""
+    result = CLIParser(prog="python -m replay.gather_results",
+                       description="Compare the methods of a sweep: CSV and Markdown tables of rewards over seeds.")
+    result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
+    result.add_argument("--timestep-budget", type=positiveInt, nargs="+", default=[], metavar="STEPS",
+                        help="also compare at these env-step budgets (the final results are always given)")
+    result.add_argument("--episode-window", type=positiveInt, default=100,
+                        help="episodes averaged for a run's reward and for the threshold [100]")
+    result.add_argument("--threshold", type=float, default=None,
+                        help="mean reward counted as solved, for every env [per env: "
+                             f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_THRESHOLDS.items())}; others none]")
+    result.add_argument("--welch-test", default=None, metavar="METHOD",
+                        help="baseline SRL model or algorithm for Welch t-test p-values")
+    result.add_argument("--group-by", nargs="+", default=[], metavar="KEY",
+                        help="more args.json keys that split methods (e.g. continuous_actions shape_reward)")
+    result.add_argument("--output-dir", default=None, help="where results.csv/.md go [the --log-dir]")
+    return result
+
+
+def _runValue(run: Run, budget: int | None, window: int) -> tuple[float, float] | None:
+    """:return: (mean reward of the last ``window`` episodes within ``budget``, monitor time of the last one), or
+    None when the run did not train that far"""
+    episodes = run.episodes
+    if budget is not None:
+        trained = run.args.get("num_timesteps", math.inf)
+        if trained < budget or episodes["timesteps"][-1] + episodes["lengths"].max() <= budget:
+            return None
+        count = int(np.searchsorted(episodes["timesteps"], budget, side="right"))
+        if count == 0:
+            return None
+    else:
+        count = episodes["rewards"].size
+    return float(episodes["rewards"][:count][-window:].mean()), float(episodes["times"][count - 1])
+
+
+def welchDimension(method: str, runs: Sequence[Run]) -> int:
+    """
+    :param method: the --welch-test value
+    :param runs: all runs
+    :return: the position in a method key that ``method`` names (1: srl_model, 2: algo)
+    :raises UsageError: no run uses that SRL model or algorithm
+    """
+    srl_models = sorted({str(run.args["srl_model"]) for run in runs})
+    algos = sorted({str(run.args["algo"]) for run in runs})
+    if method in srl_models:
+        return GROUP_KEYS.index("srl_model")
+    if method in algos:
+        return GROUP_KEYS.index("algo")
+    raise UsageError(f"--welch-test {method!r} is no SRL model or algorithm of these runs; valid choices: "
+                     f"{', '.join(srl_models + [a for a in algos if a not in srl_models])}")
+
+
+def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: float | None,
+           welch: str | None, group_by: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """
+    :param runs: the runs
+    :param budgets: env-step budgets (the final results come first)
+    :param window: episodes averaged
+    :param threshold: mean reward to reach (None: the env's default)
+    :param welch: baseline method for Welch's t-test, or None
+    :param group_by: extra args.json keys splitting methods
+    :return: one row per (budget, method)
+    """
+    from scipy import stats
+
+    groups = groupRuns(runs, group_by)
+    dimension = welchDimension(welch, runs) if welch is not None else None
+    rows = []
+    for budget in [None, *sorted(set(budgets))]:
+        values = {key: [(run, v) for run in members if (v := _runValue(run, budget, window)) is not None]
+                  for key, members in groups.items()}
+        for key, members in values.items():
+            rewards = [v[0] for _, v in members]
+            mean, std, low, high = meanInterval(rewards)
+            env_threshold = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(key[0])
+            steps = []
+            if env_threshold is not None:
+                steps = [s for run, _ in members if (s := stepsToThreshold(
+                    run.episodes["timesteps"], run.episodes["rewards"], env_threshold, window)) is not None
+                    and (budget is None or s <= budget)]
+            row = {**dict(zip((*GROUP_KEYS, *group_by), key)), "budget": FINAL if budget is None else budget,
+                   "runs": len(members), "seeds": " ".join(str(run.seed) for run, _ in members),
+                   "mean_reward": mean, "std_reward": std, "ci95_low": low, "ci95_high": high,
+                   "threshold": env_threshold, "reached": len(steps) if env_threshold is not None else None,
+                   "median_steps_to_threshold": float(np.median(steps)) if steps else None,
+                   "mean_wall_time_s": float(np.mean([v[1] for _, v in members])) if members else math.nan,
+                   "welch_vs": None, "welch_p_value": None}
+            if dimension is not None:
+                base_key = key[:dimension] + (welch,) + key[dimension + 1:]
+                if base_key != key and base_key in values:
+                    row["welch_vs"] = welch
+                    baseline = [v[0] for _, v in values[base_key]]
+                    if len(rewards) >= 2 and len(baseline) >= 2:
+                        with warnings.catch_warnings():
+                            warnings.simplefilter("ignore")  # zero variance on both sides: nan, said as such
+                            row["welch_p_value"] = float(stats.ttest_ind(rewards, baseline, equal_var=False).pvalue)
+            rows.append(row)
+    return rows
+
+
+def _csvValue(value: Any) -> str:
+    if value is None or isinstance(value, float) and math.isnan(value):
+        return ""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def writeCsv(path: str, rows: Sequence[dict[str, Any]]) -> None:
+    """
+    :param path: the CSV file
+    :param rows: rows of :func:`gather`
+    """
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(list(rows[0]))
+        for row in rows:
+            writer.writerow([_csvValue(value) for value in row.values()])
+
+
+def _number(value: float, digits: int = 2) -> str:
+    return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, group_by: Sequence[str] = ()) -> str:
+    """
+    :param rows: rows of :func:`gather`
+    :param window: the episode window (for the header)
+    :param welch: the baseline method, if any
+    :param group_by: extra method keys
+    :return: the Markdown tables, one per budget
+    """
+    head = ["env", "srl model", "algo", *group_by, "runs", f"reward (last {window} ep.), mean ± std", "95% CI",
+            "steps to threshold (median, reached)", "wall time"]
+    if welch is not None:
+        head.append(f"p (Welch vs {welch})")
+    lines = ["# Results", ""]
+    for budget in dict.fromkeys(row["budget"] for row in rows):
+        lines += [f"## {'Final' if budget == FINAL else f'At {budget:,} steps'}", "",
+                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for row in (r for r in rows if r["budget"] == budget):
+            if row["threshold"] is None:
+                steps = "no threshold"
+            elif row["median_steps_to_threshold"] is None:
+                steps = f"not {row['threshold']:g} ({row['reached']}/{row['runs']})"
+            else:
+                steps = f"{row['median_steps_to_threshold']:,.0f} ({row['reached']}/{row['runs']})"
+            reward = (f"{_number(row['mean_reward'])} ± {_number(row['std_reward'])}" if row["runs"] >= 2
+                      else _number(row["mean_reward"]))
+            interval = (f"[{_number(row['ci95_low'])}, {_number(row['ci95_high'])}]" if row["runs"] >= 2 else "n/a")
+            wall = row["mean_wall_time_s"]
+            cells = [row["env"], row["srl_model"], row["algo"], *(str(row[name]) for name in group_by),
+                     str(row["runs"]), reward, interval, steps,
+                     "n/a" if math.isnan(wall) else f"{wall:.0f} s" if wall < 600 else f"{wall / 60:.1f} min"]
+            if welch is not None:
+                p_value = row["welch_p_value"]
+                if welch in (row["srl_model"], row["algo"]):
+                    cells.append("baseline")
+                elif row["welch_vs"] is None:
+                    cells.append("no baseline runs")
+                else:
+                    cells.append("n/a" if p_value is None or math.isnan(p_value) else f"{p_value:.3g}")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines.append("")
+    thresholds = sorted({(row["env"], row["threshold"]) for row in rows if row["threshold"] is not None})
+    if thresholds:
+        lines.append("Thresholds: " + ", ".join(f"{env} {value:g}" for env, value in thresholds) + ".")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    runs = findRuns(args.log_dir, args.group_by)
+    checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
+    rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by)
+    output_dir = args.output_dir or args.log_dir
+    text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
+    csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
+    writeCsv(csv_path, rows)
+    with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    print(text)
+    print(f"{len(runs)} runs, {len(groupRuns(runs, args.group_by))} methods: {csv_path}, {md_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

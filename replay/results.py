@@ -1,0 +1,250 @@
+"""Reading finished runs for the comparison tools (gather_results, aggregate_plots, compare_plots).
+
+A run is a folder with ``args.json`` and ``monitor/`` (what ``rl_baselines.train`` writes, alone or in a sweep);
+a sweep run that failed (its ``failed.json`` marker) is left out, as are runs without a finished episode.
+Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys. Statistics over
+seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rl_baselines.cli import UsageError
+from rl_baselines.files import atomicPath, readJson
+from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.sweep import FAILED_FILE
+
+# Folders never walked into: the trials of a hyperparameter search are not seeds of one method.
+SKIPPED_FOLDERS = ("hyperparam_search",)
+# Mean reward over the episode window that counts as solving an env (measured: docs/benchmarks.md, ppo2 reaches
+# a 100-episode mean of 150 on MobileRobotGymEnv-v0 in about 30k steps). Envs not listed have no default.
+DEFAULT_THRESHOLDS = {"MobileRobotGymEnv-v0": 150.0}
+GROUP_KEYS = ("env", "srl_model", "algo")
+
+
+@dataclasses.dataclass
+class Run:
+    """One run folder: its arguments and its episodes (arrays of :func:`loadEpisodes`)."""
+
+    path: str
+    args: dict[str, Any]
+    episodes: dict[str, np.ndarray]
+
+    @property
+    def seed(self) -> Any:
+        """The run's --seed."""
+        return self.args.get("seed")
+
+    def key(self, group_by: Sequence[str] = ()) -> tuple:
+        """
+        :param group_by: args.json keys that split methods further
+        :return: (env, srl_model, algo, *those values)
+        """
+        return tuple(str(self.args.get(name)) for name in (*GROUP_KEYS, *group_by))
+
+
+def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
+    """
+    Every run below ``log_dir`` (``log_dir`` itself may be one) with at least one finished episode.
+
+    :param log_dir: the folder to walk
+    :param group_by: args.json keys the caller groups by (each run must have them)
+    :return: the runs, sorted by path
+    :raises UsageError: the folder does not exist, holds no run with an episode, or a group_by key is missing
+    """
+    if not os.path.isdir(log_dir):
+        raise UsageError(f"--log-dir {log_dir!r} is not a folder")
+    runs, empty, failed = [], [], []
+    for folder, subfolders, files in os.walk(log_dir):
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
+        if "args.json" not in files or "monitor" not in subfolders:
+            continue
+        subfolders.clear()  # a run folder holds no other run
+        if os.path.isfile(os.path.join(folder, FAILED_FILE)):
+            failed.append(folder)
+            continue
+        try:
+            args = readJson(os.path.join(folder, "args.json"))
+        except ValueError:
+            warnings.warn(f"skipping {folder}: args.json is not valid JSON")
+            continue
+        if not isinstance(args, dict) or not all(key in args for key in GROUP_KEYS):
+            continue
+        missing = [name for name in group_by if name not in args]
+        if missing:
+            raise UsageError(f"--group-by {' '.join(missing)}: not in {os.path.join(folder, 'args.json')}")
+        episodes = loadEpisodes(os.path.join(folder, "monitor"))
+        if episodes["rewards"].size == 0:
+            empty.append(folder)
+            continue
+        runs.append(Run(folder, args, episodes))
+    if empty:
+        warnings.warn(f"{len(empty)} run(s) without a finished episode skipped, e.g. {empty[0]}")
+    if failed:
+        warnings.warn(f"{len(failed)} failed sweep run(s) skipped ({FAILED_FILE}), e.g. {failed[0]}")
+    if not runs:
+        raise UsageError(f"no run with a finished episode below {log_dir!r} (a run folder holds args.json and "
+                         f"monitor/)")
+    return sorted(runs, key=lambda run: run.path)
+
+
+def groupRuns(runs: Sequence[Run], group_by: Sequence[str] = ()) -> dict[tuple, list[Run]]:
+    """
+    :param runs: runs
+    :param group_by: extra args.json keys
+    :return: runs by method key (see :meth:`Run.key`), keys sorted
+    """
+    groups: dict[tuple, list[Run]] = {}
+    for run in runs:
+        groups.setdefault(run.key(group_by), []).append(run)
+    return dict(sorted(groups.items()))
+
+
+def methodLabel(key: tuple, group_by: Sequence[str] = ()) -> str:
+    """
+    :param key: a method key (env, srl_model, algo, *extra)
+    :param group_by: the extra keys' names
+    :return: ``algo srl_model`` plus ``name=value`` for the extra keys (the env is the plot's title)
+    """
+    extra = [f"{name}={value}" for name, value in zip(group_by, key[len(GROUP_KEYS):])]
+    return " ".join([key[2], key[1], *extra])
+
+
+def meanInterval(samples: Sequence[float], level: float = 0.95) -> tuple[float, float, float, float]:
+    """
+    :param samples: one value per seed
+    :param level: confidence level of the interval
+    :return: (mean, sample std, interval low, interval high); std and interval are nan for fewer than 2 samples
+    """
+    values = np.asarray(samples, dtype=np.float64)
+    if values.size == 0:
+        return (math.nan,) * 4
+    mean = float(values.mean())
+    if values.size < 2:
+        return mean, math.nan, math.nan, math.nan
+    from scipy import stats
+
+    std = float(values.std(ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, values.size - 1)) * std / math.sqrt(values.size)
+    return mean, std, mean - half, mean + half
+
+
+def trailingMean(rewards: np.ndarray, window: int) -> np.ndarray:
+    """
+    :param rewards: episode rewards
+    :param window: episodes averaged
+    :return: ``out[i]`` = mean of the last ``window`` rewards up to episode i (fewer at the start)
+    """
+    from rl_baselines.visualize import movingAverage
+
+    return movingAverage(rewards, window)
+
+
+def stepsToThreshold(timesteps: np.ndarray, rewards: np.ndarray, threshold: float, window: int) -> int | None:
+    """
+    :param timesteps: cumulative env steps at the end of each episode
+    :param rewards: episode rewards
+    :param threshold: the mean reward to reach
+    :param window: episodes averaged (the mean counts once ``window`` episodes are finished)
+    :return: the env step at which the mean of the last ``window`` episodes first reaches ``threshold``, or None
+    """
+    if rewards.size < window:
+        return None
+    means = trailingMean(rewards, window)[window - 1:]
+    reached = np.flatnonzero(means >= threshold)
+    return int(timesteps[window - 1 + reached[0]]) if reached.size else None
+
+
+def episodeCurve(run: Run, window: int) -> np.ndarray:
+    """:return: the run's reward moving average, one value per episode"""
+    return trailingMean(run.episodes["rewards"], window)
+
+
+def aggregateCurves(runs: Sequence[Run], window: int, by_timesteps: bool, num_points: int = 200
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Put the runs' smoothed reward curves on one x axis, truncated to the shortest run.
+
+    :param runs: the runs of one method
+    :param window: episodes of the moving average
+    :param by_timesteps: x = env steps (each run's curve read at the last episode finished by x) instead of episodes
+    :param num_points: points of the x axis in timesteps mode
+    :return: (x, y) with y of shape (runs, points)
+    """
+    curves = [episodeCurve(run, window) for run in runs]
+    if not by_timesteps:
+        length = min(len(curve) for curve in curves)
+        return np.arange(1, length + 1, dtype=np.float64), np.stack([curve[:length] for curve in curves])
+    starts = max(int(run.episodes["timesteps"][0]) for run in runs)
+    ends = min(int(run.episodes["timesteps"][-1]) for run in runs)
+    x = np.unique(np.linspace(starts, max(starts, ends), num_points).round())
+    rows = []
+    for run, curve in zip(runs, curves):
+        index = np.searchsorted(run.episodes["timesteps"], x, side="right") - 1
+        rows.append(curve[index])
+    return x, np.stack(rows)
+
+
+def bandOverSeeds(y: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """
+    :param y: curves, shape (runs, points)
+    :param level: confidence level
+    :return: (mean, low, high) per point; with one run the band is the curve itself
+    """
+    mean = y.mean(axis=0)
+    if y.shape[0] < 2:
+        return mean, mean.copy(), mean.copy()
+    from scipy import stats
+
+    half = stats.t.ppf(0.5 + level / 2, y.shape[0] - 1) * y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
+    return mean, mean - half, mean + half
+
+
+def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_label: str, paths: Sequence[str]
+               ) -> None:
+    """
+    Export aggregated curves as ``.npz`` (no pickled objects): ``x`` (points), ``y`` (runs x points), ``label``,
+    ``env``, ``x_label`` and ``runs`` (the run folders).
+
+    :param path: the .npz file
+    :param x: x axis
+    :param y: one smoothed curve per run
+    :param label: the method's label
+    :param env: the env id
+    :param x_label: "episodes" or "timesteps"
+    :param paths: the run folders, one per row of y
+    """
+    with atomicPath(path) as tmp_path:
+        np.savez(tmp_path, x=x, y=y, label=np.array(label), env=np.array(env), x_label=np.array(x_label),
+                 runs=np.array(list(paths)))
+
+
+def loadCurves(path: str) -> dict[str, Any]:
+    """
+    :param path: an .npz of :func:`saveCurves`
+    :return: its arrays (label, env, x_label as str)
+    :raises UsageError: missing or not such a file
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            curves = {name: data[name] for name in data.files}
+    except (OSError, ValueError, EOFError) as error:
+        raise UsageError(f"{path!r} is not a readable .npz file ({error})") from None
+    if not {"x", "y"} <= set(curves) or curves["y"].ndim != 2 or curves["x"].shape[0] != curves["y"].shape[1]:
+        raise UsageError(f"{path!r} has no curves x (points) and y (runs x points); write it with "
+                         f"replay.aggregate_plots")
+    for name in ("label", "env", "x_label"):
+        curves[name] = str(curves[name]) if name in curves else ""
+    return curves
+
+
+def safeName(text: str) -> str:
+    """:return: ``text`` usable in a file name"""
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)

@@ -1,0 +1,473 @@
+"""Run specs of a sweep: grid expansion, deterministic run ids, run folders with completion markers, one run as a
+subprocess. Shared by ``rl_baselines.pipeline`` and the other commands that launch many training runs.
+
+A run spec is ``(algo, env, srl_model, seed, train flags)``. Its run id is a short hash of that spec, where the
+train flags count by their parsed values that differ from train's defaults (so flag order, aliases such as ``-c``
+and explicit default values do not change the id). A run lives in the folder train would give it,
+``<log-dir>/<env>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<run id>/``, holding besides train's own files:
+
+    train.log     the run's stdout and stderr (first line: the command)
+    train.pid     the train process id, while it runs
+    done.json     written atomically when train exited with code 0: the completion marker
+    failed.json   written atomically when it did not: exit code (negative: killed by that signal) and log path
+
+A run with ``done.json`` is finished; any other attempt of that run id is deleted when the run is started again.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import functools
+import glob
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import IO, Any
+
+from rl_baselines.cli import UsageError
+from rl_baselines.files import readJson, writeJson
+
+TRAIN_MODULE = "rl_baselines.train"
+RUN_LOG = "train.log"
+PID_FILE = "train.pid"
+DONE_FILE = "done.json"
+FAILED_FILE = "failed.json"
+RUN_ID_LENGTH = 10
+# Train settings that do not change what a run computes (or that the sweep sets itself): left out of the run id.
+NOT_IN_RUN_ID = frozenset({"algo", "env", "srl_model", "seed", "log_dir", "tag", "run_folder", "no_vis", "port",
+                           "no_progress"})
+# Train flags the sweep sets for every run.
+RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its run id)",
+                        "run_folder": "--run-folder (the sweep creates each run folder)"}
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """
+    One training run of a sweep.
+
+    :param algo: algorithm name
+    :param env: env id
+    :param srl_model: observation mode or SRL model name
+    :param seed: the run's seed
+    :param train_args: other ``rl_baselines.train`` flags, as given on the command line
+    :param run_id: short hash of the spec (see :func:`runId`)
+    :param log_dir: absolute root of the run folders
+    :param cwd: directory the run starts in (relative paths in ``train_args`` are relative to it)
+    """
+
+    algo: str
+    env: str
+    srl_model: str
+    seed: int
+    train_args: tuple[str, ...]
+    run_id: str
+    log_dir: str
+    cwd: str = field(default_factory=os.getcwd)
+
+    @property
+    def label(self) -> str:
+        """Human-readable name: ``algo env srl_model seedN``."""
+        return f"{self.algo} {self.env} {self.srl_model} seed{self.seed}"
+
+    @property
+    def parent(self) -> str:
+        """The folder holding this run's folder (train's layout)."""
+        return os.path.join(self.log_dir, self.env, self.srl_model, self.algo)
+
+    def trainArgv(self, run_folder: str) -> list[str]:
+        """
+        :param run_folder: the run folder train must use
+        :return: the arguments of ``python -m rl_baselines.train`` (live plots and progress bar off: the sweep
+            draws the plots and its log file is no terminal)
+        """
+        return ["--algo", self.algo, "--env", self.env, "--srl-model", self.srl_model, "--seed", str(self.seed),
+                "--log-dir", self.log_dir, "--tag", self.run_id, "--run-folder", run_folder, "--no-vis",
+                "--no-progress", *self.train_args]
+
+    def toDict(self) -> dict[str, Any]:
+        """:return: the spec as plain JSON values"""
+        data = asdict(self)
+        data["train_args"] = list(self.train_args)
+        return data
+
+
+@dataclass
+class RunResult:
+    """
+    How a run ended.
+
+    :param run_id: the run id
+    :param state: "done" or "failed"
+    :param returncode: train's exit code (negative: killed by that signal; None: it never started)
+    :param run_folder: the run folder
+    :param log: the run's log file
+    :param wall_time_s: seconds from start to exit
+    :param message: last line of the log for a failed run, or why it could not start
+    """
+
+    run_id: str
+    state: str
+    returncode: int | None
+    run_folder: str
+    log: str
+    wall_time_s: float
+    message: str = ""
+
+
+@dataclass
+class StartedRun:
+    """
+    A run whose train process is running.
+
+    :param spec: the run spec
+    :param process: the train process
+    :param run_folder: its folder
+    :param log_path: its log file
+    :param started_at: time.time() at start
+    :param log_handle: the open log file (closed by :func:`finishRun`)
+    """
+
+    spec: RunSpec
+    process: subprocess.Popen
+    run_folder: str
+    log_path: str
+    started_at: float
+    log_handle: IO[str]
+
+
+def unique(values: Iterable[str]) -> list[str]:
+    """
+    :param values: names, possibly repeated
+    :return: each name once, in first-seen order
+    """
+    return list(dict.fromkeys(values))
+
+
+@functools.lru_cache(maxsize=None)
+def trainParser(algo: str) -> argparse.ArgumentParser:
+    """
+    :param algo: a registered algorithm
+    :return: ``rl_baselines.train``'s parser for it (shared flags + the algorithm's own)
+    """
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.train import baseParser
+
+    return registered_rl[algo][0].customArguments(baseParser())
+
+
+@functools.lru_cache(maxsize=None)
+def _trainDefaults(algo: str) -> dict[str, Any]:
+    """:return: train's default settings with this algorithm"""
+    return vars(trainParser(algo).parse_args(["--algo", algo]))
+
+
+def parseTrainArgs(algo: str, env: str, srl_model: str, seed: int, train_args: Sequence[str]) -> argparse.Namespace:
+    """
+    Parse a run's train command in this process (nothing is written).
+
+    :param algo: a registered algorithm
+    :param env: env id
+    :param srl_model: observation mode or SRL model name
+    :param seed: seed
+    :param train_args: other train flags
+    :return: train's parsed arguments
+    :raises UsageError: a flag train (with this algorithm) does not accept
+    """
+    argv = ["--algo", algo, "--env", env, "--srl-model", srl_model, "--seed", str(seed), *train_args]
+    return trainParser(algo).parse_args(argv)
+
+
+def canonicalArgs(algo: str, args: argparse.Namespace) -> dict[str, Any]:
+    """
+    :param algo: the algorithm the arguments were parsed for
+    :param args: train's parsed arguments
+    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`
+    """
+    defaults = _trainDefaults(algo)
+    return {key: value for key, value in sorted(vars(args).items())
+            if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
+
+
+def runId(algo: str, env: str, srl_model: str, seed: int, settings: dict[str, Any]) -> str:
+    """
+    :param algo: algorithm name
+    :param env: env id
+    :param srl_model: observation mode or SRL model name
+    :param seed: seed
+    :param settings: the other train settings (see :func:`canonicalArgs`)
+    :return: a short hex hash of the spec, the same in every process and on every machine
+    """
+    text = json.dumps({"algo": algo, "env": env, "srl_model": srl_model, "seed": int(seed), "args": settings},
+                      sort_keys=True, default=str)
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()[:RUN_ID_LENGTH]
+
+
+def makeSpec(algo: str, env: str, srl_model: str, seed: int, train_args: Sequence[str], log_dir: str,
+             cwd: str | None = None) -> RunSpec:
+    """
+    :param algo: a registered algorithm
+    :param env: env id
+    :param srl_model: observation mode or SRL model name
+    :param seed: seed
+    :param train_args: other train flags
+    :param log_dir: root of the run folders (made absolute)
+    :param cwd: directory the run starts in (default: the current one)
+    :return: the run spec with its run id
+    :raises UsageError: a flag train does not accept
+    """
+    settings = canonicalArgs(algo, parseTrainArgs(algo, env, srl_model, seed, train_args))
+    return RunSpec(algo, env, srl_model, int(seed), tuple(train_args), runId(algo, env, srl_model, seed, settings),
+                   os.path.abspath(log_dir), os.path.abspath(cwd or os.getcwd()))
+
+
+def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[str], seeds: Sequence[int],
+               train_args: Sequence[str], log_dir: str, cwd: str | None = None) -> list[RunSpec]:
+    """
+    Every combination as a run spec, seeds outermost so that every method gets its first seed early.
+
+    :param algos: algorithm names (repeats dropped)
+    :param envs: env ids
+    :param srl_models: observation modes / SRL model names
+    :param seeds: seeds
+    :param train_args: train flags shared by every run
+    :param log_dir: root of the run folders
+    :param cwd: directory the runs start in (default: the current one)
+    :return: the run specs (call :func:`checkGrid` first for a readable refusal of bad combinations)
+    """
+    return [makeSpec(algo, env, srl_model, seed, train_args, log_dir, cwd)
+            for seed in dict.fromkeys(seeds)
+            for algo, env, srl_model in itertools.product(unique(algos), unique(envs), unique(srl_models))]
+
+
+def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequence[str], registered_rl: dict
+                        ) -> str | None:
+    """:return: why train would refuse this combination (its one-line message), or None"""
+    from rl_baselines.train import validate
+
+    if algo not in registered_rl:
+        return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}"
+    try:
+        args = parseTrainArgs(algo, env, srl_model, 0, train_args)
+        for key, flag in RESERVED_TRAIN_FLAGS.items():
+            if getattr(args, key, None) is not None:
+                return f"{flag} cannot be passed"
+        validate(args, registered_rl)  # writes nothing; resolves learned SRL models through config/srl_models.yaml
+    except UsageError as error:
+        return str(error)
+    return None
+
+
+def _describeGroup(combinations: list[tuple[str, str, str]], axes: tuple[list[str], list[str], list[str]]) -> str:
+    """
+    :param combinations: bad (algo, env, srl_model) triples sharing one reason
+    :param axes: every algo, env and SRL model of the sweep
+    :return: ``a x b x c`` for each, or one line with ``*`` for "every value" and ``|`` between values when the
+        triples form a full product
+    """
+    parts = [unique(combo[i] for combo in combinations) for i in range(3)]
+    if len(combinations) > 1 and len(combinations) == len(parts[0]) * len(parts[1]) * len(parts[2]):
+        return " x ".join("*" if len(values) == len(axis) else "|".join(values) for values, axis in zip(parts, axes))
+    return ", ".join(" x ".join(combo) for combo in combinations)
+
+
+def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[str], train_args: Sequence[str],
+              registered_rl: dict | None = None) -> None:
+    """
+    Check every (algo, env, SRL model) combination as train would, without writing anything.
+
+    :param algos: algorithm names
+    :param envs: env ids
+    :param srl_models: observation modes / SRL model names
+    :param train_args: train flags shared by every run
+    :param registered_rl: the algorithm table (default: the installed algorithms)
+    :raises UsageError: one line, ``N bad combinations (algo x env x srl-model): COMBINATIONS (reason); ...``
+    """
+    if registered_rl is None:
+        from rl_baselines.registry import registered_rl
+    axes = (unique(algos), unique(envs), unique(srl_models))
+    reasons: dict[str, list[tuple[str, str, str]]] = {}
+    for combo in itertools.product(*axes):
+        reason = _combinationProblem(*combo, train_args, registered_rl)
+        if reason is not None:
+            reasons.setdefault(reason, []).append(combo)
+    if reasons:
+        count = sum(len(combos) for combos in reasons.values())
+        listed = "; ".join(f"{_describeGroup(combos, axes)} ({reason})" for reason, combos in reasons.items())
+        raise UsageError(f"{count} bad combination{'s' if count > 1 else ''} (algo x env x srl-model): {listed}")
+
+
+def runAttempts(spec: RunSpec) -> list[str]:
+    """
+    :param spec: a run spec
+    :return: the folders of this run id's earlier attempts, oldest first
+    """
+    return sorted(path for path in glob.glob(os.path.join(glob.escape(spec.parent), f"*_{spec.run_id}"))
+                  if os.path.isdir(path))
+
+
+def finishedFolder(spec: RunSpec) -> str | None:
+    """
+    :param spec: a run spec
+    :return: the folder of its finished attempt (with done.json), or None
+    """
+    done = [path for path in runAttempts(spec) if os.path.isfile(os.path.join(path, DONE_FILE))]
+    return done[-1] if done else None
+
+
+def readMarker(run_folder: str) -> dict[str, Any] | None:
+    """
+    :param run_folder: a run folder
+    :return: the content of its done.json or failed.json, None when it has neither (not finished, or running)
+    """
+    for name in (DONE_FILE, FAILED_FILE):
+        path = os.path.join(run_folder, name)
+        if os.path.isfile(path):
+            return readJson(path)
+    return None
+
+
+def _removeAttempts(spec: RunSpec) -> None:
+    """Delete the earlier attempts of a run that the sweep made (their train.log says so); others are kept."""
+    for path in runAttempts(spec):
+        if any(os.path.exists(os.path.join(path, name)) for name in (RUN_LOG, DONE_FILE, FAILED_FILE)):
+            shutil.rmtree(path)
+
+
+def startRun(spec: RunSpec) -> StartedRun:
+    """
+    Start ``python -m rl_baselines.train`` for a run in a new run folder, its output going to train.log; earlier
+    attempts of the same run are deleted first (the caller decides whether a finished one is redone).
+
+    :param spec: the run spec
+    :return: the started run
+    """
+    _removeAttempts(spec)
+    stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
+    run_folder = os.path.join(spec.parent, f"{stamp}_{spec.run_id}")
+    os.makedirs(run_folder)
+    log_path = os.path.join(run_folder, RUN_LOG)
+    command = [sys.executable, "-m", TRAIN_MODULE, *spec.trainArgv(run_folder)]
+    log_handle = open(log_path, "w", encoding="utf-8")
+    log_handle.write("# " + " ".join(command) + "\n")
+    log_handle.flush()
+    # The run may start on another machine (Ray): its directory is used when it exists there.
+    cwd = spec.cwd if os.path.isdir(spec.cwd) else None
+    # Its own session: a terminal's Ctrl-C reaches only the sweep, which then stops its runs with SIGINT, and
+    # Linux's autogroup scheduler shares the CPUs between runs as it does between other users' processes.
+    process = subprocess.Popen(command, stdout=log_handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                               cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+    _writeText(os.path.join(run_folder, PID_FILE), f"{process.pid}\n")
+    return StartedRun(spec, process, run_folder, log_path, time.time(), log_handle)
+
+
+def _writeText(path: str, text: str) -> None:
+    """Write a small text file atomically (a reader never sees it half-written)."""
+    from rl_baselines.files import atomicPath
+
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        handle.write(text)
+
+
+def _lastLine(log_path: str) -> str:
+    """:return: the last non-empty line of a log (often the error), at most 300 characters"""
+    try:
+        with open(log_path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def finishRun(started: StartedRun, returncode: int) -> RunResult:
+    """
+    Record how a run ended: done.json (exit code 0) or failed.json, written atomically into its folder.
+
+    :param started: the run
+    :param returncode: its train process's exit code
+    :return: the result
+    """
+    started.log_handle.close()
+    wall_time = time.time() - started.started_at
+    state = "done" if returncode == 0 else "failed"
+    message = "" if state == "done" else _lastLine(started.log_path)
+    result = RunResult(started.spec.run_id, state, returncode, started.run_folder, started.log_path, wall_time,
+                       message)
+    marker = {**asdict(result), "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
+              "spec": started.spec.toDict()}
+    writeJson(os.path.join(started.run_folder, DONE_FILE if state == "done" else FAILED_FILE), marker)
+    try:
+        os.remove(os.path.join(started.run_folder, PID_FILE))
+    except FileNotFoundError:
+        pass
+    return result
+
+
+def executeRun(spec: RunSpec) -> RunResult:
+    """
+    Run one spec to its end (blocking): the unit of work of the sweep executors (a Ray task runs exactly this).
+    An interruption (KeyboardInterrupt, a cancelled task) terminates the train process and is re-raised.
+
+    :param spec: the run spec
+    :return: how it ended
+    """
+    started = startRun(spec)
+    try:
+        returncode = started.process.wait()
+    except BaseException:
+        stopProcess(started.process)
+        finishRun(started, started.process.returncode)
+        raise
+    return finishRun(started, returncode)
+
+
+def stopProcess(process: subprocess.Popen, grace_s: float = 10.0) -> None:
+    """
+    Ask a train process to stop (SIGINT: it saves its model and exits), kill it after ``grace_s``.
+
+    :param process: the process
+    :param grace_s: seconds it gets to exit
+    """
+    import signal
+
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def sweepId(specs: Sequence[RunSpec]) -> str:
+    """
+    :param specs: the sweep's runs
+    :return: a short hash of their run ids (names the sweep's state file and visdom env)
+    """
+    return hashlib.sha1(" ".join(sorted(spec.run_id for spec in specs)).encode()).hexdigest()[:RUN_ID_LENGTH]
+
+
+def writeSweepState(path: str, command: Sequence[str], specs: Sequence[RunSpec], records: dict[str, dict[str, Any]]
+                    ) -> None:
+    """
+    Write the sweep's state file (atomically): every run with its spec, state, folder, log and exit code.
+
+    :param path: ``<log-dir>/sweep_<sweep id>.json``
+    :param command: the pipeline's command line
+    :param specs: the sweep's runs
+    :param records: run id -> {"state": pending|running|done|failed|skipped, "run_folder", "log", "returncode", ...}
+    """
+    runs = [{**spec.toDict(), **records.get(spec.run_id, {"state": "pending"})} for spec in specs]
+    counts = {state: sum(run["state"] == state for run in runs)
+              for state in ("pending", "running", "done", "skipped", "failed")}
+    writeJson(path, {"command": list(command), "updated": datetime.datetime.now().isoformat(timespec="seconds"),
+                     "counts": counts, "runs": runs})

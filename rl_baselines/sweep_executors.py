@@ -1,0 +1,251 @@
+"""Where the runs of a sweep execute: local processes, or Ray tasks on a running cluster or a local Ray instance.
+
+Both executors offer the same small interface to the pipeline's loop: ``hasSlot()``, ``submit(spec)``,
+``wait(timeout) -> finished results``, ``running`` (specs in flight) and ``shutdown(interrupted)``. A Ray task runs
+:func:`rl_baselines.sweep.executeRun`, so a run does exactly the same thing (its own ``train`` process, log, markers)
+under both; with Ray on several machines, ``--log-dir`` must be a folder every node sees (shared file system).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import socket
+import subprocess
+import time
+from typing import Any
+
+from rl_baselines.cli import UsageError
+from rl_baselines.sweep import RunResult, RunSpec, StartedRun, executeRun, finishRun, runAttempts, startRun
+
+RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
+# The local Ray instance only runs a few tiny tasks: a small object store keeps its shared memory footprint low.
+LOCAL_RAY_OBJECT_STORE_BYTES = 200 * 1024 ** 2
+POLL_S = 0.1
+CONNECT_TIMEOUT_S = 5.0
+
+
+def usableCores() -> int:
+    """:return: the CPU cores this process may use"""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+class LocalExecutor:
+    """
+    Runs at most ``workers`` train processes at a time on this machine.
+
+    :param workers: parallel runs
+    """
+
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = int(workers)
+        self._running: dict[str, StartedRun] = {}
+        self._failed_starts: list[RunResult] = []
+
+    @property
+    def running(self) -> list[RunSpec]:
+        """The runs in flight."""
+        return [started.spec for started in self._running.values()]
+
+    def hasSlot(self) -> bool:
+        """:return: whether another run can start now"""
+        return len(self._running) < self.workers
+
+    def submit(self, spec: RunSpec) -> None:
+        """
+        Start a run now.
+
+        :param spec: the run
+        """
+        try:
+            self._running[spec.run_id] = startRun(spec)
+        except OSError as error:  # e.g. a log dir that cannot be written: the run fails, the sweep goes on
+            self._failed_starts.append(RunResult(spec.run_id, "failed", None, "", "", 0.0,
+                                                 f"cannot start: {error}"))
+
+    def wait(self, timeout: float) -> list[RunResult]:
+        """
+        :param timeout: seconds to wait for a run to end
+        :return: the runs that ended (possibly none)
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            results, self._failed_starts = self._failed_starts, []
+            for run_id, started in list(self._running.items()):
+                code = started.process.poll()
+                if code is not None:
+                    results.append(finishRun(self._running.pop(run_id), code))
+            if results or time.monotonic() >= deadline:
+                return results
+            time.sleep(POLL_S)
+
+    def shutdown(self, interrupted: bool = False) -> list[RunResult]:
+        """
+        Stop the runs still in flight (they save their model and exit, see :func:`rl_baselines.sweep.stopProcess`).
+
+        :param interrupted: the sweep was interrupted (the runs in flight are stopped and recorded as failed)
+        :return: their results
+        """
+        import signal
+
+        if not self._running:
+            return []
+        for started in self._running.values():  # each run is in its own session: a Ctrl-C did not reach it
+            if started.process.poll() is None:
+                started.process.send_signal(signal.SIGINT)
+        results = []
+        for started in self._running.values():
+            try:
+                code = started.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:  # it does not stop: kill it
+                started.process.kill()
+                code = started.process.wait()
+            results.append(finishRun(started, code))
+        self._running.clear()
+        return results
+
+
+def _isLoopback(address: str) -> bool:
+    host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def _checkReachable(address: str) -> None:
+    """Fail fast on a wrong HOST:PORT (Ray itself retries for minutes)."""
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        raise UsageError(f"--ray-address {address}: nothing answers there ({error.strerror or error}); start the "
+                         f"cluster with `ray start --head` or leave --ray-address out for a local instance") from None
+
+
+def importRay(address: str | None) -> Any:
+    """
+    :param address: the cluster address (None: a local instance will be started)
+    :return: the ray module
+    :raises UsageError: Ray is not installed
+    """
+    if address is None or _isLoopback(address):
+        # Ray gives a node the machine's network address unless clusters are switched off, which makes it use the
+        # loopback address: a sweep's own instance is reachable from this machine only, and a cluster started on
+        # 127.0.0.1 is found at the address it was given (set before ray is imported: it reads it once).
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if address is None and "RAY_AUTH_MODE" not in os.environ:
+        # The sweep's own instance gets a throwaway token (Ray >= 2.59 would otherwise write ~/.ray/auth_token).
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(16))
+    try:
+        import ray
+    except ImportError:
+        raise UsageError(f"--executor ray needs Ray, which is not installed; install it with {RAY_INSTALL_HINT}"
+                         ) from None
+    return ray
+
+
+class RayExecutor:
+    """
+    Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight.
+
+    :param address: ``HOST:PORT`` (or ``auto``, ``ray://...``) of a running cluster, None to start a local instance
+        (loopback, no dashboard) for the sweep and stop it at the end
+    :param num_cpus: CPUs per run (train's --num-cpu)
+    :param num_gpus: GPUs per run
+    :param workers: most runs in flight (None: as many as the cluster's resources allow)
+    """
+
+    name = "ray"
+
+    def __init__(self, address: str | None, num_cpus: int, num_gpus: float, workers: int | None) -> None:
+        ray = importRay(address)
+        if address is not None:
+            _checkReachable(address)
+        self._ray = ray
+        self._refs: dict[Any, RunSpec] = {}
+        options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
+                                   "log_to_driver": False}
+        try:
+            if address is None:
+                ray.init(num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES, **options)
+            else:
+                del options["include_dashboard"]  # a setting of the cluster, not of a client
+                ray.init(address=address, **options)
+        except (ConnectionError, ValueError, RuntimeError) as error:
+            where = f"--ray-address {address}" if address else "a local Ray instance"
+            hint = "; a cluster with token authentication also needs RAY_AUTH_MODE=token" if address else ""
+            raise UsageError(f"{where}: cannot start or connect ({' '.join(str(error).split())[:300]}){hint}"
+                             ) from None
+        resources = ray.cluster_resources()
+        cpus, gpus = float(resources.get("CPU", 0)), float(resources.get("GPU", 0))
+        if cpus < num_cpus or gpus < num_gpus:
+            self.shutdown()
+            raise UsageError(f"each run asks for {num_cpus} CPU(s) and {num_gpus:g} GPU(s) but the Ray cluster has "
+                             f"{cpus:g} CPU(s) and {gpus:g} GPU(s); lower --num-cpu/--num-gpus")
+        capacity = int(cpus // num_cpus)
+        if num_gpus > 0:
+            capacity = min(capacity, int(gpus // num_gpus))
+        self.workers = int(workers) if workers is not None else max(1, capacity)
+        self.cluster = f"{address or 'local instance'} ({cpus:g} CPUs, {gpus:g} GPUs)"
+        # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep.
+        self._task = ray.remote(executeRun).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)
+
+    @property
+    def running(self) -> list[RunSpec]:
+        """The runs in flight."""
+        return list(self._refs.values())
+
+    def hasSlot(self) -> bool:
+        """:return: whether another run can be submitted now"""
+        return len(self._refs) < self.workers
+
+    def submit(self, spec: RunSpec) -> None:
+        """
+        Submit a run as a Ray task.
+
+        :param spec: the run
+        """
+        self._refs[self._task.remote(spec)] = spec
+
+    def _result(self, ref: Any) -> RunResult:
+        spec = self._refs.pop(ref)
+        try:
+            return self._ray.get(ref)
+        except Exception as error:  # the task died (worker lost, cancelled): the run failed, the sweep goes on
+            attempts = runAttempts(spec)
+            folder = attempts[-1] if attempts else ""
+            log = os.path.join(folder, "train.log") if folder else ""
+            reason = " ".join(str(error).split())[:300]
+            return RunResult(spec.run_id, "failed", None, folder, log, 0.0, f"Ray task failed: {reason}")
+
+    def wait(self, timeout: float) -> list[RunResult]:
+        """
+        :param timeout: seconds to wait for a run to end
+        :return: the runs that ended (possibly none)
+        """
+        if not self._refs:
+            return []
+        ready, _ = self._ray.wait(list(self._refs), num_returns=1, timeout=timeout)
+        if ready:  # collect every other finished task without waiting
+            ready, _ = self._ray.wait(list(self._refs), num_returns=len(self._refs), timeout=0)
+        return [self._result(ref) for ref in ready]
+
+    def shutdown(self, interrupted: bool = False) -> list[RunResult]:
+        """
+        Cancel the tasks in flight when interrupted (each stops its train process and records it failed), then
+        disconnect (a local instance is stopped).
+
+        :param interrupted: the sweep was interrupted
+        :return: the results of the cancelled runs
+        """
+        results = []
+        if interrupted and self._refs:
+            for ref in list(self._refs):
+                self._ray.cancel(ref)
+            self._ray.wait(list(self._refs), num_returns=len(self._refs), timeout=30)
+            results = [self._result(ref) for ref in list(self._refs)]
+        self._ray.shutdown()
+        return results

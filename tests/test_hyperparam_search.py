@@ -1,0 +1,207 @@
+"""Hyperparameter search with Optuna: a study with pruning, two commands (one with two worker processes) on one
+SQLite study, a pruned trial's train process stopped mid-run, the best-parameter YAML read by train, bad inputs."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+import yaml
+from conftest import REPO, runFolder, runModule, runTrain
+
+optuna = pytest.importorskip("optuna")
+
+from rl_baselines import hyperparam_search  # noqa: E402
+from rl_baselines.cli import UsageError  # noqa: E402
+
+ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
+# n_steps fixed small so that a trial of 1000 steps makes several PPO updates (and it is left out of the search)
+COMMON = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--hyperparam", "n_steps:64",
+          "--checkpoint-freq", "-1", "--no-progress"]
+
+
+def _loadStudy(url: str, name: str):
+    return optuna.load_study(study_name=name, storage=url)
+
+
+@pytest.fixture(scope="module")
+def prunedStudy(tmp_path_factory) -> dict:
+    """3 random-sampler trials of 1000 steps under hyperband; the sampler and runs are seeded, so the same trial
+    (the second) is pruned at its 750-step rung every time."""
+    log_dir = tmp_path_factory.mktemp("search")
+    result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "hyperband",
+                       "--n-trials", "3", "--num-timesteps", "1000", "--n-evaluations", "4", "--log-dir", log_dir,
+                       timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    name = f"ppo2_{ENV}_ground_truth_random"
+    folder = os.path.join(str(log_dir), "hyperparam_search", name)
+    url = f"sqlite:///{os.path.join(str(log_dir), 'hyperparam_search', name + '.db')}"
+    return {"log_dir": str(log_dir), "folder": folder, "study": _loadStudy(url, name), "stdout": result.stdout}
+
+
+def test_study_prunes_and_writes_outputs(prunedStudy):
+    study = prunedStudy["study"]
+    states = [trial.state for trial in study.trials]
+    assert len(states) == 3
+    assert optuna.trial.TrialState.PRUNED in states and optuna.trial.TrialState.COMPLETE in states
+    pruned = next(t for t in study.trials if t.state == optuna.trial.TrialState.PRUNED)
+    assert pruned.last_step < 1000 and pruned.intermediate_values  # stopped at a rung, before the end
+    assert f"trial {pruned.number}: pruned at step {pruned.last_step}" in prunedStudy["stdout"]
+    for trial in study.trials:
+        assert "n_steps" not in trial.params  # fixed with --hyperparam, so not searched
+        # intermediate values are reported at the fixed steps 250, 500, ... (all trials comparable)
+        assert set(trial.intermediate_values) <= {250, 500, 750, 1000}
+    # the objective is the mean reward of the last 10 episodes of the trial's monitor file
+    for trial in (t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE):
+        rows = list(csv.DictReader(open(os.path.join(trial.user_attrs["run_dir"], "monitor", "0.monitor.csv"))
+                                   .readlines()[1:]))
+        assert trial.value == pytest.approx(np.mean([float(row["r"]) for row in rows][-10:]))
+        assert trial.intermediate_values[1000] == pytest.approx(trial.value)
+    best = yaml.safe_load(open(os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")))
+    assert best == {**study.best_trial.params, "n_steps": 64}
+    with open(os.path.join(prunedStudy["folder"], "trials.csv")) as handle:
+        rows = list(csv.DictReader(handle))
+    assert [row["state"] for row in rows] == [state.name.lower() for state in states]
+    with open(os.path.join(prunedStudy["folder"], "search.png"), "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_best_params_yaml_accepted_by_train(prunedStudy, tmp_path):
+    yaml_path = os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")
+    best = yaml.safe_load(open(yaml_path))
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps",
+                                 "64", "--log-dir", tmp_path, "--hyperparam-file", yaml_path,
+                                 "--hyperparam", "n_epochs:2", "--checkpoint-freq", "-1"))
+    with zipfile.ZipFile(os.path.join(run_dir, "ppo2_model.zip")) as archive:
+        data = json.loads(archive.read("data"))
+    assert data["gamma"] == best["gamma"] and data["gae_lambda"] == best["gae_lambda"]
+    assert data["n_steps"] == 64 and data["batch_size"] == best["batch_size"]
+    assert data["n_epochs"] == 2  # --hyperparam wins over the file
+
+
+def test_hyperparam_file_errors(tmp_path):
+    from rl_baselines import train
+
+    bad = tmp_path / "bad.yaml"
+    for content, message in (("[1, 2]", "must hold a mapping"), ("gamma: [0.9]", "is not NAME"),
+                             ("gamma: 'high'", "needs a float"), ("nope: 1", "unknown hyperparameter 'nope'")):
+        bad.write_text(content)
+        with pytest.raises(UsageError, match=message):
+            train.main(["--algo", "ppo2", "--srl-model", "ground_truth", "--log-dir", str(tmp_path / "logs"),
+                        "--hyperparam-file", str(bad)])
+    with pytest.raises(UsageError, match="--hyperparam-file"):
+        train.main(["--algo", "ppo2", "--hyperparam-file", str(tmp_path / "missing.yaml")])
+    assert not (tmp_path / "logs").exists()
+
+
+def test_commands_share_one_sqlite_study(tmp_path):
+    """A command with --workers 2 and another command, at the same time, on one SQLite file: no trial lost."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    shared = [*COMMON, "--optimizer", "tpe", "--pruner", "none", "--num-timesteps", "500", "--n-evaluations", "2",
+              "--storage", url, "--study-name", "shared"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    first = subprocess.Popen([sys.executable, "-m", "rl_baselines.hyperparam_search", *shared, "--workers", "2",
+                              "--n-trials", "2", "--log-dir", str(tmp_path / "a")], cwd=REPO, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    second = runModule("rl_baselines.hyperparam_search", *shared, "--n-trials", "1", "--sampler-seed", "1",
+                       "--log-dir", tmp_path / "b", timeout=600)
+    first_out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, first_out
+    assert second.returncode == 0, second.stdout + second.stderr
+    trials = _loadStudy(url, "shared").trials
+    assert sorted(t.number for t in trials) == [0, 1, 2]
+    assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
+    # two searches: the 2-worker one ran 2 trials, the other 1, each in its own log folder
+    by_search: dict[str, list] = {}
+    for trial in trials:
+        by_search.setdefault(trial.user_attrs["search_id"], []).append(trial)
+        assert os.path.isfile(os.path.join(trial.user_attrs["run_dir"], "monitor", "0.monitor.csv"))
+    assert sorted(len(group) for group in by_search.values()) == [1, 2]
+    assert len({tuple(sorted(t.params.items())) for t in trials}) == 3  # no duplicated sample
+
+
+class _PruneAtOnce(optuna.trial.FixedTrial):
+    """A fixed trial whose pruner stops it at the first intermediate value."""
+
+    def __init__(self, params: dict) -> None:
+        super().__init__(params, number=7)
+        self.reported: list = []
+
+    def report(self, value: float, step: int) -> None:
+        self.reported.append((step, value))
+
+    def should_prune(self) -> bool:
+        return bool(self.reported)
+
+
+def test_pruned_trial_process_is_stopped(tmp_path):
+    """A trial pruned at its first report (step 250 of 200000) has its train process killed: no model saved, the
+    monitor file stops growing."""
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        [*COMMON, "--num-timesteps", "200000", "--n-evaluations", "800", "--log-dir", str(tmp_path)])
+    config, algo_class = hyperparam_search.prepare(args, train_argv)
+    params = {name: hyperparam_search.gridValues(spec, 1)[0] for name, spec in config.space.items()}
+    trial = _PruneAtOnce(params)
+    with pytest.raises(optuna.TrialPruned):
+        hyperparam_search.TrialObjective(config)(trial)
+    assert trial.reported[0][0] == 250
+    run_dir = trial.user_attrs["run_dir"]
+    monitor = os.path.join(run_dir, "monitor", "0.monitor.csv")
+    size = os.path.getsize(monitor)
+    time.sleep(1.5)
+    assert os.path.getsize(monitor) == size
+    assert not os.path.exists(os.path.join(run_dir, "ppo2_model.zip"))
+    assert sum(1 for _ in open(monitor)) < 2 + 200000 // 250
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--algo", "nope"], "unknown --algo 'nope'; valid choices: "),
+    (["--optimizer", "hyperband"], "invalid choice: 'hyperband'"),
+    (["--pruner", "asha"], "invalid choice: 'asha'"),
+    (["--algo", "random_agent"], "--algo random_agent has no search space"),
+    (["--n-trials", "0"], "must be a positive integer"),
+    (["--env", "NoEnv-v0"], "unknown --env 'NoEnv-v0'"),
+    (["--n-trial", "3"], "train flags: unrecognized arguments: --n-trial"),
+    (["--study-name", "a/b"], "--study-name 'a/b'"),
+    (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
+    (["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:2", "learning_rate:0.001", "gamma:0.99",
+      "gae_lambda:0.9", "clip_range:0.2", "ent_coef:0.01", "vf_coef:0.5", "max_grad_norm:0.5"], "nothing to search"),
+])
+def test_bad_inputs(tmp_path, argv, message):
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError, match=re.escape(message)):
+        hyperparam_search.main(["--srl-model", "ground_truth", "--log-dir", str(log_dir), *argv])
+    assert not log_dir.exists()
+
+
+def test_without_optuna_one_line_exit_2(tmp_path):
+    (tmp_path / "optuna").mkdir()
+    (tmp_path / "optuna" / "__init__.py").write_text("raise ImportError('No module named optuna')\n")
+    result = runModule("rl_baselines.hyperparam_search", "--log-dir", tmp_path / "logs",
+                       env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: hyperparam_search needs Optuna, which is not installed: {hyperparam_search.INSTALL_HINT}"]
+    assert not (tmp_path / "logs").exists()
+
+
+def test_search_space_to_optuna():
+    space = {"a": (int, (1, 100), "log"), "b": (float, (0.0, 1.0)), "c": (list, ["auto", 0.1])}
+    assert hyperparam_search.gridValues(space["a"], 3) == [1, 10, 100]
+    assert hyperparam_search.gridValues(space["b"], 3) == [0.0, 0.5, 1.0]
+    assert hyperparam_search.gridValues(space["c"], 3) == ["auto", 0.1]
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    trial = study.ask()
+    params = hyperparam_search.suggestParams(trial, space)
+    assert isinstance(params["a"], int) and 1 <= params["a"] <= 100 and params["c"] in ("auto", 0.1)
+    with pytest.raises(UsageError, match="'x'"):
+        hyperparam_search.checkSpace("algo", {"x": (float, (1.0, 0.0))})
+    with pytest.raises(UsageError, match="'y'"):
+        hyperparam_search.checkSpace("algo", {"y": (float, (0.0, 1.0), "log")})

@@ -1,0 +1,303 @@
+"""rl_baselines.pipeline: grid expansion and run ids, the up-front check, a local sweep with a killed run and its
+resume, live visdom curves, and the same kind of sweep on a real local Ray instance."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from rl_baselines.cli import UsageError
+from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.sweep import (DONE_FILE, FAILED_FILE, PID_FILE, checkGrid, expandGrid, finishedFolder, makeSpec,
+                                runAttempts)
+from conftest import REPO, runModule
+
+ENVS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0"]
+SRL_MODELS = ["ground_truth", "raw_pixels"]
+# Tiny runs: one PPO rollout of 128 steps x 3, one finished 250-step episode each; 36x36 is the CNN's smallest input.
+TRAIN_FLAGS = ["--num-timesteps", "300", "--img-shape", "3", "36", "36", "--random-target"]
+SWEEP_TIMEOUT_S = 600
+
+
+def _sweepArgs(log_dir: str, *extra: str) -> list[str]:
+    return ["--algo", "ppo2", "--env", *ENVS, "--srl-model", *SRL_MODELS, "--num-iteration", "2", "--seed", "0",
+            "--workers", "2", "--log-dir", log_dir, "--no-progress", *TRAIN_FLAGS, *extra]
+
+
+def test_grid_expansion_and_run_ids(tmp_path) -> None:
+    specs = expandGrid(["ppo2"], ENVS, SRL_MODELS, [0, 1], TRAIN_FLAGS, str(tmp_path))
+    assert len(specs) == 8 and len({spec.run_id for spec in specs}) == 8
+    assert [spec.seed for spec in specs] == [0] * 4 + [1] * 4  # seeds outermost
+    assert {(s.env, s.srl_model) for s in specs[:4]} == {(e, m) for e in ENVS for m in SRL_MODELS}
+    assert all(spec.log_dir == str(tmp_path) and spec.train_args == tuple(TRAIN_FLAGS) for spec in specs)
+    # Deterministic: the same grid gives the same ids; repeated names count once
+    again = expandGrid(["ppo2", "ppo2"], ENVS + ENVS[:1], SRL_MODELS, [0, 1, 1], TRAIN_FLAGS, str(tmp_path / "other"))
+    assert [spec.run_id for spec in again] == [spec.run_id for spec in specs]
+
+    env = ENVS[0]
+    base = makeSpec("ppo2", env, "ground_truth", 0, ["--num-timesteps", "300", "-c"], str(tmp_path))
+    # Flag order, aliases, number spelling and explicit defaults do not change what a run computes, nor its id
+    same = makeSpec("ppo2", env, "ground_truth", 0, ["--continuous-actions", "--num-timesteps", "3e2", "--num-cpu",
+                                                     "1"], str(tmp_path))
+    assert same.run_id == base.run_id
+    others = [makeSpec("ppo2", env, "ground_truth", 1, ["--num-timesteps", "300", "-c"], str(tmp_path)),
+              makeSpec("ppo2", env, "ground_truth", 0, ["--num-timesteps", "400", "-c"], str(tmp_path)),
+              makeSpec("ppo2", env, "ground_truth", 0, ["--num-timesteps", "300"], str(tmp_path)),
+              makeSpec("a2c", env, "ground_truth", 0, ["--num-timesteps", "300", "-c"], str(tmp_path)),
+              makeSpec("ppo2", env, "raw_pixels", 0, ["--num-timesteps", "300", "-c"], str(tmp_path))]
+    assert len({base.run_id, *(spec.run_id for spec in others)}) == 6
+    # The run is train's command with its folder, no live plots and no progress bar
+    argv = base.trainArgv("/x/run")
+    assert argv[argv.index("--tag") + 1] == base.run_id and argv[argv.index("--run-folder") + 1] == "/x/run"
+    assert "--no-vis" in argv and argv[-3:] == ["--num-timesteps", "300", "-c"]
+
+
+def test_check_lists_every_bad_combination(tmp_path) -> None:
+    with pytest.raises(UsageError) as info:
+        checkGrid(["ppo2", "nope", "ddpg"], ["MobileRobotGymEnv-v0", "NoSuchEnv-v0"], ["ground_truth", "joints"],
+                  ["--num-timesteps", "300"])
+    message = str(info.value)
+    assert "\n" not in message
+    # 3 x 2 x 2 combinations, only ppo2 x MobileRobotGymEnv-v0 x ground_truth is good
+    assert message.startswith("11 bad combinations (algo x env x srl-model): ")
+    assert "nope x * x * (unknown --algo 'nope'; valid choices: " in message
+    assert "ppo2|ddpg x NoSuchEnv-v0 x * (unknown --env 'NoSuchEnv-v0'" in message
+    assert "ppo2|ddpg x MobileRobotGymEnv-v0 x joints (unknown --srl-model 'joints'" in message
+    assert "ddpg x MobileRobotGymEnv-v0 x ground_truth (--algo ddpg does not support discrete actions" in message
+
+    # A learned SRL model that no config file entry gives for the env
+    config = tmp_path / "srl_models.yaml"
+    config.write_text("{}\n")
+    with pytest.raises(UsageError) as info:
+        checkGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth", "vae"], ["--srl-config-file", str(config)])
+    assert str(info.value).startswith("1 bad combination (algo x env x srl-model): ppo2 x MobileRobotGymEnv-v0 x vae (")
+
+    # Train flags are checked for each combination: this image is too small for the CNN of raw_pixels only
+    with pytest.raises(UsageError, match=r"^1 bad combination .*: ppo2 x MobileRobot1DGymEnv-v0 x raw_pixels \("):
+        checkGrid(["ppo2"], ["MobileRobot1DGymEnv-v0"], SRL_MODELS, ["--img-shape", "3", "20", "20"])
+    with pytest.raises(UsageError, match="unrecognized arguments: --no-such-flag"):
+        checkGrid(["ppo2"], ["MobileRobot1DGymEnv-v0"], ["ground_truth"], ["--no-such-flag"])
+    with pytest.raises(UsageError, match="--tag"):  # the sweep names the run folders
+        checkGrid(["ppo2"], ["MobileRobot1DGymEnv-v0"], ["ground_truth"], ["--tag", "mine"])
+    checkGrid(["ppo2", "a2c"], ENVS, SRL_MODELS, TRAIN_FLAGS)  # a good grid passes
+
+
+def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
+    from rl_baselines import pipeline
+
+    log_dir = str(tmp_path / "logs")
+    base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", log_dir, "--no-vis"]
+    with pytest.raises(UsageError, match="--ray-address needs --executor ray"):
+        pipeline.main([*base, "--ray-address", "127.0.0.1:6379"])
+    with pytest.raises(UsageError, match="--ray-address 'nohost' is not HOST:PORT"):
+        pipeline.main([*base, "--executor", "ray", "--ray-address", "nohost"])
+    with pytest.raises(UsageError, match="invalid choice: 'slurm'"):
+        pipeline.main([*base, "--executor", "slurm"])
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    with pytest.raises(UsageError, match=r"--executor ray needs Ray.*pip install \"srl-toolbox\[ray\]\""):
+        pipeline.main([*base, "--executor", "ray"])
+    assert not os.path.exists(log_dir)
+
+    # As a command: one line, exit code 2, nothing written
+    result = runModule("rl_baselines.pipeline", *base, "--algo", "ppo2", "nope", "--num-timesteps", "300")
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: 1 bad combination (algo x env x srl-model): nope x ")
+    assert not os.path.exists(log_dir)
+
+
+def _waitForFile(pattern: str, process: subprocess.Popen, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = glob.glob(pattern)
+        if found:
+            return found[0]
+        assert process.poll() is None, "the pipeline ended before the run started"
+        time.sleep(0.05)
+    pytest.fail(f"{pattern} did not appear")
+
+
+def _checkFinishedRun(spec) -> str:
+    folder = finishedFolder(spec)
+    assert folder is not None, spec.label
+    marker = json.load(open(os.path.join(folder, DONE_FILE)))
+    assert marker["returncode"] == 0 and marker["run_id"] == spec.run_id and marker["spec"]["seed"] == spec.seed
+    saved = json.load(open(os.path.join(folder, "args.json")))
+    assert (saved["algo"], saved["env"], saved["srl_model"], saved["seed"], saved["tag"]) == (
+        spec.algo, spec.env, spec.srl_model, spec.seed, spec.run_id)
+    assert saved["no_vis"] and saved["num_timesteps"] == 300 and saved["random_target"]
+    assert os.path.isfile(os.path.join(folder, "ppo2_model.zip"))
+    assert not os.path.exists(os.path.join(folder, PID_FILE))
+    return folder
+
+
+@pytest.fixture
+def visdom_port(tmp_path):
+    from replay.visdom_server import findFreePort, startServer, waitForServer
+
+    port = findFreePort()
+    server = startServer(port, env_path=str(tmp_path / "visdom"), log_file=str(tmp_path / "visdom.log"))
+    try:
+        assert waitForServer(port, timeout=60, process=server), open(tmp_path / "visdom.log").read()
+        yield port
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _visdomTraces(port: int, env_name: str, win: str) -> dict[str, dict]:
+    import visdom
+
+    from rl_baselines.visualize import _quietVisdom
+
+    with _quietVisdom():
+        client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
+        window = json.loads(client.get_window_data(win, env_name))
+    return {trace["name"]: trace for trace in window["content"]["data"]}
+
+
+def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) -> None:
+    log_dir = str(tmp_path / "logs")
+    specs = expandGrid(["ppo2"], ENVS, SRL_MODELS, [0, 1], TRAIN_FLAGS, log_dir, cwd=REPO)
+    victim = specs[-1]  # started last: the others run while it is killed
+    out, err = open(tmp_path / "out.txt", "w+"), open(tmp_path / "err.txt", "w+")
+    sweep = subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *_sweepArgs(log_dir, "--no-vis")],
+                             stdout=out, stderr=err, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        pid_file = _waitForFile(os.path.join(victim.parent, f"*_{victim.run_id}", PID_FILE), sweep, SWEEP_TIMEOUT_S)
+        pid = ""
+        while not pid:  # written atomically: empty only if read before the rename
+            pid = open(pid_file).read().strip()
+        os.kill(int(pid), signal.SIGKILL)
+        code = sweep.wait(timeout=SWEEP_TIMEOUT_S)
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    out.seek(0)
+    err.seek(0)
+    stdout, stderr = out.read(), err.read()
+    assert code == 1, stdout + stderr
+    assert f"failed: {victim.label} [{victim.run_id}] exit code -9, log " in stdout
+    assert "Sweep: 7/8 runs finished (0 earlier), 1 failed" in stdout
+    (failed_folder,) = runAttempts(victim)
+    failure = json.load(open(os.path.join(failed_folder, FAILED_FILE)))
+    assert failure["returncode"] == -9 and failure["state"] == "failed"
+    assert failure["log"] == os.path.join(failed_folder, "train.log") and os.path.isfile(failure["log"])
+    assert finishedFolder(victim) is None
+    done = {spec.run_id: _checkFinishedRun(spec) for spec in specs if spec is not victim}
+    done_times = {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()}
+    (state_file,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    state = json.load(open(state_file))
+    assert state["counts"] == {"pending": 0, "running": 0, "done": 7, "skipped": 0, "failed": 1}
+    assert {run["run_id"]: run["returncode"] for run in state["runs"]}[victim.run_id] == -9
+
+    # The same command again does only the failed run; the live plots show every run's curve
+    result = runModule("rl_baselines.pipeline", *_sweepArgs(log_dir, "--port", str(visdom_port)),
+                       timeout=SWEEP_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "8 runs (1 algo x 2 env x 2 SRL model x 2 seeds); 7 already done, 1 to run on 2 local worker(s)" in \
+        result.stdout
+    assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
+    assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
+    for spec in specs:
+        _checkFinishedRun(spec)
+    assert len(runAttempts(victim)) == 1 and not os.path.exists(failed_folder)
+    assert {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()} == \
+        done_times
+    assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 7,
+                                                     "failed": 0}
+
+    from rl_baselines.sweep_plots import SweepPlotter
+    from rl_baselines.visualize import movingAverage
+
+    (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: visdom env ")]
+    env_name = env_line.split()[4]
+    windows = SweepPlotter(visdom_port, env_name)
+    for env in ENVS:
+        for srl_model in SRL_MODELS:
+            traces = _visdomTraces(visdom_port, env_name, windows.windowId(env, srl_model))
+            assert set(traces) == {"ppo2 seed0", "ppo2 seed1"}
+            for spec in specs:
+                if (spec.env, spec.srl_model) == (env, srl_model):
+                    episodes = loadEpisodes(os.path.join(finishedFolder(spec), "monitor"))
+                    trace = traces[f"ppo2 seed{spec.seed}"]
+                    np.testing.assert_allclose(trace["x"], episodes["timesteps"])
+                    np.testing.assert_allclose(trace["y"], movingAverage(episodes["rewards"], 40))
+
+
+def test_unreachable_visdom_costs_one_warning() -> None:
+    import warnings
+
+    from replay.visdom_server import findFreePort
+    from rl_baselines.sweep_plots import SweepPlotter
+
+    plotter = SweepPlotter(findFreePort(), "sweep_test")  # nothing listens there
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        for seed in range(3):
+            plotter.updateCurve(ENVS[0], "ground_truth", f"ppo2 seed{seed}", np.array([250.0]), np.array([1.0]))
+    assert [str(r.message).split(" (")[0] for r in records if issubclass(r.category, UserWarning)] == [
+        f"The visdom server at http://127.0.0.1:{plotter.port} cannot be reached"]
+    assert not plotter.enabled
+
+
+# A Ray head on the loopback address, no dashboard, stopped when its stdin closes.
+RAY_HEAD = """
+import os, sys
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # node address 127.0.0.1
+import ray
+ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 ** 2, logging_level="ERROR")
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()
+ray.shutdown()
+"""
+
+
+def test_ray_sweep_on_a_local_instance(tmp_path) -> None:
+    pytest.importorskip("ray")
+    import secrets
+
+    # Ray >= 2.59 protects clusters with a token; a throwaway one keeps Ray from writing ~/.ray/auth_token.
+    ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+    log_dir = str(tmp_path / "logs")
+    args = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", *SRL_MODELS, "--num-iteration", "1", "--log-dir",
+            log_dir, "--no-vis", "--no-progress", "--executor", "ray", *TRAIN_FLAGS]
+    specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
+    head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True, cwd=str(tmp_path), env={**os.environ, **ray_env})
+    try:
+        address = head.stdout.readline().strip()
+        assert address.startswith("127.0.0.1:"), address
+        result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, env=ray_env,
+                           timeout=SWEEP_TIMEOUT_S)
+    finally:
+        head.stdin.close()
+        try:
+            head.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            head.kill()
+            head.wait()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Ray cluster: {address} (2 CPUs, 0 GPUs)" in result.stdout
+    assert "2 to run on 2 ray worker(s)" in result.stdout
+    folders = [_checkFinishedRun(spec) for spec in specs]
+
+    # Without --ray-address the pipeline starts (and stops) its own instance; --force redoes a finished run
+    result = runModule("rl_baselines.pipeline", *args[:5], "ground_truth", *args[7:], "--force", env=ray_env,
+                       timeout=SWEEP_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Ray cluster: local instance (" in result.stdout and "0 already done, 1 to run" in result.stdout
+    redone = _checkFinishedRun(specs[0])
+    assert redone != folders[0] and not os.path.exists(folders[0]) and os.path.isdir(folders[1])

@@ -1,0 +1,189 @@
+"""gather_results, aggregate_plots and compare_plots on real tiny runs (2 algorithms x 2 seeds), every number checked
+against a computation straight from the monitor CSVs."""
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+
+import numpy as np
+import pytest
+from conftest import runModule
+from scipy import stats
+
+ENV = "MobileRobotGymEnv-v0"
+WINDOW = 2
+THRESHOLD = -1.0
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory) -> dict:
+    """ppo2 seeds 0, 1 (1000 steps) and random_agent seeds 0 (1000 steps), 1 (1500 steps), trained in this process
+    (no interpreter start per run); plus a hyperparameter-search trial, a run without episodes and a failed sweep
+    run, all ignored."""
+    from rl_baselines import train
+
+    log_dir = tmp_path_factory.mktemp("sweep")
+    common = ["--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(log_dir), "--no-vis", "--no-progress",
+              "--checkpoint-freq", "-1"]
+    folders = {}
+    for algo, seed, steps in (("ppo2", 0, 1000), ("ppo2", 1, 1000), ("random_agent", 0, 1000),
+                              ("random_agent", 1, 1500)):
+        extra = ["--hyperparam", "n_steps:64"] if algo == "ppo2" else []
+        assert train.main(["--algo", algo, "--seed", str(seed), "--num-timesteps", str(steps), *common, *extra]) == 0
+        parent = os.path.join(str(log_dir), ENV, "ground_truth", algo)
+        folders[(algo, seed)] = max((os.path.join(parent, d) for d in os.listdir(parent)), key=os.path.getmtime)
+    # not seeds of a method: a search trial (skipped folder) and a run that finished no episode
+    shutil.copytree(folders[("ppo2", 0)], os.path.join(str(log_dir), "hyperparam_search", "s", "trial_0000", "run"))
+    empty = os.path.join(str(log_dir), ENV, "ground_truth", "ppo2", "empty_run")
+    os.makedirs(os.path.join(empty, "monitor"))
+    shutil.copy(os.path.join(folders[("ppo2", 0)], "args.json"), empty)
+    failed = os.path.join(str(log_dir), ENV, "ground_truth", "random_agent", "failed_run")  # a failed sweep run
+    shutil.copytree(folders[("random_agent", 0)], failed)
+    with open(os.path.join(failed, "failed.json"), "w") as handle:
+        handle.write('{"returncode": 1}\n')
+    return {"log_dir": str(log_dir), "folders": folders}
+
+
+def _monitor(run_dir: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:return: (cumulative timesteps, rewards, times) read directly from the CSV"""
+    with open(os.path.join(run_dir, "monitor", "0.monitor.csv")) as handle:
+        rows = list(csv.DictReader(handle.readlines()[1:]))
+    lengths = np.array([int(row["l"]) for row in rows])
+    return np.cumsum(lengths), np.array([float(row["r"]) for row in rows]), np.array([float(row["t"]) for row in rows])
+
+
+def _final(run_dir: str, budget: int | None) -> float:
+    timesteps, rewards, _ = _monitor(run_dir)
+    if budget is not None:
+        rewards = rewards[timesteps <= budget]
+    return float(np.mean(rewards[-WINDOW:]))
+
+
+def _steps(run_dir: str) -> int | None:
+    timesteps, rewards, _ = _monitor(run_dir)
+    for end in range(WINDOW, len(rewards) + 1):
+        if np.mean(rewards[end - WINDOW:end]) >= THRESHOLD:
+            return int(timesteps[end - 1])
+    return None
+
+
+def _float(text: str) -> float:
+    return float(text) if text else float("nan")
+
+
+def test_gather_results_matches_monitor_files(runs):
+    log_dir, folders = runs["log_dir"], runs["folders"]
+    result = runModule("replay.gather_results", "--log-dir", log_dir, "--timestep-budget", "1200", "750",
+                       "--episode-window", WINDOW, "--threshold", THRESHOLD, "--welch-test", "random_agent")
+    assert result.returncode == 0, result.stderr
+    assert "1 run(s) without a finished episode skipped" in result.stderr
+    assert "1 failed sweep run(s) skipped (failed.json)" in result.stderr
+    with open(os.path.join(log_dir, "results.csv")) as handle:
+        rows = {(row["algo"], row["budget"]): row for row in csv.DictReader(handle)}
+    assert set(rows) == {(a, b) for a in ("ppo2", "random_agent") for b in ("final", "750", "1200")}
+    for (algo, budget), row in rows.items():
+        limit = None if budget == "final" else int(budget)
+        # at 1200 steps only the 1500-step run counts; the search trial and the empty run never do
+        seeds = [s for s in (0, 1) if limit is None or limit <= 1000 or (algo, s) == ("random_agent", 1)]
+        assert row["seeds"] == " ".join(map(str, seeds)) and int(row["runs"]) == len(seeds)
+        if not seeds:  # no ppo2 run trained 1200 steps: the method is listed with 0 runs
+            assert row["mean_reward"] == row["median_steps_to_threshold"] == "" and row["reached"] == "0"
+            continue
+        values = [_final(folders[(algo, s)], limit) for s in seeds]
+        assert float(row["mean_reward"]) == pytest.approx(np.mean(values))
+        if len(values) > 1:
+            std = np.std(values, ddof=1)
+            half = stats.t.ppf(0.975, len(values) - 1) * std / np.sqrt(len(values))
+            assert float(row["std_reward"]) == pytest.approx(std)
+            assert float(row["ci95_low"]) == pytest.approx(np.mean(values) - half)
+            assert float(row["ci95_high"]) == pytest.approx(np.mean(values) + half)
+        else:
+            assert row["std_reward"] == row["ci95_low"] == ""
+        steps = [s for s in (_steps(folders[(algo, seed)]) for seed in seeds)
+                 if s is not None and (limit is None or s <= limit)]
+        assert int(row["reached"]) == len(steps)
+        assert _float(row["median_steps_to_threshold"]) == pytest.approx(np.median(steps) if steps else np.nan,
+                                                                          nan_ok=True)
+        times = [_monitor(folders[(algo, s)])[2][_monitor(folders[(algo, s)])[0] <= (limit or 10**9)][-1]
+                 for s in seeds]
+        assert float(row["mean_wall_time_s"]) == pytest.approx(np.mean(times))
+    for budget in ("final", "750"):
+        ppo = [_final(folders[("ppo2", s)], None if budget == "final" else 750) for s in (0, 1)]
+        rand = [_final(folders[("random_agent", s)], None if budget == "final" else 750) for s in (0, 1)]
+        expected = stats.ttest_ind(ppo, rand, equal_var=False).pvalue
+        assert _float(rows[("ppo2", budget)]["welch_p_value"]) == pytest.approx(expected, nan_ok=True)
+        assert rows[("ppo2", budget)]["welch_vs"] == "random_agent"
+        assert rows[("random_agent", budget)]["welch_p_value"] == ""
+    markdown = open(os.path.join(log_dir, "results.md")).read()
+    assert "## Final" in markdown and "## At 750 steps" in markdown and "## At 1,200 steps" in markdown
+    assert "| MobileRobotGymEnv-v0 | ground_truth | random_agent | 2 |" in markdown and "baseline" in markdown
+
+
+def test_aggregate_and_compare_plots(runs, tmp_path):
+    log_dir, folders = runs["log_dir"], runs["folders"]
+    prefix = str(tmp_path / "agg")
+    result = runModule("replay.aggregate_plots", "-i", log_dir, "--episode-window", WINDOW, "-o", prefix)
+    assert result.returncode == 0, result.stderr
+    png = f"{prefix}_{ENV}.png"
+    with open(png, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+    for algo in ("ppo2", "random_agent"):
+        with np.load(f"{prefix}_{ENV}_{algo}_ground_truth.npz", allow_pickle=False) as data:
+            rewards = [_monitor(folders[(algo, s)])[1] for s in (0, 1)]
+            length = min(len(r) for r in rewards)  # truncated to the shortest run
+            expected = [[r[max(0, i - WINDOW + 1):i + 1].mean() for i in range(length)] for r in rewards]
+            np.testing.assert_allclose(data["y"], expected)
+            np.testing.assert_array_equal(data["x"], np.arange(1, length + 1))
+            assert str(data["label"]) == f"{algo} ground_truth" and str(data["x_label"]) == "episodes"
+            assert list(data["runs"]) == [folders[(algo, 0)], folders[(algo, 1)]]
+
+    # by timesteps: x from the latest first episode to the earliest last one; y the curve at the last episode <= x
+    result = runModule("replay.aggregate_plots", "-i", log_dir, "--episode-window", WINDOW, "--timesteps",
+                       "--num-points", 50, "-o", str(tmp_path / "ts"))
+    assert result.returncode == 0, result.stderr
+    with np.load(str(tmp_path / f"ts_{ENV}_random_agent_ground_truth.npz"), allow_pickle=False) as data:
+        x, y = data["x"], data["y"]
+    assert x[0] == 250 and x[-1] == 1000 and len(x) == 50
+    timesteps, rewards, _ = _monitor(folders[("random_agent", 1)])
+    point = int(np.flatnonzero(x >= 600)[0])
+    last = int(np.searchsorted(timesteps, x[point], side="right")) - 1
+    assert y[1, point] == pytest.approx(rewards[max(0, last - WINDOW + 1):last + 1].mean())
+
+    out = str(tmp_path / "compare.png")
+    result = runModule("replay.compare_plots", "-i", f"{prefix}_{ENV}_ppo2_ground_truth.npz",
+                       f"{prefix}_{ENV}_random_agent_ground_truth.npz", "--labels", "PPO", "random", "-o", out)
+    assert result.returncode == 0, result.stderr
+    with open(out, "rb") as handle:
+        assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def _assertUsage(result, text: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.stderr
+
+
+def test_bad_inputs(runs, tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    _assertUsage(runModule("replay.gather_results", "--log-dir", empty), "no run with a finished episode")
+    _assertUsage(runModule("replay.gather_results", "--log-dir", tmp_path / "missing"), "is not a folder")
+    out = tmp_path / "out"
+    _assertUsage(runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--welch-test", "vae",
+                           "--output-dir", out), "--welch-test 'vae' is no SRL model or algorithm of these runs; "
+                                                 "valid choices: ground_truth, ppo2, random_agent")
+    _assertUsage(runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--timestep-budget", "0",
+                           "--output-dir", out), "must be a positive integer")
+    _assertUsage(runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--group-by", "nope",
+                           "--output-dir", out), "--group-by nope")
+    assert not out.exists()
+    _assertUsage(runModule("replay.aggregate_plots", "-i", empty), "no run with a finished episode")
+    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "none.npz"), "is not a readable .npz file")
+    np.savez(tmp_path / "a.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("episodes"))
+    np.savez(tmp_path / "b.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("timesteps"))
+    np.savez(tmp_path / "c.npz", values=np.arange(3.0))
+    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "a.npz", tmp_path / "b.npz"), "mix x units")
+    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "a.npz", "--labels", "x", "y"),
+                 "2 labels for 1 inputs")
+    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "c.npz"), "has no curves x")
