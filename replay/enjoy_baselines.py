@@ -1,17 +1,22 @@
 """``python -m replay.enjoy_baselines --log-dir RUN``: replay a trained agent from its run folder alone.
 
 The env is rebuilt from args.json (with the normalisation statistics saved beside the model, frozen) and the agent
-from ``<algo>_model.*``; ``--video`` records a GIF or MP4 of the first env.
+from ``<algo>_model.*``; ``--video`` records a GIF or MP4 of the first env, each frame captioned with the step and
+the reward its action earned. A run that observed a trained SRL model replays with the same one: the folder and hash
+recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the first env's action probabilities
+and ground-truth trajectory, live in visdom and as PNG in ``--output-dir`` (replay.replay_plots). ``--render`` needs
+a display (DISPLAY set); without one it stops at once with a one-line error.
 """
 from __future__ import annotations
 
 import argparse
 import os
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import CLIParser, UsageError, positiveInt, runCommand
+from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
 
 VIDEO_FORMATS = (".gif", ".mp4")
 
@@ -21,14 +26,26 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
     parser.add_argument("--log-dir", required=True, help="the run folder (holds args.json and the model)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=1000, help="env steps to play [1000]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the replay envs [0]")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs [1]")
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
     parser.add_argument("--render", action="store_true", help="open the PyBullet window (needs a display)")
-    parser.add_argument("--video", default=None, help="record the first env to this .gif or .mp4 file")
+    parser.add_argument("--video", default=None,
+                        help="record the first env to this .gif or .mp4 file, captioned with the step and reward")
     parser.add_argument("--fps", type=positiveInt, default=20, help="frames per second of the video [20]")
     parser.add_argument("--model", choices=["latest", "best"], default="latest",
                         help="which saved model to play [latest]")
+    parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
+                        help="the run's trained SRL model, moved since training (its files must hash the same) "
+                             "[the folder recorded in srl_model.json]")
+    parser.add_argument("--plotting", action="store_true",
+                        help="plot the first env's action probabilities and ground-truth trajectory, live in visdom "
+                             "and as PNG at the end")
+    parser.add_argument("--output-dir", default=None, metavar="FOLDER",
+                        help="where --plotting writes its PNGs [<log-dir>/replay]")
+    parser.add_argument("--port", type=portNumber, default=8097, help="the visdom server's port [8097]")
+    parser.add_argument("--no-vis", action="store_true", help="--plotting writes the PNGs only, no live plots")
     return parser
 
 
@@ -38,18 +55,31 @@ def loadRunArgs(run_dir: str) -> argparse.Namespace:
     :return: the run's arguments
     :raises UsageError: the folder holds no run
     """
-    from rl_baselines.files import readJson
+    # Shared with the dataset generator's --policy (rl_baselines.run_policy), which reads run folders too.
+    from rl_baselines.run_policy import readRunArgs
 
-    args_path = os.path.join(run_dir, "args.json")
-    if not os.path.isdir(run_dir):
-        raise UsageError(f"--log-dir {run_dir!r} is not a folder")
-    if not os.path.isfile(args_path):
-        raise UsageError(f"--log-dir {run_dir!r} holds no run (no args.json); pass a folder written by "
-                         f"rl_baselines.train")
     try:
-        return argparse.Namespace(**readJson(args_path))
-    except (ValueError, TypeError) as error:
-        raise UsageError(f"{args_path} is not a valid args.json ({error})") from None
+        return readRunArgs(run_dir, "--log-dir")
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def recordedSRLModel(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:
+    """
+    :param run_dir: a run folder
+    :param train_args: its arguments
+    :param moved_to: the SRL model folder to use instead of the recorded one (same files)
+    :return: the checked folder of the trained SRL model the run observed, None when the env computed its
+        observations
+    :raises UsageError: no record, or the model is missing or changed
+    """
+    # Shared with the dataset generator's --policy (rl_baselines.run_policy), which reads run folders too.
+    from rl_baselines.run_policy import recordedSRLModelFolder
+
+    try:
+        return recordedSRLModelFolder(run_dir, train_args, moved_to)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
@@ -81,6 +111,59 @@ def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
     return path
 
 
+def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) -> np.ndarray:
+    """
+    Put a caption under a video frame: a black band with white text, below the image (never over it). Small frames
+    are first enlarged (nearest neighbour, whole factor) so that the text stays readable.
+
+    :param frame: (H, W, 3) uint8 image
+    :param lines: the caption, one string per line
+    :param min_width: frames narrower than this are enlarged to at least this width
+    :return: the captioned frame, (H' + band, W', 3) uint8
+    """
+    import cv2
+
+    factor = -(-min_width // frame.shape[1])  # ceiling division
+    if factor > 1:
+        frame = np.repeat(np.repeat(frame, factor, axis=0), factor, axis=1)
+    width = frame.shape[1]
+    font, thickness = cv2.FONT_HERSHEY_SIMPLEX, 1
+    widest = max(cv2.getTextSize(line, font, 1.0, thickness)[0][0] for line in lines)
+    scale = min(0.6, 0.94 * width / max(widest, 1))  # the longest line fits the frame's width
+    line_height = int(np.ceil(cv2.getTextSize("Ag", font, scale, thickness)[0][1] * 1.9))
+    band = np.zeros((line_height * len(lines) + 4, width, 3), dtype=np.uint8)
+    for index, line in enumerate(lines):
+        cv2.putText(band, line, (int(0.03 * width), line_height * (index + 1) - line_height // 4), font, scale,
+                    (255, 255, 255), thickness, cv2.LINE_AA)
+    return np.concatenate((np.ascontiguousarray(frame, dtype=np.uint8), band), axis=0)
+
+
+def makePlotting(args: argparse.Namespace, train_args: argparse.Namespace, agent: Any, env: Any,
+                 output_dir: str) -> Any:
+    """
+    :param args: the replay's arguments (port, no_vis)
+    :param train_args: the run's arguments
+    :param agent: the loaded agent
+    :param env: the replay VecEnv
+    :param output_dir: folder of the PNGs
+    :return: a replay.replay_plots.ReplayPlotting for the first env, live in the visdom environment
+        ``replay_<env>_<srl-model>_<algo>_<run folder name>`` unless ``--no-vis``
+    """
+    import gymnasium as gym
+
+    from environments import getEnvClass
+    from replay.replay_plots import ReplayPlotting, ReplayVisdom
+
+    title = f"{train_args.algo} {train_args.env} {train_args.srl_model}"
+    visdom = None
+    if not args.no_vis:
+        run_name = os.path.basename(os.path.normpath(args.log_dir))
+        visdom = ReplayVisdom(args.port, f"replay_{train_args.env}_{train_args.srl_model}_{train_args.algo}_{run_name}",
+                              title=title)
+    return ReplayPlotting(agent, train_args.algo, getEnvClass(train_args.env).PLOT_TYPE,
+                          isinstance(env.action_space, gym.spaces.Discrete), output_dir, title, visdom)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments
@@ -92,12 +175,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.render and not os.environ.get("DISPLAY"):
         raise UsageError("--render opens the PyBullet window and needs a display, but DISPLAY is not set "
                          "(use --video out.gif instead)")
+    if args.output_dir is not None and not args.plotting:
+        raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
+    output_dir = args.output_dir or os.path.join(run_dir, "replay")
+    if args.plotting:
+        checkWritableFolder(output_dir, "--output-dir")
+    if args.video:
+        checkWritableFolder(os.path.dirname(os.path.abspath(args.video)), "--video")
 
     import torch
+    from stable_baselines3.common.utils import set_random_seed
 
     torch.set_num_threads(1)
+    set_random_seed(args.seed)  # Python, NumPy and torch: the agent's sampled actions repeat with the seed
     from environments import registered_env
     from rl_baselines.registry import registered_rl
     from rl_baselines.utils import envKwargsFromArgs
@@ -113,44 +205,67 @@ def main(argv: Sequence[str] | None = None) -> int:
     model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
     if not os.path.isfile(model_path):
         raise UsageError(f"--log-dir {run_dir!r} holds no {args.model} model ({model_path} is missing)")
+    from rl_baselines.checkpointing import checkModelFile
+
     try:
+        # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
+        checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
         agent = algo_class.load(model_path, train_args)
     except ValueError as error:
         raise UsageError(str(error)) from None
 
-    replay_args = argparse.Namespace(**{**vars(train_args), "seed": args.seed, "num_cpu": args.num_cpu})
+    srl_model_path = recordedSRLModel(run_dir, train_args, args.srl_model_path)
+    replay_args = argparse.Namespace(**{**vars(train_args), "seed": args.seed, "num_cpu": args.num_cpu,
+                                        "srl_model_path": srl_model_path})
     env_kwargs = envKwargsFromArgs(train_args)
     if args.render:
         env_kwargs["renders"] = True
     if args.video:
         env_kwargs["render_mode"] = "rgb_array"
-    env = algo_class.makeEnv(replay_args, env_kwargs, load_path_normalise=model_folder)
+    try:
+        env = algo_class.makeEnv(replay_args, env_kwargs, load_path_normalise=model_folder)
+    except ValueError as error:  # the SRL model cannot be loaded, or the saved normalisation does not fit
+        raise UsageError(str(error)) from None
 
+    plotting = makePlotting(args, train_args, agent, env, output_dir) if args.plotting else None
     frames: list[np.ndarray] = []
     episode_rewards: list[float] = []
     running = np.zeros(env.num_envs)
     observation = env.reset()
     dones = np.zeros(env.num_envs, dtype=bool)
-    steps = 0
-    while steps < args.num_timesteps:
-        if args.video:
-            frames.append(env.env_method("render", indices=0)[0])
-        kwargs = {"deterministic": True} if args.deterministic else {}
-        action = agent.getAction(observation, dones, **kwargs)
-        observation, rewards, dones, _ = env.step(action)
-        running += rewards
-        steps += env.num_envs
-        for index in np.flatnonzero(dones):
-            episode_rewards.append(float(running[index]))
-            running[index] = 0.0
-            print(f"{len(episode_rewards)} episodes - mean reward: {np.mean(episode_rewards):.2f}")
+    steps = episode = episode_step = 0  # episode, episode_step: the first env's, for the video caption
+    try:
+        while steps < args.num_timesteps:
+            frame = env.env_method("render", indices=0)[0] if args.video else None
+            if plotting is not None:
+                plotting.beforeStep(env, observation, dones)
+            kwargs = {"deterministic": True} if args.deterministic else {}
+            action = agent.getAction(observation, dones, **kwargs)
+            observation, rewards, dones, _ = env.step(action)
+            running += rewards
+            steps += env.num_envs
+            if frame is not None:  # the frame the agent acted on, with what that action earned
+                frames.append(captionFrame(frame, [f"step {episode_step} (episode {episode + 1})",
+                                                   f"reward {rewards[0]:+.2f}  return {running[0]:+.2f}"]))
+            episode, episode_step = (episode + 1, 0) if dones[0] else (episode, episode_step + 1)
+            if plotting is not None:
+                plotting.afterStep(action, rewards, dones)
+            for index in np.flatnonzero(dones):
+                episode_rewards.append(float(running[index]))
+                running[index] = 0.0
+                print(f"{len(episode_rewards)} episodes - mean reward: {np.mean(episode_rewards):.2f}")
+    except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
+        print(f"Interrupted after {steps} steps")
     env.close()
     if episode_rewards:
         print(f"Mean episode reward over {len(episode_rewards)} episodes: {np.mean(episode_rewards):.2f}")
     else:
         print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
-    if args.video:
+    if args.video and frames:
         print(f"Video: {writeVideo(frames, args.video, args.fps)}")
+    if plotting is not None:
+        for path in plotting.save():
+            print(f"Plot: {path}")
     return 0
 
 

@@ -1,8 +1,9 @@
 """Start a visdom server that works offline.
 
-visdom's own ``python -m visdom.server`` downloads its JavaScript dependencies every time it starts and dies
-without internet access. This command serves visdom's API (and the browser page, when visdom's scripts are already
-installed) without downloading anything, bound to the loopback interface unless asked otherwise::
+visdom's own ``python -m visdom.server`` downloads its JavaScript dependencies when it starts and dies without
+internet access. This command never downloads: it serves visdom's API and its browser page, whose scripts
+``make install`` puts in place from the npm registry (``python -m replay.visdom_static``, see that module), bound
+to the loopback interface unless asked otherwise::
 
     python -m replay.visdom_server --port 8097
     srl-visdom --port 8097 --hostname 0.0.0.0 --env-path ~/.visdom
@@ -32,8 +33,6 @@ from rl_baselines.cli import CLIParser, UsageError, portNumber
 DEFAULT_PORT = 8097
 DEFAULT_HOSTNAME = "127.0.0.1"
 DEFAULT_ENV_PATH = os.path.join("~", ".visdom")
-# visdom's browser page needs these files, which `python -m visdom.server` downloads at start
-_BROWSER_SCRIPTS = ("js/plotly-plotly.min.js", "js/react-react.min.js", "js/jquery.min.js")
 # The folder that holds the `replay` package, so that a child process finds it even when not installed
 _PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -123,14 +122,29 @@ def _checkBindable(port: int, hostname: str) -> None:
         _fail(_bindError(exc, port, hostname))
 
 
-def _browserScriptsMissing() -> bool:
+def _staticHandlerClass() -> type:
     """
-    :return: True when visdom's browser scripts (downloaded by ``python -m visdom.server``) are not installed
+    :return: tornado's StaticFileHandler whose ``static_url`` links paths outside the static folder (visdom's page
+        asks for ``../user/style.css``, served by visdom's own user handler) without reading them for a version hash
     """
-    from visdom.utils.shared_utils import get_visdom_path
+    from tornado.web import StaticFileHandler
 
-    static = get_visdom_path("static")
-    return not all(os.path.isfile(os.path.join(static, name)) for name in _BROWSER_SCRIPTS)
+    class _VisdomStaticHandler(StaticFileHandler):
+        @classmethod
+        def make_static_url(cls, settings: dict, path: str, include_version: bool = True) -> str:
+            outside = os.path.normpath(path).startswith("..")
+            return super().make_static_url(settings, path, include_version=include_version and not outside)
+
+    return _VisdomStaticHandler
+
+
+def _browserScriptsMissing() -> list[str]:
+    """
+    :return: the browser files of visdom's page that are not installed (empty when the page is complete)
+    """
+    from replay.visdom_static import missingFiles
+
+    return missingFiles()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -163,8 +177,12 @@ def main(argv: list[str] | None = None) -> None:
 
     _checkBindable(args.port, args.hostname)
     # Imported here so that `--help` and argument errors stay fast
-    from visdom.server.app import Application
+    from visdom.server import app as visdom_app
 
+    # visdom's page template links "../user/style.css" through static_url, which tornado >= 6.6 refuses (HTTP 403
+    # on the whole page) because the path leaves the static folder: link it without a version hash instead.
+    visdom_app.tornado_settings["static_handler_class"] = _staticHandlerClass()
+    Application = visdom_app.Application
     try:
         app = Application(port=args.port, base_url="", env_path=env_path)
     except Exception as exc:  # a corrupt env folder, unreadable files, ...
@@ -179,10 +197,11 @@ def main(argv: list[str] | None = None) -> None:
         app.listen(args.port, address=args.hostname, max_buffer_size=1024 ** 3)
         bound = True
         print(f"Visdom server running at {url} (env path: {env_path}); stop it with Ctrl-C", flush=True)
-        if _browserScriptsMissing():
-            print("note: visdom's browser scripts are not installed, so the web page will stay blank; plots are "
-                  "still received and stored. Install them once with internet access: "
-                  "python -c 'from visdom.server.build import download_scripts; download_scripts()'", flush=True)
+        missing = _browserScriptsMissing()
+        if missing:
+            print(f"note: {len(missing)} of visdom's browser files are not installed ({', '.join(missing[:3])}...), "
+                  "so the web page may stay blank; plots are still received and stored. Install them once with "
+                  "`make install` or `python -m replay.visdom_static` (from the npm registry).", flush=True)
         stop = asyncio.Event()
         try:  # SIGTERM (process.terminate()) stops the server cleanly, like Ctrl-C
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -217,7 +236,7 @@ def findFreePort(hostname: str = DEFAULT_HOSTNAME) -> int:
 
 
 def startServer(port: int, hostname: str = DEFAULT_HOSTNAME, env_path: str | None = None,
-                log_file: str | None = None) -> subprocess.Popen:
+                log_file: str | None = None, logging_level: str | None = None) -> subprocess.Popen:
     """
     Start ``python -m replay.visdom_server`` in a child process and return at once
     (use :func:`waitForServer` to know when it answers). Stop it with ``process.terminate()``.
@@ -226,11 +245,14 @@ def startServer(port: int, hostname: str = DEFAULT_HOSTNAME, env_path: str | Non
     :param hostname: the address to bind (loopback by default)
     :param env_path: where visdom stores its environments (default: ``~/.visdom``)
     :param log_file: file that receives the server's output (default: discarded)
+    :param logging_level: the server's log level (default: WARNING; INFO logs every request)
     :return: the child process
     """
     command = [sys.executable, "-m", "replay.visdom_server", "--port", str(port), "--hostname", hostname]
     if env_path is not None:
         command += ["--env-path", env_path]
+    if logging_level is not None:
+        command += ["--logging-level", logging_level]
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (_PROJECT_ROOT, env.get("PYTHONPATH", "")) if p)
     output: IO | int = subprocess.DEVNULL

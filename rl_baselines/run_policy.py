@@ -2,13 +2,22 @@
 
 The dataset generator (environments.dataset_generator) records episodes played by such an agent. It owns the env
 (pixel observations at the dataset's image size) and asks the agent for one action per step; this module rebuilds
-what the agent saw during training from that env: the image (resized to the run's image shape) or the ground-truth
-state, frame-stacked and normalised with the statistics saved beside the model, as rl_baselines.utils.createEnvs
-does (VecFrameStack, then VecNormalize).
+what the agent saw during training from that env, as rl_baselines.utils.createEnvs does (the algorithm's env, then
+the SRL encoder, VecFrameStack, VecNormalize):
+
+- ``raw_pixels``: the image, resized to the run's image shape;
+- ``ground_truth``: the env's ground-truth state (``getSRLState``);
+- a trained SRL model (``vae``, ...): the image resized to the model's image shape and encoded by the model the run
+  recorded in srl_model.json (checked by its hash, as replay.enjoy_baselines does, through the same function);
+- the goal-conditioned Dict of ``her`` runs (the agent observes a Dict space): the env's ``goalObservation``;
+
+then frame-stacked, and normalised with the statistics saved beside the model. ``joints`` and ``joints_position``
+runs are refused (the generator's pixel env does not give them).
 
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
-``--policy`` names a run folder.
+``--policy`` names a run folder. The helpers that read a run folder (:func:`readRunArgs`,
+:func:`recordedSRLModelFolder`) are shared with replay.enjoy_baselines.
 """
 from __future__ import annotations
 
@@ -20,8 +29,65 @@ import numpy as np
 
 from rl_baselines.files import readJson
 
-# Observation modes whose input can be rebuilt from the generator's env.
-SUPPORTED_SRL_MODELS = ("raw_pixels", "ground_truth")
+# Observation modes the env computes and this module can rebuild from the generator's env (learned models too).
+SUPPORTED_ENV_MODES = ("raw_pixels", "ground_truth")
+GOAL_OBSERVATION_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
+    """
+    :param run_dir: a run folder written by rl_baselines.train
+    :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
+    :return: the run's arguments (args.json)
+    :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
+    """
+    args_path = os.path.join(run_dir, "args.json")
+    if not os.path.isdir(run_dir):
+        raise ValueError(f"{flag} {run_dir!r} is not a folder")
+    if not os.path.isfile(args_path):
+        raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a folder written by "
+                         f"rl_baselines.train")
+    try:
+        return argparse.Namespace(**readJson(args_path))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{args_path} is not a valid args.json ({error})") from None
+
+
+def recordedSRLModelFolder(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:
+    """
+    :param run_dir: a run folder
+    :param train_args: its arguments
+    :param moved_to: the SRL model folder to use instead of the recorded one (same files)
+    :return: the checked folder of the trained SRL model the run observed, None when the env computed its
+        observations
+    :raises ValueError: no record, or the model is missing or changed (one line)
+    """
+    from environments.srl_env import isLearnedSRLModel
+    from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
+
+    if not isLearnedSRLModel(getattr(train_args, "srl_model", "raw_pixels")):
+        if moved_to is not None:
+            raise ValueError(f"--srl-model-path: the run in {run_dir!r} observed {train_args.srl_model}, not a "
+                             f"trained SRL model")
+        return None
+    record_path = os.path.join(run_dir, RUN_RECORD_FILE)
+    if not os.path.isfile(record_path):
+        raise ValueError(f"the run in {run_dir!r} observed SRL model {train_args.srl_model!r} but holds no "
+                         f"{RUN_RECORD_FILE} saying which one")
+    try:
+        return checkRecordedModel(readJson(record_path), moved_to)
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{record_path}: {error}") from None
+
+
+def agentObservationSpace(agent: Any) -> Any:
+    """
+    :param agent: a loaded BaseRLObject
+    :return: the observation space it acts on, when it exposes one (SB3-backed: ``model.observation_space``; the
+        torch algorithms: ``observation_space``), else None
+    """
+    space = getattr(agent, "observation_space", None)
+    return space if space is not None else getattr(getattr(agent, "model", None), "observation_space", None)
 
 
 class RunPolicy:
@@ -29,45 +95,47 @@ class RunPolicy:
     The agent of a run folder written by rl_baselines.train, acting on one env.
 
     Building it reads only args.json (cheap, so that a caller can check the run against its own settings);
-    :meth:`load` loads the agent.
+    :meth:`load` loads the agent (and the run's SRL model).
 
     :param run_dir: the run folder (holds args.json, ``<algo>_model.*`` and vecnormalize.npz when normalised)
     :raises ValueError: the folder holds no usable run (one-line message)
     """
 
     def __init__(self, run_dir: str) -> None:
+        from environments.srl_env import isLearnedSRLModel
+
         self.run_dir = run_dir
-        args_path = os.path.join(run_dir, "args.json")
         if not os.path.isdir(run_dir):
             raise ValueError(f"--policy {run_dir!r} is neither 'random' nor a folder")
-        if not os.path.isfile(args_path):
-            raise ValueError(f"--policy {run_dir!r} holds no run (no args.json); pass a folder written by "
-                             f"rl_baselines.train")
-        try:
-            self.args = argparse.Namespace(**readJson(args_path))
-        except (ValueError, TypeError) as error:
-            raise ValueError(f"{args_path} is not a valid args.json ({error})") from None
+        self.args = readRunArgs(run_dir, "--policy")
         self.srl_model = getattr(self.args, "srl_model", None)
-        if self.srl_model not in SUPPORTED_SRL_MODELS:
+        self.learned = isinstance(self.srl_model, str) and isLearnedSRLModel(self.srl_model)
+        if not self.learned and self.srl_model not in SUPPORTED_ENV_MODES:
             raise ValueError(f"the run in {run_dir!r} observes {self.srl_model!r}; the dataset generator can replay "
-                             f"agents trained on {', '.join(SUPPORTED_SRL_MODELS)} only")
+                             f"agents trained on {', '.join(SUPPORTED_ENV_MODES)} or a trained SRL model only")
         self.env_id: str = getattr(self.args, "env", None)
         self.continuous = bool(getattr(self.args, "continuous_actions", False))
         self.action_joints = bool(getattr(self.args, "action_joints", False))
         self.img_shape = tuple(getattr(self.args, "img_shape", None) or (3, 64, 64))
         self.num_stack = int(getattr(self.args, "num_stack", 1) or 1)
         self.agent: Any = None
+        self.encoder: Any = None
+        self.goal_conditioned = False
         self._normalisation: dict[str, Any] | None = None
         self._stack: np.ndarray | None = None
 
     def load(self, num_threads: int | None = None) -> RunPolicy:
         """
-        Load the agent and its observation normalisation (imports the algorithm, hence torch).
+        Load the agent, the run's SRL model if it observed one, and its observation normalisation (imports the
+        algorithm, hence torch).
 
         :param num_threads: torch's intra-op threads for this process (None: leave torch's setting)
         :return: self
-        :raises ValueError: the algorithm is not installed, or the model is missing or corrupt
+        :raises ValueError: the algorithm is not installed, the model is missing or corrupt, or the run's SRL model
+            is missing or changed
         """
+        import gymnasium as gym
+
         if num_threads is not None:
             import torch
 
@@ -82,10 +150,27 @@ class RunPolicy:
         if not os.path.isfile(model_path):
             raise ValueError(f"--policy {self.run_dir!r} holds no model ({model_path} is missing)")
         self.agent = algo_class.load(model_path, self.args)  # ValueError on a corrupt model
+        space = agentObservationSpace(self.agent)
+        if isinstance(space, gym.spaces.Dict):
+            if sorted(space.spaces) != sorted(GOAL_OBSERVATION_KEYS):
+                raise ValueError(f"the run in {self.run_dir!r} observes a Dict of {', '.join(space.spaces)}; the "
+                                 f"dataset generator rebuilds only the goal-conditioned one "
+                                 f"({', '.join(GOAL_OBSERVATION_KEYS)})")
+            self.goal_conditioned = True
+        if self.learned:
+            from rl_baselines.srl_encoder import loadEncoder
+
+            # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
+            self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args), device="cpu")
         self._normalisation = self._loadNormalisation(self.run_dir)
         return self
 
     def _loadNormalisation(self, run_dir: str) -> dict[str, Any] | None:
+        """
+        :param run_dir: the folder of vecnormalize.npz
+        :return: ``{"stats": {key: (mean, var)}, "clip", "epsilon"}`` with key None for a plain observation and
+            the Dict entries VecNormalize normalised otherwise; None when the observations are not normalised
+        """
         from rl_baselines.utils import NORMALISATION_FILE
 
         path = os.path.join(run_dir, NORMALISATION_FILE)
@@ -94,18 +179,44 @@ class RunPolicy:
         with np.load(path, allow_pickle=False) as data:
             if not bool(data["norm_obs"]):
                 return None
-            return {"mean": np.array(data["obs.mean"]), "var": np.array(data["obs.var"]),
-                    "clip": float(data["clip_obs"]), "epsilon": float(data["epsilon"])}
+            if self.goal_conditioned:
+                keys = [key for key in GOAL_OBSERVATION_KEYS if f"obs.{key}.mean" in data]
+                stats = {key: (np.array(data[f"obs.{key}.mean"]), np.array(data[f"obs.{key}.var"])) for key in keys}
+            else:
+                stats = {None: (np.array(data["obs.mean"]), np.array(data["obs.var"]))}
+            return {"stats": stats, "clip": float(data["clip_obs"]), "epsilon": float(data["epsilon"])}
 
-    def _observe(self, env: Any, pixels: np.ndarray) -> np.ndarray:
+    def _resize(self, pixels: np.ndarray, img_shape: tuple[int, ...]) -> np.ndarray:
+        channels, height, width = img_shape
+        if pixels.shape[-1] != channels:
+            raise ValueError(f"the run in {self.run_dir!r} sees {channels}-channel images, the generator's env gives "
+                             f"{pixels.shape[-1]} (a second camera, --fpv/--multi-view, on one side only)")
+        if pixels.shape[:2] != (height, width):
+            import cv2
+
+            pixels = cv2.resize(pixels, (width, height), interpolation=cv2.INTER_AREA)
+        return pixels
+
+    def _observe(self, env: Any, pixels: np.ndarray) -> Any:
+        if self.goal_conditioned:
+            return env.unwrapped.goalObservation()
+        if self.learned:
+            import torch
+
+            image = self._resize(pixels, self.encoder.img_shape)
+            with torch.no_grad():  # as rl_baselines.srl_encoder.SRLEncoderVecEnv.encode
+                state = self.encoder.getState(image[None])
+            return np.asarray(state, dtype=np.float32).reshape(self.encoder.state_dim)
         if self.srl_model == "raw_pixels":
-            _, height, width = self.img_shape
-            if pixels.shape[:2] != (height, width):
-                import cv2
-
-                pixels = cv2.resize(pixels, (width, height), interpolation=cv2.INTER_AREA)
-            return pixels
+            return self._resize(pixels, self.img_shape)
         return np.asarray(env.unwrapped.getSRLState(), dtype=np.float32)
+
+    def _normalise(self, value: np.ndarray, key: str | None) -> np.ndarray:
+        norm = self._normalisation
+        if norm is None or key not in norm["stats"]:
+            return value
+        mean, var = norm["stats"][key]
+        return np.clip((value - mean) / np.sqrt(var + norm["epsilon"]), -norm["clip"], norm["clip"]).astype(np.float32)
 
     def reset(self, seed: int | None = None) -> None:
         """
@@ -119,13 +230,17 @@ class RunPolicy:
 
             torch.manual_seed(seed)
 
-    def act(self, env: Any, pixels: np.ndarray) -> Any:
+    def observation(self, env: Any, pixels: np.ndarray) -> Any:
         """
-        :param env: the env being recorded (its state gives ground-truth observations)
+        What the agent sees at this step (moves the frame stack on: call it once per step).
+
+        :param env: the env being recorded (its state gives ground-truth and goal observations)
         :param pixels: the env's current image observation, uint8 (H, W, C)
-        :return: the agent's action for this step (sampled from its policy)
+        :return: a batch of one observation, as the run's VecEnv would give it (a dict of batches in goal mode)
         """
         obs = self._observe(env, pixels)
+        if self.goal_conditioned:  # her allows no frame stacking (its train command refuses --num-stack)
+            return {key: self._normalise(np.asarray(value, dtype=np.float32), key)[None] for key, value in obs.items()}
         if self.num_stack > 1:
             # VecFrameStack: zeros at reset, newest observation in the last channels.
             if self._stack is None:
@@ -134,11 +249,15 @@ class RunPolicy:
             self._stack = np.roll(self._stack, -channels, axis=-1)
             self._stack[..., -channels:] = obs
             obs = self._stack
-        if self._normalisation is not None:
-            norm = self._normalisation
-            obs = np.clip((obs - norm["mean"]) / np.sqrt(norm["var"] + norm["epsilon"]), -norm["clip"], norm["clip"])
-            obs = obs.astype(np.float32)
-        action = self.agent.getAction(obs[None])[0]
+        return self._normalise(obs, None)[None]
+
+    def act(self, env: Any, pixels: np.ndarray) -> Any:
+        """
+        :param env: the env being recorded (its state gives ground-truth and goal observations)
+        :param pixels: the env's current image observation, uint8 (H, W, C)
+        :return: the agent's action for this step (sampled from its policy)
+        """
+        action = self.agent.getAction(self.observation(env, pixels))[0]
         return action if self.continuous else int(action)
 
 

@@ -1,0 +1,74 @@
+"""The downsample SRL model on its own: block means, fitting, the model folder, and its registration."""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from srl_toolbox_cem.downsample import DownsampleSRLModel, blockMeans
+
+
+def _images(n: int = 6, height: int = 10, width: int = 7, channels: int = 3, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 256, (n, height, width, channels), dtype=np.uint8)
+
+
+def test_block_means_by_hand() -> None:
+    images = _images()
+    means = blockMeans(images, (3, 2))
+    rows, cols = [0, 3, 6, 10], [0, 3, 7]  # np.linspace(0, 10, 4) and (0, 7, 3), floored
+    for r in range(3):
+        for c in range(2):
+            block = images[:, rows[r]:rows[r + 1], cols[c]:cols[c + 1], :] / 255.0
+            np.testing.assert_allclose(means[:, r, c, :], block.mean(axis=(1, 2)))
+    np.testing.assert_allclose(blockMeans(images, (10, 7)), images / 255.0)  # one pixel per block
+
+
+def test_fit_standardises_and_folder_round_trip(tmp_path) -> None:
+    images = _images(n=40)
+    model = DownsampleSRLModel((3, 10, 7), (2, 2), exp_config={"env": "MobileRobotGymEnv-v0"})
+    model.fit(images)
+    states = model.getState(images)
+    assert states.shape == (40, 12) and states.dtype == np.float32 and model.state_dim == 12
+    np.testing.assert_allclose(states.mean(axis=0), 0.0, atol=1e-5)
+    np.testing.assert_allclose(states.std(axis=0), 1.0, atol=1e-4)
+
+    folder = str(tmp_path / "model")
+    model.save(folder)
+    config = json.load(open(os.path.join(folder, "exp_config.json")))
+    assert config["srl_model"] == "downsample" and config["state_dim"] == 12 and config["img_shape"] == [3, 10, 7]
+    assert config["weights"] == ["downsample.npz"] and config["env"] == "MobileRobotGymEnv-v0"
+    loaded = DownsampleSRLModel.load(folder)
+    np.testing.assert_array_equal(loaded.getState(images), states)
+    # the toolbox finds it by the name in exp_config.json, through the entry point
+    from srl_models.registry import loadSRLModel
+
+    assert type(loadSRLModel(folder)).__name__ == "DownsampleSRLModel"
+
+
+def test_bad_shapes_and_folders(tmp_path) -> None:
+    model = DownsampleSRLModel((3, 10, 7), (2, 2))
+    with pytest.raises(ValueError, match=r"encodes images of shape \(10, 7, 3\)"):
+        model.getState(_images(height=8))
+    with pytest.raises(ValueError, match="does not fit"):
+        DownsampleSRLModel((3, 4, 4), (5, 1))
+    model.save(str(tmp_path / "model"))
+    (tmp_path / "model" / "downsample.npz").write_bytes(b"broken")
+    with pytest.raises(ValueError, match="damaged downsample model"):
+        DownsampleSRLModel.load(str(tmp_path / "model"))
+
+
+def test_entry_point_is_declared() -> None:
+    points = importlib.metadata.entry_points(group="srl_toolbox.srl_models")
+    assert any(p.name == "downsample" and p.value == "srl_toolbox_cem.downsample:DownsampleSRLModel" for p in points)
+
+
+def test_command_bad_input_is_one_line(tmp_path) -> None:
+    result = subprocess.run([sys.executable, "-m", "srl_toolbox_cem.downsample", "--data-folder", str(tmp_path / "nope")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and result.stderr.startswith("error: --data-folder") and result.stderr.count("\n") == 1
+    assert not os.listdir(tmp_path)

@@ -1,0 +1,257 @@
+"""``python -m replay.plots -i RUN|DIR``: the learning curves of one run, or of every run below a folder.
+
+For each run, one PNG with two panels, episode reward against env steps and against wall time, raw (light) and
+smoothed (moving average over ``--episode-window`` episodes), read from the run's monitor CSVs; with ``--vis``
+the same curves go to a visdom server too (one pair of windows per run in the visdom environment ``--vis-env``).
+
+A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
+folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
+replay.compare_plots; this command draws each run alone.
+
+    python -m replay.plots -i logs/MobileRobotGymEnv-v0/ground_truth/ppo2/25-01-01_12h00_00_seed0
+    python -m replay.plots -i logs/ --output-dir plots/ --vis --port 8097
+"""
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import re
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
+from rl_baselines.files import atomicPath, readJson
+from rl_baselines.monitor_files import MONITOR_SUFFIX, loadEpisodes
+from rl_baselines.visualize import movingAverage
+
+PNG_NAME = "learning_curves.png"
+DEFAULT_WINDOW = 40
+# Wall time is shown in the largest unit that keeps the axis readable: (seconds per unit, label)
+_TIME_UNITS = ((3600.0, "hours"), (60.0, "minutes"), (1.0, "seconds"))
+
+
+def monitorFolder(folder: str) -> str | None:
+    """
+    :param folder: a candidate run folder
+    :return: the folder holding its monitor CSVs (``folder/monitor`` or ``folder`` itself), or None if none
+    """
+    for candidate in (os.path.join(folder, "monitor"), folder):
+        if glob.glob(os.path.join(glob.escape(candidate), f"*{MONITOR_SUFFIX}")):
+            return candidate
+    return None
+
+
+def findRunFolders(path: str) -> list[str]:
+    """
+    :param path: a run folder, or a folder with runs anywhere below it
+    :return: the run folders, sorted (a run's own subfolders, such as checkpoints/, are not searched)
+    """
+    if monitorFolder(path) is not None:
+        return [path]
+    runs = []
+    for folder, subfolders, _ in os.walk(path):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith("."))
+        if folder != path and monitorFolder(folder) is not None:
+            runs.append(folder)
+            subfolders.clear()
+    return sorted(runs)
+
+
+def runTitle(run_dir: str) -> str:
+    """
+    :param run_dir: a run folder
+    :return: "env srl_model algo (folder name)" from its args.json, or the folder name alone
+    """
+    name = os.path.basename(os.path.normpath(run_dir))
+    try:
+        args = readJson(os.path.join(run_dir, "args.json"))
+    except (OSError, ValueError):
+        return name
+    parts = [str(args[key]) for key in ("env", "srl_model", "algo") if isinstance(args, dict) and key in args]
+    return f"{' '.join(parts)} ({name})" if parts else name
+
+
+def _timeUnit(seconds: np.ndarray) -> tuple[float, str]:
+    """
+    :param seconds: wall times
+    :return: (seconds per unit, unit name) so that the largest time is at least 2 units
+    """
+    longest = float(seconds.max()) if seconds.size else 0.0
+    for scale, label in _TIME_UNITS:
+        if longest >= 2 * scale:
+            return scale, label
+    return 1.0, "seconds"
+
+
+def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str = "") -> str:
+    """
+    Write the two learning curves of a run as one PNG, atomically. Needs no display.
+
+    :param episodes: arrays ``timesteps``, ``rewards``, ``times`` of :func:`rl_baselines.monitor_files.loadEpisodes`
+    :param window: episodes of the moving average
+    :param path: the PNG file (its folder is created)
+    :param title: figure title
+    :return: ``path``
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    rewards = episodes["rewards"]
+    smoothed = movingAverage(rewards, window)
+    scale, unit = _timeUnit(episodes["times"])
+    figure = Figure(figsize=(12, 4.5), dpi=100)
+    FigureCanvasAgg(figure)
+    axes_pair = figure.subplots(1, 2, sharey=True)
+    for axes, x, label in ((axes_pair[0], episodes["timesteps"], "Env steps"),
+                           (axes_pair[1], episodes["times"] / scale, f"Wall time ({unit})")):
+        axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, label="episode reward")
+        axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=f"moving average ({window} episodes)")
+        axes.set_xlabel(label)
+        axes.grid(True, alpha=0.3)
+    axes_pair[0].set_ylabel("Episode reward")
+    axes_pair[0].legend(loc="best")
+    if title:
+        figure.suptitle(title)
+    figure.tight_layout()
+    with atomicPath(path) as tmp_path:
+        figure.savefig(tmp_path, format="png")
+    os.chmod(path, 0o644)
+    return path
+
+
+class VisdomRunPlots:
+    """
+    Sends the runs' curves to a visdom server; an unreachable server costs one warning, and the PNGs are still
+    written.
+
+    :param port: the server's port
+    :param env_name: the visdom environment that receives every run's windows
+    """
+
+    def __init__(self, port: int, env_name: str) -> None:
+        self.port = port
+        self.env_name = env_name
+        self._viz: Any = None
+        self.enabled = True
+
+    def _warn(self, error: BaseException) -> None:
+        self.enabled = False
+        warnings.warn(f"the visdom server on port {self.port} cannot be reached ({type(error).__name__}); the "
+                      f"PNGs are still written. Start one with `python -m replay.visdom_server --port {self.port}`",
+                      UserWarning, stacklevel=3)
+
+    def send(self, run_id: str, episodes: dict[str, np.ndarray], window: int, title: str) -> None:
+        """
+        Draw one run: window ``<run_id>_steps`` (reward against env steps) and ``<run_id>_time`` (wall time).
+
+        :param run_id: unique name of the run (window ids are made from it)
+        :param episodes: the run's episodes
+        :param window: episodes of the moving average
+        :param title: plot title
+        """
+        if not self.enabled:
+            return
+        # visualize's bounded client (its requests time out) and quiet context: the live plots use the same
+        from rl_baselines.visualize import _quietVisdom, _visdomClientClass
+
+        rewards = episodes["rewards"]
+        smoothed = movingAverage(rewards, window)
+        scale, unit = _timeUnit(episodes["times"])
+        safe_id = re.sub(r"[^A-Za-z0-9_-]", "_", run_id)
+        try:
+            with _quietVisdom():
+                if self._viz is None:
+                    self._viz = _visdomClientClass()(server="http://127.0.0.1", port=self.port, env=self.env_name,
+                                                     use_incoming_socket=False, raise_exceptions=True)
+                for suffix, x, label in (("steps", episodes["timesteps"], "Env steps"),
+                                         ("time", episodes["times"] / scale, f"Wall time ({unit})")):
+                    x = np.asarray(x, dtype=np.float64)
+                    self._viz.line(Y=np.column_stack((rewards, smoothed)), X=np.column_stack((x, x)),
+                                   win=f"{safe_id}_{suffix}", env=self.env_name,
+                                   opts=dict(title=title, xlabel=label, ylabel="Episode reward", showlegend=True,
+                                             legend=["episode reward", f"moving average ({window})"]))
+        except Exception as error:  # never let the PNGs fail because of the server
+            self._warn(error)
+
+
+def buildParser() -> CLIParser:
+    """:return: the command's parser"""
+    parser = CLIParser(prog="python -m replay.plots",
+                       description="Learning curves (reward against env steps and wall time) of one run or of "
+                                   "every run below a folder, as PNG and optionally in visdom.")
+    parser.add_argument("-i", "--input", required=True, metavar="RUN|DIR",
+                        help="a run folder, or a folder with runs below it")
+    parser.add_argument("--output-dir", default=None,
+                        help=f"write the PNGs here, named after each run's path [each run's folder, as {PNG_NAME}]")
+    parser.add_argument("--episode-window", type=positiveInt, default=None,
+                        help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
+    parser.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
+    parser.add_argument("--port", type=portNumber, default=8097, help="visdom server port [8097]")
+    parser.add_argument("--vis-env", default="plots", help="visdom environment of the curves [plots]")
+    return parser
+
+
+def _runWindow(run_dir: str, override: int | None) -> int:
+    if override is not None:
+        return override
+    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+        value = readJson(os.path.join(run_dir, "args.json")).get("episode_window")
+        if isinstance(value, int) and value > 0:
+            return value
+    return DEFAULT_WINDOW
+
+
+def _outputPath(run_dir: str, root: str, output_dir: str | None) -> str:
+    if output_dir is None:
+        return os.path.join(run_dir, PNG_NAME)
+    relative = os.path.relpath(run_dir, root)
+    name = os.path.basename(os.path.abspath(run_dir)) if relative == "." else relative.replace(os.sep, "_")
+    return os.path.join(output_dir, f"{name}.png")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: ``sys.argv[1:]``)
+    :return: exit code
+    """
+    args = buildParser().parse_args(argv)
+    if not os.path.exists(args.input):
+        raise UsageError(f"-i {args.input!r} does not exist; give a run folder or a folder with runs below it")
+    if not os.path.isdir(args.input):
+        raise UsageError(f"-i {args.input!r} is not a folder; give a run folder or a folder with runs below it")
+    if args.output_dir is not None and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
+        raise UsageError(f"--output-dir {args.output_dir!r} exists and is not a folder")
+    run_dirs = findRunFolders(args.input)
+    if not run_dirs:
+        raise UsageError(f"no run found in or below {args.input!r} (a run folder holds monitor/*{MONITOR_SUFFIX})")
+    loaded = [(run_dir, loadEpisodes(monitorFolder(run_dir))) for run_dir in run_dirs]
+    empty = [run_dir for run_dir, episodes in loaded if episodes["rewards"].size == 0]
+    loaded = [(run_dir, episodes) for run_dir, episodes in loaded if episodes["rewards"].size > 0]
+    if not loaded:
+        raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}")
+    for folder in sorted({os.path.dirname(_outputPath(run_dir, args.input, args.output_dir)) for run_dir, _ in loaded}):
+        checkWritableFolder(folder, "--output-dir" if args.output_dir is not None else "-i (the run folder)")
+    for run_dir in empty:
+        print(f"skipped {run_dir}: no finished episode yet")
+
+    from tqdm import tqdm
+
+    visdom = VisdomRunPlots(args.port, args.vis_env) if args.vis else None
+    for run_dir, episodes in tqdm(loaded, unit="run", disable=len(loaded) < 2, leave=False):
+        window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
+        path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title)
+        if visdom is not None:
+            visdom.send(os.path.relpath(run_dir, os.path.dirname(os.path.abspath(args.input))), episodes, window,
+                        title)
+        tqdm.write(f"{path}  ({episodes['rewards'].size} episodes, {int(episodes['timesteps'][-1])} steps)")
+    if visdom is not None and visdom.enabled:
+        print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/{args.vis_env}")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

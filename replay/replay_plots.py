@@ -1,0 +1,374 @@
+"""What ``replay.enjoy_baselines --plotting`` draws: the first env's agent, step by step, live in visdom and as PNG.
+
+Two figures:
+
+- the action probabilities over time, from the algorithm's ``getActionProba``: for discrete actions the probability
+  of each action, stacked (the areas add up to 1); for continuous actions what the contract returns there, the mean
+  action, one panel per action dimension, with the actions actually taken as dots (their spread around the mean is
+  the exploration noise; with ``--deterministic`` they sit on it). Algorithms without an action distribution
+  (``getActionProba`` raises NotImplementedError: td3, ddpg, qrdqn, the random agent) get no such figure, and one note;
+- the trajectory in the ground-truth state space, read from the env itself (``getGroundTruth`` and ``getTargetPos``
+  through ``VecEnv.env_method``) whatever the agent observes (pixels, a learned SRL state): each point is a state in
+  which the agent acted, coloured by the reward that action earned, with the episode's path as a thin line and the
+  target as a star. ``PLOT_TYPE`` of the env class says 2D or 3D; a 1-D ground truth is drawn against the step.
+
+Live: every ``LIVE_EVERY`` steps and at the end, in the visdom environment given (windows ``<env>_action_proba``
+and ``<env>_trajectory``, characters other than letters, digits, ``-`` and ``_`` becoming ``_``); an unreachable
+server costs one warning (VisdomPlotter's connection handling) and the PNGs are written all the same.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+import numpy as np
+
+# Private helpers of the learning-curve plotter, reused so that every plotter connects, subsamples and reports alike.
+from rl_baselines.visualize import VisdomPlotter, _describe, _quietVisdom, _subsample
+
+ACTION_PROBA_PNG = "action_proba.png"
+TRAJECTORY_PNG = "trajectory.png"
+LIVE_EVERY = 50  # steps between two visdom redraws (each resends the whole history, subsampled)
+MAX_LIVE_POINTS = 2000
+COLOUR_MAP = "viridis"  # perceptually uniform, readable by colour-blind people
+AXIS_NAMES = ("x", "y", "z")
+
+
+def rewardColours(rewards: np.ndarray) -> np.ndarray:
+    """
+    :param rewards: one reward per point
+    :return: (n, 3) uint8 RGB colours of the rewards on COLOUR_MAP, scaled from the lowest to the highest reward
+        (the same colours as the PNG's)
+    """
+    from matplotlib import colormaps
+
+    rewards = np.asarray(rewards, dtype=np.float64)
+    low, high = rewardRange(rewards)
+    rgba = colormaps[COLOUR_MAP]((rewards - low) / (high - low))
+    return np.round(rgba[:, :3] * 255).astype(np.uint8)
+
+
+def rewardRange(rewards: np.ndarray) -> tuple[float, float]:
+    """
+    :param rewards: rewards (at least one)
+    :return: (low, high) of the colour scale, widened around a single value so that it is never empty
+    """
+    low, high = float(np.min(rewards)), float(np.max(rewards))
+    if high - low < 1e-9:
+        low, high = low - 0.5, high + 0.5
+    return low, high
+
+
+def _savePng(figure: Any, path: str) -> str:
+    """
+    :param figure: a matplotlib Figure with an Agg canvas
+    :param path: the PNG to replace, atomically
+    :return: ``path``
+    """
+    from rl_baselines.files import atomicPath
+
+    with atomicPath(path) as tmp_path:
+        figure.savefig(tmp_path, format="png")
+    os.chmod(path, 0o644)  # mkstemp makes the temporary file private
+    return path
+
+
+def _newFigure(width: float, height: float) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(width, height), dpi=100)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+class ReplayTrace:
+    """
+    The first env's replay, one row per step: the state the agent acted in, the target, the action, its reward, the
+    episode, and the action probabilities when the algorithm gives them.
+
+    :param discrete: whether the actions are discrete
+    :param plot_type: the env class's PLOT_TYPE, "2D" or "3D"
+    """
+
+    def __init__(self, discrete: bool, plot_type: str) -> None:
+        self.discrete = discrete
+        self.plot_type = plot_type
+        self.states: list[np.ndarray] = []
+        self.targets: list[np.ndarray] = []
+        self.actions: list[np.ndarray] = []
+        self.rewards: list[float] = []
+        self.episodes: list[int] = []
+        self.probas: list[np.ndarray] = []
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    @property
+    def gt_dim_shown(self) -> int:
+        """How many ground-truth coordinates the trajectory shows: 3 for a 3D env, 2 for a 2D one, 1 when the
+        ground truth has one dimension (then drawn against the step)."""
+        state_dim = np.asarray(self.states[0]).size if self.states else 2
+        return 1 if state_dim == 1 else min(3 if self.plot_type == "3D" else 2, state_dim)
+
+    def points(self) -> np.ndarray:
+        """:return: (n, 2 or 3) the trajectory's coordinates (a 1-D ground truth against the step)"""
+        states = np.asarray(self.states[:len(self)], dtype=np.float64).reshape(len(self), -1)
+        if self.gt_dim_shown == 1:
+            return np.column_stack((np.arange(len(self)), states[:, 0]))
+        return states[:, :self.gt_dim_shown]
+
+    def targetPoints(self) -> np.ndarray:
+        """:return: (k, 2 or 3) the distinct target positions seen (none when they do not fit the ground truth)"""
+        state_dim = np.asarray(self.states[0]).size if self.states else 0
+        if not self.targets or self.gt_dim_shown == 1 or state_dim == 0:
+            return np.zeros((0, max(self.gt_dim_shown, 2)))
+        targets = np.asarray(self.targets[:len(self)], dtype=np.float64).reshape(len(self), -1)
+        if targets.shape[1] % state_dim != 0:  # not one or several positions of the ground truth's kind
+            return np.zeros((0, self.gt_dim_shown))
+        return np.unique(targets.reshape(-1, state_dim)[:, :self.gt_dim_shown], axis=0)
+
+
+class ReplayVisdom(VisdomPlotter):
+    """
+    The replay's two windows in a visdom server (see the module docstring); connection handling as VisdomPlotter.
+
+    :param port: the visdom server's port
+    :param env_name: visdom environment
+    :param title: title prefix of the windows
+    """
+
+    def __init__(self, port: int, env_name: str, title: str = "") -> None:
+        super().__init__(port=port, env_name=env_name, title=title, max_points=MAX_LIVE_POINTS)
+        safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
+        self.windows = {"action_proba": f"{safe_name}_action_proba", "trajectory": f"{safe_name}_trajectory"}
+
+    def draw(self, trace: ReplayTrace, with_proba: bool) -> None:
+        """
+        Redraw both windows with the whole trace so far (subsampled to ``max_points``).
+
+        :param trace: the replay so far
+        :param with_proba: draw the action probabilities (the algorithm gives them)
+        """
+        if not self.enabled or len(trace) < 2:
+            return
+        if self._viz is None and not self._connect():
+            return
+        keep = _subsample(len(trace), self.max_points)
+        try:
+            with _quietVisdom():
+                if with_proba:
+                    self._drawProba(trace, keep)
+                self._drawTrajectory(trace, keep)
+        except Exception as exc:  # never let the replay die because of the plots
+            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+
+    def _drawProba(self, trace: ReplayTrace, keep: np.ndarray) -> None:
+        probas = np.asarray(trace.probas, dtype=np.float64)[keep]
+        steps = keep.astype(np.float64)
+        if trace.discrete:
+            legend = [f"action {index}" for index in range(probas.shape[1])]
+            y, ylabel = probas, "probability"
+        else:
+            actions = np.asarray(trace.actions, dtype=np.float64).reshape(len(trace), -1)[keep]
+            legend = ([f"mean action {index}" for index in range(probas.shape[1])] +
+                      [f"taken action {index}" for index in range(actions.shape[1])])
+            y, ylabel = np.column_stack((probas, actions)), "action"
+        self._viz.line(Y=y, X=np.repeat(steps[:, None], y.shape[1], axis=1), win=self.windows["action_proba"],
+                       env=self.env_name, opts=dict(title=f"{self.title} action probabilities", xlabel="Step",
+                                                    ylabel=ylabel, legend=legend, showlegend=True))
+
+    def _drawTrajectory(self, trace: ReplayTrace, keep: np.ndarray) -> None:
+        points = trace.points()[keep]
+        colours = rewardColours(np.asarray(trace.rewards)[keep])
+        targets = trace.targetPoints()
+        labels = np.ones(len(points), dtype=int)
+        legend = ["agent (colour: reward)"]
+        if len(targets):
+            points = np.concatenate((points, targets))
+            colours = np.concatenate((colours, np.tile(np.array([[220, 20, 60]], dtype=np.uint8), (len(targets), 1))))
+            labels = np.concatenate((labels, np.full(len(targets), 2)))
+            legend.append("target")
+        opts = dict(title=f"{self.title} trajectory (ground truth)", markersize=5, markercolor=colours,
+                    legend=legend, xlabel="step" if trace.gt_dim_shown == 1 else "x",
+                    ylabel="x" if trace.gt_dim_shown == 1 else "y")
+        if points.shape[1] == 3:
+            opts["zlabel"] = "z"
+        self._viz.scatter(X=points, Y=labels, win=self.windows["trajectory"], env=self.env_name, opts=opts)
+
+
+class ReplayPlotting:
+    """
+    Records the first env's replay (call :meth:`beforeStep` and :meth:`afterStep` around each vectorised step),
+    draws it live in visdom, and writes the PNGs with :meth:`save`.
+
+    :param agent: the loaded agent (a BaseRLObject)
+    :param algo_name: its algorithm, for the note when it has no action distribution
+    :param plot_type: the env class's PLOT_TYPE, "2D" or "3D"
+    :param discrete: whether the actions are discrete
+    :param output_dir: folder of the PNGs
+    :param title: title prefix of the figures
+    :param visdom: live plots, or None for PNGs only
+    """
+
+    def __init__(self, agent: Any, algo_name: str, plot_type: str, discrete: bool, output_dir: str,
+                 title: str = "", visdom: ReplayVisdom | None = None) -> None:
+        self.trace = ReplayTrace(discrete, plot_type)
+        self.agent = agent
+        self.algo_name = algo_name
+        self.output_dir = output_dir
+        self.title = title
+        self.visdom = visdom
+        self.with_proba = True
+        self.proba_note: str | None = None
+        self._episode = 0
+
+    def beforeStep(self, env: Any, observation: Any, dones: np.ndarray) -> None:
+        """
+        Record the state the first env is in and the agent's action distribution there.
+
+        :param env: the replay VecEnv (the ground truth is asked from its first env)
+        :param observation: the batch of observations the agent is about to act on
+        :param dones: which envs just ended an episode (recurrent policies reset their state there)
+        """
+        self.trace.states.append(np.asarray(env.env_method("getGroundTruth", indices=0)[0], dtype=np.float64))
+        self.trace.targets.append(np.asarray(env.env_method("getTargetPos", indices=0)[0], dtype=np.float64))
+        if not self.with_proba:
+            return
+        try:
+            proba = self.agent.getActionProba(observation, dones)
+        except NotImplementedError as error:
+            self.with_proba = False
+            reason = str(error) or f"{self.algo_name} does not implement getActionProba"
+            self.proba_note = f"note: no action-probability plot: {reason}"
+            print(self.proba_note)
+            return
+        self.trace.probas.append(np.asarray(proba, dtype=np.float64).reshape(len(dones), -1)[0])
+
+    def afterStep(self, actions: np.ndarray, rewards: np.ndarray, dones: np.ndarray) -> None:
+        """
+        Record what the first env's action earned; redraw the live plots now and then.
+
+        :param actions: the actions taken, one per env
+        :param rewards: their rewards
+        :param dones: which envs ended an episode with this step
+        """
+        self.trace.actions.append(np.asarray(actions[0], dtype=np.float64).ravel())
+        self.trace.rewards.append(float(rewards[0]))
+        self.trace.episodes.append(self._episode)
+        if dones[0]:
+            self._episode += 1
+        if self.visdom is not None and len(self.trace) % LIVE_EVERY == 0:
+            self.visdom.draw(self.trace, self.with_proba)
+
+    def save(self) -> list[str]:
+        """
+        Draw the live plots a last time and write the PNGs.
+
+        :return: the PNG files written (none when no step was played)
+        """
+        if len(self.trace) == 0:
+            return []
+        if self.visdom is not None:
+            self.visdom.draw(self.trace, self.with_proba)
+        paths = [saveTrajectoryPlot(self.trace, os.path.join(self.output_dir, TRAJECTORY_PNG), self.title)]
+        if self.with_proba:
+            paths.insert(0, saveActionProbaPlot(self.trace, os.path.join(self.output_dir, ACTION_PROBA_PNG),
+                                                self.title))
+        return paths
+
+
+def _episodeStarts(trace: ReplayTrace) -> np.ndarray:
+    """:return: the steps at which a new episode starts (not the first)"""
+    episodes = np.asarray(trace.episodes)
+    return np.flatnonzero(np.diff(episodes) != 0) + 1
+
+
+def saveActionProbaPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
+    """
+    Write the action probabilities over time as a PNG (see the module docstring), episode starts as dashed lines.
+
+    :param trace: a replay with action probabilities
+    :param path: the PNG file (replaced atomically)
+    :param title: title prefix
+    :return: ``path``
+    """
+    n = min(len(trace), len(trace.probas))
+    probas = np.asarray(trace.probas[:n], dtype=np.float64).reshape(n, -1)
+    steps = np.arange(n)
+    if trace.discrete:
+        figure = _newFigure(9, 4.5)
+        axes_list = [figure.add_subplot(1, 1, 1)]
+        axes_list[0].stackplot(steps, probas.T, labels=[f"action {index}" for index in range(probas.shape[1])],
+                               alpha=0.85)
+        axes_list[0].set_ylim(0, 1)
+        axes_list[0].set_ylabel("probability (stacked)")
+        axes_list[0].legend(loc="upper right", fontsize="small", ncol=min(probas.shape[1], 6))
+        figure.suptitle(f"{title} action probabilities".strip())
+    else:
+        actions = np.asarray(trace.actions[:n], dtype=np.float64).reshape(n, -1)
+        dims = probas.shape[1]
+        figure = _newFigure(9, 1.0 + 2.2 * dims)
+        axes_list = list(np.atleast_1d(figure.subplots(dims, 1, sharex=True, squeeze=False)[:, 0]))
+        for index, axes in enumerate(axes_list):
+            axes.scatter(steps, actions[:, index], s=6, color="tab:orange", alpha=0.5, label="action taken")
+            axes.plot(steps, probas[:, index], color="tab:blue", linewidth=1.5, label="mean action")
+            axes.set_ylabel(f"action {index}")
+        axes_list[0].legend(loc="upper right", fontsize="small")
+        figure.suptitle(f"{title} mean action (getActionProba) and actions taken".strip())
+    for axes in axes_list:
+        for start in _episodeStarts(trace)[:200]:  # more lines would only blacken the plot
+            axes.axvline(start, color="black", linestyle="--", linewidth=0.6, alpha=0.5)
+        axes.grid(True, alpha=0.3)
+    axes_list[-1].set_xlabel("Step (first env; dashed: new episode)")
+    figure.tight_layout()
+    return _savePng(figure, path)
+
+
+def saveTrajectoryPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
+    """
+    Write the trajectory in the ground-truth state space as a PNG, coloured by reward (see the module docstring).
+
+    :param trace: a replay of at least one step
+    :param path: the PNG file (replaced atomically)
+    :param title: title prefix
+    :return: ``path``
+    """
+    from matplotlib.colors import Normalize
+
+    points = trace.points()
+    rewards = np.asarray(trace.rewards, dtype=np.float64)
+    norm = Normalize(*rewardRange(rewards))
+    three_d = points.shape[1] == 3
+    figure = _newFigure(7.5, 6)
+    axes = figure.add_subplot(1, 1, 1, projection="3d" if three_d else None)
+    episodes = np.asarray(trace.episodes)
+    for episode in np.unique(episodes):  # the path of each episode, without a jump to the next one's start
+        segment = points[episodes == episode]
+        axes.plot(*segment.T, color="grey", linewidth=0.7, alpha=0.6)
+    # The most frequent reward first: the rarer ones (the target reached, a wall hit) are drawn over it, larger.
+    values, counts = np.unique(rewards, return_counts=True)
+    rare = rewards != values[np.argmax(counts)]
+    order = np.argsort(rare, kind="stable")
+    scatter = axes.scatter(*points[order].T, c=rewards[order], cmap=COLOUR_MAP, norm=norm,
+                           s=np.where(rare[order], 30, 14), zorder=3)
+    targets = trace.targetPoints()
+    if len(targets):
+        axes.scatter(*targets.T, marker="*", s=260, color="crimson", edgecolors="black", label="target", zorder=4)
+        axes.legend(loc="upper right")
+    figure.colorbar(scatter, ax=axes, label="reward of the step", shrink=0.8)
+    if trace.gt_dim_shown == 1:
+        axes.set_xlabel("Step (first env)")
+        axes.set_ylabel("x (ground truth)")
+    else:
+        axes.set_xlabel("x")
+        axes.set_ylabel("y")
+        if three_d:
+            axes.set_zlabel("z")
+        else:
+            axes.set_aspect("equal", adjustable="datalim")
+    axes.grid(True, alpha=0.3)
+    figure.suptitle(f"{title} trajectory in the ground-truth state space".strip())
+    figure.tight_layout()
+    return _savePng(figure, path)

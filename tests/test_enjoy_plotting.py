@@ -1,0 +1,296 @@
+"""replay.enjoy_baselines --plotting (action probabilities and ground-truth trajectory, PNG and live visdom), the
+video caption, --render without a display, and rl_baselines.run_policy replaying her and learned-SRL runs."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import runFolder, runModule, runTrain
+
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from replay import enjoy_baselines, replay_plots
+from replay.visdom_server import findFreePort, startServer, waitForServer
+
+ENV_ID = "MobileRobotGymEnv-v0"
+SMALL = (3, 32, 32)
+
+
+def _pixels(path: str) -> np.ndarray:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB"), dtype=np.float64)
+
+
+def _assertNotBlank(path: str) -> None:
+    pixels = _pixels(path)
+    assert pixels.shape[0] > 200 and pixels.shape[1] > 200, path
+    assert pixels.std() > 10, f"{path} looks blank (pixel std {pixels.std():.1f})"
+    # more than the white background and black text: the plot's colours are there
+    assert len(np.unique(pixels.reshape(-1, 3), axis=0)) > 50, path
+
+
+@pytest.fixture
+def capturedTraces(monkeypatch: pytest.MonkeyPatch) -> list:
+    """The ReplayTrace each PNG is drawn from (the real functions still write the files)."""
+    traces = []
+
+    def keep(original):
+        def wrapper(trace, path, title=""):
+            traces.append(trace)
+            return original(trace, path, title)
+        return wrapper
+
+    monkeypatch.setattr(replay_plots, "saveTrajectoryPlot", keep(replay_plots.saveTrajectoryPlot))
+    monkeypatch.setattr(replay_plots, "saveActionProbaPlot", keep(replay_plots.saveActionProbaPlot))
+    return traces
+
+
+def test_plotting_writes_both_pngs_from_the_env_ground_truth(tmp_path, trainedRun, capturedTraces, capsys):
+    steps, seed = 120, 5
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", str(steps), "--plotting", "--no-vis",
+                                 "--output-dir", str(tmp_path / "plots"), "--seed", str(seed)]) == 0
+    output = capsys.readouterr().out
+    proba_png, trajectory_png = tmp_path / "plots" / "action_proba.png", tmp_path / "plots" / "trajectory.png"
+    assert f"Plot: {proba_png}" in output and f"Plot: {trajectory_png}" in output
+    for path in (proba_png, trajectory_png):
+        _assertNotBlank(str(path))
+    assert not os.path.exists(os.path.join(trainedRun, "replay")), "--output-dir was not used"
+
+    trace = capturedTraces[0]
+    # ground truth (the agent observes it relative to the target, normalised): absolute 2D positions of the robot
+    points = trace.points()
+    assert points.shape == (steps, 2) and trace.gt_dim_shown == 2
+    env = MobileRobotGymEnv(srl_model="ground_truth")
+    try:
+        env.reset(seed=seed)  # env 0 of the replay VecEnv is seeded with --seed
+        np.testing.assert_allclose(points[0], env.getGroundTruth(), atol=1e-6)
+        np.testing.assert_allclose(trace.targetPoints(), [env.getTargetPos()], atol=1e-6)
+    finally:
+        env.close()
+    assert np.abs(np.diff(points, axis=0)).max() > 0, "the robot never moved"
+    # discrete ppo2: one probability per action and step, summing to one
+    probas = np.asarray(trace.probas)
+    assert probas.shape == (steps, 4)
+    np.testing.assert_allclose(probas.sum(axis=1), 1.0, rtol=1e-5)
+    assert len(trace.rewards) == steps
+    # same --seed, same replay (actions sampled, not --deterministic)
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", str(steps), "--plotting", "--no-vis",
+                                 "--output-dir", str(tmp_path / "again"), "--seed", str(seed)]) == 0
+    np.testing.assert_array_equal(capturedTraces[-1].points(), points)
+    np.testing.assert_array_equal(capturedTraces[-1].actions, trace.actions)
+
+
+def test_plotting_default_folder_and_3d_and_continuous_figures(tmp_path, trainedRun):
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "3", "--plotting", "--no-vis"]) == 0
+    assert sorted(os.listdir(os.path.join(trainedRun, "replay"))) == ["action_proba.png", "trajectory.png"]
+    # a 3D env's trajectory and a continuous agent's mean actions, drawn from a synthetic trace
+    rng = np.random.default_rng(0)
+    trace = replay_plots.ReplayTrace(discrete=False, plot_type="3D")
+    for step in range(60):
+        trace.states.append(rng.normal(size=3))
+        trace.targets.append(np.array([0.5, 0.0, 0.1]))
+        trace.probas.append(np.tanh(rng.normal(size=2)))
+        trace.actions.append(np.clip(trace.probas[-1] + rng.normal(scale=0.3, size=2), -1, 1))
+        trace.rewards.append(float(step % 7 == 0))
+        trace.episodes.append(step // 30)
+    assert trace.points().shape == (60, 3) and trace.targetPoints().shape == (1, 3)
+    _assertNotBlank(replay_plots.saveTrajectoryPlot(trace, str(tmp_path / "t3d.png")))
+    _assertNotBlank(replay_plots.saveActionProbaPlot(trace, str(tmp_path / "continuous.png")))
+    # a 1-D ground truth is drawn against the step
+    trace.states = [state[:1] for state in trace.states]
+    assert trace.gt_dim_shown == 1 and trace.points().shape == (60, 2)
+    np.testing.assert_array_equal(trace.points()[:, 0], np.arange(60))
+
+
+def test_algorithm_without_action_distribution_gets_a_note(tmp_path, capturedTraces, capsys):
+    run_dir = runFolder(runTrain("--algo", "td3", "--env", ENV_ID, "--srl-model", "ground_truth", "-c",
+                                 "--num-timesteps", "100", "--log-dir", tmp_path / "logs"))
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "40", "--plotting", "--no-vis",
+                                 "--deterministic"]) == 0
+    notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
+    assert len(notes) == 1 and "action-probability" in notes[0] and "td3" in notes[0], notes
+    assert os.listdir(os.path.join(run_dir, "replay")) == ["trajectory.png"]
+    assert len(capturedTraces) == 1 and capturedTraces[0].probas == []
+
+
+def test_video_frames_carry_a_caption(tmp_path, trainedRun):
+    from PIL import Image
+
+    gif = tmp_path / "replay.gif"
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(gif)]) == 0
+    frames = []
+    with Image.open(gif) as image:
+        assert image.n_frames == 4
+        for index in range(4):
+            image.seek(index)
+            frames.append(np.asarray(image.convert("RGB"), dtype=np.int16))
+    env = MobileRobotGymEnv(srl_model="ground_truth", render_mode="rgb_array")
+    try:
+        env.reset(seed=0)
+        raw = env.render()
+    finally:
+        env.close()
+    scale = frames[0].shape[1] // raw.shape[1]
+    image_height = raw.shape[0] * scale
+    assert frames[0].shape[0] > image_height, "no caption band under the image"
+    bands = [frame[image_height:] for frame in frames]
+    assert all((band > 200).all(axis=2).sum() > 30 for band in bands), "no white text in the caption"
+    assert np.abs(bands[0] - bands[1]).sum() > 0, "the caption does not follow the step"
+    # the image itself is the env's frame, enlarged, above the caption (GIF palette: close, not exact)
+    first = frames[0][:image_height]
+    enlarged = np.repeat(np.repeat(raw.astype(np.int16), scale, axis=0), scale, axis=1)
+    assert np.abs(first - enlarged).mean() < 12
+
+
+def test_caption_frame_keeps_the_image_and_writes_the_text():
+    frame = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    one = enjoy_baselines.captionFrame(frame, ["step 1 (episode 1)", "reward +0.00  return +0.00"])
+    two = enjoy_baselines.captionFrame(frame, ["step 2 (episode 1)", "reward +1.00  return +1.00"])
+    assert one.shape[1] == 256 and one.shape[0] > 256 and one.dtype == np.uint8
+    np.testing.assert_array_equal(one[:256], np.repeat(np.repeat(frame, 4, axis=0), 4, axis=1))
+    assert (one[256:] > 0).any() and (one[256:] != two[256:]).any()
+
+
+def test_render_without_display_is_one_line_error(trainedRun):
+    result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--render", env={"DISPLAY": ""})
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: --render") and "DISPLAY" in lines[0], result.stderr
+
+
+def test_output_dir_needs_plotting(tmp_path, trainedRun):
+    from rl_baselines.cli import UsageError
+
+    with pytest.raises(UsageError, match="add --plotting"):
+        enjoy_baselines.main(["--log-dir", trainedRun, "--output-dir", str(tmp_path)])
+    assert not os.listdir(tmp_path)
+
+
+def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn):
+    import visdom
+
+    port = findFreePort()
+    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
+    try:
+        assert waitForServer(port), "the visdom server did not start"
+        assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "60", "--plotting", "--port",
+                                     str(port), "--output-dir", str(tmp_path / "plots")]) == 0
+        assert not [w for w in recwarn if "visdom" in str(w.message)], [str(w.message) for w in recwarn]
+        run_name = os.path.basename(os.path.normpath(trainedRun))
+        env_name = f"replay_{ENV_ID}_ground_truth_ppo2_{run_name}"
+        client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
+        trajectory = json.loads(client.get_window_data(f"{env_name}_trajectory", env_name))["content"]["data"]
+        agent = next(trace for trace in trajectory if trace["name"].startswith("agent"))
+        assert len(agent["x"]) == 60 and [trace["name"] for trace in trajectory][1] == "target"
+        proba = json.loads(client.get_window_data(f"{env_name}_action_proba", env_name))["content"]["data"]
+        assert [trace["name"] for trace in proba] == [f"action {index}" for index in range(4)]
+        total = np.sum([trace["y"] for trace in proba], axis=0)
+        np.testing.assert_allclose(total, 1.0, rtol=1e-5)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert sorted(os.listdir(tmp_path / "plots")) == ["action_proba.png", "trajectory.png"]
+
+
+def test_unreachable_visdom_costs_one_warning(tmp_path, trainedRun):
+    port = findFreePort()  # nothing listens there
+    with pytest.warns(UserWarning) as record:
+        assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "120", "--plotting", "--port",
+                                     str(port), "--output-dir", str(tmp_path)]) == 0
+    assert len([w for w in record if str(port) in str(w.message)]) == 1
+    assert sorted(os.listdir(tmp_path)) == ["action_proba.png", "trajectory.png"]
+
+
+# --- rl_baselines.run_policy: runs of her and of a learned SRL model ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def srlRun(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """ppo2 trained on the states of a (random, untrained) 32x32 SRL model."""
+    from srl_models.models import RandomModel
+
+    root = tmp_path_factory.mktemp("srl_run")
+    RandomModel(4, SMALL, {"env": ENV_ID}).save(str(root / "random_model"))
+    return runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", root / "random_model",
+                              "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", root / "logs"))
+
+
+def _runEnv(run_dir: str, seed: int):
+    """The run's own VecEnv (as enjoy_baselines rebuilds it), reset with ``seed``; returns (env, first obs)."""
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.run_policy import readRunArgs, recordedSRLModelFolder
+
+    args = readRunArgs(run_dir, "--log-dir")
+    args = argparse.Namespace(**{**vars(args), "seed": seed, "num_cpu": 1,
+                                 "srl_model_path": recordedSRLModelFolder(run_dir, args)})
+    venv = registered_rl[args.algo][0].makeEnv(args, load_path_normalise=run_dir)
+    return venv, venv.reset()
+
+
+def test_run_policy_sees_what_a_learned_srl_run_saw(tmp_path, srlRun):
+    from rl_baselines.run_policy import loadRunPolicy
+
+    policy = loadRunPolicy(srlRun)
+    assert policy.learned and policy.encoder.img_shape == SMALL
+    venv, expected = _runEnv(srlRun, seed=4)
+    env = MobileRobotGymEnv(img_shape=SMALL)  # the generator's env: pixels at the model's size
+    try:
+        pixels, _ = env.reset(seed=4)
+        observed = policy.observation(env, pixels)
+        assert observed.shape == (1, 4)
+        np.testing.assert_allclose(observed, expected, rtol=1e-5, atol=1e-5)
+    finally:
+        env.close()
+        venv.close()
+    # the dataset generator records with it, at another image size (resized for the encoder)
+    result = runModule("environments.dataset_generator", "--env", ENV_ID, "--policy", srlRun, "--num-episode", "1",
+                       "--max-steps", "10", "--img-shape", "3", "48", "48", "--save-path", tmp_path / "data",
+                       "--name", "srl", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    with np.load(tmp_path / "data" / "srl" / "preprocessed_data.npz") as data:
+        assert len(data["actions"]) == 10 and set(data["actions"].tolist()) <= {0, 1, 2, 3}
+
+
+def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
+    import shutil
+
+    from rl_baselines.run_policy import RunPolicy, readRunArgs
+
+    copy = shutil.copytree(srlRun, tmp_path / "run")
+    record_path = copy / "srl_model.json"
+    record = json.loads(record_path.read_text())
+    record["hash"] = "0" * 64
+    record_path.write_text(json.dumps(record))
+    assert readRunArgs(str(copy), "--policy").srl_model == "random"
+    with pytest.raises(ValueError, match="changed since the run was trained"):
+        RunPolicy(str(copy)).load()
+
+
+def test_run_policy_replays_a_her_run(tmp_path):
+    from rl_baselines.run_policy import loadRunPolicy
+
+    run_dir = runFolder(runTrain("--algo", "her", "--env", ENV_ID, "--srl-model", "ground_truth", "-c",
+                                 "--num-timesteps", "120", "--log-dir", tmp_path / "logs"))
+    policy = loadRunPolicy(run_dir)
+    assert policy.goal_conditioned
+    venv, expected = _runEnv(run_dir, seed=2)
+    env = MobileRobotGymEnv(img_shape=SMALL, is_discrete=False)
+    try:
+        pixels, _ = env.reset(seed=2)
+        observed = policy.observation(env, pixels)
+        assert sorted(observed) == sorted(expected)
+        for key in expected:
+            np.testing.assert_allclose(observed[key], expected[key], rtol=1e-5, atol=1e-6)
+        action = policy.act(env, pixels)
+        assert np.shape(action) == env.action_space.shape and env.action_space.contains(action.astype(np.float32))
+    finally:
+        env.close()
+        venv.close()
+    result = runModule("environments.dataset_generator", "--env", ENV_ID, "--policy", run_dir, "-c",
+                       "--num-episode", "1", "--max-steps", "8", "--img-shape", *map(str, SMALL), "--save-path",
+                       tmp_path / "data", "--name", "her", "--no-progress")
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,136 @@
+"""``python -m replay.plots``: per-run learning curves from monitor CSVs, as PNG and in visdom."""
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import numpy as np
+import pytest
+from conftest import runModule, snapshot
+
+from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
+from rl_baselines.monitor_files import loadEpisodes
+
+TAB_BLUE = np.array([31, 119, 180])
+
+
+def writeRun(run_dir: str, rewards: list[float], lengths: list[int], times: list[float], args: dict | None = None,
+             files: int = 1) -> str:
+    """A run folder as rl_baselines.train writes it: args.json and SB3 monitor CSVs (episodes dealt to ``files``
+    envs in turn)."""
+    os.makedirs(os.path.join(run_dir, "monitor"), exist_ok=True)
+    if args is not None:
+        with open(os.path.join(run_dir, "args.json"), "w") as handle:
+            json.dump(args, handle)
+    for rank in range(files):
+        with open(os.path.join(run_dir, "monitor", f"{rank}.monitor.csv"), "w") as handle:
+            handle.write('#{"t_start": 1700000000.0, "env_id": "MobileRobotGymEnv-v0"}\nr,l,t\n')
+            for reward, length, wall in list(zip(rewards, lengths, times))[rank::files]:
+                handle.write(f"{reward},{length},{wall}\n")
+    return run_dir
+
+
+def bluePixels(path: str) -> int:
+    from PIL import Image
+
+    with Image.open(path) as image:
+        pixels = np.asarray(image.convert("RGB")).astype(np.int32)
+    return int((np.abs(pixels - TAB_BLUE).sum(axis=2) <= 30).sum())
+
+
+def test_one_run_draws_both_curves(tmp_path) -> None:
+    rewards = list(np.linspace(-5, 20, 50))
+    run = writeRun(str(tmp_path / "run"), rewards, [100] * 50, list(np.arange(1, 51) * 10.0),
+                   args={"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2",
+                         "episode_window": 5}, files=2)
+    assert main(["-i", run]) == 0
+    png = os.path.join(run, PNG_NAME)
+    assert bluePixels(png) > 1000  # two panels, raw and smoothed curves
+    # episodes of both env files are merged in wall-time order, steps accumulate
+    episodes = loadEpisodes(os.path.join(run, "monitor"))
+    np.testing.assert_allclose(episodes["rewards"], rewards)
+    assert episodes["timesteps"][-1] == 5000
+
+
+def test_empty_plot_differs_from_a_curve(tmp_path) -> None:
+    """The pixel check can fail: a run with one flat episode draws almost no blue."""
+    episodes = {"rewards": np.array([1.0]), "timesteps": np.array([10]), "times": np.array([1.0])}
+    flat = plotRun(episodes, 5, str(tmp_path / "flat.png"))
+    episodes = {"rewards": np.sin(np.arange(80) / 5.0), "timesteps": np.arange(1, 81) * 10,
+                "times": np.arange(1, 81) * 1.0}
+    wavy = plotRun(episodes, 5, str(tmp_path / "wavy.png"))
+    assert bluePixels(wavy) > 5 * max(bluePixels(flat), 1)
+
+
+def test_every_run_below_a_folder(tmp_path) -> None:
+    root = tmp_path / "logs"
+    first = writeRun(str(root / "MobileRobotGymEnv-v0" / "ground_truth" / "ppo2" / "seed0"), [1, 2, 3], [10] * 3,
+                     [1, 2, 3], args={"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"})
+    os.makedirs(os.path.join(first, "checkpoints", "monitor"))  # a run's subfolders are not runs
+    second = writeRun(str(root / "KukaButtonGymEnv-v0" / "raw_pixels" / "a2c" / "seed1"), [0, 1], [5, 5], [1, 2])
+    empty = writeRun(str(root / "empty_run"), [], [], [])
+    assert findRunFolders(str(root)) == sorted([first, second, empty])
+    out = tmp_path / "out"
+    result = runModule("replay.plots", "-i", root, "--output-dir", out)
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(out)) == ["KukaButtonGymEnv-v0_raw_pixels_a2c_seed1.png",
+                                       "MobileRobotGymEnv-v0_ground_truth_ppo2_seed0.png"]
+    assert f"skipped {empty}: no finished episode yet" in result.stdout
+    assert not os.path.exists(os.path.join(first, PNG_NAME))  # --output-dir: the run folders are left alone
+
+
+@pytest.mark.parametrize("make_input, message", [
+    (lambda tmp: str(tmp / "missing"), "does not exist"),
+    (lambda tmp: str(tmp), "no run found in or below"),
+    (lambda tmp: writeRun(str(tmp / "run"), [], [], []), "no finished episode in the 1 run(s)"),
+])
+def test_bad_input_is_one_line_and_writes_nothing(tmp_path, make_input, message) -> None:
+    (tmp_path / "notes").mkdir()
+    path = make_input(tmp_path)
+    before = snapshot(str(tmp_path))
+    result = runModule("replay.plots", "-i", path)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_time_axis_unit() -> None:
+    assert _timeUnit(np.array([30.0])) == (1.0, "seconds")
+    assert _timeUnit(np.array([600.0])) == (60.0, "minutes")
+    assert _timeUnit(np.array([5 * 3600.0])) == (3600.0, "hours")
+
+
+def test_unreachable_visdom_costs_one_warning(tmp_path) -> None:
+    from replay.visdom_server import findFreePort
+
+    run = writeRun(str(tmp_path / "run"), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["-i", run, "--vis", "--port", str(findFreePort())]) == 0
+    assert len([w for w in caught if issubclass(w.category, UserWarning)]) == 1
+    assert os.path.isfile(os.path.join(run, PNG_NAME))
+
+
+def test_curves_reach_visdom(tmp_path) -> None:
+    import visdom
+
+    from replay.visdom_server import findFreePort, startServer, waitForServer
+
+    port = findFreePort()
+    process = startServer(port, env_path=str(tmp_path / "envs"))
+    try:
+        assert waitForServer(port, timeout=60, process=process)
+        rewards = [1.0, 5.0, 3.0, 7.0]
+        run = writeRun(str(tmp_path / "run"), rewards, [10, 20, 10, 20], [1.0, 2.0, 3.0, 4.0])
+        plots = VisdomRunPlots(port, "plots_test")
+        plots.send("my/run", loadEpisodes(os.path.join(run, "monitor")), 2, "title")
+        assert plots.enabled
+        client = visdom.Visdom(port=port, use_incoming_socket=False, raise_exceptions=True)
+        for window, x in (("my_run_steps", [10, 30, 40, 60]), ("my_run_time", [1, 2, 3, 4])):
+            data = json.loads(client.get_window_data(window, "plots_test"))["content"]["data"]
+            assert data[0]["y"] == rewards and data[1]["y"] == [1.0, 3.0, 4.0, 5.0]  # raw, then window-2 average
+            assert data[0]["x"] == x
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
