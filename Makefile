@@ -7,21 +7,34 @@ export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 DEMO_DIR ?= logs/demo
 DEMO_STEPS ?= 60000
 
-.PHONY: install demo test bench visdom clean
+.PHONY: install demo test bench bench-learning bench-srl visdom clean browser
 
+# The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
+# from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
 install: $(VENV)/.installed
+	$(PY) -m replay.visdom_static
 
-$(VENV)/.installed: setup.py build-constraints.txt
+$(VENV)/.installed: setup.py build-constraints.txt plugins/srl-toolbox-cem/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade "pip>=25"
-	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[test]"
+	$(PY) -m pip install --quiet "torch==2.13.0" -e ".[test]" -e ./plugins/srl-toolbox-cem
 	touch $@
+
+# Debian's chromium for the browser test of the visdom page (tests/test_visdom_page.py): installed with apt-get
+# when missing, as root (CI) or with passwordless sudo; otherwise that test is skipped and says why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then sudo=""; elif sudo -n true 2>/dev/null; then sudo="sudo -n"; \
+	  else echo "note: chromium is missing and apt-get needs root (sudo apt-get install chromium): the visdom page test will be skipped"; exit 0; fi; \
+	  if ! command -v apt-get >/dev/null 2>&1; then echo "note: no apt-get to install chromium: the visdom page test will be skipped"; exit 0; fi; \
+	  echo "Installing Debian's chromium for the visdom page test"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 demo: install
 	$(PY) -m replay.demo --log-dir $(DEMO_DIR) --num-timesteps $(DEMO_STEPS)
 
-test: install
-	$(PY) -m pytest -n 2 tests
+test: install browser
+	$(PY) -m pytest -n 2 tests plugins/srl-toolbox-cem/tests
 
 bench: install
 	$(PY) benchmarks/env_speed.py
@@ -29,6 +42,18 @@ bench: install
 	$(PY) benchmarks/all_envs_speed.py
 	$(PY) benchmarks/dataset_speed.py
 	$(PY) benchmarks/train_speed.py
+	$(PY) benchmarks/srl_speed.py
+	$(PY) benchmarks/sweep_speed.py
+
+# Every algorithm learning its task, 3 seeds, beside the random agent (about 45 min on 2 cores; a separate target
+# because it is long: `python benchmarks/learning.py --quick` checks every run in a few minutes).
+bench-learning: install
+	$(PY) benchmarks/learning.py
+
+# Every learned SRL model trained on one MobileRobot and one Kuka dataset, GTC and KNN-MSE into docs/srl.md (about
+# 40 min on 2 cores; `python benchmarks/srl_table.py --quick` checks every model on tiny datasets in a few minutes).
+bench-srl: install
+	$(PY) benchmarks/srl_table.py
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

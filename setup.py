@@ -13,6 +13,7 @@ RL_ALGORITHMS = [
     "cma-es = rl_baselines.evolution_strategies.cma_es:CMAESModel",
     "ddpg = rl_baselines.rl_algorithm.ddpg:DDPGModel",
     "deepq = rl_baselines.rl_algorithm.deepq:DQNModel",
+    "her = rl_baselines.rl_algorithm.her:HERModel",
     "ppo1 = rl_baselines.rl_algorithm.ppo1:PPO1Model",
     "ppo2 = rl_baselines.rl_algorithm.ppo2:PPO2Model",
     "ppo_lstm = rl_baselines.rl_algorithm.ppo_lstm:PPOLSTMModel",
@@ -42,6 +43,18 @@ SRL_MODELS = [
     "joints = srl_models.base:EnvironmentSRLModel",
     "joints_position = srl_models.base:EnvironmentSRLModel",
     "raw_pixels = srl_models.base:EnvironmentSRLModel",
+    "autoencoder = srl_models.models:AutoEncoderModel",
+    "dae = srl_models.models:DAEModel",
+    "forward = srl_models.models:ForwardModel",
+    "inverse = srl_models.models:InverseModel",
+    "pca = srl_models.pca:PCAModel",
+    "random = srl_models.models:RandomModel",
+    "reward = srl_models.models:RewardModel",
+    "robotic_priors = srl_models.models:RoboticPriorsModel",
+    "srl_combination = srl_models.models:SRLCombinationModel",
+    "srl_splits = srl_models.models:SRLSplitsModel",
+    "supervised = srl_models.models:SupervisedModel",
+    "vae = srl_models.models:VAEModel",
 ]
 
 setup(
@@ -71,7 +84,9 @@ setup(
         "pillow",
     ],
     extras_require={
-        "test": ["pytest", "pytest-xdist", "pytest-timeout"],
+        "test": ["pytest", "pytest-xdist", "pytest-timeout", "optuna>=3", "ray>=2.9"],
+        "search": ["optuna>=3"],
+        "ray": ["ray>=2.9"],
     },
     entry_points={
         "srl_toolbox.rl_algorithms": RL_ALGORITHMS,

@@ -34,7 +34,7 @@ def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnas
 
 
 def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
-                 "gymnasium"), path: str = BENCH_FILE) -> None:
+                 "gymnasium"), path: str = BENCH_FILE, target: str = "bench") -> None:
     """
     Append a dated section with the command, the machine and the table to docs/benchmarks.md.
 
@@ -44,6 +44,7 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
     :param table: markdown table
     :param packages: distributions whose versions to record
     :param path: the markdown file (created with a title line if missing)
+    :param target: the Makefile target that runs the benchmark
     """
     os.makedirs(os.path.dirname(path), exist_ok=True)
     new_file = not os.path.exists(path)
@@ -51,7 +52,7 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
         if new_file:
             report.write("# srl-toolbox benchmarks\n")
         report.write(f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
-                     f"- Command: `{command}` (also run by `make bench`)\n"
+                     f"- Command: `{command}` (also run by `make {target}`)\n"
                      f"- Machine: {machineDescription(packages)}\n"
                      f"- {notes}\n\n{table}\n")
 

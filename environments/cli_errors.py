@@ -6,7 +6,9 @@ direction is replay -> rl_baselines -> srl_models -> environments), hence this s
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from typing import NoReturn
@@ -55,3 +57,27 @@ def positiveInt(raw: str) -> int:
     if not value.is_integer() or value <= 0:
         raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
     return int(value)
+
+
+def checkWritableFolder(folder: str, flag: str) -> None:
+    """
+    Refuse an output folder that cannot be written, before any work: a file in its path, or a folder (or, when it is
+    still to be made, its nearest existing parent) that refuses new files. The check creates a nameless temporary
+    file and leaves nothing behind; it also catches what ``os.access`` misses (root on a read-only or immutable
+    folder).
+
+    :param folder: the folder the command will write into (made later if missing)
+    :param flag: the option that gave it, for the message (e.g. ``--log-dir``)
+    :raises UsageError: the folder cannot be written
+    """
+    existing = os.path.abspath(folder)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"{flag} {folder!r}: {existing!r} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".write_check"):
+            pass
+    except OSError as error:
+        where = "" if existing == os.path.abspath(folder) else f" (its parent {existing!r})"
+        raise UsageError(f"{flag} {folder!r}{where} is not writable: {error.strerror or error}") from None

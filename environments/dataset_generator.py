@@ -41,7 +41,8 @@ from typing import Any
 
 import numpy as np
 
-from environments.cli_errors import OneLineParser, UsageError, positiveInt, runCommand
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.files import writeJson
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 # The old generator recorded Kuka episodes with a tighter sphere than the env's own default (0.8).
@@ -157,6 +158,7 @@ def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
         raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
     if os.path.exists(args.save_path) and not os.path.isdir(args.save_path):
         raise UsageError(f"--save-path {args.save_path!r} is a file, not a folder")
+    checkWritableFolder(args.save_path, "--save-path")
 
     env_kwargs: dict[str, Any] = {"srl_model": "raw_pixels", "is_discrete": not args.continuous_actions,
                                   "random_target": bool(args.random_target), "shape_reward": bool(args.shape_reward),
@@ -457,8 +459,7 @@ def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, 
         os.makedirs(partial_dir)
         fd = lockFolder(partial_dir)
     os.makedirs(os.path.join(partial_dir, EPISODES_FOLDER), exist_ok=True)
-    with open(os.path.join(partial_dir, SETTINGS_FILE), "w", encoding="utf-8") as handle:
-        json.dump(spec.settings(), handle, indent=2, sort_keys=True)
+    writeJson(os.path.join(partial_dir, SETTINGS_FILE), spec.settings())  # atomic: --resume reads it back
     done = {e for e in finishedEpisodes(partial_dir) if e < spec.num_episodes}
     return final_dir, partial_dir, fd, done
 

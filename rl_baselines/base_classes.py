@@ -25,6 +25,8 @@ TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 
 # Extra member written into Stable-Baselines3 zip files: which algorithm saved them (SB3 ignores it on load).
 MANIFEST_MEMBER = "srl_toolbox.json"
+# What StableBaselinesRLObject.saveTrainingState writes besides the replay buffer.
+SB3_STATE_FILE = "sb3.json"
 
 
 class BaseRLObject:
@@ -45,6 +47,9 @@ class BaseRLObject:
     SAVE_INTERVAL: ClassVar[int] = 5000
     # Extension of the model file the train command names ``<algo>_model<MODEL_EXTENSION>``.
     MODEL_EXTENSION: ClassVar[str] = ".zip"
+    # Whether ``train`` calls ``callback.cleanPoint(num_timesteps)`` (see notifyCleanPoint) between updates, where a
+    # checkpoint is exactly what training goes on from; periodic checkpoints then wait for the next one.
+    CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = False
 
     def __init__(self) -> None:
         self.num_timesteps = 0
@@ -168,6 +173,67 @@ class BaseRLObject:
         """
         raise NotImplementedError
 
+    # --- resuming (optional: an algorithm without these cannot be resumed with train --resume) ---------------------
+
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """
+        Write what continuing training needs beyond the model file (which holds the weights, the optimizer state
+        and the step count): the algorithm's own random generators, schedules, search state... as NumPy arrays
+        or JSON, never pickle. Called by the training callback from inside ``train`` (the env is open). The global
+        generators (Python, NumPy, torch) and the envs' are saved by the caller.
+
+        :param folder: a new folder for these files (created by the method)
+        :param replay_buffer_folder: where to write the replay buffer this time, None to leave it out
+        :raises NotImplementedError: the algorithm cannot resume (the default)
+        """
+        raise NotImplementedError
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """
+        Restore what :meth:`saveTrainingState` wrote. Called through :meth:`restoreTrainingState` once ``train``
+        has built its env and loaded the checkpoint's model, before the first env step.
+
+        :param folder: the folder saveTrainingState wrote
+        :param replay_buffer_folder: a replay buffer folder to restore, None to start with an empty buffer
+        :raises ValueError: the state does not fit this run (one line)
+        """
+        raise NotImplementedError
+
+    @classmethod
+    def supportsResume(cls) -> bool:
+        """:return: whether the class implements saveTrainingState and loadTrainingState"""
+        return (cls.saveTrainingState is not BaseRLObject.saveTrainingState
+                and cls.loadTrainingState is not BaseRLObject.loadTrainingState)
+
+    def restoreTrainingState(self, args: argparse.Namespace) -> bool:
+        """
+        Resume from the checkpoint ``args.resume_from`` (set by ``train --resume``): envs restart their episodes,
+        :meth:`loadTrainingState`, then the global random generators. ``train`` calls this once its env and model
+        exist, right before its first env step.
+
+        :param args: the run's arguments
+        :return: whether a checkpoint was restored
+        """
+        if not getattr(args, "resume_from", None):
+            return False
+        from rl_baselines.resume import restoreRun  # lazy: resume imports the train command's modules
+
+        restoreRun(self, args)
+        return True
+
+
+def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:
+    """
+    Tell the training callback that the algorithm is between two updates (see CHECKPOINT_AT_CLEAN_POINTS); a plain
+    function callback is left alone.
+
+    :param callback: the callback ``train`` received
+    :param num_timesteps: env steps taken so far
+    """
+    clean_point = getattr(callback, "cleanPoint", None)
+    if clean_point is not None:
+        clean_point(int(num_timesteps))
+
 
 def _castValue(name: str, raw: str, kind: Any) -> Any:
     try:
@@ -227,6 +293,8 @@ class StableBaselinesRLObject(BaseRLObject):
     DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
     # SB3 policy name for image observations (raw_pixels) and for low-dimensional states (anything else).
     POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
+    # Checkpoints wait for the start of a rollout (after the previous update): see _sb3Callback.
+    CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -323,6 +391,57 @@ class StableBaselinesRLObject(BaseRLObject):
         obj.num_timesteps = obj.model.num_timesteps
         return obj
 
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """
+        The model zip already holds the weights, optimizer state, step and episode counters, schedules and action
+        noise; this adds the action space's generator (random actions before learning starts), the logger's
+        values not yet written to progress.csv, and the replay buffer's arrays (off-policy algorithms).
+        """
+        from rl_baselines.files import writeJson
+        from rl_baselines.training_state import generatorState, saveBuffer
+
+        os.makedirs(folder, exist_ok=True)
+        logger = getattr(self.model, "_logger", None)
+        pending = {} if logger is None else {  # each value with its type, so that progress.csv prints it the same
+            "values": {k: [v.item() if isinstance(v, np.generic) else v, type(v).__name__]
+                       for k, v in logger.name_to_value.items() if isinstance(v, (int, float, np.number))},
+            "counts": {k: int(v) for k, v in logger.name_to_count.items()}}
+        writeJson(os.path.join(folder, SB3_STATE_FILE),
+                  {"action_space_rng": generatorState(self.model.action_space.np_random), "logger": pending})
+        buffer = getattr(self.model, "replay_buffer", None)
+        if replay_buffer_folder is not None and buffer is not None:
+            saveBuffer(buffer, replay_buffer_folder, buffer.buffer_size, buffer.buffer_size if buffer.full else buffer.pos)
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """Restore saveTrainingState's files, then reset the envs (starting the episodes in progress again)."""
+        import warnings
+
+        from stable_baselines3.her import HerReplayBuffer
+
+        from rl_baselines.files import readJson
+        from rl_baselines.training_state import loadBuffer, setGeneratorState
+
+        state = readJson(os.path.join(folder, SB3_STATE_FILE))
+        setGeneratorState(self.model.action_space.np_random, state.get("action_space_rng"))
+        logger = getattr(self.model, "_logger", None)
+        if logger is not None:
+            for name, (value, kind) in state.get("logger", {}).get("values", {}).items():
+                logger.name_to_value[name] = getattr(np, kind)(value) if hasattr(np, kind) else value
+            logger.name_to_count.update(state.get("logger", {}).get("counts", {}))
+        buffer = getattr(self.model, "replay_buffer", None)
+        if replay_buffer_folder is not None and buffer is not None:
+            loadBuffer(buffer, replay_buffer_folder, buffer.buffer_size)
+            if isinstance(buffer, HerReplayBuffer):
+                with warnings.catch_warnings():  # the episodes in progress end here: they restart after the reset
+                    warnings.simplefilter("ignore")
+                    buffer.truncate_last_trajectory()
+        # SB3's learn goes on from this reset (restoreTrainingState froze the normalisation statistics for it).
+        self.model._last_obs = self.model.env.reset()
+        self.model._last_episode_starts = np.ones((self.model.env.num_envs,), dtype=bool)
+        vec_normalize = self.model.get_vec_normalize_env()
+        if vec_normalize is not None:
+            self.model._last_original_obs = vec_normalize.get_original_obs()
+
     # --- acting ----------------------------------------------------------------------------------------------
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
@@ -349,8 +468,7 @@ class StableBaselinesRLObject(BaseRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        from stable_baselines3.common.logger import configure
-
+        from rl_baselines.training_state import progressLogger
         from rl_baselines.utils import findVecNormalize
 
         load_path = getattr(args, "load_rl_model_path", None)
@@ -360,7 +478,10 @@ class StableBaselinesRLObject(BaseRLObject):
         if vec_normalize is not None:
             vec_normalize.training = True  # a restored normaliser keeps adapting while training goes on
         hyperparams = self.hyperparamsFromArgs(args, train_kwargs)
-        if load_path:
+        if load_path and getattr(args, "resume_from", None):
+            self.readManifest(load_path)
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device="cpu")  # exactly as checkpointed
+        elif load_path:
             self.readManifest(load_path)
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
             overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
@@ -377,11 +498,31 @@ class StableBaselinesRLObject(BaseRLObject):
             pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
         run_dir = getattr(args, "run_dir", None)
         if run_dir:
-            self.model.set_logger(configure(run_dir, ["csv"]))
+            self.model.set_logger(progressLogger(run_dir))  # progress.csv (a resumed run's goes on)
+        self.restoreTrainingState(args)
         # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
-        self.model.learn(total_timesteps=args.num_timesteps, callback=callback, reset_num_timesteps=not load_path)
+        self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),
+                         reset_num_timesteps=not load_path)
         self.num_timesteps = self.model.num_timesteps
         self.env.close()
+
+
+def _sb3Callback(callback: TrainCallback) -> Any:
+    """
+    :param callback: the train command's callback (or any ``callback(_locals, _globals) -> bool``)
+    :return: an SB3 BaseCallback calling it after every step, and telling it about every rollout start (after the
+        previous update, where a checkpoint is exactly what training goes on from: notifyCleanPoint)
+    """
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    class _TrainCallback(BaseCallback):
+        def _on_step(self) -> bool:
+            return callback(self.locals, self.globals)
+
+        def _on_rollout_start(self) -> None:
+            notifyCleanPoint(callback, self.model.num_timesteps)
+
+    return _TrainCallback()
 
 
 def strToBool(raw: str) -> bool:

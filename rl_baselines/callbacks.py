@@ -2,18 +2,27 @@
 
 It follows the old toolbox's form, ``callback(_locals, _globals) -> bool``, called after each vectorised step with
 the learner as ``_locals["self"]``. Work happens only every ``log_interval`` env steps, so the per-step cost is one
-attribute read and one comparison.
+attribute read and a few comparisons.
+
+Checkpoints (rl_baselines.checkpointing) are written every ``checkpoint_freq`` env steps: at the step they fall due,
+or, for an algorithm whose ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its next :meth:`TrainingCallback.cleanPoint`
+(between two updates, where the saved state is exactly what training goes on from). After :meth:`requestStop`
+(SIGINT/SIGTERM) the next step writes a checkpoint and returns False, which stops training.
 """
 from __future__ import annotations
 
+import glob
 import os
+import signal
 import time
+import warnings
 from typing import Any
 
 from tqdm import tqdm
 
 from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.monitor_files import MonitorTail
+from rl_baselines.checkpointing import CheckpointError, saveModel, writeCheckpoint
+from rl_baselines.monitor_files import MONITOR_SUFFIX, MonitorTail
 
 # Mean reward over this many recent episodes decides the best model (as in the old toolbox).
 N_EPISODES_EVAL = 100
@@ -34,6 +43,8 @@ class TrainingCallback:
     :param min_episodes_save: episodes needed before a best model is saved
     :param plotter: a VisdomPlotter, or None without live plots
     :param progress: show a progress bar
+    :param run_info: what the manifests record about the run (checkpointing.runDescription); None: none written
+    :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every checkpoint, -1: never)
     """
 
     def __init__(
@@ -49,6 +60,8 @@ class TrainingCallback:
         min_episodes_save: int = 100,
         plotter: Any = None,
         progress: bool = True,
+        run_info: dict[str, Any] | None = None,
+        buffer_save_freq: int = 0,
     ) -> None:
         self.algo = algo
         self.algo_name = algo_name
@@ -65,6 +78,14 @@ class TrainingCallback:
         self._next_best_check = start_timesteps + self.save_interval
         self._next_checkpoint = start_timesteps + self.checkpoint_freq if self.checkpoint_freq > 0 else None
         self._last_plot = 0.0
+        self.total_timesteps = int(total_timesteps)
+        self.run_info = run_info
+        self.buffer_save_freq = int(buffer_save_freq)
+        self._last_buffer_save: int | None = None
+        self.resumable = type(algo).supportsResume()
+        self.clean_points = self.resumable and bool(getattr(algo, "CHECKPOINT_AT_CLEAN_POINTS", False))
+        self.stop_signal: int | None = None
+        self.last_checkpoint: str | None = None
         self._progress = tqdm(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
                               disable=not progress, smoothing=0.1)
 
@@ -81,7 +102,31 @@ class TrainingCallback:
         if num_timesteps >= self._next_refresh:
             self._next_refresh = num_timesteps + self.log_interval
             self.refresh(num_timesteps)
+        if self.stop_signal is not None:
+            self.refresh(num_timesteps)
+            self.checkpoint(num_timesteps, stopped_by=signal.Signals(self.stop_signal).name)
+            return False
+        if not self.clean_points and self._next_checkpoint is not None and num_timesteps >= self._next_checkpoint:
+            self.checkpoint(num_timesteps)
         return True
+
+    def cleanPoint(self, num_timesteps: int) -> None:
+        """
+        Called by the algorithm between two updates, where its saved state is exactly what training goes on from:
+        write the checkpoint that fell due since the last one.
+
+        :param num_timesteps: env steps taken so far
+        """
+        if self._next_checkpoint is not None and num_timesteps >= self._next_checkpoint:
+            self.checkpoint(num_timesteps)
+
+    def requestStop(self, signum: int) -> None:
+        """
+        Ask training to stop at the next step, after writing a checkpoint (from a signal handler: only a flag).
+
+        :param signum: the signal received
+        """
+        self.stop_signal = signum
 
     def refresh(self, num_timesteps: int, force_plot: bool = False) -> None:
         """
@@ -103,10 +148,88 @@ class TrainingCallback:
         if num_timesteps >= self._next_best_check:
             self._next_best_check = num_timesteps + self.save_interval
             self.saveIfBest()
-        if self._next_checkpoint is not None and num_timesteps >= self._next_checkpoint:
+
+    def saveModel(self, folder: str, num_timesteps: int | None = None, **extra: Any) -> None:
+        """
+        Save the model into ``folder`` with its manifest (a plain ``save`` without run information).
+
+        :param folder: destination folder
+        :param num_timesteps: the model's step count (default: the last one the callback saw)
+        :param extra: more manifest entries
+        """
+        path = self.modelPath(folder)
+        if self.run_info is None:
+            self.algo.save(path)
+        else:
+            steps = self.num_timesteps if num_timesteps is None else num_timesteps
+            saveModel(self.algo, path, self.algo_name, self.run_info, steps, **extra)
+
+    def runState(self, num_timesteps: int, episode_starts: Any) -> dict[str, Any]:
+        """
+        :param num_timesteps: env steps taken so far
+        :param episode_starts: each env's current episode start (training_state.captureEpisodeStarts)
+        :return: what a checkpoint's run_state.json keeps to resume the run: counts, the monitor files' and
+            progress.csv's lengths, the callback's own state
+        """
+        from rl_baselines.training_state import countLines
+
+        monitor_dir = os.path.join(self.run_dir, "monitor")
+        return {
+            "num_timesteps": int(num_timesteps),
+            "target_timesteps": self.total_timesteps,
+            "monitor": {os.path.basename(path): os.path.getsize(path)
+                        for path in sorted(glob.glob(os.path.join(monitor_dir, f"*{MONITOR_SUFFIX}")))},
+            "progress_lines": countLines(os.path.join(self.run_dir, "progress.csv")),
+            "episode_starts": episode_starts,
+            "callback": {"best_mean_reward": self.best_mean_reward, "next_best_check": self._next_best_check,
+                         "last_buffer_save": self._last_buffer_save},
+            "time": time.time(),
+        }
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        """
+        :param state: the ``callback`` entry of a checkpoint's run_state.json (a resumed run goes on with it)
+        """
+        self.best_mean_reward = float(state.get("best_mean_reward", -float("inf")))
+        self._next_best_check = int(state.get("next_best_check", self._next_best_check))
+        self._last_buffer_save = state.get("last_buffer_save")
+
+    def checkpoint(self, num_timesteps: int, training_state: bool = True, **extra: Any) -> str | None:
+        """
+        Write ``checkpoints/<num_timesteps>_steps/`` and the latest model beside the run. A failed save (disk full)
+        costs one warning line; the earlier checkpoints stay as they were.
+
+        :param num_timesteps: env steps taken so far
+        :param training_state: include the algorithm's training state (when it supports resuming)
+        :param extra: more manifest entries (finished, stopped_by)
+        :return: the checkpoint folder, None when the save failed or no run information was given
+        """
+        from rl_baselines.training_state import captureEpisodeStarts, captureGlobalRNG
+
+        if self.checkpoint_freq > 0:
             self._next_checkpoint = num_timesteps + self.checkpoint_freq
-            self.algo.save(self.modelPath(os.path.join(self.run_dir, "checkpoints", f"{num_timesteps}_steps")))
-            self.algo.save(self.modelPath(self.run_dir))
+        if self.run_info is None:
+            return None
+        resumable = self.resumable and training_state
+        save_buffer = resumable and self.buffer_save_freq >= 0 and (
+            self._last_buffer_save is None or num_timesteps - self._last_buffer_save >= self.buffer_save_freq)
+        rng = captureGlobalRNG()  # before anything else of the save could draw from the generators
+        episode_starts = captureEpisodeStarts(getattr(self.algo, "env", None)) if resumable else None
+        previous_buffer_save = self._last_buffer_save
+        if save_buffer:
+            self._last_buffer_save = num_timesteps
+        try:
+            folder = writeCheckpoint(self.run_dir, self.algo, self.algo_name, self.run_info, num_timesteps,
+                                     self.runState(num_timesteps, episode_starts), rng, resumable, save_buffer,
+                                     **extra)
+            self.saveModel(self.run_dir, num_timesteps, **extra)
+        except (CheckpointError, OSError) as error:
+            self._last_buffer_save = previous_buffer_save
+            message = str(error) if isinstance(error, CheckpointError) else f"latest model not saved: {error.strerror}"
+            warnings.warn(message, stacklevel=2)
+            return None
+        self.last_checkpoint = folder
+        return folder
 
     def saveIfBest(self) -> bool:
         """
@@ -120,7 +243,11 @@ class TrainingCallback:
         if mean_reward <= self.best_mean_reward:
             return False
         self.best_mean_reward = mean_reward
-        self.algo.save(self.modelPath(os.path.join(self.run_dir, "best")))
+        try:
+            self.saveModel(os.path.join(self.run_dir, "best"), mean_reward=mean_reward)
+        except OSError as error:  # a full disk costs the best model, not the run
+            warnings.warn(f"best model not saved: {error.strerror}", stacklevel=2)
+            return False
         return True
 
     def close(self, num_timesteps: int) -> None:

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import argparse
 
-from environments.cli_errors import USAGE_EXIT_CODE, UsageError, positiveInt, runCommand
+from environments.cli_errors import USAGE_EXIT_CODE, UsageError, checkWritableFolder, positiveInt, runCommand
 from environments.cli_errors import OneLineParser as CLIParser
 
-__all__ = ["CLIParser", "USAGE_EXIT_CODE", "UsageError", "nonNegativeInt", "portNumber", "positiveInt", "runCommand"]
+__all__ = ["CLIParser", "USAGE_EXIT_CODE", "UsageError", "checkWritableFolder", "nonNegativeInt", "portNumber",
+           "positiveInt", "runCommand"]
 
 
 def nonNegativeInt(raw: str) -> int:

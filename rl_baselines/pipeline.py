@@ -20,7 +20,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import CLIParser, UsageError, portNumber, positiveInt, runCommand
+from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
@@ -104,6 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, train_args = buildParser().parse_known_args(argv)
     _checkRayFlags(args)
+    checkWritableFolder(args.log_dir, "--log-dir")
     from rl_baselines.train import baseParser
 
     # The flags the pipeline reads from train's (--num-cpu sizes the workers); errors are train's own one-liners.

@@ -11,7 +11,7 @@ import numpy as np
 from rl_baselines.algo_types import AlgoType
 from rl_baselines.base_classes import BaseRLObject, TrainCallback
 from rl_baselines.files import readJson, writeJson
-from rl_baselines.utils import saveNormalisation
+from rl_baselines.utils import findVecNormalize, saveNormalisation
 
 
 def _spaceToJson(space: gym.Space) -> dict[str, Any]:
@@ -69,6 +69,18 @@ class RandomAgentModel(BaseRLObject):
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         return np.stack([self.action_space.sample() for _ in range(len(observation))])
 
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """The action space's generator: a resumed run draws the actions the uninterrupted one would have."""
+        from rl_baselines.training_state import generatorState
+
+        writeJson(os.path.join(folder, "random_agent.json"),
+                  {"action_space_rng": generatorState(self.action_space.np_random)})
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        from rl_baselines.training_state import setGeneratorState
+
+        setGeneratorState(self.action_space.np_random, readJson(os.path.join(folder, "random_agent.json"))["action_space_rng"])
+
     def train(
         self,
         args: argparse.Namespace,
@@ -76,10 +88,18 @@ class RandomAgentModel(BaseRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        self.env = self.makeEnv(args, env_kwargs)
+        load_path = getattr(args, "load_rl_model_path", None)
+        if load_path:  # continuing a saved agent (or a resumed run): its step count goes on
+            self.num_timesteps = self.load(load_path, args).num_timesteps
+        self.env = self.makeEnv(args, env_kwargs, load_path_normalise=os.path.dirname(os.path.abspath(load_path))
+                                if load_path else None)
+        vec_normalize = findVecNormalize(self.env)
+        if vec_normalize is not None:
+            vec_normalize.training = True  # restored statistics keep adapting, as for the learning algorithms
         self.seed = args.seed
         self.action_space = self.env.action_space
         self.action_space.seed(args.seed)
+        self.restoreTrainingState(args)  # train --resume: the action generator
         observation = self.env.reset()
         target = self.num_timesteps + args.num_timesteps
         while self.num_timesteps < target:

@@ -8,7 +8,9 @@
 - the model file: one torch ``.pt`` file holding only tensors and plain Python values (so ``torch.load`` runs with
   ``weights_only=True`` and never unpickles code), with the algorithm name, step count, hyperparameters and a
   description of the spaces; ``vecnormalize.npz`` beside it when the env normalises observations.
-- continuing a saved model (``--load-rl-model-path``): :meth:`TorchRLObject.startTraining`.
+- continuing a saved model (``--load-rl-model-path``): :meth:`TorchRLObject.startTraining`; resuming a run
+  (``--resume``): the model file holds the networks and optimizers, :meth:`TorchRLObject.saveTrainingState` adds
+  the algorithm's generator (``self.rng``), where its schedules started, and its replay memory (:meth:`replayBuffer`).
 """
 from __future__ import annotations
 
@@ -87,6 +89,9 @@ class Interval:
         return f"in {'(' if self.low_open else '['}{self.low}, {self.high}{')' if self.high_open else ']'}"
 
 
+# What TorchRLObject.saveTrainingState writes besides the replay memory.
+TORCH_STATE_FILE = "torch_rl.json"
+
 POSITIVE = Interval(0, None, low_open=True)
 NON_NEGATIVE = Interval(0)
 DISCOUNT = Interval(0, 1, low_open=True)  # (0, 1]
@@ -112,6 +117,8 @@ class TorchRLObject(BaseRLObject):
         self.hyperparams: dict[str, Any] = dict(self.DEFAULT_HYPERPARAMS)
         self.observation_space: gym.Space | None = None
         self.action_space: gym.Space | None = None
+        # The step count this run started from (0, or a continued model's): schedules run from it to the end.
+        self.run_start_timesteps: int | None = None
 
     # --- hyperparameters -------------------------------------------------------------------------------------
 
@@ -256,6 +263,41 @@ class TorchRLObject(BaseRLObject):
             raise ValueError(f"{load_path} is a damaged {cls.NAME} model ({type(error).__name__}: {error})") from None
         return model
 
+    # --- resuming --------------------------------------------------------------------------------------------
+
+    def scheduleStart(self) -> int:
+        """:return: the step count this run started from (its schedules and ``learning_starts`` count from it)"""
+        return self.num_timesteps if self.run_start_timesteps is None else int(self.run_start_timesteps)
+
+    def replayBuffer(self) -> tuple[Any, int, int] | None:
+        """
+        :return: (the replay memory, its capacity, how many of its leading rows hold data), None without one; its
+            array attributes are saved (training_state.saveBuffer)
+        """
+        return None
+
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        from rl_baselines.files import writeJson
+        from rl_baselines.training_state import generatorState, saveBuffer
+
+        os.makedirs(folder, exist_ok=True)
+        writeJson(os.path.join(folder, TORCH_STATE_FILE), {"rng": generatorState(getattr(self, "rng", None)),
+                                                           "run_start_timesteps": self.scheduleStart()})
+        replay = self.replayBuffer()
+        if replay_buffer_folder is not None and replay is not None:
+            saveBuffer(replay[0], replay_buffer_folder, replay[1], replay[2])
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        from rl_baselines.files import readJson
+        from rl_baselines.training_state import loadBuffer, setGeneratorState
+
+        state = readJson(os.path.join(folder, TORCH_STATE_FILE))
+        setGeneratorState(getattr(self, "rng", None), state.get("rng"))
+        self.run_start_timesteps = int(state["run_start_timesteps"])
+        replay = self.replayBuffer()
+        if replay_buffer_folder is not None and replay is not None:
+            loadBuffer(replay[0], replay_buffer_folder, replay[1])
+
     @classmethod
     def normalisationFolder(cls, args: argparse.Namespace) -> str | None:
         """
@@ -292,6 +334,7 @@ class TorchRLObject(BaseRLObject):
         if vec_normalize is not None:
             vec_normalize.training = True
         self.observation_space, self.action_space = self.env.observation_space, self.env.action_space
+        self.run_start_timesteps = self.num_timesteps if payload is None else int(payload["num_timesteps"])
         if payload is None:
             return None
         for name, space in (("observation", self.observation_space), ("action", self.action_space)):

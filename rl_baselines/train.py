@@ -2,7 +2,7 @@
 
     <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
         args.json  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
-        progress.csv  learning_curve.png
+        progress.csv  learning_curve.png  srl_model.json (with a trained SRL model: its name, path and hash)
 
 Every input is checked before anything is written, so a bad command leaves the disk as it was.
 """
@@ -15,7 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import CLIParser, UsageError, nonNegativeInt, portNumber, positiveInt, runCommand
+from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, nonNegativeInt, portNumber, positiveInt,
+                              runCommand)
 
 DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
@@ -36,7 +37,12 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
                         f"[{DEFAULT_ALGO}]")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id: {', '.join(env_ids) or 'a registered id'} "
                         f"[{DEFAULT_ENV}]")
-    parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
+    parser.add_argument("--srl-model", default="raw_pixels",
+                        help="observation: one the env computes (raw_pixels, ground_truth, ...) or a trained SRL model "
+                             "(vae, autoencoder, ...) looked up in --srl-config-file [raw_pixels]")
+    parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
+                        help="use this trained SRL model folder (written by srl_models.train) instead of looking "
+                             "--srl-model up in --srl-config-file")
     parser.add_argument("--seed", type=int, default=0, help="random seed; env i is seeded seed+i [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
@@ -57,14 +63,25 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
                         help="episodes before the best model is saved [100]")
     parser.add_argument("--checkpoint-freq", type=int, default=0,
                         help="env steps between checkpoints; 0: five per run, -1: none [0]")
+    parser.add_argument("--buffer-save-freq", type=int, default=0,
+                        help="off-policy algorithms: env steps between saves of the replay buffer, at checkpoints; "
+                             "0: at every checkpoint, -1: never (a resumed run refills it) [0]")
+    parser.add_argument("--resume", default=None, metavar="RUN",
+                        help="continue the run folder RUN from its last checkpoint, with the arguments of its "
+                             "args.json (only --no-vis, --no-progress and --port may be given with it)")
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
                         help="camera observation shape [3 64 64]")
     parser.add_argument("--hyperparam", action="extend", nargs="+", default=[], metavar="KEY:VALUE",
                         help="override algorithm hyperparameters, typed by its search space")
+    parser.add_argument("--hyperparam-file", default=None, metavar="FILE",
+                        help="YAML mapping of hyperparameters (as hyperparam_search writes); --hyperparam wins")
     parser.add_argument("--load-rl-model-path", default=None, help="continue training this saved model")
     parser.add_argument("--srl-config-file", default="config/srl_models.yaml",
-                        help="which trained SRL model each env uses [config/srl_models.yaml]")
+                        help="YAML {env id: {model name: folder}}: which trained SRL model each env uses "
+                             "[config/srl_models.yaml]")
     parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
+    # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
+    parser.add_argument("--run-folder", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--pretrain-dataset", default=None, metavar="DIR",
                         help="behaviour cloning: pretrain the policy on this generator dataset before RL")
@@ -83,6 +100,40 @@ def _parseHyperparams(items: list[str]) -> dict[str, str]:
     return pairs
 
 
+def _readHyperparamFile(path: str) -> dict[str, str]:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = yaml.safe_load(handle)
+    except OSError as error:
+        raise UsageError(f"--hyperparam-file {path!r}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise UsageError(f"--hyperparam-file {path!r} is not valid YAML ({str(error).splitlines()[0]})") from None
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise UsageError(f"--hyperparam-file {path!r} must hold a mapping NAME: VALUE, not {type(content).__name__}")
+    pairs: dict[str, str] = {}
+    for key, value in content.items():
+        if not isinstance(key, str) or not isinstance(value, (bool, int, float, str)):
+            raise UsageError(f"--hyperparam-file {path!r}: {key!r}: {value!r} is not NAME: number/string/bool")
+        # The strings then go through parserHyperParam like --hyperparam ones (repr keeps every float digit).
+        pairs[key] = repr(value) if isinstance(value, float) else str(value)
+    return pairs
+
+
+def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
+    """
+    :param args: parsed arguments (hyperparam_file, hyperparam)
+    :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, with --hyperparam's over them
+    :raises UsageError: unreadable file or malformed KEY:VALUE
+    """
+    pairs = _readHyperparamFile(args.hyperparam_file) if getattr(args, "hyperparam_file", None) else {}
+    pairs.update(_parseHyperparams(args.hyperparam))
+    return pairs
+
+
 def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[str, Any], dict[str, Any], int]:
     """
     Check every input before anything is written.
@@ -93,17 +144,19 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
     :raises UsageError: on any bad input, with a one-line message
     """
     from environments import getEnvClass, registered_env
+    from environments.srl_env import isLearnedSRLModel
     from rl_baselines.algo_types import ActionType
     from rl_baselines.registry import supportingAlgorithms
     from rl_baselines.utils import envKwargsFromArgs
 
     algo_class, _, action_types = registered_rl[args.algo]
+    for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
+        if value < -1:
+            raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     env_class = getEnvClass(args.env)
-    if args.srl_model not in env_class.SRL_MODES:
-        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: "
-                         f"{', '.join(env_class.SRL_MODES)}")
+    _chooseSRLModel(args, env_class)
     wanted = ActionType.CONTINUOUS if args.continuous_actions else ActionType.DISCRETE
     if wanted not in action_types:
         kind = "continuous" if args.continuous_actions else "discrete"
@@ -128,8 +181,10 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
         if args.srl_model == "raw_pixels" and min(height, width) < MIN_CNN_SIDE:
             raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
                              f"{MIN_CNN_SIDE} with raw_pixels")
+    if isLearnedSRLModel(args.srl_model):
+        _resolveSRLModel(args, env_class)
     try:
-        hyperparams = algo_class.parserHyperParam(_parseHyperparams(args.hyperparam))
+        hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
     except ValueError as error:
         raise UsageError(f"--hyperparam: {error}") from None
     if getattr(args, "pretrain_dataset", None) is not None:
@@ -143,11 +198,85 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
     if args.load_rl_model_path is not None:
         if not os.path.isfile(args.load_rl_model_path):
             raise UsageError(f"--load-rl-model-path {args.load_rl_model_path!r} does not exist")
+        from rl_baselines.checkpointing import checkModelFile
+
         try:
+            # the manifest beside the model (if any): same algorithm and observations, files not cut short
+            checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
+                           {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
             start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
+
+
+def _srlModelHash(args: argparse.Namespace) -> str | None:
+    """:return: the hash of the trained SRL model the run observes (its folder resolved by validate), else None"""
+    if getattr(args, "srl_model_path", None) is None:
+        return None
+    from srl_models.config import describeSRLModel
+
+    return describeSRLModel(args.srl_model_path)["hash"]
+
+
+def _chooseSRLModel(args: argparse.Namespace, env_class: type) -> None:
+    """
+    Check --srl-model, and with --srl-model-path take the model name from the folder when --srl-model is left at
+    its default.
+
+    :param args: parsed arguments (srl_model, srl_model_path; srl_model may be replaced)
+    :param env_class: the env's class (its SRL_MODES)
+    :raises UsageError: unknown name, or an env-computed mode combined with --srl-model-path
+    """
+    from environments.srl_env import isLearnedSRLModel
+    from srl_models.base import readExpConfig
+    from srl_models.registry import learnedModels
+
+    path = getattr(args, "srl_model_path", None)
+    if path is not None:
+        if args.srl_model != "raw_pixels" and not isLearnedSRLModel(args.srl_model):
+            raise UsageError(f"--srl-model {args.srl_model} is computed by the env and cannot be combined with "
+                             f"--srl-model-path (a trained model); drop one of them")
+        if args.srl_model == "raw_pixels":  # the default: the folder says which model it holds
+            try:
+                args.srl_model = str(readExpConfig(os.path.abspath(path))["srl_model"])
+            except ValueError as error:
+                raise UsageError(f"--srl-model-path {path}: {error}") from None
+            if not isLearnedSRLModel(args.srl_model):
+                raise UsageError(f"--srl-model-path {path} names {args.srl_model!r}, which is not a trained model")
+        return  # the folder is checked with the rest in _resolveSRLModel
+    if args.srl_model not in env_class.SRL_MODES and args.srl_model not in learnedModels():
+        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: "
+                         f"{', '.join(env_class.SRL_MODES)} (computed by the env), or a trained model of kind "
+                         f"{', '.join(learnedModels()) or '(none installed)'}")
+
+
+def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
+    """
+    Find and check the trained SRL model of a learned --srl-model; record its absolute folder in
+    ``args.srl_model_path`` and, without --img-shape, take the model's image size.
+
+    :param args: parsed arguments (env, srl_model, srl_model_path, srl_config_file, img_shape, fpv, multi_view)
+    :param env_class: the env's class (its SRL_MODES, suggested when no trained model is configured)
+    :raises UsageError: the model cannot be found or does not fit the run (one line)
+    """
+    from srl_models.config import SRLLookupError, resolveSRLModel
+
+    channels = 6 if getattr(args, "fpv", False) or getattr(args, "multi_view", False) else 3
+    img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
+    try:
+        folder = resolveSRLModel(args.env, args.srl_model, args.srl_config_file, args.srl_model_path,
+                                 img_shape=img_shape, channels=channels)
+    except SRLLookupError as error:
+        raise UsageError(f"--srl-model {args.srl_model!r}: {error}; valid choices without a trained model: "
+                         f"{', '.join(env_class.SRL_MODES)}") from None
+    except ValueError as error:
+        raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
+    args.srl_model_path = folder
+    if args.img_shape is None:
+        from srl_models.base import readExpConfig
+
+        args.img_shape = [3, *readExpConfig(folder)["img_shape"][1:]]
 
 
 def createRunFolder(args: argparse.Namespace) -> str:
@@ -155,6 +284,11 @@ def createRunFolder(args: argparse.Namespace) -> str:
     :param args: parsed arguments (log_dir, env, srl_model, algo, seed, tag)
     :return: a new, empty run folder (a suffix avoids collisions with a run started in the same second)
     """
+    if getattr(args, "run_folder", None):  # given by rl_baselines.pipeline, which made it and holds its log there
+        if os.path.exists(os.path.join(args.run_folder, "args.json")):
+            raise UsageError(f"--run-folder {args.run_folder!r} already holds a run")
+        os.makedirs(args.run_folder, exist_ok=True)
+        return args.run_folder
     parent = os.path.join(args.log_dir, args.env, args.srl_model, args.algo)
     stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
     name = f"{stamp}_{args.tag or f'seed{args.seed}'}"
@@ -182,27 +316,76 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from rl_baselines.registry import failed_plugins, registered_rl
 
-    if pre_args.algo not in registered_rl:
-        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
-        raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
-    from environments import registered_env
+    plan = None
+    if pre_args.resume is not None:
+        from rl_baselines.resume import loadResumeArgs
 
-    algo_class = registered_rl[pre_args.algo][0]
-    parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
-    args = parser.parse_args(argv)
+        args, plan = loadResumeArgs(argv, registered_rl, baseParser)
+        if plan.state == "finished":
+            print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
+            return 0
+        algo_class = registered_rl[args.algo][0]
+    else:
+        if pre_args.algo not in registered_rl:
+            skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+            raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+        from environments import registered_env
+
+        algo_class = registered_rl[pre_args.algo][0]
+        parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
+        args = parser.parse_args(argv)
     env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
+    if plan is not None:
+        from rl_baselines.resume import checkPlan
+
+        checkPlan(plan, args, algo_class)
+    srl_record = None
+    if args.srl_model_path is not None:
+        from srl_models.config import describeSRLModel
+
+        try:
+            srl_record = describeSRLModel(args.srl_model_path)  # the hash that enjoy checks later
+        except ValueError as error:
+            raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
 
     from rl_baselines.callbacks import TrainingCallback
     from rl_baselines.files import writeJson
 
-    run_dir = createRunFolder(args)
-    saved_args = {k: v for k, v in sorted(vars(args).items())}
-    writeJson(os.path.join(run_dir, "args.json"), saved_args)
-    writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+    from rl_baselines.resume import RESOLVED_HYPERPARAMS_KEY, lockRun
+
+    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
+    if plan is not None:
+        checkWritableFolder(plan.run_dir, "--resume")
+    else:
+        checkWritableFolder(args.run_folder or args.log_dir, "--run-folder" if args.run_folder else "--log-dir")
+    if plan is None:
+        run_dir = createRunFolder(args)
+        run_lock = lockRun(run_dir)  # a --resume of this run while it trains is refused
+        saved_args = {k: v for k, v in sorted(vars(args).items())}
+        # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
+        saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
+        writeJson(os.path.join(run_dir, "args.json"), saved_args)
+        writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+        if srl_record is not None:
+            from srl_models.config import RUN_RECORD_FILE
+
+            writeJson(os.path.join(run_dir, RUN_RECORD_FILE), srl_record)
+            print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
+    else:
+        from rl_baselines.resume import applyPlan
+
+        run_dir = plan.run_dir
+        run_lock = lockRun(run_dir)
+        applyPlan(plan, args)  # every check passed: cut the run back to its checkpoint
+        if plan.state == "resume":
+            start_timesteps = plan.num_timesteps
+            print(f"Resuming from {plan.checkpoint} ({plan.num_timesteps} of {plan.target_timesteps} steps)")
+        else:
+            print("No checkpoint to resume from: training again from the start")
     print(f"Run folder: {run_dir}", flush=True)
     args.run_dir = run_dir
     args.monitor_dir = os.path.join(run_dir, "monitor")
-    os.makedirs(args.monitor_dir)
+    os.makedirs(args.monitor_dir, exist_ok=plan is not None)
 
     plotter = None
     if not args.no_vis:
@@ -211,28 +394,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         plotter = VisdomPlotter(port=args.port, env_name=f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}",
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
                                 episode_window=args.episode_window)
-    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
     from stable_baselines3.common.utils import set_random_seed
+
+    from rl_baselines.checkpointing import runDescription
+    from rl_baselines.resume import installStopHandlers
 
     set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
+    total_timesteps = plan.target_timesteps if plan is not None and plan.state == "resume" else (
+        start_timesteps + args.num_timesteps)
     callback = TrainingCallback(
-        algo, args.algo, run_dir, total_timesteps=start_timesteps + args.num_timesteps,
+        algo, args.algo, run_dir, total_timesteps=total_timesteps,
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
-        min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress)
+        min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress,
+        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq)
+    if plan is not None and plan.state == "resume":
+        callback.restoreState(plan.run_state.get("callback", {}))
+    uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
     interrupted = False
     try:
         algo.train(args, callback, env_kwargs=env_kwargs, train_kwargs=hyperparams)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
         interrupted = True
-    callback.close(algo.num_timesteps)
-    algo.save(callback.modelPath(run_dir))
+    finally:
+        uninstall_handlers()
+    num_timesteps = int(algo.num_timesteps)
+    callback.close(num_timesteps)
+    finished = not interrupted and num_timesteps >= callback.total_timesteps
+    try:
+        if finished and checkpoint_freq >= 0:
+            callback.checkpoint(num_timesteps, training_state=False, finished=True)
+        callback.saveModel(run_dir, num_timesteps, finished=finished)
+    except OSError as error:
+        print(f"error: the model was not saved in {run_dir}: {error.strerror}", file=sys.stderr)
+        run_lock.close()
+        return 1
     _writeLearningCurve(callback, args, run_dir)
     mean_reward = callback.monitor.meanReward()
-    print(f"{'Interrupted' if interrupted else 'Done'}: {algo.num_timesteps} steps, "
-          f"{len(callback.monitor.rewards)} episodes, mean reward (last 100) {mean_reward:.2f}")
+    stopped = callback.stop_signal is not None and not finished
+    state = "Done" if finished else "Stopped" if stopped else "Interrupted"
+    print(f"{state}: {num_timesteps} steps, {len(callback.monitor.rewards)} episodes, mean reward (last 100) "
+          f"{mean_reward:.2f}")
+    if stopped and callback.last_checkpoint is not None:
+        print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
     print(f"Run folder: {run_dir}")
+    run_lock.close()
+    if stopped:
+        return 128 + int(callback.stop_signal)
     return 130 if interrupted else 0
 
 

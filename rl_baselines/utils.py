@@ -12,11 +12,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
 from environments import getEnvClass
+from environments.srl_env import isLearnedSRLModel
 
 NORMALISATION_FILE = "vecnormalize.npz"
 
@@ -84,11 +84,15 @@ def makeSingleEnv(
     :param action_repeat: agent steps last this many env steps
     :return: the wrapped env
     """
+    from rl_baselines.training_state import EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
+
+    ignoreInterruptInWorker()  # in a SubprocVecEnv worker: Ctrl-C is for the training process, which checkpoints
     env = getEnvClass(env_id)(**env_kwargs)
     if action_repeat > 1:
         env = ActionRepeat(env, action_repeat)
+    env = EpisodeStartRNG(env)  # a resumed run restarts each env's episode in progress from the same start
     filename = os.path.join(monitor_dir, str(rank)) if monitor_dir else None
-    return Monitor(env, filename=filename, info_keywords=("is_success",))
+    return openMonitor(env, filename, info_keywords=("is_success",))  # an existing file (resume) is continued
 
 
 def findVecNormalize(venv: VecEnv | None) -> VecNormalize | None:
@@ -126,15 +130,60 @@ def createEnvs(
     venv: VecEnv = DummyVecEnv(thunks) if args.num_cpu == 1 else SubprocVecEnv(thunks)
     venv.seed(args.seed)
     venv.action_space.seed(args.seed)
+    srl_model = env_kwargs.get("srl_model", args.srl_model)
+    if isLearnedSRLModel(srl_model):
+        # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
+        venv = encodeObservations(venv, args, srl_model)
     if getattr(args, "num_stack", 1) > 1:
         venv = VecFrameStack(venv, n_stack=args.num_stack)
-    if env_kwargs.get("srl_model", args.srl_model) != "raw_pixels":
+    if srl_model != "raw_pixels":
         # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
-        venv = VecNormalize(venv, norm_obs=True, norm_reward=False)
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=False,
+                            norm_obs_keys=normalisedKeys(venv.observation_space))
         if load_path_normalise is not None and os.path.exists(os.path.join(load_path_normalise, NORMALISATION_FILE)):
             loadNormalisation(venv, load_path_normalise)
             venv.training = False
     return venv
+
+
+def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -> VecEnv:
+    """
+    Wrap a pixel VecEnv with the trained SRL model the run uses (``args.srl_model_path``, set by the train command,
+    or else the folder ``args.srl_config_file`` maps to ``(args.env, srl_model)``).
+
+    :param venv: the raw VecEnv (image observations)
+    :param args: the run's arguments
+    :param srl_model: the learned model name
+    :return: the VecEnv of encoded states
+    :raises ValueError: the model cannot be found or does not fit the env (one line)
+    """
+    from rl_baselines.srl_encoder import SRLEncoderVecEnv, loadEncoder
+    from srl_models.config import DEFAULT_CONFIG_FILE, resolveSRLModel
+
+    try:
+        folder = getattr(args, "srl_model_path", None)
+        if folder is None:
+            config_file = getattr(args, "srl_config_file", None) or DEFAULT_CONFIG_FILE
+            folder = resolveSRLModel(args.env, srl_model, config_file)
+        return SRLEncoderVecEnv(venv, loadEncoder(folder))
+    except ValueError:
+        venv.close()  # no orphaned env subprocesses behind the error
+        raise
+
+
+# Entries of goal-conditioned Dict observations left unnormalised: HER replaces desired goals by achieved ones, so
+# both must keep one scale (their own running std would differ; a fixed target's is 0).
+GOAL_KEYS = ("achieved_goal", "desired_goal")
+
+
+def normalisedKeys(observation_space: gym.Space) -> list[str] | None:
+    """
+    :param observation_space: the VecEnv's observation space
+    :return: the Dict entries VecNormalize normalises (all but the goals), None for a Box (the whole observation)
+    """
+    if isinstance(observation_space, gym.spaces.Dict):
+        return [key for key in observation_space.spaces if key not in GOAL_KEYS]
+    return None
 
 
 def _rmsArrays(prefix: str, rms: RunningMeanStd | dict) -> dict[str, np.ndarray]:

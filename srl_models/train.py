@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from environments.cli_errors import OneLineParser, UsageError, positiveInt, runCommand
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
 from srl_models.base import SRLType
@@ -336,6 +336,7 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
     """
     args = makeParser().parse_args(argv)
     checkSettings(args)
+    checkWritableFolder(args.log_folder, "--log-folder")
     name, losses, split, state_dim = resolveModel(args)
     device = _device(args.device)
     dataset = checkDataset(args.data_folder, losses)

@@ -4,22 +4,24 @@ Each generation asks the strategy for ``num_population`` weight vectors, plays o
 the ``--num-cpu`` envs (subprocesses), and tells it the episode returns. The policy kept, saved and played is the
 best candidate ever evaluated (``xbest``, its return in ``best_return``), not the last one asked, together with the
 state normalisation it was evaluated with (CMA-ES normalises states itself, see policies.py, so no vecnormalize.npz
-is written beside its model). Continuing training restarts the strategy from the saved mean and step size (the
-covariance starts again from the identity).
+is written beside its model). Continuing training (``--load-rl-model-path``) restarts the strategy from the saved
+mean and step size (the covariance starts again from the identity); resuming a run (``--resume``) restores the whole
+strategy (covariance, evolution paths, counters: every numeric attribute, saved as arrays and JSON, set back on a
+strategy built with the same options) and the generators, so it goes on exactly.
 """
 from __future__ import annotations
 
 import argparse
-from typing import Any, ClassVar
+import os
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import cma
 import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.algo_types import AlgoType
-from rl_baselines.base_classes import TrainCallback
+from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
     PolicyNetwork,
@@ -33,6 +35,14 @@ from rl_baselines.evolution_strategies.policies import (
 )
 from rl_baselines.torch_base import TorchRLObject
 
+# cma is imported in train() only: it pulls in scipy.stats (over 1 s of CPU), and every train command imports this
+# module through the registry, whatever the algorithm.
+if TYPE_CHECKING:
+    import cma
+
+# What saveTrainingState writes besides TorchRLObject's: the strategy's arrays and its other values.
+CMA_ARRAYS_FILE = "cma_arrays.npz"
+CMA_VALUES_FILE = "cma.json"
 # Width of the hidden layer of the policy for state observations (the old toolbox's).
 HIDDEN_SIZE = 100
 # Above this many weights the covariance stays diagonal (a full one costs n^2 memory and n^3 decompositions).
@@ -55,6 +65,8 @@ class CMAESModel(TorchRLObject):
         "deterministic": False,  # argmax actions while evaluating (and when playing the result)
     }
     HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple]] = {"num_population": (2, None), "sigma": (1e-6, None)}
+    # train() calls notifyCleanPoint between generations.
+    CHECKPOINT_AT_CLEAN_POINTS = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -67,6 +79,7 @@ class CMAESModel(TorchRLObject):
         self.sigma = float(self.DEFAULT_HYPERPARAMS["sigma"])
         self.rng = np.random.default_rng(0)
         self._best_torch: dict[str, torch.Tensor] | None = None
+        self.strategy: cma.CMAEvolutionStrategy | None = None
 
     @classmethod
     def getOptParam(cls) -> dict[str, tuple]:
@@ -134,6 +147,32 @@ class CMAESModel(TorchRLObject):
         self._setBest(state["best_params"].numpy(), float(state["best_return"]),
                       StateNormaliser.fromDict(state["best_normaliser"], n_features))
 
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        from rl_baselines.files import writeJson
+        from rl_baselines.training_state import captureObjectState, writeNpz
+
+        super().saveTrainingState(folder, replay_buffer_folder)
+        arrays, values = captureObjectState(self.strategy, "cma")
+        writeNpz(os.path.join(folder, CMA_ARRAYS_FILE), arrays)
+        writeJson(os.path.join(folder, CMA_VALUES_FILE), {"values": values})
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        from rl_baselines.files import readJson
+        from rl_baselines.training_state import restoreObjectState
+
+        super().loadTrainingState(folder, replay_buffer_folder)
+        saved = readJson(os.path.join(folder, CMA_VALUES_FILE))
+        with np.load(os.path.join(folder, CMA_ARRAYS_FILE), allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+        if arrays.get("mean") is not None and arrays["mean"].shape != np.shape(self.strategy.mean):
+            raise ValueError(f"the saved strategy searches {arrays['mean'].shape} weights, this policy has "
+                             f"{np.shape(self.strategy.mean)}")
+        restoreObjectState(self.strategy, arrays, saved["values"])
+        if getattr(self.strategy, "timer", None) is None and self.strategy.countiter > 0:
+            from cma.utilities.utils import ElapsedWCTime
+
+            self.strategy.timer = ElapsedWCTime()  # made by the first ask(), which a resumed strategy has had
+
     # --- training --------------------------------------------------------------------------------------------
 
     def train(
@@ -154,12 +193,20 @@ class CMAESModel(TorchRLObject):
             self.mean = np.full(self.policy.n_params, float(self.hyperparams["mu"]))
             self.sigma = float(self.hyperparams["sigma"])
             self._setBest(self.mean, -np.inf, self.normaliser)
-        strategy = cma.CMAEvolutionStrategy(self.mean, self.sigma, {
+        import cma  # lazily, see the imports at the top
+        from cma.sigma_adaptation import CMAAdaptSigmaCSA
+
+        strategy = self.strategy = cma.CMAEvolutionStrategy(self.mean, self.sigma, {
             "popsize": int(self.hyperparams["num_population"]),
             "seed": int(self.rng.integers(1, 2**31 - 1)),  # cma reads 0 as "seed from the clock"
             "verbose": -9,
             "CMA_diagonal": self.policy.n_params > MAX_FULL_COVARIANCE_PARAMS,
+            # From 300 weights on (the MLP on MobileRobot states has 704) cma adapts the step size by two-point
+            # adaptation, which injects two samples into every generation: with only two candidates its second
+            # generation fails ("unused injected direction"), so they use cumulative step-size adaptation.
+            "AdaptSigma": True if int(self.hyperparams["num_population"]) > 2 else CMAAdaptSigmaCSA,
         })
+        self.restoreTrainingState(args)  # train --resume: the strategy's state and the generators
         deterministic = bool(self.hyperparams["deterministic"])
         runner = PopulationRunner(self.env, self, callback)
         end_timesteps = self.num_timesteps + args.num_timesteps
@@ -188,4 +235,5 @@ class CMAESModel(TorchRLObject):
                 self._setBest(candidates[best], returns[best], self.normaliser)  # the statistics it was played with
             self.normaliser.commit()  # between generations only, so every candidate sees the same normalisation
             self.mean, self.sigma = np.array(strategy.mean), float(strategy.sigma)
+            notifyCleanPoint(callback, self.num_timesteps)  # between generations: an exact checkpoint
         self.env.close()

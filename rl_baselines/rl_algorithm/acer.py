@@ -21,7 +21,8 @@ of the last ``buffer_size`` steps of every env, once it holds ``replay_start`` s
 
 An episode cut by the time limit is not a terminal state: its last reward gets γ V(last observation) added when
 it is collected (with the network of that moment). The replay memory is not saved with the model: training
-continued from a saved model fills it again before replaying.
+continued from a saved model fills it again before replaying (a run resumed with ``--resume`` gets back the memory
+saved with its checkpoint).
 """
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback
+from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, makeEncoder, orthogonalInit
 from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
 
@@ -276,6 +277,7 @@ class ACERModel(TorchActorCritic):
         self.average_policy: ACERNetwork | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.replay: TrajectoryReplay | None = None
+        self.rng: np.random.Generator | None = None  # draws the replayed trajectories
 
     @classmethod
     def getOptParam(cls) -> dict:
@@ -304,6 +306,7 @@ class ACERModel(TorchActorCritic):
         self.average_policy = ACERNetwork(self.observation_space, int(self.action_space.n))
         self.average_policy.load_state_dict(self.policy.state_dict())
         self.average_policy.requires_grad_(False)
+        self.rng = None
         hp = self.hyperparams
         self.optimizer = torch.optim.RMSprop(self.policy.parameters(), lr=hp["learning_rate"], alpha=hp["rprop_alpha"],
                                              eps=hp["rprop_epsilon"])
@@ -311,6 +314,20 @@ class ACERModel(TorchActorCritic):
 
     def modules(self) -> dict[str, nn.Module | torch.optim.Optimizer]:
         return {"policy": self.policy, "average_policy": self.average_policy, "optimizer": self.optimizer}
+
+    def _makeReplay(self, n_envs: int) -> TrajectoryReplay:
+        n_steps = int(self.hyperparams["n_steps"])
+        return TrajectoryReplay(max(1, int(self.hyperparams["buffer_size"]) // n_steps), n_envs, n_steps,
+                                self.observation_space, int(self.action_space.n))
+
+    def replayBuffer(self) -> tuple[TrajectoryReplay, int, int] | None:
+        return None if self.replay is None else (self.replay, self.replay.capacity, self.replay.size)
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        if replay_buffer_folder is not None and self.replay is None:
+            self.replay = self._makeReplay(self.env.num_envs)  # learn() keeps a replay memory that fits
+        self.rng = np.random.default_rng()  # its saved state is set by the base class
+        super().loadTrainingState(folder, replay_buffer_folder)
 
     def distribution(self, obs: torch.Tensor) -> torch.distributions.Categorical:
         probs, _ = self.policy(obs)
@@ -365,13 +382,15 @@ class ACERModel(TorchActorCritic):
         n_actions = int(self.action_space.n)
         obs_space = env.observation_space
         if self.replay is None or self.replay.n_envs != n_envs or self.replay.n_steps != n_steps:
-            self.replay = TrajectoryReplay(max(1, int(hp["buffer_size"]) // n_steps), n_envs, n_steps, obs_space, n_actions)
-        rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, ()).item()))  # follows the torch seed
-        start, target = self.num_timesteps, self.num_timesteps + total_timesteps
+            self.replay = self._makeReplay(n_envs)
+        if self.rng is None:  # follows the torch seed; kept on the model, so that a resumed run goes on with it
+            self.rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, ()).item()))
+        rng = self.rng
+        start, target = self.scheduleStart(), self.num_timesteps + total_timesteps  # a resumed run goes on
         obs = env.reset()
         keep_going = True
         while keep_going and self.num_timesteps < target:
-            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / total_timesteps)
+            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / max(target - start, 1))
             traj_obs = np.zeros((n_envs, n_steps + 1, *obs_space.shape), dtype=obs_space.dtype)
             traj_actions = np.zeros((n_envs, n_steps), dtype=np.int64)
             traj_rewards = np.zeros((n_envs, n_steps), dtype=np.float32)
@@ -403,3 +422,4 @@ class ACERModel(TorchActorCritic):
             if hp["replay_ratio"] > 0 and self.replay.stepsPerEnv() >= hp["replay_start"]:
                 for _ in range(rng.poisson(hp["replay_ratio"])):
                     self.update(*self.replay.sample(rng), learning_rate)
+            notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint

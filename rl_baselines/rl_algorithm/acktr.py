@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback
+from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
 from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, isImageSpace, makeEncoder, orthogonalInit
 from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
@@ -199,11 +199,11 @@ class ACKTRModel(TorchActorCritic):
         obs_space = env.observation_space
         continuous = isinstance(self.action_space, gym.spaces.Box)
         action_shape = self.action_space.shape if continuous else ()
-        start, target = self.num_timesteps, self.num_timesteps + total_timesteps
+        start, target = self.scheduleStart(), self.num_timesteps + total_timesteps  # a resumed run goes on
         obs = env.reset()
         keep_going = True
         while keep_going and self.num_timesteps < target:
-            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / total_timesteps)
+            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / max(target - start, 1))
             batch_obs = np.zeros((n_steps, n_envs, *obs_space.shape), dtype=obs_space.dtype)
             batch_actions = np.zeros((n_steps, n_envs, *action_shape), dtype=np.float32 if continuous else np.int64)
             batch_rewards = np.zeros((n_steps, n_envs), dtype=np.float32)
@@ -232,3 +232,4 @@ class ACKTRModel(TorchActorCritic):
                                 torch.as_tensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
                                 torch.as_tensor(returns).reshape(-1), learning_rate)
             self.logStats(stats)
+            notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint

@@ -13,8 +13,9 @@ priority updates): most of the algorithm, tied to SB3 internals. This module is 
   buffer with numpy (O(N) per batch, well under the cost of a gradient step at these buffer sizes).
 
 The three are switches, all on by default as in the old toolbox. Transitions are stored unnormalised and
-normalised with the current VecNormalize statistics when sampled (as SB3 does). The replay buffer is not saved:
-continuing a saved model restores its networks, optimiser and step count, and refills the buffer.
+normalised with the current VecNormalize statistics when sampled (as SB3 does). The replay buffer is not part of
+the model file: continuing a saved model (``--load-rl-model-path``) restores its networks, optimiser and step count,
+and refills the buffer; resuming a run (``--resume``) also restores the buffer saved with its checkpoint.
 """
 from __future__ import annotations
 
@@ -242,6 +243,7 @@ class DQNModel(TorchRLObject):
         self.target_network: QNetwork | None = None
         self.optimizer: torch.optim.Optimizer | None = None
         self.rng = np.random.default_rng(0)
+        self.replay_buffer: ReplayBuffer | None = None
 
     @classmethod
     def getOptParam(cls) -> dict[str, tuple]:
@@ -303,6 +305,10 @@ class DQNModel(TorchRLObject):
         for group in self.optimizer.param_groups:  # a --learning-rate given when continuing applies
             group["lr"] = float(self.hyperparams["learning_rate"])
 
+    def replayBuffer(self) -> tuple[Any, int, int] | None:
+        buffer = self.replay_buffer
+        return None if buffer is None else (buffer, buffer.capacity, buffer.size)
+
     # --- training --------------------------------------------------------------------------------------------
 
     def train(
@@ -329,8 +335,10 @@ class DQNModel(TorchRLObject):
         buffer = ReplayBuffer(hp["buffer_size"], self.observation_space.shape, self.observation_space.dtype,
                               alpha=hp["prioritized_replay_alpha"] if hp["prioritized_replay"] else None,
                               priority_eps=hp["prioritized_replay_eps"])
-        start_timesteps = self.num_timesteps
-        end_timesteps = start_timesteps + args.num_timesteps
+        self.replay_buffer = buffer
+        self.restoreTrainingState(args)  # train --resume: the buffer, self.rng and where learning started
+        start_timesteps = self.scheduleStart()
+        end_timesteps = self.num_timesteps + args.num_timesteps
         exploration_steps = max(1.0, hp["exploration_fraction"] * end_timesteps)
 
         observation = env.reset()

@@ -41,7 +41,7 @@ import torch.multiprocessing as mp
 from torch import nn
 
 from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback
+from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.cli import UsageError, nonNegativeInt, positiveInt
 from rl_baselines.rl_algorithm.torch_common import (
     TorchActorCritic,
@@ -307,6 +307,7 @@ class PPO1Model(TorchActorCritic):
             args = copy.copy(args)
             args.seed = int(args.seed) + 1000 * rank
             args.monitor_dir, args.run_dir, args.load_rl_model_path = None, None, None
+            args.resume_from = None  # a resumed run's state is rank 0's: workers get its model from it
             callback = lambda _locals, _globals: True
         dist.init_process_group("gloo", init_method=dist_url, rank=rank, world_size=world_size)
         self.rank, self.world_size = rank, world_size
@@ -354,11 +355,11 @@ class PPO1Model(TorchActorCritic):
         obs_space = env.observation_space
         continuous = isinstance(self.action_space, gym.spaces.Box)
         action_shape = self.action_space.shape if continuous else ()
-        start, target = self.num_timesteps, self.num_timesteps + total_timesteps
+        start, target = self.scheduleStart(), self.num_timesteps + total_timesteps  # a resumed run goes on
         obs = env.reset()
         iteration = 0
         while self.num_timesteps < target:
-            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / total_timesteps)
+            learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / max(target - start, 1))
             batch_obs = np.zeros((n_steps, n_envs, *obs_space.shape), dtype=obs_space.dtype)
             batch_actions = np.zeros((n_steps, n_envs, *action_shape), dtype=np.float32 if continuous else np.int64)
             batch_log_probs = np.zeros((n_steps, n_envs), dtype=np.float32)
@@ -405,3 +406,4 @@ class PPO1Model(TorchActorCritic):
             iteration += 1
             stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate, seed=self.rank * 100_003 + iteration)
             self.logStats(stats)
+            notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint (rank 0)

@@ -105,6 +105,8 @@ class TorchActorCritic(TorchRLObject):
     """
 
     HYPERPARAM_CHOICES = {"lr_schedule": LR_SCHEDULES}
+    # learn() calls notifyCleanPoint after every update.
+    CHECKPOINT_AT_CLEAN_POINTS = True
 
     def __init__(self) -> None:
         super().__init__()
@@ -212,9 +214,10 @@ class TorchActorCritic(TorchRLObject):
             self.build()
         run_dir = getattr(args, "run_dir", None)
         if run_dir:
-            from stable_baselines3.common.logger import configure
+            from rl_baselines.training_state import progressLogger
 
-            self.logger = configure(run_dir, ["csv"])  # progress.csv, like the SB3-backed algorithms'
+            self.logger = progressLogger(run_dir)  # progress.csv, like the SB3-backed algorithms' (resumed: goes on)
+        self.restoreTrainingState(args)
         self._log_start = (self.num_timesteps, time.monotonic())
         self._next_log = self.num_timesteps + self.LOG_INTERVAL
         try:

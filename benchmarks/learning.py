@@ -1,0 +1,506 @@
+"""Learning benchmark: every registered algorithm on a task it suits, 3 seeds, beside the random agent.
+
+Each run is ``python -m rl_baselines.train`` (the real command line, ground-truth observations); its result is read
+from the run folder's monitor CSVs: the final reward of a run is the mean over its last ``--last-episodes`` episodes,
+and a row gives the mean and standard deviation of that figure over the seeds. Rows come from :data:`CASES`; an
+algorithm that is not registered when the script runs is skipped with a note (plugins come and go).
+
+The main task is MobileRobotGymEnv-v0 (discrete actions, or ``-c`` for the continuous-only algorithms). CartPole-v1
+and Pendulum-v1 are references, because Stable-Baselines3's RL Zoo publishes figures for them: the command line only
+accepts envs declared under the ``srl_toolbox.environments`` entry points, so the script declares the two gymnasium
+envs (wrapped as SRLGymEnv, observation = the gymnasium state) in a throw-away package metadata folder that it puts
+on the runs' PYTHONPATH, exactly as a third-party plugin would; nothing in the project changes.
+
+An algorithm "beats random clearly" when its mean minus one standard deviation closes at least
+:data:`CLEAR_FRACTION` of the gap between the random agent and the task's solved level; the table flags the others.
+
+Usage: ``python benchmarks/learning.py [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]``
+(``make bench-learning``; about 45 minutes on 2 cores, ``--quick`` a few minutes and appends nothing).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from benchmarks.report import appendReport, machineDescription  # noqa: E402
+from environments.srl_env import SRLGymEnv  # noqa: E402
+
+MOBILE = "MobileRobotGymEnv-v0"
+CARTPOLE = "CartPole-v1"
+PENDULUM = "Pendulum-v1"
+# Reward of a solved episode, to measure how much of the way from random each algorithm went: MobileRobot's best
+# measured policies score about 230 of 250 steps (the robot needs ~20 steps to reach the target), CartPole-v1 caps
+# episodes at 500, and the RL Zoo's best Pendulum-v1 agents average about -150.
+SOLVED = {MOBILE: 230.0, CARTPOLE: 500.0, PENDULUM: -150.0}
+CLEAR_FRACTION = 0.25
+RANDOM = "random_agent"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """
+    One row of the table: an algorithm trained on a task for a fixed budget.
+
+    :param algo: registered algorithm name
+    :param env: env id
+    :param continuous: continuous actions (``-c``)
+    :param steps: env steps per run
+    :param extra: further train flags (hyperparameters that depart from the algorithm's defaults)
+    """
+
+    algo: str
+    env: str
+    continuous: bool
+    steps: int
+    extra: tuple[str, ...] = ()
+
+    @property
+    def task(self) -> tuple[str, bool]:
+        """The (env, continuous) pair the random baseline is shared by."""
+        return self.env, self.continuous
+
+    def label(self) -> str:
+        """:return: the env column of the table"""
+        if self.env == MOBILE:
+            return f"{self.env} ({'continuous' if self.continuous else 'discrete'})"
+        return self.env
+
+
+# Budgets from the steps each algorithm needs (measured on this machine, see docs/benchmarks.md), so that the whole
+# benchmark fits in about 45 minutes on 2 cores. The off-policy continuous algorithms run ~50-170 steps/s.
+CASES: tuple[Case, ...] = (
+    Case(RANDOM, MOBILE, False, 10_000),
+    Case("ppo2", MOBILE, False, 40_000),
+    Case("a2c", MOBILE, False, 40_000),
+    Case("ppo1", MOBILE, False, 40_000),
+    Case("trpo", MOBILE, False, 20_000),
+    Case("ppo_lstm", MOBILE, False, 15_000),
+    Case("acer", MOBILE, False, 20_000),
+    Case("acktr", MOBILE, False, 20_000),
+    Case("deepq", MOBILE, False, 20_000),
+    Case("qrdqn", MOBILE, False, 20_000),
+    Case("her", MOBILE, False, 20_000),  # goal-conditioned observations, SB3's DQN learner (her's discrete default)
+    Case("cma-es", MOBILE, False, 100_000),
+    Case("ars", MOBILE, False, 100_000),
+    Case(RANDOM, MOBILE, True, 10_000),
+    Case("sac", MOBILE, True, 20_000),
+    Case("td3", MOBILE, True, 10_000),
+    Case("tqc", MOBILE, True, 8_000),
+    Case("ddpg", MOBILE, True, 15_000),
+    Case(RANDOM, CARTPOLE, False, 10_000),
+    Case("ppo2", CARTPOLE, False, 50_000),
+    Case("deepq", CARTPOLE, False, 30_000),
+    Case(RANDOM, PENDULUM, True, 10_000),
+    Case("sac", PENDULUM, True, 20_000),
+)
+QUICK_STEPS = 2000
+
+# Published figures: RL Zoo benchmark.md (one run per pair, deterministic evaluation over ~150k steps after training
+# for n_timesteps), https://github.com/DLR-RM/rl-baselines3-zoo/blob/0088472b8cb622732bdbc4aa3d0d0abde86c67ed/benchmark.md
+# Keys use this project's names; the Zoo's algorithm is named in the cell.
+ZOO_URL = "https://github.com/DLR-RM/rl-baselines3-zoo/blob/0088472b8cb622732bdbc4aa3d0d0abde86c67ed/benchmark.md"
+PUBLISHED: dict[tuple[str, str], str] = {
+    ("a2c", CARTPOLE): "a2c 500.0 +/- 0.0 (500k)",
+    ("ars", CARTPOLE): "ars 500.0 +/- 0.0 (50k)",
+    ("deepq", CARTPOLE): "dqn 500.0 +/- 0.0 (50k)",
+    ("ppo2", CARTPOLE): "ppo 500.0 +/- 0.0 (100k)",
+    ("ppo1", CARTPOLE): "ppo 500.0 +/- 0.0 (100k)",
+    ("qrdqn", CARTPOLE): "qrdqn 500.0 +/- 0.0 (50k)",
+    ("trpo", CARTPOLE): "trpo 500.0 +/- 0.0 (100k)",
+    ("a2c", PENDULUM): "a2c -163.0 +/- 103.2 (1M)",
+    ("ars", PENDULUM): "ars -212.5 +/- 160.4 (2M)",
+    ("ddpg", PENDULUM): "ddpg -152.1 +/- 94.3 (20k)",
+    ("ppo2", PENDULUM): "ppo -172.2 +/- 104.2 (100k)",
+    ("ppo1", PENDULUM): "ppo -172.2 +/- 104.2 (100k)",
+    ("sac", PENDULUM): "sac -157.0 +/- 88.7 (20k)",
+    ("td3", PENDULUM): "td3 -151.9 +/- 90.2 (20k)",
+    ("trpo", PENDULUM): "trpo -174.6 +/- 127.6 (100k)",
+}
+
+
+# --- CartPole-v1 and Pendulum-v1 as SRLGymEnv (declared to the runs as a plugin would be) ----------------------------
+
+
+class ClassicControlEnv(SRLGymEnv):
+    """
+    A gymnasium classic-control env behind the SRLGymEnv interface: its state is the ground truth.
+
+    :param srl_model: only "ground_truth"
+    :param is_discrete: must match the wrapped env's action space
+    :param seed: seed of the first reset
+    :param kwargs: the other SRLGymEnv keywords (unused by the task)
+    """
+
+    GYM_ID = ""
+    DISCRETE = True
+    SRL_MODES = ("ground_truth",)
+    RELATIVE_POS = False
+
+    def __init__(self, *, srl_model: str = "ground_truth", is_discrete: bool = True, seed: int | None = None,
+                 **kwargs: Any) -> None:
+        super().__init__(srl_model=srl_model, is_discrete=is_discrete, relative_pos=False, seed=seed, **kwargs)
+        if is_discrete != self.DISCRETE:
+            raise ValueError(f"{self.GYM_ID} has {'discrete' if self.DISCRETE else 'continuous'} actions only")
+        self._env = gym.make(self.GYM_ID)
+        self.observation_space = self._env.observation_space
+        self.action_space = self._env.action_space
+        self._state = np.zeros(self.observation_space.shape, dtype=np.float32)
+        self._next_seed = seed
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
+        """
+        :param seed: reseeds the wrapped env when given (else the constructor's seed, once)
+        :param options: passed to the wrapped env
+        :return: (state, info)
+        """
+        super().reset(seed=seed)
+        seed, self._next_seed = (seed if seed is not None else self._next_seed), None
+        self._state, info = self._env.reset(seed=seed, options=options)
+        return self._state, info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """:param action: an action of the wrapped env"""
+        self._state, reward, terminated, truncated, info = self._env.step(action)
+        info["is_success"] = self.isSuccess(terminated, truncated)  # the monitor files record it
+        return self._state, float(reward), terminated, truncated, info
+
+    def isSuccess(self, terminated: bool, truncated: bool) -> bool:
+        """
+        :param terminated: the episode failed or reached a terminal state
+        :param truncated: the time limit ended it
+        :return: whether the last step counts as a success
+        """
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the wrapped env."""
+        self._env.close()
+
+    def getTargetPos(self) -> np.ndarray:
+        """:return: zeros (the task has no target)"""
+        return np.zeros_like(self._state)
+
+    def getRobotPos(self) -> np.ndarray:
+        """:return: the gymnasium state"""
+        return np.asarray(self._state)
+
+
+class CartPoleSRLEnv(ClassicControlEnv):
+    """gymnasium's CartPole-v1 (500 steps, +1 per step upright)."""
+
+    GYM_ID, DISCRETE, MAX_STEPS = CARTPOLE, True, 500
+
+    def isSuccess(self, terminated: bool, truncated: bool) -> bool:
+        """:return: the pole stayed up until the time limit"""
+        return bool(truncated and not terminated)
+
+    @staticmethod
+    def getGroundTruthDim() -> int:
+        """:return: 4 (cart position and velocity, pole angle and angular velocity)"""
+        return 4
+
+
+class PendulumSRLEnv(ClassicControlEnv):
+    """gymnasium's Pendulum-v1 (200 steps, reward minus the cost of angle, speed and torque)."""
+
+    GYM_ID, DISCRETE, MAX_STEPS = PENDULUM, False, 200
+
+    def isSuccess(self, terminated: bool, truncated: bool) -> bool:
+        """:return: the pendulum is within about 18 degrees of upright"""
+        return bool(self._state[0] > 0.95)
+
+    @staticmethod
+    def getGroundTruthDim() -> int:
+        """:return: 3 (cos, sin of the angle, angular velocity)"""
+        return 3
+
+
+def writePluginMetadata(folder: str) -> str:
+    """
+    Declare CartPole-v1 and Pendulum-v1 under ``srl_toolbox.environments`` in a package metadata folder.
+
+    :param folder: where to create it (put it on PYTHONPATH to make the entry points visible)
+    :return: the ``.dist-info`` folder written
+    """
+    dist_info = os.path.join(folder, "srl_toolbox_learning_benchmark-0.0.0.dist-info")
+    os.makedirs(dist_info, exist_ok=True)
+    with open(os.path.join(dist_info, "METADATA"), "w", encoding="utf-8") as metadata:
+        metadata.write("Metadata-Version: 2.1\nName: srl-toolbox-learning-benchmark\nVersion: 0.0.0\n")
+    with open(os.path.join(dist_info, "entry_points.txt"), "w", encoding="utf-8") as entry_points:
+        entry_points.write(f"[srl_toolbox.environments]\n{CARTPOLE} = benchmarks.learning:CartPoleSRLEnv\n"
+                           f"{PENDULUM} = benchmarks.learning:PendulumSRLEnv\n")
+    return dist_info
+
+
+# --- runs ------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class RunResult:
+    """
+    One finished run.
+
+    :param case: what was trained
+    :param seed: its seed
+    :param final: mean reward of its last episodes (nan when it failed or had none)
+    :param steps: env steps it trained for
+    :param wall: seconds the command took
+    :param rate: env steps per second of training (monitor clock: from the env's creation to the last episode's end)
+    :param error: why it failed, empty when it did not
+    """
+
+    case: Case
+    seed: int
+    final: float
+    steps: int
+    wall: float
+    rate: float = float("nan")
+    error: str = ""
+
+
+def trainCommand(case: Case, steps: int, seed: int, log_dir: str) -> list[str]:
+    """
+    :param case: the row
+    :param steps: env steps
+    :param seed: random seed
+    :param log_dir: root of the run folder
+    :return: the ``rl_baselines.train`` command line
+    """
+    return [sys.executable, "-m", "rl_baselines.train", "--algo", case.algo, "--env", case.env, "--srl-model",
+            "ground_truth", "--num-timesteps", str(steps), "--seed", str(seed), "--no-vis", "--no-progress",
+            "--log-dir", log_dir, *(["-c"] if case.continuous else []), *case.extra]
+
+
+def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, plugin_dir: str) -> RunResult:
+    """
+    Train one seed through the command line and read its final reward from the monitor files.
+
+    :param case: the row
+    :param steps: env steps
+    :param seed: random seed
+    :param scratch: folder for the run (deleted with it by the caller)
+    :param last_episodes: episodes averaged into the final reward
+    :param plugin_dir: folder holding the benchmark's package metadata (put on PYTHONPATH)
+    :return: the result
+    """
+    from rl_baselines.monitor_files import loadEpisodes
+
+    log_dir = os.path.join(scratch, f"{case.algo}_{case.env}_{'c' if case.continuous else 'd'}_{seed}")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_dir, ROOT, os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    result = subprocess.run(trainCommand(case, steps, seed, log_dir), cwd=ROOT, env=env, capture_output=True,
+                            text=True)
+    wall = time.perf_counter() - start
+    if result.returncode != 0:
+        lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]
+        return RunResult(case, seed, float("nan"), 0, wall, error=f"exit {result.returncode}: {lines[-1][:160]}")
+    done = re.search(r"^Done: (\d+) steps", result.stdout, re.MULTILINE)
+    folder = re.findall(r"^Run folder: (.+)$", result.stdout, re.MULTILINE)[-1].strip()
+    episodes = loadEpisodes(os.path.join(folder, "monitor"))
+    rewards = episodes["rewards"]
+    if not len(rewards):
+        return RunResult(case, seed, float("nan"), steps, wall, error="no finished episode")
+    rate = float(episodes["timesteps"][-1] / episodes["times"].max()) if episodes["times"].max() > 0 else float("nan")
+    return RunResult(case, seed, float(rewards[-last_episodes:].mean()), int(done.group(1)) if done else steps, wall,
+                     rate)
+
+
+def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs: int, last_episodes: int
+           ) -> list[RunResult]:
+    """
+    Run every (case, seed), ``jobs`` at a time, longest first so that the parallel slots stay busy.
+
+    :param cases: rows to run
+    :param steps_of: env steps per run of each case
+    :param seeds: seeds of each case
+    :param jobs: runs at a time (subprocesses)
+    :param last_episodes: episodes averaged into a run's final reward
+    :return: the results, in no particular order
+    """
+    from tqdm import tqdm
+
+    work = sorted(((case, seed) for case in cases for seed in seeds), key=lambda item: -expectedSeconds(
+        item[0], steps_of[item[0]]))
+    results = []
+    with tempfile.TemporaryDirectory(prefix="srl_learning_") as scratch:
+        plugin_dir = os.path.join(scratch, "plugin")
+        writePluginMetadata(plugin_dir)
+        with ThreadPoolExecutor(max_workers=jobs) as pool, tqdm(total=len(work), desc="runs", unit="run") as bar:
+            futures = {pool.submit(runOne, case, steps_of[case], seed, scratch, last_episodes, plugin_dir): (case, seed)
+                       for case, seed in work}
+            for future in as_completed(futures):
+                result = future.result()
+                results.append(result)
+                status = result.error or f"final {result.final:.1f}"
+                bar.write(f"{result.case.algo} {result.case.label()} seed {result.seed}: {status} "
+                          f"({result.steps} steps, {result.wall:.0f} s)")
+                bar.update(1)
+                shutil.rmtree(os.path.join(scratch, f"{result.case.algo}_{result.case.env}_"
+                                                    f"{'c' if result.case.continuous else 'd'}_{result.seed}"),
+                              ignore_errors=True)
+    return results
+
+
+# Rough env steps/s of each algorithm on 1 core (measured on MobileRobot), only used to order the runs.
+_RATE = {"tqc": 50, "td3": 100, "sac": 170, "ddpg": 170, "ppo_lstm": 170, "qrdqn": 300, "her": 400}
+
+
+def expectedSeconds(case: Case, steps: int) -> float:
+    """:return: a guess of a run's duration, to start the long ones first"""
+    return 3.0 + steps / _RATE.get(case.algo, 1000)
+
+
+# --- the table -------------------------------------------------------------------------------------------------------
+
+
+def summarise(results: list[RunResult]) -> dict[Case, dict[str, Any]]:
+    """
+    :param results: every run
+    :return: per case: mean and std of the final reward over seeds, steps, mean wall time, steps/s, errors
+    """
+    rows: dict[Case, dict[str, Any]] = {}
+    for case in dict.fromkeys(result.case for result in results):
+        runs = sorted((r for r in results if r.case == case), key=lambda r: r.seed)
+        good = [r for r in runs if not r.error]
+        finals = [r.final for r in good]
+        rows[case] = {
+            "mean": statistics.fmean(finals) if finals else float("nan"),
+            "std": statistics.pstdev(finals) if len(finals) > 1 else 0.0,
+            "finals": finals,
+            "steps": max((r.steps for r in good), default=0),
+            "wall": statistics.fmean(r.wall for r in good) if good else float("nan"),
+            "rate": statistics.fmean(r.rate for r in good) if good else float("nan"),
+            "errors": [f"seed {r.seed}: {r.error}" for r in runs if r.error],
+        }
+    return rows
+
+
+def verdict(case: Case, row: dict[str, Any], random_row: dict[str, Any] | None) -> tuple[str, str]:
+    """
+    :param case: the row's case
+    :param row: its summary
+    :param random_row: the random agent's summary on the same task
+    :return: (progress from random to solved as a percentage, "yes"/"**no**"/"-" for "beats random clearly")
+    """
+    if case.algo == RANDOM or random_row is None or not row["finals"]:
+        return "-", "-"
+    gap = SOLVED[case.env] - random_row["mean"]
+    progress = (row["mean"] - random_row["mean"]) / gap
+    clear = (row["mean"] - row["std"] - random_row["mean"]) / gap >= CLEAR_FRACTION
+    return f"{100 * progress:.0f}%", "yes" if clear else "**no**"
+
+
+def markdownTable(cases: list[Case], rows: dict[Case, dict[str, Any]], seeds: int) -> str:
+    """
+    :param cases: rows in order
+    :param rows: their summaries
+    :param seeds: seeds per row
+    :return: the markdown table
+    """
+    lines = [f"| algorithm | env | steps | mean final reward +/- std ({seeds} seeds) | wall time per run (s) | steps/s | "
+             "progress random -> solved | beats random clearly | RL Zoo (algo, mean +/- std, budget) |",
+             "|---|---|---:|---:|---:|---:|---:|:---:|---|"]
+    for case in cases:
+        row = rows[case]
+        random_row = next((rows[c] for c in rows if c.algo == RANDOM and c.task == case.task), None)
+        progress, clear = verdict(case, row, random_row)
+        reward = f"{row['mean']:.1f} +/- {row['std']:.1f}" if row["finals"] else "failed"
+        if row["errors"]:
+            reward += " (" + "; ".join(row["errors"]) + ")"
+        lines.append(f"| {case.algo} | {case.label()} | {row['steps']:,} | {reward} | {row['wall']:.0f} | "
+                     f"{row['rate']:,.0f} | {progress} | {clear} | {PUBLISHED.get((case.algo, case.env), 'n/a')} |")
+    return "\n".join(lines)
+
+
+def selectCases(algos: list[str] | None, registered: set[str]) -> tuple[list[Case], list[str]]:
+    """
+    :param algos: algorithms asked for (None: all); the random agent is kept for every task they use
+    :param registered: names of the registered algorithms
+    :return: (cases to run, notes about skipped algorithms)
+    """
+    notes = []
+    wanted = [c for c in CASES if algos is None or c.algo in algos]
+    tasks = {c.task for c in wanted if c.algo != RANDOM}
+    cases = [c for c in CASES if (c in wanted or (c.algo == RANDOM and c.task in tasks))]
+    for algo in dict.fromkeys(c.algo for c in cases):
+        if algo not in registered:
+            notes.append(f"{algo} skipped: not registered when the benchmark ran")
+    cases = [c for c in cases if c.algo in registered]
+    missing = sorted(set(algos or ()) - {c.algo for c in CASES})
+    notes += [f"{algo} skipped: no task listed for it in benchmarks/learning.py" for algo in missing]
+    listed = {c.algo for c in CASES}
+    if algos is None:
+        notes += [f"{algo} registered but not benchmarked (add a Case)" for algo in sorted(registered - listed)]
+    return cases, notes
+
+
+def main(argv: list[str] | None = None) -> None:
+    """:param argv: command-line arguments"""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help=f"{QUICK_STEPS} steps per run: checks that every run works; appends nothing")
+    parser.add_argument("--algos", nargs="+", help="only these algorithms (and the random agent on their tasks)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds per row [0 1 2]")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, each in its own process [2]")
+    parser.add_argument("--last-episodes", type=int, default=20, help="episodes averaged into a run's final reward")
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    if args.jobs < 1 or args.last_episodes < 1:
+        parser.error("--jobs and --last-episodes must be positive")
+    from rl_baselines.registry import registered_rl
+
+    cases, notes = selectCases(args.algos, set(registered_rl))
+    for note in notes:
+        print(note)
+    steps_of = {case: (min(case.steps, QUICK_STEPS) if args.quick else case.steps) for case in cases}
+    print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'sb3_contrib'))}")
+    start = time.perf_counter()
+    results = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes)
+    elapsed = time.perf_counter() - start
+    table = markdownTable(cases, summarise(results), len(args.seeds))
+    print(table)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(f"{len(results)} runs in {elapsed / 60:.1f} min; load average {load:.1f}")
+    if args.quick or args.no_append:
+        return
+    command = " ".join(["python benchmarks/learning.py", *(sys.argv[1:] if argv is None else argv)])
+    notes_text = (
+        f"Each row: `python -m rl_baselines.train --srl-model ground_truth` with the algorithm's default "
+        f"hyperparameters, seeds {' '.join(map(str, args.seeds))}, {args.jobs} runs at a time (one torch thread "
+        f"each). Final reward = mean over the last {args.last_episodes} training episodes of a run (monitor CSVs, "
+        f"exploration included; evolution strategies: candidates of the population), then mean +/- std over seeds. "
+        f"Wall time = the whole command (start-up and saves included); steps/s = training steps per second of the "
+        f"monitor clock (env creation to the last episode's end). Progress = "
+        f"(mean - random) / (solved - random) with solved = "
+        f"{', '.join(f'{env} {value:g}' for env, value in SOLVED.items())}; \"beats random clearly\" = mean - std "
+        f"closes at least {100 * CLEAR_FRACTION:.0f}% of that gap. CartPole-v1 and Pendulum-v1 are gymnasium's, "
+        f"declared to the command line as an env plugin by the script. RL Zoo figures: one run, deterministic "
+        f"evaluation after training for the budget in brackets, with tuned hyperparameters ([benchmark.md]"
+        f"({ZOO_URL})); ours are training episodes after a smaller budget with the toolbox's defaults. "
+        f"{len(results)} runs took {elapsed / 60:.0f} min; load average {load:.1f} at the end (other work was "
+        f"running on the machine when it is above {args.jobs})."
+        + (" " + " ".join(note + "." for note in notes) if notes else ""))
+    appendReport("Learning: every algorithm beside the random agent", command, notes_text, table,
+                 packages=("torch", "stable_baselines3", "sb3_contrib", "gymnasium"), target="bench-learning")
+    print("appended to docs/benchmarks.md")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""``python -m rl_baselines.train --resume RUN``: continue a run from its last checkpoint, and stop one cleanly.
+
+The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress`` and ``--port`` may be given beside
+``--resume``). The run restarts from its newest resumable checkpoint (``checkpoints/<N>_steps/``, checked against its
+manifest): the model with its optimizer state, the normalisation statistics, the step counter, the replay buffer
+(off-policy algorithms), the random generators, and the callback's state (best mean reward, next checkpoint). The
+monitor files and progress.csv are cut back to their length at the checkpoint, so the rows written after it (by the
+killed process) are replaced by the resumed run's and the learning curve has no duplicate. Each env restarts the
+episode it was playing at the checkpoint from a fresh reset with the same start (seed or generator state of that
+episode), since the env's own state is not saved. A run killed before its first checkpoint starts again from step 0
+in the same folder; a finished run is left as it is.
+
+SIGINT and SIGTERM (:func:`installStopHandlers`) make the training callback write a checkpoint at the next env step
+and stop; train then exits with 130 or 143. A second signal stops at once.
+"""
+from __future__ import annotations
+
+import argparse
+import fcntl
+import glob
+import os
+import shutil
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from rl_baselines.checkpointing import (
+    MANIFEST_FILE,
+    RUN_STATE_FILE,
+    TRAINING_STATE_DIR,
+    CheckpointError,
+    bufferFolder,
+    checkManifest,
+    describeSpace,
+    listCheckpoints,
+    readManifest,
+    removePartialCheckpoints,
+)
+from rl_baselines.cli import CLIParser, UsageError, portNumber
+from rl_baselines.files import readJson
+
+# Flags that may be given with --resume: they change how the run is shown, not what it computes.
+RESUME_FLAGS = ("--no-vis", "--no-progress", "--port")
+# Held (flock) by the train process of a run while it trains: a second process on the same run is refused.
+LOCK_FILE = ".train.lock"
+# Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
+# --hyperparam), so that a resumed run does not read a hyperparameter file that may have changed since.
+RESOLVED_HYPERPARAMS_KEY = "resolved_hyperparams"
+
+
+@dataclass
+class ResumePlan:
+    """
+    What resuming a run does.
+
+    :param run_dir: the run folder
+    :param state: "resume" (from ``checkpoint``), "restart" (no checkpoint: from step 0) or "finished"
+    :param checkpoint: the checkpoint folder to resume from
+    :param run_state: its run_state.json
+    :param buffer_folder: the replay buffer folder to restore, None for an empty buffer
+    :param num_timesteps: the step count training restarts from
+    :param target_timesteps: the step count at which the run ends
+    """
+
+    run_dir: str
+    state: str
+    checkpoint: str | None = None
+    run_state: dict[str, Any] = field(default_factory=dict)
+    buffer_folder: str | None = None
+    num_timesteps: int = 0
+    target_timesteps: int = 0
+
+
+def _resumeParser() -> CLIParser:
+    parser = CLIParser(prog="python -m rl_baselines.train --resume RUN", add_help=False)
+    parser.add_argument("--resume", required=True, metavar="RUN")
+    parser.add_argument("--no-vis", action="store_true", default=None)
+    parser.add_argument("--no-progress", action="store_true", default=None)
+    parser.add_argument("--port", type=portNumber, default=None)
+    return parser
+
+
+def modelFiles(run_dir: str) -> list[str]:
+    """:return: the model files saved in a run folder itself (not best/ nor checkpoints/)"""
+    return sorted(path for path in glob.glob(os.path.join(run_dir, "*_model.*")) if os.path.isfile(path))
+
+
+def planResume(run_dir: str) -> ResumePlan:
+    """
+    Decide how a run folder is continued, reading only (the pipeline can call this to know what ``--resume``
+    would do).
+
+    :param run_dir: a run folder written by rl_baselines.train
+    :return: the plan: finished, resume from a checkpoint, or restart from step 0
+    :raises UsageError: not a run, or it cannot be resumed (saved by an older version without manifests) (one line)
+    """
+    if not os.path.isfile(os.path.join(run_dir, "args.json")):
+        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)")
+    try:
+        run_manifest = readManifest(run_dir)
+    except CheckpointError:
+        run_manifest = None  # the latest model's manifest is only read to know whether the run finished
+    if run_manifest is not None and run_manifest.get("finished"):
+        steps = int(run_manifest.get("num_timesteps", 0))
+        return ResumePlan(run_dir, "finished", num_timesteps=steps, target_timesteps=steps)
+    for steps, folder in reversed(listCheckpoints(run_dir)):
+        try:
+            manifest = readManifest(folder) or {}
+        except CheckpointError as error:
+            raise UsageError(f"--resume: {error}; delete {folder} to resume from the checkpoint before it") from None
+        if manifest.get("finished"):
+            return ResumePlan(run_dir, "finished", folder, num_timesteps=steps, target_timesteps=steps)
+        if manifest.get("resumable"):
+            try:
+                run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
+            except (OSError, ValueError) as error:
+                raise UsageError(f"--resume: {folder}/{RUN_STATE_FILE} is unreadable ({error}); delete {folder} to "
+                                 f"resume from the checkpoint before it") from None
+            return ResumePlan(run_dir, "resume", folder, run_state, num_timesteps=int(run_state["num_timesteps"]),
+                              target_timesteps=int(run_state["target_timesteps"]))
+    if run_manifest is None and modelFiles(run_dir):
+        raise UsageError(f"--resume: {run_dir} holds a model but no checkpoint with a manifest (saved by an older "
+                         f"version?); it cannot be resumed")
+    return ResumePlan(run_dir, "restart")
+
+
+def runStatus(run_dir: str) -> str:
+    """
+    For rl_baselines.pipeline: what ``train --resume RUN`` would do with a run folder.
+
+    :param run_dir: a run folder
+    :return: "finished", "resume" (from a checkpoint), "restart" (from step 0, same folder) or "unusable" (not a
+        run, or one that cannot be resumed: start it again in a new folder)
+    """
+    try:
+        return planResume(run_dir).state
+    except UsageError:
+        return "unusable"
+
+
+def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callable[..., Any]
+                   ) -> tuple[argparse.Namespace, ResumePlan]:
+    """
+    Rebuild a run's arguments from its args.json and plan its continuation; nothing on disk changes here.
+
+    :param argv: the command line (``--resume RUN`` and the flags of RESUME_FLAGS)
+    :param registered_rl: the algorithm table
+    :param base_parser: rl_baselines.train.baseParser
+    :return: (the run's arguments, the plan)
+    :raises UsageError: other flags, a folder that is not a run, an algorithm without resume support, a checkpoint
+        that does not match the run or whose files changed (one line)
+    """
+    given, unknown = _resumeParser().parse_known_args(list(argv))
+    if unknown:
+        raise UsageError(f"--resume takes the run's arguments from its args.json; only {', '.join(RESUME_FLAGS)} may "
+                         f"be given with it, not {unknown[0]!r}")
+    run_dir = given.resume.rstrip("/") or given.resume
+    if not os.path.isdir(run_dir):
+        raise UsageError(f"--resume {run_dir!r} is not a folder")
+    try:
+        saved = readJson(os.path.join(run_dir, "args.json"))
+    except FileNotFoundError:
+        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--resume: {run_dir}/args.json is unreadable ({error})") from None
+    if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:
+        algo = saved.get("algo") if isinstance(saved, dict) else None
+        raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed; installed: "
+                         f"{', '.join(registered_rl)}")
+    algo_class = registered_rl[saved["algo"]][0]
+    if not algo_class.supportsResume():
+        raise UsageError(f"--resume: algorithm {saved['algo']} does not implement saveTrainingState/"
+                         f"loadTrainingState, so its runs cannot be resumed")
+    parser = algo_class.customArguments(base_parser())
+    # every flag's default (argparse keeps no public list of actions), then what the run recorded
+    defaults = {action.dest: action.default for action in parser._actions
+                if action.dest not in ("help", argparse.SUPPRESS)}
+    args = argparse.Namespace(**{**defaults, **saved})
+    if RESOLVED_HYPERPARAMS_KEY in saved:
+        args.hyperparam = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
+        args.hyperparam_file = None
+    for name in ("no_vis", "no_progress", "port"):
+        if getattr(given, name) is not None:
+            setattr(args, name, getattr(given, name))
+    args.resume, args.run_folder = None, None
+    plan = planResume(run_dir)
+    if plan.state == "resume":
+        args.load_rl_model_path = None  # the checkpoint's model replaces it (validate must not load the old one)
+        args.pretrain_dataset = None  # behaviour cloning happened before the first step
+    return args, plan
+
+
+def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> None:
+    """
+    Check the checkpoint against the run (after rl_baselines.train.validate resolved the SRL model) and find the
+    replay buffer to restore.
+
+    :param plan: from :func:`loadResumeArgs`
+    :param args: the validated arguments
+    :param algo_class: the algorithm's class
+    :raises UsageError: mismatch, files cut short or changed, monitor files shorter than at the checkpoint
+    """
+    if plan.state != "resume":
+        return
+    srl_hash = None
+    if getattr(args, "srl_model_path", None):
+        from srl_models.config import describeSRLModel
+
+        try:
+            srl_hash = describeSRLModel(args.srl_model_path)["hash"]
+        except ValueError as error:
+            raise UsageError(f"--resume: the run's SRL model: {error}") from None
+    advice = f"; delete {plan.checkpoint} to resume from the checkpoint before it"
+    try:
+        manifest = readManifest(plan.checkpoint)
+        checkManifest(manifest, plan.checkpoint, args.algo, algo_class.API_VERSION,
+                      {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash})
+        plan.buffer_folder = bufferFolder(plan.checkpoint, manifest)
+    except CheckpointError as error:
+        raise UsageError(f"--resume: {error}{advice}") from None
+    monitor_dir = os.path.join(plan.run_dir, "monitor")
+    for name, size in plan.run_state.get("monitor", {}).items():
+        path = os.path.join(monitor_dir, name)
+        if not os.path.isfile(path) or os.path.getsize(path) < int(size):
+            raise UsageError(f"--resume: {path} is missing or shorter than at the checkpoint ({size} bytes): the "
+                             f"run's episodes cannot be continued")
+
+
+def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
+    """
+    Bring the run folder back to the checkpoint (or to an empty run for a restart), after every check passed:
+    delete unfinished checkpoint folders, cut the monitor files and progress.csv to their length at the checkpoint.
+    Then point ``args`` at the checkpoint (the model to load, the step budget left).
+
+    :param plan: a checked plan
+    :param args: the run's arguments (updated: load_rl_model_path, resume_from, resume_buffer, num_timesteps)
+    """
+    from rl_baselines.training_state import keepFirstLines
+
+    run_dir, monitor_dir = plan.run_dir, os.path.join(plan.run_dir, "monitor")
+    removePartialCheckpoints(run_dir)
+    if plan.state == "restart":
+        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), os.path.join(run_dir, "progress.csv"),
+                     *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
+                     os.path.join(run_dir, MANIFEST_FILE)]:
+            if os.path.isfile(path):
+                os.remove(path)
+        for folder in ("best", "checkpoints"):
+            shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
+        return
+    sizes = plan.run_state.get("monitor", {})
+    for path in glob.glob(os.path.join(monitor_dir, "*.monitor.csv")):
+        name = os.path.basename(path)
+        if name in sizes:
+            os.truncate(path, int(sizes[name]))  # rows written after the checkpoint are replayed
+        else:
+            os.remove(path)
+    keepFirstLines(os.path.join(run_dir, "progress.csv"), int(plan.run_state.get("progress_lines", 0)))
+    manifest = readManifest(plan.checkpoint)
+    args.load_rl_model_path = os.path.join(plan.checkpoint, next(
+        name for name in manifest["files"] if "_model." in name and os.sep not in name))
+    args.resume_from = plan.checkpoint
+    args.resume_buffer = plan.buffer_folder
+    args.num_timesteps = plan.target_timesteps - plan.num_timesteps
+
+
+def lockRun(run_dir: str) -> IO:
+    """
+    Take the run's lock for the life of this process (the OS drops it when the process ends, even by SIGKILL).
+
+    :param run_dir: the run folder
+    :return: the open lock file (keep a reference to it)
+    :raises UsageError: another process holds it (the run is training right now)
+    """
+    handle = open(os.path.join(run_dir, LOCK_FILE), "a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise UsageError(f"--resume: {run_dir} is being trained by another process right now (it holds "
+                         f"{LOCK_FILE}); stop that one first") from None
+    return handle
+
+
+def restoreRun(algo: Any, args: argparse.Namespace) -> None:
+    """
+    The last step of resuming, once the algorithm built its env and loaded the checkpoint's model: check the
+    spaces, make every env restart its episode from the same start, restore the algorithm's training state
+    (loadTrainingState) and then the global random generators.
+
+    :param algo: the algorithm (its ``env`` built)
+    :param args: the run's arguments (``resume_from``, ``resume_buffer``)
+    :raises UsageError: the env's spaces differ from the checkpoint's, or its training state does not fit
+    """
+    from rl_baselines.training_state import RNG_FILE, freezeNextReset, restartEpisodes, restoreGlobalRNG
+
+    folder = args.resume_from
+    manifest = readManifest(folder) or {}
+    for name in ("observation_space", "action_space"):
+        space = getattr(algo.env, name, None)
+        if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
+            raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this env's "
+                             f"{space}")
+    run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
+    restartEpisodes(algo.env, run_state.get("episode_starts"))
+    freezeNextReset(algo.env)
+    try:
+        algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), getattr(args, "resume_buffer", None))
+    except (ValueError, KeyError, OSError) as error:
+        raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
+    rng_path = os.path.join(folder, RNG_FILE)
+    if os.path.isfile(rng_path):
+        import numpy as np
+
+        with np.load(rng_path, allow_pickle=False) as data:
+            restoreGlobalRNG(data)
+
+
+def installStopHandlers(request_stop: Callable[[int], None]) -> Callable[[], None]:
+    """
+    SIGINT and SIGTERM call ``request_stop(signum)`` (the callback saves a checkpoint and stops at the next step);
+    a second one of the same kind stops at once.
+
+    :param request_stop: called with the signal number
+    :return: a function that puts the previous handlers back
+    """
+
+    def handler(signum: int, _frame: Any) -> None:
+        request_stop(signum)
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def uninstall() -> None:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+    return uninstall

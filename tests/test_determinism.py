@@ -1,0 +1,103 @@
+"""Same seed, same machine, same command -> the same episodes (docs/reliability.md, section "Determinism").
+
+Every registered algorithm (built-in or plugin: one installed later is covered without editing this file) trains
+twice with ``--seed 3 --num-cpu 1``, and a representative subset also twice with ``--num-cpu 2`` (two env
+subprocesses). The monitor rows of the two runs (reward, length and success of every episode, per env file) must be
+identical; only the wall-time column may differ. Rewards are shaped (minus the distance to the target, summed over
+the episode), so that any change in any action shows in them. Budgets are tiny, but each learner updates before the
+recorded episodes end, so the learning step (minibatch sampling, exploration noise, replay) is covered too, and
+the default checkpoints (five per run) are written on the way.
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import os
+
+import pytest
+from conftest import runFolder, runTrain
+
+from rl_baselines.algo_types import ActionType, AlgoType
+from rl_baselines.registry import registered_rl
+
+SEED = "3"
+COMMON = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
+# Env steps of a run, all envs together: MobileRobot episodes last at most 250 steps, so every env ends at least one
+# episode with one or two envs (the monitor holds >= 2 episodes).
+STEPS = 500
+# Evolution strategies update once a generation of episodes is played: 1000 steps play more than one generation.
+ES_STEPS = 1000
+
+# Hyperparameters that make each built-in learner update within STEPS (the defaults wait longer: 1000 random steps
+# before the first off-policy update, rollouts of 512 steps for trpo, generations of 10-24 episodes for the ES), and
+# keep the runs cheap (an off-policy gradient step every 4 env steps, fewer PPO epochs). An algorithm missing here
+# runs with its defaults (discrete actions when it supports them).
+OFF_POLICY = ["learning_starts:100", "batch_size:32", "train_freq:4"]
+ALGO_ARGS: dict[str, list[str]] = {
+    "acer": ["--hyperparam", "replay_start:100"],
+    "ars": ["--hyperparam", "num_population:1", "top_population:1"],
+    "cem": ["--hyperparam", "num_population:2"],
+    # two candidates: the case where cma's two-point step-size adaptation used to fail in the second generation
+    "cma-es": ["--hyperparam", "num_population:2"],
+    "ddpg": ["--hyperparam", *OFF_POLICY],
+    "deepq": ["--hyperparam", *OFF_POLICY],
+    # HER samples finished episodes only: it needs num_cpu x 250 steps before learning.
+    "her": ["--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
+    "ppo2": ["--hyperparam", "n_epochs:2"],
+    "ppo_lstm": ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"],
+    "qrdqn": ["--hyperparam", "learning_starts:100"],
+    "sac": ["--hyperparam", *OFF_POLICY],
+    "td3": ["--hyperparam", *OFF_POLICY],
+    "tqc": ["--hyperparam", *OFF_POLICY],
+    "trpo": ["--hyperparam", "n_steps:128"],
+}
+# Also checked with two env subprocesses: on-policy SB3 (ppo2, a2c), off-policy SB3 (sac), the project's own
+# torch learners (deepq, acer) and both evolution strategies.
+TWO_ENVS = ("a2c", "acer", "ars", "cma-es", "deepq", "ppo2", "sac")
+# Algorithms whose episodes may differ between two same-seed runs, with the reason (docs/reliability.md). None of
+# the built-in ones is: the exceptions listed there are configurations, not algorithms.
+EXCEPTIONS: dict[str, str] = {}
+
+
+def _command(algo: str, num_cpu: int, seed: str = SEED) -> list[str]:
+    """:return: the train arguments of one determinism run"""
+    _, algo_type, action_types = registered_rl[algo]
+    steps = ES_STEPS if algo_type == AlgoType.EVOLUTION_STRATEGIES else STEPS
+    actions = [] if ActionType.DISCRETE in action_types else ["-c"]
+    return ["--algo", algo, *COMMON, *actions, "--seed", seed, "--num-cpu", str(num_cpu),
+            "--num-timesteps", str(steps), *ALGO_ARGS.get(algo, [])]
+
+
+def monitorRows(run_dir: str) -> dict[str, list[tuple[str, ...]]]:
+    """
+    :param run_dir: a run folder
+    :return: for each monitor file, its episodes as (reward, length, success) strings, as written
+    """
+    rows: dict[str, list[tuple[str, ...]]] = {}
+    for path in sorted(glob.glob(os.path.join(run_dir, "monitor", "*.monitor.csv"))):
+        with open(path, encoding="utf-8", newline="") as handle:
+            lines = [line for line in handle if not line.startswith("#")]
+        rows[os.path.basename(path)] = [(row["r"], row["l"], row.get("is_success", "")) for row in csv.DictReader(lines)]
+    return rows
+
+
+def _trainRows(log_dir: str, args: list[str]) -> dict[str, list[tuple[str, ...]]]:
+    rows = monitorRows(runFolder(runTrain(*args, "--log-dir", log_dir)))
+    assert sum(map(len, rows.values())) >= 2, f"fewer than 2 episodes in the monitor files: {rows}"
+    return rows
+
+
+CASES = [(algo, 1) for algo in sorted(registered_rl)] + [(algo, 2) for algo in TWO_ENVS if algo in registered_rl]
+
+
+@pytest.mark.parametrize("algo,num_cpu", CASES, ids=[f"{algo}-cpu{num_cpu}" for algo, num_cpu in CASES])
+def test_same_seed_same_episodes(tmp_path, algo, num_cpu):
+    if algo in EXCEPTIONS:
+        pytest.skip(EXCEPTIONS[algo])
+    args = _command(algo, num_cpu)
+    first = _trainRows(str(tmp_path / "first"), args)
+    second = _trainRows(str(tmp_path / "second"), args)
+    assert len(first) == num_cpu, f"expected one monitor file per env: {sorted(first)}"
+    assert first == second
+    if num_cpu == 2:  # the comparison can fail: env 1 (seed + 1) plays other episodes than env 0
+        assert first["0.monitor.csv"] != first["1.monitor.csv"]

@@ -1,0 +1,131 @@
+"""Fast learning checks not covered elsewhere, and the learning benchmark's plumbing.
+
+acer and acktr learn CartPole in test_acer_acktr.py, ppo1 in test_ppo1.py, deepq (double Q + dueling + prioritized
+replay, its defaults), cma-es and ars in test_es_dqn.py. Here: deepq's other variants, each switched off alone and
+all together, so that a bug in the plain path cannot hide behind the features; and the CartPole-v1 / Pendulum-v1
+envs that ``benchmarks/learning.py`` declares to the command line as a plugin.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import REPO, runFolder, runTrain
+from stable_baselines3.common.env_checker import check_env
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+from rl_baselines.base_classes import BaseRLObject
+from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.rl_algorithm.deepq import DQNModel
+
+sys.path.insert(0, REPO)
+from benchmarks import learning  # noqa: E402
+
+# --- deepq variants learn CartPole-v1 --------------------------------------------------------------------------------
+
+EVALUATION_PERIOD = 2000
+
+
+def _cartpoleEnvs(num_cpu: int, seed: int) -> VecNormalize:
+    envs = DummyVecEnv([lambda: Monitor(gym.make("CartPole-v1"))] * num_cpu)
+    envs.seed(seed)
+    return VecNormalize(envs, norm_reward=False)
+
+
+def _greedyMeanReward(model: DQNModel, episodes: int = 10) -> float:
+    """:return: the greedy mean reward of fresh episodes, with the training normalisation frozen"""
+    envs = _cartpoleEnvs(5, seed=100)
+    envs.obs_rms, envs.training = model.env.obs_rms, False
+    observation, returns, finished = envs.reset(), np.zeros(envs.num_envs), []
+    while len(finished) < episodes:
+        observation, rewards, dones, _ = envs.step(model.getAction(observation, deterministic=True))
+        returns += rewards
+        for index in np.flatnonzero(dones):
+            finished.append(returns[index])
+            returns[index] = 0.0
+    envs.close()
+    return float(np.mean(finished[:episodes]))
+
+
+# Measured with the defaults otherwise (lr 5e-4, batch 64, update every step, epsilon 1 -> 0.02 over 20%): each
+# variant's greedy policy passed 150 on CartPole-v1 after 4k-8k of the 12k steps for seeds 0-3.
+VARIANTS = {
+    "plain DQN": {"double_q": False, "dueling": False, "prioritized_replay": False},
+    "no double Q": {"double_q": False},
+    "no dueling": {"dueling": False},
+    "uniform replay": {"prioritized_replay": False},
+}
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_deepq_variant_learns_cartpole(tmp_path, monkeypatch, variant):
+    monkeypatch.setattr(BaseRLObject, "makeEnv", classmethod(
+        lambda cls, args, env_kwargs=None, load_path_normalise=None: _cartpoleEnvs(args.num_cpu, args.seed)))
+    evaluations: list[float] = []
+
+    def evaluateEveryPeriod(_locals, _globals) -> bool:
+        learner = _locals["self"]
+        if learner.num_timesteps >= EVALUATION_PERIOD * (len(evaluations) + 1):
+            evaluations.append(_greedyMeanReward(learner))
+        # stop at the first evaluation above 150: the check is that the variant learns, not how long it stays there
+        return not (evaluations and evaluations[-1] > 150)
+
+    model = DQNModel()
+    args = argparse.Namespace(seed=0, num_cpu=4, num_timesteps=12000, load_rl_model_path=None,
+                              srl_model="ground_truth", log_dir=str(tmp_path))
+    model.train(args, evaluateEveryPeriod, train_kwargs=VARIANTS[variant])
+    assert all(model.hyperparams[key] == value for key, value in VARIANTS[variant].items())
+    assert evaluations and max(evaluations) > 150, f"{variant}: {evaluations} after {model.num_timesteps} steps"
+
+
+# --- the benchmark's classic-control envs ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("env_class", [learning.CartPoleSRLEnv, learning.PendulumSRLEnv])
+def test_classic_envs_follow_the_srl_env_contract(env_class):
+    check_env(env_class(srl_model="ground_truth", is_discrete=env_class.DISCRETE), skip_render_check=True)
+    env = env_class(srl_model="ground_truth", is_discrete=env_class.DISCRETE, seed=3)
+    first, _ = env.reset()
+    again, _ = env_class(srl_model="ground_truth", is_discrete=env_class.DISCRETE, seed=3).reset()
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(env.getSRLState(), first)  # ground truth = the gymnasium state
+    assert not np.array_equal(env.reset()[0], first)  # the constructor's seed seeds only the first episode
+    assert env.getGroundTruthDim() == first.shape[0]
+    _, _, _, _, info = env.step(env.action_space.sample())
+    assert "is_success" in info
+    with pytest.raises(ValueError, match="actions only"):
+        env_class(srl_model="ground_truth", is_discrete=not env_class.DISCRETE)
+    with pytest.raises(ValueError, match="valid choices: ground_truth"):
+        env_class(srl_model="raw_pixels", is_discrete=env_class.DISCRETE)
+
+
+def test_cartpole_through_the_train_command_as_a_plugin(tmp_path):
+    plugin_dir = str(tmp_path / "plugin")
+    learning.writePluginMetadata(plugin_dir)
+    env = {"PYTHONPATH": os.pathsep.join([plugin_dir, REPO, os.environ.get("PYTHONPATH", "")])}
+    run_dir = runFolder(runTrain("--algo", "random_agent", "--env", "CartPole-v1", "--srl-model", "ground_truth",
+                                 "--num-timesteps", "300", "--log-dir", tmp_path / "logs", env=env))
+    episodes = loadEpisodes(os.path.join(run_dir, "monitor"))
+    assert len(episodes["rewards"]) >= 5 and episodes["timesteps"][-1] <= 300
+    assert 8 <= episodes["rewards"].mean() <= 60  # a random CartPole episode lasts about 22 steps
+
+
+def test_verdict_and_case_selection():
+    random_row = {"mean": 0.0, "std": 5.0, "finals": [0.0, -5.0, 5.0]}
+    mobile = learning.Case("ppo2", learning.MOBILE, False, 1000)
+    # solved = 230: mean 100 - std 20 closes 80/230 = 35% of the gap (clear); mean 60 - std 20 closes 17% (not)
+    assert learning.verdict(mobile, {"mean": 100.0, "std": 20.0, "finals": [1.0]}, random_row) == ("43%", "yes")
+    assert learning.verdict(mobile, {"mean": 60.0, "std": 20.0, "finals": [1.0]}, random_row) == ("26%", "**no**")
+    cases, notes = learning.selectCases(["sac", "not-an-algo"], {"sac", "random_agent", "ppo2"})
+    assert {(c.algo, c.env) for c in cases} == {("sac", learning.MOBILE), ("sac", learning.PENDULUM),
+                                                ("random_agent", learning.MOBILE),
+                                                ("random_agent", learning.PENDULUM)}
+    assert all(c.continuous for c in cases)  # only the random agent of sac's tasks
+    assert any("not-an-algo" in note for note in notes)
+    _, notes = learning.selectCases(["td3"], {"random_agent"})
+    assert "td3 skipped: not registered when the benchmark ran" in notes

@@ -1,0 +1,446 @@
+"""Faults injected into training runs, and what resuming gives back.
+
+- kill -9 at random moments (seeded), three times over one run, for ppo2 (on-policy) and sac (off-policy, replay
+  buffer saved with every checkpoint), then ``train --resume`` to the end: the final step count is --num-timesteps,
+  the monitor rows are continuous, the model loads, and the run equals an uninterrupted one with the same seed
+  (same episodes, same final weights: the checkpoints fall between two updates and between two episodes here);
+- SIGTERM and Ctrl-C (SIGINT to the whole process group, env worker processes included) save a checkpoint, exit
+  with 143 / 130, and the run resumes from it;
+- the visdom server killed in the middle of a run: training goes on and finishes;
+- a full disk (ENOSPC) during a checkpoint: the previous checkpoint stays intact and loads, one line reports it;
+- damaged or foreign checkpoints and models are refused in one line; resume refusals (other flags, a plugin
+  without resume support, a folder that is not a run).
+
+"Monitor rows continuous" means, per monitor file: the rows written before each checkpoint a run resumed from are
+kept byte for byte; the wall time ``t`` grows strictly from row to row; and the episode lengths add up to the run's
+step count exactly (MobileRobot episodes last 250 steps and the checkpoints below fall on episode ends, so a gap -
+rows lost - or a duplicate - rows of a killed segment kept beside the replayed ones - would change the sum).
+"""
+from __future__ import annotations
+
+import csv
+import errno
+import glob
+import io
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO, runFolder, runModule, runTrain
+
+from rl_baselines.checkpointing import (
+    CheckpointError,
+    checkManifest,
+    checkModelFile,
+    listCheckpoints,
+    readManifest,
+    runDescription,
+    writeCheckpoint,
+)
+from rl_baselines.cli import UsageError
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+EPISODE_STEPS = 250
+# n_steps 125: every rollout ends on a multiple of 125 steps, so checkpoints (every 500) fall on episode ends.
+RUNS = {
+    "ppo2": [*GT, "--algo", "ppo2", "--num-timesteps", "3000", "--checkpoint-freq", "500",
+             "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"],
+    "sac": [*GT, "--algo", "sac", "-c", "--num-timesteps", "2000", "--checkpoint-freq", "500",
+            "--hyperparam", "learning_starts:250", "batch_size:32"],
+}
+KILLS = 3
+DEADLINE_S = 600
+
+
+def _start(log_dir: str, args: list[str], new_session: bool = False) -> subprocess.Popen:
+    """A train process writing its output to files in ``log_dir`` (no pipe to fill up)."""
+    os.makedirs(log_dir, exist_ok=True)
+    count = len(glob.glob(os.path.join(log_dir, "out_*.txt")))
+    stdout = open(os.path.join(log_dir, f"out_{count}.txt"), "w")
+    stderr = open(os.path.join(log_dir, f"err_{count}.txt"), "w")
+    command = [sys.executable, "-m", "rl_baselines.train", "--no-progress", *args]
+    process = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=REPO, start_new_session=new_session,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    process.output_files = (stdout.name, stderr.name)
+    return process
+
+
+def _output(process: subprocess.Popen) -> tuple[str, str]:
+    return tuple(open(path).read() for path in process.output_files)
+
+
+def _runFolderUnder(log_dir: str) -> str | None:
+    folders = glob.glob(os.path.join(log_dir, "MobileRobotGymEnv-v0", "*", "*", "*"))
+    return folders[0] if folders else None
+
+
+def _waitFor(condition, process: subprocess.Popen, deadline: float) -> bool:
+    """:return: True when ``condition()`` holds, False when the process ended first"""
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if process.poll() is not None:
+            return condition()
+        time.sleep(0.02)
+    pytest.fail("timed out")
+
+
+def _steps(run_dir: str | None) -> list[int]:
+    return [steps for steps, _ in listCheckpoints(run_dir)] if run_dir else []
+
+
+def _monitor(run_dir: str) -> dict[str, bytes]:
+    return {os.path.basename(path): open(path, "rb").read()
+            for path in sorted(glob.glob(os.path.join(run_dir, "monitor", "*.monitor.csv")))}
+
+
+def _rows(text: bytes) -> list[dict[str, str]]:
+    lines = text.decode().splitlines()
+    assert lines[0].startswith("#{") and lines[1].startswith("r,l,t")
+    return list(csv.DictReader(lines[1:]))
+
+
+def _policyWeights(model_path: str) -> dict[str, torch.Tensor]:
+    with zipfile.ZipFile(model_path) as archive:
+        return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+
+
+def _killAndResume(log_dir: str, args: list[str], seed: int) -> tuple[str, list[dict], subprocess.Popen]:
+    """
+    Start a run, and KILLS times: wait for a new checkpoint, wait a random moment (seeded), SIGKILL the process
+    and resume the run. Then let the last resumed process finish.
+
+    :return: (run folder, what each kill left: checkpoint resumed from, monitor content), the last process
+    """
+    rng = random.Random(seed)
+    deadline = time.monotonic() + DEADLINE_S
+    process = _start(log_dir, ["--no-vis", "--log-dir", log_dir, *args])
+    run_dir, kills = None, []
+    while len(kills) < KILLS:
+        before = max(_steps(_runFolderUnder(log_dir)), default=0)
+        if not _waitFor(lambda: max(_steps(_runFolderUnder(log_dir)), default=0) > before, process, deadline):
+            break  # finished before the kill
+        time.sleep(rng.uniform(0.0, 0.6))
+        if process.poll() is not None:
+            break
+        process.kill()
+        process.wait()
+        run_dir = _runFolderUnder(log_dir)
+        resumable = [steps for steps, folder in listCheckpoints(run_dir) if readManifest(folder).get("resumable")]
+        kills.append({"checkpoint": max(resumable, default=0), "monitor": _monitor(run_dir),
+                      "state": json.load(open(os.path.join(run_dir, "checkpoints", f"{max(resumable)}_steps",
+                                                           "run_state.json"))) if resumable else None})
+        process = _start(log_dir, ["--resume", run_dir])
+    process.wait(timeout=max(1.0, deadline - time.monotonic()))
+    return _runFolderUnder(log_dir), kills, process
+
+
+@pytest.mark.parametrize("algo", ["ppo2", "sac"])
+def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
+    args = RUNS[algo]
+    num_timesteps = int(args[args.index("--num-timesteps") + 1])
+    checkpoint_freq = int(args[args.index("--checkpoint-freq") + 1])
+    reference = runFolder(runTrain(*args, "--log-dir", tmp_path / "reference"))
+
+    run_dir, kills, last = _killAndResume(str(tmp_path / "killed"), args, seed=len(algo))
+    stdout, stderr = _output(last)
+    assert last.returncode == 0, stderr
+    assert len(kills) == KILLS, f"the run finished after {len(kills)} kills"
+    assert f"Done: {num_timesteps} steps" in stdout
+    assert f"Resuming from {os.path.join(run_dir, 'checkpoints', str(kills[-1]['checkpoint']))}_steps" in stdout
+    manifest = readManifest(run_dir)
+    assert manifest["finished"] and manifest["num_timesteps"] == num_timesteps
+    assert not glob.glob(os.path.join(run_dir, "checkpoints", ".*"))  # no unfinished checkpoint folder left
+    # the model loads (its manifest checks out) and acts
+    from rl_baselines.registry import registered_rl
+
+    model_path = os.path.join(run_dir, f"{algo}_model.zip")
+    checkModelFile(model_path, algo, expected={"env": "MobileRobotGymEnv-v0"})
+    model = registered_rl[algo][0].load(model_path)
+    assert model.num_timesteps == num_timesteps
+    assert model.getAction(np.zeros((1, 2), dtype=np.float32)).shape[0] == 1
+
+    # monitor rows: the rows before each checkpoint resumed from are kept byte for byte
+    final = _monitor(run_dir)
+    for kill in kills:
+        for name, size in (kill["state"] or {"monitor": {}})["monitor"].items():
+            assert final[name][:size] == kill["monitor"][name][:size]
+        # work lost by the kill: the episodes finished after the checkpoint, less than one interval (+1 episode)
+        finished_before_kill = sum(int(row["l"]) for row in _rows(kill["monitor"]["0.monitor.csv"]))
+        assert finished_before_kill - kill["checkpoint"] <= checkpoint_freq + EPISODE_STEPS
+    rows = _rows(final["0.monitor.csv"])
+    times = [float(row["t"]) for row in rows]
+    assert all(later > earlier for earlier, later in zip(times, times[1:]))
+    assert sum(int(row["l"]) for row in rows) == num_timesteps  # no gap, no duplicate
+
+    # the same run as the uninterrupted one: same episodes, same progress rows, same final weights
+    reference_rows = _rows(_monitor(reference)["0.monitor.csv"])
+    assert [(row["r"], row["l"]) for row in rows] == [(row["r"], row["l"]) for row in reference_rows]
+    steps = [row["time/total_timesteps"] for row in csv.DictReader(open(os.path.join(run_dir, "progress.csv")))]
+    reference_steps = [row["time/total_timesteps"]
+                       for row in csv.DictReader(open(os.path.join(reference, "progress.csv")))]
+    assert steps == reference_steps
+    resumed, uninterrupted = _policyWeights(model_path), _policyWeights(os.path.join(reference, f"{algo}_model.zip"))
+    assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
+
+
+def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
+    log_dir = str(tmp_path)
+    args = [*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "100000", "--checkpoint-freq", "1000",
+            "--hyperparam", "n_steps:125", "batch_size:50", "n_epochs:1"]
+    deadline = time.monotonic() + DEADLINE_S
+    process = _start(log_dir, ["--no-vis", "--log-dir", log_dir, *args])
+    assert _waitFor(lambda: _steps(_runFolderUnder(log_dir)), process, deadline)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 143, _output(process)[1]
+    run_dir = _runFolderUnder(log_dir)
+    stdout, _ = _output(process)
+    assert "Stopped: " in stdout and f"--resume {run_dir}" in stdout
+    stopped_at, folder = listCheckpoints(run_dir)[-1]
+    manifest = readManifest(folder)
+    assert manifest["stopped_by"] == "SIGTERM" and manifest["resumable"] and manifest["num_timesteps"] == stopped_at
+    assert json.load(open(os.path.join(folder, "run_state.json")))["episode_starts"][1] is not None  # 2 workers
+
+    # Ctrl-C in a terminal reaches the whole process group: the env workers ignore it, training checkpoints
+    process = _start(log_dir, ["--resume", run_dir], new_session=True)
+    assert _waitFor(lambda: max(_steps(run_dir)) > stopped_at, process, deadline)
+    os.killpg(process.pid, signal.SIGINT)
+    assert process.wait(timeout=120) == 130, _output(process)[1]
+    assert f"Resuming from {folder}" in _output(process)[0]
+    last_steps, last = listCheckpoints(run_dir)[-1]
+    assert readManifest(last)["stopped_by"] == "SIGINT" and last_steps > stopped_at
+    rows = _rows(_monitor(run_dir)["1.monitor.csv"])
+    assert rows and all(int(row["l"]) == 250 for row in rows)
+
+
+def test_training_survives_the_visdom_server_being_killed(tmp_path):
+    import visdom
+
+    from replay.visdom_server import findFreePort, startServer, waitForServer
+
+    port = findFreePort()
+    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
+    try:
+        assert waitForServer(port), "the visdom server did not start"
+        log_dir = str(tmp_path / "logs")
+        deadline = time.monotonic() + DEADLINE_S
+        process = _start(log_dir, [*GT, "--algo", "random_agent", "--num-timesteps", "40000", "--port", str(port),
+                                   "--log-dir", log_dir])
+        client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False)
+
+        def plotted() -> bool:
+            run_dir = _runFolderUnder(log_dir)
+            if run_dir is None:
+                return False
+            env_name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{os.path.basename(run_dir)}"
+            return bool(client.win_exists(f"{env_name}_reward", env_name))
+
+        assert _waitFor(plotted, process, deadline), "no curve reached the server"
+        server.kill()  # mid-run
+        server.wait(timeout=30)
+        assert process.poll() is None, "the run ended before the server was killed"
+        assert process.wait(timeout=max(1.0, deadline - time.monotonic())) == 0, _output(process)[1]
+    finally:
+        if server.poll() is None:
+            server.kill()
+    stdout, stderr = _output(process)
+    assert "Done: 40000 steps" in stdout
+    warnings = [line for line in stderr.splitlines() if line.startswith("warning:")]
+    assert len(warnings) <= 1 and all(str(port) in line for line in warnings), stderr
+    assert sum(int(row["l"]) for row in _rows(_monitor(_runFolderUnder(log_dir))["0.monitor.csv"])) == 40000
+
+
+@pytest.fixture(scope="module")
+def shortRun(tmp_path_factory) -> str:
+    """A finished ppo2 run with checkpoints at 250 and 500 steps (in-process, cheap)."""
+    from rl_baselines import train
+
+    log_dir = tmp_path_factory.mktemp("short")
+    code = train.main(["--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps", "500",
+                       "--checkpoint-freq", "250", "--log-dir", str(log_dir), "--hyperparam", "n_steps:125",
+                       "batch_size:25", "n_epochs:1"])
+    assert code == 0
+    return _runFolderUnder(str(log_dir))
+
+
+def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, shortRun, monkeypatch):
+    from rl_baselines.callbacks import TrainingCallback
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.training_state import captureGlobalRNG
+
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(shortRun, run_dir)
+    (steps, previous), algo_class = listCheckpoints(run_dir)[-1], registered_rl["ppo2"][0]
+    before = {name: open(os.path.join(previous, name), "rb").read() for name in os.listdir(previous)
+              if os.path.isfile(os.path.join(previous, name))}
+    algo = algo_class.load(os.path.join(previous, "ppo2_model.zip"))
+    args = json.load(open(os.path.join(run_dir, "args.json")))
+
+    def fullDisk(*_args, **_kwargs):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(np, "savez", fullDisk)  # the generators' and the statistics' arrays
+    info = runDescription(run_dir, type("Args", (), args))
+    with pytest.raises(CheckpointError) as error:
+        writeCheckpoint(run_dir, algo, "ppo2", info, steps + 125, {}, captureGlobalRNG(), True, True)
+    message = str(error.value)
+    assert "\n" not in message and "No space left on device" in message and f"({steps} steps) is intact" in message
+    # through the training callback: one warning line, training would go on
+    callback = TrainingCallback(algo, "ppo2", run_dir, total_timesteps=1000, checkpoint_freq=125, progress=False,
+                                run_info=info)
+    with pytest.warns(UserWarning) as caught:
+        assert callback.checkpoint(steps + 250) is None
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    monkeypatch.undo()
+    assert not glob.glob(os.path.join(run_dir, "checkpoints", ".*"))  # the partial folders were removed
+    assert [s for s, _ in listCheckpoints(run_dir)][-1] == steps
+    assert {name: open(os.path.join(previous, name), "rb").read() for name in before} == before
+    checkManifest(readManifest(previous), previous, "ppo2")
+    assert algo_class.load(os.path.join(previous, "ppo2_model.zip")).num_timesteps == steps
+
+
+def _lastLineError(module: str, *args: str) -> str:
+    result = runModule(module, *args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    return lines[0]
+
+
+def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
+    from rl_baselines import train
+    from replay import enjoy_baselines
+
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(shortRun, run_dir)
+    # a model file changed since its save is refused where it is loaded
+    latest = os.path.join(run_dir, "ppo2_model.zip")
+    with open(latest, "r+b") as handle:
+        handle.truncate(os.path.getsize(latest) - 10)
+    with pytest.raises(UsageError, match="cut short"):
+        enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"])
+    with pytest.raises(UsageError, match="--load-rl-model-path.*cut short"):
+        train.main(["--no-vis", *GT, "--algo", "ppo2", "--load-rl-model-path", latest, "--log-dir", str(tmp_path)])
+    # as if killed before its end: no final model manifest, no final checkpoint (which only marks the end)
+    _, final = listCheckpoints(run_dir)[-1]
+    assert readManifest(final)["finished"] and not readManifest(final)["resumable"]
+    os.remove(os.path.join(run_dir, "manifest.json"))
+    shutil.rmtree(final)
+    _, resumable = listCheckpoints(run_dir)[-1]
+    model = os.path.join(resumable, "ppo2_model.zip")
+    with open(model, "r+b") as handle:  # cut short, as by a full disk outside our control
+        handle.truncate(os.path.getsize(model) // 2)
+    line = _lastLineError("rl_baselines.train", "--resume", run_dir)
+    assert model in line and "cut short" in line and "delete" in line
+    # a checkpoint of another env
+    manifest_path = os.path.join(resumable, "manifest.json")
+    manifest = json.load(open(manifest_path))
+    shutil.copy(os.path.join(shortRun, "checkpoints", os.path.basename(resumable), "ppo2_model.zip"), model)
+    json.dump({**manifest, "env": "OmnirobotEnv-v0"}, open(manifest_path, "w"))
+    line = _lastLineError("rl_baselines.train", "--resume", run_dir)
+    assert "env OmnirobotEnv-v0" in line and "MobileRobotGymEnv-v0" in line
+
+
+def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
+    from rl_baselines import train
+
+    with pytest.raises(UsageError, match="only --no-vis, --no-progress, --port may be given with it, not '--seed'"):
+        train.main(["--resume", shortRun, "--seed", "3"])
+    with pytest.raises(UsageError, match="not a run folder"):
+        train.main(["--resume", str(tmp_path)])
+    plugin_run = tmp_path / "plugin_run"
+    plugin_run.mkdir()
+    (plugin_run / "args.json").write_text(json.dumps({"algo": "cem", "env": "MobileRobotGymEnv-v0"}))
+    with pytest.raises(UsageError, match="cem does not implement saveTrainingState/loadTrainingState"):
+        train.main(["--resume", str(plugin_run)])
+    assert train.main(["--resume", shortRun, "--no-vis"]) == 0
+    assert "Already finished (500 steps)" in capsys.readouterr().out
+    # a run that another process is training right now (it holds the run's lock)
+    from rl_baselines.resume import lockRun
+
+    running = str(tmp_path / "running")
+    shutil.copytree(shortRun, running)
+    os.remove(os.path.join(running, "manifest.json"))
+    shutil.rmtree(listCheckpoints(running)[-1][1])
+    before = _monitor(running)
+    lock = lockRun(running)
+    try:
+        with pytest.raises(UsageError, match="being trained by another process"):
+            train.main(["--resume", running])
+    finally:
+        lock.close()
+    assert _monitor(running) == before
+
+
+def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
+    import cma
+    import gymnasium as gym
+    from stable_baselines3.common.buffers import DictReplayBuffer
+
+    from rl_baselines.training_state import (
+        captureGlobalRNG,
+        captureObjectState,
+        loadBuffer,
+        restoreGlobalRNG,
+        restoreObjectState,
+        saveBuffer,
+    )
+
+    space = gym.spaces.Dict({"observation": gym.spaces.Box(-1, 1, (3,)), "goal": gym.spaces.Box(-1, 1, (2,))})
+    buffer = DictReplayBuffer(10, space, gym.spaces.Discrete(4), n_envs=2)
+    rng = np.random.default_rng(0)
+    for _ in range(7):
+        observation = {key: rng.random((2, *sub.shape)).astype(np.float32) for key, sub in space.spaces.items()}
+        buffer.add(observation, observation, rng.integers(0, 4, (2, 1)), rng.random(2), np.array([False, True]),
+                   [{}, {"TimeLimit.truncated": True}])
+    buffer.infos = np.array([[{"bumped": bool(i % 2), "terminal_observation": np.arange(3.0)}] * 2 for i in range(5)])
+    assert buffer.full  # 7 transitions per env in 5 places
+    saveBuffer(buffer, str(tmp_path / "buffer"), buffer.buffer_size, buffer.buffer_size if buffer.full else buffer.pos)
+    restored = DictReplayBuffer(10, space, gym.spaces.Discrete(4), n_envs=2)
+    restored.infos = np.array([[{} for _ in range(2)] for _ in range(5)])
+    assert loadBuffer(restored, str(tmp_path / "buffer"), restored.buffer_size) == 5
+    assert restored.pos == buffer.pos and restored.full == buffer.full
+    for key in space.spaces:
+        np.testing.assert_array_equal(restored.observations[key], buffer.observations[key])
+    np.testing.assert_array_equal(restored.actions, buffer.actions)
+    np.testing.assert_array_equal(restored.infos[3, 1]["terminal_observation"], np.arange(3.0))
+    assert restored.infos[3, 1]["bumped"] is True
+    with pytest.raises(ValueError, match="holds 5 transitions"):
+        loadBuffer(DictReplayBuffer(12, space, gym.spaces.Discrete(4), n_envs=2), str(tmp_path / "buffer"), 6)
+
+    state = captureGlobalRNG()
+    expected = (np.random.random(), torch.rand(1).item(), random.random())
+    restoreGlobalRNG(state)
+    assert (np.random.random(), torch.rand(1).item(), random.random()) == expected
+
+    def evolve(strategy: cma.CMAEvolutionStrategy, generations: int) -> list[np.ndarray]:
+        asked = []
+        for _ in range(generations):
+            candidates = strategy.ask()
+            strategy.tell(candidates, [float(np.sum(np.square(x - 1))) for x in candidates])
+            asked.append(np.array(candidates))
+        return asked
+
+    options = {"popsize": 4, "seed": 5, "verbose": -9}
+    strategy = cma.CMAEvolutionStrategy(np.zeros(6), 0.3, options)
+    evolve(strategy, 4)
+    arrays, values = captureObjectState(strategy, "cma")
+    json.dumps(values)  # plain values only
+    generator = np.random.get_state()
+    expected = evolve(strategy, 5)
+    rebuilt = cma.CMAEvolutionStrategy(np.array(strategy.mean), 0.5, options)
+    restoreObjectState(rebuilt, arrays, values)
+    from cma.utilities.utils import ElapsedWCTime
+
+    rebuilt.timer = ElapsedWCTime()
+    np.random.set_state(generator)
+    assert all(np.array_equal(a, b) for a, b in zip(evolve(rebuilt, 5), expected))
