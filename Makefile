@@ -51,7 +51,7 @@ bench-learning: install
 	$(PY) benchmarks/learning.py
 
 # Every learned SRL model trained on one MobileRobot and one Kuka dataset, GTC and KNN-MSE into docs/srl.md (about
-# 40 min on 2 cores; `python benchmarks/srl_table.py --quick` checks every model on tiny datasets in a few minutes).
+# 50 min on 2 busy cores; `python benchmarks/srl_table.py --quick` checks every model on tiny datasets in minutes).
 bench-srl: install
 	$(PY) benchmarks/srl_table.py
 

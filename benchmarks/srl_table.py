@@ -23,7 +23,7 @@ and the load; the model folders are printed, with a ``config/srl_models.yaml``-s
 file is left alone: a fresh clone has no such folders).
 
 Usage: ``python benchmarks/srl_table.py [--quick] [--env ENV ...] [--state-dim 8] [--epochs 10] [--jobs 2]
-[--no-doc]`` (``make bench-srl``: about 40 minutes on 2 busy cores; ``--quick`` runs every model on tiny datasets in
+[--no-doc]`` (``make bench-srl``: about 50 minutes on 2 busy cores; ``--quick`` runs every model on tiny datasets in
 a temporary folder and writes nothing).
 """
 from __future__ import annotations
@@ -298,6 +298,20 @@ def runAll(jobs: list[Job], data_folders: dict[str, str], args: argparse.Namespa
     return [results[i] for i in range(len(jobs))]
 
 
+def worseThanRandom(results: list[Result]) -> list[str]:
+    """
+    :param results: one env's results
+    :return: labels of the models that score worse than ``random`` on both GTC and KNN-MSE (a sign of a bug or of
+        too little training)
+    """
+    random_row = next((r for r in results if r.job.model == "random" and r.metrics), None)
+    if random_row is None:
+        return []
+    return [r.job.label for r in results if r.metrics and r is not random_row
+            and r.metrics["gtc"]["mean"] < random_row.metrics["gtc"]["mean"]
+            and r.metrics["knn_mse"] > random_row.metrics["knn_mse"]]
+
+
 def groundTruthRow(results: list[Result]) -> dict[str, Any] | None:
     """
     Score the ground truth itself on the frames the models were measured on.
@@ -467,7 +481,10 @@ def sectionText(envs: list[str], tables: dict[str, str], dataset_commands: dict[
                      + "   # supervised, state dim = the ground truth's")
     parts += ["```", ""]
     for env in envs:
-        parts += [f"### {env}", "", dataset_notes[env], "", tables[env], ""]
+        worse = worseThanRandom([r for r in results if r.job.env == env])
+        verdict = (f"Worse than `random` on both scores: {', '.join(worse)}." if worse
+                   else "No model scores worse than `random` on both scores.")
+        parts += [f"### {env}", "", dataset_notes[env], "", tables[env], "", verdict, ""]
     return "\n".join(parts)
 
 
@@ -567,6 +584,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"warning: the models of {env} were not measured on the same frames", file=sys.stderr)
         tables[env] = markdownTable(env, env_results, reference)
         print(f"\n{env}\n{tables[env]}")
+        for label in worseThanRandom(env_results):
+            print(f"warning: {env} {label} scores worse than random on both GTC and KNN-MSE", file=sys.stderr)
     print("\nModel folders:")
     for result in results:
         print(f"  {result.job.env} {result.job.label}: {result.folder or result.error}")
