@@ -97,8 +97,6 @@ CASES: tuple[Case, ...] = (
     Case("deepq", MOBILE, False, 20_000),
     Case("qrdqn", MOBILE, False, 20_000),
     Case("her", MOBILE, False, 20_000),  # goal-conditioned observations, SB3's DQN learner (her's discrete default)
-    Case("cma-es", MOBILE, False, 100_000),
-    Case("ars", MOBILE, False, 100_000),
     Case(RANDOM, MOBILE, True, 10_000),
     Case("sac", MOBILE, True, 20_000),
     Case("td3", MOBILE, True, 10_000),
@@ -107,6 +105,11 @@ CASES: tuple[Case, ...] = (
     Case(RANDOM, CARTPOLE, False, 10_000),
     Case("ppo2", CARTPOLE, False, 50_000),
     Case("deepq", CARTPOLE, False, 30_000),
+    # Evolution strategies play one episode per candidate: MobileRobot's sparse reward (+1 near the target) leaves
+    # their candidates' episodes at the random agent's level after 100k steps (see docs/benchmarks.md).
+    Case("cma-es", CARTPOLE, False, 30_000),
+    Case("ars", CARTPOLE, False, 30_000),
+    Case("cem", CARTPOLE, False, 30_000),  # the example plugin (plugins/srl-toolbox-cem), when installed
     Case(RANDOM, PENDULUM, True, 10_000),
     Case("sac", PENDULUM, True, 20_000),
 )

@@ -369,19 +369,17 @@ def _trialFolder(output_dir: str, number: int) -> str:
 
 
 def _stopChild(child: subprocess.Popen) -> None:
-    """Stop a trial's train process and its own children (it leads its own process group)."""
+    """
+    Stop a trial's train process and its own children (it leads its own process group). SIGKILL at once: on SIGTERM
+    train would write a checkpoint and its model, work a stopped (pruned or interrupted) trial never uses.
+    """
     if child.poll() is not None:
         return
-    for sig, wait_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(child.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            child.wait(wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    child.wait(30)
 
 
 def _lastLine(path: str) -> str:

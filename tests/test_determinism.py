@@ -59,12 +59,12 @@ TWO_ENVS = ("a2c", "acer", "ars", "cma-es", "deepq", "ppo2", "sac")
 EXCEPTIONS: dict[str, str] = {}
 
 
-def _command(algo: str, num_cpu: int, seed: str = SEED) -> list[str]:
+def _command(algo: str, num_cpu: int) -> list[str]:
     """:return: the train arguments of one determinism run"""
     _, algo_type, action_types = registered_rl[algo]
     steps = ES_STEPS if algo_type == AlgoType.EVOLUTION_STRATEGIES else STEPS
     actions = [] if ActionType.DISCRETE in action_types else ["-c"]
-    return ["--algo", algo, *COMMON, *actions, "--seed", seed, "--num-cpu", str(num_cpu),
+    return ["--algo", algo, *COMMON, *actions, "--seed", SEED, "--num-cpu", str(num_cpu),
             "--num-timesteps", str(steps), *ALGO_ARGS.get(algo, [])]
 
 
