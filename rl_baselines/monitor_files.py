@@ -23,7 +23,8 @@ class MonitorTail:
 
     def __init__(self, folder: str) -> None:
         self.folder = folder
-        self._files: dict[str, tuple] = {}  # path -> (handle, column names, pending partial line)
+        # path -> (handle, column names, pending partial line, env steps of the episodes read from it)
+        self._files: dict[str, tuple] = {}
         self.rewards: list[float] = []
         self.lengths: list[int] = []
         self.times: list[float] = []
@@ -33,11 +34,11 @@ class MonitorTail:
         """
         :return: how many episodes were read since the last call
         """
-        rows: list[tuple[float, float, int, float]] = []
+        rows: list[tuple[int, str, float, float, int, float]] = []
         for path in sorted(glob.glob(os.path.join(self.folder, f"*{MONITOR_SUFFIX}"))):
             if path not in self._files:
-                self._files[path] = (open(path, encoding="utf-8", newline=""), None, "")
-            handle, columns, pending = self._files[path]
+                self._files[path] = (open(path, encoding="utf-8", newline=""), None, "", 0)
+            handle, columns, pending, env_steps = self._files[path]
             text = pending + handle.read()
             lines = text.split("\n")
             pending = lines.pop()  # an incomplete last line waits for the next poll
@@ -53,10 +54,14 @@ class MonitorTail:
                     success = float(values["is_success"]) if values.get("is_success") not in (None, "") else np.nan
                 except ValueError:
                     success = float(values["is_success"] == "True")
-                rows.append((float(values["t"]), float(values["r"]), int(values["l"]), success))
-            self._files[path] = (handle, columns, pending)
-        rows.sort()
-        for wall_time, reward, length, success in rows:
+                env_steps += int(values["l"])
+                rows.append((env_steps, path, float(values["t"]), float(values["r"]), int(values["l"]), success))
+            self._files[path] = (handle, columns, pending, env_steps)
+        # The envs of a vectorized run step together, so an episode that ended at its env's n-th step ended at the
+        # run's n-th vectorized step: ordering by it (then by file) is the same on every run of a seed, where the
+        # wall time ``t`` can swap two envs' episodes that ended at the same step.
+        rows.sort(key=lambda row: row[:2])
+        for _, _, wall_time, reward, length, success in rows:
             self.times.append(wall_time)
             self.rewards.append(reward)
             self.lengths.append(length)
@@ -77,7 +82,7 @@ class MonitorTail:
 
     def close(self) -> None:
         """Close the open files."""
-        for handle, _, _ in self._files.values():
+        for handle, *_ in self._files.values():
             handle.close()
         self._files.clear()
 

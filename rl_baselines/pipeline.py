@@ -6,8 +6,10 @@
 Every combination is checked up front as train would check it, and the whole sweep is refused (one line listing the
 bad combinations, exit code 2) before anything starts. Each run is its own ``rl_baselines.train`` process with a
 deterministic run id and folder (see rl_baselines/sweep.py); a finished run has a completion marker, so the same
-command run again only does what is missing or failed (``--force`` redoes everything). Any flag the pipeline does
-not know is passed to every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when interrupted).
+command run again only does what is missing or failed, and continues a run that was cut short (a killed worker or
+sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). Any flag the
+pipeline does not know is passed to every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when
+interrupted).
 """
 from __future__ import annotations
 
@@ -63,7 +65,7 @@ def buildParser() -> CLIParser:
                         help="a running Ray cluster (also auto or ray://HOST:PORT) [start a local instance]")
     parser.add_argument("--num-gpus", type=_nonNegativeFloat, default=0.0,
                         help="GPUs each run asks Ray for (fractions allowed) [0]")
-    parser.add_argument("--force", action="store_true", help="redo the runs already finished")
+    parser.add_argument("--force", action="store_true", help="redo every run from scratch, the finished ones too")
     parser.add_argument("--no-vis", action="store_true", help="no live visdom plots")
     parser.add_argument("--port", type=portNumber, default=8097, help="visdom server port [8097]")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar (one line per finished run)")
@@ -84,8 +86,8 @@ def _makeExecutor(args: Any, num_cpu: int) -> Any:
     from rl_baselines.sweep_executors import LocalExecutor, RayExecutor, usableCores
 
     if args.executor == "ray":
-        return RayExecutor(args.ray_address, num_cpu, args.num_gpus, args.workers)
-    return LocalExecutor(args.workers or max(1, usableCores() // num_cpu))
+        return RayExecutor(args.ray_address, num_cpu, args.num_gpus, args.workers, resume=not args.force)
+    return LocalExecutor(args.workers or max(1, usableCores() // num_cpu), resume=not args.force)
 
 
 class _Interrupted(BaseException):
@@ -110,7 +112,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The flags the pipeline reads from train's (--num-cpu sizes the workers); errors are train's own one-liners.
     shared, _ = baseParser(add_help=False).parse_known_args(train_args)
 
-    from rl_baselines.sweep import checkGrid, expandGrid, finishedFolder, sweepId, unique, writeSweepState
+    from rl_baselines.sweep import (checkGrid, expandGrid, finishedFolder, resumableAttempt, sweepId, unique,
+                                    writeSweepState)
 
     checkGrid(args.algo, args.env, args.srl_model, train_args)
     seeds = range(args.seed, args.seed + args.num_iteration)
@@ -123,6 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             records[spec.run_id] = {"state": "skipped", "run_folder": folder, "returncode": 0,
                                     "log": os.path.join(folder, "train.log")}
     to_run = [spec for spec in specs if spec.run_id not in records]
+    resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
     executor = _makeExecutor(args, shared.num_cpu) if to_run else None
 
     state_path = os.path.join(os.path.abspath(args.log_dir), f"sweep_{sweep_id}.json")
@@ -130,7 +134,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     writeSweepState(state_path, command, specs, records)
     grid = (f"{len(unique(args.algo))} algo x {len(unique(args.env))} env x {len(unique(args.srl_model))} SRL model "
             f"x {args.num_iteration} seed{'s' if args.num_iteration > 1 else ''}")
-    print(f"Sweep {sweep_id}: {len(specs)} runs ({grid}); {len(specs) - len(to_run)} already done, {len(to_run)} to run"
+    print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); {len(specs) - len(to_run)} already done, {len(to_run)} to run"
+          + (f" ({resumed} continued where they stopped)" if resumed else "")
           + (f" on {executor.workers} {executor.name} worker(s)" if executor else ""), flush=True)
     if executor is not None and executor.name == "ray":
         print(f"Ray cluster: {executor.cluster}", flush=True)

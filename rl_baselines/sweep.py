@@ -42,10 +42,13 @@ FAILED_FILE = "failed.json"
 RUN_ID_LENGTH = 10
 # Train settings that do not change what a run computes (or that the sweep sets itself): left out of the run id.
 NOT_IN_RUN_ID = frozenset({"algo", "env", "srl_model", "seed", "log_dir", "tag", "run_folder", "no_vis", "port",
-                           "no_progress"})
+                           "no_progress", "buffer_save_freq", "resume"})
 # Train flags the sweep sets for every run.
 RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its run id)",
-                        "run_folder": "--run-folder (the sweep creates each run folder)"}
+                        "run_folder": "--run-folder (the sweep creates each run folder)",
+                        "resume": "--resume (a sweep run again resumes its unfinished runs itself)"}
+# What rl_baselines.resume.runStatus says of a folder that ``train --resume`` continues in place.
+RESUMABLE = ("resume", "restart", "finished")
 
 
 @dataclass(frozen=True)
@@ -334,28 +337,57 @@ def readMarker(run_folder: str) -> dict[str, Any] | None:
     return None
 
 
-def _removeAttempts(spec: RunSpec) -> None:
-    """Delete the earlier attempts of a run that the sweep made (their train.log says so); others are kept."""
-    for path in runAttempts(spec):
-        if any(os.path.exists(os.path.join(path, name)) for name in (RUN_LOG, DONE_FILE, FAILED_FILE)):
-            shutil.rmtree(path)
+def _sweepAttempts(spec: RunSpec) -> list[str]:
+    """:return: the earlier attempts of a run that the sweep made (their train.log or marker says so), oldest first"""
+    return [path for path in runAttempts(spec)
+            if any(os.path.exists(os.path.join(path, name)) for name in (RUN_LOG, DONE_FILE, FAILED_FILE))]
 
 
-def startRun(spec: RunSpec) -> StartedRun:
+def resumableAttempt(spec: RunSpec) -> str | None:
     """
-    Start ``python -m rl_baselines.train`` for a run in a new run folder, its output going to train.log; earlier
-    attempts of the same run are deleted first (the caller decides whether a finished one is redone).
+    :param spec: a run spec
+    :return: the sweep's newest unfinished attempt of this run when ``train --resume`` can continue it (from its
+        last checkpoint, or from step 0 in the same folder when it had none), else None
+    """
+    from rl_baselines.resume import runStatus
+
+    attempts = _sweepAttempts(spec)
+    if attempts and not os.path.isfile(os.path.join(attempts[-1], DONE_FILE)) and runStatus(attempts[-1]) in RESUMABLE:
+        return attempts[-1]
+    return None
+
+
+def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
+    """
+    Start ``python -m rl_baselines.train`` for a run, its output going to train.log. When ``resume`` is set and the
+    sweep's newest attempt of the run is unfinished but resumable (a killed worker, an interrupted sweep), it goes on
+    there with ``train --resume``, so at most one checkpoint interval of work is redone; otherwise the earlier
+    attempts are deleted and the run starts in a new folder (the caller decides whether a finished one is redone).
 
     :param spec: the run spec
+    :param resume: continue an unfinished attempt when possible
     :return: the started run
     """
-    _removeAttempts(spec)
-    stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
-    run_folder = os.path.join(spec.parent, f"{stamp}_{spec.run_id}")
-    os.makedirs(run_folder)
+    run_folder = resumableAttempt(spec) if resume else None
+    if run_folder is not None:
+        for path in _sweepAttempts(spec):
+            if path != run_folder:
+                shutil.rmtree(path)
+        try:
+            os.remove(os.path.join(run_folder, FAILED_FILE))
+        except FileNotFoundError:
+            pass
+        train_argv = ["--resume", run_folder, "--no-vis", "--no-progress"]
+    else:
+        for path in _sweepAttempts(spec):
+            shutil.rmtree(path)
+        stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
+        run_folder = os.path.join(spec.parent, f"{stamp}_{spec.run_id}")
+        os.makedirs(run_folder)
+        train_argv = spec.trainArgv(run_folder)
     log_path = os.path.join(run_folder, RUN_LOG)
-    command = [sys.executable, "-m", TRAIN_MODULE, *spec.trainArgv(run_folder)]
-    log_handle = open(log_path, "w", encoding="utf-8")
+    command = [sys.executable, "-m", TRAIN_MODULE, *train_argv]
+    log_handle = open(log_path, "a", encoding="utf-8")  # a resumed run's log goes on after the earlier attempt's
     log_handle.write("# " + " ".join(command) + "\n")
     log_handle.flush()
     # The run may start on another machine (Ray): its directory is used when it exists there.
@@ -412,15 +444,16 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     return result
 
 
-def executeRun(spec: RunSpec) -> RunResult:
+def executeRun(spec: RunSpec, resume: bool = True) -> RunResult:
     """
     Run one spec to its end (blocking): the unit of work of the sweep executors (a Ray task runs exactly this).
     An interruption (KeyboardInterrupt, a cancelled task) terminates the train process and is re-raised.
 
     :param spec: the run spec
+    :param resume: continue an unfinished attempt when possible (see :func:`startRun`)
     :return: how it ended
     """
-    started = startRun(spec)
+    started = startRun(spec, resume)
     try:
         returncode = started.process.wait()
     except BaseException:

@@ -35,12 +35,14 @@ class LocalExecutor:
     Runs at most ``workers`` train processes at a time on this machine.
 
     :param workers: parallel runs
+    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweep.startRun`)
     """
 
     name = "local"
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, resume: bool = True) -> None:
         self.workers = int(workers)
+        self.resume = resume
         self._running: dict[str, StartedRun] = {}
         self._failed_starts: list[RunResult] = []
 
@@ -60,7 +62,7 @@ class LocalExecutor:
         :param spec: the run
         """
         try:
-            self._running[spec.run_id] = startRun(spec)
+            self._running[spec.run_id] = startRun(spec, self.resume)
         except OSError as error:  # e.g. a log dir that cannot be written: the run fails, the sweep goes on
             self._failed_starts.append(RunResult(spec.run_id, "failed", None, "", "", 0.0,
                                                  f"cannot start: {error}"))
@@ -156,11 +158,14 @@ class RayExecutor:
     :param num_cpus: CPUs per run (train's --num-cpu)
     :param num_gpus: GPUs per run
     :param workers: most runs in flight (None: as many as the cluster's resources allow)
+    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweep.startRun`)
     """
 
     name = "ray"
 
-    def __init__(self, address: str | None, num_cpus: int, num_gpus: float, workers: int | None) -> None:
+    def __init__(self, address: str | None, num_cpus: int, num_gpus: float, workers: int | None,
+                 resume: bool = True) -> None:
+        self.resume = resume
         ray = importRay(address)
         if address is not None:
             _checkReachable(address)
@@ -208,7 +213,7 @@ class RayExecutor:
 
         :param spec: the run
         """
-        self._refs[self._task.remote(spec)] = spec
+        self._refs[self._task.remote(spec, self.resume)] = spec
 
     def _result(self, ref: Any) -> RunResult:
         spec = self._refs.pop(ref)

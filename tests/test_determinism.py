@@ -101,3 +101,28 @@ def test_same_seed_same_episodes(tmp_path, algo, num_cpu):
     assert first == second
     if num_cpu == 2:  # the comparison can fail: env 1 (seed + 1) plays other episodes than env 0
         assert first["0.monitor.csv"] != first["1.monitor.csv"]
+
+
+def test_merged_curve_orders_episodes_by_step_not_wall_time(tmp_path):
+    """Env 1's episode ended first in wall time but at a later vectorized step: the curve follows the steps."""
+    from rl_baselines.monitor_files import MonitorTail, loadEpisodes
+
+    header = '#{"t_start": 0.0, "env_id": "E"}\nr,l,t,is_success\n'
+    (tmp_path / "0.monitor.csv").write_text(header + "1.0,10,0.50,False\n2.0,10,0.90,False\n")
+    (tmp_path / "1.monitor.csv").write_text(header + "3.0,15,0.40,True\n4.0,10,0.95,False\n")
+    episodes = loadEpisodes(str(tmp_path))
+    # env steps at each end: env0 10, 20; env1 15, 25 -> order 1.0, 3.0, 2.0, 4.0 (wall time would say 3, 1, 2, 4)
+    assert list(episodes["rewards"]) == [1.0, 3.0, 2.0, 4.0]
+    assert list(episodes["timesteps"]) == [10, 25, 35, 45]
+
+    # Read incrementally, a partial last line waits and the per-file step count carries over between polls.
+    tail = MonitorTail(str(tmp_path / "live"))
+    os.makedirs(tail.folder)
+    path = os.path.join(tail.folder, "0.monitor.csv")
+    with open(path, "w") as handle:
+        handle.write(header + "1.0,10,0.5,False\n2.0,1")
+    assert tail.poll() == 1
+    with open(path, "a") as handle:
+        handle.write("0,0.9,False\n")
+    assert tail.poll() == 1 and tail.rewards == [1.0, 2.0] and list(tail.timesteps) == [10, 20]
+    tail.close()

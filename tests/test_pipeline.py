@@ -15,9 +15,10 @@ import pytest
 
 from rl_baselines.cli import UsageError
 from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.resume import runStatus
 from rl_baselines.sweep import (DONE_FILE, FAILED_FILE, PID_FILE, checkGrid, expandGrid, finishedFolder, makeSpec,
                                 runAttempts)
-from conftest import REPO, runModule
+from conftest import REPO, runFolder, runModule, runTrain
 
 ENVS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0"]
 SRL_MODELS = ["ground_truth", "raw_pixels"]
@@ -103,6 +104,8 @@ def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     with pytest.raises(UsageError, match=r"--executor ray needs Ray.*pip install \"srl-toolbox\[ray\]\""):
         pipeline.main([*base, "--executor", "ray"])
+    with pytest.raises(UsageError, match="--resume"):  # the sweep resumes its runs itself
+        pipeline.main([*base, "--resume", str(tmp_path)])
     assert not os.path.exists(log_dir)
 
     # As a command: one line, exit code 2, nothing written
@@ -203,17 +206,20 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     assert state["counts"] == {"pending": 0, "running": 0, "done": 7, "skipped": 0, "failed": 1}
     assert {run["run_id"]: run["returncode"] for run in state["runs"]}[victim.run_id] == -9
 
-    # The same command again does only the failed run; the live plots show every run's curve
+    # The same command again does only the failed run; the live plots show every run's curve. Killed this early,
+    # the run has no checkpoint: it starts again from step 0, in the same folder once train had written its args.
+    continued = runStatus(failed_folder) == "restart"
     result = runModule("rl_baselines.pipeline", *_sweepArgs(log_dir, "--port", str(visdom_port)),
                        timeout=SWEEP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "8 runs (1 algo x 2 env x 2 SRL model x 2 seeds); 7 already done, 1 to run on 2 local worker(s)" in \
-        result.stdout
+    assert ("8 runs (1 algo x 2 env x 2 SRL model x 2 seeds); 7 already done, 1 to run"
+            + (" (1 continued where they stopped)" if continued else "") + " on 2 local worker(s)") in result.stdout
     assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
     assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
     for spec in specs:
         _checkFinishedRun(spec)
-    assert len(runAttempts(victim)) == 1 and not os.path.exists(failed_folder)
+    assert (runAttempts(victim) == [failed_folder]) if continued else (
+        len(runAttempts(victim)) == 1 and not os.path.exists(failed_folder))
     assert {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()} == \
         done_times
     assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 7,
@@ -235,6 +241,67 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
                     trace = traces[f"ppo2 seed{spec.seed}"]
                     np.testing.assert_allclose(trace["x"], episodes["timesteps"])
                     np.testing.assert_allclose(trace["y"], movingAverage(episodes["rewards"], 40))
+
+
+# n_steps 125: rollouts and checkpoints (every 500 steps) end on MobileRobot's 250-step episode ends, so a resumed run
+# plays exactly the episodes of an uninterrupted one (see tests/test_resume.py).
+RESUME_FLAGS = ["--num-timesteps", "3000", "--checkpoint-freq", "500", "--hyperparam", "n_steps:125", "batch_size:25",
+                "n_epochs:2"]
+
+
+def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
+    from rl_baselines.checkpointing import listCheckpoints
+
+    log_dir = str(tmp_path / "logs")
+    sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",
+                  "--num-iteration", "1",
+                  "--log-dir", log_dir, "--no-vis", "--no-progress", *RESUME_FLAGS]
+    (spec,) = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0], RESUME_FLAGS, log_dir, cwd=REPO)
+    out = open(tmp_path / "out.txt", "w")
+    sweep = subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *sweep_args], stdout=out,
+                             stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:  # the machine goes down after the second checkpoint: the sweep and its train process die together
+        pid_file = _waitForFile(os.path.join(spec.parent, f"*_{spec.run_id}", PID_FILE), sweep, SWEEP_TIMEOUT_S)
+        run_folder = os.path.dirname(pid_file)
+        deadline = time.monotonic() + SWEEP_TIMEOUT_S
+        while max((steps for steps, _ in listCheckpoints(run_folder)), default=0) < 1000:
+            assert sweep.poll() is None and time.monotonic() < deadline, open(tmp_path / "out.txt").read()
+            time.sleep(0.02)
+        os.kill(int(open(pid_file).read()), signal.SIGKILL)
+        sweep.kill()
+        sweep.wait()
+    finally:
+        if sweep.poll() is None:
+            sweep.kill()
+            sweep.wait()
+    assert runStatus(run_folder) == "resume" and finishedFolder(spec) is None
+
+    result = runModule("rl_baselines.pipeline", *sweep_args, timeout=SWEEP_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 run (1 algo x 1 env x 1 SRL model x 1 seed); 0 already done, 1 to run (1 continued where they " \
+           "stopped)" in result.stdout
+    assert runAttempts(spec) == [run_folder] and finishedFolder(spec) == run_folder
+    log = open(os.path.join(run_folder, "train.log")).read()
+    commands = [line for line in log.splitlines() if line.startswith("# ")]
+    assert len(commands) == 2 and f"--resume {run_folder} --no-vis --no-progress" in commands[1], commands
+    assert f"Resuming from {os.path.join(run_folder, 'checkpoints')}" in log
+    saved = json.load(open(os.path.join(run_folder, "args.json")))
+    assert saved["tag"] == spec.run_id and saved["num_timesteps"] == 3000
+
+    # no episode lost, none played twice: the same episodes as the same run never interrupted
+    reference = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                                   "--seed", "0", "--log-dir", tmp_path / "reference", *RESUME_FLAGS))
+    resumed, uninterrupted = (loadEpisodes(os.path.join(folder, "monitor")) for folder in (run_folder, reference))
+    assert resumed["timesteps"][-1] == 3000
+    np.testing.assert_array_equal(resumed["rewards"], uninterrupted["rewards"])
+    np.testing.assert_array_equal(resumed["lengths"], uninterrupted["lengths"])
+
+    # --force starts it again from scratch in a new folder
+    result = runModule("rl_baselines.pipeline", *sweep_args, "--force", timeout=SWEEP_TIMEOUT_S)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "continued" not in result.stdout
+    (new_folder,) = runAttempts(spec)
+    assert new_folder != run_folder and not os.path.exists(run_folder)
 
 
 def test_unreachable_visdom_costs_one_warning() -> None:
