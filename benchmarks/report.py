@@ -46,15 +46,19 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
     :param path: the markdown file (created with a title line if missing)
     :param target: the Makefile target that runs the benchmark
     """
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    new_file = not os.path.exists(path)
-    with open(path, "a", encoding="utf-8") as report:
-        if new_file:
-            report.write("# srl-toolbox benchmarks\n")
-        report.write(f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
-                     f"- Command: `{command}` (also run by `make {target}`)\n"
-                     f"- Machine: {machineDescription(packages)}\n"
-                     f"- {notes}\n\n{table}\n")
+    from environments.files import atomicPath
+
+    section = (f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
+               f"- Command: `{command}` (also run by `make {target}`)\n"
+               f"- Machine: {machineDescription(packages)}\n"
+               f"- {notes}\n\n{table}\n")
+    previous = "# srl-toolbox benchmarks\n"
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as handle:
+            previous = handle.read()
+    # Rewritten whole through a temporary file rather than appended: a kill half-way never leaves a cut section.
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as report:
+        report.write(previous + section)
 
 
 def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: float, repetitions: int,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from environments.cli_errors import OneLineParser, UsageError, runCommand
+from environments.files import writeJson, writeNpz
 
 PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
 GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
@@ -151,8 +152,8 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
             parts.append(np.array(paths) if key == "images_path" else dataset["arrays"][key])
     result = {key: np.concatenate(parts) for key, parts in merged.items()}
     result["episode_starts"] = result["episode_starts"].astype(bool)
-    np.savez(os.path.join(partial, "preprocessed_data.npz"), **{key: result[key] for key in PREPROCESSED_KEYS})
-    np.savez(os.path.join(partial, "ground_truth.npz"), **{key: result[key] for key in GROUND_TRUTH_KEYS})
+    writeNpz(os.path.join(partial, "preprocessed_data.npz"), {key: result[key] for key in PREPROCESSED_KEYS})
+    writeNpz(os.path.join(partial, "ground_truth.npz"), {key: result[key] for key in GROUND_TRUTH_KEYS})
     globals_path = os.path.join(sources[0], "env_globals.json")
     if os.path.isfile(globals_path):
         shutil.copy2(globals_path, os.path.join(partial, "env_globals.json"))
@@ -163,8 +164,7 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
                                 "num_episodes": int(np.count_nonzero(d["arrays"]["episode_starts"]))}
                                for d in datasets])
     config.pop("seed", None)
-    with open(os.path.join(partial, "dataset_config.json"), "w", encoding="utf-8") as handle:
-        json.dump(config, handle, indent=2, sort_keys=True)
+    writeJson(os.path.join(partial, "dataset_config.json"), config)
     os.rename(partial, destination)
     return result
 

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
-from environments.files import writeJson
+from environments.files import writeJson, writeNpz
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 # The old generator recorded Kuka episodes with a tighter sphere than the env's own default (0.8).
@@ -306,10 +306,7 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
     arrays = {"actions": np.asarray(actions, dtype=np.int64 if spec.env_kwargs["is_discrete"] else np.float32),
               "rewards": np.asarray(rewards, dtype=np.float32),
               "ground_truth_states": np.stack(states), "target_position": target}
-    path = episodeFile(partial_dir, episode)
-    tmp_path = f"{path}.tmp.npz"
-    np.savez(tmp_path, **arrays)
-    os.replace(tmp_path, path)
+    writeNpz(episodeFile(partial_dir, episode), arrays)
     return {"episode": episode, "frames": frame, "rewards": arrays["rewards"]}
 
 
@@ -490,13 +487,6 @@ def _clearFolder(folder: str) -> None:
 # --- assembling the dataset ----------------------------------------------------------------------------------------
 
 
-def writeNpz(path: str, **arrays: np.ndarray) -> None:
-    """Write arrays to an npz file, atomically."""
-    tmp_path = f"{path}.tmp.npz"
-    np.savez(tmp_path, **arrays)
-    os.replace(tmp_path, path)
-
-
 def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_dir: str) -> dict[str, np.ndarray]:
     """
     Merge the episode files into the dataset's npz and JSON files, then remove the bookkeeping files.
@@ -522,12 +512,12 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
     merged = {"actions": np.concatenate(actions), "rewards": np.concatenate(rewards),
               "episode_starts": np.concatenate(starts), "ground_truth_states": np.concatenate(states),
               "target_positions": np.stack(targets), "images_path": np.array(paths)}
-    writeNpz(os.path.join(partial_dir, "preprocessed_data.npz"), actions=merged["actions"],
-             rewards=merged["rewards"], episode_starts=merged["episode_starts"])
-    writeNpz(os.path.join(partial_dir, "ground_truth.npz"), ground_truth_states=merged["ground_truth_states"],
-             target_positions=merged["target_positions"], images_path=merged["images_path"])
-    with open(os.path.join(partial_dir, "env_globals.json"), "w", encoding="utf-8") as handle:
-        json.dump(env_class.getGlobals(spec.env_kwargs), handle, indent=2, sort_keys=True)
+    # Atomic although the folder is renamed when complete: an interrupted run is resumed in this folder.
+    writeNpz(os.path.join(partial_dir, "preprocessed_data.npz"),
+             {key: merged[key] for key in ("actions", "rewards", "episode_starts")})
+    writeNpz(os.path.join(partial_dir, "ground_truth.npz"),
+             {key: merged[key] for key in ("ground_truth_states", "target_positions", "images_path")})
+    writeJson(os.path.join(partial_dir, "env_globals.json"), env_class.getGlobals(spec.env_kwargs))
     max_distance = spec.env_kwargs.get("max_distance")
     config = {"relative_pos": bool(relative_pos), "max_dist": None if max_distance is None else str(max_distance),
               "env": spec.env_id, "img_shape": list(spec.env_kwargs["img_shape"]), "seed": spec.seed,
@@ -536,8 +526,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
               "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
               "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
               "version": FORMAT_VERSION}
-    with open(os.path.join(partial_dir, "dataset_config.json"), "w", encoding="utf-8") as handle:
-        json.dump(config, handle, indent=2, sort_keys=True)
+    writeJson(os.path.join(partial_dir, "dataset_config.json"), config)
     shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))
     os.remove(os.path.join(partial_dir, SETTINGS_FILE))
     return merged

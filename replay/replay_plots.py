@@ -70,7 +70,6 @@ def _savePng(figure: Any, path: str) -> str:
 
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
-    os.chmod(path, 0o644)  # mkstemp makes the temporary file private
     return path
 
 

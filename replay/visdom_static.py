@@ -209,7 +209,6 @@ def _npmPack(packages: Sequence[str], destination: str, npm: str, registry: str 
 def _writeFile(path: str, data: bytes) -> None:
     with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
         handle.write(data)
-    os.chmod(path, 0o644)
 
 
 def installScripts(folder: str | None = None, npm: str = "npm", verbose: bool = True,

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rl_baselines.files import atomicPath
+from rl_baselines.files import atomicPath, writeNpz
 
 RNG_FILE = "rng_state.npz"
 BUFFER_ARRAYS_FILE = "buffer.npz"
@@ -60,12 +60,6 @@ def restoreGlobalRNG(arrays: Any) -> None:
     np.random.set_state(("MT19937", np.asarray(arrays["numpy_keys"], dtype=np.uint32), int(arrays["numpy_position"]),
                          int(arrays["numpy_has_gauss"]), float(arrays["numpy_cached_gaussian"])))
     torch.set_rng_state(torch.as_tensor(np.asarray(arrays["torch_state"], dtype=np.uint8)))
-
-
-def writeNpz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    """Write arrays to ``path`` atomically (uncompressed: buffers can be large, and this is fast)."""
-    with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
-        np.savez(handle, **arrays)
 
 
 def generatorState(generator: np.random.Generator | None) -> dict[str, Any] | None:
@@ -420,15 +414,21 @@ def progressLogger(folder: str) -> Any:
     :param folder: the run folder
     :return: the logger
     """
-    from stable_baselines3.common.logger import CSVOutputFormat, configure
+    from stable_baselines3.common.logger import CSVOutputFormat, Logger, configure
 
     path = os.path.join(folder, "progress.csv")
     kept = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
-    logger = configure(folder, ["csv"])  # truncates progress.csv
-    if kept.strip():
-        for output in logger.output_formats:
-            if isinstance(output, CSVOutputFormat):
-                output.file.write(kept)
-                output.file.flush()
-                output.keys = kept.splitlines()[0].split(output.separator)
-    return logger
+    if not kept.strip():
+        return configure(folder, ["csv"])
+    # SB3 opens its CSV file with "w+" (truncating it): open it on a temporary copy of the kept rows instead and
+    # rename that over progress.csv, so that a kill here never leaves it empty. The open file follows the rename.
+    with atomicPath(path) as tmp_path:
+        output = CSVOutputFormat(tmp_path)
+        try:
+            output.file.write(kept)
+            output.file.flush()
+        except BaseException:
+            output.close()
+            raise
+    output.keys = kept.splitlines()[0].split(output.separator)
+    return Logger(folder=folder, output_formats=[output])

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import re
-import tempfile
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+
+from rl_baselines.files import atomicPath
 
 # Seconds allowed to open a connection and to wait for each answer of the visdom server
 CONNECT_TIMEOUT_S = 2.0
@@ -317,16 +317,6 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     axes.grid(True, alpha=0.3)
     figure.tight_layout()
 
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp_path = tempfile.mkstemp(dir=folder, prefix=".learning_curve-", suffix=".png.tmp")
-    try:
-        with os.fdopen(fd, "wb") as tmp_file:
-            figure.savefig(tmp_file, format="png")
-        os.chmod(tmp_path, 0o644)  # mkstemp makes it private
-        os.replace(tmp_path, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp_path)
-        raise
+    with atomicPath(path) as tmp_path:
+        figure.savefig(tmp_path, format="png")
     return path

@@ -23,7 +23,7 @@ from srl_models import plotting
 from srl_models.base import BaseSRLModel, readExpConfig
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
 from srl_models.registry import loadSRLModel
-from environments.files import atomicPath, writeJson
+from environments.files import writeJson, writeNpz
 
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
@@ -33,17 +33,6 @@ KNN_PLOT = "knn_neighbours.png"
 KNN_PLOT_QUERIES = 4    # query frames in the neighbours figure
 KNN_PLOT_NEIGHBOURS = 5  # neighbours shown per query (at most k)
 ENCODE_BATCH = 256
-
-
-def writeNpz(path: str, **arrays: np.ndarray) -> None:
-    """
-    Write arrays to an npz file atomically.
-
-    :param path: destination .npz
-    :param arrays: name -> array
-    """
-    with atomicPath(path) as tmp_path:
-        np.savez(tmp_path, **arrays)
 
 
 def openModelDataset(model_folder: str, data_folder: str | None = None,
@@ -183,8 +172,8 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     writeJson(os.path.join(ev.model_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
     writeJson(os.path.join(ev.model_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
     extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
-    writeNpz(os.path.join(ev.model_folder, STATES_FILE), states=states, ground_truth=ev.ground_truth,
-             indices=ev.indices, **extra)
+    writeNpz(os.path.join(ev.model_folder, STATES_FILE),
+             {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
 
     name = ev.config.get("srl_model", type(ev.model).__name__)
     env_id = ev.config.get("env") or ev.dataset.env_id

@@ -444,3 +444,56 @@ def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
     rebuilt.timer = ElapsedWCTime()
     np.random.set_state(generator)
     assert all(np.array_equal(a, b) for a, b in zip(evolve(rebuilt, 5), expected))
+
+
+def test_atomic_path_keeps_the_suffix_the_mode_and_the_previous_file(tmp_path):
+    from rl_baselines.files import atomicPath
+
+    path = str(tmp_path / "curves.npz")
+    with atomicPath(path) as tmp:
+        assert os.path.basename(tmp).startswith(".curves.") and tmp.endswith(".tmp.npz")
+        np.savez(tmp, x=np.arange(3))  # given a path, np.savez adds ".npz" unless it ends with it
+    umask = os.umask(0)
+    os.umask(umask)
+    assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask  # like open(path, "w"), not mkstemp's private 0o600
+    with pytest.raises(OSError), atomicPath(path) as tmp:
+        np.savez(tmp, x=np.arange(5))
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    np.testing.assert_array_equal(np.load(path)["x"], np.arange(3))
+    assert os.listdir(tmp_path) == ["curves.npz"]
+
+
+def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
+    import stable_baselines3.common.logger as sb3_logger
+
+    from rl_baselines.training_state import progressLogger
+
+    kept = "a,b\n1,2\n"
+    (tmp_path / "progress.csv").write_text(kept)
+
+    class FullDiskFile:
+        def __init__(self, file):
+            self.file = file
+
+        def write(self, _text):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+        def close(self):
+            self.file.close()
+
+    class FullDiskCSV(sb3_logger.CSVOutputFormat):
+        def __init__(self, filename):
+            super().__init__(filename)  # SB3 opens it with "w+": a file opened in place is empty from here
+            self.file = FullDiskFile(self.file)
+
+    monkeypatch.setattr(sb3_logger, "CSVOutputFormat", FullDiskCSV)
+    with pytest.raises(OSError):
+        progressLogger(str(tmp_path))
+    monkeypatch.undo()
+    assert (tmp_path / "progress.csv").read_text() == kept and os.listdir(tmp_path) == ["progress.csv"]
+    logger = progressLogger(str(tmp_path))
+    logger.record("a", 3)
+    logger.record("b", 4)
+    logger.dump(0)
+    logger.close()
+    assert (tmp_path / "progress.csv").read_text() == kept + "3,4\n" and os.listdir(tmp_path) == ["progress.csv"]
