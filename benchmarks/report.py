@@ -52,13 +52,21 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
                f"- Command: `{command}` (also run by `make {target}`)\n"
                f"- Machine: {machineDescription(packages)}\n"
                f"- {notes}\n\n{table}\n")
-    previous = "# srl-toolbox benchmarks\n"
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            previous = handle.read()
-    # Rewritten whole through a temporary file rather than appended: a kill half-way never leaves a cut section.
-    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as report:
-        report.write(previous + section)
+    import fcntl
+
+    # Two benchmarks that finish together take turns (a lock on the folder), so neither section is lost.
+    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        previous = "# srl-toolbox benchmarks\n"
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                previous = handle.read()
+        # Rewritten whole through a temporary file rather than appended: a kill half-way never leaves a cut section.
+        with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as report:
+            report.write(previous + section)
+    finally:
+        os.close(folder)  # releases the lock
 
 
 def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: float, repetitions: int,
