@@ -34,7 +34,8 @@ def lossContext(exp_config: dict[str, Any]) -> dict[str, Any]:
     return {"continuous_actions": bool(exp_config.get("continuous_actions", False)),
             "n_actions": exp_config.get("n_actions"), "action_dim": exp_config.get("action_dim"),
             "n_reward_classes": n_reward_classes,
-            "ground_truth_dim": exp_config.get("ground_truth_dim"), "beta": float(exp_config.get("beta", 1.0))}
+            "ground_truth_dim": exp_config.get("ground_truth_dim"), "beta": float(exp_config.get("beta", 1.0)),
+            "foreground_weight": float(exp_config.get("foreground_weight", 0.0))}
 
 
 def checkImages(observations: np.ndarray, img_shape: tuple[int, int, int]) -> np.ndarray:

@@ -35,6 +35,7 @@ from environments.files import writeJson
 from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, monitorVal, splitEpisodes, trainNetwork
 
 DEFAULT_STATE_DIM = 32
+DEFAULT_FOREGROUND_WEIGHT = 0.0  # larger weights trade neighbourhoods for correlation: see docs/srl.md
 N_RECONSTRUCTIONS = 8
 MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
 
@@ -289,6 +290,9 @@ def makeParser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=positiveInt, default=64, help="minibatch size [64]")
     parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate [1e-3]")
     parser.add_argument("--beta", type=float, default=1.0, help="weight of the VAE's KL term [1]")
+    parser.add_argument("--foreground-weight", type=float, default=DEFAULT_FOREGROUND_WEIGHT,
+                        help="reconstruction losses: extra weight of the pixels that differ from the background (the "
+                             f"training images' per-pixel median); 0: plain pixel error [{DEFAULT_FOREGROUND_WEIGHT:g}]")
     parser.add_argument("--seed", type=int, default=0, help="seed of the weights, split, shuffling and noise [0]")
     parser.add_argument("--val-split", type=float, default=0.1, help="fraction of the episodes held out [0.1]")
     parser.add_argument("--patience", type=int, default=10,
@@ -310,6 +314,8 @@ def checkSettings(args: argparse.Namespace) -> None:
         raise UsageError(f"--learning-rate {args.learning_rate:g} must be a positive number")
     if not (math.isfinite(args.beta) and args.beta >= 0):
         raise UsageError(f"--beta {args.beta:g} must be >= 0")
+    if not (math.isfinite(args.foreground_weight) and args.foreground_weight >= 0):
+        raise UsageError(f"--foreground-weight {args.foreground_weight:g} must be >= 0")
     if not 0 <= args.val_split < 1:
         raise UsageError(f"--val-split {args.val_split:g} must be in [0, 1)")
     if args.patience < 0:
@@ -353,6 +359,7 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
                   "env": dataset.env_id, "losses": losses, **({"split_dims": split} if split else {}),
                   "data_folder": os.path.abspath(args.data_folder), "seed": args.seed, "epochs": args.epochs,
                   "batch_size": args.batch_size, "learning_rate": args.learning_rate, "beta": args.beta,
+                  "foreground_weight": args.foreground_weight,
                   "val_split": args.val_split, "patience": args.patience, **sizes}
     seedEverything(args.seed)
     try:

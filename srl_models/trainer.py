@@ -12,6 +12,10 @@ from tqdm import tqdm
 from srl_models.losses import Batch
 from srl_models.network import SRLNetwork
 
+# Frames the background (per-pixel median) of the reconstruction losses is taken from: enough for a moving robot to
+# leave every pixel most of the time.
+BACKGROUND_FRAMES = 1000
+
 
 def splitEpisodes(episode_index: np.ndarray, val_split: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """
@@ -71,6 +75,16 @@ class TrainingData:
         :return: the rows a minibatch may start from
         """
         return rows[self.has_next[rows]] if pairs else rows
+
+    def background(self, rows: np.ndarray, max_frames: int = BACKGROUND_FRAMES) -> torch.Tensor:
+        """
+        :param rows: the rows to take it from (the training rows)
+        :param max_frames: at most this many, evenly spread over ``rows``
+        :return: float (C, H, W) in [0, 1]: the per-pixel median, the scene without what moves in it
+        """
+        picked = rows[np.linspace(0, len(rows) - 1, min(len(rows), max_frames)).astype(int)]
+        images = self.images[torch.as_tensor(picked, device=self.device)]
+        return images.median(dim=0).values.float().div_(255.0)
 
     def rowArrays(self, rows: np.ndarray) -> dict[str, torch.Tensor]:
         """:param rows: rows
@@ -164,8 +178,11 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     val_anchors = np.random.default_rng(settings.seed + 1).permutation(data.anchors(val_rows, network.pairs))
     if len(train_anchors) == 0:
         raise ValueError("no training frame (the losses need consecutive frames of one episode)")
+    statistics = data.rowArrays(train_anchors)
+    if network.decodes:
+        statistics["background"] = data.background(train_anchors)
     for loss in network.losses.values():
-        loss.prepare(data.rowArrays(train_anchors))
+        loss.prepare(statistics)
     optimizer = torch.optim.Adam(network.parameters(), lr=settings.learning_rate)
     rng = np.random.default_rng(settings.seed)
     generator = torch.Generator(device=data.device).manual_seed(settings.seed)

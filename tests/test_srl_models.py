@@ -171,6 +171,31 @@ def test_loss_helpers() -> None:
     np.testing.assert_allclose(reward.class_weights.numpy(), [2.0, 2 / 3, 0.0], rtol=1e-6)
 
 
+def test_foreground_weighted_reconstruction() -> None:
+    background = torch.full((3, 32, 32), 0.5)
+    images = background.repeat(2, 1, 1, 1)
+    images[0, :, 4:6, 4:6] = 1.0  # a 2x2 "robot" in the first image, none in the second
+    plain, weighted = (LOSSES["autoencoder"](4, _context(foreground_weight=w)) for w in (0.0, 9.0))
+    for loss in (plain, weighted):
+        loss.prepare({"background": background})
+    assert plain.pixelWeights(images) is None
+    weights = weighted.pixelWeights(images)
+    # the robot's 4 pixels weigh 10 times the others; each image's weights still average 1
+    assert weights[0, 0, 4, 4] == pytest.approx(10 * weights[0, 0, 0, 0].item())
+    np.testing.assert_allclose(weights.mean(dim=(1, 2, 3)).numpy(), [1.0, 1.0], rtol=1e-6)
+    np.testing.assert_allclose(weights[1].numpy(), 1.0)
+    # a reconstruction that draws the scene without the robot: the weighted error is ~10x the plain one
+    errors = [loss.squaredError(background.expand(2, -1, -1, -1), images)[0].item() for loss in (plain, weighted)]
+    assert errors[1] == pytest.approx(errors[0] * 10 * 1024 / (1020 + 40), rel=1e-5)
+    # the background is computed from the training frames (median: a robot crossing a pixel does not show)
+    from srl_models.trainer import TrainingData
+
+    frames = np.full((5, 8, 8, 3), 100, dtype=np.uint8)
+    frames[np.arange(5), np.arange(5), 0] = 255
+    data = TrainingData(frames, np.array([True, False, False, False, False]), torch.device("cpu"))
+    np.testing.assert_allclose(data.background(np.arange(5)).numpy(), 100 / 255, rtol=1e-6)
+
+
 def _context(**kwargs):
     from srl_models.losses import LossContext
     return LossContext(img_shape=(3, 32, 32), feature_dim=64, **kwargs)
