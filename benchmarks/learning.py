@@ -14,8 +14,11 @@ on the runs' PYTHONPATH, exactly as a third-party plugin would; nothing in the p
 An algorithm "beats random clearly" when its mean minus one standard deviation closes at least
 :data:`CLEAR_FRACTION` of the gap between the random agent and the task's solved level; the table flags the others.
 
-Usage: ``python benchmarks/learning.py [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]``
-(``make bench-learning``; about 45 minutes on 2 cores, ``--quick`` a few minutes and appends nothing).
+Usage: ``python benchmarks/learning.py [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]
+[--reuse [--rerun A ...]]`` (``make bench-learning``; about 45 minutes on 2 cores, ``--quick`` a few minutes and
+appends nothing). Every finished run is recorded in :data:`RUNS_FILE`; ``--reuse`` takes from it the runs whose
+settings (algorithm, env, actions, steps, flags, seed) have not changed since, and runs only the others and those of
+the ``--rerun`` algorithms (after a change of their code or defaults), so that one fixed row costs one row's time.
 """
 from __future__ import annotations
 
@@ -91,29 +94,41 @@ CASES: tuple[Case, ...] = (
     Case("a2c", MOBILE, False, 40_000),
     Case("ppo1", MOBILE, False, 40_000),
     Case("trpo", MOBILE, False, 20_000),
-    Case("ppo_lstm", MOBILE, False, 15_000),
     Case("acer", MOBILE, False, 20_000),
     Case("acktr", MOBILE, False, 20_000),
     Case("deepq", MOBILE, False, 20_000),
-    Case("qrdqn", MOBILE, False, 20_000),
+    # SB3's QR-DQN step size and exploration are Atari's; 1e-4 and 10% left 2 seeds of 3 near random at 20k
+    Case("qrdqn", MOBILE, False, 20_000, ("--learning-rate", "5e-4", "--exploration-fraction", "0.2")),
     Case("her", MOBILE, False, 20_000),  # goal-conditioned observations, SB3's DQN learner (her's discrete default)
     Case(RANDOM, MOBILE, True, 10_000),
     Case("sac", MOBILE, True, 20_000),
-    Case("td3", MOBILE, True, 10_000),
+    # TD3's Gaussian noise (std 0.1) jitters in place: 2 seeds of 3 never found the target; DDPG's Ornstein-Uhlenbeck
+    # noise wanders the room (the RL Zoo also tunes TD3's noise per env)
+    Case("td3", MOBILE, True, 10_000, ("--noise-type", "ou", "--noise-std", "0.2")),
     Case("tqc", MOBILE, True, 8_000),
     Case("ddpg", MOBILE, True, 15_000),
     Case(RANDOM, CARTPOLE, False, 10_000),
-    Case("ppo2", CARTPOLE, False, 50_000),
+    # the RL Zoo's CartPole-v1 PPO (8 envs x 32 steps there, one env x 256 here); the defaults reached 121-500
+    Case("ppo2", CARTPOLE, False, 50_000, ("--n-steps", "256", "--batch-size", "256", "--gae-lambda", "0.8",
+                                           "--gamma", "0.98", "--n-epochs", "20", "--ent-coef", "0",
+                                           "--learning-rate", "0.001", "--lr-schedule", "linear")),
     Case("deepq", CARTPOLE, False, 30_000),
     # Evolution strategies play one episode per candidate: MobileRobot's sparse reward (+1 near the target) leaves
     # their candidates' episodes at the random agent's level after 100k steps (see docs/benchmarks.md).
     Case("cma-es", CARTPOLE, False, 30_000),
     Case("ars", CARTPOLE, False, 30_000),
     Case("cem", CARTPOLE, False, 30_000),  # the example plugin (plugins/srl-toolbox-cem), when installed
+    # RecurrentPPO on MobileRobot stayed near random with ppo2's settings (15k-40k steps, learning rates 3e-4 and
+    # 1e-3); on CartPole-v1 it learns with the RL Zoo's CartPole settings (as ppo2 above, 10 epochs; after 30k steps
+    # the seeds were at 137-308)
+    Case("ppo_lstm", CARTPOLE, False, 50_000, ("--n-steps", "256", "--batch-size", "256", "--gae-lambda", "0.8",
+                                               "--gamma", "0.98", "--n-epochs", "10", "--ent-coef", "0",
+                                               "--learning-rate", "0.001", "--lr-schedule", "linear")),
     Case(RANDOM, PENDULUM, True, 10_000),
     Case("sac", PENDULUM, True, 20_000),
 )
 QUICK_STEPS = 2000
+RUNS_FILE = os.path.join(ROOT, "benchmarks", "learning_runs.json")
 
 # Published figures: RL Zoo benchmark.md (one run per pair, deterministic evaluation over ~150k steps after training
 # for n_timesteps), https://github.com/DLR-RM/rl-baselines3-zoo/blob/0088472b8cb622732bdbc4aa3d0d0abde86c67ed/benchmark.md
@@ -276,6 +291,7 @@ class RunResult:
     wall: float
     rate: float = float("nan")
     error: str = ""
+    date: str = ""  # when a reused run was recorded (empty: run now)
 
 
 def trainCommand(case: Case, steps: int, seed: int, log_dir: str) -> list[str]:
@@ -325,8 +341,52 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
                      rate)
 
 
-def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs: int, last_episodes: int
-           ) -> list[RunResult]:
+def runKey(case: Case, steps: int, seed: int, last_episodes: int) -> str:
+    """:return: what identifies a run's settings in :data:`RUNS_FILE`"""
+    return " ".join([case.algo, case.env, "-c" if case.continuous else "-d", str(steps), f"seed{seed}",
+                     f"last{last_episodes}", *case.extra])
+
+
+def loadRecordedRuns(path: str = RUNS_FILE) -> dict[str, dict[str, Any]]:
+    """:return: run key -> recorded result (empty when there is no record yet)"""
+    if not os.path.exists(path):
+        return {}
+    from environments.files import readJson
+
+    return readJson(path)
+
+
+def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episodes: int, path: str = RUNS_FILE
+               ) -> None:
+    """Add the successful runs to the record (replacing older runs with the same settings)."""
+    from environments.files import writeJson
+
+    recorded = loadRecordedRuns(path)
+    stamp = time.strftime("%Y-%m-%d")
+    for result in results:
+        if not result.error:
+            recorded[runKey(result.case, steps_of[result.case], result.seed, last_episodes)] = {
+                "final": result.final, "steps": result.steps, "wall": result.wall, "rate": result.rate,
+                "date": stamp}
+    writeJson(path, recorded)
+
+
+def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], last_episodes: int,
+               rerun: set[str]) -> list[RunResult]:
+    """:return: the recorded results of the (case, seed) pairs that need not run again"""
+    recorded = loadRecordedRuns()
+    reused = []
+    for case in cases:
+        for seed in seeds:
+            entry = recorded.get(runKey(case, steps_of[case], seed, last_episodes))
+            if entry is not None and case.algo not in rerun:
+                reused.append(RunResult(case, seed, float(entry["final"]), int(entry["steps"]), float(entry["wall"]),
+                                        float(entry["rate"]), date=entry["date"]))
+    return reused
+
+
+def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs: int, last_episodes: int,
+           skip: frozenset[tuple[Case, int]] = frozenset()) -> list[RunResult]:
     """
     Run every (case, seed), ``jobs`` at a time, longest first so that the parallel slots stay busy.
 
@@ -335,11 +395,13 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     :param seeds: seeds of each case
     :param jobs: runs at a time (subprocesses)
     :param last_episodes: episodes averaged into a run's final reward
+    :param skip: (case, seed) pairs not to run
     :return: the results, in no particular order
     """
     from tqdm import tqdm
 
-    work = sorted(((case, seed) for case in cases for seed in seeds), key=lambda item: -expectedSeconds(
+    work = sorted(((case, seed) for case in cases for seed in seeds if (case, seed) not in skip),
+                  key=lambda item: -expectedSeconds(
         item[0], steps_of[item[0]]))
     results = []
     with tempfile.TemporaryDirectory(prefix="srl_learning_") as scratch:
@@ -362,7 +424,7 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
 
 
 # Rough env steps/s of each algorithm on 1 core (measured on MobileRobot), only used to order the runs.
-_RATE = {"tqc": 50, "td3": 100, "sac": 170, "ddpg": 170, "ppo_lstm": 170, "qrdqn": 300, "her": 400}
+_RATE = {"tqc": 50, "td3": 100, "sac": 170, "ddpg": 170, "ppo_lstm": 110, "qrdqn": 300, "her": 400}
 
 
 def expectedSeconds(case: Case, steps: int) -> float:
@@ -427,7 +489,8 @@ def markdownTable(cases: list[Case], rows: dict[Case, dict[str, Any]], seeds: in
         reward = f"{row['mean']:.1f} +/- {row['std']:.1f}" if row["finals"] else "failed"
         if row["errors"]:
             reward += " (" + "; ".join(row["errors"]) + ")"
-        lines.append(f"| {case.algo} | {case.label()} | {row['steps']:,} | {reward} | {row['wall']:.0f} | "
+        flags = f" (`{' '.join(case.extra)}`)" if case.extra else ""
+        lines.append(f"| {case.algo}{flags} | {case.label()} | {row['steps']:,} | {reward} | {row['wall']:.0f} | "
                      f"{row['rate']:,.0f} | {progress} | {clear} | {PUBLISHED.get((case.algo, case.env), 'n/a')} |")
     return "\n".join(lines)
 
@@ -464,6 +527,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, each in its own process [2]")
     parser.add_argument("--last-episodes", type=int, default=20, help="episodes averaged into a run's final reward")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    parser.add_argument("--reuse", action="store_true",
+                        help="take the runs whose settings did not change from benchmarks/learning_runs.json")
+    parser.add_argument("--rerun", nargs="+", default=[], metavar="ALGO",
+                        help="with --reuse: run these algorithms again anyway (their code or defaults changed)")
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.last_episodes < 1:
         parser.error("--jobs and --last-episodes must be positive")
@@ -474,9 +541,16 @@ def main(argv: list[str] | None = None) -> None:
         print(note)
     steps_of = {case: (min(case.steps, QUICK_STEPS) if args.quick else case.steps) for case in cases}
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'sb3_contrib'))}")
+    reused = reusedRuns(cases, steps_of, args.seeds, args.last_episodes, set(args.rerun)) if args.reuse else []
+    if reused:
+        print(f"{len(reused)} runs reused from {os.path.relpath(RUNS_FILE, ROOT)}")
     start = time.perf_counter()
-    results = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes)
+    fresh = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
+                   skip=frozenset((result.case, result.seed) for result in reused))
     elapsed = time.perf_counter() - start
+    if not args.quick:
+        recordRuns(fresh, steps_of, args.last_episodes)
+    results = reused + fresh
     table = markdownTable(cases, summarise(results), len(args.seeds))
     print(table)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -486,7 +560,8 @@ def main(argv: list[str] | None = None) -> None:
     command = " ".join(["python benchmarks/learning.py", *(sys.argv[1:] if argv is None else argv)])
     notes_text = (
         f"Each row: `python -m rl_baselines.train --srl-model ground_truth` with the algorithm's default "
-        f"hyperparameters, seeds {' '.join(map(str, args.seeds))}, {args.jobs} runs at a time (one torch thread "
+        f"hyperparameters, except the flags shown beside its name (per-task settings, as the RL Zoo has; "
+        f"`benchmarks/learning.py` says why each departs), seeds {' '.join(map(str, args.seeds))}, {args.jobs} runs at a time (one torch thread "
         f"each). Final reward = mean over the last {args.last_episodes} training episodes of a run (monitor CSVs, "
         f"exploration included; evolution strategies: candidates of the population), then mean +/- std over seeds. "
         f"Wall time = the whole command (start-up and saves included); steps/s = training steps per second of the "
@@ -496,9 +571,12 @@ def main(argv: list[str] | None = None) -> None:
         f"closes at least {100 * CLEAR_FRACTION:.0f}% of that gap. CartPole-v1 and Pendulum-v1 are gymnasium's, "
         f"declared to the command line as an env plugin by the script. RL Zoo figures: one run, deterministic "
         f"evaluation after training for the budget in brackets, with tuned hyperparameters ([benchmark.md]"
-        f"({ZOO_URL})); ours are training episodes after a smaller budget with the toolbox's defaults. "
-        f"{len(results)} runs took {elapsed / 60:.0f} min; load average {load:.1f} at the end (other work was "
+        f"({ZOO_URL})); ours are training episodes (exploration included) after a smaller budget. "
+        f"{len(fresh)} runs took {elapsed / 60:.0f} min; load average {load:.1f} at the end (other work was "
         f"running on the machine when it is above {args.jobs})."
+        + (f" {len(reused)} runs with unchanged settings were taken from earlier runs ("
+           f"{', '.join(sorted({r.date for r in reused}))}, `benchmarks/learning_runs.json`); run now: "
+           f"{', '.join(dict.fromkeys(r.case.algo for r in fresh)) or 'none'}." if reused else "")
         + (" " + " ".join(note + "." for note in notes) if notes else ""))
     appendReport("Learning: every algorithm beside the random agent", command, notes_text, table,
                  packages=("torch", "stable_baselines3", "sb3_contrib", "gymnasium"), target="bench-learning")

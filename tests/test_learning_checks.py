@@ -8,6 +8,7 @@ envs that ``benchmarks/learning.py`` declares to the command line as a plugin.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -129,3 +130,20 @@ def test_verdict_and_case_selection():
     assert any("not-an-algo" in note for note in notes)
     _, notes = learning.selectCases(["td3"], {"random_agent"})
     assert "td3 skipped: not registered when the benchmark ran" in notes
+
+
+def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monkeypatch):
+    monkeypatch.setattr(learning, "RUNS_FILE", str(tmp_path / "runs.json"))
+    case = learning.Case("td3", learning.MOBILE, True, 1000)
+    steps_of = {case: 1000}
+    learning.recordRuns([learning.RunResult(case, 0, 12.5, 1000, 9.0, 111.0),
+                         learning.RunResult(case, 1, float("nan"), 0, 1.0, error="exit 1: boom")],
+                        steps_of, last_episodes=20)
+    (reused,) = learning.reusedRuns([case], steps_of, [0, 1], 20, rerun=set())  # the failed seed runs again
+    assert (reused.seed, reused.final, reused.rate, reused.error) == (0, 12.5, 111.0, "")
+    assert reused.date
+    assert learning.reusedRuns([case], steps_of, [0], 20, rerun={"td3"}) == []
+    changed = dataclasses.replace(case, extra=("--noise-std", "0.3"))  # other flags, other steps: a new run
+    assert learning.reusedRuns([changed], {changed: 1000}, [0], 20, rerun=set()) == []
+    assert learning.reusedRuns([case], {case: 2000}, [0], 20, rerun=set()) == []
+    assert learning.reusedRuns([case], steps_of, [0], 10, rerun=set()) == []
