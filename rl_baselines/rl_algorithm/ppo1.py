@@ -43,46 +43,8 @@ from torch import nn
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.cli import UsageError, nonNegativeInt, positiveInt
-from rl_baselines.rl_algorithm.torch_common import (
-    TorchActorCritic,
-    isImageSpace,
-    makeEncoder,
-    orthogonalInit,
-)
+from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
 from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
-
-
-class PPO1Network(nn.Module):
-    """
-    Policy and value function: separate MLPs for low-dimensional observations, one shared CNN for images.
-
-    :param observation_space: the observation space
-    :param action_space: Discrete (categorical policy) or Box (diagonal Gaussian, state-independent log std)
-    :param hidden: MLP width
-    """
-
-    def __init__(self, observation_space: gym.Space, action_space: gym.Space, hidden: int = 64) -> None:
-        super().__init__()
-        self.pi_encoder = makeEncoder(observation_space, hidden)
-        self.vf_encoder = None if isImageSpace(observation_space) else makeEncoder(observation_space, hidden)
-        features = self.pi_encoder.out_features
-        self.discrete = isinstance(action_space, gym.spaces.Discrete)
-        n_outputs = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
-        self.pi = orthogonalInit(nn.Linear(features, n_outputs), 0.01)
-        self.vf = orthogonalInit(nn.Linear(features, 1), 1.0)
-        self.log_std = None if self.discrete else nn.Parameter(torch.zeros(n_outputs))
-
-    def forward(self, obs: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
-        """
-        :param obs: a batch of observations
-        :return: the action distribution and the state values (batch,)
-        """
-        pi_features = self.pi_encoder(obs)
-        values = self.vf(pi_features if self.vf_encoder is None else self.vf_encoder(obs)).squeeze(-1)
-        if self.discrete:
-            return torch.distributions.Categorical(logits=self.pi(pi_features)), values
-        normal = torch.distributions.Normal(self.pi(pi_features), self.log_std.exp())
-        return torch.distributions.Independent(normal, 1), values
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray,
@@ -115,7 +77,7 @@ def allReduceSum(tensor: torch.Tensor) -> torch.Tensor:
     return tensor
 
 
-def ppoUpdate(policy: PPO1Network, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
+def ppoUpdate(policy: ActorCriticNetwork, optimizer: torch.optim.Optimizer, batch: dict[str, torch.Tensor],
               hyperparams: dict[str, Any], learning_rate: float, seed: int = 0) -> dict[str, float]:
     """
     The PPO update of one rollout, on this rank's share of the global batch (gradients all-reduced).
@@ -227,7 +189,7 @@ class PPO1Model(TorchActorCritic):
 
     def __init__(self) -> None:
         super().__init__()
-        self.policy: PPO1Network | None = None
+        self.policy: ActorCriticNetwork | None = None
         self.optimizer: torch.optim.Adam | None = None
         self.rank = 0
         self.world_size = 1
@@ -264,7 +226,7 @@ class PPO1Model(TorchActorCritic):
     def build(self) -> None:
         if not isinstance(self.action_space, (gym.spaces.Discrete, gym.spaces.Box)):
             raise TypeError("ppo1 needs a Discrete or Box action space")
-        self.policy = PPO1Network(self.observation_space, self.action_space)
+        self.policy = ActorCriticNetwork(self.observation_space, self.action_space)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=self.hyperparams["learning_rate"], eps=1e-5)
 
     def modules(self) -> dict[str, nn.Module | torch.optim.Optimizer]:

@@ -1,4 +1,4 @@
-"""What acer and acktr share, on top of :class:`rl_baselines.torch_base.TorchRLObject` (which gives the
+"""What acer, acktr and ppo1 share, on top of :class:`rl_baselines.torch_base.TorchRLObject` (which gives the
 hyperparameter flags, the ``.pt`` model file and the start of a continued training): observation encoders, the
 learning-rate schedule, range checks of hyperparameters, acting from the policy's distribution, progress.csv and
 the common ``train``.
@@ -91,6 +91,40 @@ def makeEncoder(observation_space: gym.spaces.Box, hidden: int = 64) -> nn.Modul
     if isImageSpace(observation_space):
         return CnnEncoder(observation_space.shape)
     return MlpEncoder(int(np.prod(observation_space.shape)), hidden)
+
+
+class ActorCriticNetwork(nn.Module):
+    """
+    Policy and value function of acktr and ppo1: separate MLPs for low-dimensional observations, one CNN shared by
+    both heads for images (acktr's K-FAC statistics then see both Fisher terms; MLPs are cheap to split).
+
+    :param observation_space: (H, W, C) uint8 images, or anything flat
+    :param action_space: Discrete (categorical policy) or Box (diagonal Gaussian, state-independent log std)
+    :param hidden: MLP width
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, hidden: int = 64) -> None:
+        super().__init__()
+        self.pi_encoder = makeEncoder(observation_space, hidden)
+        self.vf_encoder = None if isImageSpace(observation_space) else makeEncoder(observation_space, hidden)
+        features = self.pi_encoder.out_features
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        n_outputs = int(action_space.n) if self.discrete else int(np.prod(action_space.shape))
+        self.pi = orthogonalInit(nn.Linear(features, n_outputs), 0.01)
+        self.vf = orthogonalInit(nn.Linear(features, 1), 1.0)
+        self.log_std = None if self.discrete else nn.Parameter(torch.zeros(n_outputs))
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.distributions.Distribution, torch.Tensor]:
+        """
+        :param obs: a batch of observations
+        :return: the action distribution and the state values (batch,)
+        """
+        pi_features = self.pi_encoder(obs)
+        values = self.vf(pi_features if self.vf_encoder is None else self.vf_encoder(obs)).squeeze(-1)
+        if self.discrete:
+            return torch.distributions.Categorical(logits=self.pi(pi_features)), values
+        normal = torch.distributions.Normal(self.pi(pi_features), self.log_std.exp())
+        return torch.distributions.Independent(normal, 1), values
 
 
 # --- the base class ----------------------------------------------------------------------------------------------
