@@ -303,6 +303,72 @@ def createRunFolder(args: argparse.Namespace) -> str:
     raise UsageError(f"cannot create a run folder under {parent}")
 
 
+def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
+    """
+    :param argv: command-line arguments
+    :return: (arguments, resume plan or None, algorithm class); with ``--resume`` the arguments are the run's own
+    :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
+    """
+    pre_args, _ = baseParser(add_help=False).parse_known_args(argv)
+
+    from rl_baselines.registry import failed_plugins, registered_rl
+
+    if pre_args.resume is not None:
+        from rl_baselines.resume import loadResumeArgs
+
+        args, plan = loadResumeArgs(argv, registered_rl, baseParser)
+        return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
+    if pre_args.algo not in registered_rl:
+        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+        raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    from environments import registered_env
+
+    algo_class = registered_rl[pre_args.algo][0]
+    parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
+    return parser.parse_args(argv), None, algo_class
+
+
+def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_kwargs: dict[str, Any],
+                     srl_record: dict[str, Any] | None, start_timesteps: int) -> tuple[str, Any, int]:
+    """
+    Create and describe a new run folder, or cut a resumed one back to its checkpoint, holding its lock.
+
+    :param args: the validated arguments
+    :param plan: the resume plan, None for a new run
+    :param env_class: the env's class (its globals are recorded)
+    :param env_kwargs: the env's keywords
+    :param srl_record: the learned SRL model's name, path and hash (None for env-given observations)
+    :param start_timesteps: steps already done by a continued model (--load-rl-model-path)
+    :return: (run folder, its lock: close it at the end, steps already done)
+    """
+    from rl_baselines.files import writeJson
+    from rl_baselines.resume import RESOLVED_HYPERPARAMS_KEY, applyPlan, lockRun
+
+    if plan is not None:
+        checkWritableFolder(plan.run_dir, "--resume")
+        run_lock = lockRun(plan.run_dir)  # refused while another process trains it
+        applyPlan(plan, args)  # every check passed: cut the run back to its checkpoint
+        if plan.state == "resume":
+            print(f"Resuming from {plan.checkpoint} ({plan.num_timesteps} of {plan.target_timesteps} steps)")
+            return plan.run_dir, run_lock, plan.num_timesteps
+        print("No checkpoint to resume from: training again from the start")
+        return plan.run_dir, run_lock, start_timesteps
+    checkWritableFolder(args.run_folder or args.log_dir, "--run-folder" if args.run_folder else "--log-dir")
+    run_dir = createRunFolder(args)
+    run_lock = lockRun(run_dir)  # a --resume of this run while it trains is refused
+    saved_args = {k: v for k, v in sorted(vars(args).items())}
+    # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
+    saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
+    writeJson(os.path.join(run_dir, "args.json"), saved_args)
+    writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+    if srl_record is not None:
+        from srl_models.config import RUN_RECORD_FILE
+
+        writeJson(os.path.join(run_dir, RUN_RECORD_FILE), srl_record)
+        print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
+    return run_dir, run_lock, start_timesteps
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -311,29 +377,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     torch.set_num_threads(1)
-    argv = list(sys.argv[1:] if argv is None else argv)
-    pre_args, _ = baseParser(add_help=False).parse_known_args(argv)
+    args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
+    if plan is not None and plan.state == "finished":
+        print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
+        return 0
+    from rl_baselines.registry import registered_rl
 
-    from rl_baselines.registry import failed_plugins, registered_rl
-
-    plan = None
-    if pre_args.resume is not None:
-        from rl_baselines.resume import loadResumeArgs
-
-        args, plan = loadResumeArgs(argv, registered_rl, baseParser)
-        if plan.state == "finished":
-            print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
-            return 0
-        algo_class = registered_rl[args.algo][0]
-    else:
-        if pre_args.algo not in registered_rl:
-            skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
-            raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
-        from environments import registered_env
-
-        algo_class = registered_rl[pre_args.algo][0]
-        parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
-        args = parser.parse_args(argv)
     env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
     if plan is not None:
         from rl_baselines.resume import checkPlan
@@ -347,46 +396,38 @@ def main(argv: Sequence[str] | None = None) -> int:
             srl_record = describeSRLModel(args.srl_model_path)  # the hash that enjoy checks later
         except ValueError as error:
             raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
+    run_dir, run_lock, start_timesteps = prepareRunFolder(args, plan, env_class, env_kwargs, srl_record,
+                                                          start_timesteps)
+    try:
+        return trainInRunFolder(args, plan, algo_class, run_dir, start_timesteps, hyperparams, env_kwargs)
+    finally:
+        run_lock.close()
+
+
+def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_dir: str, start_timesteps: int,
+                     hyperparams: dict[str, Any], env_kwargs: dict[str, Any]) -> int:
+    """
+    Train until the step count, a stop signal or a second Ctrl-C, then save the model and the learning curve.
+
+    :param args: the validated arguments
+    :param plan: the resume plan (None for a new run)
+    :param algo_class: the algorithm's class
+    :param run_dir: the prepared run folder
+    :param start_timesteps: steps already done
+    :param hyperparams: the algorithm's hyperparameters from the command line
+    :param env_kwargs: the env's keywords
+    :return: exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second Ctrl-C)
+    """
+    from stable_baselines3.common.utils import set_random_seed
 
     from rl_baselines.callbacks import TrainingCallback
-    from rl_baselines.files import writeJson
+    from rl_baselines.checkpointing import runDescription
+    from rl_baselines.resume import installStopHandlers
 
-    from rl_baselines.resume import RESOLVED_HYPERPARAMS_KEY, lockRun
-
-    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
-    if plan is not None:
-        checkWritableFolder(plan.run_dir, "--resume")
-    else:
-        checkWritableFolder(args.run_folder or args.log_dir, "--run-folder" if args.run_folder else "--log-dir")
-    if plan is None:
-        run_dir = createRunFolder(args)
-        run_lock = lockRun(run_dir)  # a --resume of this run while it trains is refused
-        saved_args = {k: v for k, v in sorted(vars(args).items())}
-        # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
-        saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
-        writeJson(os.path.join(run_dir, "args.json"), saved_args)
-        writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
-        if srl_record is not None:
-            from srl_models.config import RUN_RECORD_FILE
-
-            writeJson(os.path.join(run_dir, RUN_RECORD_FILE), srl_record)
-            print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
-    else:
-        from rl_baselines.resume import applyPlan
-
-        run_dir = plan.run_dir
-        run_lock = lockRun(run_dir)
-        applyPlan(plan, args)  # every check passed: cut the run back to its checkpoint
-        if plan.state == "resume":
-            start_timesteps = plan.num_timesteps
-            print(f"Resuming from {plan.checkpoint} ({plan.num_timesteps} of {plan.target_timesteps} steps)")
-        else:
-            print("No checkpoint to resume from: training again from the start")
     print(f"Run folder: {run_dir}", flush=True)
     args.run_dir = run_dir
     args.monitor_dir = os.path.join(run_dir, "monitor")
     os.makedirs(args.monitor_dir, exist_ok=plan is not None)
-
     plotter = None
     if not args.no_vis:
         from rl_baselines.visualize import VisdomPlotter
@@ -394,22 +435,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         plotter = VisdomPlotter(port=args.port, env_name=f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}",
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
                                 episode_window=args.episode_window)
-    from stable_baselines3.common.utils import set_random_seed
-
-    from rl_baselines.checkpointing import runDescription
-    from rl_baselines.resume import installStopHandlers
-
+    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
     set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
-    total_timesteps = plan.target_timesteps if plan is not None and plan.state == "resume" else (
-        start_timesteps + args.num_timesteps)
+    resuming = plan is not None and plan.state == "resume"
+    total_timesteps = plan.target_timesteps if resuming else start_timesteps + args.num_timesteps
     callback = TrainingCallback(
         algo, args.algo, run_dir, total_timesteps=total_timesteps,
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
         min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress,
         run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq)
-    if plan is not None and plan.state == "resume":
+    if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
     uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
     interrupted = False
@@ -428,7 +465,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         callback.saveModel(run_dir, num_timesteps, finished=finished)
     except OSError as error:
         print(f"error: the model was not saved in {run_dir}: {error.strerror}", file=sys.stderr)
-        run_lock.close()
         return 1
     _writeLearningCurve(callback, args, run_dir)
     mean_reward = callback.monitor.meanReward()
@@ -439,7 +475,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if stopped and callback.last_checkpoint is not None:
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
     print(f"Run folder: {run_dir}")
-    run_lock.close()
     if stopped:
         return 128 + int(callback.stop_signal)
     return 130 if interrupted else 0
