@@ -176,6 +176,28 @@ def test_ppo_lstm_keeps_one_state_per_env_and_resets_on_dones():
     assert agent.getAction(first[:2]).shape == (2,) and agent._lstm_states[0].shape == (1, 2, 8)
 
 
+def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
+    import torch
+
+    from rl_baselines.cli import UsageError
+    from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
+
+    kwargs = PPOLSTMModel.makeModelKwargs(None, {"n_steps": 32, "lstm_hidden_size": 16, "activation_fn": "ReLU",
+                                                 "ortho_init": False}, env=None)
+    assert kwargs == {"n_steps": 32, "policy_kwargs": {"lstm_hidden_size": 16, "activation_fn": torch.nn.ReLU,
+                                                       "ortho_init": False}}
+    assert PPOLSTMModel.makeModelKwargs(None, {"n_steps": 32}, env=None) == {"n_steps": 32}
+    with pytest.raises(UsageError, match="--activation-fn 'gelu': valid choices: tanh, relu"):
+        PPOLSTMModel.makeModelKwargs(None, {"activation_fn": "gelu"}, env=None)
+    # through the command line: the saved policy has the asked LSTM size
+    folder = runFolder(runTrain(*GT, "--algo", "ppo_lstm", "--num-timesteps", "64", "--n-steps", "32",
+                                "--batch-size", "32", "--n-epochs", "1", "--lstm-hidden-size", "16",
+                                "--activation-fn", "relu", "--log-dir", tmp_path))
+    model = PPOLSTMModel.load(os.path.join(folder, "ppo_lstm_model.zip"))
+    assert model.model.policy.lstm_actor.hidden_size == 16
+    assert any(isinstance(layer, torch.nn.ReLU) for layer in model.model.policy.mlp_extractor.modules())
+
+
 @pytest.mark.parametrize("algo", ALGOS)
 def test_search_space_names_valid_flags(algo):
     from rl_baselines.registry import registered_rl

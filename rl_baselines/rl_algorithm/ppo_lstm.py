@@ -5,10 +5,14 @@ ends, while acting (getAction) as while training.
 """
 from __future__ import annotations
 
+import argparse
+from typing import Any
+
 import numpy as np
 from sb3_contrib import RecurrentPPO
 
 from rl_baselines.base_classes import StableBaselinesRLObject
+from rl_baselines.cli import UsageError
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
 
@@ -32,12 +36,37 @@ class PPOLSTMModel(StableBaselinesRLObject):
         "ent_coef": 0.01,
         "vf_coef": 0.5,
         "max_grad_norm": 0.5,
+        # policy keywords (the RL Zoo's recurrent settings use 64 units, ReLU and no orthogonal init)
+        "lstm_hidden_size": 256,
+        "activation_fn": "tanh",
+        "ortho_init": True,
     }
+    ACTIVATIONS = ("tanh", "relu")
 
     def __init__(self) -> None:
         super().__init__()
         # (hidden, cell) states, each (n_layers, n_envs, hidden size); None until the first action.
         self._lstm_states: tuple[np.ndarray, np.ndarray] | None = None
+
+    @classmethod
+    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+        """Move the policy's own settings (LSTM size, activation, initialisation) into ``policy_kwargs``."""
+        from torch import nn
+
+        kwargs = dict(hyperparams)
+        policy_kwargs = {}
+        if "lstm_hidden_size" in kwargs:
+            policy_kwargs["lstm_hidden_size"] = int(kwargs.pop("lstm_hidden_size"))
+        if "activation_fn" in kwargs:
+            name = str(kwargs.pop("activation_fn")).lower()
+            if name not in cls.ACTIVATIONS:
+                raise UsageError(f"--activation-fn {name!r}: valid choices: {', '.join(cls.ACTIVATIONS)}")
+            policy_kwargs["activation_fn"] = {"tanh": nn.Tanh, "relu": nn.ReLU}[name]
+        if "ortho_init" in kwargs:
+            policy_kwargs["ortho_init"] = bool(kwargs.pop("ortho_init"))
+        if policy_kwargs:
+            kwargs["policy_kwargs"] = policy_kwargs
+        return kwargs
 
     @classmethod
     def getOptParam(cls) -> dict:
