@@ -499,6 +499,10 @@ class StableBaselinesRLObject(BaseRLObject):
         run_dir = getattr(args, "run_dir", None)
         if run_dir:
             self.model.set_logger(progressLogger(run_dir))  # progress.csv (a resumed run's goes on)
+        else:  # no run folder (training from Python): SB3 would otherwise make an empty /tmp/SB3-<date> folder
+            from stable_baselines3.common.logger import Logger
+
+            self.model.set_logger(Logger(folder=None, output_formats=[]))
         self.restoreTrainingState(args)
         # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
         self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),
