@@ -179,8 +179,8 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     if len(train_anchors) == 0:
         raise ValueError("no training frame (the losses need consecutive frames of one episode)")
     statistics = data.rowArrays(train_anchors)
-    if network.decodes:
-        statistics["background"] = data.background(train_anchors)
+    if any(getattr(loss, "foreground_weight", 0.0) for loss in network.losses.values()):
+        statistics["background"] = data.background(train_anchors)  # only the foreground weighting reads it
     for loss in network.losses.values():
         loss.prepare(statistics)
     optimizer = torch.optim.Adam(network.parameters(), lr=settings.learning_rate)

@@ -45,6 +45,26 @@ def runFolder(result: subprocess.CompletedProcess) -> str:
     return lines[-1][len("Run folder: "):].strip()
 
 
+def greedyMeanReward(model, envs, episodes: int = 10) -> float:
+    """
+    :param model: a trained BaseRLObject
+    :param envs: a VecEnv to play on (closed at the end)
+    :param episodes: finished episodes to average
+    :return: the mean reward of the first ``episodes`` episodes played with deterministic actions
+    """
+    import numpy as np
+
+    observation, returns, finished = envs.reset(), np.zeros(envs.num_envs), []
+    while len(finished) < episodes:
+        observation, rewards, dones, _ = envs.step(model.getAction(observation, deterministic=True))
+        returns += rewards
+        for index in np.flatnonzero(dones):
+            finished.append(returns[index])
+            returns[index] = 0.0
+    envs.close()
+    return float(np.mean(finished[:episodes]))
+
+
 def snapshot(folder: str) -> dict[str, tuple[int, float]]:
     """:return: every file below ``folder`` with its size and modification time"""
     files = {}

@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import runFolder, runModule, runTrain
+from conftest import greedyMeanReward, runFolder, runModule, runTrain
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -224,18 +224,6 @@ LEARNING_CASES = {
 EVALUATION_PERIOD = 2000
 
 
-def _greedyMeanReward(model, envs, episodes=10) -> float:
-    observation, returns, finished = envs.reset(), np.zeros(envs.num_envs), []
-    while len(finished) < episodes:
-        observation, rewards, dones, _ = envs.step(model.getAction(observation, deterministic=True))
-        returns += rewards
-        for index in np.flatnonzero(dones):
-            finished.append(returns[index])
-            returns[index] = 0.0
-    envs.close()
-    return float(np.mean(finished[:episodes]))
-
-
 def _evaluate(model) -> float:
     """:return: the greedy mean reward of 10 episodes on fresh envs, with the training normalisation frozen"""
     from rl_baselines.utils import findVecNormalize
@@ -246,7 +234,7 @@ def _evaluate(model) -> float:
         replay = replay.venv
     else:
         replay.obs_rms, replay.training = trained_normaliser.obs_rms, False
-    return _greedyMeanReward(model, replay)
+    return greedyMeanReward(model, replay)
 
 
 @pytest.mark.parametrize("algo", sorted(LEARNING_CASES))

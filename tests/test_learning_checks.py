@@ -15,7 +15,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import REPO, runFolder, runTrain
+from conftest import REPO, greedyMeanReward, runFolder, runTrain
 from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -42,15 +42,7 @@ def _greedyMeanReward(model: DQNModel, episodes: int = 10) -> float:
     """:return: the greedy mean reward of fresh episodes, with the training normalisation frozen"""
     envs = _cartpoleEnvs(5, seed=100)
     envs.obs_rms, envs.training = model.env.obs_rms, False
-    observation, returns, finished = envs.reset(), np.zeros(envs.num_envs), []
-    while len(finished) < episodes:
-        observation, rewards, dones, _ = envs.step(model.getAction(observation, deterministic=True))
-        returns += rewards
-        for index in np.flatnonzero(dones):
-            finished.append(returns[index])
-            returns[index] = 0.0
-    envs.close()
-    return float(np.mean(finished[:episodes]))
+    return greedyMeanReward(model, envs, episodes)
 
 
 # Measured with the defaults otherwise (lr 5e-4, batch 64, update every step, epsilon 1 -> 0.02 over 20%): each

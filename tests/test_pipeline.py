@@ -321,18 +321,7 @@ def test_unreachable_visdom_costs_one_warning() -> None:
 
 
 # A Ray head on the loopback address, no dashboard, stopped when its stdin closes.
-RAY_HEAD = """
-import os, sys
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"  # node address 127.0.0.1
-import ray
-ray.init(num_cpus=2, include_dashboard=False, object_store_memory=100 * 1024 ** 2, logging_level="ERROR")
-print(ray.get_runtime_context().gcs_address, flush=True)
-sys.stdin.read()
-ray.shutdown()
-"""
-
-
-def test_ray_sweep_on_a_local_instance(tmp_path) -> None:
+def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     pytest.importorskip("ray")
     import secrets
 
@@ -342,20 +331,16 @@ def test_ray_sweep_on_a_local_instance(tmp_path) -> None:
     args = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", *SRL_MODELS, "--num-iteration", "1", "--log-dir",
             log_dir, "--no-vis", "--no-progress", "--executor", "ray", *TRAIN_FLAGS]
     specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
-    head = subprocess.Popen([sys.executable, "-c", RAY_HEAD], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True, cwd=str(tmp_path), env={**os.environ, **ray_env})
+    monkeypatch.syspath_prepend(REPO)  # the benchmark's Ray head helpers, also under a plain `pytest`
+    from benchmarks.sweep_speed import startRayHead, stopRayHead
+
+    head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
     try:
-        address = head.stdout.readline().strip()
         assert address.startswith("127.0.0.1:"), address
         result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, env=ray_env,
                            timeout=SWEEP_TIMEOUT_S)
     finally:
-        head.stdin.close()
-        try:
-            head.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            head.kill()
-            head.wait()
+        stopRayHead(head)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Ray cluster: {address} (2 CPUs, 0 GPUs)" in result.stdout
     assert "2 to run on 2 ray worker(s)" in result.stdout

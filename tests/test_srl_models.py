@@ -196,6 +196,19 @@ def test_foreground_weighted_reconstruction() -> None:
     np.testing.assert_allclose(data.background(np.arange(5)).numpy(), 100 / 255, rtol=1e-6)
 
 
+def test_background_is_computed_only_for_foreground_weighting(tinyDataset: str, tmp_path, monkeypatch) -> None:
+    from srl_models.trainer import TrainingData
+
+    calls = []
+    original = TrainingData.background
+    monkeypatch.setattr(TrainingData, "background", lambda self, rows: calls.append(len(rows)) or original(self, rows))
+    train(tinyDataset, tmp_path / "plain", "--srl-model", "autoencoder", "--epochs", "1")
+    assert calls == []
+    folder = train(tinyDataset, tmp_path / "weighted", "--srl-model", "autoencoder", "--epochs", "1",
+                   "--foreground-weight", "5")
+    assert len(calls) == 1 and exp_config(folder)["foreground_weight"] == 5.0
+
+
 def _context(**kwargs):
     from srl_models.losses import LossContext
     return LossContext(img_shape=(3, 32, 32), feature_dim=64, **kwargs)
