@@ -104,7 +104,7 @@ def searchParser() -> CLIParser:
     parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
     parser.add_argument("--seed", type=int, default=0, help="seed of every trial's run [0]")
     parser.add_argument("--sampler-seed", type=int, default=None,
-                        help="seed of the sampler, plus the number of trials already in the study; give each "
+                        help="seed of the sampler, mixed with the number of trials already in the study; give each "
                              "command sharing a study its own [--seed]")
     parser.add_argument("--log-dir", default="logs/", help="root folder; the search writes below "
                         f"<log-dir>/{SEARCH_FOLDER}/ [logs/]")
@@ -245,6 +245,19 @@ def _fileLock(database: str | None) -> Any:
     from filelock import FileLock  # a dependency of torch
 
     return FileLock(f"{database}.lock")
+
+
+def samplerSeed(base: int, known: int) -> int:
+    """
+    :param base: --sampler-seed (default --seed)
+    :param known: trials already in the study when the command starts
+    :return: the sampler's seed, mixed from both: a plain sum let two commands on one study (--sampler-seed 0 and 1)
+        sample the same hyperparameters when one started one trial after the other (0 + 1 == 1 + 0)
+    """
+    import numpy as np
+
+    # below 2**31: worker i adds 7919 i, and numpy's generators take seeds below 2**32
+    return int(np.random.SeedSequence([base, known]).generate_state(1)[0]) >> 1
 
 
 def makeSampler(config: SearchConfig, seed: int) -> Any:
@@ -792,7 +805,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = TrialProgress(args.n_trials, enabled=not args.no_progress)
     interrupted = False
     try:
-        sampler_seed = (args.seed if args.sampler_seed is None else args.sampler_seed) + known
+        sampler_seed = samplerSeed(args.seed if args.sampler_seed is None else args.sampler_seed, known)
         failed_workers = runWorkers(config, study, args.n_trials, args.workers, sampler_seed, progress)
     except KeyboardInterrupt:
         interrupted, failed_workers = True, 0

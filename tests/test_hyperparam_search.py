@@ -127,6 +127,15 @@ def test_commands_share_one_sqlite_study(tmp_path):
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 3  # no duplicated sample
 
 
+def test_sampler_seeds_of_commands_sharing_a_study_differ():
+    from rl_baselines.hyperparam_search import samplerSeed
+
+    # --sampler-seed 0 started after one trial, --sampler-seed 1 before any: a plain sum gave both seed 1
+    assert samplerSeed(0, 1) != samplerSeed(1, 0)
+    assert samplerSeed(3, 5) == samplerSeed(3, 5)
+    assert all(0 <= samplerSeed(base, known) < 2 ** 31 for base in range(5) for known in range(5))
+
+
 class _PruneAtOnce(optuna.trial.FixedTrial):
     """A fixed trial whose pruner stops it at the first intermediate value."""
 
