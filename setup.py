@@ -1,7 +1,7 @@
 """Packaging for srl-toolbox.
 
 Built-in algorithms and environments are declared as entry points exactly like a third-party plugin's, so the
-core never imports them by name (see docs/plugins in DESIGN.md section 3).
+core never imports them by name (see docs/architecture.md and docs/plugins.md).
 """
 from setuptools import find_packages, setup
 

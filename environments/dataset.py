@@ -1,4 +1,4 @@
-"""Reading a dataset written by ``python -m environments.dataset_generator`` (DESIGN.md section 5).
+"""Reading a dataset written by ``python -m environments.dataset_generator`` (docs/architecture.md).
 
 Both behaviour cloning (rl_baselines.pretrain) and SRL training (srl_models) read datasets, and both sit above
 environments in the dependency order, so the reader lives here, beside the writer.

@@ -1,4 +1,4 @@
-"""``python -m environments.dataset_generator``: record episodes of an env as an srl-zoo dataset (DESIGN.md section 5).
+"""``python -m environments.dataset_generator``: record episodes of an env as an srl-zoo dataset (docs/architecture.md).
 
     <save-path>/<name>/
         dataset_config.json    relative_pos, max_dist, env, img_shape, seed, policy, num_episodes, image_format, version

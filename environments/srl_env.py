@@ -1,4 +1,4 @@
-"""SRLGymEnv: the base every srl-toolbox environment derives from (DESIGN.md section 4).
+"""SRLGymEnv: the base every srl-toolbox environment derives from (docs/architecture.md).
 
 An SRLGymEnv is a gymnasium env that can expose the same robot task through several observation modes
 (``srl_model``): ``raw_pixels`` (a uint8 camera image), ``ground_truth`` (the robot's position, relative to the

@@ -1,6 +1,6 @@
 """The algorithm contract (BaseRLObject) and the one adapter every Stable-Baselines3-backed algorithm shares.
 
-Method names are camelCase because published plugins depend on them (DESIGN.md section 3).
+Method names are camelCase because published plugins depend on them (docs/architecture.md).
 
 The training callback a learner receives is the old toolbox's: ``callback(_locals, _globals) -> bool``, called
 once per vectorised env step, where ``_locals["self"]`` has a ``num_timesteps`` attribute (the env steps taken so

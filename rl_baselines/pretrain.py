@@ -1,6 +1,6 @@
 """Behaviour cloning before RL: ``--pretrain-dataset DIR`` (the old Stable Baselines ``pretrain()``).
 
-A dataset written by ``python -m environments.dataset_generator`` (DESIGN.md section 5) is turned into
+A dataset written by ``python -m environments.dataset_generator`` (docs/architecture.md) is turned into
 (observation, expert action) pairs for the run's observation mode, and the SB3 policy is trained on them by
 supervised learning before ``learn`` starts:
 

@@ -1,4 +1,4 @@
-"""``python -m rl_baselines.train``: train one agent and write its run folder (DESIGN.md section 6).
+"""``python -m rl_baselines.train``: train one agent and write its run folder (docs/architecture.md).
 
     <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
         args.json  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz

@@ -1,4 +1,4 @@
-"""The SRL model contract (DESIGN.md section 5): a batch of camera images in, a batch of low-dimensional states out.
+"""The SRL model contract (docs/architecture.md): a batch of camera images in, a batch of low-dimensional states out.
 
 Every model, built in or from a plugin, is a :class:`BaseSRLModel` subclass registered under the entry-point group
 ``srl_toolbox.srl_models``. A trained model lives in its own folder:
