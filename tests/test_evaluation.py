@@ -110,13 +110,16 @@ def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluat
 
 
 STEPS, EVAL_FREQ = 300, 150
+# Also trained without evaluation, to check that evaluating changed no episode: the algorithms with their own
+# generators (random actions, exploration, perturbations), a recurrent state or a second goal-conditioned env.
+UNCHANGED_CHECKED = ("ars", "cem", "cma-es", "deepq", "her", "ppo_lstm", "random_agent", "sac")
 
 
 @pytest.mark.parametrize("algo", sorted(registered_rl))
 def test_every_algorithm_evaluates(tmp_path, algo):
     actions = [] if ActionType.DISCRETE in registered_rl[algo][2] else ["-c"]
-    run_dir = _train(str(tmp_path), "--algo", algo, *GT, *actions, "--num-timesteps", str(STEPS),
-                     "--eval-freq", str(EVAL_FREQ), "--eval-episodes", "1", *ALGO_ARGS.get(algo, []))
+    command = ["--algo", algo, *GT, *actions, "--num-timesteps", str(STEPS), *ALGO_ARGS.get(algo, [])]
+    run_dir = _train(str(tmp_path / "evaluated"), *command, "--eval-freq", str(EVAL_FREQ), "--eval-episodes", "1")
     evaluations = readEvaluations(run_dir)
     assert list(evaluations["timesteps"]) == [EVAL_FREQ, 2 * EVAL_FREQ]
     assert evaluations["results"].shape == (2, 1) and np.all(evaluations["ep_lengths"] == 250)
@@ -125,6 +128,8 @@ def test_every_algorithm_evaluates(tmp_path, algo):
     assert _manifest(best)["selected_by"] == "evaluation"
     model_file = next(name for name in os.listdir(best) if name.startswith(f"{algo}_model"))
     registered_rl[algo][0].load(os.path.join(best, model_file))  # the best model loads
+    if algo in UNCHANGED_CHECKED:
+        assert monitorRows(_train(str(tmp_path / "plain"), *command)) == monitorRows(run_dir)
 
 
 def test_run_folder_without_evaluations_reads_as_none(tmp_path):
