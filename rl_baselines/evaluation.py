@@ -210,9 +210,9 @@ class Evaluator:
                 self.env = self._makeEnv()
             self._syncNormalisation()
             self.env.seed(int(self.args.seed) + EVAL_SEED_OFFSET)
-            rewards, lengths = evaluate_policy(_GetActionPredictor(self.algo), self.env, n_eval_episodes=self.n_episodes,
-                                               deterministic=True, return_episode_rewards=True,
-                                               callback=recordSuccess, warn=False)
+            rewards, lengths = evaluate_policy(_GetActionPredictor(self.algo), self.env,
+                                               n_eval_episodes=self.n_episodes, deterministic=True,
+                                               return_episode_rewards=True, callback=recordSuccess, warn=False)
         finally:
             restoreGlobalRNG(rng)
             if space_rng is not None:

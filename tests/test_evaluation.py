@@ -137,3 +137,45 @@ def test_run_folder_without_evaluations_reads_as_none(tmp_path):
     np.savez(tmp_path / EVALUATIONS_FILE, timesteps=np.arange(2))
     with pytest.raises(ValueError, match="results"):
         readEvaluations(str(tmp_path))
+
+
+def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
+    import shutil
+
+    from replay import aggregate_plots, gather_results, plots
+    from replay.results import findRuns, loadCurves
+
+    log_dir = tmp_path / "logs"
+    for name in ("seed1", "seed1_copy"):
+        shutil.copytree(evaluatedRun, log_dir / name)
+    evaluations = readEvaluations(evaluatedRun)
+    means = evaluations["results"].mean(axis=1)
+
+    runs = findRuns(str(log_dir))
+    assert all(run.evaluations is not None for run in runs)
+    (row,) = gather_results.gather(runs, [], 100, 150.0, None)
+    assert row["source"] == "evaluation" and row["mean_reward"] == pytest.approx(means[-1])
+    (at_500,) = [r for r in gather_results.gather(runs, [500], 100, 150.0, None) if r["budget"] == 500]
+    assert at_500["mean_reward"] == pytest.approx(means[1])  # the last evaluation within 500 steps: at 400
+    (training,) = gather_results.gather(runs, [], 100, 150.0, None, training_rewards=True)
+    assert training["source"] == "training"
+    assert training["mean_reward"] == pytest.approx(runs[0].episodes["rewards"][-100:].mean())
+    assert gather_results.main(["--log-dir", str(log_dir)]) == 0
+    assert "Rewards from evaluations" in capsys.readouterr().out
+    assert "last evaluation (deterministic)" in (log_dir / "results.md").read_text()
+
+    assert aggregate_plots.main(["-i", str(log_dir), "--timesteps"]) == 0
+    assert "Evaluation plot:" in capsys.readouterr().out
+    (npz,) = glob.glob(str(log_dir / "aggregate_*_evaluation.npz"))
+    curves = loadCurves(npz)
+    np.testing.assert_array_equal(curves["x"], evaluations["timesteps"])
+    np.testing.assert_allclose(curves["y"], np.stack([means, means]))
+    assert os.path.getsize(log_dir / "aggregate_MobileRobotGymEnv-v0_evaluation.png") > 0
+
+    assert plots.main(["-i", str(log_dir / "seed1")]) == 0
+    assert "5 evaluations" in capsys.readouterr().out
+
+    # one run of the method without evaluations: the whole method uses training episodes, and says so
+    os.remove(log_dir / "seed1_copy" / EVALUATIONS_FILE)
+    (row,) = gather_results.gather(findRuns(str(log_dir)), [], 100, 150.0, None)
+    assert row["source"] == "training"
