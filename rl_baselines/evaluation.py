@@ -138,6 +138,7 @@ class Evaluator:
         self.ep_lengths: list[list[int]] = []
         self.successes: list[list[bool]] = []
         self.env: Any = None
+        self._warned_normalisation = False
 
     def _nextMultiple(self, num_timesteps: int) -> int:
         """:return: the first multiple of eval_freq above ``num_timesteps``"""
@@ -181,6 +182,10 @@ class Evaluator:
         eval_normalize = findVecNormalize(self.env)
         if train_normalize is not None and eval_normalize is not None:
             sync_envs_normalization(train_normalize, eval_normalize)
+        elif eval_normalize is not None and not self._warned_normalisation:
+            self._warned_normalisation = True
+            warnings.warn(f"{type(self.algo).__name__} keeps no normalised training env in its `env` attribute: the "
+                          f"evaluation env's observations are normalised with fresh statistics", stacklevel=3)
 
     def evaluate(self, num_timesteps: int) -> tuple[float, float]:
         """

@@ -7,7 +7,8 @@
   best model and training of the uninterrupted run;
 - every registered algorithm (SB3-backed, the torch ones, evolution strategies, random agent, HER's Dict
   observations, ppo_lstm's recurrent state, plugins) evaluates;
-- the readers (replay.results, gather_results, aggregate_plots, plots) use the evaluations when a run has them.
+- the readers (replay.results, gather_results, aggregate_plots, plots) use the evaluations when a run has them;
+- the pipeline passes the flags to train (hyperparam_search's use of them: tests/test_hyperparam_search.py).
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder
+from conftest import runModule
 from test_determinism import ALGO_ARGS, monitorRows
 
 from rl_baselines import train
@@ -179,3 +180,13 @@ def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
     os.remove(log_dir / "seed1_copy" / EVALUATIONS_FILE)
     (row,) = gather_results.gather(findRuns(str(log_dir)), [], 100, 150.0, None)
     assert row["source"] == "training"
+
+
+def test_pipeline_passes_the_evaluation_flags(tmp_path):
+    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT[:4], "--num-timesteps", "300", "--eval-freq",
+                       "150", "--eval-episodes", "1", "--hyperparam", "n_steps:64", "--num-iteration", "1",
+                       "--log-dir", tmp_path, "--no-vis", "--no-progress")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (path,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*" / EVALUATIONS_FILE))
+    evaluations = readEvaluations(path)
+    assert list(evaluations["timesteps"]) == [150, 300] and evaluations["results"].shape == (2, 1)
