@@ -6,8 +6,10 @@ PY := $(VENV)/bin/python
 export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 DEMO_DIR ?= logs/demo
 DEMO_STEPS ?= 60000
+SRL_DEMO_DIR ?= logs/srl_demo
+SRL_DEMO_STEPS ?= 60000
 
-.PHONY: install demo test bench bench-learning bench-srl visdom clean browser
+.PHONY: install demo srl-demo test bench bench-learning bench-srl visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -32,6 +34,11 @@ browser:
 
 demo: install
 	$(PY) -m replay.demo --log-dir $(DEMO_DIR) --num-timesteps $(DEMO_STEPS)
+
+# A learned representation under an agent: MobileRobot dataset -> VAE -> ppo2 on the VAE -> replay GIF and
+# latent-space pictures (python -m replay.srl_demo; everything under $(SRL_DEMO_DIR)).
+srl-demo: install
+	$(PY) -m replay.srl_demo --log-dir $(SRL_DEMO_DIR) --num-timesteps $(SRL_DEMO_STEPS)
 
 test: install browser
 	$(PY) -m pytest -n 2 tests plugins/srl-toolbox-cem/tests

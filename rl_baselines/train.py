@@ -82,9 +82,15 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--hyperparam-file", default=None, metavar="FILE",
                         help="YAML mapping of hyperparameters (as hyperparam_search writes); --hyperparam wins")
     parser.add_argument("--load-rl-model-path", default=None, help="continue training this saved model")
-    parser.add_argument("--srl-config-file", default="config/srl_models.yaml",
-                        help="YAML {env id: {model name: folder}}: which trained SRL model each env uses "
-                             "[config/srl_models.yaml]")
+    parser.add_argument("--srl-config-file", default=None,
+                        help="YAML {env id: {model name: folder}}: which trained SRL model each env uses [$SRL_MODELS_"
+                             "CONFIG, else config/srl_models.yaml of a source checkout, else "
+                             "~/.config/srl-toolbox/srl_models.yaml]")
+    parser.add_argument("--latest", action="store_true",
+                        help="with a learned --srl-model: use the newest model of that kind trained on --env under "
+                             "--srl-log-folder instead of the config file's")
+    parser.add_argument("--srl-log-folder", default=os.path.join("logs", "srl"),
+                        help="root of the SRL model folders searched by --latest [logs/srl]")
     parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
     # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
     parser.add_argument("--run-folder", default=None, help=argparse.SUPPRESS)
@@ -189,6 +195,11 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
                              f"{MIN_CNN_SIDE} with raw_pixels")
     if isLearnedSRLModel(args.srl_model):
         _resolveSRLModel(args, env_class)
+    elif getattr(args, "latest", False):
+        from srl_models.registry import learnedModels
+
+        raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
+                         f"{args.srl_model!r}")
     try:
         hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
     except ValueError as error:
@@ -266,13 +277,21 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
     :param env_class: the env's class (its SRL_MODES, suggested when no trained model is configured)
     :raises UsageError: the model cannot be found or does not fit the run (one line)
     """
-    from srl_models.config import SRLLookupError, resolveSRLModel
+    from srl_models.config import SRLLookupError, latestModelFolder, resolveSRLModel
 
     channels = 6 if getattr(args, "fpv", False) or getattr(args, "multi_view", False) else 3
     img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
+    prepare_flags = [*(["--random-target"] if args.random_target else []),
+                     *(["--img-shape", *map(str, args.img_shape)] if args.img_shape is not None else [])]
     try:
+        if getattr(args, "latest", False):
+            if args.srl_model_path is not None:
+                raise UsageError("--latest picks the model folder itself: drop --srl-model-path")
+            args.srl_model_path = latestModelFolder(args.srl_log_folder, args.env, args.srl_model)
+            args.latest = False  # resolved: args.json records the folder, so that --resume keeps this model
+            print(f"--latest: using the {args.srl_model} model {args.srl_model_path}", flush=True)
         folder = resolveSRLModel(args.env, args.srl_model, args.srl_config_file, args.srl_model_path,
-                                 img_shape=img_shape, channels=channels)
+                                 img_shape=img_shape, channels=channels, prepare_flags=prepare_flags)
     except SRLLookupError as error:
         raise UsageError(f"--srl-model {args.srl_model!r}: {error}; valid choices without a trained model: "
                          f"{', '.join(env_class.SRL_MODES)}") from None

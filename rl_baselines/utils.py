@@ -158,12 +158,12 @@ def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -
     :raises ValueError: the model cannot be found or does not fit the env (one line)
     """
     from rl_baselines.srl_encoder import SRLEncoderVecEnv, loadEncoder
-    from srl_models.config import DEFAULT_CONFIG_FILE, resolveSRLModel
+    from srl_models.config import resolveSRLModel
 
     try:
         folder = getattr(args, "srl_model_path", None)
         if folder is None:
-            config_file = getattr(args, "srl_config_file", None) or DEFAULT_CONFIG_FILE
+            config_file = getattr(args, "srl_config_file", None)  # None: srl_models.config.defaultConfigFile()
             folder = resolveSRLModel(args.env, srl_model, config_file)
         return SRLEncoderVecEnv(venv, loadEncoder(folder))
     except ValueError:

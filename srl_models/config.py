@@ -1,4 +1,4 @@
-"""Which trained SRL model an RL run uses: ``config/srl_models.yaml`` and the checks made before a run starts.
+"""Which trained SRL model an RL run uses: the SRL config YAML and the checks made before a run starts.
 
 The file maps each env id to its trained models, by registered model name::
 
@@ -9,6 +9,12 @@ The file maps each env id to its trained models, by registered model name::
 A relative folder is resolved against the directory that holds the YAML file (so ``config/srl_models.yaml`` points
 at ``logs/srl/...`` as ``../logs/srl/...``), whatever the current directory is; ``~`` is expanded.
 
+The default file (:func:`defaultConfigFile`, used by ``rl_baselines.train`` and ``srl_models.prepare`` when no
+``--srl-config-file`` is given) does not depend on the working directory: ``$SRL_MODELS_CONFIG`` when set, else the
+checkout's ``config/srl_models.yaml`` when the toolbox runs from a source checkout, else the user-level
+``$XDG_CONFIG_HOME/srl-toolbox/srl_models.yaml`` (``~/.config/srl-toolbox/srl_models.yaml``).
+:func:`registerModel` adds or replaces one entry with an atomic write that keeps the other entries and the comments.
+
 :func:`resolveSRLModel` turns ``(env, name)`` or an explicit folder into a checked model folder: the name must be a
 registered learned model, the folder an SRL model folder of that kind, trained on that env's images at the run's
 image shape. Every refusal is one ``ValueError`` line, so that the train command and the pipeline can refuse a run
@@ -17,6 +23,8 @@ before anything is written.
 from __future__ import annotations
 
 import os
+import shlex
+from collections.abc import Sequence
 from typing import Any
 
 import yaml
@@ -24,13 +32,164 @@ import yaml
 from srl_models.base import modelHash, readExpConfig
 from srl_models.registry import learnedModels, loadSRLModel, registered_srl
 
-DEFAULT_CONFIG_FILE = os.path.join("config", "srl_models.yaml")
+CONFIG_ENV_VAR = "SRL_MODELS_CONFIG"
+CONFIG_NAME = "srl_models.yaml"
+# The repository root when the package runs from a source checkout (editable install or PYTHONPATH).
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Written in every run folder that uses a learned SRL model.
 RUN_RECORD_FILE = "srl_model.json"
 
 
 class SRLLookupError(ValueError):
     """The SRL config file does not say which folder to use (as opposed to a folder that cannot be used)."""
+
+
+def defaultConfigFile() -> str:
+    """
+    :return: the absolute path of the default SRL config file, whatever the working directory:
+        ``$SRL_MODELS_CONFIG`` when set and not empty; else ``config/srl_models.yaml`` of the source checkout the
+        package is imported from (one with setup.py beside it); else ``$XDG_CONFIG_HOME/srl-toolbox/srl_models.yaml``
+        (``~/.config/srl-toolbox/srl_models.yaml`` without XDG_CONFIG_HOME), as a pip-installed package uses
+    """
+    override = os.environ.get(CONFIG_ENV_VAR)
+    if override:
+        return os.path.abspath(os.path.expanduser(override))
+    in_checkout = os.path.join(_CHECKOUT, "config", CONFIG_NAME)
+    if os.path.isfile(os.path.join(_CHECKOUT, "setup.py")) and os.path.isfile(in_checkout):
+        return in_checkout
+    config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(os.path.abspath(config_home), "srl-toolbox", CONFIG_NAME)
+
+
+def prepareCommand(env_id: str, name: str, flags: Sequence[str] = ()) -> str:
+    """
+    :param env_id: the env
+    :param name: the learned model name
+    :param flags: further prepare flags (e.g. ``--random-target``, ``--srl-config-file FILE``)
+    :return: the shell command that trains and registers that model: ``python -m srl_models.prepare ...``
+    """
+    return " ".join(["python -m srl_models.prepare", "--env", shlex.quote(env_id), "--srl-model", shlex.quote(name),
+                     *(shlex.quote(str(flag)) for flag in flags)])
+
+
+def latestModelFolder(log_folder: str, env_id: str, name: str) -> str:
+    """
+    The newest trained model of a kind for an env (the old toolbox's ``--latest``).
+
+    :param log_folder: root of the model folders (``srl_models.train --log-folder``), searched two levels deep
+        (``<log_folder>/<dataset>/<model folder>``)
+    :param env_id: the env the model must have been trained on
+    :param name: the registered model name the folder must hold
+    :return: the absolute folder whose exp_config.json is newest (then the largest path, for equal times)
+    :raises SRLLookupError: no such folder (one line)
+    """
+    found: list[tuple[float, str]] = []
+    root = os.path.abspath(os.path.expanduser(log_folder))
+    for dataset in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        dataset_dir = os.path.join(root, dataset)
+        if not os.path.isdir(dataset_dir):
+            continue
+        for entry in os.listdir(dataset_dir):
+            folder = os.path.join(dataset_dir, entry)
+            try:
+                config = readExpConfig(folder)
+            except ValueError:
+                continue
+            if config.get("srl_model") == name and config.get("env") == env_id:
+                found.append((os.path.getmtime(os.path.join(folder, "exp_config.json")), folder))
+    if not found:
+        raise SRLLookupError(f"--latest: no {name!r} model trained on {env_id} under {log_folder!r}; train one with "
+                             f"{prepareCommand(env_id, name, ['--log-folder', log_folder])}")
+    return max(found)[1]
+
+
+def _yamlScalar(value: str) -> str:
+    """:return: ``value`` as a one-line YAML scalar (quoted when plain text would be read differently)"""
+    return yaml.safe_dump(value, default_flow_style=True, width=1 << 20).splitlines()[0]
+
+
+def _editedText(text: str, env_id: str, name: str, written: str) -> str:
+    """
+    Add or replace the line ``  name: folder`` under the top-level key ``env_id`` of a block-style YAML text, leaving
+    every other line (comments included) as it is; a lone ``{}`` (the empty shipped file) is replaced.
+
+    :param text: the file's text
+    :param env_id: the env key
+    :param name: the model name
+    :param written: the folder, as it is to be written
+    :return: the new text (the caller checks that it reads back as intended)
+    """
+    lines = text.splitlines()
+    entry = f"  {_yamlScalar(name)}: {_yamlScalar(written)}"
+    env_key = f"{_yamlScalar(env_id)}:"
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == env_key), None)
+    if start is None:
+        block = [env_key, entry]
+        empty = [i for i, line in enumerate(lines) if line.strip() == "{}"]
+        if empty:
+            lines[empty[0]:empty[0] + 1] = block
+        else:
+            lines.extend(block)
+        return "\n".join(lines) + "\n"
+    end = start + 1  # the env's block: indented, blank or comment lines up to the next top-level key
+    last_entry = start
+    while end < len(lines) and (not lines[end].strip() or lines[end][:1] in (" ", "\t", "#")):
+        stripped = lines[end].strip()
+        if stripped and not stripped.startswith("#"):
+            last_entry = end
+            if stripped.split(":", 1)[0].strip() in (name, _yamlScalar(name)):
+                lines[end] = entry
+                return "\n".join(lines) + "\n"
+        end += 1
+    lines.insert(last_entry + 1, entry)
+    return "\n".join(lines) + "\n"
+
+
+def registerModel(config_file: str, env_id: str, name: str, folder: str) -> str:
+    """
+    Map ``(env_id, name)`` to a model folder in the SRL config file, atomically; the other entries and the comments
+    stay (a file whose layout the line edit cannot follow is rewritten from its content, keeping its leading
+    comment lines). The file and its folder are created when missing.
+
+    :param config_file: the YAML file
+    :param env_id: the env id
+    :param name: the registered model name
+    :param folder: the model folder; written relative to the file's directory when both lie in the same tree
+        (the file's parent folder), absolute otherwise
+    :return: the folder as written in the file
+    :raises SRLLookupError: the existing file is not a valid SRL config (nothing is written)
+    """
+    from environments.files import atomicPath
+
+    config_file = os.path.abspath(config_file)
+    mapping = readSRLConfig(config_file) if os.path.exists(config_file) else {}
+    text = ""
+    if os.path.exists(config_file):
+        with open(config_file, encoding="utf-8") as handle:
+            text = handle.read()
+    folder = os.path.abspath(folder)
+    config_dir = os.path.dirname(config_file)
+    tree = os.path.dirname(config_dir)
+    inside = os.path.commonpath([tree, folder]) == tree and tree != os.path.dirname(tree)
+    written = os.path.relpath(folder, config_dir) if inside else folder
+    expected = {env: dict(models) for env, models in mapping.items()}
+    expected.setdefault(env_id, {})[name] = written
+    new_text = _editedText(text, env_id, name, written)
+    try:
+        valid = yaml.safe_load(new_text) == expected
+    except yaml.YAMLError:
+        valid = False
+    if not valid:
+        lead = []
+        for line in text.splitlines():
+            if not line.startswith("#"):
+                break
+            lead.append(line)
+        new_text = "\n".join(lead + [yaml.safe_dump(expected, default_flow_style=False, sort_keys=False)])
+    with atomicPath(config_file) as tmp_path:
+        with open(tmp_path, "w", encoding="utf-8") as handle:
+            handle.write(new_text)
+    return written
 
 
 def readSRLConfig(config_file: str) -> dict[str, dict[str, str]]:
@@ -114,20 +273,23 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
     return config
 
 
-def resolveSRLModel(env_id: str, name: str | None, config_file: str = DEFAULT_CONFIG_FILE,
+def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = None,
                     model_path: str | None = None, img_shape: tuple[int, int, int] | None = None,
-                    channels: int | None = None, check_load: bool = True) -> str:
+                    channels: int | None = None, check_load: bool = True, prepare_flags: Sequence[str] = ()) -> str:
     """
     Find and check the trained model a run asks for.
 
     :param env_id: the run's env id
     :param name: the registered learned model name (``--srl-model``); None with ``model_path`` for whatever kind
         the folder holds
-    :param config_file: the YAML file mapping envs to models (read only when ``model_path`` is None)
+    :param config_file: the YAML file mapping envs to models (read only when ``model_path`` is None; None: the
+        default, :func:`defaultConfigFile`)
     :param model_path: an explicit model folder (``--srl-model-path``), bypassing the YAML file
     :param img_shape: (C, H, W) the run's camera gives, None to accept the model's height and width
     :param channels: the run's image channels, checked when img_shape is None
     :param check_load: also load the model (on the CPU), so that corrupt weights are refused up front
+    :param prepare_flags: flags added to the ``srl_models.prepare`` command the error names when no model is
+        registered (the run's ``--random-target``, ``--img-shape``, ...)
     :return: the absolute model folder
     :raises SRLLookupError: not a learned model name, or the config file maps no folder to it (one line)
     :raises ValueError: any other reason the model cannot be used (one line)
@@ -140,14 +302,23 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str = DEFAULT_CO
         folder = os.path.abspath(os.path.expanduser(model_path))
         origin = f"--srl-model-path {model_path}"
     else:
-        mapping = readSRLConfig(config_file)
+        flags = list(prepare_flags)
+        if config_file is None:
+            config_file = defaultConfigFile()
+        elif os.path.abspath(config_file) != defaultConfigFile():
+            flags += ["--srl-config-file", config_file]
+        command = prepareCommand(env_id, str(name), flags)
+        mapping = readSRLConfig(config_file) if os.path.isfile(config_file) else {}
+        if not os.path.isfile(config_file) and os.path.abspath(config_file) != defaultConfigFile():
+            readSRLConfig(config_file)  # raises: an explicit file that does not exist (a missing default is empty)
         if env_id not in mapping or not mapping[env_id]:
             listed = f"it lists {', '.join(sorted(mapping))}" if mapping else "it lists no env"
             raise SRLLookupError(f"SRL config file {config_file!r} has no trained SRL model for {env_id} ({listed}); "
-                             f"train one with python -m srl_models.train and add it, or pass --srl-model-path")
+                                 f"train and register one with {command} (or pass --srl-model-path)")
         if name not in mapping[env_id]:
-            raise SRLLookupError(f"SRL config file {config_file!r} has no {name!r} model for {env_id}; models it has "
-                             f"for {env_id}: {', '.join(sorted(mapping[env_id]))}")
+            raise SRLLookupError(f"SRL config file {config_file!r} has no {name!r} model for {env_id} (models it has "
+                                 f"for {env_id}: {', '.join(sorted(mapping[env_id]))}); train and register one with "
+                                 f"{command}")
         folder = configFolder(config_file, mapping[env_id][name])
         origin = f"{config_file} ({env_id}: {name})"
     try:

@@ -1,0 +1,115 @@
+"""``python -m replay.srl_demo`` (what ``make srl-demo`` runs): a learned representation under an agent, end to end.
+
+Records a MobileRobot dataset, trains and evaluates a VAE on it (``srl_models.prepare``, registered in a config
+file inside the demo folder, so that the user's own SRL config is left alone), trains ppo2 on the VAE's states,
+replays the agent into a GIF, compares its mean episode reward with a random agent's, and prints where every file
+is: the model folder with its latent-space pictures (learned states coloured by the robot's position, a grid of
+decoded latent states), the run folder, its learning curve and the GIF. A second call reuses the dataset and the
+VAE.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from rl_baselines.cli import CLIParser, positiveInt, runCommand
+
+ENV_ID = "MobileRobotGymEnv-v0"
+RANDOM_EPISODES = 10
+
+
+def randomMeanReward(env_id: str, episodes: int, seed: int) -> float:
+    """
+    :param env_id: the env
+    :param episodes: episodes played with uniformly random actions
+    :param seed: seed of the env and of the actions
+    :return: their mean episode reward (the baseline the agent must beat)
+    """
+    from environments import getEnvClass
+
+    env = getEnvClass(env_id)(srl_model="ground_truth")
+    env.action_space.seed(seed)
+    returns = []
+    try:
+        for episode in range(episodes):
+            env.reset(seed=seed + episode)
+            total, done = 0.0, False
+            while not done:
+                _, reward, terminated, truncated, _ = env.step(env.action_space.sample())
+                total += float(reward)
+                done = terminated or truncated
+            returns.append(total)
+    finally:
+        env.close()
+    return float(np.mean(returns))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments
+    :return: exit code
+    """
+    parser = CLIParser(prog="python -m replay.srl_demo",
+                       description="Dataset -> VAE -> ppo2 on the VAE's states -> replay GIF and latent-space plots.")
+    parser.add_argument("--log-dir", default="logs/srl_demo", help="root folder of everything the demo writes "
+                        "[logs/srl_demo]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=60000, help="ppo2 training steps [60000]")
+    parser.add_argument("--port", type=positiveInt, default=8097, help="visdom port for the live curve [8097]")
+    parser.add_argument("--seed", type=int, default=0, help="random seed [0]")
+    parser.add_argument("--prepare-args", nargs=argparse.REMAINDER, default=[],
+                        help="further srl_models.prepare flags (e.g. --episodes 2 --epochs 1), last on the line")
+    args: argparse.Namespace = parser.parse_args(argv)
+
+    from replay import enjoy_baselines
+    from rl_baselines import train
+    from srl_models import prepare
+
+    config_file = os.path.join(args.log_dir, "srl_models.yaml")
+    print(f"Step 1/3: dataset and VAE for {ENV_ID} (srl_models.prepare)", flush=True)
+    rows = prepare.prepare(["--env", ENV_ID, "--srl-model", "vae", "--seed", str(args.seed), "--data-folder",
+                            os.path.join(args.log_dir, "data"), "--log-folder", os.path.join(args.log_dir, "srl"),
+                            "--srl-config-file", config_file, *args.prepare_args])
+    model_folder = rows[0]["folder"]
+    latent_grid = os.path.join(model_folder, "latent_grid_0_1.png")
+    from srl_models import explore_latent
+
+    explore_latent.main(["--model-folder", model_folder, "--output", latent_grid, "--no-progress"])
+
+    print(f"\nStep 2/3: ppo2 on the VAE's states for {args.num_timesteps} steps. To watch the curve live, run "
+          f"`python -m replay.visdom_server --port {args.port}` in another terminal and open "
+          f"http://127.0.0.1:{args.port}", flush=True)
+    code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", config_file,
+                       "--num-timesteps", str(args.num_timesteps), "--log-dir", args.log_dir, "--port",
+                       str(args.port), "--seed", str(args.seed), "--tag", "srl_demo"])
+    if code:
+        return code
+    runs = sorted(glob.glob(os.path.join(args.log_dir, ENV_ID, "vae", "ppo2", "*_srl_demo*")), key=os.path.getmtime)
+    run_dir = runs[-1]
+    gif = os.path.join(run_dir, "replay.gif")
+    print("\nStep 3/3: replaying the trained agent (deterministic, 2 episodes)...", flush=True)
+    code = enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "500", "--deterministic", "--video", gif])
+    if code:
+        return code
+    random_reward = randomMeanReward(ENV_ID, RANDOM_EPISODES, args.seed)
+    print(f"Random actions, {RANDOM_EPISODES} episodes: mean episode reward {random_reward:.2f} (compare with the "
+          f"replay's mean above)")
+    print("\nSRL demo finished:")
+    print(f"  VAE folder        {model_folder}")
+    print(f"  GTC, KNN-MSE      {rows[0]['gtc']:.3f}, {rows[0]['knn_mse']:.4g}")
+    print(f"  latent space      {os.path.join(model_folder, 'states_by_ground_truth.png')} (learned states coloured "
+          f"by the robot's position)")
+    print(f"  decoded latents   {latent_grid}")
+    print(f"  reconstructions   {os.path.join(model_folder, 'reconstructions.png')}")
+    print(f"  run folder        {run_dir}")
+    print(f"  learning curve    {os.path.join(run_dir, 'learning_curve.png')}")
+    print(f"  replay GIF        {gif}")
+    print(f"  replay again      python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

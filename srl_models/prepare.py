@@ -1,0 +1,389 @@
+"""python -m srl_models.prepare: make a learned SRL model usable by the RL side in one command.
+
+    python -m srl_models.prepare --env MobileRobotGymEnv-v0 --srl-model vae
+    python -m srl_models.prepare --env KukaButtonGymEnv-v0 -r --srl-model vae autoencoder srl_splits
+
+For the env it records a dataset with ``environments.dataset_generator`` (random policy), trains each named model on
+it with ``srl_models.train``'s machinery, evaluates it (GTC, KNN-MSE: ``srl_models.evaluate``) and registers its
+folder in the SRL config YAML (``srl_models.config.registerModel``: ``{env: {name: folder}}``, atomic, other entries
+and comments kept), then prints a summary table. ``python -m rl_baselines.train --env ENV --srl-model NAME`` then
+finds the model.
+
+Invariants:
+
+- Every input is checked (the dataset's and each training's command line included) before anything is written.
+- The dataset folder is named after the settings that decide its content (:func:`datasetName`); an existing one is
+  reused only when its ``dataset_config.json`` holds those settings, an interrupted one is resumed.
+- A model is reused when a finished folder (evaluated: ``gt_correlation.json`` and ``knn_mse.json`` written) under
+  ``<log folder>/<dataset name>/`` was trained on that dataset with the same settings (:func:`trainingSettings`,
+  the training command's defaults included); ``--force`` records and trains again.
+- The per-env defaults live in :data:`ENV_DEFAULTS` only.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+
+
+@dataclasses.dataclass(frozen=True)
+class PrepareDefaults:
+    """
+    What ``prepare`` uses for an env when the flag is left out.
+
+    :param episodes: random-policy episodes recorded (``--episodes``)
+    :param img_size: height and width of the images (``--img-shape 3 S S``)
+    :param state_dim: size of the learned state (``--state-dim``)
+    :param epochs: maximum training epochs (``--epochs``; early stopping may end sooner)
+    """
+
+    episodes: int
+    img_size: int
+    state_dim: int
+    epochs: int
+
+
+# Sized so that one model of MobileRobotGymEnv-v0 (dataset, training, evaluation) takes about 5 minutes on 2 cores:
+# 20 episodes of 250 steps are 5000 frames. Kuka's random episodes end after about 25 steps and the env renders
+# slowly (about 175 frames/s at 64x64), so 160 episodes give about 4000 frames in well under a minute.
+ENV_DEFAULTS: dict[str, PrepareDefaults] = {
+    "MobileRobotGymEnv-v0": PrepareDefaults(episodes=20, img_size=64, state_dim=32, epochs=10),
+    "KukaButtonGymEnv-v0": PrepareDefaults(episodes=160, img_size=64, state_dim=32, epochs=10),
+}
+# Envs not listed take the entry of their family (the id's prefix), else FALLBACK_DEFAULTS.
+FAMILY_DEFAULTS = {"MobileRobot": "MobileRobotGymEnv-v0", "Kuka": "KukaButtonGymEnv-v0"}
+FALLBACK_DEFAULTS = PrepareDefaults(episodes=20, img_size=64, state_dim=32, epochs=10)
+DATASET_CONFIG = "dataset_config.json"
+# Files srl_models.evaluate writes last: a model folder with them is finished.
+FINISHED_FILES = ("gt_correlation.json", "knn_mse.json")
+
+
+def envDefaults(env_id: str) -> PrepareDefaults:
+    """
+    :param env_id: a registered env id
+    :return: its defaults: its own row of ENV_DEFAULTS, else its family's, else FALLBACK_DEFAULTS
+    """
+    if env_id in ENV_DEFAULTS:
+        return ENV_DEFAULTS[env_id]
+    for prefix, reference in FAMILY_DEFAULTS.items():
+        if env_id.startswith(prefix):
+            return ENV_DEFAULTS[reference]
+    return FALLBACK_DEFAULTS
+
+
+def makeParser() -> OneLineParser:
+    """:return: the command-line parser"""
+    from srl_models.train import trainableModels
+
+    table = "; ".join(f"{env}: {d.episodes} episodes, {d.img_size}x{d.img_size}, state dim {d.state_dim}, "
+                      f"{d.epochs} epochs" for env, d in ENV_DEFAULTS.items())
+    parser = OneLineParser(prog="python -m srl_models.prepare",
+                           description="Record a dataset for an env (or reuse one), train SRL models on it (or reuse "
+                                       "them), evaluate them and register them in the SRL config file, so that "
+                                       "rl_baselines.train --srl-model NAME finds them. Per-env defaults: "
+                                       f"{table}; other envs: their family's, else "
+                                       f"{FALLBACK_DEFAULTS.episodes} episodes, {FALLBACK_DEFAULTS.img_size}x"
+                                       f"{FALLBACK_DEFAULTS.img_size}, state dim {FALLBACK_DEFAULTS.state_dim}, "
+                                       f"{FALLBACK_DEFAULTS.epochs} epochs.")
+    parser.add_argument("--env", required=True, help="registered env id")
+    parser.add_argument("--srl-model", nargs="+", required=True, metavar="NAME",
+                        help=f"learned models to train on the same dataset: {', '.join(trainableModels())}")
+    parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
+    parser.add_argument("--episodes", type=positiveInt, default=None, help="episodes to record [per env]")
+    parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
+                        help="image shape, 3 H W [per env, 3 64 64]")
+    parser.add_argument("--state-dim", type=positiveInt, default=None, help="size of the learned state [per env]")
+    parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the dataset and of the training [0]")
+    parser.add_argument("--num-cpu", type=positiveInt, default=None,
+                        help="dataset recording processes [the CPU count, at most --episodes]")
+    parser.add_argument("--data-folder", default="data/", help="folder of the datasets [data/]")
+    parser.add_argument("--log-folder", default=os.path.join("logs", "srl"),
+                        help="root of the SRL model folders [logs/srl]")
+    parser.add_argument("--srl-config-file", default=None,
+                        help="the SRL config YAML to register the models in [the one rl_baselines.train reads by "
+                             "default: $SRL_MODELS_CONFIG, else config/srl_models.yaml of a source checkout, else "
+                             "~/.config/srl-toolbox/srl_models.yaml]")
+    parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto for training [auto]")
+    parser.add_argument("--force", action="store_true", help="record the dataset and train the models again even "
+                        "when matching ones exist")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    return parser
+
+
+def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_target: bool, seed: int) -> str:
+    """
+    :param env_id: the env
+    :param episodes: episodes recorded
+    :param img_shape: (C, H, W)
+    :param random_target: a new target every episode
+    :param seed: the generator's seed
+    :return: the dataset's folder name, made of the settings that decide its content
+        (``<env>_<N>ep_<H>x<W>[_rt]_seed<S>``)
+    """
+    return (f"{env_id}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
+            f"_seed{seed}")
+
+
+@dataclasses.dataclass
+class Plan:
+    """
+    Everything the command will do, checked.
+
+    :param env_id: the env
+    :param names: the models to prepare, in order
+    :param dataset_folder: the dataset folder (``<data folder>/<datasetName>``)
+    :param dataset_settings: what its dataset_config.json must hold
+    :param generator_argv: the dataset generator's arguments (None: the dataset exists and is reused)
+    :param train_argv: model name -> srl_models.train arguments
+    :param expected: model name -> the exp_config entries a reusable folder must hold
+    :param config_file: the SRL config YAML
+    :param log_folder: root of the model folders
+    """
+
+    env_id: str
+    names: list[str]
+    dataset_folder: str
+    dataset_settings: dict[str, Any]
+    generator_argv: list[str] | None
+    train_argv: dict[str, list[str]]
+    expected: dict[str, dict[str, Any]]
+    config_file: str
+    log_folder: str
+
+
+def _readJson(path: str) -> Any:
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
+    """
+    :param folder: an existing dataset folder
+    :param settings: the dataset_config.json entries it must hold
+    :raises UsageError: unreadable, or recorded with other settings (which are named)
+    """
+    try:
+        stored = _readJson(os.path.join(folder, DATASET_CONFIG))
+    except (OSError, ValueError):
+        raise UsageError(f"{folder!r} exists but holds no readable {DATASET_CONFIG}: pass --force to record the "
+                         f"dataset again, or another --data-folder") from None
+    differing = sorted(key for key, value in settings.items() if stored.get(key) != value)
+    if differing:
+        raise UsageError(f"dataset {folder!r} was recorded with other settings ({', '.join(differing)} differ): pass "
+                         f"--force to record it again, or another --data-folder")
+
+
+def trainingSettings(train_args: argparse.Namespace, dataset_folder: str) -> dict[str, Any]:
+    """
+    :param train_args: srl_models.train's parsed arguments for one model
+    :param dataset_folder: the dataset it trains on
+    :return: the exp_config entries that decide the trained model (the training command's defaults included)
+    :raises UsageError: an inconsistent model choice (from srl_models.train.resolveModel)
+    """
+    from srl_models.train import resolveModel
+
+    name, losses, split, state_dim = resolveModel(train_args)
+    return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
+            "data_folder": os.path.abspath(dataset_folder), "seed": train_args.seed, "epochs": train_args.epochs,
+            "batch_size": train_args.batch_size, "learning_rate": train_args.learning_rate, "beta": train_args.beta,
+            "foreground_weight": train_args.foreground_weight, "val_split": train_args.val_split,
+            "patience": train_args.patience}
+
+
+def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any]) -> str | None:
+    """
+    :param log_folder: root of the model folders
+    :param dataset_folder: the dataset (its name is the sub-folder searched)
+    :param expected: the exp_config entries the folder must hold (``split_dims`` None: none)
+    :return: the newest finished model folder trained with those settings, None when there is none
+    """
+    root = os.path.join(log_folder, os.path.basename(os.path.normpath(dataset_folder)))
+    found: list[tuple[float, str]] = []
+    for entry in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        folder = os.path.join(root, entry)
+        try:
+            config = _readJson(os.path.join(folder, "exp_config.json"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(config, dict) or not all(os.path.isfile(os.path.join(folder, f)) for f in FINISHED_FILES):
+            continue
+        if all(config.get(key) == value for key, value in expected.items()):
+            found.append((os.path.getmtime(os.path.join(folder, FINISHED_FILES[-1])), folder))
+    return max(found)[1] if found else None
+
+
+def plan(args: argparse.Namespace) -> Plan:
+    """
+    Check every input and decide what to record and train; nothing is written.
+
+    :param args: the parsed command line
+    :return: the plan
+    :raises UsageError: any bad input (one line)
+    """
+    from environments import dataset_generator, registered_env
+    from srl_models import train
+    from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig
+
+    if args.env not in registered_env:
+        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    names = list(dict.fromkeys(args.srl_model))
+    trainable = train.trainableModels()
+    for name in names:
+        if name not in trainable:
+            raise UsageError(f"--srl-model: {name!r} is not a learned model this command trains; valid choices: "
+                             f"{', '.join(trainable)}")
+    defaults = envDefaults(args.env)
+    episodes = args.episodes or defaults.episodes
+    img_shape = list(args.img_shape or (3, defaults.img_size, defaults.img_size))
+    state_dim = args.state_dim or defaults.state_dim
+    epochs = args.epochs or defaults.epochs
+    num_cpu = args.num_cpu or max(1, min(os.cpu_count() or 1, episodes))
+    if args.seed < 0 or args.seed >= 2**32:
+        raise UsageError(f"--seed {args.seed} must be in 0..{2**32 - 1}")
+    train._device(args.device)  # noqa: SLF001 (the training command's own check of --device)
+
+    name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed)
+    dataset_folder = os.path.join(args.data_folder, name)
+    generator_argv = ["--env", args.env, "--name", name, "--save-path", args.data_folder, "--num-episode",
+                      str(episodes), "--num-cpu", str(num_cpu), "--seed", str(args.seed), "--img-shape",
+                      *map(str, img_shape), *(["--random-target"] if args.random_target else []),
+                      *(["--no-progress"] if args.no_progress else [])]
+    generator_args = dataset_generator.buildParser().parse_args(generator_argv)
+    try:
+        dataset_generator.validate(generator_args)
+    except UsageError as error:  # name the prepare flags, not the generator's
+        message = str(error).replace("--num-episode", "--episodes").replace("--save-path", "--data-folder")
+        raise UsageError(message) from None
+    settings = {"env": args.env, "img_shape": img_shape, "num_episodes": episodes, "seed": args.seed,
+                "policy": "random", "random_target": bool(args.random_target), "continuous_actions": False,
+                "shape_reward": False, "multi_view": False}
+    reuse_dataset = os.path.isdir(dataset_folder) and not args.force
+    if reuse_dataset:
+        checkDatasetSettings(dataset_folder, settings)
+        generator_argv = None
+    elif args.force:
+        generator_argv.append("--force")
+    elif os.path.isdir(os.path.join(args.data_folder, f".{name}.partial")):
+        generator_argv.append("--resume")  # an interrupted recording of the same name: finish it
+
+    checkWritableFolder(args.log_folder, "--log-folder")
+    train_argv: dict[str, list[str]] = {}
+    expected: dict[str, dict[str, Any]] = {}
+    for model in names:
+        argv = ["--data-folder", dataset_folder, "--srl-model", model, "--state-dim", str(state_dim), "--epochs",
+                str(epochs), "--seed", str(args.seed), "--log-folder", args.log_folder, "--device", args.device,
+                *(["--no-progress"] if args.no_progress else [])]
+        train_args = train.makeParser().parse_args(argv)
+        train.checkSettings(train_args)
+        expected[model] = trainingSettings(train_args, dataset_folder)
+        train_argv[model] = argv
+
+    config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
+    if os.path.exists(config_file):
+        try:
+            readSRLConfig(config_file)
+        except SRLLookupError as error:
+            raise UsageError(f"--srl-config-file: {error}") from None
+    elif args.srl_config_file is not None and not os.path.isdir(os.path.dirname(config_file)):
+        raise UsageError(f"--srl-config-file {args.srl_config_file!r}: its folder does not exist")
+    checkWritableFolder(os.path.dirname(config_file), "--srl-config-file")
+    return Plan(args.env, names, dataset_folder, settings, generator_argv, train_argv, expected, config_file,
+                args.log_folder)
+
+
+def _trainedFolder(model: str, argv: list[str]) -> str:
+    """:return: the folder srl_models.train writes for ``argv`` (it evaluates the model too)"""
+    from srl_models.train import trainFromArgs
+
+    print(f"\n== Training {model}", flush=True)
+    return trainFromArgs(argv)
+
+
+def _metrics(folder: str) -> tuple[float | None, float | None]:
+    """:return: (GTC mean, KNN-MSE) from an evaluated model folder, None where missing"""
+    try:
+        gtc = float(_readJson(os.path.join(folder, FINISHED_FILES[0]))["mean"])
+        knn = float(_readJson(os.path.join(folder, FINISHED_FILES[1]))["knn_mse"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None, None
+    return gtc, knn
+
+
+def summaryTable(rows: list[dict[str, Any]]) -> str:
+    """
+    :param rows: one per model: model, folder, gtc, knn_mse, seconds, reused
+    :return: the fixed-width summary table
+    """
+    header = ("model", "GTC", "KNN-MSE", "time", "folder")
+    lines = [(row["model"], "-" if row["gtc"] is None else f"{row['gtc']:.3f}",
+              "-" if row["knn_mse"] is None else f"{row['knn_mse']:.4g}",
+              "reused" if row["reused"] else f"{row['seconds']:.0f} s", row["folder"]) for row in rows]
+    widths = [max(len(str(line[i])) for line in [header, *lines]) for i in range(len(header) - 1)]
+    return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(line[:-1], widths)) + "  " + line[-1]
+                     for line in [header, *lines])
+
+
+def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """
+    Everything the command does.
+
+    :param argv: command-line arguments
+    :return: one row per model: model, folder (absolute), gtc, knn_mse, seconds, reused, registered (as written)
+    :raises UsageError: bad input (nothing written)
+    """
+    from environments import dataset_generator
+    from srl_models.config import registerModel
+
+    args = makeParser().parse_args(argv)
+    todo = plan(args)
+    start = time.perf_counter()
+    if todo.generator_argv is None:
+        print(f"Dataset {todo.dataset_folder}: recorded with the same settings, reused", flush=True)
+    else:
+        print(f"== Recording {todo.dataset_folder}", flush=True)
+        code = dataset_generator.main(todo.generator_argv)
+        if code:
+            raise SystemExit(code)
+        checkDatasetSettings(todo.dataset_folder, todo.dataset_settings)
+    dataset_seconds = time.perf_counter() - start
+    rows: list[dict[str, Any]] = []
+    for model in todo.names:
+        began = time.perf_counter()
+        folder = None if args.force else findTrainedModel(todo.log_folder, todo.dataset_folder, todo.expected[model])
+        reused = folder is not None
+        if reused:
+            print(f"{model}: trained with the same settings on this dataset, reused {folder}", flush=True)
+        else:
+            folder = _trainedFolder(model, todo.train_argv[model])
+        written = registerModel(todo.config_file, todo.env_id, model, folder)
+        gtc, knn = _metrics(folder)
+        rows.append({"model": model, "folder": os.path.abspath(folder), "gtc": gtc, "knn_mse": knn,
+                     "seconds": time.perf_counter() - began, "reused": reused, "registered": written})
+    print(f"\nRegistered in {todo.config_file} under {todo.env_id} (dataset {todo.dataset_folder}, "
+          f"{dataset_seconds:.0f} s):")
+    print(summaryTable(rows))
+    print(f"Total {time.perf_counter() - start:.0f} s. Use one with: python -m rl_baselines.train --env {todo.env_id} "
+          f"--srl-model {todo.names[0]}" + (" --random-target" if args.random_target else "")
+          + (f" --srl-config-file {args.srl_config_file}" if args.srl_config_file else ""))
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    prepare(argv)
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main, sys.argv[1:])

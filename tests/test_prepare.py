@@ -1,0 +1,215 @@
+"""srl_models.prepare (dataset -> trained, evaluated, registered SRL models), the default SRL config file found from
+any working directory, and train's --latest."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+from conftest import REPO, runFolder, runModule, runTrain, snapshot
+
+ENV_ID = "MobileRobotGymEnv-v0"
+TINY = ["--episodes", "2", "--img-shape", "3", "16", "16", "--epochs", "1", "--state-dim", "4", "--num-cpu", "1",
+        "--device", "cpu", "--no-progress"]
+COMMENT = "# my models, by hand\n"
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Two tiny models (vae, srl_combination) prepared from a fresh folder, registered in the default config file
+    (here $SRL_MODELS_CONFIG), with the command's output."""
+    root = tmp_path_factory.mktemp("prepare")
+    config = root / "config" / "srl_models.yaml"
+    config.parent.mkdir()
+    config.write_text(COMMENT + "OtherEnv-v0:\n  vae: /somewhere/else  # kept\n", encoding="utf-8")
+    env = {"SRL_MODELS_CONFIG": str(config)}
+    result = runModule("srl_models.prepare", "--env", ENV_ID, "--srl-model", "vae", "srl_combination", *TINY,
+                       env=env, cwd=str(root))
+    assert result.returncode == 0, result.stdout + result.stderr
+    return {"root": root, "config": config, "env": env, "stdout": result.stdout}
+
+
+def test_prepare_registers_the_models(prepared):
+    root, config = prepared["root"], prepared["config"]
+    text = config.read_text(encoding="utf-8")
+    assert text.startswith(COMMENT) and "/somewhere/else  # kept" in text  # comments and other entries kept
+    mapping = yaml.safe_load(text)
+    assert set(mapping) == {"OtherEnv-v0", ENV_ID} and set(mapping[ENV_ID]) == {"vae", "srl_combination"}
+    dataset = root / "data" / f"{ENV_ID}_2ep_16x16_seed0"
+    assert json.loads((dataset / "dataset_config.json").read_text())["num_episodes"] == 2
+    for name, written in mapping[ENV_ID].items():
+        folder = os.path.normpath(os.path.join(config.parent, written))
+        assert folder.startswith(str(root / "logs" / "srl" / dataset.name))
+        exp_config = json.loads(open(os.path.join(folder, "exp_config.json")).read())
+        assert exp_config["srl_model"] == name and exp_config["state_dim"] == 4 and exp_config["epochs"] == 1
+        assert os.path.isfile(os.path.join(folder, "gt_correlation.json"))
+        assert os.path.isfile(os.path.join(folder, "knn_mse.json"))
+        assert folder in prepared["stdout"]  # the summary table names each folder
+    summary = prepared["stdout"][prepared["stdout"].index("Registered in"):]
+    assert "GTC" in summary and "KNN-MSE" in summary and "reused" not in summary
+
+
+def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
+    from srl_models import prepare
+
+    monkeypatch.chdir(prepared["root"])
+    monkeypatch.setenv("SRL_MODELS_CONFIG", str(prepared["config"]))
+    before = snapshot(str(prepared["root"] / "logs")), snapshot(str(prepared["root"] / "data"))
+    rows = prepare.prepare(["--env", ENV_ID, "--srl-model", "srl_combination", "vae", *TINY])
+    assert [row["reused"] for row in rows] == [True, True]
+    assert (snapshot(str(prepared["root"] / "logs")), snapshot(str(prepared["root"] / "data"))) == before
+    mapping = yaml.safe_load(prepared["config"].read_text())[ENV_ID]
+    assert {row["model"]: row["registered"] for row in rows} == mapping
+    assert "reused" in capsys.readouterr().out
+
+    # another setting (here the state size) trains a new model on the same dataset
+    calls = []
+    vae_folder = next(row["folder"] for row in rows if row["model"] == "vae")
+    monkeypatch.setattr(prepare, "_trainedFolder", lambda model, argv: calls.append(argv) or vae_folder)
+    prepare.prepare(["--env", ENV_ID, "--srl-model", "vae", *TINY[:TINY.index("--state-dim") + 1], "5",
+                     *TINY[TINY.index("--state-dim") + 2:]])
+    assert len(calls) == 1 and calls[0][calls[0].index("--state-dim") + 1] == "5"
+
+
+def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
+    elsewhere = tmp_path / "notebooks"
+    elsewhere.mkdir()
+    result = runTrain("--algo", "ppo2", "--srl-model", "vae", "--num-timesteps", "64", "--log-dir",
+                      str(tmp_path / "logs"), env=prepared["env"], cwd=str(elsewhere))
+    record = json.loads(open(os.path.join(runFolder(result), "srl_model.json")).read())
+    written = yaml.safe_load(prepared["config"].read_text())[ENV_ID]["vae"]
+    assert record["path"] == os.path.normpath(os.path.join(prepared["config"].parent, written))
+
+
+def test_latest_old_toolbox_command(prepared):
+    """The old toolbox's guide: ``--latest --srl-model srl_combination`` from the folder the models were trained in
+    (logs/srl), with a small --num-timesteps appended."""
+    result = runTrain("--algo", "ppo2", "--log-dir", "logs/", "--latest", "--srl-model", "srl_combination", "--env",
+                      ENV_ID, "--num-timesteps", "64", cwd=str(prepared["root"]),
+                      env={"SRL_MODELS_CONFIG": str(prepared["root"] / "missing.yaml")})
+    written = yaml.safe_load(prepared["config"].read_text())[ENV_ID]["srl_combination"]
+    folder = os.path.normpath(os.path.join(prepared["config"].parent, written))
+    assert f"--latest: using the srl_combination model {folder}" in result.stdout
+    run_dir = os.path.join(str(prepared["root"]), runFolder(result))
+    assert json.loads(open(os.path.join(run_dir, "srl_model.json")).read())["path"] == folder
+
+
+def test_latest_picks_the_newest(prepared, tmp_path):
+    from srl_models.config import SRLLookupError, latestModelFolder
+
+    log_folder = str(prepared["root"] / "logs" / "srl")
+    folder = latestModelFolder(log_folder, ENV_ID, "vae")
+    assert "_vae_" in os.path.basename(folder)
+    newer = tmp_path / "srl" / "other_dataset" / "newer_vae"
+    newer.mkdir(parents=True)
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        (newer / "exp_config.json").write_text(handle.read())
+    older = tmp_path / "srl" / "other_dataset" / "older_vae"
+    older.mkdir()
+    (older / "exp_config.json").write_text((newer / "exp_config.json").read_text())
+    os.utime(older / "exp_config.json", (1, 1))
+    assert latestModelFolder(str(tmp_path / "srl"), ENV_ID, "vae") == str(newer)
+    with pytest.raises(SRLLookupError, match="no 'vae' model trained on MobileRobot1DGymEnv-v0"):
+        latestModelFolder(str(tmp_path / "srl"), "MobileRobot1DGymEnv-v0", "vae")
+
+
+def test_default_config_file(monkeypatch, tmp_path):
+    from srl_models.config import defaultConfigFile
+
+    monkeypatch.delenv("SRL_MODELS_CONFIG", raising=False)
+    monkeypatch.chdir(tmp_path)
+    assert defaultConfigFile() == os.path.join(REPO, "config", "srl_models.yaml")  # run from a checkout
+    monkeypatch.setenv("SRL_MODELS_CONFIG", "mine.yaml")
+    assert defaultConfigFile() == str(tmp_path / "mine.yaml")
+
+
+def test_missing_model_error_names_the_prepare_command(tmp_path):
+    """From a folder outside the repository, with the default config (here an empty $SRL_MODELS_CONFIG that does
+    not exist yet): one line naming the command that prepares the model."""
+    result = runModule("rl_baselines.train", "--algo", "ppo2", "--srl-model", "vae", "-r", "--no-vis",
+                       "--num-timesteps", "64", env={"SRL_MODELS_CONFIG": str(tmp_path / "srl.yaml")},
+                       cwd=str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    error = result.stderr.strip()
+    assert len(error.splitlines()) == 1
+    assert f"python -m srl_models.prepare --env {ENV_ID} --srl-model vae --random-target" in error
+    assert os.listdir(tmp_path) == []
+
+
+# (case, arguments after --env/--srl-model defaults, message)
+BAD_PREPARE = [
+    ("unknown env", ["--env", "Nope-v0", "--srl-model", "vae"], "unknown --env 'Nope-v0'; valid choices: "),
+    ("not learned", ["--env", ENV_ID, "--srl-model", "vae", "ground_truth"],
+     "'ground_truth' is not a learned model this command trains; valid choices: "),
+    ("small images", ["--env", ENV_ID, "--srl-model", "vae", "--img-shape", "3", "8", "8"], "--img-shape 3 8 8"),
+    ("processes", ["--env", ENV_ID, "--srl-model", "vae", "--episodes", "2", "--num-cpu", "3"],
+     "--num-cpu 3 is more than --episodes 2"),
+    ("seed", ["--env", ENV_ID, "--srl-model", "vae", "--seed", "-1"], "--seed -1 must be in 0..4294967295"),
+    ("device", ["--env", ENV_ID, "--srl-model", "vae", "--device", "tpu"], "--device: 'tpu' is not a torch device"),
+    ("bad config", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", "{tmp}/bad.yaml"],
+     "must map env ids to {model name: folder}"),
+    ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY], "was recorded with other settings (seed differ)"),
+]
+
+
+@pytest.mark.parametrize("case, argv, message", BAD_PREPARE, ids=[case[0] for case in BAD_PREPARE])
+def test_bad_prepare_inputs(tmp_path, monkeypatch, case, argv, message):
+    from environments.cli_errors import UsageError
+    from srl_models import prepare
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SRL_MODELS_CONFIG", str(tmp_path / "srl.yaml"))
+    (tmp_path / "bad.yaml").write_text("- a list\n")
+    dataset = tmp_path / "data" / f"{ENV_ID}_2ep_16x16_seed0"
+    dataset.mkdir(parents=True)
+    (dataset / "dataset_config.json").write_text(json.dumps({"env": ENV_ID, "img_shape": [3, 16, 16],
+                                                             "num_episodes": 2, "seed": 7, "policy": "random",
+                                                             "random_target": False, "continuous_actions": False,
+                                                             "shape_reward": False, "multi_view": False}))
+    before = snapshot(str(tmp_path))
+    with pytest.raises(UsageError) as raised:
+        prepare.prepare([arg.format(tmp=tmp_path) for arg in argv])
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert snapshot(str(tmp_path)) == before and sorted(os.listdir(tmp_path)) == ["bad.yaml", "data"]
+
+
+def test_bad_prepare_input_exits_2(tmp_path):
+    result = runModule("srl_models.prepare", "--env", ENV_ID, "--srl-model", "nope", cwd=str(tmp_path))
+    assert result.returncode == 2 and result.stderr.startswith("error: --srl-model: 'nope'")
+    assert len(result.stderr.strip().splitlines()) == 1 and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--latest", "--srl-model", "ground_truth"], "--latest needs a learned --srl-model"),
+    (["--latest", "--srl-model", "vae", "--srl-log-folder", "{tmp}/none"], "--latest: no 'vae' model trained on"),
+])
+def test_bad_latest(tmp_path, argv, message):
+    from rl_baselines import train
+    from rl_baselines.cli import UsageError
+
+    with pytest.raises(UsageError, match=message):
+        train.main(["--algo", "ppo2", "--no-vis", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs"),
+                    *[arg.format(tmp=tmp_path) for arg in argv]])
+    assert not os.path.exists(tmp_path / "logs")
+
+
+def test_register_model_keeps_comments_and_entries(tmp_path):
+    from srl_models.config import readSRLConfig, registerModel
+
+    config = tmp_path / "config" / "srl.yaml"
+    config.parent.mkdir()
+    config.write_text("# header\n{}\n", encoding="utf-8")
+    assert registerModel(str(config), ENV_ID, "vae", str(tmp_path / "logs" / "a")) == "../logs/a"
+    registerModel(str(config), ENV_ID, "pca", "/abs/b")
+    registerModel(str(config), "KukaButtonGymEnv-v0", "vae", "/abs/c")
+    registerModel(str(config), ENV_ID, "vae", "/abs/d")  # replaces the line
+    text = config.read_text()
+    assert text.startswith("# header\n") and "{}" not in text
+    assert readSRLConfig(str(config)) == {ENV_ID: {"vae": "/abs/d", "pca": "/abs/b"},
+                                          "KukaButtonGymEnv-v0": {"vae": "/abs/c"}}
+    config.write_text("# flow style\n{MobileRobotGymEnv-v0: {vae: /x}}\n")  # a layout the line edit cannot follow
+    registerModel(str(config), ENV_ID, "pca", "/y")
+    assert config.read_text().startswith("# flow style\n")
+    assert readSRLConfig(str(config)) == {ENV_ID: {"vae": "/x", "pca": "/y"}}
+    assert [name for name in os.listdir(config.parent)] == ["srl.yaml"]  # no temporary file left
