@@ -64,24 +64,6 @@ def loadRunArgs(run_dir: str) -> argparse.Namespace:
         raise UsageError(str(error)) from None
 
 
-def recordedSRLModel(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:
-    """
-    :param run_dir: a run folder
-    :param train_args: its arguments
-    :param moved_to: the SRL model folder to use instead of the recorded one (same files)
-    :return: the checked folder of the trained SRL model the run observed, None when the env computed its
-        observations
-    :raises UsageError: no record, or the model is missing or changed
-    """
-    # Shared with the dataset generator's --policy (rl_baselines.run_policy), which reads run folders too.
-    from rl_baselines.run_policy import recordedSRLModelFolder
-
-    try:
-        return recordedSRLModelFolder(run_dir, train_args, moved_to)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-
-
 def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
     """
     Write RGB frames as a GIF (Pillow) or MP4 (OpenCV), atomically.
@@ -190,40 +172,20 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     torch.set_num_threads(1)
     set_random_seed(args.seed)  # Python, NumPy and torch: the agent's sampled actions repeat with the seed
-    from environments import registered_env
-    from rl_baselines.registry import registered_rl
-    from rl_baselines.utils import envKwargsFromArgs
-
-    algo_name = getattr(train_args, "algo", None)
-    if algo_name not in registered_rl:
-        raise UsageError(f"the run in {run_dir!r} used algorithm {algo_name!r}, which is not installed; "
-                         f"installed: {', '.join(registered_rl)}")
-    if train_args.env not in registered_env:
-        raise UsageError(f"the run in {run_dir!r} used env {train_args.env!r}, which is not installed")
-    algo_class = registered_rl[algo_name][0]
-    model_folder = run_dir if args.model == "latest" else os.path.join(run_dir, "best")
-    model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
-    if not os.path.isfile(model_path):
-        raise UsageError(f"--log-dir {run_dir!r} holds no {args.model} model ({model_path} is missing)")
-    from rl_baselines.checkpointing import checkModelFile
+    from rl_baselines.run_folder import loadRun
 
     try:
-        # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
-        checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
-        agent = algo_class.load(model_path, train_args)
-    except ValueError as error:
+        run = loadRun(run_dir, args.model, args.srl_model_path, train_args=train_args)
+    except ValueError as error:  # not installed, model missing or corrupt, SRL model missing or changed
         raise UsageError(str(error)) from None
-
-    srl_model_path = recordedSRLModel(run_dir, train_args, args.srl_model_path)
-    replay_args = argparse.Namespace(**{**vars(train_args), "seed": args.seed, "num_cpu": args.num_cpu,
-                                        "srl_model_path": srl_model_path})
-    env_kwargs = envKwargsFromArgs(train_args)
+    agent = run.model
+    env_kwargs = {}
     if args.render:
         env_kwargs["renders"] = True
     if args.video:
         env_kwargs["render_mode"] = "rgb_array"
     try:
-        env = algo_class.makeEnv(replay_args, env_kwargs, load_path_normalise=model_folder)
+        env = run.makeEnv(args.num_cpu, args.seed, env_kwargs)
     except ValueError as error:  # the SRL model cannot be loaded, or the saved normalisation does not fit
         raise UsageError(str(error)) from None
 

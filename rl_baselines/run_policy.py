@@ -17,7 +17,7 @@ runs are refused (the generator's pixel env does not give them).
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
 ``--policy`` names a run folder. The helpers that read a run folder (:func:`readRunArgs`,
-:func:`recordedSRLModelFolder`) are shared with replay.enjoy_baselines.
+:func:`recordedSRLModelFolder`) are shared with rl_baselines.run_folder (replay.enjoy_baselines, the Python API).
 """
 from __future__ import annotations
 

@@ -9,6 +9,7 @@ Every input is checked before anything is written, so a bad command leaves the d
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import os
 import sys
@@ -394,18 +395,54 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     return run_dir, run_lock, start_timesteps
 
 
+@dataclasses.dataclass
+class TrainResult:
+    """
+    What one train command ended with.
+
+    :param exit_code: the command's exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second
+        Ctrl-C)
+    :param run_dir: the run folder
+    :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
+    :param num_timesteps: env steps done in all (those of a continued or resumed model included)
+    :param mean_reward: mean reward of the last 100 training episodes (nan before the first one)
+    :param args: the run's validated arguments
+    """
+
+    exit_code: int
+    run_dir: str
+    model: Any
+    num_timesteps: int
+    mean_reward: float
+    args: argparse.Namespace
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    import torch
+    return trainCommand(argv).exit_code
 
-    torch.set_num_threads(1)
+
+def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 1) -> TrainResult:
+    """
+    Run the train command in this process: parse and check the flags, write the run folder, train.
+
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :param torch_threads: torch's intra-op thread count for this process, set before training; None leaves it as the
+        caller set it
+    :return: the outcome, with the trained agent
+    :raises UsageError: bad input (one line), raised before anything is written
+    """
+    if torch_threads is not None:
+        import torch
+
+        torch.set_num_threads(torch_threads)
     args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
     if plan is not None and plan.state == "finished":
         print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
-        return 0
+        return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
     from rl_baselines.registry import registered_rl
 
     env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
@@ -430,7 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_dir: str, start_timesteps: int,
-                     hyperparams: dict[str, Any], env_kwargs: dict[str, Any]) -> int:
+                     hyperparams: dict[str, Any], env_kwargs: dict[str, Any]) -> TrainResult:
     """
     Train until the step count, a stop signal or a second Ctrl-C, then save the model and the learning curve.
 
@@ -441,7 +478,8 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     :param start_timesteps: steps already done
     :param hyperparams: the algorithm's hyperparameters from the command line
     :param env_kwargs: the env's keywords
-    :return: exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second Ctrl-C)
+    :return: the outcome: exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second Ctrl-C),
+        the trained agent, its step count and mean training reward
     """
     from stable_baselines3.common.utils import set_random_seed
 
@@ -495,7 +533,7 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
         callback.saveModel(run_dir, num_timesteps, finished=finished)
     except OSError as error:
         print(f"error: the model was not saved in {run_dir}: {error.strerror}", file=sys.stderr)
-        return 1
+        return TrainResult(1, run_dir, algo, num_timesteps, callback.monitor.meanReward(), args)
     _writeLearningCurve(callback, args, run_dir)
     mean_reward = callback.monitor.meanReward()
     stopped = callback.stop_signal is not None and not finished
@@ -505,9 +543,8 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     if stopped and callback.last_checkpoint is not None:
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
     print(f"Run folder: {run_dir}")
-    if stopped:
-        return 128 + int(callback.stop_signal)
-    return 130 if interrupted else 0
+    code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
+    return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, args)
 
 
 def _writeLearningCurve(callback: Any, args: argparse.Namespace, run_dir: str) -> None:

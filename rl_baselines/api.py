@@ -1,0 +1,313 @@
+"""The Python API, for notebooks and scripts: configure, train, load, act and evaluate without a shell.
+
+Every function goes through the same code as the commands: a configuration is a ``python -m rl_baselines.train``
+command line, parsed and checked by that command's parser and ``validate``; training runs the command's own
+``trainCommand``; loading and replay share rl_baselines.run_folder with ``python -m replay.enjoy_baselines``. Hence:
+
+- bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
+- process-wide settings are left as the caller set them: torch's thread count unless ``torch_threads`` is given, and
+  the global random generators around an evaluation (seeded inside it, restored after);
+- no live visdom plots and no progress bar unless asked for (``vis=True``, ``progress=True``);
+- any train flag, present or future, passes through as a keyword (``continuous_actions=True`` is
+  ``--continuous-actions``, ``num_stack=2`` is ``--num-stack 2``) or as raw strings in ``extra``.
+
+The names are importable from the package too: ``from rl_baselines import makeConfig, trainAgent``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rl_baselines.cli import UsageError
+from rl_baselines.run_folder import LoadedRun
+from rl_baselines.train import TrainResult
+
+__all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainResult", "UsageError", "evaluateAgent", "listAlgorithms",
+           "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]
+
+ACTION_KINDS = ("discrete", "continuous")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """
+    A checked train command.
+
+    :param argv: its arguments (``python -m rl_baselines.train`` followed by these runs the same training)
+    :param args: the arguments as the command parsed and validated them (defaults filled in)
+    """
+
+    argv: tuple[str, ...]
+    args: argparse.Namespace
+
+    @property
+    def command(self) -> str:
+        """:return: the equivalent shell command"""
+        return shlex.join(["python", "-m", "rl_baselines.train", *self.argv])
+
+
+@dataclasses.dataclass(frozen=True)
+class Evaluation:
+    """
+    Rewards of a trained agent over whole episodes.
+
+    :param mean: mean episode reward
+    :param std: standard deviation of the episode rewards
+    :param episode_rewards: the reward of each episode, in the order they finished
+    :param episode_lengths: the length of each episode, in agent steps
+    """
+
+    mean: float
+    std: float
+    episode_rewards: list[float]
+    episode_lengths: list[int]
+
+
+def _text(value: Any) -> str:
+    """:return: a flag value as the command line writes it (every digit of a float kept)"""
+    if isinstance(value, float):
+        return repr(value)
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _flagArguments(parser: argparse.ArgumentParser, name: str, value: Any) -> list[str]:
+    """
+    :param parser: the train command's parser for the algorithm (tells switches from flags taking a value)
+    :param name: a keyword: the flag's long name with ``_`` for ``-``
+    :param value: True/False for a switch (or a BOOL flag), a list for a flag taking several values, None to omit
+    :return: the command-line arguments
+    """
+    option = f"--{name.replace('_', '-')}"
+    if value is None:
+        return []
+    if isinstance(value, bool):
+        action = parser._option_string_actions.get(option)  # argparse keeps no public lookup by option string
+        if action is not None and action.nargs == 0:  # a switch such as --continuous-actions
+            return [option] if value else []
+        return [option, "true" if value else "false"]
+    if isinstance(value, (list, tuple)):
+        return [option, *map(_text, value)]
+    return [option, _text(value)]
+
+
+def _parserFor(argv: list[str]) -> argparse.ArgumentParser:
+    """
+    :param argv: the arguments so far (``--algo``, ``--resume``)
+    :return: the train command's parser with the algorithm's own flags
+    :raises UsageError: unknown algorithm, or a run that cannot be resumed
+    """
+    from rl_baselines import train
+
+    _, _, algo_class = train.parseCommand(argv)
+    parser = train.baseParser()
+    return algo_class.customArguments(parser) if algo_class is not None else parser
+
+
+def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str | None = None,
+               num_timesteps: int | None = None, seed: int | None = None, log_dir: str | os.PathLike | None = None,
+               hyperparams: Mapping[str, Any] | None = None, vis: bool = False, progress: bool = False,
+               extra: Sequence[str] = (), **flags: Any) -> RunConfig:
+    """
+    Build and check a train command. None leaves a setting at the command's default (``--help`` lists them).
+
+    :param algo: algorithm (see :func:`listAlgorithms`)
+    :param env: env id (see :func:`listEnvs`)
+    :param srl_model: observation: computed by the env (``raw_pixels``, ``ground_truth``, ...) or a trained SRL model
+    :param num_timesteps: env steps to train
+    :param seed: random seed; env i is seeded ``seed + i``
+    :param log_dir: root folder of the runs (the run folder is made below it)
+    :param hyperparams: algorithm hyperparameters by name (``--hyperparam NAME:VALUE``)
+    :param vis: live visdom plots (``--no-vis`` unless True)
+    :param progress: progress bar (``--no-progress`` unless True)
+    :param extra: more command-line arguments, as strings
+    :param flags: any other train flag by its long name with ``_`` for ``-``: ``True`` gives a switch,
+        ``False``/None leave it out, a list gives several values (``img_shape=[3, 64, 64]``)
+    :return: the checked configuration
+    :raises UsageError: bad input, with the command's one-line message
+    """
+    argv = [] if vis else ["--no-vis"]
+    argv += [] if progress else ["--no-progress"]
+    for name, value in (("algo", algo), ("env", env), ("srl_model", srl_model), ("num_timesteps", num_timesteps),
+                        ("seed", seed), ("log_dir", log_dir)):
+        if value is not None:
+            argv += [f"--{name.replace('_', '-')}", _text(value)]
+    resume = flags.pop("resume", None)
+    if resume is not None:
+        argv += ["--resume", _text(resume)]
+    parser = _parserFor(argv)
+    for name, value in flags.items():
+        argv += _flagArguments(parser, name, value)
+    for name, value in (hyperparams or {}).items():
+        argv += ["--hyperparam", f"{name}:{_text(value)}"]
+    argv += [_text(item) for item in extra]
+    return RunConfig(tuple(argv), _check(argv))
+
+
+def _check(argv: list[str]) -> argparse.Namespace:
+    """
+    :param argv: train's arguments
+    :return: them parsed and validated by the command's own code (nothing is written)
+    :raises UsageError: bad input
+    """
+    from rl_baselines import train
+    from rl_baselines.registry import registered_rl
+
+    args, plan, algo_class = train.parseCommand(argv)
+    if plan is not None and plan.state == "finished":
+        return args
+    train.validate(args, registered_rl)
+    if plan is not None:
+        from rl_baselines.resume import checkPlan
+
+        checkPlan(plan, args, algo_class)
+    return args
+
+
+def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None, **options: Any) -> TrainResult:
+    """
+    Train as ``python -m rl_baselines.train`` does (same run folder, checkpoints, saved model), in this process.
+
+    :param config: from :func:`makeConfig`; or leave it out and give ``makeConfig``'s keywords as ``options``
+    :param torch_threads: set torch's intra-op thread count to this for the process before training; None leaves it
+    :param options: :func:`makeConfig`'s keywords, when no ``config`` is given
+    :return: the outcome: ``model`` (the trained agent), ``run_dir``, ``num_timesteps``, ``mean_reward`` (last 100
+        training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint)
+    :raises UsageError: bad input, raised before anything is written
+    """
+    from rl_baselines.train import trainCommand
+
+    if config is None:
+        config = makeConfig(**options)
+    elif options:
+        raise TypeError(f"trainAgent: give a RunConfig or makeConfig's keywords, not both ({', '.join(options)})")
+    return trainCommand(list(config.argv), torch_threads=torch_threads)
+
+
+def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None) -> LoadedRun:
+    """
+    Load the agent of a run folder, as ``python -m replay.enjoy_baselines`` does.
+
+    :param run_dir: a run folder written by training (``TrainResult.run_dir``)
+    :param which: ``latest`` (the final model) or ``best`` (the best one, saved in ``best/``)
+    :param srl_model_path: the run's trained SRL model, moved since training (its files must hash the same)
+    :return: the run: ``model`` (``model.getAction(observation, deterministic=True)``), ``args`` (its arguments) and
+        ``makeEnv(num_envs=1, seed=0)``, the env it acts on
+    :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, SRL model changed
+    """
+    from rl_baselines.run_folder import loadRun as loadRunFolder
+
+    try:
+        return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir")
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def _loadedRun(run: str | os.PathLike | LoadedRun | TrainResult) -> LoadedRun:
+    """:return: ``run`` as a LoadedRun (a TrainResult keeps its trained agent, a folder is loaded)"""
+    if isinstance(run, LoadedRun):
+        return run
+    if isinstance(run, TrainResult):
+        if run.model is None:  # a resumed run that had already finished
+            return loadRun(run.run_dir)
+        from rl_baselines.registry import registered_rl
+
+        return LoadedRun(run.run_dir, run.args, registered_rl[run.args.algo][0], run.model, run.run_dir,
+                         getattr(run.args, "srl_model_path", None))
+    return loadRun(run)
+
+
+def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: int = 10, deterministic: bool = True,
+                  seed: int = 0, num_envs: int = 1) -> Evaluation:
+    """
+    Play whole episodes with a trained agent on fresh envs built as in training (no monitor files written).
+
+    :param run: a run folder, a :class:`LoadedRun` or a :class:`TrainResult` (its agent as trained)
+    :param episodes: episodes to play
+    :param deterministic: take the most likely action (False: sample from the policy)
+    :param seed: env i is seeded ``seed + i``; Python's, NumPy's and torch's generators are seeded with it during the
+        evaluation and put back as they were after it
+    :param num_envs: parallel envs (subprocesses when > 1); each plays its share of the episodes
+    :return: mean and standard deviation of the episode rewards, and each episode's reward and length
+    :raises UsageError: bad input, or a run folder that cannot be loaded
+    """
+    import numpy as np
+    from stable_baselines3.common.utils import set_random_seed
+
+    from rl_baselines.run_folder import playEpisodes
+    from rl_baselines.training_state import captureGlobalRNG, restoreGlobalRNG
+
+    for name, value in (("episodes", episodes), ("num_envs", num_envs)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise UsageError(f"{name} {value!r} must be a positive integer")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+        raise UsageError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
+    loaded = _loadedRun(run)
+    rng_state = captureGlobalRNG()
+    try:
+        set_random_seed(seed)
+        try:
+            env = loaded.makeEnv(num_envs, seed)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        try:
+            rewards, lengths = playEpisodes(loaded.model, env, episodes, deterministic)
+        finally:
+            env.close()
+    finally:
+        restoreGlobalRNG(rng_state)
+    return Evaluation(float(np.mean(rewards)), float(np.std(rewards)), rewards, lengths)
+
+
+def listAlgorithms(action: str | None = None) -> list[str]:
+    """
+    :param action: ``discrete`` or ``continuous`` to list only the algorithms acting in such spaces; None: all
+    :return: the names of the registered algorithms (``algo``)
+    :raises UsageError: unknown action kind
+    """
+    from rl_baselines.registry import ActionType, registered_rl, supportingAlgorithms
+
+    if action is None:
+        return list(registered_rl)
+    if action not in ACTION_KINDS:
+        raise UsageError(f"unknown action kind {action!r}; valid choices: {', '.join(ACTION_KINDS)}")
+    return supportingAlgorithms(ActionType[action.upper()])
+
+
+def listEnvs() -> list[str]:
+    """:return: the ids of the registered envs (``env``), sorted"""
+    from environments import registered_env
+
+    return sorted(registered_env)
+
+
+def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[str]:
+    """
+    :param learned: True: only the models trained from a dataset (vae, ...); False: only the observations an env
+        computes (raw_pixels, ground_truth, ...); None: both
+    :param env: keep only the env-computed observations this env offers
+    :return: the names of the registered SRL models (``srl_model``)
+    :raises UsageError: unknown env
+    """
+    from srl_models.base import SRLType
+    from srl_models.registry import registered_srl
+
+    offered = None
+    if env is not None:
+        from environments import getEnvClass, registered_env
+
+        if env not in registered_env:
+            raise UsageError(f"unknown --env {env!r}; valid choices: {', '.join(sorted(registered_env))}")
+        offered = getEnvClass(env).SRL_MODES
+    names = []
+    for name, (_, srl_type) in registered_srl.items():
+        is_learned = srl_type is SRLType.LEARNED
+        if learned is not None and is_learned != learned:
+            continue
+        if not is_learned and offered is not None and name not in offered:
+            continue
+        names.append(name)
+    return names

@@ -1,0 +1,133 @@
+"""Load the agent of a run folder written by rl_baselines.train, rebuild the env it trained on, and play episodes.
+
+Shared by ``python -m replay.enjoy_baselines`` and the Python API (rl_baselines.api), so that both load a run the
+same way: the algorithm and env must be installed, the model file must match its manifest (same algorithm and env,
+files not cut short), a run that observed a trained SRL model uses the one recorded in srl_model.json (checked by
+its hash), and the replay env normalises observations with the statistics saved beside the model, frozen. Replay
+envs write no monitor files. Errors are ``ValueError`` with a one-line message; the commands turn them into
+UsageError.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from typing import Any
+
+import numpy as np
+
+from rl_baselines.run_policy import readRunArgs, recordedSRLModelFolder
+
+SAVED_MODELS = ("latest", "best")
+
+
+@dataclasses.dataclass
+class LoadedRun:
+    """
+    A trained agent with what is needed to rebuild its env.
+
+    :param run_dir: the run folder
+    :param args: the run's arguments (its args.json)
+    :param algo_class: the algorithm's class (a BaseRLObject subclass)
+    :param model: the agent (a BaseRLObject): ``model.getAction(observation, deterministic=True)``
+    :param model_folder: the folder of the model file and of its normalisation statistics
+    :param srl_model_path: the checked folder of the trained SRL model the run observed, None when the env computed
+        its observations
+    """
+
+    run_dir: str
+    args: argparse.Namespace
+    algo_class: type
+    model: Any
+    model_folder: str
+    srl_model_path: str | None
+
+    def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
+        """
+        Build the vectorised env the agent acts on, as during training (same observations, frame stacking and
+        normalisation, frozen), without monitor files.
+
+        :param num_envs: parallel envs (subprocesses when > 1)
+        :param seed: env i is seeded ``seed + i``
+        :param env_kwargs: env constructor keywords over the run's own (e.g. ``{"render_mode": "rgb_array"}``)
+        :return: a VecEnv; close it after use
+        :raises ValueError: the SRL model cannot be loaded, or the saved normalisation does not fit
+        """
+        from rl_baselines.utils import envKwargsFromArgs
+
+        replay_args = argparse.Namespace(**{**vars(self.args), "seed": seed, "num_cpu": num_envs,
+                                            "srl_model_path": self.srl_model_path, "monitor_dir": None})
+        kwargs = {**envKwargsFromArgs(self.args), **(env_kwargs or {})}
+        return self.algo_class.makeEnv(replay_args, kwargs, load_path_normalise=self.model_folder)
+
+
+def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
+            train_args: argparse.Namespace | None = None) -> LoadedRun:
+    """
+    :param run_dir: a run folder written by rl_baselines.train
+    :param which: the saved model: ``latest`` (the run folder's) or ``best`` (``best/``)
+    :param srl_model_path: the run's trained SRL model, moved since training (its files must hash the same)
+    :param flag: the option or parameter that named the run folder, for the messages
+    :param train_args: the run's arguments when already read (else read from args.json)
+    :return: the loaded agent
+    :raises ValueError: no run in the folder, algorithm or env not installed, model missing, corrupt or not the
+        run's, SRL model missing or changed (one line)
+    """
+    from environments import registered_env
+    from rl_baselines.checkpointing import checkModelFile
+    from rl_baselines.registry import registered_rl
+
+    if which not in SAVED_MODELS:
+        raise ValueError(f"unknown saved model {which!r}; valid choices: {', '.join(SAVED_MODELS)}")
+    if train_args is None:
+        train_args = readRunArgs(run_dir, flag)
+    algo_name = getattr(train_args, "algo", None)
+    if algo_name not in registered_rl:
+        raise ValueError(f"the run in {run_dir!r} used algorithm {algo_name!r}, which is not installed; "
+                         f"installed: {', '.join(registered_rl)}")
+    if getattr(train_args, "env", None) not in registered_env:
+        raise ValueError(f"the run in {run_dir!r} used env {getattr(train_args, 'env', None)!r}, which is not "
+                         f"installed")
+    algo_class = registered_rl[algo_name][0]
+    model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
+    model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
+    if not os.path.isfile(model_path):
+        raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing)")
+    # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
+    checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
+    model = algo_class.load(model_path, train_args)
+    srl_folder = recordedSRLModelFolder(run_dir, train_args, srl_model_path)
+    return LoadedRun(run_dir, train_args, algo_class, model, model_folder, srl_folder)
+
+
+def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True) -> tuple[list[float], list[int]]:
+    """
+    Play until ``episodes`` episodes have finished. With several envs each plays its share (env i plays
+    ``(episodes + i) // num_envs`` of them), so that short episodes are not over-counted.
+
+    :param model: the agent (a BaseRLObject)
+    :param env: a VecEnv built for it (left open)
+    :param episodes: episodes to finish (> 0)
+    :param deterministic: take the most likely action (else sample from the policy)
+    :return: (reward of each episode, length of each episode in agent steps), in the order they finished
+    """
+    num_envs = env.num_envs
+    targets = np.array([(episodes + index) // num_envs for index in range(num_envs)])
+    counts = np.zeros(num_envs, dtype=int)
+    returns, lengths = np.zeros(num_envs), np.zeros(num_envs, dtype=int)
+    episode_rewards: list[float] = []
+    episode_lengths: list[int] = []
+    observation = env.reset()
+    dones = np.ones(num_envs, dtype=bool)  # every env starts an episode (recurrent agents reset their state)
+    while (counts < targets).any():
+        action = model.getAction(observation, dones, deterministic=deterministic)
+        observation, rewards, dones, _ = env.step(action)
+        returns += rewards
+        lengths += 1
+        for index in np.flatnonzero(dones):
+            if counts[index] < targets[index]:
+                episode_rewards.append(float(returns[index]))
+                episode_lengths.append(int(lengths[index]))
+                counts[index] += 1
+            returns[index], lengths[index] = 0.0, 0
+    return episode_rewards, episode_lengths

@@ -1,0 +1,257 @@
+"""The Python API (rl_baselines.api): the command's checks and messages, process settings left alone, train -> load
+-> act -> evaluate, and every example of docs/python_api.md run as written."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+
+from conftest import REPO
+
+GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
+
+
+def cliError(argv: list[str], capsys: pytest.CaptureFixture) -> str:
+    """:return: the message ``python -m rl_baselines.train ARGV`` prints after ``error:`` (run in this process)"""
+    from rl_baselines import train
+    from rl_baselines.cli import runCommand
+
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(train.main, argv)
+    assert exit_info.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), lines
+    return lines[0][len("error: "):]
+
+
+@pytest.mark.parametrize("keywords, argv", [
+    ({"algo": "ppo3"}, ["--algo", "ppo3"]),
+    ({"env": "NoSuchEnv-v0"}, ["--env", "NoSuchEnv-v0"]),
+    ({"algo": "deepq", "srl_model": "ground_truth", "continuous_actions": True},
+     ["--algo", "deepq", "--srl-model", "ground_truth", "-c"]),
+    ({"num_timesteps": -5}, ["--num-timesteps", "-5"]),
+    ({"hyperparams": {"no_such_name": 1}}, ["--hyperparam", "no_such_name:1"]),
+    ({"no_such_flag": 3}, ["--no-such-flag", "3"]),
+])
+def test_bad_input_raises_the_commands_message_and_writes_nothing(tmp_path, capsys, keywords, argv):
+    from rl_baselines import api
+
+    log_dir = tmp_path / "logs"
+    expected = cliError(["--no-vis", "--no-progress", "--log-dir", str(log_dir), *argv], capsys)
+    with pytest.raises(api.UsageError) as error:
+        api.makeConfig(log_dir=log_dir, **keywords)
+    assert str(error.value) == expected
+    with pytest.raises(api.UsageError) as error:
+        api.trainAgent(log_dir=log_dir, **keywords)
+    assert str(error.value) == expected
+    assert not log_dir.exists()
+    assert os.listdir(tmp_path) == []
+
+
+def test_flags_pass_through_as_keywords(tmp_path):
+    from rl_baselines import api
+
+    config = api.makeConfig(algo="ppo_lstm", srl_model="ground_truth", log_dir=tmp_path, ortho_init=False,
+                            continuous_actions=True, random_target=False, img_shape=[3, 48, 48], learning_rate=1e-4,
+                            extra=["--checkpoint-freq", "-1"])
+    assert config.args.hp_ortho_init is False and config.args.continuous_actions is True
+    assert config.args.random_target is False and "--random-target" not in config.argv
+    assert config.args.img_shape == [3, 48, 48] and config.args.hp_learning_rate == 1e-4
+    assert config.args.checkpoint_freq == -1
+    assert config.args.no_vis and config.args.no_progress  # the API's defaults
+    assert config.command.startswith("python -m rl_baselines.train --no-vis --no-progress --algo ppo_lstm")
+    shown = api.makeConfig(log_dir=tmp_path, vis=True, progress=True)
+    assert not shown.args.no_vis and not shown.args.no_progress
+    assert os.listdir(tmp_path) == []
+
+
+def test_cli_still_sets_one_thread_and_the_api_sets_what_it_is_asked(capsys):
+    from rl_baselines import api, train
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        with pytest.raises(api.UsageError):
+            train.main(["--algo", "ppo3"])
+        assert torch.get_num_threads() == 1  # the command: one thread per process, as before
+        torch.set_num_threads(2)
+        with pytest.raises(api.UsageError):
+            api.trainAgent(algo="ppo3", torch_threads=1)
+        assert torch.get_num_threads() == 2  # bad input: nothing changed
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def apiRun(tmp_path_factory):
+    """A tiny ppo2 run trained through the API with 2 torch threads set by the caller: (result, threads after)."""
+    from rl_baselines import api
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        result = api.trainAgent(**GT, num_timesteps=256, seed=2, log_dir=tmp_path_factory.mktemp("api_run"),
+                                min_episodes_save=1, hyperparams={"n_steps": 64})
+        return result, torch.get_num_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_train_leaves_torch_threads_alone(apiRun):
+    assert apiRun[1] == 2
+
+
+def test_train_returns_the_agent_and_its_run_folder(apiRun):
+    from rl_baselines.base_classes import BaseRLObject
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+    result, _ = apiRun
+    assert result.exit_code == 0 and result.num_timesteps == 256
+    assert isinstance(result.model, PPO2Model) and isinstance(result.model, BaseRLObject)
+    assert os.path.isfile(os.path.join(result.run_dir, "ppo2_model.zip"))
+    assert os.path.isfile(os.path.join(result.run_dir, "args.json"))
+    assert result.args.seed == 2 and result.args.no_vis and result.args.no_progress
+    assert np.isfinite(result.mean_reward)  # MobileRobot episodes end by 250 steps: at least one in 256
+
+
+def test_load_acts_like_the_trained_agent(apiRun):
+    from rl_baselines import api
+
+    result, _ = apiRun
+    run = api.loadRun(result.run_dir)
+    assert type(run.model) is type(result.model) and run.args.algo == "ppo2" and run.srl_model_path is None
+    env = run.makeEnv(num_envs=1, seed=0)
+    observations = [env.reset()]
+    for _ in range(30):
+        observation, _, _, _ = env.step(run.model.getAction(observations[-1], deterministic=True))
+        observations.append(observation)
+    env.close()
+    batch = np.concatenate(observations)
+    np.testing.assert_allclose(run.model.getActionProba(batch), result.model.getActionProba(batch), rtol=1e-6)
+    np.testing.assert_array_equal(run.model.getAction(batch, deterministic=True),
+                                  result.model.getAction(batch, deterministic=True))
+
+
+def test_evaluate_round_trip_is_reproducible_and_leaves_the_generators(apiRun):
+    from rl_baselines import api
+
+    result, _ = apiRun
+    monitor_files = sorted(os.listdir(os.path.join(result.run_dir, "monitor")))
+    np.random.seed(123)
+    torch.manual_seed(123)
+    numpy_state, torch_state = np.random.get_state()[1].copy(), torch.get_rng_state().clone()
+    sampled = api.evaluateAgent(result, episodes=2, deterministic=False, seed=5)
+    assert np.array_equal(np.random.get_state()[1], numpy_state) and torch.equal(torch.get_rng_state(), torch_state)
+    loaded = api.loadRun(result.run_dir)
+    assert api.evaluateAgent(loaded, episodes=2, deterministic=False, seed=5) == sampled  # same seed, same episodes
+    assert len(sampled.episode_rewards) == 2 and all(0 < length <= 250 for length in sampled.episode_lengths)
+    assert sampled.mean == pytest.approx(np.mean(sampled.episode_rewards))
+    assert sampled.std == pytest.approx(np.std(sampled.episode_rewards))
+    greedy = api.evaluateAgent(result.run_dir, episodes=1)
+    assert greedy == api.evaluateAgent(loaded, episodes=1)
+    assert sorted(os.listdir(os.path.join(result.run_dir, "monitor"))) == monitor_files  # no monitor file written
+
+
+def test_load_and_evaluate_errors(tmp_path, apiRun):
+    from rl_baselines import api
+
+    with pytest.raises(api.UsageError, match=r"^run_dir '.*' holds no run \(no args.json\)"):
+        api.loadRun(tmp_path)
+    with pytest.raises(api.UsageError, match=r"^unknown saved model 'worst'; valid choices: latest, best$"):
+        api.loadRun(apiRun[0].run_dir, which="worst")
+    with pytest.raises(api.UsageError, match=r"^episodes 0 must be a positive integer$"):
+        api.evaluateAgent(apiRun[0], episodes=0)
+    with pytest.raises(api.UsageError, match=r"^seed -1 must be an integer in 0\.\.4294967295$"):
+        api.evaluateAgent(apiRun[0], seed=-1)
+
+
+class _FixedLengthEnv(gym.Env):
+    """Episodes of ``length`` steps, reward 1 per step."""
+
+    observation_space = gym.spaces.Box(-1.0, 1.0, (1,), dtype=np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, length: int) -> None:
+        self.length, self.steps = length, 0
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.steps = 0
+        return np.zeros(1, dtype=np.float32), {}
+
+    def step(self, action):
+        self.steps += 1
+        return np.zeros(1, dtype=np.float32), 1.0, False, self.steps >= self.length, {}
+
+
+class _ZeroAgent:
+    """Always action 0; remembers the ``dones`` of its first call."""
+
+    def __init__(self) -> None:
+        self.first_dones = None
+
+    def getAction(self, observation, dones=None, deterministic=False):
+        if self.first_dones is None:
+            self.first_dones = np.array(dones)
+        return np.zeros(len(observation), dtype=int)
+
+
+def test_play_episodes_shares_them_out_among_envs():
+    """Short episodes of one env must not fill the count: each env plays its share."""
+    from stable_baselines3.common.vec_env import DummyVecEnv
+
+    from rl_baselines.run_folder import playEpisodes
+
+    env = DummyVecEnv([lambda: _FixedLengthEnv(2), lambda: _FixedLengthEnv(7)])
+    agent = _ZeroAgent()
+    rewards, lengths = playEpisodes(agent, env, 5)
+    assert sorted(lengths) == [2, 2, 7, 7, 7] and rewards == [float(length) for length in lengths]
+    assert agent.first_dones.tolist() == [True, True]  # recurrent agents start a fresh state
+
+
+def test_package_exports_the_api_lazily():
+    import rl_baselines
+    from rl_baselines import api
+
+    assert set(rl_baselines._API_NAMES) == set(api.__all__)
+    assert rl_baselines.trainAgent is api.trainAgent and "loadRun" in dir(rl_baselines)
+    with pytest.raises(AttributeError):
+        rl_baselines.noSuchName  # noqa: B018
+    code = "import sys, rl_baselines.train; print('rl_baselines.api' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120,
+                         env={**os.environ, "PYTHONPATH": REPO})
+    assert out.stdout.strip() == "False", out.stderr
+
+
+def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
+    """The python blocks of docs/python_api.md, in order, in one namespace, in an empty folder."""
+    from rl_baselines import api
+
+    with open(os.path.join(REPO, "docs", "python_api.md"), encoding="utf-8") as handle:
+        text = handle.read()
+    blocks = re.findall(r"^```python\n(.*?)^```", text, flags=re.DOTALL | re.MULTILINE)
+    assert len(blocks) >= 8
+    examples = "\n".join(blocks)
+    functions = [name for name in api.__all__ if name[0].islower()] + ["UsageError"]
+    for name in functions:  # each function of the API appears in an example that runs
+        assert re.search(rf"\b{name}\(|rl\.{name}\b", examples), name
+    monkeypatch.chdir(tmp_path)
+    threads = torch.get_num_threads()
+    namespace: dict = {"__name__": "docs_example"}
+    try:
+        for index, block in enumerate(blocks):
+            exec(compile(block, f"docs/python_api.md block {index + 1}", "exec"), namespace)
+    finally:
+        torch.set_num_threads(threads)
+    out = capsys.readouterr().out
+    assert "unknown --algo 'ppo3'; valid choices: a2c" in out
+    assert "Already finished (256 steps): nothing to resume" in out
+    assert namespace["result"].exit_code == 0 and namespace["scores"].episode_rewards
+    assert sorted(os.listdir(tmp_path)) == ["logs"]
