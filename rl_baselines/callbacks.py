@@ -255,7 +255,7 @@ class TrainingCallback:
         """
         mean_reward, std_reward = self.evaluator.evaluate(num_timesteps)
         tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
-                   f"({self.evaluator.n_episodes} episodes)")
+                   f"({self.evaluator.n_episodes} episode{'s' if self.evaluator.n_episodes > 1 else ''})")
         if self.plotter is not None and hasattr(self.plotter, "updateEvaluation"):
             self.plotter.updateEvaluation(*self.evaluator.means())
         if mean_reward > self.evaluator.best_mean_reward:
