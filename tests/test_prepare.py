@@ -25,7 +25,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config.write_text(COMMENT + "OtherEnv-v0:\n  vae: /somewhere/else  # kept\n", encoding="utf-8")
     env = {"SRL_MODELS_CONFIG": str(config)}
     result = runModule("srl_models.prepare", "--env", ENV_ID, "--srl-model", "vae", "srl_combination", *TINY,
-                       env=env, cwd=str(root))
+                       env=env, cwd=str(root), timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     return {"root": root, "config": config, "env": env, "stdout": result.stdout}
 
