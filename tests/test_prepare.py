@@ -213,3 +213,19 @@ def test_register_model_keeps_comments_and_entries(tmp_path):
     assert config.read_text().startswith("# flow style\n")
     assert readSRLConfig(str(config)) == {ENV_ID: {"vae": "/x", "pca": "/y"}}
     assert [name for name in os.listdir(config.parent)] == ["srl.yaml"]  # no temporary file left
+
+
+def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
+    """make srl-demo's chain on a tiny dataset: every file it names exists."""
+    from replay import srl_demo
+
+    monkeypatch.chdir(tmp_path)
+    log_dir = tmp_path / "demo"
+    assert srl_demo.main(["--log-dir", str(log_dir), "--num-timesteps", "64", "--prepare-args", *TINY]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] + " " + line.split()[1]: line.split()[2] for line in out[out.index("SRL demo finished"):]
+              .splitlines()[1:] if len(line.split()) > 2 and line.startswith("  ")}
+    for key in ("latent space", "decoded latents", "learning curve", "replay GIF", "run folder", "VAE folder"):
+        assert os.path.exists(listed[key]), (key, out)
+    assert "Random actions, 10 episodes: mean episode reward" in out and "Mean episode reward over" in out
+    assert yaml.safe_load((log_dir / "srl_models.yaml").read_text())[ENV_ID]["vae"]
