@@ -229,3 +229,13 @@ def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
         assert os.path.exists(listed[key]), (key, out)
     assert "Random actions, 10 episodes: mean episode reward" in out and "Mean episode reward over" in out
     assert yaml.safe_load((log_dir / "srl_models.yaml").read_text())[ENV_ID]["vae"]
+
+
+def test_pipeline_passes_latest_to_train(prepared, monkeypatch, capsys):
+    from rl_baselines.sweep import checkGrid, expandGrid
+
+    monkeypatch.chdir(prepared["root"])
+    checkGrid(["ppo2"], [ENV_ID], ["vae"], ["--latest", "--num-timesteps", "64"])  # train's own validation
+    assert "--latest: using the vae model " in capsys.readouterr().out
+    specs = expandGrid(["ppo2"], [ENV_ID], ["vae"], range(1), ["--latest"], "logs/")
+    assert specs and all("--latest" in spec.train_args for spec in specs)  # each run's train command gets it
