@@ -105,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  decoded latents   {latent_grid}")
     print(f"  reconstructions   {os.path.join(model_folder, 'reconstructions.png')}")
     print(f"  run folder        {run_dir}")
-    print(f"  learning curve    {os.path.join(run_dir, 'learning_curve.png')}")
+    curve = os.path.join(run_dir, "learning_curve.png")
+    print(f"  learning curve    {curve if os.path.exists(curve) else 'none (no training episode finished)'}")
     print(f"  replay GIF        {gif}")
     print(f"  replay again      python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")
     return 0

@@ -292,8 +292,6 @@ def plan(args: argparse.Namespace) -> Plan:
             readSRLConfig(config_file)
         except SRLLookupError as error:
             raise UsageError(f"--srl-config-file: {error}") from None
-    elif args.srl_config_file is not None and not os.path.isdir(os.path.dirname(config_file)):
-        raise UsageError(f"--srl-config-file {args.srl_config_file!r}: its folder does not exist")
     checkWritableFolder(os.path.dirname(config_file), "--srl-config-file")
     return Plan(args.env, names, dataset_folder, settings, generator_argv, train_argv, expected, config_file,
                 args.log_folder)

@@ -25,7 +25,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict:
     config.write_text(COMMENT + "OtherEnv-v0:\n  vae: /somewhere/else  # kept\n", encoding="utf-8")
     env = {"SRL_MODELS_CONFIG": str(config)}
     result = runModule("srl_models.prepare", "--env", ENV_ID, "--srl-model", "vae", "srl_combination", *TINY,
-                       env=env, cwd=str(root))
+                       env=env, cwd=str(root), timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     return {"root": root, "config": config, "env": env, "stdout": result.stdout}
 
@@ -213,3 +213,29 @@ def test_register_model_keeps_comments_and_entries(tmp_path):
     assert config.read_text().startswith("# flow style\n")
     assert readSRLConfig(str(config)) == {ENV_ID: {"vae": "/x", "pca": "/y"}}
     assert [name for name in os.listdir(config.parent)] == ["srl.yaml"]  # no temporary file left
+
+
+def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
+    """make srl-demo's chain on a tiny dataset: every file it names exists."""
+    from replay import srl_demo
+
+    monkeypatch.chdir(tmp_path)
+    log_dir = tmp_path / "demo"
+    assert srl_demo.main(["--log-dir", str(log_dir), "--num-timesteps", "64", "--prepare-args", *TINY]) == 0
+    out = capsys.readouterr().out
+    listed = {line.split()[0] + " " + line.split()[1]: line.split()[2] for line in out[out.index("SRL demo finished"):]
+              .splitlines()[1:] if len(line.split()) > 2 and line.startswith("  ")}
+    for key in ("latent space", "decoded latents", "replay GIF", "run folder", "VAE folder"):
+        assert os.path.exists(listed[key]), (key, out)
+    assert "Random actions, 10 episodes: mean episode reward" in out and "Mean episode reward over" in out
+    assert yaml.safe_load((log_dir / "srl_models.yaml").read_text())[ENV_ID]["vae"]
+
+
+def test_pipeline_passes_latest_to_train(prepared, monkeypatch, capsys):
+    from rl_baselines.sweep import checkGrid, expandGrid
+
+    monkeypatch.chdir(prepared["root"])
+    checkGrid(["ppo2"], [ENV_ID], ["vae"], ["--latest", "--num-timesteps", "64"])  # train's own validation
+    assert "--latest: using the vae model " in capsys.readouterr().out
+    specs = expandGrid(["ppo2"], [ENV_ID], ["vae"], range(1), ["--latest"], "logs/")
+    assert specs and all("--latest" in spec.train_args for spec in specs)  # each run's train command gets it

@@ -349,7 +349,9 @@ BAD_INPUTS = [
     ("no model for the env", ["--srl-model", "vae", "--srl-config-file", f"{REPO}/config/srl_models.yaml"],
      "has no trained SRL model for MobileRobotGymEnv-v0"),
     ("name not in the config", ["--srl-model", "autoencoder", "--srl-config-file", "{tmp}/srl.yaml"],
-     "has no 'autoencoder' model for MobileRobotGymEnv-v0; models it has for MobileRobotGymEnv-v0: vae"),
+     "has no 'autoencoder' model for MobileRobotGymEnv-v0 (models it has for MobileRobotGymEnv-v0: vae); train and "
+     "register one with python -m srl_models.prepare --env MobileRobotGymEnv-v0 --srl-model autoencoder "
+     "--srl-config-file "),
     ("two cameras", ["--srl-model-path", "{vae}", "--fpv"], "encodes 3-channel images (one camera)"),
 ]
 
