@@ -7,7 +7,7 @@ export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 DEMO_DIR ?= logs/demo
 DEMO_STEPS ?= 60000
 
-.PHONY: install demo test bench bench-learning bench-srl visdom clean browser
+.PHONY: install demo test bench bench-learning bench-srl bench-srl-rl visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -54,6 +54,12 @@ bench-learning: install
 # 50 min on 2 busy cores; `python benchmarks/srl_table.py --quick` checks every model on tiny datasets in minutes).
 bench-srl: install
 	$(PY) benchmarks/srl_table.py
+
+# Does SRL help? ppo2 on MobileRobot and Kuka (random target) from ground truth, raw pixels and 9 learned
+# representations, 3 seeds, into docs/srl.md (section "Does SRL help?") and docs/benchmarks.md. Hours on 2 cores, but
+# resumable: the same command again does only what is missing. `python benchmarks/srl_rl.py --quick` checks the chain.
+bench-srl-rl: install
+	$(PY) benchmarks/srl_rl.py
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097
