@@ -5,6 +5,10 @@ one method (env, srl-model, algo) are put on a common x axis, episodes or ``--ti
 shortest run, and drawn as their mean with a Student-t 95% confidence band across seeds. All methods of an env share
 one figure. Each method's curves are also exported as ``.npz`` (x; y = runs x points; label; env; x_label; runs)
 for ``replay.compare_plots``.
+
+Methods whose runs all have deterministic evaluations (``train --eval-freq``: evaluations.npz) also get their
+evaluation curves: the mean evaluation reward against env steps, at the evaluation steps all runs share, with the
+same band, in ``PREFIX_<env>_evaluation.png`` and ``PREFIX_<env>_<algo>_<srl-model>_evaluation.npz``.
 """
 from __future__ import annotations
 
@@ -13,7 +17,17 @@ import os
 import sys
 from collections.abc import Sequence
 
-from replay.results import aggregateCurves, bandOverSeeds, findRuns, groupRuns, methodLabel, safeName, saveCurves
+from replay.results import (
+    aggregateCurves,
+    aggregateEvaluations,
+    bandOverSeeds,
+    findRuns,
+    groupRuns,
+    hasEvaluations,
+    methodLabel,
+    safeName,
+    saveCurves,
+)
 from rl_baselines.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
 from rl_baselines.files import atomicPath
 
@@ -80,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkWritableFolder(os.path.dirname(os.path.abspath(prefix)), "-o/--output" if args.output else "--log-dir")
     x_label = "timesteps" if args.timesteps else "episodes"
     by_env: dict[str, list[tuple[str, object, object]]] = {}
+    evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
     for key, members in groupRuns(runs, args.group_by).items():
         env, label = key[0], methodLabel(key, args.group_by)
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
@@ -87,10 +102,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members])
         print(f"{env} {label}: {len(members)} runs, {len(x)} points -> {npz_path}")
         by_env.setdefault(env, []).append((label, x, y))
+        if hasEvaluations(members):
+            try:
+                x, y = aggregateEvaluations(members)
+            except ValueError as error:
+                print(f"{env} {label}: no evaluation curve, {error}")
+                continue
+            npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}_evaluation.npz"
+            saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members])
+            print(f"{env} {label}: {len(members)} runs, {len(x)} evaluations -> {npz_path}")
+            evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
         png_path = f"{prefix}_{safeName(env)}.png"
         plotCurves(png_path, curves, env, x_label)
         print(f"Plot: {png_path}")
+    for env, curves in evaluations_by_env.items():
+        png_path = f"{prefix}_{safeName(env)}_evaluation.png"
+        plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps",
+                   y_label="mean evaluation reward")
+        print(f"Evaluation plot: {png_path}")
     return 0
 
 

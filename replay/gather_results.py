@@ -12,6 +12,12 @@ writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one 
 - wall time: mean over runs of the monitor time of the last episode within the budget;
 - with ``--welch-test METHOD``: the p-value of Welch's t-test (unequal variances) between each method's per-run
   rewards and those of METHOD (an SRL model or an algorithm) with everything else equal.
+
+When every run of a method has deterministic evaluations (``train --eval-freq``, ``evaluations.npz``), the method's
+rewards come from them instead of the training episodes (which include exploration noise): a run's reward is the
+mean of its last evaluation within the budget, and steps to threshold is the first evaluation whose mean reaches the
+threshold. The column ``source`` says which a row used (``evaluation`` or ``training``); ``--training-rewards``
+uses the training episodes everywhere.
 """
 from __future__ import annotations
 
@@ -26,7 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from replay.results import DEFAULT_THRESHOLDS, GROUP_KEYS, Run, findRuns, groupRuns, meanInterval, stepsToThreshold
+from replay.results import (
+    DEFAULT_THRESHOLDS,
+    GROUP_KEYS,
+    Run,
+    findRuns,
+    groupRuns,
+    hasEvaluations,
+    meanInterval,
+    stepsToThreshold,
+)
 from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
 from rl_baselines.files import atomicPath
 
@@ -50,12 +65,14 @@ def parser() -> CLIParser:
     result.add_argument("--group-by", nargs="+", default=[], metavar="KEY",
                         help="more args.json keys that split methods (e.g. continuous_actions shape_reward)")
     result.add_argument("--output-dir", default=None, help="where results.csv/.md go [the --log-dir]")
+    result.add_argument("--training-rewards", action="store_true",
+                        help="use the training episodes even for runs with evaluations (evaluations.npz)")
     return result
 
 
-def _runValue(run: Run, budget: int | None, window: int) -> tuple[float, float] | None:
-    """:return: (mean reward of the last ``window`` episodes within ``budget``, monitor time of the last one), or
-    None when the run did not train that far"""
+def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = False) -> tuple[float, float] | None:
+    """:return: (mean reward of the last ``window`` episodes within ``budget``, or of the last evaluation within it
+    with ``evaluation``; monitor time of the last episode within it), or None when the run did not train that far"""
     episodes = run.episodes
     if budget is not None:
         trained = run.args.get("num_timesteps", math.inf)
@@ -66,7 +83,24 @@ def _runValue(run: Run, budget: int | None, window: int) -> tuple[float, float] 
             return None
     else:
         count = episodes["rewards"].size
-    return float(episodes["rewards"][:count][-window:].mean()), float(episodes["times"][count - 1])
+    wall_time = float(episodes["times"][count - 1])
+    if evaluation:
+        timesteps = run.evaluations["timesteps"]
+        done = int(np.searchsorted(timesteps, budget, side="right")) if budget is not None else timesteps.size
+        if done == 0:
+            return None
+        return float(run.evaluations["results"][done - 1].mean()), wall_time
+    return float(episodes["rewards"][:count][-window:].mean()), wall_time
+
+
+def _runStepsToThreshold(run: Run, threshold: float, window: int, evaluation: bool) -> int | None:
+    """:return: the env step at which the mean of the last ``window`` training episodes, or with ``evaluation`` the
+    mean of an evaluation, first reaches ``threshold``; None if never"""
+    if not evaluation:
+        return stepsToThreshold(run.episodes["timesteps"], run.episodes["rewards"], threshold, window)
+    means = run.evaluations["results"].mean(axis=1)
+    reached = np.flatnonzero(means >= threshold)
+    return int(run.evaluations["timesteps"][reached[0]]) if reached.size else None
 
 
 def welchDimension(method: str, runs: Sequence[Run]) -> int:
@@ -87,7 +121,7 @@ def welchDimension(method: str, runs: Sequence[Run]) -> int:
 
 
 def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: float | None,
-           welch: str | None, group_by: Sequence[str] = ()) -> list[dict[str, Any]]:
+           welch: str | None, group_by: Sequence[str] = (), training_rewards: bool = False) -> list[dict[str, Any]]:
     """
     :param runs: the runs
     :param budgets: env-step budgets (the final results come first)
@@ -95,15 +129,18 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
     :param threshold: mean reward to reach (None: the env's default)
     :param welch: baseline method for Welch's t-test, or None
     :param group_by: extra args.json keys splitting methods
-    :return: one row per (budget, method)
+    :param training_rewards: use the training episodes even for methods whose runs all have evaluations
+    :return: one row per (budget, method); ``source`` says whether its rewards are evaluations or training episodes
     """
     from scipy import stats
 
     groups = groupRuns(runs, group_by)
     dimension = welchDimension(welch, runs) if welch is not None else None
+    evaluated = {key: not training_rewards and hasEvaluations(members) for key, members in groups.items()}
     rows = []
     for budget in [None, *sorted(set(budgets))]:
-        values = {key: [(run, v) for run in members if (v := _runValue(run, budget, window)) is not None]
+        values = {key: [(run, v) for run in members
+                        if (v := _runValue(run, budget, window, evaluated[key])) is not None]
                   for key, members in groups.items()}
         for key, members in values.items():
             rewards = [v[0] for _, v in members]
@@ -111,11 +148,12 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
             env_threshold = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(key[0])
             steps = []
             if env_threshold is not None:
-                steps = [s for run, _ in members if (s := stepsToThreshold(
-                    run.episodes["timesteps"], run.episodes["rewards"], env_threshold, window)) is not None
-                    and (budget is None or s <= budget)]
+                steps = [s for run, _ in members
+                         if (s := _runStepsToThreshold(run, env_threshold, window, evaluated[key])) is not None
+                         and (budget is None or s <= budget)]
             row = {**dict(zip((*GROUP_KEYS, *group_by), key)), "budget": FINAL if budget is None else budget,
-                   "runs": len(members), "seeds": " ".join(str(run.seed) for run, _ in members),
+                   "source": "evaluation" if evaluated[key] else "training", "runs": len(members),
+                   "seeds": " ".join(str(run.seed) for run, _ in members),
                    "mean_reward": mean, "std_reward": std, "ci95_low": low, "ci95_high": high,
                    "threshold": env_threshold, "reached": len(steps) if env_threshold is not None else None,
                    "median_steps_to_threshold": float(np.median(steps)) if steps else None,
@@ -164,7 +202,7 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
     :param group_by: extra method keys
     :return: the Markdown tables, one per budget
     """
-    head = ["env", "srl model", "algo", *group_by, "runs", f"reward (last {window} ep.), mean ± std", "95% CI",
+    head = ["env", "srl model", "algo", *group_by, "runs", "reward, mean ± std", "measured on", "95% CI",
             "steps to threshold (median, reached)", "wall time"]
     if welch is not None:
         head.append(f"p (Welch vs {welch})")
@@ -183,8 +221,10 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                       else _number(row["mean_reward"]))
             interval = (f"[{_number(row['ci95_low'])}, {_number(row['ci95_high'])}]" if row["runs"] >= 2 else "n/a")
             wall = row["mean_wall_time_s"]
+            source = ("last evaluation (deterministic)" if row["source"] == "evaluation"
+                      else f"last {window} training episodes")
             cells = [row["env"], row["srl_model"], row["algo"], *(str(row[name]) for name in group_by),
-                     str(row["runs"]), reward, interval, steps,
+                     str(row["runs"]), reward, source, interval, steps,
                      "n/a" if math.isnan(wall) else f"{wall:.0f} s" if wall < 600 else f"{wall / 60:.1f} min"]
             if welch is not None:
                 p_value = row["welch_p_value"]
@@ -211,7 +251,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
     runs = findRuns(args.log_dir, args.group_by)
     checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
-    rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by)
+    rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
+                  args.training_rewards)
     output_dir = args.output_dir or args.log_dir
     text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
@@ -219,6 +260,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)
     print(text)
+    evaluated = sorted({f"{row['algo']} {row['srl_model']}" for row in rows if row["source"] == "evaluation"})
+    print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}; the other methods from training "
+          f"episodes" if evaluated else "Rewards from training episodes (no method has evaluations for all its runs)")
     print(f"{len(runs)} runs, {len(groupRuns(runs, args.group_by))} methods: {csv_path}, {md_path}")
     return 0
 

@@ -1,8 +1,10 @@
 """``python -m replay.plots -i RUN|DIR``: the learning curves of one run, or of every run below a folder.
 
 For each run, one PNG with two panels, episode reward against env steps and against wall time, raw (light) and
-smoothed (moving average over ``--episode-window`` episodes), read from the run's monitor CSVs; with ``--vis``
-the same curves go to a visdom server too (one pair of windows per run in the visdom environment ``--vis-env``).
+smoothed (moving average over ``--episode-window`` episodes), read from the run's monitor CSVs; a run trained with
+``--eval-freq`` also shows its deterministic evaluations (evaluations.npz: mean and standard deviation of each
+evaluation's episodes) on the env-steps panel. With ``--vis`` the same curves go to a visdom server too (one pair of
+windows per run in the visdom environment ``--vis-env``).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
 folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
@@ -23,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from replay.results import loadRunEvaluations
 from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
 from rl_baselines.files import atomicPath, readJson
 from rl_baselines.monitor_files import MONITOR_SUFFIX, loadEpisodes
@@ -87,7 +90,8 @@ def _timeUnit(seconds: np.ndarray) -> tuple[float, str]:
     return 1.0, "seconds"
 
 
-def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str = "") -> str:
+def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str = "",
+            evaluations: dict[str, np.ndarray] | None = None) -> str:
     """
     Write the two learning curves of a run as one PNG, atomically. Needs no display.
 
@@ -95,6 +99,7 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     :param window: episodes of the moving average
     :param path: the PNG file (its folder is created)
     :param title: figure title
+    :param evaluations: the run's evaluations.npz arrays (drawn on the env-steps panel), None for none
     :return: ``path``
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -112,6 +117,11 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
         axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=f"moving average ({window} episodes)")
         axes.set_xlabel(label)
         axes.grid(True, alpha=0.3)
+    if evaluations is not None:
+        results = evaluations["results"]
+        axes_pair[0].errorbar(evaluations["timesteps"], results.mean(axis=1), yerr=results.std(axis=1),
+                              color="tab:orange", marker="o", markersize=4, capsize=3, linewidth=1.5,
+                              label=f"evaluation mean ± std ({results.shape[1]} deterministic episodes)")
     axes_pair[0].set_ylabel("Episode reward")
     axes_pair[0].legend(loc="best")
     if title:
@@ -144,14 +154,17 @@ class VisdomRunPlots:
                       f"PNGs are still written. Start one with `python -m replay.visdom_server --port {self.port}`",
                       UserWarning, stacklevel=3)
 
-    def send(self, run_id: str, episodes: dict[str, np.ndarray], window: int, title: str) -> None:
+    def send(self, run_id: str, episodes: dict[str, np.ndarray], window: int, title: str,
+             evaluations: dict[str, np.ndarray] | None = None) -> None:
         """
-        Draw one run: window ``<run_id>_steps`` (reward against env steps) and ``<run_id>_time`` (wall time).
+        Draw one run: window ``<run_id>_steps`` (reward against env steps) and ``<run_id>_time`` (wall time), and
+        with evaluations ``<run_id>_evaluation`` (mean evaluation reward against env steps).
 
         :param run_id: unique name of the run (window ids are made from it)
         :param episodes: the run's episodes
         :param window: episodes of the moving average
         :param title: plot title
+        :param evaluations: the run's evaluations.npz arrays, None for none
         """
         if not self.enabled:
             return
@@ -174,6 +187,13 @@ class VisdomRunPlots:
                                    win=f"{safe_id}_{suffix}", env=self.env_name,
                                    opts=dict(title=title, xlabel=label, ylabel="Episode reward", showlegend=True,
                                              legend=["episode reward", f"moving average ({window})"]))
+                if evaluations is not None:
+                    self._viz.line(Y=evaluations["results"].mean(axis=1),
+                                   X=np.asarray(evaluations["timesteps"], dtype=np.float64),
+                                   win=f"{safe_id}_evaluation", env=self.env_name,
+                                   opts=dict(title=f"{title} [evaluation]", xlabel="Env steps", showlegend=True,
+                                             ylabel="Mean evaluation reward", legend=["evaluation mean"],
+                                             markers=True))
         except Exception as error:  # never let the PNGs fail because of the server
             self._warn(error)
 
@@ -243,11 +263,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     visdom = VisdomRunPlots(args.port, args.vis_env) if args.vis else None
     for run_dir, episodes in tqdm(loaded, unit="run", disable=len(loaded) < 2, leave=False):
         window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
-        path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title)
+        evaluations = loadRunEvaluations(run_dir)
+        path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title,
+                       evaluations=evaluations)
         if visdom is not None:
             visdom.send(os.path.relpath(run_dir, os.path.dirname(os.path.abspath(args.input))), episodes, window,
-                        title)
-        tqdm.write(f"{path}  ({episodes['rewards'].size} episodes, {int(episodes['timesteps'][-1])} steps)")
+                        title, evaluations)
+        evaluated = f", {evaluations['timesteps'].size} evaluations" if evaluations is not None else ""
+        tqdm.write(f"{path}  ({episodes['rewards'].size} episodes, {int(episodes['timesteps'][-1])} steps"
+                   f"{evaluated})")
     if visdom is not None and visdom.enabled:
         print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/{args.vis_env}")
     return 0

@@ -4,6 +4,9 @@ A run is a folder with ``args.json`` and ``monitor/`` (what ``rl_baselines.train
 a sweep run that failed (its ``failed.json`` marker) is left out, as are runs without a finished episode.
 Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys. Statistics over
 seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
+
+A run trained with ``--eval-freq`` also carries its deterministic evaluations (``evaluations.npz``, SB3's
+EvalCallback keys, read by rl_baselines.evaluation.readEvaluations): :attr:`Run.evaluations`, None without them.
 """
 from __future__ import annotations
 
@@ -36,6 +39,14 @@ class Run:
     path: str
     args: dict[str, Any]
     episodes: dict[str, np.ndarray]
+    evaluations: dict[str, np.ndarray] | None = None
+
+    def evaluationCurve(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """:return: (env steps, mean evaluation reward) of each evaluation, None when the run has none"""
+        if self.evaluations is None or self.evaluations["timesteps"].size == 0:
+            return None
+        return (self.evaluations["timesteps"].astype(np.float64),
+                self.evaluations["results"].astype(np.float64).mean(axis=1))
 
     @property
     def seed(self) -> Any:
@@ -84,7 +95,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
         if episodes["rewards"].size == 0:
             empty.append(folder)
             continue
-        runs.append(Run(folder, args, episodes))
+        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder)))
     if empty:
         warnings.warn(f"{len(empty)} run(s) without a finished episode skipped, e.g. {empty[0]}")
     if failed:
@@ -93,6 +104,48 @@ def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
         raise UsageError(f"no run with a finished episode below {log_dir!r} (a run folder holds args.json and "
                          f"monitor/)")
     return sorted(runs, key=lambda run: run.path)
+
+
+def loadRunEvaluations(folder: str) -> dict[str, np.ndarray] | None:
+    """
+    :param folder: a run folder
+    :return: its evaluations.npz arrays, None when it has none or they are unreadable (with a warning)
+    """
+    from rl_baselines.evaluation import readEvaluations
+
+    try:
+        evaluations = readEvaluations(folder)
+    except ValueError as error:
+        warnings.warn(f"{folder}: evaluations ignored ({error})")
+        return None
+    return evaluations if evaluations is not None and evaluations["timesteps"].size else None
+
+
+def hasEvaluations(runs: Sequence[Run]) -> bool:
+    """
+    :param runs: the runs of one method
+    :return: whether every one of them has evaluations (the comparison tools then use those)
+    """
+    return bool(runs) and all(run.evaluations is not None for run in runs)
+
+
+def aggregateEvaluations(runs: Sequence[Run]) -> tuple[np.ndarray, np.ndarray]:
+    """
+    Put the runs' evaluation means on one x axis: the evaluation steps every run has (runs of one command evaluate
+    at the same multiples of --eval-freq).
+
+    :param runs: runs that all have evaluations
+    :return: (x, y) with y of shape (runs, points)
+    :raises ValueError: the runs share no evaluation step
+    """
+    curves = [run.evaluationCurve() for run in runs]
+    common = curves[0][0]
+    for x, _ in curves[1:]:
+        common = np.intersect1d(common, x)
+    if common.size == 0:
+        raise ValueError("the runs share no evaluation step (different --eval-freq?)")
+    rows = [y[np.searchsorted(x, common)] for x, y in curves]
+    return common, np.stack(rows)
 
 
 def groupRuns(runs: Sequence[Run], group_by: Sequence[str] = ()) -> dict[tuple, list[Run]]:

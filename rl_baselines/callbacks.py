@@ -8,6 +8,11 @@ Checkpoints (rl_baselines.checkpointing) are written every ``checkpoint_freq`` e
 or, for an algorithm whose ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its next :meth:`TrainingCallback.cleanPoint`
 (between two updates, where the saved state is exactly what training goes on from). After :meth:`requestStop`
 (SIGINT/SIGTERM) the next step writes a checkpoint and returns False, which stops training.
+
+With an :class:`rl_baselines.evaluation.Evaluator` (``train --eval-freq``), deterministic evaluation episodes are
+played at the first step at or past each multiple of its ``eval_freq``, and ``best/`` holds the model with the best
+evaluation mean; without one, ``best/`` holds the model with the best mean training reward over the last
+``N_EPISODES_EVAL`` episodes (checked every ``save_interval`` steps).
 """
 from __future__ import annotations
 
@@ -45,6 +50,8 @@ class TrainingCallback:
     :param progress: show a progress bar
     :param run_info: what the manifests record about the run (checkpointing.runDescription); None: none written
     :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every checkpoint, -1: never)
+    :param evaluator: plays evaluation episodes every ``eval_freq`` steps and then decides ``best/`` (None: no
+        evaluation, ``best/`` follows the training reward)
     """
 
     def __init__(
@@ -62,6 +69,7 @@ class TrainingCallback:
         progress: bool = True,
         run_info: dict[str, Any] | None = None,
         buffer_save_freq: int = 0,
+        evaluator: Any = None,
     ) -> None:
         self.algo = algo
         self.algo_name = algo_name
@@ -84,6 +92,7 @@ class TrainingCallback:
         self._last_buffer_save: int | None = None
         self.resumable = type(algo).supportsResume()
         self.clean_points = self.resumable and bool(getattr(algo, "CHECKPOINT_AT_CLEAN_POINTS", False))
+        self.evaluator = evaluator
         self.stop_signal: int | None = None
         self.last_checkpoint: str | None = None
         self._progress = tqdm(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
@@ -102,6 +111,8 @@ class TrainingCallback:
         if num_timesteps >= self._next_refresh:
             self._next_refresh = num_timesteps + self.log_interval
             self.refresh(num_timesteps)
+        if self.evaluator is not None and self.evaluator.due(num_timesteps):
+            self.evaluate(num_timesteps)
         if self.stop_signal is not None:
             self.refresh(num_timesteps)
             self.checkpoint(num_timesteps, stopped_by=signal.Signals(self.stop_signal).name)
@@ -182,7 +193,8 @@ class TrainingCallback:
             "progress_lines": countLines(os.path.join(self.run_dir, "progress.csv")),
             "episode_starts": episode_starts,
             "callback": {"best_mean_reward": self.best_mean_reward, "next_best_check": self._next_best_check,
-                         "last_buffer_save": self._last_buffer_save},
+                         "last_buffer_save": self._last_buffer_save,
+                         **({"evaluation": self.evaluator.state()} if self.evaluator is not None else {})},
             "time": time.time(),
         }
 
@@ -193,6 +205,8 @@ class TrainingCallback:
         self.best_mean_reward = float(state.get("best_mean_reward", -float("inf")))
         self._next_best_check = int(state.get("next_best_check", self._next_best_check))
         self._last_buffer_save = state.get("last_buffer_save")
+        if self.evaluator is not None:
+            self.evaluator.restoreState(state.get("evaluation", {}))
 
     def checkpoint(self, num_timesteps: int, training_state: bool = True, **extra: Any) -> str | None:
         """
@@ -231,13 +245,36 @@ class TrainingCallback:
         self.last_checkpoint = folder
         return folder
 
+    def evaluate(self, num_timesteps: int) -> float:
+        """
+        Play the evaluation episodes, record them (evaluations.npz, live plot, a line above the progress bar) and
+        save ``best/`` when their mean beats every earlier evaluation.
+
+        :param num_timesteps: env steps taken so far
+        :return: the evaluation's mean reward
+        """
+        mean_reward, std_reward = self.evaluator.evaluate(num_timesteps)
+        tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
+                   f"({self.evaluator.n_episodes} episodes)")
+        if self.plotter is not None and hasattr(self.plotter, "updateEvaluation"):
+            self.plotter.updateEvaluation(*self.evaluator.means())
+        if mean_reward > self.evaluator.best_mean_reward:
+            self.evaluator.best_mean_reward = mean_reward
+            try:
+                self.saveModel(os.path.join(self.run_dir, "best"), num_timesteps, mean_reward=mean_reward,
+                               selected_by="evaluation")
+            except OSError as error:  # a full disk costs the best model, not the run
+                warnings.warn(f"best model not saved: {error.strerror}", stacklevel=2)
+        return mean_reward
+
     def saveIfBest(self) -> bool:
         """
-        Save ``best/`` when the mean reward of the last episodes beats every earlier check.
+        Save ``best/`` when the mean reward of the last episodes beats every earlier check (only without an
+        evaluator: with one, evaluations decide ``best/``).
 
         :return: whether a new best model was saved
         """
-        if len(self.monitor.rewards) < max(1, self.min_episodes_save):
+        if self.evaluator is not None or len(self.monitor.rewards) < max(1, self.min_episodes_save):
             return False
         mean_reward = self.monitor.meanReward(N_EPISODES_EVAL)
         if mean_reward <= self.best_mean_reward:
@@ -260,3 +297,5 @@ class TrainingCallback:
         self.saveIfBest()
         self._progress.close()
         self.monitor.close()
+        if self.evaluator is not None:
+            self.evaluator.close()

@@ -11,7 +11,9 @@ every trial is an ordinary run folder that ``replay`` tools read, and a pruned t
 process group. The pruner's intermediate values are read from the run's monitor CSVs as they grow: at the env steps
 ``T*k/n`` (``--n-evaluations`` n), the mean reward of the last ``--eval-episodes`` episodes finished by then (a
 value is reported only once no episode can still end before its step, so it does not depend on polling speed).
-The objective is that mean at the end of the run.
+The objective is that mean at the end of the run; with a forwarded ``--eval-freq N`` (train's deterministic
+evaluations) it is the mean of the run's last evaluation instead, ``--eval-episodes`` deterministic episodes
+(read from the trial's evaluations.npz), while the pruner still reads the training episodes.
 
 The study lives in an Optuna storage: SQLite at ``<log-dir>/hyperparam_search/<study>.db`` by default, or any
 SQLAlchemy URL (``--storage postgresql://...``) so that commands on several machines work on one study.
@@ -81,6 +83,7 @@ class SearchConfig:
     n_startup_trials: int
     grid_points: int
     search_id: str
+    evaluate: bool = False
 
     @property
     def reportSteps(self) -> list[int]:
@@ -121,7 +124,8 @@ def searchParser() -> CLIParser:
                         "[<algo>_<env>_<srl-model>_<optimizer>]")
     parser.add_argument("--workers", type=positiveInt, default=1, help="processes running trials in parallel [1]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=10,
-                        help="the objective is the mean reward of the last N episodes [10]")
+                        help="the objective is the mean reward of the last N episodes; with a forwarded --eval-freq, "
+                             "of the run's last evaluation, N deterministic episodes [10]")
     parser.add_argument("--n-evaluations", type=positiveInt, default=10,
                         help="intermediate rewards reported to the pruner per trial [10]")
     parser.add_argument("--n-startup-trials", type=nonNegativeInt, default=5,
@@ -426,6 +430,8 @@ class TrialObjective:
         command = [sys.executable, "-m", "rl_baselines.train", *c.train_argv, "--algo", c.algo, "--env", c.env,
                    "--srl-model", c.srl_model, "--seed", str(c.seed), "--num-timesteps", str(c.num_timesteps),
                    "--log-dir", run_root, "--tag", f"trial{number}", "--no-vis", "--no-progress"]
+        if c.evaluate:
+            command += ["--eval-episodes", str(c.eval_episodes)]
         if params:  # after the forwarded ones: train's --hyperparam keeps the last value of a name
             command += ["--hyperparam", *(f"{name}:{formatValue(value)}" for name, value in params.items())]
         return command
@@ -433,7 +439,8 @@ class TrialObjective:
     def __call__(self, trial: Any) -> float:
         """
         :param trial: the Optuna trial
-        :return: the mean reward of the last ``eval_episodes`` episodes of the run
+        :return: the mean reward of the last ``eval_episodes`` episodes of the run (of its last evaluation when the
+            search evaluates)
         :raises optuna.TrialPruned: the pruner stopped it
         :raises TrialFailed: the run failed or finished no episode
         """
@@ -487,6 +494,15 @@ class TrialObjective:
             message = f"no episode finished within {self.config.num_timesteps} steps; raise --num-timesteps"
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
+        if self.config.evaluate:
+            from rl_baselines.evaluation import readEvaluations
+
+            evaluations = readEvaluations(trial.user_attrs["run_dir"])
+            if evaluations is None or evaluations["timesteps"].size == 0:
+                message = f"the run wrote no evaluation (evaluations.npz) in {trial.user_attrs['run_dir']}"
+                trial.set_user_attr("error", message)
+                raise TrialFailed(message)
+            return float(np.mean(evaluations["results"][-1]))
         return float(np.mean(rewards[-self.config.eval_episodes:]))
 
 
@@ -767,6 +783,9 @@ def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConf
                          "nothing to search")
     if args.n_evaluations > args.num_timesteps:
         raise UsageError(f"--n-evaluations {args.n_evaluations} is more than --num-timesteps {args.num_timesteps}")
+    if train_args.eval_freq > args.num_timesteps:
+        raise UsageError(f"--eval-freq {train_args.eval_freq} is more than --num-timesteps {args.num_timesteps}: no "
+                         f"trial would evaluate")
     study_name = args.study_name or f"{args.algo}_{args.env}_{args.srl_model}_{args.optimizer}"
     if not STUDY_NAME.match(study_name):
         raise UsageError(f"--study-name {study_name!r}: use letters, digits, '.', '_' and '-' only")
@@ -785,7 +804,8 @@ def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConf
         optimizer=args.optimizer, pruner=args.pruner, storage_url=storage_url, study_name=study_name,
         output_dir=os.path.abspath(os.path.join(root, study_name)), train_argv=list(train_argv), fixed=fixed,
         space=space, eval_episodes=args.eval_episodes, n_evaluations=args.n_evaluations,
-        n_startup_trials=args.n_startup_trials, grid_points=args.grid_points, search_id=uuid.uuid4().hex)
+        n_startup_trials=args.n_startup_trials, grid_points=args.grid_points, search_id=uuid.uuid4().hex,
+        evaluate=train_args.eval_freq > 0)
     return config, algo_class
 
 

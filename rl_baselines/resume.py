@@ -3,9 +3,10 @@
 The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress`` and ``--port`` may be given beside
 ``--resume``). The run restarts from its newest resumable checkpoint (``checkpoints/<N>_steps/``, checked against its
 manifest): the model with its optimizer state, the normalisation statistics, the step counter, the replay buffer
-(off-policy algorithms), the random generators, and the callback's state (best mean reward, next checkpoint). The
-monitor files and progress.csv are cut back to their length at the checkpoint, so the rows written after it (by the
-killed process) are replaced by the resumed run's and the learning curve has no duplicate. Each env restarts the
+(off-policy algorithms), the random generators, and the callback's state (best mean reward, next checkpoint, the
+evaluations counted). The monitor files, progress.csv and evaluations.npz are cut back to their length at the
+checkpoint, so the rows written after it (by the killed process) are replaced by the resumed run's and the learning
+curve has no duplicate. Each env restarts the
 episode it was playing at the checkpoint from a fresh reset with the same start (seed or generator state of that
 episode), since the env's own state is not saved. A run killed before its first checkpoint starts again from step 0
 in the same folder; a finished run is left as it is.
@@ -230,12 +231,14 @@ def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> N
 def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
     """
     Bring the run folder back to the checkpoint (or to an empty run for a restart), after every check passed:
-    delete unfinished checkpoint folders, cut the monitor files and progress.csv to their length at the checkpoint.
+    delete unfinished checkpoint folders, cut the monitor files, progress.csv and evaluations.npz to their length
+    at the checkpoint.
     Then point ``args`` at the checkpoint (the model to load, the step budget left).
 
     :param plan: a checked plan
     :param args: the run's arguments (updated: load_rl_model_path, resume_from, resume_buffer, num_timesteps)
     """
+    from rl_baselines.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
     from rl_baselines.training_state import keepFirstLines
 
     run_dir, monitor_dir = plan.run_dir, os.path.join(plan.run_dir, "monitor")
@@ -243,7 +246,7 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
     if plan.state == "restart":
         for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), os.path.join(run_dir, "progress.csv"),
                      *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
-                     os.path.join(run_dir, MANIFEST_FILE)]:
+                     os.path.join(run_dir, MANIFEST_FILE), os.path.join(run_dir, EVALUATIONS_FILE)]:
             if os.path.isfile(path):
                 os.remove(path)
         for folder in ("best", "checkpoints"):
@@ -257,6 +260,8 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
         else:
             os.remove(path)
     keepFirstLines(os.path.join(run_dir, "progress.csv"), int(plan.run_state.get("progress_lines", 0)))
+    # evaluations made after the checkpoint are made again
+    keepFirstEvaluations(run_dir, int(plan.run_state.get("callback", {}).get("evaluation", {}).get("count", 0)))
     manifest = readManifest(plan.checkpoint)
     args.load_rl_model_path = os.path.join(plan.checkpoint, next(
         name for name in manifest["files"] if "_model." in name and os.sep not in name))

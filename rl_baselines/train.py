@@ -2,7 +2,7 @@
 
     <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
         args.json  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
-        progress.csv  learning_curve.png  srl_model.json (with a trained SRL model: its name, path and hash)
+        progress.csv  learning_curve.png  evaluations.npz (with --eval-freq)  srl_model.json (with a trained SRL model: its name, path and hash)
 
 Every input is checked before anything is written, so a bad command leaves the disk as it was.
 """
@@ -66,6 +66,12 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--buffer-save-freq", type=int, default=0,
                         help="off-policy algorithms: env steps between saves of the replay buffer, at checkpoints; "
                              "0: at every checkpoint, -1: never (a resumed run refills it) [0]")
+    parser.add_argument("--eval-freq", type=nonNegativeInt, default=0, metavar="N",
+                        help="every N env steps (all envs together) play --eval-episodes deterministic episodes on a "
+                             "separate env, write evaluations.npz and keep the best model by evaluation in best/; "
+                             "0: no evaluation (it costs a second env and its episodes) [0]")
+    parser.add_argument("--eval-episodes", type=positiveInt, default=5, metavar="K",
+                        help="episodes per evaluation [5]")
     parser.add_argument("--resume", default=None, metavar="RUN",
                         help="continue the run folder RUN from its last checkpoint, with the arguments of its "
                              "args.json (only --no-vis, --no-progress and --port may be given with it)")
@@ -440,12 +446,17 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     algo = algo_class()
     resuming = plan is not None and plan.state == "resume"
     total_timesteps = plan.target_timesteps if resuming else start_timesteps + args.num_timesteps
+    evaluator = None
+    if getattr(args, "eval_freq", 0) > 0:
+        from rl_baselines.evaluation import Evaluator
+
+        evaluator = Evaluator(algo, args, env_kwargs, args.eval_freq, args.eval_episodes, run_dir, start_timesteps)
     callback = TrainingCallback(
         algo, args.algo, run_dir, total_timesteps=total_timesteps,
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
         min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress,
-        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq)
+        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq, evaluator=evaluator)
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
     uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop

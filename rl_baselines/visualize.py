@@ -8,7 +8,9 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 
 - window ``<env_name>_reward``: episode reward against timesteps, raw and smoothed (moving average over
   ``episode_window`` episodes);
-- window ``<env_name>_episodes``: the smoothed reward against the episode index.
+- window ``<env_name>_episodes``: the smoothed reward against the episode index;
+- window ``<env_name>_evaluation`` (runs trained with ``--eval-freq``): the mean reward of each deterministic
+  evaluation against timesteps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
 
 (In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
 """
@@ -180,7 +182,8 @@ class VisdomPlotter:
         self.episode_window = int(episode_window)
         self.max_points = int(max_points)
         safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
-        self.windows = {"reward": f"{safe_name}_reward", "episodes": f"{safe_name}_episodes"}
+        self.windows = {"reward": f"{safe_name}_reward", "episodes": f"{safe_name}_episodes",
+                        "evaluation": f"{safe_name}_evaluation"}
         self._viz: Any = None
         self._disabled = False
 
@@ -278,6 +281,35 @@ class VisdomPlotter:
                     opts=dict(title=f"{self.title} [Episodes]", xlabel="Episodes",
                               ylabel=f"Mean reward ({self.episode_window} episodes)",
                               legend=[self._label("smoothed")], showlegend=True),
+                )
+        except Exception as exc:
+            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+
+
+    def updateEvaluation(self, timesteps: ArrayLike, means: ArrayLike, stds: ArrayLike) -> None:
+        """
+        Redraw the evaluation window with every evaluation so far.
+
+        :param timesteps: env steps of each evaluation
+        :param means: mean reward of each evaluation's episodes
+        :param stds: standard deviation of each evaluation's episode rewards
+        """
+        if self._disabled:
+            return
+        timesteps, means = _episodeData(timesteps, means)
+        stds = np.asarray(stds, dtype=np.float64).ravel()
+        if means.size == 0 or (self._viz is None and not self._connect()):
+            return
+        try:
+            with _quietVisdom():
+                self._viz.line(
+                    Y=np.column_stack((means, means - stds, means + stds)),
+                    X=np.column_stack((timesteps, timesteps, timesteps)),
+                    win=self.windows["evaluation"],
+                    env=self.env_name,
+                    opts=dict(title=f"{self.title} [Evaluation]", xlabel="Timesteps",
+                              ylabel="Mean evaluation reward (deterministic)", markers=True, showlegend=True,
+                              legend=[self._label("evaluation mean"), "mean - std", "mean + std"]),
                 )
         except Exception as exc:
             self._giveUp(_describe(exc), lost=True, stacklevel=3)

@@ -127,6 +127,23 @@ def test_commands_share_one_sqlite_study(tmp_path):
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 3  # no duplicated sample
 
 
+def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
+    """A forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
+    value is the mean of its last evaluation."""
+    from rl_baselines.evaluation import readEvaluations
+
+    url = f"sqlite:///{tmp_path / 'evaluated.db'}"
+    result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "none",
+                       "--n-trials", "1", "--num-timesteps", "500", "--n-evaluations", "2", "--eval-freq", "250",
+                       "--eval-episodes", "2", "--storage", url, "--study-name", "evaluated", "--log-dir",
+                       tmp_path / "logs", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (trial,) = _loadStudy(url, "evaluated").trials
+    evaluations = readEvaluations(trial.user_attrs["run_dir"])
+    assert list(evaluations["timesteps"]) == [250, 500] and evaluations["results"].shape == (2, 2)
+    assert trial.value == pytest.approx(evaluations["results"][-1].mean())
+
+
 def test_sampler_seeds_of_commands_sharing_a_study_differ():
     from rl_baselines.hyperparam_search import samplerSeed
 
@@ -182,6 +199,7 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
     (["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:2", "learning_rate:0.001", "gamma:0.99",
       "gae_lambda:0.9", "clip_range:0.2", "ent_coef:0.01", "vf_coef:0.5", "max_grad_norm:0.5"], "nothing to search"),
+    (["--num-timesteps", "1000", "--eval-freq", "5000"], "--eval-freq 5000 is more than --num-timesteps 1000"),
 ])
 def test_bad_inputs(tmp_path, argv, message):
     log_dir = tmp_path / "logs"

@@ -84,7 +84,8 @@ def test_moving_average_by_hand() -> None:
 def test_window_ids_come_from_env_name() -> None:
     plotter = VisdomPlotter(env_name="MobileRobotGymEnv-v0_ground truth/ppo2")
     assert plotter.windows == {"reward": "MobileRobotGymEnv-v0_ground_truth_ppo2_reward",
-                               "episodes": "MobileRobotGymEnv-v0_ground_truth_ppo2_episodes"}
+                               "episodes": "MobileRobotGymEnv-v0_ground_truth_ppo2_episodes",
+                               "evaluation": "MobileRobotGymEnv-v0_ground_truth_ppo2_evaluation"}
 
 
 def test_update_sends_raw_and_smoothed_curves(visdom_port: int) -> None:
@@ -117,6 +118,19 @@ def test_update_sends_raw_and_smoothed_curves(visdom_port: int) -> None:
     traces = _traces(visdom_port, plotter.windows["reward"], env)
     np.testing.assert_allclose(traces["ppo2 raw"]["x"], timesteps2)
     np.testing.assert_allclose(traces["ppo2 smoothed"]["y"], movingAverage(rewards2, 3))
+
+
+def test_update_evaluation_sends_means_and_spread(visdom_port: int) -> None:
+    env = "test_update_evaluation"
+    plotter = VisdomPlotter(port=visdom_port, env_name=env, legend="ppo2")
+    timesteps, means, stds = np.array([200, 400, 600]), np.array([-200.0, -150.0, -90.0]), np.array([5.0, 0.0, 2.0])
+    plotter.updateEvaluation(timesteps, means, stds)
+    assert plotter.enabled
+    traces = _traces(visdom_port, plotter.windows["evaluation"], env)
+    assert set(traces) == {"ppo2 evaluation mean", "mean - std", "mean + std"}
+    np.testing.assert_allclose(traces["ppo2 evaluation mean"]["x"], timesteps)
+    np.testing.assert_allclose(traces["ppo2 evaluation mean"]["y"], means)
+    np.testing.assert_allclose(traces["mean + std"]["y"], means + stds)
 
 
 def test_long_runs_are_subsampled(visdom_port: int) -> None:

@@ -1,0 +1,181 @@
+"""Evaluation episodes during training (``train --eval-freq N --eval-episodes K``, rl_baselines.evaluation).
+
+- evaluations.npz has SB3's EvalCallback keys and shapes, one row per multiple of N crossed, and best/ holds the
+  model of the best evaluation mean (its manifest says so);
+- evaluating changes nothing in training: the monitor rows equal those of the same run without evaluation;
+- a run interrupted after a checkpoint (with evaluations written after it) and resumed ends with the evaluations,
+  best model and training of the uninterrupted run;
+- every registered algorithm (SB3-backed, the torch ones, evolution strategies, random agent, HER's Dict
+  observations, ppo_lstm's recurrent state, plugins) evaluates;
+- the readers (replay.results, gather_results, aggregate_plots, plots) use the evaluations when a run has them.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import runFolder
+from test_determinism import ALGO_ARGS, monitorRows
+
+from rl_baselines import train
+from rl_baselines.algo_types import ActionType
+from rl_baselines.evaluation import EVALUATIONS_FILE, readEvaluations
+from rl_baselines.registry import registered_rl
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
+# Checkpoints every 500 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps), as in
+# test_resume: a resumed run then trains exactly as the uninterrupted one.
+PPO2 = [*GT, "--algo", "ppo2", "--num-timesteps", "1000", "--checkpoint-freq", "500", "--seed", "1",
+        "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"]
+EVAL = ["--eval-freq", "200", "--eval-episodes", "2"]
+
+
+def _train(log_dir: str, *args: str) -> str:
+    """:return: the run folder of an in-process train command that must succeed"""
+    before = set(glob.glob(os.path.join(log_dir, "*", "*", "*", "*")))
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *args]) == 0
+    (run_dir,) = set(glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))) - before
+    return run_dir
+
+
+def _manifest(folder: str) -> dict:
+    with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def evaluatedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The ppo2 run with evaluations every 200 steps, uninterrupted."""
+    return _train(str(tmp_path_factory.mktemp("evaluated")), *PPO2, *EVAL)
+
+
+def test_evaluations_file_and_best_model(evaluatedRun, tmp_path):
+    evaluations = readEvaluations(evaluatedRun)
+    assert list(evaluations["timesteps"]) == [200, 400, 600, 800, 1000]
+    assert evaluations["results"].shape == evaluations["ep_lengths"].shape == (5, 2)
+    assert evaluations["results"].dtype == np.float64 and evaluations["ep_lengths"].dtype.kind == "i"
+    assert np.all(evaluations["ep_lengths"] == 250)  # MobileRobot's episode length: whole episodes were played
+    # same starts at every evaluation, deterministic actions: the two episodes differ (two starts), and SB3's own
+    # reader takes the file
+    assert not np.all(evaluations["results"][:, 0] == evaluations["results"][:, 1])
+    with np.load(os.path.join(evaluatedRun, EVALUATIONS_FILE)) as data:
+        assert {"timesteps", "results", "ep_lengths"} <= set(data.files)
+    means = evaluations["results"].mean(axis=1)
+    best = _manifest(os.path.join(evaluatedRun, "best"))
+    assert best["selected_by"] == "evaluation"
+    assert best["mean_reward"] == pytest.approx(means.max())
+    assert best["num_timesteps"] == int(evaluations["timesteps"][int(np.argmax(means))])
+
+    # evaluating changed nothing in training: the same run without evaluation has the same episodes
+    plain = _train(str(tmp_path), *PPO2)
+    assert monitorRows(plain) == monitorRows(evaluatedRun)
+    assert not os.path.exists(os.path.join(plain, EVALUATIONS_FILE))
+    # without evaluation best/ follows the training reward, after --min-episodes-save (100) episodes: none here
+    assert not os.path.exists(os.path.join(plain, "best"))
+
+
+def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluatedRun, tmp_path, monkeypatch):
+    from rl_baselines.callbacks import TrainingCallback
+
+    original = TrainingCallback.__call__
+
+    def interruptAt700(self, _locals, _globals):  # a second Ctrl-C at step 700: no checkpoint after the one at 500
+        keep_going = original(self, _locals, _globals)
+        if self.num_timesteps >= 700 or getattr(_locals.get("self"), "num_timesteps", 0) >= 700:
+            raise KeyboardInterrupt
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallback, "__call__", interruptAt700)
+    log_dir = str(tmp_path)
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *PPO2, *EVAL]) == 130
+    monkeypatch.setattr(TrainingCallback, "__call__", original)
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    # the killed process got to the evaluation at 600, after the checkpoint at 500
+    assert list(readEvaluations(run_dir)["timesteps"]) == [200, 400, 600]
+    before = readEvaluations(run_dir)
+
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    resumed, reference = readEvaluations(run_dir), readEvaluations(evaluatedRun)
+    assert set(resumed) == set(reference)
+    for name in reference:
+        np.testing.assert_array_equal(resumed[name], reference[name])
+    np.testing.assert_array_equal(resumed["results"][:2], before["results"][:2])  # kept from before the checkpoint
+    assert monitorRows(run_dir) == monitorRows(evaluatedRun)
+    best, reference_best = _manifest(os.path.join(run_dir, "best")), _manifest(os.path.join(evaluatedRun, "best"))
+    assert (best["mean_reward"], best["num_timesteps"]) == (reference_best["mean_reward"],
+                                                             reference_best["num_timesteps"])
+
+
+STEPS, EVAL_FREQ = 300, 150
+# Also trained without evaluation, to check that evaluating changed no episode: the algorithms with their own
+# generators (random actions, exploration, perturbations), a recurrent state or a second goal-conditioned env.
+UNCHANGED_CHECKED = ("ars", "cem", "cma-es", "deepq", "her", "ppo_lstm", "random_agent", "sac")
+
+
+@pytest.mark.parametrize("algo", sorted(registered_rl))
+def test_every_algorithm_evaluates(tmp_path, algo):
+    actions = [] if ActionType.DISCRETE in registered_rl[algo][2] else ["-c"]
+    command = ["--algo", algo, *GT, *actions, "--num-timesteps", str(STEPS), *ALGO_ARGS.get(algo, [])]
+    run_dir = _train(str(tmp_path / "evaluated"), *command, "--eval-freq", str(EVAL_FREQ), "--eval-episodes", "1")
+    evaluations = readEvaluations(run_dir)
+    assert list(evaluations["timesteps"]) == [EVAL_FREQ, 2 * EVAL_FREQ]
+    assert evaluations["results"].shape == (2, 1) and np.all(evaluations["ep_lengths"] == 250)
+    assert np.all(np.isfinite(evaluations["results"])) and np.all(evaluations["results"] < 0)  # shaped: -distance
+    best = os.path.join(run_dir, "best")
+    assert _manifest(best)["selected_by"] == "evaluation"
+    model_file = next(name for name in os.listdir(best) if name.startswith(f"{algo}_model"))
+    registered_rl[algo][0].load(os.path.join(best, model_file))  # the best model loads
+    if algo in UNCHANGED_CHECKED:
+        assert monitorRows(_train(str(tmp_path / "plain"), *command)) == monitorRows(run_dir)
+
+
+def test_run_folder_without_evaluations_reads_as_none(tmp_path):
+    assert readEvaluations(str(tmp_path)) is None
+    np.savez(tmp_path / EVALUATIONS_FILE, timesteps=np.arange(2))
+    with pytest.raises(ValueError, match="results"):
+        readEvaluations(str(tmp_path))
+
+
+def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
+    import shutil
+
+    from replay import aggregate_plots, gather_results, plots
+    from replay.results import findRuns, loadCurves
+
+    log_dir = tmp_path / "logs"
+    for name in ("seed1", "seed1_copy"):
+        shutil.copytree(evaluatedRun, log_dir / name)
+    evaluations = readEvaluations(evaluatedRun)
+    means = evaluations["results"].mean(axis=1)
+
+    runs = findRuns(str(log_dir))
+    assert all(run.evaluations is not None for run in runs)
+    (row,) = gather_results.gather(runs, [], 100, 150.0, None)
+    assert row["source"] == "evaluation" and row["mean_reward"] == pytest.approx(means[-1])
+    (at_500,) = [r for r in gather_results.gather(runs, [500], 100, 150.0, None) if r["budget"] == 500]
+    assert at_500["mean_reward"] == pytest.approx(means[1])  # the last evaluation within 500 steps: at 400
+    (training,) = gather_results.gather(runs, [], 100, 150.0, None, training_rewards=True)
+    assert training["source"] == "training"
+    assert training["mean_reward"] == pytest.approx(runs[0].episodes["rewards"][-100:].mean())
+    assert gather_results.main(["--log-dir", str(log_dir)]) == 0
+    assert "Rewards from evaluations" in capsys.readouterr().out
+    assert "last evaluation (deterministic)" in (log_dir / "results.md").read_text()
+
+    assert aggregate_plots.main(["-i", str(log_dir), "--timesteps"]) == 0
+    assert "Evaluation plot:" in capsys.readouterr().out
+    (npz,) = glob.glob(str(log_dir / "aggregate_*_evaluation.npz"))
+    curves = loadCurves(npz)
+    np.testing.assert_array_equal(curves["x"], evaluations["timesteps"])
+    np.testing.assert_allclose(curves["y"], np.stack([means, means]))
+    assert os.path.getsize(log_dir / "aggregate_MobileRobotGymEnv-v0_evaluation.png") > 0
+
+    assert plots.main(["-i", str(log_dir / "seed1")]) == 0
+    assert "5 evaluations" in capsys.readouterr().out
+
+    # one run of the method without evaluations: the whole method uses training episodes, and says so
+    os.remove(log_dir / "seed1_copy" / EVALUATIONS_FILE)
+    (row,) = gather_results.gather(findRuns(str(log_dir)), [], 100, 150.0, None)
+    assert row["source"] == "training"
