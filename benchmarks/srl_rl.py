@@ -27,9 +27,10 @@ p-value of Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``) of the fi
 it: the published figures of Raffin et al. (:data:`ANCHOR`) and a comparison as fractions of ground truth. An
 observation or a seed that has no finished run yet is marked as missing: the tables are written from what exists.
 
-``--quick`` checks the whole chain (prepare on tiny datasets, a few thousand steps, 2 seeds, 3 observations) in a few
+The speed table is appended to docs/benchmarks.md by the invocation that finishes the last missing run. ``--quick``
+checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2 seeds, 3 observations) in a few
 minutes, in its own folder, writing the section and the figures there rather than into docs/. ``--report-only``
-rewrites the section, figures and speed table from the finished runs without running anything.
+rewrites the section and the figures from the finished runs without running anything.
 
 Usage: ``python benchmarks/srl_rl.py [--quick] [--env ENV ...] [--observations OBS ...] [--seeds 3] [--budget ENV=STEPS
 ...] [--workers 2] [--report-only] [--no-doc] [--no-append]`` (``make bench-srl-rl``). ``--help`` explains the step
@@ -38,7 +39,6 @@ budgets.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
 import json
 import math
@@ -120,8 +120,9 @@ PLANS = {
 QUICK_PLANS = {
     MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=1024, eval_freq=512, eval_episodes=1,
                     prepare_flags=("--episodes", "2", "--epochs", "1")),
-    KUKA: EnvPlan(KUKA, "Arm random target", steps=512, eval_freq=256, eval_episodes=2, flags=("--random-target",),
-                  episode_length=100, prepare_flags=("--episodes", "10", "--epochs", "1")),
+    # an untrained deterministic arm often plays the whole 1000 steps of an episode: one short evaluation
+    KUKA: EnvPlan(KUKA, "Arm random target", steps=512, eval_freq=512, eval_episodes=1, flags=("--random-target",),
+                  episode_length=1000, prepare_flags=("--episodes", "10", "--epochs", "1")),
 }
 BUDGET_NOTE = (
     "Step budgets: ground truth must converge and the pixel-based runs must be measured clearly, within about 3-4 "
@@ -147,7 +148,10 @@ ANCHOR: dict[str, dict[str, tuple[float, float]]] = {
 }
 ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples of a random policy, mean reward "
                "+/- standard error at the end of training (at most 250 on navigation, 5 on the arm). Their SRL splits: "
-               "reconstruction + reward on 198 dimensions, inverse dynamics on 2, weights 1/1/2.")
+               "reconstruction + reward on 198 dimensions, inverse dynamics on 2, weights 1/1/2. The arm's rewards "
+               "are on another scale here: KukaButtonGymEnv-v0 gives +1 for every step the gripper touches the button "
+               "and ends an episode after 5 such steps in a row (or 1000 steps), so a return can reach the hundreds; "
+               "compare the fractions of ground truth in the last column, not the rewards.")
 # Rough steps/s of one ppo2 run beside another on 2 cores, for the time estimate before any run finished (then the
 # finished runs' own rates are used).
 EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 1200.0, RAW_PIXELS: 170.0, "learned": 230.0},
@@ -356,53 +360,64 @@ class RunRecord:
     """
     What the analysis needs from one finished run.
 
-    :param folder: the run folder
-    :param env: env id
-    :param observation: its --srl-model
-    :param seed: its seed
-    :param eval_steps: timesteps of the evaluations, shape (n,)
+    :param run: the run as the comparison tools read it (args, episodes, evaluations)
+    :param eval_steps: timesteps of the evaluations, shape (n,) (empty without evaluations.npz)
     :param eval_rewards: mean reward of each evaluation's episodes, shape (n,)
-    :param steps: env steps it trained
     :param rate: training steps per second of the monitor clock (evaluations included), nan when unknown
-    :param wall: seconds of the whole train command (sweep marker), nan when unknown
+    :param wall: seconds of the whole train command (the sweep's done.json), nan when unknown
     """
 
-    folder: str
-    env: str
-    observation: str
-    seed: int
+    run: Any
     eval_steps: np.ndarray
     eval_rewards: np.ndarray
-    steps: int
     rate: float = math.nan
     wall: float = math.nan
+
+    @property
+    def env(self) -> str:
+        """The run's env id."""
+        return str(self.run.args["env"])
+
+    @property
+    def observation(self) -> str:
+        """The run's --srl-model."""
+        return str(self.run.args["srl_model"])
+
+    @property
+    def seed(self) -> int:
+        """The run's seed."""
+        return int(self.run.args["seed"])
+
+    @property
+    def steps(self) -> int:
+        """The env steps it was asked to train."""
+        return int(self.run.args.get("num_timesteps", 0))
 
 
 def loadRun(folder: str) -> RunRecord:
     """
     :param folder: a run folder of ``rl_baselines.train`` (args.json, monitor/, evaluations.npz when evaluated)
     :return: its record (empty evaluation arrays when it has no evaluations.npz)
-    :raises OSError, ValueError, KeyError: args.json is missing or unreadable
+    :raises OSError, ValueError, KeyError: args.json is missing or unreadable, or evaluations.npz is malformed
     """
     from environments.files import readJson
+    from replay.results import Run
+    from rl_baselines.evaluation import readEvaluations
     from rl_baselines.monitor_files import loadEpisodes
 
     args = readJson(os.path.join(folder, "args.json"))
-    steps, rewards = np.zeros(0, dtype=np.int64), np.zeros(0)
-    eval_path = os.path.join(folder, "evaluations.npz")
-    if os.path.isfile(eval_path):
-        with np.load(eval_path, allow_pickle=False) as data:
-            steps = np.asarray(data["timesteps"], dtype=np.int64).reshape(-1)
-            rewards = np.asarray(data["results"], dtype=np.float64).reshape(len(steps), -1).mean(axis=1)
+    if not isinstance(args, dict) or not all(key in args for key in ("env", "srl_model", "seed")):
+        raise ValueError("args.json lacks env, srl_model or seed")
     episodes = loadEpisodes(os.path.join(folder, "monitor"))
-    trained = int(episodes["timesteps"][-1]) if episodes["timesteps"].size else int(args.get("num_timesteps", 0))
-    clock = float(episodes["times"].max()) if episodes["times"].size else 0.0
-    wall = math.nan
+    evaluations = readEvaluations(folder)
+    run = Run(folder, args, episodes, evaluations)
+    curve = run.evaluationCurve()
+    steps, rewards = curve if curve is not None else (np.zeros(0), np.zeros(0))
+    trained, clock = episodes["timesteps"], episodes["times"]
+    rate = float(trained[-1] / clock.max()) if trained.size and clock.max() > 0 else math.nan
     marker = os.path.join(folder, "done.json")
-    if os.path.isfile(marker):
-        wall = float(readJson(marker).get("wall_time_s", math.nan))
-    return RunRecord(folder, str(args["env"]), str(args["srl_model"]), int(args["seed"]), steps, rewards,
-                     int(args.get("num_timesteps", trained)), trained / clock if clock > 0 else math.nan, wall)
+    wall = float(readJson(marker).get("wall_time_s", math.nan)) if os.path.isfile(marker) else math.nan
+    return RunRecord(run, steps, rewards, rate, wall)
 
 
 # --- the analysis ----------------------------------------------------------------------------------------------------
@@ -556,7 +571,7 @@ def anchorComparison(row: ObservationSummary, env: str, reference: ObservationSu
     published = ANCHOR.get(row.observation, {}).get(env)
     if published is None:
         return "not in the paper", "-"
-    paper = f"{published[0]:g} +/- {published[1]:g}"
+    paper = f"{published[0]:.1f} +/- {published[1]:.1f}"
     paper_gt = ANCHOR[GROUND_TRUTH][env]
     if reference is None or not row.finals or math.isnan(reference.final[0]) or reference.final[0] <= 0:
         return paper, "n/a"
@@ -613,8 +628,8 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
         p_value = ("baseline" if row.observation == RAW_PIXELS
                    else "n/a" if math.isnan(row.p_value) else f"{row.p_value:.3g}")
         final = _pm(row.final, digits) + (f" ({row.note})" if row.note else "")
-        lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {_pm(row.area, digits)} | {gtc} | {p_value} | "
-                     f"{paper} | {comparison} |")
+        lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {_pm(row.area, digits)} | {gtc} | "
+                     f"{p_value} | {paper} | {comparison} |")
     return "\n".join(lines)
 
 
@@ -631,10 +646,11 @@ def verdicts(rows: Sequence[ObservationSummary], threshold: float | None, learne
     sentences = []
     if reference is None:
         return ["No ground-truth run has finished yet: no threshold and no comparison."]
-    level = reference.final[0] - (0.0 if math.isnan(reference.final[1]) else reference.final[1])
-    close = [row.observation for row in done if row.final[0] >= level]
-    sentences.append("Learned representations whose mean final reward is within one standard error of ground "
-                     f"truth's or above ({level:.2f}): {', '.join(close) or 'none'}.")
+    if learned:
+        level = reference.final[0] - (0.0 if math.isnan(reference.final[1]) else reference.final[1])
+        close = [row.observation for row in done if row.final[0] >= level]
+        sentences.append("Learned representations whose mean final reward is within one standard error of ground "
+                         f"truth's or above ({level:.2f}): {', '.join(close) or 'none'}.")
     if threshold is not None and pixels is not None:
         pixel_median, pixel_share = medianReach(pixels), reachedShare(pixels)
         faster = [row.observation for row in done if (median := medianReach(row)) is not None
@@ -647,23 +663,29 @@ def verdicts(rows: Sequence[ObservationSummary], threshold: float | None, learne
     if pixels is not None:
         different = [f"{row.observation} ({'better' if row.final[0] > pixels.final[0] else 'worse'})" for row in done
                      if not math.isnan(row.p_value) and row.p_value < 0.05]
-        sentences.append(f"Final reward different from raw pixels' at p < 0.05 (Welch): {', '.join(different) or 'none'}.")
+        sentences.append(f"Final reward different from raw pixels' at p < 0.05 (Welch): "
+                         f"{', '.join(different) or 'none'}.")
     return sentences
 
 
 def curves(rows: Sequence[ObservationSummary]) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """
     :param rows: an env's summaries
-    :return: (label, evaluation timesteps, rewards of shape (runs, points)) per observation with runs, the runs
-        truncated to their common evaluations
+    :return: (label, evaluation timesteps, rewards of shape (runs, points)) per observation with runs, at the
+        evaluation steps its runs share (replay.results.aggregateEvaluations)
     """
+    from replay.results import aggregateEvaluations
+
     result = []
     for row in rows:
         if not row.runs:
             continue
-        length = min(len(r.eval_steps) for r in row.runs)
-        x = row.runs[0].eval_steps[:length].astype(np.float64)
-        result.append((row.observation, x, np.stack([r.eval_rewards[:length] for r in row.runs])))
+        try:
+            x, y = aggregateEvaluations([record.run for record in row.runs])
+        except ValueError as error:
+            print(f"warning: no curve for {row.observation}: {error}", file=sys.stderr)
+            continue
+        result.append((row.observation, x, y))
     return result
 
 
@@ -767,8 +789,8 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
     """
     parts = [
         SECTION_TITLE, "",
-        f"Written by `{facts['command']}` (`make bench-srl-rl`); re-running it replaces this section and does only what "
-        "is missing (datasets, models and runs whose settings did not change are reused). ppo2 with its default "
+        f"Written by `{facts['command']}` (`make bench-srl-rl`); re-running it replaces this section and does only "
+        "what is missing (datasets, models and runs whose settings did not change are reused). ppo2 with its default "
         f"hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned model of "
         "an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
         "deterministic evaluation (separate env, same wrappers, normalisation statistics of the training env) runs "
@@ -831,7 +853,7 @@ def expectedRunSeconds(plan: EnvPlan, observation: str, measured: dict[tuple[str
     kind = observation if observation in (GROUND_TRUTH, RAW_PIXELS) else "learned"
     rate = measured.get((plan.env, observation)) or EXPECTED_RATE.get(plan.env, {}).get(kind, 200.0)
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
-    return 5.0 + plan.steps / rate + evaluation / (1.5 * rate)  # evaluation steps skip the updates
+    return 5.0 + plan.steps / rate + evaluation / (1.25 * rate)  # evaluation steps skip the updates
 
 
 def missingRuns(specs: Sequence[Any]) -> dict[str, int]:
@@ -862,17 +884,20 @@ def loadRuns(folders: Sequence[str]) -> list[RunRecord]:
     return records
 
 
-def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str, str], float]) -> float:
+def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str, str], float],
+                    from_scratch: bool = False) -> float:
     """
     :param settings: the benchmark's settings
     :param plan: an env's plan
     :param measured: (env, observation) -> steps/s of finished runs
+    :param from_scratch: every model and run, whatever exists already
     :return: the seconds its prepare (models not registered yet) and its missing runs are expected to take
     """
-    prepared = registeredModels(settings.config_file, plan.env)
+    prepared = {} if from_scratch else registeredModels(settings.config_file, plan.env)
     to_prepare = sum(1 for name in settings.learned if name not in prepared)
-    runs = sum(count * expectedRunSeconds(plan, name, measured)
-               for name, count in missingRuns(settings.specs(plan)).items())
+    missing = ({name: settings.seeds for name in settings.observations} if from_scratch
+               else missingRuns(settings.specs(plan)))
+    runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
     return to_prepare * EXPECTED_PREPARE_S / min(settings.workers, 2) + runs / settings.workers
 
 
@@ -952,16 +977,20 @@ def runEverything(settings: Settings) -> tuple[bool, int]:
     rates = {key: float(np.nanmean(values)) for key, values in measured.items() if not np.isnan(values).all()}
     estimates = {plan.env: estimateSeconds(settings, plan, rates) for plan in settings.plans}
     missing_before = sum(sum(missingRuns(settings.specs(plan)).values()) for plan in settings.plans)
+    whole = sum(estimateSeconds(settings, plan, rates, from_scratch=True) for plan in settings.plans)
     print(f"Plan: {', '.join(f'{p.env} {p.steps:,} steps per run' for p in settings.plans)}; "
           f"{len(settings.observations)} observations x {settings.seeds} seeds; {missing_before} runs to do; "
-          f"estimated time left {duration(sum(estimates.values()))} ({settings.workers} runs at a time)", flush=True)
+          f"estimated time left {duration(sum(estimates.values()))} ({settings.workers} runs at a time; the whole "
+          f"benchmark: about {duration(whole)} on {settings.workers} free cores)", flush=True)
     failed, start, planned = False, time.perf_counter(), 0.0
     for index, plan in enumerate(settings.plans):
         observations = list(settings.observations)
         if settings.learned:
             observations, prepare_failed = prepareEnv(settings, plan)
             failed |= prepare_failed
-        if observations:
+        if not missingRuns(settings.specs(plan)):
+            print(f"\n[{plan.env}] every run has finished", flush=True)
+        elif observations:
             command = settings.pipelineCommand(plan, observations)
             print(f"\n[{plan.env}] ppo2 runs: {shown(command, settings.nice)}", flush=True)
             began = time.perf_counter()
@@ -1082,8 +1111,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--budget", nargs="+", default=[], metavar="ENV=STEPS",
                         help="env steps per run for an env, instead of the plan's "
                              f"[{', '.join(f'{p.env}={p.steps}' for p in PLANS.values())}]")
-    parser.add_argument("--eval-freq", type=positiveInt, default=None,
-                        help=f"steps between evaluations [{', '.join(f'{p.env} {p.eval_freq}' for p in PLANS.values())}]")
+    parser.add_argument("--eval-freq", type=positiveInt, default=None, help="steps between evaluations "
+                        f"[{', '.join(f'{p.env} {p.eval_freq}' for p in PLANS.values())}]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=None, help="episodes per evaluation "
                         f"[{', '.join(f'{p.env} {p.eval_episodes}' for p in PLANS.values())}]")
     parser.add_argument("--srl-seed", type=int, default=0, help="seed of the datasets and SRL trainings [0]")
