@@ -113,9 +113,10 @@ class EnvPlan:
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
 # pixel-based runs; BUDGET_NOTE is shown by --help and written into the docs section.
 PLANS = {
-    MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=60_000, eval_freq=5_000, eval_episodes=5),
-    KUKA: EnvPlan(KUKA, "Arm random target", steps=60_000, eval_freq=5_000, eval_episodes=10,
-                  flags=("--random-target",), episode_length=60),
+    MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=50_000, eval_freq=5_000, eval_episodes=5),
+    # a deterministic arm that has not learned yet plays the whole 1000 steps of an episode: 3 evaluation episodes
+    KUKA: EnvPlan(KUKA, "Arm random target", steps=50_000, eval_freq=5_000, eval_episodes=3,
+                  flags=("--random-target",), episode_length=500),
 }
 QUICK_PLANS = {
     MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=1024, eval_freq=512, eval_episodes=1,
@@ -125,14 +126,20 @@ QUICK_PLANS = {
                   episode_length=1000, prepare_flags=("--episodes", "10", "--epochs", "1")),
 }
 BUDGET_NOTE = (
-    "Step budgets: ground truth must converge and the pixel-based runs must be measured clearly, within about 3-4 "
-    "hours on 2 cores. Measured with `python -m rl_baselines.train --algo ppo2 --srl-model ground_truth --no-vis` "
-    "(2 seeds, training episodes): on MobileRobotGymEnv-v0 the reward of the last 20 episodes reaches 220-225 (of about "
-    "230 for the best policies) after 30k steps and stays there; on KukaButtonGymEnv-v0 --random-target PLACEHOLDER. "
-    "The pixel-based runs cost most of the time: rendering and encoding every frame, ppo2 runs about 170-280 steps/s on "
-    "MobileRobot and about 100-150 on Kuka (TinyRenderer at about 175 frames/s), 2 runs at a time on 2 cores, against "
-    "about 1,800 and 700 with ground truth. The budgets are about twice what ground truth needs, so that a "
-    "representation that learns more slowly than ground truth still shows how far it gets.")
+    "Step budgets: ground truth should converge and the pixel-based runs be measured clearly, in about 3-4 hours on 2 "
+    "cores. Measured with `python -m rl_baselines.train --algo ppo2 --srl-model ground_truth --no-vis` (seeds 0 and "
+    "1, mean training reward of the last 50 episodes, exploration included): on MobileRobotGymEnv-v0 it is 208-212 "
+    "after 30k steps, 223-228 after 40k and 226-230 up to 60k, so 50k steps (an evaluation of 5 episodes of 250 steps "
+    "every 5k); on KukaButtonGymEnv-v0 with --random-target seed 0 reached about 60 (rewards per episode count the "
+    "steps in contact with the button) after 30k steps and stayed at 36-60 up to 70k, while seed 1 was still near 0 "
+    "after 30k, so 50k steps (an evaluation of 3 episodes every 5k; an arm that has not learned plays whole 1000-step "
+    "episodes): ground truth is slower and more seed-dependent there, and a longer budget (--budget "
+    "KukaButtonGymEnv-v0=100000) costs about 2 hours more. The pixel-based runs take most of the time: rendering "
+    "(and encoding) every frame, ppo2 runs about 170-280 steps/s on MobileRobot and about 100-150 on Kuka "
+    "(TinyRenderer at about 175 frames/s), against about 1,800 and 700 with ground truth; 2 runs at a time on 2 "
+    "cores. Estimate on 2 free cores: prepare about 30 minutes per env (9 models, one after the other), the runs "
+    "about 1.2 hours on MobileRobot and 2.2 hours on Kuka: about 4.4 hours in all (the script prints its own "
+    "estimate, and the time left as it goes).")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
@@ -152,11 +159,12 @@ ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples
                "are on another scale here: KukaButtonGymEnv-v0 gives +1 for every step the gripper touches the button "
                "and ends an episode after 5 such steps in a row (or 1000 steps), so a return can reach the hundreds; "
                "compare the fractions of ground truth in the last column, not the rewards.")
-# Rough steps/s of one ppo2 run beside another on 2 cores, for the time estimate before any run finished (then the
-# finished runs' own rates are used).
-EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 1200.0, RAW_PIXELS: 170.0, "learned": 230.0},
-                 KUKA: {GROUND_TRUTH: 500.0, RAW_PIXELS: 100.0, "learned": 130.0}}
-EXPECTED_PREPARE_S = 300.0  # one learned model trained and evaluated by prepare (MobileRobot's target: 5 minutes)
+# Rough steps/s of one ppo2 run beside another on 2 free cores, for the time estimate before any run finished (then
+# the finished runs' own rates are used): docs/benchmarks.md has ppo2 at about 1,800 steps/s with ground truth on
+# MobileRobot, 168 with raw pixels and 209-281 with a VAE; Kuka renders about 175 frames/s and steps about 700/s.
+EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 1500.0, RAW_PIXELS: 168.0, "learned": 220.0},
+                 KUKA: {GROUND_TRUTH: 600.0, RAW_PIXELS: 100.0, "learned": 125.0}}
+EXPECTED_PREPARE_S = 200.0  # one learned model trained and evaluated by prepare, one after the other
 
 
 # --- plans and commands ----------------------------------------------------------------------------------------------
@@ -199,6 +207,8 @@ class Settings:
     :param workers: runs at a time
     :param nice: niceness of prepare and the runs
     :param no_progress: no progress bars in prepare and the pipeline
+    :param own_datasets: record the datasets in ``<bench-dir>/data`` (the quick mode's tiny ones) rather than in
+        prepare's default folder, where other prepare commands with the same settings reuse them
     """
 
     plans: list[EnvPlan]
@@ -212,6 +222,7 @@ class Settings:
     workers: int = 2
     nice: int = 10
     no_progress: bool = False
+    own_datasets: bool = False
 
     @property
     def config_file(self) -> str:
@@ -259,7 +270,8 @@ class Settings:
         """
         return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.learned, *plan.flags, "--seed",
                 str(self.srl_seed), "--num-cpu", str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file",
-                self.config_file, *plan.prepare_flags, *self.prepare_extra,
+                self.config_file, *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets
+                                    else []), *plan.prepare_flags, *self.prepare_extra,
                 *(["--no-progress"] if self.no_progress else [])]
 
     def specs(self, plan: EnvPlan) -> list[Any]:
@@ -898,7 +910,7 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
     missing = ({name: settings.seeds for name in settings.observations} if from_scratch
                else missingRuns(settings.specs(plan)))
     runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
-    return to_prepare * EXPECTED_PREPARE_S / min(settings.workers, 2) + runs / settings.workers
+    return to_prepare * EXPECTED_PREPARE_S + runs / settings.workers
 
 
 # --- running ---------------------------------------------------------------------------------------------------------
@@ -1168,7 +1180,7 @@ def settingsFrom(args: Any) -> Settings:
              *(["--episodes", str(args.srl_episodes)] if args.srl_episodes else [])]
     return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 3), args.first_seed,
                     bench_dir if relative.startswith("..") else relative, args.srl_seed, extra, args.workers,
-                    args.nice, args.no_progress)
+                    args.nice, args.no_progress, own_datasets=args.quick)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -223,6 +223,11 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     assert pipeline[pipeline.index("--eval-freq") + 1] == str(kuka.eval_freq)
     assert pipeline[pipeline.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")
     assert srl_rl.shown(pipeline, 10).startswith("nice -n 10 python -m rl_baselines.pipeline --algo ppo2")
+    assert "--data-folder" not in prepare  # prepare's own data folder: other prepare commands reuse the dataset
+    quick = srl_rl.settingsFrom(srl_rl.buildParser().parse_args(["--quick", "--bench-dir", os.path.join("logs", "q")]))
+    assert quick.observations == list(srl_rl.QUICK_OBSERVATIONS) and quick.seeds == 2 and quick.learned == ["vae"]
+    prepare = quick.prepareCommand(quick.plans[0])
+    assert prepare[prepare.index("--data-folder") + 1] == os.path.join("logs", "q", "data")
 
 
 @pytest.mark.parametrize("argv, message", [
