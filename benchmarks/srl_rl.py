@@ -478,7 +478,7 @@ def welchPValue(values: Sequence[float], baseline: Sequence[float]) -> float:
     :param values: a method's final rewards, one per seed
     :param baseline: the baseline's
     :return: the two-sided p-value of Welch's t-test (unequal variances); nan with fewer than 2 values on a side or
-        no variance on either
+        no variance on both
     """
     from scipy import stats
 
@@ -720,27 +720,30 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
 # --- the docs --------------------------------------------------------------------------------------------------------
 
 
-def replaceMarked(text: str, block: str) -> str:
+def replaceMarked(text: str, body: str) -> str:
     """
     :param text: a markdown document
-    :param block: the new content (without the markers)
-    :return: the document with the text between :data:`START_MARKER` and :data:`END_MARKER` replaced by ``block``
-        (markers kept), or the markers and the block appended when the document has none
+    :param body: the section's new content (without its heading)
+    :return: the document with the text between :data:`START_MARKER` and :data:`END_MARKER` replaced by ``body``
+        (markers kept), or :data:`SECTION_TITLE`, the markers and ``body`` appended when the document has no markers.
+        The heading stays outside the markers, so that a script replacing the section before it (up to the next
+        level-2 heading, as benchmarks/srl_table.py does) never takes a marker with it.
     """
-    body = block.strip("\n")
+    body = body.strip("\n")
     start, end = text.find(START_MARKER), text.find(END_MARKER)
     if start >= 0 and end > start:
         return text[:start] + f"{START_MARKER}\n{body}\n" + text[end:]
     prefix = text.rstrip("\n") + "\n\n" if text.strip() else ""
-    return f"{prefix}{START_MARKER}\n{body}\n{END_MARKER}\n"
+    return f"{prefix}{SECTION_TITLE}\n\n{START_MARKER}\n{body}\n{END_MARKER}\n"
 
 
-def writeMarked(path: str, block: str) -> None:
+def writeMarked(path: str, body: str) -> None:
     """
-    Replace (or append) the benchmark's block of a markdown file atomically; the file is created when missing.
+    Replace (or append) the benchmark's section of a markdown file atomically (:func:`replaceMarked`); the file is
+    created when missing.
 
     :param path: the markdown file
-    :param block: the block's content
+    :param body: the section's content, without its heading
     """
     from environments.files import atomicPath
 
@@ -749,7 +752,7 @@ def writeMarked(path: str, block: str) -> None:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
-        handle.write(replaceMarked(text, block))
+        handle.write(replaceMarked(text, body))
 
 
 def speedRows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
@@ -797,10 +800,9 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
     :param texts: env -> verdict sentences
     :param images: env -> the PNG path relative to the document
     :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (env -> list of str)
-    :return: the section, its heading first
+    :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     parts = [
-        SECTION_TITLE, "",
         f"Written by `{facts['command']}` (`make bench-srl-rl`); re-running it replaces this section and does only "
         "what is missing (datasets, models and runs whose settings did not change are reused). ppo2 with its default "
         f"hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned model of "
@@ -1018,16 +1020,17 @@ def runEverything(settings: Settings) -> tuple[bool, int]:
     return failed, max(0, missing_before - missing_after)
 
 
-def report(settings: Settings, command: str, machine: str, doc: str | None, image_dir: str, append: bool) -> int:
+def report(settings: Settings, command: str, machine: str, doc: str | None, image_dir: str | None,
+           append: bool) -> int:
     """
     Analyse the finished runs; write the section, the figures and (when ``append`` and nothing is missing) the speed
-    table.
+    table. Nothing is written when no run of this configuration has finished (the docs keep their last results).
 
     :param settings: the benchmark's settings
     :param command: the benchmark's command line, as recorded
     :param machine: the machine's description
     :param doc: the markdown file whose block is replaced (None: print the section)
-    :param image_dir: the folder of the PNGs
+    :param image_dir: the folder of the PNGs (None: no figure)
     :param append: append the speed table to docs/benchmarks.md when every run has finished
     :return: 1 when some expected run has not finished, else 0
     """
@@ -1035,7 +1038,9 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
 
     all_records, tables, texts, images, thresholds = [], {}, {}, {}, {}
     missing = 0
-    os.makedirs(image_dir, exist_ok=True)
+    if not any(finishedRunFolders(settings.specs(plan)) for plan in settings.plans):
+        print(f"No run of this configuration has finished in {settings.runs_dir}: nothing written")
+        return 1
     for plan in settings.plans:
         models = {name: modelFacts(folder) for name, folder in registeredModels(settings.config_file, plan.env).items()}
         notes = {name: "not prepared" for name in settings.learned if name not in models}
@@ -1047,8 +1052,9 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         thresholds[plan.env] = threshold
         tables[plan.env] = envTable(plan.env, rows, threshold, models)
         texts[plan.env] = verdicts(rows, threshold, settings.learned)
-        png = os.path.join(image_dir, f"srl_rl_{plan.env}.png")
-        if any(row.runs for row in rows):
+        png = os.path.join(image_dir or IMAGE_DIR, f"srl_rl_{plan.env}.png")
+        if image_dir is not None and any(row.runs for row in rows):
+            os.makedirs(image_dir, exist_ok=True)
             plotEnv(png, plan, rows, threshold)
             print(f"Figure: {os.path.relpath(png)}")
         images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
@@ -1068,7 +1074,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
              "thresholds": thresholds, "commands": commands}
     section = sectionText(settings.plans, tables, texts, images, facts)
     if doc is None:
-        print("\n" + section)
+        print(f"\n{SECTION_TITLE}\n\n{section}")
     else:
         writeMarked(doc, section)
         print(f"\nWrote the section {SECTION_TITLE[3:]!r} of {os.path.relpath(doc)}")
@@ -1142,8 +1148,8 @@ def buildParser() -> CLIParser:
                         "[docs/images; --quick: <bench-dir>/images]")
     parser.add_argument("--report-only", action="store_true", help="run nothing: write the section and the figures "
                         "from the finished runs")
-    parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it (the PNGs are "
-                        "still written)")
+    parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it, and draw no "
+                        "figure unless --image-dir is given")
     parser.add_argument("--no-append", action="store_true", help="do not append the speed table to docs/benchmarks.md")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars in prepare and the pipeline")
     parser.add_argument("--quick", action="store_true", help="tiny datasets and budgets, 2 seeds, 3 observations, in "
@@ -1194,10 +1200,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     bench_dir = os.path.join(ROOT, settings.bench_dir)
     doc = None if args.no_doc else (os.path.abspath(args.doc) if args.doc
                                     else os.path.join(bench_dir, "srl_rl.md") if args.quick else DOC_FILE)
-    image_dir = (os.path.abspath(args.image_dir) if args.image_dir
+    image_dir = (os.path.abspath(args.image_dir) if args.image_dir else None if args.no_doc
                  else os.path.join(bench_dir, "images") if args.quick else IMAGE_DIR)
     checkWritableFolder(bench_dir, "--bench-dir")
-    checkWritableFolder(image_dir, "--image-dir")
+    if image_dir is not None:
+        checkWritableFolder(image_dir, "--image-dir")
     if doc is not None:
         checkWritableFolder(os.path.dirname(doc), "--doc")
     for plan in settings.plans:
@@ -1208,7 +1215,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed, finished_now = False, 0
     if not args.report_only:
         os.makedirs(bench_dir, exist_ok=True)
-        failed, finished_now = runEverything(settings)
+        try:
+            failed, finished_now = runEverything(settings)
+        except KeyboardInterrupt:
+            print("\nInterrupted: the same command again goes on from there (python benchmarks/srl_rl.py "
+                  "--report-only ... writes the section from the runs that finished)", file=sys.stderr)
+            return 130
     command = " ".join(["python benchmarks/srl_rl.py", *argv])
     append = not (args.quick or args.no_append) and finished_now > 0
     code = report(settings, command, machine, doc, image_dir, append)
