@@ -131,15 +131,15 @@ BUDGET_NOTE = (
     "1, mean training reward of the last 50 episodes, exploration included): on MobileRobotGymEnv-v0 it is 208-212 "
     "after 30k steps, 223-228 after 40k and 226-230 up to 60k, so 50k steps (an evaluation of 5 episodes of 250 steps "
     "every 5k); on KukaButtonGymEnv-v0 with --random-target seed 0 reached about 60 (rewards per episode count the "
-    "steps in contact with the button) after 30k steps and stayed at 36-60 up to 70k, while seed 1 was still near 0 "
-    "after 30k, so 50k steps (an evaluation of 3 episodes every 5k; an arm that has not learned plays whole 1000-step "
-    "episodes): ground truth is slower and more seed-dependent there, and a longer budget (--budget "
-    "KukaButtonGymEnv-v0=100000) costs about 2 hours more. The pixel-based runs take most of the time: rendering "
-    "(and encoding) every frame, ppo2 runs about 170-280 steps/s on MobileRobot and about 100-150 on Kuka "
-    "(TinyRenderer at about 175 frames/s), against about 1,800 and 700 with ground truth; 2 runs at a time on 2 "
-    "cores. Estimate on 2 free cores: prepare about 30 minutes per env (9 models, one after the other), the runs "
-    "about 1.2 hours on MobileRobot and 2.2 hours on Kuka: about 4.4 hours in all (the script prints its own "
-    "estimate, and the time left as it goes).")
+    "steps in contact with the button) after 30k steps and stayed at 36-60 up to 80k, while seed 1 was still near 0 "
+    "after 40k (its arm avoided the table and hovered: 700-step episodes), so 50k steps (an evaluation of 3 episodes "
+    "every 5k; an arm that has not learned plays whole 1000-step episodes): ground truth is slower and more "
+    "seed-dependent there, and a longer budget (--budget KukaButtonGymEnv-v0=100000) costs about 2 hours more. The "
+    "pixel-based runs take most of the time: rendering (and encoding) every frame, ppo2 runs about 170-280 steps/s on "
+    "MobileRobot and about 100-150 on Kuka (TinyRenderer at about 175 frames/s), against about 1,800 and 700 with "
+    "ground truth; 2 runs at a time on 2 cores. Estimate on 2 free cores: prepare about 30 minutes per env (9 models, "
+    "one after the other), the runs about 1.2 hours on MobileRobot and 2.2 hours on Kuka: about 4.4 hours in all (the "
+    "script prints its own estimate, and the time left as it goes).")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
