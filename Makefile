@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 60000
 
-.PHONY: install demo srl-demo test bench bench-learning bench-srl visdom clean browser
+.PHONY: install demo srl-demo test bench bench-learning bench-srl bench-srl-rl visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -61,6 +61,12 @@ bench-learning: install
 # 50 min on 2 busy cores; `python benchmarks/srl_table.py --quick` checks every model on tiny datasets in minutes).
 bench-srl: install
 	$(PY) benchmarks/srl_table.py
+
+# Does SRL help? ppo2 on MobileRobot and Kuka (random target) from ground truth, raw pixels and 9 learned
+# representations, 3 seeds, into docs/srl.md (section "Does SRL help?") and docs/benchmarks.md. Hours on 2 cores, but
+# resumable: the same command again does only what is missing. `python benchmarks/srl_rl.py --quick` checks the chain.
+bench-srl-rl: install
+	$(PY) benchmarks/srl_rl.py
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

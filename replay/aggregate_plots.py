@@ -68,8 +68,10 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     axes = figure.add_subplot(1, 1, 1)
     for index, (label, x, y) in enumerate(curves):
         mean, low, high = bandOverSeeds(y)
-        color = f"C{index % 10}"
-        axes.plot(x, mean, color=color, linewidth=2, label=f"{label} ({y.shape[0]} runs)")
+        color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
+        axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
+                  marker="o" if len(x) <= 30 else None, markersize=4,  # a few points (evaluations): shown
+                  label=f"{label} ({y.shape[0]} runs)")
         if y.shape[0] >= 2:
             axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
     axes.set_xlabel(x_label)

@@ -1,0 +1,260 @@
+"""The SRL + RL benchmark's analysis (benchmarks/srl_rl.py) on synthetic run folders with fake evaluations.npz files:
+tables, Welch's test, steps to the threshold, the area under the curve, the PNG, the marked docs block, partial
+results, stale runs and the command line's refusals. Nothing is trained here: `python benchmarks/srl_rl.py --quick`
+checks the real chain."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+from conftest import REPO
+from scipy import stats
+
+sys.path.insert(0, REPO)
+from benchmarks import srl_rl  # noqa: E402
+from rl_baselines.cli import UsageError  # noqa: E402
+
+MOBILE = srl_rl.MOBILE
+STEPS = np.array([1000, 2000, 3000, 4000])
+# observation -> per seed, the mean evaluation reward at each of STEPS
+CURVES = {
+    "ground_truth": [[50, 180, 220, 230], [60, 190, 225, 232], [40, 170, 215, 228]],
+    "raw_pixels": [[0, 20, 60, 100], [5, 30, 90, 140], [0, 10, 40, 80]],
+    "vae": [[10, 100, 200, 226], [20, 150, 210, 229], [0, 80, 190, 225]],
+    "autoencoder": [[0, 10, 20, 30], [0, 5, 10, 15]],  # one seed missing
+}
+
+
+def _writeRun(folder: str, observation: str, seed: int, curve: list[float] | None, env: str = MOBILE) -> str:
+    """A finished run folder: args.json, a monitor CSV, done.json and (unless ``curve`` is None) evaluations.npz whose
+    episodes average to ``curve`` (3 episodes per evaluation, spread around the mean)."""
+    os.makedirs(os.path.join(folder, "monitor"))
+    with open(os.path.join(folder, "args.json"), "w") as handle:
+        json.dump({"env": env, "srl_model": observation, "algo": "ppo2", "seed": seed, "num_timesteps": 4000}, handle)
+    with open(os.path.join(folder, "monitor", "0.monitor.csv"), "w") as handle:
+        handle.write('#{"t_start": 0}\nr,l,t\n' + "".join(f"{r},1000,{10.0 * (i + 1)}\n"
+                                                         for i, r in enumerate(curve or [0, 0, 0, 0])))
+    with open(os.path.join(folder, "done.json"), "w") as handle:
+        json.dump({"wall_time_s": 50.0}, handle)
+    if curve is not None:
+        means = np.asarray(curve, dtype=np.float64)
+        results = np.stack([means - 1.0, means, means + 1.0], axis=1)
+        np.savez(os.path.join(folder, "evaluations.npz"), timesteps=STEPS, results=results,
+                 ep_lengths=np.full(results.shape, 250))
+    return folder
+
+
+@pytest.fixture()
+def runs(tmp_path) -> list[str]:
+    """Synthetic finished runs of CURVES, plus a vae run without evaluations.npz."""
+    folders = []
+    for observation, curves in CURVES.items():
+        for seed, curve in enumerate(curves):
+            folders.append(_writeRun(str(tmp_path / "runs" / f"{observation}_{seed}"), observation, seed, curve))
+    folders.append(_writeRun(str(tmp_path / "runs" / "vae_3"), "vae", 3, None))
+    return folders
+
+
+def _model(folder: str, name: str, gtc: float) -> str:
+    """A fake prepared model folder (exp_config.json, gt_correlation.json)."""
+    os.makedirs(folder)
+    with open(os.path.join(folder, "exp_config.json"), "w") as handle:
+        json.dump({"srl_model": name, "state_dim": 8, "env": MOBILE, "img_shape": [3, 64, 64], "weights": []},
+                  handle)
+    with open(os.path.join(folder, "gt_correlation.json"), "w") as handle:
+        json.dump({"mean": gtc, "per_dimension": [gtc, gtc]}, handle)
+    return folder
+
+
+def test_curve_measures() -> None:
+    steps, rewards = np.array([1000, 2000, 4000]), np.array([0.0, 10.0, 20.0])
+    assert srl_rl.stepsToThreshold(steps, rewards, 10.0) == 2000
+    assert srl_rl.stepsToThreshold(steps, rewards, 10.5) == 4000
+    assert srl_rl.stepsToThreshold(steps, rewards, 21.0) is None
+    # trapezoids: (0+10)/2*1000 + (10+20)/2*2000 = 35000 over 3000 steps
+    assert srl_rl.normalisedArea(steps, rewards) == pytest.approx(35000 / 3000)
+    assert srl_rl.normalisedArea(steps[:1], rewards[:1]) == 0.0
+    assert math.isnan(srl_rl.normalisedArea(steps[:0], rewards[:0]))
+    mean, error = srl_rl.meanStandardError([1.0, 2.0, 6.0])
+    assert mean == pytest.approx(3.0) and error == pytest.approx(np.std([1, 2, 6], ddof=1) / math.sqrt(3))
+    assert math.isnan(srl_rl.meanStandardError([4.0])[1])
+    assert math.isnan(srl_rl.welchPValue([1.0], [1.0, 2.0]))
+
+
+def test_loadRun_reads_the_evaluations(runs) -> None:
+    record = srl_rl.loadRun(runs[0])
+    assert (record.env, record.observation, record.seed, record.steps) == (MOBILE, "ground_truth", 0, 4000)
+    np.testing.assert_array_equal(record.eval_steps, STEPS)
+    np.testing.assert_allclose(record.eval_rewards, CURVES["ground_truth"][0])  # the mean of each row of results
+    assert record.rate == pytest.approx(4000 / 40.0) and record.wall == 50.0
+    without = srl_rl.loadRun(runs[-1])
+    assert without.eval_steps.size == 0 and without.eval_rewards.size == 0
+
+
+def test_summary_threshold_welch_and_missing_rows(runs) -> None:
+    records = [srl_rl.loadRun(folder) for folder in runs]
+    observations = ["ground_truth", "raw_pixels", "vae", "autoencoder", "robotic_priors"]
+    rows, threshold = srl_rl.summariseEnv(records, observations, 3, {"robotic_priors": "not prepared"})
+    by_name = {row.observation: row for row in rows}
+    gt_finals = [curve[-1] for curve in CURVES["ground_truth"]]
+    assert threshold == pytest.approx(srl_rl.THRESHOLD_FRACTION * np.mean(gt_finals))  # 0.9 x 230 = 207
+    assert by_name["ground_truth"].final[0] == pytest.approx(230.0)
+    assert by_name["ground_truth"].final[1] == pytest.approx(stats.sem(gt_finals))
+    # first evaluation at or above 207: ground truth at 3000 for all; vae at 3000 for seed 1 only
+    assert by_name["ground_truth"].reach == [3000, 3000, 3000]
+    assert by_name["vae"].reach == [4000, 3000, 4000] and srl_rl.medianReach(by_name["vae"]) == 4000
+    assert by_name["raw_pixels"].reach == [None, None, None] and srl_rl.medianReach(by_name["raw_pixels"]) is None
+    pixel_finals = [curve[-1] for curve in CURVES["raw_pixels"]]
+    expected_p = stats.ttest_ind([curve[-1] for curve in CURVES["vae"]], pixel_finals, equal_var=False).pvalue
+    assert by_name["vae"].p_value == pytest.approx(expected_p)
+    assert math.isnan(by_name["raw_pixels"].p_value)
+    assert by_name["vae"].area[0] == pytest.approx(np.mean([srl_rl.normalisedArea(STEPS, np.asarray(c, float))
+                                                            for c in CURVES["vae"]]))
+    assert "without evaluations.npz" in by_name["vae"].note  # the 4th vae run
+    assert len(by_name["autoencoder"].runs) == 2 and by_name["robotic_priors"].runs == []
+
+    table = srl_rl.envTable(MOBILE, rows, threshold, {"vae": {"gtc": 0.42, "state_dim": 8, "hash": "h"}})
+    lines = {line.split(" | ")[0][2:]: line for line in table.splitlines()[2:]}
+    assert "| 3/3 | 230.0 +/- " in lines["ground_truth"] and "3,000 (3/3)" in lines["ground_truth"]
+    assert "not reached (0/3)" in lines["raw_pixels"] and "baseline" in lines["raw_pixels"]
+    assert "0.420 (8)" in lines["vae"] and f"{expected_p:.3g}" in lines["vae"]
+    assert "| 2/3 |" in lines["autoencoder"] and "not prepared" in lines["autoencoder"]
+    assert "missing: not prepared" in lines["robotic_priors"] and "6.2 +/- 3.1" in lines["robotic_priors"]
+    # the paper's raw pixels reach 231.5 / 234.4 = 99% of their ground truth, ours 106.7 / 230 = 46%
+    assert "lower here: 46% vs 99% of ground truth" in lines["raw_pixels"]
+    assert "not in the paper" in lines["vae"]
+
+    sentences = " ".join(srl_rl.verdicts(rows, threshold, ["vae", "autoencoder", "robotic_priors"]))
+    assert f"or above ({230 - stats.sem(gt_finals):.2f}): none." in sentences  # the vae's 226.7 is below
+    assert "raw pixels never reached it): vae." in sentences
+    assert "(Welch): vae (better), autoencoder (worse)." in sentences
+
+
+def test_agreement_with_the_paper() -> None:
+    reference = srl_rl.ObservationSummary("ground_truth", [None], 3, [234.4], (234.4, 1.3), (0.0, 0.0))
+    row = srl_rl.ObservationSummary("srl_splits", [None], 3, [230.0], (230.0, 3.0), (0.0, 0.0))
+    assert srl_rl.anchorComparison(row, MOBILE, reference) == ("232.1 +/- 2.2", "agrees: 98% vs 99% of ground truth")
+    row = srl_rl.ObservationSummary("srl_splits", [None], 3, [150.0], (150.0, 3.0), (0.0, 0.0))
+    assert srl_rl.anchorComparison(row, MOBILE, reference)[1].startswith("lower here: 64% vs 99%")
+    assert srl_rl.anchorComparison(row, MOBILE, None) == ("232.1 +/- 2.2", "n/a")
+
+
+def test_marked_block_is_replaced_and_the_rest_kept(tmp_path) -> None:
+    doc = tmp_path / "srl.md"
+    doc.write_text("# SRL\n\n## Results\n\nintro\n")
+    srl_rl.writeMarked(str(doc), "first")
+    text = doc.read_text()
+    assert text == (f"# SRL\n\n## Results\n\nintro\n\n{srl_rl.SECTION_TITLE}\n\n{srl_rl.START_MARKER}\nfirst\n"
+                    f"{srl_rl.END_MARKER}\n")
+    doc.write_text(text + "\n## Later section\n\nkept\n")
+    srl_rl.writeMarked(str(doc), "second")
+    text = doc.read_text()
+    assert "first" not in text and "second" in text and text.count(srl_rl.START_MARKER) == 1
+    assert text.startswith("# SRL\n\n## Results\n\nintro\n") and text.endswith("## Later section\n\nkept\n")
+    # benchmarks/srl_table.py replaces the section before it up to the next level-2 heading: the markers survive
+    from benchmarks import srl_table
+
+    text = srl_table.replaceSection(text.replace("## Results", srl_table.SECTION), srl_table.SECTION + "\n\nnew\n")
+    assert text.count(srl_rl.START_MARKER) == 1 and "\nnew\n" in srl_rl.replaceMarked(text, "third")
+    assert srl_rl.replaceMarked(text, "third").count(srl_rl.SECTION_TITLE) == 1
+    fresh = tmp_path / "new.md"
+    srl_rl.writeMarked(str(fresh), "block")
+    assert fresh.read_text() == f"{srl_rl.SECTION_TITLE}\n\n{srl_rl.START_MARKER}\nblock\n{srl_rl.END_MARKER}\n"
+    assert sorted(os.listdir(tmp_path)) == ["new.md", "srl.md"]  # no temporary file left
+
+
+def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp_path, monkeypatch) -> None:
+    bench = tmp_path / "bench"
+    models = {"vae": _model(str(bench / "srl" / "vae_model"), "vae", 0.42),
+              "autoencoder": _model(str(bench / "srl" / "ae_model"), "autoencoder", 0.40)}
+    with open(bench / "srl_models.yaml", "w") as handle:
+        handle.write(f"{MOBILE}:\n" + "".join(f"  {name}: srl/{os.path.basename(folder)}\n"
+                                               for name, folder in models.items()))
+    observations = ["ground_truth", "raw_pixels", "vae", "autoencoder", "robotic_priors"]
+    plan = srl_rl.PLANS[MOBILE]
+    settings = srl_rl.Settings([plan], observations, ["vae", "autoencoder", "robotic_priors"], 3,
+                               bench_dir=str(bench))
+    # the grid asks for 5 x 3 runs; 11 of them finished (2 autoencoder seeds, none of robotic_priors, 4 vae runs of
+    # which one without evaluations)
+    monkeypatch.setattr(srl_rl.Settings, "specs", lambda self, env_plan: [object()] * 15)
+    monkeypatch.setattr(srl_rl, "finishedRunFolders", lambda specs: runs)
+    appended = []
+    monkeypatch.setattr(srl_rl, "appendReport", lambda *args, **kwargs: appended.append(args))
+    doc, images = tmp_path / "srl.md", tmp_path / "images"
+    doc.write_text("# SRL\n")
+    code = srl_rl.report(settings, "python benchmarks/srl_rl.py", "a machine", str(doc), str(images), append=True)
+    assert code == 1 and appended == []  # runs are missing: no speed table yet
+    text = doc.read_text()
+    assert text.startswith("# SRL\n") and srl_rl.SECTION_TITLE in text
+    assert "0.420 (8)" in text and "0.400 (8)" in text and "missing: not prepared" in text
+    assert f"threshold {0.9 * 230:.2f}" in text and "![ppo2 learning curves on" in text
+    assert "images/srl_rl_MobileRobotGymEnv-v0.png" in text
+    png = images / f"srl_rl_{MOBILE}.png"
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+    # every run there: the speed table is appended, one row per observation with runs
+    monkeypatch.setattr(srl_rl.Settings, "specs", lambda self, env_plan: [object()] * len(runs))
+    assert srl_rl.report(settings, "cmd", "a machine", None, str(images), append=True) == 0
+    (title, command, notes, table), = appended
+    assert command == "cmd" and "Wall time of the whole benchmark" in notes
+    assert table.count(f"| {MOBILE} |") == 4 and "| vae | 4 | 4,000 | 100 | 0.8 min |" in table
+
+
+def test_stale_runs_are_dropped(tmp_path) -> None:
+    kept = _writeRun(str(tmp_path / "kept"), "vae", 0, [1, 2, 3, 4])
+    stale = _writeRun(str(tmp_path / "stale"), "vae", 1, [1, 2, 3, 4])
+    other = _writeRun(str(tmp_path / "pixels"), "raw_pixels", 0, [1, 2, 3, 4])
+    for folder, digest in ((kept, "new"), (stale, "old")):
+        with open(os.path.join(folder, "srl_model.json"), "w") as handle:
+            json.dump({"name": "vae", "hash": digest}, handle)
+    assert srl_rl.dropStaleRuns([kept, stale, other], {"vae": {"hash": "new"}}) == [stale]
+    assert os.path.isdir(kept) and not os.path.exists(stale) and os.path.isdir(other)
+
+
+def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_folder() -> None:
+    kuka = srl_rl.PLANS[srl_rl.KUKA]
+    settings = srl_rl.Settings([kuka], ["ground_truth", "raw_pixels", "vae", "pca"], ["vae", "pca"], 3,
+                               bench_dir=os.path.join("logs", "b"), prepare_extra=["--state-dim", "16"])
+    prepare = settings.prepareCommand(kuka)
+    assert prepare[:2] == ["-m", "srl_models.prepare"] and prepare.count("--env") == 1
+    assert prepare[prepare.index("--srl-model") + 1:prepare.index("--srl-model") + 3] == ["vae", "pca"]
+    assert "--random-target" in prepare and prepare[prepare.index("--state-dim") + 1] == "16"
+    assert prepare[prepare.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")
+    pipeline = settings.pipelineCommand(kuka)
+    assert pipeline[:2] == ["-m", "rl_baselines.pipeline"] and "--random-target" in pipeline
+    assert pipeline[pipeline.index("--num-iteration") + 1] == "3"
+    assert pipeline[pipeline.index("--eval-freq") + 1] == str(kuka.eval_freq)
+    assert pipeline[pipeline.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")
+    assert srl_rl.shown(pipeline, 10).startswith("nice -n 10 python -m rl_baselines.pipeline --algo ppo2")
+    assert "--data-folder" not in prepare  # prepare's own data folder: other prepare commands reuse the dataset
+    quick = srl_rl.settingsFrom(srl_rl.buildParser().parse_args(["--quick", "--bench-dir", os.path.join("logs", "q")]))
+    assert quick.observations == list(srl_rl.QUICK_OBSERVATIONS) and quick.seeds == 2 and quick.learned == ["vae"]
+    prepare = quick.prepareCommand(quick.plans[0])
+    assert prepare[prepare.index("--data-folder") + 1] == os.path.join("logs", "q", "data")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--budget", "Nope-v0=100"], "unknown env 'Nope-v0'"),
+    (["--budget", f"{MOBILE}=-5"], "is not a positive number of steps"),
+    (["--observations", "pixels"], "invalid choice: 'pixels'"),
+    (["--seeds", "0"], "must be a positive integer"),
+    (["--eval-freq", "5000", "--budget", f"{MOBILE}=1000"], "--eval-freq 5000 is more than the 1000 steps"),
+])
+def test_bad_inputs_are_refused_before_anything_is_written(tmp_path, argv, message) -> None:
+    bench = tmp_path / "bench"
+    with pytest.raises(UsageError, match=message):
+        srl_rl.main([*argv, "--bench-dir", str(bench), "--env", MOBILE])
+    assert not bench.exists()
+
+
+def test_report_only_without_finished_runs_writes_nothing(tmp_path, capsys) -> None:
+    doc, images = tmp_path / "srl.md", tmp_path / "images"
+    doc.write_text("# SRL\n")
+    code = srl_rl.main(["--report-only", "--env", MOBILE, "--bench-dir", str(tmp_path / "bench"), "--doc", str(doc),
+                        "--image-dir", str(images)])
+    assert code == 1 and "nothing written" in capsys.readouterr().out
+    assert doc.read_text() == "# SRL\n" and not images.exists() and not (tmp_path / "bench").exists()
