@@ -148,7 +148,7 @@ def test_flags_and_hyperparams_are_checked() -> None:
     with pytest.raises(SystemExit):
         parser.parse_args(["--elite-frac", "1.5"])
     assert CEMModel.parserHyperParam({"num_population": "12"}) == {"num_population": 12}
-    with pytest.raises(ValueError, match="'num_population' must be an integer >= 2"):
+    with pytest.raises(ValueError, match="'num_population' must be >= 2, got 1"):
         CEMModel.parserHyperParam({"num_population": "1"})
     space = CEMModel.getOptParam()
     assert set(space) == set(CEMModel.DEFAULT_HYPERPARAMS)
