@@ -202,12 +202,52 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
 
         try:
             # the manifest beside the model (if any): same algorithm and observations, files not cut short
-            checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
-                           {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
+            manifest = checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
+                                      {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
+            if manifest is not None:
+                checkSavedSpaces(args, algo_class, envKwargsFromArgs(args), manifest)
             start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
+
+
+def checkSavedSpaces(args: argparse.Namespace, algo_class: type, env_kwargs: dict[str, Any],
+                     manifest: dict[str, Any]) -> None:
+    """
+    Refuse to continue a saved model on an env whose action or observation space differs from the one it was
+    trained on (its manifest records them), before anything is written: one env is built with the algorithm's
+    ``makeEnv`` (no monitor files) and closed.
+
+    :param args: the validated arguments
+    :param algo_class: the algorithm's class
+    :param env_kwargs: the env's keywords
+    :param manifest: the manifest beside the model (rl_baselines.checkpointing)
+    :raises ValueError: the spaces differ (one line)
+    """
+    from rl_baselines.checkpointing import describeSpace
+
+    if manifest.get("action_space") is None and manifest.get("observation_space") is None:
+        return
+    probe = argparse.Namespace(**{**vars(args), "num_cpu": 1, "monitor_dir": None})
+    env = algo_class.makeEnv(probe, env_kwargs)
+    try:
+        spaces = {"action_space": env.action_space, "observation_space": env.observation_space}
+    finally:
+        env.close()
+    for name, space in spaces.items():
+        saved = manifest.get(name)
+        if saved is None or saved == describeSpace(space):
+            continue
+        if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
+            kinds = {"Discrete": "discrete", "Box": "continuous"}
+            hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
+            raise ValueError(f"{args.load_rl_model_path} was trained with {kinds.get(saved['type'], saved['type'])} "
+                             f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
+                             f"({hint})")
+        shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "bounds_sha256")
+        raise ValueError(f"{args.load_rl_model_path} was trained with another {name.replace('_', ' ')} ({shown}) "
+                         f"than this run's {space}")
 
 
 def _srlModelHash(args: argparse.Namespace) -> str | None:
@@ -472,8 +512,13 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
     print(f"{state}: {num_timesteps} steps, {len(callback.monitor.rewards)} episodes, mean reward (last 100) "
           f"{mean_reward:.2f}")
-    if stopped and callback.last_checkpoint is not None:
+    if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
+    elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
+        from rl_baselines.resume import continueCommand
+
+        print(f"{args.algo} cannot be resumed (no saveTrainingState); continue its model with: "
+              f"{continueCommand(args, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
     print(f"Run folder: {run_dir}")
     if stopped:
         return 128 + int(callback.stop_signal)
