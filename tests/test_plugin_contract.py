@@ -33,9 +33,18 @@ def tinySite(tmp_path_factory: pytest.TempPathFactory) -> str:
     dist_info = site / "tiny_plugin-0.1.dist-info"
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
+    (package / "docs_example.py").write_text(docsExample())
     (dist_info / "entry_points.txt").write_text(
-        "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = tiny_plugin.algo:{cls}\n" for name, cls in VARIANTS.items()))
+        "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = tiny_plugin.algo:{cls}\n" for name, cls in VARIANTS.items())
+        + "docs_tiny = tiny_plugin.docs_example:TinyAgent\n")
     return str(site)
+
+
+def docsExample() -> str:
+    """:return: the code block of docs/plugins.md's "A complete minimal algorithm" section"""
+    text = open(os.path.join(REPO, "docs", "plugins.md"), encoding="utf-8").read()
+    section = text.split("### A complete minimal algorithm", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def _env(site: str) -> dict[str, str]:
@@ -80,6 +89,10 @@ def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, ti
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "cannot be resumed" in refused.stderr and f"--load-rl-model-path {model}" in refused.stderr
     assert snapshot(run_dir) == before
+    # a sweep starts such a run again in a new folder instead of calling --resume
+    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.resume import runStatus; print(runStatus({run_dir!r}))"],
+                            capture_output=True, text=True, cwd=REPO, env={**os.environ, **_env(tinySite)}, timeout=120)
+    assert status.stdout.strip() == "continue", status.stderr
 
     # the printed command works (with a small budget instead of the rest of 1e8 steps)
     index = continuation.index("--num-timesteps")
@@ -122,12 +135,12 @@ def test_other_action_or_observation_space_refused_before_writing(tmp_path, tiny
     assert not os.path.exists(log_dir)
 
 
-def test_check_plugin_passes_a_plugin_written_from_the_docs(tinySite) -> None:
-    result = _run(tinySite, "rl_baselines.check_plugin", "tiny", "--num-timesteps", "200")
+def test_check_plugin_passes_the_plugin_of_the_docs(tinySite) -> None:
+    result = _run(tinySite, "rl_baselines.check_plugin", "docs_tiny", "--num-timesteps", "200")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok: discrete: same seed, same model" in result.stdout
     assert "continuous: --load-rl-model-path continues the step count and the normalisation" in result.stdout
-    assert "tiny: every check passed" in result.stdout
+    assert "docs_tiny: every check passed" in result.stdout
 
 
 @pytest.mark.parametrize("algo, message", [

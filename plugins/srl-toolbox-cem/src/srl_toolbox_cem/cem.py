@@ -231,7 +231,6 @@ class CEMModel(BaseRLObject):
                 "num_timesteps": int(self.num_timesteps), "generation": int(self.generation),
                 "best_return": float(self.best_return), "hyperparams": self.hyperparams,
                 "observation_shape": list(self.observation_shape), "action_space": _spaceToJson(self.action_space)}
-        os.makedirs(os.path.dirname(os.path.abspath(save_path)), exist_ok=True)
         # atomicPath: readers never see a half-written model, and the file gets the umask's permissions
         with atomicPath(save_path) as tmp_path, open(tmp_path, "wb") as handle:  # a file object: no suffix added
             np.savez(handle, meta=np.array(json.dumps(meta)), mean=self.mean, std=self.std,
