@@ -396,6 +396,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"unknown algorithm {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    from environments import getEnvClass
+    from srl_models.registry import learnedModels
+
+    modes = getEnvClass(args.env).SRL_MODES
+    if args.srl_model not in modes and args.srl_model not in learnedModels():
+        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
+                         f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
     if args.keep is not None:
         from rl_baselines.cli import checkWritableFolder
 

@@ -204,50 +204,14 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
             # the manifest beside the model (if any): same algorithm and observations, files not cut short
             manifest = checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
                                       {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
-            if manifest is not None:
-                checkSavedSpaces(args, algo_class, envKwargsFromArgs(args), manifest)
+            if manifest is not None:  # same action and observation spaces, before anything is written
+                from rl_baselines.checkpointing import checkSavedSpaces
+
+                checkSavedSpaces(manifest, args, algo_class, envKwargsFromArgs(args))
             start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
-
-
-def checkSavedSpaces(args: argparse.Namespace, algo_class: type, env_kwargs: dict[str, Any],
-                     manifest: dict[str, Any]) -> None:
-    """
-    Refuse to continue a saved model on an env whose action or observation space differs from the one it was
-    trained on (its manifest records them), before anything is written: one env is built with the algorithm's
-    ``makeEnv`` (no monitor files) and closed.
-
-    :param args: the validated arguments
-    :param algo_class: the algorithm's class
-    :param env_kwargs: the env's keywords
-    :param manifest: the manifest beside the model (rl_baselines.checkpointing)
-    :raises ValueError: the spaces differ (one line)
-    """
-    from rl_baselines.checkpointing import describeSpace
-
-    if manifest.get("action_space") is None and manifest.get("observation_space") is None:
-        return
-    probe = argparse.Namespace(**{**vars(args), "num_cpu": 1, "monitor_dir": None})
-    env = algo_class.makeEnv(probe, env_kwargs)
-    try:
-        spaces = {"action_space": env.action_space, "observation_space": env.observation_space}
-    finally:
-        env.close()
-    for name, space in spaces.items():
-        saved = manifest.get(name)
-        if saved is None or saved == describeSpace(space):
-            continue
-        if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
-            kinds = {"Discrete": "discrete", "Box": "continuous"}
-            hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
-            raise ValueError(f"{args.load_rl_model_path} was trained with {kinds.get(saved['type'], saved['type'])} "
-                             f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
-                             f"({hint})")
-        shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "bounds_sha256")
-        raise ValueError(f"{args.load_rl_model_path} was trained with another {name.replace('_', ' ')} ({shown}) "
-                         f"than this run's {space}")
 
 
 def _srlModelHash(args: argparse.Namespace) -> str | None:
