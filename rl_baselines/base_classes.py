@@ -215,7 +215,9 @@ class BaseRLObject:
         """
         :param observation: a batch of observations, one per env
         :param dones: which envs just ended an episode (for recurrent policies)
-        :param deterministic: take the most likely action instead of sampling
+        :param deterministic: no randomness: the most likely discrete action, and for continuous actions the mode
+            of the policy's distribution (a Gaussian's mean, no noise), squashed and clipped like a sampled action;
+            the same observation then always gives the same action
         :return: a batch of actions, one per env
         """
         raise NotImplementedError
