@@ -50,5 +50,8 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
         loaded[extension.name] = extension.plugin
     if warn:
         for name, reason in sorted(failures.items()):
-            warnings.warn(f"skipped {kind} plugin {name!r} ({reason})", warning_class, stacklevel=3)
+            # Located at the entry-point group, not at a source line: Python's default format then prints one
+            # line ("<group>:0: <category>: skipped ..."), whether the registry is imported by a command or a script.
+            warnings.warn_explicit(f"skipped {kind} plugin {name!r} ({reason})", warning_class, filename=group,
+                                   lineno=0, module=group)
     return dict(sorted(loaded.items())), failures

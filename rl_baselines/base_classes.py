@@ -10,6 +10,7 @@ form directly; algorithms written here call it themselves.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import zipfile
@@ -20,6 +21,7 @@ import numpy as np
 
 from rl_baselines.algo_types import ActionType, AlgoType
 from rl_baselines.files import atomicPath
+from rl_baselines.hyperparams import Hyperparam
 
 TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -50,6 +52,22 @@ class BaseRLObject:
     # Whether ``train`` calls ``callback.cleanPoint(num_timesteps)`` (see notifyCleanPoint) between updates, where a
     # checkpoint is exactly what training goes on from; periodic checkpoints then wait for the next one.
     CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = False
+    # The hyperparameter spec (rl_baselines.hyperparams): each hyperparameter declared once. When a class declares
+    # it, DEFAULT_HYPERPARAMS, HYPERPARAM_CHOICES and HYPERPARAM_BOUNDS are derived from it, and customArguments,
+    # parserHyperParam, getOptParam and hyperparamsFromArgs work from it.
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("HYPERPARAMS")
+        if spec:
+            for name, hyperparam in spec.items():
+                if not isinstance(hyperparam, Hyperparam):
+                    raise TypeError(f"{cls.__name__}.HYPERPARAMS[{name!r}] is a {type(hyperparam).__name__}, "
+                                    f"not a rl_baselines.hyperparams.Hyperparam")
+            cls.DEFAULT_HYPERPARAMS = {name: h.default for name, h in spec.items()}
+            cls.HYPERPARAM_CHOICES = {name: h.choices for name, h in spec.items() if h.choices is not None}
+            cls.HYPERPARAM_BOUNDS = {name: h.interval for name, h in spec.items() if h.bounds is not None}
 
     def __init__(self) -> None:
         self.num_timesteps = 0
@@ -78,18 +96,128 @@ class BaseRLObject:
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
         """
-        Add the algorithm's own command-line flags.
+        Add the algorithm's own command-line flags: by default one per hyperparameter of ``HYPERPARAMS``
+        (:meth:`addHyperparamArguments`); an override adding more flags calls ``super().customArguments(parser)``.
 
         :param parser: the train command's parser
         :return: the same parser
         """
+        if cls.HYPERPARAMS:
+            cls.addHyperparamArguments(parser)
         return parser
+
+    # --- hyperparameters (rl_baselines.hyperparams) ---------------------------------------------------------------
+
+    @classmethod
+    def hyperparamSpec(cls) -> dict[str, Hyperparam]:
+        """
+        :return: every hyperparameter with its default, allowed values and search range: ``HYPERPARAMS``, or for a
+            class written before the spec, the view of its ``DEFAULT_HYPERPARAMS``, ``HYPERPARAM_CHOICES``,
+            ``HYPERPARAM_BOUNDS`` and ``getOptParam``
+        """
+        if cls.HYPERPARAMS:
+            return dict(cls.HYPERPARAMS)
+        choices = getattr(cls, "HYPERPARAM_CHOICES", {})
+        bounds = getattr(cls, "HYPERPARAM_BOUNDS", {})
+        space = cls.getOptParam() or {}
+        spec = {}
+        for name, default in getattr(cls, "DEFAULT_HYPERPARAMS", {}).items():
+            search = space.get(name)
+            if search is not None:
+                search = list(search[1]) if search[0] is list else (*search[1], *search[2:])
+            spec[name] = Hyperparam.unchecked(default, choices=choices.get(name), bounds=bounds.get(name), search=search)
+        return spec
+
+    @classmethod
+    def addHyperparamArguments(cls, parser: argparse.ArgumentParser,
+                               spec: dict[str, Hyperparam] | None = None) -> argparse.ArgumentParser:
+        """
+        One flag per hyperparameter (``n_steps`` -> ``--n-steps``, stored as ``args.hp_n_steps``, None when not
+        given): booleans are switches that also take a value (``--dueling``, ``--dueling false``), strings with
+        choices list them, numbers are typed and range-checked when parsed (a bad value is a one-line usage error).
+
+        :param parser: the train command's parser
+        :param spec: the hyperparameters (default: :meth:`hyperparamSpec`)
+        :return: the same parser
+        """
+        spec = cls.hyperparamSpec() if spec is None else spec
+        title = getattr(cls, "NAME", "") or cls.__name__
+        group = parser.add_argument_group(f"{title} hyperparameters (defaults in brackets)")
+        for name, hyperparam in spec.items():
+            flag, dest, default = f"--{name.replace('_', '-')}", f"hp_{name}", hyperparam.default
+            described = f"{hyperparam.help} " if hyperparam.help else ""
+            if isinstance(default, bool):
+                group.add_argument(flag, dest=dest, type=strToBool, nargs="?", const=True, default=None,
+                                   metavar="BOOL", help=f"{described}switch; '{flag} false' turns it off [{default}]")
+            elif isinstance(default, str) and hyperparam.choices is not None:
+                group.add_argument(flag, dest=dest, choices=hyperparam.choices, default=None,
+                                   help=f"{described}[{default}]")
+            else:
+                group.add_argument(flag, dest=dest, type=functools.partial(cls._flagValue, name), default=None,
+                                   metavar=type(default).__name__.upper(), help=f"{described}[{default}]")
+        return parser
+
+    @classmethod
+    def _flagValue(cls, name: str, raw: str) -> Any:
+        try:
+            return cls.checkHyperparam(name, cls.parserHyperParam({name: raw})[name])
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    @classmethod
+    def checkHyperparam(cls, name: str, value: Any) -> Any:
+        """
+        :param name: a hyperparameter
+        :param value: its typed value
+        :return: the value
+        :raises ValueError: not one of its choices, or out of its bounds (one line)
+        """
+        hyperparam = cls.hyperparamSpec().get(name)
+        problem = None if hyperparam is None else hyperparam.problem(value)
+        if problem is not None:
+            raise ValueError(f"hyperparameter {name!r} {problem}, got {value!r}")
+        return value
+
+    @classmethod
+    def checkHyperparams(cls, hyperparams: dict[str, Any]) -> None:
+        """
+        Check every hyperparameter, and how they fit together (override to add such checks).
+
+        :param hyperparams: all the hyperparameters of a run
+        :raises ValueError: the first problem found (one line)
+        """
+        for name, value in hyperparams.items():
+            cls.checkHyperparam(name, value)
+
+    @classmethod
+    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
+                            saved: dict[str, Any] | None = None) -> dict[str, Any]:
+        """
+        Which setting wins: the default, then the saved model's value (``saved``, when continuing one), then the
+        flag, then ``--hyperparam`` (``train_kwargs``).
+
+        :param args: parsed arguments (the ``hp_*`` flags of :meth:`addHyperparamArguments`)
+        :param train_kwargs: typed ``--hyperparam`` values
+        :param saved: the hyperparameters of a model training continues from
+        :return: every hyperparameter, typed
+        """
+        spec = cls.hyperparamSpec()
+        hyperparams = {name: hyperparam.default for name, hyperparam in spec.items()}
+        hyperparams.update(saved or {})
+        for name in spec:
+            value = getattr(args, f"hp_{name}", None)
+            if value is not None:
+                hyperparams[name] = value
+        hyperparams.update(train_kwargs or {})
+        return hyperparams
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         """
         :param observation: a batch of observations, one per env
         :param dones: which envs just ended an episode (for recurrent policies)
-        :param deterministic: take the most likely action instead of sampling
+        :param deterministic: no randomness: the most likely discrete action, and for continuous actions the mode
+            of the policy's distribution (a Gaussian's mean, no noise), squashed and clipped like a sampled action;
+            the same observation then always gives the same action
         :return: a batch of actions, one per env
         """
         raise NotImplementedError
@@ -108,14 +236,17 @@ class BaseRLObject:
         The hyperparameter search space: ``{name: (type, range)}`` where type is ``int`` or ``float`` with
         ``(low, high)`` (a third element ``"log"`` samples on a log scale), or ``list`` with the choices.
 
-        :return: the search space, or None when the algorithm has no hyperparameters to search
+        :return: the search space, or None when the algorithm has no hyperparameters to search (default: the
+            ``search`` entries of ``HYPERPARAMS``)
         """
-        return None
+        space = {name: h.optParam() for name, h in cls.HYPERPARAMS.items() if h.search is not None}
+        return space or None
 
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
         """
-        Cast ``--hyperparam KEY:VALUE`` strings with the types of :meth:`getOptParam` (and of the defaults).
+        Cast ``--hyperparam KEY:VALUE`` strings with the types of :meth:`getOptParam` (and of the defaults), and
+        check them against the spec's choices and bounds (:meth:`checkHyperparam`).
 
         :param hyperparams: raw strings by name
         :return: typed values by name
@@ -135,6 +266,8 @@ class BaseRLObject:
                 parsed[name] = _castChoice(name, raw, space[name][1], defaults.get(name))
             else:
                 parsed[name] = _castValue(name, raw, types[name])
+        for name, value in parsed.items():  # choices and bounds of the spec (none for a class without them)
+            cls.checkHyperparam(name, value)
         return parsed
 
     @classmethod

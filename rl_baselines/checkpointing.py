@@ -4,7 +4,8 @@ Every folder a model is saved into (the run folder, ``best/``, ``checkpoints/<N>
 written after the model: algorithm, API version, env id, observation/action spaces, the SRL model's hash (runs on a
 trained SRL model) and the SHA-256 of each file of the save. Loading a model (``--resume``, ``--load-rl-model-path``,
 ``replay.enjoy_baselines``) checks it: another algorithm, env or SRL model, or a file that changed or was cut short,
-is refused in one line.
+is refused in one line; a model continued with ``--load-rl-model-path`` must also fit the run's action and
+observation spaces (:func:`checkSavedSpaces`).
 
 A checkpoint is a whole folder, written as ``checkpoints/.<N>_steps.partial-XXXX/`` and renamed to
 ``checkpoints/<N>_steps/`` once complete (files fsynced first), so a kill or a full disk during a save leaves the
@@ -233,6 +234,43 @@ def checkModelFile(model_path: str, algo_name: str, api_version: int | None = No
         raise CheckpointError(f"{model_path} is not the model listed in {os.path.join(folder, MANIFEST_FILE)}")
     checkManifest(manifest, folder, algo_name, api_version, expected)
     return manifest
+
+
+def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_kwargs: dict[str, Any]) -> None:
+    """
+    Refuse to continue a saved model on an env whose action or observation space differs from the one it was
+    trained on (its manifest records them), before anything is written: one env is built with the algorithm's
+    ``makeEnv`` (no monitor files) and closed.
+
+    :param manifest: the manifest beside the model (``args.load_rl_model_path``)
+    :param args: the train command's validated arguments
+    :param algo_class: the algorithm's class (its ``makeEnv``)
+    :param env_kwargs: the env's keywords
+    :raises ValueError: the spaces differ (one line)
+    """
+    import argparse
+
+    if manifest.get("action_space") is None and manifest.get("observation_space") is None:
+        return
+    probe = argparse.Namespace(**{**vars(args), "num_cpu": 1, "monitor_dir": None})
+    env = algo_class.makeEnv(probe, env_kwargs)
+    try:
+        spaces = {"action_space": env.action_space, "observation_space": env.observation_space}
+    finally:
+        env.close()
+    for name, space in spaces.items():
+        saved = manifest.get(name)
+        if saved is None or saved == describeSpace(space):
+            continue
+        if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
+            kinds = {"Discrete": "discrete", "Box": "continuous"}
+            hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
+            raise ValueError(f"{args.load_rl_model_path} was trained with {kinds.get(saved['type'], saved['type'])} "
+                             f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
+                             f"({hint})")
+        shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "bounds_sha256")
+        raise ValueError(f"{args.load_rl_model_path} was trained with another {name.replace('_', ' ')} ({shown}) "
+                         f"than this run's {space}")
 
 
 # --- checkpoints -------------------------------------------------------------------------------------------------

@@ -103,6 +103,9 @@ def searchParser() -> CLIParser:
                        epilog="Any other flag goes to rl_baselines.train for every trial (for example -c, --num-cpu 2, "
                               "--hyperparam n_steps:64 to fix a value and leave it out of the search).")
     parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"algorithm with a search space [{DEFAULT_ALGO}]")
+    parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
+                        help="train flags for --algo, in the pipeline's per-algorithm form (reinforce:--pg-lr=0.01); "
+                             "the same as giving FLAGS directly")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
     parser.add_argument("--seed", type=int, default=0, help="seed of every trial's run [0]")
@@ -767,6 +770,9 @@ def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConf
         raise UsageError(f"--algo {args.algo} has no search space (getOptParam); algorithms with one: "
                          f"{', '.join(searchable)}")
     checkSpace(args.algo, space)
+    from rl_baselines.sweep import parseAlgoArgs
+
+    train_argv = [*train_argv, *parseAlgoArgs(getattr(args, "algo_args", []), [args.algo]).get(args.algo, [])]
     if any(item == "--tag" or item.startswith("--tag=") for item in train_argv):
         raise UsageError("--tag is set by hyperparam_search for each trial (trial<N>)")
     shared = ["--algo", args.algo, "--env", args.env, "--srl-model", args.srl_model, "--seed", str(args.seed),

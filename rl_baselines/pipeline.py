@@ -50,6 +50,9 @@ def buildParser() -> CLIParser:
         epilog="Any other flag is passed to every run of python -m rl_baselines.train (python -m rl_baselines.train "
                "--algo NAME --help lists them), e.g. --num-timesteps, --num-cpu, -c, -r, --img-shape.")
     parser.add_argument("--algo", nargs="+", default=[DEFAULT_ALGO], help=f"algorithms [{DEFAULT_ALGO}]")
+    parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
+                        help="train flags for one algorithm's runs only, e.g. reinforce:--pg-lr=0.01 or "
+                             "\"ppo2:--n-steps 64 --gamma 0.9\" (repeatable)")
     parser.add_argument("--env", nargs="+", default=[DEFAULT_ENV], help=f"env ids [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", nargs="+", default=["raw_pixels"],
                         help="observation modes / trained SRL models [raw_pixels]")
@@ -112,12 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The flags the pipeline reads from train's (--num-cpu sizes the workers); errors are train's own one-liners.
     shared, _ = baseParser(add_help=False).parse_known_args(train_args)
 
-    from rl_baselines.sweep import (checkGrid, expandGrid, finishedFolder, resumableAttempt, sweepId, unique,
-                                    writeSweepState)
+    from rl_baselines.sweep import (checkGrid, expandGrid, finishedFolder, parseAlgoArgs, resumableAttempt, sweepId,
+                                    unique, writeSweepState)
 
-    checkGrid(args.algo, args.env, args.srl_model, train_args)
+    algo_args = parseAlgoArgs(args.algo_args, args.algo)
+    checkGrid(args.algo, args.env, args.srl_model, train_args, algo_args=algo_args)
     seeds = range(args.seed, args.seed + args.num_iteration)
-    specs = expandGrid(args.algo, args.env, args.srl_model, seeds, train_args, args.log_dir)
+    specs = expandGrid(args.algo, args.env, args.srl_model, seeds, train_args, args.log_dir, algo_args=algo_args)
     sweep_id = sweepId(specs)
     records: dict[str, dict[str, Any]] = {}
     for spec in specs:

@@ -20,6 +20,7 @@ import argparse
 import fcntl
 import glob
 import os
+import shlex
 import shutil
 import signal
 from collections.abc import Callable, Sequence
@@ -56,7 +57,9 @@ class ResumePlan:
     What resuming a run does.
 
     :param run_dir: the run folder
-    :param state: "resume" (from ``checkpoint``), "restart" (no checkpoint: from step 0) or "finished"
+    :param state: "resume" (from ``checkpoint``), "restart" (no checkpoint: from step 0), "finished", or
+        "continue" (an algorithm without saveTrainingState whose run saved a model: only ``--load-rl-model-path
+        model_path`` continues it, in a new run folder)
     :param checkpoint: the checkpoint folder to resume from
     :param run_state: its run_state.json
     :param buffer_folder: the replay buffer folder to restore, None for an empty buffer
@@ -71,6 +74,7 @@ class ResumePlan:
     buffer_folder: str | None = None
     num_timesteps: int = 0
     target_timesteps: int = 0
+    model_path: str | None = None
 
 
 def _resumeParser() -> CLIParser:
@@ -87,13 +91,15 @@ def modelFiles(run_dir: str) -> list[str]:
     return sorted(path for path in glob.glob(os.path.join(run_dir, "*_model.*")) if os.path.isfile(path))
 
 
-def planResume(run_dir: str) -> ResumePlan:
+def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
     """
     Decide how a run folder is continued, reading only (the pipeline can call this to know what ``--resume``
     would do).
 
     :param run_dir: a run folder written by rl_baselines.train
-    :return: the plan: finished, resume from a checkpoint, or restart from step 0
+    :param resumable: whether the run's algorithm implements saveTrainingState (None: look its name up in the
+        registry)
+    :return: the plan: finished, resume from a checkpoint, restart from step 0, or continue its model elsewhere
     :raises UsageError: not a run, or it cannot be resumed (saved by an older version without manifests) (one line)
     """
     if not os.path.isfile(os.path.join(run_dir, "args.json")):
@@ -105,6 +111,8 @@ def planResume(run_dir: str) -> ResumePlan:
     if run_manifest is not None and run_manifest.get("finished"):
         steps = int(run_manifest.get("num_timesteps", 0))
         return ResumePlan(run_dir, "finished", num_timesteps=steps, target_timesteps=steps)
+    if not (_algoResumable(run_dir) if resumable is None else resumable):
+        return _planWithoutTrainingState(run_dir, run_manifest)
     for steps, folder in reversed(listCheckpoints(run_dir)):
         try:
             manifest = readManifest(folder) or {}
@@ -126,13 +134,108 @@ def planResume(run_dir: str) -> ResumePlan:
     return ResumePlan(run_dir, "restart")
 
 
+def _algoResumable(run_dir: str) -> bool:
+    """:return: whether the algorithm named in the run's args.json implements saveTrainingState (True if unknown)"""
+    from rl_baselines.registry import registered_rl
+
+    try:
+        algo = readJson(os.path.join(run_dir, "args.json")).get("algo")
+    except (OSError, ValueError, AttributeError):
+        return True
+    return algo not in registered_rl or registered_rl[algo][0].supportsResume()
+
+
+def _planWithoutTrainingState(run_dir: str, run_manifest: dict[str, Any] | None) -> ResumePlan:
+    """
+    The plan of an unfinished run whose algorithm cannot resume: its newest saved model (the run's own, or its
+    newest checkpoint's) is continued with ``--load-rl-model-path`` in a new run folder; with none saved, the run
+    starts again in a new folder (model_path None). The folder itself is never changed.
+
+    :param run_dir: the run folder
+    :param run_manifest: the manifest of the run's own model, None without one
+    :return: a "continue" plan (model_path or None, the steps it holds, the run's target)
+    """
+    model_path, steps = None, 0
+    checkpoints = listCheckpoints(run_dir)
+    if run_manifest is not None and modelFiles(run_dir):
+        listed = [path for path in modelFiles(run_dir) if os.path.basename(path) in run_manifest["files"]]
+        if listed:
+            model_path, steps = listed[0], int(run_manifest.get("num_timesteps", 0))
+    if model_path is None:
+        for checkpoint_steps, folder in reversed(checkpoints):
+            try:
+                manifest = readManifest(folder) or {}
+            except CheckpointError:
+                continue
+            names = [name for name in manifest.get("files", {}) if "_model." in name and os.sep not in name]
+            if names:
+                model_path, steps = os.path.join(folder, names[0]), checkpoint_steps
+                break
+    target = None
+    for _, folder in reversed(checkpoints):
+        try:
+            target = int(readJson(os.path.join(folder, RUN_STATE_FILE))["target_timesteps"])
+            break
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    if target is None:
+        try:
+            target = int(readJson(os.path.join(run_dir, "args.json"))["num_timesteps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            target = steps
+    return ResumePlan(run_dir, "continue", num_timesteps=steps, target_timesteps=target, model_path=model_path)
+
+
+# Run arguments that decide the env and the observations: a model continued with --load-rl-model-path needs them.
+_CONTINUE_FLAGS = (("algo", "--algo"), ("env", "--env"), ("srl_model", "--srl-model"),
+                   ("srl_model_path", "--srl-model-path"), ("num_stack", "--num-stack"),
+                   ("action_repeat", "--action-repeat"), ("num_cpu", "--num-cpu"), ("seed", "--seed"),
+                   ("log_dir", "--log-dir"), ("hyperparam_file", "--hyperparam-file"))
+_CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-joints"),
+                      ("random_target", "--random-target"), ("shape_reward", "--shape-reward"), ("fpv", "--fpv"),
+                      ("multi_view", "--multi-view"))
+
+
+def continueCommand(args: argparse.Namespace, model_path: str | None, remaining_timesteps: int) -> str:
+    """
+    The command that continues a run's model in a new run folder (what an algorithm without saveTrainingState
+    offers instead of ``--resume``).
+
+    :param args: the run's arguments
+    :param model_path: the model to continue, None when the run saved none (the command then starts it again)
+    :param remaining_timesteps: env steps the run had left
+    :return: a ``python -m rl_baselines.train ... --load-rl-model-path MODEL`` command line, shell-quoted
+    """
+    words = ["python", "-m", "rl_baselines.train"]
+    for name, flag in _CONTINUE_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            words += [flag, str(value)]
+    words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name, False)]
+    if getattr(args, "img_shape", None):
+        words += ["--img-shape", *map(str, args.img_shape)]
+    for name, value in sorted(vars(args).items()):
+        if name.startswith("hp_") and value is not None:
+            words += [f"--{name[3:].replace('_', '-')}", str(value)]
+    resolved = getattr(args, RESOLVED_HYPERPARAMS_KEY, None)
+    pairs = resolved if isinstance(resolved, dict) else dict(
+        item.partition(":")[::2] for item in getattr(args, "hyperparam", None) or [])
+    if pairs:
+        words += ["--hyperparam", *(f"{key}:{value}" for key, value in pairs.items())]
+    words += ["--num-timesteps", str(max(1, int(remaining_timesteps)))]
+    if model_path is not None:
+        words += ["--load-rl-model-path", model_path]
+    return shlex.join(words)
+
+
 def runStatus(run_dir: str) -> str:
     """
     For rl_baselines.pipeline: what ``train --resume RUN`` would do with a run folder.
 
     :param run_dir: a run folder
-    :return: "finished", "resume" (from a checkpoint), "restart" (from step 0, same folder) or "unusable" (not a
-        run, or one that cannot be resumed: start it again in a new folder)
+    :return: "finished", "resume" (from a checkpoint), "restart" (from step 0, same folder), "continue" (an
+        algorithm without saveTrainingState: its model goes on only in a new folder) or "unusable" (not a run, or
+        one that cannot be resumed: start it again in a new folder)
     """
     try:
         return planResume(run_dir).state
@@ -170,9 +273,6 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed; installed: "
                          f"{', '.join(registered_rl)}")
     algo_class = registered_rl[saved["algo"]][0]
-    if not algo_class.supportsResume():
-        raise UsageError(f"--resume: algorithm {saved['algo']} does not implement saveTrainingState/"
-                         f"loadTrainingState, so its runs cannot be resumed")
     parser = algo_class.customArguments(base_parser())
     # every flag's default (argparse keeps no public list of actions), then what the run recorded
     defaults = {action.dest: action.default for action in parser._actions
@@ -185,7 +285,12 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         if getattr(given, name) is not None:
             setattr(args, name, getattr(given, name))
     args.resume, args.run_folder = None, None
-    plan = planResume(run_dir)
+    plan = planResume(run_dir, algo_class.supportsResume())
+    if plan.state == "continue":
+        what = "continue its model in a new run" if plan.model_path else "it saved no model yet: start it again"
+        raise UsageError(f"--resume: algorithm {saved['algo']} does not implement saveTrainingState/"
+                         f"loadTrainingState, so its runs cannot be resumed; {what} with: "
+                         f"{continueCommand(args, plan.model_path, plan.target_timesteps - plan.num_timesteps)}")
     if plan.state == "resume":
         args.load_rl_model_path = None  # the checkpoint's model replaces it (validate must not load the old one)
         args.pretrain_dataset = None  # behaviour cloning happened before the first step

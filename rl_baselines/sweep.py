@@ -23,6 +23,7 @@ import hashlib
 import itertools
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -231,8 +232,38 @@ def makeSpec(algo: str, env: str, srl_model: str, seed: int, train_args: Sequenc
                    os.path.abspath(log_dir), os.path.abspath(cwd or os.getcwd()))
 
 
+def parseAlgoArgs(items: Sequence[str], algos: Sequence[str]) -> dict[str, list[str]]:
+    """
+    The per-algorithm form of train flags, ``--algo-args ALGO:FLAGS`` (``reinforce:--pg-lr=0.01``, or several flags
+    in one quoted string: ``"ppo2:--n-steps 64 --gamma 0.9"``); the flags go to that algorithm's runs only, after
+    the flags shared by every run. Whether train accepts them is checked with the rest (:func:`checkGrid`).
+
+    :param items: the ``--algo-args`` values, in order (several for one algorithm add up)
+    :param algos: the algorithms of the command (``--algo``)
+    :return: algorithm -> its own train flags
+    :raises UsageError: not ALGO:FLAGS, an algorithm not in ``algos``, or unbalanced quotes (one line)
+    """
+    flags: dict[str, list[str]] = {}
+    for item in items:
+        algo, separator, text = item.partition(":")
+        if not separator or not algo or not text.strip():
+            raise UsageError(f"--algo-args {item!r} is not ALGO:FLAGS (for example reinforce:--pg-lr=0.01)")
+        if algo not in algos:
+            raise UsageError(f"--algo-args {item!r}: {algo!r} is not an algorithm of this command; valid choices: "
+                             f"{', '.join(unique(algos))}")
+        try:
+            words = shlex.split(text)
+        except ValueError as error:
+            raise UsageError(f"--algo-args {item!r}: {error}") from None
+        if not words[0].startswith("-"):
+            raise UsageError(f"--algo-args {item!r}: {words[0]!r} is not a flag (FLAGS start with -)")
+        flags.setdefault(algo, []).extend(words)
+    return flags
+
+
 def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[str], seeds: Sequence[int],
-               train_args: Sequence[str], log_dir: str, cwd: str | None = None) -> list[RunSpec]:
+               train_args: Sequence[str], log_dir: str, cwd: str | None = None,
+               algo_args: dict[str, list[str]] | None = None) -> list[RunSpec]:
     """
     Every combination as a run spec, seeds outermost so that every method gets its first seed early.
 
@@ -243,9 +274,11 @@ def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[s
     :param train_args: train flags shared by every run
     :param log_dir: root of the run folders
     :param cwd: directory the runs start in (default: the current one)
+    :param algo_args: each algorithm's own train flags (:func:`parseAlgoArgs`), after the shared ones
     :return: the run specs (call :func:`checkGrid` first for a readable refusal of bad combinations)
     """
-    return [makeSpec(algo, env, srl_model, seed, train_args, log_dir, cwd)
+    algo_args = algo_args or {}
+    return [makeSpec(algo, env, srl_model, seed, [*train_args, *algo_args.get(algo, [])], log_dir, cwd)
             for seed in dict.fromkeys(seeds)
             for algo, env, srl_model in itertools.product(unique(algos), unique(envs), unique(srl_models))]
 
@@ -282,7 +315,7 @@ def _describeGroup(combinations: list[tuple[str, str, str]], axes: tuple[list[st
 
 
 def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[str], train_args: Sequence[str],
-              registered_rl: dict | None = None) -> None:
+              registered_rl: dict | None = None, algo_args: dict[str, list[str]] | None = None) -> None:
     """
     Check every (algo, env, SRL model) combination as train would, without writing anything.
 
@@ -291,14 +324,16 @@ def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[st
     :param srl_models: observation modes / SRL model names
     :param train_args: train flags shared by every run
     :param registered_rl: the algorithm table (default: the installed algorithms)
+    :param algo_args: each algorithm's own train flags (:func:`parseAlgoArgs`), after the shared ones
     :raises UsageError: one line, ``N bad combinations (algo x env x srl-model): COMBINATIONS (reason); ...``
     """
+    algo_args = algo_args or {}
     if registered_rl is None:
         from rl_baselines.registry import registered_rl
     axes = (unique(algos), unique(envs), unique(srl_models))
     reasons: dict[str, list[tuple[str, str, str]]] = {}
     for combo in itertools.product(*axes):
-        reason = _combinationProblem(*combo, train_args, registered_rl)
+        reason = _combinationProblem(*combo, [*train_args, *algo_args.get(combo[0], [])], registered_rl)
         if reason is not None:
             reasons.setdefault(reason, []).append(combo)
     if reasons:

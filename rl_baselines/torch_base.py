@@ -1,10 +1,12 @@
 """TorchRLObject: what the algorithms written in this project (not wrapped from Stable-Baselines3) share.
 
-- hyperparameters: ``DEFAULT_HYPERPARAMS`` become command-line flags (``num_population`` -> ``--num-population``),
-  as for the SB3 adapter; ``--hyperparam KEY:VALUE`` wins over flags. Boolean flags are switches that also take a
-  value (``--dueling``, ``--dueling false``, ``--dueling 0``), string ones list their ``HYPERPARAM_CHOICES``, and
-  numeric ones are checked against ``HYPERPARAM_BOUNDS`` when parsed (a bad value is a one-line usage error before
-  anything is written); ``checkHyperparams`` adds checks across hyperparameters, run when training starts.
+- hyperparameters: the spec (``HYPERPARAMS``, or ``DEFAULT_HYPERPARAMS`` with ``HYPERPARAM_CHOICES`` and
+  ``HYPERPARAM_BOUNDS``, see rl_baselines.hyperparams) becomes command-line flags (``num_population`` ->
+  ``--num-population``) through BaseRLObject.addHyperparamArguments; ``--hyperparam KEY:VALUE`` wins over flags.
+  Boolean flags are switches that also take a value (``--dueling``, ``--dueling false``, ``--dueling 0``), string
+  ones list their choices, and numeric ones are checked against their bounds when parsed (a bad value is a one-line
+  usage error before anything is written); ``checkHyperparams`` adds checks across hyperparameters, run when
+  training starts.
 - the model file: one torch ``.pt`` file holding only tensors and plain Python values (so ``torch.load`` runs with
   ``weights_only=True`` and never unpickles code), with the algorithm name, step count, hyperparameters and a
   description of the spaces; ``vecnormalize.npz`` beside it when the env normalises observations.
@@ -15,20 +17,19 @@
 from __future__ import annotations
 
 import argparse
-import functools
 import os
 import pickle
 import zipfile
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 import torch
 
-from rl_baselines.base_classes import BaseRLObject, strToBool
+from rl_baselines.base_classes import BaseRLObject
 from rl_baselines.cli import UsageError
 from rl_baselines.files import atomicPath
+from rl_baselines.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
 
 
 def isImageSpace(space: gym.Space) -> bool:
@@ -60,41 +61,8 @@ def spaceFromDict(data: dict[str, Any]) -> gym.Space:
     return gym.spaces.Box(data["low"].numpy().astype(dtype), data["high"].numpy().astype(dtype), dtype=dtype)
 
 
-@dataclass(frozen=True)
-class Interval:
-    """
-    Allowed values of a numeric hyperparameter (a plain ``(low, high)`` tuple in HYPERPARAM_BOUNDS is a closed one).
-
-    :param low: lower bound, None for none
-    :param high: upper bound, None for none
-    :param low_open: the lower bound itself is excluded
-    :param high_open: the upper bound itself is excluded
-    """
-
-    low: float | None = None
-    high: float | None = None
-    low_open: bool = False
-    high_open: bool = False
-
-    def __contains__(self, value: Any) -> bool:
-        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
-            return False
-        return self.high is None or (value < self.high if self.high_open else value <= self.high)
-
-    def __str__(self) -> str:
-        if self.high is None:
-            return f"{'>' if self.low_open else '>='} {self.low}"
-        if self.low is None:
-            return f"{'<' if self.high_open else '<='} {self.high}"
-        return f"in {'(' if self.low_open else '['}{self.low}, {self.high}{')' if self.high_open else ']'}"
-
-
 # What TorchRLObject.saveTrainingState writes besides the replay memory.
 TORCH_STATE_FILE = "torch_rl.json"
-
-POSITIVE = Interval(0, None, low_open=True)
-NON_NEGATIVE = Interval(0)
-DISCOUNT = Interval(0, 1, low_open=True)  # (0, 1]
 
 
 class TorchRLObject(BaseRLObject):
@@ -124,80 +92,7 @@ class TorchRLObject(BaseRLObject):
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
-        for name, default in cls.DEFAULT_HYPERPARAMS.items():
-            flag, dest = f"--{name.replace('_', '-')}", f"hp_{name}"
-            if isinstance(default, bool):
-                group.add_argument(flag, dest=dest, type=strToBool, nargs="?", const=True, default=None,
-                                   metavar="BOOL", help=f"switch; '{flag} false' turns it off [{default}]")
-            elif name in cls.HYPERPARAM_CHOICES:
-                group.add_argument(flag, dest=dest, choices=cls.HYPERPARAM_CHOICES[name], default=None,
-                                   help=f"[{default}]")
-            else:
-                group.add_argument(flag, dest=dest, type=functools.partial(cls._flagValue, name), default=None,
-                                   metavar=type(default).__name__.upper(), help=f"[{default}]")
-        return parser
-
-    @classmethod
-    def _flagValue(cls, name: str, raw: str) -> Any:
-        try:
-            return cls.checkHyperparam(name, cls.parserHyperParam({name: raw})[name])
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
-
-    @classmethod
-    def checkHyperparam(cls, name: str, value: Any) -> Any:
-        """
-        :param name: a hyperparameter
-        :param value: its typed value
-        :return: the value
-        :raises ValueError: not one of its choices, or out of its bounds (one line)
-        """
-        choices = cls.HYPERPARAM_CHOICES.get(name)
-        if choices is not None and value not in choices:
-            raise ValueError(f"hyperparameter {name!r} must be one of {', '.join(choices)}, got {value!r}")
-        bounds = cls.HYPERPARAM_BOUNDS.get(name)
-        if bounds is None or isinstance(value, str):
-            return value
-        interval = bounds if isinstance(bounds, Interval) else Interval(*bounds)
-        if value not in interval:
-            raise ValueError(f"hyperparameter {name!r} must be {interval}, got {value!r}")
-        return value
-
-    @classmethod
-    def checkHyperparams(cls, hyperparams: dict[str, Any]) -> None:
-        """
-        Check every hyperparameter, and how they fit together (override to add such checks).
-
-        :param hyperparams: all the hyperparameters of a run
-        :raises ValueError: the first problem found (one line)
-        """
-        for name, value in hyperparams.items():
-            cls.checkHyperparam(name, value)
-
-    @classmethod
-    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
-        parsed = super().parserHyperParam(hyperparams)
-        for name, value in parsed.items():
-            cls.checkHyperparam(name, value)
-        return parsed
-
-    @classmethod
-    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
-                            saved: dict[str, Any] | None = None) -> dict[str, Any]:
-        """
-        :param args: parsed arguments (the flags added by customArguments)
-        :param train_kwargs: values from ``--hyperparam`` (they win over flags)
-        :param saved: the hyperparameters of a model training continues from (flags and train_kwargs win)
-        :return: every hyperparameter, typed
-        """
-        hyperparams = {**cls.DEFAULT_HYPERPARAMS, **(saved or {})}
-        for name in cls.DEFAULT_HYPERPARAMS:
-            value = getattr(args, f"hp_{name}", None)
-            if value is not None:
-                hyperparams[name] = value
-        hyperparams.update(train_kwargs or {})
-        return hyperparams
+        return cls.addHyperparamArguments(parser)
 
     # --- persistence -------------------------------------------------------------------------------------------
 

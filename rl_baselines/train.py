@@ -220,8 +220,12 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
 
         try:
             # the manifest beside the model (if any): same algorithm and observations, files not cut short
-            checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
-                           {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
+            manifest = checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
+                                      {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
+            if manifest is not None:  # same action and observation spaces, before anything is written
+                from rl_baselines.checkpointing import checkSavedSpaces
+
+                checkSavedSpaces(manifest, args, algo_class, envKwargsFromArgs(args))
             start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
@@ -540,8 +544,13 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
     print(f"{state}: {num_timesteps} steps, {len(callback.monitor.rewards)} episodes, mean reward (last 100) "
           f"{mean_reward:.2f}")
-    if stopped and callback.last_checkpoint is not None:
+    if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
+    elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
+        from rl_baselines.resume import continueCommand
+
+        print(f"{args.algo} cannot be resumed (no saveTrainingState); continue its model with: "
+              f"{continueCommand(args, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
     return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, args)

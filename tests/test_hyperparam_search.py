@@ -197,6 +197,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--n-trial", "3"], "train flags: unrecognized arguments: --n-trial"),
     (["--study-name", "a/b"], "--study-name 'a/b'"),
     (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
+    (["--algo-args", "a2c:--n-steps=5"], "'a2c' is not an algorithm of this command; valid choices: ppo2"),
+    (["--algo-args", "ppo2:--bogus=1"], "train flags: unrecognized arguments: --bogus=1"),
     (["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:2", "learning_rate:0.001", "gamma:0.99",
       "gae_lambda:0.9", "clip_range:0.2", "ent_coef:0.01", "vf_coef:0.5", "max_grad_norm:0.5"], "nothing to search"),
     (["--num-timesteps", "1000", "--eval-freq", "5000"], "--eval-freq 5000 is more than --num-timesteps 1000"),
@@ -232,3 +234,13 @@ def test_search_space_to_optuna():
         hyperparam_search.checkSpace("algo", {"x": (float, (1.0, 0.0))})
     with pytest.raises(UsageError, match="'y'"):
         hyperparam_search.checkSpace("algo", {"y": (float, (0.0, 1.0), "log")})
+
+
+def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", "ppo2", "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--algo-args",
+         "ppo2:--hyperparam n_steps:64 --n-epochs=2"])
+    config, _ = hyperparam_search.prepare(args, train_argv)
+    assert config.train_argv == ["--hyperparam", "n_steps:64", "--n-epochs=2"]
+    assert "n_steps" not in config.space and config.fixed == {"n_steps": "64"}
+    assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)

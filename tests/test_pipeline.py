@@ -353,3 +353,38 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     assert "Ray cluster: local instance (" in result.stdout and "0 already done, 1 to run" in result.stdout
     redone = _checkFinishedRun(specs[0])
     assert redone != folders[0] and not os.path.exists(folders[0]) and os.path.isdir(folders[1])
+
+
+def test_per_algorithm_flags(tmp_path) -> None:
+    from rl_baselines import pipeline
+    from rl_baselines.sweep import parseAlgoArgs
+
+    shared = ["--num-timesteps", "300"]
+    with pytest.raises(UsageError, match=r"a2c x \* x \* \(unrecognized arguments: --n-epochs 2\)"):
+        checkGrid(["ppo2", "a2c"], ENVS, ["ground_truth"], [*shared, "--n-epochs", "2"])
+    algo_args = parseAlgoArgs(["ppo2:--n-epochs=2", "ppo2:--gamma 0.9 --n-steps 64", "a2c:--n-steps 5"],
+                              ["ppo2", "a2c"])
+    assert algo_args == {"ppo2": ["--n-epochs=2", "--gamma", "0.9", "--n-steps", "64"], "a2c": ["--n-steps", "5"]}
+    checkGrid(["ppo2", "a2c"], ENVS, ["ground_truth"], shared, algo_args=algo_args)
+    specs = expandGrid(["ppo2", "a2c"], ENVS[:1], ["ground_truth"], [0], shared, str(tmp_path), algo_args=algo_args)
+    assert [spec.train_args for spec in specs] == [(*shared, *algo_args["ppo2"]), (*shared, *algo_args["a2c"])]
+    plain = expandGrid(["ppo2"], ENVS[:1], ["ground_truth"], [0], shared, str(tmp_path))
+    assert plain[0].run_id != specs[0].run_id  # the flags change what the run computes
+
+    for item, message in (("ppo2", "--algo-args 'ppo2' is not ALGO:FLAGS"),
+                          ("sac:--gamma=0.9", "'sac' is not an algorithm of this command; valid choices: ppo2, a2c"),
+                          ("ppo2:--gamma 'x", "No closing quotation"),
+                          ("ppo2:gamma=0.9", "'gamma=0.9' is not a flag")):
+        with pytest.raises(UsageError, match=message):
+            parseAlgoArgs([item], ["ppo2", "a2c"])
+    # As a command: an unknown flag in one algorithm's flags is refused up front, one line, nothing written
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", "a2c", "--env", ENVS[0], "--srl-model",
+                       "ground_truth", "--log-dir", log_dir, "--no-vis", "--num-timesteps", "300",
+                       "--algo-args", "a2c:--no-such-flag=1")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: 1 bad combination (algo x env x srl-model): a2c x ")
+    assert "unrecognized arguments: --no-such-flag=1" in result.stderr and not log_dir.exists()
+    with pytest.raises(UsageError, match="'sac' is not an algorithm of this command"):
+        pipeline.main(["--algo", "ppo2", "--log-dir", str(log_dir), "--algo-args", "sac:--gamma=0.9"])
+    assert not log_dir.exists()

@@ -18,7 +18,8 @@ from conftest import runFolder, runModule, runTrain, snapshot
 
 # What the plugin may import from the toolbox: the contracts and the helpers docs/plugins.md names
 PUBLIC_MODULES = {"rl_baselines.base_classes", "rl_baselines.algo_types", "rl_baselines.cli", "srl_models.base",
-                  "environments.cli_errors", "environments.dataset"}
+                  "environments.cli_errors", "environments.dataset", "rl_baselines.hyperparams", "rl_baselines.files",
+                  "rl_baselines.utils", "rl_baselines.check_plugin"}
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 
 
@@ -68,7 +69,7 @@ def test_train_save_load_continue_enjoy(tmp_path) -> None:
 
 def test_bad_hyperparameter_is_one_line(tmp_path) -> None:
     for flags, message in ((("--hyperparam", "elite_frac:3"), "'elite_frac' must be in (0, 1], got 3.0"),
-                           (("--num-population", "1"), "'num_population' must be an integer >= 2")):
+                           (("--num-population", "1"), "'num_population' must be >= 2, got 1")):
         result = runModule("rl_baselines.train", "--algo", "cem", *GROUND_TRUTH, *flags, "--log-dir", tmp_path)
         assert result.returncode == 2 and message in result.stderr and result.stderr.count("\n") == 1
     assert not os.listdir(tmp_path)

@@ -33,6 +33,7 @@ from rl_baselines.evolution_strategies.policies import (
     softmax,
     withoutVecNormalize,
 )
+from rl_baselines.hyperparams import Hyperparam
 from rl_baselines.torch_base import TorchRLObject
 
 # cma is imported in train() only: it pulls in scipy.stats (over 1 s of CPU), and every train command imports this
@@ -58,13 +59,13 @@ class CMAESModel(TorchRLObject):
 
     NAME = "cma-es"
     ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
-        "num_population": 20,
-        "mu": 0.0,  # every weight of the initial mean
-        "sigma": 0.14,  # initial step size
-        "deterministic": False,  # argmax actions while evaluating (and when playing the result)
+    # Declared in the order of the former search space (the sampler draws in this order).
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "num_population": Hyperparam(20, "candidates per generation", bounds=(2, None), search=(4, 100)),
+        "sigma": Hyperparam(0.14, "initial step size", bounds=(1e-6, None), search=(0.01, 0.5, "log")),
+        "mu": Hyperparam(0.0, "every weight of the initial mean", search=(-0.1, 0.1)),
+        "deterministic": Hyperparam(False, "argmax actions while evaluating (and when playing the result)"),
     }
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple]] = {"num_population": (2, None), "sigma": (1e-6, None)}
     # train() calls notifyCleanPoint between generations.
     CHECKPOINT_AT_CLEAN_POINTS = True
 
@@ -80,14 +81,6 @@ class CMAESModel(TorchRLObject):
         self.rng = np.random.default_rng(0)
         self._best_torch: dict[str, torch.Tensor] | None = None
         self.strategy: cma.CMAEvolutionStrategy | None = None
-
-    @classmethod
-    def getOptParam(cls) -> dict[str, tuple]:
-        return {
-            "num_population": (int, (4, 100)),
-            "sigma": (float, (0.01, 0.5), "log"),
-            "mu": (float, (-0.1, 0.1)),
-        }
 
     @classmethod
     def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,

@@ -148,9 +148,19 @@ def test_flags_and_hyperparams_are_checked() -> None:
     with pytest.raises(SystemExit):
         parser.parse_args(["--elite-frac", "1.5"])
     assert CEMModel.parserHyperParam({"num_population": "12"}) == {"num_population": 12}
-    with pytest.raises(ValueError, match="'num_population' must be an integer >= 2"):
+    with pytest.raises(ValueError, match="'num_population' must be >= 2, got 1"):
         CEMModel.parserHyperParam({"num_population": "1"})
     space = CEMModel.getOptParam()
     assert set(space) == set(CEMModel.DEFAULT_HYPERPARAMS)
     for name, (kind, bounds, *_) in space.items():
         assert isinstance(CEMModel.DEFAULT_HYPERPARAMS[name], kind) and bounds[0] < bounds[1]
+
+
+def test_cem_keeps_the_contract(tmp_path) -> None:
+    """The toolbox's contract check: train, save, load, replay and continue through the train command, both action
+    types, same seed same model."""
+    from rl_baselines.check_plugin import checkPlugin
+
+    passed = checkPlugin("cem", folder=str(tmp_path), num_timesteps=300)
+    assert any(line.startswith("continuous: same seed") for line in passed)
+    assert any(line.startswith("discrete: --load-rl-model-path continues") for line in passed)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -34,6 +33,8 @@ import numpy as np
 
 from rl_baselines.base_classes import BaseRLObject
 from rl_baselines.cli import UsageError
+from rl_baselines.files import atomicPath
+from rl_baselines.hyperparams import FRACTION, NON_NEGATIVE, POSITIVE, Hyperparam
 from rl_baselines.algo_types import ActionType, AlgoType  # not rl_baselines.registry: it imports the plugins
 
 NAME = "cem"
@@ -43,46 +44,6 @@ FORMAT_VERSION = 1
 MIN_STD = 1e-8
 # Index of an env that plays the Gaussian's mean instead of a candidate (no candidate was waiting)
 CENTRE = -1
-
-
-def _positiveInt(raw: str) -> int:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-    if not value.is_integer() or value < 1:
-        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
-    return int(value)
-
-
-def _float(raw: str) -> float:
-    try:
-        return float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-
-
-# name -> (argparse type, check, what the check requires)
-_CHECKS: dict[str, tuple[Callable[[str], Any], Callable[[Any], bool], str]] = {
-    "num_population": (_positiveInt, lambda v: v >= 2, "an integer >= 2"),
-    "elite_frac": (_float, lambda v: 0.0 < v <= 1.0, "in (0, 1]"),
-    "init_std": (_float, lambda v: v > 0.0, "> 0"),
-    "extra_std": (_float, lambda v: v >= 0.0, ">= 0"),
-    "extra_decay": (_positiveInt, lambda v: v >= 1, "a positive integer (generations)"),
-}
-
-
-def checkHyperparam(name: str, value: Any) -> Any:
-    """
-    :param name: a hyperparameter of cem
-    :param value: its typed value
-    :return: the value
-    :raises ValueError: out of range (one line naming the value and the valid range)
-    """
-    _, check, requirement = _CHECKS[name]
-    if not check(value):
-        raise ValueError(f"hyperparameter {name!r} must be {requirement}, got {value!r}")
-    return value
 
 
 class RunningStats:
@@ -170,14 +131,18 @@ class CEMModel(BaseRLObject):
     ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
     ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     MODEL_EXTENSION = ".npz"
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
-        # Measured on MobileRobotGymEnv-v0 (ground truth): 16/0.25/1.0/0.1/25 left the mean episode reward near
-        # -110 after 100k steps, these reach about -10 by 150k steps (README.md).
-        "num_population": 24,  # candidates (episodes) per generation
-        "elite_frac": 0.2,  # fraction of them the Gaussian is refitted to
-        "init_std": 2.0,  # initial standard deviation of every weight
-        "extra_std": 0.5,  # standard deviation added to the refitted one at the start ...
-        "extra_decay": 50,  # ... decaying linearly to 0 over this many generations
+    # Measured on MobileRobotGymEnv-v0 (ground truth): 16/0.25/1.0/0.1/25 left the mean episode reward near -110
+    # after 100k steps, these defaults reach about -10 by 150k steps (README.md).
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "num_population": Hyperparam(24, "candidates (episodes) per generation", bounds=(2, None), search=(4, 64)),
+        "elite_frac": Hyperparam(0.2, "fraction of them the Gaussian is refitted to", bounds=FRACTION,
+                                 search=(0.05, 0.5)),
+        "init_std": Hyperparam(2.0, "initial standard deviation of every weight", bounds=POSITIVE,
+                               search=(0.05, 4.0, "log")),
+        "extra_std": Hyperparam(0.5, "standard deviation added to the refitted one at the start...",
+                                bounds=NON_NEGATIVE, search=(1e-3, 1.0, "log")),
+        "extra_decay": Hyperparam(50, "...decaying linearly to 0 over this many generations", bounds=(1, None),
+                                  search=(5, 100)),
     }
 
     def __init__(self) -> None:
@@ -191,57 +156,6 @@ class CEMModel(BaseRLObject):
         self.stats: RunningStats | None = None
         self.generation = 0
         self.best_return = -np.inf
-
-    # --- command line and hyperparameters -------------------------------------------------------------------
-
-    @classmethod
-    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        group = parser.add_argument_group("cem hyperparameters (defaults in brackets; --hyperparam wins)")
-        for name, default in cls.DEFAULT_HYPERPARAMS.items():
-            kind = _CHECKS[name][0]
-
-            def typed(raw: str, name: str = name, kind: Callable[[str], Any] = kind) -> Any:
-                try:
-                    return checkHyperparam(name, kind(raw))
-                except ValueError as error:
-                    raise argparse.ArgumentTypeError(str(error)) from None
-
-            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=typed, default=None,
-                               metavar=type(default).__name__.upper(), help=f"[{default}]")
-        return parser
-
-    @classmethod
-    def getOptParam(cls) -> dict[str, tuple]:
-        return {
-            "num_population": (int, (4, 64)),
-            "elite_frac": (float, (0.05, 0.5)),
-            "init_std": (float, (0.05, 4.0), "log"),
-            "extra_std": (float, (1e-3, 1.0), "log"),
-            "extra_decay": (int, (5, 100)),
-        }
-
-    @classmethod
-    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
-        parsed = super().parserHyperParam(hyperparams)
-        for name, value in parsed.items():
-            checkHyperparam(name, value)
-        return parsed
-
-    @classmethod
-    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-        """
-        :param args: parsed arguments (the ``hp_*`` flags of customArguments)
-        :param train_kwargs: typed ``--hyperparam`` values (they win over the flags)
-        :return: every hyperparameter
-        """
-        hyperparams = dict(cls.DEFAULT_HYPERPARAMS)
-        for name in cls.DEFAULT_HYPERPARAMS:
-            if getattr(args, f"hp_{name}", None) is not None:
-                hyperparams[name] = getattr(args, f"hp_{name}")
-        hyperparams.update(train_kwargs or {})
-        for name, value in hyperparams.items():
-            checkHyperparam(name, value)
-        return hyperparams
 
     # --- env ---------------------------------------------------------------------------------------------------
 
@@ -317,18 +231,10 @@ class CEMModel(BaseRLObject):
                 "num_timesteps": int(self.num_timesteps), "generation": int(self.generation),
                 "best_return": float(self.best_return), "hyperparams": self.hyperparams,
                 "observation_shape": list(self.observation_shape), "action_space": _spaceToJson(self.action_space)}
-        folder = os.path.dirname(os.path.abspath(save_path))
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp_path = tempfile.mkstemp(dir=folder, prefix=".cem_model.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:  # a file object: np.savez adds no suffix
-                np.savez(handle, meta=np.array(json.dumps(meta)), mean=self.mean, std=self.std,
-                         obs_mean=self.stats.mean, obs_var=self.stats.var, obs_count=np.array(self.stats.count))
-            os.chmod(tmp_path, 0o644)
-            os.replace(tmp_path, save_path)  # readers never see a half-written model
-        finally:
-            if os.path.exists(tmp_path):
-                os.remove(tmp_path)
+        # atomicPath: readers never see a half-written model, and the file gets the umask's permissions
+        with atomicPath(save_path) as tmp_path, open(tmp_path, "wb") as handle:  # a file object: no suffix added
+            np.savez(handle, meta=np.array(json.dumps(meta)), mean=self.mean, std=self.std,
+                     obs_mean=self.stats.mean, obs_var=self.stats.var, obs_count=np.array(self.stats.count))
 
     @classmethod
     def load(cls, load_path: str, args: argparse.Namespace | None = None) -> CEMModel:
@@ -376,7 +282,7 @@ class CEMModel(BaseRLObject):
     ) -> None:
         load_path = getattr(args, "load_rl_model_path", None)
         saved = self.load(load_path, args) if load_path else None
-        self.hyperparams = self.hyperparamsFromArgs(args, train_kwargs)
+        self.hyperparams = self.hyperparamsFromArgs(args, train_kwargs)  # typed and checked by the spec
         self.env = self.makeEnv(args, env_kwargs)
         self.observation_shape = tuple(self.env.observation_space.shape)
         self.action_space = self.env.action_space

@@ -1,0 +1,421 @@
+"""``python -m rl_baselines.check_plugin ALGO``: check that an algorithm keeps the contract of
+rl_baselines.base_classes.BaseRLObject, the way gymnasium's ``check_env`` checks an env.
+
+The same checks run from a plugin's own tests with :func:`checkPlugin` (it raises :class:`PluginCheckError`, an
+AssertionError, naming the first broken rule). Each action type the algorithm declares is checked on a real env,
+through the train command as a user runs it:
+
+1. the class: a BaseRLObject subclass of this API version, ACTION_TYPES, MODEL_EXTENSION, the contract methods,
+   saveTrainingState and loadTrainingState both or neither, a well-formed hyperparameter spec and search space;
+2. train a few hundred steps: the model file ``<algo>_model<ext>`` exists with the umask's permissions (not 0600),
+   holds the step count, and the normalisation statistics are saved beside it when the env normalises;
+3. load: missing and foreign files raise ValueError; the replay env restores the normalisation frozen;
+4. replay: actions fit the action space, ``deterministic=True`` gives the same actions every call, and a save/load
+   round trip gives the same actions;
+5. continue with ``--load-rl-model-path``: the step count goes on and the normalisation keeps adapting;
+6. same seed, same model: a second run with the same seed acts the same.
+
+Everything is written in a temporary folder (or ``folder``), removed at the end unless kept.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from rl_baselines.cli import CLIParser, UsageError, positiveInt, runCommand
+
+DEFAULT_ENV = "MobileRobotGymEnv-v0"
+DEFAULT_SRL_MODEL = "ground_truth"
+DEFAULT_TIMESTEPS = 300
+# Observations the replay checks act on.
+REPLAY_STEPS = 20
+
+
+class PluginCheckError(AssertionError):
+    """A rule of the algorithm contract that the plugin breaks (the message is one line)."""
+
+
+def _fail(message: str) -> None:
+    raise PluginCheckError(message)
+
+
+def checkClass(algo_class: type) -> list[str]:
+    """
+    Check the class itself (no env, nothing written).
+
+    :param algo_class: the algorithm's class
+    :return: the checks passed, one line each
+    :raises PluginCheckError: the first rule broken
+    """
+    from environments.plugins import apiMajor
+    from rl_baselines.algo_types import ActionType
+    from rl_baselines.base_classes import BaseRLObject
+    from rl_baselines.hyperparams import Hyperparam
+
+    passed = []
+    if not isinstance(algo_class, type) or not issubclass(algo_class, BaseRLObject):
+        _fail(f"{algo_class!r} is not a subclass of rl_baselines.base_classes.BaseRLObject")
+    if apiMajor(algo_class.API_VERSION) != apiMajor(BaseRLObject.API_VERSION):
+        _fail(f"API_VERSION {algo_class.API_VERSION!r} is not major version {BaseRLObject.API_VERSION}")
+    types = algo_class.ACTION_TYPES
+    if not isinstance(types, tuple) or not types or not all(isinstance(t, ActionType) for t in types):
+        _fail(f"ACTION_TYPES {types!r} is not a non-empty tuple of ActionType")
+    if not (isinstance(algo_class.MODEL_EXTENSION, str) and algo_class.MODEL_EXTENSION.startswith(".")):
+        _fail(f"MODEL_EXTENSION {algo_class.MODEL_EXTENSION!r} is not a file extension such as '.zip'")
+    passed.append("class: BaseRLObject subclass, API version, ACTION_TYPES, MODEL_EXTENSION")
+    for method in ("save", "load", "getAction", "train"):
+        if getattr(algo_class, method) is getattr(BaseRLObject, method) or (
+                method == "load" and algo_class.load.__func__ is BaseRLObject.load.__func__):
+            _fail(f"{algo_class.__name__} does not implement {method}")
+    own = [name for name in ("saveTrainingState", "loadTrainingState")
+           if getattr(algo_class, name) is not getattr(BaseRLObject, name)]
+    if len(own) == 1:
+        _fail(f"{algo_class.__name__} implements {own[0]} only: saveTrainingState and loadTrainingState go together")
+    passed.append(f"methods: save, load, getAction, train; resume support: {'yes' if own else 'no'}")
+    for name, hyperparam in algo_class.HYPERPARAMS.items():
+        if not isinstance(hyperparam, Hyperparam):
+            _fail(f"HYPERPARAMS[{name!r}] is not a Hyperparam")
+    spec = algo_class.hyperparamSpec()
+    for name, hyperparam in spec.items():
+        problem = hyperparam.problem(hyperparam.default)
+        if problem is not None:
+            _fail(f"hyperparameter {name!r}: default {hyperparam.default!r} {problem}")
+    space = algo_class.getOptParam()
+    if space is not None:
+        if not isinstance(space, dict):
+            _fail(f"getOptParam() returned {type(space).__name__}, not a dict or None")
+        for name, entry in space.items():
+            kind = entry[0] if isinstance(entry, tuple) and entry else None
+            if kind is list:
+                if not isinstance(entry[1], (list, tuple)) or not entry[1]:
+                    _fail(f"getOptParam()[{name!r}] = {entry!r}: (list, [choices]) needs choices")
+            elif kind in (int, float):
+                low, high = entry[1]
+                if not low < high or entry[2:] not in ((), ("log",)) or (entry[2:] == ("log",) and low <= 0):
+                    _fail(f"getOptParam()[{name!r}] = {entry!r} is not (type, (low, high)) or (type, (low, high), "
+                          f"'log') with 0 < low < high")
+            else:
+                _fail(f"getOptParam()[{name!r}] = {entry!r} is not (int|float, (low, high)[, 'log']) or "
+                      f"(list, [choices])")
+            if name in spec:
+                default = spec[name].default
+                try:
+                    parsed = algo_class.parserHyperParam({name: str(default)})[name]
+                except ValueError as error:
+                    _fail(f"parserHyperParam refuses the default of {name!r}: {error}")
+                if parsed != default:
+                    _fail(f"parserHyperParam({{{name!r}: {str(default)!r}}}) gives {parsed!r}, not the default")
+    parser = algo_class.customArguments(argparse.ArgumentParser(add_help=False))
+    if not isinstance(parser, argparse.ArgumentParser):
+        _fail("customArguments does not return the parser")
+    parser.parse_args([])
+    passed.append(f"hyperparameters: {len(spec)} declared, {len(space or {})} searched, flags parse")
+    return passed
+
+
+def _trainArgs(name: str, folder: str, env: str, srl_model: str, continuous: bool, num_timesteps: int, seed: int,
+               extra: Sequence[str] = ()) -> list[str]:
+    return ["--algo", name, "--env", env, "--srl-model", srl_model, "--num-timesteps", str(num_timesteps),
+            "--seed", str(seed), "--log-dir", folder, "--no-vis", "--no-progress", "--checkpoint-freq", "-1",
+            *(["-c"] if continuous else []), *extra]
+
+
+def _train(argv: list[str]) -> str:
+    """:return: the run folder of ``python -m rl_baselines.train argv``, run in this process (output kept quiet)"""
+    from rl_baselines import train
+
+    output = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(output):
+            code = train.main(argv)
+    except UsageError as error:
+        _fail(f"train {' '.join(argv)} refused: {error}")
+    if code != 0:
+        _fail(f"train {' '.join(argv)} exited with {code}: {output.getvalue().strip().splitlines()[-1:]}")
+    folders = [line[len("Run folder: "):] for line in output.getvalue().splitlines() if line.startswith("Run folder: ")]
+    return folders[-1]
+
+
+def _runArgs(run_dir: str) -> argparse.Namespace:
+    from rl_baselines.files import readJson
+
+    args = argparse.Namespace(**readJson(os.path.join(run_dir, "args.json")))
+    args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
+    return args
+
+
+def _actionProblem(action: np.ndarray, space: Any, num_envs: int) -> str | None:
+    import gymnasium as gym
+
+    action = np.asarray(action)
+    if isinstance(space, gym.spaces.Discrete):
+        if action.shape != (num_envs,) or not np.issubdtype(action.dtype, np.integer):
+            return f"getAction gave {action.dtype} of shape {action.shape}, expected {num_envs} integer actions"
+        if np.any(action < space.start) or np.any(action >= space.start + space.n):
+            return f"getAction gave {action.tolist()}, outside {space}"
+        return None
+    if action.shape != (num_envs, *space.shape):
+        return f"getAction gave shape {action.shape}, expected {(num_envs, *space.shape)}"
+    if not np.all(np.isfinite(action)):
+        return "getAction gave a non-finite action"
+    if np.any(action < space.low - 1e-6) or np.any(action > space.high + 1e-6):
+        return f"getAction gave actions outside the bounds of {space} (clip them to low/high)"
+    return None
+
+
+def _observations(env: Any, model: Any, steps: int) -> list[np.ndarray]:
+    """:return: the observations of ``steps`` replay steps (acting with the model, deterministic)"""
+    observation = env.reset()
+    seen = [observation]
+    for _ in range(steps):
+        observation, _, _, _ = env.step(model.getAction(observation, deterministic=True))
+        seen.append(observation)
+    return seen
+
+
+def _sameActions(first: Any, second: Any, observations: list[np.ndarray]) -> bool:
+    return all(np.allclose(np.asarray(first.getAction(obs, deterministic=True), dtype=np.float64),
+                           np.asarray(second.getAction(obs, deterministic=True), dtype=np.float64), atol=1e-6)
+               for obs in observations)
+
+
+def _normalisationCount(folder: str) -> float | None:
+    from rl_baselines.utils import NORMALISATION_FILE
+
+    path = os.path.join(folder, NORMALISATION_FILE)
+    if not os.path.isfile(path):
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        counts = [float(data[key]) for key in data.files if key.startswith("obs") and key.endswith(".count")]
+    return sum(counts)
+
+
+def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, env: str = DEFAULT_ENV,
+                    srl_model: str = DEFAULT_SRL_MODEL, num_timesteps: int = DEFAULT_TIMESTEPS, seed: int = 0,
+                    check_seed: bool = True) -> list[str]:
+    """
+    Train, save, load, replay and continue the algorithm with one action type.
+
+    :param name: the registered algorithm name
+    :param algo_class: its class
+    :param continuous: continuous actions (``-c``)
+    :param folder: where the runs are written
+    :param env: the env id
+    :param srl_model: the observation
+    :param num_timesteps: env steps of each training
+    :param seed: the seed
+    :param check_seed: also train a second run with the same seed and compare
+    :return: the checks passed, one line each
+    :raises PluginCheckError: the first rule broken
+    """
+    from rl_baselines.utils import NORMALISATION_FILE, findVecNormalize
+
+    kind = "continuous" if continuous else "discrete"
+    passed = []
+    run_dir = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed))
+    model_path = os.path.join(run_dir, f"{name}_model{algo_class.MODEL_EXTENSION}")
+    if not os.path.isfile(model_path):
+        _fail(f"{kind}: train wrote no {os.path.basename(model_path)} (save must write the path it is given)")
+    mode = os.stat(model_path).st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    if mode & 0o044 != 0o644 & ~umask & 0o044:
+        _fail(f"{kind}: {model_path} has permissions {oct(mode)}, not the umask's {oct(0o666 & ~umask)} "
+              f"(save through rl_baselines.files.atomicPath, not tempfile.mkstemp)")
+    args = _runArgs(run_dir)
+    env_probe = algo_class.makeEnv(args)
+    normalised = findVecNormalize(env_probe) is not None
+    env_probe.close()
+    if normalised and not os.path.isfile(os.path.join(run_dir, NORMALISATION_FILE)):
+        _fail(f"{kind}: makeEnv normalises observations but save wrote no {NORMALISATION_FILE} beside the model "
+              f"(call rl_baselines.utils.saveNormalisation(self.env, folder) in save)")
+    passed.append(f"{kind}: trained {num_timesteps} steps, model file with the umask's permissions"
+                  f"{', normalisation saved' if normalised else ''}")
+
+    for bad, what in ((os.path.join(folder, "missing_model" + algo_class.MODEL_EXTENSION), "a missing file"),
+                      (os.path.join(run_dir, "args.json"), "a foreign file")):
+        try:
+            algo_class.load(bad, args)
+        except ValueError:
+            continue
+        except Exception as error:  # the contract: ValueError, one line
+            _fail(f"load of {what} raised {type(error).__name__} ({error}), not ValueError")
+        _fail(f"load of {what} ({bad}) did not raise ValueError")
+    model = algo_class.load(model_path, args)
+    from rl_baselines.checkpointing import readManifest
+
+    saved_steps = int((readManifest(run_dir) or {}).get("num_timesteps", -1))
+    if int(model.num_timesteps) != saved_steps or saved_steps < num_timesteps:
+        _fail(f"{kind}: the loaded model has num_timesteps {model.num_timesteps}, the run trained {saved_steps} "
+              f"(at least {num_timesteps}); train must count env steps in self.num_timesteps and save must keep it")
+    passed.append(f"{kind}: load restores the step count; missing and foreign files raise ValueError")
+
+    replay_env = algo_class.makeEnv(args, load_path_normalise=run_dir)
+    try:
+        vec_normalize = findVecNormalize(replay_env)
+        if vec_normalize is not None and vec_normalize.training:
+            _fail(f"{kind}: the replay env's normalisation is still updating (makeEnv must pass load_path_normalise "
+                  f"on, which restores it frozen)")
+        observations = _observations(replay_env, model, REPLAY_STEPS)
+        for observation in observations[:3]:
+            problem = _actionProblem(model.getAction(observation, deterministic=True), replay_env.action_space,
+                                     replay_env.num_envs)
+            if problem is not None:
+                _fail(f"{kind}: {problem}")
+            problem = _actionProblem(model.getAction(observation, deterministic=False), replay_env.action_space,
+                                     replay_env.num_envs)
+            if problem is not None:
+                _fail(f"{kind}: (deterministic=False) {problem}")
+        if not _sameActions(model, model, observations):
+            _fail(f"{kind}: getAction(deterministic=True) gives different actions for the same observation "
+                  f"(use the distribution's mode/mean, no sampling)")
+        resaved = os.path.join(folder, f"resaved_{kind}", f"{name}_model{algo_class.MODEL_EXTENSION}")
+        os.makedirs(os.path.dirname(resaved), exist_ok=True)
+        model.save(resaved)
+        if not _sameActions(model, algo_class.load(resaved, args), observations):
+            _fail(f"{kind}: a save/load round trip changes the deterministic actions")
+    finally:
+        replay_env.close()
+    passed.append(f"{kind}: replay actions fit {args.env}'s action space, deterministic actions repeat, "
+                  f"save/load keeps them")
+
+    more = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed,
+                             ["--load-rl-model-path", model_path, "--tag", "continued"]))
+    continued = algo_class.load(os.path.join(more, os.path.basename(model_path)), args)
+    if continued.num_timesteps < saved_steps + num_timesteps:
+        _fail(f"{kind}: continuing with --load-rl-model-path gave {continued.num_timesteps} steps, expected at least "
+              f"{saved_steps} + {num_timesteps} (count from the loaded model's num_timesteps)")
+    before, after = _normalisationCount(run_dir), _normalisationCount(more)
+    if before is not None and after is not None and after <= before:
+        _fail(f"{kind}: the normalisation statistics stopped updating when training continued (set "
+              f"findVecNormalize(self.env).training = True after makeEnv restored them)")
+    passed.append(f"{kind}: --load-rl-model-path continues the step count"
+                  f"{' and the normalisation statistics' if before is not None else ''}")
+
+    if check_seed:
+        again = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed, ["--tag", "again"]))
+        twin = algo_class.load(os.path.join(again, os.path.basename(model_path)), args)
+        if not _sameActions(model, twin, observations):
+            _fail(f"{kind}: two runs with seed {seed} give different models (seed every generator of yours with "
+                  f"args.seed)")
+        passed.append(f"{kind}: same seed, same model")
+    return passed
+
+
+def checkPlugin(algo: str, env: str = DEFAULT_ENV, srl_model: str = DEFAULT_SRL_MODEL,
+                num_timesteps: int = DEFAULT_TIMESTEPS, continuous: bool | None = None, folder: str | None = None,
+                seed: int = 0, check_seed: bool = True, report: Callable[[str], None] | None = None) -> list[str]:
+    """
+    Check that an installed algorithm keeps the contract (see the module docstring); use it in a plugin's tests::
+
+        def test_contract(tmp_path):
+            checkPlugin("my_algo", folder=str(tmp_path))
+
+    :param algo: the registered ``--algo`` name
+    :param env: the env to train on
+    :param srl_model: its observation (``ground_truth``: low-dimensional states, normalised by default)
+    :param num_timesteps: env steps of each training run
+    :param continuous: check only continuous (True) or only discrete (False) actions; None: every declared type
+    :param folder: where to write the runs (kept); None: a temporary folder, removed at the end
+    :param seed: the seed of the runs
+    :param check_seed: also train a second run with the same seed and compare the models
+    :param report: called with each check passed (e.g. ``print``)
+    :return: the checks passed, one line each
+    :raises PluginCheckError: the first rule broken (one line)
+    """
+    from rl_baselines.algo_types import ActionType
+    from rl_baselines.registry import failed_plugins, registered_rl
+
+    if algo not in registered_rl:
+        reason = f" (it failed to load: {failed_plugins[algo]})" if algo in failed_plugins else ""
+        _fail(f"{algo!r} is not a registered algorithm{reason}; registered: {', '.join(registered_rl)}")
+    algo_class, _, action_types = registered_rl[algo]
+    report = report or (lambda line: None)
+    passed = []
+    for line in checkClass(algo_class):
+        report(line)
+        passed.append(line)
+    kinds = [kind == ActionType.CONTINUOUS for kind in (ActionType.DISCRETE, ActionType.CONTINUOUS)
+             if kind in action_types]
+    if continuous is not None:
+        if continuous not in kinds:
+            _fail(f"{algo} does not declare {'continuous' if continuous else 'discrete'} actions in ACTION_TYPES")
+        kinds = [continuous]
+    work = folder if folder is not None else tempfile.mkdtemp(prefix=f"check_plugin_{algo}_")
+    try:
+        for is_continuous in kinds:
+            for line in checkActionType(algo, algo_class, is_continuous, work, env, srl_model, num_timesteps, seed,
+                                        check_seed):
+                report(line)
+                passed.append(line)
+    finally:
+        if folder is None:
+            shutil.rmtree(work, ignore_errors=True)
+    return passed
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: 0 when every check passed, 1 when one failed
+    """
+    parser = CLIParser(prog="python -m rl_baselines.check_plugin",
+                       description="Check that an algorithm plugin keeps the BaseRLObject contract: train a few "
+                                   "hundred steps, save, load, replay, continue.")
+    parser.add_argument("algo", help="the registered --algo name")
+    parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
+    parser.add_argument("--srl-model", default=DEFAULT_SRL_MODEL, help=f"observation [{DEFAULT_SRL_MODEL}]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=DEFAULT_TIMESTEPS,
+                        help=f"env steps of each training run [{DEFAULT_TIMESTEPS}]")
+    actions = parser.add_mutually_exclusive_group()
+    actions.add_argument("-c", "--continuous-actions", dest="continuous", action="store_const", const=True,
+                         default=None, help="check continuous actions only")
+    actions.add_argument("--discrete-actions", dest="continuous", action="store_const", const=False,
+                         help="check discrete actions only")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the runs [0]")
+    parser.add_argument("--no-seed-check", action="store_true", help="skip the second same-seed run")
+    parser.add_argument("--keep", default=None, metavar="FOLDER",
+                        help="write the runs into FOLDER and keep them [a temporary folder, removed]")
+    args = parser.parse_args(argv)
+    from environments import registered_env
+    from rl_baselines.registry import registered_rl
+
+    if args.algo not in registered_rl:
+        from rl_baselines.registry import failed_plugins
+
+        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+        raise UsageError(f"unknown algorithm {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    if args.env not in registered_env:
+        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    from environments import getEnvClass
+    from srl_models.registry import learnedModels
+
+    modes = getEnvClass(args.env).SRL_MODES
+    if args.srl_model not in modes and args.srl_model not in learnedModels():
+        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
+                         f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
+    if args.keep is not None:
+        from rl_baselines.cli import checkWritableFolder
+
+        checkWritableFolder(args.keep, "--keep")
+    try:
+        checkPlugin(args.algo, args.env, args.srl_model, args.num_timesteps, args.continuous, args.keep, args.seed,
+                    not args.no_seed_check, report=lambda line: print(f"ok: {line}", flush=True))
+    except PluginCheckError as error:
+        print(f"FAILED: {error}", file=sys.stderr)
+        return 1
+    print(f"{args.algo}: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

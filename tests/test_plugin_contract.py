@@ -1,0 +1,192 @@
+"""A plugin without saveTrainingState, installed at test time (tests/tiny_plugin_algo.py as ``tiny``): what a plugin
+author meets through the commands. A stopped run says how to go on (--load-rl-model-path), --resume points there
+too and leaves a finished run alone, a saved model is refused for another action or observation space before
+anything is written, check_plugin passes it and catches each broken rule, and a broken sibling plugin imported from
+Python costs one warning line."""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import REPO, runFolder, runModule, snapshot
+
+GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
+VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
+            "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent"}
+
+
+@pytest.fixture(scope="module")
+def tinySite(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A folder for PYTHONPATH holding the installed ``tiny_plugin`` distribution (package and dist-info)."""
+    site = tmp_path_factory.mktemp("tiny_site")
+    package = site / "tiny_plugin"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copy(os.path.join(REPO, "tests", "tiny_plugin_algo.py"), package / "algo.py")
+    dist_info = site / "tiny_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
+    (package / "docs_example.py").write_text(docsExample())
+    (dist_info / "entry_points.txt").write_text(
+        "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = tiny_plugin.algo:{cls}\n" for name, cls in VARIANTS.items())
+        + "docs_tiny = tiny_plugin.docs_example:TinyAgent\n")
+    return str(site)
+
+
+def docsExample() -> str:
+    """:return: the code block of docs/plugins.md's "A complete minimal algorithm" section"""
+    text = open(os.path.join(REPO, "docs", "plugins.md"), encoding="utf-8").read()
+    section = text.split("### A complete minimal algorithm", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def _env(site: str) -> dict[str, str]:
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [REPO, site, os.environ.get("PYTHONPATH")]))}
+
+
+def _run(site: str, module: str, *args: str) -> subprocess.CompletedProcess:
+    return runModule(module, *args, env=_env(site))
+
+
+def _train(site: str, *args: str) -> subprocess.CompletedProcess:
+    return _run(site, "rl_baselines.train", "--no-vis", "--no-progress", *GROUND_TRUTH, *args)
+
+
+def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, tinySite) -> None:
+    log_dir = str(tmp_path / "logs")
+    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "tiny",
+               *GROUND_TRUTH, "--num-timesteps", "100000000", "--checkpoint-freq", "200", "--log-dir", log_dir,
+               "--hyperparam", "step_size:0.01"]
+    out_path = tmp_path / "out.txt"
+    with open(out_path, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
+                                   env={**os.environ, **_env(tinySite), "PYTHONUNBUFFERED": "1"})
+    deadline = time.monotonic() + 120
+    while "checkpoints" not in str(list(os.walk(log_dir))) and time.monotonic() < deadline:
+        assert process.poll() is None, out_path.read_text()
+        time.sleep(0.1)
+    time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=120) == 143, out_path.read_text()
+    output = out_path.read_text()
+    run_dir = runFolder(subprocess.CompletedProcess([], 0, output, ""))
+    assert "--resume" not in output
+    line = next(line for line in output.splitlines() if "continue its model with: " in line)
+    continuation = shlex.split(line.split("continue its model with: ", 1)[1])
+    model = os.path.join(run_dir, "tiny_model.json")
+    assert continuation[-2:] == ["--load-rl-model-path", model] and "--hyperparam" in continuation
+
+    # --resume refuses in one line that names the same continuation, and changes nothing
+    before = snapshot(run_dir)
+    refused = _run(tinySite, "rl_baselines.train", "--resume", run_dir)
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "cannot be resumed" in refused.stderr and f"--load-rl-model-path {model}" in refused.stderr
+    assert snapshot(run_dir) == before
+    # a sweep starts such a run again in a new folder instead of calling --resume
+    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.resume import runStatus; print(runStatus({run_dir!r}))"],
+                            capture_output=True, text=True, cwd=REPO, env={**os.environ, **_env(tinySite)}, timeout=120)
+    assert status.stdout.strip() == "continue", status.stderr
+
+    # the printed command works (with a small budget instead of the rest of 1e8 steps)
+    index = continuation.index("--num-timesteps")
+    continuation[index + 1] = "300"
+    more = _run(tinySite, *continuation[2:], "--no-vis", "--no-progress")
+    assert more.returncode == 0, more.stderr
+    assert runFolder(more) != run_dir
+
+
+def test_resume_leaves_a_finished_run_alone(tmp_path, tinySite) -> None:
+    done = _train(tinySite, "--algo", "tiny", "--num-timesteps", "300", "--log-dir", tmp_path)
+    assert done.returncode == 0, done.stderr
+    run_dir = runFolder(done)
+    before = snapshot(run_dir)
+    again = _run(tinySite, "rl_baselines.train", "--resume", run_dir)
+    assert again.returncode == 0 and "Already finished (300 steps)" in again.stdout, again.stderr
+    assert snapshot(run_dir) == before
+
+
+def test_other_action_or_observation_space_refused_before_writing(tmp_path, tinySite) -> None:
+    first = _train(tinySite, "--algo", "tiny", "--num-timesteps", "200", "--log-dir", tmp_path / "first")
+    assert first.returncode == 0, first.stderr
+    model = os.path.join(runFolder(first), "tiny_model.json")
+    log_dir = tmp_path / "second"
+    for flags, message in ((("-c",), "was trained with discrete actions, this run has continuous actions "
+                                     "(drop -c/--continuous-actions)"),
+                           (("--num-stack", "2"), "was trained with another observation space")):
+        refused = _train(tinySite, "--algo", "tiny", "--num-timesteps", "200", "--log-dir", log_dir,
+                         "--load-rl-model-path", model, *flags)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert message in refused.stderr
+        assert not os.path.exists(log_dir)
+    # the same check holds for a built-in algorithm
+    ppo = _train(tinySite, "--algo", "ppo2", "--num-timesteps", "64", "--hyperparam", "n_steps:64", "batch_size:32",
+                 "n_epochs:1", "--log-dir", tmp_path / "ppo")
+    assert ppo.returncode == 0, ppo.stderr
+    refused = _train(tinySite, "--algo", "ppo2", "-c", "--num-timesteps", "64", "--log-dir", log_dir,
+                     "--load-rl-model-path", os.path.join(runFolder(ppo), "ppo2_model.zip"))
+    assert refused.returncode == 2 and "discrete actions, this run has continuous" in refused.stderr
+    assert not os.path.exists(log_dir)
+
+
+def test_check_plugin_passes_the_plugin_of_the_docs(tinySite) -> None:
+    result = _run(tinySite, "rl_baselines.check_plugin", "docs_tiny", "--num-timesteps", "200")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ok: discrete: same seed, same model" in result.stdout
+    assert "continuous: --load-rl-model-path continues the step count and the normalisation" in result.stdout
+    assert "docs_tiny: every check passed" in result.stdout
+
+
+@pytest.mark.parametrize("algo, message", [
+    ("tiny_mkstemp", "has permissions 0o600"),
+    ("tiny_nonorm", "save wrote no vecnormalize.npz"),
+    ("tiny_frozen", "normalisation statistics stopped updating"),
+    ("tiny_noisy", "deterministic=True) gives different actions"),
+])
+def test_check_plugin_catches_each_trap(tinySite, algo, message) -> None:
+    result = _run(tinySite, "rl_baselines.check_plugin", algo, "--discrete-actions", "--num-timesteps", "200",
+                  "--no-seed-check")
+    assert result.returncode == 1 and message in result.stderr, result.stdout + result.stderr
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("FAILED: ")
+
+
+def test_check_plugin_from_python_and_bad_input(tmp_path, tinySite) -> None:
+    script = ("from rl_baselines.check_plugin import checkPlugin, PluginCheckError\n"
+              f"passed = checkPlugin('tiny', continuous=True, num_timesteps=200, check_seed=False, folder={str(tmp_path)!r})\n"
+              "print(len(passed))\n"
+              "try:\n"
+              "    checkPlugin('tiny_noisy', continuous=False, num_timesteps=200, check_seed=False)\n"
+              "except PluginCheckError as error:\n"
+              "    print('caught', error)\n")
+    result = _run(tinySite, "rl_baselines.check_plugin", "no_such_algo")
+    assert result.returncode == 2 and "unknown algorithm 'no_such_algo'; valid choices:" in result.stderr
+    result = _run(tinySite, "rl_baselines.check_plugin", "tiny", "--srl-model", "nope", "--keep", tmp_path / "kept")
+    assert result.returncode == 2 and result.stderr.startswith("error: unknown --srl-model 'nope'")
+    assert not (tmp_path / "kept").exists()
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                            env={**os.environ, **_env(tinySite)}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert int(lines[0]) == 7 and lines[1].startswith("caught discrete: getAction(deterministic=True)")
+    assert os.listdir(tmp_path)  # the runs are kept in the given folder
+
+
+def test_broken_sibling_plugin_from_python_is_one_warning_line(tmp_path, tinySite) -> None:
+    dist_info = tmp_path / "broken_sibling-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-sibling\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[srl_toolbox.rl_algorithms]\nbroken_sibling = no_such_module_xyz:A\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_env(tinySite)["PYTHONPATH"], str(tmp_path)])}
+    result = subprocess.run([sys.executable, "-c", "from tiny_plugin.algo import TinyAgent\n"
+                             "from rl_baselines.registry import registered_rl\nprint('tiny' in registered_rl)"],
+                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "PluginLoadWarning: skipped algorithm plugin 'broken_sibling'" in result.stderr
+    assert ".py" not in result.stderr
