@@ -11,7 +11,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 USAGE_EXIT_CODE = 2
 
@@ -21,7 +21,18 @@ class UsageError(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage block) and exit with code 2."""
+    """
+    An ArgumentParser whose errors are one line (no usage block) and exit with code 2. A parser with ``-h`` also
+    has ``--version`` (srl-toolbox's version; parsers built without help are internal first passes).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:
+            from srl_toolbox import __version__
+
+            self.add_argument("--version", action="version", version=f"%(prog)s (srl-toolbox {__version__})",
+                              help="print the srl-toolbox version and exit")
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)

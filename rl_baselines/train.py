@@ -339,7 +339,7 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     :param env_kwargs: the env's keywords
     :param srl_record: the learned SRL model's name, path and hash (None for env-given observations)
     :param start_timesteps: steps already done by a continued model (--load-rl-model-path)
-    :return: (run folder, its lock: close it at the end, steps already done)
+    :return: (run folder, its lock: release it at the end, steps already done)
     """
     from rl_baselines.files import writeJson
     from rl_baselines.resume import RESOLVED_HYPERPARAMS_KEY, applyPlan, lockRun
@@ -401,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return trainInRunFolder(args, plan, algo_class, run_dir, start_timesteps, hyperparams, env_kwargs)
     finally:
-        run_lock.close()
+        run_lock.release()
 
 
 def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_dir: str, start_timesteps: int,

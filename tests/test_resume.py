@@ -377,7 +377,7 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
         with pytest.raises(UsageError, match="being trained by another process"):
             train.main(["--resume", running])
     finally:
-        lock.close()
+        lock.release()
     assert _monitor(running) == before
 
 
