@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, nonNegativeInt, portNumber, positiveInt,
-                              runCommand)
+from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, intInRange, nonNegativeInt, portNumber,
+                              positiveInt, runCommand, seedNumber)
 
 DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
@@ -43,7 +43,8 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
                         help="use this trained SRL model folder (written by srl_models.train) instead of looking "
                              "--srl-model up in --srl-config-file")
-    parser.add_argument("--seed", type=int, default=0, help="random seed; env i is seeded seed+i [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0,
+                        help="random seed, 0..2**32-1; env i is seeded seed+i [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs (subprocesses when > 1) [1]")
@@ -61,9 +62,9 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
                         help="moving-average window of the reward curve, in episodes [40]")
     parser.add_argument("--min-episodes-save", type=nonNegativeInt, default=100,
                         help="episodes before the best model is saved [100]")
-    parser.add_argument("--checkpoint-freq", type=int, default=0,
+    parser.add_argument("--checkpoint-freq", type=intInRange(-1), default=0,
                         help="env steps between checkpoints; 0: five per run, -1: none [0]")
-    parser.add_argument("--buffer-save-freq", type=int, default=0,
+    parser.add_argument("--buffer-save-freq", type=intInRange(-1), default=0,
                         help="off-policy algorithms: env steps between saves of the replay buffer, at checkpoints; "
                              "0: at every checkpoint, -1: never (a resumed run refills it) [0]")
     parser.add_argument("--resume", default=None, metavar="RUN",
