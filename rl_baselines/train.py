@@ -435,7 +435,7 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
 
         plotter = VisdomPlotter(port=args.port, env_name=f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}",
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
-                                episode_window=args.episode_window)
+                                episode_window=args.episode_window, announce=True)
     checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
     set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
