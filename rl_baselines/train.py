@@ -19,7 +19,8 @@ from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, intInR
                               positiveInt, runCommand, seedNumber)
 
 DEFAULT_ALGO = "ppo2"
-DEFAULT_ENV = "MobileRobotGymEnv-v0"
+# The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
+DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
 MIN_CNN_SIDE = 36
 

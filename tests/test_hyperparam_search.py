@@ -186,7 +186,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
 def test_bad_inputs(tmp_path, argv, message):
     log_dir = tmp_path / "logs"
     with pytest.raises(UsageError, match=re.escape(message)):
-        hyperparam_search.main(["--srl-model", "ground_truth", "--log-dir", str(log_dir), *argv])
+        hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                                str(log_dir), *argv])
     assert not log_dir.exists()
 
 

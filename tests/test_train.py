@@ -145,7 +145,8 @@ def test_same_seed_same_episodes(tmp_path):
     from rl_baselines.monitor_files import loadEpisodes
 
     def episodes(folder: str) -> tuple:
-        run_dir = runFolder(runTrain("--algo", "ppo2", "--srl-model", "ground_truth", "--num-timesteps", "1024",
+        run_dir = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                                     "--num-timesteps", "1024",
                                      "--seed", "7", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / folder))
         data = loadEpisodes(os.path.join(run_dir, "monitor"))
         return data["rewards"], data["lengths"]
