@@ -7,7 +7,7 @@ export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 DEMO_DIR ?= logs/demo
 DEMO_STEPS ?= 60000
 
-.PHONY: install demo test bench bench-learning bench-srl visdom clean browser
+.PHONY: install demo test test-fast bench bench-learning bench-srl visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -35,6 +35,11 @@ demo: install
 
 test: install browser
 	$(PY) -m pytest -n 2 tests plugins/srl-toolbox-cem/tests
+
+# Everything but the tests marked slow (whole trainings, sweeps, searches, the browser): a few minutes on 2 cores.
+# `make test` (and CI) still runs every test.
+test-fast: install
+	$(PY) -m pytest -n 2 -m "not slow" tests plugins/srl-toolbox-cem/tests
 
 bench: install
 	$(PY) benchmarks/env_speed.py

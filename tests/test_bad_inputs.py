@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from conftest import runModule, snapshot
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 TRAIN = "rl_baselines.train"
 PIPELINE = "rl_baselines.pipeline"
 SEARCH = "rl_baselines.hyperparam_search"

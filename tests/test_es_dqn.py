@@ -18,6 +18,8 @@ from rl_baselines.evolution_strategies.ars import ARSModel, arsUpdate
 from rl_baselines.evolution_strategies.cma_es import CMAESModel
 from rl_baselines.rl_algorithm.deepq import DQNModel, QNetwork, ReplayBuffer, duelingAggregate, tdTarget
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 # --- deepq pieces ------------------------------------------------------------------------------------------------
 
 

@@ -14,7 +14,10 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
+
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 # What the plugin may import from the toolbox: the contracts and the helpers docs/plugins.md names
 PUBLIC_MODULES = {"rl_baselines.base_classes", "rl_baselines.algo_types", "rl_baselines.cli", "srl_models.base",

@@ -14,6 +14,8 @@ from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 ENV_ID = "MobileRobotGymEnv-v0"
 SMALL = (3, 32, 32)
 

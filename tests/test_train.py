@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 PIXEL_SHAPE = ("3", "40", "40")
 
 

@@ -7,11 +7,14 @@ import os
 import urllib.request
 
 import numpy as np
+import pytest
 from conftest import runFolder, runModule
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.monitor_files import loadEpisodes
 from rl_baselines.visualize import movingAverage
+
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 TRAIN_ARGS = ["--algo", "random_agent", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
               "--num-timesteps", "1500", "--no-progress", "--episode-window", "3"]
