@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import glob
 import os
-import sys
 
 import pytest
 import yaml
@@ -57,7 +56,6 @@ def test_enjoy_render_headless(firstRun: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: --render") and "DISPLAY" in lines[0], result.stderr
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="the tiny dataset's workers use fork")
 def test_pipeline_with_a_registered_vae(guideFolder: str, tmp_path: str) -> None:
     """``python -m rl_baselines.pipeline --algo ppo2 --log-dir logs/ --srl-model vae ground_truth --random-target
     --num-cpu 4 --num-iteration 15``, the vae being a tiny one registered for the default env in an SRL config
