@@ -98,7 +98,8 @@ def buildParser() -> OneLineParser:
     parser.add_argument("--save-path", default="data/", help="folder of the datasets [data/]")
     parser.add_argument("--num-episode", type=positiveInt, default=50, help="episodes to record [50]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="worker processes, <= --num-episode [1]")
-    parser.add_argument("--seed", type=seedNumber, default=0, help="master seed: episode e always gets the same seed [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0,
+                        help="master seed, 0..2**32-1: episode e always gets the same seed [0]")
     parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
     parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms, with -c)")
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
