@@ -111,6 +111,7 @@ def test_core_imports_no_algorithm_by_name():
             assert f"from {module}" not in text and f"import {module}" not in text, path
 
 
+@pytest.mark.slow
 def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     script = ("import json, warnings\n"
               "with warnings.catch_warnings(record=True) as caught:\n"
@@ -133,6 +134,7 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     assert len(data["warnings"]) == 3 and all("skipped algorithm plugin" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
     env = {"PYTHONPATH": pluginPath}
     help_text = runModule("rl_baselines.train", "--algo", "first_action", "--help", env=env).stdout
