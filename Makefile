@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 60000
 
-.PHONY: install demo srl-demo test bench bench-learning bench-srl bench-srl-rl visdom clean browser
+.PHONY: install demo srl-demo test test-fast bench bench-learning bench-srl bench-srl-rl visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -42,6 +42,11 @@ srl-demo: install
 
 test: install browser
 	$(PY) -m pytest -n 2 tests plugins/srl-toolbox-cem/tests
+
+# Everything but the tests marked slow (whole trainings, sweeps, searches, the browser): a few minutes on 2 cores.
+# `make test` (and CI) still runs every test.
+test-fast: install
+	$(PY) -m pytest -n 2 -m "not slow" tests plugins/srl-toolbox-cem/tests
 
 bench: install
 	$(PY) benchmarks/env_speed.py

@@ -3,7 +3,18 @@
 Built-in algorithms and environments are declared as entry points exactly like a third-party plugin's, so the
 core never imports them by name (see docs/architecture.md and docs/plugins.md).
 """
+import re
+
 from setuptools import find_packages, setup
+
+
+def readVersion() -> str:
+    """
+    :return: ``__version__`` of srl_toolbox/__init__.py, the one place the version is written (read, not imported)
+    """
+    with open("srl_toolbox/__init__.py", encoding="utf-8") as handle:
+        return re.search(r'^__version__ = "([^"]+)"$', handle.read(), re.MULTILINE).group(1)
+
 
 RL_ALGORITHMS = [
     "a2c = rl_baselines.rl_algorithm.a2c:A2CModel",
@@ -59,18 +70,24 @@ SRL_MODELS = [
 
 setup(
     name="srl-toolbox",
-    version="0.1.0",
+    version=readVersion(),
     description="Robot reinforcement learning and state representation learning toolbox",
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
-    packages=find_packages(include=["rl_baselines*", "srl_models*", "environments*", "replay*"]),
+    packages=find_packages(include=["srl_toolbox*", "rl_baselines*", "srl_models*", "environments*", "replay*"]),
     package_data={"environments": ["*/urdf/*.urdf"]},
     install_requires=[
-        "torch==2.13.0",
+        # A range, so that installing the toolbox keeps a user's own (e.g. CUDA) build of torch; the Makefile installs
+        # the exact CPU build the tests run with. The floor is what stable-baselines3 2.9 requires.
+        "torch>=2.8,<3",
         "gymnasium[box2d]>=1.0",
         "pybullet>=3.2.5",
         "visdom==0.2.4",
+        # tornado 6.6 refuses the ../user/style.css link of visdom 0.2.4's page (HTTP 403 for the whole page of
+        # `python -m visdom.server`); tests/test_visdom.py checks that page.
+        "tornado>=6.1,<6.6",
+        "filelock>=3.12",
         "numpy",
         "pyyaml",
         "stevedore>=5",

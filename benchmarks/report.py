@@ -52,12 +52,11 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
                f"- Command: `{command}` (also run by `make {target}`)\n"
                f"- Machine: {machineDescription(packages)}\n"
                f"- {notes}\n\n{table}\n")
-    import fcntl
+    from environments.locks import acquireLock, lockPathFor
 
-    # Two benchmarks that finish together take turns (a lock on the folder), so neither section is lost.
-    folder = os.open(os.path.dirname(os.path.abspath(path)), os.O_RDONLY)
+    # Two benchmarks that finish together take turns (a lock on the report), so neither section is lost.
+    lock = acquireLock(lockPathFor(path))
     try:
-        fcntl.flock(folder, fcntl.LOCK_EX)
         previous = "# srl-toolbox benchmarks\n"
         if os.path.exists(path):
             with open(path, encoding="utf-8") as handle:
@@ -66,7 +65,7 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
         with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as report:
             report.write(previous + section)
     finally:
-        os.close(folder)  # releases the lock
+        lock.release()
 
 
 def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: float, repetitions: int,

@@ -11,9 +11,11 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 USAGE_EXIT_CODE = 2
+# Seeds are what numpy.random.seed accepts (SB3 seeds numpy, random and torch with the same number).
+MAX_SEED = 2**32 - 1
 
 
 class UsageError(Exception):
@@ -21,7 +23,18 @@ class UsageError(Exception):
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose errors are one line (no usage block) and exit with code 2."""
+    """
+    An ArgumentParser whose errors are one line (no usage block) and exit with code 2. A parser with ``-h`` also
+    has ``--version`` (srl-toolbox's version; parsers built without help are internal first passes).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:
+            from srl_toolbox import __version__
+
+            self.add_argument("--version", action="version", version=f"%(prog)s (srl-toolbox {__version__})",
+                              help="print the srl-toolbox version and exit")
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(message)
@@ -57,6 +70,45 @@ def positiveInt(raw: str) -> int:
     if not value.is_integer() or value <= 0:
         raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
     return int(value)
+
+
+def seedNumber(raw: str) -> int:
+    """
+    argparse type: a random seed, an integer in 0..2**32-1.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{raw!r} is out of range: a seed is 0..{MAX_SEED} (2**32-1)")
+    return value
+
+
+def intInRange(low: int, high: int | None = None) -> Callable[[str], int]:
+    """
+    An argparse type: an integer in ``low..high`` (no upper bound when ``high`` is None).
+
+    :param low: the smallest value accepted
+    :param high: the largest value accepted, or None
+    :return: the type function (its errors name the value and the range)
+    """
+    span = f"{low}..{high}" if high is not None else f">= {low}"
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not an integer ({span})") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{raw!r} is out of range ({span})")
+        return value
+
+    parse.__name__ = f"integer {span}"
+    return parse
 
 
 def checkWritableFolder(folder: str, flag: str) -> None:

@@ -27,7 +27,6 @@ import argparse
 import contextlib
 import ctypes
 import dataclasses
-import fcntl
 import json
 import multiprocessing
 import os
@@ -37,12 +36,16 @@ import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand, seedNumber
 from environments.files import writeJson, writeNpz
+from environments.locks import tryLock
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 # The old generator recorded Kuka episodes with a tighter sphere than the env's own default (0.8).
@@ -95,7 +98,8 @@ def buildParser() -> OneLineParser:
     parser.add_argument("--save-path", default="data/", help="folder of the datasets [data/]")
     parser.add_argument("--num-episode", type=positiveInt, default=50, help="episodes to record [50]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="worker processes, <= --num-episode [1]")
-    parser.add_argument("--seed", type=int, default=0, help="master seed: episode e always gets the same seed [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0,
+                        help="master seed, 0..2**32-1: episode e always gets the same seed [0]")
     parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
     parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms, with -c)")
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
@@ -389,35 +393,28 @@ def finishedEpisodes(partial_dir: str) -> set[int]:
             if name.startswith("episode_") and name.endswith(".npz") and ".tmp" not in name}
 
 
-def lockFolder(partial_dir: str, wait: float = 3.0) -> int:
+def lockFolder(partial_dir: str, wait: float = 3.0) -> BaseFileLock:
     """
-    Take the partial folder's lock (released by the kernel when this process and its workers are gone).
+    Take the partial folder's lock (released by the operating system when this process and its workers are gone).
 
     :param partial_dir: the partial dataset folder
     :param wait: seconds to wait for a process that is dying (after a kill) to release it
-    :return: the lock's file descriptor
+    :return: the held lock
     :raises UsageError: another generator is writing this dataset
     """
-    fd = os.open(os.path.join(partial_dir, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return fd
-        except BlockingIOError:
-            if time.monotonic() > deadline:
-                os.close(fd)
-                raise UsageError(f"{partial_dir} is being written by another dataset_generator process") from None
-            time.sleep(0.1)
+    lock = tryLock(os.path.join(partial_dir, LOCK_FILE), wait)
+    if lock is None:
+        raise UsageError(f"{partial_dir} is being written by another dataset_generator process")
+    return lock
 
 
-def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, str, int, set[int]]:
+def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, str, BaseFileLock, set[int]]:
     """
     Decide what to do with an existing dataset or partial folder of the same name, and open the partial folder.
 
     :param spec: the generation spec
     :param args: parsed arguments (save_path, force, resume)
-    :return: (final folder, partial folder, lock descriptor, episodes already finished)
+    :return: (final folder, partial folder, its held lock, episodes already finished)
     :raises UsageError: the dataset exists, or an interrupted run is in the way
     """
     final_dir = os.path.join(args.save_path, spec.name)
@@ -430,9 +427,8 @@ def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, 
     if os.path.exists(partial_dir) and not (args.force or args.resume):
         raise UsageError(f"an interrupted run left {partial_dir}: pass --resume to finish it or --force to "
                          f"discard it")
-    fd = -1
     if os.path.isdir(partial_dir):
-        fd = lockFolder(partial_dir)
+        lock = lockFolder(partial_dir)
         if args.force:
             _clearFolder(partial_dir)
         else:
@@ -442,23 +438,23 @@ def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, 
             except (OSError, ValueError):
                 saved = None
             if saved is None:
-                os.close(fd)
+                lock.release()
                 raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
                                  f"--force to discard it")
             current = _flatten(spec.settings())
             saved = _flatten(saved) if isinstance(saved, dict) else {}
             differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
             if differing:
-                os.close(fd)
+                lock.release()
                 raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} differ): "
                                  f"resume it with the same flags, or pass --force to discard it")
     else:
         os.makedirs(partial_dir)
-        fd = lockFolder(partial_dir)
+        lock = lockFolder(partial_dir)
     os.makedirs(os.path.join(partial_dir, EPISODES_FOLDER), exist_ok=True)
     writeJson(os.path.join(partial_dir, SETTINGS_FILE), spec.settings())  # atomic: --resume reads it back
     done = {e for e in finishedEpisodes(partial_dir) if e < spec.num_episodes}
-    return final_dir, partial_dir, fd, done
+    return final_dir, partial_dir, lock, done
 
 
 def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -532,9 +528,17 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
     return merged
 
 
-def publish(partial_dir: str, final_dir: str) -> None:
-    """Rename the finished partial folder to its final name (replacing an older dataset under --force)."""
-    os.remove(os.path.join(partial_dir, LOCK_FILE))
+def publish(partial_dir: str, final_dir: str, lock: BaseFileLock) -> None:
+    """
+    Rename the finished partial folder to its final name (replacing an older dataset under --force).
+
+    :param partial_dir: the finished partial folder
+    :param final_dir: the dataset's final folder
+    :param lock: the partial folder's lock, released and its file removed first (Windows cannot remove a held one)
+    """
+    lock.release()
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(partial_dir, LOCK_FILE))
     if os.path.exists(final_dir):
         old_dir = os.path.join(os.path.dirname(final_dir), f".{os.path.basename(final_dir)}.old-{os.getpid()}")
         os.rename(final_dir, old_dir)
@@ -571,7 +575,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
     relative_pos = bool(getattr(env, "relative_pos", True))
 
-    final_dir, partial_dir, lock_fd, done = prepareFolder(spec, args)
+    final_dir, partial_dir, lock, done = prepareFolder(spec, args)
     todo = [episode for episode in range(spec.num_episodes) if episode not in done]
     for episode in todo:  # images of episodes an interrupted run left unfinished
         shutil.rmtree(os.path.join(partial_dir, recordFolder(episode)), ignore_errors=True)
@@ -604,8 +608,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if progress is not None:
         progress.close()
     merged = assemble(spec, env_class, relative_pos, partial_dir)
-    publish(partial_dir, final_dir)
-    os.close(lock_fd)
+    publish(partial_dir, final_dir, lock)
     total = len(merged["rewards"])
     rate = f", {frames / elapsed:.0f} frames/s with {num_cpu} process{'es' if num_cpu > 1 else ''}" if frames else ""
     print(f"Dataset: {final_dir} ({spec.num_episodes} episodes, {total} frames{rate})")

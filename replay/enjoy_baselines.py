@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
+from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand,
+                              seedNumber)
 
 VIDEO_FORMATS = (".gif", ".mp4")
 
@@ -26,7 +27,7 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
     parser.add_argument("--log-dir", required=True, help="the run folder (holds args.json and the model)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=1000, help="env steps to play [1000]")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=seedNumber, default=0,
                         help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs [1]")
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")

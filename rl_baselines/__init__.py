@@ -1,5 +1,7 @@
 """RL side of the toolbox: algorithms, the train command and its Python API.
 
+``__version__`` is the distribution's, defined once in srl_toolbox.
+
 The API's names (rl_baselines.api) are importable from the package, ``from rl_baselines import trainAgent``; they
 are loaded on first use, so that importing a submodule (``python -m rl_baselines.train``) does not import the API.
 """
@@ -7,6 +9,8 @@ from __future__ import annotations
 
 import importlib
 from typing import Any
+
+from srl_toolbox import __version__
 
 _API_NAMES = ("Evaluation", "LoadedRun", "RunConfig", "TrainResult", "UsageError", "evaluateAgent", "listAlgorithms",
               "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent")

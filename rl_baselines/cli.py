@@ -7,11 +7,20 @@ from __future__ import annotations
 
 import argparse
 
-from environments.cli_errors import USAGE_EXIT_CODE, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.cli_errors import (
+    MAX_SEED,
+    USAGE_EXIT_CODE,
+    UsageError,
+    checkWritableFolder,
+    intInRange,
+    positiveInt,
+    runCommand,
+    seedNumber,
+)
 from environments.cli_errors import OneLineParser as CLIParser
 
-__all__ = ["CLIParser", "USAGE_EXIT_CODE", "UsageError", "checkWritableFolder", "nonNegativeInt", "portNumber",
-           "positiveInt", "runCommand"]
+__all__ = ["CLIParser", "MAX_SEED", "USAGE_EXIT_CODE", "UsageError", "checkWritableFolder", "intInRange",
+           "nonNegativeInt", "portNumber", "positiveInt", "runCommand", "seedNumber"]
 
 
 def nonNegativeInt(raw: str) -> int:

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import CLIParser, UsageError, nonNegativeInt, positiveInt, runCommand
+from rl_baselines.cli import CLIParser, UsageError, nonNegativeInt, positiveInt, runCommand, seedNumber
 
 OPTIMIZERS = ("tpe", "random", "grid")
 PRUNERS = ("hyperband", "median", "none")
@@ -108,8 +108,8 @@ def searchParser() -> CLIParser:
                              "the same as giving FLAGS directly")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every trial's run [0]")
-    parser.add_argument("--sampler-seed", type=int, default=None,
+    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of every trial's run [0]")
+    parser.add_argument("--sampler-seed", type=seedNumber, default=None,
                         help="seed of the sampler, mixed with the number of trials already in the study; give each "
                              "command sharing a study its own [--seed]")
     parser.add_argument("--log-dir", default="logs/", help="root folder; the search writes below "

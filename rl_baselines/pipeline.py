@@ -22,7 +22,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
+from rl_baselines.cli import (MAX_SEED, CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt,
+                              runCommand, seedNumber)
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
@@ -58,7 +59,7 @@ def buildParser() -> CLIParser:
                         help="observation modes / trained SRL models [raw_pixels]")
     parser.add_argument("--num-iteration", type=positiveInt, default=15,
                         help="runs per combination, with seeds SEED, SEED+1, ... [15]")
-    parser.add_argument("--seed", type=int, default=0, help="first seed [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0, help="first seed [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--workers", type=positiveInt, default=None,
                         help="runs at a time [local: usable cores // --num-cpu; ray: what the cluster fits]")
@@ -109,6 +110,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, train_args = buildParser().parse_known_args(argv)
     _checkRayFlags(args)
+    if args.seed + args.num_iteration - 1 > MAX_SEED:
+        raise UsageError(f"--seed {args.seed} with --num-iteration {args.num_iteration}: the last seed "
+                         f"{args.seed + args.num_iteration - 1} is above {MAX_SEED} (2**32-1)")
     checkWritableFolder(args.log_dir, "--log-dir")
     from rl_baselines.train import baseParser
 

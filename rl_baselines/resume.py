@@ -17,7 +17,6 @@ and stop; train then exits with 130 or 143. A second signal stops at once.
 from __future__ import annotations
 
 import argparse
-import fcntl
 import glob
 import os
 import shlex
@@ -25,7 +24,7 @@ import shutil
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import TYPE_CHECKING, Any
 
 from rl_baselines.checkpointing import (
     MANIFEST_FILE,
@@ -42,9 +41,12 @@ from rl_baselines.checkpointing import (
 from rl_baselines.cli import CLIParser, UsageError, portNumber
 from rl_baselines.files import readJson
 
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
 # Flags that may be given with --resume: they change how the run is shown, not what it computes.
 RESUME_FLAGS = ("--no-vis", "--no-progress", "--port")
-# Held (flock) by the train process of a run while it trains: a second process on the same run is refused.
+# Held (environments.locks) by the train process of a run while it trains: a second process on the same run is refused.
 LOCK_FILE = ".train.lock"
 # Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
 # --hyperparam), so that a resumed run does not read a hyperparameter file that may have changed since.
@@ -375,19 +377,18 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
     args.num_timesteps = plan.target_timesteps - plan.num_timesteps
 
 
-def lockRun(run_dir: str) -> IO:
+def lockRun(run_dir: str) -> BaseFileLock:
     """
     Take the run's lock for the life of this process (the OS drops it when the process ends, even by SIGKILL).
 
     :param run_dir: the run folder
-    :return: the open lock file (keep a reference to it)
+    :return: the held lock (keep a reference to it; ``.release()`` gives it back)
     :raises UsageError: another process holds it (the run is training right now)
     """
-    handle = open(os.path.join(run_dir, LOCK_FILE), "a")
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        handle.close()
+    from environments.locks import tryLock
+
+    handle = tryLock(os.path.join(run_dir, LOCK_FILE))
+    if handle is None:
         raise UsageError(f"--resume: {run_dir} is being trained by another process right now (it holds "
                          f"{LOCK_FILE}); stop that one first") from None
     return handle

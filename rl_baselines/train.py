@@ -16,11 +16,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, nonNegativeInt, portNumber, positiveInt,
-                              runCommand)
+from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, intInRange, nonNegativeInt, portNumber,
+                              positiveInt, runCommand, seedNumber)
 
 DEFAULT_ALGO = "ppo2"
-DEFAULT_ENV = "MobileRobotGymEnv-v0"
+# The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
+DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
 MIN_CNN_SIDE = 36
 
@@ -44,7 +45,8 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
                         help="use this trained SRL model folder (written by srl_models.train) instead of looking "
                              "--srl-model up in --srl-config-file")
-    parser.add_argument("--seed", type=int, default=0, help="random seed; env i is seeded seed+i [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0,
+                        help="random seed, 0..2**32-1; env i is seeded seed+i [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs (subprocesses when > 1) [1]")
@@ -62,9 +64,9 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
                         help="moving-average window of the reward curve, in episodes [40]")
     parser.add_argument("--min-episodes-save", type=nonNegativeInt, default=100,
                         help="episodes before the best model is saved [100]")
-    parser.add_argument("--checkpoint-freq", type=int, default=0,
+    parser.add_argument("--checkpoint-freq", type=intInRange(-1), default=0,
                         help="env steps between checkpoints; 0: five per run, -1: none [0]")
-    parser.add_argument("--buffer-save-freq", type=int, default=0,
+    parser.add_argument("--buffer-save-freq", type=intInRange(-1), default=0,
                         help="off-policy algorithms: env steps between saves of the replay buffer, at checkpoints; "
                              "0: at every checkpoint, -1: never (a resumed run refills it) [0]")
     parser.add_argument("--eval-freq", type=nonNegativeInt, default=0, metavar="N",
@@ -369,7 +371,7 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     :param env_kwargs: the env's keywords
     :param srl_record: the learned SRL model's name, path and hash (None for env-given observations)
     :param start_timesteps: steps already done by a continued model (--load-rl-model-path)
-    :return: (run folder, its lock: close it at the end, steps already done)
+    :return: (run folder, its lock: release it at the end, steps already done)
     """
     from rl_baselines.files import writeJson
     from rl_baselines.resume import RESOLVED_HYPERPARAMS_KEY, applyPlan, lockRun
@@ -467,7 +469,7 @@ def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 
     try:
         return trainInRunFolder(args, plan, algo_class, run_dir, start_timesteps, hyperparams, env_kwargs)
     finally:
-        run_lock.close()
+        run_lock.release()
 
 
 def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_dir: str, start_timesteps: int,
@@ -501,7 +503,7 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
 
         plotter = VisdomPlotter(port=args.port, env_name=f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}",
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
-                                episode_window=args.episode_window)
+                                episode_window=args.episode_window, announce=True)
     checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
     set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()

@@ -13,12 +13,17 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
   evaluation against timesteps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
 
 (In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
+
+A plotter made with ``announce=True`` prints the address of its own page, ``http://HOST:PORT/env/<env_name>``, once
+the server has answered (at the first finished episode), so the user opens the run's plots rather than visdom's
+empty ``main`` environment.
 """
 from __future__ import annotations
 
 import contextlib
 import logging
 import re
+import urllib.parse
 import warnings
 from collections.abc import Iterator
 from typing import Any
@@ -158,6 +163,7 @@ class VisdomPlotter:
     :param legend: name of the curves, e.g. the algorithm (traces are "<legend> raw" and "<legend> smoothed")
     :param episode_window: number of episodes of the moving average
     :param max_points: most points sent per trace; longer runs are evenly subsampled (after smoothing)
+    :param announce: print ``Live plots: <page_url>`` on stdout once the server has answered
     """
 
     def __init__(
@@ -169,6 +175,7 @@ class VisdomPlotter:
         legend: str = "",
         episode_window: int = 40,
         max_points: int = 5000,
+        announce: bool = False,
     ) -> None:
         if episode_window < 1:
             raise ValueError(f"episode_window must be at least 1, got {episode_window}")
@@ -181,6 +188,7 @@ class VisdomPlotter:
         self.legend = legend
         self.episode_window = int(episode_window)
         self.max_points = int(max_points)
+        self.announce = announce
         safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
         self.windows = {"reward": f"{safe_name}_reward", "episodes": f"{safe_name}_episodes",
                         "evaluation": f"{safe_name}_evaluation"}
@@ -191,6 +199,11 @@ class VisdomPlotter:
     def address(self) -> str:
         """The server's address, ``server:port``."""
         return f"{self.server}:{self.port}"
+
+    @property
+    def page_url(self) -> str:
+        """The page of this plotter's visdom environment, ``server:port/env/<env_name>``."""
+        return f"{self.address}/env/{urllib.parse.quote(self.env_name, safe='')}"
 
     @property
     def enabled(self) -> bool:
@@ -244,6 +257,8 @@ class VisdomPlotter:
             return False
         viz.request_timeout = (CONNECT_TIMEOUT_S, UPDATE_READ_TIMEOUT_S)
         self._viz = viz
+        if self.announce:
+            print(f"Live plots: {self.page_url}", flush=True)
         return True
 
     def update(self, timesteps: ArrayLike, rewards: ArrayLike) -> None:

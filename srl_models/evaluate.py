@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand, seedNumber
 from environments.dataset import Dataset
 from srl_models import plotting
 from srl_models.base import BaseSRLModel, readExpConfig
@@ -236,7 +236,7 @@ def makeParser() -> OneLineParser:
     parser.add_argument("--k", type=positiveInt, default=5, help="nearest neighbours of KNN-MSE [5]")
     parser.add_argument("--max-samples", type=positiveInt, default=2000,
                         help="most frames measured, a seeded subset beyond [2000]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the subset and of the figure [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of the subset and of the figure [0]")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="device of the encoder [cpu]")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     return parser

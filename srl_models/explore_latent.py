@@ -16,7 +16,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.cli_errors import (
+    OneLineParser,
+    UsageError,
+    checkWritableFolder,
+    intInRange,
+    positiveInt,
+    runCommand,
+    seedNumber,
+)
 from srl_models import plotting
 from srl_models.base import BaseSRLModel
 from srl_models.evaluate import encodeDataset, openModelDataset
@@ -101,7 +109,7 @@ def makeParser() -> OneLineParser:
     parser.add_argument("--data-folder", default=None,
                         help="dataset whose encoded frames set the ranges [the one the model was trained on]")
     parser.add_argument("--grid", type=positiveInt, default=7, help=f"values per dimension, 2..{MAX_GRID} [7]")
-    parser.add_argument("--dims", type=int, nargs=2, default=(0, 1), metavar=("D0", "D1"),
+    parser.add_argument("--dims", type=intInRange(0), nargs=2, default=(0, 1), metavar=("D0", "D1"),
                         help="the two latent dimensions swept, columns then rows [0 1]")
     parser.add_argument("--range", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
                         help="values swept on both dims, e.g. -3 3 for a VAE's prior [5th to 95th percentile of the "
@@ -109,7 +117,7 @@ def makeParser() -> OneLineParser:
     parser.add_argument("--output", default=None, help="PNG file [<model folder>/latent_grid_<D0>_<D1>.png]")
     parser.add_argument("--max-samples", type=positiveInt, default=2000,
                         help="frames encoded for the mean and ranges [2000]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the frame subset [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of the frame subset [0]")
     parser.add_argument("--vis", action="store_true", help="also show the grid in a visdom window")
     parser.add_argument("--port", type=positiveInt, default=8097, help="visdom server port [8097]")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")

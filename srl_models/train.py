@@ -22,7 +22,15 @@ from typing import Any
 import numpy as np
 import torch
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from environments.cli_errors import (
+    OneLineParser,
+    UsageError,
+    checkWritableFolder,
+    intInRange,
+    positiveInt,
+    runCommand,
+    seedNumber,
+)
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
 from srl_models.base import SRLType
@@ -293,9 +301,10 @@ def makeParser() -> argparse.ArgumentParser:
     parser.add_argument("--foreground-weight", type=float, default=DEFAULT_FOREGROUND_WEIGHT,
                         help="reconstruction losses: extra weight of the pixels that differ from the background (the "
                              f"training images' per-pixel median); 0: plain pixel error [{DEFAULT_FOREGROUND_WEIGHT:g}]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the weights, split, shuffling and noise [0]")
+    parser.add_argument("--seed", type=seedNumber, default=0,
+                        help="seed of the weights, split, shuffling and noise, 0..2**32-1 [0]")
     parser.add_argument("--val-split", type=float, default=0.1, help="fraction of the episodes held out [0.1]")
-    parser.add_argument("--patience", type=int, default=10,
+    parser.add_argument("--patience", type=intInRange(0), default=10,
                         help="epochs without a better validation loss before stopping (0: never) [10]")
     parser.add_argument("--log-folder", default=os.path.join("logs", "srl"), help="root of the model folders "
                         "[logs/srl]")

@@ -269,6 +269,7 @@ def _trainCartPole(algo_class: type, n_envs: int, max_steps: int, seed: int = 0)
     return model.num_timesteps, episode_rewards
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo_class, n_envs, max_steps", [(ACERModel, 8, 100_000), (ACKTRModel, 4, 60_000)])
 def test_learns_cartpole(algo_class, n_envs, max_steps):
     # Measured (seed 0, default hyperparameters): acer ~31k steps, acktr ~13k steps to a last-20 mean of 200.
@@ -280,6 +281,7 @@ def test_learns_cartpole(algo_class, n_envs, max_steps):
 # --- train command, model files ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo, extra", [("acer", ["--hyperparam", "n_steps:10", "replay_start:100"]),
                                          ("acktr", ["-c", "--num-cpu", "2", "--n-steps", "8"])])
 def test_train_command(tmp_path, algo, extra):

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 from conftest import runModule, snapshot
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 TRAIN = "rl_baselines.train"
 PIPELINE = "rl_baselines.pipeline"
 SEARCH = "rl_baselines.hyperparam_search"
@@ -78,6 +80,10 @@ CASES = [
     ("train-fpv-without-camera", TRAIN, ["--env", "OmnirobotEnv-v0", "--fpv"],
      ["--fpv", "OmnirobotEnv-v0", "no second camera", "MobileRobotGymEnv-v0"]),
     ("train-bad-port", TRAIN, [*GT, "--port", "70000"], ["'70000'", "port"]),
+    ("train-negative-seed", TRAIN, [*GT, "--seed", "-1"], ["--seed", "'-1'", "0..4294967295"]),
+    ("train-seed-above-2-32", TRAIN, [*GT, "--seed", "4294967296"], ["--seed", "'4294967296'", "0..4294967295"]),
+    ("train-checkpoint-freq-below-minus-one", TRAIN, [*GT, "--checkpoint-freq", "-2"],
+     ["--checkpoint-freq", "'-2'", ">= -1"]),
     ("train-bad-img-shape", TRAIN, ["--env", "MobileRobotGymEnv-v0", "--img-shape", "3", "8", "8"], ["3 8 8"]),
     ("train-srl-path-corrupt-config", TRAIN, ["--srl-model-path", "{srlbad}/corrupt_config"],
      ["corrupt_config", "exp_config.json"]),
@@ -95,6 +101,8 @@ CASES = [
      ["--ray-address", "--executor ray"]),
     ("pipeline-bad-train-flag", PIPELINE, [*GT, "--num-timesteps", "0"], ["--num-timesteps", "'0'"]),
     ("pipeline-zero-iterations", PIPELINE, [*GT, "--num-iteration", "0"], ["--num-iteration", "'0'"]),
+    ("pipeline-last-seed-above-2-32", PIPELINE, [*GT, "--seed", "4294967295", "--num-iteration", "2"],
+     ["--seed 4294967295", "--num-iteration 2", "4294967296"]),
     ("pipeline-reserved-tag", PIPELINE, [*GT, "--tag", "mine"], ["--tag"]),
     ("pipeline-read-only-log-dir", PIPELINE, [*GT, "--num-timesteps", "64", "--log-dir", "{ro}"], [READ_ONLY_NAME]),
     # --- rl_baselines.hyperparam_search
@@ -104,6 +112,9 @@ CASES = [
      ["--n-evaluations 10", "--num-timesteps 5"]),
     ("search-bad-storage-url", SEARCH, [*GT, "--storage", "not a url"], ["--storage", "'not a url'"]),
     ("search-unknown-optimizer", SEARCH, [*GT, "--optimizer", "genetic"], ["'genetic'", "tpe"]),
+    ("search-negative-seed", SEARCH, [*GT, "--seed", "-1"], ["--seed", "'-1'", "0..4294967295"]),
+    ("search-sampler-seed-above-2-32", SEARCH, [*GT, "--sampler-seed", "4294967296"],
+     ["--sampler-seed", "'4294967296'", "0..4294967295"]),
     ("search-read-only-log-dir", SEARCH, [*GT, "--n-trials", "1", "--num-timesteps", "64", "--log-dir", "{ro}"],
      [READ_ONLY_NAME]),
     # --- replay.enjoy_baselines
@@ -111,6 +122,7 @@ CASES = [
     ("enjoy-missing-folder", ENJOY, ["--log-dir", "{log}/nowhere"], ["nowhere", "not a folder"]),
     ("enjoy-bad-video", ENJOY, ["--log-dir", "{run}", "--video", "{bad}/out.avi"], ["out.avi", ".gif or .mp4"]),
     ("enjoy-zero-steps", ENJOY, ["--log-dir", "{run}", "--num-timesteps", "0"], ["--num-timesteps", "'0'"]),
+    ("enjoy-negative-seed", ENJOY, ["--log-dir", "{run}", "--seed", "-1"], ["--seed", "'-1'", "0..4294967295"]),
     ("enjoy-unknown-model-choice", ENJOY, ["--log-dir", "{run}", "--model", "newest"], ["'newest'", "latest"]),
     ("enjoy-corrupt-args", ENJOY, ["--log-dir", "{runs}/corrupt_args"], ["args.json"]),
     ("enjoy-truncated-model", ENJOY, ["--log-dir", "{runs}/truncated_model"], ["ppo2_model.zip"]),
@@ -128,6 +140,8 @@ CASES = [
     ("generator-force-and-resume", GENERATOR, ["--force", "--resume", "--save-path", "{data}"], ["--force", "--resume"]),
     ("generator-name-with-slash", GENERATOR, ["--name", "../escape", "--save-path", "{data}"], ["'../escape'"]),
     ("generator-small-images", GENERATOR, ["--img-shape", "3", "8", "8", "--save-path", "{data}"], ["3 8 8"]),
+    ("generator-seed-above-2-32", GENERATOR, ["--seed", "4294967296", "--save-path", "{data}"],
+     ["--seed", "'4294967296'", "0..4294967295"]),
     ("generator-joints-on-mobile-robot", GENERATOR, ["-c", "-joints", "--save-path", "{data}"],
      ["--action-joints", "MobileRobotGymEnv-v0"]),
     ("generator-existing-dataset", GENERATOR, ["--save-path", "{data}", "--name", "tiny", "--num-episode", "1"],
@@ -151,6 +165,9 @@ CASES = [
     ("srl-train-val-split-range", SRL_TRAIN, ["--data-folder", "{tiny}", "--val-split", "1.5"], ["--val-split 1.5"]),
     ("srl-train-negative-foreground-weight", SRL_TRAIN, ["--data-folder", "{tiny}", "--foreground-weight", "-2"],
      ["--foreground-weight -2", ">= 0"]),
+    ("srl-train-negative-seed", SRL_TRAIN, ["--data-folder", "{tiny}", "--seed", "-1"], ["--seed", "'-1'"]),
+    ("srl-train-negative-patience", SRL_TRAIN, ["--data-folder", "{tiny}", "--patience", "-1"],
+     ["--patience", "'-1'", ">= 0"]),
     ("srl-train-split-dims-sum", SRL_TRAIN,
      ["--data-folder", "{tiny}", "--losses", "autoencoder:1:2", "inverse:1:2", "--state-dim", "8"],
      ["--state-dim 8", "do not add up"]),
@@ -167,11 +184,14 @@ CASES = [
     ("evaluate-dataset-of-other-env", EVALUATE, ["--model-folder", "{ae}", "--data-folder", "{other}"],
      ["MobileRobot1DGymEnv-v0", "MobileRobotGymEnv-v0"]),
     ("evaluate-rl-run-as-model", EVALUATE, ["--model-folder", "{run}"], ["not an SRL model folder"]),
+    ("evaluate-seed-above-2-32", EVALUATE, ["--model-folder", "{ae}", "--seed", "4294967296"],
+     ["--seed", "'4294967296'"]),
     ("evaluate-read-only-model", EVALUATE, ["--model-folder", "{roae}", "--no-progress"], ["read_only_model"]),
     # --- srl_models.explore_latent
     ("latent-model-does-not-decode", LATENT, ["--model-folder", "{random}"],
      ["'random'", "does not decode", "autoencoder"]),
     ("latent-same-dims", LATENT, ["--model-folder", "{ae}", "--dims", "0", "0"], ["--dims 0 0"]),
+    ("latent-negative-dims", LATENT, ["--model-folder", "{ae}", "--dims", "-1", "0"], ["--dims", "'-1'", ">= 0"]),
     ("latent-output-not-png", LATENT, ["--model-folder", "{ae}", "--output", "{bad}/grid.jpg"], ["grid.jpg", "PNG"]),
     ("latent-read-only-model", LATENT, ["--model-folder", "{roae}", "--no-progress"], ["read_only_model"]),
     # --- replay.plots
@@ -216,6 +236,10 @@ CATEGORIES = {
     "wrong type or range": [
         "train-zero-timesteps", "train-text-timesteps", "train-negative-eval-freq", "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-bad-port",
+        "train-negative-seed", "train-seed-above-2-32", "train-checkpoint-freq-below-minus-one",
+        "pipeline-last-seed-above-2-32", "search-negative-seed", "search-sampler-seed-above-2-32",
+        "enjoy-negative-seed", "generator-seed-above-2-32", "srl-train-negative-seed", "srl-train-negative-patience",
+        "evaluate-seed-above-2-32", "latent-negative-dims",
         "train-bad-img-shape", "pipeline-bad-train-flag", "pipeline-zero-iterations", "search-bad-storage-url",
         "enjoy-zero-steps", "enjoy-bad-video", "generator-name-with-slash", "generator-small-images",
         "srl-train-val-split-range", "srl-train-negative-foreground-weight", "latent-same-dims",

@@ -186,6 +186,7 @@ def test_runs_without_display_in_a_fresh_process() -> None:
     assert result.stdout.strip() == "ok (40, 40, 3)"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("continuous", [False, True])
 def test_train_cli(continuous: bool, tmp_path) -> None:
     result = runTrain("--algo", "ppo2", "--env", "CarRacingGymEnv-v0", "--srl-model", "ground_truth",

@@ -18,6 +18,8 @@ from filelock import FileLock
 from environments.dataset_generator import episodeSeed
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 GENERATOR = "environments.dataset_generator"
 FUSIONER = "environments.dataset_fusioner"
 N_EPISODES, N_STEPS, SEED = 16, 25, 7

@@ -20,6 +20,8 @@ from conftest import runFolder, runTrain
 from rl_baselines.algo_types import ActionType, AlgoType
 from rl_baselines.registry import registered_rl
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 SEED = "3"
 COMMON = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
 # Env steps of a run, all envs together: MobileRobot episodes last at most 250 steps, so every env ends at least one

@@ -14,6 +14,8 @@ from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
 from replay.visdom_server import findFreePort, startServer, waitForServer
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 ENV_ID = "MobileRobotGymEnv-v0"
 SMALL = (3, 32, 32)
 

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from conftest import runFolder, runModule
 
 ENV_CODE = textwrap.dedent('''
@@ -74,6 +75,7 @@ def _installPlugin(root) -> str:
     return str(root)
 
 
+@pytest.mark.slow
 def test_third_party_env_is_registered_and_trains(tmp_path):
     env = {"PYTHONPATH": _installPlugin(tmp_path / "site")}
     script = ("import environments, gymnasium\n"

@@ -18,6 +18,8 @@ from rl_baselines.evolution_strategies.ars import ARSModel, arsUpdate
 from rl_baselines.evolution_strategies.cma_es import CMAESModel
 from rl_baselines.rl_algorithm.deepq import DQNModel, QNetwork, ReplayBuffer, duelingAggregate, tdTarget
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 # --- deepq pieces ------------------------------------------------------------------------------------------------
 
 
@@ -342,7 +344,8 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     assert registered_rl["deepq"][2] == [ActionType.DISCRETE]  # train refuses -c for it, with the others' names
     with pytest.raises(ValueError, match="'top_population' needs a int value"):
         ARSModel.parserHyperParam({"top_population": "1.5"})
-    result = runModule("rl_baselines.train", "--algo", "ars", "--hyperparam", "algo_type:v3", "--srl-model",
+    result = runModule("rl_baselines.train", "--algo", "ars", "--env", "MobileRobotGymEnv-v0", "--hyperparam",
+                       "algo_type:v3", "--srl-model",
                        "ground_truth", "--no-vis", "--log-dir", tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines()[-1] == ("error: --hyperparam: hyperparameter 'algo_type' must be one of "

@@ -19,6 +19,8 @@ from environments.mobile_robot.mobile_robot_2target_env import MobileRobot2Targe
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.mobile_robot.mobile_robot_line_target_env import MobileRobotLineTargetGymEnv
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 GOAL_KEYS = {"observation", "achieved_goal", "desired_goal"}
 

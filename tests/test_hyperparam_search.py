@@ -46,6 +46,7 @@ def prunedStudy(tmp_path_factory) -> dict:
     return {"log_dir": str(log_dir), "folder": folder, "study": _loadStudy(url, name), "stdout": result.stdout}
 
 
+@pytest.mark.slow
 def test_study_prunes_and_writes_outputs(prunedStudy):
     study = prunedStudy["study"]
     states = [trial.state for trial in study.trials]
@@ -73,6 +74,7 @@ def test_study_prunes_and_writes_outputs(prunedStudy):
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_best_params_yaml_accepted_by_train(prunedStudy, tmp_path):
     yaml_path = os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")
     best = yaml.safe_load(open(yaml_path))
@@ -101,6 +103,7 @@ def test_hyperparam_file_errors(tmp_path):
     assert not (tmp_path / "logs").exists()
 
 
+@pytest.mark.slow
 def test_commands_share_one_sqlite_study(tmp_path):
     """A command with --workers 2 and another command, at the same time, on one SQLite file: no trial lost."""
     url = f"sqlite:///{tmp_path / 'shared.db'}"
@@ -167,6 +170,7 @@ class _PruneAtOnce(optuna.trial.FixedTrial):
         return bool(self.reported)
 
 
+@pytest.mark.slow
 def test_pruned_trial_process_is_stopped(tmp_path):
     """A trial pruned at its first report (step 250 of 200000) has its train process killed: no model saved, the
     monitor file stops growing."""
@@ -206,7 +210,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
 def test_bad_inputs(tmp_path, argv, message):
     log_dir = tmp_path / "logs"
     with pytest.raises(UsageError, match=re.escape(message)):
-        hyperparam_search.main(["--srl-model", "ground_truth", "--log-dir", str(log_dir), *argv])
+        hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                                str(log_dir), *argv])
     assert not log_dir.exists()
 
 

@@ -488,6 +488,7 @@ def test_close_twice() -> None:
     ("KukaButtonGymEnv-v0", ("--srl-model", "joints_position", "-c", "-joints")),
     ("KukaButtonGymEnv-v0", ("--srl-model", "raw_pixels", "--img-shape", "3", "40", "40")),
 ])
+@pytest.mark.slow
 def test_train_ppo2(tmp_path, env_id: str, args: tuple[str, ...]) -> None:
     result = runTrain("--algo", "ppo2", "--env", env_id, *args, "--num-timesteps", "500", "--log-dir", tmp_path)
     run_dir = runFolder(result)

@@ -27,6 +27,8 @@ from rl_baselines.rl_algorithm.deepq import DQNModel
 sys.path.insert(0, REPO)
 from benchmarks import learning  # noqa: E402
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 # --- deepq variants learn CartPole-v1 --------------------------------------------------------------------------------
 
 EVALUATION_PERIOD = 2000

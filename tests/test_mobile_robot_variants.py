@@ -307,6 +307,7 @@ def test_fpv_leaves_ground_truth_alone() -> None:
 # --- command line --------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS.values()))
 @pytest.mark.parametrize("continuous", [False, True])
 def test_train_cli(env_id: str, continuous: bool, tmp_path) -> None:

@@ -192,6 +192,7 @@ def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         OmnirobotEnv(srl_model="ground_truth", fpv=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("continuous", [False, True])
 def test_train_cli(continuous: bool, tmp_path) -> None:
     result = runTrain("--algo", "ppo2", "--env", "OmnirobotEnv-v0", "--srl-model", "ground_truth",

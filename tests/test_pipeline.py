@@ -20,6 +20,8 @@ from rl_baselines.sweep import (DONE_FILE, FAILED_FILE, PID_FILE, checkGrid, exp
                                 runAttempts)
 from conftest import REPO, runFolder, runModule, runTrain
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 ENVS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0"]
 SRL_MODELS = ["ground_truth", "raw_pixels"]
 # Tiny runs: one PPO rollout of 128 steps x 3, one finished 250-step episode each; 36x36 is the CNN's smallest input.

@@ -14,7 +14,10 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
+
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 # What the plugin may import from the toolbox: the contracts and the helpers docs/plugins.md names
 PUBLIC_MODULES = {"rl_baselines.base_classes", "rl_baselines.algo_types", "rl_baselines.cli", "srl_models.base",
@@ -101,13 +104,13 @@ def test_downsample_model_from_dataset_to_agent(tmp_path) -> None:
 
 
 def test_pipeline_and_hyperparam_search_run_cem(tmp_path) -> None:
-    sweep = runModule("rl_baselines.pipeline", "--algo", "cem", "--srl-model", "ground_truth", "--num-iteration", "1",
+    sweep = runModule("rl_baselines.pipeline", "--algo", "cem", *GROUND_TRUTH, "--num-iteration", "1",
                       "--log-dir", tmp_path / "sweep", "--workers", "1", "--no-vis", "--no-progress",
                       "--num-timesteps", "300", "--num-population", "2")
     assert sweep.returncode == 0, sweep.stderr
     assert "1/1 runs finished" in sweep.stdout
     assert glob.glob(str(tmp_path / "sweep" / "MobileRobotGymEnv-v0" / "ground_truth" / "cem" / "*" / "cem_model.npz"))
-    search = runModule("rl_baselines.hyperparam_search", "--algo", "cem", "--srl-model", "ground_truth",
+    search = runModule("rl_baselines.hyperparam_search", "--algo", "cem", *GROUND_TRUTH,
                        "--n-trials", "1", "--num-timesteps", "300", "--log-dir", tmp_path / "search",
                        "--optimizer", "random", "--pruner", "none", "--eval-episodes", "1", "--n-evaluations", "1",
                        "--no-progress")

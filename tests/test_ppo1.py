@@ -17,6 +17,8 @@ from conftest import REPO, runFolder, runModule, runTrain
 
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, freeDistUrl, ppoUpdate
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 BOX_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
 HYPERPARAMS = {"optim_epochs": 3, "learning_rate": 1e-2}
 

@@ -11,6 +11,8 @@ from conftest import runFolder, runModule, runTrain, snapshot
 
 from rl_baselines.pretrain import loadDataset
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 ENV = "MobileRobotGymEnv-v0"
 
 

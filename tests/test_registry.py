@@ -111,6 +111,7 @@ def test_core_imports_no_algorithm_by_name():
             assert f"from {module}" not in text and f"import {module}" not in text, path
 
 
+@pytest.mark.slow
 def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     script = ("import json, warnings\n"
               "with warnings.catch_warnings(record=True) as caught:\n"
@@ -133,11 +134,13 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     assert len(data["warnings"]) == 3 and all("skipped algorithm plugin" in w for w in data["warnings"])
 
 
+@pytest.mark.slow
 def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
     env = {"PYTHONPATH": pluginPath}
     help_text = runModule("rl_baselines.train", "--algo", "first_action", "--help", env=env).stdout
     assert "--first-action-note" in help_text
-    result = runModule("rl_baselines.train", "--algo", "first_action", "--srl-model", "ground_truth",
+    result = runModule("rl_baselines.train", "--algo", "first_action", "--env", "MobileRobotGymEnv-v0",
+                       "--srl-model", "ground_truth",
                        "--num-timesteps", "300", "--log-dir", tmp_path, "--no-vis", "--no-progress", env=env)
     assert result.returncode == 0, result.stderr
     # the three broken plugins are each reported by name, once, and training still happened
@@ -151,11 +154,13 @@ def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
     assert bad.returncode == 2
     assert "unknown --algo 'broken_import'" in bad.stderr and "failed to load: broken_import" in bad.stderr
     # a discrete-only plugin refuses continuous actions
-    bad = runModule("rl_baselines.train", "--algo", "first_action", "-c", "--log-dir", tmp_path, env=env)
+    bad = runModule("rl_baselines.train", "--algo", "first_action", "--env", "MobileRobotGymEnv-v0", "-c", "--log-dir",
+                    tmp_path, env=env)
     assert bad.returncode == 2 and "does not support continuous actions" in bad.stderr
     supporting = bad.stderr.split("algorithms that do: ")[1].strip().split(", ")
     assert {"a2c", "continuous_only", "ppo2", "random_agent"} <= set(supporting) and "first_action" not in supporting
     # and a continuous-only one refuses discrete actions, listing those that take them
-    bad = runModule("rl_baselines.train", "--algo", "continuous_only", "--log-dir", tmp_path, env=env)
+    bad = runModule("rl_baselines.train", "--algo", "continuous_only", "--env", "MobileRobotGymEnv-v0", "--log-dir",
+                    tmp_path, env=env)
     assert bad.returncode == 2 and "does not support discrete actions (add -c/--continuous-actions)" in bad.stderr
     assert "first_action" in bad.stderr.splitlines()[-1]

@@ -11,6 +11,8 @@ import pytest
 from conftest import runModule
 from scipy import stats
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 ENV = "MobileRobotGymEnv-v0"
 WINDOW = 2
 THRESHOLD = -1.0

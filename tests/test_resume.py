@@ -144,6 +144,7 @@ def _killAndResume(log_dir: str, args: list[str], seed: int) -> tuple[str, list[
     return _runFolderUnder(log_dir), kills, process
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["ppo2", "sac"])
 def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
     args = RUNS[algo]
@@ -193,6 +194,7 @@ def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
     assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
 
 
+@pytest.mark.slow
 def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
     log_dir = str(tmp_path)
     args = [*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "100000", "--checkpoint-freq", "1000",
@@ -222,6 +224,7 @@ def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
     assert rows and all(int(row["l"]) == 250 for row in rows)
 
 
+@pytest.mark.slow
 def test_training_survives_the_visdom_server_being_killed(tmp_path):
     import visdom
 
@@ -272,6 +275,7 @@ def shortRun(tmp_path_factory) -> str:
     return _runFolderUnder(str(log_dir))
 
 
+@pytest.mark.slow
 def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, shortRun, monkeypatch):
     from rl_baselines.callbacks import TrainingCallback
     from rl_baselines.registry import registered_rl
@@ -316,6 +320,7 @@ def _lastLineError(module: str, *args: str) -> str:
     return lines[0]
 
 
+@pytest.mark.slow
 def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
     from rl_baselines import train
     from replay import enjoy_baselines
@@ -350,6 +355,7 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
     assert "env OmnirobotEnv-v0" in line and "MobileRobotGymEnv-v0" in line
 
 
+@pytest.mark.slow
 def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
     from rl_baselines import train
 
@@ -377,7 +383,7 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
         with pytest.raises(UsageError, match="being trained by another process"):
             train.main(["--resume", running])
     finally:
-        lock.close()
+        lock.release()
     assert _monitor(running) == before
 
 

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
 # Off-policy learners start updating after 150 steps instead of 1000, so that the tiny runs below do update.

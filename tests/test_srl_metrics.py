@@ -196,6 +196,7 @@ def runMain(module, argv, capsys) -> tuple[int, str, str]:
 # --- evaluate ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_evaluateModelWritesMetricsAndPlots(tmp_path, dataFolder, testModels):
     folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
     result = evaluate.evaluateModel(folder, k=5, max_samples=120, seed=1, progress=False)
@@ -219,6 +220,7 @@ def test_evaluateModelWritesMetricsAndPlots(tmp_path, dataFolder, testModels):
     assert evaluate.evaluateModel(folder, k=5, max_samples=120, seed=1, progress=False) == result
 
 
+@pytest.mark.slow
 def test_pcaBeatsRandomProjection(tmp_path, dataFolder, testModels):
     """The fitted linear autoencoder finds the robot better than a random pixel projection."""
     pca = evaluate.evaluateModel(saveModel(str(tmp_path / "pca"), dataFolder, "test_pca", state_dim=8),
@@ -324,6 +326,7 @@ def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys):
     assert snapshot(str(tmp_path)) == before
 
 
+@pytest.mark.slow
 def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys):
     from replay.visdom_server import findFreePort, startServer, waitForServer
 
@@ -364,6 +367,7 @@ def trainedModels(tmp_path_factory, dataFolder) -> dict[str, str]:
     return folders
 
 
+@pytest.mark.slow
 def test_evaluateCommandOnTrainedModel(trainedModels):
     folder = trainedModels["autoencoder"]
     result = runModule("srl_models.evaluate", "--model-folder", folder, "--k", "4", "--no-progress")
@@ -381,6 +385,7 @@ def test_evaluateCommandOnTrainedModel(trainedModels):
         assert imread(os.path.join(folder, name)).std() > 0.01
 
 
+@pytest.mark.slow
 def test_exploreLatentOnTrainedModels(tmp_path, trainedModels):
     output = str(tmp_path / "ae_grid.png")
     result = runModule("srl_models.explore_latent", "--model-folder", trainedModels["autoencoder"], "--grid", "3",

@@ -71,6 +71,7 @@ def checkSaveLoad(folder: str, images: np.ndarray) -> None:
 
 
 # robotic_priors and forward also reach a constant state; the test asks only that the optimisation works
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["autoencoder", "dae", "vae", "inverse", "forward", "reward", "supervised",
                                   "robotic_priors", "srl_combination", "srl_splits"])
 def test_model_trains_and_reloads(name: str, tinyDataset: str, images: np.ndarray, tmp_path) -> None:
@@ -88,6 +89,7 @@ def test_model_trains_and_reloads(name: str, tinyDataset: str, images: np.ndarra
     checkSaveLoad(folder, images)
 
 
+@pytest.mark.slow
 def test_pca_and_random(tinyDataset: str, images: np.ndarray, tmp_path) -> None:
     pca_folder = train(tinyDataset, tmp_path, "--srl-model", "pca")
     checkSaveLoad(pca_folder, images)

@@ -14,6 +14,8 @@ from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 ENV_ID = "MobileRobotGymEnv-v0"
 SMALL = (3, 32, 32)
 
@@ -362,7 +364,8 @@ def test_bad_srl_inputs_are_refused(tmp_path, vaeFolder, case, extra, message):
     from rl_baselines.cli import UsageError
 
     _writeYaml(tmp_path / "srl.yaml", {ENV_ID: {"vae": vaeFolder}})
-    argv = ["--algo", "ppo2", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs"), "--no-vis",
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--num-timesteps", "64", "--log-dir",
+            str(tmp_path / "logs"), "--no-vis",
             *[arg.format(tmp=tmp_path, vae=vaeFolder) for arg in extra]]
     before = snapshot(str(tmp_path))
     if BAD_INPUTS.index((case, extra, message)) < 4:

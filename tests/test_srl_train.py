@@ -18,6 +18,7 @@ from srl_models.train import main
 MODULE = "srl_models.train"
 
 
+@pytest.mark.slow
 def test_vae_end_to_end(tinyDataset: str, tmp_path) -> None:  # noqa: F811
     logs = tmp_path / "logs"
     result = runModule(MODULE, "--data-folder", tinyDataset, "--srl-model", "vae", "--state-dim", "6", "--epochs",

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 PIXEL_SHAPE = ("3", "40", "40")
 
 
@@ -145,7 +147,8 @@ def test_same_seed_same_episodes(tmp_path):
     from rl_baselines.monitor_files import loadEpisodes
 
     def episodes(folder: str) -> tuple:
-        run_dir = runFolder(runTrain("--algo", "ppo2", "--srl-model", "ground_truth", "--num-timesteps", "1024",
+        run_dir = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                                     "--num-timesteps", "1024",
                                      "--seed", "7", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / folder))
         data = loadEpisodes(os.path.join(run_dir, "monitor"))
         return data["rewards"], data["lengths"]

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.request
 
 import numpy as np
+import pytest
 from conftest import runFolder, runModule
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.monitor_files import loadEpisodes
 from rl_baselines.visualize import movingAverage
+
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 TRAIN_ARGS = ["--algo", "random_agent", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
               "--num-timesteps", "1500", "--no-progress", "--episode-window", "3"]
@@ -28,6 +32,10 @@ def test_training_curve_reaches_visdom(tmp_path):
         assert "warning" not in result.stderr.lower()
         run_dir = runFolder(result)
         env_name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{os.path.basename(run_dir)}"
+        page = f"http://127.0.0.1:{port}/env/{env_name}"
+        assert result.stdout.count("Live plots: ") == 1 and f"Live plots: {page}\n" in result.stdout, result.stdout
+        with urllib.request.urlopen(page, timeout=30) as response:  # the run's own page, not visdom's main env
+            assert response.status == 200
         client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
         window = json.loads(client.get_window_data(f"{env_name}_reward", env_name))
         traces = {trace["name"]: trace for trace in window["content"]["data"]}
@@ -49,4 +57,5 @@ def test_training_goes_on_without_a_server(tmp_path):
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 1 and str(port) in warnings[0], result.stderr
+    assert "Live plots" not in result.stdout  # no address for a server that never answered
     assert os.path.isfile(os.path.join(runFolder(result), "random_agent_model.json"))

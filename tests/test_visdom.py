@@ -235,3 +235,40 @@ def test_save_learning_curve_writes_png(tmp_path) -> None:
     with Image.open(path) as image:
         assert image.format == "PNG" and image.size[0] > 100 and image.size[1] > 100
     assert os.listdir(tmp_path / "curves") == ["learning_curve.png"]  # no temporary file left
+
+
+def test_visdom_own_server_command_serves_a_working_page_offline(tmp_path) -> None:
+    """``python -m visdom.server`` (what the old toolbox's guide starts): the page, its stylesheets (the user one,
+    linked as ``/static/../user/style.css``, is what tornado >= 6.6 refuses with a 403) and its scripts all answer
+    from this machine, with nothing fetched from the internet."""
+    import re
+    import urllib.parse
+    import urllib.request
+
+    log_path = tmp_path / "server.log"
+    with open(log_path, "w", encoding="utf-8") as log:
+        for _ in range(3):
+            port = findFreePort()
+            process = subprocess.Popen([sys.executable, "-m", "visdom.server", "-port", str(port), "-bind_local",
+                                        "-env_path", str(tmp_path / "envs"), "-logging_level", "WARNING"],
+                                       cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT)
+            if waitForServer(port, timeout=SERVER_START_TIMEOUT_S, process=process):
+                break
+            _stop(process)
+        else:
+            pytest.fail(f"python -m visdom.server did not start:\n{log_path.read_text()}")
+    try:
+        base = f"http://127.0.0.1:{port}/"
+        with urllib.request.urlopen(base, timeout=30) as response:
+            assert response.status == 200
+            page = response.read().decode("utf-8")
+        links = re.findall(r'(?:href|src)=["\']?([^"\'\s>]+\.(?:css|js)(?:\?[^"\'\s>]*)?)', page)
+        assert any("user/style.css" in link for link in links), links
+        assert any(link.endswith(".js") or ".js?" in link for link in links), links
+        for link in links:
+            url = urllib.parse.urljoin(base, link)  # resolves /static/../user/style.css as a browser does
+            assert url.startswith(base), f"the page loads {link} from another machine"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                assert response.status == 200, url
+    finally:
+        _stop(process)

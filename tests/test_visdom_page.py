@@ -23,6 +23,8 @@ from replay.visdom_server import findFreePort, serverUrl, startServer, waitForSe
 from replay.visdom_static import FILES, VERSION_FILE, VISDOM_VERSION, installScripts, missingFiles, staticFolder
 from rl_baselines.visualize import VisdomPlotter
 
+pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Plotly's first two default trace colours: the raw curve (blue) and the smoothed one (orange)
 RAW_RGB, SMOOTHED_RGB = (31, 119, 180), (255, 127, 14)

@@ -6,7 +6,7 @@ monitor files, progress.csv and models, and calls the callback); it spawns K-1 w
 join a gloo process group (``--dist-url``, default ``tcp://127.0.0.1:<free port>``). Processes on other machines join
 the same group with ``--rank R --world-size K --dist-url tcp://HOST:PORT`` (a process given ``--rank`` > 0 only works
 as a worker, spawns nothing and writes no model). Every rank builds its own env with the class's ``makeEnv`` and seed
-``seed + 1000 * rank``.
+``seed + 1000 * rank`` (modulo 2**32).
 
 One iteration, on every rank:
 
@@ -42,7 +42,7 @@ from torch import nn
 
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
-from rl_baselines.cli import UsageError, nonNegativeInt, positiveInt
+from rl_baselines.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
 from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
 
@@ -267,7 +267,7 @@ class PPO1Model(TorchActorCritic):
         else:
             # A worker writes nothing and reports nothing: rank 0 owns the run folder and the model.
             args = copy.copy(args)
-            args.seed = int(args.seed) + 1000 * rank
+            args.seed = (int(args.seed) + 1000 * rank) % (MAX_SEED + 1)  # stays a valid seed near 2**32-1
             args.monitor_dir, args.run_dir, args.load_rl_model_path = None, None, None
             args.resume_from = None  # a resumed run's state is rank 0's: workers get its model from it
             callback = lambda _locals, _globals: True

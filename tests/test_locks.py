@@ -1,0 +1,87 @@
+"""Cross-platform file locks (environments.locks): exclusive between processes, dropped when the holder dies, and
+the commands that use them refuse a second writer with a one-line error."""
+import os
+import subprocess
+import sys
+import textwrap
+
+from environments.locks import acquireLock, lockPathFor, tryLock
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _holder(path: str) -> subprocess.Popen:
+    """A process that takes the lock on ``path``, says so on stdout, and holds it until killed."""
+    code = textwrap.dedent(f"""
+        import sys, time
+        from environments.locks import tryLock
+        lock = tryLock({path!r})
+        print("held" if lock is not None else "refused", flush=True)
+        time.sleep(600)
+    """)
+    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
+    assert process.stdout.readline().strip() == "held"
+    return process
+
+
+def test_lock_is_exclusive_between_processes_and_dropped_when_the_holder_dies(tmp_path):
+    path = str(tmp_path / "run.lock")
+    holder = _holder(path)
+    try:
+        assert tryLock(path) is None
+        assert tryLock(path, wait=0.2) is None
+    finally:
+        holder.kill()
+        holder.wait()
+    lock = tryLock(path, wait=5)  # the OS dropped the dead holder's lock, although its file is still there
+    assert lock is not None
+    try:
+        assert tryLock(path) is None  # a second lock object of the same process is refused too
+    finally:
+        lock.release()
+    again = acquireLock(path)
+    again.release()
+
+
+def test_lock_path_for_a_target_is_outside_its_folder_and_spelling_independent(tmp_path):
+    target = tmp_path / "report.md"
+    assert lockPathFor(str(target)) == lockPathFor(os.path.join(str(tmp_path), ".", "report.md"))
+    assert not lockPathFor(str(target)).startswith(str(tmp_path))
+    assert lockPathFor(str(target)) != lockPathFor(str(tmp_path / "other.md"))
+
+
+def test_dataset_generator_refuses_a_partial_folder_another_process_writes(tmp_path):
+    from environments.dataset_generator import LOCK_FILE
+
+    partial = tmp_path / ".data.partial"
+    partial.mkdir()
+    (partial / "settings.json").write_text("{}")
+    holder = _holder(str(partial / LOCK_FILE))
+    try:
+        result = subprocess.run([sys.executable, "-m", "environments.dataset_generator", "--name", "data",
+                                 "--save-path", str(tmp_path), "--num-episode", "1", "--resume", "--no-progress"],
+                                capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: {partial} is being written by another dataset_generator process"]
+
+
+def test_benchmark_report_appends_from_two_processes_keep_both_sections(tmp_path):
+    sections = 2
+    report = tmp_path / "benchmarks.md"
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, "benchmarks")
+        from report import appendReport
+        appendReport(f"Section {sys.argv[1]}", "cmd", "notes", "| a |", packages=(), path=sys.argv[2], target="bench")
+    """)
+    processes = [subprocess.Popen([sys.executable, "-c", code, str(index), str(report)], env=ENV, cwd=ROOT)
+                 for index in range(sections)]
+    assert [process.wait(timeout=120) for process in processes] == [0] * sections
+    text = report.read_text()
+    assert all(f"## Section {index} (" in text for index in range(sections))
+    assert not [name for name in os.listdir(tmp_path) if name != "benchmarks.md"]
