@@ -75,7 +75,7 @@ def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
 def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
     elsewhere = tmp_path / "notebooks"
     elsewhere.mkdir()
-    result = runTrain("--algo", "ppo2", "--srl-model", "vae", "--num-timesteps", "64", "--log-dir",
+    result = runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--num-timesteps", "64", "--log-dir",
                       str(tmp_path / "logs"), env=prepared["env"], cwd=str(elsewhere))
     record = json.loads(open(os.path.join(runFolder(result), "srl_model.json")).read())
     written = yaml.safe_load(prepared["config"].read_text())[ENV_ID]["vae"]
@@ -127,7 +127,7 @@ def test_default_config_file(monkeypatch, tmp_path):
 def test_missing_model_error_names_the_prepare_command(tmp_path):
     """From a folder outside the repository, with the default config (here an empty $SRL_MODELS_CONFIG that does
     not exist yet): one line naming the command that prepares the model."""
-    result = runModule("rl_baselines.train", "--algo", "ppo2", "--srl-model", "vae", "-r", "--no-vis",
+    result = runModule("rl_baselines.train", "--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "-r", "--no-vis",
                        "--num-timesteps", "64", env={"SRL_MODELS_CONFIG": str(tmp_path / "srl.yaml")},
                        cwd=str(tmp_path))
     assert result.returncode == 2, result.stderr
