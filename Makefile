@@ -7,7 +7,7 @@ export PIP_BUILD_CONSTRAINT := $(CURDIR)/build-constraints.txt
 DEMO_DIR ?= logs/demo
 DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
-SRL_DEMO_STEPS ?= 60000
+SRL_DEMO_STEPS ?= 36000
 
 .PHONY: install demo srl-demo test test-fast bench bench-learning bench-srl bench-srl-rl visdom clean browser
 

@@ -57,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                        description="Dataset -> VAE -> ppo2 on the VAE's states -> replay GIF and latent-space plots.")
     parser.add_argument("--log-dir", default="logs/srl_demo", help="root folder of everything the demo writes "
                         "[logs/srl_demo]")
-    parser.add_argument("--num-timesteps", type=positiveInt, default=60000, help="ppo2 training steps [60000]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=36000, help="ppo2 training steps [36000]")
     parser.add_argument("--port", type=positiveInt, default=8097, help="visdom port for the live curve [8097]")
     parser.add_argument("--seed", type=int, default=0, help="random seed [0]")
     parser.add_argument("--prepare-args", nargs=argparse.REMAINDER, default=[],

@@ -149,7 +149,8 @@ BAD_PREPARE = [
     ("device", ["--env", ENV_ID, "--srl-model", "vae", "--device", "tpu"], "--device: 'tpu' is not a torch device"),
     ("bad config", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", "{tmp}/bad.yaml"],
      "must map env ids to {model name: folder}"),
-    ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY], "was recorded with other settings (seed differ)"),
+    ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
+     "was recorded with other settings (seed differ)"),
 ]
 
 
