@@ -1,4 +1,6 @@
-"""The callback the train command hands to every algorithm: progress bar, model saves and the live reward curve.
+"""The callback the train command hands to every algorithm: progress bar, model saves, the live reward curve and the
+run's scalar log (``callback.logScalars(step, {tag: value})``: progress.csv, visdom, tensorboard; see
+rl_baselines.run_logging).
 
 It follows the old toolbox's form, ``callback(_locals, _globals) -> bool``, called after each vectorised step with
 the learner as ``_locals["self"]``. Work happens only every ``log_interval`` env steps, so the per-step cost is one
@@ -45,6 +47,8 @@ class TrainingCallback:
     :param progress: show a progress bar
     :param run_info: what the manifests record about the run (checkpointing.runDescription); None: none written
     :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every checkpoint, -1: never)
+    :param run_logger: the run's scalar log (rl_baselines.run_logging.RunLogger); None: progress.csv and ``plotter``
+        only
     """
 
     def __init__(
@@ -62,7 +66,10 @@ class TrainingCallback:
         progress: bool = True,
         run_info: dict[str, Any] | None = None,
         buffer_save_freq: int = 0,
+        run_logger: Any = None,
     ) -> None:
+        from rl_baselines.run_logging import RunLogger
+
         self.algo = algo
         self.algo_name = algo_name
         self.run_dir = run_dir
@@ -71,6 +78,7 @@ class TrainingCallback:
         self.checkpoint_freq = int(checkpoint_freq)
         self.min_episodes_save = int(min_episodes_save)
         self.plotter = plotter
+        self.run_logger = run_logger if run_logger is not None else RunLogger(run_dir, plotter=plotter)
         self.monitor = MonitorTail(os.path.join(run_dir, "monitor"))
         self.best_mean_reward = -float("inf")
         self.num_timesteps = start_timesteps
@@ -138,6 +146,9 @@ class TrainingCallback:
         self._progress.update(num_timesteps - self.num_timesteps)
         self.num_timesteps = num_timesteps
         new_episodes = self.monitor.poll()
+        if new_episodes:
+            self.run_logger.logEpisodes(self.monitor.timesteps, self.monitor.rewards, self.monitor.lengths)
+        self.run_logger.dumpPending(num_timesteps)
         if self.monitor.rewards:
             self._progress.set_postfix(episodes=len(self.monitor.rewards),
                                        mean_reward=f"{self.monitor.meanReward(N_EPISODES_EVAL):.2f}", refresh=False)
@@ -148,6 +159,23 @@ class TrainingCallback:
         if num_timesteps >= self._next_best_check:
             self._next_best_check = num_timesteps + self.save_interval
             self.saveIfBest()
+
+    def logScalars(self, step: int, values: dict[str, float]) -> None:
+        """
+        Log scalars of the algorithm, a plugin or the evaluation: progress.csv, the live plots (one window per tag
+        group, the tag's part before ``/``) and the tensorboard log when ``--tensorboard-log`` is on.
+
+        :param step: env steps taken so far (the x axis)
+        :param values: scalar values by tag, e.g. ``{"loss/policy": 0.3, "eval/mean_reward": 12.0}``
+        """
+        self.run_logger.logScalars(step, values)
+
+    def progressLogger(self) -> Any:
+        """
+        :return: the run's Stable-Baselines3 ``Logger`` (progress.csv, and tensorboard when on): an algorithm built
+            on SB3's logger records into it and dumps it (``model.set_logger(callback.progressLogger())``)
+        """
+        return self.run_logger.progressLogger()
 
     def saveModel(self, folder: str, num_timesteps: int | None = None, **extra: Any) -> None:
         """
@@ -260,3 +288,4 @@ class TrainingCallback:
         self.saveIfBest()
         self._progress.close()
         self.monitor.close()
+        self.run_logger.close(num_timesteps)

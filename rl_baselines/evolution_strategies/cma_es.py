@@ -99,6 +99,7 @@ class CMAESModel(TorchRLObject):
 
     def _buildPolicy(self) -> None:
         self.policy = PolicyNetwork(self.observation_space, actionDimension(self.action_space), HIDDEN_SIZE)
+        self.policy.to(self.device)  # candidates are evaluated on the run's --device
 
     def _setBest(self, params: np.ndarray, episode_return: float, normaliser: StateNormaliser) -> None:
         self.best_params = np.array(params, dtype=np.float64)

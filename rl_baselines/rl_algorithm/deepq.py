@@ -262,8 +262,8 @@ class DQNModel(TorchRLObject):
 
     def _buildNetworks(self) -> None:
         n_actions, dueling = int(self.action_space.n), bool(self.hyperparams["dueling"])
-        self.q_network = QNetwork(self.observation_space, n_actions, dueling)
-        self.target_network = QNetwork(self.observation_space, n_actions, dueling)
+        self.q_network = QNetwork(self.observation_space, n_actions, dueling).to(self.device)
+        self.target_network = QNetwork(self.observation_space, n_actions, dueling).to(self.device)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=float(self.hyperparams["learning_rate"]),
                                           foreach=True)
@@ -274,7 +274,7 @@ class DQNModel(TorchRLObject):
         :param observation: a batch of (normalised) observations
         :return: Q(s, .) for each row
         """
-        return self.q_network(torch.as_tensor(np.asarray(observation))).numpy()
+        return self.q_network(self.toTensor(np.asarray(observation))).cpu().numpy()
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
                   deterministic: bool = False) -> np.ndarray:
@@ -379,8 +379,8 @@ class DQNModel(TorchRLObject):
     def _gradientStep(self, buffer: ReplayBuffer, beta: float, normalise: Any) -> None:
         hp = self.hyperparams
         batch, indices, weights = buffer.sample(hp["batch_size"], beta, self.rng)
-        observations = torch.as_tensor(normalise(batch["observations"]))
-        next_observations = torch.as_tensor(normalise(batch["next_observations"]))
+        observations = self.toTensor(normalise(batch["observations"]))
+        next_observations = self.toTensor(normalise(batch["next_observations"]))
         if hp["double_q"]:  # one online pass for s and s' (s' only picks the next action, no gradient)
             q_values, next_q_online = self.q_network(torch.cat([observations, next_observations])).split(len(indices))
             next_q_online = next_q_online.detach()
@@ -388,14 +388,14 @@ class DQNModel(TorchRLObject):
             q_values = self.q_network(observations)
         with torch.no_grad():
             next_q_target = self.target_network(next_observations)
-            targets = tdTarget(torch.as_tensor(batch["rewards"]), torch.as_tensor(batch["terminated"]),
+            targets = tdTarget(self.toTensor(batch["rewards"]), self.toTensor(batch["terminated"]),
                                next_q_online if hp["double_q"] else next_q_target, next_q_target, hp["gamma"],
                                hp["double_q"])
-        q_taken = q_values.gather(1, torch.as_tensor(batch["actions"])[:, None]).squeeze(1)
+        q_taken = q_values.gather(1, self.toTensor(batch["actions"])[:, None]).squeeze(1)
         losses = F.smooth_l1_loss(q_taken, targets, reduction="none")
-        loss = (torch.as_tensor(weights, dtype=torch.float32) * losses).mean()
+        loss = (self.toTensor(weights, dtype=torch.float32) * losses).mean()
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.q_network.parameters(), hp["max_grad_norm"])
         self.optimizer.step()
-        buffer.updatePriorities(indices, (q_taken - targets).detach().numpy())
+        buffer.updatePriorities(indices, (q_taken - targets).detach().cpu().numpy())
