@@ -33,6 +33,7 @@ from rl_baselines.evolution_strategies.policies import (
     softmax,
     withoutVecNormalize,
 )
+from rl_baselines.run_logging import logScalars
 from rl_baselines.torch_base import TorchRLObject
 
 # cma is imported in train() only: it pulls in scipy.stats (over 1 s of CPU), and every train command imports this
@@ -236,5 +237,7 @@ class CMAESModel(TorchRLObject):
                 self._setBest(candidates[best], returns[best], self.normaliser)  # the statistics it was played with
             self.normaliser.commit()  # between generations only, so every candidate sees the same normalisation
             self.mean, self.sigma = np.array(strategy.mean), float(strategy.sigma)
+            logScalars(callback, self.num_timesteps, {"train/mean_return": float(np.mean(returns)),
+                                                      "train/max_return": float(returns[best]), "train/sigma": self.sigma})
             notifyCleanPoint(callback, self.num_timesteps)  # between generations: an exact checkpoint
         self.env.close()

@@ -30,6 +30,7 @@ from torch import nn
 
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback
+from rl_baselines.run_logging import logScalars
 from rl_baselines.torch_base import TorchRLObject, isImageSpace
 
 # Hidden layers of the Q-network for state observations (SB3's DQN default).
@@ -342,6 +343,7 @@ class DQNModel(TorchRLObject):
         exploration_steps = max(1.0, hp["exploration_fraction"] * end_timesteps)
 
         observation = env.reset()
+        losses: list[float] = []  # since the last logged step
         while self.num_timesteps < end_timesteps:
             # epsilon-greedy, epsilon decaying linearly with the step count
             progress = min(1.0, self.num_timesteps / exploration_steps)
@@ -368,15 +370,20 @@ class DQNModel(TorchRLObject):
                 beta = hp["prioritized_replay_beta0"] + (1.0 - hp["prioritized_replay_beta0"]) * min(
                     1.0, self.num_timesteps / end_timesteps)
                 for _ in range(self.num_timesteps // hp["train_freq"] - previous_timesteps // hp["train_freq"]):
-                    self._gradientStep(buffer, beta, normalise)
+                    losses.append(self._gradientStep(buffer, beta, normalise))
                 target_period = hp["target_network_update_freq"]
                 if self.num_timesteps // target_period > previous_timesteps // target_period:
                     self.target_network.load_state_dict(self.q_network.state_dict())
+            if self.num_timesteps // self.LOG_INTERVAL > previous_timesteps // self.LOG_INTERVAL:
+                # progress.csv, live plots and tensorboard, through the train command's callback
+                logScalars(callback, self.num_timesteps, {"train/exploration_rate": epsilon,
+                                                          **({"train/loss": float(np.mean(losses))} if losses else {})})
+                losses = []
             if callback(locals(), globals()) is False:
                 break
         env.close()
 
-    def _gradientStep(self, buffer: ReplayBuffer, beta: float, normalise: Any) -> None:
+    def _gradientStep(self, buffer: ReplayBuffer, beta: float, normalise: Any) -> float:
         hp = self.hyperparams
         batch, indices, weights = buffer.sample(hp["batch_size"], beta, self.rng)
         observations = self.toTensor(normalise(batch["observations"]))
@@ -399,3 +406,4 @@ class DQNModel(TorchRLObject):
         nn.utils.clip_grad_norm_(self.q_network.parameters(), hp["max_grad_norm"])
         self.optimizer.step()
         buffer.updatePriorities(indices, (q_taken - targets).detach().cpu().numpy())
+        return float(loss.item())
