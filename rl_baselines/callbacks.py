@@ -148,7 +148,7 @@ class TrainingCallback:
         new_episodes = self.monitor.poll()
         if new_episodes:
             self.run_logger.logEpisodes(self.monitor.timesteps, self.monitor.rewards, self.monitor.lengths)
-        self.run_logger.dumpPending(num_timesteps)
+        self.run_logger.dumpPending()
         if self.monitor.rewards:
             self._progress.set_postfix(episodes=len(self.monitor.rewards),
                                        mean_reward=f"{self.monitor.meanReward(N_EPISODES_EVAL):.2f}", refresh=False)
@@ -288,4 +288,4 @@ class TrainingCallback:
         self.saveIfBest()
         self._progress.close()
         self.monitor.close()
-        self.run_logger.close(num_timesteps)
+        self.run_logger.close()

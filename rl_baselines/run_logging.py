@@ -101,6 +101,7 @@ class RunLogger:
         self._purge_step = int(purge_step or 0)
         self._progress: Any = None
         self._pending: set[str] = set()
+        self._pending_step = 0
         self._episodes_logged = 0
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self._last_visdom = 0.0
@@ -125,8 +126,9 @@ class RunLogger:
 
     def logScalars(self, step: int, values: dict[str, float]) -> None:
         """
-        Log scalars at an env step count: tensorboard now, progress.csv with the next row (the algorithm's next
-        dump, or the callback's next refresh), visdom within a second.
+        Log scalars at an env step count: tensorboard now; progress.csv with the next row (the algorithm's next
+        dump, the callback's next refresh, or before one of these tags is logged again, so no value is lost);
+        visdom within a second.
 
         :param step: env steps taken so far (the x axis)
         :param values: scalar values by tag, e.g. ``{"loss/policy": 0.3, "eval/mean_reward": 12.0}``
@@ -138,6 +140,9 @@ class RunLogger:
                 self.writer.add_scalar(tag, value, step)
         if self.run_dir is not None:
             progress = self.progressLogger()
+            if self._pending & set(values):  # logged again before any row was written: write the earlier values
+                self.dumpPending(self._pending_step)
+            self._pending_step = step
             for tag, value in values.items():
                 progress.record(tag, value, exclude="tensorboard")  # tensorboard has it already
                 self._pending.add(tag)
@@ -159,17 +164,18 @@ class RunLogger:
         points, self._visdom_points = dict(self._visdom_points), defaultdict(list)
         self.plotter.scalars(points)
 
-    def dumpPending(self, step: int) -> None:
+    def dumpPending(self, step: int | None = None) -> None:
         """
         Write a progress.csv row for scalars logged since the last row when the algorithm did not write one.
 
-        :param step: env steps taken so far
+        :param step: the row's step count (None: that of the last logScalars)
         """
         if self._progress is None or not self._pending:
             return
         if self._pending & set(self._progress.name_to_value):
-            self._progress.record("time/total_timesteps", int(step), exclude="tensorboard")
-            self._progress.dump(int(step))
+            step = self._pending_step if step is None else int(step)
+            self._progress.record("time/total_timesteps", step, exclude="tensorboard")
+            self._progress.dump(step)
         self._pending.clear()
 
     def logEpisodes(self, timesteps: np.ndarray, rewards: list[float], lengths: list[int]) -> None:
@@ -197,13 +203,9 @@ class RunLogger:
             self.writer.add_scalar("rollout/ep_rew_mean", float(np.mean(rewards[-MEAN_EPISODES:])), step)
             self.writer.add_scalar("rollout/ep_len_mean", float(np.mean(lengths[-MEAN_EPISODES:])), step)
 
-    def close(self, step: int) -> None:
-        """
-        Write what is pending and close the files (the algorithm may no longer log after this).
-
-        :param step: env steps taken in total
-        """
-        self.dumpPending(step)
+    def close(self) -> None:
+        """Write what is pending and close the files (the algorithm may no longer log after this)."""
+        self.dumpPending()
         if self.plotter is not None and hasattr(self.plotter, "scalars"):
             self.flushPlots(force=True)
         if self._progress is not None:

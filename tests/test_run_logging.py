@@ -84,11 +84,13 @@ def test_scalar_logger_reaches_every_output(tmp_path) -> None:
     logger = RunLogger(str(run_dir), str(tensorboard_dir), plotter)
     logger.logScalars(100, {"loss/policy": 0.5, "loss/value": 2})
     logger.logScalars(200, {"loss/policy": 0.25, "eval/mean_reward": 7.5})
-    logger.dumpPending(200)  # the callback's refresh: no algorithm wrote a progress.csv row
-    logger.close(200)
+    logger.dumpPending()  # the callback's refresh: no algorithm wrote a progress.csv row
+    logger.close()
     rows = list(csv.DictReader(open(run_dir / "progress.csv")))
-    assert rows == [{"loss/policy": "0.25", "loss/value": "2.0", "eval/mean_reward": "7.5",
-                     "time/total_timesteps": "200"}]
+    # loss/policy logged again before any row: the first values got their own row, none was lost
+    assert rows == [{"loss/policy": "0.5", "loss/value": "2.0", "time/total_timesteps": "100", "eval/mean_reward": ""},
+                    {"loss/policy": "0.25", "loss/value": "", "time/total_timesteps": "200",
+                     "eval/mean_reward": "7.5"}]
     scalars = _scalars(str(tensorboard_dir))
     assert scalars["loss/policy"] == [(100, 0.5), (200, 0.25)] and scalars["eval/mean_reward"] == [(200, 7.5)]
     assert "time/total_timesteps" not in scalars  # progress.csv's step column only
@@ -144,3 +146,40 @@ def test_pipeline_writes_one_sub_folder_per_run(tmp_path) -> None:
     assert sorted(f"MobileRobotGymEnv-v0_ground_truth_ppo2_{os.path.basename(os.path.dirname(run))}"
                   for run in runs) == folders
     assert all("train/loss" in _scalars(str(tensorboard_dir / folder)) for folder in folders)
+
+
+def _docsExample() -> type:
+    """:return: the class of docs/plugins.md's "Logging your own scalars" example"""
+    import re
+
+    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "plugins.md"),
+                encoding="utf-8").read()
+    section = text[text.index("## Logging your own scalars"):]
+    namespace: dict = {}
+    exec(re.search(r"```python\n(.*?)```", section, re.S).group(1), namespace)
+    return namespace["LoggingAgent"]
+
+
+def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
+    from rl_baselines.callbacks import TrainingCallback
+    from rl_baselines.train import baseParser
+    from rl_baselines.utils import envKwargsFromArgs
+
+    agent_class = _docsExample()
+    args = baseParser().parse_args([*GT, "--num-timesteps", "1000"])
+    run_dir = tmp_path / "run"
+    args.monitor_dir = str(run_dir / "monitor")
+    os.makedirs(args.monitor_dir)
+    agent = agent_class()
+    callback = TrainingCallback(agent, "logging_agent", str(run_dir), total_timesteps=1000, progress=False,
+                                run_logger=RunLogger(str(run_dir), str(tmp_path / "tb")))
+    agent.train(args, callback, env_kwargs=envKwargsFromArgs(args))
+    callback.close(agent.num_timesteps)
+    rows = list(csv.DictReader(open(run_dir / "progress.csv")))
+    assert [row["train/updates"] for row in rows] == ["500.0", "500.0"]
+    assert [step for step, _ in _scalars(str(tmp_path / "tb"))["train/loss"]] == [500, 1000]
+    # with a plain function callback it trains all the same
+    args.monitor_dir = None
+    plain = agent_class()
+    plain.train(args, lambda _locals, _globals: True, env_kwargs=envKwargsFromArgs(args))
+    assert plain.num_timesteps == 1000
