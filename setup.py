@@ -101,8 +101,9 @@ setup(
         "pillow",
     ],
     extras_require={
-        "test": ["pytest", "pytest-xdist", "pytest-timeout", "optuna>=3", "ray>=2.9"],
+        "test": ["pytest", "pytest-xdist", "pytest-timeout", "optuna>=3", "ray>=2.9", "tensorboard>=2.10"],
         "search": ["optuna>=3"],
+        "tensorboard": ["tensorboard>=2.10"],
         "ray": ["ray>=2.9"],
     },
     entry_points={

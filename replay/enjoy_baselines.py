@@ -18,6 +18,7 @@ import numpy as np
 
 from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand,
                               seedNumber)
+from rl_baselines.devices import parseDevice, reuseDevice
 
 VIDEO_FORMATS = (".gif", ".mp4")
 
@@ -46,6 +47,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--output-dir", default=None, metavar="FOLDER",
                         help="where --plotting writes its PNGs [<log-dir>/replay]")
     parser.add_argument("--port", type=portNumber, default=8097, help="the visdom server's port [8097]")
+    parser.add_argument("--device", type=parseDevice, default=None, metavar="DEVICE",
+                        help="torch device of the agent: auto, cpu, cuda or cuda:N [the run's when this machine has "
+                             "it, else auto]")
     parser.add_argument("--no-vis", action="store_true", help="--plotting writes the PNGs only, no live plots")
     return parser
 
@@ -162,6 +166,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
+    try:
+        train_args.device, device_note = reuseDevice(getattr(train_args, "device", None), args.device)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if device_note:
+        print(f"Device: {device_note}")
     output_dir = args.output_dir or os.path.join(run_dir, "replay")
     if args.plotting:
         checkWritableFolder(output_dir, "--output-dir")

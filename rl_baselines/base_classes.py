@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rl_baselines.algo_types import ActionType, AlgoType
+from rl_baselines.devices import runDevice
 from rl_baselines.files import atomicPath
 from rl_baselines.hyperparams import Hyperparam
 
@@ -518,7 +519,7 @@ class StableBaselinesRLObject(BaseRLObject):
         cls.readManifest(load_path)
         obj = cls()
         try:
-            obj.model = cls.SB3_CLASS.load(load_path, device="cpu")
+            obj.model = cls.SB3_CLASS.load(load_path, device=runDevice(args))  # a GPU-trained model loads on a CPU
         except Exception as error:  # SB3 raises many kinds for a damaged archive
             raise ValueError(f"{load_path} could not be loaded by {cls.NAME}: {type(error).__name__}: {error}") from None
         obj.num_timesteps = obj.model.num_timesteps
@@ -601,7 +602,7 @@ class StableBaselinesRLObject(BaseRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        from rl_baselines.training_state import progressLogger
+        from rl_baselines.run_logging import sharedProgressLogger
         from rl_baselines.utils import findVecNormalize
 
         load_path = getattr(args, "load_rl_model_path", None)
@@ -613,29 +614,25 @@ class StableBaselinesRLObject(BaseRLObject):
         hyperparams = self.hyperparamsFromArgs(args, train_kwargs)
         if load_path and getattr(args, "resume_from", None):
             self.readManifest(load_path)
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device="cpu")  # exactly as checkpointed
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args))  # as checkpointed
         elif load_path:
             self.readManifest(load_path)
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
             overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
                          getattr(args, f"hp_{k}", None) is not None}
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device="cpu",
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args),
                                              custom_objects=self.makeModelKwargs(args, overrides, self.env))
         else:
             policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
-            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device="cpu", verbose=0,
+            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args), verbose=0,
                                         **self.makeModelKwargs(args, hyperparams, self.env))
         if getattr(args, "pretrain_dataset", None):
             from rl_baselines.pretrain import pretrainFromArgs
 
             pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
-        run_dir = getattr(args, "run_dir", None)
-        if run_dir:
-            self.model.set_logger(progressLogger(run_dir))  # progress.csv (a resumed run's goes on)
-        else:  # no run folder (training from Python): SB3 would otherwise make an empty /tmp/SB3-<date> folder
-            from stable_baselines3.common.logger import Logger
-
-            self.model.set_logger(Logger(folder=None, output_formats=[]))
+        # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;
+        # without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
+        self.model.set_logger(sharedProgressLogger(callback, getattr(args, "run_dir", None))[0])
         self.restoreTrainingState(args)
         # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
         self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),

@@ -1,4 +1,6 @@
-"""The callback the train command hands to every algorithm: progress bar, model saves and the live reward curve.
+"""The callback the train command hands to every algorithm: progress bar, model saves, the live reward curve and the
+run's scalar log (``callback.logScalars(step, {tag: value})``: progress.csv, visdom, tensorboard; see
+rl_baselines.run_logging).
 
 It follows the old toolbox's form, ``callback(_locals, _globals) -> bool``, called after each vectorised step with
 the learner as ``_locals["self"]``. Work happens only every ``log_interval`` env steps, so the per-step cost is one
@@ -52,6 +54,8 @@ class TrainingCallback:
     :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every checkpoint, -1: never)
     :param evaluator: plays evaluation episodes every ``eval_freq`` steps and then decides ``best/`` (None: no
         evaluation, ``best/`` follows the training reward)
+    :param run_logger: the run's scalar log (rl_baselines.run_logging.RunLogger); None: progress.csv and ``plotter``
+        only
     """
 
     def __init__(
@@ -70,7 +74,10 @@ class TrainingCallback:
         run_info: dict[str, Any] | None = None,
         buffer_save_freq: int = 0,
         evaluator: Any = None,
+        run_logger: Any = None,
     ) -> None:
+        from rl_baselines.run_logging import RunLogger
+
         self.algo = algo
         self.algo_name = algo_name
         self.run_dir = run_dir
@@ -79,6 +86,7 @@ class TrainingCallback:
         self.checkpoint_freq = int(checkpoint_freq)
         self.min_episodes_save = int(min_episodes_save)
         self.plotter = plotter
+        self.run_logger = run_logger if run_logger is not None else RunLogger(run_dir, plotter=plotter)
         self.monitor = MonitorTail(os.path.join(run_dir, "monitor"))
         self.best_mean_reward = -float("inf")
         self.num_timesteps = start_timesteps
@@ -149,6 +157,9 @@ class TrainingCallback:
         self._progress.update(num_timesteps - self.num_timesteps)
         self.num_timesteps = num_timesteps
         new_episodes = self.monitor.poll()
+        if new_episodes:
+            self.run_logger.logEpisodes(self.monitor.timesteps, self.monitor.rewards, self.monitor.lengths)
+        self.run_logger.dumpPending()
         if self.monitor.rewards:
             self._progress.set_postfix(episodes=len(self.monitor.rewards),
                                        mean_reward=f"{self.monitor.meanReward(N_EPISODES_EVAL):.2f}", refresh=False)
@@ -159,6 +170,23 @@ class TrainingCallback:
         if num_timesteps >= self._next_best_check:
             self._next_best_check = num_timesteps + self.save_interval
             self.saveIfBest()
+
+    def logScalars(self, step: int, values: dict[str, float]) -> None:
+        """
+        Log scalars of the algorithm, a plugin or the evaluation: progress.csv, the live plots (one window per tag
+        group, the tag's part before ``/``) and the tensorboard log when ``--tensorboard-log`` is on.
+
+        :param step: env steps taken so far (the x axis)
+        :param values: scalar values by tag, e.g. ``{"loss/policy": 0.3, "eval/mean_reward": 12.0}``
+        """
+        self.run_logger.logScalars(step, values)
+
+    def progressLogger(self) -> Any:
+        """
+        :return: the run's Stable-Baselines3 ``Logger`` (progress.csv, and tensorboard when on): an algorithm built
+            on SB3's logger records into it and dumps it (``model.set_logger(callback.progressLogger())``)
+        """
+        return self.run_logger.progressLogger()
 
     def saveModel(self, folder: str, num_timesteps: int | None = None, **extra: Any) -> None:
         """
@@ -256,6 +284,9 @@ class TrainingCallback:
         mean_reward, std_reward = self.evaluator.evaluate(num_timesteps)
         tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
                    f"({self.evaluator.n_episodes} episode{'s' if self.evaluator.n_episodes > 1 else ''})")
+        # progress.csv and tensorboard under SB3's EvalCallback tags; the live plot has its own evaluation window
+        self.run_logger.logScalars(num_timesteps, {"eval/mean_reward": mean_reward, "eval/std_reward": std_reward},
+                                   plot=False)
         if self.plotter is not None and hasattr(self.plotter, "updateEvaluation"):
             self.plotter.updateEvaluation(*self.evaluator.means())
         if mean_reward > self.evaluator.best_mean_reward:
@@ -299,3 +330,4 @@ class TrainingCallback:
         self.monitor.close()
         if self.evaluator is not None:
             self.evaluator.close()
+        self.run_logger.close()

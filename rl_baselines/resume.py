@@ -1,7 +1,8 @@
 """``python -m rl_baselines.train --resume RUN``: continue a run from its last checkpoint, and stop one cleanly.
 
-The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress`` and ``--port`` may be given beside
-``--resume``). The run restarts from its newest resumable checkpoint (``checkpoints/<N>_steps/``, checked against its
+The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress``, ``--port`` and ``--device`` may be
+given beside ``--resume``; without ``--device`` the run's recorded device is used when this machine has it, else this
+machine's). The run restarts from its newest resumable checkpoint (``checkpoints/<N>_steps/``, checked against its
 manifest): the model with its optimizer state, the normalisation statistics, the step counter, the replay buffer
 (off-policy algorithms), the random generators, and the callback's state (best mean reward, next checkpoint, the
 evaluations counted). The monitor files, progress.csv and evaluations.npz are cut back to their length at the
@@ -39,13 +40,14 @@ from rl_baselines.checkpointing import (
     removePartialCheckpoints,
 )
 from rl_baselines.cli import CLIParser, UsageError, portNumber
+from rl_baselines.devices import parseDevice, reuseDevice
 from rl_baselines.files import readJson
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
 # Flags that may be given with --resume: they change how the run is shown, not what it computes.
-RESUME_FLAGS = ("--no-vis", "--no-progress", "--port")
+RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device")
 # Held (environments.locks) by the train process of a run while it trains: a second process on the same run is refused.
 LOCK_FILE = ".train.lock"
 # Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
@@ -85,6 +87,7 @@ def _resumeParser() -> CLIParser:
     parser.add_argument("--no-vis", action="store_true", default=None)
     parser.add_argument("--no-progress", action="store_true", default=None)
     parser.add_argument("--port", type=portNumber, default=None)
+    parser.add_argument("--device", type=parseDevice, default=None)
     return parser
 
 
@@ -287,6 +290,12 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         if getattr(given, name) is not None:
             setattr(args, name, getattr(given, name))
     args.resume, args.run_folder = None, None
+    try:  # the device asked for now, else the run's own when this machine has it, else this machine's
+        args.device, note = reuseDevice(saved.get("device"), given.device)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if note:
+        print(f"Device: {note}")
     plan = planResume(run_dir, algo_class.supportsResume())
     if plan.state == "continue":
         what = "continue its model in a new run" if plan.model_path else "it saved no model yet: start it again"

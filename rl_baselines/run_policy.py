@@ -149,7 +149,8 @@ class RunPolicy:
         model_path = os.path.join(self.run_dir, f"{algo}_model{algo_class.MODEL_EXTENSION}")
         if not os.path.isfile(model_path):
             raise ValueError(f"--policy {self.run_dir!r} holds no model ({model_path} is missing)")
-        self.agent = algo_class.load(model_path, self.args)  # ValueError on a corrupt model
+        # On the CPU whatever the run trained on (see the encoder below); ValueError on a corrupt model.
+        self.agent = algo_class.load(model_path, argparse.Namespace(**{**vars(self.args), "device": "cpu"}))
         space = agentObservationSpace(self.agent)
         if isinstance(space, gym.spaces.Dict):
             if sorted(space.spaces) != sorted(GOAL_OBSERVATION_KEYS):

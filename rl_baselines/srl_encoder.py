@@ -6,7 +6,7 @@ all envs in one batch, one ``getState`` call per vectorised step: the new observ
 observations of the envs that just finished, together, so that the agent bootstraps from encoded states too. Frame
 stacking and the running mean/std normalisation (VecNormalize, saved beside every checkpoint) come after it.
 
-The encoder is frozen: loaded on the GPU when there is one, in eval mode, with no gradient.
+The encoder is frozen: loaded on the run's ``--device`` (the agent's), in eval mode, with no gradient.
 """
 from __future__ import annotations
 

@@ -7,6 +7,9 @@
   ones list their choices, and numeric ones are checked against their bounds when parsed (a bad value is a one-line
   usage error before anything is written); ``checkHyperparams`` adds checks across hyperparameters, run when
   training starts.
+- the device: ``self.device`` (the run's ``--device``); :meth:`TorchRLObject.toTensor` puts arrays there. The model
+  file is read onto the CPU (``map_location``) and its tensors copied onto the networks' device, so a model
+  trained on a GPU loads anywhere.
 - the model file: one torch ``.pt`` file holding only tensors and plain Python values (so ``torch.load`` runs with
   ``weights_only=True`` and never unpickles code), with the algorithm name, step count, hyperparameters and a
   description of the spaces; ``vecnormalize.npz`` beside it when the env normalises observations.
@@ -28,6 +31,7 @@ import torch
 
 from rl_baselines.base_classes import BaseRLObject
 from rl_baselines.cli import UsageError
+from rl_baselines.devices import runDevice
 from rl_baselines.files import atomicPath
 from rl_baselines.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
 
@@ -87,6 +91,16 @@ class TorchRLObject(BaseRLObject):
         self.action_space: gym.Space | None = None
         # The step count this run started from (0, or a continued model's): schedules run from it to the end.
         self.run_start_timesteps: int | None = None
+        # Where the networks live and compute (the run's --device; models load onto it from any device).
+        self.device = torch.device("cpu")
+
+    def toTensor(self, array: Any, dtype: torch.dtype | None = None) -> torch.Tensor:
+        """
+        :param array: a NumPy array (or anything torch.as_tensor takes)
+        :param dtype: the tensor's type (None: the array's)
+        :return: the array as a tensor on :attr:`device`
+        """
+        return torch.as_tensor(array, dtype=dtype, device=self.device)
 
     # --- hyperparameters -------------------------------------------------------------------------------------
 
@@ -148,6 +162,7 @@ class TorchRLObject(BaseRLObject):
     def load(cls, load_path: str, args: argparse.Namespace | None = None) -> TorchRLObject:
         payload = cls.readModelFile(load_path)
         model = cls()
+        model.device = torch.device(runDevice(args))
         try:
             model.num_timesteps = int(payload["num_timesteps"])
             model.hyperparams = {**cls.DEFAULT_HYPERPARAMS, **payload["hyperparams"]}
@@ -219,6 +234,7 @@ class TorchRLObject(BaseRLObject):
 
         load_path = getattr(args, "load_rl_model_path", None)
         payload = self.readModelFile(load_path) if load_path else None
+        self.device = torch.device(runDevice(args))
         self.hyperparams = self.hyperparamsFromArgs(args, train_kwargs, payload["hyperparams"] if payload else None)
         try:
             self.checkHyperparams(self.hyperparams)

@@ -1,7 +1,7 @@
 """``python -m rl_baselines.train``: train one agent and write its run folder (docs/architecture.md).
 
     <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
-        args.json  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
+        args.json  hyperparams.yaml  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
         progress.csv  learning_curve.png  evaluations.npz (with --eval-freq)  srl_model.json (with a trained SRL model: its name, path and hash)
 
 Every input is checked before anything is written, so a bad command leaves the disk as it was.
@@ -18,6 +18,7 @@ from typing import Any
 
 from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, intInRange, nonNegativeInt, portNumber,
                               positiveInt, runCommand, seedNumber)
+from rl_baselines.devices import parseDevice
 
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
@@ -77,7 +78,7 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
                         help="episodes per evaluation [5]")
     parser.add_argument("--resume", default=None, metavar="RUN",
                         help="continue the run folder RUN from its last checkpoint, with the arguments of its "
-                             "args.json (only --no-vis, --no-progress and --port may be given with it)")
+                             "args.json (only --no-vis, --no-progress, --port and --device may be given with it)")
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
                         help="camera observation shape [3 64 64]")
     parser.add_argument("--hyperparam", action="extend", nargs="+", default=[], metavar="KEY:VALUE",
@@ -98,6 +99,12 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
     parser.add_argument("--run-folder", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--device", type=parseDevice, default="auto", metavar="DEVICE",
+                        help="torch device of the networks (and of a trained SRL model): auto (the GPU when torch "
+                             "sees one), cpu, cuda or cuda:N [auto]")
+    parser.add_argument("--tensorboard-log", default=None, metavar="DIR",
+                        help="also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run folder name>/ "
+                             "(episode rewards and lengths, losses, evaluations) [none]")
     parser.add_argument("--pretrain-dataset", default=None, metavar="DIR",
                         help="behaviour cloning: pretrain the policy on this generator dataset before RL")
     parser.add_argument("--pretrain-epochs", type=positiveInt, default=10, help="pretraining epochs [10]")
@@ -165,6 +172,7 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
     from rl_baselines.utils import envKwargsFromArgs
 
     algo_class, _, action_types = registered_rl[args.algo]
+    _resolveRunOptions(args)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
@@ -232,6 +240,25 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
+
+
+def _resolveRunOptions(args: argparse.Namespace) -> None:
+    """
+    Resolve ``--device`` to this machine's device (recorded so in args.json) and check ``--tensorboard-log``.
+
+    :param args: parsed arguments (device, tensorboard_log; device is replaced by the resolved one)
+    :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
+    """
+    from rl_baselines.devices import resolveDevice
+
+    try:
+        args.device = resolveDevice(getattr(args, "device", None) or "auto")
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if getattr(args, "tensorboard_log", None):
+        from rl_baselines.run_logging import checkTensorboard
+
+        checkTensorboard(args.tensorboard_log)
 
 
 def _srlModelHash(args: argparse.Namespace) -> str | None:
@@ -388,7 +415,8 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     checkWritableFolder(args.run_folder or args.log_dir, "--run-folder" if args.run_folder else "--log-dir")
     run_dir = createRunFolder(args)
     run_lock = lockRun(run_dir)  # a --resume of this run while it trains is refused
-    saved_args = {k: v for k, v in sorted(vars(args).items())}
+    # An algorithm flag left unset (hp_<name>: None) says nothing: hyperparams.yaml holds the values used.
+    saved_args = {k: v for k, v in sorted(vars(args).items()) if not (k.startswith("hp_") and v is None)}
     # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
     saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
     writeJson(os.path.join(run_dir, "args.json"), saved_args)
@@ -464,9 +492,18 @@ def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 
             srl_record = describeSRLModel(args.srl_model_path)  # the hash that enjoy checks later
         except ValueError as error:
             raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
+    used_hyperparams = None
+    if plan is None:
+        from rl_baselines.hyperparams_file import usedHyperparams
+
+        used_hyperparams = usedHyperparams(algo_class, args, hyperparams)
     run_dir, run_lock, start_timesteps = prepareRunFolder(args, plan, env_class, env_kwargs, srl_record,
                                                           start_timesteps)
     try:
+        if used_hyperparams is not None:
+            from rl_baselines.hyperparams_file import writeHyperparamsFile
+
+            writeHyperparamsFile(run_dir, used_hyperparams, args.algo)
         return trainInRunFolder(args, plan, algo_class, run_dir, start_timesteps, hyperparams, env_kwargs)
     finally:
         run_lock.release()
@@ -509,6 +546,7 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     algo = algo_class()
     resuming = plan is not None and plan.state == "resume"
     total_timesteps = plan.target_timesteps if resuming else start_timesteps + args.num_timesteps
+    run_logger = _runLogger(args, run_dir, plotter, start_timesteps if resuming else None)
     evaluator = None
     if getattr(args, "eval_freq", 0) > 0:
         from rl_baselines.evaluation import Evaluator
@@ -519,7 +557,8 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
         min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress,
-        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq, evaluator=evaluator)
+        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq, evaluator=evaluator,
+        run_logger=run_logger)
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
     uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
@@ -556,6 +595,24 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
     return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, args)
+
+
+def _runLogger(args: argparse.Namespace, run_dir: str, plotter: Any, purge_step: int | None) -> Any:
+    """
+    :param args: the validated arguments (tensorboard_log, env, srl_model, algo)
+    :param run_dir: the run folder
+    :param plotter: the live plots, or None
+    :param purge_step: a resumed run's checkpoint step (tensorboard hides what came after it), else None
+    :return: the run's RunLogger (progress.csv, visdom, and tensorboard in DIR/<run name>/ with --tensorboard-log)
+    """
+    from rl_baselines.run_logging import RunLogger, tensorboardRunName
+
+    tensorboard_dir = None
+    if getattr(args, "tensorboard_log", None):
+        tensorboard_dir = os.path.join(args.tensorboard_log,
+                                       tensorboardRunName(args.env, args.srl_model, args.algo, run_dir))
+        print(f"Tensorboard log: {tensorboard_dir} (tensorboard --logdir {args.tensorboard_log})")
+    return RunLogger(run_dir, tensorboard_dir, plotter, purge_step)
 
 
 def _writeLearningCurve(callback: Any, args: argparse.Namespace, run_dir: str) -> None:

@@ -157,6 +157,7 @@ def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -
     :return: the VecEnv of encoded states
     :raises ValueError: the model cannot be found or does not fit the env (one line)
     """
+    from rl_baselines.devices import runDevice
     from rl_baselines.srl_encoder import SRLEncoderVecEnv, loadEncoder
     from srl_models.config import resolveSRLModel
 
@@ -165,7 +166,9 @@ def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -
         if folder is None:
             config_file = getattr(args, "srl_config_file", None)  # None: srl_models.config.defaultConfigFile()
             folder = resolveSRLModel(args.env, srl_model, config_file)
-        return SRLEncoderVecEnv(venv, loadEncoder(folder))
+        # On the run's --device, like the agent's networks (arguments without one: the GPU when there is one).
+        device = runDevice(args) if getattr(args, "device", None) else None
+        return SRLEncoderVecEnv(venv, loadEncoder(folder, device=device))
     except ValueError:
         venv.close()  # no orphaned env subprocesses behind the error
         raise

@@ -11,6 +11,8 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 - window ``<env_name>_episodes``: the smoothed reward against the episode index;
 - window ``<env_name>_evaluation`` (runs trained with ``--eval-freq``): the mean reward of each deterministic
   evaluation against timesteps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
+- window ``<env_name>_scalars_<group>`` for scalars logged during the run (rl_baselines.run_logging): one trace per
+  tag of the group (the tag's part before ``/``) against timesteps.
 
 (In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
 
@@ -194,6 +196,7 @@ class VisdomPlotter:
                         "evaluation": f"{safe_name}_evaluation"}
         self._viz: Any = None
         self._disabled = False
+        self._scalar_windows: set[str] = set()
 
     @property
     def address(self) -> str:
@@ -297,6 +300,31 @@ class VisdomPlotter:
                               ylabel=f"Mean reward ({self.episode_window} episodes)",
                               legend=[self._label("smoothed")], showlegend=True),
                 )
+        except Exception as exc:
+            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+
+    def scalars(self, points: dict[str, list[tuple[float, float]]]) -> None:
+        """
+        Append logged scalars to one window per tag group (the tag's part before ``/``), one trace per tag.
+
+        :param points: ``{tag: [(env step, value), ...]}`` received since the last call
+        """
+        if self._disabled or not points:
+            return
+        if self._viz is None and not self._connect():
+            return
+        try:
+            with _quietVisdom():
+                for tag, tag_points in sorted(points.items()):
+                    group = tag.partition("/")[0] if "/" in tag else "scalars"
+                    window = f"{self.windows['reward'][:-len('_reward')]}_scalars_{re.sub(r'[^A-Za-z0-9_-]', '_', group)}"
+                    steps, values = np.asarray(tag_points, dtype=np.float64).T
+                    exists = window in self._scalar_windows
+                    self._viz.line(Y=values, X=steps, win=window, env=self.env_name, name=tag,
+                                   update="append" if exists else None,
+                                   opts=None if exists else dict(title=f"{self.title} [{group}]", xlabel="Timesteps",
+                                                                 showlegend=True))
+                    self._scalar_windows.add(window)
         except Exception as exc:
             self._giveUp(_describe(exc), lost=True, stacklevel=3)
 

@@ -34,6 +34,7 @@ from rl_baselines.evolution_strategies.policies import (
     withoutVecNormalize,
 )
 from rl_baselines.hyperparams import Hyperparam
+from rl_baselines.run_logging import logScalars
 from rl_baselines.torch_base import TorchRLObject
 
 # cma is imported in train() only: it pulls in scipy.stats (over 1 s of CPU), and every train command imports this
@@ -92,6 +93,7 @@ class CMAESModel(TorchRLObject):
 
     def _buildPolicy(self) -> None:
         self.policy = PolicyNetwork(self.observation_space, actionDimension(self.action_space), HIDDEN_SIZE)
+        self.policy.to(self.device)  # candidates are evaluated on the run's --device
 
     def _setBest(self, params: np.ndarray, episode_return: float, normaliser: StateNormaliser) -> None:
         self.best_params = np.array(params, dtype=np.float64)
@@ -228,5 +230,7 @@ class CMAESModel(TorchRLObject):
                 self._setBest(candidates[best], returns[best], self.normaliser)  # the statistics it was played with
             self.normaliser.commit()  # between generations only, so every candidate sees the same normalisation
             self.mean, self.sigma = np.array(strategy.mean), float(strategy.sigma)
+            logScalars(callback, self.num_timesteps, {"train/mean_return": float(np.mean(returns)),
+                                                      "train/max_return": float(returns[best]), "train/sigma": self.sigma})
             notifyCleanPoint(callback, self.num_timesteps)  # between generations: an exact checkpoint
         self.env.close()

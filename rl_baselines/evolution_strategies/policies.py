@@ -183,6 +183,11 @@ class PolicyNetwork(nn.Module):
         self.shapes = {name: param.shape for name, param in self.named_parameters()}
         self.n_params = sum(param.numel() for param in self.parameters())
 
+    @property
+    def device(self) -> torch.device:
+        """:return: where the network's parameters live (move it with ``.to(device)``)"""
+        return next(self.parameters()).device
+
     def forward(self, observation: torch.Tensor) -> torch.Tensor:
         if self.images:
             observation = observation.permute(0, 3, 1, 2).float() / 255.0
@@ -193,7 +198,7 @@ class PolicyNetwork(nn.Module):
         :param vector: all parameters as one flat vector (the order of ``named_parameters``)
         :return: the parameters by name, for :meth:`outputsWith`
         """
-        tensor = torch.as_tensor(np.asarray(vector), dtype=torch.float32)
+        tensor = torch.as_tensor(np.asarray(vector), dtype=torch.float32, device=self.device)
         params, start = {}, 0
         for name, shape in self.shapes.items():
             size = int(np.prod(shape))
@@ -208,7 +213,8 @@ class PolicyNetwork(nn.Module):
         :param observation: a batch of observations
         :return: the outputs (batch, n_outputs)
         """
-        return functional_call(self, params, (torch.as_tensor(np.asarray(observation)),)).double().numpy()
+        observation = torch.as_tensor(np.asarray(observation), device=self.device)
+        return functional_call(self, params, (observation,)).double().cpu().numpy()
 
 
 ActFunction = Callable[[np.ndarray, np.ndarray], np.ndarray]

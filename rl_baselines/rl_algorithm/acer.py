@@ -350,15 +350,15 @@ class ACERModel(TorchActorCritic):
         """
         hp = self.hyperparams
         n_envs, n_steps = actions.shape
-        flat_obs = torch.as_tensor(obs).reshape(n_envs * (n_steps + 1), *obs.shape[2:])
+        flat_obs = self.toTensor(obs).reshape(n_envs * (n_steps + 1), *obs.shape[2:])
         pi, q = self.policy(flat_obs)
         n_actions = pi.shape[-1]
         with torch.no_grad():
-            avg_pi, _ = self.average_policy(torch.as_tensor(obs[:, :n_steps]).reshape(n_envs * n_steps, *obs.shape[2:]))
+            avg_pi, _ = self.average_policy(self.toTensor(obs[:, :n_steps]).reshape(n_envs * n_steps, *obs.shape[2:]))
         loss, stats = acerLoss(
             pi.reshape(n_envs, n_steps + 1, n_actions), q.reshape(n_envs, n_steps + 1, n_actions),
-            avg_pi.reshape(n_envs, n_steps, n_actions), torch.as_tensor(mus), torch.as_tensor(actions),
-            torch.as_tensor(rewards), torch.as_tensor(dones), gamma=hp["gamma"], correction_term=hp["correction_term"],
+            avg_pi.reshape(n_envs, n_steps, n_actions), self.toTensor(mus), self.toTensor(actions),
+            self.toTensor(rewards), self.toTensor(dones), gamma=hp["gamma"], correction_term=hp["correction_term"],
             ent_coef=hp["ent_coef"], q_coef=hp["q_coef"], trust_region=bool(hp["trust_region"]), delta=hp["delta"])
         for group in self.optimizer.param_groups:
             group["lr"] = learning_rate
@@ -373,7 +373,7 @@ class ACERModel(TorchActorCritic):
 
     def _stateValue(self, obs: np.ndarray) -> torch.Tensor:
         with torch.no_grad():
-            probs, q = self.policy(torch.as_tensor(obs))
+            probs, q = self.policy(self.toTensor(obs))
         return (probs * q).sum(-1)
 
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
@@ -399,8 +399,8 @@ class ACERModel(TorchActorCritic):
             for step in range(n_steps):
                 traj_obs[:, step] = obs
                 with torch.no_grad():
-                    probs, _ = self.policy(torch.as_tensor(obs))
-                actions = torch.multinomial(probs, 1).squeeze(1).numpy()
+                    probs, _ = self.policy(self.toTensor(obs))
+                actions = torch.multinomial(probs, 1).squeeze(1).cpu().numpy()
                 obs, rewards, dones, infos = env.step(actions)
                 rewards = np.asarray(rewards, dtype=np.float32).copy()
                 for index in np.flatnonzero(dones):
@@ -409,7 +409,7 @@ class ACERModel(TorchActorCritic):
                         # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
                         rewards[index] += hp["gamma"] * float(self._stateValue(info["terminal_observation"][None])[0])
                 traj_actions[:, step], traj_rewards[:, step] = actions, rewards
-                traj_dones[:, step], traj_mus[:, step] = dones, probs.numpy()
+                traj_dones[:, step], traj_mus[:, step] = dones, probs.cpu().numpy()
                 self.num_timesteps += n_envs
                 if callback(locals(), globals()) is False:
                     keep_going = False

@@ -158,7 +158,7 @@ class ACKTRModel(TorchActorCritic):
 
     def _values(self, obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return self.policy(torch.as_tensor(obs))[1].numpy()
+            return self.policy(self.toTensor(obs))[1].cpu().numpy()
 
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         env, hp = self.env, self.hyperparams
@@ -178,7 +178,7 @@ class ACKTRModel(TorchActorCritic):
             for step in range(n_steps):
                 batch_obs[step] = obs
                 with torch.no_grad():
-                    actions = self.policy(torch.as_tensor(obs))[0].sample().numpy()
+                    actions = self.policy(self.toTensor(obs))[0].sample().cpu().numpy()
                 env_actions = np.clip(actions, self.action_space.low, self.action_space.high) if continuous else actions
                 obs, rewards, dones, infos = env.step(env_actions)
                 rewards = np.asarray(rewards, dtype=np.float32).copy()
@@ -195,8 +195,8 @@ class ACKTRModel(TorchActorCritic):
             if not keep_going:
                 break
             returns = discountedReturns(batch_rewards, batch_dones, self._values(obs), gamma)
-            stats = self.update(torch.as_tensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
-                                torch.as_tensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
-                                torch.as_tensor(returns).reshape(-1), learning_rate)
+            stats = self.update(self.toTensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
+                                self.toTensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
+                                self.toTensor(returns).reshape(-1), learning_rate)
             self.logStats(stats)
             notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint

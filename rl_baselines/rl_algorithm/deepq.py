@@ -30,6 +30,7 @@ from torch import nn
 
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback
+from rl_baselines.run_logging import logScalars
 from rl_baselines.torch_base import TorchRLObject, isImageSpace
 
 # Hidden layers of the Q-network for state observations (SB3's DQN default).
@@ -262,8 +263,8 @@ class DQNModel(TorchRLObject):
 
     def _buildNetworks(self) -> None:
         n_actions, dueling = int(self.action_space.n), bool(self.hyperparams["dueling"])
-        self.q_network = QNetwork(self.observation_space, n_actions, dueling)
-        self.target_network = QNetwork(self.observation_space, n_actions, dueling)
+        self.q_network = QNetwork(self.observation_space, n_actions, dueling).to(self.device)
+        self.target_network = QNetwork(self.observation_space, n_actions, dueling).to(self.device)
         self.target_network.load_state_dict(self.q_network.state_dict())
         self.optimizer = torch.optim.Adam(self.q_network.parameters(), lr=float(self.hyperparams["learning_rate"]),
                                           foreach=True)
@@ -274,7 +275,7 @@ class DQNModel(TorchRLObject):
         :param observation: a batch of (normalised) observations
         :return: Q(s, .) for each row
         """
-        return self.q_network(torch.as_tensor(np.asarray(observation))).numpy()
+        return self.q_network(self.toTensor(np.asarray(observation))).cpu().numpy()
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
                   deterministic: bool = False) -> np.ndarray:
@@ -342,6 +343,7 @@ class DQNModel(TorchRLObject):
         exploration_steps = max(1.0, hp["exploration_fraction"] * end_timesteps)
 
         observation = env.reset()
+        losses: list[float] = []  # since the last logged step
         while self.num_timesteps < end_timesteps:
             # epsilon-greedy, epsilon decaying linearly with the step count
             progress = min(1.0, self.num_timesteps / exploration_steps)
@@ -368,19 +370,24 @@ class DQNModel(TorchRLObject):
                 beta = hp["prioritized_replay_beta0"] + (1.0 - hp["prioritized_replay_beta0"]) * min(
                     1.0, self.num_timesteps / end_timesteps)
                 for _ in range(self.num_timesteps // hp["train_freq"] - previous_timesteps // hp["train_freq"]):
-                    self._gradientStep(buffer, beta, normalise)
+                    losses.append(self._gradientStep(buffer, beta, normalise))
                 target_period = hp["target_network_update_freq"]
                 if self.num_timesteps // target_period > previous_timesteps // target_period:
                     self.target_network.load_state_dict(self.q_network.state_dict())
+            if self.num_timesteps // self.LOG_INTERVAL > previous_timesteps // self.LOG_INTERVAL:
+                # progress.csv, live plots and tensorboard, through the train command's callback
+                logScalars(callback, self.num_timesteps, {"train/exploration_rate": epsilon,
+                                                          **({"train/loss": float(np.mean(losses))} if losses else {})})
+                losses = []
             if callback(locals(), globals()) is False:
                 break
         env.close()
 
-    def _gradientStep(self, buffer: ReplayBuffer, beta: float, normalise: Any) -> None:
+    def _gradientStep(self, buffer: ReplayBuffer, beta: float, normalise: Any) -> float:
         hp = self.hyperparams
         batch, indices, weights = buffer.sample(hp["batch_size"], beta, self.rng)
-        observations = torch.as_tensor(normalise(batch["observations"]))
-        next_observations = torch.as_tensor(normalise(batch["next_observations"]))
+        observations = self.toTensor(normalise(batch["observations"]))
+        next_observations = self.toTensor(normalise(batch["next_observations"]))
         if hp["double_q"]:  # one online pass for s and s' (s' only picks the next action, no gradient)
             q_values, next_q_online = self.q_network(torch.cat([observations, next_observations])).split(len(indices))
             next_q_online = next_q_online.detach()
@@ -388,14 +395,15 @@ class DQNModel(TorchRLObject):
             q_values = self.q_network(observations)
         with torch.no_grad():
             next_q_target = self.target_network(next_observations)
-            targets = tdTarget(torch.as_tensor(batch["rewards"]), torch.as_tensor(batch["terminated"]),
+            targets = tdTarget(self.toTensor(batch["rewards"]), self.toTensor(batch["terminated"]),
                                next_q_online if hp["double_q"] else next_q_target, next_q_target, hp["gamma"],
                                hp["double_q"])
-        q_taken = q_values.gather(1, torch.as_tensor(batch["actions"])[:, None]).squeeze(1)
+        q_taken = q_values.gather(1, self.toTensor(batch["actions"])[:, None]).squeeze(1)
         losses = F.smooth_l1_loss(q_taken, targets, reduction="none")
-        loss = (torch.as_tensor(weights, dtype=torch.float32) * losses).mean()
+        loss = (self.toTensor(weights, dtype=torch.float32) * losses).mean()
         self.optimizer.zero_grad()
         loss.backward()
         nn.utils.clip_grad_norm_(self.q_network.parameters(), hp["max_grad_norm"])
         self.optimizer.step()
-        buffer.updatePriorities(indices, (q_taken - targets).detach().numpy())
+        buffer.updatePriorities(indices, (q_taken - targets).detach().cpu().numpy())
+        return float(loss.item())

@@ -32,6 +32,7 @@ from stable_baselines3.her import HerReplayBuffer
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import strToBool
 from rl_baselines.cli import positiveInt
+from rl_baselines.devices import runDevice
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
@@ -317,7 +318,7 @@ class HERModel(OffPolicyRLObject):
         obj.her_algo = her_algo
         sb3_class = BASE_ALGOS[her_algo].SB3_CLASS
         try:
-            obj.model = sb3_class.load(load_path, device="cpu", custom_objects=REPLAY_ONLY_BUFFER)
+            obj.model = sb3_class.load(load_path, device=runDevice(args), custom_objects=REPLAY_ONLY_BUFFER)
         except Exception as error:  # SB3 raises many kinds for a damaged archive
             raise ValueError(f"{load_path} could not be loaded by her: {type(error).__name__}: {error}") from None
         # The one-slot buffer is for acting only: keep the saved settings, so that a re-saved model still trains.

@@ -94,7 +94,8 @@ def ppoUpdate(policy: ActorCriticNetwork, optimizer: torch.optim.Optimizer, batc
     n_local = batch["advantages"].shape[0]
     # Normalise advantages over the global batch, so that K ranks see exactly what one rank on the union would.
     adv = batch["advantages"].double()
-    moments = allReduceSum(torch.stack([torch.tensor(float(n_local), dtype=torch.float64), adv.sum(), (adv ** 2).sum()]))
+    moments = allReduceSum(torch.stack([torch.tensor(float(n_local), dtype=torch.float64, device=adv.device), adv.sum(),
+                                        (adv ** 2).sum()]))
     mean = moments[1] / moments[0]
     std = torch.sqrt(torch.clamp(moments[2] / moments[0] - mean ** 2, min=0.0))
     advantages = ((adv - mean) / (std + 1e-8)).float()
@@ -119,7 +120,8 @@ def ppoUpdate(policy: ActorCriticNetwork, optimizer: torch.optim.Optimizer, batc
             optimizer.zero_grad()
             loss.backward()
             grads = [param.grad if param.grad is not None else torch.zeros_like(param) for param in params]
-            flat = torch.cat([grad.reshape(-1) for grad in grads] + [torch.tensor([float(len(indices))])])
+            count_tensor = torch.tensor([float(len(indices))], device=grads[0].device)
+            flat = torch.cat([grad.reshape(-1) for grad in grads] + [count_tensor])
             allReduceSum(flat)
             count, offset = flat[-1], 0
             for param in params:
@@ -305,7 +307,7 @@ class PPO1Model(TorchActorCritic):
 
     def _values(self, obs: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return self.policy(torch.as_tensor(obs))[1].numpy()
+            return self.policy(self.toTensor(obs))[1].cpu().numpy()
 
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         distributed = dist.is_available() and dist.is_initialized()
@@ -332,11 +334,11 @@ class PPO1Model(TorchActorCritic):
             for step in range(n_steps):
                 batch_obs[step] = obs
                 with torch.no_grad():
-                    distribution, values = self.policy(torch.as_tensor(obs))
+                    distribution, values = self.policy(self.toTensor(obs))
                     actions = distribution.sample()
-                    batch_log_probs[step] = distribution.log_prob(actions).numpy()
-                actions = actions.numpy()
-                batch_values[step] = values.numpy()
+                    batch_log_probs[step] = distribution.log_prob(actions).cpu().numpy()
+                actions = actions.cpu().numpy()
+                batch_values[step] = values.cpu().numpy()
                 env_actions = np.clip(actions, self.action_space.low, self.action_space.high) if continuous else actions
                 obs, rewards, dones, infos = env.step(env_actions)
                 rewards = np.asarray(rewards, dtype=np.float32).copy()
@@ -359,11 +361,11 @@ class PPO1Model(TorchActorCritic):
                 break
             advantages = gae(batch_rewards, batch_values, batch_dones, self._values(obs), gamma, lam)
             batch = {
-                "obs": torch.as_tensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
-                "actions": torch.as_tensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
-                "log_probs": torch.as_tensor(batch_log_probs).reshape(-1),
-                "advantages": torch.as_tensor(advantages).reshape(-1),
-                "returns": torch.as_tensor(advantages + batch_values).reshape(-1),
+                "obs": self.toTensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
+                "actions": self.toTensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
+                "log_probs": self.toTensor(batch_log_probs).reshape(-1),
+                "advantages": self.toTensor(advantages).reshape(-1),
+                "returns": self.toTensor(advantages + batch_values).reshape(-1),
             }
             iteration += 1
             stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate, seed=self.rank * 100_003 + iteration)

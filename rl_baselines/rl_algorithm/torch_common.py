@@ -201,8 +201,15 @@ class TorchActorCritic(TorchRLObject):
     def modelState(self) -> dict[str, Any]:
         return {"state_dicts": {name: module.state_dict() for name, module in self.modules().items()}}
 
-    def setModelState(self, state: dict[str, Any]) -> None:
+    def buildOnDevice(self) -> None:
+        """:meth:`build`, then move the networks onto :attr:`device` (the optimizers keep their parameters)."""
         self.build()
+        for module in self.modules().values():
+            if isinstance(module, nn.Module):
+                module.to(self.device)
+
+    def setModelState(self, state: dict[str, Any]) -> None:
+        self.buildOnDevice()
         try:
             for name, module in self.modules().items():
                 module.load_state_dict(state["state_dicts"][name])  # optimizers too: training goes on from them
@@ -214,22 +221,22 @@ class TorchActorCritic(TorchRLObject):
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         with torch.no_grad():
-            distribution = self.distribution(torch.as_tensor(np.asarray(observation)))
+            distribution = self.distribution(self.toTensor(np.asarray(observation)))
             if deterministic:
                 action = distribution.probs.argmax(-1) if hasattr(distribution, "probs") else distribution.mean
             else:
                 action = distribution.sample()
-        action = action.numpy()
+        action = action.cpu().numpy()
         if isinstance(self.action_space, gym.spaces.Box):
             action = np.clip(action, self.action_space.low, self.action_space.high)
         return action
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
         with torch.no_grad():
-            distribution = self.distribution(torch.as_tensor(np.asarray(observation)))
+            distribution = self.distribution(self.toTensor(np.asarray(observation)))
         if hasattr(distribution, "probs"):
-            return distribution.probs.numpy()
-        return distribution.mean.numpy()
+            return distribution.probs.cpu().numpy()
+        return distribution.mean.cpu().numpy()
 
     # --- training --------------------------------------------------------------------------------------------
 
@@ -245,12 +252,13 @@ class TorchActorCritic(TorchRLObject):
         if saved is not None:
             self.setModelState(saved)  # hyperparameters: the saved ones, overridden by those given now
         else:
-            self.build()
-        run_dir = getattr(args, "run_dir", None)
-        if run_dir:
-            from rl_baselines.training_state import progressLogger
+            self.buildOnDevice()
+        owns_logger = False
+        if getattr(args, "run_dir", None) or hasattr(callback, "progressLogger"):
+            from rl_baselines.run_logging import sharedProgressLogger
 
-            self.logger = progressLogger(run_dir)  # progress.csv, like the SB3-backed algorithms' (resumed: goes on)
+            # progress.csv (resumed: goes on) and tensorboard, through the callback's logger when it offers one
+            self.logger, owns_logger = sharedProgressLogger(callback, getattr(args, "run_dir", None))
         self.restoreTrainingState(args)
         self._log_start = (self.num_timesteps, time.monotonic())
         self._next_log = self.num_timesteps + self.LOG_INTERVAL
@@ -258,9 +266,9 @@ class TorchActorCritic(TorchRLObject):
             self.learn(int(args.num_timesteps), callback)
         finally:
             self.env.close()
-            if self.logger is not None:
+            if self.logger is not None and owns_logger:
                 self.logger.close()
-                self.logger = None
+            self.logger = None
 
     def logStats(self, stats: dict[str, float]) -> None:
         """

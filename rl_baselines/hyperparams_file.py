@@ -1,0 +1,84 @@
+"""``hyperparams.yaml``: every hyperparameter a run's algorithm used, written into its run folder.
+
+The file holds one ``name: value`` per hyperparameter, defaults included, with the values after the algorithm's
+flags, ``--hyperparam-file`` and ``--hyperparam``. It is a valid ``train --hyperparam-file``, so that a run can be
+repeated from its folder alone (its other settings are in args.json):
+
+    python -m rl_baselines.train --algo ppo2 --seed 0 ... --hyperparam-file RUN/hyperparams.yaml
+
+Invariant: :func:`usedHyperparams` keeps only values the algorithm's ``parserHyperParam`` reads back to the same
+values (a left-out one costs a warning), so writing and reading the file changes nothing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import warnings
+from typing import Any
+
+HYPERPARAMS_FILE = "hyperparams.yaml"
+_SCALARS = (bool, int, float, str)
+
+
+def usedHyperparams(algo_class: type, args: argparse.Namespace, hyperparams: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param algo_class: the algorithm's class
+    :param args: the validated arguments (the algorithm's flags ``hp_<name>``)
+    :param hyperparams: the typed values of ``--hyperparam-file`` and ``--hyperparam``
+    :return: every hyperparameter by name (defaults, then flags, then the given values; a continued model's saved
+        ones for the algorithms that keep them in their model file), as plain scalars
+    """
+    resolve = getattr(algo_class, "hyperparamsFromArgs", None)
+    if resolve is None:  # an algorithm without the common mechanism: its defaults, flags and given values
+        values = dict(getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {})
+        for name in list(values):
+            if getattr(args, f"hp_{name}", None) is not None:
+                values[name] = getattr(args, f"hp_{name}")
+        values.update(hyperparams)
+    else:
+        # A learning-rate schedule flag turns learning_rate into a function: the file keeps the number.
+        plain_args = argparse.Namespace(**{**vars(args), "lr_schedule": "constant"})
+        values = dict(resolve(plain_args, dict(hyperparams), **_savedHyperparams(algo_class, args)))
+    used = {name: value for name, value in sorted(values.items()) if isinstance(value, _SCALARS)}
+    kept = {}
+    for name, value in used.items():
+        try:
+            read_back = algo_class.parserHyperParam({name: repr(value) if isinstance(value, float) else str(value)})
+        except ValueError:
+            read_back = {}
+        if name in read_back and read_back[name] == value and isinstance(read_back[name], bool) == isinstance(value, bool):
+            kept[name] = value
+        else:  # a plugin's hyperparameter its parserHyperParam does not read: the file could not repeat it
+            warnings.warn(f"{HYPERPARAMS_FILE}: hyperparameter {name!r} = {value!r} left out (--hyperparam-file "
+                          f"would not read it back as the same value)", stacklevel=2)
+    return kept
+
+
+def _savedHyperparams(algo_class: type, args: argparse.Namespace) -> dict[str, Any]:
+    """:return: ``{"saved": ...}`` for an algorithm whose model file keeps its hyperparameters (the torch ones) when
+    training continues a saved model, else nothing"""
+    from rl_baselines.torch_base import TorchRLObject
+
+    load_path = getattr(args, "load_rl_model_path", None)
+    if not load_path or not issubclass(algo_class, TorchRLObject):
+        return {}
+    return {"saved": algo_class.readModelFile(load_path)["hyperparams"]}
+
+
+def writeHyperparamsFile(run_dir: str, values: dict[str, Any], algo: str) -> str:
+    """
+    :param run_dir: the run folder
+    :param values: from :func:`usedHyperparams`
+    :param algo: the algorithm's name (for the header comment)
+    :return: the file written (atomically)
+    """
+    import yaml
+
+    from rl_baselines.files import atomicPath
+
+    path = os.path.join(run_dir, HYPERPARAMS_FILE)
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        handle.write(f"# Every hyperparameter of this {algo} run; train --hyperparam-file {HYPERPARAMS_FILE} "
+                     f"repeats them.\n")
+        yaml.safe_dump(values, handle, sort_keys=True, default_flow_style=False)
+    return path

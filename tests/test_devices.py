@@ -1,0 +1,155 @@
+"""--device: spelling and availability checks, the recorded device, and runs recorded on a GPU loaded on a CPU.
+
+No GPU is needed: CUDA's presence is simulated by monkeypatching torch.cuda, and a GPU-trained run is simulated by
+a run folder whose args.json records ``cuda:0``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+
+import pytest
+import torch
+
+from rl_baselines.devices import parseDevice, resolveDevice, reuseDevice, runDevice
+from conftest import runFolder, runModule, runTrain
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+
+
+def _fakeCuda(monkeypatch: pytest.MonkeyPatch, count: int) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: count > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+
+
+def test_spellings() -> None:
+    for raw, value in (("auto", "auto"), ("CPU", "cpu"), ("cuda", "cuda"), ("cuda:3", "cuda:3")):
+        assert parseDevice(raw) == value
+    for raw in ("tpu", "cuda:x", "cuda:-1", "cuda:", "gpu", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="valid choices: auto, cpu, cuda, cuda:N"):
+            parseDevice(raw)
+
+
+def test_resolution_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fakeCuda(monkeypatch, 0)
+    assert resolveDevice("auto") == "cpu" and resolveDevice("cpu") == "cpu"
+    for raw in ("cuda", "cuda:0", "cuda:1"):
+        with pytest.raises(ValueError, match="no CUDA GPU.*valid choices here: auto, cpu"):
+            resolveDevice(raw)
+    # a run recorded on a GPU: this machine's device, with a note; asked for explicitly: refused
+    assert reuseDevice("cuda:0", None) == ("cpu", "the run was trained on cuda:0, which this machine lacks: using cpu")
+    assert reuseDevice(None, None) == ("cpu", None)  # a run folder older than --device
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        reuseDevice("cpu", "cuda")
+    assert runDevice(argparse.Namespace(device="cuda:1")) == "cpu"
+    assert runDevice(argparse.Namespace()) == "cpu"
+
+
+def test_resolution_with_two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fakeCuda(monkeypatch, 2)
+    assert resolveDevice("auto") == "cuda:0"
+    assert resolveDevice("cuda") == "cuda:0" and resolveDevice("cuda:1") == "cuda:1"
+    with pytest.raises(ValueError, match="has 2 CUDA GPU.*cuda:0, cuda:1"):
+        resolveDevice("cuda:2")
+    assert reuseDevice("cpu", None) == ("cpu", None)  # the run's own device, not auto's
+    assert reuseDevice("cuda:1", None) == ("cuda:1", None)
+    assert reuseDevice("cuda:1", "cpu") == ("cpu", None)
+
+
+@pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:-1", "cuda"])
+def test_bad_device_is_a_one_line_error_that_writes_nothing(tmp_path, device: str) -> None:
+    if device == "cuda" and torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.train", "--device", device, *GT, "--log-dir", log_dir, "--no-vis")
+    assert result.returncode == 2, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert "--device" in result.stderr and ("valid choices" in result.stderr)
+    if device == "cuda":
+        assert "no CUDA GPU" in result.stderr
+    assert not log_dir.exists()
+
+
+def _recordCuda(run_dir: str) -> None:
+    path = os.path.join(run_dir, "args.json")
+    args = json.load(open(path))
+    args["device"] = "cuda:0"  # as a run trained on a GPU records it
+    json.dump(args, open(path, "w"))
+
+
+@pytest.mark.parametrize("algo", ["ppo2", "acer"])
+def test_a_run_recorded_on_a_gpu_replays_on_this_machine(tmp_path, algo: str) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    run_dir = runFolder(runTrain("--algo", algo, *GT, "--num-timesteps", "256", "--log-dir", tmp_path,
+                                 *(["--n-steps", "64"] if algo == "ppo2" else [])))
+    assert json.load(open(os.path.join(run_dir, "args.json")))["device"] == "cpu"  # auto, resolved here
+    _recordCuda(run_dir)
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20")
+    assert result.returncode == 0, result.stderr
+    assert "Device: the run was trained on cuda:0, which this machine lacks: using cpu" in result.stdout
+    refused = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20", "--device", "cuda")
+    assert refused.returncode == 2 and "no CUDA GPU" in refused.stderr
+    # the model itself loads onto the CPU whatever its args.json says
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.run_policy import readRunArgs
+
+    algo_class = registered_rl[algo][0]
+    model = algo_class.load(os.path.join(run_dir, f"{algo}_model{algo_class.MODEL_EXTENSION}"),
+                            readRunArgs(run_dir, "--log-dir"))
+    device = model.model.device if algo == "ppo2" else next(model.policy.parameters()).device
+    assert device.type == "cpu"
+
+
+def test_resume_uses_the_run_device_or_this_machine(tmp_path, capsys) -> None:
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    from rl_baselines.registry import registered_rl
+    from rl_baselines.resume import loadResumeArgs
+    from rl_baselines.train import baseParser
+
+    run_dir = runFolder(runTrain("--algo", "ppo2", *GT, "--num-timesteps", "128", "--n-steps", "64",
+                                 "--log-dir", tmp_path / "logs"))
+    args, _ = loadResumeArgs(["--resume", run_dir], registered_rl, baseParser)
+    assert args.device == "cpu"
+    copy = str(tmp_path / "gpu_run")
+    shutil.copytree(run_dir, copy)
+    _recordCuda(copy)
+    args, _ = loadResumeArgs(["--resume", copy], registered_rl, baseParser)
+    assert args.device == "cpu"
+    assert "the run was trained on cuda:0, which this machine lacks: using cpu" in capsys.readouterr().out
+    args, _ = loadResumeArgs(["--resume", copy, "--device", "cpu"], registered_rl, baseParser)
+    assert args.device == "cpu"
+    result = runModule("rl_baselines.train", "--resume", copy, "--device", "cuda")
+    assert result.returncode == 2 and "no CUDA GPU" in result.stderr
+
+
+def test_torch_model_file_loads_onto_the_requested_device(tmp_path) -> None:
+    """The model file is read with map_location: its tensors land on the CPU, then on the networks' device."""
+    import gymnasium as gym
+
+    from rl_baselines.rl_algorithm.acer import ACERModel
+
+    model = ACERModel()
+    model.setup(gym.spaces.Box(-1, 1, (4,), dtype="float32"), gym.spaces.Discrete(3), {})
+    model.env = None
+    path = str(tmp_path / "acer_model.pt")
+    model.save(path)
+    calls = []
+    original = torch.load
+
+    def recordingLoad(*args, **kwargs):
+        calls.append(kwargs)
+        return original(*args, **kwargs)
+
+    torch.load = recordingLoad
+    try:
+        loaded = ACERModel.load(path, argparse.Namespace(device="cpu"))
+    finally:
+        torch.load = original
+    assert calls and all(call.get("map_location") == "cpu" and call.get("weights_only") for call in calls)
+    assert loaded.device == torch.device("cpu")
+    assert all(torch.equal(a, b) for a, b in zip(model.policy.state_dict().values(),
+                                                 loaded.policy.state_dict().values()))

@@ -1,0 +1,73 @@
+"""hyperparams.yaml: every hyperparameter a run used, loadable by train --hyperparam-file; args.json without nulls of
+unset algorithm flags."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+import yaml
+
+from conftest import runFolder, runModule, runTrain
+from rl_baselines.algo_types import ActionType
+from rl_baselines.hyperparams_file import usedHyperparams
+from rl_baselines.registry import registered_rl
+from rl_baselines.train import baseParser
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+
+
+def _readYaml(run_dir: str) -> dict:
+    with open(os.path.join(run_dir, "hyperparams.yaml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+@pytest.mark.parametrize("algo", sorted(registered_rl))
+def test_every_algorithm_writes_values_it_reads_back(algo: str) -> None:
+    algo_class, _, action_types = registered_rl[algo]
+    flags = [*GT, "--algo", algo] + (["-c"] if ActionType.DISCRETE not in action_types else [])
+    args = algo_class.customArguments(baseParser()).parse_args(flags)
+    used = usedHyperparams(algo_class, args, {})
+    defaults = getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {}
+    assert set(defaults) <= set(used)
+    # the file's strings, as train --hyperparam-file reads them, give the same values back
+    as_file = {name: repr(value) if isinstance(value, float) else str(value) for name, value in used.items()}
+    assert algo_class.parserHyperParam(as_file) == used
+
+
+def test_a_run_repeats_from_its_folder(tmp_path) -> None:
+    flags = ["--algo", "ppo2", *GT, "--num-timesteps", "256", "--seed", "5"]
+    first = runFolder(runTrain(*flags, "--n-steps", "64", "--hyperparam", "batch_size:32", "--log-dir",
+                               tmp_path / "first"))
+    used = _readYaml(first)
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+    assert set(used) == set(PPO2Model.DEFAULT_HYPERPARAMS)
+    assert used["n_steps"] == 64 and used["batch_size"] == 32  # a flag and --hyperparam, typed
+    assert used["learning_rate"] == PPO2Model.DEFAULT_HYPERPARAMS["learning_rate"]  # a default
+    saved_args = json.load(open(os.path.join(first, "args.json")))
+    # the flag given is kept; no null for every flag left unset
+    assert {key: value for key, value in saved_args.items() if key.startswith("hp_")} == {"hp_n_steps": 64}
+    # the same command with the folder's file only: the same hyperparameters and the same training
+    second = runFolder(runTrain(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--log-dir",
+                                tmp_path / "second"))
+    assert _readYaml(second) == used
+    from rl_baselines.monitor_files import loadEpisodes
+
+    episodes = [loadEpisodes(os.path.join(run, "monitor")) for run in (first, second)]
+    assert list(episodes[0]["rewards"]) == list(episodes[1]["rewards"])
+    assert list(episodes[0]["lengths"]) == list(episodes[1]["lengths"])
+    from stable_baselines3 import PPO
+
+    weights = [PPO.load(os.path.join(run, "ppo2_model.zip"), device="cpu").policy.state_dict() for run in (first, second)]
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])
+
+
+def test_a_resumed_and_a_replayed_run_read_the_new_args_json(tmp_path) -> None:
+    run_dir = runFolder(runTrain("--algo", "acer", *GT, "--num-timesteps", "128", "--log-dir", tmp_path))
+    assert _readYaml(run_dir)["n_steps"] == registered_rl["acer"][0].DEFAULT_HYPERPARAMS["n_steps"]
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "10")
+    assert result.returncode == 0, result.stderr
+    result = runModule("rl_baselines.train", "--resume", run_dir)
+    assert result.returncode == 0 and "nothing to resume" in result.stdout, result.stderr

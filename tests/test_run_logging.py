@@ -1,0 +1,185 @@
+"""--tensorboard-log and the run's scalar logger (callback.logScalars): progress.csv, visdom and tensorboard."""
+from __future__ import annotations
+
+import csv
+import glob
+import os
+import sys
+import warnings
+
+import pytest
+
+from conftest import runFolder, runModule, runTrain
+from rl_baselines.cli import UsageError
+from rl_baselines.run_logging import RunLogger, checkTensorboard, logScalars
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+
+
+def _scalars(folder: str) -> dict[str, list[tuple[int, float]]]:
+    """:return: every scalar tag of a tensorboard folder with its (step, value) points"""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(folder)
+    events.Reload()
+    return {tag: [(event.step, event.value) for event in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def _runLog(tensorboard_dir, run_dir: str) -> str:
+    folders = glob.glob(os.path.join(str(tensorboard_dir), f"*_{os.path.basename(run_dir)}"))
+    assert len(folders) == 1, os.listdir(tensorboard_dir)
+    return folders[0]
+
+
+def test_sb3_algorithm_writes_losses_and_episodes(tmp_path) -> None:
+    tensorboard_dir = tmp_path / "tb"
+    result = runTrain("--algo", "ppo2", *GT, "--num-timesteps", "512", "--n-steps", "128", "--log-dir",
+                      tmp_path / "logs", "--tensorboard-log", tensorboard_dir)
+    run_dir = runFolder(result)
+    folder = _runLog(tensorboard_dir, run_dir)
+    assert os.path.basename(folder) == f"MobileRobotGymEnv-v0_ground_truth_ppo2_{os.path.basename(run_dir)}"
+    assert f"Tensorboard log: {folder}" in result.stdout
+    scalars = _scalars(folder)
+    # SB3's own values, at the env step of each dump, the same as progress.csv's
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "progress.csv"))))
+    losses = [(int(row["time/total_timesteps"]), float(row["train/loss"])) for row in rows if row["train/loss"]]
+    assert [step for step, _ in scalars["train/loss"]] == [step for step, _ in losses]
+    assert [value for _, value in scalars["train/loss"]] == pytest.approx([value for _, value in losses], rel=1e-5)
+    # every episode (250 steps each on MobileRobot) and the mean of the last ones, against env steps
+    assert [step for step, _ in scalars["episode/length"]] == [250, 500]
+    assert [value for _, value in scalars["episode/length"]] == [250.0, 250.0]
+    assert len(scalars["episode/reward"]) == 2 and scalars["rollout/ep_len_mean"][-1] == (500, 250.0)
+
+
+@pytest.mark.parametrize("algo,extra", [("deepq", ["--learning-starts", "100"]),
+                                        ("cma-es", ["--num-population", "2"]),
+                                        ("acer", [])])
+def test_torch_and_evolution_algorithms_log_their_losses(tmp_path, algo: str, extra: list[str]) -> None:
+    tensorboard_dir = tmp_path / "tb"
+    run_dir = runFolder(runTrain("--algo", algo, *GT, "--num-timesteps", "2000", *extra, "--log-dir", tmp_path / "logs",
+                                 "--tensorboard-log", tensorboard_dir))
+    scalars = _scalars(_runLog(tensorboard_dir, run_dir))
+    wanted = {"deepq": "train/loss", "cma-es": "train/mean_return", "acer": "train/loss_q"}[algo]
+    assert wanted in scalars and "episode/reward" in scalars, sorted(scalars)
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "progress.csv"))))
+    logged = [(int(row["time/total_timesteps"]), float(row[wanted])) for row in rows if row.get(wanted)]
+    assert logged, rows
+    if algo != "acer":  # logged through callback.logScalars: each progress.csv row holds the latest value logged
+        in_tensorboard = [value for _, value in scalars[wanted]]
+        assert all(any(value == pytest.approx(other, rel=1e-5) for other in in_tensorboard) for _, value in logged)
+        assert logged[-1][1] == pytest.approx(in_tensorboard[-1], rel=1e-5)
+
+
+def test_scalar_logger_reaches_every_output(tmp_path) -> None:
+    class FakePlotter:
+        def __init__(self) -> None:
+            self.batches: list[dict] = []
+
+        def scalars(self, points: dict) -> None:
+            self.batches.append(points)
+
+    run_dir, tensorboard_dir = tmp_path / "run", tmp_path / "tb" / "run"
+    run_dir.mkdir()
+    plotter = FakePlotter()
+    logger = RunLogger(str(run_dir), str(tensorboard_dir), plotter)
+    logger.logScalars(100, {"loss/policy": 0.5, "loss/value": 2})
+    logger.logScalars(200, {"loss/policy": 0.25, "eval/mean_reward": 7.5})
+    logger.dumpPending()  # the callback's refresh: no algorithm wrote a progress.csv row
+    logger.close()
+    rows = list(csv.DictReader(open(run_dir / "progress.csv")))
+    # loss/policy logged again before any row: the first values got their own row, none was lost
+    assert rows == [{"loss/policy": "0.5", "loss/value": "2.0", "time/total_timesteps": "100", "eval/mean_reward": ""},
+                    {"loss/policy": "0.25", "loss/value": "", "time/total_timesteps": "200",
+                     "eval/mean_reward": "7.5"}]
+    scalars = _scalars(str(tensorboard_dir))
+    assert scalars["loss/policy"] == [(100, 0.5), (200, 0.25)] and scalars["eval/mean_reward"] == [(200, 7.5)]
+    assert "time/total_timesteps" not in scalars  # progress.csv's step column only
+    sent = {tag: points for batch in plotter.batches for tag, points in batch.items()}
+    assert sent["loss/value"] == [(100, 2.0)] and sent["eval/mean_reward"] == [(200, 7.5)]
+    # a plain function callback has no logger: nothing happens, nothing fails
+    logScalars(lambda _locals, _globals: True, 10, {"loss/policy": 1.0})
+
+
+def test_visdom_gets_one_window_per_tag_group(tmp_path) -> None:
+    import json
+
+    from test_visdom import _client, _startTestServer, _stop
+
+    from rl_baselines.visualize import VisdomPlotter
+
+    process, port = _startTestServer(str(tmp_path))
+    try:
+        plotter = VisdomPlotter(port=port, env_name="scalars_test", title="t")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            plotter.scalars({"loss/policy": [(10, 1.0), (20, 0.5)], "loss/value": [(10, 3.0)]})
+            plotter.scalars({"loss/policy": [(30, 0.25)]})
+        window = json.loads(_client(port).get_window_data("scalars_test_scalars_loss", "scalars_test"))
+        traces = {trace["name"]: (trace["x"], trace["y"]) for trace in window["content"]["data"]}
+        assert traces == {"loss/policy": ([10, 20, 30], [1.0, 0.5, 0.25]), "loss/value": ([10], [3.0])}
+    finally:
+        _stop(process)
+
+
+def test_missing_tensorboard_or_bad_folder_is_one_line(tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if the package were not installed
+    with pytest.raises(UsageError, match="needs the tensorboard package: pip install tensorboard"):
+        checkTensorboard(str(tmp_path / "tb"))
+    monkeypatch.undo()
+    (tmp_path / "file").write_text("x")
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.train", *GT, "--log-dir", log_dir, "--no-vis", "--tensorboard-log",
+                       tmp_path / "file" / "tb")
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "--tensorboard-log" in result.stderr and not log_dir.exists()
+
+
+def test_pipeline_writes_one_sub_folder_per_run(tmp_path) -> None:
+    tensorboard_dir = tmp_path / "tb"
+    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT, "--num-iteration", "2", "--workers", "2",
+                       "--log-dir", tmp_path / "logs", "--no-vis", "--no-progress", "--num-timesteps", "128",
+                       "--n-steps", "64", "--tensorboard-log", tensorboard_dir, timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    runs = sorted(glob.glob(str(tmp_path / "logs" / "*" / "*" / "*" / "*" / "args.json")))
+    folders = sorted(os.listdir(tensorboard_dir))
+    assert len(runs) == 2 and len(folders) == 2
+    assert sorted(f"MobileRobotGymEnv-v0_ground_truth_ppo2_{os.path.basename(os.path.dirname(run))}"
+                  for run in runs) == folders
+    assert all("train/loss" in _scalars(str(tensorboard_dir / folder)) for folder in folders)
+
+
+def _docsExample() -> type:
+    """:return: the class of docs/plugins.md's "Logging your own scalars" example"""
+    import re
+
+    text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "plugins.md"),
+                encoding="utf-8").read()
+    section = text[text.index("## Logging your own scalars"):]
+    namespace: dict = {}
+    exec(re.search(r"```python\n(.*?)```", section, re.S).group(1), namespace)
+    return namespace["LoggingAgent"]
+
+
+def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
+    from rl_baselines.callbacks import TrainingCallback
+    from rl_baselines.train import baseParser
+    from rl_baselines.utils import envKwargsFromArgs
+
+    agent_class = _docsExample()
+    args = baseParser().parse_args([*GT, "--num-timesteps", "1000"])
+    run_dir = tmp_path / "run"
+    args.monitor_dir = str(run_dir / "monitor")
+    os.makedirs(args.monitor_dir)
+    agent = agent_class()
+    callback = TrainingCallback(agent, "logging_agent", str(run_dir), total_timesteps=1000, progress=False,
+                                run_logger=RunLogger(str(run_dir), str(tmp_path / "tb")))
+    agent.train(args, callback, env_kwargs=envKwargsFromArgs(args))
+    callback.close(agent.num_timesteps)
+    rows = list(csv.DictReader(open(run_dir / "progress.csv")))
+    assert [row["train/updates"] for row in rows] == ["500.0", "500.0"]
+    assert [step for step, _ in _scalars(str(tmp_path / "tb"))["train/loss"]] == [500, 1000]
+    # with a plain function callback it trains all the same
+    args.monitor_dir = None
+    plain = agent_class()
+    plain.train(args, lambda _locals, _globals: True, env_kwargs=envKwargsFromArgs(args))
+    assert plain.num_timesteps == 1000
