@@ -39,7 +39,9 @@ def usedHyperparams(algo_class: type, args: argparse.Namespace, hyperparams: dic
         # A learning-rate schedule flag turns learning_rate into a function: the file keeps the number.
         plain_args = argparse.Namespace(**{**vars(args), "lr_schedule": "constant"})
         values = dict(resolve(plain_args, dict(hyperparams), **_savedHyperparams(algo_class, args)))
-    used = {name: value for name, value in sorted(values.items()) if isinstance(value, _SCALARS)}
+    # the built-in type itself (a choice may be a str subclass, a bound an int subclass): yaml.safe_dump needs it
+    used = {name: next(kind for kind in _SCALARS if isinstance(value, kind))(value)
+            for name, value in sorted(values.items()) if isinstance(value, _SCALARS)}
     kept = {}
     for name, value in used.items():
         try:
