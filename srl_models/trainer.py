@@ -1,8 +1,9 @@
 """The training loop of the learned SRL models: the dataset in memory, an episode-wise validation split, minibatches of
-(s_t[, s_t+1]) rows, Adam, early stopping on the validation loss with the best weights kept."""
+(s_t[, s_t+1]) rows, Adam, early stopping on the validation losses with the best epoch's weights kept."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,16 +160,22 @@ def _meanTerms(network: SRLNetwork, data: TrainingData, rows: np.ndarray, batch_
 
 
 def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray, val_rows: np.ndarray,
-                 settings: TrainSettings) -> list[dict]:
+                 settings: TrainSettings, on_epoch: Callable[[dict], None] | None = None) -> list[dict]:
     """
-    Train in place; on return the network holds the weights of its best epoch (validation loss; training loss
-    without validation rows or with a loss whose validation value is no guide, see SRLLoss.VALIDATES).
+    Train in place; on return the network holds the weights of its best epoch: the last epoch at which one of the
+    loss terms reached a new low (validation losses; training losses without validation rows or with a loss whose
+    validation value is no guide, see SRLLoss.VALIDATES). With one loss that is the epoch of the lowest loss. With
+    several, no term's weight decides: an inverse model that starts to overfit its held-out episodes after two
+    epochs would otherwise outweigh a reconstruction that keeps improving, and keep a half-trained encoder. Early
+    stopping ends training after ``patience`` epochs at which no term improved.
 
     :param network: the network (its losses decide what a batch holds)
     :param data: the dataset
     :param train_rows: training rows
     :param val_rows: validation rows (may be empty)
     :param settings: epochs, batch size, learning rate, patience, seed, progress bar
+    :param on_epoch: called after each epoch with its history entry, the network holding that epoch's weights (in
+        eval mode; it may add keys to the entry, e.g. a measure of the representation)
     :return: one entry per epoch: {"epoch", "train": {loss: value, "total"}, "val": {...} or None}
     :raises ValueError: no training row (too few frames for the losses)
     """
@@ -188,7 +195,8 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     generator = torch.Generator(device=data.device).manual_seed(settings.seed)
     batches = math.ceil(len(train_anchors) / settings.batch_size)
     history: list[dict] = []
-    best, best_state, stale = math.inf, None, 0
+    lows: dict[str, float] = {}
+    best_state, stale = None, 0
     with tqdm(total=settings.epochs * batches, disable=not settings.progress, desc="SRL training",
               unit="batch", dynamic_ncols=True) as bar:
         for epoch in range(1, settings.epochs + 1):
@@ -203,10 +211,14 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
                     val_generator = torch.Generator(device=data.device).manual_seed(settings.seed + 1)
                     val = _meanTerms(network, data, val_anchors, settings.batch_size, val_generator)
             history.append({"epoch": epoch, "train": train, "val": val})
-            monitored = (val if monitorVal(network, val) else train)["total"]
-            bar.set_description(f"SRL training (epoch {epoch}, loss {monitored:.4g})")
-            if monitored < best:
-                best, stale = monitored, 0
+            if on_epoch is not None:
+                network.eval()
+                with torch.no_grad():
+                    on_epoch(history[-1])
+            monitored = val if monitorVal(network, val) else train
+            bar.set_description(f"SRL training (epoch {epoch}, loss {monitored['total']:.4g})")
+            if _improves(monitored, lows):
+                stale = 0
                 best_state = {key: value.detach().clone() for key, value in network.state_dict().items()}
             else:
                 stale += 1
@@ -227,10 +239,33 @@ def monitorVal(network: SRLNetwork, val: dict | None) -> bool:
     return val is not None and all(loss.VALIDATES for loss in network.losses.values())
 
 
+def lossTerms(losses: dict[str, float]) -> dict[str, float]:
+    """
+    :param losses: an epoch's losses ({name: value, "total": value})
+    :return: the terms best epochs are chosen on: each loss term (the total alone for a single term or none)
+    """
+    terms = {name: value for name, value in losses.items() if name != "total"}
+    return terms if len(terms) > 1 else {"total": losses["total"]}
+
+
+def _improves(losses: dict[str, float], lows: dict[str, float]) -> bool:
+    """
+    :param losses: an epoch's losses
+    :param lows: each term's lowest value so far, updated in place
+    :return: whether a term reached a new low (NaN never does)
+    """
+    improved = False
+    for name, value in lossTerms(losses).items():
+        if value < lows.get(name, math.inf):
+            lows[name], improved = value, True
+    return improved
+
+
 def bestEpoch(history: list[dict], network: SRLNetwork) -> int:
     """:param history: from trainNetwork
     :param network: the network trained
-    :return: the epoch whose weights were kept"""
-    monitored = [(entry["val"] if monitorVal(network, entry["val"]) else entry["train"])["total"]
-                 for entry in history]
-    return history[int(np.argmin(monitored))]["epoch"]
+    :return: the epoch whose weights were kept (the last at which a loss term reached a new low; see trainNetwork)"""
+    lows: dict[str, float] = {}
+    kept = [entry["epoch"] for entry in history
+            if _improves(entry["val"] if monitorVal(network, entry["val"]) else entry["train"], lows)]
+    return kept[-1] if kept else history[-1]["epoch"]

@@ -235,3 +235,55 @@ def test_reward_classes() -> None:
     config = rewardClasses(shaped)
     assert len(config["reward_bins"]) == 9  # ten quantile bins
     np.testing.assert_array_equal(np.bincount(rewardClassOf(shaped, config)), [100] * 10)
+
+
+def test_best_epoch_is_the_last_new_low_of_any_term() -> None:
+    from types import SimpleNamespace
+
+    from srl_models.trainer import bestEpoch
+
+    def network(validates: bool = True) -> SimpleNamespace:
+        return SimpleNamespace(losses={"a": SimpleNamespace(VALIDATES=validates)})
+
+    def entry(epoch: int, val: dict | None, train: dict | None = None) -> dict:
+        return {"epoch": epoch, "val": val, "train": train or {"total": 1.0}}
+
+    # one loss: the lowest validation total (the first of equal ones)
+    single = [entry(1, {"ae": 3.0, "total": 3.0}), entry(2, {"ae": 1.0, "total": 1.0}),
+              entry(3, {"ae": 1.0, "total": 1.0}), entry(4, {"ae": 2.0, "total": 2.0})]
+    assert bestEpoch(single, network()) == 2
+    # two losses (srl_splits on MobileRobot): the heavily weighted inverse term overfits after epoch 2 and the weighted
+    # total is lowest there, but the reconstruction keeps improving until epoch 4: that epoch is kept
+    split = [entry(1, {"autoencoder": 0.019, "inverse": 1.39, "total": 13.9}),
+             entry(2, {"autoencoder": 0.005, "inverse": 0.88, "total": 8.8}),
+             entry(3, {"autoencoder": 0.004, "inverse": 0.95, "total": 9.5}),
+             entry(4, {"autoencoder": 0.002, "inverse": 1.10, "total": 11.0}),
+             entry(5, {"autoencoder": 0.003, "inverse": 1.20, "total": 12.0})]
+    assert bestEpoch(split, network()) == 4
+    # a loss whose validation value is no guide: the training losses decide
+    on_train = [entry(1, {"total": 0.0}, {"total": 2.0}), entry(2, {"total": 5.0}, {"total": 1.0})]
+    assert bestEpoch(on_train, network(validates=False)) == 2
+    # nothing finite: the last epoch (whose weights the network keeps)
+    assert bestEpoch([entry(1, {"total": float("nan")}), entry(2, {"total": float("nan")})], network()) == 2
+
+
+def test_kept_weights_are_the_best_epochs(tinyDataset: str, images: np.ndarray) -> None:
+    """on_epoch sees each epoch's weights; the network ends with those of the epoch bestEpoch names."""
+    from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, trainNetwork
+
+    dataset = Dataset.open(tinyDataset)
+    model = SRLSplitsModel(8, (3, IMG, IMG), {"n_actions": 4, "losses": {"autoencoder": 1.0, "inverse": 10.0},
+                                              "split_dims": {"autoencoder": 6, "inverse": 2}})
+    data = TrainingData(images, dataset["episode_starts"], torch.device("cpu"), actions=dataset["actions"])
+    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), 0.25, 0)
+    states: dict[int, np.ndarray] = {}
+
+    def record(entry: dict) -> None:
+        states[entry["epoch"]] = model.getState(images[:5])
+        entry["seen"] = True
+
+    torch.manual_seed(0)
+    history = trainNetwork(model.network, data, train_rows, val_rows,
+                           TrainSettings(epochs=4, batch_size=32, patience=0, progress=False), on_epoch=record)
+    assert sorted(states) == [1, 2, 3, 4] and all(entry["seen"] for entry in history)
+    np.testing.assert_array_equal(model.getState(images[:5]), states[bestEpoch(history, model.network)])
