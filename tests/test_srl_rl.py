@@ -181,7 +181,7 @@ def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
     ("bad_yaml", "is not readable YAML"),
     ("list_yaml", "must map env ids to {model name: folder}, not a list"),
     ("env_missing", f"has no trained SRL model for {ENV_ID} (it lists KukaButtonGymEnv-v0)"),
-    ("name_missing", f"has no 'counting' model for {ENV_ID}; models it has for {ENV_ID}: vae"),
+    ("name_missing", f"has no 'counting' model for {ENV_ID} (models it has for {ENV_ID}: vae)"),
     ("folder_missing", "does not exist"),
     ("foreign", "is not an SRL model folder (no exp_config.json)"),
     ("other_env", "was trained on KukaButtonGymEnv-v0 images, not MobileRobotGymEnv-v0"),

@@ -52,7 +52,8 @@ def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
     from rl_baselines.train import baseParser
 
     parser = algo_class.customArguments(baseParser())
-    args = parser.parse_args(["--srl-model", "ground_truth", "--num-timesteps", "256", "--log-dir", str(tmp_path)])
+    args = parser.parse_args(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "256",
+                              "--log-dir", str(tmp_path)])
     for key, value in overrides.items():
         setattr(args, key, value)
     algo = algo_class()
