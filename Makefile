@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo test test-fast bench bench-learning bench-srl bench-srl-rl visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -40,7 +40,13 @@ demo: install
 srl-demo: install
 	$(PY) -m replay.srl_demo --log-dir $(SRL_DEMO_DIR) --num-timesteps $(SRL_DEMO_STEPS)
 
-test: install browser
+# ruff (ruff.toml) and the import-linter contracts (.importlinter: the packages' dependency order): a wrong arrow
+# between layers or a lint error fails `make test`, hence CI.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
+
+test: install browser lint
 	$(PY) -m pytest -n 2 tests plugins/srl-toolbox-cem/tests
 
 # Everything but the tests marked slow (whole trainings, sweeps, searches, the browser): a few minutes on 2 cores.

@@ -101,7 +101,9 @@ setup(
         "pillow",
     ],
     extras_require={
-        "test": ["pytest", "pytest-xdist", "pytest-timeout", "optuna>=3", "ray>=2.9", "tensorboard>=2.10"],
+        "test": ["pytest", "pytest-xdist", "pytest-timeout", "optuna>=3", "ray>=2.9", "tensorboard>=2.10",
+                 # make lint (run by make test): ruff.toml and the .importlinter contracts
+                 "ruff>=0.6", "import-linter>=2"],
         "search": ["optuna>=3"],
         "tensorboard": ["tensorboard>=2.10"],
         "ray": ["ray>=2.9"],
@@ -110,6 +112,9 @@ setup(
         "srl_toolbox.rl_algorithms": RL_ALGORITHMS,
         "srl_toolbox.environments": ENVIRONMENTS,
         "srl_toolbox.srl_models": SRL_MODELS,
+        # environments.dataset_generator --policy RUN loads a trained agent through this name (environments never
+        # imports rl_baselines).
+        "srl_toolbox.policy_loaders": ["run = rl_baselines.run_policy:loadRunPolicy"],
         "console_scripts": ["srl-visdom = replay.visdom_server:main"],
     },
 )

@@ -353,7 +353,7 @@ def loadRecordedRuns(path: str = RUNS_FILE) -> dict[str, dict[str, Any]]:
     """:return: run key -> recorded result (empty when there is no record yet)"""
     if not os.path.exists(path):
         return {}
-    from environments.files import readJson
+    from srl_toolbox.files import readJson
 
     return readJson(path)
 
@@ -361,7 +361,7 @@ def loadRecordedRuns(path: str = RUNS_FILE) -> dict[str, dict[str, Any]]:
 def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episodes: int, path: str = RUNS_FILE
                ) -> None:
     """Add the successful runs to the record (replacing older runs with the same settings)."""
-    from environments.files import writeJson
+    from srl_toolbox.files import writeJson
 
     recorded = loadRecordedRuns(path)
     stamp = time.strftime("%Y-%m-%d")
@@ -563,7 +563,8 @@ def main(argv: list[str] | None = None) -> None:
     notes_text = (
         f"Each row: `python -m rl_baselines.train --srl-model ground_truth` with the algorithm's default "
         f"hyperparameters, except the flags shown beside its name (per-task settings, as the RL Zoo has; "
-        f"`benchmarks/learning.py` says why each departs), seeds {' '.join(map(str, args.seeds))}, {args.jobs} runs at a time (one torch thread "
+        f"`benchmarks/learning.py` says why each departs), seeds {' '.join(map(str, args.seeds))}, "
+        f"{args.jobs} runs at a time (one torch thread "
         f"each). Final reward = mean over the last {args.last_episodes} training episodes of a run (monitor CSVs, "
         f"exploration included; evolution strategies: candidates of the population), then mean +/- std over seeds. "
         f"Wall time = the whole command (start-up and saves included); steps/s = training steps per second of the "

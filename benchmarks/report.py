@@ -46,13 +46,13 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
     :param path: the markdown file (created with a title line if missing)
     :param target: the Makefile target that runs the benchmark
     """
-    from environments.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     section = (f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
                f"- Command: `{command}` (also run by `make {target}`)\n"
                f"- Machine: {machineDescription(packages)}\n"
                f"- {notes}\n\n{table}\n")
-    from environments.locks import acquireLock, lockPathFor
+    from srl_toolbox.locks import acquireLock, lockPathFor
 
     # Two benchmarks that finish together take turns (a lock on the report), so neither section is lost.
     lock = acquireLock(lockPathFor(path))

@@ -60,7 +60,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from benchmarks.report import appendReport, machineDescription  # noqa: E402
-from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand  # noqa: E402
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand  # noqa: E402
 
 MOBILE = "MobileRobotGymEnv-v0"
 KUKA = "KukaButtonGymEnv-v0"
@@ -349,7 +349,7 @@ def dropStaleRuns(folders: Sequence[str], models: dict[str, dict[str, Any]]) -> 
     :param models: model name -> :func:`modelFacts` of the registered model
     :return: the deleted folders
     """
-    from environments.files import readJson
+    from srl_toolbox.files import readJson
 
     dropped = []
     for folder in folders:
@@ -412,10 +412,10 @@ def loadRun(folder: str) -> RunRecord:
     :return: its record (empty evaluation arrays when it has no evaluations.npz)
     :raises OSError, ValueError, KeyError: args.json is missing or unreadable, or evaluations.npz is malformed
     """
-    from environments.files import readJson
     from replay.results import Run
     from rl_baselines.evaluation import readEvaluations
     from rl_baselines.monitor_files import loadEpisodes
+    from srl_toolbox.files import readJson
 
     args = readJson(os.path.join(folder, "args.json"))
     if not isinstance(args, dict) or not all(key in args for key in ("env", "srl_model", "seed")):
@@ -745,7 +745,7 @@ def writeMarked(path: str, body: str) -> None:
     :param path: the markdown file
     :param body: the section's content, without its heading
     """
-    from environments.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     text = ""
     if os.path.exists(path):
@@ -848,7 +848,7 @@ def addTiming(path: str, key: str, stage: str, seconds: float) -> dict[str, floa
     :param seconds: seconds it took this time
     :return: the accumulated seconds per stage of these settings
     """
-    from environments.files import readJson, writeJson
+    from srl_toolbox.files import readJson, writeJson
 
     data = readJson(path) if os.path.isfile(path) else {}
     stages = data.setdefault(key, {})
@@ -1034,7 +1034,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     :param append: append the speed table to docs/benchmarks.md when every run has finished
     :return: 1 when some expected run has not finished, else 0
     """
-    from environments.files import readJson
+    from srl_toolbox.files import readJson
 
     all_records, tables, texts, images, thresholds = [], {}, {}, {}, {}
     missing = 0

@@ -179,7 +179,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
             f"ppo2 default hyperparameters, one torch thread, {args.steps} steps per measurement after a warm-up; "
             f"encoder on {encoderDevice()}; VAE trained in the benchmark ({args.episodes} episodes of 100 steps, "
-            f"{args.epochs} epochs). Steps/s over PPO's learn(); the per-step split is env step (render + physics, or the wait "
+            f"{args.epochs} epochs). Steps/s over PPO's learn(); "
+            "the per-step split is env step (render + physics, or the wait "
             f"for the subprocesses), encoder (one batched getState per step) and the rest (policy and PPO "
             f"updates). Target >= {TARGET:g} steps/s with the VAE on 2 cores: {verdict} (best {best_vae:,.0f}); "
             f"reported, not asserted. Load average {load_start:.1f} at the start, {load:.1f} at the end (above the "

@@ -150,7 +150,8 @@ def main(argv: list[str] | None = None) -> None:
             "Sweep throughput, rl_baselines.pipeline", command,
             f"{args.runs} runs of ppo2 on {ENV_ID} (ground truth, {args.steps} steps, 1 env each, one torch thread), "
             f"each configuration from an empty log dir, end-to-end wall time of the pipeline command (median of "
-            f"{args.repeats}, every other repetition in reverse order); a run's time includes its process start and imports (about 3 s). Target: 2 workers "
+            f"{args.repeats}, every other repetition in reverse order); "
+            "a run's time includes its process start and imports (about 3 s). Target: 2 workers "
             f">= 1.8x 1 worker on 2 free cores. Machine load average (1 min) {load_before[0]:.1f} before, "
             f"{load_after[0]:.1f} after{busy}.", table,
             packages=("ray", "torch", "stable_baselines3") if has_ray else ("torch", "stable_baselines3"))

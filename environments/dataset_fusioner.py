@@ -16,17 +16,17 @@ from typing import Any
 
 import numpy as np
 
-from environments.cli_errors import OneLineParser, UsageError, runCommand
-from environments.files import writeJson, writeNpz
+from srl_toolbox.cli import CLIParser, UsageError, runCommand
+from srl_toolbox.files import writeJson, writeNpz
 
 PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
 GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
 _RECORD = re.compile(r"^record_(\d+)$")
 
 
-def buildParser() -> OneLineParser:
+def buildParser() -> CLIParser:
     """:return: the command's parser"""
-    parser = OneLineParser(prog="python -m environments.dataset_fusioner",
+    parser = CLIParser(prog="python -m environments.dataset_fusioner",
                            description="Merge srl-zoo datasets: records renumbered, arrays concatenated.")
     parser.add_argument("--merge", nargs="+", required=True, metavar="PATH",
                         help="source dataset folders followed by the destination folder (SRC1 SRC2 ... DST)")

@@ -17,9 +17,11 @@ When all are done the arrays are merged and the folder is renamed to ``<name>`` 
 ``<name>`` is always a complete dataset. An interrupted run leaves the partial folder: ``--resume`` plays only the
 episodes it lacks, ``--force`` discards it.
 
-``--policy RUN`` replays a trained agent instead of random actions; loading it needs rl_baselines, which this package
-must not import (dependency direction replay -> rl_baselines -> srl_models -> environments): it is imported lazily,
-inside :func:`loadPolicy`, the one place in environments that does so.
+``--policy RUN`` replays a trained agent instead of random actions. Loading a run is the RL layer's job, above this
+package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
+entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
+what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
+``env_id``, ``continuous`` and ``action_joints``.
 """
 from __future__ import annotations
 
@@ -40,9 +42,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand, seedNumber
-from environments.files import writeJson, writeNpz
-from environments.locks import tryLock
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.files import writeJson, writeNpz
+from srl_toolbox.locks import tryLock
+from srl_toolbox.plugins import loadNamed
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -54,6 +65,8 @@ FORMAT_VERSION = 1
 MIN_IMAGE_SIDE = 16
 SETTINGS_FILE = "generation.json"
 EPISODES_FOLDER = "episodes"
+# The entry-point group of the loaders of trained agents (`run`: rl_baselines.run_policy.loadRunPolicy).
+POLICY_LOADERS = "srl_toolbox.policy_loaders"
 LOCK_FILE = ".lock"
 IMAGE_FORMATS = ("jpg", "png")
 
@@ -88,9 +101,9 @@ class GenerationSpec:
 # --- command line --------------------------------------------------------------------------------------------------
 
 
-def buildParser() -> OneLineParser:
+def buildParser() -> CLIParser:
     """:return: the command's parser"""
-    parser = OneLineParser(prog="python -m environments.dataset_generator",
+    parser = CLIParser(prog="python -m environments.dataset_generator",
                            description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
                                        "ground truth).")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"registered env id [{DEFAULT_ENV}]")
@@ -98,8 +111,7 @@ def buildParser() -> OneLineParser:
     parser.add_argument("--save-path", default="data/", help="folder of the datasets [data/]")
     parser.add_argument("--num-episode", type=positiveInt, default=50, help="episodes to record [50]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="worker processes, <= --num-episode [1]")
-    parser.add_argument("--seed", type=seedNumber, default=0,
-                        help="master seed, 0..2**32-1: episode e always gets the same seed [0]")
+    addSeedArgument(parser, help="master seed, 0..2**32-1: episode e always gets the same seed [0]")
     parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
     parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms, with -c)")
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
@@ -122,7 +134,7 @@ def buildParser() -> OneLineParser:
                         help="overwrite an existing dataset / discard an interrupted one of the same name")
     parser.add_argument("--resume", action="store_true", help="finish an interrupted run of the same settings")
     parser.add_argument("--reward-dist", action="store_true", help="print the distribution of the rewards")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    addProgressArgument(parser)
     return parser
 
 
@@ -211,20 +223,20 @@ def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
 
 def loadPolicy(run_dir: str, load: bool = True) -> Any:
     """
-    Load the agent of a run folder: the one place where environments imports rl_baselines (lazily, so that this
-    package never depends on it otherwise).
+    Load the agent of a run folder through the ``run`` policy loader (entry point of :data:`POLICY_LOADERS`,
+    provided by rl_baselines).
 
     :param run_dir: a run folder written by rl_baselines.train
     :param load: load the agent (False: only read and check the run's args.json, which imports no torch)
-    :return: an rl_baselines.run_policy.RunPolicy
-    :raises UsageError: the folder holds no usable run
+    :return: the loader's policy object (see the module docstring)
+    :raises UsageError: the folder holds no usable run, or no loader is installed
     """
     try:
-        from rl_baselines.run_policy import loadRunPolicy
-    except ImportError as error:
-        raise UsageError(f"--policy {run_dir!r} needs rl_baselines, which failed to import ({error})") from None
+        loader = loadNamed(POLICY_LOADERS, "run")
+    except LookupError as error:
+        raise UsageError(f"--policy {run_dir!r}: {error}") from None
     try:
-        return loadRunPolicy(run_dir, load=load)
+        return loader(run_dir, load=load)
     except ValueError as error:
         raise UsageError(str(error)) from None
 

@@ -28,11 +28,11 @@ from replay.results import (
     safeName,
     saveCurves,
 )
-from rl_baselines.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
-from rl_baselines.files import atomicPath
+from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.files import atomicPath
 
 
-def parser() -> CLIParser:
+def buildParser() -> CLIParser:
     """:return: the command's parser"""
     result = CLIParser(prog="python -m replay.aggregate_plots",
                        description="Mean learning curves with a 95% confidence band across seeds, one PNG per env.")
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     runs = findRuns(args.log_dir, args.group_by)
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
     checkWritableFolder(os.path.dirname(os.path.abspath(prefix)), "-o/--output" if args.output else "--log-dir")

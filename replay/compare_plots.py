@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from replay.aggregate_plots import plotCurves
 from replay.results import loadCurves
-from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
 
 
-def parser() -> CLIParser:
+def buildParser() -> CLIParser:
     """:return: the command's parser"""
     result = CLIParser(prog="python -m replay.compare_plots",
                        description="Several aggregated learning curves (.npz of aggregate_plots) on one PNG.")
@@ -33,7 +33,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.labels is not None and len(args.labels) != len(args.input):
         raise UsageError(f"--labels: {len(args.labels)} labels for {len(args.input)} inputs; give one per input")
     if not args.output.lower().endswith(".png"):

@@ -7,7 +7,7 @@ import glob
 import os
 from collections.abc import Sequence
 
-from rl_baselines.cli import CLIParser, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -18,8 +18,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = CLIParser(prog="python -m replay.demo", description="Train a small agent and replay it.")
     parser.add_argument("--log-dir", default="logs/demo", help="root folder of the demo run [logs/demo]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=60000, help="training steps [60000]")
-    parser.add_argument("--port", type=positiveInt, default=8097, help="visdom port for the live curve [8097]")
-    parser.add_argument("--seed", type=seedNumber, default=0, help="random seed [0]")
+    addVisdomArguments(parser, no_vis=False, port_help="visdom port for the live curve [8097]")
+    addSeedArgument(parser, help="random seed [0]")
     args: argparse.Namespace = parser.parse_args(argv)
 
     from replay import enjoy_baselines

@@ -16,9 +16,16 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand,
-                              seedNumber)
-from rl_baselines.devices import parseDevice, reuseDevice
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addSeedArgument,
+    addVisdomArguments,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.devices import parseDevice, reuseDevice
 
 VIDEO_FORMATS = (".gif", ".mp4")
 
@@ -28,8 +35,7 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
     parser.add_argument("--log-dir", required=True, help="the run folder (holds args.json and the model)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=1000, help="env steps to play [1000]")
-    parser.add_argument("--seed", type=seedNumber, default=0,
-                        help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
+    addSeedArgument(parser, help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs [1]")
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
     parser.add_argument("--render", action="store_true", help="open the PyBullet window (needs a display)")
@@ -46,7 +52,7 @@ def buildParser() -> CLIParser:
                              "and as PNG at the end")
     parser.add_argument("--output-dir", default=None, metavar="FOLDER",
                         help="where --plotting writes its PNGs [<log-dir>/replay]")
-    parser.add_argument("--port", type=portNumber, default=8097, help="the visdom server's port [8097]")
+    addVisdomArguments(parser, no_vis=False, port_help="the visdom server's port [8097]")
     parser.add_argument("--device", type=parseDevice, default=None, metavar="DEVICE",
                         help="torch device of the agent: auto, cpu, cuda or cuda:N [the run's when this machine has "
                              "it, else auto]")
@@ -78,7 +84,7 @@ def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
     :param fps: frames per second
     :return: the path written
     """
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     with atomicPath(path) as tmp_path:
         if path.lower().endswith(".gif"):

@@ -42,13 +42,13 @@ from replay.results import (
     meanInterval,
     stepsToThreshold,
 )
-from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
-from rl_baselines.files import atomicPath
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.files import atomicPath
 
 FINAL = "final"
 
 
-def parser() -> CLIParser:
+def buildParser() -> CLIParser:
     """:return: the command's parser"""
     result = CLIParser(prog="python -m replay.gather_results",
                        description="Compare the methods of a sweep: CSV and Markdown tables of rewards over seeds.")
@@ -248,7 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    args: argparse.Namespace = parser().parse_args(sys.argv[1:] if argv is None else argv)
+    args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     runs = findRuns(args.log_dir, args.group_by)
     checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,

@@ -26,10 +26,17 @@ from typing import Any
 import numpy as np
 
 from replay.results import loadRunEvaluations
-from rl_baselines.cli import CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt, runCommand
-from rl_baselines.files import atomicPath, readJson
 from rl_baselines.monitor_files import MONITOR_SUFFIX, loadEpisodes
 from rl_baselines.visualize import movingAverage
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addVisdomArguments,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.files import atomicPath, readJson
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
@@ -210,7 +217,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--episode-window", type=positiveInt, default=None,
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
     parser.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
-    parser.add_argument("--port", type=portNumber, default=8097, help="visdom server port [8097]")
+    addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
     parser.add_argument("--vis-env", default="plots", help="visdom environment of the curves [plots]")
     return parser
 

@@ -66,7 +66,7 @@ def _savePng(figure: Any, path: str) -> str:
     :param path: the PNG to replace, atomically
     :return: ``path``
     """
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")

@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import UsageError
-from rl_baselines.files import atomicPath, readJson
 from rl_baselines.monitor_files import loadEpisodes
 from rl_baselines.sweep import FAILED_FILE
+from srl_toolbox.cli import UsageError
+from srl_toolbox.files import atomicPath, readJson
 
 # Folders never walked into: the trials of a hyperparameter search are not seeds of one method.
 SKIPPED_FOLDERS = ("hyperparam_search",)

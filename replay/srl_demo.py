@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rl_baselines.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
 
 ENV_ID = "MobileRobotGymEnv-v0"
 RANDOM_EPISODES = 10
@@ -58,8 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-dir", default="logs/srl_demo", help="root folder of everything the demo writes "
                         "[logs/srl_demo]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=36000, help="ppo2 training steps [36000]")
-    parser.add_argument("--port", type=positiveInt, default=8097, help="visdom port for the live curve [8097]")
-    parser.add_argument("--seed", type=int, default=0, help="random seed [0]")
+    addVisdomArguments(parser, no_vis=False, port_help="visdom port for the live curve [8097]")
+    addSeedArgument(parser, help="random seed [0]")
     parser.add_argument("--prepare-args", nargs=argparse.REMAINDER, default=[],
                         help="further srl_models.prepare flags (e.g. --episodes 2 --epochs 1), last on the line")
     args: argparse.Namespace = parser.parse_args(argv)

@@ -28,7 +28,7 @@ import urllib.error
 import urllib.request
 from typing import IO, NoReturn
 
-from rl_baselines.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.cli import CLIParser, UsageError, portNumber
 
 DEFAULT_PORT = 8097
 DEFAULT_HOSTNAME = "127.0.0.1"
@@ -56,7 +56,7 @@ def serverUrl(port: int, hostname: str = DEFAULT_HOSTNAME) -> str:
     return f"http://{_hostForUrl(hostname)}:{port}"
 
 
-def makeParser() -> argparse.ArgumentParser:
+def buildParser() -> argparse.ArgumentParser:
     """
     :return: the command-line parser of ``python -m replay.visdom_server``
     """
@@ -157,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     :param argv: command-line arguments without the program name (default: ``sys.argv[1:]``)
     """
     try:
-        args = makeParser().parse_args(argv)
+        args = buildParser().parse_args(argv)
     except UsageError as error:
         _fail(str(error))
     level_text = str(args.logging_level)

@@ -3,7 +3,8 @@
 visdom 0.2.4 keeps only its own ``main.js`` in the package; ``python -m visdom.server`` downloads the rest (React,
 Plotly, jQuery, Bootstrap, d3, MathJax, fonts) from CDNs at every start unless ``static/version.built`` names the
 installed visdom version and every file is there. This module puts the very same files in place from the npm
-registry, with ``npm pack`` (or a plain download when npm is not installed; the files are checked against the SHA-256 sums below), writes ``version.built`` and
+registry, with ``npm pack`` (or a plain download when npm is not installed; the files are checked against the SHA-256 sums
+below), writes ``version.built`` and
 the packages' licences, so that ``python -m replay.visdom_server`` (and visdom's own command) serve the page
 without any network access::
 
@@ -24,8 +25,8 @@ import tarfile
 import tempfile
 from collections.abc import Sequence
 
-from rl_baselines.cli import CLIParser, UsageError, runCommand
-from rl_baselines.files import atomicPath, sha256File
+from srl_toolbox.cli import CLIParser, UsageError, runCommand
+from srl_toolbox.files import atomicPath, sha256File
 
 # The visdom version these files belong to (what download_scripts writes into static/version.built)
 VISDOM_VERSION = "0.2.4"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from srl_toolbox import __version__
+from srl_toolbox import __version__  # noqa: F401 (re-exported: rl_baselines.__version__)
 
 _API_NAMES = ("Evaluation", "LoadedRun", "RunConfig", "TrainResult", "UsageError", "evaluateAgent", "listAlgorithms",
               "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent")

@@ -22,9 +22,9 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rl_baselines.cli import UsageError
 from rl_baselines.run_folder import LoadedRun
 from rl_baselines.train import TrainResult
+from srl_toolbox.cli import UsageError
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainResult", "UsageError", "evaluateAgent", "listAlgorithms",
            "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]

@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 import numpy as np
 
 from rl_baselines.algo_types import ActionType, AlgoType
-from rl_baselines.devices import runDevice
-from rl_baselines.files import atomicPath
 from rl_baselines.hyperparams import Hyperparam
+from srl_toolbox.devices import runDevice
+from srl_toolbox.files import atomicPath
 
 TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -531,8 +531,8 @@ class StableBaselinesRLObject(BaseRLObject):
         noise; this adds the action space's generator (random actions before learning starts), the logger's
         values not yet written to progress.csv, and the replay buffer's arrays (off-policy algorithms).
         """
-        from rl_baselines.files import writeJson
         from rl_baselines.training_state import generatorState, saveBuffer
+        from srl_toolbox.files import writeJson
 
         os.makedirs(folder, exist_ok=True)
         logger = getattr(self.model, "_logger", None)
@@ -552,8 +552,8 @@ class StableBaselinesRLObject(BaseRLObject):
 
         from stable_baselines3.her import HerReplayBuffer
 
-        from rl_baselines.files import readJson
         from rl_baselines.training_state import loadBuffer, setGeneratorState
+        from srl_toolbox.files import readJson
 
         state = readJson(os.path.join(folder, SB3_STATE_FILE))
         setGeneratorState(self.model.action_space.np_random, state.get("action_space_rng"))

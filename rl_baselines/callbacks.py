@@ -164,7 +164,8 @@ class TrainingCallback:
             self._progress.set_postfix(episodes=len(self.monitor.rewards),
                                        mean_reward=f"{self.monitor.meanReward(N_EPISODES_EVAL):.2f}", refresh=False)
         now = time.monotonic()
-        if self.plotter is not None and (new_episodes or force_plot) and (force_plot or now - self._last_plot >= PLOT_PERIOD_S):
+        due = force_plot or now - self._last_plot >= PLOT_PERIOD_S
+        if self.plotter is not None and (new_episodes or force_plot) and due:
             self._last_plot = now
             self.plotter.update(self.monitor.timesteps, self.monitor.rewards)
         if num_timesteps >= self._next_best_check:

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import CLIParser, UsageError, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, positiveInt, runCommand
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 DEFAULT_SRL_MODEL = "ground_truth"
@@ -56,10 +56,10 @@ def checkClass(algo_class: type) -> list[str]:
     :return: the checks passed, one line each
     :raises PluginCheckError: the first rule broken
     """
-    from environments.plugins import apiMajor
     from rl_baselines.algo_types import ActionType
     from rl_baselines.base_classes import BaseRLObject
     from rl_baselines.hyperparams import Hyperparam
+    from srl_toolbox.plugins import apiMajor
 
     passed = []
     if not isinstance(algo_class, type) or not issubclass(algo_class, BaseRLObject):
@@ -146,7 +146,7 @@ def _train(argv: list[str]) -> str:
 
 
 def _runArgs(run_dir: str) -> argparse.Namespace:
-    from rl_baselines.files import readJson
+    from srl_toolbox.files import readJson
 
     args = argparse.Namespace(**readJson(os.path.join(run_dir, "args.json")))
     args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
@@ -230,7 +230,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     os.umask(umask)
     if mode & 0o044 != 0o644 & ~umask & 0o044:
         _fail(f"{kind}: {model_path} has permissions {oct(mode)}, not the umask's {oct(0o666 & ~umask)} "
-              f"(save through rl_baselines.files.atomicPath, not tempfile.mkstemp)")
+              f"(save through srl_toolbox.files.atomicPath, not tempfile.mkstemp)")
     args = _runArgs(run_dir)
     env_probe = algo_class.makeEnv(args)
     normalised = findVecNormalize(env_probe) is not None
@@ -381,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          default=None, help="check continuous actions only")
     actions.add_argument("--discrete-actions", dest="continuous", action="store_const", const=False,
                          help="check discrete actions only")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the runs [0]")
+    addSeedArgument(parser, help="seed of the runs [0]")
     parser.add_argument("--no-seed-check", action="store_true", help="skip the second same-seed run")
     parser.add_argument("--keep", default=None, metavar="FOLDER",
                         help="write the runs into FOLDER and keep them [a temporary folder, removed]")
@@ -404,7 +404,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
                          f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
     if args.keep is not None:
-        from rl_baselines.cli import checkWritableFolder
+        from srl_toolbox.cli import checkWritableFolder
 
         checkWritableFolder(args.keep, "--keep")
     try:

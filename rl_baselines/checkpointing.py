@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.files import readJson, writeJson
+from srl_toolbox.files import readJson, writeJson
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -385,9 +385,8 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
         tmp = None
         _fsyncFolder(parent)
     except (OSError, ValueError, RuntimeError) as error:
-        raise CheckpointError(f"checkpoint at {num_timesteps} steps not saved: {_reason(error)}; "
-                              f"{f'the previous one ({previous[-1][0]} steps) is intact' if previous else 'no earlier checkpoint'}"
-                              ) from None
+        kept = f"the previous one ({previous[-1][0]} steps) is intact" if previous else "no earlier checkpoint"
+        raise CheckpointError(f"checkpoint at {num_timesteps} steps not saved: {_reason(error)}; {kept}") from None
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.files import writeNpz
+from srl_toolbox.files import writeNpz
 
 EVALUATIONS_FILE = "evaluations.npz"
 # The evaluation env is seeded with seed + this (training env i uses seed + i).

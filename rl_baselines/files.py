@@ -1,4 +1,4 @@
-"""Atomic file writes for the RL side (defined in environments.files, the bottom of the dependency order)."""
-from environments.files import atomicPath, readJson, sha256File, writeJson, writeNpz
+"""Re-export shim (published path): the atomic file helpers live in :mod:`srl_toolbox.files`."""
+from srl_toolbox.files import atomicPath, readJson, sha256File, writeJson, writeNpz
 
 __all__ = ["atomicPath", "readJson", "sha256File", "writeJson", "writeNpz"]

@@ -42,7 +42,16 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import CLIParser, UsageError, nonNegativeInt, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    nonNegativeInt,
+    positiveInt,
+    runCommand,
+    seedNumber,
+)
 
 OPTIMIZERS = ("tpe", "random", "grid")
 PRUNERS = ("hyperband", "median", "none")
@@ -108,7 +117,7 @@ def searchParser() -> CLIParser:
                              "the same as giving FLAGS directly")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
-    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of every trial's run [0]")
+    addSeedArgument(parser, help="seed of every trial's run [0]")
     parser.add_argument("--sampler-seed", type=seedNumber, default=None,
                         help="seed of the sampler, mixed with the number of trials already in the study; give each "
                              "command sharing a study its own [--seed]")
@@ -136,7 +145,7 @@ def searchParser() -> CLIParser:
                              "pruner prunes [5]")
     parser.add_argument("--grid-points", type=positiveInt, default=3,
                         help="grid optimizer: values tried per int/float hyperparameter [3]")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    addProgressArgument(parser)
     return parser
 
 
@@ -646,7 +655,7 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
     """
     import yaml
 
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     best = study.best_trial
     fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
@@ -668,7 +677,7 @@ def writeTrialsCsv(path: str, study: Any) -> None:
         error, then one column per hyperparameter)
     :param study: the study
     """
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     trials = study.get_trials(deepcopy=False)
     names = sorted({name for trial in trials for name in trial.params})
@@ -698,7 +707,7 @@ def saveSearchPlot(path: str, study: Any, title: str) -> None:
     from matplotlib.ticker import MaxNLocator
     from optuna.trial import TrialState
 
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     figure = Figure(figsize=(13, 5), dpi=100)
     FigureCanvasAgg(figure)

@@ -76,7 +76,7 @@ def writeHyperparamsFile(run_dir: str, values: dict[str, Any], algo: str) -> str
     """
     import yaml
 
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     path = os.path.join(run_dir, HYPERPARAMS_FILE)
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:

@@ -22,8 +22,17 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import (MAX_SEED, CLIParser, UsageError, checkWritableFolder, portNumber, positiveInt,
-                              runCommand, seedNumber)
+from srl_toolbox.cli import (
+    MAX_SEED,
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    addVisdomArguments,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
@@ -59,7 +68,7 @@ def buildParser() -> CLIParser:
                         help="observation modes / trained SRL models [raw_pixels]")
     parser.add_argument("--num-iteration", type=positiveInt, default=15,
                         help="runs per combination, with seeds SEED, SEED+1, ... [15]")
-    parser.add_argument("--seed", type=seedNumber, default=0, help="first seed [0]")
+    addSeedArgument(parser, help="first seed [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--workers", type=positiveInt, default=None,
                         help="runs at a time [local: usable cores // --num-cpu; ray: what the cluster fits]")
@@ -70,9 +79,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--num-gpus", type=_nonNegativeFloat, default=0.0,
                         help="GPUs each run asks Ray for (fractions allowed) [0]")
     parser.add_argument("--force", action="store_true", help="redo every run from scratch, the finished ones too")
-    parser.add_argument("--no-vis", action="store_true", help="no live visdom plots")
-    parser.add_argument("--port", type=portNumber, default=8097, help="visdom server port [8097]")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (one line per finished run)")
+    addVisdomArguments(parser)
+    addProgressArgument(parser, help="no progress bar (one line per finished run)")
     return parser
 
 
@@ -119,8 +127,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The flags the pipeline reads from train's (--num-cpu sizes the workers); errors are train's own one-liners.
     shared, _ = baseParser(add_help=False).parse_known_args(train_args)
 
-    from rl_baselines.sweep import (checkGrid, expandGrid, finishedFolder, parseAlgoArgs, resumableAttempt, sweepId,
-                                    unique, writeSweepState)
+    from rl_baselines.sweep import (
+        checkGrid,
+        expandGrid,
+        finishedFolder,
+        parseAlgoArgs,
+        resumableAttempt,
+        sweepId,
+        unique,
+        writeSweepState,
+    )
 
     algo_args = parseAlgoArgs(args.algo_args, args.algo)
     checkGrid(args.algo, args.env, args.srl_model, train_args, algo_args=algo_args)
@@ -142,7 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     writeSweepState(state_path, command, specs, records)
     grid = (f"{len(unique(args.algo))} algo x {len(unique(args.env))} env x {len(unique(args.srl_model))} SRL model "
             f"x {args.num_iteration} seed{'s' if args.num_iteration > 1 else ''}")
-    print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); {len(specs) - len(to_run)} already done, {len(to_run)} to run"
+    print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); "
+          f"{len(specs) - len(to_run)} already done, {len(to_run)} to run"
           + (f" ({resumed} continued where they stopped)" if resumed else "")
           + (f" on {executor.workers} {executor.name} worker(s)" if executor else ""), flush=True)
     if executor is not None and executor.name == "ray":

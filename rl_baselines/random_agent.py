@@ -10,8 +10,8 @@ import numpy as np
 
 from rl_baselines.algo_types import AlgoType
 from rl_baselines.base_classes import BaseRLObject, TrainCallback
-from rl_baselines.files import readJson, writeJson
 from rl_baselines.utils import findVecNormalize, saveNormalisation
+from srl_toolbox.files import readJson, writeJson
 
 
 def _spaceToJson(space: gym.Space) -> dict[str, Any]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from environments.plugins import apiMajor, loadPlugins
 from rl_baselines.algo_types import ActionType, AlgoType
 from rl_baselines.base_classes import BaseRLObject
+from srl_toolbox.plugins import apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 

@@ -39,16 +39,16 @@ from rl_baselines.checkpointing import (
     readManifest,
     removePartialCheckpoints,
 )
-from rl_baselines.cli import CLIParser, UsageError, portNumber
-from rl_baselines.devices import parseDevice, reuseDevice
-from rl_baselines.files import readJson
+from srl_toolbox.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.devices import parseDevice, reuseDevice
+from srl_toolbox.files import readJson
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
 # Flags that may be given with --resume: they change how the run is shown, not what it computes.
 RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device")
-# Held (environments.locks) by the train process of a run while it trains: a second process on the same run is refused.
+# Held (srl_toolbox.locks) by the train process of a run while it trains: a second process on the same run is refused.
 LOCK_FILE = ".train.lock"
 # Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
 # --hyperparam), so that a resumed run does not read a hyperparameter file that may have changed since.
@@ -394,7 +394,7 @@ def lockRun(run_dir: str) -> BaseFileLock:
     :return: the held lock (keep a reference to it; ``.release()`` gives it back)
     :raises UsageError: another process holds it (the run is training right now)
     """
-    from environments.locks import tryLock
+    from srl_toolbox.locks import tryLock
 
     handle = tryLock(os.path.join(run_dir, LOCK_FILE))
     if handle is None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.cli import UsageError, checkWritableFolder
+from srl_toolbox.cli import UsageError, checkWritableFolder
 
 # Episodes averaged by rollout/ep_rew_mean and rollout/ep_len_mean (as Stable-Baselines3's ep_info_buffer).
 MEAN_EPISODES = 100

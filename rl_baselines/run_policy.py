@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.files import readJson
+from srl_toolbox.files import readJson
 
 # Observation modes the env computes and this module can rebuild from the generator's env (learned models too).
 SUPPORTED_ENV_MODES = ("raw_pixels", "ground_truth")

@@ -32,8 +32,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
-from rl_baselines.cli import UsageError
-from rl_baselines.files import readJson, writeJson
+from srl_toolbox.cli import UsageError
+from srl_toolbox.files import readJson, writeJson
 
 TRAIN_MODULE = "rl_baselines.train"
 RUN_LOG = "train.log"
@@ -155,7 +155,7 @@ def unique(values: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(values))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trainParser(algo: str) -> argparse.ArgumentParser:
     """
     :param algo: a registered algorithm
@@ -167,7 +167,7 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
     return registered_rl[algo][0].customArguments(baseParser())
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _trainDefaults(algo: str) -> dict[str, Any]:
     """:return: train's default settings with this algorithm"""
     return vars(trainParser(algo).parse_args(["--algo", algo]))
@@ -437,7 +437,7 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
 
 def _writeText(path: str, text: str) -> None:
     """Write a small text file atomically (a reader never sees it half-written)."""
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)

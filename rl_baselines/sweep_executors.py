@@ -15,8 +15,8 @@ import subprocess
 import time
 from typing import Any
 
-from rl_baselines.cli import UsageError
 from rl_baselines.sweep import RunResult, RunSpec, StartedRun, executeRun, finishRun, runAttempts, startRun
+from srl_toolbox.cli import UsageError
 
 RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 # The local Ray instance only runs a few tiny tasks: a small object store keeps its shared memory footprint low.

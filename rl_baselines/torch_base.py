@@ -30,10 +30,10 @@ import numpy as np
 import torch
 
 from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.cli import UsageError
-from rl_baselines.devices import runDevice
-from rl_baselines.files import atomicPath
 from rl_baselines.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
+from srl_toolbox.cli import UsageError
+from srl_toolbox.devices import runDevice
+from srl_toolbox.files import atomicPath
 
 
 def isImageSpace(space: gym.Space) -> bool:
@@ -187,8 +187,8 @@ class TorchRLObject(BaseRLObject):
         return None
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.files import writeJson
         from rl_baselines.training_state import generatorState, saveBuffer
+        from srl_toolbox.files import writeJson
 
         os.makedirs(folder, exist_ok=True)
         writeJson(os.path.join(folder, TORCH_STATE_FILE), {"rng": generatorState(getattr(self, "rng", None)),
@@ -198,8 +198,8 @@ class TorchRLObject(BaseRLObject):
             saveBuffer(replay[0], replay_buffer_folder, replay[1], replay[2])
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.files import readJson
         from rl_baselines.training_state import loadBuffer, setGeneratorState
+        from srl_toolbox.files import readJson
 
         state = readJson(os.path.join(folder, TORCH_STATE_FILE))
         setGeneratorState(getattr(self, "rng", None), state.get("rng"))

@@ -2,7 +2,8 @@
 
     <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
         args.json  hyperparams.yaml  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
-        progress.csv  learning_curve.png  evaluations.npz (with --eval-freq)  srl_model.json (with a trained SRL model: its name, path and hash)
+        progress.csv  learning_curve.png  evaluations.npz (with --eval-freq)
+        srl_model.json (with a trained SRL model: its name, path and hash)
 
 Every input is checked before anything is written, so a bad command leaves the disk as it was.
 """
@@ -16,9 +17,19 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from rl_baselines.cli import (CLIParser, UsageError, checkWritableFolder, intInRange, nonNegativeInt, portNumber,
-                              positiveInt, runCommand, seedNumber)
-from rl_baselines.devices import parseDevice
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    addVisdomArguments,
+    checkWritableFolder,
+    intInRange,
+    nonNegativeInt,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.devices import parseDevice
 
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
@@ -46,13 +57,11 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
                         help="use this trained SRL model folder (written by srl_models.train) instead of looking "
                              "--srl-model up in --srl-config-file")
-    parser.add_argument("--seed", type=seedNumber, default=0,
-                        help="random seed, 0..2**32-1; env i is seeded seed+i [0]")
+    addSeedArgument(parser, help="random seed, 0..2**32-1; env i is seeded seed+i [0]")
     parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
     parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs (subprocesses when > 1) [1]")
-    parser.add_argument("--no-vis", action="store_true", help="no live visdom plots")
-    parser.add_argument("--port", type=portNumber, default=8097, help="visdom server port [8097]")
+    addVisdomArguments(parser)
     parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
     parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms)")
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
@@ -98,7 +107,7 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
     # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
     parser.add_argument("--run-folder", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    addProgressArgument(parser)
     parser.add_argument("--device", type=parseDevice, default="auto", metavar="DEVICE",
                         help="torch device of the networks (and of a trained SRL model): auto (the GPU when torch "
                              "sees one), cpu, cuda or cuda:N [auto]")
@@ -249,7 +258,7 @@ def _resolveRunOptions(args: argparse.Namespace) -> None:
     :param args: parsed arguments (device, tensorboard_log; device is replaced by the resolved one)
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
-    from rl_baselines.devices import resolveDevice
+    from srl_toolbox.devices import resolveDevice
 
     try:
         args.device = resolveDevice(getattr(args, "device", None) or "auto")
@@ -400,8 +409,8 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     :param start_timesteps: steps already done by a continued model (--load-rl-model-path)
     :return: (run folder, its lock: release it at the end, steps already done)
     """
-    from rl_baselines.files import writeJson
     from rl_baselines.resume import RESOLVED_HYPERPARAMS_KEY, applyPlan, lockRun
+    from srl_toolbox.files import writeJson
 
     if plan is not None:
         checkWritableFolder(plan.run_dir, "--resume")
@@ -538,7 +547,8 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     if not args.no_vis:
         from rl_baselines.visualize import VisdomPlotter
 
-        plotter = VisdomPlotter(port=args.port, env_name=f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}",
+        visdom_env = f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}"
+        plotter = VisdomPlotter(port=args.port, env_name=visdom_env,
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
                                 episode_window=args.episode_window, announce=True)
     checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)

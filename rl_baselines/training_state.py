@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rl_baselines.files import atomicPath, writeNpz
+from srl_toolbox.files import atomicPath, writeNpz
 
 RNG_FILE = "rng_state.npz"
 BUFFER_ARRAYS_FILE = "buffer.npz"

@@ -157,9 +157,9 @@ def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -
     :return: the VecEnv of encoded states
     :raises ValueError: the model cannot be found or does not fit the env (one line)
     """
-    from rl_baselines.devices import runDevice
     from rl_baselines.srl_encoder import SRLEncoderVecEnv, loadEncoder
     from srl_models.config import resolveSRLModel
+    from srl_toolbox.devices import runDevice
 
     try:
         folder = getattr(args, "srl_model_path", None)
@@ -216,7 +216,7 @@ def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
     :param folder: destination folder (the saved model's)
     :return: the file written, or None when the env is not normalised
     """
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     vec_normalize = findVecNormalize(venv)
     if vec_normalize is None:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from rl_baselines.files import atomicPath
+from srl_toolbox.files import atomicPath
 
 # Seconds allowed to open a connection and to wait for each answer of the visdom server
 CONNECT_TIMEOUT_S = 2.0

@@ -2,7 +2,8 @@
 
 Small on purpose: the encoder runs on every RL step (batched over the envs), so four strided convolutions
 (16-32-64-64 channels, each halving the image) and one linear layer keep a 64x64 batch of 8 around a millisecond on
-one CPU core (32 channels in the first layer, at the largest resolution, cost three times as much for little gain). No batch normalisation: the encoder must give the same state for an image alone or in any batch.
+one CPU core (32 channels in the first layer, at the largest resolution, cost three times as much for little gain).
+No batch normalisation: the encoder must give the same state for an image alone or in any batch.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from environments.files import sha256File
+from srl_toolbox.files import sha256File
 
 EXP_CONFIG_FILE = "exp_config.json"
 

@@ -159,7 +159,7 @@ def registerModel(config_file: str, env_id: str, name: str, folder: str) -> str:
     :return: the folder as written in the file
     :raises SRLLookupError: the existing file is not a valid SRL config (nothing is written)
     """
-    from environments.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     config_file = os.path.abspath(config_file)
     mapping = readSRLConfig(config_file) if os.path.exists(config_file) else {}

@@ -17,13 +17,21 @@ from typing import Any
 import numpy as np
 from tqdm import tqdm
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand, seedNumber
 from environments.dataset import Dataset
 from srl_models import plotting
 from srl_models.base import BaseSRLModel, readExpConfig
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
 from srl_models.registry import loadSRLModel
-from environments.files import writeJson, writeNpz
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.files import writeJson, writeNpz
 
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
@@ -225,9 +233,9 @@ def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = 5,
     return runEvaluation(evaluation, progress=progress)
 
 
-def makeParser() -> OneLineParser:
+def buildParser() -> CLIParser:
     """:return: the command-line parser"""
-    parser = OneLineParser(prog="python -m srl_models.evaluate",
+    parser = CLIParser(prog="python -m srl_models.evaluate",
                            description="Measure a trained SRL model: GTC and KNN-MSE on a dataset, with plots, "
                                        "written into the model folder.")
     parser.add_argument("--model-folder", required=True, help="a model folder written by srl_models.train")
@@ -236,9 +244,9 @@ def makeParser() -> OneLineParser:
     parser.add_argument("--k", type=positiveInt, default=5, help="nearest neighbours of KNN-MSE [5]")
     parser.add_argument("--max-samples", type=positiveInt, default=2000,
                         help="most frames measured, a seeded subset beyond [2000]")
-    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of the subset and of the figure [0]")
+    addSeedArgument(parser, help="seed of the subset and of the figure [0]")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="device of the encoder [cpu]")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    addProgressArgument(parser)
     return parser
 
 
@@ -247,7 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    args = makeParser().parse_args(argv)
+    args = buildParser().parse_args(argv)
     if args.device == "cuda":
         import torch  # lazy: only to check the request
 

@@ -16,20 +16,22 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from environments.cli_errors import (
-    OneLineParser,
-    UsageError,
-    checkWritableFolder,
-    intInRange,
-    positiveInt,
-    runCommand,
-    seedNumber,
-)
 from srl_models import plotting
 from srl_models.base import BaseSRLModel
 from srl_models.evaluate import encodeDataset, openModelDataset
 from srl_models.metrics import sampleIndices
 from srl_models.registry import loadSRLModel, registered_srl
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    addVisdomArguments,
+    checkWritableFolder,
+    intInRange,
+    positiveInt,
+    runCommand,
+)
 
 PERCENTILES = (5.0, 95.0)  # the sweep stays inside the states the encoder actually produces
 MAX_GRID = 30
@@ -100,9 +102,9 @@ def showInVisdom(images: np.ndarray, grid: int, port: int, title: str, window: s
     return True
 
 
-def makeParser() -> OneLineParser:
+def buildParser() -> CLIParser:
     """:return: the command-line parser"""
-    parser = OneLineParser(prog="python -m srl_models.explore_latent",
+    parser = CLIParser(prog="python -m srl_models.explore_latent",
                            description="Decode a grid over two latent dimensions of a decoding SRL model into a PNG "
                                        "(and a visdom window with --vis).")
     parser.add_argument("--model-folder", required=True, help="a model folder written by srl_models.train")
@@ -117,10 +119,10 @@ def makeParser() -> OneLineParser:
     parser.add_argument("--output", default=None, help="PNG file [<model folder>/latent_grid_<D0>_<D1>.png]")
     parser.add_argument("--max-samples", type=positiveInt, default=2000,
                         help="frames encoded for the mean and ranges [2000]")
-    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of the frame subset [0]")
+    addSeedArgument(parser, help="seed of the frame subset [0]")
     parser.add_argument("--vis", action="store_true", help="also show the grid in a visdom window")
-    parser.add_argument("--port", type=positiveInt, default=8097, help="visdom server port [8097]")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
+    addProgressArgument(parser)
     return parser
 
 
@@ -129,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    args = makeParser().parse_args(argv)
+    args = buildParser().parse_args(argv)
     if not 2 <= args.grid <= MAX_GRID:
         raise UsageError(f"--grid {args.grid}: choose 2..{MAX_GRID} values per dimension")
     if args.range is not None and not (np.isfinite(args.range).all() and args.range[0] < args.range[1]):

@@ -14,7 +14,7 @@ import torch
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, readExpConfig
 from srl_models.network import SRLNetwork
-from environments.files import atomicPath, writeJson
+from srl_toolbox.files import atomicPath, writeJson
 
 WEIGHTS_FILE = "srl_model.pt"
 ENCODE_BATCH = 256  # images per forward pass in getState: bounds memory on long inputs

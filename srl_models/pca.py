@@ -10,7 +10,7 @@ import numpy as np
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, readExpConfig
 from srl_models.models import checkImages
-from environments.files import atomicPath, writeJson
+from srl_toolbox.files import atomicPath, writeJson
 
 WEIGHTS_FILE = "srl_model.npz"
 PCA_SIZE = 32  # images are shrunk to at most 32x32 first: 3072 pixels per image keep the covariance small

@@ -10,7 +10,7 @@ import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
 
-from environments.files import atomicPath
+from srl_toolbox.files import atomicPath
 
 AXIS_NAMES = ("x", "y", "z")
 

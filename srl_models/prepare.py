@@ -30,7 +30,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from environments.cli_errors import OneLineParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,13 +86,13 @@ def envDefaults(env_id: str) -> PrepareDefaults:
     return FALLBACK_DEFAULTS
 
 
-def makeParser() -> OneLineParser:
+def buildParser() -> CLIParser:
     """:return: the command-line parser"""
     from srl_models.train import trainableModels
 
     table = "; ".join(f"{env}: {d.episodes} episodes, {d.img_size}x{d.img_size}, state dim {d.state_dim}, "
                       f"{d.epochs} epochs" for env, d in ENV_DEFAULTS.items())
-    parser = OneLineParser(prog="python -m srl_models.prepare",
+    parser = CLIParser(prog="python -m srl_models.prepare",
                            description="Record a dataset for an env (or reuse one), train SRL models on it (or reuse "
                                        "them), evaluate them and register them in the SRL config file, so that "
                                        "rl_baselines.train --srl-model NAME finds them. Per-env defaults: "
@@ -101,7 +109,7 @@ def makeParser() -> OneLineParser:
                         help="image shape, 3 H W [per env, 3 64 64]")
     parser.add_argument("--state-dim", type=positiveInt, default=None, help="size of the learned state [per env]")
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the dataset and of the training [0]")
+    addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
                         help="dataset recording processes [the CPU count, at most --episodes]")
     parser.add_argument("--data-folder", default="data/", help="folder of the datasets [data/]")
@@ -114,7 +122,7 @@ def makeParser() -> OneLineParser:
     parser.add_argument("--device", default="auto", help="cpu, cuda, cuda:N or auto for training [auto]")
     parser.add_argument("--force", action="store_true", help="record the dataset and train the models again even "
                         "when matching ones exist")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bars")
+    addProgressArgument(parser, help="no progress bars")
     return parser
 
 
@@ -281,7 +289,7 @@ def plan(args: argparse.Namespace) -> Plan:
         argv = ["--data-folder", dataset_folder, "--srl-model", model, "--state-dim", str(state_dim), "--epochs",
                 str(epochs), "--seed", str(args.seed), "--log-folder", args.log_folder, "--device", args.device,
                 *(["--no-progress"] if args.no_progress else [])]
-        train_args = train.makeParser().parse_args(argv)
+        train_args = train.buildParser().parse_args(argv)
         train.checkSettings(train_args)
         expected[model] = trainingSettings(train_args, dataset_folder)
         train_argv[model] = argv
@@ -340,7 +348,7 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     from environments import dataset_generator
     from srl_models.config import registerModel
 
-    args = makeParser().parse_args(argv)
+    args = buildParser().parse_args(argv)
     todo = plan(args)
     start = time.perf_counter()
     if todo.generator_argv is None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from environments.plugins import apiMajor, loadPlugins
 from srl_models.base import BaseSRLModel, SRLType, readExpConfig
+from srl_toolbox.plugins import apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.srl_models"
 

@@ -22,15 +22,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from environments.cli_errors import (
-    OneLineParser,
-    UsageError,
-    checkWritableFolder,
-    intInRange,
-    positiveInt,
-    runCommand,
-    seedNumber,
-)
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
 from srl_models.base import SRLType
@@ -39,8 +30,18 @@ from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.plotting import reconstructions, trainingCurve
 from srl_models.registry import registered_srl
-from environments.files import writeJson
 from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, monitorVal, splitEpisodes, trainNetwork
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    checkWritableFolder,
+    intInRange,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.files import writeJson
 
 DEFAULT_STATE_DIM = 32
 DEFAULT_FOREGROUND_WEIGHT = 0.0  # larger weights trade neighbourhoods for correlation: see docs/srl.md
@@ -280,9 +281,9 @@ def seedEverything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def makeParser() -> argparse.ArgumentParser:
+def buildParser() -> argparse.ArgumentParser:
     """:return: the command-line parser"""
-    parser = OneLineParser(prog="python -m srl_models.train",
+    parser = CLIParser(prog="python -m srl_models.train",
                            description="Train a state representation (SRL) model on a dataset recorded with "
                                        "python -m environments.dataset_generator.")
     parser.add_argument("--data-folder", required=True, help="the dataset folder (data/NAME)")
@@ -301,8 +302,7 @@ def makeParser() -> argparse.ArgumentParser:
     parser.add_argument("--foreground-weight", type=float, default=DEFAULT_FOREGROUND_WEIGHT,
                         help="reconstruction losses: extra weight of the pixels that differ from the background (the "
                              f"training images' per-pixel median); 0: plain pixel error [{DEFAULT_FOREGROUND_WEIGHT:g}]")
-    parser.add_argument("--seed", type=seedNumber, default=0,
-                        help="seed of the weights, split, shuffling and noise, 0..2**32-1 [0]")
+    addSeedArgument(parser, help="seed of the weights, split, shuffling and noise, 0..2**32-1 [0]")
     parser.add_argument("--val-split", type=float, default=0.1, help="fraction of the episodes held out [0.1]")
     parser.add_argument("--patience", type=intInRange(0), default=10,
                         help="epochs without a better validation loss before stopping (0: never) [10]")
@@ -310,7 +310,7 @@ def makeParser() -> argparse.ArgumentParser:
                         "[logs/srl]")
     parser.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available) [auto]")
     parser.add_argument("--no-eval", action="store_true", help="skip the evaluation (GTC, KNN-MSE)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    addProgressArgument(parser)
     return parser
 
 
@@ -349,7 +349,7 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
     :return: the new model folder
     :raises UsageError: bad input (nothing written)
     """
-    args = makeParser().parse_args(argv)
+    args = buildParser().parse_args(argv)
     checkSettings(args)
     checkWritableFolder(args.log_folder, "--log-folder")
     name, losses, split, state_dim = resolveModel(args)

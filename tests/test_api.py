@@ -11,7 +11,6 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-
 from conftest import REPO
 
 GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
@@ -20,7 +19,7 @@ GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"
 def cliError(argv: list[str], capsys: pytest.CaptureFixture) -> str:
     """:return: the message ``python -m rl_baselines.train ARGV`` prints after ``error:`` (run in this process)"""
     from rl_baselines import train
-    from rl_baselines.cli import runCommand
+    from srl_toolbox.cli import runCommand
 
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:

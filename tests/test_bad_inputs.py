@@ -274,7 +274,7 @@ CATEGORIES = {
 }
 
 # Known failures, in files whose owners are changing them now: a write error escapes as a traceback after the checks.
-# The fix is one call before the first write, checkWritableFolder(...) from rl_baselines.cli / environments.cli_errors
+# The fix is one call before the first write, checkWritableFolder(...) from srl_toolbox.cli / srl_toolbox.cli
 # (strict: the mark must go when the fix lands).
 XFAIL: dict[str, str] = {}
 

@@ -248,7 +248,8 @@ def test_ctrl_c_keeps_finished_episodes(tmp_path):
     (["--image-format", "gif"], ["'gif'", "jpg", "png"]),
     (["--policy", "{tmp}"], ["--policy", "no args.json"]),
 ], ids=["unknown-env", "joints-on-mobile-robot", "img-too-small", "img-four-channels", "cpu-over-episodes",
-        "zero-episodes", "max-distance-unsupported", "multi-view-unsupported", "force-and-resume", "bad-image-format", "policy-not-a-run"])
+        "zero-episodes", "max-distance-unsupported", "multi-view-unsupported", "force-and-resume", "bad-image-format",
+        "policy-not-a-run"])
 def test_bad_input(tmp_path, arguments, words):
     arguments = [arg.format(tmp=tmp_path) for arg in arguments]
     result = generate(tmp_path / "data", "--num-episode", "4", *arguments, check=False)

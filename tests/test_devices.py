@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 import torch
-
-from rl_baselines.devices import parseDevice, resolveDevice, reuseDevice, runDevice
 from conftest import runFolder, runModule, runTrain
+
+from srl_toolbox.devices import parseDevice, resolveDevice, reuseDevice, runDevice
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 

@@ -165,7 +165,7 @@ def test_render_without_display_is_one_line_error(trainedRun):
 
 
 def test_output_dir_needs_plotting(tmp_path, trainedRun):
-    from rl_baselines.cli import UsageError
+    from srl_toolbox.cli import UsageError
 
     with pytest.raises(UsageError, match="add --plotting"):
         enjoy_baselines.main(["--log-dir", trainedRun, "--output-dir", str(tmp_path)])

@@ -19,7 +19,7 @@ from conftest import REPO, runFolder, runModule, runTrain
 optuna = pytest.importorskip("optuna")
 
 from rl_baselines import hyperparam_search  # noqa: E402
-from rl_baselines.cli import UsageError  # noqa: E402
+from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
 # n_steps fixed small so that a trial of 1000 steps makes several PPO updates (and it is left out of the search)

@@ -7,8 +7,8 @@ import argparse
 import pytest
 
 from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.cli import CLIParser, UsageError
 from rl_baselines.hyperparams import DISCOUNT, Hyperparam, Interval
+from srl_toolbox.cli import CLIParser, UsageError
 
 
 class SpecAgent(BaseRLObject):

@@ -8,8 +8,8 @@ import os
 import pytest
 import torch
 import yaml
-
 from conftest import runFolder, runModule, runTrain
+
 from rl_baselines.algo_types import ActionType
 from rl_baselines.hyperparams_file import usedHyperparams
 from rl_baselines.registry import registered_rl

@@ -1,11 +1,11 @@
-"""Cross-platform file locks (environments.locks): exclusive between processes, dropped when the holder dies, and
+"""Cross-platform file locks (srl_toolbox.locks): exclusive between processes, dropped when the holder dies, and
 the commands that use them refuse a second writer with a one-line error."""
 import os
 import subprocess
 import sys
 import textwrap
 
-from environments.locks import acquireLock, lockPathFor, tryLock
+from srl_toolbox.locks import acquireLock, lockPathFor, tryLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
@@ -15,7 +15,7 @@ def _holder(path: str) -> subprocess.Popen:
     """A process that takes the lock on ``path``, says so on stdout, and holds it until killed."""
     code = textwrap.dedent(f"""
         import sys, time
-        from environments.locks import tryLock
+        from srl_toolbox.locks import tryLock
         lock = tryLock({path!r})
         print("held" if lock is not None else "refused", flush=True)
         time.sleep(600)

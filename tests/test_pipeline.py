@@ -12,13 +12,21 @@ import time
 
 import numpy as np
 import pytest
+from conftest import REPO, runFolder, runModule, runTrain
 
-from rl_baselines.cli import UsageError
 from rl_baselines.monitor_files import loadEpisodes
 from rl_baselines.resume import runStatus
-from rl_baselines.sweep import (DONE_FILE, FAILED_FILE, PID_FILE, checkGrid, expandGrid, finishedFolder, makeSpec,
-                                runAttempts)
-from conftest import REPO, runFolder, runModule, runTrain
+from rl_baselines.sweep import (
+    DONE_FILE,
+    FAILED_FILE,
+    PID_FILE,
+    checkGrid,
+    expandGrid,
+    finishedFolder,
+    makeSpec,
+    runAttempts,
+)
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 

@@ -20,8 +20,8 @@ from conftest import runFolder, runModule, runTrain, snapshot
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 # What the plugin may import from the toolbox: the contracts and the helpers docs/plugins.md names
-PUBLIC_MODULES = {"rl_baselines.base_classes", "rl_baselines.algo_types", "rl_baselines.cli", "srl_models.base",
-                  "environments.cli_errors", "environments.dataset", "rl_baselines.hyperparams", "rl_baselines.files",
+PUBLIC_MODULES = {"rl_baselines.base_classes", "rl_baselines.algo_types", "srl_toolbox.cli", "srl_models.base",
+                  "srl_toolbox.cli", "environments.dataset", "rl_baselines.hyperparams", "srl_toolbox.files",
                   "rl_baselines.utils", "rl_baselines.check_plugin"}
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 

@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import REPO, runFolder, runModule, snapshot
 
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
@@ -90,7 +89,8 @@ def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, ti
     assert "cannot be resumed" in refused.stderr and f"--load-rl-model-path {model}" in refused.stderr
     assert snapshot(run_dir) == before
     # a sweep starts such a run again in a new folder instead of calling --resume
-    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.resume import runStatus; print(runStatus({run_dir!r}))"],
+    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.resume import runStatus; "
+                             f"print(runStatus({run_dir!r}))"],
                             capture_output=True, text=True, cwd=REPO, env={**os.environ, **_env(tinySite)}, timeout=120)
     assert status.stdout.strip() == "continue", status.stderr
 

@@ -156,8 +156,8 @@ BAD_PREPARE = [
 
 @pytest.mark.parametrize("case, argv, message", BAD_PREPARE, ids=[case[0] for case in BAD_PREPARE])
 def test_bad_prepare_inputs(tmp_path, monkeypatch, case, argv, message):
-    from environments.cli_errors import UsageError
     from srl_models import prepare
+    from srl_toolbox.cli import UsageError
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SRL_MODELS_CONFIG", str(tmp_path / "srl.yaml"))
@@ -187,7 +187,7 @@ def test_bad_prepare_input_exits_2(tmp_path):
 ])
 def test_bad_latest(tmp_path, argv, message):
     from rl_baselines import train
-    from rl_baselines.cli import UsageError
+    from srl_toolbox.cli import UsageError
 
     with pytest.raises(UsageError, match=message):
         train.main(["--algo", "ppo2", "--no-vis", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs"),

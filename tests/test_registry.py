@@ -15,7 +15,7 @@ PLUGIN_CODE = textwrap.dedent('''
 
     from rl_baselines.base_classes import BaseRLObject
     from rl_baselines.registry import ActionType, AlgoType
-    from rl_baselines.files import readJson, writeJson
+    from srl_toolbox.files import readJson, writeJson
 
 
     class FirstActionAgent(BaseRLObject):

@@ -46,7 +46,7 @@ from rl_baselines.checkpointing import (
     runDescription,
     writeCheckpoint,
 )
-from rl_baselines.cli import UsageError
+from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 EPISODE_STEPS = 250
@@ -322,8 +322,8 @@ def _lastLineError(module: str, *args: str) -> str:
 
 @pytest.mark.slow
 def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
-    from rl_baselines import train
     from replay import enjoy_baselines
+    from rl_baselines import train
 
     run_dir = str(tmp_path / "run")
     shutil.copytree(shortRun, run_dir)
@@ -453,7 +453,7 @@ def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
 
 
 def test_atomic_path_keeps_the_suffix_the_mode_and_the_previous_file(tmp_path):
-    from rl_baselines.files import atomicPath
+    from srl_toolbox.files import atomicPath
 
     path = str(tmp_path / "curves.npz")
     with atomicPath(path) as tmp:

@@ -8,10 +8,10 @@ import sys
 import warnings
 
 import pytest
-
 from conftest import runFolder, runModule, runTrain
-from rl_baselines.cli import UsageError
+
 from rl_baselines.run_logging import RunLogger, checkTensorboard, logScalars
+from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 

@@ -181,8 +181,8 @@ def test_ppo_lstm_keeps_one_state_per_env_and_resets_on_dones():
 def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
     import torch
 
-    from rl_baselines.cli import UsageError
     from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
+    from srl_toolbox.cli import UsageError
 
     kwargs = PPOLSTMModel.makeModelKwargs(None, {"n_steps": 32, "lstm_hidden_size": 16, "activation_fn": "ReLU",
                                                  "ortho_init": False}, env=None)
@@ -246,8 +246,8 @@ BAD_VALUES = [
 @pytest.mark.parametrize("arguments,words", BAD_VALUES, ids=["noise-type", "hyperparam-noise-type", "ent-coef",
                                                              "negative-ent-coef"])
 def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
-    from rl_baselines.cli import UsageError
     from rl_baselines.train import main
+    from srl_toolbox.cli import UsageError
 
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, *arguments, "--log-dir", str(tmp_path), "--no-vis"])

@@ -10,11 +10,11 @@ import pytest
 from conftest import runModule, snapshot
 from matplotlib.image import imread
 
-from environments.cli_errors import runCommand
 from environments.dataset import Dataset
 from srl_models import evaluate, explore_latent, plotting
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
+from srl_toolbox.cli import runCommand
 
 ENV = "MobileRobotGymEnv-v0"
 IMG = (3, 32, 32)

@@ -16,7 +16,7 @@ from srl_models.losses import LOSSES, sameActionPairs
 from srl_models.models import InverseModel, RandomModel, SRLSplitsModel, VAEModel
 from srl_models.pca import PCAModel, topComponents
 from srl_models.registry import loadSRLModel
-from srl_models.train import rewardClassOf, rewardClasses, trainFromArgs
+from srl_models.train import rewardClasses, rewardClassOf, trainFromArgs
 from srl_models.trainer import splitEpisodes
 
 N_EPISODES, N_STEPS, IMG = 4, 50, 32

@@ -316,7 +316,7 @@ def test_train_with_vae_from_config_then_enjoy(tmp_path, vaeFolder):
 
 def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
     from replay import enjoy_baselines
-    from rl_baselines.cli import UsageError
+    from srl_toolbox.cli import UsageError
 
     copy = shutil.copytree(vaeFolder, str(tmp_path / "copy"))
     run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", copy, "--num-timesteps", "128",
@@ -361,7 +361,7 @@ BAD_INPUTS = [
 @pytest.mark.parametrize("case, extra, message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
 def test_bad_srl_inputs_are_refused(tmp_path, vaeFolder, case, extra, message):
     from rl_baselines import train
-    from rl_baselines.cli import UsageError
+    from srl_toolbox.cli import UsageError
 
     _writeYaml(tmp_path / "srl.yaml", {ENV_ID: {"vae": vaeFolder}})
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--num-timesteps", "64", "--log-dir",

@@ -16,7 +16,7 @@ from scipy import stats
 
 sys.path.insert(0, REPO)
 from benchmarks import srl_rl  # noqa: E402
-from rl_baselines.cli import UsageError  # noqa: E402
+from srl_toolbox.cli import UsageError  # noqa: E402
 
 MOBILE = srl_rl.MOBILE
 STEPS = np.array([1000, 2000, 3000, 4000])

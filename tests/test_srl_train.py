@@ -11,9 +11,9 @@ import pytest
 from conftest import runModule, snapshot
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
-from environments.cli_errors import runCommand
 from srl_models.registry import loadSRLModel
 from srl_models.train import main
+from srl_toolbox.cli import runCommand
 
 MODULE = "srl_models.train"
 

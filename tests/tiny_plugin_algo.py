@@ -18,9 +18,9 @@ import numpy as np
 
 from rl_baselines.algo_types import ActionType, AlgoType
 from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.files import atomicPath
 from rl_baselines.hyperparams import POSITIVE, Hyperparam
 from rl_baselines.utils import findVecNormalize, saveNormalisation
+from srl_toolbox.files import atomicPath
 
 NAME = "tiny"
 

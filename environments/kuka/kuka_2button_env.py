@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
 from environments.srl_env import SRLGymEnv
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+
 from environments.bullet import pybullet, pybullet_data
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 

@@ -143,8 +143,8 @@ class CMAESModel(TorchRLObject):
                       StateNormaliser.fromDict(state["best_normaliser"], n_features))
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.files import writeJson
         from rl_baselines.training_state import captureObjectState, writeNpz
+        from srl_toolbox.files import writeJson
 
         super().saveTrainingState(folder, replay_buffer_folder)
         arrays, values = captureObjectState(self.strategy, "cma")
@@ -152,8 +152,8 @@ class CMAESModel(TorchRLObject):
         writeJson(os.path.join(folder, CMA_VALUES_FILE), {"values": values})
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.files import readJson
         from rl_baselines.training_state import restoreObjectState
+        from srl_toolbox.files import readJson
 
         super().loadTrainingState(folder, replay_buffer_folder)
         saved = readJson(os.path.join(folder, CMA_VALUES_FILE))

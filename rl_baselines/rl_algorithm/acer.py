@@ -37,7 +37,7 @@ from torch import nn
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, makeEncoder, orthogonalInit
-from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
+from rl_baselines.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 
 # Keeps logarithms and ratios finite where a probability reaches 0.
 EPS = 1e-6

@@ -27,7 +27,7 @@ from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
 from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
-from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
+from rl_baselines.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 
 
 def discountedReturns(rewards: np.ndarray, dones: np.ndarray, last_values: np.ndarray, gamma: float) -> np.ndarray:
@@ -122,7 +122,8 @@ class ACKTRModel(TorchActorCritic):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def update(self, obs: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor, learning_rate: float) -> dict[str, float]:
+    def update(self, obs: torch.Tensor, actions: torch.Tensor, returns: torch.Tensor,
+               learning_rate: float) -> dict[str, float]:
         """
         One K-FAC step on a flattened batch.
 

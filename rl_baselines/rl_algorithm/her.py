@@ -31,12 +31,12 @@ from stable_baselines3.her import HerReplayBuffer
 
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import strToBool
-from rl_baselines.cli import positiveInt
-from rl_baselines.devices import runDevice
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
 from rl_baselines.rl_algorithm.td3 import TD3Model
+from srl_toolbox.cli import positiveInt
+from srl_toolbox.devices import runDevice
 
 GOAL_SELECTION_STRATEGIES = ("future", "final", "episode")
 # HER's own hyperparameters (the learner's come from its class).
@@ -330,7 +330,7 @@ class HERModel(OffPolicyRLObject):
 
     def train(self, args: argparse.Namespace, callback: Any, env_kwargs: dict[str, Any] | None = None,
               train_kwargs: dict[str, Any] | None = None) -> None:
-        from rl_baselines.cli import UsageError
+        from srl_toolbox.cli import UsageError
 
         try:
             self.checkArgs(args)  # already done by the train command's parser; here for other callers

@@ -42,9 +42,9 @@ from torch import nn
 
 from rl_baselines.algo_types import ActionType
 from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
-from rl_baselines.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
-from rl_baselines.torch_base import DISCOUNT, Interval, NON_NEGATIVE, POSITIVE
+from rl_baselines.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
+from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray,
@@ -142,6 +142,11 @@ def freeDistUrl() -> str:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return f"tcp://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def _keepGoing(_locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
+    """A worker's training callback: it records nothing and never stops the run (rank 0 decides)."""
+    return True
 
 
 def _workerEntry(model_class: type, rank: int, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:
@@ -272,7 +277,7 @@ class PPO1Model(TorchActorCritic):
             args.seed = (int(args.seed) + 1000 * rank) % (MAX_SEED + 1)  # stays a valid seed near 2**32-1
             args.monitor_dir, args.run_dir, args.load_rl_model_path = None, None, None
             args.resume_from = None  # a resumed run's state is rank 0's: workers get its model from it
-            callback = lambda _locals, _globals: True
+            callback = _keepGoing
         dist.init_process_group("gloo", init_method=dist_url, rank=rank, world_size=world_size)
         self.rank, self.world_size = rank, world_size
         try:

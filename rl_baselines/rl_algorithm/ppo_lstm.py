@@ -12,8 +12,8 @@ import numpy as np
 from sb3_contrib import RecurrentPPO
 
 from rl_baselines.base_classes import StableBaselinesRLObject
-from rl_baselines.cli import UsageError
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from srl_toolbox.cli import UsageError
 
 
 class PPOLSTMModel(StableBaselinesRLObject):

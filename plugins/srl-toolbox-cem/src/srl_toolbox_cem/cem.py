@@ -31,11 +31,11 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
+from rl_baselines.algo_types import ActionType, AlgoType  # not rl_baselines.registry: it imports the plugins
 from rl_baselines.base_classes import BaseRLObject
 from rl_baselines.cli import UsageError
 from rl_baselines.files import atomicPath
 from rl_baselines.hyperparams import FRACTION, NON_NEGATIVE, POSITIVE, Hyperparam
-from rl_baselines.algo_types import ActionType, AlgoType  # not rl_baselines.registry: it imports the plugins
 
 NAME = "cem"
 # Model file layout version, inside the file (independent of the contract's API_VERSION)

@@ -1,0 +1,209 @@
+"""Command-line plumbing of every srl-toolbox command: one parser class, one-line errors with exit code 2.
+
+- :class:`CLIParser`: an ``argparse.ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage
+  block) and which offers ``--version``;
+- :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2,
+  and warnings as one ``warning: ...`` line;
+- argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
+  :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`) and :func:`checkWritableFolder`;
+- shared argument groups (:func:`addSeedArgument`, :func:`addProgressArgument`, :func:`addVisdomArguments`), so that a
+  flag means the same in every command.
+
+Invariant: validation raises before anything is written; nothing here writes a file.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from srl_toolbox import __version__
+
+USAGE_EXIT_CODE = 2
+# Seeds are what numpy.random.seed accepts (SB3 seeds numpy, random and torch with the same number).
+MAX_SEED = 2**32 - 1
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line on stderr, exit code 2."""
+
+
+class CLIParser(argparse.ArgumentParser):
+    """
+    An ArgumentParser whose errors are one line (no usage block) and exit with code 2. A parser with ``-h`` also
+    has ``--version`` (srl-toolbox's version; parsers built without help are internal first passes).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self.add_help:
+            self.add_argument("--version", action="version", version=f"%(prog)s (srl-toolbox {__version__})",
+                              help="print the srl-toolbox version and exit")
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> NoReturn:
+    """
+    Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2.
+
+    :param main: the command's main function
+    :param argv: its arguments (default: sys.argv[1:])
+    """
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+    try:
+        code = main(argv)
+    except UsageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(USAGE_EXIT_CODE)
+    sys.exit(code or 0)
+
+
+def positiveInt(raw: str) -> int:
+    """
+    argparse type: an integer > 0 (scientific notation such as 1e3 accepted).
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+    if not value.is_integer() or value <= 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
+    return int(value)
+
+
+def seedNumber(raw: str) -> int:
+    """
+    argparse type: a random seed, an integer in 0..2**32-1.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    try:
+        value = int(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not an integer") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"{raw!r} is out of range: a seed is 0..{MAX_SEED} (2**32-1)")
+    return value
+
+
+def intInRange(low: int, high: int | None = None) -> Callable[[str], int]:
+    """
+    An argparse type: an integer in ``low..high`` (no upper bound when ``high`` is None).
+
+    :param low: the smallest value accepted
+    :param high: the largest value accepted, or None
+    :return: the type function (its errors name the value and the range)
+    """
+    span = f"{low}..{high}" if high is not None else f">= {low}"
+
+    def parse(raw: str) -> int:
+        try:
+            value = int(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{raw!r} is not an integer ({span})") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{raw!r} is out of range ({span})")
+        return value
+
+    parse.__name__ = f"integer {span}"
+    return parse
+
+
+def checkWritableFolder(folder: str, flag: str) -> None:
+    """
+    Refuse an output folder that cannot be written, before any work: a file in its path, or a folder (or, when it is
+    still to be made, its nearest existing parent) that refuses new files. The check creates a nameless temporary
+    file and leaves nothing behind; it also catches what ``os.access`` misses (root on a read-only or immutable
+    folder).
+
+    :param folder: the folder the command will write into (made later if missing)
+    :param flag: the option that gave it, for the message (e.g. ``--log-dir``)
+    :raises UsageError: the folder cannot be written
+    """
+    existing = os.path.abspath(folder)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise UsageError(f"{flag} {folder!r}: {existing!r} is a file, not a folder")
+    try:
+        with tempfile.TemporaryFile(dir=existing, prefix=".write_check"):
+            pass
+    except OSError as error:
+        where = "" if existing == os.path.abspath(folder) else f" (its parent {existing!r})"
+        raise UsageError(f"{flag} {folder!r}{where} is not writable: {error.strerror or error}") from None
+
+
+def nonNegativeInt(raw: str) -> int:
+    """
+    argparse type: an integer >= 0.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    if raw.strip() == "0":
+        return 0
+    return positiveInt(raw)
+
+
+def portNumber(raw: str) -> int:
+    """
+    argparse type: a TCP port in 1..65535.
+
+    :param raw: the command-line string
+    :return: the port
+    """
+    value = positiveInt(raw)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a port number (1..65535)")
+    return value
+
+
+# --- shared argument groups: a flag means the same in every command ------------------------------------------------
+
+DEFAULT_VISDOM_PORT = 8097
+
+
+def addSeedArgument(parser: argparse.ArgumentParser, help: str = "random seed [0]", default: int | None = 0) -> None:
+    """
+    ``--seed``: what numpy.random.seed accepts (0..2**32-1), checked before anything is written.
+
+    :param parser: the command's parser
+    :param help: the flag's help text (it should say what the seed drives and the default)
+    :param default: the default seed (None: the command picks)
+    """
+    parser.add_argument("--seed", type=seedNumber, default=default, help=help)
+
+
+def addProgressArgument(parser: argparse.ArgumentParser, help: str = "no progress bar") -> None:
+    """
+    ``--no-progress``: no progress bar (for logs and CI); the command still prints one line when it ends.
+
+    :param parser: the command's parser
+    :param help: the flag's help text
+    """
+    parser.add_argument("--no-progress", action="store_true", help=help)
+
+
+def addVisdomArguments(parser: argparse.ArgumentParser, no_vis: bool = True,
+                       port_help: str = f"visdom server port [{DEFAULT_VISDOM_PORT}]") -> None:
+    """
+    ``--port`` (the visdom server's) and, when ``no_vis``, ``--no-vis`` (no live plots). A server that is not
+    running costs one warning, never the command.
+
+    :param parser: the command's parser
+    :param no_vis: whether to add ``--no-vis``
+    :param port_help: the help text of ``--port``
+    """
+    if no_vis:
+        parser.add_argument("--no-vis", action="store_true", help="no live visdom plots")
+    parser.add_argument("--port", type=portNumber, default=DEFAULT_VISDOM_PORT, help=port_help)

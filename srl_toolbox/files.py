@@ -1,0 +1,108 @@
+"""Atomic file writes: every save goes to a temporary file in the same folder, then is renamed over the target.
+
+Every package saves through these (the dataset generator, srl_models, the RL runs, the replay tools), so they live in
+srl_toolbox, the bottom of the dependency order. Invariant: a reader sees either the old file or the new one, never a
+partial write.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+# Permissions asked for when the temporary file is created: the umask then applies, so the file ends with the mode
+# that open(path, "w") would have given it (tempfile.mkstemp's files are private, 0o600).
+_NEW_FILE_MODE = 0o666
+
+
+@contextlib.contextmanager
+def atomicPath(path: str) -> Iterator[str]:
+    """
+    Yield a temporary path beside ``path``; on success it replaces ``path`` in one rename, on error it is removed.
+
+    :param path: the final file path
+    :return: a context manager yielding the temporary path (it keeps the final path's extension)
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    os.makedirs(folder, exist_ok=True)
+    tmp_path = _createTemporary(folder, os.path.basename(path))
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    finally:
+        if os.path.exists(tmp_path):
+            os.remove(tmp_path)
+
+
+def _createTemporary(folder: str, name: str) -> str:
+    """
+    Create an empty, unique temporary file ``.<base>.<random>.tmp<ext>`` in ``folder``: hidden, marked ``.tmp``, and
+    ending with the final name's extension, since matplotlib, imageio, OpenCV, np.savez and SB3 pick the format (or
+    add a suffix) from it.
+
+    :param folder: the final file's folder
+    :param name: the final file's name
+    :return: the temporary file's path
+    :raises FileExistsError: no free name after many tries (not expected: 32 random bits each)
+    """
+    base, ext = os.path.splitext(name)
+    for _ in range(100):
+        tmp_path = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp{ext}")
+        try:
+            os.close(os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _NEW_FILE_MODE))
+        except FileExistsError:
+            continue
+        return tmp_path
+    raise FileExistsError(f"no free temporary name for {name} in {folder}")
+
+
+def writeJson(path: str, data: Any, sort_keys: bool = True) -> None:
+    """
+    Write ``data`` as indented JSON, atomically.
+
+    :param path: destination file
+    :param data: JSON-serialisable object
+    :param sort_keys: sort the keys (False where their order means something, like a model's losses)
+    """
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=2, sort_keys=sort_keys)
+        handle.write("\n")
+
+
+def writeNpz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
+    """
+    Write arrays to an uncompressed npz file, atomically (uncompressed: buffers and datasets can be large, and
+    this is fast).
+
+    :param path: destination file (written through a file object, so np.savez adds no ``.npz`` to it)
+    :param arrays: name -> array
+    """
+    with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def readJson(path: str) -> Any:
+    """
+    :param path: a JSON file
+    :return: its content
+    """
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def sha256File(path: str) -> str:
+    """
+    :param path: a file
+    :return: the SHA-256 of its content, in hex (read in blocks: model and buffer files can be large)
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
