@@ -29,7 +29,7 @@ RL_ALGORITHMS = [
     "ppo2 = rl_baselines.rl_algorithm.ppo2:PPO2Model",
     "ppo_lstm = rl_baselines.rl_algorithm.ppo_lstm:PPOLSTMModel",
     "qrdqn = rl_baselines.rl_algorithm.qrdqn:QRDQNModel",
-    "random_agent = rl_baselines.random_agent:RandomAgentModel",
+    "random_agent = rl_baselines.rl_algorithm.random_agent:RandomAgentModel",
     "sac = rl_baselines.rl_algorithm.sac:SACModel",
     "td3 = rl_baselines.rl_algorithm.td3:TD3Model",
     "tqc = rl_baselines.rl_algorithm.tqc:TQCModel",
@@ -114,7 +114,7 @@ setup(
         "srl_toolbox.srl_models": SRL_MODELS,
         # environments.dataset_generator --policy RUN loads a trained agent through this name (environments never
         # imports rl_baselines).
-        "srl_toolbox.policy_loaders": ["run = rl_baselines.run_policy:loadRunPolicy"],
+        "srl_toolbox.policy_loaders": ["run = rl_baselines.runs.run_policy:loadRunPolicy"],
         "console_scripts": ["srl-visdom = replay.visdom_server:main"],
     },
 )

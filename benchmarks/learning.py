@@ -321,7 +321,7 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
     :param plugin_dir: folder holding the benchmark's package metadata (put on PYTHONPATH)
     :return: the result
     """
-    from rl_baselines.monitor_files import loadEpisodes
+    from rl_baselines.runs.monitor_files import loadEpisodes
 
     log_dir = os.path.join(scratch, f"{case.algo}_{case.env}_{'c' if case.continuous else 'd'}_{seed}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_dir, ROOT, os.environ.get("PYTHONPATH", "")])}
@@ -536,7 +536,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.last_episodes < 1:
         parser.error("--jobs and --last-episodes must be positive")
-    from rl_baselines.registry import registered_rl
+    from rl_baselines.core.registry import registered_rl
 
     cases, notes = selectCases(args.algos, set(registered_rl))
     for note in notes:

@@ -277,9 +277,9 @@ class Settings:
     def specs(self, plan: EnvPlan) -> list[Any]:
         """
         :param plan: an env's plan
-        :return: the pipeline's run specs (rl_baselines.sweep.RunSpec, with their run ids) of this configuration
+        :return: the pipeline's run specs (rl_baselines.sweeps.sweep.RunSpec, with their run ids) of this configuration
         """
-        from rl_baselines.sweep import expandGrid
+        from rl_baselines.sweeps.sweep import expandGrid
 
         return expandGrid([ALGO], [plan.env], self.observations, range(self.first_seed, self.first_seed + self.seeds),
                           self.trainFlags(plan), os.path.join(ROOT, self.runs_dir), ROOT)
@@ -296,7 +296,7 @@ def finishedRunFolders(specs: Sequence[Any]) -> list[str]:
     :param specs: run specs
     :return: the folders of those that finished (done.json), in spec order
     """
-    from rl_baselines.sweep import finishedFolder
+    from rl_baselines.sweeps.sweep import finishedFolder
 
     return [folder for spec in specs if (folder := finishedFolder(spec)) is not None]
 
@@ -413,8 +413,8 @@ def loadRun(folder: str) -> RunRecord:
     :raises OSError, ValueError, KeyError: args.json is missing or unreadable, or evaluations.npz is malformed
     """
     from replay.results import Run
-    from rl_baselines.evaluation import readEvaluations
-    from rl_baselines.monitor_files import loadEpisodes
+    from rl_baselines.runs.evaluation import readEvaluations
+    from rl_baselines.runs.monitor_files import loadEpisodes
     from srl_toolbox.files import readJson
 
     args = readJson(os.path.join(folder, "args.json"))
@@ -875,7 +875,7 @@ def missingRuns(specs: Sequence[Any]) -> dict[str, int]:
     :param specs: an env's run specs
     :return: observation -> runs not finished yet
     """
-    from rl_baselines.sweep import finishedFolder
+    from rl_baselines.sweeps.sweep import finishedFolder
 
     missing: dict[str, int] = {}
     for spec in specs:

@@ -106,8 +106,8 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-    from rl_baselines import train
-    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
+    from rl_baselines.runs import train
 
     timers = Timers()
     # The encoder's step_wait calls the raw env's step_wait: env time = raw step_wait, encoder time = encode.
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     import torch
 
     torch.set_num_threads(1)  # as the train command does
-    from rl_baselines.srl_encoder import encoderDevice
+    from rl_baselines.envs.srl_encoder import encoderDevice
 
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoderDevice()}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

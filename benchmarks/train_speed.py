@@ -34,7 +34,7 @@ WINDOW = 100
 
 def timeToolbox(steps: int, log_dir: str) -> float:
     """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process)"""
-    from rl_baselines import train
+    from rl_baselines.runs import train
 
     start = time.perf_counter()
     code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
@@ -66,7 +66,7 @@ def stepsToTarget(seed: int, budget: int, log_dir: str) -> tuple[int | None, flo
     """
     :return: (env steps when the 100-episode mean reward first reached 150, or None; final 100-episode mean)
     """
-    from rl_baselines.monitor_files import loadEpisodes
+    from rl_baselines.runs.monitor_files import loadEpisodes
 
     subprocess.run([sys.executable, "-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV_ID, "--srl-model",
                     "ground_truth", "--num-timesteps", str(budget), "--log-dir", log_dir, "--seed", str(seed),

@@ -1,6 +1,6 @@
 """Reading a dataset written by ``python -m environments.dataset_generator`` (docs/architecture.md).
 
-Both behaviour cloning (rl_baselines.pretrain) and SRL training (srl_models) read datasets, and both sit above
+Both behaviour cloning (rl_baselines.runs.pretrain) and SRL training (srl_models) read datasets, and both sit above
 environments in the dependency order, so the reader lives here, beside the writer.
 
 Arrays a dataset may lack (an srl-zoo dataset recorded elsewhere, say) are None: each consumer checks for what it
@@ -12,6 +12,7 @@ import json
 import os
 from typing import Any
 
+import cv2
 import numpy as np
 
 DATA_FILE = "preprocessed_data.npz"
@@ -150,7 +151,6 @@ class Dataset:
         :return: uint8 (n, H, W, C) RGB images, C = 6 for two-camera datasets (views stacked on channels)
         :raises ValueError: an image is missing or unreadable
         """
-        import cv2
 
         self.require("images_path", purpose="image loading")
         stems = self.arrays["images_path"] if indices is None else self.arrays["images_path"][np.asarray(indices)]

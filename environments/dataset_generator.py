@@ -40,8 +40,11 @@ import warnings
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+import cv2
 import numpy as np
+from tqdm import tqdm
 
+from environments import getEnvClass, registered_env
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -65,7 +68,7 @@ FORMAT_VERSION = 1
 MIN_IMAGE_SIDE = 16
 SETTINGS_FILE = "generation.json"
 EPISODES_FOLDER = "episodes"
-# The entry-point group of the loaders of trained agents (`run`: rl_baselines.run_policy.loadRunPolicy).
+# The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
 POLICY_LOADERS = "srl_toolbox.policy_loaders"
 LOCK_FILE = ".lock"
 IMAGE_FORMATS = ("jpg", "png")
@@ -146,7 +149,6 @@ def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
     :return: (the generation spec, the env class, the loaded agent for ``--policy RUN`` or None)
     :raises UsageError: on any bad input, with a one-line message
     """
-    from environments import getEnvClass, registered_env
 
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
@@ -271,7 +273,6 @@ def writeImage(path_stem: str, observation: np.ndarray, image_format: str) -> No
     :param observation: uint8 (H, W, 3) or (H, W, 6), RGB
     :param image_format: "jpg" or "png"
     """
-    import cv2
 
     channels = observation.shape[-1]
     if channels == 3:
@@ -333,7 +334,6 @@ _worker: dict[str, Any] = {}
 
 def makeEnv(spec: GenerationSpec) -> Any:
     """:return: a new env built from the spec"""
-    from environments import getEnvClass
 
     kwargs = dict(spec.env_kwargs)
     kwargs["img_shape"] = tuple(kwargs["img_shape"])
@@ -596,7 +596,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     num_cpu = min(args.num_cpu, max(1, len(todo)))
     progress = None
     if not args.no_progress:
-        from tqdm import tqdm
 
         progress = tqdm(total=spec.num_episodes, initial=len(done), unit="episode", desc=spec.name, file=sys.stderr)
     frames = 0

@@ -17,6 +17,9 @@ import os
 import sys
 from collections.abc import Sequence
 
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
 from replay.results import (
     aggregateCurves,
     aggregateEvaluations,
@@ -60,8 +63,6 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     :param x_label: the x axis label
     :param y_label: the y axis label
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     figure = Figure(figsize=(9, 5.5), dpi=100)
     FigureCanvasAgg(figure)

@@ -7,6 +7,8 @@ import glob
 import os
 from collections.abc import Sequence
 
+from replay import enjoy_baselines
+from rl_baselines.runs import train
 from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
 
 
@@ -22,8 +24,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     addSeedArgument(parser, help="random seed [0]")
     args: argparse.Namespace = parser.parse_args(argv)
 
-    from replay import enjoy_baselines
-    from rl_baselines import train
 
     env_id, srl_model, algo = "MobileRobotGymEnv-v0", "ground_truth", "ppo2"
     print(f"Training {algo} on {env_id} ({srl_model}) for {args.num_timesteps} steps. To watch the curve live, run "

@@ -14,8 +14,17 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+import cv2
+import gymnasium as gym
 import numpy as np
+import torch
+from PIL import Image
+from stable_baselines3.common.utils import set_random_seed
 
+from environments import getEnvClass
+from replay.replay_plots import ReplayPlotting, ReplayVisdom
+from rl_baselines.runs.run_folder import loadRun
+from rl_baselines.runs.run_policy import readRunArgs
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -26,6 +35,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
+from srl_toolbox.files import atomicPath
 
 VIDEO_FORMATS = (".gif", ".mp4")
 
@@ -66,8 +76,7 @@ def loadRunArgs(run_dir: str) -> argparse.Namespace:
     :return: the run's arguments
     :raises UsageError: the folder holds no run
     """
-    # Shared with the dataset generator's --policy (rl_baselines.run_policy), which reads run folders too.
-    from rl_baselines.run_policy import readRunArgs
+    # Shared with the dataset generator's --policy (rl_baselines.runs.run_policy), which reads run folders too.
 
     try:
         return readRunArgs(run_dir, "--log-dir")
@@ -84,17 +93,14 @@ def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
     :param fps: frames per second
     :return: the path written
     """
-    from srl_toolbox.files import atomicPath
 
     with atomicPath(path) as tmp_path:
         if path.lower().endswith(".gif"):
-            from PIL import Image
 
             images = [Image.fromarray(frame) for frame in frames]
             images[0].save(tmp_path, format="GIF", save_all=True, append_images=images[1:],
                            duration=int(1000 / fps), loop=0)
         else:
-            import cv2
 
             height, width = frames[0].shape[:2]
             writer = cv2.VideoWriter(tmp_path, cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
@@ -114,7 +120,6 @@ def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) 
     :param min_width: frames narrower than this are enlarged to at least this width
     :return: the captioned frame, (H' + band, W', 3) uint8
     """
-    import cv2
 
     factor = -(-min_width // frame.shape[1])  # ceiling division
     if factor > 1:
@@ -142,10 +147,7 @@ def makePlotting(args: argparse.Namespace, train_args: argparse.Namespace, agent
     :return: a replay.replay_plots.ReplayPlotting for the first env, live in the visdom environment
         ``replay_<env>_<srl-model>_<algo>_<run folder name>`` unless ``--no-vis``
     """
-    import gymnasium as gym
 
-    from environments import getEnvClass
-    from replay.replay_plots import ReplayPlotting, ReplayVisdom
 
     title = f"{train_args.algo} {train_args.env} {train_args.srl_model}"
     visdom = None
@@ -184,12 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.video:
         checkWritableFolder(os.path.dirname(os.path.abspath(args.video)), "--video")
 
-    import torch
-    from stable_baselines3.common.utils import set_random_seed
 
     torch.set_num_threads(1)
     set_random_seed(args.seed)  # Python, NumPy and torch: the agent's sampled actions repeat with the seed
-    from rl_baselines.run_folder import loadRun
 
     try:
         run = loadRun(run_dir, args.model, args.srl_model_path, train_args=train_args)

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from replay.results import (
     DEFAULT_THRESHOLDS,
@@ -132,7 +133,6 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
     :param training_rewards: use the training episodes even for methods whose runs all have evaluations
     :return: one row per (budget, method); ``source`` says whether its rewards are evaluations or training episodes
     """
-    from scipy import stats
 
     groups = groupRuns(runs, group_by)
     dimension = welchDimension(welch, runs) if welch is not None else None

@@ -24,10 +24,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from tqdm import tqdm
 
 from replay.results import loadRunEvaluations
-from rl_baselines.monitor_files import MONITOR_SUFFIX, loadEpisodes
-from rl_baselines.visualize import movingAverage
+from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, loadEpisodes
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -37,6 +39,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.files import atomicPath, readJson
+from srl_toolbox.plots import _quietVisdom, _visdomClientClass, movingAverage
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
@@ -102,15 +105,13 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     """
     Write the two learning curves of a run as one PNG, atomically. Needs no display.
 
-    :param episodes: arrays ``timesteps``, ``rewards``, ``times`` of :func:`rl_baselines.monitor_files.loadEpisodes`
+    :param episodes: arrays ``timesteps``, ``rewards``, ``times`` of :func:`rl_baselines.runs.monitor_files.loadEpisodes`
     :param window: episodes of the moving average
     :param path: the PNG file (its folder is created)
     :param title: figure title
     :param evaluations: the run's evaluations.npz arrays (drawn on the env-steps panel), None for none
     :return: ``path``
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     rewards = episodes["rewards"]
     smoothed = movingAverage(rewards, window)
@@ -176,7 +177,6 @@ class VisdomRunPlots:
         if not self.enabled:
             return
         # visualize's bounded client (its requests time out) and quiet context: the live plots use the same
-        from rl_baselines.visualize import _quietVisdom, _visdomClientClass
 
         rewards = episodes["rewards"]
         smoothed = movingAverage(rewards, window)
@@ -265,7 +265,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run_dir in empty:
         print(f"skipped {run_dir}: no finished episode yet")
 
-    from tqdm import tqdm
 
     visdom = VisdomRunPlots(args.port, args.vis_env) if args.vis else None
     for run_dir, episodes in tqdm(loaded, unit="run", disable=len(loaded) < 2, leave=False):

@@ -23,9 +23,15 @@ import re
 from typing import Any
 
 import numpy as np
+from matplotlib import colormaps
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import Normalize
+from matplotlib.figure import Figure
+
+from srl_toolbox.files import atomicPath
 
 # Private helpers of the learning-curve plotter, reused so that every plotter connects, subsamples and reports alike.
-from rl_baselines.visualize import VisdomPlotter, _describe, _quietVisdom, _subsample
+from srl_toolbox.plots import VisdomPlotter, _describe, _quietVisdom, _subsample
 
 ACTION_PROBA_PNG = "action_proba.png"
 TRAJECTORY_PNG = "trajectory.png"
@@ -41,7 +47,6 @@ def rewardColours(rewards: np.ndarray) -> np.ndarray:
     :return: (n, 3) uint8 RGB colours of the rewards on COLOUR_MAP, scaled from the lowest to the highest reward
         (the same colours as the PNG's)
     """
-    from matplotlib import colormaps
 
     rewards = np.asarray(rewards, dtype=np.float64)
     low, high = rewardRange(rewards)
@@ -66,7 +71,6 @@ def _savePng(figure: Any, path: str) -> str:
     :param path: the PNG to replace, atomically
     :return: ``path``
     """
-    from srl_toolbox.files import atomicPath
 
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
@@ -74,8 +78,6 @@ def _savePng(figure: Any, path: str) -> str:
 
 
 def _newFigure(width: float, height: float) -> Any:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     figure = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(figure)
@@ -334,7 +336,6 @@ def saveTrajectoryPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
     :param title: title prefix
     :return: ``path``
     """
-    from matplotlib.colors import Normalize
 
     points = trace.points()
     rewards = np.asarray(trace.rewards, dtype=np.float64)

@@ -6,7 +6,7 @@ Runs are grouped into methods by (env, srl-model, algo) and, optionally, more ar
 seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
 
 A run trained with ``--eval-freq`` also carries its deterministic evaluations (``evaluations.npz``, SB3's
-EvalCallback keys, read by rl_baselines.evaluation.readEvaluations): :attr:`Run.evaluations`, None without them.
+EvalCallback keys, read by rl_baselines.runs.evaluation.readEvaluations): :attr:`Run.evaluations`, None without them.
 """
 from __future__ import annotations
 
@@ -18,11 +18,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
-from rl_baselines.monitor_files import loadEpisodes
-from rl_baselines.sweep import FAILED_FILE
+from rl_baselines.runs.evaluation import readEvaluations
+from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.sweeps.sweep import FAILED_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath, readJson
+from srl_toolbox.plots import movingAverage
 
 # Folders never walked into: the trials of a hyperparameter search are not seeds of one method.
 SKIPPED_FOLDERS = ("hyperparam_search",)
@@ -111,7 +114,6 @@ def loadRunEvaluations(folder: str) -> dict[str, np.ndarray] | None:
     :param folder: a run folder
     :return: its evaluations.npz arrays, None when it has none or they are unreadable (with a warning)
     """
-    from rl_baselines.evaluation import readEvaluations
 
     try:
         evaluations = readEvaluations(folder)
@@ -182,7 +184,6 @@ def meanInterval(samples: Sequence[float], level: float = 0.95) -> tuple[float, 
     mean = float(values.mean())
     if values.size < 2:
         return mean, math.nan, math.nan, math.nan
-    from scipy import stats
 
     std = float(values.std(ddof=1))
     half = float(stats.t.ppf(0.5 + level / 2, values.size - 1)) * std / math.sqrt(values.size)
@@ -195,7 +196,6 @@ def trailingMean(rewards: np.ndarray, window: int) -> np.ndarray:
     :param window: episodes averaged
     :return: ``out[i]`` = mean of the last ``window`` rewards up to episode i (fewer at the start)
     """
-    from rl_baselines.visualize import movingAverage
 
     return movingAverage(rewards, window)
 
@@ -254,7 +254,6 @@ def bandOverSeeds(y: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.nd
     mean = y.mean(axis=0)
     if y.shape[0] < 2:
         return mean, mean.copy(), mean.copy()
-    from scipy import stats
 
     half = stats.t.ppf(0.5 + level / 2, y.shape[0] - 1) * y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
     return mean, mean - half, mean + half

@@ -16,6 +16,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from environments import getEnvClass
+from replay import enjoy_baselines
+from rl_baselines.runs import train
+from srl_models import explore_latent, prepare
 from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
 
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -29,7 +33,6 @@ def randomMeanReward(env_id: str, episodes: int, seed: int) -> float:
     :param seed: seed of the env and of the actions
     :return: their mean episode reward (the baseline the agent must beat)
     """
-    from environments import getEnvClass
 
     env = getEnvClass(env_id)(srl_model="ground_truth")
     env.action_space.seed(seed)
@@ -64,9 +67,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="further srl_models.prepare flags (e.g. --episodes 2 --epochs 1), last on the line")
     args: argparse.Namespace = parser.parse_args(argv)
 
-    from replay import enjoy_baselines
-    from rl_baselines import train
-    from srl_models import prepare
 
     config_file = os.path.join(args.log_dir, "srl_models.yaml")
     print(f"Step 1/3: dataset and VAE for {ENV_ID} (srl_models.prepare)", flush=True)
@@ -75,7 +75,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                             "--srl-config-file", config_file, *args.prepare_args])
     model_folder = rows[0]["folder"]
     latent_grid = os.path.join(model_folder, "latent_grid_0_1.png")
-    from srl_models import explore_latent
 
     explore_latent.main(["--model-folder", model_folder, "--output", latent_grid, "--no-progress"])
 

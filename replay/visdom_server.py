@@ -28,6 +28,7 @@ import urllib.error
 import urllib.request
 from typing import IO, NoReturn
 
+from replay.visdom_static import missingFiles
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
 
 DEFAULT_PORT = 8097
@@ -127,7 +128,7 @@ def _staticHandlerClass() -> type:
     :return: tornado's StaticFileHandler whose ``static_url`` links paths outside the static folder (visdom's page
         asks for ``../user/style.css``, served by visdom's own user handler) without reading them for a version hash
     """
-    from tornado.web import StaticFileHandler
+    from tornado.web import StaticFileHandler  # with visdom.server below: imported only when a server starts
 
     class _VisdomStaticHandler(StaticFileHandler):
         @classmethod
@@ -142,7 +143,6 @@ def _browserScriptsMissing() -> list[str]:
     """
     :return: the browser files of visdom's page that are not installed (empty when the page is complete)
     """
-    from replay.visdom_static import missingFiles
 
     return missingFiles()
 
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> None:
 
     _checkBindable(args.port, args.hostname)
     # Imported here so that `--help` and argument errors stay fast
-    from visdom.server import app as visdom_app
+    from visdom.server import app as visdom_app  # heavy (tornado app, its handlers): only when a server starts
 
     # visdom's page template links "../user/style.css" through static_url, which tornado >= 6.6 refuses (HTTP 403
     # on the whole page) because the path leaves the static folder: link it without a version hash instead.

@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import urllib.error
+import urllib.request
 from collections.abc import Sequence
 
 from srl_toolbox.cli import CLIParser, UsageError, runCommand
@@ -126,7 +128,7 @@ def staticFolder() -> str:
     """
     :return: the ``static`` folder of the installed visdom package (where its server looks for the scripts)
     """
-    from visdom.utils.shared_utils import get_visdom_path
+    from visdom.utils.shared_utils import get_visdom_path  # visdom is imported only when its files are installed
 
     return get_visdom_path("static")
 
@@ -161,8 +163,6 @@ def _registryDownload(packages: Sequence[str], destination: str, registry: str) 
     :return: package name -> tarball path
     :raises RuntimeError: the registry is unreachable (one line)
     """
-    import urllib.error
-    import urllib.request
 
     tarballs: dict[str, str] = {}
     for name in packages:

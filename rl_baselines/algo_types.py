@@ -1,17 +1,4 @@
-"""The kinds of algorithm and action, kept apart from the registry so that base_classes can use them without a cycle."""
-import enum
+"""Re-export shim (published path): this module's contents live in :mod:`rl_baselines.core.algo_types`."""
+from rl_baselines.core.algo_types import ActionType, AlgoType
 
-
-class AlgoType(enum.Enum):
-    """What kind of learner an algorithm is."""
-
-    REINFORCEMENT_LEARNING = 1
-    EVOLUTION_STRATEGIES = 2
-    OTHER = 3
-
-
-class ActionType(enum.Enum):
-    """The action spaces an algorithm can act in."""
-
-    DISCRETE = 1
-    CONTINUOUS = 2
+__all__ = ["ActionType", "AlgoType"]

@@ -2,7 +2,7 @@
 
 Every function goes through the same code as the commands: a configuration is a ``python -m rl_baselines.train``
 command line, parsed and checked by that command's parser and ``validate``; training runs the command's own
-``trainCommand``; loading and replay share rl_baselines.run_folder with ``python -m replay.enjoy_baselines``. Hence:
+``trainCommand``; loading and replay share rl_baselines.runs.run_folder with ``python -m replay.enjoy_baselines``. Hence:
 
 - bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
 - process-wide settings are left as the caller set them: torch's thread count unless ``torch_threads`` is given, and
@@ -22,8 +22,19 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rl_baselines.run_folder import LoadedRun
-from rl_baselines.train import TrainResult
+import numpy as np
+from stable_baselines3.common.utils import set_random_seed
+
+from environments import getEnvClass, registered_env
+from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
+from rl_baselines.core.training_state import captureGlobalRNG, restoreGlobalRNG
+from rl_baselines.runs import train
+from rl_baselines.runs.resume import checkPlan
+from rl_baselines.runs.run_folder import LoadedRun, playEpisodes
+from rl_baselines.runs.run_folder import loadRun as loadRunFolder
+from rl_baselines.runs.train import TrainResult, trainCommand
+from srl_models.base import SRLType
+from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainResult", "UsageError", "evaluateAgent", "listAlgorithms",
@@ -100,7 +111,6 @@ def _parserFor(argv: list[str]) -> argparse.ArgumentParser:
     :return: the train command's parser with the algorithm's own flags
     :raises UsageError: unknown algorithm, or a run that cannot be resumed
     """
-    from rl_baselines import train
 
     _, _, algo_class = train.parseCommand(argv)
     parser = train.baseParser()
@@ -153,15 +163,12 @@ def _check(argv: list[str]) -> argparse.Namespace:
     :return: them parsed and validated by the command's own code (nothing is written)
     :raises UsageError: bad input
     """
-    from rl_baselines import train
-    from rl_baselines.registry import registered_rl
 
     args, plan, algo_class = train.parseCommand(argv)
     if plan is not None and plan.state == "finished":
         return args
     train.validate(args, registered_rl)
     if plan is not None:
-        from rl_baselines.resume import checkPlan
 
         checkPlan(plan, args, algo_class)
     return args
@@ -178,7 +185,6 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint)
     :raises UsageError: bad input, raised before anything is written
     """
-    from rl_baselines.train import trainCommand
 
     if config is None:
         config = makeConfig(**options)
@@ -198,7 +204,6 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
         ``makeEnv(num_envs=1, seed=0)``, the env it acts on
     :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, SRL model changed
     """
-    from rl_baselines.run_folder import loadRun as loadRunFolder
 
     try:
         return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir")
@@ -213,7 +218,6 @@ def _loadedRun(run: str | os.PathLike | LoadedRun | TrainResult) -> LoadedRun:
     if isinstance(run, TrainResult):
         if run.model is None:  # a resumed run that had already finished
             return loadRun(run.run_dir)
-        from rl_baselines.registry import registered_rl
 
         return LoadedRun(run.run_dir, run.args, registered_rl[run.args.algo][0], run.model, run.run_dir,
                          getattr(run.args, "srl_model_path", None))
@@ -234,11 +238,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     :return: mean and standard deviation of the episode rewards, and each episode's reward and length
     :raises UsageError: bad input, or a run folder that cannot be loaded
     """
-    import numpy as np
-    from stable_baselines3.common.utils import set_random_seed
 
-    from rl_baselines.run_folder import playEpisodes
-    from rl_baselines.training_state import captureGlobalRNG, restoreGlobalRNG
 
     for name, value in (("episodes", episodes), ("num_envs", num_envs)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -268,7 +268,6 @@ def listAlgorithms(action: str | None = None) -> list[str]:
     :return: the names of the registered algorithms (``algo``)
     :raises UsageError: unknown action kind
     """
-    from rl_baselines.registry import ActionType, registered_rl, supportingAlgorithms
 
     if action is None:
         return list(registered_rl)
@@ -279,7 +278,6 @@ def listAlgorithms(action: str | None = None) -> list[str]:
 
 def listEnvs() -> list[str]:
     """:return: the ids of the registered envs (``env``), sorted"""
-    from environments import registered_env
 
     return sorted(registered_env)
 
@@ -292,12 +290,9 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
     :return: the names of the registered SRL models (``srl_model``)
     :raises UsageError: unknown env
     """
-    from srl_models.base import SRLType
-    from srl_models.registry import registered_srl
 
     offered = None
     if env is not None:
-        from environments import getEnvClass, registered_env
 
         if env not in registered_env:
             raise UsageError(f"unknown --env {env!r}; valid choices: {', '.join(sorted(registered_env))}")

@@ -1,5 +1,5 @@
 """``python -m rl_baselines.check_plugin ALGO``: check that an algorithm keeps the contract of
-rl_baselines.base_classes.BaseRLObject, the way gymnasium's ``check_env`` checks an env.
+rl_baselines.core.base.BaseRLObject, the way gymnasium's ``check_env`` checks an env.
 
 The same checks run from a plugin's own tests with :func:`checkPlugin` (it raises :class:`PluginCheckError`, an
 AssertionError, naming the first broken rule). Each action type the algorithm declares is checked on a real env,
@@ -29,9 +29,21 @@ import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
-from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, positiveInt, runCommand
+from environments import getEnvClass, registered_env
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.checkpointing import readManifest
+from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.registry import failed_plugins, registered_rl
+from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
+from rl_baselines.runs import train
+from srl_models.registry import learnedModels
+from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.files import readJson
+from srl_toolbox.plugins import apiMajor
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 DEFAULT_SRL_MODEL = "ground_truth"
@@ -56,14 +68,10 @@ def checkClass(algo_class: type) -> list[str]:
     :return: the checks passed, one line each
     :raises PluginCheckError: the first rule broken
     """
-    from rl_baselines.algo_types import ActionType
-    from rl_baselines.base_classes import BaseRLObject
-    from rl_baselines.hyperparams import Hyperparam
-    from srl_toolbox.plugins import apiMajor
 
     passed = []
     if not isinstance(algo_class, type) or not issubclass(algo_class, BaseRLObject):
-        _fail(f"{algo_class!r} is not a subclass of rl_baselines.base_classes.BaseRLObject")
+        _fail(f"{algo_class!r} is not a subclass of rl_baselines.core.base.BaseRLObject")
     if apiMajor(algo_class.API_VERSION) != apiMajor(BaseRLObject.API_VERSION):
         _fail(f"API_VERSION {algo_class.API_VERSION!r} is not major version {BaseRLObject.API_VERSION}")
     types = algo_class.ACTION_TYPES
@@ -131,7 +139,6 @@ def _trainArgs(name: str, folder: str, env: str, srl_model: str, continuous: boo
 
 def _train(argv: list[str]) -> str:
     """:return: the run folder of ``python -m rl_baselines.train argv``, run in this process (output kept quiet)"""
-    from rl_baselines import train
 
     output = io.StringIO()
     try:
@@ -146,7 +153,6 @@ def _train(argv: list[str]) -> str:
 
 
 def _runArgs(run_dir: str) -> argparse.Namespace:
-    from srl_toolbox.files import readJson
 
     args = argparse.Namespace(**readJson(os.path.join(run_dir, "args.json")))
     args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
@@ -154,7 +160,6 @@ def _runArgs(run_dir: str) -> argparse.Namespace:
 
 
 def _actionProblem(action: np.ndarray, space: Any, num_envs: int) -> str | None:
-    import gymnasium as gym
 
     action = np.asarray(action)
     if isinstance(space, gym.spaces.Discrete):
@@ -189,7 +194,6 @@ def _sameActions(first: Any, second: Any, observations: list[np.ndarray]) -> boo
 
 
 def _normalisationCount(folder: str) -> float | None:
-    from rl_baselines.utils import NORMALISATION_FILE
 
     path = os.path.join(folder, NORMALISATION_FILE)
     if not os.path.isfile(path):
@@ -217,7 +221,6 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     :return: the checks passed, one line each
     :raises PluginCheckError: the first rule broken
     """
-    from rl_baselines.utils import NORMALISATION_FILE, findVecNormalize
 
     kind = "continuous" if continuous else "discrete"
     passed = []
@@ -237,7 +240,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     env_probe.close()
     if normalised and not os.path.isfile(os.path.join(run_dir, NORMALISATION_FILE)):
         _fail(f"{kind}: makeEnv normalises observations but save wrote no {NORMALISATION_FILE} beside the model "
-              f"(call rl_baselines.utils.saveNormalisation(self.env, folder) in save)")
+              f"(call rl_baselines.envs.factory.saveNormalisation(self.env, folder) in save)")
     passed.append(f"{kind}: trained {num_timesteps} steps, model file with the umask's permissions"
                   f"{', normalisation saved' if normalised else ''}")
 
@@ -251,7 +254,6 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
             _fail(f"load of {what} raised {type(error).__name__} ({error}), not ValueError")
         _fail(f"load of {what} ({bad}) did not raise ValueError")
     model = algo_class.load(model_path, args)
-    from rl_baselines.checkpointing import readManifest
 
     saved_steps = int((readManifest(run_dir) or {}).get("num_timesteps", -1))
     if int(model.num_timesteps) != saved_steps or saved_steps < num_timesteps:
@@ -332,8 +334,6 @@ def checkPlugin(algo: str, env: str = DEFAULT_ENV, srl_model: str = DEFAULT_SRL_
     :return: the checks passed, one line each
     :raises PluginCheckError: the first rule broken (one line)
     """
-    from rl_baselines.algo_types import ActionType
-    from rl_baselines.registry import failed_plugins, registered_rl
 
     if algo not in registered_rl:
         reason = f" (it failed to load: {failed_plugins[algo]})" if algo in failed_plugins else ""
@@ -386,25 +386,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", default=None, metavar="FOLDER",
                         help="write the runs into FOLDER and keep them [a temporary folder, removed]")
     args = parser.parse_args(argv)
-    from environments import registered_env
-    from rl_baselines.registry import registered_rl
 
     if args.algo not in registered_rl:
-        from rl_baselines.registry import failed_plugins
 
         skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
         raise UsageError(f"unknown algorithm {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
-    from environments import getEnvClass
-    from srl_models.registry import learnedModels
 
     modes = getEnvClass(args.env).SRL_MODES
     if args.srl_model not in modes and args.srl_model not in learnedModels():
         raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
                          f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
     if args.keep is not None:
-        from srl_toolbox.cli import checkWritableFolder
 
         checkWritableFolder(args.keep, "--keep")
     try:

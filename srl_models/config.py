@@ -31,6 +31,7 @@ import yaml
 
 from srl_models.base import modelHash, readExpConfig
 from srl_models.registry import learnedModels, loadSRLModel, registered_srl
+from srl_toolbox.files import atomicPath
 
 CONFIG_ENV_VAR = "SRL_MODELS_CONFIG"
 CONFIG_NAME = "srl_models.yaml"
@@ -159,7 +160,6 @@ def registerModel(config_file: str, env_id: str, name: str, folder: str) -> str:
     :return: the folder as written in the file
     :raises SRLLookupError: the existing file is not a valid SRL config (nothing is written)
     """
-    from srl_toolbox.files import atomicPath
 
     config_file = os.path.abspath(config_file)
     mapping = readSRLConfig(config_file) if os.path.exists(config_file) else {}

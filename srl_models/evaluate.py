@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch  # lazy: only to check the request
 from tqdm import tqdm
 
+from environments import getEnvClass
 from environments.dataset import Dataset
 from srl_models import plotting
 from srl_models.base import BaseSRLModel, readExpConfig
@@ -111,7 +113,6 @@ def plotType(env_id: str | None, gt_dim: int) -> str:
     :return: the env's PLOT_TYPE ("2D"/"3D"); for an env that is not installed, "3D" for 3-D ground truth
     """
     # Lazy: importing the registry is cheap, but getEnvClass imports the env's module (pybullet).
-    from environments import getEnvClass
 
     try:
         return str(getEnvClass(env_id).PLOT_TYPE) if env_id else ("3D" if gt_dim >= 3 else "2D")
@@ -257,7 +258,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = buildParser().parse_args(argv)
     if args.device == "cuda":
-        import torch  # lazy: only to check the request
 
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: no CUDA device is available; valid choices here: cpu")

@@ -30,6 +30,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from environments import dataset_generator, registered_env
+from srl_models import train
+from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
+from srl_models.train import resolveModel, trainableModels, trainFromArgs
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -88,7 +92,6 @@ def envDefaults(env_id: str) -> PrepareDefaults:
 
 def buildParser() -> CLIParser:
     """:return: the command-line parser"""
-    from srl_models.train import trainableModels
 
     table = "; ".join(f"{env}: {d.episodes} episodes, {d.img_size}x{d.img_size}, state dim {d.state_dim}, "
                       f"{d.epochs} epochs" for env, d in ENV_DEFAULTS.items())
@@ -196,7 +199,6 @@ def trainingSettings(train_args: argparse.Namespace, dataset_folder: str) -> dic
     :return: the exp_config entries that decide the trained model (the training command's defaults included)
     :raises UsageError: an inconsistent model choice (from srl_models.train.resolveModel)
     """
-    from srl_models.train import resolveModel
 
     name, losses, split, state_dim = resolveModel(train_args)
     return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
@@ -236,9 +238,6 @@ def plan(args: argparse.Namespace) -> Plan:
     :return: the plan
     :raises UsageError: any bad input (one line)
     """
-    from environments import dataset_generator, registered_env
-    from srl_models import train
-    from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig
 
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
@@ -307,7 +306,6 @@ def plan(args: argparse.Namespace) -> Plan:
 
 def _trainedFolder(model: str, argv: list[str]) -> str:
     """:return: the folder srl_models.train writes for ``argv`` (it evaluates the model too)"""
-    from srl_models.train import trainFromArgs
 
     print(f"\n== Training {model}", flush=True)
     return trainFromArgs(argv)
@@ -345,8 +343,6 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     :return: one row per model: model, folder (absolute), gtc, knn_mse, seconds, reused, registered (as written)
     :raises UsageError: bad input (nothing written)
     """
-    from environments import dataset_generator
-    from srl_models.config import registerModel
 
     args = buildParser().parse_args(argv)
     todo = plan(args)

@@ -25,6 +25,7 @@ import torch
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
 from srl_models.base import SRLType
+from srl_models.evaluate import evaluateModel
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
@@ -468,7 +469,6 @@ def evaluate(folder: str, progress: bool = True) -> None:
     :param progress: show a progress bar while encoding
     """
     # imported here: the metrics and their plots are only needed when evaluating (--no-eval skips them)
-    from srl_models.evaluate import evaluateModel
 
     try:
         results = evaluateModel(folder, progress=progress)

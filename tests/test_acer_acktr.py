@@ -356,7 +356,7 @@ def test_load_refuses_bad_files(tmp_path):
 
 
 def test_hyperparameters_flags_and_search_space():
-    from rl_baselines.train import baseParser
+    from rl_baselines.runs.train import baseParser
 
     for algo_class in (ACERModel, ACKTRModel):
         space = algo_class.getOptParam()

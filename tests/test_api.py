@@ -18,7 +18,7 @@ GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"
 
 def cliError(argv: list[str], capsys: pytest.CaptureFixture) -> str:
     """:return: the message ``python -m rl_baselines.train ARGV`` prints after ``error:`` (run in this process)"""
-    from rl_baselines import train
+    from rl_baselines.runs import train
     from srl_toolbox.cli import runCommand
 
     capsys.readouterr()
@@ -108,7 +108,7 @@ def test_train_leaves_torch_threads_alone(apiRun):
 
 
 def test_train_returns_the_agent_and_its_run_folder(apiRun):
-    from rl_baselines.base_classes import BaseRLObject
+    from rl_baselines.core.base import BaseRLObject
     from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
     result, _ = apiRun
@@ -206,7 +206,7 @@ def test_play_episodes_shares_them_out_among_envs():
     """Short episodes of one env must not fill the count: each env plays its share."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from rl_baselines.run_folder import playEpisodes
+    from rl_baselines.runs.run_folder import playEpisodes
 
     env = DummyVecEnv([lambda: _FixedLengthEnv(2), lambda: _FixedLengthEnv(7)])
     agent = _ZeroAgent()

@@ -531,7 +531,7 @@ def test_cases_cover_every_command_and_category():
 
 def test_existing_run_folder_is_never_reused(tmp_path, trainedRun):
     """Two runs started in the same second get two folders: nothing already on disk is overwritten."""
-    from rl_baselines.train import baseParser, createRunFolder
+    from rl_baselines.runs.train import baseParser, createRunFolder
 
     args = baseParser().parse_args(["--log-dir", str(tmp_path), "--tag", "same"])
     first, second = createRunFolder(args), createRunFolder(args)

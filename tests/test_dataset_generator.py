@@ -301,7 +301,7 @@ def test_fusioner_merges_datasets(tmp_path):
 def test_policy_from_a_run_folder(tmp_path, trainedRun):
     """Episodes of a trained agent (ground truth, normalised) recorded by 2 processes are those the agent plays when
     replayed here with each episode's seed."""
-    from rl_baselines.run_policy import loadRunPolicy
+    from rl_baselines.runs.run_policy import loadRunPolicy
 
     n_steps, seed = 20, 3
     generate(tmp_path, "--img-shape", "3", "32", "32", "--max-steps", str(n_steps), "--num-episode", "2",

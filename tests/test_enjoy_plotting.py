@@ -1,5 +1,5 @@
 """replay.enjoy_baselines --plotting (action probabilities and ground-truth trajectory, PNG and live visdom), the
-video caption, --render without a display, and rl_baselines.run_policy replaying her and learned-SRL runs."""
+video caption, --render without a display, and rl_baselines.runs.run_policy replaying her and learned-SRL runs."""
 from __future__ import annotations
 
 import argparse
@@ -207,7 +207,7 @@ def test_unreachable_visdom_costs_one_warning(tmp_path, trainedRun):
     assert sorted(os.listdir(tmp_path)) == ["action_proba.png", "trajectory.png"]
 
 
-# --- rl_baselines.run_policy: runs of her and of a learned SRL model ------------------------------------------------
+# --- rl_baselines.runs.run_policy: runs of her and of a learned SRL model ------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -223,8 +223,8 @@ def srlRun(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _runEnv(run_dir: str, seed: int):
     """The run's own VecEnv (as enjoy_baselines rebuilds it), reset with ``seed``; returns (env, first obs)."""
-    from rl_baselines.registry import registered_rl
-    from rl_baselines.run_policy import readRunArgs, recordedSRLModelFolder
+    from rl_baselines.core.registry import registered_rl
+    from rl_baselines.runs.run_policy import readRunArgs, recordedSRLModelFolder
 
     args = readRunArgs(run_dir, "--log-dir")
     args = argparse.Namespace(**{**vars(args), "seed": seed, "num_cpu": 1,
@@ -234,7 +234,7 @@ def _runEnv(run_dir: str, seed: int):
 
 
 def test_run_policy_sees_what_a_learned_srl_run_saw(tmp_path, srlRun):
-    from rl_baselines.run_policy import loadRunPolicy
+    from rl_baselines.runs.run_policy import loadRunPolicy
 
     policy = loadRunPolicy(srlRun)
     assert policy.learned and policy.encoder.img_shape == SMALL
@@ -260,7 +260,7 @@ def test_run_policy_sees_what_a_learned_srl_run_saw(tmp_path, srlRun):
 def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
     import shutil
 
-    from rl_baselines.run_policy import RunPolicy, readRunArgs
+    from rl_baselines.runs.run_policy import RunPolicy, readRunArgs
 
     copy = shutil.copytree(srlRun, tmp_path / "run")
     record_path = copy / "srl_model.json"
@@ -273,7 +273,7 @@ def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
 
 
 def test_run_policy_replays_a_her_run(tmp_path):
-    from rl_baselines.run_policy import loadRunPolicy
+    from rl_baselines.runs.run_policy import loadRunPolicy
 
     run_dir = runFolder(runTrain("--algo", "her", "--env", ENV_ID, "--srl-model", "ground_truth", "-c",
                                  "--num-timesteps", "120", "--log-dir", tmp_path / "logs"))

@@ -13,7 +13,7 @@ from conftest import greedyMeanReward, runFolder, runModule, runTrain
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from rl_baselines.base_classes import BaseRLObject
+from rl_baselines.core.base import BaseRLObject
 from rl_baselines.evolution_strategies.ars import ARSModel, arsUpdate
 from rl_baselines.evolution_strategies.cma_es import CMAESModel
 from rl_baselines.rl_algorithm.deepq import DQNModel, QNetwork, ReplayBuffer, duelingAggregate, tdTarget
@@ -228,7 +228,7 @@ EVALUATION_PERIOD = 2000
 
 def _evaluate(model) -> float:
     """:return: the greedy mean reward of 10 episodes on fresh envs, with the training normalisation frozen"""
-    from rl_baselines.utils import findVecNormalize
+    from rl_baselines.envs.factory import findVecNormalize
 
     replay = _cartpoleEnvs(argparse.Namespace(num_cpu=5, seed=100))
     trained_normaliser = findVecNormalize(model.env)
@@ -297,7 +297,7 @@ def test_load_rejects_foreign_and_corrupt_files(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("algo", ["deepq", "cma-es", "ars"])
 def test_train_and_continue_through_cli(tmp_path, algo):
-    from rl_baselines.registry import registered_rl
+    from rl_baselines.core.registry import registered_rl
 
     common = ["--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-cpu", "2",
               "--log-dir", tmp_path, "--min-episodes-save", "1"]
@@ -339,7 +339,7 @@ def test_train_and_continue_through_cli(tmp_path, algo):
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
-    from rl_baselines.registry import ActionType, registered_rl
+    from rl_baselines.core.registry import ActionType, registered_rl
 
     assert registered_rl["deepq"][2] == [ActionType.DISCRETE]  # train refuses -c for it, with the others' names
     with pytest.raises(ValueError, match="'top_population' needs a int value"):

@@ -1,4 +1,4 @@
-"""Evaluation episodes during training (``train --eval-freq N --eval-episodes K``, rl_baselines.evaluation).
+"""Evaluation episodes during training (``train --eval-freq N --eval-episodes K``, rl_baselines.runs.evaluation).
 
 - evaluations.npz has SB3's EvalCallback keys and shapes, one row per multiple of N crossed, and best/ holds the
   model of the best evaluation mean (its manifest says so);
@@ -21,10 +21,10 @@ import pytest
 from conftest import runModule
 from test_determinism import ALGO_ARGS, monitorRows
 
-from rl_baselines import train
-from rl_baselines.algo_types import ActionType
-from rl_baselines.evaluation import EVALUATIONS_FILE, readEvaluations
-from rl_baselines.registry import registered_rl
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.runs import train
+from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
 # Checkpoints every 500 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps), as in
@@ -79,7 +79,7 @@ def test_evaluations_file_and_best_model(evaluatedRun, tmp_path):
 
 
 def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluatedRun, tmp_path, monkeypatch):
-    from rl_baselines.callbacks import TrainingCallback
+    from rl_baselines.runs.callbacks import TrainingCallback
 
     original = TrainingCallback.__call__
 

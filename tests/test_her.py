@@ -274,7 +274,7 @@ def test_bad_combination_exits_2(tmp_path):
 ], ids=["continuous-deepq", "discrete-td3", "flag-of-other-learner", "hyperparam-of-other-learner",
         "learning-starts-short", "frame-stack", "env-without-goal", "no-sampled-goal"])
 def test_bad_combinations(tmp_path, arguments, words):
-    from rl_baselines.train import main
+    from rl_baselines.runs.train import main
     from srl_toolbox.cli import UsageError
 
     with pytest.raises(UsageError) as error:

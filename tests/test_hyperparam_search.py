@@ -18,7 +18,7 @@ from conftest import REPO, runFolder, runModule, runTrain
 
 optuna = pytest.importorskip("optuna")
 
-from rl_baselines import hyperparam_search  # noqa: E402
+from rl_baselines.sweeps import hyperparam_search  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
@@ -89,7 +89,7 @@ def test_best_params_yaml_accepted_by_train(prunedStudy, tmp_path):
 
 
 def test_hyperparam_file_errors(tmp_path):
-    from rl_baselines import train
+    from rl_baselines.runs import train
 
     bad = tmp_path / "bad.yaml"
     for content, message in (("[1, 2]", "must hold a mapping"), ("gamma: [0.9]", "is not NAME"),
@@ -133,7 +133,7 @@ def test_commands_share_one_sqlite_study(tmp_path):
 def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
     """A forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
     value is the mean of its last evaluation."""
-    from rl_baselines.evaluation import readEvaluations
+    from rl_baselines.runs.evaluation import readEvaluations
 
     url = f"sqlite:///{tmp_path / 'evaluated.db'}"
     result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "none",
@@ -148,7 +148,7 @@ def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
 
 
 def test_sampler_seeds_of_commands_sharing_a_study_differ():
-    from rl_baselines.hyperparam_search import samplerSeed
+    from rl_baselines.sweeps.hyperparam_search import samplerSeed
 
     # --sampler-seed 0 started after one trial, --sampler-seed 1 before any: a plain sum gave both seed 1
     assert samplerSeed(0, 1) != samplerSeed(1, 0)

@@ -1,4 +1,4 @@
-"""The hyperparameter spec (rl_baselines.hyperparams): one declaration gives the flags, typing, range checks,
+"""The hyperparameter spec (rl_baselines.core.hyperparams): one declaration gives the flags, typing, range checks,
 --hyperparam and the search space; algorithms declared the older way are read through the same spec."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.hyperparams import DISCOUNT, Hyperparam, Interval
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.hyperparams import DISCOUNT, Hyperparam, Interval
 from srl_toolbox.cli import CLIParser, UsageError
 
 
@@ -72,7 +72,7 @@ def test_declaration_mistakes_fail_when_the_class_is_defined() -> None:
 
 
 def test_older_declarations_are_read_through_the_spec() -> None:
-    from rl_baselines.registry import registered_rl
+    from rl_baselines.core.registry import registered_rl
 
     ars = registered_rl["ars"][0]
     spec = ars.hyperparamSpec()

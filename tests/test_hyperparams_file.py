@@ -10,10 +10,10 @@ import torch
 import yaml
 from conftest import runFolder, runModule, runTrain
 
-from rl_baselines.algo_types import ActionType
-from rl_baselines.hyperparams_file import usedHyperparams
-from rl_baselines.registry import registered_rl
-from rl_baselines.train import baseParser
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.runs.hyperparams_file import usedHyperparams
+from rl_baselines.runs.train import baseParser
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -53,7 +53,7 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     second = runFolder(runTrain(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--log-dir",
                                 tmp_path / "second"))
     assert _readYaml(second) == used
-    from rl_baselines.monitor_files import loadEpisodes
+    from rl_baselines.runs.monitor_files import loadEpisodes
 
     episodes = [loadEpisodes(os.path.join(run, "monitor")) for run in (first, second)]
     assert list(episodes[0]["rewards"]) == list(episodes[1]["rewards"])

@@ -20,9 +20,9 @@ from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.core.base import BaseRLObject
 from rl_baselines.rl_algorithm.deepq import DQNModel
+from rl_baselines.runs.monitor_files import loadEpisodes
 
 sys.path.insert(0, REPO)
 from benchmarks import learning  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 from conftest import runModule, snapshot
 
 from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
-from rl_baselines.monitor_files import loadEpisodes
+from rl_baselines.runs.monitor_files import loadEpisodes
 
 TAB_BLUE = np.array([31, 119, 180])
 

@@ -89,7 +89,7 @@ def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, ti
     assert "cannot be resumed" in refused.stderr and f"--load-rl-model-path {model}" in refused.stderr
     assert snapshot(run_dir) == before
     # a sweep starts such a run again in a new folder instead of calling --resume
-    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.resume import runStatus; "
+    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.runs.resume import runStatus; "
                              f"print(runStatus({run_dir!r}))"],
                             capture_output=True, text=True, cwd=REPO, env={**os.environ, **_env(tinySite)}, timeout=120)
     assert status.stdout.strip() == "continue", status.stderr
@@ -184,7 +184,7 @@ def test_broken_sibling_plugin_from_python_is_one_warning_line(tmp_path, tinySit
     (dist_info / "entry_points.txt").write_text("[srl_toolbox.rl_algorithms]\nbroken_sibling = no_such_module_xyz:A\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([_env(tinySite)["PYTHONPATH"], str(tmp_path)])}
     result = subprocess.run([sys.executable, "-c", "from tiny_plugin.algo import TinyAgent\n"
-                             "from rl_baselines.registry import registered_rl\nprint('tiny' in registered_rl)"],
+                             "from rl_baselines.core.registry import registered_rl\nprint('tiny' in registered_rl)"],
                             capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
     assert result.stderr.count("\n") == 1, result.stderr

@@ -186,7 +186,7 @@ def test_bad_prepare_input_exits_2(tmp_path):
     (["--latest", "--srl-model", "vae", "--srl-log-folder", "{tmp}/none"], "--latest: no 'vae' model trained on"),
 ])
 def test_bad_latest(tmp_path, argv, message):
-    from rl_baselines import train
+    from rl_baselines.runs import train
     from srl_toolbox.cli import UsageError
 
     with pytest.raises(UsageError, match=message):
@@ -233,7 +233,7 @@ def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
 
 
 def test_pipeline_passes_latest_to_train(prepared, monkeypatch, capsys):
-    from rl_baselines.sweep import checkGrid, expandGrid
+    from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 
     monkeypatch.chdir(prepared["root"])
     checkGrid(["ppo2"], [ENV_ID], ["vae"], ["--latest", "--num-timesteps", "64"])  # train's own validation

@@ -13,8 +13,8 @@ PLUGIN_CODE = textwrap.dedent('''
     """A third-party algorithm written only against the public contract."""
     import numpy as np
 
-    from rl_baselines.base_classes import BaseRLObject
-    from rl_baselines.registry import ActionType, AlgoType
+    from rl_baselines.core.base import BaseRLObject
+    from rl_baselines.core.registry import ActionType, AlgoType
     from srl_toolbox.files import readJson, writeJson
 
 
@@ -90,7 +90,7 @@ def pluginPath(tmp_path_factory) -> str:
 
 
 def test_builtins_are_registered():
-    from rl_baselines.registry import ActionType, AlgoType, registered_rl
+    from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
 
     assert {"a2c", "ppo2", "random_agent"} <= set(registered_rl)
     for name in ("a2c", "ppo2"):
@@ -103,11 +103,11 @@ def test_builtins_are_registered():
 
 def test_core_imports_no_algorithm_by_name():
     """Built-ins register through entry points only: the core modules never import them."""
-    core = ["rl_baselines/registry.py", "rl_baselines/base_classes.py", "rl_baselines/train.py"]
+    core = ["rl_baselines/core/registry.py", "rl_baselines/core/base.py", "rl_baselines/runs/train.py"]
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     for path in core:
         text = open(os.path.join(repo, path)).read()
-        for module in ("rl_baselines.rl_algorithm", "rl_baselines.random_agent"):
+        for module in ("rl_baselines.rl_algorithm", "rl_baselines.rl_algorithm.random_agent"):
             assert f"from {module}" not in text and f"import {module}" not in text, path
 
 
@@ -116,7 +116,7 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     script = ("import json, warnings\n"
               "with warnings.catch_warnings(record=True) as caught:\n"
               "    warnings.simplefilter('always')\n"
-              "    from rl_baselines.registry import registered_rl, failed_plugins\n"
+              "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
               "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins,\n"
               "                  'warnings': [str(w.message) for w in caught]}))\n")
     import subprocess

@@ -37,7 +37,7 @@ import pytest
 import torch
 from conftest import REPO, runFolder, runModule, runTrain
 
-from rl_baselines.checkpointing import (
+from rl_baselines.core.checkpointing import (
     CheckpointError,
     checkManifest,
     checkModelFile,
@@ -162,7 +162,7 @@ def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
     assert manifest["finished"] and manifest["num_timesteps"] == num_timesteps
     assert not glob.glob(os.path.join(run_dir, "checkpoints", ".*"))  # no unfinished checkpoint folder left
     # the model loads (its manifest checks out) and acts
-    from rl_baselines.registry import registered_rl
+    from rl_baselines.core.registry import registered_rl
 
     model_path = os.path.join(run_dir, f"{algo}_model.zip")
     checkModelFile(model_path, algo, expected={"env": "MobileRobotGymEnv-v0"})
@@ -265,7 +265,7 @@ def test_training_survives_the_visdom_server_being_killed(tmp_path):
 @pytest.fixture(scope="module")
 def shortRun(tmp_path_factory) -> str:
     """A finished ppo2 run with checkpoints at 250 and 500 steps (in-process, cheap)."""
-    from rl_baselines import train
+    from rl_baselines.runs import train
 
     log_dir = tmp_path_factory.mktemp("short")
     code = train.main(["--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps", "500",
@@ -277,9 +277,9 @@ def shortRun(tmp_path_factory) -> str:
 
 @pytest.mark.slow
 def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, shortRun, monkeypatch):
-    from rl_baselines.callbacks import TrainingCallback
-    from rl_baselines.registry import registered_rl
-    from rl_baselines.training_state import captureGlobalRNG
+    from rl_baselines.core.registry import registered_rl
+    from rl_baselines.core.training_state import captureGlobalRNG
+    from rl_baselines.runs.callbacks import TrainingCallback
 
     run_dir = str(tmp_path / "run")
     shutil.copytree(shortRun, run_dir)
@@ -323,7 +323,7 @@ def _lastLineError(module: str, *args: str) -> str:
 @pytest.mark.slow
 def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
     from replay import enjoy_baselines
-    from rl_baselines import train
+    from rl_baselines.runs import train
 
     run_dir = str(tmp_path / "run")
     shutil.copytree(shortRun, run_dir)
@@ -357,7 +357,7 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
 
 @pytest.mark.slow
 def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
-    from rl_baselines import train
+    from rl_baselines.runs import train
 
     with pytest.raises(UsageError, match="only --no-vis, --no-progress, --port, --device may be given with it, not '--seed'"):
         train.main(["--resume", shortRun, "--seed", "3"])
@@ -371,7 +371,7 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
     assert train.main(["--resume", shortRun, "--no-vis"]) == 0
     assert "Already finished (500 steps)" in capsys.readouterr().out
     # a run that another process is training right now (it holds the run's lock)
-    from rl_baselines.resume import lockRun
+    from rl_baselines.runs.resume import lockRun
 
     running = str(tmp_path / "running")
     shutil.copytree(shortRun, running)
@@ -392,7 +392,7 @@ def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
     import gymnasium as gym
     from stable_baselines3.common.buffers import DictReplayBuffer
 
-    from rl_baselines.training_state import (
+    from rl_baselines.core.training_state import (
         captureGlobalRNG,
         captureObjectState,
         loadBuffer,
@@ -472,7 +472,7 @@ def test_atomic_path_keeps_the_suffix_the_mode_and_the_previous_file(tmp_path):
 def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
     import stable_baselines3.common.logger as sb3_logger
 
-    from rl_baselines.training_state import progressLogger
+    from rl_baselines.core.training_state import progressLogger
 
     kept = "a,b\n1,2\n"
     (tmp_path / "progress.csv").write_text(kept)

@@ -10,7 +10,7 @@ import warnings
 import pytest
 from conftest import runFolder, runModule, runTrain
 
-from rl_baselines.run_logging import RunLogger, checkTensorboard, logScalars
+from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, logScalars
 from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -105,7 +105,7 @@ def test_visdom_gets_one_window_per_tag_group(tmp_path) -> None:
 
     from test_visdom import _client, _startTestServer, _stop
 
-    from rl_baselines.visualize import VisdomPlotter
+    from srl_toolbox.plots import VisdomPlotter
 
     process, port = _startTestServer(str(tmp_path))
     try:
@@ -161,9 +161,9 @@ def _docsExample() -> type:
 
 
 def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
-    from rl_baselines.callbacks import TrainingCallback
-    from rl_baselines.train import baseParser
-    from rl_baselines.utils import envKwargsFromArgs
+    from rl_baselines.envs.factory import envKwargsFromArgs
+    from rl_baselines.runs.callbacks import TrainingCallback
+    from rl_baselines.runs.train import baseParser
 
     agent_class = _docsExample()
     args = baseParser().parse_args([*GT, "--num-timesteps", "1000"])

@@ -37,7 +37,7 @@ RUNS = [
 
 
 def _loadModel(run_dir: str, algo: str):
-    from rl_baselines.registry import registered_rl
+    from rl_baselines.core.registry import registered_rl
 
     return registered_rl[algo][0].load(os.path.join(run_dir, f"{algo}_model.zip"))
 
@@ -98,8 +98,8 @@ def oneTorchThread():
 
 
 def _trainInProcess(algo: str, tmp_path, hyperparams: dict[str, str]):
-    from rl_baselines.registry import registered_rl
-    from rl_baselines.train import baseParser
+    from rl_baselines.core.registry import registered_rl
+    from rl_baselines.runs.train import baseParser
 
     algo_class = registered_rl[algo][0]
     argv = [*GT, "--algo", algo, "--num-timesteps", "192", "--log-dir", str(tmp_path)]
@@ -202,7 +202,7 @@ def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_search_space_names_valid_flags(algo):
-    from rl_baselines.registry import registered_rl
+    from rl_baselines.core.registry import registered_rl
 
     algo_class = registered_rl[algo][0]
     space = algo_class.getOptParam()
@@ -246,7 +246,7 @@ BAD_VALUES = [
 @pytest.mark.parametrize("arguments,words", BAD_VALUES, ids=["noise-type", "hyperparam-noise-type", "ent-coef",
                                                              "negative-ent-coef"])
 def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
-    from rl_baselines.train import main
+    from rl_baselines.runs.train import main
     from srl_toolbox.cli import UsageError
 
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2

@@ -75,7 +75,7 @@ def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
     from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
-    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 
     class KeepTerminalImages(VecEnvWrapper):
         """Copies the raw terminal images before the encoder replaces them with states."""
@@ -116,7 +116,7 @@ def test_wrapper_refuses_images_of_another_shape():
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
-    from rl_baselines.srl_encoder import SRLEncoderVecEnv
+    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 
     venv = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="counting", img_shape=(3, 40, 40))])
     with pytest.raises(ValueError, match="encodes 3x32x32 images"):
@@ -127,8 +127,8 @@ def test_wrapper_refuses_images_of_another_shape():
 def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack
 
-    from rl_baselines.srl_encoder import SRLEncoderVecEnv
-    from rl_baselines.utils import createEnvs, findVecNormalize, loadNormalisation, saveNormalisation
+    from rl_baselines.envs.factory import createEnvs, findVecNormalize, loadNormalisation, saveNormalisation
+    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 
     folder = _saveCounting(str(tmp_path / "model"))
     args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=2,
@@ -252,7 +252,7 @@ def test_recorded_model_hash_is_checked(counting, tmp_path):
 def test_encoder_is_frozen():
     import torch
 
-    from rl_baselines.srl_encoder import freezeModel
+    from rl_baselines.envs.srl_encoder import freezeModel
 
     class TorchModel(CountingModel):
         def __init__(self, *args, **kwargs) -> None:
@@ -360,7 +360,7 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("case, extra, message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
 def test_bad_srl_inputs_are_refused(tmp_path, vaeFolder, case, extra, message):
-    from rl_baselines import train
+    from rl_baselines.runs import train
     from srl_toolbox.cli import UsageError
 
     _writeYaml(tmp_path / "srl.yaml", {ENV_ID: {"vae": vaeFolder}})

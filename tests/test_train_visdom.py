@@ -11,8 +11,8 @@ import pytest
 from conftest import runFolder, runModule
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
-from rl_baselines.monitor_files import loadEpisodes
-from rl_baselines.visualize import movingAverage
+from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.plots import movingAverage
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 

@@ -21,7 +21,7 @@ import pytest
 
 from replay.visdom_server import findFreePort, serverUrl, startServer, waitForServer
 from replay.visdom_static import FILES, VERSION_FILE, VISDOM_VERSION, installScripts, missingFiles, staticFolder
-from rl_baselines.visualize import VisdomPlotter
+from srl_toolbox.plots import VisdomPlotter
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 

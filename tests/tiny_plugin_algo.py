@@ -16,10 +16,10 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from rl_baselines.algo_types import ActionType, AlgoType
-from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.hyperparams import POSITIVE, Hyperparam
-from rl_baselines.utils import findVecNormalize, saveNormalisation
+from rl_baselines.core.algo_types import ActionType, AlgoType
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.hyperparams import POSITIVE, Hyperparam
+from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
 from srl_toolbox.files import atomicPath
 
 NAME = "tiny"

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
 
-from rl_baselines.algo_types import AlgoType
-from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
+from rl_baselines.core.algo_types import AlgoType
+from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
     PopulationRunner,
@@ -33,7 +33,7 @@ from rl_baselines.evolution_strategies.policies import (
     softmax,
     withoutVecNormalize,
 )
-from rl_baselines.torch_base import TorchRLObject
+from rl_baselines.rl_algorithm.torch_base import TorchRLObject
 
 
 def arsUpdate(matrix: np.ndarray, deltas: np.ndarray, returns_pos: np.ndarray, returns_neg: np.ndarray,

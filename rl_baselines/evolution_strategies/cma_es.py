@@ -15,13 +15,18 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import cma  # lazily, see the imports at the top
 import gymnasium as gym
 import numpy as np
 import torch
+from cma.sigma_adaptation import CMAAdaptSigmaCSA
+from cma.utilities.utils import ElapsedWCTime
 from stable_baselines3.common.vec_env import VecEnv
 
-from rl_baselines.algo_types import AlgoType
-from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
+from rl_baselines.core.algo_types import AlgoType
+from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.training_state import captureObjectState, restoreObjectState, writeNpz
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
     PolicyNetwork,
@@ -33,9 +38,9 @@ from rl_baselines.evolution_strategies.policies import (
     softmax,
     withoutVecNormalize,
 )
-from rl_baselines.hyperparams import Hyperparam
-from rl_baselines.run_logging import logScalars
-from rl_baselines.torch_base import TorchRLObject
+from rl_baselines.rl_algorithm.torch_base import TorchRLObject
+from rl_baselines.runs.run_logging import logScalars
+from srl_toolbox.files import readJson, writeJson
 
 # cma is imported in train() only: it pulls in scipy.stats (over 1 s of CPU), and every train command imports this
 # module through the registry, whatever the algorithm.
@@ -143,8 +148,6 @@ class CMAESModel(TorchRLObject):
                       StateNormaliser.fromDict(state["best_normaliser"], n_features))
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.training_state import captureObjectState, writeNpz
-        from srl_toolbox.files import writeJson
 
         super().saveTrainingState(folder, replay_buffer_folder)
         arrays, values = captureObjectState(self.strategy, "cma")
@@ -152,8 +155,6 @@ class CMAESModel(TorchRLObject):
         writeJson(os.path.join(folder, CMA_VALUES_FILE), {"values": values})
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.training_state import restoreObjectState
-        from srl_toolbox.files import readJson
 
         super().loadTrainingState(folder, replay_buffer_folder)
         saved = readJson(os.path.join(folder, CMA_VALUES_FILE))
@@ -164,7 +165,6 @@ class CMAESModel(TorchRLObject):
                              f"{np.shape(self.strategy.mean)}")
         restoreObjectState(self.strategy, arrays, saved["values"])
         if getattr(self.strategy, "timer", None) is None and self.strategy.countiter > 0:
-            from cma.utilities.utils import ElapsedWCTime
 
             self.strategy.timer = ElapsedWCTime()  # made by the first ask(), which a resumed strategy has had
 
@@ -188,8 +188,6 @@ class CMAESModel(TorchRLObject):
             self.mean = np.full(self.policy.n_params, float(self.hyperparams["mu"]))
             self.sigma = float(self.hyperparams["sigma"])
             self._setBest(self.mean, -np.inf, self.normaliser)
-        import cma  # lazily, see the imports at the top
-        from cma.sigma_adaptation import CMAAdaptSigmaCSA
 
         strategy = self.strategy = cma.CMAEvolutionStrategy(self.mean, self.sigma, {
             "popsize": int(self.hyperparams["num_population"]),

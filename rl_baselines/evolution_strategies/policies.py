@@ -29,7 +29,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from torch import nn
 from torch.func import functional_call
 
-from rl_baselines.torch_base import isImageSpace
+from rl_baselines.rl_algorithm.torch_base import isImageSpace
 
 # Candidate index of an env playing the centre of the search instead of a candidate.
 CENTRE = -1

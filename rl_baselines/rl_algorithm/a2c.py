@@ -1,7 +1,7 @@
 """a2c: Advantage Actor-Critic (Stable-Baselines3 A2C), discrete and continuous actions."""
 from stable_baselines3 import A2C
 
-from rl_baselines.base_classes import StableBaselinesRLObject
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
 class A2CModel(StableBaselinesRLObject):

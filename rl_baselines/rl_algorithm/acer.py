@@ -34,10 +34,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.rl_algorithm.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, makeEncoder, orthogonalInit
-from rl_baselines.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 
 # Keeps logarithms and ratios finite where a probability reaches 0.
 EPS = 1e-6

@@ -23,11 +23,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
+from rl_baselines.rl_algorithm.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
-from rl_baselines.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 
 
 def discountedReturns(rewards: np.ndarray, dones: np.ndarray, last_values: np.ndarray, gamma: float) -> np.ndarray:

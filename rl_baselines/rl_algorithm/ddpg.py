@@ -1,7 +1,7 @@
 """ddpg: Deep Deterministic Policy Gradient (Stable-Baselines3 DDPG), continuous actions."""
 from stable_baselines3 import DDPG
 
-from rl_baselines.algo_types import ActionType
+from rl_baselines.core.algo_types import ActionType
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, NoiseType, OffPolicyRLObject, replaySearchSpace
 
 

@@ -28,10 +28,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback
-from rl_baselines.run_logging import logScalars
-from rl_baselines.torch_base import TorchRLObject, isImageSpace
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.base import TrainCallback
+from rl_baselines.envs.factory import findVecNormalize
+from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
+from rl_baselines.runs.run_logging import logScalars
 
 # Hidden layers of the Q-network for state observations (SB3's DQN default).
 HIDDEN_SIZES = (64, 64)
@@ -319,7 +320,6 @@ class DQNModel(TorchRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        from rl_baselines.utils import findVecNormalize
 
         saved = self.startTraining(args, env_kwargs, train_kwargs)
         hp = self.hyperparams

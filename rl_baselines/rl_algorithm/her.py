@@ -29,13 +29,15 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.her import HerReplayBuffer
 
-from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import strToBool
+from environments import getEnvClass, registered_env
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.base import strToBool
+from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
 from rl_baselines.rl_algorithm.td3 import TD3Model
-from srl_toolbox.cli import positiveInt
+from srl_toolbox.cli import UsageError, positiveInt
 from srl_toolbox.devices import runDevice
 
 GOAL_SELECTION_STRATEGIES = ("future", "final", "episode")
@@ -99,7 +101,6 @@ def firstEpisodesSteps(args: argparse.Namespace) -> int:
     :param args: the run's arguments (env, num_cpu)
     :return: env steps (all envs together) by which every env has finished an episode (no early termination)
     """
-    from environments import getEnvClass
 
     return int(args.num_cpu) * int(getEnvClass(args.env).MAX_STEPS)
 
@@ -171,7 +172,6 @@ class HERModel(OffPolicyRLObject):
         :param args: the train command's arguments
         :raises ValueError: one line naming the bad value and the valid choices
         """
-        from environments import getEnvClass, registered_env
 
         continuous = bool(args.continuous_actions)
         if args.her_algo is None:
@@ -290,8 +290,7 @@ class HERModel(OffPolicyRLObject):
     @classmethod
     def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
                 load_path_normalise: str | None = None) -> Any:
-        """The env in its goal-conditioned mode (the goals stay unnormalised, see rl_baselines.utils)."""
-        from rl_baselines.utils import envKwargsFromArgs
+        """The env in its goal-conditioned mode (the goals stay unnormalised, see rl_baselines.envs.factory)."""
 
         env_kwargs = {**(envKwargsFromArgs(args) if env_kwargs is None else env_kwargs), "goal_conditioned": True}
         return super().makeEnv(args, env_kwargs, load_path_normalise)
@@ -330,7 +329,6 @@ class HERModel(OffPolicyRLObject):
 
     def train(self, args: argparse.Namespace, callback: Any, env_kwargs: dict[str, Any] | None = None,
               train_kwargs: dict[str, Any] | None = None) -> None:
-        from srl_toolbox.cli import UsageError
 
         try:
             self.checkArgs(args)  # already done by the train command's parser; here for other callers

@@ -9,8 +9,10 @@ import argparse
 from typing import Any
 
 import numpy as np
+import torch
+from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 
-from rl_baselines.base_classes import StableBaselinesRLObject
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 NOISE_TYPES = ("none", "normal", "ou")
 
@@ -69,7 +71,6 @@ def makeActionNoise(noise_type: str, noise_std: float, n_actions: int) -> Any:
     :param n_actions: action dimension
     :return: an SB3 ActionNoise, or None for ``none``
     """
-    from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 
     if noise_type not in NOISE_TYPES:
         raise ValueError(f"noise type {noise_type!r} is not one of {', '.join(NOISE_TYPES)}")
@@ -108,7 +109,6 @@ class OffPolicyRLObject(StableBaselinesRLObject):
             ``getAction(..., deterministic=True)`` takes
         :raises NotImplementedError: the policy is deterministic (ddpg, td3) or epsilon-greedy on Q-values (qrdqn)
         """
-        import torch
 
         actor = getattr(self.model, "actor", None)
         if actor is None or not hasattr(actor, "get_action_dist_params"):

@@ -40,10 +40,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch import nn
 
-from rl_baselines.algo_types import ActionType
-from rl_baselines.base_classes import TrainCallback, notifyCleanPoint
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.rl_algorithm.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
-from rl_baselines.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
 from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 
 

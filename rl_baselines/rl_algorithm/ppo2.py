@@ -1,7 +1,7 @@
 """ppo2: Proximal Policy Optimization (Stable-Baselines3 PPO), discrete and continuous actions."""
 from stable_baselines3 import PPO
 
-from rl_baselines.base_classes import StableBaselinesRLObject
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
 class PPO2Model(StableBaselinesRLObject):

@@ -9,10 +9,12 @@ import argparse
 from typing import Any
 
 import numpy as np
+import torch
 from sb3_contrib import RecurrentPPO
+from torch import nn
 
-from rl_baselines.base_classes import StableBaselinesRLObject
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 from srl_toolbox.cli import UsageError
 
 
@@ -51,7 +53,6 @@ class PPOLSTMModel(StableBaselinesRLObject):
     @classmethod
     def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """Move the policy's own settings (LSTM size, activation, initialisation) into ``policy_kwargs``."""
-        from torch import nn
 
         kwargs = dict(hyperparams)
         policy_kwargs = {}
@@ -102,7 +103,6 @@ class PPOLSTMModel(StableBaselinesRLObject):
         :return: the distribution of the action ``getAction(observation, dones)`` would take, as action
             probabilities (discrete) or the mean action (continuous); the LSTM states are left as they are
         """
-        import torch
 
         policy = self.model.policy
         states, episode_starts = self._stepInputs(observation, dones)

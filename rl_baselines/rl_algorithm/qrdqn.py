@@ -1,7 +1,7 @@
 """qrdqn: Quantile-Regression DQN (sb3-contrib QRDQN), discrete actions."""
 from sb3_contrib import QRDQN
 
-from rl_baselines.algo_types import ActionType
+from rl_baselines.core.algo_types import ActionType
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
 
 

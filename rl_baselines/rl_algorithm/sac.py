@@ -1,7 +1,7 @@
 """sac: Soft Actor-Critic (Stable-Baselines3 SAC), continuous actions."""
 from stable_baselines3 import SAC
 
-from rl_baselines.algo_types import ActionType
+from rl_baselines.core.algo_types import ActionType
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, EntCoef, OffPolicyRLObject, replaySearchSpace
 
 

@@ -1,7 +1,7 @@
 """td3: Twin Delayed DDPG (Stable-Baselines3 TD3), continuous actions."""
 from stable_baselines3 import TD3
 
-from rl_baselines.algo_types import ActionType
+from rl_baselines.core.algo_types import ActionType
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, NoiseType, OffPolicyRLObject, replaySearchSpace
 
 

@@ -1,4 +1,4 @@
-"""What acer, acktr and ppo1 share, on top of :class:`rl_baselines.torch_base.TorchRLObject` (which gives the
+"""What acer, acktr and ppo1 share, on top of :class:`rl_baselines.rl_algorithm.torch_base.TorchRLObject` (which gives the
 hyperparameter flags, the ``.pt`` model file and the start of a continued training): observation encoders, the
 learning-rate schedule, range checks of hyperparameters, acting from the policy's distribution, progress.csv and
 the common ``train``.
@@ -18,8 +18,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_baselines.base_classes import TrainCallback
-from rl_baselines.torch_base import TorchRLObject, isImageSpace
+from rl_baselines.core.base import TrainCallback
+from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
+from rl_baselines.runs.run_logging import sharedProgressLogger
 
 LR_SCHEDULES = ("constant", "linear")
 
@@ -255,7 +256,6 @@ class TorchActorCritic(TorchRLObject):
             self.buildOnDevice()
         owns_logger = False
         if getattr(args, "run_dir", None) or hasattr(callback, "progressLogger"):
-            from rl_baselines.run_logging import sharedProgressLogger
 
             # progress.csv (resumed: goes on) and tensorboard, through the callback's logger when it offers one
             self.logger, owns_logger = sharedProgressLogger(callback, getattr(args, "run_dir", None))

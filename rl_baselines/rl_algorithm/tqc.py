@@ -1,7 +1,7 @@
 """tqc: Truncated Quantile Critics (sb3-contrib TQC), continuous actions."""
 from sb3_contrib import TQC
 
-from rl_baselines.algo_types import ActionType
+from rl_baselines.core.algo_types import ActionType
 from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, EntCoef, OffPolicyRLObject, replaySearchSpace
 
 

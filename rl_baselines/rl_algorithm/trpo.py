@@ -1,7 +1,7 @@
 """trpo: Trust Region Policy Optimization (sb3-contrib TRPO), discrete and continuous actions."""
 from sb3_contrib import TRPO
 
-from rl_baselines.base_classes import StableBaselinesRLObject
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
 class TRPOModel(StableBaselinesRLObject):

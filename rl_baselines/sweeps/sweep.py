@@ -25,6 +25,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -32,8 +33,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
+from rl_baselines.core.registry import registered_rl as installed_algorithms
+from rl_baselines.runs.resume import runStatus
+from rl_baselines.runs.train import baseParser, validate
 from srl_toolbox.cli import UsageError
-from srl_toolbox.files import readJson, writeJson
+from srl_toolbox.files import atomicPath, readJson, writeJson
 
 TRAIN_MODULE = "rl_baselines.train"
 RUN_LOG = "train.log"
@@ -48,7 +52,7 @@ NOT_IN_RUN_ID = frozenset({"algo", "env", "srl_model", "seed", "log_dir", "tag",
 RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its run id)",
                         "run_folder": "--run-folder (the sweep creates each run folder)",
                         "resume": "--resume (a sweep run again resumes its unfinished runs itself)"}
-# What rl_baselines.resume.runStatus says of a folder that ``train --resume`` continues in place.
+# What rl_baselines.runs.resume.runStatus says of a folder that ``train --resume`` continues in place.
 RESUMABLE = ("resume", "restart", "finished")
 
 
@@ -161,10 +165,7 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
     :param algo: a registered algorithm
     :return: ``rl_baselines.train``'s parser for it (shared flags + the algorithm's own)
     """
-    from rl_baselines.registry import registered_rl
-    from rl_baselines.train import baseParser
-
-    return registered_rl[algo][0].customArguments(baseParser())
+    return installed_algorithms[algo][0].customArguments(baseParser())
 
 
 @functools.cache
@@ -286,7 +287,6 @@ def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[s
 def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequence[str], registered_rl: dict
                         ) -> str | None:
     """:return: why train would refuse this combination (its one-line message), or None"""
-    from rl_baselines.train import validate
 
     if algo not in registered_rl:
         return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}"
@@ -329,7 +329,7 @@ def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[st
     """
     algo_args = algo_args or {}
     if registered_rl is None:
-        from rl_baselines.registry import registered_rl
+        registered_rl = installed_algorithms
     axes = (unique(algos), unique(envs), unique(srl_models))
     reasons: dict[str, list[tuple[str, str, str]]] = {}
     for combo in itertools.product(*axes):
@@ -384,7 +384,6 @@ def resumableAttempt(spec: RunSpec) -> str | None:
     :return: the sweep's newest unfinished attempt of this run when ``train --resume`` can continue it (from its
         last checkpoint, or from step 0 in the same folder when it had none), else None
     """
-    from rl_baselines.resume import runStatus
 
     attempts = _sweepAttempts(spec)
     if attempts and not os.path.isfile(os.path.join(attempts[-1], DONE_FILE)) and runStatus(attempts[-1]) in RESUMABLE:
@@ -437,7 +436,6 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
 
 def _writeText(path: str, text: str) -> None:
     """Write a small text file atomically (a reader never sees it half-written)."""
-    from srl_toolbox.files import atomicPath
 
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -505,7 +503,6 @@ def stopProcess(process: subprocess.Popen, grace_s: float = 10.0) -> None:
     :param process: the process
     :param grace_s: seconds it gets to exit
     """
-    import signal
 
     if process.poll() is None:
         process.send_signal(signal.SIGINT)

@@ -1,17 +1,17 @@
 """The callback the train command hands to every algorithm: progress bar, model saves, the live reward curve and the
 run's scalar log (``callback.logScalars(step, {tag: value})``: progress.csv, visdom, tensorboard; see
-rl_baselines.run_logging).
+rl_baselines.runs.run_logging).
 
 It follows the old toolbox's form, ``callback(_locals, _globals) -> bool``, called after each vectorised step with
 the learner as ``_locals["self"]``. Work happens only every ``log_interval`` env steps, so the per-step cost is one
 attribute read and a few comparisons.
 
-Checkpoints (rl_baselines.checkpointing) are written every ``checkpoint_freq`` env steps: at the step they fall due,
+Checkpoints (rl_baselines.core.checkpointing) are written every ``checkpoint_freq`` env steps: at the step they fall due,
 or, for an algorithm whose ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its next :meth:`TrainingCallback.cleanPoint`
 (between two updates, where the saved state is exactly what training goes on from). After :meth:`requestStop`
 (SIGINT/SIGTERM) the next step writes a checkpoint and returns False, which stops training.
 
-With an :class:`rl_baselines.evaluation.Evaluator` (``train --eval-freq``), deterministic evaluation episodes are
+With an :class:`rl_baselines.runs.evaluation.Evaluator` (``train --eval-freq``), deterministic evaluation episodes are
 played at the first step at or past each multiple of its ``eval_freq``, and ``best/`` holds the model with the best
 evaluation mean; without one, ``best/`` holds the model with the best mean training reward over the last
 ``N_EPISODES_EVAL`` episodes (checked every ``save_interval`` steps).
@@ -27,9 +27,11 @@ from typing import Any
 
 from tqdm import tqdm
 
-from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.checkpointing import CheckpointError, saveModel, writeCheckpoint
-from rl_baselines.monitor_files import MONITOR_SUFFIX, MonitorTail
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.checkpointing import CheckpointError, saveModel, writeCheckpoint
+from rl_baselines.core.training_state import captureEpisodeStarts, captureGlobalRNG, countLines
+from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorTail
+from rl_baselines.runs.run_logging import RunLogger
 
 # Mean reward over this many recent episodes decides the best model (as in the old toolbox).
 N_EPISODES_EVAL = 100
@@ -54,7 +56,7 @@ class TrainingCallback:
     :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every checkpoint, -1: never)
     :param evaluator: plays evaluation episodes every ``eval_freq`` steps and then decides ``best/`` (None: no
         evaluation, ``best/`` follows the training reward)
-    :param run_logger: the run's scalar log (rl_baselines.run_logging.RunLogger); None: progress.csv and ``plotter``
+    :param run_logger: the run's scalar log (rl_baselines.runs.run_logging.RunLogger); None: progress.csv and ``plotter``
         only
     """
 
@@ -76,7 +78,6 @@ class TrainingCallback:
         evaluator: Any = None,
         run_logger: Any = None,
     ) -> None:
-        from rl_baselines.run_logging import RunLogger
 
         self.algo = algo
         self.algo_name = algo_name
@@ -211,7 +212,6 @@ class TrainingCallback:
         :return: what a checkpoint's run_state.json keeps to resume the run: counts, the monitor files' and
             progress.csv's lengths, the callback's own state
         """
-        from rl_baselines.training_state import countLines
 
         monitor_dir = os.path.join(self.run_dir, "monitor")
         return {
@@ -247,7 +247,6 @@ class TrainingCallback:
         :param extra: more manifest entries (finished, stopped_by)
         :return: the checkpoint folder, None when the save failed or no run information was given
         """
-        from rl_baselines.training_state import captureEpisodeStarts, captureGlobalRNG
 
         if self.checkpoint_freq > 0:
             self._next_checkpoint = num_timesteps + self.checkpoint_freq

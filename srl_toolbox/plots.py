@@ -11,7 +11,7 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 - window ``<env_name>_episodes``: the smoothed reward against the episode index;
 - window ``<env_name>_evaluation`` (runs trained with ``--eval-freq``): the mean reward of each deterministic
   evaluation against timesteps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
-- window ``<env_name>_scalars_<group>`` for scalars logged during the run (rl_baselines.run_logging): one trace per
+- window ``<env_name>_scalars_<group>`` for scalars logged during the run (rl_baselines.runs.run_logging): one trace per
   tag of the group (the tag's part before ``/``) against timesteps.
 
 (In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from srl_toolbox.files import atomicPath
@@ -110,7 +112,7 @@ def _visdomClientClass() -> Any:
     """
     global _CLIENT_CLASS
     if _CLIENT_CLASS is None:
-        import visdom
+        import visdom  # optional service: imported (slow) only when a live plot is asked for
 
         class _BoundedVisdom(visdom.Visdom):
             def __init__(self, *args: Any, request_timeout: tuple[float, float] = (CONNECT_TIMEOUT_S,
@@ -371,8 +373,6 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     :param title: title of the figure
     :return: ``path``
     """
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
 
     timesteps, rewards = _episodeData(timesteps, rewards)
     figure = Figure(figsize=(8, 5), dpi=100)

@@ -16,6 +16,10 @@ import os
 import warnings
 from typing import Any
 
+import yaml
+
+from srl_toolbox.files import atomicPath
+
 HYPERPARAMS_FILE = "hyperparams.yaml"
 _SCALARS = (bool, int, float, str)
 
@@ -59,12 +63,10 @@ def usedHyperparams(algo_class: type, args: argparse.Namespace, hyperparams: dic
 def _savedHyperparams(algo_class: type, args: argparse.Namespace) -> dict[str, Any]:
     """:return: ``{"saved": ...}`` for an algorithm whose model file keeps its hyperparameters (the torch ones) when
     training continues a saved model, else nothing"""
-    from rl_baselines.torch_base import TorchRLObject
-
     load_path = getattr(args, "load_rl_model_path", None)
-    if not load_path or not issubclass(algo_class, TorchRLObject):
-        return {}
-    return {"saved": algo_class.readModelFile(load_path)["hyperparams"]}
+    saved = algo_class.savedHyperparams(load_path) if load_path else None
+    return {} if saved is None else {"saved": saved}
+
 
 
 def writeHyperparamsFile(run_dir: str, values: dict[str, Any], algo: str) -> str:
@@ -74,9 +76,7 @@ def writeHyperparamsFile(run_dir: str, values: dict[str, Any], algo: str) -> str
     :param algo: the algorithm's name (for the header comment)
     :return: the file written (atomically)
     """
-    import yaml
 
-    from srl_toolbox.files import atomicPath
 
     path = os.path.join(run_dir, HYPERPARAMS_FILE)
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:

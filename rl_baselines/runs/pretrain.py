@@ -21,9 +21,12 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+import torch
 
 from environments.dataset import GROUND_TRUTH_FILE, Dataset
+from rl_baselines.envs.factory import findVecNormalize
 
 # SB3 classes whose policy has a plain (non-recurrent) action distribution or actor to clone into.
 ON_POLICY_CLASSES = ("PPO", "A2C", "TRPO")
@@ -46,12 +49,9 @@ class DatasetInfo:
 def canPretrain(algo_class: type) -> bool:
     """
     :param algo_class: a registered algorithm class
-    :return: whether its policy can be pretrained (an SB3-backed algorithm with a non-recurrent policy)
+    :return: whether its policy can be pretrained (an SB3-backed algorithm, i.e. one naming its ``SB3_CLASS``, with
+        a non-recurrent policy)
     """
-    from rl_baselines.base_classes import StableBaselinesRLObject
-
-    if not (isinstance(algo_class, type) and issubclass(algo_class, StableBaselinesRLObject)):
-        return False
     sb3_class = getattr(algo_class, "SB3_CLASS", None)
     return getattr(sb3_class, "__name__", "") in ON_POLICY_CLASSES + STOCHASTIC_ACTOR_CLASSES + DETERMINISTIC_ACTOR_CLASSES
 
@@ -143,8 +143,6 @@ def pretrainPolicy(model: Any, observations: np.ndarray, actions: np.ndarray, ep
     :param verbose: print the loss and validation metric of each epoch
     :return: {"loss": last epoch's mean training loss, "val_accuracy" (discrete) or "val_mse" (continuous)}
     """
-    import gymnasium as gym
-    import torch
 
     policy = model.policy
     name = type(model).__name__
@@ -231,7 +229,6 @@ def pretrainFromArgs(model: Any, env: Any, args: Any) -> dict[str, float]:
     :param args: the run's arguments (pretrain_dataset, pretrain_epochs, pretrain_lr, srl_model, img_shape, seed)
     :return: the losses of :func:`pretrainPolicy`
     """
-    from rl_baselines.utils import findVecNormalize
 
     img_shape = getattr(args, "img_shape", None)
     observations, actions = loadDataset(args.pretrain_dataset, args.srl_model, tuple(img_shape) if img_shape else None)

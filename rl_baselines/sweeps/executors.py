@@ -2,7 +2,7 @@
 
 Both executors offer the same small interface to the pipeline's loop: ``hasSlot()``, ``submit(spec)``,
 ``wait(timeout) -> finished results``, ``running`` (specs in flight) and ``shutdown(interrupted)``. A Ray task runs
-:func:`rl_baselines.sweep.executeRun`, so a run does exactly the same thing (its own ``train`` process, log, markers)
+:func:`rl_baselines.sweeps.sweep.executeRun`, so a run does exactly the same thing (its own ``train`` process, log, markers)
 under both; with Ray on several machines, ``--log-dir`` must be a folder every node sees (shared file system).
 """
 from __future__ import annotations
@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import signal
 import socket
 import subprocess
 import time
 from typing import Any
 
-from rl_baselines.sweep import RunResult, RunSpec, StartedRun, executeRun, finishRun, runAttempts, startRun
+from rl_baselines.sweeps.sweep import RunResult, RunSpec, StartedRun, executeRun, finishRun, runAttempts, startRun
 from srl_toolbox.cli import UsageError
 
 RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
@@ -35,7 +36,7 @@ class LocalExecutor:
     Runs at most ``workers`` train processes at a time on this machine.
 
     :param workers: parallel runs
-    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweep.startRun`)
+    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweeps.sweep.startRun`)
     """
 
     name = "local"
@@ -85,12 +86,11 @@ class LocalExecutor:
 
     def shutdown(self, interrupted: bool = False) -> list[RunResult]:
         """
-        Stop the runs still in flight (they save their model and exit, see :func:`rl_baselines.sweep.stopProcess`).
+        Stop the runs still in flight (they save their model and exit, see :func:`rl_baselines.sweeps.sweep.stopProcess`).
 
         :param interrupted: the sweep was interrupted (the runs in flight are stopped and recorded as failed)
         :return: their results
         """
-        import signal
 
         if not self._running:
             return []
@@ -142,7 +142,7 @@ def importRay(address: str | None) -> Any:
         os.environ["RAY_AUTH_MODE"] = "token"
         os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(16))
     try:
-        import ray
+        import ray  # optional dependency (pip install srl-toolbox[ray]): imported only by the Ray executor
     except ImportError:
         raise UsageError(f"--executor ray needs Ray, which is not installed; install it with {RAY_INSTALL_HINT}"
                          ) from None
@@ -158,7 +158,7 @@ class RayExecutor:
     :param num_cpus: CPUs per run (train's --num-cpu)
     :param num_gpus: GPUs per run
     :param workers: most runs in flight (None: as many as the cluster's resources allow)
-    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweep.startRun`)
+    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweeps.sweep.startRun`)
     """
 
     name = "ray"

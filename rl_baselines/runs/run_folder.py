@@ -16,7 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from rl_baselines.run_policy import readRunArgs, recordedSRLModelFolder
+from environments import registered_env
+from rl_baselines.core.checkpointing import checkModelFile
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs.run_policy import readRunArgs, recordedSRLModelFolder
 
 SAVED_MODELS = ("latest", "best")
 
@@ -53,7 +57,6 @@ class LoadedRun:
         :return: a VecEnv; close it after use
         :raises ValueError: the SRL model cannot be loaded, or the saved normalisation does not fit
         """
-        from rl_baselines.utils import envKwargsFromArgs
 
         replay_args = argparse.Namespace(**{**vars(self.args), "seed": seed, "num_cpu": num_envs,
                                             "srl_model_path": self.srl_model_path, "monitor_dir": None})
@@ -73,9 +76,6 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     :raises ValueError: no run in the folder, algorithm or env not installed, model missing, corrupt or not the
         run's, SRL model missing or changed (one line)
     """
-    from environments import registered_env
-    from rl_baselines.checkpointing import checkModelFile
-    from rl_baselines.registry import registered_rl
 
     if which not in SAVED_MODELS:
         raise ValueError(f"unknown saved model {which!r}; valid choices: {', '.join(SAVED_MODELS)}")

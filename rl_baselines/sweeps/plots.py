@@ -12,11 +12,11 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from rl_baselines.monitor_files import MonitorTail
-from rl_baselines.sweep import RunSpec, runAttempts
+from rl_baselines.runs.monitor_files import MonitorTail
+from rl_baselines.sweeps.sweep import RunSpec, runAttempts
 
 # Private helpers of the single-run plotter, reused so that both plotters smooth, subsample and report alike.
-from rl_baselines.visualize import VisdomPlotter, _describe, _quietVisdom, _subsample, movingAverage
+from srl_toolbox.plots import VisdomPlotter, _describe, _quietVisdom, _subsample, movingAverage
 
 
 class SweepPlotter(VisdomPlotter):

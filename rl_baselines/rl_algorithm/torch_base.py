@@ -1,7 +1,7 @@
 """TorchRLObject: what the algorithms written in this project (not wrapped from Stable-Baselines3) share.
 
 - hyperparameters: the spec (``HYPERPARAMS``, or ``DEFAULT_HYPERPARAMS`` with ``HYPERPARAM_CHOICES`` and
-  ``HYPERPARAM_BOUNDS``, see rl_baselines.hyperparams) becomes command-line flags (``num_population`` ->
+  ``HYPERPARAM_BOUNDS``, see rl_baselines.core.hyperparams) becomes command-line flags (``num_population`` ->
   ``--num-population``) through BaseRLObject.addHyperparamArguments; ``--hyperparam KEY:VALUE`` wins over flags.
   Boolean flags are switches that also take a value (``--dueling``, ``--dueling false``, ``--dueling 0``), string
   ones list their choices, and numeric ones are checked against their bounds when parsed (a bad value is a one-line
@@ -29,11 +29,13 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
+from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
+from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
-from srl_toolbox.files import atomicPath
+from srl_toolbox.files import atomicPath, readJson, writeJson
 
 
 def isImageSpace(space: gym.Space) -> bool:
@@ -123,7 +125,6 @@ class TorchRLObject(BaseRLObject):
         raise NotImplementedError
 
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
-        from rl_baselines.utils import saveNormalisation
 
         payload = {
             **self.modelState(),
@@ -137,6 +138,14 @@ class TorchRLObject(BaseRLObject):
         with atomicPath(save_path) as tmp_path:
             torch.save(payload, tmp_path)
         saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
+
+    @classmethod
+    def savedHyperparams(cls, load_path: str) -> dict[str, Any] | None:
+        """
+        :param load_path: a model file written by :meth:`save`
+        :return: the hyperparameters it was trained with
+        """
+        return cls.readModelFile(load_path)["hyperparams"]
 
     @classmethod
     def readModelFile(cls, load_path: str) -> dict[str, Any]:
@@ -187,8 +196,6 @@ class TorchRLObject(BaseRLObject):
         return None
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.training_state import generatorState, saveBuffer
-        from srl_toolbox.files import writeJson
 
         os.makedirs(folder, exist_ok=True)
         writeJson(os.path.join(folder, TORCH_STATE_FILE), {"rng": generatorState(getattr(self, "rng", None)),
@@ -198,8 +205,6 @@ class TorchRLObject(BaseRLObject):
             saveBuffer(replay[0], replay_buffer_folder, replay[1], replay[2])
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.training_state import loadBuffer, setGeneratorState
-        from srl_toolbox.files import readJson
 
         state = readJson(os.path.join(folder, TORCH_STATE_FILE))
         setGeneratorState(getattr(self, "rng", None), state.get("rng"))
@@ -230,7 +235,6 @@ class TorchRLObject(BaseRLObject):
         :raises UsageError: the hyperparameters do not fit together, or the saved model does not fit the env (the
             train command cannot check these before the run folder exists)
         """
-        from rl_baselines.utils import findVecNormalize
 
         load_path = getattr(args, "load_rl_model_path", None)
         payload = self.readModelFile(load_path) if load_path else None

@@ -8,9 +8,10 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rl_baselines.algo_types import AlgoType
-from rl_baselines.base_classes import BaseRLObject, TrainCallback
-from rl_baselines.utils import findVecNormalize, saveNormalisation
+from rl_baselines.core.algo_types import AlgoType
+from rl_baselines.core.base import BaseRLObject, TrainCallback
+from rl_baselines.core.training_state import generatorState, setGeneratorState
+from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
 from srl_toolbox.files import readJson, writeJson
 
 
@@ -71,13 +72,11 @@ class RandomAgentModel(BaseRLObject):
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         """The action space's generator: a resumed run draws the actions the uninterrupted one would have."""
-        from rl_baselines.training_state import generatorState
 
         writeJson(os.path.join(folder, "random_agent.json"),
                   {"action_space_rng": generatorState(self.action_space.np_random)})
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-        from rl_baselines.training_state import setGeneratorState
 
         setGeneratorState(self.action_space.np_random, readJson(os.path.join(folder, "random_agent.json"))["action_space_rng"])
 

@@ -30,9 +30,14 @@ import os
 import warnings
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from rl_baselines.base_classes import BaseRLObject
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
+from rl_baselines.envs.factory import findVecNormalize
 from srl_toolbox.files import writeNpz
 
 EVALUATIONS_FILE = "evaluations.npz"
@@ -158,7 +163,6 @@ class Evaluator:
 
     def _makeEnv(self) -> Any:
         """:return: the evaluation env: the algorithm's makeEnv with one env, no monitor file, frozen statistics"""
-        from rl_baselines.utils import findVecNormalize
 
         eval_args = copy.copy(self.args)
         eval_args.num_cpu = 1
@@ -174,9 +178,7 @@ class Evaluator:
     def _syncNormalisation(self) -> None:
         """Copy the training env's observation statistics into the evaluation env (SB3's
         sync_envs_normalization on the two VecNormalize wrappers)."""
-        from stable_baselines3.common.vec_env import sync_envs_normalization
 
-        from rl_baselines.utils import findVecNormalize
 
         train_normalize = findVecNormalize(getattr(self.algo, "env", None))
         eval_normalize = findVecNormalize(self.env)
@@ -194,10 +196,7 @@ class Evaluator:
         :param num_timesteps: env steps taken so far (recorded as the evaluation's ``timesteps``)
         :return: (mean, standard deviation) of the episode rewards
         """
-        import gymnasium as gym
-        from stable_baselines3.common.evaluation import evaluate_policy
 
-        from rl_baselines.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
 
         self.next_eval = self._nextMultiple(num_timesteps)
         rng = captureGlobalRNG()

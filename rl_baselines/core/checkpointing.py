@@ -22,6 +22,7 @@ previous checkpoints as they were::
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -30,9 +31,14 @@ import shutil
 import tempfile
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
-from srl_toolbox.files import readJson, writeJson
+from rl_baselines.core.training_state import RNG_FILE, freezeNextReset, restartEpisodes, restoreGlobalRNG
+from rl_baselines.envs.factory import NORMALISATION_FILE
+from srl_models.config import RUN_RECORD_FILE
+from srl_toolbox.cli import UsageError
+from srl_toolbox.files import readJson, writeJson, writeNpz
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -62,7 +68,6 @@ def describeSpace(space: Any) -> dict[str, Any]:
     :param space: a gymnasium space
     :return: a JSON description precise enough to tell two spaces apart (bounds as a hash)
     """
-    import gymnasium as gym
 
     if isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
@@ -80,7 +85,6 @@ def runDescription(run_dir: str, args: Any) -> dict[str, Any]:
     :param args: the run's arguments (env, srl_model)
     :return: what every manifest of the run records about it: env id, observation mode and SRL model hash
     """
-    from srl_models.config import RUN_RECORD_FILE
 
     record_path = os.path.join(run_dir, RUN_RECORD_FILE)
     srl_hash = readJson(record_path).get("hash") if os.path.isfile(record_path) else None
@@ -145,7 +149,6 @@ def saveModel(algo: Any, model_path: str, algo_name: str, run_info: dict[str, An
     :param num_timesteps: its step count
     :param extra: more manifest entries
     """
-    from rl_baselines.utils import NORMALISATION_FILE
 
     folder = os.path.dirname(os.path.abspath(model_path))
     algo.save(model_path)
@@ -248,7 +251,6 @@ def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_
     :param env_kwargs: the env's keywords
     :raises ValueError: the spaces differ (one line)
     """
-    import argparse
 
     if manifest.get("action_space") is None and manifest.get("observation_space") is None:
         return
@@ -353,7 +355,6 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
     :raises CheckpointError: the save failed (disk full, ...); the temporary folder is removed, older checkpoints
         are untouched
     """
-    from rl_baselines.training_state import RNG_FILE, writeNpz
 
     parent = checkpointsFolder(run_dir)
     final = os.path.join(parent, f"{int(num_timesteps)}_steps")
@@ -424,3 +425,34 @@ def bufferFolder(checkpoint: str, manifest: dict[str, Any]) -> str | None:
         owner_manifest = readManifest(owner) or {}
         checkFiles(folder, owner_manifest.get("replay_buffer_files", {}))
     return folder
+
+
+def restoreRun(algo: Any, args: argparse.Namespace) -> None:
+    """
+    The last step of resuming, once the algorithm built its env and loaded the checkpoint's model: check the
+    spaces, make every env restart its episode from the same start, restore the algorithm's training state
+    (loadTrainingState) and then the global random generators.
+
+    :param algo: the algorithm (its ``env`` built)
+    :param args: the run's arguments (``resume_from``, ``resume_buffer``)
+    :raises UsageError: the env's spaces differ from the checkpoint's, or its training state does not fit
+    """
+
+    folder = args.resume_from
+    manifest = readManifest(folder) or {}
+    for name in ("observation_space", "action_space"):
+        space = getattr(algo.env, name, None)
+        if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
+            raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this env's "
+                             f"{space}")
+    run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
+    restartEpisodes(algo.env, run_state.get("episode_starts"))
+    freezeNextReset(algo.env)
+    try:
+        algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), getattr(args, "resume_buffer", None))
+    except (ValueError, KeyError, OSError) as error:
+        raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
+    rng_path = os.path.join(folder, RNG_FILE)
+    if os.path.isfile(rng_path):
+        with np.load(rng_path, allow_pickle=False) as data:
+            restoreGlobalRNG(data)

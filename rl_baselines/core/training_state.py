@@ -1,0 +1,360 @@
+"""The state a checkpoint keeps beyond the model file, as NumPy arrays and JSON (never pickle).
+
+- global random generators: Python's ``random``, NumPy's legacy global generator and torch's CPU generator;
+- each env's generator as it was when its current episode started (:class:`EpisodeStartRNG`): a resumed run replays
+  the episode that was in progress from the same start, since an env's internal state (PyBullet bodies...) is not
+  saved;
+- replay buffers: every array attribute of a buffer object (its filled rows), its counters, and Stable-Baselines3
+  HER's per-transition info dicts as JSON;
+- the state of a ``cma`` strategy: its numeric attributes, set back on a strategy built with the same options;
+- the monitor files and progress.csv of a run continuing where the checkpoint left them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+from typing import Any
+
+import numpy as np
+import torch
+from stable_baselines3.common.logger import CSVOutputFormat, Logger, configure
+
+from rl_baselines.envs.factory import findVecNormalize
+from srl_toolbox.files import atomicPath, writeNpz
+
+RNG_FILE = "rng_state.npz"
+BUFFER_ARRAYS_FILE = "buffer.npz"
+BUFFER_VALUES_FILE = "buffer.json"
+# Scalars of a buffer object kept with its arrays (counters and positions; configuration is rebuilt by the run).
+_SCALAR_TYPES = (bool, int, float)
+
+
+# --- global random generators --------------------------------------------------------------------------------------
+
+
+def captureGlobalRNG() -> dict[str, np.ndarray]:
+    """:return: the states of Python's, NumPy's (legacy global) and torch's (CPU) generators, as arrays"""
+    version, python_state, gauss = random.getstate()
+    _, keys, position, has_gauss, cached_gaussian = np.random.get_state()
+    return {
+        "python_version": np.asarray(version),
+        "python_state": np.asarray(python_state, dtype=np.uint64),
+        "python_gauss": np.asarray(np.nan if gauss is None else gauss, dtype=np.float64),
+        "numpy_keys": np.asarray(keys, dtype=np.uint32),
+        "numpy_position": np.asarray(position),
+        "numpy_has_gauss": np.asarray(has_gauss),
+        "numpy_cached_gaussian": np.asarray(cached_gaussian, dtype=np.float64),
+        "torch_state": torch.get_rng_state().numpy(),
+    }
+
+
+def restoreGlobalRNG(arrays: Any) -> None:
+    """
+    :param arrays: what :func:`captureGlobalRNG` returned (or the npz file holding it)
+    """
+    gauss = float(arrays["python_gauss"])
+    random.setstate((int(arrays["python_version"]), tuple(int(x) for x in arrays["python_state"]),
+                     None if np.isnan(gauss) else gauss))
+    np.random.set_state(("MT19937", np.asarray(arrays["numpy_keys"], dtype=np.uint32), int(arrays["numpy_position"]),
+                         int(arrays["numpy_has_gauss"]), float(arrays["numpy_cached_gaussian"])))
+    torch.set_rng_state(torch.as_tensor(np.asarray(arrays["torch_state"], dtype=np.uint8)))
+
+
+def generatorState(generator: np.random.Generator | None) -> dict[str, Any] | None:
+    """:return: a NumPy Generator's state (a JSON-able dict), None for no generator"""
+    return None if generator is None else generator.bit_generator.state
+
+
+def setGeneratorState(generator: np.random.Generator | None, state: dict[str, Any] | None) -> None:
+    """Set a Generator to a state from :func:`generatorState` (nothing when either is None)."""
+    if generator is not None and state is not None:
+        generator.bit_generator.state = state
+
+
+# --- env generators ----------------------------------------------------------------------------------------------
+
+
+def baseVecEnv(venv: Any) -> Any:
+    """:return: the innermost VecEnv of a wrapper chain (the one holding the envs)"""
+    while hasattr(venv, "venv"):
+        venv = venv.venv
+    return venv
+
+
+def captureEpisodeStarts(venv: Any) -> list[dict[str, Any] | None] | None:
+    """
+    :param venv: a VecEnv whose envs are wrapped in :class:`EpisodeStartRNG` (by ``rl_baselines.envs.factory``)
+    :return: each env's episode start, None when the envs do not record it (a plugin's own envs) or are closed
+    """
+    try:
+        return list(venv.env_method("episodeStart"))
+    except (AttributeError, EOFError, BrokenPipeError, OSError, AssertionError):
+        return None
+
+
+def restartEpisodes(venv: Any, episode_starts: list[dict[str, Any] | None] | None) -> None:
+    """
+    Make the next reset of every env start the episode that was in progress when ``episode_starts`` was captured,
+    and drop the seeds that creating the VecEnv queued for that reset.
+
+    :param venv: the VecEnv
+    :param episode_starts: what :func:`captureEpisodeStarts` returned
+    """
+    if not episode_starts or len(episode_starts) != venv.num_envs:
+        return
+    base = baseVecEnv(venv)
+    if hasattr(base, "_reset_seeds"):
+        base._reset_seeds()  # the seeds of createEnvs would replace the restored generators
+    for index, start in enumerate(episode_starts):
+        venv.env_method("restartEpisode", start, indices=[index])
+
+
+def freezeNextReset(venv: Any) -> None:
+    """
+    Keep the normalisation statistics of ``venv`` (a VecNormalize in its chain) unchanged during its next reset
+    only: the observations a resumed run resets to were already counted before its checkpoint.
+
+    :param venv: the training VecEnv
+    """
+
+    vec_normalize = findVecNormalize(venv)
+    if vec_normalize is None or not vec_normalize.training:
+        return
+    class_reset = type(vec_normalize).reset
+
+    def resetOnce() -> Any:
+        del vec_normalize.reset  # the next resets are the class's again
+        vec_normalize.training = False
+        try:
+            return class_reset(vec_normalize)
+        finally:
+            vec_normalize.training = True
+
+    vec_normalize.reset = resetOnce  # an instance attribute, shadowing the method for one call
+
+
+def _jsonDefault(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return {"__ndarray__": value.tolist(), "dtype": str(value.dtype), "shape": list(value.shape)}
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} cannot be saved in a replay buffer's infos")
+
+
+def _jsonObject(data: dict[str, Any]) -> Any:
+    if "__ndarray__" in data:
+        return np.asarray(data["__ndarray__"], dtype=data["dtype"]).reshape(data["shape"])
+    return data
+
+
+def saveBuffer(buffer: Any, folder: str, capacity: int, filled: int) -> None:
+    """
+    Write a replay buffer's arrays (their first ``filled`` rows when their first axis is ``capacity``), its scalar
+    attributes, and object arrays of dicts (HER's infos) as JSON.
+
+    :param buffer: the buffer object
+    :param folder: destination folder (created)
+    :param capacity: the buffer's length along the first axis of its arrays
+    :param filled: how many leading rows hold data
+    """
+    os.makedirs(folder, exist_ok=True)
+    arrays: dict[str, np.ndarray] = {}
+    values: dict[str, Any] = {"capacity": int(capacity), "filled": int(filled), "scalars": {}, "objects": {}}
+
+    def rows(array: np.ndarray) -> np.ndarray:
+        return array[:filled] if array.ndim > 0 and array.shape[0] == capacity else array
+
+    for name, value in vars(buffer).items():
+        if isinstance(value, np.ndarray) and value.dtype == object:
+            values["objects"][name] = rows(value).tolist()
+        elif isinstance(value, np.ndarray):
+            arrays[name] = rows(value)
+        elif isinstance(value, dict) and value and all(isinstance(v, np.ndarray) for v in value.values()):
+            for key, array in value.items():
+                arrays[f"{name}/{key}"] = rows(array)
+        elif isinstance(value, _SCALAR_TYPES) or isinstance(value, np.generic):
+            values["scalars"][name] = value.item() if isinstance(value, np.generic) else value
+    writeNpz(os.path.join(folder, BUFFER_ARRAYS_FILE), arrays)
+    with atomicPath(os.path.join(folder, BUFFER_VALUES_FILE)) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        json.dump(values, handle, default=_jsonDefault)
+
+
+def loadBuffer(buffer: Any, folder: str, capacity: int) -> int:
+    """
+    Fill a buffer built for this run with what :func:`saveBuffer` wrote.
+
+    :param buffer: the new, empty buffer (same kind, capacity and spaces)
+    :param folder: the folder saveBuffer wrote
+    :param capacity: the new buffer's length along the first axis of its arrays
+    :return: how many rows were restored
+    :raises ValueError: the saved buffer does not fit this one (one line)
+    """
+    with open(os.path.join(folder, BUFFER_VALUES_FILE), encoding="utf-8") as handle:
+        values = json.load(handle, object_hook=_jsonObject)
+    if int(values["capacity"]) != int(capacity):
+        raise ValueError(f"the saved replay buffer holds {values['capacity']} transitions, this run's {capacity}")
+    filled = int(values["filled"])
+    with np.load(os.path.join(folder, BUFFER_ARRAYS_FILE), allow_pickle=False) as data:
+        for key in data.files:
+            name, _, sub = key.partition("/")
+            target = getattr(buffer, name, None)
+            if sub:
+                target = target.get(sub) if isinstance(target, dict) else None
+            saved = data[key]
+            if not isinstance(target, np.ndarray) or target.dtype != saved.dtype or (
+                    target.shape[1:] != saved.shape[1:] if target.shape[:1] == (capacity,) else target.shape != saved.shape):
+                shape = None if not isinstance(target, np.ndarray) else target.shape
+                raise ValueError(f"the saved replay buffer's {key} {saved.dtype}{saved.shape} does not fit this run's "
+                                 f"({shape})")
+            if target.ndim > 0 and target.shape[0] == capacity:
+                target[:filled] = saved
+            else:
+                target[...] = saved
+    for name, value in values["scalars"].items():
+        if isinstance(getattr(buffer, name, None), _SCALAR_TYPES):
+            setattr(buffer, name, type(getattr(buffer, name))(value))
+    for name, rows in values["objects"].items():
+        target = getattr(buffer, name, None)
+        if isinstance(target, np.ndarray) and target.dtype == object:
+            for index, row in enumerate(rows):
+                target[index] = row if target.ndim == 1 else _objectRow(row)
+    return filled
+
+
+def _objectRow(row: list) -> np.ndarray:
+    out = np.empty(len(row), dtype=object)
+    for index, item in enumerate(row):
+        out[index] = item
+    return out
+
+
+# --- cma strategies ----------------------------------------------------------------------------------------------
+
+# Attributes of a cma strategy that are clocks or log writers, not search state.
+_CMA_SKIPPED = frozenset({"timer", "logger"})
+# Markers, in the JSON values, of a list of arrays (stored with the arrays) and of a range.
+_ARRAY_LIST = "__arrays__"
+_RANGE = "__range__"
+
+
+def captureObjectState(obj: Any, package: str, path: str = "", arrays: dict | None = None,
+                       values: dict | None = None, seen: set | None = None) -> tuple[dict[str, np.ndarray], dict]:
+    """
+    The numeric state of an object of ``package`` (a ``cma.CMAEvolutionStrategy``): every array, number, string
+    and list of numbers among its attributes and those of its attributes that are objects of the same package.
+
+    :param obj: the object
+    :param package: top-level package whose objects are walked into
+    :param path: attribute path of ``obj`` (recursion)
+    :param arrays: arrays found so far (recursion)
+    :param values: plain values found so far (recursion)
+    :param seen: objects already walked (recursion)
+    :return: (arrays by dotted path, plain values by dotted path); the arrays are copies
+    """
+    arrays = {} if arrays is None else arrays
+    values = {} if values is None else values
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return arrays, values
+    seen.add(id(obj))
+    for name, value in vars(obj).items():
+        if name in _CMA_SKIPPED:
+            continue
+        key = f"{path}.{name}" if path else name
+        if isinstance(value, np.ndarray) and value.dtype != object:
+            arrays[key] = value.copy()
+        elif isinstance(value, np.generic):
+            values[key] = value.item()
+        elif value is None or isinstance(value, (bool, int, float, str)):
+            values[key] = value
+        elif type(value) is list and all(isinstance(item, (bool, int, float)) for item in value):
+            values[key] = list(value)
+        elif type(value) is list and all(isinstance(item, np.ndarray) and item.dtype != object for item in value):
+            values[key] = {_ARRAY_LIST: len(value)}  # injected directions, ...: the arrays go with the others
+            arrays.update((f"{key}[{index}]", item.copy()) for index, item in enumerate(value))
+        elif isinstance(value, range):
+            values[key] = {_RANGE: [value.start, value.stop, value.step]}
+        elif type(value).__module__.split(".")[0] == package and hasattr(value, "__dict__"):
+            captureObjectState(value, package, key, arrays, values, seen)
+    return arrays, values
+
+
+def restoreObjectState(obj: Any, arrays: dict[str, np.ndarray], values: dict[str, Any]) -> None:
+    """
+    Set what :func:`captureObjectState` captured on an object built the same way (paths it lacks are skipped).
+
+    :param obj: the freshly built object
+    :param arrays: arrays by dotted path
+    :param values: plain values by dotted path
+    """
+    values, listed = dict(values), set()
+    for key, value in list(values.items()):
+        if isinstance(value, dict) and _ARRAY_LIST in value:
+            values[key] = [arrays[f"{key}[{index}]"].copy() for index in range(int(value[_ARRAY_LIST]))]
+            listed.update(f"{key}[{index}]" for index in range(int(value[_ARRAY_LIST])))
+        elif isinstance(value, dict) and _RANGE in value:
+            values[key] = range(*value[_RANGE])
+    for key, value in [*values.items(), *((k, v) for k, v in arrays.items() if k not in listed)]:
+        *parents, name = key.split(".")
+        target = obj
+        for parent in parents:
+            target = getattr(target, parent, None)
+            if target is None:
+                break
+        if target is None:
+            continue
+        old = getattr(target, name, None)
+        if isinstance(old, np.generic) and not isinstance(value, np.ndarray):
+            value = type(old)(value)
+        elif isinstance(value, np.ndarray):
+            value = value.copy()
+        setattr(target, name, value)
+
+
+# --- monitor files and progress.csv --------------------------------------------------------------------------------
+
+
+def countLines(path: str) -> int:
+    """:return: the number of complete lines of a text file (0 when it does not exist)"""
+    if not os.path.isfile(path):
+        return 0
+    with open(path, "rb") as handle:
+        return handle.read().count(b"\n")
+
+
+def keepFirstLines(path: str, n_lines: int) -> None:
+    """Cut a text file after its first ``n_lines`` complete lines (atomically; nothing when it does not exist)."""
+    if not os.path.isfile(path):
+        return
+    with open(path, "rb") as handle:
+        lines = handle.read().split(b"\n")
+    with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
+        handle.write(b"".join(line + b"\n" for line in lines[:n_lines]))
+
+
+def progressLogger(folder: str) -> Any:
+    """
+    SB3's logger writing ``folder/progress.csv``. A progress.csv already there (a resumed run, cut to its
+    checkpoint) is continued instead of overwritten: its rows are kept and new rows use its columns.
+
+    :param folder: the run folder
+    :return: the logger
+    """
+
+    path = os.path.join(folder, "progress.csv")
+    kept = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
+    if not kept.strip():
+        return configure(folder, ["csv"])
+    # SB3 opens its CSV file with "w+" (truncating it): open it on a temporary copy of the kept rows instead and
+    # rename that over progress.csv, so that a kill here never leaves it empty. The open file follows the rename.
+    with atomicPath(path) as tmp_path:
+        output = CSVOutputFormat(tmp_path)
+        try:
+            output.file.write(kept)
+            output.file.flush()
+        except BaseException:
+            output.close()
+            raise
+    output.keys = kept.splitlines()[0].split(output.separator)
+    return Logger(folder=folder, output_formats=[output])

@@ -1,0 +1,234 @@
+"""Environment creation for the RL side: parallel envs, monitor files, frame stacking, action repeat, normalisation.
+
+Normalisation statistics are stored as ``vecnormalize.npz`` (plain arrays, loaded with ``allow_pickle=False``)
+beside every saved model, so that replaying a run never unpickles anything from it.
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.running_mean_std import RunningMeanStd
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
+
+from environments import getEnvClass
+from environments.srl_env import isLearnedSRLModel
+from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, loadEncoder
+from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
+from srl_models.config import resolveSRLModel
+from srl_toolbox.devices import runDevice
+from srl_toolbox.files import atomicPath
+
+NORMALISATION_FILE = "vecnormalize.npz"
+
+
+def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
+    """
+    The env constructor keywords a train/replay command asks for.
+
+    :param args: parsed command-line arguments (srl_model, continuous_actions, action_joints, random_target,
+        shape_reward, fpv, multi_view, img_shape)
+    :return: keyword arguments for the env class
+    """
+    kwargs: dict[str, Any] = {
+        "srl_model": args.srl_model,
+        "is_discrete": not args.continuous_actions,
+        "random_target": bool(args.random_target),
+        "shape_reward": bool(args.shape_reward),
+    }
+    if args.action_joints:
+        kwargs["action_joints"] = True
+    for camera_option in ("fpv", "multi_view"):  # second camera, only on envs that have one (checked by train)
+        if getattr(args, camera_option, False):
+            kwargs[camera_option] = True
+    if getattr(args, "img_shape", None):
+        kwargs["img_shape"] = tuple(args.img_shape)
+    return kwargs
+
+
+def makeSingleEnv(
+    env_id: str,
+    env_kwargs: dict[str, Any],
+    rank: int = 0,
+    monitor_dir: str | None = None,
+    action_repeat: int = 1,
+) -> gym.Env:
+    """
+    Build one env with its Monitor wrapper (a top-level function so that subprocess workers can unpickle it).
+
+    :param env_id: registered env id
+    :param env_kwargs: constructor keywords
+    :param rank: index of the env among the parallel ones (names its monitor file)
+    :param monitor_dir: folder of the monitor CSVs, None to keep episode statistics in memory only
+    :param action_repeat: agent steps last this many env steps
+    :return: the wrapped env
+    """
+
+    ignoreInterruptInWorker()  # in a SubprocVecEnv worker: Ctrl-C is for the training process, which checkpoints
+    env = getEnvClass(env_id)(**env_kwargs)
+    if action_repeat > 1:
+        env = ActionRepeat(env, action_repeat)
+    env = EpisodeStartRNG(env)  # a resumed run restarts each env's episode in progress from the same start
+    filename = os.path.join(monitor_dir, str(rank)) if monitor_dir else None
+    return openMonitor(env, filename, info_keywords=("is_success",))  # an existing file (resume) is continued
+
+
+def findVecNormalize(venv: VecEnv | None) -> VecNormalize | None:
+    """
+    :param venv: a (possibly wrapped) VecEnv
+    :return: the VecNormalize in its wrapper chain, if any
+    """
+    while venv is not None:
+        if isinstance(venv, VecNormalize):
+            return venv
+        venv = getattr(venv, "venv", None)
+    return None
+
+
+def createEnvs(
+    args: argparse.Namespace,
+    env_kwargs: dict[str, Any] | None = None,
+    load_path_normalise: str | None = None,
+    monitor_dir: str | None = None,
+) -> VecEnv:
+    """
+    Build ``args.num_cpu`` envs (subprocesses when more than one), stacked and normalised as the run asks.
+
+    :param args: parsed arguments (env, seed, num_cpu, num_stack, action_repeat, srl_model)
+    :param env_kwargs: env constructor keywords (default: from ``args``)
+    :param load_path_normalise: folder holding vecnormalize.npz to restore (then frozen: ``training=False``)
+    :param monitor_dir: folder for the per-env monitor CSVs
+    :return: the VecEnv, seeded so that env i starts from seed + i
+    """
+    env_kwargs = envKwargsFromArgs(args) if env_kwargs is None else env_kwargs
+    thunks = [
+        functools.partial(makeSingleEnv, args.env, env_kwargs, rank, monitor_dir, getattr(args, "action_repeat", 1))
+        for rank in range(args.num_cpu)
+    ]
+    venv: VecEnv = DummyVecEnv(thunks) if args.num_cpu == 1 else SubprocVecEnv(thunks)
+    venv.seed(args.seed)
+    venv.action_space.seed(args.seed)
+    srl_model = env_kwargs.get("srl_model", args.srl_model)
+    if isLearnedSRLModel(srl_model):
+        # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
+        venv = encodeObservations(venv, args, srl_model)
+    if getattr(args, "num_stack", 1) > 1:
+        venv = VecFrameStack(venv, n_stack=args.num_stack)
+    if srl_model != "raw_pixels":
+        # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
+        venv = VecNormalize(venv, norm_obs=True, norm_reward=False,
+                            norm_obs_keys=normalisedKeys(venv.observation_space))
+        if load_path_normalise is not None and os.path.exists(os.path.join(load_path_normalise, NORMALISATION_FILE)):
+            loadNormalisation(venv, load_path_normalise)
+            venv.training = False
+    return venv
+
+
+def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -> VecEnv:
+    """
+    Wrap a pixel VecEnv with the trained SRL model the run uses (``args.srl_model_path``, set by the train command,
+    or else the folder ``args.srl_config_file`` maps to ``(args.env, srl_model)``).
+
+    :param venv: the raw VecEnv (image observations)
+    :param args: the run's arguments
+    :param srl_model: the learned model name
+    :return: the VecEnv of encoded states
+    :raises ValueError: the model cannot be found or does not fit the env (one line)
+    """
+
+    try:
+        folder = getattr(args, "srl_model_path", None)
+        if folder is None:
+            config_file = getattr(args, "srl_config_file", None)  # None: srl_models.config.defaultConfigFile()
+            folder = resolveSRLModel(args.env, srl_model, config_file)
+        # On the run's --device, like the agent's networks (arguments without one: the GPU when there is one).
+        device = runDevice(args) if getattr(args, "device", None) else None
+        return SRLEncoderVecEnv(venv, loadEncoder(folder, device=device))
+    except ValueError:
+        venv.close()  # no orphaned env subprocesses behind the error
+        raise
+
+
+# Entries of goal-conditioned Dict observations left unnormalised: HER replaces desired goals by achieved ones, so
+# both must keep one scale (their own running std would differ; a fixed target's is 0).
+GOAL_KEYS = ("achieved_goal", "desired_goal")
+
+
+def normalisedKeys(observation_space: gym.Space) -> list[str] | None:
+    """
+    :param observation_space: the VecEnv's observation space
+    :return: the Dict entries VecNormalize normalises (all but the goals), None for a Box (the whole observation)
+    """
+    if isinstance(observation_space, gym.spaces.Dict):
+        return [key for key in observation_space.spaces if key not in GOAL_KEYS]
+    return None
+
+
+def _rmsArrays(prefix: str, rms: RunningMeanStd | dict) -> dict[str, np.ndarray]:
+    if isinstance(rms, dict):
+        arrays: dict[str, np.ndarray] = {}
+        for key, sub in rms.items():
+            arrays.update(_rmsArrays(f"{prefix}.{key}", sub))
+        return arrays
+    return {f"{prefix}.mean": rms.mean, f"{prefix}.var": rms.var, f"{prefix}.count": np.asarray(rms.count)}
+
+
+def _setRms(prefix: str, rms: RunningMeanStd | dict, data: Any) -> None:
+    if isinstance(rms, dict):
+        for key, sub in rms.items():
+            _setRms(f"{prefix}.{key}", sub, data)
+        return
+    rms.mean = np.array(data[f"{prefix}.mean"], dtype=np.float64)
+    rms.var = np.array(data[f"{prefix}.var"], dtype=np.float64)
+    rms.count = float(data[f"{prefix}.count"])
+
+
+def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
+    """
+    Write the running mean/std of a VecNormalize in ``venv``'s chain to ``folder/vecnormalize.npz`` (atomically).
+
+    :param venv: the training VecEnv
+    :param folder: destination folder (the saved model's)
+    :return: the file written, or None when the env is not normalised
+    """
+
+    vec_normalize = findVecNormalize(venv)
+    if vec_normalize is None:
+        return None
+    arrays = {**_rmsArrays("obs", vec_normalize.obs_rms), **_rmsArrays("ret", vec_normalize.ret_rms)}
+    for name in ("clip_obs", "clip_reward", "gamma", "epsilon"):
+        arrays[name] = np.asarray(getattr(vec_normalize, name))
+    arrays["norm_obs"] = np.asarray(vec_normalize.norm_obs)
+    arrays["norm_reward"] = np.asarray(vec_normalize.norm_reward)
+    path = os.path.join(folder, NORMALISATION_FILE)
+    with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
+        np.savez(handle, **arrays)
+    return path
+
+
+def loadNormalisation(venv: VecEnv, folder: str) -> None:
+    """
+    Restore the statistics saved by :func:`saveNormalisation` into the VecNormalize of ``venv``.
+
+    :param venv: a VecEnv whose chain holds a VecNormalize
+    :param folder: folder holding vecnormalize.npz
+    :raises ValueError: the file does not match the env's observations
+    """
+    vec_normalize = findVecNormalize(venv)
+    if vec_normalize is None:
+        return
+    with np.load(os.path.join(folder, NORMALISATION_FILE), allow_pickle=False) as data:
+        try:
+            _setRms("obs", vec_normalize.obs_rms, data)
+            _setRms("ret", vec_normalize.ret_rms, data)
+        except KeyError as error:
+            raise ValueError(f"{folder}/{NORMALISATION_FILE} lacks {error}") from None
+        obs_shape = getattr(vec_normalize.obs_rms, "mean", np.zeros(0)).shape
+        if not isinstance(vec_normalize.obs_rms, dict) and obs_shape != vec_normalize.observation_space.shape:
+            raise ValueError(f"{folder}/{NORMALISATION_FILE} is for observations of shape {obs_shape}")
+        for name in ("clip_obs", "clip_reward", "gamma", "epsilon"):
+            setattr(vec_normalize, name, float(data[name]))

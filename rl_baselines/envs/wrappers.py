@@ -1,0 +1,110 @@
+"""The wrappers every training env gets from the env factory (:mod:`rl_baselines.envs.factory`).
+
+- :class:`ActionRepeat`: repeats each action k times (``--action-repeat``), summing the rewards;
+- :class:`EpisodeStartRNG`: remembers how the current episode started, so that a resumed run restarts each env's
+  episode in progress from the same start (the training state records it);
+- :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes;
+- :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C to the training process, which checkpoints.
+"""
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3.common.monitor import Monitor
+
+
+class ActionRepeat(gym.Wrapper):
+    """
+    Repeat each action ``repeat`` times, summing the rewards and stopping early at the end of an episode.
+
+    :param env: the env to wrap
+    :param repeat: how many env steps one agent step lasts
+    """
+
+    def __init__(self, env: gym.Env, repeat: int) -> None:
+        super().__init__(env)
+        self.repeat = int(repeat)
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict]:
+        total_reward = 0.0
+        for _ in range(self.repeat):
+            obs, reward, terminated, truncated, info = self.env.step(action)
+            total_reward += float(reward)
+            if terminated or truncated:
+                break
+        return obs, total_reward, terminated, truncated, info
+
+
+class EpisodeStartRNG(gym.Wrapper):
+    """
+    Remembers how the current episode started: the seed given to ``reset``, or the state of the env's generator
+    just before it. :meth:`restartEpisode` makes the next ``reset`` start that episode again, the same way.
+
+    :param env: the env (its generator is ``env.unwrapped.np_random``)
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        super().__init__(env)
+        self._episode_start: dict[str, Any] | None = None
+        self._pending: dict[str, Any] | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict]:
+        if seed is None and self._pending is not None:
+            if self._pending.get("seed") is not None:
+                seed = int(self._pending["seed"])
+            elif self._pending.get("state") is not None:
+                self.env.unwrapped.np_random.bit_generator.state = self._pending["state"]
+        self._pending = None
+        if seed is not None:
+            self._episode_start = {"seed": int(seed)}
+        else:
+            self._episode_start = {"state": self.env.unwrapped.np_random.bit_generator.state}
+        return self.env.reset(seed=seed, options=options)
+
+    def episodeStart(self) -> dict[str, Any] | None:
+        """:return: how the current episode started (JSON-able), None before the first reset"""
+        return self._episode_start
+
+    def restartEpisode(self, episode_start: dict[str, Any] | None) -> None:
+        """
+        :param episode_start: what :meth:`episodeStart` returned; the next reset without a seed starts that episode
+        """
+        self._pending = episode_start
+
+
+def ignoreInterruptInWorker() -> None:
+    """
+    In an env worker process (SubprocVecEnv), ignore SIGINT: Ctrl-C reaches the whole process group, and the
+    training process needs its workers alive to save a checkpoint before it exits.
+    """
+    if multiprocessing.parent_process() is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# --- buffers -----------------------------------------------------------------------------------------------------
+
+
+def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ...]) -> gym.Env:
+    """
+    SB3's Monitor; a monitor file that already exists (a resumed run, truncated to its checkpoint) is continued:
+    rows are appended and their wall times count from the run's original start (the ``t_start`` of its header).
+
+    :param env: the env
+    :param filename: the monitor file without ``.monitor.csv``, None for none
+    :param info_keywords: info keys written as columns
+    :return: the wrapped env
+    """
+
+    path = None if filename is None else f"{filename}.monitor.csv"
+    if path is None or not os.path.isfile(path):
+        return Monitor(env, filename=filename, info_keywords=info_keywords)
+    with open(path, encoding="utf-8") as handle:
+        header = json.loads(handle.readline().lstrip("#"))
+    monitor = Monitor(env, filename=filename, info_keywords=info_keywords, override_existing=False)
+    monitor.t_start = float(header["t_start"])
+    return monitor

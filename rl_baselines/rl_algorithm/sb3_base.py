@@ -1,0 +1,282 @@
+"""The one adapter every Stable-Baselines3-backed algorithm shares: StableBaselinesRLObject.
+
+A subclass names its SB3 (or sb3-contrib) class, its hyperparameter spec and its policies; the adapter turns them
+into flags, builds the env through the contract's ``makeEnv``, saves SB3 zips with the toolbox's manifest member,
+and adapts the toolbox's training callback to SB3's ``learn``. Its checkpoints are taken at clean points (the start of
+a rollout), so that a resumed run goes on exactly as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import warnings
+import zipfile
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.her import HerReplayBuffer
+
+from rl_baselines.core.base import (
+    MANIFEST_MEMBER,
+    SB3_STATE_FILE,
+    BaseRLObject,
+    TrainCallback,
+    notifyCleanPoint,
+    strToBool,
+)
+from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
+from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
+from rl_baselines.runs.pretrain import pretrainFromArgs
+from rl_baselines.runs.run_logging import sharedProgressLogger
+from srl_toolbox.devices import runDevice
+from srl_toolbox.files import atomicPath, readJson, writeJson
+
+
+def linearSchedule(initial_value: float) -> Callable[[float], float]:
+    """
+    :param initial_value: learning rate at the start
+    :return: a schedule decaying linearly to 0 over training (SB3 passes the remaining progress, 1 -> 0)
+    """
+
+    def schedule(progress_remaining: float) -> float:
+        return progress_remaining * initial_value
+
+    return schedule
+
+
+class StableBaselinesRLObject(BaseRLObject):
+    """
+    Adapter for algorithms that Stable-Baselines3 or sb3-contrib implement.
+
+    A subclass names its ``SB3_CLASS``, ``DEFAULT_HYPERPARAMS`` and search space; every default hyperparameter
+    becomes a command-line flag (``n_steps`` -> ``--n-steps``), and ``--hyperparam`` overrides both.
+    """
+
+    SB3_CLASS: ClassVar[type | None] = None
+    NAME: ClassVar[str] = ""
+    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
+    DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
+    # SB3 policy name for image observations (raw_pixels) and for low-dimensional states (anything else).
+    POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
+    # Checkpoints wait for the start of a rollout (after the previous update): see _sb3Callback.
+    CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model: Any = None
+        self.env: Any = None
+
+    # --- command line ----------------------------------------------------------------------------------------
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
+        for name, default in cls.DEFAULT_HYPERPARAMS.items():
+            kind = {bool: strToBool}.get(type(default), type(default))
+            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
+                               metavar=type(default).__name__.upper(), help=f"[{default}]")
+        group.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
+                           help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
+        return parser
+
+    @classmethod
+    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+        """
+        :param args: parsed arguments (the flags added by customArguments)
+        :param train_kwargs: values from ``--hyperparam`` (they win over flags)
+        :return: the constructor keywords for SB3_CLASS
+        """
+        hyperparams = dict(cls.DEFAULT_HYPERPARAMS)
+        for name in cls.DEFAULT_HYPERPARAMS:
+            value = getattr(args, f"hp_{name}", None)
+            if value is not None:
+                hyperparams[name] = value
+        hyperparams.update(train_kwargs or {})
+        if getattr(args, "lr_schedule", "constant") == "linear" and "learning_rate" in hyperparams:
+            hyperparams["learning_rate"] = linearSchedule(float(hyperparams["learning_rate"]))
+        return hyperparams
+
+    @classmethod
+    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+        """
+        Turn hyperparameters into SB3_CLASS constructor keywords; override to build objects from them (action
+        noise from ``noise_type``/``noise_std``, ...). Also called with only the overridden hyperparameters when a
+        saved model is loaded to continue training.
+
+        :param args: the run's arguments
+        :param hyperparams: hyperparameters by name (from :meth:`hyperparamsFromArgs`)
+        :param env: the training VecEnv
+        :return: constructor keywords (default: the hyperparameters unchanged)
+        """
+        return dict(hyperparams)
+
+    # --- persistence -------------------------------------------------------------------------------------------
+
+    def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
+
+        with atomicPath(save_path) as tmp_path:
+            self.model.save(tmp_path)
+            with zipfile.ZipFile(tmp_path, "a") as archive:
+                archive.writestr(MANIFEST_MEMBER, json.dumps({"algo": self.NAME, "api_version": self.API_VERSION}))
+        saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
+
+    @classmethod
+    def readManifest(cls, load_path: str) -> dict[str, Any]:
+        """
+        :param load_path: a model zip written by :meth:`save`
+        :return: its manifest (which algorithm wrote it)
+        :raises ValueError: missing, not a model zip, or written by another algorithm
+        """
+        if not os.path.isfile(load_path):
+            raise ValueError(f"no model file at {load_path}")
+        if not zipfile.is_zipfile(load_path):
+            raise ValueError(f"{load_path} is not a saved model (not a zip archive)")
+        try:
+            with zipfile.ZipFile(load_path) as archive:
+                names = archive.namelist()
+                manifest = json.loads(archive.read(MANIFEST_MEMBER)) if MANIFEST_MEMBER in names else {}
+                if "data" not in names:
+                    raise ValueError(f"{load_path} is not a Stable-Baselines3 model (no 'data' member)")
+        except (zipfile.BadZipFile, json.JSONDecodeError, OSError) as error:
+            raise ValueError(f"{load_path} is corrupt ({error})") from None
+        saved_by = manifest.get("algo")
+        if saved_by is not None and saved_by != cls.NAME:
+            raise ValueError(f"{load_path} was saved by algorithm {saved_by!r}, not {cls.NAME!r}")
+        return manifest
+
+    @classmethod
+    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> StableBaselinesRLObject:
+        cls.readManifest(load_path)
+        obj = cls()
+        try:
+            obj.model = cls.SB3_CLASS.load(load_path, device=runDevice(args))  # a GPU-trained model loads on a CPU
+        except Exception as error:  # SB3 raises many kinds for a damaged archive
+            raise ValueError(f"{load_path} could not be loaded by {cls.NAME}: {type(error).__name__}: {error}") from None
+        obj.num_timesteps = obj.model.num_timesteps
+        return obj
+
+    def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """
+        The model zip already holds the weights, optimizer state, step and episode counters, schedules and action
+        noise; this adds the action space's generator (random actions before learning starts), the logger's
+        values not yet written to progress.csv, and the replay buffer's arrays (off-policy algorithms).
+        """
+
+        os.makedirs(folder, exist_ok=True)
+        logger = getattr(self.model, "_logger", None)
+        pending = {} if logger is None else {  # each value with its type, so that progress.csv prints it the same
+            "values": {k: [v.item() if isinstance(v, np.generic) else v, type(v).__name__]
+                       for k, v in logger.name_to_value.items() if isinstance(v, (int, float, np.number))},
+            "counts": {k: int(v) for k, v in logger.name_to_count.items()}}
+        writeJson(os.path.join(folder, SB3_STATE_FILE),
+                  {"action_space_rng": generatorState(self.model.action_space.np_random), "logger": pending})
+        buffer = getattr(self.model, "replay_buffer", None)
+        if replay_buffer_folder is not None and buffer is not None:
+            saveBuffer(buffer, replay_buffer_folder, buffer.buffer_size, buffer.buffer_size if buffer.full else buffer.pos)
+
+    def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
+        """Restore saveTrainingState's files, then reset the envs (starting the episodes in progress again)."""
+
+
+
+        state = readJson(os.path.join(folder, SB3_STATE_FILE))
+        setGeneratorState(self.model.action_space.np_random, state.get("action_space_rng"))
+        logger = getattr(self.model, "_logger", None)
+        if logger is not None:
+            for name, (value, kind) in state.get("logger", {}).get("values", {}).items():
+                logger.name_to_value[name] = getattr(np, kind)(value) if hasattr(np, kind) else value
+            logger.name_to_count.update(state.get("logger", {}).get("counts", {}))
+        buffer = getattr(self.model, "replay_buffer", None)
+        if replay_buffer_folder is not None and buffer is not None:
+            loadBuffer(buffer, replay_buffer_folder, buffer.buffer_size)
+            if isinstance(buffer, HerReplayBuffer):
+                with warnings.catch_warnings():  # the episodes in progress end here: they restart after the reset
+                    warnings.simplefilter("ignore")
+                    buffer.truncate_last_trajectory()
+        # SB3's learn goes on from this reset (restoreTrainingState froze the normalisation statistics for it).
+        self.model._last_obs = self.model.env.reset()
+        self.model._last_episode_starts = np.ones((self.model.env.num_envs,), dtype=bool)
+        vec_normalize = self.model.get_vec_normalize_env()
+        if vec_normalize is not None:
+            self.model._last_original_obs = vec_normalize.get_original_obs()
+
+    # --- acting ----------------------------------------------------------------------------------------------
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+        action, _ = self.model.predict(observation, deterministic=deterministic)
+        return action
+
+    def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+
+        policy = self.model.policy
+        obs_tensor, _ = policy.obs_to_tensor(observation)
+        with torch.no_grad():
+            distribution = policy.get_distribution(obs_tensor).distribution
+        if hasattr(distribution, "probs"):
+            return distribution.probs.cpu().numpy()
+        return distribution.mean.cpu().numpy()
+
+    # --- training --------------------------------------------------------------------------------------------
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+
+        load_path = getattr(args, "load_rl_model_path", None)
+        normalise_folder = os.path.dirname(os.path.abspath(load_path)) if load_path else None
+        self.env = self.makeEnv(args, env_kwargs, load_path_normalise=normalise_folder)
+        vec_normalize = findVecNormalize(self.env)
+        if vec_normalize is not None:
+            vec_normalize.training = True  # a restored normaliser keeps adapting while training goes on
+        hyperparams = self.hyperparamsFromArgs(args, train_kwargs)
+        if load_path and getattr(args, "resume_from", None):
+            self.readManifest(load_path)
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args))  # as checkpointed
+        elif load_path:
+            self.readManifest(load_path)
+            # Hyperparameters given on this command line override the saved ones; the rest are kept.
+            overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
+                         getattr(args, f"hp_{k}", None) is not None}
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args),
+                                             custom_objects=self.makeModelKwargs(args, overrides, self.env))
+        else:
+            policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
+            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args), verbose=0,
+                                        **self.makeModelKwargs(args, hyperparams, self.env))
+        if getattr(args, "pretrain_dataset", None):
+
+            pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
+        # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;
+        # without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
+        self.model.set_logger(sharedProgressLogger(callback, getattr(args, "run_dir", None))[0])
+        self.restoreTrainingState(args)
+        # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
+        self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),
+                         reset_num_timesteps=not load_path)
+        self.num_timesteps = self.model.num_timesteps
+        self.env.close()
+
+
+def _sb3Callback(callback: TrainCallback) -> Any:
+    """
+    :param callback: the train command's callback (or any ``callback(_locals, _globals) -> bool``)
+    :return: an SB3 BaseCallback calling it after every step, and telling it about every rollout start (after the
+        previous update, where a checkpoint is exactly what training goes on from: notifyCleanPoint)
+    """
+
+    class _TrainCallback(BaseCallback):
+        def _on_step(self) -> bool:
+            return callback(self.locals, self.globals)
+
+        def _on_rollout_start(self) -> None:
+            notifyCleanPoint(callback, self.model.num_timesteps)
+
+    return _TrainCallback()

@@ -1,0 +1,423 @@
+"""``python -m rl_baselines.train --resume RUN``: continue a run from its last checkpoint, and stop one cleanly.
+
+The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress``, ``--port`` and ``--device`` may be
+given beside ``--resume``; without ``--device`` the run's recorded device is used when this machine has it, else this
+machine's). The run restarts from its newest resumable checkpoint (``checkpoints/<N>_steps/``, checked against its
+manifest): the model with its optimizer state, the normalisation statistics, the step counter, the replay buffer
+(off-policy algorithms), the random generators, and the callback's state (best mean reward, next checkpoint, the
+evaluations counted). The monitor files, progress.csv and evaluations.npz are cut back to their length at the
+checkpoint, so the rows written after it (by the killed process) are replaced by the resumed run's and the learning
+curve has no duplicate. Each env restarts the
+episode it was playing at the checkpoint from a fresh reset with the same start (seed or generator state of that
+episode), since the env's own state is not saved. A run killed before its first checkpoint starts again from step 0
+in the same folder; a finished run is left as it is.
+
+SIGINT and SIGTERM (:func:`installStopHandlers`) make the training callback write a checkpoint at the next env step
+and stop; train then exits with 130 or 143. A second signal stops at once.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import shlex
+import shutil
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rl_baselines.core.checkpointing import (
+    MANIFEST_FILE,
+    RUN_STATE_FILE,
+    CheckpointError,
+    bufferFolder,
+    checkManifest,
+    listCheckpoints,
+    readManifest,
+    removePartialCheckpoints,
+)
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.training_state import keepFirstLines
+from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
+from srl_models.config import describeSRLModel
+from srl_toolbox.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.devices import parseDevice, reuseDevice
+from srl_toolbox.files import readJson
+from srl_toolbox.locks import tryLock
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+# Flags that may be given with --resume: they change how the run is shown, not what it computes.
+RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device")
+# Held (srl_toolbox.locks) by the train process of a run while it trains: a second process on the same run is refused.
+LOCK_FILE = ".train.lock"
+# Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
+# --hyperparam), so that a resumed run does not read a hyperparameter file that may have changed since.
+RESOLVED_HYPERPARAMS_KEY = "resolved_hyperparams"
+
+
+@dataclass
+class ResumePlan:
+    """
+    What resuming a run does.
+
+    :param run_dir: the run folder
+    :param state: "resume" (from ``checkpoint``), "restart" (no checkpoint: from step 0), "finished", or
+        "continue" (an algorithm without saveTrainingState whose run saved a model: only ``--load-rl-model-path
+        model_path`` continues it, in a new run folder)
+    :param checkpoint: the checkpoint folder to resume from
+    :param run_state: its run_state.json
+    :param buffer_folder: the replay buffer folder to restore, None for an empty buffer
+    :param num_timesteps: the step count training restarts from
+    :param target_timesteps: the step count at which the run ends
+    """
+
+    run_dir: str
+    state: str
+    checkpoint: str | None = None
+    run_state: dict[str, Any] = field(default_factory=dict)
+    buffer_folder: str | None = None
+    num_timesteps: int = 0
+    target_timesteps: int = 0
+    model_path: str | None = None
+
+
+def _resumeParser() -> CLIParser:
+    parser = CLIParser(prog="python -m rl_baselines.train --resume RUN", add_help=False)
+    parser.add_argument("--resume", required=True, metavar="RUN")
+    parser.add_argument("--no-vis", action="store_true", default=None)
+    parser.add_argument("--no-progress", action="store_true", default=None)
+    parser.add_argument("--port", type=portNumber, default=None)
+    parser.add_argument("--device", type=parseDevice, default=None)
+    return parser
+
+
+def modelFiles(run_dir: str) -> list[str]:
+    """:return: the model files saved in a run folder itself (not best/ nor checkpoints/)"""
+    return sorted(path for path in glob.glob(os.path.join(run_dir, "*_model.*")) if os.path.isfile(path))
+
+
+def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
+    """
+    Decide how a run folder is continued, reading only (the pipeline can call this to know what ``--resume``
+    would do).
+
+    :param run_dir: a run folder written by rl_baselines.train
+    :param resumable: whether the run's algorithm implements saveTrainingState (None: look its name up in the
+        registry)
+    :return: the plan: finished, resume from a checkpoint, restart from step 0, or continue its model elsewhere
+    :raises UsageError: not a run, or it cannot be resumed (saved by an older version without manifests) (one line)
+    """
+    if not os.path.isfile(os.path.join(run_dir, "args.json")):
+        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)")
+    try:
+        run_manifest = readManifest(run_dir)
+    except CheckpointError:
+        run_manifest = None  # the latest model's manifest is only read to know whether the run finished
+    if run_manifest is not None and run_manifest.get("finished"):
+        steps = int(run_manifest.get("num_timesteps", 0))
+        return ResumePlan(run_dir, "finished", num_timesteps=steps, target_timesteps=steps)
+    if not (_algoResumable(run_dir) if resumable is None else resumable):
+        return _planWithoutTrainingState(run_dir, run_manifest)
+    for steps, folder in reversed(listCheckpoints(run_dir)):
+        try:
+            manifest = readManifest(folder) or {}
+        except CheckpointError as error:
+            raise UsageError(f"--resume: {error}; delete {folder} to resume from the checkpoint before it") from None
+        if manifest.get("finished"):
+            return ResumePlan(run_dir, "finished", folder, num_timesteps=steps, target_timesteps=steps)
+        if manifest.get("resumable"):
+            try:
+                run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
+            except (OSError, ValueError) as error:
+                raise UsageError(f"--resume: {folder}/{RUN_STATE_FILE} is unreadable ({error}); delete {folder} to "
+                                 f"resume from the checkpoint before it") from None
+            return ResumePlan(run_dir, "resume", folder, run_state, num_timesteps=int(run_state["num_timesteps"]),
+                              target_timesteps=int(run_state["target_timesteps"]))
+    if run_manifest is None and modelFiles(run_dir):
+        raise UsageError(f"--resume: {run_dir} holds a model but no checkpoint with a manifest (saved by an older "
+                         f"version?); it cannot be resumed")
+    return ResumePlan(run_dir, "restart")
+
+
+def _algoResumable(run_dir: str) -> bool:
+    """:return: whether the algorithm named in the run's args.json implements saveTrainingState (True if unknown)"""
+
+    try:
+        algo = readJson(os.path.join(run_dir, "args.json")).get("algo")
+    except (OSError, ValueError, AttributeError):
+        return True
+    return algo not in registered_rl or registered_rl[algo][0].supportsResume()
+
+
+def _planWithoutTrainingState(run_dir: str, run_manifest: dict[str, Any] | None) -> ResumePlan:
+    """
+    The plan of an unfinished run whose algorithm cannot resume: its newest saved model (the run's own, or its
+    newest checkpoint's) is continued with ``--load-rl-model-path`` in a new run folder; with none saved, the run
+    starts again in a new folder (model_path None). The folder itself is never changed.
+
+    :param run_dir: the run folder
+    :param run_manifest: the manifest of the run's own model, None without one
+    :return: a "continue" plan (model_path or None, the steps it holds, the run's target)
+    """
+    model_path, steps = None, 0
+    checkpoints = listCheckpoints(run_dir)
+    if run_manifest is not None and modelFiles(run_dir):
+        listed = [path for path in modelFiles(run_dir) if os.path.basename(path) in run_manifest["files"]]
+        if listed:
+            model_path, steps = listed[0], int(run_manifest.get("num_timesteps", 0))
+    if model_path is None:
+        for checkpoint_steps, folder in reversed(checkpoints):
+            try:
+                manifest = readManifest(folder) or {}
+            except CheckpointError:
+                continue
+            names = [name for name in manifest.get("files", {}) if "_model." in name and os.sep not in name]
+            if names:
+                model_path, steps = os.path.join(folder, names[0]), checkpoint_steps
+                break
+    target = None
+    for _, folder in reversed(checkpoints):
+        try:
+            target = int(readJson(os.path.join(folder, RUN_STATE_FILE))["target_timesteps"])
+            break
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    if target is None:
+        try:
+            target = int(readJson(os.path.join(run_dir, "args.json"))["num_timesteps"])
+        except (OSError, ValueError, KeyError, TypeError):
+            target = steps
+    return ResumePlan(run_dir, "continue", num_timesteps=steps, target_timesteps=target, model_path=model_path)
+
+
+# Run arguments that decide the env and the observations: a model continued with --load-rl-model-path needs them.
+_CONTINUE_FLAGS = (("algo", "--algo"), ("env", "--env"), ("srl_model", "--srl-model"),
+                   ("srl_model_path", "--srl-model-path"), ("num_stack", "--num-stack"),
+                   ("action_repeat", "--action-repeat"), ("num_cpu", "--num-cpu"), ("seed", "--seed"),
+                   ("log_dir", "--log-dir"), ("hyperparam_file", "--hyperparam-file"))
+_CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-joints"),
+                      ("random_target", "--random-target"), ("shape_reward", "--shape-reward"), ("fpv", "--fpv"),
+                      ("multi_view", "--multi-view"))
+
+
+def continueCommand(args: argparse.Namespace, model_path: str | None, remaining_timesteps: int) -> str:
+    """
+    The command that continues a run's model in a new run folder (what an algorithm without saveTrainingState
+    offers instead of ``--resume``).
+
+    :param args: the run's arguments
+    :param model_path: the model to continue, None when the run saved none (the command then starts it again)
+    :param remaining_timesteps: env steps the run had left
+    :return: a ``python -m rl_baselines.train ... --load-rl-model-path MODEL`` command line, shell-quoted
+    """
+    words = ["python", "-m", "rl_baselines.train"]
+    for name, flag in _CONTINUE_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None:
+            words += [flag, str(value)]
+    words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name, False)]
+    if getattr(args, "img_shape", None):
+        words += ["--img-shape", *map(str, args.img_shape)]
+    for name, value in sorted(vars(args).items()):
+        if name.startswith("hp_") and value is not None:
+            words += [f"--{name[3:].replace('_', '-')}", str(value)]
+    resolved = getattr(args, RESOLVED_HYPERPARAMS_KEY, None)
+    pairs = resolved if isinstance(resolved, dict) else dict(
+        item.partition(":")[::2] for item in getattr(args, "hyperparam", None) or [])
+    if pairs:
+        words += ["--hyperparam", *(f"{key}:{value}" for key, value in pairs.items())]
+    words += ["--num-timesteps", str(max(1, int(remaining_timesteps)))]
+    if model_path is not None:
+        words += ["--load-rl-model-path", model_path]
+    return shlex.join(words)
+
+
+def runStatus(run_dir: str) -> str:
+    """
+    For rl_baselines.pipeline: what ``train --resume RUN`` would do with a run folder.
+
+    :param run_dir: a run folder
+    :return: "finished", "resume" (from a checkpoint), "restart" (from step 0, same folder), "continue" (an
+        algorithm without saveTrainingState: its model goes on only in a new folder) or "unusable" (not a run, or
+        one that cannot be resumed: start it again in a new folder)
+    """
+    try:
+        return planResume(run_dir).state
+    except UsageError:
+        return "unusable"
+
+
+def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callable[..., Any]
+                   ) -> tuple[argparse.Namespace, ResumePlan]:
+    """
+    Rebuild a run's arguments from its args.json and plan its continuation; nothing on disk changes here.
+
+    :param argv: the command line (``--resume RUN`` and the flags of RESUME_FLAGS)
+    :param registered_rl: the algorithm table
+    :param base_parser: rl_baselines.runs.train.baseParser
+    :return: (the run's arguments, the plan)
+    :raises UsageError: other flags, a folder that is not a run, an algorithm without resume support, a checkpoint
+        that does not match the run or whose files changed (one line)
+    """
+    given, unknown = _resumeParser().parse_known_args(list(argv))
+    if unknown:
+        raise UsageError(f"--resume takes the run's arguments from its args.json; only {', '.join(RESUME_FLAGS)} may "
+                         f"be given with it, not {unknown[0]!r}")
+    run_dir = given.resume.rstrip("/") or given.resume
+    if not os.path.isdir(run_dir):
+        raise UsageError(f"--resume {run_dir!r} is not a folder")
+    try:
+        saved = readJson(os.path.join(run_dir, "args.json"))
+    except FileNotFoundError:
+        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)") from None
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--resume: {run_dir}/args.json is unreadable ({error})") from None
+    if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:
+        algo = saved.get("algo") if isinstance(saved, dict) else None
+        raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed; installed: "
+                         f"{', '.join(registered_rl)}")
+    algo_class = registered_rl[saved["algo"]][0]
+    parser = algo_class.customArguments(base_parser())
+    # every flag's default (argparse keeps no public list of actions), then what the run recorded
+    defaults = {action.dest: action.default for action in parser._actions
+                if action.dest not in ("help", argparse.SUPPRESS)}
+    args = argparse.Namespace(**{**defaults, **saved})
+    if RESOLVED_HYPERPARAMS_KEY in saved:
+        args.hyperparam = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
+        args.hyperparam_file = None
+    for name in ("no_vis", "no_progress", "port"):
+        if getattr(given, name) is not None:
+            setattr(args, name, getattr(given, name))
+    args.resume, args.run_folder = None, None
+    try:  # the device asked for now, else the run's own when this machine has it, else this machine's
+        args.device, note = reuseDevice(saved.get("device"), given.device)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if note:
+        print(f"Device: {note}")
+    plan = planResume(run_dir, algo_class.supportsResume())
+    if plan.state == "continue":
+        what = "continue its model in a new run" if plan.model_path else "it saved no model yet: start it again"
+        raise UsageError(f"--resume: algorithm {saved['algo']} does not implement saveTrainingState/"
+                         f"loadTrainingState, so its runs cannot be resumed; {what} with: "
+                         f"{continueCommand(args, plan.model_path, plan.target_timesteps - plan.num_timesteps)}")
+    if plan.state == "resume":
+        args.load_rl_model_path = None  # the checkpoint's model replaces it (validate must not load the old one)
+        args.pretrain_dataset = None  # behaviour cloning happened before the first step
+    return args, plan
+
+
+def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> None:
+    """
+    Check the checkpoint against the run (after rl_baselines.runs.train.validate resolved the SRL model) and find the
+    replay buffer to restore.
+
+    :param plan: from :func:`loadResumeArgs`
+    :param args: the validated arguments
+    :param algo_class: the algorithm's class
+    :raises UsageError: mismatch, files cut short or changed, monitor files shorter than at the checkpoint
+    """
+    if plan.state != "resume":
+        return
+    srl_hash = None
+    if getattr(args, "srl_model_path", None):
+
+        try:
+            srl_hash = describeSRLModel(args.srl_model_path)["hash"]
+        except ValueError as error:
+            raise UsageError(f"--resume: the run's SRL model: {error}") from None
+    advice = f"; delete {plan.checkpoint} to resume from the checkpoint before it"
+    try:
+        manifest = readManifest(plan.checkpoint)
+        checkManifest(manifest, plan.checkpoint, args.algo, algo_class.API_VERSION,
+                      {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash})
+        plan.buffer_folder = bufferFolder(plan.checkpoint, manifest)
+    except CheckpointError as error:
+        raise UsageError(f"--resume: {error}{advice}") from None
+    monitor_dir = os.path.join(plan.run_dir, "monitor")
+    for name, size in plan.run_state.get("monitor", {}).items():
+        path = os.path.join(monitor_dir, name)
+        if not os.path.isfile(path) or os.path.getsize(path) < int(size):
+            raise UsageError(f"--resume: {path} is missing or shorter than at the checkpoint ({size} bytes): the "
+                             f"run's episodes cannot be continued")
+
+
+def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
+    """
+    Bring the run folder back to the checkpoint (or to an empty run for a restart), after every check passed:
+    delete unfinished checkpoint folders, cut the monitor files, progress.csv and evaluations.npz to their length
+    at the checkpoint.
+    Then point ``args`` at the checkpoint (the model to load, the step budget left).
+
+    :param plan: a checked plan
+    :param args: the run's arguments (updated: load_rl_model_path, resume_from, resume_buffer, num_timesteps)
+    """
+
+    run_dir, monitor_dir = plan.run_dir, os.path.join(plan.run_dir, "monitor")
+    removePartialCheckpoints(run_dir)
+    if plan.state == "restart":
+        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), os.path.join(run_dir, "progress.csv"),
+                     *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
+                     os.path.join(run_dir, MANIFEST_FILE), os.path.join(run_dir, EVALUATIONS_FILE)]:
+            if os.path.isfile(path):
+                os.remove(path)
+        for folder in ("best", "checkpoints"):
+            shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
+        return
+    sizes = plan.run_state.get("monitor", {})
+    for path in glob.glob(os.path.join(monitor_dir, "*.monitor.csv")):
+        name = os.path.basename(path)
+        if name in sizes:
+            os.truncate(path, int(sizes[name]))  # rows written after the checkpoint are replayed
+        else:
+            os.remove(path)
+    keepFirstLines(os.path.join(run_dir, "progress.csv"), int(plan.run_state.get("progress_lines", 0)))
+    # evaluations made after the checkpoint are made again
+    keepFirstEvaluations(run_dir, int(plan.run_state.get("callback", {}).get("evaluation", {}).get("count", 0)))
+    manifest = readManifest(plan.checkpoint)
+    args.load_rl_model_path = os.path.join(plan.checkpoint, next(
+        name for name in manifest["files"] if "_model." in name and os.sep not in name))
+    args.resume_from = plan.checkpoint
+    args.resume_buffer = plan.buffer_folder
+    args.num_timesteps = plan.target_timesteps - plan.num_timesteps
+
+
+def lockRun(run_dir: str) -> BaseFileLock:
+    """
+    Take the run's lock for the life of this process (the OS drops it when the process ends, even by SIGKILL).
+
+    :param run_dir: the run folder
+    :return: the held lock (keep a reference to it; ``.release()`` gives it back)
+    :raises UsageError: another process holds it (the run is training right now)
+    """
+
+    handle = tryLock(os.path.join(run_dir, LOCK_FILE))
+    if handle is None:
+        raise UsageError(f"--resume: {run_dir} is being trained by another process right now (it holds "
+                         f"{LOCK_FILE}); stop that one first") from None
+    return handle
+
+
+def installStopHandlers(request_stop: Callable[[int], None]) -> Callable[[], None]:
+    """
+    SIGINT and SIGTERM call ``request_stop(signum)`` (the callback saves a checkpoint and stops at the next step);
+    a second one of the same kind stops at once.
+
+    :param request_stop: called with the signal number
+    :return: a function that puts the previous handlers back
+    """
+
+    def handler(signum: int, _frame: Any) -> None:
+        request_stop(signum)
+        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+
+    previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
+
+    def uninstall() -> None:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+    return uninstall

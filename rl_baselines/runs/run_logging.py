@@ -1,0 +1,242 @@
+"""One run's scalar log: progress.csv, the live visdom plots and, with ``--tensorboard-log``, a tensorboard log.
+
+A :class:`RunLogger` belongs to the training callback and is shared by everything that logs during the run:
+
+- the algorithm's own statistics: Stable-Baselines3's logger (``train/*``, ``time/*``, ``rollout/*``) and the
+  torch algorithms' ``logStats`` go through :meth:`RunLogger.progressLogger`, one SB3 ``Logger`` that writes
+  progress.csv and, when tensorboard is on, the same values into the run's tensorboard writer;
+- any scalar an algorithm, a plugin or the evaluation wants to show: :meth:`RunLogger.logScalars` (what
+  ``callback.logScalars(step, {...})`` calls), into progress.csv, the tensorboard log and one small visdom window per
+  tag group (the tag's part before ``/``);
+- finished episodes (read from the monitor files by the callback): :meth:`RunLogger.logEpisodes` writes each one's
+  reward and length (``episode/reward``, ``episode/length``) and the means of the last 100 (``rollout/ep_rew_mean``,
+  ``rollout/ep_len_mean``) against env steps, for every algorithm alike.
+
+There is one ``SummaryWriter`` per run, in ``<--tensorboard-log>/<env>_<srl-model>_<algo>_<run folder name>/``. A
+resumed run writes into the same folder with ``purge_step`` at its checkpoint, so tensorboard hides what the
+stopped process wrote after it. Visdom points are sent at most once per second (a dead server costs one warning).
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+
+from rl_baselines.core.training_state import progressLogger
+from srl_toolbox.cli import UsageError, checkWritableFolder
+
+# Episodes averaged by rollout/ep_rew_mean and rollout/ep_len_mean (as Stable-Baselines3's ep_info_buffer).
+MEAN_EPISODES = 100
+# SB3 logger keys not copied to tensorboard: RunLogger.logEpisodes writes these tags for every algorithm.
+EPISODE_KEYS_PREFIX = "rollout/ep_"
+# At most one batch of visdom scalar points per this many seconds.
+VISDOM_PERIOD_S = 1.0
+
+
+def checkTensorboard(folder: str) -> None:
+    """
+    Check ``--tensorboard-log`` before anything is written.
+
+    :param folder: the tensorboard root folder
+    :raises UsageError: the tensorboard package is missing, or the folder cannot be written (one line)
+    """
+    try:
+        from torch.utils.tensorboard import SummaryWriter  # noqa: F401
+    except ImportError:
+        raise UsageError(f"--tensorboard-log {folder!r} needs the tensorboard package: pip install tensorboard "
+                         f"(or pip install 'srl-toolbox[tensorboard]')") from None
+    checkWritableFolder(folder, "--tensorboard-log")
+
+
+def tensorboardRunName(env: str, srl_model: str, algo: str, run_dir: str) -> str:
+    """
+    :param env: the env id
+    :param srl_model: the observation
+    :param algo: the algorithm
+    :param run_dir: the run folder
+    :return: the run's sub-folder name under ``--tensorboard-log`` (also its visdom environment name)
+    """
+    return f"{env}_{srl_model}_{algo}_{os.path.basename(os.path.normpath(run_dir))}"
+
+
+def _sharedTensorboardFormat(writer: Any) -> Any:
+    """:return: an SB3 KVWriter writing into ``writer`` (owned by the RunLogger), leaving out the episode means"""
+
+    class _SharedTensorBoardFormat(TensorBoardOutputFormat):
+        def __init__(self) -> None:  # no writer of its own: the run's
+            self.writer = writer
+            self._is_closed = False
+
+        def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
+            kept = [key for key in key_values if not key.startswith(EPISODE_KEYS_PREFIX)]
+            super().write({key: key_values[key] for key in kept}, {key: key_excluded.get(key) for key in kept}, step)
+
+        def close(self) -> None:
+            self.writer.flush()  # the RunLogger closes the writer
+
+    return _SharedTensorBoardFormat()
+
+
+class RunLogger:
+    """
+    :param run_dir: the run folder (progress.csv), None for no file
+    :param tensorboard_dir: this run's tensorboard folder, None without tensorboard
+    :param plotter: the run's VisdomPlotter, None without live plots
+    :param purge_step: a resumed run's step count: tensorboard hides the events of the earlier process from there
+    """
+
+    def __init__(self, run_dir: str | None, tensorboard_dir: str | None = None, plotter: Any = None,
+                 purge_step: int | None = None) -> None:
+        self.run_dir = run_dir
+        self.tensorboard_dir = tensorboard_dir
+        self.plotter = plotter
+        self.writer: Any = None
+        if tensorboard_dir is not None:
+            from torch.utils.tensorboard import SummaryWriter  # optional dependency: tensorboard (--tensorboard-log)
+
+            self.writer = SummaryWriter(log_dir=tensorboard_dir, purge_step=purge_step or None)
+        self._purge_step = int(purge_step or 0)
+        self._progress: Any = None
+        self._pending: set[str] = set()
+        self._pending_step = 0
+        self._episodes_logged = 0
+        self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        self._last_visdom = 0.0
+
+    def progressLogger(self) -> Any:
+        """
+        :return: the run's Stable-Baselines3 ``Logger`` (progress.csv, a resumed run's continued, plus the
+            tensorboard log when on); algorithms record into it and dump it themselves
+        """
+        if self._progress is None:
+
+            if self.run_dir is not None:
+
+                self._progress = progressLogger(self.run_dir)
+            else:
+                self._progress = Logger(folder=None, output_formats=[])
+            if self.writer is not None:
+                self._progress.output_formats.append(_sharedTensorboardFormat(self.writer))
+        return self._progress
+
+    def logScalars(self, step: int, values: dict[str, float], plot: bool = True) -> None:
+        """
+        Log scalars at an env step count: tensorboard now; progress.csv with the next row (the algorithm's next
+        dump, the callback's next refresh, or before one of these tags is logged again, so no value is lost);
+        visdom within a second.
+
+        :param step: env steps taken so far (the x axis)
+        :param values: scalar values by tag, e.g. ``{"loss/policy": 0.3, "eval/mean_reward": 12.0}``
+        :param plot: also draw them in a live visdom window of their own (False for values with a window already)
+        """
+        step = int(step)
+        values = {str(tag): float(value) for tag, value in values.items()}
+        if self.writer is not None:
+            for tag, value in values.items():
+                self.writer.add_scalar(tag, value, step)
+        if self.run_dir is not None:
+            progress = self.progressLogger()
+            if self._pending & set(values):  # logged again before any row was written: write the earlier values
+                self.dumpPending(self._pending_step)
+            self._pending_step = step
+            for tag, value in values.items():
+                progress.record(tag, value, exclude="tensorboard")  # tensorboard has it already
+                self._pending.add(tag)
+        if plot and self.plotter is not None and hasattr(self.plotter, "scalars"):
+            for tag, value in values.items():
+                self._visdom_points[tag].append((step, value))
+            self.flushPlots()
+
+    def flushPlots(self, force: bool = False) -> None:
+        """
+        Send the buffered scalar points to visdom (at most once per VISDOM_PERIOD_S unless forced).
+
+        :param force: send whatever the time since the last batch
+        """
+        now = time.monotonic()
+        if not self._visdom_points or (not force and now - self._last_visdom < VISDOM_PERIOD_S):
+            return
+        self._last_visdom = now
+        points, self._visdom_points = dict(self._visdom_points), defaultdict(list)
+        self.plotter.scalars(points)
+
+    def dumpPending(self, step: int | None = None) -> None:
+        """
+        Write a progress.csv row for scalars logged since the last row when the algorithm did not write one.
+
+        :param step: the row's step count (None: that of the last logScalars)
+        """
+        if self._progress is None or not self._pending:
+            return
+        if self._pending & set(self._progress.name_to_value):
+            step = self._pending_step if step is None else int(step)
+            self._progress.record("time/total_timesteps", step, exclude="tensorboard")
+            self._progress.dump(step)
+        self._pending.clear()
+
+    def logEpisodes(self, timesteps: np.ndarray, rewards: list[float], lengths: list[int]) -> None:
+        """
+        Write the episodes not yet logged to tensorboard (a resumed run: those after its checkpoint).
+
+        :param timesteps: cumulative env steps at the end of each episode so far
+        :param rewards: every episode's reward so far
+        :param lengths: every episode's length so far
+        """
+        if self.writer is None:
+            return
+        new = range(self._episodes_logged, len(rewards))
+        self._episodes_logged = len(rewards)
+        written = False
+        for index in new:
+            step = int(timesteps[index])
+            if step < self._purge_step:
+                continue  # already in the log, from the process that wrote the checkpoint
+            self.writer.add_scalar("episode/reward", float(rewards[index]), step)
+            self.writer.add_scalar("episode/length", float(lengths[index]), step)
+            written = True
+        if written:
+            step = int(timesteps[len(rewards) - 1])
+            self.writer.add_scalar("rollout/ep_rew_mean", float(np.mean(rewards[-MEAN_EPISODES:])), step)
+            self.writer.add_scalar("rollout/ep_len_mean", float(np.mean(lengths[-MEAN_EPISODES:])), step)
+
+    def close(self) -> None:
+        """Write what is pending and close the files (the algorithm may no longer log after this)."""
+        self.dumpPending()
+        if self.plotter is not None and hasattr(self.plotter, "scalars"):
+            self.flushPlots(force=True)
+        if self._progress is not None:
+            self._progress.close()
+            self._progress = None
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+def logScalars(callback: Any, step: int, values: dict[str, float]) -> None:
+    """
+    Log scalars through the training callback an algorithm received (nothing for a plain function callback).
+
+    :param callback: the callback ``train`` received
+    :param step: env steps taken so far
+    :param values: scalar values by tag
+    """
+    log = getattr(callback, "logScalars", None)
+    if log is not None:
+        log(int(step), values)
+
+
+def sharedProgressLogger(callback: Any, run_dir: str | None) -> tuple[Any, bool]:
+    """
+    :param callback: the callback ``train`` received
+    :param run_dir: the run folder (``args.run_dir``), None when training from Python without one
+    :return: (the SB3 logger an algorithm records into, whether the algorithm owns it and must close it): the
+        callback's shared one when it offers one, else a progress.csv logger of the run folder (or a silent one)
+    """
+    shared = getattr(callback, "progressLogger", None)
+    if shared is not None:
+        return shared(), False
+    return RunLogger(run_dir).progressLogger(), True

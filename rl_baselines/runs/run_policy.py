@@ -1,0 +1,271 @@
+"""A trained agent, loaded from its run folder, acting on an env that someone else built and steps.
+
+The dataset generator (environments.dataset_generator) records episodes played by such an agent. It owns the env
+(pixel observations at the dataset's image size) and asks the agent for one action per step; this module rebuilds
+what the agent saw during training from that env, as rl_baselines.envs.factory.createEnvs does (the algorithm's env, then
+the SRL encoder, VecFrameStack, VecNormalize):
+
+- ``raw_pixels``: the image, resized to the run's image shape;
+- ``ground_truth``: the env's ground-truth state (``getSRLState``);
+- a trained SRL model (``vae``, ...): the image resized to the model's image shape and encoded by the model the run
+  recorded in srl_model.json (checked by its hash, as replay.enjoy_baselines does, through the same function);
+- the goal-conditioned Dict of ``her`` runs (the agent observes a Dict space): the env's ``goalObservation``;
+
+then frame-stacked, and normalised with the statistics saved beside the model. ``joints`` and ``joints_position``
+runs are refused (the generator's pixel env does not give them).
+
+environments must not import rl_baselines at module level (the dependency direction is
+replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
+``--policy`` names a run folder. The helpers that read a run folder (:func:`readRunArgs`,
+:func:`recordedSRLModelFolder`) are shared with rl_baselines.runs.run_folder (replay.enjoy_baselines, the Python API).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+import cv2
+import gymnasium as gym
+import numpy as np
+import torch
+
+from environments.srl_env import isLearnedSRLModel
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs.factory import NORMALISATION_FILE
+from rl_baselines.envs.srl_encoder import loadEncoder
+from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
+from srl_toolbox.files import readJson
+
+# Observation modes the env computes and this module can rebuild from the generator's env (learned models too).
+SUPPORTED_ENV_MODES = ("raw_pixels", "ground_truth")
+GOAL_OBSERVATION_KEYS = ("observation", "achieved_goal", "desired_goal")
+
+
+def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
+    """
+    :param run_dir: a run folder written by rl_baselines.train
+    :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
+    :return: the run's arguments (args.json)
+    :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
+    """
+    args_path = os.path.join(run_dir, "args.json")
+    if not os.path.isdir(run_dir):
+        raise ValueError(f"{flag} {run_dir!r} is not a folder")
+    if not os.path.isfile(args_path):
+        raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a folder written by "
+                         f"rl_baselines.train")
+    try:
+        return argparse.Namespace(**readJson(args_path))
+    except (ValueError, TypeError) as error:
+        raise ValueError(f"{args_path} is not a valid args.json ({error})") from None
+
+
+def recordedSRLModelFolder(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:
+    """
+    :param run_dir: a run folder
+    :param train_args: its arguments
+    :param moved_to: the SRL model folder to use instead of the recorded one (same files)
+    :return: the checked folder of the trained SRL model the run observed, None when the env computed its
+        observations
+    :raises ValueError: no record, or the model is missing or changed (one line)
+    """
+
+    if not isLearnedSRLModel(getattr(train_args, "srl_model", "raw_pixels")):
+        if moved_to is not None:
+            raise ValueError(f"--srl-model-path: the run in {run_dir!r} observed {train_args.srl_model}, not a "
+                             f"trained SRL model")
+        return None
+    record_path = os.path.join(run_dir, RUN_RECORD_FILE)
+    if not os.path.isfile(record_path):
+        raise ValueError(f"the run in {run_dir!r} observed SRL model {train_args.srl_model!r} but holds no "
+                         f"{RUN_RECORD_FILE} saying which one")
+    try:
+        return checkRecordedModel(readJson(record_path), moved_to)
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"{record_path}: {error}") from None
+
+
+def agentObservationSpace(agent: Any) -> Any:
+    """
+    :param agent: a loaded BaseRLObject
+    :return: the observation space it acts on, when it exposes one (SB3-backed: ``model.observation_space``; the
+        torch algorithms: ``observation_space``), else None
+    """
+    space = getattr(agent, "observation_space", None)
+    return space if space is not None else getattr(getattr(agent, "model", None), "observation_space", None)
+
+
+class RunPolicy:
+    """
+    The agent of a run folder written by rl_baselines.train, acting on one env.
+
+    Building it reads only args.json (cheap, so that a caller can check the run against its own settings);
+    :meth:`load` loads the agent (and the run's SRL model).
+
+    :param run_dir: the run folder (holds args.json, ``<algo>_model.*`` and vecnormalize.npz when normalised)
+    :raises ValueError: the folder holds no usable run (one-line message)
+    """
+
+    def __init__(self, run_dir: str) -> None:
+
+        self.run_dir = run_dir
+        if not os.path.isdir(run_dir):
+            raise ValueError(f"--policy {run_dir!r} is neither 'random' nor a folder")
+        self.args = readRunArgs(run_dir, "--policy")
+        self.srl_model = getattr(self.args, "srl_model", None)
+        self.learned = isinstance(self.srl_model, str) and isLearnedSRLModel(self.srl_model)
+        if not self.learned and self.srl_model not in SUPPORTED_ENV_MODES:
+            raise ValueError(f"the run in {run_dir!r} observes {self.srl_model!r}; the dataset generator can replay "
+                             f"agents trained on {', '.join(SUPPORTED_ENV_MODES)} or a trained SRL model only")
+        self.env_id: str = getattr(self.args, "env", None)
+        self.continuous = bool(getattr(self.args, "continuous_actions", False))
+        self.action_joints = bool(getattr(self.args, "action_joints", False))
+        self.img_shape = tuple(getattr(self.args, "img_shape", None) or (3, 64, 64))
+        self.num_stack = int(getattr(self.args, "num_stack", 1) or 1)
+        self.agent: Any = None
+        self.encoder: Any = None
+        self.goal_conditioned = False
+        self._normalisation: dict[str, Any] | None = None
+        self._stack: np.ndarray | None = None
+
+    def load(self, num_threads: int | None = None) -> RunPolicy:
+        """
+        Load the agent, the run's SRL model if it observed one, and its observation normalisation (imports the
+        algorithm, hence torch).
+
+        :param num_threads: torch's intra-op threads for this process (None: leave torch's setting)
+        :return: self
+        :raises ValueError: the algorithm is not installed, the model is missing or corrupt, or the run's SRL model
+            is missing or changed
+        """
+
+        if num_threads is not None:
+
+            torch.set_num_threads(num_threads)
+
+        algo = getattr(self.args, "algo", None)
+        if algo not in registered_rl:
+            raise ValueError(f"the run in {self.run_dir!r} used algorithm {algo!r}, which is not installed")
+        algo_class = registered_rl[algo][0]
+        model_path = os.path.join(self.run_dir, f"{algo}_model{algo_class.MODEL_EXTENSION}")
+        if not os.path.isfile(model_path):
+            raise ValueError(f"--policy {self.run_dir!r} holds no model ({model_path} is missing)")
+        # On the CPU whatever the run trained on (see the encoder below); ValueError on a corrupt model.
+        self.agent = algo_class.load(model_path, argparse.Namespace(**{**vars(self.args), "device": "cpu"}))
+        space = agentObservationSpace(self.agent)
+        if isinstance(space, gym.spaces.Dict):
+            if sorted(space.spaces) != sorted(GOAL_OBSERVATION_KEYS):
+                raise ValueError(f"the run in {self.run_dir!r} observes a Dict of {', '.join(space.spaces)}; the "
+                                 f"dataset generator rebuilds only the goal-conditioned one "
+                                 f"({', '.join(GOAL_OBSERVATION_KEYS)})")
+            self.goal_conditioned = True
+        if self.learned:
+
+            # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
+            self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args), device="cpu")
+        self._normalisation = self._loadNormalisation(self.run_dir)
+        return self
+
+    def _loadNormalisation(self, run_dir: str) -> dict[str, Any] | None:
+        """
+        :param run_dir: the folder of vecnormalize.npz
+        :return: ``{"stats": {key: (mean, var)}, "clip", "epsilon"}`` with key None for a plain observation and
+            the Dict entries VecNormalize normalised otherwise; None when the observations are not normalised
+        """
+
+        path = os.path.join(run_dir, NORMALISATION_FILE)
+        if self.srl_model == "raw_pixels" or not os.path.isfile(path):
+            return None
+        with np.load(path, allow_pickle=False) as data:
+            if not bool(data["norm_obs"]):
+                return None
+            if self.goal_conditioned:
+                keys = [key for key in GOAL_OBSERVATION_KEYS if f"obs.{key}.mean" in data]
+                stats = {key: (np.array(data[f"obs.{key}.mean"]), np.array(data[f"obs.{key}.var"])) for key in keys}
+            else:
+                stats = {None: (np.array(data["obs.mean"]), np.array(data["obs.var"]))}
+            return {"stats": stats, "clip": float(data["clip_obs"]), "epsilon": float(data["epsilon"])}
+
+    def _resize(self, pixels: np.ndarray, img_shape: tuple[int, ...]) -> np.ndarray:
+        channels, height, width = img_shape
+        if pixels.shape[-1] != channels:
+            raise ValueError(f"the run in {self.run_dir!r} sees {channels}-channel images, the generator's env gives "
+                             f"{pixels.shape[-1]} (a second camera, --fpv/--multi-view, on one side only)")
+        if pixels.shape[:2] != (height, width):
+
+            pixels = cv2.resize(pixels, (width, height), interpolation=cv2.INTER_AREA)
+        return pixels
+
+    def _observe(self, env: Any, pixels: np.ndarray) -> Any:
+        if self.goal_conditioned:
+            return env.unwrapped.goalObservation()
+        if self.learned:
+
+            image = self._resize(pixels, self.encoder.img_shape)
+            with torch.no_grad():  # as rl_baselines.envs.srl_encoder.SRLEncoderVecEnv.encode
+                state = self.encoder.getState(image[None])
+            return np.asarray(state, dtype=np.float32).reshape(self.encoder.state_dim)
+        if self.srl_model == "raw_pixels":
+            return self._resize(pixels, self.img_shape)
+        return np.asarray(env.unwrapped.getSRLState(), dtype=np.float32)
+
+    def _normalise(self, value: np.ndarray, key: str | None) -> np.ndarray:
+        norm = self._normalisation
+        if norm is None or key not in norm["stats"]:
+            return value
+        mean, var = norm["stats"][key]
+        return np.clip((value - mean) / np.sqrt(var + norm["epsilon"]), -norm["clip"], norm["clip"]).astype(np.float32)
+
+    def reset(self, seed: int | None = None) -> None:
+        """
+        Start an episode: forget the frame stack and, when given a seed, reseed the agent's action sampling.
+
+        :param seed: seed of torch's generator (SB3 samples actions with it), None to leave it
+        """
+        self._stack = None
+        if seed is not None:
+
+            torch.manual_seed(seed)
+
+    def observation(self, env: Any, pixels: np.ndarray) -> Any:
+        """
+        What the agent sees at this step (moves the frame stack on: call it once per step).
+
+        :param env: the env being recorded (its state gives ground-truth and goal observations)
+        :param pixels: the env's current image observation, uint8 (H, W, C)
+        :return: a batch of one observation, as the run's VecEnv would give it (a dict of batches in goal mode)
+        """
+        obs = self._observe(env, pixels)
+        if self.goal_conditioned:  # her allows no frame stacking (its train command refuses --num-stack)
+            return {key: self._normalise(np.asarray(value, dtype=np.float32), key)[None] for key, value in obs.items()}
+        if self.num_stack > 1:
+            # VecFrameStack: zeros at reset, newest observation in the last channels.
+            if self._stack is None:
+                self._stack = np.zeros(obs.shape[:-1] + (obs.shape[-1] * self.num_stack,), dtype=obs.dtype)
+            channels = obs.shape[-1]
+            self._stack = np.roll(self._stack, -channels, axis=-1)
+            self._stack[..., -channels:] = obs
+            obs = self._stack
+        return self._normalise(obs, None)[None]
+
+    def act(self, env: Any, pixels: np.ndarray) -> Any:
+        """
+        :param env: the env being recorded (its state gives ground-truth and goal observations)
+        :param pixels: the env's current image observation, uint8 (H, W, C)
+        :return: the agent's action for this step (sampled from its policy)
+        """
+        action = self.agent.getAction(self.observation(env, pixels))[0]
+        return action if self.continuous else int(action)
+
+
+def loadRunPolicy(run_dir: str, load: bool = True, num_threads: int | None = 1) -> RunPolicy:
+    """
+    :param run_dir: a run folder written by rl_baselines.train
+    :param load: load the agent too (False: read only args.json, for checks)
+    :param num_threads: torch threads when loading (one per process suits parallel recording)
+    :return: its agent, ready to act when loaded
+    :raises ValueError: the folder holds no usable run
+    """
+    policy = RunPolicy(run_dir)
+    return policy.load(num_threads) if load else policy

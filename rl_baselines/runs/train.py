@@ -1,0 +1,626 @@
+"""``python -m rl_baselines.train``: train one agent and write its run folder (docs/architecture.md).
+
+    <log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/
+        args.json  hyperparams.yaml  env_globals.json  monitor/  <algo>_model.*  checkpoints/  best/  vecnormalize.npz
+        progress.csv  learning_curve.png  evaluations.npz (with --eval-freq)
+        srl_model.json (with a trained SRL model: its name, path and hash)
+
+Every input is checked before anything is written, so a bad command leaves the disk as it was.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+import yaml
+from stable_baselines3.common.utils import set_random_seed
+
+from environments import getEnvClass, registered_env
+from environments.srl_env import isLearnedSRLModel
+from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, runDescription
+from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
+from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs.callbacks import TrainingCallback
+from rl_baselines.runs.evaluation import Evaluator
+from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparamsFile
+from rl_baselines.runs.pretrain import checkDataset
+from rl_baselines.runs.resume import (
+    RESOLVED_HYPERPARAMS_KEY,
+    applyPlan,
+    checkPlan,
+    continueCommand,
+    installStopHandlers,
+    loadResumeArgs,
+    lockRun,
+)
+from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, tensorboardRunName
+from srl_models.base import readExpConfig
+from srl_models.config import RUN_RECORD_FILE, SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
+from srl_models.registry import learnedModels
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    addVisdomArguments,
+    checkWritableFolder,
+    intInRange,
+    nonNegativeInt,
+    positiveInt,
+    runCommand,
+)
+from srl_toolbox.devices import parseDevice, resolveDevice
+from srl_toolbox.files import writeJson
+from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
+
+DEFAULT_ALGO = "ppo2"
+# The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
+DEFAULT_ENV = "KukaButtonGymEnv-v0"
+# Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
+MIN_CNN_SIDE = 36
+
+
+def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()) -> CLIParser:
+    """
+    :param add_help: add -h/--help (off for the first pass that only finds --algo)
+    :param algo_names: installed algorithms, listed in --help
+    :param env_ids: installed envs, listed in --help
+    :return: the parser of the flags every algorithm shares
+    """
+    parser = CLIParser(prog="python -m rl_baselines.train", add_help=add_help,
+                       description="Train an RL agent on a robot env; see --algo NAME --help for its own flags.")
+    parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"algorithm: {', '.join(algo_names) or 'a registered name'} "
+                        f"[{DEFAULT_ALGO}]")
+    parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id: {', '.join(env_ids) or 'a registered id'} "
+                        f"[{DEFAULT_ENV}]")
+    parser.add_argument("--srl-model", default="raw_pixels",
+                        help="observation: one the env computes (raw_pixels, ground_truth, ...) or a trained SRL model "
+                             "(vae, autoencoder, ...) looked up in --srl-config-file [raw_pixels]")
+    parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
+                        help="use this trained SRL model folder (written by srl_models.train) instead of looking "
+                             "--srl-model up in --srl-config-file")
+    addSeedArgument(parser, help="random seed, 0..2**32-1; env i is seeded seed+i [0]")
+    parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
+    parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
+    parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs (subprocesses when > 1) [1]")
+    addVisdomArguments(parser)
+    parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
+    parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms)")
+    parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
+    parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
+    parser.add_argument("--fpv", action="store_true", help="mobile robots: stack a first-person camera (6 channels)")
+    parser.add_argument("--multi-view", action="store_true", help="arms: stack a second camera (6 channels)")
+    parser.add_argument("--num-stack", type=positiveInt, default=1, help="frames stacked per observation [1]")
+    parser.add_argument("--action-repeat", type=positiveInt, default=1, help="env steps per agent action [1]")
+    parser.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
+                        help="moving-average window of the reward curve, in episodes [40]")
+    parser.add_argument("--min-episodes-save", type=nonNegativeInt, default=100,
+                        help="episodes before the best model is saved [100]")
+    parser.add_argument("--checkpoint-freq", type=intInRange(-1), default=0,
+                        help="env steps between checkpoints; 0: five per run, -1: none [0]")
+    parser.add_argument("--buffer-save-freq", type=intInRange(-1), default=0,
+                        help="off-policy algorithms: env steps between saves of the replay buffer, at checkpoints; "
+                             "0: at every checkpoint, -1: never (a resumed run refills it) [0]")
+    parser.add_argument("--eval-freq", type=nonNegativeInt, default=0, metavar="N",
+                        help="every N env steps (all envs together) play --eval-episodes deterministic episodes on a "
+                             "separate env, write evaluations.npz and keep the best model by evaluation in best/; "
+                             "0: no evaluation (it costs a second env and its episodes) [0]")
+    parser.add_argument("--eval-episodes", type=positiveInt, default=5, metavar="K",
+                        help="episodes per evaluation [5]")
+    parser.add_argument("--resume", default=None, metavar="RUN",
+                        help="continue the run folder RUN from its last checkpoint, with the arguments of its "
+                             "args.json (only --no-vis, --no-progress, --port and --device may be given with it)")
+    parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
+                        help="camera observation shape [3 64 64]")
+    parser.add_argument("--hyperparam", action="extend", nargs="+", default=[], metavar="KEY:VALUE",
+                        help="override algorithm hyperparameters, typed by its search space")
+    parser.add_argument("--hyperparam-file", default=None, metavar="FILE",
+                        help="YAML mapping of hyperparameters (as hyperparam_search writes); --hyperparam wins")
+    parser.add_argument("--load-rl-model-path", default=None, help="continue training this saved model")
+    parser.add_argument("--srl-config-file", default=None,
+                        help="YAML {env id: {model name: folder}}: which trained SRL model each env uses [$SRL_MODELS_"
+                             "CONFIG, else config/srl_models.yaml of a source checkout, else "
+                             "~/.config/srl-toolbox/srl_models.yaml]")
+    parser.add_argument("--latest", action="store_true",
+                        help="with a learned --srl-model: use the newest model of that kind trained on --env under "
+                             "--srl-log-folder instead of the config file's")
+    parser.add_argument("--srl-log-folder", default=os.path.join("logs", "srl"),
+                        help="root of the SRL model folders searched by --latest [logs/srl]")
+    parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
+    # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
+    parser.add_argument("--run-folder", default=None, help=argparse.SUPPRESS)
+    addProgressArgument(parser)
+    parser.add_argument("--device", type=parseDevice, default="auto", metavar="DEVICE",
+                        help="torch device of the networks (and of a trained SRL model): auto (the GPU when torch "
+                             "sees one), cpu, cuda or cuda:N [auto]")
+    parser.add_argument("--tensorboard-log", default=None, metavar="DIR",
+                        help="also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run folder name>/ "
+                             "(episode rewards and lengths, losses, evaluations) [none]")
+    parser.add_argument("--pretrain-dataset", default=None, metavar="DIR",
+                        help="behaviour cloning: pretrain the policy on this generator dataset before RL")
+    parser.add_argument("--pretrain-epochs", type=positiveInt, default=10, help="pretraining epochs [10]")
+    parser.add_argument("--pretrain-lr", type=float, default=1e-3, help="pretraining learning rate (Adam) [1e-3]")
+    return parser
+
+
+def _parseHyperparams(items: list[str]) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key or not value:
+            raise UsageError(f"--hyperparam {item!r} is not KEY:VALUE (for example n_steps:256)")
+        pairs[key] = value
+    return pairs
+
+
+def _readHyperparamFile(path: str) -> dict[str, str]:
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = yaml.safe_load(handle)
+    except OSError as error:
+        raise UsageError(f"--hyperparam-file {path!r}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise UsageError(f"--hyperparam-file {path!r} is not valid YAML ({str(error).splitlines()[0]})") from None
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise UsageError(f"--hyperparam-file {path!r} must hold a mapping NAME: VALUE, not {type(content).__name__}")
+    pairs: dict[str, str] = {}
+    for key, value in content.items():
+        if not isinstance(key, str) or not isinstance(value, (bool, int, float, str)):
+            raise UsageError(f"--hyperparam-file {path!r}: {key!r}: {value!r} is not NAME: number/string/bool")
+        # The strings then go through parserHyperParam like --hyperparam ones (repr keeps every float digit).
+        pairs[key] = repr(value) if isinstance(value, float) else str(value)
+    return pairs
+
+
+def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
+    """
+    :param args: parsed arguments (hyperparam_file, hyperparam)
+    :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, with --hyperparam's over them
+    :raises UsageError: unreadable file or malformed KEY:VALUE
+    """
+    pairs = _readHyperparamFile(args.hyperparam_file) if getattr(args, "hyperparam_file", None) else {}
+    pairs.update(_parseHyperparams(args.hyperparam))
+    return pairs
+
+
+def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[str, Any], dict[str, Any], int]:
+    """
+    Check every input before anything is written.
+
+    :param args: parsed arguments
+    :param registered_rl: the algorithm table
+    :return: (env class, env kwargs, typed hyperparameters, starting timestep count)
+    :raises UsageError: on any bad input, with a one-line message
+    """
+
+    algo_class, _, action_types = registered_rl[args.algo]
+    _resolveRunOptions(args)
+    for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
+        if value < -1:
+            raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
+    if args.env not in registered_env:
+        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    env_class = getEnvClass(args.env)
+    _chooseSRLModel(args, env_class)
+    wanted = ActionType.CONTINUOUS if args.continuous_actions else ActionType.DISCRETE
+    if wanted not in action_types:
+        kind = "continuous" if args.continuous_actions else "discrete"
+        hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
+        raise UsageError(f"--algo {args.algo} does not support {kind} actions ({hint}); algorithms that do: "
+                         f"{', '.join(supportingAlgorithms(wanted))}")
+    if args.action_joints:
+        if not env_class.ACTION_JOINTS:
+            with_joints = [e for e in sorted(registered_env) if getEnvClass(e).ACTION_JOINTS]
+            raise UsageError(f"--action-joints: {args.env} has no joints to act on; envs with joints: "
+                             f"{', '.join(with_joints) or 'none installed'}")
+        if not args.continuous_actions:
+            raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
+    for flag, keyword in (("--fpv", "fpv"), ("--multi-view", "multi_view")):
+        if getattr(args, keyword) and not env_class.acceptsKeyword(keyword):
+            having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword(keyword)]
+            raise UsageError(f"{flag}: {args.env} has no second camera; envs with {flag}: {', '.join(having) or 'none'}")
+    if args.img_shape is not None:
+        channels, height, width = args.img_shape
+        if channels != 3 or height < 16 or width < 16:
+            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W >= 16")
+        if args.srl_model == "raw_pixels" and min(height, width) < MIN_CNN_SIDE:
+            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
+                             f"{MIN_CNN_SIDE} with raw_pixels")
+    if isLearnedSRLModel(args.srl_model):
+        _resolveSRLModel(args, env_class)
+    elif getattr(args, "latest", False):
+
+        raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
+                         f"{args.srl_model!r}")
+    try:
+        hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
+    except ValueError as error:
+        raise UsageError(f"--hyperparam: {error}") from None
+    if getattr(args, "pretrain_dataset", None) is not None:
+
+        try:
+            checkDataset(args.pretrain_dataset, args, registered_rl)
+        except ValueError as error:
+            raise UsageError(f"--pretrain-dataset: {error}") from None
+    start_timesteps = 0
+    if args.load_rl_model_path is not None:
+        if not os.path.isfile(args.load_rl_model_path):
+            raise UsageError(f"--load-rl-model-path {args.load_rl_model_path!r} does not exist")
+
+        try:
+            # the manifest beside the model (if any): same algorithm and observations, files not cut short
+            manifest = checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
+                                      {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
+            if manifest is not None:  # same action and observation spaces, before anything is written
+                checkSavedSpaces(manifest, args, algo_class, envKwargsFromArgs(args))
+            start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
+        except ValueError as error:
+            raise UsageError(f"--load-rl-model-path: {error}") from None
+    return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
+
+
+def _resolveRunOptions(args: argparse.Namespace) -> None:
+    """
+    Resolve ``--device`` to this machine's device (recorded so in args.json) and check ``--tensorboard-log``.
+
+    :param args: parsed arguments (device, tensorboard_log; device is replaced by the resolved one)
+    :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
+    """
+
+    try:
+        args.device = resolveDevice(getattr(args, "device", None) or "auto")
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if getattr(args, "tensorboard_log", None):
+
+        checkTensorboard(args.tensorboard_log)
+
+
+def _srlModelHash(args: argparse.Namespace) -> str | None:
+    """:return: the hash of the trained SRL model the run observes (its folder resolved by validate), else None"""
+    if getattr(args, "srl_model_path", None) is None:
+        return None
+
+    return describeSRLModel(args.srl_model_path)["hash"]
+
+
+def _chooseSRLModel(args: argparse.Namespace, env_class: type) -> None:
+    """
+    Check --srl-model, and with --srl-model-path take the model name from the folder when --srl-model is left at
+    its default.
+
+    :param args: parsed arguments (srl_model, srl_model_path; srl_model may be replaced)
+    :param env_class: the env's class (its SRL_MODES)
+    :raises UsageError: unknown name, or an env-computed mode combined with --srl-model-path
+    """
+
+    path = getattr(args, "srl_model_path", None)
+    if path is not None:
+        if args.srl_model != "raw_pixels" and not isLearnedSRLModel(args.srl_model):
+            raise UsageError(f"--srl-model {args.srl_model} is computed by the env and cannot be combined with "
+                             f"--srl-model-path (a trained model); drop one of them")
+        if args.srl_model == "raw_pixels":  # the default: the folder says which model it holds
+            try:
+                args.srl_model = str(readExpConfig(os.path.abspath(path))["srl_model"])
+            except ValueError as error:
+                raise UsageError(f"--srl-model-path {path}: {error}") from None
+            if not isLearnedSRLModel(args.srl_model):
+                raise UsageError(f"--srl-model-path {path} names {args.srl_model!r}, which is not a trained model")
+        return  # the folder is checked with the rest in _resolveSRLModel
+    if args.srl_model not in env_class.SRL_MODES and args.srl_model not in learnedModels():
+        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: "
+                         f"{', '.join(env_class.SRL_MODES)} (computed by the env), or a trained model of kind "
+                         f"{', '.join(learnedModels()) or '(none installed)'}")
+
+
+def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
+    """
+    Find and check the trained SRL model of a learned --srl-model; record its absolute folder in
+    ``args.srl_model_path`` and, without --img-shape, take the model's image size.
+
+    :param args: parsed arguments (env, srl_model, srl_model_path, srl_config_file, img_shape, fpv, multi_view)
+    :param env_class: the env's class (its SRL_MODES, suggested when no trained model is configured)
+    :raises UsageError: the model cannot be found or does not fit the run (one line)
+    """
+
+    channels = 6 if getattr(args, "fpv", False) or getattr(args, "multi_view", False) else 3
+    img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
+    prepare_flags = [*(["--random-target"] if args.random_target else []),
+                     *(["--img-shape", *map(str, args.img_shape)] if args.img_shape is not None else [])]
+    try:
+        if getattr(args, "latest", False):
+            if args.srl_model_path is not None:
+                raise UsageError("--latest picks the model folder itself: drop --srl-model-path")
+            args.srl_model_path = latestModelFolder(args.srl_log_folder, args.env, args.srl_model)
+            args.latest = False  # resolved: args.json records the folder, so that --resume keeps this model
+            print(f"--latest: using the {args.srl_model} model {args.srl_model_path}", flush=True)
+        folder = resolveSRLModel(args.env, args.srl_model, args.srl_config_file, args.srl_model_path,
+                                 img_shape=img_shape, channels=channels, prepare_flags=prepare_flags)
+    except SRLLookupError as error:
+        raise UsageError(f"--srl-model {args.srl_model!r}: {error}; valid choices without a trained model: "
+                         f"{', '.join(env_class.SRL_MODES)}") from None
+    except ValueError as error:
+        raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
+    args.srl_model_path = folder
+    if args.img_shape is None:
+
+        args.img_shape = [3, *readExpConfig(folder)["img_shape"][1:]]
+
+
+def createRunFolder(args: argparse.Namespace) -> str:
+    """
+    :param args: parsed arguments (log_dir, env, srl_model, algo, seed, tag)
+    :return: a new, empty run folder (a suffix avoids collisions with a run started in the same second)
+    """
+    if getattr(args, "run_folder", None):  # given by rl_baselines.pipeline, which made it and holds its log there
+        if os.path.exists(os.path.join(args.run_folder, "args.json")):
+            raise UsageError(f"--run-folder {args.run_folder!r} already holds a run")
+        os.makedirs(args.run_folder, exist_ok=True)
+        return args.run_folder
+    parent = os.path.join(args.log_dir, args.env, args.srl_model, args.algo)
+    stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
+    name = f"{stamp}_{args.tag or f'seed{args.seed}'}"
+    os.makedirs(parent, exist_ok=True)
+    for attempt in range(1000):
+        run_dir = os.path.join(parent, name if attempt == 0 else f"{name}_{attempt}")
+        try:
+            os.mkdir(run_dir)
+            return run_dir
+        except FileExistsError:
+            continue
+    raise UsageError(f"cannot create a run folder under {parent}")
+
+
+def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
+    """
+    :param argv: command-line arguments
+    :return: (arguments, resume plan or None, algorithm class); with ``--resume`` the arguments are the run's own
+    :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
+    """
+    pre_args, _ = baseParser(add_help=False).parse_known_args(argv)
+
+
+    if pre_args.resume is not None:
+
+        args, plan = loadResumeArgs(argv, registered_rl, baseParser)
+        return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
+    if pre_args.algo not in registered_rl:
+        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+        raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+
+    algo_class = registered_rl[pre_args.algo][0]
+    parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
+    return parser.parse_args(argv), None, algo_class
+
+
+def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_kwargs: dict[str, Any],
+                     srl_record: dict[str, Any] | None, start_timesteps: int) -> tuple[str, Any, int]:
+    """
+    Create and describe a new run folder, or cut a resumed one back to its checkpoint, holding its lock.
+
+    :param args: the validated arguments
+    :param plan: the resume plan, None for a new run
+    :param env_class: the env's class (its globals are recorded)
+    :param env_kwargs: the env's keywords
+    :param srl_record: the learned SRL model's name, path and hash (None for env-given observations)
+    :param start_timesteps: steps already done by a continued model (--load-rl-model-path)
+    :return: (run folder, its lock: release it at the end, steps already done)
+    """
+
+    if plan is not None:
+        checkWritableFolder(plan.run_dir, "--resume")
+        run_lock = lockRun(plan.run_dir)  # refused while another process trains it
+        applyPlan(plan, args)  # every check passed: cut the run back to its checkpoint
+        if plan.state == "resume":
+            print(f"Resuming from {plan.checkpoint} ({plan.num_timesteps} of {plan.target_timesteps} steps)")
+            return plan.run_dir, run_lock, plan.num_timesteps
+        print("No checkpoint to resume from: training again from the start")
+        return plan.run_dir, run_lock, start_timesteps
+    checkWritableFolder(args.run_folder or args.log_dir, "--run-folder" if args.run_folder else "--log-dir")
+    run_dir = createRunFolder(args)
+    run_lock = lockRun(run_dir)  # a --resume of this run while it trains is refused
+    # An algorithm flag left unset (hp_<name>: None) says nothing: hyperparams.yaml holds the values used.
+    saved_args = {k: v for k, v in sorted(vars(args).items()) if not (k.startswith("hp_") and v is None)}
+    # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
+    saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
+    writeJson(os.path.join(run_dir, "args.json"), saved_args)
+    writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+    if srl_record is not None:
+
+        writeJson(os.path.join(run_dir, RUN_RECORD_FILE), srl_record)
+        print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
+    return run_dir, run_lock, start_timesteps
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """
+    What one train command ended with.
+
+    :param exit_code: the command's exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second
+        Ctrl-C)
+    :param run_dir: the run folder
+    :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
+    :param num_timesteps: env steps done in all (those of a continued or resumed model included)
+    :param mean_reward: mean reward of the last 100 training episodes (nan before the first one)
+    :param args: the run's validated arguments
+    """
+
+    exit_code: int
+    run_dir: str
+    model: Any
+    num_timesteps: int
+    mean_reward: float
+    args: argparse.Namespace
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    return trainCommand(argv).exit_code
+
+
+def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 1) -> TrainResult:
+    """
+    Run the train command in this process: parse and check the flags, write the run folder, train.
+
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :param torch_threads: torch's intra-op thread count for this process, set before training; None leaves it as the
+        caller set it
+    :return: the outcome, with the trained agent
+    :raises UsageError: bad input (one line), raised before anything is written
+    """
+    if torch_threads is not None:
+
+        torch.set_num_threads(torch_threads)
+    args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
+    if plan is not None and plan.state == "finished":
+        print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
+        return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
+
+    env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
+    if plan is not None:
+
+        checkPlan(plan, args, algo_class)
+    srl_record = None
+    if args.srl_model_path is not None:
+
+        try:
+            srl_record = describeSRLModel(args.srl_model_path)  # the hash that enjoy checks later
+        except ValueError as error:
+            raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
+    used_hyperparams = None
+    if plan is None:
+
+        used_hyperparams = usedHyperparams(algo_class, args, hyperparams)
+    run_dir, run_lock, start_timesteps = prepareRunFolder(args, plan, env_class, env_kwargs, srl_record,
+                                                          start_timesteps)
+    try:
+        if used_hyperparams is not None:
+            writeHyperparamsFile(run_dir, used_hyperparams, args.algo)
+        return trainInRunFolder(args, plan, algo_class, run_dir, start_timesteps, hyperparams, env_kwargs)
+    finally:
+        run_lock.release()
+
+
+def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_dir: str, start_timesteps: int,
+                     hyperparams: dict[str, Any], env_kwargs: dict[str, Any]) -> TrainResult:
+    """
+    Train until the step count, a stop signal or a second Ctrl-C, then save the model and the learning curve.
+
+    :param args: the validated arguments
+    :param plan: the resume plan (None for a new run)
+    :param algo_class: the algorithm's class
+    :param run_dir: the prepared run folder
+    :param start_timesteps: steps already done
+    :param hyperparams: the algorithm's hyperparameters from the command line
+    :param env_kwargs: the env's keywords
+    :return: the outcome: exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second Ctrl-C),
+        the trained agent, its step count and mean training reward
+    """
+
+
+    print(f"Run folder: {run_dir}", flush=True)
+    args.run_dir = run_dir
+    args.monitor_dir = os.path.join(run_dir, "monitor")
+    os.makedirs(args.monitor_dir, exist_ok=plan is not None)
+    plotter = None
+    if not args.no_vis:
+
+        visdom_env = f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}"
+        plotter = VisdomPlotter(port=args.port, env_name=visdom_env,
+                                title=f"{args.env} {args.srl_model}", legend=args.algo,
+                                episode_window=args.episode_window, announce=True)
+    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
+    set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
+    algo = algo_class()
+    resuming = plan is not None and plan.state == "resume"
+    total_timesteps = plan.target_timesteps if resuming else start_timesteps + args.num_timesteps
+    run_logger = _runLogger(args, run_dir, plotter, start_timesteps if resuming else None)
+    evaluator = None
+    if getattr(args, "eval_freq", 0) > 0:
+
+        evaluator = Evaluator(algo, args, env_kwargs, args.eval_freq, args.eval_episodes, run_dir, start_timesteps)
+    callback = TrainingCallback(
+        algo, args.algo, run_dir, total_timesteps=total_timesteps,
+        start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
+        save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
+        min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress,
+        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq, evaluator=evaluator,
+        run_logger=run_logger)
+    if resuming:
+        callback.restoreState(plan.run_state.get("callback", {}))
+    uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
+    interrupted = False
+    try:
+        algo.train(args, callback, env_kwargs=env_kwargs, train_kwargs=hyperparams)
+    except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
+        interrupted = True
+    finally:
+        uninstall_handlers()
+    num_timesteps = int(algo.num_timesteps)
+    callback.close(num_timesteps)
+    finished = not interrupted and num_timesteps >= callback.total_timesteps
+    try:
+        if finished and checkpoint_freq >= 0:
+            callback.checkpoint(num_timesteps, training_state=False, finished=True)
+        callback.saveModel(run_dir, num_timesteps, finished=finished)
+    except OSError as error:
+        print(f"error: the model was not saved in {run_dir}: {error.strerror}", file=sys.stderr)
+        return TrainResult(1, run_dir, algo, num_timesteps, callback.monitor.meanReward(), args)
+    _writeLearningCurve(callback, args, run_dir)
+    mean_reward = callback.monitor.meanReward()
+    stopped = callback.stop_signal is not None and not finished
+    state = "Done" if finished else "Stopped" if stopped else "Interrupted"
+    print(f"{state}: {num_timesteps} steps, {len(callback.monitor.rewards)} episodes, mean reward (last 100) "
+          f"{mean_reward:.2f}")
+    if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
+        print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
+    elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
+
+        print(f"{args.algo} cannot be resumed (no saveTrainingState); continue its model with: "
+              f"{continueCommand(args, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
+    print(f"Run folder: {run_dir}")
+    code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
+    return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, args)
+
+
+def _runLogger(args: argparse.Namespace, run_dir: str, plotter: Any, purge_step: int | None) -> Any:
+    """
+    :param args: the validated arguments (tensorboard_log, env, srl_model, algo)
+    :param run_dir: the run folder
+    :param plotter: the live plots, or None
+    :param purge_step: a resumed run's checkpoint step (tensorboard hides what came after it), else None
+    :return: the run's RunLogger (progress.csv, visdom, and tensorboard in DIR/<run name>/ with --tensorboard-log)
+    """
+
+    tensorboard_dir = None
+    if getattr(args, "tensorboard_log", None):
+        tensorboard_dir = os.path.join(args.tensorboard_log,
+                                       tensorboardRunName(args.env, args.srl_model, args.algo, run_dir))
+        print(f"Tensorboard log: {tensorboard_dir} (tensorboard --logdir {args.tensorboard_log})")
+    return RunLogger(run_dir, tensorboard_dir, plotter, purge_step)
+
+
+def _writeLearningCurve(callback: Any, args: argparse.Namespace, run_dir: str) -> None:
+    if not callback.monitor.rewards:
+        return
+
+    saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, args.episode_window,
+                      os.path.join(run_dir, "learning_curve.png"), title=f"{args.env} {args.srl_model} {args.algo}")
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,284 @@
+"""``python -m rl_baselines.pipeline``: run a sweep of training runs, algorithms x envs x SRL models x seeds.
+
+    python -m rl_baselines.pipeline --algo ppo2 a2c --env MobileRobotGymEnv-v0 --srl-model ground_truth raw_pixels \\
+        --num-iteration 3 --num-timesteps 20000 [--workers K] [--executor local|ray] [--ray-address HOST:PORT]
+
+Every combination is checked up front as train would check it, and the whole sweep is refused (one line listing the
+bad combinations, exit code 2) before anything starts. Each run is its own ``rl_baselines.train`` process with a
+deterministic run id and folder (see rl_baselines/sweeps/sweep.py); a finished run has a completion marker, so the same
+command run again only does what is missing or failed, and continues a run that was cut short (a killed worker or
+sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). Any flag the
+pipeline does not know is passed to every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when
+interrupted).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from tqdm import tqdm
+
+from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
+from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, usableCores
+from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
+from rl_baselines.sweeps.sweep import (
+    checkGrid,
+    expandGrid,
+    finishedFolder,
+    parseAlgoArgs,
+    resumableAttempt,
+    sweepId,
+    unique,
+    writeSweepState,
+)
+from srl_toolbox.cli import (
+    MAX_SEED,
+    CLIParser,
+    UsageError,
+    addProgressArgument,
+    addSeedArgument,
+    addVisdomArguments,
+    checkWritableFolder,
+    positiveInt,
+    runCommand,
+)
+
+PLOT_REFRESH_S = 2.0
+WAIT_S = 0.5
+
+
+def _nonNegativeFloat(raw: str) -> float:
+
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be >= 0")
+    return value
+
+
+def buildParser() -> CLIParser:
+    """:return: the pipeline's own flags (the others go to every run of train)"""
+
+    parser = CLIParser(
+        prog="python -m rl_baselines.pipeline", allow_abbrev=False,
+        description="Train every combination of algorithms, envs, SRL models and seeds, K runs at a time.",
+        epilog="Any other flag is passed to every run of python -m rl_baselines.train (python -m rl_baselines.train "
+               "--algo NAME --help lists them), e.g. --num-timesteps, --num-cpu, -c, -r, --img-shape.")
+    parser.add_argument("--algo", nargs="+", default=[DEFAULT_ALGO], help=f"algorithms [{DEFAULT_ALGO}]")
+    parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
+                        help="train flags for one algorithm's runs only, e.g. reinforce:--pg-lr=0.01 or "
+                             "\"ppo2:--n-steps 64 --gamma 0.9\" (repeatable)")
+    parser.add_argument("--env", nargs="+", default=[DEFAULT_ENV], help=f"env ids [{DEFAULT_ENV}]")
+    parser.add_argument("--srl-model", nargs="+", default=["raw_pixels"],
+                        help="observation modes / trained SRL models [raw_pixels]")
+    parser.add_argument("--num-iteration", type=positiveInt, default=15,
+                        help="runs per combination, with seeds SEED, SEED+1, ... [15]")
+    addSeedArgument(parser, help="first seed [0]")
+    parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
+    parser.add_argument("--workers", type=positiveInt, default=None,
+                        help="runs at a time [local: usable cores // --num-cpu; ray: what the cluster fits]")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="local processes, or Ray tasks (pip install 'srl-toolbox[ray]') [local]")
+    parser.add_argument("--ray-address", default=None, metavar="HOST:PORT",
+                        help="a running Ray cluster (also auto or ray://HOST:PORT) [start a local instance]")
+    parser.add_argument("--num-gpus", type=_nonNegativeFloat, default=0.0,
+                        help="GPUs each run asks Ray for (fractions allowed) [0]")
+    parser.add_argument("--force", action="store_true", help="redo every run from scratch, the finished ones too")
+    addVisdomArguments(parser)
+    addProgressArgument(parser, help="no progress bar (one line per finished run)")
+    return parser
+
+
+def _checkRayFlags(args: Any) -> None:
+    if args.executor != "ray":
+        for flag, given in (("--ray-address", args.ray_address is not None), ("--num-gpus", args.num_gpus > 0)):
+            if given:
+                raise UsageError(f"{flag} needs --executor ray (local runs see every GPU of the machine)")
+    address = args.ray_address
+    if address is not None and address != "auto" and not re.fullmatch(r"(ray://)?[^:/\s]+:\d{1,5}", address):
+        raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
+
+
+def _makeExecutor(args: Any, num_cpu: int) -> Any:
+
+    if args.executor == "ray":
+        return RayExecutor(args.ray_address, num_cpu, args.num_gpus, args.workers, resume=not args.force)
+    return LocalExecutor(args.workers or max(1, usableCores() // num_cpu), resume=not args.force)
+
+
+class _Interrupted(BaseException):
+    """SIGTERM: stop the runs in flight like a Ctrl-C would."""
+
+
+def _raiseInterrupted(signum: int, frame: Any) -> None:
+    raise _Interrupted()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code (0: every run succeeded, 1: some failed, 130: interrupted)
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, train_args = buildParser().parse_known_args(argv)
+    _checkRayFlags(args)
+    if args.seed + args.num_iteration - 1 > MAX_SEED:
+        raise UsageError(f"--seed {args.seed} with --num-iteration {args.num_iteration}: the last seed "
+                         f"{args.seed + args.num_iteration - 1} is above {MAX_SEED} (2**32-1)")
+    checkWritableFolder(args.log_dir, "--log-dir")
+
+    # The flags the pipeline reads from train's (--num-cpu sizes the workers); errors are train's own one-liners.
+    shared, _ = baseParser(add_help=False).parse_known_args(train_args)
+
+
+    algo_args = parseAlgoArgs(args.algo_args, args.algo)
+    checkGrid(args.algo, args.env, args.srl_model, train_args, algo_args=algo_args)
+    seeds = range(args.seed, args.seed + args.num_iteration)
+    specs = expandGrid(args.algo, args.env, args.srl_model, seeds, train_args, args.log_dir, algo_args=algo_args)
+    sweep_id = sweepId(specs)
+    records: dict[str, dict[str, Any]] = {}
+    for spec in specs:
+        folder = None if args.force else finishedFolder(spec)
+        if folder is not None:
+            records[spec.run_id] = {"state": "skipped", "run_folder": folder, "returncode": 0,
+                                    "log": os.path.join(folder, "train.log")}
+    to_run = [spec for spec in specs if spec.run_id not in records]
+    resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
+    executor = _makeExecutor(args, shared.num_cpu) if to_run else None
+
+    state_path = os.path.join(os.path.abspath(args.log_dir), f"sweep_{sweep_id}.json")
+    command = ["python", "-m", "rl_baselines.pipeline", *argv]
+    writeSweepState(state_path, command, specs, records)
+    grid = (f"{len(unique(args.algo))} algo x {len(unique(args.env))} env x {len(unique(args.srl_model))} SRL model "
+            f"x {args.num_iteration} seed{'s' if args.num_iteration > 1 else ''}")
+    print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); "
+          f"{len(specs) - len(to_run)} already done, {len(to_run)} to run"
+          + (f" ({resumed} continued where they stopped)" if resumed else "")
+          + (f" on {executor.workers} {executor.name} worker(s)" if executor else ""), flush=True)
+    if executor is not None and executor.name == "ray":
+        print(f"Ray cluster: {executor.cluster}", flush=True)
+    print(f"State: {state_path}", flush=True)
+
+    curves = None
+    if not args.no_vis:
+
+        curves = SweepCurves(SweepPlotter(args.port, env_name=f"sweep_{sweep_id}",
+                                          episode_window=getattr(shared, "episode_window", 40)))
+        print(f"Live plots: visdom env sweep_{sweep_id} at http://127.0.0.1:{args.port}", flush=True)
+        curves.refresh(spec for spec in specs if spec.run_id in records)
+    if executor is None:
+        print("Nothing to run (--force redoes the finished runs)." if specs else "Nothing to run.")
+        if curves is not None:
+            curves.close()
+        return 0
+    failed, interrupted = _runAll(executor, to_run, specs, records, curves, args.no_progress,
+                                  lambda: writeSweepState(state_path, command, specs, records))
+    return _summary(specs, records, failed, interrupted, state_path)
+
+
+def _runAll(executor: Any, to_run: list, specs: list, records: dict[str, dict[str, Any]], curves: Any,
+            no_progress: bool, save_state: Any) -> tuple[list, bool]:
+    """
+    Feed the executor, follow the runs with one progress bar, record every result.
+
+    :return: (failed results, whether the sweep was interrupted)
+    """
+
+    by_id = {spec.run_id: spec for spec in specs}
+    pending = collections.deque(to_run)
+    failed: list = []
+    finished_now: list = []
+    ended: list = []
+    bar = tqdm(total=len(to_run), desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
+                          "{postfix}]")
+
+    def record(result: Any) -> None:
+        spec = by_id[result.run_id]
+        records[result.run_id] = {"state": result.state, "run_folder": result.run_folder, "log": result.log,
+                                  "returncode": result.returncode, "wall_time_s": round(result.wall_time_s, 2),
+                                  "message": result.message}
+        finished_now.append(spec)
+        ended.append(result)
+        bar.update(1)
+        if result.state == "failed":
+            failed.append(result)
+            bar.write(f"failed: {spec.label} [{spec.run_id}] exit code {result.returncode}, log {result.log}"
+                      + (f": {result.message}" if result.message else ""))
+        elif no_progress:
+            bar.write(f"[{len(ended)}/{len(to_run)}] done: {spec.label} [{spec.run_id}] in {result.wall_time_s:.0f} s")
+
+    interactive = not no_progress and sys.stderr.isatty()
+    shown_postfix, last_refresh = "", time.monotonic()
+    previous_handler = signal.signal(signal.SIGTERM, _raiseInterrupted)
+    interrupted = False
+    last_plot = time.monotonic()
+    try:
+        while pending or executor.running:
+            changed = False
+            while pending and executor.hasSlot():
+                spec = pending.popleft()
+                records[spec.run_id] = {"state": "running"}
+                executor.submit(spec)
+                changed = True
+            for result in executor.wait(WAIT_S):
+                record(result)
+                changed = True
+            if changed:
+                save_state()
+            done = sum(r["state"] in ("done", "skipped") for r in records.values())
+            postfix = f"done {done}, running {len(executor.running)}, failed {len(failed)}"
+            if postfix != shown_postfix:
+                bar.set_postfix_str(postfix)
+                shown_postfix, last_refresh = postfix, time.monotonic()
+            elif interactive and time.monotonic() - last_refresh >= 1.0:  # the clock and the ETA move on
+                bar.refresh()
+                last_refresh = time.monotonic()
+            if curves is not None and (finished_now or time.monotonic() - last_plot >= PLOT_REFRESH_S):
+                curves.refresh([*executor.running, *finished_now])
+                finished_now.clear()
+                last_plot = time.monotonic()
+        executor.shutdown()
+    except (KeyboardInterrupt, _Interrupted):
+        interrupted = True
+        bar.write("Interrupted: stopping the runs in flight (each saves its model)...")
+        for result in executor.shutdown(interrupted=True):
+            record(result)
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
+        bar.close()
+        save_state()
+        if curves is not None:
+            curves.refresh(finished_now)
+            curves.close()
+    return failed, interrupted
+
+
+def _summary(specs: list, records: dict[str, dict[str, Any]], failed: list, interrupted: bool, state_path: str
+             ) -> int:
+    """Print how the sweep ended; :return: the exit code."""
+    states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
+    finished = states["done"] + states["skipped"]
+    print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier), {len(failed)} failed"
+          + (f", {states['pending'] + states['running']} not run" if interrupted else "") + f". State: {state_path}")
+    if failed:
+        print("Failed runs (run the same command again to redo them):")
+        by_id = {spec.run_id: spec for spec in specs}
+        for result in failed:
+            print(f"  {by_id[result.run_id].label} [{result.run_id}]: exit code {result.returncode}, log {result.log}")
+    if interrupted:
+        return 130
+    return 0 if finished == len(specs) else 1
+
+
+if __name__ == "__main__":
+    runCommand(main)
