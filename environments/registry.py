@@ -1,51 +1,68 @@
 """Environments are found through the entry-point group ``srl_toolbox.environments`` and registered in gymnasium.
 
 The entry point's name is the gymnasium id and its value the SRLGymEnv subclass, so a third-party package adds an
-env with one line in its packaging metadata. ``import environments`` registers them all, after which
-``gymnasium.make("MobileRobotGymEnv-v0")`` works.
+env with one line in its packaging metadata. ``import environments`` loads them all (as the algorithm and SRL model
+registries do with theirs) and registers them in gymnasium, after which ``gymnasium.make("MobileRobotGymEnv-v0")``
+works. A plugin that fails to import, is not an SRLGymEnv, or was built for another API major version is recorded in
+``failed_env_plugins`` (id -> reason), reported once as an :class:`EnvPluginLoadWarning`, and skipped; the others
+still load.
 """
 from __future__ import annotations
 
-import importlib.metadata
-import warnings
+from typing import Any
 
 import gymnasium as gym
 
 from environments.srl_env import SRLGymEnv
+from srl_toolbox.plugins import apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
 
-# id -> entry point ("module:Class"); the class is imported only when the env is used.
+# id -> entry point ("module:Class") of every env that loaded
 registered_env: dict[str, str] = {}
+# id -> why the plugin was skipped
+failed_env_plugins: dict[str, str] = {}
+_classes: dict[str, type[SRLGymEnv]] = {}
+
+
+class EnvPluginLoadWarning(UserWarning):
+    """An environment plugin was skipped."""
+
+
+def _refusal(plugin: Any) -> str | None:
+    """:return: why ``plugin`` cannot be used, or None when it fits the contract."""
+    if not (isinstance(plugin, type) and issubclass(plugin, SRLGymEnv)):
+        return f"{plugin!r} is not a subclass of environments.srl_env.SRLGymEnv"
+    if apiMajor(getattr(plugin, "API_VERSION", None)) != SRLGymEnv.API_VERSION:
+        return (f"built for API version {plugin.API_VERSION}, this srl-toolbox provides API version "
+                f"{SRLGymEnv.API_VERSION}")
+    return None
 
 
 def registerAll() -> dict[str, str]:
     """
-    Register every env declared under the entry-point group in gymnasium (idempotent).
+    Load every env declared under the entry-point group and register it in gymnasium (idempotent: the plugins are
+    loaded, and a broken one reported, once per process).
 
     :return: the mapping of env id to its "module:Class" entry point
     """
-    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if entry_point.name in registered_env:
-            continue
-        registered_env[entry_point.name] = entry_point.value
-        if entry_point.name not in gym.registry:
-            gym.register(id=entry_point.name, entry_point=entry_point.value)
+    if _classes or failed_env_plugins:
+        return registered_env
+    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "environment", EnvPluginLoadWarning)
+    failed_env_plugins.update(failures)
+    for env_id, env_class in plugins.items():
+        _classes[env_id] = env_class
+        registered_env[env_id] = f"{env_class.__module__}:{env_class.__qualname__}"
+        if env_id not in gym.registry:
+            gym.register(id=env_id, entry_point=registered_env[env_id])
     return registered_env
 
 
 def getEnvClass(env_id: str) -> type[SRLGymEnv]:
     """
     :param env_id: a registered env id
-    :return: the env's class (imported on demand)
+    :return: the env's class
     :raises KeyError: the id is not registered
     """
     registerAll()
-    if env_id not in registered_env:
-        raise KeyError(env_id)
-    module_name, _, class_name = registered_env[env_id].partition(":")
-    module = importlib.import_module(module_name)
-    env_class = getattr(module, class_name)
-    if not (isinstance(env_class, type) and issubclass(env_class, SRLGymEnv)):
-        warnings.warn(f"environment {env_id} ({registered_env[env_id]}) is not an SRLGymEnv")
-    return env_class
+    return _classes[env_id]

@@ -64,6 +64,9 @@ class SRLGymEnv(gym.Env):
 
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
 
+    # An env plugin built for another major version is refused by the registry with a clear message.
+    API_VERSION = 1
+
     SRL_MODES: tuple[str, ...] = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"

@@ -13,6 +13,7 @@ registered too, as :class:`EnvironmentSRLModel` entries, so ``--srl-model`` list
 """
 from __future__ import annotations
 
+import abc
 import enum
 import hashlib
 import json
@@ -33,7 +34,7 @@ class SRLType(enum.Enum):
     LEARNED = "learned"          # an encoder trained on a dataset, fed with the env's images
 
 
-class BaseSRLModel:
+class BaseSRLModel(abc.ABC):
     """
     A trained state representation: ``getState(images) -> states``.
 
@@ -51,6 +52,7 @@ class BaseSRLModel:
         self.img_shape = tuple(int(v) for v in img_shape)
         self.exp_config = dict(exp_config or {})
 
+    @abc.abstractmethod
     def getState(self, observations: np.ndarray) -> np.ndarray:
         """
         :param observations: uint8 images, (n, H, W, C) as the envs return them
@@ -65,6 +67,7 @@ class BaseSRLModel:
         """
         raise NotImplementedError(f"{type(self).__name__} does not decode states into images")
 
+    @abc.abstractmethod
     def save(self, folder: str) -> None:
         """
         Write the weights and exp_config.json (atomically) into ``folder``.
@@ -74,6 +77,7 @@ class BaseSRLModel:
         raise NotImplementedError
 
     @classmethod
+    @abc.abstractmethod
     def load(cls, folder: str, device: str = "cpu") -> BaseSRLModel:
         """
         :param folder: a folder written by :meth:`save`

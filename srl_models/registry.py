@@ -1,11 +1,11 @@
 """registered_srl: every SRL model declared under the entry-point group ``srl_toolbox.srl_models``.
 
 ``NAME: (CLASS, SRLType)``. Built-in models are declared in setup.py like third-party ones. A plugin that fails to
-import, is not a BaseSRLModel, or was built for another API major version is recorded in ``failed_srl_plugins`` and
-skipped with one warning.
-"""
+import, is not a BaseSRLModel, leaves an abstract method out, or was built for another API major version is
+recorded in ``failed_srl_plugins`` and skipped with one warning."""
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any
 
@@ -27,6 +27,9 @@ def _refusal(plugin: Any) -> str | None:
                 f"{BaseSRLModel.API_VERSION}")
     if not isinstance(plugin.SRL_TYPE, SRLType):
         return f"SRL_TYPE {plugin.SRL_TYPE!r} is not an SRLType"
+    # the env-computed observation modes are markers, never instantiated: only a model is held to the contract
+    if plugin.SRL_TYPE is not SRLType.ENVIRONMENT and inspect.isabstract(plugin):
+        return f"{plugin.__name__} is abstract: it does not implement {', '.join(sorted(plugin.__abstractmethods__))}"
     return None
 
 

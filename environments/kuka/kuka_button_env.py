@@ -21,7 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.srl_env import SRLGymEnv
+from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -65,7 +65,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         seed, render_mode, render_size
     """
 
-    SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
+    SRL_MODES = ENVIRONMENT_SRL_MODES  # every env-computed mode: ground_truth, raw_pixels, joints, joints_position
     ACTION_JOINTS = True
     PLOT_TYPE = "3D"
     MAX_STEPS = 1000

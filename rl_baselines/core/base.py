@@ -9,6 +9,7 @@ form directly; algorithms written here call it themselves.
 """
 from __future__ import annotations
 
+import abc
 import argparse
 import functools
 from collections.abc import Callable
@@ -29,12 +30,14 @@ MANIFEST_MEMBER = "srl_toolbox.json"
 SB3_STATE_FILE = "sb3.json"
 
 
-class BaseRLObject:
+class BaseRLObject(abc.ABC):
     """
     Base class of every RL algorithm, built-in or plugin.
 
-    Subclasses implement save, load, customArguments, getAction and train (getActionProba, getOptParam and makeEnv
-    are optional). A plugin declares its class under the entry-point group ``srl_toolbox.rl_algorithms``.
+    Subclasses must implement the abstract methods save, load, getAction and train (the registry refuses a plugin
+    that leaves one out, naming it); customArguments, getActionProba, getOptParam, makeEnv and the resume pair
+    (saveTrainingState, loadTrainingState) are optional. A plugin declares its class under the entry-point group
+    ``srl_toolbox.rl_algorithms``.
     """
 
     # A plugin built for another major version is refused with a clear message.
@@ -70,6 +73,7 @@ class BaseRLObject:
     def __init__(self) -> None:
         self.num_timesteps = 0
 
+    @abc.abstractmethod
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
         """
         Persist the model (and its normalisation statistics beside it), atomically.
@@ -80,6 +84,7 @@ class BaseRLObject:
         raise NotImplementedError
 
     @classmethod
+    @abc.abstractmethod
     def load(cls, load_path: str, args: argparse.Namespace | None = None) -> BaseRLObject:
         """
         Load a model written by :meth:`save`.
@@ -209,6 +214,7 @@ class BaseRLObject:
         hyperparams.update(train_kwargs or {})
         return hyperparams
 
+    @abc.abstractmethod
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         """
         :param observation: a batch of observations, one per env
@@ -286,6 +292,7 @@ class BaseRLObject:
 
         return createEnvs(args, env_kwargs, load_path_normalise, monitor_dir=getattr(args, "monitor_dir", None))
 
+    @abc.abstractmethod
     def train(
         self,
         args: argparse.Namespace,

@@ -2,11 +2,11 @@
 
 The table keeps the old toolbox's shape, ``NAME: (CLASS, ALGO_TYPE, [ACTION_TYPES])``. Built-in algorithms are
 declared in setup.py like any third-party plugin, so this module imports none of them by name. A plugin that fails
-to import, is not a BaseRLObject, or was built for another API major version is recorded in ``failed_plugins``
-(name -> reason), reported once as a warning, and skipped; the others still load.
-"""
+to import, is not a BaseRLObject, leaves an abstract method out, or was built for another API major version is
+recorded in ``failed_plugins`` (name -> reason), reported once as a warning, and skipped; the others still load."""
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
@@ -31,6 +31,8 @@ def _refusal(plugin: Any) -> str | None:
     if major != BaseRLObject.API_VERSION:
         return (f"built for API version {plugin.API_VERSION}, this srl-toolbox provides API version "
                 f"{BaseRLObject.API_VERSION}")
+    if inspect.isabstract(plugin):
+        return f"{plugin.__name__} is abstract: it does not implement {', '.join(sorted(plugin.__abstractmethods__))}"
     if not isinstance(plugin.ALGO_TYPE, AlgoType):
         return f"ALGO_TYPE {plugin.ALGO_TYPE!r} is not an AlgoType"
     if not plugin.ACTION_TYPES or not all(isinstance(a, ActionType) for a in plugin.ACTION_TYPES):

@@ -19,6 +19,7 @@
 """
 from __future__ import annotations
 
+import abc
 import argparse
 import os
 import pickle
@@ -112,10 +113,12 @@ class TorchRLObject(BaseRLObject):
 
     # --- persistence -------------------------------------------------------------------------------------------
 
+    @abc.abstractmethod
     def modelState(self) -> dict[str, Any]:
         """:return: the algorithm's own entries of the model file (tensors and plain values only)"""
         raise NotImplementedError
 
+    @abc.abstractmethod
     def setModelState(self, state: dict[str, Any]) -> None:
         """
         Rebuild the policy from what :meth:`modelState` returned (spaces and hyperparameters are already set).
