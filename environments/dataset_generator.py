@@ -596,7 +596,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     num_cpu = min(args.num_cpu, max(1, len(todo)))
     progress = None
     if not args.no_progress:
-
         progress = tqdm(total=spec.num_episodes, initial=len(done), unit="episode", desc=spec.name, file=sys.stderr)
     frames = 0
     start = time.perf_counter()

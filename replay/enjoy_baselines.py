@@ -96,12 +96,10 @@ def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
 
     with atomicPath(path) as tmp_path:
         if path.lower().endswith(".gif"):
-
             images = [Image.fromarray(frame) for frame in frames]
             images[0].save(tmp_path, format="GIF", save_all=True, append_images=images[1:],
                            duration=int(1000 / fps), loop=0)
         else:
-
             height, width = frames[0].shape[:2]
             writer = cv2.VideoWriter(tmp_path, cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
             for frame in frames:

@@ -78,7 +78,6 @@ def _savePng(figure: Any, path: str) -> str:
 
 
 def _newFigure(width: float, height: float) -> Any:
-
     figure = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(figure)
     return figure

@@ -169,7 +169,6 @@ def _check(argv: list[str]) -> argparse.Namespace:
         return args
     train.validate(args, registered_rl)
     if plan is not None:
-
         checkPlan(plan, args, algo_class)
     return args
 
@@ -293,7 +292,6 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
 
     offered = None
     if env is not None:
-
         if env not in registered_env:
             raise UsageError(f"unknown --env {env!r}; valid choices: {', '.join(sorted(registered_env))}")
         offered = getEnvClass(env).SRL_MODES

@@ -153,14 +153,12 @@ def _train(argv: list[str]) -> str:
 
 
 def _runArgs(run_dir: str) -> argparse.Namespace:
-
     args = argparse.Namespace(**readJson(os.path.join(run_dir, "args.json")))
     args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
     return args
 
 
 def _actionProblem(action: np.ndarray, space: Any, num_envs: int) -> str | None:
-
     action = np.asarray(action)
     if isinstance(space, gym.spaces.Discrete):
         if action.shape != (num_envs,) or not np.issubdtype(action.dtype, np.integer):
@@ -194,7 +192,6 @@ def _sameActions(first: Any, second: Any, observations: list[np.ndarray]) -> boo
 
 
 def _normalisationCount(folder: str) -> float | None:
-
     path = os.path.join(folder, NORMALISATION_FILE)
     if not os.path.isfile(path):
         return None
@@ -388,7 +385,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.algo not in registered_rl:
-
         skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
         raise UsageError(f"unknown algorithm {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
     if args.env not in registered_env:
@@ -399,7 +395,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
                          f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
     if args.keep is not None:
-
         checkWritableFolder(args.keep, "--keep")
     try:
         checkPlugin(args.algo, args.env, args.srl_model, args.num_timesteps, args.continuous, args.keep, args.seed,

@@ -258,7 +258,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     args = buildParser().parse_args(argv)
     if args.device == "cuda":
-
         if not torch.cuda.is_available():
             raise UsageError("--device cuda: no CUDA device is available; valid choices here: cpu")
     try:

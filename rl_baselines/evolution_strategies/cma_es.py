@@ -148,14 +148,12 @@ class CMAESModel(TorchRLObject):
                       StateNormaliser.fromDict(state["best_normaliser"], n_features))
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-
         super().saveTrainingState(folder, replay_buffer_folder)
         arrays, values = captureObjectState(self.strategy, "cma")
         writeNpz(os.path.join(folder, CMA_ARRAYS_FILE), arrays)
         writeJson(os.path.join(folder, CMA_VALUES_FILE), {"values": values})
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-
         super().loadTrainingState(folder, replay_buffer_folder)
         saved = readJson(os.path.join(folder, CMA_VALUES_FILE))
         with np.load(os.path.join(folder, CMA_ARRAYS_FILE), allow_pickle=False) as data:
@@ -165,7 +163,6 @@ class CMAESModel(TorchRLObject):
                              f"{np.shape(self.strategy.mean)}")
         restoreObjectState(self.strategy, arrays, saved["values"])
         if getattr(self.strategy, "timer", None) is None and self.strategy.countiter > 0:
-
             self.strategy.timer = ElapsedWCTime()  # made by the first ask(), which a resumed strategy has had
 
     # --- training --------------------------------------------------------------------------------------------

@@ -77,7 +77,6 @@ class RandomAgentModel(BaseRLObject):
                   {"action_space_rng": generatorState(self.action_space.np_random)})
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-
         setGeneratorState(self.action_space.np_random, readJson(os.path.join(folder, "random_agent.json"))["action_space_rng"])
 
     def train(

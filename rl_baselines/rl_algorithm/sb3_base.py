@@ -117,7 +117,6 @@ class StableBaselinesRLObject(BaseRLObject):
     # --- persistence -------------------------------------------------------------------------------------------
 
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
-
         with atomicPath(save_path) as tmp_path:
             self.model.save(tmp_path)
             with zipfile.ZipFile(tmp_path, "a") as archive:
@@ -211,7 +210,6 @@ class StableBaselinesRLObject(BaseRLObject):
         return action
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
-
         policy = self.model.policy
         obs_tensor, _ = policy.obs_to_tensor(observation)
         with torch.no_grad():
@@ -252,7 +250,6 @@ class StableBaselinesRLObject(BaseRLObject):
             self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args), verbose=0,
                                         **self.makeModelKwargs(args, hyperparams, self.env))
         if getattr(args, "pretrain_dataset", None):
-
             pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
         # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;
         # without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)

@@ -128,7 +128,6 @@ class TorchRLObject(BaseRLObject):
         raise NotImplementedError
 
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
-
         payload = {
             **self.modelState(),
             "algo": self.NAME,
@@ -199,7 +198,6 @@ class TorchRLObject(BaseRLObject):
         return None
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-
         os.makedirs(folder, exist_ok=True)
         writeJson(os.path.join(folder, TORCH_STATE_FILE), {"rng": generatorState(getattr(self, "rng", None)),
                                                            "run_start_timesteps": self.scheduleStart()})
@@ -208,7 +206,6 @@ class TorchRLObject(BaseRLObject):
             saveBuffer(replay[0], replay_buffer_folder, replay[1], replay[2])
 
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
-
         state = readJson(os.path.join(folder, TORCH_STATE_FILE))
         setGeneratorState(getattr(self, "rng", None), state.get("rng"))
         self.run_start_timesteps = int(state["run_start_timesteps"])

@@ -256,7 +256,6 @@ class TorchActorCritic(TorchRLObject):
             self.buildOnDevice()
         owns_logger = False
         if getattr(args, "run_dir", None) or hasattr(callback, "progressLogger"):
-
             # progress.csv (resumed: goes on) and tensorboard, through the callback's logger when it offers one
             self.logger, owns_logger = sharedProgressLogger(callback, getattr(args, "run_dir", None))
         self.restoreTrainingState(args)

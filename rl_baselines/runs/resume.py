@@ -324,7 +324,6 @@ def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> N
         return
     srl_hash = None
     if getattr(args, "srl_model_path", None):
-
         try:
             srl_hash = describeSRLModel(args.srl_model_path)["hash"]
         except ValueError as error:

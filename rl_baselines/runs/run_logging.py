@@ -113,9 +113,7 @@ class RunLogger:
             tensorboard log when on); algorithms record into it and dump it themselves
         """
         if self._progress is None:
-
             if self.run_dir is not None:
-
                 self._progress = progressLogger(self.run_dir)
             else:
                 self._progress = Logger(folder=None, output_formats=[])

@@ -108,7 +108,6 @@ class RunPolicy:
     """
 
     def __init__(self, run_dir: str) -> None:
-
         self.run_dir = run_dir
         if not os.path.isdir(run_dir):
             raise ValueError(f"--policy {run_dir!r} is neither 'random' nor a folder")
@@ -141,7 +140,6 @@ class RunPolicy:
         """
 
         if num_threads is not None:
-
             torch.set_num_threads(num_threads)
 
         algo = getattr(self.args, "algo", None)
@@ -161,7 +159,6 @@ class RunPolicy:
                                  f"({', '.join(GOAL_OBSERVATION_KEYS)})")
             self.goal_conditioned = True
         if self.learned:
-
             # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
             self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args), device="cpu")
         self._normalisation = self._loadNormalisation(self.run_dir)
@@ -193,7 +190,6 @@ class RunPolicy:
             raise ValueError(f"the run in {self.run_dir!r} sees {channels}-channel images, the generator's env gives "
                              f"{pixels.shape[-1]} (a second camera, --fpv/--multi-view, on one side only)")
         if pixels.shape[:2] != (height, width):
-
             pixels = cv2.resize(pixels, (width, height), interpolation=cv2.INTER_AREA)
         return pixels
 
@@ -201,7 +197,6 @@ class RunPolicy:
         if self.goal_conditioned:
             return env.unwrapped.goalObservation()
         if self.learned:
-
             image = self._resize(pixels, self.encoder.img_shape)
             with torch.no_grad():  # as rl_baselines.envs.srl_encoder.SRLEncoderVecEnv.encode
                 state = self.encoder.getState(image[None])
@@ -225,7 +220,6 @@ class RunPolicy:
         """
         self._stack = None
         if seed is not None:
-
             torch.manual_seed(seed)
 
     def observation(self, env: Any, pixels: np.ndarray) -> Any:

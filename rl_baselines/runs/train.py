@@ -161,7 +161,6 @@ def _parseHyperparams(items: list[str]) -> dict[str, str]:
 
 
 def _readHyperparamFile(path: str) -> dict[str, str]:
-
     try:
         with open(path, encoding="utf-8") as handle:
             content = yaml.safe_load(handle)
@@ -239,7 +238,6 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
     if isLearnedSRLModel(args.srl_model):
         _resolveSRLModel(args, env_class)
     elif getattr(args, "latest", False):
-
         raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
                          f"{args.srl_model!r}")
     try:
@@ -247,7 +245,6 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
     except ValueError as error:
         raise UsageError(f"--hyperparam: {error}") from None
     if getattr(args, "pretrain_dataset", None) is not None:
-
         try:
             checkDataset(args.pretrain_dataset, args, registered_rl)
         except ValueError as error:
@@ -282,7 +279,6 @@ def _resolveRunOptions(args: argparse.Namespace) -> None:
     except ValueError as error:
         raise UsageError(str(error)) from None
     if getattr(args, "tensorboard_log", None):
-
         checkTensorboard(args.tensorboard_log)
 
 
@@ -353,7 +349,6 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
         raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
     args.srl_model_path = folder
     if args.img_shape is None:
-
         args.img_shape = [3, *readExpConfig(folder)["img_shape"][1:]]
 
 
@@ -391,7 +386,6 @@ def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
 
 
     if pre_args.resume is not None:
-
         args, plan = loadResumeArgs(argv, registered_rl, baseParser)
         return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
     if pre_args.algo not in registered_rl:
@@ -436,7 +430,6 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     writeJson(os.path.join(run_dir, "args.json"), saved_args)
     writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
     if srl_record is not None:
-
         writeJson(os.path.join(run_dir, RUN_RECORD_FILE), srl_record)
         print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
     return run_dir, run_lock, start_timesteps
@@ -483,7 +476,6 @@ def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 
     :raises UsageError: bad input (one line), raised before anything is written
     """
     if torch_threads is not None:
-
         torch.set_num_threads(torch_threads)
     args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
     if plan is not None and plan.state == "finished":
@@ -492,18 +484,15 @@ def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 
 
     env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
     if plan is not None:
-
         checkPlan(plan, args, algo_class)
     srl_record = None
     if args.srl_model_path is not None:
-
         try:
             srl_record = describeSRLModel(args.srl_model_path)  # the hash that enjoy checks later
         except ValueError as error:
             raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
     used_hyperparams = None
     if plan is None:
-
         used_hyperparams = usedHyperparams(algo_class, args, hyperparams)
     run_dir, run_lock, start_timesteps = prepareRunFolder(args, plan, env_class, env_kwargs, srl_record,
                                                           start_timesteps)
@@ -538,7 +527,6 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     os.makedirs(args.monitor_dir, exist_ok=plan is not None)
     plotter = None
     if not args.no_vis:
-
         visdom_env = f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}"
         plotter = VisdomPlotter(port=args.port, env_name=visdom_env,
                                 title=f"{args.env} {args.srl_model}", legend=args.algo,
@@ -551,7 +539,6 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
     run_logger = _runLogger(args, run_dir, plotter, start_timesteps if resuming else None)
     evaluator = None
     if getattr(args, "eval_freq", 0) > 0:
-
         evaluator = Evaluator(algo, args, env_kwargs, args.eval_freq, args.eval_episodes, run_dir, start_timesteps)
     callback = TrainingCallback(
         algo, args.algo, run_dir, total_timesteps=total_timesteps,

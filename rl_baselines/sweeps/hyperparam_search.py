@@ -517,7 +517,6 @@ class TrialObjective:
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
         if self.config.evaluate:
-
             evaluations = readEvaluations(trial.user_attrs["run_dir"])
             if evaluations is None or evaluations["timesteps"].size == 0:
                 message = f"the run wrote no evaluation (evaluations.npz) in {trial.user_attrs['run_dir']}"
@@ -560,7 +559,6 @@ class TrialProgress:
     """
 
     def __init__(self, total: int, enabled: bool) -> None:
-
         self.bar = tqdm(total=total, unit="trial", desc="trials", disable=not enabled, dynamic_ncols=True)
         self.seen: set[int] = set()
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}

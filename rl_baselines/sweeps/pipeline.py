@@ -55,7 +55,6 @@ WAIT_S = 0.5
 
 
 def _nonNegativeFloat(raw: str) -> float:
-
     try:
         value = float(raw)
     except ValueError:
@@ -109,7 +108,6 @@ def _checkRayFlags(args: Any) -> None:
 
 
 def _makeExecutor(args: Any, num_cpu: int) -> Any:
-
     if args.executor == "ray":
         return RayExecutor(args.ray_address, num_cpu, args.num_gpus, args.workers, resume=not args.force)
     return LocalExecutor(args.workers or max(1, usableCores() // num_cpu), resume=not args.force)
@@ -170,7 +168,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     curves = None
     if not args.no_vis:
-
         curves = SweepCurves(SweepPlotter(args.port, env_name=f"sweep_{sweep_id}",
                                           episode_window=getattr(shared, "episode_window", 40)))
         print(f"Live plots: visdom env sweep_{sweep_id} at http://127.0.0.1:{args.port}", flush=True)
