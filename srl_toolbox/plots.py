@@ -31,8 +31,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from srl_toolbox.files import atomicPath
@@ -373,6 +371,9 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     :param title: title of the figure
     :return: ``path``
     """
+    # matplotlib is heavy (about 0.5 s to import) and only this end-of-run picture needs it: imported here
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
     timesteps, rewards = _episodeData(timesteps, rewards)
     figure = Figure(figsize=(8, 5), dpi=100)

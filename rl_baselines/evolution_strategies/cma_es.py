@@ -15,12 +15,9 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import cma  # lazily, see the imports at the top
 import gymnasium as gym
 import numpy as np
 import torch
-from cma.sigma_adaptation import CMAAdaptSigmaCSA
-from cma.utilities.utils import ElapsedWCTime
 from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core.algo_types import AlgoType
@@ -42,8 +39,8 @@ from rl_baselines.rl_algorithm.torch_base import TorchRLObject
 from rl_baselines.runs.run_logging import logScalars
 from srl_toolbox.files import readJson, writeJson
 
-# cma is imported in train() only: it pulls in scipy.stats (over 1 s of CPU), and every train command imports this
-# module through the registry, whatever the algorithm.
+# cma is imported where it is used only (a heavy dependency: it pulls in scipy.stats and matplotlib, over 1 s of
+# CPU), because every train command imports this module through the registry, whatever the algorithm.
 if TYPE_CHECKING:
     import cma
 
@@ -163,6 +160,8 @@ class CMAESModel(TorchRLObject):
                              f"{np.shape(self.strategy.mean)}")
         restoreObjectState(self.strategy, arrays, saved["values"])
         if getattr(self.strategy, "timer", None) is None and self.strategy.countiter > 0:
+            from cma.utilities.utils import ElapsedWCTime  # heavy dependency: see the note on cma above
+
             self.strategy.timer = ElapsedWCTime()  # made by the first ask(), which a resumed strategy has had
 
     # --- training --------------------------------------------------------------------------------------------
@@ -185,6 +184,8 @@ class CMAESModel(TorchRLObject):
             self.mean = np.full(self.policy.n_params, float(self.hyperparams["mu"]))
             self.sigma = float(self.hyperparams["sigma"])
             self._setBest(self.mean, -np.inf, self.normaliser)
+        import cma  # heavy dependency, imported here only: see the note on cma above
+        from cma.sigma_adaptation import CMAAdaptSigmaCSA
 
         strategy = self.strategy = cma.CMAEvolutionStrategy(self.mean, self.sigma, {
             "popsize": int(self.hyperparams["num_population"]),
