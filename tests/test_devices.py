@@ -79,6 +79,7 @@ def _recordCuda(run_dir: str) -> None:
     json.dump(args, open(path, "w"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["ppo2", "acer"])
 def test_a_run_recorded_on_a_gpu_replays_on_this_machine(tmp_path, algo: str) -> None:
     if torch.cuda.is_available():

@@ -182,6 +182,7 @@ def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
     assert row["source"] == "training"
 
 
+@pytest.mark.slow
 def test_pipeline_passes_the_evaluation_flags(tmp_path):
     result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT[:4], "--num-timesteps", "300", "--eval-freq",
                        "150", "--eval-episodes", "1", "--hyperparam", "n_steps:64", "--num-iteration", "1",

@@ -130,6 +130,7 @@ def test_commands_share_one_sqlite_study(tmp_path):
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 3  # no duplicated sample
 
 
+@pytest.mark.slow
 def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
     """A forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
     value is the mean of its last evaluation."""

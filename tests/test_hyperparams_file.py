@@ -36,6 +36,7 @@ def test_every_algorithm_writes_values_it_reads_back(algo: str) -> None:
     assert algo_class.parserHyperParam(as_file) == used
 
 
+@pytest.mark.slow
 def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     flags = ["--algo", "ppo2", *GT, "--num-timesteps", "256", "--seed", "5"]
     first = runFolder(runTrain(*flags, "--n-steps", "64", "--hyperparam", "batch_size:32", "--log-dir",
@@ -64,6 +65,7 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])
 
 
+@pytest.mark.slow
 def test_a_resumed_and_a_replayed_run_read_the_new_args_json(tmp_path) -> None:
     run_dir = runFolder(runTrain("--algo", "acer", *GT, "--num-timesteps", "128", "--log-dir", tmp_path))
     assert _readYaml(run_dir)["n_steps"] == registered_rl["acer"][0].DEFAULT_HYPERPARAMS["n_steps"]

@@ -58,6 +58,7 @@ def _train(site: str, *args: str) -> subprocess.CompletedProcess:
     return _run(site, "rl_baselines.train", "--no-vis", "--no-progress", *GROUND_TRUTH, *args)
 
 
+@pytest.mark.slow
 def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, tinySite) -> None:
     log_dir = str(tmp_path / "logs")
     command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "tiny",
@@ -102,6 +103,7 @@ def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, ti
     assert runFolder(more) != run_dir
 
 
+@pytest.mark.slow
 def test_resume_leaves_a_finished_run_alone(tmp_path, tinySite) -> None:
     done = _train(tinySite, "--algo", "tiny", "--num-timesteps", "300", "--log-dir", tmp_path)
     assert done.returncode == 0, done.stderr
@@ -112,6 +114,7 @@ def test_resume_leaves_a_finished_run_alone(tmp_path, tinySite) -> None:
     assert snapshot(run_dir) == before
 
 
+@pytest.mark.slow
 def test_other_action_or_observation_space_refused_before_writing(tmp_path, tinySite) -> None:
     first = _train(tinySite, "--algo", "tiny", "--num-timesteps", "200", "--log-dir", tmp_path / "first")
     assert first.returncode == 0, first.stderr
@@ -156,6 +159,7 @@ def test_check_plugin_catches_each_trap(tinySite, algo, message) -> None:
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("FAILED: ")
 
 
+@pytest.mark.slow
 def test_check_plugin_from_python_and_bad_input(tmp_path, tinySite) -> None:
     script = ("from rl_baselines.check_plugin import checkPlugin, PluginCheckError\n"
               f"passed = checkPlugin('tiny', continuous=True, num_timesteps=200, check_seed=False, folder={str(tmp_path)!r})\n"

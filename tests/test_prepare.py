@@ -30,6 +30,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> dict:
     return {"root": root, "config": config, "env": env, "stdout": result.stdout}
 
 
+@pytest.mark.slow
 def test_prepare_registers_the_models(prepared):
     root, config = prepared["root"], prepared["config"]
     text = config.read_text(encoding="utf-8")
@@ -50,6 +51,7 @@ def test_prepare_registers_the_models(prepared):
     assert "GTC" in summary and "KNN-MSE" in summary and "reused" not in summary
 
 
+@pytest.mark.slow
 def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
     from srl_models import prepare
 
@@ -72,6 +74,7 @@ def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
     assert len(calls) == 1 and calls[0][calls[0].index("--state-dim") + 1] == "5"
 
 
+@pytest.mark.slow
 def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
     elsewhere = tmp_path / "notebooks"
     elsewhere.mkdir()
@@ -82,6 +85,7 @@ def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
     assert record["path"] == os.path.normpath(os.path.join(prepared["config"].parent, written))
 
 
+@pytest.mark.slow
 def test_latest_old_toolbox_command(prepared):
     """The old toolbox's guide: ``--latest --srl-model srl_combination`` from the folder the models were trained in
     (logs/srl), with a small --num-timesteps appended."""
@@ -95,6 +99,7 @@ def test_latest_old_toolbox_command(prepared):
     assert json.loads(open(os.path.join(run_dir, "srl_model.json")).read())["path"] == folder
 
 
+@pytest.mark.slow
 def test_latest_picks_the_newest(prepared, tmp_path):
     from srl_models.config import SRLLookupError, latestModelFolder
 
@@ -216,6 +221,7 @@ def test_register_model_keeps_comments_and_entries(tmp_path):
     assert [name for name in os.listdir(config.parent)] == ["srl.yaml"]  # no temporary file left
 
 
+@pytest.mark.slow
 def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
     """make srl-demo's chain on a tiny dataset: every file it names exists."""
     from replay import srl_demo
@@ -232,6 +238,7 @@ def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
     assert yaml.safe_load((log_dir / "srl_models.yaml").read_text())[ENV_ID]["vae"]
 
 
+@pytest.mark.slow
 def test_pipeline_passes_latest_to_train(prepared, monkeypatch, capsys):
     from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 

@@ -55,7 +55,7 @@ RUNS = {
     "ppo2": [*GT, "--algo", "ppo2", "--num-timesteps", "3000", "--checkpoint-freq", "500",
              "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"],
     "sac": [*GT, "--algo", "sac", "-c", "--num-timesteps", "2000", "--checkpoint-freq", "500",
-            "--hyperparam", "learning_starts:250", "batch_size:32"],
+            "--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
 }
 KILLS = 3
 DEADLINE_S = 600

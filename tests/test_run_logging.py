@@ -31,6 +31,7 @@ def _runLog(tensorboard_dir, run_dir: str) -> str:
     return folders[0]
 
 
+@pytest.mark.slow
 def test_sb3_algorithm_writes_losses_and_episodes(tmp_path) -> None:
     tensorboard_dir = tmp_path / "tb"
     result = runTrain("--algo", "ppo2", *GT, "--num-timesteps", "512", "--n-steps", "128", "--log-dir",
@@ -54,6 +55,7 @@ def test_sb3_algorithm_writes_losses_and_episodes(tmp_path) -> None:
 @pytest.mark.parametrize("algo,extra", [("deepq", ["--learning-starts", "100"]),
                                         ("cma-es", ["--num-population", "2"]),
                                         ("acer", [])])
+@pytest.mark.slow
 def test_torch_and_evolution_algorithms_log_their_losses(tmp_path, algo: str, extra: list[str]) -> None:
     tensorboard_dir = tmp_path / "tb"
     run_dir = runFolder(runTrain("--algo", algo, *GT, "--num-timesteps", "2000", *extra, "--log-dir", tmp_path / "logs",
@@ -134,6 +136,7 @@ def test_missing_tensorboard_or_bad_folder_is_one_line(tmp_path, monkeypatch) ->
     assert "--tensorboard-log" in result.stderr and not log_dir.exists()
 
 
+@pytest.mark.slow
 def test_pipeline_writes_one_sub_folder_per_run(tmp_path) -> None:
     tensorboard_dir = tmp_path / "tb"
     result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT, "--num-iteration", "2", "--workers", "2",
