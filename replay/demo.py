@@ -8,6 +8,7 @@ import os
 from collections.abc import Sequence
 
 from replay import enjoy_baselines
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
 
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nDemo finished:")
     print(f"  run folder      {run_dir}")
     print(f"  model           {os.path.join(run_dir, f'{algo}_model.zip')}")
-    print(f"  learning curve  {os.path.join(run_dir, 'learning_curve.png')}")
+    print(f"  learning curve  {RunFolder(run_dir).learning_curve_file}")
     print(f"  replay GIF      {gif}")
     print(f"  replay again    python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")
     return 0

@@ -23,7 +23,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
-from rl_baselines.runs.run_folder import loadRun
+from rl_baselines.runs.loaded_run import loadRun
 from rl_baselines.runs.run_policy import readRunArgs
 from srl_toolbox.cli import (
     CLIParser,

@@ -29,6 +29,7 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from replay.results import loadRunEvaluations
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, loadEpisodes
 from srl_toolbox.cli import (
     CLIParser,
@@ -52,7 +53,7 @@ def monitorFolder(folder: str) -> str | None:
     :param folder: a candidate run folder
     :return: the folder holding its monitor CSVs (``folder/monitor`` or ``folder`` itself), or None if none
     """
-    for candidate in (os.path.join(folder, "monitor"), folder):
+    for candidate in (RunFolder(folder).monitor_dir, folder):
         if glob.glob(os.path.join(glob.escape(candidate), f"*{MONITOR_SUFFIX}")):
             return candidate
     return None
@@ -81,7 +82,7 @@ def runTitle(run_dir: str) -> str:
     """
     name = os.path.basename(os.path.normpath(run_dir))
     try:
-        args = readJson(os.path.join(run_dir, "args.json"))
+        args = readJson(RunFolder(run_dir).args_file)
     except (OSError, ValueError):
         return name
     parts = [str(args[key]) for key in ("env", "srl_model", "algo") if isinstance(args, dict) and key in args]
@@ -226,7 +227,7 @@ def _runWindow(run_dir: str, override: int | None) -> int:
     if override is not None:
         return override
     with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        value = readJson(os.path.join(run_dir, "args.json")).get("episode_window")
+        value = readJson(RunFolder(run_dir).args_file).get("episode_window")
         if isinstance(value, int) and value > 0:
             return value
     return DEFAULT_WINDOW

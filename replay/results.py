@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.sweeps.sweep import FAILED_FILE
@@ -78,14 +79,14 @@ def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
     runs, empty, failed = [], [], []
     for folder, subfolders, files in os.walk(log_dir):
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
-        if "args.json" not in files or "monitor" not in subfolders:
+        if not RunFolder.isRun(folder):
             continue
         subfolders.clear()  # a run folder holds no other run
         if os.path.isfile(os.path.join(folder, FAILED_FILE)):
             failed.append(folder)
             continue
         try:
-            args = readJson(os.path.join(folder, "args.json"))
+            args = readJson(RunFolder(folder).args_file)
         except ValueError:
             warnings.warn(f"skipping {folder}: args.json is not valid JSON")
             continue
@@ -93,8 +94,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
             continue
         missing = [name for name in group_by if name not in args]
         if missing:
-            raise UsageError(f"--group-by {' '.join(missing)}: not in {os.path.join(folder, 'args.json')}")
-        episodes = loadEpisodes(os.path.join(folder, "monitor"))
+            raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}")
+        episodes = loadEpisodes(RunFolder(folder).monitor_dir)
         if episodes["rewards"].size == 0:
             empty.append(folder)
             continue

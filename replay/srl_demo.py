@@ -18,6 +18,7 @@ import numpy as np
 
 from environments import getEnvClass
 from replay import enjoy_baselines
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from srl_models import explore_latent, prepare
 from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
@@ -104,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  decoded latents   {latent_grid}")
     print(f"  reconstructions   {os.path.join(model_folder, 'reconstructions.png')}")
     print(f"  run folder        {run_dir}")
-    curve = os.path.join(run_dir, "learning_curve.png")
+    curve = RunFolder(run_dir).learning_curve_file
     print(f"  learning curve    {curve if os.path.exists(curve) else 'none (no training episode finished)'}")
     print(f"  replay GIF        {gif}")
     print(f"  replay again      python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")

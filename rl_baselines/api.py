@@ -2,7 +2,7 @@
 
 Every function goes through the same code as the commands: a configuration is a ``python -m rl_baselines.train``
 command line, parsed and checked by that command's parser and ``validate``; training runs the command's own
-``trainCommand``; loading and replay share rl_baselines.runs.run_folder with ``python -m replay.enjoy_baselines``. Hence:
+``trainCommand``; loading and replay share rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
 
 - bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
 - process-wide settings are left as the caller set them: torch's thread count unless ``torch_threads`` is given, and
@@ -29,9 +29,9 @@ from environments import getEnvClass, registered_env
 from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
 from rl_baselines.core.training_state import captureGlobalRNG, restoreGlobalRNG
 from rl_baselines.runs import train
+from rl_baselines.runs.loaded_run import LoadedRun, playEpisodes
+from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
-from rl_baselines.runs.run_folder import LoadedRun, playEpisodes
-from rl_baselines.runs.run_folder import loadRun as loadRunFolder
 from rl_baselines.runs.train import TrainResult, trainCommand
 from srl_models.base import SRLType
 from srl_models.registry import registered_srl

@@ -38,6 +38,7 @@ from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.checkpointing import readManifest
 from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.core.registry import failed_plugins, registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
 from srl_models.registry import learnedModels
@@ -153,7 +154,7 @@ def _train(argv: list[str]) -> str:
 
 
 def _runArgs(run_dir: str) -> argparse.Namespace:
-    args = argparse.Namespace(**readJson(os.path.join(run_dir, "args.json")))
+    args = argparse.Namespace(**readJson(RunFolder(run_dir).args_file))
     args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
     return args
 
@@ -242,7 +243,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
                   f"{', normalisation saved' if normalised else ''}")
 
     for bad, what in ((os.path.join(folder, "missing_model" + algo_class.MODEL_EXTENSION), "a missing file"),
-                      (os.path.join(run_dir, "args.json"), "a foreign file")):
+                      (RunFolder(run_dir).args_file, "a foreign file")):
         try:
             algo_class.load(bad, args)
         except ValueError:

@@ -206,7 +206,7 @@ def test_play_episodes_shares_them_out_among_envs():
     """Short episodes of one env must not fill the count: each env plays its share."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from rl_baselines.runs.run_folder import playEpisodes
+    from rl_baselines.runs.loaded_run import playEpisodes
 
     env = DummyVecEnv([lambda: _FixedLengthEnv(2), lambda: _FixedLengthEnv(7)])
     agent = _ZeroAgent()

@@ -34,6 +34,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from rl_baselines.core.run_folder import CHECKPOINTS_DIR
 from rl_baselines.core.training_state import RNG_FILE, freezeNextReset, restartEpisodes, restoreGlobalRNG
 from rl_baselines.envs.factory import NORMALISATION_FILE
 from srl_models.config import RUN_RECORD_FILE
@@ -42,7 +43,6 @@ from srl_toolbox.files import readJson, writeJson, writeNpz
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
-CHECKPOINTS_DIR = "checkpoints"
 TRAINING_STATE_DIR = "training_state"
 REPLAY_BUFFER_DIR = "replay_buffer"
 RUN_STATE_FILE = "run_state.json"

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.logger import CSVOutputFormat, Logger, configure
 
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import findVecNormalize
 from srl_toolbox.files import atomicPath, writeNpz
 
@@ -342,7 +343,7 @@ def progressLogger(folder: str) -> Any:
     :return: the logger
     """
 
-    path = os.path.join(folder, "progress.csv")
+    path = RunFolder(folder).progress_file
     kept = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
     if not kept.strip():
         return configure(folder, ["csv"])

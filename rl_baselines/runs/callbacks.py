@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.checkpointing import CheckpointError, saveModel, writeCheckpoint
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.training_state import captureEpisodeStarts, captureGlobalRNG, countLines
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorTail
 from rl_baselines.runs.run_logging import RunLogger
@@ -88,7 +89,7 @@ class TrainingCallback:
         self.min_episodes_save = int(min_episodes_save)
         self.plotter = plotter
         self.run_logger = run_logger if run_logger is not None else RunLogger(run_dir, plotter=plotter)
-        self.monitor = MonitorTail(os.path.join(run_dir, "monitor"))
+        self.monitor = MonitorTail(RunFolder(run_dir).monitor_dir)
         self.best_mean_reward = -float("inf")
         self.num_timesteps = start_timesteps
         self._next_refresh = start_timesteps + self.log_interval
@@ -213,13 +214,13 @@ class TrainingCallback:
             progress.csv's lengths, the callback's own state
         """
 
-        monitor_dir = os.path.join(self.run_dir, "monitor")
+        monitor_dir = RunFolder(self.run_dir).monitor_dir
         return {
             "num_timesteps": int(num_timesteps),
             "target_timesteps": self.total_timesteps,
             "monitor": {os.path.basename(path): os.path.getsize(path)
                         for path in sorted(glob.glob(os.path.join(monitor_dir, f"*{MONITOR_SUFFIX}")))},
-            "progress_lines": countLines(os.path.join(self.run_dir, "progress.csv")),
+            "progress_lines": countLines(RunFolder(self.run_dir).progress_file),
             "episode_starts": episode_starts,
             "callback": {"best_mean_reward": self.best_mean_reward, "next_best_check": self._next_best_check,
                          "last_buffer_save": self._last_buffer_save,

@@ -36,11 +36,11 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.run_folder import EVALUATIONS_FILE
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
 from rl_baselines.envs.factory import findVecNormalize
 from srl_toolbox.files import writeNpz
 
-EVALUATIONS_FILE = "evaluations.npz"
 # The evaluation env is seeded with seed + this (training env i uses seed + i).
 EVAL_SEED_OFFSET = 10_000
 # The arrays of evaluations.npz (SB3's EvalCallback names); "successes" is optional.

@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
+from rl_baselines.core.run_folder import HYPERPARAMS_FILE
 from srl_toolbox.files import atomicPath
 
-HYPERPARAMS_FILE = "hyperparams.yaml"
 _SCALARS = (bool, int, float, str)
 
 

@@ -38,6 +38,7 @@ from rl_baselines.core.checkpointing import (
     removePartialCheckpoints,
 )
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.training_state import keepFirstLines
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
 from srl_models.config import describeSRLModel
@@ -110,7 +111,7 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
     :return: the plan: finished, resume from a checkpoint, restart from step 0, or continue its model elsewhere
     :raises UsageError: not a run, or it cannot be resumed (saved by an older version without manifests) (one line)
     """
-    if not os.path.isfile(os.path.join(run_dir, "args.json")):
+    if not os.path.isfile(RunFolder(run_dir).args_file):
         raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)")
     try:
         run_manifest = readManifest(run_dir)
@@ -146,7 +147,7 @@ def _algoResumable(run_dir: str) -> bool:
     """:return: whether the algorithm named in the run's args.json implements saveTrainingState (True if unknown)"""
 
     try:
-        algo = readJson(os.path.join(run_dir, "args.json")).get("algo")
+        algo = readJson(RunFolder(run_dir).args_file).get("algo")
     except (OSError, ValueError, AttributeError):
         return True
     return algo not in registered_rl or registered_rl[algo][0].supportsResume()
@@ -187,7 +188,7 @@ def _planWithoutTrainingState(run_dir: str, run_manifest: dict[str, Any] | None)
             continue
     if target is None:
         try:
-            target = int(readJson(os.path.join(run_dir, "args.json"))["num_timesteps"])
+            target = int(readJson(RunFolder(run_dir).args_file)["num_timesteps"])
         except (OSError, ValueError, KeyError, TypeError):
             target = steps
     return ResumePlan(run_dir, "continue", num_timesteps=steps, target_timesteps=target, model_path=model_path)
@@ -270,7 +271,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     if not os.path.isdir(run_dir):
         raise UsageError(f"--resume {run_dir!r} is not a folder")
     try:
-        saved = readJson(os.path.join(run_dir, "args.json"))
+        saved = readJson(RunFolder(run_dir).args_file)
     except FileNotFoundError:
         raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)") from None
     except (OSError, ValueError) as error:
@@ -336,7 +337,7 @@ def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> N
         plan.buffer_folder = bufferFolder(plan.checkpoint, manifest)
     except CheckpointError as error:
         raise UsageError(f"--resume: {error}{advice}") from None
-    monitor_dir = os.path.join(plan.run_dir, "monitor")
+    monitor_dir = RunFolder(plan.run_dir).monitor_dir
     for name, size in plan.run_state.get("monitor", {}).items():
         path = os.path.join(monitor_dir, name)
         if not os.path.isfile(path) or os.path.getsize(path) < int(size):
@@ -355,10 +356,10 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
     :param args: the run's arguments (updated: load_rl_model_path, resume_from, resume_buffer, num_timesteps)
     """
 
-    run_dir, monitor_dir = plan.run_dir, os.path.join(plan.run_dir, "monitor")
+    run_dir, monitor_dir = plan.run_dir, RunFolder(plan.run_dir).monitor_dir
     removePartialCheckpoints(run_dir)
     if plan.state == "restart":
-        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), os.path.join(run_dir, "progress.csv"),
+        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), RunFolder(run_dir).progress_file,
                      *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
                      os.path.join(run_dir, MANIFEST_FILE), os.path.join(run_dir, EVALUATIONS_FILE)]:
             if os.path.isfile(path):
@@ -373,7 +374,7 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
             os.truncate(path, int(sizes[name]))  # rows written after the checkpoint are replayed
         else:
             os.remove(path)
-    keepFirstLines(os.path.join(run_dir, "progress.csv"), int(plan.run_state.get("progress_lines", 0)))
+    keepFirstLines(RunFolder(run_dir).progress_file, int(plan.run_state.get("progress_lines", 0)))
     # evaluations made after the checkpoint are made again
     keepFirstEvaluations(run_dir, int(plan.run_state.get("callback", {}).get("evaluation", {}).get("count", 0)))
     manifest = readManifest(plan.checkpoint)

@@ -17,7 +17,7 @@ runs are refused (the generator's pixel env does not give them).
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
 ``--policy`` names a run folder. The helpers that read a run folder (:func:`readRunArgs`,
-:func:`recordedSRLModelFolder`) are shared with rl_baselines.runs.run_folder (replay.enjoy_baselines, the Python API).
+:func:`recordedSRLModelFolder`) are shared with rl_baselines.runs.loaded_run (replay.enjoy_baselines, the Python API).
 """
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ import torch
 
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import NORMALISATION_FILE
 from rl_baselines.envs.srl_encoder import loadEncoder
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
@@ -49,7 +50,7 @@ def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
     :return: the run's arguments (args.json)
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
-    args_path = os.path.join(run_dir, "args.json")
+    args_path = RunFolder(run_dir).args_file
     if not os.path.isdir(run_dir):
         raise ValueError(f"{flag} {run_dir!r} is not a folder")
     if not os.path.isfile(args_path):

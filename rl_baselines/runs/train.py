@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import datetime
 import os
 import sys
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
+from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.evaluation import Evaluator
@@ -42,7 +42,7 @@ from rl_baselines.runs.resume import (
 )
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, tensorboardRunName
 from srl_models.base import readExpConfig
-from srl_models.config import RUN_RECORD_FILE, SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
+from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import (
     CLIParser,
@@ -358,12 +358,12 @@ def createRunFolder(args: argparse.Namespace) -> str:
     :return: a new, empty run folder (a suffix avoids collisions with a run started in the same second)
     """
     if getattr(args, "run_folder", None):  # given by rl_baselines.pipeline, which made it and holds its log there
-        if os.path.exists(os.path.join(args.run_folder, "args.json")):
+        if os.path.exists(RunFolder(args.run_folder).args_file):
             raise UsageError(f"--run-folder {args.run_folder!r} already holds a run")
         os.makedirs(args.run_folder, exist_ok=True)
         return args.run_folder
     parent = os.path.join(args.log_dir, args.env, args.srl_model, args.algo)
-    stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
+    stamp = newStamp()
     name = f"{stamp}_{args.tag or f'seed{args.seed}'}"
     os.makedirs(parent, exist_ok=True)
     for attempt in range(1000):
@@ -427,10 +427,10 @@ def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_k
     saved_args = {k: v for k, v in sorted(vars(args).items()) if not (k.startswith("hp_") and v is None)}
     # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
     saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
-    writeJson(os.path.join(run_dir, "args.json"), saved_args)
-    writeJson(os.path.join(run_dir, "env_globals.json"), env_class.getGlobals(env_kwargs))
+    writeJson(RunFolder(run_dir).args_file, saved_args)
+    writeJson(RunFolder(run_dir).env_globals_file, env_class.getGlobals(env_kwargs))
     if srl_record is not None:
-        writeJson(os.path.join(run_dir, RUN_RECORD_FILE), srl_record)
+        writeJson(RunFolder(run_dir).srl_model_file, srl_record)
         print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
     return run_dir, run_lock, start_timesteps
 
@@ -523,7 +523,7 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
 
     print(f"Run folder: {run_dir}", flush=True)
     args.run_dir = run_dir
-    args.monitor_dir = os.path.join(run_dir, "monitor")
+    args.monitor_dir = RunFolder(run_dir).monitor_dir
     os.makedirs(args.monitor_dir, exist_ok=plan is not None)
     plotter = None
     if not args.no_vis:
@@ -606,7 +606,7 @@ def _writeLearningCurve(callback: Any, args: argparse.Namespace, run_dir: str) -
         return
 
     saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, args.episode_window,
-                      os.path.join(run_dir, "learning_curve.png"), title=f"{args.env} {args.srl_model} {args.algo}")
+                      RunFolder(run_dir).learning_curve_file, title=f"{args.env} {args.srl_model} {args.algo}")
 
 
 if __name__ == "__main__":

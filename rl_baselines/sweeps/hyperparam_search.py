@@ -50,6 +50,7 @@ from matplotlib.ticker import MaxNLocator
 from tqdm import tqdm
 
 from rl_baselines.core.registry import failed_plugins, registered_rl
+from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs import train
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail
@@ -485,10 +486,10 @@ class TrialObjective:
             while True:
                 finished = child.poll() is not None  # checked before reading: a finished run's files are complete
                 if tail is None:
-                    found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", "args.json"))
+                    found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", ARGS_FILE))
                     if found:
                         trial.set_user_attr("run_dir", os.path.dirname(found[0]))
-                        tail = MonitorTail(os.path.join(os.path.dirname(found[0]), "monitor"))
+                        tail = MonitorTail(RunFolder(os.path.dirname(found[0])).monitor_dir)
                 if tail is not None:
                     tail.poll()
                 timesteps = tail.timesteps if tail is not None else np.zeros(0, dtype=np.int64)

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.sweeps.sweep import RunSpec, runAttempts
 
@@ -102,7 +103,7 @@ class SweepCurves:
                     continue
                 if known is not None:
                     known[1].close()
-                known = (attempts[-1], MonitorTail(os.path.join(attempts[-1], "monitor")))
+                known = (attempts[-1], MonitorTail(RunFolder(attempts[-1]).monitor_dir))
                 self._tails[spec.run_id] = known
             tail = known[1]
             if tail.poll() > 0:

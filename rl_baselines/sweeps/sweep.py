@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
 from rl_baselines.core.registry import registered_rl as installed_algorithms
+from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.resume import runStatus
 from rl_baselines.runs.train import baseParser, validate
 from srl_toolbox.cli import UsageError
@@ -415,7 +416,7 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
     else:
         for path in _sweepAttempts(spec):
             shutil.rmtree(path)
-        stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
+        stamp = newStamp()
         run_folder = os.path.join(spec.parent, f"{stamp}_{spec.run_id}")
         os.makedirs(run_folder)
         train_argv = spec.trainArgv(run_folder)

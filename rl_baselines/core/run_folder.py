@@ -1,0 +1,96 @@
+"""RunFolder: the names of everything a run folder holds, and the stamp of a new one, in one place.
+
+A run folder is ``<log-dir>/<env>/<srl-model>/<algo>/<stamp>_<tag>`` (docs/architecture.md, "Files on disk"). Every
+module that writes or reads a run's files asks a :class:`RunFolder` for their paths instead of spelling the names,
+so a name changes in one line. Invariant: a folder is a run when it holds ``args.json`` and a ``monitor`` folder.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+
+from srl_models.config import RUN_RECORD_FILE
+
+STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
+ARGS_FILE = "args.json"
+ENV_GLOBALS_FILE = "env_globals.json"
+MONITOR_DIR = "monitor"
+PROGRESS_FILE = "progress.csv"
+LEARNING_CURVE_FILE = "learning_curve.png"
+EVALUATIONS_FILE = "evaluations.npz"
+HYPERPARAMS_FILE = "hyperparams.yaml"
+CHECKPOINTS_DIR = "checkpoints"
+
+
+def newStamp(now: datetime.datetime | None = None) -> str:
+    """
+    :param now: the time to stamp (default: now)
+    :return: the stamp a new run folder's name starts with (``YY-MM-DD_HHhMM_SS``)
+    """
+    return (now or datetime.datetime.now()).strftime(STAMP_FORMAT)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunFolder:
+    """
+    The paths of a run folder's files.
+
+    :param path: the run folder
+    """
+
+    path: str
+
+    @property
+    def args_file(self) -> str:
+        """:return: the run's arguments (JSON)"""
+        return os.path.join(self.path, ARGS_FILE)
+
+    @property
+    def env_globals_file(self) -> str:
+        """:return: the env's constants (JSON)"""
+        return os.path.join(self.path, ENV_GLOBALS_FILE)
+
+    @property
+    def monitor_dir(self) -> str:
+        """:return: the folder of the Monitor CSVs, one per env"""
+        return os.path.join(self.path, MONITOR_DIR)
+
+    @property
+    def progress_file(self) -> str:
+        """:return: the algorithm's logged values (CSV)"""
+        return os.path.join(self.path, PROGRESS_FILE)
+
+    @property
+    def learning_curve_file(self) -> str:
+        """:return: the episode-reward curve (PNG)"""
+        return os.path.join(self.path, LEARNING_CURVE_FILE)
+
+    @property
+    def evaluations_file(self) -> str:
+        """:return: the deterministic evaluations (SB3 EvalCallback keys), with --eval-freq"""
+        return os.path.join(self.path, EVALUATIONS_FILE)
+
+    @property
+    def hyperparams_file(self) -> str:
+        """:return: the hyperparameters the run used (YAML)"""
+        return os.path.join(self.path, HYPERPARAMS_FILE)
+
+    @property
+    def srl_model_file(self) -> str:
+        """:return: the trained SRL model the run observed (name, path, hash), when it observed one"""
+        return os.path.join(self.path, RUN_RECORD_FILE)
+
+    @property
+    def checkpoints_dir(self) -> str:
+        """:return: the folder of the periodic checkpoints"""
+        return os.path.join(self.path, CHECKPOINTS_DIR)
+
+    @classmethod
+    def isRun(cls, folder: str) -> bool:
+        """
+        :param folder: a folder
+        :return: whether it holds a run (its args.json and monitor folder)
+        """
+        run = cls(folder)
+        return os.path.isfile(run.args_file) and os.path.isdir(run.monitor_dir)
