@@ -14,7 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from environments.srl_env import SRLGymEnv
-from srl_toolbox.plugins import apiMajor, loadPlugins
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
 
@@ -25,7 +25,7 @@ failed_env_plugins: dict[str, str] = {}
 _classes: dict[str, type[SRLGymEnv]] = {}
 
 
-class EnvPluginLoadWarning(UserWarning):
+class EnvPluginLoadWarning(SkippedPluginWarning):
     """An environment plugin was skipped."""
 
 

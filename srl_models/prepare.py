@@ -253,8 +253,6 @@ def plan(args: argparse.Namespace) -> Plan:
     state_dim = args.state_dim or defaults.state_dim
     epochs = args.epochs or defaults.epochs
     num_cpu = args.num_cpu or max(1, min(os.cpu_count() or 1, episodes))
-    if args.seed < 0 or args.seed >= 2**32:
-        raise UsageError(f"--seed {args.seed} must be in 0..{2**32 - 1}")
     train._device(args.device)  # noqa: SLF001 (the training command's own check of --device)
 
     name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed)

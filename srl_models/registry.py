@@ -10,12 +10,12 @@ import os
 from typing import Any
 
 from srl_models.base import BaseSRLModel, SRLType, readExpConfig
-from srl_toolbox.plugins import apiMajor, loadPlugins
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.srl_models"
 
 
-class SRLPluginLoadWarning(UserWarning):
+class SRLPluginLoadWarning(SkippedPluginWarning):
     """An SRL model plugin was skipped."""
 
 

@@ -1,7 +1,11 @@
 """Loading classes declared under an entry-point group, skipping (and reporting) the ones that do not fit.
 
-Shared by the algorithm registry (``srl_toolbox.rl_algorithms``) and the SRL model registry (``srl_toolbox.srl_models``):
-both want the same behaviour, a broken plugin named with its reason and the others still loaded.
+Shared by the three registries (algorithms ``srl_toolbox.rl_algorithms``, SRL models ``srl_toolbox.srl_models``,
+environments ``srl_toolbox.environments``): a broken plugin is named with its reason in one warning and the others
+still load. The registries load their plugins when they are imported, which a command does before its ``main`` runs,
+so the warning of a skipped plugin (a :class:`SkippedPluginWarning`) is always shown as one line,
+``warning: <Category>: skipped ...``, whatever formatter is in place then (importing this module wraps
+``warnings.formatwarning`` for that category only; every other warning keeps its format).
 """
 from __future__ import annotations
 
@@ -10,6 +14,26 @@ from collections.abc import Callable
 from typing import Any
 
 from stevedore import ExtensionManager
+
+
+class SkippedPluginWarning(UserWarning):
+    """Base of the registries' warnings about a plugin that was skipped."""
+
+
+def _oneLineForSkippedPlugins(format_warning: Callable[..., str]) -> Callable[..., str]:
+    """:return: ``format_warning``, except for SkippedPluginWarning: one line, ``warning: <Category>: <message>``"""
+
+    def formatWarning(message: Any, category: type[Warning], filename: str, lineno: int, line: str | None = None) -> str:
+        if issubclass(category, SkippedPluginWarning):
+            return f"warning: {category.__name__}: {message}\n"
+        return format_warning(message, category, filename, lineno, line)
+
+    formatWarning.skipped_plugins_one_line = True  # type: ignore[attr-defined]
+    return formatWarning
+
+
+if not getattr(warnings.formatwarning, "skipped_plugins_one_line", False):
+    warnings.formatwarning = _oneLineForSkippedPlugins(warnings.formatwarning)
 
 
 def apiMajor(version: Any) -> int | None:
@@ -24,7 +48,8 @@ def apiMajor(version: Any) -> int | None:
 
 
 def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
-                warning_class: type[Warning] = UserWarning, warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+                warning_class: type[Warning] = SkippedPluginWarning,
+                warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
     """
     Import every entry point of ``group``.
 
@@ -50,8 +75,8 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
         loaded[extension.name] = extension.plugin
     if warn:
         for name, reason in sorted(failures.items()):
-            # Located at the entry-point group, not at a source line: Python's default format then prints one
-            # line ("<group>:0: <category>: skipped ..."), whether the registry is imported by a command or a script.
+            # Located at the entry-point group, not at a source line (no file path in any format); shown as one line
+            # "warning: <category>: skipped ..." (see the module docstring), by a command or a script alike.
             warnings.warn_explicit(f"skipped {kind} plugin {name!r} ({reason})", warning_class, filename=group,
                                    lineno=0, module=group)
     return dict(sorted(loaded.items())), failures

@@ -98,3 +98,42 @@ def test_third_party_env_is_registered_and_trains(tmp_path):
     bad = runModule("rl_baselines.train", "--env", "LineWorldEnv-v0", "--srl-model", "joints", "--log-dir",
                     tmp_path / "logs", env=env)
     assert bad.returncode == 2 and "valid choices: ground_truth, raw_pixels" in bad.stderr
+
+
+BROKEN_ENVS = textwrap.dedent('''
+    from line_world.env import LineWorldEnv
+
+
+    class FutureLineWorld(LineWorldEnv):
+        API_VERSION = 2
+
+
+    class NotAnEnv:
+        pass
+''')
+
+
+def test_broken_env_plugins_are_reported_by_name_and_skipped(tmp_path):
+    """Env plugins are loaded and reported like algorithms and SRL models: one warning each, a reason in
+    environments.failed_env_plugins, and the good ones (the built-in envs, LineWorld) still registered."""
+    site = _installPlugin(tmp_path / "site")
+    (tmp_path / "site" / "line_world" / "broken.py").write_text(BROKEN_ENVS)
+    dist_info = tmp_path / "site" / "broken_envs-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-envs\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[srl_toolbox.environments]\nFutureLineWorld-v0 = line_world.broken:FutureLineWorld\n"
+        "NotAnEnv-v0 = line_world.broken:NotAnEnv\nMissingEnv-v0 = line_world.missing:Anything\n")
+    script = "import environments\nprint(sorted(environments.failed_env_plugins.items()), 'LineWorldEnv-v0' in " \
+             "environments.registered_env, 'MobileRobotGymEnv-v0' in environments.registered_env)\n"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": site})
+    assert result.returncode == 0, result.stderr
+    failed = result.stdout
+    assert "FutureLineWorld-v0" in failed and "API version 2" in failed
+    assert "NotAnEnv-v0" in failed and "not a subclass of environments.srl_env.SRLGymEnv" in failed
+    assert "MissingEnv-v0" in failed and "ModuleNotFoundError" in failed
+    assert failed.strip().endswith("True True")
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 3 and all(line.startswith("warning: EnvPluginLoadWarning: skipped environment plugin")
+                                   for line in lines), result.stderr

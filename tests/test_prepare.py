@@ -150,7 +150,7 @@ BAD_PREPARE = [
     ("small images", ["--env", ENV_ID, "--srl-model", "vae", "--img-shape", "3", "8", "8"], "--img-shape 3 8 8"),
     ("processes", ["--env", ENV_ID, "--srl-model", "vae", "--episodes", "2", "--num-cpu", "3"],
      "--num-cpu 3 is more than --episodes 2"),
-    ("seed", ["--env", ENV_ID, "--srl-model", "vae", "--seed", "-1"], "--seed -1 must be in 0..4294967295"),
+    ("seed", ["--env", ENV_ID, "--srl-model", "vae", "--seed", "-1"], "--seed: '-1' is out of range"),
     ("device", ["--env", ENV_ID, "--srl-model", "vae", "--device", "tpu"], "--device: 'tpu' is not a torch device"),
     ("bad config", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", "{tmp}/bad.yaml"],
      "must map env ids to {model name: folder}"),

@@ -60,6 +60,13 @@ PLUGIN_CODE = textwrap.dedent('''
         API_VERSION = 2
 
 
+    class HalfDoneAgent(BaseRLObject):
+        """Only train: save, load and getAction are left out."""
+
+        def train(self, args, callback, env_kwargs=None, train_kwargs=None):
+            pass
+
+
     def not_a_class():
         return None
 ''')
@@ -71,6 +78,7 @@ ENTRY_POINTS = textwrap.dedent('''
     future_api = third_party_algo.algo:FutureApiAgent
     not_an_algo = third_party_algo.algo:not_a_class
     broken_import = third_party_algo.missing_module:Anything
+    half_done = third_party_algo.algo:HalfDoneAgent
 ''')
 
 
@@ -127,11 +135,12 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert "first_action" in data["names"] and "ppo2" in data["names"]
-    assert set(data["failed"]) == {"future_api", "not_an_algo", "broken_import"}
+    assert set(data["failed"]) == {"future_api", "not_an_algo", "broken_import", "half_done"}
+    assert "HalfDoneAgent is abstract: it does not implement getAction, load, save" in data["failed"]["half_done"]
     assert "API version 2" in data["failed"]["future_api"]
     assert "not a subclass" in data["failed"]["not_an_algo"]
     assert "ModuleNotFoundError" in data["failed"]["broken_import"]
-    assert len(data["warnings"]) == 3 and all("skipped algorithm plugin" in w for w in data["warnings"])
+    assert len(data["warnings"]) == 4 and all("skipped algorithm plugin" in w for w in data["warnings"])
 
 
 @pytest.mark.slow
@@ -143,8 +152,8 @@ def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
                        "--srl-model", "ground_truth",
                        "--num-timesteps", "300", "--log-dir", tmp_path, "--no-vis", "--no-progress", env=env)
     assert result.returncode == 0, result.stderr
-    # the three broken plugins are each reported by name, once, and training still happened
-    for name in ("future_api", "not_an_algo", "broken_import"):
+    # the four broken plugins are each reported by name, once, and training still happened
+    for name in ("future_api", "not_an_algo", "broken_import", "half_done"):
         assert result.stderr.count(f"'{name}'") == 1, result.stderr
     run_dir = runFolder(result)
     assert json.load(open(os.path.join(run_dir, "first_action_model.json")))["steps"] >= 300

@@ -11,7 +11,7 @@ from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
-from srl_toolbox.plugins import apiMajor, loadPlugins
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 
@@ -19,7 +19,7 @@ __all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "
            "loadRegisteredRL", "registered_rl", "supportingAlgorithms"]
 
 
-class PluginLoadWarning(UserWarning):
+class PluginLoadWarning(SkippedPluginWarning):
     """An algorithm plugin was skipped."""
 
 

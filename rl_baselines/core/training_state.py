@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from stable_baselines3.common.logger import CSVOutputFormat, Logger, configure
+from stable_baselines3.common import logger as sb3_logger
 
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import findVecNormalize
@@ -346,11 +346,11 @@ def progressLogger(folder: str) -> Any:
     path = RunFolder(folder).progress_file
     kept = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
     if not kept.strip():
-        return configure(folder, ["csv"])
+        return sb3_logger.configure(folder, ["csv"])
     # SB3 opens its CSV file with "w+" (truncating it): open it on a temporary copy of the kept rows instead and
     # rename that over progress.csv, so that a kill here never leaves it empty. The open file follows the rename.
     with atomicPath(path) as tmp_path:
-        output = CSVOutputFormat(tmp_path)
+        output = sb3_logger.CSVOutputFormat(tmp_path)
         try:
             output.file.write(kept)
             output.file.flush()
@@ -358,4 +358,4 @@ def progressLogger(folder: str) -> Any:
             output.close()
             raise
     output.keys = kept.splitlines()[0].split(output.separator)
-    return Logger(folder=folder, output_formats=[output])
+    return sb3_logger.Logger(folder=folder, output_formats=[output])
