@@ -33,12 +33,13 @@ from rl_baselines.runs.loaded_run import LoadedRun, playEpisodes
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
 from rl_baselines.runs.train import TrainResult, trainCommand
+from rl_baselines.runs.train_config import TrainConfig
 from srl_models.base import SRLType
 from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
 
-__all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainResult", "UsageError", "evaluateAgent", "listAlgorithms",
-           "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]
+__all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "UsageError", "evaluateAgent",
+           "listAlgorithms", "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]
 
 ACTION_KINDS = ("discrete", "continuous")
 
@@ -49,11 +50,12 @@ class RunConfig:
     A checked train command.
 
     :param argv: its arguments (``python -m rl_baselines.train`` followed by these runs the same training)
-    :param args: the arguments as the command parsed and validated them (defaults filled in)
+    :param args: the run's settings as validation built them (a read-only :class:`TrainConfig`: every flag with its
+        default filled in, the device and a learned SRL model's folder resolved)
     """
 
     argv: tuple[str, ...]
-    args: argparse.Namespace
+    args: TrainConfig | argparse.Namespace
 
     @property
     def command(self) -> str:
@@ -157,20 +159,21 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     return RunConfig(tuple(argv), _check(argv))
 
 
-def _check(argv: list[str]) -> argparse.Namespace:
+def _check(argv: list[str]) -> TrainConfig | argparse.Namespace:
     """
     :param argv: train's arguments
-    :return: them parsed and validated by the command's own code (nothing is written)
+    :return: the config validation built from them, with the command's own code (nothing is written); for a
+        ``--resume`` of a finished run, its recorded arguments
     :raises UsageError: bad input
     """
 
     args, plan, algo_class = train.parseCommand(argv)
     if plan is not None and plan.state == "finished":
         return args
-    train.validate(args, registered_rl)
+    config = train.validate(args, registered_rl)
     if plan is not None:
-        checkPlan(plan, args, algo_class)
-    return args
+        checkPlan(plan, config, algo_class)
+    return config
 
 
 def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None, **options: Any) -> TrainResult:

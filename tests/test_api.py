@@ -62,7 +62,7 @@ def test_flags_pass_through_as_keywords(tmp_path):
                             extra=["--checkpoint-freq", "-1"])
     assert config.args.hp_ortho_init is False and config.args.continuous_actions is True
     assert config.args.random_target is False and "--random-target" not in config.argv
-    assert config.args.img_shape == [3, 48, 48] and config.args.hp_learning_rate == 1e-4
+    assert config.args.img_shape == (3, 48, 48) and config.args.hp_learning_rate == 1e-4
     assert config.args.checkpoint_freq == -1
     assert config.args.no_vis and config.args.no_progress  # the API's defaults
     assert config.command.startswith("python -m rl_baselines.train --no-vis --no-progress --algo ppo_lstm")

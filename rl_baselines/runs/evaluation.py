@@ -25,7 +25,6 @@ reports ``is_success``, ``successes`` (n_evals, K). The model with the best eval
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import warnings
 from typing import Any
@@ -39,6 +38,7 @@ from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.run_folder import EVALUATIONS_FILE
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
 from rl_baselines.envs.factory import findVecNormalize
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace
 from srl_toolbox.files import writeNpz
 
 # The evaluation env is seeded with seed + this (training env i uses seed + i).
@@ -126,7 +126,7 @@ class Evaluator:
     :param start_timesteps: steps already done: the first evaluation is at the next multiple of ``eval_freq``
     """
 
-    def __init__(self, algo: BaseRLObject, args: argparse.Namespace, env_kwargs: dict[str, Any] | None,
+    def __init__(self, algo: BaseRLObject, args: TrainConfig | argparse.Namespace, env_kwargs: dict[str, Any] | None,
                  eval_freq: int, n_episodes: int, run_dir: str | None = None, start_timesteps: int = 0) -> None:
         if eval_freq < 1 or n_episodes < 1:
             raise ValueError(f"eval_freq ({eval_freq}) and n_episodes ({n_episodes}) must be at least 1")
@@ -164,7 +164,7 @@ class Evaluator:
     def _makeEnv(self) -> Any:
         """:return: the evaluation env: the algorithm's makeEnv with one env, no monitor file, frozen statistics"""
 
-        eval_args = copy.copy(self.args)
+        eval_args = argsNamespace(self.args)  # a copy: the run's own config stays as it is
         eval_args.num_cpu = 1
         eval_args.monitor_dir = None
         eval_args.seed = int(self.args.seed) + EVAL_SEED_OFFSET

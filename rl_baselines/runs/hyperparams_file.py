@@ -19,12 +19,13 @@ from typing import Any
 import yaml
 
 from rl_baselines.core.run_folder import HYPERPARAMS_FILE
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace
 from srl_toolbox.files import atomicPath
 
 _SCALARS = (bool, int, float, str)
 
 
-def usedHyperparams(algo_class: type, args: argparse.Namespace, hyperparams: dict[str, Any]) -> dict[str, Any]:
+def usedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace, hyperparams: dict[str, Any]) -> dict[str, Any]:
     """
     :param algo_class: the algorithm's class
     :param args: the validated arguments (the algorithm's flags ``hp_<name>``)
@@ -41,7 +42,8 @@ def usedHyperparams(algo_class: type, args: argparse.Namespace, hyperparams: dic
         values.update(hyperparams)
     else:
         # A learning-rate schedule flag turns learning_rate into a function: the file keeps the number.
-        plain_args = argparse.Namespace(**{**vars(args), "lr_schedule": "constant"})
+        plain_args = argsNamespace(args)
+        plain_args.lr_schedule = "constant"
         values = dict(resolve(plain_args, dict(hyperparams), **_savedHyperparams(algo_class, args)))
     # the built-in type itself (a choice may be a str subclass, a bound an int subclass): yaml.safe_dump needs it
     used = {name: next(kind for kind in _SCALARS if isinstance(value, kind))(value)
@@ -60,7 +62,7 @@ def usedHyperparams(algo_class: type, args: argparse.Namespace, hyperparams: dic
     return kept
 
 
-def _savedHyperparams(algo_class: type, args: argparse.Namespace) -> dict[str, Any]:
+def _savedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace) -> dict[str, Any]:
     """:return: ``{"saved": ...}`` for an algorithm whose model file keeps its hyperparameters (the torch ones) when
     training continues a saved model, else nothing"""
     load_path = getattr(args, "load_rl_model_path", None)

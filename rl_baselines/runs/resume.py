@@ -41,6 +41,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.training_state import keepFirstLines
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
 from srl_toolbox.devices import parseDevice, reuseDevice
@@ -204,7 +205,7 @@ _CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-
                       ("multi_view", "--multi-view"))
 
 
-def continueCommand(args: argparse.Namespace, model_path: str | None, remaining_timesteps: int) -> str:
+def continueCommand(args: TrainConfig | argparse.Namespace, model_path: str | None, remaining_timesteps: int) -> str:
     """
     The command that continues a run's model in a new run folder (what an algorithm without saveTrainingState
     offers instead of ``--resume``).
@@ -222,7 +223,7 @@ def continueCommand(args: argparse.Namespace, model_path: str | None, remaining_
     words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name, False)]
     if getattr(args, "img_shape", None):
         words += ["--img-shape", *map(str, args.img_shape)]
-    for name, value in sorted(vars(args).items()):
+    for name, value in sorted(vars(argsNamespace(args)).items()):
         if name.startswith("hp_") and value is not None:
             words += [f"--{name[3:].replace('_', '-')}", str(value)]
     resolved = getattr(args, RESOLVED_HYPERPARAMS_KEY, None)
@@ -311,7 +312,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     return args, plan
 
 
-def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> None:
+def checkPlan(plan: ResumePlan, args: TrainConfig | argparse.Namespace, algo_class: type) -> None:
     """
     Check the checkpoint against the run (after rl_baselines.runs.train.validate resolved the SRL model) and find the
     replay buffer to restore.
@@ -345,15 +346,16 @@ def checkPlan(plan: ResumePlan, args: argparse.Namespace, algo_class: type) -> N
                              f"run's episodes cannot be continued")
 
 
-def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
+def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     """
     Bring the run folder back to the checkpoint (or to an empty run for a restart), after every check passed:
     delete unfinished checkpoint folders, cut the monitor files, progress.csv and evaluations.npz to their length
     at the checkpoint.
-    Then point ``args`` at the checkpoint (the model to load, the step budget left).
 
     :param plan: a checked plan
-    :param args: the run's arguments (updated: load_rl_model_path, resume_from, resume_buffer, num_timesteps)
+    :param config: the run's validated config
+    :return: the config pointed at the checkpoint (the model to load, resume_from, resume_buffer, the step budget
+        left); for a restart, the config as it was
     """
 
     run_dir, monitor_dir = plan.run_dir, RunFolder(plan.run_dir).monitor_dir
@@ -366,7 +368,7 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
                 os.remove(path)
         for folder in ("best", "checkpoints"):
             shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
-        return
+        return config
     sizes = plan.run_state.get("monitor", {})
     for path in glob.glob(os.path.join(monitor_dir, "*.monitor.csv")):
         name = os.path.basename(path)
@@ -378,11 +380,10 @@ def applyPlan(plan: ResumePlan, args: argparse.Namespace) -> None:
     # evaluations made after the checkpoint are made again
     keepFirstEvaluations(run_dir, int(plan.run_state.get("callback", {}).get("evaluation", {}).get("count", 0)))
     manifest = readManifest(plan.checkpoint)
-    args.load_rl_model_path = os.path.join(plan.checkpoint, next(
+    model_path = os.path.join(plan.checkpoint, next(
         name for name in manifest["files"] if "_model." in name and os.sep not in name))
-    args.resume_from = plan.checkpoint
-    args.resume_buffer = plan.buffer_folder
-    args.num_timesteps = plan.target_timesteps - plan.num_timesteps
+    return config.replace(load_rl_model_path=model_path, resume_from=plan.checkpoint,
+                          resume_buffer=plan.buffer_folder, num_timesteps=plan.target_timesteps - plan.num_timesteps)
 
 
 def lockRun(run_dir: str) -> BaseFileLock:

@@ -41,6 +41,7 @@ from rl_baselines.runs.resume import (
     lockRun,
 )
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, tensorboardRunName
+from rl_baselines.runs.train_config import TrainConfig
 from srl_models.base import readExpConfig
 from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
 from srl_models.registry import learnedModels
@@ -192,16 +193,17 @@ def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
     return pairs
 
 
-def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[str, Any], dict[str, Any], int]:
+def validate(args: argparse.Namespace, registered_rl: dict) -> TrainConfig:
     """
-    Check every input before anything is written.
+    Check every input before anything is written, and resolve what the flags leave open.
 
-    :param args: parsed arguments
+    :param args: parsed arguments (left as they are: what validation resolves goes into the returned config)
     :param registered_rl: the algorithm table
-    :return: (env class, env kwargs, typed hyperparameters, starting timestep count)
+    :return: the run's frozen config: the device, a learned SRL model's folder and image size resolved, the typed
+        hyperparameters, the env's keywords and the steps a continued model already did
     :raises UsageError: on any bad input, with a one-line message
     """
-
+    args = argparse.Namespace(**vars(args))  # resolved on a copy: the caller's arguments stay as given
     algo_class, _, action_types = registered_rl[args.algo]
     _resolveRunOptions(args)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
@@ -263,7 +265,8 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> tuple[type, dict[
             start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
-    return env_class, envKwargsFromArgs(args), hyperparams, start_timesteps
+    return TrainConfig.fromNamespace(args, hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args),
+                                     start_timesteps=start_timesteps)
 
 
 def _resolveRunOptions(args: argparse.Namespace) -> None:
@@ -352,19 +355,19 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
         args.img_shape = [3, *readExpConfig(folder)["img_shape"][1:]]
 
 
-def createRunFolder(args: argparse.Namespace) -> str:
+def createRunFolder(config: TrainConfig) -> str:
     """
-    :param args: parsed arguments (log_dir, env, srl_model, algo, seed, tag)
+    :param config: the run's config (log_dir, env, srl_model, algo, seed, tag, run_folder)
     :return: a new, empty run folder (a suffix avoids collisions with a run started in the same second)
     """
-    if getattr(args, "run_folder", None):  # given by rl_baselines.pipeline, which made it and holds its log there
-        if os.path.exists(RunFolder(args.run_folder).args_file):
-            raise UsageError(f"--run-folder {args.run_folder!r} already holds a run")
-        os.makedirs(args.run_folder, exist_ok=True)
-        return args.run_folder
-    parent = os.path.join(args.log_dir, args.env, args.srl_model, args.algo)
+    if config.run_folder:  # given by rl_baselines.pipeline, which made it and holds its log there
+        if os.path.exists(RunFolder(config.run_folder).args_file):
+            raise UsageError(f"--run-folder {config.run_folder!r} already holds a run")
+        os.makedirs(config.run_folder, exist_ok=True)
+        return config.run_folder
+    parent = os.path.join(config.log_dir, config.env, config.srl_model, config.algo)
     stamp = newStamp()
-    name = f"{stamp}_{args.tag or f'seed{args.seed}'}"
+    name = f"{stamp}_{config.tag or f'seed{config.seed}'}"
     os.makedirs(parent, exist_ok=True)
     for attempt in range(1000):
         run_dir = os.path.join(parent, name if attempt == 0 else f"{name}_{attempt}")
@@ -397,42 +400,41 @@ def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
     return parser.parse_args(argv), None, algo_class
 
 
-def prepareRunFolder(args: argparse.Namespace, plan: Any, env_class: type, env_kwargs: dict[str, Any],
-                     srl_record: dict[str, Any] | None, start_timesteps: int) -> tuple[str, Any, int]:
+def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record: dict[str, Any] | None
+                     ) -> tuple[TrainConfig, Any]:
     """
     Create and describe a new run folder, or cut a resumed one back to its checkpoint, holding its lock.
 
-    :param args: the validated arguments
+    :param config: the validated config
     :param plan: the resume plan, None for a new run
     :param env_class: the env's class (its globals are recorded)
-    :param env_kwargs: the env's keywords
     :param srl_record: the learned SRL model's name, path and hash (None for env-given observations)
-    :param start_timesteps: steps already done by a continued model (--load-rl-model-path)
-    :return: (run folder, its lock: release it at the end, steps already done)
+    :return: (the config with its run folder, the steps already done and, when resuming, the checkpoint to restore;
+        the run folder's lock: release it at the end)
     """
 
     if plan is not None:
         checkWritableFolder(plan.run_dir, "--resume")
         run_lock = lockRun(plan.run_dir)  # refused while another process trains it
-        applyPlan(plan, args)  # every check passed: cut the run back to its checkpoint
+        config = applyPlan(plan, config)  # every check passed: cut the run back to its checkpoint
+        config = config.replace(run_dir=plan.run_dir)
         if plan.state == "resume":
             print(f"Resuming from {plan.checkpoint} ({plan.num_timesteps} of {plan.target_timesteps} steps)")
-            return plan.run_dir, run_lock, plan.num_timesteps
+            return config.replace(start_timesteps=plan.num_timesteps), run_lock
         print("No checkpoint to resume from: training again from the start")
-        return plan.run_dir, run_lock, start_timesteps
-    checkWritableFolder(args.run_folder or args.log_dir, "--run-folder" if args.run_folder else "--log-dir")
-    run_dir = createRunFolder(args)
+        return config, run_lock
+    checkWritableFolder(config.run_folder or config.log_dir, "--run-folder" if config.run_folder else "--log-dir")
+    run_dir = createRunFolder(config)
     run_lock = lockRun(run_dir)  # a --resume of this run while it trains is refused
-    # An algorithm flag left unset (hp_<name>: None) says nothing: hyperparams.yaml holds the values used.
-    saved_args = {k: v for k, v in sorted(vars(args).items()) if not (k.startswith("hp_") and v is None)}
+    saved_args = config.argsRecord()
     # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
-    saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(args)
+    saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(config)
     writeJson(RunFolder(run_dir).args_file, saved_args)
-    writeJson(RunFolder(run_dir).env_globals_file, env_class.getGlobals(env_kwargs))
+    writeJson(RunFolder(run_dir).env_globals_file, env_class.getGlobals(dict(config.env_kwargs)))
     if srl_record is not None:
         writeJson(RunFolder(run_dir).srl_model_file, srl_record)
         print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
-    return run_dir, run_lock, start_timesteps
+    return config.replace(run_dir=run_dir), run_lock
 
 
 @dataclasses.dataclass
@@ -446,7 +448,8 @@ class TrainResult:
     :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
     :param num_timesteps: env steps done in all (those of a continued or resumed model included)
     :param mean_reward: mean reward of the last 100 training episodes (nan before the first one)
-    :param args: the run's validated arguments
+    :param args: the run's validated config (a :class:`TrainConfig`; the arguments as given when ``--resume``
+        found the run already finished)
     """
 
     exit_code: int
@@ -454,7 +457,7 @@ class TrainResult:
     model: Any
     num_timesteps: int
     mean_reward: float
-    args: argparse.Namespace
+    args: TrainConfig | argparse.Namespace
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -482,77 +485,76 @@ def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 
         print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
         return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
 
-    env_class, env_kwargs, hyperparams, start_timesteps = validate(args, registered_rl)
+    config = validate(args, registered_rl)
+    env_class = getEnvClass(config.env)
     if plan is not None:
-        checkPlan(plan, args, algo_class)
+        checkPlan(plan, config, algo_class)
     srl_record = None
-    if args.srl_model_path is not None:
+    if config.srl_model_path is not None:
         try:
-            srl_record = describeSRLModel(args.srl_model_path)  # the hash that enjoy checks later
+            srl_record = describeSRLModel(config.srl_model_path)  # the hash that enjoy checks later
         except ValueError as error:
-            raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
+            raise UsageError(f"--srl-model {config.srl_model}: {error}") from None
     used_hyperparams = None
     if plan is None:
-        used_hyperparams = usedHyperparams(algo_class, args, hyperparams)
-    run_dir, run_lock, start_timesteps = prepareRunFolder(args, plan, env_class, env_kwargs, srl_record,
-                                                          start_timesteps)
+        used_hyperparams = usedHyperparams(algo_class, config, dict(config.hyperparams))
+    config, run_lock = prepareRunFolder(config, plan, env_class, srl_record)
     try:
         if used_hyperparams is not None:
-            writeHyperparamsFile(run_dir, used_hyperparams, args.algo)
-        return trainInRunFolder(args, plan, algo_class, run_dir, start_timesteps, hyperparams, env_kwargs)
+            writeHyperparamsFile(config.run_dir, used_hyperparams, config.algo)
+        return trainInRunFolder(config, plan, algo_class)
     finally:
         run_lock.release()
 
 
-def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_dir: str, start_timesteps: int,
-                     hyperparams: dict[str, Any], env_kwargs: dict[str, Any]) -> TrainResult:
+def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainResult:
     """
     Train until the step count, a stop signal or a second Ctrl-C, then save the model and the learning curve.
 
-    :param args: the validated arguments
+    :param config: the run's config, with its prepared run folder (``run_dir``) and the steps already done
+        (``start_timesteps``)
     :param plan: the resume plan (None for a new run)
     :param algo_class: the algorithm's class
-    :param run_dir: the prepared run folder
-    :param start_timesteps: steps already done
-    :param hyperparams: the algorithm's hyperparameters from the command line
-    :param env_kwargs: the env's keywords
     :return: the outcome: exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second Ctrl-C),
         the trained agent, its step count and mean training reward
     """
 
 
+    run_dir, start_timesteps = config.run_dir, config.start_timesteps
     print(f"Run folder: {run_dir}", flush=True)
-    args.run_dir = run_dir
-    args.monitor_dir = RunFolder(run_dir).monitor_dir
-    os.makedirs(args.monitor_dir, exist_ok=plan is not None)
+    config = config.replace(monitor_dir=RunFolder(run_dir).monitor_dir)
+    os.makedirs(config.monitor_dir, exist_ok=plan is not None)
     plotter = None
-    if not args.no_vis:
-        visdom_env = f"{args.env}_{args.srl_model}_{args.algo}_{os.path.basename(run_dir)}"
-        plotter = VisdomPlotter(port=args.port, env_name=visdom_env,
-                                title=f"{args.env} {args.srl_model}", legend=args.algo,
-                                episode_window=args.episode_window, announce=True)
-    checkpoint_freq = args.checkpoint_freq if args.checkpoint_freq != 0 else max(1, args.num_timesteps // 5)
-    set_random_seed(args.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
+    if not config.no_vis:
+        visdom_env = f"{config.env}_{config.srl_model}_{config.algo}_{os.path.basename(run_dir)}"
+        plotter = VisdomPlotter(port=config.port, env_name=visdom_env,
+                                title=f"{config.env} {config.srl_model}", legend=config.algo,
+                                episode_window=config.episode_window, announce=True)
+    checkpoint_freq = config.checkpoint_freq if config.checkpoint_freq != 0 else max(1, config.num_timesteps // 5)
+    set_random_seed(config.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
     resuming = plan is not None and plan.state == "resume"
-    total_timesteps = plan.target_timesteps if resuming else start_timesteps + args.num_timesteps
-    run_logger = _runLogger(args, run_dir, plotter, start_timesteps if resuming else None)
+    total_timesteps = plan.target_timesteps if resuming else start_timesteps + config.num_timesteps
+    run_logger = _runLogger(config, plotter, start_timesteps if resuming else None)
     evaluator = None
-    if getattr(args, "eval_freq", 0) > 0:
-        evaluator = Evaluator(algo, args, env_kwargs, args.eval_freq, args.eval_episodes, run_dir, start_timesteps)
+    if config.eval_freq > 0:
+        evaluator = Evaluator(algo, config, dict(config.env_kwargs), config.eval_freq, config.eval_episodes, run_dir,
+                              start_timesteps)
     callback = TrainingCallback(
-        algo, args.algo, run_dir, total_timesteps=total_timesteps,
+        algo, config.algo, run_dir, total_timesteps=total_timesteps,
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
-        min_episodes_save=args.min_episodes_save, plotter=plotter, progress=not args.no_progress,
-        run_info=runDescription(run_dir, args), buffer_save_freq=args.buffer_save_freq, evaluator=evaluator,
+        min_episodes_save=config.min_episodes_save, plotter=plotter, progress=not config.no_progress,
+        run_info=runDescription(run_dir, config), buffer_save_freq=config.buffer_save_freq, evaluator=evaluator,
         run_logger=run_logger)
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
     uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
     interrupted = False
     try:
-        algo.train(args, callback, env_kwargs=env_kwargs, train_kwargs=hyperparams)
+        # plugin API v1: the algorithm gets its own Namespace, so what it writes there stays its own
+        algo.train(config.namespace(), callback, env_kwargs=dict(config.env_kwargs),
+                   train_kwargs=dict(config.hyperparams))
     except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
         interrupted = True
     finally:
@@ -566,8 +568,8 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
         callback.saveModel(run_dir, num_timesteps, finished=finished)
     except OSError as error:
         print(f"error: the model was not saved in {run_dir}: {error.strerror}", file=sys.stderr)
-        return TrainResult(1, run_dir, algo, num_timesteps, callback.monitor.meanReward(), args)
-    _writeLearningCurve(callback, args, run_dir)
+        return TrainResult(1, run_dir, algo, num_timesteps, callback.monitor.meanReward(), config)
+    _writeLearningCurve(callback, config)
     mean_reward = callback.monitor.meanReward()
     stopped = callback.stop_signal is not None and not finished
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
@@ -577,37 +579,36 @@ def trainInRunFolder(args: argparse.Namespace, plan: Any, algo_class: type, run_
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
     elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
 
-        print(f"{args.algo} cannot be resumed (no saveTrainingState); continue its model with: "
-              f"{continueCommand(args, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
+        print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: "
+              f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
-    return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, args)
+    return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, config)
 
 
-def _runLogger(args: argparse.Namespace, run_dir: str, plotter: Any, purge_step: int | None) -> Any:
+def _runLogger(config: TrainConfig, plotter: Any, purge_step: int | None) -> Any:
     """
-    :param args: the validated arguments (tensorboard_log, env, srl_model, algo)
-    :param run_dir: the run folder
+    :param config: the run's config (run_dir, tensorboard_log, env, srl_model, algo)
     :param plotter: the live plots, or None
     :param purge_step: a resumed run's checkpoint step (tensorboard hides what came after it), else None
     :return: the run's RunLogger (progress.csv, visdom, and tensorboard in DIR/<run name>/ with --tensorboard-log)
     """
 
     tensorboard_dir = None
-    if getattr(args, "tensorboard_log", None):
-        tensorboard_dir = os.path.join(args.tensorboard_log,
-                                       tensorboardRunName(args.env, args.srl_model, args.algo, run_dir))
-        print(f"Tensorboard log: {tensorboard_dir} (tensorboard --logdir {args.tensorboard_log})")
-    return RunLogger(run_dir, tensorboard_dir, plotter, purge_step)
+    if config.tensorboard_log:
+        tensorboard_dir = os.path.join(config.tensorboard_log,
+                                       tensorboardRunName(config.env, config.srl_model, config.algo, config.run_dir))
+        print(f"Tensorboard log: {tensorboard_dir} (tensorboard --logdir {config.tensorboard_log})")
+    return RunLogger(config.run_dir, tensorboard_dir, plotter, purge_step)
 
 
-def _writeLearningCurve(callback: Any, args: argparse.Namespace, run_dir: str) -> None:
+def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     if not callback.monitor.rewards:
         return
 
-    saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, args.episode_window,
-                      RunFolder(run_dir).learning_curve_file, title=f"{args.env} {args.srl_model} {args.algo}")
-
+    saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, config.episode_window,
+                      RunFolder(config.run_dir).learning_curve_file,
+                      title=f"{config.env} {config.srl_model} {config.algo}")
 
 if __name__ == "__main__":
     runCommand(main)

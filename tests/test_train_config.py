@@ -1,0 +1,105 @@
+"""TrainConfig: validation builds the run's typed, frozen config once; algorithms get their own Namespace (plugin API
+v1), so what they write there changes neither the run's config nor args.json."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+
+import pytest
+
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
+from rl_baselines.runs import train
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace
+
+ENV = "MobileRobotGymEnv-v0"
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    args, plan, _ = train.parseCommand(argv)
+    assert plan is None
+    return args
+
+
+def test_every_flag_of_the_shared_parser_has_a_typed_field() -> None:
+    dests = {action.dest for action in train.baseParser()._actions if action.dest not in ("help", "version")}
+    assert dests == set(TrainConfig.flagFields())
+
+
+def test_validate_builds_a_frozen_config_and_leaves_the_arguments_alone(tmp_path) -> None:
+    args = _parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path),
+                   "--device", "auto", "--hyperparam", "n_steps:64", "gamma:0.95", "--n-epochs", "3", "--no-vis"])
+    before = dict(vars(args))
+    config = train.validate(args, registered_rl)
+    assert vars(args) == before  # the caller's Namespace is not where validation writes
+    assert config.device == "cpu" and args.device == "auto"
+    assert dict(config.hyperparams) == {"n_steps": 64, "gamma": 0.95}
+    assert config.hp_n_epochs == 3 and config.extra["hp_n_epochs"] == 3  # the algorithm's own flag
+    assert config.hyperparam == ("n_steps:64", "gamma:0.95")
+    assert config.env_kwargs["srl_model"] == "ground_truth"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.seed = 3
+    with pytest.raises(TypeError):
+        config.hyperparams["gamma"] = 0.5
+    with pytest.raises(TypeError):
+        config.extra["hp_n_epochs"] = 1
+    with pytest.raises(AttributeError):
+        _ = config.no_such_setting
+    assert getattr(config, "no_such_setting", "default") == "default"
+    assert not os.listdir(tmp_path)  # validation writes nothing
+
+
+def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> None:
+    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--img-shape", "3",
+                                    "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    first = config.namespace()
+    first.seed, first.num_cpu, first.img_shape[1] = 99, 4, 7
+    second = config.namespace()
+    assert (second.seed, second.num_cpu, second.img_shape) == (0, 1, [3, 48, 48]) and second is not first
+    assert config.img_shape == (3, 48, 48)
+    assert argsNamespace(config) == second and argsNamespace(second) is not second
+    moved = config.replace(run_dir=str(tmp_path / "run"), hp_n_steps=32)
+    assert moved.run_dir == str(tmp_path / "run") and moved.hp_n_steps == 32
+    assert config.run_dir is None and config.hp_n_steps is None
+    assert moved.namespace().run_dir == str(tmp_path / "run") and not hasattr(config.namespace(), "run_dir")
+
+
+def test_args_record_drops_unset_algorithm_flags(tmp_path) -> None:
+    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--n-steps", "64",
+                                    "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    record = config.argsRecord()
+    assert record["hp_n_steps"] == 64 and "hp_n_epochs" not in record
+    assert set(TrainConfig.flagFields()) <= set(record) and "hyperparams" not in record and "run_dir" not in record
+    assert list(record) == sorted(record)
+    json.dumps(record)  # plain JSON
+
+
+class MutatingAgent(RandomAgentModel):
+    """A v1 algorithm that writes into its arguments, as plugins written against the Namespace contract may."""
+
+    seen: list[argparse.Namespace] = []
+
+    def train(self, args, callback, env_kwargs=None, train_kwargs=None):
+        MutatingAgent.seen.append(args)
+        super().train(args, callback, env_kwargs, train_kwargs)
+        args.seed, args.num_timesteps, args.env = 12345, 1, "Changed-v0"
+        args.run_dir = args.monitor_dir = None
+
+
+def test_an_algorithm_writing_into_its_arguments_changes_nothing_of_the_run(tmp_path, monkeypatch) -> None:
+    monkeypatch.setitem(registered_rl, "mutating", (MutatingAgent, *registered_rl["random_agent"][1:]))
+    result = train.trainCommand(["--algo", "mutating", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps",
+                                 "300", "--eval-freq", "150", "--eval-episodes", "1", "--log-dir", str(tmp_path),
+                                 "--seed", "3", "--no-vis", "--no-progress"], torch_threads=None)
+    assert result.exit_code == 0
+    given = MutatingAgent.seen[-1]
+    assert isinstance(given, argparse.Namespace) and given.seed == 12345  # the algorithm's own copy
+    assert isinstance(result.args, TrainConfig)
+    assert (result.args.seed, result.args.env, result.args.num_timesteps) == (3, ENV, 300)
+    assert result.args.run_dir == result.run_dir
+    with open(os.path.join(result.run_dir, "args.json"), encoding="utf-8") as handle:
+        saved = json.load(handle)
+    assert (saved["seed"], saved["env"], saved["num_timesteps"]) == (3, ENV, 300)
+    assert os.path.isfile(os.path.join(result.run_dir, "evaluations.npz"))  # the evaluation env read the run's own
