@@ -188,7 +188,7 @@ def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
     :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, with --hyperparam's over them
     :raises UsageError: unreadable file or malformed KEY:VALUE
     """
-    pairs = _readHyperparamFile(args.hyperparam_file) if getattr(args, "hyperparam_file", None) else {}
+    pairs = _readHyperparamFile(args.hyperparam_file) if args.hyperparam_file else {}
     pairs.update(_parseHyperparams(args.hyperparam))
     return pairs
 
@@ -239,14 +239,14 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> TrainConfig:
                              f"{MIN_CNN_SIDE} with raw_pixels")
     if isLearnedSRLModel(args.srl_model):
         _resolveSRLModel(args, env_class)
-    elif getattr(args, "latest", False):
+    elif args.latest:
         raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
                          f"{args.srl_model!r}")
     try:
         hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
     except ValueError as error:
         raise UsageError(f"--hyperparam: {error}") from None
-    if getattr(args, "pretrain_dataset", None) is not None:
+    if args.pretrain_dataset is not None:
         try:
             checkDataset(args.pretrain_dataset, args, registered_rl)
         except ValueError as error:
@@ -278,16 +278,16 @@ def _resolveRunOptions(args: argparse.Namespace) -> None:
     """
 
     try:
-        args.device = resolveDevice(getattr(args, "device", None) or "auto")
+        args.device = resolveDevice(args.device or "auto")
     except ValueError as error:
         raise UsageError(str(error)) from None
-    if getattr(args, "tensorboard_log", None):
+    if args.tensorboard_log:
         checkTensorboard(args.tensorboard_log)
 
 
 def _srlModelHash(args: argparse.Namespace) -> str | None:
     """:return: the hash of the trained SRL model the run observes (its folder resolved by validate), else None"""
-    if getattr(args, "srl_model_path", None) is None:
+    if args.srl_model_path is None:
         return None
 
     return describeSRLModel(args.srl_model_path)["hash"]
@@ -303,7 +303,7 @@ def _chooseSRLModel(args: argparse.Namespace, env_class: type) -> None:
     :raises UsageError: unknown name, or an env-computed mode combined with --srl-model-path
     """
 
-    path = getattr(args, "srl_model_path", None)
+    path = args.srl_model_path
     if path is not None:
         if args.srl_model != "raw_pixels" and not isLearnedSRLModel(args.srl_model):
             raise UsageError(f"--srl-model {args.srl_model} is computed by the env and cannot be combined with "
@@ -332,12 +332,12 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
     :raises UsageError: the model cannot be found or does not fit the run (one line)
     """
 
-    channels = 6 if getattr(args, "fpv", False) or getattr(args, "multi_view", False) else 3
+    channels = 6 if args.fpv or args.multi_view else 3
     img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
     prepare_flags = [*(["--random-target"] if args.random_target else []),
                      *(["--img-shape", *map(str, args.img_shape)] if args.img_shape is not None else [])]
     try:
-        if getattr(args, "latest", False):
+        if args.latest:
             if args.srl_model_path is not None:
                 raise UsageError("--latest picks the model folder itself: drop --srl-model-path")
             args.srl_model_path = latestModelFolder(args.srl_log_folder, args.env, args.srl_model)
