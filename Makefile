@@ -75,7 +75,8 @@ bench-srl: install
 
 # Does SRL help? ppo2 on MobileRobot and Kuka (random target) from ground truth, raw pixels and 9 learned
 # representations, 3 seeds, into docs/srl.md (section "Does SRL help?") and docs/benchmarks.md. Hours on 2 cores, but
-# resumable: the same command again does only what is missing. `python benchmarks/srl_rl.py --quick` checks the chain.
+# resumable: the same command again does only what is missing; finished runs are archived in
+# benchmarks/srl_rl_runs.json (commit it) and not run again. `python benchmarks/srl_rl.py --quick` checks the chain.
 bench-srl-rl: install
 	$(PY) benchmarks/srl_rl.py
 

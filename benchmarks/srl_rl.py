@@ -18,6 +18,28 @@ target, the arm task) the script
    :data:`START_MARKER` and :data:`END_MARKER`, replaced atomically on every run), one learning-curve PNG per env in
    docs/images/, and the steps/s of ppo2 per observation with the benchmark's wall time in docs/benchmarks.md.
 
+The archive of finished runs, :data:`RUNS_FILE` (``benchmarks/srl_rl_runs.json``, committed), keeps the benchmark's
+results beyond the bench folder (``logs/`` is not in the repository, and the whole benchmark takes longer than one
+working session). Every report (a normal invocation's last step, ``--report-only``, and an interrupted run) records
+each finished run of the grid there: env, observation, seed, the settings that make runs comparable (the env plan's
+steps, evaluation frequency and episodes, env flags; for a learned observation the SRL settings as prepare resolves
+them: seed, state dimension, epochs, dataset episodes, image size), the evaluation curve, steps/s, wall time, the
+learned model's hash, GTC and KNN-MSE, the day it finished, the machine and the invocation's fingerprint. The file is
+JSON with sorted keys, one record per :func:`archiveKey` (the settings, readable), rewritten atomically and only when
+a record changes. Invariants:
+
+- a run is identified by its env, observation, seed and those settings: a record of other settings is never used;
+- the report covers every env of the plan set that has runs (the ``--env`` ones always): an expected run missing
+  from the bench folder is taken from the archive, and the tables, the figures and the section say which runs came
+  from it and when; the GTC column of an archived run comes from its recorded model facts;
+- an env whose runs are all archived is neither prepared nor run (``--rerun ENV`` ignores its archived records); of a
+  partly archived env only the runs the archive lacks go to the pipeline;
+- no table mixes two models: when this invocation's prepare registers a model whose hash differs from an archived
+  record's (same settings), the record is dropped and the run made again, as the run folders are
+  (:func:`dropStaleRuns`); the report leaves out an archived record whose model differs from the one registered in
+  the bench folder;
+- ``--quick`` keeps its own archive in its bench folder, never :data:`RUNS_FILE`.
+
 Per env and observation, over the seeds: the final evaluation reward (mean of the last evaluation's episodes) as mean
 +/- standard error; the steps to the threshold (the first evaluation at or above :data:`THRESHOLD_FRACTION` of
 ground truth's mean final evaluation reward; the median over the seeds that reached it, and how many did); the area
@@ -27,14 +49,21 @@ p-value of Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``) of the fi
 it: the published figures of Raffin et al. (:data:`ANCHOR`) and a comparison as fractions of ground truth. An
 observation or a seed that has no finished run yet is marked as missing: the tables are written from what exists.
 
-The speed table is appended to docs/benchmarks.md by the invocation that finishes the last missing run. ``--quick``
-checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2 seeds, 3 observations) in a few
-minutes, in its own folder, writing the section and the figures there rather than into docs/. ``--report-only``
-rewrites the section and the figures from the finished runs without running anything.
+The speed table (the runs made in the bench folder) is appended to docs/benchmarks.md by the invocation that finishes
+the last missing run. ``--quick`` checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2
+seeds, 3 observations) in a few minutes, in its own folder, writing the section and the figures there rather than
+into docs/. ``--report-only`` archives the finished runs and rewrites the section and the figures without running
+anything.
+
+The bench folder (``--bench-dir``, default ``logs/bench_srl_rl``) is relative to the current directory. The commands
+run in the repository root with paths relative to it when the folder lies there; a folder in the current directory
+outside the repository (another checkout's, whose runs were named after its relative paths) keeps its relative
+paths: the commands then run there, importing this checkout's code. The archive and the docs are always this
+checkout's.
 
 Usage: ``python benchmarks/srl_rl.py [--quick] [--env ENV ...] [--observations OBS ...] [--seeds 3] [--budget ENV=STEPS
-...] [--workers 2] [--report-only] [--no-doc] [--no-append]`` (``make bench-srl-rl``). ``--help`` explains the step
-budgets.
+...] [--workers 2] [--report-only] [--no-doc] [--no-append] [--rerun ENV ...] [--runs-file FILE]``
+(``make bench-srl-rl``). ``--help`` explains the step budgets.
 """
 from __future__ import annotations
 
@@ -50,7 +79,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import numpy as np
@@ -81,6 +110,9 @@ IMAGE_DIR = os.path.join(ROOT, "docs", "images")
 DEFAULT_BENCH_DIR = os.path.join("logs", "bench_srl_rl")
 QUICK_BENCH_DIR = os.path.join("logs", "bench_srl_rl_quick")
 TIMING_FILE = "timing.json"
+# The archive of finished runs, committed: what later sessions and fresh clones report and reuse.
+RUNS_FILE = os.path.join(ROOT, "benchmarks", "srl_rl_runs.json")
+ARCHIVE_NAME = "srl_rl_runs.json"  # --quick: its own archive, in its bench folder
 PAPER = ("Raffin et al., \"Decoupling feature extraction from policy learning: assessing benefits of state "
          "representation learning in goal based robotics\" (2019)")
 
@@ -200,8 +232,8 @@ class Settings:
     :param learned: those prepared by ``srl_models.prepare``
     :param seeds: seeds per observation
     :param first_seed: the first seed (then +1, +2, ...)
-    :param bench_dir: the benchmark's folder as given to the commands (relative to the repository root when inside
-        it, so that the run ids do not depend on where the checkout lives)
+    :param bench_dir: the benchmark's folder as given to the commands (relative to ``base`` when inside it, so that
+        the run ids do not depend on where the checkout lives)
     :param srl_seed: seed of the datasets and the SRL trainings
     :param prepare_extra: further prepare flags (state dimension, epochs, episodes)
     :param workers: runs at a time
@@ -209,6 +241,10 @@ class Settings:
     :param no_progress: no progress bars in prepare and the pipeline
     :param own_datasets: record the datasets in ``<bench-dir>/data`` (the quick mode's tiny ones) rather than in
         prepare's default folder, where other prepare commands with the same settings reuse them
+    :param base: the folder the commands run in, which a relative ``bench_dir`` is relative to (the repository root,
+        or the current directory when the bench folder lies there and not in the repository)
+    :param archive_file: the archive of finished runs that are reported and reused (:data:`RUNS_FILE`; None: none)
+    :param extra_plans: the plan set's other envs, reported (never run) when they have finished or archived runs
     """
 
     plans: list[EnvPlan]
@@ -223,6 +259,9 @@ class Settings:
     nice: int = 10
     no_progress: bool = False
     own_datasets: bool = False
+    base: str = ROOT
+    archive_file: str | None = None
+    extra_plans: list[EnvPlan] = dataclasses.field(default_factory=list)
 
     @property
     def config_file(self) -> str:
@@ -252,16 +291,44 @@ class Settings:
         return [*plan.flags, "--num-timesteps", str(plan.steps), "--eval-freq", str(plan.eval_freq),
                 "--eval-episodes", str(plan.eval_episodes), "--srl-config-file", self.config_file]
 
-    def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None) -> list[str]:
+    def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
+                        seeds: Sequence[int] | None = None) -> list[str]:
         """
         :param plan: an env's plan
         :param observations: the observations to run (default: all)
+        :param seeds: consecutive seeds to run (default: all of the benchmark's)
         :return: the pipeline command line (without the interpreter)
         """
+        seeds = list(seeds) if seeds is not None else list(range(self.first_seed, self.first_seed + self.seeds))
         return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model",
-                *(self.observations if observations is None else observations), "--num-iteration", str(self.seeds),
-                "--seed", str(self.first_seed), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
+                *(self.observations if observations is None else observations), "--num-iteration", str(len(seeds)),
+                "--seed", str(seeds[0]), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
                 *(["--no-progress"] if self.no_progress else []), *self.trainFlags(plan)]
+
+    def pipelineCommands(self, plan: EnvPlan, specs: Sequence[Any]) -> list[list[str]]:
+        """
+        :param plan: an env's plan
+        :param specs: the runs to give the pipeline (it skips the finished ones itself)
+        :return: as few pipeline command lines as cover exactly these runs: one per set of observations that need the
+            same seeds and per stretch of consecutive seeds (one command for the whole grid)
+        """
+        seeds_of: dict[str, set[int]] = {}
+        for spec in specs:
+            seeds_of.setdefault(spec.srl_model, set()).add(int(spec.seed))
+        groups: dict[tuple[int, ...], list[str]] = {}
+        for name in self.observations:
+            if name in seeds_of:
+                groups.setdefault(tuple(sorted(seeds_of[name])), []).append(name)
+        commands = []
+        for seeds, names in groups.items():
+            stretch = [seeds[0]]
+            for seed in [*seeds[1:], None]:
+                if seed is not None and seed == stretch[-1] + 1:
+                    stretch.append(seed)
+                    continue
+                commands.append(self.pipelineCommand(plan, names, stretch))
+                stretch = [seed] if seed is not None else []
+        return commands
 
     def prepareCommand(self, plan: EnvPlan) -> list[str]:
         """
@@ -282,13 +349,44 @@ class Settings:
         from rl_baselines.sweeps.sweep import expandGrid
 
         return expandGrid([ALGO], [plan.env], self.observations, range(self.first_seed, self.first_seed + self.seeds),
-                          self.trainFlags(plan), os.path.join(ROOT, self.runs_dir), ROOT)
+                          self.trainFlags(plan), os.path.join(self.base, self.runs_dir), self.base)
 
     def fingerprint(self) -> str:
         """:return: a short hash of what the benchmark computes (keys the accumulated wall time)"""
         text = json.dumps([[dataclasses.asdict(plan) for plan in self.plans], self.observations, self.seeds,
                            self.first_seed, self.srl_seed, self.prepare_extra], sort_keys=True)
         return hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
+
+    def reportPlans(self) -> list[EnvPlan]:
+        """:return: the envs the report covers (the chosen ones and :attr:`extra_plans`), in the order of PLANS"""
+        order = list(PLANS)
+        return sorted([*self.plans, *self.extra_plans],
+                      key=lambda plan: order.index(plan.env) if plan.env in order else len(order))
+
+    @staticmethod
+    def runSettings(plan: EnvPlan) -> dict[str, Any]:
+        """
+        :param plan: an env's plan
+        :return: the settings that make two runs of the env comparable (with the observation and the seed)
+        """
+        return {"algo": ALGO, "steps": plan.steps, "eval_freq": plan.eval_freq, "eval_episodes": plan.eval_episodes,
+                "flags": list(plan.flags)}
+
+    def srlSettings(self, plan: EnvPlan) -> dict[str, int] | None:
+        """
+        :param plan: an env's plan
+        :return: the settings of its learned models as prepare resolves them (its per-env defaults filled in):
+            seed, state_dim, epochs, episodes, img_size; None when no learned model is compared
+        """
+        from srl_models import prepare
+
+        if not self.learned:
+            return None
+        args = prepare.buildParser().parse_args(self.prepareCommand(plan)[2:])
+        defaults = prepare.envDefaults(plan.env)
+        return {"seed": int(args.seed), "state_dim": args.state_dim or defaults.state_dim,
+                "epochs": args.epochs or defaults.epochs, "episodes": args.episodes or defaults.episodes,
+                "img_size": int(args.img_shape[1]) if args.img_shape else defaults.img_size}
 
 
 def finishedRunFolders(specs: Sequence[Any]) -> list[str]:
@@ -322,21 +420,22 @@ def registeredModels(config_file: str, env: str) -> dict[str, str]:
 def modelFacts(folder: str) -> dict[str, Any]:
     """
     :param folder: a prepared model folder
-    :return: gtc (mean, nan when not evaluated), state_dim, hash (None when the folder cannot be read)
+    :return: gtc (mean), knn_mse (nan when not evaluated), state_dim, hash (None when the folder cannot be read)
     """
     from srl_models.config import describeSRLModel
 
-    facts: dict[str, Any] = {"gtc": math.nan, "state_dim": None, "hash": None, "folder": folder}
+    facts: dict[str, Any] = {"gtc": math.nan, "knn_mse": math.nan, "state_dim": None, "hash": None, "folder": folder}
     try:
         record = describeSRLModel(folder)
         facts.update(state_dim=record["state_dim"], hash=record["hash"])
     except (ValueError, OSError, KeyError):
         return facts
-    try:
-        with open(os.path.join(folder, "gt_correlation.json"), encoding="utf-8") as handle:
-            facts["gtc"] = float(json.load(handle)["mean"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
+    for key, name, field in (("gtc", "gt_correlation.json", "mean"), ("knn_mse", "knn_mse.json", "knn_mse")):
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8") as handle:
+                facts[key] = float(json.load(handle)[field])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
     return facts
 
 
@@ -377,6 +476,11 @@ class RunRecord:
     :param eval_rewards: mean reward of each evaluation's episodes, shape (n,)
     :param rate: training steps per second of the monitor clock (evaluations included), nan when unknown
     :param wall: seconds of the whole train command (the sweep's done.json), nan when unknown
+    :param model: the learned model the run used (its srl_model.json: hash, state_dim; an archived record also has
+        gtc and knn_mse), None for ground truth and raw pixels
+    :param finished: the day it finished (YYYY-MM-DD), empty when unknown
+    :param archived: it comes from the archive of finished runs, not from a run folder
+    :param machine: the machine it ran on (archived records), empty when unknown
     """
 
     run: Any
@@ -384,6 +488,10 @@ class RunRecord:
     eval_rewards: np.ndarray
     rate: float = math.nan
     wall: float = math.nan
+    model: dict[str, Any] | None = None
+    finished: str = ""
+    archived: bool = False
+    machine: str = ""
 
     @property
     def env(self) -> str:
@@ -428,8 +536,13 @@ def loadRun(folder: str) -> RunRecord:
     trained, clock = episodes["timesteps"], episodes["times"]
     rate = float(trained[-1] / clock.max()) if trained.size and clock.max() > 0 else math.nan
     marker = os.path.join(folder, "done.json")
-    wall = float(readJson(marker).get("wall_time_s", math.nan)) if os.path.isfile(marker) else math.nan
-    return RunRecord(run, steps, rewards, rate, wall)
+    done = readJson(marker) if os.path.isfile(marker) else {}
+    wall = float(done.get("wall_time_s", math.nan))
+    model_file = os.path.join(folder, "srl_model.json")
+    model = readJson(model_file) if os.path.isfile(model_file) else None
+    model = {"hash": model.get("hash"), "state_dim": model.get("state_dim")} if isinstance(model, dict) else None
+    finished = str(done.get("finished_at", ""))[:10]
+    return RunRecord(run, steps, rewards, rate, wall, model, finished)
 
 
 # --- the analysis ----------------------------------------------------------------------------------------------------
@@ -626,6 +739,9 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
         else:
             gtc = "not prepared"
         runs = f"{len(row.runs)}/{row.expected}"
+        archived = sum(record.archived for record in row.runs)
+        if archived:
+            runs += f" ({archived} archived)"
         if not row.runs:
             lines.append(f"| {row.observation} | {runs} | missing{': ' + row.note if row.note else ''} | | | {gtc} | | "
                          f"{paper} | |")
@@ -713,6 +829,9 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
     from replay.aggregate_plots import plotCurves
 
     title = f"ppo2 on {plan.env}" + (f" (threshold {threshold:.2f})" if threshold is not None else "")
+    archived = [record for row in rows for record in row.runs if record.archived]
+    if archived:
+        title += f"\n{len(archived)} runs from the archive, finished {dateSpan(archived)}"
     plotCurves(path, curves(rows), title, "env steps",
                f"evaluation reward (deterministic, mean of {plan.eval_episodes} episodes)")
 
@@ -799,14 +918,21 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
     :param tables: env -> markdown table
     :param texts: env -> verdict sentences
     :param images: env -> the PNG path relative to the document
-    :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (env -> list of str)
+    :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
+        archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
+        file as shown, None without one)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
+    archive = facts.get("archive")
+    reuse = (f" Every finished run is recorded in `{archive}` and reused by later invocations with the same settings: "
+             "an env whose runs are all there is neither prepared nor run again (`--rerun ENV` runs it again), and the "
+             "section covers every env that has runs, in the bench folder or archived (counted as *archived* in the "
+             "tables)." if archive else "")
     parts = [
         f"Written by `{facts['command']}` (`make bench-srl-rl`); re-running it replaces this section and does only "
-        "what is missing (datasets, models and runs whose settings did not change are reused). ppo2 with its default "
-        f"hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned model of "
-        "an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
+        f"what is missing (datasets, models and runs whose settings did not change are reused).{reuse} ppo2 with its "
+        f"default hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned "
+        "model of an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
         "deterministic evaluation (separate env, same wrappers, normalisation statistics of the training env) runs "
         "every `eval_freq` steps.", "",
         "How to read the tables: *final eval reward* is the mean reward of the last evaluation's episodes, mean +/- "
@@ -830,7 +956,9 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
                   f"{plan.eval_freq:,} steps" + (f" ({' '.join(plan.flags)})" if plan.flags else ""))
         threshold_text = (f"threshold {threshold:.2f}" if threshold is not None
                           else "no threshold (ground truth has no positive final reward yet)")
-        parts += [f"### {plan.env} ({plan.task})", "", f"{budget}; {threshold_text}.", "", tables[plan.env], "",
+        archived = facts.get("archived", {}).get(plan.env)
+        parts += [f"### {plan.env} ({plan.task})", "", f"{budget}; {threshold_text}."
+                  + (f" {archived}" if archived else ""), "", tables[plan.env], "",
                   *texts[plan.env], "", f"![ppo2 learning curves on {plan.env}]({images[plan.env]})", ""]
     return "\n".join(parts)
 
@@ -899,20 +1027,306 @@ def loadRuns(folders: Sequence[str]) -> list[RunRecord]:
 
 
 def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str, str], float],
-                    from_scratch: bool = False) -> float:
+                    from_scratch: bool = False, archived: Collection[tuple[str, int]] = ()) -> float:
     """
     :param settings: the benchmark's settings
     :param plan: an env's plan
     :param measured: (env, observation) -> steps/s of finished runs
     :param from_scratch: every model and run, whatever exists already
+    :param archived: (observation, seed) of the runs taken from the archive (not run; none of them: no prepare)
     :return: the seconds its prepare (models not registered yet) and its missing runs are expected to take
     """
+    specs = settings.specs(plan)
     prepared = {} if from_scratch else registeredModels(settings.config_file, plan.env)
     to_prepare = sum(1 for name in settings.learned if name not in prepared)
+    if not from_scratch and archived and len(archived) >= len(specs):
+        to_prepare = 0
     missing = ({name: settings.seeds for name in settings.observations} if from_scratch
-               else missingRuns(settings.specs(plan)))
+               else missingRuns([spec for spec in specs if (spec.srl_model, int(spec.seed)) not in archived]))
     runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
     return to_prepare * EXPECTED_PREPARE_S + runs / settings.workers
+
+
+# --- the archive of finished runs ------------------------------------------------------------------------------------
+
+
+def displayPath(path: str) -> str:
+    """
+    :param path: a file or folder
+    :return: it relative to the repository root when inside it, else absolute
+    """
+    relative = os.path.relpath(os.path.abspath(path), ROOT)
+    return os.path.abspath(path) if relative.startswith("..") else relative
+
+
+def dateSpan(records: Sequence[RunRecord]) -> str:
+    """
+    :param records: runs
+    :return: the days they finished, ``D`` or ``D1 to D2`` (``on an unknown day`` when none is known)
+    """
+    days = sorted({record.finished for record in records if record.finished})
+    if not days:
+        return "on an unknown day"
+    return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+
+
+def _jsonNumber(value: float | None) -> float | None:
+    """:return: ``value`` as a float, None for nan or None (JSON has no nan)"""
+    return None if value is None or math.isnan(float(value)) else float(value)
+
+
+def _floatOrNan(value: Any) -> float:
+    """:return: ``value`` as a float, nan for None"""
+    return math.nan if value is None else float(value)
+
+
+def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: dict[str, int] | None) -> str:
+    """
+    :param env: env id
+    :param observation: the observation
+    :param seed: the run's seed
+    :param run: :meth:`Settings.runSettings` of the env
+    :param srl: :meth:`Settings.srlSettings` of the env for a learned observation, None for the others (their runs do
+        not depend on the SRL settings)
+    :return: the record's key in the archive, readable: every setting that makes two runs comparable
+    """
+    parts = [env, observation, f"seed{seed}", str(run["algo"]), f"steps{run['steps']}",
+             f"eval{run['eval_freq']}x{run['eval_episodes']}", *run["flags"]]
+    if srl is not None:
+        parts.append("srl " + " ".join(f"{key}={srl[key]}" for key in sorted(srl)))
+    return " ".join(parts)
+
+
+ARCHIVE_FIELDS = ("env", "observation", "seed", "run", "srl", "eval_timesteps", "eval_rewards")
+
+
+def loadArchive(path: str | None) -> dict[str, dict[str, Any]]:
+    """
+    :param path: the archive file (None: no archive)
+    :return: key (:func:`archiveKey`) -> record; empty when there is no archive or no file yet
+    :raises UsageError: the file is not an archive of runs (one line)
+    """
+    from srl_toolbox.files import readJson
+
+    if path is None or not os.path.isfile(path):
+        return {}
+    try:
+        data = readJson(path)
+    except (ValueError, OSError) as error:
+        raise UsageError(f"--runs-file {path!r}: cannot be read as JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f"--runs-file {path!r}: not a JSON object of run records")
+    for key, record in data.items():
+        lacking = [name for name in ARCHIVE_FIELDS if not isinstance(record, dict) or name not in record]
+        if lacking:
+            raise UsageError(f"--runs-file {path!r}: the record {key!r} lacks {', '.join(lacking)}")
+    return data
+
+
+def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict[str, int] | None,
+                 registered: dict[str, Any] | None, machine: str) -> tuple[str, dict[str, Any]]:
+    """
+    :param settings: the benchmark's settings
+    :param plan: the run's env plan
+    :param record: a finished run of the bench folder
+    :param srl: the env's SRL settings when the run's observation is learned, else None
+    :param registered: :func:`modelFacts` of the model registered for the observation (None: none); its GTC and
+        KNN-MSE are recorded when it is the model the run used (same hash)
+    :param machine: the machine's description
+    :return: (key, record) as the archive keeps them
+    """
+    run = Settings.runSettings(plan)
+    model = None
+    if srl is not None and record.model is not None:
+        model = {"hash": record.model.get("hash"), "state_dim": record.model.get("state_dim"), "gtc": None,
+                 "knn_mse": None}
+        if registered is not None and registered.get("hash") is not None and registered["hash"] == model["hash"]:
+            model.update(gtc=_jsonNumber(registered.get("gtc")), knn_mse=_jsonNumber(registered.get("knn_mse")))
+    entry = {"env": record.env, "observation": record.observation, "seed": record.seed, "run": run, "srl": srl,
+             "fingerprint": settings.fingerprint(),
+             "eval_timesteps": [int(step) for step in record.eval_steps],
+             "eval_rewards": [float(reward) for reward in record.eval_rewards],
+             "rate": _jsonNumber(record.rate), "wall": _jsonNumber(record.wall), "model": model,
+             "date": record.finished or time.strftime("%Y-%m-%d"), "machine": machine}
+    return archiveKey(record.env, record.observation, record.seed, run, srl), entry
+
+
+# Not compared when a run is archived again: the same run seen by another invocation (another observation set, a
+# report on another machine) keeps its first record.
+_NOT_COMPARED = ("fingerprint", "machine")
+
+
+def writeArchive(path: str, entries: dict[str, dict[str, Any]], dropped: Sequence[str] = ()
+                 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """
+    Add records to the archive (a record with the same key is replaced unless only :data:`_NOT_COMPARED` differ) and
+    remove others; the file is rewritten atomically, with sorted keys, only when something changed.
+
+    :param path: the archive file
+    :param entries: key -> record to add
+    :param dropped: keys to remove
+    :return: (the archive as written, the keys added, replaced or removed)
+    """
+    from srl_toolbox.files import writeJson
+
+    archive = loadArchive(path)
+    changed = [key for key in dropped if archive.pop(key, None) is not None]
+
+    def compared(record: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in record.items() if key not in _NOT_COMPARED}
+
+    for key, entry in entries.items():
+        if key in archive and compared(archive[key]) == compared(json.loads(json.dumps(entry))):
+            continue
+        archive[key] = entry
+        changed.append(key)
+    if changed:
+        writeJson(path, archive, sort_keys=True)
+    return archive, changed
+
+
+def registeredFacts(settings: Settings, env: str) -> dict[str, dict[str, Any]]:
+    """
+    :param settings: the benchmark's settings
+    :param env: env id
+    :return: model name -> :func:`modelFacts` of the models registered for the env in the bench folder
+    """
+    return {name: modelFacts(folder) for name, folder in registeredModels(settings.config_file, env).items()}
+
+
+def collectRuns(settings: Settings, plans: Sequence[EnvPlan]
+                ) -> tuple[dict[str, list[RunRecord]], dict[str, dict[str, dict[str, Any]]]]:
+    """
+    :param settings: the benchmark's settings
+    :param plans: env plans
+    :return: (env -> the finished runs of its grid in the bench folder, env -> :func:`registeredFacts`)
+    """
+    found, models = {}, {}
+    for plan in plans:
+        models[plan.env] = registeredFacts(settings, plan.env)
+        found[plan.env] = loadRuns(finishedRunFolders(settings.specs(plan)))
+    return found, models
+
+
+def recordRuns(settings: Settings, plans: Sequence[EnvPlan], found: dict[str, list[RunRecord]],
+               models: dict[str, dict[str, dict[str, Any]]], machine: str) -> dict[str, dict[str, Any]]:
+    """
+    Archive the finished runs of the bench folder in ``settings.archive_file`` (nothing without one).
+
+    :param settings: the benchmark's settings
+    :param plans: the env plans of ``found``
+    :param found: env -> finished runs (:func:`collectRuns`)
+    :param models: env -> registered models' facts (:func:`collectRuns`)
+    :param machine: the machine's description
+    :return: the archive after the update
+    """
+    if settings.archive_file is None:
+        return {}
+    entries = {}
+    for plan in plans:
+        srl = settings.srlSettings(plan)
+        for record in found[plan.env]:
+            learned = record.observation in settings.learned
+            key, entry = archiveEntry(settings, plan, record, srl if learned else None,
+                                      models[plan.env].get(record.observation), machine)
+            entries[key] = entry
+    archive, changed = writeArchive(settings.archive_file, entries)
+    if changed:
+        print(f"Archived {len(changed)} run(s) in {displayPath(settings.archive_file)} ({len(archive)} in all)",
+              flush=True)
+    return archive
+
+
+def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan: EnvPlan, specs: Sequence[Any],
+                    registered: dict[str, dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """
+    :param archive: the archive (:func:`loadArchive`)
+    :param settings: the benchmark's settings
+    :param plan: an env's plan
+    :param specs: run specs of the env
+    :param registered: :func:`registeredFacts` of the env; a learned observation's record is left out when the bench
+        folder registers another model for it (no table mixes two models)
+    :return: (observation, seed) -> the archived record with the same settings, for the specs that have one
+    """
+    if not archive:
+        return {}
+    run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
+    matches = {}
+    for spec in specs:
+        learned = spec.srl_model in settings.learned
+        expected_srl = srl if learned else None
+        entry = archive.get(archiveKey(plan.env, spec.srl_model, int(spec.seed), run, expected_srl))
+        if entry is None or entry.get("run") != run or entry.get("srl") != expected_srl:
+            continue
+        current = registered.get(spec.srl_model, {}).get("hash")
+        recorded = (entry.get("model") or {}).get("hash")
+        if learned and current is not None and recorded is not None and current != recorded:
+            continue
+        matches[(spec.srl_model, int(spec.seed))] = entry
+    return matches
+
+
+def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[str, Any]]) -> list[str]:
+    """
+    Remove from the archive the records of the env, with the current settings, whose learned model is no longer the
+    registered one (trained again by this invocation's prepare), as :func:`dropStaleRuns` does with run folders.
+
+    :param settings: the benchmark's settings
+    :param plan: the env's plan
+    :param models: model name -> :func:`modelFacts` of the models registered now
+    :return: the keys removed
+    """
+    archive = loadArchive(settings.archive_file)
+    if not archive:
+        return []
+    run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
+    stale = []
+    for key, entry in archive.items():
+        if (entry["env"], entry["run"], entry["srl"]) != (plan.env, run, srl) or entry["observation"] not in models:
+            continue
+        current, recorded = models[entry["observation"]]["hash"], (entry.get("model") or {}).get("hash")
+        if current is not None and recorded is not None and current != recorded:
+            stale.append(key)
+    if stale:
+        writeArchive(settings.archive_file, {}, stale)
+    return stale
+
+
+def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
+    """
+    :param entry: an archived record
+    :return: the run as the analysis reads it (``archived`` set; its model facts with nan for a missing GTC/KNN-MSE)
+    """
+    from replay.results import Run
+
+    steps = np.asarray(entry["eval_timesteps"], dtype=np.float64)
+    rewards = np.asarray(entry["eval_rewards"], dtype=np.float64)
+    args = {"env": entry["env"], "srl_model": entry["observation"], "seed": int(entry["seed"]),
+            "algo": entry["run"]["algo"], "num_timesteps": int(entry["run"]["steps"])}
+    evaluations = {"timesteps": steps, "results": rewards[:, None]} if steps.size else None
+    model = entry.get("model")
+    if model is not None:
+        model = {**model, "gtc": _floatOrNan(model.get("gtc")), "knn_mse": _floatOrNan(model.get("knn_mse"))}
+    run = Run(f"archive: {archiveKey(entry['env'], entry['observation'], int(entry['seed']), entry['run'], entry['srl'])}",
+              args, {}, evaluations)
+    return RunRecord(run, steps, rewards, _floatOrNan(entry.get("rate")), _floatOrNan(entry.get("wall")), model,
+                     str(entry.get("date", "")), archived=True, machine=str(entry.get("machine", "")))
+
+
+def archiveNote(records: Sequence[RunRecord], path: str) -> str:
+    """
+    :param records: an env's runs in the report
+    :param path: the archive file
+    :return: the sentence that says which of them come from the archive, when, and on which machine
+    """
+    archived = [record for record in records if record.archived]
+    machines = sorted({record.machine for record in archived if record.machine})
+    where = f" on {'; '.join(machines)}" if machines else ""
+    source = f"the archive of finished runs (`{displayPath(path)}`)"
+    if len(archived) == len(records):
+        return f"The {len(records)} runs shown come from {source}: finished {dateSpan(archived)}{where}."
+    return (f"{len(archived)} of these {len(records)} runs come from {source} (finished {dateSpan(archived)}{where}); "
+            "the others from the bench folder.")
 
 
 # --- running ---------------------------------------------------------------------------------------------------------
@@ -926,17 +1340,30 @@ def _raiseStopped(signum: int, frame: Any) -> None:
     raise _Stopped()
 
 
-def runStage(command: Sequence[str], nice: int) -> int:
+def stageEnvironment(cwd: str) -> dict[str, str] | None:
     """
-    Run ``python COMMAND`` from the repository root, niced, its output on this terminal. On Ctrl-C (which reaches it
-    too) or SIGTERM (passed on) it gets a minute to stop its own runs cleanly before it is killed.
+    :param cwd: the folder a stage runs in
+    :return: the environment of a stage run outside the repository root (None: inherit this one): the project is
+        imported from the repository root, never from ``cwd`` (another checkout), in the stage and its children
+    """
+    if os.path.abspath(cwd) == ROOT:
+        return None
+    path = os.environ.get("PYTHONPATH", "")
+    return {**os.environ, "PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join([ROOT, path]) if path else ROOT}
+
+
+def runStage(command: Sequence[str], nice: int, cwd: str = ROOT) -> int:
+    """
+    Run ``python COMMAND`` in ``cwd`` (:attr:`Settings.base`), niced, its output on this terminal. On Ctrl-C (which
+    reaches it too) or SIGTERM (passed on) it gets a minute to stop its own runs cleanly before it is killed.
 
     :param command: the command line without the interpreter
     :param nice: niceness
+    :param cwd: the folder it runs in (the bench folder's paths are relative to it)
     :return: its exit code
     """
     prefix = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
-    process = subprocess.Popen([*prefix, sys.executable, *command], cwd=ROOT)
+    process = subprocess.Popen([*prefix, sys.executable, *command], cwd=cwd, env=stageEnvironment(cwd))
     previous = signal.signal(signal.SIGTERM, _raiseStopped)
     try:
         return process.wait()
@@ -965,66 +1392,108 @@ def prepareEnv(settings: Settings, plan: EnvPlan) -> tuple[list[str], bool]:
     print(f"\n[{plan.env}] preparing {len(settings.learned)} learned models: {shown(command, settings.nice)}",
           flush=True)
     began = time.perf_counter()
-    code = runStage(command, settings.nice)
+    code = runStage(command, settings.nice, settings.base)
     addTiming(settings.timing_file, settings.fingerprint(), f"prepare {plan.env}", time.perf_counter() - began)
-    models = {name: modelFacts(folder) for name, folder in registeredModels(settings.config_file, plan.env).items()}
+    models = registeredFacts(settings, plan.env)
     absent = [name for name in settings.learned if name not in models or models[name]["hash"] is None]
     if code != 0 or absent:
         print(f"warning: prepare exited with code {code}; not usable on {plan.env}: {', '.join(absent) or 'none'} "
               "(their rows stay missing)", file=sys.stderr, flush=True)
     for folder in dropStaleRuns(finishedRunFolders(settings.specs(plan)), models):
-        print(f"dropped {os.path.relpath(folder, ROOT)}: its SRL model was trained again since", flush=True)
+        print(f"dropped {displayPath(folder)}: its SRL model was trained again since", flush=True)
+    for key in dropStaleRecords(settings, plan, models):
+        print(f"dropped the archived run {key!r} from {displayPath(str(settings.archive_file))}: its SRL model was "
+              "trained again since", flush=True)
     return [name for name in settings.observations if name not in absent], code != 0 or bool(absent)
 
 
-def runEverything(settings: Settings) -> tuple[bool, int]:
+def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool, int]:
     """
-    Prepare the models and run the sweeps, env after env, with an estimate of the time left.
+    Prepare the models and run the sweeps, env after env, with an estimate of the time left. The runs archived with
+    the same settings (:func:`archivedMatches`) are not run again, and an env whose runs are all archived is neither
+    prepared nor run, unless it is in ``rerun``.
 
     :param settings: the benchmark's settings
+    :param rerun: envs whose archived runs are ignored
     :return: (whether a stage failed, runs finished by this invocation)
     """
-    measured = {}
+    from rl_baselines.sweeps.sweep import finishedFolder
+
+    archive = loadArchive(settings.archive_file)
+    specs = {plan.env: settings.specs(plan) for plan in settings.plans}
+    archived = {plan.env: {} if plan.env in rerun else archivedMatches(archive, settings, plan, specs[plan.env],
+                                                                        registeredFacts(settings, plan.env))
+                for plan in settings.plans}
+    measured: dict[tuple[str, str], list[float]] = {}
     for plan in settings.plans:
-        for record in loadRuns(finishedRunFolders(settings.specs(plan))):
+        records = [*loadRuns(finishedRunFolders(specs[plan.env])), *map(recordFromArchive, archived[plan.env].values())]
+        for record in records:
             measured.setdefault((record.env, record.observation), []).append(record.rate)
     rates = {key: float(np.nanmean(values)) for key, values in measured.items() if not np.isnan(values).all()}
-    estimates = {plan.env: estimateSeconds(settings, plan, rates) for plan in settings.plans}
-    missing_before = sum(sum(missingRuns(settings.specs(plan)).values()) for plan in settings.plans)
+    estimates = {plan.env: estimateSeconds(settings, plan, rates, archived=archived[plan.env])
+                 for plan in settings.plans}
+
+    def pending(env: str) -> list[Any]:
+        return [spec for spec in specs[env] if (spec.srl_model, int(spec.seed)) not in archived[env]
+                and finishedFolder(spec) is None]
+
+    missing_before = sum(len(pending(plan.env)) for plan in settings.plans)
     whole = sum(estimateSeconds(settings, plan, rates, from_scratch=True) for plan in settings.plans)
     print(f"Plan: {', '.join(f'{p.env} {p.steps:,} steps per run' for p in settings.plans)}; "
-          f"{len(settings.observations)} observations x {settings.seeds} seeds; {missing_before} runs to do; "
-          f"estimated time left {duration(sum(estimates.values()))} ({settings.workers} runs at a time; the whole "
+          f"{len(settings.observations)} observations x {settings.seeds} seeds; {missing_before} runs to do"
+          + (f" ({sum(map(len, archived.values()))} archived)" if any(archived.values()) else "")
+          + f"; estimated time left {duration(sum(estimates.values()))} ({settings.workers} runs at a time; the whole "
           f"benchmark: about {duration(whole)} on {settings.workers} free cores)", flush=True)
-    failed, start, planned = False, time.perf_counter(), 0.0
+    failed, start, planned, given = False, time.perf_counter(), 0.0, []
     for index, plan in enumerate(settings.plans):
-        observations = list(settings.observations)
-        if settings.learned:
-            observations, prepare_failed = prepareEnv(settings, plan)
-            failed |= prepare_failed
-        if not missingRuns(settings.specs(plan)):
-            print(f"\n[{plan.env}] every run has finished", flush=True)
-        elif observations:
-            command = settings.pipelineCommand(plan, observations)
-            print(f"\n[{plan.env}] ppo2 runs: {shown(command, settings.nice)}", flush=True)
-            began = time.perf_counter()
-            code = runStage(command, settings.nice)
-            addTiming(settings.timing_file, settings.fingerprint(), f"runs {plan.env}", time.perf_counter() - began)
-            failed |= code != 0
+        if archived[plan.env] and len(archived[plan.env]) == len(specs[plan.env]):
+            print(f"\n[{plan.env}] all {len(specs[plan.env])} runs are archived in "
+                  f"{displayPath(str(settings.archive_file))} (finished "
+                  f"{dateSpan([recordFromArchive(entry) for entry in archived[plan.env].values()])}): not prepared "
+                  f"or run again (--rerun {plan.env} runs it again)", flush=True)
+        else:
+            observations = list(settings.observations)
+            if settings.learned:
+                observations, prepare_failed = prepareEnv(settings, plan)
+                failed |= prepare_failed
+                if archived[plan.env]:  # prepare may have dropped stale records
+                    archived[plan.env] = archivedMatches(loadArchive(settings.archive_file), settings, plan,
+                                                         specs[plan.env], registeredFacts(settings, plan.env))
+            todo = pending(plan.env)
+            runnable = [spec for spec in specs[plan.env] if (spec.srl_model, int(spec.seed)) not in archived[plan.env]
+                        and spec.srl_model in observations]
+            if not todo:
+                print(f"\n[{plan.env}] every run has finished" + (" or is archived" if archived[plan.env] else ""),
+                      flush=True)
+            elif runnable:
+                if archived[plan.env]:
+                    print(f"\n[{plan.env}] {len(archived[plan.env])} runs are archived in "
+                          f"{displayPath(str(settings.archive_file))}: not run again (--rerun {plan.env} runs them)",
+                          flush=True)
+                given += [spec for spec in todo if spec.srl_model in observations]
+                for command in settings.pipelineCommands(plan, runnable):
+                    print(f"\n[{plan.env}] ppo2 runs: {shown(command, settings.nice)}", flush=True)
+                    began = time.perf_counter()
+                    code = runStage(command, settings.nice, settings.base)
+                    addTiming(settings.timing_file, settings.fingerprint(), f"runs {plan.env}",
+                              time.perf_counter() - began)
+                    failed |= code != 0
         planned += estimates[plan.env]
         elapsed = time.perf_counter() - start
         left = sum(estimates[p.env] for p in settings.plans[index + 1:]) * max(0.1, elapsed / max(planned, 1.0))
         print(f"[{index + 1}/{len(settings.plans)} envs done] elapsed {duration(elapsed)}"
               + (f", estimated time left {duration(left)}" if index + 1 < len(settings.plans) else ""), flush=True)
-    missing_after = sum(sum(missingRuns(settings.specs(plan)).values()) for plan in settings.plans)
-    return failed, max(0, missing_before - missing_after)
+    return failed, sum(1 for spec in given if finishedFolder(spec) is not None)
 
 
 def report(settings: Settings, command: str, machine: str, doc: str | None, image_dir: str | None,
-           append: bool) -> int:
+           append: bool, rerun: Collection[str] = ()) -> int:
     """
-    Analyse the finished runs; write the section, the figures and (when ``append`` and nothing is missing) the speed
-    table. Nothing is written when no run of this configuration has finished (the docs keep their last results).
+    Archive the finished runs of the bench folder (:func:`recordRuns`), then analyse the runs of every env of the
+    report (:meth:`Settings.reportPlans`: the chosen envs, and the others that have runs), those of the bench folder
+    completed by the archived records with the same settings; write the section, the figures and (when ``append``
+    and no run of the chosen envs is missing) the speed table of the bench folder's runs. Nothing is written to the
+    docs when no run of this configuration has finished or is archived (the docs keep their last results).
 
     :param settings: the benchmark's settings
     :param command: the benchmark's command line, as recorded
@@ -1032,25 +1501,55 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     :param doc: the markdown file whose block is replaced (None: print the section)
     :param image_dir: the folder of the PNGs (None: no figure)
     :param append: append the speed table to docs/benchmarks.md when every run has finished
-    :return: 1 when some expected run has not finished, else 0
+    :param rerun: envs whose archived records are not used (they are being run again)
+    :return: 1 when some expected run of the chosen envs has neither finished nor been archived, else 0
     """
     from srl_toolbox.files import readJson
 
-    all_records, tables, texts, images, thresholds = [], {}, {}, {}, {}
-    missing = 0
-    if not any(finishedRunFolders(settings.specs(plan)) for plan in settings.plans):
-        print(f"No run of this configuration has finished in {settings.runs_dir}: nothing written")
-        return 1
-    for plan in settings.plans:
-        models = {name: modelFacts(folder) for name, folder in registeredModels(settings.config_file, plan.env).items()}
-        notes = {name: "not prepared" for name in settings.learned if name not in models}
+    chosen = {plan.env for plan in settings.plans}
+    candidates = settings.reportPlans()
+    found, models = collectRuns(settings, candidates)
+    archive = recordRuns(settings, candidates, found, models, machine)
+    used: dict[str, list[RunRecord]] = {}
+    expected: dict[str, int] = {}
+    for plan in candidates:
         specs = settings.specs(plan)
-        records = loadRuns(finishedRunFolders(specs))
-        all_records += records
-        missing += len(specs) - len(records)
+        records = list(found[plan.env])
+        if archive and plan.env not in rerun:
+            have = {(record.observation, record.seed) for record in records}
+            matches = archivedMatches(archive, settings, plan,
+                                      [spec for spec in specs if (spec.srl_model, int(spec.seed)) not in have],
+                                      models[plan.env])
+            records += [recordFromArchive(entry) for entry in matches.values()]
+        if records or plan.env in chosen:
+            used[plan.env], expected[plan.env] = records, len(specs)
+    if not any(used.values()):
+        print(f"No run of this configuration has finished in {settings.runs_dir}"
+              + (f" or is archived in {displayPath(settings.archive_file)}" if settings.archive_file else "")
+              + ": nothing written")
+        return 1
+    plans = [plan for plan in candidates if plan.env in used]
+    fresh, tables, texts, images, thresholds, notes_archive = [], {}, {}, {}, {}, {}
+    missing = 0
+    for plan in plans:
+        records = used[plan.env]
+        facts = dict(models[plan.env])
+        for record in records:  # the archived runs of a model not registered here: their recorded facts
+            if record.archived and record.model is not None and record.observation not in facts:
+                facts[record.observation] = record.model
+        notes = {name: "not prepared" for name in settings.learned if name not in facts}
+        absent = expected[plan.env] - len(records)
+        if plan.env in chosen:
+            missing += absent
+            fresh += [record for record in records if not record.archived]
+        elif absent:
+            print(f"{plan.env} (not among --env): {absent} run(s) neither finished in {settings.runs_dir} nor "
+                  "archived")
+        if any(record.archived for record in records):
+            notes_archive[plan.env] = archiveNote(records, str(settings.archive_file))
         rows, threshold = summariseEnv(records, settings.observations, settings.seeds, notes)
         thresholds[plan.env] = threshold
-        tables[plan.env] = envTable(plan.env, rows, threshold, models)
+        tables[plan.env] = envTable(plan.env, rows, threshold, facts)
         texts[plan.env] = verdicts(rows, threshold, settings.learned)
         png = os.path.join(image_dir or IMAGE_DIR, f"srl_rl_{plan.env}.png")
         if image_dir is not None and any(row.runs for row in rows):
@@ -1058,21 +1557,25 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             plotEnv(png, plan, rows, threshold)
             print(f"Figure: {os.path.relpath(png)}")
         images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
-        print(f"\n{plan.env}\n{tables[plan.env]}\n" + "\n".join(texts[plan.env]), flush=True)
+        print(f"\n{plan.env}\n{tables[plan.env]}\n" + "\n".join(texts[plan.env])
+              + (f"\n{notes_archive[plan.env]}" if plan.env in notes_archive else ""), flush=True)
     stages = readJson(settings.timing_file).get(settings.fingerprint(), {}) if os.path.isfile(
         settings.timing_file) else {}
     wall = (f"{duration(sum(stages.values()))} in all ("
             + ", ".join(f"{stage} {duration(seconds)}" for stage, seconds in stages.items())
             + f"), {settings.workers} runs at a time, niceness {settings.nice}, summed over the invocations"
-            if stages else "not measured (no stage has run with these settings)")
+            + ("; the archived runs are not included" if notes_archive else "")
+            if stages else "not measured (no stage has run with these settings"
+            + (" in this bench folder; the archived runs are not included)" if notes_archive else ")"))
     commands = []
-    for plan in settings.plans:
+    for plan in plans:
         if settings.learned:
             commands.append(shown(settings.prepareCommand(plan), settings.nice))
         commands.append(shown(settings.pipelineCommand(plan), settings.nice))
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
-             "thresholds": thresholds, "commands": commands}
-    section = sectionText(settings.plans, tables, texts, images, facts)
+             "thresholds": thresholds, "commands": commands, "archived": notes_archive,
+             "archive": displayPath(settings.archive_file) if settings.archive_file else None}
+    section = sectionText(plans, tables, texts, images, facts)
     if doc is None:
         print(f"\n{SECTION_TITLE}\n\n{section}")
     else:
@@ -1081,7 +1584,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     print(f"Wall time: {wall}")
     if missing:
         print(f"{missing} expected run(s) have not finished: the same command again runs only those")
-    elif append and all_records:
+    elif append and fresh:
         notes = (f"ppo2 (default hyperparameters, one env and one torch thread per run, {settings.workers} runs at a "
                  f"time, niceness {settings.nice}) on each observation as `make bench-srl-rl` ran it: steps/s = "
                  "training steps per second of the run's monitor clock (env creation to the last episode, the "
@@ -1089,8 +1592,10 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
                  f"and evaluations included), means over the runs. Wall time of the whole benchmark: {wall}. Load "
                  f"average at the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
                  f"{settings.workers}).")
+        if notes_archive:
+            notes += " Only the runs made in this bench folder are listed (the archived ones were listed when they ran)."
         appendReport("ppo2 on SRL representations (the SRL + RL benchmark)", command, notes,
-                     speedTable(speedRows(all_records)), packages=("torch", "stable_baselines3", "pybullet"),
+                     speedTable(speedRows(fresh)), packages=("torch", "stable_baselines3", "pybullet"),
                      target="bench-srl-rl")
         print("Appended the speed table to docs/benchmarks.md")
     return 1 if missing else 0
@@ -1140,8 +1645,14 @@ def buildParser() -> CLIParser:
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
     parser.add_argument("--nice", type=int, choices=range(0, 20), default=10, metavar="0..19",
                         help="niceness of prepare and the runs [10]")
-    parser.add_argument("--bench-dir", default=None, help="the benchmark's folder: SRL config file, models, runs "
-                        f"[{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
+    parser.add_argument("--bench-dir", default=None, help="the benchmark's folder: SRL config file, models, runs; "
+                        f"relative to the current directory [{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
+    parser.add_argument("--runs-file", default=None, help="the archive of finished runs, written by every report and "
+                        "reused by later invocations with the same settings "
+                        f"[{os.path.relpath(RUNS_FILE, ROOT)}; --quick: <bench-dir>/{ARCHIVE_NAME}]")
+    parser.add_argument("--rerun", nargs="+", choices=list(PLANS), default=[], metavar="ENV",
+                        help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
+                             "the bench folder are still kept); their new runs replace the archived records")
     parser.add_argument("--doc", default=None, help="markdown file whose 'Does SRL help?' block is replaced "
                         "[docs/srl.md; --quick: <bench-dir>/srl_rl.md]")
     parser.add_argument("--image-dir", default=None, help="folder of the learning-curve PNGs "
@@ -1161,7 +1672,7 @@ def settingsFrom(args: Any) -> Settings:
     """
     :param args: the parsed command line
     :return: the benchmark's settings
-    :raises UsageError: a budget, evaluation frequency or observation that cannot be used
+    :raises UsageError: a budget, evaluation frequency, observation or --rerun env that cannot be used
     """
     base_plans = QUICK_PLANS if args.quick else PLANS
     budgets = parseBudgets(args.budget, list(base_plans))
@@ -1179,14 +1690,38 @@ def settingsFrom(args: Any) -> Settings:
     unknown = [name for name in observations if name not in learned and name not in (GROUND_TRUTH, RAW_PIXELS)]
     if unknown:
         raise UsageError(f"--observations {' '.join(unknown)}: not an installed learned SRL model")
-    bench_dir = os.path.join(ROOT, args.bench_dir or (QUICK_BENCH_DIR if args.quick else DEFAULT_BENCH_DIR))
-    relative = os.path.relpath(bench_dir, ROOT)
+    bench_dir = os.path.abspath(args.bench_dir or (QUICK_BENCH_DIR if args.quick else DEFAULT_BENCH_DIR))
+    base = next((folder for folder in (ROOT, os.getcwd()) if isInside(bench_dir, folder)), ROOT)
     extra = [*(["--state-dim", str(args.state_dim)] if args.state_dim else []),
              *(["--epochs", str(args.srl_epochs)] if args.srl_epochs else []),
              *(["--episodes", str(args.srl_episodes)] if args.srl_episodes else [])]
+    archive = (os.path.abspath(args.runs_file) if args.runs_file
+               else os.path.join(bench_dir, ARCHIVE_NAME) if args.quick else RUNS_FILE)
+    rerun = [env for env in args.rerun if env not in dict.fromkeys(args.env)]
+    if rerun:
+        raise UsageError(f"--rerun {' '.join(rerun)}: not among the envs run (--env {' '.join(args.env)})")
+    others = []
+    for env in base_plans:
+        if env in args.env:
+            continue
+        plan = dataclasses.replace(base_plans[env], steps=budgets.get(env, base_plans[env].steps))
+        plan = dataclasses.replace(plan, eval_freq=args.eval_freq or min(plan.eval_freq, plan.steps),
+                                   eval_episodes=args.eval_episodes or plan.eval_episodes)
+        if plan.eval_freq <= plan.steps:  # else no run of it can exist: not reported
+            others.append(plan)
     return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 3), args.first_seed,
-                    bench_dir if relative.startswith("..") else relative, args.srl_seed, extra, args.workers,
-                    args.nice, args.no_progress, own_datasets=args.quick)
+                    os.path.relpath(bench_dir, base) if isInside(bench_dir, base) else bench_dir, args.srl_seed,
+                    extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
+                    archive_file=archive, extra_plans=others)
+
+
+def isInside(path: str, folder: str) -> bool:
+    """
+    :param path: an absolute path
+    :param folder: an absolute folder
+    :return: ``path`` is ``folder`` or lies below it
+    """
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1197,7 +1732,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = buildParser().parse_args(argv)
     settings = settingsFrom(args)
-    bench_dir = os.path.join(ROOT, settings.bench_dir)
+    bench_dir = os.path.join(settings.base, settings.bench_dir)
+    loadArchive(settings.archive_file)  # a broken archive is refused before anything runs
     doc = None if args.no_doc else (os.path.abspath(args.doc) if args.doc
                                     else os.path.join(bench_dir, "srl_rl.md") if args.quick else DOC_FILE)
     image_dir = (os.path.abspath(args.image_dir) if args.image_dir else None if args.no_doc
@@ -1207,23 +1743,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         checkWritableFolder(image_dir, "--image-dir")
     if doc is not None:
         checkWritableFolder(os.path.dirname(doc), "--doc")
+    if settings.archive_file is not None:
+        checkWritableFolder(os.path.dirname(settings.archive_file), "--runs-file")
     for plan in settings.plans:
         settings.specs(plan)  # train's parser checks the shared flags before anything runs
-    os.chdir(ROOT)  # the commands and their paths are relative to the repository root
+    os.chdir(settings.base)  # the commands and their paths are relative to the base folder
     machine = machineDescription(("torch", "stable_baselines3", "pybullet"))
     print(f"Machine: {machine}", flush=True)
     failed, finished_now = False, 0
     if not args.report_only:
         os.makedirs(bench_dir, exist_ok=True)
         try:
-            failed, finished_now = runEverything(settings)
+            failed, finished_now = runEverything(settings, args.rerun)
         except KeyboardInterrupt:
+            try:  # the runs that finished survive in the archive even if the bench folder does not
+                plans = settings.reportPlans()
+                recordRuns(settings, plans, *collectRuns(settings, plans), machine)
+            except KeyboardInterrupt:
+                pass
             print("\nInterrupted: the same command again goes on from there (python benchmarks/srl_rl.py "
                   "--report-only ... writes the section from the runs that finished)", file=sys.stderr)
             return 130
     command = " ".join(["python benchmarks/srl_rl.py", *argv])
     append = not (args.quick or args.no_append) and finished_now > 0
-    code = report(settings, command, machine, doc, image_dir, append)
+    code = report(settings, command, machine, doc, image_dir, append, args.rerun)
     return 1 if failed else code
 
 

@@ -29,9 +29,11 @@ CURVES = {
 }
 
 
-def _writeRun(folder: str, observation: str, seed: int, curve: list[float] | None, env: str = MOBILE) -> str:
-    """A finished run folder: args.json, a monitor CSV, done.json and (unless ``curve`` is None) evaluations.npz whose
-    episodes average to ``curve`` (3 episodes per evaluation, spread around the mean)."""
+def _writeRun(folder: str, observation: str, seed: int, curve: list[float] | None, env: str = MOBILE,
+              finished_at: str | None = None) -> str:
+    """A finished run folder: args.json, a monitor CSV, done.json (with ``finished_at`` when given) and (unless
+    ``curve`` is None) evaluations.npz whose episodes average to ``curve`` (3 episodes per evaluation, spread around
+    the mean)."""
     os.makedirs(os.path.join(folder, "monitor"))
     with open(os.path.join(folder, "args.json"), "w") as handle:
         json.dump({"env": env, "srl_model": observation, "algo": "ppo2", "seed": seed, "num_timesteps": 4000}, handle)
@@ -39,7 +41,7 @@ def _writeRun(folder: str, observation: str, seed: int, curve: list[float] | Non
         handle.write('#{"t_start": 0}\nr,l,t\n' + "".join(f"{r},1000,{10.0 * (i + 1)}\n"
                                                          for i, r in enumerate(curve or [0, 0, 0, 0])))
     with open(os.path.join(folder, "done.json"), "w") as handle:
-        json.dump({"wall_time_s": 50.0}, handle)
+        json.dump({"wall_time_s": 50.0, **({"finished_at": finished_at} if finished_at else {})}, handle)
     if curve is not None:
         means = np.asarray(curve, dtype=np.float64)
         results = np.stack([means - 1.0, means, means + 1.0], axis=1)
@@ -59,11 +61,11 @@ def runs(tmp_path) -> list[str]:
     return folders
 
 
-def _model(folder: str, name: str, gtc: float) -> str:
-    """A fake prepared model folder (exp_config.json, gt_correlation.json)."""
+def _model(folder: str, name: str, gtc: float, state_dim: int = 8, env: str = MOBILE) -> str:
+    """A fake prepared model folder (exp_config.json, gt_correlation.json); its hash follows ``state_dim``."""
     os.makedirs(folder)
     with open(os.path.join(folder, "exp_config.json"), "w") as handle:
-        json.dump({"srl_model": name, "state_dim": 8, "env": MOBILE, "img_shape": [3, 64, 64], "weights": []},
+        json.dump({"srl_model": name, "state_dim": state_dim, "env": env, "img_shape": [3, 64, 64], "weights": []},
                   handle)
     with open(os.path.join(folder, "gt_correlation.json"), "w") as handle:
         json.dump({"mean": gtc, "per_dimension": [gtc, gtc]}, handle)
@@ -255,6 +257,215 @@ def test_report_only_without_finished_runs_writes_nothing(tmp_path, capsys) -> N
     doc, images = tmp_path / "srl.md", tmp_path / "images"
     doc.write_text("# SRL\n")
     code = srl_rl.main(["--report-only", "--env", MOBILE, "--bench-dir", str(tmp_path / "bench"), "--doc", str(doc),
-                        "--image-dir", str(images)])
+                        "--image-dir", str(images), "--runs-file", str(tmp_path / "runs.json")])
     assert code == 1 and "nothing written" in capsys.readouterr().out
     assert doc.read_text() == "# SRL\n" and not images.exists() and not (tmp_path / "bench").exists()
+    assert not (tmp_path / "runs.json").exists()
+
+
+# --- the archive of finished runs (benchmarks/srl_rl_runs.json) -----------------------------------------------------
+
+SMALL = ["--observations", "ground_truth", "raw_pixels", "vae", "--seeds", "2"]
+
+
+def _settings(argv: list[str]) -> srl_rl.Settings:
+    """The settings main builds from ``argv`` (relative paths from the current directory)."""
+    return srl_rl.settingsFrom(srl_rl.buildParser().parse_args(argv))
+
+
+def _finishedBench(settings: srl_rl.Settings, env: str, state_dim: int = 8,
+                   finished_at: str = "2026-11-20T10:00:00") -> str:
+    """Every run of the env's grid finished in the settings' bench folder (curves of CURVES), and the vae model they
+    used registered there; returns the model's hash."""
+    bench = os.path.join(settings.base, settings.bench_dir)
+    folder = _model(os.path.join(bench, "srl", f"vae_{env}"), "vae", 0.42, state_dim, env)
+    with open(os.path.join(folder, "knn_mse.json"), "w") as handle:
+        json.dump({"knn_mse": 0.125}, handle)
+    with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
+        handle.write(f"{env}:\n  vae: srl/vae_{env}\n")
+    digest = srl_rl.modelFacts(folder)["hash"]
+    plan = next(plan for plan in settings.reportPlans() if plan.env == env)
+    for spec in settings.specs(plan):
+        run = _writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed,
+                        CURVES[spec.srl_model][spec.seed], env, finished_at)
+        if spec.srl_model == "vae":
+            with open(os.path.join(run, "srl_model.json"), "w") as handle:
+                json.dump({"name": "vae", "hash": digest, "state_dim": state_dim}, handle)
+    return digest
+
+
+@pytest.fixture()
+def archived_mobile(tmp_path, monkeypatch) -> tuple[str, str]:
+    """A first session: MobileRobot's runs finished in <tmp>/first/logs/bench_srl_rl, archived by a report-only
+    invocation from that folder (the default bench folder, relative to it) into <tmp>/runs.json; returns (archive,
+    the vae model's hash)."""
+    archive = str(tmp_path / "runs.json")
+    first = tmp_path / "first"
+    first.mkdir()
+    monkeypatch.chdir(first)
+    digest = _finishedBench(_settings(["--env", MOBILE, *SMALL]), MOBILE)
+    assert srl_rl.main(["--env", MOBILE, *SMALL, "--report-only", "--no-doc", "--runs-file", archive]) == 0
+    second = tmp_path / "second"  # a later session: a fresh checkout, nothing in its logs/
+    second.mkdir()
+    monkeypatch.chdir(second)
+    return archive, digest
+
+
+def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) -> None:
+    archive, digest = archived_mobile
+    text = open(archive).read()
+    records = json.loads(text)
+    assert text == json.dumps(records, indent=2, sort_keys=True) + "\n"  # sorted keys, the files helper's layout
+    assert sorted((r["observation"], r["seed"]) for r in records.values()) == [
+        ("ground_truth", 0), ("ground_truth", 1), ("raw_pixels", 0), ("raw_pixels", 1), ("vae", 0), ("vae", 1)]
+    settings = _settings(["--env", MOBILE, *SMALL])
+    vae = next(r for r in records.values() if (r["observation"], r["seed"]) == ("vae", 1))
+    assert vae["env"] == MOBILE and vae["run"] == {"algo": "ppo2", "steps": 50_000, "eval_freq": 5_000,
+                                                   "eval_episodes": 5, "flags": []}
+    assert vae["srl"] == {"seed": 0, "state_dim": 32, "epochs": 10, "episodes": 20, "img_size": 64}  # prepare's
+    assert vae["model"] == {"hash": digest, "state_dim": 8, "gtc": 0.42, "knn_mse": 0.125}
+    assert vae["eval_timesteps"] == STEPS.tolist() and vae["eval_rewards"] == pytest.approx(CURVES["vae"][1])
+    assert vae["rate"] == pytest.approx(100.0) and vae["wall"] == 50.0
+    assert vae["date"] == "2026-11-20" and vae["machine"] and vae["fingerprint"] == settings.fingerprint()
+    pixels = next(r for r in records.values() if (r["observation"], r["seed"]) == ("raw_pixels", 0))
+    assert pixels["srl"] is None and pixels["model"] is None  # its runs do not depend on the SRL settings
+    # the same runs seen again (another machine, another observation set): the file is left as it is
+    os.chdir(tmp_path / "first")
+    capsys.readouterr()
+    assert srl_rl.main(["--env", MOBILE, "--observations", "ground_truth", "vae", "--seeds", "2", "--report-only",
+                        "--no-doc", "--runs-file", archive]) == 0
+    assert open(archive).read() == text and "Archived" not in capsys.readouterr().out
+
+
+def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_path, capsys) -> None:
+    archive, _ = archived_mobile
+    _finishedBench(_settings(["--env", srl_rl.KUKA, *SMALL]), srl_rl.KUKA, finished_at="2026-11-22T08:00:00")
+    doc, images = tmp_path / "srl.md", tmp_path / "images"
+    doc.write_text("# SRL\n")
+    code = srl_rl.main(["--env", srl_rl.KUKA, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
+                        "--image-dir", str(images)])
+    assert code == 0
+    text = doc.read_text()
+    mobile, kuka = text.index(f"### {MOBILE}"), text.index(f"### {srl_rl.KUKA}")
+    assert mobile < kuka  # the plan set's order
+    mobile_part, kuka_part = text[mobile:kuka], text[kuka:]
+    assert "The 6 runs shown come from the archive of finished runs" in mobile_part and "2026-11-20" in mobile_part
+    assert "| ground_truth | 2/2 (2 archived) |" in mobile_part and "| vae | 2/2 (2 archived) |" in mobile_part
+    assert "0.420 (8)" in mobile_part  # the GTC column from the archived model facts (no model registered here)
+    assert "archived" not in kuka_part and "| vae | 2/2 | " in kuka_part and "0.420 (8)" in kuka_part
+    for env in (MOBILE, srl_rl.KUKA):
+        assert (images / f"srl_rl_{env}.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(json.loads(open(archive).read())) == 12  # Kuka's runs archived beside MobileRobot's
+    assert "Archived 6 run(s)" in capsys.readouterr().out
+
+
+def test_a_fully_archived_env_is_neither_prepared_nor_run(archived_mobile, monkeypatch, capsys) -> None:
+    archive, _ = archived_mobile
+    calls = []
+    monkeypatch.setattr(srl_rl, "runStage", lambda command, nice, cwd=srl_rl.ROOT: calls.append(command) or 0)
+    settings = _settings(["--env", MOBILE, *SMALL, "--runs-file", archive])
+    assert srl_rl.runEverything(settings) == (False, 0)
+    out = capsys.readouterr().out
+    assert calls == [] and "all 6 runs are archived" in out and f"--rerun {MOBILE} runs it again" in out
+    # --rerun: prepared and run as if nothing were archived
+    srl_rl.runEverything(settings, rerun=[MOBILE])
+    assert [command[1] for command in calls] == ["srl_models.prepare", "rl_baselines.pipeline"]
+    # a partial archive: only the runs it lacks go to the pipeline (here seed 1), after prepare
+    records = json.loads(open(archive).read())
+    with open(archive, "w") as handle:
+        json.dump({key: record for key, record in records.items() if record["seed"] == 0}, handle)
+    _model(os.path.join(settings.base, settings.bench_dir, "srl", f"vae_{MOBILE}"), "vae", 0.42)  # the same model
+    with open(os.path.join(settings.base, settings.config_file), "w") as handle:
+        handle.write(f"{MOBILE}:\n  vae: srl/vae_{MOBILE}\n")
+    calls.clear()
+    srl_rl.runEverything(settings)
+    (prepare, pipeline) = calls
+    assert prepare[1] == "srl_models.prepare"
+    assert pipeline[pipeline.index("--srl-model") + 1:pipeline.index("--num-iteration") + 4] == [
+        "ground_truth", "raw_pixels", "vae", "--num-iteration", "1", "--seed", "1"]
+    assert len(json.loads(open(archive).read())) == 3  # the same model hash: nothing dropped
+
+
+def test_a_model_trained_again_drops_its_archived_records(archived_mobile, monkeypatch, capsys) -> None:
+    archive, digest = archived_mobile
+    records = json.loads(open(archive).read())
+    # a record of other settings (another budget) with the old model: not this configuration's, kept
+    other = {**records[next(key for key in records if " vae seed0 " in key)]}
+    other["run"] = {**other["run"], "steps": 99}
+    records["another budget"] = other
+    with open(archive, "w") as handle:
+        json.dump(records, handle)
+    settings = _settings(["--env", MOBILE, *SMALL, "--runs-file", archive])
+    # this session's prepare registers a vae whose files differ (another hash)
+    bench = os.path.join(settings.base, settings.bench_dir)
+    assert srl_rl.modelFacts(_model(os.path.join(bench, "srl", "vae_new"), "vae", 0.5, state_dim=16))["hash"] != digest
+    with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
+        handle.write(f"{MOBILE}:\n  vae: srl/vae_new\n")
+    calls = []
+    monkeypatch.setattr(srl_rl, "runStage", lambda command, nice, cwd=srl_rl.ROOT: calls.append(command) or 0)
+    srl_rl.runEverything(settings)
+    left = json.loads(open(archive).read())
+    assert sorted(key for key in left if " vae " in key) == [] and "another budget" in left and len(left) == 5
+    assert "dropped the archived run" in capsys.readouterr().out
+    prepare, pipeline = calls
+    assert pipeline[pipeline.index("--srl-model") + 1:pipeline.index("--num-iteration") + 4] == [
+        "vae", "--num-iteration", "2", "--seed", "0"]
+
+
+def test_quick_mode_keeps_its_own_archive(tmp_path, monkeypatch) -> None:
+    committed = open(srl_rl.RUNS_FILE, "rb").read() if os.path.exists(srl_rl.RUNS_FILE) else None
+    monkeypatch.chdir(tmp_path)
+    assert _settings([]).archive_file == srl_rl.RUNS_FILE
+    settings = _settings(["--quick", "--env", MOBILE])
+    assert settings.archive_file == str(tmp_path / srl_rl.QUICK_BENCH_DIR / srl_rl.ARCHIVE_NAME)
+    _finishedBench(settings, MOBILE)
+    assert srl_rl.main(["--quick", "--env", MOBILE, "--report-only"]) == 0
+    assert len(json.loads(open(settings.archive_file).read())) == 6  # gt, raw_pixels, vae x 2 seeds
+    assert (open(srl_rl.RUNS_FILE, "rb").read() if os.path.exists(srl_rl.RUNS_FILE) else None) == committed
+    assert (tmp_path / srl_rl.QUICK_BENCH_DIR / "srl_rl.md").is_file()
+
+
+def test_the_bench_folder_of_another_checkout_keeps_its_relative_paths(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = _settings(["--env", MOBILE])
+    assert (settings.base, settings.bench_dir, settings.archive_file) == (str(tmp_path), srl_rl.DEFAULT_BENCH_DIR,
+                                                                          srl_rl.RUNS_FILE)
+    spec = settings.specs(settings.plans[0])[0]
+    assert spec.log_dir == str(tmp_path / srl_rl.DEFAULT_BENCH_DIR / "runs")
+    assert os.path.join(srl_rl.DEFAULT_BENCH_DIR, "srl_models.yaml") in spec.train_args  # as that checkout ran it
+    environment = srl_rl.stageEnvironment(str(tmp_path))
+    assert environment["PYTHONSAFEPATH"] == "1" and environment["PYTHONPATH"].split(os.pathsep)[0] == srl_rl.ROOT
+    assert srl_rl.stageEnvironment(srl_rl.ROOT) is None
+    inside = _settings(["--env", MOBILE, "--bench-dir", os.path.join(srl_rl.ROOT, "logs", "b")])
+    assert (inside.base, inside.bench_dir) == (srl_rl.ROOT, os.path.join("logs", "b"))
+
+
+def test_pipeline_commands_cover_exactly_the_runs_given() -> None:
+    from types import SimpleNamespace
+
+    settings = srl_rl.Settings([srl_rl.PLANS[MOBILE]], ["ground_truth", "raw_pixels", "vae"], ["vae"], 3)
+    runs = [("ground_truth", 0), ("ground_truth", 1), ("ground_truth", 2), ("raw_pixels", 0), ("raw_pixels", 2),
+            ("vae", 2)]
+    commands = settings.pipelineCommands(settings.plans[0], [SimpleNamespace(srl_model=name, seed=seed)
+                                                             for name, seed in runs])
+
+    def grid(command: list[str]) -> tuple:
+        names = command[command.index("--srl-model") + 1:command.index("--num-iteration")]
+        return tuple(names), int(command[command.index("--seed") + 1]), int(command[command.index("--num-iteration")
+                                                                                    + 1])
+
+    assert [grid(command) for command in commands] == [(("ground_truth",), 0, 3), (("raw_pixels",), 0, 1),
+                                                        (("raw_pixels",), 2, 1), (("vae",), 2, 1)]
+    full = settings.pipelineCommands(settings.plans[0], [SimpleNamespace(srl_model=name, seed=seed)
+                                                         for name in settings.observations for seed in range(3)])
+    assert full == [settings.pipelineCommand(settings.plans[0])]  # nothing archived: the one command as before
+
+
+def test_a_broken_archive_is_refused_before_anything_is_written(tmp_path) -> None:
+    archive = tmp_path / "runs.json"
+    archive.write_text('{"a run": {"env": "x"}}')
+    with pytest.raises(UsageError, match="lacks observation"):
+        srl_rl.main(["--env", MOBILE, "--bench-dir", str(tmp_path / "bench"), "--runs-file", str(archive)])
+    assert not (tmp_path / "bench").exists()
+    with pytest.raises(UsageError, match="--rerun .*not among the envs run"):
+        srl_rl.main(["--env", MOBILE, "--rerun", srl_rl.KUKA, "--bench-dir", str(tmp_path / "bench")])
