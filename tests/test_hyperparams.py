@@ -1,14 +1,18 @@
 """The hyperparameter spec (rl_baselines.core.hyperparams): one declaration gives the flags, typing, range checks,
---hyperparam and the search space; algorithms declared the older way are read through the same spec."""
+--hyperparam and the search space, for Stable-Baselines3-backed and torch algorithms alike; every built-in declares
+HYPERPARAMS, and plugins declared the older way (API version 1) are read through the same spec."""
 from __future__ import annotations
 
 import argparse
+import os
 
 import pytest
 
-from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.hyperparams import DISCOUNT, Hyperparam, Interval
+from rl_baselines.core.base import OLDER_DECLARATIONS, BaseRLObject
+from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval
 from srl_toolbox.cli import CLIParser, UsageError
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
 
 class SpecAgent(BaseRLObject):
@@ -71,20 +75,166 @@ def test_declaration_mistakes_fail_when_the_class_is_defined() -> None:
         type("Broken", (BaseRLObject,), {"HYPERPARAMS": {"lr": 0.1}})
 
 
-def test_older_declarations_are_read_through_the_spec() -> None:
+def test_declaring_both_ways_at_once_is_refused() -> None:
+    with pytest.raises(TypeError, match="declares HYPERPARAMS and DEFAULT_HYPERPARAMS"):
+        type("Twice", (BaseRLObject,), {"HYPERPARAMS": {"lr": Hyperparam(0.1)}, "DEFAULT_HYPERPARAMS": {"lr": 0.2}})
+
+
+# --- plugins declared before HYPERPARAMS (API version 1, docs/plugins.md of then) ---------------------------------
+
+
+class OlderPlugin(BaseRLObject):
+    """A plugin written before HYPERPARAMS: defaults, choices, bounds and search space declared apart, its own flags
+    added by hand and read from the Namespace (abstract: only its class methods are used here)."""
+
+    DEFAULT_HYPERPARAMS = {"step_size": 0.05, "population": 8, "mode": "fast", "noisy": False}
+    HYPERPARAM_CHOICES = {"mode": ("fast", "slow")}
+    HYPERPARAM_BOUNDS = {"step_size": (0.0, None), "population": Interval(1, None)}
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parser.add_argument("--step-size", type=float, default=cls.DEFAULT_HYPERPARAMS["step_size"])
+        return parser
+
+    @classmethod
+    def getOptParam(cls) -> dict:
+        return {"step_size": (float, (1e-3, 1.0), "log"), "population": (list, [4, 8, 16]),
+                "mode": (list, ["fast", "slow"])}
+
+
+def test_older_plugin_is_read_through_the_spec() -> None:
+    assert OlderPlugin.declaresOldStyle() and not OlderPlugin.HYPERPARAMS
+    spec = OlderPlugin.hyperparamSpec()
+    assert {name: h.default for name, h in spec.items()} == OlderPlugin.DEFAULT_HYPERPARAMS
+    assert spec["mode"].choices == ("fast", "slow") and spec["population"].interval == Interval(1, None)
+    assert spec["step_size"].search == (1e-3, 1.0, "log") and spec["population"].search == [4, 8, 16]
+    assert spec["noisy"].search is None
+    # its own search space and flags, unchanged
+    assert OlderPlugin.getOptParam() == {"step_size": (float, (1e-3, 1.0), "log"), "population": (list, [4, 8, 16]),
+                                         "mode": (list, ["fast", "slow"])}
+    args = OlderPlugin.customArguments(CLIParser(prog="train")).parse_args(["--step-size", "0.2"])
+    assert vars(args) == {"step_size": 0.2}
+    # --hyperparam: typed by its search space and defaults, checked against its choices and bounds
+    assert OlderPlugin.parserHyperParam({"step_size": "0.1", "population": "12", "mode": "slow", "noisy": "true"}) == {
+        "step_size": 0.1, "population": 12, "mode": "slow", "noisy": True}
+    for raw, message in (({"population": "0"}, "'population' must be >= 1, got 0"),
+                         ({"mode": "medium"}, "'mode' must be one of fast, slow, got 'medium'"),
+                         ({"step_size": "-1"}, "'step_size' must be >= 0.0, got -1.0"),
+                         ({"other": "1"}, "unknown hyperparameter 'other'")):
+        with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            OlderPlugin.parserHyperParam(raw)
+    values = OlderPlugin.hyperparamsFromArgs(args, {"population": 4})
+    assert values == {"step_size": 0.05, "population": 4, "mode": "fast", "noisy": False}
+
+
+def test_older_subclasses_of_the_bases_keep_their_flags() -> None:
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+    from rl_baselines.rl_algorithm.torch_base import TorchRLObject
+
+    class OlderTorch(TorchRLObject):
+        NAME = "older_torch"
+        DEFAULT_HYPERPARAMS = {"lr": 0.1, "layers": 2}
+        HYPERPARAM_BOUNDS = {"lr": POSITIVE}
+
+    parser = OlderTorch.customArguments(CLIParser(prog="train"))
+    assert (parser.parse_args(["--lr", "0.5"]).hp_lr, parser.parse_args([]).hp_layers) == (0.5, None)
+    with pytest.raises(UsageError, match="'lr' must be > 0"):
+        parser.parse_args(["--lr", "0"])
+
+    class TunedPPO(PPO2Model):  # a plugin changing a built-in's defaults the older way
+        DEFAULT_HYPERPARAMS = {**PPO2Model.DEFAULT_HYPERPARAMS, "n_steps": 256}
+
+    assert TunedPPO.declaresOldStyle() and not PPO2Model.declaresOldStyle()
+    spec = TunedPPO.hyperparamSpec()
+    assert spec["n_steps"].default == 256 and spec["n_steps"].help == PPO2Model.HYPERPARAMS["n_steps"].help
+    assert TunedPPO.getOptParam() == PPO2Model.getOptParam()
+    parser = TunedPPO.customArguments(CLIParser(prog="train"))
+    assert "[256]" in parser.format_help()
+    assert TunedPPO.hyperparamsFromArgs(parser.parse_args([]), None)["n_steps"] == 256
+    with pytest.raises(UsageError, match="'gamma' must be in"):
+        parser.parse_args(["--gamma", "2"])
+
+
+# --- the built-in algorithms ---------------------------------------------------------------------------------------
+
+
+def builtinClasses() -> dict[str, type]:
+    """:return: every built-in algorithm class (the registered ones and her's learners), by name"""
+    from rl_baselines.core.registry import registered_rl
+    from rl_baselines.rl_algorithm.her import BASE_ALGOS
+
+    classes = {name: cls for name, (cls, _, _) in registered_rl.items() if cls.__module__.startswith("rl_baselines.")}
+    classes.update({f"her-{name}": cls for name, cls in BASE_ALGOS.items()})
+    return classes
+
+
+def test_every_builtin_declares_each_hyperparameter_once() -> None:
+    classes = builtinClasses()
+    assert {"ppo2", "sac", "deepq", "acer", "ars", "cma-es", "her", "her-deepq", "random_agent"} <= set(classes)
+    for name, cls in classes.items():
+        assert not cls.declaresOldStyle(), name
+        assert cls.hyperparamSpec() == cls.HYPERPARAMS, name
+        assert bool(cls.HYPERPARAMS) == (name != "random_agent"), name
+        for klass in cls.__mro__[:cls.__mro__.index(BaseRLObject)]:  # the class and its bases in this project
+            if klass.__dict__.get("HYPERPARAMS"):
+                continue  # its DEFAULT_HYPERPARAMS... are derived (and declaring both is refused)
+            older = set(OLDER_DECLARATIONS) & set(klass.__dict__)
+            assert not older, f"{name}: {klass.__name__} declares {sorted(older)} instead of HYPERPARAMS"
+        # the derived views
+        spec = cls.HYPERPARAMS
+        assert cls.DEFAULT_HYPERPARAMS == {n: h.default for n, h in spec.items()}, name
+        assert cls.HYPERPARAM_CHOICES == {n: h.choices for n, h in spec.items() if h.choices is not None}, name
+        assert cls.HYPERPARAM_BOUNDS == {n: h.interval for n, h in spec.items() if h.bounds is not None}, name
+
+
+def test_every_builtin_search_space_is_its_specs() -> None:
+    from rl_baselines.rl_algorithm.off_policy import replaySearchSpace
+
+    for name, cls in builtinClasses().items():
+        from_spec = {n: h.optParam() for n, h in cls.hyperparamSpec().items() if h.search is not None}
+        space = cls.getOptParam() or {}
+        if name == "her":  # the learners' shared ranges, then its own (learner defaults depend on --her-algo)
+            shared = list(space.items())[:len(space) - len(from_spec)]
+            assert list(space.items())[len(shared):] == list(from_spec.items())
+            assert shared and all(replaySearchSpace()[n] == entry for n, entry in shared)
+            continue
+        assert list(space.items()) == list(from_spec.items()), name  # the sampler draws in this order
+        for hyperparameter, entry in space.items():  # the search space's values read back as themselves
+            value = entry[1][-1]
+            assert cls.parserHyperParam({hyperparameter: str(value)})[hyperparameter] == value, (name, hyperparameter)
+
+
+def test_sb3_and_torch_algorithms_share_one_flag_path() -> None:
     from rl_baselines.core.registry import registered_rl
 
-    ars = registered_rl["ars"][0]
-    spec = ars.hyperparamSpec()
-    assert set(spec) == set(ars.DEFAULT_HYPERPARAMS)
-    assert spec["algo_type"].choices == ("v1", "v2")
-    assert all(spec[name].default == default for name, default in ars.DEFAULT_HYPERPARAMS.items())
-    searched = {name for name, h in spec.items() if h.search is not None}
-    assert searched == set(ars.getOptParam()) & set(spec)
-    ppo2 = registered_rl["ppo2"][0]
-    assert ppo2.hyperparamSpec()["n_steps"].optParam() == ppo2.getOptParam()["n_steps"]
-    # cma-es declares its hyperparameters with the spec: same flags and search space as before
-    cma_es = registered_rl["cma-es"][0]
-    assert cma_es.HYPERPARAMS and list(cma_es.getOptParam()) == ["num_population", "sigma", "mu"]
-    with pytest.raises(ValueError, match="'num_population' must be >= 2"):
-        cma_es.parserHyperParam({"num_population": "1"})
+    for name in ("ppo2", "sac", "deepq", "acer"):
+        cls = registered_rl[name][0]
+        parser = cls.customArguments(CLIParser(prog="train"))
+        assert parser.parse_args(["--gamma", "0.95"]).hp_gamma == 0.95
+        with pytest.raises(UsageError, match="argument --gamma: hyperparameter 'gamma' must be in"):
+            parser.parse_args(["--gamma", "2"])
+        with pytest.raises(ValueError, match="'gamma' must be in"):
+            cls.parserHyperParam({"gamma": "2"})
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--algo", "ppo2", "--hyperparam", "gamma:2"], ["--hyperparam", "'gamma'", "(0, 1]", "2.0"]),
+    (["--algo", "a2c", "--gamma", "2"], ["--gamma", "'gamma'", "(0, 1]"]),
+    (["--algo", "trpo", "--n-steps", "0"], ["--n-steps", "'n_steps'", ">= 1"]),
+    (["--algo", "sac", "-c", "--hyperparam", "batch_size:0"], ["'batch_size'", ">= 1", "got 0"]),
+    (["--algo", "td3", "-c", "--learning-rate", "-0.1"], ["--learning-rate", "'learning_rate'", "> 0"]),
+    (["--algo", "qrdqn", "--hyperparam", "exploration_fraction:1.5"], ["'exploration_fraction'", "[0, 1]"]),
+    (["--algo", "ppo_lstm", "--hyperparam", "activation_fn:gelu"], ["'activation_fn'", "tanh, relu", "'gelu'"]),
+    (["--algo", "her", "-c", "--hyperparam", "tau:2"], ["'tau'", "[0, 1]", "2.0"]),
+], ids=["ppo2-hyperparam", "a2c-flag", "trpo-flag", "sac-hyperparam", "td3-flag", "qrdqn-hyperparam",
+        "ppo_lstm-choice", "her-learner"])
+def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written(tmp_path, argv, words) -> None:
+    from rl_baselines.runs.train import main
+
+    with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
+        main([*GT, "--num-timesteps", "64", *argv, "--log-dir", str(tmp_path), "--no-vis"])  # (short if accepted)
+    message = str(error.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, (word, message)
+    assert os.listdir(tmp_path) == []

@@ -12,6 +12,7 @@ from __future__ import annotations
 import abc
 import argparse
 import functools
+import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -19,8 +20,9 @@ import numpy as np
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import restoreRun
-from rl_baselines.core.hyperparams import Hyperparam
-from rl_baselines.envs.factory import createEnvs
+from rl_baselines.core.hyperparams import Hyperparam, Interval
+from rl_baselines.envs.factory import createEnvs, findVecNormalize
+from srl_toolbox.cli import UsageError
 
 TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -28,6 +30,8 @@ TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 MANIFEST_MEMBER = "srl_toolbox.json"
 # What StableBaselinesRLObject.saveTrainingState writes besides the replay buffer.
 SB3_STATE_FILE = "sb3.json"
+# The declarations of hyperparameters written before HYPERPARAMS (still read, for plugins written then).
+OLDER_DECLARATIONS = ("DEFAULT_HYPERPARAMS", "HYPERPARAM_CHOICES", "HYPERPARAM_BOUNDS", "getOptParam")
 
 
 class BaseRLObject(abc.ABC):
@@ -57,6 +61,10 @@ class BaseRLObject(abc.ABC):
     # it, DEFAULT_HYPERPARAMS, HYPERPARAM_CHOICES and HYPERPARAM_BOUNDS are derived from it, and customArguments,
     # parserHyperParam, getOptParam and hyperparamsFromArgs work from it.
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {}
+    # Derived from HYPERPARAMS (read-only views); plugins written before it set them by hand (hyperparamSpec reads them).
+    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
+    HYPERPARAM_CHOICES: ClassVar[dict[str, tuple[Any, ...]]] = {}
+    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval | tuple[float | None, float | None]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -66,6 +74,10 @@ class BaseRLObject(abc.ABC):
                 if not isinstance(hyperparam, Hyperparam):
                     raise TypeError(f"{cls.__name__}.HYPERPARAMS[{name!r}] is a {type(hyperparam).__name__}, "
                                     f"not a rl_baselines.core.hyperparams.Hyperparam")
+            both = [name for name in OLDER_DECLARATIONS[:3] if name in cls.__dict__]
+            if both:
+                raise TypeError(f"{cls.__name__} declares HYPERPARAMS and {', '.join(both)}: declare each "
+                                f"hyperparameter once, in HYPERPARAMS (the others are derived from it)")
             cls.DEFAULT_HYPERPARAMS = {name: h.default for name, h in spec.items()}
             cls.HYPERPARAM_CHOICES = {name: h.choices for name, h in spec.items() if h.choices is not None}
             cls.HYPERPARAM_BOUNDS = {name: h.interval for name, h in spec.items() if h.bounds is not None}
@@ -112,40 +124,61 @@ class BaseRLObject(abc.ABC):
     # --- hyperparameters (rl_baselines.core.hyperparams) ---------------------------------------------------------------
 
     @classmethod
+    def declaresOldStyle(cls) -> bool:
+        """
+        :return: whether the class declares its hyperparameters the older way (a plugin of API version 1 may): the
+            class, or a parent below the nearest one that declares ``HYPERPARAMS``, sets ``DEFAULT_HYPERPARAMS``,
+            ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` or ``getOptParam`` itself
+        """
+        for klass in cls.__mro__:
+            if klass is BaseRLObject:
+                return False
+            if klass.__dict__.get("HYPERPARAMS"):
+                return False
+            if any(name in klass.__dict__ for name in OLDER_DECLARATIONS):
+                return True
+        return False
+
+    @classmethod
     def hyperparamSpec(cls) -> dict[str, Hyperparam]:
         """
         :return: every hyperparameter with its default, allowed values and search range: ``HYPERPARAMS``, or for a
-            class written before the spec, the view of its ``DEFAULT_HYPERPARAMS``, ``HYPERPARAM_CHOICES``,
-            ``HYPERPARAM_BOUNDS`` and ``getOptParam``
+            class declared the older way (:meth:`declaresOldStyle`), the view of its ``DEFAULT_HYPERPARAMS``,
+            ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` and ``getOptParam`` (with the help of an inherited
+            ``HYPERPARAMS`` entry of the same name)
         """
-        if cls.HYPERPARAMS:
+        if not cls.declaresOldStyle():
             return dict(cls.HYPERPARAMS)
-        choices = getattr(cls, "HYPERPARAM_CHOICES", {})
-        bounds = getattr(cls, "HYPERPARAM_BOUNDS", {})
+        choices = getattr(cls, "HYPERPARAM_CHOICES", {}) or {}
+        bounds = getattr(cls, "HYPERPARAM_BOUNDS", {}) or {}
         space = cls.getOptParam() or {}
         spec = {}
-        for name, default in getattr(cls, "DEFAULT_HYPERPARAMS", {}).items():
+        for name, default in (getattr(cls, "DEFAULT_HYPERPARAMS", {}) or {}).items():
             search = space.get(name)
             if search is not None:
                 search = list(search[1]) if search[0] is list else (*search[1], *search[2:])
-            spec[name] = Hyperparam.unchecked(default, choices=choices.get(name), bounds=bounds.get(name), search=search)
+            inherited = cls.HYPERPARAMS.get(name)
+            spec[name] = Hyperparam.unchecked(default, help=inherited.help if inherited is not None else "",
+                                              choices=choices.get(name), bounds=bounds.get(name), search=search)
         return spec
 
     @classmethod
-    def addHyperparamArguments(cls, parser: argparse.ArgumentParser,
-                               spec: dict[str, Hyperparam] | None = None) -> argparse.ArgumentParser:
+    def addHyperparamArguments(cls, parser: argparse.ArgumentParser, spec: dict[str, Hyperparam] | None = None,
+                               group: Any = None) -> argparse.ArgumentParser:
         """
         One flag per hyperparameter (``n_steps`` -> ``--n-steps``, stored as ``args.hp_n_steps``, None when not
         given): booleans are switches that also take a value (``--dueling``, ``--dueling false``), strings with
-        choices list them, numbers are typed and range-checked when parsed (a bad value is a one-line usage error).
+        choices list them, the others are typed and checked by :meth:`parserHyperParam` when parsed (a bad value is a
+        one-line usage error).
 
         :param parser: the train command's parser
         :param spec: the hyperparameters (default: :meth:`hyperparamSpec`)
+        :param group: the argument group to add the flags to (default: a new one, "<NAME> hyperparameters")
         :return: the same parser
         """
         spec = cls.hyperparamSpec() if spec is None else spec
         title = getattr(cls, "NAME", "") or cls.__name__
-        group = parser.add_argument_group(f"{title} hyperparameters (defaults in brackets)")
+        group = parser.add_argument_group(f"{title} hyperparameters (defaults in brackets)") if group is None else group
         for name, hyperparam in spec.items():
             flag, dest, default = f"--{name.replace('_', '-')}", f"hp_{name}", hyperparam.default
             described = f"{hyperparam.help} " if hyperparam.help else ""
@@ -191,6 +224,29 @@ class BaseRLObject(abc.ABC):
         """
         for name, value in hyperparams.items():
             cls.checkHyperparam(name, value)
+
+    @classmethod
+    def resolveHyperparams(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
+                           saved: dict[str, Any] | None = None) -> dict[str, Any]:
+        """
+        The hyperparameters a training run uses (:meth:`hyperparamsFromArgs`), checked together
+        (:meth:`checkHyperparams`).
+
+        :param args: parsed arguments
+        :param train_kwargs: typed ``--hyperparam`` values
+        :param saved: the hyperparameters of a model training continues from
+        :return: every hyperparameter, typed
+        :raises UsageError: they do not fit together (the train command cannot check this before the run folder
+            exists: a continued model's saved values take part)
+        """
+        # (an override written for the older two-argument form is called as such when there is nothing saved)
+        hyperparams = (cls.hyperparamsFromArgs(args, train_kwargs) if saved is None
+                       else cls.hyperparamsFromArgs(args, train_kwargs, saved))
+        try:
+            cls.checkHyperparams(hyperparams)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        return hyperparams
 
     @classmethod
     def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
@@ -249,15 +305,16 @@ class BaseRLObject(abc.ABC):
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
         """
-        Cast ``--hyperparam KEY:VALUE`` strings with the types of :meth:`getOptParam` (and of the defaults), and
-        check them against the spec's choices and bounds (:meth:`checkHyperparam`).
+        Cast ``--hyperparam KEY:VALUE`` strings with the types of :meth:`getOptParam` (a value of a searched list
+        is taken as the list has it) and of the defaults, and check them against the spec's choices and bounds
+        (:meth:`checkHyperparam`).
 
         :param hyperparams: raw strings by name
         :return: typed values by name
         :raises ValueError: unknown name or a value of the wrong type
         """
         space = cls.getOptParam() or {}
-        defaults = getattr(cls, "DEFAULT_HYPERPARAMS", {})
+        defaults = {name: hyperparam.default for name, hyperparam in cls.hyperparamSpec().items()}
         types = {name: spec[0] for name, spec in space.items()}
         for name, value in defaults.items():
             types.setdefault(name, type(value))
@@ -273,6 +330,31 @@ class BaseRLObject(abc.ABC):
         for name, value in parsed.items():  # choices and bounds of the spec (none for a class without them)
             cls.checkHyperparam(name, value)
         return parsed
+
+    @classmethod
+    def normalisationFolder(cls, args: argparse.Namespace) -> str | None:
+        """
+        :param args: the run's arguments
+        :return: the folder of the model training continues from (``args.load_rl_model_path``: its normalisation
+            statistics), or None
+        """
+        load_path = getattr(args, "load_rl_model_path", None)
+        return os.path.dirname(os.path.abspath(load_path)) if load_path else None
+
+    def makeTrainingEnv(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None) -> Any:
+        """
+        The env of ``train``: :meth:`makeEnv` with the normalisation statistics of the model training continues from
+        (restored frozen), switched back to updating.
+
+        :param args: the run's arguments
+        :param env_kwargs: env constructor keywords
+        :return: the VecEnv
+        """
+        env = self.makeEnv(args, env_kwargs, load_path_normalise=self.normalisationFolder(args))
+        vec_normalize = findVecNormalize(env)
+        if vec_normalize is not None:
+            vec_normalize.training = True  # a restored normaliser keeps adapting while training goes on
+        return env
 
     @classmethod
     def makeEnv(
@@ -383,6 +465,11 @@ def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:
 
 
 def _castValue(name: str, raw: str, kind: Any) -> Any:
+    if isinstance(kind, type) and issubclass(kind, str) and kind is not str:
+        try:  # a str subclass whose constructor checks the value (see rl_baselines.core.hyperparams)
+            return kind(raw)
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            raise ValueError(f"hyperparameter {name!r}: {error}") from None
     try:
         if kind is bool:
             if raw.lower() not in ("true", "false", "1", "0"):
@@ -405,11 +492,14 @@ def _castValue(name: str, raw: str, kind: Any) -> Any:
 
 def _castChoice(name: str, raw: str, choices: Any, default: Any) -> Any:
     """A categorical hyperparameter: the choice written as ``raw`` (typed as in the search space); a value off the
-    list is accepted only for a numeric hyperparameter (the list is then just a search grid)."""
+    list is accepted only for a numeric hyperparameter or one of a checking str type (the list is then just a search
+    grid), as that type reads it."""
     for choice in choices:
         if raw == str(choice):
             return choice
     if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return _castValue(name, raw, type(default))
+    if isinstance(default, str) and type(default) is not str:  # a checking str type: the list is a search grid
         return _castValue(name, raw, type(default))
     raise ValueError(f"hyperparameter {name!r} must be one of {', '.join(map(str, choices))}, got {raw!r}")
 

@@ -2,12 +2,17 @@
 and search range.
 
 An algorithm lists ``HYPERPARAMS = {name: Hyperparam(...)}``; :class:`rl_baselines.core.base.BaseRLObject`
-derives everything else from it: the ``--name`` flags (typed, range-checked, booleans as switches, strings with
-their choices), the types and checks of ``--hyperparam NAME:VALUE`` and ``--hyperparam-file``, the defaults
-(``DEFAULT_HYPERPARAMS``), the allowed values (``HYPERPARAM_CHOICES`` / ``HYPERPARAM_BOUNDS``) and the search space of
-``hyperparam_search`` (``getOptParam``). Algorithms written before the spec (``DEFAULT_HYPERPARAMS`` with
-``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` and ``getOptParam``) are read through the same spec
-(:meth:`BaseRLObject.hyperparamSpec`).
+derives everything else from it, for every algorithm alike (Stable-Baselines3-backed or written here): the
+``--name`` flags (typed, range-checked, booleans as switches, strings with their choices), the types and checks of
+``--hyperparam NAME:VALUE`` and ``--hyperparam-file``, the defaults (``DEFAULT_HYPERPARAMS``), the allowed values
+(``HYPERPARAM_CHOICES`` / ``HYPERPARAM_BOUNDS``) and the search space of ``hyperparam_search`` (``getOptParam``).
+Plugins written before the spec (``DEFAULT_HYPERPARAMS`` with ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` and
+``getOptParam``) are read through the same spec (:meth:`BaseRLObject.hyperparamSpec`); every built-in algorithm
+declares ``HYPERPARAMS``.
+
+A hyperparameter's type is its default's: ``bool``, ``int``, ``float``, ``str``, or a ``str`` subclass whose
+constructor checks a value and raises ``argparse.ArgumentTypeError`` (a value with a syntax of its own, such as
+sac's ``ent_coef``: ``auto``, ``auto_0.1`` or a number).
 
 Invariant: a declared default lies inside its bounds and choices, and a numeric search range inside its bounds
 (checked when the spec is built, so a wrong declaration fails at import, not in a user's run).
@@ -68,7 +73,8 @@ class Hyperparam:
     """
     One hyperparameter of an algorithm.
 
-    :param default: the value when nothing is given; its type (bool, int, float, str) is the hyperparameter's
+    :param default: the value when nothing is given; its type (bool, int, float, str, or a str subclass whose
+        constructor checks a value) is the hyperparameter's
     :param help: one line for ``--algo NAME --help``
     :param bounds: allowed numeric values: an :class:`Interval` or an inclusive ``(low, high)`` tuple (None: none)
     :param choices: allowed values (strings: the flag lists them)
@@ -100,8 +106,9 @@ class Hyperparam:
     @classmethod
     def unchecked(cls, default: Any, **fields: Any) -> Hyperparam:
         """
-        Build a spec entry without the declaration checks (the view of a class written before the spec, whose
-        search ranges may touch an open bound).
+        Build a spec entry without the declaration checks: the view of a class written before the spec, or a
+        search range kept from then that touches an open bound (the search may then propose the bound itself,
+        which the range check refuses: that trial fails).
 
         :param default: the default value
         :param fields: the other fields

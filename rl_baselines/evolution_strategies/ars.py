@@ -23,6 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
     PopulationRunner,
@@ -67,41 +68,32 @@ class ARSModel(TorchRLObject):
 
     NAME = "ars"
     ALGO_TYPE = AlgoType.EVOLUTION_STRATEGIES
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
-        "num_population": 10,  # directions per iteration (2x episodes)
-        "exploration_noise": 0.02,
-        "step_size": 0.02,
-        "top_population": 2,
-        "algo_type": "v2",
-        "max_step_amplitude": 10.0,
+    # In the order of the search space (the sampler draws in this order).
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "num_population": Hyperparam(10, "directions per iteration (2x episodes)", bounds=(1, None), search=(2, 50)),
+        "top_population": Hyperparam(2, "best directions that make the step", bounds=(1, None), search=(1, 5)),
+        "exploration_noise": Hyperparam(0.02, "scale of the perturbations", bounds=(0.0, None),
+                                        search=(1e-3, 0.1, "log")),
+        "step_size": Hyperparam(0.02, "step size alpha", bounds=(0.0, None), search=(1e-3, 0.1, "log")),
+        "max_step_amplitude": Hyperparam(10.0, "bound on the step, in step sizes", bounds=(1e-3, None),
+                                         search=(1.0, 100.0)),
+        "algo_type": Hyperparam("v2", "v1: raw states, v2: states normalised by running statistics",
+                                choices=("v1", "v2"), search=["v1", "v2"]),
         # argmax actions while evaluating (and when playing the result), the ARS paper's deterministic linear policy:
         # sampling the softmax of the small outputs of a young M plays almost uniformly at random, and ARS then
         # learns nothing (CartPole-v1, 30k steps, seeds 0-2: last-20-episode mean 31, 88, 70; argmax: 265, 421, 461)
-        "deterministic": True,
+        "deterministic": Hyperparam(True, "argmax actions while evaluating (and when playing the result)"),
     }
-    HYPERPARAM_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {"algo_type": ("v1", "v2")}
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple]] = {
-        "num_population": (1, None), "top_population": (1, None), "exploration_noise": (0.0, None),
-        "step_size": (0.0, None), "max_step_amplitude": (1e-3, None)}
     # train() calls notifyCleanPoint between iterations.
     CHECKPOINT_AT_CLEAN_POINTS = True
+    # The policy matrix starts at zero: no torch generator to seed.
+    SEEDED_GENERATORS = ("rng",)
 
     def __init__(self) -> None:
         super().__init__()
         self.matrix: np.ndarray | None = None
         self.normaliser: StateNormaliser | None = None  # V2's statistics
         self.rng = np.random.default_rng(0)
-
-    @classmethod
-    def getOptParam(cls) -> dict[str, tuple]:
-        return {
-            "num_population": (int, (2, 50)),
-            "top_population": (int, (1, 5)),
-            "exploration_noise": (float, (1e-3, 0.1), "log"),
-            "step_size": (float, (1e-3, 0.1), "log"),
-            "max_step_amplitude": (float, (1.0, 100.0)),
-            "algo_type": (list, ["v1", "v2"]),
-        }
 
     @classmethod
     def checkHyperparams(cls, hyperparams: dict[str, Any]) -> None:
@@ -143,6 +135,12 @@ class ARSModel(TorchRLObject):
     def modelState(self) -> dict[str, Any]:
         return {"matrix": torch.as_tensor(self.matrix), "normaliser": self.normaliser.toDict()}
 
+    def buildModel(self) -> None:
+        """A new model: the zero matrix, and empty statistics for V2."""
+        n_features = int(np.prod(self.observation_space.shape))
+        self.matrix = np.zeros((n_features, actionDimension(self.action_space)))
+        self.normaliser = StateNormaliser(n_features)
+
     def setModelState(self, state: dict[str, Any]) -> None:
         n_features = int(np.prod(self.observation_space.shape))
         matrix = state["matrix"].numpy().astype(np.float64)
@@ -160,14 +158,7 @@ class ARSModel(TorchRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        saved = self.startTraining(args, env_kwargs, train_kwargs)
-        self.rng = np.random.default_rng(args.seed)
-        n_features = int(np.prod(self.observation_space.shape))
-        if saved is not None:
-            self.setModelState(saved)
-        else:
-            self.matrix = np.zeros((n_features, actionDimension(self.action_space)))
-            self.normaliser = StateNormaliser(n_features)
+        self.prepareTraining(args, env_kwargs, train_kwargs)
         self.restoreTrainingState(args)  # train --resume: self.rng (the model file holds the matrix and statistics)
         population, top = int(self.hyperparams["num_population"]), int(self.hyperparams["top_population"])
         noise = float(self.hyperparams["exploration_noise"])

@@ -133,6 +133,14 @@ class CMAESModel(TorchRLObject):
             "sigma": float(self.sigma),
         }
 
+    def buildModel(self) -> None:
+        """A new model: the policy network, empty statistics, and the initial mean and step size."""
+        self._buildPolicy()
+        self.normaliser = StateNormaliser(int(np.prod(self.observation_space.shape)))
+        self.mean = np.full(self.policy.n_params, float(self.hyperparams["mu"]))
+        self.sigma = float(self.hyperparams["sigma"])
+        self._setBest(self.mean, -np.inf, self.normaliser)
+
     def setModelState(self, state: dict[str, Any]) -> None:
         self._buildPolicy()
         if state["best_params"].numel() != self.policy.n_params:
@@ -173,17 +181,7 @@ class CMAESModel(TorchRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        saved = self.startTraining(args, env_kwargs, train_kwargs)
-        self.rng = np.random.default_rng(args.seed)
-        torch.manual_seed(args.seed)
-        if saved is not None:
-            self.setModelState(saved)
-        else:
-            self._buildPolicy()
-            self.normaliser = StateNormaliser(int(np.prod(self.observation_space.shape)))
-            self.mean = np.full(self.policy.n_params, float(self.hyperparams["mu"]))
-            self.sigma = float(self.hyperparams["sigma"])
-            self._setBest(self.mean, -np.inf, self.normaliser)
+        self.prepareTraining(args, env_kwargs, train_kwargs)
         import cma  # heavy dependency, imported here only: see the note on cma above
         from cma.sigma_adaptation import CMAAdaptSigmaCSA
 

@@ -36,8 +36,8 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
-from rl_baselines.rl_algorithm.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
-from rl_baselines.rl_algorithm.torch_common import TorchActorCritic, makeEncoder, orthogonalInit
+from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, TorchActorCritic, makeEncoder, orthogonalInit
 
 # Keeps logarithms and ratios finite where a probability reaches 0.
 EPS = 1e-6
@@ -236,39 +236,26 @@ class ACERModel(TorchActorCritic):
 
     NAME = "acer"
     ACTION_TYPES = (ActionType.DISCRETE,)
-    DEFAULT_HYPERPARAMS = {
-        "n_steps": 20,
-        "q_coef": 0.5,
-        "ent_coef": 0.01,
-        "max_grad_norm": 10.0,
-        "learning_rate": 7e-4,
-        "rprop_epsilon": 1e-5,
-        "rprop_alpha": 0.99,
-        "gamma": 0.99,
-        "buffer_size": 5000,
-        "replay_ratio": 4,
-        "replay_start": 1000,
-        "correction_term": 10.0,
-        "trust_region": True,
-        "alpha": 0.99,
-        "delta": 1.0,
-        "lr_schedule": "constant",
-    }
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval]] = {
-        "n_steps": POSITIVE,
-        "q_coef": NON_NEGATIVE,
-        "ent_coef": NON_NEGATIVE,
-        "max_grad_norm": POSITIVE,
-        "learning_rate": POSITIVE,
-        "rprop_epsilon": POSITIVE,
-        "rprop_alpha": Interval(0, 1, high_open=True),
-        "gamma": DISCOUNT,
-        "buffer_size": POSITIVE,
-        "replay_ratio": NON_NEGATIVE,
-        "replay_start": NON_NEGATIVE,
-        "correction_term": POSITIVE,
-        "alpha": Interval(0, 1, high_open=True),
-        "delta": POSITIVE,
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "n_steps": Hyperparam(20, "steps per env in each trajectory", bounds=POSITIVE, search=(1, 100)),
+        "learning_rate": Hyperparam(7e-4, "RMSprop learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),
+        "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
+        "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
+        "q_coef": Hyperparam(0.5, "weight of the Q regression", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
+        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=POSITIVE, search=(0.1, 10.0)),
+        "rprop_epsilon": Hyperparam(1e-5, "RMSprop epsilon", bounds=POSITIVE, search=(1e-6, 1e-2, "log")),
+        "rprop_alpha": Hyperparam(0.99, "RMSprop decay", bounds=Interval(0, 1, high_open=True),
+                                  search=(0.5, 0.999)),
+        "buffer_size": Hyperparam(5000, "replay memory, in steps per env", bounds=POSITIVE),
+        "replay_ratio": Hyperparam(4, "mean off-policy updates per on-policy one (Poisson)", bounds=NON_NEGATIVE,
+                                   search=(0, 10)),
+        "replay_start": Hyperparam(1000, "steps per env in memory before replaying", bounds=NON_NEGATIVE),
+        "correction_term": Hyperparam(10.0, "importance-weight truncation c", bounds=POSITIVE, search=(1.0, 10.0)),
+        "trust_region": Hyperparam(True, "project the gradient into the trust region around the average policy"),
+        "alpha": Hyperparam(0.99, "decay of the average policy", bounds=Interval(0, 1, high_open=True),
+                            search=(0.5, 0.999)),
+        "delta": Hyperparam(1.0, "trust-region size", bounds=POSITIVE, search=(0.1, 10.0)),
+        "lr_schedule": LR_SCHEDULE,
     }
 
     def __init__(self) -> None:
@@ -278,24 +265,6 @@ class ACERModel(TorchActorCritic):
         self.optimizer: torch.optim.Optimizer | None = None
         self.replay: TrajectoryReplay | None = None
         self.rng: np.random.Generator | None = None  # draws the replayed trajectories
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            "n_steps": (int, (1, 100)),
-            "learning_rate": (float, (1e-5, 1e-2), "log"),
-            "gamma": (float, (0.9, 0.9999)),
-            "ent_coef": (float, (1e-8, 0.1), "log"),
-            "q_coef": (float, (0.0, 1.0)),
-            "max_grad_norm": (float, (0.1, 10.0)),
-            "rprop_epsilon": (float, (1e-6, 1e-2), "log"),
-            "rprop_alpha": (float, (0.5, 0.999)),
-            "replay_ratio": (int, (0, 10)),
-            "correction_term": (float, (1.0, 10.0)),
-            "alpha": (float, (0.5, 0.999)),
-            "delta": (float, (0.1, 10.0)),
-            "lr_schedule": (list, ["constant", "linear"]),
-        }
 
     # --- networks --------------------------------------------------------------------------------------------
 

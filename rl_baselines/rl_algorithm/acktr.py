@@ -25,9 +25,9 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
-from rl_baselines.rl_algorithm.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
-from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
+from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 
 
 def discountedReturns(rewards: np.ndarray, dones: np.ndarray, last_values: np.ndarray, gamma: float) -> np.ndarray:
@@ -51,57 +51,32 @@ class ACKTRModel(TorchActorCritic):
 
     NAME = "acktr"
     ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
-    DEFAULT_HYPERPARAMS = {
-        "n_steps": 20,
-        "learning_rate": 0.25,
-        "gamma": 0.99,
-        "ent_coef": 0.01,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
-        "vf_fisher_coef": 1.0,
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "n_steps": Hyperparam(20, "steps per env between updates", bounds=POSITIVE, search=(1, 100)),
+        "learning_rate": Hyperparam(0.25, "K-FAC learning rate", bounds=POSITIVE, search=(1e-3, 1.0, "log")),
+        "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
+        "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
+        "vf_coef": Hyperparam(0.5, "value loss weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
+        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=POSITIVE, search=(0.1, 5.0)),
+        "vf_fisher_coef": Hyperparam(1.0, "weight of the value output in the Fisher", bounds=NON_NEGATIVE,
+                                     search=(0.0, 1.0)),
         # Stable Baselines' 0.001 let one seed in three collapse to a wall-bumping policy on MobileRobotGymEnv-v0
         # (20k steps, seeds 0-6: 4 of 7 learned); 0.0003 learned on all 7 (mean 203 of ~230).
-        "kfac_clip": 0.0003,
-        "kfac_damping": 0.01,
-        "kfac_stat_decay": 0.99,
-        "kfac_inverse_interval": 10,
-        "momentum": 0.9,
-        "lr_schedule": "constant",
-    }
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval]] = {
-        "n_steps": POSITIVE,
-        "learning_rate": POSITIVE,
-        "gamma": DISCOUNT,
-        "ent_coef": NON_NEGATIVE,
-        "vf_coef": NON_NEGATIVE,
-        "max_grad_norm": POSITIVE,
-        "vf_fisher_coef": NON_NEGATIVE,
-        "kfac_clip": POSITIVE,
-        "kfac_damping": POSITIVE,
-        "kfac_stat_decay": Interval(0, 1, high_open=True),
-        "kfac_inverse_interval": POSITIVE,
-        "momentum": Interval(0, 1, high_open=True),
+        "kfac_clip": Hyperparam(0.0003, "trust region: bound on the predicted KL of a step", bounds=POSITIVE,
+                                search=(1e-4, 1e-1, "log")),
+        "kfac_damping": Hyperparam(0.01, "damping of the Kronecker factors", bounds=POSITIVE,
+                                   search=(1e-4, 1e-1, "log")),
+        "kfac_stat_decay": Hyperparam(0.99, "decay of the running Kronecker factors",
+                                      bounds=Interval(0, 1, high_open=True)),
+        "kfac_inverse_interval": Hyperparam(10, "updates between inversions of the factors", bounds=POSITIVE),
+        "momentum": Hyperparam(0.9, "momentum of the natural-gradient step", bounds=Interval(0, 1, high_open=True)),
+        "lr_schedule": LR_SCHEDULE,
     }
 
     def __init__(self) -> None:
         super().__init__()
         self.policy: ActorCriticNetwork | None = None
         self.optimizer: KFACOptimizer | None = None
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            "n_steps": (int, (1, 100)),
-            "learning_rate": (float, (1e-3, 1.0), "log"),
-            "gamma": (float, (0.9, 0.9999)),
-            "ent_coef": (float, (1e-8, 0.1), "log"),
-            "vf_coef": (float, (0.0, 1.0)),
-            "max_grad_norm": (float, (0.1, 5.0)),
-            "vf_fisher_coef": (float, (0.0, 1.0)),
-            "kfac_clip": (float, (1e-4, 1e-1), "log"),
-            "kfac_damping": (float, (1e-4, 1e-1), "log"),
-            "lr_schedule": (list, ["constant", "linear"]),
-        }
 
     # --- networks --------------------------------------------------------------------------------------------
 

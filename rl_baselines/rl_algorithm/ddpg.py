@@ -2,7 +2,7 @@
 from stable_baselines3 import DDPG
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, NoiseType, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.rl_algorithm.off_policy import TAU, OffPolicyRLObject, noiseHyperparams, replayHyperparams
 
 
 class DDPGModel(OffPolicyRLObject):
@@ -15,20 +15,8 @@ class DDPGModel(OffPolicyRLObject):
     SB3_CLASS = DDPG
     NAME = "ddpg"
     ACTION_TYPES = (ActionType.CONTINUOUS,)
-    DEFAULT_HYPERPARAMS = {
-        **REPLAY_DEFAULTS,
-        "learning_rate": 1e-3,
-        "batch_size": 64,
-        "tau": 0.005,
-        "noise_type": NoiseType("ou"),
-        "noise_std": 0.2,
+    HYPERPARAMS = {
+        **replayHyperparams(learning_rate=1e-3, batch_size=64),
+        "tau": TAU,
+        **noiseHyperparams("ou", 0.2),
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            **replaySearchSpace(),
-            "tau": (float, (0.001, 0.05), "log"),
-            "noise_type": (list, ["none", "normal", "ou"]),
-            "noise_std": (float, (0.0, 1.0)),
-        }

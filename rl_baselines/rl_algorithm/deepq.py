@@ -30,6 +30,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback
+from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
 from rl_baselines.runs.run_logging import logScalars
@@ -213,31 +214,30 @@ class DQNModel(TorchRLObject):
 
     NAME = "deepq"
     ACTION_TYPES = (ActionType.DISCRETE,)
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
-        "learning_rate": 5e-4,
-        "buffer_size": 50000,
-        "batch_size": 64,
-        "gamma": 0.99,
-        "exploration_fraction": 0.2,
-        "exploration_initial_eps": 1.0,
-        "exploration_final_eps": 0.02,
-        "train_freq": 1,
-        "learning_starts": 500,
-        "target_network_update_freq": 500,
-        "max_grad_norm": 10.0,
-        "double_q": True,
-        "dueling": True,
-        "prioritized_replay": True,
-        "prioritized_replay_alpha": 0.6,
-        "prioritized_replay_beta0": 0.4,
-        "prioritized_replay_eps": 1e-6,
+    # The searched ones in the order of the search space (the sampler draws in this order).
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "learning_rate": Hyperparam(5e-4, "Adam learning rate", bounds=(0.0, None), search=(1e-5, 1e-2, "log")),
+        "buffer_size": Hyperparam(50000, "replay buffer size, in transitions", bounds=(1, None)),
+        "exploration_fraction": Hyperparam(0.2, "fraction of the run over which epsilon decays", bounds=(0.0, 1.0),
+                                           search=(0.0, 0.5)),
+        "exploration_initial_eps": Hyperparam(1.0, "epsilon at the start", bounds=(0.0, 1.0)),
+        "exploration_final_eps": Hyperparam(0.02, "epsilon at the end of the decay", bounds=(0.0, 1.0),
+                                            search=(0.0, 0.2)),
+        "gamma": Hyperparam(0.99, "discount factor", bounds=(0.0, 1.0), search=(0.9, 0.9999)),
+        "train_freq": Hyperparam(1, "env steps per gradient step", bounds=(1, None), search=(1, 10)),
+        "learning_starts": Hyperparam(500, "env steps before the first gradient step", bounds=(0, None),
+                                      search=(0, 10000)),
+        "target_network_update_freq": Hyperparam(500, "env steps between target network copies", bounds=(1, None),
+                                                 search=(10, 10000)),
+        "batch_size": Hyperparam(64, "transitions per gradient step", bounds=(1, None), search=(8, 128)),
+        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=(0.0, None)),
+        "double_q": Hyperparam(True, "double Q-learning targets"),
+        "dueling": Hyperparam(True, "dueling value and advantage heads"),
+        "prioritized_replay": Hyperparam(True, "sample transitions by TD error"),
+        "prioritized_replay_alpha": Hyperparam(0.6, "priority exponent", bounds=(0.0, None)),
+        "prioritized_replay_beta0": Hyperparam(0.4, "initial importance-sampling exponent", bounds=(0.0, 1.0)),
+        "prioritized_replay_eps": Hyperparam(1e-6, "added to every priority", bounds=(1e-12, None)),
     }
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, tuple]] = {
-        "learning_rate": (0.0, None), "buffer_size": (1, None), "batch_size": (1, None), "gamma": (0.0, 1.0),
-        "exploration_fraction": (0.0, 1.0), "exploration_initial_eps": (0.0, 1.0), "exploration_final_eps": (0.0, 1.0),
-        "train_freq": (1, None), "learning_starts": (0, None), "target_network_update_freq": (1, None),
-        "max_grad_norm": (0.0, None), "prioritized_replay_alpha": (0.0, None), "prioritized_replay_beta0": (0.0, 1.0),
-        "prioritized_replay_eps": (1e-12, None)}
 
     def __init__(self) -> None:
         super().__init__()
@@ -247,20 +247,11 @@ class DQNModel(TorchRLObject):
         self.rng = np.random.default_rng(0)
         self.replay_buffer: ReplayBuffer | None = None
 
-    @classmethod
-    def getOptParam(cls) -> dict[str, tuple]:
-        return {
-            "learning_rate": (float, (1e-5, 1e-2), "log"),
-            "exploration_fraction": (float, (0.0, 0.5)),
-            "exploration_final_eps": (float, (0.0, 0.2)),
-            "gamma": (float, (0.9, 0.9999)),
-            "train_freq": (int, (1, 10)),
-            "learning_starts": (int, (0, 10000)),
-            "target_network_update_freq": (int, (10, 10000)),
-            "batch_size": (int, (8, 128)),
-        }
-
     # --- networks --------------------------------------------------------------------------------------------
+
+    def buildModel(self) -> None:
+        """A new model: the Q-network, its target copy and the optimizer."""
+        self._buildNetworks()
 
     def _buildNetworks(self) -> None:
         n_actions, dueling = int(self.action_space.n), bool(self.hyperparams["dueling"])
@@ -321,14 +312,8 @@ class DQNModel(TorchRLObject):
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
 
-        saved = self.startTraining(args, env_kwargs, train_kwargs)
+        self.prepareTraining(args, env_kwargs, train_kwargs)
         hp = self.hyperparams
-        self.rng = np.random.default_rng(args.seed)
-        torch.manual_seed(args.seed)
-        if saved is not None:
-            self.setModelState(saved)
-        else:
-            self._buildNetworks()
         env, n_envs = self.env, self.env.num_envs
         vec_normalize = findVecNormalize(env)
         normalise = vec_normalize.normalize_obs if vec_normalize is not None else (lambda obs: obs)

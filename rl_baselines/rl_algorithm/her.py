@@ -21,6 +21,7 @@ start) before learning resumes: HER samples finished episodes only.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import zipfile
 from typing import Any, ClassVar
@@ -32,17 +33,24 @@ from stable_baselines3.her import HerReplayBuffer
 from environments import getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import strToBool
+from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
-from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
 from rl_baselines.rl_algorithm.td3 import TD3Model
-from srl_toolbox.cli import UsageError, positiveInt
+from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
 
 GOAL_SELECTION_STRATEGIES = ("future", "final", "episode")
 # HER's own hyperparameters (the learner's come from its class).
-HER_DEFAULTS: dict[str, Any] = {"n_sampled_goal": 4, "goal_selection_strategy": "future"}
+HER_HYPERPARAMS: dict[str, Hyperparam] = {
+    "n_sampled_goal": Hyperparam(4, "relabelled goals per real transition", bounds=(1, None), search=(1, 8)),
+    "goal_selection_strategy": Hyperparam("future", "relabelled goals: reached later in the episode (future), at "
+                                          "its end (final), or anywhere in it (episode)",
+                                          choices=GOAL_SELECTION_STRATEGIES, search=list(GOAL_SELECTION_STRATEGIES)),
+}
+HER_DEFAULTS: dict[str, Any] = {name: hyperparam.default for name, hyperparam in HER_HYPERPARAMS.items()}
 # What a model loaded without an env gets instead of its HerReplayBuffer (it only acts).
 REPLAY_ONLY_BUFFER = {"replay_buffer_class": DictReplayBuffer, "replay_buffer_kwargs": {}, "buffer_size": 1}
 
@@ -53,14 +61,14 @@ class HERDQNModel(OffPolicyRLObject):
     SB3_CLASS = DQN
     NAME = "deepq"
     ACTION_TYPES = (ActionType.DISCRETE,)
-    DEFAULT_HYPERPARAMS = {
-        **REPLAY_DEFAULTS,
-        "learning_rate": 5e-4,
-        "batch_size": 64,
-        "target_update_interval": 500,
-        "exploration_fraction": 0.2,
-        "exploration_final_eps": 0.02,
-        "max_grad_norm": 10.0,
+    # Not searched by itself: her's search space is the one every learner shares (HERModel.getOptParam).
+    HYPERPARAMS = {
+        **replayHyperparams(learning_rate=5e-4, batch_size=64, searched=False),
+        "target_update_interval": Hyperparam(500, "env steps between target network copies", bounds=(1, None)),
+        "exploration_fraction": Hyperparam(0.2, "fraction of the run over which epsilon decays",
+                                           bounds=Interval(0, 1)),
+        "exploration_final_eps": Hyperparam(0.02, "epsilon at the end of the decay", bounds=Interval(0, 1)),
+        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=POSITIVE),
     }
 
 
@@ -116,7 +124,8 @@ class HERModel(OffPolicyRLObject):
     ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     SB3_CLASS: ClassVar[type | None] = None  # the learner's, set per instance by train and load
     POLICIES = {"pixels": "MultiInputPolicy", "state": "MultiInputPolicy"}
-    DEFAULT_HYPERPARAMS = dict(HER_DEFAULTS)
+    # HER's own; the learner's are those of its class (baseHyperparams), resolved by hyperparamsFromArgs.
+    HYPERPARAMS = HER_HYPERPARAMS
 
     def __init__(self) -> None:
         super().__init__()
@@ -130,18 +139,15 @@ class HERModel(OffPolicyRLObject):
         group.add_argument("--her-algo", choices=list(BASE_ALGOS), default=None,
                            help="learner: sac, td3, ddpg (continuous, -c) or deepq (discrete, Stable-Baselines3's "
                                 "DQN) [sac with -c, else deepq; the saved one with --load-rl-model-path]")
-        group.add_argument("--n-sampled-goal", dest="hp_n_sampled_goal", type=positiveInt, default=None,
-                           metavar="INT", help=f"relabelled goals per real transition [{HER_DEFAULTS['n_sampled_goal']}]")
-        group.add_argument("--goal-selection-strategy", dest="hp_goal_selection_strategy",
-                           choices=GOAL_SELECTION_STRATEGIES, default=None,
-                           help="relabelled goals: reached later in the episode, at its end, or anywhere in it "
-                                f"[{HER_DEFAULTS['goal_selection_strategy']}]")
+        cls.addHyperparamArguments(parser, group=group)
         learner = parser.add_argument_group(
             "hyperparameters of the --her-algo learner (defaults per learner)",
             "learning_starts defaults to at least --num-cpu x the env's episode length (HER samples finished episodes)")
         for name, owners in baseHyperparams().items():
             default = owners[0][1]
-            kind = {bool: strToBool}.get(type(default), type(default))
+            # typed and checked by the spec of the first learner that has it, as parserHyperParam does
+            kind = strToBool if isinstance(default, bool) else functools.partial(BASE_ALGOS[owners[0][0]]._flagValue,
+                                                                                 name)
             defaults = ", ".join(f"{algo}: {value}" for algo, value in owners)
             if len(owners) == len(BASE_ALGOS) and len({str(value) for _, value in owners}) == 1:
                 defaults = str(default)  # the same for every learner
@@ -228,14 +234,12 @@ class HERModel(OffPolicyRLObject):
 
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
-        """Cast ``--hyperparam`` values: HER's own with its search space, the learners' with their class."""
+        """Cast ``--hyperparam`` values: HER's own with its spec, the learners' with their class."""
         learners = baseHyperparams()
         parsed: dict[str, Any] = {}
         for name, raw in hyperparams.items():
             if name in HER_DEFAULTS:
                 parsed.update(super().parserHyperParam({name: raw}))
-                if name == "n_sampled_goal" and parsed[name] < 1:
-                    raise ValueError(f"hyperparameter 'n_sampled_goal' must be >= 1, got {raw!r}")
             elif name in learners:
                 owner = BASE_ALGOS[learners[name][0][0]]
                 parsed.update(owner.parserHyperParam({name: raw}))
@@ -246,16 +250,19 @@ class HERModel(OffPolicyRLObject):
 
     @classmethod
     def getOptParam(cls) -> dict[str, tuple]:
-        """:return: the search ranges every learner shares, and HER's (learning_starts stays at its default: HER
-            needs it at least one episode long)"""
+        """:return: the search ranges every learner shares, then HER's own (its spec's; learning_starts stays at its
+            default: HER needs it at least one episode long). The one built-in that adds to its spec's space: the
+            learner's hyperparameters are not in HER's spec, their defaults depend on ``--her-algo``."""
         space = {name: spec for name, spec in replaySearchSpace().items() if name != "learning_starts"}
-        return {**space, "n_sampled_goal": (int, (1, 8)),
-                "goal_selection_strategy": (list, list(GOAL_SELECTION_STRATEGIES))}
+        return {**space, **super().getOptParam()}
 
     # --- the learner's hyperparameters ------------------------------------------------------------------------
 
     @classmethod
-    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
+                            saved: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The learner's hyperparameters (its class's), HER's own, and learning_starts at least the first episodes'
+        length unless given (nothing is saved: a continued model keeps its own)."""
         hyperparams = BASE_ALGOS[args.her_algo].hyperparamsFromArgs(args, train_kwargs)
         for name, default in HER_DEFAULTS.items():
             flag = getattr(args, f"hp_{name}", None)

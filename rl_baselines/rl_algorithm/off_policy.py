@@ -1,5 +1,6 @@
-"""What the replay-buffer algorithms (ddpg, td3, sac, tqc, qrdqn) share: buffer defaults and search ranges, action
-noise for the deterministic actors, and the action distribution of the squashed-Gaussian ones.
+"""What the replay-buffer algorithms (ddpg, td3, sac, tqc, qrdqn) share: the declarations of their common
+hyperparameters (buffer, discount, update rhythm, search ranges; :func:`replayHyperparams`), action noise for the
+deterministic actors, and the action distribution of the squashed-Gaussian ones.
 
 Each algorithm module only names its SB3 class and its own hyperparameters on top of :class:`OffPolicyRLObject`.
 """
@@ -12,6 +13,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 
+from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 NOISE_TYPES = ("none", "normal", "ou")
@@ -28,17 +30,38 @@ REPLAY_DEFAULTS: dict[str, Any] = {
 }
 
 
-def replaySearchSpace() -> dict[str, tuple]:
-    """:return: the search ranges every off-policy algorithm shares (add its own on top)"""
+def replayHyperparams(learning_rate: float, batch_size: int, train_freq: int = REPLAY_DEFAULTS["train_freq"],
+                      searched: bool = True) -> dict[str, Hyperparam]:
+    """
+    :param learning_rate: the algorithm's default learning rate
+    :param batch_size: its default batch size
+    :param train_freq: its default number of env steps between updates
+    :param searched: give them their search ranges (False: leave them out of the search)
+    :return: the hyperparameters every off-policy algorithm shares, with the defaults of :data:`REPLAY_DEFAULTS`, in
+        the order of their search space (the algorithm adds its own after them)
+    """
+
+    def entry(default: Any, description: str, bounds: Any, search: Any) -> Hyperparam:
+        return Hyperparam(default, description, bounds=bounds, search=search if searched else None)
+
     return {
-        "learning_rate": (float, (1e-5, 1e-2), "log"),
-        "gamma": (float, (0.9, 0.9999)),
-        "batch_size": (list, [32, 64, 128, 256]),
-        "buffer_size": (list, [10_000, 100_000, 1_000_000]),
-        "learning_starts": (int, (100, 10_000)),
-        "train_freq": (int, (1, 16)),
-        "gradient_steps": (int, (1, 16)),
+        "learning_rate": entry(learning_rate, "learning rate", POSITIVE, (1e-5, 1e-2, "log")),
+        "gamma": entry(REPLAY_DEFAULTS["gamma"], "discount factor", DISCOUNT, (0.9, 0.9999)),
+        "batch_size": entry(batch_size, "transitions per gradient step", (1, None), [32, 64, 128, 256]),
+        "buffer_size": entry(REPLAY_DEFAULTS["buffer_size"], "replay buffer size, in transitions", (1, None),
+                             [10_000, 100_000, 1_000_000]),
+        "learning_starts": entry(REPLAY_DEFAULTS["learning_starts"], "env steps (random actions) before learning",
+                                 NON_NEGATIVE, (100, 10_000)),
+        "train_freq": entry(train_freq, "env steps between updates", (1, None), (1, 16)),
+        "gradient_steps": entry(REPLAY_DEFAULTS["gradient_steps"], "gradient steps per update (-1: as many as env "
+                                "steps)", (-1, None), (1, 16)),
     }
+
+
+def replaySearchSpace() -> dict[str, tuple]:
+    """:return: the search ranges every off-policy algorithm shares (those of :func:`replayHyperparams`)"""
+    shared = replayHyperparams(learning_rate=3e-4, batch_size=64)  # (the defaults play no part in the ranges)
+    return {name: hyperparam.optParam() for name, hyperparam in shared.items()}
 
 
 class NoiseType(str):
@@ -64,6 +87,28 @@ class EntCoef(str):
         return super().__new__(cls, raw)
 
 
+# Soft target updates (sac, tqc, td3, ddpg).
+TAU = Hyperparam(0.005, "soft update coefficient of the target networks", bounds=Interval(0, 1),
+                 search=(0.001, 0.05, "log"))
+# The entropy coefficient of sac and tqc (searched over a grid; any EntCoef value can be given).
+ENT_COEF = Hyperparam(EntCoef("auto"), "entropy coefficient: auto (learned), auto_<initial value>, or a fixed "
+                      "positive number", search=["auto", 0.1, 0.01, 0.001, 0.0001])
+
+
+def noiseHyperparams(noise_type: str, noise_std: float) -> dict[str, Hyperparam]:
+    """
+    :param noise_type: the default exploration noise (one of :data:`NOISE_TYPES`)
+    :param noise_std: its default standard deviation
+    :return: the exploration-noise hyperparameters of the deterministic actors (td3, ddpg)
+    """
+    return {
+        "noise_type": Hyperparam(NoiseType(noise_type), "exploration noise: none, normal (Gaussian) or ou "
+                                 "(Ornstein-Uhlenbeck)", search=list(NOISE_TYPES)),
+        "noise_std": Hyperparam(noise_std, "standard deviation of the exploration noise", bounds=NON_NEGATIVE,
+                                search=(0.0, 1.0)),
+    }
+
+
 def makeActionNoise(noise_type: str, noise_std: float, n_actions: int) -> Any:
     """
     :param noise_type: none, normal (Gaussian, independent per step) or ou (Ornstein-Uhlenbeck, correlated in time)
@@ -84,7 +129,7 @@ def makeActionNoise(noise_type: str, noise_std: float, n_actions: int) -> Any:
 
 class OffPolicyRLObject(StableBaselinesRLObject):
     """
-    Base of the replay-buffer algorithms. Subclasses whose DEFAULT_HYPERPARAMS hold ``noise_type`` and ``noise_std``
+    Base of the replay-buffer algorithms. Subclasses whose HYPERPARAMS hold ``noise_type`` and ``noise_std``
     get exploration noise added to their deterministic actions (SB3's ``action_noise``); the noise is saved with the
     model and rebuilt on ``--load-rl-model-path`` when either noise flag is given (the other one then takes its
     default).

@@ -42,8 +42,8 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
-from rl_baselines.rl_algorithm.torch_base import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval
-from rl_baselines.rl_algorithm.torch_common import ActorCriticNetwork, TorchActorCritic
+from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 
 
@@ -170,28 +170,20 @@ class PPO1Model(TorchActorCritic):
     # In env steps (all workers together), as ppo2's and trpo's.
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {
-        "timesteps_per_actorbatch": 128,
-        "entcoeff": 0.01,
-        "vf_coef": 1.0,
-        "learning_rate": 2.5e-4,
-        "gamma": 0.99,
-        "lam": 0.95,
-        "optim_epochs": 4,
-        "nminibatches": 1,
-        "clip_param": 0.2,
-        "lr_schedule": "constant",
-    }
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval]] = {
-        "timesteps_per_actorbatch": POSITIVE,
-        "entcoeff": NON_NEGATIVE,
-        "vf_coef": NON_NEGATIVE,
-        "learning_rate": POSITIVE,
-        "gamma": DISCOUNT,
-        "lam": Interval(0, 1),
-        "optim_epochs": POSITIVE,
-        "nminibatches": POSITIVE,
-        "clip_param": POSITIVE,
+    # In the order of the search space (the sampler draws in this order). The search ranges of gamma and clip_param
+    # start on their open lower bound (0 is not allowed): a grid search's first value of them is refused (unchecked).
+    HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
+        "lam": Hyperparam(0.95, "GAE lambda", bounds=Interval(0, 1), search=(0.0, 1.0)),
+        "gamma": Hyperparam.unchecked(0.99, help="discount factor", bounds=DISCOUNT, search=(0.0, 1.0)),
+        "entcoeff": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
+        "vf_coef": Hyperparam(1.0, "value loss weight", bounds=NON_NEGATIVE),
+        "clip_param": Hyperparam.unchecked(0.2, help="PPO clipping range", bounds=POSITIVE, search=(0.0, 1.0)),
+        "learning_rate": Hyperparam(2.5e-4, "Adam learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),
+        "optim_epochs": Hyperparam(4, "epochs over each batch", bounds=POSITIVE, search=(1, 10)),
+        "nminibatches": Hyperparam(1, "minibatches per epoch", bounds=POSITIVE),
+        "timesteps_per_actorbatch": Hyperparam(128, "steps per worker between updates", bounds=POSITIVE,
+                                               search=(32, 2048)),
+        "lr_schedule": LR_SCHEDULE,
     }
 
     def __init__(self) -> None:
@@ -214,19 +206,6 @@ class PPO1Model(TorchActorCritic):
         group.add_argument("--world-size", type=positiveInt, default=None,
                            help="processes in all, over all machines [--num-workers]")
         return parser
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            "lam": (float, (0.0, 1.0)),
-            "gamma": (float, (0.0, 1.0)),
-            "entcoeff": (float, (0.0, 1.0)),
-            "clip_param": (float, (0.0, 1.0)),
-            "learning_rate": (float, (1e-5, 1e-2), "log"),
-            "optim_epochs": (int, (1, 10)),
-            "timesteps_per_actorbatch": (int, (32, 2048)),
-            "lr_schedule": (list, ["constant", "linear"]),
-        }
 
     # --- networks --------------------------------------------------------------------------------------------
 

@@ -1,6 +1,7 @@
 """ppo2: Proximal Policy Optimization (Stable-Baselines3 PPO), discrete and continuous actions."""
 from stable_baselines3 import PPO
 
+from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
@@ -15,30 +16,15 @@ class PPO2Model(StableBaselinesRLObject):
     NAME = "ppo2"
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
-    DEFAULT_HYPERPARAMS = {
-        "n_steps": 128,
-        "batch_size": 64,
-        "n_epochs": 10,
-        "learning_rate": 3e-4,
-        "gamma": 0.99,
-        "gae_lambda": 0.95,
-        "clip_range": 0.2,
-        "ent_coef": 0.01,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
+    HYPERPARAMS = {
+        "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
+        "batch_size": Hyperparam(64, "minibatch size", bounds=(1, None), search=[32, 64, 128, 256]),
+        "n_epochs": Hyperparam(10, "epochs over each rollout", bounds=(1, None), search=(1, 10)),
+        "learning_rate": Hyperparam(3e-4, "Adam learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),
+        "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
+        "gae_lambda": Hyperparam(0.95, "GAE lambda", bounds=Interval(0, 1), search=(0.8, 1.0)),
+        "clip_range": Hyperparam(0.2, "PPO clipping range", bounds=POSITIVE, search=(0.1, 0.4)),
+        "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
+        "vf_coef": Hyperparam(0.5, "value loss weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
+        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=POSITIVE, search=(0.3, 5.0)),
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            "n_steps": (int, (32, 2048)),
-            "batch_size": (list, [32, 64, 128, 256]),
-            "n_epochs": (int, (1, 10)),
-            "learning_rate": (float, (1e-5, 1e-2), "log"),
-            "gamma": (float, (0.9, 0.9999)),
-            "gae_lambda": (float, (0.8, 1.0)),
-            "clip_range": (float, (0.1, 0.4)),
-            "ent_coef": (float, (1e-8, 0.1), "log"),
-            "vf_coef": (float, (0.0, 1.0)),
-            "max_grad_norm": (float, (0.3, 5.0)),
-        }

@@ -6,6 +6,7 @@ ends, while acting (getAction) as while training.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import torch
 from sb3_contrib import RecurrentPPO
 from torch import nn
 
+from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 from srl_toolbox.cli import UsageError
@@ -27,23 +29,16 @@ class PPOLSTMModel(StableBaselinesRLObject):
     POLICIES = {"pixels": "CnnLstmPolicy", "state": "MlpLstmPolicy"}
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
-    DEFAULT_HYPERPARAMS = {
-        "n_steps": 128,
-        "batch_size": 128,
-        "n_epochs": 10,
-        "learning_rate": 3e-4,
-        "gamma": 0.99,
-        "gae_lambda": 0.95,
-        "clip_range": 0.2,
-        "ent_coef": 0.01,
-        "vf_coef": 0.5,
-        "max_grad_norm": 0.5,
-        # policy keywords (the RL Zoo's recurrent settings use 64 units, ReLU and no orthogonal init)
-        "lstm_hidden_size": 256,
-        "activation_fn": "tanh",
-        "ortho_init": True,
-    }
     ACTIVATIONS = ("tanh", "relu")
+    # ppo2's PPO hyperparameters, searched over the same ranges (batches of 128), then the policy's (not searched).
+    HYPERPARAMS = {
+        **PPO2Model.HYPERPARAMS,
+        "batch_size": dataclasses.replace(PPO2Model.HYPERPARAMS["batch_size"], default=128),
+        # policy keywords (the RL Zoo's recurrent settings use 64 units, ReLU and no orthogonal init)
+        "lstm_hidden_size": Hyperparam(256, "LSTM units", bounds=(1, None)),
+        "activation_fn": Hyperparam("tanh", "activation of the MLP layers", choices=ACTIVATIONS),
+        "ortho_init": Hyperparam(True, "orthogonal initialisation of the weights"),
+    }
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,10 +63,6 @@ class PPOLSTMModel(StableBaselinesRLObject):
         if policy_kwargs:
             kwargs["policy_kwargs"] = policy_kwargs
         return kwargs
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return PPO2Model.getOptParam()  # the same PPO hyperparameters, searched over the same ranges
 
     def _stepInputs(self, observation: np.ndarray, dones: np.ndarray | None
                     ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:

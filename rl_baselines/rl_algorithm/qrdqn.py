@@ -2,7 +2,8 @@
 from sb3_contrib import QRDQN
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.core.hyperparams import Hyperparam, Interval
+from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams
 
 
 class QRDQNModel(OffPolicyRLObject):
@@ -15,21 +16,12 @@ class QRDQNModel(OffPolicyRLObject):
     SB3_CLASS = QRDQN
     NAME = "qrdqn"
     ACTION_TYPES = (ActionType.DISCRETE,)
-    DEFAULT_HYPERPARAMS = {
-        **REPLAY_DEFAULTS,
-        "learning_rate": 1e-4,
-        "batch_size": 32,
-        "train_freq": 4,
-        "target_update_interval": 500,
-        "exploration_fraction": 0.1,
-        "exploration_final_eps": 0.01,
+    HYPERPARAMS = {
+        **replayHyperparams(learning_rate=1e-4, batch_size=32, train_freq=4),
+        "target_update_interval": Hyperparam(500, "env steps between target network copies", bounds=(1, None),
+                                             search=(10, 10_000, "log")),
+        "exploration_fraction": Hyperparam(0.1, "fraction of the run over which epsilon decays",
+                                           bounds=Interval(0, 1), search=(0.01, 0.5)),
+        "exploration_final_eps": Hyperparam(0.01, "epsilon at the end of the decay", bounds=Interval(0, 1),
+                                            search=(0.0, 0.2)),
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            **replaySearchSpace(),
-            "target_update_interval": (int, (10, 10_000), "log"),
-            "exploration_fraction": (float, (0.01, 0.5)),
-            "exploration_final_eps": (float, (0.0, 0.2)),
-        }

@@ -11,7 +11,7 @@ import numpy as np
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import BaseRLObject, TrainCallback
 from rl_baselines.core.training_state import generatorState, setGeneratorState
-from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
+from rl_baselines.envs.factory import saveNormalisation
 from srl_toolbox.files import readJson, writeJson
 
 
@@ -31,7 +31,7 @@ def _spaceFromJson(data: dict[str, Any]) -> gym.Space:
 
 
 class RandomAgentModel(BaseRLObject):
-    """Samples every env's action uniformly from the action space."""
+    """Samples every env's action uniformly from the action space (no hyperparameters)."""
 
     ALGO_TYPE = AlgoType.OTHER
     MODEL_EXTENSION = ".json"
@@ -89,11 +89,7 @@ class RandomAgentModel(BaseRLObject):
         load_path = getattr(args, "load_rl_model_path", None)
         if load_path:  # continuing a saved agent (or a resumed run): its step count goes on
             self.num_timesteps = self.load(load_path, args).num_timesteps
-        self.env = self.makeEnv(args, env_kwargs, load_path_normalise=os.path.dirname(os.path.abspath(load_path))
-                                if load_path else None)
-        vec_normalize = findVecNormalize(self.env)
-        if vec_normalize is not None:
-            vec_normalize.training = True  # restored statistics keep adapting, as for the learning algorithms
+        self.env = self.makeTrainingEnv(args, env_kwargs)  # restored statistics keep adapting, as for the learners
         self.seed = args.seed
         self.action_space = self.env.action_space
         self.action_space.seed(args.seed)

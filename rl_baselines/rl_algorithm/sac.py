@@ -2,7 +2,7 @@
 from stable_baselines3 import SAC
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, EntCoef, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.rl_algorithm.off_policy import ENT_COEF, TAU, OffPolicyRLObject, replayHyperparams
 
 
 class SACModel(OffPolicyRLObject):
@@ -14,18 +14,8 @@ class SACModel(OffPolicyRLObject):
     SB3_CLASS = SAC
     NAME = "sac"
     ACTION_TYPES = (ActionType.CONTINUOUS,)
-    DEFAULT_HYPERPARAMS = {
-        **REPLAY_DEFAULTS,
-        "learning_rate": 3e-4,
-        "batch_size": 64,
-        "tau": 0.005,
-        "ent_coef": EntCoef("auto"),
+    HYPERPARAMS = {
+        **replayHyperparams(learning_rate=3e-4, batch_size=64),
+        "tau": TAU,
+        "ent_coef": ENT_COEF,
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            **replaySearchSpace(),
-            "tau": (float, (0.001, 0.05), "log"),
-            "ent_coef": (list, ["auto", 0.1, 0.01, 0.001, 0.0001]),
-        }

@@ -1,9 +1,12 @@
 """The one adapter every Stable-Baselines3-backed algorithm shares: StableBaselinesRLObject.
 
-A subclass names its SB3 (or sb3-contrib) class, its hyperparameter spec and its policies; the adapter turns them
-into flags, builds the env through the contract's ``makeEnv``, saves SB3 zips with the toolbox's manifest member,
-and adapts the toolbox's training callback to SB3's ``learn``. Its checkpoints are taken at clean points (the start of
-a rollout), so that a resumed run goes on exactly as an uninterrupted one.
+A subclass names its SB3 (or sb3-contrib) class, its hyperparameter spec (``HYPERPARAMS``) and its policies. The
+flags, the typing and range checks of ``--hyperparam`` and the search space come from the spec through
+BaseRLObject, as for every algorithm; the adapter only turns the typed values into constructor keywords
+(:meth:`StableBaselinesRLObject.makeModelKwargs`), builds the env through the contract's ``makeEnv``
+(:meth:`StableBaselinesRLObject.prepareTraining`, the start of every SB3-backed ``train``), saves SB3 zips with the
+toolbox's manifest member, and adapts the toolbox's training callback to SB3's ``learn``. Its checkpoints are taken at
+clean points (the start of a rollout), so that a resumed run goes on exactly as an uninterrupted one.
 """
 from __future__ import annotations
 
@@ -26,10 +29,9 @@ from rl_baselines.core.base import (
     BaseRLObject,
     TrainCallback,
     notifyCleanPoint,
-    strToBool,
 )
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
-from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
+from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
 from srl_toolbox.devices import runDevice
@@ -52,13 +54,13 @@ class StableBaselinesRLObject(BaseRLObject):
     """
     Adapter for algorithms that Stable-Baselines3 or sb3-contrib implement.
 
-    A subclass names its ``SB3_CLASS``, ``DEFAULT_HYPERPARAMS`` and search space; every default hyperparameter
-    becomes a command-line flag (``n_steps`` -> ``--n-steps``), and ``--hyperparam`` overrides both.
+    A subclass names its ``SB3_CLASS`` and ``HYPERPARAMS`` (rl_baselines.core.hyperparams), whose names are SB3_CLASS
+    constructor keywords (or become some through :meth:`makeModelKwargs`); every hyperparameter becomes a command-line
+    flag (``n_steps`` -> ``--n-steps``), and ``--hyperparam`` overrides both.
     """
 
     SB3_CLASS: ClassVar[type | None] = None
     NAME: ClassVar[str] = ""
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
     DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
     # SB3 policy name for image observations (raw_pixels) and for low-dimensional states (anything else).
     POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
@@ -74,38 +76,20 @@ class StableBaselinesRLObject(BaseRLObject):
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        """One flag per hyperparameter (BaseRLObject.addHyperparamArguments), and ``--lr-schedule``."""
         group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
-        for name, default in cls.DEFAULT_HYPERPARAMS.items():
-            kind = {bool: strToBool}.get(type(default), type(default))
-            group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
-                               metavar=type(default).__name__.upper(), help=f"[{default}]")
+        cls.addHyperparamArguments(parser, group=group)
         group.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
                            help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
         return parser
 
     @classmethod
-    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-        """
-        :param args: parsed arguments (the flags added by customArguments)
-        :param train_kwargs: values from ``--hyperparam`` (they win over flags)
-        :return: the constructor keywords for SB3_CLASS
-        """
-        hyperparams = dict(cls.DEFAULT_HYPERPARAMS)
-        for name in cls.DEFAULT_HYPERPARAMS:
-            value = getattr(args, f"hp_{name}", None)
-            if value is not None:
-                hyperparams[name] = value
-        hyperparams.update(train_kwargs or {})
-        if getattr(args, "lr_schedule", "constant") == "linear" and "learning_rate" in hyperparams:
-            hyperparams["learning_rate"] = linearSchedule(float(hyperparams["learning_rate"]))
-        return hyperparams
-
-    @classmethod
     def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
-        Turn hyperparameters into SB3_CLASS constructor keywords; override to build objects from them (action
+        Turn typed hyperparameters into SB3_CLASS constructor keywords; override to build objects from them (action
         noise from ``noise_type``/``noise_std``, ...). Also called with only the overridden hyperparameters when a
-        saved model is loaded to continue training.
+        saved model is loaded to continue training. ``--lr-schedule linear`` then turns ``learning_rate`` into a
+        schedule (:meth:`modelKwargs`).
 
         :param args: the run's arguments
         :param hyperparams: hyperparameters by name (from :meth:`hyperparamsFromArgs`)
@@ -113,6 +97,21 @@ class StableBaselinesRLObject(BaseRLObject):
         :return: constructor keywords (default: the hyperparameters unchanged)
         """
         return dict(hyperparams)
+
+    @classmethod
+    def modelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+        """
+        :param args: the run's arguments (``lr_schedule``)
+        :param hyperparams: typed hyperparameters by name
+        :param env: the training VecEnv
+        :return: :meth:`makeModelKwargs`, with a number ``learning_rate`` decaying linearly under
+            ``--lr-schedule linear``
+        """
+        kwargs = cls.makeModelKwargs(args, hyperparams, env)
+        rate = kwargs.get("learning_rate")
+        if getattr(args, "lr_schedule", "constant") == "linear" and rate is not None and not callable(rate):
+            kwargs["learning_rate"] = linearSchedule(float(rate))
+        return kwargs
 
     # --- persistence -------------------------------------------------------------------------------------------
 
@@ -220,21 +219,23 @@ class StableBaselinesRLObject(BaseRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
+    def prepareTraining(self, args: argparse.Namespace, callback: TrainCallback, env_kwargs: dict[str, Any] | None,
+                        train_kwargs: dict[str, Any] | None) -> None:
+        """
+        The start of ``train``, up to the first env step: the env (:meth:`makeTrainingEnv`), the hyperparameters
+        (:meth:`resolveHyperparams`), the model (new, seeded with ``args.seed``; continued from
+        ``args.load_rl_model_path`` with the hyperparameters given now over the saved ones; or as checkpointed when
+        resuming), behaviour cloning (``--pretrain-dataset``), the logger, then the resumed state
+        (:meth:`restoreTrainingState`).
 
+        :param args: the run's arguments
+        :param callback: the training callback (its shared progress logger, when it offers one)
+        :param env_kwargs: env constructor keywords
+        :param train_kwargs: typed ``--hyperparam`` values
+        """
         load_path = getattr(args, "load_rl_model_path", None)
-        normalise_folder = os.path.dirname(os.path.abspath(load_path)) if load_path else None
-        self.env = self.makeEnv(args, env_kwargs, load_path_normalise=normalise_folder)
-        vec_normalize = findVecNormalize(self.env)
-        if vec_normalize is not None:
-            vec_normalize.training = True  # a restored normaliser keeps adapting while training goes on
-        hyperparams = self.hyperparamsFromArgs(args, train_kwargs)
+        self.env = self.makeTrainingEnv(args, env_kwargs)
+        hyperparams = self.resolveHyperparams(args, train_kwargs)
         if load_path and getattr(args, "resume_from", None):
             self.readManifest(load_path)
             self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args))  # as checkpointed
@@ -244,17 +245,27 @@ class StableBaselinesRLObject(BaseRLObject):
             overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
                          getattr(args, f"hp_{k}", None) is not None}
             self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args),
-                                             custom_objects=self.makeModelKwargs(args, overrides, self.env))
+                                             custom_objects=self.modelKwargs(args, overrides, self.env))
         else:
             policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
             self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args), verbose=0,
-                                        **self.makeModelKwargs(args, hyperparams, self.env))
+                                        **self.modelKwargs(args, hyperparams, self.env))
         if getattr(args, "pretrain_dataset", None):
             pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
         # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;
         # without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
         self.model.set_logger(sharedProgressLogger(callback, getattr(args, "run_dir", None))[0])
         self.restoreTrainingState(args)
+
+    def train(
+        self,
+        args: argparse.Namespace,
+        callback: TrainCallback,
+        env_kwargs: dict[str, Any] | None = None,
+        train_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.prepareTraining(args, callback, env_kwargs, train_kwargs)
+        load_path = getattr(args, "load_rl_model_path", None)
         # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
         self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),
                          reset_num_timesteps=not load_path)

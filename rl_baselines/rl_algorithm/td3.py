@@ -2,7 +2,8 @@
 from stable_baselines3 import TD3
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, NoiseType, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.core.hyperparams import NON_NEGATIVE, Hyperparam
+from rl_baselines.rl_algorithm.off_policy import TAU, OffPolicyRLObject, noiseHyperparams, replayHyperparams
 
 
 class TD3Model(OffPolicyRLObject):
@@ -12,25 +13,12 @@ class TD3Model(OffPolicyRLObject):
     SB3_CLASS = TD3
     NAME = "td3"
     ACTION_TYPES = (ActionType.CONTINUOUS,)
-    DEFAULT_HYPERPARAMS = {
-        **REPLAY_DEFAULTS,
-        "learning_rate": 1e-3,
-        "batch_size": 256,
-        "tau": 0.005,
-        "policy_delay": 2,
-        "target_policy_noise": 0.2,
-        "target_noise_clip": 0.5,
-        "noise_type": NoiseType("normal"),
-        "noise_std": 0.1,
+    HYPERPARAMS = {
+        **replayHyperparams(learning_rate=1e-3, batch_size=256),
+        "tau": TAU,
+        "policy_delay": Hyperparam(2, "critic updates per actor update", bounds=(1, None), search=(1, 5)),
+        "target_policy_noise": Hyperparam(0.2, "std of the noise on the target actions", bounds=NON_NEGATIVE,
+                                          search=(0.0, 0.5)),
+        "target_noise_clip": Hyperparam(0.5, "clip of the target action noise", bounds=NON_NEGATIVE),
+        **noiseHyperparams("normal", 0.1),
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            **replaySearchSpace(),
-            "tau": (float, (0.001, 0.05), "log"),
-            "policy_delay": (int, (1, 5)),
-            "target_policy_noise": (float, (0.0, 0.5)),
-            "noise_type": (list, ["none", "normal", "ou"]),
-            "noise_std": (float, (0.0, 1.0)),
-        }

@@ -1,8 +1,9 @@
 """TorchRLObject: what the algorithms written in this project (not wrapped from Stable-Baselines3) share.
 
-- hyperparameters: the spec (``HYPERPARAMS``, or ``DEFAULT_HYPERPARAMS`` with ``HYPERPARAM_CHOICES`` and
-  ``HYPERPARAM_BOUNDS``, see rl_baselines.core.hyperparams) becomes command-line flags (``num_population`` ->
-  ``--num-population``) through BaseRLObject.addHyperparamArguments; ``--hyperparam KEY:VALUE`` wins over flags.
+- hyperparameters: the spec (``HYPERPARAMS``, see rl_baselines.core.hyperparams; a subclass written the older way,
+  ``DEFAULT_HYPERPARAMS`` with ``HYPERPARAM_CHOICES`` and ``HYPERPARAM_BOUNDS``, is read through it) becomes
+  command-line flags (``num_population`` -> ``--num-population``) through BaseRLObject.addHyperparamArguments, as for
+  every algorithm; ``--hyperparam KEY:VALUE`` wins over flags.
   Boolean flags are switches that also take a value (``--dueling``, ``--dueling false``, ``--dueling 0``), string
   ones list their choices, and numeric ones are checked against their bounds when parsed (a bad value is a one-line
   usage error before anything is written); ``checkHyperparams`` adds checks across hyperparameters, run when
@@ -13,7 +14,8 @@
 - the model file: one torch ``.pt`` file holding only tensors and plain Python values (so ``torch.load`` runs with
   ``weights_only=True`` and never unpickles code), with the algorithm name, step count, hyperparameters and a
   description of the spaces; ``vecnormalize.npz`` beside it when the env normalises observations.
-- continuing a saved model (``--load-rl-model-path``): :meth:`TorchRLObject.startTraining`; resuming a run
+- the start of ``train``: :meth:`TorchRLObject.prepareTraining` (env, hyperparameters, seeds, then the model
+  continued from ``--load-rl-model-path`` or a new one from :meth:`TorchRLObject.buildModel`); resuming a run
   (``--resume``): the model file holds the networks and optimizers, :meth:`TorchRLObject.saveTrainingState` adds
   the algorithm's generator (``self.rng``), where its schedules started, and its replay memory (:meth:`replayBuffer`).
 """
@@ -33,7 +35,7 @@ import torch
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
-from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
+from rl_baselines.envs.factory import saveNormalisation
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath, readJson, writeJson
@@ -74,17 +76,16 @@ TORCH_STATE_FILE = "torch_rl.json"
 
 class TorchRLObject(BaseRLObject):
     """
-    Base of the algorithms written here in torch/numpy. A subclass sets ``NAME`` and ``DEFAULT_HYPERPARAMS`` and
-    implements ``modelState`` / ``setModelState`` (what goes into the model file besides the common entries).
+    Base of the algorithms written here in torch/numpy. A subclass sets ``NAME`` and ``HYPERPARAMS``, implements
+    ``modelState`` / ``setModelState`` (what goes into the model file besides the common entries), and starts its
+    ``train`` with :meth:`prepareTraining` (which builds a new model with its :meth:`buildModel`).
     """
 
     NAME: ClassVar[str] = ""
     MODEL_EXTENSION: ClassVar[str] = ".pt"
-    DEFAULT_HYPERPARAMS: ClassVar[dict[str, Any]] = {}
-    # Allowed values of string hyperparameters.
-    HYPERPARAM_CHOICES: ClassVar[dict[str, tuple[str, ...]]] = {}
-    # Allowed ranges of numeric hyperparameters: an Interval, or an inclusive (low, high) tuple (None: no bound).
-    HYPERPARAM_BOUNDS: ClassVar[dict[str, Interval | tuple[float | None, float | None]]] = {}
+    # The generators prepareTraining seeds with args.seed: "rng" (self.rng, a NumPy Generator) and "torch" (the
+    # global torch generator, which draws the initial weights).
+    SEEDED_GENERATORS: ClassVar[tuple[str, ...]] = ("rng", "torch")
 
     def __init__(self) -> None:
         super().__init__()
@@ -213,20 +214,45 @@ class TorchRLObject(BaseRLObject):
         if replay_buffer_folder is not None and replay is not None:
             loadBuffer(replay[0], replay_buffer_folder, replay[1])
 
-    @classmethod
-    def normalisationFolder(cls, args: argparse.Namespace) -> str | None:
+    def buildModel(self) -> None:
         """
+        Build a new model (networks, optimizers, statistics...) from ``observation_space``, ``action_space`` and
+        ``hyperparams``, on :attr:`device`: what :meth:`prepareTraining` does when no model is continued.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not implement buildModel")
+
+    def prepareTraining(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None,
+                        train_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+        """
+        The start of ``train``, the same for every algorithm written here: :meth:`startTraining` (env,
+        hyperparameters, the model file to continue from), the generators of ``SEEDED_GENERATORS`` seeded with
+        ``args.seed``, then the model: the continued one (:meth:`setModelState`) or a new one (:meth:`buildModel`).
+        What remains before the first env step is the algorithm's own (its replay memory...), then
+        :meth:`restoreTrainingState`.
+
         :param args: the run's arguments
-        :return: the folder of the model to continue from (its normalisation statistics), or None
+        :param env_kwargs: env constructor keywords
+        :param train_kwargs: typed ``--hyperparam`` values
+        :return: the continued model file's content, None for a new model
+        :raises UsageError: see :meth:`startTraining`
         """
-        load_path = getattr(args, "load_rl_model_path", None)
-        return os.path.dirname(os.path.abspath(load_path)) if load_path else None
+        saved = self.startTraining(args, env_kwargs, train_kwargs)
+        if "rng" in self.SEEDED_GENERATORS:
+            self.rng = np.random.default_rng(args.seed)
+        if "torch" in self.SEEDED_GENERATORS:
+            torch.manual_seed(args.seed)
+        if saved is not None:
+            self.setModelState(saved)  # hyperparameters: the saved ones, overridden by those given now
+        else:
+            self.buildModel()
+        return saved
 
     def startTraining(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None,
                       train_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
         """
-        The common start of ``train``: build the env (restoring the normalisation of the model to continue from,
-        which then keeps adapting), resolve the hyperparameters and read the model to continue from.
+        The env and hyperparameters of ``train`` (called by :meth:`prepareTraining`): resolve the hyperparameters,
+        build the env (:meth:`makeTrainingEnv`: the normalisation of the model to continue from, which then keeps
+        adapting) and read the model to continue from.
 
         :param args: the run's arguments (``load_rl_model_path`` names the model to continue from)
         :param env_kwargs: env constructor keywords
@@ -239,15 +265,8 @@ class TorchRLObject(BaseRLObject):
         load_path = getattr(args, "load_rl_model_path", None)
         payload = self.readModelFile(load_path) if load_path else None
         self.device = torch.device(runDevice(args))
-        self.hyperparams = self.hyperparamsFromArgs(args, train_kwargs, payload["hyperparams"] if payload else None)
-        try:
-            self.checkHyperparams(self.hyperparams)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        self.env = self.makeEnv(args, env_kwargs, load_path_normalise=self.normalisationFolder(args))
-        vec_normalize = findVecNormalize(self.env)
-        if vec_normalize is not None:
-            vec_normalize.training = True
+        self.hyperparams = self.resolveHyperparams(args, train_kwargs, payload["hyperparams"] if payload else None)
+        self.env = self.makeTrainingEnv(args, env_kwargs)
         self.observation_space, self.action_space = self.env.observation_space, self.env.action_space
         self.run_start_timesteps = self.num_timesteps if payload is None else int(payload["num_timesteps"])
         if payload is None:

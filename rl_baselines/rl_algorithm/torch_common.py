@@ -19,10 +19,14 @@ import torch
 from torch import nn
 
 from rl_baselines.core.base import TrainCallback
+from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
 from rl_baselines.runs.run_logging import sharedProgressLogger
 
 LR_SCHEDULES = ("constant", "linear")
+# The learning-rate schedule every actor-critic here declares (the last entry of its HYPERPARAMS).
+LR_SCHEDULE = Hyperparam("constant", "learning-rate schedule: constant, or linear decay to 0 over the run",
+                         choices=LR_SCHEDULES, search=list(LR_SCHEDULES))
 
 
 # --- observation encoders ----------------------------------------------------------------------------------------
@@ -133,15 +137,16 @@ class ActorCriticNetwork(nn.Module):
 
 class TorchActorCritic(TorchRLObject):
     """
-    An actor-critic written here. A subclass sets NAME, DEFAULT_HYPERPARAMS (with ``learning_rate`` and
-    ``lr_schedule``) and HYPERPARAM_BOUNDS, and implements :meth:`build` (networks and optimizers from
-    ``observation_space``, ``action_space`` and ``hyperparams``), :meth:`modules` (what the model file keeps),
-    :meth:`distribution` (the policy) and :meth:`learn` (the training loop).
+    An actor-critic written here. A subclass sets NAME and HYPERPARAMS (with ``learning_rate`` and ``lr_schedule``,
+    :data:`LR_SCHEDULE`), and implements :meth:`build` (networks and optimizers from ``observation_space``,
+    ``action_space`` and ``hyperparams``), :meth:`modules` (what the model file keeps), :meth:`distribution` (the
+    policy) and :meth:`learn` (the training loop).
     """
 
-    HYPERPARAM_CHOICES = {"lr_schedule": LR_SCHEDULES}
     # learn() calls notifyCleanPoint after every update.
     CHECKPOINT_AT_CLEAN_POINTS = True
+    # The weights are drawn from the torch generator; acer draws its replay generator from it too (in learn).
+    SEEDED_GENERATORS = ("torch",)
 
     def __init__(self) -> None:
         super().__init__()
@@ -209,6 +214,10 @@ class TorchActorCritic(TorchRLObject):
             if isinstance(module, nn.Module):
                 module.to(self.device)
 
+    def buildModel(self) -> None:
+        """A new model: :meth:`buildOnDevice`."""
+        self.buildOnDevice()
+
     def setModelState(self, state: dict[str, Any]) -> None:
         self.buildOnDevice()
         try:
@@ -248,12 +257,7 @@ class TorchActorCritic(TorchRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        saved = self.startTraining(args, env_kwargs, train_kwargs)
-        torch.manual_seed(args.seed)
-        if saved is not None:
-            self.setModelState(saved)  # hyperparameters: the saved ones, overridden by those given now
-        else:
-            self.buildOnDevice()
+        self.prepareTraining(args, env_kwargs, train_kwargs)
         owns_logger = False
         if getattr(args, "run_dir", None) or hasattr(callback, "progressLogger"):
             # progress.csv (resumed: goes on) and tensorboard, through the callback's logger when it offers one

@@ -2,7 +2,8 @@
 from sb3_contrib import TQC
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.rl_algorithm.off_policy import REPLAY_DEFAULTS, EntCoef, OffPolicyRLObject, replaySearchSpace
+from rl_baselines.core.hyperparams import NON_NEGATIVE, Hyperparam
+from rl_baselines.rl_algorithm.off_policy import ENT_COEF, TAU, OffPolicyRLObject, replayHyperparams
 
 
 class TQCModel(OffPolicyRLObject):
@@ -12,20 +13,10 @@ class TQCModel(OffPolicyRLObject):
     SB3_CLASS = TQC
     NAME = "tqc"
     ACTION_TYPES = (ActionType.CONTINUOUS,)
-    DEFAULT_HYPERPARAMS = {
-        **REPLAY_DEFAULTS,
-        "learning_rate": 3e-4,
-        "batch_size": 256,
-        "tau": 0.005,
-        "ent_coef": EntCoef("auto"),
-        "top_quantiles_to_drop_per_net": 2,
+    HYPERPARAMS = {
+        **replayHyperparams(learning_rate=3e-4, batch_size=256),
+        "tau": TAU,
+        "ent_coef": ENT_COEF,
+        "top_quantiles_to_drop_per_net": Hyperparam(2, "top quantiles of each critic dropped", bounds=NON_NEGATIVE,
+                                                    search=(0, 5)),
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            **replaySearchSpace(),
-            "tau": (float, (0.001, 0.05), "log"),
-            "ent_coef": (list, ["auto", 0.1, 0.01, 0.001, 0.0001]),
-            "top_quantiles_to_drop_per_net": (int, (0, 5)),
-        }

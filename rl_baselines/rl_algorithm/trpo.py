@@ -1,6 +1,7 @@
 """trpo: Trust Region Policy Optimization (sb3-contrib TRPO), discrete and continuous actions."""
 from sb3_contrib import TRPO
 
+from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
@@ -16,28 +17,17 @@ class TRPOModel(StableBaselinesRLObject):
     NAME = "trpo"
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
-    DEFAULT_HYPERPARAMS = {
-        "n_steps": 512,
-        "batch_size": 128,
-        "learning_rate": 1e-3,
-        "gamma": 0.99,
-        "gae_lambda": 0.95,
-        "target_kl": 0.01,
-        "cg_max_steps": 15,
-        "cg_damping": 0.1,
-        "n_critic_updates": 10,
+    HYPERPARAMS = {
+        "n_steps": Hyperparam(512, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
+        "batch_size": Hyperparam(128, "minibatch size of the value-function epochs", bounds=(1, None),
+                                 search=[32, 64, 128, 256]),
+        "learning_rate": Hyperparam(1e-3, "value-function learning rate", bounds=POSITIVE,
+                                    search=(1e-5, 1e-2, "log")),
+        "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
+        "gae_lambda": Hyperparam(0.95, "GAE lambda", bounds=Interval(0, 1), search=(0.8, 1.0)),
+        "target_kl": Hyperparam(0.01, "KL bound of the policy step", bounds=POSITIVE, search=(0.001, 0.1, "log")),
+        "cg_max_steps": Hyperparam(15, "conjugate-gradient iterations", bounds=(1, None), search=(5, 30)),
+        "cg_damping": Hyperparam(0.1, "damping of the Fisher-vector products", bounds=POSITIVE,
+                                 search=(0.01, 0.5, "log")),
+        "n_critic_updates": Hyperparam(10, "value-function epochs per update", bounds=(1, None), search=(1, 30)),
     }
-
-    @classmethod
-    def getOptParam(cls) -> dict:
-        return {
-            "n_steps": (int, (32, 2048)),
-            "batch_size": (list, [32, 64, 128, 256]),
-            "learning_rate": (float, (1e-5, 1e-2), "log"),
-            "gamma": (float, (0.9, 0.9999)),
-            "gae_lambda": (float, (0.8, 1.0)),
-            "target_kl": (float, (0.001, 0.1), "log"),
-            "cg_max_steps": (int, (5, 30)),
-            "cg_damping": (float, (0.01, 0.5), "log"),
-            "n_critic_updates": (int, (1, 30)),
-        }
