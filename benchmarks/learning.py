@@ -349,8 +349,12 @@ def runKey(case: Case, steps: int, seed: int, last_episodes: int) -> str:
                      f"last{last_episodes}", *case.extra])
 
 
-def loadRecordedRuns(path: str = RUNS_FILE) -> dict[str, dict[str, Any]]:
-    """:return: run key -> recorded result (empty when there is no record yet)"""
+def loadRecordedRuns(path: str | None = None) -> dict[str, dict[str, Any]]:
+    """
+    :param path: the record file; None for :data:`RUNS_FILE` as it is when called
+    :return: run key -> recorded result (empty when there is no record yet)
+    """
+    path = path or RUNS_FILE
     if not os.path.exists(path):
         return {}
     from srl_toolbox.files import readJson
@@ -358,11 +362,19 @@ def loadRecordedRuns(path: str = RUNS_FILE) -> dict[str, dict[str, Any]]:
     return readJson(path)
 
 
-def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episodes: int, path: str = RUNS_FILE
+def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episodes: int, path: str | None = None
                ) -> None:
-    """Add the successful runs to the record (replacing older runs with the same settings)."""
+    """
+    Add the successful runs to the record (replacing older runs with the same settings).
+
+    :param results: the runs of this invocation
+    :param steps_of: each case's step budget
+    :param last_episodes: episodes averaged into a run's final reward
+    :param path: the record file; None for :data:`RUNS_FILE` as it is when called (a test points it elsewhere)
+    """
     from srl_toolbox.files import writeJson
 
+    path = path or RUNS_FILE
     recorded = loadRecordedRuns(path)
     stamp = time.strftime("%Y-%m-%d")
     for result in results:

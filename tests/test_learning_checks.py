@@ -127,6 +127,7 @@ def test_verdict_and_case_selection():
 
 
 def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monkeypatch):
+    committed = open(learning.RUNS_FILE, "rb").read()
     monkeypatch.setattr(learning, "RUNS_FILE", str(tmp_path / "runs.json"))
     case = learning.Case("td3", learning.MOBILE, True, 1000)
     steps_of = {case: 1000}
@@ -141,3 +142,6 @@ def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monke
     assert learning.reusedRuns([changed], {changed: 1000}, [0], 20, rerun=set()) == []
     assert learning.reusedRuns([case], {case: 2000}, [0], 20, rerun=set()) == []
     assert learning.reusedRuns([case], steps_of, [0], 10, rerun=set()) == []
+    assert os.path.isfile(tmp_path / "runs.json")
+    monkeypatch.undo()
+    assert open(learning.RUNS_FILE, "rb").read() == committed  # the committed record is left alone
