@@ -170,14 +170,14 @@ class PPO1Model(TorchActorCritic):
     # In env steps (all workers together), as ppo2's and trpo's.
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
-    # In the order of the search space (the sampler draws in this order). The search ranges of gamma and clip_param
-    # start on their open lower bound (0 is not allowed): a grid search's first value of them is refused (unchecked).
+    # In the order of the search space (the sampler draws in this order). gamma and clip_param search the ranges
+    # ppo2 searches (their open lower bound 0 is not a value to try).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
         "lam": Hyperparam(0.95, "GAE lambda", bounds=Interval(0, 1), search=(0.0, 1.0)),
-        "gamma": Hyperparam.unchecked(0.99, help="discount factor", bounds=DISCOUNT, search=(0.0, 1.0)),
+        "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
         "entcoeff": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
         "vf_coef": Hyperparam(1.0, "value loss weight", bounds=NON_NEGATIVE),
-        "clip_param": Hyperparam.unchecked(0.2, help="PPO clipping range", bounds=POSITIVE, search=(0.0, 1.0)),
+        "clip_param": Hyperparam(0.2, "PPO clipping range", bounds=POSITIVE, search=(0.1, 0.4)),
         "learning_rate": Hyperparam(2.5e-4, "Adam learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),
         "optim_epochs": Hyperparam(4, "epochs over each batch", bounds=POSITIVE, search=(1, 10)),
         "nminibatches": Hyperparam(1, "minibatches per epoch", bounds=POSITIVE),
