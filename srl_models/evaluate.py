@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch  # lazy: only to check the request
 from tqdm import tqdm
 
 from environments import getEnvClass
@@ -33,6 +32,7 @@ from srl_toolbox.cli import (
     positiveInt,
     runCommand,
 )
+from srl_toolbox.devices import checkedDevice
 from srl_toolbox.files import writeJson, writeNpz
 
 GTC_FILE = "gt_correlation.json"
@@ -246,7 +246,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--max-samples", type=positiveInt, default=2000,
                         help="most frames measured, a seeded subset beyond [2000]")
     addSeedArgument(parser, help="seed of the subset and of the figure [0]")
-    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"), help="device of the encoder [cpu]")
+    parser.add_argument("--device", default="cpu", help="device of the encoder: auto, cpu, cuda or cuda:N [cpu]")
     addProgressArgument(parser)
     return parser
 
@@ -257,12 +257,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     args = buildParser().parse_args(argv)
-    if args.device == "cuda":
-        if not torch.cuda.is_available():
-            raise UsageError("--device cuda: no CUDA device is available; valid choices here: cpu")
+    device = checkedDevice(args.device)
     try:
         evaluation = prepareEvaluation(args.model_folder, args.data_folder, k=args.k, max_samples=args.max_samples,
-                                       seed=args.seed, device=args.device)
+                                       seed=args.seed, device=device)
     except ValueError as error:
         raise UsageError(str(error)) from None
     checkWritableFolder(args.model_folder, "--model-folder")  # the results go beside the model

@@ -43,6 +43,7 @@ from srl_toolbox.cli import (
     positiveInt,
     runCommand,
 )
+from srl_toolbox.devices import checkedDevice
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,7 +254,7 @@ def plan(args: argparse.Namespace) -> Plan:
     state_dim = args.state_dim or defaults.state_dim
     epochs = args.epochs or defaults.epochs
     num_cpu = args.num_cpu or max(1, min(os.cpu_count() or 1, episodes))
-    train._device(args.device)  # noqa: SLF001 (the training command's own check of --device)
+    checkedDevice(args.device)
 
     name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed)
     dataset_folder = os.path.join(args.data_folder, name)

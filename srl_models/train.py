@@ -42,6 +42,7 @@ from srl_toolbox.cli import (
     positiveInt,
     runCommand,
 )
+from srl_toolbox.devices import checkedDevice
 from srl_toolbox.files import writeJson
 
 DEFAULT_STATE_DIM = 32
@@ -174,18 +175,6 @@ def resolveModel(args: argparse.Namespace) -> tuple[str, dict[str, float], dict[
     return name, losses, split, state_dim
 
 
-def _device(raw: str) -> torch.device:
-    if raw == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    try:
-        device = torch.device(raw)
-    except RuntimeError:
-        raise UsageError(f"--device: {raw!r} is not a torch device (cpu, cuda, cuda:1, auto)") from None
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise UsageError(f"--device {raw}: no CUDA GPU is available (use cpu or auto)")
-    return device
-
-
 def checkDataset(path: str, losses: dict[str, float]) -> Dataset:
     """
     :param path: the --data-folder
@@ -309,7 +298,7 @@ def buildParser() -> argparse.ArgumentParser:
                         help="epochs without a better validation loss before stopping (0: never) [10]")
     parser.add_argument("--log-folder", default=os.path.join("logs", "srl"), help="root of the model folders "
                         "[logs/srl]")
-    parser.add_argument("--device", default="auto", help="cpu, cuda, or auto (cuda when available) [auto]")
+    parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N [auto]")
     parser.add_argument("--no-eval", action="store_true", help="skip the evaluation (GTC, KNN-MSE)")
     addProgressArgument(parser)
     return parser
@@ -354,7 +343,7 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
     checkSettings(args)
     checkWritableFolder(args.log_folder, "--log-folder")
     name, losses, split, state_dim = resolveModel(args)
-    device = _device(args.device)
+    device = torch.device(checkedDevice(args.device))
     dataset = checkDataset(args.data_folder, losses)
     model_class = trainableModels()[name]
     sizes = datasetSizes(dataset, losses)

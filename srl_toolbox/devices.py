@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from srl_toolbox.cli import UsageError
+
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 # What a run without a recorded device (older run folders, arguments built in Python) computes on.
 DEFAULT_RUN_DEVICE = "cpu"
@@ -61,6 +63,22 @@ def resolveDevice(raw: str) -> str:
         raise ValueError(f"--device {value}: this machine has {count} CUDA GPU(s); valid choices here: auto, cpu, "
                          f"{', '.join(f'cuda:{i}' for i in range(count))}")
     return f"cuda:{index}"
+
+
+def checkedDevice(raw: str, flag: str = "--device") -> str:
+    """
+    :func:`resolveDevice` for a command line: a bad or unavailable device is a one-line :class:`UsageError`.
+
+    :param raw: auto, cpu, cuda or cuda:N
+    :param flag: the flag the value came from, named in the error
+    :return: the device on this machine: ``"cpu"`` or ``"cuda:N"``
+    :raises UsageError: a bad spelling, or CUDA asked where torch sees no such GPU
+    """
+    try:
+        return resolveDevice(raw)
+    except ValueError as error:
+        message = str(error)
+        raise UsageError(message if message.startswith(flag) else f"{flag}: {message}") from None
 
 
 def reuseDevice(recorded: str | None, requested: str | None) -> tuple[str, str | None]:

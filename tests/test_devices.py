@@ -14,7 +14,8 @@ import pytest
 import torch
 from conftest import runFolder, runModule, runTrain
 
-from srl_toolbox.devices import parseDevice, resolveDevice, reuseDevice, runDevice
+from srl_toolbox.cli import UsageError
+from srl_toolbox.devices import checkedDevice, parseDevice, resolveDevice, reuseDevice, runDevice
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -45,6 +46,18 @@ def test_resolution_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
         reuseDevice("cpu", "cuda")
     assert runDevice(argparse.Namespace(device="cuda:1")) == "cpu"
     assert runDevice(argparse.Namespace()) == "cpu"
+
+
+def test_checked_device_is_a_usage_error_naming_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fakeCuda(monkeypatch, 1)
+    assert checkedDevice("auto") == "cuda:0" and checkedDevice("CPU") == "cpu"
+    with pytest.raises(UsageError, match=r"^--device: 'tpu' is not a device; valid choices: auto, cpu, cuda, cuda:N$"):
+        checkedDevice("tpu")
+    with pytest.raises(UsageError, match=r"^--device cuda:1: this machine has 1 CUDA GPU\(s\).*cuda:0$"):
+        checkedDevice("cuda:1")
+    _fakeCuda(monkeypatch, 0)
+    with pytest.raises(UsageError, match=r"^--device cuda: this machine has no CUDA GPU"):
+        checkedDevice("cuda")
 
 
 def test_resolution_with_two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
