@@ -11,8 +11,9 @@ target, the arm task) the script
    env, ``nice``-d): a fixed step budget per env and a deterministic evaluation every ``eval_freq`` steps
    (``--eval-freq``/``--eval-episodes`` of train, ``evaluations.npz`` in each run folder). The pipeline gives each
    run a deterministic folder and skips the finished ones, so the benchmark as a whole is resumable: a re-run does only
-   what is missing. A finished run whose learned model was trained again since (the hash its ``srl_model.json``
-   recorded differs from the registered model's) is deleted first, so that no table mixes two models;
+   what is missing. A finished run whose learned model was trained again since with other settings or code (the
+   hash its ``srl_model.json`` recorded differs from the registered model's, and so does the recipe:
+   :func:`sameModel`) is deleted first, so that no table mixes two recipes;
 3. analyses the finished runs of this configuration (exactly the runs the pipeline's grid names, so runs of other
    budgets or seeds in the same folder are ignored) and writes the section ``Does SRL help?`` of docs/srl.md (between
    :data:`START_MARKER` and :data:`END_MARKER`, replaced atomically on every run), one learning-curve PNG per env in
@@ -24,7 +25,7 @@ working session). Every report (a normal invocation's last step, ``--report-only
 each finished run of the grid there: env, observation, seed, the settings that make runs comparable (the env plan's
 steps, evaluation frequency and episodes, env flags; for a learned observation the SRL settings as prepare resolves
 them: seed, state dimension, epochs, dataset episodes, image size), the evaluation curve, steps/s, wall time, the
-learned model's hash, GTC and KNN-MSE, the day it finished, the machine and the invocation's fingerprint. The file is
+learned model's hash, recipe, GTC and KNN-MSE, the day it finished, the machine and the invocation's fingerprint. The file is
 JSON with sorted keys, one record per :func:`archiveKey` (the settings, readable), rewritten atomically and only when
 a record changes. Invariants:
 
@@ -34,10 +35,14 @@ a record changes. Invariants:
   from it and when; the GTC column of an archived run comes from its recorded model facts;
 - an env whose runs are all archived is neither prepared nor run (``--rerun ENV`` ignores its archived records); of a
   partly archived env only the runs the archive lacks go to the pipeline;
-- no table mixes two models: when this invocation's prepare registers a model whose hash differs from an archived
-  record's (same settings), the record is dropped and the run made again, as the run folders are
-  (:func:`dropStaleRuns`); the report leaves out an archived record whose model differs from the one registered in
-  the bench folder;
+- no table mixes two recipes: when this invocation's prepare registers a model whose hash and recipe
+  (srl_models.base.modelRecipe: exp_config without what training produced and without the dataset's location)
+  differ from an archived record's (same settings), the record is dropped and the run made again, as the run folders
+  are (:func:`dropStaleRuns`); the report leaves out an archived record whose model differs so from the one
+  registered in the bench folder. Another training of the same recipe (prepare on another machine, whose weights
+  may differ in the last bits, or again after its folder was lost) keeps the records, so that a benchmark longer
+  than a session finishes in the next one; the GTC column then shows the mean over the trainings the runs used and
+  says how many (:func:`reportedModels`);
 - ``--quick`` keeps its own archive in its bench folder, never :data:`RUNS_FILE`.
 
 Per env and observation, over the seeds: the final evaluation reward (mean of the last evaluation's episodes) as mean
@@ -420,14 +425,16 @@ def registeredModels(config_file: str, env: str) -> dict[str, str]:
 def modelFacts(folder: str) -> dict[str, Any]:
     """
     :param folder: a prepared model folder
-    :return: gtc (mean), knn_mse (nan when not evaluated), state_dim, hash (None when the folder cannot be read)
+    :return: gtc (mean), knn_mse (nan when not evaluated), state_dim, hash and recipe (None when the folder cannot
+        be read)
     """
     from srl_models.config import describeSRLModel
 
-    facts: dict[str, Any] = {"gtc": math.nan, "knn_mse": math.nan, "state_dim": None, "hash": None, "folder": folder}
+    facts: dict[str, Any] = {"gtc": math.nan, "knn_mse": math.nan, "state_dim": None, "hash": None, "recipe": None,
+                             "folder": folder}
     try:
         record = describeSRLModel(folder)
-        facts.update(state_dim=record["state_dim"], hash=record["hash"])
+        facts.update(state_dim=record["state_dim"], hash=record["hash"], recipe=record["recipe"])
     except (ValueError, OSError, KeyError):
         return facts
     for key, name, field in (("gtc", "gt_correlation.json", "mean"), ("knn_mse", "knn_mse.json", "knn_mse")):
@@ -439,10 +446,25 @@ def modelFacts(folder: str) -> dict[str, Any]:
     return facts
 
 
+def sameModel(current: dict[str, Any] | None, recorded: dict[str, Any] | None) -> bool:
+    """
+    :param current: facts of the model registered now (:func:`modelFacts`; None: none registered)
+    :param recorded: the model facts a run recorded (its srl_model.json, or an archived record's ``model``)
+    :return: False only when both are known and differ: other files (hash) and not two trainings of one recipe (the
+        same settings and code, trained on another machine or again after its folder was lost; see
+        srl_models.base.modelRecipe)
+    """
+    if current is None or recorded is None or current.get("hash") is None or recorded.get("hash") is None:
+        return True
+    if current["hash"] == recorded["hash"]:
+        return True
+    return current.get("recipe") is not None and current.get("recipe") == recorded.get("recipe")
+
+
 def dropStaleRuns(folders: Sequence[str], models: dict[str, dict[str, Any]]) -> list[str]:
     """
     Delete the finished runs whose learned model is no longer the registered one (trained again with other
-    settings), so that the pipeline runs them again with the current model.
+    settings or code: :func:`sameModel`), so that the pipeline runs them again with the current model.
 
     :param folders: finished run folders
     :param models: model name -> :func:`modelFacts` of the registered model
@@ -456,8 +478,7 @@ def dropStaleRuns(folders: Sequence[str], models: dict[str, dict[str, Any]]) -> 
         if not os.path.isfile(record_path):
             continue
         record = readJson(record_path)
-        current = models.get(record.get("name"))
-        if current is not None and current["hash"] is not None and current["hash"] != record.get("hash"):
+        if not sameModel(models.get(record.get("name")), record):
             shutil.rmtree(folder)
             dropped.append(folder)
     return dropped
@@ -711,13 +732,44 @@ def anchorComparison(row: ObservationSummary, env: str, reference: ObservationSu
     return paper, f"{'higher' if here > there else 'lower'} here: {text}"
 
 
+def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """
+    :param records: an env's runs in the report (bench folder and archive)
+    :param registered: :func:`registeredFacts` of the env
+    :return: learned model name -> the facts its GTC column shows: those of the model its runs used (the registered
+        one's for a run made with it, else the run's recorded facts; the registered model's when it has no run). When
+        its runs used several trainings of one recipe (:func:`sameModel`), the mean GTC and KNN-MSE over those whose
+        GTC is known, with ``trainings`` set to their count
+    """
+    used: dict[str, dict[str, dict[str, Any]]] = {}
+    for record in records:
+        if record.model is None or record.model.get("hash") is None:
+            continue
+        current = registered.get(record.observation)
+        model = current if current is not None and current.get("hash") == record.model["hash"] else record.model
+        used.setdefault(record.observation, {})[record.model["hash"]] = model
+    facts = dict(registered)
+    for name, models in used.items():
+        values = list(models.values())
+        if len(values) == 1:
+            facts[name] = values[0]
+            continue
+        combined: dict[str, Any] = {"state_dim": values[0].get("state_dim"), "trainings": len(values)}
+        for key in ("gtc", "knn_mse"):
+            known = [float(value[key]) for value in values
+                     if value.get(key) is not None and not math.isnan(float(value[key]))]
+            combined[key] = float(np.mean(known)) if known else math.nan
+        facts[name] = combined
+    return facts
+
+
 def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | None,
              models: dict[str, dict[str, Any]]) -> str:
     """
     :param env: env id
     :param rows: its summaries
     :param threshold: its threshold (None: not defined)
-    :param models: learned model name -> :func:`modelFacts`
+    :param models: learned model name -> :func:`modelFacts` (or :func:`reportedModels`' combined facts)
     :return: the markdown table
     """
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)
@@ -733,9 +785,12 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
             gtc = "- (pixels)"
         elif row.observation in models:
             facts = models[row.observation]
-            gtc = "n/a" if math.isnan(facts["gtc"]) else f"{facts['gtc']:.3f}"
-            if facts["state_dim"] is not None:
-                gtc += f" ({facts['state_dim']})"
+            gtc = "n/a" if facts.get("gtc") is None or math.isnan(facts["gtc"]) else f"{facts['gtc']:.3f}"
+            detail = [f"{facts['state_dim']}"] if facts.get("state_dim") is not None else []
+            if facts.get("trainings"):
+                detail.append(f"mean of {facts['trainings']} trainings")
+            if detail:
+                gtc += f" ({'; '.join(detail)})"
         else:
             gtc = "not prepared"
         runs = f"{len(row.runs)}/{row.expected}"
@@ -1130,18 +1185,19 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
     :param plan: the run's env plan
     :param record: a finished run of the bench folder
     :param srl: the env's SRL settings when the run's observation is learned, else None
-    :param registered: :func:`modelFacts` of the model registered for the observation (None: none); its GTC and
-        KNN-MSE are recorded when it is the model the run used (same hash)
+    :param registered: :func:`modelFacts` of the model registered for the observation (None: none); its GTC, KNN-MSE
+        and recipe are recorded when it is the model the run used (same hash)
     :param machine: the machine's description
     :return: (key, record) as the archive keeps them
     """
     run = Settings.runSettings(plan)
     model = None
     if srl is not None and record.model is not None:
-        model = {"hash": record.model.get("hash"), "state_dim": record.model.get("state_dim"), "gtc": None,
-                 "knn_mse": None}
+        model = {"hash": record.model.get("hash"), "recipe": record.model.get("recipe"),
+                 "state_dim": record.model.get("state_dim"), "gtc": None, "knn_mse": None}
         if registered is not None and registered.get("hash") is not None and registered["hash"] == model["hash"]:
-            model.update(gtc=_jsonNumber(registered.get("gtc")), knn_mse=_jsonNumber(registered.get("knn_mse")))
+            model.update(gtc=_jsonNumber(registered.get("gtc")), knn_mse=_jsonNumber(registered.get("knn_mse")),
+                         recipe=registered.get("recipe") or model["recipe"])
     entry = {"env": record.env, "observation": record.observation, "seed": record.seed, "run": run, "srl": srl,
              "fingerprint": settings.fingerprint(),
              "eval_timesteps": [int(step) for step in record.eval_steps],
@@ -1245,7 +1301,7 @@ def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan
     :param plan: an env's plan
     :param specs: run specs of the env
     :param registered: :func:`registeredFacts` of the env; a learned observation's record is left out when the bench
-        folder registers another model for it (no table mixes two models)
+        folder registers another model for it (:func:`sameModel`: no table mixes two recipes)
     :return: (observation, seed) -> the archived record with the same settings, for the specs that have one
     """
     if not archive:
@@ -1258,9 +1314,7 @@ def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan
         entry = archive.get(archiveKey(plan.env, spec.srl_model, int(spec.seed), run, expected_srl))
         if entry is None or entry.get("run") != run or entry.get("srl") != expected_srl:
             continue
-        current = registered.get(spec.srl_model, {}).get("hash")
-        recorded = (entry.get("model") or {}).get("hash")
-        if learned and current is not None and recorded is not None and current != recorded:
+        if learned and not sameModel(registered.get(spec.srl_model), entry.get("model")):
             continue
         matches[(spec.srl_model, int(spec.seed))] = entry
     return matches
@@ -1269,7 +1323,8 @@ def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan
 def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[str, Any]]) -> list[str]:
     """
     Remove from the archive the records of the env, with the current settings, whose learned model is no longer the
-    registered one (trained again by this invocation's prepare), as :func:`dropStaleRuns` does with run folders.
+    registered one (trained again by this invocation's prepare with other settings or code: :func:`sameModel`), as
+    :func:`dropStaleRuns` does with run folders. A record of another training of the same recipe is kept.
 
     :param settings: the benchmark's settings
     :param plan: the env's plan
@@ -1284,8 +1339,7 @@ def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[s
     for key, entry in archive.items():
         if (entry["env"], entry["run"], entry["srl"]) != (plan.env, run, srl) or entry["observation"] not in models:
             continue
-        current, recorded = models[entry["observation"]]["hash"], (entry.get("model") or {}).get("hash")
-        if current is not None and recorded is not None and current != recorded:
+        if not sameModel(models[entry["observation"]], entry.get("model")):
             stale.append(key)
     if stale:
         writeArchive(settings.archive_file, {}, stale)
@@ -1382,7 +1436,8 @@ def runStage(command: Sequence[str], nice: int, cwd: str = ROOT) -> int:
 
 def prepareEnv(settings: Settings, plan: EnvPlan) -> tuple[list[str], bool]:
     """
-    Prepare the env's learned models and drop the runs made with models that were trained again since.
+    Prepare the env's learned models and drop the runs made with models that were trained again since with other
+    settings or code.
 
     :param settings: the benchmark's settings
     :param plan: the env's plan
@@ -1400,10 +1455,11 @@ def prepareEnv(settings: Settings, plan: EnvPlan) -> tuple[list[str], bool]:
         print(f"warning: prepare exited with code {code}; not usable on {plan.env}: {', '.join(absent) or 'none'} "
               "(their rows stay missing)", file=sys.stderr, flush=True)
     for folder in dropStaleRuns(finishedRunFolders(settings.specs(plan)), models):
-        print(f"dropped {displayPath(folder)}: its SRL model was trained again since", flush=True)
+        print(f"dropped {displayPath(folder)}: its SRL model was trained again since, with other settings or code",
+              flush=True)
     for key in dropStaleRecords(settings, plan, models):
         print(f"dropped the archived run {key!r} from {displayPath(str(settings.archive_file))}: its SRL model was "
-              "trained again since", flush=True)
+              "trained again since, with other settings or code", flush=True)
     return [name for name in settings.observations if name not in absent], code != 0 or bool(absent)
 
 
@@ -1533,10 +1589,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     missing = 0
     for plan in plans:
         records = used[plan.env]
-        facts = dict(models[plan.env])
-        for record in records:  # the archived runs of a model not registered here: their recorded facts
-            if record.archived and record.model is not None and record.observation not in facts:
-                facts[record.observation] = record.model
+        facts = reportedModels(records, models[plan.env])
         notes = {name: "not prepared" for name in settings.learned if name not in facts}
         absent = expected[plan.env] - len(records)
         if plan.env in chosen:

@@ -115,6 +115,24 @@ def readExpConfig(folder: str) -> dict[str, Any]:
     return config
 
 
+# exp_config keys that say what a training produced or where its dataset lay, not how the model was made
+OUTCOME_KEYS = ("train_loss", "val_loss", "epochs_trained", "best_epoch", "selected_on")
+
+
+def modelRecipe(folder: str) -> str:
+    """
+    :param folder: a model folder
+    :return: sha256 (hex) over its exp_config without :data:`OUTCOME_KEYS` and with ``data_folder`` reduced to the
+        dataset's folder name (which names its settings): equal for two trainings of a model with the same settings
+        and code, wherever they ran, while their weights (:func:`modelHash`) may differ in the last bits between
+        machines
+    """
+    config = {key: value for key, value in readExpConfig(folder).items() if key not in OUTCOME_KEYS}
+    if isinstance(config.get("data_folder"), str):
+        config["data_folder"] = os.path.basename(os.path.normpath(config["data_folder"]))
+    return hashlib.sha256(json.dumps(config, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def modelHash(folder: str) -> str:
     """
     :param folder: a model folder

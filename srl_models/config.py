@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from srl_models.base import modelHash, readExpConfig
+from srl_models.base import modelHash, modelRecipe, readExpConfig
 from srl_models.registry import learnedModels, loadSRLModel, registered_srl
 from srl_toolbox.files import atomicPath
 
@@ -333,8 +333,8 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
 def describeSRLModel(folder: str) -> dict[str, Any]:
     """
     :param folder: a checked model folder
-    :return: what a run folder records about it: name, absolute path, hash (srl_models.base.modelHash), state_dim,
-        img_shape, env
+    :return: what a run folder records about it: name, absolute path, hash (srl_models.base.modelHash), recipe
+        (srl_models.base.modelRecipe), state_dim, img_shape, env
     :raises ValueError: the folder cannot be read (one line)
     """
     config = readExpConfig(folder)
@@ -343,8 +343,8 @@ def describeSRLModel(folder: str) -> dict[str, Any]:
     except OSError as error:
         raise ValueError(f"{folder!r}: cannot read its files ({error.strerror}: {error.filename})") from None
     return {"name": config["srl_model"], "path": os.path.abspath(folder), "hash": digest,
-            "state_dim": int(config["state_dim"]), "img_shape": [int(v) for v in config.get("img_shape", [])],
-            "env": config.get("env")}
+            "recipe": modelRecipe(folder), "state_dim": int(config["state_dim"]),
+            "img_shape": [int(v) for v in config.get("img_shape", [])], "env": config.get("env")}
 
 
 def checkRecordedModel(record: dict[str, Any], folder: str | None = None) -> str:

@@ -12,7 +12,7 @@ import pytest
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
-from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash
+from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -235,13 +235,30 @@ def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
     assert message in str(error.value) and "\n" not in str(error.value)
 
 
+def test_model_recipe_ignores_what_training_produced_and_where_the_dataset_lay(tmp_path):
+    def folderWith(name: str, **config) -> str:
+        folder = tmp_path / name
+        folder.mkdir()
+        base = {"srl_model": "vae", "state_dim": 8, "img_shape": [3, 16, 16], "weights": [], "beta": 1.0,
+                "data_folder": "/work/a/data/MobileRobotGymEnv-v0_20ep_64x64_seed0"}
+        (folder / EXP_CONFIG_FILE).write_text(json.dumps({**base, **config}))
+        return str(folder)
+
+    first = folderWith("first", train_loss=0.5, val_loss=0.6, best_epoch=3, epochs_trained=10, selected_on="val")
+    again = folderWith("again", train_loss=0.4, val_loss=0.7, best_epoch=9, epochs_trained=10, selected_on="train",
+                       data_folder="/elsewhere/data/MobileRobotGymEnv-v0_20ep_64x64_seed0/")
+    assert modelHash(first) != modelHash(again) and modelRecipe(first) == modelRecipe(again)
+    assert modelRecipe(folderWith("beta", beta=4.0)) != modelRecipe(first)
+    assert modelRecipe(folderWith("dataset", data_folder="/work/a/data/other")) != modelRecipe(first)
+
+
 def test_recorded_model_hash_is_checked(counting, tmp_path):
     from srl_models.config import checkRecordedModel, describeSRLModel
 
     folder = _saveCounting(str(tmp_path / "model"))
     record = describeSRLModel(folder)
-    assert record == {"name": "counting", "path": folder, "hash": modelHash(folder), "state_dim": 4,
-                      "img_shape": list(SMALL), "env": ENV_ID}
+    assert record == {"name": "counting", "path": folder, "hash": modelHash(folder), "recipe": modelRecipe(folder),
+                      "state_dim": 4, "img_shape": list(SMALL), "env": ENV_ID}
     moved = shutil.copytree(folder, str(tmp_path / "moved"))
     assert checkRecordedModel(record) == folder and checkRecordedModel(record, moved) == moved
     np.save(os.path.join(moved, "projection.npy"), np.zeros((1, 4), dtype=np.float32))
@@ -301,8 +318,8 @@ def test_train_with_vae_from_config_then_enjoy(tmp_path, vaeFolder):
                                  "--log-dir", tmp_path / "logs"))
     assert os.path.dirname(run_dir) == os.path.join(str(tmp_path / "logs"), ENV_ID, "vae", "ppo2")
     record = _readJson(os.path.join(run_dir, "srl_model.json"))
-    assert record == {"name": "vae", "path": vaeFolder, "hash": modelHash(vaeFolder), "state_dim": 8,
-                      "img_shape": list(SMALL), "env": ENV_ID}
+    assert record == {"name": "vae", "path": vaeFolder, "hash": modelHash(vaeFolder), "recipe": modelRecipe(vaeFolder),
+                      "state_dim": 8, "img_shape": list(SMALL), "env": ENV_ID}
     saved = _readJson(os.path.join(run_dir, "args.json"))
     assert saved["srl_model_path"] == vaeFolder and saved["srl_model"] == "vae"
     # the running mean/std of the 8-dim states beside every saved model

@@ -323,7 +323,8 @@ def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) ->
     assert vae["env"] == MOBILE and vae["run"] == {"algo": "ppo2", "steps": 50_000, "eval_freq": 5_000,
                                                    "eval_episodes": 5, "flags": []}
     assert vae["srl"] == {"seed": 0, "state_dim": 32, "epochs": 10, "episodes": 20, "img_size": 64}  # prepare's
-    assert vae["model"] == {"hash": digest, "state_dim": 8, "gtc": 0.42, "knn_mse": 0.125}
+    recipe = srl_rl.modelFacts(str(tmp_path / "first" / "logs" / "bench_srl_rl" / "srl" / f"vae_{MOBILE}"))["recipe"]
+    assert vae["model"] == {"hash": digest, "recipe": recipe, "state_dim": 8, "gtc": 0.42, "knn_mse": 0.125}
     assert vae["eval_timesteps"] == STEPS.tolist() and vae["eval_rewards"] == pytest.approx(CURVES["vae"][1])
     assert vae["rate"] == pytest.approx(100.0) and vae["wall"] == 50.0
     assert vae["date"] == "2026-11-20" and vae["machine"] and vae["fingerprint"] == settings.fingerprint()
@@ -410,6 +411,61 @@ def test_a_model_trained_again_drops_its_archived_records(archived_mobile, monke
     prepare, pipeline = calls
     assert pipeline[pipeline.index("--srl-model") + 1:pipeline.index("--num-iteration") + 4] == [
         "vae", "--num-iteration", "2", "--seed", "0"]
+
+
+def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mobile, tmp_path, monkeypatch,
+                                                                      capsys) -> None:
+    """The next session (another machine) trains the vae again with the same settings: its weights differ in the last
+    bits (another hash) but its recipe is the same, so the archived runs stay and only the missing seed runs."""
+    archive, digest = archived_mobile
+    records = json.loads(open(archive).read())
+    with open(archive, "w") as handle:  # the first session was cut off after seed 0
+        json.dump({key: record for key, record in records.items() if record["seed"] == 0}, handle)
+    settings = _settings(["--env", MOBILE, *SMALL, "--runs-file", archive])
+    bench = os.path.join(settings.base, settings.bench_dir)
+    folder = _model(os.path.join(bench, "srl", "vae_again"), "vae", 0.5)
+    with open(os.path.join(folder, "exp_config.json")) as handle:
+        config = json.load(handle)
+    with open(os.path.join(folder, "exp_config.json"), "w") as handle:  # what this training produced differs
+        json.dump({**config, "train_loss": 0.25, "best_epoch": 7}, handle)
+    again = srl_rl.modelFacts(folder)
+    first = next(record["model"] for record in records.values() if record["observation"] == "vae")
+    assert again["hash"] != digest == first["hash"] and srl_rl.sameModel(again, first)
+    with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
+        handle.write(f"{MOBILE}:\n  vae: srl/vae_again\n")
+    calls = []
+    monkeypatch.setattr(srl_rl, "runStage", lambda command, nice, cwd=srl_rl.ROOT: calls.append(command) or 0)
+    srl_rl.runEverything(settings)
+    assert len(json.loads(open(archive).read())) == 3 and "dropped" not in capsys.readouterr().out
+    prepare, pipeline = calls
+    assert pipeline[pipeline.index("--srl-model") + 1:pipeline.index("--num-iteration") + 4] == [
+        "ground_truth", "raw_pixels", "vae", "--num-iteration", "1", "--seed", "1"]
+    # seed 1 finishes in this bench folder with the new training; the table says the GTC is a mean over two
+    plan = next(plan for plan in settings.reportPlans() if plan.env == MOBILE)
+    for spec in settings.specs(plan):
+        if int(spec.seed) == 1:
+            run = _writeRun(os.path.join(spec.parent, f"26-11-25_10h00_00_{spec.run_id}"), spec.srl_model, 1,
+                            CURVES[spec.srl_model][1], MOBILE, "2026-11-25T10:00:00")
+            if spec.srl_model == "vae":
+                with open(os.path.join(run, "srl_model.json"), "w") as handle:
+                    json.dump({"name": "vae", "hash": again["hash"], "recipe": again["recipe"], "state_dim": 8},
+                              handle)
+    doc = tmp_path / "srl.md"
+    doc.write_text("# SRL\n")
+    assert srl_rl.main(["--env", MOBILE, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
+                        "--image-dir", str(tmp_path / "images")]) == 0
+    text = doc.read_text()
+    assert "| vae | 2/2 (1 archived) |" in text and "0.460 (8; mean of 2 trainings)" in text
+    kept = json.loads(open(archive).read())
+    assert sorted(r["model"]["hash"] for r in kept.values() if r["observation"] == "vae") == sorted([digest,
+                                                                                                    again["hash"]])
+    # a training with other settings (another recipe) still drops them
+    with open(os.path.join(folder, "exp_config.json"), "w") as handle:
+        json.dump({**config, "beta": 4.0}, handle)
+    calls.clear()
+    srl_rl.runEverything(settings)
+    assert not [key for key, r in json.loads(open(archive).read()).items() if r["observation"] == "vae"]
+    assert "dropped the archived run" in capsys.readouterr().out
 
 
 def test_quick_mode_keeps_its_own_archive(tmp_path, monkeypatch) -> None:
