@@ -193,9 +193,9 @@ ANCHOR: dict[str, dict[str, tuple[float, float]]] = {
 ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples of a random policy, mean reward "
                "+/- standard error at the end of training (at most 250 on navigation, 5 on the arm). Their SRL splits: "
                "reconstruction + reward on 198 dimensions, inverse dynamics on 2, weights 1/1/2. The arm's rewards "
-               "are on another scale here: KukaButtonGymEnv-v0 gives +1 for every step the gripper touches the button "
-               "and ends an episode after 5 such steps in a row (or 1000 steps), so a return can reach the hundreds; "
-               "compare the fractions of ground truth in the last column, not the rewards.")
+               "are on the paper's scale: KukaButtonGymEnv-v0 gives +1 for every step the gripper touches the button, "
+               "-1 outside the work area or on the table, and ends an episode after 5 steps pressing in all (or on "
+               "the table, or after 1000 steps), as the original toolbox does, so a return is at most 5.")
 # Rough steps/s of one ppo2 run beside another on 2 free cores, for the time estimate before any run finished (then
 # the finished runs' own rates are used): docs/benchmarks.md has ppo2 at about 1,800 steps/s with ground truth on
 # MobileRobot, 168 with raw pixels and 209-281 with a VAE; Kuka renders about 175 frames/s and steps about 700/s.

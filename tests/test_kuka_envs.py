@@ -200,6 +200,32 @@ def test_continuous_press_ends_the_episode() -> None:
         assert distanceToTarget(env) < 0.01
 
 
+def test_presses_count_over_the_episode() -> None:
+    """Releasing the button and pressing it again does not restart the count (as in the original toolbox): N steps
+    pressing in all end the episode, so a return is at most N."""
+    n = KukaButtonGymEnv.N_CONTACTS_BEFORE_TERMINATION
+    with makeEnv(seed=1) as env:
+        env.reset()
+        rewards: list[float] = []
+        for _ in range(400):  # press once
+            _, reward, terminated, _, _ = env.step(towardTarget(env))
+            rewards.append(reward)
+            assert not terminated
+            if reward == 1.0:
+                break
+        released = 0
+        for _ in range(50):  # lift (the button stays in contact for a step or two) until it has been free 3 steps
+            _, reward, terminated, _, _ = env.step(np.array([0.0, 0.0, 1.0], dtype=np.float32))
+            rewards.append(reward)
+            assert not terminated
+            released = released + 1 if reward == 0.0 else 0
+            if released == 3:
+                break
+        assert released == 3 and rewards.count(1.0) < n
+        rest, _, terminated = pressUntilDone(env)
+        assert terminated and rewards.count(1.0) + rest.count(1.0) == n and sum(rewards) + sum(rest) == n
+
+
 def test_discrete_press() -> None:
     with makeEnv(is_discrete=True, seed=2) as env:
         obs, _ = env.reset()

@@ -41,8 +41,9 @@ class KukaButtonGymEnv(SRLGymEnv):
     ``max_distance`` from the target or the arm touches the table (this overrides a press), 0 otherwise. With
     ``shape_reward``: minus the effector-target distance; with continuous actions, an episode that ends on presses
     gives SUCCESS_REWARD and one that ends on the table gives FAILURE_REWARD instead, so that ending early never
-    pays. An episode terminates after N_CONTACTS_BEFORE_TERMINATION presses in a row or when the arm touches the
-    table, and is truncated after ``max_steps`` steps. ``info["hit_table"]`` tells a table contact.
+    pays. An episode terminates after N_CONTACTS_BEFORE_TERMINATION steps pressing (counted over the episode, as the
+    original S-RL toolbox does: a return is at most N_CONTACTS_BEFORE_TERMINATION, and releasing the button to press
+    it again gains nothing) or when the arm touches the table, and is truncated after ``max_steps`` steps. ``info["hit_table"]`` tells a table contact.
 
     Goal mode (``goal_conditioned=True``, ground truth only): Dict observations whose entries are the effector's
     absolute xyz (observation and achieved_goal) and the target, the press point above the button (desired_goal).
@@ -50,7 +51,7 @@ class KukaButtonGymEnv(SRLGymEnv):
     GOAL_DISTANCE_THRESHOLD of the target, -1 beyond ``max_distance`` from it or on a table contact (read from
     ``info["hit_table"]``), 0 otherwise, and ``info["is_success"]`` "within the threshold" (a centred gripper first
     touches the cap 6 mm above the target). With ``shape_reward`` it is minus the distance, without the end-of-episode
-    bonuses. Terminations are unchanged (presses in a row, table).
+    bonuses. Terminations are unchanged (presses, table).
 
     :param multi_view: stack a second camera's image with the first: (H, W, 6) pixel observations
     :param force_down: discrete action 5 moves down instead of up, continuous z moves are never upward (the old
@@ -172,7 +173,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         # Episode state (set properly by reset()).
         self._button_positions = np.array(self.BUTTON_POSITIONS, dtype=np.float64)
         self._current_button = 0
-        self._presses_in_a_row = 0
+        self._presses = 0
         self._step_counter = 0
         self._effector_pos = np.zeros(3)
 
@@ -311,7 +312,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         for uid, position in zip(self._button_uids, self._button_positions):
             self._teleport(uid, position.tolist(), (0.0, 0.0, 0.0, 1.0))
         self._current_button = 0
-        self._presses_in_a_row = 0
+        self._presses = 0
         self._step_counter = 0
         self._onReset()
         for _ in range(self.RESET_SETTLE_STEPS):
@@ -445,13 +446,13 @@ class KukaButtonGymEnv(SRLGymEnv):
         outside = distance > self.max_distance
 
         done = False
-        self._presses_in_a_row = self._presses_in_a_row + 1 if pressed else 0
-        if self._presses_in_a_row >= self.N_CONTACTS_BEFORE_TERMINATION:
+        self._presses += int(pressed)  # over the episode, not in a row: releasing and pressing again gains nothing
+        if self._presses >= self.N_CONTACTS_BEFORE_TERMINATION:
             if self._current_button == len(self._button_uids) - 1:
                 done = True
             else:  # on to the next button in the order
                 self._current_button += 1
-                self._presses_in_a_row = 0
+                self._presses = 0
         terminated = done or hit_table
 
         if outside or hit_table:
