@@ -9,8 +9,8 @@ from environments.kuka.kuka_button_env import KukaButtonGymEnv
 class Kuka2ButtonGymEnv(KukaButtonGymEnv):
     """
     Two buttons side by side: the light (yellow) one must be pressed first, for N_CONTACTS_BEFORE_TERMINATION steps
-    (counted over the episode), then the dark (green) one. Each step pressing the button whose turn it is gives +1; pressing the other
-    gives nothing. The target (ground truth, shaped reward) is the button whose turn it is; the episode ends
+    (counted over the episode), then the dark (green) one. Each step pressing the button whose turn it is gives +1;
+    pressing the other gives nothing. The target (ground truth, shaped reward) is the button whose turn it is; the episode ends
     when the second button has been pressed long enough (or on the table), or after MAX_STEPS steps.
 
     :param kwargs: the KukaButtonGymEnv keywords (max_distance defaults to MAX_DISTANCE = 2)

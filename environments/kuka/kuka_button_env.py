@@ -43,7 +43,8 @@ class KukaButtonGymEnv(SRLGymEnv):
     gives SUCCESS_REWARD and one that ends on the table gives FAILURE_REWARD instead, so that ending early never
     pays. An episode terminates after N_CONTACTS_BEFORE_TERMINATION steps pressing (counted over the episode, as the
     original S-RL toolbox does: a return is at most N_CONTACTS_BEFORE_TERMINATION, and releasing the button to press
-    it again gains nothing) or when the arm touches the table, and is truncated after ``max_steps`` steps. ``info["hit_table"]`` tells a table contact.
+    it again gains nothing) or when the arm touches the table, and is truncated after ``max_steps`` steps.
+    ``info["hit_table"]`` tells a table contact.
 
     Goal mode (``goal_conditioned=True``, ground truth only): Dict observations whose entries are the effector's
     absolute xyz (observation and achieved_goal) and the target, the press point above the button (desired_goal).
