@@ -135,6 +135,8 @@ class EnvPlan:
     :param flags: env flags shared by the dataset (prepare) and the runs (train), e.g. ``--random-target``
     :param episode_length: typical evaluation episode length, for the time estimate only
     :param prepare_flags: further prepare flags (the quick mode's tiny datasets)
+    :param run_flags: env flags of the runs only, e.g. ``--force-down``: the arm moves as in the datasets, which
+        environments.dataset_generator always records with force_down
     """
 
     env: str
@@ -145,6 +147,7 @@ class EnvPlan:
     flags: tuple[str, ...] = ()
     episode_length: int = 250
     prepare_flags: tuple[str, ...] = ()
+    run_flags: tuple[str, ...] = ()
 
 
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
@@ -153,14 +156,14 @@ PLANS = {
     MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=50_000, eval_freq=5_000, eval_episodes=5),
     # a deterministic arm that has not learned yet plays the whole 1000 steps of an episode: 3 evaluation episodes
     KUKA: EnvPlan(KUKA, "Arm random target", steps=50_000, eval_freq=5_000, eval_episodes=3,
-                  flags=("--random-target",), episode_length=500),
+                  flags=("--random-target",), episode_length=500, run_flags=("--force-down",)),
 }
 QUICK_PLANS = {
     MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=1024, eval_freq=512, eval_episodes=1,
                     prepare_flags=("--episodes", "2", "--epochs", "1")),
     # an untrained deterministic arm often plays the whole 1000 steps of an episode: one short evaluation
     KUKA: EnvPlan(KUKA, "Arm random target", steps=512, eval_freq=512, eval_episodes=1, flags=("--random-target",),
-                  episode_length=1000, prepare_flags=("--episodes", "10", "--epochs", "1")),
+                  episode_length=1000, prepare_flags=("--episodes", "10", "--epochs", "1"), run_flags=("--force-down",)),
 }
 BUDGET_NOTE = (
     "Step budgets: ground truth should converge and the pixel-based runs be measured clearly, in about 3-4 hours on 2 "
@@ -293,7 +296,7 @@ class Settings:
         :param plan: an env's plan
         :return: the train flags every run of the env gets (besides algo, env, srl-model, seed)
         """
-        return [*plan.flags, "--num-timesteps", str(plan.steps), "--eval-freq", str(plan.eval_freq),
+        return [*plan.flags, *plan.run_flags, "--num-timesteps", str(plan.steps), "--eval-freq", str(plan.eval_freq),
                 "--eval-episodes", str(plan.eval_episodes), "--srl-config-file", self.config_file]
 
     def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
@@ -375,7 +378,7 @@ class Settings:
         :return: the settings that make two runs of the env comparable (with the observation and the seed)
         """
         return {"algo": ALGO, "steps": plan.steps, "eval_freq": plan.eval_freq, "eval_episodes": plan.eval_episodes,
-                "flags": list(plan.flags)}
+                "flags": [*plan.flags, *plan.run_flags]}
 
     def srlSettings(self, plan: EnvPlan) -> dict[str, int] | None:
         """
@@ -1008,7 +1011,8 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
     for plan in plans:
         threshold = facts["thresholds"].get(plan.env)
         budget = (f"{plan.steps:,} steps per run, an evaluation of {plan.eval_episodes} episodes every "
-                  f"{plan.eval_freq:,} steps" + (f" ({' '.join(plan.flags)})" if plan.flags else ""))
+                  f"{plan.eval_freq:,} steps" + (f" ({' '.join([*plan.flags, *plan.run_flags])})"
+                                                 if plan.flags or plan.run_flags else ""))
         threshold_text = (f"threshold {threshold:.2f}" if threshold is not None
                           else "no threshold (ground truth has no positive final reward yet)")
         archived = facts.get("archived", {}).get(plan.env)

@@ -82,6 +82,8 @@ CASES = [
      ["deepq", "continuous", "algorithms that do", "ppo2"]),
     ("train-fpv-without-camera", TRAIN, ["--env", "OmnirobotEnv-v0", "--fpv"],
      ["--fpv", "OmnirobotEnv-v0", "no second camera", "MobileRobotGymEnv-v0"]),
+    ("train-force-down-without-arm", TRAIN, [*GT, "--force-down"],
+     ["--force-down", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
     ("train-bad-port", TRAIN, [*GT, "--port", "70000"], ["'70000'", "port"]),
     ("train-negative-seed", TRAIN, [*GT, "--seed", "-1"], ["--seed", "'-1'", "0..4294967295"]),
     ("train-seed-above-2-32", TRAIN, [*GT, "--seed", "4294967296"], ["--seed", "'4294967296'", "0..4294967295"]),

@@ -228,6 +228,9 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     assert prepare[prepare.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")
     pipeline = settings.pipelineCommand(kuka)
     assert pipeline[:2] == ["-m", "rl_baselines.pipeline"] and "--random-target" in pipeline
+    # the arm moves as in its dataset (the generator records it with force_down): a train flag, not a prepare one
+    assert "--force-down" in pipeline and "--force-down" not in prepare
+    assert "--force-down" in srl_rl.archiveKey(srl_rl.KUKA, "vae", 0, settings.runSettings(kuka), None)
     assert pipeline[pipeline.index("--num-iteration") + 1] == "3"
     assert pipeline[pipeline.index("--eval-freq") + 1] == str(kuka.eval_freq)
     assert pipeline[pipeline.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")

@@ -51,6 +51,23 @@ def test_validate_builds_a_frozen_config_and_leaves_the_arguments_alone(tmp_path
     assert not os.listdir(tmp_path)  # validation writes nothing
 
 
+def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> None:
+    from rl_baselines.envs.factory import envKwargsFromArgs, makeSingleEnv
+
+    argv = ["--algo", "ppo2", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+            str(tmp_path), "--no-vis"]
+    config = train.validate(_parse([*argv, "--force-down"]), registered_rl)
+    assert config.force_down and config.env_kwargs["force_down"] is True and config.argsRecord()["force_down"]
+    env = makeSingleEnv("KukaButtonGymEnv-v0", dict(config.env_kwargs))
+    try:
+        assert env.unwrapped.force_down  # discrete action 5 moves down
+    finally:
+        env.close()
+    assert "force_down" not in train.validate(_parse(argv), registered_rl).env_kwargs  # the env's default: up allowed
+    older = argparse.Namespace(**{key: value for key, value in config.argsRecord().items() if key != "force_down"})
+    assert "force_down" not in envKwargsFromArgs(older)  # args.json of a run made before the flag
+
+
 def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> None:
     config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--img-shape", "3",
                                     "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)

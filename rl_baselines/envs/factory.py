@@ -31,7 +31,7 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
     The env constructor keywords a train/replay command asks for.
 
     :param args: parsed command-line arguments (srl_model, continuous_actions, action_joints, random_target,
-        shape_reward, fpv, multi_view, img_shape)
+        shape_reward, fpv, multi_view, force_down, img_shape)
     :return: keyword arguments for the env class
     """
     kwargs: dict[str, Any] = {
@@ -42,6 +42,8 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.action_joints:
         kwargs["action_joints"] = True
+    if getattr(args, "force_down", False):  # absent from the args.json of older runs
+        kwargs["force_down"] = True
     for camera_option in ("fpv", "multi_view"):  # second camera, only on envs that have one (checked by train)
         if getattr(args, camera_option, False):
             kwargs[camera_option] = True

@@ -98,6 +98,9 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
     parser.add_argument("--fpv", action="store_true", help="mobile robots: stack a first-person camera (6 channels)")
     parser.add_argument("--multi-view", action="store_true", help="arms: stack a second camera (6 channels)")
+    parser.add_argument("--force-down", action="store_true",
+                        help="arms: never move up (discrete action 5 and continuous z moves go down), as the original "
+                             "toolbox's arms and the datasets of environments.dataset_generator do")
     parser.add_argument("--num-stack", type=positiveInt, default=1, help="frames stacked per observation [1]")
     parser.add_argument("--action-repeat", type=positiveInt, default=1, help="env steps per agent action [1]")
     parser.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
@@ -230,6 +233,10 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> TrainConfig:
         if getattr(args, keyword) and not env_class.acceptsKeyword(keyword):
             having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword(keyword)]
             raise UsageError(f"{flag}: {args.env} has no second camera; envs with {flag}: {', '.join(having) or 'none'}")
+    if args.force_down and not env_class.acceptsKeyword("force_down"):
+        having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword("force_down")]
+        raise UsageError(f"--force-down: {args.env} has no up and down moves to restrict; envs with --force-down: "
+                         f"{', '.join(having) or 'none'}")
     if args.img_shape is not None:
         channels, height, width = args.img_shape
         if channels != 3 or height < 16 or width < 16:

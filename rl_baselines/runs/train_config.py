@@ -50,6 +50,7 @@ class TrainConfig:
     :param shape_reward: dense reward
     :param fpv: mobile robots: a stacked first-person camera
     :param multi_view: arms: a stacked second camera
+    :param force_down: arms: never move up
     :param num_stack: frames stacked per observation
     :param action_repeat: env steps per agent action
     :param episode_window: moving-average window of the reward curve, in episodes
@@ -101,6 +102,7 @@ class TrainConfig:
     shape_reward: bool
     fpv: bool
     multi_view: bool
+    force_down: bool
     num_stack: int
     action_repeat: int
     episode_window: int
