@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from environments import dataset_generator, registered_env
+from environments import dataset_generator, getEnvClass, registered_env
 from srl_models import train
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.train import resolveModel, trainableModels, trainFromArgs
@@ -371,10 +371,24 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     print(f"\nRegistered in {todo.config_file} under {todo.env_id} (dataset {todo.dataset_folder}, "
           f"{dataset_seconds:.0f} s):")
     print(summaryTable(rows))
-    print(f"Total {time.perf_counter() - start:.0f} s. Use one with: python -m rl_baselines.train --env {todo.env_id} "
-          f"--srl-model {todo.names[0]}" + (" --random-target" if args.random_target else "")
-          + (f" --srl-config-file {args.srl_config_file}" if args.srl_config_file else ""))
+    print(f"Total {time.perf_counter() - start:.0f} s. Use one with: "
+          f"{trainCommand(todo.env_id, todo.names[0], args.random_target, args.srl_config_file)}")
     return rows
+
+
+def trainCommand(env_id: str, name: str, random_target: bool, config_file: str | None) -> str:
+    """
+    :param env_id: the env the model was prepared for
+    :param name: the model's name
+    :param random_target: whether its dataset has a random target
+    :param config_file: the SRL config file it is registered in (None: the default one)
+    :return: the train command that uses it, with the env flags its dataset was recorded with (an arm moves as in
+        its dataset: environments.dataset_generator records them with force_down)
+    """
+    return (f"python -m rl_baselines.train --env {env_id} --srl-model {name}"
+            + (" --random-target" if random_target else "")
+            + (" --force-down" if getEnvClass(env_id).acceptsKeyword("force_down") else "")
+            + (f" --srl-config-file {config_file}" if config_file else ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -119,6 +119,15 @@ def test_latest_picks_the_newest(prepared, tmp_path):
         latestModelFolder(str(tmp_path / "srl"), "MobileRobot1DGymEnv-v0", "vae")
 
 
+def test_the_suggested_train_command_moves_the_arm_as_its_dataset():
+    from srl_models.prepare import trainCommand
+
+    assert trainCommand("KukaButtonGymEnv-v0", "vae", True, None) == (
+        "python -m rl_baselines.train --env KukaButtonGymEnv-v0 --srl-model vae --random-target --force-down")
+    assert trainCommand(ENV_ID, "vae", False, "c.yaml") == (
+        f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --srl-config-file c.yaml")
+
+
 def test_default_config_file(monkeypatch, tmp_path):
     from srl_models.config import defaultConfigFile
 
