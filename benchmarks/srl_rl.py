@@ -54,8 +54,8 @@ p-value of Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``) of the fi
 it: the published figures of Raffin et al. (:data:`ANCHOR`) and a comparison as fractions of ground truth. An
 observation or a seed that has no finished run yet is marked as missing: the tables are written from what exists.
 
-The speed table (the runs made in the bench folder) is appended to docs/benchmarks.md by the invocation that finishes
-the last missing run. ``--quick`` checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2
+The speed table (every run of the chosen envs, those archived by earlier invocations included, with the machine each
+group ran on) is appended to docs/benchmarks.md by the invocation that finishes the last missing run. ``--quick`` checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2
 seeds, 3 observations) in a few minutes, in its own folder, writing the section and the figures there rather than
 into docs/. ``--report-only`` archives the finished runs and rewrites the section and the figures without running
 anything.
@@ -932,10 +932,12 @@ def writeMarked(path: str, body: str) -> None:
         handle.write(replaceMarked(text, body))
 
 
-def speedRows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
+def speedRows(records: Sequence[RunRecord], here: str = "") -> list[dict[str, Any]]:
     """
     :param records: every finished run
-    :return: per (env, observation): runs, steps per run, mean steps/s (monitor clock) and mean wall time per run
+    :param here: this machine's description, for the runs of the bench folder (an archived run names its own)
+    :return: per (env, observation): runs, steps per run, mean steps/s (monitor clock), mean wall time per run and
+        the machines the runs ran on (their processor names; "" when not recorded)
     """
     rows = []
     for key in dict.fromkeys((r.env, r.observation) for r in records):
@@ -944,7 +946,9 @@ def speedRows(records: Sequence[RunRecord]) -> list[dict[str, Any]]:
         walls = [r.wall for r in group if not math.isnan(r.wall)]
         rows.append({"env": key[0], "observation": key[1], "runs": len(group), "steps": max(r.steps for r in group),
                      "rate": float(np.mean(rates)) if rates else math.nan,
-                     "wall": float(np.mean(walls)) if walls else math.nan})
+                     "wall": float(np.mean(walls)) if walls else math.nan,
+                     "machines": ", ".join(sorted({(r.machine or here).split(",")[0] for r in group
+                                                   if r.machine or here}))})
     return rows
 
 
@@ -953,12 +957,13 @@ def speedTable(rows: Sequence[dict[str, Any]]) -> str:
     :param rows: :func:`speedRows`
     :return: the markdown table
     """
-    lines = ["| env | observation | runs | steps per run | ppo2 steps/s | wall time per run |",
-             "|---|---|---:|---:|---:|---:|"]
+    lines = ["| env | observation | runs | steps per run | ppo2 steps/s | wall time per run | machine |",
+             "|---|---|---:|---:|---:|---:|---|"]
     for row in rows:
         rate = "n/a" if math.isnan(row["rate"]) else f"{row['rate']:,.0f}"
         wall = "n/a" if math.isnan(row["wall"]) else f"{row['wall'] / 60:.1f} min"
-        lines.append(f"| {row['env']} | {row['observation']} | {row['runs']} | {row['steps']:,} | {rate} | {wall} |")
+        lines.append(f"| {row['env']} | {row['observation']} | {row['runs']} | {row['steps']:,} | {rate} | {wall} | "
+                     f"{row.get('machines') or 'n/a'} |")
     return "\n".join(lines)
 
 
@@ -1589,7 +1594,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
               + ": nothing written")
         return 1
     plans = [plan for plan in candidates if plan.env in used]
-    fresh, tables, texts, images, thresholds, notes_archive = [], {}, {}, {}, {}, {}
+    fresh, listed, tables, texts, images, thresholds, notes_archive = [], [], {}, {}, {}, {}, {}
     missing = 0
     for plan in plans:
         records = used[plan.env]
@@ -1599,6 +1604,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if plan.env in chosen:
             missing += absent
             fresh += [record for record in records if not record.archived]
+            listed += records
         elif absent:
             print(f"{plan.env} (not among --env): {absent} run(s) neither finished in {settings.runs_dir} nor "
                   "archived")
@@ -1649,10 +1655,12 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
                  f"and evaluations included), means over the runs. Wall time of the whole benchmark: {wall}. Load "
                  f"average at the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
                  f"{settings.workers}).")
-        if notes_archive:
-            notes += " Only the runs made in this bench folder are listed (the archived ones were listed when they ran)."
+        if any(record.archived for record in listed):
+            notes += (" The runs of these envs archived by earlier invocations (a benchmark longer than a session) are "
+                      "included: the machine column says where each group ran, and rates of different machines do "
+                      "not compare.")
         appendReport("ppo2 on SRL representations (the SRL + RL benchmark)", command, notes,
-                     speedTable(speedRows(fresh)), packages=("torch", "stable_baselines3", "pybullet"),
+                     speedTable(speedRows(listed, machine)), packages=("torch", "stable_baselines3", "pybullet"),
                      target="bench-srl-rl")
         print("Appended the speed table to docs/benchmarks.md")
     return 1 if missing else 0

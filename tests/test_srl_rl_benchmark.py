@@ -203,7 +203,7 @@ def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp
     assert srl_rl.report(settings, "cmd", "a machine", None, str(images), append=True) == 0
     (title, command, notes, table), = appended
     assert command == "cmd" and "Wall time of the whole benchmark" in notes
-    assert table.count(f"| {MOBILE} |") == 4 and "| vae | 4 | 4,000 | 100 | 0.8 min |" in table
+    assert table.count(f"| {MOBILE} |") == 4 and "| vae | 4 | 4,000 | 100 | 0.8 min | a machine |" in table
 
 
 def test_stale_runs_are_dropped(tmp_path) -> None:
@@ -459,6 +459,14 @@ def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mo
                         "--image-dir", str(tmp_path / "images")]) == 0
     text = doc.read_text()
     assert "| vae | 2/2 (1 archived) |" in text and "0.460 (8; mean of 2 trainings)" in text
+    # the invocation that finishes the last run lists every run's speed, the archived ones with their machine
+    appended = []
+    monkeypatch.setattr(srl_rl, "appendReport", lambda *args, **kwargs: appended.append(args))
+    assert srl_rl.report(settings, "cmd", "Other CPU, nproc 2", None, str(tmp_path / "images"), append=True) == 0
+    (_, _, notes, table), = appended
+    row = next(line for line in table.splitlines() if "| vae |" in line)
+    assert row.startswith(f"| {MOBILE} | vae | 2 |") and "Other CPU" in row and ", " in row.split("|")[-2]
+    assert "archived by earlier invocations" in notes
     kept = json.loads(open(archive).read())
     assert sorted(r["model"]["hash"] for r in kept.values() if r["observation"] == "vae") == sorted([digest,
                                                                                                     again["hash"]])
