@@ -57,8 +57,8 @@ observation or a seed that has no finished run yet is marked as missing: the tab
 The speed table (every run of the chosen envs, those archived by earlier invocations included, with the machine each
 group ran on) is appended to docs/benchmarks.md by the invocation that finishes the last missing run. ``--quick``
 checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2 seeds, 3 observations) in a few
-minutes, in its own folder, writing the section and the figures there rather than into docs/. ``--report-only`` archives the finished runs and rewrites the section and the figures without running
-anything.
+minutes, in its own folder, writing the section and the figures there rather than into docs/. ``--report-only``
+archives the finished runs and rewrites the section and the figures without running anything.
 
 The bench folder (``--bench-dir``, default ``logs/bench_srl_rl``) is relative to the current directory. The commands
 run in the repository root with paths relative to it when the folder lies there; a folder in the current directory
