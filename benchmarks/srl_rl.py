@@ -1539,9 +1539,11 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
                 for command in settings.pipelineCommands(plan, runnable):
                     print(f"\n[{plan.env}] ppo2 runs: {shown(command, settings.nice)}", flush=True)
                     began = time.perf_counter()
-                    code = runStage(command, settings.nice, settings.base)
-                    addTiming(settings.timing_file, settings.fingerprint(), f"runs {plan.env}",
-                              time.perf_counter() - began)
+                    try:
+                        code = runStage(command, settings.nice, settings.base)
+                    finally:  # an interrupted stage's time counts too: the next invocation goes on from there
+                        addTiming(settings.timing_file, settings.fingerprint(), f"runs {plan.env}",
+                                  time.perf_counter() - began)
                     failed |= code != 0
         planned += estimates[plan.env]
         elapsed = time.perf_counter() - start

@@ -479,6 +479,23 @@ def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mo
     assert "dropped the archived run" in capsys.readouterr().out
 
 
+def test_an_interrupted_runs_stage_still_counts_its_time(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = _settings(["--env", MOBILE, *SMALL, "--runs-file", str(tmp_path / "runs.json")])
+
+    def stage(command, nice, cwd=srl_rl.ROOT):
+        if command[1] == "rl_baselines.pipeline":
+            raise KeyboardInterrupt
+        return 0
+
+    monkeypatch.setattr(srl_rl, "runStage", stage)
+    with pytest.raises(KeyboardInterrupt):
+        srl_rl.runEverything(settings)
+    with open(settings.timing_file) as handle:
+        stages = json.load(handle)[settings.fingerprint()]
+    assert set(stages) == {f"prepare {MOBILE}", f"runs {MOBILE}"}
+
+
 def test_quick_mode_keeps_its_own_archive(tmp_path, monkeypatch) -> None:
     committed = open(srl_rl.RUNS_FILE, "rb").read() if os.path.exists(srl_rl.RUNS_FILE) else None
     monkeypatch.chdir(tmp_path)
