@@ -875,23 +875,81 @@ def curves(rows: Sequence[ObservationSummary]) -> list[tuple[str, np.ndarray, np
     return result
 
 
+# Panels of the learning-curve figure: each learned model beside the two references (ground truth, raw pixels), a few
+# at a time so that the curves stay readable; a learned observation of no panel gets one of its own.
+PANELS = (("supervised", "random", "pca"), ("autoencoder", "vae"), ("inverse", "robotic_priors"),
+          ("srl_combination", "srl_splits"))
+
+
+# matplotlib's default cycle without its grey (C7), which raw pixels' reference curve uses
+LEARNED_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
+
+
+def panelGroups(observations: Sequence[str]) -> list[list[str]]:
+    """
+    :param observations: the observations of the report, in order
+    :return: the learned observations of each panel (:data:`PANELS` order; one empty panel when none is learned)
+    """
+    learned = [name for name in observations if name not in (GROUND_TRUTH, RAW_PIXELS)]
+    groups = [[name for name in panel if name in learned] for panel in PANELS]
+    groups = [group for group in groups if group]
+    others = [name for name in learned if not any(name in panel for panel in PANELS)]
+    return groups + ([others] if others else []) or [[]]
+
+
 def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], threshold: float | None) -> None:
     """
-    Write the env's learning curves (mean and 95% confidence band over seeds per observation) as a PNG, atomically.
+    Write the env's learning curves as a PNG, atomically: one panel per group of :data:`PANELS`, each with ground truth
+    and raw pixels for reference; per observation the mean over seeds and a band of +/- one standard error (with 3
+    seeds a 95% band is 4.3 standard errors wide and hides the curves), the threshold dotted.
 
     :param path: the PNG file
     :param plan: the env's plan
     :param rows: its summaries
-    :param threshold: its threshold (in the title)
+    :param threshold: its threshold (dotted line, and in the title)
     """
-    from replay.aggregate_plots import plotCurves
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    title = f"ppo2 on {plan.env}" + (f" (threshold {threshold:.2f})" if threshold is not None else "")
+    from srl_toolbox.files import atomicPath
+
+    data = {label: (x, y) for label, x, y in curves(rows)}
+    groups = panelGroups([row.observation for row in rows])
+    columns = min(2, len(groups))
+    lines = math.ceil(len(groups) / columns)
+    figure = Figure(figsize=(6.5 * columns, 3.6 * lines + 1.0), dpi=100)
+    FigureCanvasAgg(figure)
+    panels = figure.subplots(lines, columns, squeeze=False, sharex=True, sharey=True).ravel()
+    styles = {GROUND_TRUTH: {"color": "black", "linestyle": "-"}, RAW_PIXELS: {"color": "0.55", "linestyle": "--"}}
+    for axes, group in zip(panels, groups):
+        for name in [GROUND_TRUTH, RAW_PIXELS, *group]:
+            if name not in data:
+                continue
+            x, y = data[name]
+            style = styles.get(name, {"color": LEARNED_COLORS[OBSERVATIONS.index(name) % len(LEARNED_COLORS)
+                                                              if name in OBSERVATIONS else 0], "linestyle": "-"})
+            mean = y.mean(axis=0)
+            axes.plot(x, mean, linewidth=2 if name in group else 1.5, marker="o", markersize=3,
+                      label=f"{name} ({y.shape[0]} runs)", **style)
+            if y.shape[0] >= 2:
+                error = y.std(axis=0, ddof=1) / math.sqrt(y.shape[0])
+                axes.fill_between(x, mean - error, mean + error, color=style["color"], alpha=0.15, linewidth=0)
+        if threshold is not None:
+            axes.axhline(threshold, color="0.4", linestyle=":", linewidth=1)
+        axes.grid(True, alpha=0.3)
+        axes.legend(loc="best", fontsize=8)
+    for axes in panels[len(groups):]:
+        axes.set_visible(False)
+    title = f"ppo2 on {plan.env}" + (f" (threshold {threshold:.2f}, dotted)" if threshold is not None else "")
     archived = [record for row in rows for record in row.runs if record.archived]
     if archived:
         title += f"\n{len(archived)} runs from the archive, finished {dateSpan(archived)}"
-    plotCurves(path, curves(rows), title, "env steps",
-               f"evaluation reward (deterministic, mean of {plan.eval_episodes} episodes)")
+    figure.suptitle(title + "\nmean over seeds, band +/- 1 standard error")
+    figure.supxlabel("env steps")
+    figure.supylabel(f"evaluation reward (deterministic, mean of {plan.eval_episodes} episodes)")
+    figure.tight_layout()
+    with atomicPath(path) as tmp_path:
+        figure.savefig(tmp_path, format="png")
 
 
 # --- the docs --------------------------------------------------------------------------------------------------------
