@@ -206,6 +206,12 @@ def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp
     assert table.count(f"| {MOBILE} |") == 4 and "| vae | 4 | 4,000 | 100 | 0.8 min | a machine |" in table
 
 
+def test_figure_panels_group_the_learned_models() -> None:
+    assert srl_rl.panelGroups(srl_rl.OBSERVATIONS) == [list(panel) for panel in srl_rl.PANELS]
+    assert srl_rl.panelGroups(["ground_truth", "raw_pixels", "vae", "mine"]) == [["vae"], ["mine"]]
+    assert srl_rl.panelGroups(["ground_truth", "raw_pixels"]) == [[]]
+
+
 def test_stale_runs_are_dropped(tmp_path) -> None:
     kept = _writeRun(str(tmp_path / "kept"), "vae", 0, [1, 2, 3, 4])
     stale = _writeRun(str(tmp_path / "stale"), "vae", 1, [1, 2, 3, 4])
