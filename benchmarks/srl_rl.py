@@ -177,9 +177,10 @@ BUDGET_NOTE = (
     "1000-step episodes without pressing once in 50k steps. The "
     "pixel-based runs take most of the time: rendering (and encoding) every frame, ppo2 runs about 170-280 steps/s on "
     "MobileRobot and about 100-150 on Kuka (TinyRenderer at about 175 frames/s), against about 1,800 and 700 with "
-    "ground truth; 2 runs at a time on 2 cores. Estimate on 2 free cores: prepare about 30 minutes per env (9 models, "
-    "one after the other), the runs about 1.2 hours on MobileRobot and 2.2 hours on Kuka: about 4.4 hours in all (the "
-    "script prints its own estimate, and the time left as it goes).")
+    "ground truth; 2 runs at a time on 2 cores. Measured: prepare about 7 minutes per env (9 models, one after the "
+    "other), the runs about 2 hours on MobileRobot (2026-11-24, under load) and 3.3 hours on Kuka (2026-11-25: 20 of "
+    "its 33 runs in 2 hours, on 2 free cores): about 5.5 hours in all (the script prints its own estimate, and the "
+    "time left as it goes).")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
