@@ -238,6 +238,7 @@ CASES = [
 # Each case's category (docs/reliability.md gives the counts).
 CATEGORIES = {
     "unknown name": [
+        "srl-train-unknown-device", "evaluate-unknown-device",
         "train-unknown-algo", "train-unknown-env", "train-unknown-srl-model", "train-hyperparam-unknown",
         "pipeline-unknown-algo", "search-unknown-algo", "search-unknown-optimizer", "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
@@ -266,6 +267,7 @@ CATEGORIES = {
         "compare-foreign-npz"],
     "incompatible combination": [
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "train-fpv-without-camera",
+        "train-force-down-without-arm",
         "train-srl-path-with-ground-truth", "pipeline-ray-address-without-ray", "pipeline-reserved-tag",
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
