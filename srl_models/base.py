@@ -115,7 +115,7 @@ def readExpConfig(folder: str) -> dict[str, Any]:
     return config
 
 
-# exp_config keys that say what a training produced or where its dataset lay, not how the model was made
+# exp_config keys that say what a training produced, not how the model was made
 OUTCOME_KEYS = ("train_loss", "val_loss", "epochs_trained", "best_epoch", "selected_on")
 
 
