@@ -1033,6 +1033,28 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
 
 
+def runTimeNote(records: dict[str, Sequence[RunRecord]], workers: int, here: str) -> str:
+    """
+    The benchmark's run time from the runs themselves: it covers the archived runs, whose invocations' stage times
+    belong to other bench folders (another session, another machine).
+
+    :param records: env -> the runs shown for it
+    :param workers: runs at a time
+    :param here: this machine's description (that of the runs not archived)
+    :return: per env, the summed wall time of its runs' train commands and that sum divided by ``workers``; empty
+        when no run has a recorded wall time
+    """
+    parts = []
+    for env, group in records.items():
+        walls = [record.wall for record in group if not math.isnan(record.wall)]
+        if walls:
+            machines = sorted({(record.machine or here).split(",")[0] for record in group})
+            parts.append(f"{env} {len(walls)} run{'s' if len(walls) > 1 else ''}, {duration(sum(walls))} of train commands (about "
+                         f"{duration(sum(walls) / max(1, workers))} at {workers} at a time"
+                         + (f", {'; '.join(machines)}" if machines else "") + ")")
+    return "; ".join(parts)
+
+
 def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[str, list[str]],
                 images: dict[str, str], facts: dict[str, Any]) -> str:
     """
@@ -1691,6 +1713,9 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             + ("; the archived runs are not included" if notes_archive else "")
             if stages else "not measured (no stage has run with these settings"
             + (" in this bench folder; the archived runs are not included)" if notes_archive else ")"))
+    runs_time = runTimeNote(used, settings.workers, machine)
+    if runs_time:
+        wall += f". Run time of the runs shown, from their own records: {runs_time}"
     commands = []
     for plan in plans:
         if settings.learned:

@@ -203,7 +203,20 @@ def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp
     assert srl_rl.report(settings, "cmd", "a machine", None, str(images), append=True) == 0
     (title, command, notes, table), = appended
     assert command == "cmd" and "Wall time of the whole benchmark" in notes
+    assert f"Run time of the runs shown, from their own records: {MOBILE} {len(runs)} runs" in notes
     assert table.count(f"| {MOBILE} |") == 4 and "| vae | 4 | 4,000 | 100 | 0.8 min | a machine |" in table
+
+
+def test_run_time_counts_archived_runs_by_their_own_walls() -> None:
+    def record(wall: float, machine: str = "", archived: bool = False) -> srl_rl.RunRecord:
+        return srl_rl.RunRecord(None, np.array([]), np.array([]), wall=wall, archived=archived, machine=machine)
+
+    records = {"A-v0": [record(3000.0, "AMD EPYC, nproc 2", True), record(1800.0, "AMD EPYC, nproc 2", True)],
+               "B-v0": [record(600.0), record(math.nan)], "C-v0": [record(math.nan)]}
+    note = srl_rl.runTimeNote(records, 2, "Intel Xeon, nproc 2")
+    assert note == ("A-v0 2 runs, 1 h 20 min of train commands (about 40 min at 2 at a time, AMD EPYC); "
+                    "B-v0 1 run, 10 min of train commands (about 5 min at 2 at a time, Intel Xeon)")
+    assert srl_rl.runTimeNote({"C-v0": [record(math.nan)]}, 2, "here") == ""
 
 
 def test_figure_panels_group_the_learned_models() -> None:
