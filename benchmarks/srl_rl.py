@@ -1049,7 +1049,8 @@ def runTimeNote(records: dict[str, Sequence[RunRecord]], workers: int, here: str
         walls = [record.wall for record in group if not math.isnan(record.wall)]
         if walls:
             machines = sorted({(record.machine or here).split(",")[0] for record in group})
-            parts.append(f"{env} {len(walls)} run{'s' if len(walls) > 1 else ''}, {duration(sum(walls))} of train commands (about "
+            runs = f"{len(walls)} run{'s' if len(walls) > 1 else ''}"
+            parts.append(f"{env} {runs}, {duration(sum(walls))} of train commands (about "
                          f"{duration(sum(walls) / max(1, workers))} at {workers} at a time"
                          + (f", {'; '.join(machines)}" if machines else "") + ")")
     return "; ".join(parts)
