@@ -1026,6 +1026,11 @@ def speedTable(rows: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def counted(number: int, noun: str) -> str:
+    """:return: ``1 run``, ``2 runs``: the number and the noun, plural unless the number is 1"""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
 def duration(seconds: float) -> str:
     """:return: seconds as ``1 h 05 min``, ``12 min`` or ``40 s``"""
     if seconds >= 3600:
@@ -1049,9 +1054,8 @@ def runTimeNote(records: dict[str, Sequence[RunRecord]], workers: int, here: str
         walls = [record.wall for record in group if not math.isnan(record.wall)]
         if walls:
             machines = sorted({(record.machine or here).split(",")[0] for record in group})
-            runs = f"{len(walls)} run{'s' if len(walls) > 1 else ''}"
-            parts.append(f"{env} {runs}, {duration(sum(walls))} of train commands (about "
-                         f"{duration(sum(walls) / max(1, workers))} at {workers} at a time"
+            parts.append(f"{env} {counted(len(walls), 'run')}, {duration(sum(walls))} of train commands (about "
+                         f"{duration(sum(walls) / max(1, workers))} with {counted(workers, 'run')} at a time"
                          + (f", {'; '.join(machines)}" if machines else "") + ")")
     return "; ".join(parts)
 
@@ -1535,7 +1539,7 @@ def prepareEnv(settings: Settings, plan: EnvPlan) -> tuple[list[str], bool]:
     :return: (the observations that can run, whether prepare failed for some)
     """
     command = settings.prepareCommand(plan)
-    print(f"\n[{plan.env}] preparing {len(settings.learned)} learned models: {shown(command, settings.nice)}",
+    print(f"\n[{plan.env}] preparing {counted(len(settings.learned), 'learned model')}: {shown(command, settings.nice)}",
           flush=True)
     began = time.perf_counter()
     code = runStage(command, settings.nice, settings.base)
@@ -1589,8 +1593,8 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
     print(f"Plan: {', '.join(f'{p.env} {p.steps:,} steps per run' for p in settings.plans)}; "
           f"{len(settings.observations)} observations x {settings.seeds} seeds; {missing_before} runs to do"
           + (f" ({sum(map(len, archived.values()))} archived)" if any(archived.values()) else "")
-          + f"; estimated time left {duration(sum(estimates.values()))} ({settings.workers} runs at a time; the whole "
-          f"benchmark: about {duration(whole)} on {settings.workers} free cores)", flush=True)
+          + f"; estimated time left {duration(sum(estimates.values()))} ({counted(settings.workers, 'run')} at a time; the "
+          f"whole benchmark: about {duration(whole)} on {counted(settings.workers, 'free core')})", flush=True)
     failed, start, planned, given = False, time.perf_counter(), 0.0, []
     for index, plan in enumerate(settings.plans):
         if archived[plan.env] and len(archived[plan.env]) == len(specs[plan.env]):
@@ -1710,7 +1714,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         settings.timing_file) else {}
     wall = (f"{duration(sum(stages.values()))} in all ("
             + ", ".join(f"{stage} {duration(seconds)}" for stage, seconds in stages.items())
-            + f"), {settings.workers} runs at a time, niceness {settings.nice}, summed over the invocations"
+            + f"), {counted(settings.workers, 'run')} at a time, niceness {settings.nice}, summed over the invocations"
             + ("; the archived runs are not included" if notes_archive else "")
             if stages else "not measured (no stage has run with these settings"
             + (" in this bench folder; the archived runs are not included)" if notes_archive else ")"))

@@ -214,8 +214,8 @@ def test_run_time_counts_archived_runs_by_their_own_walls() -> None:
     records = {"A-v0": [record(3000.0, "AMD EPYC, nproc 2", True), record(1800.0, "AMD EPYC, nproc 2", True)],
                "B-v0": [record(600.0), record(math.nan)], "C-v0": [record(math.nan)]}
     note = srl_rl.runTimeNote(records, 2, "Intel Xeon, nproc 2")
-    assert note == ("A-v0 2 runs, 1 h 20 min of train commands (about 40 min at 2 at a time, AMD EPYC); "
-                    "B-v0 1 run, 10 min of train commands (about 5 min at 2 at a time, Intel Xeon)")
+    assert note == ("A-v0 2 runs, 1 h 20 min of train commands (about 40 min with 2 runs at a time, AMD EPYC); "
+                    "B-v0 1 run, 10 min of train commands (about 5 min with 2 runs at a time, Intel Xeon)")
     assert srl_rl.runTimeNote({"C-v0": [record(math.nan)]}, 2, "here") == ""
 
 
