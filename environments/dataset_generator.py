@@ -21,7 +21,9 @@ episodes it lacks, ``--force`` discards it.
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
 entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
 what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
-``env_id``, ``continuous`` and ``action_joints``.
+``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, read as False when a loader lacks it).
+Random actions on an arm are recorded with ``force_down`` (the arm never moves up, as in the original toolbox); a
+replayed agent acts in the env it was trained in, so its run's ``force_down`` decides.
 """
 from __future__ import annotations
 
@@ -193,7 +195,7 @@ def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
     if "max_distance" in keywords:
         env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if args.max_distance is None else args.max_distance
     if "force_down" in keywords:
-        env_kwargs["force_down"] = True  # as the old generator: the arm never moves up, so it presses more often
+        env_kwargs["force_down"] = True  # random actions, as the old generator: the arm never moves up, presses more
     for flag, keyword, example in (("--multi-view", "multi_view", "Kuka envs"), ("--fpv", "fpv", "MobileRobot")):
         if getattr(args, keyword):
             if keyword not in keywords:
@@ -218,6 +220,8 @@ def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
             run.load(num_threads=1)  # one process per core: the workers already use them all
         except ValueError as error:
             raise UsageError(str(error)) from None
+        if "force_down" in env_kwargs:  # the agent acts as in its run
+            env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
     spec = GenerationSpec(env_id=args.env, env_kwargs=env_kwargs, name=name, num_episodes=args.num_episode,
                           seed=args.seed, policy=policy, image_format=args.image_format)
     return spec, env_class, run

@@ -311,6 +311,7 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
     assert config["policy"] == os.path.abspath(trainedRun)
 
     policy = loadRunPolicy(trainedRun)
+    assert policy.force_down is False  # read from args.json (the arms' setting; this run has none)
     env = MobileRobotGymEnv(img_shape=(3, 32, 32), max_steps=n_steps)
     try:
         for episode in range(2):
@@ -324,3 +325,27 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
     finally:
         env.close()
     assertOneLineError(generate(tmp_path / "other", "--policy", trainedRun, "-c", check=False), "discrete", "drop -c")
+
+
+@pytest.mark.parametrize("run_force_down", [True, False, None])
+def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_force_down):
+    """Random actions on an arm are recorded with force_down; a replayed agent gets its run's setting (a loader or an
+    older run without it: False, the env's default)."""
+    from types import SimpleNamespace
+
+    from environments import dataset_generator
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    fields = {} if run_force_down is None else {"force_down": run_force_down}
+    stand_in = SimpleNamespace(env_id="KukaButtonGymEnv-v0", continuous=False, action_joints=False,
+                               load=lambda num_threads=None: None, **fields)
+    monkeypatch.setattr(dataset_generator, "loadPolicy", lambda path, load=True: stand_in)
+
+    def kwargs(*flags: str) -> dict:
+        args = dataset_generator.buildParser().parse_args(["--env", "KukaButtonGymEnv-v0", "--save-path",
+                                                           str(tmp_path / "data"), *flags])
+        return dataset_generator.validate(args)[0].env_kwargs
+
+    assert kwargs()["force_down"] is True
+    assert kwargs("--policy", str(run_dir))["force_down"] is bool(run_force_down)

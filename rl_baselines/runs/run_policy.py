@@ -121,6 +121,7 @@ class RunPolicy:
         self.env_id: str = getattr(self.args, "env", None)
         self.continuous = bool(getattr(self.args, "continuous_actions", False))
         self.action_joints = bool(getattr(self.args, "action_joints", False))
+        self.force_down = bool(getattr(self.args, "force_down", False))  # absent from older args.json: False then
         self.img_shape = tuple(getattr(self.args, "img_shape", None) or (3, 64, 64))
         self.num_stack = int(getattr(self.args, "num_stack", 1) or 1)
         self.agent: Any = None
