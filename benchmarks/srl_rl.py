@@ -175,12 +175,12 @@ BUDGET_NOTE = (
     "and 25k (seed 1) and stayed there up to 35k, so 50k steps too (an evaluation of 3 episodes every 5k). Without "
     "--force-down the arm may move up, and ground truth (seed 0) learned to hover above the table for whole "
     "1000-step episodes without pressing once in 50k steps. The "
-    "pixel-based runs take most of the time: rendering (and encoding) every frame, ppo2 runs about 170-280 steps/s on "
-    "MobileRobot and about 100-150 on Kuka (TinyRenderer at about 175 frames/s), against about 1,800 and 700 with "
-    "ground truth; 2 runs at a time on 2 cores. Measured: prepare about 7 minutes per env (9 models, one after the "
-    "other), the runs about 2 hours on MobileRobot (2026-11-24, under load) and 3.3 hours on Kuka (2026-11-25: 20 of "
-    "its 33 runs in 2 hours, on 2 free cores): about 5.5 hours in all (the script prints its own estimate, and the "
-    "time left as it goes).")
+    "pixel-based runs take most of the time: rendering (and encoding) every frame, 2 runs at a time with their "
+    "evaluations, ppo2 ran 82-142 steps/s on MobileRobot (911 with ground truth) and 48-87 on Kuka (172 with ground "
+    "truth; docs/benchmarks.md). Measured: prepare about 7 minutes per env on free cores (9 models, one after the "
+    "other), the runs 3 h 53 min of train commands on MobileRobot (about 1 h 56 min 2 at a time; 2026-11-24, under "
+    "load) and 6 h 15 min on Kuka (about 3 h 07 min; 2026-11-25): about 5 h 20 min in all on 2 cores (the script "
+    "prints its own estimate, and the time left as it goes).")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
@@ -942,9 +942,11 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
     for axes in panels[len(groups):]:
         axes.set_visible(False)
     title = f"ppo2 on {plan.env}" + (f" (threshold {threshold:.2f}, dotted)" if threshold is not None else "")
-    archived = [record for row in rows for record in row.runs if record.archived]
+    shown = [record for row in rows for record in row.runs]
+    archived = [record for record in shown if record.archived]
     if archived:
-        title += f"\n{len(archived)} runs from the archive, finished {dateSpan(archived)}"
+        title += (f"\n{len(shown)} runs, {len(archived)} of them from the archive" if len(archived) < len(shown)
+                  else f"\n{len(shown)} runs from the archive") + f", finished {dateSpan(shown)}"
     figure.suptitle(title + "\nmean over seeds, band +/- 1 standard error")
     figure.supxlabel("env steps")
     figure.supylabel(f"evaluation reward (deterministic, mean of {plan.eval_episodes} episodes)")
@@ -995,11 +997,16 @@ def speedRows(records: Sequence[RunRecord], here: str = "") -> list[dict[str, An
     """
     :param records: every finished run
     :param here: this machine's description, for the runs of the bench folder (an archived run names its own)
-    :return: per (env, observation): runs, steps per run, mean steps/s (monitor clock), mean wall time per run and
-        the machines the runs ran on (their processor names; "" when not recorded)
+    :return: per (env, observation), envs in the order of the records and observations in that of
+        :data:`OBSERVATIONS` (others after them): runs, steps per run, mean steps/s (monitor clock), mean wall time per
+        run and the machines the runs ran on (their processor names; "" when not recorded)
     """
+    keys = list(dict.fromkeys((r.env, r.observation) for r in records))
+    envs = list(dict.fromkeys(env for env, _ in keys))
+    keys.sort(key=lambda key: (envs.index(key[0]), OBSERVATIONS.index(key[1]) if key[1] in OBSERVATIONS
+                               else len(OBSERVATIONS)))
     rows = []
-    for key in dict.fromkeys((r.env, r.observation) for r in records):
+    for key in keys:
         group = [r for r in records if (r.env, r.observation) == key]
         rates = [r.rate for r in group if not math.isnan(r.rate)]
         walls = [r.wall for r in group if not math.isnan(r.wall)]

@@ -219,6 +219,19 @@ def test_run_time_counts_archived_runs_by_their_own_walls() -> None:
     assert srl_rl.runTimeNote({"C-v0": [record(math.nan)]}, 2, "here") == ""
 
 
+def test_speed_rows_follow_the_observations_order() -> None:
+    def record(env: str, observation: str) -> srl_rl.RunRecord:
+        run = type("Run", (), {"args": {"env": env, "srl_model": observation, "num_timesteps": 100}})()
+        return srl_rl.RunRecord(run, np.array([100]), np.array([1.0]), rate=10.0, wall=20.0)
+
+    records = [record("B-v0", "srl_splits"), record("B-v0", "mine"), record("A-v0", "vae"), record("B-v0", "vae"),
+               record("B-v0", "ground_truth"), record("B-v0", "srl_splits")]
+    rows = srl_rl.speedRows(records, "Intel Xeon, nproc 2")
+    assert [(row["env"], row["observation"], row["runs"]) for row in rows] == [
+        ("B-v0", "ground_truth", 1), ("B-v0", "vae", 1), ("B-v0", "srl_splits", 2), ("B-v0", "mine", 1),
+        ("A-v0", "vae", 1)]
+
+
 def test_figure_panels_group_the_learned_models() -> None:
     assert srl_rl.panelGroups(srl_rl.OBSERVATIONS) == [list(panel) for panel in srl_rl.PANELS]
     assert srl_rl.panelGroups(["ground_truth", "raw_pixels", "vae", "mine"]) == [["vae"], ["mine"]]
