@@ -993,6 +993,15 @@ def writeMarked(path: str, body: str) -> None:
         handle.write(replaceMarked(text, body))
 
 
+def processors(records: Sequence[RunRecord], here: str) -> list[str]:
+    """
+    :param records: runs
+    :param here: this machine's description (that of the runs not archived)
+    :return: the processor names of the machines they ran on, sorted, without the unknown ones
+    """
+    return sorted({(record.machine or here).split(",")[0] for record in records if record.machine or here})
+
+
 def speedRows(records: Sequence[RunRecord], here: str = "") -> list[dict[str, Any]]:
     """
     :param records: every finished run
@@ -1013,8 +1022,7 @@ def speedRows(records: Sequence[RunRecord], here: str = "") -> list[dict[str, An
         rows.append({"env": key[0], "observation": key[1], "runs": len(group), "steps": max(r.steps for r in group),
                      "rate": float(np.mean(rates)) if rates else math.nan,
                      "wall": float(np.mean(walls)) if walls else math.nan,
-                     "machines": ", ".join(sorted({(r.machine or here).split(",")[0] for r in group
-                                                   if r.machine or here}))})
+                     "machines": ", ".join(processors(group, here))})
     return rows
 
 
@@ -1060,7 +1068,7 @@ def runTimeNote(records: dict[str, Sequence[RunRecord]], workers: int, here: str
     for env, group in records.items():
         walls = [record.wall for record in group if not math.isnan(record.wall)]
         if walls:
-            machines = sorted({(record.machine or here).split(",")[0] for record in group})
+            machines = processors(group, here)
             parts.append(f"{env} {counted(len(walls), 'run')}, {duration(sum(walls))} of train commands (about "
                          f"{duration(sum(walls) / max(1, workers))} with {counted(workers, 'run')} at a time"
                          + (f", {'; '.join(machines)}" if machines else "") + ")")
