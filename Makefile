@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -79,6 +79,11 @@ bench-srl: install
 # benchmarks/srl_rl_runs.json (commit it) and not run again. `python benchmarks/srl_rl.py --quick` checks the chain.
 bench-srl-rl: install
 	$(PY) benchmarks/srl_rl.py
+
+# ppo2 on MobileRobot's ground truth as it is and through fixed random maps to 32 numbers (no images): does the
+# shape of a state decide whether the agent learns in the SRL benchmark's budget? About 12 min on 2 cores.
+bench-state-shape: install
+	$(PY) benchmarks/state_shape.py
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

@@ -1,0 +1,254 @@
+"""Does the shape of a state, not what it holds, decide whether ppo2 learns MobileRobot in the benchmark's budget?
+
+The agent gets MobileRobotGymEnv-v0's ground truth (the robot's position relative to the target, 2 numbers) either
+as it is or turned into ``--dims`` numbers by a fixed random map, drawn once from ``--map-seed``:
+
+- ``ground_truth``: the 2 numbers;
+- ``linear``: ``A z + b`` (``z`` the ground truth / 2, ``A`` and ``b`` standard normal): the same information, exactly
+  and linearly;
+- ``tanh``: ``tanh(A z + b)``: the same information, through a smooth non-linear map, as a learned encoder gives it.
+
+No image is rendered and nothing is learned before the agent: whatever separates the rows is the state's shape.
+``--scale S`` multiplies what the normalisation hands the agent by S (1: as train does), to tell the state's size
+from its number of dimensions: a linear map to 32 dimensions is the ground truth times a matrix whose singular values
+are about 4 once each dimension is normalised, which the first layer of the policy cannot tell from larger inputs. Each
+run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
+defaults), one env, the running mean/std normalisation that train puts on every low-dimensional state
+(``VecNormalize(norm_obs=True, norm_reward=False)``) and SB3's ``EvalCallback`` (a separate env, normalisation
+statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``benchmarks/srl_rl.py`` runs ppo2. One
+torch thread per run; ``--workers`` runs at a time.
+
+It prints, per variant over the seeds, the final evaluation reward (mean +/- standard error), how many seeds reached
+the threshold (90% of ground truth's mean final reward, as in docs/srl.md) and the median steps they took, and every
+seed's final reward; then appends the table with its command and machine to docs/benchmarks.md (``--no-append``:
+not). About 1.5 minutes per run on one core: 15 runs in about 12 minutes on 2 cores.
+
+Usage: ``python benchmarks/state_shape.py [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--steps
+50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--workers 2] [--no-append]``
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+import environments  # noqa: E402,F401  (registers the envs)
+from benchmarks.report import appendReport  # noqa: E402
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model  # noqa: E402
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand  # noqa: E402
+
+ENV_ID = "MobileRobotGymEnv-v0"
+VARIANTS = ("ground_truth", "linear", "tanh")
+THRESHOLD_FRACTION = 0.9
+
+
+class EmbeddedState(gym.ObservationWrapper):
+    """
+    The ground truth seen through a fixed random map (see the module docstring).
+
+    :param env: an env whose observation is the ground truth
+    :param kind: "linear" or "tanh"
+    :param dims: size of the embedded state
+    :param map_seed: seed of the map's matrix and offset
+    """
+
+    def __init__(self, env: gym.Env, kind: str, dims: int, map_seed: int) -> None:
+        super().__init__(env)
+        rng = np.random.default_rng(map_seed)
+        source_dims = int(np.prod(env.observation_space.shape))
+        self.matrix = rng.normal(size=(dims, source_dims))
+        self.offset = rng.normal(size=dims)
+        self.kind = kind
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (dims,), np.float32)
+
+    def observation(self, observation: np.ndarray) -> np.ndarray:
+        """
+        :param observation: the ground truth
+        :return: its embedding, float32 (dims,)
+        """
+        mapped = self.matrix @ (np.asarray(observation, dtype=np.float64).ravel() / 2.0) + self.offset
+        return (np.tanh(mapped) if self.kind == "tanh" else mapped).astype(np.float32)
+
+
+class EvaluationRecorder(BaseCallback):
+    """Called by EvalCallback after each evaluation: keeps its step count and mean reward (EvalCallback itself keeps
+    them only when it writes a log file)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.timesteps: list[int] = []
+        self.rewards: list[float] = []
+
+    def _on_step(self) -> bool:
+        self.timesteps.append(int(self.num_timesteps))
+        self.rewards.append(float(self.parent.last_mean_reward))
+        return True
+
+
+class ScaledObservations(VecEnvWrapper):
+    """
+    Multiply a VecEnv's observations by a constant.
+
+    :param venv: the (normalised) VecEnv
+    :param scale: the factor
+    """
+
+    def __init__(self, venv: VecEnv, scale: float) -> None:
+        super().__init__(venv)
+        self.scale = scale
+
+    def reset(self) -> np.ndarray:
+        return self.venv.reset() * self.scale
+
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
+        observations, rewards, dones, infos = self.venv.step_wait()
+        return observations * self.scale, rewards, dones, infos
+
+
+def makeEnv(variant: str, dims: int, map_seed: int) -> gym.Env:
+    """
+    :param variant: one of :data:`VARIANTS`
+    :param dims: embedded state size
+    :param map_seed: seed of the random map
+    :return: the monitored env the agent sees
+    """
+    env = Monitor(gym.make(ENV_ID, srl_model="ground_truth"))
+    return env if variant == "ground_truth" else EmbeddedState(env, variant, dims, map_seed)
+
+
+def runOne(job: dict[str, Any]) -> dict[str, Any]:
+    """
+    Train one agent and evaluate it along the way.
+
+    :param job: variant, seed, dims, steps, eval_freq, eval_episodes, map_seed, scale
+    :return: the job with ``timesteps`` and ``rewards`` (mean evaluation reward at each evaluation)
+    """
+    torch.set_num_threads(1)
+    factory = lambda: makeEnv(job["variant"], job["dims"], job["map_seed"])  # noqa: E731
+    normalised = VecNormalize(DummyVecEnv([factory]), norm_obs=True, norm_reward=False)
+    normalised.seed(job["seed"])
+    eval_normalised = VecNormalize(DummyVecEnv([factory]), norm_obs=True, norm_reward=False, training=False)
+    eval_normalised.seed(job["seed"] + 1000)
+    venv, eval_env = normalised, eval_normalised
+    if job["scale"] != 1.0:
+        venv, eval_env = ScaledObservations(normalised, job["scale"]), ScaledObservations(eval_normalised, job["scale"])
+    hyperparams = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()}
+    model = PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", **hyperparams)
+    recorder = EvaluationRecorder()
+    callback = EvalCallback(eval_env, n_eval_episodes=job["eval_episodes"], eval_freq=job["eval_freq"],
+                            deterministic=True, verbose=0, callback_after_eval=recorder)
+    model.learn(job["steps"], callback=callback)
+    return {**job, "timesteps": recorder.timesteps, "rewards": recorder.rewards}
+
+
+def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
+    """
+    :param results: finished runs (:func:`runOne`)
+    :param variants: rows, in order
+    :return: the markdown table
+    """
+    finals = {v: [r["rewards"][-1] for r in results if r["variant"] == v] for v in variants}
+    reference = finals.get("ground_truth") or next(iter(finals.values()))
+    threshold = THRESHOLD_FRACTION * statistics.mean(reference)
+    lines = ["| state | final eval reward (mean +/- SE) | reached threshold (median steps) | final reward per seed |",
+             "|---|---:|---:|---|"]
+    for variant in variants:
+        runs = sorted((r for r in results if r["variant"] == variant), key=lambda r: r["seed"])
+        values = finals[variant]
+        error = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
+        reached = [next(t for t, v in zip(r["timesteps"], r["rewards"]) if v >= threshold)
+                   for r in runs if any(v >= threshold for v in r["rewards"])]
+        steps = f"{statistics.median(reached):,.0f}" if reached else "-"
+        name = "ground truth (2)" if variant == "ground_truth" else f"{variant} ({runs[0]['dims']})"
+        name += f", x{runs[0]['scale']:g}" if runs[0]["scale"] != 1.0 else ""
+        lines.append(f"| {name} | {statistics.mean(values):.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
+                     f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} |")
+    return "\n".join(lines) + f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward)."
+
+
+def positiveFloat(raw: str) -> float:
+    """
+    argparse type: a finite number > 0.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    try:
+        value = float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+    if not np.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive number")
+    return value
+
+
+def buildParser() -> CLIParser:
+    """:return: the command-line parser"""
+    parser = CLIParser(prog="python benchmarks/state_shape.py", description=__doc__.split("\n")[0])
+    parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="states [all]")
+    parser.add_argument("--dims", type=positiveInt, default=32, help="size of an embedded state [32, as the SRL models']")
+    parser.add_argument("--seeds", type=positiveInt, default=5, help="seeds per variant, 0.. [5]")
+    parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, benchmarks/srl_rl.py's]")
+    parser.add_argument("--eval-freq", type=positiveInt, default=5000, help="steps between evaluations [5000]")
+    parser.add_argument("--eval-episodes", type=positiveInt, default=5, help="episodes per evaluation [5]")
+    parser.add_argument("--map-seed", type=int, default=1000, help="seed of the random map [1000]")
+    parser.add_argument("--scale", type=positiveFloat, default=1.0,
+                        help="factor on the normalised state the agent gets [1: as train gives it]")
+    parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
+    parser.add_argument("--no-append", action="store_true", help="do not append the table to docs/benchmarks.md")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    :raises UsageError: bad input (one line; nothing is run or written)
+    """
+    args = buildParser().parse_args(argv)
+    if args.eval_freq > args.steps:
+        raise UsageError(f"--eval-freq {args.eval_freq} is more than --steps {args.steps}: no evaluation would run")
+    variants = list(dict.fromkeys(args.variants))
+    jobs = [{"variant": v, "seed": s, "dims": args.dims, "steps": args.steps, "eval_freq": args.eval_freq,
+             "eval_episodes": args.eval_episodes, "map_seed": args.map_seed, "scale": args.scale}
+            for s in range(args.seeds) for v in variants]
+    results = []
+    began = time.monotonic()
+    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        for done, result in enumerate(pool.map(runOne, jobs), start=1):
+            results.append(result)
+            left = (time.monotonic() - began) / done * (len(jobs) - done)
+            print(f"[{done}/{len(jobs)}, about {left / 60:.0f} min left] {result['variant']} seed {result['seed']}: "
+                  f"{', '.join(f'{v:.0f}' for v in result['rewards'])}", flush=True)
+    table = summarise(results, variants)
+    print(table)
+    if not args.no_append:
+        command = "python benchmarks/state_shape.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        notes = (f"ppo2's hyperparameters (SB3 PPO), {args.steps:,} steps per run, an evaluation of "
+                 f"{args.eval_episodes} deterministic episodes every {args.eval_freq:,} steps, {args.seeds} seeds; "
+                 f"the ground truth of {ENV_ID} as it is or through a fixed random map to {args.dims} numbers "
+                 f"(map seed {args.map_seed}); no images"
+                 + (f"; the normalised state multiplied by {args.scale:g}" if args.scale != 1.0 else ""))
+        appendReport("ppo2 on ground truth of another shape", command.strip(), notes, table,
+                     packages=("torch", "stable_baselines3", "pybullet"), target="bench-state-shape")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

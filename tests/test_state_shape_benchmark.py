@@ -1,0 +1,83 @@
+"""benchmarks/state_shape.py: the embedded ground truth keeps the information, a tiny run yields the table, and bad
+input is refused in one line. The real measurement is `make bench-state-shape`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from conftest import REPO
+
+sys.path.insert(0, REPO)
+from benchmarks import state_shape  # noqa: E402
+from srl_toolbox.cli import UsageError  # noqa: E402
+
+
+def _states(kind: str, steps: int = 60) -> tuple[np.ndarray, np.ndarray]:
+    """Random moves in the embedded env: (states, ground truth)."""
+    env = state_shape.makeEnv(kind, 32, 1000)
+    truth = gym.make(state_shape.ENV_ID, srl_model="ground_truth")
+    observation, _ = env.reset(seed=3)
+    true_observation, _ = truth.reset(seed=3)
+    states, truths = [observation], [true_observation]
+    for step in range(steps):
+        action = step % env.action_space.n
+        observation, *_ = env.step(action)
+        true_observation, *_ = truth.step(action)
+        states.append(observation)
+        truths.append(true_observation)
+    return np.array(states), np.array(truths)
+
+
+def test_a_linear_embedding_is_the_ground_truth_mapped_exactly():
+    states, truths = _states("linear")
+    assert states.shape == (61, 32) and states.dtype == np.float32
+    design = np.c_[truths, np.ones(len(truths))]
+    solution, *_ = np.linalg.lstsq(design, states, rcond=None)
+    np.testing.assert_allclose(design @ solution, states, atol=1e-4)
+
+
+def test_a_tanh_embedding_is_bounded_and_one_to_one_on_the_moves():
+    states, truths = _states("tanh")
+    assert np.all(np.abs(states) <= 1)
+    distinct_truths = len({tuple(np.round(t, 5)) for t in truths})
+    assert len({tuple(np.round(s, 5)) for s in states}) == distinct_truths > 1
+    plain, _ = _states("ground_truth", steps=5)
+    assert plain.shape == (6, 2)
+
+
+def test_a_tiny_run_prints_a_row_per_variant(capsys):
+    assert state_shape.main(["--variants", "ground_truth", "tanh", "--seeds", "1", "--steps", "256",
+                             "--eval-freq", "128", "--eval-episodes", "1", "--workers", "1", "--no-append"]) == 0
+    out = capsys.readouterr().out
+    assert "| ground truth (2) | " in out and "| tanh (32) | " in out and "1/1" in out
+    assert out.count("min left]") == 2
+
+
+def test_the_scale_multiplies_what_the_agent_gets_and_is_synced_to_the_evaluation():
+    job = {"variant": "linear", "seed": 0, "dims": 32, "steps": 256, "eval_freq": 128, "eval_episodes": 1,
+           "map_seed": 1000, "scale": 0.25}
+    result = state_shape.runOne(job)
+    assert result["timesteps"] == [128, 256] and len(result["rewards"]) == 2
+    normalised = state_shape.VecNormalize(state_shape.DummyVecEnv([lambda: state_shape.makeEnv("linear", 32, 1000)]))
+    normalised.seed(0)
+    scaled = state_shape.ScaledObservations(normalised, 0.25)
+    first = scaled.reset()
+    np.testing.assert_allclose(first, normalised.normalize_obs(normalised.get_original_obs()) * 0.25, rtol=1e-5)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--eval-freq", "6000", "--steps", "5000"], ["--eval-freq 6000", "--steps 5000"]),
+    (["--seeds", "0"], ["--seeds", "'0'"]),
+    (["--variants", "pixels"], ["'pixels'", "ground_truth", "tanh"]),
+    (["--scale", "0"], ["--scale", "'0'"]),
+])
+def test_bad_input_is_one_line_exit_2(argv, words):
+    with pytest.raises(UsageError) as error:
+        state_shape.main(argv)
+    assert all(word in str(error.value) for word in words)
+    result = subprocess.run([sys.executable, "benchmarks/state_shape.py", *argv], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
