@@ -28,7 +28,6 @@ Usage: ``python benchmarks/state_shape.py [--variants ground_truth linear tanh] 
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import sys
@@ -51,7 +50,7 @@ if ROOT not in sys.path:
 import environments  # noqa: E402,F401  (registers the envs)
 from benchmarks.report import appendReport  # noqa: E402
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model  # noqa: E402
-from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand  # noqa: E402
+from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand  # noqa: E402
 
 ENV_ID = "MobileRobotGymEnv-v0"
 VARIANTS = ("ground_truth", "linear", "tanh")
@@ -180,22 +179,6 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
         lines.append(f"| {name} | {statistics.mean(values):.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
                      f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} |")
     return "\n".join(lines) + f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward)."
-
-
-def positiveFloat(raw: str) -> float:
-    """
-    argparse type: a finite number > 0.
-
-    :param raw: the command-line string
-    :return: the value
-    """
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-    if not np.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive number")
-    return value
 
 
 def buildParser() -> CLIParser:

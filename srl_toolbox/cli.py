@@ -14,6 +14,7 @@ Invariant: validation raises before anything is written; nothing here writes a f
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -64,6 +65,18 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     sys.exit(code or 0)
 
 
+def _number(raw: str) -> float:
+    """
+    :param raw: a command-line string
+    :return: its value as a float
+    :raises argparse.ArgumentTypeError: not a number
+    """
+    try:
+        return float(raw)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+
+
 def positiveInt(raw: str) -> int:
     """
     argparse type: an integer > 0 (scientific notation such as 1e3 accepted).
@@ -71,13 +84,23 @@ def positiveInt(raw: str) -> int:
     :param raw: the command-line string
     :return: the value
     """
-    try:
-        value = float(raw)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
+    value = _number(raw)
     if not value.is_integer() or value <= 0:
         raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
     return int(value)
+
+
+def positiveFloat(raw: str) -> float:
+    """
+    argparse type: a finite number > 0.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    value = _number(raw)
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive number")
+    return value
 
 
 def seedNumber(raw: str) -> int:

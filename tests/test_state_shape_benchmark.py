@@ -72,7 +72,9 @@ def test_the_scale_multiplies_what_the_agent_gets_and_is_synced_to_the_evaluatio
     (["--eval-freq", "6000", "--steps", "5000"], ["--eval-freq 6000", "--steps 5000"]),
     (["--seeds", "0"], ["--seeds", "'0'"]),
     (["--variants", "pixels"], ["'pixels'", "ground_truth", "tanh"]),
-    (["--scale", "0"], ["--scale", "'0'"]),
+    (["--scale", "0"], ["--scale", "'0'", "positive number"]),
+    (["--scale", "inf"], ["--scale", "'inf'", "positive number"]),
+    (["--scale", "x"], ["--scale", "'x'", "not a number"]),
 ])
 def test_bad_input_is_one_line_exit_2(argv, words):
     with pytest.raises(UsageError) as error:
