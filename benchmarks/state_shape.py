@@ -28,6 +28,7 @@ Usage: ``python benchmarks/state_shape.py [--variants ground_truth linear tanh] 
 """
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import sys
@@ -49,12 +50,12 @@ if ROOT not in sys.path:
 
 import environments  # noqa: E402,F401  (registers the envs)
 from benchmarks.report import appendReport  # noqa: E402
+from benchmarks.srl_rl import THRESHOLD_FRACTION, meanStandardError, stepsToThreshold  # noqa: E402
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model  # noqa: E402
 from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand  # noqa: E402
 
 ENV_ID = "MobileRobotGymEnv-v0"
 VARIANTS = ("ground_truth", "linear", "tanh")
-THRESHOLD_FRACTION = 0.9
 
 
 class EmbeddedState(gym.ObservationWrapper):
@@ -170,13 +171,14 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
     for variant in variants:
         runs = sorted((r for r in results if r["variant"] == variant), key=lambda r: r["seed"])
         values = finals[variant]
-        error = statistics.stdev(values) / len(values) ** 0.5 if len(values) > 1 else 0.0
-        reached = [next(t for t, v in zip(r["timesteps"], r["rewards"]) if v >= threshold)
-                   for r in runs if any(v >= threshold for v in r["rewards"])]
+        mean, error = meanStandardError(values)
+        error = 0.0 if math.isnan(error) else error  # one seed: no spread to show
+        reached = [step for r in runs
+                   if (step := stepsToThreshold(np.asarray(r["timesteps"]), r["rewards"], threshold)) is not None]
         steps = f"{statistics.median(reached):,.0f}" if reached else "-"
         name = "ground truth (2)" if variant == "ground_truth" else f"{variant} ({runs[0]['dims']})"
         name += f", x{runs[0]['scale']:g}" if runs[0]["scale"] != 1.0 else ""
-        lines.append(f"| {name} | {statistics.mean(values):.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
+        lines.append(f"| {name} | {mean:.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
                      f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} |")
     return "\n".join(lines) + f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward)."
 
