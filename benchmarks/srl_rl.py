@@ -3,12 +3,13 @@
 For each env of :data:`PLANS` (MobileRobotGymEnv-v0, the 2-D navigation task, and KukaButtonGymEnv-v0 with a random
 target, the arm task) the script
 
-1. prepares every learned observation of :data:`OBSERVATIONS` with ``python -m srl_models.prepare`` (one call per env
+1. prepares every learned model of :data:`OBSERVATIONS` with ``python -m srl_models.prepare`` (one call per env
    with all the model names: one dataset per env, every model trained on it, evaluated (GTC, KNN-MSE) and registered
    in the benchmark's own SRL config file ``<bench-dir>/srl_models.yaml``, so that the user's config/srl_models.yaml
    is never touched; prepare reuses a dataset and the models whose settings did not change);
 2. trains ppo2 on every observation, ``--seeds`` seeds each, with ``python -m rl_baselines.pipeline`` (one call per
-   env, ``nice``-d): a fixed step budget per env and a deterministic evaluation every ``eval_freq`` steps
+   env, and one per :data:`VARIANTS` entry, a learned model with further train flags and a row of its own;
+   ``nice``-d): a fixed step budget per env and a deterministic evaluation every ``eval_freq`` steps
    (``--eval-freq``/``--eval-episodes`` of train, ``evaluations.npz`` in each run folder). The pipeline gives each
    run a deterministic folder and skips the finished ones, so the benchmark as a whole is resumable: a re-run does only
    what is missing. A finished run whose learned model was trained again since with other settings or code (the
@@ -101,10 +102,11 @@ KUKA = "KukaButtonGymEnv-v0"
 ALGO = "ppo2"
 GROUND_TRUTH = "ground_truth"
 RAW_PIXELS = "raw_pixels"
+GT_SCALE = "srl_splits_gt_scale"
 # The observations compared, in table order: the env's own two, then the learned models (prepared by
-# srl_models.prepare), the reference encoders (supervised, random, pca) first.
+# srl_models.prepare), the reference encoders (supervised, random, pca) first, then the variants (VARIANTS).
 OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "supervised", "random", "pca", "autoencoder", "vae", "inverse",
-                "robotic_priors", "srl_combination", "srl_splits")
+                "robotic_priors", "srl_combination", "srl_splits", GT_SCALE)
 QUICK_OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "vae")
 THRESHOLD_FRACTION = 0.9
 SECTION_TITLE = "## Does SRL help?"
@@ -120,6 +122,63 @@ RUNS_FILE = os.path.join(ROOT, "benchmarks", "srl_rl_runs.json")
 ARCHIVE_NAME = "srl_rl_runs.json"  # --quick: its own archive, in its bench folder
 PAPER = ("Raffin et al., \"Decoupling feature extraction from policy learning: assessing benefits of state "
          "representation learning in goal based robotics\" (2019)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """
+    A learned model handed to the agent with further train flags: a row of its own, with runs of its own (their run
+    ids and archive keys differ from the model's plain runs), on the model that prepare trained for the others.
+
+    :param model: the learned model it uses
+    :param flags: the train flags its runs get besides the env's
+    :param arg: the args.json setting those flags turn on, which tells its runs from the model's plain ones
+    :param description: what it is, for the docs section
+    """
+
+    model: str
+    flags: tuple[str, ...]
+    arg: str
+    description: str
+
+
+VARIANTS = {
+    GT_SCALE: Variant("srl_splits", ("--srl-ground-truth-scale",), "srl_ground_truth_scale",
+                      "srl_splits handed to the agent at the size of the env's ground truth (train's "
+                      "--srl-ground-truth-scale: the normalised state times sqrt(ground-truth dim / state dim))"),
+}
+
+
+def modelName(observation: str) -> str:
+    """:return: the learned model (or env observation) an observation's runs use: a variant's model, else itself"""
+    return VARIANTS[observation].model if observation in VARIANTS else observation
+
+
+def variantFlags(observation: str) -> tuple[str, ...]:
+    """:return: the train flags an observation's runs get besides the env's (a variant's, else none)"""
+    return VARIANTS[observation].flags if observation in VARIANTS else ()
+
+
+def specObservation(spec: Any) -> str:
+    """
+    :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
+    :return: the observation (row) it belongs to: a variant when its model and flags are the variant's
+    """
+    for name, variant in VARIANTS.items():
+        if spec.srl_model == variant.model and all(flag in spec.train_args for flag in variant.flags):
+            return name
+    return str(spec.srl_model)
+
+
+def argsObservation(args: dict[str, Any]) -> str:
+    """
+    :param args: a run's args.json
+    :return: the observation (row) it belongs to: a variant when its model and setting are the variant's
+    """
+    for name, variant in VARIANTS.items():
+        if args.get("srl_model") == variant.model and args.get(variant.arg):
+            return name
+    return str(args["srl_model"])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,12 +273,13 @@ EXPECTED_PREPARE_S = 200.0  # one learned model trained and evaluated by prepare
 def learnedObservations(observations: Sequence[str]) -> list[str]:
     """
     :param observations: observation names
-    :return: those that are learned SRL models (prepared by ``srl_models.prepare``), in order
+    :return: those that use a learned SRL model (prepared by ``srl_models.prepare``; the variants of one included),
+        in order
     """
     from srl_models.registry import learnedModels
 
     learned = set(learnedModels())
-    return [name for name in observations if name in learned]
+    return [name for name in observations if modelName(name) in learned]
 
 
 def shown(command: Sequence[str], nice: int = 0) -> str:
@@ -238,7 +298,7 @@ class Settings:
 
     :param plans: the envs' plans, in order
     :param observations: the observations compared, in table order
-    :param learned: those prepared by ``srl_models.prepare``
+    :param learned: those that use a learned model (prepared by ``srl_models.prepare``; variants included)
     :param seeds: seeds per observation
     :param first_seed: the first seed (then +1, +2, ...)
     :param bench_dir: the benchmark's folder as given to the commands (relative to ``base`` when inside it, so that
@@ -292,6 +352,11 @@ class Settings:
         """The accumulated wall time of the stages."""
         return os.path.join(self.bench_dir, TIMING_FILE)
 
+    @property
+    def models(self) -> list[str]:
+        """The learned models that prepare trains: those of :attr:`learned`, a variant's once, in order."""
+        return list(dict.fromkeys(modelName(name) for name in self.learned))
+
     def trainFlags(self, plan: EnvPlan) -> list[str]:
         """
         :param plan: an env's plan
@@ -304,32 +369,49 @@ class Settings:
                         seeds: Sequence[int] | None = None) -> list[str]:
         """
         :param plan: an env's plan
-        :param observations: the observations to run (default: all)
+        :param observations: the observations to run, all with the same :func:`variantFlags` (default: the
+            benchmark's without a variant's flags)
         :param seeds: consecutive seeds to run (default: all of the benchmark's)
         :return: the pipeline command line (without the interpreter)
         """
         seeds = list(seeds) if seeds is not None else list(range(self.first_seed, self.first_seed + self.seeds))
+        if observations is None:
+            observations = [name for name in self.observations if not variantFlags(name)]
+        flags = {variantFlags(name) for name in observations}
+        if len(flags) != 1:
+            raise ValueError(f"observations with different train flags in one pipeline command: {observations}")
         return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model",
-                *(self.observations if observations is None else observations), "--num-iteration", str(len(seeds)),
+                *(modelName(name) for name in observations), "--num-iteration", str(len(seeds)),
                 "--seed", str(seeds[0]), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
-                *(["--no-progress"] if self.no_progress else []), *self.trainFlags(plan)]
+                *(["--no-progress"] if self.no_progress else []), *self.trainFlags(plan), *flags.pop()]
+
+    def gridCommands(self, plan: EnvPlan) -> list[list[str]]:
+        """
+        :param plan: an env's plan
+        :return: the pipeline commands of the whole grid: one per set of train flags (the plain observations, then
+            each variant's)
+        """
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name in self.observations:
+            groups.setdefault(variantFlags(name), []).append(name)
+        return [self.pipelineCommand(plan, names) for names in groups.values()]
 
     def pipelineCommands(self, plan: EnvPlan, specs: Sequence[Any]) -> list[list[str]]:
         """
         :param plan: an env's plan
         :param specs: the runs to give the pipeline (it skips the finished ones itself)
         :return: as few pipeline command lines as cover exactly these runs: one per set of observations that need the
-            same seeds and per stretch of consecutive seeds (one command for the whole grid)
+            same seeds and train flags and per stretch of consecutive seeds (one command for a grid without variants)
         """
         seeds_of: dict[str, set[int]] = {}
         for spec in specs:
-            seeds_of.setdefault(spec.srl_model, set()).add(int(spec.seed))
-        groups: dict[tuple[int, ...], list[str]] = {}
+            seeds_of.setdefault(specObservation(spec), set()).add(int(spec.seed))
+        groups: dict[tuple[tuple[str, ...], tuple[int, ...]], list[str]] = {}
         for name in self.observations:
             if name in seeds_of:
-                groups.setdefault(tuple(sorted(seeds_of[name])), []).append(name)
+                groups.setdefault((variantFlags(name), tuple(sorted(seeds_of[name]))), []).append(name)
         commands = []
-        for seeds, names in groups.items():
+        for (_, seeds), names in groups.items():
             stretch = [seeds[0]]
             for seed in [*seeds[1:], None]:
                 if seed is not None and seed == stretch[-1] + 1:
@@ -344,7 +426,7 @@ class Settings:
         :param plan: an env's plan
         :return: the prepare command line (without the interpreter): all the learned models at once, on one dataset
         """
-        return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.learned, *plan.flags, "--seed",
+        return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.models, *plan.flags, "--seed",
                 str(self.srl_seed), "--num-cpu", str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file",
                 self.config_file, *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets
                                     else []), *plan.prepare_flags, *self.prepare_extra,
@@ -353,12 +435,20 @@ class Settings:
     def specs(self, plan: EnvPlan) -> list[Any]:
         """
         :param plan: an env's plan
-        :return: the pipeline's run specs (rl_baselines.sweeps.sweep.RunSpec, with their run ids) of this configuration
+        :return: the pipeline's run specs (rl_baselines.sweeps.sweep.RunSpec, with their run ids) of this configuration:
+            the plain observations', then each variant's (:func:`specObservation` tells which row a spec is)
         """
         from rl_baselines.sweeps.sweep import expandGrid
 
-        return expandGrid([ALGO], [plan.env], self.observations, range(self.first_seed, self.first_seed + self.seeds),
-                          self.trainFlags(plan), os.path.join(self.base, self.runs_dir), self.base)
+        seeds = range(self.first_seed, self.first_seed + self.seeds)
+        runs_dir = os.path.join(self.base, self.runs_dir)
+        specs = expandGrid([ALGO], [plan.env], [name for name in self.observations if name not in VARIANTS], seeds,
+                           self.trainFlags(plan), runs_dir, self.base)
+        for name in self.observations:
+            if name in VARIANTS:
+                specs += expandGrid([ALGO], [plan.env], [modelName(name)], seeds,
+                                    [*self.trainFlags(plan), *variantFlags(name)], runs_dir, self.base)
+        return specs
 
     def fingerprint(self) -> str:
         """:return: a short hash of what the benchmark computes (keys the accumulated wall time)"""
@@ -525,8 +615,8 @@ class RunRecord:
 
     @property
     def observation(self) -> str:
-        """The run's --srl-model."""
-        return str(self.run.args["srl_model"])
+        """The run's row: its --srl-model, or the variant its settings make it (:func:`argsObservation`)."""
+        return argsObservation(self.run.args)
 
     @property
     def seed(self) -> int:
@@ -749,7 +839,7 @@ def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str,
     for record in records:
         if record.model is None or record.model.get("hash") is None:
             continue
-        current = registered.get(record.observation)
+        current = registered.get(modelName(record.observation))
         model = current if current is not None and current.get("hash") == record.model["hash"] else record.model
         used.setdefault(record.observation, {})[record.model["hash"]] = model
     facts = dict(registered)
@@ -783,12 +873,12 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
     digits = 1 if all(abs(r.final[0]) >= 20 for r in rows if r.finals) else 2
     for row in rows:
         paper, comparison = anchorComparison(row, env, reference)
+        facts = models.get(row.observation, models.get(modelName(row.observation)))
         if row.observation == GROUND_TRUTH:
             gtc = "1 (the state itself)"
         elif row.observation == RAW_PIXELS:
             gtc = "- (pixels)"
-        elif row.observation in models:
-            facts = models[row.observation]
+        elif facts is not None:
             gtc = "n/a" if facts.get("gtc") is None or math.isnan(facts["gtc"]) else f"{facts['gtc']:.3f}"
             detail = [f"{facts['state_dim']}"] if facts.get("state_dim") is not None else []
             if facts.get("trainings"):
@@ -879,7 +969,7 @@ def curves(rows: Sequence[ObservationSummary]) -> list[tuple[str, np.ndarray, np
 # Panels of the learning-curve figure: each learned model beside the two references (ground truth, raw pixels), a few
 # at a time so that the curves stay readable; a learned observation of no panel gets one of its own.
 PANELS = (("supervised", "random", "pca"), ("autoencoder", "vae"), ("inverse", "robotic_priors"),
-          ("srl_combination", "srl_splits"))
+          ("srl_combination", "srl_splits", GT_SCALE))
 
 
 # matplotlib's default cycle without its grey (C7), which raw pixels' reference curve uses
@@ -927,8 +1017,10 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
             if name not in data:
                 continue
             x, y = data[name]
-            style = styles.get(name, {"color": LEARNED_COLORS[OBSERVATIONS.index(name) % len(LEARNED_COLORS)
-                                                              if name in OBSERVATIONS else 0], "linestyle": "-"})
+            model = modelName(name)  # a variant: its model's colour, dash-dotted
+            style = styles.get(name, {"color": LEARNED_COLORS[OBSERVATIONS.index(model) % len(LEARNED_COLORS)
+                                                              if model in OBSERVATIONS else 0],
+                                      "linestyle": "-." if name in VARIANTS else "-"})
             mean = y.mean(axis=0)
             axes.plot(x, mean, linewidth=2 if name in group else 1.5, marker="o", markersize=3,
                       label=f"{name} ({y.shape[0]} runs)", **style)
@@ -1084,7 +1176,7 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
     :param images: env -> the PNG path relative to the document
     :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
         archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
-        file as shown, None without one)
+        file as shown, None without one), variants (name -> description, of the variants among the rows)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
@@ -1098,7 +1190,8 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
         f"default hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned "
         "model of an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
         "deterministic evaluation (separate env, same wrappers, normalisation statistics of the training env) runs "
-        "every `eval_freq` steps.", "",
+        "every `eval_freq` steps."
+        + "".join(f" *{name}* is {description}." for name, description in facts.get("variants", {}).items()), "",
         "How to read the tables: *final eval reward* is the mean reward of the last evaluation's episodes, mean +/- "
         f"standard error over seeds; *threshold* = {THRESHOLD_FRACTION:.0%} of ground truth's mean final evaluation "
         "reward, and *steps to threshold* the first evaluation at or above it (median over the seeds that reached it, "
@@ -1173,7 +1266,7 @@ def missingRuns(specs: Sequence[Any]) -> dict[str, int]:
     missing: dict[str, int] = {}
     for spec in specs:
         if finishedFolder(spec) is None:
-            missing[spec.srl_model] = missing.get(spec.srl_model, 0) + 1
+            missing[specObservation(spec)] = missing.get(specObservation(spec), 0) + 1
     return missing
 
 
@@ -1203,11 +1296,11 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
     """
     specs = settings.specs(plan)
     prepared = {} if from_scratch else registeredModels(settings.config_file, plan.env)
-    to_prepare = sum(1 for name in settings.learned if name not in prepared)
+    to_prepare = sum(1 for name in settings.models if name not in prepared)
     if not from_scratch and archived and len(archived) >= len(specs):
         to_prepare = 0
     missing = ({name: settings.seeds for name in settings.observations} if from_scratch
-               else missingRuns([spec for spec in specs if (spec.srl_model, int(spec.seed)) not in archived]))
+               else missingRuns([spec for spec in specs if (specObservation(spec), int(spec.seed)) not in archived]))
     runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
     return to_prepare * EXPECTED_PREPARE_S + runs / settings.workers
 
@@ -1394,7 +1487,7 @@ def recordRuns(settings: Settings, plans: Sequence[EnvPlan], found: dict[str, li
         for record in found[plan.env]:
             learned = record.observation in settings.learned
             key, entry = archiveEntry(settings, plan, record, srl if learned else None,
-                                      models[plan.env].get(record.observation), machine)
+                                      models[plan.env].get(modelName(record.observation)), machine)
             entries[key] = entry
     archive, changed = writeArchive(settings.archive_file, entries)
     if changed:
@@ -1419,14 +1512,15 @@ def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan
     run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
     matches = {}
     for spec in specs:
-        learned = spec.srl_model in settings.learned
+        observation = specObservation(spec)
+        learned = observation in settings.learned
         expected_srl = srl if learned else None
-        entry = archive.get(archiveKey(plan.env, spec.srl_model, int(spec.seed), run, expected_srl))
+        entry = archive.get(archiveKey(plan.env, observation, int(spec.seed), run, expected_srl))
         if entry is None or entry.get("run") != run or entry.get("srl") != expected_srl:
             continue
-        if learned and not sameModel(registered.get(spec.srl_model), entry.get("model")):
+        if learned and not sameModel(registered.get(modelName(observation)), entry.get("model")):
             continue
-        matches[(spec.srl_model, int(spec.seed))] = entry
+        matches[(observation, int(spec.seed))] = entry
     return matches
 
 
@@ -1447,9 +1541,10 @@ def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[s
     run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
     stale = []
     for key, entry in archive.items():
-        if (entry["env"], entry["run"], entry["srl"]) != (plan.env, run, srl) or entry["observation"] not in models:
+        model = modelName(entry["observation"])
+        if (entry["env"], entry["run"], entry["srl"]) != (plan.env, run, srl) or model not in models:
             continue
-        if not sameModel(models[entry["observation"]], entry.get("model")):
+        if not sameModel(models[model], entry.get("model")):
             stale.append(key)
     if stale:
         writeArchive(settings.archive_file, {}, stale)
@@ -1554,13 +1649,14 @@ def prepareEnv(settings: Settings, plan: EnvPlan) -> tuple[list[str], bool]:
     :return: (the observations that can run, whether prepare failed for some)
     """
     command = settings.prepareCommand(plan)
-    print(f"\n[{plan.env}] preparing {counted(len(settings.learned), 'learned model')}: {shown(command, settings.nice)}",
+    print(f"\n[{plan.env}] preparing {counted(len(settings.models), 'learned model')}: {shown(command, settings.nice)}",
           flush=True)
     began = time.perf_counter()
     code = runStage(command, settings.nice, settings.base)
     addTiming(settings.timing_file, settings.fingerprint(), f"prepare {plan.env}", time.perf_counter() - began)
     models = registeredFacts(settings, plan.env)
-    absent = [name for name in settings.learned if name not in models or models[name]["hash"] is None]
+    absent = [name for name in settings.learned
+              if modelName(name) not in models or models[modelName(name)]["hash"] is None]
     if code != 0 or absent:
         print(f"warning: prepare exited with code {code}; not usable on {plan.env}: {', '.join(absent) or 'none'} "
               "(their rows stay missing)", file=sys.stderr, flush=True)
@@ -1600,7 +1696,7 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
                  for plan in settings.plans}
 
     def pending(env: str) -> list[Any]:
-        return [spec for spec in specs[env] if (spec.srl_model, int(spec.seed)) not in archived[env]
+        return [spec for spec in specs[env] if (specObservation(spec), int(spec.seed)) not in archived[env]
                 and finishedFolder(spec) is None]
 
     missing_before = sum(len(pending(plan.env)) for plan in settings.plans)
@@ -1626,8 +1722,9 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
                     archived[plan.env] = archivedMatches(loadArchive(settings.archive_file), settings, plan,
                                                          specs[plan.env], registeredFacts(settings, plan.env))
             todo = pending(plan.env)
-            runnable = [spec for spec in specs[plan.env] if (spec.srl_model, int(spec.seed)) not in archived[plan.env]
-                        and spec.srl_model in observations]
+            runnable = [spec for spec in specs[plan.env]
+                        if (specObservation(spec), int(spec.seed)) not in archived[plan.env]
+                        and specObservation(spec) in observations]
             if not todo:
                 print(f"\n[{plan.env}] every run has finished" + (" or is archived" if archived[plan.env] else ""),
                       flush=True)
@@ -1636,7 +1733,7 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
                     print(f"\n[{plan.env}] {len(archived[plan.env])} runs are archived in "
                           f"{displayPath(str(settings.archive_file))}: not run again (--rerun {plan.env} runs them)",
                           flush=True)
-                given += [spec for spec in todo if spec.srl_model in observations]
+                given += [spec for spec in todo if specObservation(spec) in observations]
                 for command in settings.pipelineCommands(plan, runnable):
                     print(f"\n[{plan.env}] ppo2 runs: {shown(command, settings.nice)}", flush=True)
                     began = time.perf_counter()
@@ -1686,7 +1783,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if archive and plan.env not in rerun:
             have = {(record.observation, record.seed) for record in records}
             matches = archivedMatches(archive, settings, plan,
-                                      [spec for spec in specs if (spec.srl_model, int(spec.seed)) not in have],
+                                      [spec for spec in specs if (specObservation(spec), int(spec.seed)) not in have],
                                       models[plan.env])
             records += [recordFromArchive(entry) for entry in matches.values()]
         if records or plan.env in chosen:
@@ -1702,7 +1799,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     for plan in plans:
         records = used[plan.env]
         facts = reportedModels(records, models[plan.env])
-        notes = {name: "not prepared" for name in settings.learned if name not in facts}
+        notes = {name: "not prepared" for name in settings.learned
+                 if name not in facts and modelName(name) not in facts}
         absent = expected[plan.env] - len(records)
         if plan.env in chosen:
             missing += absent
@@ -1740,10 +1838,11 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     for plan in plans:
         if settings.learned:
             commands.append(shown(settings.prepareCommand(plan), settings.nice))
-        commands.append(shown(settings.pipelineCommand(plan), settings.nice))
+        commands += [shown(command, settings.nice) for command in settings.gridCommands(plan)]
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
              "thresholds": thresholds, "commands": commands, "archived": notes_archive,
-             "archive": displayPath(settings.archive_file) if settings.archive_file else None}
+             "archive": displayPath(settings.archive_file) if settings.archive_file else None,
+             "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS}}
     section = sectionText(plans, tables, texts, images, facts)
     if doc is None:
         print(f"\n{SECTION_TITLE}\n\n{section}")

@@ -154,6 +154,34 @@ def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
     replay.close()
 
 
+@pytest.mark.parametrize("num_stack", [1, 2])
+def test_ground_truth_scale_gives_a_learned_state_the_size_of_ground_truth(counting, tmp_path, num_stack):
+    from rl_baselines.envs.factory import ScaledVecNormalize, createEnvs, findVecNormalize
+
+    folder = _saveCounting(str(tmp_path / "model"), state_dim=8)
+    args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=1,
+                              num_stack=num_stack, action_repeat=1, continuous_actions=False, action_joints=False,
+                              random_target=False, shape_reward=False, img_shape=list(SMALL))
+    observed = {}
+    for scaled in (False, True):
+        env = createEnvs(argparse.Namespace(**vars(args), srl_ground_truth_scale=scaled))
+        normaliser = findVecNormalize(env)
+        assert isinstance(normaliser, ScaledVecNormalize) is scaled
+        states = [env.reset()]
+        for _ in range(6):
+            states.append(env.step(np.array([1]))[0])
+        observed[scaled] = np.stack(states)
+        if scaled:
+            # MobileRobot's ground truth is 2 numbers: 8 normalised numbers per frame times sqrt(2/8), stacked or not
+            assert normaliser.scale == pytest.approx(0.5)
+            raw = normaliser.get_original_obs()
+            np.testing.assert_allclose(normaliser.unnormalize_obs(normaliser.normalize_obs(raw)), raw, rtol=1e-4,
+                                       atol=1e-5)
+        env.close()
+    np.testing.assert_allclose(observed[True], 0.5 * observed[False], rtol=1e-5, atol=1e-6)
+    assert np.abs(observed[False]).max() > 0.1
+
+
 # --- the lookup -------------------------------------------------------------------------------------------------
 
 def _writeYaml(path, content) -> str:
@@ -353,6 +381,36 @@ def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
         enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"])
 
 
+def test_ground_truth_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):
+    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+    from replay import enjoy_baselines
+    from rl_baselines.core.registry import registered_rl
+    from rl_baselines.envs.factory import ScaledVecNormalize, findVecNormalize
+    from rl_baselines.runs.resume import continueCommand
+    from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs
+
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", vaeFolder,
+                                 "--srl-ground-truth-scale", "--num-timesteps", "128", "--hyperparam", "n_steps:64",
+                                 "--eval-freq", "64", "--eval-episodes", "1", "--log-dir", tmp_path / "logs"))
+    assert _readJson(os.path.join(run_dir, "args.json"))["srl_ground_truth_scale"] is True
+    assert os.path.isfile(os.path.join(run_dir, "evaluations.npz"))
+    args = readRunArgs(run_dir, "--log-dir")
+    assert "--srl-ground-truth-scale" in continueCommand(args, None, 64).split()
+    # replay and evaluation build the env from args.json: the VAE's 8 numbers times sqrt(2/8)
+    env = registered_rl["ppo2"][0].makeEnv(args, load_path_normalise=run_dir)
+    normaliser = findVecNormalize(env)
+    assert isinstance(normaliser, ScaledVecNormalize) and normaliser.scale == pytest.approx(0.5)
+    # the dataset generator's replayed agent (rl_baselines.runs.run_policy) sees what the run's env gives
+    policy = loadRunPolicy(run_dir)
+    raw = MobileRobotGymEnv(srl_model="vae", img_shape=SMALL)
+    pixels = raw.reset(seed=0)[0]
+    expected = normaliser.normalize_obs(policy.encoder.getState(pixels[None]))
+    np.testing.assert_allclose(policy.observation(raw, pixels), expected, rtol=1e-5, atol=1e-6)
+    raw.close()
+    env.close()
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"]) == 0
+
+
 # (case, extra arguments, message); the first four run as a subprocess (exit code 2), the others in this process
 BAD_INPUTS = [
     ("missing folder", ["--srl-model-path", "{tmp}/missing"], "does not exist"),
@@ -372,6 +430,10 @@ BAD_INPUTS = [
      "register one with python -m srl_models.prepare --env MobileRobotGymEnv-v0 --srl-model autoencoder "
      "--srl-config-file "),
     ("two cameras", ["--srl-model-path", "{vae}", "--fpv"], "encodes 3-channel images (one camera)"),
+    ("scale without a learned state", ["--srl-model", "ground_truth", "--srl-ground-truth-scale"],
+     "--srl-ground-truth-scale scales a learned SRL state, not --srl-model 'ground_truth'; learned models: "),
+    ("scale with an evolution strategy", ["--algo", "ars", "--srl-model-path", "{vae}", "--srl-ground-truth-scale"],
+     "--srl-ground-truth-scale: --algo ars normalises states itself; algorithms that take it: "),
 ]
 
 

@@ -1,12 +1,15 @@
 """Environment creation for the RL side: parallel envs, monitor files, frame stacking, action repeat, normalisation.
 
 Normalisation statistics are stored as ``vecnormalize.npz`` (plain arrays, loaded with ``allow_pickle=False``)
-beside every saved model, so that replaying a run never unpickles anything from it.
+beside every saved model, so that replaying a run never unpickles anything from it. With
+``--srl-ground-truth-scale`` a learned state is normalised by :class:`ScaledVecNormalize`, whose scale follows from the
+run's arguments and the encoder (not saved), so a replayed, resumed or evaluated run rebuilds the same input.
 """
 from __future__ import annotations
 
 import argparse
 import functools
+import math
 import os
 from typing import Any
 
@@ -91,6 +94,44 @@ def findVecNormalize(venv: VecEnv | None) -> VecNormalize | None:
     return None
 
 
+class ScaledVecNormalize(VecNormalize):
+    """
+    A VecNormalize whose normalised observations are multiplied by a constant ``scale``. Everything that normalises
+    through the wrapper (the agent's observations, an off-policy buffer's samples, the evaluation env synced from the
+    training one, behaviour cloning) sees the same scaled states; the saved statistics are VecNormalize's own, the
+    scale is rebuilt from the run's arguments (:func:`groundTruthScale`).
+
+    :param venv: the VecEnv to normalise (Box observations)
+    :param scale: the factor applied after normalisation, > 0
+    :param kwargs: VecNormalize's keywords
+    """
+
+    def __init__(self, venv: VecEnv, scale: float, **kwargs: Any) -> None:
+        super().__init__(venv, **kwargs)
+        self.scale = float(scale)
+
+    def normalize_obs(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+        """:return: VecNormalize's normalised ``obs`` times :attr:`scale`"""
+        return super().normalize_obs(obs) * self.scale
+
+    def unnormalize_obs(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+        """:return: the observation whose :meth:`normalize_obs` is ``obs``"""
+        return super().unnormalize_obs(obs / self.scale)
+
+
+def groundTruthScale(args: argparse.Namespace, state_dim: int) -> float:
+    """
+    :param args: the run's arguments (``srl_ground_truth_scale``, absent from older runs: off; env)
+    :param state_dim: the size of the learned state the agent gets
+    :return: the factor that gives a normalised learned state of ``state_dim`` numbers the norm of the env's ground
+        truth (``sqrt(ground-truth dim / state_dim)``, each normalised number having unit variance) with
+        ``--srl-ground-truth-scale``, else 1
+    """
+    if not getattr(args, "srl_ground_truth_scale", False):
+        return 1.0
+    return math.sqrt(getEnvClass(args.env).getGroundTruthDim() / state_dim)
+
+
 def createEnvs(
     args: argparse.Namespace,
     env_kwargs: dict[str, Any] | None = None,
@@ -100,7 +141,7 @@ def createEnvs(
     """
     Build ``args.num_cpu`` envs (subprocesses when more than one), stacked and normalised as the run asks.
 
-    :param args: parsed arguments (env, seed, num_cpu, num_stack, action_repeat, srl_model)
+    :param args: parsed arguments (env, seed, num_cpu, num_stack, action_repeat, srl_model, srl_ground_truth_scale)
     :param env_kwargs: env constructor keywords (default: from ``args``)
     :param load_path_normalise: folder holding vecnormalize.npz to restore (then frozen: ``training=False``)
     :param monitor_dir: folder for the per-env monitor CSVs
@@ -115,15 +156,21 @@ def createEnvs(
     venv.seed(args.seed)
     venv.action_space.seed(args.seed)
     srl_model = env_kwargs.get("srl_model", args.srl_model)
+    state_dim = None  # a learned state's size, None for the env's own observations
     if isLearnedSRLModel(srl_model):
         # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
         venv = encodeObservations(venv, args, srl_model)
+        state_dim = int(np.prod(venv.observation_space.shape))
     if getattr(args, "num_stack", 1) > 1:
         venv = VecFrameStack(venv, n_stack=args.num_stack)
     if srl_model != "raw_pixels":
         # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
-        venv = VecNormalize(venv, norm_obs=True, norm_reward=False,
-                            norm_obs_keys=normalisedKeys(venv.observation_space))
+        normalise_keys = normalisedKeys(venv.observation_space)
+        scale = groundTruthScale(args, state_dim) if state_dim is not None else 1.0
+        if scale != 1.0:
+            venv = ScaledVecNormalize(venv, scale, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
+        else:
+            venv = VecNormalize(venv, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
         if load_path_normalise is not None and os.path.exists(os.path.join(load_path_normalise, NORMALISATION_FILE)):
             loadNormalisation(venv, load_path_normalise)
             venv.training = False

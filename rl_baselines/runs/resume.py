@@ -202,7 +202,8 @@ _CONTINUE_FLAGS = (("algo", "--algo"), ("env", "--env"), ("srl_model", "--srl-mo
                    ("log_dir", "--log-dir"), ("hyperparam_file", "--hyperparam-file"))
 _CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-joints"),
                       ("random_target", "--random-target"), ("shape_reward", "--shape-reward"), ("fpv", "--fpv"),
-                      ("multi_view", "--multi-view"), ("force_down", "--force-down"))
+                      ("multi_view", "--multi-view"), ("force_down", "--force-down"),
+                      ("srl_ground_truth_scale", "--srl-ground-truth-scale"))
 
 
 def continueCommand(args: TrainConfig | argparse.Namespace, model_path: str | None, remaining_timesteps: int) -> str:

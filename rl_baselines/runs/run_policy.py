@@ -11,8 +11,9 @@ the SRL encoder, VecFrameStack, VecNormalize):
   recorded in srl_model.json (checked by its hash, as replay.enjoy_baselines does, through the same function);
 - the goal-conditioned Dict of ``her`` runs (the agent observes a Dict space): the env's ``goalObservation``;
 
-then frame-stacked, and normalised with the statistics saved beside the model. ``joints`` and ``joints_position``
-runs are refused (the generator's pixel env does not give them).
+then frame-stacked, and normalised with the statistics saved beside the model (and scaled as the run's
+``--srl-ground-truth-scale`` asks). ``joints`` and ``joints_position`` runs are refused (the generator's pixel env
+does not give them).
 
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
@@ -33,7 +34,7 @@ import torch
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.envs.factory import NORMALISATION_FILE
+from rl_baselines.envs.factory import NORMALISATION_FILE, groundTruthScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
 from srl_toolbox.files import readJson
@@ -128,6 +129,7 @@ class RunPolicy:
         self.encoder: Any = None
         self.goal_conditioned = False
         self._normalisation: dict[str, Any] | None = None
+        self._scale = 1.0  # after normalisation: a learned state's --srl-ground-truth-scale, as ScaledVecNormalize
         self._stack: np.ndarray | None = None
 
     def load(self, num_threads: int | None = None) -> RunPolicy:
@@ -163,6 +165,7 @@ class RunPolicy:
         if self.learned:
             # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
             self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args), device="cpu")
+            self._scale = groundTruthScale(self.args, self.encoder.state_dim)
         self._normalisation = self._loadNormalisation(self.run_dir)
         return self
 
@@ -243,7 +246,7 @@ class RunPolicy:
             self._stack = np.roll(self._stack, -channels, axis=-1)
             self._stack[..., -channels:] = obs
             obs = self._stack
-        return self._normalise(obs, None)[None]
+        return (self._normalise(obs, None) * self._scale)[None]
 
     def act(self, env: Any, pixels: np.ndarray) -> Any:
         """

@@ -22,7 +22,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass, registered_env
 from environments.srl_env import isLearnedSRLModel
-from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp
@@ -101,6 +101,9 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser.add_argument("--force-down", action="store_true",
                         help="arms: never move up (discrete action 5 and continuous z moves go down), as the original "
                              "toolbox's arms and the datasets of environments.dataset_generator do")
+    parser.add_argument("--srl-ground-truth-scale", action="store_true",
+                        help="learned SRL models: multiply the normalised state by sqrt(ground-truth dim / state dim), "
+                             "so that the policy's input has the size of the env's ground truth (docs/srl.md)")
     parser.add_argument("--num-stack", type=positiveInt, default=1, help="frames stacked per observation [1]")
     parser.add_argument("--action-repeat", type=positiveInt, default=1, help="env steps per agent action [1]")
     parser.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
@@ -237,6 +240,7 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> TrainConfig:
         having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword("force_down")]
         raise UsageError(f"--force-down: {args.env} has no up and down moves to restrict; envs with --force-down: "
                          f"{', '.join(having) or 'none'}")
+    _checkGroundTruthScale(args, registered_rl, env_class)
     if args.img_shape is not None:
         channels, height, width = args.img_shape
         if channels != 3 or height < 16 or width < 16:
@@ -274,6 +278,31 @@ def validate(args: argparse.Namespace, registered_rl: dict) -> TrainConfig:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return TrainConfig.fromNamespace(args, hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args),
                                      start_timesteps=start_timesteps)
+
+
+def _checkGroundTruthScale(args: argparse.Namespace, algorithms: dict, env_class: type) -> None:
+    """
+    :param args: parsed arguments (srl_ground_truth_scale, srl_model, algo, env)
+    :param algorithms: the algorithm table (name -> (class, ...))
+    :param env_class: the env's class
+    :raises UsageError: ``--srl-ground-truth-scale`` without a learned SRL model, with an algorithm that normalises
+        states itself (the evolution strategies drop the VecNormalize that applies the scale), or on an env without a
+        ground-truth size
+    """
+    if not args.srl_ground_truth_scale:
+        return
+    if not isLearnedSRLModel(args.srl_model):
+        raise UsageError(f"--srl-ground-truth-scale scales a learned SRL state, not --srl-model {args.srl_model!r}; "
+                         f"learned models: {', '.join(learnedModels())}")
+    if algorithms[args.algo][0].ALGO_TYPE == AlgoType.EVOLUTION_STRATEGIES:
+        others = [name for name, entry in sorted(algorithms.items())
+                  if entry[0].ALGO_TYPE != AlgoType.EVOLUTION_STRATEGIES]
+        raise UsageError(f"--srl-ground-truth-scale: --algo {args.algo} normalises states itself; algorithms that "
+                         f"take it: {', '.join(others)}")
+    try:
+        env_class.getGroundTruthDim()
+    except NotImplementedError:
+        raise UsageError(f"--srl-ground-truth-scale: {args.env} has no ground-truth state size") from None
 
 
 def _resolveRunOptions(args: argparse.Namespace) -> None:

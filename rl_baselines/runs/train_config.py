@@ -51,6 +51,7 @@ class TrainConfig:
     :param fpv: mobile robots: a stacked first-person camera
     :param multi_view: arms: a stacked second camera
     :param force_down: arms: never move up
+    :param srl_ground_truth_scale: a learned state scaled to the norm of the env's ground truth after normalisation
     :param num_stack: frames stacked per observation
     :param action_repeat: env steps per agent action
     :param episode_window: moving-average window of the reward curve, in episodes
@@ -103,6 +104,7 @@ class TrainConfig:
     fpv: bool
     multi_view: bool
     force_down: bool
+    srl_ground_truth_scale: bool
     num_stack: int
     action_repeat: int
     episode_window: int
