@@ -585,3 +585,48 @@ def test_a_broken_archive_is_refused_before_anything_is_written(tmp_path) -> Non
     assert not (tmp_path / "bench").exists()
     with pytest.raises(UsageError, match="--rerun .*not among the envs run"):
         srl_rl.main(["--env", MOBILE, "--rerun", srl_rl.KUKA, "--bench-dir", str(tmp_path / "bench")])
+
+
+def test_a_variant_has_its_own_runs_and_row_on_the_model_prepared_once(tmp_path) -> None:
+    from rl_baselines.sweeps import pipeline
+    from rl_baselines.sweeps.sweep import expandGrid
+
+    variant = srl_rl.GT_SCALE
+    settings = _settings(["--env", MOBILE, "--observations", "ground_truth", "srl_splits", variant, "--seeds", "2"])
+    plan = settings.plans[0]
+    assert settings.learned == ["srl_splits", variant] and settings.models == ["srl_splits"]
+    prepare = settings.prepareCommand(plan)
+    assert prepare[prepare.index("--srl-model") + 1:prepare.index("--seed")] == ["srl_splits"]  # trained once
+    specs = settings.specs(plan)
+    rows = sorted((srl_rl.specObservation(spec), spec.seed) for spec in specs)
+    assert rows == sorted((name, seed) for name in ("ground_truth", "srl_splits", variant) for seed in (0, 1))
+    plain = {spec.run_id for spec in specs if srl_rl.specObservation(spec) == "srl_splits"}
+    scaled = [spec for spec in specs if srl_rl.specObservation(spec) == variant]
+    assert all(spec.srl_model == "srl_splits" and "--srl-ground-truth-scale" in spec.train_args for spec in scaled)
+    assert plain.isdisjoint(spec.run_id for spec in scaled)  # its own run folders
+    # one pipeline command per set of train flags; the pipeline names the benchmark's runs from it
+    plain_command, scaled_command = settings.gridCommands(plan)
+    assert "--srl-ground-truth-scale" not in plain_command and scaled_command[-1] == "--srl-ground-truth-scale"
+    assert scaled_command[scaled_command.index("--srl-model") + 1:scaled_command.index("--num-iteration")] == [
+        "srl_splits"]
+    args, train_args = pipeline.buildParser().parse_known_args(scaled_command[2:])
+    named = expandGrid(args.algo, args.env, args.srl_model, [0, 1], train_args, str(tmp_path), srl_rl.ROOT)
+    assert sorted(spec.run_id for spec in named) == sorted(spec.run_id for spec in scaled)
+    assert settings.pipelineCommands(plan, [spec for spec in specs if spec.seed == 1 and spec.srl_model == "srl_splits"
+                                            ]) == [settings.pipelineCommand(plan, ["srl_splits"], [1]),
+                                                   settings.pipelineCommand(plan, [variant], [1])]
+    # a finished run belongs to the variant's row by its args.json; its archive key is its own
+    record = srl_rl.loadRun(_writeRun(str(tmp_path / "run"), "srl_splits", 0, [1, 2, 3, 4]))
+    assert record.observation == "srl_splits"
+    record.run.args["srl_ground_truth_scale"] = True
+    assert record.observation == variant
+    run = settings.runSettings(plan)
+    assert srl_rl.archiveKey(MOBILE, variant, 0, run, None) != srl_rl.archiveKey(MOBILE, "srl_splits", 0, run, None)
+    # its row: its own runs, the GTC of the model it uses
+    truth = srl_rl.loadRun(_writeRun(str(tmp_path / "truth"), "ground_truth", 0, CURVES["ground_truth"][0]))
+    rows, threshold = srl_rl.summariseEnv([truth, record], ["ground_truth", "srl_splits", variant], 1)
+    table = srl_rl.envTable(MOBILE, rows, threshold, {"srl_splits": {"gtc": 0.8, "state_dim": 32}})
+    assert f"| {variant} | 1/1 | 4.00 " in table and "| srl_splits | 0/1 | missing | | | 0.800 (32) |" in table
+    assert table.count("0.800 (32)") == 2
+    srl_rl.plotEnv(str(tmp_path / "curves.png"), plan, rows, threshold)
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"

@@ -101,7 +101,7 @@ class ScaledVecNormalize(VecNormalize):
     training one, behaviour cloning) sees the same scaled states; the saved statistics are VecNormalize's own, the
     scale is rebuilt from the run's arguments (:func:`groundTruthScale`).
 
-    :param venv: the VecEnv to normalise (Box observations)
+    :param venv: the VecEnv to normalise (Box observations: a learned state, never a goal Dict)
     :param scale: the factor applied after normalisation, > 0
     :param kwargs: VecNormalize's keywords
     """
@@ -110,11 +110,11 @@ class ScaledVecNormalize(VecNormalize):
         super().__init__(venv, **kwargs)
         self.scale = float(scale)
 
-    def normalize_obs(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+    def normalize_obs(self, obs: np.ndarray) -> np.ndarray:
         """:return: VecNormalize's normalised ``obs`` times :attr:`scale`"""
         return super().normalize_obs(obs) * self.scale
 
-    def unnormalize_obs(self, obs: np.ndarray | dict[str, np.ndarray]) -> np.ndarray | dict[str, np.ndarray]:
+    def unnormalize_obs(self, obs: np.ndarray) -> np.ndarray:
         """:return: the observation whose :meth:`normalize_obs` is ``obs``"""
         return super().unnormalize_obs(obs / self.scale)
 
