@@ -9,7 +9,8 @@ as it is or turned into ``--dims`` numbers by a fixed random map, drawn once fro
 - ``tanh``: ``tanh(A z + b)``: the same information, through a smooth non-linear map, as a learned encoder gives it.
 
 No image is rendered and nothing is learned before the agent: whatever separates the rows is the state's shape.
-``--scale S`` multiplies what the normalisation hands the agent by S (1: as train does), to tell the state's size
+``--scale S`` multiplies what the normalisation hands the agent by S (1: as train does; train's
+``--srl-ground-truth-scale`` normalisation, ``ScaledVecNormalize``, with a given factor), to tell the state's size
 from its number of dimensions: a linear map to 32 dimensions is the ground truth times a matrix whose singular values
 are about 4 once each dimension is normalised, which the first layer of the policy cannot tell from larger inputs. Each
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
@@ -33,6 +34,7 @@ import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
@@ -42,7 +44,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, VecEnv, VecEnvWrapper, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
@@ -51,6 +53,7 @@ if ROOT not in sys.path:
 import environments  # noqa: E402,F401  (registers the envs)
 from benchmarks.report import appendReport  # noqa: E402
 from benchmarks.srl_rl import THRESHOLD_FRACTION, meanStandardError, stepsToThreshold  # noqa: E402
+from rl_baselines.envs.factory import ScaledVecNormalize  # noqa: E402
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model  # noqa: E402
 from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand  # noqa: E402
 
@@ -101,24 +104,16 @@ class EvaluationRecorder(BaseCallback):
         return True
 
 
-class ScaledObservations(VecEnvWrapper):
+def normalisedEnv(factory: Callable[[], gym.Env], scale: float = 1.0, training: bool = True) -> VecNormalize:
     """
-    Multiply a VecEnv's observations by a constant.
-
-    :param venv: the (normalised) VecEnv
-    :param scale: the factor
+    :param factory: builds the env
+    :param scale: factor applied after the normalisation (1: train's plain ``VecNormalize``)
+    :param training: update the running mean/std (False for the evaluation env, which EvalCallback syncs)
+    :return: the env in one DummyVecEnv, normalised as train normalises a state
     """
-
-    def __init__(self, venv: VecEnv, scale: float) -> None:
-        super().__init__(venv)
-        self.scale = scale
-
-    def reset(self) -> np.ndarray:
-        return self.venv.reset() * self.scale
-
-    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
-        observations, rewards, dones, infos = self.venv.step_wait()
-        return observations * self.scale, rewards, dones, infos
+    kwargs = {"norm_obs": True, "norm_reward": False, "training": training}
+    venv = DummyVecEnv([factory])
+    return ScaledVecNormalize(venv, scale, **kwargs) if scale != 1.0 else VecNormalize(venv, **kwargs)
 
 
 def makeEnv(variant: str, dims: int, map_seed: int) -> gym.Env:
@@ -141,13 +136,10 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
     """
     torch.set_num_threads(1)
     factory = lambda: makeEnv(job["variant"], job["dims"], job["map_seed"])  # noqa: E731
-    normalised = VecNormalize(DummyVecEnv([factory]), norm_obs=True, norm_reward=False)
-    normalised.seed(job["seed"])
-    eval_normalised = VecNormalize(DummyVecEnv([factory]), norm_obs=True, norm_reward=False, training=False)
-    eval_normalised.seed(job["seed"] + 1000)
-    venv, eval_env = normalised, eval_normalised
-    if job["scale"] != 1.0:
-        venv, eval_env = ScaledObservations(normalised, job["scale"]), ScaledObservations(eval_normalised, job["scale"])
+    venv = normalisedEnv(factory, job["scale"])
+    venv.seed(job["seed"])
+    eval_env = normalisedEnv(factory, job["scale"], training=False)
+    eval_env.seed(job["seed"] + 1000)
     hyperparams = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()}
     model = PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", **hyperparams)
     recorder = EvaluationRecorder()

@@ -61,11 +61,11 @@ def test_the_scale_multiplies_what_the_agent_gets_and_is_synced_to_the_evaluatio
            "map_seed": 1000, "scale": 0.25}
     result = state_shape.runOne(job)
     assert result["timesteps"] == [128, 256] and len(result["rewards"]) == 2
-    normalised = state_shape.VecNormalize(state_shape.DummyVecEnv([lambda: state_shape.makeEnv("linear", 32, 1000)]))
+    normalised = state_shape.normalisedEnv(lambda: state_shape.makeEnv("linear", 32, 1000), 0.25)
     normalised.seed(0)
-    scaled = state_shape.ScaledObservations(normalised, 0.25)
-    first = scaled.reset()
-    np.testing.assert_allclose(first, normalised.normalize_obs(normalised.get_original_obs()) * 0.25, rtol=1e-5)
+    first = normalised.reset()
+    plain = state_shape.VecNormalize.normalize_obs(normalised, normalised.get_original_obs())
+    np.testing.assert_allclose(first, plain * 0.25, rtol=1e-5)
 
 
 @pytest.mark.parametrize("argv, words", [
