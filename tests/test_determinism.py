@@ -7,6 +7,10 @@ identical; only the wall-time column may differ. Rewards are shaped (minus the d
 the episode), so that any change in any action shows in them. Budgets are tiny, but each learner updates before the
 recorded episodes end, so the learning step (minibatch sampling, exploration noise, replay) is covered too, and
 the default checkpoints (five per run) are written on the way.
+
+The first run of each case is also compared with the committed same-seed reference (``tests/same_seed.py``): the
+digest of its final parameters and its monitor episodes, bit for bit, so that a refactor meant to change no result
+is checked against the code before it.
 """
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ import os
 
 import pytest
 from conftest import runFolder, runTrain
+from same_seed import RECORD_VARIABLE, cpuCapability, loadReference, parameterDigest, recordCase
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.registry import registered_rl
@@ -83,10 +88,35 @@ def monitorRows(run_dir: str) -> dict[str, list[tuple[str, ...]]]:
     return rows
 
 
-def _trainRows(log_dir: str, args: list[str]) -> dict[str, list[tuple[str, ...]]]:
-    rows = monitorRows(runFolder(runTrain(*args, "--log-dir", log_dir)))
+def _trainRows(log_dir: str, args: list[str]) -> tuple[dict[str, list[tuple[str, ...]]], str]:
+    """:return: the monitor rows of a run and the digest of its final parameters"""
+    run_dir = runFolder(runTrain(*args, "--log-dir", log_dir))
+    rows = monitorRows(run_dir)
     assert sum(map(len, rows.values())) >= 2, f"fewer than 2 episodes in the monitor files: {rows}"
-    return rows
+    return rows, parameterDigest(run_dir)
+
+
+def _checkReference(case: str, rows: dict[str, list[tuple[str, ...]]], digest: str) -> None:
+    """The run matches the committed same-seed reference (or records it, with SAME_SEED_RECORD=1)."""
+    entry = {"parameters": digest, "monitor": {name: [list(row) for row in episodes] for name, episodes in rows.items()}}
+    if os.environ.get(RECORD_VARIABLE):
+        recordCase(case, entry)
+        return
+    reference = loadReference()
+    if reference.get("cpu_capability") != cpuCapability():
+        pytest.skip(f"the same-seed reference was recorded on {reference.get('cpu_capability')} CPU kernels, this "
+                    f"machine runs {cpuCapability()}: floating-point results differ between them")
+    expected = reference["cases"].get(case)
+    if expected is None and algoIsBuiltIn(case.rsplit("-cpu", 1)[0]):
+        pytest.fail(f"no same-seed reference for {case}: record it (tests/same_seed.py)")
+    if expected is not None:
+        assert entry["monitor"] == expected["monitor"], "the episodes differ from the same-seed reference"
+        assert entry["parameters"] == expected["parameters"], "the final parameters differ from the same-seed reference"
+
+
+def algoIsBuiltIn(algo: str) -> bool:
+    """:return: the algorithm ships with the toolbox (a plugin installed later has no reference)"""
+    return registered_rl[algo][0].__module__.startswith(("rl_baselines.", "srl_toolbox_cem."))
 
 
 CASES = [(algo, 1) for algo in sorted(registered_rl)] + [(algo, 2) for algo in TWO_ENVS if algo in registered_rl]
@@ -97,12 +127,14 @@ def test_same_seed_same_episodes(tmp_path, algo, num_cpu):
     if algo in EXCEPTIONS:
         pytest.skip(EXCEPTIONS[algo])
     args = _command(algo, num_cpu)
-    first = _trainRows(str(tmp_path / "first"), args)
-    second = _trainRows(str(tmp_path / "second"), args)
+    first, first_digest = _trainRows(str(tmp_path / "first"), args)
+    second, second_digest = _trainRows(str(tmp_path / "second"), args)
     assert len(first) == num_cpu, f"expected one monitor file per env: {sorted(first)}"
     assert first == second
+    assert first_digest == second_digest, "same seed, other final parameters"
     if num_cpu == 2:  # the comparison can fail: env 1 (seed + 1) plays other episodes than env 0
         assert first["0.monitor.csv"] != first["1.monitor.csv"]
+    _checkReference(f"{algo}-cpu{num_cpu}", first, first_digest)
 
 
 def test_merged_curve_orders_episodes_by_step_not_wall_time(tmp_path):

@@ -1,0 +1,111 @@
+"""The same-seed reference: a digest of what a short run of each algorithm ends with, committed beside the tests.
+
+``tests/data/same_seed_reference.json`` holds, for every determinism case of ``tests/test_determinism.py`` (an
+algorithm and a number of envs), the SHA-256 of the run's final parameters (every tensor and array of the saved model
+and of ``vecnormalize.npz``, in a canonical order) and the monitor's episodes. A refactor that is meant to change no
+result must leave every entry as it is, bit for bit.
+
+Floating-point kernels differ between CPU instruction sets, so the file records the one it was made on
+(``torch.backends.cpu.get_cpu_capability()``); on another, the comparison is skipped and says why.
+
+Record the file again (only when a change is meant to change results, and say so in the commit) with
+``SAME_SEED_RECORD=1 python -m pytest tests/test_determinism.py -k cpu``.
+"""
+from __future__ import annotations
+
+import fcntl
+import glob
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from typing import Any
+
+import numpy as np
+import torch
+
+REFERENCE_FILE = os.path.join(os.path.dirname(__file__), "data", "same_seed_reference.json")
+RECORD_VARIABLE = "SAME_SEED_RECORD"
+
+
+def cpuCapability() -> str:
+    """:return: the instruction set of torch's CPU kernels on this machine (``AVX512``, ``AVX2``, ...)"""
+    return torch.backends.cpu.get_cpu_capability()
+
+
+def _feed(digest: Any, value: Any) -> None:
+    """Add ``value`` (nested mappings and sequences of tensors, arrays, numbers and strings) to ``digest``."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        digest.update(f"array{value.dtype.str}{value.shape}".encode())
+        digest.update(np.ascontiguousarray(value).tobytes() if value.dtype != object else repr(value.tolist()).encode())
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            digest.update(f"key{key!s}".encode())
+            _feed(digest, value[key])
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"seq{len(value)}".encode())
+        for item in value:
+            _feed(digest, item)
+    else:
+        digest.update(repr(value).encode())
+
+
+def _feedFile(digest: Any, path: str) -> None:
+    """Add the parameters a saved model or statistics file holds (what a training wrote, not when or where)."""
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as archive:
+            for name in sorted(archive.namelist()):
+                data = archive.read(name)
+                if name.endswith(".npy"):  # an .npz (np.savez)
+                    _feed(digest, {name: np.load(io.BytesIO(data), allow_pickle=False)})
+                elif name.endswith(".pth"):  # SB3's model zip: the state dicts; its "data" member is settings
+                    _feed(digest, {name: torch.load(io.BytesIO(data), weights_only=True)})
+        return
+    if path.endswith(".json"):
+        with open(path, encoding="utf-8") as handle:
+            _feed(digest, json.load(handle))
+        return
+    _feed(digest, torch.load(path, weights_only=True))
+
+
+def parameterDigest(run_dir: str) -> str:
+    """
+    :param run_dir: a finished run folder
+    :return: the SHA-256 of its final model's parameters and its normalisation statistics
+    """
+    models = sorted(glob.glob(os.path.join(run_dir, "*_model.*")))
+    assert models, f"no saved model in {run_dir}"
+    digest = hashlib.sha256()
+    for path in [*models, *glob.glob(os.path.join(run_dir, "vecnormalize.npz"))]:
+        digest.update(os.path.basename(path).encode())
+        _feedFile(digest, path)
+    return digest.hexdigest()
+
+
+def loadReference() -> dict[str, Any]:
+    """:return: the committed reference (empty when there is none yet)"""
+    if not os.path.exists(REFERENCE_FILE):
+        return {}
+    with open(REFERENCE_FILE, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def recordCase(case: str, entry: dict[str, Any]) -> None:
+    """Write ``entry`` as the reference of ``case`` (pytest-xdist workers may record at once: read, merge, replace)."""
+    os.makedirs(os.path.dirname(REFERENCE_FILE), exist_ok=True)
+    with open(os.path.join(tempfile.gettempdir(), "srl_toolbox_same_seed.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        reference = loadReference()
+        if reference.get("cpu_capability") not in (None, cpuCapability()):
+            reference = {}
+        reference["cpu_capability"] = cpuCapability()
+        reference.setdefault("cases", {})[case] = entry
+        tmp_path = REFERENCE_FILE + ".tmp"
+        with open(tmp_path, "w", encoding="utf-8") as handle:
+            json.dump(reference, handle, indent=1, sort_keys=True)
+            handle.write("\n")
+        os.replace(tmp_path, REFERENCE_FILE)
