@@ -1,8 +1,9 @@
 """The Python API, for notebooks and scripts: configure, train, load, act and evaluate without a shell.
 
-Every function goes through the same code as the commands: a configuration is a ``python -m rl_baselines.train``
-command line, parsed and checked by that command's parser and ``validate``; training runs the command's own
-``trainCommand``; loading and replay share rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
+Every function goes through the same code as the commands: a configuration is a :class:`TrainConfig` (the one
+declaration of the train settings), each keyword read by its flag's parser and the whole checked by the command's
+``validate``; training runs the command's own ``trainValidated``; loading and replay share
+rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
 
 - bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
 - process-wide settings are left as the caller set them: torch's thread count unless ``torch_threads`` is given, and
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import torch
 from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass, registered_env
@@ -32,8 +34,8 @@ from rl_baselines.runs import train
 from rl_baselines.runs.loaded_run import LoadedRun, playEpisodes
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
-from rl_baselines.runs.train import TrainResult, trainCommand
-from rl_baselines.runs.train_config import TrainConfig
+from rl_baselines.runs.train import TrainResult, trainCommand, trainValidated
+from rl_baselines.runs.train_config import DEFAULT_ALGO, TrainConfig, checkedValue, commandArguments
 from srl_models.base import SRLType
 from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
@@ -47,15 +49,19 @@ ACTION_KINDS = ("discrete", "continuous")
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
     """
-    A checked train command.
+    A checked training run.
 
-    :param argv: its arguments (``python -m rl_baselines.train`` followed by these runs the same training)
     :param args: the run's settings as validation built them (a read-only :class:`TrainConfig`: every flag with its
-        default filled in, the device and a learned SRL model's folder resolved)
+        default filled in, the device and a learned SRL model's folder resolved); for a ``resume`` of a finished
+        run, its recorded arguments
+    :param argv: the train command's arguments that give the same run (``python -m rl_baselines.train`` followed by
+        these)
+    :param plan: the resume plan (with ``resume``), else None
     """
 
-    argv: tuple[str, ...]
     args: TrainConfig | argparse.Namespace
+    argv: tuple[str, ...]
+    plan: Any = None
 
     @property
     def command(self) -> str:
@@ -80,45 +86,6 @@ class Evaluation:
     episode_lengths: list[int]
 
 
-def _text(value: Any) -> str:
-    """:return: a flag value as the command line writes it (every digit of a float kept)"""
-    if isinstance(value, float):
-        return repr(value)
-    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-
-
-def _flagArguments(parser: argparse.ArgumentParser, name: str, value: Any) -> list[str]:
-    """
-    :param parser: the train command's parser for the algorithm (tells switches from flags taking a value)
-    :param name: a keyword: the flag's long name with ``_`` for ``-``
-    :param value: True/False for a switch (or a BOOL flag), a list for a flag taking several values, None to omit
-    :return: the command-line arguments
-    """
-    option = f"--{name.replace('_', '-')}"
-    if value is None:
-        return []
-    if isinstance(value, bool):
-        action = parser._option_string_actions.get(option)  # argparse keeps no public lookup by option string
-        if action is not None and action.nargs == 0:  # a switch such as --continuous-actions
-            return [option] if value else []
-        return [option, "true" if value else "false"]
-    if isinstance(value, (list, tuple)):
-        return [option, *map(_text, value)]
-    return [option, _text(value)]
-
-
-def _parserFor(argv: list[str]) -> argparse.ArgumentParser:
-    """
-    :param argv: the arguments so far (``--algo``, ``--resume``)
-    :return: the train command's parser with the algorithm's own flags
-    :raises UsageError: unknown algorithm, or a run that cannot be resumed
-    """
-
-    _, _, algo_class = train.parseCommand(argv)
-    parser = train.baseParser()
-    return algo_class.customArguments(parser) if algo_class is not None else parser
-
-
 def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str | None = None,
                num_timesteps: int | None = None, seed: int | None = None, log_dir: str | os.PathLike | None = None,
                hyperparams: Mapping[str, Any] | None = None, vis: bool = False, progress: bool = False,
@@ -141,39 +108,60 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     :return: the checked configuration
     :raises UsageError: bad input, with the command's one-line message
     """
-    argv = [] if vis else ["--no-vis"]
-    argv += [] if progress else ["--no-progress"]
-    for name, value in (("algo", algo), ("env", env), ("srl_model", srl_model), ("num_timesteps", num_timesteps),
-                        ("seed", seed), ("log_dir", log_dir)):
-        if value is not None:
-            argv += [f"--{name.replace('_', '-')}", _text(value)]
-    resume = flags.pop("resume", None)
-    if resume is not None:
-        argv += ["--resume", _text(resume)]
-    parser = _parserFor(argv)
+    if "resume" in flags:  # the run's own settings, from its args.json
+        return _resumeConfig(flags.pop("resume"), vis, progress, extra, flags)
+    algo = algo or DEFAULT_ALGO
+    algo_class = train.algorithmClass(algo)
+    parser = train.algorithmParser(algo_class)
+    defaults = train.algorithmDefaults(algo)
+    own = {name: value for name, value in defaults.items()
+           if name not in TrainConfig.flagFields()}  # the algorithm's own flags (plugin API v1) and their defaults
+    given = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
+             "log_dir": log_dir, "no_vis": not vis, "no_progress": not progress}
+    extras: dict[str, Any] = {}
     for name, value in flags.items():
-        argv += _flagArguments(parser, name, value)
-    for name, value in (hyperparams or {}).items():
-        argv += ["--hyperparam", f"{name}:{_text(value)}"]
-    argv += [_text(item) for item in extra]
-    return RunConfig(tuple(argv), _check(argv))
+        if name in TrainConfig.flagFields():
+            given[name] = value
+        elif name in own or f"hp_{name}" in own:
+            extras[name if name in own else f"hp_{name}"] = value
+        else:
+            raise UsageError(f"unrecognized arguments: --{name.replace('_', '-')}"
+                             + ("" if isinstance(value, bool) or value is None else f" {value}"))
+    given["hyperparam"] = tuple(f"{name}:{repr(value) if isinstance(value, float) else value}"
+                                for name, value in (hyperparams or {}).items())
+    try:
+        values = {name: checkedValue(name, value) for name, value in given.items()}
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    for name, value in extras.items():  # typed and checked as the algorithm's hyperparameter flags are
+        if name.startswith("hp_") and value is not None:
+            text = repr(value) if isinstance(value, float) else str(value)
+            try:
+                extras[name] = algo_class.checkHyperparam(name[3:], algo_class.parserHyperParam({name[3:]: text})[name[3:]])
+            except ValueError as error:
+                raise UsageError(f"argument --{name[3:].replace('_', '-')}: {error}") from None
+    if extra:  # command-line strings, read by the algorithm's parser, over the keywords
+        for name, value in vars(parser.parse_args(["--algo", algo, *map(str, extra)])).items():
+            if value != defaults[name]:
+                (values if name in TrainConfig.flagFields() else extras)[name] = value
+    config = train.validate(TrainConfig(**values, extra={**own, **extras}), registered_rl)
+    return RunConfig(config, tuple(commandArguments(config, own)))
 
 
-def _check(argv: list[str]) -> TrainConfig | argparse.Namespace:
-    """
-    :param argv: train's arguments
-    :return: the config validation built from them, with the command's own code (nothing is written); for a
-        ``--resume`` of a finished run, its recorded arguments
-    :raises UsageError: bad input
-    """
-
+def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequence[str],
+                  flags: Mapping[str, Any]) -> RunConfig:
+    """:return: the checked config of ``resume=RUN`` (device and port may be given with it, as on the command line)"""
+    argv = ["--resume", os.fspath(run), *([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"])]
+    for name, value in flags.items():
+        if value is not None:
+            argv += [f"--{name.replace('_', '-')}", str(value)]
+    argv += [str(item) for item in extra]
     args, plan, algo_class = train.parseCommand(argv)
-    if plan is not None and plan.state == "finished":
-        return args
+    if plan.state == "finished":
+        return RunConfig(args, tuple(argv), plan)
     config = train.validate(args, registered_rl)
-    if plan is not None:
-        checkPlan(plan, config, algo_class)
-    return config
+    checkPlan(plan, config, algo_class)
+    return RunConfig(config, tuple(argv), plan)
 
 
 def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None, **options: Any) -> TrainResult:
@@ -192,7 +180,11 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         config = makeConfig(**options)
     elif options:
         raise TypeError(f"trainAgent: give a RunConfig or makeConfig's keywords, not both ({', '.join(options)})")
-    return trainCommand(list(config.argv), torch_threads=torch_threads)
+    if torch_threads is not None:
+        torch.set_num_threads(torch_threads)
+    if config.plan is not None:  # a resume: the command's own path (it checks the run folder again, locked)
+        return trainCommand(list(config.argv), torch_threads=torch_threads)
+    return trainValidated(config.args)
 
 
 def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None) -> LoadedRun:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import re
-from typing import Any
 
 import torch
 
@@ -99,10 +98,10 @@ def reuseDevice(recorded: str | None, requested: str | None) -> tuple[str, str |
         return device, f"the run was trained on {recorded}, which this machine lacks: using {device}"
 
 
-def runDevice(args: Any) -> str:
+def runDevice(recorded: str | None) -> str:
     """
-    :param args: a run's arguments (``args.device``, resolved by the train command; absent or None: the CPU)
+    :param recorded: a run's device, as the train command resolved it (None: the CPU)
     :return: the device to build or load the run's networks on: the recorded one, or this machine's when it lacks
         that one (a model trained on a GPU loads on a CPU-only machine)
     """
-    return reuseDevice(getattr(args, "device", None), None)[0]
+    return reuseDevice(recorded, None)[0]

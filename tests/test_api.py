@@ -65,7 +65,8 @@ def test_flags_pass_through_as_keywords(tmp_path):
     assert config.args.img_shape == (3, 48, 48) and config.args.hp_learning_rate == 1e-4
     assert config.args.checkpoint_freq == -1
     assert config.args.no_vis and config.args.no_progress  # the API's defaults
-    assert config.command.startswith("python -m rl_baselines.train --no-vis --no-progress --algo ppo_lstm")
+    assert config.command.startswith("python -m rl_baselines.train --algo ppo_lstm --srl-model ground_truth")
+    assert "--no-vis" in config.argv and "--no-progress" in config.argv and "--ortho-init false" in config.command
     shown = api.makeConfig(log_dir=tmp_path, vis=True, progress=True)
     assert not shown.args.no_vis and not shown.args.no_progress
     assert os.listdir(tmp_path) == []

@@ -44,8 +44,8 @@ def test_resolution_without_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
     assert reuseDevice(None, None) == ("cpu", None)  # a run folder older than --device
     with pytest.raises(ValueError, match="no CUDA GPU"):
         reuseDevice("cpu", "cuda")
-    assert runDevice(argparse.Namespace(device="cuda:1")) == "cpu"
-    assert runDevice(argparse.Namespace()) == "cpu"
+    assert runDevice("cuda:1") == "cpu"
+    assert runDevice(None) == "cpu"
 
 
 def test_checked_device_is_a_usage_error_naming_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,7 +12,7 @@ import pytest
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
-from rl_baselines.runs.train_config import TrainConfig, argsNamespace
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace, upgradeArgsRecord
 
 ENV = "MobileRobotGymEnv-v0"
 
@@ -64,8 +64,8 @@ def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> 
     finally:
         env.close()
     assert "force_down" not in train.validate(_parse(argv), registered_rl).env_kwargs  # the env's default: up allowed
-    older = argparse.Namespace(**{key: value for key, value in config.argsRecord().items() if key != "force_down"})
-    assert "force_down" not in envKwargsFromArgs(older)  # args.json of a run made before the flag
+    older = {key: value for key, value in config.argsRecord().items() if key not in ("force_down", "args_format")}
+    assert "force_down" not in envKwargsFromArgs(argparse.Namespace(**upgradeArgsRecord(older)))  # a run before it
 
 
 def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> None:
@@ -80,7 +80,7 @@ def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> N
     moved = config.replace(run_dir=str(tmp_path / "run"), hp_n_steps=32)
     assert moved.run_dir == str(tmp_path / "run") and moved.hp_n_steps == 32
     assert config.run_dir is None and config.hp_n_steps is None
-    assert moved.namespace().run_dir == str(tmp_path / "run") and not hasattr(config.namespace(), "run_dir")
+    assert moved.namespace().run_dir == str(tmp_path / "run") and config.namespace().run_dir is None
 
 
 def test_args_record_drops_unset_algorithm_flags(tmp_path) -> None:
@@ -120,3 +120,47 @@ def test_an_algorithm_writing_into_its_arguments_changes_nothing_of_the_run(tmp_
         saved = json.load(handle)
     assert (saved["seed"], saved["env"], saved["num_timesteps"]) == (3, ENV, 300)
     assert os.path.isfile(os.path.join(result.run_dir, "evaluations.npz"))  # the evaluation env read the run's own
+
+
+def test_the_parser_is_generated_from_the_fields() -> None:
+    parser = train.baseParser()
+    args = parser.parse_args([])
+    for field in dataclasses.fields(TrainConfig):
+        if field.name in TrainConfig.flagFields():
+            default = getattr(args, field.name)
+            assert (tuple(default) if isinstance(default, list) else default) == field.default, field.name
+    text = parser.format_help()
+    assert "env steps to train [1000000]" in text and "-c, --continuous-actions" in text
+    assert "--run-folder" not in text  # hidden: set by the pipeline
+
+
+def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> None:
+    from rl_baselines import api
+
+    given = TrainConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,
+                        log_dir=str(tmp_path), num_timesteps=500, img_shape=(3, 48, 48), hyperparam=("gamma:0.9",))
+    config = train.validate(given, registered_rl)
+    assert config.device == "cpu" and dict(config.hyperparams) == {"gamma": 0.9} and given.device == "auto"
+    made = api.makeConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,
+                          log_dir=tmp_path, num_timesteps=500, img_shape=[3, 48, 48], hyperparams={"gamma": 0.9},
+                          learning_starts=50, vis=True, progress=True)
+    parsed = train.validate(_parse(list(made.argv)), registered_rl)  # the command line the API shows: same run
+    assert parsed.argsRecord() == made.args.argsRecord()
+    assert made.args.hp_learning_starts == 50 and "--learning-starts 50" in made.command
+    assert config.argsRecord() == {key: value for key, value in made.args.argsRecord().items()
+                                   if key not in ("hp_learning_starts", "no_vis", "no_progress")} | {
+                                       "no_vis": False, "no_progress": False}
+    assert not os.listdir(tmp_path)
+
+
+def test_python_values_are_read_by_the_flags_parsers() -> None:
+    from rl_baselines.runs.train_config import checkedValue
+
+    assert checkedValue("num_timesteps", 1e3) == 1000 and checkedValue("seed", None) == 0
+    assert checkedValue("img_shape", [3, 32, 32]) == (3, 32, 32)
+    with pytest.raises(ValueError, match="argument --num-timesteps: '-5' must be a positive integer"):
+        checkedValue("num_timesteps", -5)
+    with pytest.raises(ValueError, match="switch"):
+        checkedValue("shape_reward", "yes")
+    with pytest.raises(ValueError, match="expected 3"):
+        checkedValue("img_shape", [64, 64])

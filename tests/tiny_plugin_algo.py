@@ -85,7 +85,7 @@ class TinyAgent(BaseRLObject):
 
     def prepareEnv(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:
         """Build the env: normalisation restored from the model to continue from, and updating again."""
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         folder = os.path.dirname(os.path.abspath(load_path)) if load_path else None
         self.env = self.makeEnv(args, env_kwargs, load_path_normalise=folder)
         vec_normalize = findVecNormalize(self.env)
@@ -102,7 +102,7 @@ class TinyAgent(BaseRLObject):
         if not self.discrete:
             self.low, self.high = space.low, space.high
         inputs = int(np.prod(self.env.observation_space.shape)) + 1
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         if load_path:
             saved = self.load(load_path)
             self.weights, self.num_timesteps = saved.weights, saved.num_timesteps
@@ -150,7 +150,7 @@ class FrozenNormalisationAgent(TinyAgent):
     """Breaks the rule: continues training with the restored statistics frozen."""
 
     def prepareEnv(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         folder = os.path.dirname(os.path.abspath(load_path)) if load_path else None
         self.env = self.makeEnv(args, env_kwargs, load_path_normalise=folder)
 

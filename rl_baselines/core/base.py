@@ -338,7 +338,7 @@ class BaseRLObject(abc.ABC):
         :return: the folder of the model training continues from (``args.load_rl_model_path``: its normalisation
             statistics), or None
         """
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         return os.path.dirname(os.path.abspath(load_path)) if load_path else None
 
     def makeTrainingEnv(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None) -> Any:
@@ -372,7 +372,7 @@ class BaseRLObject(abc.ABC):
         :return: a VecEnv
         """
 
-        return createEnvs(args, env_kwargs, load_path_normalise, monitor_dir=getattr(args, "monitor_dir", None))
+        return createEnvs(args, env_kwargs, load_path_normalise, monitor_dir=args.monitor_dir)
 
     @abc.abstractmethod
     def train(
@@ -444,7 +444,7 @@ class BaseRLObject(abc.ABC):
         :param args: the run's arguments
         :return: whether a checkpoint was restored
         """
-        if not getattr(args, "resume_from", None):
+        if not args.resume_from:
             return False
 
         restoreRun(self, args)

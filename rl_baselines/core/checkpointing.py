@@ -449,7 +449,7 @@ def restoreRun(algo: Any, args: argparse.Namespace) -> None:
     restartEpisodes(algo.env, run_state.get("episode_starts"))
     freezeNextReset(algo.env)
     try:
-        algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), getattr(args, "resume_buffer", None))
+        algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), args.resume_buffer)
     except (ValueError, KeyError, OSError) as error:
         raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
     rng_path = os.path.join(folder, RNG_FILE)

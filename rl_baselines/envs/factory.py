@@ -45,12 +45,13 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
     }
     if args.action_joints:
         kwargs["action_joints"] = True
-    if getattr(args, "force_down", False):  # absent from the args.json of older runs
+    if args.force_down:
         kwargs["force_down"] = True
-    for camera_option in ("fpv", "multi_view"):  # second camera, only on envs that have one (checked by train)
-        if getattr(args, camera_option, False):
-            kwargs[camera_option] = True
-    if getattr(args, "img_shape", None):
+    if args.fpv:  # second camera, only on envs that have one (checked by train)
+        kwargs["fpv"] = True
+    if args.multi_view:
+        kwargs["multi_view"] = True
+    if args.img_shape:
         kwargs["img_shape"] = tuple(args.img_shape)
     return kwargs
 
@@ -119,17 +120,18 @@ class ScaledVecNormalize(VecNormalize):
         return super().unnormalize_obs(obs / self.scale)
 
 
-def groundTruthScale(args: argparse.Namespace, state_dim: int) -> float:
+def groundTruthScale(env_id: str, enabled: bool, state_dim: int) -> float:
     """
-    :param args: the run's arguments (``srl_ground_truth_scale``, absent from older runs: off; env)
+    :param env_id: the run's env
+    :param enabled: the run's ``--srl-ground-truth-scale``
     :param state_dim: the size of the learned state the agent gets
     :return: the factor that gives a normalised learned state of ``state_dim`` numbers the norm of the env's ground
         truth (``sqrt(ground-truth dim / state_dim)``, each normalised number having unit variance) with
         ``--srl-ground-truth-scale``, else 1
     """
-    if not getattr(args, "srl_ground_truth_scale", False):
+    if not enabled:
         return 1.0
-    return math.sqrt(getEnvClass(args.env).getGroundTruthDim() / state_dim)
+    return math.sqrt(getEnvClass(env_id).getGroundTruthDim() / state_dim)
 
 
 def createEnvs(
@@ -149,7 +151,7 @@ def createEnvs(
     """
     env_kwargs = envKwargsFromArgs(args) if env_kwargs is None else env_kwargs
     thunks = [
-        functools.partial(makeSingleEnv, args.env, env_kwargs, rank, monitor_dir, getattr(args, "action_repeat", 1))
+        functools.partial(makeSingleEnv, args.env, env_kwargs, rank, monitor_dir, args.action_repeat)
         for rank in range(args.num_cpu)
     ]
     venv: VecEnv = DummyVecEnv(thunks) if args.num_cpu == 1 else SubprocVecEnv(thunks)
@@ -159,14 +161,14 @@ def createEnvs(
     state_dim = None  # a learned state's size, None for the env's own observations
     if isLearnedSRLModel(srl_model):
         # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
-        venv = encodeObservations(venv, args, srl_model)
+        venv = encodeObservations(venv, args.env, srl_model, args.srl_model_path, args.srl_config_file, args.device)
         state_dim = int(np.prod(venv.observation_space.shape))
-    if getattr(args, "num_stack", 1) > 1:
+    if args.num_stack > 1:
         venv = VecFrameStack(venv, n_stack=args.num_stack)
     if srl_model != "raw_pixels":
         # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
         normalise_keys = normalisedKeys(venv.observation_space)
-        scale = groundTruthScale(args, state_dim) if state_dim is not None else 1.0
+        scale = groundTruthScale(args.env, args.srl_ground_truth_scale, state_dim) if state_dim is not None else 1.0
         if scale != 1.0:
             venv = ScaledVecNormalize(venv, scale, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
         else:
@@ -177,26 +179,25 @@ def createEnvs(
     return venv
 
 
-def encodeObservations(venv: VecEnv, args: argparse.Namespace, srl_model: str) -> VecEnv:
+def encodeObservations(venv: VecEnv, env_id: str, srl_model: str, srl_model_path: str | None,
+                       srl_config_file: str | None, device: str | None) -> VecEnv:
     """
-    Wrap a pixel VecEnv with the trained SRL model the run uses (``args.srl_model_path``, set by the train command,
-    or else the folder ``args.srl_config_file`` maps to ``(args.env, srl_model)``).
+    Wrap a pixel VecEnv with the trained SRL model the run uses (``srl_model_path``, set by the train command, or
+    else the folder ``srl_config_file`` maps to ``(env_id, srl_model)``).
 
     :param venv: the raw VecEnv (image observations)
-    :param args: the run's arguments
+    :param env_id: the env
     :param srl_model: the learned model name
+    :param srl_model_path: the model's folder, None to look it up
+    :param srl_config_file: the SRL config file to look it up in (None: srl_models.config.defaultConfigFile())
+    :param device: the run's device (the encoder runs there, like the agent's networks)
     :return: the VecEnv of encoded states
     :raises ValueError: the model cannot be found or does not fit the env (one line)
     """
 
     try:
-        folder = getattr(args, "srl_model_path", None)
-        if folder is None:
-            config_file = getattr(args, "srl_config_file", None)  # None: srl_models.config.defaultConfigFile()
-            folder = resolveSRLModel(args.env, srl_model, config_file)
-        # On the run's --device, like the agent's networks (arguments without one: the GPU when there is one).
-        device = runDevice(args) if getattr(args, "device", None) else None
-        return SRLEncoderVecEnv(venv, loadEncoder(folder, device=device))
+        folder = srl_model_path or resolveSRLModel(env_id, srl_model, srl_config_file)
+        return SRLEncoderVecEnv(venv, loadEncoder(folder, device=runDevice(device)))
     except ValueError:
         venv.close()  # no orphaned env subprocesses behind the error
         raise

@@ -181,7 +181,7 @@ class HERModel(OffPolicyRLObject):
 
         continuous = bool(args.continuous_actions)
         if args.her_algo is None:
-            load_path = getattr(args, "load_rl_model_path", None)
+            load_path = args.load_rl_model_path
             try:
                 args.her_algo = savedModelData(load_path)["her_algo"] if load_path else None
             except ValueError:
@@ -208,7 +208,7 @@ class HERModel(OffPolicyRLObject):
                              f"that have one: {', '.join(having)}")
         given = {name: getattr(args, f"hp_{name}") for name in baseHyperparams()
                  if getattr(args, f"hp_{name}", None) is not None}
-        given.update((key, value) for key, _, value in (item.partition(":") for item in getattr(args, "hyperparam", [])))
+        given.update((key, value) for key, _, value in (item.partition(":") for item in args.hyperparam))
         cls.checkGivenHyperparams(args, given)
 
     @classmethod
@@ -282,7 +282,7 @@ class HERModel(OffPolicyRLObject):
         learner_hyperparams = {k: v for k, v in hyperparams.items() if k not in HER_DEFAULTS}
         her = {k: v for k, v in hyperparams.items() if k in HER_DEFAULTS}
         kwargs = BASE_ALGOS[args.her_algo].makeModelKwargs(args, learner_hyperparams, env)
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         if her or not load_path:
             # copy_info_dict: compute_reward reads the goal-independent penalty (a bump...) from each step's info.
             kwargs["replay_buffer_class"] = HerReplayBuffer
@@ -323,8 +323,9 @@ class HERModel(OffPolicyRLObject):
         obj = cls()
         obj.her_algo = her_algo
         sb3_class = BASE_ALGOS[her_algo].SB3_CLASS
+        device = runDevice(None if args is None else args.device)
         try:
-            obj.model = sb3_class.load(load_path, device=runDevice(args), custom_objects=REPLAY_ONLY_BUFFER)
+            obj.model = sb3_class.load(load_path, device=device, custom_objects=REPLAY_ONLY_BUFFER)
         except Exception as error:  # SB3 raises many kinds for a damaged archive
             raise ValueError(f"{load_path} could not be loaded by her: {type(error).__name__}: {error}") from None
         # The one-slot buffer is for acting only: keep the saved settings, so that a re-saved model still trains.

@@ -63,7 +63,7 @@ class RandomAgentModel(BaseRLObject):
             raise ValueError(f"{load_path} is not a random_agent model (not JSON)") from None
         except ValueError as error:
             raise ValueError(str(error) if "saved by" in str(error) else f"{load_path} is corrupt ({error})") from None
-        agent = cls(space, seed=getattr(args, "seed", data.get("seed", 0)))
+        agent = cls(space, seed=data.get("seed", 0) if args is None else args.seed)
         agent.num_timesteps = int(data.get("num_timesteps", 0))
         return agent
 
@@ -86,7 +86,7 @@ class RandomAgentModel(BaseRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         if load_path:  # continuing a saved agent (or a resumed run): its step count goes on
             self.num_timesteps = self.load(load_path, args).num_timesteps
         self.env = self.makeTrainingEnv(args, env_kwargs)  # restored statistics keep adapting, as for the learners

@@ -150,8 +150,9 @@ class StableBaselinesRLObject(BaseRLObject):
     def load(cls, load_path: str, args: argparse.Namespace | None = None) -> StableBaselinesRLObject:
         cls.readManifest(load_path)
         obj = cls()
+        device = runDevice(None if args is None else args.device)  # a GPU-trained model loads on a CPU
         try:
-            obj.model = cls.SB3_CLASS.load(load_path, device=runDevice(args))  # a GPU-trained model loads on a CPU
+            obj.model = cls.SB3_CLASS.load(load_path, device=device)
         except Exception as error:  # SB3 raises many kinds for a damaged archive
             raise ValueError(f"{load_path} could not be loaded by {cls.NAME}: {type(error).__name__}: {error}") from None
         obj.num_timesteps = obj.model.num_timesteps
@@ -233,28 +234,28 @@ class StableBaselinesRLObject(BaseRLObject):
         :param env_kwargs: env constructor keywords
         :param train_kwargs: typed ``--hyperparam`` values
         """
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         self.env = self.makeTrainingEnv(args, env_kwargs)
         hyperparams = self.resolveHyperparams(args, train_kwargs)
-        if load_path and getattr(args, "resume_from", None):
+        if load_path and args.resume_from:
             self.readManifest(load_path)
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args))  # as checkpointed
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args.device))  # as checkpointed
         elif load_path:
             self.readManifest(load_path)
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
             overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
                          getattr(args, f"hp_{k}", None) is not None}
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args),
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args.device),
                                              custom_objects=self.modelKwargs(args, overrides, self.env))
         else:
             policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
-            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args), verbose=0,
+            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args.device), verbose=0,
                                         **self.modelKwargs(args, hyperparams, self.env))
-        if getattr(args, "pretrain_dataset", None):
+        if args.pretrain_dataset:
             pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
         # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;
         # without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
-        self.model.set_logger(sharedProgressLogger(callback, getattr(args, "run_dir", None))[0])
+        self.model.set_logger(sharedProgressLogger(callback, args.run_dir)[0])
         self.restoreTrainingState(args)
 
     def train(
@@ -265,7 +266,7 @@ class StableBaselinesRLObject(BaseRLObject):
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.prepareTraining(args, callback, env_kwargs, train_kwargs)
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
         self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),
                          reset_num_timesteps=not load_path)

@@ -174,7 +174,7 @@ class TorchRLObject(BaseRLObject):
     def load(cls, load_path: str, args: argparse.Namespace | None = None) -> TorchRLObject:
         payload = cls.readModelFile(load_path)
         model = cls()
-        model.device = torch.device(runDevice(args))
+        model.device = torch.device(runDevice(None if args is None else args.device))
         try:
             model.num_timesteps = int(payload["num_timesteps"])
             model.hyperparams = {**cls.DEFAULT_HYPERPARAMS, **payload["hyperparams"]}
@@ -262,9 +262,9 @@ class TorchRLObject(BaseRLObject):
             train command cannot check these before the run folder exists)
         """
 
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         payload = self.readModelFile(load_path) if load_path else None
-        self.device = torch.device(runDevice(args))
+        self.device = torch.device(runDevice(args.device))
         self.hyperparams = self.resolveHyperparams(args, train_kwargs, payload["hyperparams"] if payload else None)
         self.env = self.makeTrainingEnv(args, env_kwargs)
         self.observation_space, self.action_space = self.env.observation_space, self.env.action_space

@@ -259,9 +259,9 @@ class TorchActorCritic(TorchRLObject):
     ) -> None:
         self.prepareTraining(args, env_kwargs, train_kwargs)
         owns_logger = False
-        if getattr(args, "run_dir", None) or hasattr(callback, "progressLogger"):
+        if args.run_dir or hasattr(callback, "progressLogger"):
             # progress.csv (resumed: goes on) and tensorboard, through the callback's logger when it offers one
-            self.logger, owns_logger = sharedProgressLogger(callback, getattr(args, "run_dir", None))
+            self.logger, owns_logger = sharedProgressLogger(callback, args.run_dir)
         self.restoreTrainingState(args)
         self._log_start = (self.num_timesteps, time.monotonic())
         self._next_log = self.num_timesteps + self.LOG_INTERVAL

@@ -65,7 +65,7 @@ def usedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace, hy
 def _savedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace) -> dict[str, Any]:
     """:return: ``{"saved": ...}`` for an algorithm whose model file keeps its hyperparameters (the torch ones) when
     training continues a saved model, else nothing"""
-    load_path = getattr(args, "load_rl_model_path", None)
+    load_path = args.load_rl_model_path
     saved = algo_class.savedHyperparams(load_path) if load_path else None
     return {} if saved is None else {"saved": saved}
 

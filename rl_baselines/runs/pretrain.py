@@ -70,7 +70,7 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
     if not canPretrain(algo_class):
         able = [name for name, entry in registered_rl.items() if canPretrain(entry[0])]
         raise ValueError(f"--algo {args.algo} cannot pretrain a policy; algorithms that can: {', '.join(able)}")
-    if not getattr(args, "pretrain_lr", 1.0) > 0:
+    if not args.pretrain_lr > 0:
         raise ValueError(f"--pretrain-lr {args.pretrain_lr} must be > 0")
     if not os.path.isfile(os.path.join(path, GROUND_TRUTH_FILE)) and os.path.isdir(path):
         raise ValueError(f"{path!r} is not a dataset (no {GROUND_TRUTH_FILE}); record one with "
@@ -90,8 +90,8 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
     if args.srl_model not in PRETRAIN_SRL_MODELS:
         raise ValueError(f"cannot rebuild {args.srl_model!r} observations from a dataset; use --srl-model "
                          f"{' or '.join(PRETRAIN_SRL_MODELS)}")
-    if args.srl_model == "raw_pixels" and (config.get("multi_view") or getattr(args, "fpv", False)
-                                           or getattr(args, "multi_view", False)):
+    if args.srl_model == "raw_pixels" and (config.get("multi_view") or args.fpv
+                                           or args.multi_view):
         raise ValueError("pretraining on 6-channel (--fpv/--multi-view) images is not supported")
     if args.srl_model == "raw_pixels":
         dataset.require("images_path", purpose="raw_pixels pretraining")
@@ -99,7 +99,7 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
         for stem in (stems[0], stems[-1]):
             if not os.path.isfile(dataset.imageFile(str(stem))):
                 raise ValueError(f"{path!r} lacks its images ({dataset.imageFile(str(stem))}), needed with raw_pixels")
-    if getattr(args, "num_stack", 1) > 1:
+    if args.num_stack > 1:
         raise ValueError("pretraining with --num-stack > 1 is not supported")
     return DatasetInfo(path=path, config=config)
 
@@ -230,7 +230,7 @@ def pretrainFromArgs(model: Any, env: Any, args: Any) -> dict[str, float]:
     :return: the losses of :func:`pretrainPolicy`
     """
 
-    img_shape = getattr(args, "img_shape", None)
+    img_shape = args.img_shape
     observations, actions = loadDataset(args.pretrain_dataset, args.srl_model, tuple(img_shape) if img_shape else None)
     expected = model.observation_space.shape
     if args.srl_model != "raw_pixels" and observations.shape[1:] != expected:

@@ -41,7 +41,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.training_state import keepFirstLines
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
-from rl_baselines.runs.train_config import TrainConfig, argsNamespace
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace, upgradeArgsRecord
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
 from srl_toolbox.devices import parseDevice, reuseDevice
@@ -218,18 +218,18 @@ def continueCommand(args: TrainConfig | argparse.Namespace, model_path: str | No
     """
     words = ["python", "-m", "rl_baselines.train"]
     for name, flag in _CONTINUE_FLAGS:
-        value = getattr(args, name, None)
+        value = getattr(args, name)
         if value is not None:
             words += [flag, str(value)]
-    words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name, False)]
-    if getattr(args, "img_shape", None):
+    words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name)]
+    if args.img_shape:
         words += ["--img-shape", *map(str, args.img_shape)]
     for name, value in sorted(vars(argsNamespace(args)).items()):
         if name.startswith("hp_") and value is not None:
             words += [f"--{name[3:].replace('_', '-')}", str(value)]
     resolved = getattr(args, RESOLVED_HYPERPARAMS_KEY, None)
     pairs = resolved if isinstance(resolved, dict) else dict(
-        item.partition(":")[::2] for item in getattr(args, "hyperparam", None) or [])
+        item.partition(":")[::2] for item in args.hyperparam or [])
     if pairs:
         words += ["--hyperparam", *(f"{key}:{value}" for key, value in pairs.items())]
     words += ["--num-timesteps", str(max(1, int(remaining_timesteps)))]
@@ -283,10 +283,12 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed; installed: "
                          f"{', '.join(registered_rl)}")
     algo_class = registered_rl[saved["algo"]][0]
-    parser = algo_class.customArguments(base_parser())
-    # every flag's default (argparse keeps no public list of actions), then what the run recorded
-    defaults = {action.dest: action.default for action in parser._actions
-                if action.dest not in ("help", argparse.SUPPRESS)}
+    try:
+        saved = upgradeArgsRecord(saved)
+    except ValueError as error:
+        raise UsageError(f"--resume: {run_dir}/args.json: {error}") from None
+    # the algorithm's own flags at their defaults (an unset one is not recorded), then what the run recorded
+    defaults = vars(algo_class.customArguments(base_parser()).parse_args(["--algo", saved["algo"]]))
     args = argparse.Namespace(**{**defaults, **saved})
     if RESOLVED_HYPERPARAMS_KEY in saved:
         args.hyperparam = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
@@ -326,7 +328,7 @@ def checkPlan(plan: ResumePlan, args: TrainConfig | argparse.Namespace, algo_cla
     if plan.state != "resume":
         return
     srl_hash = None
-    if getattr(args, "srl_model_path", None):
+    if args.srl_model_path:
         try:
             srl_hash = describeSRLModel(args.srl_model_path)["hash"]
         except ValueError as error:

@@ -36,6 +36,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import NORMALISATION_FILE, groundTruthScale
 from rl_baselines.envs.srl_encoder import loadEncoder
+from rl_baselines.runs.train_config import readArgsRecord
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
 from srl_toolbox.files import readJson
 
@@ -48,19 +49,16 @@ def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
-    :return: the run's arguments (args.json)
+    :return: the run's arguments (args.json, upgraded to the current format: every train flag is there), in the
+        Namespace form of plugin API v1
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
-    args_path = RunFolder(run_dir).args_file
     if not os.path.isdir(run_dir):
         raise ValueError(f"{flag} {run_dir!r} is not a folder")
-    if not os.path.isfile(args_path):
+    if not os.path.isfile(RunFolder(run_dir).args_file):
         raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a folder written by "
                          f"rl_baselines.train")
-    try:
-        return argparse.Namespace(**readJson(args_path))
-    except (ValueError, TypeError) as error:
-        raise ValueError(f"{args_path} is not a valid args.json ({error})") from None
+    return argparse.Namespace(**readArgsRecord(run_dir))
 
 
 def recordedSRLModelFolder(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:
@@ -73,7 +71,7 @@ def recordedSRLModelFolder(run_dir: str, train_args: argparse.Namespace, moved_t
     :raises ValueError: no record, or the model is missing or changed (one line)
     """
 
-    if not isLearnedSRLModel(getattr(train_args, "srl_model", "raw_pixels")):
+    if not isLearnedSRLModel(train_args.srl_model):
         if moved_to is not None:
             raise ValueError(f"--srl-model-path: the run in {run_dir!r} observed {train_args.srl_model}, not a "
                              f"trained SRL model")
@@ -114,17 +112,17 @@ class RunPolicy:
         if not os.path.isdir(run_dir):
             raise ValueError(f"--policy {run_dir!r} is neither 'random' nor a folder")
         self.args = readRunArgs(run_dir, "--policy")
-        self.srl_model = getattr(self.args, "srl_model", None)
+        self.srl_model = self.args.srl_model
         self.learned = isinstance(self.srl_model, str) and isLearnedSRLModel(self.srl_model)
         if not self.learned and self.srl_model not in SUPPORTED_ENV_MODES:
             raise ValueError(f"the run in {run_dir!r} observes {self.srl_model!r}; the dataset generator can replay "
                              f"agents trained on {', '.join(SUPPORTED_ENV_MODES)} or a trained SRL model only")
-        self.env_id: str = getattr(self.args, "env", None)
-        self.continuous = bool(getattr(self.args, "continuous_actions", False))
-        self.action_joints = bool(getattr(self.args, "action_joints", False))
-        self.force_down = bool(getattr(self.args, "force_down", False))  # absent from older args.json: False then
-        self.img_shape = tuple(getattr(self.args, "img_shape", None) or (3, 64, 64))
-        self.num_stack = int(getattr(self.args, "num_stack", 1) or 1)
+        self.env_id: str = self.args.env
+        self.continuous = bool(self.args.continuous_actions)
+        self.action_joints = bool(self.args.action_joints)
+        self.force_down = bool(self.args.force_down)
+        self.img_shape = tuple(self.args.img_shape or (3, 64, 64))
+        self.num_stack = int(self.args.num_stack)
         self.agent: Any = None
         self.encoder: Any = None
         self.goal_conditioned = False
@@ -146,7 +144,7 @@ class RunPolicy:
         if num_threads is not None:
             torch.set_num_threads(num_threads)
 
-        algo = getattr(self.args, "algo", None)
+        algo = self.args.algo
         if algo not in registered_rl:
             raise ValueError(f"the run in {self.run_dir!r} used algorithm {algo!r}, which is not installed")
         algo_class = registered_rl[algo][0]
@@ -165,7 +163,7 @@ class RunPolicy:
         if self.learned:
             # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
             self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args), device="cpu")
-            self._scale = groundTruthScale(self.args, self.encoder.state_dim)
+            self._scale = groundTruthScale(self.args.env, self.args.srl_ground_truth_scale, self.encoder.state_dim)
         self._normalisation = self._loadNormalisation(self.run_dir)
         return self
 

@@ -41,29 +41,22 @@ from rl_baselines.runs.resume import (
     lockRun,
 )
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, tensorboardRunName
-from rl_baselines.runs.train_config import TrainConfig
+from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
+from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
+from rl_baselines.runs.train_config import TrainConfig, addFlags, argsNamespace
 from srl_models.base import readExpConfig
 from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
-    addProgressArgument,
-    addSeedArgument,
-    addVisdomArguments,
     checkWritableFolder,
-    intInRange,
-    nonNegativeInt,
-    positiveInt,
     runCommand,
 )
-from srl_toolbox.devices import parseDevice, resolveDevice
+from srl_toolbox.devices import resolveDevice
 from srl_toolbox.files import writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
 
-DEFAULT_ALGO = "ppo2"
-# The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
-DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
 MIN_CNN_SIDE = 36
 
@@ -73,88 +66,11 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     :param add_help: add -h/--help (off for the first pass that only finds --algo)
     :param algo_names: installed algorithms, listed in --help
     :param env_ids: installed envs, listed in --help
-    :return: the parser of the flags every algorithm shares
+    :return: the parser of the flags every algorithm shares, generated from :class:`TrainConfig`'s fields
     """
     parser = CLIParser(prog="python -m rl_baselines.train", add_help=add_help,
                        description="Train an RL agent on a robot env; see --algo NAME --help for its own flags.")
-    parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"algorithm: {', '.join(algo_names) or 'a registered name'} "
-                        f"[{DEFAULT_ALGO}]")
-    parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id: {', '.join(env_ids) or 'a registered id'} "
-                        f"[{DEFAULT_ENV}]")
-    parser.add_argument("--srl-model", default="raw_pixels",
-                        help="observation: one the env computes (raw_pixels, ground_truth, ...) or a trained SRL model "
-                             "(vae, autoencoder, ...) looked up in --srl-config-file [raw_pixels]")
-    parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
-                        help="use this trained SRL model folder (written by srl_models.train) instead of looking "
-                             "--srl-model up in --srl-config-file")
-    addSeedArgument(parser, help="random seed, 0..2**32-1; env i is seeded seed+i [0]")
-    parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
-    parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e6), help="env steps to train [1e6]")
-    parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs (subprocesses when > 1) [1]")
-    addVisdomArguments(parser)
-    parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
-    parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms)")
-    parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
-    parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
-    parser.add_argument("--fpv", action="store_true", help="mobile robots: stack a first-person camera (6 channels)")
-    parser.add_argument("--multi-view", action="store_true", help="arms: stack a second camera (6 channels)")
-    parser.add_argument("--force-down", action="store_true",
-                        help="arms: never move up (discrete action 5 and continuous z moves go down), as the original "
-                             "toolbox's arms and the datasets of environments.dataset_generator do")
-    parser.add_argument("--srl-ground-truth-scale", action="store_true",
-                        help="learned SRL models: multiply the normalised state by sqrt(ground-truth dim / state dim), "
-                             "so that the policy's input has the size of the env's ground truth (docs/srl.md)")
-    parser.add_argument("--num-stack", type=positiveInt, default=1, help="frames stacked per observation [1]")
-    parser.add_argument("--action-repeat", type=positiveInt, default=1, help="env steps per agent action [1]")
-    parser.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
-                        help="moving-average window of the reward curve, in episodes [40]")
-    parser.add_argument("--min-episodes-save", type=nonNegativeInt, default=100,
-                        help="episodes before the best model is saved [100]")
-    parser.add_argument("--checkpoint-freq", type=intInRange(-1), default=0,
-                        help="env steps between checkpoints; 0: five per run, -1: none [0]")
-    parser.add_argument("--buffer-save-freq", type=intInRange(-1), default=0,
-                        help="off-policy algorithms: env steps between saves of the replay buffer, at checkpoints; "
-                             "0: at every checkpoint, -1: never (a resumed run refills it) [0]")
-    parser.add_argument("--eval-freq", type=nonNegativeInt, default=0, metavar="N",
-                        help="every N env steps (all envs together) play --eval-episodes deterministic episodes on a "
-                             "separate env, write evaluations.npz and keep the best model by evaluation in best/; "
-                             "0: no evaluation (it costs a second env and its episodes) [0]")
-    parser.add_argument("--eval-episodes", type=positiveInt, default=5, metavar="K",
-                        help="episodes per evaluation [5]")
-    parser.add_argument("--resume", default=None, metavar="RUN",
-                        help="continue the run folder RUN from its last checkpoint, with the arguments of its "
-                             "args.json (only --no-vis, --no-progress, --port and --device may be given with it)")
-    parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
-                        help="camera observation shape [3 64 64]")
-    parser.add_argument("--hyperparam", action="extend", nargs="+", default=[], metavar="KEY:VALUE",
-                        help="override algorithm hyperparameters, typed by its search space")
-    parser.add_argument("--hyperparam-file", default=None, metavar="FILE",
-                        help="YAML mapping of hyperparameters (as hyperparam_search writes); --hyperparam wins")
-    parser.add_argument("--load-rl-model-path", default=None, help="continue training this saved model")
-    parser.add_argument("--srl-config-file", default=None,
-                        help="YAML {env id: {model name: folder}}: which trained SRL model each env uses [$SRL_MODELS_"
-                             "CONFIG, else config/srl_models.yaml of a source checkout, else "
-                             "~/.config/srl-toolbox/srl_models.yaml]")
-    parser.add_argument("--latest", action="store_true",
-                        help="with a learned --srl-model: use the newest model of that kind trained on --env under "
-                             "--srl-log-folder instead of the config file's")
-    parser.add_argument("--srl-log-folder", default=os.path.join("logs", "srl"),
-                        help="root of the SRL model folders searched by --latest [logs/srl]")
-    parser.add_argument("--tag", default=None, help="suffix of the run folder name [seed<SEED>]")
-    # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
-    parser.add_argument("--run-folder", default=None, help=argparse.SUPPRESS)
-    addProgressArgument(parser)
-    parser.add_argument("--device", type=parseDevice, default="auto", metavar="DEVICE",
-                        help="torch device of the networks (and of a trained SRL model): auto (the GPU when torch "
-                             "sees one), cpu, cuda or cuda:N [auto]")
-    parser.add_argument("--tensorboard-log", default=None, metavar="DIR",
-                        help="also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run folder name>/ "
-                             "(episode rewards and lengths, losses, evaluations) [none]")
-    parser.add_argument("--pretrain-dataset", default=None, metavar="DIR",
-                        help="behaviour cloning: pretrain the policy on this generator dataset before RL")
-    parser.add_argument("--pretrain-epochs", type=positiveInt, default=10, help="pretraining epochs [10]")
-    parser.add_argument("--pretrain-lr", type=float, default=1e-3, help="pretraining learning rate (Adam) [1e-3]")
-    return parser
+    return addFlags(parser, algo_names, env_ids)
 
 
 def _parseHyperparams(items: list[str]) -> dict[str, str]:
@@ -199,18 +115,23 @@ def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
     return pairs
 
 
-def validate(args: argparse.Namespace, registered_rl: dict) -> TrainConfig:
+def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> TrainConfig:
     """
     Check every input before anything is written, and resolve what the flags leave open.
 
-    :param args: parsed arguments (left as they are: what validation resolves goes into the returned config)
+    :param args: the settings as given (a :class:`TrainConfig`, or parsed arguments; left as they are: what
+        validation resolves goes into the returned config)
     :param registered_rl: the algorithm table
     :return: the run's frozen config: the device, a learned SRL model's folder and image size resolved, the typed
         hyperparameters, the env's keywords and the steps a continued model already did
     :raises UsageError: on any bad input, with a one-line message
     """
-    args = argparse.Namespace(**vars(args))  # resolved on a copy: the caller's arguments stay as given
+    args = argsNamespace(args)  # resolved on a copy: the caller's arguments stay as given
     algo_class, _, action_types = registered_rl[args.algo]
+    # the algorithm's own flags not given (a config built in Python) at their defaults, as the command line has them
+    for name, value in algorithmDefaults(args.algo).items():
+        if not hasattr(args, name):
+            setattr(args, name, value)
     _resolveRunOptions(args)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
@@ -427,13 +348,37 @@ def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
     if pre_args.resume is not None:
         args, plan = loadResumeArgs(argv, registered_rl, baseParser)
         return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
-    if pre_args.algo not in registered_rl:
-        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
-        raise UsageError(f"unknown --algo {pre_args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    algo_class = algorithmClass(pre_args.algo)
+    return algorithmParser(algo_class).parse_args(argv), None, algo_class
 
-    algo_class = registered_rl[pre_args.algo][0]
-    parser = algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
-    return parser.parse_args(argv), None, algo_class
+
+def algorithmClass(algo: str) -> type:
+    """
+    :param algo: an algorithm name
+    :return: its class
+    :raises UsageError: not installed (the message lists the installed ones and the plugins that failed to load)
+    """
+    if algo not in registered_rl:
+        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+        raise UsageError(f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    return registered_rl[algo][0]
+
+
+def algorithmDefaults(algo: str) -> dict[str, Any]:
+    """
+    :param algo: an installed algorithm's name
+    :return: every flag of the train command with this algorithm, at its default (the checks an algorithm adds to
+        its parser's ``parse_args`` judge whole commands, not defaults: they are not run)
+    """
+    return vars(algorithmParser(registered_rl[algo][0]).parse_known_args(["--algo", algo])[0])
+
+
+def algorithmParser(algo_class: type) -> argparse.ArgumentParser:
+    """
+    :param algo_class: an algorithm's class
+    :return: the train command's parser with the algorithm's own flags (plugin API v1 declares them on it)
+    """
+    return algo_class.customArguments(baseParser(algo_names=list(registered_rl), env_ids=sorted(registered_env)))
 
 
 def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record: dict[str, Any] | None
@@ -520,8 +465,20 @@ def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 
     if plan is not None and plan.state == "finished":
         print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
         return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
+    return trainValidated(validate(args, registered_rl), plan, algo_class)
 
-    config = validate(args, registered_rl)
+
+def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | None = None) -> TrainResult:
+    """
+    Write the run folder of a validated config and train (the train command after its parsing and validation).
+
+    :param config: from :func:`validate`
+    :param plan: the resume plan (``--resume``), None for a new run
+    :param algo_class: the algorithm's class (default: the config's)
+    :return: the outcome, with the trained agent
+    :raises UsageError: the run folder cannot be made or resumed (one line), before anything is written
+    """
+    algo_class = algo_class or registered_rl[config.algo][0]
     env_class = getEnvClass(config.env)
     if plan is not None:
         checkPlan(plan, config, algo_class)

@@ -1,142 +1,166 @@
-"""TrainConfig: the typed, frozen settings of one training run, built once by ``rl_baselines.runs.train.validate``.
+"""TrainConfig: the one declaration of every train setting, and the typed, frozen settings of one training run.
 
-Command-line parsing gives a mutable ``argparse.Namespace``; validation checks it and resolves what the flags leave
-open (the device, a learned SRL model's folder and image size, the typed hyperparameters, the steps a continued model
-already did) into a :class:`TrainConfig`. From then on nothing changes it: a later stage that learns something new
-(the run folder, a resumed checkpoint) makes a new one with :meth:`TrainConfig.replace`.
+Each flag of ``python -m rl_baselines.train`` is a field declared with :func:`setting`: its type, default, flag
+names, parser and help text are written there and nowhere else. :func:`addFlags` generates the command's parser from
+the fields; the Python API builds a :class:`TrainConfig` directly; validation (``rl_baselines.runs.train.validate``)
+checks it and resolves what the flags leave open (the device, a learned SRL model's folder and image size, the typed
+hyperparameters, the steps a continued model already did). From then on nothing changes it: a later stage that learns
+something new (the run folder, a resumed checkpoint) makes a new one with :meth:`TrainConfig.replace`.
 
 Invariants:
 
-- one typed field per flag of the train command's shared parser (a test checks that every flag has one); the flags
-  an algorithm adds itself (``--n-steps`` as ``hp_n_steps``, a plugin's ``customArguments``) are kept in
+- one typed field per flag of the train command's shared parser (the parser is made from the fields); the flags an
+  algorithm adds itself (``--n-steps`` as ``hp_n_steps``, a plugin's ``customArguments``) are kept in
   :attr:`TrainConfig.extra` and read as attributes too (``config.hp_n_steps``);
 - algorithms keep the Namespace contract of plugin API v1: ``BaseRLObject.train`` receives
   :meth:`TrainConfig.namespace`, a fresh copy made for that call, so an algorithm that writes into its arguments
   changes neither the run's config, nor args.json, nor what the evaluation env or the callback read;
-- :meth:`TrainConfig.argsRecord` is exactly what args.json holds (the flags, the algorithm's own flags that were
-  given, not the values derived by validation such as the typed hyperparameters).
+- :meth:`TrainConfig.argsRecord` is exactly what args.json holds (format :data:`ARGS_FORMAT`: the flags, the
+  algorithm's own flags that were given, not the values derived by validation such as the typed hyperparameters);
+  :func:`upgradeArgsRecord` brings an args.json of any earlier format to the current one, so that a reader never
+  probes for a missing setting.
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-# Fields that are not flags: derived by validation, or set by the run itself as it goes.
-DERIVED_FIELDS = ("hyperparams", "env_kwargs", "start_timesteps", "extra")
-RUN_FIELDS = ("run_dir", "monitor_dir", "resume_from", "resume_buffer")
+from rl_baselines.core.run_folder import RunFolder
+from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
+from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
+from srl_toolbox.files import readJson
+
+DEFAULT_ALGO = "ppo2"
+# The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
+DEFAULT_ENV = "KukaButtonGymEnv-v0"
+# args.json's format: 2 adds ``args_format`` itself; files without it (format 1) are upgraded by upgradeArgsRecord.
+ARGS_FORMAT = 2
+ARGS_FORMAT_KEY = "args_format"
+
+
+def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = None, nargs: int | str | None = None,
+            metavar: Any = None, hidden: bool = False) -> Any:
+    """
+    Declare a train flag: the field's default is the flag's.
+
+    :param default: the default value (a bool field is a switch, off by default)
+    :param doc: the help text (``--help`` adds the default); ``{algos}``/``{envs}`` list the installed ones
+    :param flags: the flag names, long one last (default: ``--`` and the field name with ``-`` for ``_``)
+    :param parse: the function that reads the value from the command line (default: the field's type)
+    :param nargs: argparse's nargs (``"+"`` extends a list over repeated flags)
+    :param metavar: argparse's metavar
+    :param hidden: left out of ``--help`` (set by other commands, not by people)
+    :return: the dataclass field
+    """
+    return dataclasses.field(default=default, metadata={"kind": "flag", "doc": doc, "flags": tuple(flags),
+                                                        "parse": parse, "nargs": nargs, "metavar": metavar,
+                                                        "hidden": hidden})
+
+
+def derived(doc: str, default: Any = None, factory: Any = None) -> Any:
+    """
+    Declare a field that is no flag: resolved by validation, or set by the run as it goes.
+
+    :param doc: what it holds
+    :param default: its value until set
+    :param factory: a function making the default (for mappings)
+    :return: the dataclass field
+    """
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata={"kind": "derived", "doc": doc})
+    return dataclasses.field(default=default, metadata={"kind": "derived", "doc": doc})
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
     """
-    The validated settings of a training run (``python -m rl_baselines.train --help`` explains each flag).
-
-    :param algo: algorithm name
-    :param env: env id
-    :param srl_model: observation: computed by the env, or a learned model's name
-    :param srl_model_path: the learned model's folder (absolute, resolved by validation), None for env observations
-    :param seed: random seed; env i is seeded ``seed + i``
-    :param log_dir: root folder of the runs
-    :param num_timesteps: env steps to train in this command
-    :param num_cpu: parallel envs
-    :param no_vis: no live visdom plots
-    :param port: visdom server port
-    :param continuous_actions: continuous actions
-    :param action_joints: act in joint space
-    :param random_target: a new target every episode
-    :param shape_reward: dense reward
-    :param fpv: mobile robots: a stacked first-person camera
-    :param multi_view: arms: a stacked second camera
-    :param force_down: arms: never move up
-    :param srl_ground_truth_scale: a learned state scaled to the norm of the env's ground truth after normalisation
-    :param num_stack: frames stacked per observation
-    :param action_repeat: env steps per agent action
-    :param episode_window: moving-average window of the reward curve, in episodes
-    :param min_episodes_save: episodes before the best model is saved
-    :param checkpoint_freq: env steps between checkpoints (0: five per run, -1: none)
-    :param buffer_save_freq: env steps between replay-buffer saves (0: every checkpoint, -1: never)
-    :param eval_freq: env steps between deterministic evaluations (0: none)
-    :param eval_episodes: episodes per evaluation
-    :param resume: the run folder given to ``--resume`` (None once loaded: the config is the run's own)
-    :param img_shape: camera observation shape (C, H, W), None for the env's default
-    :param hyperparam: the ``KEY:VALUE`` strings of ``--hyperparam``
-    :param hyperparam_file: the ``--hyperparam-file`` YAML file
-    :param load_rl_model_path: a saved model to continue
-    :param srl_config_file: the SRL config YAML given, None for the default lookup
-    :param latest: ``--latest`` (False once validation picked the folder)
-    :param srl_log_folder: root of the SRL model folders searched by ``--latest``
-    :param tag: suffix of the run folder name
-    :param run_folder: the run folder made by the pipeline, None to make one
-    :param no_progress: no progress bar
-    :param device: the torch device, resolved for this machine (``cpu``, ``cuda:0``)
-    :param tensorboard_log: tensorboard root folder, None for none
-    :param pretrain_dataset: behaviour-cloning dataset, None for none
-    :param pretrain_epochs: behaviour-cloning epochs
-    :param pretrain_lr: behaviour-cloning learning rate
-    :param hyperparams: the algorithm's hyperparameters given on the command line or in the file, typed
-    :param env_kwargs: the env's keyword arguments
-    :param start_timesteps: steps a continued model (``--load-rl-model-path``) already did
-    :param extra: the algorithm's own flags (``hp_<name>``, a plugin's ``customArguments``) and any other recorded
-        value, read as attributes
-    :param run_dir: the run folder, once made
-    :param monitor_dir: its monitor folder, once made
-    :param resume_from: the checkpoint folder a resumed run restores
-    :param resume_buffer: the replay-buffer folder a resumed run restores, None for none
+    The settings of a training run: as given (``TrainConfig(algo="sac", env=..., ...)``, or parsed from the command
+    line), then validated. Each field says what it holds; ``python -m rl_baselines.train --help`` shows the same.
     """
 
-    algo: str
-    env: str
-    srl_model: str
-    srl_model_path: str | None
-    seed: int
-    log_dir: str
-    num_timesteps: int
-    num_cpu: int
-    no_vis: bool
-    port: int
-    continuous_actions: bool
-    action_joints: bool
-    random_target: bool
-    shape_reward: bool
-    fpv: bool
-    multi_view: bool
-    force_down: bool
-    srl_ground_truth_scale: bool
-    num_stack: int
-    action_repeat: int
-    episode_window: int
-    min_episodes_save: int
-    checkpoint_freq: int
-    buffer_save_freq: int
-    eval_freq: int
-    eval_episodes: int
-    resume: str | None
-    img_shape: tuple[int, ...] | None
-    hyperparam: tuple[str, ...]
-    hyperparam_file: str | None
-    load_rl_model_path: str | None
-    srl_config_file: str | None
-    latest: bool
-    srl_log_folder: str
-    tag: str | None
-    run_folder: str | None
-    no_progress: bool
-    device: str
-    tensorboard_log: str | None
-    pretrain_dataset: str | None
-    pretrain_epochs: int
-    pretrain_lr: float
-    hyperparams: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    start_timesteps: int = 0
-    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    run_dir: str | None = None
-    monitor_dir: str | None = None
-    resume_from: str | None = None
-    resume_buffer: str | None = None
+    algo: str = setting(DEFAULT_ALGO, "algorithm: {algos}")
+    env: str = setting(DEFAULT_ENV, "env id: {envs}")
+    srl_model: str = setting("raw_pixels", "observation: one the env computes (raw_pixels, ground_truth, ...) or a "
+                             "trained SRL model (vae, autoencoder, ...) looked up in --srl-config-file")
+    srl_model_path: str | None = setting(None, "use this trained SRL model folder (written by srl_models.train) "
+                                         "instead of looking --srl-model up in --srl-config-file (absolute once "
+                                         "validated)", metavar="FOLDER")
+    seed: int = setting(0, "random seed, 0..2**32-1; env i is seeded seed+i", parse=seedNumber)
+    log_dir: str = setting("logs/", "root folder of the runs")
+    num_timesteps: int = setting(int(1e6), "env steps to train", parse=positiveInt)
+    num_cpu: int = setting(1, "parallel envs (subprocesses when > 1)", parse=positiveInt)
+    no_vis: bool = setting(False, "no live visdom plots")
+    port: int = setting(DEFAULT_VISDOM_PORT, "visdom server port", parse=portNumber)
+    continuous_actions: bool = setting(False, "continuous actions", flags=("-c", "--continuous-actions"))
+    action_joints: bool = setting(False, "act in joint space (arms)", flags=("-joints", "--action-joints"))
+    random_target: bool = setting(False, "a new target position every episode", flags=("-r", "--random-target"))
+    shape_reward: bool = setting(False, "dense reward: minus the distance to the target")
+    fpv: bool = setting(False, "mobile robots: stack a first-person camera (6 channels)")
+    multi_view: bool = setting(False, "arms: stack a second camera (6 channels)")
+    force_down: bool = setting(False, "arms: never move up (discrete action 5 and continuous z moves go down), as "
+                               "the original toolbox's arms and the datasets of environments.dataset_generator do")
+    srl_ground_truth_scale: bool = setting(False, "learned SRL models: multiply the normalised state by "
+                                           "sqrt(ground-truth dim / state dim), so that the policy's input has the "
+                                           "size of the env's ground truth (docs/srl.md)")
+    num_stack: int = setting(1, "frames stacked per observation", parse=positiveInt)
+    action_repeat: int = setting(1, "env steps per agent action", parse=positiveInt)
+    episode_window: int = setting(40, "moving-average window of the reward curve, in episodes", parse=positiveInt,
+                                  flags=("--episode-window", "--episode_window"))
+    min_episodes_save: int = setting(100, "episodes before the best model is saved", parse=nonNegativeInt)
+    checkpoint_freq: int = setting(0, "env steps between checkpoints; 0: five per run, -1: none",
+                                   parse=intInRange(-1))
+    buffer_save_freq: int = setting(0, "off-policy algorithms: env steps between saves of the replay buffer, at "
+                                    "checkpoints; 0: at every checkpoint, -1: never (a resumed run refills it)",
+                                    parse=intInRange(-1))
+    eval_freq: int = setting(0, "every N env steps (all envs together) play --eval-episodes deterministic episodes "
+                             "on a separate env, write evaluations.npz and keep the best model by evaluation in "
+                             "best/; 0: no evaluation (it costs a second env and its episodes)",
+                             parse=nonNegativeInt, metavar="N")
+    eval_episodes: int = setting(5, "episodes per evaluation", parse=positiveInt, metavar="K")
+    resume: str | None = setting(None, "continue the run folder RUN from its last checkpoint, with the arguments of "
+                                 "its args.json (only --no-vis, --no-progress, --port and --device may be given "
+                                 "with it; None once loaded: the config is the run's own)", metavar="RUN")
+    img_shape: tuple[int, ...] | None = setting(None, "camera observation shape [3 64 64]", parse=positiveInt,
+                                                nargs=3, metavar=("C", "H", "W"))
+    hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
+                                          nargs="+", metavar="KEY:VALUE")
+    hyperparam_file: str | None = setting(None, "YAML mapping of hyperparameters (as hyperparam_search writes); "
+                                          "--hyperparam wins", metavar="FILE")
+    load_rl_model_path: str | None = setting(None, "continue training this saved model")
+    srl_config_file: str | None = setting(None, "YAML {env id: {model name: folder}}: which trained SRL model each "
+                                          "env uses [$SRL_MODELS_CONFIG, else config/srl_models.yaml of a source "
+                                          "checkout, else ~/.config/srl-toolbox/srl_models.yaml]")
+    latest: bool = setting(False, "with a learned --srl-model: use the newest model of that kind trained on --env "
+                           "under --srl-log-folder instead of the config file's (off once validation picked it)")
+    srl_log_folder: str = setting(os.path.join("logs", "srl"), "root of the SRL model folders searched by --latest")
+    tag: str | None = setting(None, "suffix of the run folder name [seed<SEED>]")
+    # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
+    run_folder: str | None = setting(None, "the run folder made by the pipeline", hidden=True)
+    no_progress: bool = setting(False, "no progress bar")
+    device: str = setting("auto", "torch device of the networks (and of a trained SRL model): auto (the GPU when "
+                          "torch sees one), cpu, cuda or cuda:N; resolved for this machine by validation",
+                          parse=parseDevice, metavar="DEVICE")
+    tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
+                                          "folder name>/ (episode rewards and lengths, losses, evaluations) [none]",
+                                          metavar="DIR")
+    pretrain_dataset: str | None = setting(None, "behaviour cloning: pretrain the policy on this generator dataset "
+                                           "before RL", metavar="DIR")
+    pretrain_epochs: int = setting(10, "pretraining epochs", parse=positiveInt)
+    pretrain_lr: float = setting(1e-3, "pretraining learning rate (Adam)")
+    hyperparams: Mapping[str, Any] = derived("the algorithm's hyperparameters given on the command line or in the "
+                                             "file, typed", factory=dict)
+    env_kwargs: Mapping[str, Any] = derived("the env's keyword arguments", factory=dict)
+    start_timesteps: int = derived("steps a continued model (--load-rl-model-path) already did", default=0)
+    extra: Mapping[str, Any] = derived("the algorithm's own flags (hp_<name>, a plugin's customArguments) and any "
+                                       "other recorded value, read as attributes", factory=dict)
+    run_dir: str | None = derived("the run folder, once made")
+    monitor_dir: str | None = derived("its monitor folder, once made")
+    resume_from: str | None = derived("the checkpoint folder a resumed run restores")
+    resume_buffer: str | None = derived("the replay-buffer folder a resumed run restores, None for none")
 
     def __post_init__(self) -> None:
         # read-only views: a frozen config whose mappings could still be changed in place would not be frozen
@@ -156,8 +180,22 @@ class TrainConfig:
     @classmethod
     def flagFields(cls) -> tuple[str, ...]:
         """:return: the names of the fields that hold a flag of the shared parser"""
-        return tuple(field.name for field in dataclasses.fields(cls)
-                     if field.name not in DERIVED_FIELDS and field.name not in RUN_FIELDS)
+        return tuple(field.name for field in dataclasses.fields(cls) if field.metadata["kind"] == "flag")
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """:return: every flag's default, by field name"""
+        return {field.name: field.default for field in dataclasses.fields(cls) if field.metadata["kind"] == "flag"}
+
+    @classmethod
+    def fromRecord(cls, record: Mapping[str, Any], **derived: Any) -> TrainConfig:
+        """
+        :param record: an args.json mapping of any format (upgraded first: :func:`upgradeArgsRecord`)
+        :param derived: the non-flag fields to set
+        :return: the run's config as it was given (not validated again)
+        :raises ValueError: a format newer than this toolbox reads
+        """
+        return cls.fromNamespace(argparse.Namespace(**upgradeArgsRecord(record)), **derived)
 
     @classmethod
     def fromNamespace(cls, args: argparse.Namespace, **derived: Any) -> TrainConfig:
@@ -171,9 +209,11 @@ class TrainConfig:
         missing = [name for name in cls.flagFields() if name not in values]
         if missing:
             raise ValueError(f"arguments without {', '.join(missing)}")
+        values.pop(ARGS_FORMAT_KEY, None)
         names = {field.name for field in dataclasses.fields(cls)}
         fields = {name: values.pop(name) for name in list(values) if name in names and name not in DERIVED_FIELDS}
-        return cls(**fields, **derived, extra=values)
+        extra = {**values, **derived.pop("extra", {})}
+        return cls(**fields, **derived, extra=extra)
 
     def replace(self, **changes: Any) -> TrainConfig:
         """
@@ -188,27 +228,196 @@ class TrainConfig:
 
     def namespace(self) -> argparse.Namespace:
         """
-        :return: a new Namespace of the flags, the algorithm's own flags and the run's folders (those set): the
-            arguments of plugin API v1, the algorithm's to change as it likes
+        :return: a new Namespace of the flags, the algorithm's own flags and the run's folders (None until set):
+            the arguments of plugin API v1, the algorithm's to change as it likes
         """
         values = {name: getattr(self, name) for name in self.flagFields()}
         values["img_shape"] = list(self.img_shape) if self.img_shape is not None else None
         values["hyperparam"] = list(self.hyperparam)
-        values.update({name: getattr(self, name) for name in RUN_FIELDS if getattr(self, name) is not None})
+        values.update({name: getattr(self, name) for name in RUN_FIELDS})
         values.update(self.extra)
         return argparse.Namespace(**values)
 
     def argsRecord(self) -> dict[str, Any]:
         """
-        :return: what args.json holds: every flag and the algorithm's own flags that were given (an unset
-            ``hp_<name>`` says nothing: hyperparams.yaml holds the values used), sorted by name
+        :return: what args.json holds: its format (:data:`ARGS_FORMAT`), every flag and the algorithm's own flags
+            that were given (an unset ``hp_<name>`` says nothing: hyperparams.yaml holds the values used), sorted by
+            name
         """
         values = {name: getattr(self, name) for name in self.flagFields()}
         values["img_shape"] = list(self.img_shape) if self.img_shape is not None else None
         values["hyperparam"] = list(self.hyperparam)
         values.update(self.extra)
+        values[ARGS_FORMAT_KEY] = ARGS_FORMAT
         return {name: value for name, value in sorted(values.items())
                 if not (name.startswith("hp_") and value is None)}
+
+
+# Fields that are not flags and hold what validation derived; the run's folders (RUN_FIELDS) are set as it goes.
+DERIVED_FIELDS = ("hyperparams", "env_kwargs", "start_timesteps", "extra")
+RUN_FIELDS = ("run_dir", "monitor_dir", "resume_from", "resume_buffer")
+# What an args.json of format 1 (no args_format key) lacked, when it lacked it: the value that reproduces its run.
+FORMAT_1_VALUES = {"device": DEFAULT_RUN_DEVICE}
+
+
+def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    Bring an args.json mapping of any earlier format to :data:`ARGS_FORMAT`, once, so that nothing above reads a
+    missing setting: a flag added since the run was written takes the value that reproduces that run (its default,
+    or :data:`FORMAT_1_VALUES`).
+
+    :param record: the mapping args.json holds
+    :return: a new mapping of the current format (the algorithm's own flags and other keys kept as they are)
+    :raises ValueError: not a mapping, or a format this toolbox does not know (written by a newer one)
+    """
+    if not isinstance(record, Mapping):
+        raise ValueError(f"args.json holds a {type(record).__name__}, not a mapping of settings")
+    version = record.get(ARGS_FORMAT_KEY, 1)
+    if not isinstance(version, int) or not 1 <= version <= ARGS_FORMAT:
+        raise ValueError(f"args.json format {version!r} is not one this toolbox reads (1..{ARGS_FORMAT}): written by "
+                         f"a newer srl-toolbox?")
+    upgraded = {**TrainConfig.defaults(), **(FORMAT_1_VALUES if version == 1 else {}), **record}
+    upgraded["hyperparam"] = list(upgraded["hyperparam"] or [])
+    upgraded[ARGS_FORMAT_KEY] = ARGS_FORMAT
+    return upgraded
+
+
+def readArgsRecord(run_dir: str) -> dict[str, Any]:
+    """
+    :param run_dir: a run folder
+    :return: its args.json, upgraded to the current format
+    :raises FileNotFoundError: no args.json
+    :raises ValueError: unreadable, or of an unknown format (one line)
+    """
+    path = RunFolder(run_dir).args_file
+    try:
+        return upgradeArgsRecord(readJson(path))
+    except ValueError as error:
+        raise ValueError(f"{path} is not a valid args.json ({error})") from None
+
+
+def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()
+             ) -> argparse.ArgumentParser:
+    """
+    Add every train flag, generated from the :class:`TrainConfig` fields.
+
+    :param parser: the train command's parser
+    :param algo_names: installed algorithms, listed in the help of --algo
+    :param env_ids: installed envs, listed in the help of --env
+    :return: the parser
+    """
+    lists = {"{algos}": ", ".join(algo_names) or "a registered name",
+             "{envs}": ", ".join(env_ids) or "a registered id"}
+    for field in dataclasses.fields(TrainConfig):
+        meta = field.metadata
+        if meta["kind"] != "flag":
+            continue
+        flags = meta["flags"] or (f"--{field.name.replace('_', '-')}",)
+        options: dict[str, Any] = {"dest": field.name}
+        doc = meta["doc"]
+        for name, names in lists.items():
+            doc = doc.replace(name, names)
+        # no default to show for a switch, an unset value or an empty list; a help ending in [...] says its own
+        if meta["hidden"]:
+            options["help"] = argparse.SUPPRESS
+        elif field.default is None or field.default is False or field.default == () or doc.endswith("]"):
+            options["help"] = doc
+        else:
+            options["help"] = f"{doc} [{field.default}]"
+        if field.default is False:
+            options["action"] = "store_true"
+        elif meta["nargs"] == "+":
+            options.update(action="extend", nargs="+", default=list(field.default))
+        else:
+            options["default"] = field.default
+            if meta["nargs"] is not None:
+                options["nargs"] = meta["nargs"]
+            options["type"] = meta["parse"] or _FIELD_TYPES.get(field.type, str)
+        if meta["metavar"] is not None:
+            options["metavar"] = meta["metavar"]
+        parser.add_argument(*flags, **options)
+    return parser
+
+
+# The command-line parser of a field without its own, by the field's type as written (postponed annotations).
+_FIELD_TYPES = {"int": int, "float": float, "str": str, "str | None": str}
+
+
+def _flagName(field: dataclasses.Field) -> str:
+    """:return: the flag as argparse names it in its messages (``--num-timesteps``, ``-c/--continuous-actions``)"""
+    return "/".join(field.metadata["flags"] or (f"--{field.name.replace('_', '-')}",))
+
+
+def _parsedItem(field: dataclasses.Field, value: Any) -> Any:
+    """:return: one value read by the field's parser from its text, as the command line reads it"""
+    parse = field.metadata["parse"] or _FIELD_TYPES.get(field.type, str)
+    text = repr(value) if isinstance(value, float) else os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"argument {_flagName(field)}: {error}") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"argument {_flagName(field)}: invalid {getattr(parse, '__name__', 'value')} value: "
+                         f"{text!r}") from None
+
+
+def checkedValue(name: str, value: Any) -> Any:
+    """
+    :param name: a flag field's name
+    :param value: its value given from Python (None for the default)
+    :return: the value as the flag's parser reads it, so that Python and the command line accept the same values
+    :raises ValueError: a value the flag refuses, in argparse's words
+    """
+    field = _FLAG_FIELDS[name]
+    if value is None:
+        return field.default
+    if field.default is False:
+        if not isinstance(value, bool):
+            raise ValueError(f"argument {_flagName(field)}: a switch takes True or False, not {value!r}")
+        return value
+    if field.metadata["nargs"] == "+":
+        return tuple(str(item) for item in ([value] if isinstance(value, str) else value))
+    if field.metadata["nargs"] is not None:
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if len(items) != field.metadata["nargs"]:
+            raise ValueError(f"argument {_flagName(field)}: expected {field.metadata['nargs']} arguments")
+        return tuple(_parsedItem(field, item) for item in items)
+    return _parsedItem(field, value)
+
+
+def commandArguments(config: TrainConfig, own_flags: Mapping[str, Any]) -> list[str]:
+    """
+    :param config: a run's config
+    :param own_flags: the algorithm's own flags and their defaults (others in :attr:`TrainConfig.extra` are records)
+    :return: the train command's arguments that give it (settings at their default left out; the algorithm's own
+        flags as ``--<name>`` for ``hp_<name>`` and ``--<dest>`` for the others), for a subprocess or to show
+    """
+    words: list[str] = []
+    for name, field in _FLAG_FIELDS.items():
+        value, flag = getattr(config, name), (field.metadata["flags"] or (f"--{name.replace('_', '-')}",))[-1]
+        if field.metadata["hidden"] or value == field.default:
+            continue
+        words += _flagWords(flag, value)
+    for name, value in sorted(config.extra.items()):
+        if name not in own_flags or value == own_flags[name]:
+            continue
+        if name.startswith("hp_") and isinstance(value, bool):  # a hyperparameter flag takes true/false
+            words += [f"--{name[3:].replace('_', '-')}", str(value).lower()]
+        elif value is not None and value is not False:
+            words += _flagWords(f"--{(name[3:] if name.startswith('hp_') else name).replace('_', '-')}", value)
+    return words
+
+
+def _flagWords(flag: str, value: Any) -> list[str]:
+    """:return: a flag and its value as command-line words (a switch alone, a list as several words)"""
+    if value is True:
+        return [flag]
+    if isinstance(value, (list, tuple)):
+        return [flag, *(repr(item) if isinstance(item, float) else str(item) for item in value)]
+    return [flag, repr(value) if isinstance(value, float) else str(value)]
+
+
+_FLAG_FIELDS = {field.name: field for field in dataclasses.fields(TrainConfig) if field.metadata["kind"] == "flag"}
 
 
 def argsNamespace(args: TrainConfig | argparse.Namespace) -> argparse.Namespace:

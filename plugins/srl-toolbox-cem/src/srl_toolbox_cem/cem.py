@@ -280,7 +280,7 @@ class CEMModel(BaseRLObject):
         env_kwargs: dict[str, Any] | None = None,
         train_kwargs: dict[str, Any] | None = None,
     ) -> None:
-        load_path = getattr(args, "load_rl_model_path", None)
+        load_path = args.load_rl_model_path
         saved = self.load(load_path, args) if load_path else None
         self.hyperparams = self.hyperparamsFromArgs(args, train_kwargs)  # typed and checked by the spec
         self.env = self.makeEnv(args, env_kwargs)
