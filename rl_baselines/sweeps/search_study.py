@@ -4,9 +4,9 @@ A search space is an algorithm's ``getOptParam()``, ``{name: (int|float, (low, h
 ``{name: (list, choices)}``; :func:`checkSpace` refuses any other entry before Optuna sees it. A study lives in an
 Optuna RDB storage: SQLite (opened with a long lock timeout, its schema created under a file lock, so that several
 processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``);
-:func:`createStudy` refuses to continue it for another one. Optuna is an optional dependency
-(``srl-toolbox[search]``): every function here imports it through :func:`importOptuna`, which names the install
-command when it is missing.
+:func:`createStudy` refuses to continue it for another one. Optuna (and SQLAlchemy, installed with it) is an
+optional dependency (``srl-toolbox[search]``), imported when a function needs it, through :func:`importOptuna`, which
+names the install command when it is missing.
 """
 from __future__ import annotations
 
