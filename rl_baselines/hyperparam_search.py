@@ -1,40 +1,30 @@
 """The ``python -m rl_baselines.hyperparam_search`` command (published path, a re-export shim).
 
-The code lives in :mod:`rl_baselines.sweeps.hyperparam_search`.
+The command lives in :mod:`rl_baselines.sweeps.hyperparam_search`, its parts in ``search_study``, ``search_trials``
+and ``search_outputs`` beside it.
 """
-from rl_baselines.sweeps.hyperparam_search import (
+from rl_baselines.sweeps.hyperparam_search import SEARCH_FOLDER, STUDY_NAME, main, prepare, searchParser
+from rl_baselines.sweeps.search_outputs import saveSearchPlot, writeBestParams, writeTrialsCsv
+from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
     OPTIMIZERS,
-    POLL_S,
     PRUNERS,
-    SEARCH_FOLDER,
     SQLITE_TIMEOUT_S,
     STUDY_KEYS,
-    STUDY_NAME,
     SearchConfig,
-    TrialFailed,
-    TrialObjective,
-    TrialProgress,
     checkSpace,
     createStudy,
     formatValue,
     gridValues,
     importOptuna,
     loadStudy,
-    main,
     makePruner,
     makeSampler,
     openStorage,
-    prepare,
-    runWorker,
-    runWorkers,
     samplerSeed,
-    saveSearchPlot,
-    searchParser,
     suggestParams,
-    writeBestParams,
-    writeTrialsCsv,
 )
+from rl_baselines.sweeps.search_trials import POLL_S, TrialFailed, TrialObjective, TrialProgress, runWorker, runWorkers
 from srl_toolbox.cli import runCommand
 
 __all__ = ["INSTALL_HINT", "OPTIMIZERS", "POLL_S", "PRUNERS", "SEARCH_FOLDER", "SQLITE_TIMEOUT_S", "STUDY_KEYS",

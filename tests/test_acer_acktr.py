@@ -21,6 +21,7 @@ from rl_baselines.rl_algorithm.acer import (
 )
 from rl_baselines.rl_algorithm.acktr import ACKTRModel
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
+from rl_baselines.runs.train import baseParser
 
 BOX_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
 IMAGE_OBS = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)
@@ -356,8 +357,6 @@ def test_load_refuses_bad_files(tmp_path):
 
 
 def test_hyperparameters_flags_and_search_space():
-    from rl_baselines.runs.train import baseParser
-
     for algo_class in (ACERModel, ACKTRModel):
         space = algo_class.getOptParam()
         assert set(space) - {"lr_schedule"} <= set(algo_class.DEFAULT_HYPERPARAMS)

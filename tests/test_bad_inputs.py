@@ -20,6 +20,9 @@ import numpy as np
 import pytest
 from conftest import runModule, snapshot
 
+from rl_baselines.runs.train import baseParser, createRunFolder
+from srl_models.train import trainFromArgs
+
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 TRAIN = "rl_baselines.train"
@@ -332,8 +335,7 @@ def datasets(world: dict[str, str]) -> dict[str, str]:
 def srlModels(world: dict[str, str], datasets: dict[str, str]) -> dict[str, str]:
     """An autoencoder (one epoch), a PCA and a random encoder made from the tiny dataset; damaged copies of them and
     a copy of the autoencoder to make read-only."""
-    from srl_models.train import trainFromArgs  # in this process: no interpreter start and import per model
-
+    # trained in this process: no interpreter start and import per model
     common = ["--data-folder", datasets["tiny"], "--log-folder", world["srl"], "--no-eval", "--no-progress"]
     ae = trainFromArgs([*common, "--srl-model", "autoencoder", "--state-dim", "4", "--epochs", "1", "--batch-size",
                         "16", "--val-split", "0"])
@@ -543,8 +545,6 @@ def test_cases_cover_every_command_and_category():
 
 def test_existing_run_folder_is_never_reused(tmp_path, trainedRun):
     """Two runs started in the same second get two folders: nothing already on disk is overwritten."""
-    from rl_baselines.runs.train import baseParser, createRunFolder
-
     args = baseParser().parse_args(["--log-dir", str(tmp_path), "--tag", "same"])
     first, second = createRunFolder(args), createRunFolder(args)
     assert first != second and os.path.isdir(first) and os.path.isdir(second)

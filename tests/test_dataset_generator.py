@@ -15,8 +15,10 @@ import pytest
 from conftest import REPO, runModule, snapshot
 from filelock import FileLock
 
+from environments import dataset_generator
 from environments.dataset_generator import episodeSeed
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from rl_baselines.runs.run_policy import loadRunPolicy
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -301,8 +303,6 @@ def test_fusioner_merges_datasets(tmp_path):
 def test_policy_from_a_run_folder(tmp_path, trainedRun):
     """Episodes of a trained agent (ground truth, normalised) recorded by 2 processes are those the agent plays when
     replayed here with each episode's seed."""
-    from rl_baselines.runs.run_policy import loadRunPolicy
-
     n_steps, seed = 20, 3
     generate(tmp_path, "--img-shape", "3", "32", "32", "--max-steps", str(n_steps), "--num-episode", "2",
              "--seed", str(seed), "--no-progress", "--policy", trainedRun, "--num-cpu", "2")
@@ -333,7 +333,6 @@ def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_for
     older run without it: False, the env's default)."""
     from types import SimpleNamespace
 
-    from environments import dataset_generator
 
     run_dir = tmp_path / "run"
     run_dir.mkdir()

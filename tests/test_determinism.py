@@ -24,6 +24,7 @@ from same_seed import RECORD_VARIABLE, cpuCapability, loadReference, parameterDi
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.runs.monitor_files import MonitorTail, loadEpisodes
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -139,8 +140,6 @@ def test_same_seed_same_episodes(tmp_path, algo, num_cpu):
 
 def test_merged_curve_orders_episodes_by_step_not_wall_time(tmp_path):
     """Env 1's episode ended first in wall time but at a later vectorized step: the curve follows the steps."""
-    from rl_baselines.runs.monitor_files import MonitorTail, loadEpisodes
-
     header = '#{"t_start": 0.0, "env_id": "E"}\nr,l,t,is_success\n'
     (tmp_path / "0.monitor.csv").write_text(header + "1.0,10,0.50,False\n2.0,10,0.90,False\n")
     (tmp_path / "1.monitor.csv").write_text(header + "3.0,15,0.40,True\n4.0,10,0.95,False\n")

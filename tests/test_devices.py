@@ -14,6 +14,11 @@ import pytest
 import torch
 from conftest import runFolder, runModule, runTrain
 
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.acer import ACERModel
+from rl_baselines.runs.resume import loadResumeArgs
+from rl_baselines.runs.run_policy import readRunArgs
+from rl_baselines.runs.train import baseParser
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import checkedDevice, parseDevice, resolveDevice, reuseDevice, runDevice
 
@@ -107,8 +112,6 @@ def test_a_run_recorded_on_a_gpu_replays_on_this_machine(tmp_path, algo: str) ->
     refused = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20", "--device", "cuda")
     assert refused.returncode == 2 and "no CUDA GPU" in refused.stderr
     # the model itself loads onto the CPU whatever its args.json says
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.runs.run_policy import readRunArgs
 
     algo_class = registered_rl[algo][0]
     model = algo_class.load(os.path.join(run_dir, f"{algo}_model{algo_class.MODEL_EXTENSION}"),
@@ -120,9 +123,6 @@ def test_a_run_recorded_on_a_gpu_replays_on_this_machine(tmp_path, algo: str) ->
 def test_resume_uses_the_run_device_or_this_machine(tmp_path, capsys) -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.runs.resume import loadResumeArgs
-    from rl_baselines.runs.train import baseParser
 
     run_dir = runFolder(runTrain("--algo", "ppo2", *GT, "--num-timesteps", "128", "--n-steps", "64",
                                  "--log-dir", tmp_path / "logs"))
@@ -144,7 +144,6 @@ def test_torch_model_file_loads_onto_the_requested_device(tmp_path) -> None:
     """The model file is read with map_location: its tensors land on the CPU, then on the networks' device."""
     import gymnasium as gym
 
-    from rl_baselines.rl_algorithm.acer import ACERModel
 
     model = ACERModel()
     model.setup(gym.spaces.Box(-1, 1, (4,), dtype="float32"), gym.spaces.Discrete(3), {})

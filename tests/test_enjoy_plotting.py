@@ -13,6 +13,10 @@ from conftest import runFolder, runModule, runTrain
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
 from replay.visdom_server import findFreePort, startServer, waitForServer
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.runs.run_policy import RunPolicy, loadRunPolicy, readRunArgs, recordedSRLModelFolder
+from srl_models.models import RandomModel
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -165,8 +169,6 @@ def test_render_without_display_is_one_line_error(trainedRun):
 
 
 def test_output_dir_needs_plotting(tmp_path, trainedRun):
-    from srl_toolbox.cli import UsageError
-
     with pytest.raises(UsageError, match="add --plotting"):
         enjoy_baselines.main(["--log-dir", trainedRun, "--output-dir", str(tmp_path)])
     assert not os.listdir(tmp_path)
@@ -213,8 +215,6 @@ def test_unreachable_visdom_costs_one_warning(tmp_path, trainedRun):
 @pytest.fixture(scope="module")
 def srlRun(tmp_path_factory: pytest.TempPathFactory) -> str:
     """ppo2 trained on the states of a (random, untrained) 32x32 SRL model."""
-    from srl_models.models import RandomModel
-
     root = tmp_path_factory.mktemp("srl_run")
     RandomModel(4, SMALL, {"env": ENV_ID}).save(str(root / "random_model"))
     return runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", root / "random_model",
@@ -223,9 +223,6 @@ def srlRun(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def _runEnv(run_dir: str, seed: int):
     """The run's own VecEnv (as enjoy_baselines rebuilds it), reset with ``seed``; returns (env, first obs)."""
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.runs.run_policy import readRunArgs, recordedSRLModelFolder
-
     args = readRunArgs(run_dir, "--log-dir")
     args = argparse.Namespace(**{**vars(args), "seed": seed, "num_cpu": 1,
                                  "srl_model_path": recordedSRLModelFolder(run_dir, args)})
@@ -234,8 +231,6 @@ def _runEnv(run_dir: str, seed: int):
 
 
 def test_run_policy_sees_what_a_learned_srl_run_saw(tmp_path, srlRun):
-    from rl_baselines.runs.run_policy import loadRunPolicy
-
     policy = loadRunPolicy(srlRun)
     assert policy.learned and policy.encoder.img_shape == SMALL
     venv, expected = _runEnv(srlRun, seed=4)
@@ -260,7 +255,6 @@ def test_run_policy_sees_what_a_learned_srl_run_saw(tmp_path, srlRun):
 def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
     import shutil
 
-    from rl_baselines.runs.run_policy import RunPolicy, readRunArgs
 
     copy = shutil.copytree(srlRun, tmp_path / "run")
     record_path = copy / "srl_model.json"
@@ -273,8 +267,6 @@ def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
 
 
 def test_run_policy_replays_a_her_run(tmp_path):
-    from rl_baselines.runs.run_policy import loadRunPolicy
-
     run_dir = runFolder(runTrain("--algo", "her", "--env", ENV_ID, "--srl-model", "ground_truth", "-c",
                                  "--num-timesteps", "120", "--log-dir", tmp_path / "logs"))
     policy = loadRunPolicy(run_dir)

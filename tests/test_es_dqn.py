@@ -14,8 +14,11 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.registry import ActionType, registered_rl
+from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.evolution_strategies.ars import ARSModel, arsUpdate
 from rl_baselines.evolution_strategies.cma_es import CMAESModel
+from rl_baselines.evolution_strategies.policies import PolicyNetwork, flatObservations
 from rl_baselines.rl_algorithm.deepq import DQNModel, QNetwork, ReplayBuffer, duelingAggregate, tdTarget
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -201,8 +204,6 @@ def test_cma_es_continuous_actions_round_trip(tmp_path, monkeypatch):
 
 
 def test_image_observations():
-    from rl_baselines.evolution_strategies.policies import PolicyNetwork, flatObservations
-
     space = gym.spaces.Box(0, 255, (40, 40, 3), dtype=np.uint8)
     images = np.random.default_rng(0).integers(0, 256, (2, 40, 40, 3), dtype=np.uint8)
     policy = PolicyNetwork(space, 4)
@@ -228,8 +229,6 @@ EVALUATION_PERIOD = 2000
 
 def _evaluate(model) -> float:
     """:return: the greedy mean reward of 10 episodes on fresh envs, with the training normalisation frozen"""
-    from rl_baselines.envs.factory import findVecNormalize
-
     replay = _cartpoleEnvs(argparse.Namespace(num_cpu=5, seed=100))
     trained_normaliser = findVecNormalize(model.env)
     if trained_normaliser is None:  # ARS and CMA-ES normalise by themselves
@@ -297,8 +296,6 @@ def test_load_rejects_foreign_and_corrupt_files(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("algo", ["deepq", "cma-es", "ars"])
 def test_train_and_continue_through_cli(tmp_path, algo):
-    from rl_baselines.core.registry import registered_rl
-
     common = ["--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-cpu", "2",
               "--log-dir", tmp_path, "--min-episodes-save", "1"]
     # small populations so that a generation ends within the 600 steps (one 250-step episode per candidate and env)
@@ -339,8 +336,6 @@ def test_train_and_continue_through_cli(tmp_path, algo):
 
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
-    from rl_baselines.core.registry import ActionType, registered_rl
-
     assert registered_rl["deepq"][2] == [ActionType.DISCRETE]  # train refuses -c for it, with the others' names
     with pytest.raises(ValueError, match="'top_population' needs a int value"):
         ARSModel.parserHyperParam({"top_population": "1.5"})

@@ -21,9 +21,12 @@ import pytest
 from conftest import runModule
 from test_determinism import ALGO_ARGS, monitorRows
 
+from replay import aggregate_plots, gather_results, plots
+from replay.results import findRuns, loadCurves
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
+from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
@@ -79,8 +82,6 @@ def test_evaluations_file_and_best_model(evaluatedRun, tmp_path):
 
 
 def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluatedRun, tmp_path, monkeypatch):
-    from rl_baselines.runs.callbacks import TrainingCallback
-
     original = TrainingCallback.__call__
 
     def interruptAt700(self, _locals, _globals):  # a second Ctrl-C at step 700: no checkpoint after the one at 500
@@ -143,8 +144,6 @@ def test_run_folder_without_evaluations_reads_as_none(tmp_path):
 def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
     import shutil
 
-    from replay import aggregate_plots, gather_results, plots
-    from replay.results import findRuns, loadCurves
 
     log_dir = tmp_path / "logs"
     for name in ("seed1", "seed1_copy"):

@@ -18,6 +18,9 @@ from environments.mobile_robot.mobile_robot_1D_env import MobileRobot1DGymEnv
 from environments.mobile_robot.mobile_robot_2target_env import MobileRobot2TargetGymEnv
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.mobile_robot.mobile_robot_line_target_env import MobileRobotLineTargetGymEnv
+from rl_baselines.rl_algorithm.her import BASE_ALGOS, HER_DEFAULTS, HERModel
+from rl_baselines.runs.train import main
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -166,8 +169,6 @@ def sacRun(tmp_path_factory) -> str:
 
 
 def _loadHer(path: str):
-    from rl_baselines.rl_algorithm.her import HERModel
-
     return HERModel.load(path)
 
 
@@ -241,8 +242,6 @@ def test_deepq_learns_and_loads(tmp_path):
 
 
 def test_search_space_fits_every_learner():
-    from rl_baselines.rl_algorithm.her import BASE_ALGOS, HER_DEFAULTS, HERModel
-
     space = HERModel.getOptParam()
     assert {"n_sampled_goal", "goal_selection_strategy"} <= set(space) and "learning_starts" not in space
     for base in BASE_ALGOS.values():
@@ -274,9 +273,6 @@ def test_bad_combination_exits_2(tmp_path):
 ], ids=["continuous-deepq", "discrete-td3", "flag-of-other-learner", "hyperparam-of-other-learner",
         "learning-starts-short", "frame-stack", "env-without-goal", "no-sampled-goal"])
 def test_bad_combinations(tmp_path, arguments, words):
-    from rl_baselines.runs.train import main
-    from srl_toolbox.cli import UsageError
-
     with pytest.raises(UsageError) as error:
         main(["--algo", "her", *arguments, "--no-vis", "--log-dir", str(tmp_path)])
     for word in words:

@@ -18,7 +18,17 @@ from conftest import REPO, runFolder, runModule, runTrain
 
 optuna = pytest.importorskip("optuna")
 
+from rl_baselines.runs import train  # noqa: E402
+from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search  # noqa: E402
+from rl_baselines.sweeps.search_study import (  # noqa: E402
+    INSTALL_HINT,
+    checkSpace,
+    gridValues,
+    samplerSeed,
+    suggestParams,
+)
+from rl_baselines.sweeps.search_trials import TrialObjective  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
@@ -89,8 +99,6 @@ def test_best_params_yaml_accepted_by_train(prunedStudy, tmp_path):
 
 
 def test_hyperparam_file_errors(tmp_path):
-    from rl_baselines.runs import train
-
     bad = tmp_path / "bad.yaml"
     for content, message in (("[1, 2]", "must hold a mapping"), ("gamma: [0.9]", "is not NAME"),
                              ("gamma: 'high'", "needs a float"), ("nope: 1", "unknown hyperparameter 'nope'")):
@@ -134,8 +142,6 @@ def test_commands_share_one_sqlite_study(tmp_path):
 def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
     """A forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
     value is the mean of its last evaluation."""
-    from rl_baselines.runs.evaluation import readEvaluations
-
     url = f"sqlite:///{tmp_path / 'evaluated.db'}"
     result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "none",
                        "--n-trials", "1", "--num-timesteps", "500", "--n-evaluations", "2", "--eval-freq", "250",
@@ -149,8 +155,6 @@ def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
 
 
 def test_sampler_seeds_of_commands_sharing_a_study_differ():
-    from rl_baselines.sweeps.hyperparam_search import samplerSeed
-
     # --sampler-seed 0 started after one trial, --sampler-seed 1 before any: a plain sum gave both seed 1
     assert samplerSeed(0, 1) != samplerSeed(1, 0)
     assert samplerSeed(3, 5) == samplerSeed(3, 5)
@@ -178,10 +182,10 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
         [*COMMON, "--num-timesteps", "200000", "--n-evaluations", "800", "--log-dir", str(tmp_path)])
     config, algo_class = hyperparam_search.prepare(args, train_argv)
-    params = {name: hyperparam_search.gridValues(spec, 1)[0] for name, spec in config.space.items()}
+    params = {name: gridValues(spec, 1)[0] for name, spec in config.space.items()}
     trial = _PruneAtOnce(params)
     with pytest.raises(optuna.TrialPruned):
-        hyperparam_search.TrialObjective(config)(trial)
+        TrialObjective(config)(trial)
     assert trial.reported[0][0] == 250
     run_dir = trial.user_attrs["run_dir"]
     monitor = os.path.join(run_dir, "monitor", "0.monitor.csv")
@@ -223,23 +227,23 @@ def test_without_optuna_one_line_exit_2(tmp_path):
                        env={"PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"})
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: hyperparam_search needs Optuna, which is not installed: {hyperparam_search.INSTALL_HINT}"]
+        f"error: hyperparam_search needs Optuna, which is not installed: {INSTALL_HINT}"]
     assert not (tmp_path / "logs").exists()
 
 
 def test_search_space_to_optuna():
     space = {"a": (int, (1, 100), "log"), "b": (float, (0.0, 1.0)), "c": (list, ["auto", 0.1])}
-    assert hyperparam_search.gridValues(space["a"], 3) == [1, 10, 100]
-    assert hyperparam_search.gridValues(space["b"], 3) == [0.0, 0.5, 1.0]
-    assert hyperparam_search.gridValues(space["c"], 3) == ["auto", 0.1]
+    assert gridValues(space["a"], 3) == [1, 10, 100]
+    assert gridValues(space["b"], 3) == [0.0, 0.5, 1.0]
+    assert gridValues(space["c"], 3) == ["auto", 0.1]
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     trial = study.ask()
-    params = hyperparam_search.suggestParams(trial, space)
+    params = suggestParams(trial, space)
     assert isinstance(params["a"], int) and 1 <= params["a"] <= 100 and params["c"] in ("auto", 0.1)
     with pytest.raises(UsageError, match="'x'"):
-        hyperparam_search.checkSpace("algo", {"x": (float, (1.0, 0.0))})
+        checkSpace("algo", {"x": (float, (1.0, 0.0))})
     with pytest.raises(UsageError, match="'y'"):
-        hyperparam_search.checkSpace("algo", {"y": (float, (0.0, 1.0), "log")})
+        checkSpace("algo", {"y": (float, (0.0, 1.0), "log")})
 
 
 def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):

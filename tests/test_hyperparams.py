@@ -10,6 +10,12 @@ import pytest
 
 from rl_baselines.core.base import OLDER_DECLARATIONS, BaseRLObject
 from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.her import BASE_ALGOS
+from rl_baselines.rl_algorithm.off_policy import replaySearchSpace
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.rl_algorithm.torch_base import TorchRLObject
+from rl_baselines.runs.train import main
 from srl_toolbox.cli import CLIParser, UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -128,9 +134,6 @@ def test_older_plugin_is_read_through_the_spec() -> None:
 
 
 def test_older_subclasses_of_the_bases_keep_their_flags() -> None:
-    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-    from rl_baselines.rl_algorithm.torch_base import TorchRLObject
-
     class OlderTorch(TorchRLObject):
         NAME = "older_torch"
         DEFAULT_HYPERPARAMS = {"lr": 0.1, "layers": 2}
@@ -160,9 +163,6 @@ def test_older_subclasses_of_the_bases_keep_their_flags() -> None:
 
 def builtinClasses() -> dict[str, type]:
     """:return: every built-in algorithm class (the registered ones and her's learners), by name"""
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.rl_algorithm.her import BASE_ALGOS
-
     classes = {name: cls for name, (cls, _, _) in registered_rl.items() if cls.__module__.startswith("rl_baselines.")}
     classes.update({f"her-{name}": cls for name, cls in BASE_ALGOS.items()})
     return classes
@@ -188,8 +188,6 @@ def test_every_builtin_declares_each_hyperparameter_once() -> None:
 
 
 def test_every_builtin_search_space_is_its_specs() -> None:
-    from rl_baselines.rl_algorithm.off_policy import replaySearchSpace
-
     for name, cls in builtinClasses().items():
         from_spec = {n: h.optParam() for n, h in cls.hyperparamSpec().items() if h.search is not None}
         space = cls.getOptParam() or {}
@@ -205,8 +203,6 @@ def test_every_builtin_search_space_is_its_specs() -> None:
 
 
 def test_sb3_and_torch_algorithms_share_one_flag_path() -> None:
-    from rl_baselines.core.registry import registered_rl
-
     for name in ("ppo2", "sac", "deepq", "acer"):
         cls = registered_rl[name][0]
         parser = cls.customArguments(CLIParser(prog="train"))
@@ -229,8 +225,6 @@ def test_sb3_and_torch_algorithms_share_one_flag_path() -> None:
 ], ids=["ppo2-hyperparam", "a2c-flag", "trpo-flag", "sac-hyperparam", "td3-flag", "qrdqn-hyperparam",
         "ppo_lstm-choice", "her-learner"])
 def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written(tmp_path, argv, words) -> None:
-    from rl_baselines.runs.train import main
-
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, "--num-timesteps", "64", *argv, "--log-dir", str(tmp_path), "--no-vis"])  # (short if accepted)
     message = str(error.value)

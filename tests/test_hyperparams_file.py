@@ -12,7 +12,9 @@ from conftest import runFolder, runModule, runTrain
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs.hyperparams_file import usedHyperparams
+from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train import baseParser
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -42,7 +44,6 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     first = runFolder(runTrain(*flags, "--n-steps", "64", "--hyperparam", "batch_size:32", "--log-dir",
                                tmp_path / "first"))
     used = _readYaml(first)
-    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
     assert set(used) == set(PPO2Model.DEFAULT_HYPERPARAMS)
     assert used["n_steps"] == 64 and used["batch_size"] == 32  # a flag and --hyperparam, typed
@@ -54,7 +55,6 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     second = runFolder(runTrain(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--log-dir",
                                 tmp_path / "second"))
     assert _readYaml(second) == used
-    from rl_baselines.runs.monitor_files import loadEpisodes
 
     episodes = [loadEpisodes(os.path.join(run, "monitor")) for run in (first, second)]
     assert list(episodes[0]["rewards"]) == list(episodes[1]["rewards"])

@@ -14,8 +14,12 @@ import numpy as np
 import pytest
 from conftest import REPO, runFolder, runModule, runTrain
 
+from replay.visdom_server import findFreePort, startServer, waitForServer
+from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
+from rl_baselines.sweeps import pipeline
+from rl_baselines.sweeps.plots import SweepPlotter
 from rl_baselines.sweeps.sweep import (
     DONE_FILE,
     FAILED_FILE,
@@ -24,9 +28,11 @@ from rl_baselines.sweeps.sweep import (
     expandGrid,
     finishedFolder,
     makeSpec,
+    parseAlgoArgs,
     runAttempts,
 )
 from srl_toolbox.cli import UsageError
+from srl_toolbox.plots import _quietVisdom, movingAverage
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -101,8 +107,6 @@ def test_check_lists_every_bad_combination(tmp_path) -> None:
 
 
 def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
-    from rl_baselines.sweeps import pipeline
-
     log_dir = str(tmp_path / "logs")
     base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", log_dir, "--no-vis"]
     with pytest.raises(UsageError, match="--ray-address needs --executor ray"):
@@ -153,8 +157,6 @@ def _checkFinishedRun(spec) -> str:
 
 @pytest.fixture
 def visdom_port(tmp_path):
-    from replay.visdom_server import findFreePort, startServer, waitForServer
-
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "visdom"), log_file=str(tmp_path / "visdom.log"))
     try:
@@ -172,7 +174,6 @@ def visdom_port(tmp_path):
 def _visdomTraces(port: int, env_name: str, win: str) -> dict[str, dict]:
     import visdom
 
-    from srl_toolbox.plots import _quietVisdom
 
     with _quietVisdom():
         client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
@@ -235,8 +236,6 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 7,
                                                      "failed": 0}
 
-    from rl_baselines.sweeps.plots import SweepPlotter
-    from srl_toolbox.plots import movingAverage
 
     (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: visdom env ")]
     env_name = env_line.split()[4]
@@ -260,8 +259,6 @@ RESUME_FLAGS = ["--num-timesteps", "3000", "--checkpoint-freq", "500", "--hyperp
 
 
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
-    from rl_baselines.core.checkpointing import listCheckpoints
-
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",
                   "--num-iteration", "1",
@@ -317,8 +314,6 @@ def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> No
 def test_unreachable_visdom_costs_one_warning() -> None:
     import warnings
 
-    from replay.visdom_server import findFreePort
-    from rl_baselines.sweeps.plots import SweepPlotter
 
     plotter = SweepPlotter(findFreePort(), "sweep_test")  # nothing listens there
     with warnings.catch_warnings(record=True) as records:
@@ -366,9 +361,6 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
 
 
 def test_per_algorithm_flags(tmp_path) -> None:
-    from rl_baselines.sweeps import pipeline
-    from rl_baselines.sweeps.sweep import parseAlgoArgs
-
     shared = ["--num-timesteps", "300"]
     with pytest.raises(UsageError, match=r"a2c x \* x \* \(unrecognized arguments: --n-epochs 2\)"):
         checkGrid(["ppo2", "a2c"], ENVS, ["ground_truth"], [*shared, "--n-epochs", "2"])

@@ -10,6 +10,7 @@ import pytest
 from conftest import runModule, snapshot
 
 from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
+from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.runs.monitor_files import loadEpisodes
 
 TAB_BLUE = np.array([31, 119, 180])
@@ -102,8 +103,6 @@ def test_time_axis_unit() -> None:
 
 
 def test_unreachable_visdom_costs_one_warning(tmp_path) -> None:
-    from replay.visdom_server import findFreePort
-
     run = writeRun(str(tmp_path / "run"), [1.0, 2.0], [10, 10], [1.0, 2.0])
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -115,7 +114,6 @@ def test_unreachable_visdom_costs_one_warning(tmp_path) -> None:
 def test_curves_reach_visdom(tmp_path) -> None:
     import visdom
 
-    from replay.visdom_server import findFreePort, startServer, waitForServer
 
     port = findFreePort()
     process = startServer(port, env_path=str(tmp_path / "envs"))

@@ -17,6 +17,9 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
+from rl_baselines.core.registry import AlgoType, failed_plugins, registered_rl
+from srl_models.registry import SRLType, failed_srl_plugins, learnedModels, registered_srl
+
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 # What the plugin may import from the toolbox: the contracts and the helpers docs/plugins.md names
@@ -34,8 +37,6 @@ def test_plugin_is_installed_and_registered() -> None:
     distribution = importlib.metadata.distribution("srl-toolbox-cem")
     groups = {(point.group, point.name) for point in distribution.entry_points}
     assert {("srl_toolbox.rl_algorithms", "cem"), ("srl_toolbox.srl_models", "downsample")} <= groups
-    from rl_baselines.core.registry import AlgoType, failed_plugins, registered_rl
-    from srl_models.registry import SRLType, failed_srl_plugins, learnedModels, registered_srl
 
     algo_class, algo_type, _ = registered_rl["cem"]
     assert algo_class.__module__ == "srl_toolbox_cem.cem" and algo_type is AlgoType.EVOLUTION_STRATEGIES
@@ -56,7 +57,6 @@ def test_train_save_load_continue_enjoy(tmp_path) -> None:
     rewards = np.loadtxt(os.path.join(run_dir, "monitor", "0.monitor.csv"), delimiter=",", skiprows=2, usecols=1)
     assert rewards.size == 6  # 1500 steps of 250-step episodes: the ES progress reaches the monitor file
 
-    from rl_baselines.core.registry import registered_rl
 
     agent = registered_rl["cem"][0].load(model_path)
     assert agent.num_timesteps == 1500 and agent.generation >= 2 and agent.hyperparams["num_population"] == 2
@@ -99,7 +99,6 @@ def test_downsample_model_from_dataset_to_agent(tmp_path) -> None:
                       "--num-timesteps", "300", "--num-population", "2", "--log-dir", tmp_path / "logs")
     run_dir = runFolder(result)
     assert os.sep + os.path.join("downsample", "cem") + os.sep in run_dir
-    from rl_baselines.core.registry import registered_rl
 
     agent = registered_rl["cem"][0].load(os.path.join(run_dir, "cem_model.npz"))
     assert agent.observation_shape == (48,)  # the agent saw the plugin model's states, not pixels

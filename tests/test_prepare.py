@@ -9,6 +9,14 @@ import pytest
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
+from replay import srl_demo
+from rl_baselines.runs import train
+from rl_baselines.sweeps.sweep import checkGrid, expandGrid
+from srl_models import prepare
+from srl_models.config import SRLLookupError, defaultConfigFile, latestModelFolder, readSRLConfig, registerModel
+from srl_models.prepare import trainCommand
+from srl_toolbox.cli import UsageError
+
 ENV_ID = "MobileRobotGymEnv-v0"
 TINY = ["--episodes", "2", "--img-shape", "3", "16", "16", "--epochs", "1", "--state-dim", "4", "--num-cpu", "1",
         "--device", "cpu", "--no-progress"]
@@ -53,8 +61,6 @@ def test_prepare_registers_the_models(prepared):
 
 @pytest.mark.slow
 def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
-    from srl_models import prepare
-
     monkeypatch.chdir(prepared["root"])
     monkeypatch.setenv("SRL_MODELS_CONFIG", str(prepared["config"]))
     before = snapshot(str(prepared["root"] / "logs")), snapshot(str(prepared["root"] / "data"))
@@ -101,8 +107,6 @@ def test_latest_old_toolbox_command(prepared):
 
 @pytest.mark.slow
 def test_latest_picks_the_newest(prepared, tmp_path):
-    from srl_models.config import SRLLookupError, latestModelFolder
-
     log_folder = str(prepared["root"] / "logs" / "srl")
     folder = latestModelFolder(log_folder, ENV_ID, "vae")
     assert "_vae_" in os.path.basename(folder)
@@ -120,8 +124,6 @@ def test_latest_picks_the_newest(prepared, tmp_path):
 
 
 def test_the_suggested_train_command_moves_the_arm_as_its_dataset():
-    from srl_models.prepare import trainCommand
-
     assert trainCommand("KukaButtonGymEnv-v0", "vae", True, None) == (
         "python -m rl_baselines.train --env KukaButtonGymEnv-v0 --srl-model vae --random-target --force-down")
     assert trainCommand(ENV_ID, "vae", False, "c.yaml") == (
@@ -129,8 +131,6 @@ def test_the_suggested_train_command_moves_the_arm_as_its_dataset():
 
 
 def test_default_config_file(monkeypatch, tmp_path):
-    from srl_models.config import defaultConfigFile
-
     monkeypatch.delenv("SRL_MODELS_CONFIG", raising=False)
     monkeypatch.chdir(tmp_path)
     assert defaultConfigFile() == os.path.join(REPO, "config", "srl_models.yaml")  # run from a checkout
@@ -171,9 +171,6 @@ BAD_PREPARE = [
 
 @pytest.mark.parametrize("case, argv, message", BAD_PREPARE, ids=[case[0] for case in BAD_PREPARE])
 def test_bad_prepare_inputs(tmp_path, monkeypatch, case, argv, message):
-    from srl_models import prepare
-    from srl_toolbox.cli import UsageError
-
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SRL_MODELS_CONFIG", str(tmp_path / "srl.yaml"))
     (tmp_path / "bad.yaml").write_text("- a list\n")
@@ -201,9 +198,6 @@ def test_bad_prepare_input_exits_2(tmp_path):
     (["--latest", "--srl-model", "vae", "--srl-log-folder", "{tmp}/none"], "--latest: no 'vae' model trained on"),
 ])
 def test_bad_latest(tmp_path, argv, message):
-    from rl_baselines.runs import train
-    from srl_toolbox.cli import UsageError
-
     with pytest.raises(UsageError, match=message):
         train.main(["--algo", "ppo2", "--no-vis", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs"),
                     *[arg.format(tmp=tmp_path) for arg in argv]])
@@ -211,8 +205,6 @@ def test_bad_latest(tmp_path, argv, message):
 
 
 def test_register_model_keeps_comments_and_entries(tmp_path):
-    from srl_models.config import readSRLConfig, registerModel
-
     config = tmp_path / "config" / "srl.yaml"
     config.parent.mkdir()
     config.write_text("# header\n{}\n", encoding="utf-8")
@@ -234,8 +226,6 @@ def test_register_model_keeps_comments_and_entries(tmp_path):
 @pytest.mark.slow
 def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
     """make srl-demo's chain on a tiny dataset: every file it names exists."""
-    from replay import srl_demo
-
     monkeypatch.chdir(tmp_path)
     log_dir = tmp_path / "demo"
     assert srl_demo.main(["--log-dir", str(log_dir), "--num-timesteps", "64", "--prepare-args", *TINY]) == 0
@@ -250,8 +240,6 @@ def test_srl_demo_tiny(tmp_path, monkeypatch, capsys):
 
 @pytest.mark.slow
 def test_pipeline_passes_latest_to_train(prepared, monkeypatch, capsys):
-    from rl_baselines.sweeps.sweep import checkGrid, expandGrid
-
     monkeypatch.chdir(prepared["root"])
     checkGrid(["ppo2"], [ENV_ID], ["vae"], ["--latest", "--num-timesteps", "64"])  # train's own validation
     assert "--latest: using the vae model " in capsys.readouterr().out

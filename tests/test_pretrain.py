@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
-from rl_baselines.runs.pretrain import loadDataset
+from environments import getEnvClass
+from rl_baselines.runs.pretrain import loadDataset, pretrainFromArgs
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -91,8 +92,6 @@ def test_pretrainSacActorCorrelates(tmp_path):
     from stable_baselines3 import SAC
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from environments import getEnvClass
-    from rl_baselines.runs.pretrain import pretrainFromArgs
 
     data = writeDataset(str(tmp_path / "data"), n_episodes=20, continuous=True)
     venv = VecNormalize(DummyVecEnv([lambda: getEnvClass(ENV)(srl_model="ground_truth", is_discrete=False)]),

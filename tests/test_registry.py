@@ -9,6 +9,8 @@ import textwrap
 import pytest
 from conftest import runFolder, runModule
 
+from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
+
 PLUGIN_CODE = textwrap.dedent('''
     """A third-party algorithm written only against the public contract."""
     import numpy as np
@@ -98,8 +100,6 @@ def pluginPath(tmp_path_factory) -> str:
 
 
 def test_builtins_are_registered():
-    from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
-
     assert {"a2c", "ppo2", "random_agent"} <= set(registered_rl)
     for name in ("a2c", "ppo2"):
         algo_class, algo_type, actions = registered_rl[name]

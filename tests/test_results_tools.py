@@ -11,6 +11,8 @@ import pytest
 from conftest import runModule
 from scipy import stats
 
+from rl_baselines.runs import train
+
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 ENV = "MobileRobotGymEnv-v0"
@@ -23,8 +25,6 @@ def runs(tmp_path_factory) -> dict:
     """ppo2 seeds 0, 1 (1000 steps) and random_agent seeds 0 (1000 steps), 1 (1500 steps), trained in this process
     (no interpreter start per run); plus a hyperparameter-search trial, a run without episodes and a failed sweep
     run, all ignored."""
-    from rl_baselines.runs import train
-
     log_dir = tmp_path_factory.mktemp("sweep")
     common = ["--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(log_dir), "--no-vis", "--no-progress",
               "--checkpoint-freq", "-1"]

@@ -37,6 +37,8 @@ import pytest
 import torch
 from conftest import REPO, runFolder, runModule, runTrain
 
+from replay import enjoy_baselines
+from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import (
     CheckpointError,
     checkManifest,
@@ -46,7 +48,21 @@ from rl_baselines.core.checkpointing import (
     runDescription,
     writeCheckpoint,
 )
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.training_state import (
+    captureGlobalRNG,
+    captureObjectState,
+    loadBuffer,
+    progressLogger,
+    restoreGlobalRNG,
+    restoreObjectState,
+    saveBuffer,
+)
+from rl_baselines.runs import train
+from rl_baselines.runs.callbacks import TrainingCallback
+from rl_baselines.runs.resume import lockRun
 from srl_toolbox.cli import UsageError
+from srl_toolbox.files import atomicPath
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 EPISODE_STEPS = 250
@@ -162,7 +178,6 @@ def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
     assert manifest["finished"] and manifest["num_timesteps"] == num_timesteps
     assert not glob.glob(os.path.join(run_dir, "checkpoints", ".*"))  # no unfinished checkpoint folder left
     # the model loads (its manifest checks out) and acts
-    from rl_baselines.core.registry import registered_rl
 
     model_path = os.path.join(run_dir, f"{algo}_model.zip")
     checkModelFile(model_path, algo, expected={"env": "MobileRobotGymEnv-v0"})
@@ -228,7 +243,6 @@ def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
 def test_training_survives_the_visdom_server_being_killed(tmp_path):
     import visdom
 
-    from replay.visdom_server import findFreePort, startServer, waitForServer
 
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
@@ -265,8 +279,6 @@ def test_training_survives_the_visdom_server_being_killed(tmp_path):
 @pytest.fixture(scope="module")
 def shortRun(tmp_path_factory) -> str:
     """A finished ppo2 run with checkpoints at 250 and 500 steps (in-process, cheap)."""
-    from rl_baselines.runs import train
-
     log_dir = tmp_path_factory.mktemp("short")
     code = train.main(["--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps", "500",
                        "--checkpoint-freq", "250", "--log-dir", str(log_dir), "--hyperparam", "n_steps:125",
@@ -277,10 +289,6 @@ def shortRun(tmp_path_factory) -> str:
 
 @pytest.mark.slow
 def test_full_disk_during_a_checkpoint_keeps_the_previous_one(tmp_path, shortRun, monkeypatch):
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.core.training_state import captureGlobalRNG
-    from rl_baselines.runs.callbacks import TrainingCallback
-
     run_dir = str(tmp_path / "run")
     shutil.copytree(shortRun, run_dir)
     (steps, previous), algo_class = listCheckpoints(run_dir)[-1], registered_rl["ppo2"][0]
@@ -322,9 +330,6 @@ def _lastLineError(module: str, *args: str) -> str:
 
 @pytest.mark.slow
 def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
-    from replay import enjoy_baselines
-    from rl_baselines.runs import train
-
     run_dir = str(tmp_path / "run")
     shutil.copytree(shortRun, run_dir)
     # a model file changed since its save is refused where it is loaded
@@ -357,8 +362,6 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
 
 @pytest.mark.slow
 def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
-    from rl_baselines.runs import train
-
     with pytest.raises(UsageError, match="only --no-vis, --no-progress, --port, --device may be given with it, not '--seed'"):
         train.main(["--resume", shortRun, "--seed", "3"])
     with pytest.raises(UsageError, match="not a run folder"):
@@ -371,7 +374,6 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
     assert train.main(["--resume", shortRun, "--no-vis"]) == 0
     assert "Already finished (500 steps)" in capsys.readouterr().out
     # a run that another process is training right now (it holds the run's lock)
-    from rl_baselines.runs.resume import lockRun
 
     running = str(tmp_path / "running")
     shutil.copytree(shortRun, running)
@@ -392,14 +394,6 @@ def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
     import gymnasium as gym
     from stable_baselines3.common.buffers import DictReplayBuffer
 
-    from rl_baselines.core.training_state import (
-        captureGlobalRNG,
-        captureObjectState,
-        loadBuffer,
-        restoreGlobalRNG,
-        restoreObjectState,
-        saveBuffer,
-    )
 
     space = gym.spaces.Dict({"observation": gym.spaces.Box(-1, 1, (3,)), "goal": gym.spaces.Box(-1, 1, (2,))})
     buffer = DictReplayBuffer(10, space, gym.spaces.Discrete(4), n_envs=2)
@@ -453,8 +447,6 @@ def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
 
 
 def test_atomic_path_keeps_the_suffix_the_mode_and_the_previous_file(tmp_path):
-    from srl_toolbox.files import atomicPath
-
     path = str(tmp_path / "curves.npz")
     with atomicPath(path) as tmp:
         assert os.path.basename(tmp).startswith(".curves.") and tmp.endswith(".tmp.npz")
@@ -472,7 +464,6 @@ def test_atomic_path_keeps_the_suffix_the_mode_and_the_previous_file(tmp_path):
 def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
     import stable_baselines3.common.logger as sb3_logger
 
-    from rl_baselines.core.training_state import progressLogger
 
     kept = "a,b\n1,2\n"
     (tmp_path / "progress.csv").write_text(kept)

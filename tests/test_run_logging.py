@@ -10,8 +10,12 @@ import warnings
 import pytest
 from conftest import runFolder, runModule, runTrain
 
+from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, logScalars
+from rl_baselines.runs.train import baseParser
 from srl_toolbox.cli import UsageError
+from srl_toolbox.plots import VisdomPlotter
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -107,7 +111,6 @@ def test_visdom_gets_one_window_per_tag_group(tmp_path) -> None:
 
     from test_visdom import _client, _startTestServer, _stop
 
-    from srl_toolbox.plots import VisdomPlotter
 
     process, port = _startTestServer(str(tmp_path))
     try:
@@ -164,10 +167,6 @@ def _docsExample() -> type:
 
 
 def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
-    from rl_baselines.envs.factory import envKwargsFromArgs
-    from rl_baselines.runs.callbacks import TrainingCallback
-    from rl_baselines.runs.train import baseParser
-
     agent_class = _docsExample()
     args = baseParser().parse_args([*GT, "--num-timesteps", "1000"])
     run_dir = tmp_path / "run"

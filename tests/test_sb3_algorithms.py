@@ -9,6 +9,11 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
+from rl_baselines.runs.train import baseParser, main
+from srl_toolbox.cli import UsageError
+
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -37,8 +42,6 @@ RUNS = [
 
 
 def _loadModel(run_dir: str, algo: str):
-    from rl_baselines.core.registry import registered_rl
-
     return registered_rl[algo][0].load(os.path.join(run_dir, f"{algo}_model.zip"))
 
 
@@ -98,9 +101,6 @@ def oneTorchThread():
 
 
 def _trainInProcess(algo: str, tmp_path, hyperparams: dict[str, str]):
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.runs.train import baseParser
-
     algo_class = registered_rl[algo][0]
     argv = [*GT, "--algo", algo, "--num-timesteps", "192", "--log-dir", str(tmp_path)]
     if algo in CONTINUOUS_ONLY or algo == "ppo_lstm":
@@ -145,7 +145,6 @@ def _lstmAgent():
     from sb3_contrib import RecurrentPPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
 
     agent = PPOLSTMModel()
     env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
@@ -181,8 +180,6 @@ def test_ppo_lstm_keeps_one_state_per_env_and_resets_on_dones():
 def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
     import torch
 
-    from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
-    from srl_toolbox.cli import UsageError
 
     kwargs = PPOLSTMModel.makeModelKwargs(None, {"n_steps": 32, "lstm_hidden_size": 16, "activation_fn": "ReLU",
                                                  "ortho_init": False}, env=None)
@@ -202,8 +199,6 @@ def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
 
 @pytest.mark.parametrize("algo", ALGOS)
 def test_search_space_names_valid_flags(algo):
-    from rl_baselines.core.registry import registered_rl
-
     algo_class = registered_rl[algo][0]
     space = algo_class.getOptParam()
     assert space and set(space) <= set(algo_class.DEFAULT_HYPERPARAMS)
@@ -246,9 +241,6 @@ BAD_VALUES = [
 @pytest.mark.parametrize("arguments,words", BAD_VALUES, ids=["noise-type", "hyperparam-noise-type", "ent-coef",
                                                              "negative-ent-coef"])
 def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
-    from rl_baselines.runs.train import main
-    from srl_toolbox.cli import UsageError
-
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, *arguments, "--log-dir", str(tmp_path), "--no-vis"])
     for word in words:

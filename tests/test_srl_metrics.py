@@ -11,7 +11,8 @@ from conftest import runModule, snapshot
 from matplotlib.image import imread
 
 from environments.dataset import Dataset
-from srl_models import evaluate, explore_latent, plotting
+from replay.visdom_server import findFreePort, startServer, waitForServer
+from srl_models import evaluate, explore_latent, plotting, registry
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
 from srl_toolbox.cli import runCommand
@@ -162,8 +163,6 @@ def dataFolder(tmp_path_factory) -> str:
 @pytest.fixture()
 def testModels(monkeypatch):
     """Register the in-test models as learned SRL models (in this process only)."""
-    from srl_models import registry
-
     monkeypatch.setitem(registry.registered_srl, "test_linear", (LinearSRL, SRLType.LEARNED))
     monkeypatch.setitem(registry.registered_srl, "test_pca", (PCASRL, SRLType.LEARNED))
 
@@ -328,8 +327,6 @@ def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys):
 
 @pytest.mark.slow
 def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys):
-    from replay.visdom_server import findFreePort, startServer, waitForServer
-
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "envs"), log_file=str(tmp_path / "server.log"))
     try:

@@ -12,12 +12,12 @@ import torch
 from conftest import runModule
 
 from environments.dataset import Dataset
-from srl_models.losses import LOSSES, sameActionPairs
+from srl_models.losses import LOSSES, LossContext, sameActionPairs
 from srl_models.models import InverseModel, RandomModel, SRLSplitsModel, VAEModel
 from srl_models.pca import PCAModel, topComponents
 from srl_models.registry import loadSRLModel
 from srl_models.train import rewardClasses, rewardClassOf, trainFromArgs
-from srl_models.trainer import splitEpisodes
+from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, splitEpisodes, trainNetwork
 
 N_EPISODES, N_STEPS, IMG = 4, 50, 32
 TRAIN_ARGS = ["--no-eval", "--no-progress", "--batch-size", "32", "--state-dim", "8", "--seed", "1"]
@@ -190,7 +190,6 @@ def test_foreground_weighted_reconstruction() -> None:
     errors = [loss.squaredError(background.expand(2, -1, -1, -1), images)[0].item() for loss in (plain, weighted)]
     assert errors[1] == pytest.approx(errors[0] * 10 * 1024 / (1020 + 40), rel=1e-5)
     # the background is computed from the training frames (median: a robot crossing a pixel does not show)
-    from srl_models.trainer import TrainingData
 
     frames = np.full((5, 8, 8, 3), 100, dtype=np.uint8)
     frames[np.arange(5), np.arange(5), 0] = 255
@@ -199,8 +198,6 @@ def test_foreground_weighted_reconstruction() -> None:
 
 
 def test_background_is_computed_only_for_foreground_weighting(tinyDataset: str, tmp_path, monkeypatch) -> None:
-    from srl_models.trainer import TrainingData
-
     calls = []
     original = TrainingData.background
     monkeypatch.setattr(TrainingData, "background", lambda self, rows: calls.append(len(rows)) or original(self, rows))
@@ -212,7 +209,6 @@ def test_background_is_computed_only_for_foreground_weighting(tinyDataset: str, 
 
 
 def _context(**kwargs):
-    from srl_models.losses import LossContext
     return LossContext(img_shape=(3, 32, 32), feature_dim=64, **kwargs)
 
 
@@ -240,7 +236,6 @@ def test_reward_classes() -> None:
 def test_best_epoch_is_the_last_new_low_of_any_term() -> None:
     from types import SimpleNamespace
 
-    from srl_models.trainer import bestEpoch
 
     def network(validates: bool = True) -> SimpleNamespace:
         return SimpleNamespace(losses={"a": SimpleNamespace(VALIDATES=validates)})
@@ -269,8 +264,6 @@ def test_best_epoch_is_the_last_new_low_of_any_term() -> None:
 
 def test_kept_weights_are_the_best_epochs(tinyDataset: str, images: np.ndarray) -> None:
     """on_epoch sees each epoch's weights; the network ends with those of the epoch bestEpoch names."""
-    from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, trainNetwork
-
     dataset = Dataset.open(tinyDataset)
     model = SRLSplitsModel(8, (3, IMG, IMG), {"n_actions": 4, "losses": {"autoencoder": 1.0, "inverse": 10.0},
                                               "split_dims": {"autoencoder": 6, "inverse": 2}})

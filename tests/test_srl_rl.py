@@ -12,7 +12,18 @@ import pytest
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from replay import enjoy_baselines
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs.factory import ScaledVecNormalize, createEnvs, findVecNormalize, loadNormalisation, saveNormalisation
+from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, freezeModel
+from rl_baselines.runs import train
+from rl_baselines.runs.resume import continueCommand
+from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
+from srl_models.config import checkRecordedModel, describeSRLModel, readSRLConfig, resolveSRLModel
+from srl_models.registry import registered_srl
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -56,8 +67,6 @@ class CountingModel(BaseSRLModel):
 @pytest.fixture
 def counting(monkeypatch: pytest.MonkeyPatch) -> type[CountingModel]:
     """CountingModel registered as the learned model "counting" (in this process), its counters reset."""
-    from srl_models.registry import registered_srl
-
     monkeypatch.setitem(registered_srl, "counting", (CountingModel, SRLType.LEARNED))
     monkeypatch.setattr(CountingModel, "calls", 0)
     monkeypatch.setattr(CountingModel, "encoded", 0)
@@ -74,8 +83,6 @@ def _saveCounting(folder: str, env_id: str = ENV_ID, img_shape: tuple = SMALL, s
 def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
-    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
-    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 
     class KeepTerminalImages(VecEnvWrapper):
         """Copies the raw terminal images before the encoder replaces them with states."""
@@ -115,8 +122,6 @@ def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
 def test_wrapper_refuses_images_of_another_shape():
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
-    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 
     venv = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="counting", img_shape=(3, 40, 40))])
     with pytest.raises(ValueError, match="encodes 3x32x32 images"):
@@ -127,8 +132,6 @@ def test_wrapper_refuses_images_of_another_shape():
 def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack
 
-    from rl_baselines.envs.factory import createEnvs, findVecNormalize, loadNormalisation, saveNormalisation
-    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 
     folder = _saveCounting(str(tmp_path / "model"))
     args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=2,
@@ -156,8 +159,6 @@ def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
 
 @pytest.mark.parametrize("num_stack", [1, 2])
 def test_ground_truth_scale_gives_a_learned_state_the_size_of_ground_truth(counting, tmp_path, num_stack):
-    from rl_baselines.envs.factory import ScaledVecNormalize, createEnvs, findVecNormalize
-
     folder = _saveCounting(str(tmp_path / "model"), state_dim=8)
     args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=1,
                               num_stack=num_stack, action_repeat=1, continuous_actions=False, action_joints=False,
@@ -191,8 +192,6 @@ def _writeYaml(path, content) -> str:
 
 
 def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
-    from srl_models.config import readSRLConfig, resolveSRLModel
-
     folder = _saveCounting(str(tmp_path / "models" / "one"))
     os.makedirs(tmp_path / "config")
     config = _writeYaml(tmp_path / "config" / "srl.yaml", {ENV_ID: {"counting": "../models/one"}})
@@ -219,9 +218,6 @@ def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
     ("no_weights", "lacks its weights file(s): projection.npy"),
 ])
 def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
-    from srl_models.config import resolveSRLModel
-    from srl_models.registry import registered_srl
-
     monkeypatch.setitem(registered_srl, "vae", (CountingModel, SRLType.LEARNED))  # whatever the install has
     good = _saveCounting(str(tmp_path / "good"))
     name, kwargs = "counting", {"img_shape": SMALL}
@@ -281,8 +277,6 @@ def test_model_recipe_ignores_what_training_produced_and_where_the_dataset_lay(t
 
 
 def test_recorded_model_hash_is_checked(counting, tmp_path):
-    from srl_models.config import checkRecordedModel, describeSRLModel
-
     folder = _saveCounting(str(tmp_path / "model"))
     record = describeSRLModel(folder)
     assert record == {"name": "counting", "path": folder, "hash": modelHash(folder), "recipe": modelRecipe(folder),
@@ -297,7 +291,6 @@ def test_recorded_model_hash_is_checked(counting, tmp_path):
 def test_encoder_is_frozen():
     import torch
 
-    from rl_baselines.envs.srl_encoder import freezeModel
 
     class TorchModel(CountingModel):
         def __init__(self, *args, **kwargs) -> None:
@@ -360,9 +353,6 @@ def test_train_with_vae_from_config_then_enjoy(tmp_path, vaeFolder):
 
 
 def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
-    from replay import enjoy_baselines
-    from srl_toolbox.cli import UsageError
-
     copy = shutil.copytree(vaeFolder, str(tmp_path / "copy"))
     run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", copy, "--num-timesteps", "128",
                                  "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs"))
@@ -382,13 +372,6 @@ def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
 
 
 def test_ground_truth_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):
-    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
-    from replay import enjoy_baselines
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.envs.factory import ScaledVecNormalize, findVecNormalize
-    from rl_baselines.runs.resume import continueCommand
-    from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs
-
     run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", vaeFolder,
                                  "--srl-ground-truth-scale", "--num-timesteps", "128", "--hyperparam", "n_steps:64",
                                  "--eval-freq", "64", "--eval-episodes", "1", "--log-dir", tmp_path / "logs"))
@@ -439,9 +422,6 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("case, extra, message", BAD_INPUTS, ids=[case[0] for case in BAD_INPUTS])
 def test_bad_srl_inputs_are_refused(tmp_path, vaeFolder, case, extra, message):
-    from rl_baselines.runs import train
-    from srl_toolbox.cli import UsageError
-
     _writeYaml(tmp_path / "srl.yaml", {ENV_ID: {"vae": vaeFolder}})
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--num-timesteps", "64", "--log-dir",
             str(tmp_path / "logs"), "--no-vis",

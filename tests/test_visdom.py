@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
-from srl_toolbox.plots import VisdomPlotter, movingAverage, saveLearningCurve
+from srl_toolbox.plots import VisdomPlotter, _quietVisdom, movingAverage, saveLearningCurve
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
@@ -54,7 +54,6 @@ def visdom_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 def _client(port: int):
     import visdom
 
-    from srl_toolbox.plots import _quietVisdom
 
     with _quietVisdom():
         return visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import DummyVecEnv
 
+from rl_baselines.check_plugin import checkPlugin
 from srl_toolbox_cem.cem import CEMModel, RunningStats, cemUpdate
 
 
@@ -159,8 +160,6 @@ def test_flags_and_hyperparams_are_checked() -> None:
 def test_cem_keeps_the_contract(tmp_path) -> None:
     """The toolbox's contract check: train, save, load, replay and continue through the train command, both action
     types, same seed same model."""
-    from rl_baselines.check_plugin import checkPlugin
-
     passed = checkPlugin("cem", folder=str(tmp_path), num_timesteps=300)
     assert any(line.startswith("continuous: same seed") for line in passed)
     assert any(line.startswith("discrete: --load-rl-model-path continues") for line in passed)

@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 
+from srl_models.registry import loadSRLModel
 from srl_toolbox_cem.downsample import DownsampleSRLModel, blockMeans
 
 
@@ -45,8 +46,6 @@ def test_fit_standardises_and_folder_round_trip(tmp_path) -> None:
     loaded = DownsampleSRLModel.load(folder)
     np.testing.assert_array_equal(loaded.getState(images), states)
     # the toolbox finds it by the name in exp_config.json, through the entry point
-    from srl_models.registry import loadSRLModel
-
     assert type(loadSRLModel(folder)).__name__ == "DownsampleSRLModel"
 
 

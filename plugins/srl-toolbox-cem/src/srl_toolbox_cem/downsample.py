@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from environments.cli_errors import OneLineParser, UsageError, positiveInt, runCommand
+from environments.dataset import Dataset
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, readExpConfig
 
 NAME = "downsample"
@@ -160,8 +161,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: ``sys.argv[1:]``)
     :return: exit code; the last line printed is ``Model folder: PATH``
     """
-    from environments.dataset import Dataset
-
     args = makeParser().parse_args(argv)
     try:
         dataset = Dataset.open(args.data_folder)

@@ -1,0 +1,122 @@
+"""The outputs of ``rl_baselines.hyperparam_search``, written atomically beside the trial folders.
+
+``best_hyperparams.yaml``: the best trial's hyperparameters, the fixed ones included, as ``train --hyperparam-file``
+reads them; ``trials.csv``: one row per trial of the study; ``search.png``: the optimisation history and the
+parameter importances (PED-ANOVA, which needs no scikit-learn).
+"""
+from __future__ import annotations
+
+import csv
+import warnings
+from typing import Any
+
+import numpy as np
+import yaml
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna
+from srl_toolbox.files import atomicPath
+
+
+def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: type) -> dict[str, Any]:
+    """
+    Write the best trial's hyperparameters (the fixed ones included) as YAML for ``train --hyperparam-file``.
+
+    :param path: the YAML file
+    :param study: the study (at least one completed trial)
+    :param config: the search
+    :param algo_class: the algorithm (types the fixed values)
+    :return: the hyperparameters written
+    """
+
+    best = study.best_trial
+    fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
+    values = {**fixed, **best.params}
+    header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
+              f"# mean reward of the last {config.eval_episodes} episodes {best.value:.4f} after "
+              f"{config.num_timesteps} steps of {config.algo} on {config.env} ({config.srl_model}).\n"
+              f"# python -m rl_baselines.train --algo {config.algo} --env {config.env} --srl-model "
+              f"{config.srl_model} --hyperparam-file {path}\n")
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        handle.write(header)
+        yaml.safe_dump(values, handle, sort_keys=True, default_flow_style=False)
+    return values
+
+
+def writeTrialsCsv(path: str, study: Any) -> None:
+    """
+    :param path: the CSV file: one row per trial (number, state, value, last reported step, duration, run folder,
+        error, then one column per hyperparameter)
+    :param study: the study
+    """
+
+    trials = study.get_trials(deepcopy=False)
+    names = sorted({name for trial in trials for name in trial.params})
+    with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["number", "state", "value", "last_step", "duration_s", "run_dir", "error", *names])
+        for trial in trials:
+            duration = trial.duration.total_seconds() if trial.duration is not None else ""
+            writer.writerow([trial.number, trial.state.name.lower(), "" if trial.value is None else trial.value,
+                             "" if trial.last_step is None else trial.last_step, duration,
+                             trial.user_attrs.get("run_dir", ""), trial.user_attrs.get("error", ""),
+                             *(formatValue(trial.params[n]) if n in trial.params else "" for n in names)])
+
+
+def saveSearchPlot(path: str, study: Any, title: str) -> None:
+    """
+    PNG with the optimisation history (value per trial, best so far, pruned trials at their last intermediate
+    value) and the parameter importances (PED-ANOVA, which needs no scikit-learn).
+
+    :param path: the PNG file
+    :param study: the study
+    :param title: the figure's title
+    """
+    optuna = importOptuna()
+    TrialState = optuna.trial.TrialState
+
+    figure = Figure(figsize=(13, 5), dpi=100)
+    FigureCanvasAgg(figure)
+    history, importance = figure.subplots(1, 2)
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    pruned = [t for t in study.get_trials(deepcopy=False, states=(TrialState.PRUNED,)) if t.last_step is not None]
+    if complete:
+        numbers = [t.number for t in complete]
+        values = [t.value for t in complete]
+        history.scatter(numbers, values, color="tab:blue", label="completed")
+        history.step(numbers, np.maximum.accumulate(values), where="post", color="tab:red", label="best so far")
+    if pruned:
+        history.scatter([t.number for t in pruned], [t.intermediate_values[t.last_step] for t in pruned],
+                        color="gray", marker="x", label="pruned (last intermediate value)")
+    if complete or pruned:
+        history.legend(loc="best")
+    history.set_xlabel("trial")
+    history.xaxis.set_major_locator(MaxNLocator(integer=True))
+    history.set_ylabel("mean episode reward")
+    history.set_title("optimisation history")
+    history.grid(True, alpha=0.3)
+    importance.set_title("hyperparameter importance")
+    importances: dict[str, float] = {}
+    if len(complete) >= 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # PED-ANOVA needs no scikit-learn (Optuna's default from 5.0; older versions default to fANOVA, which does)
+            evaluator = getattr(optuna.importance, "PedAnovaImportanceEvaluator", None)
+            try:
+                importances = optuna.importance.get_param_importances(
+                    study, evaluator=evaluator() if evaluator is not None else None)
+            except (ImportError, ValueError, RuntimeError, ZeroDivisionError):
+                importances = {}
+    if importances:
+        names = list(importances)[::-1]
+        importance.barh(names, [importances[n] for n in names], color="tab:green")
+        importance.set_xlabel("importance (PED-ANOVA, normalised)")
+    else:
+        reason = "needs two completed trials" if len(complete) < 2 else "not computable (scikit-learn missing?)"
+        importance.text(0.5, 0.5, reason, ha="center", va="center", transform=importance.transAxes)
+    figure.suptitle(title)
+    figure.tight_layout()
+    with atomicPath(path) as tmp_path:
+        figure.savefig(tmp_path, format="png")

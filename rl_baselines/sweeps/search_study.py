@@ -1,0 +1,261 @@
+"""The Optuna side of ``rl_baselines.hyperparam_search``: the search's settings, the search space and the study.
+
+A search space is an algorithm's ``getOptParam()``, ``{name: (int|float, (low, high)[, "log"])}`` or
+``{name: (list, choices)}``; :func:`checkSpace` refuses any other entry before Optuna sees it. A study lives in an
+Optuna RDB storage: SQLite (opened with a long lock timeout, its schema created under a file lock, so that several
+processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``);
+:func:`createStudy` refuses to continue it for another one. Optuna (and SQLAlchemy, installed with it) is an
+optional dependency (``srl-toolbox[search]``), imported when a function needs it, through :func:`importOptuna`, which
+names the install command when it is missing.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import warnings
+from typing import Any
+
+import numpy as np
+from filelock import FileLock  # a dependency of torch
+
+from srl_toolbox.cli import UsageError
+
+OPTIMIZERS = ("tpe", "random", "grid")
+PRUNERS = ("hyperband", "median", "none")
+INSTALL_HINT = "pip install 'srl-toolbox[search]' (or: pip install 'optuna>=3')"
+# SQLite answers "database is locked" when another process writes longer than this (Optuna issue #820).
+SQLITE_TIMEOUT_S = 60.0
+# A study remembers what it was created for; a command for another setting must use another study.
+STUDY_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes")
+
+
+@dataclasses.dataclass
+class SearchConfig:
+    """Everything a worker process needs (plain values, so that it pickles for ``multiprocessing`` spawn)."""
+
+    algo: str
+    env: str
+    srl_model: str
+    seed: int
+    num_timesteps: int
+    optimizer: str
+    pruner: str
+    storage_url: str
+    study_name: str
+    output_dir: str
+    train_argv: list[str]
+    fixed: dict[str, str]
+    space: dict[str, tuple]
+    eval_episodes: int
+    n_evaluations: int
+    n_startup_trials: int
+    grid_points: int
+    search_id: str
+    evaluate: bool = False
+
+    @property
+    def reportSteps(self) -> list[int]:
+        """The env steps at which a trial reports its intermediate value to the pruner."""
+        steps = sorted({max(1, self.num_timesteps * k // self.n_evaluations) for k in range(1, self.n_evaluations + 1)})
+        return steps
+
+
+def importOptuna() -> Any:
+    """
+    :return: the optuna module
+    :raises UsageError: Optuna is not installed (with the command that installs it)
+    """
+    try:
+        import optuna  # optional dependency (pip install srl-toolbox[search])
+    except ImportError:
+        raise UsageError(f"hyperparam_search needs Optuna, which is not installed: {INSTALL_HINT}") from None
+    optuna.logging.set_verbosity(optuna.logging.ERROR)  # this command prints one line per trial itself
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    return optuna
+
+
+# --- search space ------------------------------------------------------------------------------------------------
+
+
+def checkSpace(algo: str, space: Any) -> None:
+    """
+    :param algo: the algorithm's name (for messages)
+    :param space: its ``getOptParam()``: ``{name: (int|float, (low, high)[, "log"])}`` or ``{name: (list, choices)}``
+    :raises UsageError: an entry does not follow that format
+    """
+    if not isinstance(space, dict):
+        raise UsageError(f"--algo {algo}: getOptParam() returned {type(space).__name__}, not a dict")
+    for name, spec in space.items():
+        bad = f"--algo {algo}: search space entry {name!r}: {spec!r} is not "
+        if not isinstance(spec, tuple) or len(spec) not in (2, 3) or spec[0] not in (int, float, list):
+            raise UsageError(bad + "(int|float, (low, high)[, 'log']) or (list, [choices])")
+        if spec[0] is list:
+            if not spec[1] or not all(v is None or isinstance(v, (bool, int, float, str)) for v in spec[1]):
+                raise UsageError(bad + "a non-empty list of numbers/strings/bools")
+            continue
+        low, high = spec[1]
+        log = len(spec) == 3
+        if log and spec[2] != "log" or not low <= high or log and low <= 0:
+            raise UsageError(bad + "a range low <= high (low > 0 on a log scale)")
+
+
+def gridValues(spec: tuple, points: int) -> list:
+    """
+    :param spec: one search-space entry
+    :param points: values per int/float range
+    :return: the values the grid optimizer tries (evenly spaced, geometrically for a log scale)
+    """
+    if spec[0] is list:
+        return list(spec[1])
+    low, high = spec[1]
+    values = np.geomspace(low, high, points) if len(spec) == 3 else np.linspace(low, high, points)
+    if spec[0] is int:
+        return sorted({int(round(v)) for v in values})
+    return sorted({float(v) for v in values})
+
+
+def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
+    """
+    :param trial: an Optuna trial
+    :param space: the search space
+    :return: the values the sampler chose, by name
+    """
+    params = {}
+    for name, spec in space.items():
+        if spec[0] is list:
+            params[name] = trial.suggest_categorical(name, list(spec[1]))
+        elif spec[0] is int:
+            params[name] = trial.suggest_int(name, int(spec[1][0]), int(spec[1][1]), log=len(spec) == 3)
+        else:
+            params[name] = trial.suggest_float(name, float(spec[1][0]), float(spec[1][1]), log=len(spec) == 3)
+    return params
+
+
+def formatValue(value: Any) -> str:
+    """:return: ``value`` as ``--hyperparam`` writes it (repr keeps every digit of a float)"""
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+# --- storage and study -------------------------------------------------------------------------------------------
+
+
+def _sqlitePath(url: str) -> str | None:
+    """:return: the database file of a ``sqlite:///`` URL, None for another kind or an in-memory database"""
+    from sqlalchemy.engine import make_url  # installed with optuna (optional)
+
+    parsed = make_url(url)
+    return parsed.database if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:") \
+        else None
+
+
+def openStorage(url: str) -> Any:
+    """
+    Open an Optuna RDB storage; SQLite gets a long lock timeout, and its schema is created under a file lock so that
+    several processes opening a new database at once do not race (Optuna issues #820, #5385).
+
+    :param url: SQLAlchemy URL
+    :return: an ``optuna.storages.RDBStorage``
+    """
+    optuna = importOptuna()
+    path = _sqlitePath(url)
+    if path is None:
+        return optuna.storages.RDBStorage(url)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with _fileLock(path):
+        return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": SQLITE_TIMEOUT_S}})
+
+
+def _fileLock(database: str | None) -> Any:
+    """:return: an exclusive lock beside an SQLite database file (a no-op context for another storage)"""
+    if database is None:
+        return contextlib.nullcontext()
+
+    return FileLock(f"{database}.lock")
+
+
+def samplerSeed(base: int, known: int) -> int:
+    """
+    :param base: --sampler-seed (default --seed)
+    :param known: trials already in the study when the command starts
+    :return: the sampler's seed, mixed from both: a plain sum let two commands on one study (--sampler-seed 0 and 1)
+        sample the same hyperparameters when one started one trial after the other (0 + 1 == 1 + 0)
+    """
+
+    # below 2**31: worker i adds 7919 i, and numpy's generators take seeds below 2**32
+    return int(np.random.SeedSequence([base, known]).generate_state(1)[0]) >> 1
+
+
+def makeSampler(config: SearchConfig, seed: int) -> Any:
+    """
+    :param config: the search
+    :param seed: the sampler's seed
+    :return: the Optuna sampler of ``config.optimizer``
+    """
+    optuna = importOptuna()
+    if config.optimizer == "grid":
+        grid = {name: gridValues(spec, config.grid_points) for name, spec in config.space.items()}
+        return optuna.samplers.GridSampler(grid, seed=seed)
+    if config.optimizer == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    # constant_liar: parallel workers do not all sample next to the same running trial.
+    return optuna.samplers.TPESampler(seed=seed, n_startup_trials=config.n_startup_trials, constant_liar=True)
+
+
+def makePruner(config: SearchConfig) -> Any:
+    """
+    :param config: the search
+    :return: the Optuna pruner of ``config.pruner`` (steps are env steps)
+    """
+    optuna = importOptuna()
+    if config.pruner == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=config.reportSteps[0], max_resource=config.num_timesteps,
+                                              reduction_factor=3)
+    if config.pruner == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=config.n_startup_trials, n_warmup_steps=0)
+    return optuna.pruners.NopPruner()
+
+
+def loadStudy(config: SearchConfig, seed: int = 0) -> Any:
+    """
+    :param config: the search
+    :param seed: the sampler's seed
+    :return: the study (it must exist), with this process's sampler and pruner
+    """
+    optuna = importOptuna()
+    return optuna.load_study(study_name=config.study_name, storage=openStorage(config.storage_url),
+                             sampler=makeSampler(config, seed), pruner=makePruner(config))
+
+
+def createStudy(config: SearchConfig) -> Any:
+    """
+    Create the study, or continue it when it exists and was made for the same setting.
+
+    :param config: the search
+    :return: the study
+    :raises UsageError: the storage cannot be opened, or the study holds another setting's trials
+    """
+    optuna = importOptuna()
+    path = _sqlitePath(config.storage_url)
+    try:
+        storage = openStorage(config.storage_url)
+        with _fileLock(path):
+            study = optuna.create_study(storage=storage, study_name=config.study_name, direction="maximize",
+                                        load_if_exists=True)
+    except (ImportError, ValueError, OSError) as error:
+        raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
+    except Exception as error:  # SQLAlchemy's OperationalError and friends: unreachable server, bad file
+        if type(error).__module__.startswith("sqlalchemy"):
+            raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
+        raise
+    wanted = {key: getattr(config, key) for key in STUDY_KEYS}
+    recorded = {key: study.user_attrs[key] for key in STUDY_KEYS if key in study.user_attrs}
+    if recorded and recorded != wanted:
+        differ = ", ".join(f"{key} {recorded.get(key)!r} (asked {wanted[key]!r})" for key in STUDY_KEYS
+                           if recorded.get(key) != wanted[key])
+        raise UsageError(f"study {config.study_name!r} in {config.storage_url} was made for {differ}; "
+                         f"choose another --study-name")
+    if not recorded:
+        for key, value in wanted.items():
+            study.set_user_attr(key, value)
+    return study

@@ -1,0 +1,318 @@
+"""The trials of ``rl_baselines.hyperparam_search``: one train run per trial, the processes running them, progress.
+
+Each trial is one ``python -m rl_baselines.train`` run in a subprocess that leads its own process group, its run
+folder under ``<output_dir>/trial_NNNN/``. A subprocess rather than a call in this process: a crashing or leaking
+trial (PyBullet, SubprocVecEnv children, GPU memory) cannot take the search down, every trial is an ordinary run
+folder that ``replay`` tools read, and a pruned trial is stopped by killing its process group. The pruner's
+intermediate values are read from the run's monitor CSVs as they grow: at the env steps ``T*k/n``, the mean reward of
+the last ``eval_episodes`` episodes finished by then (a value is reported only once no episode can still end before
+its step, so it does not depend on polling speed). The objective is that mean at the end of the run, or, when the
+search evaluates, the mean of the run's last evaluation (its evaluations.npz). A failed run is a failed trial
+(:class:`TrialFailed`), never a pruned one.
+"""
+from __future__ import annotations
+
+import glob
+import math
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from tqdm import tqdm
+
+from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
+from rl_baselines.runs.evaluation import readEvaluations
+from rl_baselines.runs.monitor_files import MonitorTail
+from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, loadStudy, suggestParams
+
+# Seconds between two reads of a running trial's monitor files.
+POLL_S = 0.5
+
+
+class TrialFailed(Exception):
+    """A trial's train run failed (non-zero exit) or finished no episode: the trial is recorded as failed."""
+
+
+class _Reporter:
+    """Reports a trial's intermediate rewards at fixed env steps as its monitor files grow."""
+
+    def __init__(self, trial: Any, steps: list[int], eval_episodes: int) -> None:
+        self.trial = trial
+        self.steps = steps
+        self.eval_episodes = eval_episodes
+        self.next = 0
+
+    def update(self, timesteps: np.ndarray, rewards: Sequence[float], finished: bool) -> int | None:
+        """
+        :param timesteps: cumulative env steps at the end of each finished episode
+        :param rewards: the episodes' rewards
+        :param finished: the run has ended (no episode can still come)
+        :return: the step at which the pruner stopped the trial, or None
+        """
+        while self.next < len(self.steps):
+            step = self.steps[self.next]
+            if not finished and (len(timesteps) == 0 or timesteps[-1] < step):
+                break  # an episode ending before ``step`` may still be written
+            self.next += 1
+            known = int(np.searchsorted(timesteps, step, side="right"))
+            if known == 0:
+                continue
+            self.trial.report(float(np.mean(rewards[:known][-self.eval_episodes:])), step)
+            if self.trial.should_prune():
+                return step
+        return None
+
+
+def _trialFolder(output_dir: str, number: int) -> str:
+    """:return: a new folder for trial ``number`` (suffixed if an earlier study left one of that name)"""
+    os.makedirs(output_dir, exist_ok=True)
+    for attempt in range(1000):
+        folder = os.path.join(output_dir, f"trial_{number:04d}" + (f"_{attempt}" if attempt else ""))
+        try:
+            os.mkdir(folder)
+            return folder
+        except FileExistsError:
+            continue
+    raise TrialFailed(f"cannot create a folder for trial {number} in {output_dir}")
+
+
+def _stopChild(child: subprocess.Popen) -> None:
+    """
+    Stop a trial's train process and its own children (it leads its own process group). SIGKILL at once: on SIGTERM
+    train would write a checkpoint and its model, work a stopped (pruned or interrupted) trial never uses.
+    """
+    if child.poll() is not None:
+        return
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    child.wait(30)
+
+
+def _lastLine(path: str) -> str:
+    """:return: the last non-empty line of a log file (the error of a failed run)"""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = [line.strip() for line in handle if line.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+class TrialObjective:
+    """
+    The Optuna objective: one train run per trial, in a subprocess.
+
+    :param config: the search
+    """
+
+    def __init__(self, config: SearchConfig) -> None:
+        self.config = config
+
+    def trainCommand(self, run_root: str, number: int, params: dict[str, Any]) -> list[str]:
+        """
+        :param run_root: the train command's --log-dir
+        :param number: the trial number
+        :param params: the sampled hyperparameters
+        :return: the train command line
+        """
+        c = self.config
+        command = [sys.executable, "-m", "rl_baselines.train", *c.train_argv, "--algo", c.algo, "--env", c.env,
+                   "--srl-model", c.srl_model, "--seed", str(c.seed), "--num-timesteps", str(c.num_timesteps),
+                   "--log-dir", run_root, "--tag", f"trial{number}", "--no-vis", "--no-progress"]
+        if c.evaluate:
+            command += ["--eval-episodes", str(c.eval_episodes)]
+        if params:  # after the forwarded ones: train's --hyperparam keeps the last value of a name
+            command += ["--hyperparam", *(f"{name}:{formatValue(value)}" for name, value in params.items())]
+        return command
+
+    def __call__(self, trial: Any) -> float:
+        """
+        :param trial: the Optuna trial
+        :return: the mean reward of the last ``eval_episodes`` episodes of the run (of its last evaluation when the
+            search evaluates)
+        :raises optuna.TrialPruned: the pruner stopped it
+        :raises TrialFailed: the run failed or finished no episode
+        """
+        optuna = importOptuna()
+
+
+        params = suggestParams(trial, self.config.space)
+        trial.set_user_attr("search_id", self.config.search_id)
+        trial.set_user_attr("fixed_hyperparams", self.config.fixed)
+        folder = _trialFolder(self.config.output_dir, trial.number)
+        trial.set_user_attr("trial_dir", folder)
+        log_path = os.path.join(folder, "train.log")
+        with open(log_path, "w", encoding="utf-8") as log:
+            child = subprocess.Popen(self.trainCommand(folder, trial.number, params), stdout=log,
+                                     stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+        reporter = _Reporter(trial, self.config.reportSteps, self.config.eval_episodes)
+        tail = None
+        try:
+            while True:
+                finished = child.poll() is not None  # checked before reading: a finished run's files are complete
+                if tail is None:
+                    found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", ARGS_FILE))
+                    if found:
+                        trial.set_user_attr("run_dir", os.path.dirname(found[0]))
+                        tail = MonitorTail(RunFolder(os.path.dirname(found[0])).monitor_dir)
+                if tail is not None:
+                    tail.poll()
+                timesteps = tail.timesteps if tail is not None else np.zeros(0, dtype=np.int64)
+                rewards = tail.rewards if tail is not None else []
+                if finished and child.returncode != 0:
+                    break  # a crash is a failed trial, not a pruned one
+                pruned_at = reporter.update(timesteps, rewards, finished)
+                if pruned_at is not None:
+                    raise optuna.TrialPruned(f"pruned at step {pruned_at}")
+                if finished:
+                    break
+                time.sleep(POLL_S)
+        except KeyboardInterrupt:
+            trial.set_user_attr("error", "interrupted")
+            raise
+        finally:
+            _stopChild(child)
+            if tail is not None:
+                tail.close()
+        if child.returncode != 0:
+            message = f"train exited with code {child.returncode}: {_lastLine(log_path)} (log: {log_path})"
+            trial.set_user_attr("error", message)
+            raise TrialFailed(message)
+        if not rewards:
+            message = f"no episode finished within {self.config.num_timesteps} steps; raise --num-timesteps"
+            trial.set_user_attr("error", message)
+            raise TrialFailed(message)
+        if self.config.evaluate:
+            evaluations = readEvaluations(trial.user_attrs["run_dir"])
+            if evaluations is None or evaluations["timesteps"].size == 0:
+                message = f"the run wrote no evaluation (evaluations.npz) in {trial.user_attrs['run_dir']}"
+                trial.set_user_attr("error", message)
+                raise TrialFailed(message)
+            return float(np.mean(evaluations["results"][-1]))
+        return float(np.mean(rewards[-self.config.eval_episodes:]))
+
+
+# --- workers and progress ----------------------------------------------------------------------------------------
+
+
+def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequence[Any] = ()) -> None:
+    """
+    Run ``n_trials`` trials of the study in this process.
+
+    :param config: the search
+    :param n_trials: how many
+    :param seed: the sampler's seed
+    :param callbacks: Optuna callbacks ``(study, frozen_trial)`` called after each trial
+    """
+    study = loadStudy(config, seed)
+    study.optimize(TrialObjective(config), n_trials=n_trials, catch=(TrialFailed,), callbacks=list(callbacks))
+
+
+def _workerMain(config: SearchConfig, n_trials: int, seed: int) -> None:
+    """Entry point of a ``--workers`` process."""
+    try:
+        runWorker(config, n_trials, seed)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+class TrialProgress:
+    """
+    One progress bar over this command's trials, and one line per finished trial.
+
+    :param total: trials this command runs
+    :param enabled: show the bar
+    """
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar = tqdm(total=total, unit="trial", desc="trials", disable=not enabled, dynamic_ncols=True)
+        self.seen: set[int] = set()
+        self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
+        self.best = -math.inf
+
+    def trialDone(self, trial: Any) -> None:
+        """
+        :param trial: a finished ``optuna.trial.FrozenTrial``
+        """
+        if trial.number in self.seen:
+            return
+        self.seen.add(trial.number)
+        state = trial.state.name
+        self.counts[state] = self.counts.get(state, 0) + 1
+        if state == "COMPLETE":
+            self.best = max(self.best, trial.value)
+            params = ", ".join(f"{name}={formatValue(value)}" for name, value in trial.params.items())
+            line = f"trial {trial.number}: mean reward {trial.value:.2f} ({params})"
+        elif state == "PRUNED":
+            step = trial.last_step
+            value = trial.intermediate_values.get(step, float("nan")) if step is not None else float("nan")
+            line = f"trial {trial.number}: pruned at step {step} (mean reward then {value:.2f})"
+        else:
+            line = f"trial {trial.number}: failed: {trial.user_attrs.get('error', 'see its train.log')}"
+        self.bar.write(line)
+        self.bar.set_postfix(best=f"{self.best:.2f}", pruned=self.counts["PRUNED"], failed=self.counts["FAIL"])
+        self.bar.update(1)
+
+    def close(self) -> None:
+        """Close the bar."""
+        self.bar.close()
+
+
+def finishedTrials(study: Any, search_id: str) -> list[Any]:
+    """:return: this command's finished trials, by number"""
+    TrialState = importOptuna().trial.TrialState
+    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.FAIL)
+    return [t for t in study.get_trials(deepcopy=False, states=states) if t.user_attrs.get("search_id") == search_id]
+
+
+def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, seed: int,
+               progress: TrialProgress) -> int:
+    """
+    Run the trials in ``workers`` processes (this one when 1), all on the same storage.
+
+    :param config: the search
+    :param study: the study (read to follow the workers)
+    :param n_trials: trials in all
+    :param workers: processes
+    :param seed: base seed of the samplers (worker i samples with seed + 7919 i)
+    :param progress: the progress display
+    :return: how many workers failed
+    """
+    workers = min(workers, n_trials)
+    shares = [n_trials // workers + (1 if i < n_trials % workers else 0) for i in range(workers)]
+    if workers == 1:
+        runWorker(config, n_trials, seed, callbacks=[lambda _study, trial: progress.trialDone(trial)])
+        return 0
+
+    context = multiprocessing.get_context("spawn")  # no fork of a process holding database connections
+    processes = [context.Process(target=_workerMain, args=(config, share, seed + 7919 * index))
+                 for index, share in enumerate(shares)]
+    for process in processes:
+        process.start()
+    interrupted = False
+    try:
+        while any(process.is_alive() for process in processes):
+            for trial in finishedTrials(study, config.search_id):
+                progress.trialDone(trial)
+            time.sleep(1.0)
+    except KeyboardInterrupt:  # the workers got it too: they stop their trials and record them as failed
+        interrupted = True
+    finally:
+        for process in processes:
+            process.join(30)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+    for trial in finishedTrials(study, config.search_id):
+        progress.trialDone(trial)
+    if interrupted:
+        raise KeyboardInterrupt
+    return sum(process.exitcode != 0 for process in processes)
