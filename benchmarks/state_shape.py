@@ -180,7 +180,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="states [all]")
     parser.add_argument("--dims", type=positiveInt, default=32, help="size of an embedded state [32, as the SRL models']")
     parser.add_argument("--seeds", type=positiveInt, default=5, help="seeds per variant, 0.. [5]")
-    parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, benchmarks/srl_rl.py's]")
+    parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, the SRL + RL benchmark's]")
     parser.add_argument("--eval-freq", type=positiveInt, default=5000, help="steps between evaluations [5000]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=5, help="episodes per evaluation [5]")
     parser.add_argument("--map-seed", type=int, default=1000, help="seed of the random map [1000]")
