@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.documents import appendReport, replaceMarkedSection, rewriteDocument
+from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, recordFromArchive, recordRuns
 from benchmarks.srl_rl.plans import (
@@ -36,11 +37,8 @@ from benchmarks.srl_rl.plans import (
     VARIANTS,
     EnvPlan,
     Settings,
-    counted,
     displayPath,
-    duration,
     modelName,
-    shown,
     specObservation,
 )
 from benchmarks.srl_rl.runs import RunRecord
@@ -131,16 +129,16 @@ def runTimeNote(records: dict[str, Sequence[RunRecord]], workers: int, here: str
         walls = [record.wall for record in group if not math.isnan(record.wall)]
         if walls:
             machines = processors(group, here)
-            parts.append(f"{env} {counted(len(walls), 'run')}, {duration(sum(walls))} of train commands (about "
-                         f"{duration(sum(walls) / max(1, workers))} with {counted(workers, 'run')} at a time"
+            parts.append(f"{env} {plans.counted(len(walls), 'run')}, {plans.duration(sum(walls))} of train commands (about "
+                         f"{plans.duration(sum(walls) / max(1, workers))} with {plans.counted(workers, 'run')} at a time"
                          + (f", {'; '.join(machines)}" if machines else "") + ")")
     return "; ".join(parts)
 
 
-def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[str, list[str]],
+def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[str, list[str]],
                 images: dict[str, str], facts: dict[str, Any]) -> str:
     """
-    :param plans: the envs' plans, in order
+    :param env_plans: the envs' plans, in order
     :param tables: env -> markdown table
     :param texts: env -> verdict sentences
     :param images: env -> the PNG path relative to the document
@@ -177,7 +175,7 @@ def sectionText(plans: Sequence[EnvPlan], tables: dict[str, str], texts: dict[st
         f"- Wall time of the benchmark: {facts['wall']}", "",
         "Commands (from the repository root):", "", "```bash", *facts["commands"], "```", "",
     ]
-    for plan in plans:
+    for plan in env_plans:
         threshold = facts["thresholds"].get(plan.env)
         budget = (f"{plan.steps:,} steps per run, an evaluation of {plan.eval_episodes} episodes every "
                   f"{plan.eval_freq:,} steps" + (f" ({' '.join([*plan.flags, *plan.run_flags])})"
@@ -231,10 +229,10 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
               + (f" or is archived in {displayPath(settings.archive_file)}" if settings.archive_file else "")
               + ": nothing written")
         return 1
-    plans = [plan for plan in candidates if plan.env in used]
+    reported = [plan for plan in candidates if plan.env in used]
     fresh, listed, tables, texts, images, thresholds, notes_archive = [], [], {}, {}, {}, {}, {}
     missing = 0
-    for plan in plans:
+    for plan in reported:
         records = used[plan.env]
         facts = reportedModels(records, models[plan.env])
         notes = {name: "not prepared" for name in settings.learned
@@ -263,9 +261,9 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
               + (f"\n{notes_archive[plan.env]}" if plan.env in notes_archive else ""), flush=True)
     stages = readJson(settings.timing_file).get(settings.fingerprint(), {}) if os.path.isfile(
         settings.timing_file) else {}
-    wall = (f"{duration(sum(stages.values()))} in all ("
-            + ", ".join(f"{stage} {duration(seconds)}" for stage, seconds in stages.items())
-            + f"), {counted(settings.workers, 'run')} at a time, niceness {settings.nice}, summed over the invocations"
+    wall = (f"{plans.duration(sum(stages.values()))} in all ("
+            + ", ".join(f"{stage} {plans.duration(seconds)}" for stage, seconds in stages.items())
+            + f"), {plans.counted(settings.workers, 'run')} at a time, niceness {settings.nice}, summed over the invocations"
             + ("; the archived runs are not included" if notes_archive else "")
             if stages else "not measured (no stage has run with these settings"
             + (" in this bench folder; the archived runs are not included)" if notes_archive else ")"))
@@ -273,15 +271,15 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     if runs_time:
         wall += f". Run time of the runs shown, from their own records: {runs_time}"
     commands = []
-    for plan in plans:
+    for plan in reported:
         if settings.learned:
-            commands.append(shown(settings.prepareCommand(plan), settings.nice))
-        commands += [shown(command, settings.nice) for command in settings.gridCommands(plan)]
+            commands.append(plans.shown(settings.prepareCommand(plan), settings.nice))
+        commands += [plans.shown(command, settings.nice) for command in settings.gridCommands(plan)]
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
              "thresholds": thresholds, "commands": commands, "archived": notes_archive,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS}}
-    section = sectionText(plans, tables, texts, images, facts)
+    section = sectionText(reported, tables, texts, images, facts)
     if doc is None:
         print(f"\n{SECTION_TITLE}\n\n{section}")
     else:
