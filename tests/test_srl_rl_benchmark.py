@@ -37,13 +37,14 @@ CURVES = {
 
 
 def _writeRun(folder: str, observation: str, seed: int, curve: list[float] | None, env: str = MOBILE,
-              finished_at: str | None = None) -> str:
-    """A finished run folder: args.json, a monitor CSV, done.json (with ``finished_at`` when given) and (unless
-    ``curve`` is None) evaluations.npz whose episodes average to ``curve`` (3 episodes per evaluation, spread around
-    the mean)."""
+              finished_at: str | None = None, spec: object | None = None) -> str:
+    """A finished run folder: args.json (the train settings of ``spec`` when given), a monitor CSV, done.json (with
+    ``finished_at`` when given) and (unless ``curve`` is None) evaluations.npz whose episodes average to ``curve`` (3
+    episodes per evaluation, spread around the mean)."""
     os.makedirs(os.path.join(folder, "monitor"))
+    args = {"env": env, "srl_model": observation, "algo": "ppo2", "seed": seed, "num_timesteps": 4000}
     with open(os.path.join(folder, "args.json"), "w") as handle:
-        json.dump({"env": env, "srl_model": observation, "algo": "ppo2", "seed": seed, "num_timesteps": 4000}, handle)
+        json.dump(bench_runs.specSettings(spec) if spec is not None else args, handle)
     with open(os.path.join(folder, "monitor", "0.monitor.csv"), "w") as handle:
         handle.write('#{"t_start": 0}\nr,l,t\n' + "".join(f"{r},1000,{10.0 * (i + 1)}\n"
                                                          for i, r in enumerate(curve or [0, 0, 0, 0])))
@@ -326,7 +327,7 @@ def _finishedBench(settings: plans.Settings, env: str, state_dim: int = 8,
     plan = next(plan for plan in settings.reportPlans() if plan.env == env)
     for spec in settings.specs(plan):
         run = _writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed,
-                        CURVES[spec.srl_model][spec.seed], env, finished_at)
+                        CURVES[spec.srl_model][spec.seed], env, finished_at, spec)
         if spec.srl_model == "vae":
             with open(os.path.join(run, "srl_model.json"), "w") as handle:
                 json.dump({"name": "vae", "hash": digest, "state_dim": state_dim}, handle)
@@ -488,7 +489,7 @@ def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mo
     for spec in settings.specs(plan):
         if int(spec.seed) == 1:
             run = _writeRun(os.path.join(spec.parent, f"26-11-25_10h00_00_{spec.run_id}"), spec.srl_model, 1,
-                            CURVES[spec.srl_model][1], MOBILE, "2026-11-25T10:00:00")
+                            CURVES[spec.srl_model][1], MOBILE, "2026-11-25T10:00:00", spec)
             if spec.srl_model == "vae":
                 with open(os.path.join(run, "srl_model.json"), "w") as handle:
                     json.dump({"name": "vae", "hash": again["hash"], "recipe": again["recipe"], "state_dim": 8},
@@ -676,3 +677,30 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
             != bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, after))
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
     assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
+
+
+def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_path, monkeypatch, capsys) -> None:
+    """The pipeline finds a run folder by its run id, which names only the settings that differ from train's defaults:
+    after a default changed, a finished run of the old default has the run id of the new one. Its args.json tells."""
+    monkeypatch.chdir(tmp_path)
+    settings = _settings(["--env", MOBILE, "--observations", "ground_truth", "--seeds", "2", "--runs-file",
+                          str(tmp_path / "runs.json")])
+    plan = settings.plans[0]
+    first, second = settings.specs(plan)
+    kept = _writeRun(os.path.join(first.parent, f"26-11-20_10h00_00_{first.run_id}"), "ground_truth", 0,
+                     CURVES["ground_truth"][0], spec=first)
+    other = _writeRun(os.path.join(second.parent, f"26-11-20_10h00_00_{second.run_id}"), "ground_truth", 1,
+                      CURVES["ground_truth"][1], spec=second)
+    with open(os.path.join(other, "args.json")) as handle:
+        args = json.load(handle)
+    with open(os.path.join(other, "args.json"), "w") as handle:  # made when train's default was 2 envs
+        json.dump({**args, "num_cpu": 2, "device": "cpu", "img_shape": [3, 64, 64], "resolved_hyperparams": {}}, handle)
+    assert bench_runs.otherSettings(bench_runs.specSettings(second), {**args, "img_shape": [3, 64, 64]}) == []
+    assert [record.seed for record in bench_runs.finishedRuns([first, second])] == [0]
+    assert f"skipping {other}: made with other train settings (num_cpu)" in capsys.readouterr().err
+    calls = []
+    monkeypatch.setattr(running, "runStage", lambda command, nice, cwd=plans.ROOT: calls.append(command) or 0)
+    running.runEverything(settings)
+    out = capsys.readouterr().out
+    assert os.path.isdir(kept) and not os.path.exists(other) and "made with other train settings" in out
+    assert "; 1 runs to do;" in out and [command[1] for command in calls] == ["rl_baselines.pipeline"]

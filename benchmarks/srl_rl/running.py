@@ -8,7 +8,8 @@ folder nor archived with the same settings, ``nice``-d, with an estimate of the 
   what is missing; an interrupted stage's time counts in the accumulated wall time (``<bench-dir>/timing.json``);
 - an env whose runs are all archived is neither prepared nor run (``--rerun ENV`` ignores its archived records);
 - a finished run, or an archived record, whose learned model was trained again since with other settings or code is
-  dropped first (benchmarks.srl_rl.models.sameModel), so that no table mixes two recipes;
+  dropped first (benchmarks.srl_rl.models.sameModel), so that no table mixes two recipes; so is a finished run made
+  with other train settings (benchmarks.srl_rl.runs.otherSettings);
 - a stage runs in :attr:`Settings.base` importing this checkout's code, even from another checkout's folder.
 """
 from __future__ import annotations
@@ -41,7 +42,7 @@ from benchmarks.srl_rl.plans import (
     shown,
     specObservation,
 )
-from benchmarks.srl_rl.runs import dateSpan, finishedRunFolders, loadRuns, missingRuns
+from benchmarks.srl_rl.runs import dateSpan, dropRunsOfOtherSettings, finishedRunFolders, loadRuns, missingRuns
 from rl_baselines.sweeps.sweep import finishedFolder
 from srl_toolbox.files import readJson, writeJson
 
@@ -187,6 +188,10 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
     """
     archive = loadArchive(settings.archive_file)
     specs = {plan.env: settings.specs(plan) for plan in settings.plans}
+    for plan in settings.plans:
+        for folder in dropRunsOfOtherSettings(specs[plan.env]):
+            print(f"dropped {displayPath(folder)}: made with other train settings than this configuration's (a train "
+                  "default changed since)", flush=True)
     archived = {plan.env: {} if plan.env in rerun else archivedMatches(archive, settings, plan, specs[plan.env],
                                                                         registeredFacts(settings, plan.env))
                 for plan in settings.plans}

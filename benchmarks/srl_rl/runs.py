@@ -7,6 +7,8 @@ monitor files and its deterministic evaluations (``evaluations.npz``) become a :
   before the train command resolves the device, the learned model's folder and its image size, without the settings
   that do not change a result (:data:`NOT_A_RESULT`); the archive keys a run by them, so that a later change of a
   train default makes the benchmark run again instead of reusing old records;
+- a finished run whose args.json says it was made with other train settings than its spec's (a default changed
+  since) is not this configuration's: skipped by the report, deleted before the runs (:func:`dropRunsOfOtherSettings`);
 - an unreadable run folder is skipped with a warning, never fatal: the report says which runs are missing.
 """
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -43,6 +46,11 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
     """
     return {name: value for name, value in sorted(args.items())
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
+
+
+# Settings the train command resolves from others (a learned model's image size, the model a run continues): args.json
+# holds the resolved value where the command line left it open, so they are not compared with the command line's.
+RESOLVED = frozenset({"img_shape", "latest", "load_rl_model_path"})
 
 
 def specSettings(spec: Any) -> dict[str, Any]:
@@ -177,17 +185,59 @@ def dateSpan(records: Sequence[RunRecord]) -> str:
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
 
+def otherSettings(train: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    """
+    :param train: a spec's :func:`specSettings`
+    :param args: the args.json of a run made for it
+    :return: the settings the run was made with otherwise, sorted (a train default changed since: the pipeline's run
+        id names only the settings that differ from the defaults); one absent from args.json (a flag added since)
+        counts; those the train command resolves (:data:`RESOLVED`) are left aside
+    """
+    recorded = trainSettings(args)
+    return sorted(name for name, value in train.items()
+                  if name not in RESOLVED and (name not in recorded or recorded[name] != value))
+
+
 def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
     """
     :param specs: run specs
-    :return: the records of those that finished, in spec order, each with its spec's :func:`specSettings` (an
-        unreadable run is skipped with a warning)
+    :return: the records of those that finished, in spec order, each with its spec's :func:`specSettings`; a run made
+        with other train settings (:func:`otherSettings`) or unreadable is skipped with a warning
     """
     records = []
     for spec in specs:
         folder = finishedFolder(spec)
         if folder is None:
             continue
+        train = specSettings(spec)
         for record in loadRuns([folder]):
-            records.append(dataclasses.replace(record, train=specSettings(spec)))
+            changed = otherSettings(train, record.run.args)
+            if changed:
+                print(f"warning: skipping {folder}: made with other train settings ({', '.join(changed)})",
+                      file=sys.stderr)
+                continue
+            records.append(dataclasses.replace(record, train=train))
     return records
+
+
+def dropRunsOfOtherSettings(specs: Sequence[Any]) -> list[str]:
+    """
+    Delete the finished runs made with other train settings than their spec's (:func:`otherSettings`), so that the
+    pipeline, which takes a run folder by its run id, runs them again with the current ones.
+
+    :param specs: run specs
+    :return: the deleted folders
+    """
+    dropped = []
+    for spec in specs:
+        folder = finishedFolder(spec)
+        if folder is None:
+            continue
+        try:
+            args = readJson(os.path.join(folder, "args.json"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(args, dict) and otherSettings(specSettings(spec), args):
+            shutil.rmtree(folder)
+            dropped.append(folder)
+    return dropped
