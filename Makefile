@@ -55,35 +55,35 @@ test-fast: install
 	$(PY) -m pytest -n 2 -m "not slow" tests plugins/srl-toolbox-cem/tests
 
 bench: install
-	$(PY) benchmarks/env_speed.py
-	$(PY) benchmarks/kuka_speed.py
-	$(PY) benchmarks/all_envs_speed.py
-	$(PY) benchmarks/dataset_speed.py
-	$(PY) benchmarks/train_speed.py
-	$(PY) benchmarks/srl_speed.py
-	$(PY) benchmarks/sweep_speed.py
+	$(PY) -m benchmarks.env_speed
+	$(PY) -m benchmarks.kuka_speed
+	$(PY) -m benchmarks.all_envs_speed
+	$(PY) -m benchmarks.dataset_speed
+	$(PY) -m benchmarks.train_speed
+	$(PY) -m benchmarks.srl_speed
+	$(PY) -m benchmarks.sweep_speed
 
 # Every algorithm learning its task, 3 seeds, beside the random agent (about 45 min on 2 cores; a separate target
-# because it is long: `python benchmarks/learning.py --quick` checks every run in a few minutes).
+# because it is long: `python -m benchmarks.learning --quick` checks every run in a few minutes).
 bench-learning: install
-	$(PY) benchmarks/learning.py
+	$(PY) -m benchmarks.learning
 
 # Every learned SRL model trained on one MobileRobot and one Kuka dataset, GTC and KNN-MSE into docs/srl.md (about
-# 50 min on 2 busy cores; `python benchmarks/srl_table.py --quick` checks every model on tiny datasets in minutes).
+# 50 min on 2 busy cores; `python -m benchmarks.srl_table --quick` checks every model on tiny datasets in minutes).
 bench-srl: install
-	$(PY) benchmarks/srl_table.py
+	$(PY) -m benchmarks.srl_table
 
 # Does SRL help? ppo2 on MobileRobot and Kuka (random target) from ground truth, raw pixels and 9 learned
 # representations, 3 seeds, into docs/srl.md (section "Does SRL help?") and docs/benchmarks.md. Hours on 2 cores, but
 # resumable: the same command again does only what is missing; finished runs are archived in
-# benchmarks/srl_rl_runs.json (commit it) and not run again. `python benchmarks/srl_rl.py --quick` checks the chain.
+# benchmarks/srl_rl_runs.json (commit it) and not run again. `python -m benchmarks.srl_rl --quick` checks the chain.
 bench-srl-rl: install
-	$(PY) benchmarks/srl_rl.py
+	$(PY) -m benchmarks.srl_rl
 
 # ppo2 on MobileRobot's ground truth as it is and through fixed random maps to 32 numbers (no images): does the
 # shape of a state decide whether the agent learns in the SRL benchmark's budget? About 12 min on 2 cores.
 bench-state-shape: install
-	$(PY) benchmarks/state_shape.py
+	$(PY) -m benchmarks.state_shape
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

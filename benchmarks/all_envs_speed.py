@@ -2,7 +2,7 @@
 included, one process, median of 3 short runs).
 
 The bare-PyBullet comparisons of the two base scenes are in env_speed.py (mobile robot) and kuka_speed.py (arm); the
-variants run the same code paths plus their own objects. Usage: ``python benchmarks/all_envs_speed.py [--seconds S]
+variants run the same code paths plus their own objects. Usage: ``python -m benchmarks.all_envs_speed [--seconds S]
 [--no-append] [ENV_ID ...]`` (also run by ``make bench``).
 """
 from __future__ import annotations
@@ -13,13 +13,10 @@ import statistics
 import sys
 import time
 
+from benchmarks.documents import appendReport
+from environments import getEnvClass, registered_env
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import appendReport  # noqa: E402
-from environments import getEnvClass, registered_env  # noqa: E402
-
 N_REPETITIONS = 3
 
 
@@ -60,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         print(lines[-1], flush=True)
     table = "\n".join(lines)
     if not args.no_append:
-        command = " ".join(["python benchmarks/all_envs_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join(["python -m benchmarks.all_envs_speed", *(sys.argv[1:] if argv is None else argv)])
         appendReport("Environment speed, every env", command,
                      f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
                      f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table)

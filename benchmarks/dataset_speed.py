@@ -7,7 +7,7 @@ the end-to-end rate (frames / wall time of the whole command, Python start-up an
 1- and 2-process runs alternate, and the median of ``--repeats`` is kept. The 2-process speed-up is reported, not
 asserted: it depends on how many cores are really free.
 
-Usage: ``python benchmarks/dataset_speed.py [--episodes N] [--repeats R] [--no-append]``; appends a section to
+Usage: ``python -m benchmarks.dataset_speed [--episodes N] [--repeats R] [--no-append]``; appends a section to
 docs/benchmarks.md unless ``--no-append``.
 """
 from __future__ import annotations
@@ -21,12 +21,9 @@ import sys
 import tempfile
 import time
 
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # runnable from a checkout without installing
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
-
 ENV_ID = "MobileRobotGymEnv-v0"
 IMG_SIDE = 64
 RATE = re.compile(r"\((\d+) episodes, (\d+) frames, (\d+) frames/s with (\d+) process")
@@ -97,7 +94,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     table = formatTable(rows)
     print(table)
     if not args.no_append:
-        command = " ".join(["python benchmarks/dataset_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join(["python -m benchmarks.dataset_speed", *(sys.argv[1:] if argv is None else argv)])
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         appendReport("Dataset generation speed, MobileRobotGymEnv", command,
                      f"Random actions, {args.episodes} episodes x 250 frames, {IMG_SIDE}x{IMG_SIDE} JPEG, one "

@@ -6,26 +6,22 @@ needs from PyBullet: teleport the robot and, for pixel modes, getCameraImage wit
 flags. The ratio env / bare is the figure of merit: how much the env's Python adds on top of the unavoidable PyBullet
 work. Each measurement runs for ``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
 
-Usage: ``python benchmarks/env_speed.py [--seconds S] [--no-append]`` (also run by ``make bench``); appends a
+Usage: ``python -m benchmarks.env_speed [--seconds S] [--no-append]`` (also run by ``make bench``); appends a
 section to docs/benchmarks.md unless ``--no-append``.
 """
 from __future__ import annotations
 
 import os
-import sys
 import time
 from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks.env_family import compareFamily, familyBenchmarkMain
+from environments.bullet import pybullet
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # runnable from a checkout without installing
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import compareFamily, familyBenchmarkMain  # noqa: E402
-from environments.bullet import pybullet  # noqa: E402
-from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv  # noqa: E402
-
 # (label, srl_model, image side)
 MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
          ("raw_pixels 224x224", "raw_pixels", 224))
@@ -166,7 +162,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the measured rows
     """
-    return familyBenchmarkMain(argv, "benchmarks/env_speed.py", "Environment speed, mobile-robot family", FAMILY, run,
+    return familyBenchmarkMain(argv, "benchmarks.env_speed", "Environment speed, mobile-robot family", FAMILY, run,
                                reportNotes)
 
 

@@ -8,25 +8,21 @@ ratio env / bare is the figure of merit: how much the env's Python adds on top o
 (the bare loop never resets, which the env does at the end of each episode). Each measurement runs for
 ``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
 
-Usage: ``python benchmarks/kuka_speed.py [--seconds S] [--no-append]``; appends a section to docs/benchmarks.md
+Usage: ``python -m benchmarks.kuka_speed [--seconds S] [--no-append]``; appends a section to docs/benchmarks.md
 unless ``--no-append``.
 """
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
+from benchmarks.env_family import compareFamily, familyBenchmarkMain
+from benchmarks.env_speed import timedLoop
+from environments.bullet import pybullet
+from environments.kuka.kuka_button_env import KukaButtonGymEnv
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # runnable from a checkout without installing
-    sys.path.insert(0, ROOT)
-
-from benchmarks.env_speed import timedLoop  # noqa: E402
-from benchmarks.report import compareFamily, familyBenchmarkMain  # noqa: E402
-from environments.bullet import pybullet  # noqa: E402
-from environments.kuka.kuka_button_env import KukaButtonGymEnv  # noqa: E402
-
 # (label, srl_model, image side)
 MODES = (("ground_truth", "ground_truth", 64), ("raw_pixels 64x64", "raw_pixels", 64),
          ("raw_pixels 224x224", "raw_pixels", 224))
@@ -144,7 +140,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the measured rows
     """
-    return familyBenchmarkMain(argv, "benchmarks/kuka_speed.py", "Environment speed, Kuka family", FAMILY, run,
+    return familyBenchmarkMain(argv, "benchmarks.kuka_speed", "Environment speed, Kuka family", FAMILY, run,
                                reportNotes)
 
 

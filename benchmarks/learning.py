@@ -14,7 +14,7 @@ on the runs' PYTHONPATH, exactly as a third-party plugin would; nothing in the p
 An algorithm "beats random clearly" when its mean minus one standard deviation closes at least
 :data:`CLEAR_FRACTION` of the gap between the random agent and the task's solved level; the table flags the others.
 
-Usage: ``python benchmarks/learning.py [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]
+Usage: ``python -m benchmarks.learning [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]
 [--reuse [--rerun A ...]]`` (``make bench-learning``; about 45 minutes on 2 cores, ``--quick`` a few minutes and
 appends nothing). Every finished run is recorded in :data:`RUNS_FILE`; ``--reuse`` takes from it the runs whose
 settings (algorithm, env, actions, steps, flags, seed) have not changed since, and runs only the others and those of
@@ -37,13 +37,15 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from tqdm import tqdm
+
+from benchmarks.archive import loadRecords, writeRecords
+from benchmarks.documents import appendReport, machineDescription
+from environments.srl_env import SRLGymEnv
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.runs.monitor_files import loadEpisodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import appendReport, machineDescription  # noqa: E402
-from environments.srl_env import SRLGymEnv  # noqa: E402
 
 MOBILE = "MobileRobotGymEnv-v0"
 CARTPOLE = "CartPole-v1"
@@ -321,8 +323,6 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
     :param plugin_dir: folder holding the benchmark's package metadata (put on PYTHONPATH)
     :return: the result
     """
-    from rl_baselines.runs.monitor_files import loadEpisodes
-
     log_dir = os.path.join(scratch, f"{case.algo}_{case.env}_{'c' if case.continuous else 'd'}_{seed}")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_dir, ROOT, os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
@@ -354,35 +354,25 @@ def loadRecordedRuns(path: str | None = None) -> dict[str, dict[str, Any]]:
     :param path: the record file; None for :data:`RUNS_FILE` as it is when called
     :return: run key -> recorded result (empty when there is no record yet)
     """
-    path = path or RUNS_FILE
-    if not os.path.exists(path):
-        return {}
-    from srl_toolbox.files import readJson
-
-    return readJson(path)
+    return loadRecords(path or RUNS_FILE)
 
 
 def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episodes: int, path: str | None = None
                ) -> None:
     """
-    Add the successful runs to the record (replacing older runs with the same settings).
+    Add the successful runs to the record (replacing older runs with the same settings; the file is rewritten only
+    when a result changed: benchmarks.archive).
 
     :param results: the runs of this invocation
     :param steps_of: each case's step budget
     :param last_episodes: episodes averaged into a run's final reward
     :param path: the record file; None for :data:`RUNS_FILE` as it is when called (a test points it elsewhere)
     """
-    from srl_toolbox.files import writeJson
-
-    path = path or RUNS_FILE
-    recorded = loadRecordedRuns(path)
     stamp = time.strftime("%Y-%m-%d")
-    for result in results:
-        if not result.error:
-            recorded[runKey(result.case, steps_of[result.case], result.seed, last_episodes)] = {
-                "final": result.final, "steps": result.steps, "wall": result.wall, "rate": result.rate,
-                "date": stamp}
-    writeJson(path, recorded)
+    entries = {runKey(result.case, steps_of[result.case], result.seed, last_episodes): {
+        "final": result.final, "steps": result.steps, "wall": result.wall, "rate": result.rate, "date": stamp}
+        for result in results if not result.error}
+    writeRecords(path or RUNS_FILE, entries, not_compared=("date",))
 
 
 def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], last_episodes: int,
@@ -412,8 +402,6 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     :param skip: (case, seed) pairs not to run
     :return: the results, in no particular order
     """
-    from tqdm import tqdm
-
     work = sorted(((case, seed) for case in cases for seed in seeds if (case, seed) not in skip),
                   key=lambda item: -expectedSeconds(
         item[0], steps_of[item[0]]))
@@ -548,8 +536,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.jobs < 1 or args.last_episodes < 1:
         parser.error("--jobs and --last-episodes must be positive")
-    from rl_baselines.core.registry import registered_rl
-
     cases, notes = selectCases(args.algos, set(registered_rl))
     for note in notes:
         print(note)
@@ -571,7 +557,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(results)} runs in {elapsed / 60:.1f} min; load average {load:.1f}")
     if args.quick or args.no_append:
         return
-    command = " ".join(["python benchmarks/learning.py", *(sys.argv[1:] if argv is None else argv)])
+    command = " ".join(["python -m benchmarks.learning", *(sys.argv[1:] if argv is None else argv)])
     notes_text = (
         f"Each row: `python -m rl_baselines.train --srl-model ground_truth` with the algorithm's default "
         f"hyperparameters, except the flags shown beside its name (per-task settings, as the RL Zoo has; "

@@ -14,7 +14,7 @@ callbacks and the train command's checkpoints included). The time is split into 
 (rendering and physics; with subprocesses, the wait for them), the encoder, and the rest (policy forward passes and
 PPO updates). The target, >= 250 steps/s with the VAE on 2 cores, is reported, not asserted.
 
-Usage: ``python benchmarks/srl_speed.py [--steps N] [--num-cpu 1 2] [--episodes E] [--epochs K] [--no-append]``
+Usage: ``python -m benchmarks.srl_speed [--steps N] [--num-cpu 1 2] [--episodes E] [--epochs K] [--no-append]``
 (also run by ``make bench``).
 """
 from __future__ import annotations
@@ -31,12 +31,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, encoderDevice
+from rl_baselines.runs import train
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:  # runnable from a checkout without installing
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import BENCH_FILE, appendReport, machineDescription  # noqa: E402
-
 ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
 TARGET = 250.0
@@ -103,12 +106,6 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     :param model_folder: the VAE
     :return: steps/s and seconds per step of env, encoder and the rest
     """
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-    from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
-    from rl_baselines.runs import train
-
     timers = Timers()
     # The encoder's step_wait calls the raw env's step_wait: env time = raw step_wait, encoder time = encode.
     restore = [timers.wrap(PPO, "learn", "learn"), timers.wrap(DummyVecEnv, "step_wait", "env"),
@@ -140,11 +137,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--epochs", type=int, default=2, help="VAE training epochs [2]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
-    import torch
-
     torch.set_num_threads(1)  # as the train command does
-    from rl_baselines.envs.srl_encoder import encoderDevice
-
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoderDevice()}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
@@ -174,7 +167,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(f"Target >= {TARGET:g} steps/s with the VAE: {verdict} (best {best_vae:,.0f} steps/s)")
     if not args.no_append:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        command = " ".join(["python benchmarks/srl_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join(["python -m benchmarks.srl_speed", *(sys.argv[1:] if argv is None else argv)])
         appendReport(
             f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
             f"ppo2 default hyperparameters, one torch thread, {args.steps} steps per measurement after a warm-up; "

@@ -18,11 +18,11 @@ The state dimension is 8 by default: GTC keeps, for each ground-truth dimension,
 learned dimensions, so a wide state raises it by chance (a random encoder's GTC grows with the state size); 8 is
 small enough for that to stay low and large enough for the split model (6 + 2) and for 3-D ground truth.
 
-The table goes into docs/srl.md under :data:`SECTION` (replacing it when it exists), with the commands, the machine
-and the load; the model folders are printed, with a ``config/srl_models.yaml``-style mapping to paste (the shipped
-file is left alone: a fresh clone has no such folders).
+The table goes into docs/srl.md under :data:`SECTION` (replacing it when it exists: benchmarks.documents), with the
+commands, the machine and the load; the model folders are printed, with a ``config/srl_models.yaml``-style mapping
+to paste (the shipped file is left alone: a fresh clone has no such folders).
 
-Usage: ``python benchmarks/srl_table.py [--quick] [--env ENV ...] [--state-dim 8] [--epochs 10] [--jobs 2]
+Usage: ``python -m benchmarks.srl_table [--quick] [--env ENV ...] [--state-dim 8] [--epochs 10] [--jobs 2]
 [--no-doc]`` (``make bench-srl``: about 50 minutes on 2 busy cores; ``--quick`` runs every model on tiny datasets in
 a temporary folder and writes nothing).
 """
@@ -43,11 +43,12 @@ from typing import Any
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+from benchmarks.documents import machineDescription, replaceHeadingSection, rewriteDocument
+from srl_models.metrics import gtCorrelation, knnMse
+from srl_models.registry import learnedModels, registered_srl
+from srl_models.train import trainableModels
 
-from benchmarks.report import machineDescription  # noqa: E402
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MOBILE = "MobileRobotGymEnv-v0"
 KUKA = "KukaButtonGymEnv-v0"
@@ -248,9 +249,6 @@ def modelJobs(env: str, state_dim: int) -> tuple[list[Job], list[str]]:
     :return: (one job per trainable learned model plus the ground-truth-sized supervised reference, notes on the
         registered models that srl_models.train cannot train)
     """
-    from srl_models.registry import learnedModels, registered_srl
-    from srl_models.train import trainableModels
-
     trainable = trainableModels()
     jobs, skipped = [], []
     for name in learnedModels():
@@ -270,8 +268,6 @@ def expectedCost(job: Job) -> int:
     :param job: a training
     :return: a rough rank of its duration (decoders and several losses cost more), to start the long ones first
     """
-    from srl_models.train import trainableModels
-
     model_class = trainableModels()[job.model]
     losses = getattr(model_class, "DEFAULT_LOSSES", {}) or {}
     return len(losses) + (2 if losses and getattr(model_class, "DECODES", False) else 0)
@@ -319,8 +315,6 @@ def groundTruthRow(results: list[Result]) -> dict[str, Any] | None:
     :param results: one env's results
     :return: gtc, knn_mse and a note, or None when no model was evaluated
     """
-    from srl_models.metrics import gtCorrelation, knnMse
-
     evaluated = [r for r in results if not r.error]
     if not evaluated:
         return None
@@ -373,43 +367,6 @@ def yamlMapping(results: list[Result]) -> str:
             if result.job.env == env and result.folder and result.job.state_dim is not None:
                 lines.append(f"  {result.job.model}: {os.path.relpath(os.path.abspath(result.folder), CONFIG_DIR)}")
     return "\n".join(lines)
-
-
-def replaceSection(text: str, section: str) -> str:
-    """
-    :param text: a markdown document
-    :param section: the new section, starting with the :data:`SECTION` heading
-    :return: the document with its :data:`SECTION` (up to the next level-2 heading) replaced, or the section appended
-    """
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, line in enumerate(lines) if line.rstrip() == SECTION), None)
-    new = section.rstrip("\n") + "\n"
-    if start is None:
-        return text.rstrip("\n") + "\n\n" + new
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    tail = "".join(lines[end:])
-    return "".join(lines[:start]) + new + ("\n" + tail if tail else "")
-
-
-def writeSection(path: str, section: str) -> None:
-    """
-    Replace (or append) the results section of a markdown file, atomically.
-
-    :param path: the markdown file
-    :param section: the section text
-    """
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(dir=folder, prefix=".srl_table.", suffix=".md")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(replaceSection(text, section))
-        os.chmod(tmp_path, 0o644)
-        os.replace(tmp_path, path)
-    finally:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
 
 
 def sectionText(envs: list[str], tables: dict[str, str], dataset_commands: dict[str, str],
@@ -542,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.doc = os.path.abspath(args.doc)
     os.chdir(ROOT)  # the data and log paths are relative to the repository root, as in the recorded commands
-    script_command = " ".join(["python benchmarks/srl_table.py", *(sys.argv[1:] if argv is None else argv)])
+    script_command = " ".join(["python -m benchmarks.srl_table", *(sys.argv[1:] if argv is None else argv)])
     scratch = tempfile.TemporaryDirectory(prefix="srl_table_") if args.quick else None
     specs = QUICK_DATASETS if args.quick else DATASETS
     if scratch:
@@ -597,7 +554,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.no_doc and not args.quick:
             print("\n" + section)
     else:
-        writeSection(args.doc, section)
+        rewriteDocument(args.doc, lambda text: replaceHeadingSection(text, SECTION, section))
         print(f"wrote the section {SECTION[3:]!r} of {os.path.relpath(args.doc)}")
     if scratch:
         scratch.cleanup()

@@ -16,7 +16,7 @@ are about 4 once each dimension is normalised, which the first layer of the poli
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
 defaults), one env, the running mean/std normalisation that train puts on every low-dimensional state
 (``VecNormalize(norm_obs=True, norm_reward=False)``) and SB3's ``EvalCallback`` (a separate env, normalisation
-statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``benchmarks/srl_rl.py`` runs ppo2. One
+statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``python -m benchmarks.srl_rl`` runs ppo2. One
 torch thread per run; ``--workers`` runs at a time.
 
 It prints, per variant over the seeds, the final evaluation reward (mean +/- standard error), how many seeds reached
@@ -24,7 +24,7 @@ the threshold (90% of ground truth's mean final reward, as in docs/srl.md) and t
 seed's final reward; then appends the table with its command and machine to docs/benchmarks.md (``--no-append``:
 not). About 1.5 minutes per run on one core: 15 runs in about 12 minutes on 2 cores.
 
-Usage: ``python benchmarks/state_shape.py [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--steps
+Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--steps
 50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--workers 2] [--no-append]``
 """
 from __future__ import annotations
@@ -46,17 +46,16 @@ from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+import environments  # noqa: F401  (registers the envs)
+from benchmarks.documents import appendReport
+from benchmarks.srl_rl.analysis import meanStandardError
+from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
+from replay.results import evaluationStepsToThreshold
+from rl_baselines.envs.factory import ScaledVecNormalize
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-import environments  # noqa: E402,F401  (registers the envs)
-from benchmarks.report import appendReport  # noqa: E402
-from benchmarks.srl_rl import THRESHOLD_FRACTION, meanStandardError, stepsToThreshold  # noqa: E402
-from rl_baselines.envs.factory import ScaledVecNormalize  # noqa: E402
-from rl_baselines.rl_algorithm.ppo2 import PPO2Model  # noqa: E402
-from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand  # noqa: E402
-
 ENV_ID = "MobileRobotGymEnv-v0"
 VARIANTS = ("ground_truth", "linear", "tanh")
 
@@ -166,7 +165,7 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
         mean, error = meanStandardError(values)
         error = 0.0 if math.isnan(error) else error  # one seed: no spread to show
         reached = [step for r in runs
-                   if (step := stepsToThreshold(np.asarray(r["timesteps"]), r["rewards"], threshold)) is not None]
+                   if (step := evaluationStepsToThreshold(np.asarray(r["timesteps"]), r["rewards"], threshold)) is not None]
         steps = f"{statistics.median(reached):,.0f}" if reached else "-"
         name = "ground truth (2)" if variant == "ground_truth" else f"{variant} ({runs[0]['dims']})"
         name += f", x{runs[0]['scale']:g}" if runs[0]["scale"] != 1.0 else ""
@@ -177,11 +176,11 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
 
 def buildParser() -> CLIParser:
     """:return: the command-line parser"""
-    parser = CLIParser(prog="python benchmarks/state_shape.py", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.state_shape", description=__doc__.split("\n")[0])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="states [all]")
     parser.add_argument("--dims", type=positiveInt, default=32, help="size of an embedded state [32, as the SRL models']")
     parser.add_argument("--seeds", type=positiveInt, default=5, help="seeds per variant, 0.. [5]")
-    parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, benchmarks/srl_rl.py's]")
+    parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, the SRL + RL benchmark's]")
     parser.add_argument("--eval-freq", type=positiveInt, default=5000, help="steps between evaluations [5000]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=5, help="episodes per evaluation [5]")
     parser.add_argument("--map-seed", type=int, default=1000, help="seed of the random map [1000]")
@@ -216,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     table = summarise(results, variants)
     print(table)
     if not args.no_append:
-        command = "python benchmarks/state_shape.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        command = "python -m benchmarks.state_shape " + " ".join(argv if argv is not None else sys.argv[1:])
         notes = (f"ppo2's hyperparameters (SB3 PPO), {args.steps:,} steps per run, an evaluation of "
                  f"{args.eval_episodes} deterministic episodes every {args.eval_freq:,} steps, {args.seeds} seeds; "
                  f"the ground truth of {ENV_ID} as it is or through a fixed random map to {args.dims} numbers "

@@ -6,7 +6,7 @@ Configurations: local with ``--workers 1`` and ``--workers 2``; Ray with the pip
 and stop included); Ray against an instance started beforehand (``--ray-address``, per-task cost only). Target: 2
 workers >= 0.9 x 2 the throughput of 1 on 2 free cores.
 
-Usage: ``python benchmarks/sweep_speed.py [--steps N] [--runs N] [--repeats R] [--no-ray] [--no-append]``
+Usage: ``python -m benchmarks.sweep_speed [--steps N] [--runs N] [--repeats R] [--no-ray] [--no-append]``
 (also run by ``make bench``).
 """
 from __future__ import annotations
@@ -22,12 +22,9 @@ import sys
 import tempfile
 import time
 
+from benchmarks.documents import appendReport
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import appendReport  # noqa: E402
-
 ENV_ID = "MobileRobotGymEnv-v0"
 # A Ray head on the loopback address (no dashboard) that stops when its stdin closes.
 RAY_HEAD = """
@@ -145,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     print(table)
     busy = ": other processes were competing for the cores" if max(load_before[0], load_after[0]) > 2.5 else ""
     if not args.no_append:
-        command = " ".join(["python benchmarks/sweep_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join(["python -m benchmarks.sweep_speed", *(sys.argv[1:] if argv is None else argv)])
         appendReport(
             "Sweep throughput, rl_baselines.pipeline", command,
             f"{args.runs} runs of ppo2 on {ENV_ID} (ground truth, {args.steps} steps, 1 env each, one torch thread), "

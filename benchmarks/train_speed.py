@@ -5,7 +5,7 @@
    both in this process, alternated, median of ``--repeats``. The figure is time(train) / time(plain SB3).
 2. Sample efficiency: env steps until the mean reward of the last 100 episodes first reaches 150, for several seeds.
 
-Usage: ``python benchmarks/train_speed.py [--steps N] [--repeats R] [--learning-budget N] [--seeds S ...]
+Usage: ``python -m benchmarks.train_speed [--steps N] [--repeats R] [--learning-budget N] [--seeds S ...]
 [--no-append]`` (also run by ``make bench``).
 """
 from __future__ import annotations
@@ -20,13 +20,19 @@ import tempfile
 import time
 
 import numpy as np
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
+
+from benchmarks.documents import appendReport
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from replay.results import episodeWindowStepsToThreshold
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.runs import train
+from rl_baselines.runs.monitor_files import loadEpisodes
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-
-from benchmarks.report import appendReport  # noqa: E402
-
 ENV_ID = "MobileRobotGymEnv-v0"
 TARGET_REWARD = 150.0
 WINDOW = 100
@@ -34,8 +40,6 @@ WINDOW = 100
 
 def timeToolbox(steps: int, log_dir: str) -> float:
     """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process)"""
-    from rl_baselines.runs import train
-
     start = time.perf_counter()
     code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
                        str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress"])
@@ -45,13 +49,6 @@ def timeToolbox(steps: int, log_dir: str) -> float:
 
 def timePlainSB3(steps: int, log_dir: str) -> float:
     """:return: seconds for plain SB3 PPO with the same env, wrappers and hyperparameters"""
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.monitor import Monitor
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
-
-    from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
-    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-
     start = time.perf_counter()
     env = DummyVecEnv([lambda: Monitor(MobileRobotGymEnv(srl_model="ground_truth"), os.path.join(log_dir, "0"))])
     env = VecNormalize(env, norm_obs=True, norm_reward=False)
@@ -66,17 +63,13 @@ def stepsToTarget(seed: int, budget: int, log_dir: str) -> tuple[int | None, flo
     """
     :return: (env steps when the 100-episode mean reward first reached 150, or None; final 100-episode mean)
     """
-    from rl_baselines.runs.monitor_files import loadEpisodes
-
     subprocess.run([sys.executable, "-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV_ID, "--srl-model",
                     "ground_truth", "--num-timesteps", str(budget), "--log-dir", log_dir, "--seed", str(seed),
                     "--no-vis", "--no-progress"], check=True, capture_output=True, cwd=ROOT)
     episodes = loadEpisodes(glob.glob(os.path.join(log_dir, ENV_ID, "ground_truth", "ppo2", "*", "monitor"))[0])
     rewards, timesteps = episodes["rewards"], episodes["timesteps"]
-    for index in range(WINDOW - 1, len(rewards)):
-        if rewards[index - WINDOW + 1:index + 1].mean() >= TARGET_REWARD:
-            return int(timesteps[index]), float(rewards[-WINDOW:].mean())
-    return None, float(rewards[-WINDOW:].mean())
+    return (episodeWindowStepsToThreshold(timesteps, rewards, TARGET_REWARD, WINDOW),
+            float(rewards[-WINDOW:].mean()))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -88,8 +81,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the sample-efficiency runs")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
-    import torch
-
     torch.set_num_threads(1)
     toolbox, plain = [], []
     with tempfile.TemporaryDirectory() as scratch:
@@ -117,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     ])
     print(table)
     if not args.no_append:
-        command = " ".join(["python benchmarks/train_speed.py", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join(["python -m benchmarks.train_speed", *(sys.argv[1:] if argv is None else argv)])
         appendReport("Train loop, ppo2 on MobileRobotGymEnv-v0 (ground truth)", command,
                      f"One env, one torch thread; {args.steps} steps per timing, median of {args.repeats} alternated "
                      f"repetitions after a warm-up; sample efficiency with the default ppo2 hyperparameters, budget "

@@ -37,11 +37,12 @@ from replay.results import (
     DEFAULT_THRESHOLDS,
     GROUP_KEYS,
     Run,
+    episodeWindowStepsToThreshold,
+    evaluationStepsToThreshold,
     findRuns,
     groupRuns,
     hasEvaluations,
     meanInterval,
-    stepsToThreshold,
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
@@ -98,10 +99,8 @@ def _runStepsToThreshold(run: Run, threshold: float, window: int, evaluation: bo
     """:return: the env step at which the mean of the last ``window`` training episodes, or with ``evaluation`` the
     mean of an evaluation, first reaches ``threshold``; None if never"""
     if not evaluation:
-        return stepsToThreshold(run.episodes["timesteps"], run.episodes["rewards"], threshold, window)
-    means = run.evaluations["results"].mean(axis=1)
-    reached = np.flatnonzero(means >= threshold)
-    return int(run.evaluations["timesteps"][reached[0]]) if reached.size else None
+        return episodeWindowStepsToThreshold(run.episodes["timesteps"], run.episodes["rewards"], threshold, window)
+    return evaluationStepsToThreshold(run.evaluations["timesteps"], run.evaluations["results"].mean(axis=1), threshold)
 
 
 def welchDimension(method: str, runs: Sequence[Run]) -> int:

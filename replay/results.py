@@ -201,8 +201,37 @@ def trailingMean(rewards: np.ndarray, window: int) -> np.ndarray:
     return movingAverage(rewards, window)
 
 
-def stepsToThreshold(timesteps: np.ndarray, rewards: np.ndarray, threshold: float, window: int) -> int | None:
+def firstStepAtOrAbove(timesteps: np.ndarray, values: np.ndarray, threshold: float) -> int | None:
     """
+    The core of the steps-to-threshold family (:func:`evaluationStepsToThreshold`,
+    :func:`episodeWindowStepsToThreshold`).
+
+    :param timesteps: env steps, one per value
+    :param values: the curve read at those steps
+    :param threshold: the level to reach
+    :return: the step of the first value at or above ``threshold``, None when none is
+    """
+    reached = np.flatnonzero(np.asarray(values) >= threshold)
+    return int(np.asarray(timesteps)[reached[0]]) if reached.size else None
+
+
+def evaluationStepsToThreshold(timesteps: np.ndarray, rewards: np.ndarray, threshold: float) -> int | None:
+    """
+    Steps to a threshold on the deterministic evaluations (``evaluations.npz``).
+
+    :param timesteps: env steps of the evaluations
+    :param rewards: their mean rewards (one per evaluation)
+    :param threshold: the reward to reach
+    :return: the step of the first evaluation at or above ``threshold``, None when none is
+    """
+    return firstStepAtOrAbove(timesteps, rewards, threshold)
+
+
+def episodeWindowStepsToThreshold(timesteps: np.ndarray, rewards: np.ndarray, threshold: float, window: int
+                                  ) -> int | None:
+    """
+    Steps to a threshold on the training episodes, smoothed over a moving window.
+
     :param timesteps: cumulative env steps at the end of each episode
     :param rewards: episode rewards
     :param threshold: the mean reward to reach
@@ -211,9 +240,7 @@ def stepsToThreshold(timesteps: np.ndarray, rewards: np.ndarray, threshold: floa
     """
     if rewards.size < window:
         return None
-    means = trailingMean(rewards, window)[window - 1:]
-    reached = np.flatnonzero(means >= threshold)
-    return int(timesteps[window - 1 + reached[0]]) if reached.size else None
+    return firstStepAtOrAbove(timesteps[window - 1:], trailingMean(rewards, window)[window - 1:], threshold)
 
 
 def episodeCurve(run: Run, window: int) -> np.ndarray:

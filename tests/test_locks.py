@@ -75,8 +75,7 @@ def test_benchmark_report_appends_from_two_processes_keep_both_sections(tmp_path
     report = tmp_path / "benchmarks.md"
     code = textwrap.dedent("""
         import sys
-        sys.path.insert(0, "benchmarks")
-        from report import appendReport
+        from benchmarks.documents import appendReport
         appendReport(f"Section {sys.argv[1]}", "cmd", "notes", "| a |", packages=(), path=sys.argv[2], target="bench")
     """)
     processes = [subprocess.Popen([sys.executable, "-c", code, str(index), str(report)], env=ENV, cwd=ROOT)

@@ -12,6 +12,7 @@ from conftest import runModule
 from scipy import stats
 
 from rl_baselines.runs import train
+from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -189,3 +190,18 @@ def test_bad_inputs(runs, tmp_path):
     _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "a.npz", "--labels", "x", "y"),
                  "2 labels for 1 inputs")
     _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "c.npz"), "has no curves x")
+
+
+def test_steps_to_threshold_on_evaluations_and_on_a_window_of_episodes():
+    steps = np.array([1000, 2000, 3000, 4000])
+    # evaluations: the first evaluation at or above the level
+    assert evaluationStepsToThreshold(steps, np.array([5.0, 10.0, 8.0, 20.0]), 10.0) == 2000
+    assert evaluationStepsToThreshold(steps, np.array([5.0, 10.0, 8.0, 20.0]), 10.5) == 4000
+    assert evaluationStepsToThreshold(steps, np.array([5.0, 10.0, 8.0, 20.0]), 21.0) is None
+    # episodes: the mean of the last 2 counts once 2 episodes finished; a single good episode is not enough
+    rewards = np.array([20.0, 0.0, 10.0, 12.0])
+    assert episodeWindowStepsToThreshold(steps, rewards, 11.0, 2) == 4000
+    assert episodeWindowStepsToThreshold(steps, rewards, 10.0, 2) == 2000
+    assert episodeWindowStepsToThreshold(steps, rewards, 15.0, 1) == 1000
+    assert episodeWindowStepsToThreshold(steps, rewards, 1.0, 5) is None  # fewer episodes than the window
+    assert episodeWindowStepsToThreshold(steps, rewards, 12.0, 2) is None

@@ -1,4 +1,4 @@
-"""benchmarks/state_shape.py: the embedded ground truth keeps the information, a tiny run yields the table, and bad
+"""benchmarks.state_shape: the embedded ground truth keeps the information, a tiny run yields the table, and bad
 input is refused in one line. The real measurement is `make bench-state-shape`."""
 from __future__ import annotations
 
@@ -80,6 +80,6 @@ def test_bad_input_is_one_line_exit_2(argv, words):
     with pytest.raises(UsageError) as error:
         state_shape.main(argv)
     assert all(word in str(error.value) for word in words)
-    result = subprocess.run([sys.executable, "benchmarks/state_shape.py", *argv], cwd=REPO, capture_output=True,
+    result = subprocess.run([sys.executable, "-m", "benchmarks.state_shape", *argv], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1

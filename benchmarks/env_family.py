@@ -1,71 +1,20 @@
-"""Shared by the benchmark scripts: describe the machine and append a dated section to docs/benchmarks.md."""
+"""Shared by the env speed benchmarks (env_speed, kuka_speed): an env family measured beside its bare PyBullet loop.
+
+Each mode of an env is measured alternately with the bare loop that does the same simulation work, so that machine
+noise hits both alike; the table gives the median steps/s of each and their ratio, and goes to docs/benchmarks.md
+through benchmarks.documents.
+"""
 from __future__ import annotations
 
 import argparse
-import datetime
 import functools
-import importlib.metadata
 import os
-import platform
 import statistics
 import sys
 from typing import Any
 
-BENCH_FILE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "benchmarks.md")
-
-
-def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnasium")) -> str:
-    """
-    :param packages: distributions whose versions matter for the figures
-    :return: CPU model, usable cores, Python and library versions, on one line
-    """
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in packages)
-    return f"{cpu}, nproc {cores}, Python {platform.python_version()}, {versions}"
-
-
-def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
-                 "gymnasium"), path: str = BENCH_FILE, target: str = "bench") -> None:
-    """
-    Append a dated section with the command, the machine and the table to docs/benchmarks.md.
-
-    :param title: section title
-    :param command: the command that produced the figures
-    :param notes: how they were measured (one paragraph)
-    :param table: markdown table
-    :param packages: distributions whose versions to record
-    :param path: the markdown file (created with a title line if missing)
-    :param target: the Makefile target that runs the benchmark
-    """
-    from srl_toolbox.files import atomicPath
-
-    section = (f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
-               f"- Command: `{command}` (also run by `make {target}`)\n"
-               f"- Machine: {machineDescription(packages)}\n"
-               f"- {notes}\n\n{table}\n")
-    from srl_toolbox.locks import acquireLock, lockPathFor
-
-    # Two benchmarks that finish together take turns (a lock on the report), so neither section is lost.
-    lock = acquireLock(lockPathFor(path))
-    try:
-        previous = "# srl-toolbox benchmarks\n"
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as handle:
-                previous = handle.read()
-        # Rewritten whole through a temporary file rather than appended: a kill half-way never leaves a cut section.
-        with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as report:
-            report.write(previous + section)
-    finally:
-        lock.release()
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from environments import getEnvClass
 
 
 def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: float, repetitions: int,
@@ -107,8 +56,6 @@ def compareFamily(env_ids: list[str], modes: tuple, bench_env: Any, bench_bare: 
     :param actions: pre-drawn actions, reused cyclically
     :return: one row per env and mode
     """
-    from environments import getEnvClass
-
     rows = []
     for env_id in env_ids:
         env_class = getEnvClass(env_id)
@@ -135,7 +82,7 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     The command line shared by the env-family benchmarks: measure, print the table, append it to docs/benchmarks.md.
 
     :param argv: command-line arguments (default: sys.argv[1:])
-    :param script: the script's path, for the recorded command
+    :param script: the script's module (``benchmarks.env_speed``), for the recorded command
     :param title: section title
     :param family: env ids measured by default
     :param run: ``run(seconds, env_ids) -> rows``
@@ -151,7 +98,7 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     table = ratioTable(rows := run(args.seconds, args.env))
     print(table)
     if not args.no_append:
-        command = " ".join([f"python {script}", *(sys.argv[1:] if argv is None else argv)])
+        command = " ".join([f"python -m {script}", *(sys.argv[1:] if argv is None else argv)])
         appendReport(title, command, notes(args.seconds), table)
         print(f"appended to {os.path.relpath(BENCH_FILE)}")
     return rows

@@ -1,0 +1,124 @@
+"""The doc writer shared by the benchmarks: a section of a markdown file replaced, or a result block appended.
+
+Every benchmark writes its figures into the docs through this module: a section of docs/srl.md (the SRL table under
+its heading, the SRL + RL benchmark between its markers) or a dated block at the end of docs/benchmarks.md (the
+command, the machine and the table). Invariants:
+
+- a document is rewritten whole through a temporary file and one rename (srl_toolbox.files.atomicPath), never
+  appended to in place: a kill half-way never leaves a cut section;
+- under a lock on the document (srl_toolbox.locks), so that two benchmarks finishing together take turns and
+  neither's text is lost;
+- a section is replaced where it is, the rest of the document kept byte for byte; a document without the section
+  gets it at its end.
+"""
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import os
+import platform
+from collections.abc import Callable
+
+from srl_toolbox.files import atomicPath
+from srl_toolbox.locks import acquireLock, lockPathFor
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BENCH_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
+BENCH_TITLE = "# srl-toolbox benchmarks\n"
+
+
+def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnasium")) -> str:
+    """
+    :param packages: distributions whose versions matter for the figures
+    :return: CPU model, usable cores, Python and library versions, on one line
+    """
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in packages)
+    return f"{cpu}, nproc {cores}, Python {platform.python_version()}, {versions}"
+
+
+def rewriteDocument(path: str, change: Callable[[str], str], initial: str = "") -> None:
+    """
+    Rewrite a document atomically, under its lock.
+
+    :param path: the markdown file (created when missing)
+    :param change: ``change(text) -> new text``, called under the lock
+    :param initial: the text of a missing document
+    """
+    lock = acquireLock(lockPathFor(path))
+    try:
+        text = initial
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read()
+        with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+            handle.write(change(text))
+    finally:
+        lock.release()
+
+
+def replaceHeadingSection(text: str, heading: str, section: str) -> str:
+    """
+    :param text: a markdown document
+    :param heading: the section's level-2 heading line (``## ...``)
+    :param section: the new section, starting with ``heading``
+    :return: the document with the section (from its heading up to the next level-2 heading) replaced, or the
+        section appended
+    """
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, line in enumerate(lines) if line.rstrip() == heading), None)
+    new = section.rstrip("\n") + "\n"
+    if start is None:
+        return text.rstrip("\n") + "\n\n" + new
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
+    tail = "".join(lines[end:])
+    return "".join(lines[:start]) + new + ("\n" + tail if tail else "")
+
+
+def replaceMarkedSection(text: str, body: str, title: str, start_marker: str, end_marker: str) -> str:
+    """
+    :param text: a markdown document
+    :param body: the section's new content (without its heading)
+    :param title: the section's heading line, written with the markers when the document has none
+    :param start_marker: the comment line that opens the replaced text
+    :param end_marker: the comment line that closes it
+    :return: the document with the text between the markers replaced by ``body`` (markers kept), or ``title``, the
+        markers and ``body`` appended when the document has no markers. The heading stays outside the markers, so
+        that a writer replacing the section before it up to the next level-2 heading
+        (:func:`replaceHeadingSection`) never takes a marker with it.
+    """
+    body = body.strip("\n")
+    start, end = text.find(start_marker), text.find(end_marker)
+    if start >= 0 and end > start:
+        return text[:start] + f"{start_marker}\n{body}\n" + text[end:]
+    prefix = text.rstrip("\n") + "\n\n" if text.strip() else ""
+    return f"{prefix}{title}\n\n{start_marker}\n{body}\n{end_marker}\n"
+
+
+def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
+                 "gymnasium"), path: str = BENCH_FILE, target: str = "bench") -> None:
+    """
+    Append a dated section with the command, the machine and the table to docs/benchmarks.md.
+
+    :param title: section title
+    :param command: the command that produced the figures
+    :param notes: how they were measured (one paragraph)
+    :param table: markdown table
+    :param packages: distributions whose versions to record
+    :param path: the markdown file (created with a title line if missing)
+    :param target: the Makefile target that runs the benchmark
+    """
+    section = (f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
+               f"- Command: `{command}` (also run by `make {target}`)\n"
+               f"- Machine: {machineDescription(packages)}\n"
+               f"- {notes}\n\n{table}\n")
+    rewriteDocument(path, lambda text: text + section, BENCH_TITLE)

@@ -1,0 +1,289 @@
+"""The SRL + RL benchmark's archive of finished runs: what later sessions and fresh clones report and reuse.
+
+:data:`benchmarks.srl_rl.plans.RUNS_FILE` (``benchmarks/srl_rl_runs.json``, committed) keeps the benchmark's results
+beyond the bench folder (``logs/`` is not in the repository, and the whole benchmark takes longer than one working
+session). Every report records each finished run of the grid there (benchmarks.archive: sorted keys, rewritten
+atomically and only when a record changes): env, observation, seed, the settings that make runs comparable, the
+evaluation curve, steps/s, wall time, the learned model's hash, recipe, GTC and KNN-MSE, the day it finished, the
+machine and the invocation's fingerprint. Invariants:
+
+- a record's key (:func:`archiveKey`) names everything that changes its result: the env plan's steps, evaluation
+  frequency and episodes and env flags, readable; for a learned observation the SRL settings as prepare resolves
+  them (seed, state dimension, epochs, dataset episodes, image size); and a digest of the run's train settings
+  (benchmarks.srl_rl.runs.trainSettings: every setting of args.json that changes a result), which the record holds
+  in full. A later change of a train default (the number of envs, a renderer flag, a network flag) changes the key
+  of every planned run: the benchmark runs again instead of reusing records of other settings;
+- a record is used only when its key, its plan settings, its SRL settings and its train settings are the planned
+  run's, and (learned observations) when its model is the registered one or another training of its recipe
+  (benchmarks.srl_rl.models.sameModel);
+- the file holds records of format :data:`FORMAT` only: a record of another format is refused with a message, never
+  half-read;
+- ``--quick`` keeps its own archive in its bench folder, never the committed one.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from benchmarks.archive import ArchiveError, loadRecords, writeRecords
+from benchmarks.srl_rl.models import registeredFacts, sameModel
+from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
+from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns, specSettings
+from replay.results import Run
+from srl_toolbox.cli import UsageError
+
+# The records' format: 2 keys and records a run by its train settings too (``train``).
+FORMAT = 2
+ARCHIVE_FIELDS = ("format", "env", "observation", "seed", "run", "srl", "train", "eval_timesteps", "eval_rewards")
+# Not compared when a run is archived again: the same run seen by another invocation (another observation set, a
+# report on another machine) keeps its first record.
+NOT_COMPARED = ("fingerprint", "machine")
+
+
+def _jsonNumber(value: float | None) -> float | None:
+    """:return: ``value`` as a float, None for nan or None (JSON has no nan)"""
+    return None if value is None or math.isnan(float(value)) else float(value)
+
+
+def _floatOrNan(value: Any) -> float:
+    """:return: ``value`` as a float, nan for None"""
+    return math.nan if value is None else float(value)
+
+
+def settingsDigest(train: dict[str, Any]) -> str:
+    """:return: a short hash of train settings (benchmarks.srl_rl.runs.trainSettings), the same on every machine"""
+    return hashlib.sha1(json.dumps(train, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
+def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: dict[str, int] | None,
+               train: dict[str, Any]) -> str:
+    """
+    :param env: env id
+    :param observation: the observation
+    :param seed: the run's seed
+    :param run: :meth:`Settings.runSettings` of the env
+    :param srl: :meth:`Settings.srlSettings` of the env for a learned observation, None for the others (their runs do
+        not depend on the SRL settings)
+    :param train: the run's train settings (benchmarks.srl_rl.runs.trainSettings)
+    :return: the record's key in the archive: the plan's and the SRL settings readable, the train settings digested
+    """
+    parts = [env, observation, f"seed{seed}", str(run["algo"]), f"steps{run['steps']}",
+             f"eval{run['eval_freq']}x{run['eval_episodes']}", *run["flags"]]
+    if srl is not None:
+        parts.append("srl " + " ".join(f"{key}={srl[key]}" for key in sorted(srl)))
+    parts.append(f"train {settingsDigest(train)}")
+    return " ".join(parts)
+
+
+def recordProblem(key: str, record: dict[str, Any]) -> str | None:
+    """:return: why an archived record is not one of this format (None: it is)"""
+    lacking = [name for name in ARCHIVE_FIELDS if name not in record]
+    if lacking:
+        return f"lacks {', '.join(lacking)}"
+    if record["format"] != FORMAT:
+        return f"is of format {record['format']!r}, not {FORMAT}"
+    return None
+
+
+def loadArchive(path: str | None) -> dict[str, dict[str, Any]]:
+    """
+    :param path: the archive file (None: no archive)
+    :return: key (:func:`archiveKey`) -> record; empty when there is no archive or no file yet
+    :raises UsageError: the file is not an archive of runs of this format (one line)
+    """
+    if path is None:
+        return {}
+    try:
+        return loadRecords(path, recordProblem)
+    except ArchiveError as error:
+        raise UsageError(f"--runs-file {path!r}: {error}") from None
+
+
+def writeArchive(path: str, entries: dict[str, dict[str, Any]], dropped: Sequence[str] = ()
+                 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """
+    Add records to the archive (a record with the same key is replaced unless only :data:`NOT_COMPARED` differ) and
+    remove others (benchmarks.archive.writeRecords).
+
+    :param path: the archive file
+    :param entries: key -> record to add
+    :param dropped: keys to remove
+    :return: (the archive as written, the keys added, replaced or removed)
+    :raises UsageError: the file is not an archive of runs of this format (one line)
+    """
+    try:
+        return writeRecords(path, entries, dropped, NOT_COMPARED, recordProblem)
+    except ArchiveError as error:
+        raise UsageError(f"--runs-file {path!r}: {error}") from None
+
+
+def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict[str, int] | None,
+                 registered: dict[str, Any] | None, machine: str) -> tuple[str, dict[str, Any]]:
+    """
+    :param settings: the benchmark's settings
+    :param plan: the run's env plan
+    :param record: a finished run of the bench folder, with its train settings
+    :param srl: the env's SRL settings when the run's observation is learned, else None
+    :param registered: the facts (benchmarks.srl_rl.models.modelFacts) of the model registered for the observation
+        (None: none); its GTC, KNN-MSE and recipe are recorded when it is the model the run used (same hash)
+    :param machine: the machine's description
+    :return: (key, record) as the archive keeps them
+    """
+    run = Settings.runSettings(plan)
+    model = None
+    if srl is not None and record.model is not None:
+        model = {"hash": record.model.get("hash"), "recipe": record.model.get("recipe"),
+                 "state_dim": record.model.get("state_dim"), "gtc": None, "knn_mse": None}
+        if registered is not None and registered.get("hash") is not None and registered["hash"] == model["hash"]:
+            model.update(gtc=_jsonNumber(registered.get("gtc")), knn_mse=_jsonNumber(registered.get("knn_mse")),
+                         recipe=registered.get("recipe") or model["recipe"])
+    entry = {"format": FORMAT, "env": record.env, "observation": record.observation, "seed": record.seed, "run": run,
+             "srl": srl, "train": record.train, "fingerprint": settings.fingerprint(),
+             "eval_timesteps": [int(step) for step in record.eval_steps],
+             "eval_rewards": [float(reward) for reward in record.eval_rewards],
+             "rate": _jsonNumber(record.rate), "wall": _jsonNumber(record.wall), "model": model,
+             "date": record.finished or time.strftime("%Y-%m-%d"), "machine": machine}
+    return archiveKey(record.env, record.observation, record.seed, run, srl, record.train or {}), entry
+
+
+def collectRuns(settings: Settings, plans: Sequence[EnvPlan]
+                ) -> tuple[dict[str, list[RunRecord]], dict[str, dict[str, dict[str, Any]]]]:
+    """
+    :param settings: the benchmark's settings
+    :param plans: env plans
+    :return: (env -> the finished runs of its grid in the bench folder, with their train settings, env -> the facts
+        of its registered models: benchmarks.srl_rl.models.registeredFacts)
+    """
+    found, models = {}, {}
+    for plan in plans:
+        models[plan.env] = registeredFacts(settings, plan.env)
+        found[plan.env] = finishedRuns(settings.specs(plan))
+    return found, models
+
+
+def recordRuns(settings: Settings, plans: Sequence[EnvPlan], found: dict[str, list[RunRecord]],
+               models: dict[str, dict[str, dict[str, Any]]], machine: str) -> dict[str, dict[str, Any]]:
+    """
+    Archive the finished runs of the bench folder in ``settings.archive_file`` (nothing without one).
+
+    :param settings: the benchmark's settings
+    :param plans: the env plans of ``found``
+    :param found: env -> finished runs (:func:`collectRuns`)
+    :param models: env -> registered models' facts (:func:`collectRuns`)
+    :param machine: the machine's description
+    :return: the archive after the update
+    """
+    if settings.archive_file is None:
+        return {}
+    entries = {}
+    for plan in plans:
+        srl = settings.srlSettings(plan)
+        for record in found[plan.env]:
+            if record.train is None:  # its train settings are unknown: not archived
+                continue
+            learned = record.observation in settings.learned
+            key, entry = archiveEntry(settings, plan, record, srl if learned else None,
+                                      models[plan.env].get(modelName(record.observation)), machine)
+            entries[key] = entry
+    archive, changed = writeArchive(settings.archive_file, entries)
+    if changed:
+        print(f"Archived {len(changed)} run(s) in {displayPath(settings.archive_file)} ({len(archive)} in all)",
+              flush=True)
+    return archive
+
+
+def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan: EnvPlan, specs: Sequence[Any],
+                    registered: dict[str, dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
+    """
+    :param archive: the archive (:func:`loadArchive`)
+    :param settings: the benchmark's settings
+    :param plan: an env's plan
+    :param specs: run specs of the env
+    :param registered: the facts of the models registered for the env; a learned observation's record is left
+        out when the bench folder registers another model for it (sameModel: no table mixes two recipes)
+    :return: (observation, seed) -> the archived record with the same settings, for the specs that have one
+    """
+    if not archive:
+        return {}
+    run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
+    matches = {}
+    for spec in specs:
+        observation = specObservation(spec)
+        learned = observation in settings.learned
+        expected_srl = srl if learned else None
+        train = specSettings(spec)
+        entry = archive.get(archiveKey(plan.env, observation, int(spec.seed), run, expected_srl, train))
+        if entry is None or (entry["run"], entry["srl"], entry["train"]) != (run, expected_srl, train):
+            continue
+        if learned and not sameModel(registered.get(modelName(observation)), entry.get("model")):
+            continue
+        matches[(observation, int(spec.seed))] = entry
+    return matches
+
+
+def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[str, Any]]) -> list[str]:
+    """
+    Remove from the archive the records of the env, with the current settings, whose learned model is no longer the
+    registered one (trained again by this invocation's prepare with other settings or code: sameModel), as
+    benchmarks.srl_rl.models.dropStaleRuns does with run folders. A record of another training of the same recipe is kept.
+
+    :param settings: the benchmark's settings
+    :param plan: the env's plan
+    :param models: model name -> the facts of the models registered now
+    :return: the keys removed
+    """
+    archive = loadArchive(settings.archive_file)
+    if not archive:
+        return []
+    run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
+    stale = []
+    for key, entry in archive.items():
+        model = modelName(entry["observation"])
+        if (entry["env"], entry["run"], entry["srl"]) != (plan.env, run, srl) or model not in models:
+            continue
+        if not sameModel(models[model], entry.get("model")):
+            stale.append(key)
+    if stale:
+        writeArchive(settings.archive_file, {}, stale)
+    return stale
+
+
+def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
+    """
+    :param entry: an archived record
+    :return: the run as the analysis reads it (``archived`` set; its model facts with nan for a missing GTC/KNN-MSE)
+    """
+    steps = np.asarray(entry["eval_timesteps"], dtype=np.float64)
+    rewards = np.asarray(entry["eval_rewards"], dtype=np.float64)
+    args = {"env": entry["env"], "srl_model": entry["observation"], "seed": int(entry["seed"]),
+            "algo": entry["run"]["algo"], "num_timesteps": int(entry["run"]["steps"])}
+    evaluations = {"timesteps": steps, "results": rewards[:, None]} if steps.size else None
+    model = entry.get("model")
+    if model is not None:
+        model = {**model, "gtc": _floatOrNan(model.get("gtc")), "knn_mse": _floatOrNan(model.get("knn_mse"))}
+    key = archiveKey(entry["env"], entry["observation"], int(entry["seed"]), entry["run"], entry["srl"], entry["train"])
+    return RunRecord(Run(f"archive: {key}", args, {}, evaluations), steps, rewards, _floatOrNan(entry.get("rate")),
+                     _floatOrNan(entry.get("wall")), model, str(entry.get("date", "")), archived=True,
+                     machine=str(entry.get("machine", "")), train=entry["train"])
+
+
+def archiveNote(records: Sequence[RunRecord], path: str) -> str:
+    """
+    :param records: an env's runs in the report
+    :param path: the archive file
+    :return: the sentence that says which of them come from the archive, when, and on which machine
+    """
+    archived = [record for record in records if record.archived]
+    machines = sorted({record.machine for record in archived if record.machine})
+    where = f" on {'; '.join(machines)}" if machines else ""
+    source = f"the archive of finished runs (`{displayPath(path)}`)"
+    if len(archived) == len(records):
+        return f"The {len(records)} runs shown come from {source}: finished {dateSpan(archived)}{where}."
+    return (f"{len(archived)} of these {len(records)} runs come from {source} (finished {dateSpan(archived)}{where}); "
+            "the others from the bench folder.")

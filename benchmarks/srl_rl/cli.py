@@ -1,0 +1,207 @@
+"""The SRL + RL benchmark's command line: ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``).
+
+``--help`` explains the step budgets. Invariants: every input is checked (budgets, evaluation frequency,
+observations, ``--rerun`` envs, the archive's format, the train flags, writable folders) before anything is written
+or run; ``--quick`` works in its own folder with its own archive and leaves docs/ untouched; an interrupted run
+archives the runs that finished before it exits.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from benchmarks.documents import machineDescription
+from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
+from benchmarks.srl_rl.plans import (
+    ARCHIVE_NAME,
+    BUDGET_NOTE,
+    DEFAULT_BENCH_DIR,
+    DOC_FILE,
+    GROUND_TRUTH,
+    IMAGE_DIR,
+    OBSERVATIONS,
+    PLANS,
+    QUICK_BENCH_DIR,
+    QUICK_OBSERVATIONS,
+    QUICK_PLANS,
+    RAW_PIXELS,
+    ROOT,
+    RUNS_FILE,
+    Settings,
+    learnedObservations,
+)
+from benchmarks.srl_rl.report import report
+from benchmarks.srl_rl.running import runEverything
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt
+
+PROG = "python -m benchmarks.srl_rl"
+
+
+def parseBudgets(values: Sequence[str], envs: Sequence[str]) -> dict[str, int]:
+    """
+    :param values: ``ENV=STEPS`` items of --budget
+    :param envs: the valid env ids
+    :return: env -> steps
+    :raises UsageError: malformed item, unknown env or non-positive steps
+    """
+    budgets = {}
+    for value in values:
+        env, _, steps = value.partition("=")
+        if env not in envs:
+            raise UsageError(f"--budget {value!r}: unknown env {env!r}; valid choices: {', '.join(envs)} (ENV=STEPS)")
+        try:
+            budgets[env] = positiveInt(steps)
+        except Exception:  # argparse.ArgumentTypeError
+            raise UsageError(f"--budget {value!r}: {steps!r} is not a positive number of steps (ENV=STEPS)") from None
+    return budgets
+
+
+def buildParser() -> CLIParser:
+    """:return: the benchmark's parser"""
+    parser = CLIParser(prog=PROG, description="SRL + RL benchmark: does a learned state representation help ppo2 "
+                       "learn? One table and one figure per env.", epilog=BUDGET_NOTE)
+    parser.add_argument("--env", nargs="+", choices=list(PLANS), default=list(PLANS), help="envs [both]")
+    parser.add_argument("--observations", nargs="+", choices=list(OBSERVATIONS), default=None, metavar="OBS",
+                        help=f"observations [all: {' '.join(OBSERVATIONS)}; --quick: {' '.join(QUICK_OBSERVATIONS)}]")
+    parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [3; --quick: 2]")
+    parser.add_argument("--first-seed", type=int, default=0, help="seeds are FIRST, FIRST+1, ... [0]")
+    parser.add_argument("--budget", nargs="+", default=[], metavar="ENV=STEPS",
+                        help="env steps per run for an env, instead of the plan's "
+                             f"[{', '.join(f'{p.env}={p.steps}' for p in PLANS.values())}]")
+    parser.add_argument("--eval-freq", type=positiveInt, default=None, help="steps between evaluations "
+                        f"[{', '.join(f'{p.env} {p.eval_freq}' for p in PLANS.values())}]")
+    parser.add_argument("--eval-episodes", type=positiveInt, default=None, help="episodes per evaluation "
+                        f"[{', '.join(f'{p.env} {p.eval_episodes}' for p in PLANS.values())}]")
+    parser.add_argument("--srl-seed", type=int, default=0, help="seed of the datasets and SRL trainings [0]")
+    parser.add_argument("--state-dim", type=positiveInt, default=None, help="SRL state dimension [prepare's per env]")
+    parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
+    parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
+    parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
+    parser.add_argument("--nice", type=int, choices=range(0, 20), default=10, metavar="0..19",
+                        help="niceness of prepare and the runs [10]")
+    parser.add_argument("--bench-dir", default=None, help="the benchmark's folder: SRL config file, models, runs; "
+                        f"relative to the current directory [{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
+    parser.add_argument("--runs-file", default=None, help="the archive of finished runs, written by every report and "
+                        "reused by later invocations with the same settings "
+                        f"[{os.path.relpath(RUNS_FILE, ROOT)}; --quick: <bench-dir>/{ARCHIVE_NAME}]")
+    parser.add_argument("--rerun", nargs="+", choices=list(PLANS), default=[], metavar="ENV",
+                        help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
+                             "the bench folder are still kept); their new runs replace the archived records")
+    parser.add_argument("--doc", default=None, help="markdown file whose 'Does SRL help?' block is replaced "
+                        "[docs/srl.md; --quick: <bench-dir>/srl_rl.md]")
+    parser.add_argument("--image-dir", default=None, help="folder of the learning-curve PNGs "
+                        "[docs/images; --quick: <bench-dir>/images]")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: write the section and the figures "
+                        "from the finished runs")
+    parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it, and draw no "
+                        "figure unless --image-dir is given")
+    parser.add_argument("--no-append", action="store_true", help="do not append the speed table to docs/benchmarks.md")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bars in prepare and the pipeline")
+    parser.add_argument("--quick", action="store_true", help="tiny datasets and budgets, 2 seeds, 3 observations, in "
+                        "its own folder: checks the whole chain in a few minutes; docs/ untouched")
+    return parser
+
+
+def settingsFrom(args: Any) -> Settings:
+    """
+    :param args: the parsed command line
+    :return: the benchmark's settings
+    :raises UsageError: a budget, evaluation frequency, observation or --rerun env that cannot be used
+    """
+    base_plans = QUICK_PLANS if args.quick else PLANS
+    budgets = parseBudgets(args.budget, list(base_plans))
+    plans = []
+    for env in dict.fromkeys(args.env):
+        plan = dataclasses.replace(base_plans[env], steps=budgets.get(env, base_plans[env].steps))
+        plan = dataclasses.replace(plan, eval_freq=args.eval_freq or min(plan.eval_freq, plan.steps),
+                                   eval_episodes=args.eval_episodes or plan.eval_episodes)
+        if plan.eval_freq > plan.steps:
+            raise UsageError(f"--eval-freq {plan.eval_freq} is more than the {plan.steps} steps of a {env} run: no "
+                             "evaluation would run")
+        plans.append(plan)
+    observations = list(dict.fromkeys(args.observations or (QUICK_OBSERVATIONS if args.quick else OBSERVATIONS)))
+    learned = learnedObservations(observations)
+    unknown = [name for name in observations if name not in learned and name not in (GROUND_TRUTH, RAW_PIXELS)]
+    if unknown:
+        raise UsageError(f"--observations {' '.join(unknown)}: not an installed learned SRL model")
+    bench_dir = os.path.abspath(args.bench_dir or (QUICK_BENCH_DIR if args.quick else DEFAULT_BENCH_DIR))
+    base = next((folder for folder in (ROOT, os.getcwd()) if isInside(bench_dir, folder)), ROOT)
+    extra = [*(["--state-dim", str(args.state_dim)] if args.state_dim else []),
+             *(["--epochs", str(args.srl_epochs)] if args.srl_epochs else []),
+             *(["--episodes", str(args.srl_episodes)] if args.srl_episodes else [])]
+    archive = (os.path.abspath(args.runs_file) if args.runs_file
+               else os.path.join(bench_dir, ARCHIVE_NAME) if args.quick else RUNS_FILE)
+    rerun = [env for env in args.rerun if env not in dict.fromkeys(args.env)]
+    if rerun:
+        raise UsageError(f"--rerun {' '.join(rerun)}: not among the envs run (--env {' '.join(args.env)})")
+    others = []
+    for env in base_plans:
+        if env in args.env:
+            continue
+        plan = dataclasses.replace(base_plans[env], steps=budgets.get(env, base_plans[env].steps))
+        plan = dataclasses.replace(plan, eval_freq=args.eval_freq or min(plan.eval_freq, plan.steps),
+                                   eval_episodes=args.eval_episodes or plan.eval_episodes)
+        if plan.eval_freq <= plan.steps:  # else no run of it can exist: not reported
+            others.append(plan)
+    return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 3), args.first_seed,
+                    os.path.relpath(bench_dir, base) if isInside(bench_dir, base) else bench_dir, args.srl_seed,
+                    extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
+                    archive_file=archive, extra_plans=others)
+
+
+def isInside(path: str, folder: str) -> bool:
+    """
+    :param path: an absolute path
+    :param folder: an absolute folder
+    :return: ``path`` is ``folder`` or lies below it
+    """
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code (0: every run finished; 1: something failed or is missing)
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = buildParser().parse_args(argv)
+    settings = settingsFrom(args)
+    bench_dir = os.path.join(settings.base, settings.bench_dir)
+    loadArchive(settings.archive_file)  # a broken archive is refused before anything runs
+    doc = None if args.no_doc else (os.path.abspath(args.doc) if args.doc
+                                    else os.path.join(bench_dir, "srl_rl.md") if args.quick else DOC_FILE)
+    image_dir = (os.path.abspath(args.image_dir) if args.image_dir else None if args.no_doc
+                 else os.path.join(bench_dir, "images") if args.quick else IMAGE_DIR)
+    checkWritableFolder(bench_dir, "--bench-dir")
+    if image_dir is not None:
+        checkWritableFolder(image_dir, "--image-dir")
+    if doc is not None:
+        checkWritableFolder(os.path.dirname(doc), "--doc")
+    if settings.archive_file is not None:
+        checkWritableFolder(os.path.dirname(settings.archive_file), "--runs-file")
+    for plan in settings.plans:
+        settings.specs(plan)  # train's parser checks the shared flags before anything runs
+    os.chdir(settings.base)  # the commands and their paths are relative to the base folder
+    machine = machineDescription(("torch", "stable_baselines3", "pybullet"))
+    print(f"Machine: {machine}", flush=True)
+    failed, finished_now = False, 0
+    if not args.report_only:
+        os.makedirs(bench_dir, exist_ok=True)
+        try:
+            failed, finished_now = runEverything(settings, args.rerun)
+        except KeyboardInterrupt:
+            try:  # the runs that finished survive in the archive even if the bench folder does not
+                plans = settings.reportPlans()
+                recordRuns(settings, plans, *collectRuns(settings, plans), machine)
+            except KeyboardInterrupt:
+                pass
+            print(f"\nInterrupted: the same command again goes on from there ({PROG} --report-only ... writes the "
+                  "section from the runs that finished)", file=sys.stderr)
+            return 130
+    command = " ".join([PROG, *argv])
+    append = not (args.quick or args.no_append) and finished_now > 0
+    code = report(settings, command, machine, doc, image_dir, append, args.rerun)
+    return 1 if failed else code

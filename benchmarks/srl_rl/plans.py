@@ -1,0 +1,430 @@
+"""The SRL + RL benchmark's plans: what one invocation runs, and its command lines.
+
+:class:`Settings` holds one invocation: the envs' plans (:data:`PLANS`, or :data:`QUICK_PLANS` with ``--quick``), the
+observations in table order (:data:`OBSERVATIONS`: the env's own two, the learned models, the :data:`VARIANTS`), the
+seeds and the bench folder. It makes the prepare command (every learned model of an env on one dataset), the
+pipeline commands and the run specs. Invariants:
+
+- the run specs are exactly those of the pipeline commands (the same train flags, through
+  rl_baselines.sweeps.sweep.expandGrid): the runs a report reads are the runs the commands made;
+- a variant is a learned model with further train flags: its runs have run ids, rows and archive keys of their own,
+  on the model that prepare trained for the others;
+- the paths are this checkout's (:data:`ROOT`); the bench folder is relative to :attr:`Settings.base`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from rl_baselines.sweeps.sweep import expandGrid
+from srl_models import prepare
+from srl_models.registry import learnedModels
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+MOBILE = "MobileRobotGymEnv-v0"
+KUKA = "KukaButtonGymEnv-v0"
+ALGO = "ppo2"
+GROUND_TRUTH = "ground_truth"
+RAW_PIXELS = "raw_pixels"
+GT_SCALE = "srl_splits_gt_scale"
+# The observations compared, in table order: the env's own two, then the learned models (prepared by
+# srl_models.prepare), the reference encoders (supervised, random, pca) first, then the variants (VARIANTS).
+OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "supervised", "random", "pca", "autoencoder", "vae", "inverse",
+                "robotic_priors", "srl_combination", "srl_splits", GT_SCALE)
+QUICK_OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "vae")
+THRESHOLD_FRACTION = 0.9
+SECTION_TITLE = "## Does SRL help?"
+START_MARKER = "<!-- bench-srl-rl: start (written by python -m benchmarks.srl_rl; edits inside are replaced) -->"
+END_MARKER = "<!-- bench-srl-rl: end -->"
+DOC_FILE = os.path.join(ROOT, "docs", "srl.md")
+IMAGE_DIR = os.path.join(ROOT, "docs", "images")
+DEFAULT_BENCH_DIR = os.path.join("logs", "bench_srl_rl")
+QUICK_BENCH_DIR = os.path.join("logs", "bench_srl_rl_quick")
+TIMING_FILE = "timing.json"
+# The archive of finished runs, committed: what later sessions and fresh clones report and reuse.
+RUNS_FILE = os.path.join(ROOT, "benchmarks", "srl_rl_runs.json")
+ARCHIVE_NAME = "srl_rl_runs.json"  # --quick: its own archive, in its bench folder
+PAPER = ("Raffin et al., \"Decoupling feature extraction from policy learning: assessing benefits of state "
+         "representation learning in goal based robotics\" (2019)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Variant:
+    """
+    A learned model handed to the agent with further train flags: a row of its own, with runs of its own (their run
+    ids and archive keys differ from the model's plain runs), on the model that prepare trained for the others.
+
+    :param model: the learned model it uses
+    :param flags: the train flags its runs get besides the env's
+    :param arg: the args.json setting those flags turn on, which tells its runs from the model's plain ones
+    :param description: what it is, for the docs section
+    """
+
+    model: str
+    flags: tuple[str, ...]
+    arg: str
+    description: str
+
+
+VARIANTS = {
+    GT_SCALE: Variant("srl_splits", ("--srl-ground-truth-scale",), "srl_ground_truth_scale",
+                      "srl_splits handed to the agent at the size of the env's ground truth (train's "
+                      "--srl-ground-truth-scale: the normalised state times sqrt(ground-truth dim / state dim))"),
+}
+
+
+def modelName(observation: str) -> str:
+    """:return: the learned model (or env observation) an observation's runs use: a variant's model, else itself"""
+    return VARIANTS[observation].model if observation in VARIANTS else observation
+
+
+def variantFlags(observation: str) -> tuple[str, ...]:
+    """:return: the train flags an observation's runs get besides the env's (a variant's, else none)"""
+    return VARIANTS[observation].flags if observation in VARIANTS else ()
+
+
+def specObservation(spec: Any) -> str:
+    """
+    :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
+    :return: the observation (row) it belongs to: a variant when its model and flags are the variant's
+    """
+    for name, variant in VARIANTS.items():
+        if spec.srl_model == variant.model and all(flag in spec.train_args for flag in variant.flags):
+            return name
+    return str(spec.srl_model)
+
+
+def argsObservation(args: dict[str, Any]) -> str:
+    """
+    :param args: a run's args.json
+    :return: the observation (row) it belongs to: a variant when its model and setting are the variant's
+    """
+    for name, variant in VARIANTS.items():
+        if args.get("srl_model") == variant.model and args.get(variant.arg):
+            return name
+    return str(args["srl_model"])
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvPlan:
+    """
+    What the benchmark runs on one env.
+
+    :param env: env id
+    :param task: the task's name in the paper's table
+    :param steps: env steps per run
+    :param eval_freq: env steps between two evaluations
+    :param eval_episodes: episodes per evaluation
+    :param flags: env flags shared by the dataset (prepare) and the runs (train), e.g. ``--random-target``
+    :param episode_length: typical evaluation episode length, for the time estimate only
+    :param prepare_flags: further prepare flags (the quick mode's tiny datasets)
+    :param run_flags: env flags of the runs only, e.g. ``--force-down``: the arm moves as in the datasets, which
+        environments.dataset_generator always records with force_down
+    """
+
+    env: str
+    task: str
+    steps: int
+    eval_freq: int
+    eval_episodes: int
+    flags: tuple[str, ...] = ()
+    episode_length: int = 250
+    prepare_flags: tuple[str, ...] = ()
+    run_flags: tuple[str, ...] = ()
+
+
+# Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
+# pixel-based runs; BUDGET_NOTE is shown by --help and written into the docs section.
+PLANS = {
+    MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=50_000, eval_freq=5_000, eval_episodes=5),
+    # a deterministic arm that has not learned yet plays the whole 1000 steps of an episode: 3 evaluation episodes
+    KUKA: EnvPlan(KUKA, "Arm random target", steps=50_000, eval_freq=5_000, eval_episodes=3,
+                  flags=("--random-target",), episode_length=500, run_flags=("--force-down",)),
+}
+QUICK_PLANS = {
+    MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=1024, eval_freq=512, eval_episodes=1,
+                    prepare_flags=("--episodes", "2", "--epochs", "1")),
+    # an untrained deterministic arm often plays the whole 1000 steps of an episode: one short evaluation
+    KUKA: EnvPlan(KUKA, "Arm random target", steps=512, eval_freq=512, eval_episodes=1, flags=("--random-target",),
+                  episode_length=1000, prepare_flags=("--episodes", "10", "--epochs", "1"), run_flags=("--force-down",)),
+}
+BUDGET_NOTE = (
+    "Step budgets: ground truth should converge and the pixel-based runs be measured clearly, in about 3-4 hours on 2 "
+    "cores. Measured with `python -m rl_baselines.train --algo ppo2 --srl-model ground_truth --no-vis` (seeds 0 and "
+    "1, mean training reward of the last 50 episodes, exploration included): on MobileRobotGymEnv-v0 it is 208-212 "
+    "after 30k steps, 223-228 after 40k and 226-230 up to 60k, so 50k steps (an evaluation of 5 episodes of 250 steps "
+    "every 5k); on KukaButtonGymEnv-v0 with --random-target --force-down (the arm moves as in its dataset, never "
+    "up) the deterministic evaluation (3 episodes, at most 5 each) reached the maximum, 5.0, after 15k steps (seed 0) "
+    "and 25k (seed 1) and stayed there up to 35k, so 50k steps too (an evaluation of 3 episodes every 5k). Without "
+    "--force-down the arm may move up, and ground truth (seed 0) learned to hover above the table for whole "
+    "1000-step episodes without pressing once in 50k steps. The "
+    "pixel-based runs take most of the time: rendering (and encoding) every frame, 2 runs at a time with their "
+    "evaluations, ppo2 ran 82-142 steps/s on MobileRobot (911 with ground truth) and 48-87 on Kuka (172 with ground "
+    "truth; docs/benchmarks.md). Measured: prepare about 7 minutes per env on free cores (9 models, one after the "
+    "other), the runs 3 h 53 min of train commands on MobileRobot (about 1 h 56 min 2 at a time; 2026-11-24, under "
+    "load) and 6 h 15 min on Kuka (about 3 h 07 min; 2026-11-25): about 5 h 20 min in all on 2 cores (the script "
+    "prints its own estimate, and the time left as it goes).")
+
+# Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
+# training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
+ANCHOR: dict[str, dict[str, tuple[float, float]]] = {
+    GROUND_TRUTH: {MOBILE: (234.4, 1.3), KUKA: (4.2, 0.5)},
+    "supervised": {MOBILE: (213.5, 6.0), KUKA: (3.1, 0.3)},
+    RAW_PIXELS: {MOBILE: (231.5, 3.1), KUKA: (2.6, 0.3)},
+    "random": {MOBILE: (208.0, 6.1), KUKA: (4.1, 0.3)},
+    "autoencoder": {MOBILE: (192.6, 8.9), KUKA: (3.4, 0.3)},
+    "srl_combination": {MOBILE: (183.6, 9.6), KUKA: (2.9, 0.3)},
+    "srl_splits": {MOBILE: (232.1, 2.2), KUKA: (3.7, 0.3)},
+    "robotic_priors": {MOBILE: (6.2, 3.1)},
+}
+ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples of a random policy, mean reward "
+               "+/- standard error at the end of training (at most 250 on navigation, 5 on the arm). Their SRL splits: "
+               "reconstruction + reward on 198 dimensions, inverse dynamics on 2, weights 1/1/2. The arm's rewards "
+               "are on the paper's scale: KukaButtonGymEnv-v0 gives +1 for every step the gripper touches the button, "
+               "-1 outside the work area or on the table, and ends an episode after 5 steps pressing in all (or on "
+               "the table, or after 1000 steps), as the original toolbox does, so a return is at most 5.")
+# Rough steps/s of one ppo2 run beside another on 2 free cores, for the time estimate before any run finished (then
+# the finished runs' own rates are used): docs/benchmarks.md has ppo2 at about 1,800 steps/s with ground truth on
+# MobileRobot, 168 with raw pixels and 209-281 with a VAE; Kuka renders about 175 frames/s and steps about 700/s.
+EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 1500.0, RAW_PIXELS: 168.0, "learned": 220.0},
+                 KUKA: {GROUND_TRUTH: 600.0, RAW_PIXELS: 100.0, "learned": 125.0}}
+EXPECTED_PREPARE_S = 200.0  # one learned model trained and evaluated by prepare, one after the other
+
+
+def learnedObservations(observations: Sequence[str]) -> list[str]:
+    """
+    :param observations: observation names
+    :return: those that use a learned SRL model (prepared by ``srl_models.prepare``; the variants of one included),
+        in order
+    """
+    learned = set(learnedModels())
+    return [name for name in observations if modelName(name) in learned]
+
+
+def shown(command: Sequence[str], nice: int = 0) -> str:
+    """
+    :param command: a command line without the interpreter
+    :param nice: niceness it runs with (0: none)
+    :return: it as typed in a shell from the repository root
+    """
+    return " ".join([*(["nice", "-n", str(nice)] if nice else []), "python", *(shlex.quote(part) for part in command)])
+
+
+def counted(number: int, noun: str) -> str:
+    """:return: ``1 run``, ``2 runs``: the number and the noun, plural unless the number is 1"""
+    return f"{number} {noun}{'' if number == 1 else 's'}"
+
+
+def duration(seconds: float) -> str:
+    """:return: seconds as ``1 h 05 min``, ``12 min`` or ``40 s``"""
+    if seconds >= 3600:
+        return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} min"
+    return f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"
+
+
+def displayPath(path: str) -> str:
+    """
+    :param path: a file or folder
+    :return: it relative to the repository root when inside it, else absolute
+    """
+    relative = os.path.relpath(os.path.abspath(path), ROOT)
+    return os.path.abspath(path) if relative.startswith("..") else relative
+
+
+@dataclasses.dataclass
+class Settings:
+    """
+    Everything one invocation of the benchmark runs and reads.
+
+    :param plans: the envs' plans, in order
+    :param observations: the observations compared, in table order
+    :param learned: those that use a learned model (prepared by ``srl_models.prepare``; variants included)
+    :param seeds: seeds per observation
+    :param first_seed: the first seed (then +1, +2, ...)
+    :param bench_dir: the benchmark's folder as given to the commands (relative to ``base`` when inside it, so that
+        the run ids do not depend on where the checkout lives)
+    :param srl_seed: seed of the datasets and the SRL trainings
+    :param prepare_extra: further prepare flags (state dimension, epochs, episodes)
+    :param workers: runs at a time
+    :param nice: niceness of prepare and the runs
+    :param no_progress: no progress bars in prepare and the pipeline
+    :param own_datasets: record the datasets in ``<bench-dir>/data`` (the quick mode's tiny ones) rather than in
+        prepare's default folder, where other prepare commands with the same settings reuse them
+    :param base: the folder the commands run in, which a relative ``bench_dir`` is relative to (the repository root,
+        or the current directory when the bench folder lies there and not in the repository)
+    :param archive_file: the archive of finished runs that are reported and reused (:data:`RUNS_FILE`; None: none)
+    :param extra_plans: the plan set's other envs, reported (never run) when they have finished or archived runs
+    """
+
+    plans: list[EnvPlan]
+    observations: list[str]
+    learned: list[str]
+    seeds: int
+    first_seed: int = 0
+    bench_dir: str = DEFAULT_BENCH_DIR
+    srl_seed: int = 0
+    prepare_extra: list[str] = dataclasses.field(default_factory=list)
+    workers: int = 2
+    nice: int = 10
+    no_progress: bool = False
+    own_datasets: bool = False
+    base: str = ROOT
+    archive_file: str | None = None
+    extra_plans: list[EnvPlan] = dataclasses.field(default_factory=list)
+
+    @property
+    def config_file(self) -> str:
+        """The benchmark's SRL config file, where prepare registers the models."""
+        return os.path.join(self.bench_dir, "srl_models.yaml")
+
+    @property
+    def runs_dir(self) -> str:
+        """Root of the run folders."""
+        return os.path.join(self.bench_dir, "runs")
+
+    @property
+    def srl_dir(self) -> str:
+        """Root of the SRL model folders."""
+        return os.path.join(self.bench_dir, "srl")
+
+    @property
+    def timing_file(self) -> str:
+        """The accumulated wall time of the stages."""
+        return os.path.join(self.bench_dir, TIMING_FILE)
+
+    @property
+    def models(self) -> list[str]:
+        """The learned models that prepare trains: those of :attr:`learned`, a variant's once, in order."""
+        return list(dict.fromkeys(modelName(name) for name in self.learned))
+
+    def trainFlags(self, plan: EnvPlan) -> list[str]:
+        """
+        :param plan: an env's plan
+        :return: the train flags every run of the env gets (besides algo, env, srl-model, seed)
+        """
+        return [*plan.flags, *plan.run_flags, "--num-timesteps", str(plan.steps), "--eval-freq", str(plan.eval_freq),
+                "--eval-episodes", str(plan.eval_episodes), "--srl-config-file", self.config_file]
+
+    def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
+                        seeds: Sequence[int] | None = None) -> list[str]:
+        """
+        :param plan: an env's plan
+        :param observations: the observations to run, all with the same :func:`variantFlags` (default: the
+            benchmark's without a variant's flags)
+        :param seeds: consecutive seeds to run (default: all of the benchmark's)
+        :return: the pipeline command line (without the interpreter)
+        """
+        seeds = list(seeds) if seeds is not None else list(range(self.first_seed, self.first_seed + self.seeds))
+        if observations is None:
+            observations = [name for name in self.observations if not variantFlags(name)]
+        flags = {variantFlags(name) for name in observations}
+        if len(flags) != 1:
+            raise ValueError(f"observations with different train flags in one pipeline command: {observations}")
+        return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model",
+                *(modelName(name) for name in observations), "--num-iteration", str(len(seeds)),
+                "--seed", str(seeds[0]), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
+                *(["--no-progress"] if self.no_progress else []), *self.trainFlags(plan), *flags.pop()]
+
+    def gridCommands(self, plan: EnvPlan) -> list[list[str]]:
+        """
+        :param plan: an env's plan
+        :return: the pipeline commands of the whole grid: one per set of train flags (the plain observations, then
+            each variant's)
+        """
+        groups: dict[tuple[str, ...], list[str]] = {}
+        for name in self.observations:
+            groups.setdefault(variantFlags(name), []).append(name)
+        return [self.pipelineCommand(plan, names) for names in groups.values()]
+
+    def pipelineCommands(self, plan: EnvPlan, specs: Sequence[Any]) -> list[list[str]]:
+        """
+        :param plan: an env's plan
+        :param specs: the runs to give the pipeline (it skips the finished ones itself)
+        :return: as few pipeline command lines as cover exactly these runs: one per set of observations that need the
+            same seeds and train flags and per stretch of consecutive seeds (one command for a grid without variants)
+        """
+        seeds_of: dict[str, set[int]] = {}
+        for spec in specs:
+            seeds_of.setdefault(specObservation(spec), set()).add(int(spec.seed))
+        groups: dict[tuple[tuple[str, ...], tuple[int, ...]], list[str]] = {}
+        for name in self.observations:
+            if name in seeds_of:
+                groups.setdefault((variantFlags(name), tuple(sorted(seeds_of[name]))), []).append(name)
+        commands = []
+        for (_, seeds), names in groups.items():
+            stretch = [seeds[0]]
+            for seed in [*seeds[1:], None]:
+                if seed is not None and seed == stretch[-1] + 1:
+                    stretch.append(seed)
+                    continue
+                commands.append(self.pipelineCommand(plan, names, stretch))
+                stretch = [seed] if seed is not None else []
+        return commands
+
+    def prepareCommand(self, plan: EnvPlan) -> list[str]:
+        """
+        :param plan: an env's plan
+        :return: the prepare command line (without the interpreter): all the learned models at once, on one dataset
+        """
+        return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.models, *plan.flags, "--seed",
+                str(self.srl_seed), "--num-cpu", str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file",
+                self.config_file, *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets
+                                    else []), *plan.prepare_flags, *self.prepare_extra,
+                *(["--no-progress"] if self.no_progress else [])]
+
+    def specs(self, plan: EnvPlan) -> list[Any]:
+        """
+        :param plan: an env's plan
+        :return: the pipeline's run specs (rl_baselines.sweeps.sweep.RunSpec, with their run ids) of this configuration:
+            the plain observations', then each variant's (:func:`specObservation` tells which row a spec is)
+        """
+        seeds = range(self.first_seed, self.first_seed + self.seeds)
+        runs_dir = os.path.join(self.base, self.runs_dir)
+        specs = expandGrid([ALGO], [plan.env], [name for name in self.observations if name not in VARIANTS], seeds,
+                           self.trainFlags(plan), runs_dir, self.base)
+        for name in self.observations:
+            if name in VARIANTS:
+                specs += expandGrid([ALGO], [plan.env], [modelName(name)], seeds,
+                                    [*self.trainFlags(plan), *variantFlags(name)], runs_dir, self.base)
+        return specs
+
+    def fingerprint(self) -> str:
+        """:return: a short hash of what the benchmark computes (keys the accumulated wall time)"""
+        text = json.dumps([[dataclasses.asdict(plan) for plan in self.plans], self.observations, self.seeds,
+                           self.first_seed, self.srl_seed, self.prepare_extra], sort_keys=True)
+        return hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
+
+    def reportPlans(self) -> list[EnvPlan]:
+        """:return: the envs the report covers (the chosen ones and :attr:`extra_plans`), in the order of PLANS"""
+        order = list(PLANS)
+        return sorted([*self.plans, *self.extra_plans],
+                      key=lambda plan: order.index(plan.env) if plan.env in order else len(order))
+
+    @staticmethod
+    def runSettings(plan: EnvPlan) -> dict[str, Any]:
+        """
+        :param plan: an env's plan
+        :return: the settings that make two runs of the env comparable (with the observation and the seed)
+        """
+        return {"algo": ALGO, "steps": plan.steps, "eval_freq": plan.eval_freq, "eval_episodes": plan.eval_episodes,
+                "flags": [*plan.flags, *plan.run_flags]}
+
+    def srlSettings(self, plan: EnvPlan) -> dict[str, int] | None:
+        """
+        :param plan: an env's plan
+        :return: the settings of its learned models as prepare resolves them (its per-env defaults filled in):
+            seed, state_dim, epochs, episodes, img_size; None when no learned model is compared
+        """
+        if not self.learned:
+            return None
+        args = prepare.buildParser().parse_args(self.prepareCommand(plan)[2:])
+        defaults = prepare.envDefaults(plan.env)
+        return {"seed": int(args.seed), "state_dim": args.state_dim or defaults.state_dim,
+                "epochs": args.epochs or defaults.epochs, "episodes": args.episodes or defaults.episodes,
+                "img_size": int(args.img_shape[1]) if args.img_shape else defaults.img_size}

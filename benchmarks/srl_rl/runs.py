@@ -1,0 +1,243 @@
+"""The SRL + RL benchmark's finished runs, as the analysis reads them, and the settings that make them comparable.
+
+A finished run of the bench folder is the pipeline's run folder of a spec (``done.json``): its args.json, its
+monitor files and its deterministic evaluations (``evaluations.npz``) become a :class:`RunRecord`. Invariants:
+
+- a run's train settings (:func:`trainSettings`) are those its train command line gives, as args.json records them
+  before the train command resolves the device, the learned model's folder and its image size, without the settings
+  that do not change a result (:data:`NOT_A_RESULT`); the archive keys a run by them, so that a later change of a
+  train default makes the benchmark run again instead of reusing old records;
+- a finished run whose args.json says it was made with other train settings than its spec's (a default changed
+  since) is not this configuration's: skipped by the report, deleted before the runs (:func:`dropRunsOfOtherSettings`);
+- an unreadable run folder is skipped with a warning, never fatal: the report says which runs are missing.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from benchmarks.srl_rl.plans import argsObservation, specObservation
+from replay.results import Run
+from rl_baselines.runs.evaluation import readEvaluations
+from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.sweeps.sweep import finishedFolder, parseTrainArgs
+from srl_toolbox.files import readJson
+
+# Train settings that do not change a run's result: where it is written and what it reads its model from (the model
+# is identified by its hash), how it is shown, the device (the runs are on the CPU), how often it saves a checkpoint,
+# a replay buffer or its best model, and the window of its reward plot.
+NOT_A_RESULT = frozenset({"log_dir", "run_folder", "tag", "resume", "port", "no_vis", "no_progress", "device",
+                          "tensorboard_log", "srl_config_file", "srl_log_folder", "srl_model_path", "checkpoint_freq",
+                          "buffer_save_freq", "min_episodes_save", "episode_window"})
+
+
+def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param args: a run's train arguments, as args.json records them
+    :return: those that change its result, sorted by name: without :data:`NOT_A_RESULT`, and without an algorithm's
+        flag left unset (an unset ``hp_<name>`` says nothing, as in args.json)
+    """
+    return {name: value for name, value in sorted(args.items())
+            if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
+
+
+# Settings the train command resolves from others (a learned model's image size, the model a run continues): args.json
+# holds the resolved value where the command line left it open, so they are not compared with the command line's.
+RESOLVED = frozenset({"img_shape", "latest", "load_rl_model_path"})
+
+
+def specSettings(spec: Any) -> dict[str, Any]:
+    """
+    :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
+    :return: the :func:`trainSettings` of its train command line, as train's parser gives them (JSON values)
+    """
+    args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
+    return trainSettings({name: list(value) if isinstance(value, tuple) else value
+                          for name, value in vars(args).items()})
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """
+    What the analysis needs from one finished run.
+
+    :param run: the run as the comparison tools read it (args, episodes, evaluations)
+    :param eval_steps: timesteps of the evaluations, shape (n,) (empty without evaluations.npz)
+    :param eval_rewards: mean reward of each evaluation's episodes, shape (n,)
+    :param rate: training steps per second of the monitor clock (evaluations included), nan when unknown
+    :param wall: seconds of the whole train command (the sweep's done.json), nan when unknown
+    :param model: the learned model the run used (its srl_model.json: hash, state_dim; an archived record also has
+        gtc and knn_mse), None for ground truth and raw pixels
+    :param finished: the day it finished (YYYY-MM-DD), empty when unknown
+    :param archived: it comes from the archive of finished runs, not from a run folder
+    :param machine: the machine it ran on (archived records), empty when unknown
+    :param train: its :func:`trainSettings` (those of its spec for a run of the bench folder, the recorded ones for
+        an archived run), None when unknown
+    """
+
+    run: Any
+    eval_steps: np.ndarray
+    eval_rewards: np.ndarray
+    rate: float = math.nan
+    wall: float = math.nan
+    model: dict[str, Any] | None = None
+    finished: str = ""
+    archived: bool = False
+    machine: str = ""
+    train: dict[str, Any] | None = None
+
+    @property
+    def env(self) -> str:
+        """The run's env id."""
+        return str(self.run.args["env"])
+
+    @property
+    def observation(self) -> str:
+        """The run's row: its --srl-model, or the variant its settings make it (:func:`argsObservation`)."""
+        return argsObservation(self.run.args)
+
+    @property
+    def seed(self) -> int:
+        """The run's seed."""
+        return int(self.run.args["seed"])
+
+    @property
+    def steps(self) -> int:
+        """The env steps it was asked to train."""
+        return int(self.run.args.get("num_timesteps", 0))
+
+
+def loadRun(folder: str) -> RunRecord:
+    """
+    :param folder: a run folder of ``rl_baselines.train`` (args.json, monitor/, evaluations.npz when evaluated)
+    :return: its record (empty evaluation arrays when it has no evaluations.npz)
+    :raises OSError, ValueError, KeyError: args.json is missing or unreadable, or evaluations.npz is malformed
+    """
+    args = readJson(os.path.join(folder, "args.json"))
+    if not isinstance(args, dict) or not all(key in args for key in ("env", "srl_model", "seed")):
+        raise ValueError("args.json lacks env, srl_model or seed")
+    episodes = loadEpisodes(os.path.join(folder, "monitor"))
+    evaluations = readEvaluations(folder)
+    run = Run(folder, args, episodes, evaluations)
+    curve = run.evaluationCurve()
+    steps, rewards = curve if curve is not None else (np.zeros(0), np.zeros(0))
+    trained, clock = episodes["timesteps"], episodes["times"]
+    rate = float(trained[-1] / clock.max()) if trained.size and clock.max() > 0 else math.nan
+    marker = os.path.join(folder, "done.json")
+    done = readJson(marker) if os.path.isfile(marker) else {}
+    wall = float(done.get("wall_time_s", math.nan))
+    model_file = os.path.join(folder, "srl_model.json")
+    model = readJson(model_file) if os.path.isfile(model_file) else None
+    model = {"hash": model.get("hash"), "state_dim": model.get("state_dim")} if isinstance(model, dict) else None
+    finished = str(done.get("finished_at", ""))[:10]
+    return RunRecord(run, steps, rewards, rate, wall, model, finished)
+
+
+def loadRuns(folders: Sequence[str]) -> list[RunRecord]:
+    """
+    :param folders: finished run folders
+    :return: their records (an unreadable one is skipped with a warning)
+    """
+    records = []
+    for folder in folders:
+        try:
+            records.append(loadRun(folder))
+        except (OSError, ValueError, KeyError) as error:
+            print(f"warning: skipping {folder}: {error}", file=sys.stderr)
+    return records
+
+
+def finishedRunFolders(specs: Sequence[Any]) -> list[str]:
+    """
+    :param specs: run specs
+    :return: the folders of those that finished (done.json), in spec order
+    """
+    return [folder for spec in specs if (folder := finishedFolder(spec)) is not None]
+
+
+def missingRuns(specs: Sequence[Any]) -> dict[str, int]:
+    """
+    :param specs: an env's run specs
+    :return: observation -> runs not finished yet
+    """
+    missing: dict[str, int] = {}
+    for spec in specs:
+        if finishedFolder(spec) is None:
+            missing[specObservation(spec)] = missing.get(specObservation(spec), 0) + 1
+    return missing
+
+
+def dateSpan(records: Sequence[RunRecord]) -> str:
+    """
+    :param records: runs
+    :return: the days they finished, ``D`` or ``D1 to D2`` (``on an unknown day`` when none is known)
+    """
+    days = sorted({record.finished for record in records if record.finished})
+    if not days:
+        return "on an unknown day"
+    return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+
+
+def otherSettings(train: dict[str, Any], args: dict[str, Any]) -> list[str]:
+    """
+    :param train: a spec's :func:`specSettings`
+    :param args: the args.json of a run made for it
+    :return: the settings the run was made with otherwise, sorted (a train default changed since: the pipeline's run
+        id names only the settings that differ from the defaults); one absent from args.json (a flag added since)
+        counts; those the train command resolves (:data:`RESOLVED`) are left aside
+    """
+    recorded = trainSettings(args)
+    return sorted(name for name, value in train.items()
+                  if name not in RESOLVED and (name not in recorded or recorded[name] != value))
+
+
+def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
+    """
+    :param specs: run specs
+    :return: the records of those that finished, in spec order, each with its spec's :func:`specSettings`; a run made
+        with other train settings (:func:`otherSettings`) or unreadable is skipped with a warning
+    """
+    records = []
+    for spec in specs:
+        folder = finishedFolder(spec)
+        if folder is None:
+            continue
+        train = specSettings(spec)
+        for record in loadRuns([folder]):
+            changed = otherSettings(train, record.run.args)
+            if changed:
+                print(f"warning: skipping {folder}: made with other train settings ({', '.join(changed)})",
+                      file=sys.stderr)
+                continue
+            records.append(dataclasses.replace(record, train=train))
+    return records
+
+
+def dropRunsOfOtherSettings(specs: Sequence[Any]) -> list[str]:
+    """
+    Delete the finished runs made with other train settings than their spec's (:func:`otherSettings`), so that the
+    pipeline, which takes a run folder by its run id, runs them again with the current ones.
+
+    :param specs: run specs
+    :return: the deleted folders
+    """
+    dropped = []
+    for spec in specs:
+        folder = finishedFolder(spec)
+        if folder is None:
+            continue
+        try:
+            args = readJson(os.path.join(folder, "args.json"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(args, dict) and otherSettings(specSettings(spec), args):
+            shutil.rmtree(folder)
+            dropped.append(folder)
+    return dropped

@@ -1,0 +1,71 @@
+"""The files the benchmarks share: the run archive (benchmarks.archive) and the doc writer (benchmarks.documents)."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from benchmarks.archive import ArchiveError, loadRecords, writeRecords
+from benchmarks.documents import appendReport, replaceHeadingSection, replaceMarkedSection, rewriteDocument
+
+
+def test_the_archive_is_rewritten_atomically_and_only_when_a_record_changes(tmp_path) -> None:
+    path = str(tmp_path / "runs.json")
+    assert loadRecords(path) == {}
+    archive, changed = writeRecords(path, {"b": {"value": 1, "machine": "here"}, "a": {"value": (2, 3)}},
+                                    not_compared=("machine",))
+    assert sorted(changed) == ["a", "b"] and archive["a"] == {"value": [2, 3]}  # as JSON holds it
+    text = open(path).read()
+    assert text == json.dumps(loadRecords(path), indent=2, sort_keys=True) + "\n" and text.index('"a"') < text.index('"b"')
+    inode, modified = os.stat(path).st_ino, os.stat(path).st_mtime_ns
+    # the same records again, or one seen on another machine: the file is left alone
+    assert writeRecords(path, {"a": {"value": [2, 3]}, "b": {"value": 1, "machine": "there"}},
+                        not_compared=("machine",))[1] == []
+    assert (os.stat(path).st_ino, os.stat(path).st_mtime_ns) == (inode, modified)
+    # a new result replaces the record, a dropped key goes; the file is replaced in one rename, nothing left beside it
+    archive, changed = writeRecords(path, {"b": {"value": 5}}, dropped=["a", "absent"])
+    assert changed == ["a", "b"] and archive == {"b": {"value": 5}} == loadRecords(path)
+    assert os.stat(path).st_ino != inode and os.listdir(tmp_path) == ["runs.json"]
+
+
+@pytest.mark.parametrize("text, message", [("[1]", "not a JSON object of run records"), ("{", "cannot be read as JSON"),
+                                           ('{"k": 3}', "the record 'k' not a JSON object"),
+                                           ('{"k": {}}', "the record 'k' lacks x")])
+def test_a_broken_archive_is_refused(tmp_path, text, message) -> None:
+    path = tmp_path / "runs.json"
+    path.write_text(text)
+    with pytest.raises(ArchiveError, match=message):
+        loadRecords(str(path), lambda key, record: None if "x" in record else "lacks x")
+    with pytest.raises(ArchiveError):
+        writeRecords(str(path), {"new": {"x": 1}}, check=lambda key, record: None if "x" in record else "lacks x")
+    assert path.read_text() == text
+
+
+def test_sections_are_replaced_in_place_and_the_rest_kept(tmp_path) -> None:
+    text = "# Doc\n\n## Table\n\nold table\n\n## Later\n\nkept\n"
+    replaced = replaceHeadingSection(text, "## Table", "## Table\n\nnew table\n")
+    assert replaced == "# Doc\n\n## Table\n\nnew table\n\n## Later\n\nkept\n"
+    assert replaceHeadingSection("# Doc\n", "## Table", "## Table\n\nt\n") == "# Doc\n\n## Table\n\nt\n"
+    start, end = "<!-- s -->", "<!-- e -->"
+    marked = replaceMarkedSection(replaced, "one", "## Marked", start, end)
+    assert marked == replaced + f"\n## Marked\n\n{start}\none\n{end}\n"
+    assert replaceMarkedSection(marked, "two\n", "## Marked", start, end) == replaced + f"\n## Marked\n\n{start}\ntwo\n{end}\n"
+    # a heading section replaced before the marked one never takes a marker with it
+    again = replaceHeadingSection(marked, "## Later", "## Later\n\nchanged\n")
+    assert again.count(start) == 1 and again.count(end) == 1
+    doc = tmp_path / "doc.md"
+    rewriteDocument(str(doc), lambda old: old + "appended\n", "# New\n")
+    rewriteDocument(str(doc), lambda old: old.replace("appended", "changed"))
+    assert doc.read_text() == "# New\nchanged\n" and os.listdir(tmp_path) == ["doc.md"]
+
+
+def test_a_result_block_is_appended_with_its_command_and_machine(tmp_path) -> None:
+    path = tmp_path / "benchmarks.md"
+    appendReport("Speed", "python -m benchmarks.env_speed", "how", "| a |", packages=("numpy",), path=str(path),
+                 target="bench")
+    appendReport("Speed", "python -m benchmarks.env_speed --seconds 1", "how", "| b |", packages=(), path=str(path))
+    text = path.read_text()
+    assert text.startswith("# srl-toolbox benchmarks\n\n## Speed (") and text.count("## Speed (") == 2
+    assert "- Command: `python -m benchmarks.env_speed` (also run by `make bench`)\n" in text and "numpy " in text
+    assert text.index("| a |") < text.index("| b |") and os.listdir(tmp_path) == ["benchmarks.md"]
