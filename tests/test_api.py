@@ -13,13 +13,19 @@ import pytest
 import torch
 from conftest import REPO
 
+import rl_baselines
+from rl_baselines import api
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.runs import train
+from rl_baselines.runs.loaded_run import playEpisodes
+from srl_toolbox.cli import runCommand
+
 GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
 
 
 def cliError(argv: list[str], capsys: pytest.CaptureFixture) -> str:
     """:return: the message ``python -m rl_baselines.train ARGV`` prints after ``error:`` (run in this process)"""
-    from rl_baselines.runs import train
-    from srl_toolbox.cli import runCommand
 
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
@@ -40,7 +46,6 @@ def cliError(argv: list[str], capsys: pytest.CaptureFixture) -> str:
     ({"no_such_flag": 3}, ["--no-such-flag", "3"]),
 ])
 def test_bad_input_raises_the_commands_message_and_writes_nothing(tmp_path, capsys, keywords, argv):
-    from rl_baselines import api
 
     log_dir = tmp_path / "logs"
     expected = cliError(["--no-vis", "--no-progress", "--log-dir", str(log_dir), *argv], capsys)
@@ -55,7 +60,6 @@ def test_bad_input_raises_the_commands_message_and_writes_nothing(tmp_path, caps
 
 
 def test_flags_pass_through_as_keywords(tmp_path):
-    from rl_baselines import api
 
     config = api.makeConfig(algo="ppo_lstm", srl_model="ground_truth", log_dir=tmp_path, ortho_init=False,
                             continuous_actions=True, random_target=False, img_shape=[3, 48, 48], learning_rate=1e-4,
@@ -73,7 +77,6 @@ def test_flags_pass_through_as_keywords(tmp_path):
 
 
 def test_cli_still_sets_one_thread_and_the_api_sets_what_it_is_asked(capsys):
-    from rl_baselines import api, train
 
     before = torch.get_num_threads()
     try:
@@ -92,7 +95,6 @@ def test_cli_still_sets_one_thread_and_the_api_sets_what_it_is_asked(capsys):
 @pytest.fixture(scope="module")
 def apiRun(tmp_path_factory):
     """A tiny ppo2 run trained through the API with 2 torch threads set by the caller: (result, threads after)."""
-    from rl_baselines import api
 
     before = torch.get_num_threads()
     torch.set_num_threads(2)
@@ -109,8 +111,6 @@ def test_train_leaves_torch_threads_alone(apiRun):
 
 
 def test_train_returns_the_agent_and_its_run_folder(apiRun):
-    from rl_baselines.core.base import BaseRLObject
-    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
     result, _ = apiRun
     assert result.exit_code == 0 and result.num_timesteps == 256
@@ -122,7 +122,6 @@ def test_train_returns_the_agent_and_its_run_folder(apiRun):
 
 
 def test_load_acts_like_the_trained_agent(apiRun):
-    from rl_baselines import api
 
     result, _ = apiRun
     run = api.loadRun(result.run_dir)
@@ -140,7 +139,6 @@ def test_load_acts_like_the_trained_agent(apiRun):
 
 
 def test_evaluate_round_trip_is_reproducible_and_leaves_the_generators(apiRun):
-    from rl_baselines import api
 
     result, _ = apiRun
     monitor_files = sorted(os.listdir(os.path.join(result.run_dir, "monitor")))
@@ -160,7 +158,6 @@ def test_evaluate_round_trip_is_reproducible_and_leaves_the_generators(apiRun):
 
 
 def test_load_and_evaluate_errors(tmp_path, apiRun):
-    from rl_baselines import api
 
     with pytest.raises(api.UsageError, match=r"^run_dir '.*' holds no run \(no args.json\)"):
         api.loadRun(tmp_path)
@@ -207,7 +204,6 @@ def test_play_episodes_shares_them_out_among_envs():
     """Short episodes of one env must not fill the count: each env plays its share."""
     from stable_baselines3.common.vec_env import DummyVecEnv
 
-    from rl_baselines.runs.loaded_run import playEpisodes
 
     env = DummyVecEnv([lambda: _FixedLengthEnv(2), lambda: _FixedLengthEnv(7)])
     agent = _ZeroAgent()
@@ -217,8 +213,6 @@ def test_play_episodes_shares_them_out_among_envs():
 
 
 def test_package_exports_the_api_lazily():
-    import rl_baselines
-    from rl_baselines import api
 
     assert set(rl_baselines._API_NAMES) == set(api.__all__)
     assert rl_baselines.trainAgent is api.trainAgent and "loadRun" in dir(rl_baselines)
@@ -232,7 +226,6 @@ def test_package_exports_the_api_lazily():
 
 def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     """The python blocks of docs/python_api.md, in order, in one namespace, in an empty folder."""
-    from rl_baselines import api
 
     with open(os.path.join(REPO, "docs", "python_api.md"), encoding="utf-8") as handle:
         text = handle.read()

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+from environments.dataset_generator import LOCK_FILE
 from srl_toolbox.locks import acquireLock, lockPathFor, tryLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,7 +53,6 @@ def test_lock_path_for_a_target_is_outside_its_folder_and_spelling_independent(t
 
 
 def test_dataset_generator_refuses_a_partial_folder_another_process_writes(tmp_path):
-    from environments.dataset_generator import LOCK_FILE
 
     partial = tmp_path / ".data.partial"
     partial.mkdir()

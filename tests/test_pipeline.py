@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import REPO, runFolder, runModule, runTrain
 
+from benchmarks.sweep_speed import startRayHead, stopRayHead
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -337,7 +338,6 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
             log_dir, "--no-vis", "--no-progress", "--executor", "ray", *TRAIN_FLAGS]
     specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
     monkeypatch.syspath_prepend(REPO)  # the benchmark's Ray head helpers, also under a plain `pytest`
-    from benchmarks.sweep_speed import startRayHead, stopRayHead
 
     head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
     try:

@@ -11,8 +11,8 @@ import pytest
 from conftest import runModule
 from scipy import stats
 
-from rl_baselines.runs import train
 from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold
+from rl_baselines.runs import train
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 

@@ -10,6 +10,13 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain
 
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs.factory import createEnvs, findVecNormalize
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
+from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.runs.train import baseParser
+
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
 PIXEL_SHAPE = ("3", "40", "40")
@@ -49,7 +56,6 @@ def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
 
 
 def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
-    from rl_baselines.runs.train import baseParser
 
     parser = algo_class.customArguments(baseParser())
     args = parser.parse_args(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "256",
@@ -64,8 +70,6 @@ def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
 
 @pytest.mark.parametrize("algo_name", ["ppo2", "a2c"])
 def test_save_load_gives_same_actions(tmp_path, algo_name):
-    from rl_baselines.core.registry import registered_rl
-    from rl_baselines.envs.factory import createEnvs
 
     algo_class = registered_rl[algo_name][0]
     algo, args = _trainInProcess(algo_class, tmp_path)
@@ -78,7 +82,6 @@ def test_save_load_gives_same_actions(tmp_path, algo_name):
     np.testing.assert_allclose(algo.getActionProba(observations), loaded.getActionProba(observations))
     # the replay env restores the training normalisation exactly, frozen
     replay_env = createEnvs(args, load_path_normalise=str(tmp_path / "saved"))
-    from rl_baselines.envs.factory import findVecNormalize
 
     trained, restored = findVecNormalize(algo.env), findVecNormalize(replay_env)
     np.testing.assert_array_equal(trained.obs_rms.mean, restored.obs_rms.mean)
@@ -88,7 +91,6 @@ def test_save_load_gives_same_actions(tmp_path, algo_name):
 
 
 def test_random_agent_round_trip(tmp_path):
-    from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 
     algo, args = _trainInProcess(RandomAgentModel, tmp_path, continuous_actions=True)
     path = str(tmp_path / "random_agent_model.json")
@@ -103,7 +105,6 @@ def test_random_agent_round_trip(tmp_path):
 
 
 def test_continue_training_from_saved_model(tmp_path, trainedRun):
-    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
     first = PPO2Model.load(os.path.join(trainedRun, "ppo2_model.zip"))
     result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
@@ -145,7 +146,6 @@ def test_enjoy_best_model_and_mp4(tmp_path, trainedRun):
 
 def test_same_seed_same_episodes(tmp_path):
     """Same seed, same machine, same command: identical episodes (rewards and lengths)."""
-    from rl_baselines.runs.monitor_files import loadEpisodes
 
     def episodes(folder: str) -> tuple:
         run_dir = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",

@@ -9,10 +9,12 @@ import os
 
 import pytest
 
+from rl_baselines import api
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs.factory import envKwargsFromArgs, makeSingleEnv
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
-from rl_baselines.runs.train_config import TrainConfig, argsNamespace, upgradeArgsRecord
+from rl_baselines.runs.train_config import TrainConfig, argsNamespace, checkedValue, upgradeArgsRecord
 
 ENV = "MobileRobotGymEnv-v0"
 
@@ -52,7 +54,6 @@ def test_validate_builds_a_frozen_config_and_leaves_the_arguments_alone(tmp_path
 
 
 def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> None:
-    from rl_baselines.envs.factory import envKwargsFromArgs, makeSingleEnv
 
     argv = ["--algo", "ppo2", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
             str(tmp_path), "--no-vis"]
@@ -135,7 +136,6 @@ def test_the_parser_is_generated_from_the_fields() -> None:
 
 
 def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> None:
-    from rl_baselines import api
 
     given = TrainConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,
                         log_dir=str(tmp_path), num_timesteps=500, img_shape=(3, 48, 48), hyperparam=("gamma:0.9",))
@@ -154,7 +154,6 @@ def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> N
 
 
 def test_python_values_are_read_by_the_flags_parsers() -> None:
-    from rl_baselines.runs.train_config import checkedValue
 
     assert checkedValue("num_timesteps", 1e3) == 1000 and checkedValue("seed", None) == 0
     assert checkedValue("img_shape", [3, 32, 32]) == (3, 32, 32)
