@@ -18,8 +18,6 @@ from rl_baselines.sweeps import pipeline, sweep
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import UsageError
 
-
-
 SMALL = ["--observations", "ground_truth", "raw_pixels", "vae", "--seeds", "2"]
 
 

@@ -33,6 +33,15 @@ from rl_baselines.core.run_folder import RunFolder
 from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
 from srl_toolbox.files import readJson
+from srl_toolbox.settings import (
+    addSettingFlags,
+    checkedSetting,
+    derived,
+    flagWords,
+    setting,
+    settingArguments,
+    settingFields,
+)
 
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
@@ -40,39 +49,6 @@ DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format: 2 adds ``args_format`` itself; files without it (format 1) are upgraded by upgradeArgsRecord.
 ARGS_FORMAT = 2
 ARGS_FORMAT_KEY = "args_format"
-
-
-def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = None, nargs: int | str | None = None,
-            metavar: Any = None, hidden: bool = False) -> Any:
-    """
-    Declare a train flag: the field's default is the flag's.
-
-    :param default: the default value (a bool field is a switch, off by default)
-    :param doc: the help text (``--help`` adds the default); ``{algos}``/``{envs}`` list the installed ones
-    :param flags: the flag names, long one last (default: ``--`` and the field name with ``-`` for ``_``)
-    :param parse: the function that reads the value from the command line (default: the field's type)
-    :param nargs: argparse's nargs (``"+"`` extends a list over repeated flags)
-    :param metavar: argparse's metavar
-    :param hidden: left out of ``--help`` (set by other commands, not by people)
-    :return: the dataclass field
-    """
-    return dataclasses.field(default=default, metadata={"kind": "flag", "doc": doc, "flags": tuple(flags),
-                                                        "parse": parse, "nargs": nargs, "metavar": metavar,
-                                                        "hidden": hidden})
-
-
-def derived(doc: str, default: Any = None, factory: Any = None) -> Any:
-    """
-    Declare a field that is no flag: resolved by validation, or set by the run as it goes.
-
-    :param doc: what it holds
-    :param default: its value until set
-    :param factory: a function making the default (for mappings)
-    :return: the dataclass field
-    """
-    if factory is not None:
-        return dataclasses.field(default_factory=factory, metadata={"kind": "derived", "doc": doc})
-    return dataclasses.field(default=default, metadata={"kind": "derived", "doc": doc})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,12 +156,12 @@ class TrainConfig:
     @classmethod
     def flagFields(cls) -> tuple[str, ...]:
         """:return: the names of the fields that hold a flag of the shared parser"""
-        return tuple(field.name for field in dataclasses.fields(cls) if field.metadata["kind"] == "flag")
+        return tuple(settingFields(cls))
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
         """:return: every flag's default, by field name"""
-        return {field.name: field.default for field in dataclasses.fields(cls) if field.metadata["kind"] == "flag"}
+        return {name: field.default for name, field in settingFields(cls).items()}
 
     @classmethod
     def fromRecord(cls, record: Mapping[str, Any], **derived: Any) -> TrainConfig:
@@ -306,83 +282,18 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
     :param env_ids: installed envs, listed in the help of --env
     :return: the parser
     """
-    lists = {"{algos}": ", ".join(algo_names) or "a registered name",
-             "{envs}": ", ".join(env_ids) or "a registered id"}
-    for field in dataclasses.fields(TrainConfig):
-        meta = field.metadata
-        if meta["kind"] != "flag":
-            continue
-        flags = meta["flags"] or (f"--{field.name.replace('_', '-')}",)
-        options: dict[str, Any] = {"dest": field.name}
-        doc = meta["doc"]
-        for name, names in lists.items():
-            doc = doc.replace(name, names)
-        # no default to show for a switch, an unset value or an empty list; a help ending in [...] says its own
-        if meta["hidden"]:
-            options["help"] = argparse.SUPPRESS
-        elif field.default is None or field.default is False or field.default == () or doc.endswith("]"):
-            options["help"] = doc
-        else:
-            options["help"] = f"{doc} [{field.default}]"
-        if field.default is False:
-            options["action"] = "store_true"
-        elif meta["nargs"] == "+":
-            options.update(action="extend", nargs="+", default=list(field.default))
-        else:
-            options["default"] = field.default
-            if meta["nargs"] is not None:
-                options["nargs"] = meta["nargs"]
-            options["type"] = meta["parse"] or _FIELD_TYPES.get(field.type, str)
-        if meta["metavar"] is not None:
-            options["metavar"] = meta["metavar"]
-        parser.add_argument(*flags, **options)
-    return parser
-
-
-# The command-line parser of a field without its own, by the field's type as written (postponed annotations).
-_FIELD_TYPES = {"int": int, "float": float, "str": str, "str | None": str}
-
-
-def _flagName(field: dataclasses.Field) -> str:
-    """:return: the flag as argparse names it in its messages (``--num-timesteps``, ``-c/--continuous-actions``)"""
-    return "/".join(field.metadata["flags"] or (f"--{field.name.replace('_', '-')}",))
-
-
-def _parsedItem(field: dataclasses.Field, value: Any) -> Any:
-    """:return: one value read by the field's parser from its text, as the command line reads it"""
-    parse = field.metadata["parse"] or _FIELD_TYPES.get(field.type, str)
-    text = repr(value) if isinstance(value, float) else os.fspath(value) if isinstance(value, os.PathLike) else str(value)
-    try:
-        return parse(text)
-    except argparse.ArgumentTypeError as error:
-        raise ValueError(f"argument {_flagName(field)}: {error}") from None
-    except (TypeError, ValueError):
-        raise ValueError(f"argument {_flagName(field)}: invalid {getattr(parse, '__name__', 'value')} value: "
-                         f"{text!r}") from None
+    return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
+                                                 "{envs}": ", ".join(env_ids) or "a registered id"})
 
 
 def checkedValue(name: str, value: Any) -> Any:
     """
-    :param name: a flag field's name
+    :param name: a train flag's field name
     :param value: its value given from Python (None for the default)
-    :return: the value as the flag's parser reads it, so that Python and the command line accept the same values
+    :return: the value as the flag's parser reads it (:func:`srl_toolbox.settings.checkedSetting`)
     :raises ValueError: a value the flag refuses, in argparse's words
     """
-    field = _FLAG_FIELDS[name]
-    if value is None:
-        return field.default
-    if field.default is False:
-        if not isinstance(value, bool):
-            raise ValueError(f"argument {_flagName(field)}: a switch takes True or False, not {value!r}")
-        return value
-    if field.metadata["nargs"] == "+":
-        return tuple(str(item) for item in ([value] if isinstance(value, str) else value))
-    if field.metadata["nargs"] is not None:
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
-        if len(items) != field.metadata["nargs"]:
-            raise ValueError(f"argument {_flagName(field)}: expected {field.metadata['nargs']} arguments")
-        return tuple(_parsedItem(field, item) for item in items)
-    return _parsedItem(field, value)
+    return checkedSetting(TrainConfig, name, value)
 
 
 def commandArguments(config: TrainConfig, own_flags: Mapping[str, Any]) -> list[str]:
@@ -392,32 +303,15 @@ def commandArguments(config: TrainConfig, own_flags: Mapping[str, Any]) -> list[
     :return: the train command's arguments that give it (settings at their default left out; the algorithm's own
         flags as ``--<name>`` for ``hp_<name>`` and ``--<dest>`` for the others), for a subprocess or to show
     """
-    words: list[str] = []
-    for name, field in _FLAG_FIELDS.items():
-        value, flag = getattr(config, name), (field.metadata["flags"] or (f"--{name.replace('_', '-')}",))[-1]
-        if field.metadata["hidden"] or value == field.default:
-            continue
-        words += _flagWords(flag, value)
+    words = settingArguments(config)
     for name, value in sorted(config.extra.items()):
         if name not in own_flags or value == own_flags[name]:
             continue
         if name.startswith("hp_") and isinstance(value, bool):  # a hyperparameter flag takes true/false
             words += [f"--{name[3:].replace('_', '-')}", str(value).lower()]
         elif value is not None and value is not False:
-            words += _flagWords(f"--{(name[3:] if name.startswith('hp_') else name).replace('_', '-')}", value)
+            words += flagWords(f"--{(name[3:] if name.startswith('hp_') else name).replace('_', '-')}", value)
     return words
-
-
-def _flagWords(flag: str, value: Any) -> list[str]:
-    """:return: a flag and its value as command-line words (a switch alone, a list as several words)"""
-    if value is True:
-        return [flag]
-    if isinstance(value, (list, tuple)):
-        return [flag, *(repr(item) if isinstance(item, float) else str(item) for item in value)]
-    return [flag, repr(value) if isinstance(value, float) else str(value)]
-
-
-_FLAG_FIELDS = {field.name: field for field in dataclasses.fields(TrainConfig) if field.metadata["kind"] == "flag"}
 
 
 def argsNamespace(args: TrainConfig | argparse.Namespace) -> argparse.Namespace:

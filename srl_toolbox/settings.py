@@ -1,0 +1,177 @@
+"""Settings declared once: a dataclass field per command-line flag, and the parser, the Python checks and the command
+line generated from the fields (CleanRL's ``@dataclass Args``, with argparse).
+
+A command's settings are a dataclass whose flag fields are made by :func:`setting` (default, help, flag names, the
+function that reads the value); fields that are not flags (values resolved or produced later) are made by
+:func:`derived`. From the class:
+
+- :func:`addSettingFlags` adds one argparse flag per flag field (a bool field is a switch, ``nargs="+"`` extends a
+  list over repeated flags, the help shows the default unless it ends with its own ``[...]``);
+- :func:`checkedSetting` reads a value given from Python with the same function as the flag, so that Python and the
+  command line accept and refuse the same values, in argparse's words;
+- :func:`settingArguments` writes the command-line words that give an instance (settings at their default left
+  out), for a subprocess or to show.
+
+Invariant: a flag's name, default, parser and help exist only in its field.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+# The parser of a field without its own, by the field's type as written (postponed annotations).
+FIELD_TYPES = {"int": int, "float": float, "str": str, "str | None": str, "int | None": int, "float | None": float}
+
+
+def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = None, nargs: int | str | None = None,
+            metavar: Any = None, hidden: bool = False) -> Any:
+    """
+    Declare a flag: the field's default is the flag's.
+
+    :param default: the default value (a bool field is a switch, off by default)
+    :param doc: the help text (``--help`` adds the default); placeholders such as ``{algos}`` are filled by
+        :func:`addSettingFlags`'s ``substitutions``
+    :param flags: the flag names, long one last (default: ``--`` and the field name with ``-`` for ``_``)
+    :param parse: the function that reads the value from the command line (default: the field's type)
+    :param nargs: argparse's nargs (``"+"`` extends a list over repeated flags)
+    :param metavar: argparse's metavar
+    :param hidden: left out of ``--help`` (set by other commands, not by people)
+    :return: the dataclass field
+    """
+    return dataclasses.field(default=default, metadata={"kind": "flag", "doc": doc, "flags": tuple(flags),
+                                                        "parse": parse, "nargs": nargs, "metavar": metavar,
+                                                        "hidden": hidden})
+
+
+def derived(doc: str, default: Any = None, factory: Any = None) -> Any:
+    """
+    Declare a field that is no flag: resolved by validation, or set as the command goes.
+
+    :param doc: what it holds
+    :param default: its value until set
+    :param factory: a function making the default (for mappings)
+    :return: the dataclass field
+    """
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata={"kind": "derived", "doc": doc})
+    return dataclasses.field(default=default, metadata={"kind": "derived", "doc": doc})
+
+
+def settingFields(cls: type) -> dict[str, dataclasses.Field]:
+    """:return: the flag fields of a settings dataclass, by name, in declaration order"""
+    return {field.name: field for field in dataclasses.fields(cls) if field.metadata.get("kind") == "flag"}
+
+
+def flagNames(field: dataclasses.Field) -> tuple[str, ...]:
+    """:return: a flag field's option strings, long one last"""
+    return field.metadata["flags"] or (f"--{field.name.replace('_', '-')}",)
+
+
+def _parser(field: dataclasses.Field) -> Any:
+    """:return: the function that reads the field's value from its text"""
+    return field.metadata["parse"] or FIELD_TYPES.get(field.type, str)
+
+
+def addSettingFlags(parser: argparse.ArgumentParser, cls: type, substitutions: Mapping[str, str] | None = None
+                    ) -> argparse.ArgumentParser:
+    """
+    :param parser: the command's parser
+    :param cls: a settings dataclass
+    :param substitutions: placeholder -> text, replaced in the help texts (installed algorithms, envs, ...)
+    :return: the parser, with one flag per flag field of ``cls``
+    """
+    for field in settingFields(cls).values():
+        meta = field.metadata
+        doc = meta["doc"]
+        for placeholder, text in (substitutions or {}).items():
+            doc = doc.replace(placeholder, text)
+        options: dict[str, Any] = {"dest": field.name}
+        # no default to show for a switch, an unset value or an empty list; a help ending in [...] says its own
+        if meta["hidden"]:
+            options["help"] = argparse.SUPPRESS
+        elif field.default is None or field.default is False or field.default == () or doc.endswith("]"):
+            options["help"] = doc
+        else:
+            options["help"] = f"{doc} [{field.default}]"
+        if field.default is False:
+            options["action"] = "store_true"
+        elif meta["nargs"] == "+":
+            options.update(action="extend", nargs="+", default=list(field.default))
+        else:
+            options.update(default=field.default, type=_parser(field))
+            if meta["nargs"] is not None:
+                options["nargs"] = meta["nargs"]
+        if meta["metavar"] is not None:
+            options["metavar"] = meta["metavar"]
+        parser.add_argument(*flagNames(field), **options)
+    return parser
+
+
+def _text(value: Any) -> str:
+    """:return: a value as the command line writes it (every digit of a float kept)"""
+    if isinstance(value, float):
+        return repr(value)
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _parsedItem(field: dataclasses.Field, value: Any) -> Any:
+    """:return: one value read by the field's parser from its text, as the command line reads it"""
+    parse, text, name = _parser(field), _text(value), "/".join(flagNames(field))
+    try:
+        return parse(text)
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"argument {name}: {error}") from None
+    except (TypeError, ValueError):
+        raise ValueError(f"argument {name}: invalid {getattr(parse, '__name__', 'value')} value: {text!r}") from None
+
+
+def checkedSetting(cls: type, name: str, value: Any) -> Any:
+    """
+    :param cls: a settings dataclass
+    :param name: one of its flag fields
+    :param value: its value given from Python (None for the default)
+    :return: the value as the flag's parser reads it
+    :raises ValueError: a value the flag refuses, in argparse's words
+    """
+    field = settingFields(cls)[name]
+    flag = "/".join(flagNames(field))
+    if value is None:
+        return field.default
+    if field.default is False:
+        if not isinstance(value, bool):
+            raise ValueError(f"argument {flag}: a switch takes True or False, not {value!r}")
+        return value
+    if field.metadata["nargs"] == "+":
+        return tuple(_text(item) for item in ([value] if isinstance(value, str) else value))
+    if field.metadata["nargs"] is not None:
+        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        if len(items) != field.metadata["nargs"]:
+            raise ValueError(f"argument {flag}: expected {field.metadata['nargs']} arguments")
+        return tuple(_parsedItem(field, item) for item in items)
+    return _parsedItem(field, value)
+
+
+def flagWords(flag: str, value: Any) -> list[str]:
+    """:return: a flag and its value as command-line words (a switch alone, a list as several words)"""
+    if value is True:
+        return [flag]
+    if isinstance(value, (list, tuple)):
+        return [flag, *map(_text, value)]
+    return [flag, _text(value)]
+
+
+def settingArguments(settings: Any) -> list[str]:
+    """
+    :param settings: an instance of a settings dataclass
+    :return: the command-line words that give it: each flag whose value is not its default (hidden flags left out)
+    """
+    words: list[str] = []
+    for name, field in settingFields(type(settings)).items():
+        value = getattr(settings, name)
+        if field.metadata["hidden"] or value == field.default or value is None or value is False:
+            continue
+        words += flagWords(flagNames(field)[-1], value)
+    return words
