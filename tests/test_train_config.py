@@ -128,7 +128,7 @@ def test_the_parser_is_generated_from_the_fields() -> None:
     args = parser.parse_args([])
     for field in dataclasses.fields(TrainConfig):
         if field.name in TrainConfig.flagFields():
-            default = getattr(args, field.name)
+            default = vars(args)[field.name]
             assert (tuple(default) if isinstance(default, list) else default) == field.default, field.name
     text = parser.format_help()
     assert "env steps to train [1000000]" in text and "-c, --continuous-actions" in text

@@ -20,7 +20,7 @@ import numpy as np
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import restoreRun
-from rl_baselines.core.hyperparams import Hyperparam, Interval
+from rl_baselines.core.hyperparams import Hyperparam, Interval, givenFlags
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
 from srl_toolbox.cli import UsageError
 
@@ -263,10 +263,7 @@ class BaseRLObject(abc.ABC):
         spec = cls.hyperparamSpec()
         hyperparams = {name: hyperparam.default for name, hyperparam in spec.items()}
         hyperparams.update(saved or {})
-        for name in spec:
-            value = getattr(args, f"hp_{name}", None)
-            if value is not None:
-                hyperparams[name] = value
+        hyperparams.update(givenFlags(args, spec))
         hyperparams.update(train_kwargs or {})
         return hyperparams
 

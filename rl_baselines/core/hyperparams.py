@@ -19,6 +19,7 @@ Invariant: a declared default lies inside its bounds and choices, and a numeric 
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,3 +153,18 @@ class Hyperparam:
             return (list, list(self.search))
         kind = int if self.kind is int else float
         return (kind, tuple(self.search[:2]), *self.search[2:])
+
+
+def givenFlags(args: Any, names: Iterable[str]) -> dict[str, Any]:
+    """
+    :param args: a run's arguments (a Namespace or a TrainConfig)
+    :param names: hyperparameter names
+    :return: the values of their flags ``--<name>`` (``args.hp_<name>``) that were given; a flag the algorithm does
+        not declare, or one left unset (None), is not given
+    """
+    given = {}
+    for name in names:
+        value = getattr(args, f"hp_{name}", None)  # the algorithm's own flag: present only if it declares it
+        if value is not None:
+            given[name] = value
+    return given

@@ -33,7 +33,7 @@ from stable_baselines3.her import HerReplayBuffer
 from environments import getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import strToBool
-from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval
+from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval, givenFlags
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
@@ -206,8 +206,7 @@ class HERModel(OffPolicyRLObject):
             having = [env for env in sorted(registered_env) if getattr(getEnvClass(env), "GOAL_CONDITIONED", False)]
             raise ValueError(f"--algo her needs an env with a goal-conditioned mode, {args.env} has none; envs "
                              f"that have one: {', '.join(having)}")
-        given = {name: getattr(args, f"hp_{name}") for name in baseHyperparams()
-                 if getattr(args, f"hp_{name}", None) is not None}
+        given = givenFlags(args, baseHyperparams())
         given.update((key, value) for key, _, value in (item.partition(":") for item in args.hyperparam))
         cls.checkGivenHyperparams(args, given)
 
@@ -264,10 +263,10 @@ class HERModel(OffPolicyRLObject):
         """The learner's hyperparameters (its class's), HER's own, and learning_starts at least the first episodes'
         length unless given (nothing is saved: a continued model keeps its own)."""
         hyperparams = BASE_ALGOS[args.her_algo].hyperparamsFromArgs(args, train_kwargs)
+        flags = givenFlags(args, [*HER_DEFAULTS, "learning_starts"])
         for name, default in HER_DEFAULTS.items():
-            flag = getattr(args, f"hp_{name}", None)
-            hyperparams.setdefault(name, default if flag is None else flag)
-        if getattr(args, "hp_learning_starts", None) is None and "learning_starts" not in (train_kwargs or {}):
+            hyperparams.setdefault(name, flags.get(name, default))
+        if "learning_starts" not in flags and "learning_starts" not in (train_kwargs or {}):
             hyperparams["learning_starts"] = max(hyperparams["learning_starts"], firstEpisodesSteps(args))
         return hyperparams
 

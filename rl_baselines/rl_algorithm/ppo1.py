@@ -225,16 +225,15 @@ class PPO1Model(TorchActorCritic):
 
     def train(self, args: argparse.Namespace, callback: TrainCallback, env_kwargs: dict[str, Any] | None = None,
               train_kwargs: dict[str, Any] | None = None) -> None:
-        rank = int(getattr(args, "rank", 0) or 0)
-        num_workers = int(getattr(args, "num_workers", 1) or 1)
-        world_size = int(getattr(args, "world_size", None) or num_workers)
+        rank, num_workers = int(args.rank), int(args.num_workers)
+        world_size = int(args.world_size or num_workers)
         if rank >= world_size:
             raise UsageError(f"--rank {rank} must be below --world-size {world_size}")
         if rank == 0 and num_workers > world_size:
             raise UsageError(f"--num-workers {num_workers} is more than --world-size {world_size}")
         if world_size == 1:
             return super().train(args, callback, env_kwargs, train_kwargs)
-        dist_url = getattr(args, "dist_url", None)
+        dist_url = args.dist_url
         if dist_url is None:
             if rank > 0 or world_size > num_workers:
                 raise UsageError("--dist-url tcp://HOST:PORT is needed to join processes on several machines")

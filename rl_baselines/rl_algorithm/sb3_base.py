@@ -30,6 +30,7 @@ from rl_baselines.core.base import (
     TrainCallback,
     notifyCleanPoint,
 )
+from rl_baselines.core.hyperparams import givenFlags
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.runs.pretrain import pretrainFromArgs
@@ -243,8 +244,8 @@ class StableBaselinesRLObject(BaseRLObject):
         elif load_path:
             self.readManifest(load_path)
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
-            overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or
-                         getattr(args, f"hp_{k}", None) is not None}
+            flags = givenFlags(args, hyperparams)
+            overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or k in flags}
             self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args.device),
                                              custom_objects=self.modelKwargs(args, overrides, self.env))
         else:

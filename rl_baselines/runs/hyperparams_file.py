@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from rl_baselines.core.hyperparams import givenFlags
 from rl_baselines.core.run_folder import HYPERPARAMS_FILE
 from rl_baselines.runs.train_config import TrainConfig, argsNamespace
 from srl_toolbox.files import atomicPath
@@ -36,9 +37,7 @@ def usedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace, hy
     resolve = getattr(algo_class, "hyperparamsFromArgs", None)
     if resolve is None:  # an algorithm without the common mechanism: its defaults, flags and given values
         values = dict(getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {})
-        for name in list(values):
-            if getattr(args, f"hp_{name}", None) is not None:
-                values[name] = getattr(args, f"hp_{name}")
+        values.update(givenFlags(args, list(values)))
         values.update(hyperparams)
     else:
         # A learning-rate schedule flag turns learning_rate into a function: the file keeps the number.

@@ -153,8 +153,8 @@ def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> Tra
                              f"{', '.join(with_joints) or 'none installed'}")
         if not args.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
-    for flag, keyword in (("--fpv", "fpv"), ("--multi-view", "multi_view")):
-        if getattr(args, keyword) and not env_class.acceptsKeyword(keyword):
+    for flag, keyword, asked in (("--fpv", "fpv", args.fpv), ("--multi-view", "multi_view", args.multi_view)):
+        if asked and not env_class.acceptsKeyword(keyword):
             having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword(keyword)]
             raise UsageError(f"{flag}: {args.env} has no second camera; envs with {flag}: {', '.join(having) or 'none'}")
     if args.force_down and not env_class.acceptsKeyword("force_down"):

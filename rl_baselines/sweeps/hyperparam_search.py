@@ -126,7 +126,7 @@ def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConf
                          f"{', '.join(searchable)}")
     checkSpace(args.algo, space)
 
-    train_argv = [*train_argv, *parseAlgoArgs(getattr(args, "algo_args", []), [args.algo]).get(args.algo, [])]
+    train_argv = [*train_argv, *parseAlgoArgs(args.algo_args, [args.algo]).get(args.algo, [])]
     if any(item == "--tag" or item.startswith("--tag=") for item in train_argv):
         raise UsageError("--tag is set by hyperparam_search for each trial (trial<N>)")
     shared = ["--algo", args.algo, "--env", args.env, "--srl-model", args.srl_model, "--seed", str(args.seed),

@@ -294,7 +294,7 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
     try:
         args = parseTrainArgs(algo, env, srl_model, 0, train_args)
         for key, flag in RESERVED_TRAIN_FLAGS.items():
-            if getattr(args, key, None) is not None:
+            if getattr(args, key) is not None:
                 return f"{flag} cannot be passed"
         validate(args, registered_rl)  # writes nothing; resolves learned SRL models through config/srl_models.yaml
     except UsageError as error:
