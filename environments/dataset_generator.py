@@ -24,10 +24,12 @@ what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``lo
 ``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, read as False when a loader lacks it).
 Random actions on an arm are recorded with ``force_down`` (the arm never moves up, as in the original toolbox); a
 replayed agent acts in the env it was trained in, so its run's ``force_down`` decides.
+
+The settings are one :class:`environments.generator_config.GeneratorConfig`: the parser is generated from it, and
+:func:`validate` and :func:`generate` take one built in Python (the command line is parse -> config -> generate).
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import ctypes
 import dataclasses
@@ -47,25 +49,16 @@ import numpy as np
 from tqdm import tqdm
 
 from environments import getEnvClass, registered_env
-from srl_toolbox.cli import (
-    CLIParser,
-    UsageError,
-    addProgressArgument,
-    addSeedArgument,
-    checkWritableFolder,
-    positiveInt,
-    runCommand,
-)
+from environments.generator_config import DEFAULT_MAX_DISTANCE, GeneratorConfig
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
 from srl_toolbox.locks import tryLock
 from srl_toolbox.plugins import loadNamed
+from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-DEFAULT_ENV = "MobileRobotGymEnv-v0"
-# The old generator recorded Kuka episodes with a tighter sphere than the env's own default (0.8).
-DEFAULT_MAX_DISTANCE = 0.28
 FORMAT_VERSION = 1
 MIN_IMAGE_SIDE = 16
 SETTINGS_FILE = "generation.json"
@@ -73,7 +66,6 @@ EPISODES_FOLDER = "episodes"
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
 POLICY_LOADERS = "srl_toolbox.policy_loaders"
 LOCK_FILE = ".lock"
-IMAGE_FORMATS = ("jpg", "png")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,123 +99,104 @@ class GenerationSpec:
 
 
 def buildParser() -> CLIParser:
-    """:return: the command's parser"""
+    """:return: the command's parser, generated from :class:`GeneratorConfig`"""
     parser = CLIParser(prog="python -m environments.dataset_generator",
-                           description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
-                                       "ground truth).")
-    parser.add_argument("--env", default=DEFAULT_ENV, help=f"registered env id [{DEFAULT_ENV}]")
-    parser.add_argument("--name", default=None, help="dataset name, the folder under --save-path [the env id]")
-    parser.add_argument("--save-path", default="data/", help="folder of the datasets [data/]")
-    parser.add_argument("--num-episode", type=positiveInt, default=50, help="episodes to record [50]")
-    parser.add_argument("--num-cpu", type=positiveInt, default=1, help="worker processes, <= --num-episode [1]")
-    addSeedArgument(parser, help="master seed, 0..2**32-1: episode e always gets the same seed [0]")
-    parser.add_argument("-c", "--continuous-actions", action="store_true", help="continuous actions")
-    parser.add_argument("-joints", "--action-joints", action="store_true", help="act in joint space (arms, with -c)")
-    parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
-    parser.add_argument("--shape-reward", action="store_true", help="dense reward: minus the distance to the target")
-    parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=[3, 64, 64], metavar=("C", "H", "W"),
-                        help="image shape, 3 H W with H, W >= 16 [3 64 64]")
-    parser.add_argument("--image-format", choices=IMAGE_FORMATS, default="jpg", help="image files [jpg]")
-    parser.add_argument("--max-steps", type=positiveInt, default=None,
-                        help="episode length [the env's own, 250 for the mobile robot]")
-    parser.add_argument("--max-distance", type=float, default=None,
-                        help=f"envs with a max_distance (Kuka): episode ends beyond it [{DEFAULT_MAX_DISTANCE}]")
-    parser.add_argument("--multi-view", action="store_true",
-                        help="envs with a second camera (Kuka): 6-channel images, written as frameN_1 and frameN_2")
-    parser.add_argument("--fpv", action="store_true",
-                        help="envs with a first-person view (mobile robot): stacked with the top view, like "
-                             "--multi-view")
-    parser.add_argument("--policy", default="random",
-                        help="'random' (uniform actions) or a run folder of rl_baselines.train to replay [random]")
-    parser.add_argument("-f", "--force", action="store_true",
-                        help="overwrite an existing dataset / discard an interrupted one of the same name")
-    parser.add_argument("--resume", action="store_true", help="finish an interrupted run of the same settings")
-    parser.add_argument("--reward-dist", action="store_true", help="print the distribution of the rewards")
-    addProgressArgument(parser)
-    return parser
+                       description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
+                                   "ground truth).")
+    return addSettingFlags(parser, GeneratorConfig)
 
 
-def validate(args: argparse.Namespace) -> tuple[GenerationSpec, type, Any]:
+def parseConfig(argv: Sequence[str] | None = None) -> GeneratorConfig:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: the settings they give
+    :raises UsageError: a flag the parser refuses
+    """
+    return settingsFromNamespace(GeneratorConfig, buildParser().parse_args(argv))
+
+
+def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     """
     Check every input before anything is written.
 
-    :param args: parsed arguments
+    :param config: the recording's settings, parsed or built in Python
     :return: (the generation spec, the env class, the loaded agent for ``--policy RUN`` or None)
     :raises UsageError: on any bad input, with a one-line message
     """
-
-    if args.env not in registered_env:
-        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+    config = checkedSettings(config)  # a value given in Python is refused where the command line would refuse it
+    if config.env not in registered_env:
+        raise UsageError(f"unknown --env {config.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     try:
-        env_class = getEnvClass(args.env)
+        env_class = getEnvClass(config.env)
     except Exception as error:  # a plugin env whose module fails to import
-        raise UsageError(f"--env {args.env} could not be loaded ({type(error).__name__}: {error})") from None
-    if args.action_joints:
+        raise UsageError(f"--env {config.env} could not be loaded ({type(error).__name__}: {error})") from None
+    if config.action_joints:
         if not env_class.ACTION_JOINTS:
-            raise UsageError(f"--action-joints: {args.env} has no joints to act on (it offers discrete actions, "
+            raise UsageError(f"--action-joints: {config.env} has no joints to act on (it offers discrete actions, "
                              f"or continuous ones with -c)")
-        if not args.continuous_actions:
+        if not config.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
-    channels, height, width = args.img_shape
+    channels, height, width = config.img_shape
     if channels != 3 or height < MIN_IMAGE_SIDE or width < MIN_IMAGE_SIDE:
-        raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W >= "
+        raise UsageError(f"--img-shape {' '.join(map(str, config.img_shape))} is not 3 H W with H, W >= "
                          f"{MIN_IMAGE_SIDE}")
-    if args.num_cpu > args.num_episode:
-        raise UsageError(f"--num-cpu {args.num_cpu} is more than --num-episode {args.num_episode}: each process "
+    if config.num_cpu > config.num_episode:
+        raise UsageError(f"--num-cpu {config.num_cpu} is more than --num-episode {config.num_episode}: each process "
                          f"records whole episodes")
-    if args.force and args.resume:
+    if config.force and config.resume:
         raise UsageError("--force discards an interrupted run and --resume continues it: pass only one")
-    name = args.env if args.name is None else args.name
+    name = config.env if config.name is None else config.name
     if not name or name in (".", "..") or name.startswith(".") or os.sep in name or (os.altsep or os.sep) in name:
         raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
-    if os.path.exists(args.save_path) and not os.path.isdir(args.save_path):
-        raise UsageError(f"--save-path {args.save_path!r} is a file, not a folder")
-    checkWritableFolder(args.save_path, "--save-path")
+    if os.path.exists(config.save_path) and not os.path.isdir(config.save_path):
+        raise UsageError(f"--save-path {config.save_path!r} is a file, not a folder")
+    checkWritableFolder(config.save_path, "--save-path")
 
-    env_kwargs: dict[str, Any] = {"srl_model": "raw_pixels", "is_discrete": not args.continuous_actions,
-                                  "random_target": bool(args.random_target), "shape_reward": bool(args.shape_reward),
-                                  "img_shape": [channels, height, width]}
-    if args.action_joints:
+    env_kwargs: dict[str, Any] = {"srl_model": "raw_pixels", "is_discrete": not config.continuous_actions,
+                                  "random_target": bool(config.random_target),
+                                  "shape_reward": bool(config.shape_reward), "img_shape": [channels, height, width]}
+    if config.action_joints:
         env_kwargs["action_joints"] = True
-    if args.max_steps is not None:
-        env_kwargs["max_steps"] = args.max_steps
+    if config.max_steps is not None:
+        env_kwargs["max_steps"] = config.max_steps
     keywords = env_class.getGlobals()["defaults"]  # every constructor keyword along the env's class hierarchy
-    if args.max_distance is not None and "max_distance" not in keywords:
-        raise UsageError(f"--max-distance: {args.env} has no max_distance (Kuka envs do)")
-    if args.max_distance is not None and args.max_distance <= 0:
-        raise UsageError(f"--max-distance {args.max_distance} must be positive")
+    if config.max_distance is not None and "max_distance" not in keywords:
+        raise UsageError(f"--max-distance: {config.env} has no max_distance (Kuka envs do)")
+    if config.max_distance is not None and config.max_distance <= 0:
+        raise UsageError(f"--max-distance {config.max_distance} must be positive")
     if "max_distance" in keywords:
-        env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if args.max_distance is None else args.max_distance
+        env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if config.max_distance is None else config.max_distance
     if "force_down" in keywords:
         env_kwargs["force_down"] = True  # random actions, as the old generator: the arm never moves up, presses more
-    for flag, keyword, example in (("--multi-view", "multi_view", "Kuka envs"), ("--fpv", "fpv", "MobileRobot")):
-        if getattr(args, keyword):
+    for flag, keyword, example, given in (("--multi-view", "multi_view", "Kuka envs", config.multi_view),
+                                          ("--fpv", "fpv", "MobileRobot", config.fpv)):
+        if given:
             if keyword not in keywords:
-                raise UsageError(f"{flag}: {args.env} has no {keyword} camera ({example} do)")
+                raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
             env_kwargs[keyword] = True
 
-    policy, run = args.policy, None
+    policy, run = config.policy, None
     if policy != "random":
         run = loadPolicy(policy, load=False)
         policy = os.path.abspath(policy)
-        if run.env_id != args.env:
-            raise UsageError(f"--policy {args.policy!r} was trained on {run.env_id}, not --env {args.env}")
-        if run.continuous != args.continuous_actions or run.action_joints != args.action_joints:
+        if run.env_id != config.env:
+            raise UsageError(f"--policy {config.policy!r} was trained on {run.env_id}, not --env {config.env}")
+        if run.continuous != config.continuous_actions or run.action_joints != config.action_joints:
             if run.action_joints:
                 wanted, hint = "joint", "pass -c -joints"
             elif run.continuous:
                 wanted, hint = "continuous", "pass -c and no -joints"
             else:
                 wanted, hint = "discrete", "drop -c/--continuous-actions"
-            raise UsageError(f"--policy {args.policy!r} acts with {wanted} actions: {hint}")
+            raise UsageError(f"--policy {config.policy!r} acts with {wanted} actions: {hint}")
         try:
             run.load(num_threads=1)  # one process per core: the workers already use them all
         except ValueError as error:
             raise UsageError(str(error)) from None
         if "force_down" in env_kwargs:  # the agent acts as in its run
             env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
-    spec = GenerationSpec(env_id=args.env, env_kwargs=env_kwargs, name=name, num_episodes=args.num_episode,
-                          seed=args.seed, policy=policy, image_format=args.image_format)
+    spec = GenerationSpec(env_id=config.env, env_kwargs=env_kwargs, name=name, num_episodes=config.num_episode,
+                          seed=config.seed, policy=policy, image_format=config.image_format)
     return spec, env_class, run
 
 
@@ -424,28 +397,28 @@ def lockFolder(partial_dir: str, wait: float = 3.0) -> BaseFileLock:
     return lock
 
 
-def prepareFolder(spec: GenerationSpec, args: argparse.Namespace) -> tuple[str, str, BaseFileLock, set[int]]:
+def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, str, BaseFileLock, set[int]]:
     """
     Decide what to do with an existing dataset or partial folder of the same name, and open the partial folder.
 
     :param spec: the generation spec
-    :param args: parsed arguments (save_path, force, resume)
+    :param config: the recording's settings (save_path, force, resume)
     :return: (final folder, partial folder, its held lock, episodes already finished)
     :raises UsageError: the dataset exists, or an interrupted run is in the way
     """
-    final_dir = os.path.join(args.save_path, spec.name)
-    partial_dir = os.path.join(args.save_path, f".{spec.name}.partial")
+    final_dir = os.path.join(config.save_path, spec.name)
+    partial_dir = os.path.join(config.save_path, f".{spec.name}.partial")
     # (A partial folder beside a complete dataset is an interrupted --force run: --resume finishes replacing it.)
-    if os.path.exists(final_dir) and not args.force and not (args.resume and os.path.exists(partial_dir)):
-        if args.resume:
+    if os.path.exists(final_dir) and not config.force and not (config.resume and os.path.exists(partial_dir)):
+        if config.resume:
             raise UsageError(f"dataset {final_dir} is already complete: nothing to resume")
         raise UsageError(f"dataset {final_dir} already exists; pass --force to overwrite it or choose another --name")
-    if os.path.exists(partial_dir) and not (args.force or args.resume):
+    if os.path.exists(partial_dir) and not (config.force or config.resume):
         raise UsageError(f"an interrupted run left {partial_dir}: pass --resume to finish it or --force to "
                          f"discard it")
     if os.path.isdir(partial_dir):
         lock = lockFolder(partial_dir)
-        if args.force:
+        if config.force:
             _clearFolder(partial_dir)
         else:
             try:
@@ -583,23 +556,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
-    args = buildParser().parse_args(argv)
-    spec, env_class, policy = validate(args)
+    return generate(parseConfig(argv))
+
+
+def generate(config: GeneratorConfig) -> int:
+    """
+    Check the settings, record the episodes and publish the dataset folder.
+
+    :param config: the recording's settings
+    :return: exit code: 0, or 130 when interrupted (the partial folder kept for --resume)
+    :raises UsageError: bad input (nothing written)
+    """
+    config = checkedSettings(config)  # what follows validate reads it too
+    spec, env_class, policy = validate(config)
     try:
         env = makeEnv(spec)
     except (ValueError, TypeError, RuntimeError) as error:
         raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
     relative_pos = bool(getattr(env, "relative_pos", True))
 
-    final_dir, partial_dir, lock, done = prepareFolder(spec, args)
+    final_dir, partial_dir, lock, done = prepareFolder(spec, config)
     todo = [episode for episode in range(spec.num_episodes) if episode not in done]
     for episode in todo:  # images of episodes an interrupted run left unfinished
         shutil.rmtree(os.path.join(partial_dir, recordFolder(episode)), ignore_errors=True)
     if done:
         print(f"Resuming {partial_dir}: {len(done)} of {spec.num_episodes} episodes already recorded", flush=True)
-    num_cpu = min(args.num_cpu, max(1, len(todo)))
+    num_cpu = min(config.num_cpu, max(1, len(todo)))
     progress = None
-    if not args.no_progress:
+    if not config.no_progress:
         progress = tqdm(total=spec.num_episodes, initial=len(done), unit="episode", desc=spec.name, file=sys.stderr)
     frames = 0
     start = time.perf_counter()
@@ -626,7 +610,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     total = len(merged["rewards"])
     rate = f", {frames / elapsed:.0f} frames/s with {num_cpu} process{'es' if num_cpu > 1 else ''}" if frames else ""
     print(f"Dataset: {final_dir} ({spec.num_episodes} episodes, {total} frames{rate})")
-    if args.reward_dist:
+    if config.reward_dist:
         print(rewardDistribution(merged["rewards"]))
     return 0
 

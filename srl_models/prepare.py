@@ -4,14 +4,15 @@
     python -m srl_models.prepare --env KukaButtonGymEnv-v0 -r --srl-model vae autoencoder srl_splits
 
 For the env it records a dataset with ``environments.dataset_generator`` (random policy), trains each named model on
-it with ``srl_models.train``'s machinery, evaluates it (GTC, KNN-MSE: ``srl_models.evaluate``) and registers its
+it with ``srl_models.train``'s machinery (in this process: a :class:`GeneratorConfig` and one :class:`SRLTrainConfig`
+per model, checked by those commands' own checks), evaluates it (GTC, KNN-MSE: ``srl_models.evaluate``) and registers its
 folder in the SRL config YAML (``srl_models.config.registerModel``: ``{env: {name: folder}}``, atomic, other entries
 and comments kept), then prints a summary table. ``python -m rl_baselines.train --env ENV --srl-model NAME`` then
 finds the model.
 
 Invariants:
 
-- Every input is checked (the dataset's and each training's command line included) before anything is written.
+- Every input is checked (the dataset's and each training's settings included) before anything is written.
 - The dataset folder is named after the settings that decide its content (:func:`datasetName`); an existing one is
   reused only when its ``dataset_config.json`` holds those settings, an interrupted one is resumed.
 - A model is reused when a finished folder (evaluated: ``gt_correlation.json`` and ``knn_mse.json`` written) under
@@ -31,9 +32,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from environments import dataset_generator, getEnvClass, registered_env
+from environments.generator_config import GeneratorConfig
 from srl_models import train
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
-from srl_models.train import resolveModel, trainableModels, trainFromArgs
+from srl_models.train import resolveModel, trainableModels, trainFromConfig
+from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -153,8 +156,8 @@ class Plan:
     :param names: the models to prepare, in order
     :param dataset_folder: the dataset folder (``<data folder>/<datasetName>``)
     :param dataset_settings: what its dataset_config.json must hold
-    :param generator_argv: the dataset generator's arguments (None: the dataset exists and is reused)
-    :param train_argv: model name -> srl_models.train arguments
+    :param generator: the dataset generator's settings (None: the dataset exists and is reused)
+    :param training: model name -> srl_models.train's settings
     :param expected: model name -> the exp_config entries a reusable folder must hold
     :param config_file: the SRL config YAML
     :param log_folder: root of the model folders
@@ -164,8 +167,8 @@ class Plan:
     names: list[str]
     dataset_folder: str
     dataset_settings: dict[str, Any]
-    generator_argv: list[str] | None
-    train_argv: dict[str, list[str]]
+    generator: GeneratorConfig | None
+    training: dict[str, SRLTrainConfig]
     expected: dict[str, dict[str, Any]]
     config_file: str
     log_folder: str
@@ -193,20 +196,20 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
                          f"--force to record it again, or another --data-folder")
 
 
-def trainingSettings(train_args: argparse.Namespace, dataset_folder: str) -> dict[str, Any]:
+def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, Any]:
     """
-    :param train_args: srl_models.train's parsed arguments for one model
+    :param config: srl_models.train's settings for one model
     :param dataset_folder: the dataset it trains on
     :return: the exp_config entries that decide the trained model (the training command's defaults included)
     :raises UsageError: an inconsistent model choice (from srl_models.train.resolveModel)
     """
 
-    name, losses, split, state_dim = resolveModel(train_args)
+    name, losses, split, state_dim = resolveModel(config)
     return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
-            "data_folder": os.path.abspath(dataset_folder), "seed": train_args.seed, "epochs": train_args.epochs,
-            "batch_size": train_args.batch_size, "learning_rate": train_args.learning_rate, "beta": train_args.beta,
-            "foreground_weight": train_args.foreground_weight, "val_split": train_args.val_split,
-            "patience": train_args.patience}
+            "data_folder": os.path.abspath(dataset_folder), "seed": config.seed, "epochs": config.epochs,
+            "batch_size": config.batch_size, "learning_rate": config.learning_rate, "beta": config.beta,
+            "foreground_weight": config.foreground_weight, "val_split": config.val_split,
+            "patience": config.patience}
 
 
 def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any]) -> str | None:
@@ -258,13 +261,11 @@ def plan(args: argparse.Namespace) -> Plan:
 
     name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed)
     dataset_folder = os.path.join(args.data_folder, name)
-    generator_argv = ["--env", args.env, "--name", name, "--save-path", args.data_folder, "--num-episode",
-                      str(episodes), "--num-cpu", str(num_cpu), "--seed", str(args.seed), "--img-shape",
-                      *map(str, img_shape), *(["--random-target"] if args.random_target else []),
-                      *(["--no-progress"] if args.no_progress else [])]
-    generator_args = dataset_generator.buildParser().parse_args(generator_argv)
+    generator: GeneratorConfig | None = GeneratorConfig(
+        env=args.env, name=name, save_path=args.data_folder, num_episode=episodes, num_cpu=num_cpu, seed=args.seed,
+        img_shape=tuple(img_shape), random_target=args.random_target, no_progress=args.no_progress)
     try:
-        dataset_generator.validate(generator_args)
+        dataset_generator.validate(generator)
     except UsageError as error:  # name the prepare flags, not the generator's
         message = str(error).replace("--num-episode", "--episodes").replace("--save-path", "--data-folder")
         raise UsageError(message) from None
@@ -274,23 +275,20 @@ def plan(args: argparse.Namespace) -> Plan:
     reuse_dataset = os.path.isdir(dataset_folder) and not args.force
     if reuse_dataset:
         checkDatasetSettings(dataset_folder, settings)
-        generator_argv = None
+        generator = None
     elif args.force:
-        generator_argv.append("--force")
+        generator = dataclasses.replace(generator, force=True)
     elif os.path.isdir(os.path.join(args.data_folder, f".{name}.partial")):
-        generator_argv.append("--resume")  # an interrupted recording of the same name: finish it
+        generator = dataclasses.replace(generator, resume=True)  # an interrupted recording of the same name
 
     checkWritableFolder(args.log_folder, "--log-folder")
-    train_argv: dict[str, list[str]] = {}
+    training: dict[str, SRLTrainConfig] = {}
     expected: dict[str, dict[str, Any]] = {}
     for model in names:
-        argv = ["--data-folder", dataset_folder, "--srl-model", model, "--state-dim", str(state_dim), "--epochs",
-                str(epochs), "--seed", str(args.seed), "--log-folder", args.log_folder, "--device", args.device,
-                *(["--no-progress"] if args.no_progress else [])]
-        train_args = train.buildParser().parse_args(argv)
-        train.checkSettings(train_args)
-        expected[model] = trainingSettings(train_args, dataset_folder)
-        train_argv[model] = argv
+        training[model] = train.checkSettings(SRLTrainConfig(
+            data_folder=dataset_folder, srl_model=model, state_dim=state_dim, epochs=epochs, seed=args.seed,
+            log_folder=args.log_folder, device=args.device, no_progress=args.no_progress))
+        expected[model] = trainingSettings(training[model], dataset_folder)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
     if os.path.exists(config_file):
@@ -299,15 +297,15 @@ def plan(args: argparse.Namespace) -> Plan:
         except SRLLookupError as error:
             raise UsageError(f"--srl-config-file: {error}") from None
     checkWritableFolder(os.path.dirname(config_file), "--srl-config-file")
-    return Plan(args.env, names, dataset_folder, settings, generator_argv, train_argv, expected, config_file,
+    return Plan(args.env, names, dataset_folder, settings, generator, training, expected, config_file,
                 args.log_folder)
 
 
-def _trainedFolder(model: str, argv: list[str]) -> str:
-    """:return: the folder srl_models.train writes for ``argv`` (it evaluates the model too)"""
+def _trainedFolder(model: str, config: SRLTrainConfig) -> str:
+    """:return: the folder srl_models.train writes for ``config`` (it evaluates the model too)"""
 
     print(f"\n== Training {model}", flush=True)
-    return trainFromArgs(argv)
+    return trainFromConfig(config)
 
 
 def _metrics(folder: str) -> tuple[float | None, float | None]:
@@ -346,11 +344,11 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     args = buildParser().parse_args(argv)
     todo = plan(args)
     start = time.perf_counter()
-    if todo.generator_argv is None:
+    if todo.generator is None:
         print(f"Dataset {todo.dataset_folder}: recorded with the same settings, reused", flush=True)
     else:
         print(f"== Recording {todo.dataset_folder}", flush=True)
-        code = dataset_generator.main(todo.generator_argv)
+        code = dataset_generator.generate(todo.generator)
         if code:
             raise SystemExit(code)
         checkDatasetSettings(todo.dataset_folder, todo.dataset_settings)
@@ -363,7 +361,7 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         if reused:
             print(f"{model}: trained with the same settings on this dataset, reused {folder}", flush=True)
         else:
-            folder = _trainedFolder(model, todo.train_argv[model])
+            folder = _trainedFolder(model, todo.training[model])
         written = registerModel(todo.config_file, todo.env_id, model, folder)
         gtc, knn = _metrics(folder)
         rows.append({"model": model, "folder": os.path.abspath(folder), "gtc": gtc, "knn_mse": knn,

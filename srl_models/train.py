@@ -7,6 +7,9 @@ Every input is checked before an image is read or a file written; then the image
 episodes split into training and validation, the model trained with early stopping on the validation loss, and the
 folder written: exp_config.json, the weights, training_curve.png, reconstructions.png (models that decode), then the
 evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Model folder: PATH``.
+
+The settings are one :class:`srl_models.train_config.SRLTrainConfig`: the parser is generated from it, and
+:func:`trainFromConfig` trains from one built in Python (the command line is parse -> config -> the same function).
 """
 from __future__ import annotations
 
@@ -31,22 +34,13 @@ from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.plotting import reconstructions, trainingCurve
 from srl_models.registry import registered_srl
+from srl_models.train_config import DEFAULT_STATE_DIM, SRLTrainConfig
 from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, monitorVal, splitEpisodes, trainNetwork
-from srl_toolbox.cli import (
-    CLIParser,
-    UsageError,
-    addProgressArgument,
-    addSeedArgument,
-    checkWritableFolder,
-    intInRange,
-    positiveInt,
-    runCommand,
-)
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
 from srl_toolbox.files import writeJson
+from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
-DEFAULT_STATE_DIM = 32
-DEFAULT_FOREGROUND_WEIGHT = 0.0  # larger weights trade neighbourhoods for correlation: see docs/srl.md
 N_RECONSTRUCTIONS = 8
 MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
 
@@ -133,22 +127,22 @@ def parseSplitDims(items: Sequence[str], losses: dict[str, float], state_dim: in
     return {name: split[name] for name in losses if name in split}
 
 
-def resolveModel(args: argparse.Namespace) -> tuple[str, dict[str, float], dict[str, int], int]:
+def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[str, int], int]:
     """
     Decide the registered name, the losses, the split and the state size from --srl-model, --losses, --split-dims
     and --state-dim.
 
-    :param args: the parsed command line
+    :param config: the training's settings
     :return: (srl_model name, losses, split dims, state_dim)
     :raises UsageError: an inconsistent or unknown choice
     """
     models = trainableModels()
-    losses, loss_dims = parseLosses(args.losses) if args.losses else ({}, {})
-    name = args.srl_model
+    losses, loss_dims = parseLosses(config.losses) if config.losses else ({}, {})
+    name = config.srl_model
     if name is None:
         if not losses:
             raise UsageError(f"give --srl-model NAME ({', '.join(models)}) or --losses name:weight ...")
-        if loss_dims or args.split_dims:
+        if loss_dims or config.split_dims:
             name = "srl_splits"
         elif len(losses) == 1 and next(iter(losses)) in models:
             name = next(iter(losses))
@@ -159,15 +153,15 @@ def resolveModel(args: argparse.Namespace) -> tuple[str, dict[str, float], dict[
                          f"{', '.join(models)}")
     model_class = models[name]
     if not model_class.DEFAULT_LOSSES:  # pca, random: no loss to choose
-        if losses or args.split_dims:
+        if losses or config.split_dims:
             raise UsageError(f"--srl-model {name} trains no loss: leave out --losses and --split-dims")
     elif not losses:
         losses = dict(model_class.DEFAULT_LOSSES)
     elif name in LOSSES and name not in losses:
         raise UsageError(f"--srl-model {name} trains the {name} loss: add {name}:WEIGHT to --losses "
                          f"(or leave --srl-model out for a combination)")
-    state_dim = args.state_dim or DEFAULT_STATE_DIM
-    split = parseSplitDims(args.split_dims or [], losses, state_dim, loss_dims)
+    state_dim = config.state_dim or DEFAULT_STATE_DIM
+    split = parseSplitDims(config.split_dims or [], losses, state_dim, loss_dims)
     if not split and issubclass(model_class, LearnedSRLModel):
         split = model_class.defaultSplit(state_dim, losses)
         if split and min(split.values()) <= 0:
@@ -272,53 +266,43 @@ def seedEverything(seed: int) -> None:
 
 
 def buildParser() -> argparse.ArgumentParser:
-    """:return: the command-line parser"""
+    """:return: the command-line parser, generated from :class:`SRLTrainConfig`"""
     parser = CLIParser(prog="python -m srl_models.train",
-                           description="Train a state representation (SRL) model on a dataset recorded with "
-                                       "python -m environments.dataset_generator.")
-    parser.add_argument("--data-folder", required=True, help="the dataset folder (data/NAME)")
-    parser.add_argument("--srl-model", help=f"a learned model: {', '.join(trainableModels())} (default: from "
-                        "--losses: one loss trains the model of that name, several srl_combination, dims srl_splits)")
-    parser.add_argument("--losses", nargs="+", metavar="NAME[:WEIGHT[:DIMS]]",
-                        help=f"weighted losses on one encoder; names: {', '.join(LOSSES)}")
-    parser.add_argument("--split-dims", nargs="+", metavar="NAME:DIMS",
-                        help="state dims owned by each loss (sum = --state-dim); losses not listed see the whole state")
-    parser.add_argument("--state-dim", type=positiveInt,
-                        help=f"size of the state [{DEFAULT_STATE_DIM}; supervised alone: the ground truth's]")
-    parser.add_argument("--epochs", type=positiveInt, default=30, help="maximum epochs [30]")
-    parser.add_argument("--batch-size", type=positiveInt, default=64, help="minibatch size [64]")
-    parser.add_argument("--learning-rate", type=float, default=1e-3, help="Adam learning rate [1e-3]")
-    parser.add_argument("--beta", type=float, default=1.0, help="weight of the VAE's KL term [1]")
-    parser.add_argument("--foreground-weight", type=float, default=DEFAULT_FOREGROUND_WEIGHT,
-                        help="reconstruction losses: extra weight of the pixels that differ from the background (the "
-                             f"training images' per-pixel median); 0: plain pixel error [{DEFAULT_FOREGROUND_WEIGHT:g}]")
-    addSeedArgument(parser, help="seed of the weights, split, shuffling and noise, 0..2**32-1 [0]")
-    parser.add_argument("--val-split", type=float, default=0.1, help="fraction of the episodes held out [0.1]")
-    parser.add_argument("--patience", type=intInRange(0), default=10,
-                        help="epochs without a better validation loss before stopping (0: never) [10]")
-    parser.add_argument("--log-folder", default=os.path.join("logs", "srl"), help="root of the model folders "
-                        "[logs/srl]")
-    parser.add_argument("--device", default="auto", help="auto (cuda when available), cpu, cuda or cuda:N [auto]")
-    parser.add_argument("--no-eval", action="store_true", help="skip the evaluation (GTC, KNN-MSE)")
-    addProgressArgument(parser)
-    return parser
+                       description="Train a state representation (SRL) model on a dataset recorded with "
+                                   "python -m environments.dataset_generator.")
+    return addSettingFlags(parser, SRLTrainConfig, {"{models}": ", ".join(trainableModels()),
+                                                    "{losses}": ", ".join(LOSSES)})
 
 
-def checkSettings(args: argparse.Namespace) -> None:
+def parseConfig(argv: Sequence[str] | None = None) -> SRLTrainConfig:
     """
-    :param args: the parsed command line
-    :raises UsageError: learning rate, beta, val split or patience out of range
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: the settings they give
+    :raises UsageError: a flag the parser refuses
     """
-    if not (math.isfinite(args.learning_rate) and args.learning_rate > 0):
-        raise UsageError(f"--learning-rate {args.learning_rate:g} must be a positive number")
-    if not (math.isfinite(args.beta) and args.beta >= 0):
-        raise UsageError(f"--beta {args.beta:g} must be >= 0")
-    if not (math.isfinite(args.foreground_weight) and args.foreground_weight >= 0):
-        raise UsageError(f"--foreground-weight {args.foreground_weight:g} must be >= 0")
-    if not 0 <= args.val_split < 1:
-        raise UsageError(f"--val-split {args.val_split:g} must be in [0, 1)")
-    if args.patience < 0:
-        raise UsageError(f"--patience {args.patience} must be >= 0")
+    return settingsFromNamespace(SRLTrainConfig, buildParser().parse_args(argv))
+
+
+def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:
+    """
+    :param config: the training's settings, parsed or built in Python
+    :return: the same settings, each flag's value read by its flag's parser (a Python value the command line would
+        refuse is refused)
+    :raises UsageError: a missing --data-folder, a value a flag refuses, learning rate, beta, val split or patience
+        out of range
+    """
+    config = checkedSettings(config)  # a value given in Python is refused where the command line would refuse it
+    if not (math.isfinite(config.learning_rate) and config.learning_rate > 0):
+        raise UsageError(f"--learning-rate {config.learning_rate:g} must be a positive number")
+    if not (math.isfinite(config.beta) and config.beta >= 0):
+        raise UsageError(f"--beta {config.beta:g} must be >= 0")
+    if not (math.isfinite(config.foreground_weight) and config.foreground_weight >= 0):
+        raise UsageError(f"--foreground-weight {config.foreground_weight:g} must be >= 0")
+    if not 0 <= config.val_split < 1:
+        raise UsageError(f"--val-split {config.val_split:g} must be in [0, 1)")
+    if config.patience < 0:
+        raise UsageError(f"--patience {config.patience} must be >= 0")
+    return config
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -339,48 +323,58 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
     :return: the new model folder
     :raises UsageError: bad input (nothing written)
     """
-    args = buildParser().parse_args(argv)
-    checkSettings(args)
-    checkWritableFolder(args.log_folder, "--log-folder")
-    name, losses, split, state_dim = resolveModel(args)
-    device = torch.device(checkedDevice(args.device))
-    dataset = checkDataset(args.data_folder, losses)
+    return trainFromConfig(parseConfig(argv))
+
+
+def trainFromConfig(config: SRLTrainConfig) -> str:
+    """
+    Check the settings, train the model, write and evaluate its folder.
+
+    :param config: the training's settings
+    :return: the new model folder
+    :raises UsageError: bad input (nothing written)
+    """
+    config = checkSettings(config)
+    checkWritableFolder(config.log_folder, "--log-folder")
+    name, losses, split, state_dim = resolveModel(config)
+    device = torch.device(checkedDevice(config.device))
+    dataset = checkDataset(config.data_folder, losses)
     model_class = trainableModels()[name]
     sizes = datasetSizes(dataset, losses)
-    if args.state_dim is None and list(losses) == ["supervised"] and not split:
+    if config.state_dim is None and list(losses) == ["supervised"] and not split:
         state_dim = sizes["ground_truth_dim"]  # one state dimension per ground-truth dimension by default
-    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), args.val_split, args.seed)
+    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), config.val_split, config.seed)
     if model_class is PCAModel and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                          f"({len(train_rows)})")
 
     exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
                   "env": dataset.env_id, "losses": losses, **({"split_dims": split} if split else {}),
-                  "data_folder": os.path.abspath(args.data_folder), "seed": args.seed, "epochs": args.epochs,
-                  "batch_size": args.batch_size, "learning_rate": args.learning_rate, "beta": args.beta,
-                  "foreground_weight": args.foreground_weight,
-                  "val_split": args.val_split, "patience": args.patience, **sizes}
-    seedEverything(args.seed)
+                  "data_folder": os.path.abspath(config.data_folder), "seed": config.seed, "epochs": config.epochs,
+                  "batch_size": config.batch_size, "learning_rate": config.learning_rate, "beta": config.beta,
+                  "foreground_weight": config.foreground_weight,
+                  "val_split": config.val_split, "patience": config.patience, **sizes}
+    seedEverything(config.seed)
     try:
         images = dataset.loadImages()
     except ValueError as error:  # a missing or unreadable image file
         raise UsageError(str(error)) from None
-    print(f"Dataset {args.data_folder}: {len(images)} frames {dataset.img_shape}, {len(train_rows)} for training, "
+    print(f"Dataset {config.data_folder}: {len(images)} frames {dataset.img_shape}, {len(train_rows)} for training, "
           f"{len(val_rows)} for validation; model {name}, losses "
           f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}")
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
-    history = fitModel(model, dataset, images, train_rows, val_rows, args, device)
+    history = fitModel(model, dataset, images, train_rows, val_rows, config, device)
 
-    folder = modelFolder(args.log_folder, args.data_folder, name, state_dim, args.seed)
+    folder = modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed)
     model.save(folder)
-    writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, args.seed)
-    if not args.no_eval:
-        evaluate(folder, progress=not args.no_progress)
+    writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
+    if not config.no_eval:
+        evaluate(folder, progress=not config.no_progress)
     return folder
 
 
 def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray,
-             args: argparse.Namespace, device: torch.device) -> list[dict]:
+             config: SRLTrainConfig, device: torch.device) -> list[dict]:
     """
     Train ``model`` in place (PCA: fit; random: nothing) and record the result in its exp_config.
 
@@ -389,12 +383,12 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     :param images: its images, uint8 (n, H, W, C)
     :param train_rows: training rows
     :param val_rows: validation rows
-    :param args: the command line (epochs, batch size, learning rate, patience, seed, progress)
+    :param config: the training's settings (epochs, batch size, learning rate, patience, seed, progress)
     :param device: where the images and the network live
     :return: the per-epoch history (empty for PCA and random)
     """
     if isinstance(model, PCAModel):
-        train_error = model.fit(images[train_rows], seed=args.seed)
+        train_error = model.fit(images[train_rows], seed=config.seed)
         val_error = model.reconstructionError(images[val_rows]) if len(val_rows) else None
         model.exp_config.update(train_loss=train_error, val_loss=val_error)
         print(f"PCA reconstruction MSE: train {train_error:.5f}"
@@ -411,8 +405,8 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     data = TrainingData(images, dataset["episode_starts"], device,
                         actions=dataset["actions"] if dataset.has("actions") else None, rewards=rewards,
                         ground_truth=ground_truth)
-    settings = TrainSettings(epochs=args.epochs, batch_size=args.batch_size, learning_rate=args.learning_rate,
-                             patience=args.patience, seed=args.seed, progress=not args.no_progress)
+    settings = TrainSettings(epochs=config.epochs, batch_size=config.batch_size, learning_rate=config.learning_rate,
+                             patience=config.patience, seed=config.seed, progress=not config.no_progress)
     try:
         history = trainNetwork(model.network, data, train_rows, val_rows, settings)
     except ValueError as error:

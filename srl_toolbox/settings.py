@@ -9,6 +9,9 @@ function that reads the value); fields that are not flags (values resolved or pr
   list over repeated flags, the help shows the default unless it ends with its own ``[...]``);
 - :func:`checkedSetting` reads a value given from Python with the same function as the flag, so that Python and the
   command line accept and refuse the same values, in argparse's words;
+- :func:`checkedSettings` checks every flag field of an instance that way (a config built in Python is refused
+  where the command line would refuse it);
+- :func:`settingsFromNamespace` makes an instance from the parsed command line;
 - :func:`settingArguments` writes the command-line words that give an instance (settings at their default left
   out), for a subprocess or to show.
 
@@ -22,12 +25,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from srl_toolbox.cli import UsageError
+
 # The parser of a field without its own, by the field's type as written (postponed annotations).
 FIELD_TYPES = {"int": int, "float": float, "str": str, "str | None": str, "int | None": int, "float | None": float}
 
 
 def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = None, nargs: int | str | None = None,
-            metavar: Any = None, hidden: bool = False) -> Any:
+            metavar: Any = None, choices: Sequence[str] | None = None, required: bool = False,
+            hidden: bool = False) -> Any:
     """
     Declare a flag: the field's default is the flag's.
 
@@ -38,11 +44,14 @@ def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = N
     :param parse: the function that reads the value from the command line (default: the field's type)
     :param nargs: argparse's nargs (``"+"`` extends a list over repeated flags)
     :param metavar: argparse's metavar
+    :param choices: the only values accepted (argparse's choices)
+    :param required: the command line must give it (its default, None, stands for "not given" in Python)
     :param hidden: left out of ``--help`` (set by other commands, not by people)
     :return: the dataclass field
     """
     return dataclasses.field(default=default, metadata={"kind": "flag", "doc": doc, "flags": tuple(flags),
                                                         "parse": parse, "nargs": nargs, "metavar": metavar,
+                                                        "choices": choices, "required": required,
                                                         "hidden": hidden})
 
 
@@ -106,6 +115,10 @@ def addSettingFlags(parser: argparse.ArgumentParser, cls: type, substitutions: M
                 options["nargs"] = meta["nargs"]
         if meta["metavar"] is not None:
             options["metavar"] = meta["metavar"]
+        if meta["choices"] is not None:
+            options["choices"] = meta["choices"]
+        if meta["required"]:
+            options["required"] = True
         parser.add_argument(*flagNames(field), **options)
     return parser
 
@@ -139,6 +152,8 @@ def checkedSetting(cls: type, name: str, value: Any) -> Any:
     field = settingFields(cls)[name]
     flag = "/".join(flagNames(field))
     if value is None:
+        if field.metadata["required"]:
+            raise ValueError(f"the following arguments are required: {flag}")
         return field.default
     if field.default is False:
         if not isinstance(value, bool):
@@ -151,7 +166,34 @@ def checkedSetting(cls: type, name: str, value: Any) -> Any:
         if len(items) != field.metadata["nargs"]:
             raise ValueError(f"argument {flag}: expected {field.metadata['nargs']} arguments")
         return tuple(_parsedItem(field, item) for item in items)
-    return _parsedItem(field, value)
+    parsed = _parsedItem(field, value)
+    choices = field.metadata["choices"]
+    if choices is not None and parsed not in choices:
+        raise ValueError(f"argument {flag}: invalid choice: {parsed!r} (choose from {', '.join(map(repr, choices))})")
+    return parsed
+
+
+def checkedSettings(settings: Any) -> Any:
+    """
+    :param settings: an instance of a settings dataclass, built in Python or parsed
+    :return: a new instance whose flag fields are read by their flags' parsers (:func:`checkedSetting`)
+    :raises UsageError: the first value the command line would refuse, in argparse's words (one line)
+    """
+    try:
+        return dataclasses.replace(settings, **{name: checkedSetting(type(settings), name, getattr(settings, name))
+                                                for name in settingFields(type(settings))})
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def settingsFromNamespace(cls: type, args: argparse.Namespace) -> Any:
+    """
+    :param cls: a settings dataclass
+    :param args: the command line parsed by a parser that :func:`addSettingFlags` made from ``cls``
+    :return: the instance holding its flags (lists as tuples)
+    """
+    values = {name: getattr(args, name) for name in settingFields(cls)}
+    return cls(**{name: tuple(value) if isinstance(value, list) else value for name, value in values.items()})
 
 
 def flagWords(flag: str, value: Any) -> list[str]:

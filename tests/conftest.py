@@ -1,6 +1,8 @@
-"""Shared helpers: run the project's commands as a user would (a subprocess), and snapshot folders."""
+"""Shared helpers: run the project's commands as a user would (a subprocess), snapshot folders, check a parser
+generated from a settings dataclass."""
 from __future__ import annotations
 
+import argparse
 import glob
 import os
 import subprocess
@@ -8,6 +10,8 @@ import sys
 
 import pytest
 import torch
+
+from srl_toolbox.settings import settingFields
 
 # One torch thread per test process (pytest -n 2 runs two of them on two cores): in-process training is several
 # times faster than with the threads competing.
@@ -73,6 +77,15 @@ def snapshot(folder: str) -> dict[str, tuple[int, float]]:
             stat = os.stat(path)
             files[path] = (stat.st_size, stat.st_mtime_ns)
     return files
+
+
+def assertParserFromSettings(parser: argparse.ArgumentParser, cls: type) -> None:
+    """A command's parser holds one flag per flag field of its settings dataclass, with the field's default."""
+    fields = settingFields(cls)
+    assert {action.dest for action in parser._actions if action.dest not in ("help", "version")} == set(fields)
+    for name, field in fields.items():
+        default = parser.get_default(name)
+        assert (tuple(default) if isinstance(default, list) else default) == field.default, name
 
 
 @pytest.fixture(scope="session")

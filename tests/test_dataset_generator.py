@@ -1,7 +1,9 @@
 """Tests of the dataset generator and fusioner (environments/dataset_generator.py, environments/dataset_fusioner.py):
-the srl-zoo file layout and its alignment, determinism over processes, refuse / force / resume, bad inputs, merging."""
+the srl-zoo file layout and its alignment, determinism over processes, refuse / force / resume, bad inputs, merging;
+the settings dataclass (GeneratorConfig) the parser is made from records in Python as on the command line."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -12,13 +14,15 @@ import time
 import cv2
 import numpy as np
 import pytest
-from conftest import REPO, runModule, snapshot
+from conftest import REPO, assertParserFromSettings, runModule, snapshot
 from filelock import FileLock
 
 from environments import dataset_generator
 from environments.dataset_generator import episodeSeed
+from environments.generator_config import GeneratorConfig
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from rl_baselines.runs.run_policy import loadRunPolicy
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -165,6 +169,34 @@ def test_round_trip_two_processes(references):
 
 def test_one_and_two_processes_write_identical_datasets(references):
     assert fileContents(references[1]) == fileContents(references[2])
+
+
+def test_the_parser_is_generated_from_the_config():
+    assertParserFromSettings(dataset_generator.buildParser(), GeneratorConfig)
+    assert dataset_generator.parseConfig([]) == GeneratorConfig()
+    assert dataset_generator.parseConfig(SETTINGS) == GeneratorConfig(
+        img_shape=(3, 32, 32), max_steps=N_STEPS, seed=SEED, random_target=True, image_format="png",
+        num_episode=N_EPISODES, no_progress=True)
+
+
+def test_a_config_built_in_python_records_like_the_command_line(tmp_path, references):
+    config = dataclasses.replace(dataset_generator.parseConfig(SETTINGS), name=NAME, save_path=str(tmp_path))
+    assert dataset_generator.generate(config) == 0
+    assert fileContents(tmp_path / NAME) == fileContents(references[1])
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"image_format": "gif"}, "argument --image-format: invalid choice: 'gif' (choose from 'jpg', 'png')"),
+    ({"num_episode": 0}, "argument --num-episode: '0' must be a positive integer"),
+    ({"img_shape": (3, 32)}, "argument --img-shape: expected 3 arguments"),
+    ({"num_cpu": 3, "num_episode": 2}, "--num-cpu 3 is more than --num-episode 2"),
+])
+def test_a_config_built_in_python_is_refused_as_the_command_line_refuses_it(tmp_path, changes, message):
+    config = dataclasses.replace(GeneratorConfig(save_path=str(tmp_path / "data")), **changes)
+    with pytest.raises(UsageError) as raised:
+        dataset_generator.generate(config)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    assert os.listdir(tmp_path) == []
 
 
 def test_existing_dataset_is_refused_then_forced(tmp_path):
@@ -342,9 +374,9 @@ def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_for
     monkeypatch.setattr(dataset_generator, "loadPolicy", lambda path, load=True: stand_in)
 
     def kwargs(*flags: str) -> dict:
-        args = dataset_generator.buildParser().parse_args(["--env", "KukaButtonGymEnv-v0", "--save-path",
-                                                           str(tmp_path / "data"), *flags])
-        return dataset_generator.validate(args)[0].env_kwargs
+        config = dataset_generator.parseConfig(["--env", "KukaButtonGymEnv-v0", "--save-path",
+                                                str(tmp_path / "data"), *flags])
+        return dataset_generator.validate(config)[0].env_kwargs
 
     assert kwargs()["force_down"] is True
     assert kwargs("--policy", str(run_dir))["force_down"] is bool(run_force_down)

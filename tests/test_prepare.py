@@ -9,12 +9,15 @@ import pytest
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
+from environments import dataset_generator
+from environments.generator_config import GeneratorConfig
 from replay import srl_demo
 from rl_baselines.runs import train
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 from srl_models import prepare
 from srl_models.config import SRLLookupError, defaultConfigFile, latestModelFolder, readSRLConfig, registerModel
 from srl_models.prepare import trainCommand
+from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import UsageError
 
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -74,13 +77,51 @@ def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
     # another setting (here the state size) trains a new model on the same dataset
     calls = []
     vae_folder = next(row["folder"] for row in rows if row["model"] == "vae")
-    monkeypatch.setattr(prepare, "_trainedFolder", lambda model, argv: calls.append(argv) or vae_folder)
+    monkeypatch.setattr(prepare, "_trainedFolder", lambda model, config: calls.append(config) or vae_folder)
     prepare.prepare(["--env", ENV_ID, "--srl-model", "vae", *TINY[:TINY.index("--state-dim") + 1], "5",
                      *TINY[TINY.index("--state-dim") + 2:]])
-    assert len(calls) == 1 and calls[0][calls[0].index("--state-dim") + 1] == "5"
+    assert len(calls) == 1 and isinstance(calls[0], SRLTrainConfig) and calls[0].state_dim == 5
 
 
 @pytest.mark.slow
+def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
+    """The generator and the trainer are called in this process with their settings dataclasses, never with argv."""
+    monkeypatch.chdir(tmp_path)
+    recorded, trained = [], []
+
+    def fakeGenerate(config):
+        recorded.append(config)
+        folder = os.path.join(config.save_path, config.name)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "dataset_config.json"), "w", encoding="utf-8") as handle:
+            json.dump({"env": config.env, "img_shape": list(config.img_shape), "num_episodes": config.num_episode,
+                       "seed": config.seed, "policy": "random", "random_target": config.random_target,
+                       "continuous_actions": False, "shape_reward": False, "multi_view": False}, handle)
+        return 0
+
+    def fakeTrain(config):
+        trained.append(config)
+        folder = tmp_path / "models" / config.srl_model
+        folder.mkdir(parents=True, exist_ok=True)
+        return str(folder)
+
+    monkeypatch.setattr(dataset_generator, "generate", fakeGenerate)
+    monkeypatch.setattr(prepare, "trainFromConfig", fakeTrain)
+    argv = ["--env", ENV_ID, "--srl-model", "vae", "pca", "-r", "--seed", "3", *TINY,
+            "--srl-config-file", str(tmp_path / "srl.yaml")]
+    rows = prepare.prepare(argv)
+    assert [row["model"] for row in rows] == ["vae", "pca"]
+    name = f"{ENV_ID}_2ep_16x16_rt_seed3"
+    assert recorded == [GeneratorConfig(env=ENV_ID, name=name, save_path="data/", num_episode=2, num_cpu=1, seed=3,
+                                        img_shape=(3, 16, 16), random_target=True, no_progress=True)]
+    assert trained == [SRLTrainConfig(data_folder=os.path.join("data/", name), srl_model=model, state_dim=4, epochs=1,
+                                      seed=3, log_folder=os.path.join("logs", "srl"), device="cpu", no_progress=True)
+                       for model in ("vae", "pca")]
+    recorded.clear()
+    prepare.prepare([*argv, "--force"])
+    assert len(recorded) == 1 and recorded[0].force and not recorded[0].resume
+
+
 def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
     elsewhere = tmp_path / "notebooks"
     elsewhere.mkdir()

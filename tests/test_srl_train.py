@@ -1,19 +1,23 @@
 """The SRL training command (python -m srl_models.train): a full run with evaluation, and every bad input refused
-with one line, exit code 2, nothing written."""
+with one line, exit code 2, nothing written; its settings are one dataclass (SRLTrainConfig) that the parser is made
+from and that trains in Python as on the command line."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 
 import numpy as np
 import pytest
-from conftest import runModule, snapshot
+import torch
+from conftest import assertParserFromSettings, runModule, snapshot
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
 from srl_models.registry import loadSRLModel
-from srl_models.train import main
-from srl_toolbox.cli import runCommand
+from srl_models.train import buildParser, checkSettings, main, parseConfig, trainFromArgs, trainFromConfig
+from srl_models.train_config import SRLTrainConfig
+from srl_toolbox.cli import UsageError, runCommand
 
 MODULE = "srl_models.train"
 
@@ -101,3 +105,45 @@ def test_bad_input_subprocess(tmp_path) -> None:
     assert result.stderr.strip() == "error: --losses: unknown loss 'bogus'; valid losses: autoencoder, dae, vae, " \
                                     "inverse, forward, reward, supervised, robotic_priors"
     assert not (tmp_path / "logs").exists()
+
+
+def test_the_parser_is_generated_from_the_config() -> None:
+    assertParserFromSettings(buildParser(), SRLTrainConfig)
+    assert parseConfig(["--data-folder", "data/x"]) == SRLTrainConfig(data_folder="data/x")
+    config = parseConfig(["--data-folder", "d", "--losses", "vae:1", "inverse:2", "--epochs", "3", "--no-eval"])
+    assert config == SRLTrainConfig(data_folder="d", losses=("vae:1", "inverse:2"), epochs=3, no_eval=True)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"data_folder": None}, "the following arguments are required: --data-folder"),
+    ({"epochs": 0}, "argument --epochs: '0' must be a positive integer"),
+    ({"seed": -1}, "argument --seed: '-1' is out of range"),
+    ({"patience": "x"}, "argument --patience: "),
+    ({"val_split": 1.0}, "--val-split 1 must be in [0, 1)"),
+])
+def test_a_config_built_in_python_is_refused_as_the_command_line_refuses_it(changes, message, tmp_path) -> None:
+    config = dataclasses.replace(SRLTrainConfig(data_folder=str(tmp_path), log_folder=str(tmp_path / "logs")),
+                                 **changes)
+    with pytest.raises(UsageError) as raised:
+        checkSettings(config)
+    assert message in str(raised.value) and "\n" not in str(raised.value)
+    with pytest.raises(UsageError):
+        trainFromConfig(config)
+    assert not (tmp_path / "logs").exists()
+
+
+def test_a_config_built_in_python_trains_like_the_command_line(tinyDataset: str, tmp_path) -> None:  # noqa: F811
+    from_argv = trainFromArgs(["--data-folder", tinyDataset, "--srl-model", "autoencoder", "--state-dim", "4",
+                               "--epochs", "1", "--batch-size", "64", "--log-folder", str(tmp_path / "argv"),
+                               "--no-eval", "--no-progress"])
+    from_config = trainFromConfig(SRLTrainConfig(data_folder=tinyDataset, srl_model="autoencoder", state_dim=4,
+                                                 epochs=1, batch_size=64, log_folder=str(tmp_path / "config"),
+                                                 no_eval=True, no_progress=True))
+    with open(os.path.join(from_argv, "exp_config.json"), encoding="utf-8") as handle:
+        expected = json.load(handle)
+    with open(os.path.join(from_config, "exp_config.json"), encoding="utf-8") as handle:
+        assert json.load(handle) == expected
+    weights = [torch.load(os.path.join(folder, "srl_model.pt"), map_location="cpu") for folder in (from_argv,
+                                                                                                   from_config)]
+    assert weights[0].keys() == weights[1].keys()
+    assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
