@@ -41,7 +41,7 @@ from rl_baselines.core.registry import failed_plugins, registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
-from rl_baselines.runs.train_config import readArgsRecord
+from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, positiveInt, runCommand
 from srl_toolbox.plugins import apiMajor
@@ -154,7 +154,7 @@ def _train(argv: list[str]) -> str:
 
 
 def _runArgs(run_dir: str) -> argparse.Namespace:
-    args = argparse.Namespace(**readArgsRecord(run_dir))
+    args = TrainConfig.fromRecord(readArgsRecord(run_dir)).namespace()
     args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
     return args
 

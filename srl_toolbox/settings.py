@@ -5,8 +5,8 @@ A command's settings are a dataclass whose flag fields are made by :func:`settin
 function that reads the value); fields that are not flags (values resolved or produced later) are made by
 :func:`derived`. From the class:
 
-- :func:`addSettingFlags` adds one argparse flag per flag field (a bool field is a switch, ``nargs="+"`` extends a
-  list over repeated flags, the help shows the default unless it ends with its own ``[...]``);
+- :func:`addSettingFlags` adds one argparse flag per flag field (a bool field is a switch, ``nargs="+"`` takes a list,
+  which ``extend=True`` extends over repeated flags, the help shows the default unless it ends with its own ``[...]``);
 - :func:`checkedSetting` reads a value given from Python with the same function as the flag, so that Python and the
   command line accept and refuse the same values, in argparse's words;
 - :func:`checkedSettings` checks every flag field of an instance that way (a config built in Python is refused
@@ -33,7 +33,7 @@ FIELD_TYPES = {"int": int, "float": float, "str": str, "str | None": str, "int |
 
 def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = None, nargs: int | str | None = None,
             metavar: Any = None, choices: Sequence[str] | None = None, required: bool = False,
-            hidden: bool = False) -> Any:
+            hidden: bool = False, extend: bool = False) -> Any:
     """
     Declare a flag: the field's default is the flag's.
 
@@ -42,17 +42,18 @@ def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = N
         :func:`addSettingFlags`'s ``substitutions``
     :param flags: the flag names, long one last (default: ``--`` and the field name with ``-`` for ``_``)
     :param parse: the function that reads the value from the command line (default: the field's type)
-    :param nargs: argparse's nargs (``"+"`` extends a list over repeated flags)
+    :param nargs: argparse's nargs (``"+"``: a list)
     :param metavar: argparse's metavar
     :param choices: the only values accepted (argparse's choices)
     :param required: the command line must give it (its default, None, stands for "not given" in Python)
     :param hidden: left out of ``--help`` (set by other commands, not by people)
+    :param extend: with ``nargs="+"``, a repeated flag adds to the list (else the last one gives it)
     :return: the dataclass field
     """
     return dataclasses.field(default=default, metadata={"kind": "flag", "doc": doc, "flags": tuple(flags),
                                                         "parse": parse, "nargs": nargs, "metavar": metavar,
                                                         "choices": choices, "required": required,
-                                                        "hidden": hidden})
+                                                        "hidden": hidden, "extend": extend})
 
 
 def derived(doc: str, default: Any = None, factory: Any = None) -> Any:
@@ -108,7 +109,9 @@ def addSettingFlags(parser: argparse.ArgumentParser, cls: type, substitutions: M
         if field.default is False:
             options["action"] = "store_true"
         elif meta["nargs"] == "+":
-            options.update(action="extend", nargs="+", default=list(field.default))
+            options.update(nargs="+", default=list(field.default), **({"action": "extend"} if meta["extend"] else {}))
+            if meta["parse"] is not None:
+                options["type"] = meta["parse"]
         else:
             options.update(default=field.default, type=_parser(field))
             if meta["nargs"] is not None:

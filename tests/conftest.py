@@ -11,6 +11,8 @@ import sys
 import pytest
 import torch
 
+from rl_baselines.runs.train import algorithmDefaults
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.settings import settingFields
 
 # One torch thread per test process (pytest -n 2 runs two of them on two cores): in-process training is several
@@ -18,6 +20,20 @@ from srl_toolbox.settings import settingFields
 torch.set_num_threads(1)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def trainArgs(algo: str | None = None, **values) -> argparse.Namespace:
+    """
+    :param algo: the algorithm whose own flags are added at their defaults (None: the shared flags only)
+    :param values: settings over the defaults
+    :return: the arguments an algorithm receives from the train command (plugin API v1): every train flag at its
+        default, the run folders None, then ``values``
+    """
+    args = TrainConfig(**({"algo": algo} if algo else {})).namespace()
+    for name, value in (algorithmDefaults(algo) if algo else {}).items():
+        vars(args).setdefault(name, value)
+    vars(args).update(values)
+    return args
 
 
 def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None

@@ -2,14 +2,13 @@
 computations, learning on CartPole, the train command, and their model files."""
 from __future__ import annotations
 
-import argparse
 import os
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import runFolder, runTrain
+from conftest import runFolder, runTrain, trainArgs
 from torch import nn
 
 from rl_baselines.rl_algorithm.acer import (
@@ -265,7 +264,7 @@ def _trainCartPole(algo_class: type, n_envs: int, max_steps: int, seed: int = 0)
         return not (len(episode_rewards) >= 20 and np.mean(episode_rewards[-20:]) >= 200)
 
     model = OnCartPole()
-    args = argparse.Namespace(seed=seed, num_timesteps=max_steps, num_cpu=n_envs, load_rl_model_path=None)
+    args = trainArgs(seed=seed, num_timesteps=max_steps, num_cpu=n_envs, load_rl_model_path=None)
     model.train(args, callback)
     return model.num_timesteps, episode_rewards
 

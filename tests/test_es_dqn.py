@@ -9,7 +9,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import greedyMeanReward, runFolder, runModule, runTrain
+from conftest import greedyMeanReward, runFolder, runModule, runTrain, trainArgs
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -114,8 +114,8 @@ def _patchMakeEnv(monkeypatch, build):
 
 
 def _args(tmp_path, num_timesteps, seed=0, num_cpu=1) -> argparse.Namespace:
-    return argparse.Namespace(seed=seed, num_cpu=num_cpu, num_timesteps=num_timesteps, load_rl_model_path=None,
-                              srl_model="ground_truth", log_dir=str(tmp_path))
+    return trainArgs(seed=seed, num_cpu=num_cpu, num_timesteps=num_timesteps, load_rl_model_path=None,
+                     srl_model="ground_truth", log_dir=str(tmp_path))
 
 
 @pytest.mark.parametrize("algo_type", ["v1", "v2"])
@@ -229,7 +229,7 @@ EVALUATION_PERIOD = 2000
 
 def _evaluate(model) -> float:
     """:return: the greedy mean reward of 10 episodes on fresh envs, with the training normalisation frozen"""
-    replay = _cartpoleEnvs(argparse.Namespace(num_cpu=5, seed=100))
+    replay = _cartpoleEnvs(trainArgs(num_cpu=5, seed=100))
     trained_normaliser = findVecNormalize(model.env)
     if trained_normaliser is None:  # ARS and CMA-ES normalise by themselves
         replay = replay.venv

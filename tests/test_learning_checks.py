@@ -7,7 +7,6 @@ envs that ``benchmarks/learning.py`` declares to the command line as a plugin.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import sys
@@ -15,7 +14,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import REPO, greedyMeanReward, runFolder, runTrain
+from conftest import REPO, greedyMeanReward, runFolder, runTrain, trainArgs
 from stable_baselines3.common.env_checker import check_env
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
@@ -71,8 +70,8 @@ def test_deepq_variant_learns_cartpole(tmp_path, monkeypatch, variant):
         return not (evaluations and evaluations[-1] > 150)
 
     model = DQNModel()
-    args = argparse.Namespace(seed=0, num_cpu=4, num_timesteps=12000, load_rl_model_path=None,
-                              srl_model="ground_truth", log_dir=str(tmp_path))
+    args = trainArgs(seed=0, num_cpu=4, num_timesteps=12000, load_rl_model_path=None,
+                     srl_model="ground_truth", log_dir=str(tmp_path))
     model.train(args, evaluateEveryPeriod, train_kwargs=VARIANTS[variant])
     assert all(model.hyperparams[key] == value for key, value in VARIANTS[variant].items())
     assert evaluations and max(evaluations) > 150, f"{variant}: {evaluations} after {model.num_timesteps} steps"

@@ -2,7 +2,6 @@
 it learns CartPole with two workers, its model file round-trips, and its flags are checked."""
 from __future__ import annotations
 
-import argparse
 import os
 import subprocess
 import sys
@@ -13,7 +12,7 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from conftest import REPO, runFolder, runModule, runTrain
+from conftest import REPO, runFolder, runModule, runTrain, trainArgs
 
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, freeDistUrl, ppoUpdate
 
@@ -110,8 +109,8 @@ def test_learns_cartpole_with_two_workers():
         return not (len(episode_rewards) >= 20 and np.mean(episode_rewards[-20:]) >= 200)
 
     model = OnCartPole()
-    args = argparse.Namespace(seed=0, num_timesteps=60_000, num_cpu=2, load_rl_model_path=None, num_workers=2,
-                              dist_url=None, rank=0, world_size=None)
+    args = trainArgs(seed=0, num_timesteps=60_000, num_cpu=2, load_rl_model_path=None, num_workers=2,
+                     dist_url=None, rank=0, world_size=None)
     model.train(args, callback, train_kwargs={"learning_rate": 3e-3, "nminibatches": 4, "optim_epochs": 4})
     # Rank 0 steps 2 envs; the global count grows by both workers' steps.
     assert counts[1] - counts[0] == 4

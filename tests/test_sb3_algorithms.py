@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, snapshot
+from conftest import runFolder, runModule, runTrain, snapshot, trainArgs
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
@@ -105,7 +105,7 @@ def _trainInProcess(algo: str, tmp_path, hyperparams: dict[str, str]):
     argv = [*GT, "--algo", algo, "--num-timesteps", "192", "--log-dir", str(tmp_path)]
     if algo in CONTINUOUS_ONLY or algo == "ppo_lstm":
         argv.append("-c")
-    args = algo_class.customArguments(baseParser()).parse_args(argv)
+    args = trainArgs(**vars(algo_class.customArguments(baseParser()).parse_args(argv)))
     agent = algo_class()
     agent.train(args, lambda _locals, _globals: True, train_kwargs=algo_class.parserHyperParam(hyperparams))
     return algo_class, agent

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, runFolder, runModule, runTrain, snapshot
+from conftest import REPO, runFolder, runModule, runTrain, snapshot, trainArgs
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
@@ -134,9 +134,9 @@ def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
 
 
     folder = _saveCounting(str(tmp_path / "model"))
-    args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=2,
-                              num_stack=2, action_repeat=1, continuous_actions=False, action_joints=False,
-                              random_target=False, shape_reward=False, img_shape=list(SMALL))
+    args = trainArgs(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=2,
+                     num_stack=2, action_repeat=1, continuous_actions=False, action_joints=False,
+                     random_target=False, shape_reward=False, img_shape=list(SMALL))
     env = createEnvs(args)
     try:
         # raw envs in subprocesses, the encoder in this process, states stacked, then normalised
@@ -160,12 +160,12 @@ def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
 @pytest.mark.parametrize("num_stack", [1, 2])
 def test_ground_truth_scale_gives_a_learned_state_the_size_of_ground_truth(counting, tmp_path, num_stack):
     folder = _saveCounting(str(tmp_path / "model"), state_dim=8)
-    args = argparse.Namespace(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=1,
-                              num_stack=num_stack, action_repeat=1, continuous_actions=False, action_joints=False,
-                              random_target=False, shape_reward=False, img_shape=list(SMALL))
+    args = trainArgs(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=1,
+                     num_stack=num_stack, action_repeat=1, continuous_actions=False, action_joints=False,
+                     random_target=False, shape_reward=False, img_shape=list(SMALL))
     observed = {}
     for scaled in (False, True):
-        env = createEnvs(argparse.Namespace(**vars(args), srl_ground_truth_scale=scaled))
+        env = createEnvs(argparse.Namespace(**{**vars(args), "srl_ground_truth_scale": scaled}))
         normaliser = findVecNormalize(env)
         assert isinstance(normaliser, ScaledVecNormalize) is scaled
         states = [env.reset()]

@@ -2,13 +2,12 @@
 observation mode, with two parallel envs; then save/load, continuing a saved model, and replay."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain
+from conftest import runFolder, runModule, runTrain, trainArgs
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
@@ -58,8 +57,8 @@ def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
 def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
 
     parser = algo_class.customArguments(baseParser())
-    args = parser.parse_args(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "256",
-                              "--log-dir", str(tmp_path)])
+    args = trainArgs(**vars(parser.parse_args(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                                               "--num-timesteps", "256", "--log-dir", str(tmp_path)])))
     for key, value in overrides.items():
         setattr(args, key, value)
     algo = algo_class()
@@ -95,8 +94,8 @@ def test_random_agent_round_trip(tmp_path):
     algo, args = _trainInProcess(RandomAgentModel, tmp_path, continuous_actions=True)
     path = str(tmp_path / "random_agent_model.json")
     algo.save(path)
-    first = RandomAgentModel.load(path, argparse.Namespace(seed=5))
-    second = RandomAgentModel.load(path, argparse.Namespace(seed=5))
+    first = RandomAgentModel.load(path, trainArgs(seed=5))
+    second = RandomAgentModel.load(path, trainArgs(seed=5))
     observations = np.zeros((4, 2), dtype=np.float32)
     actions = first.getAction(observations)
     assert actions.shape == (4, 2) and np.all(np.abs(actions) <= 1)

@@ -363,7 +363,7 @@ class BaseRLObject(abc.ABC):
         """
         Build the vectorised training (or replay) env; override to change wrappers.
 
-        :param args: the run's arguments; ``args.monitor_dir`` (if set) receives the monitor CSVs
+        :param args: the run's arguments; ``args.monitor_dir`` (None: no monitor files) receives the monitor CSVs
         :param env_kwargs: env constructor keywords
         :param load_path_normalise: folder with saved normalisation statistics to restore
         :return: a VecEnv

@@ -36,7 +36,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import NORMALISATION_FILE, groundTruthScale
 from rl_baselines.envs.srl_encoder import loadEncoder
-from rl_baselines.runs.train_config import readArgsRecord
+from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
 from srl_toolbox.files import readJson
 
@@ -49,8 +49,8 @@ def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
-    :return: the run's arguments (args.json, upgraded to the current format: every train flag is there), in the
-        Namespace form of plugin API v1
+    :return: the run's arguments (args.json, upgraded to the current format: every train flag is there, and the
+        run folders of a training, None), in the Namespace form of plugin API v1
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
     if not os.path.isdir(run_dir):
@@ -58,7 +58,7 @@ def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
     if not os.path.isfile(RunFolder(run_dir).args_file):
         raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a folder written by "
                          f"rl_baselines.train")
-    return argparse.Namespace(**readArgsRecord(run_dir))
+    return TrainConfig.fromRecord(readArgsRecord(run_dir)).namespace()
 
 
 def recordedSRLModelFolder(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:

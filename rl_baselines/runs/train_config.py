@@ -103,7 +103,7 @@ class TrainConfig:
     img_shape: tuple[int, ...] | None = setting(None, "camera observation shape [3 64 64]", parse=positiveInt,
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
-                                          nargs="+", metavar="KEY:VALUE")
+                                          nargs="+", extend=True, metavar="KEY:VALUE")
     hyperparam_file: str | None = setting(None, "YAML mapping of hyperparameters (as hyperparam_search writes); "
                                           "--hyperparam wins", metavar="FILE")
     load_rl_model_path: str | None = setting(None, "continue training this saved model")
