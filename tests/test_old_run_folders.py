@@ -23,6 +23,7 @@ from rl_baselines.runs.train import baseParser, validate
 from rl_baselines.runs.train_config import (
     ARGS_FORMAT,
     ARGS_FORMAT_KEY,
+    UPGRADES,
     TrainConfig,
     readArgsRecord,
     upgradeArgsRecord,
@@ -96,3 +97,15 @@ def test_a_damaged_args_json_is_a_one_line_error(old_run) -> None:
         loadResumeArgs(["--resume", old_run], registered_rl, baseParser)
     with pytest.raises(ValueError, match="args.json"):
         readRunArgs(old_run, "--log-dir")
+
+
+def test_every_setting_is_in_the_current_format_or_an_upgrade() -> None:
+    """A setting added to TrainConfig without an upgrade rule would leave older args.json files without it: adding
+    one means raising ARGS_FORMAT and saying, in UPGRADES, which value reproduces the runs written before."""
+    first_release = set(readJson(os.path.join(OLD_RUN, "args.json")))
+    added = set(TrainConfig.flagFields()) - first_release
+    upgraded = set().union(*UPGRADES.values())
+    assert added <= upgraded, f"settings without an upgrade rule: {sorted(added - upgraded)}"
+    with pytest.raises(ValueError, match="lacks seed"):
+        upgradeArgsRecord({key: value for key, value in readJson(os.path.join(OLD_RUN, "args.json")).items()
+                           if key != "seed"})

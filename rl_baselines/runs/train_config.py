@@ -46,7 +46,8 @@ from srl_toolbox.settings import (
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
-# args.json's format: 2 adds ``args_format`` itself; files without it (format 1) are upgraded by upgradeArgsRecord.
+# args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
+# that reproduces the runs written before (never "the current default": a default may change later).
 ARGS_FORMAT = 2
 ARGS_FORMAT_KEY = "args_format"
 
@@ -232,15 +233,20 @@ class TrainConfig:
 # Fields that are not flags and hold what validation derived; the run's folders (RUN_FIELDS) are set as it goes.
 DERIVED_FIELDS = ("hyperparams", "env_kwargs", "start_timesteps", "extra")
 RUN_FIELDS = ("run_dir", "monitor_dir", "resume_from", "resume_buffer")
-# What an args.json of format 1 (no args_format key) lacked, when it lacked it: the value that reproduces its run.
-FORMAT_1_VALUES = {"device": DEFAULT_RUN_DEVICE}
+# Format n -> n + 1: the settings format n may lack, at the values that reproduce its runs. Format 1 (no args_format
+# key) covers every file from the first release (0.1.0) on; the settings added since then, and the run's device
+# (0.1.0 trained on the CPU and recorded none).
+UPGRADES: dict[int, dict[str, Any]] = {
+    1: {"device": DEFAULT_RUN_DEVICE, "force_down": False, "srl_ground_truth_scale": False, "eval_freq": 0,
+        "eval_episodes": 5, "latest": False, "srl_log_folder": os.path.join("logs", "srl"), "tensorboard_log": None},
+}
 
 
 def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     """
     Bring an args.json mapping of any earlier format to :data:`ARGS_FORMAT`, once, so that nothing above reads a
-    missing setting: a flag added since the run was written takes the value that reproduces that run (its default,
-    or :data:`FORMAT_1_VALUES`).
+    missing setting: a flag added since the run was written takes the value that reproduces that run
+    (:data:`UPGRADES`, format by format); a flag the run recorded is kept as it was.
 
     :param record: the mapping args.json holds
     :return: a new mapping of the current format (the algorithm's own flags and other keys kept as they are)
@@ -252,7 +258,12 @@ def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(version, int) or not 1 <= version <= ARGS_FORMAT:
         raise ValueError(f"args.json format {version!r} is not one this toolbox reads (1..{ARGS_FORMAT}): written by "
                          f"a newer srl-toolbox?")
-    upgraded = {**TrainConfig.defaults(), **(FORMAT_1_VALUES if version == 1 else {}), **record}
+    upgraded = dict(record)
+    for older in range(version, ARGS_FORMAT):
+        upgraded = {**UPGRADES[older], **upgraded}
+    missing = [name for name in TrainConfig.flagFields() if name not in upgraded]
+    if missing:  # a setting every format records: the file was cut or edited
+        raise ValueError(f"args.json lacks {', '.join(missing)}")
     upgraded["hyperparam"] = list(upgraded["hyperparam"] or [])
     upgraded[ARGS_FORMAT_KEY] = ARGS_FORMAT
     return upgraded
