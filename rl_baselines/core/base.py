@@ -21,7 +21,7 @@ import numpy as np
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import restoreRun
 from rl_baselines.core.hyperparams import Hyperparam, Interval, givenFlags
-from rl_baselines.envs.factory import createEnvs, findVecNormalize
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromArgs, findVecNormalize
 from srl_toolbox.cli import UsageError
 
 TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
@@ -369,7 +369,9 @@ class BaseRLObject(abc.ABC):
         :return: a VecEnv
         """
 
-        return createEnvs(args, env_kwargs, load_path_normalise, monitor_dir=args.monitor_dir)
+        if env_kwargs is None:
+            env_kwargs = envKwargsFromArgs(args)
+        return createEnvs(VecEnvSettings.fromArgs(args), env_kwargs, load_path_normalise, monitor_dir=args.monitor_dir)
 
     @abc.abstractmethod
     def train(

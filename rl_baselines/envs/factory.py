@@ -8,6 +8,7 @@ run's arguments and the encoder (not saved), so a replayed, resumed or evaluated
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import math
 import os
@@ -134,41 +135,78 @@ def groundTruthScale(env_id: str, enabled: bool, state_dim: int) -> float:
     return math.sqrt(getEnvClass(env_id).getGroundTruthDim() / state_dim)
 
 
+@dataclasses.dataclass(frozen=True)
+class VecEnvSettings:
+    """
+    What building a run's vectorised env needs, typed.
+
+    :param env_id: registered env id
+    :param num_envs: parallel envs (subprocesses when more than one)
+    :param seed: env i is seeded ``seed + i``
+    :param srl_model: the observation (the env's own mode, or a learned model's name)
+    :param num_stack: frames stacked per observation
+    :param action_repeat: env steps per agent action
+    :param srl_model_path: a learned model's folder, None to look it up in ``srl_config_file``
+    :param srl_config_file: the SRL config file (None: srl_models.config.defaultConfigFile())
+    :param device: the run's torch device (a learned model's encoder runs there)
+    :param ground_truth_scale: ``--srl-ground-truth-scale``
+    """
+
+    env_id: str
+    num_envs: int
+    seed: int
+    srl_model: str
+    num_stack: int = 1
+    action_repeat: int = 1
+    srl_model_path: str | None = None
+    srl_config_file: str | None = None
+    device: str | None = None
+    ground_truth_scale: bool = False
+
+    @classmethod
+    def fromArgs(cls, args: Any) -> VecEnvSettings:
+        """:param args: a run's arguments (a TrainConfig, or its Namespace form of plugin API v1)"""
+        return cls(args.env, args.num_cpu, args.seed, args.srl_model, args.num_stack, args.action_repeat,
+                   args.srl_model_path, args.srl_config_file, args.device, args.srl_ground_truth_scale)
+
+
 def createEnvs(
-    args: argparse.Namespace,
+    args: VecEnvSettings | argparse.Namespace,
     env_kwargs: dict[str, Any] | None = None,
     load_path_normalise: str | None = None,
     monitor_dir: str | None = None,
 ) -> VecEnv:
     """
-    Build ``args.num_cpu`` envs (subprocesses when more than one), stacked and normalised as the run asks.
+    Build the run's envs (subprocesses when more than one), stacked and normalised as the run asks.
 
-    :param args: parsed arguments (env, seed, num_cpu, num_stack, action_repeat, srl_model, srl_ground_truth_scale)
-    :param env_kwargs: env constructor keywords (default: from ``args``)
+    :param args: the settings (:class:`VecEnvSettings`, or a run's arguments, read by :meth:`VecEnvSettings.fromArgs`)
+    :param env_kwargs: env constructor keywords (default: from ``args``, which must then be a run's arguments)
     :param load_path_normalise: folder holding vecnormalize.npz to restore (then frozen: ``training=False``)
     :param monitor_dir: folder for the per-env monitor CSVs
     :return: the VecEnv, seeded so that env i starts from seed + i
     """
+    settings = args if isinstance(args, VecEnvSettings) else VecEnvSettings.fromArgs(args)
     env_kwargs = envKwargsFromArgs(args) if env_kwargs is None else env_kwargs
     thunks = [
-        functools.partial(makeSingleEnv, args.env, env_kwargs, rank, monitor_dir, args.action_repeat)
-        for rank in range(args.num_cpu)
+        functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat)
+        for rank in range(settings.num_envs)
     ]
-    venv: VecEnv = DummyVecEnv(thunks) if args.num_cpu == 1 else SubprocVecEnv(thunks)
-    venv.seed(args.seed)
-    venv.action_space.seed(args.seed)
-    srl_model = env_kwargs.get("srl_model", args.srl_model)
+    venv: VecEnv = DummyVecEnv(thunks) if settings.num_envs == 1 else SubprocVecEnv(thunks)
+    venv.seed(settings.seed)
+    venv.action_space.seed(settings.seed)
+    srl_model = env_kwargs.get("srl_model", settings.srl_model)
     state_dim = None  # a learned state's size, None for the env's own observations
     if isLearnedSRLModel(srl_model):
         # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
-        venv = encodeObservations(venv, args.env, srl_model, args.srl_model_path, args.srl_config_file, args.device)
+        venv = encodeObservations(venv, settings.env_id, srl_model, settings.srl_model_path, settings.srl_config_file,
+                                  settings.device)
         state_dim = int(np.prod(venv.observation_space.shape))
-    if args.num_stack > 1:
-        venv = VecFrameStack(venv, n_stack=args.num_stack)
+    if settings.num_stack > 1:
+        venv = VecFrameStack(venv, n_stack=settings.num_stack)
     if srl_model != "raw_pixels":
         # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
         normalise_keys = normalisedKeys(venv.observation_space)
-        scale = groundTruthScale(args.env, args.srl_ground_truth_scale, state_dim) if state_dim is not None else 1.0
+        scale = 1.0 if state_dim is None else groundTruthScale(settings.env_id, settings.ground_truth_scale, state_dim)
         if scale != 1.0:
             venv = ScaledVecNormalize(venv, scale, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
         else:
