@@ -7,11 +7,13 @@ import dataclasses
 import json
 import os
 
+import numpy as np
 import pytest
+from conftest import trainArgs
 
 from rl_baselines import api
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.envs.factory import envKwargsFromArgs, makeSingleEnv
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromArgs, makeSingleEnv
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, argsNamespace, checkedValue, upgradeArgsRecord
@@ -163,3 +165,16 @@ def test_python_values_are_read_by_the_flags_parsers() -> None:
         checkedValue("shape_reward", "yes")
     with pytest.raises(ValueError, match="expected 3"):
         checkedValue("img_shape", [64, 64])
+
+
+def test_env_building_takes_typed_settings() -> None:
+    from_settings = createEnvs(VecEnvSettings("MobileRobotGymEnv-v0", 2, 3, "ground_truth", num_stack=2))
+    from_args = createEnvs(trainArgs(env="MobileRobotGymEnv-v0", num_cpu=2, seed=3, srl_model="ground_truth",
+                                     num_stack=2))
+    try:
+        np.testing.assert_array_equal(from_settings.reset(),
+                                      from_args.reset())
+        assert from_settings.observation_space.shape == (4,) and from_settings.num_envs == 2
+    finally:
+        from_settings.close()
+        from_args.close()

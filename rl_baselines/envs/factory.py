@@ -180,13 +180,15 @@ def createEnvs(
     Build the run's envs (subprocesses when more than one), stacked and normalised as the run asks.
 
     :param args: the settings (:class:`VecEnvSettings`, or a run's arguments, read by :meth:`VecEnvSettings.fromArgs`)
-    :param env_kwargs: env constructor keywords (default: from ``args``, which must then be a run's arguments)
+    :param env_kwargs: env constructor keywords (default: from a run's arguments; with :class:`VecEnvSettings`, the
+        env's defaults with its observation)
     :param load_path_normalise: folder holding vecnormalize.npz to restore (then frozen: ``training=False``)
     :param monitor_dir: folder for the per-env monitor CSVs
     :return: the VecEnv, seeded so that env i starts from seed + i
     """
     settings = args if isinstance(args, VecEnvSettings) else VecEnvSettings.fromArgs(args)
-    env_kwargs = envKwargsFromArgs(args) if env_kwargs is None else env_kwargs
+    if env_kwargs is None:
+        env_kwargs = {"srl_model": settings.srl_model} if settings is args else envKwargsFromArgs(args)
     thunks = [
         functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat)
         for rank in range(settings.num_envs)
