@@ -63,6 +63,8 @@ class MobileRobotGymEnv(SRLGymEnv):
     """
 
     SRL_MODES = ("ground_truth", "raw_pixels")
+    # The values of the renderer keyword (--renderer).
+    RENDERERS = RENDERERS
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
