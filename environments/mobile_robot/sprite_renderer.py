@@ -32,9 +32,9 @@ import numpy as np
 from environments.bullet import pybullet
 
 # Grid of sprite positions: one per CELL_PIXELS pixels of the image (a grid point is at most CELL_PIXELS / 2 away).
-CELL_PIXELS = 8.0
+CELL_PIXELS = 6.0
 # Sub-pixel positions of a body's image that get a sprite of their own, per axis (what is left is rounded).
-PHASES = 4
+PHASES = 2
 # Where the other moving bodies go while a layer is rendered: under the floor, out of the camera's sight.
 HIDDEN_Z = -10.0
 # A body below this height is hidden by the env itself (a reached target): nothing to draw.
