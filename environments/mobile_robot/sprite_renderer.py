@@ -5,16 +5,18 @@ them, and the top-down camera is fixed. So a frame is the background (floor and 
 with each moving body's sprite pasted over it, depth-tested pixel by pixel against what is already drawn (a body
 hides another, or a wall, exactly where TinyRenderer's depth buffer would).
 
-A sprite is the body alone in the scene, rendered by TinyRenderer at the point of a grid of its position plane
-(a cell spans CELL_PIXELS pixels of the image), with its depth and its mask (segmentation): it is pasted shifted by
-the whole number of pixels nearest to the image distance between the grid point and the body's position. Rendering
-at the nearest grid point keeps what perspective does to a tall body (its top moves further from the optical axis
-than its base) within a fraction of a pixel; rounding the shift leaves one-pixel differences on some edges.
+A sprite is the body alone in the scene (walls hidden too), rendered by TinyRenderer near the point of a grid of its
+position plane nearest to the body (a cell spans CELL_PIXELS pixels of the image), with its depth and its mask
+(segmentation). The grid point is moved by less than a pixel so that the body's image has the same sub-pixel phase
+as the one to draw (to 1 / PHASES of a pixel), and the sprite is pasted shifted by whole pixels. Rendering near the
+body keeps what perspective does to a tall body (its top moves further from the optical axis than its base) within a
+fraction of a pixel; the phase keeps TinyRenderer's aliased edges where it puts them, but for one-pixel differences
+on some edges.
 
 Invariants:
 
 - every layer (background, sprite) is rendered with all other moving bodies hidden under the floor, and is keyed
-  by image size, projection and the body's grid point, height and orientation: an image depends only on the
+  by image size, projection and the body's grid point, phase, height and orientation: an image depends only on the
   current poses, never on what was drawn before (same poses, same pixels, in any order);
 - layers are made lazily, on first need, and kept for the env's life; the camera's view matrix never changes;
 - only the top-down camera: the first-person view (``fpv``) is rendered by PyBullet, which is left with every body
@@ -32,7 +34,7 @@ import numpy as np
 from environments.bullet import pybullet
 
 # Grid of sprite positions: one per CELL_PIXELS pixels of the image (a grid point is at most CELL_PIXELS / 2 away).
-CELL_PIXELS = 6.0
+CELL_PIXELS = 8.0
 # Sub-pixel positions of a body's image that get a sprite of their own, per axis (what is left is rounded).
 PHASES = 2
 # Where the other moving bodies go while a layer is rendered: under the floor, out of the camera's sight.
