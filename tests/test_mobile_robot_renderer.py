@@ -12,12 +12,15 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runModule, snapshot
+from conftest import runFolder, runModule, runTrain, snapshot
 
 from environments import getEnvClass, rendererRefusal
+from environments.dataset_generator import generate
+from environments.generator_config import GeneratorConfig
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.run_policy import readRunArgs
-from tests.conftest import runFolder, runTrain
+from srl_models.prepare import checkDatasetSettings
+from srl_toolbox.cli import UsageError
 
 MOBILE_ROBOTS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0", "MobileRobot2TargetGymEnv-v0",
                  "MobileRobotLineTargetGymEnv-v0"]
@@ -156,3 +159,17 @@ def test_train_records_the_renderer_and_replays_with_it(tmp_path) -> None:
     assert envKwargsFromArgs(readRunArgs(run_dir, "--log-dir"))["renderer"] == "sprites"
     result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20")
     assert result.returncode == 0, result.stderr
+
+
+def test_datasets_record_the_renderer(tmp_path) -> None:
+    assert generate(GeneratorConfig(save_path=str(tmp_path), name="sprites", num_episode=1, max_steps=5,
+                                    renderer="sprites", no_progress=True)) == 0
+    with open(tmp_path / "sprites" / "dataset_config.json") as file:
+        assert json.load(file)["renderer"] == "sprites"
+    # a dataset recorded before the renderer was recorded reads as TinyRenderer's, reused for tinyrenderer requests
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "dataset_config.json").write_text(json.dumps({"env": "MobileRobotGymEnv-v0"}))
+    checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "tinyrenderer"})
+    with pytest.raises(UsageError, match="renderer differ"):
+        checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites"})
