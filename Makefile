@@ -56,6 +56,7 @@ test-fast: install
 
 bench: install
 	$(PY) -m benchmarks.env_speed
+	$(PY) -m benchmarks.render_speed
 	$(PY) -m benchmarks.kuka_speed
 	$(PY) -m benchmarks.all_envs_speed
 	$(PY) -m benchmarks.dataset_speed

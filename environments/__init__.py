@@ -1,9 +1,16 @@
 """Robot environments (PyBullet) behind the SRLGymEnv interface; importing the package registers them in gymnasium."""
-from environments.registry import EnvPluginLoadWarning, failed_env_plugins, getEnvClass, registerAll, registered_env
+from environments.registry import (
+    EnvPluginLoadWarning,
+    failed_env_plugins,
+    getEnvClass,
+    registerAll,
+    registered_env,
+    rendererRefusal,
+)
 from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv, isLearnedSRLModel
 from srl_toolbox import __version__
 
 registerAll()
 
 __all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "failed_env_plugins",
-           "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env"]
+           "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env", "rendererRefusal"]

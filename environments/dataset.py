@@ -15,6 +15,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from environments.srl_env import DEFAULT_RENDERER
+
 DATA_FILE = "preprocessed_data.npz"
 GROUND_TRUTH_FILE = "ground_truth.npz"
 CONFIG_FILE = "dataset_config.json"
@@ -105,6 +107,11 @@ class Dataset:
     def env_id(self) -> str | None:
         """The env the dataset was recorded on (None for datasets that do not say)."""
         return self.config.get("env")
+
+    @property
+    def renderer(self) -> str:
+        """What drew the images (a dataset that does not say was drawn by TinyRenderer)."""
+        return str(self.config.get("renderer", DEFAULT_RENDERER))
 
     @property
     def img_shape(self) -> tuple[int, int, int]:

@@ -48,8 +48,9 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from environments import getEnvClass, registered_env
+from environments import getEnvClass, registered_env, rendererRefusal
 from environments.generator_config import DEFAULT_MAX_DISTANCE, GeneratorConfig
+from environments.srl_env import DEFAULT_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
 from srl_toolbox.locks import tryLock
@@ -175,6 +176,11 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                 raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
             env_kwargs[keyword] = True
 
+    refusal = rendererRefusal(config.renderer, config.env)
+    if refusal is not None:
+        raise UsageError(refusal)
+    if config.renderer != DEFAULT_RENDERER:
+        env_kwargs["renderer"] = config.renderer
     policy, run = config.policy, None
     if policy != "random":
         run = loadPolicy(policy, load=False)
@@ -510,6 +516,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
               "continuous_actions": not spec.env_kwargs["is_discrete"],
               "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
               "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
+              "renderer": spec.env_kwargs.get("renderer", DEFAULT_RENDERER),
               "version": FORMAT_VERSION}
     writeJson(os.path.join(partial_dir, "dataset_config.json"), config)
     shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from srl_toolbox.cli import positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
@@ -49,6 +50,9 @@ class GeneratorConfig:
                                "frameN_2")
     fpv: bool = setting(False, "envs with a first-person view (mobile robot): stacked with the top view, like "
                         "--multi-view")
+    renderer: str = setting(DEFAULT_RENDERER, "what draws the images: tinyrenderer (PyBullet's, the reference) or "
+                            "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, faster)",
+                            choices=RENDERERS)
     policy: str = setting("random", "'random' (uniform actions) or a run folder of rl_baselines.train to replay")
     force: bool = setting(False, "overwrite an existing dataset / discard an interrupted one of the same name",
                           flags=("-f", "--force"))

@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from environments.srl_env import SRLGymEnv
+from environments.srl_env import DEFAULT_RENDERER, RENDERERS, SRLGymEnv
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
@@ -66,3 +66,22 @@ def getEnvClass(env_id: str) -> type[SRLGymEnv]:
     """
     registerAll()
     return _classes[env_id]
+
+
+def rendererRefusal(renderer: str, env_id: str) -> str | None:
+    """
+    :param renderer: a renderer name (``--renderer``)
+    :param env_id: a registered env id
+    :return: why the env cannot draw its images with it (one line, naming the envs that can), None when it can:
+        the default, TinyRenderer, stands for every env's own renderer; another is for the envs whose RENDERERS
+        list it
+    """
+    if renderer == DEFAULT_RENDERER:
+        return None
+    if renderer not in RENDERERS:
+        return f"unknown --renderer {renderer!r}; valid choices: {', '.join(RENDERERS)}"
+    if renderer in getattr(getEnvClass(env_id), "RENDERERS", ()):
+        return None
+    having = [other for other in sorted(registered_env) if renderer in getattr(getEnvClass(other), "RENDERERS", ())]
+    return (f"--renderer {renderer}: {env_id} has no such renderer (its images are its own); envs with it: "
+            f"{', '.join(having) or 'none installed'}")

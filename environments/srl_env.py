@@ -32,6 +32,10 @@ import numpy as np
 
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
+# What may draw an env's camera images (the ``renderer`` keyword of the envs that take it, the mobile robots):
+# PyBullet's TinyRenderer, the default and the reference, or numpy compositing of layers it renders once.
+RENDERERS = ("tinyrenderer", "sprites")
+DEFAULT_RENDERER = "tinyrenderer"
 
 
 def isLearnedSRLModel(srl_model: str) -> bool:

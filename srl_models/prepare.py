@@ -33,6 +33,7 @@ from typing import Any
 
 from environments import dataset_generator, getEnvClass, registered_env
 from environments.generator_config import GeneratorConfig
+from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from srl_models import train
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.train import resolveModel, trainableModels, trainFromConfig
@@ -115,6 +116,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
                         help="image shape, 3 H W [per env, 3 64 64]")
     parser.add_argument("--state-dim", type=positiveInt, default=None, help="size of the learned state [per env]")
+    parser.add_argument("--renderer", choices=RENDERERS, default=DEFAULT_RENDERER,
+                        help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference) or sprites "
+                        "(mobile robots, faster) [tinyrenderer]")
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
@@ -133,17 +137,20 @@ def buildParser() -> CLIParser:
     return parser
 
 
-def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_target: bool, seed: int) -> str:
+def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_target: bool, seed: int,
+                renderer: str = DEFAULT_RENDERER) -> str:
     """
     :param env_id: the env
     :param episodes: episodes recorded
     :param img_shape: (C, H, W)
     :param random_target: a new target every episode
     :param seed: the generator's seed
+    :param renderer: what draws the images
     :return: the dataset's folder name, made of the settings that decide its content
-        (``<env>_<N>ep_<H>x<W>[_rt]_seed<S>``)
+        (``<env>_<N>ep_<H>x<W>[_rt][_<renderer> when not tinyrenderer]_seed<S>``)
     """
     return (f"{env_id}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
+            f"{'' if renderer == DEFAULT_RENDERER else '_' + renderer}"
             f"_seed{seed}")
 
 
@@ -190,6 +197,7 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
     except (OSError, ValueError):
         raise UsageError(f"{folder!r} exists but holds no readable {DATASET_CONFIG}: pass --force to record the "
                          f"dataset again, or another --data-folder") from None
+    stored = {"renderer": DEFAULT_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
     differing = sorted(key for key, value in settings.items() if stored.get(key) != value)
     if differing:
         raise UsageError(f"dataset {folder!r} was recorded with other settings ({', '.join(differing)} differ): pass "
@@ -259,11 +267,12 @@ def plan(args: argparse.Namespace) -> Plan:
     num_cpu = args.num_cpu or max(1, min(os.cpu_count() or 1, episodes))
     checkedDevice(args.device)
 
-    name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed)
+    name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed, args.renderer)
     dataset_folder = os.path.join(args.data_folder, name)
     generator: GeneratorConfig | None = GeneratorConfig(
         env=args.env, name=name, save_path=args.data_folder, num_episode=episodes, num_cpu=num_cpu, seed=args.seed,
-        img_shape=tuple(img_shape), random_target=args.random_target, no_progress=args.no_progress)
+        img_shape=tuple(img_shape), random_target=args.random_target, renderer=args.renderer,
+        no_progress=args.no_progress)
     try:
         dataset_generator.validate(generator)
     except UsageError as error:  # name the prepare flags, not the generator's
@@ -271,7 +280,7 @@ def plan(args: argparse.Namespace) -> Plan:
         raise UsageError(message) from None
     settings = {"env": args.env, "img_shape": img_shape, "num_episodes": episodes, "seed": args.seed,
                 "policy": "random", "random_target": bool(args.random_target), "continuous_actions": False,
-                "shape_reward": False, "multi_view": False}
+                "shape_reward": False, "multi_view": False, "renderer": args.renderer}
     reuse_dataset = os.path.isdir(dataset_folder) and not args.force
     if reuse_dataset:
         checkDatasetSettings(dataset_folder, settings)

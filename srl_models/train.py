@@ -349,7 +349,8 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
                          f"({len(train_rows)})")
 
     exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
-                  "env": dataset.env_id, "losses": losses, **({"split_dims": split} if split else {}),
+                  "env": dataset.env_id, "renderer": dataset.renderer, "losses": losses,
+                  **({"split_dims": split} if split else {}),
                   "data_folder": os.path.abspath(config.data_folder), "seed": config.seed, "epochs": config.epochs,
                   "batch_size": config.batch_size, "learning_rate": config.learning_rate, "beta": config.beta,
                   "foreground_weight": config.foreground_weight,

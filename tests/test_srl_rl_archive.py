@@ -2,6 +2,7 @@
 synthetic run folders: what a report archives, what an archived env skips, stale records, the key's train settings."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from types import SimpleNamespace
@@ -390,6 +391,38 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     assert (bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, before)
             != bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, after))
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
+    assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
+
+
+def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
+    """The archived runs (recorded before --renderer existed) read as tinyrenderer runs, through args.json's upgrade
+    rule, and keep their keys; a run with --renderer sprites, or under a later default, gets another key."""
+    settings = _settings([])
+    plan = settings.plans[0]
+    spec = settings.specs(plan)[0]
+    run = settings.runSettings(plan)
+    tiny = bench_runs.specSettings(spec)
+    assert tiny["renderer"] == "tinyrenderer"
+    recorded_before = {name: value for name, value in tiny.items() if name != "renderer"}
+    assert bench_runs.trainSettings(recorded_before) == tiny
+    key = bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, tiny)
+    assert key == bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, recorded_before)
+    archive = bench_archive.loadArchive(plans.RUNS_FILE)
+    assert all(record["train"]["renderer"] == "tinyrenderer" for record in archive.values())
+    sprites = bench_runs.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
+                                                                            "sprites"]))
+    assert sprites["renderer"] == "sprites"
+    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, sprites) != key
+    # a later default: every planned run has another key, the committed records are not reused
+    original = sweep.trainParser.__wrapped__
+
+    def changed(algo: str):
+        parser = original(algo)
+        parser.set_defaults(renderer="sprites")
+        return parser
+
+    monkeypatch.setattr(sweep, "trainParser", changed)
+    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, bench_runs.specSettings(spec)) != key
     assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
 
 

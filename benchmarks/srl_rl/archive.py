@@ -34,13 +34,20 @@ import numpy as np
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
 from benchmarks.srl_rl.models import registeredFacts, sameModel
 from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
-from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns, specSettings
+from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns, specSettings, trainSettings
 from replay.results import Run
+from rl_baselines.runs.train_config import UPGRADES
 from srl_toolbox.cli import UsageError
 
 # The records' format: 2 keys and records a run by its train settings too (``train``).
 FORMAT = 2
 ARCHIVE_FIELDS = ("format", "env", "observation", "seed", "run", "srl", "train", "eval_timesteps", "eval_rewards")
+# args.json's format when the archive's first records were written (format 2 of this file): a train setting added
+# since (a later upgrade rule) is left out of the digest at the value that reproduces the runs made before it, so
+# that those runs keep their keys; at any other value (``--renderer sprites``) it is in.
+FIRST_ARGS_FORMAT = 2
+LATER_SETTINGS = {name: value for version, rule in UPGRADES.items() if version >= FIRST_ARGS_FORMAT
+                  for name, value in rule.items()}
 # Not compared when a run is archived again: the same run seen by another invocation (another observation set, a
 # report on another machine) keeps its first record.
 NOT_COMPARED = ("fingerprint", "machine")
@@ -57,8 +64,14 @@ def _floatOrNan(value: Any) -> float:
 
 
 def settingsDigest(train: dict[str, Any]) -> str:
-    """:return: a short hash of train settings (benchmarks.srl_rl.runs.trainSettings), the same on every machine"""
-    return hashlib.sha1(json.dumps(train, sort_keys=True).encode("utf-8")).hexdigest()[:12]
+    """
+    :param train: train settings (benchmarks.srl_rl.runs.trainSettings)
+    :return: their short hash, the same on every machine; the settings of :data:`LATER_SETTINGS` at their upgrade
+        value are left out
+    """
+    digested = {name: value for name, value in train.items()
+                if not (name in LATER_SETTINGS and value == LATER_SETTINGS[name])}
+    return hashlib.sha1(json.dumps(digested, sort_keys=True).encode("utf-8")).hexdigest()[:12]
 
 
 def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: dict[str, int] | None,
@@ -94,15 +107,17 @@ def recordProblem(key: str, record: dict[str, Any]) -> str | None:
 def loadArchive(path: str | None) -> dict[str, dict[str, Any]]:
     """
     :param path: the archive file (None: no archive)
-    :return: key (:func:`archiveKey`) -> record; empty when there is no archive or no file yet
+    :return: key (:func:`archiveKey`) -> record, its train settings read as a run's args.json would be (a setting
+        added since takes the value of its upgrade rule); empty when there is no archive or no file yet
     :raises UsageError: the file is not an archive of runs of this format (one line)
     """
     if path is None:
         return {}
     try:
-        return loadRecords(path, recordProblem)
+        records = loadRecords(path, recordProblem)
     except ArchiveError as error:
         raise UsageError(f"--runs-file {path!r}: {error}") from None
+    return {key: {**record, "train": trainSettings(record["train"])} for key, record in records.items()}
 
 
 def writeArchive(path: str, entries: dict[str, dict[str, Any]], dropped: Sequence[str] = ()

@@ -19,7 +19,8 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.srl_env import SRLGymEnv
+from environments.mobile_robot.sprite_renderer import SpriteRenderer
+from environments.srl_env import DEFAULT_RENDERER, RENDERERS, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -62,6 +63,8 @@ class MobileRobotGymEnv(SRLGymEnv):
     """
 
     SRL_MODES = ("ground_truth", "raw_pixels")
+    # The values of the renderer keyword (--renderer).
+    RENDERERS = RENDERERS
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
@@ -106,13 +109,18 @@ class MobileRobotGymEnv(SRLGymEnv):
     # Continuous actions: a move along x and y (variants may keep x only).
     CONTINUOUS_ACTION_DIM = 2
 
-    def __init__(self, *, fpv: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *, fpv: bool = False, renderer: str = DEFAULT_RENDERER, **kwargs: Any) -> None:
         """
         :param fpv: stack a first-person view with the top view in pixel observations (6 channels)
+        :param renderer: "tinyrenderer" or "sprites" (see the class)
         :param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)
+        :raises ValueError: an unknown renderer
         """
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
+        if renderer not in RENDERERS:
+            raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(RENDERERS)}")
+        self.renderer = renderer
         super().__init__(**kwargs)
         self.fpv = bool(fpv)
         _, height, width = self.img_shape
@@ -165,6 +173,9 @@ class MobileRobotGymEnv(SRLGymEnv):
                 fov=self.FPV_FOV, aspect=width / height, nearVal=self.FPV_NEAR, farVal=self.CAMERA_FAR)
             pitch = math.radians(self.FPV_PITCH)
             self._fpv_forward = (math.cos(pitch), 0.0, math.sin(pitch))
+        self._sprites = (SpriteRenderer(self._p._client, self._view_matrix, self._movingBodies(),
+                                        self._wall_uids)
+                         if renderer == "sprites" else None)
 
     # --- hooks for the variants ---------------------------------------------------------------------------------
 
@@ -225,7 +236,8 @@ class MobileRobotGymEnv(SRLGymEnv):
         """Load the plane, the walls, the target(s) and the robot (all fixed, no dynamics)."""
         p = self._p
         p.configureDebugVisualizer(pybullet.COV_ENABLE_GUI, 0)
-        p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), [0.0, 0.0, 0.0], useFixedBase=True)
+        self._plane_uid = p.loadURDF(os.path.join(pybullet_data.getDataPath(), "plane.urdf"), [0.0, 0.0, 0.0],
+                                     useFixedBase=True)
         wall_urdf = os.path.join(URDF_DIR, "wall.urdf")
         self._wall_uids = []
         for position, orientation, rgba in self._wallPlacements():
@@ -239,15 +251,24 @@ class MobileRobotGymEnv(SRLGymEnv):
             p.resetDebugVisualizerCamera(self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH,
                                          list(self.CAMERA_TARGET_POS))
 
+    def _movingBodies(self) -> list[int]:
+        """:return: the unique ids of the bodies that move (robot, targets): all but the plane and the walls"""
+        static = {self._plane_uid, *self._wall_uids}
+        ids = (self._p.getBodyUniqueId(index) for index in range(self._p.getNumBodies()))
+        return [uid for uid in ids if uid not in static]
+
     def _cameraImage(self, width: int, height: int, projection_matrix: Any, view_matrix: Any = None) -> np.ndarray:
         """
         :param width: image width in pixels
         :param height: image height in pixels
         :param projection_matrix: PyBullet projection matrix matching width / height
         :param view_matrix: PyBullet view matrix, None for the top-down camera
-        :return: the camera's RGB image, uint8 (height, width, 3)
+        :return: the camera's RGB image, uint8 (height, width, 3), drawn by the env's renderer (the first-person
+            view always by TinyRenderer)
         """
         if view_matrix is None:
+            if self._sprites is not None:
+                return self._sprites.image(width, height, projection_matrix)
             view_matrix = self._view_matrix
         rgba = self._p.getCameraImage(width, height, view_matrix, projection_matrix,
                                       renderer=pybullet.ER_TINY_RENDERER,

@@ -20,7 +20,7 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
 from environments import getEnvClass
-from environments.srl_env import isLearnedSRLModel
+from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, loadEncoder
 from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
 from srl_models.config import resolveSRLModel
@@ -35,7 +35,7 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
     The env constructor keywords a train/replay command asks for.
 
     :param args: parsed command-line arguments (srl_model, continuous_actions, action_joints, random_target,
-        shape_reward, fpv, multi_view, force_down, img_shape)
+        shape_reward, fpv, multi_view, force_down, renderer, img_shape)
     :return: keyword arguments for the env class
     """
     kwargs: dict[str, Any] = {
@@ -52,6 +52,8 @@ def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["fpv"] = True
     if args.multi_view:
         kwargs["multi_view"] = True
+    if args.renderer != DEFAULT_RENDERER:  # only on envs that have another (checked by train)
+        kwargs["renderer"] = args.renderer
     if args.img_shape:
         kwargs["img_shape"] = tuple(args.img_shape)
     return kwargs

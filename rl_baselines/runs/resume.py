@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from environments.srl_env import DEFAULT_RENDERER
 from rl_baselines.core.checkpointing import (
     MANIFEST_FILE,
     RUN_STATE_FILE,
@@ -224,6 +225,8 @@ def continueCommand(args: TrainConfig | argparse.Namespace, model_path: str | No
     words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name)]
     if args.img_shape:
         words += ["--img-shape", *map(str, args.img_shape)]
+    if args.renderer != DEFAULT_RENDERER:
+        words += ["--renderer", args.renderer]
     for name, value in sorted(vars(argsNamespace(args)).items()):
         if name.startswith("hp_") and value is not None:
             words += [f"--{name[3:].replace('_', '-')}", str(value)]

@@ -20,7 +20,7 @@ import torch
 import yaml
 from stable_baselines3.common.utils import set_random_seed
 
-from environments import getEnvClass, registered_env
+from environments import getEnvClass, registered_env, rendererRefusal
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, runDescription
@@ -161,6 +161,9 @@ def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> Tra
         having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword("force_down")]
         raise UsageError(f"--force-down: {args.env} has no up and down moves to restrict; envs with --force-down: "
                          f"{', '.join(having) or 'none'}")
+    refusal = rendererRefusal(args.renderer, args.env)
+    if refusal is not None:
+        raise UsageError(refusal)
     _checkGroundTruthScale(args, registered_rl, env_class)
     if args.img_shape is not None:
         channels, height, width = args.img_shape

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
+from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from rl_baselines.core.run_folder import RunFolder
 from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
@@ -48,7 +49,7 @@ DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 2
+ARGS_FORMAT = 3
 ARGS_FORMAT_KEY = "args_format"
 
 
@@ -77,6 +78,9 @@ class TrainConfig:
     random_target: bool = setting(False, "a new target position every episode", flags=("-r", "--random-target"))
     shape_reward: bool = setting(False, "dense reward: minus the distance to the target")
     fpv: bool = setting(False, "mobile robots: stack a first-person camera (6 channels)")
+    renderer: str = setting(DEFAULT_RENDERER, "what draws the camera images: tinyrenderer (PyBullet's, the reference) or "
+                            "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, faster)",
+                            choices=RENDERERS)
     multi_view: bool = setting(False, "arms: stack a second camera (6 channels)")
     force_down: bool = setting(False, "arms: never move up (discrete action 5 and continuous z moves go down), as "
                                "the original toolbox's arms and the datasets of environments.dataset_generator do")
@@ -239,6 +243,8 @@ RUN_FIELDS = ("run_dir", "monitor_dir", "resume_from", "resume_buffer")
 UPGRADES: dict[int, dict[str, Any]] = {
     1: {"device": DEFAULT_RUN_DEVICE, "force_down": False, "srl_ground_truth_scale": False, "eval_freq": 0,
         "eval_episodes": 5, "latest": False, "srl_log_folder": os.path.join("logs", "srl"), "tensorboard_log": None},
+    # format 2 -> 3: --renderer; every earlier run's images were TinyRenderer's
+    2: {"renderer": "tinyrenderer"},
 }
 
 

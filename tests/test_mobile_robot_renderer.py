@@ -1,0 +1,175 @@
+"""The mobile robots' sprite renderer (``renderer="sprites"``) against PyBullet's TinyRenderer, and the --renderer flag.
+
+Accuracy (issue 27's bounds): on random states of every mobile-robot env (robot anywhere within its bounds, targets
+drawn by ``random_target``, the 2-target env's first target hidden in half of them), the mean absolute error per
+channel is at most 2 (of 255) and at most 1% of the pixels differ by more than 32 in some channel: 1,000 states at
+the default 64x64, 100 at 3x48x48 with ``render()`` at 128x128 (each of those states gives both images).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import runFolder, runModule, runTrain, snapshot
+
+from environments import getEnvClass, rendererRefusal
+from environments.dataset_generator import generate
+from environments.generator_config import GeneratorConfig
+from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs.run_policy import readRunArgs
+from srl_models.prepare import checkDatasetSettings
+from srl_toolbox.cli import UsageError
+
+MOBILE_ROBOTS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0", "MobileRobot2TargetGymEnv-v0",
+                 "MobileRobotLineTargetGymEnv-v0"]
+MAX_MAE = 2.0
+MAX_OFF_FRACTION = 0.01
+OFF_BY = 32
+
+
+def _pair(env_id: str, **kwargs):
+    """:return: the env drawn by TinyRenderer and by sprites, same keywords (ground truth: reset draws nothing)"""
+    env_class = getEnvClass(env_id)
+    keywords = {"srl_model": "ground_truth", "random_target": True, "render_mode": "rgb_array", **kwargs}
+    return env_class(**keywords), env_class(**keywords, renderer="sprites")
+
+
+def _placeRandomly(envs, rng: np.random.Generator, seed: int) -> None:
+    """Reset both envs with one seed, then teleport the robot to one random position within its bounds."""
+    reference = envs[0]
+    x, y = rng.uniform(*reference.ROBOT_X_BOUNDS), rng.uniform(*reference.ROBOT_Y_BOUNDS)
+    hide_first = rng.random() < 0.5
+    for env in envs:
+        env.reset(seed=seed)
+        env._robot_x, env._robot_y = x, y
+        env._teleport(env._robot_uid, (x, y, 0.0), (0.0, 0.0, 0.0, 1.0))
+        if hide_first and hasattr(env, "_target_uids"):  # the 2-target env after its first target
+            env._teleport(env._target_uids[0], (*env._targets[0], env.HIDDEN_Z), (0.0, 0.0, 0.0, 1.0))
+
+
+def _topView(env) -> np.ndarray:
+    """:return: the observation's image (the env observes its ground truth, so that resets draw nothing)"""
+    _, height, width = env.img_shape
+    return env._cameraImage(width, height, env._obs_projection)
+
+
+class _Errors:
+    """Absolute errors accumulated over frames: per-channel sums and pixels off by more than OFF_BY."""
+
+    def __init__(self) -> None:
+        self.sums, self.pixels, self.off = np.zeros(3), 0, 0
+
+    def add(self, reference: np.ndarray, drawn: np.ndarray) -> None:
+        assert reference.shape == drawn.shape and drawn.dtype == np.uint8
+        error = np.abs(reference.astype(np.int16) - drawn.astype(np.int16))
+        self.sums += error.reshape(-1, 3).sum(axis=0)
+        self.pixels += error.shape[0] * error.shape[1]
+        self.off += int((error.max(axis=2) > OFF_BY).sum())
+
+    def check(self, what: str) -> None:
+        mae = self.sums / self.pixels
+        off = self.off / self.pixels
+        assert mae.max() <= MAX_MAE and off <= MAX_OFF_FRACTION, f"{what}: MAE {mae}, off by > {OFF_BY}: {off:.4f}"
+
+
+@pytest.mark.parametrize("env_id", MOBILE_ROBOTS)
+def test_sprites_match_tinyrenderer(env_id: str) -> None:
+    rng = np.random.default_rng(27)
+    envs = _pair(env_id)
+    errors = _Errors()
+    for seed in range(1000):
+        _placeRandomly(envs, rng, seed)
+        errors.add(_topView(envs[0]), _topView(envs[1]))
+    errors.check(f"{env_id} 64x64")
+    envs = _pair(env_id, img_shape=(3, 48, 48), render_size=128)
+    observations, renders = _Errors(), _Errors()
+    for seed in range(100):
+        _placeRandomly(envs, rng, seed)
+        observations.add(_topView(envs[0]), _topView(envs[1]))
+        renders.add(envs[0].render(), envs[1].render())
+    observations.check(f"{env_id} 48x48")
+    renders.check(f"{env_id} render() 128x128")
+    for env in envs:
+        env.close()
+
+
+def test_same_seed_same_images_in_any_order() -> None:
+    def episode(env) -> list[np.ndarray]:
+        observations = [env.reset(seed=3)[0]]
+        env.action_space.seed(3)
+        observations += [env.step(env.action_space.sample())[0] for _ in range(60)]
+        return observations
+
+    first = getEnvClass("MobileRobot2TargetGymEnv-v0")(srl_model="raw_pixels", random_target=True,
+                                                       renderer="sprites")
+    second = getEnvClass("MobileRobot2TargetGymEnv-v0")(srl_model="raw_pixels", random_target=True,
+                                                        renderer="sprites")
+    episode(second)  # its layers made in another order, from other states
+    second.reset(seed=11)
+    for ours, theirs in zip(episode(first), episode(second), strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_first_person_view_stays_pybullet() -> None:
+    reference, sprites = _pair("MobileRobotGymEnv-v0", fpv=True, srl_model="raw_pixels")
+    top, stacked = reference.reset(seed=5)[0], sprites.reset(seed=5)[0]
+    assert stacked.shape == (64, 64, 6)
+    np.testing.assert_array_equal(top[:, :, 3:], stacked[:, :, 3:])
+
+
+def test_unknown_renderer_and_envs_without_it() -> None:
+    with pytest.raises(ValueError, match="unknown renderer 'nope'"):
+        getEnvClass("MobileRobotGymEnv-v0")(renderer="nope")
+    assert rendererRefusal("tinyrenderer", "OmnirobotEnv-v0") is None
+    assert rendererRefusal("sprites", "MobileRobot1DGymEnv-v0") is None
+    refusal = rendererRefusal("sprites", "OmnirobotEnv-v0")
+    assert "OmnirobotEnv-v0" in refusal and "MobileRobotGymEnv-v0" in refusal
+
+
+@pytest.mark.parametrize("module, args", [
+    ("rl_baselines.train", ["--env", "MobileRobotGymEnv-v0", "--renderer", "nope", "--no-vis"]),
+    ("rl_baselines.train", ["--env", "OmnirobotEnv-v0", "--renderer", "sprites", "--no-vis"]),
+    ("rl_baselines.train", ["--env", "KukaButtonGymEnv-v0", "--renderer", "sprites", "--no-vis"]),
+    ("environments.dataset_generator", ["--env", "MobileRobotGymEnv-v0", "--renderer", "nope"]),
+    ("environments.dataset_generator", ["--env", "OmnirobotEnv-v0", "--renderer", "sprites"]),
+    ("srl_models.prepare", ["--env", "OmnirobotEnv-v0", "--srl-model", "vae", "--renderer", "sprites"]),
+    ("srl_models.prepare", ["--env", "MobileRobotGymEnv-v0", "--srl-model", "vae", "--renderer", "nope"]),
+])
+def test_renderer_refusals_write_nothing(tmp_path, module: str, args: list[str]) -> None:
+    folders = {"rl_baselines.train": ["--log-dir", str(tmp_path / "logs")],
+               "environments.dataset_generator": ["--save-path", str(tmp_path / "data")],
+               "srl_models.prepare": ["--data-folder", str(tmp_path / "data"), "--log-folder",
+                                      str(tmp_path / "srl"), "--srl-config-file", str(tmp_path / "srl.yaml")]}
+    before = snapshot(str(tmp_path))
+    result = runModule(module, *folders[module], *args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert "--renderer" in lines[-1] and "Traceback" not in result.stderr
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_train_records_the_renderer_and_replays_with_it(tmp_path) -> None:
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels",
+                                 "--renderer", "sprites", "--num-timesteps", "128", "--n-steps", "64",
+                                 "--log-dir", tmp_path))
+    with open(os.path.join(run_dir, "args.json")) as file:
+        assert json.load(file)["renderer"] == "sprites"
+    assert envKwargsFromArgs(readRunArgs(run_dir, "--log-dir"))["renderer"] == "sprites"
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20")
+    assert result.returncode == 0, result.stderr
+
+
+def test_datasets_record_the_renderer(tmp_path) -> None:
+    assert generate(GeneratorConfig(save_path=str(tmp_path), name="sprites", num_episode=1, max_steps=5,
+                                    renderer="sprites", no_progress=True)) == 0
+    with open(tmp_path / "sprites" / "dataset_config.json") as file:
+        assert json.load(file)["renderer"] == "sprites"
+    # a dataset recorded before the renderer was recorded reads as TinyRenderer's, reused for tinyrenderer requests
+    older = tmp_path / "older"
+    older.mkdir()
+    (older / "dataset_config.json").write_text(json.dumps({"env": "MobileRobotGymEnv-v0"}))
+    checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "tinyrenderer"})
+    with pytest.raises(UsageError, match="renderer differ"):
+        checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites"})
