@@ -61,6 +61,7 @@ from rl_baselines.core.training_state import (
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.resume import lockRun
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath
 
@@ -368,7 +369,7 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
         train.main(["--resume", str(tmp_path)])
     plugin_run = tmp_path / "plugin_run"
     plugin_run.mkdir()
-    (plugin_run / "args.json").write_text(json.dumps({"algo": "cem", "env": "MobileRobotGymEnv-v0"}))
+    (plugin_run / "args.json").write_text(json.dumps(TrainConfig(algo="cem", env="MobileRobotGymEnv-v0").argsRecord()))
     with pytest.raises(UsageError, match="cem does not implement saveTrainingState/loadTrainingState"):
         train.main(["--resume", str(plugin_run)])
     assert train.main(["--resume", shortRun, "--no-vis"]) == 0
