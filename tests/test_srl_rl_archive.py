@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -366,6 +367,18 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
                                                   - set(matches))
         found += len(matches)
     assert found == 72
+
+
+def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, capsys) -> None:
+    """`--report-only` in an empty bench folder reports every archived run of the default plan (the archive as the
+    report stage writes it, its records' settings raw, matches as the loaded one does)."""
+    monkeypatch.chdir(tmp_path)
+    archive = str(tmp_path / "runs.json")
+    shutil.copy(plans.RUNS_FILE, archive)
+    assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 0
+    out = capsys.readouterr().out
+    assert "No run of this configuration" not in out
+    assert out.count("| ground_truth |") >= 2 and "36 runs" in out
 
 
 def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) -> None:

@@ -216,7 +216,7 @@ def recordRuns(settings: Settings, plans: Sequence[EnvPlan], found: dict[str, li
 def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan: EnvPlan, specs: Sequence[Any],
                     registered: dict[str, dict[str, Any]]) -> dict[tuple[str, int], dict[str, Any]]:
     """
-    :param archive: the archive (:func:`loadArchive`)
+    :param archive: the archive (:func:`loadArchive`, or as :func:`writeArchive` returns it)
     :param settings: the benchmark's settings
     :param plan: an env's plan
     :param specs: run specs of the env
@@ -234,7 +234,8 @@ def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan
         expected_srl = srl if learned else None
         train = specSettings(spec)
         entry = archive.get(archiveKey(plan.env, observation, int(spec.seed), run, expected_srl, train))
-        if entry is None or (entry["run"], entry["srl"], entry["train"]) != (run, expected_srl, train):
+        # the record's train settings read as loadArchive reads them (an archive as just written holds them raw)
+        if entry is None or (entry["run"], entry["srl"], trainSettings(entry["train"])) != (run, expected_srl, train):
             continue
         if learned and not sameModel(registered.get(modelName(observation)), entry.get("model")):
             continue
