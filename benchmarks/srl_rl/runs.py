@@ -27,7 +27,7 @@ from benchmarks.srl_rl.plans import argsObservation, specObservation
 from replay.results import Run
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.train_config import UPGRADES
+from rl_baselines.runs.train_config import addedSettings
 from rl_baselines.sweeps.sweep import finishedFolder, parseTrainArgs
 from srl_toolbox.files import readJson
 
@@ -39,11 +39,6 @@ NOT_A_RESULT = frozenset({"log_dir", "run_folder", "tag", "resume", "port", "no_
                           "buffer_save_freq", "min_episodes_save", "episode_window"})
 
 
-# Every setting an args.json upgrade fills (rl_baselines.runs.train_config.UPGRADES), at the value that reproduces
-# the runs written before the setting existed.
-UPGRADED_VALUES = {name: value for rule in UPGRADES.values() for name, value in rule.items()}
-
-
 def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
     """
     :param args: a run's train arguments, as args.json records them (of any format), or as the archive does
@@ -51,7 +46,7 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
         flag left unset (an unset ``hp_<name>`` says nothing, as in args.json); a setting added to train since they
         were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer)
     """
-    args = {**{name: value for name, value in UPGRADED_VALUES.items() if name not in args}, **args}
+    args = {**addedSettings(args), **args}
     return {name: value for name, value in sorted(args.items())
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
 

@@ -275,6 +275,15 @@ def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     return upgraded
 
 
+def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    :param record: train settings of any format, possibly a subset of args.json (as an archive keeps them)
+    :return: the settings an upgrade rule (:data:`UPGRADES`) gives that ``record`` lacks, at those values (a setting
+        appears in one rule only: the one of the format that added it)
+    """
+    return {name: value for rule in UPGRADES.values() for name, value in rule.items() if name not in record}
+
+
 def readArgsRecord(run_dir: str) -> dict[str, Any]:
     """
     :param run_dir: a run folder
