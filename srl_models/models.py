@@ -104,7 +104,7 @@ class LearnedSRLModel(BaseSRLModel):
         """
         images = checkImages(observations, self.img_shape)
         states = np.empty((len(images), self.state_dim), dtype=np.float32)
-        with torch.no_grad():
+        with torch.inference_mode():
             for start in range(0, len(images), ENCODE_BATCH):
                 chunk = self._imagesTensor(images[start:start + ENCODE_BATCH])
                 states[start:start + len(chunk)] = self.network.encode(chunk)[1].cpu().numpy()

@@ -3,25 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
 
 import numpy as np
 import pytest
+import torch
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot, trainArgs
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.envs.factory import ScaledVecNormalize, createEnvs, findVecNormalize, loadNormalisation, saveNormalisation
-from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, freezeModel
+from rl_baselines.envs.factory import (
+    ScaledVecNormalize,
+    VecEnvSettings,
+    createEnvs,
+    findVecNormalize,
+    loadNormalisation,
+    makeSingleEnv,
+    saveNormalisation,
+)
+from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, freezeModel, loadEncoder
 from rl_baselines.runs import train
 from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
 from srl_models.config import checkRecordedModel, describeSRLModel, readSRLConfig, resolveSRLModel
+from srl_models.models import VAEModel
 from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
 
@@ -129,32 +140,78 @@ def test_wrapper_refuses_images_of_another_shape():
     venv.close()
 
 
-def test_create_envs_stacks_and_normalises_encoded_states(counting, tmp_path):
+def _saveUntrainedVAE(folder: str, img_shape: tuple = SMALL, state_dim: int = 4) -> str:
+    torch.manual_seed(0)
+    VAEModel(state_dim, img_shape, {"env": ENV_ID}).save(folder)
+    return folder
+
+
+def test_create_envs_stacks_and_normalises_states_encoded_in_the_workers(tmp_path):
     from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack
 
 
-    folder = _saveCounting(str(tmp_path / "model"))
-    args = trainArgs(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=2,
+    folder = _saveUntrainedVAE(str(tmp_path / "model"))
+    args = trainArgs(env=ENV_ID, srl_model="vae", srl_model_path=folder, seed=0, num_cpu=2,
                      num_stack=2, action_repeat=1, continuous_actions=False, action_joints=False,
                      random_target=False, shape_reward=False, img_shape=list(SMALL))
     env = createEnvs(args)
     try:
-        # raw envs in subprocesses, the encoder in this process, states stacked, then normalised
+        # raw envs in subprocesses, each encoding its own images, states stacked, then normalised
         normaliser = findVecNormalize(env)
-        assert isinstance(normaliser.venv, VecFrameStack) and isinstance(normaliser.venv.venv, SRLEncoderVecEnv)
+        assert isinstance(normaliser.venv, VecFrameStack) and isinstance(normaliser.venv.venv, EncodedInWorkers)
         assert isinstance(normaliser.venv.venv.venv, SubprocVecEnv)
         assert env.observation_space.shape == (8,)
         env.reset()
         for _ in range(5):
             env.step(np.zeros(2, dtype=np.int64))
-        assert counting.calls == 6 and normaliser.obs_rms.count > 1
+        assert normaliser.obs_rms.count > 1
         saveNormalisation(env, str(tmp_path))
     finally:
         env.close()
+    # one env: the encoder in this process
     replay = createEnvs(argparse.Namespace(**{**vars(args), "num_cpu": 1}), load_path_normalise=str(tmp_path))
+    assert isinstance(findVecNormalize(replay).venv.venv, SRLEncoderVecEnv)
     loadNormalisation(replay, str(tmp_path))
     np.testing.assert_array_equal(findVecNormalize(replay).obs_rms.mean, normaliser.obs_rms.mean)
     replay.close()
+
+
+def test_workers_encode_the_states_the_main_process_would(tmp_path):
+    """Same images, same states, wherever they are encoded: the observations and the terminal observations."""
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
+
+
+    folder = _saveUntrainedVAE(str(tmp_path / "model"))
+    settings = VecEnvSettings(ENV_ID, 2, 3, "vae", srl_model_path=folder)
+    kwargs = {"srl_model": "vae", "img_shape": SMALL, "max_steps": 4}
+    workers = createEnvs(settings, env_kwargs=kwargs)
+    in_main = DummyVecEnv([functools.partial(makeSingleEnv, ENV_ID, kwargs, rank) for rank in range(2)])
+    in_main.seed(3)
+    in_main = SRLEncoderVecEnv(in_main, loadEncoder(folder))
+    try:
+        assert isinstance(findVecNormalize(workers).venv, EncodedInWorkers)
+        assert isinstance(findVecNormalize(workers).venv.venv, SubprocVecEnv)
+        raw_workers = findVecNormalize(workers).venv
+        np.testing.assert_allclose(raw_workers.reset(), in_main.reset(), rtol=1e-5, atol=1e-6)
+        ended = 0
+        for _ in range(9):
+            actions = np.array([1, 2])
+            raw_workers.step_async(actions)
+            in_main.step_async(actions)
+            (states, _, dones, infos), (expected, _, expected_dones, expected_infos) = raw_workers.step_wait(), \
+                in_main.step_wait()
+            np.testing.assert_allclose(states, expected, rtol=1e-5, atol=1e-6)
+            np.testing.assert_array_equal(dones, expected_dones)
+            for index in np.flatnonzero(dones):
+                ended += 1
+                terminal = infos[index]["terminal_observation"]
+                assert terminal.shape == (4,) and terminal.dtype == np.float32
+                np.testing.assert_allclose(terminal, expected_infos[index]["terminal_observation"], rtol=1e-5,
+                                           atol=1e-6)
+        assert ended == 4
+    finally:
+        workers.close()
+        in_main.close()
 
 
 @pytest.mark.parametrize("num_stack", [1, 2])

@@ -21,7 +21,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from environments import getEnvClass
 from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
-from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, loadEncoder
+from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
 from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
 from srl_models.config import resolveSRLModel
 from srl_toolbox.devices import runDevice
@@ -65,6 +65,7 @@ def makeSingleEnv(
     rank: int = 0,
     monitor_dir: str | None = None,
     action_repeat: int = 1,
+    worker_encoder: bool = False,
 ) -> gym.Env:
     """
     Build one env with its Monitor wrapper (a top-level function so that subprocess workers can unpickle it).
@@ -74,6 +75,7 @@ def makeSingleEnv(
     :param rank: index of the env among the parallel ones (names its monitor file)
     :param monitor_dir: folder of the monitor CSVs, None to keep episode statistics in memory only
     :param action_repeat: agent steps last this many env steps
+    :param worker_encoder: wrap the env in a WorkerEncoder (its images are encoded where it runs, once started)
     :return: the wrapped env
     """
 
@@ -81,6 +83,8 @@ def makeSingleEnv(
     env = getEnvClass(env_id)(**env_kwargs)
     if action_repeat > 1:
         env = ActionRepeat(env, action_repeat)
+    if worker_encoder:
+        env = WorkerEncoder(env)
     env = EpisodeStartRNG(env)  # a resumed run restarts each env's episode in progress from the same start
     filename = os.path.join(monitor_dir, str(rank)) if monitor_dir else None
     return openMonitor(env, filename, info_keywords=("is_success",))  # an existing file (resume) is continued
@@ -191,19 +195,25 @@ def createEnvs(
     settings = args if isinstance(args, VecEnvSettings) else VecEnvSettings.fromArgs(args)
     if env_kwargs is None:
         env_kwargs = {"srl_model": settings.srl_model} if settings is args else envKwargsFromArgs(args)
+    srl_model = env_kwargs.get("srl_model", settings.srl_model)
+    encoder_folder = None
+    if isLearnedSRLModel(srl_model):  # found before any env process starts
+        encoder_folder = settings.srl_model_path or resolveSRLModel(settings.env_id, srl_model, settings.srl_config_file)
+    # Several envs and an encoder on the CPU: each worker encodes its own env's images, on its own core.
+    in_workers = encoder_folder is not None and settings.num_envs > 1 and runDevice(settings.device) == "cpu"
     thunks = [
-        functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat)
+        functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat,
+                          in_workers)
         for rank in range(settings.num_envs)
     ]
     venv: VecEnv = DummyVecEnv(thunks) if settings.num_envs == 1 else SubprocVecEnv(thunks)
     venv.seed(settings.seed)
     venv.action_space.seed(settings.seed)
-    srl_model = env_kwargs.get("srl_model", settings.srl_model)
     state_dim = None  # a learned state's size, None for the env's own observations
-    if isLearnedSRLModel(srl_model):
+    if encoder_folder is not None:
         # Encode before stacking: the agent stacks states, the encoder sees the single frames it was trained on.
-        venv = encodeObservations(venv, settings.env_id, srl_model, settings.srl_model_path, settings.srl_config_file,
-                                  settings.device)
+        venv = encodeObservations(venv, settings.env_id, srl_model, encoder_folder, settings.srl_config_file,
+                                  settings.device, in_workers)
         state_dim = int(np.prod(venv.observation_space.shape))
     if settings.num_stack > 1:
         venv = VecFrameStack(venv, n_stack=settings.num_stack)
@@ -222,7 +232,7 @@ def createEnvs(
 
 
 def encodeObservations(venv: VecEnv, env_id: str, srl_model: str, srl_model_path: str | None,
-                       srl_config_file: str | None, device: str | None) -> VecEnv:
+                       srl_config_file: str | None, device: str | None, in_workers: bool = False) -> VecEnv:
     """
     Wrap a pixel VecEnv with the trained SRL model the run uses (``srl_model_path``, set by the train command, or
     else the folder ``srl_config_file`` maps to ``(env_id, srl_model)``).
@@ -233,13 +243,15 @@ def encodeObservations(venv: VecEnv, env_id: str, srl_model: str, srl_model_path
     :param srl_model_path: the model's folder, None to look it up
     :param srl_config_file: the SRL config file to look it up in (None: srl_models.config.defaultConfigFile())
     :param device: the run's device (the encoder runs there, like the agent's networks)
+    :param in_workers: encode in the env workers (a SubprocVecEnv of envs made with ``worker_encoder``, on the CPU)
     :return: the VecEnv of encoded states
     :raises ValueError: the model cannot be found or does not fit the env (one line)
     """
 
     try:
         folder = srl_model_path or resolveSRLModel(env_id, srl_model, srl_config_file)
-        return SRLEncoderVecEnv(venv, loadEncoder(folder, device=runDevice(device)))
+        model = loadEncoder(folder, device=runDevice(device))
+        return EncodedInWorkers(venv, model, folder) if in_workers else SRLEncoderVecEnv(venv, model)
     except ValueError:
         venv.close()  # no orphaned env subprocesses behind the error
         raise

@@ -1,0 +1,190 @@
+"""Where the time of a whole training run goes: py-spy samples of every process, sorted into what the work is.
+
+Each case runs ``rl_baselines.train --algo ppo2`` as a user would (1 env, its evaluations included, as the SRL
+table's runs are) under ``py-spy record --subprocesses``, so that the env worker processes, the forkserver's
+children and the main process are all sampled (cProfile of the main process sees the workers only as waits on a
+pipe). Idle threads are not sampled: the figures are CPU time, summed over the processes.
+
+Every sample is put in the first category whose rule matches its stack (outermost work first):
+
+- start-up: imports, building the envs and the model, loading the encoder: anything outside PPO's ``learn``;
+- evaluation: the deterministic evaluation episodes (their rendering, encoding and policy included);
+- PPO update: ``PPO.train`` (minibatches, backward passes, Adam);
+- encode: the frozen SRL encoder (``SRLEncoderVecEnv.encode``);
+- render: the env's camera image (TinyRenderer's getCameraImage, or the sprite renderer);
+- physics: the rest of the env's step and reset (PyBullet simulation, reward, bookkeeping);
+- inter-process: pipes, pickling and the subprocess vec env's own work;
+- logging: monitor files, the logger, checkpoints, progress, visdom;
+- policy forward: the policy's forward passes while collecting rollouts;
+- other: the rest of the rollout loop (buffers, normalisation, callbacks).
+
+Usage: ``python -m benchmarks.profile_runs [--cases mobile-raw mobile-vae kuka-raw kuka-vae] [--renderers ...]
+[--steps N] [--rate HZ] [--keep DIR] [--no-append]``. Needs py-spy (``pip install py-spy``; the test extra has it).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import dataclasses
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from benchmarks.documents import BENCH_FILE, appendReport
+from benchmarks.srl_speed import trainVAE
+from environments.srl_env import RENDERERS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One profiled run: the env, its observation and its evaluations, as the SRL table runs it."""
+
+    env: str
+    observation: str  # raw_pixels, ground_truth or vae (a VAE trained in the benchmark)
+    flags: tuple[str, ...] = ()  # env flags of the dataset and of the run
+    run_flags: tuple[str, ...] = ()
+    eval_episodes: int = 2
+
+
+CASES = {
+    "mobile-raw": Case(MOBILE, "raw_pixels"),
+    "mobile-vae": Case(MOBILE, "vae"),
+    "mobile-gt": Case(MOBILE, "ground_truth"),
+    "kuka-raw": Case(KUKA, "raw_pixels", ("--random-target",), ("--force-down",), 1),
+    "kuka-vae": Case(KUKA, "vae", ("--random-target",), ("--force-down",), 1),
+    "kuka-gt": Case(KUKA, "ground_truth", ("--random-target",), ("--force-down",), 1),
+}
+DEFAULT_CASES = ("mobile-raw", "mobile-vae", "kuka-raw", "kuka-vae")
+
+# (category, pattern searched in the stack of frames joined by ";"), in order: the first match wins.
+RULES = (
+    ("evaluation", re.compile(r"evaluate_policy|EvalCallback|rl_baselines/runs/evaluation\.py")),
+    ("PPO update", re.compile(r"PPO\.train \(stable_baselines3")),
+    ("encode", re.compile(r"SRLEncoderVecEnv\.encode|getState \(srl_models")),
+    ("render", re.compile(r"_cameraImage|sprite_renderer\.py|getObservation|_render|\.render \(environments")),
+    ("physics", re.compile(r"\(environments/")),
+    ("logging", re.compile(r"monitor\.py|logger\.py|run_logging|visdom|checkpoint|tqdm|\.save \(|dump")),
+    ("inter-process", re.compile(r"multiprocessing/|pickle|subproc_vec_env\.py")),
+    ("policy forward", re.compile(r"policies\.py|torch/")),
+)
+CATEGORIES = ("start-up", *(name for name, _ in RULES), "other")
+LEARN = re.compile(r"OnPolicyAlgorithm\.learn \(|_worker \(stable_baselines3")
+
+
+def categorise(stack: str) -> str:
+    """
+    :param stack: one py-spy raw (collapsed) stack, frames joined by ";" outermost first, process frames included
+    :return: its category (one of CATEGORIES)
+    """
+    if not LEARN.search(stack):
+        return "start-up"
+    for name, pattern in RULES:
+        if pattern.search(stack):
+            return name
+    return "other"
+
+
+def readProfile(path: str) -> dict[str, int]:
+    """
+    :param path: py-spy's ``--format raw`` output (one "stack count" per line)
+    :return: samples per category
+    """
+    counts: collections.Counter[str] = collections.Counter()
+    with open(path) as handle:
+        for line in handle:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if stack:
+                counts[categorise(stack)] += int(count)
+    return dict(counts)
+
+
+def trainArguments(case: Case, renderer: str, steps: int, log_dir: str, model_folder: str | None) -> list[str]:
+    """
+    :return: the train command's arguments for one case (1 env, evaluations every steps / 2)
+    """
+    arguments = ["--algo", "ppo2", "--env", case.env, "--num-timesteps", str(steps), "--num-cpu", "1",
+                 "--eval-freq", str(steps // 2), "--eval-episodes", str(case.eval_episodes), "--log-dir", log_dir,
+                 "--no-vis", "--no-progress", "--seed", "0", *case.flags, *case.run_flags]
+    if case.env == MOBILE:
+        arguments += ["--renderer", renderer]
+    arguments += ["--srl-model-path", model_folder] if case.observation == "vae" else ["--srl-model", case.observation]
+    return arguments
+
+
+def profileRun(py_spy: str, arguments: list[str], output: str, rate: int) -> float:
+    """
+    :return: wall time of the whole train process (seconds), sampled by py-spy into ``output``
+    """
+    command = [py_spy, "record", "--subprocesses", "--nonblocking", "--format", "raw", "--rate", str(rate), "-o",
+               output, "--", sys.executable, "-m", "rl_baselines.train", *arguments]
+    start = time.perf_counter()
+    subprocess.run(command, check=True, capture_output=True, cwd=ROOT)
+    return time.perf_counter() - start
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(DEFAULT_CASES),
+                        help=f"runs to profile [{' '.join(DEFAULT_CASES)}]")
+    parser.add_argument("--renderers", nargs="+", choices=RENDERERS, default=list(RENDERERS),
+                        help="renderers of the mobile-robot cases, each a run of its own [all]")
+    parser.add_argument("--steps", type=int, default=4096, help="training steps per run [4096]")
+    parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second [100]")
+    parser.add_argument("--keep", help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
+    if not os.path.exists(py_spy):
+        parser.error("py-spy is not installed (pip install py-spy)")
+    rows = []
+    with tempfile.TemporaryDirectory() as scratch:
+        models: dict[str, str] = {}
+        for name in args.cases:
+            case = CASES[name]
+            if case.observation == "vae" and case.env not in models:
+                models[case.env] = trainVAE(os.path.join(scratch, case.env), 6, 2, case.env, case.flags)
+            renderers = args.renderers if case.env == MOBILE else ["tinyrenderer"]
+            for renderer in renderers:
+                label = f"{case.env} {case.observation}" + (f", {renderer}" if case.env == MOBILE else "")
+                output = os.path.join(args.keep or scratch, f"{name}-{renderer}.txt")
+                os.makedirs(os.path.dirname(output), exist_ok=True)
+                wall = profileRun(py_spy, trainArguments(case, renderer, args.steps, os.path.join(scratch, "runs"),
+                                                         models.get(case.env)), output, args.rate)
+                counts = readProfile(output)
+                total = sum(counts.values())
+                row = {"run": label, "wall": wall, "cpu": total / args.rate,
+                       **{category: counts.get(category, 0) / args.rate for category in CATEGORIES}}
+                rows.append(row)
+                print(f"{label}: {wall:.0f} s wall, {row['cpu']:.0f} s CPU: " + ", ".join(
+                    f"{category} {100 * counts.get(category, 0) / total:.0f}%" for category in CATEGORIES), flush=True)
+    header = "| run | wall s | CPU s | " + " | ".join(CATEGORIES) + " |"
+    lines = [header, "|---|---:|---:|" + "---:|" * len(CATEGORIES)]
+    for row in rows:
+        lines.append(f"| {row['run']} | {row['wall']:.0f} | {row['cpu']:.0f} | "
+                     + " | ".join(f"{100 * row[category] / row['cpu']:.0f}%" for category in CATEGORIES) + " |")
+    table = "\n".join(lines)
+    print(table)
+    if not args.no_append:
+        command = " ".join(["python -m benchmarks.profile_runs", *(sys.argv[1:] if argv is None else argv)])
+        appendReport(
+            "Where a training run's time goes (py-spy, every process)", command,
+            f"ppo2 at its default hyperparameters, 1 env, {args.steps} steps, deterministic evaluations every "
+            f"{args.steps // 2} steps (2 episodes on MobileRobot, 1 on Kuka with --random-target --force-down); the "
+            "VAE (state dim 32) is trained in the benchmark on 6 episodes for 2 epochs. py-spy --subprocesses at "
+            f"{args.rate} Hz, idle threads not sampled: each column is the share of the CPU time of all the run's "
+            "processes; wall time includes py-spy's start and the process's start-up. Categories: see the module "
+            "docstring of benchmarks/profile_runs.py.",
+            table, packages=("torch", "stable_baselines3", "pybullet"), target="profile")
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+    return rows
+
+
+if __name__ == "__main__":
+    main()
