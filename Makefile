@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape profile visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -85,6 +85,13 @@ bench-srl-rl: install
 # shape of a state decide whether the agent learns in the SRL benchmark's budget? About 12 min on 2 cores.
 bench-state-shape: install
 	$(PY) -m benchmarks.state_shape
+
+# Where a whole training run's time goes (py-spy --subprocesses of every process, sorted into render, physics,
+# encode, policy, PPO update, evaluation, inter-process, logging): ppo2 on MobileRobot (both renderers) and Kuka, from
+# raw pixels and a VAE, into docs/benchmarks.md. About 10 min on 2 cores.
+profile: install
+	$(PY) -m pip install --quiet -e ".[profile]"
+	$(PY) -m benchmarks.profile_runs
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

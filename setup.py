@@ -107,6 +107,8 @@ setup(
         "search": ["optuna>=3"],
         "tensorboard": ["tensorboard>=2.10"],
         "ray": ["ray>=2.9"],
+        # make profile (benchmarks.profile_runs): samples of every process of a training run
+        "profile": ["py-spy>=0.3"],
     },
     entry_points={
         "srl_toolbox.rl_algorithms": RL_ALGORITHMS,

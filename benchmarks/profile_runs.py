@@ -10,7 +10,7 @@ Every sample is put in the first category whose rule matches its stack (outermos
 - start-up: imports, building the envs and the model, loading the encoder: anything outside PPO's ``learn``;
 - evaluation: the deterministic evaluation episodes (their rendering, encoding and policy included);
 - PPO update: ``PPO.train`` (minibatches, backward passes, Adam);
-- encode: the frozen SRL encoder (``SRLEncoderVecEnv.encode``);
+- encode: the frozen SRL encoder (in the main process or in the env workers);
 - render: the env's camera image (TinyRenderer's getCameraImage, or the sprite renderer);
 - physics: the rest of the env's step and reset (PyBullet simulation, reward, bookkeeping);
 - inter-process: pipes, pickling and the subprocess vec env's own work;
@@ -19,7 +19,8 @@ Every sample is put in the first category whose rule matches its stack (outermos
 - other: the rest of the rollout loop (buffers, normalisation, callbacks).
 
 Usage: ``python -m benchmarks.profile_runs [--cases mobile-raw mobile-vae kuka-raw kuka-vae] [--renderers ...]
-[--steps N] [--rate HZ] [--keep DIR] [--no-append]``. Needs py-spy (``pip install py-spy``; the test extra has it).
+[--steps N] [--rate HZ] [--keep DIR] [--no-append]`` (also ``make profile``). Needs py-spy (the ``profile`` extra:
+``pip install -e .[profile]``).
 """
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ DEFAULT_CASES = ("mobile-raw", "mobile-vae", "kuka-raw", "kuka-vae")
 RULES = (
     ("evaluation", re.compile(r"evaluate_policy|EvalCallback|rl_baselines/runs/evaluation\.py")),
     ("PPO update", re.compile(r"PPO\.train \(stable_baselines3")),
-    ("encode", re.compile(r"SRLEncoderVecEnv\.encode|getState \(srl_models")),
+    ("encode", re.compile(r"SRLEncoderVecEnv\.encode|WorkerEncoder\.|getState \(srl_models")),
     ("render", re.compile(r"_cameraImage|sprite_renderer\.py|getObservation|_render|\.render \(environments")),
     ("physics", re.compile(r"\(environments/")),
     ("logging", re.compile(r"monitor\.py|logger\.py|run_logging|visdom|checkpoint|tqdm|\.save \(|dump")),
@@ -142,7 +143,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     if not os.path.exists(py_spy):
-        parser.error("py-spy is not installed (pip install py-spy)")
+        parser.error("py-spy is not installed (pip install -e .[profile], or make profile)")
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         models: dict[str, str] = {}

@@ -1,0 +1,44 @@
+"""benchmarks.profile_runs: how py-spy's stacks of a training run are sorted into categories."""
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.profile_runs import CATEGORIES, categorise, readProfile
+
+MAIN = 'process 1:"python -m rl_baselines.train"'
+LEARN = (f"{MAIN};<module> (rl_baselines/train.py:5);"
+         "OnPolicyAlgorithm.learn (stable_baselines3/common/on_policy_algorithm.py:337)")
+WORKER = (f'{MAIN};process 2:"python -c from multiprocessing.forkserver import main";'
+          "_worker (stable_baselines3/common/vec_env/subproc_vec_env.py:33)")
+
+
+@pytest.mark.parametrize("stack, category", [
+    (f"{MAIN};<module> (rl_baselines/train.py:5);_find_and_load (<frozen importlib._bootstrap>:1176)", "start-up"),
+    (f"{LEARN};PPO.train (stable_baselines3/ppo/ppo.py:219);backward (torch/autograd/__init__.py:395)", "PPO update"),
+    (f"{LEARN};collect_rollouts (stable_baselines3/common/on_policy_algorithm.py:190);"
+     "SRLEncoderVecEnv.encode (rl_baselines/envs/srl_encoder.py:80);Conv2d.forward (torch/nn/modules/conv.py:565)",
+     "encode"),
+    (f"{WORKER};WorkerEncoder.observation (rl_baselines/envs/srl_encoder.py:150);"
+     "LearnedSRLModel.getState (srl_models/models.py:110)", "encode"),
+    (f"{LEARN};Evaluator.evaluate (rl_baselines/runs/evaluation.py:200);"
+     "MobileRobotGymEnv._cameraImage (environments/mobile_robot/mobile_robot_env.py:273)", "evaluation"),
+    (f"{WORKER};MobileRobotGymEnv.step (environments/mobile_robot/mobile_robot_env.py:320);"
+     "SpriteRenderer._paste (environments/mobile_robot/sprite_renderer.py:251)", "render"),
+    (f"{WORKER};KukaButtonGymEnv.step (environments/kuka/kuka_button_env.py:350)", "physics"),
+    (f"{WORKER};_ConnectionBase.recv (multiprocessing/connection.py:251)", "inter-process"),
+    (f"{LEARN};Monitor.step (stable_baselines3/common/monitor.py:95)", "logging"),
+    (f"{LEARN};collect_rollouts (stable_baselines3/common/on_policy_algorithm.py:180);"
+     "ActorCriticPolicy.forward (stable_baselines3/common/policies.py:640)", "policy forward"),
+    (f"{LEARN};RolloutBuffer.add (stable_baselines3/common/buffers.py:480)", "other"),
+])
+def test_stacks_go_to_their_category(stack, category):
+    assert category in CATEGORIES
+    assert categorise(stack) == category
+
+
+def test_a_raw_profile_is_summed_by_category(tmp_path):
+    path = tmp_path / "profile.txt"
+    path.write_text(f"{LEARN};PPO.train (stable_baselines3/ppo/ppo.py:219) 7\n"
+                    f"{LEARN};PPO.train (stable_baselines3/ppo/ppo.py:230) 3\n"
+                    f"{MAIN};<module> (rl_baselines/train.py:5) 5\n")
+    assert readProfile(str(path)) == {"PPO update": 10, "start-up": 5}
