@@ -90,3 +90,16 @@ def test_physics_settings() -> None:
     assert globals_["constants"]["PHYSICS_VERSION"] == 2 and globals_["defaults"]["physics"] == "default"
     with pytest.raises(ValueError, match="physics must be one of default, reference"):
         KukaButtonGymEnv(srl_model="ground_truth", physics="fast")
+
+
+def test_speed_benchmark_measures_both_physics(monkeypatch, capsys) -> None:
+    """benchmarks.kuka_speed runs each env under the reference and the default physics in one run (no timing
+    checked: only that both are measured and tabled side by side)."""
+    from benchmarks import kuka_speed
+
+    monkeypatch.setattr(kuka_speed, "MODES", (("ground_truth", "ground_truth", 64),))
+    monkeypatch.setattr(kuka_speed, "N_REPETITIONS", 1)
+    rows = kuka_speed.main(["--seconds", "0.05", "--env", "KukaButtonGymEnv-v0", "--no-append"])
+    assert [row["mode"] for row in rows] == ["KukaButtonGymEnv-v0 ground_truth"]
+    assert all(rows[0][name] > 0 for name in ("reference", "env", "bare", "speedup", "ratio"))
+    assert "| reference physics steps/s | default physics steps/s | default / reference |" in capsys.readouterr().out
