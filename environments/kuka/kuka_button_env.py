@@ -12,7 +12,7 @@ physics step and stops once its residual is below the threshold; "reference" (15
 give the same task: from the same actions, the effector's positions agree within PHYSICS_TOLERANCE and the rewards and
 terminations are identical on the sequences of tests/test_kuka_physics.py. A contact that begins within a fraction of
 a millimetre can start one step apart and the episodes then part (3 of 15 sampled sequences of 60-80 steps; 100
-iterations instead of 150 part one of those two as well). The time step and the number of physics steps per action
+iterations instead of 150 part one of them as well). The time step and the number of physics steps per action
 are unchanged: larger steps moved the effector by millimetres within tens of steps and shifted table contacts.
 
 The variants (random distractors, two buttons in order, a moving button) subclass KukaButtonGymEnv and override
