@@ -77,7 +77,7 @@ def ratioTable(rows: list[dict[str, Any]]) -> str:
 
 
 def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family: tuple[str, ...], run: Any,
-                        notes: Any) -> list[dict[str, Any]]:
+                        notes: Any, table: Any = ratioTable) -> list[dict[str, Any]]:
     """
     The command line shared by the env-family benchmarks: measure, print the table, append it to docs/benchmarks.md.
 
@@ -87,6 +87,7 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     :param family: env ids measured by default
     :param run: ``run(seconds, env_ids) -> rows``
     :param notes: ``notes(seconds) -> str``, how the figures were measured
+    :param table: ``table(rows) -> str``, the markdown table of the rows (default :func:`ratioTable`)
     :return: the measured rows
     """
     parser = argparse.ArgumentParser(description=title)
@@ -95,10 +96,10 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
-    table = ratioTable(rows := run(args.seconds, args.env))
-    print(table)
+    text = table(rows := run(args.seconds, args.env))
+    print(text)
     if not args.no_append:
         command = " ".join([f"python -m {script}", *(sys.argv[1:] if argv is None else argv)])
-        appendReport(title, command, notes(args.seconds), table)
+        appendReport(title, command, notes(args.seconds), text)
         print(f"appended to {os.path.relpath(BENCH_FILE)}")
     return rows

@@ -1,24 +1,30 @@
-"""Speed of the Kuka envs (the whole family by default), each compared to a bare PyBullet loop doing the same work.
+"""Speed of the Kuka envs (the whole family by default) under their reference and default physics, and beside a bare
+PyBullet loop doing the same work.
 
-For each observation mode the env runs discrete random actions (resetting when an episode ends), and a bare loop on
-its own PyBullet client, with the same scene, does only what one env step needs from PyBullet: read the effector,
-inverse kinematics toward it plus the move, 7 motor commands, PHYSICS_STEPS_PER_ACTION physics steps, the two
-contact queries of the reward and, for pixel modes, getCameraImage with the same matrices, renderer and flags. The
-ratio env / bare is the figure of merit: how much the env's Python adds on top of the unavoidable PyBullet work
-(the bare loop never resets, which the env does at the end of each episode). Each measurement runs for
-``--seconds`` and the median of 3 repetitions (env and bare interleaved) is kept.
+For each observation mode the env runs discrete random actions (resetting when an episode ends) under the reference
+physics (physics version 1: 150 solver iterations, PyBullet's residual threshold) and under the default one
+(KukaButtonGymEnv.SOLVER), and a bare loop on its own PyBullet client, with the same scene and the default physics,
+does only what one env step needs from PyBullet: read the effector, inverse kinematics toward it plus the move, 7
+motor commands, PHYSICS_STEPS_PER_ACTION physics steps, the two contact queries of the reward and, for pixel modes,
+getCameraImage with the same matrices, renderer and flags. The table gives both env rates and their ratio (what the
+default physics gains), and the ratio default env / bare: how much the env's Python adds on top of the unavoidable
+PyBullet work (the bare loop never resets, which the env does at the end of each episode). Each measurement runs for
+``--seconds`` and the median of 3 repetitions (reference, default and bare interleaved) is kept.
 
-Usage: ``python -m benchmarks.kuka_speed [--seconds S] [--no-append]``; appends a section to docs/benchmarks.md
-unless ``--no-append``.
+Usage: ``python -m benchmarks.kuka_speed [--seconds S] [--env ID ...] [--no-append]``; appends a section to
+docs/benchmarks.md unless ``--no-append``.
 """
 from __future__ import annotations
 
 import os
+import statistics
+from typing import Any
 
 import numpy as np
 
-from benchmarks.env_family import compareFamily, familyBenchmarkMain
+from benchmarks.env_family import familyBenchmarkMain
 from benchmarks.env_speed import timedLoop
+from environments import getEnvClass
 from environments.bullet import pybullet
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 
@@ -32,16 +38,18 @@ N_ACTIONS = 100_000  # pre-drawn, reused cyclically, so that drawing them is not
 CHUNK = 10  # steps between clock reads
 
 
-def benchEnv(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
+def benchEnv(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int],
+             physics: str = "default") -> float:
     """
     :param env_class: the env to measure
     :param srl_model: observation mode
     :param side: image side for pixel modes
     :param seconds: how long to run
     :param actions: discrete actions to play (cyclically)
+    :param physics: the env's physics ("default" or "reference")
     :return: env steps per second, resets included
     """
-    env = env_class(srl_model=srl_model, img_shape=(3, side, side), seed=0)
+    env = env_class(srl_model=srl_model, img_shape=(3, side, side), seed=0, physics=physics)
     env.reset()
     n_actions = len(actions)
     env_step, env_reset = env.step, env.reset
@@ -115,24 +123,57 @@ def benchBare(env_class: type, srl_model: str, side: int, seconds: float, action
         scene.close()
 
 
-def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, float | str]]:
+def run(seconds: float, env_ids: list[str] = FAMILY) -> list[dict[str, Any]]:
     """
     :param seconds: duration of each measurement
     :param env_ids: envs of the Kuka family to measure
-    :return: one row per env and mode: mode, env (steps/s), bare (steps/s), ratio
+    :return: one row per env and mode: mode, reference, env (default physics), bare (steps/s), speedup (env /
+        reference), ratio (env / bare)
     """
     actions = np.random.default_rng(0).integers(0, 6, N_ACTIONS).tolist()
-    return compareFamily(env_ids, MODES, benchEnv, benchBare, seconds, N_REPETITIONS, actions)
+    rows = []
+    for env_id in env_ids:
+        env_class = getEnvClass(env_id)
+        for label, srl_model, side in MODES:
+            rates: dict[str, list[float]] = {"reference": [], "env": [], "bare": []}
+            for _ in range(N_REPETITIONS):
+                rates["reference"].append(benchEnv(env_class, srl_model, side, seconds, actions, "reference"))
+                rates["env"].append(benchEnv(env_class, srl_model, side, seconds, actions, "default"))
+                rates["bare"].append(benchBare(env_class, srl_model, side, seconds, actions))
+            row: dict[str, Any] = {"mode": f"{env_id} {label}",
+                                   **{name: statistics.median(values) for name, values in rates.items()}}
+            row["speedup"], row["ratio"] = row["env"] / row["reference"], row["env"] / row["bare"]
+            rows.append(row)
+            print(f"  {row['mode']}: reference {row['reference']:,.0f} steps/s, default {row['env']:,.0f} steps/s "
+                  f"(x{row['speedup']:.2f}), bare {row['bare']:,.0f} steps/s", flush=True)
+    return rows
+
+
+def physicsTable(rows: list[dict[str, Any]]) -> str:
+    """
+    :param rows: as returned by :func:`run`
+    :return: a markdown table
+    """
+    lines = ["| mode | reference physics steps/s | default physics steps/s | default / reference | "
+             "bare PyBullet steps/s | ratio default/bare |", "|---|---:|---:|---:|---:|---:|"]
+    for row in rows:
+        lines.append(f"| {row['mode']} | {row['reference']:,.0f} | {row['env']:,.0f} | {row['speedup']:.2f} | "
+                     f"{row['bare']:,.0f} | {row['ratio']:.2f} |")
+    return "\n".join(lines)
 
 
 def reportNotes(seconds: float) -> str:
     """:param seconds: duration of each measurement
     :return: how the figures were measured, for docs/benchmarks.md"""
+    iterations, residual = KukaButtonGymEnv.SOLVER["default"]
+    reference_iterations, reference_residual = KukaButtonGymEnv.SOLVER["reference"]
     return (f"One process; discrete random actions, reset at the end of each episode; median of "
-            f"{N_REPETITIONS} runs of {seconds:g} s each; one env step = "
-            f"{KukaButtonGymEnv.PHYSICS_STEPS_PER_ACTION} physics steps of 1/240 s. Bare = a PyBullet loop "
-            f"on the env's own scene doing one step's PyBullet calls (link state, IK, 7 motor commands, physics, "
-            f"2 contact queries; + getCameraImage, same matrices, TinyRenderer, for pixels).")
+            f"{N_REPETITIONS} runs of {seconds:g} s each (reference, default and bare interleaved); one env step = "
+            f"{KukaButtonGymEnv.PHYSICS_STEPS_PER_ACTION} physics steps of 1/240 s. Reference physics (version 1): "
+            f"at most {reference_iterations} solver iterations, residual threshold {reference_residual:g}; default "
+            f"(version {KukaButtonGymEnv.PHYSICS_VERSION}): {iterations}, {residual:g}. Bare = a PyBullet loop "
+            f"on the env's own scene (default physics) doing one step's PyBullet calls (link state, IK, 7 motor "
+            f"commands, physics, 2 contact queries; + getCameraImage, same matrices, TinyRenderer, for pixels).")
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
@@ -141,7 +182,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     :return: the measured rows
     """
     return familyBenchmarkMain(argv, "benchmarks.kuka_speed", "Environment speed, Kuka family", FAMILY, run,
-                               reportNotes)
+                               reportNotes, physicsTable)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,9 @@ class SRLGymEnv(gym.Env):
 
     # An env plugin built for another major version is refused by the registry with a clear message.
     API_VERSION = 1
+    # The version of the env's simulation: raised when a change of its physics changes what the same actions give
+    # (run folders record it in env_globals.json; the SRL + RL benchmark keys its archive by it). 1 when absent.
+    PHYSICS_VERSION = 1
 
     SRL_MODES: tuple[str, ...] = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False

@@ -23,10 +23,12 @@ CURVES = {
 
 def writeRun(folder: str, observation: str, seed: int, curve: list[float] | None, env: str = MOBILE,
               finished_at: str | None = None, spec: object | None = None) -> str:
-    """A finished run folder: args.json (the train settings of ``spec`` when given), a monitor CSV, done.json (with
-    ``finished_at`` when given) and (unless ``curve`` is None) evaluations.npz whose episodes average to ``curve`` (3
-    episodes per evaluation, spread around the mean)."""
+    """A finished run folder: args.json (the train settings of ``spec`` when given), env_globals.json (the env's
+    physics version now), a monitor CSV, done.json (with ``finished_at`` when given) and (unless ``curve`` is None)
+    evaluations.npz whose episodes average to ``curve`` (3 episodes per evaluation, spread around the mean)."""
     os.makedirs(os.path.join(folder, "monitor"))
+    with open(os.path.join(folder, "env_globals.json"), "w") as handle:
+        json.dump({"constants": {"PHYSICS_VERSION": bench_runs.envPhysics(env)}}, handle)
     args = {"env": env, "srl_model": observation, "algo": "ppo2", "seed": seed, "num_timesteps": 4000}
     with open(os.path.join(folder, "args.json"), "w") as handle:
         json.dump(bench_runs.specSettings(spec) if spec is not None else args, handle)

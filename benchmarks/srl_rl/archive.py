@@ -12,7 +12,10 @@ machine and the invocation's fingerprint. Invariants:
   them (seed, state dimension, epochs, dataset episodes, image size); and a digest of the run's train settings
   (benchmarks.srl_rl.runs.trainSettings: every setting of args.json that changes a result), which the record holds
   in full. A later change of a train default (the number of envs, a renderer flag, a network flag) changes the key
-  of every planned run: the benchmark runs again instead of reusing records of other settings;
+  of every planned run: the benchmark runs again instead of reusing records of other settings; and the env's physics
+  version (environments' PHYSICS_VERSION) when it is not 1, the version every record before it was made with: a
+  change of an env's simulation (Kuka's physics version 2) runs its grid again; the record holds it (``physics``,
+  absent: 1);
 - a record is used only when its key, its plan settings, its SRL settings and its train settings are the planned
   run's, and (learned observations) when its model is the registered one or another training of its recipe
   (benchmarks.srl_rl.models.sameModel);
@@ -34,7 +37,7 @@ import numpy as np
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
 from benchmarks.srl_rl.models import registeredFacts, sameModel
 from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
-from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns, specSettings, trainSettings
+from benchmarks.srl_rl.runs import RunRecord, dateSpan, envPhysics, finishedRuns, specSettings, trainSettings
 from replay.results import Run
 from rl_baselines.runs.train_config import UPGRADES
 from srl_toolbox.cli import UsageError
@@ -75,7 +78,7 @@ def settingsDigest(train: dict[str, Any]) -> str:
 
 
 def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: dict[str, int] | None,
-               train: dict[str, Any]) -> str:
+               train: dict[str, Any], physics: int = 1) -> str:
     """
     :param env: env id
     :param observation: the observation
@@ -84,6 +87,7 @@ def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: 
     :param srl: :meth:`Settings.srlSettings` of the env for a learned observation, None for the others (their runs do
         not depend on the SRL settings)
     :param train: the run's train settings (benchmarks.srl_rl.runs.trainSettings)
+    :param physics: the env's physics version the run was made with (named in the key unless 1)
     :return: the record's key in the archive: the plan's and the SRL settings readable, the train settings digested
     """
     parts = [env, observation, f"seed{seed}", str(run["algo"]), f"steps{run['steps']}",
@@ -91,6 +95,8 @@ def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: 
     if srl is not None:
         parts.append("srl " + " ".join(f"{key}={srl[key]}" for key in sorted(srl)))
     parts.append(f"train {settingsDigest(train)}")
+    if physics != 1:
+        parts.append(f"physics{physics}")
     return " ".join(parts)
 
 
@@ -143,7 +149,8 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
     """
     :param settings: the benchmark's settings
     :param plan: the run's env plan
-    :param record: a finished run of the bench folder, with its train settings
+    :param record: a finished run of the bench folder, with its train settings, made with its env's physics version
+        of now (benchmarks.srl_rl.runs.finishedRuns skips the others)
     :param srl: the env's SRL settings when the run's observation is learned, else None
     :param registered: the facts (benchmarks.srl_rl.models.modelFacts) of the model registered for the observation
         (None: none); its GTC, KNN-MSE and recipe are recorded when it is the model the run used (same hash)
@@ -164,7 +171,10 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
              "eval_rewards": [float(reward) for reward in record.eval_rewards],
              "rate": _jsonNumber(record.rate), "wall": _jsonNumber(record.wall), "model": model,
              "date": record.finished or time.strftime("%Y-%m-%d"), "machine": machine}
-    return archiveKey(record.env, record.observation, record.seed, run, srl, record.train or {}), entry
+    physics = envPhysics(record.env)
+    if physics != 1:
+        entry["physics"] = physics
+    return archiveKey(record.env, record.observation, record.seed, run, srl, record.train or {}, physics), entry
 
 
 def collectRuns(settings: Settings, plans: Sequence[EnvPlan]
@@ -226,16 +236,17 @@ def archivedMatches(archive: dict[str, dict[str, Any]], settings: Settings, plan
     """
     if not archive:
         return {}
-    run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
+    run, srl, physics = Settings.runSettings(plan), settings.srlSettings(plan), envPhysics(plan.env)
     matches = {}
     for spec in specs:
         observation = specObservation(spec)
         learned = observation in settings.learned
         expected_srl = srl if learned else None
         train = specSettings(spec)
-        entry = archive.get(archiveKey(plan.env, observation, int(spec.seed), run, expected_srl, train))
+        entry = archive.get(archiveKey(plan.env, observation, int(spec.seed), run, expected_srl, train, physics))
         # the record's train settings read as loadArchive reads them (an archive as just written holds them raw)
-        if entry is None or (entry["run"], entry["srl"], trainSettings(entry["train"])) != (run, expected_srl, train):
+        if entry is None or ((entry["run"], entry["srl"], trainSettings(entry["train"]), entry.get("physics", 1))
+                             != (run, expected_srl, train, physics)):
             continue
         if learned and not sameModel(registered.get(modelName(observation)), entry.get("model")):
             continue

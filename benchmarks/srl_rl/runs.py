@@ -9,6 +9,8 @@ monitor files and its deterministic evaluations (``evaluations.npz``) become a :
   train default makes the benchmark run again instead of reusing old records;
 - a finished run whose args.json says it was made with other train settings than its spec's (a default changed
   since) is not this configuration's: skipped by the report, deleted before the runs (:func:`dropRunsOfOtherSettings`);
+- a run made with another physics version of its env (env_globals.json's PHYSICS_VERSION, 1 when absent, against the
+  env's :func:`envPhysics` now) counts as made with other settings, as a changed train default does;
 - an unreadable run folder is skipped with a warning, never fatal: the report says which runs are missing.
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.srl_rl.plans import argsObservation, specObservation
+from environments import getEnvClass
 from replay.results import Run
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -202,6 +205,32 @@ def otherSettings(train: dict[str, Any], args: dict[str, Any]) -> list[str]:
                   if name not in RESOLVED and (name not in recorded or recorded[name] != value))
 
 
+def envPhysics(env_id: str) -> int:
+    """:return: the physics version of the registered env ``env_id`` now (environments.srl_env PHYSICS_VERSION)"""
+    return int(getattr(getEnvClass(env_id), "PHYSICS_VERSION", 1))
+
+
+def runPhysics(folder: str) -> int:
+    """
+    :param folder: a run folder
+    :return: the physics version its env_globals.json records (1 when the file or the constant is absent: the runs
+        made before envs recorded one)
+    """
+    path = os.path.join(folder, "env_globals.json")
+    if not os.path.isfile(path):
+        return 1
+    recorded = readJson(path)
+    constants = recorded.get("constants") if isinstance(recorded, dict) else None
+    return int(constants.get("PHYSICS_VERSION", 1)) if isinstance(constants, dict) else 1
+
+
+def otherPhysics(spec: Any, folder: str) -> list[str]:
+    """:return: ``["env physics version N"]`` when the run in ``folder`` was made with another physics version of
+    its env than the one it has now, else nothing"""
+    recorded = runPhysics(folder)
+    return [] if recorded == envPhysics(spec.env) else [f"env physics version {recorded}"]
+
+
 def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
     """
     :param specs: run specs
@@ -215,7 +244,7 @@ def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
             continue
         train = specSettings(spec)
         for record in loadRuns([folder]):
-            changed = otherSettings(train, record.run.args)
+            changed = otherSettings(train, record.run.args) + otherPhysics(spec, folder)
             if changed:
                 print(f"warning: skipping {folder}: made with other train settings ({', '.join(changed)})",
                       file=sys.stderr)
@@ -226,8 +255,9 @@ def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
 
 def dropRunsOfOtherSettings(specs: Sequence[Any]) -> list[str]:
     """
-    Delete the finished runs made with other train settings than their spec's (:func:`otherSettings`), so that the
-    pipeline, which takes a run folder by its run id, runs them again with the current ones.
+    Delete the finished runs made with other train settings than their spec's (:func:`otherSettings`) or another
+    physics version of their env (:func:`otherPhysics`), so that the pipeline, which takes a run folder by its run
+    id, runs them again with the current ones.
 
     :param specs: run specs
     :return: the deleted folders
@@ -241,7 +271,7 @@ def dropRunsOfOtherSettings(specs: Sequence[Any]) -> list[str]:
             args = readJson(os.path.join(folder, "args.json"))
         except (OSError, ValueError):
             continue
-        if isinstance(args, dict) and otherSettings(specSettings(spec), args):
+        if isinstance(args, dict) and (otherSettings(specSettings(spec), args) or otherPhysics(spec, folder)):
             shutil.rmtree(folder)
             dropped.append(folder)
     return dropped
