@@ -76,7 +76,7 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["srl_toolbox*", "rl_baselines*", "srl_models*", "environments*", "replay*"]),
-    package_data={"environments": ["*/urdf/*.urdf"]},
+    package_data={"environments": ["*/urdf/*.urdf", "kuka/lowpoly/*"]},
     install_requires=[
         # A range, so that installing the toolbox keeps a user's own (e.g. CUDA) build of torch; the Makefile installs
         # the exact CPU build the tests run with. The floor is what stable-baselines3 2.9 requires.

@@ -37,7 +37,8 @@ import time
 
 from benchmarks.documents import BENCH_FILE, appendReport
 from benchmarks.srl_speed import trainVAE
-from environments.srl_env import RENDERERS
+from environments import getEnvClass
+from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"
@@ -113,7 +114,7 @@ def trainArguments(case: Case, renderer: str, steps: int, log_dir: str, model_fo
     arguments = ["--algo", "ppo2", "--env", case.env, "--num-timesteps", str(steps), "--num-cpu", "1",
                  "--eval-freq", str(steps // 2), "--eval-episodes", str(case.eval_episodes), "--log-dir", log_dir,
                  "--no-vis", "--no-progress", "--seed", "0", *case.flags, *case.run_flags]
-    if case.env == MOBILE:
+    if renderer != DEFAULT_RENDERER:
         arguments += ["--renderer", renderer]
     arguments += ["--srl-model-path", model_folder] if case.observation == "vae" else ["--srl-model", case.observation]
     return arguments
@@ -135,7 +136,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(DEFAULT_CASES),
                         help=f"runs to profile [{' '.join(DEFAULT_CASES)}]")
     parser.add_argument("--renderers", nargs="+", choices=RENDERERS, default=list(RENDERERS),
-                        help="renderers of the mobile-robot cases, each a run of its own [all]")
+                        help="renderers, each a run of its own, of the cases whose env has them [all]")
     parser.add_argument("--steps", type=int, default=4096, help="training steps per run [4096]")
     parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second [100]")
     parser.add_argument("--keep", help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
@@ -151,9 +152,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
             case = CASES[name]
             if case.observation == "vae" and case.env not in models:
                 models[case.env] = trainVAE(os.path.join(scratch, case.env), 6, 2, case.env, case.flags)
-            renderers = args.renderers if case.env == MOBILE else ["tinyrenderer"]
-            for renderer in renderers:
-                label = f"{case.env} {case.observation}" + (f", {renderer}" if case.env == MOBILE else "")
+            having = getEnvClass(case.env).RENDERERS
+            for renderer in [renderer for renderer in args.renderers if renderer in having]:
+                label = f"{case.env} {case.observation}, {renderer}"
                 output = os.path.join(args.keep or scratch, f"{name}-{renderer}.txt")
                 os.makedirs(os.path.dirname(output), exist_ok=True)
                 wall = profileRun(py_spy, trainArguments(case, renderer, args.steps, os.path.join(scratch, "runs"),

@@ -42,7 +42,8 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS
+from environments import getEnvClass
+from environments.srl_env import DEFAULT_RENDERER
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, encoderDevice
 from rl_baselines.runs import train
 
@@ -145,8 +146,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=4096, help="env steps per measurement [4096]")
     parser.add_argument("--num-cpu", type=int, nargs="+", default=[1, 2], help="parallel envs to measure [1 2]")
-    parser.add_argument("--renderers", nargs="+", choices=RENDERERS, default=list(RENDERERS),
-                        help="renderers to measure side by side [all]")
+    renderers = getEnvClass(ENV_ID).RENDERERS
+    parser.add_argument("--renderers", nargs="+", choices=renderers, default=list(renderers),
+                        help=f"renderers to measure side by side [all {ENV_ID}'s: {' '.join(renderers)}]")
     parser.add_argument("--episodes", type=int, default=6, help="episodes of the VAE's dataset, 100 steps each [6]")
     parser.add_argument("--epochs", type=int, default=2, help="VAE training epochs [2]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")

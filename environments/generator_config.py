@@ -50,8 +50,9 @@ class GeneratorConfig:
                                "frameN_2")
     fpv: bool = setting(False, "envs with a first-person view (mobile robot): stacked with the top view, like "
                         "--multi-view")
-    renderer: str = setting(DEFAULT_RENDERER, "what draws the images: tinyrenderer (PyBullet's, the reference) or "
-                            "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, faster)",
+    renderer: str = setting(DEFAULT_RENDERER, "what draws the images: tinyrenderer (PyBullet's, the reference), "
+                            "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, faster) "
+                            "or lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, same physics)",
                             choices=RENDERERS)
     policy: str = setting("random", "'random' (uniform actions) or a run folder of rl_baselines.train to replay")
     force: bool = setting(False, "overwrite an existing dataset / discard an interrupted one of the same name",

@@ -32,9 +32,11 @@ import numpy as np
 
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
-# What may draw an env's camera images (the ``renderer`` keyword of the envs that take it, the mobile robots):
-# PyBullet's TinyRenderer, the default and the reference, or numpy compositing of layers it renders once.
-RENDERERS = ("tinyrenderer", "sprites")
+# What may draw an env's camera images (the ``renderer`` keyword of the envs that take it; each such env lists its own
+# in its class's RENDERERS): PyBullet's TinyRenderer, the default and the reference; "sprites" (mobile robots): numpy
+# compositing of layers TinyRenderer renders once; "lowpoly" (Kuka arms): TinyRenderer drawing the arm with
+# decimated visual meshes, physics unchanged.
+RENDERERS = ("tinyrenderer", "sprites", "lowpoly")
 DEFAULT_RENDERER = "tinyrenderer"
 
 

@@ -117,8 +117,8 @@ def buildParser() -> CLIParser:
                         help="image shape, 3 H W [per env, 3 64 64]")
     parser.add_argument("--state-dim", type=positiveInt, default=None, help="size of the learned state [per env]")
     parser.add_argument("--renderer", choices=RENDERERS, default=DEFAULT_RENDERER,
-                        help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference) or sprites "
-                        "(mobile robots, faster) [tinyrenderer]")
+                        help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference), sprites "
+                        "(mobile robots, faster) or lowpoly (Kuka arms, faster) [tinyrenderer]")
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,

@@ -25,16 +25,20 @@ from __future__ import annotations
 import functools
 import math
 import os
+import tempfile
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv
+from environments.srl_env import DEFAULT_RENDERER, ENVIRONMENT_SRL_MODES, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
+# renderer "lowpoly": the arm's SDF copy with decimated visual meshes (environments/kuka/make_lowpoly.py)
+LOWPOLY_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lowpoly")
+LOWPOLY_DATA_PREFIX = "pybullet_data/"  # the SDF copy's uris of pybullet_data's meshes start with this
 
 
 class KukaButtonGymEnv(SRLGymEnv):
@@ -71,6 +75,10 @@ class KukaButtonGymEnv(SRLGymEnv):
         (-1 reward); None for the class's MAX_DISTANCE
     :param goal_conditioned: the goal mode above (srl_model "ground_truth" only; relative_pos is ignored)
     :param physics: "default", or "reference": the solver settings of physics version 1 (see the module docstring)
+    :param renderer: what draws the arm in camera images, both with PyBullet's TinyRenderer: "tinyrenderer" (the
+        reference: pybullet_data's meshes, ~14,800 triangles) or "lowpoly" (the same SDF with its visual meshes
+        decimated to a tenth, environments/kuka/lowpoly/; collision meshes, masses and inertias are the original's,
+        so physics is bit-identical and only the images differ, within the bounds of tests/test_kuka_renderer.py)
     :param kwargs: the SRLGymEnv keywords: srl_model ("ground_truth": effector xyz, relative to the target when
         relative_pos; "joints": the 7 arm joint angles; "joints_position": those angles then the ground truth;
         "raw_pixels" or a learned model: uint8 images), relative_pos, is_discrete, action_joints, random_target
@@ -79,6 +87,7 @@ class KukaButtonGymEnv(SRLGymEnv):
     """
 
     SRL_MODES = ENVIRONMENT_SRL_MODES  # every env-computed mode: ground_truth, raw_pixels, joints, joints_position
+    RENDERERS = ("tinyrenderer", "lowpoly")
     ACTION_JOINTS = True
     PLOT_TYPE = "3D"
     MAX_STEPS = 1000
@@ -157,9 +166,12 @@ class KukaButtonGymEnv(SRLGymEnv):
     CAMERA_NEAR, CAMERA_FAR = 0.1, 100.0
 
     def __init__(self, *, multi_view: bool = False, force_down: bool = False, max_distance: float | None = None,
-                 physics: str = "default", **kwargs: Any) -> None:
+                 physics: str = "default", renderer: str = DEFAULT_RENDERER, **kwargs: Any) -> None:
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
+        if renderer not in self.RENDERERS:
+            raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
+        self.renderer = renderer
         super().__init__(**kwargs)
         if physics not in self.SOLVER:
             raise ValueError(f"physics must be one of {', '.join(self.SOLVER)}, got {physics!r}")
@@ -243,7 +255,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         p.loadURDF(os.path.join(data, "plane.urdf"), list(self.PLANE_POS), useFixedBase=True)
         self._table_uid = p.loadURDF(os.path.join(data, "table", "table.urdf"), list(self.TABLE_POS),
                                      useFixedBase=True)
-        self._robot_uid = p.loadSDF(os.path.join(data, self.ROBOT_SDF))[0]
+        self._robot_uid = self._loadRobot(data)
         p.resetBasePositionAndOrientation(self._robot_uid, list(self.ROBOT_POS), [0.0, 0.0, 0.0, 1.0])
         self._button_uids = [p.loadURDF(os.path.join(URDF_DIR, urdf), list(position), useFixedBase=True)
                              for urdf, position in zip(self.BUTTON_URDFS, self.BUTTON_POSITIONS)]
@@ -267,6 +279,24 @@ class KukaButtonGymEnv(SRLGymEnv):
         if self.renders:
             p.resetDebugVisualizerCamera(self.CAMERA_DISTANCE, self.CAMERA_YAW, self.CAMERA_PITCH,
                                          list(self.CAMERA_TARGET_POS))
+
+    def _loadRobot(self, data: str) -> int:
+        """
+        :param data: pybullet_data's folder
+        :return: the arm's body id: pybullet_data's ROBOT_SDF, or with renderer "lowpoly" its copy in LOWPOLY_DIR,
+            written with absolute uris to a temporary folder for loading (an SDF's uris are relative to its folder)
+        """
+        if self.renderer != "lowpoly":
+            return self._p.loadSDF(os.path.join(data, self.ROBOT_SDF))[0]
+        with open(os.path.join(LOWPOLY_DIR, os.path.basename(self.ROBOT_SDF))) as file:
+            text = file.read()
+        text = text.replace("<uri>" + LOWPOLY_DATA_PREFIX, "<uri>" + os.path.join(data, ""))
+        text = text.replace("<uri>link_", "<uri>" + os.path.join(LOWPOLY_DIR, "link_"))
+        with tempfile.TemporaryDirectory(prefix="kuka_lowpoly_") as folder:
+            path = os.path.join(folder, "robot.sdf")
+            with open(path, "w") as file:
+                file.write(text)
+            return self._p.loadSDF(path)[0]
 
     def _resetMotors(self) -> None:
         """Motor targets are not part of a saved state: set them to the rest pose, the buttons' caps up."""

@@ -20,7 +20,7 @@ import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
 from environments.mobile_robot.sprite_renderer import SpriteRenderer
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS, SRLGymEnv
+from environments.srl_env import DEFAULT_RENDERER, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -64,7 +64,7 @@ class MobileRobotGymEnv(SRLGymEnv):
 
     SRL_MODES = ("ground_truth", "raw_pixels")
     # The values of the renderer keyword (--renderer).
-    RENDERERS = RENDERERS
+    RENDERERS = ("tinyrenderer", "sprites")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
@@ -118,8 +118,8 @@ class MobileRobotGymEnv(SRLGymEnv):
         """
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
-        if renderer not in RENDERERS:
-            raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(RENDERERS)}")
+        if renderer not in self.RENDERERS:
+            raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
         self.renderer = renderer
         super().__init__(**kwargs)
         self.fpv = bool(fpv)

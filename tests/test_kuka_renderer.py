@@ -1,0 +1,185 @@
+"""The Kuka arms' low-poly renderer (``renderer="lowpoly"``) against TinyRenderer with the original meshes, and the flag.
+
+Accuracy (issue 27's bounds): the mean absolute error per channel is at most 2 (of 255) and at most 1% of the pixels
+differ by more than 32 in some channel, pooled over the frames (the worst single frame is printed, not bounded):
+
+- 1,000 states of KukaButtonGymEnv-v0 at 64x64: random arm joint angles (half uniform within the joint limits, half
+  around the rest pose) and a random button position, set directly (no physics);
+- 200 steps of random continuous actions on each variant (random distractors, two buttons, a moving button; random
+  targets), 64x64, of which 20 per variant also at 128x128 with ``render()``.
+
+Physics: the two renderers load the same collision meshes, masses and inertias, so the same seeds and actions give
+bit-identical states (every joint's position and velocity, every body's pose) at every step.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import runFolder, runModule, runTrain, snapshot
+
+from environments import getEnvClass, registered_env, rendererRefusal
+from environments.dataset_generator import generate
+from environments.generator_config import GeneratorConfig
+from environments.srl_env import RENDERERS
+
+KUKA = "KukaButtonGymEnv-v0"
+VARIANTS = ["KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEnv-v0", "KukaMovingButtonGymEnv-v0"]
+MAX_MAE = 2.0
+MAX_OFF_FRACTION = 0.01
+OFF_BY = 32
+
+
+def _pair(env_id: str, **kwargs):
+    """:return: the env drawn with the original meshes and with the low-poly ones, same keywords"""
+    env_class = getEnvClass(env_id)
+    keywords = {"srl_model": "ground_truth", "random_target": True, **kwargs}
+    return env_class(**keywords), env_class(**keywords, renderer="lowpoly")
+
+
+def _image(env, side: int = 64) -> np.ndarray:
+    """:return: the observation camera's image at side x side (the env observes its ground truth: steps draw nothing)"""
+    return env._cameraImage(env._view_matrix, side, side, env._obs_projection)
+
+
+def _state(env) -> np.ndarray:
+    """:return: every joint's position and velocity and every body's pose, one float64 vector"""
+    client = env._p
+    values = []
+    for uid in range(client.getNumBodies()):
+        position, orientation = client.getBasePositionAndOrientation(uid)
+        values += [*position, *orientation]
+        for joint in client.getJointStates(uid, range(client.getNumJoints(uid))) or ():
+            values += joint[:2]
+    return np.array(values)
+
+
+class _Errors:
+    """Absolute errors accumulated over frames: per-channel sums, pixels off by more than OFF_BY, the worst frame."""
+
+    def __init__(self) -> None:
+        self.sums, self.pixels, self.off, self.worst = np.zeros(3), 0, 0, 0.0
+
+    def add(self, reference: np.ndarray, drawn: np.ndarray) -> None:
+        assert reference.shape == drawn.shape and drawn.dtype == np.uint8
+        error = np.abs(reference.astype(np.int16) - drawn.astype(np.int16))
+        off = int((error.max(axis=2) > OFF_BY).sum())
+        self.sums += error.reshape(-1, 3).sum(axis=0)
+        self.pixels += error.shape[0] * error.shape[1]
+        self.off += off
+        self.worst = max(self.worst, off / (error.shape[0] * error.shape[1]))
+
+    def check(self, what: str) -> None:
+        mae = self.sums / self.pixels
+        off = self.off / self.pixels
+        print(f"{what}: MAE {np.round(mae, 3)}, off by > {OFF_BY}: {off:.4%} (worst frame {self.worst:.2%})")
+        assert mae.max() <= MAX_MAE and off <= MAX_OFF_FRACTION, f"{what}: MAE {mae}, off by > {OFF_BY}: {off:.4f}"
+
+
+def test_lowpoly_matches_tinyrenderer_on_random_arm_poses() -> None:
+    rng = np.random.default_rng(27)
+    envs = _pair(KUKA)
+    reference = envs[0]
+    rest = np.array(reference.REST_POSE[:reference.N_ARM_JOINTS])
+    errors = _Errors()
+    for index in range(1000):
+        if index % 100 == 0:
+            for env in envs:
+                env.reset(seed=index)
+        if rng.random() < 0.5:
+            angles = rng.uniform(reference._arm_lower, reference._arm_upper)
+        else:
+            angles = np.clip(rest + rng.normal(0.0, 0.5, len(rest)), reference._arm_lower, reference._arm_upper)
+        button = np.array(reference.BUTTON_POSITIONS[0])
+        button[:2] += rng.uniform(-1.0, 1.0, 2) * reference.BUTTON_RANDOM_RANGE
+        for env in envs:
+            for joint, angle in enumerate(angles):
+                env._p.resetJointState(env._robot_uid, joint, float(angle))
+            env._teleport(env._button_uids[0], button.tolist(), (0.0, 0.0, 0.0, 1.0))
+        errors.add(_image(envs[0]), _image(envs[1]))
+    errors.check(f"{KUKA} random arm poses 64x64")
+    for env in envs:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", VARIANTS)
+def test_lowpoly_matches_tinyrenderer_and_physics_is_identical(env_id: str) -> None:
+    envs = _pair(env_id, is_discrete=False, render_mode="rgb_array", render_size=128)
+    actions = np.random.default_rng(5).uniform(-1.0, 1.0, (200, 3))
+    small, large = _Errors(), _Errors()
+    observations = [env.reset(seed=3)[0] for env in envs]
+    for index, action in enumerate(actions):
+        np.testing.assert_array_equal(observations[0], observations[1])
+        np.testing.assert_array_equal(_state(envs[0]), _state(envs[1]))
+        small.add(_image(envs[0]), _image(envs[1]))
+        if index % 10 == 0:
+            large.add(envs[0].render(), envs[1].render())
+        transitions = [env.step(action) for env in envs]
+        assert transitions[0][1:4] == transitions[1][1:4]
+        observations = [transition[0] for transition in transitions]
+        if transitions[0][2] or transitions[0][3]:
+            observations = [env.reset(seed=index)[0] for env in envs]
+    small.check(f"{env_id} 64x64")
+    large.check(f"{env_id} render() 128x128")
+    for env in envs:
+        env.close()
+
+
+def test_lowpoly_physics_is_identical_with_joint_and_discrete_actions() -> None:
+    for keywords, actions in (({"is_discrete": True}, np.random.default_rng(1).integers(0, 6, 60)),
+                              ({"is_discrete": False, "action_joints": True},
+                               np.random.default_rng(2).uniform(-1.0, 1.0, (60, 7)))):
+        envs = _pair(KUKA, **keywords)
+        for env in envs:
+            env.reset(seed=9)
+        for action in actions:
+            for env in envs:
+                env.step(action)
+            np.testing.assert_array_equal(_state(envs[0]), _state(envs[1]))
+            np.testing.assert_array_equal(envs[0].getJoints(), envs[1].getJoints())
+        for env in envs:
+            env.close()
+
+
+def test_renderer_choices_per_env() -> None:
+    for env_id in registered_env:
+        assert set(getattr(getEnvClass(env_id), "RENDERERS", ())) <= set(RENDERERS), env_id
+    with pytest.raises(ValueError, match="unknown renderer 'sprites'"):
+        getEnvClass(KUKA)(renderer="sprites")
+    with pytest.raises(ValueError, match="unknown renderer 'lowpoly'"):
+        getEnvClass("MobileRobotGymEnv-v0")(renderer="lowpoly")
+    for env_id in [KUKA, *VARIANTS]:
+        assert rendererRefusal("lowpoly", env_id) is None
+        assert env_id in rendererRefusal("sprites", env_id)
+    refusal = rendererRefusal("lowpoly", "MobileRobotGymEnv-v0")
+    assert "MobileRobotGymEnv-v0" in refusal and all(env_id in refusal for env_id in [KUKA, *VARIANTS])
+
+
+@pytest.mark.parametrize("module, args", [
+    ("rl_baselines.train", ["--env", "MobileRobotGymEnv-v0", "--renderer", "lowpoly", "--no-vis"]),
+    ("rl_baselines.train", ["--env", "OmnirobotEnv-v0", "--renderer", "lowpoly", "--no-vis"]),
+    ("environments.dataset_generator", ["--env", "MobileRobotGymEnv-v0", "--renderer", "lowpoly"]),
+    ("environments.dataset_generator", ["--env", KUKA, "--renderer", "sprites"]),
+])
+def test_lowpoly_refusals_write_nothing(tmp_path, module: str, args: list[str]) -> None:
+    folders = {"rl_baselines.train": ["--log-dir", str(tmp_path / "logs")],
+               "environments.dataset_generator": ["--save-path", str(tmp_path / "data")]}
+    before = snapshot(str(tmp_path))
+    result = runModule(module, *folders[module], *args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert "--renderer" in lines[-1] and "Traceback" not in result.stderr
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_train_and_generator_record_lowpoly(tmp_path) -> None:
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", KUKA, "--srl-model", "raw_pixels", "--renderer", "lowpoly",
+                                 "--num-timesteps", "64", "--n-steps", "32", "--log-dir", tmp_path / "logs"))
+    with open(os.path.join(run_dir, "args.json")) as file:
+        assert json.load(file)["renderer"] == "lowpoly"
+    assert generate(GeneratorConfig(save_path=str(tmp_path / "data"), name="lowpoly", env=KUKA, num_episode=1,
+                                    max_steps=5, renderer="lowpoly", no_progress=True)) == 0
+    with open(tmp_path / "data" / "lowpoly" / "dataset_config.json") as file:
+        assert json.load(file)["renderer"] == "lowpoly"
