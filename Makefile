@@ -87,7 +87,7 @@ bench-state-shape: install
 	$(PY) -m benchmarks.state_shape
 
 # Mobile robots: does an SRL model (vae, 3 seeds) trained on one renderer's dataset keep its GTC on the other
-# renderer's frames of the same states? Into docs/benchmarks.md; about 15 min on 2 busy cores.
+# renderer's frames of the same states? Into docs/benchmarks.md; about 25 min on 2 busy cores.
 bench-renderer-gtc: install
 	$(PY) -m benchmarks.renderer_gtc
 

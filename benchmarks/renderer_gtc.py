@@ -22,8 +22,8 @@ The state dimension is 8 by default, as in the SRL table (benchmarks.srl_table):
 over the learned dimensions, so a wide state raises it by chance.
 
 Usage: ``python -m benchmarks.renderer_gtc [--envs ENV ...] [--srl-model vae] [--seeds 0 1 2] [--episodes 16]
-[--max-steps 100] [--epochs 8] [--state-dim 8] [--keep DIR] [--no-append]`` (``make bench-renderer-gtc``: about 15
-minutes for the four envs on 2 busy cores).
+[--max-steps 100] [--epochs 8] [--state-dim 8] [--keep DIR] [--no-append]`` (``make bench-renderer-gtc``: 24 minutes
+for the four envs on 2 cores shared with other work, load average 5 to 7; most of it is the 24 trainings).
 """
 from __future__ import annotations
 
