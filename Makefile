@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape profile visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc profile visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -92,6 +92,11 @@ bench-state-shape: install
 profile: install
 	$(PY) -m pip install --quiet -e ".[profile]"
 	$(PY) -m benchmarks.profile_runs
+
+# Mobile robots: does an SRL model (vae, 3 seeds) trained on one renderer's dataset keep its GTC on the other
+# renderer's frames of the same states? Into docs/benchmarks.md; about 25 min on 2 busy cores.
+bench-renderer-gtc: install
+	$(PY) -m benchmarks.renderer_gtc
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

@@ -4,22 +4,33 @@ Accuracy (issue 27's bounds): on random states of every mobile-robot env (robot 
 drawn by ``random_target``, the 2-target env's first target hidden in half of them), the mean absolute error per
 channel is at most 2 (of 255) and at most 1% of the pixels differ by more than 32 in some channel: 1,000 states at
 the default 64x64, 100 at 3x48x48 with ``render()`` at 128x128 (each of those states gives both images).
+
+Runs, datasets and SRL models record the renderer, and the renderer never changes a trajectory: the same seed gives
+the same dataset but for its pixels. Whether an SRL model keeps its GTC on the other renderer's frames is measured by
+``python -m benchmarks.renderer_gtc`` (docs/srl.md), not here: a VAE trained in a test's seconds (200 frames, one or
+two epochs) has a GTC that moves between the renderers by 0.003 to 0.1 depending on its seed, so no bound a test can
+hold says anything about the renderer.
 """
 from __future__ import annotations
 
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
+from benchmarks.renderer_gtc import trajectoryDifferences
 from environments import getEnvClass, rendererRefusal
+from environments.dataset import Dataset
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.run_policy import readRunArgs
+from srl_models.base import readExpConfig
 from srl_models.prepare import checkDatasetSettings
+from srl_models.train import trainFromArgs
 from srl_toolbox.cli import UsageError
 
 MOBILE_ROBOTS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0", "MobileRobot2TargetGymEnv-v0",
@@ -173,3 +184,49 @@ def test_datasets_record_the_renderer(tmp_path) -> None:
     checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "tinyrenderer"})
     with pytest.raises(UsageError, match="renderer differ"):
         checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites"})
+
+
+@pytest.fixture(scope="module")
+def tinyDatasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """:return: renderer -> a tiny MobileRobot dataset it drew (3 episodes of 10 steps, 32x32, seed 4; the
+    TinyRenderer one recorded without --renderer, the default)"""
+    save_path = tmp_path_factory.mktemp("renderer_datasets")
+    folders = {}
+    for renderer, keywords in (("tinyrenderer", {}), ("sprites", {"renderer": "sprites"})):
+        config = GeneratorConfig(save_path=str(save_path), name=renderer, num_episode=3, max_steps=10,
+                                 img_shape=(3, 32, 32), seed=4, no_progress=True, **keywords)
+        assert generate(config) == 0
+        folders[renderer] = str(save_path / renderer)
+    return folders
+
+
+def test_the_renderer_does_not_change_the_trajectory(tinyDatasets: dict[str, str], tmp_path) -> None:
+    assert trajectoryDifferences(tinyDatasets["tinyrenderer"], tinyDatasets["sprites"]) == []
+    tiny, sprites = (Dataset.open(tinyDatasets[name]) for name in ("tinyrenderer", "sprites"))
+    assert tiny.renderer == "tinyrenderer" and sprites.renderer == "sprites"
+    assert not np.array_equal(tiny.loadImages(), sprites.loadImages())  # the pixels are each renderer's own
+    # the check sees a changed trajectory
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    for name in ("dataset_config.json", "ground_truth.npz"):
+        shutil.copy(os.path.join(tinyDatasets["sprites"], name), changed)
+    with np.load(os.path.join(tinyDatasets["sprites"], "preprocessed_data.npz")) as data:
+        arrays = dict(data)
+    arrays["actions"] = (arrays["actions"] + 1) % 4
+    np.savez(changed / "preprocessed_data.npz", **arrays)
+    assert trajectoryDifferences(tinyDatasets["tinyrenderer"], str(changed)) == ["actions"]
+
+
+@pytest.mark.parametrize("renderer", ["tinyrenderer", "sprites"])
+def test_srl_models_record_the_renderer(tinyDatasets: dict[str, str], tmp_path, renderer: str) -> None:
+    folder = trainFromArgs(["--data-folder", tinyDatasets[renderer], "--srl-model", "vae", "--state-dim", "2",
+                            "--epochs", "1", "--batch-size", "8", "--log-folder", str(tmp_path), "--device", "cpu",
+                            "--no-eval", "--no-progress"])
+    assert readExpConfig(folder)["renderer"] == renderer
+
+
+def test_default_runs_record_tinyrenderer(trainedRun: str) -> None:
+    """The shared ppo2 run of conftest, started without --renderer."""
+    with open(os.path.join(trainedRun, "args.json")) as file:
+        assert json.load(file)["renderer"] == "tinyrenderer"
+    assert envKwargsFromArgs(readRunArgs(trainedRun, "--log-dir")).get("renderer", "tinyrenderer") == "tinyrenderer"
