@@ -87,7 +87,7 @@ bench-state-shape: install
 	$(PY) -m benchmarks.state_shape
 
 # Where a whole training run's time goes (py-spy --subprocesses of every process, sorted into render, physics,
-# encode, policy, PPO update, evaluation, inter-process, logging): ppo2 on MobileRobot (both renderers) and Kuka, from
+# encode, policy, PPO update, evaluation, inter-process, logging): ppo2 on MobileRobot and Kuka (each renderer), from
 # raw pixels and a VAE, into docs/benchmarks.md. About 10 min on 2 cores.
 profile: install
 	$(PY) -m pip install --quiet -e ".[profile]"
