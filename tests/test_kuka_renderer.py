@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, snapshot
+from conftest import runFolder, runTrain
 
 from environments import getEnvClass, registered_env, rendererRefusal
 from environments.dataset_generator import generate
@@ -155,23 +155,6 @@ def test_renderer_choices_per_env() -> None:
         assert env_id in rendererRefusal("sprites", env_id)
     refusal = rendererRefusal("lowpoly", "MobileRobotGymEnv-v0")
     assert "MobileRobotGymEnv-v0" in refusal and all(env_id in refusal for env_id in [KUKA, *VARIANTS])
-
-
-@pytest.mark.parametrize("module, args", [
-    ("rl_baselines.train", ["--env", "MobileRobotGymEnv-v0", "--renderer", "lowpoly", "--no-vis"]),
-    ("rl_baselines.train", ["--env", "OmnirobotEnv-v0", "--renderer", "lowpoly", "--no-vis"]),
-    ("environments.dataset_generator", ["--env", "MobileRobotGymEnv-v0", "--renderer", "lowpoly"]),
-    ("environments.dataset_generator", ["--env", KUKA, "--renderer", "sprites"]),
-])
-def test_lowpoly_refusals_write_nothing(tmp_path, module: str, args: list[str]) -> None:
-    folders = {"rl_baselines.train": ["--log-dir", str(tmp_path / "logs")],
-               "environments.dataset_generator": ["--save-path", str(tmp_path / "data")]}
-    before = snapshot(str(tmp_path))
-    result = runModule(module, *folders[module], *args)
-    assert result.returncode == 2, result.stderr
-    lines = result.stderr.strip().splitlines()
-    assert "--renderer" in lines[-1] and "Traceback" not in result.stderr
-    assert snapshot(str(tmp_path)) == before
 
 
 def test_train_and_generator_record_lowpoly(tmp_path) -> None:

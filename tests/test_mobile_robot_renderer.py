@@ -143,6 +143,8 @@ def test_unknown_renderer_and_envs_without_it() -> None:
     ("rl_baselines.train", ["--env", "MobileRobotGymEnv-v0", "--renderer", "nope", "--no-vis"]),
     ("rl_baselines.train", ["--env", "OmnirobotEnv-v0", "--renderer", "sprites", "--no-vis"]),
     ("rl_baselines.train", ["--env", "KukaButtonGymEnv-v0", "--renderer", "sprites", "--no-vis"]),
+    ("rl_baselines.train", ["--env", "MobileRobotGymEnv-v0", "--renderer", "lowpoly", "--no-vis"]),
+    ("environments.dataset_generator", ["--env", "KukaButtonGymEnv-v0", "--renderer", "sprites"]),
     ("environments.dataset_generator", ["--env", "MobileRobotGymEnv-v0", "--renderer", "nope"]),
     ("environments.dataset_generator", ["--env", "OmnirobotEnv-v0", "--renderer", "sprites"]),
     ("srl_models.prepare", ["--env", "OmnirobotEnv-v0", "--srl-model", "vae", "--renderer", "sprites"]),
