@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 
 import numpy as np
 import pytest
@@ -26,9 +27,12 @@ from environments import getEnvClass, rendererRefusal
 from environments.dataset import Dataset
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs import train
 from rl_baselines.runs.run_policy import readRunArgs
 from srl_models.base import readExpConfig
+from srl_models.models import VAEModel
 from srl_models.prepare import checkDatasetSettings
 from srl_models.train import trainFromArgs
 from srl_toolbox.cli import UsageError
@@ -172,6 +176,22 @@ def test_train_records_the_renderer_and_replays_with_it(tmp_path) -> None:
     assert envKwargsFromArgs(readRunArgs(run_dir, "--log-dir"))["renderer"] == "sprites"
     result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20")
     assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("recorded", [None, "tinyrenderer", "sprites"])
+def test_a_model_of_the_other_renderer_is_used_with_one_warning(tmp_path, recorded) -> None:
+    folder = str(tmp_path / "vae")
+    VAEModel(4, (3, 64, 64), {"env": "MobileRobotGymEnv-v0", **({"renderer": recorded} if recorded else {})}).save(folder)
+    trained_on = recorded or "tinyrenderer"  # a model from before the renderers was trained on TinyRenderer's frames
+    other = "sprites" if trained_on == "tinyrenderer" else "tinyrenderer"
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model-path", folder, "--log-dir",
+            str(tmp_path / "logs"), "--no-vis"]
+    with pytest.warns(UserWarning, match=f"trained on {trained_on} frames .* --renderer {other}") as caught:
+        train.validate(train.parseCommand([*argv, "--renderer", other])[0], registered_rl)
+    assert len(caught) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the model's own renderer: no warning
+        train.validate(train.parseCommand([*argv, "--renderer", trained_on])[0], registered_rl)
 
 
 def test_datasets_record_the_renderer(tmp_path) -> None:

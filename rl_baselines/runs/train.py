@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ import yaml
 from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass, registered_env, rendererRefusal
-from environments.srl_env import isLearnedSRLModel
+from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
@@ -311,8 +312,14 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
     except ValueError as error:
         raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
     args.srl_model_path = folder
+    exp_config = readExpConfig(folder)
     if args.img_shape is None:
-        args.img_shape = [3, *readExpConfig(folder)["img_shape"][1:]]
+        args.img_shape = [3, *exp_config["img_shape"][1:]]
+    trained_on = exp_config.get("renderer", DEFAULT_RENDERER)  # models from before the renderers: TinyRenderer's
+    if trained_on != args.renderer:
+        warnings.warn(f"the SRL model was trained on {trained_on} frames and this run draws them with "
+                      f"--renderer {args.renderer}: its states may differ (--renderer {trained_on} gives the frames it "
+                      "was trained on)", stacklevel=2)
 
 
 def createRunFolder(config: TrainConfig) -> str:
