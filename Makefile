@@ -58,6 +58,7 @@ bench: install
 	$(PY) -m benchmarks.env_speed
 	$(PY) -m benchmarks.render_speed
 	$(PY) -m benchmarks.kuka_speed
+	$(PY) -m benchmarks.kuka_ppo_speed
 	$(PY) -m benchmarks.all_envs_speed
 	$(PY) -m benchmarks.dataset_speed
 	$(PY) -m benchmarks.train_speed

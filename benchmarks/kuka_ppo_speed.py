@@ -1,0 +1,144 @@
+"""ppo2 steps/s on the SRL table's Kuka task under the reference and the default physics, and with each renderer.
+
+``rl_baselines.train --algo ppo2`` (default hyperparameters, 1 env, no evaluation, no checkpoints) runs in this
+process on KukaButtonGymEnv-v0 with ``--random-target --force-down``, as ``make bench-srl-rl`` runs it, for each
+observation (ground truth, raw pixels with SB3's CnnPolicy, a VAE of state dim 32 trained in the benchmark on a small
+dataset), each physics (``reference``: physics version 1, what every run before version 2 was made with; the
+default) and, for images, each renderer of the env. The reference physics is selected by running the same command
+with the env class's default solver settings temporarily set to the reference ones (one env: it lives in this
+process). Configurations are interleaved, repeated, and the median kept.
+
+Steps/s = env steps / wall time of PPO's ``learn``. The issue's goal (ground truth and a learned representation each
+at least 1.5x the rate of the reference physics with TinyRenderer, by default) is reported, not asserted.
+
+Usage: ``python -m benchmarks.kuka_ppo_speed [--steps N] [--repeats R] [--no-append]``.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import statistics
+import sys
+import tempfile
+import time
+from unittest import mock
+
+import torch
+from stable_baselines3 import PPO
+
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.srl_speed import Timers, trainVAE
+from environments.kuka.kuka_button_env import KukaButtonGymEnv
+from environments.srl_env import DEFAULT_RENDERER
+from rl_baselines.runs import train
+
+ENV_ID = "KukaButtonGymEnv-v0"
+FLAGS = ("--random-target",)
+RUN_FLAGS = ("--force-down",)
+OBSERVATIONS = ("ground_truth", "vae", "raw_pixels")
+GOAL = 1.5
+
+
+def configurations() -> list[tuple[str, str, str]]:
+    """:return: (observation, physics, renderer) of every measurement"""
+    rows = []
+    for observation in OBSERVATIONS:
+        rows.append((observation, "reference", DEFAULT_RENDERER))
+        renderers = KukaButtonGymEnv.RENDERERS if observation != "ground_truth" else (DEFAULT_RENDERER,)
+        rows += [(observation, "default", renderer) for renderer in renderers]
+    return rows
+
+
+def timeRun(observation: str, physics: str, renderer: str, steps: int, log_dir: str, model_folder: str) -> float:
+    """
+    :return: PPO steps/s of one train command
+    """
+    timers = Timers()
+    restore = timers.wrap(PPO, "learn", "learn")
+    argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--log-dir", log_dir, "--no-vis",
+            "--no-progress", "--checkpoint-freq", "-1", "--seed", "0", "--renderer", renderer, *FLAGS, *RUN_FLAGS]
+    argv += ["--srl-model-path", model_folder] if observation == "vae" else ["--srl-model", observation]
+    solver = {"default": KukaButtonGymEnv.SOLVER["reference"]} if physics == "reference" else {}
+    try:
+        with mock.patch.dict(KukaButtonGymEnv.SOLVER, solver), contextlib.redirect_stdout(io.StringIO()):
+            assert train.main(argv) == 0
+    finally:
+        restore()
+    return steps / timers.seconds["learn"]
+
+
+def goalVerdicts(rates: dict[tuple[str, str, str], float]) -> str:
+    """
+    :param rates: median steps/s per configuration
+    :return: one sentence per observation: the default configuration against the reference one
+    """
+    sentences = []
+    for observation in OBSERVATIONS:
+        reference = rates[(observation, "reference", DEFAULT_RENDERER)]
+        default = rates[(observation, "default", DEFAULT_RENDERER)]
+        best = max((rate, renderer) for (name, physics, renderer), rate in rates.items()
+                   if name == observation and physics == "default")
+        verdict = "met" if default >= GOAL * reference else "not met"
+        sentence = (f"{observation}: default {default / reference:.2f}x the reference physics ({verdict} by default, "
+                    f"goal {GOAL:g}x)")
+        if best[1] != DEFAULT_RENDERER:
+            sentence += f", {best[0] / reference:.2f}x with --renderer {best[1]}"
+        sentences.append(sentence + ".")
+    return " ".join(sentences)
+
+
+def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: median steps/s per (observation, physics, renderer)
+    """
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=2048, help="env steps per measurement [2048]")
+    parser.add_argument("--repeats", type=int, default=3, help="measurements per configuration, median kept [3]")
+    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)  # as the train command does
+    print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}")
+    load_start = os.getloadavg()[0]
+    samples: dict[tuple[str, str, str], list[float]] = {}
+    with tempfile.TemporaryDirectory() as scratch:
+        start = time.perf_counter()
+        model_folder = trainVAE(scratch, 6, 2, ENV_ID, FLAGS)
+        print(f"VAE trained in {time.perf_counter() - start:.0f} s", flush=True)
+        timeRun("ground_truth", "default", DEFAULT_RENDERER, 256, os.path.join(scratch, "warmup"), model_folder)
+        for repeat in range(args.repeats):
+            order = configurations() if repeat % 2 == 0 else configurations()[::-1]
+            for configuration in order:
+                rate = timeRun(*configuration, args.steps, os.path.join(scratch, "runs"), model_folder)
+                samples.setdefault(configuration, []).append(rate)
+                print(f"  {' / '.join(configuration)}: {rate:,.0f} steps/s", flush=True)
+    rates = {configuration: statistics.median(values) for configuration, values in samples.items()}
+    lines = ["| observation | physics | renderer | ppo2 steps/s (median) | vs reference physics, tinyrenderer |",
+             "|---|---|---|---:|---:|"]
+    for (observation, physics, renderer), rate in rates.items():
+        reference = rates[(observation, "reference", DEFAULT_RENDERER)]
+        lines.append(f"| {observation} | {physics} | {renderer} | {rate:,.0f} | {rate / reference:.2f}x |")
+    table = "\n".join(lines)
+    goals = goalVerdicts(rates)
+    print(table)
+    print(goals)
+    if not args.no_append:
+        command = " ".join(["python -m benchmarks.kuka_ppo_speed", *(sys.argv[1:] if argv is None else argv)])
+        reference_iterations, reference_residual = KukaButtonGymEnv.SOLVER["reference"]
+        appendReport(
+            f"ppo2 on {ENV_ID} (--random-target --force-down): physics and renderers", command,
+            f"ppo2 default hyperparameters, 1 env, one torch thread, no evaluation, {args.steps} steps per "
+            f"measurement, median of {args.repeats} (configurations interleaved, every other round reversed); "
+            f"steps/s over PPO's learn(). Reference physics: {reference_iterations} solver iterations, residual "
+            f"{reference_residual:g} (version 1). VAE of state dim 32 trained in the benchmark (6 episodes of 100 "
+            f"steps, 2 epochs, TinyRenderer's frames). {goals} Reported, not asserted. Load average "
+            f"{load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
+            table, packages=("torch", "stable_baselines3", "pybullet"))
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+    return rates
+
+
+if __name__ == "__main__":
+    main()
