@@ -58,6 +58,21 @@ def runTrain(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return result
 
 
+def trainHere(*args: str) -> str:
+    """
+    The train command run in this process (no interpreter start and import), without live plots and progress bar,
+    for a test about the run it writes rather than the process; fails the test on a non-zero exit.
+
+    :param args: its arguments
+    :return: the run folder
+    """
+    from rl_baselines.runs.train import trainCommand
+
+    result = trainCommand(["--no-vis", "--no-progress", *map(str, args)])
+    assert result.exit_code == 0, f"train failed ({result.exit_code}): {result.run_dir}"
+    return result.run_dir
+
+
 def runFolder(result: subprocess.CompletedProcess) -> str:
     """:return: the run folder a train command printed last"""
     lines = [line for line in result.stdout.splitlines() if line.startswith("Run folder: ")]
@@ -106,8 +121,8 @@ def assertParserFromSettings(parser: argparse.ArgumentParser, cls: type) -> None
 
 @pytest.fixture(scope="session")
 def trainedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A short ppo2 run on MobileRobot with ground truth (best model saved), shared by replay/load tests."""
+    """A short ppo2 run on MobileRobot with ground truth (best model saved), shared by replay/load tests; trained in
+    this process."""
     log_dir = tmp_path_factory.mktemp("shared_run")
-    result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
-                      "--num-timesteps", "1536", "--min-episodes-save", "1", "--log-dir", log_dir, "--seed", "3")
-    return runFolder(result)
+    return trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                     "--num-timesteps", "1536", "--min-episodes-save", "1", "--log-dir", log_dir, "--seed", "3")

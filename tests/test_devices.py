@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 import torch
-from conftest import runFolder, runModule, runTrain
+from conftest import runModule, trainHere
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.acer import ACERModel
@@ -102,8 +102,8 @@ def _recordCuda(run_dir: str) -> None:
 def test_a_run_recorded_on_a_gpu_replays_on_this_machine(tmp_path, algo: str) -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
-    run_dir = runFolder(runTrain("--algo", algo, *GT, "--num-timesteps", "256", "--log-dir", tmp_path,
-                                 *(["--n-steps", "64"] if algo == "ppo2" else [])))
+    run_dir = trainHere("--algo", algo, *GT, "--num-timesteps", "256", "--log-dir", tmp_path,
+                        *(["--n-steps", "64"] if algo == "ppo2" else []))  # in this process: the replay is tested
     assert json.load(open(os.path.join(run_dir, "args.json")))["device"] == "cpu"  # auto, resolved here
     _recordCuda(run_dir)
     result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20")
@@ -124,8 +124,8 @@ def test_resume_uses_the_run_device_or_this_machine(tmp_path, capsys) -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
 
-    run_dir = runFolder(runTrain("--algo", "ppo2", *GT, "--num-timesteps", "128", "--n-steps", "64",
-                                 "--log-dir", tmp_path / "logs"))
+    run_dir = trainHere("--algo", "ppo2", *GT, "--num-timesteps", "128", "--n-steps", "64", "--log-dir",
+                        tmp_path / "logs")
     args, _ = loadResumeArgs(["--resume", run_dir], registered_rl, baseParser)
     assert args.device == "cpu"
     copy = str(tmp_path / "gpu_run")

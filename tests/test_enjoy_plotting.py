@@ -8,7 +8,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain
+from conftest import runModule, trainHere
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
@@ -113,8 +113,9 @@ def test_plotting_default_folder_and_3d_and_continuous_figures(tmp_path, trained
 
 
 def test_algorithm_without_action_distribution_gets_a_note(tmp_path, capturedTraces, capsys):
-    run_dir = runFolder(runTrain("--algo", "td3", "--env", ENV_ID, "--srl-model", "ground_truth", "-c",
-                                 "--num-timesteps", "100", "--log-dir", tmp_path / "logs"))
+    run_dir = trainHere("--algo", "td3", "--env", ENV_ID, "--srl-model", "ground_truth", "-c", "--num-timesteps",
+                        "100", "--log-dir", tmp_path / "logs")
+    capsys.readouterr()  # the training's output
     assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "40", "--plotting", "--no-vis",
                                  "--deterministic"]) == 0
     notes = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note:")]
@@ -214,11 +215,11 @@ def test_unreachable_visdom_costs_one_warning(tmp_path, trainedRun):
 
 @pytest.fixture(scope="module")
 def srlRun(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """ppo2 trained on the states of a (random, untrained) 32x32 SRL model."""
+    """ppo2 trained (in this process) on the states of a (random, untrained) 32x32 SRL model."""
     root = tmp_path_factory.mktemp("srl_run")
     RandomModel(4, SMALL, {"env": ENV_ID}).save(str(root / "random_model"))
-    return runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", root / "random_model",
-                              "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", root / "logs"))
+    return trainHere("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", root / "random_model", "--num-timesteps",
+                     "64", "--hyperparam", "n_steps:64", "--log-dir", root / "logs")
 
 
 def _runEnv(run_dir: str, seed: int):
@@ -267,8 +268,8 @@ def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
 
 
 def test_run_policy_replays_a_her_run(tmp_path):
-    run_dir = runFolder(runTrain("--algo", "her", "--env", ENV_ID, "--srl-model", "ground_truth", "-c",
-                                 "--num-timesteps", "120", "--log-dir", tmp_path / "logs"))
+    run_dir = trainHere("--algo", "her", "--env", ENV_ID, "--srl-model", "ground_truth", "-c", "--num-timesteps",
+                        "120", "--log-dir", tmp_path / "logs")
     policy = loadRunPolicy(run_dir)
     assert policy.goal_conditioned
     venv, expected = _runEnv(run_dir, seed=2)

@@ -1,6 +1,7 @@
-"""The old toolbox's guide commands run as written, in a fresh folder, with only a small ``--num-timesteps``
-appended (the pipeline's ``--num-iteration`` is lowered too: see its test). They rely on the default env being
-KukaButtonGymEnv-v0, an arm, as it was in the old toolbox (``-c -joints``)."""
+"""The old toolbox's guide commands run as written, in a fresh folder, with only a small ``--num-timesteps`` and
+``--n-steps`` appended (one PPO rollout and its update; the pipeline's ``--num-iteration`` is lowered too: see its
+test). They rely on the default env being KukaButtonGymEnv-v0, an arm, as it was in the old toolbox
+(``-c -joints``)."""
 from __future__ import annotations
 
 import glob
@@ -10,9 +11,14 @@ import pytest
 import yaml
 from conftest import runFolder, runModule
 
+from environments.dataset_generator import main as generateDataset
+from srl_models.train import trainFromArgs
+
 pytestmark = pytest.mark.slow
 
-STEPS = ["--num-timesteps", "64"]
+STEPS = ["--num-timesteps", "64", "--n-steps", "64"]
+# --num-cpu 4: 4 envs x 16 steps make the same single 64-step rollout
+PIPELINE_STEPS = ["--num-timesteps", "64", "--n-steps", "16"]
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 
 
@@ -60,22 +66,20 @@ def test_pipeline_with_a_registered_vae(guideFolder: str, tmp_path: str) -> None
     """``python -m rl_baselines.pipeline --algo ppo2 --log-dir logs/ --srl-model vae ground_truth --random-target
     --num-cpu 4 --num-iteration 15``, the vae being a tiny one registered for the default env in an SRL config
     file. --num-iteration 15 means 30 pixel runs (10+ minutes on two cores) and is lowered to 1 here: the iteration
-    count only repeats the same runs with other seeds, which the pipeline's own tests cover."""
-    data = runModule("environments.dataset_generator", "--env", DEFAULT_ENV, "--name", "kuka_tiny", "--save-path",
-                     tmp_path, "--num-episode", "2", "--max-steps", "12", "--no-progress")
-    assert data.returncode == 0, data.stderr
-    vae = runModule("srl_models.train", "--data-folder", os.path.join(tmp_path, "kuka_tiny"), "--srl-model", "vae",
-                    "--state-dim", "4", "--epochs", "1", "--batch-size", "8", "--no-eval", "--no-progress",
-                    "--log-folder", os.path.join(tmp_path, "srl"))
-    assert vae.returncode == 0, vae.stderr
-    model_folder = vae.stdout.strip().splitlines()[-1].split("Model folder: ", 1)[1]
+    count only repeats the same runs with other seeds, which the pipeline's own tests cover. The dataset and the vae
+    are made in this process (their commands have their own tests)."""
+    assert generateDataset(["--env", DEFAULT_ENV, "--name", "kuka_tiny", "--save-path", str(tmp_path),
+                            "--num-episode", "2", "--max-steps", "12", "--no-progress"]) == 0
+    model_folder = trainFromArgs(["--data-folder", os.path.join(tmp_path, "kuka_tiny"), "--srl-model", "vae",
+                                  "--state-dim", "4", "--epochs", "1", "--batch-size", "8", "--no-eval",
+                                  "--no-progress", "--log-folder", os.path.join(tmp_path, "srl")])
     config = os.path.join(tmp_path, "srl_models.yaml")
     with open(config, "w", encoding="utf-8") as handle:
         yaml.safe_dump({DEFAULT_ENV: {"vae": model_folder}}, handle)
 
     result = runModule("rl_baselines.pipeline", "--algo", "ppo2", "--log-dir", "logs/", "--srl-model", "vae",
                        "ground_truth", "--random-target", "--num-cpu", "4", "--num-iteration", "1",
-                       "--srl-config-file", config, *STEPS, cwd=guideFolder, timeout=900)
+                       "--srl-config-file", config, *PIPELINE_STEPS, cwd=guideFolder, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     for srl_model in ("vae", "ground_truth"):
         models = glob.glob(os.path.join(guideFolder, "logs", DEFAULT_ENV, srl_model, "ppo2", "*", "ppo2_model.zip"))

@@ -10,7 +10,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain
+from conftest import runFolder, runModule, runTrain, trainHere
 
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
@@ -162,10 +162,11 @@ def test_line_target_goal_ignores_y():
 
 @pytest.fixture(scope="module")
 def sacRun(tmp_path_factory) -> str:
-    """her + sac, continuous MobileRobot, 1500 steps (learning from step 1000), best model saved."""
+    """her + sac, continuous MobileRobot, 1500 steps (learning from step 1000), best model saved; trained in this
+    process."""
     log_dir = tmp_path_factory.mktemp("her_sac")
-    return runFolder(runTrain("--algo", "her", *GT, "-c", "--num-timesteps", "1500", "--min-episodes-save", "1",
-                              "--seed", "0", "--log-dir", log_dir))
+    return trainHere("--algo", "her", *GT, "-c", "--num-timesteps", "1500", "--min-episodes-save", "1", "--seed", "0",
+                     "--log-dir", log_dir)
 
 
 def _loadHer(path: str):
@@ -212,12 +213,12 @@ def test_save_load_same_actions(sacRun, tmp_path):
 
 def test_continue_training(sacRun, tmp_path):
     saved = _loadHer(os.path.join(sacRun, "her_model.zip")).model
-    # no --her-algo: the saved learner is used; a new HER buffer refills for learning_starts steps, then learns
-    run_dir = runFolder(runTrain("--algo", "her", *GT, "-c", "--num-timesteps", "500", "--learning-starts", "250",
-                                 "--load-rl-model-path", os.path.join(sacRun, "her_model.zip"),
-                                 "--log-dir", tmp_path))
+    # no --her-algo: the saved learner is used; a new HER buffer refills for learning_starts steps (one 250-step
+    # episode), then learns (50 updates)
+    run_dir = trainHere("--algo", "her", *GT, "-c", "--num-timesteps", "300", "--learning-starts", "250",
+                        "--load-rl-model-path", os.path.join(sacRun, "her_model.zip"), "--log-dir", tmp_path)
     model = _loadHer(os.path.join(run_dir, "her_model.zip")).model
-    assert model.num_timesteps == saved.num_timesteps + 500
+    assert model.num_timesteps == saved.num_timesteps + 300
     assert model._n_updates > saved._n_updates
 
 

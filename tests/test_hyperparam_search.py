@@ -14,7 +14,7 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, runFolder, runModule, runTrain
+from conftest import REPO, runModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
@@ -88,9 +88,9 @@ def test_study_prunes_and_writes_outputs(prunedStudy):
 def test_best_params_yaml_accepted_by_train(prunedStudy, tmp_path):
     yaml_path = os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")
     best = yaml.safe_load(open(yaml_path))
-    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps",
-                                 "64", "--log-dir", tmp_path, "--hyperparam-file", yaml_path,
-                                 "--hyperparam", "n_epochs:2", "--checkpoint-freq", "-1"))
+    run_dir = trainHere("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "64",
+                        "--log-dir", tmp_path, "--hyperparam-file", yaml_path, "--hyperparam", "n_epochs:2",
+                        "--checkpoint-freq", "-1")  # in this process
     with zipfile.ZipFile(os.path.join(run_dir, "ppo2_model.zip")) as archive:
         data = json.loads(archive.read("data"))
     assert data["gamma"] == best["gamma"] and data["gae_lambda"] == best["gae_lambda"]

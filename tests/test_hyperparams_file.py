@@ -8,11 +8,12 @@ import os
 import pytest
 import torch
 import yaml
-from conftest import runFolder, runModule, runTrain
+from conftest import runModule, trainHere
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from rl_baselines.runs import train
 from rl_baselines.runs.hyperparams_file import usedHyperparams
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train import baseParser
@@ -41,8 +42,8 @@ def test_every_algorithm_writes_values_it_reads_back(algo: str) -> None:
 @pytest.mark.slow
 def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     flags = ["--algo", "ppo2", *GT, "--num-timesteps", "256", "--seed", "5"]
-    first = runFolder(runTrain(*flags, "--n-steps", "64", "--hyperparam", "batch_size:32", "--log-dir",
-                               tmp_path / "first"))
+    # trained in this process: the runs' files, not the processes, are compared
+    first = trainHere(*flags, "--n-steps", "64", "--hyperparam", "batch_size:32", "--log-dir", tmp_path / "first")
     used = _readYaml(first)
 
     assert set(used) == set(PPO2Model.DEFAULT_HYPERPARAMS)
@@ -52,8 +53,8 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     # the flag given is kept; no null for every flag left unset
     assert {key: value for key, value in saved_args.items() if key.startswith("hp_")} == {"hp_n_steps": 64}
     # the same command with the folder's file only: the same hyperparameters and the same training
-    second = runFolder(runTrain(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--log-dir",
-                                tmp_path / "second"))
+    second = trainHere(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--log-dir",
+                       tmp_path / "second")
     assert _readYaml(second) == used
 
     episodes = [loadEpisodes(os.path.join(run, "monitor")) for run in (first, second)]
@@ -66,10 +67,11 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
 
 
 @pytest.mark.slow
-def test_a_resumed_and_a_replayed_run_read_the_new_args_json(tmp_path) -> None:
-    run_dir = runFolder(runTrain("--algo", "acer", *GT, "--num-timesteps", "128", "--log-dir", tmp_path))
+def test_a_resumed_and_a_replayed_run_read_the_new_args_json(tmp_path, capsys) -> None:
+    run_dir = trainHere("--algo", "acer", *GT, "--num-timesteps", "128", "--log-dir", tmp_path)
     assert _readYaml(run_dir)["n_steps"] == registered_rl["acer"][0].DEFAULT_HYPERPARAMS["n_steps"]
     result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "10")
     assert result.returncode == 0, result.stderr
-    result = runModule("rl_baselines.train", "--resume", run_dir)
-    assert result.returncode == 0 and "nothing to resume" in result.stdout, result.stderr
+    capsys.readouterr()
+    assert train.main(["--resume", run_dir]) == 0  # in this process, as the run above
+    assert "nothing to resume" in capsys.readouterr().out

@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, snapshot
+from conftest import runModule, snapshot, trainHere
 
 from benchmarks.renderer_gtc import trajectoryDifferences
 from environments import getEnvClass, rendererRefusal
@@ -168,9 +168,8 @@ def test_renderer_refusals_write_nothing(tmp_path, module: str, args: list[str])
 
 
 def test_train_records_the_renderer_and_replays_with_it(tmp_path) -> None:
-    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels",
-                                 "--renderer", "sprites", "--num-timesteps", "128", "--n-steps", "64",
-                                 "--log-dir", tmp_path))
+    run_dir = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--renderer",
+                        "sprites", "--num-timesteps", "128", "--n-steps", "64", "--log-dir", tmp_path)  # in this process
     with open(os.path.join(run_dir, "args.json")) as file:
         assert json.load(file)["renderer"] == "sprites"
     assert envKwargsFromArgs(readRunArgs(run_dir, "--log-dir"))["renderer"] == "sprites"

@@ -311,6 +311,7 @@ def test_fpv_leaves_ground_truth_alone() -> None:
 @pytest.mark.parametrize("env_id", sorted(ENV_IDS.values()))
 @pytest.mark.parametrize("continuous", [False, True])
 def test_train_cli(env_id: str, continuous: bool, tmp_path) -> None:
-    result = runTrain("--algo", "ppo2", "--env", env_id, "--srl-model", "ground_truth", "--num-timesteps", "300",
+    # one PPO rollout (n_steps 128) and its update
+    result = runTrain("--algo", "ppo2", "--env", env_id, "--srl-model", "ground_truth", "--num-timesteps", "128",
                       "--log-dir", tmp_path, *(["-c"] if continuous else []))
     assert runFolder(result).startswith(str(tmp_path))

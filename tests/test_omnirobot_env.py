@@ -195,6 +195,7 @@ def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("continuous", [False, True])
 def test_train_cli(continuous: bool, tmp_path) -> None:
+    # one PPO rollout (n_steps 128) and its update
     result = runTrain("--algo", "ppo2", "--env", "OmnirobotEnv-v0", "--srl-model", "ground_truth",
-                      "--num-timesteps", "300", "--log-dir", tmp_path, *(["-c"] if continuous else []))
+                      "--num-timesteps", "128", "--log-dir", tmp_path, *(["-c"] if continuous else []))
     assert runFolder(result).startswith(str(tmp_path))

@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import REPO, runFolder, runModule, runTrain
+from conftest import REPO, runModule, trainHere
 
 from benchmarks.sweep_speed import startRayHead, stopRayHead
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -42,10 +42,13 @@ SRL_MODELS = ["ground_truth", "raw_pixels"]
 # Tiny runs: one PPO rollout of 128 steps x 3, one finished 250-step episode each; 36x36 is the CNN's smallest input.
 TRAIN_FLAGS = ["--num-timesteps", "300", "--img-shape", "3", "36", "36", "--random-target"]
 SWEEP_TIMEOUT_S = 600
+# The local sweep's envs: one, its runs differing in SRL model and seed (the grid over envs is checked by
+# test_grid_expansion_and_run_ids; the Ray sweep runs the other env).
+SWEEP_ENVS = ENVS[:1]
 
 
 def _sweepArgs(log_dir: str, *extra: str) -> list[str]:
-    return ["--algo", "ppo2", "--env", *ENVS, "--srl-model", *SRL_MODELS, "--num-iteration", "2", "--seed", "0",
+    return ["--algo", "ppo2", "--env", *SWEEP_ENVS, "--srl-model", *SRL_MODELS, "--num-iteration", "2", "--seed", "0",
             "--workers", "2", "--log-dir", log_dir, "--no-progress", *TRAIN_FLAGS, *extra]
 
 
@@ -184,7 +187,7 @@ def _visdomTraces(port: int, env_name: str, win: str) -> dict[str, dict]:
 
 def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) -> None:
     log_dir = str(tmp_path / "logs")
-    specs = expandGrid(["ppo2"], ENVS, SRL_MODELS, [0, 1], TRAIN_FLAGS, log_dir, cwd=REPO)
+    specs = expandGrid(["ppo2"], SWEEP_ENVS, SRL_MODELS, [0, 1], TRAIN_FLAGS, log_dir, cwd=REPO)
     victim = specs[-1]  # started last: the others run while it is killed
     out, err = open(tmp_path / "out.txt", "w+"), open(tmp_path / "err.txt", "w+")
     sweep = subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *_sweepArgs(log_dir, "--no-vis")],
@@ -205,7 +208,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     stdout, stderr = out.read(), err.read()
     assert code == 1, stdout + stderr
     assert f"failed: {victim.label} [{victim.run_id}] exit code -9, log " in stdout
-    assert "Sweep: 7/8 runs finished (0 earlier), 1 failed" in stdout
+    assert "Sweep: 3/4 runs finished (0 earlier), 1 failed" in stdout
     (failed_folder,) = runAttempts(victim)
     failure = json.load(open(os.path.join(failed_folder, FAILED_FILE)))
     assert failure["returncode"] == -9 and failure["state"] == "failed"
@@ -215,7 +218,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     done_times = {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()}
     (state_file,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
     state = json.load(open(state_file))
-    assert state["counts"] == {"pending": 0, "running": 0, "done": 7, "skipped": 0, "failed": 1}
+    assert state["counts"] == {"pending": 0, "running": 0, "done": 3, "skipped": 0, "failed": 1}
     assert {run["run_id"]: run["returncode"] for run in state["runs"]}[victim.run_id] == -9
 
     # The same command again does only the failed run; the live plots show every run's curve. Killed this early,
@@ -224,7 +227,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     result = runModule("rl_baselines.pipeline", *_sweepArgs(log_dir, "--port", str(visdom_port)),
                        timeout=SWEEP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert ("8 runs (1 algo x 2 env x 2 SRL model x 2 seeds); 7 already done, 1 to run"
+    assert ("4 runs (1 algo x 1 env x 2 SRL model x 2 seeds); 3 already done, 1 to run"
             + (" (1 continued where they stopped)" if continued else "") + " on 2 local worker(s)") in result.stdout
     assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
     assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
@@ -234,14 +237,14 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
         len(runAttempts(victim)) == 1 and not os.path.exists(failed_folder))
     assert {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()} == \
         done_times
-    assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 7,
+    assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 3,
                                                      "failed": 0}
 
 
     (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: visdom env ")]
     env_name = env_line.split()[4]
     windows = SweepPlotter(visdom_port, env_name)
-    for env in ENVS:
+    for env in SWEEP_ENVS:
         for srl_model in SRL_MODELS:
             traces = _visdomTraces(visdom_port, env_name, windows.windowId(env, srl_model))
             assert set(traces) == {"ppo2 seed0", "ppo2 seed1"}
@@ -254,9 +257,11 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
 
 
 # n_steps 125: rollouts and checkpoints (every 500 steps) end on MobileRobot's 250-step episode ends, so a resumed run
-# plays exactly the episodes of an uninterrupted one (see tests/test_resume.py).
-RESUME_FLAGS = ["--num-timesteps", "3000", "--checkpoint-freq", "500", "--hyperparam", "n_steps:125", "batch_size:25",
-                "n_epochs:2"]
+# plays exactly the episodes of an uninterrupted one (see tests/test_resume.py). Killed after its second checkpoint
+# (1000 steps), the run has as many steps left to continue.
+RESUME_STEPS = 2000
+RESUME_FLAGS = ["--num-timesteps", str(RESUME_STEPS), "--checkpoint-freq", "500", "--hyperparam", "n_steps:125",
+                "batch_size:25", "n_epochs:2"]
 
 
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
@@ -294,13 +299,13 @@ def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> No
     assert len(commands) == 2 and f"--resume {run_folder} --no-vis --no-progress" in commands[1], commands
     assert f"Resuming from {os.path.join(run_folder, 'checkpoints')}" in log
     saved = json.load(open(os.path.join(run_folder, "args.json")))
-    assert saved["tag"] == spec.run_id and saved["num_timesteps"] == 3000
+    assert saved["tag"] == spec.run_id and saved["num_timesteps"] == RESUME_STEPS
 
     # no episode lost, none played twice: the same episodes as the same run never interrupted
-    reference = runFolder(runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
-                                   "--seed", "0", "--log-dir", tmp_path / "reference", *RESUME_FLAGS))
+    reference = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed",
+                          "0", "--log-dir", tmp_path / "reference", *RESUME_FLAGS)  # in this process
     resumed, uninterrupted = (loadEpisodes(os.path.join(folder, "monitor")) for folder in (run_folder, reference))
-    assert resumed["timesteps"][-1] == 3000
+    assert resumed["timesteps"][-1] == RESUME_STEPS
     np.testing.assert_array_equal(resumed["rewards"], uninterrupted["rewards"])
     np.testing.assert_array_equal(resumed["lengths"], uninterrupted["lengths"])
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import csv
 import os
 import shutil
+import subprocess
+import warnings
 
 import numpy as np
 import pytest
 from conftest import runModule
 from scipy import stats
 
+from replay import compare_plots, gather_results
 from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold
 from rl_baselines.runs import train
+from srl_toolbox.cli import runCommand
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -167,18 +171,27 @@ def _assertUsage(result, text: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.stderr
 
 
-def test_bad_inputs(runs, tmp_path):
+def test_bad_inputs(runs, tmp_path, capsys, monkeypatch):
+    def inProcess(main, *args) -> subprocess.CompletedProcess:
+        """The command run in this process as ``python -m`` runs it (through runCommand): its exit code and output.
+        One case per command below goes through a real process; tests/test_bad_inputs.py runs every command so."""
+        monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # runCommand replaces it
+        with pytest.raises(SystemExit) as exit_info:
+            runCommand(main, [str(arg) for arg in args])
+        stdout, stderr = capsys.readouterr()
+        return subprocess.CompletedProcess(args, exit_info.value.code, stdout, stderr)
+
     empty = tmp_path / "empty"
     empty.mkdir()
     _assertUsage(runModule("replay.gather_results", "--log-dir", empty), "no run with a finished episode")
-    _assertUsage(runModule("replay.gather_results", "--log-dir", tmp_path / "missing"), "is not a folder")
+    _assertUsage(inProcess(gather_results.main, "--log-dir", tmp_path / "missing"), "is not a folder")
     out = tmp_path / "out"
-    _assertUsage(runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--welch-test", "vae",
+    _assertUsage(inProcess(gather_results.main, "--log-dir", runs["log_dir"], "--welch-test", "vae",
                            "--output-dir", out), "--welch-test 'vae' is no SRL model or algorithm of these runs; "
                                                  "valid choices: ground_truth, ppo2, random_agent")
-    _assertUsage(runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--timestep-budget", "0",
+    _assertUsage(inProcess(gather_results.main, "--log-dir", runs["log_dir"], "--timestep-budget", "0",
                            "--output-dir", out), "must be a positive integer")
-    _assertUsage(runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--group-by", "nope",
+    _assertUsage(inProcess(gather_results.main, "--log-dir", runs["log_dir"], "--group-by", "nope",
                            "--output-dir", out), "--group-by nope")
     assert not out.exists()
     _assertUsage(runModule("replay.aggregate_plots", "-i", empty), "no run with a finished episode")
@@ -186,10 +199,10 @@ def test_bad_inputs(runs, tmp_path):
     np.savez(tmp_path / "a.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("episodes"))
     np.savez(tmp_path / "b.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("timesteps"))
     np.savez(tmp_path / "c.npz", values=np.arange(3.0))
-    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "a.npz", tmp_path / "b.npz"), "mix x units")
-    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "a.npz", "--labels", "x", "y"),
+    _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", tmp_path / "b.npz"), "mix x units")
+    _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", "--labels", "x", "y"),
                  "2 labels for 1 inputs")
-    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "c.npz"), "has no curves x")
+    _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "c.npz"), "has no curves x")
 
 
 def test_steps_to_threshold_on_evaluations_and_on_a_window_of_episodes():

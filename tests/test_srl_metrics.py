@@ -11,10 +11,12 @@ from conftest import runModule, snapshot
 from matplotlib.image import imread
 
 from environments.dataset import Dataset
+from environments.dataset_generator import main as generateDataset
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from srl_models import evaluate, explore_latent, plotting, registry
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
+from srl_models.train import trainFromArgs
 from srl_toolbox.cli import runCommand
 
 ENV = "MobileRobotGymEnv-v0"
@@ -153,10 +155,10 @@ class PCASRL(LinearSRL):
 
 @pytest.fixture(scope="module")
 def dataFolder(tmp_path_factory) -> str:
+    """4 episodes of 40 steps, made in this process (no interpreter start)."""
     root = tmp_path_factory.mktemp("srl_metrics_data")
-    result = runModule("environments.dataset_generator", "--env", ENV, "--num-episode", "4", "--max-steps", "40",
-                       "--name", "mr", "--save-path", root, "--img-shape", *map(str, IMG), "--no-progress")
-    assert result.returncode == 0, result.stderr
+    assert generateDataset(["--env", ENV, "--num-episode", "4", "--max-steps", "40", "--name", "mr", "--save-path",
+                            str(root), "--img-shape", *map(str, IMG), "--no-progress"]) == 0
     return str(root / "mr")
 
 
@@ -352,16 +354,12 @@ def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys):
 
 @pytest.fixture(scope="module")
 def trainedModels(tmp_path_factory, dataFolder) -> dict[str, str]:
-    """A decoding (autoencoder) and a non-decoding (random) model, trained on the tiny dataset without evaluation."""
+    """A decoding (autoencoder) and a non-decoding (random) model, trained on the tiny dataset without evaluation, in
+    this process (no interpreter start per model)."""
     log_folder = tmp_path_factory.mktemp("srl_models")
-    folders = {}
-    for name in ("autoencoder", "random"):
-        result = runModule("srl_models.train", "--data-folder", dataFolder, "--srl-model", name, "--state-dim", "4",
-                           "--epochs", "2", "--batch-size", "32", "--log-folder", log_folder, "--no-eval",
-                           "--no-progress")
-        assert result.returncode == 0, result.stderr
-        folders[name] = result.stdout.strip().splitlines()[-1].split("Model folder: ", 1)[1]
-    return folders
+    return {name: trainFromArgs(["--data-folder", dataFolder, "--srl-model", name, "--state-dim", "4", "--epochs", "2",
+                                 "--batch-size", "32", "--log-folder", str(log_folder), "--no-eval", "--no-progress"])
+            for name in ("autoencoder", "random")}
 
 
 @pytest.mark.slow
