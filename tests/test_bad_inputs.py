@@ -280,6 +280,7 @@ CATEGORIES = {
     "incompatible combination": [
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "train-fpv-without-camera",
         "train-force-down-without-arm", "train-renderer-the-env-lacks", "generator-renderer-the-env-lacks",
+        "train-lowpoly-on-mobile-robot", "generator-sprites-on-kuka",
         "train-srl-path-with-ground-truth", "pipeline-ray-address-without-ray", "pipeline-reserved-tag",
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
