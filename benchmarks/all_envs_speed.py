@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 
-from benchmarks.documents import appendReport
+from benchmarks.documents import appendReport, recordedCommand
 from environments import getEnvClass, registered_env
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -57,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
         print(lines[-1], flush=True)
     table = "\n".join(lines)
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.all_envs_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.all_envs_speed", argv)
         appendReport("Environment speed, every env", command,
                      f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
                      f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table)

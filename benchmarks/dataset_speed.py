@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     table = formatTable(rows)
     print(table)
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.dataset_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.dataset_speed", argv)
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
         appendReport("Dataset generation speed, MobileRobotGymEnv", command,
                      f"Random actions, {args.episodes} episodes x 250 frames, {IMG_SIDE}x{IMG_SIDE} JPEG, one "

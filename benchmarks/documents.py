@@ -17,6 +17,7 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import sys
 from collections.abc import Callable
 
 from srl_toolbox.files import atomicPath
@@ -102,6 +103,15 @@ def replaceMarkedSection(text: str, body: str, title: str, start_marker: str, en
         return text[:start] + f"{start_marker}\n{body}\n" + text[end:]
     prefix = text.rstrip("\n") + "\n\n" if text.strip() else ""
     return f"{prefix}{title}\n\n{start_marker}\n{body}\n{end_marker}\n"
+
+
+def recordedCommand(module: str, argv: list[str] | None) -> str:
+    """
+    :param module: the benchmark's module (``benchmarks.srl_speed``)
+    :param argv: the arguments its ``main`` was given (None: the command line's)
+    :return: the command that reproduces the figures, as recorded beside them
+    """
+    return " ".join([f"python -m {module}", *(sys.argv[1:] if argv is None else argv)])
 
 
 def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",

@@ -10,10 +10,9 @@ import argparse
 import functools
 import os
 import statistics
-import sys
 from typing import Any
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass
 
 
@@ -99,7 +98,7 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     text = table(rows := run(args.seconds, args.env))
     print(text)
     if not args.no_append:
-        command = " ".join([f"python -m {script}", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand(script, argv)
         appendReport(title, command, notes(args.seconds), text)
         print(f"appended to {os.path.relpath(BENCH_FILE)}")
     return rows

@@ -20,7 +20,6 @@ import contextlib
 import io
 import os
 import statistics
-import sys
 import tempfile
 import time
 from unittest import mock
@@ -28,7 +27,7 @@ from unittest import mock
 import torch
 from stable_baselines3 import PPO
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from benchmarks.srl_speed import Timers, trainVAE
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.srl_env import DEFAULT_RENDERER
@@ -125,7 +124,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     print(table)
     print(goals)
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.kuka_ppo_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.kuka_ppo_speed", argv)
         reference_iterations, reference_residual = KukaButtonGymEnv.SOLVER["reference"]
         appendReport(
             f"ppo2 on {ENV_ID} (--random-target --force-down): physics and renderers", command,

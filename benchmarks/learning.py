@@ -40,7 +40,7 @@ import numpy as np
 from tqdm import tqdm
 
 from benchmarks.archive import loadRecords, writeRecords
-from benchmarks.documents import appendReport, machineDescription
+from benchmarks.documents import appendReport, machineDescription, recordedCommand
 from environments.srl_env import SRLGymEnv
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -557,7 +557,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"{len(results)} runs in {elapsed / 60:.1f} min; load average {load:.1f}")
     if args.quick or args.no_append:
         return
-    command = " ".join(["python -m benchmarks.learning", *(sys.argv[1:] if argv is None else argv)])
+    command = recordedCommand("benchmarks.learning", argv)
     notes_text = (
         f"Each row: `python -m rl_baselines.train --srl-model ground_truth` with the algorithm's default "
         f"hyperparameters, except the flags shown beside its name (per-task settings, as the RL Zoo has; "

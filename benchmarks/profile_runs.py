@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.documents import BENCH_FILE, appendReport
+from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
 from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
 from environments.srl_env import DEFAULT_RENDERER, RENDERERS
@@ -174,7 +174,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     table = "\n".join(lines)
     print(table)
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.profile_runs", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.profile_runs", argv)
         appendReport(
             "Where a training run's time goes (py-spy, every process)", command,
             f"ppo2 at its default hyperparameters, 1 env, {args.steps} steps, deterministic evaluations every "

@@ -20,13 +20,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from benchmarks.env_speed import FAMILY, timedLoop
 from environments import getEnvClass
 
@@ -214,7 +213,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     markdown = table(rows)
     print(markdown)
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.render_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.render_speed", argv)
         notes = (f"One process; frames/s: the {SIDE}x{SIDE} observation image of {args.states} random states "
                  f"(mobile robots: robot within its bounds, random targets; Kuka: random arm joint angles and button "
                  f"position), only the image call timed, sprites once their layers are made (the first pass, while "

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments.dataset import ARRAY_KEYS, Dataset
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(f"{within}/{len(rows)} models within {BOUND:g}; {wall / 60:.1f} min in all")
     if not args.no_append:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        command = " ".join(["python -m benchmarks.renderer_gtc", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.renderer_gtc", argv)
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
         shared = ("other work shared the CPU: the times are longer than on a quiet machine"
                   if max(load_start, load) > cores else "a quiet machine")

@@ -41,7 +41,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass
 from environments.srl_env import DEFAULT_RENDERER
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, encoderDevice
@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(goals)
     if not args.no_append:
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-        command = " ".join(["python -m benchmarks.srl_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.srl_speed", argv)
         appendReport(
             f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
             f"ppo2 default hyperparameters, one torch thread, {args.steps} steps per measurement after a warm-up; "

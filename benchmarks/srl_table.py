@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import machineDescription, replaceHeadingSection, rewriteDocument
+from benchmarks.documents import machineDescription, recordedCommand, replaceHeadingSection, rewriteDocument
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registered_srl
 from srl_models.train import trainableModels
@@ -499,7 +499,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     args.doc = os.path.abspath(args.doc)
     os.chdir(ROOT)  # the data and log paths are relative to the repository root, as in the recorded commands
-    script_command = " ".join(["python -m benchmarks.srl_table", *(sys.argv[1:] if argv is None else argv)])
+    script_command = recordedCommand("benchmarks.srl_table", argv)
     scratch = tempfile.TemporaryDirectory(prefix="srl_table_") if args.quick else None
     specs = QUICK_DATASETS if args.quick else DATASETS
     if scratch:

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.documents import appendReport
+from benchmarks.documents import appendReport, recordedCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> None:
     print(table)
     busy = ": other processes were competing for the cores" if max(load_before[0], load_after[0]) > 2.5 else ""
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.sweep_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.sweep_speed", argv)
         appendReport(
             "Sweep throughput, rl_baselines.pipeline", command,
             f"{args.runs} runs of ppo2 on {ENV_ID} (ground truth, {args.steps} steps, 1 env each, one torch thread), "

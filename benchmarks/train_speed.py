@@ -25,7 +25,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from benchmarks.documents import appendReport
+from benchmarks.documents import appendReport, recordedCommand
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.results import episodeWindowStepsToThreshold
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> None:
     ])
     print(table)
     if not args.no_append:
-        command = " ".join(["python -m benchmarks.train_speed", *(sys.argv[1:] if argv is None else argv)])
+        command = recordedCommand("benchmarks.train_speed", argv)
         appendReport("Train loop, ppo2 on MobileRobotGymEnv-v0 (ground truth)", command,
                      f"One env, one torch thread; {args.steps} steps per timing, median of {args.repeats} alternated "
                      f"repetitions after a warm-up; sample efficiency with the default ppo2 hyperparameters, budget "

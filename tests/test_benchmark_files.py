@@ -7,7 +7,7 @@ import os
 import pytest
 
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
-from benchmarks.documents import appendReport, replaceHeadingSection, replaceMarkedSection, rewriteDocument
+from benchmarks.documents import appendReport, recordedCommand, replaceHeadingSection, replaceMarkedSection, rewriteDocument
 
 
 def test_the_archive_is_rewritten_atomically_and_only_when_a_record_changes(tmp_path) -> None:
@@ -69,3 +69,9 @@ def test_a_result_block_is_appended_with_its_command_and_machine(tmp_path) -> No
     assert text.startswith("# srl-toolbox benchmarks\n\n## Speed (") and text.count("## Speed (") == 2
     assert "- Command: `python -m benchmarks.env_speed` (also run by `make bench`)\n" in text and "numpy " in text
     assert text.index("| a |") < text.index("| b |") and os.listdir(tmp_path) == ["benchmarks.md"]
+
+
+def test_the_recorded_command_is_the_module_and_its_arguments(monkeypatch) -> None:
+    assert recordedCommand("benchmarks.srl_speed", ["--steps", "64"]) == "python -m benchmarks.srl_speed --steps 64"
+    monkeypatch.setattr("sys.argv", ["srl_speed.py", "--no-append"])
+    assert recordedCommand("benchmarks.srl_speed", None) == "python -m benchmarks.srl_speed --no-append"
