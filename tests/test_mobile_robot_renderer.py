@@ -110,6 +110,21 @@ def test_sprites_match_tinyrenderer(env_id: str) -> None:
         env.close()
 
 
+@pytest.mark.parametrize("env_id", ["MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobotLineTargetGymEnv-v0"])
+def test_targets_are_drawn_exactly(env_id: str) -> None:
+    # Targets move once per episode: their sprites are rendered at their exact pose, so with the robot out of
+    # sight the two renderers' frames are the same array.
+    envs = _pair(env_id)
+    rng = np.random.default_rng(5)
+    for seed in range(30):
+        _placeRandomly(envs, rng, seed)
+        for env in envs:
+            env._teleport(env._robot_uid, (env._robot_x, env._robot_y, -1.0), (0.0, 0.0, 0.0, 1.0))
+        np.testing.assert_array_equal(_topView(envs[0]), _topView(envs[1]))
+    for env in envs:
+        env.close()
+
+
 def test_same_seed_same_images_in_any_order() -> None:
     def episode(env) -> list[np.ndarray]:
         observations = [env.reset(seed=3)[0]]

@@ -5,25 +5,31 @@ them, and the top-down camera is fixed. So a frame is the background (floor and 
 with each moving body's sprite pasted over it, depth-tested pixel by pixel against what is already drawn (a body
 hides another, or a wall, exactly where TinyRenderer's depth buffer would).
 
-A sprite is the body alone in the scene (walls hidden too), rendered by TinyRenderer near the point of a grid of its
-position plane nearest to the body (a cell spans CELL_PIXELS pixels of the image), with its depth and its mask
-(segmentation). The grid point is moved by less than a pixel so that the body's image has the same sub-pixel phase
-as the one to draw (to 1 / PHASES of a pixel), and the sprite is pasted shifted by whole pixels. Rendering near the
-body keeps what perspective does to a tall body (its top moves further from the optical axis than its base) within a
-fraction of a pixel; the phase keeps TinyRenderer's aliased edges where it puts them, but for one-pixel differences
-on some edges.
+A sprite is the body alone in the scene (walls hidden too), rendered by TinyRenderer, with its depth and its mask
+(segmentation). Two kinds of bodies:
+
+- a body that moves at every step (the robot) is drawn from a sprite rendered near the point of a grid of its
+  position plane nearest to it (a cell spans CELL_PIXELS pixels of the image), the grid point moved by less than a
+  pixel so that the body's image has the same sub-pixel phase as the one to draw (to 1 / PHASES of a pixel), and
+  pasted shifted by whole pixels. Rendering near the body keeps what perspective does to a tall body (its top moves
+  further from the optical axis than its base) within a fraction of a pixel; the phase keeps TinyRenderer's aliased
+  edges where it puts them, but for rare one-pixel differences on an edge;
+- a body placed once per episode (a target) is drawn from a sprite rendered at its exact pose: one TinyRenderer
+  call when it moves, and the same pixels as TinyRenderer's. The sprites of the last PLACED_KEPT poses are kept.
 
 Invariants:
 
-- every layer (background, sprite) is rendered with all other moving bodies hidden under the floor, and is keyed
-  by image size, projection and the body's grid point, phase, height and orientation: an image depends only on the
-  current poses, never on what was drawn before (same poses, same pixels, in any order);
+- every layer (background, sprite) is rendered with all other moving and placed bodies hidden under the floor, and
+  is keyed by image size, projection and the body's grid point, phase, height and orientation (a placed body: its
+  exact pose): an image depends only on the current poses, never on what was drawn before (same poses, same pixels,
+  in any order);
 - layers are made lazily, on first need, and kept for the env's life; the camera's view matrix never changes;
 - only the top-down camera: the first-person view (``fpv``) is rendered by PyBullet, which is left with every body
   where the env put it.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 from collections.abc import Sequence
@@ -36,7 +42,9 @@ from environments.bullet import pybullet
 # Grid of sprite positions: one per CELL_PIXELS pixels of the image (a grid point is at most CELL_PIXELS / 2 away).
 CELL_PIXELS = 8.0
 # Sub-pixel positions of a body's image that get a sprite of their own, per axis (what is left is rounded).
-PHASES = 2
+PHASES = 8
+# Sprites of placed bodies kept per image size (their last poses: a target per episode, a hidden one)
+PLACED_KEPT = 16
 # Where the other moving bodies go while a layer is rendered: under the floor, out of the camera's sight.
 HIDDEN_Z = -10.0
 # A body below this height is hidden by the env itself (a reached target): nothing to draw.
@@ -68,6 +76,7 @@ class _View:
     rgb: np.ndarray
     depth: np.ndarray
     sprites: dict[tuple, _Sprite | None] = dataclasses.field(default_factory=dict)
+    placed: collections.OrderedDict[tuple, _Sprite | None] = dataclasses.field(default_factory=collections.OrderedDict)
 
 
 class SpriteRenderer:
@@ -76,16 +85,19 @@ class SpriteRenderer:
 
     :param client_id: the PyBullet client of the scene
     :param view_matrix: the fixed top-down camera's view matrix (PyBullet's, column-major)
-    :param moving_bodies: the unique ids of the bodies that move (robot, targets)
+    :param moving_bodies: the unique ids of the bodies that move at every step (the robot)
     :param static_bodies: the unique ids of the bodies that never move and may hide a moving one (walls), hidden
         while sprites are rendered; the floor, and any other body, is background only
+    :param placed_bodies: the unique ids of the bodies moved only now and then (targets, once per episode)
     """
 
     def __init__(self, client_id: int, view_matrix: Sequence[float], moving_bodies: Sequence[int],
-                 static_bodies: Sequence[int]) -> None:
+                 static_bodies: Sequence[int], placed_bodies: Sequence[int] = ()) -> None:
         self._client = client_id
         self._view_matrix = tuple(float(value) for value in view_matrix)
-        self._moving_bodies = tuple(moving_bodies)
+        self._placed_bodies = frozenset(placed_bodies)
+        # every body that is not background: drawn from sprites, hidden while a layer is rendered
+        self._moving_bodies = tuple(moving_bodies) + tuple(placed_bodies)
         self._static_bodies = tuple(static_bodies)
         self._views: dict[tuple, _View] = {}
         # The same projection object of the env is passed at every call: found by identity first (the object is
@@ -116,7 +128,10 @@ class SpriteRenderer:
         for uid, position, orientation in self._poses(self._moving_bodies):
             if position[2] < VISIBLE_MIN_Z:
                 continue
-            self._paste(view, frame, depth, uid, position, orientation)
+            if uid in self._placed_bodies:
+                self._blit(view, frame, depth, self._placedSprite(view, uid, position, orientation), 0, 0)
+            else:
+                self._paste(view, frame, depth, uid, position, orientation)
         return frame
 
     # --- layers -----------------------------------------------------------------------------------------------
@@ -227,15 +242,36 @@ class SpriteRenderer:
             sprite = view.sprites[key]
         else:
             # the grid point moved (less than a pixel) so that its image has that phase
-            grid_row, grid_column = self._project(view, (grid_x * cell, grid_y * cell, position[2] + lift))
+            # (a few Newton steps: the floor's pixel -> metre map is the one of the image centre)
+            moved = np.array((grid_x * cell, grid_y * cell))
+            grid_row, grid_column = self._project(view, (moved[0], moved[1], position[2] + lift))
             wanted = np.array((math.floor(grid_row) + phase_row / PHASES, math.floor(grid_column) + phase_column / PHASES))
-            move_x, move_y = view.metres_per_pixel @ (wanted - (grid_row, grid_column))
-            sprite = view.sprites[key] = self._sprite(
-                view, uid, (grid_x * cell + move_x, grid_y * cell + move_y, position[2]), orientation)
+            for _ in range(3):
+                moved = moved + view.metres_per_pixel @ (wanted - self._project(view, (moved[0], moved[1], position[2] + lift)))
+            sprite = view.sprites[key] = self._sprite(view, uid, (moved[0], moved[1], position[2]), orientation)
+        if sprite is not None:
+            self._blit(view, frame, depth, sprite, round(row - sprite.anchor[0]), round(column - sprite.anchor[1]))
+
+    def _placedSprite(self, view: _View, uid: int, position: tuple[float, ...], orientation: tuple[float, ...]
+                      ) -> _Sprite | None:
+        """:return: the sprite of a placed body at its exact pose (rendered on first need, the last ones kept)"""
+        key = (uid, position, orientation)
+        if key in view.placed:
+            view.placed.move_to_end(key)
+            return view.placed[key]
+        sprite = view.placed[key] = self._sprite(view, uid, position, orientation)
+        if len(view.placed) > PLACED_KEPT:
+            view.placed.popitem(last=False)
+        return sprite
+
+    @staticmethod
+    def _blit(view: _View, frame: np.ndarray, depth: np.ndarray, sprite: _Sprite | None, shift_rows: int,
+              shift_columns: int) -> None:
+        """Draw a sprite, moved by whole pixels, where it is nearer than what the frame already holds."""
         if sprite is None:
             return
-        top = sprite.top + round(row - sprite.anchor[0])
-        left = sprite.left + round(column - sprite.anchor[1])
+        top = sprite.top + shift_rows
+        left = sprite.left + shift_columns
         sprite_height, sprite_width = sprite.mask.shape
         # the part of the sprite inside the image
         clip_top, clip_left = max(0, -top), max(0, -left)

@@ -32,6 +32,7 @@ from rl_baselines.core.base import (
 )
 from rl_baselines.core.hyperparams import givenFlags
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
+from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
@@ -82,6 +83,10 @@ class StableBaselinesRLObject(BaseRLObject):
         cls.addHyperparamArguments(parser, group=group)
         group.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
                            help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
+        group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS),
+                           default=DEFAULT_FEATURES_EXTRACTOR,
+                           help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
+                                f"small = a CNN sized for 64x64 frames [{DEFAULT_FEATURES_EXTRACTOR}]")
         return parser
 
     @classmethod
@@ -249,9 +254,13 @@ class StableBaselinesRLObject(BaseRLObject):
             self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args.device),
                                              custom_objects=self.modelKwargs(args, overrides, self.env))
         else:
-            policy = self.POLICIES["pixels" if args.srl_model == "raw_pixels" else "state"]
-            self.model = self.SB3_CLASS(policy, self.env, seed=args.seed, device=runDevice(args.device), verbose=0,
-                                        **self.modelKwargs(args, hyperparams, self.env))
+            pixels = args.srl_model == "raw_pixels"
+            kwargs = self.modelKwargs(args, hyperparams, self.env)
+            if pixels:
+                extractor = FEATURES_EXTRACTORS[getattr(args, "features_extractor", DEFAULT_FEATURES_EXTRACTOR)]
+                kwargs["policy_kwargs"] = {"features_extractor_class": extractor, **kwargs.get("policy_kwargs", {})}
+            self.model = self.SB3_CLASS(self.POLICIES["pixels" if pixels else "state"], self.env, seed=args.seed,
+                                        device=runDevice(args.device), verbose=0, **kwargs)
         if args.pretrain_dataset:
             pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
         # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;

@@ -1,0 +1,54 @@
+"""Image features extractors for the SB3 pixel policies (``CnnPolicy`` and its kin), chosen by ``--features-extractor``.
+
+- ``nature``: SB3's NatureCNN (32-64-64 filters, 512 features), built for 84x84 Atari frames;
+- ``small``: :class:`SmallCNN`, the same three convolutions (8x8 stride 4, 4x4 stride 2, 3x3 stride 1) with half the
+  filters or fewer (16-32-32) and 256 features, sized for the toolbox's 64x64 frames: about a third of NatureCNN's
+  multiply-adds per image.
+
+Invariants: an extractor takes SB3's channel-first image space (uint8 images are divided by 255 by the policy, as
+for NatureCNN) and any image size NatureCNN takes; the choice is a policy keyword (``features_extractor_class``), so
+it is saved in the model zip and a loaded or resumed model keeps the extractor it was built with.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import torch
+from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor, NatureCNN
+from torch import nn
+
+
+class SmallCNN(BaseFeaturesExtractor):
+    """
+    Three convolutions and a linear layer, for 64x64 images (any size NatureCNN takes).
+
+    :param observation_space: a channel-first image space
+    :param features_dim: features out of the linear layer
+    :param normalized_image: the images are already scaled to [0, 1] (SB3 passes it with ``normalize_images=False``)
+    :param filters: output channels of the three convolutions
+    """
+
+    def __init__(self, observation_space: gym.Space, features_dim: int = 256, normalized_image: bool = False,
+                 filters: tuple[int, int, int] = (16, 32, 32)) -> None:
+        if not (isinstance(observation_space, gym.spaces.Box)
+                and is_image_space(observation_space, check_channels=False, normalized_image=normalized_image)):
+            raise ValueError(f"SmallCNN takes channel-first images, not {observation_space}")
+        super().__init__(observation_space, features_dim)
+        first, second, third = filters
+        self.cnn = nn.Sequential(
+            nn.Conv2d(observation_space.shape[0], first, kernel_size=8, stride=4), nn.ReLU(),
+            nn.Conv2d(first, second, kernel_size=4, stride=2), nn.ReLU(),
+            nn.Conv2d(second, third, kernel_size=3, stride=1), nn.ReLU(),
+            nn.Flatten(),
+        )
+        with torch.no_grad():
+            flat = self.cnn(torch.zeros((1, *observation_space.shape))).shape[1]
+        self.linear = nn.Sequential(nn.Linear(flat, features_dim), nn.ReLU())
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.cnn(observations))
+
+
+# --features-extractor choices -> the SB3 features extractor class
+FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {"nature": NatureCNN, "small": SmallCNN}
+DEFAULT_FEATURES_EXTRACTOR = "nature"

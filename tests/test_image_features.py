@@ -1,0 +1,85 @@
+"""The pixel policies' features extractor (``--features-extractor``): SB3's NatureCNN or the toolbox's SmallCNN.
+
+SmallCNN takes the image sizes NatureCNN takes and costs a fraction of its multiply-adds; the flag reaches the policy
+of a raw-pixel run, the saved model keeps it when it is loaded again, and a learned state never gets a CNN. Whether
+SmallCNN learns as well as NatureCNN is measured by a benchmark (docs/benchmarks.md), not here.
+"""
+from __future__ import annotations
+
+import os
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import torch
+from conftest import runModule, snapshot, trainHere
+from stable_baselines3.common.torch_layers import NatureCNN
+
+from rl_baselines.core.registry import registered_rl
+from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, SmallCNN
+
+PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
+SHORT = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
+
+
+def _multiplyAdds(module: torch.nn.Module, shape: tuple[int, ...]) -> int:
+    """:return: the multiply-adds of the convolutions and linear layers of one image of ``shape``"""
+    total = 0
+
+    def count(layer, inputs, output) -> None:
+        nonlocal total
+        if isinstance(layer, torch.nn.Conv2d):
+            total += output.numel() * layer.in_channels * layer.kernel_size[0] * layer.kernel_size[1]
+        elif isinstance(layer, torch.nn.Linear):
+            total += layer.in_features * layer.out_features
+
+    hooks = [layer.register_forward_hook(count) for layer in module.modules()]
+    with torch.no_grad():
+        module(torch.zeros((1, *shape)))
+    for hook in hooks:
+        hook.remove()
+    return total
+
+
+@pytest.mark.parametrize("side", [64, 48, 36])
+def test_small_cnn_takes_the_sizes_nature_cnn_takes(side: int) -> None:
+    space = gym.spaces.Box(0, 255, (3, side, side), np.uint8)
+    small, nature = SmallCNN(space), NatureCNN(space)
+    images = torch.rand((5, 3, side, side))
+    assert small(images).shape == (5, 256) and small.features_dim == 256
+    if side == 64:
+        ratio = _multiplyAdds(nature, (3, 64, 64)) / _multiplyAdds(small, (3, 64, 64))
+        assert ratio > 2.5, ratio
+
+
+def test_small_cnn_refuses_what_is_not_an_image() -> None:
+    with pytest.raises(ValueError, match="SmallCNN takes channel-first images"):
+        SmallCNN(gym.spaces.Box(-1.0, 1.0, (8,), np.float32))
+
+
+@pytest.mark.slow
+def test_the_flag_reaches_the_policy_and_the_saved_model_keeps_it(tmp_path) -> None:
+    algo = registered_rl["ppo2"][0]
+    small = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--features-extractor", "small", "--log-dir", tmp_path / "a")
+    model = algo.load(os.path.join(small, "ppo2_model.zip")).model
+    assert isinstance(model.policy.features_extractor, SmallCNN)
+    default = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--log-dir", tmp_path / "b")
+    model = algo.load(os.path.join(default, "ppo2_model.zip")).model
+    assert isinstance(model.policy.features_extractor, FEATURES_EXTRACTORS[DEFAULT_FEATURES_EXTRACTOR])
+    # a model continued from the saved one keeps its extractor, whatever the flag says
+    continued = trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--load-rl-model-path",
+                          os.path.join(small, "ppo2_model.zip"), "--log-dir", tmp_path / "c")
+    assert isinstance(algo.load(os.path.join(continued, "ppo2_model.zip")).model.policy.features_extractor, SmallCNN)
+    # a learned or ground-truth state has no image: the MLP policy, the flag has nothing to reach
+    state = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", *SHORT,
+                      "--features-extractor", "small", "--log-dir", tmp_path / "d")
+    assert not isinstance(algo.load(os.path.join(state, "ppo2_model.zip")).model.policy.features_extractor, SmallCNN)
+
+
+def test_an_unknown_extractor_is_a_one_line_error(tmp_path) -> None:
+    result = runModule("rl_baselines.train", "--algo", "ppo2", *PIXELS, "--features-extractor", "resnet",
+                       "--log-dir", str(tmp_path), "--no-vis")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "'resnet'" in lines[0] and "nature" in lines[0] and "small" in lines[0], lines[0]
+    assert snapshot(str(tmp_path)) == {}
