@@ -1,0 +1,217 @@
+"""Does raw-pixel ppo2 learn at least as well with SmallCNN as with SB3's NatureCNN, and how much faster is it?
+
+The pixel policy's features extractor is ``--features-extractor nature`` (SB3's NatureCNN) or ``small``
+(rl_baselines.rl_algorithm.image_features.SmallCNN). Per env of the SRL + RL benchmark (MobileRobotGymEnv-v0, and
+KukaButtonGymEnv-v0 with a random target and the arm forced down, with that benchmark's evaluation settings:
+benchmarks.srl_rl.plans.PLANS), the script runs the real sweep command, ``python -m rl_baselines.pipeline --algo ppo2``
+(nice-d, ``--workers`` runs at a time, one env and one torch thread each, every other setting at train's defaults;
+the extractors' sweeps run side by side, sharing the workers):
+
+- ground truth at the SRL + RL benchmark's budget: 90% of its mean final evaluation reward is the threshold, as in
+  docs/srl.md;
+- raw pixels with each extractor at ``--budget`` steps, the same seeds.
+
+"As well" is the issue's measure: at least as many seeds reach the threshold, in no more steps (median over the seeds
+that reach it). It only says something at a budget where NatureCNN reaches the threshold: the script says when it
+does not (raise ``--budget``). "Faster" is the runs' mean training rate (env steps per second of the monitor's clock)
+and the wall-clock time to the threshold, measured in the same sweep on the same machine.
+
+Resumable: every run has a deterministic folder under ``--bench-dir`` (one log folder per observation and
+extractor), the pipeline skips finished runs and continues cut ones from their last checkpoint, so the same command
+run again does only what is missing (``--report-only`` runs nothing). Hours on 2 cores: start it with ``nice`` and
+let it run; a run's steps to the threshold do not depend on the load, its rate does (the report prints the load).
+
+Usage: ``python -m benchmarks.cnn_features [--envs ENV ...] [--budget 200000] [--eval-freq 10000] [--seeds 3]
+[--workers 2] [--renderer NAME] [--bench-dir logs/bench_cnn] [--report-only] [--quick] [--no-append]`` (``make bench-cnn``).
+"""
+from __future__ import annotations
+
+import glob
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.srl_rl.analysis import meanStandardError
+from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, THRESHOLD_FRACTION, EnvPlan
+from benchmarks.srl_rl.runs import RunRecord, loadRuns
+from replay.results import evaluationStepsToThreshold
+from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXTRACTORS = ("nature", "small")
+GROUND_TRUTH = "ground_truth"
+
+
+def variantDir(bench_dir: str, variant: str) -> str:
+    """:return: the log folder of one variant (``ground_truth``, or a features extractor's name)"""
+    return os.path.join(bench_dir, variant)
+
+
+def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, workers: int,
+                 bench_dir: str, renderer: str | None = None) -> list[str]:
+    """
+    :param plan: the env's settings (benchmarks.srl_rl.plans)
+    :param variant: ``ground_truth`` or a features extractor
+    :param steps: env steps per run
+    :param eval_freq: env steps between evaluations
+    :param seeds: seeds 0 .. seeds - 1
+    :param workers: runs at a time
+    :param bench_dir: the benchmark's folder
+    :param renderer: the raw-pixel runs' --renderer (None: the env's default)
+    :return: the pipeline command line, without the interpreter
+    """
+    observation = GROUND_TRUTH if variant == GROUND_TRUTH else "raw_pixels"
+    extractor = [] if variant == GROUND_TRUTH else ["--features-extractor", variant]
+    if variant != GROUND_TRUTH and renderer is not None:
+        extractor += ["--renderer", renderer]
+    return ["-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", plan.env, "--srl-model", observation,
+            "--num-iteration", str(seeds), "--seed", "0", "--log-dir", variantDir(bench_dir, variant),
+            "--workers", str(workers), "--no-vis", *plan.flags, *plan.run_flags, "--num-timesteps", str(steps),
+            "--eval-freq", str(eval_freq), "--eval-episodes", str(plan.eval_episodes), *extractor]
+
+
+def finishedRecords(bench_dir: str, variant: str, env: str, steps: int) -> list[RunRecord]:
+    """:return: the variant's finished runs on ``env`` at ``steps`` steps (done.json), in folder order"""
+    folders = sorted(os.path.dirname(path) for path in glob.glob(
+        os.path.join(variantDir(bench_dir, variant), "**", "done.json"), recursive=True))
+    return [record for record in loadRuns(folders) if record.env == env and record.steps == steps]
+
+
+def thresholdOf(ground_truth: Sequence[RunRecord]) -> float | None:
+    """:return: THRESHOLD_FRACTION x ground truth's mean final evaluation reward (None without evaluations)"""
+    finals = [float(record.eval_rewards[-1]) for record in ground_truth if record.eval_rewards.size]
+    return THRESHOLD_FRACTION * statistics.mean(finals) if finals else None
+
+
+def reachSteps(records: Sequence[RunRecord], threshold: float) -> list[int | None]:
+    """:return: per run, the first evaluation's steps at or above the threshold (None: never)"""
+    return [evaluationStepsToThreshold(record.eval_steps, record.eval_rewards, threshold) for record in records]
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seeds: int) -> tuple[str, str]:
+    """
+    :param env: env id
+    :param threshold: the env's threshold
+    :param rows: features extractor -> its finished runs
+    :param seeds: seeds asked for
+    :return: (markdown table, verdict lines)
+    """
+    lines = ["| features extractor | runs | final eval reward (mean +/- SE) | steps to threshold (median, reached) | "
+             "training rate (steps/s, mean) | wall-clock to threshold (median) |",
+             "|---|---:|---:|---:|---:|---:|"]
+    facts: dict[str, tuple[int, float | None, float]] = {}
+    for extractor, records in rows.items():
+        reached = [(steps, record.rate) for steps, record in zip(reachSteps(records, threshold), records)
+                   if steps is not None]
+        median_steps = _median([steps for steps, _ in reached])
+        wall = _median([steps / rate for steps, rate in reached if rate and not math.isnan(rate)])
+        rate = statistics.mean(record.rate for record in records) if records else math.nan
+        final = meanStandardError([float(record.eval_rewards[-1]) for record in records if record.eval_rewards.size])
+        facts[extractor] = (len(reached), median_steps, rate)
+        lines.append(f"| {extractor} | {len(records)}/{seeds} | {final[0]:.2f} +/- {final[1]:.2f} | "
+                     f"{'not reached' if median_steps is None else f'{median_steps:,.0f}'} ({len(reached)}/"
+                     f"{len(records)}) | {rate:.0f} | {'-' if wall is None else f'{wall / 60:.1f} min'} |")
+    verdict = []
+    if all(extractor in facts for extractor in EXTRACTORS):
+        (nature_n, nature_steps, nature_rate), (small_n, small_steps, small_rate) = facts["nature"], facts["small"]
+        if nature_n == 0:
+            verdict.append(f"{env}: NatureCNN did not reach the threshold ({threshold:.2f}) on any seed: the budget is "
+                           f"too small to judge (raise --budget).")
+        else:
+            as_well = small_n > nature_n or (small_n == nature_n and small_steps is not None
+                                              and small_steps <= nature_steps)
+            verdict.append(f"{env}: SmallCNN {'learns at least as well as' if as_well else 'learns less well than'} "
+                           f"NatureCNN (reached {small_n} vs {nature_n} seeds, median "
+                           f"{'-' if small_steps is None else f'{small_steps:,.0f}'} vs {nature_steps:,.0f} steps); "
+                           f"training rate {small_rate / nature_rate:.2f}x NatureCNN's.")
+    return "\n".join(lines), "\n".join(verdict)
+
+
+def buildParser() -> CLIParser:
+    parser = CLIParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--envs", nargs="+", default=[MOBILE, KUKA], choices=sorted(PLANS), metavar="ENV",
+                        help=f"envs ({', '.join(sorted(PLANS))}) [both]")
+    parser.add_argument("--budget", type=positiveInt, default=200_000, help="env steps per raw-pixel run [200000]")
+    parser.add_argument("--eval-freq", type=positiveInt, default=10_000,
+                        help="env steps between evaluations of a raw-pixel run [10000]")
+    parser.add_argument("--seeds", type=positiveInt, default=3, help="seeds per variant [3]")
+    parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
+    parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_cnn"),
+                        help="where the runs go (resumable) [logs/bench_cnn]")
+    parser.add_argument("--extractors", nargs="+", default=list(EXTRACTORS), choices=sorted(FEATURES_EXTRACTORS),
+                        metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}) [both]")
+    parser.add_argument("--renderer", default=None,
+                        help="the raw-pixel runs' --renderer (e.g. sprites on the mobile robot) [the env's default]")
+    parser.add_argument("--report-only", action="store_true", help="run nothing: report the finished runs")
+    parser.add_argument("--quick", action="store_true",
+                        help="a check of the machinery: the SRL + RL benchmark's quick plans, --budget 1024, "
+                             "--eval-freq 512, one seed, nothing appended")
+    parser.add_argument("--no-append", action="store_true", help="do not append the tables to docs/benchmarks.md")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = buildParser().parse_args(argv)
+    plans = QUICK_PLANS if args.quick else PLANS
+    if args.quick:
+        args.budget, args.eval_freq, args.seeds, args.no_append = 1024, 512, 1, True
+    started = time.time()
+    load_before = os.getloadavg()[0]
+    for env in [] if args.report_only else args.envs:
+        plan = plans[env]
+        # ground truth first (the threshold), then the extractors' sweeps side by side, sharing the workers
+        stages = [[(GROUND_TRUTH, plan.steps, plan.eval_freq, args.workers)],
+                  [(extractor, args.budget, args.eval_freq, max(1, args.workers // len(args.extractors)))
+                   for extractor in args.extractors]]
+        for stage in stages:
+            processes = []
+            for variant, steps, eval_freq, workers in stage:
+                command = sweepCommand(plan, variant, steps, eval_freq, args.seeds, workers, args.bench_dir,
+                                       args.renderer)
+                print(f"{env} {variant}: python {' '.join(command)}", flush=True)
+                processes.append((variant, subprocess.Popen(["nice", "-n", "10", sys.executable, *command], cwd=ROOT)))
+            for variant, process in processes:
+                if process.wait() != 0:
+                    print(f"warning: the {variant} sweep on {env} exited {process.returncode}; its finished runs "
+                          f"are reported", file=sys.stderr)
+    tables, verdicts = [], []
+    for env in args.envs:
+        plan = plans[env]
+        threshold = thresholdOf(finishedRecords(args.bench_dir, GROUND_TRUTH, env, plan.steps))
+        if threshold is None:
+            verdicts.append(f"{env}: no finished ground-truth run, no threshold yet")
+            continue
+        rows = {extractor: finishedRecords(args.bench_dir, extractor, env, args.budget) for extractor in args.extractors}
+        table, verdict = summarise(env, threshold, rows, args.seeds)
+        tables.append(f"**{env}** (threshold {threshold:.2f}: 90% of ground truth's mean final evaluation reward "
+                      f"at {plan.steps:,} steps)\n\n{table}")
+        verdicts.append(verdict)
+    report = "\n\n".join(tables)
+    print(report)
+    print("\n".join(verdict for verdict in verdicts if verdict))
+    if not args.no_append and tables:
+        notes = (f"ppo2 from raw pixels (train's defaults: one env, n_steps 128, batch 64, 10 epochs; renderer "
+                 f"{args.renderer or 'the default'}), {args.seeds} "
+                 f"seeds, {args.budget:,} steps per run, evaluations every {args.eval_freq:,} steps, with each features "
+                 f"extractor (--features-extractor); ground truth gives the threshold. Runs made by "
+                 f"rl_baselines.pipeline under {args.bench_dir} ({args.workers} at a time), reported when finished; "
+                 f"load average {load_before:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, "
+                 f"{(time.time() - started) / 60:.0f} min this invocation. "
+                 + " ".join(verdict for verdict in verdicts if verdict))
+        appendReport("Raw-pixel ppo2: SmallCNN vs NatureCNN, steps to threshold", recordedCommand(
+            "benchmarks.cnn_features", argv), notes, report, target="bench-cnn")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)
