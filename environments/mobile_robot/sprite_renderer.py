@@ -247,7 +247,8 @@ class SpriteRenderer:
             grid_row, grid_column = self._project(view, (moved[0], moved[1], position[2] + lift))
             wanted = np.array((math.floor(grid_row) + phase_row / PHASES, math.floor(grid_column) + phase_column / PHASES))
             for _ in range(3):
-                moved = moved + view.metres_per_pixel @ (wanted - self._project(view, (moved[0], moved[1], position[2] + lift)))
+                projected = self._project(view, (moved[0], moved[1], position[2] + lift))
+                moved = moved + view.metres_per_pixel @ (wanted - projected)
             sprite = view.sprites[key] = self._sprite(view, uid, (moved[0], moved[1], position[2]), orientation)
         if sprite is not None:
             self._blit(view, frame, depth, sprite, round(row - sprite.anchor[0]), round(column - sprite.anchor[1]))

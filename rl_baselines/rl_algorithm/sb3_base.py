@@ -32,8 +32,8 @@ from rl_baselines.core.base import (
 )
 from rl_baselines.core.hyperparams import givenFlags
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
-from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.envs.factory import saveNormalisation
+from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
 from srl_toolbox.devices import runDevice
