@@ -1,6 +1,8 @@
-"""Re-export shim (published path): the command-line plumbing lives in :mod:`srl_toolbox.cli`.
+"""Deprecated import path, removed in srl-toolbox 0.3.0.
 
-``OneLineParser`` is the former name of :class:`srl_toolbox.cli.CLIParser`, kept for plugins written against it.
+Import from :mod:`srl_toolbox.cli` instead. Importing this module re-exports the names it always had and emits a
+``DeprecationWarning`` naming the new path (srl_toolbox.deprecation); the project's own modules never import it.
+``OneLineParser`` is the former name of :class:`srl_toolbox.cli.CLIParser`.
 """
 from srl_toolbox.cli import (
     MAX_SEED,
@@ -15,8 +17,11 @@ from srl_toolbox.cli import (
     runCommand,
     seedNumber,
 )
+from srl_toolbox.deprecation import warnMovedModule
 
 OneLineParser = CLIParser
 
 __all__ = ["CLIParser", "MAX_SEED", "OneLineParser", "USAGE_EXIT_CODE", "UsageError", "checkWritableFolder",
            "intInRange", "nonNegativeInt", "portNumber", "positiveInt", "runCommand", "seedNumber"]
+
+warnMovedModule("environments.cli_errors", "srl_toolbox.cli")

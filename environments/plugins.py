@@ -1,4 +1,11 @@
-"""Re-export shim (published path): plugin loading lives in :mod:`srl_toolbox.plugins`."""
+"""Deprecated import path, removed in srl-toolbox 0.3.0.
+
+Import from :mod:`srl_toolbox.plugins` instead. Importing this module re-exports the names it always had and emits a
+``DeprecationWarning`` naming the new path (srl_toolbox.deprecation); the project's own modules never import it.
+"""
+from srl_toolbox.deprecation import warnMovedModule
 from srl_toolbox.plugins import apiMajor, loadPlugins
 
 __all__ = ["apiMajor", "loadPlugins"]
+
+warnMovedModule("environments.plugins", "srl_toolbox.plugins")

@@ -1,7 +1,9 @@
-"""The ``python -m rl_baselines.hyperparam_search`` command (published path, a re-export shim).
+"""The ``python -m rl_baselines.hyperparam_search`` command (its published interface).
 
 The command lives in :mod:`rl_baselines.sweeps.hyperparam_search`, its parts in ``search_study``, ``search_trials``
-and ``search_outputs`` beside it.
+and ``search_outputs`` beside it; this module is the command's published name and re-exports the names scripts use
+from them. It stays, and importing it emits no warning (unlike the deprecated re-export shims,
+srl_toolbox.deprecation).
 """
 from rl_baselines.sweeps.hyperparam_search import SEARCH_FOLDER, STUDY_NAME, main, prepare, searchParser
 from rl_baselines.sweeps.search_outputs import saveSearchPlot, writeBestParams, writeTrialsCsv

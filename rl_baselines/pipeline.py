@@ -1,6 +1,8 @@
-"""The ``python -m rl_baselines.pipeline`` command (published path, a re-export shim).
+"""The ``python -m rl_baselines.pipeline`` command (its published interface).
 
-The code lives in :mod:`rl_baselines.sweeps.pipeline`.
+The code lives in :mod:`rl_baselines.sweeps.pipeline`; this module is the command's published name and
+re-exports the names scripts use from it. It stays, and importing it emits no warning (unlike the deprecated
+re-export shims, srl_toolbox.deprecation).
 """
 from rl_baselines.sweeps.pipeline import PLOT_REFRESH_S, WAIT_S, buildParser, main
 from srl_toolbox.cli import runCommand

@@ -1,6 +1,8 @@
-"""The ``python -m rl_baselines.train`` command (published path, a re-export shim).
+"""The ``python -m rl_baselines.train`` command (its published interface).
 
-The code lives in :mod:`rl_baselines.runs.train`.
+The code lives in :mod:`rl_baselines.runs.train`; this module is the command's published name and
+re-exports the names scripts use from it. It stays, and importing it emits no warning (unlike the deprecated
+re-export shims, srl_toolbox.deprecation).
 """
 from rl_baselines.runs.train import (
     DEFAULT_ALGO,

@@ -6,7 +6,7 @@ covered): at every step the effector positions agree within PHYSICS_TOLERANCE (3
 and truncations are identical. The constraint solver stops earlier under the default physics, so the positions are
 not bit-identical; a contact that begins within a fraction of a millimetre can start one step apart (as it can
 between 150 and 100 solver iterations), so the sequences are fixed seeds, not a statement about every sequence
-(README, "Kuka envs").
+(docs/architecture.md, "Kuka physics version 2").
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """cem: the cross-entropy method over the weights of a linear policy, written only against srl-toolbox's public
-contract (``rl_baselines.base_classes.BaseRLObject``).
+contract (``rl_baselines.core.base.BaseRLObject``).
 
 Each generation draws ``num_population`` weight vectors from a diagonal Gaussian N(mean, std^2), plays one episode
 with each (spread over the ``--num-cpu`` envs), keeps the ``elite_frac`` best and refits the Gaussian to them:
@@ -31,11 +31,11 @@ from typing import Any, ClassVar
 import gymnasium as gym
 import numpy as np
 
-from rl_baselines.algo_types import ActionType, AlgoType  # not rl_baselines.registry: it imports the plugins
-from rl_baselines.base_classes import BaseRLObject
-from rl_baselines.cli import UsageError
-from rl_baselines.files import atomicPath
-from rl_baselines.hyperparams import FRACTION, NON_NEGATIVE, POSITIVE, Hyperparam
+from rl_baselines.core.algo_types import ActionType, AlgoType  # not rl_baselines.core.registry: it imports the plugins
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.hyperparams import FRACTION, NON_NEGATIVE, POSITIVE, Hyperparam
+from srl_toolbox.cli import UsageError
+from srl_toolbox.files import atomicPath
 
 NAME = "cem"
 # Model file layout version, inside the file (independent of the contract's API_VERSION)

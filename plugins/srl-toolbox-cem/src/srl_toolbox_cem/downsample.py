@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from environments.cli_errors import OneLineParser, UsageError, positiveInt, runCommand
 from environments.dataset import Dataset
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, readExpConfig
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
 NAME = "downsample"
 WEIGHTS_FILE = "downsample.npz"
@@ -143,9 +143,9 @@ class DownsampleSRLModel(BaseSRLModel):
         return model
 
 
-def makeParser() -> OneLineParser:
+def makeParser() -> CLIParser:
     """:return: the parser of ``python -m srl_toolbox_cem.downsample``"""
-    parser = OneLineParser(prog="python -m srl_toolbox_cem.downsample",
+    parser = CLIParser(prog="python -m srl_toolbox_cem.downsample",
                            description="Fit the downsample SRL model on a dataset and write its model folder.")
     parser.add_argument("--data-folder", required=True, help="a dataset recorded by environments.dataset_generator")
     parser.add_argument("--grid", type=positiveInt, nargs=2, default=[4, 4], metavar=("ROWS", "COLUMNS"),
