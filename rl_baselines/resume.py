@@ -8,6 +8,7 @@ from rl_baselines.runs.resume import (
     applyPlan,
     checkPlan,
     continueCommand,
+    fallbackNote,
     installStopHandlers,
     loadResumeArgs,
     lockRun,
@@ -17,5 +18,5 @@ from rl_baselines.runs.resume import (
 )
 
 __all__ = ["restoreRun", "LOCK_FILE", "RESOLVED_HYPERPARAMS_KEY", "RESUME_FLAGS", "ResumePlan", "applyPlan", "checkPlan",
-           "continueCommand", "installStopHandlers", "loadResumeArgs", "lockRun", "modelFiles", "planResume",
+           "continueCommand", "fallbackNote", "installStopHandlers", "loadResumeArgs", "lockRun", "modelFiles", "planResume",
            "runStatus"]
