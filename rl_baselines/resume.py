@@ -13,6 +13,7 @@ from rl_baselines.runs.resume import (
     applyPlan,
     checkPlan,
     continueCommand,
+    fallbackNote,
     installStopHandlers,
     loadResumeArgs,
     lockRun,
@@ -23,7 +24,7 @@ from rl_baselines.runs.resume import (
 from srl_toolbox.deprecation import warnMovedModule
 
 __all__ = ["restoreRun", "LOCK_FILE", "RESOLVED_HYPERPARAMS_KEY", "RESUME_FLAGS", "ResumePlan", "applyPlan", "checkPlan",
-           "continueCommand", "installStopHandlers", "loadResumeArgs", "lockRun", "modelFiles", "planResume",
+           "continueCommand", "fallbackNote", "installStopHandlers", "loadResumeArgs", "lockRun", "modelFiles", "planResume",
            "runStatus"]
 
 warnMovedModule("rl_baselines.resume", "rl_baselines.runs.resume and rl_baselines.core.checkpointing")

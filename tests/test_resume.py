@@ -8,8 +8,9 @@
   with 143 / 130, and the run resumes from it;
 - the visdom server killed in the middle of a run: training goes on and finishes;
 - a full disk (ENOSPC) during a checkpoint: the previous checkpoint stays intact and loads, one line reports it;
-- damaged or foreign checkpoints and models are refused in one line; resume refusals (other flags, a plugin
-  without resume support, a folder that is not a run).
+- damaged or foreign checkpoints and models are refused in one line (a run whose only checkpoint is damaged; a run
+  with an intact older checkpoint falls back to it: tests/test_resume_fallback.py); resume refusals (other flags, a
+  plugin without resume support, a folder that is not a run).
 
 "Monitor rows continuous" means, per monitor file: the rows written before each checkpoint a run resumed from are
 kept byte for byte; the wall time ``t`` grows strictly from row to row; and the episode lengths add up to the run's
@@ -350,8 +351,8 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
     model = os.path.join(resumable, "ppo2_model.zip")
     with open(model, "r+b") as handle:  # cut short, as by a full disk outside our control
         handle.truncate(os.path.getsize(model) // 2)
-    line = _lastLineError("rl_baselines.train", "--resume", run_dir)
-    assert model in line and "cut short" in line and "delete" in line
+    line = _lastLineError("rl_baselines.train", "--resume", run_dir)  # its only checkpoint: nothing to fall back to
+    assert model in line and "cut short" in line and "no intact checkpoint to resume from" in line
     # a checkpoint of another env
     manifest_path = os.path.join(resumable, "manifest.json")
     manifest = json.load(open(manifest_path))

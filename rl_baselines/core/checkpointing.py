@@ -15,10 +15,16 @@ previous checkpoints as they were::
         <algo>_model.*  vecnormalize.npz   the model (optimizer state inside) and normalisation statistics
         training_state/                    what the algorithm keeps beyond its model (saveTrainingState)
         replay_buffer/                     off-policy algorithms, every --buffer-save-freq steps (else a manifest
-                                           entry points at the newest older one; older buffers are deleted)
+                                           entry points at the newest older one); the two newest buffers are kept
         rng_state.npz                      Python, NumPy and torch generators
         run_state.json                     step counts, monitor/progress lengths, callback state, env episode starts
         manifest.json                      written last
+
+A checkpoint is intact when its manifest reads and every file it lists (its replay buffer's included, wherever that
+buffer lies) matches its SHA-256 (:func:`verifyCheckpoint`); a damaged one raises :class:`DamagedCheckpointError`.
+``--resume`` skips damaged checkpoints for the newest intact one, whose parts all come from that one folder, and
+moves the damaged ones to ``damaged_checkpoints/`` (:func:`moveDamagedCheckpoint`), so that a later checkpoint of the
+same step count has its name free. The buffer of the checkpoint before the newest buffer is kept for that fallback.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from rl_baselines.core.run_folder import CHECKPOINTS_DIR
+from rl_baselines.core.run_folder import CHECKPOINTS_DIR, RunFolder
 from rl_baselines.core.training_state import RNG_FILE, freezeNextReset, restartEpisodes, restoreGlobalRNG
 from rl_baselines.envs.factory import NORMALISATION_FILE
 from srl_models.config import RUN_RECORD_FILE
@@ -52,6 +58,21 @@ _PARTIAL_MARK = ".partial-"
 
 class CheckpointError(ValueError):
     """A model folder or checkpoint that cannot be used or written (the message is one line)."""
+
+
+class DamagedCheckpointError(CheckpointError):
+    """
+    A saved file that is missing, unreadable or differs from its checksum (cut short by a kill, damaged on disk).
+
+    :param message: the one-line message
+    :param path: the file
+    :param problem: what is wrong with it, without its path (one line)
+    """
+
+    def __init__(self, message: str, path: str, problem: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem
 
 
 def sha256File(path: str) -> str:
@@ -169,9 +190,9 @@ def readManifest(folder: str) -> dict[str, Any] | None:
     try:
         manifest = readJson(path)
     except (OSError, ValueError) as error:
-        raise CheckpointError(f"{path} is unreadable ({error})") from None
+        raise DamagedCheckpointError(f"{path} is unreadable ({error})", path, f"is unreadable ({error})") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise CheckpointError(f"{path} is not a manifest (no file list)")
+        raise DamagedCheckpointError(f"{path} is not a manifest (no file list)", path, "is not a manifest (no file list)")
     return manifest
 
 
@@ -179,26 +200,30 @@ def checkFiles(folder: str, checksums: dict[str, str]) -> None:
     """
     :param folder: a folder
     :param checksums: relative path -> SHA-256
-    :raises CheckpointError: a file is missing or differs (cut short, changed since)
+    :raises DamagedCheckpointError: a file is missing or differs (cut short, changed since)
     """
     for name, expected in checksums.items():
         path = os.path.join(folder, name)
         if not os.path.isfile(path):
-            raise CheckpointError(f"{path} is missing (listed in {os.path.join(folder, MANIFEST_FILE)})")
+            raise DamagedCheckpointError(f"{path} is missing (listed in {os.path.join(folder, MANIFEST_FILE)})",
+                                         path, "is missing")
         if sha256File(path) != expected:
             size = os.path.getsize(path)
-            raise CheckpointError(f"{path} ({size} bytes) does not match its checksum in "
-                                  f"{os.path.join(folder, MANIFEST_FILE)}: cut short or changed since it was saved")
+            problem = "does not match its checksum: cut short or changed since it was saved"
+            raise DamagedCheckpointError(f"{path} ({size} bytes) does not match its checksum in "
+                                         f"{os.path.join(folder, MANIFEST_FILE)}: cut short or changed since it was "
+                                         f"saved", path, f"({size} bytes) {problem}")
 
 
 def checkManifest(manifest: dict[str, Any], folder: str, algo_name: str | None = None, api_version: int | None = None,
-                  expected: dict[str, Any] | None = None) -> None:
+                  expected: dict[str, Any] | None = None, check_files: bool = True) -> None:
     """
     :param manifest: a manifest
     :param folder: its folder (for messages and checksums)
     :param algo_name: the algorithm that must have written it
     :param api_version: the contract version the loading class implements
     :param expected: entries that must match (env, srl_model, srl_model_hash, observation_space, ...)
+    :param check_files: also check the files' checksums (False: :func:`verifyCheckpoint` did)
     :raises CheckpointError: the first mismatch, in one line
     """
     if algo_name is not None and manifest.get("algo") != algo_name:
@@ -214,7 +239,8 @@ def checkManifest(manifest: dict[str, Any], folder: str, algo_name: str | None =
             elif isinstance(value, dict):
                 saved, value = json.dumps(saved, sort_keys=True), json.dumps(value, sort_keys=True)
             raise CheckpointError(f"{folder} was saved with {key} {saved}, this run has {value}")
-    checkFiles(folder, manifest["files"])
+    if check_files:
+        checkFiles(folder, manifest["files"])
 
 
 def checkModelFile(model_path: str, algo_name: str, api_version: int | None = None,
@@ -392,7 +418,10 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     if buffer_ref == REPLAY_BUFFER_DIR:
-        for _, folder in previous:  # one replay buffer on disk: it can take gigabytes
+        # Two replay buffers on disk (they can take gigabytes): this one, and the newest older one, which a resume
+        # falling back from a damaged newest checkpoint goes on with.
+        owners = [folder for _, folder in previous if os.path.isdir(os.path.join(folder, REPLAY_BUFFER_DIR))]
+        for folder in owners[:-1]:
             shutil.rmtree(os.path.join(folder, REPLAY_BUFFER_DIR), ignore_errors=True)
     return final
 
@@ -410,7 +439,7 @@ def bufferFolder(checkpoint: str, manifest: dict[str, Any]) -> str | None:
     :param checkpoint: a checkpoint folder
     :param manifest: its manifest
     :return: the replay buffer folder it resumes with, checked, or None (none saved, or deleted since)
-    :raises CheckpointError: the buffer's files differ from their checksums
+    :raises DamagedCheckpointError: the buffer's files differ from their checksums
     """
     reference = manifest.get("replay_buffer")
     if not reference:
@@ -425,6 +454,45 @@ def bufferFolder(checkpoint: str, manifest: dict[str, Any]) -> str | None:
         owner_manifest = readManifest(owner) or {}
         checkFiles(folder, owner_manifest.get("replay_buffer_files", {}))
     return folder
+
+
+def verifyCheckpoint(folder: str) -> tuple[dict[str, Any], str | None]:
+    """
+    Check that a checkpoint is intact: its manifest reads and every file it lists, its replay buffer's included,
+    matches its SHA-256 (reading only).
+
+    :param folder: a checkpoint folder
+    :return: (its manifest, the replay buffer folder it resumes with, None for none or one deleted since)
+    :raises DamagedCheckpointError: the first file that is missing, unreadable or differs
+    """
+    manifest = readManifest(folder)
+    if manifest is None:
+        path = os.path.join(folder, MANIFEST_FILE)
+        raise DamagedCheckpointError(f"{path} is missing", path, "is missing")
+    checkFiles(folder, manifest["files"])
+    return manifest, bufferFolder(folder, manifest)
+
+
+def moveDamagedCheckpoint(run_dir: str, folder: str) -> str:
+    """
+    Move a damaged checkpoint out of ``checkpoints/`` into ``damaged_checkpoints/`` (one rename, nothing deleted):
+    kept for inspection, no longer listed, its name free for the checkpoint the resumed run writes at that step.
+
+    :param run_dir: the run folder
+    :param folder: the checkpoint folder
+    :return: its new path (``damaged_checkpoints/<N>_steps``, or ``<N>_steps-2``, ... when that name is taken)
+    """
+    parent = RunFolder(run_dir).damaged_checkpoints_dir
+    os.makedirs(parent, exist_ok=True)
+    name = os.path.basename(os.path.normpath(folder))
+    target, attempt = os.path.join(parent, name), 1
+    while os.path.exists(target):
+        attempt += 1
+        target = os.path.join(parent, f"{name}-{attempt}")
+    os.rename(folder, target)
+    _fsyncFolder(parent)
+    _fsyncFolder(os.path.dirname(os.path.normpath(folder)))
+    return target
 
 
 def restoreRun(algo: Any, args: argparse.Namespace) -> None:

@@ -21,6 +21,7 @@ LEARNING_CURVE_FILE = "learning_curve.png"
 EVALUATIONS_FILE = "evaluations.npz"
 HYPERPARAMS_FILE = "hyperparams.yaml"
 CHECKPOINTS_DIR = "checkpoints"
+DAMAGED_CHECKPOINTS_DIR = "damaged_checkpoints"
 
 
 def newStamp(now: datetime.datetime | None = None) -> str:
@@ -85,6 +86,11 @@ class RunFolder:
     def checkpoints_dir(self) -> str:
         """:return: the folder of the periodic checkpoints"""
         return os.path.join(self.path, CHECKPOINTS_DIR)
+
+    @property
+    def damaged_checkpoints_dir(self) -> str:
+        """:return: where ``--resume`` moves checkpoints that failed their checksums (kept as evidence)"""
+        return os.path.join(self.path, DAMAGED_CHECKPOINTS_DIR)
 
     @classmethod
     def isRun(cls, folder: str) -> bool:

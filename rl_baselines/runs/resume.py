@@ -2,15 +2,20 @@
 
 The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress``, ``--port`` and ``--device`` may be
 given beside ``--resume``; without ``--device`` the run's recorded device is used when this machine has it, else this
-machine's). The run restarts from its newest resumable checkpoint (``checkpoints/<N>_steps/``, checked against its
-manifest): the model with its optimizer state, the normalisation statistics, the step counter, the replay buffer
-(off-policy algorithms), the random generators, and the callback's state (best mean reward, next checkpoint, the
-evaluations counted). The monitor files, progress.csv and evaluations.npz are cut back to their length at the
-checkpoint, so the rows written after it (by the killed process) are replaced by the resumed run's and the learning
-curve has no duplicate. Each env restarts the
-episode it was playing at the checkpoint from a fresh reset with the same start (seed or generator state of that
-episode), since the env's own state is not saved. A run killed before its first checkpoint starts again from step 0
-in the same folder; a finished run is left as it is.
+machine's). The run restarts from its newest intact resumable checkpoint (``checkpoints/<N>_steps/``, every file
+matching its checksum in the manifest): the model with its optimizer state, the normalisation statistics, the step
+counter, the replay buffer (off-policy algorithms), the random generators, and the callback's state (best mean
+reward, next checkpoint, the evaluations counted). The monitor files, progress.csv and evaluations.npz are cut back
+to their length at the checkpoint, so the rows written after it (by the killed process) are replaced by the resumed
+run's and the learning curve has no duplicate. Each env restarts the episode it was playing at the checkpoint from a
+fresh reset with the same start (seed or generator state of that episode), since the env's own state is not saved.
+A run killed before its first checkpoint starts again from step 0 in the same folder; a finished run is left as it
+is.
+
+Invariant: every part restored (model, normalisation statistics, training state, replay buffer, generators, monitor
+and progress lengths) comes from one checkpoint. Newer checkpoints that fail their checksums (a save cut short, a
+file damaged on disk) are skipped, reported in one warning line, and moved to ``damaged_checkpoints/`` once every
+check passed; with no intact checkpoint left, ``--resume`` refuses in one line and changes nothing.
 
 SIGINT and SIGTERM (:func:`installStopHandlers`) make the training callback write a checkpoint at the next env step
 and stop; train then exits with 130 or 143. A second signal stops at once.
@@ -32,11 +37,13 @@ from rl_baselines.core.checkpointing import (
     MANIFEST_FILE,
     RUN_STATE_FILE,
     CheckpointError,
-    bufferFolder,
+    DamagedCheckpointError,
     checkManifest,
     listCheckpoints,
+    moveDamagedCheckpoint,
     readManifest,
     removePartialCheckpoints,
+    verifyCheckpoint,
 )
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
@@ -75,6 +82,11 @@ class ResumePlan:
     :param buffer_folder: the replay buffer folder to restore, None for an empty buffer
     :param num_timesteps: the step count training restarts from
     :param target_timesteps: the step count at which the run ends
+    :param model_path: for "continue", the model to continue
+    :param damaged: the checkpoints newer than ``checkpoint`` that failed their checks (folder, error), newest first
+    :param buffer_deleted: ``checkpoint`` names a replay buffer that is no longer on disk (it resumes with an empty
+        one)
+    :param moved: where :func:`applyPlan` moved the damaged checkpoints
     """
 
     run_dir: str
@@ -85,6 +97,9 @@ class ResumePlan:
     num_timesteps: int = 0
     target_timesteps: int = 0
     model_path: str | None = None
+    damaged: list[tuple[str, DamagedCheckpointError]] = field(default_factory=list)
+    buffer_deleted: bool = False
+    moved: list[str] = field(default_factory=list)
 
 
 def _resumeParser() -> CLIParser:
@@ -105,13 +120,15 @@ def modelFiles(run_dir: str) -> list[str]:
 def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
     """
     Decide how a run folder is continued, reading only (the pipeline can call this to know what ``--resume``
-    would do).
+    would do). The checkpoint to resume from is the newest resumable one whose files all match their checksums;
+    the damaged ones newer than it are listed in the plan.
 
     :param run_dir: a run folder written by rl_baselines.train
     :param resumable: whether the run's algorithm implements saveTrainingState (None: look its name up in the
         registry)
     :return: the plan: finished, resume from a checkpoint, restart from step 0, or continue its model elsewhere
-    :raises UsageError: not a run, or it cannot be resumed (saved by an older version without manifests) (one line)
+    :raises UsageError: not a run, or it cannot be resumed (saved by an older version without manifests, or every
+        resumable checkpoint damaged) (one line)
     """
     if not os.path.isfile(RunFolder(run_dir).args_file):
         raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)")
@@ -124,25 +141,78 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
         return ResumePlan(run_dir, "finished", num_timesteps=steps, target_timesteps=steps)
     if not (_algoResumable(run_dir) if resumable is None else resumable):
         return _planWithoutTrainingState(run_dir, run_manifest)
+    damaged: list[tuple[str, DamagedCheckpointError]] = []
     for steps, folder in reversed(listCheckpoints(run_dir)):
         try:
             manifest = readManifest(folder) or {}
-        except CheckpointError as error:
-            raise UsageError(f"--resume: {error}; delete {folder} to resume from the checkpoint before it") from None
+        except DamagedCheckpointError as error:
+            damaged.append((folder, error))
+            continue
         if manifest.get("finished"):
             return ResumePlan(run_dir, "finished", folder, num_timesteps=steps, target_timesteps=steps)
-        if manifest.get("resumable"):
-            try:
-                run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
-            except (OSError, ValueError) as error:
-                raise UsageError(f"--resume: {folder}/{RUN_STATE_FILE} is unreadable ({error}); delete {folder} to "
-                                 f"resume from the checkpoint before it") from None
-            return ResumePlan(run_dir, "resume", folder, run_state, num_timesteps=int(run_state["num_timesteps"]),
-                              target_timesteps=int(run_state["target_timesteps"]))
+        if not manifest.get("resumable"):
+            continue
+        try:
+            manifest, buffer_folder = verifyCheckpoint(folder)
+            run_state = _readRunState(folder)
+        except DamagedCheckpointError as error:
+            damaged.append((folder, error))
+            continue
+        return ResumePlan(run_dir, "resume", folder, run_state, buffer_folder=buffer_folder,
+                          num_timesteps=int(run_state["num_timesteps"]),
+                          target_timesteps=int(run_state["target_timesteps"]), damaged=damaged,
+                          buffer_deleted=bool(manifest.get("replay_buffer")) and buffer_folder is None)
+    if damaged:
+        error = damaged[0][1]
+        others = {1: "", 2: "; so is the one before it"}.get(len(damaged), f"; so are the {len(damaged) - 1} before it")
+        raise UsageError(f"--resume: no intact checkpoint to resume from: {error}{others}; start the run again in a "
+                         f"new folder")
     if run_manifest is None and modelFiles(run_dir):
         raise UsageError(f"--resume: {run_dir} holds a model but no checkpoint with a manifest (saved by an older "
                          f"version?); it cannot be resumed")
     return ResumePlan(run_dir, "restart")
+
+
+def _readRunState(folder: str) -> dict[str, Any]:
+    """
+    :param folder: a checkpoint folder whose files matched their checksums
+    :return: its run_state.json
+    :raises DamagedCheckpointError: unreadable, or without the step counts
+    """
+    path = os.path.join(folder, RUN_STATE_FILE)
+    try:
+        run_state = readJson(path)
+        for key in ("num_timesteps", "target_timesteps"):
+            run_state[key] = int(run_state[key])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DamagedCheckpointError(f"{path} is unreadable ({error})", path, f"is unreadable ({error})") from None
+    return run_state
+
+
+def _damage(folder: str, error: DamagedCheckpointError) -> str:
+    """:return: the damaged file, relative to its checkpoint, and what is wrong with it"""
+    return f"{os.path.relpath(error.path, folder)} {error.problem}"
+
+
+def fallbackNote(plan: ResumePlan) -> str | None:
+    """
+    :param plan: an applied resume plan
+    :return: the one line that says which damaged checkpoints were skipped, where they went and which checkpoint
+        the run resumes from instead; None when the newest checkpoint was intact
+    """
+    if not plan.damaged:
+        return None
+    newest, error = plan.damaged[0]
+    where = f", moved to {plan.moved[0]}" if len(plan.moved) == 1 else \
+        f", moved to {os.path.dirname(plan.moved[0])}" if plan.moved else ""
+    if len(plan.damaged) == 1:
+        what = f"checkpoint {newest} is damaged ({_damage(newest, error)}){where}"
+    else:
+        names = ", ".join(os.path.basename(folder) for folder, _ in plan.damaged)
+        what = f"checkpoints {names} are damaged (the newest, {newest}: {_damage(newest, error)}){where}"
+    buffer = " (its replay buffer is no longer on disk: the buffer starts empty)" if plan.buffer_deleted else ""
+    return (f"{what}; resuming from the newest intact one, {plan.checkpoint} at {plan.num_timesteps} steps"
+            f"{buffer}")
 
 
 def _algoResumable(run_dir: str) -> bool:
@@ -320,13 +390,13 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
 
 def checkPlan(plan: ResumePlan, args: TrainConfig | argparse.Namespace, algo_class: type) -> None:
     """
-    Check the checkpoint against the run (after rl_baselines.runs.train.validate resolved the SRL model) and find the
-    replay buffer to restore.
+    Check the checkpoint against the run (after rl_baselines.runs.train.validate resolved the SRL model): algorithm,
+    API version, env, observation mode, SRL model hash (its checksums were checked by :func:`planResume`).
 
     :param plan: from :func:`loadResumeArgs`
     :param args: the validated arguments
     :param algo_class: the algorithm's class
-    :raises UsageError: mismatch, files cut short or changed, monitor files shorter than at the checkpoint
+    :raises UsageError: mismatch, monitor files shorter than at the checkpoint
     """
     if plan.state != "resume":
         return
@@ -338,10 +408,9 @@ def checkPlan(plan: ResumePlan, args: TrainConfig | argparse.Namespace, algo_cla
             raise UsageError(f"--resume: the run's SRL model: {error}") from None
     advice = f"; delete {plan.checkpoint} to resume from the checkpoint before it"
     try:
-        manifest = readManifest(plan.checkpoint)
+        manifest = readManifest(plan.checkpoint) or {}
         checkManifest(manifest, plan.checkpoint, args.algo, algo_class.API_VERSION,
-                      {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash})
-        plan.buffer_folder = bufferFolder(plan.checkpoint, manifest)
+                      {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash}, check_files=False)
     except CheckpointError as error:
         raise UsageError(f"--resume: {error}{advice}") from None
     monitor_dir = RunFolder(plan.run_dir).monitor_dir
@@ -355,8 +424,9 @@ def checkPlan(plan: ResumePlan, args: TrainConfig | argparse.Namespace, algo_cla
 def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     """
     Bring the run folder back to the checkpoint (or to an empty run for a restart), after every check passed:
-    delete unfinished checkpoint folders, cut the monitor files, progress.csv and evaluations.npz to their length
-    at the checkpoint.
+    delete unfinished checkpoint folders, move the damaged ones newer than the checkpoint to
+    ``damaged_checkpoints/`` (``plan.moved``), cut the monitor files, progress.csv and evaluations.npz to their
+    length at the checkpoint.
 
     :param plan: a checked plan
     :param config: the run's validated config
@@ -366,6 +436,7 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
 
     run_dir, monitor_dir = plan.run_dir, RunFolder(plan.run_dir).monitor_dir
     removePartialCheckpoints(run_dir)
+    plan.moved = [moveDamagedCheckpoint(run_dir, folder) for folder, _ in plan.damaged]
     if plan.state == "restart":
         for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), RunFolder(run_dir).progress_file,
                      *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),

@@ -37,6 +37,7 @@ from rl_baselines.runs.resume import (
     applyPlan,
     checkPlan,
     continueCommand,
+    fallbackNote,
     installStopHandlers,
     loadResumeArgs,
     lockRun,
@@ -410,6 +411,9 @@ def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record
         config = applyPlan(plan, config)  # every check passed: cut the run back to its checkpoint
         config = config.replace(run_dir=plan.run_dir)
         if plan.state == "resume":
+            note = fallbackNote(plan)
+            if note is not None:
+                print(f"warning: {note}", file=sys.stderr, flush=True)
             print(f"Resuming from {plan.checkpoint} ({plan.num_timesteps} of {plan.target_timesteps} steps)")
             return config.replace(start_timesteps=plan.num_timesteps), run_lock
         print("No checkpoint to resume from: training again from the start")
