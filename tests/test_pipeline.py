@@ -256,6 +256,49 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
                     np.testing.assert_allclose(trace["y"], movingAverage(episodes["rewards"], 40))
 
 
+def test_two_pipelines_on_one_folder_share_the_runs(tmp_path) -> None:
+    # The same command started twice at once on one --log-dir: each run is claimed by one of them and done once, the
+    # other records its outcome; no run folder gets the other's output, and the state file says every run finished.
+    log_dir = str(tmp_path / "logs")
+    flags = ["--num-timesteps", "300", "--random-target"]
+    args = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "2", "--seed", "0",
+            "--workers", "1", "--log-dir", log_dir, "--no-vis", "--no-progress", *flags]
+    specs = expandGrid(["ppo2"], ENVS[:1], ["ground_truth"], [0, 1], flags, log_dir, cwd=REPO)
+    outputs = [open(tmp_path / f"out{i}.txt", "w+") for i in range(2)]
+    sweeps = [subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *args], stdout=out,
+                               stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+              for out in outputs]
+    try:
+        codes = [sweep.wait(timeout=SWEEP_TIMEOUT_S) for sweep in sweeps]
+    finally:
+        for sweep in sweeps:
+            if sweep.poll() is None:
+                sweep.kill()
+                sweep.wait()
+    texts = []
+    for out in outputs:
+        out.seek(0)
+        texts.append(out.read())
+    assert codes == [0, 0], texts
+    both = "\n".join(texts)
+    for spec in specs:
+        (folder,) = runAttempts(spec)  # one attempt, finished, never started again
+        assert _checkFinishedRun(spec) == folder and not os.path.exists(os.path.join(folder, FAILED_FILE))
+        commands = [line for line in open(os.path.join(folder, "train.log")).read().splitlines()
+                    if line.startswith("# ")]
+        assert len(commands) == 1 and f"--seed {spec.seed} " in commands[0], commands  # its own run's log
+        assert f"--tag {spec.run_id} --run-folder {folder} " in commands[0] and "--resume" not in commands[0]
+        ran_here = [line for line in both.splitlines() if f"] done: {spec.label} [{spec.run_id}]" in line]
+        assert len(ran_here) == 1, texts  # run by one pipeline; the other recorded it or found it done
+    for text in texts:
+        assert "Sweep: 2/2 runs finished" in text and "), 0 failed." in text and "failed:" not in text, text
+    (state_file,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    state = json.load(open(state_file))
+    assert state["counts"]["done"] + state["counts"]["skipped"] == 2, state["counts"]
+    assert {run["run_id"]: run["run_folder"] for run in state["runs"]} == {
+        spec.run_id: finishedFolder(spec) for spec in specs}
+
+
 # n_steps 125: rollouts and checkpoints (every 500 steps) end on MobileRobot's 250-step episode ends, so a resumed run
 # plays exactly the episodes of an uninterrupted one (see tests/test_resume.py). Killed after its second checkpoint
 # (1000 steps), the run has as many steps left to continue.

@@ -10,6 +10,10 @@ command run again only does what is missing or failed, and continues a run that 
 sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). Any flag the
 pipeline does not know is passed to every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when
 interrupted).
+
+Pipelines started on one ``--log-dir`` share the work: each claims a run before it starts it (a lock per run, see
+rl_baselines/sweeps/claims.py), does the runs nobody holds, and waits for those another pipeline holds, recording that
+one's outcome; the sweep's state file is merged, never blindly overwritten.
 """
 from __future__ import annotations
 
@@ -26,9 +30,12 @@ from typing import Any
 from tqdm import tqdm
 
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
+from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
 from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, usableCores
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.sweep import (
+    RunResult,
+    RunSpec,
     checkGrid,
     expandGrid,
     finishedFolder,
@@ -36,7 +43,6 @@ from rl_baselines.sweeps.sweep import (
     resumableAttempt,
     sweepId,
     unique,
-    writeSweepState,
 )
 from srl_toolbox.cli import (
     MAX_SEED,
@@ -143,19 +149,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     seeds = range(args.seed, args.seed + args.num_iteration)
     specs = expandGrid(args.algo, args.env, args.srl_model, seeds, train_args, args.log_dir, algo_args=algo_args)
     sweep_id = sweepId(specs)
+    claims = RunClaims(specs, force=args.force)  # what each run's newest attempt is now, before anything is decided
     records: dict[str, dict[str, Any]] = {}
     for spec in specs:
         folder = None if args.force else finishedFolder(spec)
         if folder is not None:
-            records[spec.run_id] = {"state": "skipped", "run_folder": folder, "returncode": 0,
-                                    "log": os.path.join(folder, "train.log")}
+            records[spec.run_id] = stamp({"state": "skipped", "run_folder": folder, "returncode": 0,
+                                          "log": os.path.join(folder, "train.log")}, claims.pipeline)
     to_run = [spec for spec in specs if spec.run_id not in records]
     resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
     executor = _makeExecutor(args, shared.num_cpu) if to_run else None
 
     state_path = os.path.join(os.path.abspath(args.log_dir), f"sweep_{sweep_id}.json")
     command = ["python", "-m", "rl_baselines.pipeline", *argv]
-    writeSweepState(state_path, command, specs, records)
+    writeSweepState(state_path, command, specs, records, claims.pipeline)
     grid = (f"{len(unique(args.algo))} algo x {len(unique(args.env))} env x {len(unique(args.srl_model))} SRL model "
             f"x {args.num_iteration} seed{'s' if args.num_iteration > 1 else ''}")
     print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); "
@@ -177,42 +184,56 @@ def main(argv: Sequence[str] | None = None) -> int:
         if curves is not None:
             curves.close()
         return 0
-    failed, interrupted = _runAll(executor, to_run, specs, records, curves, args.no_progress,
-                                  lambda: writeSweepState(state_path, command, specs, records))
+    failed, interrupted = _runAll(executor, claims, to_run, specs, records, curves, args.no_progress,
+                                  lambda: writeSweepState(state_path, command, specs, records, claims.pipeline))
     return _summary(specs, records, failed, interrupted, state_path)
 
 
-def _runAll(executor: Any, to_run: list, specs: list, records: dict[str, dict[str, Any]], curves: Any,
-            no_progress: bool, save_state: Any) -> tuple[list, bool]:
+def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list[RunSpec],
+            records: dict[str, dict[str, Any]], curves: Any, no_progress: bool, save_state: Any
+            ) -> tuple[list[RunResult], bool]:
     """
-    Feed the executor, follow the runs with one progress bar, record every result.
+    Feed the executor with the runs this pipeline claims, wait for those another pipeline holds, follow the runs with
+    one progress bar, record every result.
 
     :return: (failed results, whether the sweep was interrupted)
     """
 
     by_id = {spec.run_id: spec for spec in specs}
     pending = collections.deque(to_run)
-    failed: list = []
-    finished_now: list = []
-    ended: list = []
+    waiting: list[RunSpec] = []  # held by another pipeline (or a train process that outlived its pipeline)
+    announced: set[str] = set()
+    failed: list[RunResult] = []
+    finished_now: list[RunSpec] = []
+    ended: list[RunResult] = []
     bar = tqdm(total=len(to_run), desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
                           "{postfix}]")
 
-    def record(result: Any) -> None:
+    def record(result: RunResult, elsewhere: dict[str, Any] | None = None) -> None:
+        """Record how a run ended: run here (its claim is given back), or by another pipeline (``elsewhere``)."""
         spec = by_id[result.run_id]
-        records[result.run_id] = {"state": result.state, "run_folder": result.run_folder, "log": result.log,
-                                  "returncode": result.returncode, "wall_time_s": round(result.wall_time_s, 2),
-                                  "message": result.message}
+        claims.release(result.run_id)
+        records[result.run_id] = elsewhere if elsewhere is not None else stamp(
+            {"state": result.state, "run_folder": result.run_folder, "log": result.log,
+             "returncode": result.returncode, "wall_time_s": round(result.wall_time_s, 2), "message": result.message},
+            claims.pipeline)
         finished_now.append(spec)
         ended.append(result)
         bar.update(1)
+        by = " by another pipeline" if elsewhere is not None else ""
         if result.state == "failed":
             failed.append(result)
-            bar.write(f"failed: {spec.label} [{spec.run_id}] exit code {result.returncode}, log {result.log}"
+            bar.write(f"failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log {result.log}"
                       + (f": {result.message}" if result.message else ""))
         elif no_progress:
-            bar.write(f"[{len(ended)}/{len(to_run)}] done: {spec.label} [{spec.run_id}] in {result.wall_time_s:.0f} s")
+            bar.write(f"[{len(ended)}/{len(to_run)}] done{by}: {spec.label} [{spec.run_id}]"
+                      + (f" in {result.wall_time_s:.0f} s" if not by else ""))
+
+    def recordElsewhere(spec: RunSpec, outcome: dict[str, Any]) -> None:
+        record(RunResult(spec.run_id, outcome["state"], outcome.get("returncode"), outcome.get("run_folder", ""),
+                         outcome.get("log", ""), float(outcome.get("wall_time_s") or 0.0), outcome.get("message", "")),
+               elsewhere=outcome)
 
     interactive = not no_progress and sys.stderr.isatty()
     shown_postfix, last_refresh = "", time.monotonic()
@@ -220,20 +241,44 @@ def _runAll(executor: Any, to_run: list, specs: list, records: dict[str, dict[st
     interrupted = False
     last_plot = time.monotonic()
     try:
-        while pending or executor.running:
+        while pending or waiting or executor.running:
             changed = False
-            while pending and executor.hasSlot():
-                spec = pending.popleft()
-                records[spec.run_id] = {"state": "running"}
-                executor.submit(spec)
-                changed = True
-            for result in executor.wait(WAIT_S):
+            for spec in list(waiting):  # a run another pipeline held may have ended meanwhile
+                outcome = claims.attemptedElsewhere(spec)
+                if outcome is not None:
+                    waiting.remove(spec)
+                    recordElsewhere(spec, outcome)
+                    changed = True
+            still_held = []
+            while executor.hasSlot() and (pending or waiting):
+                spec = pending.popleft() if pending else waiting.pop(0)
+                taken = claims.take(spec)
+                if taken.kind == "held":
+                    still_held.append(spec)
+                    if spec.run_id not in announced:
+                        announced.add(spec.run_id)
+                        bar.write(f"held by {taken.holder}: {spec.label} [{spec.run_id}]; this pipeline does "
+                                  f"the other runs and waits for it")
+                elif taken.kind == "attempted" and taken.record is not None:
+                    recordElsewhere(spec, taken.record)
+                    changed = True
+                else:
+                    records[spec.run_id] = stamp({"state": "running"}, claims.pipeline)
+                    executor.submit(spec)
+                    changed = True
+            waiting.extend(still_held)
+            waited_from = time.monotonic()
+            results = executor.wait(WAIT_S)
+            for result in results:
                 record(result)
                 changed = True
+            if not results and waiting and time.monotonic() - waited_from < WAIT_S / 2:
+                time.sleep(WAIT_S)  # nothing in flight here (Ray answers at once): only runs others hold are left
             if changed:
                 save_state()
             done = sum(r["state"] in ("done", "skipped") for r in records.values())
-            postfix = f"done {done}, running {len(executor.running)}, failed {len(failed)}"
+            postfix = f"done {done}, running {len(executor.running)}, failed {len(failed)}" + (
+                f", held elsewhere {len(waiting)}" if waiting else "")
             if postfix != shown_postfix:
                 bar.set_postfix_str(postfix)
                 shown_postfix, last_refresh = postfix, time.monotonic()
@@ -251,6 +296,7 @@ def _runAll(executor: Any, to_run: list, specs: list, records: dict[str, dict[st
         for result in executor.shutdown(interrupted=True):
             record(result)
     finally:
+        claims.releaseAll()
         signal.signal(signal.SIGTERM, previous_handler)
         bar.close()
         save_state()
@@ -260,12 +306,14 @@ def _runAll(executor: Any, to_run: list, specs: list, records: dict[str, dict[st
     return failed, interrupted
 
 
-def _summary(specs: list, records: dict[str, dict[str, Any]], failed: list, interrupted: bool, state_path: str
-             ) -> int:
+def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: list[RunResult], interrupted: bool,
+             state_path: str) -> int:
     """Print how the sweep ended; :return: the exit code."""
     states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
+    elsewhere = sum(bool(record.get("elsewhere")) and record["state"] == "done" for record in records.values())
     finished = states["done"] + states["skipped"]
-    print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier), {len(failed)} failed"
+    print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
+          + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed)} failed"
           + (f", {states['pending'] + states['running']} not run" if interrupted else "") + f". State: {state_path}")
     if failed:
         print("Failed runs (run the same command again to redo them):")

@@ -12,6 +12,8 @@ and explicit default values do not change the id). A run lives in the folder tra
     failed.json   written atomically when it did not: exit code (negative: killed by that signal) and log path
 
 A run with ``done.json`` is finished; any other attempt of that run id is deleted when the run is started again.
+Beside the run folders, ``.<run id>.claim.lock`` and ``.<run id>.claim.json`` are the claim of the pipeline that runs
+it (see rl_baselines/sweeps/claims.py): a pipeline starts a run, and deletes its attempts, only while it holds that.
 """
 from __future__ import annotations
 
@@ -521,19 +523,3 @@ def sweepId(specs: Sequence[RunSpec]) -> str:
     """
     return hashlib.sha1(" ".join(sorted(spec.run_id for spec in specs)).encode()).hexdigest()[:RUN_ID_LENGTH]
 
-
-def writeSweepState(path: str, command: Sequence[str], specs: Sequence[RunSpec], records: dict[str, dict[str, Any]]
-                    ) -> None:
-    """
-    Write the sweep's state file (atomically): every run with its spec, state, folder, log and exit code.
-
-    :param path: ``<log-dir>/sweep_<sweep id>.json``
-    :param command: the pipeline's command line
-    :param specs: the sweep's runs
-    :param records: run id -> {"state": pending|running|done|failed|skipped, "run_folder", "log", "returncode", ...}
-    """
-    runs = [{**spec.toDict(), **records.get(spec.run_id, {"state": "pending"})} for spec in specs]
-    counts = {state: sum(run["state"] == state for run in runs)
-              for state in ("pending", "running", "done", "skipped", "failed")}
-    writeJson(path, {"command": list(command), "updated": datetime.datetime.now().isoformat(timespec="seconds"),
-                     "counts": counts, "runs": runs})
