@@ -8,7 +8,8 @@ renderer, side by side) and each number of parallel envs:
   more by each env worker for its own env; on the GPU when there is one, in this process) and PPO's MlpPolicy sees
   the normalised 32-dim states. The VAE is trained first, inside the
   benchmark, on a small generated dataset (a few episodes, a few epochs: the speed does not depend on its quality);
-- ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN);
+- ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN, the default ``--features-extractor``);
+- ``raw_pixels_small``: the same with ``--features-extractor small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
 
 Steps/s = env steps / wall time of PPO's ``learn`` (env construction and model loading excluded; rollouts, updates,
@@ -50,8 +51,12 @@ from rl_baselines.runs import train
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
-MODES = ("vae", "raw_pixels", "ground_truth")
-IMAGE_MODES = ("vae", "raw_pixels")
+MODES = ("vae", "raw_pixels", "raw_pixels_small", "ground_truth")
+IMAGE_MODES = ("vae", "raw_pixels", "raw_pixels_small")
+# observation mode -> its train flags (a learned model: --srl-model-path, given by timeRun)
+MODE_FLAGS = {"raw_pixels": ("--srl-model", "raw_pixels"),
+              "raw_pixels_small": ("--srl-model", "raw_pixels", "--features-extractor", "small"),
+              "ground_truth": ("--srl-model", "ground_truth")}
 
 
 def trainVAE(scratch: str, episodes: int, epochs: int, env_id: str = ENV_ID, flags: tuple[str, ...] = ()) -> str:
@@ -110,7 +115,7 @@ class Timers:
 def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
             renderer: str = DEFAULT_RENDERER) -> dict[str, float]:
     """
-    :param mode: "vae", "raw_pixels" or "ground_truth"
+    :param mode: "vae", "raw_pixels", "raw_pixels_small" or "ground_truth"
     :param renderer: what draws the images
     :param num_cpu: parallel envs (subprocesses when > 1)
     :param steps: env steps to train
@@ -125,7 +130,7 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu),
             "--log-dir", log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0",
             "--renderer", renderer]
-    argv += ["--srl-model-path", model_folder] if mode == "vae" else ["--srl-model", mode]
+    argv += ["--srl-model-path", model_folder] if mode == "vae" else list(MODE_FLAGS[mode])
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # the run's own messages
             assert train.main(argv) == 0
@@ -176,7 +181,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
              "policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         label = f"vae (state dim {STATE_DIM})" if row["mode"] == "vae" else row["mode"]
-        label += ", MlpPolicy" if row["mode"] != "raw_pixels" else ", CnnPolicy"
+        label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)",
+                 "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)"}.get(row["mode"], label + ", MlpPolicy")
         base = reference.get((row["mode"], row["num_cpu"])) if row["renderer"] else None
         ratio = f"{row['rate'] / base:.2f}x" if base else ""
         lines.append(f"| {label} | {row['renderer']} | {row['num_cpu']} | {row['rate']:,.0f} | {ratio} | "

@@ -13,6 +13,7 @@ hold says anything about the renderer.
 """
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -27,6 +28,7 @@ from environments import getEnvClass, rendererRefusal
 from environments.dataset import Dataset
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
+from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs import train
@@ -123,6 +125,36 @@ def test_targets_are_drawn_exactly(env_id: str) -> None:
         np.testing.assert_array_equal(_topView(envs[0]), _topView(envs[1]))
     for env in envs:
         env.close()
+
+
+def _spriteEpisode(steps: int = 80) -> list[np.ndarray]:
+    env = getEnvClass("MobileRobotGymEnv-v0")(srl_model="raw_pixels", random_target=True, renderer="sprites")
+    observations = [env.reset(seed=4)[0]]
+    env.action_space.seed(4)
+    observations += [env.step(env.action_space.sample())[0] for _ in range(steps)]
+    env.close()
+    return observations
+
+
+def test_sprites_on_disk_give_the_same_images(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv(SPRITE_CACHE_ENV, "")  # no disk cache: every sprite rendered here
+    reference = _spriteEpisode()
+    monkeypatch.setenv(SPRITE_CACHE_ENV, str(tmp_path))
+    cold = _spriteEpisode()  # renders, and saves when the env closes
+    files = glob.glob(str(tmp_path / "sprites" / "*.npz"))
+    assert len(files) == 1
+    warm = _spriteEpisode()  # reads them
+    for ours, first, second in zip(reference, cold, warm, strict=True):
+        np.testing.assert_array_equal(ours, first)
+        np.testing.assert_array_equal(ours, second)
+    # a damaged file is ignored with one warning, and replaced
+    with open(files[0], "r+b") as handle:
+        handle.truncate(100)
+    with pytest.warns(UserWarning, match="sprite cache .* ignored"):
+        damaged = _spriteEpisode()
+    for ours, theirs in zip(reference, damaged, strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    assert os.path.getsize(files[0]) > 100
 
 
 def test_same_seed_same_images_in_any_order() -> None:

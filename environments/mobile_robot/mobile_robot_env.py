@@ -338,7 +338,9 @@ class MobileRobotGymEnv(SRLGymEnv):
         return None
 
     def close(self) -> None:
-        """Disconnect this env's PyBullet client (safe to call twice)."""
+        """Save the sprite renderer's new sprites, disconnect this env's PyBullet client (safe to call twice)."""
+        if self._sprites is not None:
+            self._sprites.close()
         if self._p is not None:
             self._p.disconnect()
             self._p = None

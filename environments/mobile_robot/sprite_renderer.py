@@ -24,6 +24,8 @@ Invariants:
   exact pose): an image depends only on the current poses, never on what was drawn before (same poses, same pixels,
   in any order);
 - layers are made lazily, on first need, and kept for the env's life; the camera's view matrix never changes;
+- the moving body's sprites are also kept on disk (environments/mobile_robot/sprite_cache.py), so that each is
+  rendered once per machine; a sprite read from there is the one TinyRenderer rendered;
 - only the top-down camera: the first-person view (``fpv``) is rendered by PyBullet, which is left with every body
   where the env put it.
 """
@@ -31,6 +33,8 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import hashlib
+import importlib.metadata
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -38,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from environments.bullet import pybullet
+from environments.mobile_robot.sprite_cache import SpriteCache, cacheFolder, groupDigest
 
 # Grid of sprite positions: one per CELL_PIXELS pixels of the image (a grid point is at most CELL_PIXELS / 2 away).
 CELL_PIXELS = 8.0
@@ -45,6 +50,9 @@ CELL_PIXELS = 8.0
 PHASES = 8
 # Sprites of placed bodies kept per image size (their last poses: a target per episode, a hidden one)
 PLACED_KEPT = 16
+# This module's code: a sprite on disk is used only by the code that rendered it
+with open(__file__, "rb") as _source:
+    _SOURCE_DIGEST = hashlib.sha256(_source.read()).hexdigest()
 # Where the other moving bodies go while a layer is rendered: under the floor, out of the camera's sight.
 HIDDEN_Z = -10.0
 # A body below this height is hidden by the env itself (a reached target): nothing to draw.
@@ -76,6 +84,8 @@ class _View:
     rgb: np.ndarray
     depth: np.ndarray
     sprites: dict[tuple, _Sprite | None] = dataclasses.field(default_factory=dict)
+    # the moving bodies' sprites on disk, one group per (body, height, orientation)
+    caches: dict[tuple, SpriteCache] = dataclasses.field(default_factory=dict)
     placed: collections.OrderedDict[tuple, _Sprite | None] = dataclasses.field(default_factory=collections.OrderedDict)
 
 
@@ -104,6 +114,13 @@ class SpriteRenderer:
         # kept in the entry, so its id is not reused), by value otherwise.
         self._by_identity: dict[tuple[int, int, int], tuple[Any, _View]] = {}
         self._heights: dict[int, float] = {}
+        self._cache_folder = cacheFolder()
+
+    def close(self) -> None:
+        """Save the sprites rendered since the last save to the disk cache."""
+        for view in self._views.values():
+            for cache in view.caches.values():
+                cache.save()
 
     # --- public ---------------------------------------------------------------------------------------------
 
@@ -241,17 +258,40 @@ class SpriteRenderer:
         if key in view.sprites:
             sprite = view.sprites[key]
         else:
+            sprite = view.sprites[key] = self._cachedSprite(view, uid, (grid_x, grid_y, phase_row, phase_column),
+                                                            position[2], tuple(orientation), lift)
+        if sprite is not None:
+            self._blit(view, frame, depth, sprite, round(row - sprite.anchor[0]), round(column - sprite.anchor[1]))
+
+    def _cachedSprite(self, view: _View, uid: int, key: tuple[int, int, int, int], height: float,
+                      orientation: tuple[float, ...], lift: float) -> _Sprite | None:
+        """:return: the moving body's sprite at a grid point and phase, from the disk cache or rendered"""
+        group = (uid, height, orientation)
+        cache = view.caches.get(group)
+        if cache is None:
+            visuals = pybullet.getVisualShapeData(uid, physicsClientId=self._client)
+            digest = groupDigest((importlib.metadata.version("pybullet"), _SOURCE_DIGEST, view.width, view.height,
+                                  view.projection, self._view_matrix, CELL_PIXELS, PHASES, visuals, height,
+                                  orientation))
+            cache = view.caches[group] = SpriteCache(digest, self._cache_folder)
+
+        def render() -> tuple | None:
+            grid_x, grid_y, phase_row, phase_column = key
+            cell = view.cell
             # the grid point moved (less than a pixel) so that its image has that phase
             # (a few Newton steps: the floor's pixel -> metre map is the one of the image centre)
             moved = np.array((grid_x * cell, grid_y * cell))
-            grid_row, grid_column = self._project(view, (moved[0], moved[1], position[2] + lift))
+            grid_row, grid_column = self._project(view, (moved[0], moved[1], height + lift))
             wanted = np.array((math.floor(grid_row) + phase_row / PHASES, math.floor(grid_column) + phase_column / PHASES))
             for _ in range(3):
-                projected = self._project(view, (moved[0], moved[1], position[2] + lift))
+                projected = self._project(view, (moved[0], moved[1], height + lift))
                 moved = moved + view.metres_per_pixel @ (wanted - projected)
-            sprite = view.sprites[key] = self._sprite(view, uid, (moved[0], moved[1], position[2]), orientation)
-        if sprite is not None:
-            self._blit(view, frame, depth, sprite, round(row - sprite.anchor[0]), round(column - sprite.anchor[1]))
+            sprite = self._sprite(view, uid, (moved[0], moved[1], height), orientation)
+            return None if sprite is None else (sprite.top, sprite.left, sprite.rgb, sprite.depth, sprite.mask,
+                                                sprite.anchor)
+
+        arrays = cache.get(key, render)
+        return None if arrays is None else _Sprite(*arrays)
 
     def _placedSprite(self, view: _View, uid: int, position: tuple[float, ...], orientation: tuple[float, ...]
                       ) -> _Sprite | None:
