@@ -18,9 +18,12 @@ section to docs/benchmarks.md unless ``--no-append``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
+import tempfile
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -28,6 +31,7 @@ import numpy as np
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from benchmarks.env_speed import FAMILY, timedLoop
 from environments import getEnvClass
+from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 
 KUKA_FAMILY = ("KukaButtonGymEnv-v0", "KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEnv-v0", "KukaMovingButtonGymEnv-v0")
 SIDE = 64
@@ -194,6 +198,20 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def _environ(name: str, value: str) -> Iterator[None]:
+    """Set an environment variable for the block, then put back what it was."""
+    before = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = before
+
+
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -209,7 +227,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
-    rows = run(args.env, args.states, args.seconds, args.repeats)
+    # The sprite renderer's disk cache starts empty, so that "cold" is a machine's first run
+    with tempfile.TemporaryDirectory() as cache, _environ(SPRITE_CACHE_ENV, cache):
+        rows = run(args.env, args.states, args.seconds, args.repeats)
     markdown = table(rows)
     print(markdown)
     if not args.no_append:

@@ -173,9 +173,7 @@ class MobileRobotGymEnv(SRLGymEnv):
                 fov=self.FPV_FOV, aspect=width / height, nearVal=self.FPV_NEAR, farVal=self.CAMERA_FAR)
             pitch = math.radians(self.FPV_PITCH)
             self._fpv_forward = (math.cos(pitch), 0.0, math.sin(pitch))
-        targets = [uid for uid in self._movingBodies() if uid != self._robot_uid]
-        self._sprites = (SpriteRenderer(self._p._client, self._view_matrix, [self._robot_uid], self._wall_uids,
-                                        placed_bodies=targets)
+        self._sprites = (SpriteRenderer(self._p._client, self._view_matrix, self._movingBodies(), self._wall_uids)
                          if renderer == "sprites" else None)
 
     # --- hooks for the variants ---------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
-"""SpriteCache: the sprites of the mobile robot's moving body kept on disk, so that each is rendered once per machine.
+"""SpriteCache: the mobile robots' sprites kept on disk, so that each is rendered once per machine.
 
-The sprite renderer (environments/mobile_robot/sprite_renderer.py) draws the robot from up to PHASES x PHASES sprites
-per grid point, each one TinyRenderer call. Every env process would otherwise render its own, over its first
-thousands of steps; with this cache, the first process on a machine renders them and every later one (env workers,
-the runs of a sweep, tests) reads them.
+The sprite renderer (environments/mobile_robot/sprite_renderer.py) draws each moving body (robot, targets) from up
+to PHASES x PHASES sprites per grid point, each one TinyRenderer call. Every env process would otherwise render its
+own, over its first thousands of steps; with this cache, the first process on a machine renders them and every later
+one (env workers, the runs of a sweep, tests) reads them.
 
 One file per group of sprites, ``<folder>/sprites/<digest>.npz``: the digest covers everything a sprite's pixels
 depend on (the cache's format, PyBullet's version, the sprite renderer's source code, the image size, the view and

@@ -5,33 +5,27 @@ them, and the top-down camera is fixed. So a frame is the background (floor and 
 with each moving body's sprite pasted over it, depth-tested pixel by pixel against what is already drawn (a body
 hides another, or a wall, exactly where TinyRenderer's depth buffer would).
 
-A sprite is the body alone in the scene (walls hidden too), rendered by TinyRenderer, with its depth and its mask
-(segmentation). Two kinds of bodies:
-
-- a body that moves at every step (the robot) is drawn from a sprite rendered near the point of a grid of its
-  position plane nearest to it (a cell spans CELL_PIXELS pixels of the image), the grid point moved by less than a
-  pixel so that the body's image has the same sub-pixel phase as the one to draw (to 1 / PHASES of a pixel), and
-  pasted shifted by whole pixels. Rendering near the body keeps what perspective does to a tall body (its top moves
-  further from the optical axis than its base) within a fraction of a pixel; the phase keeps TinyRenderer's aliased
-  edges where it puts them, but for rare one-pixel differences on an edge;
-- a body placed once per episode (a target) is drawn from a sprite rendered at its exact pose: one TinyRenderer
-  call when it moves, and the same pixels as TinyRenderer's. The sprites of the last PLACED_KEPT poses are kept.
+A sprite is the body alone in the scene (walls hidden too), rendered by TinyRenderer near the point of a grid of its
+position plane nearest to the body (a cell spans CELL_PIXELS pixels of the image), with its depth and its mask
+(segmentation). The grid point is moved by less than a pixel so that the body's image has the same sub-pixel phase
+as the one to draw (to 1 / PHASES of a pixel), and the sprite is pasted shifted by whole pixels. Rendering near the
+body keeps what perspective does to a tall body (its top moves further from the optical axis than its base) within a
+fraction of a pixel; the phase keeps TinyRenderer's aliased edges where it puts them, but for about one pixel of the
+robot's edges per frame (TinyRenderer samples its thin parts: its outline changes with a shift of a 16th of a pixel).
 
 Invariants:
 
-- every layer (background, sprite) is rendered with all other moving and placed bodies hidden under the floor, and
-  is keyed by image size, projection and the body's grid point, phase, height and orientation (a placed body: its
-  exact pose): an image depends only on the current poses, never on what was drawn before (same poses, same pixels,
-  in any order);
+- every layer (background, sprite) is rendered with all other moving bodies hidden under the floor, and is keyed
+  by image size, projection and the body's grid point, phase, height and orientation: an image depends only on the
+  current poses, never on what was drawn before (same poses, same pixels, in any order);
 - layers are made lazily, on first need, and kept for the env's life; the camera's view matrix never changes;
-- the moving body's sprites are also kept on disk (environments/mobile_robot/sprite_cache.py), so that each is
+- the sprites are also kept on disk (environments/mobile_robot/sprite_cache.py), so that each is
   rendered once per machine; a sprite read from there is the one TinyRenderer rendered;
 - only the top-down camera: the first-person view (``fpv``) is rendered by PyBullet, which is left with every body
   where the env put it.
 """
 from __future__ import annotations
 
-import collections
 import dataclasses
 import hashlib
 import importlib.metadata
@@ -48,8 +42,6 @@ from environments.mobile_robot.sprite_cache import SpriteCache, cacheFolder, gro
 CELL_PIXELS = 8.0
 # Sub-pixel positions of a body's image that get a sprite of their own, per axis (what is left is rounded).
 PHASES = 8
-# Sprites of placed bodies kept per image size (their last poses: a target per episode, a hidden one)
-PLACED_KEPT = 16
 # This module's code: a sprite on disk is used only by the code that rendered it
 with open(__file__, "rb") as _source:
     _SOURCE_DIGEST = hashlib.sha256(_source.read()).hexdigest()
@@ -84,9 +76,8 @@ class _View:
     rgb: np.ndarray
     depth: np.ndarray
     sprites: dict[tuple, _Sprite | None] = dataclasses.field(default_factory=dict)
-    # the moving bodies' sprites on disk, one group per (body, height, orientation)
+    # the sprites on disk, one group per (body, height, orientation)
     caches: dict[tuple, SpriteCache] = dataclasses.field(default_factory=dict)
-    placed: collections.OrderedDict[tuple, _Sprite | None] = dataclasses.field(default_factory=collections.OrderedDict)
 
 
 class SpriteRenderer:
@@ -95,19 +86,16 @@ class SpriteRenderer:
 
     :param client_id: the PyBullet client of the scene
     :param view_matrix: the fixed top-down camera's view matrix (PyBullet's, column-major)
-    :param moving_bodies: the unique ids of the bodies that move at every step (the robot)
+    :param moving_bodies: the unique ids of the bodies that move (robot, targets)
     :param static_bodies: the unique ids of the bodies that never move and may hide a moving one (walls), hidden
         while sprites are rendered; the floor, and any other body, is background only
-    :param placed_bodies: the unique ids of the bodies moved only now and then (targets, once per episode)
     """
 
     def __init__(self, client_id: int, view_matrix: Sequence[float], moving_bodies: Sequence[int],
-                 static_bodies: Sequence[int], placed_bodies: Sequence[int] = ()) -> None:
+                 static_bodies: Sequence[int]) -> None:
         self._client = client_id
         self._view_matrix = tuple(float(value) for value in view_matrix)
-        self._placed_bodies = frozenset(placed_bodies)
-        # every body that is not background: drawn from sprites, hidden while a layer is rendered
-        self._moving_bodies = tuple(moving_bodies) + tuple(placed_bodies)
+        self._moving_bodies = tuple(moving_bodies)
         self._static_bodies = tuple(static_bodies)
         self._views: dict[tuple, _View] = {}
         # The same projection object of the env is passed at every call: found by identity first (the object is
@@ -145,10 +133,7 @@ class SpriteRenderer:
         for uid, position, orientation in self._poses(self._moving_bodies):
             if position[2] < VISIBLE_MIN_Z:
                 continue
-            if uid in self._placed_bodies:
-                self._blit(view, frame, depth, self._placedSprite(view, uid, position, orientation), 0, 0)
-            else:
-                self._paste(view, frame, depth, uid, position, orientation)
+            self._paste(view, frame, depth, uid, position, orientation)
         return frame
 
     # --- layers -----------------------------------------------------------------------------------------------
@@ -265,7 +250,7 @@ class SpriteRenderer:
 
     def _cachedSprite(self, view: _View, uid: int, key: tuple[int, int, int, int], height: float,
                       orientation: tuple[float, ...], lift: float) -> _Sprite | None:
-        """:return: the moving body's sprite at a grid point and phase, from the disk cache or rendered"""
+        """:return: a body's sprite at a grid point and phase, from the disk cache or rendered"""
         group = (uid, height, orientation)
         cache = view.caches.get(group)
         if cache is None:
@@ -292,18 +277,6 @@ class SpriteRenderer:
 
         arrays = cache.get(key, render)
         return None if arrays is None else _Sprite(*arrays)
-
-    def _placedSprite(self, view: _View, uid: int, position: tuple[float, ...], orientation: tuple[float, ...]
-                      ) -> _Sprite | None:
-        """:return: the sprite of a placed body at its exact pose (rendered on first need, the last ones kept)"""
-        key = (uid, position, orientation)
-        if key in view.placed:
-            view.placed.move_to_end(key)
-            return view.placed[key]
-        sprite = view.placed[key] = self._sprite(view, uid, position, orientation)
-        if len(view.placed) > PLACED_KEPT:
-            view.placed.popitem(last=False)
-        return sprite
 
     @staticmethod
     def _blit(view: _View, frame: np.ndarray, depth: np.ndarray, sprite: _Sprite | None, shift_rows: int,
