@@ -124,7 +124,9 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
     verdict = []
     if all(extractor in facts for extractor in EXTRACTORS):
         (nature_n, nature_steps, nature_rate), (small_n, small_steps, small_rate) = facts["nature"], facts["small"]
-        if nature_n == 0:
+        if not rows["nature"] or not rows["small"]:
+            verdict.append(f"{env}: not every extractor has a finished run yet (run the command again to go on).")
+        elif nature_n == 0:
             verdict.append(f"{env}: NatureCNN did not reach the threshold ({threshold:.2f}) on any seed: the budget is "
                            f"too small to judge (raise --budget).")
         else:

@@ -44,3 +44,5 @@ def test_threshold_and_verdicts() -> None:
     assert "learns less well than NatureCNN" in verdict
     _, verdict = summarise(MOBILE, 1000.0, {"nature": nature, "small": small}, 3)
     assert "budget is too small" in verdict
+    _, verdict = summarise(MOBILE, threshold, {"nature": [], "small": small}, 3)
+    assert "not every extractor has a finished run yet" in verdict
