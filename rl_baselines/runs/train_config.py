@@ -49,7 +49,7 @@ DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 3
+ARGS_FORMAT = 4
 ARGS_FORMAT_KEY = "args_format"
 
 
@@ -246,6 +246,9 @@ UPGRADES: dict[int, dict[str, Any]] = {
         "eval_episodes": 5, "latest": False, "srl_log_folder": os.path.join("logs", "srl"), "tensorboard_log": None},
     # format 2 -> 3: --renderer; every earlier run's images were TinyRenderer's
     2: {"renderer": "tinyrenderer"},
+    # format 3 -> 4: --features-extractor, a flag of the SB3-backed algorithms (their pixel policy's CNN); every
+    # earlier run's was SB3's NatureCNN (the key means nothing to the other algorithms, which have no CNN choice)
+    3: {"features_extractor": "nature"},
 }
 
 
