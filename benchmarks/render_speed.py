@@ -18,13 +18,12 @@ section to docs/benchmarks.md unless ``--no-append``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
+from unittest import mock
 
 import numpy as np
 
@@ -198,20 +197,6 @@ def table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def _environ(name: str, value: str) -> Iterator[None]:
-    """Set an environment variable for the block, then put back what it was."""
-    before = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if before is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = before
-
-
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -228,7 +213,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
     # The sprite renderer's disk cache starts empty, so that "cold" is a machine's first run
-    with tempfile.TemporaryDirectory() as cache, _environ(SPRITE_CACHE_ENV, cache):
+    with tempfile.TemporaryDirectory() as cache, mock.patch.dict(os.environ, {SPRITE_CACHE_ENV: cache}):
         rows = run(args.env, args.states, args.seconds, args.repeats)
     markdown = table(rows)
     print(markdown)

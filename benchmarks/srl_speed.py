@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import numpy
 import torch
@@ -188,10 +189,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoderDevice()}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
-    with tempfile.TemporaryDirectory() as scratch:
-        # The sprite renderer's disk cache starts empty here; a random walk fills it as a machine's first runs do.
-        user_cache = os.environ.get(SPRITE_CACHE_ENV)
-        os.environ[SPRITE_CACHE_ENV] = os.path.join(scratch, "cache")
+    # The sprite renderer's disk cache starts empty here; a random walk fills it as a machine's first runs do.
+    with tempfile.TemporaryDirectory() as scratch, mock.patch.dict(os.environ,
+                                                                   {SPRITE_CACHE_ENV: os.path.join(scratch, "cache")}):
         warm_up = warmSprites() if "sprites" in args.renderers else None
         if warm_up is not None:
             print(f"sprite cache: {warm_up[1]:,} sprites rendered in {warm_up[0]:.0f} s by {WARM_UP_STEPS:,} random "
@@ -209,10 +209,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                     print(f"  {mode} {row['renderer']}, {num_cpu} env(s): {row['rate']:,.0f} steps/s (env "
                           f"{row['env_ms']:.2f} ms, encoder {row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms "
                           "per step)", flush=True)
-        if user_cache is None:
-            del os.environ[SPRITE_CACHE_ENV]
-        else:
-            os.environ[SPRITE_CACHE_ENV] = user_cache
     reference = {(row["mode"], row["num_cpu"]): row["rate"] for row in rows if row["renderer"] == DEFAULT_RENDERER}
     lines = ["| observation | renderer | envs | PPO steps/s | vs tinyrenderer | env ms/step | encoder ms/step | "
              "policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|"]
