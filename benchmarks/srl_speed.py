@@ -249,7 +249,9 @@ def goalVerdicts(rows: list[dict[str, Any]]) -> str:
     """
     :param rows: the measured rows
     :return: one sentence per goal of the 2-env rates (the issue's figures: 281 steps/s with the VAE, 168 with raw
-        pixels, both with TinyRenderer before the fast renderer), with this run's own TinyRenderer rows beside them
+        pixels, both with TinyRenderer before the fast renderer), with this run's own TinyRenderer rows beside them,
+        then the ceiling: ground truth's rate (what PPO's rollouts and updates alone allow), as a multiple of the
+        TinyRenderer VAE rate
     """
     sentences = []
     for mode, baseline, factor in (("vae", 281.0, 4.0), ("raw_pixels", 168.0, 3.0)):
@@ -262,6 +264,12 @@ def goalVerdicts(rows: list[dict[str, Any]]) -> str:
         verdict = "met" if best[1] >= factor * baseline else "not met"
         sentences.append(f"Goal {mode}, 2 envs, >= {factor:g}x {baseline:g} steps/s: {verdict} ({best[0]}: "
                          f"{best[1]:,.0f} steps/s, {best[1] / baseline:.2f}x{same_run}).")
+    ceiling = next((row["rate"] for row in rows if row["mode"] == "ground_truth" and row["num_cpu"] == 2), None)
+    reference = next((row["rate"] for row in rows
+                      if row["mode"] == "vae" and row["num_cpu"] == 2 and row["renderer"] == DEFAULT_RENDERER), None)
+    if ceiling is not None and reference:
+        sentences.append(f"Ceiling at these hyperparameters: ground truth, 2 envs, {ceiling:,.0f} steps/s (no image, "
+                         f"no encoder) = {ceiling / reference:.2f}x this run's tinyrenderer vae.")
     return " ".join(sentences)
 
 

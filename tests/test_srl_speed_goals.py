@@ -1,0 +1,21 @@
+"""benchmarks.srl_speed's goal sentences: verdicts against the issue's figures and the ground-truth ceiling."""
+from benchmarks.srl_speed import goalVerdicts
+
+
+def _row(mode: str, renderer: str, rate: float, num_cpu: int = 2) -> dict:
+    return {"mode": mode, "num_cpu": num_cpu, "renderer": renderer, "rate": rate}
+
+
+def test_verdicts_and_ceiling():
+    rows = [_row("vae", "tinyrenderer", 200.0), _row("vae", "sprites", 500.0), _row("ground_truth", "", 800.0),
+            _row("raw_pixels", "tinyrenderer", 100.0), _row("raw_pixels", "sprites", 600.0),
+            _row("vae", "sprites", 5000.0, num_cpu=1)]
+    text = goalVerdicts(rows)
+    assert "Goal vae, 2 envs, >= 4x 281 steps/s: not met (sprites: 500 steps/s, 1.78x, 2.50x this run's " \
+           "tinyrenderer)." in text
+    assert "Goal raw_pixels, 2 envs, >= 3x 168 steps/s: met (sprites: 600 steps/s" in text
+    assert "ground truth, 2 envs, 800 steps/s (no image, no encoder) = 4.00x this run's tinyrenderer vae." in text
+
+
+def test_no_ceiling_without_ground_truth():
+    assert "Ceiling" not in goalVerdicts([_row("vae", "tinyrenderer", 200.0), _row("vae", "sprites", 500.0)])
