@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-cnn profile visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-cnn bench-zoo profile visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -103,6 +103,15 @@ bench-renderer-gtc: install
 # MobileRobot and Kuka, and the training rates. Hours on 2 cores; resumable (run it again to go on).
 bench-cnn: install
 	$(PY) -m benchmarks.cnn_features
+
+# Wall-clock time to the threshold on MobileRobot: ppo2 from raw pixels and from a learned representation beside
+# rl_zoo3's PPO with the same hyperparameters (whole processes, one after the other). rl_zoo3 goes into .zoo-packages
+# without its dependencies (they would downgrade pillow); only its process sees it. Hours on 2 cores; resumable.
+ZOO_PACKAGES := rl_zoo3==2.9.2 huggingface_sb3==3.0 huggingface_hub==2.4.0 httpx2==2.16.2 httpcore2==2.16.2 \
+	h11==0.16.0 truststore==0.10.5 wasabi==1.1.3
+bench-zoo: install
+	$(PY) -m pip install --quiet --no-deps --upgrade --target .zoo-packages $(ZOO_PACKAGES)
+	$(PY) -m benchmarks.zoo_compare
 
 visdom: install
 	$(PY) -m replay.visdom_server --port 8097

@@ -1,0 +1,262 @@
+"""Wall-clock time to a reward threshold on MobileRobot: the toolbox's ppo2 beside rl_zoo3's PPO, whole processes.
+
+Three runs, one after the other on one machine, each a whole process started by this script (interpreter start-up,
+imports, env construction, training, the periodic evaluations and the saves all count), one torch thread each
+(``OMP_NUM_THREADS=1``), the same seed, env settings, evaluation settings and PPO hyperparameters (ppo2's defaults,
+written into an rl_zoo3 hyperparameters file):
+
+- ``toolbox raw_pixels``: ``python -m rl_baselines.train --algo ppo2 --srl-model raw_pixels`` at every default;
+- ``toolbox <learned>``: the same on a learned representation (``--learned``, default srl_splits: the best learned
+  row of the SRL + RL benchmark on this env), trained first by ``python -m srl_models.prepare`` at its defaults (its
+  time is reported on its own line, not added to the run's);
+- ``rl_zoo3 raw_pixels``: ``python -m rl_zoo3.train --algo ppo`` with ``--gym-packages environments``, the env's
+  raw-pixel keywords, the hyperparameters file and the same evaluation frequency and episodes.
+
+The time to the threshold is the wall time from the process's launch to the end of the first training episode that
+ends at or after the first evaluation at or above the threshold (monitor files: their ``t_start`` and each episode's
+``t``), so it is exact to within one episode. The threshold is the SRL + RL benchmark's: 90% of ground truth's mean
+final evaluation reward in its archive (benchmarks/srl_rl_runs.json), unless ``--threshold`` gives one.
+
+rl_zoo3 does not install beside the toolbox's pins (its Hugging Face integration pulls moviepy, which downgrades
+pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train command imports, without their
+dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
+
+Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
+same settings. Hours on 2 cores at the default budget: start it with ``nice``.
+
+Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seed 0] [--learned srl_splits]
+[--threshold R] [--bench-dir logs/bench_zoo] [--zoo-packages .zoo-packages] [--quick] [--no-append]``
+(``make bench-zoo``).
+"""
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import yaml
+
+from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
+from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE, THRESHOLD_FRACTION
+from replay.results import evaluationStepsToThreshold
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from srl_models.registry import learnedModels
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ENV = MOBILE
+PLAN = PLANS[MOBILE]
+RESULT_FILE = "result.json"
+ZOO_PACKAGES = os.path.join(ROOT, ".zoo-packages")
+
+
+def groundTruthThreshold(archive_path: str = RUNS_FILE, env: str = ENV) -> float | None:
+    """:return: THRESHOLD_FRACTION x the archived ground-truth runs' mean final evaluation reward on ``env``"""
+    finals = [float(record.eval_rewards[-1]) for record in map(recordFromArchive, loadArchive(archive_path).values())
+              if record.env == env and record.observation == "ground_truth" and record.eval_rewards.size]
+    return THRESHOLD_FRACTION * statistics.mean(finals) if finals else None
+
+
+def zooHyperparams(steps: int) -> dict[str, Any]:
+    """:return: rl_zoo3's hyperparameters file for the env: ppo2's defaults, one env, CnnPolicy"""
+    params = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()}
+    return {ENV: {"n_envs": 1, "n_timesteps": steps, "policy": "CnnPolicy", **params}}
+
+
+def toolboxCommand(observation: str, steps: int, eval_freq: int, seed: int, log_dir: str,
+                   srl_config_file: str | None) -> list[str]:
+    """:return: the train command of one toolbox run (every other setting at train's default)"""
+    command = ["-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV, "--srl-model", observation,
+               "--num-timesteps", str(steps), "--eval-freq", str(eval_freq), "--eval-episodes",
+               str(PLAN.eval_episodes), "--seed", str(seed), "--log-dir", log_dir, "--no-vis", "--no-progress"]
+    return command + (["--srl-config-file", srl_config_file] if srl_config_file else [])
+
+
+def zooCommand(steps: int, eval_freq: int, seed: int, log_dir: str, hyperparams_file: str) -> list[str]:
+    """:return: rl_zoo3's train command, with the raw-pixel env keywords the toolbox's train gives the env"""
+    return ["-m", "rl_zoo3.train", "--algo", "ppo", "--env", ENV, "--gym-packages", "environments",
+            "-conf", hyperparams_file, "--env-kwargs", "srl_model:'raw_pixels'", "is_discrete:True",
+            "-n", str(steps), "--eval-freq", str(eval_freq), "--eval-episodes", str(PLAN.eval_episodes),
+            "--seed", str(seed), "-f", log_dir, "--vec-env", "dummy"]
+
+
+def readMonitor(path: str) -> tuple[float, np.ndarray, np.ndarray]:
+    """:return: (the monitor's t_start, cumulative env steps at each episode end, seconds since t_start there)"""
+    with open(path) as stream:
+        header = json.loads(stream.readline().lstrip("#"))
+        rows = list(csv.DictReader(stream))
+    lengths = np.array([int(row["l"]) for row in rows], dtype=np.int64)
+    return float(header["t_start"]), np.cumsum(lengths), np.array([float(row["t"]) for row in rows])
+
+
+def secondsToStep(launch: float, monitor_file: str, step: int) -> float | None:
+    """:return: wall seconds from ``launch`` to the end of the first episode ending at or after ``step``"""
+    t_start, ends, seconds = readMonitor(monitor_file)
+    index = int(np.searchsorted(ends, step))
+    return None if index >= ends.size else t_start + float(seconds[index]) - launch
+
+
+def runResult(folder: str, monitor_file: str, launch: float, wall: float, threshold: float) -> dict[str, Any]:
+    """:return: what a finished run reports: steps and seconds to the threshold, final evaluation, wall time"""
+    with np.load(os.path.join(folder, "evaluations.npz")) as data:
+        steps, rewards = data["timesteps"], data["results"].mean(axis=1)
+    reach = evaluationStepsToThreshold(steps, rewards, threshold)
+    return {"steps_to_threshold": reach, "final_eval": float(rewards[-1]) if rewards.size else None,
+            "seconds_to_threshold": None if reach is None else secondsToStep(launch, monitor_file, reach),
+            "wall_s": wall, "steps": int(readMonitor(monitor_file)[1][-1]) if os.path.getsize(monitor_file) else 0}
+
+
+def timedRun(command: list[str], env: dict[str, str], log_file: str) -> tuple[float, float]:
+    """Run ``python <command>`` with its output in ``log_file``; :return: (launch time, wall seconds)"""
+    launch = time.time()
+    with open(log_file, "w") as log:
+        code = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT
+                              ).returncode
+    if code != 0:
+        raise RuntimeError(f"{' '.join(command[:3])} failed (exit {code}); see {log_file}")
+    return launch, time.time() - launch
+
+
+def childEnv(extra_path: str | None = None) -> dict[str, str]:
+    """:return: the environment of a run: one torch thread; ``extra_path`` first on PYTHONPATH"""
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
+        path for path in (extra_path, ROOT, os.environ.get("PYTHONPATH")) if path))
+    return env
+
+
+def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: float,
+            build: Any) -> dict[str, Any]:
+    """
+    Run one case unless its folder already holds a result with the same settings.
+
+    :param name: the case's folder name
+    :param settings: what must match for a stored result to be reused
+    :param bench_dir: the benchmark's folder
+    :param threshold: the reward threshold
+    :param build: ``build(folder) -> (command, environment, run folder glob, monitor file glob)``
+    :return: the run's result, with ``reused`` saying whether it came from an earlier invocation
+    """
+    folder = os.path.join(bench_dir, name)
+    result_path = os.path.join(folder, RESULT_FILE)
+    if os.path.isfile(result_path):
+        with open(result_path) as stream:
+            stored = json.load(stream)
+        if stored.get("settings") == settings:
+            return {**stored, "reused": True}
+    if os.path.isdir(folder):
+        subprocess.run(["rm", "-rf", folder], check=True)
+    os.makedirs(folder)
+    command, env, run_glob, monitor_glob = build(folder)
+    print(f"{name}: python {' '.join(command)}", flush=True)
+    launch, wall = timedRun(command, env, os.path.join(folder, "output.log"))
+    run_folder = sorted(glob.glob(os.path.join(folder, run_glob)))[-1]
+    monitor_file = sorted(glob.glob(os.path.join(run_folder, monitor_glob)))[0]
+    result = {"settings": settings, "command": "python " + " ".join(command),
+              **runResult(run_folder, monitor_file, launch, wall, threshold)}
+    with open(result_path + ".tmp", "w") as stream:
+        json.dump(result, stream, indent=1)
+    os.replace(result_path + ".tmp", result_path)
+    return {**result, "reused": False}
+
+
+def prepareModel(learned: str, bench_dir: str, quick: bool) -> tuple[str, float]:
+    """Train the learned model with srl_models.prepare at its defaults; :return: (its config file, wall seconds)"""
+    config_file = os.path.join(bench_dir, "srl_models.yaml")
+    command = ["-m", "srl_models.prepare", "--env", ENV, "--srl-model", learned, "--data-folder",
+               os.path.join(bench_dir, "data"), "--log-folder", os.path.join(bench_dir, "srl"),
+               "--srl-config-file", config_file, "--no-progress"]
+    if quick:
+        command += ["--episodes", "2", "--epochs", "1"]
+    launch, wall = timedRun(command, childEnv(), os.path.join(bench_dir, f"prepare_{learned}.log"))
+    return config_file, wall
+
+
+def _fmt(value: float | None, unit: str = "", digits: int = 0) -> str:
+    return "not reached" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
+    """:return: the markdown table of the runs"""
+    lines = ["| run | steps to threshold | wall time to threshold | final eval reward | steps in finished episodes | whole process |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, result in rows:
+        lines.append(f"| {name} | {_fmt(result['steps_to_threshold'])} | {_fmt(result['seconds_to_threshold'], ' s')}"
+                     f" | {_fmt(result['final_eval'], digits=1)} | {result['steps']:,} | {result['wall_s']:,.0f} s |")
+    return "\n".join(lines)
+
+
+def buildParser() -> CLIParser:
+    parser = CLIParser(prog="python -m benchmarks.zoo_compare", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--budget", type=positiveInt, default=300_000, help="env steps per run [300000]")
+    parser.add_argument("--eval-freq", type=positiveInt, default=10_000, help="env steps between evaluations [10000]")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every run [0]")
+    parser.add_argument("--learned", default="srl_splits", help="the learned representation's SRL model [srl_splits]")
+    parser.add_argument("--threshold", type=float, default=None,
+                        help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
+    parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_zoo"), help="runs' folder [logs/bench_zoo]")
+    parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3")
+    parser.add_argument("--quick", action="store_true", help="tiny runs (1,024 steps), to check the chain")
+    parser.add_argument("--no-append", action="store_true", help="do not append the result to docs/benchmarks.md")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = buildParser().parse_args(argv)
+    learned = args.learned
+    if learned not in learnedModels():
+        raise UsageError(f"--learned: unknown SRL model {learned!r}; choose from {', '.join(learnedModels())}")
+    threshold = args.threshold if args.threshold is not None else groundTruthThreshold()
+    if threshold is None:
+        raise UsageError(f"--threshold: no archived ground-truth run of {ENV} in {RUNS_FILE}; give one")
+    if not os.path.isfile(os.path.join(args.zoo_packages, "rl_zoo3", "train.py")):
+        raise UsageError(f"--zoo-packages: no rl_zoo3 in {args.zoo_packages}; run make bench-zoo (it installs it)")
+    steps, eval_freq = (1024, 512) if args.quick else (args.budget, args.eval_freq)
+    bench_dir = os.path.abspath(args.bench_dir + ("_quick" if args.quick else ""))
+    os.makedirs(bench_dir, exist_ok=True)
+    hyperparams_file = os.path.join(bench_dir, "zoo_hyperparams.yml")
+    with open(hyperparams_file, "w") as stream:
+        yaml.safe_dump(zooHyperparams(steps), stream)
+    config_file, prepare_s = prepareModel(learned, bench_dir, args.quick)
+    common = {"steps": steps, "eval_freq": eval_freq, "seed": args.seed, "threshold": threshold}
+    rows = []
+    for observation in ("raw_pixels", learned):
+        def build(folder: str, observation: str = observation) -> tuple:
+            srl = config_file if observation == learned else None
+            return (toolboxCommand(observation, steps, eval_freq, args.seed, folder, srl), childEnv(),
+                    os.path.join("*", "*", "ppo2", "*"), os.path.join("monitor", "*.monitor.csv"))
+        rows.append((f"toolbox ppo2, {observation}", runOnce(f"toolbox_{observation}", {**common, "obs": observation},
+                                                             bench_dir, threshold, build)))
+
+    def buildZoo(folder: str) -> tuple:
+        return (zooCommand(steps, eval_freq, args.seed, folder, hyperparams_file), childEnv(args.zoo_packages),
+                os.path.join("ppo", f"{ENV}_*"), "*.monitor.csv")
+    rows.append(("rl_zoo3 ppo, raw_pixels", runOnce("zoo_raw_pixels", {**common, "obs": "raw_pixels"}, bench_dir,
+                                                    threshold, buildZoo)))
+    report = table(rows)
+    print(report)
+    print(f"prepare ({learned}): {prepare_s:,.0f} s (a reused dataset and model take seconds)")
+    if not args.no_append and not args.quick:
+        appendReport(
+            f"Time to threshold on {ENV}: the toolbox's ppo2 and rl_zoo3's PPO (whole processes)",
+            recordedCommand("benchmarks.zoo_compare", argv),
+            f"Seed {args.seed}, {steps:,} steps per run, an evaluation of {PLAN.eval_episodes} episodes every "
+            f"{eval_freq:,} steps, threshold {threshold:.2f} (90% of ground truth's final reward in the SRL + RL "
+            f"archive); ppo2's default hyperparameters in both (rl_zoo3 from a hyperparameters file), one env, one "
+            f"torch thread, the runs one after the other. Wall time from the process's launch to the end of the "
+            f"first episode at or after the evaluation that reached the threshold. The learned model was trained by "
+            f"srl_models.prepare in {prepare_s:,.0f} s, not included.",
+            report, packages=("torch", "stable_baselines3", "pybullet"), target="bench-zoo")
+    return 0
+
+
+if __name__ == "__main__":
+    runCommand(main)

@@ -1,0 +1,64 @@
+"""benchmarks.zoo_compare: the time to the threshold read from monitor files, the rl_zoo3 hyperparameters file, refusals."""
+import json
+import os
+
+import numpy as np
+import pytest
+import yaml
+
+from benchmarks import zoo_compare
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+
+def _monitor(path: str, t_start: float, lengths: list[int], seconds: list[float]) -> None:
+    with open(path, "w") as stream:
+        stream.write("#" + json.dumps({"t_start": t_start, "env_id": zoo_compare.ENV}) + "\n")
+        stream.write("r,l,t\n")
+        for length, second in zip(lengths, seconds):
+            stream.write(f"1.0,{length},{second}\n")
+
+
+def test_seconds_and_steps_to_threshold(tmp_path):
+    monitor = tmp_path / "0.monitor.csv"
+    _monitor(str(monitor), 1000.0, [100, 100, 100], [1.0, 2.0, 3.0])
+    np.savez(tmp_path / "evaluations.npz", timesteps=np.array([100, 200, 300]),
+             results=np.array([[0.0, 0.0], [4.0, 6.0], [10.0, 10.0]]))
+    result = zoo_compare.runResult(str(tmp_path), str(monitor), launch=990.0, wall=20.0, threshold=5.0)
+    assert result["steps_to_threshold"] == 200
+    assert result["seconds_to_threshold"] == pytest.approx(12.0)  # launch to the end of the episode ending at 200
+    assert result["final_eval"] == 10.0 and result["steps"] == 300
+    missed = zoo_compare.runResult(str(tmp_path), str(monitor), launch=990.0, wall=20.0, threshold=11.0)
+    assert missed["steps_to_threshold"] is None and missed["seconds_to_threshold"] is None
+    assert "not reached" in zoo_compare.table([("run", missed)])
+
+
+def test_episode_ending_after_the_step_is_used(tmp_path):
+    monitor = tmp_path / "0.monitor.csv"
+    _monitor(str(monitor), 50.0, [150, 150], [4.0, 9.0])
+    assert zoo_compare.secondsToStep(40.0, str(monitor), 200) == pytest.approx(19.0)
+    assert zoo_compare.secondsToStep(40.0, str(monitor), 301) is None
+
+
+def test_zoo_gets_ppo2_defaults_and_the_toolbox_env_keywords(tmp_path):
+    params = zoo_compare.zooHyperparams(5000)[zoo_compare.ENV]
+    for name, spec in PPO2Model.HYPERPARAMS.items():
+        assert params[name] == spec.default
+    assert params["policy"] == "CnnPolicy" and params["n_envs"] == 1
+    yaml.safe_load(yaml.safe_dump(zoo_compare.zooHyperparams(5000)))  # a file rl_zoo3 reads
+    command = zoo_compare.zooCommand(5000, 1000, 3, str(tmp_path), "hp.yml")
+    assert command[command.index("--env-kwargs") + 1:command.index("--env-kwargs") + 3] == \
+        ["srl_model:'raw_pixels'", "is_discrete:True"]
+    assert zoo_compare.childEnv("/zoo")["PYTHONPATH"].split(os.pathsep)[0] == "/zoo"
+    assert zoo_compare.childEnv()["OMP_NUM_THREADS"] == "1"
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--learned", "nope"], "--learned: unknown SRL model 'nope'; choose from"),
+    (["--zoo-packages", "/nonexistent"], "--zoo-packages: no rl_zoo3 in /nonexistent; run make bench-zoo"),
+])
+def test_refusals_write_nothing(tmp_path, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        zoo_compare.runCommand(zoo_compare.main, [*argv, "--bench-dir", str(tmp_path / "bench")])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "bench").exists()
