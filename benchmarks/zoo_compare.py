@@ -186,7 +186,8 @@ def _fmt(value: float | None, unit: str = "", digits: int = 0) -> str:
 
 def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
     """:return: the markdown table of the runs"""
-    lines = ["| run | steps to threshold | wall time to threshold | final eval reward | steps in finished episodes | whole process |",
+    lines = ["| run | steps to threshold | wall time to threshold | final eval reward | steps in finished episodes "
+             "| whole process |",
              "|---|---:|---:|---:|---:|---:|"]
     for name, result in rows:
         lines.append(f"| {name} | {_fmt(result['steps_to_threshold'])} | {_fmt(result['seconds_to_threshold'], ' s')}"
