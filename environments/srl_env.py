@@ -20,6 +20,11 @@ The sparse reward is +1 within ``goalThreshold()`` of the goal, 0 farther, and -
 valid for any relabelled goal; an info without the flag counts as no penalty); with ``shape_reward`` it is minus the
 goal distance. An env opts in with ``GOAL_CONDITIONED = True``, ``goalThreshold`` and :meth:`goalTransition` in its
 step; it may override ``goalDistance`` and ``goalPenalty``.
+
+Action masks (sb3-contrib's convention, for MaskablePPO): an env that can tell which discrete actions would do
+nothing useful defines ``action_masks() -> np.ndarray`` (one bool per action of its Discrete space, True where the
+action is allowed, at least one True). :meth:`SRLGymEnv.offersActionMasks` says whether a class does; an env without
+the method (or asked for continuous actions, where ``action_masks`` raises ValueError) has none.
 """
 from __future__ import annotations
 
@@ -248,6 +253,16 @@ class SRLGymEnv(gym.Env):
         return observation, float(self.computeGoalReward(achieved, desired, info))
 
     # --- the interface each env implements ------------------------------------------------------------------
+
+    @classmethod
+    def offersActionMasks(cls) -> bool:
+        """:return: whether the class defines ``action_masks()`` (for its discrete actions; see the module docstring)"""
+        return callable(getattr(cls, "action_masks", None))
+
+    def _checkMaskable(self) -> None:
+        """:raises ValueError: the env was built with continuous actions (masks are for discrete ones)"""
+        if not self.is_discrete:
+            raise ValueError(f"{type(self).__name__}: action masks need discrete actions (is_discrete=True)")
 
     def getTargetPos(self) -> np.ndarray:
         """:return: the target's position (same coordinates as the ground truth)."""

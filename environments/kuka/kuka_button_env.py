@@ -147,6 +147,8 @@ class KukaButtonGymEnv(SRLGymEnv):
     DELTA_THETA = 0.1
     NOISE_STD_JOINTS = 0.002
     N_RANDOM_ACTIONS_AT_INIT = 5
+    # action_masks: a discrete move whose clipped motor target advances the effector less than this (m) is masked.
+    MASK_MIN_MOVE = 0.001
     # --- task
     MAX_DISTANCE = 0.8
     N_CONTACTS_BEFORE_TERMINATION = 5
@@ -421,6 +423,19 @@ class KukaButtonGymEnv(SRLGymEnv):
             observation, reward = self.goalTransition(info)
             return observation, reward, terminated, truncated, info
         return self._observation(), reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """
+        :return: one bool per discrete action, False for the moves that the work box's clipping turns into no-ops:
+            the motor target it gives moves the effector by less than MASK_MIN_MOVE in the action's direction
+            (the effector at, or within MASK_MIN_MOVE of, that side of the box)
+        :raises ValueError: the env has continuous actions
+        """
+        self._checkMaskable()
+        moves = self._discrete_moves * self.DELTA_V
+        targets = np.clip(self._effector_pos + moves, self._bounds_low, self._bounds_high)
+        progress = np.sum((targets - self._effector_pos) * self._discrete_moves, axis=1)
+        return progress >= self.MASK_MIN_MOVE
 
     def render(self) -> np.ndarray | None:
         """

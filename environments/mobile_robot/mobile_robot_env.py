@@ -325,6 +325,17 @@ class MobileRobotGymEnv(SRLGymEnv):
             return observation, reward, False, truncated, info
         return self._observation(), reward, False, truncated, info
 
+    def action_masks(self) -> np.ndarray:
+        """
+        :return: one bool per discrete action, False for the moves that would bump a wall (the step would revert
+            them), computed with the step's own test
+        :raises ValueError: the env has continuous actions
+        """
+        self._checkMaskable()
+        return np.array([self._x_low <= self._robot_x + dx <= self._x_high
+                         and self._y_low <= self._robot_y + dy <= self._y_high
+                         for dx, dy in self._discrete_moves], dtype=bool)
+
     def render(self) -> np.ndarray | None:
         """
         :return: in "rgb_array" mode, the top-down view as uint8 (S, S, 3) with S = max(render_size, observation
