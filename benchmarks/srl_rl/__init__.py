@@ -1,7 +1,8 @@
 """SRL + RL benchmark: does a learned state representation help ppo2 learn? One table and one figure per env.
 
 For each env of :data:`plans.PLANS` (MobileRobotGymEnv-v0, the 2-D navigation task, and KukaButtonGymEnv-v0 with a
-random target, the arm task) ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``)
+random target, the arm task), or any registered env with ground truth named by ``--env`` (its plan from ``--budget``,
+``--eval-freq`` and ``--eval-episodes``: plans.derivedPlan), ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``)
 
 1. prepares every learned model with ``python -m srl_models.prepare`` (one call per env with all the model names:
    one dataset per env, every model trained on it, evaluated (GTC, KNN-MSE) and registered in the benchmark's own
@@ -35,6 +36,6 @@ paths: the commands then run there, importing this checkout's code. The archive 
 checkout's.
 
 Usage: ``python -m benchmarks.srl_rl [--quick] [--env ENV ...] [--observations OBS ...] [--seeds 3] [--budget
-ENV=STEPS ...] [--workers 2] [--report-only] [--no-doc] [--no-append] [--rerun ENV ...] [--runs-file FILE]``, from the
-repository root.
+ENV=STEPS ...] [--workers 2] [--executor ray [--ray-address HOST:PORT]] [--report-only] [--no-doc] [--no-append]
+[--rerun ENV ...] [--runs-file FILE]``, from the repository root.
 """

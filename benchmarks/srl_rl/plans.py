@@ -21,9 +21,12 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from environments.registry import getEnvClass, registerAll
+from replay.results import GROUND_TRUTH_FRACTION
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels
+from srl_toolbox.cli import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,7 +41,7 @@ GT_SCALE = "srl_splits_gt_scale"
 OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "supervised", "random", "pca", "autoencoder", "vae", "inverse",
                 "robotic_priors", "srl_combination", "srl_splits", GT_SCALE)
 QUICK_OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "vae")
-THRESHOLD_FRACTION = 0.9
+THRESHOLD_FRACTION = GROUND_TRUTH_FRACTION
 SECTION_TITLE = "## Does SRL help?"
 START_MARKER = "<!-- bench-srl-rl: start (written by python -m benchmarks.srl_rl; edits inside are replaced) -->"
 END_MARKER = "<!-- bench-srl-rl: end -->"
@@ -137,6 +140,51 @@ class EnvPlan:
     episode_length: int = 250
     prepare_flags: tuple[str, ...] = ()
     run_flags: tuple[str, ...] = ()
+
+
+def groundTruthRefusal(env: str) -> str | None:
+    """
+    :param env: an env id
+    :return: why the benchmark cannot run on it (one line): not a registered env, or an env without ground truth
+        (its class does not implement ``getGroundTruthDim``, or gives no dimension), which every table is measured
+        against; None when it can
+    """
+    registered = registerAll()
+    if env not in registered:
+        return f"--env {env}: not a registered env; valid choices: {', '.join(sorted(registered))}"
+    try:
+        dim = int(getEnvClass(env).getGroundTruthDim())
+    except NotImplementedError:
+        dim = 0
+    if dim <= 0:
+        return (f"--env {env}: the env has no ground truth (getGroundTruthDim), which the benchmark's threshold and "
+                "comparisons are measured against")
+    return None
+
+
+def derivedPlan(env: str, steps: int | None, eval_freq: int | None, eval_episodes: int | None,
+                quick: bool = False) -> EnvPlan:
+    """
+    The plan of an env without one in :data:`PLANS`: its budget and evaluation from the command line.
+
+    :param env: a registered env id
+    :param steps: --budget ENV=STEPS (None: not given)
+    :param eval_freq: --eval-freq (None: not given)
+    :param eval_episodes: --eval-episodes (None: not given)
+    :param quick: the quick mode (tiny datasets)
+    :return: its plan (task: the env id; no env flag)
+    :raises UsageError: the env cannot be benchmarked (:func:`groundTruthRefusal`) or a flag the plan needs is missing
+    """
+    refusal = groundTruthRefusal(env)
+    if refusal is not None:
+        raise UsageError(refusal)
+    missing = [flag for flag, value in ((f"--budget {env}=STEPS", steps), ("--eval-freq N", eval_freq),
+                                        ("--eval-episodes K", eval_episodes)) if value is None]
+    if missing:
+        raise UsageError(f"--env {env} has no plan (planned: {', '.join(PLANS)}): give {', '.join(missing)}")
+    assert steps is not None and eval_freq is not None and eval_episodes is not None
+    return EnvPlan(env, env, steps=steps, eval_freq=eval_freq, eval_episodes=eval_episodes,
+                   prepare_flags=("--episodes", "2", "--epochs", "1") if quick else ())
 
 
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
@@ -260,6 +308,9 @@ class Settings:
         or the current directory when the bench folder lies there and not in the repository)
     :param archive_file: the archive of finished runs that are reported and reused (:data:`RUNS_FILE`; None: none)
     :param extra_plans: the plan set's other envs, reported (never run) when they have finished or archived runs
+    :param executor: where the pipeline runs the runs: ``local`` processes or ``ray`` tasks (rl_baselines.pipeline
+        --executor); prepare always runs here
+    :param ray_address: the Ray cluster of the ``ray`` executor (None: the pipeline starts a local instance)
     """
 
     plans: list[EnvPlan]
@@ -277,6 +328,8 @@ class Settings:
     base: str = ROOT
     archive_file: str | None = None
     extra_plans: list[EnvPlan] = dataclasses.field(default_factory=list)
+    executor: str = "local"
+    ray_address: str | None = None
 
     @property
     def config_file(self) -> str:
@@ -329,7 +382,14 @@ class Settings:
         return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model",
                 *(modelName(name) for name in observations), "--num-iteration", str(len(seeds)),
                 "--seed", str(seeds[0]), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
-                *(["--no-progress"] if self.no_progress else []), *self.trainFlags(plan), *flags.pop()]
+                *(["--no-progress"] if self.no_progress else []), *self.executorFlags(), *self.trainFlags(plan),
+                *flags.pop()]
+
+    def executorFlags(self) -> list[str]:
+        """:return: the pipeline's executor flags (none for local processes)"""
+        if self.executor == "local":
+            return []
+        return ["--executor", self.executor, *(["--ray-address", self.ray_address] if self.ray_address else [])]
 
     def gridCommands(self, plan: EnvPlan) -> list[list[str]]:
         """
