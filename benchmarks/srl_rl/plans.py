@@ -50,6 +50,7 @@ IMAGE_DIR = os.path.join(ROOT, "docs", "images")
 DEFAULT_BENCH_DIR = os.path.join("logs", "bench_srl_rl")
 QUICK_BENCH_DIR = os.path.join("logs", "bench_srl_rl_quick")
 TIMING_FILE = "timing.json"
+SUMMARY_IMAGE = "srl_rl_summary.png"  # the figure over the tasks, in the image folder
 # The archive of finished runs, committed: what later sessions and fresh clones report and reuse.
 RUNS_FILE = os.path.join(ROOT, "benchmarks", "srl_rl_runs.json")
 ARCHIVE_NAME = "srl_rl_runs.json"  # --quick: its own archive, in its bench folder
