@@ -12,6 +12,7 @@ import pytest
 from conftest import runModule
 from srl_rl_bench import CURVES, writeRun
 
+from benchmarks import gt_curves
 from benchmarks.srl_rl import cli, plans
 from benchmarks.sweep_speed import startRayHead, stopRayHead
 from replay import gather_results
@@ -20,6 +21,7 @@ from rl_baselines import pipeline
 from srl_toolbox.cli import UsageError
 
 NAV_1D = "MobileRobot1DGymEnv-v0"
+OTHER = "MobileRobot2TargetGymEnv-v0"  # a registered env without a plan
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -27,19 +29,34 @@ def _settings(*argv: str) -> plans.Settings:
     return cli.settingsFrom(cli.buildParser().parse_args(list(argv)))
 
 
+def test_the_four_tasks_of_the_paper_are_planned() -> None:
+    assert [plan.task for plan in plans.PLANS.values()] == ["Nav 2D", "Arm random target", "Nav 1D",
+                                                            "Arm moving target"]
+    settings = _settings("--observations", "ground_truth", "vae")
+    assert [plan.env for plan in settings.plans] == list(plans.PLANS) == list(plans.QUICK_PLANS)
+    moving = plans.PLANS[plans.KUKA_MOVING]
+    prepare = settings.prepareCommand(moving)
+    # a random episode of the moving button lasts about 24 steps: 210 episodes, at least MobileRobot's 5000 frames
+    assert prepare[prepare.index("--episodes") + 1] == "210" and "--random-target" in prepare
+    assert settings.srlSettings(moving)["episodes"] == 210
+    command = settings.pipelineCommand(moving)
+    assert "--force-down" in command and "--random-target" in command
+    assert settings.srlSettings(plans.PLANS[plans.MOBILE_1D])["episodes"] == 20
+
+
 def test_an_env_without_a_plan_gets_one_from_the_flags() -> None:
-    settings = _settings("--env", NAV_1D, plans.MOBILE, "--budget", f"{NAV_1D}=6000", "--eval-freq", "2000",
+    settings = _settings("--env", OTHER, plans.MOBILE, "--budget", f"{OTHER}=6000", "--eval-freq", "2000",
                          "--eval-episodes", "4", "--observations", "ground_truth", "raw_pixels")
     derived, planned = settings.plans
     assert (derived.env, derived.task, derived.steps, derived.eval_freq, derived.eval_episodes, derived.flags) == (
-        NAV_1D, NAV_1D, 6000, 2000, 4, ())
+        OTHER, OTHER, 6000, 2000, 4, ())
     assert planned.env == plans.MOBILE and planned.steps == plans.PLANS[plans.MOBILE].steps
     command = settings.pipelineCommand(derived)
-    assert command[command.index("--env") + 1] == NAV_1D
+    assert command[command.index("--env") + 1] == OTHER
     assert command[command.index("--num-timesteps") + 1] == "6000" and "--executor" not in command
-    assert [spec.env for spec in settings.specs(derived)] == [NAV_1D] * 6
+    assert [spec.env for spec in settings.specs(derived)] == [OTHER] * 6
     # the planned envs not chosen are still reported when they have runs; the derived one comes after them
-    assert [plan.env for plan in settings.reportPlans()] == [plans.MOBILE, plans.KUKA, NAV_1D]
+    assert [plan.env for plan in settings.reportPlans()] == [*plans.PLANS, OTHER]
 
 
 def test_the_ray_executor_is_handed_to_the_pipeline() -> None:
@@ -63,11 +80,11 @@ class _NoGroundTruth:
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--env", NAV_1D, "--eval-freq", "100", "--eval-episodes", "1"], f"give --budget {NAV_1D}=STEPS$"),
-    (["--env", NAV_1D, "--budget", f"{NAV_1D}=1000"], "give --eval-freq N, --eval-episodes K$"),
-    (["--env", NAV_1D, "--budget", f"{NAV_1D}=1000", "--eval-freq", "2000", "--eval-episodes", "1"],
+    (["--env", OTHER, "--eval-freq", "100", "--eval-episodes", "1"], f"give --budget {OTHER}=STEPS$"),
+    (["--env", OTHER, "--budget", f"{OTHER}=1000"], "give --eval-freq N, --eval-episodes K$"),
+    (["--env", OTHER, "--budget", f"{OTHER}=1000", "--eval-freq", "2000", "--eval-episodes", "1"],
      "--eval-freq 2000 is more than the 1000 steps"),
-    (["--env", "Nope-v0"], "not a registered env; valid choices: .*MobileRobot1DGymEnv-v0"),
+    (["--env", "Nope-v0"], f"not a registered env; valid choices: .*{OTHER}"),
     (["--env", plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
     (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
 ])
@@ -81,17 +98,17 @@ def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, a
 
 def test_an_env_without_ground_truth_is_refused(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(plans, "getEnvClass", lambda env: _NoGroundTruth)
-    with pytest.raises(UsageError, match=f"--env {NAV_1D}: the env has no ground truth"):
-        cli.main(["--env", NAV_1D, "--budget", f"{NAV_1D}=1000", "--eval-freq", "500", "--eval-episodes", "1",
+    with pytest.raises(UsageError, match=f"--env {OTHER}: the env has no ground truth"):
+        cli.main(["--env", OTHER, "--budget", f"{OTHER}=1000", "--eval-freq", "500", "--eval-episodes", "1",
                   "--bench-dir", str(tmp_path / "bench")])
     assert not (tmp_path / "bench").exists()
 
 
 def test_the_command_exits_2_with_one_line(tmp_path) -> None:
-    result = subprocess.run([sys.executable, "-m", "benchmarks.srl_rl", "--env", NAV_1D, "--bench-dir",
+    result = subprocess.run([sys.executable, "-m", "benchmarks.srl_rl", "--env", OTHER, "--bench-dir",
                              str(tmp_path / "bench")], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
-    assert f"--env {NAV_1D} has no plan" in result.stderr and not (tmp_path / "bench").exists()
+    assert f"--env {OTHER} has no plan" in result.stderr and not (tmp_path / "bench").exists()
 
 
 def test_gather_results_has_a_threshold_for_every_env_with_ground_truth(tmp_path) -> None:
@@ -130,8 +147,8 @@ def test_the_benchmark_runs_on_a_local_ray_instance(tmp_path, monkeypatch) -> No
     bench, doc = tmp_path / "bench", tmp_path / "srl.md"
     head, address = startRayHead(1, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
     try:
-        result = runModule("benchmarks.srl_rl", "--env", NAV_1D, "--observations", "ground_truth", "--seeds", "1",
-                           "--budget", f"{NAV_1D}=256", "--eval-freq", "256", "--eval-episodes", "1", "--executor",
+        result = runModule("benchmarks.srl_rl", "--env", OTHER, "--observations", "ground_truth", "--seeds", "1",
+                           "--budget", f"{OTHER}=256", "--eval-freq", "256", "--eval-episodes", "1", "--executor",
                            "ray", "--ray-address", address, "--bench-dir", str(bench), "--runs-file",
                            str(tmp_path / "runs.json"), "--doc", str(doc), "--image-dir", str(tmp_path / "images"),
                            "--no-append", "--no-progress", "--nice", "0", "--workers", "1", env=ray_env,
@@ -140,5 +157,15 @@ def test_the_benchmark_runs_on_a_local_ray_instance(tmp_path, monkeypatch) -> No
         stopRayHead(head)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Ray cluster: {address}" in result.stdout
-    assert f"### {NAV_1D} ({NAV_1D})" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
-    assert (tmp_path / "images" / f"srl_rl_{NAV_1D}.png").stat().st_size > 0
+    assert f"### {OTHER} ({OTHER})" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
+    assert (tmp_path / "images" / f"srl_rl_{OTHER}.png").stat().st_size > 0
+
+
+def test_ground_truth_curves_are_drawn_per_seed(tmp_path) -> None:
+    for seed, curve in enumerate(CURVES["ground_truth"][:2]):
+        writeRun(str(tmp_path / "runs" / f"seed{seed}"), "ground_truth", seed, curve, env=NAV_1D)
+    output = tmp_path / "curves.png"
+    assert gt_curves.main(["-i", str(tmp_path / "runs"), "-o", str(output)]) == 0
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and output.stat().st_size > 10_000
+    with pytest.raises(UsageError, match="not a .png file"):
+        gt_curves.main(["-i", str(tmp_path / "runs"), "-o", str(tmp_path / "curves.txt")])

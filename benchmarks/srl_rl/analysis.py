@@ -171,8 +171,11 @@ def anchorComparison(row: ObservationSummary, env: str, reference: ObservationSu
     :param row: the row
     :param env: env id
     :param reference: the ground-truth row
-    :return: (the paper's figure, the comparison)
+    :return: (the paper's figure, the comparison); "not recorded here" for an env whose published figures
+        :data:`ANCHOR` does not hold
     """
+    if env not in ANCHOR[GROUND_TRUTH]:
+        return "not recorded here", "-"
     published = ANCHOR.get(row.observation, {}).get(env)
     if published is None:
         return "not in the paper", "-"
