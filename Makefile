@@ -75,8 +75,8 @@ bench-learning: install
 bench-srl: install
 	$(PY) -m benchmarks.srl_table
 
-# Does SRL help? ppo2 on MobileRobot and Kuka (random target) from ground truth, raw pixels and 9 learned
-# representations, 3 seeds, into docs/srl.md (section "Does SRL help?") and docs/benchmarks.md. Hours on 2 cores, but
+# Does SRL help? ppo2 on the four tasks of Raffin et al. (MobileRobot 2-D and 1-D, Kuka with a random and a moving
+# target) from ground truth, raw pixels and 9 learned representations, 3 seeds, into docs/srl.md (section "Does SRL help?") and docs/benchmarks.md. Hours on 2 cores, but
 # resumable: the same command again does only what is missing; finished runs are archived in
 # benchmarks/srl_rl_runs.json (commit it) and not run again. `python -m benchmarks.srl_rl --quick` checks the chain.
 bench-srl-rl: install

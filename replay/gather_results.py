@@ -7,8 +7,11 @@ writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one 
 - final mean reward: per run the mean reward of its last ``--episode-window`` episodes finished within the budget,
   then the mean +/- standard deviation over runs and the Student-t 95% confidence interval of that mean;
 - steps to threshold: per run the env step at which the mean of the last ``--episode-window`` episodes first
-  reaches ``--threshold`` (default per env, see replay.results.DEFAULT_THRESHOLDS); the median over the runs that
-  reached it within the budget, and how many did;
+  reaches the env's threshold; the median over the runs that reached it within the budget, and how many did. The
+  threshold is ``--threshold`` when given; else, when the folder has ground-truth runs of the env (same algorithm and
+  ``--group-by`` values), ``--threshold-fraction`` (0.9) of their mean final reward (when positive); else the env's
+  default (replay.results.DEFAULT_THRESHOLDS); else none. The column ``threshold_source`` says which (``given``,
+  ``ground truth``, ``default``);
 - wall time: mean over runs of the monitor time of the last episode within the budget;
 - with ``--welch-test METHOD``: the p-value of Welch's t-test (unequal variances) between each method's per-run
   rewards and those of METHOD (an SRL model or an algorithm) with everything else equal.
@@ -35,6 +38,7 @@ from scipy import stats
 
 from replay.results import (
     DEFAULT_THRESHOLDS,
+    GROUND_TRUTH_FRACTION,
     GROUP_KEYS,
     Run,
     episodeWindowStepsToThreshold,
@@ -48,6 +52,7 @@ from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positive
 from srl_toolbox.files import atomicPath
 
 FINAL = "final"
+GROUND_TRUTH = "ground_truth"
 
 
 def buildParser() -> CLIParser:
@@ -60,8 +65,12 @@ def buildParser() -> CLIParser:
     result.add_argument("--episode-window", type=positiveInt, default=100,
                         help="episodes averaged for a run's reward and for the threshold [100]")
     result.add_argument("--threshold", type=float, default=None,
-                        help="mean reward counted as solved, for every env [per env: "
+                        help="mean reward counted as solved, for every env [per env: --threshold-fraction of ground "
+                             "truth's mean final reward when the folder has ground-truth runs of it, else "
                              f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_THRESHOLDS.items())}; others none]")
+    result.add_argument("--threshold-fraction", type=fraction, default=GROUND_TRUTH_FRACTION, metavar="F",
+                        help="threshold of an env with ground-truth runs, as a fraction of their mean final reward "
+                             f"(0 < F <= 1) [{GROUND_TRUTH_FRACTION:g}]")
     result.add_argument("--welch-test", default=None, metavar="METHOD",
                         help="baseline SRL model or algorithm for Welch t-test p-values")
     result.add_argument("--group-by", nargs="+", default=[], metavar="KEY",
@@ -70,6 +79,21 @@ def buildParser() -> CLIParser:
     result.add_argument("--training-rewards", action="store_true",
                         help="use the training episodes even for runs with evaluations (evaluations.npz)")
     return result
+
+
+def fraction(text: str) -> float:
+    """
+    :param text: a command-line value
+    :return: it as a float in (0, 1]
+    :raises argparse.ArgumentTypeError: not a number in (0, 1]
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not in (0, 1]")
+    return value
 
 
 def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = False) -> tuple[float, float] | None:
@@ -120,22 +144,47 @@ def welchDimension(method: str, runs: Sequence[Run]) -> int:
                      f"{', '.join(srl_models + [a for a in algos if a not in srl_models])}")
 
 
+def groundTruthThresholds(groups: dict[tuple, list[Run]], window: int, evaluated: dict[tuple, bool],
+                          share: float = GROUND_TRUTH_FRACTION) -> dict[tuple, float]:
+    """
+    :param groups: method key -> runs (replay.results.groupRuns)
+    :param window: episodes averaged
+    :param evaluated: method key -> its rewards come from the evaluations
+    :param share: the fraction of ground truth's reward
+    :return: (env, algo, *group_by values) -> ``share`` x the mean final reward of its ground-truth runs, for those
+        whose mean is positive (a fraction of a negative reward would be easier to reach than the reward itself)
+    """
+    result = {}
+    for key, members in groups.items():
+        if key[1] != GROUND_TRUTH:
+            continue
+        values = [v[0] for run in members if (v := _runValue(run, None, window, evaluated[key])) is not None]
+        if values and float(np.mean(values)) > 0:
+            result[(key[0], *key[2:])] = share * float(np.mean(values))
+    return result
+
+
 def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: float | None,
-           welch: str | None, group_by: Sequence[str] = (), training_rewards: bool = False) -> list[dict[str, Any]]:
+           welch: str | None, group_by: Sequence[str] = (), training_rewards: bool = False,
+           share: float = GROUND_TRUTH_FRACTION) -> list[dict[str, Any]]:
     """
     :param runs: the runs
     :param budgets: env-step budgets (the final results come first)
     :param window: episodes averaged
-    :param threshold: mean reward to reach (None: the env's default)
+    :param threshold: mean reward to reach for every env (None: ``share`` of ground truth's mean final reward where
+        the runs have ground-truth runs of the env, algorithm and group, else the env's default, else none)
     :param welch: baseline method for Welch's t-test, or None
     :param group_by: extra args.json keys splitting methods
     :param training_rewards: use the training episodes even for methods whose runs all have evaluations
-    :return: one row per (budget, method); ``source`` says whether its rewards are evaluations or training episodes
+    :param share: the fraction of ground truth's mean final reward that is an env's threshold
+    :return: one row per (budget, method); ``source`` says whether its rewards are evaluations or training episodes,
+        ``threshold_source`` where its threshold comes from (given, ground truth, default; None without one)
     """
 
     groups = groupRuns(runs, group_by)
     dimension = welchDimension(welch, runs) if welch is not None else None
     evaluated = {key: not training_rewards and hasEvaluations(members) for key, members in groups.items()}
+    references = groundTruthThresholds(groups, window, evaluated, share)
     rows = []
     for budget in [None, *sorted(set(budgets))]:
         values = {key: [(run, v) for run in members
@@ -144,7 +193,10 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
         for key, members in values.items():
             rewards = [v[0] for _, v in members]
             mean, std, low, high = meanInterval(rewards)
-            env_threshold = threshold if threshold is not None else DEFAULT_THRESHOLDS.get(key[0])
+            reference = references.get((key[0], *key[2:]))
+            env_threshold, source = ((threshold, "given") if threshold is not None
+                                     else (reference, "ground truth") if reference is not None
+                                     else (DEFAULT_THRESHOLDS.get(key[0]), "default"))
             steps = []
             if env_threshold is not None:
                 steps = [s for run, _ in members
@@ -154,7 +206,8 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                    "source": "evaluation" if evaluated[key] else "training", "runs": len(members),
                    "seeds": " ".join(str(run.seed) for run, _ in members),
                    "mean_reward": mean, "std_reward": std, "ci95_low": low, "ci95_high": high,
-                   "threshold": env_threshold, "reached": len(steps) if env_threshold is not None else None,
+                   "threshold": env_threshold, "threshold_source": source if env_threshold is not None else None,
+                   "reached": len(steps) if env_threshold is not None else None,
                    "median_steps_to_threshold": float(np.median(steps)) if steps else None,
                    "mean_wall_time_s": float(np.mean([v[1] for _, v in members])) if members else math.nan,
                    "welch_vs": None, "welch_p_value": None}
@@ -235,9 +288,11 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                     cells.append("n/a" if p_value is None or math.isnan(p_value) else f"{p_value:.3g}")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    thresholds = sorted({(row["env"], row["threshold"]) for row in rows if row["threshold"] is not None})
+    thresholds = sorted({(row["env"], row["algo"], row["threshold"], row["threshold_source"]) for row in rows
+                         if row["threshold"] is not None})
     if thresholds:
-        lines.append("Thresholds: " + ", ".join(f"{env} {value:g}" for env, value in thresholds) + ".")
+        lines.append("Thresholds: " + ", ".join(f"{env} ({algo}) {value:g} ({source})"
+                                                for env, algo, value, source in thresholds) + ".")
         lines.append("")
     return "\n".join(lines)
 
@@ -251,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = findRuns(args.log_dir, args.group_by)
     checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
-                  args.training_rewards)
+                  args.training_rewards, args.threshold_fraction)
     output_dir = args.output_dir or args.log_dir
     text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")

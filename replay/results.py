@@ -33,6 +33,9 @@ SKIPPED_FOLDERS = ("hyperparam_search",)
 # Mean reward over the episode window that counts as solving an env (measured: docs/benchmarks.md, ppo2 reaches
 # a 100-episode mean of 150 on MobileRobotGymEnv-v0 in about 30k steps). Envs not listed have no default.
 DEFAULT_THRESHOLDS = {"MobileRobotGymEnv-v0": 150.0}
+# The threshold of any env with ground-truth runs: this fraction of ground truth's mean final reward (the SRL + RL
+# benchmark's and replay.gather_results').
+GROUND_TRUTH_FRACTION = 0.9
 GROUP_KEYS = ("env", "srl_model", "algo")
 
 

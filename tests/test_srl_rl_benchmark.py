@@ -157,6 +157,10 @@ def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp
     assert "images/srl_rl_MobileRobotGymEnv-v0.png" in text
     png = images / f"srl_rl_{MOBILE}.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    # over the tasks: the IQM table and the summary figure; the metric correlation over the 2 models with runs
+    assert "### Over the tasks" in text and "| ground_truth | 1/1 | 3 | 1.00 [" in text
+    assert f"images/{plans.SUMMARY_IMAGE}" in text and (images / plans.SUMMARY_IMAGE).stat().st_size > 10_000
+    assert f"| {MOBILE} | GTC | 2 | n/a (fewer than 3 models, or no spread) |" in text
 
     # every run there: the speed table is appended, one row per observation with runs
     monkeypatch.setattr(plans.Settings, "specs", lambda self, env_plan: [object()] * len(runs))

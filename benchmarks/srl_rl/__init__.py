@@ -1,7 +1,8 @@
 """SRL + RL benchmark: does a learned state representation help ppo2 learn? One table and one figure per env.
 
 For each env of :data:`plans.PLANS` (MobileRobotGymEnv-v0, the 2-D navigation task, and KukaButtonGymEnv-v0 with a
-random target, the arm task) ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``)
+random target, the arm task), or any registered env with ground truth named by ``--env`` (its plan from ``--budget``,
+``--eval-freq`` and ``--eval-episodes``: plans.derivedPlan), ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``)
 
 1. prepares every learned model with ``python -m srl_models.prepare`` (one call per env with all the model names:
    one dataset per env, every model trained on it, evaluated (GTC, KNN-MSE) and registered in the benchmark's own
@@ -9,19 +10,23 @@ random target, the arm task) ``python -m benchmarks.srl_rl`` (``make bench-srl-r
 2. trains ppo2 on every observation, ``--seeds`` seeds each, with ``python -m rl_baselines.pipeline``: a fixed step
    budget per env and a deterministic evaluation every ``eval_freq`` steps (``evaluations.npz`` in each run folder);
 3. analyses the finished runs of this configuration (exactly the runs the pipeline's grid names) completed by the
-   archived ones, and writes the section ``Does SRL help?`` of docs/srl.md, one learning-curve PNG per env in
-   docs/images/, and the steps/s of ppo2 per observation in docs/benchmarks.md.
+   archived ones, and writes the section ``Does SRL help?`` of docs/srl.md (with the statistics over the tasks), one
+   learning-curve PNG per env and one summary PNG in docs/images/, and the steps/s of ppo2 per observation in
+   docs/benchmarks.md.
 
 The modules, in dependency order (the import-linter contract ``benchmarks-srl-rl-layers`` checks it):
 
 - :mod:`~benchmarks.srl_rl.cli` (and ``__main__``): the command line;
 - :mod:`~benchmarks.srl_rl.running` (prepare and the pipeline, the time estimate) and
   :mod:`~benchmarks.srl_rl.report` (the docs section, the figures, the speed table);
+- :mod:`~benchmarks.srl_rl.overview`: over the tasks, the IQM of the normalised scores with stratified bootstrap
+  intervals, the performance profiles, the summary figure, and the metric correlation;
 - :mod:`~benchmarks.srl_rl.analysis`: tables, verdicts and figures from the runs;
 - :mod:`~benchmarks.srl_rl.archive`: the archive of finished runs (``benchmarks/srl_rl_runs.json``) and its keys;
 - :mod:`~benchmarks.srl_rl.runs` (finished runs and their train settings) and :mod:`~benchmarks.srl_rl.models` (the
   registered learned models, stale runs);
-- :mod:`~benchmarks.srl_rl.plans`: what runs, the commands, the constants.
+- :mod:`~benchmarks.srl_rl.plans`: what runs, the commands, the constants; :mod:`~benchmarks.srl_rl.bootstrap`: the
+  statistics (IQM, stratified bootstrap, performance profile, Spearman's interval), in numpy.
 
 ``--quick`` checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2 seeds, 3
 observations) in a few minutes, in its own folder and with its own archive, writing the section and the figures
@@ -35,6 +40,6 @@ paths: the commands then run there, importing this checkout's code. The archive 
 checkout's.
 
 Usage: ``python -m benchmarks.srl_rl [--quick] [--env ENV ...] [--observations OBS ...] [--seeds 3] [--budget
-ENV=STEPS ...] [--workers 2] [--report-only] [--no-doc] [--no-append] [--rerun ENV ...] [--runs-file FILE]``, from the
-repository root.
+ENV=STEPS ...] [--workers 2] [--executor ray [--ray-address HOST:PORT]] [--report-only] [--no-doc] [--no-append]
+[--rerun ENV ...] [--runs-file FILE]``, from the repository root.
 """

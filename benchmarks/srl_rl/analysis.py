@@ -24,6 +24,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy import stats
 
+from benchmarks.srl_rl.models import modelMetrics
 from benchmarks.srl_rl.plans import (
     ANCHOR,
     GROUND_TRUTH,
@@ -170,8 +171,11 @@ def anchorComparison(row: ObservationSummary, env: str, reference: ObservationSu
     :param row: the row
     :param env: env id
     :param reference: the ground-truth row
-    :return: (the paper's figure, the comparison)
+    :return: (the paper's figure, the comparison); "not recorded here" for an env whose published figures
+        :data:`ANCHOR` does not hold
     """
+    if env not in ANCHOR[GROUND_TRUTH]:
+        return "not recorded here", "-"
     published = ANCHOR.get(row.observation, {}).get(env)
     if published is None:
         return "not in the paper", "-"
@@ -196,8 +200,8 @@ def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str,
     :param registered: the facts of the models registered for the env (benchmarks.srl_rl.models.registeredFacts)
     :return: learned model name -> the facts its GTC column shows: those of the model its runs used (the registered
         one's for a run made with it, else the run's recorded facts; the registered model's when it has no run). When
-        its runs used several trainings of one recipe (models.sameModel), the mean GTC and KNN-MSE over those whose
-        GTC is known, with ``trainings`` set to their count
+        its runs used several trainings of one recipe (models.sameModel), the mean of each metric (models.modelMetrics:
+        GTC, KNN-MSE, any other) over those where it is known, with ``trainings`` set to their count
     """
     used: dict[str, dict[str, dict[str, Any]]] = {}
     for record in records:
@@ -213,9 +217,8 @@ def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str,
             facts[name] = values[0]
             continue
         combined: dict[str, Any] = {"state_dim": values[0].get("state_dim"), "trainings": len(values)}
-        for key in ("gtc", "knn_mse"):
-            known = [float(value[key]) for value in values
-                     if value.get(key) is not None and not math.isnan(float(value[key]))]
+        for key in dict.fromkeys(name for value in values for name in modelMetrics(value)):
+            known = [metric for value in values if not math.isnan(metric := modelMetrics(value).get(key, math.nan))]
             combined[key] = float(np.mean(known)) if known else math.nan
         facts[name] = combined
     return facts

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
-from benchmarks.srl_rl.models import registeredFacts, sameModel
+from benchmarks.srl_rl.models import modelMetrics, registeredFacts, sameModel
 from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
 from benchmarks.srl_rl.runs import RunRecord, dateSpan, envPhysics, finishedRuns, specSettings, trainSettings
 from replay.results import Run
@@ -153,7 +153,8 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
         of now (benchmarks.srl_rl.runs.finishedRuns skips the others)
     :param srl: the env's SRL settings when the run's observation is learned, else None
     :param registered: the facts (benchmarks.srl_rl.models.modelFacts) of the model registered for the observation
-        (None: none); its GTC, KNN-MSE and recipe are recorded when it is the model the run used (same hash)
+        (None: none); its metrics (GTC, KNN-MSE and any other it holds: models.modelMetrics) and recipe are recorded
+        when it is the model the run used (same hash)
     :param machine: the machine's description
     :return: (key, record) as the archive keeps them
     """
@@ -163,7 +164,7 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
         model = {"hash": record.model.get("hash"), "recipe": record.model.get("recipe"),
                  "state_dim": record.model.get("state_dim"), "gtc": None, "knn_mse": None}
         if registered is not None and registered.get("hash") is not None and registered["hash"] == model["hash"]:
-            model.update(gtc=_jsonNumber(registered.get("gtc")), knn_mse=_jsonNumber(registered.get("knn_mse")),
+            model.update({name: _jsonNumber(value) for name, value in modelMetrics(registered).items()},
                          recipe=registered.get("recipe") or model["recipe"])
     entry = {"format": FORMAT, "env": record.env, "observation": record.observation, "seed": record.seed, "run": run,
              "srl": srl, "train": record.train, "fingerprint": settings.fingerprint(),
@@ -293,7 +294,7 @@ def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
     evaluations = {"timesteps": steps, "results": rewards[:, None]} if steps.size else None
     model = entry.get("model")
     if model is not None:
-        model = {**model, "gtc": _floatOrNan(model.get("gtc")), "knn_mse": _floatOrNan(model.get("knn_mse"))}
+        model = {**model, **modelMetrics(model)}
     key = archiveKey(entry["env"], entry["observation"], int(entry["seed"]), entry["run"], entry["srl"], entry["train"])
     return RunRecord(Run(f"archive: {key}", args, {}, evaluations), steps, rewards, _floatOrNan(entry.get("rate")),
                      _floatOrNan(entry.get("wall")), model, str(entry.get("date", "")), archived=True,

@@ -31,6 +31,7 @@ from benchmarks.srl_rl.plans import (
     ROOT,
     RUNS_FILE,
     Settings,
+    derivedPlan,
     learnedObservations,
 )
 from benchmarks.srl_rl.report import report
@@ -43,7 +44,7 @@ PROG = "python -m benchmarks.srl_rl"
 def parseBudgets(values: Sequence[str], envs: Sequence[str]) -> dict[str, int]:
     """
     :param values: ``ENV=STEPS`` items of --budget
-    :param envs: the valid env ids
+    :param envs: the valid env ids (the planned ones and the --env ones)
     :return: env -> steps
     :raises UsageError: malformed item, unknown env or non-positive steps
     """
@@ -63,7 +64,9 @@ def buildParser() -> CLIParser:
     """:return: the benchmark's parser"""
     parser = CLIParser(prog=PROG, description="SRL + RL benchmark: does a learned state representation help ppo2 "
                        "learn? One table and one figure per env.", epilog=BUDGET_NOTE)
-    parser.add_argument("--env", nargs="+", choices=list(PLANS), default=list(PLANS), help="envs [both]")
+    parser.add_argument("--env", nargs="+", default=list(PLANS), metavar="ENV",
+                        help=f"registered envs with ground truth [the planned ones: {' '.join(PLANS)}]; another env "
+                             "needs --budget ENV=STEPS, --eval-freq and --eval-episodes")
     parser.add_argument("--observations", nargs="+", choices=list(OBSERVATIONS), default=None, metavar="OBS",
                         help=f"observations [all: {' '.join(OBSERVATIONS)}; --quick: {' '.join(QUICK_OBSERVATIONS)}]")
     parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [3; --quick: 2]")
@@ -80,6 +83,12 @@ def buildParser() -> CLIParser:
     parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
     parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="where the pipeline runs the runs: local processes, or Ray tasks on a cluster "
+                             "(pip install 'srl-toolbox[ray]'; prepare still runs here) [local]")
+    parser.add_argument("--ray-address", default=None, metavar="HOST:PORT",
+                        help="the Ray cluster of --executor ray (also auto or ray://HOST:PORT): its workers must "
+                             "share the bench folder and this checkout at the same paths [a local instance]")
     parser.add_argument("--nice", type=int, choices=range(0, 20), default=10, metavar="0..19",
                         help="niceness of prepare and the runs [10]")
     parser.add_argument("--bench-dir", default=None, help="the benchmark's folder: SRL config file, models, runs; "
@@ -87,7 +96,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--runs-file", default=None, help="the archive of finished runs, written by every report and "
                         "reused by later invocations with the same settings "
                         f"[{os.path.relpath(RUNS_FILE, ROOT)}; --quick: <bench-dir>/{ARCHIVE_NAME}]")
-    parser.add_argument("--rerun", nargs="+", choices=list(PLANS), default=[], metavar="ENV",
+    parser.add_argument("--rerun", nargs="+", default=[], metavar="ENV",
                         help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
                              "the bench folder are still kept); their new runs replace the archived records")
     parser.add_argument("--doc", default=None, help="markdown file whose 'Does SRL help?' block is replaced "
@@ -112,9 +121,18 @@ def settingsFrom(args: Any) -> Settings:
     :raises UsageError: a budget, evaluation frequency, observation or --rerun env that cannot be used
     """
     base_plans = QUICK_PLANS if args.quick else PLANS
-    budgets = parseBudgets(args.budget, list(base_plans))
+    budgets = parseBudgets(args.budget, list(dict.fromkeys([*base_plans, *args.env])))
+    if args.ray_address and args.executor != "ray":
+        raise UsageError(f"--ray-address {args.ray_address}: only with --executor ray")
     plans = []
     for env in dict.fromkeys(args.env):
+        if env not in base_plans:  # any registered env with ground truth: its plan from the flags
+            plan = derivedPlan(env, budgets.get(env), args.eval_freq, args.eval_episodes, args.quick)
+            if plan.eval_freq > plan.steps:
+                raise UsageError(f"--eval-freq {plan.eval_freq} is more than the {plan.steps} steps of a {env} run: "
+                                 "no evaluation would run")
+            plans.append(plan)
+            continue
         plan = dataclasses.replace(base_plans[env], steps=budgets.get(env, base_plans[env].steps))
         plan = dataclasses.replace(plan, eval_freq=args.eval_freq or min(plan.eval_freq, plan.steps),
                                    eval_episodes=args.eval_episodes or plan.eval_episodes)
@@ -149,7 +167,8 @@ def settingsFrom(args: Any) -> Settings:
     return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 3), args.first_seed,
                     os.path.relpath(bench_dir, base) if isInside(bench_dir, base) else bench_dir, args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
-                    archive_file=archive, extra_plans=others)
+                    archive_file=archive, extra_plans=others, executor=args.executor,
+                    ray_address=args.ray_address)
 
 
 def isInside(path: str, folder: str) -> bool:

@@ -19,6 +19,28 @@ from benchmarks.srl_rl.plans import Settings
 from srl_models.config import SRLLookupError, configFolder, describeSRLModel, readSRLConfig
 from srl_toolbox.files import readJson
 
+# Keys of a model's facts that describe it rather than measure it: every other number is a metric of the
+# representation (GTC, KNN-MSE, and any other a model's facts come to hold), recorded, averaged and correlated alike.
+DESCRIPTIONS = ("state_dim", "trainings", "hash", "recipe", "folder")
+METRICS = ("gtc", "knn_mse")  # always recorded (nan when unknown), and shown first
+
+
+def modelMetrics(facts: dict[str, Any] | None) -> dict[str, float]:
+    """
+    :param facts: a model's facts (:func:`modelFacts`, or an archived record's ``model``; None: none)
+    :return: metric name -> value (nan for None) of every metric the facts hold: :data:`METRICS`, then the other
+        numeric keys but :data:`DESCRIPTIONS`, in the facts' order
+    """
+    if facts is None:
+        return {}
+    result = {name: math.nan if facts.get(name) is None else float(facts[name]) for name in METRICS}
+    for key, value in facts.items():
+        if key in DESCRIPTIONS or key in result or isinstance(value, bool):
+            continue
+        if isinstance(value, (int, float)) or value is None:
+            result[key] = math.nan if value is None else float(value)
+    return result
+
 
 def registeredModels(config_file: str, env: str) -> dict[str, str]:
     """

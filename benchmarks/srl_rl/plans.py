@@ -21,14 +21,19 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from environments.registry import getEnvClass, registerAll
+from replay.results import GROUND_TRUTH_FRACTION
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels
+from srl_toolbox.cli import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 MOBILE = "MobileRobotGymEnv-v0"
 KUKA = "KukaButtonGymEnv-v0"
+MOBILE_1D = "MobileRobot1DGymEnv-v0"
+KUKA_MOVING = "KukaMovingButtonGymEnv-v0"
 ALGO = "ppo2"
 GROUND_TRUTH = "ground_truth"
 RAW_PIXELS = "raw_pixels"
@@ -38,7 +43,7 @@ GT_SCALE = "srl_splits_gt_scale"
 OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "supervised", "random", "pca", "autoencoder", "vae", "inverse",
                 "robotic_priors", "srl_combination", "srl_splits", GT_SCALE)
 QUICK_OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "vae")
-THRESHOLD_FRACTION = 0.9
+THRESHOLD_FRACTION = GROUND_TRUTH_FRACTION
 SECTION_TITLE = "## Does SRL help?"
 START_MARKER = "<!-- bench-srl-rl: start (written by python -m benchmarks.srl_rl; edits inside are replaced) -->"
 END_MARKER = "<!-- bench-srl-rl: end -->"
@@ -47,6 +52,7 @@ IMAGE_DIR = os.path.join(ROOT, "docs", "images")
 DEFAULT_BENCH_DIR = os.path.join("logs", "bench_srl_rl")
 QUICK_BENCH_DIR = os.path.join("logs", "bench_srl_rl_quick")
 TIMING_FILE = "timing.json"
+SUMMARY_IMAGE = "srl_rl_summary.png"  # the figure over the tasks, in the image folder
 # The archive of finished runs, committed: what later sessions and fresh clones report and reuse.
 RUNS_FILE = os.path.join(ROOT, "benchmarks", "srl_rl_runs.json")
 ARCHIVE_NAME = "srl_rl_runs.json"  # --quick: its own archive, in its bench folder
@@ -139,6 +145,51 @@ class EnvPlan:
     run_flags: tuple[str, ...] = ()
 
 
+def groundTruthRefusal(env: str) -> str | None:
+    """
+    :param env: an env id
+    :return: why the benchmark cannot run on it (one line): not a registered env, or an env without ground truth
+        (its class does not implement ``getGroundTruthDim``, or gives no dimension), which every table is measured
+        against; None when it can
+    """
+    registered = registerAll()
+    if env not in registered:
+        return f"--env {env}: not a registered env; valid choices: {', '.join(sorted(registered))}"
+    try:
+        dim = int(getEnvClass(env).getGroundTruthDim())
+    except NotImplementedError:
+        dim = 0
+    if dim <= 0:
+        return (f"--env {env}: the env has no ground truth (getGroundTruthDim), which the benchmark's threshold and "
+                "comparisons are measured against")
+    return None
+
+
+def derivedPlan(env: str, steps: int | None, eval_freq: int | None, eval_episodes: int | None,
+                quick: bool = False) -> EnvPlan:
+    """
+    The plan of an env without one in :data:`PLANS`: its budget and evaluation from the command line.
+
+    :param env: a registered env id
+    :param steps: --budget ENV=STEPS (None: not given)
+    :param eval_freq: --eval-freq (None: not given)
+    :param eval_episodes: --eval-episodes (None: not given)
+    :param quick: the quick mode (tiny datasets)
+    :return: its plan (task: the env id; no env flag)
+    :raises UsageError: the env cannot be benchmarked (:func:`groundTruthRefusal`) or a flag the plan needs is missing
+    """
+    refusal = groundTruthRefusal(env)
+    if refusal is not None:
+        raise UsageError(refusal)
+    missing = [flag for flag, value in ((f"--budget {env}=STEPS", steps), ("--eval-freq N", eval_freq),
+                                        ("--eval-episodes K", eval_episodes)) if value is None]
+    if missing:
+        raise UsageError(f"--env {env} has no plan (planned: {', '.join(PLANS)}): give {', '.join(missing)}")
+    assert steps is not None and eval_freq is not None and eval_episodes is not None
+    return EnvPlan(env, env, steps=steps, eval_freq=eval_freq, eval_episodes=eval_episodes,
+                   prepare_flags=("--episodes", "2", "--epochs", "1") if quick else ())
+
+
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
 # pixel-based runs; BUDGET_NOTE is shown by --help and written into the docs section.
 PLANS = {
@@ -146,6 +197,13 @@ PLANS = {
     # a deterministic arm that has not learned yet plays the whole 1000 steps of an episode: 3 evaluation episodes
     KUKA: EnvPlan(KUKA, "Arm random target", steps=50_000, eval_freq=5_000, eval_episodes=3,
                   flags=("--random-target",), episode_length=500, run_flags=("--force-down",)),
+    # 20 random episodes of 250 steps: 5000 frames, as many as MobileRobot's dataset
+    MOBILE_1D: EnvPlan(MOBILE_1D, "Nav 1D", steps=30_000, eval_freq=2_500, eval_episodes=5,
+                       prepare_flags=("--episodes", "20")),
+    # a random episode of the moving button (random start) lasts about 24 steps: 210 episodes, about 5000 frames
+    KUKA_MOVING: EnvPlan(KUKA_MOVING, "Arm moving target", steps=40_000, eval_freq=5_000, eval_episodes=3,
+                         flags=("--random-target",), episode_length=500, prepare_flags=("--episodes", "210"),
+                         run_flags=("--force-down",)),
 }
 QUICK_PLANS = {
     MOBILE: EnvPlan(MOBILE, "Nav 2D", steps=1024, eval_freq=512, eval_episodes=1,
@@ -153,6 +211,11 @@ QUICK_PLANS = {
     # an untrained deterministic arm often plays the whole 1000 steps of an episode: one short evaluation
     KUKA: EnvPlan(KUKA, "Arm random target", steps=512, eval_freq=512, eval_episodes=1, flags=("--random-target",),
                   episode_length=1000, prepare_flags=("--episodes", "10", "--epochs", "1"), run_flags=("--force-down",)),
+    MOBILE_1D: EnvPlan(MOBILE_1D, "Nav 1D", steps=1024, eval_freq=512, eval_episodes=1,
+                       prepare_flags=("--episodes", "2", "--epochs", "1")),
+    KUKA_MOVING: EnvPlan(KUKA_MOVING, "Arm moving target", steps=512, eval_freq=512, eval_episodes=1,
+                         flags=("--random-target",), episode_length=1500,
+                         prepare_flags=("--episodes", "10", "--epochs", "1"), run_flags=("--force-down",)),
 }
 BUDGET_NOTE = (
     "Step budgets: ground truth should converge and the pixel-based runs be measured clearly, in about 3-4 hours on 2 "
@@ -163,7 +226,14 @@ BUDGET_NOTE = (
     "up) the deterministic evaluation (3 episodes, at most 5 each) reached the maximum, 5.0, after 15k steps (seed 0) "
     "and 25k (seed 1) and stayed there up to 35k, so 50k steps too (an evaluation of 3 episodes every 5k). Without "
     "--force-down the arm may move up, and ground truth (seed 0) learned to hover above the table for whole "
-    "1000-step episodes without pressing once in 50k steps. The "
+    "1000-step episodes without pressing once in 50k steps. On MobileRobot1DGymEnv-v0 (Nav 1D; seeds 0 and 1, an "
+    "evaluation of 5 episodes every 2.5k) the deterministic evaluation reached its maximum (235-238) after 7.5k and "
+    "5k steps, and the training mean of 50 episodes about 235 by 30k, so 30k steps (an evaluation of 5 episodes "
+    "every 2.5k). On KukaMovingButtonGymEnv-v0 (the arm with a moving target) with --random-target --force-down "
+    "(seeds 0 and 1), the deterministic evaluation (3 episodes, at most 5 each) reached 5.0 after 10k (seed 0) and 15k "
+    "steps (seed 1, 4.0 at 20k, then 5.0 from 25k) and stayed there up to 40k, so 40k steps (an evaluation of 3 "
+    "episodes every 5k); without --random-target the button starts under the arm and a random policy already scores "
+    "4 of 5 (40 random episodes with --force-down), a task that tells no representation from another. The "
     "pixel-based runs take most of the time: rendering (and encoding) every frame, 2 runs at a time with their "
     "evaluations, ppo2 ran 82-142 steps/s on MobileRobot (911 with ground truth) and 48-87 on Kuka (172 with ground "
     "truth; docs/benchmarks.md). Measured: prepare about 7 minutes per env on free cores (9 models, one after the "
@@ -194,6 +264,7 @@ ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples
 # MobileRobot, 168 with raw pixels and 209-281 with a VAE; Kuka renders about 175 frames/s and steps about 700/s.
 EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 1500.0, RAW_PIXELS: 168.0, "learned": 220.0},
                  KUKA: {GROUND_TRUTH: 600.0, RAW_PIXELS: 100.0, "learned": 125.0}}
+EXPECTED_RATE.update({MOBILE_1D: EXPECTED_RATE[MOBILE], KUKA_MOVING: EXPECTED_RATE[KUKA]})  # the same robots
 EXPECTED_PREPARE_S = 200.0  # one learned model trained and evaluated by prepare, one after the other
 
 
@@ -260,6 +331,9 @@ class Settings:
         or the current directory when the bench folder lies there and not in the repository)
     :param archive_file: the archive of finished runs that are reported and reused (:data:`RUNS_FILE`; None: none)
     :param extra_plans: the plan set's other envs, reported (never run) when they have finished or archived runs
+    :param executor: where the pipeline runs the runs: ``local`` processes or ``ray`` tasks (rl_baselines.pipeline
+        --executor); prepare always runs here
+    :param ray_address: the Ray cluster of the ``ray`` executor (None: the pipeline starts a local instance)
     """
 
     plans: list[EnvPlan]
@@ -277,6 +351,8 @@ class Settings:
     base: str = ROOT
     archive_file: str | None = None
     extra_plans: list[EnvPlan] = dataclasses.field(default_factory=list)
+    executor: str = "local"
+    ray_address: str | None = None
 
     @property
     def config_file(self) -> str:
@@ -329,7 +405,14 @@ class Settings:
         return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model",
                 *(modelName(name) for name in observations), "--num-iteration", str(len(seeds)),
                 "--seed", str(seeds[0]), "--log-dir", self.runs_dir, "--workers", str(self.workers), "--no-vis",
-                *(["--no-progress"] if self.no_progress else []), *self.trainFlags(plan), *flags.pop()]
+                *(["--no-progress"] if self.no_progress else []), *self.executorFlags(), *self.trainFlags(plan),
+                *flags.pop()]
+
+    def executorFlags(self) -> list[str]:
+        """:return: the pipeline's executor flags (none for local processes)"""
+        if self.executor == "local":
+            return []
+        return ["--executor", self.executor, *(["--ray-address", self.ray_address] if self.ray_address else [])]
 
     def gridCommands(self, plan: EnvPlan) -> list[list[str]]:
         """

@@ -24,6 +24,7 @@ from benchmarks.documents import appendReport, replaceMarkedSection, rewriteDocu
 from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, recordFromArchive, recordRuns
+from benchmarks.srl_rl.overview import overviewSection
 from benchmarks.srl_rl.plans import (
     ANCHOR_NOTE,
     BUDGET_NOTE,
@@ -33,6 +34,7 @@ from benchmarks.srl_rl.plans import (
     ROOT,
     SECTION_TITLE,
     START_MARKER,
+    SUMMARY_IMAGE,
     THRESHOLD_FRACTION,
     VARIANTS,
     EnvPlan,
@@ -144,7 +146,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :param images: env -> the PNG path relative to the document
     :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
         archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
-        file as shown, None without one), variants (name -> description, of the variants among the rows)
+        file as shown, None without one), variants (name -> description, of the variants among the rows), overview
+        (the subsections over the tasks, overview.overviewSection; optional)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
@@ -186,6 +189,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         parts += [f"### {plan.env} ({plan.task})", "", f"{budget}; {threshold_text}."
                   + (f" {archived}" if archived else ""), "", tables[plan.env], "",
                   *texts[plan.env], "", f"![ppo2 learning curves on {plan.env}]({images[plan.env]})", ""]
+    if facts.get("overview"):
+        parts.append(facts["overview"])
     return "\n".join(parts)
 
 
@@ -231,6 +236,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         return 1
     reported = [plan for plan in candidates if plan.env in used]
     fresh, listed, tables, texts, images, thresholds, notes_archive = [], [], {}, {}, {}, {}, {}
+    rows_by_task, models_by_task = {}, {}
     missing = 0
     for plan in reported:
         records = used[plan.env]
@@ -248,6 +254,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if any(record.archived for record in records):
             notes_archive[plan.env] = archiveNote(records, str(settings.archive_file))
         rows, threshold = summariseEnv(records, settings.observations, settings.seeds, notes)
+        rows_by_task[plan.env], models_by_task[plan.env] = rows, facts
         thresholds[plan.env] = threshold
         tables[plan.env] = envTable(plan.env, rows, threshold, facts)
         texts[plan.env] = verdicts(rows, threshold, settings.learned)
@@ -275,10 +282,19 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if settings.learned:
             commands.append(plans.shown(settings.prepareCommand(plan), settings.nice))
         commands += [plans.shown(command, settings.nice) for command in settings.gridCommands(plan)]
+    summary_png = os.path.join(image_dir or IMAGE_DIR, SUMMARY_IMAGE)
+    overview = overviewSection(rows_by_task, models_by_task, settings.learned,
+                               os.path.relpath(summary_png, os.path.dirname(doc) if doc else ROOT),
+                               summary_png if image_dir is not None else None)
+    if overview:
+        print(f"\n{overview}", flush=True)
+        if image_dir is not None:
+            print(f"Figure: {os.path.relpath(summary_png)}")
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
              "thresholds": thresholds, "commands": commands, "archived": notes_archive,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
-             "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS}}
+             "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
+             "overview": overview}
     section = sectionText(reported, tables, texts, images, facts)
     if doc is None:
         print(f"\n{SECTION_TITLE}\n\n{section}")

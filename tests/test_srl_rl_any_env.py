@@ -1,0 +1,171 @@
+"""The SRL + RL benchmark on any registered env (benchmarks.srl_rl.plans.derivedPlan, its command line) and the
+threshold of replay.gather_results for every env: derived plans, one-line refusals with nothing written, the Ray
+executor flags handed to the pipeline, and 90% of ground truth's final reward as the threshold. Nothing is trained."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import runModule
+from srl_rl_bench import CURVES, writeRun
+
+from benchmarks import gt_curves
+from benchmarks.srl_rl import cli, plans
+from benchmarks.sweep_speed import startRayHead, stopRayHead
+from replay import gather_results
+from replay.results import findRuns
+from rl_baselines import pipeline
+from srl_toolbox.cli import UsageError
+
+NAV_1D = "MobileRobot1DGymEnv-v0"
+OTHER = "MobileRobot2TargetGymEnv-v0"  # a registered env without a plan
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _settings(*argv: str) -> plans.Settings:
+    return cli.settingsFrom(cli.buildParser().parse_args(list(argv)))
+
+
+def test_the_four_tasks_of_the_paper_are_planned() -> None:
+    assert [plan.task for plan in plans.PLANS.values()] == ["Nav 2D", "Arm random target", "Nav 1D",
+                                                            "Arm moving target"]
+    settings = _settings("--observations", "ground_truth", "vae")
+    assert [plan.env for plan in settings.plans] == list(plans.PLANS) == list(plans.QUICK_PLANS)
+    moving = plans.PLANS[plans.KUKA_MOVING]
+    prepare = settings.prepareCommand(moving)
+    # a random episode of the moving button lasts about 24 steps: 210 episodes, at least MobileRobot's 5000 frames
+    assert prepare[prepare.index("--episodes") + 1] == "210" and "--random-target" in prepare
+    assert settings.srlSettings(moving)["episodes"] == 210
+    command = settings.pipelineCommand(moving)
+    assert "--force-down" in command and "--random-target" in command
+    assert settings.srlSettings(plans.PLANS[plans.MOBILE_1D])["episodes"] == 20
+
+
+def test_an_env_without_a_plan_gets_one_from_the_flags() -> None:
+    settings = _settings("--env", OTHER, plans.MOBILE, "--budget", f"{OTHER}=6000", "--eval-freq", "2000",
+                         "--eval-episodes", "4", "--observations", "ground_truth", "raw_pixels")
+    derived, planned = settings.plans
+    assert (derived.env, derived.task, derived.steps, derived.eval_freq, derived.eval_episodes, derived.flags) == (
+        OTHER, OTHER, 6000, 2000, 4, ())
+    assert planned.env == plans.MOBILE and planned.steps == plans.PLANS[plans.MOBILE].steps
+    command = settings.pipelineCommand(derived)
+    assert command[command.index("--env") + 1] == OTHER
+    assert command[command.index("--num-timesteps") + 1] == "6000" and "--executor" not in command
+    assert [spec.env for spec in settings.specs(derived)] == [OTHER] * 6
+    # the planned envs not chosen are still reported when they have runs; the derived one comes after them
+    assert [plan.env for plan in settings.reportPlans()] == [*plans.PLANS, OTHER]
+
+
+def test_the_ray_executor_is_handed_to_the_pipeline() -> None:
+    settings = _settings("--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:6379")
+    command = settings.pipelineCommand(settings.plans[0])
+    assert command[command.index("--executor") + 1] == "ray"
+    assert command[command.index("--ray-address") + 1] == "127.0.0.1:6379"
+    args, _ = pipeline.buildParser().parse_known_args(command[2:])  # the pipeline's own flags (train's pass)
+    assert args.executor == "ray" and args.ray_address == "127.0.0.1:6379"
+    local = _settings("--env", plans.MOBILE, "--executor", "ray")
+    assert "--ray-address" not in local.pipelineCommand(local.plans[0])  # the pipeline starts a local instance
+    # the runs are the same runs whatever executes them: their ids do not depend on it
+    assert ([spec.run_id for spec in settings.specs(settings.plans[0])]
+            == [spec.run_id for spec in _settings("--env", plans.MOBILE).specs(settings.plans[0])])
+
+
+class _NoGroundTruth:
+    @staticmethod
+    def getGroundTruthDim() -> int:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--env", OTHER, "--eval-freq", "100", "--eval-episodes", "1"], f"give --budget {OTHER}=STEPS$"),
+    (["--env", OTHER, "--budget", f"{OTHER}=1000"], "give --eval-freq N, --eval-episodes K$"),
+    (["--env", OTHER, "--budget", f"{OTHER}=1000", "--eval-freq", "2000", "--eval-episodes", "1"],
+     "--eval-freq 2000 is more than the 1000 steps"),
+    (["--env", "Nope-v0"], f"not a registered env; valid choices: .*{OTHER}"),
+    (["--env", plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
+    (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
+])
+def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, argv, message) -> None:
+    bench = tmp_path / "bench"
+    with pytest.raises(UsageError, match=message) as error:
+        cli.main([*argv, "--bench-dir", str(bench), "--runs-file", str(tmp_path / "runs.json")])
+    assert "\n" not in str(error.value)
+    assert not bench.exists() and not (tmp_path / "runs.json").exists()
+
+
+def test_an_env_without_ground_truth_is_refused(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(plans, "getEnvClass", lambda env: _NoGroundTruth)
+    with pytest.raises(UsageError, match=f"--env {OTHER}: the env has no ground truth"):
+        cli.main(["--env", OTHER, "--budget", f"{OTHER}=1000", "--eval-freq", "500", "--eval-episodes", "1",
+                  "--bench-dir", str(tmp_path / "bench")])
+    assert not (tmp_path / "bench").exists()
+
+
+def test_the_command_exits_2_with_one_line(tmp_path) -> None:
+    result = subprocess.run([sys.executable, "-m", "benchmarks.srl_rl", "--env", OTHER, "--bench-dir",
+                             str(tmp_path / "bench")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert f"--env {OTHER} has no plan" in result.stderr and not (tmp_path / "bench").exists()
+
+
+def test_gather_results_has_a_threshold_for_every_env_with_ground_truth(tmp_path) -> None:
+    for observation in ("ground_truth", "vae"):
+        for seed, curve in enumerate(CURVES[observation]):
+            writeRun(str(tmp_path / f"{observation}_{seed}"), observation, seed, curve, env=NAV_1D)
+    runs = findRuns(str(tmp_path))
+    rows = {row["srl_model"]: row for row in gather_results.gather(runs, [], 100, None, None)}
+    expected = 0.9 * np.mean([curve[-1] for curve in CURVES["ground_truth"]])  # 0.9 x 230 = 207
+    assert rows["vae"]["threshold"] == pytest.approx(expected) and rows["vae"]["threshold_source"] == "ground truth"
+    # vae's evaluations first reach 207 at 4000, 3000 and 4000 steps
+    assert rows["vae"]["reached"] == 3 and rows["vae"]["median_steps_to_threshold"] == 4000
+    assert rows["ground_truth"]["reached"] == 3 and rows["ground_truth"]["median_steps_to_threshold"] == 3000
+    half = {row["srl_model"]: row for row in gather_results.gather(runs, [], 100, None, None, share=0.5)}
+    assert half["vae"]["threshold"] == pytest.approx(115.0)
+    given = {row["srl_model"]: row for row in gather_results.gather(runs, [], 100, 10.0, None)}
+    assert given["vae"]["threshold"] == 10.0 and given["vae"]["threshold_source"] == "given"
+    assert "MobileRobot1DGymEnv-v0 (ppo2) 207 (ground truth)" in gather_results.markdown(
+        list(rows.values()), 100, None)
+    # without ground-truth runs: the env's default, else none
+    only_vae = [run for run in runs if run.args["srl_model"] == "vae"]
+    (row,) = gather_results.gather(only_vae, [], 100, None, None)
+    assert row["threshold"] is None and row["threshold_source"] is None and row["reached"] is None
+    with pytest.raises(UsageError, match="--threshold-fraction: '1.5' is not in"):
+        gather_results.buildParser().parse_args(["-i", str(tmp_path), "--threshold-fraction", "1.5"])
+
+
+@pytest.mark.slow
+def test_the_benchmark_runs_on_a_local_ray_instance(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("ray")
+    import secrets
+
+    # Ray >= 2.59 protects clusters with a token; a throwaway one keeps Ray from writing ~/.ray/auth_token.
+    ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+    monkeypatch.syspath_prepend(ROOT)
+    bench, doc = tmp_path / "bench", tmp_path / "srl.md"
+    head, address = startRayHead(1, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
+    try:
+        result = runModule("benchmarks.srl_rl", "--env", OTHER, "--observations", "ground_truth", "--seeds", "1",
+                           "--budget", f"{OTHER}=256", "--eval-freq", "256", "--eval-episodes", "1", "--executor",
+                           "ray", "--ray-address", address, "--bench-dir", str(bench), "--runs-file",
+                           str(tmp_path / "runs.json"), "--doc", str(doc), "--image-dir", str(tmp_path / "images"),
+                           "--no-append", "--no-progress", "--nice", "0", "--workers", "1", env=ray_env,
+                           timeout=300)
+    finally:
+        stopRayHead(head)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Ray cluster: {address}" in result.stdout
+    assert f"### {OTHER} ({OTHER})" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
+    assert (tmp_path / "images" / f"srl_rl_{OTHER}.png").stat().st_size > 0
+
+
+def test_ground_truth_curves_are_drawn_per_seed(tmp_path) -> None:
+    for seed, curve in enumerate(CURVES["ground_truth"][:2]):
+        writeRun(str(tmp_path / "runs" / f"seed{seed}"), "ground_truth", seed, curve, env=NAV_1D)
+    output = tmp_path / "curves.png"
+    assert gt_curves.main(["-i", str(tmp_path / "runs"), "-o", str(output)]) == 0
+    assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and output.stat().st_size > 10_000
+    with pytest.raises(UsageError, match="not a .png file"):
+        gt_curves.main(["-i", str(tmp_path / "runs"), "-o", str(tmp_path / "curves.txt")])
