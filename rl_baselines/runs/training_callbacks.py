@@ -22,7 +22,6 @@ training ended.
 """
 from __future__ import annotations
 
-import glob
 import os
 import signal
 import time
@@ -34,10 +33,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
 from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.checkpointing import CheckpointError, saveModel, writeCheckpoint
-from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.core.training_state import captureEpisodeStarts, captureGlobalRNG, countLines
-from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorTail
+from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, saveModel
+from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.runs.run_logging import RunLogger
 
 # Mean reward over this many recent episodes decides the best model (as in the old toolbox).
@@ -476,24 +473,6 @@ class CheckpointCallback(TrainingService):
         if self._due():
             self.save(self.num_timesteps)
 
-    def runState(self, num_timesteps: int, episode_starts: Any) -> dict[str, Any]:
-        """
-        :param num_timesteps: env steps taken so far
-        :param episode_starts: each env's current episode start (training_state.captureEpisodeStarts)
-        :return: run_state.json: counts, the monitor files' and progress.csv's lengths, the callbacks' state
-        """
-        run_folder = RunFolder(self.saver.run_dir)
-        return {
-            "num_timesteps": int(num_timesteps),
-            "target_timesteps": self.total_timesteps,
-            "monitor": {os.path.basename(path): os.path.getsize(path)
-                        for path in sorted(glob.glob(os.path.join(run_folder.monitor_dir, f"*{MONITOR_SUFFIX}")))},
-            "progress_lines": countLines(run_folder.progress_file),
-            "episode_starts": episode_starts,
-            "callback": self.callbacks_state(),
-            "time": time.time(),
-        }
-
     def save(self, num_timesteps: int, training_state: bool = True, **extra: Any) -> str | None:
         """
         Write ``checkpoints/<num_timesteps>_steps/`` and the latest model beside the run. A failed save (disk full)
@@ -512,15 +491,13 @@ class CheckpointCallback(TrainingService):
         resumable = self.resumable and training_state
         save_buffer = resumable and self.buffer_save_freq >= 0 and (
             self.buffer_saved_at is None or num_timesteps - self.buffer_saved_at >= self.buffer_save_freq)
-        rng = captureGlobalRNG()  # before anything else of the save could draw from the generators
-        episode_starts = captureEpisodeStarts(getattr(saver.algo, "env", None)) if resumable else None
         previous_buffer_save = self.buffer_saved_at
         if save_buffer:
-            self.buffer_saved_at = num_timesteps
+            self.buffer_saved_at = num_timesteps  # before the callbacks' state is read into run_state.json
         try:
-            folder = writeCheckpoint(saver.run_dir, saver.algo, saver.algo_name, saver.run_info, num_timesteps,
-                                     self.runState(num_timesteps, episode_starts), rng, resumable, save_buffer,
-                                     **extra)
+            folder = Checkpoint.capture(saver.run_dir, saver.algo, saver.algo_name, saver.run_info, num_timesteps,
+                                        self.total_timesteps, self.callbacks_state, resumable, save_buffer,
+                                        **extra).folder
             saver.save(saver.run_dir, num_timesteps, **extra)
         except (CheckpointError, OSError) as error:
             self.buffer_saved_at = previous_buffer_save
