@@ -26,7 +26,7 @@ from replay.results import findRuns, loadCurves
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
-from rl_baselines.runs.callbacks import TrainingCallback
+from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
@@ -82,18 +82,18 @@ def test_evaluations_file_and_best_model(evaluatedRun, tmp_path):
 
 
 def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluatedRun, tmp_path, monkeypatch):
-    original = TrainingCallback.__call__
+    original = TrainingCallbacks.on_step
 
-    def interruptAt700(self, _locals, _globals):  # a second Ctrl-C at step 700: no checkpoint after the one at 500
-        keep_going = original(self, _locals, _globals)
-        if self.num_timesteps >= 700 or getattr(_locals.get("self"), "num_timesteps", 0) >= 700:
+    def interruptAt700(self):  # a second Ctrl-C at step 700: no checkpoint after the one at 500
+        keep_going = original(self)
+        if self.num_timesteps >= 700:
             raise KeyboardInterrupt
         return keep_going
 
-    monkeypatch.setattr(TrainingCallback, "__call__", interruptAt700)
+    monkeypatch.setattr(TrainingCallbacks, "on_step", interruptAt700)
     log_dir = str(tmp_path)
     assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *PPO2, *EVAL]) == 130
-    monkeypatch.setattr(TrainingCallback, "__call__", original)
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
     (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
     # the killed process got to the evaluation at 600, after the checkpoint at 500
     assert list(readEvaluations(run_dir)["timesteps"]) == [200, 400, 600]

@@ -20,6 +20,11 @@ previous checkpoints as they were::
         run_state.json                     step counts, monitor/progress lengths, callback state, env episode starts
         manifest.json                      written last
 
+:class:`Checkpoint` is the one object a resume goes through: it writes a checkpoint of a training in progress
+(:meth:`Checkpoint.capture`), checks it (:meth:`Checkpoint.verify`), reads its run state, cuts the run's monitor
+files and progress.csv back to it (:meth:`Checkpoint.rewindRun`) and restores the algorithm from it
+(:meth:`Checkpoint.restore`).
+
 A checkpoint is intact when its manifest reads and every file it lists (its replay buffer's included, wherever that
 buffer lies) matches its SHA-256 (:func:`verifyCheckpoint`); a damaged one raises :class:`DamagedCheckpointError`.
 ``--resume`` skips damaged checkpoints for the newest intact one, whose parts all come from that one folder, and
@@ -29,75 +34,51 @@ same step count has its name free. The buffer of the checkpoint before the newes
 from __future__ import annotations
 
 import argparse
-import hashlib
-import json
+import glob
 import os
 import re
 import shutil
 import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 
-from rl_baselines.core.run_folder import CHECKPOINTS_DIR, RunFolder
-from rl_baselines.core.training_state import RNG_FILE, freezeNextReset, restartEpisodes, restoreGlobalRNG
-from rl_baselines.envs.factory import NORMALISATION_FILE
+from rl_baselines.core.manifests import MANIFEST_FILE as MANIFEST_FILE  # the names of manifests.py are re-exported
+from rl_baselines.core.manifests import MANIFEST_FORMAT as MANIFEST_FORMAT
+from rl_baselines.core.manifests import CheckpointError as CheckpointError
+from rl_baselines.core.manifests import DamagedCheckpointError as DamagedCheckpointError
+from rl_baselines.core.manifests import checkFiles as checkFiles
+from rl_baselines.core.manifests import checkManifest as checkManifest
+from rl_baselines.core.manifests import checkModelFile as checkModelFile
+from rl_baselines.core.manifests import describeSpace as describeSpace
+from rl_baselines.core.manifests import fileChecksums, filesUnder
+from rl_baselines.core.manifests import readManifest as readManifest
+from rl_baselines.core.manifests import saveModel as saveModel
+from rl_baselines.core.manifests import sha256File as sha256File
+from rl_baselines.core.manifests import writeManifest as writeManifest
+from rl_baselines.core.run_folder import CHECKPOINTS_DIR, MONITOR_SUFFIX, RunFolder
+from rl_baselines.core.training_state import (
+    RNG_FILE,
+    captureEpisodeStarts,
+    captureGlobalRNG,
+    countLines,
+    freezeNextReset,
+    keepFirstLines,
+    restartEpisodes,
+    restoreGlobalRNG,
+)
 from srl_models.config import RUN_RECORD_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import readJson, writeJson, writeNpz
 
-MANIFEST_FILE = "manifest.json"
-MANIFEST_FORMAT = 1
 TRAINING_STATE_DIR = "training_state"
 REPLAY_BUFFER_DIR = "replay_buffer"
 RUN_STATE_FILE = "run_state.json"
 _CHECKPOINT_NAME = re.compile(r"^(\d+)_steps$")
 _PARTIAL_MARK = ".partial-"
-
-
-class CheckpointError(ValueError):
-    """A model folder or checkpoint that cannot be used or written (the message is one line)."""
-
-
-class DamagedCheckpointError(CheckpointError):
-    """
-    A saved file that is missing, unreadable or differs from its checksum (cut short by a kill, damaged on disk).
-
-    :param message: the one-line message
-    :param path: the file
-    :param problem: what is wrong with it, without its path (one line)
-    """
-
-    def __init__(self, message: str, path: str, problem: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.problem = problem
-
-
-def sha256File(path: str) -> str:
-    """:return: the SHA-256 of a file, in hex"""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def describeSpace(space: Any) -> dict[str, Any]:
-    """
-    :param space: a gymnasium space
-    :return: a JSON description precise enough to tell two spaces apart (bounds as a hash)
-    """
-
-    if isinstance(space, gym.spaces.Discrete):
-        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
-    if isinstance(space, gym.spaces.Box):
-        bounds = hashlib.sha256(np.ascontiguousarray(space.low).tobytes() + np.ascontiguousarray(space.high).tobytes())
-        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype), "bounds_sha256": bounds.hexdigest()}
-    if isinstance(space, gym.spaces.Dict):
-        return {"type": "Dict", "spaces": {key: describeSpace(sub) for key, sub in space.spaces.items()}}
-    return {"type": type(space).__name__, "repr": repr(space)}
 
 
 def runDescription(run_dir: str, args: Any) -> dict[str, Any]:
@@ -110,159 +91,6 @@ def runDescription(run_dir: str, args: Any) -> dict[str, Any]:
     record_path = os.path.join(run_dir, RUN_RECORD_FILE)
     srl_hash = readJson(record_path).get("hash") if os.path.isfile(record_path) else None
     return {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash}
-
-
-def _spaces(algo: Any) -> dict[str, Any]:
-    """:return: the observation and action spaces of an algorithm's env (or of its model), described"""
-    for owner in (getattr(algo, "env", None), getattr(algo, "model", None), algo):
-        observation_space = getattr(owner, "observation_space", None)
-        action_space = getattr(owner, "action_space", None)
-        if observation_space is not None and action_space is not None:
-            return {"observation_space": describeSpace(observation_space), "action_space": describeSpace(action_space)}
-    return {"observation_space": None, "action_space": None}
-
-
-def _filesUnder(folder: str, skip: str | None = None) -> list[str]:
-    """:return: every file below ``folder`` (relative paths, sorted), except those below the subfolder ``skip``"""
-    found = []
-    for root, _, names in os.walk(folder):
-        relative_root = os.path.relpath(root, folder)
-        if skip is not None and (relative_root == skip or relative_root.startswith(skip + os.sep)):
-            continue
-        found += [os.path.normpath(os.path.join(relative_root, name)) for name in names if name != MANIFEST_FILE]
-    return sorted(found)
-
-
-def _checksums(folder: str, names: list[str]) -> dict[str, str]:
-    return {name: sha256File(os.path.join(folder, name)) for name in names}
-
-
-def writeManifest(folder: str, algo: Any, algo_name: str, run_info: dict[str, Any], num_timesteps: int,
-                  files: list[str], **extra: Any) -> dict[str, Any]:
-    """
-    Write ``folder/manifest.json`` (atomically) describing a save.
-
-    :param folder: the saved folder
-    :param algo: the algorithm (its spaces and API version)
-    :param algo_name: its registered name
-    :param run_info: from :func:`runDescription`
-    :param num_timesteps: env steps the saved model was trained for
-    :param files: the files of the save, relative to ``folder``
-    :param extra: more entries (finished, resumable, replay_buffer, ...)
-    :return: the manifest
-    """
-    manifest = {"format": MANIFEST_FORMAT, "algo": algo_name, "api_version": int(type(algo).API_VERSION),
-                **run_info, **_spaces(algo), "num_timesteps": int(num_timesteps),
-                "files": _checksums(folder, files), **extra}
-    writeJson(os.path.join(folder, MANIFEST_FILE), manifest)
-    return manifest
-
-
-def saveModel(algo: Any, model_path: str, algo_name: str, run_info: dict[str, Any], num_timesteps: int,
-              **extra: Any) -> None:
-    """
-    Save a model (and its normalisation statistics) with the manifest of that save beside it.
-
-    :param algo: the algorithm
-    :param model_path: the model file
-    :param algo_name: registered name
-    :param run_info: from :func:`runDescription`
-    :param num_timesteps: its step count
-    :param extra: more manifest entries
-    """
-
-    folder = os.path.dirname(os.path.abspath(model_path))
-    algo.save(model_path)
-    files = [name for name in (os.path.basename(model_path), NORMALISATION_FILE)
-             if os.path.isfile(os.path.join(folder, name))]
-    writeManifest(folder, algo, algo_name, run_info, num_timesteps, files, **extra)
-
-
-def readManifest(folder: str) -> dict[str, Any] | None:
-    """
-    :param folder: a model folder
-    :return: its manifest, None when it has none (saved by an older version)
-    :raises CheckpointError: unreadable manifest
-    """
-    path = os.path.join(folder, MANIFEST_FILE)
-    if not os.path.isfile(path):
-        return None
-    try:
-        manifest = readJson(path)
-    except (OSError, ValueError) as error:
-        raise DamagedCheckpointError(f"{path} is unreadable ({error})", path, f"is unreadable ({error})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), dict):
-        raise DamagedCheckpointError(f"{path} is not a manifest (no file list)", path, "is not a manifest (no file list)")
-    return manifest
-
-
-def checkFiles(folder: str, checksums: dict[str, str]) -> None:
-    """
-    :param folder: a folder
-    :param checksums: relative path -> SHA-256
-    :raises DamagedCheckpointError: a file is missing or differs (cut short, changed since)
-    """
-    for name, expected in checksums.items():
-        path = os.path.join(folder, name)
-        if not os.path.isfile(path):
-            raise DamagedCheckpointError(f"{path} is missing (listed in {os.path.join(folder, MANIFEST_FILE)})",
-                                         path, "is missing")
-        if sha256File(path) != expected:
-            size = os.path.getsize(path)
-            problem = "does not match its checksum: cut short or changed since it was saved"
-            raise DamagedCheckpointError(f"{path} ({size} bytes) does not match its checksum in "
-                                         f"{os.path.join(folder, MANIFEST_FILE)}: cut short or changed since it was "
-                                         f"saved", path, f"({size} bytes) {problem}")
-
-
-def checkManifest(manifest: dict[str, Any], folder: str, algo_name: str | None = None, api_version: int | None = None,
-                  expected: dict[str, Any] | None = None, check_files: bool = True) -> None:
-    """
-    :param manifest: a manifest
-    :param folder: its folder (for messages and checksums)
-    :param algo_name: the algorithm that must have written it
-    :param api_version: the contract version the loading class implements
-    :param expected: entries that must match (env, srl_model, srl_model_hash, observation_space, ...)
-    :param check_files: also check the files' checksums (False: :func:`verifyCheckpoint` did)
-    :raises CheckpointError: the first mismatch, in one line
-    """
-    if algo_name is not None and manifest.get("algo") != algo_name:
-        raise CheckpointError(f"{folder} holds a model of algorithm {manifest.get('algo')!r}, not {algo_name!r}")
-    if api_version is not None and manifest.get("api_version") not in (None, api_version):
-        raise CheckpointError(f"{folder} was saved by API version {manifest.get('api_version')} of {algo_name}, "
-                              f"this one implements version {api_version}")
-    for key, value in (expected or {}).items():
-        if key in manifest and manifest[key] != value:
-            saved = manifest[key]
-            if key == "srl_model_hash":
-                saved, value = str(saved)[:12], str(value)[:12]
-            elif isinstance(value, dict):
-                saved, value = json.dumps(saved, sort_keys=True), json.dumps(value, sort_keys=True)
-            raise CheckpointError(f"{folder} was saved with {key} {saved}, this run has {value}")
-    if check_files:
-        checkFiles(folder, manifest["files"])
-
-
-def checkModelFile(model_path: str, algo_name: str, api_version: int | None = None,
-                   expected: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """
-    Check a model file against the manifest beside it (models saved before manifests existed pass unchecked).
-
-    :param model_path: the model file
-    :param algo_name: the algorithm loading it
-    :param api_version: the loading class's API version
-    :param expected: manifest entries that must match
-    :return: the manifest, or None when there is none
-    :raises CheckpointError: mismatch, or a file cut short or changed (one line)
-    """
-    folder = os.path.dirname(os.path.abspath(model_path))
-    manifest = readManifest(folder)
-    if manifest is None:
-        return None
-    if os.path.basename(model_path) not in manifest["files"]:
-        raise CheckpointError(f"{model_path} is not the model listed in {os.path.join(folder, MANIFEST_FILE)}")
-    checkManifest(manifest, folder, algo_name, api_version, expected)
-    return manifest
 
 
 def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_kwargs: dict[str, Any]) -> None:
@@ -403,10 +231,10 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
         if rng_arrays is not None:
             writeNpz(os.path.join(tmp, RNG_FILE), rng_arrays)
         writeJson(os.path.join(tmp, RUN_STATE_FILE), run_state)
-        buffer_files = _filesUnder(os.path.join(tmp, REPLAY_BUFFER_DIR)) if buffer_ref == REPLAY_BUFFER_DIR else []
-        writeManifest(tmp, algo, algo_name, run_info, num_timesteps, _filesUnder(tmp, skip=REPLAY_BUFFER_DIR),
+        buffer_files = filesUnder(os.path.join(tmp, REPLAY_BUFFER_DIR)) if buffer_ref == REPLAY_BUFFER_DIR else []
+        writeManifest(tmp, algo, algo_name, run_info, num_timesteps, filesUnder(tmp, skip=REPLAY_BUFFER_DIR),
                       resumable=bool(training_state), replay_buffer=buffer_ref,
-                      replay_buffer_files=_checksums(os.path.join(tmp, REPLAY_BUFFER_DIR), buffer_files), **extra)
+                      replay_buffer_files=fileChecksums(os.path.join(tmp, REPLAY_BUFFER_DIR), buffer_files), **extra)
         _fsyncTree(tmp)
         os.rename(tmp, final)
         tmp = None
@@ -458,19 +286,13 @@ def bufferFolder(checkpoint: str, manifest: dict[str, Any]) -> str | None:
 
 def verifyCheckpoint(folder: str) -> tuple[dict[str, Any], str | None]:
     """
-    Check that a checkpoint is intact: its manifest reads and every file it lists, its replay buffer's included,
-    matches its SHA-256 (reading only).
-
     :param folder: a checkpoint folder
-    :return: (its manifest, the replay buffer folder it resumes with, None for none or one deleted since)
+    :return: (its manifest, the replay buffer folder it resumes with, None for none or one deleted since): see
+        :meth:`Checkpoint.verify`
     :raises DamagedCheckpointError: the first file that is missing, unreadable or differs
     """
-    manifest = readManifest(folder)
-    if manifest is None:
-        path = os.path.join(folder, MANIFEST_FILE)
-        raise DamagedCheckpointError(f"{path} is missing", path, "is missing")
-    checkFiles(folder, manifest["files"])
-    return manifest, bufferFolder(folder, manifest)
+    checkpoint = Checkpoint(folder)
+    return checkpoint.verify(), checkpoint.buffer_folder
 
 
 def moveDamagedCheckpoint(run_dir: str, folder: str) -> str:
@@ -495,32 +317,175 @@ def moveDamagedCheckpoint(run_dir: str, folder: str) -> str:
     return target
 
 
-def restoreRun(algo: Any, args: argparse.Namespace) -> None:
+@dataclass
+class Checkpoint:
     """
-    The last step of resuming, once the algorithm built its env and loaded the checkpoint's model: check the
-    spaces, make every env restart its episode from the same start, restore the algorithm's training state
-    (loadTrainingState) and then the global random generators.
+    One checkpoint, the one place that writes, checks, reads and restores what a run resumes from: the model (with
+    its optimizer state), the normalisation statistics, the algorithm's training state, the replay buffer, the
+    random generators, the lengths of the monitor files and progress.csv, the step counts and the callbacks' state
+    (run_state.json). Every part it restores comes from its own folder (and its buffer folder).
+
+    :param folder: the checkpoint folder (``checkpoints/<N>_steps/``)
+    :param buffer_folder: the replay buffer folder it resumes with (its own ``replay_buffer/`` or an older
+        checkpoint's; set by :meth:`verify`), None for an empty buffer
+    """
+
+    folder: str
+    buffer_folder: str | None = None
+
+    @classmethod
+    def capture(cls, run_dir: str, algo: Any, algo_name: str, run_info: dict[str, Any], num_timesteps: int,
+                target_timesteps: int, callback_state: dict[str, Any] | Callable[[], dict[str, Any]],
+                training_state: bool, save_buffer: bool, **extra: Any) -> Checkpoint:
+        """
+        Write the checkpoint of a training in progress (from inside ``train``, its env open): the global generators
+        first (before anything of the save could draw from them), each env's episode start, then the files
+        (:func:`writeCheckpoint`).
+
+        :param run_dir: the run folder
+        :param algo: the algorithm
+        :param algo_name: its registered name
+        :param run_info: from :func:`runDescription`
+        :param num_timesteps: env steps taken so far
+        :param target_timesteps: the step count at which the run ends
+        :param callback_state: what the training callbacks keep (run_state.json's ``callback``), or a function
+            returning it
+        :param training_state: include the algorithm's training state, episode starts and generators' use
+        :param save_buffer: write the replay buffer too
+        :param extra: more manifest entries (finished, stopped_by)
+        :return: the checkpoint
+        :raises CheckpointError: the save failed; older checkpoints are untouched
+        """
+        rng = captureGlobalRNG()
+        episode_starts = captureEpisodeStarts(getattr(algo, "env", None)) if training_state else None
+        run_state = runStateRecord(run_dir, num_timesteps, target_timesteps, episode_starts,
+                                   callback_state() if callable(callback_state) else callback_state)
+        return cls(writeCheckpoint(run_dir, algo, algo_name, run_info, num_timesteps, run_state, rng, training_state,
+                                   save_buffer, **extra))
+
+    def manifest(self) -> dict[str, Any]:
+        """
+        :return: its manifest
+        :raises DamagedCheckpointError: missing or unreadable
+        """
+        manifest = readManifest(self.folder)
+        if manifest is None:
+            path = os.path.join(self.folder, MANIFEST_FILE)
+            raise DamagedCheckpointError(f"{path} is missing", path, "is missing")
+        return manifest
+
+    def verify(self) -> dict[str, Any]:
+        """
+        Check that it is intact (reading only): its manifest reads and every file it lists, its replay buffer's
+        included, matches its SHA-256; sets :attr:`buffer_folder`.
+
+        :return: its manifest
+        :raises DamagedCheckpointError: the first file that is missing, unreadable or differs
+        """
+        manifest = self.manifest()
+        checkFiles(self.folder, manifest["files"])
+        self.buffer_folder = bufferFolder(self.folder, manifest)
+        return manifest
+
+    def runState(self) -> dict[str, Any]:
+        """
+        :return: its run_state.json, with the step counts as integers
+        :raises DamagedCheckpointError: unreadable, or without the step counts
+        """
+        path = os.path.join(self.folder, RUN_STATE_FILE)
+        try:
+            run_state = readJson(path)
+            for key in ("num_timesteps", "target_timesteps"):
+                run_state[key] = int(run_state[key])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise DamagedCheckpointError(f"{path} is unreadable ({error})", path, f"is unreadable ({error})") from None
+        return run_state
+
+    def modelPath(self) -> str:
+        """:return: its model file (named in its manifest)"""
+        return os.path.join(self.folder, next(name for name in self.manifest()["files"]
+                                              if "_model." in name and os.sep not in name))
+
+    def rewindRun(self, run_dir: str, run_state: dict[str, Any]) -> None:
+        """
+        Cut the run's monitor files and progress.csv back to their length at this checkpoint (the rows written
+        after it are replayed by the resumed run; monitor files it did not know are deleted).
+
+        :param run_dir: the run folder
+        :param run_state: its :meth:`runState`
+        """
+        sizes = run_state.get("monitor", {})
+        for path in glob.glob(os.path.join(RunFolder(run_dir).monitor_dir, f"*{MONITOR_SUFFIX}")):
+            name = os.path.basename(path)
+            if name in sizes:
+                os.truncate(path, int(sizes[name]))
+            else:
+                os.remove(path)
+        keepFirstLines(RunFolder(run_dir).progress_file, int(run_state.get("progress_lines", 0)))
+
+    def moveAside(self, run_dir: str) -> str:
+        """:return: :func:`moveDamagedCheckpoint` of this (damaged) checkpoint: its new path"""
+        return moveDamagedCheckpoint(run_dir, self.folder)
+
+    def restore(self, algo: Any) -> None:
+        """
+        The last step of resuming, once the algorithm built its env and loaded this checkpoint's model: check the
+        spaces, make every env restart its episode from the same start, restore the algorithm's training state
+        (``loadTrainingState`` with :attr:`buffer_folder`) and then the global random generators.
+
+        :param algo: the algorithm (its ``env`` built)
+        :raises UsageError: the env's spaces differ from the checkpoint's, or its training state does not fit
+        """
+        folder = self.folder
+        manifest = readManifest(folder) or {}
+        for name in ("observation_space", "action_space"):
+            space = getattr(algo.env, name, None)
+            if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
+                raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this "
+                                 f"env's {space}")
+        run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
+        restartEpisodes(algo.env, run_state.get("episode_starts"))
+        freezeNextReset(algo.env)
+        try:
+            algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), self.buffer_folder)
+        except (ValueError, KeyError, OSError) as error:
+            raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
+        rng_path = os.path.join(folder, RNG_FILE)
+        if os.path.isfile(rng_path):
+            with np.load(rng_path, allow_pickle=False) as data:
+                restoreGlobalRNG(data)
+
+
+def runStateRecord(run_dir: str, num_timesteps: int, target_timesteps: int, episode_starts: Any,
+                   callback_state: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param run_dir: the run folder
+    :param num_timesteps: env steps taken so far
+    :param target_timesteps: the step count at which the run ends
+    :param episode_starts: each env's current episode start (training_state.captureEpisodeStarts), or None
+    :param callback_state: what the training callbacks keep
+    :return: a checkpoint's run_state.json: counts, the monitor files' and progress.csv's lengths, the callbacks'
+        state, the envs' episode starts, the time
+    """
+    run_folder = RunFolder(run_dir)
+    return {
+        "num_timesteps": int(num_timesteps),
+        "target_timesteps": int(target_timesteps),
+        "monitor": {os.path.basename(path): os.path.getsize(path)
+                    for path in sorted(glob.glob(os.path.join(run_folder.monitor_dir, f"*{MONITOR_SUFFIX}")))},
+        "progress_lines": countLines(run_folder.progress_file),
+        "episode_starts": episode_starts,
+        "callback": callback_state,
+        "time": time.time(),
+    }
+
+
+def restoreRun(algo: Any, args: Any) -> None:
+    """
+    :meth:`Checkpoint.restore` of the checkpoint ``args.resume_from`` with the buffer ``args.resume_buffer`` (the
+    form of earlier versions).
 
     :param algo: the algorithm (its ``env`` built)
     :param args: the run's arguments (``resume_from``, ``resume_buffer``)
-    :raises UsageError: the env's spaces differ from the checkpoint's, or its training state does not fit
     """
-
-    folder = args.resume_from
-    manifest = readManifest(folder) or {}
-    for name in ("observation_space", "action_space"):
-        space = getattr(algo.env, name, None)
-        if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
-            raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this env's "
-                             f"{space}")
-    run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
-    restartEpisodes(algo.env, run_state.get("episode_starts"))
-    freezeNextReset(algo.env)
-    try:
-        algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), args.resume_buffer)
-    except (ValueError, KeyError, OSError) as error:
-        raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
-    rng_path = os.path.join(folder, RNG_FILE)
-    if os.path.isfile(rng_path):
-        with np.load(rng_path, allow_pickle=False) as data:
-            restoreGlobalRNG(data)
+    Checkpoint(args.resume_from, args.resume_buffer).restore(algo)

@@ -16,6 +16,8 @@ STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
 ARGS_FILE = "args.json"
 ENV_GLOBALS_FILE = "env_globals.json"
 MONITOR_DIR = "monitor"
+# One Monitor CSV per env in MONITOR_DIR: <rank>.monitor.csv
+MONITOR_SUFFIX = ".monitor.csv"
 PROGRESS_FILE = "progress.csv"
 LEARNING_CURVE_FILE = "learning_curve.png"
 EVALUATIONS_FILE = "evaluations.npz"

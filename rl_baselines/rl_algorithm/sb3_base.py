@@ -66,7 +66,7 @@ class StableBaselinesRLObject(BaseRLObject):
     DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
     # SB3 policy name for image observations (raw_pixels) and for low-dimensional states (anything else).
     POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
-    # Checkpoints wait for the start of a rollout (after the previous update): see _sb3Callback.
+    # Checkpoints wait for the start of a rollout (after the previous update): see sb3Callback.
     CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = True
 
     def __init__(self) -> None:
@@ -203,11 +203,7 @@ class StableBaselinesRLObject(BaseRLObject):
                     warnings.simplefilter("ignore")
                     buffer.truncate_last_trajectory()
         # SB3's learn goes on from this reset (restoreTrainingState froze the normalisation statistics for it).
-        self.model._last_obs = self.model.env.reset()
-        self.model._last_episode_starts = np.ones((self.model.env.num_envs,), dtype=bool)
-        vec_normalize = self.model.get_vec_normalize_env()
-        if vec_normalize is not None:
-            self.model._last_original_obs = vec_normalize.get_original_obs()
+        restartSB3Rollout(self.model)
 
     # --- acting ----------------------------------------------------------------------------------------------
 
@@ -277,25 +273,51 @@ class StableBaselinesRLObject(BaseRLObject):
     ) -> None:
         self.prepareTraining(args, callback, env_kwargs, train_kwargs)
         load_path = args.load_rl_model_path
-        # The callback reads num_timesteps from the SB3 model (its _locals["self"]); mirror it here at the end.
-        self.model.learn(total_timesteps=args.num_timesteps, callback=_sb3Callback(callback),
+        # An SB3 callback (the train command's TrainingCallbacks) goes to learn as it is; an old-style one is adapted.
+        # The callbacks read num_timesteps from the SB3 model; mirror it here at the end.
+        self.model.learn(total_timesteps=args.num_timesteps, callback=sb3Callback(callback),
                          reset_num_timesteps=not load_path)
         self.num_timesteps = self.model.num_timesteps
         self.env.close()
 
 
-def _sb3Callback(callback: TrainCallback) -> Any:
+def sb3Callback(callback: Any) -> BaseCallback:
     """
-    :param callback: the train command's callback (or any ``callback(_locals, _globals) -> bool``)
-    :return: an SB3 BaseCallback calling it after every step, and telling it about every rollout start (after the
-        previous update, where a checkpoint is exactly what training goes on from: notifyCleanPoint)
+    :param callback: the callback ``train`` received: an SB3 ``BaseCallback`` (the train command's
+        TrainingCallbacks) or an old-style ``callback(_locals, _globals) -> bool``
+    :return: what SB3's ``learn`` takes: an SB3 callback as it is; an old-style one wrapped in an SB3 callback that
+        calls it after every step and tells it about every rollout start (after the previous update, where a
+        checkpoint is exactly what training goes on from: notifyCleanPoint), the reverse of TrainingCallbacks
     """
+    if isinstance(callback, BaseCallback):
+        return callback
 
-    class _TrainCallback(BaseCallback):
+    class _OldStyleCallback(BaseCallback):
         def _on_step(self) -> bool:
             return callback(self.locals, self.globals)
 
         def _on_rollout_start(self) -> None:
             notifyCleanPoint(callback, self.model.num_timesteps)
 
-    return _TrainCallback()
+    return _OldStyleCallback()
+
+
+def restartSB3Rollout(model: Any) -> None:
+    """
+    Make an SB3 model's next ``learn`` start its rollout from a fresh reset of its env, as a resumed run must (the
+    episodes in progress at the checkpoint start again: rl_baselines.core.training_state.restartEpisodes).
+
+    The only place where the toolbox writes SB3's private attributes: ``_last_obs`` (the observation the next step
+    acts on), ``_last_episode_starts`` (all True: every env starts an episode) and, with a VecNormalize,
+    ``_last_original_obs`` (the unnormalised observation off-policy algorithms store in their replay buffer): the
+    values SB3's own ``_setup_learn`` sets when it resets, set here so that the reset happens while the checkpoint
+    is restored (before the global random generators are, and while the normalisation statistics are frozen for it)
+    rather than inside ``learn``.
+
+    :param model: an SB3 model with its env
+    """
+    model._last_obs = model.env.reset()
+    model._last_episode_starts = np.ones((model.env.num_envs,), dtype=bool)
+    vec_normalize = model.get_vec_normalize_env()
+    if vec_normalize is not None:
+        model._last_original_obs = vec_normalize.get_original_obs()

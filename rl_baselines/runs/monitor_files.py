@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-MONITOR_SUFFIX = ".monitor.csv"
+from rl_baselines.core.run_folder import MONITOR_SUFFIX as MONITOR_SUFFIX  # re-exported
 
 
 class MonitorTail:

@@ -36,18 +36,16 @@ from environments.srl_env import DEFAULT_RENDERER
 from rl_baselines.core.checkpointing import (
     MANIFEST_FILE,
     RUN_STATE_FILE,
+    Checkpoint,
     CheckpointError,
     DamagedCheckpointError,
     checkManifest,
     listCheckpoints,
-    moveDamagedCheckpoint,
     readManifest,
     removePartialCheckpoints,
-    verifyCheckpoint,
 )
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.core.training_state import keepFirstLines
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, argsNamespace, upgradeArgsRecord
 from srl_models.config import describeSRLModel
@@ -101,6 +99,11 @@ class ResumePlan:
     buffer_deleted: bool = False
     moved: list[str] = field(default_factory=list)
 
+    def restorePoint(self) -> Checkpoint | None:
+        """:return: the checkpoint a "resume" plan restores (with its replay buffer folder), None for the others"""
+        return None if self.checkpoint is None or self.state != "resume" else Checkpoint(self.checkpoint,
+                                                                                         self.buffer_folder)
+
 
 def _resumeParser() -> CLIParser:
     parser = CLIParser(prog="python -m rl_baselines.train --resume RUN", add_help=False)
@@ -152,12 +155,14 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
             return ResumePlan(run_dir, "finished", folder, num_timesteps=steps, target_timesteps=steps)
         if not manifest.get("resumable"):
             continue
+        checkpoint = Checkpoint(folder)
         try:
-            manifest, buffer_folder = verifyCheckpoint(folder)
-            run_state = _readRunState(folder)
+            manifest = checkpoint.verify()
+            run_state = checkpoint.runState()
         except DamagedCheckpointError as error:
             damaged.append((folder, error))
             continue
+        buffer_folder = checkpoint.buffer_folder
         return ResumePlan(run_dir, "resume", folder, run_state, buffer_folder=buffer_folder,
                           num_timesteps=int(run_state["num_timesteps"]),
                           target_timesteps=int(run_state["target_timesteps"]), damaged=damaged,
@@ -171,22 +176,6 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
         raise UsageError(f"--resume: {run_dir} holds a model but no checkpoint with a manifest (saved by an older "
                          f"version?); it cannot be resumed")
     return ResumePlan(run_dir, "restart")
-
-
-def _readRunState(folder: str) -> dict[str, Any]:
-    """
-    :param folder: a checkpoint folder whose files matched their checksums
-    :return: its run_state.json
-    :raises DamagedCheckpointError: unreadable, or without the step counts
-    """
-    path = os.path.join(folder, RUN_STATE_FILE)
-    try:
-        run_state = readJson(path)
-        for key in ("num_timesteps", "target_timesteps"):
-            run_state[key] = int(run_state[key])
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise DamagedCheckpointError(f"{path} is unreadable ({error})", path, f"is unreadable ({error})") from None
-    return run_state
 
 
 def _damage(folder: str, error: DamagedCheckpointError) -> str:
@@ -436,7 +425,7 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
 
     run_dir, monitor_dir = plan.run_dir, RunFolder(plan.run_dir).monitor_dir
     removePartialCheckpoints(run_dir)
-    plan.moved = [moveDamagedCheckpoint(run_dir, folder) for folder, _ in plan.damaged]
+    plan.moved = [Checkpoint(folder).moveAside(run_dir) for folder, _ in plan.damaged]
     if plan.state == "restart":
         for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), RunFolder(run_dir).progress_file,
                      *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
@@ -446,21 +435,13 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
         for folder in ("best", "checkpoints"):
             shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
         return config
-    sizes = plan.run_state.get("monitor", {})
-    for path in glob.glob(os.path.join(monitor_dir, "*.monitor.csv")):
-        name = os.path.basename(path)
-        if name in sizes:
-            os.truncate(path, int(sizes[name]))  # rows written after the checkpoint are replayed
-        else:
-            os.remove(path)
-    keepFirstLines(RunFolder(run_dir).progress_file, int(plan.run_state.get("progress_lines", 0)))
+    checkpoint = plan.restorePoint()
+    checkpoint.rewindRun(run_dir, plan.run_state)  # rows written after the checkpoint are replayed
     # evaluations made after the checkpoint are made again
     keepFirstEvaluations(run_dir, int(plan.run_state.get("callback", {}).get("evaluation", {}).get("count", 0)))
-    manifest = readManifest(plan.checkpoint)
-    model_path = os.path.join(plan.checkpoint, next(
-        name for name in manifest["files"] if "_model." in name and os.sep not in name))
-    return config.replace(load_rl_model_path=model_path, resume_from=plan.checkpoint,
-                          resume_buffer=plan.buffer_folder, num_timesteps=plan.target_timesteps - plan.num_timesteps)
+    return config.replace(load_rl_model_path=checkpoint.modelPath(), resume_from=checkpoint.folder,
+                          resume_buffer=checkpoint.buffer_folder,
+                          num_timesteps=plan.target_timesteps - plan.num_timesteps)
 
 
 def lockRun(run_dir: str) -> BaseFileLock:

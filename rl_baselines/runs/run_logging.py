@@ -105,7 +105,7 @@ class RunLogger:
         self._pending_step = 0
         self._episodes_logged = 0
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        self._last_visdom = 0.0
+        self._visdom_sent_at = 0.0
 
     def progressLogger(self) -> Any:
         """
@@ -156,9 +156,9 @@ class RunLogger:
         :param force: send whatever the time since the last batch
         """
         now = time.monotonic()
-        if not self._visdom_points or (not force and now - self._last_visdom < VISDOM_PERIOD_S):
+        if not self._visdom_points or (not force and now - self._visdom_sent_at < VISDOM_PERIOD_S):
             return
-        self._last_visdom = now
+        self._visdom_sent_at = now
         points, self._visdom_points = dict(self._visdom_points), defaultdict(list)
         self.plotter.scalars(points)
 
@@ -235,6 +235,7 @@ def sharedProgressLogger(callback: Any, run_dir: str | None) -> tuple[Any, bool]
         callback's shared one when it offers one, else a progress.csv logger of the run folder (or a silent one)
     """
     shared = getattr(callback, "progressLogger", None)
-    if shared is not None:
-        return shared(), False
+    logger = shared() if shared is not None else None
+    if logger is not None:
+        return logger, False
     return RunLogger(run_dir).progressLogger(), True

@@ -28,7 +28,7 @@ from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, ru
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs.factory import envKwargsFromArgs
-from rl_baselines.runs.callbacks import TrainingCallback
+from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
 from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparamsFile
 from rl_baselines.runs.pretrain import checkDataset
@@ -547,7 +547,8 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     if config.eval_freq > 0:
         evaluator = Evaluator(algo, config, dict(config.env_kwargs), config.eval_freq, config.eval_episodes, run_dir,
                               start_timesteps)
-    callback = TrainingCallback(
+    # the training services (rl_baselines.runs.training_callbacks) in one SB3 CallbackList, also callable old-style
+    callback = standardCallbacks(
         algo, config.algo, run_dir, total_timesteps=total_timesteps,
         start_timesteps=start_timesteps, log_interval=algo_class.LOG_INTERVAL,
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),

@@ -1,0 +1,554 @@
+"""The train command's training services, one job each, as Stable-Baselines3 callbacks (``BaseCallback``).
+
+They are combined in a list (:class:`rl_baselines.runs.callbacks.TrainingCallbacks`, an SB3 ``CallbackList``) that
+an SB3-backed algorithm passes to ``model.learn(callback=...)`` and an algorithm written here drives in the old
+toolbox's form (``callback(locals(), globals())`` after each vectorised step, ``notifyCleanPoint(callback, n)``
+between updates). The train command's list, in the order of every step::
+
+    RefreshCallback        every LOG_INTERVAL env steps: reads the new episodes of the monitor files, then runs
+        ProgressCallback       the progress bar (ETA, episodes, mean reward)
+        ScalarLogCallback      the run's scalar log: episodes and pending rows into progress.csv/tensorboard/visdom
+        LivePlotCallback       the live reward curve (visdom), at most once per PLOT_PERIOD_S
+        BestModelCallback      best/: the best mean training reward, every SAVE_INTERVAL env steps
+    EvaluationCallback     deterministic evaluation episodes every --eval-freq steps (best/ then follows them)
+    StopSignalCallback     after SIGINT/SIGTERM: refresh, checkpoint, stop
+    CheckpointCallback     checkpoints every --checkpoint-freq steps (at clean points when the algorithm has them)
+
+Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons;
+a callback never draws from a random generator, so the trained agent is the same with or without them; a failed save
+(full disk) costs one warning line, never the run. Each callback keeps in :meth:`TrainingService.state` what a
+checkpoint records of it (run_state.json's ``callback`` entry), and :meth:`TrainingService.finish` closes it once
+training ended.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from stable_baselines3.common.callbacks import BaseCallback
+from tqdm import tqdm
+
+from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, saveModel
+from rl_baselines.runs.monitor_files import MonitorTail
+from rl_baselines.runs.run_logging import RunLogger
+
+# Mean reward over this many recent episodes decides the best model (as in the old toolbox).
+N_EPISODES_EVAL = 100
+# At most one live-plot refresh per this many seconds.
+PLOT_PERIOD_S = 1.0
+
+
+def stepsOf(learner: Any) -> int:
+    """:return: the env steps a learner (an SB3 model, or ``_locals["self"]`` of an own learner) took so far"""
+    return int(getattr(learner, "num_timesteps", 0))
+
+
+class TrainingService(BaseCallback):
+    """
+    An SB3 callback that also runs under an algorithm written here, whose ``_locals["self"]`` may be any object
+    with a ``num_timesteps`` attribute (read with a default of 0), and that a parent can run at a given step
+    (:meth:`at`).
+    """
+
+    def on_training_start(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
+        self.locals, self.globals = locals_, globals_
+        self.num_timesteps = stepsOf(getattr(self, "model", None))
+        self._on_training_start()
+
+    def on_step(self) -> bool:
+        return self.at(stepsOf(getattr(self, "model", None)))
+
+    def at(self, num_timesteps: int) -> bool:
+        """
+        Run this callback's step at a given step count (a parent that knows it calls this).
+
+        :param num_timesteps: env steps taken so far
+        :return: False to stop training
+        """
+        self.n_calls += 1
+        self.num_timesteps = int(num_timesteps)
+        return self._on_step()
+
+    def _on_step(self) -> bool:
+        return True
+
+    def children(self) -> list[BaseCallback]:
+        """:return: the callbacks this one runs (none by default)"""
+        return []
+
+    def state(self) -> dict[str, Any]:
+        """:return: what a checkpoint keeps of this callback (run_state.json's ``callback`` entry; none by default)"""
+        return {}
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        """:param state: run_state.json's ``callback`` entry of the checkpoint a resumed run goes on from"""
+
+    def finish(self) -> None:
+        """Close what the callback holds open, once training ended (after the final refresh)."""
+
+
+class EpisodeFeed:
+    """
+    The run's monitor files read as training goes (a :class:`MonitorTail`), shared by the callbacks that show or
+    judge episodes. Only :class:`RefreshCallback` polls it.
+
+    :param monitor_dir: the run's monitor folder
+    """
+
+    def __init__(self, monitor_dir: str) -> None:
+        self.monitor = MonitorTail(monitor_dir)
+        # episodes read by the last poll, and whether that poll was the final one (plots are then sent at once)
+        self.new_episodes = 0
+        self.closing = False
+
+    def poll(self, closing: bool = False) -> int:
+        """
+        :param closing: this is the refresh at the end of training
+        :return: how many episodes were read
+        """
+        self.new_episodes = self.monitor.poll()
+        self.closing = closing
+        return self.new_episodes
+
+
+class ModelSaver:
+    """
+    Saves the model being trained into a folder with its manifest (rl_baselines.core.checkpointing.saveModel).
+
+    :param algo: the algorithm being trained
+    :param algo_name: its registered name (the model file is ``<algo_name>_model<ext>``)
+    :param run_dir: the run folder
+    :param run_info: what the manifests record about the run (checkpointing.runDescription); None: a plain
+        ``algo.save`` without manifest, and no checkpoints
+    """
+
+    def __init__(self, algo: BaseRLObject, algo_name: str, run_dir: str, run_info: dict[str, Any] | None) -> None:
+        self.algo = algo
+        self.algo_name = algo_name
+        self.run_dir = run_dir
+        self.run_info = run_info
+
+    def modelPath(self, folder: str) -> str:
+        """:return: ``folder/<algo>_model<ext>``"""
+        return os.path.join(folder, f"{self.algo_name}_model{self.algo.MODEL_EXTENSION}")
+
+    def save(self, folder: str, num_timesteps: int, **extra: Any) -> None:
+        """
+        :param folder: destination folder
+        :param num_timesteps: the model's step count (in its manifest)
+        :param extra: more manifest entries
+        :raises OSError: the save failed
+        """
+        path = self.modelPath(folder)
+        if self.run_info is None:
+            self.algo.save(path)
+        else:
+            saveModel(self.algo, path, self.algo_name, self.run_info, num_timesteps, **extra)
+
+
+class RefreshCallback(TrainingService):
+    """
+    Every ``log_interval`` env steps (counted from the step of the previous refresh, as SB3's EveryNTimesteps), read
+    the new episodes of the monitor files and run its callbacks, in order, at that step.
+
+    :param feed: the monitor files, read here
+    :param log_interval: env steps between refreshes
+    :param start_timesteps: the step count training starts from
+    :param callbacks: what runs at each refresh
+    """
+
+    def __init__(self, feed: EpisodeFeed, log_interval: int, start_timesteps: int,
+                 callbacks: list[BaseCallback]) -> None:
+        super().__init__()
+        self.feed = feed
+        self.log_interval = max(1, int(log_interval))
+        self.next_refresh = int(start_timesteps) + self.log_interval
+        self.callbacks = list(callbacks)
+        for callback in self.callbacks:
+            callback.parent = self
+
+    def children(self) -> list[BaseCallback]:
+        return self.callbacks
+
+    def _init_callback(self) -> None:
+        for callback in self.callbacks:
+            callback.init_callback(self.model)
+
+    def _on_training_start(self) -> None:
+        for callback in self.callbacks:
+            callback.on_training_start(self.locals, self.globals)
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps < self.next_refresh:
+            return True
+        self.next_refresh = self.num_timesteps + self.log_interval
+        return self.refreshAt(self.num_timesteps)
+
+    def refreshAt(self, num_timesteps: int, closing: bool = False) -> bool:
+        """
+        Read the new episodes and run the callbacks now, whatever the interval (a stop, the end of training).
+
+        :param num_timesteps: env steps taken so far
+        :param closing: the final refresh (plots are sent at once)
+        :return: False when a callback asks to stop
+        """
+        self.feed.poll(closing)
+        keep_going = True
+        for callback in self.callbacks:
+            run = callback.at(num_timesteps) if isinstance(callback, TrainingService) else callback.on_step()
+            keep_going = run and keep_going
+        return keep_going
+
+    def finish(self) -> None:
+        self.feed.monitor.close()
+
+
+class ProgressCallback(TrainingService):
+    """
+    The progress bar (tqdm: steps, rate, ETA) with the episode count and the mean reward of the last episodes,
+    moved at each refresh.
+
+    :param feed: the episodes read so far
+    :param total_timesteps: the step count at which training ends
+    :param start_timesteps: the step count training starts from
+    :param enabled: False hides the bar (``--no-progress``)
+    """
+
+    def __init__(self, feed: EpisodeFeed, total_timesteps: int, start_timesteps: int, enabled: bool = True) -> None:
+        super().__init__()
+        self.feed = feed
+        self.shown_timesteps = int(start_timesteps)
+        self.bar = tqdm(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
+                        disable=not enabled, smoothing=0.1)
+
+    def _on_step(self) -> bool:
+        self.bar.update(self.num_timesteps - self.shown_timesteps)
+        self.shown_timesteps = self.num_timesteps
+        monitor = self.feed.monitor
+        if monitor.rewards:
+            self.bar.set_postfix(episodes=len(monitor.rewards), mean_reward=f"{monitor.meanReward(N_EPISODES_EVAL):.2f}",
+                                 refresh=False)
+        return True
+
+    def finish(self) -> None:
+        self.bar.close()
+
+
+class ScalarLogCallback(TrainingService):
+    """
+    The run's scalar log (:class:`RunLogger`: progress.csv, visdom, tensorboard): at each refresh the new episodes
+    and the rows pending; between refreshes it is the service ``callback.logScalars(step, {tag: value})`` and the
+    shared SB3 logger (``callback.progressLogger()``) that algorithms record into.
+
+    :param run_logger: the run's scalar log
+    :param feed: the episodes read so far
+    """
+
+    def __init__(self, run_logger: RunLogger, feed: EpisodeFeed) -> None:
+        super().__init__()
+        self.run_logger = run_logger
+        self.feed = feed
+
+    def _on_step(self) -> bool:
+        if self.feed.new_episodes:
+            monitor = self.feed.monitor
+            self.run_logger.logEpisodes(monitor.timesteps, monitor.rewards, monitor.lengths)
+        self.run_logger.dumpPending()
+        return True
+
+    def logScalars(self, step: int, values: dict[str, float]) -> None:
+        """
+        :param step: env steps taken so far (the x axis)
+        :param values: scalar values by tag, e.g. ``{"loss/policy": 0.3}`` (one live-plot window per tag group)
+        """
+        self.run_logger.logScalars(step, values)
+
+    def progressLogger(self) -> Any:
+        """:return: the run's SB3 ``Logger`` (progress.csv, and tensorboard when on)"""
+        return self.run_logger.progressLogger()
+
+    def finish(self) -> None:
+        self.run_logger.close()
+
+
+class LivePlotCallback(TrainingService):
+    """
+    The live reward curve (visdom): sent at a refresh that read new episodes, at most once per PLOT_PERIOD_S, and
+    at the final refresh whatever the time.
+
+    :param plotter: a VisdomPlotter (its ``update(timesteps, rewards)``)
+    :param feed: the episodes read so far
+    """
+
+    def __init__(self, plotter: Any, feed: EpisodeFeed) -> None:
+        super().__init__()
+        self.plotter = plotter
+        self.feed = feed
+        self.plotted_at = 0.0
+
+    def _on_step(self) -> bool:
+        now = time.monotonic()
+        closing = self.feed.closing
+        if (self.feed.new_episodes or closing) and (closing or now - self.plotted_at >= PLOT_PERIOD_S):
+            self.plotted_at = now
+            self.plotter.update(self.feed.monitor.timesteps, self.feed.monitor.rewards)
+        return True
+
+
+class BestModelCallback(TrainingService):
+    """
+    ``best/``: the model with the best mean training reward over the last N_EPISODES_EVAL episodes, checked at the
+    first refresh every ``save_interval`` env steps and at the end of training, once ``min_episodes_save`` episodes
+    ended. With ``by_evaluation`` the evaluations decide instead (:class:`EvaluationCallback` calls
+    :meth:`saveEvaluated`); the check count goes on either way (checkpoints record it).
+
+    :param saver: saves the model
+    :param feed: the episodes read so far
+    :param save_interval: env steps between checks
+    :param min_episodes_save: episodes needed before a best model is saved
+    :param start_timesteps: the step count training starts from
+    :param by_evaluation: evaluations decide ``best/``
+    """
+
+    def __init__(self, saver: ModelSaver, feed: EpisodeFeed, save_interval: int, min_episodes_save: int,
+                 start_timesteps: int = 0, by_evaluation: bool = False) -> None:
+        super().__init__()
+        self.saver = saver
+        self.feed = feed
+        self.save_interval = max(1, int(save_interval))
+        self.min_episodes_save = int(min_episodes_save)
+        self.next_check = int(start_timesteps) + self.save_interval
+        self.by_evaluation = by_evaluation
+        self.best_mean_reward = -float("inf")
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.next_check:
+            self.next_check = self.num_timesteps + self.save_interval
+            self.saveIfBest()
+        return True
+
+    def saveIfBest(self) -> bool:
+        """
+        Save ``best/`` when the mean reward of the last episodes beats every earlier check (not ``by_evaluation``).
+
+        :return: whether a new best model was saved
+        """
+        monitor = self.feed.monitor
+        if self.by_evaluation or len(monitor.rewards) < max(1, self.min_episodes_save):
+            return False
+        mean_reward = monitor.meanReward(N_EPISODES_EVAL)
+        if mean_reward <= self.best_mean_reward:
+            return False
+        self.best_mean_reward = mean_reward
+        return self._save(self.num_timesteps, mean_reward=mean_reward)
+
+    def saveEvaluated(self, num_timesteps: int, mean_reward: float) -> bool:
+        """
+        :param num_timesteps: the step of the evaluation
+        :param mean_reward: its mean reward, better than every earlier evaluation's
+        :return: whether ``best/`` was saved
+        """
+        return self._save(num_timesteps, mean_reward=mean_reward, selected_by="evaluation")
+
+    def _save(self, num_timesteps: int, **extra: Any) -> bool:
+        try:
+            self.saver.save(os.path.join(self.saver.run_dir, "best"), num_timesteps, **extra)
+        except OSError as error:  # a full disk costs the best model, not the run
+            warnings.warn(f"best model not saved: {error.strerror}", stacklevel=3)
+            return False
+        return True
+
+    def state(self) -> dict[str, Any]:
+        return {"best_mean_reward": self.best_mean_reward, "next_best_check": self.next_check}
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        self.best_mean_reward = float(state.get("best_mean_reward", -float("inf")))
+        self.next_check = int(state.get("next_best_check", self.next_check))
+
+    def finish(self) -> None:
+        self.saveIfBest()
+
+
+class EvaluationCallback(TrainingService):
+    """
+    Deterministic evaluation episodes (an :class:`rl_baselines.runs.evaluation.Evaluator`) at the first step at or
+    past each multiple of its ``eval_freq``, recorded in evaluations.npz, a line above the progress bar, the scalar
+    log (``eval/mean_reward``, ``eval/std_reward``) and the live plot's evaluation window; a mean better than every
+    earlier one goes to ``best``.
+
+    :param evaluator: plays and records the episodes
+    :param run_logger: the run's scalar log
+    :param plotter: the live plots (its ``updateEvaluation``), or None
+    :param best: saves ``best/`` on a new best evaluation, or None
+    """
+
+    def __init__(self, evaluator: Any, run_logger: RunLogger, plotter: Any = None,
+                 best: BestModelCallback | None = None) -> None:
+        super().__init__()
+        self.evaluator = evaluator
+        self.run_logger = run_logger
+        self.plotter = plotter
+        self.best = best
+
+    def _on_step(self) -> bool:
+        if self.evaluator.due(self.num_timesteps):
+            self.evaluate(self.num_timesteps)
+        return True
+
+    def evaluate(self, num_timesteps: int) -> float:
+        """
+        :param num_timesteps: env steps taken so far
+        :return: the evaluation's mean reward
+        """
+        evaluator = self.evaluator
+        mean_reward, std_reward = evaluator.evaluate(num_timesteps)
+        tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
+                   f"({evaluator.n_episodes} episode{'s' if evaluator.n_episodes > 1 else ''})")
+        # progress.csv and tensorboard under SB3's EvalCallback tags; the live plot has its own evaluation window
+        self.run_logger.logScalars(num_timesteps, {"eval/mean_reward": mean_reward, "eval/std_reward": std_reward},
+                                   plot=False)
+        if self.plotter is not None and hasattr(self.plotter, "updateEvaluation"):
+            self.plotter.updateEvaluation(*evaluator.means())
+        if mean_reward > evaluator.best_mean_reward:
+            evaluator.best_mean_reward = mean_reward
+            if self.best is not None:
+                self.best.saveEvaluated(num_timesteps, mean_reward)
+        return mean_reward
+
+    def state(self) -> dict[str, Any]:
+        return {"evaluation": self.evaluator.state()}
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        self.evaluator.restoreState(state.get("evaluation", {}))
+
+    def finish(self) -> None:
+        self.evaluator.close()
+
+
+class CheckpointCallback(TrainingService):
+    """
+    Checkpoints (rl_baselines.core.checkpointing) every ``checkpoint_freq`` env steps: at the step they fall due,
+    or, for an algorithm whose ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its next clean point (SB3's rollout start,
+    or ``notifyCleanPoint``: between two updates, where the saved state is exactly what training goes on from). The
+    replay buffer goes into a checkpoint every ``buffer_save_freq`` env steps; the latest model is saved beside the
+    run with each checkpoint.
+
+    :param saver: saves the model (its run folder and manifest information)
+    :param checkpoint_freq: env steps between periodic checkpoints (0: none)
+    :param buffer_save_freq: env steps between replay-buffer saves, at checkpoints (0: at every one, -1: never)
+    :param total_timesteps: the step count at which the run ends (recorded for ``--resume``)
+    :param start_timesteps: the step count training starts from
+    """
+
+    def __init__(self, saver: ModelSaver, checkpoint_freq: int, buffer_save_freq: int, total_timesteps: int,
+                 start_timesteps: int = 0) -> None:
+        super().__init__()
+        self.saver = saver
+        self.checkpoint_freq = int(checkpoint_freq)
+        self.buffer_save_freq = int(buffer_save_freq)
+        self.total_timesteps = int(total_timesteps)
+        self.next_checkpoint = int(start_timesteps) + self.checkpoint_freq if self.checkpoint_freq > 0 else None
+        algo_class = type(saver.algo)
+        self.resumable = algo_class.supportsResume()
+        self.clean_points = self.resumable and bool(getattr(algo_class, "CHECKPOINT_AT_CLEAN_POINTS", False))
+        self.buffer_saved_at: int | None = None
+        self.last_checkpoint: str | None = None
+        # What run_state.json's "callback" entry records: every callback's state (set by the list it is in).
+        self.callbacks_state: Callable[[], dict[str, Any]] = self.state
+
+    def _due(self) -> bool:
+        return self.next_checkpoint is not None and self.num_timesteps >= self.next_checkpoint
+
+    def _on_step(self) -> bool:
+        if not self.clean_points and self._due():
+            self.save(self.num_timesteps)
+        return True
+
+    def _on_rollout_start(self) -> None:
+        if self._due():
+            self.save(self.num_timesteps)
+
+    def save(self, num_timesteps: int, training_state: bool = True, **extra: Any) -> str | None:
+        """
+        Write ``checkpoints/<num_timesteps>_steps/`` and the latest model beside the run. A failed save (disk full)
+        costs one warning line; the earlier checkpoints stay as they were.
+
+        :param num_timesteps: env steps taken so far
+        :param training_state: include the algorithm's training state (when it supports resuming)
+        :param extra: more manifest entries (finished, stopped_by)
+        :return: the checkpoint folder, None when the save failed or the saver has no run information
+        """
+        if self.checkpoint_freq > 0:
+            self.next_checkpoint = num_timesteps + self.checkpoint_freq
+        saver = self.saver
+        if saver.run_info is None:
+            return None
+        resumable = self.resumable and training_state
+        save_buffer = resumable and self.buffer_save_freq >= 0 and (
+            self.buffer_saved_at is None or num_timesteps - self.buffer_saved_at >= self.buffer_save_freq)
+        previous_buffer_save = self.buffer_saved_at
+        if save_buffer:
+            self.buffer_saved_at = num_timesteps  # before the callbacks' state is read into run_state.json
+        try:
+            folder = Checkpoint.capture(saver.run_dir, saver.algo, saver.algo_name, saver.run_info, num_timesteps,
+                                        self.total_timesteps, self.callbacks_state, resumable, save_buffer,
+                                        **extra).folder
+            saver.save(saver.run_dir, num_timesteps, **extra)
+        except (CheckpointError, OSError) as error:
+            self.buffer_saved_at = previous_buffer_save
+            message = str(error) if isinstance(error, CheckpointError) else f"latest model not saved: {error.strerror}"
+            warnings.warn(message, stacklevel=3)
+            return None
+        self.last_checkpoint = folder
+        return folder
+
+    def state(self) -> dict[str, Any]:
+        return {"last_buffer_save": self.buffer_saved_at}
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        self.buffer_saved_at = state.get("last_buffer_save")
+
+
+class StopSignalCallback(TrainingService):
+    """
+    After :meth:`requestStop` (SIGINT/SIGTERM, through rl_baselines.runs.resume.installStopHandlers), the next step
+    refreshes the progress and the log, writes a checkpoint (its manifest says ``stopped_by``) and stops training.
+
+    :param refresh: refreshed before the checkpoint, or None
+    :param checkpoints: writes the checkpoint
+    """
+
+    def __init__(self, refresh: RefreshCallback | None, checkpoints: CheckpointCallback) -> None:
+        super().__init__()
+        self.refresh = refresh
+        self.checkpoints = checkpoints
+        self.stop_signal: int | None = None
+
+    def requestStop(self, signum: int) -> None:
+        """
+        Ask training to stop at the next step (from a signal handler: only a flag).
+
+        :param signum: the signal received
+        """
+        self.stop_signal = signum
+
+    def _on_step(self) -> bool:
+        if self.stop_signal is None:
+            return True
+        if self.refresh is not None:
+            self.refresh.refreshAt(self.num_timesteps)
+        self.checkpoints.save(self.num_timesteps, stopped_by=signal.Signals(self.stop_signal).name)
+        return False
+
+
+def walk(callbacks: list[BaseCallback]) -> Iterator[BaseCallback]:
+    """:return: the callbacks and, after each, those it runs (depth first, in order)"""
+    for callback in callbacks:
+        yield callback
+        nested = callback.children() if isinstance(callback, TrainingService) else getattr(callback, "callbacks", [])
+        yield from walk(list(nested))
