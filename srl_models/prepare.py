@@ -7,8 +7,8 @@ For the env it records a dataset with ``environments.dataset_generator`` (random
 it with ``srl_models.train``'s machinery (in this process: a :class:`GeneratorConfig` and one :class:`SRLTrainConfig`
 per model, checked by those commands' own checks), evaluates it (GTC, KNN-MSE, linear probe:
 ``srl_models.evaluate``) and registers its folder in the SRL config YAML (``srl_models.config.registerModel``:
-``{env: {name: folder}}``, atomic, other entries and comments kept), then prints a summary table. ``python -m rl_baselines.train --env ENV --srl-model NAME`` then
-finds the model.
+``{env: {name: folder}}``, atomic, other entries and comments kept), then prints a summary table.
+``python -m rl_baselines.train --env ENV --srl-model NAME`` then finds the model.
 
 Invariants:
 

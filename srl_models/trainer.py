@@ -10,6 +10,7 @@ augmentation and with h = 1 a training draws the random numbers it drew before t
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -233,8 +234,8 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
         augmentation, tau
     :param on_epoch: called after each epoch with its history entry, the network holding that epoch's weights (in
         eval mode; it may add keys to the entry, e.g. a measure of the representation)
-    :return: one entry per epoch: {"epoch", "updates" (optimiser steps so far), "train": {loss: value, "total"},
-        "val": {...} or None}
+    :return: one entry per epoch: {"epoch", "updates" (optimiser steps so far), "seconds" (wall time of the epoch's
+        training and validation passes), "train": {loss: value, "total"}, "val": {...} or None}
     :raises ValueError: no training row (too few frames for the losses)
     """
     horizon = settings.horizon if network.pairs else None
@@ -265,6 +266,7 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
               unit="update", dynamic_ncols=True) as bar:
         for epoch in range(1, epochs + 1):
             network.train()
+            began = time.perf_counter()
             chunks = _chunks(rng.permutation(train_anchors), settings.batch_size, network.negatives)
             chunks = chunks[:total_updates - updates]
             train = _meanTerms(network, data, chunks, settings, generator, optimizer, bar)
@@ -276,7 +278,8 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
                     # the same noise every epoch: validation losses differ only by the weights
                     val_generator = torch.Generator(device=data.device).manual_seed(settings.seed + 1)
                     val = _meanTerms(network, data, val_chunks, settings, val_generator)
-            history.append({"epoch": epoch, "updates": updates, "train": train, "val": val})
+            history.append({"epoch": epoch, "updates": updates, "seconds": round(time.perf_counter() - began, 3),
+                            "train": train, "val": val})
             if on_epoch is not None:
                 network.eval()
                 with torch.no_grad():
