@@ -8,8 +8,8 @@ whether they read the momentum target encoder (MOMENTUM) and need other rows of 
 before it loads a single image.
 
 Pairs (t, t + h) never cross an episode end (the trainer picks them). The contrastive losses (``atc``, ``curl``) see
-the views the trainer augmented (``--augment``, ``shift`` by default for them), each view of a pair with its own
-random shift.
+the views the trainer augmented (``--augment``: ``shift`` by default for ``curl``, ``none`` for ``atc``), each view of
+a pair with its own random shift.
 """
 from __future__ import annotations
 
@@ -402,8 +402,10 @@ class ATCLoss(ContrastiveLoss):
     """
 
     NAME, HORIZON = "atc", None
-    LEARNS = "contrast a frame with the frame k steps later, augmented (ATC, momentum target, bilinear InfoNCE)"
-    DEFAULTS = {**ContrastiveLoss.DEFAULTS, "horizon": 1}
+    LEARNS = "contrast a frame with the frame k steps later (ATC: momentum target, bilinear InfoNCE)"
+    # measured on MobileRobot (docs/srl.md, "Contrastive models"): with the shift, a 3-pixel robot in a fixed scene
+    # leaves the contrast at chance; without it, the state keeps the robot's position
+    DEFAULTS = {**ContrastiveLoss.DEFAULTS, "augment": "none", "horizon": 1}
     PREDICTOR_HIDDEN = 256
 
     def __init__(self, dims: int, context: LossContext) -> None:

@@ -124,7 +124,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
-                             "up to 4 pixels) [none; atc, curl: shift]")
+                             "up to 4 pixels) [none; curl: shift]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
                         help="dataset recording processes [the CPU count, at most --episodes]")

@@ -47,7 +47,7 @@ class SRLTrainConfig:
                                      f"{_CURL['batch_size']}]",
                                      parse=positiveInt)
     augment: str | None = setting(None, "augmentation of each view a loss sees: none, or shift (a random shift of up "
-                                  "to 4 pixels, border repeated, DrQ-v2's) [none; atc, curl: shift]",
+                                  "to 4 pixels, border repeated, DrQ-v2's) [none; curl: shift]",
                                   choices=tuple(AUGMENTATIONS), metavar="{" + ",".join(AUGMENTATIONS) + "}")
     horizon: int | None = setting(None, "atc: the distance k of its pairs (frames t and t+k of one episode) "
                                   f"[atc: {_ATC['horizon']}]",
