@@ -78,7 +78,9 @@ def test_prepare_registers_the_contrastive_models(tmp_path, monkeypatch, capsys)
         assert row["gtc"] is not None and row["probe"] is not None
     out = capsys.readouterr().out
     assert "probe R2" in out and "Linear probe" not in out
+    stored = snapshot(str(tmp_path / "data"))
     assert [row["reused"] for row in prepare.prepare(argv)] == [True, True]
+    assert snapshot(str(tmp_path / "data")) == stored  # the augmentation never touches the recorded frames
 
 
 @pytest.mark.slow
