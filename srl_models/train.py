@@ -266,7 +266,7 @@ def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, 
         longest = int(episodeLengths(starts).max()) if len(starts) else 0
         raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest has {longest} "
                          f"frames; {anchors} training frames have a frame {horizon} steps later): choose a horizon "
-                         f"from 1 to {max(longest - 2, 1)}")
+                         f"below {longest}")
 
 
 def checkDataset(path: str, losses: dict[str, float]) -> Dataset:
