@@ -116,7 +116,7 @@ def readExpConfig(folder: str) -> dict[str, Any]:
 
 
 # exp_config keys that say what a training produced, not how the model was made
-OUTCOME_KEYS = ("train_loss", "val_loss", "epochs_trained", "best_epoch", "selected_on")
+OUTCOME_KEYS = ("train_loss", "val_loss", "epochs_trained", "updates_trained", "best_epoch", "selected_on")
 
 
 def modelRecipe(folder: str) -> str:

@@ -1,9 +1,10 @@
-"""Measure a trained SRL model on a dataset: GTC and KNN-MSE, with plots.
+"""Measure a trained SRL model on a dataset: GTC, KNN-MSE and the linear probe's R^2, with plots.
 
     python -m srl_models.evaluate --model-folder logs/srl/mr/<run> [--data-folder data/mr] [--k 5]
                                   [--max-samples 2000] [--seed 0]
 
-Writes into the model folder: gt_correlation.json, knn_mse.json, states.npz (the sampled frames' learned states,
+Writes into the model folder: gt_correlation.json, knn_mse.json, linear_probe.json (not for a dataset of a single
+episode: the probe is scored on held-out episodes), states.npz (the sampled frames' learned states,
 ground truth and rewards, for further plots), states_by_ground_truth.png and knn_neighbours.png.
 srl_models.train calls :func:`evaluateModel` at the end of training.
 """
@@ -21,7 +22,15 @@ from environments import getEnvClass
 from environments.dataset import Dataset
 from srl_models import plotting
 from srl_models.base import BaseSRLModel, readExpConfig
-from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
+from srl_models.metrics import (
+    PROBE_ALPHA,
+    gtCorrelation,
+    heldOutEpisodes,
+    knnMse,
+    linearProbe,
+    nearestNeighbours,
+    sampleIndices,
+)
 from srl_models.registry import loadSRLModel
 from srl_toolbox.cli import (
     CLIParser,
@@ -37,6 +46,7 @@ from srl_toolbox.files import writeJson, writeNpz
 
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
+PROBE_FILE = "linear_probe.json"
 STATES_FILE = "states.npz"
 STATES_PLOT = "states_by_ground_truth.png"
 KNN_PLOT = "knn_neighbours.png"
@@ -171,15 +181,19 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
 
     :param evaluation: from :func:`prepareEvaluation`
     :param progress: show a progress bar while encoding
-    :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float}
+    :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float, "probe": {"per_dimension": [...],
+        "mean": float, ...} or None (a single episode)}
     """
     ev = evaluation
     states = encodeDataset(ev.model, ev.dataset, ev.indices, progress=progress)
     gtc = gtCorrelation(states, ev.ground_truth)
     knn_mse = knnMse(states, ev.ground_truth, ev.k)
+    probe = probeStates(states, ev)
     common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path}
     writeJson(os.path.join(ev.model_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
     writeJson(os.path.join(ev.model_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
+    if probe is not None:
+        writeJson(os.path.join(ev.model_folder, PROBE_FILE), {**probe, **common}, sort_keys=False)
     extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
     writeNpz(os.path.join(ev.model_folder, STATES_FILE),
              {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
@@ -191,7 +205,30 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
         os.path.join(ev.model_folder, STATES_PLOT),
         title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}")
     plotKnn(ev, states, name)
-    return {"gtc": gtc, "knn_mse": knn_mse}
+    return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe}
+
+
+def probeStates(states: np.ndarray, evaluation: Evaluation) -> dict[str, Any] | None:
+    """
+    :param states: the learned states of evaluation.indices
+    :param evaluation: the evaluation (its dataset's episodes decide the split)
+    :return: the linear probe (srl_models.metrics.linearProbe, alpha PROBE_ALPHA) scored on a seeded fifth of the
+        sampled frames' episodes, None when they come from fewer than two episodes or leave either side too small
+    """
+    episodes = evaluation.dataset.episodeIndex()[evaluation.indices]
+    try:
+        held_out = heldOutEpisodes(episodes, seed=evaluation.seed)
+        return linearProbe(states, evaluation.ground_truth, held_out, PROBE_ALPHA)
+    except ValueError:
+        return None
+
+
+def summaryLine(result: dict[str, Any]) -> str:
+    """:param result: from :func:`runEvaluation`
+    :return: "GTC mean G, KNN-MSE K, probe R2 P" (probe "-" when there is none)"""
+    probe = result.get("probe")
+    return (f"GTC mean {result['gtc']['mean']:.3f}, KNN-MSE {result['knn_mse']:.4g}, probe R2 "
+            + ("-" if probe is None else f"{probe['mean']:.3f}"))
 
 
 def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:
@@ -227,7 +264,7 @@ def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = 5,
     :param seed: seed of the subset and of the neighbours figure
     :param device: torch device of the encoder
     :param progress: show a progress bar while encoding
-    :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float}
+    :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float, "probe": {...} or None}
     :raises ValueError: bad input (one line), before anything is written
     """
     evaluation = prepareEvaluation(model_folder, data_folder, k=k, max_samples=max_samples, seed=seed, device=device)
@@ -237,7 +274,8 @@ def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = 5,
 def buildParser() -> CLIParser:
     """:return: the command-line parser"""
     parser = CLIParser(prog="python -m srl_models.evaluate",
-                           description="Measure a trained SRL model: GTC and KNN-MSE on a dataset, with plots, "
+                           description="Measure a trained SRL model: GTC, KNN-MSE and a linear probe's R^2 on a "
+                                       "dataset, with plots, "
                                        "written into the model folder.")
     parser.add_argument("--model-folder", required=True, help="a model folder written by srl_models.train")
     parser.add_argument("--data-folder", default=None,
@@ -268,7 +306,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     per_dimension = " ".join(f"{v:.3f}" for v in result["gtc"]["per_dimension"])
     print(f"GTC mean {result['gtc']['mean']:.4f} (per ground-truth dimension: {per_dimension})")
     print(f"KNN-MSE (k={args.k}) {result['knn_mse']:.6g} on {len(evaluation.indices)} frames")
-    print(f"Wrote {GTC_FILE}, {KNN_FILE}, {STATES_FILE}, {STATES_PLOT}, {KNN_PLOT} in {args.model_folder}")
+    probe = result["probe"]
+    if probe is None:
+        print("Linear probe: - (the frames come from a single episode: nothing to hold out)")
+    else:
+        print(f"Linear probe R2 {probe['mean']:.4f} (per ground-truth dimension: "
+              f"{' '.join(f'{v:.3f}' for v in probe['per_dimension'])}; ridge alpha {probe['alpha']:g}, fitted on "
+              f"{probe['n_fit']} frames, scored on {probe['n_held_out']} of held-out episodes)")
+    written = [GTC_FILE, KNN_FILE, *([PROBE_FILE] if probe is not None else []), STATES_FILE, STATES_PLOT, KNN_PLOT]
+    print(f"Wrote {', '.join(written)} in {args.model_folder}")
     return 0
 
 

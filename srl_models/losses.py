@@ -2,8 +2,14 @@
 
 A model is one encoder plus a weighted sum of these losses (srl-zoo's ``--losses name:weight[:dims]``). Each loss
 sees either the whole state or, in split representations, its own slice of it (``part``). The classes declare what
-they need from the dataset (NEEDS), whether they look at consecutive frames (PAIRS) and whether they decode images
-(DECODES), so the training command can check a dataset before it loads a single image.
+they need from the dataset (NEEDS), whether they look at pairs of frames (PAIRS) and at which distance (HORIZON),
+whether they read the momentum target encoder (MOMENTUM) and need other rows of the minibatch as negatives
+(NEGATIVES), and whether they decode images (DECODES), so the training command can check a dataset and the settings
+before it loads a single image.
+
+Pairs (t, t + h) never cross an episode end (the trainer picks them). The contrastive losses (``atc``, ``curl``) see
+the views the trainer augmented (``--augment``: ``shift`` by default for ``curl``, ``none`` for ``atc``), each view of
+a pair with its own random shift.
 """
 from __future__ import annotations
 
@@ -74,7 +80,9 @@ class Batch:
     :param encode: the encoder (images -> (features, states)), for losses that encode another input
     :param next_images: the frames that follow (pair losses only)
     :param next_features: their features
-    :param next_states: their states
+    :param next_states: their states (None when no loss reads them through the online encoder)
+    :param target_states: the states of next_images through the momentum target encoder, without gradient (losses
+        with MOMENTUM only)
     :param actions: long (B,) discrete or float (B, action_dim) continuous actions taken at t
     :param rewards: long (B,) reward classes of the transitions
     :param ground_truth: float (B, ground_truth_dim), standardised
@@ -88,6 +96,7 @@ class Batch:
     next_images: torch.Tensor | None = None
     next_features: torch.Tensor | None = None
     next_states: torch.Tensor | None = None
+    target_states: torch.Tensor | None = None
     actions: torch.Tensor | None = None
     rewards: torch.Tensor | None = None
     ground_truth: torch.Tensor | None = None
@@ -108,7 +117,12 @@ class SRLLoss(nn.Module):
 
     NAME = ""
     NEEDS: tuple[str, ...] = ()  # dataset arrays (environments.dataset.ARRAY_KEYS) it reads
-    PAIRS = False                # reads (s_t, s_t+1)
+    PAIRS = False                # reads pairs of frames (s_t, s_t+h)
+    HORIZON: int | None = 1      # pairs: the distance h it needs (None: any h >= 1, the --horizon setting)
+    ONLINE_NEXT = True           # pairs: reads the online encoder's states of the second frame (next_states)
+    MOMENTUM = False             # reads the momentum target encoder's states of the second frame (target_states)
+    NEGATIVES = False            # contrasts each row with the other rows of its minibatch (needs >= 2 rows)
+    DEFAULTS: dict[str, object] = {}  # training settings it needs other than the command's defaults
     DECODES = False              # has a decoder (states -> images)
     LEARNS = ""                  # one line for --help and docs
     VALIDATES = True             # False: its validation value cannot pick the best epoch (see RoboticPriorsLoss)
@@ -355,5 +369,65 @@ class RoboticPriorsLoss(SRLLoss):
         return temporal + proportionality + causality + repeatability
 
 
+class ContrastiveLoss(SRLLoss):
+    """
+    InfoNCE with a bilinear similarity over the minibatch: row i's query q_i against every key k_j of the batch,
+    logits q_i^T W k_j, cross-entropy towards j = i (the other rows are the negatives). Keys come from the momentum
+    target encoder (no gradient), queries from the online encoder through ``predict``.
+    """
+
+    PAIRS, ONLINE_NEXT, MOMENTUM, NEGATIVES = True, False, True, True
+    DEFAULTS = {"augment": "shift", "batch_size": 256, "tau": 0.01}
+
+    def __init__(self, dims: int, context: LossContext) -> None:
+        super().__init__(dims, context)
+        self.W = nn.Linear(dims, dims, bias=False)
+
+    def predict(self, queries: torch.Tensor) -> torch.Tensor:
+        """:param queries: the online states (B, dims)
+        :return: what is compared with the keys (default: the states themselves)"""
+        return queries
+
+    def forward(self, batch: Batch, part: slice) -> torch.Tensor:
+        logits = self.W(self.predict(batch.states[:, part])) @ batch.target_states[:, part].T
+        return F.cross_entropy(logits, torch.arange(len(logits), device=logits.device))
+
+
+class ATCLoss(ContrastiveLoss):
+    """
+    Augmented Temporal Contrast (Stooke, Lee, Abbeel & Laskin 2021, "Decoupling representation learning from
+    reinforcement learning"): the anchor o_t (augmented) goes through the encoder and a residual predictor
+    p(z) = z + MLP(z); the positive o_t+k (augmented independently) through the momentum target encoder; InfoNCE
+    with a bilinear W against the other rows' positives. k is the --horizon setting.
+    """
+
+    NAME, HORIZON = "atc", None
+    LEARNS = "contrast a frame with the frame k steps later (ATC: momentum target, bilinear InfoNCE)"
+    # measured on MobileRobot (docs/srl.md, "Contrastive models"): with the shift, a 3-pixel robot in a fixed scene
+    # leaves the contrast at chance; without it, the state keeps the robot's position
+    DEFAULTS = {**ContrastiveLoss.DEFAULTS, "augment": "none", "horizon": 1}
+    PREDICTOR_HIDDEN = 256
+
+    def __init__(self, dims: int, context: LossContext) -> None:
+        super().__init__(dims, context)
+        self.predictor = mlp(dims, dims, hidden=self.PREDICTOR_HIDDEN)
+
+    def predict(self, queries: torch.Tensor) -> torch.Tensor:
+        return queries + self.predictor(queries)
+
+
+class CURLLoss(ContrastiveLoss):
+    """
+    CURL's instance contrast (Laskin, Srinivas & Abbeel 2020), offline: two independently augmented views of the same
+    stored frame (pairs at distance 0), the query through the encoder, the key through the momentum key encoder,
+    bilinear InfoNCE. CURL trains it jointly with the agent; here it is trained apart from RL, on the dataset.
+    """
+
+    NAME, HORIZON = "curl", 0
+    LEARNS = "contrast two augmentations of a frame (CURL-style, momentum key encoder, bilinear InfoNCE), offline"
+    DEFAULTS = {**ContrastiveLoss.DEFAULTS, "tau": 0.05}
+
+
 LOSSES: dict[str, type[SRLLoss]] = {loss.NAME: loss for loss in (
-    AutoEncoderLoss, DenoisingLoss, VAELoss, InverseLoss, ForwardLoss, RewardLoss, SupervisedLoss, RoboticPriorsLoss)}
+    AutoEncoderLoss, DenoisingLoss, VAELoss, InverseLoss, ForwardLoss, RewardLoss, SupervisedLoss, RoboticPriorsLoss,
+    ATCLoss, CURLLoss)}

@@ -229,6 +229,18 @@ class SRLSplitsModel(LearnedSRLModel):
         return {name: share + (remainder if i == 0 else 0) for i, name in enumerate(losses)}
 
 
+class ATCModel(LearnedSRLModel):
+    """Augmented Temporal Contrast (Stooke et al. 2021), trained apart from RL on a dataset's frames."""
+
+    NAME, DEFAULT_LOSSES = "atc", {"atc": 1.0}
+
+
+class CURLModel(LearnedSRLModel):
+    """CURL-style instance contrast (Laskin et al. 2020), offline: trained on a dataset's frames, not with the agent."""
+
+    NAME, DEFAULT_LOSSES = "curl", {"curl": 1.0}
+
+
 class RandomModel(LearnedSRLModel):
     """A frozen, randomly initialised encoder (seeded): the lower bound. "Training" only saves it."""
 

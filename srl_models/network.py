@@ -1,4 +1,10 @@
-"""One network for every learned model: the shared convolutional encoder and the heads of the chosen losses."""
+"""One network for every learned model: the shared convolutional encoder and the heads of the chosen losses.
+
+With a loss that reads a momentum target (``atc``, ``curl``) the network also holds ``target_encoder``: a copy of the
+encoder made at construction, never trained by gradients, moved towards the encoder by :meth:`SRLNetwork.updateTarget`
+after each optimiser step (theta_target <- (1 - tau) theta_target + tau theta). It is saved with the weights (a
+reloaded model can be trained on exactly), and never used by ``encode``: states always come from the online encoder.
+"""
 from __future__ import annotations
 
 from typing import Any
@@ -53,6 +59,12 @@ class SRLNetwork(nn.Module):
                                     for name in losses})
         # the first decoding loss gives decode() (for srl_splits, on its own slice of the state)
         self.decoder_name = next((name for name in losses if LOSSES[name].DECODES), None)
+        self.target_encoder: ConvEncoder | None = None
+        if any(LOSSES[name].MOMENTUM for name in losses):
+            # built last, so that the other weights draw the random numbers they draw without it
+            self.target_encoder = ConvEncoder(img_shape, state_dim)
+            self.target_encoder.load_state_dict(self.encoder.state_dict())
+            self.target_encoder.requires_grad_(False)
 
     @property
     def losses(self) -> dict[str, SRLLoss]:
@@ -70,8 +82,45 @@ class SRLNetwork(nn.Module):
 
     @property
     def pairs(self) -> bool:
-        """Whether a loss reads consecutive frames."""
+        """Whether a loss reads pairs of frames."""
         return any(loss.PAIRS for loss in self.losses.values())
+
+    @property
+    def online_next(self) -> bool:
+        """Whether a loss reads the online encoder's states of the pairs' second frames."""
+        return any(loss.PAIRS and loss.ONLINE_NEXT for loss in self.losses.values())
+
+    @property
+    def negatives(self) -> bool:
+        """Whether a loss contrasts the rows of a minibatch (a minibatch needs at least 2 rows)."""
+        return any(loss.NEGATIVES for loss in self.losses.values())
+
+    def trainableParameters(self) -> list[nn.Parameter]:
+        """:return: the parameters the optimiser updates (all but the momentum target's)"""
+        return [parameter for parameter in self.parameters() if parameter.requires_grad]
+
+    def encodeTarget(self, images: torch.Tensor) -> torch.Tensor:
+        """
+        :param images: float (n, C, H, W) in [0, 1]
+        :return: their states through the momentum target encoder, without gradient
+        """
+        if self.target_encoder is None:
+            raise ValueError("none of this model's losses reads a momentum target encoder")
+        with torch.no_grad():
+            return self.target_encoder(images)[1]
+
+    @torch.no_grad()
+    def updateTarget(self, tau: float) -> None:
+        """
+        Move the target encoder towards the encoder: theta_target <- (1 - tau) theta_target + tau theta (nothing
+        without a target encoder).
+
+        :param tau: the step, in (0, 1]
+        """
+        if self.target_encoder is None:
+            return
+        for target, online in zip(self.target_encoder.parameters(), self.encoder.parameters(), strict=True):
+            target.lerp_(online, tau)
 
     def encode(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """

@@ -5,10 +5,10 @@
 
 For the env it records a dataset with ``environments.dataset_generator`` (random policy), trains each named model on
 it with ``srl_models.train``'s machinery (in this process: a :class:`GeneratorConfig` and one :class:`SRLTrainConfig`
-per model, checked by those commands' own checks), evaluates it (GTC, KNN-MSE: ``srl_models.evaluate``) and registers its
-folder in the SRL config YAML (``srl_models.config.registerModel``: ``{env: {name: folder}}``, atomic, other entries
-and comments kept), then prints a summary table. ``python -m rl_baselines.train --env ENV --srl-model NAME`` then
-finds the model.
+per model, checked by those commands' own checks), evaluates it (GTC, KNN-MSE, linear probe:
+``srl_models.evaluate``) and registers its folder in the SRL config YAML (``srl_models.config.registerModel``:
+``{env: {name: folder}}``, atomic, other entries and comments kept), then prints a summary table.
+``python -m rl_baselines.train --env ENV --srl-model NAME`` then finds the model.
 
 Invariants:
 
@@ -35,8 +35,10 @@ from environments import dataset_generator, getEnvClass, registered_env
 from environments.generator_config import GeneratorConfig
 from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from srl_models import train
+from srl_models.augment import AUGMENTATIONS
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
-from srl_models.train import resolveModel, trainableModels, trainFromConfig
+from srl_models.evaluate import PROBE_FILE
+from srl_models.train import resolveModel, resolveTraining, trainableModels, trainFromConfig, trainingEntries
 from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import (
     CLIParser,
@@ -120,6 +122,9 @@ def buildParser() -> CLIParser:
                         help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference), sprites "
                         "(mobile robots, faster) or lowpoly (Kuka arms, faster) [tinyrenderer]")
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
+    parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
+                        help="augmentation of the views every model's losses see: none or shift (a random shift of "
+                             "up to 4 pixels) [none; curl: shift]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
                         help="dataset recording processes [the CPU count, at most --episodes]")
@@ -213,9 +218,11 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
     """
 
     name, losses, split, state_dim = resolveModel(config)
+    entries = {"augment": None, "horizon": None, "tau": None, "updates": None,
+               **trainingEntries(resolveTraining(config, losses))}
     return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
             "data_folder": os.path.abspath(dataset_folder), "seed": config.seed, "epochs": config.epochs,
-            "batch_size": config.batch_size, "learning_rate": config.learning_rate, "beta": config.beta,
+            **entries, "learning_rate": config.learning_rate, "beta": config.beta,
             "foreground_weight": config.foreground_weight, "val_split": config.val_split,
             "patience": config.patience}
 
@@ -296,7 +303,7 @@ def plan(args: argparse.Namespace) -> Plan:
     for model in names:
         training[model] = train.checkSettings(SRLTrainConfig(
             data_folder=dataset_folder, srl_model=model, state_dim=state_dim, epochs=epochs, seed=args.seed,
-            log_folder=args.log_folder, device=args.device, no_progress=args.no_progress))
+            augment=args.augment, log_folder=args.log_folder, device=args.device, no_progress=args.no_progress))
         expected[model] = trainingSettings(training[model], dataset_folder)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
@@ -317,24 +324,30 @@ def _trainedFolder(model: str, config: SRLTrainConfig) -> str:
     return trainFromConfig(config)
 
 
-def _metrics(folder: str) -> tuple[float | None, float | None]:
-    """:return: (GTC mean, KNN-MSE) from an evaluated model folder, None where missing"""
+def _metrics(folder: str) -> tuple[float | None, float | None, float | None]:
+    """:return: (GTC mean, KNN-MSE, linear probe R^2) from an evaluated model folder, None where missing (the probe
+    also for a folder evaluated before it existed)"""
     try:
         gtc = float(_readJson(os.path.join(folder, FINISHED_FILES[0]))["mean"])
         knn = float(_readJson(os.path.join(folder, FINISHED_FILES[1]))["knn_mse"])
     except (OSError, ValueError, KeyError, TypeError):
-        return None, None
-    return gtc, knn
+        return None, None, None
+    try:
+        probe = float(_readJson(os.path.join(folder, PROBE_FILE))["mean"])
+    except (OSError, ValueError, KeyError, TypeError):
+        probe = None
+    return gtc, knn, probe
 
 
 def summaryTable(rows: list[dict[str, Any]]) -> str:
     """
-    :param rows: one per model: model, folder, gtc, knn_mse, seconds, reused
+    :param rows: one per model: model, folder, gtc, knn_mse, probe, seconds, reused
     :return: the fixed-width summary table
     """
-    header = ("model", "GTC", "KNN-MSE", "time", "folder")
+    header = ("model", "GTC", "KNN-MSE", "probe R2", "time", "folder")
     lines = [(row["model"], "-" if row["gtc"] is None else f"{row['gtc']:.3f}",
               "-" if row["knn_mse"] is None else f"{row['knn_mse']:.4g}",
+              "-" if row.get("probe") is None else f"{row['probe']:.3f}",
               "reused" if row["reused"] else f"{row['seconds']:.0f} s", row["folder"]) for row in rows]
     widths = [max(len(str(line[i])) for line in [header, *lines]) for i in range(len(header) - 1)]
     return "\n".join("  ".join(str(cell).ljust(width) for cell, width in zip(line[:-1], widths)) + "  " + line[-1]
@@ -346,7 +359,8 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     Everything the command does.
 
     :param argv: command-line arguments
-    :return: one row per model: model, folder (absolute), gtc, knn_mse, seconds, reused, registered (as written)
+    :return: one row per model: model, folder (absolute), gtc, knn_mse, probe (R^2), seconds, reused, registered (as
+        written)
     :raises UsageError: bad input (nothing written)
     """
 
@@ -372,8 +386,8 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         else:
             folder = _trainedFolder(model, todo.training[model])
         written = registerModel(todo.config_file, todo.env_id, model, folder)
-        gtc, knn = _metrics(folder)
-        rows.append({"model": model, "folder": os.path.abspath(folder), "gtc": gtc, "knn_mse": knn,
+        gtc, knn, probe = _metrics(folder)
+        rows.append({"model": model, "folder": os.path.abspath(folder), "gtc": gtc, "knn_mse": knn, "probe": probe,
                      "seconds": time.perf_counter() - began, "reused": reused, "registered": written})
     print(f"\nRegistered in {todo.config_file} under {todo.env_id} (dataset {todo.dataset_folder}, "
           f"{dataset_seconds:.0f} s):")

@@ -28,14 +28,23 @@ import torch
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
 from srl_models.base import SRLType
-from srl_models.evaluate import evaluateModel
+from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.plotting import reconstructions, trainingCurve
 from srl_models.registry import registered_srl
-from srl_models.train_config import DEFAULT_STATE_DIM, SRLTrainConfig
-from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, monitorVal, splitEpisodes, trainNetwork
+from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, SRLTrainConfig
+from srl_models.trainer import (
+    TrainingData,
+    TrainSettings,
+    bestEpoch,
+    episodeLengths,
+    framesAfter,
+    monitorVal,
+    splitEpisodes,
+    trainNetwork,
+)
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
 from srl_toolbox.files import writeJson
@@ -167,6 +176,97 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
         if split and min(split.values()) <= 0:
             raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses")
     return name, losses, split, state_dim
+
+
+def _lossDefault(losses: dict[str, float], key: str) -> object | None:
+    """:return: the first of the losses' DEFAULTS for ``key`` (None: none of them sets it)"""
+    return next((LOSSES[name].DEFAULTS[key] for name in losses if key in LOSSES[name].DEFAULTS), None)
+
+
+def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[str, Any]:
+    """
+    The settings the losses decide: the batch size, the augmentation, the pairs' distance and the momentum target's
+    step, each from its flag, else from the losses' DEFAULTS, else the command's default.
+
+    :param config: the training's settings
+    :param losses: the losses to train (from :func:`resolveModel`)
+    :return: {"batch_size", "augment", "horizon" (None: no pairs), "tau" (None: no momentum target), "updates"}; the
+        exp_config records batch_size, and each other entry when it is not None (augment: when not "none")
+    :raises UsageError: losses that need pairs at different distances, --horizon or --tau for losses that do not
+        read them, a contrastive loss with a minibatch that cannot hold a negative, curl without augmentation
+    """
+    classes = {name: LOSSES[name] for name in losses}
+    free = [name for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is None]
+    if config.horizon is not None and not free:
+        chosen = [name for name, loss in LOSSES.items() if loss.PAIRS and loss.HORIZON is None]
+        raise UsageError(f"--horizon {config.horizon}: only the {', '.join(chosen)} loss reads pairs at a chosen "
+                         f"distance, and it is not trained here ({', '.join(losses) or 'no loss'})")
+    horizon = (config.horizon or _lossDefault({name: 1.0 for name in free}, "horizon")) if free else None
+    distances = {name: loss.HORIZON for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is not None}
+    distances.update({name: horizon for name in free})
+    if len(set(distances.values())) > 1:
+        raise UsageError("the losses read pairs of frames at different distances ("
+                         + ", ".join(f"{name}: {distance}" for name, distance in distances.items())
+                         + "): train them in separate models")
+    if distances:
+        horizon = next(iter(distances.values()))
+    momentum = [name for name, loss in classes.items() if loss.MOMENTUM]
+    if config.tau is not None and not momentum:
+        chosen = [name for name, loss in LOSSES.items() if loss.MOMENTUM]
+        raise UsageError(f"--tau {config.tau:g}: only the {', '.join(chosen)} losses have a momentum target encoder, "
+                         f"and none is trained here ({', '.join(losses) or 'no loss'})")
+    if config.tau is not None and not config.tau <= 1:
+        raise UsageError(f"--tau {config.tau:g} must be in (0, 1]")
+    tau = (config.tau or _lossDefault(losses, "tau")) if momentum else None
+    batch_size = config.batch_size or _lossDefault(losses, "batch_size") or DEFAULT_BATCH_SIZE
+    contrastive = [name for name, loss in classes.items() if loss.NEGATIVES]
+    if contrastive and batch_size < 2:
+        raise UsageError(f"--batch-size {batch_size}: the {contrastive[0]} loss contrasts each frame with the other "
+                         f"frames of its minibatch, which needs 2 or more (its default: "
+                         f"{LOSSES[contrastive[0]].DEFAULTS.get('batch_size', DEFAULT_BATCH_SIZE)})")
+    augment = config.augment or _lossDefault(losses, "augment") or "none"
+    if augment == "none" and any(loss.PAIRS and loss.HORIZON == 0 for loss in classes.values()):
+        raise UsageError("--augment none: the curl loss contrasts two augmentations of one frame, without augmentation "
+                         "they are the same image; choose --augment shift")
+    return {"batch_size": int(batch_size), "augment": augment, "horizon": horizon, "tau": tau,
+            "updates": config.updates}
+
+
+def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param training: from :func:`resolveTraining`
+    :return: the exp_config entries it gives: batch_size always, the others only when they apply (so that a model
+        trained without them keeps the exp_config, hence the recipe, it had before they existed)
+    """
+    entries: dict[str, Any] = {"batch_size": training["batch_size"]}
+    if training["augment"] != "none":
+        entries["augment"] = training["augment"]
+    for key in ("horizon", "tau", "updates"):
+        if training[key] is not None and (key != "horizon" or training["tau"] is not None or training[key] != 1):
+            entries[key] = training[key]
+    return entries
+
+
+def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, batch_size: int,
+                 negatives: bool) -> None:
+    """
+    :param dataset: the dataset
+    :param train_rows: its training rows
+    :param horizon: the pairs' distance (None: no pairs)
+    :param batch_size: rows per minibatch
+    :param negatives: a loss contrasts the rows of a minibatch (needs 2 of them)
+    :raises UsageError: no training frame has a partner ``horizon`` frames later in its episode (too few for
+        contrast)
+    """
+    if horizon is None or horizon <= 1:
+        return  # horizon 1: the trainer's own message (no consecutive frames); 0: every frame is its own pair
+    starts = dataset["episode_starts"]
+    anchors = int((framesAfter(starts)[train_rows] >= horizon).sum())
+    if anchors < (2 if negatives else 1):
+        longest = int(episodeLengths(starts).max()) if len(starts) else 0
+        raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest has {longest} "
+                         f"frames; {anchors} training frames have a frame {horizon} steps later): choose a horizon "
+                         f"below {longest}")
 
 
 def checkDataset(path: str, losses: dict[str, float]) -> Dataset:
@@ -337,6 +437,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     config = checkSettings(config)
     checkWritableFolder(config.log_folder, "--log-folder")
     name, losses, split, state_dim = resolveModel(config)
+    training = resolveTraining(config, losses)
     device = torch.device(checkedDevice(config.device))
     dataset = checkDataset(config.data_folder, losses)
     model_class = trainableModels()[name]
@@ -347,12 +448,14 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     if model_class is PCAModel and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                          f"({len(train_rows)})")
+    checkHorizon(dataset, train_rows, training["horizon"], training["batch_size"],
+                 any(LOSSES[loss].NEGATIVES for loss in losses))
 
     exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
                   "env": dataset.env_id, "renderer": dataset.renderer, "losses": losses,
                   **({"split_dims": split} if split else {}),
                   "data_folder": os.path.abspath(config.data_folder), "seed": config.seed, "epochs": config.epochs,
-                  "batch_size": config.batch_size, "learning_rate": config.learning_rate, "beta": config.beta,
+                  **trainingEntries(training), "learning_rate": config.learning_rate, "beta": config.beta,
                   "foreground_weight": config.foreground_weight,
                   "val_split": config.val_split, "patience": config.patience, **sizes}
     seedEverything(config.seed)
@@ -362,9 +465,13 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
         raise UsageError(str(error)) from None
     print(f"Dataset {config.data_folder}: {len(images)} frames {dataset.img_shape}, {len(train_rows)} for training, "
           f"{len(val_rows)} for validation; model {name}, losses "
-          f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}")
+          f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}; "
+          + (f"{training['updates']} updates" if training["updates"] else f"at most {config.epochs} epochs")
+          + f" of minibatches of {training['batch_size']}, augment {training['augment']}"
+          + (f", pairs at horizon {training['horizon']}" if training["horizon"] is not None else "")
+          + (f", momentum target tau {training['tau']:g}" if training["tau"] is not None else ""))
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
-    history = fitModel(model, dataset, images, train_rows, val_rows, config, device)
+    history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 
     folder = modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed)
     model.save(folder)
@@ -375,7 +482,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
 
 
 def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray,
-             config: SRLTrainConfig, device: torch.device) -> list[dict]:
+             config: SRLTrainConfig, device: torch.device, training: dict[str, Any] | None = None) -> list[dict]:
     """
     Train ``model`` in place (PCA: fit; random: nothing) and record the result in its exp_config.
 
@@ -384,8 +491,9 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     :param images: its images, uint8 (n, H, W, C)
     :param train_rows: training rows
     :param val_rows: validation rows
-    :param config: the training's settings (epochs, batch size, learning rate, patience, seed, progress)
+    :param config: the training's settings (epochs, learning rate, patience, seed, progress)
     :param device: where the images and the network live
+    :param training: from :func:`resolveTraining` (default: resolved from ``config`` and the model's losses)
     :return: the per-epoch history (empty for PCA and random)
     """
     if isinstance(model, PCAModel):
@@ -406,19 +514,24 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     data = TrainingData(images, dataset["episode_starts"], device,
                         actions=dataset["actions"] if dataset.has("actions") else None, rewards=rewards,
                         ground_truth=ground_truth)
-    settings = TrainSettings(epochs=config.epochs, batch_size=config.batch_size, learning_rate=config.learning_rate,
-                             patience=config.patience, seed=config.seed, progress=not config.no_progress)
+    training = training or resolveTraining(config, sizes["losses"])
+    settings = TrainSettings(epochs=config.epochs, batch_size=training["batch_size"],
+                             learning_rate=config.learning_rate, patience=config.patience, seed=config.seed,
+                             progress=not config.no_progress, updates=training["updates"],
+                             horizon=training["horizon"] or 1, augment=training["augment"],
+                             tau=training["tau"] or 0.0)
     try:
         history = trainNetwork(model.network, data, train_rows, val_rows, settings)
     except ValueError as error:
         raise UsageError(str(error)) from None
     best = bestEpoch(history, model.network)
     monitored = "val" if monitorVal(model.network, history[0]["val"]) else "train"
-    model.exp_config.update(epochs_trained=len(history), best_epoch=best, selected_on=monitored,
-                            train_loss=history[best - 1]["train"], val_loss=history[best - 1]["val"])
+    model.exp_config.update(epochs_trained=len(history), updates_trained=history[-1]["updates"], best_epoch=best,
+                            selected_on=monitored, train_loss=history[best - 1]["train"],
+                            val_loss=history[best - 1]["val"])
     first, kept = history[0], history[best - 1]
     print(f"Loss ({monitored}): epoch 1 {first[monitored]['total']:.5g} -> epoch {best} {kept[monitored]['total']:.5g}"
-          f" (kept, {len(history)} epochs run)")
+          f" (kept, {len(history)} epochs, {history[-1]['updates']} updates of {settings.batch_size} frames run)")
     return history
 
 
@@ -446,8 +559,8 @@ def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarra
 
 def evaluate(folder: str, progress: bool = True) -> None:
     """
-    Run the evaluation (GTC, KNN-MSE, plots) on the new model folder and print its figures. A dataset that cannot be
-    evaluated (no ground truth, too few frames) costs a warning: the model itself is saved and usable.
+    Run the evaluation (GTC, KNN-MSE, linear probe, plots) on the new model folder and print its figures. A dataset
+    that cannot be evaluated (no ground truth, too few frames) costs a warning: the model itself is saved and usable.
 
     :param folder: the model folder
     :param progress: show a progress bar while encoding
@@ -459,7 +572,7 @@ def evaluate(folder: str, progress: bool = True) -> None:
     except ValueError as error:
         print(f"warning: evaluation skipped: {error}", file=sys.stderr)
         return
-    print(f"GTC mean {results['gtc']['mean']:.3f}, KNN-MSE {results['knn_mse']:.4g}")
+    print(summaryLine(results))
 
 
 if __name__ == "__main__":

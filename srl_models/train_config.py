@@ -13,10 +13,14 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from srl_toolbox.cli import intInRange, positiveInt, seedNumber
+from srl_models.augment import AUGMENTATIONS
+from srl_models.losses import ATCLoss, CURLLoss
+from srl_toolbox.cli import intInRange, positiveFloat, positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
 DEFAULT_STATE_DIM = 32
+DEFAULT_BATCH_SIZE = 64  # the losses' DEFAULTS may ask for another (the contrastive losses: 256)
+_ATC, _CURL = ATCLoss.DEFAULTS, CURLLoss.DEFAULTS
 DEFAULT_FOREGROUND_WEIGHT = 0.0  # larger weights trade neighbourhoods for correlation: see docs/srl.md
 
 
@@ -37,7 +41,19 @@ class SRLTrainConfig:
     state_dim: int | None = setting(None, f"size of the state [{DEFAULT_STATE_DIM}; supervised alone: the ground "
                                     "truth's]", parse=positiveInt)
     epochs: int = setting(30, "maximum epochs", parse=positiveInt)
-    batch_size: int = setting(64, "minibatch size", parse=positiveInt)
+    updates: int | None = setting(None, "optimiser steps in all, instead of --epochs (an epoch is a pass over the "
+                                  "training frames; the last one stops at the last step)", parse=positiveInt)
+    batch_size: int | None = setting(None, f"minibatch size [{DEFAULT_BATCH_SIZE}; atc: {_ATC['batch_size']}, curl: "
+                                     f"{_CURL['batch_size']}]",
+                                     parse=positiveInt)
+    augment: str | None = setting(None, "augmentation of each view a loss sees: none, or shift (a random shift of up "
+                                  "to 4 pixels, border repeated, DrQ-v2's) [none; curl: shift]",
+                                  choices=tuple(AUGMENTATIONS), metavar="{" + ",".join(AUGMENTATIONS) + "}")
+    horizon: int | None = setting(None, "atc: the distance k of its pairs (frames t and t+k of one episode) "
+                                  f"[atc: {_ATC['horizon']}]",
+                                  parse=positiveInt)
+    tau: float | None = setting(None, "atc, curl: step of the momentum target encoder after each optimiser step "
+                                f"[atc: {_ATC['tau']:g}, curl: {_CURL['tau']:g}]", parse=positiveFloat)
     learning_rate: float = setting(1e-3, "Adam learning rate [1e-3]")
     beta: float = setting(1.0, "weight of the VAE's KL term [1]")
     foreground_weight: float = setting(DEFAULT_FOREGROUND_WEIGHT, "reconstruction losses: extra weight of the pixels "

@@ -1,8 +1,16 @@
 """The training loop of the learned SRL models: the dataset in memory, an episode-wise validation split, minibatches of
-(s_t[, s_t+1]) rows, Adam, early stopping on the validation losses with the best epoch's weights kept."""
+(s_t[, s_t+h]) rows, Adam, early stopping on the validation losses with the best epoch's weights kept.
+
+Invariants: a pair (t, t + h) always lies within one episode (rows whose episode ends before t + h are never
+anchors); each view of a minibatch (the frames t, the frames t + h) is augmented on its own, and never the stored
+images; with the momentum target of a contrastive loss, the target moves by tau after each optimiser step; the
+number of optimiser steps is ``updates`` when given, else ``epochs`` times the minibatches of an epoch. Without
+augmentation and with h = 1 a training draws the random numbers it drew before these options existed.
+"""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,6 +18,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from srl_models.augment import AUGMENTATIONS, Augmentation
 from srl_models.losses import Batch
 from srl_models.network import SRLNetwork
 
@@ -56,9 +65,7 @@ class TrainingData:
         self.device = device
         # kept as uint8 (a quarter of float32's memory), converted per minibatch
         self.images = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).contiguous().to(device)
-        starts = np.asarray(episode_starts, dtype=bool)
-        self.has_next = np.zeros(len(starts), dtype=bool)
-        self.has_next[:-1] = ~starts[1:]
+        self.frames_after = framesAfter(episode_starts)
         self.arrays: dict[str, torch.Tensor] = {}
         if actions is not None:
             continuous = actions.ndim == 2
@@ -69,13 +76,14 @@ class TrainingData:
             self.arrays["ground_truth"] = torch.as_tensor(ground_truth, dtype=torch.float32)
         self.arrays = {key: value.to(device) for key, value in self.arrays.items()}
 
-    def anchors(self, rows: np.ndarray, pairs: bool) -> np.ndarray:
+    def anchors(self, rows: np.ndarray, horizon: int | None) -> np.ndarray:
         """
         :param rows: candidate rows
-        :param pairs: keep only rows followed by a frame of the same episode
+        :param horizon: keep only rows followed, ``horizon`` frames later, by a frame of the same episode (None:
+            every row)
         :return: the rows a minibatch may start from
         """
-        return rows[self.has_next[rows]] if pairs else rows
+        return rows if horizon is None else rows[self.frames_after[rows] >= horizon]
 
     def background(self, rows: np.ndarray, max_frames: int = BACKGROUND_FRAMES) -> torch.Tensor:
         """
@@ -93,40 +101,74 @@ class TrainingData:
         index = torch.as_tensor(rows, device=self.device)
         return {key: value[index] for key, value in self.arrays.items()}
 
-    def batch(self, rows: np.ndarray, network: SRLNetwork, pairs: bool,
-              generator: torch.Generator | None) -> Batch:
+    def batch(self, rows: np.ndarray, network: SRLNetwork, horizon: int | None, generator: torch.Generator | None,
+              augment: Augmentation = AUGMENTATIONS["none"]) -> Batch:
         """
-        :param rows: anchor rows
-        :param network: encodes the images (one forward pass for s_t and s_t+1 together)
-        :param pairs: also encode the next frames
-        :param generator: random numbers for the losses
+        :param rows: anchor rows (from :meth:`anchors` with the same horizon)
+        :param network: encodes the images (one forward pass for s_t and s_t+h together)
+        :param horizon: also encode the frames ``horizon`` rows later (None: no pairs)
+        :param generator: random numbers for the augmentation and the losses
+        :param augment: applied to each view on its own (a new tensor: the stored images stay as they are)
         :return: the encoded batch
         """
         index = torch.as_tensor(rows, device=self.device)
-        images = self.images[index].float().div_(255.0)
+        images = augment(self.images[index].float().div_(255.0), generator)
         arrays = self.rowArrays(rows)
-        if not pairs:
+        if horizon is None:
             features, states = network.encode(images)
             return Batch(images, features, states, network.encode, generator=generator,
                          actions=arrays.get("actions"), rewards=arrays.get("rewards"),
                          ground_truth=arrays.get("ground_truth"))
-        next_images = self.images[index + 1].float().div_(255.0)
-        features, states = network.encode(torch.cat([images, next_images]))
+        next_images = augment(self.images[index + horizon].float().div_(255.0), generator)
         n = len(rows)
-        return Batch(images, features[:n], states[:n], network.encode, next_images, features[n:], states[n:],
-                     actions=arrays.get("actions"), rewards=arrays.get("rewards"),
+        if network.online_next:
+            features, states = network.encode(torch.cat([images, next_images]))
+            features, next_features, states, next_states = features[:n], features[n:], states[:n], states[n:]
+        else:
+            (features, states), next_features, next_states = network.encode(images), None, None
+        target_states = network.encodeTarget(next_images) if network.target_encoder is not None else None
+        return Batch(images, features, states, network.encode, next_images, next_features, next_states,
+                     target_states=target_states, actions=arrays.get("actions"), rewards=arrays.get("rewards"),
                      ground_truth=arrays.get("ground_truth"), generator=generator)
+
+
+def framesAfter(episode_starts: np.ndarray) -> np.ndarray:
+    """
+    :param episode_starts: bool (n,), True at each episode's first row
+    :return: int (n,): how many later rows belong to the same episode as each row
+    """
+    starts = np.asarray(episode_starts, dtype=bool)
+    n = len(starts)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    # the row after each episode's last row: the next start, or n
+    ends = np.append(np.flatnonzero(starts[1:]) + 1, n)
+    episode_end = ends[np.searchsorted(ends, np.arange(n), side="right")]
+    return episode_end - np.arange(n) - 1
+
+
+def episodeLengths(episode_starts: np.ndarray) -> np.ndarray:
+    """:param episode_starts: bool (n,)
+    :return: the number of frames of each episode, in order"""
+    starts = np.flatnonzero(np.asarray(episode_starts, dtype=bool))
+    if len(episode_starts) and (not len(starts) or starts[0] != 0):
+        starts = np.insert(starts, 0, 0)
+    return np.diff(np.append(starts, len(episode_starts)))
 
 
 @dataclass
 class TrainSettings:
     """
-    :param epochs: maximum passes over the training rows
+    :param epochs: maximum passes over the training rows (ignored when ``updates`` is given)
     :param batch_size: rows per minibatch
     :param learning_rate: Adam's step size
     :param patience: epochs without a better monitored loss before stopping (0: never stop early)
-    :param seed: shuffling and noise
+    :param seed: shuffling, augmentation and noise
     :param progress: show a tqdm bar
+    :param updates: optimiser steps in all (None: ``epochs`` epochs); the last epoch stops after the last step
+    :param horizon: pair distance h of the pair losses (rows t and t + h of one episode)
+    :param augment: the augmentation of each view (srl_models.augment.AUGMENTATIONS)
+    :param tau: the momentum target's step after each optimiser step (losses with a target encoder)
     """
 
     epochs: int = 30
@@ -135,28 +177,43 @@ class TrainSettings:
     patience: int = 10
     seed: int = 0
     progress: bool = True
+    updates: int | None = None
+    horizon: int = 1
+    augment: str = "none"
+    tau: float = 0.01
 
 
-def _meanTerms(network: SRLNetwork, data: TrainingData, rows: np.ndarray, batch_size: int,
+def _chunks(rows: np.ndarray, batch_size: int, negatives: bool) -> list[np.ndarray]:
+    """:return: the minibatches of ``rows`` in order; with ``negatives``, a last one of a single row is left out (a
+    contrastive loss has nothing to contrast it with)"""
+    chunks = [rows[start:start + batch_size] for start in range(0, len(rows), batch_size)]
+    return [chunk for chunk in chunks if len(chunk) >= 2] if negatives else chunks
+
+
+def _meanTerms(network: SRLNetwork, data: TrainingData, chunks: list[np.ndarray], settings: TrainSettings,
                generator: torch.Generator | None, optimizer: torch.optim.Optimizer | None = None,
                bar: tqdm | None = None) -> dict[str, float]:
-    """One pass over ``rows`` (an optimisation step per minibatch when ``optimizer``): row-weighted mean losses."""
+    """One pass over ``chunks`` (an optimisation step per minibatch when ``optimizer``, the momentum target moved
+    after each): row-weighted mean losses."""
     sums: dict[str, float] = {}
-    for start in range(0, len(rows), batch_size):
-        chunk = rows[start:start + batch_size]
-        terms = network.lossTerms(data.batch(chunk, network, network.pairs, generator))
+    seen = 0
+    horizon = settings.horizon if network.pairs else None
+    augment = AUGMENTATIONS[settings.augment]
+    for chunk in chunks:
+        terms = network.lossTerms(data.batch(chunk, network, horizon, generator, augment))
         total = network.total(terms)
         if optimizer is not None:
             optimizer.zero_grad(set_to_none=True)
             total.backward()
             optimizer.step()
+            network.updateTarget(settings.tau)
         for name, value in [*terms.items(), ("total", total)]:
             sums[name] = sums.get(name, 0.0) + float(value.detach()) * len(chunk)
+        seen += len(chunk)
         if bar is not None:
             bar.update(1)
-            bar.set_postfix({name: f"{value / (start + len(chunk)):.4g}" for name, value in sums.items()},
-                            refresh=False)
-    return {name: value / len(rows) for name, value in sums.items()}
+            bar.set_postfix({name: f"{value / seen:.4g}" for name, value in sums.items()}, refresh=False)
+    return {name: value / max(seen, 1) for name, value in sums.items()}
 
 
 def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray, val_rows: np.ndarray,
@@ -173,50 +230,63 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     :param data: the dataset
     :param train_rows: training rows
     :param val_rows: validation rows (may be empty)
-    :param settings: epochs, batch size, learning rate, patience, seed, progress bar
+    :param settings: epochs or updates, batch size, learning rate, patience, seed, progress bar, horizon,
+        augmentation, tau
     :param on_epoch: called after each epoch with its history entry, the network holding that epoch's weights (in
         eval mode; it may add keys to the entry, e.g. a measure of the representation)
-    :return: one entry per epoch: {"epoch", "train": {loss: value, "total"}, "val": {...} or None}
+    :return: one entry per epoch: {"epoch", "updates" (optimiser steps so far), "seconds" (wall time of the epoch's
+        training and validation passes), "train": {loss: value, "total"}, "val": {...} or None}
     :raises ValueError: no training row (too few frames for the losses)
     """
-    train_anchors = data.anchors(train_rows, network.pairs)
+    horizon = settings.horizon if network.pairs else None
+    train_anchors = data.anchors(train_rows, horizon)
     # validation minibatches mix episodes like training ones (the robotic priors compare the rows of a minibatch),
     # in one fixed order so that epochs are comparable
-    val_anchors = np.random.default_rng(settings.seed + 1).permutation(data.anchors(val_rows, network.pairs))
-    if len(train_anchors) == 0:
-        raise ValueError("no training frame (the losses need consecutive frames of one episode)")
+    val_anchors = np.random.default_rng(settings.seed + 1).permutation(data.anchors(val_rows, horizon))
+    if len(train_anchors) < (2 if network.negatives else 1):
+        raise ValueError("no training frame (the losses need consecutive frames of one episode)" if horizon == 1
+                         else f"too few training frames with a frame {horizon} steps later in their episode "
+                              f"({len(train_anchors)})")
+    val_chunks = _chunks(val_anchors, settings.batch_size, network.negatives)
     statistics = data.rowArrays(train_anchors)
     if any(getattr(loss, "foreground_weight", 0.0) for loss in network.losses.values()):
         statistics["background"] = data.background(train_anchors)  # only the foreground weighting reads it
     for loss in network.losses.values():
         loss.prepare(statistics)
-    optimizer = torch.optim.Adam(network.parameters(), lr=settings.learning_rate)
+    optimizer = torch.optim.Adam(network.trainableParameters(), lr=settings.learning_rate)
     rng = np.random.default_rng(settings.seed)
     generator = torch.Generator(device=data.device).manual_seed(settings.seed)
-    batches = math.ceil(len(train_anchors) / settings.batch_size)
+    batches = len(_chunks(train_anchors, settings.batch_size, network.negatives))
+    total_updates = settings.updates or settings.epochs * batches
+    epochs = math.ceil(total_updates / batches)
     history: list[dict] = []
     lows: dict[str, float] = {}
-    best_state, stale = None, 0
-    with tqdm(total=settings.epochs * batches, disable=not settings.progress, desc="SRL training",
-              unit="batch", dynamic_ncols=True) as bar:
-        for epoch in range(1, settings.epochs + 1):
+    best_state, stale, updates = None, 0, 0
+    with tqdm(total=total_updates, disable=not settings.progress, desc="SRL training",
+              unit="update", dynamic_ncols=True) as bar:
+        for epoch in range(1, epochs + 1):
             network.train()
-            train = _meanTerms(network, data, rng.permutation(train_anchors), settings.batch_size, generator,
-                               optimizer, bar)
+            began = time.perf_counter()
+            chunks = _chunks(rng.permutation(train_anchors), settings.batch_size, network.negatives)
+            chunks = chunks[:total_updates - updates]
+            train = _meanTerms(network, data, chunks, settings, generator, optimizer, bar)
+            updates += len(chunks)
             val = None
-            if len(val_anchors):
+            if val_chunks:
                 network.eval()
                 with torch.no_grad():
                     # the same noise every epoch: validation losses differ only by the weights
                     val_generator = torch.Generator(device=data.device).manual_seed(settings.seed + 1)
-                    val = _meanTerms(network, data, val_anchors, settings.batch_size, val_generator)
-            history.append({"epoch": epoch, "train": train, "val": val})
+                    val = _meanTerms(network, data, val_chunks, settings, val_generator)
+            history.append({"epoch": epoch, "updates": updates, "seconds": round(time.perf_counter() - began, 3),
+                            "train": train, "val": val})
             if on_epoch is not None:
                 network.eval()
                 with torch.no_grad():
                     on_epoch(history[-1])
             monitored = val if monitorVal(network, val) else train
-            bar.set_description(f"SRL training (epoch {epoch}, loss {monitored['total']:.4g})")
+            bar.set_description(f"SRL training (epoch {epoch}/{epochs}, update {updates}/{total_updates}, "
+                                f"loss {monitored['total']:.4g})")
             if _improves(monitored, lows):
                 stale = 0
                 best_state = {key: value.detach().clone() for key, value in network.state_dict().items()}

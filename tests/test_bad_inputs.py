@@ -178,6 +178,13 @@ CASES = [
     # --- srl_models.train
     ("srl-train-unknown-loss", SRL_TRAIN, ["--data-folder", "{tiny}", "--losses", "bogus:1"],
      ["'bogus'", "valid losses", "vae"]),
+    ("srl-train-unknown-augmentation", SRL_TRAIN, ["--data-folder", "{tiny}", "--srl-model", "vae", "--augment", "flip"],
+     ["--augment", "'flip'", "'none', 'shift'"]),
+    ("srl-train-horizon-longer-than-episodes", SRL_TRAIN,
+     ["--data-folder", "{tiny}", "--srl-model", "atc", "--horizon", "1000"],
+     ["--horizon 1000", "longer than the dataset's episodes"]),
+    ("srl-train-contrastive-batch-of-one", SRL_TRAIN, ["--data-folder", "{tiny}", "--srl-model", "curl", "--batch-size", "1"],
+     ["--batch-size 1", "curl", "2 or more"]),
     ("srl-train-missing-dataset", SRL_TRAIN, ["--data-folder", "{data}/nowhere", "--srl-model", "vae"], ["nowhere"]),
     ("srl-train-val-split-range", SRL_TRAIN, ["--data-folder", "{tiny}", "--val-split", "1.5"], ["--val-split 1.5"]),
     ("srl-train-negative-foreground-weight", SRL_TRAIN, ["--data-folder", "{tiny}", "--foreground-weight", "-2"],

@@ -63,6 +63,27 @@ def test_prepare_registers_the_models(prepared):
 
 
 @pytest.mark.slow
+def test_prepare_registers_the_contrastive_models(tmp_path, monkeypatch, capsys):
+    """atc and curl are prepared, evaluated (the probe too) and registered by name like the others; --augment reaches
+    the trainings (recorded in their exp_config), and a second call reuses them."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("SRL_MODELS_CONFIG", str(tmp_path / "srl.yaml"))
+    argv = ["--env", ENV_ID, "--srl-model", "atc", "curl", "--augment", "shift", *TINY]
+    rows = prepare.prepare(argv)
+    mapping = readSRLConfig(str(tmp_path / "srl.yaml"))[ENV_ID]
+    assert set(mapping) == {"atc", "curl"} and not any(row["reused"] for row in rows)
+    for row in rows:
+        exp_config = json.loads(open(os.path.join(row["folder"], "exp_config.json")).read())
+        assert exp_config["srl_model"] == row["model"] and exp_config["augment"] == "shift"
+        assert row["gtc"] is not None and row["probe"] is not None
+    out = capsys.readouterr().out
+    assert "probe R2" in out and "Linear probe" not in out
+    stored = snapshot(str(tmp_path / "data"))
+    assert [row["reused"] for row in prepare.prepare(argv)] == [True, True]
+    assert snapshot(str(tmp_path / "data")) == stored  # the augmentation never touches the recorded frames
+
+
+@pytest.mark.slow
 def test_second_call_reuses_dataset_and_models(prepared, monkeypatch, capsys):
     monkeypatch.chdir(prepared["root"])
     monkeypatch.setenv("SRL_MODELS_CONFIG", str(prepared["config"]))
@@ -205,6 +226,10 @@ BAD_PREPARE = [
      "--device: 'tpu' is not a device; valid choices: auto, cpu, cuda, cuda:N"),
     ("bad config", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", "{tmp}/bad.yaml"],
      "must map env ids to {model name: folder}"),
+    ("augmentation", ["--env", ENV_ID, "--srl-model", "vae", "--augment", "flip"],
+     "argument --augment: invalid choice: 'flip' (choose from 'none', 'shift')"),
+    ("curl unaugmented", ["--env", ENV_ID, "--srl-model", "vae", "curl", "--augment", "none"],
+     "--augment none: the curl loss contrasts two augmentations of one frame"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
      "was recorded with other settings (seed differ)"),
 ]

@@ -239,6 +239,10 @@ def test_evaluateCommand(tmp_path, dataFolder, testModels, capsys):
     with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
         mean = json.load(handle)["mean"]
     assert f"GTC mean {mean:.4f}" in out and "KNN-MSE (k=3)" in out
+    with open(os.path.join(folder, evaluate.PROBE_FILE)) as handle:
+        probe = json.load(handle)
+    assert f"Linear probe R2 {probe['mean']:.4f}" in out and len(probe["per_dimension"]) == 2
+    assert probe["alpha"] == 1.0 and probe["n_fit"] + probe["n_held_out"] == 50
 
 
 def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):

@@ -73,7 +73,7 @@ BAD_INPUTS = [
     (["--srl-model", "supervised"], "bare", "no 'ground_truth_states'"),
     (["--losses", "autoencoder:1", "inverse:1"], "bare", "no 'actions'"),
     (["--srl-model", "vae", "--state-dim", "0"], "tiny", "--state-dim: '0' must be a positive integer"),
-    (["--srl-model", "raw_pixels"], "tiny", "learned models: autoencoder, dae, forward, inverse, pca, random"),
+    (["--srl-model", "raw_pixels"], "tiny", "learned models: atc, autoencoder, curl, dae, forward, inverse, pca, random"),
     (["--srl-model", "vae", "--losses", "autoencoder:1"], "tiny", "add vae:WEIGHT"),
     (["--srl-model", "pca", "--losses", "vae:1"], "tiny", "trains no loss"),
     ([], "tiny", "give --srl-model NAME"),
@@ -103,7 +103,7 @@ def test_bad_input_subprocess(tmp_path) -> None:
                        "--log-folder", tmp_path / "logs")
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.strip() == "error: --losses: unknown loss 'bogus'; valid losses: autoencoder, dae, vae, " \
-                                    "inverse, forward, reward, supervised, robotic_priors"
+                                    "inverse, forward, reward, supervised, robotic_priors, atc, curl"
     assert not (tmp_path / "logs").exists()
 
 

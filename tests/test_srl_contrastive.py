@@ -1,0 +1,276 @@
+"""The contrastive SRL models (atc, curl) and what the trainer grew for them: pairs at a horizon k that never cross an
+episode end, the momentum target moving by tau, the random-shift augmentation of each view (never of the stored
+images), the number of updates; the linear probe; the bad inputs (one line, exit code 2, nothing written). Trained
+on the tiny session dataset of test_srl_models."""
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+from conftest import runModule, snapshot
+from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
+from torch.nn import functional as F
+
+from environments.dataset import Dataset
+from srl_models.augment import AUGMENTATIONS, PAD, randomShift
+from srl_models.metrics import heldOutEpisodes, linearProbe
+from srl_models.models import ATCModel, CURLModel, RandomModel
+from srl_models.network import SRLNetwork
+from srl_models.registry import loadSRLModel
+from srl_models.train import main, trainFromArgs
+from srl_models.trainer import TrainingData, TrainSettings, framesAfter, splitEpisodes, trainNetwork
+from srl_toolbox.cli import runCommand
+
+IMG_SHAPE = (3, 32, 32)
+
+
+# --- augmentation ----------------------------------------------------------------------------------------------------
+
+
+def test_random_shift_is_a_crop_of_the_padded_image_for_any_size() -> None:
+    images = torch.rand(16, 3, 20, 36)
+    before = images.clone()
+    shifted = randomShift(images, torch.Generator().manual_seed(0))
+    assert shifted.shape == images.shape and torch.equal(images, before)  # a new tensor, the input untouched
+    padded = F.pad(images, (PAD,) * 4, mode="replicate")
+    offsets = []
+    for i in range(len(images)):
+        found = [(dy, dx) for dy in range(2 * PAD + 1) for dx in range(2 * PAD + 1)
+                 if torch.equal(padded[i, :, dy:dy + 20, dx:dx + 36], shifted[i])]
+        assert found, i
+        offsets.append(found[0])
+    assert len(set(offsets)) > 4  # each image its own offset
+    again = randomShift(images, torch.Generator().manual_seed(0))
+    assert torch.equal(shifted, again)  # only the given generator decides
+    generator = torch.Generator().manual_seed(5)
+    state = generator.get_state()
+    assert AUGMENTATIONS["none"](images, generator) is images and torch.equal(generator.get_state(), state)
+
+
+# --- pairs at a horizon, augmented views, the momentum target ---------------------------------------------------------
+
+
+def numberedData(episode_lengths: list[int]) -> TrainingData:
+    """Frames whose pixels hold their row number (row r: value r), with episodes of the given lengths."""
+    n = sum(episode_lengths)
+    images = np.broadcast_to(np.arange(n, dtype=np.uint8)[:, None, None, None], (n, 16, 16, 3)).copy()
+    starts = np.zeros(n, dtype=bool)
+    starts[np.cumsum([0, *episode_lengths[:-1]])] = True
+    return TrainingData(images, starts, torch.device("cpu"))
+
+
+def test_pairs_at_horizon_k_never_cross_an_episode_end() -> None:
+    lengths = [5, 1, 9, 3, 12]
+    data = numberedData(lengths)
+    episode = np.repeat(np.arange(len(lengths)), lengths)
+    np.testing.assert_array_equal(framesAfter(np.array([True, False, False, True, False])), [2, 1, 0, 1, 0])
+    network = SRLNetwork((3, 16, 16), 4, {"atc": 1.0}, {}, {})
+    rows = np.arange(sum(lengths))
+    for horizon in (0, 1, 2, 4, 8, 11):
+        anchors = data.anchors(rows, horizon)
+        # exactly the rows whose episode goes on for horizon more frames
+        expected = [r for r in rows if r + horizon < len(episode) and episode[r + horizon] == episode[r]]
+        np.testing.assert_array_equal(anchors, expected)
+        if len(anchors):
+            batch = data.batch(anchors, network, horizon, None)
+            first = batch.images[:, 0, 0, 0] * 255
+            second = batch.next_images[:, 0, 0, 0] * 255
+            np.testing.assert_allclose(second - first, horizon, atol=1e-3)  # the frame k rows later
+    assert len(data.anchors(rows, 12)) == 0  # longer than every episode: no pair
+
+
+def test_augment_changes_each_view_and_not_the_stored_data() -> None:
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (40, 24, 24, 3), dtype=np.uint8)
+    starts = np.zeros(40, dtype=bool)
+    starts[[0, 20]] = True
+    data = TrainingData(images, starts, torch.device("cpu"))
+    stored = data.images.clone()
+    network = SRLNetwork((3, 24, 24), 4, {"curl": 1.0}, {}, {})
+    rows = data.anchors(np.arange(40), 0)
+    plain = data.batch(rows, network, 0, torch.Generator().manual_seed(1))
+    assert torch.equal(plain.images, plain.next_images)  # curl's pair: the same frame twice
+    shifted = data.batch(rows, network, 0, torch.Generator().manual_seed(1), AUGMENTATIONS["shift"])
+    assert not torch.equal(shifted.images, plain.images)
+    # the two views of a frame are shifted independently
+    assert not torch.equal(shifted.images, shifted.next_images)
+    assert torch.equal(data.images, stored)  # the stored images as recorded
+    np.testing.assert_array_equal(data.images.permute(0, 2, 3, 1).numpy(), images)
+
+
+def test_the_momentum_target_moves_by_tau_after_each_step() -> None:
+    torch.manual_seed(0)
+    network = SRLNetwork((3, 16, 16), 4, {"atc": 1.0}, {}, {})
+    target = network.target_encoder
+    assert all(torch.equal(a, b) for a, b in zip(target.parameters(), network.encoder.parameters()))
+    assert not any(p.requires_grad for p in target.parameters())
+    assert {id(p) for p in network.trainableParameters()}.isdisjoint(id(p) for p in target.parameters())
+    with torch.no_grad():
+        for parameter in network.encoder.parameters():
+            parameter.add_(1.0)
+    old = [p.clone() for p in target.parameters()]
+    network.updateTarget(0.25)
+    for before, after, online in zip(old, target.parameters(), network.encoder.parameters()):
+        torch.testing.assert_close(after, 0.75 * before + 0.25 * online)
+    # in training: after each optimiser step, tau of the way towards the encoder's new weights
+    data = numberedData([30, 30])
+    steps = []
+    original = network.updateTarget
+
+    def record(tau: float) -> None:
+        online = [p.detach().clone() for p in network.encoder.parameters()]
+        previous = [p.clone() for p in target.parameters()]
+        original(tau)
+        steps.append(max(float((t - (1 - tau) * b - tau * o).abs().max())
+                         for t, b, o in zip(target.parameters(), previous, online)))
+
+    network.updateTarget = record
+    history = trainNetwork(network, data, np.arange(60), np.arange(0), TrainSettings(
+        updates=5, batch_size=8, patience=0, progress=False, augment="shift", tau=0.1))
+    assert len(steps) == 5 and max(steps) < 1e-6 and history[-1]["updates"] == 5
+
+
+def test_updates_set_the_number_of_optimiser_steps() -> None:
+    torch.manual_seed(0)
+    network = SRLNetwork((3, 16, 16), 4, {"autoencoder": 1.0}, {}, {})
+    data = numberedData([50])
+    history = trainNetwork(network, data, np.arange(50), np.arange(0),
+                           TrainSettings(updates=17, batch_size=8, patience=0, progress=False))
+    # 7 minibatches an epoch: 7 + 7 + 3
+    assert [entry["updates"] for entry in history] == [7, 14, 17]
+
+
+# --- the models, trained ----------------------------------------------------------------------------------------------
+
+
+def trained(data_folder: str, log_folder, *args: str) -> str:
+    return trainFromArgs(["--data-folder", data_folder, "--log-folder", str(log_folder), "--state-dim", "8",
+                          "--no-progress", "--no-eval", "--seed", "0", *args])
+
+
+@pytest.fixture(scope="module")
+def kukaDataset(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """10 random episodes of KukaButton at 32x32 (about 250 frames): an arm large in the frame, which a few dozen
+    contrastive updates learn to tell apart (MobileRobot's 32x32 robot covers a pixel or two)."""
+    save_path = tmp_path_factory.mktemp("kuka_data")
+    result = runModule("environments.dataset_generator", "--env", "KukaButtonGymEnv-v0", "--name", "kuka",
+                       "--save-path", save_path, "--num-episode", 10, "--img-shape", 3, 32, 32, "--seed", 0,
+                       "--no-progress")
+    assert result.returncode == 0, result.stderr
+    return os.path.join(save_path, "kuka")
+
+
+def probeOf(folder: str, dataset: Dataset) -> float:
+    """:return: the linear probe's R^2 of a trained model on every frame of the dataset"""
+    states = loadSRLModel(folder).getState(dataset.loadImages())
+    return linearProbe(states, dataset.states(), heldOutEpisodes(dataset.episodeIndex()))["mean"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["atc", "curl"])
+def test_contrastive_model_learns_and_beats_a_random_encoder(name: str, kukaDataset: str, tmp_path) -> None:
+    folder = trained(kukaDataset, tmp_path, "--srl-model", name, "--updates", "60", "--batch-size", "32",
+                     "--val-split", "0", "--patience", "0")
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    assert config["srl_model"] == name and config["updates_trained"] == 60 and config["batch_size"] == 32
+    assert config.get("augment") == (None if name == "atc" else "shift")
+    assert config["tau"] == (0.01 if name == "atc" else 0.05) and config["horizon"] == (1 if name == "atc" else 0)
+    with open(os.path.join(folder, "training_history.json"), encoding="utf-8") as handle:
+        losses = [entry["train"]["total"] for entry in json.load(handle)]
+    assert min(losses[-3:]) < losses[0] - 0.1, losses
+    model = loadSRLModel(folder)
+    assert isinstance(model, ATCModel if name == "atc" else CURLModel)
+    random_folder = trained(kukaDataset, tmp_path / "random", "--srl-model", "random")
+    assert isinstance(loadSRLModel(random_folder), RandomModel)
+    dataset = Dataset.open(kukaDataset)
+    learned, random = probeOf(folder, dataset), probeOf(random_folder, dataset)
+    assert learned > random + 0.05, (learned, random)
+    # the states come from the online encoder, not the momentum target
+    images = dataset.loadImages(np.arange(4))
+    online = model.network.encoder(torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255)[1]
+    np.testing.assert_allclose(model.getState(images), online.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert not torch.equal(model.network.target_encoder.to_state.weight, model.network.encoder.to_state.weight)
+
+
+def test_augment_shift_for_a_2018_loss_is_recorded(tinyDataset: str, tmp_path) -> None:  # noqa: F811
+    plain = trained(tinyDataset, tmp_path / "plain", "--srl-model", "autoencoder", "--epochs", "1")
+    shifted = trained(tinyDataset, tmp_path / "shift", "--srl-model", "autoencoder", "--epochs", "1",
+                      "--augment", "shift")
+    configs = []
+    for folder in (plain, shifted):
+        with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+            configs.append(json.load(handle))
+    # without augmentation the exp_config has the keys it always had (same recipe as before the option existed)
+    assert not {"augment", "horizon", "tau", "updates"} & set(configs[0]) and configs[1]["augment"] == "shift"
+    weights = [torch.load(os.path.join(f, "srl_model.pt"), weights_only=True) for f in (plain, shifted)]
+    assert not torch.equal(weights[0]["encoder.to_state.weight"], weights[1]["encoder.to_state.weight"])
+
+
+# --- the linear probe --------------------------------------------------------------------------------------------------
+
+
+def test_linear_probe_reads_the_true_state_and_not_noise() -> None:
+    rng = np.random.default_rng(0)
+    ground_truth = rng.uniform(-1, 1, (1200, 2))
+    episodes = np.repeat(np.arange(12), 100)
+    held_out = heldOutEpisodes(episodes, seed=0)
+    assert held_out.sum() == 200 and len(np.unique(episodes[held_out])) == 2  # whole episodes, a fifth of them
+    assert linearProbe(ground_truth, ground_truth, held_out)["mean"] > 0.999
+    mixed = ground_truth @ rng.normal(size=(2, 16)) + 0.01 * rng.normal(size=(1200, 16))
+    assert linearProbe(mixed, ground_truth, held_out)["mean"] > 0.99
+    noise = linearProbe(rng.normal(size=(1200, 16)), ground_truth, held_out)
+    assert abs(noise["mean"]) < 0.1 and noise["n_fit"] == 1000 and noise["n_held_out"] == 200
+    constant = linearProbe(np.ones((1200, 3)), ground_truth, held_out)
+    assert constant["mean"] <= 0.0 and np.isfinite(constant["mean"])
+    with pytest.raises(ValueError, match="needs 2 or more"):
+        heldOutEpisodes(np.zeros(10, dtype=int))
+    with pytest.raises(ValueError, match="bool mask"):
+        linearProbe(ground_truth, ground_truth, held_out[:-1])
+
+
+# --- bad input -----------------------------------------------------------------------------------------------------------
+
+
+BAD_INPUTS = [
+    (["--srl-model", "vae", "--augment", "flip"], "argument --augment: invalid choice: 'flip' (choose from 'none', "
+                                                   "'shift')"),
+    (["--srl-model", "atc", "--horizon", "60"], "--horizon 60 is longer than the dataset's episodes allow (the "
+                                                "longest has 50 frames"),
+    (["--srl-model", "atc", "--batch-size", "1"], "--batch-size 1: the atc loss contrasts each frame with the other "
+                                                  "frames of its minibatch, which needs 2 or more (its default: 256)"),
+    (["--srl-model", "curl", "--batch-size", "1"], "--batch-size 1: the curl loss contrasts"),
+    (["--srl-model", "vae", "--horizon", "3"], "--horizon 3: only the atc loss reads pairs at a chosen distance"),
+    (["--srl-model", "vae", "--tau", "0.1"], "--tau 0.1: only the atc, curl losses have a momentum target"),
+    (["--srl-model", "atc", "--tau", "2"], "--tau 2 must be in (0, 1]"),
+    (["--srl-model", "curl", "--augment", "none"], "--augment none: the curl loss contrasts two augmentations"),
+    (["--losses", "atc:1", "inverse:1", "--horizon", "2"], "the losses read pairs of frames at different distances "
+                                                           "(inverse: 1, atc: 2)"),
+    (["--srl-model", "vae", "--updates", "0"], "argument --updates: '0' must be a positive integer"),
+]
+
+
+@pytest.mark.parametrize("args, message", BAD_INPUTS)
+def test_bad_input(args: list[str], message: str, tinyDataset: str, tmp_path,  # noqa: F811
+                   capsys: pytest.CaptureFixture) -> None:
+    before = snapshot(tinyDataset)
+    logs = tmp_path / "logs"
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(main, ["--data-folder", tinyDataset, "--log-folder", str(logs), "--no-progress", *args])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and message in err, err
+    assert not logs.exists() and snapshot(tinyDataset) == before
+
+
+def test_episode_split_keeps_pairs_inside_training_episodes(tinyDataset: str) -> None:  # noqa: F811
+    dataset = Dataset.open(tinyDataset)
+    train_rows, _ = splitEpisodes(dataset.episodeIndex(), 0.25, 0)
+    after = framesAfter(dataset["episode_starts"])
+    episode = dataset.episodeIndex()
+    for horizon in (1, 7, 49):
+        anchors = train_rows[after[train_rows] >= horizon]
+        assert len(anchors) and np.all(episode[anchors + horizon] == episode[anchors])
