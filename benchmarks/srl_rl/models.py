@@ -17,6 +17,7 @@ from typing import Any
 
 from benchmarks.srl_rl.plans import Settings
 from srl_models.config import SRLLookupError, configFolder, describeSRLModel, readSRLConfig
+from srl_models.evaluate import PROBE_FILE
 from srl_toolbox.files import readJson
 
 # Keys of a model's facts that describe it rather than measure it: every other number is a metric of the
@@ -58,8 +59,8 @@ def registeredModels(config_file: str, env: str) -> dict[str, str]:
 def modelFacts(folder: str) -> dict[str, Any]:
     """
     :param folder: a prepared model folder
-    :return: gtc (mean), knn_mse (nan when not evaluated), state_dim, hash and recipe (None when the folder cannot
-        be read)
+    :return: gtc (mean), knn_mse (nan when not evaluated), probe_r2 (the linear probe's R^2, only when evaluated),
+        state_dim, hash and recipe (None when the folder cannot be read)
     """
     facts: dict[str, Any] = {"gtc": math.nan, "knn_mse": math.nan, "state_dim": None, "hash": None, "recipe": None,
                              "folder": folder}
@@ -68,7 +69,8 @@ def modelFacts(folder: str) -> dict[str, Any]:
         facts.update(state_dim=record["state_dim"], hash=record["hash"], recipe=record["recipe"])
     except (ValueError, OSError, KeyError):
         return facts
-    for key, name, field in (("gtc", "gt_correlation.json", "mean"), ("knn_mse", "knn_mse.json", "knn_mse")):
+    for key, name, field in (("gtc", "gt_correlation.json", "mean"), ("knn_mse", "knn_mse.json", "knn_mse"),
+                             ("probe_r2", PROBE_FILE, "mean")):
         try:
             with open(os.path.join(folder, name), encoding="utf-8") as handle:
                 facts[key] = float(json.load(handle)[field])
