@@ -28,7 +28,7 @@ same step count has its name free. The buffer of the checkpoint before the newes
 """
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -221,14 +221,17 @@ def checkManifest(manifest: dict[str, Any], folder: str, algo_name: str | None =
     :param manifest: a manifest
     :param folder: its folder (for messages and checksums)
     :param algo_name: the algorithm that must have written it
-    :param api_version: the contract version the loading class implements
+    :param api_version: the contract version the loading class implements: it reads what that version and the
+        earlier ones wrote (a run folder or checkpoint of API version 1 loads, replays and resumes under version 2)
     :param expected: entries that must match (env, srl_model, srl_model_hash, observation_space, ...)
     :param check_files: also check the files' checksums (False: :func:`verifyCheckpoint` did)
     :raises CheckpointError: the first mismatch, in one line
     """
     if algo_name is not None and manifest.get("algo") != algo_name:
         raise CheckpointError(f"{folder} holds a model of algorithm {manifest.get('algo')!r}, not {algo_name!r}")
-    if api_version is not None and manifest.get("api_version") not in (None, api_version):
+    saved_version = manifest.get("api_version")
+    if api_version is not None and saved_version is not None and not (
+            isinstance(saved_version, int) and 1 <= saved_version <= int(api_version)):
         raise CheckpointError(f"{folder} was saved by API version {manifest.get('api_version')} of {algo_name}, "
                               f"this one implements version {api_version}")
     for key, value in (expected or {}).items():
@@ -265,23 +268,23 @@ def checkModelFile(model_path: str, algo_name: str, api_version: int | None = No
     return manifest
 
 
-def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_kwargs: dict[str, Any]) -> None:
+def checkSavedSpaces(manifest: dict[str, Any], settings: Any, algo_class: type, make_env: Any) -> None:
     """
     Refuse to continue a saved model on an env whose action or observation space differs from the one it was
     trained on (its manifest records them), before anything is written: one env is built with the algorithm's
     ``makeEnv`` (no monitor files) and closed.
 
-    :param manifest: the manifest beside the model (``args.load_rl_model_path``)
-    :param args: the train command's validated arguments
+    :param manifest: the manifest beside the model (``settings.continue_from``)
+    :param settings: the run's settings (a RunSettings)
     :param algo_class: the algorithm's class (its ``makeEnv``)
-    :param env_kwargs: the env's keywords
+    :param make_env: ``make_env(algo_class, settings)`` builds the class's env (rl_baselines.core.plugin_v1.makeEnv,
+        for either API version)
     :raises ValueError: the spaces differ (one line)
     """
 
     if manifest.get("action_space") is None and manifest.get("observation_space") is None:
         return
-    probe = argparse.Namespace(**{**vars(args), "num_cpu": 1, "monitor_dir": None})
-    env = algo_class.makeEnv(probe, env_kwargs)
+    env = make_env(algo_class, settings.replace(num_cpu=1, monitor_dir=None))
     try:
         spaces = {"action_space": env.action_space, "observation_space": env.observation_space}
     finally:
@@ -292,12 +295,12 @@ def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_
             continue
         if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
             kinds = {"Discrete": "discrete", "Box": "continuous"}
-            hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
-            raise ValueError(f"{args.load_rl_model_path} was trained with {kinds.get(saved['type'], saved['type'])} "
+            hint = "drop -c/--continuous-actions" if settings.continuous_actions else "add -c/--continuous-actions"
+            raise ValueError(f"{settings.continue_from} was trained with {kinds.get(saved['type'], saved['type'])} "
                              f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
                              f"({hint})")
         shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "bounds_sha256")
-        raise ValueError(f"{args.load_rl_model_path} was trained with another {name.replace('_', ' ')} ({shown}) "
+        raise ValueError(f"{settings.continue_from} was trained with another {name.replace('_', ' ')} ({shown}) "
                          f"than this run's {space}")
 
 
@@ -495,32 +498,50 @@ def moveDamagedCheckpoint(run_dir: str, folder: str) -> str:
     return target
 
 
-def restoreRun(algo: Any, args: argparse.Namespace) -> None:
+@dataclasses.dataclass
+class Checkpoint:
     """
-    The last step of resuming, once the algorithm built its env and loaded the checkpoint's model: check the
-    spaces, make every env restart its episode from the same start, restore the algorithm's training state
-    (loadTrainingState) and then the global random generators.
+    The checkpoint a resumed run restores (``train --resume``), handed to the algorithm's ``train``.
 
-    :param algo: the algorithm (its ``env`` built)
-    :param args: the run's arguments (``resume_from``, ``resume_buffer``)
-    :raises UsageError: the env's spaces differ from the checkpoint's, or its training state does not fit
+    :param folder: the checkpoint folder (``checkpoints/<N>_steps``)
+    :param buffer_folder: the replay-buffer folder to restore, None to start with an empty buffer
     """
 
-    folder = args.resume_from
-    manifest = readManifest(folder) or {}
-    for name in ("observation_space", "action_space"):
-        space = getattr(algo.env, name, None)
-        if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
-            raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this env's "
-                             f"{space}")
-    run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
-    restartEpisodes(algo.env, run_state.get("episode_starts"))
-    freezeNextReset(algo.env)
-    try:
-        algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), args.resume_buffer)
-    except (ValueError, KeyError, OSError) as error:
-        raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
-    rng_path = os.path.join(folder, RNG_FILE)
-    if os.path.isfile(rng_path):
-        with np.load(rng_path, allow_pickle=False) as data:
-            restoreGlobalRNG(data)
+    folder: str
+    buffer_folder: str | None = None
+
+    def restore(self, algo: Any) -> None:
+        """
+        The last step of resuming, once the algorithm built its env and loaded the checkpoint's model: check the
+        spaces, make every env restart its episode from the same start, restore the algorithm's training state
+        (loadTrainingState) and then the global random generators.
+
+        :param algo: the algorithm (its ``env`` built)
+        :raises UsageError: the env's spaces differ from the checkpoint's, or its training state does not fit
+        """
+        folder = self.folder
+        manifest = readManifest(folder) or {}
+        for name in ("observation_space", "action_space"):
+            space = getattr(algo.env, name, None)
+            if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
+                raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this "
+                                 f"env's {space}")
+        run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
+        restartEpisodes(algo.env, run_state.get("episode_starts"))
+        freezeNextReset(algo.env)
+        try:
+            algo.loadTrainingState(os.path.join(folder, TRAINING_STATE_DIR), self.buffer_folder)
+        except (ValueError, KeyError, OSError) as error:
+            raise UsageError(f"--resume: the training state in {folder} does not fit ({error})") from None
+        rng_path = os.path.join(folder, RNG_FILE)
+        if os.path.isfile(rng_path):
+            with np.load(rng_path, allow_pickle=False) as data:
+                restoreGlobalRNG(data)
+
+
+def restoreRun(algo: Any, checkpoint: Checkpoint) -> None:
+    """
+    :param algo: the algorithm (its ``env`` built, the checkpoint's model loaded)
+    :param checkpoint: the checkpoint to restore (:meth:`Checkpoint.restore`)
+    """
+    checkpoint.restore(algo)

@@ -18,9 +18,11 @@ import numpy as np
 
 from environments import registered_env
 from rl_baselines.core.checkpointing import checkModelFile
+from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.runs.run_policy import readRunArgs, recordedSRLModelFolder
+from rl_baselines.runs.train_config import TrainConfig
 
 SAVED_MODELS = ("latest", "best")
 
@@ -58,10 +60,10 @@ class LoadedRun:
         :raises ValueError: the SRL model cannot be loaded, or the saved normalisation does not fit
         """
 
-        replay_args = argparse.Namespace(**{**vars(self.args), "seed": seed, "num_cpu": num_envs,
-                                            "srl_model_path": self.srl_model_path, "monitor_dir": None})
-        kwargs = {**envKwargsFromArgs(self.args), **(env_kwargs or {})}
-        return self.algo_class.makeEnv(replay_args, kwargs, load_path_normalise=self.model_folder)
+        settings = runSettings(self.args).replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
+                                                  monitor_dir=None)
+        kwargs = {**settings.env_kwargs, **(env_kwargs or {})}
+        return makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
 
 
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
@@ -95,7 +97,7 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing)")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
-    model = algo_class.load(model_path, train_args)
+    model = loadModel(algo_class, model_path, runSettings(train_args))
     srl_folder = recordedSRLModelFolder(run_dir, train_args, srl_model_path)
     return LoadedRun(run_dir, train_args, algo_class, model, model_folder, srl_folder)
 
@@ -131,3 +133,11 @@ def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True
                 counts[index] += 1
             returns[index], lengths[index] = 0.0, 0
     return episode_rewards, episode_lengths
+
+
+def runSettings(train_args: argparse.Namespace) -> RunSettings:
+    """
+    :param train_args: a run's arguments as read from its args.json (:func:`readRunArgs`: every train flag)
+    :return: its settings (the env's keywords from them), the run folders as recorded (None)
+    """
+    return TrainConfig.fromNamespace(train_args).runSettings()
