@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import functools
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -32,7 +33,9 @@ from rl_baselines.core.plugin_v1 import (
     CURRENT_API_VERSION,
     SUPPORTED_API_VERSIONS,
     checkpointFromArguments,
+    isV1,
     settingsFromArguments,
+    trainFromArguments,
 )
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, findVecNormalize
@@ -83,6 +86,9 @@ class BaseRLObject(abc.ABC):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         hp.deriveDeclarations(cls)
+        train = cls.__dict__.get("train")
+        if train is not None and not getattr(train, "__isabstractmethod__", False) and not isV1(cls):
+            cls.train = _acceptingArguments(train)
 
     def __init__(self) -> None:
         self.num_timesteps = 0
@@ -338,6 +344,22 @@ class BaseRLObject(abc.ABC):
             return False
         restoreRun(self, checkpoint)
         return True
+
+
+def _acceptingArguments(train: Callable[..., None]) -> Callable[..., None]:
+    """
+    :param train: a version 2 ``train``
+    :return: the same, also callable the version 1 way ``train(args, callback, env_kwargs, train_kwargs)`` (a
+        version 1 subclass's ``super().train(args, ...)``): converted by rl_baselines.core.plugin_v1
+    """
+
+    @functools.wraps(train)
+    def accepting(self: BaseRLObject, env: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(env, argparse.Namespace):
+            return trainFromArguments(self, train, env, *args, **kwargs)
+        return train(self, env, *args, **kwargs)
+
+    return accepting
 
 
 def _settings(settings: Any) -> RunSettings:

@@ -145,3 +145,27 @@ def trainAlgorithm(algo: Any, settings: RunSettings, total_timesteps: int, callb
     hyperparams = algo_class.resolveHyperparams(settings, dict(settings.hyperparam_overrides), saved)
     env = algo_class.makeTrainingEnv(settings)
     algo.train(env, int(total_timesteps), hyperparams, callback, logger, settings, checkpoint)
+
+
+def trainFromArguments(algo: Any, train: Any, args: argparse.Namespace, callback: Any,
+                       env_kwargs: dict[str, Any] | None = None, train_kwargs: dict[str, Any] | None = None) -> None:
+    """
+    A version 2 ``train`` called the version 1 way, ``train(args, callback, env_kwargs, train_kwargs)``: by a
+    version 1 subclass of a built-in algorithm (``super().train(args, ...)``) or by code written for version 1.
+    The env, hyperparameters and checkpoint are made from ``args`` as :func:`trainAlgorithm` makes them.
+
+    :param algo: the algorithm
+    :param train: the version 2 ``train`` function to call (unbound)
+    :param args: the run's arguments in the Namespace form
+    :param callback: the training callback
+    :param env_kwargs: env constructor keywords (default: from ``args``)
+    :param train_kwargs: typed ``--hyperparam`` values
+    """
+    settings = settingsFromArguments(args).replace(hyperparam_overrides=dict(train_kwargs or {}))
+    if env_kwargs is not None:
+        settings = settings.replace(env_kwargs=env_kwargs)
+    algo_class = type(algo)
+    saved = algo_class.savedHyperparams(settings.continue_from) if settings.continue_from else None
+    hyperparams = algo_class.resolveHyperparams(settings, dict(train_kwargs or {}), saved)
+    env = algo_class.makeTrainingEnv(settings)
+    train(algo, env, int(args.num_timesteps), hyperparams, callback, None, settings, checkpointFromArguments(args))

@@ -12,7 +12,9 @@ Invariants:
 - the field names are those of the train command's flags (``seed``, ``num_cpu``, ``srl_model``...), so that the env
   helpers (``VecEnvSettings.fromArgs``, ``pretrainFromArgs``) read a RunSettings as they read the run's config;
 - ``options`` holds the algorithm's own flags (``hp_<name>``, ``lr_schedule``, ``her_algo``, a plugin's
-  ``customArguments``), read as attributes too (``settings.lr_schedule``), as they were on the run's arguments;
+  ``customArguments``), read as attributes too (``settings.lr_schedule``), as they were on the run's arguments; an
+  attribute that is neither a field nor an option is read from ``arguments`` (``settings.random_target``), so that
+  code written for the Namespace (a version 1 ``makeEnv`` override) reads what it read;
 - ``arguments`` is every setting of the run by name: the Namespace of plugin API version 1 is made from it
   (``rl_baselines.core.plugin_v1``), nothing else reads it.
 """
@@ -87,10 +89,11 @@ class RunSettings:
             object.__setattr__(self, "img_shape", tuple(int(side) for side in self.img_shape))
 
     def __getattr__(self, name: str) -> Any:
-        # Called only for names that are not fields: the algorithm's own flags.
-        options = self.__dict__.get("options")
-        if options is not None and name in options:
-            return options[name]
+        # Called only for names that are not fields: the algorithm's own flags, then the run's other arguments (so
+        # that code written for the Namespace of API version 1, a makeEnv override, still reads what it read)
+        for mapping in (self.__dict__.get("options"), self.__dict__.get("arguments")):
+            if mapping is not None and name in mapping:
+                return mapping[name]
         raise AttributeError(f"{type(self).__name__} has no setting {name!r}")
 
     def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
