@@ -48,6 +48,11 @@ class LoadedRun:
     model_folder: str
     srl_model_path: str | None
 
+    @property
+    def settings(self) -> RunSettings:
+        """The run's settings (plugin API version 2), from its arguments."""
+        return TrainConfig.fromNamespace(self.args).runSettings()
+
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
         Build the vectorised env the agent acts on, as during training (same observations, frame stacking and
@@ -60,7 +65,7 @@ class LoadedRun:
         :raises ValueError: the SRL model cannot be loaded, or the saved normalisation does not fit
         """
 
-        settings = runSettings(self.args).replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
+        settings = self.settings.replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
                                                   monitor_dir=None)
         kwargs = {**settings.env_kwargs, **(env_kwargs or {})}
         return makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
@@ -97,7 +102,7 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing)")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
-    model = loadModel(algo_class, model_path, runSettings(train_args))
+    model = loadModel(algo_class, model_path, TrainConfig.fromNamespace(train_args).runSettings())
     srl_folder = recordedSRLModelFolder(run_dir, train_args, srl_model_path)
     return LoadedRun(run_dir, train_args, algo_class, model, model_folder, srl_folder)
 
@@ -134,10 +139,3 @@ def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True
             returns[index], lengths[index] = 0.0, 0
     return episode_rewards, episode_lengths
 
-
-def runSettings(train_args: argparse.Namespace) -> RunSettings:
-    """
-    :param train_args: a run's arguments as read from its args.json (:func:`readRunArgs`: every train flag)
-    :return: its settings (the env's keywords from them), the run folders as recorded (None)
-    """
-    return TrainConfig.fromNamespace(train_args).runSettings()
