@@ -32,9 +32,9 @@ from rl_baselines.core.hyperparams import OLDER_DECLARATIONS, Hyperparam, Interv
 from rl_baselines.core.plugin_v1 import (
     CURRENT_API_VERSION,
     SUPPORTED_API_VERSIONS,
+    asRunSettings,
     checkpointFromArguments,
     isV1,
-    settingsFromArguments,
     trainFromArguments,
 )
 from rl_baselines.core.run_settings import RunSettings
@@ -228,7 +228,7 @@ class BaseRLObject(abc.ABC):
         :param settings: the run's settings (a plugin of API version 1 passes its Namespace)
         :return: the folder of the model training continues from (its normalisation statistics), or None
         """
-        return _settings(settings).continue_folder
+        return asRunSettings(settings).continue_folder
 
     @classmethod
     def makeTrainingEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None) -> Any:
@@ -259,7 +259,7 @@ class BaseRLObject(abc.ABC):
         :param load_path_normalise: folder with saved normalisation statistics to restore
         :return: a VecEnv
         """
-        settings = _settings(settings)
+        settings = asRunSettings(settings)
         env_kwargs = dict(settings.env_kwargs) if env_kwargs is None else env_kwargs
         return createEnvs(VecEnvSettings.fromArgs(settings), env_kwargs, load_path_normalise,
                           monitor_dir=settings.monitor_dir)
@@ -360,11 +360,6 @@ def _acceptingArguments(train: Callable[..., None]) -> Callable[..., None]:
         return train(self, env, *args, **kwargs)
 
     return accepting
-
-
-def _settings(settings: Any) -> RunSettings:
-    """:return: ``settings``, or the RunSettings of a plugin of API version 1's Namespace"""
-    return settings if isinstance(settings, RunSettings) else settingsFromArguments(settings)
 
 
 def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:

@@ -81,6 +81,15 @@ def settingsFromArguments(args: argparse.Namespace) -> RunSettings:
     return RunSettings(**fields, env_kwargs=envKwargsFromArgs(args), options=options, arguments=values)
 
 
+def asRunSettings(settings: Any) -> RunSettings:
+    """
+    :param settings: a RunSettings, or the Namespace a caller written for version 1 passes instead (to ``makeEnv``,
+        ``makeTrainingEnv``, ``normalisationFolder``)
+    :return: the RunSettings
+    """
+    return settings if isinstance(settings, RunSettings) else settingsFromArguments(settings)
+
+
 def checkpointFromArguments(args: argparse.Namespace) -> Checkpoint | None:
     """
     :param args: the run's arguments in the Namespace form of plugin API version 1

@@ -35,6 +35,7 @@ from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import strToBool
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval, givenFlags
+from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
@@ -316,6 +317,7 @@ class HERModel(OffPolicyRLObject):
                 load_path_normalise: str | None = None) -> Any:
         """The env in its goal-conditioned mode (the goals stay unnormalised, see rl_baselines.envs.factory)."""
 
+        settings = asRunSettings(settings)  # (a caller written for API version 1 passes a Namespace)
         env_kwargs = {**(dict(settings.env_kwargs) if env_kwargs is None else env_kwargs), "goal_conditioned": True}
         return super().makeEnv(settings, env_kwargs, load_path_normalise)
 

@@ -43,6 +43,7 @@ from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
@@ -233,6 +234,7 @@ class PPO1Model(TorchActorCritic):
             ``seed + 1000 * rank`` and no run folder, monitor files, model to continue or checkpoint (rank 0 owns
             them, and gives the workers its model)
         """
+        settings = asRunSettings(settings)  # (a caller written for API version 1 passes a Namespace)
         rank = int(settings.option("rank", 0))
         if rank == 0:
             return settings
