@@ -37,8 +37,10 @@ from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.checkpointing import readManifest
 from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, loadModel, makeEnv
 from rl_baselines.core.registry import failed_plugins, registered_rl
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
@@ -73,8 +75,9 @@ def checkClass(algo_class: type) -> list[str]:
     passed = []
     if not isinstance(algo_class, type) or not issubclass(algo_class, BaseRLObject):
         _fail(f"{algo_class!r} is not a subclass of rl_baselines.core.base.BaseRLObject")
-    if apiMajor(algo_class.API_VERSION) != apiMajor(BaseRLObject.API_VERSION):
-        _fail(f"API_VERSION {algo_class.API_VERSION!r} is not major version {BaseRLObject.API_VERSION}")
+    if apiMajor(algo_class.API_VERSION) not in SUPPORTED_API_VERSIONS:
+        _fail(f"API_VERSION {algo_class.API_VERSION!r} is not a major version this srl-toolbox runs "
+              f"({', '.join(map(str, SUPPORTED_API_VERSIONS))})")
     types = algo_class.ACTION_TYPES
     if not isinstance(types, tuple) or not types or not all(isinstance(t, ActionType) for t in types):
         _fail(f"ACTION_TYPES {types!r} is not a non-empty tuple of ActionType")
@@ -153,10 +156,10 @@ def _train(argv: list[str]) -> str:
     return folders[-1]
 
 
-def _runArgs(run_dir: str) -> argparse.Namespace:
-    args = TrainConfig.fromRecord(readArgsRecord(run_dir)).namespace()
-    args.num_cpu, args.monitor_dir, args.run_dir = 1, None, None
-    return args
+def _runSettings(run_dir: str) -> RunSettings:
+    """:return: a trained run's settings, with one env and no monitor files nor run folder"""
+    return TrainConfig.fromRecord(readArgsRecord(run_dir)).runSettings().replace(num_cpu=1, monitor_dir=None,
+                                                                                 run_dir=None)
 
 
 def _actionProblem(action: np.ndarray, space: Any, num_envs: int) -> str | None:
@@ -232,8 +235,8 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     if mode & 0o044 != 0o644 & ~umask & 0o044:
         _fail(f"{kind}: {model_path} has permissions {oct(mode)}, not the umask's {oct(0o666 & ~umask)} "
               f"(save through srl_toolbox.files.atomicPath, not tempfile.mkstemp)")
-    args = _runArgs(run_dir)
-    env_probe = algo_class.makeEnv(args)
+    args = _runSettings(run_dir)
+    env_probe = makeEnv(algo_class, args)
     normalised = findVecNormalize(env_probe) is not None
     env_probe.close()
     if normalised and not os.path.isfile(os.path.join(run_dir, NORMALISATION_FILE)):
@@ -245,13 +248,13 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     for bad, what in ((os.path.join(folder, "missing_model" + algo_class.MODEL_EXTENSION), "a missing file"),
                       (RunFolder(run_dir).args_file, "a foreign file")):
         try:
-            algo_class.load(bad, args)
+            loadModel(algo_class, bad, args)
         except ValueError:
             continue
         except Exception as error:  # the contract: ValueError, one line
             _fail(f"load of {what} raised {type(error).__name__} ({error}), not ValueError")
         _fail(f"load of {what} ({bad}) did not raise ValueError")
-    model = algo_class.load(model_path, args)
+    model = loadModel(algo_class, model_path, args)
 
     saved_steps = int((readManifest(run_dir) or {}).get("num_timesteps", -1))
     if int(model.num_timesteps) != saved_steps or saved_steps < num_timesteps:
@@ -259,7 +262,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
               f"(at least {num_timesteps}); train must count env steps in self.num_timesteps and save must keep it")
     passed.append(f"{kind}: load restores the step count; missing and foreign files raise ValueError")
 
-    replay_env = algo_class.makeEnv(args, load_path_normalise=run_dir)
+    replay_env = makeEnv(algo_class, args, load_path_normalise=run_dir)
     try:
         vec_normalize = findVecNormalize(replay_env)
         if vec_normalize is not None and vec_normalize.training:
@@ -281,7 +284,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
         resaved = os.path.join(folder, f"resaved_{kind}", f"{name}_model{algo_class.MODEL_EXTENSION}")
         os.makedirs(os.path.dirname(resaved), exist_ok=True)
         model.save(resaved)
-        if not _sameActions(model, algo_class.load(resaved, args), observations):
+        if not _sameActions(model, loadModel(algo_class, resaved, args), observations):
             _fail(f"{kind}: a save/load round trip changes the deterministic actions")
     finally:
         replay_env.close()
@@ -290,7 +293,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
 
     more = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed,
                              ["--load-rl-model-path", model_path, "--tag", "continued"]))
-    continued = algo_class.load(os.path.join(more, os.path.basename(model_path)), args)
+    continued = loadModel(algo_class, os.path.join(more, os.path.basename(model_path)), args)
     if continued.num_timesteps < saved_steps + num_timesteps:
         _fail(f"{kind}: continuing with --load-rl-model-path gave {continued.num_timesteps} steps, expected at least "
               f"{saved_steps} + {num_timesteps} (count from the loaded model's num_timesteps)")
@@ -303,7 +306,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
 
     if check_seed:
         again = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed, ["--tag", "again"]))
-        twin = algo_class.load(os.path.join(again, os.path.basename(model_path)), args)
+        twin = loadModel(algo_class, os.path.join(again, os.path.basename(model_path)), args)
         if not _sameActions(model, twin, observations):
             _fail(f"{kind}: two runs with seed {seed} give different models (seed every generator of yours with "
                   f"args.seed)")

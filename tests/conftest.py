@@ -11,6 +11,8 @@ import sys
 import pytest
 import torch
 
+from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.train import algorithmDefaults
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.settings import settingFields
@@ -34,6 +36,16 @@ def trainArgs(algo: str | None = None, **values) -> argparse.Namespace:
         vars(args).setdefault(name, value)
     vars(args).update(values)
     return args
+
+
+def trainSettings(args: argparse.Namespace, hyperparams: dict | None = None) -> RunSettings:
+    """
+    :param args: from :func:`trainArgs`
+    :param hyperparams: typed ``--hyperparam`` values
+    :return: the same run's settings (plugin API v2), as ``TrainConfig.runSettings()`` gives them to an algorithm
+    """
+    return TrainConfig.fromNamespace(args, hyperparams=hyperparams or {},
+                                     env_kwargs=envKwargsFromArgs(args)).runSettings()
 
 
 def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None

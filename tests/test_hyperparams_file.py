@@ -17,6 +17,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.hyperparams_file import usedHyperparams
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_config import TrainConfig
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -31,7 +32,7 @@ def test_every_algorithm_writes_values_it_reads_back(algo: str) -> None:
     algo_class, _, action_types = registered_rl[algo]
     flags = [*GT, "--algo", algo] + (["-c"] if ActionType.DISCRETE not in action_types else [])
     args = algo_class.customArguments(baseParser()).parse_args(flags)
-    used = usedHyperparams(algo_class, args, {})
+    used = usedHyperparams(algo_class, TrainConfig.fromNamespace(args), {})
     defaults = getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {}
     assert set(defaults) <= set(used)
     # the file's strings, as train --hyperparam-file reads them, give the same values back

@@ -33,9 +33,10 @@ def tinySite(tmp_path_factory: pytest.TempPathFactory) -> str:
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
     (package / "docs_example.py").write_text(docsExample())
+    shutil.copy(os.path.join(REPO, "tests", "plugin_v1_docs_example.py"), package / "docs_example_v1.py")
     (dist_info / "entry_points.txt").write_text(
         "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = tiny_plugin.algo:{cls}\n" for name, cls in VARIANTS.items())
-        + "docs_tiny = tiny_plugin.docs_example:TinyAgent\n")
+        + "docs_tiny = tiny_plugin.docs_example:TinyAgent\ndocs_tiny_v1 = tiny_plugin.docs_example_v1:TinyAgent\n")
     return str(site)
 
 
@@ -144,6 +145,27 @@ def test_check_plugin_passes_the_plugin_of_the_docs(tinySite) -> None:
     assert "ok: discrete: same seed, same model" in result.stdout
     assert "continuous: --load-rl-model-path continues the step count and the normalisation" in result.stdout
     assert "docs_tiny: every check passed" in result.stdout
+
+
+def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_continues(tmp_path, tinySite) -> None:
+    """The example of docs/plugins.md before API version 2 (tests/plugin_v1_docs_example.py), unchanged: the train
+    command runs it through the v1 adapter, enjoy_baselines replays it, check_plugin passes it."""
+    script = ("from rl_baselines.core.registry import registered_rl\n"
+              "from rl_baselines.core.plugin_v1 import isV1\n"
+              "print(registered_rl['docs_tiny_v1'][0].API_VERSION, isV1(registered_rl['docs_tiny_v1'][0]), "
+              "isV1(registered_rl['docs_tiny'][0]))\n")
+    versions = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, **_env(tinySite)}, timeout=120)
+    assert versions.stdout.split() == ["2", "True", "False"], versions.stderr  # v1 by its train's signature
+    trained = _train(tinySite, "--algo", "docs_tiny_v1", "--num-timesteps", "300", "--log-dir", tmp_path / "logs")
+    assert trained.returncode == 0, trained.stderr
+    run_dir = runFolder(trained)
+    assert os.path.isfile(os.path.join(run_dir, "docs_tiny_v1_model.json"))
+    replay = _run(tinySite, "replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "50", "--deterministic")
+    assert replay.returncode == 0, replay.stderr
+    result = _run(tinySite, "rl_baselines.check_plugin", "docs_tiny_v1", "--num-timesteps", "200", "--discrete-actions")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "docs_tiny_v1: every check passed" in result.stdout
 
 
 @pytest.mark.parametrize("algo, message", [

@@ -59,7 +59,7 @@ PLUGIN_CODE = textwrap.dedent('''
 
 
     class FutureApiAgent(FirstActionAgent):
-        API_VERSION = 2
+        API_VERSION = 3
 
 
     class HalfDoneAgent(BaseRLObject):
@@ -137,7 +137,7 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     assert "first_action" in data["names"] and "ppo2" in data["names"]
     assert set(data["failed"]) == {"future_api", "not_an_algo", "broken_import", "half_done"}
     assert "HalfDoneAgent is abstract: it does not implement getAction, load, save" in data["failed"]["half_done"]
-    assert "API version 2" in data["failed"]["future_api"]
+    assert "API version 3" in data["failed"]["future_api"]
     assert "not a subclass" in data["failed"]["not_an_algo"]
     assert "ModuleNotFoundError" in data["failed"]["broken_import"]
     assert len(data["warnings"]) == 4 and all("skipped algorithm plugin" in w for w in data["warnings"])

@@ -80,12 +80,12 @@ def test_damaged_newest_checkpoint_falls_back_to_the_newest_intact_one(sacRun, t
     restored = {}
     original = base.restoreRun
 
-    def spy(algo, args):  # what the algorithm holds right after the restore
-        original(algo, args)
+    def spy(algo, checkpoint):  # what the algorithm holds right after the restore
+        original(algo, checkpoint)
         vec_normalize = findVecNormalize(algo.env)
         buffer = algo.model.replay_buffer
-        restored.update(resume_from=args.resume_from, buffer_folder=args.resume_buffer,
-                        model_path=args.load_rl_model_path, num_timesteps=algo.model.num_timesteps,
+        restored.update(resume_from=checkpoint.folder, buffer_folder=checkpoint.buffer_folder,
+                        num_timesteps=algo.model.num_timesteps,
                         obs_mean=vec_normalize.obs_rms.mean.copy(), obs_count=float(vec_normalize.obs_rms.count),
                         buffer_pos=int(buffer.pos), observations=buffer.observations[:buffer.pos].copy())
 
@@ -104,7 +104,7 @@ def test_damaged_newest_checkpoint_falls_back_to_the_newest_intact_one(sacRun, t
     assert f"Resuming from {older} (250 of {STEPS} steps)" in out and f"Done: {STEPS} steps" in out
 
     # every part came from the 250-step checkpoint
-    assert restored["resume_from"] == older and restored["model_path"] == os.path.join(older, "sac_model.zip")
+    assert restored["resume_from"] == older
     assert restored["num_timesteps"] == 250
     with np.load(os.path.join(older, NORMALISATION_FILE)) as statistics:
         np.testing.assert_array_equal(restored["obs_mean"], statistics["obs.mean"])

@@ -8,9 +8,9 @@ import sys
 import warnings
 
 import pytest
-from conftest import runFolder, runModule, runTrain
+from conftest import runFolder, runModule, runTrain, trainSettings
 
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, logScalars
 from rl_baselines.runs.train import baseParser
@@ -175,13 +175,13 @@ def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
     agent = agent_class()
     callback = TrainingCallback(agent, "logging_agent", str(run_dir), total_timesteps=1000, progress=False,
                                 run_logger=RunLogger(str(run_dir), str(tmp_path / "tb")))
-    agent.train(args, callback, env_kwargs=envKwargsFromArgs(args))
+    settings = trainSettings(args)  # plugin API v2: the env and settings as the train command gives them
+    trainAlgorithm(agent, settings, 1000, callback)
     callback.close(agent.num_timesteps)
     rows = list(csv.DictReader(open(run_dir / "progress.csv")))
     assert [row["train/updates"] for row in rows] == ["500.0", "500.0"]
     assert [step for step, _ in _scalars(str(tmp_path / "tb"))["train/loss"]] == [500, 1000]
     # with a plain function callback it trains all the same
-    args.monitor_dir = None
     plain = agent_class()
-    plain.train(args, lambda _locals, _globals: True, env_kwargs=envKwargsFromArgs(args))
+    trainAlgorithm(plain, settings.replace(monitor_dir=None), 1000, lambda _locals, _globals: True)
     assert plain.num_timesteps == 1000

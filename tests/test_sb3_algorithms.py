@@ -7,8 +7,9 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, snapshot, trainArgs
+from conftest import runFolder, runModule, runTrain, snapshot, trainArgs, trainSettings
 
+from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
 from rl_baselines.runs.train import baseParser, main
@@ -107,7 +108,9 @@ def _trainInProcess(algo: str, tmp_path, hyperparams: dict[str, str]):
         argv.append("-c")
     args = trainArgs(**vars(algo_class.customArguments(baseParser()).parse_args(argv)))
     agent = algo_class()
-    agent.train(args, lambda _locals, _globals: True, train_kwargs=algo_class.parserHyperParam(hyperparams))
+    # plugin API v2, as the train command calls it: the env and hyperparameters built from the run's settings
+    settings = trainSettings(args, algo_class.parserHyperParam(hyperparams))
+    trainAlgorithm(agent, settings, args.num_timesteps, lambda _locals, _globals: True)
     return algo_class, agent
 
 

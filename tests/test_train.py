@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, trainArgs
+from conftest import runFolder, runModule, runTrain, trainArgs, trainSettings
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
@@ -62,8 +62,11 @@ def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
     for key, value in overrides.items():
         setattr(args, key, value)
     algo = algo_class()
-    algo.train(args, lambda _locals, _globals: True, train_kwargs=algo_class.parserHyperParam(
-        {"n_steps": "64"}) if hasattr(algo_class, "SB3_CLASS") else {})
+    hyperparams = algo_class.parserHyperParam({"n_steps": "64"}) if hasattr(algo_class, "SB3_CLASS") else {}
+    settings = trainSettings(args, hyperparams)  # plugin API v2: env, budget, hyperparameters, settings
+    env = algo_class.makeTrainingEnv(settings)
+    algo.train(env, args.num_timesteps, algo_class.resolveHyperparams(settings, hyperparams),
+               lambda _locals, _globals: True, None, settings)
     return algo, args
 
 
@@ -94,8 +97,8 @@ def test_random_agent_round_trip(tmp_path):
     algo, args = _trainInProcess(RandomAgentModel, tmp_path, continuous_actions=True)
     path = str(tmp_path / "random_agent_model.json")
     algo.save(path)
-    first = RandomAgentModel.load(path, trainArgs(seed=5))
-    second = RandomAgentModel.load(path, trainArgs(seed=5))
+    first = RandomAgentModel.load(path, trainSettings(trainArgs(seed=5)))
+    second = RandomAgentModel.load(path, trainSettings(trainArgs(seed=5)))
     observations = np.zeros((4, 2), dtype=np.float32)
     actions = first.getAction(observations)
     assert actions.shape == (4, 2) and np.all(np.abs(actions) <= 1)

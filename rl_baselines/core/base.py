@@ -1,5 +1,13 @@
 """The algorithm contract: BaseRLObject, what every algorithm (built in or plugin) is.
 
+Plugin API version 2 (this class's ``API_VERSION``): an algorithm receives objects, not the run's Namespace --
+``train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)``,
+``makeEnv(settings, env_kwargs, load_path_normalise)`` and ``load(path, settings)``, where ``settings`` is the run's
+frozen :class:`rl_baselines.core.run_settings.RunSettings`. A class declaring ``API_VERSION = 1`` is still run,
+through the adapter :mod:`rl_baselines.core.plugin_v1` (which also converts a version 1 plugin's Namespace when it
+calls this class's helpers). The hyperparameter machinery lives in :mod:`rl_baselines.core.hyperparams`; the
+classmethods here are its thin entry points, so that an algorithm overrides one and the others call its override.
+
 Method names are camelCase because published plugins depend on them (docs/architecture.md).
 
 The training callback a learner receives is the old toolbox's: ``callback(_locals, _globals) -> bool``, called
@@ -12,17 +20,25 @@ from __future__ import annotations
 import abc
 import argparse
 import functools
-import os
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
+from rl_baselines.core import hyperparams as hp
 from rl_baselines.core.algo_types import ActionType, AlgoType
-from rl_baselines.core.checkpointing import restoreRun
-from rl_baselines.core.hyperparams import Hyperparam, Interval, givenFlags
-from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromArgs, findVecNormalize
-from srl_toolbox.cli import UsageError
+from rl_baselines.core.checkpointing import Checkpoint, restoreRun
+from rl_baselines.core.hyperparams import OLDER_DECLARATIONS, Hyperparam, Interval, strToBool
+from rl_baselines.core.plugin_v1 import (
+    CURRENT_API_VERSION,
+    SUPPORTED_API_VERSIONS,
+    asRunSettings,
+    checkpointFromArguments,
+    isV1,
+    trainFromArguments,
+)
+from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs, findVecNormalize
 
 TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 
@@ -30,8 +46,9 @@ TrainCallback = Callable[[dict[str, Any], dict[str, Any]], bool]
 MANIFEST_MEMBER = "srl_toolbox.json"
 # What StableBaselinesRLObject.saveTrainingState writes besides the replay buffer.
 SB3_STATE_FILE = "sb3.json"
-# The declarations of hyperparameters written before HYPERPARAMS (still read, for plugins written then).
-OLDER_DECLARATIONS = ("DEFAULT_HYPERPARAMS", "HYPERPARAM_CHOICES", "HYPERPARAM_BOUNDS", "getOptParam")
+
+__all__ = ["MANIFEST_MEMBER", "OLDER_DECLARATIONS", "SB3_STATE_FILE", "SUPPORTED_API_VERSIONS", "BaseRLObject",
+           "TrainCallback", "notifyCleanPoint", "strToBool"]
 
 
 class BaseRLObject(abc.ABC):
@@ -44,8 +61,8 @@ class BaseRLObject(abc.ABC):
     ``srl_toolbox.rl_algorithms``.
     """
 
-    # A plugin built for another major version is refused with a clear message.
-    API_VERSION: ClassVar[int] = 1
+    # The contract version the class implements: 2 (objects), or 1 (the Namespace, run through core.plugin_v1).
+    API_VERSION: ClassVar[int] = CURRENT_API_VERSION
     ALGO_TYPE: ClassVar[AlgoType] = AlgoType.REINFORCEMENT_LEARNING
     ACTION_TYPES: ClassVar[tuple[ActionType, ...]] = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     # Env steps between refreshes of the progress bar, monitor reading and live plot.
@@ -68,19 +85,10 @@ class BaseRLObject(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        spec = cls.__dict__.get("HYPERPARAMS")
-        if spec:
-            for name, hyperparam in spec.items():
-                if not isinstance(hyperparam, Hyperparam):
-                    raise TypeError(f"{cls.__name__}.HYPERPARAMS[{name!r}] is a {type(hyperparam).__name__}, "
-                                    f"not a rl_baselines.core.hyperparams.Hyperparam")
-            both = [name for name in OLDER_DECLARATIONS[:3] if name in cls.__dict__]
-            if both:
-                raise TypeError(f"{cls.__name__} declares HYPERPARAMS and {', '.join(both)}: declare each "
-                                f"hyperparameter once, in HYPERPARAMS (the others are derived from it)")
-            cls.DEFAULT_HYPERPARAMS = {name: h.default for name, h in spec.items()}
-            cls.HYPERPARAM_CHOICES = {name: h.choices for name, h in spec.items() if h.choices is not None}
-            cls.HYPERPARAM_BOUNDS = {name: h.interval for name, h in spec.items() if h.bounds is not None}
+        hp.deriveDeclarations(cls)
+        train = cls.__dict__.get("train")
+        if train is not None and not getattr(train, "__isabstractmethod__", False) and not isV1(cls):
+            cls.train = _acceptingArguments(train)
 
     def __init__(self) -> None:
         self.num_timesteps = 0
@@ -97,12 +105,12 @@ class BaseRLObject(abc.ABC):
 
     @classmethod
     @abc.abstractmethod
-    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> BaseRLObject:
+    def load(cls, load_path: str, settings: RunSettings | None = None) -> BaseRLObject:
         """
         Load a model written by :meth:`save`.
 
         :param load_path: the model file
-        :param args: the run's arguments (from args.json), if needed to rebuild the model
+        :param settings: the run's settings (from its args.json: device...), None when unknown
         :return: an instance ready for getAction
         :raises ValueError: the file is corrupt or was written by another algorithm
         """
@@ -121,98 +129,32 @@ class BaseRLObject(abc.ABC):
             cls.addHyperparamArguments(parser)
         return parser
 
-    # --- hyperparameters (rl_baselines.core.hyperparams) ---------------------------------------------------------------
+    # --- hyperparameters: thin entry points of rl_baselines.core.hyperparams --------------------------------------
 
     @classmethod
     def declaresOldStyle(cls) -> bool:
-        """
-        :return: whether the class declares its hyperparameters the older way (a plugin of API version 1 may): the
-            class, or a parent below the nearest one that declares ``HYPERPARAMS``, sets ``DEFAULT_HYPERPARAMS``,
-            ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` or ``getOptParam`` itself
-        """
-        for klass in cls.__mro__:
-            if klass is BaseRLObject:
-                return False
-            if klass.__dict__.get("HYPERPARAMS"):
-                return False
-            if any(name in klass.__dict__ for name in OLDER_DECLARATIONS):
-                return True
-        return False
+        """:return: whether the class declares its hyperparameters the older way (hyperparams.declaresOldStyle)"""
+        return hp.declaresOldStyle(cls, BaseRLObject)
 
     @classmethod
     def hyperparamSpec(cls) -> dict[str, Hyperparam]:
-        """
-        :return: every hyperparameter with its default, allowed values and search range: ``HYPERPARAMS``, or for a
-            class declared the older way (:meth:`declaresOldStyle`), the view of its ``DEFAULT_HYPERPARAMS``,
-            ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` and ``getOptParam`` (with the help of an inherited
-            ``HYPERPARAMS`` entry of the same name)
-        """
-        if not cls.declaresOldStyle():
-            return dict(cls.HYPERPARAMS)
-        choices = getattr(cls, "HYPERPARAM_CHOICES", {}) or {}
-        bounds = getattr(cls, "HYPERPARAM_BOUNDS", {}) or {}
-        space = cls.getOptParam() or {}
-        spec = {}
-        for name, default in (getattr(cls, "DEFAULT_HYPERPARAMS", {}) or {}).items():
-            search = space.get(name)
-            if search is not None:
-                search = list(search[1]) if search[0] is list else (*search[1], *search[2:])
-            inherited = cls.HYPERPARAMS.get(name)
-            spec[name] = Hyperparam.unchecked(default, help=inherited.help if inherited is not None else "",
-                                              choices=choices.get(name), bounds=bounds.get(name), search=search)
-        return spec
+        """:return: every hyperparameter with its default, allowed values and search range (hyperparams.hyperparamSpec)"""
+        return hp.hyperparamSpec(cls)
 
     @classmethod
     def addHyperparamArguments(cls, parser: argparse.ArgumentParser, spec: dict[str, Hyperparam] | None = None,
                                group: Any = None) -> argparse.ArgumentParser:
-        """
-        One flag per hyperparameter (``n_steps`` -> ``--n-steps``, stored as ``args.hp_n_steps``, None when not
-        given): booleans are switches that also take a value (``--dueling``, ``--dueling false``), strings with
-        choices list them, the others are typed and checked by :meth:`parserHyperParam` when parsed (a bad value is a
-        one-line usage error).
-
-        :param parser: the train command's parser
-        :param spec: the hyperparameters (default: :meth:`hyperparamSpec`)
-        :param group: the argument group to add the flags to (default: a new one, "<NAME> hyperparameters")
-        :return: the same parser
-        """
-        spec = cls.hyperparamSpec() if spec is None else spec
-        title = getattr(cls, "NAME", "") or cls.__name__
-        group = parser.add_argument_group(f"{title} hyperparameters (defaults in brackets)") if group is None else group
-        for name, hyperparam in spec.items():
-            flag, dest, default = f"--{name.replace('_', '-')}", f"hp_{name}", hyperparam.default
-            described = f"{hyperparam.help} " if hyperparam.help else ""
-            if isinstance(default, bool):
-                group.add_argument(flag, dest=dest, type=strToBool, nargs="?", const=True, default=None,
-                                   metavar="BOOL", help=f"{described}switch; '{flag} false' turns it off [{default}]")
-            elif isinstance(default, str) and hyperparam.choices is not None:
-                group.add_argument(flag, dest=dest, choices=hyperparam.choices, default=None,
-                                   help=f"{described}[{default}]")
-            else:
-                group.add_argument(flag, dest=dest, type=functools.partial(cls._flagValue, name), default=None,
-                                   metavar=type(default).__name__.upper(), help=f"{described}[{default}]")
-        return parser
+        """One flag per hyperparameter, ``--n-steps`` stored as ``hp_n_steps`` (hyperparams.addHyperparamArguments)."""
+        return hp.addHyperparamArguments(cls, parser, spec, group)
 
     @classmethod
     def _flagValue(cls, name: str, raw: str) -> Any:
-        try:
-            return cls.checkHyperparam(name, cls.parserHyperParam({name: raw})[name])
-        except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error)) from None
+        return hp.flagValue(cls, name, raw)
 
     @classmethod
     def checkHyperparam(cls, name: str, value: Any) -> Any:
-        """
-        :param name: a hyperparameter
-        :param value: its typed value
-        :return: the value
-        :raises ValueError: not one of its choices, or out of its bounds (one line)
-        """
-        hyperparam = cls.hyperparamSpec().get(name)
-        problem = None if hyperparam is None else hyperparam.problem(value)
-        if problem is not None:
-            raise ValueError(f"hyperparameter {name!r} {problem}, got {value!r}")
-        return value
+        """:return: the value, checked against its choices and bounds (ValueError, one line)"""
+        return hp.checkHyperparam(cls, name, value)
 
     @classmethod
     def checkHyperparams(cls, hyperparams: dict[str, Any]) -> None:
@@ -226,46 +168,37 @@ class BaseRLObject(abc.ABC):
             cls.checkHyperparam(name, value)
 
     @classmethod
-    def resolveHyperparams(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
+    def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
                            saved: dict[str, Any] | None = None) -> dict[str, Any]:
-        """
-        The hyperparameters a training run uses (:meth:`hyperparamsFromArgs`), checked together
-        (:meth:`checkHyperparams`).
-
-        :param args: parsed arguments
-        :param train_kwargs: typed ``--hyperparam`` values
-        :param saved: the hyperparameters of a model training continues from
-        :return: every hyperparameter, typed
-        :raises UsageError: they do not fit together (the train command cannot check this before the run folder
-            exists: a continued model's saved values take part)
-        """
-        # (an override written for the older two-argument form is called as such when there is nothing saved)
-        hyperparams = (cls.hyperparamsFromArgs(args, train_kwargs) if saved is None
-                       else cls.hyperparamsFromArgs(args, train_kwargs, saved))
-        try:
-            cls.checkHyperparams(hyperparams)
-        except ValueError as error:
-            raise UsageError(str(error)) from None
-        return hyperparams
+        """The hyperparameters a run uses, checked together; UsageError when they do not fit
+        (hyperparams.resolveHyperparams)."""
+        return hp.resolveHyperparams(cls, args, train_kwargs, saved)
 
     @classmethod
-    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
+    def hyperparamsFromArgs(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
                             saved: dict[str, Any] | None = None) -> dict[str, Any]:
         """
-        Which setting wins: the default, then the saved model's value (``saved``, when continuing one), then the
-        flag, then ``--hyperparam`` (``train_kwargs``).
-
-        :param args: parsed arguments (the ``hp_*`` flags of :meth:`addHyperparamArguments`)
-        :param train_kwargs: typed ``--hyperparam`` values
-        :param saved: the hyperparameters of a model training continues from
-        :return: every hyperparameter, typed
+        Default < ``saved`` (a continued model's) < flag (``args.hp_<name>``) < ``train_kwargs`` (``--hyperparam``);
+        a plugin of API version 1 passes its Namespace as ``args`` (hyperparams.hyperparamsFromArgs).
         """
-        spec = cls.hyperparamSpec()
-        hyperparams = {name: hyperparam.default for name, hyperparam in spec.items()}
-        hyperparams.update(saved or {})
-        hyperparams.update(givenFlags(args, spec))
-        hyperparams.update(train_kwargs or {})
-        return hyperparams
+        return hp.hyperparamsFromArgs(cls, args, train_kwargs, saved)
+
+    @classmethod
+    def getOptParam(cls) -> dict[str, tuple] | None:
+        """
+        The hyperparameter search space: ``{name: (type, range)}`` where type is ``int`` or ``float`` with
+        ``(low, high)`` (a third element ``"log"`` samples on a log scale), or ``list`` with the choices.
+
+        :return: the search space, or None when the algorithm has no hyperparameters to search (default: the
+            ``search`` entries of ``HYPERPARAMS``)
+        """
+        return hp.searchSpace(cls.HYPERPARAMS)
+
+    @classmethod
+    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
+        """Cast and check ``--hyperparam KEY:VALUE`` strings; ValueError for an unknown name or a bad value
+        (hyperparams.parserHyperParam)."""
+        return hp.parserHyperParam(cls, hyperparams)
 
     @abc.abstractmethod
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
@@ -287,107 +220,68 @@ class BaseRLObject(abc.ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no action distribution")
 
-    @classmethod
-    def getOptParam(cls) -> dict[str, tuple] | None:
-        """
-        The hyperparameter search space: ``{name: (type, range)}`` where type is ``int`` or ``float`` with
-        ``(low, high)`` (a third element ``"log"`` samples on a log scale), or ``list`` with the choices.
-
-        :return: the search space, or None when the algorithm has no hyperparameters to search (default: the
-            ``search`` entries of ``HYPERPARAMS``)
-        """
-        space = {name: h.optParam() for name, h in cls.HYPERPARAMS.items() if h.search is not None}
-        return space or None
+    # --- the env -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
+    def normalisationFolder(cls, settings: RunSettings) -> str | None:
         """
-        Cast ``--hyperparam KEY:VALUE`` strings with the types of :meth:`getOptParam` (a value of a searched list
-        is taken as the list has it) and of the defaults, and check them against the spec's choices and bounds
-        (:meth:`checkHyperparam`).
-
-        :param hyperparams: raw strings by name
-        :return: typed values by name
-        :raises ValueError: unknown name or a value of the wrong type
+        :param settings: the run's settings (a plugin of API version 1 passes its Namespace)
+        :return: the folder of the model training continues from (its normalisation statistics), or None
         """
-        space = cls.getOptParam() or {}
-        defaults = {name: hyperparam.default for name, hyperparam in cls.hyperparamSpec().items()}
-        types = {name: spec[0] for name, spec in space.items()}
-        for name, value in defaults.items():
-            types.setdefault(name, type(value))
-        parsed: dict[str, Any] = {}
-        for name, raw in hyperparams.items():
-            if name not in types:
-                valid = ", ".join(sorted(types)) or "none"
-                raise ValueError(f"unknown hyperparameter {name!r} for this algorithm; valid names: {valid}")
-            if types[name] is list:
-                parsed[name] = _castChoice(name, raw, space[name][1], defaults.get(name))
-            else:
-                parsed[name] = _castValue(name, raw, types[name])
-        for name, value in parsed.items():  # choices and bounds of the spec (none for a class without them)
-            cls.checkHyperparam(name, value)
-        return parsed
+        return asRunSettings(settings).continue_folder
 
     @classmethod
-    def normalisationFolder(cls, args: argparse.Namespace) -> str | None:
+    def makeTrainingEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
-        :param args: the run's arguments
-        :return: the folder of the model training continues from (``args.load_rl_model_path``: its normalisation
-            statistics), or None
-        """
-        load_path = args.load_rl_model_path
-        return os.path.dirname(os.path.abspath(load_path)) if load_path else None
+        The env of ``train`` (the caller builds it: rl_baselines.core.plugin_v1.trainAlgorithm): :meth:`makeEnv`
+        with the normalisation statistics of the model training continues from (restored frozen), switched back to
+        updating.
 
-    def makeTrainingEnv(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None) -> Any:
-        """
-        The env of ``train``: :meth:`makeEnv` with the normalisation statistics of the model training continues from
-        (restored frozen), switched back to updating.
-
-        :param args: the run's arguments
-        :param env_kwargs: env constructor keywords
+        :param settings: the run's settings (a plugin of API version 1 passes its Namespace)
+        :param env_kwargs: env constructor keywords (default: the run's)
         :return: the VecEnv
         """
-        env = self.makeEnv(args, env_kwargs, load_path_normalise=self.normalisationFolder(args))
+        env = cls.makeEnv(settings, env_kwargs, load_path_normalise=cls.normalisationFolder(settings))
         vec_normalize = findVecNormalize(env)
         if vec_normalize is not None:
             vec_normalize.training = True  # a restored normaliser keeps adapting while training goes on
         return env
 
     @classmethod
-    def makeEnv(
-        cls,
-        args: argparse.Namespace,
-        env_kwargs: dict[str, Any] | None = None,
-        load_path_normalise: str | None = None,
-    ) -> Any:
+    def makeEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None,
+                load_path_normalise: str | None = None) -> Any:
         """
         Build the vectorised training (or replay) env; override to change wrappers.
 
-        :param args: the run's arguments; ``args.monitor_dir`` (None: no monitor files) receives the monitor CSVs
-        :param env_kwargs: env constructor keywords
+        :param settings: the run's settings (``num_cpu`` envs; ``monitor_dir``, None for no monitor files, receives
+            the monitor CSVs); a plugin of API version 1 passes its Namespace
+        :param env_kwargs: env constructor keywords (default: ``settings.env_kwargs``)
         :param load_path_normalise: folder with saved normalisation statistics to restore
         :return: a VecEnv
         """
+        settings = asRunSettings(settings)
+        env_kwargs = dict(settings.env_kwargs) if env_kwargs is None else env_kwargs
+        return createEnvs(VecEnvSettings.fromArgs(settings), env_kwargs, load_path_normalise,
+                          monitor_dir=settings.monitor_dir)
 
-        if env_kwargs is None:
-            env_kwargs = envKwargsFromArgs(args)
-        return createEnvs(VecEnvSettings.fromArgs(args), env_kwargs, load_path_normalise, monitor_dir=args.monitor_dir)
+    # --- training ------------------------------------------------------------------------------------------------
 
     @abc.abstractmethod
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         """
-        Build the env and learn for ``args.num_timesteps`` steps, calling ``callback`` after every vectorised step.
+        Learn for ``total_timesteps`` env steps (on from a continued model's count), calling ``callback`` after
+        every vectorised step; close ``env`` at the end.
 
-        :param args: the run's arguments
+        :param env: the VecEnv to train on, built by the caller with :meth:`makeTrainingEnv`
+        :param total_timesteps: env steps to take in this call (all envs together)
+        :param hyperparams: every hyperparameter, typed and checked (default < continued model's < flag <
+            ``--hyperparam``)
         :param callback: ``callback(_locals, _globals) -> bool`` (see the module docstring)
-        :param env_kwargs: env constructor keywords
-        :param train_kwargs: hyperparameters parsed from ``--hyperparam``
+        :param logger: the Stable-Baselines3 ``Logger`` of the run's progress.csv and tensorboard log, None for
+            none (shared: do not close it)
+        :param settings: the run's settings (seed, device, run_dir, continue_from, ...)
+        :param checkpoint: the checkpoint a resumed run restores (:meth:`restoreTrainingState`), None otherwise
         """
         raise NotImplementedError
 
@@ -434,20 +328,38 @@ class BaseRLObject(abc.ABC):
         return (cls.saveTrainingState is not BaseRLObject.saveTrainingState
                 and cls.loadTrainingState is not BaseRLObject.loadTrainingState)
 
-    def restoreTrainingState(self, args: argparse.Namespace) -> bool:
+    def restoreTrainingState(self, checkpoint: Checkpoint | None) -> bool:
         """
-        Resume from the checkpoint ``args.resume_from`` (set by ``train --resume``): envs restart their episodes,
-        :meth:`loadTrainingState`, then the global random generators. ``train`` calls this once its env and model
-        exist, right before its first env step.
+        Resume from ``checkpoint`` (``train --resume``): envs restart their episodes, :meth:`loadTrainingState`,
+        then the global random generators. ``train`` calls this once its env and model exist, right before its
+        first env step.
 
-        :param args: the run's arguments
+        :param checkpoint: what ``train`` received (a plugin of API version 1 passes its Namespace, whose
+            ``resume_from`` names the checkpoint)
         :return: whether a checkpoint was restored
         """
-        if not args.resume_from:
+        if checkpoint is not None and not isinstance(checkpoint, Checkpoint):
+            checkpoint = checkpointFromArguments(checkpoint)
+        if checkpoint is None:
             return False
-
-        restoreRun(self, args)
+        restoreRun(self, checkpoint)
         return True
+
+
+def _acceptingArguments(train: Callable[..., None]) -> Callable[..., None]:
+    """
+    :param train: a version 2 ``train``
+    :return: the same, also callable the version 1 way ``train(args, callback, env_kwargs, train_kwargs)`` (a
+        version 1 subclass's ``super().train(args, ...)``): converted by rl_baselines.core.plugin_v1
+    """
+
+    @functools.wraps(train)
+    def accepting(self: BaseRLObject, env: Any, *args: Any, **kwargs: Any) -> None:
+        if isinstance(env, argparse.Namespace):
+            return trainFromArguments(self, train, env, *args, **kwargs)
+        return train(self, env, *args, **kwargs)
+
+    return accepting
 
 
 def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:
@@ -461,57 +373,3 @@ def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:
     clean_point = getattr(callback, "cleanPoint", None)
     if clean_point is not None:
         clean_point(int(num_timesteps))
-
-
-def _castValue(name: str, raw: str, kind: Any) -> Any:
-    if isinstance(kind, type) and issubclass(kind, str) and kind is not str:
-        try:  # a str subclass whose constructor checks the value (see rl_baselines.core.hyperparams)
-            return kind(raw)
-        except (argparse.ArgumentTypeError, ValueError) as error:
-            raise ValueError(f"hyperparameter {name!r}: {error}") from None
-    try:
-        if kind is bool:
-            if raw.lower() not in ("true", "false", "1", "0"):
-                raise ValueError
-            return raw.lower() in ("true", "1")
-        if kind is int:
-            value = float(raw)
-            if not value.is_integer():
-                raise ValueError
-            return int(value)
-        if kind is float:
-            return float(raw)
-        if kind is list or isinstance(kind, tuple):
-            return raw
-        return kind(raw)
-    except ValueError:
-        type_name = getattr(kind, "__name__", str(kind))
-        raise ValueError(f"hyperparameter {name!r} needs a {type_name} value, got {raw!r}") from None
-
-
-def _castChoice(name: str, raw: str, choices: Any, default: Any) -> Any:
-    """A categorical hyperparameter: the choice written as ``raw`` (typed as in the search space); a value off the
-    list is accepted only for a numeric hyperparameter or one of a checking str type (the list is then just a search
-    grid), as that type reads it."""
-    for choice in choices:
-        if raw == str(choice):
-            return choice
-    if isinstance(default, (int, float)) and not isinstance(default, bool):
-        return _castValue(name, raw, type(default))
-    if isinstance(default, str) and type(default) is not str:  # a checking str type: the list is a search grid
-        return _castValue(name, raw, type(default))
-    raise ValueError(f"hyperparameter {name!r} must be one of {', '.join(map(str, choices))}, got {raw!r}")
-
-
-def strToBool(raw: str) -> bool:
-    """
-    argparse type: a boolean written true/false, 1/0 or yes/no.
-
-    :param raw: the command-line string
-    :return: the value
-    """
-    if raw.lower() in ("true", "1", "yes"):
-        return True
-    if raw.lower() in ("false", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")

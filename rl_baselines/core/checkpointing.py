@@ -33,7 +33,6 @@ same step count has its name free. The buffer of the checkpoint before the newes
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import re
@@ -93,23 +92,23 @@ def runDescription(run_dir: str, args: Any) -> dict[str, Any]:
     return {"env": args.env, "srl_model": args.srl_model, "srl_model_hash": srl_hash}
 
 
-def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_kwargs: dict[str, Any]) -> None:
+def checkSavedSpaces(manifest: dict[str, Any], settings: Any, algo_class: type, make_env: Any) -> None:
     """
     Refuse to continue a saved model on an env whose action or observation space differs from the one it was
     trained on (its manifest records them), before anything is written: one env is built with the algorithm's
     ``makeEnv`` (no monitor files) and closed.
 
-    :param manifest: the manifest beside the model (``args.load_rl_model_path``)
-    :param args: the train command's validated arguments
+    :param manifest: the manifest beside the model (``settings.continue_from``)
+    :param settings: the run's settings (a RunSettings)
     :param algo_class: the algorithm's class (its ``makeEnv``)
-    :param env_kwargs: the env's keywords
+    :param make_env: ``make_env(algo_class, settings)`` builds the class's env (rl_baselines.core.plugin_v1.makeEnv,
+        for either API version)
     :raises ValueError: the spaces differ (one line)
     """
 
     if manifest.get("action_space") is None and manifest.get("observation_space") is None:
         return
-    probe = argparse.Namespace(**{**vars(args), "num_cpu": 1, "monitor_dir": None})
-    env = algo_class.makeEnv(probe, env_kwargs)
+    env = make_env(algo_class, settings.replace(num_cpu=1, monitor_dir=None))
     try:
         spaces = {"action_space": env.action_space, "observation_space": env.observation_space}
     finally:
@@ -120,12 +119,12 @@ def checkSavedSpaces(manifest: dict[str, Any], args: Any, algo_class: type, env_
             continue
         if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
             kinds = {"Discrete": "discrete", "Box": "continuous"}
-            hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
-            raise ValueError(f"{args.load_rl_model_path} was trained with {kinds.get(saved['type'], saved['type'])} "
+            hint = "drop -c/--continuous-actions" if settings.continuous_actions else "add -c/--continuous-actions"
+            raise ValueError(f"{settings.continue_from} was trained with {kinds.get(saved['type'], saved['type'])} "
                              f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
                              f"({hint})")
         shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "bounds_sha256")
-        raise ValueError(f"{args.load_rl_model_path} was trained with another {name.replace('_', ' ')} ({shown}) "
+        raise ValueError(f"{settings.continue_from} was trained with another {name.replace('_', ' ')} ({shown}) "
                          f"than this run's {space}")
 
 
@@ -480,12 +479,9 @@ def runStateRecord(run_dir: str, num_timesteps: int, target_timesteps: int, epis
     }
 
 
-def restoreRun(algo: Any, args: Any) -> None:
+def restoreRun(algo: Any, checkpoint: Checkpoint) -> None:
     """
-    :meth:`Checkpoint.restore` of the checkpoint ``args.resume_from`` with the buffer ``args.resume_buffer`` (the
-    form of earlier versions).
-
-    :param algo: the algorithm (its ``env`` built)
-    :param args: the run's arguments (``resume_from``, ``resume_buffer``)
+    :param algo: the algorithm (its ``env`` built, the checkpoint's model loaded)
+    :param checkpoint: the checkpoint to restore (:meth:`Checkpoint.restore`)
     """
-    Checkpoint(args.resume_from, args.resume_buffer).restore(algo)
+    checkpoint.restore(algo)

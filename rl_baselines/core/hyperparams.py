@@ -1,11 +1,13 @@
 """The hyperparameter spec: each hyperparameter of an algorithm declared once, with its default, type, allowed values
 and search range.
 
-An algorithm lists ``HYPERPARAMS = {name: Hyperparam(...)}``; :class:`rl_baselines.core.base.BaseRLObject`
-derives everything else from it, for every algorithm alike (Stable-Baselines3-backed or written here): the
-``--name`` flags (typed, range-checked, booleans as switches, strings with their choices), the types and checks of
-``--hyperparam NAME:VALUE`` and ``--hyperparam-file``, the defaults (``DEFAULT_HYPERPARAMS``), the allowed values
-(``HYPERPARAM_CHOICES`` / ``HYPERPARAM_BOUNDS``) and the search space of ``hyperparam_search`` (``getOptParam``).
+An algorithm lists ``HYPERPARAMS = {name: Hyperparam(...)}``; the functions below (which
+:class:`rl_baselines.core.base.BaseRLObject` offers as thin classmethods of the same names, so that an algorithm
+overrides one and the others call its override) derive everything else from it, for every algorithm alike
+(Stable-Baselines3-backed or written here): the ``--name`` flags (typed, range-checked, booleans as switches,
+strings with their choices), the types and checks of ``--hyperparam NAME:VALUE`` and ``--hyperparam-file``, the
+defaults (``DEFAULT_HYPERPARAMS``), the allowed values (``HYPERPARAM_CHOICES`` / ``HYPERPARAM_BOUNDS``), the search
+space of ``hyperparam_search`` (``getOptParam``) and the values a run uses (``hyperparamsFromArgs``).
 Plugins written before the spec (``DEFAULT_HYPERPARAMS`` with ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` and
 ``getOptParam``) are read through the same spec (:meth:`BaseRLObject.hyperparamSpec`); every built-in algorithm
 declares ``HYPERPARAMS``.
@@ -19,9 +21,16 @@ Invariant: a declared default lies inside its bounds and choices, and a numeric 
 """
 from __future__ import annotations
 
+import argparse
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+from srl_toolbox.cli import UsageError
+
+# The declarations of hyperparameters written before HYPERPARAMS (still read, for plugins written then).
+OLDER_DECLARATIONS = ("DEFAULT_HYPERPARAMS", "HYPERPARAM_CHOICES", "HYPERPARAM_BOUNDS", "getOptParam")
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,7 @@ class Hyperparam:
 
 def givenFlags(args: Any, names: Iterable[str]) -> dict[str, Any]:
     """
-    :param args: a run's arguments (a Namespace or a TrainConfig)
+    :param args: a run's settings (a RunSettings or TrainConfig; the Namespace of a plugin of API version 1)
     :param names: hyperparameter names
     :return: the values of their flags ``--<name>`` (``args.hp_<name>``) that were given; a flag the algorithm does
         not declare, or one left unset (None), is not given
@@ -168,3 +177,272 @@ def givenFlags(args: Any, names: Iterable[str]) -> dict[str, Any]:
         if value is not None:
             given[name] = value
     return given
+
+
+# --- what an algorithm class derives from its spec (each called through the class, so overrides apply) ---------
+
+
+def deriveDeclarations(algo_class: type) -> None:
+    """
+    Check a class's own ``HYPERPARAMS`` and set ``DEFAULT_HYPERPARAMS``, ``HYPERPARAM_CHOICES`` and
+    ``HYPERPARAM_BOUNDS`` from it (called when the class is defined).
+
+    :param algo_class: an algorithm class
+    :raises TypeError: an entry is not a Hyperparam, or the class also declares the older way
+    """
+    spec = algo_class.__dict__.get("HYPERPARAMS")
+    if not spec:
+        return
+    for name, hyperparam in spec.items():
+        if not isinstance(hyperparam, Hyperparam):
+            raise TypeError(f"{algo_class.__name__}.HYPERPARAMS[{name!r}] is a {type(hyperparam).__name__}, "
+                            f"not a rl_baselines.core.hyperparams.Hyperparam")
+    both = [name for name in OLDER_DECLARATIONS[:3] if name in algo_class.__dict__]
+    if both:
+        raise TypeError(f"{algo_class.__name__} declares HYPERPARAMS and {', '.join(both)}: declare each "
+                        f"hyperparameter once, in HYPERPARAMS (the others are derived from it)")
+    algo_class.DEFAULT_HYPERPARAMS = {name: h.default for name, h in spec.items()}
+    algo_class.HYPERPARAM_CHOICES = {name: h.choices for name, h in spec.items() if h.choices is not None}
+    algo_class.HYPERPARAM_BOUNDS = {name: h.interval for name, h in spec.items() if h.bounds is not None}
+
+
+def declaresOldStyle(algo_class: type, base_class: type) -> bool:
+    """
+    :param algo_class: an algorithm class
+    :param base_class: the contract's base class (where the search stops)
+    :return: whether the class declares its hyperparameters the older way (a plugin of API version 1 may): the
+        class, or a parent below the nearest one that declares ``HYPERPARAMS``, sets ``DEFAULT_HYPERPARAMS``,
+        ``HYPERPARAM_CHOICES``, ``HYPERPARAM_BOUNDS`` or ``getOptParam`` itself
+    """
+    for klass in algo_class.__mro__:
+        if klass is base_class:
+            return False
+        if klass.__dict__.get("HYPERPARAMS"):
+            return False
+        if any(name in klass.__dict__ for name in OLDER_DECLARATIONS):
+            return True
+    return False
+
+
+def hyperparamSpec(algo_class: type) -> dict[str, Hyperparam]:
+    """
+    :param algo_class: an algorithm class
+    :return: every hyperparameter with its default, allowed values and search range: ``HYPERPARAMS``, or for a
+        class declared the older way, the view of its ``DEFAULT_HYPERPARAMS``, ``HYPERPARAM_CHOICES``,
+        ``HYPERPARAM_BOUNDS`` and ``getOptParam`` (with the help of an inherited ``HYPERPARAMS`` entry of the same
+        name)
+    """
+    if not algo_class.declaresOldStyle():
+        return dict(algo_class.HYPERPARAMS)
+    choices = getattr(algo_class, "HYPERPARAM_CHOICES", {}) or {}
+    bounds = getattr(algo_class, "HYPERPARAM_BOUNDS", {}) or {}
+    space = algo_class.getOptParam() or {}
+    spec = {}
+    for name, default in (getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {}).items():
+        search = space.get(name)
+        if search is not None:
+            search = list(search[1]) if search[0] is list else (*search[1], *search[2:])
+        inherited = algo_class.HYPERPARAMS.get(name)
+        spec[name] = Hyperparam.unchecked(default, help=inherited.help if inherited is not None else "",
+                                          choices=choices.get(name), bounds=bounds.get(name), search=search)
+    return spec
+
+
+def searchSpace(spec: dict[str, Hyperparam]) -> dict[str, tuple] | None:
+    """
+    :param spec: a ``HYPERPARAMS`` mapping
+    :return: the search space in ``getOptParam`` form (its ``search`` entries), None when nothing is searched
+    """
+    space = {name: h.optParam() for name, h in spec.items() if h.search is not None}
+    return space or None
+
+
+def addHyperparamArguments(algo_class: type, parser: argparse.ArgumentParser,
+                           spec: dict[str, Hyperparam] | None = None, group: Any = None) -> argparse.ArgumentParser:
+    """
+    One flag per hyperparameter (``n_steps`` -> ``--n-steps``, stored as ``hp_n_steps``, None when not given):
+    booleans are switches that also take a value (``--dueling``, ``--dueling false``), strings with choices list
+    them, the others are typed and checked by the class's ``parserHyperParam`` when parsed (a bad value is a
+    one-line usage error).
+
+    :param algo_class: an algorithm class
+    :param parser: the train command's parser
+    :param spec: the hyperparameters (default: the class's ``hyperparamSpec()``)
+    :param group: the argument group to add the flags to (default: a new one, "<NAME> hyperparameters")
+    :return: the same parser
+    """
+    spec = algo_class.hyperparamSpec() if spec is None else spec
+    title = getattr(algo_class, "NAME", "") or algo_class.__name__
+    group = parser.add_argument_group(f"{title} hyperparameters (defaults in brackets)") if group is None else group
+    for name, hyperparam in spec.items():
+        flag, dest, default = f"--{name.replace('_', '-')}", f"hp_{name}", hyperparam.default
+        described = f"{hyperparam.help} " if hyperparam.help else ""
+        if isinstance(default, bool):
+            group.add_argument(flag, dest=dest, type=strToBool, nargs="?", const=True, default=None,
+                               metavar="BOOL", help=f"{described}switch; '{flag} false' turns it off [{default}]")
+        elif isinstance(default, str) and hyperparam.choices is not None:
+            group.add_argument(flag, dest=dest, choices=hyperparam.choices, default=None,
+                               help=f"{described}[{default}]")
+        else:
+            group.add_argument(flag, dest=dest, type=functools.partial(flagValue, algo_class, name), default=None,
+                               metavar=type(default).__name__.upper(), help=f"{described}[{default}]")
+    return parser
+
+
+def flagValue(algo_class: type, name: str, raw: str) -> Any:
+    """
+    argparse type of a hyperparameter's flag.
+
+    :param algo_class: an algorithm class
+    :param name: the hyperparameter
+    :param raw: the command-line string
+    :return: the typed, checked value
+    :raises argparse.ArgumentTypeError: a bad value (one line)
+    """
+    try:
+        return algo_class.checkHyperparam(name, algo_class.parserHyperParam({name: raw})[name])
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def checkHyperparam(algo_class: type, name: str, value: Any) -> Any:
+    """
+    :param algo_class: an algorithm class
+    :param name: a hyperparameter
+    :param value: its typed value
+    :return: the value
+    :raises ValueError: not one of its choices, or out of its bounds (one line)
+    """
+    hyperparam = algo_class.hyperparamSpec().get(name)
+    problem = None if hyperparam is None else hyperparam.problem(value)
+    if problem is not None:
+        raise ValueError(f"hyperparameter {name!r} {problem}, got {value!r}")
+    return value
+
+
+def resolveHyperparams(algo_class: type, args: Any, train_kwargs: dict[str, Any] | None,
+                       saved: dict[str, Any] | None = None) -> dict[str, Any]:
+    """
+    The hyperparameters a training run uses (the class's ``hyperparamsFromArgs``), checked together (its
+    ``checkHyperparams``).
+
+    :param algo_class: an algorithm class
+    :param args: the run's settings (a RunSettings or TrainConfig; a plugin of API version 1 passes its
+        Namespace): the ``hp_*`` flags are read from it
+    :param train_kwargs: typed ``--hyperparam`` values
+    :param saved: the hyperparameters of a model training continues from
+    :return: every hyperparameter, typed
+    :raises UsageError: they do not fit together (the train command cannot check this before the run folder
+        exists: a continued model's saved values take part)
+    """
+    # (an override written for the older two-argument form is called as such when there is nothing saved)
+    hyperparams = (algo_class.hyperparamsFromArgs(args, train_kwargs) if saved is None
+                   else algo_class.hyperparamsFromArgs(args, train_kwargs, saved))
+    try:
+        algo_class.checkHyperparams(hyperparams)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return hyperparams
+
+
+def hyperparamsFromArgs(algo_class: type, args: Any, train_kwargs: dict[str, Any] | None,
+                        saved: dict[str, Any] | None = None) -> dict[str, Any]:
+    """
+    Which setting wins: the default, then the saved model's value (``saved``, when continuing one), then the
+    flag, then ``--hyperparam`` (``train_kwargs``).
+
+    :param algo_class: an algorithm class
+    :param args: the run's settings (the ``hp_*`` flags of :func:`addHyperparamArguments`)
+    :param train_kwargs: typed ``--hyperparam`` values
+    :param saved: the hyperparameters of a model training continues from
+    :return: every hyperparameter, typed
+    """
+    spec = algo_class.hyperparamSpec()
+    hyperparams = {name: hyperparam.default for name, hyperparam in spec.items()}
+    hyperparams.update(saved or {})
+    hyperparams.update(givenFlags(args, spec))
+    hyperparams.update(train_kwargs or {})
+    return hyperparams
+
+
+def parserHyperParam(algo_class: type, hyperparams: dict[str, str]) -> dict[str, Any]:
+    """
+    Cast ``--hyperparam KEY:VALUE`` strings with the types of the class's ``getOptParam`` (a value of a searched
+    list is taken as the list has it) and of the defaults, and check them against the spec's choices and bounds.
+
+    :param algo_class: an algorithm class
+    :param hyperparams: raw strings by name
+    :return: typed values by name
+    :raises ValueError: unknown name or a value of the wrong type
+    """
+    space = algo_class.getOptParam() or {}
+    defaults = {name: hyperparam.default for name, hyperparam in algo_class.hyperparamSpec().items()}
+    types = {name: spec[0] for name, spec in space.items()}
+    for name, value in defaults.items():
+        types.setdefault(name, type(value))
+    parsed: dict[str, Any] = {}
+    for name, raw in hyperparams.items():
+        if name not in types:
+            valid = ", ".join(sorted(types)) or "none"
+            raise ValueError(f"unknown hyperparameter {name!r} for this algorithm; valid names: {valid}")
+        if types[name] is list:
+            parsed[name] = _castChoice(name, raw, space[name][1], defaults.get(name))
+        else:
+            parsed[name] = _castValue(name, raw, types[name])
+    for name, value in parsed.items():  # choices and bounds of the spec (none for a class without them)
+        algo_class.checkHyperparam(name, value)
+    return parsed
+
+
+def _castValue(name: str, raw: str, kind: Any) -> Any:
+    if isinstance(kind, type) and issubclass(kind, str) and kind is not str:
+        try:  # a str subclass whose constructor checks the value (see the module docstring)
+            return kind(raw)
+        except (argparse.ArgumentTypeError, ValueError) as error:
+            raise ValueError(f"hyperparameter {name!r}: {error}") from None
+    try:
+        if kind is bool:
+            if raw.lower() not in ("true", "false", "1", "0"):
+                raise ValueError
+            return raw.lower() in ("true", "1")
+        if kind is int:
+            value = float(raw)
+            if not value.is_integer():
+                raise ValueError
+            return int(value)
+        if kind is float:
+            return float(raw)
+        if kind is list or isinstance(kind, tuple):
+            return raw
+        return kind(raw)
+    except ValueError:
+        type_name = getattr(kind, "__name__", str(kind))
+        raise ValueError(f"hyperparameter {name!r} needs a {type_name} value, got {raw!r}") from None
+
+
+def _castChoice(name: str, raw: str, choices: Any, default: Any) -> Any:
+    """A categorical hyperparameter: the choice written as ``raw`` (typed as in the search space); a value off the
+    list is accepted only for a numeric hyperparameter or one of a checking str type (the list is then just a search
+    grid), as that type reads it."""
+    for choice in choices:
+        if raw == str(choice):
+            return choice
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        return _castValue(name, raw, type(default))
+    if isinstance(default, str) and type(default) is not str:  # a checking str type: the list is a search grid
+        return _castValue(name, raw, type(default))
+    raise ValueError(f"hyperparameter {name!r} must be one of {', '.join(map(str, choices))}, got {raw!r}")
+
+
+def strToBool(raw: str) -> bool:
+    """
+    argparse type: a boolean written true/false, 1/0 or yes/no.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    if raw.lower() in ("true", "1", "yes"):
+        return True
+    if raw.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")

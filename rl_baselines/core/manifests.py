@@ -176,14 +176,17 @@ def checkManifest(manifest: dict[str, Any], folder: str, algo_name: str | None =
     :param manifest: a manifest
     :param folder: its folder (for messages and checksums)
     :param algo_name: the algorithm that must have written it
-    :param api_version: the contract version the loading class implements
+    :param api_version: the contract version the loading class implements: it reads what that version and the
+        earlier ones wrote (a run folder or checkpoint of API version 1 loads, replays and resumes under version 2)
     :param expected: entries that must match (env, srl_model, srl_model_hash, observation_space, ...)
     :param check_files: also check the files' checksums (False: :func:`verifyCheckpoint` did)
     :raises CheckpointError: the first mismatch, in one line
     """
     if algo_name is not None and manifest.get("algo") != algo_name:
         raise CheckpointError(f"{folder} holds a model of algorithm {manifest.get('algo')!r}, not {algo_name!r}")
-    if api_version is not None and manifest.get("api_version") not in (None, api_version):
+    saved_version = manifest.get("api_version")
+    if api_version is not None and saved_version is not None and not (
+            isinstance(saved_version, int) and 1 <= saved_version <= int(api_version)):
         raise CheckpointError(f"{folder} was saved by API version {manifest.get('api_version')} of {algo_name}, "
                               f"this one implements version {api_version}")
     for key, value in (expected or {}).items():

@@ -2,7 +2,8 @@
 
 The table keeps the old toolbox's shape, ``NAME: (CLASS, ALGO_TYPE, [ACTION_TYPES])``. Built-in algorithms are
 declared in setup.py like any third-party plugin, so this module imports none of them by name. A plugin that fails
-to import, is not a BaseRLObject, leaves an abstract method out, or was built for another API major version is
+to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
+1 (run through rl_baselines.core.plugin_v1) and 2 is
 recorded in ``failed_plugins`` (name -> reason), reported once as a warning, and skipped; the others still load."""
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
@@ -28,9 +30,9 @@ def _refusal(plugin: Any) -> str | None:
     if not (isinstance(plugin, type) and issubclass(plugin, BaseRLObject)):
         return f"{plugin!r} is not a subclass of rl_baselines.core.base.BaseRLObject"
     major = apiMajor(getattr(plugin, "API_VERSION", None))
-    if major != BaseRLObject.API_VERSION:
-        return (f"built for API version {plugin.API_VERSION}, this srl-toolbox provides API version "
-                f"{BaseRLObject.API_VERSION}")
+    if major not in SUPPORTED_API_VERSIONS:
+        return (f"built for API version {plugin.API_VERSION}, this srl-toolbox provides API versions "
+                f"{' and '.join(map(str, SUPPORTED_API_VERSIONS))}")
     if inspect.isabstract(plugin):
         return f"{plugin.__name__} is abstract: it does not implement {', '.join(sorted(plugin.__abstractmethods__))}"
     if not isinstance(plugin.ALGO_TYPE, AlgoType):

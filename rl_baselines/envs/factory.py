@@ -7,7 +7,6 @@ run's arguments and the encoder (not saved), so a replayed, resumed or evaluated
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import math
@@ -30,12 +29,13 @@ from srl_toolbox.files import atomicPath
 NORMALISATION_FILE = "vecnormalize.npz"
 
 
-def envKwargsFromArgs(args: argparse.Namespace) -> dict[str, Any]:
+def envKwargsFromArgs(args: Any) -> dict[str, Any]:
     """
     The env constructor keywords a train/replay command asks for.
 
-    :param args: parsed command-line arguments (srl_model, continuous_actions, action_joints, random_target,
-        shape_reward, fpv, multi_view, force_down, renderer, img_shape)
+    :param args: a run's settings, read as attributes (a TrainConfig, or the train command's parsed arguments):
+        srl_model, continuous_actions, action_joints, random_target, shape_reward, fpv, multi_view, force_down,
+        renderer, img_shape
     :return: keyword arguments for the env class
     """
     kwargs: dict[str, Any] = {
@@ -171,13 +171,14 @@ class VecEnvSettings:
 
     @classmethod
     def fromArgs(cls, args: Any) -> VecEnvSettings:
-        """:param args: a run's arguments (a TrainConfig, or its Namespace form of plugin API v1)"""
+        """:param args: a run's settings read as attributes (a RunSettings, a TrainConfig, or the Namespace of plugin
+        API version 1)"""
         return cls(args.env, args.num_cpu, args.seed, args.srl_model, args.num_stack, args.action_repeat,
                    args.srl_model_path, args.srl_config_file, args.device, args.srl_ground_truth_scale)
 
 
 def createEnvs(
-    args: VecEnvSettings | argparse.Namespace,
+    args: Any,
     env_kwargs: dict[str, Any] | None = None,
     load_path_normalise: str | None = None,
     monitor_dir: str | None = None,
@@ -185,7 +186,8 @@ def createEnvs(
     """
     Build the run's envs (subprocesses when more than one), stacked and normalised as the run asks.
 
-    :param args: the settings (:class:`VecEnvSettings`, or a run's arguments, read by :meth:`VecEnvSettings.fromArgs`)
+    :param args: the settings (:class:`VecEnvSettings`, or a run's settings read as attributes by
+        :meth:`VecEnvSettings.fromArgs`: a RunSettings, a TrainConfig)
     :param env_kwargs: env constructor keywords (default: from a run's arguments; with :class:`VecEnvSettings`, the
         env's defaults with its observation)
     :param load_path_normalise: folder holding vecnormalize.npz to restore (then frozen: ``training=False``)

@@ -13,7 +13,6 @@ and V1 sees the states unscaled, as in the paper (no vecnormalize.npz is written
 """
 from __future__ import annotations
 
-import argparse
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -23,7 +22,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
     PopulationRunner,
@@ -103,10 +104,10 @@ class ARSModel(TorchRLObject):
                              f"({hyperparams['num_population']})")
 
     @classmethod
-    def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
+    def makeEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None,
                 load_path_normalise: str | None = None) -> VecEnv:
         # V2 normalises states itself, with statistics saved in the model (see the module docstring).
-        return withoutVecNormalize(super().makeEnv(args, env_kwargs, load_path_normalise))
+        return withoutVecNormalize(super().makeEnv(settings, env_kwargs, load_path_normalise))
 
     # --- policy ----------------------------------------------------------------------------------------------
 
@@ -151,21 +152,16 @@ class ARSModel(TorchRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        self.prepareTraining(args, env_kwargs, train_kwargs)
-        self.restoreTrainingState(args)  # train --resume: self.rng (the model file holds the matrix and statistics)
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        self.prepareTraining(env, hyperparams, settings)
+        self.restoreTrainingState(checkpoint)  # train --resume: self.rng (the model file holds the matrix and statistics)
         population, top = int(self.hyperparams["num_population"]), int(self.hyperparams["top_population"])
         noise = float(self.hyperparams["exploration_noise"])
         deterministic = bool(self.hyperparams["deterministic"])
         normalising = self.hyperparams["algo_type"] == "v2"
         runner = PopulationRunner(self.env, self, callback)
-        end_timesteps = self.num_timesteps + args.num_timesteps
+        end_timesteps = self.num_timesteps + total_timesteps
         while True:
             deltas = self.rng.standard_normal((population, *self.matrix.shape))
             # Candidate 2k plays M + noise * delta_k, candidate 2k + 1 plays M - noise * delta_k.

@@ -11,7 +11,6 @@ strategy built with the same options) and the generators, so it goes on exactly.
 """
 from __future__ import annotations
 
-import argparse
 import os
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -22,7 +21,9 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import captureObjectState, restoreObjectState, writeNpz
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
@@ -86,10 +87,10 @@ class CMAESModel(TorchRLObject):
         self.strategy: cma.CMAEvolutionStrategy | None = None
 
     @classmethod
-    def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
+    def makeEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None,
                 load_path_normalise: str | None = None) -> VecEnv:
         # States are normalised by the policy itself, with statistics saved in the model (see policies.py).
-        return withoutVecNormalize(super().makeEnv(args, env_kwargs, load_path_normalise))
+        return withoutVecNormalize(super().makeEnv(settings, env_kwargs, load_path_normalise))
 
     # --- policy ----------------------------------------------------------------------------------------------
 
@@ -174,14 +175,9 @@ class CMAESModel(TorchRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        self.prepareTraining(args, env_kwargs, train_kwargs)
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        self.prepareTraining(env, hyperparams, settings)
         import cma  # heavy dependency, imported here only: see the note on cma above
         from cma.sigma_adaptation import CMAAdaptSigmaCSA
 
@@ -195,10 +191,10 @@ class CMAESModel(TorchRLObject):
             # generation fails ("unused injected direction"), so they use cumulative step-size adaptation.
             "AdaptSigma": True if int(self.hyperparams["num_population"]) > 2 else CMAAdaptSigmaCSA,
         })
-        self.restoreTrainingState(args)  # train --resume: the strategy's state and the generators
+        self.restoreTrainingState(checkpoint)  # train --resume: the strategy's state and the generators
         deterministic = bool(self.hyperparams["deterministic"])
         runner = PopulationRunner(self.env, self, callback)
-        end_timesteps = self.num_timesteps + args.num_timesteps
+        end_timesteps = self.num_timesteps + total_timesteps
         while True:
             candidates = strategy.ask()
             weights = [self.policy.unflatten(candidate) for candidate in candidates]

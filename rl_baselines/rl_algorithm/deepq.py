@@ -19,7 +19,6 @@ and refills the buffer; resuming a run (``--resume``) also restores the buffer s
 """
 from __future__ import annotations
 
-import argparse
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -30,7 +29,9 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
 from rl_baselines.runs.run_logging import logScalars
@@ -304,15 +305,9 @@ class DQNModel(TorchRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-
-        self.prepareTraining(args, env_kwargs, train_kwargs)
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        self.prepareTraining(env, hyperparams, settings)
         hp = self.hyperparams
         env, n_envs = self.env, self.env.num_envs
         vec_normalize = findVecNormalize(env)
@@ -322,9 +317,9 @@ class DQNModel(TorchRLObject):
                               alpha=hp["prioritized_replay_alpha"] if hp["prioritized_replay"] else None,
                               priority_eps=hp["prioritized_replay_eps"])
         self.replay_buffer = buffer
-        self.restoreTrainingState(args)  # train --resume: the buffer, self.rng and where learning started
+        self.restoreTrainingState(checkpoint)  # train --resume: the buffer, self.rng and where learning started
         start_timesteps = self.scheduleStart()
-        end_timesteps = self.num_timesteps + args.num_timesteps
+        end_timesteps = self.num_timesteps + total_timesteps
         exploration_steps = max(1.0, hp["exploration_fraction"] * end_timesteps)
 
         observation = env.reset()

@@ -33,8 +33,10 @@ from stable_baselines3.her import HerReplayBuffer
 from environments import getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import strToBool
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval, givenFlags
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.core.plugin_v1 import asRunSettings
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
@@ -104,13 +106,14 @@ def savedModelData(load_path: str) -> dict[str, Any]:
     return data
 
 
-def firstEpisodesSteps(args: argparse.Namespace) -> int:
+def firstEpisodesSteps(num_cpu: int, env_id: str) -> int:
     """
-    :param args: the run's arguments (env, num_cpu)
+    :param num_cpu: the run's parallel envs
+    :param env_id: the run's env
     :return: env steps (all envs together) by which every env has finished an episode (no early termination)
     """
 
-    return int(args.num_cpu) * int(getEnvClass(args.env).MAX_STEPS)
+    return int(num_cpu) * int(getEnvClass(env_id).MAX_STEPS)
 
 
 class HERModel(OffPolicyRLObject):
@@ -159,10 +162,10 @@ class HERModel(OffPolicyRLObject):
         # cannot know --her-algo: check right after parsing, as one more parser error.
         parse_args = parser.parse_args
 
-        def parseAndCheck(args: Any = None, namespace: Any = None) -> argparse.Namespace:
+        def parseAndCheck(args: Any = None, namespace: Any = None) -> Any:
             parsed = parse_args(args, namespace)
             try:
-                cls.checkArgs(parsed)
+                parsed.her_algo = cls.checkRun(parsed)
             except ValueError as error:
                 parser.error(str(error))
             return parsed
@@ -171,65 +174,80 @@ class HERModel(OffPolicyRLObject):
         return parser
 
     @classmethod
-    def checkArgs(cls, args: argparse.Namespace) -> None:
+    def learnerName(cls, settings: Any) -> str:
         """
-        Check that the run fits HER and resolve ``args.her_algo`` (in place) when it was not given.
+        :param settings: the run's settings (a RunSettings, a TrainConfig, or the train command's parsed arguments)
+        :return: the learner's ``--her-algo`` name: the one given, else a continued model's, else sac with
+            continuous actions and deepq with discrete ones
+        """
+        her_algo = getattr(settings, "her_algo", None)
+        if her_algo is None:
+            load_path = settings.continue_from if isinstance(settings, RunSettings) else settings.load_rl_model_path
+            try:
+                her_algo = savedModelData(load_path)["her_algo"] if load_path else None
+            except ValueError:
+                pass  # the train command reports an unusable model itself
+        return her_algo or ("sac" if settings.continuous_actions else "deepq")
 
-        :param args: the train command's arguments
+    @classmethod
+    def checkRun(cls, settings: Any) -> str:
+        """
+        Check that the run fits HER (called on the train command's parsed arguments, and by ``train``).
+
+        :param settings: the run's settings (a RunSettings, a TrainConfig, or the train command's parsed arguments)
+        :return: the learner's name (:meth:`learnerName`)
         :raises ValueError: one line naming the bad value and the valid choices
         """
 
-        continuous = bool(args.continuous_actions)
-        if args.her_algo is None:
-            load_path = args.load_rl_model_path
-            try:
-                args.her_algo = savedModelData(load_path)["her_algo"] if load_path else None
-            except ValueError:
-                pass  # the train command reports an unusable model itself
-            args.her_algo = args.her_algo or ("sac" if continuous else "deepq")
+        continuous = bool(settings.continuous_actions)
+        her_algo = cls.learnerName(settings)
         wanted = ActionType.CONTINUOUS if continuous else ActionType.DISCRETE
-        if wanted not in BASE_ALGOS[args.her_algo].ACTION_TYPES:
+        if wanted not in BASE_ALGOS[her_algo].ACTION_TYPES:
             fitting = [name for name, base in BASE_ALGOS.items() if wanted in base.ACTION_TYPES]
             kind, hint = ("continuous", "drop -c") if continuous else ("discrete", "add -c")
-            raise ValueError(f"--her-algo {args.her_algo} does not support {kind} actions ({hint}); --her-algo "
+            raise ValueError(f"--her-algo {her_algo} does not support {kind} actions ({hint}); --her-algo "
                              f"choices that do: {', '.join(fitting)}")
-        if args.srl_model != "ground_truth":
+        if settings.srl_model != "ground_truth":
             raise ValueError(f"--algo her needs the goal-conditioned observation, --srl-model ground_truth; got "
-                             f"{args.srl_model!r}; valid choices: ground_truth")
-        for flag, value in (("--num-stack", args.num_stack), ("--action-repeat", args.action_repeat)):
+                             f"{settings.srl_model!r}; valid choices: ground_truth")
+        for flag, value in (("--num-stack", settings.num_stack), ("--action-repeat", settings.action_repeat)):
             if value > 1:
                 raise ValueError(f"{flag} {value} is not available with --algo her (HER recomputes each step's "
                                  f"reward from the goal it reached); valid: 1")
-        if args.env not in registered_env:
-            return  # the train command reports an unknown env
-        if not getattr(getEnvClass(args.env), "GOAL_CONDITIONED", False):
+        if settings.env not in registered_env:
+            return her_algo  # the train command reports an unknown env
+        if not getattr(getEnvClass(settings.env), "GOAL_CONDITIONED", False):
             having = [env for env in sorted(registered_env) if getattr(getEnvClass(env), "GOAL_CONDITIONED", False)]
-            raise ValueError(f"--algo her needs an env with a goal-conditioned mode, {args.env} has none; envs "
+            raise ValueError(f"--algo her needs an env with a goal-conditioned mode, {settings.env} has none; envs "
                              f"that have one: {', '.join(having)}")
-        given = givenFlags(args, baseHyperparams())
-        given.update((key, value) for key, _, value in (item.partition(":") for item in args.hyperparam))
-        cls.checkGivenHyperparams(args, given)
+        given: dict[str, Any] = givenFlags(settings, baseHyperparams())
+        raw = settings.arguments.get("hyperparam") if isinstance(settings, RunSettings) else settings.hyperparam
+        given.update((key, value) for key, _, value in (item.partition(":") for item in raw or ()))
+        given.update(getattr(settings, "hyperparam_overrides", None) or {})
+        cls.checkGivenHyperparams(her_algo, firstEpisodesSteps(settings.num_cpu, settings.env), given)
+        return her_algo
 
     @classmethod
-    def checkGivenHyperparams(cls, args: argparse.Namespace, given: dict[str, Any]) -> None:
+    def checkGivenHyperparams(cls, her_algo: str, first_episodes_steps: int, given: dict[str, Any]) -> None:
         """
-        :param args: the run's arguments (her_algo resolved, env, num_cpu)
+        :param her_algo: the learner
+        :param first_episodes_steps: env steps by which every env has finished an episode (firstEpisodesSteps)
         :param given: hyperparameters set by flags, --hyperparam or a file (values typed or as strings)
         :raises ValueError: one belongs to another learner, or learning_starts is too short for HER (names of no
             learner are left to parserHyperParam)
         """
-        own = {*BASE_ALGOS[args.her_algo].DEFAULT_HYPERPARAMS, *HER_DEFAULTS}
+        own = {*BASE_ALGOS[her_algo].DEFAULT_HYPERPARAMS, *HER_DEFAULTS}
         for name in given:
             if name not in own and name in baseHyperparams():
                 raise ValueError(f"{name} (--{name.replace('_', '-')}) is not a hyperparameter of --her-algo "
-                                 f"{args.her_algo}; its hyperparameters: {', '.join(sorted(own))}")
+                                 f"{her_algo}; its hyperparameters: {', '.join(sorted(own))}")
         try:
             learning_starts = int(float(given["learning_starts"])) if "learning_starts" in given else None
         except ValueError:
             return  # a bad value: the train command reports it
-        if learning_starts is not None and learning_starts < firstEpisodesSteps(args):
+        if learning_starts is not None and learning_starts < first_episodes_steps:
             raise ValueError(f"learning_starts {learning_starts} is too small for HER, which samples finished "
-                             f"episodes only: at least --num-cpu x the episode length, {firstEpisodesSteps(args)}")
+                             f"episodes only: at least --num-cpu x the episode length, {first_episodes_steps}")
 
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
@@ -258,20 +276,21 @@ class HERModel(OffPolicyRLObject):
     # --- the learner's hyperparameters ------------------------------------------------------------------------
 
     @classmethod
-    def hyperparamsFromArgs(cls, args: argparse.Namespace, train_kwargs: dict[str, Any] | None,
+    def hyperparamsFromArgs(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
                             saved: dict[str, Any] | None = None) -> dict[str, Any]:
         """The learner's hyperparameters (its class's), HER's own, and learning_starts at least the first episodes'
         length unless given (nothing is saved: a continued model keeps its own)."""
-        hyperparams = BASE_ALGOS[args.her_algo].hyperparamsFromArgs(args, train_kwargs)
+        hyperparams = BASE_ALGOS[cls.learnerName(args)].hyperparamsFromArgs(args, train_kwargs)
         flags = givenFlags(args, [*HER_DEFAULTS, "learning_starts"])
         for name, default in HER_DEFAULTS.items():
             hyperparams.setdefault(name, flags.get(name, default))
         if "learning_starts" not in flags and "learning_starts" not in (train_kwargs or {}):
-            hyperparams["learning_starts"] = max(hyperparams["learning_starts"], firstEpisodesSteps(args))
+            hyperparams["learning_starts"] = max(hyperparams["learning_starts"],
+                                                 firstEpisodesSteps(args.num_cpu, args.env))
         return hyperparams
 
     @classmethod
-    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+    def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
         The learner's keywords (action noise...) plus the HER buffer. When continuing a saved model (then given
         only the overridden hyperparameters), the buffer is rebuilt when ``--n-sampled-goal`` or
@@ -280,26 +299,27 @@ class HERModel(OffPolicyRLObject):
         """
         learner_hyperparams = {k: v for k, v in hyperparams.items() if k not in HER_DEFAULTS}
         her = {k: v for k, v in hyperparams.items() if k in HER_DEFAULTS}
-        kwargs = BASE_ALGOS[args.her_algo].makeModelKwargs(args, learner_hyperparams, env)
-        load_path = args.load_rl_model_path
+        kwargs = BASE_ALGOS[cls.learnerName(settings)].makeModelKwargs(settings, learner_hyperparams, env)
+        load_path = settings.continue_from
         if her or not load_path:
             # copy_info_dict: compute_reward reads the goal-independent penalty (a bump...) from each step's info.
             kwargs["replay_buffer_class"] = HerReplayBuffer
             kwargs["replay_buffer_kwargs"] = {**HER_DEFAULTS, **her, "copy_info_dict": True}
         if load_path:
-            learning_starts = kwargs.get("learning_starts", cls.hyperparamsFromArgs(args, None)["learning_starts"])
+            learning_starts = kwargs.get("learning_starts", cls.hyperparamsFromArgs(settings, None)["learning_starts"])
             kwargs["learning_starts"] = int(savedModelData(load_path)["num_timesteps"]) + learning_starts
         return kwargs
 
     # --- env, persistence, training ---------------------------------------------------------------------------
 
     @classmethod
-    def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
+    def makeEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None,
                 load_path_normalise: str | None = None) -> Any:
         """The env in its goal-conditioned mode (the goals stay unnormalised, see rl_baselines.envs.factory)."""
 
-        env_kwargs = {**(envKwargsFromArgs(args) if env_kwargs is None else env_kwargs), "goal_conditioned": True}
-        return super().makeEnv(args, env_kwargs, load_path_normalise)
+        settings = asRunSettings(settings)  # (a caller written for API version 1 passes a Namespace)
+        env_kwargs = {**(dict(settings.env_kwargs) if env_kwargs is None else env_kwargs), "goal_conditioned": True}
+        return super().makeEnv(settings, env_kwargs, load_path_normalise)
 
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
         # SB3 saves the model's attributes: the file names its learner, so that load picks the right SB3 class.
@@ -307,22 +327,22 @@ class HERModel(OffPolicyRLObject):
         super().save(save_path, _locals)
 
     @classmethod
-    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> HERModel:
+    def load(cls, load_path: str, settings: RunSettings | None = None) -> HERModel:
         """
         :param load_path: a model zip written by :meth:`save`
-        :param args: the run's arguments; a ``her_algo`` other than the saved learner is refused
+        :param settings: the run's settings; a ``her_algo`` other than the saved learner is refused
         :return: the model, with a one-slot plain replay buffer (enough to act; train builds its own)
         """
         cls.readManifest(load_path)
         saved = savedModelData(load_path)
         her_algo = saved["her_algo"]
-        wanted = getattr(args, "her_algo", None)
+        wanted = None if settings is None else settings.option("her_algo")
         if wanted is not None and wanted != her_algo:
             raise ValueError(f"{load_path} was trained with --her-algo {her_algo}, not {wanted}")
         obj = cls()
         obj.her_algo = her_algo
         sb3_class = BASE_ALGOS[her_algo].SB3_CLASS
-        device = runDevice(None if args is None else args.device)
+        device = runDevice(None if settings is None else settings.device)
         try:
             obj.model = sb3_class.load(load_path, device=device, custom_objects=REPLAY_ONLY_BUFFER)
         except Exception as error:  # SB3 raises many kinds for a damaged archive
@@ -334,14 +354,12 @@ class HERModel(OffPolicyRLObject):
         obj.num_timesteps = obj.model.num_timesteps
         return obj
 
-    def train(self, args: argparse.Namespace, callback: Any, env_kwargs: dict[str, Any] | None = None,
-              train_kwargs: dict[str, Any] | None = None) -> None:
-
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: Any, logger: Any,
+              settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         try:
-            self.checkArgs(args)  # already done by the train command's parser; here for other callers
-            self.checkGivenHyperparams(args, train_kwargs or {})  # --hyperparam-file's too
+            self.her_algo = self.checkRun(settings)  # already done by the train command's parser; here for others
         except ValueError as error:
+            env.close()
             raise UsageError(str(error)) from None
-        self.her_algo = args.her_algo
         self.SB3_CLASS = BASE_ALGOS[self.her_algo].SB3_CLASS
-        super().train(args, callback, env_kwargs, train_kwargs)
+        super().train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)

@@ -14,6 +14,7 @@ import torch
 from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 NOISE_TYPES = ("none", "normal", "ou")
@@ -136,7 +137,7 @@ class OffPolicyRLObject(StableBaselinesRLObject):
     """
 
     @classmethod
-    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+    def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         kwargs = dict(hyperparams)
         noise_type = kwargs.pop("noise_type", None)
         noise_std = kwargs.pop("noise_std", None)

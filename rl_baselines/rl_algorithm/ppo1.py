@@ -27,7 +27,6 @@ statistics are the ones saved.
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import socket
 import sys
@@ -42,7 +41,10 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.plugin_v1 import asRunSettings
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 
@@ -149,12 +151,13 @@ def _keepGoing(_locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
     return True
 
 
-def _workerEntry(model_class: type, rank: int, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:
-    """Spawned worker process: join the group and train as rank ``rank`` (no files, no callback)."""
+def _workerEntry(model_class: type, rank: int, settings: RunSettings, total_timesteps: int,
+                 hyperparams: dict[str, Any]) -> None:
+    """Spawned worker process: build its env, join the group and train as rank ``rank`` (no files, no callback)."""
     torch.set_num_threads(1)
-    args = copy.copy(args)
-    args.rank = rank
-    model_class().train(args, lambda _locals, _globals: True, env_kwargs)
+    settings = settings.replace(rank=rank)
+    env = model_class.makeTrainingEnv(settings)
+    model_class().train(env, total_timesteps, hyperparams, _keepGoing, None, settings, None)
     # Skip the interpreter's teardown: a thread left by gloo sometimes aborts it ("terminate called without an
     # active exception"), which would turn a finished worker into a failed one.
     sys.stdout.flush()
@@ -223,43 +226,65 @@ class PPO1Model(TorchActorCritic):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def train(self, args: argparse.Namespace, callback: TrainCallback, env_kwargs: dict[str, Any] | None = None,
-              train_kwargs: dict[str, Any] | None = None) -> None:
-        rank, num_workers = int(args.rank), int(args.num_workers)
-        world_size = int(args.world_size or num_workers)
+    @classmethod
+    def workerSettings(cls, settings: RunSettings) -> RunSettings:
+        """
+        :param settings: the run's settings
+        :return: those of this process's rank (``--rank``): rank 0's as they are; a worker's with seed
+            ``seed + 1000 * rank`` and no run folder, monitor files, model to continue or checkpoint (rank 0 owns
+            them, and gives the workers its model)
+        """
+        settings = asRunSettings(settings)  # (a caller written for API version 1 passes a Namespace)
+        rank = int(settings.option("rank", 0))
+        if rank == 0:
+            return settings
+        return settings.replace(seed=(int(settings.seed) + 1000 * rank) % (MAX_SEED + 1),  # a valid seed near 2**32-1
+                                monitor_dir=None, run_dir=None, continue_from=None)
+
+    @classmethod
+    def makeTrainingEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None) -> Any:
+        """The env of this process's rank (:meth:`workerSettings`)."""
+        return super().makeTrainingEnv(cls.workerSettings(settings), env_kwargs)
+
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        rank, num_workers = int(settings.option("rank", 0)), int(settings.option("num_workers", 1))
+        world_size = int(settings.option("world_size") or num_workers)
         if rank >= world_size:
+            env.close()
             raise UsageError(f"--rank {rank} must be below --world-size {world_size}")
         if rank == 0 and num_workers > world_size:
+            env.close()
             raise UsageError(f"--num-workers {num_workers} is more than --world-size {world_size}")
         if world_size == 1:
-            return super().train(args, callback, env_kwargs, train_kwargs)
-        dist_url = args.dist_url
+            return super().train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)
+        dist_url = settings.option("dist_url")
         if dist_url is None:
             if rank > 0 or world_size > num_workers:
+                env.close()
                 raise UsageError("--dist-url tcp://HOST:PORT is needed to join processes on several machines")
             dist_url = freeDistUrl()
         processes = []
         if rank == 0:
             # Workers on this machine: ranks 1 .. num_workers-1, spawned (not forked: torch and envs hold threads).
-            worker_args = copy.copy(args)
-            worker_args.dist_url, worker_args.world_size = dist_url, world_size
+            worker_settings = settings.replace(dist_url=dist_url, world_size=world_size)
             context = mp.get_context("spawn")
             for worker_rank in range(1, num_workers):
                 # Not daemonic: a worker's makeEnv may start env subprocesses (--num-cpu > 1).
-                process = context.Process(target=_workerEntry, args=(type(self), worker_rank, worker_args, env_kwargs))
+                process = context.Process(target=_workerEntry, args=(type(self), worker_rank, worker_settings,
+                                                                     total_timesteps, dict(hyperparams)))
                 process.start()
                 processes.append(process)
         else:
-            # A worker writes nothing and reports nothing: rank 0 owns the run folder and the model.
-            args = copy.copy(args)
-            args.seed = (int(args.seed) + 1000 * rank) % (MAX_SEED + 1)  # stays a valid seed near 2**32-1
-            args.monitor_dir, args.run_dir, args.load_rl_model_path = None, None, None
-            args.resume_from = None  # a resumed run's state is rank 0's: workers get its model from it
-            callback = _keepGoing
+            # A worker writes nothing and reports nothing: rank 0 owns the run folder and the model (its env was
+            # built by makeTrainingEnv for this rank).
+            settings = self.workerSettings(settings)
+            checkpoint = None  # a resumed run's state is rank 0's: workers get its model from it
+            callback, logger = _keepGoing, None
         dist.init_process_group("gloo", init_method=dist_url, rank=rank, world_size=world_size)
         self.rank, self.world_size = rank, world_size
         try:
-            super().train(args, callback, env_kwargs, train_kwargs)
+            super().train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)
             dist.barrier()  # every rank is done with its collectives
             if rank > 0:
                 dist.destroy_process_group()

@@ -5,7 +5,6 @@ ends, while acting (getAction) as while training.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from typing import Any
 
@@ -15,6 +14,7 @@ from sb3_contrib import RecurrentPPO
 from torch import nn
 
 from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 from srl_toolbox.cli import UsageError
@@ -46,7 +46,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
         self._lstm_states: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+    def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """Move the policy's own settings (LSTM size, activation, initialisation) into ``policy_kwargs``."""
 
         kwargs = dict(hyperparams)

@@ -1,7 +1,6 @@
 """random_agent: uniformly random actions, the baseline every learner must beat."""
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any
 
@@ -10,6 +9,8 @@ import numpy as np
 
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import BaseRLObject, TrainCallback
+from rl_baselines.core.checkpointing import Checkpoint
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, setGeneratorState
 from rl_baselines.envs.factory import saveNormalisation
 from srl_toolbox.files import readJson, writeJson
@@ -51,7 +52,7 @@ class RandomAgentModel(BaseRLObject):
         saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
 
     @classmethod
-    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> RandomAgentModel:
+    def load(cls, load_path: str, settings: RunSettings | None = None) -> RandomAgentModel:
         try:
             data = readJson(load_path)
             if data.get("algo") != "random_agent":
@@ -63,7 +64,7 @@ class RandomAgentModel(BaseRLObject):
             raise ValueError(f"{load_path} is not a random_agent model (not JSON)") from None
         except ValueError as error:
             raise ValueError(str(error) if "saved by" in str(error) else f"{load_path} is corrupt ({error})") from None
-        agent = cls(space, seed=data.get("seed", 0) if args is None else args.seed)
+        agent = cls(space, seed=data.get("seed", 0) if settings is None else settings.seed)
         agent.num_timesteps = int(data.get("num_timesteps", 0))
         return agent
 
@@ -79,23 +80,18 @@ class RandomAgentModel(BaseRLObject):
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         setGeneratorState(self.action_space.np_random, readJson(os.path.join(folder, "random_agent.json"))["action_space_rng"])
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        load_path = args.load_rl_model_path
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        load_path = settings.continue_from
         if load_path:  # continuing a saved agent (or a resumed run): its step count goes on
-            self.num_timesteps = self.load(load_path, args).num_timesteps
-        self.env = self.makeTrainingEnv(args, env_kwargs)  # restored statistics keep adapting, as for the learners
-        self.seed = args.seed
+            self.num_timesteps = self.load(load_path, settings).num_timesteps
+        self.env = env  # restored statistics keep adapting, as for the learners (makeTrainingEnv)
+        self.seed = settings.seed
         self.action_space = self.env.action_space
-        self.action_space.seed(args.seed)
-        self.restoreTrainingState(args)  # train --resume: the action generator
+        self.action_space.seed(settings.seed)
+        self.restoreTrainingState(checkpoint)  # train --resume: the action generator
         observation = self.env.reset()
-        target = self.num_timesteps + args.num_timesteps
+        target = self.num_timesteps + total_timesteps
         while self.num_timesteps < target:
             observation, _, dones, _ = self.env.step(self.getAction(observation))
             self.num_timesteps += self.env.num_envs

@@ -3,7 +3,7 @@
 A subclass names its SB3 (or sb3-contrib) class, its hyperparameter spec (``HYPERPARAMS``) and its policies. The
 flags, the typing and range checks of ``--hyperparam`` and the search space come from the spec through
 BaseRLObject, as for every algorithm; the adapter only turns the typed values into constructor keywords
-(:meth:`StableBaselinesRLObject.makeModelKwargs`), builds the env through the contract's ``makeEnv``
+(:meth:`StableBaselinesRLObject.makeModelKwargs`), builds the model on the env ``train`` receives
 (:meth:`StableBaselinesRLObject.prepareTraining`, the start of every SB3-backed ``train``), saves SB3 zips with the
 toolbox's manifest member, and adapts the toolbox's training callback to SB3's ``learn``. Its checkpoints are taken at
 clean points (the start of a rollout), so that a resumed run goes on exactly as an uninterrupted one.
@@ -30,7 +30,9 @@ from rl_baselines.core.base import (
     TrainCallback,
     notifyCleanPoint,
 )
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import givenFlags
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
@@ -90,14 +92,14 @@ class StableBaselinesRLObject(BaseRLObject):
         return parser
 
     @classmethod
-    def makeModelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+    def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
         Turn typed hyperparameters into SB3_CLASS constructor keywords; override to build objects from them (action
         noise from ``noise_type``/``noise_std``, ...). Also called with only the overridden hyperparameters when a
         saved model is loaded to continue training. ``--lr-schedule linear`` then turns ``learning_rate`` into a
         schedule (:meth:`modelKwargs`).
 
-        :param args: the run's arguments
+        :param settings: the run's settings
         :param hyperparams: hyperparameters by name (from :meth:`hyperparamsFromArgs`)
         :param env: the training VecEnv
         :return: constructor keywords (default: the hyperparameters unchanged)
@@ -105,17 +107,17 @@ class StableBaselinesRLObject(BaseRLObject):
         return dict(hyperparams)
 
     @classmethod
-    def modelKwargs(cls, args: argparse.Namespace, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
+    def modelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
-        :param args: the run's arguments (``lr_schedule``)
+        :param settings: the run's settings (``lr_schedule``)
         :param hyperparams: typed hyperparameters by name
         :param env: the training VecEnv
         :return: :meth:`makeModelKwargs`, with a number ``learning_rate`` decaying linearly under
             ``--lr-schedule linear``
         """
-        kwargs = cls.makeModelKwargs(args, hyperparams, env)
+        kwargs = cls.makeModelKwargs(settings, hyperparams, env)
         rate = kwargs.get("learning_rate")
-        if getattr(args, "lr_schedule", "constant") == "linear" and rate is not None and not callable(rate):
+        if settings.option("lr_schedule", "constant") == "linear" and rate is not None and not callable(rate):
             kwargs["learning_rate"] = linearSchedule(float(rate))
         return kwargs
 
@@ -153,10 +155,10 @@ class StableBaselinesRLObject(BaseRLObject):
         return manifest
 
     @classmethod
-    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> StableBaselinesRLObject:
+    def load(cls, load_path: str, settings: RunSettings | None = None) -> StableBaselinesRLObject:
         cls.readManifest(load_path)
         obj = cls()
-        device = runDevice(None if args is None else args.device)  # a GPU-trained model loads on a CPU
+        device = runDevice(None if settings is None else settings.device)  # a GPU-trained model loads on a CPU
         try:
             obj.model = cls.SB3_CLASS.load(load_path, device=device)
         except Exception as error:  # SB3 raises many kinds for a damaged archive
@@ -222,61 +224,56 @@ class StableBaselinesRLObject(BaseRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def prepareTraining(self, args: argparse.Namespace, callback: TrainCallback, env_kwargs: dict[str, Any] | None,
-                        train_kwargs: dict[str, Any] | None) -> None:
+    def prepareTraining(self, env: Any, hyperparams: dict[str, Any], logger: Any, settings: RunSettings,
+                        checkpoint: Checkpoint | None, callback: TrainCallback) -> None:
         """
-        The start of ``train``, up to the first env step: the env (:meth:`makeTrainingEnv`), the hyperparameters
-        (:meth:`resolveHyperparams`), the model (new, seeded with ``args.seed``; continued from
-        ``args.load_rl_model_path`` with the hyperparameters given now over the saved ones; or as checkpointed when
-        resuming), behaviour cloning (``--pretrain-dataset``), the logger, then the resumed state
+        The start of ``train``, up to the first env step: the model (new, seeded with ``settings.seed``; continued
+        from ``settings.continue_from`` with the hyperparameters given now over the saved ones; or as checkpointed
+        when resuming), behaviour cloning (``--pretrain-dataset``), the logger, then the resumed state
         (:meth:`restoreTrainingState`).
 
-        :param args: the run's arguments
-        :param callback: the training callback (its shared progress logger, when it offers one)
-        :param env_kwargs: env constructor keywords
-        :param train_kwargs: typed ``--hyperparam`` values
+        :param env: the training VecEnv
+        :param hyperparams: the run's hyperparameters, resolved
+        :param logger: the run's SB3 Logger, None for the callback's shared one (or a silent one)
+        :param settings: the run's settings
+        :param checkpoint: the checkpoint a resumed run restores, None otherwise
+        :param callback: the training callback (its shared progress logger, when ``logger`` is None)
         """
-        load_path = args.load_rl_model_path
-        self.env = self.makeTrainingEnv(args, env_kwargs)
-        hyperparams = self.resolveHyperparams(args, train_kwargs)
-        if load_path and args.resume_from:
+        load_path = settings.continue_from
+        self.env = env
+        device = runDevice(settings.device)
+        if load_path and checkpoint is not None:
             self.readManifest(load_path)
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args.device))  # as checkpointed
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=device)  # as checkpointed
         elif load_path:
             self.readManifest(load_path)
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
-            flags = givenFlags(args, hyperparams)
-            overrides = {k: v for k, v in hyperparams.items() if k in (train_kwargs or {}) or k in flags}
-            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=runDevice(args.device),
-                                             custom_objects=self.modelKwargs(args, overrides, self.env))
+            given = {*givenFlags(settings, hyperparams), *settings.hyperparam_overrides}
+            overrides = {k: v for k, v in hyperparams.items() if k in given}
+            self.model = self.SB3_CLASS.load(load_path, env=self.env, device=device,
+                                             custom_objects=self.modelKwargs(settings, overrides, self.env))
         else:
-            pixels = args.srl_model == "raw_pixels"
-            kwargs = self.modelKwargs(args, hyperparams, self.env)
+            pixels = settings.srl_model == "raw_pixels"
+            kwargs = self.modelKwargs(settings, hyperparams, self.env)
             if pixels:
-                extractor = FEATURES_EXTRACTORS[getattr(args, "features_extractor", DEFAULT_FEATURES_EXTRACTOR)]
+                extractor = FEATURES_EXTRACTORS[settings.option("features_extractor", DEFAULT_FEATURES_EXTRACTOR)]
                 kwargs["policy_kwargs"] = {"features_extractor_class": extractor, **kwargs.get("policy_kwargs", {})}
-            self.model = self.SB3_CLASS(self.POLICIES["pixels" if pixels else "state"], self.env, seed=args.seed,
-                                        device=runDevice(args.device), verbose=0, **kwargs)
-        if args.pretrain_dataset:
-            pretrainFromArgs(self.model, self.env, args)  # behaviour cloning, before RL starts
-        # progress.csv (a resumed run's goes on) and tensorboard: the callback's shared logger when it offers one;
-        # without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
-        self.model.set_logger(sharedProgressLogger(callback, args.run_dir)[0])
-        self.restoreTrainingState(args)
+            self.model = self.SB3_CLASS(self.POLICIES["pixels" if pixels else "state"], self.env, seed=settings.seed,
+                                        device=device, verbose=0, **kwargs)
+        if settings.pretrain_dataset:
+            pretrainFromArgs(self.model, self.env, settings)  # behaviour cloning, before RL starts
+        # progress.csv (a resumed run's goes on) and tensorboard: the run's logger; without one the callback's shared
+        # one, or without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
+        self.model.set_logger(logger if logger is not None else sharedProgressLogger(callback, settings.run_dir)[0])
+        self.restoreTrainingState(checkpoint)
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        self.prepareTraining(args, callback, env_kwargs, train_kwargs)
-        load_path = args.load_rl_model_path
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        self.prepareTraining(env, hyperparams, logger, settings, checkpoint, callback)
         # An SB3 callback (the train command's TrainingCallbacks) goes to learn as it is; an old-style one is adapted.
         # The callbacks read num_timesteps from the SB3 model; mirror it here at the end.
-        self.model.learn(total_timesteps=args.num_timesteps, callback=sb3Callback(callback),
-                         reset_num_timesteps=not load_path)
+        self.model.learn(total_timesteps=total_timesteps, callback=sb3Callback(callback),
+                         reset_num_timesteps=not settings.continue_from)
         self.num_timesteps = self.model.num_timesteps
         self.env.close()
 

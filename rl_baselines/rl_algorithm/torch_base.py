@@ -34,6 +34,7 @@ import torch
 
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Interval  # noqa: F401 (re-exported)
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
 from rl_baselines.envs.factory import saveNormalisation
 from srl_toolbox.cli import UsageError
@@ -83,7 +84,7 @@ class TorchRLObject(BaseRLObject):
 
     NAME: ClassVar[str] = ""
     MODEL_EXTENSION: ClassVar[str] = ".pt"
-    # The generators prepareTraining seeds with args.seed: "rng" (self.rng, a NumPy Generator) and "torch" (the
+    # The generators prepareTraining seeds with settings.seed: "rng" (self.rng, a NumPy Generator) and "torch" (the
     # global torch generator, which draws the initial weights).
     SEEDED_GENERATORS: ClassVar[tuple[str, ...]] = ("rng", "torch")
 
@@ -171,10 +172,10 @@ class TorchRLObject(BaseRLObject):
         return payload
 
     @classmethod
-    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> TorchRLObject:
+    def load(cls, load_path: str, settings: RunSettings | None = None) -> TorchRLObject:
         payload = cls.readModelFile(load_path)
         model = cls()
-        model.device = torch.device(runDevice(None if args is None else args.device))
+        model.device = torch.device(runDevice(None if settings is None else settings.device))
         try:
             model.num_timesteps = int(payload["num_timesteps"])
             model.hyperparams = {**cls.DEFAULT_HYPERPARAMS, **payload["hyperparams"]}
@@ -221,52 +222,49 @@ class TorchRLObject(BaseRLObject):
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement buildModel")
 
-    def prepareTraining(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None,
-                        train_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    def prepareTraining(self, env: Any, hyperparams: dict[str, Any], settings: RunSettings) -> dict[str, Any] | None:
         """
         The start of ``train``, the same for every algorithm written here: :meth:`startTraining` (env,
         hyperparameters, the model file to continue from), the generators of ``SEEDED_GENERATORS`` seeded with
-        ``args.seed``, then the model: the continued one (:meth:`setModelState`) or a new one (:meth:`buildModel`).
-        What remains before the first env step is the algorithm's own (its replay memory...), then
-        :meth:`restoreTrainingState`.
+        ``settings.seed``, then the model: the continued one (:meth:`setModelState`) or a new one
+        (:meth:`buildModel`). What remains before the first env step is the algorithm's own (its replay memory...),
+        then :meth:`restoreTrainingState`.
 
-        :param args: the run's arguments
-        :param env_kwargs: env constructor keywords
-        :param train_kwargs: typed ``--hyperparam`` values
+        :param env: the training VecEnv
+        :param hyperparams: the run's hyperparameters, resolved
+        :param settings: the run's settings
         :return: the continued model file's content, None for a new model
         :raises UsageError: see :meth:`startTraining`
         """
-        saved = self.startTraining(args, env_kwargs, train_kwargs)
+        saved = self.startTraining(env, hyperparams, settings)
         if "rng" in self.SEEDED_GENERATORS:
-            self.rng = np.random.default_rng(args.seed)
+            self.rng = np.random.default_rng(settings.seed)
         if "torch" in self.SEEDED_GENERATORS:
-            torch.manual_seed(args.seed)
+            torch.manual_seed(settings.seed)
         if saved is not None:
             self.setModelState(saved)  # hyperparameters: the saved ones, overridden by those given now
         else:
             self.buildModel()
         return saved
 
-    def startTraining(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None,
-                      train_kwargs: dict[str, Any] | None) -> dict[str, Any] | None:
+    def startTraining(self, env: Any, hyperparams: dict[str, Any], settings: RunSettings) -> dict[str, Any] | None:
         """
-        The env and hyperparameters of ``train`` (called by :meth:`prepareTraining`): resolve the hyperparameters,
-        build the env (:meth:`makeTrainingEnv`: the normalisation of the model to continue from, which then keeps
-        adapting) and read the model to continue from.
+        The env and hyperparameters of ``train`` (called by :meth:`prepareTraining`), and the model to continue
+        from.
 
-        :param args: the run's arguments (``load_rl_model_path`` names the model to continue from)
-        :param env_kwargs: env constructor keywords
-        :param train_kwargs: hyperparameters from ``--hyperparam``
+        :param env: the training VecEnv (the normalisation of the model to continue from, updating)
+        :param hyperparams: the run's hyperparameters, resolved (a continued model's saved ones taking part)
+        :param settings: the run's settings (``continue_from`` names the model to continue from)
         :return: the saved model's content when continuing (its step count is already restored), else None
-        :raises UsageError: the hyperparameters do not fit together, or the saved model does not fit the env (the
-            train command cannot check these before the run folder exists)
+        :raises UsageError: the saved model does not fit the env (the train command cannot check this before the
+            run folder exists)
         """
 
-        load_path = args.load_rl_model_path
+        load_path = settings.continue_from
         payload = self.readModelFile(load_path) if load_path else None
-        self.device = torch.device(runDevice(args.device))
-        self.hyperparams = self.resolveHyperparams(args, train_kwargs, payload["hyperparams"] if payload else None)
-        self.env = self.makeTrainingEnv(args, env_kwargs)
+        self.device = torch.device(runDevice(settings.device))
+        self.hyperparams = dict(hyperparams)
+        self.env = env
         self.observation_space, self.action_space = self.env.observation_space, self.env.action_space
         self.run_start_timesteps = self.num_timesteps if payload is None else int(payload["num_timesteps"])
         if payload is None:

@@ -8,7 +8,6 @@ named by :meth:`TorchActorCritic.modules` (tensors and plain values only, so it 
 """
 from __future__ import annotations
 
-import argparse
 import math
 import time
 from typing import Any
@@ -19,7 +18,9 @@ import torch
 from torch import nn
 
 from rl_baselines.core.base import TrainCallback
+from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
 from rl_baselines.runs.run_logging import sharedProgressLogger
 
@@ -250,23 +251,19 @@ class TorchActorCritic(TorchRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
-    def train(
-        self,
-        args: argparse.Namespace,
-        callback: TrainCallback,
-        env_kwargs: dict[str, Any] | None = None,
-        train_kwargs: dict[str, Any] | None = None,
-    ) -> None:
-        self.prepareTraining(args, env_kwargs, train_kwargs)
+    def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
+              logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
+        self.prepareTraining(env, hyperparams, settings)
         owns_logger = False
-        if args.run_dir or hasattr(callback, "progressLogger"):
-            # progress.csv (resumed: goes on) and tensorboard, through the callback's logger when it offers one
-            self.logger, owns_logger = sharedProgressLogger(callback, args.run_dir)
-        self.restoreTrainingState(args)
+        if logger is not None:
+            self.logger = logger  # the run's progress.csv (resumed: goes on) and tensorboard, shared
+        elif settings.run_dir or hasattr(callback, "progressLogger"):
+            self.logger, owns_logger = sharedProgressLogger(callback, settings.run_dir)
+        self.restoreTrainingState(checkpoint)
         self._log_start = (self.num_timesteps, time.monotonic())
         self._next_log = self.num_timesteps + self.LOG_INTERVAL
         try:
-            self.learn(int(args.num_timesteps), callback)
+            self.learn(int(total_timesteps), callback)
         finally:
             self.env.close()
             if self.logger is not None and owns_logger:

@@ -24,7 +24,6 @@ reports ``is_success``, ``successes`` (n_evals, K). The model with the best eval
 """
 from __future__ import annotations
 
-import argparse
 import os
 import warnings
 from typing import Any
@@ -35,10 +34,11 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.plugin_v1 import makeEnv
 from rl_baselines.core.run_folder import EVALUATIONS_FILE
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
 from rl_baselines.envs.factory import findVecNormalize
-from rl_baselines.runs.train_config import TrainConfig, argsNamespace
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.files import writeNpz
 
 # The evaluation env is seeded with seed + this (training env i uses seed + i).
@@ -118,7 +118,7 @@ class Evaluator:
 
     :param algo: the algorithm being trained (its ``env`` attribute is the training env, whose normalisation
         statistics are copied)
-    :param args: the run's arguments (env, seed, srl_model... as ``makeEnv`` reads them)
+    :param args: the run's config (its ``runSettings()`` build the evaluation env, with one env and no monitor file)
     :param env_kwargs: the env's keywords, as the training env got them
     :param eval_freq: env steps between evaluations (all envs together)
     :param n_episodes: episodes per evaluation
@@ -126,7 +126,7 @@ class Evaluator:
     :param start_timesteps: steps already done: the first evaluation is at the next multiple of ``eval_freq``
     """
 
-    def __init__(self, algo: BaseRLObject, args: TrainConfig | argparse.Namespace, env_kwargs: dict[str, Any] | None,
+    def __init__(self, algo: BaseRLObject, args: TrainConfig, env_kwargs: dict[str, Any] | None,
                  eval_freq: int, n_episodes: int, run_dir: str | None = None, start_timesteps: int = 0) -> None:
         if eval_freq < 1 or n_episodes < 1:
             raise ValueError(f"eval_freq ({eval_freq}) and n_episodes ({n_episodes}) must be at least 1")
@@ -164,11 +164,9 @@ class Evaluator:
     def _makeEnv(self) -> Any:
         """:return: the evaluation env: the algorithm's makeEnv with one env, no monitor file, frozen statistics"""
 
-        eval_args = argsNamespace(self.args)  # a copy: the run's own config stays as it is
-        eval_args.num_cpu = 1
-        eval_args.monitor_dir = None
-        eval_args.seed = int(self.args.seed) + EVAL_SEED_OFFSET
-        env = type(self.algo).makeEnv(eval_args, self.env_kwargs, load_path_normalise=None)
+        settings = self.args.runSettings().replace(num_cpu=1, monitor_dir=None,
+                                                   seed=int(self.args.seed) + EVAL_SEED_OFFSET)
+        env = makeEnv(type(self.algo), settings, self.env_kwargs, load_path_normalise=None)
         vec_normalize = findVecNormalize(env)
         if vec_normalize is not None:
             vec_normalize.training = False

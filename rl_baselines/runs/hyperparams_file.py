@@ -11,7 +11,6 @@ values (a left-out one costs a warning), so writing and reading the file changes
 """
 from __future__ import annotations
 
-import argparse
 import os
 import warnings
 from typing import Any
@@ -19,17 +18,18 @@ from typing import Any
 import yaml
 
 from rl_baselines.core.hyperparams import givenFlags
+from rl_baselines.core.plugin_v1 import isV1, namespaceOf
 from rl_baselines.core.run_folder import HYPERPARAMS_FILE
-from rl_baselines.runs.train_config import TrainConfig, argsNamespace
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.files import atomicPath
 
 _SCALARS = (bool, int, float, str)
 
 
-def usedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace, hyperparams: dict[str, Any]) -> dict[str, Any]:
+def usedHyperparams(algo_class: type, config: TrainConfig, hyperparams: dict[str, Any]) -> dict[str, Any]:
     """
     :param algo_class: the algorithm's class
-    :param args: the validated arguments (the algorithm's flags ``hp_<name>``)
+    :param config: the validated config (the algorithm's flags ``hp_<name>``)
     :param hyperparams: the typed values of ``--hyperparam-file`` and ``--hyperparam``
     :return: every hyperparameter by name (defaults, then flags, then the given values; a continued model's saved
         ones for the algorithms that keep them in their model file), as plain scalars
@@ -37,13 +37,13 @@ def usedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace, hy
     resolve = getattr(algo_class, "hyperparamsFromArgs", None)
     if resolve is None:  # an algorithm without the common mechanism: its defaults, flags and given values
         values = dict(getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {})
-        values.update(givenFlags(args, list(values)))
+        values.update(givenFlags(config, list(values)))
         values.update(hyperparams)
     else:
         # A learning-rate schedule flag turns learning_rate into a function: the file keeps the number.
-        plain_args = argsNamespace(args)
-        plain_args.lr_schedule = "constant"
-        values = dict(resolve(plain_args, dict(hyperparams), **_savedHyperparams(algo_class, args)))
+        settings = config.runSettings().replace(lr_schedule="constant")
+        args = namespaceOf(settings) if isV1(algo_class) else settings  # what the class's version reads
+        values = dict(resolve(args, dict(hyperparams), **_savedHyperparams(algo_class, config)))
     # the built-in type itself (a choice may be a str subclass, a bound an int subclass): yaml.safe_dump needs it
     used = {name: next(kind for kind in _SCALARS if isinstance(value, kind))(value)
             for name, value in sorted(values.items()) if isinstance(value, _SCALARS)}
@@ -61,10 +61,10 @@ def usedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace, hy
     return kept
 
 
-def _savedHyperparams(algo_class: type, args: TrainConfig | argparse.Namespace) -> dict[str, Any]:
+def _savedHyperparams(algo_class: type, config: TrainConfig) -> dict[str, Any]:
     """:return: ``{"saved": ...}`` for an algorithm whose model file keeps its hyperparameters (the torch ones) when
     training continues a saved model, else nothing"""
-    load_path = args.load_rl_model_path
+    load_path = config.load_rl_model_path
     saved = algo_class.savedHyperparams(load_path) if load_path else None
     return {} if saved is None else {"saved": saved}
 

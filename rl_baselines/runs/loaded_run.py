@@ -18,9 +18,11 @@ import numpy as np
 
 from environments import registered_env
 from rl_baselines.core.checkpointing import checkModelFile
+from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.runs.run_policy import readRunArgs, recordedSRLModelFolder
+from rl_baselines.runs.train_config import TrainConfig
 
 SAVED_MODELS = ("latest", "best")
 
@@ -46,6 +48,11 @@ class LoadedRun:
     model_folder: str
     srl_model_path: str | None
 
+    @property
+    def settings(self) -> RunSettings:
+        """The run's settings (plugin API version 2), from its arguments."""
+        return TrainConfig.fromNamespace(self.args).runSettings()
+
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
         Build the vectorised env the agent acts on, as during training (same observations, frame stacking and
@@ -58,10 +65,10 @@ class LoadedRun:
         :raises ValueError: the SRL model cannot be loaded, or the saved normalisation does not fit
         """
 
-        replay_args = argparse.Namespace(**{**vars(self.args), "seed": seed, "num_cpu": num_envs,
-                                            "srl_model_path": self.srl_model_path, "monitor_dir": None})
-        kwargs = {**envKwargsFromArgs(self.args), **(env_kwargs or {})}
-        return self.algo_class.makeEnv(replay_args, kwargs, load_path_normalise=self.model_folder)
+        settings = self.settings.replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
+                                                  monitor_dir=None)
+        kwargs = {**settings.env_kwargs, **(env_kwargs or {})}
+        return makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
 
 
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
@@ -95,7 +102,7 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing)")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
-    model = algo_class.load(model_path, train_args)
+    model = loadModel(algo_class, model_path, TrainConfig.fromNamespace(train_args).runSettings())
     srl_folder = recordedSRLModelFolder(run_dir, train_args, srl_model_path)
     return LoadedRun(run_dir, train_args, algo_class, model, model_folder, srl_folder)
 
@@ -131,3 +138,4 @@ def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True
                 counts[index] += 1
             returns[index], lengths[index] = 0.0, 0
     return episode_rewards, episode_lengths
+

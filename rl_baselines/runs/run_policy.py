@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from environments.srl_env import isLearnedSRLModel
+from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import NORMALISATION_FILE, groundTruthScale
@@ -152,7 +153,8 @@ class RunPolicy:
         if not os.path.isfile(model_path):
             raise ValueError(f"--policy {self.run_dir!r} holds no model ({model_path} is missing)")
         # On the CPU whatever the run trained on (see the encoder below); ValueError on a corrupt model.
-        self.agent = algo_class.load(model_path, argparse.Namespace(**{**vars(self.args), "device": "cpu"}))
+        settings = TrainConfig.fromNamespace(self.args).runSettings().replace(device="cpu")
+        self.agent = loadModel(algo_class, model_path, settings)
         space = agentObservationSpace(self.agent)
         if isinstance(space, gym.spaces.Dict):
             if sorted(space.spaces) != sorted(GOAL_OBSERVATION_KEYS):

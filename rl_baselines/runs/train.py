@@ -24,7 +24,8 @@ from stable_baselines3.common.utils import set_random_seed
 from environments import getEnvClass, registered_env, rendererRefusal
 from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
-from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces, runDescription
+from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
+from rl_baselines.core.plugin_v1 import loadModel, makeEnv, trainAlgorithm
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -42,7 +43,7 @@ from rl_baselines.runs.resume import (
     loadResumeArgs,
     lockRun,
 )
-from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, tensorboardRunName
+from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, sharedProgressLogger, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
 from rl_baselines.runs.train_config import TrainConfig, addFlags, argsNamespace
@@ -197,9 +198,11 @@ def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> Tra
             # the manifest beside the model (if any): same algorithm and observations, files not cut short
             manifest = checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
                                       {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
+            settings = TrainConfig.fromNamespace(args, hyperparams=hyperparams,
+                                                 env_kwargs=envKwargsFromArgs(args)).runSettings()
             if manifest is not None:  # same action and observation spaces, before anything is written
-                checkSavedSpaces(manifest, args, algo_class, envKwargsFromArgs(args))
-            start_timesteps = algo_class.load(args.load_rl_model_path, args).num_timesteps
+                checkSavedSpaces(manifest, settings, algo_class, makeEnv)
+            start_timesteps = loadModel(algo_class, args.load_rl_model_path, settings).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return TrainConfig.fromNamespace(args, hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args),
@@ -560,9 +563,11 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
     interrupted = False
     try:
-        # plugin API v1: the algorithm gets its own Namespace, so what it writes there stays its own
-        algo.train(config.namespace(), callback, env_kwargs=dict(config.env_kwargs),
-                   train_kwargs=dict(config.hyperparams))
+        # plugin API v2: the env, the step budget, the hyperparameters, the callback, the logger, the checkpoint;
+        # v1: the run's Namespace, a copy of its own (core.plugin_v1)
+        checkpoint = Checkpoint(config.resume_from, config.resume_buffer) if config.resume_from else None
+        trainAlgorithm(algo, config.runSettings(), config.num_timesteps, callback,
+                       sharedProgressLogger(callback, run_dir)[0], checkpoint)
     except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
         interrupted = True
     finally:

@@ -12,9 +12,10 @@ Invariants:
 - one typed field per flag of the train command's shared parser (the parser is made from the fields); the flags an
   algorithm adds itself (``--n-steps`` as ``hp_n_steps``, a plugin's ``customArguments``) are kept in
   :attr:`TrainConfig.extra` and read as attributes too (``config.hp_n_steps``);
-- algorithms keep the Namespace contract of plugin API v1: ``BaseRLObject.train`` receives
-  :meth:`TrainConfig.namespace`, a fresh copy made for that call, so an algorithm that writes into its arguments
-  changes neither the run's config, nor args.json, nor what the evaluation env or the callback read;
+- an algorithm reads the run through :meth:`TrainConfig.runSettings` (plugin API version 2: a frozen
+  ``RunSettings``); a plugin of API version 1 receives :meth:`TrainConfig.namespace` through the v1 adapter, a
+  fresh Namespace made for each call, so an algorithm that writes into its arguments changes neither the run's
+  config, nor args.json, nor what the evaluation env or the callback read;
 - :meth:`TrainConfig.argsRecord` is exactly what args.json holds (format :data:`ARGS_FORMAT`: the flags, the
   algorithm's own flags that were given, not the values derived by validation such as the typed hyperparameters);
   :func:`upgradeArgsRecord` brings an args.json of any earlier format to the current one, so that a reader never
@@ -31,6 +32,8 @@ from typing import Any
 
 from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.envs.factory import envKwargsFromArgs
 from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
 from srl_toolbox.files import readJson
@@ -219,6 +222,23 @@ class TrainConfig:
         values.update({name: getattr(self, name) for name in RUN_FIELDS})
         values.update(self.extra)
         return argparse.Namespace(**values)
+
+    def runSettings(self) -> RunSettings:
+        """
+        :return: what an algorithm reads about the run (plugin API version 2), with :attr:`RunSettings.arguments`
+            holding :meth:`namespace`'s values for a plugin of version 1
+        """
+        arguments = vars(self.namespace())
+        return RunSettings(
+            env=self.env, srl_model=self.srl_model, seed=self.seed, num_cpu=self.num_cpu, device=self.device,
+            continuous_actions=self.continuous_actions, num_stack=self.num_stack, action_repeat=self.action_repeat,
+            img_shape=self.img_shape, srl_model_path=self.srl_model_path, srl_config_file=self.srl_config_file,
+            srl_ground_truth_scale=self.srl_ground_truth_scale,
+            env_kwargs=self.env_kwargs or envKwargsFromArgs(self), run_dir=self.run_dir,
+            monitor_dir=self.monitor_dir, continue_from=self.load_rl_model_path,
+            pretrain_dataset=self.pretrain_dataset, pretrain_epochs=self.pretrain_epochs,
+            pretrain_lr=self.pretrain_lr, hyperparam_overrides=self.hyperparams, options=self.extra,
+            arguments=arguments)
 
     def argsRecord(self) -> dict[str, Any]:
         """
