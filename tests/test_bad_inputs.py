@@ -261,7 +261,8 @@ CATEGORIES = {
         "train-unknown-algo", "train-unknown-env", "train-unknown-srl-model", "train-hyperparam-unknown",
         "pipeline-unknown-algo", "search-unknown-algo", "search-unknown-optimizer", "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
-        "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer"],
+        "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
+        "srl-train-unknown-augmentation"],
     "wrong type or range": [
         "train-zero-timesteps", "train-text-timesteps", "train-negative-eval-freq", "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-hyperparam-out-of-range",
@@ -273,6 +274,7 @@ CATEGORIES = {
         "train-bad-img-shape", "pipeline-bad-train-flag", "pipeline-zero-iterations", "search-bad-storage-url",
         "enjoy-zero-steps", "enjoy-bad-video", "generator-name-with-slash", "generator-small-images",
         "srl-train-val-split-range", "srl-train-negative-foreground-weight", "latent-same-dims",
+        "srl-train-horizon-longer-than-episodes", "srl-train-contrastive-batch-of-one",
         "latent-output-not-png", "plots-zero-window", "compare-output-not-png", "visdom-port-out-of-range"],
     "missing, corrupt or foreign file": [
         "train-hyperparam-file-corrupt", "train-load-missing", "train-load-corrupt", "train-load-truncated",
