@@ -24,7 +24,8 @@ from stable_baselines3.common.utils import set_random_seed
 from environments import getEnvClass
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.runs.loaded_run import loadRun
-from rl_baselines.runs.run_policy import readRunArgs
+from rl_baselines.runs.run_policy import readRunConfig
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -70,16 +71,16 @@ def buildParser() -> CLIParser:
     return parser
 
 
-def loadRunArgs(run_dir: str) -> argparse.Namespace:
+def loadRunArgs(run_dir: str) -> TrainConfig:
     """
     :param run_dir: a run folder written by rl_baselines.train
-    :return: the run's arguments
+    :return: the run's settings
     :raises UsageError: the folder holds no run
     """
     # Shared with the dataset generator's --policy (rl_baselines.runs.run_policy), which reads run folders too.
 
     try:
-        return readRunArgs(run_dir, "--log-dir")
+        return readRunConfig(run_dir, "--log-dir")
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -134,11 +135,11 @@ def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) 
     return np.concatenate((np.ascontiguousarray(frame, dtype=np.uint8), band), axis=0)
 
 
-def makePlotting(args: argparse.Namespace, train_args: argparse.Namespace, agent: Any, env: Any,
+def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, env: Any,
                  output_dir: str) -> Any:
     """
     :param args: the replay's arguments (port, no_vis)
-    :param train_args: the run's arguments
+    :param train_args: the run's settings
     :param agent: the loaded agent
     :param env: the replay VecEnv
     :param output_dir: folder of the PNGs
@@ -173,9 +174,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
     try:
-        train_args.device, device_note = reuseDevice(getattr(train_args, "device", None), args.device)
+        device, device_note = reuseDevice(train_args.device, args.device)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    train_args = train_args.replace(device=device)
     if device_note:
         print(f"Device: {device_note}")
     output_dir = args.output_dir or os.path.join(run_dir, "replay")

@@ -16,7 +16,6 @@ The names are importable from the package too: ``from rl_baselines import makeCo
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shlex
@@ -59,7 +58,7 @@ class RunConfig:
     :param plan: the resume plan (with ``resume``), else None
     """
 
-    args: TrainConfig | argparse.Namespace
+    args: TrainConfig
     argv: tuple[str, ...]
     plan: Any = None
 

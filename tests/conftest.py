@@ -44,8 +44,8 @@ def trainSettings(args: argparse.Namespace, hyperparams: dict | None = None) -> 
     :param hyperparams: typed ``--hyperparam`` values
     :return: the same run's settings (plugin API v2), as ``TrainConfig.runSettings()`` gives them to an algorithm
     """
-    return TrainConfig.fromNamespace(args, hyperparams=hyperparams or {},
-                                     env_kwargs=envKwargsFromArgs(args)).runSettings()
+    return TrainConfig.fromValues(vars(args), hyperparams=hyperparams or {},
+                                  env_kwargs=envKwargsFromArgs(args)).runSettings()
 
 
 def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None

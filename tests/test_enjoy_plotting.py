@@ -226,7 +226,7 @@ def _runEnv(run_dir: str, seed: int):
     """The run's own VecEnv (as enjoy_baselines rebuilds it), reset with ``seed``; returns (env, first obs)."""
     args = readRunArgs(run_dir, "--log-dir")
     args = argparse.Namespace(**{**vars(args), "seed": seed, "num_cpu": 1,
-                                 "srl_model_path": recordedSRLModelFolder(run_dir, args)})
+                                 "srl_model_path": recordedSRLModelFolder(run_dir, args.srl_model)})
     venv = registered_rl[args.algo][0].makeEnv(args, load_path_normalise=run_dir)
     return venv, venv.reset()
 

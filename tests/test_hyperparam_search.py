@@ -181,7 +181,7 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     monitor file stops growing."""
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
         [*COMMON, "--num-timesteps", "200000", "--n-evaluations", "800", "--log-dir", str(tmp_path)])
-    config, algo_class = hyperparam_search.prepare(args, train_argv)
+    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
     params = {name: gridValues(spec, 1)[0] for name, spec in config.space.items()}
     trial = _PruneAtOnce(params)
     with pytest.raises(optuna.TrialPruned):
@@ -250,7 +250,7 @@ def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
         ["--algo", "ppo2", "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--algo-args",
          "ppo2:--hyperparam n_steps:64 --n-epochs=2"])
-    config, _ = hyperparam_search.prepare(args, train_argv)
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
     assert config.train_argv == ["--hyperparam", "n_steps:64", "--n-epochs=2"]
     assert "n_steps" not in config.space and config.fixed == {"n_steps": "64"}
     assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)

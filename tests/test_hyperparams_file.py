@@ -32,7 +32,7 @@ def test_every_algorithm_writes_values_it_reads_back(algo: str) -> None:
     algo_class, _, action_types = registered_rl[algo]
     flags = [*GT, "--algo", algo] + (["-c"] if ActionType.DISCRETE not in action_types else [])
     args = algo_class.customArguments(baseParser()).parse_args(flags)
-    used = usedHyperparams(algo_class, TrainConfig.fromNamespace(args), {})
+    used = usedHyperparams(algo_class, TrainConfig.fromValues(vars(args)), {})
     defaults = getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {}
     assert set(defaults) <= set(used)
     # the file's strings, as train --hyperparam-file reads them, give the same values back

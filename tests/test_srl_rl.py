@@ -29,7 +29,7 @@ from rl_baselines.envs.factory import (
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, freezeModel, loadEncoder
 from rl_baselines.runs import train
 from rl_baselines.runs.resume import continueCommand
-from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs
+from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs, readRunConfig
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
 from srl_models.config import checkRecordedModel, describeSRLModel, readSRLConfig, resolveSRLModel
 from srl_models.models import VAEModel
@@ -435,7 +435,7 @@ def test_ground_truth_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, va
     assert _readJson(os.path.join(run_dir, "args.json"))["srl_ground_truth_scale"] is True
     assert os.path.isfile(os.path.join(run_dir, "evaluations.npz"))
     args = readRunArgs(run_dir, "--log-dir")
-    assert "--srl-ground-truth-scale" in continueCommand(args, None, 64).split()
+    assert "--srl-ground-truth-scale" in continueCommand(readRunConfig(run_dir, "--log-dir"), None, 64).split()
     # replay and evaluation build the env from args.json: the VAE's 8 numbers times sqrt(2/8)
     env = registered_rl["ppo2"][0].makeEnv(args, load_path_normalise=run_dir)
     normaliser = findVecNormalize(env)

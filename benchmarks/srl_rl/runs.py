@@ -66,7 +66,7 @@ def specSettings(spec: Any) -> dict[str, Any]:
     """
     args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
     return trainSettings({name: list(value) if isinstance(value, tuple) else value
-                          for name, value in vars(args).items()})
+                          for name, value in args.items()})
 
 
 @dataclasses.dataclass

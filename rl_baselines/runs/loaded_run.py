@@ -21,7 +21,7 @@ from rl_baselines.core.checkpointing import checkModelFile
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_settings import RunSettings
-from rl_baselines.runs.run_policy import readRunArgs, recordedSRLModelFolder
+from rl_baselines.runs.run_policy import readRunConfig, recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig
 
 SAVED_MODELS = ("latest", "best")
@@ -51,7 +51,7 @@ class LoadedRun:
     @property
     def settings(self) -> RunSettings:
         """The run's settings (plugin API version 2), from its arguments."""
-        return TrainConfig.fromNamespace(self.args).runSettings()
+        return TrainConfig.fromValues(vars(self.args)).runSettings()
 
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
@@ -72,13 +72,13 @@ class LoadedRun:
 
 
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
-            train_args: argparse.Namespace | None = None) -> LoadedRun:
+            train_args: TrainConfig | None = None) -> LoadedRun:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param which: the saved model: ``latest`` (the run folder's) or ``best`` (``best/``)
     :param srl_model_path: the run's trained SRL model, moved since training (its files must hash the same)
     :param flag: the option or parameter that named the run folder, for the messages
-    :param train_args: the run's arguments when already read (else read from args.json)
+    :param train_args: the run's settings when already read (else read from args.json)
     :return: the loaded agent
     :raises ValueError: no run in the folder, algorithm or env not installed, model missing, corrupt or not the
         run's, SRL model missing or changed (one line)
@@ -87,13 +87,13 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     if which not in SAVED_MODELS:
         raise ValueError(f"unknown saved model {which!r}; valid choices: {', '.join(SAVED_MODELS)}")
     if train_args is None:
-        train_args = readRunArgs(run_dir, flag)
-    algo_name = getattr(train_args, "algo", None)
+        train_args = readRunConfig(run_dir, flag)
+    algo_name = train_args.algo
     if algo_name not in registered_rl:
         raise ValueError(f"the run in {run_dir!r} used algorithm {algo_name!r}, which is not installed; "
                          f"installed: {', '.join(registered_rl)}")
-    if getattr(train_args, "env", None) not in registered_env:
-        raise ValueError(f"the run in {run_dir!r} used env {getattr(train_args, 'env', None)!r}, which is not "
+    if train_args.env not in registered_env:
+        raise ValueError(f"the run in {run_dir!r} used env {train_args.env!r}, which is not "
                          f"installed")
     algo_class = registered_rl[algo_name][0]
     model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
@@ -102,9 +102,9 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing)")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
-    model = loadModel(algo_class, model_path, TrainConfig.fromNamespace(train_args).runSettings())
-    srl_folder = recordedSRLModelFolder(run_dir, train_args, srl_model_path)
-    return LoadedRun(run_dir, train_args, algo_class, model, model_folder, srl_folder)
+    model = loadModel(algo_class, model_path, train_args.runSettings())
+    srl_folder = recordedSRLModelFolder(run_dir, train_args.srl_model, srl_model_path)
+    return LoadedRun(run_dir, train_args.namespace(), algo_class, model, model_folder, srl_folder)
 
 
 def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True) -> tuple[list[float], list[int]]:

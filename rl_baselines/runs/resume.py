@@ -22,7 +22,6 @@ and stop; train then exits with 130 or 143. A second signal stops at once.
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import shlex
@@ -47,7 +46,7 @@ from rl_baselines.core.checkpointing import (
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
-from rl_baselines.runs.train_config import TrainConfig, argsNamespace, upgradeArgsRecord
+from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
 from srl_toolbox.devices import parseDevice, reuseDevice
@@ -266,7 +265,7 @@ _CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-
                       ("srl_ground_truth_scale", "--srl-ground-truth-scale"))
 
 
-def continueCommand(args: TrainConfig | argparse.Namespace, model_path: str | None, remaining_timesteps: int) -> str:
+def continueCommand(args: TrainConfig, model_path: str | None, remaining_timesteps: int) -> str:
     """
     The command that continues a run's model in a new run folder (what an algorithm without saveTrainingState
     offers instead of ``--resume``).
@@ -286,7 +285,7 @@ def continueCommand(args: TrainConfig | argparse.Namespace, model_path: str | No
         words += ["--img-shape", *map(str, args.img_shape)]
     if args.renderer != DEFAULT_RENDERER:
         words += ["--renderer", args.renderer]
-    for name, value in sorted(vars(argsNamespace(args)).items()):
+    for name, value in sorted(args.extra.items()):
         if name.startswith("hp_") and value is not None:
             words += [f"--{name[3:].replace('_', '-')}", str(value)]
     resolved = getattr(args, RESOLVED_HYPERPARAMS_KEY, None)
@@ -316,14 +315,14 @@ def runStatus(run_dir: str) -> str:
 
 
 def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callable[..., Any]
-                   ) -> tuple[argparse.Namespace, ResumePlan]:
+                   ) -> tuple[TrainConfig, ResumePlan]:
     """
     Rebuild a run's arguments from its args.json and plan its continuation; nothing on disk changes here.
 
     :param argv: the command line (``--resume RUN`` and the flags of RESUME_FLAGS)
     :param registered_rl: the algorithm table
     :param base_parser: rl_baselines.runs.train.baseParser
-    :return: (the run's arguments, the plan)
+    :return: (the run's settings, as given: not validated again; the plan)
     :raises UsageError: other flags, a folder that is not a run, an algorithm without resume support, a checkpoint
         that does not match the run or whose files changed (one line)
     """
@@ -351,20 +350,21 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(f"--resume: {run_dir}/args.json: {error}") from None
     # the algorithm's own flags at their defaults (an unset one is not recorded), then what the run recorded
     defaults = vars(algo_class.customArguments(base_parser()).parse_args(["--algo", saved["algo"]]))
-    args = argparse.Namespace(**{**defaults, **saved})
+    values = {**defaults, **saved}
     if RESOLVED_HYPERPARAMS_KEY in saved:
-        args.hyperparam = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
-        args.hyperparam_file = None
+        values["hyperparam"] = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
+        values["hyperparam_file"] = None
     for name in ("no_vis", "no_progress", "port"):
         if getattr(given, name) is not None:
-            setattr(args, name, getattr(given, name))
-    args.resume, args.run_folder = None, None
+            values[name] = getattr(given, name)
+    values["resume"], values["run_folder"] = None, None
     try:  # the device asked for now, else the run's own when this machine has it, else this machine's
-        args.device, note = reuseDevice(saved.get("device"), given.device)
+        values["device"], note = reuseDevice(saved.get("device"), given.device)
     except ValueError as error:
         raise UsageError(str(error)) from None
     if note:
         print(f"Device: {note}")
+    args = TrainConfig.fromValues(values)
     plan = planResume(run_dir, algo_class.supportsResume())
     if plan.state == "continue":
         what = "continue its model in a new run" if plan.model_path else "it saved no model yet: start it again"
@@ -372,12 +372,13 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
                          f"loadTrainingState, so its runs cannot be resumed; {what} with: "
                          f"{continueCommand(args, plan.model_path, plan.target_timesteps - plan.num_timesteps)}")
     if plan.state == "resume":
-        args.load_rl_model_path = None  # the checkpoint's model replaces it (validate must not load the old one)
-        args.pretrain_dataset = None  # behaviour cloning happened before the first step
+        # the checkpoint's model replaces it (validate must not load the old one); behaviour cloning happened before
+        # the first step
+        args = args.replace(load_rl_model_path=None, pretrain_dataset=None)
     return args, plan
 
 
-def checkPlan(plan: ResumePlan, args: TrainConfig | argparse.Namespace, algo_class: type) -> None:
+def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
     """
     Check the checkpoint against the run (after rl_baselines.runs.train.validate resolved the SRL model): algorithm,
     API version, env, observation mode, SRL model hash (its checksums were checked by :func:`planResume`).

@@ -17,7 +17,7 @@ does not give them).
 
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
-``--policy`` names a run folder. The helpers that read a run folder (:func:`readRunArgs`,
+``--policy`` names a run folder. The helpers that read a run folder (:func:`readRunConfig`,
 :func:`recordedSRLModelFolder`) are shared with rl_baselines.runs.loaded_run (replay.enjoy_baselines, the Python API).
 """
 from __future__ import annotations
@@ -46,12 +46,11 @@ SUPPORTED_ENV_MODES = ("raw_pixels", "ground_truth")
 GOAL_OBSERVATION_KEYS = ("observation", "achieved_goal", "desired_goal")
 
 
-def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
+def readRunConfig(run_dir: str, flag: str) -> TrainConfig:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
-    :return: the run's arguments (args.json, upgraded to the current format: every train flag is there, and the
-        run folders of a training, None), in the Namespace form of plugin API v1
+    :return: the run's settings (args.json, upgraded to the current format: every train flag is there), as given
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
     if not os.path.isdir(run_dir):
@@ -59,27 +58,38 @@ def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
     if not os.path.isfile(RunFolder(run_dir).args_file):
         raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a folder written by "
                          f"rl_baselines.train")
-    return TrainConfig.fromRecord(readArgsRecord(run_dir)).namespace()
+    return TrainConfig.fromRecord(readArgsRecord(run_dir))
 
 
-def recordedSRLModelFolder(run_dir: str, train_args: argparse.Namespace, moved_to: str | None = None) -> str | None:
+def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
+    """
+    :param run_dir: a run folder written by rl_baselines.train
+    :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
+    :return: :func:`readRunConfig`'s settings (the run folders of a training None) in the Namespace form of plugin
+        API v1, the caller's to change
+    :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
+    """
+    return readRunConfig(run_dir, flag).namespace()
+
+
+def recordedSRLModelFolder(run_dir: str, srl_model: str, moved_to: str | None = None) -> str | None:
     """
     :param run_dir: a run folder
-    :param train_args: its arguments
+    :param srl_model: the observation mode it recorded (``--srl-model``)
     :param moved_to: the SRL model folder to use instead of the recorded one (same files)
     :return: the checked folder of the trained SRL model the run observed, None when the env computed its
         observations
     :raises ValueError: no record, or the model is missing or changed (one line)
     """
 
-    if not isLearnedSRLModel(train_args.srl_model):
+    if not isLearnedSRLModel(srl_model):
         if moved_to is not None:
-            raise ValueError(f"--srl-model-path: the run in {run_dir!r} observed {train_args.srl_model}, not a "
+            raise ValueError(f"--srl-model-path: the run in {run_dir!r} observed {srl_model}, not a "
                              f"trained SRL model")
         return None
     record_path = os.path.join(run_dir, RUN_RECORD_FILE)
     if not os.path.isfile(record_path):
-        raise ValueError(f"the run in {run_dir!r} observed SRL model {train_args.srl_model!r} but holds no "
+        raise ValueError(f"the run in {run_dir!r} observed SRL model {srl_model!r} but holds no "
                          f"{RUN_RECORD_FILE} saying which one")
     try:
         return checkRecordedModel(readJson(record_path), moved_to)
@@ -153,7 +163,7 @@ class RunPolicy:
         if not os.path.isfile(model_path):
             raise ValueError(f"--policy {self.run_dir!r} holds no model ({model_path} is missing)")
         # On the CPU whatever the run trained on (see the encoder below); ValueError on a corrupt model.
-        settings = TrainConfig.fromNamespace(self.args).runSettings().replace(device="cpu")
+        settings = TrainConfig.fromValues(vars(self.args)).runSettings().replace(device="cpu")
         self.agent = loadModel(algo_class, model_path, settings)
         space = agentObservationSpace(self.agent)
         if isinstance(space, gym.spaces.Dict):
@@ -164,7 +174,7 @@ class RunPolicy:
             self.goal_conditioned = True
         if self.learned:
             # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
-            self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args), device="cpu")
+            self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args.srl_model), device="cpu")
             self._scale = groundTruthScale(self.args.env, self.args.srl_ground_truth_scale, self.encoder.state_dim)
         self._normalisation = self._loadNormalisation(self.run_dir)
         return self

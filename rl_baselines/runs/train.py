@@ -46,7 +46,7 @@ from rl_baselines.runs.resume import (
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, sharedProgressLogger, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
-from rl_baselines.runs.train_config import TrainConfig, addFlags, argsNamespace
+from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, addFlags
 from srl_models.base import readExpConfig
 from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
 from srl_models.registry import learnedModels
@@ -107,9 +107,9 @@ def _readHyperparamFile(path: str) -> dict[str, str]:
     return pairs
 
 
-def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
+def hyperparamStrings(args: TrainConfig) -> dict[str, str]:
     """
-    :param args: parsed arguments (hyperparam_file, hyperparam)
+    :param args: the run's settings (hyperparam_file, hyperparam)
     :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, with --hyperparam's over them
     :raises UsageError: unreadable file or malformed KEY:VALUE
     """
@@ -118,31 +118,28 @@ def hyperparamStrings(args: argparse.Namespace) -> dict[str, str]:
     return pairs
 
 
-def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> TrainConfig:
+def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     """
     Check every input before anything is written, and resolve what the flags leave open.
 
-    :param args: the settings as given (a :class:`TrainConfig`, or parsed arguments; left as they are: what
-        validation resolves goes into the returned config)
+    :param args: the settings as given (frozen: what validation resolves goes into the returned config)
     :param registered_rl: the algorithm table
     :return: the run's frozen config: the device, a learned SRL model's folder and image size resolved, the typed
         hyperparameters, the env's keywords and the steps a continued model already did
     :raises UsageError: on any bad input, with a one-line message
     """
-    args = argsNamespace(args)  # resolved on a copy: the caller's arguments stay as given
     algo_class, _, action_types = registered_rl[args.algo]
     # the algorithm's own flags not given (a config built in Python) at their defaults, as the command line has them
-    for name, value in algorithmDefaults(args.algo).items():
-        if not hasattr(args, name):
-            setattr(args, name, value)
-    _resolveRunOptions(args)
+    given = {*args.flagFields(), *RUN_FIELDS, *args.extra}
+    args = args.replace(**{name: value for name, value in algorithmDefaults(args.algo).items() if name not in given})
+    args = _resolveRunOptions(args)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     env_class = getEnvClass(args.env)
-    _chooseSRLModel(args, env_class)
+    args = _chooseSRLModel(args, env_class)
     wanted = ActionType.CONTINUOUS if args.continuous_actions else ActionType.DISCRETE
     if wanted not in action_types:
         kind = "continuous" if args.continuous_actions else "discrete"
@@ -176,7 +173,7 @@ def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> Tra
             raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
                              f"{MIN_CNN_SIDE} with raw_pixels")
     if isLearnedSRLModel(args.srl_model):
-        _resolveSRLModel(args, env_class)
+        args = _resolveSRLModel(args, env_class)
     elif args.latest:
         raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
                          f"{args.srl_model!r}")
@@ -198,20 +195,18 @@ def validate(args: TrainConfig | argparse.Namespace, registered_rl: dict) -> Tra
             # the manifest beside the model (if any): same algorithm and observations, files not cut short
             manifest = checkModelFile(args.load_rl_model_path, args.algo, algo_class.API_VERSION,
                                       {"srl_model": args.srl_model, "srl_model_hash": _srlModelHash(args)})
-            settings = TrainConfig.fromNamespace(args, hyperparams=hyperparams,
-                                                 env_kwargs=envKwargsFromArgs(args)).runSettings()
+            settings = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings()
             if manifest is not None:  # same action and observation spaces, before anything is written
                 checkSavedSpaces(manifest, settings, algo_class, makeEnv)
             start_timesteps = loadModel(algo_class, args.load_rl_model_path, settings).num_timesteps
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
-    return TrainConfig.fromNamespace(args, hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args),
-                                     start_timesteps=start_timesteps)
+    return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
 
 
-def _checkGroundTruthScale(args: argparse.Namespace, algorithms: dict, env_class: type) -> None:
+def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type) -> None:
     """
-    :param args: parsed arguments (srl_ground_truth_scale, srl_model, algo, env)
+    :param args: the run's settings (srl_ground_truth_scale, srl_model, algo, env)
     :param algorithms: the algorithm table (name -> (class, ...))
     :param env_class: the env's class
     :raises UsageError: ``--srl-ground-truth-scale`` without a learned SRL model, with an algorithm that normalises
@@ -234,23 +229,25 @@ def _checkGroundTruthScale(args: argparse.Namespace, algorithms: dict, env_class
         raise UsageError(f"--srl-ground-truth-scale: {args.env} has no ground-truth state size") from None
 
 
-def _resolveRunOptions(args: argparse.Namespace) -> None:
+def _resolveRunOptions(args: TrainConfig) -> TrainConfig:
     """
     Resolve ``--device`` to this machine's device (recorded so in args.json) and check ``--tensorboard-log``.
 
-    :param args: parsed arguments (device, tensorboard_log; device is replaced by the resolved one)
+    :param args: the run's settings (device, tensorboard_log)
+    :return: the settings with the resolved device
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
 
     try:
-        args.device = resolveDevice(args.device or "auto")
+        args = args.replace(device=resolveDevice(args.device or "auto"))
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.tensorboard_log:
         checkTensorboard(args.tensorboard_log)
+    return args
 
 
-def _srlModelHash(args: argparse.Namespace) -> str | None:
+def _srlModelHash(args: TrainConfig) -> str | None:
     """:return: the hash of the trained SRL model the run observes (its folder resolved by validate), else None"""
     if args.srl_model_path is None:
         return None
@@ -258,13 +255,14 @@ def _srlModelHash(args: argparse.Namespace) -> str | None:
     return describeSRLModel(args.srl_model_path)["hash"]
 
 
-def _chooseSRLModel(args: argparse.Namespace, env_class: type) -> None:
+def _chooseSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     """
     Check --srl-model, and with --srl-model-path take the model name from the folder when --srl-model is left at
     its default.
 
-    :param args: parsed arguments (srl_model, srl_model_path; srl_model may be replaced)
+    :param args: the run's settings (srl_model, srl_model_path)
     :param env_class: the env's class (its SRL_MODES)
+    :return: the settings, with the folder's model name as srl_model where it was left at its default
     :raises UsageError: unknown name, or an env-computed mode combined with --srl-model-path
     """
 
@@ -275,25 +273,27 @@ def _chooseSRLModel(args: argparse.Namespace, env_class: type) -> None:
                              f"--srl-model-path (a trained model); drop one of them")
         if args.srl_model == "raw_pixels":  # the default: the folder says which model it holds
             try:
-                args.srl_model = str(readExpConfig(os.path.abspath(path))["srl_model"])
+                args = args.replace(srl_model=str(readExpConfig(os.path.abspath(path))["srl_model"]))
             except ValueError as error:
                 raise UsageError(f"--srl-model-path {path}: {error}") from None
             if not isLearnedSRLModel(args.srl_model):
                 raise UsageError(f"--srl-model-path {path} names {args.srl_model!r}, which is not a trained model")
-        return  # the folder is checked with the rest in _resolveSRLModel
+        return args  # the folder is checked with the rest in _resolveSRLModel
     if args.srl_model not in env_class.SRL_MODES and args.srl_model not in learnedModels():
         raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: "
                          f"{', '.join(env_class.SRL_MODES)} (computed by the env), or a trained model of kind "
                          f"{', '.join(learnedModels()) or '(none installed)'}")
+    return args
 
 
-def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
+def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     """
     Find and check the trained SRL model of a learned --srl-model; record its absolute folder in
-    ``args.srl_model_path`` and, without --img-shape, take the model's image size.
+    ``srl_model_path`` and, without --img-shape, take the model's image size.
 
-    :param args: parsed arguments (env, srl_model, srl_model_path, srl_config_file, img_shape, fpv, multi_view)
+    :param args: the run's settings (env, srl_model, srl_model_path, srl_config_file, img_shape, fpv, multi_view)
     :param env_class: the env's class (its SRL_MODES, suggested when no trained model is configured)
+    :return: the settings with the model's folder (and image size)
     :raises UsageError: the model cannot be found or does not fit the run (one line)
     """
 
@@ -305,8 +305,9 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
         if args.latest:
             if args.srl_model_path is not None:
                 raise UsageError("--latest picks the model folder itself: drop --srl-model-path")
-            args.srl_model_path = latestModelFolder(args.srl_log_folder, args.env, args.srl_model)
-            args.latest = False  # resolved: args.json records the folder, so that --resume keeps this model
+            # resolved: args.json records the folder (latest off), so that --resume keeps this model
+            args = args.replace(srl_model_path=latestModelFolder(args.srl_log_folder, args.env, args.srl_model),
+                                latest=False)
             print(f"--latest: using the {args.srl_model} model {args.srl_model_path}", flush=True)
         folder = resolveSRLModel(args.env, args.srl_model, args.srl_config_file, args.srl_model_path,
                                  img_shape=img_shape, channels=channels, prepare_flags=prepare_flags)
@@ -315,15 +316,16 @@ def _resolveSRLModel(args: argparse.Namespace, env_class: type) -> None:
                          f"{', '.join(env_class.SRL_MODES)}") from None
     except ValueError as error:
         raise UsageError(f"--srl-model {args.srl_model}: {error}") from None
-    args.srl_model_path = folder
+    args = args.replace(srl_model_path=folder)
     exp_config = readExpConfig(folder)
     if args.img_shape is None:
-        args.img_shape = [3, *exp_config["img_shape"][1:]]
+        args = args.replace(img_shape=(3, *exp_config["img_shape"][1:]))
     trained_on = exp_config.get("renderer", DEFAULT_RENDERER)  # models from before the renderers: TinyRenderer's
     if trained_on != args.renderer:
         warnings.warn(f"the SRL model was trained on {trained_on} frames and this run draws them with "
                       f"--renderer {args.renderer}: its states may differ (--renderer {trained_on} gives the frames it "
                       "was trained on)", stacklevel=2)
+    return args
 
 
 def createRunFolder(config: TrainConfig) -> str:
@@ -350,10 +352,11 @@ def createRunFolder(config: TrainConfig) -> str:
     raise UsageError(f"cannot create a run folder under {parent}")
 
 
-def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
+def parseCommand(argv: Sequence[str]) -> tuple[TrainConfig, Any, type]:
     """
     :param argv: command-line arguments
-    :return: (arguments, resume plan or None, algorithm class); with ``--resume`` the arguments are the run's own
+    :return: (the settings as given, resume plan or None, algorithm class); with ``--resume`` the settings are the
+        run's own
     :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
     """
     pre_args, _ = baseParser(add_help=False).parse_known_args(argv)
@@ -363,7 +366,7 @@ def parseCommand(argv: Sequence[str]) -> tuple[argparse.Namespace, Any, type]:
         args, plan = loadResumeArgs(argv, registered_rl, baseParser)
         return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
     algo_class = algorithmClass(pre_args.algo)
-    return algorithmParser(algo_class).parse_args(argv), None, algo_class
+    return TrainConfig.fromValues(vars(algorithmParser(algo_class).parse_args(argv))), None, algo_class
 
 
 def algorithmClass(algo: str) -> type:
@@ -446,8 +449,7 @@ class TrainResult:
     :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
     :param num_timesteps: env steps done in all (those of a continued or resumed model included)
     :param mean_reward: mean reward of the last 100 training episodes (nan before the first one)
-    :param args: the run's validated config (a :class:`TrainConfig`; the arguments as given when ``--resume``
-        found the run already finished)
+    :param args: the run's validated config (as given when ``--resume`` found the run already finished)
     """
 
     exit_code: int
@@ -455,7 +457,7 @@ class TrainResult:
     model: Any
     num_timesteps: int
     mean_reward: float
-    args: TrainConfig | argparse.Namespace
+    args: TrainConfig
 
 
 def main(argv: Sequence[str] | None = None) -> int:

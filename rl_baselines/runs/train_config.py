@@ -180,17 +180,18 @@ class TrainConfig:
         :return: the run's config as it was given (not validated again)
         :raises ValueError: a format newer than this toolbox reads
         """
-        return cls.fromNamespace(argparse.Namespace(**upgradeArgsRecord(record)), **derived)
+        return cls.fromValues(upgradeArgsRecord(record), **derived)
 
     @classmethod
-    def fromNamespace(cls, args: argparse.Namespace, **derived: Any) -> TrainConfig:
+    def fromValues(cls, flags: Mapping[str, Any], **derived: Any) -> TrainConfig:
         """
-        :param args: parsed (and resolved) arguments: every flag of the shared parser, plus the algorithm's own
+        :param flags: parsed arguments by name (``vars()`` of the parser's output, or an args.json mapping): every
+            flag of the shared parser, plus the algorithm's own
         :param derived: the non-flag fields (hyperparams, env_kwargs, start_timesteps, run_dir, ...)
         :return: the frozen config
-        :raises ValueError: a flag of the shared parser is missing from ``args``
+        :raises ValueError: a flag of the shared parser is missing from ``flags``
         """
-        values = dict(vars(args))
+        values = dict(flags)
         missing = [name for name in cls.flagFields() if name not in values]
         if missing:
             raise ValueError(f"arguments without {', '.join(missing)}")
@@ -363,12 +364,3 @@ def commandArguments(config: TrainConfig, own_flags: Mapping[str, Any]) -> list[
             words += flagWords(f"--{(name[3:] if name.startswith('hp_') else name).replace('_', '-')}", value)
     return words
 
-
-def argsNamespace(args: TrainConfig | argparse.Namespace) -> argparse.Namespace:
-    """
-    :param args: a run's config, or arguments still in Namespace form
-    :return: a new Namespace of the same values, the caller's to change
-    """
-    if isinstance(args, TrainConfig):
-        return args.namespace()
-    return argparse.Namespace(**vars(args))

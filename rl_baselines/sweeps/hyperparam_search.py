@@ -18,17 +18,17 @@ reads it), ``search.png`` and ``trials.csv``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rl_baselines.core.registry import failed_plugins, registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
+from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.search_outputs import saveSearchPlot, writeBestParams, writeTrialsCsv
 from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
@@ -105,34 +105,35 @@ def searchParser() -> CLIParser:
     return parser
 
 
-def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConfig, type]:
+def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfig, type]:
     """
     Check every input before anything is written.
 
-    :param args: the search's parsed flags
+    :param args: the search's parsed flags, by name
     :param train_argv: the flags forwarded to train
     :return: (the search, the algorithm class)
     :raises UsageError: on any bad input
     """
 
-    if args.algo not in registered_rl:
+    if args["algo"] not in registered_rl:
         skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
-        raise UsageError(f"unknown --algo {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
-    algo_class = registered_rl[args.algo][0]
+        raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+    algo_class = registered_rl[args["algo"]][0]
     space = algo_class.getOptParam()
     if not space:
         searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
-        raise UsageError(f"--algo {args.algo} has no search space (getOptParam); algorithms with one: "
+        raise UsageError(f"--algo {args['algo']} has no search space (getOptParam); algorithms with one: "
                          f"{', '.join(searchable)}")
-    checkSpace(args.algo, space)
+    checkSpace(args["algo"], space)
 
-    train_argv = [*train_argv, *parseAlgoArgs(args.algo_args, [args.algo]).get(args.algo, [])]
+    train_argv = [*train_argv, *parseAlgoArgs(args["algo_args"], [args["algo"]]).get(args["algo"], [])]
     if any(item == "--tag" or item.startswith("--tag=") for item in train_argv):
         raise UsageError("--tag is set by hyperparam_search for each trial (trial<N>)")
-    shared = ["--algo", args.algo, "--env", args.env, "--srl-model", args.srl_model, "--seed", str(args.seed),
-              "--num-timesteps", str(args.num_timesteps)]
+    shared = ["--algo", args["algo"], "--env", args["env"], "--srl-model", args["srl_model"], "--seed", str(args["seed"]),
+              "--num-timesteps", str(args["num_timesteps"])]
     try:
-        train_args = algo_class.customArguments(train.baseParser()).parse_args([*train_argv, *shared])
+        train_args = TrainConfig.fromValues(vars(algo_class.customArguments(train.baseParser()).parse_args(
+            [*train_argv, *shared])))
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
     train.validate(train_args, registered_rl)
@@ -141,16 +142,16 @@ def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConf
     if not space:
         raise UsageError("every hyperparameter of the search space is fixed by --hyperparam/--hyperparam-file; "
                          "nothing to search")
-    if args.n_evaluations > args.num_timesteps:
-        raise UsageError(f"--n-evaluations {args.n_evaluations} is more than --num-timesteps {args.num_timesteps}")
-    if train_args.eval_freq > args.num_timesteps:
-        raise UsageError(f"--eval-freq {train_args.eval_freq} is more than --num-timesteps {args.num_timesteps}: no "
+    if args["n_evaluations"] > args["num_timesteps"]:
+        raise UsageError(f"--n-evaluations {args['n_evaluations']} is more than --num-timesteps {args['num_timesteps']}")
+    if train_args.eval_freq > args["num_timesteps"]:
+        raise UsageError(f"--eval-freq {train_args.eval_freq} is more than --num-timesteps {args['num_timesteps']}: no "
                          f"trial would evaluate")
-    study_name = args.study_name or f"{args.algo}_{args.env}_{args.srl_model}_{args.optimizer}"
+    study_name = args["study_name"] or f"{args['algo']}_{args['env']}_{args['srl_model']}_{args['optimizer']}"
     if not STUDY_NAME.match(study_name):
         raise UsageError(f"--study-name {study_name!r}: use letters, digits, '.', '_' and '-' only")
-    root = os.path.join(args.log_dir, SEARCH_FOLDER)
-    storage_url = args.storage or f"sqlite:///{os.path.abspath(os.path.join(root, study_name + '.db'))}"
+    root = os.path.join(args["log_dir"], SEARCH_FOLDER)
+    storage_url = args["storage"] or f"sqlite:///{os.path.abspath(os.path.join(root, study_name + '.db'))}"
     try:
         from sqlalchemy.engine import make_url  # installed with optuna (optional)
 
@@ -160,11 +161,12 @@ def prepare(args: argparse.Namespace, train_argv: list[str]) -> tuple[SearchConf
     except Exception as error:  # sqlalchemy.exc.ArgumentError
         raise UsageError(f"--storage {storage_url!r} is not a database URL ({error})") from None
     config = SearchConfig(
-        algo=args.algo, env=args.env, srl_model=args.srl_model, seed=args.seed, num_timesteps=args.num_timesteps,
-        optimizer=args.optimizer, pruner=args.pruner, storage_url=storage_url, study_name=study_name,
+        algo=args["algo"], env=args["env"], srl_model=args["srl_model"], seed=args["seed"],
+        num_timesteps=args["num_timesteps"],
+        optimizer=args["optimizer"], pruner=args["pruner"], storage_url=storage_url, study_name=study_name,
         output_dir=os.path.abspath(os.path.join(root, study_name)), train_argv=list(train_argv), fixed=fixed,
-        space=space, eval_episodes=args.eval_episodes, n_evaluations=args.n_evaluations,
-        n_startup_trials=args.n_startup_trials, grid_points=args.grid_points, search_id=uuid.uuid4().hex,
+        space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
+        n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
         evaluate=train_args.eval_freq > 0)
     return config, algo_class
 
@@ -177,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args, train_argv = searchParser().parse_known_args(argv)
     importOptuna()
-    config, algo_class = prepare(args, train_argv)
+    config, algo_class = prepare(vars(args), train_argv)
     study = createStudy(config)
     known = len(study.trials)
     print(f"Study {config.study_name} ({config.storage_url}): {known} earlier trials; searching "

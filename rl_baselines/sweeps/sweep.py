@@ -31,7 +31,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
@@ -39,6 +39,7 @@ from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.resume import runStatus
 from rl_baselines.runs.train import baseParser, validate
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath, readJson, writeJson
 
@@ -177,7 +178,7 @@ def _trainDefaults(algo: str) -> dict[str, Any]:
     return vars(trainParser(algo).parse_args(["--algo", algo]))
 
 
-def parseTrainArgs(algo: str, env: str, srl_model: str, seed: int, train_args: Sequence[str]) -> argparse.Namespace:
+def parseTrainArgs(algo: str, env: str, srl_model: str, seed: int, train_args: Sequence[str]) -> dict[str, Any]:
     """
     Parse a run's train command in this process (nothing is written).
 
@@ -186,21 +187,21 @@ def parseTrainArgs(algo: str, env: str, srl_model: str, seed: int, train_args: S
     :param srl_model: observation mode or SRL model name
     :param seed: seed
     :param train_args: other train flags
-    :return: train's parsed arguments
+    :return: train's parsed arguments, by name
     :raises UsageError: a flag train (with this algorithm) does not accept
     """
     argv = ["--algo", algo, "--env", env, "--srl-model", srl_model, "--seed", str(seed), *train_args]
-    return trainParser(algo).parse_args(argv)
+    return vars(trainParser(algo).parse_args(argv))
 
 
-def canonicalArgs(algo: str, args: argparse.Namespace) -> dict[str, Any]:
+def canonicalArgs(algo: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """
     :param algo: the algorithm the arguments were parsed for
-    :param args: train's parsed arguments
+    :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
     :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`
     """
     defaults = _trainDefaults(algo)
-    return {key: value for key, value in sorted(vars(args).items())
+    return {key: value for key, value in sorted(args.items())
             if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
 
 
@@ -296,9 +297,10 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
     try:
         args = parseTrainArgs(algo, env, srl_model, 0, train_args)
         for key, flag in RESERVED_TRAIN_FLAGS.items():
-            if getattr(args, key) is not None:
+            if args[key] is not None:
                 return f"{flag} cannot be passed"
-        validate(args, registered_rl)  # writes nothing; resolves learned SRL models through config/srl_models.yaml
+        # writes nothing; resolves learned SRL models through config/srl_models.yaml
+        validate(TrainConfig.fromValues(args), registered_rl)
     except UsageError as error:
         return str(error)
     return None
