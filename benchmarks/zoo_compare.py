@@ -34,6 +34,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -128,9 +129,8 @@ def timedRun(command: list[str], env: dict[str, str], log_file: str) -> tuple[fl
 
 def childEnv(extra_path: str | None = None) -> dict[str, str]:
     """:return: the environment of a run: one torch thread; ``extra_path`` first on PYTHONPATH"""
-    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
+    return dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=os.pathsep.join(
         path for path in (extra_path, ROOT, os.environ.get("PYTHONPATH")) if path))
-    return env
 
 
 def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: float,
@@ -153,7 +153,7 @@ def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: floa
         if stored.get("settings") == settings:
             return {**stored, "reused": True}
     if os.path.isdir(folder):
-        subprocess.run(["rm", "-rf", folder], check=True)
+        shutil.rmtree(folder)
     os.makedirs(folder)
     command, env, run_glob, monitor_glob = build(folder)
     print(f"{name}: python {' '.join(command)}", flush=True)
