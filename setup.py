@@ -24,6 +24,7 @@ RL_ALGORITHMS = [
     "cma-es = rl_baselines.evolution_strategies.cma_es:CMAESModel",
     "ddpg = rl_baselines.rl_algorithm.ddpg:DDPGModel",
     "deepq = rl_baselines.rl_algorithm.deepq:DQNModel",
+    "gail = rl_baselines.rl_algorithm.gail:GAILModel",
     "her = rl_baselines.rl_algorithm.her:HERModel",
     "ppo1 = rl_baselines.rl_algorithm.ppo1:PPO1Model",
     "ppo2 = rl_baselines.rl_algorithm.ppo2:PPO2Model",

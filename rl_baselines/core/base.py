@@ -168,6 +168,18 @@ class BaseRLObject(abc.ABC):
             cls.checkHyperparam(name, value)
 
     @classmethod
+    def checkSettings(cls, settings: Any) -> Any:
+        """
+        Check what the algorithm needs of a run beyond its hyperparameters (an input file, a combination of flags),
+        before anything is written: the train command's validation calls it (override to add checks).
+
+        :param settings: the run's settings (a TrainConfig, read as attributes like a RunSettings)
+        :return: anything (ignored by the caller)
+        :raises ValueError: the first problem found (one line)
+        """
+        return None
+
+    @classmethod
     def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
                            saved: dict[str, Any] | None = None) -> dict[str, Any]:
         """The hyperparameters a run uses, checked together; UsageError when they do not fit

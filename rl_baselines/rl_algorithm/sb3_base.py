@@ -128,7 +128,14 @@ class StableBaselinesRLObject(BaseRLObject):
             self.model.save(tmp_path)
             with zipfile.ZipFile(tmp_path, "a") as archive:
                 archive.writestr(MANIFEST_MEMBER, json.dumps({"algo": self.NAME, "api_version": self.API_VERSION}))
+                for name, data in self.zipMembers().items():
+                    archive.writestr(name, data)
         saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
+
+    def zipMembers(self) -> dict[str, bytes]:
+        """:return: more members for the model zip, by name (none here; SB3's load ignores all but its own and
+            ``.pth`` files, so a name must not end in ``.pth``)"""
+        return {}
 
     @classmethod
     def readManifest(cls, load_path: str) -> dict[str, Any]:

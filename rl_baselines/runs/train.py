@@ -186,6 +186,10 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             checkDataset(args.pretrain_dataset, args, registered_rl)
         except ValueError as error:
             raise UsageError(f"--pretrain-dataset: {error}") from None
+    try:
+        algo_class.checkSettings(args)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     start_timesteps = 0
     if args.load_rl_model_path is not None:
         if not os.path.isfile(args.load_rl_model_path):
