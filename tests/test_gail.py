@@ -1,0 +1,232 @@
+"""gail: the learner is rewarded by the discriminator only (the env's reward poisoned with NaN changes nothing it
+sees), the expert's states and frames reach the discriminator as the env's own (an expert episode replayed in the env
+gives them back: frames bit for bit, states to float32 rounding), and a run is listed, trained, replayed, recorded from (``dataset_generator --policy RUN``)
+and resumed exactly. Bad inputs: tests/test_bad_inputs.py; the determinism and evaluation of every algorithm, gail
+included: tests/test_determinism.py, tests/test_evaluation.py.
+
+The committed expert (``tests/data/gail_expert_mobile``: 2 episodes of 250 steps on MobileRobotGymEnv-v0 with a
+random target, discrete actions, ground truth only) was written by :func:`recordScriptedExpert` (seed 0).
+"""
+from __future__ import annotations
+
+import glob
+import io
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO, runModule, trainArgs, trainHere, trainSettings
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
+from test_determinism import monitorRows
+
+from environments.dataset_generator import episodeSeed
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from rl_baselines.rl_algorithm.gail import DISCRIMINATOR_MEMBER, GAILModel
+from rl_baselines.rl_algorithm.gail_discriminator import ExpertData, channelFirst, gailReward
+from rl_baselines.runs import train
+from rl_baselines.runs.callbacks import TrainingCallbacks
+
+pytestmark = pytest.mark.slow  # whole trainings: left out of `make test-fast`
+
+EXPERT = os.path.join(REPO, "tests", "data", "gail_expert_mobile")
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "-r"]
+# Checkpoints every 500 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps): a resumed run
+# then trains exactly as the uninterrupted one (as in tests/test_evaluation.py).
+RUN = [*GT, "--algo", "gail", "--gail-dataset", EXPERT, "--num-timesteps", "1000", "--checkpoint-freq", "500",
+       "--seed", "1", "--min-episodes-save", "1", "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"]
+
+
+def scriptedAction(relative: np.ndarray) -> int:
+    """MobileRobot expert: a step along the axis of the larger gap to the target (actions -x, +x, -y, +y)."""
+    dx, dy = relative
+    return (0 if dx > 0 else 1) if abs(dx) >= abs(dy) else (2 if dy > 0 else 3)
+
+
+def recordScriptedExpert(folder: str, episodes: int = 2, seed: int = 0) -> None:
+    """Write the scripted expert's episodes in the dataset generator's format (ground truth only, no frames)."""
+    env = MobileRobotGymEnv(srl_model="ground_truth", is_discrete=True, random_target=True)
+    states, actions, rewards, starts, targets = [], [], [], [], []
+    for episode in range(episodes):
+        env.reset(seed=seed + episode)
+        targets.append(env.getTargetPos().copy())
+        done, first = False, True
+        while not done:
+            robot = env.getRobotPos().copy()
+            action = scriptedAction(robot - env.getTargetPos())
+            states.append(robot), actions.append(action), starts.append(first)
+            _, reward, terminated, truncated, _ = env.step(action)
+            rewards.append(reward)
+            done, first = terminated or truncated, False
+    env.close()
+    os.makedirs(folder)
+    np.savez(os.path.join(folder, "preprocessed_data.npz"), actions=np.array(actions, np.int64),
+             rewards=np.array(rewards, np.float32), episode_starts=np.array(starts))
+    np.savez(os.path.join(folder, "ground_truth.npz"), ground_truth_states=np.array(states, np.float32),
+             target_positions=np.array(targets, np.float32))
+    with open(os.path.join(folder, "dataset_config.json"), "w", encoding="utf-8") as handle:
+        json.dump({"env": "MobileRobotGymEnv-v0", "relative_pos": True, "img_shape": [3, 64, 64],
+                   "image_format": "png", "continuous_actions": False, "random_target": True, "shape_reward": False,
+                   "multi_view": False, "policy": "scripted", "num_episodes": episodes, "seed": seed, "version": 1},
+                  handle, indent=2)
+
+
+@pytest.fixture(scope="module")
+def gailRun(tmp_path_factory) -> str:
+    """A gail (ppo2) run of 1000 steps from the committed expert, checkpointed at 500; trained in this process."""
+    return trainHere(*RUN, "--log-dir", tmp_path_factory.mktemp("gail"))
+
+
+def _discriminatorState(model_path: str) -> dict:
+    with zipfile.ZipFile(model_path) as archive:
+        return torch.load(io.BytesIO(archive.read(DISCRIMINATOR_MEMBER)), weights_only=True)
+
+
+def _policyState(model_path: str) -> dict:
+    with zipfile.ZipFile(model_path) as archive:
+        return torch.load(io.BytesIO(archive.read("policy.pth")), weights_only=True)
+
+
+def test_train_help_lists_gail(capsys):
+    with pytest.raises(SystemExit) as exit_code:
+        train.main(["--help"])
+    listed = capsys.readouterr().out.split("  --algo ALGO")[1].split("  --env ENV")[0]
+    assert exit_code.value.code == 0 and "gail" in listed.replace(",", " ").split()
+    with pytest.raises(SystemExit):
+        train.main(["--algo", "gail", "--help"])
+    out = " ".join(capsys.readouterr().out.split())  # help lines wrap
+    for flag in ("--gail-dataset", "--gail-learner", "--d-reward", "--n-critic-updates", "ppo2, a2c, trpo"):
+        assert flag in out, flag
+
+
+def test_learner_never_reads_the_env_reward(tmp_path):
+    """The env's reward is NaN: the learner's rollouts hold the discriminator's rewards and its weights stay finite."""
+
+    class PoisonedReward(VecEnvWrapper):
+        def reset(self):
+            return self.venv.reset()
+
+        def step_wait(self):
+            observations, rewards, dones, infos = self.venv.step_wait()
+            return observations, np.full_like(rewards, np.nan), dones, infos
+
+    class CheckRollouts(BaseCallback):
+        """Before each discriminator update (it runs after this callback): buffer rewards = D's rewards."""
+
+        def __init__(self, algo: GAILModel) -> None:
+            super().__init__()
+            self.algo, self.rollouts = algo, 0
+
+        def _on_step(self) -> bool:
+            return True
+
+        def _on_rollout_end(self) -> None:
+            buffer = self.model.rollout_buffer
+            observations = buffer.observations.reshape(-1, *buffer.obs_shape)
+            expected = gailReward(self.algo.discriminator.logits(observations, buffer.actions.reshape(-1)), "gail")
+            assert np.all(np.isfinite(buffer.rewards)) and np.all(buffer.rewards > 0)  # -log(1 - D) > 0
+            np.testing.assert_allclose(buffer.rewards.reshape(-1), expected, rtol=1e-5, atol=1e-6)
+            self.rollouts += 1
+
+    args = trainArgs("gail", env="MobileRobotGymEnv-v0", srl_model="ground_truth", random_target=True,
+                     gail_dataset=EXPERT, seed=2)
+    settings = trainSettings(args)
+    hyperparams = GAILModel.hyperparamsFromArgs(settings, {"n_steps": 64, "n_epochs": 1})
+    algo = GAILModel()
+    check = CheckRollouts(algo)
+    env = PoisonedReward(GAILModel.makeTrainingEnv(settings))
+    algo.train(env, 192, hyperparams, check, None, settings)
+    assert check.rollouts == 3
+    assert all(torch.isfinite(p).all() for p in algo.model.policy.parameters())
+    assert all(torch.isfinite(p).all() for p in algo.discriminator.parameters())
+
+
+def test_run_replays_and_records_an_expert_dataset(gailRun, tmp_path):
+    model_path = os.path.join(gailRun, "gail_model.zip")
+    assert set(_discriminatorState(model_path)) == {"weights", "optimizer", "generator"}
+    loaded = GAILModel.load(model_path)
+    assert loaded.gail_learner == "ppo2" and loaded.num_timesteps == 1000
+    with open(os.path.join(gailRun, "progress.csv"), encoding="utf-8") as handle:
+        assert "gail/discriminator_loss" in handle.readline()
+    result = runModule("replay.enjoy_baselines", "--log-dir", gailRun, "--num-timesteps", "250", "--deterministic")
+    assert result.returncode == 0, result.stderr
+    assert "Mean episode reward over 1 episodes" in result.stdout
+
+
+def test_expert_states_and_frames_are_the_envs(gailRun, tmp_path):
+    """An expert dataset recorded by replaying the gail run: its episode, replayed in the learner's env, gives back
+    the expert's observations: lossless frames bit for bit, states (relative to the target) to float32 rounding."""
+    data = str(tmp_path / "data")
+    result = runModule("environments.dataset_generator", "--env", "MobileRobotGymEnv-v0", "--policy", gailRun,
+                       "--num-episode", "1", "--max-steps", "30", "--img-shape", "3", "36", "36", "--image-format",
+                       "png", "--renderer", "sprites", "-r", "--save-path", data, "--name", "expert", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    folder = os.path.join(data, "expert")
+    for srl_model in ("ground_truth", "raw_pixels"):
+        env = MobileRobotGymEnv(srl_model=srl_model, is_discrete=True, random_target=True, img_shape=(3, 36, 36),
+                                renderer="sprites", max_steps=30)
+        venv = DummyVecEnv([lambda env=env: env])
+        expert = ExpertData.load(folder, venv, srl_model)
+        observation, _ = env.reset(seed=episodeSeed(0, 0))
+        replayed = [observation]
+        for action in expert.actions[:-1]:
+            replayed.append(env.step(int(action))[0])
+        venv.close()
+        replayed = np.array(replayed)
+        assert len(expert.observations) == 30
+        if srl_model == "raw_pixels":  # in the discriminator's layout (the learner's rollout buffer's)
+            assert expert.observations.dtype == np.uint8
+            np.testing.assert_array_equal(expert.observations, channelFirst(replayed))
+        else:  # the dataset stores absolute float32 positions: the difference is rounded once more
+            assert expert.observations.dtype == replayed.dtype == np.float32
+            np.testing.assert_allclose(expert.observations, replayed, rtol=0, atol=1e-6)
+
+
+def test_resumed_run_equals_the_uninterrupted_one(gailRun, tmp_path, monkeypatch):
+    original = TrainingCallbacks.on_step
+
+    def interruptAt700(self):  # a second Ctrl-C at step 700: the run goes on from its checkpoint at 500
+        keep_going = original(self)
+        if self.num_timesteps >= 700:
+            raise KeyboardInterrupt
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", interruptAt700)
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", str(tmp_path), *RUN]) == 130
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    (run_dir,) = glob.glob(os.path.join(str(tmp_path), "*", "*", "*", "*"))
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    assert monitorRows(run_dir) == monitorRows(gailRun)
+    resumed, uninterrupted = (os.path.join(folder, "gail_model.zip") for folder in (run_dir, gailRun))
+    for read in (_policyState, _discriminatorState):
+        _assertSame(read(resumed), read(uninterrupted), read.__name__)
+
+
+def _assertSame(value, expected, where: str) -> None:
+    """Nested state dicts equal, tensors bit for bit."""
+    if isinstance(expected, dict):
+        assert isinstance(value, dict) and sorted(value, key=str) == sorted(expected, key=str), where
+        for key in expected:
+            _assertSame(value[key], expected[key], f"{where}.{key}")
+    elif isinstance(expected, (list, tuple)):
+        assert len(value) == len(expected), where
+        for index, (item, other) in enumerate(zip(value, expected)):
+            _assertSame(item, other, f"{where}[{index}]")
+    elif isinstance(expected, torch.Tensor):
+        assert torch.equal(value, expected), where
+    else:
+        assert value == expected, where
+
+
+def test_sweep_trains_gail(tmp_path):
+    result = runModule("rl_baselines.pipeline", "--algo", "gail", "--env", "MobileRobotGymEnv-v0",
+                       "--srl-model", "ground_truth", "--num-timesteps", "256", "--num-iteration", "1", "--no-vis",
+                       "--no-progress", "--log-dir", tmp_path, "--algo-args",
+                       f"gail:--gail-dataset {EXPERT} --gail-learner a2c")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (model,) = glob.glob(os.path.join(str(tmp_path), "MobileRobotGymEnv-v0", "ground_truth", "gail", "*",
+                                      "gail_model.zip"))
+    assert GAILModel.load(model).gail_learner == "a2c"
