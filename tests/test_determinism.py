@@ -50,6 +50,9 @@ ALGO_ARGS: dict[str, list[str]] = {
     "ddpg": ["--hyperparam", *OFF_POLICY],
     "deepq": ["--hyperparam", *OFF_POLICY],
     # HER samples finished episodes only: it needs num_cpu x 250 steps before learning.
+    # gail learns from the committed scripted expert (tests/test_gail.py)
+    "gail": ["--gail-dataset", os.path.join(os.path.dirname(__file__), "data", "gail_expert_mobile"), "--hyperparam",
+             "n_epochs:2"],
     "her": ["--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
     "ppo2": ["--hyperparam", "n_epochs:2"],
     "ppo_lstm": ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"],
