@@ -1,8 +1,8 @@
 """gail: the learner is rewarded by the discriminator only (the env's reward poisoned with NaN changes nothing it
 sees), the expert's states and frames reach the discriminator as the env's own (an expert episode replayed in the env
-gives them back: frames bit for bit, states to float32 rounding), and a run is listed, trained, replayed, recorded from (``dataset_generator --policy RUN``)
-and resumed exactly. Bad inputs: tests/test_bad_inputs.py; the determinism and evaluation of every algorithm, gail
-included: tests/test_determinism.py, tests/test_evaluation.py.
+gives them back: frames bit for bit, states to float32 rounding), and a run is listed, trained, replayed, recorded
+from (``dataset_generator --policy RUN``), swept and resumed exactly. Bad inputs: tests/test_bad_inputs.py; the
+determinism and evaluation of every algorithm, gail included: tests/test_determinism.py, tests/test_evaluation.py.
 
 The committed expert (``tests/data/gail_expert_mobile``: 2 episodes of 250 steps on MobileRobotGymEnv-v0 with a
 random target, discrete actions, ground truth only) was written by :func:`recordScriptedExpert` (seed 0).
