@@ -25,10 +25,12 @@ from test_determinism import monitorRows
 
 from environments.dataset_generator import episodeSeed
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.gail import DISCRIMINATOR_MEMBER, GAILModel
-from rl_baselines.rl_algorithm.gail_discriminator import ExpertData, channelFirst, gailReward
+from rl_baselines.rl_algorithm.gail_discriminator import ExpertData, channelFirst, findEncoder, gailReward
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
+from srl_models.train import trainFromArgs
 
 pytestmark = pytest.mark.slow  # whole trainings: left out of `make test-fast`
 
@@ -158,7 +160,8 @@ def test_run_replays_and_records_an_expert_dataset(gailRun, tmp_path):
 
 def test_expert_states_and_frames_are_the_envs(gailRun, tmp_path):
     """An expert dataset recorded by replaying the gail run: its episode, replayed in the learner's env, gives back
-    the expert's observations: lossless frames bit for bit, states (relative to the target) to float32 rounding."""
+    the expert's observations: lossless frames bit for bit, states (relative to the target) to float32 rounding, and
+    learned states as the run's encoder gives them."""
     data = str(tmp_path / "data")
     result = runModule("environments.dataset_generator", "--env", "MobileRobotGymEnv-v0", "--policy", gailRun,
                        "--num-episode", "1", "--max-steps", "30", "--img-shape", "3", "36", "36", "--image-format",
@@ -180,9 +183,25 @@ def test_expert_states_and_frames_are_the_envs(gailRun, tmp_path):
         if srl_model == "raw_pixels":  # in the discriminator's layout (the learner's rollout buffer's)
             assert expert.observations.dtype == np.uint8
             np.testing.assert_array_equal(expert.observations, channelFirst(replayed))
+            frames = replayed
         else:  # the dataset stores absolute float32 positions: the difference is rounded once more
             assert expert.observations.dtype == replayed.dtype == np.float32
             np.testing.assert_allclose(expert.observations, replayed, rtol=0, atol=1e-6)
+    # a learned SRL model (a random encoder made from the dataset): the expert's frames are encoded by the run's own
+    # encoder, the one in the learner's env, exactly as the replayed frames are there
+    model = trainFromArgs(["--data-folder", folder, "--log-folder", str(tmp_path / "srl"), "--srl-model", "random",
+                           "--state-dim", "3", "--no-eval", "--no-progress"])
+    settings = trainSettings(trainArgs("gail", env="MobileRobotGymEnv-v0", srl_model="random", srl_model_path=model,
+                                       img_shape=[3, 36, 36], renderer="sprites", random_target=True,
+                                       gail_dataset=folder))
+    venv = GAILModel.makeTrainingEnv(settings)
+    try:
+        expert = ExpertData.load(folder, venv, "random")
+        encoder = venv.venv
+        assert isinstance(encoder, SRLEncoderVecEnv) and findEncoder(venv) is encoder.model
+        np.testing.assert_array_equal(expert.observations, encoder.encode(frames))
+    finally:
+        venv.close()
 
 
 def test_resumed_run_equals_the_uninterrupted_one(gailRun, tmp_path, monkeypatch):

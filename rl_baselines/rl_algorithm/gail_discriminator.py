@@ -38,6 +38,7 @@ from torch import nn
 from torch.nn import functional
 
 from environments.dataset import Dataset
+from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, encodeImages
 from rl_baselines.rl_algorithm.image_features import SmallCNN
@@ -87,7 +88,7 @@ def checkExpertDataset(path: str, settings: Any) -> Dataset:
     if settings.srl_model in STATE_MODES:
         dataset.require("ground_truth_states", "target_positions", purpose="gail with ground_truth")
         return dataset
-    pixels = settings.srl_model in PIXEL_MODES or _isLearned(settings.srl_model)
+    pixels = settings.srl_model in PIXEL_MODES or isLearnedSRLModel(settings.srl_model)
     if not pixels:
         raise ValueError(f"cannot rebuild {settings.srl_model!r} observations from a dataset; --algo gail takes "
                          "--srl-model ground_truth, raw_pixels or a learned SRL model")
@@ -108,11 +109,6 @@ def checkExpertDataset(path: str, settings: Any) -> Dataset:
         if not os.path.isfile(dataset.imageFile(str(stem))):
             raise ValueError(f"{path!r} lacks its frames ({dataset.imageFile(str(stem))})")
     return dataset
-
-
-def _isLearned(srl_model: str) -> bool:
-    """:return: whether ``srl_model`` is a trained SRL model rather than a mode the env computes"""
-    return srl_model not in (*STATE_MODES, *PIXEL_MODES, "joints", "joints_position")
 
 
 def findEncoder(venv: VecEnv) -> Any:
@@ -149,18 +145,18 @@ class ExpertData:
         actions = dataset["actions"]
         actions = actions.astype(np.int64).reshape(-1) if isinstance(venv.action_space, gym.spaces.Discrete) \
             else actions.astype(np.float32).reshape(len(actions), -1)
+        encoder = findEncoder(venv)
         if srl_model in STATE_MODES:
             observations = dataset.states(relative=bool(venv.get_attr("relative_pos", indices=[0])[0]))
+        elif encoder is not None:
+            observations = encodeImages(encoder, dataset.loadImages())
         else:
-            images = dataset.loadImages()
-            encoder = findEncoder(venv)
-            observations = encodeImages(encoder, images) if encoder is not None else channelFirst(images)
-        expected = venv.observation_space.shape
-        shape = observations.shape[1:] if srl_model not in PIXEL_MODES else observations.shape[1:][1:] + \
-            observations.shape[1:2]
-        if tuple(shape) != tuple(expected):
-            raise ValueError(f"--gail-dataset {path}: expert observations of shape {tuple(shape)}, the run's "
-                             f"{tuple(expected)}")
+            observations = dataset.loadImages()  # (N, H, W, C) as the env gives them, made channel-first below
+        if tuple(observations.shape[1:]) != tuple(venv.observation_space.shape):
+            raise ValueError(f"--gail-dataset {path}: expert observations of shape {tuple(observations.shape[1:])}, "
+                             f"the run's {tuple(venv.observation_space.shape)}")
+        if isImageSpace(venv.observation_space):
+            observations = channelFirst(observations)
         if actions.ndim == 2 and actions.shape[1:] != venv.action_space.shape:
             raise ValueError(f"--gail-dataset {path}: expert actions of shape {actions.shape[1:]}, the run's "
                              f"{venv.action_space.shape}")
