@@ -67,7 +67,9 @@ class Case:
     :param env: env id
     :param continuous: continuous actions (``-c``)
     :param steps: env steps per run
-    :param extra: further train flags (hyperparameters that depart from the algorithm's defaults)
+    :param extra: further train flags (hyperparameters that depart from the algorithm's defaults); ``{expert}``
+        stands for the expert dataset (:func:`prepareExpert`)
+    :param tag: a name ``--algos`` also selects the row by (``imitation``: the rows that learn from the expert)
     """
 
     algo: str
@@ -75,16 +77,23 @@ class Case:
     continuous: bool
     steps: int
     extra: tuple[str, ...] = ()
+    tag: str = ""
 
     @property
-    def task(self) -> tuple[str, bool]:
-        """The (env, continuous) pair the random baseline is shared by."""
-        return self.env, self.continuous
+    def task(self) -> tuple[str, bool, bool]:
+        """The (env, continuous, random target) triple the random baseline is shared by."""
+        return self.env, self.continuous, "-r" in self.extra
+
+    @property
+    def needsExpert(self) -> bool:
+        """Whether the run reads the expert dataset (its flags name :data:`EXPERT_PLACEHOLDER`)."""
+        return EXPERT_PLACEHOLDER in self.extra
 
     def label(self) -> str:
         """:return: the env column of the table"""
         if self.env == MOBILE:
-            return f"{self.env} ({'continuous' if self.continuous else 'discrete'})"
+            target = ", random target" if "-r" in self.extra else ""
+            return f"{self.env} ({'continuous' if self.continuous else 'discrete'}{target})"
         return self.env
 
 
@@ -130,7 +139,20 @@ CASES: tuple[Case, ...] = (
                                                "--ortho-init", "False")),
     Case(RANDOM, PENDULUM, True, 10_000),
     Case("sac", PENDULUM, True, 20_000),
+    # Imitation from EXPERT_EPISODES episodes of a ppo2 expert (prepareExpert), random target, without the env's
+    # reward: gail (its ppo2 learner rewarded by the discriminator only), and behaviour cloning alone (--pretrain-dataset
+    # then one rollout of all the steps before the first PPO update: every episode is the clone's)
+    Case(RANDOM, MOBILE, False, 10_000, ("-r",), tag="imitation"),
+    Case("gail", MOBILE, False, 60_000, ("-r", "--gail-dataset", "{expert}"), tag="imitation"),
+    Case("ppo2", MOBILE, False, 5_000, ("-r", "--pretrain-dataset", "{expert}", "--n-steps", "5000"),
+         tag="imitation"),
 )
+EXPERT_PLACEHOLDER = "{expert}"
+# The expert of the imitation rows: ppo2 with the env's reward on the same task, then its episodes recorded by the
+# dataset generator (--policy RUN); its mean episode reward is what the imitation rows are compared with.
+EXPERT_STEPS = 60_000
+EXPERT_EPISODES = 10
+EXPERT_SEED = 100
 QUICK_STEPS = 2000
 RUNS_FILE = os.path.join(ROOT, "benchmarks", "learning_runs.json")
 
@@ -298,20 +320,28 @@ class RunResult:
     date: str = ""  # when a reused run was recorded (empty: run now)
 
 
-def trainCommand(case: Case, steps: int, seed: int, log_dir: str) -> list[str]:
+def trainCommand(case: Case, steps: int, seed: int, log_dir: str, expert: str | None = None) -> list[str]:
     """
     :param case: the row
     :param steps: env steps
     :param seed: random seed
     :param log_dir: root of the run folder
+    :param expert: the expert dataset, for a case that needs it
     :return: the ``rl_baselines.train`` command line
     """
+    extra = [expert if word == EXPERT_PLACEHOLDER and expert else word for word in case.extra]
     return [sys.executable, "-m", "rl_baselines.train", "--algo", case.algo, "--env", case.env, "--srl-model",
             "ground_truth", "--num-timesteps", str(steps), "--seed", str(seed), "--no-vis", "--no-progress",
-            "--log-dir", log_dir, *(["-c"] if case.continuous else []), *case.extra]
+            "--log-dir", log_dir, *(["-c"] if case.continuous else []), *extra]
 
 
-def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, plugin_dir: str) -> RunResult:
+def runFolderName(case: Case, seed: int) -> str:
+    """:return: the scratch folder of one run (the tag keeps a row apart from the same algorithm's other rows)"""
+    return f"{case.algo}_{case.env}_{'c' if case.continuous else 'd'}{'_' + case.tag if case.tag else ''}_{seed}"
+
+
+def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, plugin_dir: str,
+           expert: str | None = None) -> RunResult:
     """
     Train one seed through the command line and read its final reward from the monitor files.
 
@@ -321,12 +351,13 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
     :param scratch: folder for the run (deleted with it by the caller)
     :param last_episodes: episodes averaged into the final reward
     :param plugin_dir: folder holding the benchmark's package metadata (put on PYTHONPATH)
+    :param expert: the expert dataset, for a case that needs it
     :return: the result
     """
-    log_dir = os.path.join(scratch, f"{case.algo}_{case.env}_{'c' if case.continuous else 'd'}_{seed}")
+    log_dir = os.path.join(scratch, runFolderName(case, seed))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_dir, ROOT, os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
-    result = subprocess.run(trainCommand(case, steps, seed, log_dir), cwd=ROOT, env=env, capture_output=True,
+    result = subprocess.run(trainCommand(case, steps, seed, log_dir, expert), cwd=ROOT, env=env, capture_output=True,
                             text=True)
     wall = time.perf_counter() - start
     if result.returncode != 0:
@@ -341,6 +372,38 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
     rate = float(episodes["timesteps"][-1] / episodes["times"].max()) if episodes["times"].max() > 0 else float("nan")
     return RunResult(case, seed, float(rewards[-last_episodes:].mean()), int(done.group(1)) if done else steps, wall,
                      rate)
+
+
+def prepareExpert(scratch: str, steps: int) -> tuple[str, float]:
+    """
+    Train the imitation rows' expert (ppo2 with the env's reward, random target, :data:`EXPERT_SEED`) and record
+    :data:`EXPERT_EPISODES` of its episodes with ``environments.dataset_generator --policy RUN``.
+
+    :param scratch: folder for its run and dataset
+    :param steps: its training steps
+    :return: (the dataset folder, the mean reward of its recorded episodes)
+    :raises RuntimeError: a command failed (its last line)
+    """
+    commands = [
+        [sys.executable, "-m", "rl_baselines.train", "--algo", "ppo2", "--env", MOBILE, "-r", "--srl-model",
+         "ground_truth", "--num-timesteps", str(steps), "--seed", str(EXPERT_SEED), "--no-vis", "--no-progress",
+         "--log-dir", os.path.join(scratch, "expert_run")],
+        [sys.executable, "-m", "environments.dataset_generator", "--env", MOBILE, "-r", "--num-episode",
+         str(EXPERT_EPISODES), "--seed", str(EXPERT_SEED), "--renderer", "sprites", "--save-path", scratch, "--name",
+         "expert", "--no-progress", "--policy"],
+    ]
+    run_dir = ""
+    for command in commands:
+        result = subprocess.run([*command, *([run_dir] if run_dir else [])], cwd=ROOT, capture_output=True, text=True)
+        if result.returncode != 0:
+            lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]
+            raise RuntimeError(f"the expert could not be made: {lines[-1]}")
+        run_dir = run_dir or re.findall(r"^Run folder: (.+)$", result.stdout, re.MULTILINE)[-1].strip()
+    dataset = os.path.join(scratch, "expert")
+    with np.load(os.path.join(dataset, "preprocessed_data.npz"), allow_pickle=False) as data:
+        episodes = np.cumsum(data["episode_starts"]) - 1
+        returns = np.bincount(episodes, weights=data["rewards"])
+    return dataset, float(returns.mean())
 
 
 def runKey(case: Case, steps: int, seed: int, last_episodes: int) -> str:
@@ -390,9 +453,11 @@ def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], l
 
 
 def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs: int, last_episodes: int,
-           skip: frozenset[tuple[Case, int]] = frozenset()) -> list[RunResult]:
+           skip: frozenset[tuple[Case, int]] = frozenset(), expert_steps: int = EXPERT_STEPS
+           ) -> tuple[list[RunResult], float | None]:
     """
-    Run every (case, seed), ``jobs`` at a time, longest first so that the parallel slots stay busy.
+    Run every (case, seed), ``jobs`` at a time, longest first so that the parallel slots stay busy; first the
+    expert (:func:`prepareExpert`) when a case needs it.
 
     :param cases: rows to run
     :param steps_of: env steps per run of each case
@@ -400,7 +465,8 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     :param jobs: runs at a time (subprocesses)
     :param last_episodes: episodes averaged into a run's final reward
     :param skip: (case, seed) pairs not to run
-    :return: the results, in no particular order
+    :param expert_steps: the expert's training steps
+    :return: the results, in no particular order, and the expert's mean episode reward (None without an expert)
     """
     work = sorted(((case, seed) for case in cases for seed in seeds if (case, seed) not in skip),
                   key=lambda item: -expectedSeconds(
@@ -409,8 +475,13 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     with tempfile.TemporaryDirectory(prefix="srl_learning_") as scratch:
         plugin_dir = os.path.join(scratch, "plugin")
         writePluginMetadata(plugin_dir)
+        expert, expert_reward = None, None
+        if any(case.needsExpert for case, _ in work):
+            expert, expert_reward = prepareExpert(scratch, expert_steps)
+            print(f"Expert: {EXPERT_EPISODES} episodes of ppo2 ({expert_steps} steps), mean reward {expert_reward:.1f}")
         with ThreadPoolExecutor(max_workers=jobs) as pool, tqdm(total=len(work), desc="runs", unit="run") as bar:
-            futures = {pool.submit(runOne, case, steps_of[case], seed, scratch, last_episodes, plugin_dir): (case, seed)
+            futures = {pool.submit(runOne, case, steps_of[case], seed, scratch, last_episodes, plugin_dir,
+                                   expert): (case, seed)
                        for case, seed in work}
             for future in as_completed(futures):
                 result = future.result()
@@ -419,10 +490,8 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
                 bar.write(f"{result.case.algo} {result.case.label()} seed {result.seed}: {status} "
                           f"({result.steps} steps, {result.wall:.0f} s)")
                 bar.update(1)
-                shutil.rmtree(os.path.join(scratch, f"{result.case.algo}_{result.case.env}_"
-                                                    f"{'c' if result.case.continuous else 'd'}_{result.seed}"),
-                              ignore_errors=True)
-    return results
+                shutil.rmtree(os.path.join(scratch, runFolderName(result.case, result.seed)), ignore_errors=True)
+    return results, expert_reward
 
 
 # Rough env steps/s of each algorithm on 1 core (measured on MobileRobot), only used to order the runs.
@@ -497,6 +566,24 @@ def markdownTable(cases: list[Case], rows: dict[Case, dict[str, Any]], seeds: in
     return "\n".join(lines)
 
 
+def imitationNote(cases: list[Case], rows: dict[Case, dict[str, Any]], expert_reward: float | None) -> str:
+    """
+    :param cases: the rows
+    :param rows: their summaries
+    :param expert_reward: the expert's mean episode reward, None when no row needed it (or all were reused)
+    :return: a sentence comparing the imitation rows with the expert, empty without one
+    """
+    imitating = [case for case in cases if case.needsExpert and rows.get(case, {}).get("finals")]
+    if expert_reward is None or not imitating:
+        return ""
+    shares = ", ".join(f"{'behaviour cloning' if '--pretrain-dataset' in case.extra else case.algo} "
+                       f"{100 * rows[case]['mean'] / expert_reward:.0f}%" for case in imitating)
+    return (f"Imitation rows: the expert is ppo2 trained {EXPERT_STEPS:,} steps with the env's reward (seed "
+            f"{EXPERT_SEED}), {EXPERT_EPISODES} of its episodes recorded by `environments.dataset_generator --policy "
+            f"RUN` (mean reward {expert_reward:.1f}; `{{expert}}` in the flags); share of the expert's reward: "
+            f"{shares}.")
+
+
 def selectCases(algos: list[str] | None, registered: set[str]) -> tuple[list[Case], list[str]]:
     """
     :param algos: algorithms asked for (None: all); the random agent is kept for every task they use
@@ -504,14 +591,14 @@ def selectCases(algos: list[str] | None, registered: set[str]) -> tuple[list[Cas
     :return: (cases to run, notes about skipped algorithms)
     """
     notes = []
-    wanted = [c for c in CASES if algos is None or c.algo in algos]
+    wanted = [c for c in CASES if algos is None or c.algo in algos or (c.tag and c.tag in algos)]
     tasks = {c.task for c in wanted if c.algo != RANDOM}
     cases = [c for c in CASES if (c in wanted or (c.algo == RANDOM and c.task in tasks))]
     for algo in dict.fromkeys(c.algo for c in cases):
         if algo not in registered:
             notes.append(f"{algo} skipped: not registered when the benchmark ran")
     cases = [c for c in cases if c.algo in registered]
-    missing = sorted(set(algos or ()) - {c.algo for c in CASES})
+    missing = sorted(set(algos or ()) - {c.algo for c in CASES} - {c.tag for c in CASES})
     notes += [f"{algo} skipped: no task listed for it in benchmarks/learning.py" for algo in missing]
     listed = {c.algo for c in CASES}
     if algos is None:
@@ -524,7 +611,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_STEPS} steps per run: checks that every run works; appends nothing")
-    parser.add_argument("--algos", nargs="+", help="only these algorithms (and the random agent on their tasks)")
+    parser.add_argument("--algos", nargs="+", help="only these algorithms (and the random agent on their tasks); "
+                                                   "'imitation': the rows that learn from an expert (gail, behaviour "
+                                                   "cloning)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds per row [0 1 2]")
     parser.add_argument("--jobs", type=int, default=2, help="runs at a time, each in its own process [2]")
     parser.add_argument("--last-episodes", type=int, default=20, help="episodes averaged into a run's final reward")
@@ -545,14 +634,19 @@ def main(argv: list[str] | None = None) -> None:
     if reused:
         print(f"{len(reused)} runs reused from {os.path.relpath(RUNS_FILE, ROOT)}")
     start = time.perf_counter()
-    fresh = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
-                   skip=frozenset((result.case, result.seed) for result in reused))
+    fresh, expert_reward = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
+                                  skip=frozenset((result.case, result.seed) for result in reused),
+                                  expert_steps=min(EXPERT_STEPS, QUICK_STEPS) if args.quick else EXPERT_STEPS)
     elapsed = time.perf_counter() - start
     if not args.quick:
         recordRuns(fresh, steps_of, args.last_episodes)
     results = reused + fresh
-    table = markdownTable(cases, summarise(results), len(args.seeds))
+    summaries = summarise(results)
+    table = markdownTable(cases, summaries, len(args.seeds))
     print(table)
+    imitation = imitationNote(cases, summaries, expert_reward)
+    if imitation:
+        print(imitation)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"{len(results)} runs in {elapsed / 60:.1f} min; load average {load:.1f}")
     if args.quick or args.no_append:
@@ -578,6 +672,7 @@ def main(argv: list[str] | None = None) -> None:
         + (f" {len(reused)} runs with unchanged settings were taken from earlier runs ("
            f"{', '.join(sorted({r.date for r in reused}))}, `benchmarks/learning_runs.json`); run now: "
            f"{', '.join(dict.fromkeys(r.case.algo for r in fresh)) or 'none'}." if reused else "")
+        + (" " + imitation if imitation else "")
         + (" " + " ".join(note + "." for note in notes) if notes else ""))
     appendReport("Learning: every algorithm beside the random agent", command, notes_text, table,
                  packages=("torch", "stable_baselines3", "sb3_contrib", "gymnasium"), target="bench-learning")
