@@ -11,6 +11,11 @@ accepts envs declared under the ``srl_toolbox.environments`` entry points, so th
 envs (wrapped as SRLGymEnv, observation = the gymnasium state) in a throw-away package metadata folder that it puts
 on the runs' PYTHONPATH, exactly as a third-party plugin would; nothing in the project changes.
 
+The imitation rows (``--algos imitation``) learn from an expert made first (:func:`prepareExpert`: ppo2 trained with
+the env's reward, then :data:`EXPERT_EPISODES` of its episodes recorded by ``environments.dataset_generator --policy
+RUN``): gail without the env's reward, and behaviour cloning alone; the report gives their share of the expert's
+mean episode reward.
+
 An algorithm "beats random clearly" when its mean minus one standard deviation closes at least
 :data:`CLEAR_FRACTION` of the gap between the random agent and the task's solved level; the table flags the others.
 
