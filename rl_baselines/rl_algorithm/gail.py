@@ -40,6 +40,7 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
     ExpertData,
     GAILRewardVecEnv,
     checkExpertDataset,
+    seedNormalisation,
 )
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
@@ -284,6 +285,8 @@ class GAILModel(StableBaselinesRLObject):
             raise UsageError(str(error).splitlines()[0]) from None
         self.SB3_CLASS = LEARNERS[self.gail_learner].SB3_CLASS
         self.discriminator = discriminator
+        if not settings.continue_from:  # (a continued or resumed run restored its own statistics)
+            seedNormalisation(env, expert)
         rewarded = GAILRewardVecEnv(env, discriminator, hyperparams["d_reward"])
         learner = {k: v for k, v in hyperparams.items() if k not in GAIL_HYPERPARAMS}
         self.prepareTraining(rewarded, learner, logger, settings, checkpoint, callback)

@@ -5,7 +5,8 @@
   normaliser: ground-truth states made relative to the episode's target exactly as the run's env does
   (``relative_pos``), frames read from lossless (png) files at the run's image size, encoded by the run's own SRL
   encoder for a learned ``--srl-model``. The low-dimensional ones go through the run's VecNormalize (its current
-  statistics) at every discriminator update, as the agent's observations went through it when they were collected;
+  statistics, which a new run starts from the expert's states: :func:`seedNormalisation`) at every discriminator
+  update, as the agent's observations went through it when they were collected;
   images are scaled by 1/255 for both. The discriminator thus cannot tell expert from agent by format.
 - :class:`Discriminator`: D(s, a), the logit of "this transition is the expert's"; an MLP over the state (or a small
   CNN over channel-first images) concatenated with the action (one-hot for discrete actions, scaled to [-1, 1] within
@@ -161,6 +162,23 @@ class ExpertData:
             raise ValueError(f"--gail-dataset {path}: expert actions of shape {actions.shape[1:]}, the run's "
                              f"{venv.action_space.shape}")
         return cls(observations, actions)
+
+
+def seedNormalisation(venv: VecEnv, expert: ExpertData) -> None:
+    """
+    Start the running statistics of the run's VecNormalize (low-dimensional observations) from the expert's states,
+    as behaviour cloning does: the first observations are then normalised on a known scale rather than on the
+    statistics of a few steps, which would throw the expert's states to the clipping bounds. They keep adapting.
+
+    :param venv: the new run's VecEnv
+    :param expert: the expert's transitions
+    """
+    vec_normalize = findVecNormalize(venv)
+    if vec_normalize is None or isinstance(vec_normalize.obs_rms, dict) or expert.observations.dtype == np.uint8:
+        return
+    vec_normalize.obs_rms.mean = expert.observations.mean(axis=0).astype(np.float64)
+    vec_normalize.obs_rms.var = expert.observations.var(axis=0).astype(np.float64)
+    vec_normalize.obs_rms.count = float(len(expert.observations))
 
 
 def encodeActions(actions: np.ndarray | torch.Tensor, action_space: gym.Space) -> torch.Tensor:
