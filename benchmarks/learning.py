@@ -397,9 +397,11 @@ def prepareExpert(scratch: str, steps: int) -> tuple[str, float]:
          str(EXPERT_EPISODES), "--seed", str(EXPERT_SEED), "--renderer", "sprites", "--save-path", scratch, "--name",
          "expert", "--no-progress", "--policy"],
     ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])}
     run_dir = ""
     for command in commands:
-        result = subprocess.run([*command, *([run_dir] if run_dir else [])], cwd=ROOT, capture_output=True, text=True)
+        result = subprocess.run([*command, *([run_dir] if run_dir else [])], cwd=ROOT, env=env, capture_output=True,
+                                text=True)
         if result.returncode != 0:
             lines = (result.stderr or result.stdout).strip().splitlines() or ["no output"]
             raise RuntimeError(f"the expert could not be made: {lines[-1]}")

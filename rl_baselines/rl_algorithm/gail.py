@@ -56,9 +56,9 @@ DISCRIMINATOR_MEMBER = "gail_discriminator.pt"  # not .pth: SB3's load would tak
 GAIL_HYPERPARAMS: dict[str, Hyperparam] = {
     "d_hidden": Hyperparam(100, "units of the discriminator's two tanh layers (and its image features)",
                            bounds=(1, None), search=[64, 100, 256]),
-    "d_learning_rate": Hyperparam(3e-4, "discriminator Adam learning rate", bounds=POSITIVE,
-                                  search=(1e-5, 1e-3, "log")),
-    "d_epochs": Hyperparam(1, "discriminator passes over each rollout", bounds=(1, None), search=(1, 5)),
+    "d_learning_rate": Hyperparam(1e-3, "discriminator Adam learning rate", bounds=POSITIVE,
+                                  search=(1e-5, 1e-2, "log")),
+    "d_epochs": Hyperparam(5, "discriminator passes over each rollout", bounds=(1, None), search=(1, 10)),
     "d_batch_size": Hyperparam(64, "agent transitions (with as many expert ones) per discriminator minibatch",
                                bounds=(1, None), search=[32, 64, 128, 256]),
     "d_entcoeff": Hyperparam(1e-3, "entropy bonus of the discriminator's predictions", bounds=NON_NEGATIVE,
