@@ -254,12 +254,15 @@ class GAILModel(StableBaselinesRLObject):
     def load(cls, load_path: str, settings: RunSettings | None = None) -> GAILModel:
         """
         :param load_path: a model zip written by :meth:`save`
-        :param settings: the run's settings (its device)
+        :param settings: the run's settings (its device); a ``gail_learner`` other than the saved one is refused
         :return: the model, ready to act (the discriminator is not needed for that: ``train`` reads it)
         """
         cls.readManifest(load_path)
         obj = cls()
         obj.gail_learner = savedModelData(load_path)["gail_learner"]
+        wanted = None if settings is None else settings.option("gail_learner")
+        if wanted is not None and wanted != obj.gail_learner:
+            raise ValueError(f"{load_path} was trained with --gail-learner {obj.gail_learner}, not {wanted}")
         obj.SB3_CLASS = LEARNERS[obj.gail_learner].SB3_CLASS
         device = runDevice(None if settings is None else settings.device)
         try:
@@ -280,6 +283,9 @@ class GAILModel(StableBaselinesRLObject):
                                           hyperparams["d_learning_rate"], settings.seed, runDevice(settings.device))
             if settings.continue_from:  # a continued or resumed model goes on with its discriminator
                 discriminator.loadBytes(savedDiscriminator(settings.continue_from))
+                if "d_learning_rate" in {*givenFlags(settings, GAIL_HYPERPARAMS), *settings.hyperparam_overrides}:
+                    for group in discriminator.optimizer.param_groups:  # given now: over the saved one
+                        group["lr"] = hyperparams["d_learning_rate"]
         except (ValueError, RuntimeError) as error:  # RuntimeError: saved weights of another d_hidden
             env.close()
             raise UsageError(str(error).splitlines()[0]) from None
