@@ -94,13 +94,17 @@ def _bufferRecord(model_file: str, keyword: str) -> tuple[str, dict]:
     return data[f"{keyword}_class"].get("__module__", ""), data[f"{keyword}_kwargs"]
 
 
-def test_ppo2_trains_on_shifted_minibatches_and_a_continued_run_can_stop(tmp_path) -> None:
+def test_ppo2_trains_on_shifted_minibatches_the_same_for_a_seed_and_a_continued_run_can_stop(tmp_path) -> None:
     short = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
     shifted = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment", "shift", "--log-dir", tmp_path / "a")
     with open(os.path.join(shifted, "args.json")) as handle:
         assert json.load(handle)["augment"] == "shift"
     model = registered_rl["ppo2"][0].load(os.path.join(shifted, "ppo2_model.zip")).model
     assert isinstance(model.rollout_buffer, AugmentedRolloutBuffer)
+    # the offsets come from the generators the run's seed seeds: the same command, the same weights
+    again = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment", "shift", "--log-dir", tmp_path / "c")
+    weights = registered_rl["ppo2"][0].load(os.path.join(again, "ppo2_model.zip")).model.policy.state_dict()
+    assert all(torch.equal(value, weights[name]) for name, value in model.policy.state_dict().items())
     # continued with --augment none: SB3's own buffer again, and the saved model says so
     plain = trainHere("--algo", "ppo2", *PIXELS, *short, "--load-rl-model-path",
                       os.path.join(shifted, "ppo2_model.zip"), "--log-dir", tmp_path / "b")
