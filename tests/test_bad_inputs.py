@@ -41,6 +41,7 @@ COMPARE = "replay.compare_plots"
 VISDOM = "replay.visdom_server"
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels"]
 READ_ONLY_NAME = "read_only_logs"
 BROKEN_PLUGIN = "broken_algo"
 # Flags put before each case's own arguments (argparse keeps the last value, so a case can override them): runs go
@@ -68,6 +69,10 @@ CASES = [
      ["--renderer sprites", "OmnirobotEnv-v0", "MobileRobotGymEnv-v0"]),
     ("train-lowpoly-on-mobile-robot", TRAIN, [*GT, "--renderer", "lowpoly"],
      ["--renderer lowpoly", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
+    ("train-unknown-augmentation", TRAIN, [*PIXELS, "--augment", "flip"], ["--augment", "'flip'", "shift"]),
+    ("train-augment-a-state", TRAIN, [*GT, "--augment", "shift"], ["--augment shift", "raw_pixels", "'ground_truth'"]),
+    ("train-augment-with-an-algo-without-it", TRAIN, [*PIXELS, "--algo", "a2c", "--augment", "shift"],
+     ["--augment shift", "a2c", "algorithms that do", "ppo2", "sac", "td3"]),
     ("train-zero-timesteps", TRAIN, [*GT, "--num-timesteps", "0"], ["--num-timesteps", "'0'", "positive integer"]),
     ("train-text-timesteps", TRAIN, [*GT, "--num-timesteps", "lots"], ["--num-timesteps", "'lots'"]),
     ("train-negative-eval-freq", TRAIN, [*GT, "--eval-freq", "-100"], ["--eval-freq", "'-100'"]),
@@ -271,7 +276,7 @@ CATEGORIES = {
         "pipeline-unknown-algo", "search-unknown-algo", "search-unknown-optimizer", "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
-        "srl-train-unknown-augmentation", "train-gail-unknown-learner"],
+        "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],
     "wrong type or range": [
         "train-zero-timesteps", "train-text-timesteps", "train-negative-eval-freq", "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-hyperparam-out-of-range",
@@ -298,7 +303,8 @@ CATEGORIES = {
     "incompatible combination": [
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "train-fpv-without-camera",
         "train-force-down-without-arm", "train-renderer-the-env-lacks", "generator-renderer-the-env-lacks",
-        "train-lowpoly-on-mobile-robot", "generator-sprites-on-kuka",
+        "train-lowpoly-on-mobile-robot", "generator-sprites-on-kuka", "train-augment-a-state",
+        "train-augment-with-an-algo-without-it",
         "train-srl-path-with-ground-truth", "pipeline-ray-address-without-ray", "pipeline-reserved-tag",
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",

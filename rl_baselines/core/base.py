@@ -212,6 +212,15 @@ class BaseRLObject(abc.ABC):
         (hyperparams.parserHyperParam)."""
         return hp.parserHyperParam(cls, hyperparams)
 
+    @classmethod
+    def augmentsUpdates(cls) -> bool:
+        """
+        :return: whether ``train`` augments the image observations its updates learn from as ``settings.augment``
+            names them (end-to-end pixel RL: the batches of the updates, never the frames collected); the train
+            command refuses ``--augment`` other than ``none`` for an algorithm that does not (default: False)
+        """
+        return False
+
     @abc.abstractmethod
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         """

@@ -45,6 +45,8 @@ class RunSettings:
     :param srl_model_path: the trained SRL model's folder, None for a mode the env computes or a config lookup
     :param srl_config_file: the file mapping (env, SRL model name) to a folder
     :param srl_ground_truth_scale: learned SRL states scaled to the ground truth's size (docs/srl.md)
+    :param augment: the augmentation of the image observations the updates learn from (``none``, ``shift``: an
+        algorithm whose ``augmentsUpdates()`` is True applies it; the train command refuses it for the others)
     :param env_kwargs: the env constructor keywords of the run
     :param run_dir: the run folder, None when training from Python without one
     :param monitor_dir: the folder of the monitor CSVs, None for no monitor files
@@ -70,6 +72,7 @@ class RunSettings:
     srl_model_path: str | None = None
     srl_config_file: str | None = None
     srl_ground_truth_scale: bool = False
+    augment: str = "none"
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     run_dir: str | None = None
     monitor_dir: str | None = None

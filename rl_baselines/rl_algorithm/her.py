@@ -127,6 +127,7 @@ class HERModel(OffPolicyRLObject):
     ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     SB3_CLASS: ClassVar[type | None] = None  # the learner's, set per instance by train and load
     POLICIES = {"pixels": "MultiInputPolicy", "state": "MultiInputPolicy"}
+    AUGMENTED_BUFFER = None  # its buffer is HER's (goal-conditioned dict observations): no --augment
     # HER's own; the learner's are those of its class (baseHyperparams), resolved by hyperparamsFromArgs.
     HYPERPARAMS = HER_HYPERPARAMS
 

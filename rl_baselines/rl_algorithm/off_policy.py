@@ -15,6 +15,7 @@ from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckA
 
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.rl_algorithm.augmented_buffers import AugmentedReplayBuffer
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 NOISE_TYPES = ("none", "normal", "ou")
@@ -133,8 +134,10 @@ class OffPolicyRLObject(StableBaselinesRLObject):
     Base of the replay-buffer algorithms. Subclasses whose HYPERPARAMS hold ``noise_type`` and ``noise_std``
     get exploration noise added to their deterministic actions (SB3's ``action_noise``); the noise is saved with the
     model and rebuilt on ``--load-rl-model-path`` when either noise flag is given (the other one then takes its
-    default).
+    default). ``--augment`` shifts each replay sample's observations and next observations independently (DrQ).
     """
+
+    AUGMENTED_BUFFER = AugmentedReplayBuffer
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 from stable_baselines3 import PPO
 
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.rl_algorithm.augmented_buffers import AugmentedRolloutBuffer
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
@@ -16,6 +17,7 @@ class PPO2Model(StableBaselinesRLObject):
     NAME = "ppo2"
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
+    AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment: each minibatch of the update (policy and value losses)
     HYPERPARAMS = {
         "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
         "batch_size": Hyperparam(64, "minibatch size", bounds=(1, None), search=[32, 64, 128, 256]),

@@ -35,6 +35,7 @@ from rl_baselines.core.hyperparams import givenFlags
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
 from rl_baselines.envs.factory import saveNormalisation
+from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferKeywords
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
@@ -70,6 +71,9 @@ class StableBaselinesRLObject(BaseRLObject):
     POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}
     # Checkpoints wait for the start of a rollout (after the previous update): see sb3Callback.
     CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = True
+    # The buffer whose batches hold the augmented views of ``--augment`` (rl_baselines.rl_algorithm.augmented_buffers),
+    # None for an algorithm that does not augment its updates.
+    AUGMENTED_BUFFER: ClassVar[AugmentedBuffer | None] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -107,15 +111,23 @@ class StableBaselinesRLObject(BaseRLObject):
         return dict(hyperparams)
 
     @classmethod
+    def augmentsUpdates(cls) -> bool:
+        """:return: whether the algorithm declares an :attr:`AUGMENTED_BUFFER`"""
+        return cls.AUGMENTED_BUFFER is not None
+
+    @classmethod
     def modelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
-        :param settings: the run's settings (``lr_schedule``)
+        :param settings: the run's settings (``lr_schedule``, ``augment``)
         :param hyperparams: typed hyperparameters by name
         :param env: the training VecEnv
         :return: :meth:`makeModelKwargs`, with a number ``learning_rate`` decaying linearly under
-            ``--lr-schedule linear``
+            ``--lr-schedule linear``, and, for an algorithm with an :attr:`AUGMENTED_BUFFER`, the buffer of
+            ``--augment`` (SB3's own for ``none``: also what a continued model trained with a shift then gets)
         """
         kwargs = cls.makeModelKwargs(settings, hyperparams, env)
+        if cls.AUGMENTED_BUFFER is not None:
+            kwargs.update(bufferKeywords(cls.AUGMENTED_BUFFER, settings.augment))
         rate = kwargs.get("learning_rate")
         if settings.option("lr_schedule", "constant") == "linear" and rate is not None and not callable(rate):
             kwargs["learning_rate"] = linearSchedule(float(rate))

@@ -165,6 +165,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     if refusal is not None:
         raise UsageError(refusal)
     _checkGroundTruthScale(args, registered_rl, env_class)
+    _checkAugment(args, registered_rl)
     if args.img_shape is not None:
         channels, height, width = args.img_shape
         if channels != 3 or height < 16 or width < 16:
@@ -231,6 +232,24 @@ def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type)
         env_class.getGroundTruthDim()
     except NotImplementedError:
         raise UsageError(f"--srl-ground-truth-scale: {args.env} has no ground-truth state size") from None
+
+
+def _checkAugment(args: TrainConfig, algorithms: dict) -> None:
+    """
+    :param args: the run's settings (augment, srl_model, algo)
+    :param algorithms: the algorithm table (name -> (class, ...))
+    :raises UsageError: ``--augment`` other than none with an algorithm that does not augment its updates, or on
+        observations that are not camera images
+    """
+    if args.augment == "none":
+        return
+    if not algorithms[args.algo][0].augmentsUpdates():
+        supporting = [name for name, entry in sorted(algorithms.items()) if entry[0].augmentsUpdates()]
+        raise UsageError(f"--augment {args.augment}: --algo {args.algo} does not augment its updates; algorithms "
+                         f"that do: {', '.join(supporting) or 'none installed'}")
+    if args.srl_model != "raw_pixels":
+        raise UsageError(f"--augment {args.augment} augments camera images: it needs --srl-model raw_pixels, not "
+                         f"{args.srl_model!r} (a state)")
 
 
 def _resolveRunOptions(args: TrainConfig) -> TrainConfig:

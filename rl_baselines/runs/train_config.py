@@ -34,6 +34,7 @@ from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
+from srl_models.augment import AUGMENTATIONS
 from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
 from srl_toolbox.files import readJson
@@ -52,7 +53,7 @@ DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 4
+ARGS_FORMAT = 5
 ARGS_FORMAT_KEY = "args_format"
 
 
@@ -91,6 +92,10 @@ class TrainConfig:
     srl_ground_truth_scale: bool = setting(False, "learned SRL models: multiply the normalised state by "
                                            "sqrt(ground-truth dim / state dim), so that the policy's input has the "
                                            "size of the env's ground truth (docs/srl.md)")
+    augment: str = setting("none", "raw_pixels: augmentation of the images the updates learn from, not of those "
+                           "collected: none, or shift (a random shift of up to 4 pixels, per image; ppo2: each "
+                           "minibatch, policy and value losses; replay-buffer algorithms: each sample's observations "
+                           "and next observations independently)", choices=tuple(AUGMENTATIONS))
     num_stack: int = setting(1, "frames stacked per observation", parse=positiveInt)
     action_repeat: int = setting(1, "env steps per agent action", parse=positiveInt)
     episode_window: int = setting(40, "moving-average window of the reward curve, in episodes", parse=positiveInt,
@@ -234,7 +239,7 @@ class TrainConfig:
             env=self.env, srl_model=self.srl_model, seed=self.seed, num_cpu=self.num_cpu, device=self.device,
             continuous_actions=self.continuous_actions, num_stack=self.num_stack, action_repeat=self.action_repeat,
             img_shape=self.img_shape, srl_model_path=self.srl_model_path, srl_config_file=self.srl_config_file,
-            srl_ground_truth_scale=self.srl_ground_truth_scale,
+            srl_ground_truth_scale=self.srl_ground_truth_scale, augment=self.augment,
             env_kwargs=self.env_kwargs or envKwargsFromArgs(self), run_dir=self.run_dir,
             monitor_dir=self.monitor_dir, continue_from=self.load_rl_model_path,
             pretrain_dataset=self.pretrain_dataset, pretrain_epochs=self.pretrain_epochs,
@@ -270,6 +275,8 @@ UPGRADES: dict[int, dict[str, Any]] = {
     # format 3 -> 4: --features-extractor, a flag of the SB3-backed algorithms (their pixel policy's CNN); every
     # earlier run's was SB3's NatureCNN (the key means nothing to the other algorithms, which have no CNN choice)
     3: {"features_extractor": "nature"},
+    # format 4 -> 5: --augment; every earlier run learned from the images as collected
+    4: {"augment": "none"},
 }
 
 
