@@ -51,6 +51,7 @@ ALGO_ARGS: dict[str, list[str]] = {
     "deepq": ["--hyperparam", *OFF_POLICY],
     # HER samples finished episodes only: it needs num_cpu x 250 steps before learning.
     "her": ["--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
+    "maskable_ppo": ["--hyperparam", "n_epochs:2"],
     "ppo2": ["--hyperparam", "n_epochs:2"],
     "ppo_lstm": ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"],
     "qrdqn": ["--hyperparam", "learning_starts:100"],
