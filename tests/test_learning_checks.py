@@ -125,6 +125,16 @@ def test_verdict_and_case_selection():
     assert "td3 skipped: not registered when the benchmark ran" in notes
 
 
+def test_steps_to_threshold_is_the_first_crossing_of_the_moving_mean():
+    episodes = {"rewards": np.array([0.0, 10.0, 2.0, 10.0, 10.0]), "timesteps": np.array([5, 10, 15, 20, 25])}
+    # means of the last 2 episodes: 0, 5, 6, 6, 10 (the first one alone)
+    assert learning.stepsToThreshold(episodes, 6.0, window=2) == 15
+    assert learning.stepsToThreshold(episodes, 10.0, window=2) == 25
+    assert learning.stepsToThreshold(episodes, 5.0, window=1) == 10
+    assert np.isnan(learning.stepsToThreshold(episodes, 11.0, window=2))
+    assert np.isnan(learning.stepsToThreshold(episodes, None, window=2))
+
+
 def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monkeypatch):
     committed = open(learning.RUNS_FILE, "rb").read()
     monkeypatch.setattr(learning, "RUNS_FILE", str(tmp_path / "runs.json"))

@@ -3,18 +3,20 @@ and the env's action masks reach the agent wherever it acts.
 
 The masks are checked with a policy made to always prefer one move (action 0): on MobileRobot that move ends at a wall,
 where it is masked. With the masks, the agent takes another move and never bumps (no -1 reward); without them it
-bumps at every step once at the wall. The replay (enjoy, the API's playEpisodes), the periodic evaluation and the
-dataset generator's ``--policy`` replay must all give such an agent its masks.
+bumps at every step once at the wall. The replay (enjoy, the API's playEpisodes), the periodic evaluation, the
+dataset generator's ``--policy`` replay and the learning benchmark's count of masked moves must all give such an
+agent its masks.
 """
 from __future__ import annotations
 
 import glob
 import os
+import sys
 
 import numpy as np
 import pytest
 import torch
-from conftest import runModule, trainHere
+from conftest import REPO, runModule, trainHere
 from test_determinism import monitorRows
 
 from environments import dataset_generator
@@ -30,6 +32,9 @@ from rl_baselines.runs.loaded_run import loadRun, playEpisodes
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from rl_baselines.sweeps.sweep import checkGrid
 from srl_toolbox.cli import UsageError
+
+sys.path.insert(0, REPO)
+from benchmarks import learning  # noqa: E402
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -130,6 +135,8 @@ def test_masks_reach_the_agent_wherever_it_acts(maskedRun, tmp_path, biasedLoad,
     with np.load(folder) as data:
         rewards = data["rewards"]
     assert len(rewards) == EPISODE and np.all(rewards >= 0)
+    # the learning benchmark's count of masked moves (a policy that would bump without its masks)
+    assert learning.maskedMovesPerEpisode(maskedRun, 1, seed=0) == 0
 
 
 def test_sweep_and_refusals(tmp_path):
