@@ -16,8 +16,8 @@ An algorithm "beats random clearly" when its mean minus one standard deviation c
 On the tasks with a :data:`THRESHOLD`, a run's "steps to threshold" are the env steps after which the mean of its
 last ``--last-episodes`` training episodes first reaches it. On the envs with action masks (MobileRobot's wall bumps,
 the Kuka arm's clipped no-op moves, discrete actions), the final policy then plays :data:`MASK_EPISODES` episodes
-(sampled actions, as in training) and the table gives the masked moves it takes per episode: none for maskable_ppo,
-which never takes one; what ppo2 wastes for comparison.
+(sampled actions, as in training; ``benchmarks.masked_moves`` in a subprocess) and the table gives the masked moves
+it takes per episode: none for maskable_ppo, which never takes one; what ppo2 wastes for comparison.
 
 Usage: ``python -m benchmarks.learning [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]
 [--reuse [--rerun A ...]]`` (``make bench-learning``; about 45 minutes on 2 cores, ``--quick`` a few minutes and
@@ -47,13 +47,9 @@ from tqdm import tqdm
 
 from benchmarks.archive import loadRecords, writeRecords
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
-from environments import getEnvClass
 from environments.srl_env import SRLGymEnv
-from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.runs.loaded_run import loadRun
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.train import offersActionMasks
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -68,8 +64,10 @@ SOLVED = {MOBILE: 230.0, CARTPOLE: 500.0, PENDULUM: -150.0, KUKA: 5.0}
 # Steps to threshold: the training mean reward ppo2's docstring measures on MobileRobot (150), and on the Kuka arm
 # (episodes end after 5 steps pressing the button, so at most 5) 4 presses, the paper's ground-truth level (4.2).
 THRESHOLD = {MOBILE: 150.0, KUKA: 4.0}
-# Episodes of the final policy in which masked moves are counted (envs with action masks, discrete actions).
+# Episodes of the final policy in which masked moves are counted (benchmarks.masked_moves), on the envs with action
+# masks (discrete actions).
 MASK_EPISODES = 5
+MASKED_ENVS = (MOBILE, KUKA)
 CLEAR_FRACTION = 0.25
 RANDOM = "random_agent"
 
@@ -156,7 +154,6 @@ CASES: tuple[Case, ...] = (
 )
 QUICK_STEPS = 2000
 RUNS_FILE = os.path.join(ROOT, "benchmarks", "learning_runs.json")
-MASK_SEED_OFFSET = 20_000  # the masked moves are counted on other starts than training's (seed + 0)
 
 # Published figures: RL Zoo benchmark.md (one run per pair, deterministic evaluation over ~150k steps after training
 # for n_timesteps), https://github.com/DLR-RM/rl-baselines3-zoo/blob/0088472b8cb622732bdbc4aa3d0d0abde86c67ed/benchmark.md
@@ -366,8 +363,8 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
         return RunResult(case, seed, float("nan"), steps, wall, error="no finished episode")
     rate = float(episodes["timesteps"][-1] / episodes["times"].max()) if episodes["times"].max() > 0 else float("nan")
     masked = float("nan")
-    if not case.continuous and offersActionMasks(getEnvClass(case.env)):
-        masked = maskedMovesPerEpisode(folder, MASK_EPISODES, seed)
+    if not case.continuous and case.env in MASKED_ENVS:
+        masked = countMaskedMoves(folder, seed, env)
     return RunResult(case, seed, float(rewards[-last_episodes:].mean()), int(done.group(1)) if done else steps, wall,
                      rate, to_threshold=stepsToThreshold(episodes, THRESHOLD.get(case.env), last_episodes),
                      masked=masked)
@@ -391,28 +388,17 @@ def stepsToThreshold(episodes: dict[str, np.ndarray], threshold: float | None, w
     return float(episodes["timesteps"][reached[0]]) if reached.size else float("nan")
 
 
-def maskedMovesPerEpisode(run_dir: str, episodes: int, seed: int) -> float:
+def countMaskedMoves(run_dir: str, seed: int, env: dict[str, str]) -> float:
     """
-    :param run_dir: a finished run on an env with action masks
-    :param episodes: episodes to play with its final policy (sampled actions, the masks given to an algorithm that
-        uses them, as everywhere it acts)
-    :param seed: the replay env's seed
-    :return: the moves its env masks that the policy took, per episode
+    :param run_dir: a finished run on one of MASKED_ENVS
+    :param seed: its seed
+    :param env: the environment variables of its train command
+    :return: benchmarks.masked_moves's count per episode (nan when the script fails)
     """
-    run = loadRun(run_dir)
-    env = run.makeEnv(seed=seed + MASK_SEED_OFFSET)
-    masked, finished = 0, 0
-    observation, dones = env.reset(), np.ones(1, dtype=bool)
-    try:
-        while finished < episodes:
-            allowed = np.stack(env.env_method("action_masks"))
-            action = run.model.getAction(observation, dones, **actionMaskKeywords(run.model, env))
-            masked += int(not allowed[0, int(np.asarray(action).reshape(-1)[0])])
-            observation, _, dones, _ = env.step(action)
-            finished += int(dones[0])
-    finally:
-        env.close()
-    return masked / episodes
+    result = subprocess.run([sys.executable, "-m", "benchmarks.masked_moves", run_dir, "--episodes",
+                             str(MASK_EPISODES), "--seed", str(seed)], cwd=ROOT, env=env, capture_output=True, text=True)
+    lines = result.stdout.strip().splitlines()
+    return float(lines[-1]) if result.returncode == 0 and lines else float("nan")
 
 
 def runKey(case: Case, steps: int, seed: int, last_episodes: int) -> str:

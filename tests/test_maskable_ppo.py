@@ -34,7 +34,7 @@ from rl_baselines.sweeps.sweep import checkGrid
 from srl_toolbox.cli import UsageError
 
 sys.path.insert(0, REPO)
-from benchmarks import learning  # noqa: E402
+from benchmarks import masked_moves  # noqa: E402
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -136,7 +136,7 @@ def test_masks_reach_the_agent_wherever_it_acts(maskedRun, tmp_path, biasedLoad,
         rewards = data["rewards"]
     assert len(rewards) == EPISODE and np.all(rewards >= 0)
     # the learning benchmark's count of masked moves (a policy that would bump without its masks)
-    assert learning.maskedMovesPerEpisode(maskedRun, 1, seed=0) == 0
+    assert masked_moves.maskedMovesPerEpisode(maskedRun, 1, seed=0) == 0
 
 
 def test_sweep_and_refusals(tmp_path):
