@@ -436,13 +436,18 @@ def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episode
 
 def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], last_episodes: int,
                rerun: set[str]) -> list[RunResult]:
-    """:return: the recorded results of the (case, seed) pairs that need not run again"""
+    """
+    :return: the recorded results of the (case, seed) pairs that need not run again (a record without the steps to
+        threshold or masked moves its row now reports runs again)
+    """
     recorded = loadRecordedRuns()
     reused = []
     for case in cases:
+        wanted = (("to_threshold",) if case.env in THRESHOLD and case.algo != RANDOM else ()) + (
+            ("masked",) if case.env in MASKED_ENVS and not case.continuous else ())
         for seed in seeds:
             entry = recorded.get(runKey(case, steps_of[case], seed, last_episodes))
-            if entry is not None and case.algo not in rerun:
+            if entry is not None and case.algo not in rerun and all(key in entry for key in wanted):
                 reused.append(RunResult(case, seed, float(entry["final"]), int(entry["steps"]), float(entry["wall"]),
                                         float(entry["rate"]), date=entry["date"],
                                         to_threshold=float(entry.get("to_threshold", "nan")),
