@@ -8,6 +8,7 @@ envs that ``benchmarks/learning.py`` declares to the command line as a plugin.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 
@@ -152,5 +153,15 @@ def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monke
     assert learning.reusedRuns([case], {case: 2000}, [0], 20, rerun=set()) == []
     assert learning.reusedRuns([case], steps_of, [0], 10, rerun=set()) == []
     assert os.path.isfile(tmp_path / "runs.json")
+    # a record made before the row reported steps to threshold and masked moves runs again
+    discrete = learning.Case("ppo2", learning.MOBILE, False, 1000)
+    learning.recordRuns([learning.RunResult(discrete, 0, 12.5, 1000, 9.0, 111.0, to_threshold=500.0, masked=1.0)],
+                        {discrete: 1000}, last_episodes=20)
+    assert [r.masked for r in learning.reusedRuns([discrete], {discrete: 1000}, [0], 20, rerun=set())] == [1.0]
+    records = learning.loadRecordedRuns()
+    del records[learning.runKey(discrete, 1000, 0, 20)]["masked"]
+    with open(learning.RUNS_FILE, "w", encoding="utf-8") as handle:
+        json.dump(records, handle)
+    assert learning.reusedRuns([discrete], {discrete: 1000}, [0], 20, rerun=set()) == []
     monkeypatch.undo()
     assert open(learning.RUNS_FILE, "rb").read() == committed  # the committed record is left alone
