@@ -149,8 +149,8 @@ CASES: tuple[Case, ...] = (
     # The arm as in the SRL + RL benchmark (ppo2's deterministic evaluation reached 5 presses after 15k-25k steps
     # there): a random target, never up; masked moves are those the work box clips to nothing.
     Case(RANDOM, KUKA, False, 10_000, KUKA_FLAGS),
-    Case("ppo2", KUKA, False, 40_000, KUKA_FLAGS),
-    Case("maskable_ppo", KUKA, False, 40_000, KUKA_FLAGS),
+    Case("ppo2", KUKA, False, 30_000, KUKA_FLAGS),
+    Case("maskable_ppo", KUKA, False, 30_000, KUKA_FLAGS),
 )
 QUICK_STEPS = 2000
 RUNS_FILE = os.path.join(ROOT, "benchmarks", "learning_runs.json")
@@ -429,9 +429,19 @@ def recordRuns(results: list[RunResult], steps_of: dict[Case, int], last_episode
     stamp = time.strftime("%Y-%m-%d")
     entries = {runKey(result.case, steps_of[result.case], result.seed, last_episodes): {
         "final": result.final, "steps": result.steps, "wall": result.wall, "rate": result.rate, "date": stamp,
-        "to_threshold": result.to_threshold, "masked": result.masked}
+        "to_threshold": _orNone(result.to_threshold), "masked": _orNone(result.masked)}
         for result in results if not result.error}
     writeRecords(path or RUNS_FILE, entries, not_compared=("date",))
+
+
+def _orNone(value: float) -> float | None:
+    """:return: ``value``, None for nan (JSON has no nan)"""
+    return None if math.isnan(value) else value
+
+
+def _orNan(value: float | None) -> float:
+    """:return: ``value`` as a float, nan for None (what :func:`_orNone` wrote)"""
+    return float("nan") if value is None else float(value)
 
 
 def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], last_episodes: int,
@@ -450,13 +460,13 @@ def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], l
             if entry is not None and case.algo not in rerun and all(key in entry for key in wanted):
                 reused.append(RunResult(case, seed, float(entry["final"]), int(entry["steps"]), float(entry["wall"]),
                                         float(entry["rate"]), date=entry["date"],
-                                        to_threshold=float(entry.get("to_threshold", "nan")),
-                                        masked=float(entry.get("masked", "nan"))))
+                                        to_threshold=_orNan(entry.get("to_threshold")),
+                                        masked=_orNan(entry.get("masked"))))
     return reused
 
 
 def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs: int, last_episodes: int,
-           skip: frozenset[tuple[Case, int]] = frozenset()) -> list[RunResult]:
+           skip: frozenset[tuple[Case, int]] = frozenset(), record: bool = False) -> list[RunResult]:
     """
     Run every (case, seed), ``jobs`` at a time, longest first so that the parallel slots stay busy.
 
@@ -466,6 +476,8 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     :param jobs: runs at a time (subprocesses)
     :param last_episodes: episodes averaged into a run's final reward
     :param skip: (case, seed) pairs not to run
+    :param record: add each run to :data:`RUNS_FILE` as it finishes (an interrupted benchmark keeps them for
+        ``--reuse``)
     :return: the results, in no particular order
     """
     work = sorted(((case, seed) for case in cases for seed in seeds if (case, seed) not in skip),
@@ -481,7 +493,10 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
             for future in as_completed(futures):
                 result = future.result()
                 results.append(result)
-                status = result.error or f"final {result.final:.1f}"
+                if record:
+                    recordRuns([result], steps_of, last_episodes)
+                status = result.error or (f"final {result.final:.1f}, to threshold {result.to_threshold:.0f}, "
+                                          f"masked {result.masked:.1f}")
                 bar.write(f"{result.case.algo} {result.case.label()} seed {result.seed}: {status} "
                           f"({result.steps} steps, {result.wall:.0f} s)")
                 bar.update(1)
@@ -491,13 +506,15 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     return results
 
 
-# Rough env steps/s of each algorithm on 1 core (measured on MobileRobot), only used to order the runs.
+# Rough env steps/s of each algorithm on 1 core (measured on MobileRobot), and of the slower envs with ppo2 (Kuka's
+# physics: docs/benchmarks.md), only used to order the runs.
 _RATE = {"tqc": 50, "td3": 100, "sac": 170, "ddpg": 170, "ppo_lstm": 110, "qrdqn": 300, "her": 400}
+_ENV_RATE = {KUKA: 200}
 
 
 def expectedSeconds(case: Case, steps: int) -> float:
     """:return: a guess of a run's duration, to start the long ones first"""
-    return 3.0 + steps / _RATE.get(case.algo, 1000)
+    return 3.0 + steps / min(_RATE.get(case.algo, 1000), _ENV_RATE.get(case.env, 1000))
 
 
 # --- the table -------------------------------------------------------------------------------------------------------
@@ -626,10 +643,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{len(reused)} runs reused from {os.path.relpath(RUNS_FILE, ROOT)}")
     start = time.perf_counter()
     fresh = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
-                   skip=frozenset((result.case, result.seed) for result in reused))
+                   skip=frozenset((result.case, result.seed) for result in reused), record=not args.quick)
     elapsed = time.perf_counter() - start
-    if not args.quick:
-        recordRuns(fresh, steps_of, args.last_episodes)
     results = reused + fresh
     table = markdownTable(cases, summarise(results), len(args.seeds))
     print(table)
