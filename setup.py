@@ -26,6 +26,7 @@ RL_ALGORITHMS = [
     "deepq = rl_baselines.rl_algorithm.deepq:DQNModel",
     "gail = rl_baselines.rl_algorithm.gail:GAILModel",
     "her = rl_baselines.rl_algorithm.her:HERModel",
+    "maskable_ppo = rl_baselines.rl_algorithm.maskable_ppo:MaskablePPOModel",
     "ppo1 = rl_baselines.rl_algorithm.ppo1:PPO1Model",
     "ppo2 = rl_baselines.rl_algorithm.ppo2:PPO2Model",
     "ppo_lstm = rl_baselines.rl_algorithm.ppo_lstm:PPOLSTMModel",

@@ -23,6 +23,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
+from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.runs.loaded_run import loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
@@ -218,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if plotting is not None:
                 plotting.beforeStep(env, observation, dones)
             kwargs = {"deterministic": True} if args.deterministic else {}
-            action = agent.getAction(observation, dones, **kwargs)
+            action = agent.getAction(observation, dones, **kwargs, **actionMaskKeywords(agent, env))
             observation, rewards, dones, _ = env.step(action)
             running += rewards
             steps += env.num_envs

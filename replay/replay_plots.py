@@ -28,6 +28,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
+from rl_baselines.core.base import actionMaskKeywords
 from srl_toolbox.files import atomicPath
 
 # Private helpers of the learning-curve plotter, reused so that every plotter connects, subsamples and reports alike.
@@ -237,7 +238,7 @@ class ReplayPlotting:
         if not self.with_proba:
             return
         try:
-            proba = self.agent.getActionProba(observation, dones)
+            proba = self.agent.getActionProba(observation, dones, **actionMaskKeywords(self.agent, env))
         except NotImplementedError as error:
             self.with_proba = False
             reason = str(error) or f"{self.algo_name} does not implement getActionProba"

@@ -193,8 +193,9 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
     :param run_dir: a run folder written by training (``TrainResult.run_dir``)
     :param which: ``latest`` (the final model) or ``best`` (the best one, saved in ``best/``)
     :param srl_model_path: the run's trained SRL model, moved since training (its files must hash the same)
-    :return: the run: ``model`` (``model.getAction(observation, deterministic=True)``), ``args`` (its arguments) and
-        ``makeEnv(num_envs=1, seed=0)``, the env it acts on
+    :return: the run: ``model`` (``model.getAction(observation, deterministic=True)``, plus
+        ``**rl_baselines.core.base.actionMaskKeywords(model, env)`` for an algorithm that uses the env's action
+        masks: maskable_ppo), ``args`` (its arguments) and ``makeEnv(num_envs=1, seed=0)``, the env it acts on
     :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, SRL model changed
     """
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from environments import getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.checkpointing import readManifest
 from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, loadModel, makeEnv
@@ -184,7 +184,8 @@ def _observations(env: Any, model: Any, steps: int) -> list[np.ndarray]:
     observation = env.reset()
     seen = [observation]
     for _ in range(steps):
-        observation, _, _, _ = env.step(model.getAction(observation, deterministic=True))
+        observation, _, _, _ = env.step(model.getAction(observation, deterministic=True,
+                                                        **actionMaskKeywords(model, env)))
         seen.append(observation)
     return seen
 

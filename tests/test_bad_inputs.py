@@ -102,6 +102,10 @@ CASES = [
      ["'ppo2'", "not 'a2c'"]),
     ("train-continuous-on-discrete-algo", TRAIN, [*GT, "--algo", "deepq", "-c"],
      ["deepq", "continuous", "algorithms that do", "ppo2"]),
+    ("train-maskable-continuous", TRAIN, [*GT, "--algo", "maskable_ppo", "-c"],
+     ["maskable_ppo", "continuous", "drop -c"]),
+    ("train-maskable-without-masks", TRAIN, ["--env", "OmnirobotEnv-v0", "--algo", "maskable_ppo"],
+     ["maskable_ppo", "action masks", "OmnirobotEnv-v0", "MobileRobotGymEnv-v0"]),
     ("train-fpv-without-camera", TRAIN, ["--env", "OmnirobotEnv-v0", "--fpv"],
      ["--fpv", "OmnirobotEnv-v0", "no second camera", "MobileRobotGymEnv-v0"]),
     ("train-force-down-without-arm", TRAIN, [*GT, "--force-down"],
@@ -134,6 +138,8 @@ CASES = [
     ("pipeline-read-only-log-dir", PIPELINE, [*GT, "--num-timesteps", "64", "--log-dir", "{ro}"], [READ_ONLY_NAME]),
     # --- rl_baselines.hyperparam_search
     ("search-unknown-algo", SEARCH, ["--algo", "nope"], ["'nope'", "valid choices", "ppo2"]),
+    ("search-maskable-without-masks", SEARCH, ["--algo", "maskable_ppo", "--env", "CarRacingGymEnv-v0"],
+     ["maskable_ppo", "action masks", "CarRacingGymEnv-v0"]),
     ("search-algo-without-space", SEARCH, ["--algo", "random_agent", *GT], ["random_agent", "no search space"]),
     ("search-evaluations-over-steps", SEARCH, [*GT, "--num-timesteps", "5", "--n-evaluations", "10"],
      ["--n-evaluations 10", "--num-timesteps 5"]),
@@ -302,6 +308,7 @@ CATEGORIES = {
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "train-fpv-without-camera",
+        "train-maskable-continuous", "train-maskable-without-masks", "search-maskable-without-masks",
         "train-force-down-without-arm", "train-renderer-the-env-lacks", "generator-renderer-the-env-lacks",
         "train-lowpoly-on-mobile-robot", "generator-sprites-on-kuka", "train-augment-a-state",
         "train-augment-with-an-algo-without-it",

@@ -54,6 +54,7 @@ ALGO_ARGS: dict[str, list[str]] = {
     "gail": ["--gail-dataset", os.path.join(os.path.dirname(__file__), "data", "gail_expert_mobile"), "--hyperparam",
              "n_epochs:2"],
     "her": ["--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
+    "maskable_ppo": ["--hyperparam", "n_epochs:2"],
     "ppo2": ["--hyperparam", "n_epochs:2"],
     "ppo_lstm": ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"],
     "qrdqn": ["--hyperparam", "learning_starts:100"],

@@ -8,6 +8,7 @@ envs that ``benchmarks/learning.py`` declares to the command line as a plugin.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import sys
 
@@ -125,6 +126,16 @@ def test_verdict_and_case_selection():
     assert "td3 skipped: not registered when the benchmark ran" in notes
 
 
+def test_steps_to_threshold_is_the_first_crossing_of_the_moving_mean():
+    episodes = {"rewards": np.array([0.0, 10.0, 2.0, 10.0, 10.0]), "timesteps": np.array([5, 10, 15, 20, 25])}
+    # means of the last 2 episodes: 0, 5, 6, 6, 10 (the first one alone)
+    assert learning.stepsToThreshold(episodes, 6.0, window=2) == 15
+    assert learning.stepsToThreshold(episodes, 10.0, window=2) == 25
+    assert learning.stepsToThreshold(episodes, 5.0, window=1) == 10
+    assert np.isnan(learning.stepsToThreshold(episodes, 11.0, window=2))
+    assert np.isnan(learning.stepsToThreshold(episodes, None, window=2))
+
+
 def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monkeypatch):
     committed = open(learning.RUNS_FILE, "rb").read()
     monkeypatch.setattr(learning, "RUNS_FILE", str(tmp_path / "runs.json"))
@@ -142,5 +153,15 @@ def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monke
     assert learning.reusedRuns([case], {case: 2000}, [0], 20, rerun=set()) == []
     assert learning.reusedRuns([case], steps_of, [0], 10, rerun=set()) == []
     assert os.path.isfile(tmp_path / "runs.json")
+    # a record made before the row reported steps to threshold and masked moves runs again
+    discrete = learning.Case("ppo2", learning.MOBILE, False, 1000)
+    learning.recordRuns([learning.RunResult(discrete, 0, 12.5, 1000, 9.0, 111.0, to_threshold=500.0, masked=1.0)],
+                        {discrete: 1000}, last_episodes=20)
+    assert [r.masked for r in learning.reusedRuns([discrete], {discrete: 1000}, [0], 20, rerun=set())] == [1.0]
+    records = learning.loadRecordedRuns()
+    del records[learning.runKey(discrete, 1000, 0, 20)]["masked"]
+    with open(learning.RUNS_FILE, "w", encoding="utf-8") as handle:
+        json.dump(records, handle)
+    assert learning.reusedRuns([discrete], {discrete: 1000}, [0], 20, rerun=set()) == []
     monkeypatch.undo()
     assert open(learning.RUNS_FILE, "rb").read() == committed  # the committed record is left alone

@@ -166,4 +166,5 @@ def test_help_lists_algorithms_and_their_flags():
     result = runModule("rl_baselines.train", "--algo", "a2c", "--help")
     assert result.returncode == 0
     assert "ppo2" in result.stdout and "random_agent" in result.stdout and "MobileRobotGymEnv-v0" in result.stdout
+    assert "maskable_ppo" in result.stdout
     assert "--rms-prop-eps" in result.stdout and "--n-steps" in result.stdout

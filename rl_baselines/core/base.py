@@ -24,6 +24,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
+from sb3_contrib.common.maskable.utils import get_action_masks
+from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core import hyperparams as hp
 from rl_baselines.core.algo_types import ActionType, AlgoType
@@ -48,7 +50,7 @@ MANIFEST_MEMBER = "srl_toolbox.json"
 SB3_STATE_FILE = "sb3.json"
 
 __all__ = ["MANIFEST_MEMBER", "OLDER_DECLARATIONS", "SB3_STATE_FILE", "SUPPORTED_API_VERSIONS", "BaseRLObject",
-           "TrainCallback", "notifyCleanPoint", "strToBool"]
+           "TrainCallback", "actionMaskKeywords", "notifyCleanPoint", "strToBool"]
 
 
 class BaseRLObject(abc.ABC):
@@ -74,6 +76,9 @@ class BaseRLObject(abc.ABC):
     # Whether ``train`` calls ``callback.cleanPoint(num_timesteps)`` (see notifyCleanPoint) between updates, where a
     # checkpoint is exactly what training goes on from; periodic checkpoints then wait for the next one.
     CHECKPOINT_AT_CLEAN_POINTS: ClassVar[bool] = False
+    # Whether getAction takes ``action_masks`` (discrete actions the env allows, see actionMaskKeywords): the callers
+    # that make the agent act pass them to such a class only, and the train command refuses it an env without masks.
+    USES_ACTION_MASKS: ClassVar[bool] = False
     # The hyperparameter spec (rl_baselines.core.hyperparams): each hyperparameter declared once. When a class declares
     # it, DEFAULT_HYPERPARAMS, HYPERPARAM_CHOICES and HYPERPARAM_BOUNDS are derived from it, and customArguments,
     # parserHyperParam, getOptParam and hyperparamsFromArgs work from it.
@@ -230,6 +235,10 @@ class BaseRLObject(abc.ABC):
             of the policy's distribution (a Gaussian's mean, no noise), squashed and clipped like a sampled action;
             the same observation then always gives the same action
         :return: a batch of actions, one per env
+
+        A class with ``USES_ACTION_MASKS`` also takes ``action_masks=None``: (n_envs, n_actions) bools, True where
+        the env allows the action (given by every caller: :func:`actionMaskKeywords`), and never returns a masked
+        action; the other classes never receive the keyword.
         """
         raise NotImplementedError
 
@@ -237,7 +246,8 @@ class BaseRLObject(abc.ABC):
         """
         :param observation: a batch of observations
         :param dones: which envs just ended an episode
-        :return: action probabilities (discrete) or the mean action (continuous), one row per env
+        :return: action probabilities (discrete) or the mean action (continuous), one row per env; a class with
+            ``USES_ACTION_MASKS`` also takes ``action_masks`` (as getAction) and gives the masked actions 0
         """
         raise NotImplementedError(f"{type(self).__name__} has no action distribution")
 
@@ -381,6 +391,22 @@ def _acceptingArguments(train: Callable[..., None]) -> Callable[..., None]:
         return train(self, env, *args, **kwargs)
 
     return accepting
+
+
+def actionMaskKeywords(algo: Any, env: Any) -> dict[str, np.ndarray]:
+    """
+    What a caller adds to ``getAction(observation, ...)``: the env's action masks for an algorithm that uses them.
+
+    :param algo: a BaseRLObject, or its class
+    :param env: what the agent acts on: a VecEnv (each env's ``action_masks()`` through ``env_method``, which the
+        env factory's wrappers pass on), or a single gymnasium env (its wrappers' ``action_masks()``)
+    :return: ``{"action_masks": (n_envs, n_actions) bools}`` when ``algo`` has ``USES_ACTION_MASKS``, else ``{}``
+        (so that an algorithm without masks keeps its signature)
+    """
+    if not getattr(algo, "USES_ACTION_MASKS", False):
+        return {}
+    masks = np.asarray(get_action_masks(env), dtype=bool)
+    return {"action_masks": masks if isinstance(env, VecEnv) else masks[None]}
 
 
 def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:

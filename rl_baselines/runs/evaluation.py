@@ -9,8 +9,9 @@ Every ``N`` env steps (all envs together, as the RL Zoo counts ``--eval-freq``) 
   monitor file;
 - with the training env's normalisation statistics copied in before each evaluation (SB3's
   ``sync_envs_normalization``); the evaluation env's own statistics never update;
-- with ``algo.getAction(observation, dones, deterministic=True)`` (``dones`` restarts a recurrent policy's state),
-  through SB3's ``evaluate_policy``;
+- with ``algo.getAction(observation, dones, deterministic=True)`` (``dones`` restarts a recurrent policy's state;
+  an algorithm with ``USES_ACTION_MASKS`` also gets the evaluation env's action masks), through SB3's
+  ``evaluate_policy``;
 - from the same starts each time: the evaluation env is reseeded with ``seed + EVAL_SEED_OFFSET`` before each
   evaluation, so the curve measures the policy rather than the draw of start states;
 - without changing training: the global random generators (Python, NumPy, torch) and the algorithm's action-space
@@ -33,7 +34,7 @@ import numpy as np
 from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
-from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.plugin_v1 import makeEnv
 from rl_baselines.core.run_folder import EVALUATIONS_FILE
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
@@ -52,10 +53,12 @@ class _GetActionPredictor:
     SB3's ``predict`` interface over a BaseRLObject, for ``evaluate_policy``.
 
     :param algo: the algorithm to act with
+    :param env: the VecEnv it acts on (its action masks, for an algorithm that uses them)
     """
 
-    def __init__(self, algo: BaseRLObject) -> None:
+    def __init__(self, algo: BaseRLObject, env: Any) -> None:
         self.algo = algo
+        self.env = env
 
     def predict(self, observation: Any, state: Any = None, episode_start: np.ndarray | None = None,
                 deterministic: bool = True) -> tuple[np.ndarray, None]:
@@ -67,7 +70,8 @@ class _GetActionPredictor:
         :return: (actions, None)
         """
         dones = None if episode_start is None else np.array(episode_start, dtype=bool)
-        return self.algo.getAction(observation, dones=dones, deterministic=deterministic), None
+        masks = actionMaskKeywords(self.algo, self.env)
+        return self.algo.getAction(observation, dones=dones, deterministic=deterministic, **masks), None
 
 
 def readEvaluations(path: str) -> dict[str, np.ndarray] | None:
@@ -212,7 +216,7 @@ class Evaluator:
                 self.env = self._makeEnv()
             self._syncNormalisation()
             self.env.seed(int(self.args.seed) + EVAL_SEED_OFFSET)
-            rewards, lengths = evaluate_policy(_GetActionPredictor(self.algo), self.env,
+            rewards, lengths = evaluate_policy(_GetActionPredictor(self.algo, self.env), self.env,
                                                n_eval_episodes=self.n_episodes, deterministic=True,
                                                return_episode_rewards=True, callback=recordSuccess, warn=False)
         finally:

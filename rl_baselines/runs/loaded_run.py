@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from environments import registered_env
+from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import checkModelFile
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
@@ -112,7 +113,7 @@ def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True
     Play until ``episodes`` episodes have finished. With several envs each plays its share (env i plays
     ``(episodes + i) // num_envs`` of them), so that short episodes are not over-counted.
 
-    :param model: the agent (a BaseRLObject)
+    :param model: the agent (a BaseRLObject; given the env's action masks when it uses them)
     :param env: a VecEnv built for it (left open)
     :param episodes: episodes to finish (> 0)
     :param deterministic: take the most likely action (else sample from the policy)
@@ -127,7 +128,7 @@ def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True
     observation = env.reset()
     dones = np.ones(num_envs, dtype=bool)  # every env starts an episode (recurrent agents reset their state)
     while (counts < targets).any():
-        action = model.getAction(observation, dones, deterministic=deterministic)
+        action = model.getAction(observation, dones, deterministic=deterministic, **actionMaskKeywords(model, env))
         observation, rewards, dones, _ = env.step(action)
         returns += rewards
         lengths += 1

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from environments.srl_env import isLearnedSRLModel
+from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
@@ -262,9 +263,10 @@ class RunPolicy:
         """
         :param env: the env being recorded (its state gives ground-truth and goal observations)
         :param pixels: the env's current image observation, uint8 (H, W, C)
-        :return: the agent's action for this step (sampled from its policy)
+        :return: the agent's action for this step (sampled from its policy; never one the env masks, for an agent
+            that uses action masks)
         """
-        action = self.agent.getAction(self.observation(env, pixels))[0]
+        action = self.agent.getAction(self.observation(env, pixels), **actionMaskKeywords(self.agent, env))[0]
         return action if self.continuous else int(action)
 
 

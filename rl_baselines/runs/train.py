@@ -146,6 +146,10 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
         raise UsageError(f"--algo {args.algo} does not support {kind} actions ({hint}); algorithms that do: "
                          f"{', '.join(supportingAlgorithms(wanted))}")
+    if algo_class.USES_ACTION_MASKS and not offersActionMasks(env_class):
+        having = [e for e in sorted(registered_env) if offersActionMasks(getEnvClass(e))]
+        raise UsageError(f"--algo {args.algo} needs action masks, which {args.env} does not offer; envs with masks: "
+                         f"{', '.join(having) or 'none installed'}")
     if args.action_joints:
         if not env_class.ACTION_JOINTS:
             with_joints = [e for e in sorted(registered_env) if getEnvClass(e).ACTION_JOINTS]
@@ -207,6 +211,13 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
+
+
+def offersActionMasks(env_class: type) -> bool:
+    """:return: whether the env class defines ``action_masks()`` (SRLGymEnv.offersActionMasks; an env plugin not
+    derived from SRLGymEnv: the method itself)"""
+    offers = getattr(env_class, "offersActionMasks", None)
+    return bool(offers()) if callable(offers) else callable(getattr(env_class, "action_masks", None))
 
 
 def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type) -> None:
