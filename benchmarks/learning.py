@@ -46,13 +46,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from tqdm import tqdm
 
 from benchmarks.archive import loadRecords, writeRecords
+from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetadata
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
-from environments.srl_env import SRLGymEnv
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.monitor_files import loadEpisodes
 
@@ -60,8 +59,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 MOBILE = "MobileRobotGymEnv-v0"
 KUKA = "KukaButtonGymEnv-v0"
-CARTPOLE = "CartPole-v1"
-PENDULUM = "Pendulum-v1"
 # Reward of a solved episode, to measure how much of the way from random each algorithm went: MobileRobot's best
 # measured policies score about 230 of 250 steps (the robot needs ~20 steps to reach the target), CartPole-v1 caps
 # episodes at 500, and the RL Zoo's best Pendulum-v1 agents average about -150.
@@ -203,120 +200,6 @@ PUBLISHED: dict[tuple[str, str], str] = {
     ("td3", PENDULUM): "td3 -151.9 +/- 90.2 (20k)",
     ("trpo", PENDULUM): "trpo -174.6 +/- 127.6 (100k)",
 }
-
-
-# --- CartPole-v1 and Pendulum-v1 as SRLGymEnv (declared to the runs as a plugin would be) ----------------------------
-
-
-class ClassicControlEnv(SRLGymEnv):
-    """
-    A gymnasium classic-control env behind the SRLGymEnv interface: its state is the ground truth.
-
-    :param srl_model: only "ground_truth"
-    :param is_discrete: must match the wrapped env's action space
-    :param seed: seed of the first reset
-    :param kwargs: the other SRLGymEnv keywords (unused by the task)
-    """
-
-    GYM_ID = ""
-    DISCRETE = True
-    SRL_MODES = ("ground_truth",)
-    RELATIVE_POS = False
-
-    def __init__(self, *, srl_model: str = "ground_truth", is_discrete: bool = True, seed: int | None = None,
-                 **kwargs: Any) -> None:
-        super().__init__(srl_model=srl_model, is_discrete=is_discrete, relative_pos=False, seed=seed, **kwargs)
-        if is_discrete != self.DISCRETE:
-            raise ValueError(f"{self.GYM_ID} has {'discrete' if self.DISCRETE else 'continuous'} actions only")
-        self._env = gym.make(self.GYM_ID)
-        self.observation_space = self._env.observation_space
-        self.action_space = self._env.action_space
-        self._state = np.zeros(self.observation_space.shape, dtype=np.float32)
-        self._next_seed = seed
-
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict]:
-        """
-        :param seed: reseeds the wrapped env when given (else the constructor's seed, once)
-        :param options: passed to the wrapped env
-        :return: (state, info)
-        """
-        super().reset(seed=seed)
-        seed, self._next_seed = (seed if seed is not None else self._next_seed), None
-        self._state, info = self._env.reset(seed=seed, options=options)
-        return self._state, info
-
-    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        """:param action: an action of the wrapped env"""
-        self._state, reward, terminated, truncated, info = self._env.step(action)
-        info["is_success"] = self.isSuccess(terminated, truncated)  # the monitor files record it
-        return self._state, float(reward), terminated, truncated, info
-
-    def isSuccess(self, terminated: bool, truncated: bool) -> bool:
-        """
-        :param terminated: the episode failed or reached a terminal state
-        :param truncated: the time limit ended it
-        :return: whether the last step counts as a success
-        """
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Close the wrapped env."""
-        self._env.close()
-
-    def getTargetPos(self) -> np.ndarray:
-        """:return: zeros (the task has no target)"""
-        return np.zeros_like(self._state)
-
-    def getRobotPos(self) -> np.ndarray:
-        """:return: the gymnasium state"""
-        return np.asarray(self._state)
-
-
-class CartPoleSRLEnv(ClassicControlEnv):
-    """gymnasium's CartPole-v1 (500 steps, +1 per step upright)."""
-
-    GYM_ID, DISCRETE, MAX_STEPS = CARTPOLE, True, 500
-
-    def isSuccess(self, terminated: bool, truncated: bool) -> bool:
-        """:return: the pole stayed up until the time limit"""
-        return bool(truncated and not terminated)
-
-    @staticmethod
-    def getGroundTruthDim() -> int:
-        """:return: 4 (cart position and velocity, pole angle and angular velocity)"""
-        return 4
-
-
-class PendulumSRLEnv(ClassicControlEnv):
-    """gymnasium's Pendulum-v1 (200 steps, reward minus the cost of angle, speed and torque)."""
-
-    GYM_ID, DISCRETE, MAX_STEPS = PENDULUM, False, 200
-
-    def isSuccess(self, terminated: bool, truncated: bool) -> bool:
-        """:return: the pendulum is within about 18 degrees of upright"""
-        return bool(self._state[0] > 0.95)
-
-    @staticmethod
-    def getGroundTruthDim() -> int:
-        """:return: 3 (cos, sin of the angle, angular velocity)"""
-        return 3
-
-
-def writePluginMetadata(folder: str) -> str:
-    """
-    Declare CartPole-v1 and Pendulum-v1 under ``srl_toolbox.environments`` in a package metadata folder.
-
-    :param folder: where to create it (put it on PYTHONPATH to make the entry points visible)
-    :return: the ``.dist-info`` folder written
-    """
-    dist_info = os.path.join(folder, "srl_toolbox_learning_benchmark-0.0.0.dist-info")
-    os.makedirs(dist_info, exist_ok=True)
-    with open(os.path.join(dist_info, "METADATA"), "w", encoding="utf-8") as metadata:
-        metadata.write("Metadata-Version: 2.1\nName: srl-toolbox-learning-benchmark\nVersion: 0.0.0\n")
-    with open(os.path.join(dist_info, "entry_points.txt"), "w", encoding="utf-8") as entry_points:
-        entry_points.write(f"[srl_toolbox.environments]\n{CARTPOLE} = benchmarks.learning:CartPoleSRLEnv\n"
-                           f"{PENDULUM} = benchmarks.learning:PendulumSRLEnv\n")
-    return dist_info
 
 
 # --- runs ------------------------------------------------------------------------------------------------------------
@@ -536,9 +419,8 @@ def reusedRuns(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], l
 
 
 def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs: int, last_episodes: int,
-           skip: frozenset[tuple[Case, int]] = frozenset(), expert_steps: int = EXPERT_STEPS
+           skip: frozenset[tuple[Case, int]] = frozenset(), expert_steps: int = EXPERT_STEPS, record: bool = False
            ) -> tuple[list[RunResult], float | None]:
-           skip: frozenset[tuple[Case, int]] = frozenset(), record: bool = False) -> list[RunResult]:
     """
     Run every (case, seed), ``jobs`` at a time, longest first so that the parallel slots stay busy; first the
     expert (:func:`prepareExpert`) when a case needs it.
@@ -550,10 +432,9 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
     :param last_episodes: episodes averaged into a run's final reward
     :param skip: (case, seed) pairs not to run
     :param expert_steps: the expert's training steps
-    :return: the results, in no particular order, and the expert's mean episode reward (None without an expert)
     :param record: add each run to :data:`RUNS_FILE` as it finishes (an interrupted benchmark keeps them for
         ``--reuse``)
-    :return: the results, in no particular order
+    :return: the results, in no particular order, and the expert's mean episode reward (None without an expert)
     """
     work = sorted(((case, seed) for case in cases for seed in seeds if (case, seed) not in skip),
                   key=lambda item: -expectedSeconds(
@@ -679,6 +560,8 @@ def imitationNote(cases: list[Case], rows: dict[Case, dict[str, Any]], expert_re
             f"{EXPERT_SEED}), {EXPERT_EPISODES} of its episodes recorded by `environments.dataset_generator --policy "
             f"RUN` (mean reward {expert_reward:.1f}; `{{expert}}` in the flags); share of the expert's reward: "
             f"{shares}.")
+
+
 def thresholdCell(case: Case, row: dict[str, Any]) -> str:
     """:return: the steps to threshold of the seeds that reached it (their mean) and how many did, or "-" """
     if case.env not in THRESHOLD or case.algo == RANDOM or not row["finals"]:
@@ -740,9 +623,8 @@ def main(argv: list[str] | None = None) -> None:
     start = time.perf_counter()
     fresh, expert_reward = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
                                   skip=frozenset((result.case, result.seed) for result in reused),
-                                  expert_steps=min(EXPERT_STEPS, QUICK_STEPS) if args.quick else EXPERT_STEPS)
-    fresh = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
-                   skip=frozenset((result.case, result.seed) for result in reused), record=not args.quick)
+                                  expert_steps=min(EXPERT_STEPS, QUICK_STEPS) if args.quick else EXPERT_STEPS,
+                                  record=not args.quick)
     elapsed = time.perf_counter() - start
     results = reused + fresh
     summaries = summarise(results)

@@ -25,7 +25,7 @@ from rl_baselines.rl_algorithm.deepq import DQNModel
 from rl_baselines.runs.monitor_files import loadEpisodes
 
 sys.path.insert(0, REPO)
-from benchmarks import learning  # noqa: E402
+from benchmarks import classic_control_envs, learning  # noqa: E402
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -81,7 +81,7 @@ def test_deepq_variant_learns_cartpole(tmp_path, monkeypatch, variant):
 # --- the benchmark's classic-control envs ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("env_class", [learning.CartPoleSRLEnv, learning.PendulumSRLEnv])
+@pytest.mark.parametrize("env_class", [classic_control_envs.CartPoleSRLEnv, classic_control_envs.PendulumSRLEnv])
 def test_classic_envs_follow_the_srl_env_contract(env_class):
     check_env(env_class(srl_model="ground_truth", is_discrete=env_class.DISCRETE), skip_render_check=True)
     env = env_class(srl_model="ground_truth", is_discrete=env_class.DISCRETE, seed=3)
@@ -101,7 +101,7 @@ def test_classic_envs_follow_the_srl_env_contract(env_class):
 
 def test_cartpole_through_the_train_command_as_a_plugin(tmp_path):
     plugin_dir = str(tmp_path / "plugin")
-    learning.writePluginMetadata(plugin_dir)
+    classic_control_envs.writePluginMetadata(plugin_dir)
     env = {"PYTHONPATH": os.pathsep.join([plugin_dir, REPO, os.environ.get("PYTHONPATH", "")])}
     run_dir = runFolder(runTrain("--algo", "random_agent", "--env", "CartPole-v1", "--srl-model", "ground_truth",
                                  "--num-timesteps", "300", "--log-dir", tmp_path / "logs", env=env))
