@@ -6,7 +6,8 @@ and of ``vecnormalize.npz``, in a canonical order) and the monitor's episodes. A
 result must leave every entry as it is, bit for bit.
 
 Floating-point kernels differ between CPU instruction sets, so the file records the one it was made on
-(``torch.backends.cpu.get_cpu_capability()``); on another, the comparison is skipped and says why.
+(``torch.backends.cpu.get_cpu_capability()``); on another, tests/test_determinism.py runs each case twice and
+compares the two runs instead.
 
 Record the file again (only when a change is meant to change results, and say so in the commit) with
 ``SAME_SEED_RECORD=1 python -m pytest tests/test_determinism.py -k cpu``.
