@@ -13,6 +13,8 @@ import torch
 
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs import train
+from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.train import algorithmDefaults
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.settings import settingFields
@@ -83,6 +85,33 @@ def trainHere(*args: str) -> str:
     result = trainCommand(["--no-vis", "--no-progress", *map(str, args)])
     assert result.exit_code == 0, f"train failed ({result.exit_code}): {result.run_dir}"
     return result.run_dir
+
+
+def interruptThenResume(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
+    """
+    Train in this process with a Ctrl-C (KeyboardInterrupt) at ``at_step``, which ends the run at its last checkpoint
+    (exit 130), then ``--resume`` it to the end.
+
+    :param monkeypatch: the test's
+    :param log_dir: an empty log folder
+    :param run_args: the train arguments (no ``--log-dir``)
+    :param at_step: the step count at which the interrupt is raised
+    :return: the run folder
+    """
+    original = TrainingCallbacks.on_step
+
+    def interrupted(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= at_step:
+            raise KeyboardInterrupt
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", interrupted)
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    return run_dir
 
 
 def runFolder(result: subprocess.CompletedProcess) -> str:

@@ -18,7 +18,7 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, runModule, trainArgs, trainHere, trainSettings
+from conftest import REPO, interruptThenResume, runModule, trainArgs, trainHere, trainSettings
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 from test_determinism import monitorRows
@@ -29,7 +29,6 @@ from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.gail import DISCRIMINATOR_MEMBER, GAILModel
 from rl_baselines.rl_algorithm.gail_discriminator import ExpertData, channelFirst, findEncoder, gailReward
 from rl_baselines.runs import train
-from rl_baselines.runs.callbacks import TrainingCallbacks
 from srl_models.train import trainFromArgs
 
 pytestmark = pytest.mark.slow  # whole trainings: left out of `make test-fast`
@@ -205,19 +204,8 @@ def test_expert_states_and_frames_are_the_envs(gailRun, tmp_path):
 
 
 def test_resumed_run_equals_the_uninterrupted_one(gailRun, tmp_path, monkeypatch):
-    original = TrainingCallbacks.on_step
-
-    def interruptAt700(self):  # a second Ctrl-C at step 700: the run goes on from its checkpoint at 500
-        keep_going = original(self)
-        if self.num_timesteps >= 700:
-            raise KeyboardInterrupt
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", interruptAt700)
-    assert train.main(["--no-vis", "--no-progress", "--log-dir", str(tmp_path), *RUN]) == 130
-    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
-    (run_dir,) = glob.glob(os.path.join(str(tmp_path), "*", "*", "*", "*"))
-    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    # a second Ctrl-C at step 700: the run goes on from its checkpoint at 500
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), RUN, 700)
     assert monitorRows(run_dir) == monitorRows(gailRun)
     resumed, uninterrupted = (os.path.join(folder, "gail_model.zip") for folder in (run_dir, gailRun))
     for read in (_policyState, _discriminatorState):

@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, runModule, trainHere
+from conftest import REPO, interruptThenResume, runModule, trainHere
 from test_determinism import monitorRows
 
 from environments import dataset_generator
@@ -25,8 +25,6 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.rl_algorithm.maskable_ppo import MaskablePPOModel
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.runs import train
-from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.evaluation import Evaluator, readEvaluations
 from rl_baselines.runs.loaded_run import loadRun, playEpisodes
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
@@ -81,19 +79,8 @@ def test_train_writes_an_evaluated_run(maskedRun):
 
 
 def test_interrupted_then_resumed_run_equals_the_uninterrupted_one(maskedRun, tmp_path, monkeypatch):
-    original = TrainingCallbacks.on_step
-
-    def interruptAt400(self):  # Ctrl-C twice at step 400: the last checkpoint is at 250
-        keep_going = original(self)
-        if self.num_timesteps >= 400:
-            raise KeyboardInterrupt
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", interruptAt400)
-    assert train.main(["--no-vis", "--no-progress", "--log-dir", str(tmp_path), *RUN]) == 130
-    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
-    (run_dir,) = glob.glob(os.path.join(str(tmp_path), "*", "*", "*", "*"))
-    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    # Ctrl-C twice at step 400: the last checkpoint is at 250
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), RUN, 400)
     assert monitorRows(run_dir) == monitorRows(maskedRun)
     np.testing.assert_array_equal(readEvaluations(run_dir)["results"], readEvaluations(maskedRun)["results"])
     resumed, reference = (MaskablePPOModel.load(os.path.join(folder, "maskable_ppo_model.zip")).model.policy

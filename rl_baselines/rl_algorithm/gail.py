@@ -264,11 +264,7 @@ class GAILModel(StableBaselinesRLObject):
         if wanted is not None and wanted != obj.gail_learner:
             raise ValueError(f"{load_path} was trained with --gail-learner {obj.gail_learner}, not {wanted}")
         obj.SB3_CLASS = LEARNERS[obj.gail_learner].SB3_CLASS
-        device = runDevice(None if settings is None else settings.device)
-        try:
-            obj.model = obj.SB3_CLASS.load(load_path, device=device)
-        except Exception as error:  # SB3 raises many kinds for a damaged archive
-            raise ValueError(f"{load_path} could not be loaded by gail: {type(error).__name__}: {error}") from None
+        obj.model = cls.loadSB3Model(obj.SB3_CLASS, load_path, settings)
         obj.num_timesteps = obj.model.num_timesteps
         return obj
 

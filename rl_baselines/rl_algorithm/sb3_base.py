@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.her import HerReplayBuffer
 
@@ -177,13 +178,24 @@ class StableBaselinesRLObject(BaseRLObject):
     def load(cls, load_path: str, settings: RunSettings | None = None) -> StableBaselinesRLObject:
         cls.readManifest(load_path)
         obj = cls()
-        device = runDevice(None if settings is None else settings.device)  # a GPU-trained model loads on a CPU
-        try:
-            obj.model = cls.SB3_CLASS.load(load_path, device=device)
-        except Exception as error:  # SB3 raises many kinds for a damaged archive
-            raise ValueError(f"{load_path} could not be loaded by {cls.NAME}: {type(error).__name__}: {error}") from None
+        obj.model = cls.loadSB3Model(cls.SB3_CLASS, load_path, settings)
         obj.num_timesteps = obj.model.num_timesteps
         return obj
+
+    @classmethod
+    def loadSB3Model(cls, sb3_class: type[BaseAlgorithm], load_path: str, settings: RunSettings | None) -> BaseAlgorithm:
+        """
+        :param sb3_class: the SB3 class that wrote the zip
+        :param load_path: the model zip
+        :param settings: the run's settings (its device; None: the default device)
+        :return: the SB3 model on the run's device (a GPU-trained model loads on a CPU)
+        :raises ValueError: a damaged archive, in one line naming this algorithm
+        """
+        device = runDevice(None if settings is None else settings.device)
+        try:
+            return sb3_class.load(load_path, device=device)
+        except Exception as error:  # SB3 raises many kinds for a damaged archive
+            raise ValueError(f"{load_path} could not be loaded by {cls.NAME}: {type(error).__name__}: {error}") from None
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         """
