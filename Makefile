@@ -46,8 +46,9 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/lint-imports
 
+# --dist worksteal: a worker that runs out of tests takes queued ones from the other (the long trainings at the end).
 test: install browser lint
-	$(PY) -m pytest -n 2 tests plugins/srl-toolbox-cem/tests
+	$(PY) -m pytest -n 2 --dist worksteal tests plugins/srl-toolbox-cem/tests
 
 # Everything but the tests marked slow (whole trainings, sweeps, searches, the browser): a few minutes on 2 cores.
 # `make test` (and CI) still runs every test.
