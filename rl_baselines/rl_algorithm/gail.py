@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import zipfile
 from typing import Any, ClassVar
@@ -44,7 +43,13 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
 )
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject, sb3Callback
+from rl_baselines.rl_algorithm.sb3_base import (
+    StableBaselinesRLObject,
+    learnerHyperparamTable,
+    parseOwnOrLearnerHyperparams,
+    readModelData,
+    sb3Callback,
+)
 from rl_baselines.rl_algorithm.trpo import TRPOModel
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
@@ -70,11 +75,7 @@ GAIL_HYPERPARAMS: dict[str, Hyperparam] = {
 
 def learnerHyperparams() -> dict[str, list[tuple[str, Any]]]:
     """:return: every learner hyperparameter, with the (--gail-learner name, default) of each learner that has it"""
-    table: dict[str, list[tuple[str, Any]]] = {}
-    for name, learner in LEARNERS.items():
-        for hyperparam, default in learner.DEFAULT_HYPERPARAMS.items():
-            table.setdefault(hyperparam, []).append((name, default))
-    return table
+    return learnerHyperparamTable(LEARNERS)
 
 
 def learnerChoice(raw: str) -> str:
@@ -91,11 +92,7 @@ def savedModelData(load_path: str) -> dict[str, Any]:
     :return: the SB3 "data" member (the model's attributes), where ``gail_learner`` names the learner
     :raises ValueError: not a gail model
     """
-    try:
-        with zipfile.ZipFile(load_path) as archive:
-            data = json.loads(archive.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{load_path} is not a saved model ({error})") from None
+    data = readModelData(load_path)
     if data.get("gail_learner") not in LEARNERS:
         raise ValueError(f"{load_path} does not name the learner GAIL trained (gail_learner "
                          f"{data.get('gail_learner')!r}); valid: {', '.join(LEARNERS)}")
@@ -211,17 +208,7 @@ class GAILModel(StableBaselinesRLObject):
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
         """Cast ``--hyperparam`` values: GAIL's own with its spec, the learners' with their class."""
-        learners = learnerHyperparams()
-        parsed: dict[str, Any] = {}
-        for name, raw in hyperparams.items():
-            if name in GAIL_HYPERPARAMS:
-                parsed.update(super().parserHyperParam({name: raw}))
-            elif name in learners:
-                parsed.update(LEARNERS[learners[name][0][0]].parserHyperParam({name: raw}))
-            else:
-                valid = ", ".join(sorted({*GAIL_HYPERPARAMS, *learners}))
-                raise ValueError(f"unknown hyperparameter {name!r} for gail; valid names: {valid}")
-        return parsed
+        return parseOwnOrLearnerHyperparams(cls, GAIL_HYPERPARAMS, hyperparams, LEARNERS)
 
     @classmethod
     def hyperparamsFromArgs(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import zipfile
 from typing import Any, ClassVar
 
 from stable_baselines3 import DQN
@@ -40,6 +38,7 @@ from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
+from rl_baselines.rl_algorithm.sb3_base import learnerHyperparamTable, parseOwnOrLearnerHyperparams, readModelData
 from rl_baselines.rl_algorithm.td3 import TD3Model
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
@@ -81,11 +80,7 @@ BASE_ALGOS: dict[str, type[OffPolicyRLObject]] = {"sac": SACModel, "td3": TD3Mod
 
 def baseHyperparams() -> dict[str, list[tuple[str, Any]]]:
     """:return: every learner hyperparameter, with the (--her-algo name, default) of each learner that has it"""
-    table: dict[str, list[tuple[str, Any]]] = {}
-    for algo, base in BASE_ALGOS.items():
-        for name, default in base.DEFAULT_HYPERPARAMS.items():
-            table.setdefault(name, []).append((algo, default))
-    return table
+    return learnerHyperparamTable(BASE_ALGOS)
 
 
 def savedModelData(load_path: str) -> dict[str, Any]:
@@ -94,11 +89,7 @@ def savedModelData(load_path: str) -> dict[str, Any]:
     :return: the SB3 "data" member (JSON: the model's attributes), where ``her_algo`` names a learner
     :raises ValueError: not a her model
     """
-    try:
-        with zipfile.ZipFile(load_path) as archive:
-            data = json.loads(archive.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{load_path} is not a saved model ({error})") from None
+    data = readModelData(load_path)
     her_algo = data.get("her_algo")
     if her_algo not in BASE_ALGOS:
         raise ValueError(f"{load_path} does not name the algorithm HER trained (her_algo {her_algo!r}); valid: "
@@ -253,18 +244,7 @@ class HERModel(OffPolicyRLObject):
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
         """Cast ``--hyperparam`` values: HER's own with its spec, the learners' with their class."""
-        learners = baseHyperparams()
-        parsed: dict[str, Any] = {}
-        for name, raw in hyperparams.items():
-            if name in HER_DEFAULTS:
-                parsed.update(super().parserHyperParam({name: raw}))
-            elif name in learners:
-                owner = BASE_ALGOS[learners[name][0][0]]
-                parsed.update(owner.parserHyperParam({name: raw}))
-            else:
-                valid = ", ".join(sorted({*HER_DEFAULTS, *learners}))
-                raise ValueError(f"unknown hyperparameter {name!r} for her; valid names: {valid}")
-        return parsed
+        return parseOwnOrLearnerHyperparams(cls, HER_DEFAULTS, hyperparams, BASE_ALGOS)
 
     @classmethod
     def getOptParam(cls) -> dict[str, tuple]:

@@ -33,6 +33,7 @@ from rl_baselines.core.base import (
 )
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import givenFlags
+from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
 from rl_baselines.envs.factory import saveNormalisation
@@ -349,3 +350,54 @@ def restartSB3Rollout(model: Any) -> None:
     vec_normalize = model.get_vec_normalize_env()
     if vec_normalize is not None:
         model._last_original_obs = vec_normalize.get_original_obs()
+
+
+def learnerHyperparamTable(learners: dict[str, type[StableBaselinesRLObject]]) -> dict[str, list[tuple[str, Any]]]:
+    """
+    :param learners: the learners an algorithm wraps (her, gail), by the name its flag takes
+    :return: every learner hyperparameter, with the (learner name, default) of each learner that has it
+    """
+    table: dict[str, list[tuple[str, Any]]] = {}
+    for learner_name, learner in learners.items():
+        for name, default in learner.DEFAULT_HYPERPARAMS.items():
+            table.setdefault(name, []).append((learner_name, default))
+    return table
+
+
+def parseOwnOrLearnerHyperparams(algo: type[StableBaselinesRLObject], own: Any, hyperparams: dict[str, str],
+                                 learners: dict[str, type[StableBaselinesRLObject]]) -> dict[str, Any]:
+    """
+    Cast ``--hyperparam`` values of an algorithm that wraps learners: its own with its spec, the learners' with
+    their class.
+
+    :param algo: the wrapping class (its spec casts its own names)
+    :param own: its own hyperparameter names
+    :param hyperparams: name -> raw value
+    :param learners: the learners, by name
+    :return: name -> cast value
+    :raises ValueError: a name neither it nor a learner has (one line, with the valid names)
+    """
+    table = learnerHyperparamTable(learners)
+    parsed: dict[str, Any] = {}
+    for name, raw in hyperparams.items():
+        if name in own:
+            parsed.update(parseHyperparams(algo, {name: raw}))
+        elif name in table:
+            parsed.update(learners[table[name][0][0]].parserHyperParam({name: raw}))
+        else:
+            valid = ", ".join(sorted({*own, *table}))
+            raise ValueError(f"unknown hyperparameter {name!r} for {algo.NAME}; valid names: {valid}")
+    return parsed
+
+
+def readModelData(load_path: str) -> dict[str, Any]:
+    """
+    :param load_path: an SB3 model zip
+    :return: its "data" member (JSON: the model's attributes)
+    :raises ValueError: not a saved model
+    """
+    try:
+        with zipfile.ZipFile(load_path) as archive:
+            return json.loads(archive.read("data"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
+        raise ValueError(f"{load_path} is not a saved model ({error})") from None
