@@ -12,23 +12,32 @@ No image is rendered and nothing is learned before the agent: whatever separates
 ``--scale S`` multiplies what the normalisation hands the agent by S (1: as train does; train's
 ``--srl-ground-truth-scale`` normalisation, ``ScaledVecNormalize``, with a given factor), to tell the state's size
 from its number of dimensions: a linear map to 32 dimensions is the ground truth times a matrix whose singular values
-are about 4 once each dimension is normalised, which the first layer of the policy cannot tell from larger inputs. Each
+are about 4 once each dimension is normalised, which the first layer of the policy cannot tell from larger inputs.
+``--scale participation`` uses ``sqrt(P / dims)`` for each variant, ``P`` the participation ratio of the normalised
+state's covariance (:func:`participationRatio`, measured on random moves): the number of directions the state really
+spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32 dimensions).
+``--hyperparam NAME:VALUE`` (ppo2's names) and ``--policy-activation`` change one thing of the agent at a time, and
+``--first-seed`` with ``--seeds`` picks the seeds, to measure how often each setting traps a seed. Each
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
 defaults), one env, the running mean/std normalisation that train puts on every low-dimensional state
 (``VecNormalize(norm_obs=True, norm_reward=False)``) and SB3's ``EvalCallback`` (a separate env, normalisation
 statistics synced, deterministic actions) every ``--eval-freq`` steps, as ``python -m benchmarks.srl_rl`` runs ppo2. One
 torch thread per run; ``--workers`` runs at a time.
 
-It prints, per variant over the seeds, the final evaluation reward (mean +/- standard error), how many seeds reached
+``--results FILE`` keeps every finished run in a JSON file (atomically, after each run); runs already there with the
+same settings are not run again, so a long measurement resumes where it stopped. It prints, per variant over the
+seeds, the final evaluation reward (mean +/- standard error), how many seeds reached
 the threshold (90% of ground truth's mean final reward, as in docs/srl.md) and the median steps they took, and every
 seed's final reward; then appends the table with its command and machine to docs/benchmarks.md (``--no-append``:
 not). About 1.5 minutes per run on one core: 15 runs in about 12 minutes on 2 cores.
 
-Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--steps
-50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--workers 2] [--no-append]``
+Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--first-seed
+0] [--steps 50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--scale 1|S|participation] [--hyperparam
+NAME:VALUE ...] [--policy-activation tanh|relu] [--results FILE] [--workers 2] [--no-append]``
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import statistics
@@ -53,11 +62,15 @@ from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, positiveFloat, positiveInt, runCommand
+from srl_toolbox.files import writeJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 VARIANTS = ("ground_truth", "linear", "tanh")
+PARTICIPATION = "participation"
+ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
+PARTICIPATION_STEPS = 5000
 
 
 class EmbeddedState(gym.ObservationWrapper):
@@ -115,6 +128,44 @@ def normalisedEnv(factory: Callable[[], gym.Env], scale: float = 1.0, training: 
     return ScaledVecNormalize(venv, scale, **kwargs) if scale != 1.0 else VecNormalize(venv, **kwargs)
 
 
+def participationRatio(states: np.ndarray) -> float:
+    """
+    :param states: (n, dims) states
+    :return: ``(sum l)^2 / sum l^2`` over the eigenvalues ``l`` of the covariance of the states with each dimension
+        standardised (constant dimensions left out): between 1 (one direction) and dims (every direction alike)
+    """
+    spread = states.std(axis=0)
+    kept = states[:, spread > 0]
+    if kept.shape[1] == 0:
+        return 1.0
+    eigenvalues = np.linalg.eigvalsh(np.corrcoef(kept, rowvar=False).reshape(kept.shape[1], kept.shape[1]))
+    return float(eigenvalues.sum() ** 2 / np.square(eigenvalues).sum())
+
+
+def participationScale(variant: str, dims: int, map_seed: int, steps: int = PARTICIPATION_STEPS,
+                       seed: int = 0) -> float:
+    """
+    :param variant: one of :data:`VARIANTS`
+    :param dims: embedded state size
+    :param map_seed: seed of the random map
+    :param steps: random moves the states are taken from (episodes restart as they end)
+    :param seed: seed of the env and of the moves
+    :return: ``sqrt(P / n)``: P the participation ratio of the variant's states, n their size
+    """
+    env = makeEnv(variant, dims, map_seed)
+    rng = np.random.default_rng(seed)
+    observation, _ = env.reset(seed=seed)
+    states = [observation]
+    for _ in range(steps):
+        observation, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
+        if terminated or truncated:
+            observation, _ = env.reset()
+        states.append(observation)
+    env.close()
+    states = np.asarray(states, dtype=np.float64).reshape(len(states), -1)
+    return math.sqrt(participationRatio(states) / states.shape[1])
+
+
 def makeEnv(variant: str, dims: int, map_seed: int) -> gym.Env:
     """
     :param variant: one of :data:`VARIANTS`
@@ -126,11 +177,24 @@ def makeEnv(variant: str, dims: int, map_seed: int) -> gym.Env:
     return env if variant == "ground_truth" else EmbeddedState(env, variant, dims, map_seed)
 
 
+def buildAgent(job: dict[str, Any], venv: VecNormalize) -> PPO:
+    """
+    :param job: as :func:`runOne` takes it
+    :param venv: the normalised training env
+    :return: SB3's PPO with ppo2's defaults, the job's hyperparameters over them and its activation
+    """
+    hyperparams = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()} | job.get("hyperparams", {})
+    activation = {"activation_fn": ACTIVATIONS[job["activation"]]} if job.get("activation", "tanh") != "tanh" else {}
+    return PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", policy_kwargs=activation or None,
+               **hyperparams)
+
+
 def runOne(job: dict[str, Any]) -> dict[str, Any]:
     """
     Train one agent and evaluate it along the way.
 
-    :param job: variant, seed, dims, steps, eval_freq, eval_episodes, map_seed, scale
+    :param job: variant, seed, dims, steps, eval_freq, eval_episodes, map_seed, scale (a number), and optionally
+        hyperparams (ppo2's, typed: they replace its defaults) and activation (a key of :data:`ACTIVATIONS`)
     :return: the job with ``timesteps`` and ``rewards`` (mean evaluation reward at each evaluation)
     """
     torch.set_num_threads(1)
@@ -139,8 +203,7 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
     venv.seed(job["seed"])
     eval_env = normalisedEnv(factory, job["scale"], training=False)
     eval_env.seed(job["seed"] + 1000)
-    hyperparams = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()}
-    model = PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", **hyperparams)
+    model = buildAgent(job, venv)
     recorder = EvaluationRecorder()
     callback = EvalCallback(eval_env, n_eval_episodes=job["eval_episodes"], eval_freq=job["eval_freq"],
                             deterministic=True, verbose=0, callback_after_eval=recorder)
@@ -168,10 +231,50 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
                    if (step := evaluationStepsToThreshold(np.asarray(r["timesteps"]), r["rewards"], threshold)) is not None]
         steps = f"{statistics.median(reached):,.0f}" if reached else "-"
         name = "ground truth (2)" if variant == "ground_truth" else f"{variant} ({runs[0]['dims']})"
-        name += f", x{runs[0]['scale']:g}" if runs[0]["scale"] != 1.0 else ""
+        name += f", x{runs[0]['scale']:.3g}" if runs[0]["scale"] != 1.0 else ""
         lines.append(f"| {name} | {mean:.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
                      f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} |")
     return "\n".join(lines) + f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward)."
+
+
+def scaleValue(raw: str) -> float | str:
+    """argparse type of ``--scale``: a positive number or :data:`PARTICIPATION`."""
+    return PARTICIPATION if raw == PARTICIPATION else positiveFloat(raw)
+
+
+def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
+    """
+    :param pairs: ``NAME:VALUE`` strings
+    :return: the typed, checked values by name
+    :raises UsageError: a malformed pair, a name ppo2 does not have, or a bad value (one line)
+    """
+    spec = PPO2Model.hyperparamSpec()
+    values = {}
+    for pair in pairs:
+        name, separator, raw = pair.partition(":")
+        if not separator:
+            raise UsageError(f"--hyperparam {pair!r} is not NAME:VALUE")
+        if name not in spec:
+            raise UsageError(f"--hyperparam {name!r} is not a ppo2 hyperparameter; choose from {', '.join(sorted(spec))}")
+        try:
+            values[name] = PPO2Model.checkHyperparam(name, PPO2Model.parserHyperParam({name: raw})[name])
+        except ValueError as error:
+            raise UsageError(f"--hyperparam {pair!r}: {error}") from None
+    return values
+
+
+def loadResults(path: str | None) -> list[dict[str, Any]]:
+    """:return: the runs kept in ``path`` (none when there is no such file)"""
+    if path is None or not os.path.exists(path):
+        return []
+    with open(path) as stream:
+        return json.load(stream)
+
+
+def jobSettings(run: dict[str, Any]) -> str:
+    """:return: a run's settings (everything but its results) as a comparable string"""
+    return json.dumps({key: value for key, value in run.items() if key not in ("timesteps", "rewards")},
+                      sort_keys=True)
 
 
 def buildParser() -> CLIParser:
@@ -179,13 +282,21 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m benchmarks.state_shape", description=__doc__.split("\n")[0])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="states [all]")
     parser.add_argument("--dims", type=positiveInt, default=32, help="size of an embedded state [32, as the SRL models']")
-    parser.add_argument("--seeds", type=positiveInt, default=5, help="seeds per variant, 0.. [5]")
+    parser.add_argument("--seeds", type=positiveInt, default=5, help="seeds per variant, from --first-seed [5]")
     parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, the SRL + RL benchmark's]")
     parser.add_argument("--eval-freq", type=positiveInt, default=5000, help="steps between evaluations [5000]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=5, help="episodes per evaluation [5]")
     parser.add_argument("--map-seed", type=int, default=1000, help="seed of the random map [1000]")
-    parser.add_argument("--scale", type=positiveFloat, default=1.0,
-                        help="factor on the normalised state the agent gets [1: as train gives it]")
+    parser.add_argument("--first-seed", type=nonNegativeInt, default=0, help="the first seed [0]")
+    parser.add_argument("--scale", type=scaleValue, default=1.0,
+                        help="factor on the normalised state the agent gets, or 'participation' for sqrt(P / dims) "
+                             "per variant [1: as train gives it]")
+    parser.add_argument("--hyperparam", nargs="+", default=[], metavar="NAME:VALUE",
+                        help="ppo2 hyperparameters that replace its defaults [none]")
+    parser.add_argument("--policy-activation", choices=sorted(ACTIVATIONS), default="tanh",
+                        help="activation of the policy and value networks [tanh, SB3's]")
+    parser.add_argument("--results", default=None, metavar="FILE",
+                        help="JSON file that keeps the finished runs; runs found there are not run again [none]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
     parser.add_argument("--no-append", action="store_true", help="do not append the table to docs/benchmarks.md")
     return parser
@@ -200,27 +311,44 @@ def main(argv: list[str] | None = None) -> int:
     args = buildParser().parse_args(argv)
     if args.eval_freq > args.steps:
         raise UsageError(f"--eval-freq {args.eval_freq} is more than --steps {args.steps}: no evaluation would run")
+    hyperparams = parseHyperparams(args.hyperparam)
+    if args.results is not None and os.path.isdir(args.results):
+        raise UsageError(f"--results {args.results!r} is a folder, not a JSON file")
     variants = list(dict.fromkeys(args.variants))
+    scales = {v: participationScale(v, args.dims, args.map_seed) if args.scale == PARTICIPATION else args.scale
+              for v in variants}
     jobs = [{"variant": v, "seed": s, "dims": args.dims, "steps": args.steps, "eval_freq": args.eval_freq,
-             "eval_episodes": args.eval_episodes, "map_seed": args.map_seed, "scale": args.scale}
-            for s in range(args.seeds) for v in variants]
-    results = []
+             "eval_episodes": args.eval_episodes, "map_seed": args.map_seed, "scale": scales[v],
+             "hyperparams": hyperparams, "activation": args.policy_activation}
+            for s in range(args.first_seed, args.first_seed + args.seeds) for v in variants]
+    kept = loadResults(args.results)
+    finished = {jobSettings(run): run for run in kept}
+    results = [finished[jobSettings(job)] for job in jobs if jobSettings(job) in finished]
+    todo = [job for job in jobs if jobSettings(job) not in finished]
     began = time.monotonic()
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for done, result in enumerate(pool.map(runOne, jobs), start=1):
+        for done, result in enumerate(pool.map(runOne, todo), start=1):
             results.append(result)
-            left = (time.monotonic() - began) / done * (len(jobs) - done)
-            print(f"[{done}/{len(jobs)}, about {left / 60:.0f} min left] {result['variant']} seed {result['seed']}: "
+            if args.results is not None:
+                kept.append(result)
+                writeJson(args.results, kept, sort_keys=False)
+            left = (time.monotonic() - began) / done * (len(todo) - done)
+            print(f"[{done}/{len(todo)}, about {left / 60:.0f} min left] {result['variant']} seed {result['seed']}: "
                   f"{', '.join(f'{v:.0f}' for v in result['rewards'])}", flush=True)
     table = summarise(results, variants)
     print(table)
     if not args.no_append:
         command = "python -m benchmarks.state_shape " + " ".join(argv if argv is not None else sys.argv[1:])
         notes = (f"ppo2's hyperparameters (SB3 PPO), {args.steps:,} steps per run, an evaluation of "
-                 f"{args.eval_episodes} deterministic episodes every {args.eval_freq:,} steps, {args.seeds} seeds; "
+                 f"{args.eval_episodes} deterministic episodes every {args.eval_freq:,} steps, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; "
                  f"the ground truth of {ENV_ID} as it is or through a fixed random map to {args.dims} numbers "
                  f"(map seed {args.map_seed}); no images"
-                 + (f"; the normalised state multiplied by {args.scale:g}" if args.scale != 1.0 else ""))
+                 + (f"; the normalised state multiplied by sqrt(participation ratio / size): "
+                    + ", ".join(f"{v} x{scale:.3f}" for v, scale in scales.items())
+                    if args.scale == PARTICIPATION else
+                    f"; the normalised state multiplied by {args.scale:g}" if args.scale != 1.0 else "")
+                 + "".join(f"; {name} {value}" for name, value in hyperparams.items())
+                 + (f"; {args.policy_activation} activations" if args.policy_activation != "tanh" else ""))
         appendReport("ppo2 on ground truth of another shape", command.strip(), notes, table,
                      packages=("torch", "stable_baselines3", "pybullet"), target="bench-state-shape")
     return 0

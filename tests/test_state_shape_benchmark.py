@@ -2,12 +2,14 @@
 input is refused in one line. The real measurement is `make bench-state-shape`."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from conftest import REPO
 
 sys.path.insert(0, REPO)
@@ -75,6 +77,11 @@ def test_the_scale_multiplies_what_the_agent_gets_and_is_synced_to_the_evaluatio
     (["--scale", "0"], ["--scale", "'0'", "positive number"]),
     (["--scale", "inf"], ["--scale", "'inf'", "positive number"]),
     (["--scale", "x"], ["--scale", "'x'", "not a number"]),
+    (["--hyperparam", "ent_coeff:0.1"], ["'ent_coeff'", "ent_coef", "n_steps"]),
+    (["--hyperparam", "ent_coef=0.1"], ["'ent_coef=0.1'", "NAME:VALUE"]),
+    (["--hyperparam", "n_steps:-3"], ["n_steps:-3"]),
+    (["--policy-activation", "gelu"], ["'gelu'", "relu", "tanh"]),
+    (["--first-seed", "-1"], ["--first-seed", "'-1'"]),
 ])
 def test_bad_input_is_one_line_exit_2(argv, words):
     with pytest.raises(UsageError) as error:
@@ -83,3 +90,45 @@ def test_bad_input_is_one_line_exit_2(argv, words):
     result = subprocess.run([sys.executable, "-m", "benchmarks.state_shape", *argv], cwd=REPO, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_participation_ratio_counts_the_directions_a_state_spans():
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=(4000, 2))
+    linear = truth @ rng.normal(size=(2, 32)) + rng.normal(size=32)
+    assert state_shape.participationRatio(linear) == pytest.approx(2.0, abs=0.15)
+    assert state_shape.participationRatio(rng.normal(size=(4000, 8))) == pytest.approx(8.0, rel=0.05)
+    assert state_shape.participationRatio(np.c_[truth, np.ones(4000)]) == pytest.approx(2.0, abs=0.05)
+    assert state_shape.participationRatio(np.ones((10, 3))) == 1.0
+    # the env's own maps: the linear one spans 2 directions (scale about sqrt(2 / 32)), ground truth about its 2
+    assert state_shape.participationScale("linear", 32, 1000, steps=500) == pytest.approx(0.25, abs=0.02)
+    assert state_shape.participationScale("ground_truth", 32, 1000, steps=500) == pytest.approx(1.0, abs=0.05)
+
+
+def test_hyperparameters_and_activation_reach_the_agent():
+    job = {"variant": "ground_truth", "seed": 0, "dims": 32, "map_seed": 1000, "scale": 1.0,
+           "hyperparams": state_shape.parseHyperparams(["ent_coef:0.05", "n_epochs:3"]), "activation": "relu"}
+    venv = state_shape.normalisedEnv(lambda: state_shape.makeEnv("ground_truth", 32, 1000))
+    model = state_shape.buildAgent(job, venv)
+    assert model.ent_coef == 0.05 and model.n_epochs == 3 and model.n_steps == 128
+    assert model.policy.activation_fn is torch.nn.ReLU
+    plain = state_shape.buildAgent({**job, "hyperparams": {}, "activation": "tanh"}, venv)
+    assert plain.ent_coef == 0.01 and plain.policy.activation_fn is torch.nn.Tanh
+
+
+def test_results_are_kept_and_a_second_call_runs_nothing(tmp_path, capsys):
+    results = str(tmp_path / "runs.json")
+    argv = ["--variants", "linear", "--seeds", "1", "--first-seed", "3", "--steps", "256", "--eval-freq", "128",
+            "--eval-episodes", "1", "--workers", "1", "--no-append", "--results", results]
+    assert state_shape.main(argv) == 0
+    first = capsys.readouterr().out
+    with open(results) as stream:
+        kept = json.load(stream)
+    assert [(run["variant"], run["seed"], run["timesteps"]) for run in kept] == [("linear", 3, [128, 256])]
+    assert state_shape.main(argv) == 0
+    second = capsys.readouterr().out
+    assert "min left]" in first and "min left]" not in second
+    assert first.splitlines()[-4:] == second.splitlines()[-4:]
+    assert state_shape.main([*argv[:-2], "--results", results, "--hyperparam", "ent_coef:0.02"]) == 0
+    with open(results) as stream:
+        assert len(json.load(stream)) == 2  # other settings: a run of their own
