@@ -272,7 +272,14 @@ BUDGET_NOTE = (
     "truth; docs/benchmarks.md). Measured: prepare about 7 minutes per env on free cores (9 models, one after the "
     "other), the runs 3 h 53 min of train commands on MobileRobot (about 1 h 56 min 2 at a time; 2026-11-24, under "
     "load) and 6 h 15 min on Kuka (about 3 h 07 min; 2026-11-25): about 5 h 20 min in all on 2 cores (the script "
-    "prints its own estimate, and the time left as it goes).")
+    "prints its own estimate, and the time left as it goes). The rows atc, curl and raw_pixels_shift add 9 runs per "
+    "task, estimated before any of them ran: at 200-280 steps/s for a learned model and 100-170 for raw pixels (one "
+    "run with one env on MobileRobot; Kuka's archived runs took about 1.6 times as long as MobileRobot's), a run with "
+    "its evaluations takes 3.7-5.1 min (learned) and 6.0-10.1 min (raw pixels) on MobileRobot, 6.0-8.3 and 9.8-16.6 "
+    "min on Kuka: 40-61 min of train commands on MobileRobot and 65-100 min on Kuka, about 55-80 min more 2 at a time "
+    "on these two robots (about 3 h 20 min of train commands from the walls of the archived runs of the same kinds, "
+    "2 at a time and partly under load: 1 h 40 min), 1 h 35 min to 2 h 20 min over the four tasks, plus prepare's "
+    "two more models per env (about 7 min).")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
