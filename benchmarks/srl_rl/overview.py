@@ -32,7 +32,7 @@ from srl_toolbox.files import atomicPath
 LOWER_IS_BETTER = ("knn_mse",)
 METRIC_NAMES = {"gtc": "GTC", "knn_mse": "KNN-MSE", "probe_r2": "linear probe R^2"}
 TAUS = np.linspace(0.0, 1.2, 61)
-PROFILE_CURVES = 5  # ground truth, raw pixels and the best learned rows by IQM
+PROFILE_CURVES = 5  # ground truth, raw pixels and the best other rows by IQM
 
 
 def normalisedScores(rows_by_task: dict[str, Sequence[ObservationSummary]]) -> dict[str, dict[str, np.ndarray]]:
@@ -93,8 +93,8 @@ def profileObservations(rows: Sequence[dict[str, Any]], task_count: int) -> list
     """
     :param rows: :func:`aggregateRows`
     :param task_count: the tasks with a ground-truth reference
-    :return: the observations drawn in the performance profile: ground truth, raw pixels and the learned rows on
-        every task with the highest IQM, :data:`PROFILE_CURVES` in all
+    :return: the observations drawn in the performance profile: ground truth, raw pixels and the other rows on every
+        task (learned models, variants) with the highest IQM, :data:`PROFILE_CURVES` in all
     """
     complete = [row for row in rows if len(row["tasks"]) == task_count]
     fixed = [row["observation"] for row in complete if row["observation"] in (GROUND_TRUTH, RAW_PIXELS)]
