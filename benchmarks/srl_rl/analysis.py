@@ -4,8 +4,9 @@ Per env and observation, over the seeds: the final evaluation reward (mean of th
 +/- standard error; the steps to the threshold (replay.results.evaluationStepsToThreshold: the first evaluation at or
 above :data:`THRESHOLD_FRACTION` of ground truth's mean final evaluation reward; the median over the seeds that
 reached it, and how many did); the area under the evaluation curve divided by the steps it spans (the mean evaluation
-reward over training, in reward units: larger when a method learns sooner); the GTC of the representation; and the
-p-value of Welch's t-test (``scipy.stats.ttest_ind(equal_var=False)``) of the final rewards against raw pixels.
+reward over training, in reward units: larger when a method learns sooner); the GTC and the linear probe's R^2 of the
+representation (a learned model's; none for raw pixels and their variants); and the p-value of Welch's t-test
+(``scipy.stats.ttest_ind(equal_var=False)``) of the final rewards against raw pixels.
 Beside it: the published figures of Raffin et al. (:data:`ANCHOR`) and a comparison as fractions of ground truth.
 Invariant: the tables are written from what exists; an observation or a seed without a finished run is marked
 missing, never guessed.
@@ -31,9 +32,11 @@ from benchmarks.srl_rl.plans import (
     GT_SCALE,
     OBSERVATIONS,
     RAW_PIXELS,
+    RAW_PIXELS_SHIFT,
     THRESHOLD_FRACTION,
     VARIANTS,
     EnvPlan,
+    isEnvObservation,
     modelName,
 )
 from benchmarks.srl_rl.runs import RunRecord, dateSpan
@@ -224,6 +227,13 @@ def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str,
     return facts
 
 
+def _metric(facts: dict[str, Any], name: str) -> str:
+    """:return: a model's metric to 3 decimals, ``n/a`` when its facts do not hold it (a model evaluated before the
+    metric existed) or hold nan"""
+    value = facts.get(name)
+    return "n/a" if value is None or math.isnan(float(value)) else f"{float(value):.3f}"
+
+
 def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | None,
              models: dict[str, dict[str, Any]]) -> str:
     """
@@ -236,32 +246,32 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
     """
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)
     lines = ["| observation | runs | final eval reward (mean +/- SE) | steps to threshold (median, reached) | "
-             "AUC / steps (mean +/- SE) | GTC (state dim) | p (Welch vs raw pixels) | paper (mean +/- SE) | "
-             "here vs paper |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+             "AUC / steps (mean +/- SE) | GTC (state dim) | probe R^2 | p (Welch vs raw pixels) | "
+             "paper (mean +/- SE) | here vs paper |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     digits = 1 if all(abs(r.final[0]) >= 20 for r in rows if r.finals) else 2
     for row in rows:
         paper, comparison = anchorComparison(row, env, reference)
         facts = models.get(row.observation, models.get(modelName(row.observation)))
-        if row.observation == GROUND_TRUTH:
-            gtc = "1 (the state itself)"
-        elif row.observation == RAW_PIXELS:
-            gtc = "- (pixels)"
+        if modelName(row.observation) == GROUND_TRUTH:
+            gtc, probe = "1 (the state itself)", "1"
+        elif isEnvObservation(row.observation):  # raw pixels, or a variant of them: no learned state
+            gtc, probe = "- (pixels)", "-"
         elif facts is not None:
-            gtc = "n/a" if facts.get("gtc") is None or math.isnan(facts["gtc"]) else f"{facts['gtc']:.3f}"
+            gtc, probe = _metric(facts, "gtc"), _metric(facts, "probe_r2")
             detail = [f"{facts['state_dim']}"] if facts.get("state_dim") is not None else []
             if facts.get("trainings"):
                 detail.append(f"mean of {facts['trainings']} trainings")
             if detail:
                 gtc += f" ({'; '.join(detail)})"
         else:
-            gtc = "not prepared"
+            gtc, probe = "not prepared", ""
         runs = f"{len(row.runs)}/{row.expected}"
         archived = sum(record.archived for record in row.runs)
         if archived:
             runs += f" ({archived} archived)"
         if not row.runs:
-            lines.append(f"| {row.observation} | {runs} | missing{': ' + row.note if row.note else ''} | | | {gtc} | | "
-                         f"{paper} | |")
+            lines.append(f"| {row.observation} | {runs} | missing{': ' + row.note if row.note else ''} | | | {gtc} | "
+                         f"{probe} | | {paper} | |")
             continue
         if threshold is None:
             reach = "no threshold"
@@ -273,7 +283,7 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
         p_value = ("baseline" if row.observation == RAW_PIXELS
                    else "n/a" if math.isnan(row.p_value) else f"{row.p_value:.3g}")
         final = _pm(row.final, digits) + (f" ({row.note})" if row.note else "")
-        lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {_pm(row.area, digits)} | {gtc} | "
+        lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {_pm(row.area, digits)} | {gtc} | {probe} | "
                      f"{p_value} | {paper} | {comparison} |")
     return "\n".join(lines)
 
@@ -283,11 +293,14 @@ def verdicts(rows: Sequence[ObservationSummary], threshold: float | None, learne
     :param rows: an env's summaries
     :param threshold: its threshold
     :param learned: the learned observation names
-    :return: sentences that answer the question from the figures
+    :return: sentences that answer the question from the figures; the comparisons with raw pixels cover the learned
+        rows and the variants of raw pixels (``raw_pixels_shift``)
     """
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)
     pixels = next((row for row in rows if row.observation == RAW_PIXELS and row.finals), None)
     done = [row for row in rows if row.observation in learned and row.finals]
+    compared = [row for row in rows if row.finals and (row.observation in learned or (
+        row.observation in VARIANTS and modelName(row.observation) == RAW_PIXELS))]
     sentences = []
     if reference is None:
         return ["No ground-truth run has finished yet: no threshold and no comparison."]
@@ -298,7 +311,7 @@ def verdicts(rows: Sequence[ObservationSummary], threshold: float | None, learne
                          f"truth's or above ({level:.2f}): {', '.join(close) or 'none'}.")
     if threshold is not None and pixels is not None:
         pixel_median, pixel_share = medianReach(pixels), reachedShare(pixels)
-        faster = [row.observation for row in done if (median := medianReach(row)) is not None
+        faster = [row.observation for row in compared if (median := medianReach(row)) is not None
                   and (pixel_median is None or reachedShare(row) > pixel_share
                        or (reachedShare(row) == pixel_share and median < pixel_median))]
         pixel_text = ("raw pixels never reached it" if pixel_median is None
@@ -306,7 +319,7 @@ def verdicts(rows: Sequence[ObservationSummary], threshold: float | None, learne
         sentences.append(f"Reaching the threshold ({threshold:.2f}) with a larger share of the seeds than raw pixels, "
                          f"or as large a share in fewer steps ({pixel_text}): {', '.join(faster) or 'none'}.")
     if pixels is not None:
-        different = [f"{row.observation} ({'better' if row.final[0] > pixels.final[0] else 'worse'})" for row in done
+        different = [f"{row.observation} ({'better' if row.final[0] > pixels.final[0] else 'worse'})" for row in compared
                      if not math.isnan(row.p_value) and row.p_value < 0.05]
         sentences.append(f"Final reward different from raw pixels' at p < 0.05 (Welch): "
                          f"{', '.join(different) or 'none'}.")
@@ -332,10 +345,10 @@ def curves(rows: Sequence[ObservationSummary]) -> list[tuple[str, np.ndarray, np
     return result
 
 
-# Panels of the learning-curve figure: each learned model beside the two references (ground truth, raw pixels), a few
-# at a time so that the curves stay readable; a learned observation of no panel gets one of its own.
+# Panels of the learning-curve figure: each learned model (and each variant) beside the two references (ground truth,
+# raw pixels), a few at a time so that the curves stay readable; an observation of no panel gets one of its own.
 PANELS = (("supervised", "random", "pca"), ("autoencoder", "vae"), ("inverse", "robotic_priors"),
-          ("srl_combination", "srl_splits", GT_SCALE))
+          ("srl_combination", "srl_splits", GT_SCALE), ("atc", "curl", RAW_PIXELS_SHIFT))
 
 
 # matplotlib's default cycle without its grey (C7), which raw pixels' reference curve uses
@@ -345,13 +358,34 @@ LEARNED_COLORS = ("C0", "C1", "C2", "C3", "C4", "C5", "C6", "C8", "C9")
 def panelGroups(observations: Sequence[str]) -> list[list[str]]:
     """
     :param observations: the observations of the report, in order
-    :return: the learned observations of each panel (:data:`PANELS` order; one empty panel when none is learned)
+    :return: the observations of each panel but the two references (:data:`PANELS` order; one empty panel when there
+        are none)
     """
-    learned = [name for name in observations if name not in (GROUND_TRUTH, RAW_PIXELS)]
-    groups = [[name for name in panel if name in learned] for panel in PANELS]
+    drawn = [name for name in observations if name not in (GROUND_TRUTH, RAW_PIXELS)]
+    groups = [[name for name in panel if name in drawn] for panel in PANELS]
     groups = [group for group in groups if group]
-    others = [name for name in learned if not any(name in panel for panel in PANELS)]
+    others = [name for name in drawn if not any(name in panel for panel in PANELS)]
     return groups + ([others] if others else []) or [[]]
+
+
+REFERENCE_STYLES = {GROUND_TRUTH: {"color": "black", "linestyle": "-"}, RAW_PIXELS: {"color": "0.55", "linestyle": "--"}}
+
+
+def curveStyle(name: str) -> dict[str, Any]:
+    """
+    :param name: an observation
+    :return: its curve's colour and line style in every figure: ground truth black, raw pixels grey dashed, a learned
+        model a colour of its own (:data:`LEARNED_COLORS` by its place in :data:`OBSERVATIONS`), a variant its model's
+        colour dash-dotted
+    """
+    if name in REFERENCE_STYLES:
+        return dict(REFERENCE_STYLES[name])
+    model = modelName(name)
+    if model in REFERENCE_STYLES:
+        color = REFERENCE_STYLES[model]["color"]
+    else:
+        color = LEARNED_COLORS[OBSERVATIONS.index(model) % len(LEARNED_COLORS) if model in OBSERVATIONS else 0]
+    return {"color": color, "linestyle": "-." if name in VARIANTS else "-"}
 
 
 def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], threshold: float | None) -> None:
@@ -372,16 +406,12 @@ def plotEnv(path: str, plan: EnvPlan, rows: Sequence[ObservationSummary], thresh
     figure = Figure(figsize=(6.5 * columns, 3.6 * lines + 1.0), dpi=100)
     FigureCanvasAgg(figure)
     panels = figure.subplots(lines, columns, squeeze=False, sharex=True, sharey=True).ravel()
-    styles = {GROUND_TRUTH: {"color": "black", "linestyle": "-"}, RAW_PIXELS: {"color": "0.55", "linestyle": "--"}}
     for axes, group in zip(panels, groups):
         for name in [GROUND_TRUTH, RAW_PIXELS, *group]:
             if name not in data:
                 continue
             x, y = data[name]
-            model = modelName(name)  # a variant: its model's colour, dash-dotted
-            style = styles.get(name, {"color": LEARNED_COLORS[OBSERVATIONS.index(model) % len(LEARNED_COLORS)
-                                                              if model in OBSERVATIONS else 0],
-                                      "linestyle": "-." if name in VARIANTS else "-"})
+            style = curveStyle(name)
             mean = y.mean(axis=0)
             axes.plot(x, mean, linewidth=2 if name in group else 1.5, marker="o", markersize=3,
                       label=f"{name} ({y.shape[0]} runs)", **style)

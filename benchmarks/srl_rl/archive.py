@@ -4,14 +4,16 @@
 beyond the bench folder (``logs/`` is not in the repository, and the whole benchmark takes longer than one working
 session). Every report records each finished run of the grid there (benchmarks.archive: sorted keys, rewritten
 atomically and only when a record changes): env, observation, seed, the settings that make runs comparable, the
-evaluation curve, steps/s, wall time, the learned model's hash, recipe, GTC and KNN-MSE, the day it finished, the
-machine and the invocation's fingerprint. Invariants:
+evaluation curve, steps/s, wall time, the learned model's hash, recipe and metrics (GTC, KNN-MSE, the linear probe's
+R^2 when it was evaluated), the day it finished, the machine and the invocation's fingerprint. Invariants:
 
 - a record's key (:func:`archiveKey`) names everything that changes its result: the env plan's steps, evaluation
   frequency and episodes and env flags, readable; for a learned observation the SRL settings as prepare resolves
   them (seed, state dimension, epochs, dataset episodes, image size); and a digest of the run's train settings
   (benchmarks.srl_rl.runs.trainSettings: every setting of args.json that changes a result), which the record holds
-  in full. A later change of a train default (the number of envs, a renderer flag, a network flag) changes the key
+  in full (a variant's flags are train settings: ``raw_pixels_shift``'s ``augment: "shift"`` gives its runs keys
+  of their own besides their observation name, while ``augment: "none"`` is left out, keeping the earlier records'
+  keys). A later change of a train default (the number of envs, a renderer flag, a network flag) changes the key
   of every planned run: the benchmark runs again instead of reusing records of other settings; and the env's physics
   version (environments' PHYSICS_VERSION) when it is not 1, the version every record before it was made with: a
   change of an env's simulation (Kuka's physics version 2) runs its grid again; the record holds it (``physics``,

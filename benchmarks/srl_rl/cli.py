@@ -20,18 +20,17 @@ from benchmarks.srl_rl.plans import (
     BUDGET_NOTE,
     DEFAULT_BENCH_DIR,
     DOC_FILE,
-    GROUND_TRUTH,
     IMAGE_DIR,
     OBSERVATIONS,
     PLANS,
     QUICK_BENCH_DIR,
     QUICK_OBSERVATIONS,
     QUICK_PLANS,
-    RAW_PIXELS,
     ROOT,
     RUNS_FILE,
     Settings,
     derivedPlan,
+    isEnvObservation,
     learnedObservations,
 )
 from benchmarks.srl_rl.report import report
@@ -142,7 +141,7 @@ def settingsFrom(args: Any) -> Settings:
         plans.append(plan)
     observations = list(dict.fromkeys(args.observations or (QUICK_OBSERVATIONS if args.quick else OBSERVATIONS)))
     learned = learnedObservations(observations)
-    unknown = [name for name in observations if name not in learned and name not in (GROUND_TRUTH, RAW_PIXELS)]
+    unknown = [name for name in observations if name not in learned and not isEnvObservation(name)]
     if unknown:
         raise UsageError(f"--observations {' '.join(unknown)}: not an installed learned SRL model")
     bench_dir = os.path.abspath(args.bench_dir or (QUICK_BENCH_DIR if args.quick else DEFAULT_BENCH_DIR))

@@ -22,7 +22,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from benchmarks.srl_rl.analysis import LEARNED_COLORS, ObservationSummary
+from benchmarks.srl_rl.analysis import ObservationSummary, curveStyle
 from benchmarks.srl_rl.bootstrap import interquartileMean, performanceProfile, spearmanInterval, stratifiedBootstrap
 from benchmarks.srl_rl.models import METRICS, modelMetrics
 from benchmarks.srl_rl.plans import GROUND_TRUTH, OBSERVATIONS, RAW_PIXELS, VARIANTS, modelName
@@ -30,9 +30,9 @@ from srl_toolbox.files import atomicPath
 
 # Metrics where lower is better (a negative correlation with the reward is the expected sign).
 LOWER_IS_BETTER = ("knn_mse",)
-METRIC_NAMES = {"gtc": "GTC", "knn_mse": "KNN-MSE"}
+METRIC_NAMES = {"gtc": "GTC", "knn_mse": "KNN-MSE", "probe_r2": "linear probe R^2"}
 TAUS = np.linspace(0.0, 1.2, 61)
-PROFILE_CURVES = 5  # ground truth, raw pixels and the best learned rows by IQM
+PROFILE_CURVES = 5  # ground truth, raw pixels and the best other rows by IQM
 
 
 def normalisedScores(rows_by_task: dict[str, Sequence[ObservationSummary]]) -> dict[str, dict[str, np.ndarray]]:
@@ -93,24 +93,14 @@ def profileObservations(rows: Sequence[dict[str, Any]], task_count: int) -> list
     """
     :param rows: :func:`aggregateRows`
     :param task_count: the tasks with a ground-truth reference
-    :return: the observations drawn in the performance profile: ground truth, raw pixels and the learned rows on
-        every task with the highest IQM, :data:`PROFILE_CURVES` in all
+    :return: the observations drawn in the performance profile: ground truth, raw pixels and the other rows on every
+        task (learned models, variants) with the highest IQM, :data:`PROFILE_CURVES` in all
     """
     complete = [row for row in rows if len(row["tasks"]) == task_count]
     fixed = [row["observation"] for row in complete if row["observation"] in (GROUND_TRUTH, RAW_PIXELS)]
     learned = sorted((row for row in complete if row["observation"] not in (GROUND_TRUTH, RAW_PIXELS)),
                      key=lambda row: -row["iqm"][0])
     return fixed + [row["observation"] for row in learned[:max(0, PROFILE_CURVES - len(fixed))]]
-
-
-def _style(name: str) -> dict[str, Any]:
-    if name == GROUND_TRUTH:
-        return {"color": "black", "linestyle": "-"}
-    if name == RAW_PIXELS:
-        return {"color": "0.55", "linestyle": "--"}
-    model = modelName(name)
-    index = OBSERVATIONS.index(model) if model in OBSERVATIONS else 0
-    return {"color": LEARNED_COLORS[index % len(LEARNED_COLORS)], "linestyle": "-." if name in VARIANTS else "-"}
 
 
 def plotSummary(path: str, scores: dict[str, dict[str, np.ndarray]], rows: Sequence[dict[str, Any]],
@@ -132,7 +122,7 @@ def plotSummary(path: str, scores: dict[str, dict[str, np.ndarray]], rows: Seque
     for position, name in enumerate(names):
         row = next(row for row in rows if row["observation"] == name)
         point, low, high = row["iqm"]
-        style = _style(name)
+        style = curveStyle(name)
         left.plot([low, high], [position, position], color=style["color"], linewidth=6, alpha=0.45,
                   solid_capstyle="butt")
         left.plot([point], [position], marker="|", markersize=14, color=style["color"])
@@ -145,7 +135,7 @@ def plotSummary(path: str, scores: dict[str, dict[str, np.ndarray]], rows: Seque
     task_count = len(tasks)
     for name in profileObservations(rows, task_count):
         shares, low, high = performanceProfile(list(scores[name].values()), TAUS, seed=seed)
-        style = _style(name)
+        style = curveStyle(name)
         right.plot(TAUS, shares, label=name, linewidth=2, **style)
         right.fill_between(TAUS, low, high, color=style["color"], alpha=0.15, linewidth=0)
     right.set_xlabel("score tau (final reward / ground truth's mean)")

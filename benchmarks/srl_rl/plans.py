@@ -7,8 +7,10 @@ pipeline commands and the run specs. Invariants:
 
 - the run specs are exactly those of the pipeline commands (the same train flags, through
   rl_baselines.sweeps.sweep.expandGrid): the runs a report reads are the runs the commands made;
-- a variant is a learned model with further train flags: its runs have run ids, rows and archive keys of their own,
-  on the model that prepare trained for the others;
+- a variant is an observation (a learned model, or raw pixels) with further train flags that set one args.json
+  setting to one value: its runs have run ids, rows and archive keys of their own, on the model that prepare trained
+  for the others (a variant of raw pixels needs none); a run belongs to a variant's row only when that setting has the
+  variant's value (not merely a truthy one: train records ``augment: "none"`` for every plain run);
 - the paths are this checkout's (:data:`ROOT`); the bench folder is relative to :attr:`Settings.base`.
 """
 from __future__ import annotations
@@ -38,10 +40,14 @@ ALGO = "ppo2"
 GROUND_TRUTH = "ground_truth"
 RAW_PIXELS = "raw_pixels"
 GT_SCALE = "srl_splits_gt_scale"
+RAW_PIXELS_SHIFT = "raw_pixels_shift"
+# The env's own observations: no learned model, hence no GTC and no probe.
+ENV_OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS)
 # The observations compared, in table order: the env's own two, then the learned models (prepared by
-# srl_models.prepare), the reference encoders (supervised, random, pca) first, then the variants (VARIANTS).
+# srl_models.prepare), the reference encoders (supervised, random, pca) first, the 2018 losses, then the contrastive
+# models (atc, curl), then the variants (VARIANTS).
 OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "supervised", "random", "pca", "autoencoder", "vae", "inverse",
-                "robotic_priors", "srl_combination", "srl_splits", GT_SCALE)
+                "robotic_priors", "srl_combination", "srl_splits", "atc", "curl", GT_SCALE, RAW_PIXELS_SHIFT)
 QUICK_OBSERVATIONS = (GROUND_TRUTH, RAW_PIXELS, "vae")
 THRESHOLD_FRACTION = GROUND_TRUTH_FRACTION
 SECTION_TITLE = "## Does SRL help?"
@@ -63,25 +69,32 @@ PAPER = ("Raffin et al., \"Decoupling feature extraction from policy learning: a
 @dataclasses.dataclass(frozen=True)
 class Variant:
     """
-    A learned model handed to the agent with further train flags: a row of its own, with runs of its own (their run
-    ids and archive keys differ from the model's plain runs), on the model that prepare trained for the others.
+    An observation handed to the agent with further train flags: a row of its own, with runs of its own (their run
+    ids and archive keys differ from the plain runs of its model), on the model that prepare trained for the others.
 
-    :param model: the learned model it uses
-    :param flags: the train flags its runs get besides the env's
-    :param arg: the args.json setting those flags turn on, which tells its runs from the model's plain ones
+    :param model: the observation it varies: a learned model, or raw pixels
+    :param flags: the train flags its runs get besides the env's (a flag and its value as separate items)
+    :param arg: the args.json setting those flags set, which tells its runs from the model's plain ones
     :param description: what it is, for the docs section
+    :param value: the value ``arg`` has in its runs' args.json (True for a switch; ``"shift"`` for ``--augment
+        shift``): a run of any other value is a plain run of ``model``
     """
 
     model: str
     flags: tuple[str, ...]
     arg: str
     description: str
+    value: Any = True
 
 
 VARIANTS = {
     GT_SCALE: Variant("srl_splits", ("--srl-ground-truth-scale",), "srl_ground_truth_scale",
                       "srl_splits handed to the agent at the size of the env's ground truth (train's "
                       "--srl-ground-truth-scale: the normalised state times sqrt(ground-truth dim / state dim))"),
+    RAW_PIXELS_SHIFT: Variant(RAW_PIXELS, ("--augment", "shift"), "augment",
+                              "raw pixels with train's --augment shift (DrQ / DrAC): each minibatch of ppo2's updates "
+                              "sees its images shifted at random by up to 4 pixels, the policy and the value losses "
+                              "alike, while the agent acts on the images as rendered", value="shift"),
 }
 
 
@@ -90,18 +103,37 @@ def modelName(observation: str) -> str:
     return VARIANTS[observation].model if observation in VARIANTS else observation
 
 
+def isEnvObservation(observation: str) -> bool:
+    """:return: the observation's runs use no learned model (ground truth, raw pixels, or a variant of one of them):
+    it has no GTC and no probe"""
+    return modelName(observation) in ENV_OBSERVATIONS
+
+
 def variantFlags(observation: str) -> tuple[str, ...]:
     """:return: the train flags an observation's runs get besides the env's (a variant's, else none)"""
     return VARIANTS[observation].flags if observation in VARIANTS else ()
 
 
+def hasFlags(train_args: Sequence[str], flags: Sequence[str]) -> bool:
+    """
+    :param train_args: train command-line items (``--flag value`` or ``--flag=value``)
+    :param flags: a flag and the values it takes, e.g. ``("--augment", "shift")``
+    :return: the flag's last occurrence (the one argparse keeps) is followed by exactly these values
+    """
+    items = [part for item in train_args
+             for part in (item.split("=", 1) if item.startswith("--") and "=" in item else [item])]
+    places = [index for index, item in enumerate(items) if item == flags[0]]
+    return bool(places) and tuple(items[places[-1]:places[-1] + len(flags)]) == tuple(flags)
+
+
 def specObservation(spec: Any) -> str:
     """
     :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
-    :return: the observation (row) it belongs to: a variant when its model and flags are the variant's
+    :return: the observation (row) it belongs to: a variant when its model and its flag with the variant's values are
+        the variant's
     """
     for name, variant in VARIANTS.items():
-        if spec.srl_model == variant.model and all(flag in spec.train_args for flag in variant.flags):
+        if spec.srl_model == variant.model and hasFlags(spec.train_args, variant.flags):
             return name
     return str(spec.srl_model)
 
@@ -109,10 +141,11 @@ def specObservation(spec: Any) -> str:
 def argsObservation(args: dict[str, Any]) -> str:
     """
     :param args: a run's args.json
-    :return: the observation (row) it belongs to: a variant when its model and setting are the variant's
+    :return: the observation (row) it belongs to: a variant when its model is the variant's and its setting has the
+        variant's value
     """
     for name, variant in VARIANTS.items():
-        if args.get("srl_model") == variant.model and args.get(variant.arg):
+        if args.get("srl_model") == variant.model and variant.arg in args and args[variant.arg] == variant.value:
             return name
     return str(args["srl_model"])
 
@@ -239,7 +272,14 @@ BUDGET_NOTE = (
     "truth; docs/benchmarks.md). Measured: prepare about 7 minutes per env on free cores (9 models, one after the "
     "other), the runs 3 h 53 min of train commands on MobileRobot (about 1 h 56 min 2 at a time; 2026-11-24, under "
     "load) and 6 h 15 min on Kuka (about 3 h 07 min; 2026-11-25): about 5 h 20 min in all on 2 cores (the script "
-    "prints its own estimate, and the time left as it goes).")
+    "prints its own estimate, and the time left as it goes). The rows atc, curl and raw_pixels_shift add 9 runs per "
+    "task, estimated before any of them ran: at 200-280 steps/s for a learned model and 100-170 for raw pixels (one "
+    "run with one env on MobileRobot; Kuka's archived runs took about 1.6 times as long as MobileRobot's), a run with "
+    "its evaluations takes 3.7-5.1 min (learned) and 6.0-10.1 min (raw pixels) on MobileRobot, 6.0-8.3 and 9.8-16.6 "
+    "min on Kuka: 40-61 min of train commands on MobileRobot and 65-100 min on Kuka, about 55-80 min more 2 at a time "
+    "on these two robots (about 3 h 20 min of train commands from the walls of the archived runs of the same kinds, "
+    "2 at a time and partly under load: 1 h 40 min), 1 h 35 min to 2 h 20 min over the four tasks, plus prepare's "
+    "two more models per env (about 7 min).")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.

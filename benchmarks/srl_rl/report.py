@@ -168,7 +168,11 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         "reward, and *steps to threshold* the first evaluation at or above it (median over the seeds that reached it, "
         "and how many did); *AUC / steps* is the area under the evaluation curve divided by the steps it spans (the "
         "mean evaluation reward over training: larger when a method learns sooner); *GTC* is the ground-truth "
-        "correlation of the representation measured by prepare on its dataset; *p* is Welch's t-test "
+        "correlation of the representation measured by prepare on its dataset, and *probe R^2* the R^2 of a ridge "
+        "regression from the learned state to the ground truth, scored on held-out episodes of that dataset (prepare's "
+        "linear probe, mean over the ground truth's dimensions; `-` for raw pixels and their variants, which learn no "
+        "state apart from the agent; `n/a` for a model "
+        "evaluated before the probe existed); *p* is Welch's t-test "
         "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels. *Here vs paper* "
         "compares fractions of each side's ground truth: *agrees* when they differ by less than twice their combined "
         "standard error. A row marked missing has no finished run yet.", "",

@@ -30,14 +30,13 @@ from benchmarks.srl_rl.models import dropStaleRuns, registeredFacts, registeredM
 from benchmarks.srl_rl.plans import (
     EXPECTED_PREPARE_S,
     EXPECTED_RATE,
-    GROUND_TRUTH,
-    RAW_PIXELS,
     ROOT,
     EnvPlan,
     Settings,
     counted,
     displayPath,
     duration,
+    isEnvObservation,
     modelName,
     shown,
     specObservation,
@@ -71,7 +70,7 @@ def expectedRunSeconds(plan: EnvPlan, observation: str, measured: dict[tuple[str
     :param measured: (env, observation) -> steps/s of its finished runs
     :return: a guess of one run's seconds, training and evaluations
     """
-    kind = observation if observation in (GROUND_TRUTH, RAW_PIXELS) else "learned"
+    kind = modelName(observation) if isEnvObservation(observation) else "learned"  # a variant: its model's rate
     rate = measured.get((plan.env, observation)) or EXPECTED_RATE.get(plan.env, {}).get(kind, 200.0)
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
     return 5.0 + plan.steps / rate + evaluation / (1.25 * rate)  # evaluation steps skip the updates

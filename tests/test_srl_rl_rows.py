@@ -1,0 +1,191 @@
+"""The SRL + RL benchmark's rows of issue 29 (benchmarks.srl_rl.plans): the contrastive models (atc, curl) and raw
+pixels with ``--augment shift``, a variant told from the plain raw-pixel runs by the value of its setting, with run
+folders, archive keys, table cells and curve styles of its own. Synthetic run folders: nothing is trained."""
+from __future__ import annotations
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import pytest
+from srl_rl_bench import CURVES, MOBILE, writeRun
+
+from benchmarks.srl_rl import analysis, cli, plans, running
+from benchmarks.srl_rl import archive as bench_archive
+from benchmarks.srl_rl import runs as bench_runs
+from rl_baselines.sweeps import pipeline
+from rl_baselines.sweeps.sweep import expandGrid
+from srl_models.registry import learnedModels
+
+SHIFT = plans.RAW_PIXELS_SHIFT
+
+
+def _settings(argv: list[str]) -> plans.Settings:
+    """The settings main builds from ``argv``."""
+    return cli.settingsFrom(cli.buildParser().parse_args(argv))
+
+
+def _spec(model: str, *train_args: str) -> SimpleNamespace:
+    return SimpleNamespace(srl_model=model, seed=0, train_args=tuple(train_args))
+
+
+def test_the_new_rows_follow_the_learned_models_in_the_default_plan() -> None:
+    assert {"atc", "curl"} <= set(learnedModels())  # prepare trains them: they are installed learned models
+    order = list(plans.OBSERVATIONS)
+    assert order.index("srl_splits") < order.index("atc") < order.index("curl") < order.index(plans.GT_SCALE)
+    assert order[-1] == SHIFT and plans.VARIANTS[SHIFT] == plans.Variant(
+        "raw_pixels", ("--augment", "shift"), "augment", plans.VARIANTS[SHIFT].description, value="shift")
+    settings = _settings([])
+    assert settings.observations == order and settings.seeds == 3
+    # atc and curl are learned models prepare trains (at their own defaults: no --augment on the prepare command);
+    # raw pixels with a shift is no learned model and needs none
+    assert "atc" in settings.learned and "curl" in settings.learned and SHIFT not in settings.learned
+    assert settings.models[-2:] == ["atc", "curl"] and "raw_pixels" not in settings.models
+    for plan in settings.plans:
+        prepare = settings.prepareCommand(plan)
+        assert prepare[prepare.index("--srl-model") + 1:prepare.index("--srl-model") + 1 + len(settings.models)] == (
+            settings.models) and "--augment" not in prepare
+    # the quick mode keeps its three rows; the new ones can be chosen there too
+    assert _settings(["--quick"]).observations == list(plans.QUICK_OBSERVATIONS)
+    quick = _settings(["--quick", "--observations", SHIFT, "atc"])
+    assert quick.observations == [SHIFT, "atc"] and quick.learned == ["atc"] and quick.models == ["atc"]
+    alone = _settings(["--observations", SHIFT])
+    assert alone.learned == [] and alone.models == [] and alone.srlSettings(alone.plans[0]) is None
+
+
+def test_the_pipeline_commands_run_the_new_rows(tmp_path) -> None:
+    settings = _settings(["--env", MOBILE])
+    plan = settings.plans[0]
+    plain, scaled, shifted = settings.gridCommands(plan)
+
+    def models(command: list[str]) -> list[str]:
+        return command[command.index("--srl-model") + 1:command.index("--num-iteration")]
+
+    assert models(plain)[-2:] == ["atc", "curl"] and "--augment" not in plain
+    assert models(scaled) == ["srl_splits"] and scaled[-1] == "--srl-ground-truth-scale"
+    assert models(shifted) == ["raw_pixels"] and shifted[-2:] == ["--augment", "shift"]
+    specs = settings.specs(plan)
+    rows = [plans.specObservation(spec) for spec in specs]
+    assert all(rows.count(name) == 3 for name in plans.OBSERVATIONS) and len(rows) == 3 * len(plans.OBSERVATIONS)
+    mine = [spec for spec in specs if plans.specObservation(spec) == SHIFT]
+    assert all(spec.srl_model == "raw_pixels" for spec in mine)
+    pixels = {spec.run_id for spec in specs if plans.specObservation(spec) == "raw_pixels"}
+    assert pixels.isdisjoint(spec.run_id for spec in mine)  # run folders of its own
+    # the pipeline names the variant's runs as the specs do: the report reads the runs the command made
+    args, train_args = pipeline.buildParser().parse_known_args(shifted[2:])
+    named = expandGrid(args.algo, args.env, args.srl_model, [0, 1, 2], train_args, str(tmp_path), plans.ROOT)
+    assert sorted(spec.run_id for spec in named) == sorted(spec.run_id for spec in mine)
+    # a variant's missing seed gets a command with its flags, the plain row's its own
+    one = [spec for spec in specs if spec.seed == 1 and spec.srl_model == "raw_pixels"]
+    assert settings.pipelineCommands(plan, one) == [settings.pipelineCommand(plan, ["raw_pixels"], [1]),
+                                                    settings.pipelineCommand(plan, [SHIFT], [1])]
+    # its time estimate is raw pixels' (no run measured yet), the contrastive models' a learned model's
+    assert running.expectedRunSeconds(plan, SHIFT, {}) == running.expectedRunSeconds(plan, "raw_pixels", {})
+    assert running.expectedRunSeconds(plan, "atc", {}) == running.expectedRunSeconds(plan, "vae", {})
+
+
+@pytest.mark.parametrize("train_args, row", [
+    (("--augment", "shift"), SHIFT),
+    (("--augment=shift",), SHIFT),
+    (("--num-timesteps", "10", "--augment", "shift", "--eval-freq", "5"), SHIFT),
+    (("--augment", "none"), "raw_pixels"),
+    ((), "raw_pixels"),
+    (("--augment", "shift", "--augment", "none"), "raw_pixels"),  # argparse keeps the last one
+    (("--augment", "none", "--augment", "shift"), SHIFT),
+    (("--renderer", "shift"), "raw_pixels"),  # the value alone is not the flag
+    (("--augment",), "raw_pixels"),
+])
+def test_a_spec_is_the_variants_only_with_the_flag_and_its_value(train_args, row) -> None:
+    assert plans.specObservation(_spec("raw_pixels", *train_args)) == row
+
+
+def test_a_spec_of_another_model_with_the_variants_flags_is_that_models() -> None:
+    assert plans.specObservation(_spec("srl_splits", "--augment", "shift")) == "srl_splits"
+    assert plans.specObservation(_spec("srl_splits", "--srl-ground-truth-scale")) == plans.GT_SCALE
+    assert plans.specObservation(_spec("raw_pixels", "--srl-ground-truth-scale")) == "raw_pixels"
+
+
+@pytest.mark.parametrize("args, row", [
+    ({"srl_model": "raw_pixels", "augment": "none"}, "raw_pixels"),  # train's default, truthy: a plain run
+    ({"srl_model": "raw_pixels"}, "raw_pixels"),  # written before --augment existed
+    ({"srl_model": "raw_pixels", "augment": "shift"}, SHIFT),
+    ({"srl_model": "vae", "augment": "shift"}, "vae"),
+    ({"srl_model": "srl_splits", "srl_ground_truth_scale": False}, "srl_splits"),
+    ({"srl_model": "srl_splits", "srl_ground_truth_scale": True}, plans.GT_SCALE),
+    ({"srl_model": SHIFT}, SHIFT),  # an archived record names its row
+])
+def test_a_run_is_the_variants_only_with_the_variants_value(args, row) -> None:
+    assert plans.argsObservation(args) == row
+
+
+def test_run_folders_and_archive_keys_tell_the_augmented_runs_from_the_plain_ones(tmp_path) -> None:
+    settings = _settings(["--env", MOBILE, "--observations", "ground_truth", "raw_pixels", SHIFT, "--seeds", "1"])
+    plan = settings.plans[0]
+    specs = {plans.specObservation(spec): spec for spec in settings.specs(plan)}
+    records = {}
+    for name, spec in specs.items():  # args.json as train writes it: augment "none" for the plain runs
+        folder = writeRun(str(tmp_path / name), spec.srl_model, 0, CURVES[spec.srl_model][0], spec=spec)
+        records[name] = bench_runs.loadRun(folder)
+        assert records[name].observation == name
+    assert (records["raw_pixels"].run.args["augment"], records[SHIFT].run.args["augment"]) == ("none", "shift")
+    run = settings.runSettings(plan)
+    keys = {name: bench_archive.archiveKey(MOBILE, name, 0, run, None, bench_runs.specSettings(spec))
+            for name, spec in specs.items()}
+    assert len(set(keys.values())) == 3
+    # the digest alone tells them apart too (the augmentation is a result-changing train setting)
+    assert (bench_archive.archiveKey(MOBILE, "x", 0, run, None, bench_runs.specSettings(specs["raw_pixels"]))
+            != bench_archive.archiveKey(MOBILE, "x", 0, run, None, bench_runs.specSettings(specs[SHIFT])))
+    # a plain raw-pixel record is never taken for the augmented row: the same seed of both, archived
+    entries = dict(bench_archive.archiveEntry(settings, plan, dataclasses.replace(
+        records[name], train=bench_runs.specSettings(spec)), None, None, "here") for name, spec in specs.items())
+    matches = bench_archive.archivedMatches(entries, settings, plan, list(specs.values()), {})
+    assert {name: entry["observation"] for (name, _), entry in matches.items()} == {name: name for name in specs}
+    plain_only = {key: entry for key, entry in entries.items() if entry["observation"] != SHIFT}
+    assert set(bench_archive.archivedMatches(plain_only, settings, plan, [specs[SHIFT]], {})) == set()
+
+
+def test_the_table_shows_no_gtc_nor_probe_for_pixels_and_both_for_the_new_models(tmp_path) -> None:
+    records = [bench_runs.loadRun(writeRun(str(tmp_path / f"{name}_{seed}"), name, seed, CURVES[curve][seed]))
+               for name, curve in (("ground_truth", "ground_truth"), ("raw_pixels", "raw_pixels"), ("atc", "vae"))
+               for seed in range(3)]
+    shifted = []
+    for seed in range(3):  # as good as ground truth: better than raw pixels
+        record = bench_runs.loadRun(writeRun(str(tmp_path / f"shift_{seed}"), "raw_pixels", seed,
+                                             CURVES["ground_truth"][seed]))
+        record.run.args["augment"] = "shift"
+        shifted.append(record)
+    observations = ["ground_truth", "raw_pixels", "atc", "curl", SHIFT]
+    rows, threshold = analysis.summariseEnv(records + shifted, observations, 3, {"curl": "not prepared"})
+    assert [len(row.runs) for row in rows] == [3, 3, 3, 0, 3]
+    facts = {"atc": {"gtc": 0.61, "probe_r2": 0.733, "knn_mse": 0.1, "state_dim": 32},
+             "raw_pixels": {"gtc": 0.99, "probe_r2": 0.99, "state_dim": 1}}  # never shown for pixels
+    table = analysis.envTable(MOBILE, rows, threshold, facts)
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table.splitlines()]
+    header, lines = cells[0], {line[0]: line for line in cells[2:]}
+    gtc, probe = header.index("GTC (state dim)"), header.index("probe R^2")
+    assert all(len(line) == len(header) for line in lines.values())
+    assert (lines["ground_truth"][gtc], lines["ground_truth"][probe]) == ("1 (the state itself)", "1")
+    assert (lines["raw_pixels"][gtc], lines["raw_pixels"][probe]) == ("- (pixels)", "-")
+    assert (lines[SHIFT][gtc], lines[SHIFT][probe]) == ("- (pixels)", "-")
+    assert (lines["atc"][gtc], lines["atc"][probe]) == ("0.610 (32)", "0.733")
+    assert (lines["curl"][2], lines["curl"][gtc], lines["curl"][probe]) == ("missing: not prepared", "not prepared", "")
+    # a model evaluated before the probe existed: n/a
+    older = analysis.envTable(MOBILE, rows, threshold, {"atc": {"gtc": 0.61, "state_dim": 32}})
+    assert "| 0.610 (32) | n/a |" in older
+    # the augmented row is compared with raw pixels (Welch's p, the threshold), not counted as a learned model
+    assert not math.isnan(rows[-1].p_value) and lines[SHIFT][header.index("p (Welch vs raw pixels)")] != "baseline"
+    sentences = analysis.verdicts(rows, threshold, ["atc", "curl"])
+    assert sentences[0].endswith("): none.")  # as good as ground truth, but no learned representation
+    assert "raw pixels never reached it): atc, raw_pixels_shift." in sentences[1]
+    assert "(Welch): atc (better), raw_pixels_shift (better)." in sentences[2]
+    analysis.plotEnv(str(tmp_path / "curves.png"), plans.PLANS[MOBILE], rows, threshold)
+    assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_curve_styles_and_panels_of_the_new_rows() -> None:
+    assert analysis.curveStyle(SHIFT) == {"color": analysis.curveStyle("raw_pixels")["color"], "linestyle": "-."}
+    assert analysis.curveStyle(plans.GT_SCALE) == {"color": analysis.curveStyle("srl_splits")["color"],
+                                                   "linestyle": "-."}
+    new = [analysis.curveStyle(name)["color"] for name in ("atc", "curl", SHIFT)]
+    assert len(set(new)) == 3 and "black" not in new  # one panel, three colours, none of ground truth's
+    assert analysis.panelGroups(plans.OBSERVATIONS)[-1] == ["atc", "curl", SHIFT]
