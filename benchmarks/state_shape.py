@@ -14,7 +14,7 @@ No image is rendered and nothing is learned before the agent: whatever separates
 from its number of dimensions: a linear map to 32 dimensions is the ground truth times a matrix whose singular values
 are about 4 once each dimension is normalised, which the first layer of the policy cannot tell from larger inputs.
 ``--scale participation`` uses ``sqrt(P / dims)`` for each variant, ``P`` the participation ratio of the normalised
-state's covariance (:func:`participationRatio`, measured on random moves): the number of directions the state really
+state's covariance (``srl_models.metrics.participationRatio``, measured on random moves): the number of directions the state really
 spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32 dimensions).
 ``--hyperparam NAME:VALUE`` (ppo2's names) and ``--policy-activation`` change one thing of the agent at a time, and
 ``--first-seed`` with ``--seeds`` picks the seeds, to measure how often each setting traps a seed. Each
@@ -62,6 +62,7 @@ from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+from srl_models.metrics import participationRatio
 from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, positiveFloat, positiveInt, runCommand
 from srl_toolbox.files import writeJson
 
@@ -126,20 +127,6 @@ def normalisedEnv(factory: Callable[[], gym.Env], scale: float = 1.0, training: 
     kwargs = {"norm_obs": True, "norm_reward": False, "training": training}
     venv = DummyVecEnv([factory])
     return ScaledVecNormalize(venv, scale, **kwargs) if scale != 1.0 else VecNormalize(venv, **kwargs)
-
-
-def participationRatio(states: np.ndarray) -> float:
-    """
-    :param states: (n, dims) states
-    :return: ``(sum l)^2 / sum l^2`` over the eigenvalues ``l`` of the covariance of the states with each dimension
-        standardised (constant dimensions left out): between 1 (one direction) and dims (every direction alike)
-    """
-    spread = states.std(axis=0)
-    kept = states[:, spread > 0]
-    if kept.shape[1] == 0:
-        return 1.0
-    eigenvalues = np.linalg.eigvalsh(np.corrcoef(kept, rowvar=False).reshape(kept.shape[1], kept.shape[1]))
-    return float(eigenvalues.sum() ** 2 / np.square(eigenvalues).sum())
 
 
 def participationScale(variant: str, dims: int, map_seed: int, steps: int = PARTICIPATION_STEPS,

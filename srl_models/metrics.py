@@ -12,6 +12,11 @@
   What a linear policy or value head could read from the state, measured on frames it was not fitted on. 1 for the
   true state itself, about 0 (or below) for noise.
 
+And one measure of the state alone, with no ground truth: its participation ratio, the number of directions it
+really spans once each dimension is standardised (``(sum l)^2 / sum l^2`` over the eigenvalues ``l`` of its
+correlation matrix; 1 to its size). The train command hands a learned state to the agent at the size that number
+gives it (rl_baselines.envs.factory).
+
 Pure numpy/scipy on arrays, so the scores can be checked on synthetic data with a known answer.
 """
 from __future__ import annotations
@@ -65,6 +70,21 @@ def _standardised(columns: np.ndarray) -> np.ndarray:
     norms[constant] = 1.0
     centred[:, constant] = 0.0
     return centred / norms
+
+
+def participationRatio(states: np.ndarray) -> float:
+    """
+    :param states: (n, d) states
+    :return: ``(sum l)^2 / sum l^2`` over the eigenvalues ``l`` of the states' correlation matrix (constant dimensions
+        left out): 1 when every dimension moves along one direction, d when the d dimensions are uncorrelated; 1 for
+        states with no varying dimension
+    """
+    columns = _standardised(np.asarray(states, dtype=np.float64).reshape(len(states), -1))
+    columns = columns[:, np.any(columns != 0.0, axis=0)]
+    if columns.shape[1] == 0:
+        return 1.0
+    eigenvalues = linalg.eigvalsh(columns.T @ columns)
+    return float(eigenvalues.sum() ** 2 / np.square(eigenvalues).sum())
 
 
 def correlationMatrix(states: np.ndarray, ground_truth: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ from environments.dataset_generator import main as generateDataset
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from srl_models import evaluate, explore_latent, plotting, registry
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
-from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, sampleIndices
+from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, participationRatio, sampleIndices
 from srl_models.train import trainFromArgs
 from srl_toolbox.cli import runCommand
 
@@ -397,3 +397,13 @@ def test_exploreLatentOnTrainedModels(tmp_path, trainedModels):
     assert "does not decode" in result.stderr and "vae" in result.stderr and "autoencoder" in result.stderr
     assert result.stderr.count("\n") == 1
     assert snapshot(trainedModels["random"]) == before
+
+
+def test_the_participation_ratio_counts_the_directions_a_state_spans():
+    rng = np.random.default_rng(0)
+    truth = rng.normal(size=(4000, 2))
+    assert 1.2 < participationRatio(truth @ rng.normal(size=(2, 32)) + rng.normal(size=32)) <= 2.0 + 1e-9
+    assert participationRatio(rng.normal(size=(4000, 8))) == pytest.approx(8.0, rel=0.05)
+    assert participationRatio(np.c_[truth, np.ones(4000)]) == pytest.approx(2.0, abs=0.05)  # a constant adds none
+    assert participationRatio(np.c_[truth, truth[:, :1] * 3]) == pytest.approx(1.8, abs=0.05)
+    assert participationRatio(np.ones((10, 3))) == 1.0

@@ -92,16 +92,8 @@ def test_bad_input_is_one_line_exit_2(argv, words):
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
 
 
-def test_the_participation_ratio_counts_the_directions_a_state_spans():
-    rng = np.random.default_rng(0)
-    truth = rng.normal(size=(4000, 2))
-    linear = truth @ rng.normal(size=(2, 32)) + rng.normal(size=32)
-    assert 1.2 < state_shape.participationRatio(linear) <= 2.0 + 1e-9  # 2 directions, of unequal spread
-    assert state_shape.participationRatio(rng.normal(size=(4000, 8))) == pytest.approx(8.0, rel=0.05)
-    assert state_shape.participationRatio(np.c_[truth, np.ones(4000)]) == pytest.approx(2.0, abs=0.05)
-    assert state_shape.participationRatio(np.c_[truth, truth[:, :1] * 3]) == pytest.approx(1.8, abs=0.05)
-    assert state_shape.participationRatio(np.ones((10, 3))) == 1.0
-    # the env's own maps: the linear one spans 2 directions (scale about sqrt(2 / 32)), ground truth about its 2
+def test_the_participation_scale_of_the_maps():
+    # the linear map spans 2 directions (scale about sqrt(2 / 32)); ground truth its own 2
     assert state_shape.participationScale("linear", 32, 1000, steps=500) == pytest.approx(0.25, abs=0.02)
     assert state_shape.participationScale("ground_truth", 32, 1000, steps=500) == pytest.approx(1.0, abs=0.05)
 
