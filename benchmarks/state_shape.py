@@ -14,8 +14,9 @@ No image is rendered and nothing is learned before the agent: whatever separates
 from its number of dimensions: a linear map to 32 dimensions is the ground truth times a matrix whose singular values
 are about 4 once each dimension is normalised, which the first layer of the policy cannot tell from larger inputs.
 ``--scale participation`` uses ``sqrt(P / dims)`` for each variant, ``P`` the participation ratio of the normalised
-state's covariance (``srl_models.metrics.participationRatio``, measured on random moves): the number of directions the state really
-spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32 dimensions).
+state's covariance (``srl_models.metrics.participationRatio``, measured on random moves): the number of directions
+the state really spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32
+dimensions), as train's ``--srl-state-scale participation`` (its default) measures it on a model's recorded states.
 ``--hyperparam NAME:VALUE`` (ppo2's names) and ``--policy-activation`` change one thing of the agent at a time, and
 ``--first-seed`` with ``--seeds`` picks the seeds, to measure how often each setting traps a seed. Each
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
@@ -327,10 +328,11 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_append:
         command = "python -m benchmarks.state_shape " + " ".join(argv if argv is not None else sys.argv[1:])
         notes = (f"ppo2's hyperparameters (SB3 PPO), {args.steps:,} steps per run, an evaluation of "
-                 f"{args.eval_episodes} deterministic episodes every {args.eval_freq:,} steps, seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; "
+                 f"{args.eval_episodes} deterministic episodes every {args.eval_freq:,} steps, "
+                 f"seeds {args.first_seed}-{args.first_seed + args.seeds - 1}; "
                  f"the ground truth of {ENV_ID} as it is or through a fixed random map to {args.dims} numbers "
                  f"(map seed {args.map_seed}); no images"
-                 + (f"; the normalised state multiplied by sqrt(participation ratio / size): "
+                 + ("; the normalised state multiplied by sqrt(participation ratio / size): "
                     + ", ".join(f"{v} x{scale:.3f}" for v, scale in scales.items())
                     if args.scale == PARTICIPATION else
                     f"; the normalised state multiplied by {args.scale:g}" if args.scale != 1.0 else "")

@@ -25,6 +25,8 @@ import numpy as np
 from srl_toolbox.files import sha256File
 
 EXP_CONFIG_FILE = "exp_config.json"
+# srl_models.evaluate's record of the sampled frames' learned states (key "states"), beside their ground truth.
+STATES_FILE = "states.npz"
 
 
 class SRLType(enum.Enum):
@@ -91,6 +93,22 @@ class EnvironmentSRLModel(BaseSRLModel):
     """Marker of the observation modes the envs compute themselves: nothing to train, load or encode."""
 
     SRL_TYPE = SRLType.ENVIRONMENT
+
+
+def recordedStates(folder: str) -> np.ndarray | None:
+    """
+    :param folder: a model folder
+    :return: the learned states srl_models.evaluate recorded there (n, state dim), None when it has recorded none
+    :raises ValueError: the file is there but unreadable (one line)
+    """
+    path = os.path.join(folder, STATES_FILE)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return np.asarray(data["states"], dtype=np.float64)
+    except (OSError, ValueError, KeyError) as error:
+        raise ValueError(f"{path} cannot be read ({error})") from None
 
 
 def readExpConfig(folder: str) -> dict[str, Any]:

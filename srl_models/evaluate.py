@@ -21,7 +21,7 @@ from tqdm import tqdm
 from environments import getEnvClass
 from environments.dataset import Dataset
 from srl_models import plotting
-from srl_models.base import BaseSRLModel, readExpConfig
+from srl_models.base import STATES_FILE, BaseSRLModel, readExpConfig
 from srl_models.metrics import (
     PROBE_ALPHA,
     gtCorrelation,
@@ -47,7 +47,6 @@ from srl_toolbox.files import writeJson, writeNpz
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
 PROBE_FILE = "linear_probe.json"
-STATES_FILE = "states.npz"
 STATES_PLOT = "states_by_ground_truth.png"
 KNN_PLOT = "knn_neighbours.png"
 KNN_PLOT_QUERIES = 4    # query frames in the neighbours figure

@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
+
 
 @dataclasses.dataclass(frozen=True)
 class RunSettings:
@@ -45,6 +47,8 @@ class RunSettings:
     :param srl_model_path: the trained SRL model's folder, None for a mode the env computes or a config lookup
     :param srl_config_file: the file mapping (env, SRL model name) to a folder
     :param srl_ground_truth_scale: learned SRL states scaled to the ground truth's size (docs/srl.md)
+    :param srl_state_scale: the factor on a normalised learned SRL state: ``participation`` (the size of the
+        directions it spans) or ``none`` (rl_baselines.envs.factory.learnedStateScale)
     :param augment: the augmentation of the image observations the updates learn from (``none``, ``shift``: an
         algorithm whose ``augmentsUpdates()`` is True applies it; the train command refuses it for the others)
     :param env_kwargs: the env constructor keywords of the run
@@ -72,6 +76,7 @@ class RunSettings:
     srl_model_path: str | None = None
     srl_config_file: str | None = None
     srl_ground_truth_scale: bool = False
+    srl_state_scale: str = DEFAULT_STATE_SCALE
     augment: str = "none"
     env_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     run_dir: str | None = None

@@ -1,9 +1,16 @@
 """Environment creation for the RL side: parallel envs, monitor files, frame stacking, action repeat, normalisation.
 
 Normalisation statistics are stored as ``vecnormalize.npz`` (plain arrays, loaded with ``allow_pickle=False``)
-beside every saved model, so that replaying a run never unpickles anything from it. With
-``--srl-ground-truth-scale`` a learned state is normalised by :class:`ScaledVecNormalize`, whose scale follows from the
-run's arguments and the encoder (not saved), so a replayed, resumed or evaluated run rebuilds the same input.
+beside every saved model, so that replaying a run never unpickles anything from it.
+
+A learned SRL state is normalised by :class:`ScaledVecNormalize`: after the running mean/std, the state is multiplied
+by ``sqrt(P / d)`` (``--srl-state-scale participation``, the default), P the participation ratio of the states the
+model's evaluation recorded (the number of directions the state spans) and d its size, so that a 32-number state that
+spans 2 directions reaches the policy at the size of 2 independent numbers, not 4 times larger
+(:func:`learnedStateScale`; docs/srl.md says why). ``--srl-ground-truth-scale`` uses the env's ground-truth size
+instead of P. The factor is saved in vecnormalize.npz, so a replayed, resumed or evaluated run gets the input it was
+trained on; runs saved before it was recorded rebuild it from their arguments (format 5 and earlier: no scale, or
+the ground-truth one).
 """
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import dataclasses
 import functools
 import math
 import os
+import warnings
 from typing import Any
 
 import gymnasium as gym
@@ -22,11 +30,16 @@ from environments import getEnvClass
 from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
 from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
+from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
+from srl_models.metrics import participationRatio
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath
 
 NORMALISATION_FILE = "vecnormalize.npz"
+# What train's --srl-state-scale offers (learnedStateScale) and what a run gets by default.
+STATE_SCALES = ("participation", "none")
+DEFAULT_STATE_SCALE = "participation"
 
 
 def envKwargsFromArgs(args: Any) -> dict[str, Any]:
@@ -106,8 +119,8 @@ class ScaledVecNormalize(VecNormalize):
     """
     A VecNormalize whose normalised observations are multiplied by a constant ``scale``. Everything that normalises
     through the wrapper (the agent's observations, an off-policy buffer's samples, the evaluation env synced from the
-    training one, behaviour cloning) sees the same scaled states; the saved statistics are VecNormalize's own, the
-    scale is rebuilt from the run's arguments (:func:`groundTruthScale`).
+    training one, behaviour cloning) sees the same scaled states; :func:`saveNormalisation` records the scale beside
+    VecNormalize's own statistics.
 
     :param venv: the VecEnv to normalise (Box observations: a learned state, never a goal Dict)
     :param scale: the factor applied after normalisation, > 0
@@ -125,6 +138,48 @@ class ScaledVecNormalize(VecNormalize):
     def unnormalize_obs(self, obs: np.ndarray) -> np.ndarray:
         """:return: the observation whose :meth:`normalize_obs` is ``obs``"""
         return super().unnormalize_obs(obs / self.scale)
+
+
+def participationScale(encoder_folder: str, state_dim: int) -> float | None:
+    """
+    :param encoder_folder: a learned model's folder
+    :param state_dim: the size of its state
+    :return: ``sqrt(P / state_dim)``, P the participation ratio (srl_models.metrics.participationRatio) of the states
+        srl_models.evaluate recorded in the folder: the factor that gives the normalised state the size of P
+        independent numbers, the directions it really spans; None when the folder holds no recorded states
+    :raises ValueError: the recorded states cannot be read, or are not of the model's size (one line)
+    """
+    states = recordedStates(encoder_folder)
+    if states is None:
+        return None
+    states = states.reshape(len(states), -1)
+    if states.shape[1] != state_dim or len(states) < 2:
+        raise ValueError(f"{encoder_folder}/{STATES_FILE} holds {len(states)} states of size {states.shape[1]}, not "
+                         f"states of the model's size {state_dim}: evaluate the model again "
+                         f"(python -m srl_models.evaluate --model-folder {encoder_folder})")
+    return math.sqrt(participationRatio(states) / state_dim)
+
+
+def learnedStateScale(settings: VecEnvSettings, encoder_folder: str, state_dim: int) -> float:
+    """
+    :param settings: the run's (``ground_truth_scale``, ``state_scale``, ``env_id``)
+    :param encoder_folder: its learned model's folder
+    :param state_dim: the learned state's size
+    :return: the factor on the normalised learned state: ground truth's size with ``--srl-ground-truth-scale``, else
+        :func:`participationScale` with ``--srl-state-scale participation`` (1, with a warning, for a model whose
+        folder holds no recorded states), else 1
+    """
+    if settings.ground_truth_scale:
+        return groundTruthScale(settings.env_id, True, state_dim)
+    if settings.state_scale != "participation":
+        return 1.0
+    scale = participationScale(encoder_folder, state_dim)
+    if scale is None:
+        warnings.warn(f"{encoder_folder} holds no recorded states ({STATES_FILE}: python -m srl_models.evaluate "
+                      f"--model-folder {encoder_folder} writes it), so the learned state is handed to the agent "
+                      f"unscaled (--srl-state-scale none)", stacklevel=2)
+        return 1.0
+    return scale
 
 
 def groundTruthScale(env_id: str, enabled: bool, state_dim: int) -> float:
@@ -156,6 +211,7 @@ class VecEnvSettings:
     :param srl_config_file: the SRL config file (None: srl_models.config.defaultConfigFile())
     :param device: the run's torch device (a learned model's encoder runs there)
     :param ground_truth_scale: ``--srl-ground-truth-scale``
+    :param state_scale: ``--srl-state-scale``: ``participation`` or ``none`` (see :func:`learnedStateScale`)
     """
 
     env_id: str
@@ -168,13 +224,15 @@ class VecEnvSettings:
     srl_config_file: str | None = None
     device: str | None = None
     ground_truth_scale: bool = False
+    state_scale: str = DEFAULT_STATE_SCALE
 
     @classmethod
     def fromArgs(cls, args: Any) -> VecEnvSettings:
         """:param args: a run's settings read as attributes (a RunSettings, a TrainConfig, or the Namespace of plugin
         API version 1)"""
         return cls(args.env, args.num_cpu, args.seed, args.srl_model, args.num_stack, args.action_repeat,
-                   args.srl_model_path, args.srl_config_file, args.device, args.srl_ground_truth_scale)
+                   args.srl_model_path, args.srl_config_file, args.device, args.srl_ground_truth_scale,
+                   getattr(args, "srl_state_scale", "none"))  # plugin API version 1's Namespace: none
 
 
 def createEnvs(
@@ -222,7 +280,9 @@ def createEnvs(
     if srl_model != "raw_pixels":
         # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
         normalise_keys = normalisedKeys(venv.observation_space)
-        scale = 1.0 if state_dim is None else groundTruthScale(settings.env_id, settings.ground_truth_scale, state_dim)
+        scale = recordedScale(load_path_normalise)
+        if scale is None:
+            scale = 1.0 if state_dim is None else learnedStateScale(settings, encoder_folder, state_dim)
         if scale != 1.0:
             venv = ScaledVecNormalize(venv, scale, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
         else:
@@ -308,12 +368,28 @@ def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
     arrays = {**_rmsArrays("obs", vec_normalize.obs_rms), **_rmsArrays("ret", vec_normalize.ret_rms)}
     for name in ("clip_obs", "clip_reward", "gamma", "epsilon"):
         arrays[name] = np.asarray(getattr(vec_normalize, name))
+    if isinstance(vec_normalize, ScaledVecNormalize):
+        arrays["scale"] = np.asarray(vec_normalize.scale)
     arrays["norm_obs"] = np.asarray(vec_normalize.norm_obs)
     arrays["norm_reward"] = np.asarray(vec_normalize.norm_reward)
     path = os.path.join(folder, NORMALISATION_FILE)
     with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
         np.savez(handle, **arrays)
     return path
+
+
+def recordedScale(folder: str | None) -> float | None:
+    """
+    :param folder: a folder holding vecnormalize.npz, or None
+    :return: the factor a ScaledVecNormalize saved there applied (the run's, whatever its settings or its model's
+        recorded states say now), None when there is no such file or the file records none (a plain VecNormalize, or a
+        run of args.json format 5 or earlier, whose factor its settings rebuild)
+    """
+    path = None if folder is None else os.path.join(folder, NORMALISATION_FILE)
+    if path is None or not os.path.isfile(path):
+        return None
+    with np.load(path, allow_pickle=False) as data:
+        return float(data["scale"]) if "scale" in data.files else None
 
 
 def loadNormalisation(venv: VecEnv, folder: str) -> None:

@@ -45,6 +45,7 @@ from rl_baselines.core.checkpointing import (
 )
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
@@ -285,6 +286,8 @@ def continueCommand(args: TrainConfig, model_path: str | None, remaining_timeste
         words += ["--img-shape", *map(str, args.img_shape)]
     if args.renderer != DEFAULT_RENDERER:
         words += ["--renderer", args.renderer]
+    if args.srl_state_scale != DEFAULT_STATE_SCALE:
+        words += ["--srl-state-scale", args.srl_state_scale]
     for name, value in sorted(args.extra.items()):
         if name.startswith("hp_") and value is not None:
             words += [f"--{name[3:].replace('_', '-')}", str(value)]

@@ -11,9 +11,9 @@ the SRL encoder, VecFrameStack, VecNormalize):
   recorded in srl_model.json (checked by its hash, as replay.enjoy_baselines does, through the same function);
 - the goal-conditioned Dict of ``her`` runs (the agent observes a Dict space): the env's ``goalObservation``;
 
-then frame-stacked, and normalised with the statistics saved beside the model (and scaled as the run's
-``--srl-ground-truth-scale`` asks). ``joints`` and ``joints_position`` runs are refused (the generator's pixel env
-does not give them).
+then frame-stacked, and normalised with the statistics saved beside the model (and scaled as the run's learned state
+was: the factor recorded there, or for an older run the one its settings give). ``joints`` and ``joints_position``
+runs are refused (the generator's pixel env does not give them).
 
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
@@ -36,7 +36,7 @@ from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.envs.factory import NORMALISATION_FILE, groundTruthScale
+from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, learnedStateScale, recordedScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
@@ -139,7 +139,7 @@ class RunPolicy:
         self.encoder: Any = None
         self.goal_conditioned = False
         self._normalisation: dict[str, Any] | None = None
-        self._scale = 1.0  # after normalisation: a learned state's --srl-ground-truth-scale, as ScaledVecNormalize
+        self._scale = 1.0  # after normalisation: a learned state's scale, as the run's ScaledVecNormalize applied it
         self._stack: np.ndarray | None = None
 
     def load(self, num_threads: int | None = None) -> RunPolicy:
@@ -176,7 +176,10 @@ class RunPolicy:
         if self.learned:
             # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
             self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args.srl_model), device="cpu")
-            self._scale = groundTruthScale(self.args.env, self.args.srl_ground_truth_scale, self.encoder.state_dim)
+            folder = recordedSRLModelFolder(self.run_dir, self.args.srl_model)
+            recorded = recordedScale(self.run_dir)
+            self._scale = recorded if recorded is not None else learnedStateScale(
+                VecEnvSettings.fromArgs(self.args), folder, self.encoder.state_dim)
         self._normalisation = self._loadNormalisation(self.run_dir)
         return self
 

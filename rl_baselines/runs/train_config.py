@@ -33,7 +33,7 @@ from typing import Any
 from environments.srl_env import DEFAULT_RENDERER, RENDERERS
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
 from srl_models.augment import AUGMENTATIONS
 from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
@@ -53,7 +53,7 @@ DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 5
+ARGS_FORMAT = 6
 ARGS_FORMAT_KEY = "args_format"
 
 
@@ -91,7 +91,12 @@ class TrainConfig:
                                "the original toolbox's arms and the datasets of environments.dataset_generator do")
     srl_ground_truth_scale: bool = setting(False, "learned SRL models: multiply the normalised state by "
                                            "sqrt(ground-truth dim / state dim), so that the policy's input has the "
-                                           "size of the env's ground truth (docs/srl.md)")
+                                           "size of the env's ground truth (docs/srl.md); replaces "
+                                           "--srl-state-scale")
+    srl_state_scale: str = setting(DEFAULT_STATE_SCALE, "learned SRL models: the factor on the normalised state: "
+                                   "participation (sqrt(P / state dim), P the number of directions the states the "
+                                   "model's evaluation recorded span: a state spanning few directions is not handed "
+                                   "over larger than its content, docs/srl.md) or none", choices=STATE_SCALES)
     augment: str = setting("none", "raw_pixels: augmentation of the images the updates learn from, not of those "
                            "collected: none, or shift (a random shift of up to 4 pixels, per image; ppo2: each "
                            "minibatch, policy and value losses; replay-buffer algorithms: each sample's observations "
@@ -239,7 +244,8 @@ class TrainConfig:
             env=self.env, srl_model=self.srl_model, seed=self.seed, num_cpu=self.num_cpu, device=self.device,
             continuous_actions=self.continuous_actions, num_stack=self.num_stack, action_repeat=self.action_repeat,
             img_shape=self.img_shape, srl_model_path=self.srl_model_path, srl_config_file=self.srl_config_file,
-            srl_ground_truth_scale=self.srl_ground_truth_scale, augment=self.augment,
+            srl_ground_truth_scale=self.srl_ground_truth_scale, srl_state_scale=self.srl_state_scale,
+            augment=self.augment,
             env_kwargs=self.env_kwargs or envKwargsFromArgs(self), run_dir=self.run_dir,
             monitor_dir=self.monitor_dir, continue_from=self.load_rl_model_path,
             pretrain_dataset=self.pretrain_dataset, pretrain_epochs=self.pretrain_epochs,
@@ -277,6 +283,9 @@ UPGRADES: dict[int, dict[str, Any]] = {
     3: {"features_extractor": "nature"},
     # format 4 -> 5: --augment; every earlier run learned from the images as collected
     4: {"augment": "none"},
+    # format 5 -> 6: --srl-state-scale; every earlier run handed its learned state over unscaled (or at ground truth's
+    # size with --srl-ground-truth-scale, which it recorded)
+    5: {"srl_state_scale": "none"},
 }
 
 
