@@ -18,6 +18,7 @@ from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import (
+    NORMALISATION_FILE,
     ScaledVecNormalize,
     VecEnvSettings,
     createEnvs,
@@ -30,7 +31,8 @@ from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, fr
 from rl_baselines.runs import train
 from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs, readRunConfig
-from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
+from srl_models.base import EXP_CONFIG_FILE, STATES_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
+from srl_models.metrics import participationRatio
 from srl_models.config import checkRecordedModel, describeSRLModel, readSRLConfig, resolveSRLModel
 from srl_models.models import VAEModel
 from srl_models.registry import registered_srl
@@ -222,7 +224,8 @@ def test_ground_truth_scale_gives_a_learned_state_the_size_of_ground_truth(count
                      random_target=False, shape_reward=False, img_shape=list(SMALL))
     observed = {}
     for scaled in (False, True):
-        env = createEnvs(argparse.Namespace(**{**vars(args), "srl_ground_truth_scale": scaled}))
+        env = createEnvs(argparse.Namespace(**{**vars(args), "srl_ground_truth_scale": scaled,
+                                                "srl_state_scale": "none"}))
         normaliser = findVecNormalize(env)
         assert isinstance(normaliser, ScaledVecNormalize) is scaled
         states = [env.reset()]
@@ -238,6 +241,64 @@ def test_ground_truth_scale_gives_a_learned_state_the_size_of_ground_truth(count
         env.close()
     np.testing.assert_allclose(observed[True], 0.5 * observed[False], rtol=1e-5, atol=1e-6)
     assert np.abs(observed[False]).max() > 0.1
+
+
+def _recordStates(folder: str, state_dim: int, directions: int = 2, seed: int = 0) -> float:
+    """Write states.npz as srl_models.evaluate does, states spanning ``directions`` directions;
+    :return: the scale they give, sqrt(P / state_dim)"""
+    rng = np.random.default_rng(seed)
+    states = rng.normal(size=(300, directions)) @ rng.normal(size=(directions, state_dim)) + rng.normal(size=state_dim)
+    np.savez(os.path.join(folder, STATES_FILE), states=states.astype(np.float32), ground_truth=np.zeros((300, 2)))
+    return float(np.sqrt(participationRatio(states) / state_dim))
+
+
+def _countingArgs(folder: str, **settings) -> argparse.Namespace:
+    args = trainArgs(env=ENV_ID, srl_model="counting", srl_model_path=folder, seed=0, num_cpu=1, num_stack=1,
+                     action_repeat=1, continuous_actions=False, action_joints=False, random_target=False,
+                     shape_reward=False, img_shape=list(SMALL))
+    return argparse.Namespace(**{**vars(args), **settings})
+
+
+def test_a_learned_state_is_handed_over_at_the_size_of_the_directions_it_spans(counting, tmp_path):
+    folder = _saveCounting(str(tmp_path / "model"), state_dim=8)
+    expected = _recordStates(folder, 8, directions=2)
+    assert 0.3 < expected <= 0.5  # 2 directions of 8 numbers: at most sqrt(2 / 8)
+    observed = {}
+    for setting in ("participation", "none"):
+        env = createEnvs(_countingArgs(folder, srl_state_scale=setting))
+        normaliser = findVecNormalize(env)
+        assert isinstance(normaliser, ScaledVecNormalize) is (setting == "participation")
+        states = [env.reset()] + [env.step(np.array([1]))[0] for _ in range(5)]
+        observed[setting] = np.stack(states)
+        if setting == "participation":
+            assert normaliser.scale == pytest.approx(expected)
+            saveNormalisation(env, str(tmp_path))
+        env.close()
+    np.testing.assert_allclose(observed["participation"], expected * observed["none"], rtol=1e-5, atol=1e-6)
+    assert np.abs(observed["none"]).max() > 0.1
+    # the factor travels with the statistics: a reader rebuilds it from vecnormalize.npz, whatever the folder holds now
+    with np.load(tmp_path / NORMALISATION_FILE) as data:
+        assert float(data["scale"]) == pytest.approx(expected)
+    _recordStates(folder, 8, directions=6, seed=1)
+    reread = createEnvs(_countingArgs(folder), load_path_normalise=str(tmp_path))
+    assert findVecNormalize(reread).scale == pytest.approx(expected)
+    reread.close()
+    # the default is participation; the ground-truth scale replaces it
+    assert trainArgs().srl_state_scale == "participation"
+    env = createEnvs(_countingArgs(folder, srl_ground_truth_scale=True))
+    assert findVecNormalize(env).scale == pytest.approx(0.5)
+    env.close()
+
+
+def test_a_model_without_recorded_states_is_handed_over_unscaled_with_a_warning(counting, tmp_path):
+    folder = _saveCounting(str(tmp_path / "model"), state_dim=8)
+    with pytest.warns(UserWarning, match="holds no recorded states"):
+        env = createEnvs(_countingArgs(folder))
+    assert type(findVecNormalize(env)) is not ScaledVecNormalize
+    env.close()
+    np.savez(os.path.join(folder, STATES_FILE), states=np.zeros((10, 5)))
+    with pytest.raises(ValueError, match="not states of the model's size 8"):
+        createEnvs(_countingArgs(folder))
 
 
 # --- the lookup -------------------------------------------------------------------------------------------------
@@ -426,6 +487,29 @@ def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
     os.remove(os.path.join(run_dir, "srl_model.json"))
     with pytest.raises(UsageError, match="holds no srl_model.json"):
         enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"])
+
+
+def test_the_participation_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):
+    model = shutil.copytree(vaeFolder, str(tmp_path / "model"))
+    expected = _recordStates(model, 8, directions=3)
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", model, "--num-timesteps",
+                                 "128", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs"))
+    assert _readJson(os.path.join(run_dir, "args.json"))["srl_state_scale"] == "participation"
+    with np.load(os.path.join(run_dir, NORMALISATION_FILE)) as data:
+        assert float(data["scale"]) == pytest.approx(expected)
+    os.remove(os.path.join(model, STATES_FILE))  # what the run recorded wins over what the folder holds now
+    args = readRunArgs(run_dir, "--log-dir")
+    env = registered_rl["ppo2"][0].makeEnv(args, load_path_normalise=run_dir)
+    normaliser = findVecNormalize(env)
+    assert isinstance(normaliser, ScaledVecNormalize) and normaliser.scale == pytest.approx(expected)
+    policy = loadRunPolicy(run_dir)
+    raw = MobileRobotGymEnv(srl_model="vae", img_shape=SMALL)
+    pixels = raw.reset(seed=0)[0]
+    np.testing.assert_allclose(policy.observation(raw, pixels),
+                               normaliser.normalize_obs(policy.encoder.getState(pixels[None])), rtol=1e-5, atol=1e-6)
+    raw.close()
+    env.close()
+    assert "--srl-state-scale" not in continueCommand(readRunConfig(run_dir, "--log-dir"), None, 64)
 
 
 def test_ground_truth_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):

@@ -27,6 +27,7 @@ import numpy as np
 
 from benchmarks.srl_rl.plans import argsObservation, specObservation
 from environments import getEnvClass
+from environments.srl_env import isLearnedSRLModel
 from replay.results import Run
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -45,11 +46,14 @@ NOT_A_RESULT = frozenset({"log_dir", "run_folder", "tag", "resume", "port", "no_
 def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
     """
     :param args: a run's train arguments, as args.json records them (of any format), or as the archive does
-    :return: those that change its result, sorted by name: without :data:`NOT_A_RESULT`, and without an algorithm's
-        flag left unset (an unset ``hp_<name>`` says nothing, as in args.json); a setting added to train since they
+    :return: those that change its result, sorted by name: without :data:`NOT_A_RESULT`, without an algorithm's
+        flag left unset (an unset ``hp_<name>`` says nothing, as in args.json), and without ``srl_state_scale`` where
+        it changes nothing (no learned model, or ``srl_ground_truth_scale``); a setting added to train since they
         were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer)
     """
     args = {**addedSettings(args), **args}
+    if not isLearnedSRLModel(str(args.get("srl_model"))) or args.get("srl_ground_truth_scale"):
+        args.pop("srl_state_scale", None)  # no effect on the env's own observations, nor with the ground-truth scale
     return {name: value for name, value in sorted(args.items())
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
 
