@@ -78,6 +78,14 @@ def runModule(module: str, *args: str, env: dict | None = None, timeout: float =
                           timeout=timeout, env=full_env, cwd=cwd or REPO)
 
 
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many commands this process ran warm, and why others went to a real process (where any ran)."""
+    if WARM.forked or WARM.fallbacks:
+        reasons = ", ".join(f"{count} x {reason}" for reason, count in sorted(WARM.fallbacks.items()))
+        terminalreporter.write_line(f"warm interpreter: {WARM.forked} commands forked; in a real process because of "
+                                    f"the environment: {reasons or 'none'}")
+
+
 def runTrain(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """``python -m rl_baselines.train`` without live plots and progress bar; fails the test on a non-zero exit."""
     result = runModule("rl_baselines.train", "--no-vis", "--no-progress", *args, **kwargs)

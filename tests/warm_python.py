@@ -55,6 +55,9 @@ START_TIME_VARIABLES = re.compile(
     r"^(PYTHON.*|OMP_.*|MKL_.*|OPENBLAS_.*|GOTO_.*|BLIS_.*|NUMEXPR_.*|VECLIB_.*|KMP_.*|GOMP_.*|LD_.*|MALLOC_.*"
     r"|TORCH.*|PYTORCH.*|CUDA.*|CUBLAS.*|NVIDIA.*|MPL.*|MATPLOTLIB.*|PYBULLET.*|LANG|LANGUAGE|LC_.*|HOME|XDG_.*"
     r"|TMPDIR|TEMP|TMP|PATH|VIRTUAL_ENV)$")
+# Read when used, though their names match: torch sets TORCHINDUCTOR_CACHE_DIR in its own process's environment once
+# it has picked its cache folder (the test process passes it on; a fresh process would pick the same folder).
+RUN_TIME_VARIABLES = frozenset({"TORCHINDUCTOR_CACHE_DIR"})
 NO_WARM_VARIABLE = "SRL_TESTS_NO_WARM"
 MAX_MESSAGE = 1 << 20
 
@@ -91,6 +94,8 @@ class WarmInterpreter:
         self.sock: socket.socket | None = None
         self.log = None
         self.lock = threading.Lock()
+        self.forked = 0  # commands run warm
+        self.fallbacks: dict[str, int] = {}  # why commands went to a real process, with their counts
 
     def start(self) -> None:
         """Start the interpreter and wait until its imports are done (a failure raises)."""
@@ -152,15 +157,18 @@ class WarmInterpreter:
             _send(self.sock, {"module": module, "args": args, "env": env, "cwd": cwd}, [out.fileno(), err.fileno()])
             reply = self._reply()
             if "fallback" in reply:
+                self.fallbacks[reply["fallback"]] = self.fallbacks.get(reply["fallback"], 0) + 1
                 return None
+            self.forked += 1
+            pid = reply["pid"]
             try:
                 self.sock.settimeout(timeout)
                 reply = self._reply()
             except TimeoutError:
-                self._kill(reply["pid"])
+                self._kill(pid)
                 raise subprocess.TimeoutExpired(command, timeout, output=_text(out), stderr=_text(err)) from None
             except BaseException:  # the test interrupted (Ctrl-C): the command goes too, as with subprocess.run
-                self._kill(reply["pid"])
+                self._kill(pid)
                 raise
             finally:
                 if self.sock is not None:
@@ -208,12 +216,14 @@ def _whyNotWarm(env: dict[str, str], start_env: dict[str, str], import_env: dict
     """
     if env.get(NO_WARM_VARIABLE) == "1":
         return NO_WARM_VARIABLE
-    for name in set(env) | set(start_env):
-        if START_TIME_VARIABLES.match(name) and env.get(name) != start_env.get(name):
-            return f"{name} read at start"
-    for name in set(start_env) | set(import_env):
-        if start_env.get(name) != import_env.get(name) and env.get(name) != start_env.get(name):
+    changed_by_imports = {name for name in set(start_env) | set(import_env) if start_env.get(name) != import_env.get(name)}
+    for name in changed_by_imports:
+        if env.get(name) not in (start_env.get(name), import_env.get(name)):
             return f"{name} set by the imports and by the caller"
+    for name in set(env) | set(start_env):
+        if (START_TIME_VARIABLES.match(name) and name not in RUN_TIME_VARIABLES and name not in changed_by_imports
+                and env.get(name) != start_env.get(name)):
+            return f"{name} read at start"
     return None
 
 
