@@ -8,6 +8,7 @@ import subprocess
 
 import pytest
 from conftest import runModule
+from warm_python import NO_WARM_VARIABLE
 
 # A module run as ``python -m warm_probe MODE`` from the test's folder (sys.path[0] is the working directory).
 PROBE = '''
@@ -72,6 +73,8 @@ def test_warm_command_ends_as_a_real_process(mode: str, probeFolder: str, tmp_pa
         assert warm_outcome[-1] == {"left_open.txt": "written, never closed"}
 
 
+@pytest.mark.skipif(os.environ.get(NO_WARM_VARIABLE) == "1", reason=f"{NO_WARM_VARIABLE}=1: every command runs in a "
+                    "real process")
 def test_which_commands_run_warm(probeFolder: str, monkeypatch) -> None:
     """Warm by default; a real process for an interpreter-start variable, warm=False and SRL_TESTS_NO_WARM=1."""
     def preloaded(**kwargs) -> bool:
@@ -82,7 +85,7 @@ def test_which_commands_run_warm(probeFolder: str, monkeypatch) -> None:
     assert preloaded() and preloaded(env={"DISPLAY": ""})
     assert not preloaded(env={"PYTHONHASHSEED": "1"}) and not preloaded(env={"OMP_NUM_THREADS": "7"})
     assert not preloaded(warm=False)
-    monkeypatch.setenv("SRL_TESTS_NO_WARM", "1")
+    monkeypatch.setenv(NO_WARM_VARIABLE, "1")
     assert not preloaded()
 
 
