@@ -5,8 +5,9 @@ project's commands and their libraries (torch, gymnasium, Stable-Baselines3, pyb
 command it then forks: the forked process takes the command's working directory, environment, argv and output files
 and runs the module as ``python -m`` does (``runpy``, as ``__main__``), then exits as the interpreter does (an
 uncaught exception printed and exit code 1, ``SystemExit`` codes, KeyboardInterrupt as the SIGINT exit; threads
-joined, atexit handlers run, stdout and stderr flushed) but without tearing down the imported modules. So a command
-costs its own work, not the interpreter start and its imports.
+joined, atexit handlers run, the command's garbage collected, stdout and stderr flushed) but without tearing down the
+imported modules (``os._exit``: in a fork, a teardown would touch, and so copy, all of their memory). So a
+command costs its own work, not the interpreter start and its imports.
 
 Invariants:
 
@@ -17,6 +18,8 @@ Invariants:
   ``warm=False``.
 - The warm interpreter never runs torch or any thread pool itself (a fork would copy a pool that the child cannot
   use); it checks that its imports left torch's random state untouched and that it is single-threaded in Python.
+  Its objects are frozen out of the garbage collector (``gc.freeze``) before it forks.
+- Commands that talk to a Ray cluster run in real processes (``warm=False`` at their call sites).
 - The forked process gets what a fresh interpreter has: ``sys.path[0]`` is its working directory, the command module
   is not yet imported, stdin is /dev/null, numpy's and torch's global random states are reseeded from the OS
   (``random`` reseeds itself after a fork), and the environment variables that the imports set are set.
