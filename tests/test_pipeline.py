@@ -390,7 +390,8 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
     try:
         assert address.startswith("127.0.0.1:"), address
-        # real processes: forked from the warm interpreter, this sweep hung once connected to the Ray head
+        # real processes, as a user starts them: Ray (its driver, workers and local instance) is left out of the warm
+        # interpreter (conftest.runModule)
         result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, env=ray_env,
                            timeout=SWEEP_TIMEOUT_S, warm=False)
     finally:
