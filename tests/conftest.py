@@ -1,8 +1,10 @@
-"""Shared helpers: run the project's commands as a user would (a subprocess), snapshot folders, check a parser
+"""Shared helpers: run the project's commands as a user would (a ``python -m`` process, forked from this test
+process's warm interpreter, tests/warm_python.py, unless SRL_TESTS_NO_WARM=1), snapshot folders, check a parser
 generated from a settings dataclass."""
 from __future__ import annotations
 
 import argparse
+import atexit
 import glob
 import os
 import subprocess
@@ -10,6 +12,7 @@ import sys
 
 import pytest
 import torch
+from warm_python import NO_WARM_VARIABLE, WarmInterpreter
 
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -24,6 +27,9 @@ from srl_toolbox.settings import settingFields
 torch.set_num_threads(1)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# This test process's warm interpreter (started by the first command that runs warm)
+WARM = WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1"})
+atexit.register(WARM.stop)
 
 
 def trainArgs(algo: str | None = None, **values) -> argparse.Namespace:
@@ -50,19 +56,34 @@ def trainSettings(args: argparse.Namespace, hyperparams: dict | None = None) -> 
                                   env_kwargs=envKwargsFromArgs(args)).runSettings()
 
 
-def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None
-              ) -> subprocess.CompletedProcess:
+def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None,
+              warm: bool = True) -> subprocess.CompletedProcess:
     """
     :param module: a ``python -m`` module
     :param args: its arguments
     :param env: extra environment variables
     :param timeout: seconds before the test fails
     :param cwd: working directory (default: the repository)
+    :param warm: fork the command from the warm interpreter (tests/warm_python.py) where that runs it as a fresh
+        process would; False (or SRL_TESTS_NO_WARM=1 in the environment) starts a real ``python -m`` process
     :return: the finished process, with text stdout/stderr
     """
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
-    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True, text=True,
+    arguments = list(map(str, args))
+    if warm and full_env.get(NO_WARM_VARIABLE) != "1":
+        result = WARM.run(module, arguments, full_env, cwd or REPO, timeout)
+        if result is not None:
+            return result
+    return subprocess.run([sys.executable, "-m", module, *arguments], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd or REPO)
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """How many commands this process ran warm, and why others went to a real process (where any ran)."""
+    if WARM.forked or WARM.fallbacks:
+        reasons = ", ".join(f"{count} x {reason}" for reason, count in sorted(WARM.fallbacks.items()))
+        terminalreporter.write_line(f"warm interpreter: {WARM.forked} commands forked; in a real process because of "
+                                    f"the environment: {reasons or 'none'}")
 
 
 def runTrain(*args: str, **kwargs) -> subprocess.CompletedProcess:

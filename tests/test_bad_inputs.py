@@ -335,6 +335,10 @@ CATEGORIES = {
 # (strict: the mark must go when the fix lands).
 XFAIL: dict[str, str] = {}
 
+# Cases also run as real ``python -m`` processes rather than forked from the warm interpreter (conftest.runModule):
+# the interpreter start and the imports of the two main commands, an error while reading a file, a read-only folder.
+REAL_PROCESS_CASES = ("train-unknown-algo", "train-load-corrupt", "pipeline-read-only-log-dir", "generator-unknown-env")
+
 # Cases whose stderr may hold one-line ``warning: ...`` lines before the error (the broken plugin is reported once
 # as a warning when the registry loads, then named again in the error).
 WARNINGS_ALLOWED = {"train-broken-plugin"}
@@ -535,7 +539,20 @@ def _fill(text: str, values: dict[str, str]) -> str:
     pytest.param(*case, id=case[0], marks=[pytest.mark.xfail(strict=True, reason=XFAIL[case[0]])] if case[0] in XFAIL
                  else []) for case in CASES])
 def test_bad_input(case_id: str, module: str, arguments: list[str], words: list[str], request, world, badRuns):
-    """Each bad command: exit code 2, one ``error:`` line naming the problem, no traceback, no file changed."""
+    """Each bad command: exit code 2, one ``error:`` line naming the problem, no traceback, no file changed (the
+    command forked from the warm interpreter where it runs there as in a fresh process, conftest.runModule)."""
+    _checkCase(case_id, module, arguments, words, request, world, badRuns, warm=True)
+
+
+@pytest.mark.parametrize("case_id", REAL_PROCESS_CASES)
+def test_bad_input_in_a_real_process(case_id: str, request, world, badRuns):
+    """A few cases again as real ``python -m`` processes (interpreter start included)."""
+    (case,) = [case for case in CASES if case[0] == case_id]
+    _checkCase(*case, request, world, badRuns, warm=False)
+
+
+def _checkCase(case_id: str, module: str, arguments: list[str], words: list[str], request, world, badRuns,
+               warm: bool) -> None:
     values = {"bad": world["bad"], "data": world["data"], "ro": world["ro"], **badRuns}
     text = " ".join([*DEFAULTS.get(module, []), *arguments, *words])
     if any(key in text for key in ("{tiny}", "{other}")):
@@ -552,7 +569,7 @@ def test_bad_input(case_id: str, module: str, arguments: list[str], words: list[
     with _environment(case_id, text, values):
         argv = [_fill(arg, values) for arg in [*DEFAULTS.get(module, []), *arguments]]
         before = {folder: snapshot(folder) for folder in folders}
-        result = runModule(module, *argv, env=env)
+        result = runModule(module, *argv, env=env, warm=warm)
         after = {folder: snapshot(folder) for folder in folders}
     assertOneLineError(result, [_fill(word, values) for word in words], case_id in WARNINGS_ALLOWED)
     assert after == before, "a bad command changed files on disk"
@@ -582,7 +599,7 @@ def test_cases_cover_every_command_and_category():
     categorised = [case_id for members in CATEGORIES.values() for case_id in members]
     assert sorted(categorised) == sorted(ids)
     assert all(CATEGORIES.values())
-    assert set(XFAIL) <= set(ids) and WARNINGS_ALLOWED <= set(ids)
+    assert set(XFAIL) <= set(ids) and WARNINGS_ALLOWED <= set(ids) and set(REAL_PROCESS_CASES) <= set(ids)
 
 
 def test_existing_run_folder_is_never_reused(tmp_path, trainedRun):

@@ -390,8 +390,10 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
     try:
         assert address.startswith("127.0.0.1:"), address
+        # real processes, as a user starts them: Ray (its driver, workers and local instance) is left out of the warm
+        # interpreter (conftest.runModule)
         result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, env=ray_env,
-                           timeout=SWEEP_TIMEOUT_S)
+                           timeout=SWEEP_TIMEOUT_S, warm=False)
     finally:
         stopRayHead(head)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -401,7 +403,7 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
 
     # Without --ray-address the pipeline starts (and stops) its own instance; --force redoes a finished run
     result = runModule("rl_baselines.pipeline", *args[:5], "ground_truth", *args[7:], "--force", env=ray_env,
-                       timeout=SWEEP_TIMEOUT_S)
+                       timeout=SWEEP_TIMEOUT_S, warm=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Ray cluster: local instance (" in result.stdout and "0 already done, 1 to run" in result.stdout
     redone = _checkFinishedRun(specs[0])

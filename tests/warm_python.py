@@ -1,0 +1,376 @@
+"""A warm interpreter for the tests' ``python -m`` commands (``runModule`` in conftest.py).
+
+Each test process starts, on its first command, one long-lived child (this file run as a script) that imports the
+project's commands and their libraries (torch, gymnasium, Stable-Baselines3, pybullet, matplotlib...) once. For each
+command it then forks: the forked process takes the command's working directory, environment, argv and output files
+and runs the module as ``python -m`` does (``runpy``, as ``__main__``), then exits as the interpreter does (an
+uncaught exception printed and exit code 1, ``SystemExit`` codes, KeyboardInterrupt as the SIGINT exit; threads
+joined, atexit handlers run, the command's garbage collected, stdout and stderr flushed) but without tearing down the
+imported modules (``os._exit``: in a fork, a teardown would touch, and so copy, all of their memory). So a
+command costs its own work, not the interpreter start and its imports.
+
+Invariants:
+
+- A command runs warm only where that cannot change what it does: its environment may differ from the warm
+  interpreter's only in variables read after start (``DISPLAY``, the project's own...). A change to a variable read
+  when the interpreter starts or its libraries load (``PYTHON*``, thread counts, library paths, locale, caches, home,
+  temp folder) is answered "not warm" and the caller starts a real subprocess; so are ``SRL_TESTS_NO_WARM=1`` and
+  ``warm=False``.
+- The warm interpreter never runs torch or any thread pool itself (a fork would copy a pool that the child cannot
+  use); it checks that its imports left torch's random state untouched and that it is single-threaded in Python.
+  Its objects are frozen out of the garbage collector (``gc.freeze``) before it forks.
+- Commands that talk to a Ray cluster run in real processes (``warm=False`` at their call sites).
+- The forked process gets what a fresh interpreter has: ``sys.path[0]`` is its working directory, the command module
+  is not yet imported, stdin is /dev/null, numpy's and torch's global random states are reseeded from the OS
+  (``random`` reseeds itself after a fork), and the environment variables that the imports set are set.
+- The caller's view is ``subprocess.run``'s: a CompletedProcess with the exit code (negative for a signal) and the
+  text of stdout and stderr; a timeout kills the command and raises ``subprocess.TimeoutExpired``.
+"""
+from __future__ import annotations
+
+import atexit
+import gc
+import importlib
+import json
+import locale
+import os
+import re
+import runpy
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+
+# The commands the tests run: the warm interpreter imports each (for its imports) then forgets it, so that it runs
+# fresh as ``__main__``.
+COMMANDS = (
+    "rl_baselines.train", "rl_baselines.pipeline", "rl_baselines.hyperparam_search", "replay.enjoy_baselines",
+    "replay.plots", "replay.gather_results", "replay.aggregate_plots", "replay.compare_plots", "replay.visdom_server",
+    "environments.dataset_generator", "environments.dataset_fusioner", "srl_models.train", "srl_models.evaluate",
+    "srl_models.explore_latent", "srl_models.prepare",
+)
+# Variables read when an interpreter starts or when its libraries load (thread pools, allocators, dynamic loader,
+# locale, hash seed, module search path, config and cache folders, temp folder): a command whose environment changes
+# one of them runs in a real subprocess.
+START_TIME_VARIABLES = re.compile(
+    r"^(PYTHON.*|OMP_.*|MKL_.*|OPENBLAS_.*|GOTO_.*|BLIS_.*|NUMEXPR_.*|VECLIB_.*|KMP_.*|GOMP_.*|LD_.*|MALLOC_.*"
+    r"|TORCH.*|PYTORCH.*|CUDA.*|CUBLAS.*|NVIDIA.*|MPL.*|MATPLOTLIB.*|PYBULLET.*|LANG|LANGUAGE|LC_.*|HOME|XDG_.*"
+    r"|TMPDIR|TEMP|TMP|PATH|VIRTUAL_ENV)$")
+# Read when used, though their names match: torch sets TORCHINDUCTOR_CACHE_DIR in its own process's environment once
+# it has picked its cache folder (the test process passes it on; a fresh process would pick the same folder).
+RUN_TIME_VARIABLES = frozenset({"TORCHINDUCTOR_CACHE_DIR"})
+NO_WARM_VARIABLE = "SRL_TESTS_NO_WARM"
+MAX_MESSAGE = 1 << 20
+
+
+def _send(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(message).encode()
+    assert len(data) < MAX_MESSAGE, "message too long for the warm interpreter's socket"
+    if fds:
+        socket.send_fds(sock, [data], fds)
+    else:
+        sock.sendall(data)
+
+
+def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
+    """:return: the next message (None at the end of the connection) and the file descriptors sent with it"""
+    data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 4)
+    return (json.loads(data) if data else None), list(fds)
+
+
+# --- the caller's side (the test process) ----------------------------------------------------------------------
+
+
+class WarmInterpreter:
+    """The test process's handle on its warm interpreter, started on first use, stopped at the process's exit."""
+
+    def __init__(self, repo: str, env: dict[str, str]) -> None:
+        """
+        :param repo: the repository root (the interpreter's working directory and first import folder)
+        :param env: the interpreter's environment (the test session's, taken before any test changes it)
+        """
+        self.repo = repo
+        self.env = dict(env)
+        self.process: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.log = None
+        self.lock = threading.Lock()
+        self.forked = 0  # commands run warm
+        self.fallbacks: dict[str, int] = {}  # why commands went to a real process, with their counts
+
+    def start(self) -> None:
+        """Start the interpreter and wait until its imports are done (a failure raises)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(theirs.fileno())],
+                                        stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=self.env,
+                                        cwd=self.repo, pass_fds=[theirs.fileno()])
+        theirs.close()
+        self.sock = ours
+        message, _ = _receive(ours)
+        if not message or not message.get("ready"):
+            self.stop()
+            raise RuntimeError(f"the warm interpreter did not start:\n{self.logText()}")
+
+    def logText(self) -> str:
+        """:return: what the interpreter printed itself (import errors)"""
+        if self.log is None:
+            return ""
+        self.log.seek(0)
+        return self.log.read().decode(errors="replace")
+
+    def stop(self) -> None:
+        """End the interpreter (closing its socket ends its loop)."""
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    def run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None
+            ) -> subprocess.CompletedProcess | None:
+        """
+        Run ``python -m module args`` in a fork of the warm interpreter.
+
+        :return: the finished command as ``subprocess.run(capture_output=True, text=True)`` returns it; None where
+            it cannot run warm (the caller starts a real subprocess)
+        :raises subprocess.TimeoutExpired: after ``timeout`` seconds (the command is killed)
+        """
+        if not self.lock.acquire(blocking=False):
+            return None  # another thread of this test process has a command running warm
+        try:
+            if self.process is None or self.process.poll() is not None:
+                self.stop()
+                self.start()
+            return self._run(module, args, env, cwd, timeout)
+        finally:
+            self.lock.release()
+
+    def _run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None
+             ) -> subprocess.CompletedProcess | None:
+        command = [sys.executable, "-m", module, *args]
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            _send(self.sock, {"module": module, "args": args, "env": env, "cwd": cwd}, [out.fileno(), err.fileno()])
+            reply = self._reply()
+            if "fallback" in reply:
+                self.fallbacks[reply["fallback"]] = self.fallbacks.get(reply["fallback"], 0) + 1
+                return None
+            self.forked += 1
+            pid = reply["pid"]
+            try:
+                self.sock.settimeout(timeout)
+                reply = self._reply()
+            except TimeoutError:
+                self._kill(pid)
+                raise subprocess.TimeoutExpired(command, timeout, output=_text(out), stderr=_text(err)) from None
+            except BaseException:  # the test interrupted (Ctrl-C): the command goes too, as with subprocess.run
+                self._kill(pid)
+                raise
+            finally:
+                if self.sock is not None:
+                    self.sock.settimeout(None)
+            return subprocess.CompletedProcess(command, reply["returncode"], _text(out), _text(err))
+
+    def _kill(self, pid: int) -> None:
+        """Kill a running command and wait for the interpreter's report of its end."""
+        if self.sock is None:
+            return
+        self.sock.settimeout(None)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._reply()
+
+    def _reply(self) -> dict:
+        message, _ = _receive(self.sock)
+        if message is None:
+            code = self.process.wait()
+            self.sock.close()
+            self.sock = None
+            self.process = None
+            raise RuntimeError(f"the warm interpreter ended (exit {code}):\n{self.logText()}")
+        return message
+
+
+def _text(handle) -> str:
+    """:return: a command's output file as ``subprocess.run(text=True)`` decodes it (locale encoding, newlines)"""
+    handle.seek(0)
+    data = handle.read().decode(locale.getpreferredencoding(False))
+    return data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+# --- the warm interpreter ----------------------------------------------------------------------------------------
+
+
+def _whyNotWarm(env: dict[str, str], start_env: dict[str, str], import_env: dict[str, str]) -> str | None:
+    """
+    :param env: the command's environment
+    :param start_env: the warm interpreter's environment when it started
+    :param import_env: its environment after its imports
+    :return: why the command cannot run warm, None when it can
+    """
+    if env.get(NO_WARM_VARIABLE) == "1":
+        return NO_WARM_VARIABLE
+    changed_by_imports = {name for name in set(start_env) | set(import_env) if start_env.get(name) != import_env.get(name)}
+    for name in changed_by_imports:
+        if env.get(name) not in (start_env.get(name), import_env.get(name)):
+            return f"{name} set by the imports and by the caller"
+    for name in set(env) | set(start_env):
+        if (START_TIME_VARIABLES.match(name) and name not in RUN_TIME_VARIABLES and name not in changed_by_imports
+                and env.get(name) != start_env.get(name)):
+            return f"{name} read at start"
+    return None
+
+
+def _commandEnvironment(env: dict[str, str], start_env: dict[str, str], import_env: dict[str, str]) -> dict[str, str]:
+    """:return: the command's environment with what the imports changed in it (as they would in ``python -m``)"""
+    result = dict(env)
+    for name in set(start_env) | set(import_env):
+        if start_env.get(name) != import_env.get(name):
+            if name in import_env:
+                result[name] = import_env[name]
+            else:
+                result.pop(name, None)
+    return result
+
+
+def _importCommands() -> None:
+    """Import every command's dependencies (not the command modules themselves)."""
+    for module in COMMANDS:
+        importlib.import_module(module)
+    torch = sys.modules["torch"]
+    fresh = torch.Generator()
+    fresh.manual_seed(torch.initial_seed())
+    if not torch.equal(torch.random.get_rng_state(), fresh.get_state()):
+        raise RuntimeError("importing the commands used torch's global random generator")
+    if threading.active_count() != 1:
+        raise RuntimeError(f"importing the commands started Python threads: {threading.enumerate()}")
+
+
+def _forget(module: str) -> None:
+    """Remove ``module`` from the imported modules, so that runpy runs it fresh as ``python -m`` does."""
+    sys.modules.pop(module, None)
+    parent, _, child = module.rpartition(".")
+    if parent in sys.modules and getattr(sys.modules[parent], child, None) is not None:
+        try:
+            delattr(sys.modules[parent], child)
+        except AttributeError:
+            pass
+
+
+def serve(sock: socket.socket, start_env: dict[str, str], import_env: dict[str, str]) -> tuple[dict, list[int]] | None:
+    """
+    Answer requests until the connection ends: fork one process per command and report its exit code.
+
+    :return: in a forked process, its request and output descriptors; None in the warm interpreter when it is done
+    """
+    while True:
+        request, fds = _receive(sock)
+        if request is None:
+            return None
+        reason = _whyNotWarm(request["env"], start_env, import_env)
+        if reason is not None:
+            for fd in fds:
+                os.close(fd)
+            _send(sock, {"fallback": reason})
+            continue
+        pid = os.fork()
+        if pid == 0:
+            sock.close()
+            return request, fds
+        for fd in fds:
+            os.close(fd)
+        _send(sock, {"pid": pid})
+        _, status = os.waitpid(pid, 0)
+        _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
+
+
+def runCommand(request: dict, fds: list[int], start_env: dict[str, str], import_env: dict[str, str]) -> None:
+    """In a forked process: become ``python -m module args``, run it and exit as the interpreter would."""
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(_commandEnvironment(request["env"], start_env, import_env))
+    null = os.open(os.devnull, os.O_RDONLY)
+    for target, fd in ((0, null), (1, fds[0]), (2, fds[1])):
+        os.dup2(fd, target)
+        os.close(fd)
+    sys.stdout, sys.stderr, sys.stdin = sys.__stdout__, sys.__stderr__, sys.__stdin__
+    sys.path[0] = os.getcwd()
+    sys.argv = ["-m", *request["args"]]
+    sys.modules["numpy"].random.seed()  # a fresh process seeds numpy's and torch's global generators from the OS
+    sys.modules["torch"].seed()
+    _forget(request["module"])
+    signal_number = 0
+    try:
+        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as stop:
+        code = _exitCode(stop)
+    except BaseException as error:  # what the interpreter does with an uncaught exception: print it, exit 1
+        sys.excepthook(type(error), error, error.__traceback__)
+        code = 1
+        if isinstance(error, KeyboardInterrupt):
+            signal_number = signal.SIGINT  # since Python 3.8, the process then ends by SIGINT
+        del error
+    os._exit(_finish(code, signal_number))
+
+
+def _exitCode(stop: SystemExit) -> int:
+    """:return: the exit code of an uncaught SystemExit (a code that is not an int is printed, exit 1)"""
+    if stop.code is None:
+        return 0
+    if isinstance(stop.code, int):
+        return stop.code
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
+def _finish(code: int, signal_number: int) -> int:
+    """
+    The interpreter's exit, without tearing down the modules the warm interpreter imported (slow in a fork: every
+    object touched is copied): join the threads, run the atexit handlers, collect the command's garbage (closing
+    the files it left open), flush stdout and stderr.
+
+    :return: the exit code (after a SIGINT exit, this process is gone)
+    """
+    for step in (threading._shutdown, atexit._run_exitfuncs, gc.collect):
+        try:
+            step()
+        except BaseException as error:
+            sys.excepthook(type(error), error, error.__traceback__)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    if signal_number:
+        signal.signal(signal_number, signal.SIG_DFL)
+        os.kill(os.getpid(), signal_number)
+    return code & 0xFF if code >= 0 else code
+
+
+def main(fd: int) -> None:
+    sock = socket.socket(fileno=fd)
+    start_env = dict(os.environ)
+    sys.path[0] = os.getcwd()  # as `python -m` from the repository: the project's packages first
+    _importCommands()
+    for module in COMMANDS:
+        _forget(module)
+    import_env = dict(os.environ)
+    gc.freeze()  # the imports' objects: never scanned again, so a forked command does not copy their memory
+    _send(sock, {"ready": True})
+    job = serve(sock, start_env, import_env)
+    if job is not None:
+        runCommand(*job, start_env, import_env)
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]))
