@@ -32,8 +32,8 @@ from rl_baselines.runs import train
 from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs, readRunConfig
 from srl_models.base import EXP_CONFIG_FILE, STATES_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
-from srl_models.metrics import participationRatio
 from srl_models.config import checkRecordedModel, describeSRLModel, readSRLConfig, resolveSRLModel
+from srl_models.metrics import participationRatio
 from srl_models.models import VAEModel
 from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
