@@ -16,7 +16,7 @@ are about 4 once each dimension is normalised, which the first layer of the poli
 ``--scale participation`` uses ``sqrt(P / dims)`` for each variant, ``P`` the participation ratio of the normalised
 state's covariance (``srl_models.metrics.participationRatio``, measured on random moves): the number of directions
 the state really spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32
-dimensions), as train's ``--srl-state-scale participation`` (its default) measures it on a model's recorded states.
+dimensions), as train's ``--srl-state-scale participation`` measures it on a model's recorded states.
 ``--hyperparam NAME:VALUE`` (ppo2's names) and ``--policy-activation`` change one thing of the agent at a time, and
 ``--first-seed`` with ``--seeds`` picks the seeds, to measure how often each setting traps a seed. Each
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s

@@ -14,8 +14,8 @@
 
 And one measure of the state alone, with no ground truth: its participation ratio, the number of directions it
 really spans once each dimension is standardised (``(sum l)^2 / sum l^2`` over the eigenvalues ``l`` of its
-correlation matrix; 1 to its size). The train command hands a learned state to the agent at the size that number
-gives it (rl_baselines.envs.factory).
+correlation matrix; 1 to its size). ``train --srl-state-scale participation`` hands a learned state to the agent at
+the size that number gives it (rl_baselines.envs.factory).
 
 Pure numpy/scipy on arrays, so the scores can be checked on synthetic data with a known answer.
 """

@@ -280,11 +280,11 @@ def test_a_learned_state_is_handed_over_at_the_size_of_the_directions_it_spans(c
     with np.load(tmp_path / NORMALISATION_FILE) as data:
         assert float(data["scale"]) == pytest.approx(expected)
     _recordStates(folder, 8, directions=6, seed=1)
-    reread = createEnvs(_countingArgs(folder), load_path_normalise=str(tmp_path))
+    reread = createEnvs(_countingArgs(folder, srl_state_scale="none"), load_path_normalise=str(tmp_path))
     assert findVecNormalize(reread).scale == pytest.approx(expected)
     reread.close()
-    # the default is participation; the ground-truth scale replaces it
-    assert trainArgs().srl_state_scale == "participation"
+    # the default hands the state over as normalised; the ground-truth scale replaces the setting
+    assert trainArgs().srl_state_scale == "none"
     env = createEnvs(_countingArgs(folder, srl_ground_truth_scale=True))
     assert findVecNormalize(env).scale == pytest.approx(0.5)
     env.close()
@@ -293,12 +293,12 @@ def test_a_learned_state_is_handed_over_at_the_size_of_the_directions_it_spans(c
 def test_a_model_without_recorded_states_is_handed_over_unscaled_with_a_warning(counting, tmp_path):
     folder = _saveCounting(str(tmp_path / "model"), state_dim=8)
     with pytest.warns(UserWarning, match="holds no recorded states"):
-        env = createEnvs(_countingArgs(folder))
+        env = createEnvs(_countingArgs(folder, srl_state_scale="participation"))
     assert type(findVecNormalize(env)) is not ScaledVecNormalize
     env.close()
     np.savez(os.path.join(folder, STATES_FILE), states=np.zeros((10, 5)))
     with pytest.raises(ValueError, match="not states of the model's size 8"):
-        createEnvs(_countingArgs(folder))
+        createEnvs(_countingArgs(folder, srl_state_scale="participation"))
 
 
 # --- the lookup -------------------------------------------------------------------------------------------------
@@ -492,8 +492,9 @@ def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
 def test_the_participation_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):
     model = shutil.copytree(vaeFolder, str(tmp_path / "model"))
     expected = _recordStates(model, 8, directions=3)
-    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", model, "--num-timesteps",
-                                 "128", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs"))
+    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", model, "--srl-state-scale",
+                                 "participation", "--num-timesteps", "128", "--hyperparam", "n_steps:64",
+                                 "--log-dir", tmp_path / "logs"))
     assert _readJson(os.path.join(run_dir, "args.json"))["srl_state_scale"] == "participation"
     with np.load(os.path.join(run_dir, NORMALISATION_FILE)) as data:
         assert float(data["scale"]) == pytest.approx(expected)
@@ -509,7 +510,7 @@ def test_the_participation_scale_is_recorded_and_rebuilt_by_every_reader(tmp_pat
                                normaliser.normalize_obs(policy.encoder.getState(pixels[None])), rtol=1e-5, atol=1e-6)
     raw.close()
     env.close()
-    assert "--srl-state-scale" not in continueCommand(readRunConfig(run_dir, "--log-dir"), None, 64)
+    assert "--srl-state-scale participation" in continueCommand(readRunConfig(run_dir, "--log-dir"), None, 64)
 
 
 def test_ground_truth_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):

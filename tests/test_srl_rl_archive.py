@@ -16,7 +16,6 @@ from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
 from benchmarks.srl_rl import runs as bench_runs
-from environments.srl_env import isLearnedSRLModel
 from rl_baselines.sweeps import pipeline, sweep
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import UsageError
@@ -356,20 +355,14 @@ def test_a_variant_has_its_own_runs_and_row_on_the_model_prepared_once(tmp_path)
 
 # The rows added after the committed archive's runs were made (issue 29): none of their runs is archived yet.
 NEW_ROWS = ("atc", "curl", plans.RAW_PIXELS_SHIFT)
-# Rows whose runs changed since the archive was written: train hands a learned state over at the size of the
-# directions it spans (--srl-state-scale participation, args.json format 6); the ground-truth-scale variant is not
-# concerned (that scale replaces it).
-RESCALED_ROWS = tuple(name for name in plans.OBSERVATIONS
-                      if isLearnedSRLModel(name) and name not in NEW_ROWS and name not in plans.VARIANTS)
 
 
 def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
     """A fresh clone's `python -m benchmarks.srl_rl` runs only the envs whose physics changed since the archive was
-    written, the tasks not run yet (Nav 1D, the moving target), the rows added since (NEW_ROWS) and the learned rows
-    whose path to the agent changed (RESCALED_ROWS): every other run of the default configuration is in
-    benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records (physics version 1) are not
-    taken for runs of its physics version 2, raw pixels' records are not taken for the runs of raw pixels with
-    --augment shift, and no learned model's unscaled records for its scaled runs."""
+    written, the tasks not run yet (Nav 1D, the moving target) and the rows added since (NEW_ROWS): every other run of
+    the default configuration is in benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records
+    (physics version 1) are not taken for runs of its physics version 2, and raw pixels' records are not taken for
+    the runs of raw pixels with --augment shift."""
     settings = _settings([])
     assert settings.archive_file == plans.RUNS_FILE
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
@@ -379,11 +372,10 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
         matches = bench_archive.archivedMatches(archive, settings, plan, specs, {})
         if bench_runs.envPhysics(plan.env) == 1 and plan.env == plans.MOBILE:
             old = {(bench_runs.specObservation(spec), spec.seed) for spec in specs
-                   if bench_runs.specObservation(spec) not in NEW_ROWS + RESCALED_ROWS}
+                   if bench_runs.specObservation(spec) not in NEW_ROWS}
             assert set(matches) == old, sorted(old ^ set(matches))
         found[plan.env] = len(matches)
-    assert len(RESCALED_ROWS) == 9
-    assert found == {plans.MOBILE: 9, plans.KUKA: 0, plans.MOBILE_1D: 0, plans.KUKA_MOVING: 0}
+    assert found == {plans.MOBILE: 36, plans.KUKA: 0, plans.MOBILE_1D: 0, plans.KUKA_MOVING: 0}
     assert sum(record["env"] == plans.KUKA for record in archive.values()) == 36  # kept, under their own keys
 
 
@@ -394,11 +386,10 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
     # 1: Kuka's runs of its physics version 2 are not in the archive (its records are of version 1), nor those of
-    # the two tasks not run yet, nor those of the rows added since (4 tasks x 3 rows x 3 seeds), nor MobileRobot's
-    # learned rows handed over unscaled (9 rows x 3 seeds)
+    # the two tasks not run yet, nor those of the rows added since (4 tasks x 3 rows x 3 seeds)
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
     out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 1 and "9 runs" in out and "171 expected run(s) have not finished" in out
+    assert out.count("| ground_truth |") >= 1 and "36 runs" in out and "144 expected run(s) have not finished" in out
 
 
 def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) -> None:

@@ -3,14 +3,14 @@
 Normalisation statistics are stored as ``vecnormalize.npz`` (plain arrays, loaded with ``allow_pickle=False``)
 beside every saved model, so that replaying a run never unpickles anything from it.
 
-A learned SRL state is normalised by :class:`ScaledVecNormalize`: after the running mean/std, the state is multiplied
-by ``sqrt(P / d)`` (``--srl-state-scale participation``, the default), P the participation ratio of the states the
-model's evaluation recorded (the number of directions the state spans) and d its size, so that a 32-number state that
-spans 2 directions reaches the policy at the size of 2 independent numbers, not 4 times larger
-(:func:`learnedStateScale`; docs/srl.md says why). ``--srl-ground-truth-scale`` uses the env's ground-truth size
-instead of P. The factor is saved in vecnormalize.npz, so a replayed, resumed or evaluated run gets the input it was
-trained on; runs saved before it was recorded rebuild it from their arguments (format 5 and earlier: no scale, or
-the ground-truth one).
+A learned SRL state is handed over as normalised by default (``--srl-state-scale none``). With ``--srl-state-scale
+participation`` it is normalised by :class:`ScaledVecNormalize`: after the running mean/std, multiplied by
+``sqrt(P / d)``, P the participation ratio of the states the model's evaluation recorded (the number of directions
+the state spans) and d its size, so that a 32-number state that spans 2 directions reaches the policy at the size of
+2 independent numbers, not 4 times larger (:func:`learnedStateScale`; docs/srl.md measures it).
+``--srl-ground-truth-scale`` uses the env's ground-truth size instead of P. The factor is saved in vecnormalize.npz,
+so a replayed, resumed or evaluated run gets the input it was trained on; runs saved before it was recorded rebuild
+it from their arguments (format 5 and earlier: no scale, or the ground-truth one).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ from srl_toolbox.files import atomicPath
 NORMALISATION_FILE = "vecnormalize.npz"
 # What train's --srl-state-scale offers (learnedStateScale) and what a run gets by default.
 STATE_SCALES = ("participation", "none")
-DEFAULT_STATE_SCALE = "participation"
+DEFAULT_STATE_SCALE = "none"
 
 
 def envKwargsFromArgs(args: Any) -> dict[str, Any]:

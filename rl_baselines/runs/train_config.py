@@ -96,7 +96,7 @@ class TrainConfig:
     srl_state_scale: str = setting(DEFAULT_STATE_SCALE, "learned SRL models: the factor on the normalised state: "
                                    "participation (sqrt(P / state dim), P the number of directions the states the "
                                    "model's evaluation recorded span: a state spanning few directions is not handed "
-                                   "over larger than its content, docs/srl.md) or none", choices=STATE_SCALES)
+                                   "over larger than its content; measured in docs/srl.md) or none", choices=STATE_SCALES)
     augment: str = setting("none", "raw_pixels: augmentation of the images the updates learn from, not of those "
                            "collected: none, or shift (a random shift of up to 4 pixels, per image; ppo2: each "
                            "minibatch, policy and value losses; replay-buffer algorithms: each sample's observations "
