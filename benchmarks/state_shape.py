@@ -63,7 +63,7 @@ from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from srl_models.metrics import participationRatio
+from srl_models.metrics import participationFactor
 from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, positiveFloat, positiveInt, runCommand
 from srl_toolbox.files import writeJson
 
@@ -150,8 +150,7 @@ def participationScale(variant: str, dims: int, map_seed: int, steps: int = PART
             observation, _ = env.reset()
         states.append(observation)
     env.close()
-    states = np.asarray(states, dtype=np.float64).reshape(len(states), -1)
-    return math.sqrt(participationRatio(states) / states.shape[1])
+    return participationFactor(np.asarray(states, dtype=np.float64))
 
 
 def makeEnv(variant: str, dims: int, map_seed: int) -> gym.Env:
@@ -236,16 +235,13 @@ def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
     :return: the typed, checked values by name
     :raises UsageError: a malformed pair, a name ppo2 does not have, or a bad value (one line)
     """
-    spec = PPO2Model.hyperparamSpec()
     values = {}
     for pair in pairs:
         name, separator, raw = pair.partition(":")
         if not separator:
             raise UsageError(f"--hyperparam {pair!r} is not NAME:VALUE")
-        if name not in spec:
-            raise UsageError(f"--hyperparam {name!r} is not a ppo2 hyperparameter; choose from {', '.join(sorted(spec))}")
-        try:
-            values[name] = PPO2Model.checkHyperparam(name, PPO2Model.parserHyperParam({name: raw})[name])
+        try:  # ppo2's own parser: its names (the valid ones listed), types, choices and bounds
+            values.update(PPO2Model.parserHyperParam({name: raw}))
         except ValueError as error:
             raise UsageError(f"--hyperparam {pair!r}: {error}") from None
     return values

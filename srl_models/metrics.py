@@ -87,6 +87,16 @@ def participationRatio(states: np.ndarray) -> float:
     return float(eigenvalues.sum() ** 2 / np.square(eigenvalues).sum())
 
 
+def participationFactor(states: np.ndarray) -> float:
+    """
+    :param states: (n, d) states
+    :return: ``sqrt(P / d)``, P their :func:`participationRatio`: the factor that gives d normalised numbers the size
+        of P independent ones
+    """
+    states = np.asarray(states).reshape(len(states), -1)
+    return float(np.sqrt(participationRatio(states) / states.shape[1]))
+
+
 def correlationMatrix(states: np.ndarray, ground_truth: np.ndarray) -> np.ndarray:
     """
     :param states: (n, state_dim) learned states

@@ -32,7 +32,7 @@ from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, Wo
 from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
 from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
-from srl_models.metrics import participationRatio
+from srl_models.metrics import participationFactor
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath
 
@@ -157,18 +157,23 @@ def participationScale(encoder_folder: str, state_dim: int) -> float | None:
         raise ValueError(f"{encoder_folder}/{STATES_FILE} holds {len(states)} states of size {states.shape[1]}, not "
                          f"states of the model's size {state_dim}: evaluate the model again "
                          f"(python -m srl_models.evaluate --model-folder {encoder_folder})")
-    return math.sqrt(participationRatio(states) / state_dim)
+    return participationFactor(states)
 
 
-def learnedStateScale(settings: VecEnvSettings, encoder_folder: str, state_dim: int) -> float:
+def learnedStateScale(settings: VecEnvSettings, encoder_folder: str, state_dim: int,
+                      normalisation_folder: str | None = None) -> float:
     """
     :param settings: the run's (``ground_truth_scale``, ``state_scale``, ``env_id``)
     :param encoder_folder: its learned model's folder
     :param state_dim: the learned state's size
-    :return: the factor on the normalised learned state: ground truth's size with ``--srl-ground-truth-scale``, else
-        :func:`participationScale` with ``--srl-state-scale participation`` (1, with a warning, for a model whose
-        folder holds no recorded states), else 1
+    :param normalisation_folder: a saved run's folder of vecnormalize.npz, whose recorded factor wins (None: none)
+    :return: the factor on the normalised learned state: the one recorded in ``normalisation_folder``, else ground
+        truth's size with ``--srl-ground-truth-scale``, else :func:`participationScale` with ``--srl-state-scale
+        participation`` (1, with a warning, for a model whose folder holds no recorded states), else 1
     """
+    recorded = recordedScale(normalisation_folder)
+    if recorded is not None:
+        return recorded
     if settings.ground_truth_scale:
         return groundTruthScale(settings.env_id, True, state_dim)
     if settings.state_scale != "participation":
@@ -280,9 +285,7 @@ def createEnvs(
     if srl_model != "raw_pixels":
         # Low-dimensional states get a running mean/std (images are scaled by the CNN policy instead).
         normalise_keys = normalisedKeys(venv.observation_space)
-        scale = recordedScale(load_path_normalise)
-        if scale is None:
-            scale = 1.0 if state_dim is None else learnedStateScale(settings, encoder_folder, state_dim)
+        scale = 1.0 if state_dim is None else learnedStateScale(settings, encoder_folder, state_dim, load_path_normalise)
         if scale != 1.0:
             venv = ScaledVecNormalize(venv, scale, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
         else:

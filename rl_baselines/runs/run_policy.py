@@ -36,7 +36,7 @@ from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, learnedStateScale, recordedScale
+from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
@@ -175,11 +175,10 @@ class RunPolicy:
             self.goal_conditioned = True
         if self.learned:
             # On the CPU: the generator's worker processes are forked, and a CUDA context does not survive a fork.
-            self.encoder = loadEncoder(recordedSRLModelFolder(self.run_dir, self.args.srl_model), device="cpu")
             folder = recordedSRLModelFolder(self.run_dir, self.args.srl_model)
-            recorded = recordedScale(self.run_dir)
-            self._scale = recorded if recorded is not None else learnedStateScale(
-                VecEnvSettings.fromArgs(self.args), folder, self.encoder.state_dim)
+            self.encoder = loadEncoder(folder, device="cpu")
+            self._scale = learnedStateScale(VecEnvSettings.fromArgs(self.args), folder, self.encoder.state_dim,
+                                            self.run_dir)
         self._normalisation = self._loadNormalisation(self.run_dir)
         return self
 
