@@ -21,6 +21,8 @@ The modules, in dependency order (the import-linter contract ``benchmarks-srl-rl
   :mod:`~benchmarks.srl_rl.report` (the docs section, the figures, the speed table);
 - :mod:`~benchmarks.srl_rl.overview`: over the tasks, the IQM of the normalised scores with stratified bootstrap
   intervals, the performance profiles, the summary figure, and the metric correlation;
+  :mod:`~benchmarks.srl_rl.compare`: each env's runs against the earlier runs of an archive made with other train
+  settings or another physics version (``--compare-to FILE``);
 - :mod:`~benchmarks.srl_rl.analysis`: tables, verdicts and figures from the runs;
 - :mod:`~benchmarks.srl_rl.archive`: the archive of finished runs (``benchmarks/srl_rl_runs.json``) and its keys;
 - :mod:`~benchmarks.srl_rl.runs` (finished runs and their train settings) and :mod:`~benchmarks.srl_rl.models` (the
@@ -31,7 +33,9 @@ The modules, in dependency order (the import-linter contract ``benchmarks-srl-rl
 ``--quick`` checks the whole chain (prepare on tiny datasets, about a thousand steps per run, 2 seeds, 3
 observations) in a few minutes, in its own folder and with its own archive, writing the section and the figures
 there rather than into docs/. ``--report-only`` archives the finished runs and rewrites the section and the figures
-without running anything.
+without running anything. ``--compare-to FILE`` follows each env's table with its runs against those of an archive
+made with other settings (another renderer, Kuka's physics version 1); ``--renderer NAME`` draws the datasets and the
+runs of the envs that offer it with that renderer.
 
 The bench folder (``--bench-dir``, default ``logs/bench_srl_rl``) is relative to the current directory. The commands
 run in the repository root with paths relative to it when the folder lies there; a folder in the current directory
@@ -41,5 +45,5 @@ checkout's.
 
 Usage: ``python -m benchmarks.srl_rl [--quick] [--env ENV ...] [--observations OBS ...] [--seeds 3] [--budget
 ENV=STEPS ...] [--workers 2] [--executor ray [--ray-address HOST:PORT]] [--report-only] [--no-doc] [--no-append]
-[--rerun ENV ...] [--runs-file FILE]``, from the repository root.
+[--rerun ENV ...] [--runs-file FILE] [--compare-to FILE] [--renderer NAME]``, from the repository root.
 """

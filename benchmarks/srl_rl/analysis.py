@@ -158,7 +158,14 @@ def reachedShare(row: ObservationSummary) -> float:
     return sum(steps is not None for steps in row.reach) / len(row.runs) if row.runs else 0.0
 
 
-def _pm(pair: tuple[float, float], digits: int) -> str:
+def tableDigits(rows: Sequence[ObservationSummary]) -> int:
+    """:return: the decimals of a table's rewards: 1 when every final reward shown is at least 20, else 2"""
+    return 1 if all(abs(r.final[0]) >= 20 for r in rows if r.finals) else 2
+
+
+def plusMinus(pair: tuple[float, float], digits: int) -> str:
+    """:return: ``(mean, standard error)`` as the tables show it: ``mean +/- error``, the mean alone when the error is
+    nan (one seed), ``n/a`` without a mean"""
     mean, error = pair
     if math.isnan(mean):
         return "n/a"
@@ -248,7 +255,7 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
     lines = ["| observation | runs | final eval reward (mean +/- SE) | steps to threshold (median, reached) | "
              "AUC / steps (mean +/- SE) | GTC (state dim) | probe R^2 | p (Welch vs raw pixels) | "
              "paper (mean +/- SE) | here vs paper |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    digits = 1 if all(abs(r.final[0]) >= 20 for r in rows if r.finals) else 2
+    digits = tableDigits(rows)
     for row in rows:
         paper, comparison = anchorComparison(row, env, reference)
         facts = models.get(row.observation, models.get(modelName(row.observation)))
@@ -282,8 +289,8 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
                      else f"{median:,.0f} ({count}/{len(row.runs)})")
         p_value = ("baseline" if row.observation == RAW_PIXELS
                    else "n/a" if math.isnan(row.p_value) else f"{row.p_value:.3g}")
-        final = _pm(row.final, digits) + (f" ({row.note})" if row.note else "")
-        lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {_pm(row.area, digits)} | {gtc} | {probe} | "
+        final = plusMinus(row.final, digits) + (f" ({row.note})" if row.note else "")
+        lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {plusMinus(row.area, digits)} | {gtc} | {probe} | "
                      f"{p_value} | {paper} | {comparison} |")
     return "\n".join(lines)
 

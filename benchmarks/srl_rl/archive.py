@@ -79,6 +79,11 @@ def settingsDigest(train: dict[str, Any]) -> str:
     return hashlib.sha1(json.dumps(digested, sort_keys=True).encode("utf-8")).hexdigest()[:12]
 
 
+def withoutSeed(train: dict[str, Any]) -> dict[str, Any]:
+    """:return: train settings without the seed: what the runs of one observation share across seeds"""
+    return {name: value for name, value in train.items() if name != "seed"}
+
+
 def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: dict[str, int] | None,
                train: dict[str, Any], physics: int = 1) -> str:
     """
@@ -266,16 +271,21 @@ def dropStaleRecords(settings: Settings, plan: EnvPlan, models: dict[str, dict[s
     :param settings: the benchmark's settings
     :param plan: the env's plan
     :param models: model name -> the facts of the models registered now
-    :return: the keys removed
+    :return: the keys removed; a record of other train settings than the plan's runs (another renderer, whose models
+        are registered apart) or of another physics version is not this configuration's and is kept
     """
     archive = loadArchive(settings.archive_file)
     if not archive:
         return []
-    run, srl = Settings.runSettings(plan), settings.srlSettings(plan)
+    run, srl, physics = Settings.runSettings(plan), settings.srlSettings(plan), envPhysics(plan.env)
+    planned = {settingsDigest(withoutSeed(specSettings(spec))) for spec in settings.specs(plan)}
     stale = []
     for key, entry in archive.items():
         model = modelName(entry["observation"])
         if (entry["env"], entry["run"], entry["srl"]) != (plan.env, run, srl) or model not in models:
+            continue
+        train = settingsDigest(withoutSeed(trainSettings(entry["train"])))
+        if train not in planned or entry.get("physics", 1) != physics:
             continue
         if not sameModel(models[model], entry.get("model")):
             stale.append(key)

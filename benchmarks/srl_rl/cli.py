@@ -1,9 +1,9 @@
 """The SRL + RL benchmark's command line: ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``).
 
 ``--help`` explains the step budgets. Invariants: every input is checked (budgets, evaluation frequency,
-observations, ``--rerun`` envs, the archive's format, the train flags, writable folders) before anything is written
-or run; ``--quick`` works in its own folder with its own archive and leaves docs/ untouched; an interrupted run
-archives the runs that finished before it exits.
+observations, ``--rerun`` envs, ``--renderer``, the archive's format and that of ``--compare-to``, the train flags,
+writable folders) before anything is written or run; ``--quick`` works in its own folder with its own archive and
+leaves docs/ untouched; an interrupted run archives the runs that finished before it exits.
 """
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmarks.documents import machineDescription
 from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
+from benchmarks.srl_rl.compare import loadComparison
 from benchmarks.srl_rl.plans import (
     ARCHIVE_NAME,
     BUDGET_NOTE,
@@ -35,6 +36,8 @@ from benchmarks.srl_rl.plans import (
 )
 from benchmarks.srl_rl.report import report
 from benchmarks.srl_rl.running import runEverything
+from environments import rendererRefusal
+from environments.srl_env import RENDERERS
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt
 
 PROG = "python -m benchmarks.srl_rl"
@@ -95,6 +98,16 @@ def buildParser() -> CLIParser:
     parser.add_argument("--runs-file", default=None, help="the archive of finished runs, written by every report and "
                         "reused by later invocations with the same settings "
                         f"[{os.path.relpath(RUNS_FILE, ROOT)}; --quick: <bench-dir>/{ARCHIVE_NAME}]")
+    parser.add_argument("--compare-to", default=None, metavar="FILE",
+                        help="an archive of finished runs (the format of --runs-file, or that file itself): after each "
+                             "env's table, a table of its runs against those of FILE with the same run and SRL "
+                             "settings but other train settings or another physics version (e.g. another renderer, "
+                             "Kuka's physics version 1): final rewards, whether they differ by at most twice the "
+                             "combined standard error, and what differs [none]")
+    parser.add_argument("--renderer", default=None, metavar="NAME",
+                        help="what draws the images, for prepare's datasets and the runs (train --renderer) of the "
+                             "envs that offer it: tinyrenderer (every env), sprites (mobile robots), lowpoly (Kuka "
+                             "arms); the other envs keep their default [not passed: each env's default]")
     parser.add_argument("--rerun", nargs="+", default=[], metavar="ENV",
                         help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
                              "the bench folder are still kept); their new runs replace the archived records")
@@ -151,6 +164,8 @@ def settingsFrom(args: Any) -> Settings:
              *(["--episodes", str(args.srl_episodes)] if args.srl_episodes else [])]
     archive = (os.path.abspath(args.runs_file) if args.runs_file
                else os.path.join(bench_dir, ARCHIVE_NAME) if args.quick else RUNS_FILE)
+    if args.renderer is not None:
+        checkRenderer(args.renderer, [plan.env for plan in plans])
     rerun = [env for env in args.rerun if env not in dict.fromkeys(args.env)]
     if rerun:
         raise UsageError(f"--rerun {' '.join(rerun)}: not among the envs run (--env {' '.join(args.env)})")
@@ -167,7 +182,20 @@ def settingsFrom(args: Any) -> Settings:
                     os.path.relpath(bench_dir, base) if isInside(bench_dir, base) else bench_dir, args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
-                    ray_address=args.ray_address)
+                    ray_address=args.ray_address, renderer=args.renderer)
+
+
+def checkRenderer(renderer: str, envs: Sequence[str]) -> None:
+    """
+    :param renderer: --renderer
+    :param envs: the envs run
+    :raises UsageError: none of them offers it (the renderers they offer are named)
+    """
+    if any(rendererRefusal(renderer, env) is None for env in envs):
+        return
+    offered = [name for name in RENDERERS if any(rendererRefusal(name, env) is None for env in envs)]
+    raise UsageError(f"--renderer {renderer}: none of the envs run ({', '.join(envs)}) offers it; valid choices: "
+                     f"{', '.join(offered)}")
 
 
 def isInside(path: str, folder: str) -> bool:
@@ -189,6 +217,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = settingsFrom(args)
     bench_dir = os.path.join(settings.base, settings.bench_dir)
     loadArchive(settings.archive_file)  # a broken archive is refused before anything runs
+    if args.compare_to is not None:
+        loadComparison(os.path.abspath(args.compare_to))  # so is a missing or broken one to compare with
     doc = None if args.no_doc else (os.path.abspath(args.doc) if args.doc
                                     else os.path.join(bench_dir, "srl_rl.md") if args.quick else DOC_FILE)
     image_dir = (os.path.abspath(args.image_dir) if args.image_dir else None if args.no_doc
@@ -221,5 +251,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 130
     command = " ".join([PROG, *argv])
     append = not (args.quick or args.no_append) and finished_now > 0
-    code = report(settings, command, machine, doc, image_dir, append, args.rerun)
+    code = report(settings, command, machine, doc, image_dir, append, args.rerun,
+                  os.path.abspath(args.compare_to) if args.compare_to is not None else None)
     return 1 if failed else code

@@ -1,7 +1,8 @@
 """The SRL + RL benchmark's learned models: the facts of those registered in the bench folder, and which runs they
 make stale.
 
-Prepare registers each learned model in the benchmark's own SRL config file (``<bench-dir>/srl_models.yaml``).
+Prepare registers each learned model in the benchmark's own SRL config file (``<bench-dir>/srl_models.yaml``, or the
+one of its renderer: benchmarks.srl_rl.plans.Settings.configFile).
 Invariant: no table mixes two recipes. A run (or an archived record) made with a model whose hash and recipe
 (srl_models.base.modelRecipe) both differ from the registered model's is stale (:func:`sameModel`); another training
 of the same recipe (on another machine, or again after its folder was lost) is not.
@@ -121,4 +122,4 @@ def registeredFacts(settings: Settings, env: str) -> dict[str, dict[str, Any]]:
     :param env: env id
     :return: model name -> :func:`modelFacts` of the models registered for the env in the bench folder
     """
-    return {name: modelFacts(folder) for name, folder in registeredModels(settings.config_file, env).items()}
+    return {name: modelFacts(folder) for name, folder in registeredModels(settings.configFile(env), env).items()}

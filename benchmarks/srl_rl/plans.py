@@ -11,7 +11,11 @@ pipeline commands and the run specs. Invariants:
   setting to one value: its runs have run ids, rows and archive keys of their own, on the model that prepare trained
   for the others (a variant of raw pixels needs none); a run belongs to a variant's row only when that setting has the
   variant's value (not merely a truthy one: train records ``augment: "none"`` for every plain run);
-- the paths are this checkout's (:data:`ROOT`); the bench folder is relative to :attr:`Settings.base`.
+- the paths are this checkout's (:data:`ROOT`); the bench folder is relative to :attr:`Settings.base`;
+- ``--renderer NAME`` goes to prepare and to the runs of the envs that offer it (:meth:`Settings.envRenderer`); the
+  models of datasets drawn by another renderer than :data:`CONFIG_RENDERER` are registered in a config file of their
+  own (:meth:`Settings.configFile`), so that two renderers' models never replace each other in one bench folder (their
+  datasets and model folders are apart already: prepare names a dataset after its renderer).
 """
 from __future__ import annotations
 
@@ -23,9 +27,9 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from environments.registry import getEnvClass, registerAll
+from environments.registry import getEnvClass, registerAll, rendererRefusal
 from replay.results import GROUND_TRUTH_FRACTION
-from rl_baselines.sweeps.sweep import expandGrid
+from rl_baselines.sweeps.sweep import expandGrid, trainParser
 from srl_models import prepare
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import UsageError
@@ -58,6 +62,9 @@ IMAGE_DIR = os.path.join(ROOT, "docs", "images")
 DEFAULT_BENCH_DIR = os.path.join("logs", "bench_srl_rl")
 QUICK_BENCH_DIR = os.path.join("logs", "bench_srl_rl_quick")
 TIMING_FILE = "timing.json"
+# The renderer of the models registered in <bench-dir>/srl_models.yaml (every model prepared before --renderer
+# existed): the models of another renderer's datasets go to <bench-dir>/srl_models_<renderer>.yaml.
+CONFIG_RENDERER = "tinyrenderer"
 SUMMARY_IMAGE = "srl_rl_summary.png"  # the figure over the tasks, in the image folder
 # The archive of finished runs, committed: what later sessions and fresh clones report and reuse.
 RUNS_FILE = os.path.join(ROOT, "benchmarks", "srl_rl_runs.json")
@@ -374,6 +381,8 @@ class Settings:
     :param executor: where the pipeline runs the runs: ``local`` processes or ``ray`` tasks (rl_baselines.pipeline
         --executor); prepare always runs here
     :param ray_address: the Ray cluster of the ``ray`` executor (None: the pipeline starts a local instance)
+    :param renderer: ``--renderer`` of prepare and of the runs, for the envs that offer it (None: not passed, each
+        env's default)
     """
 
     plans: list[EnvPlan]
@@ -393,11 +402,37 @@ class Settings:
     extra_plans: list[EnvPlan] = dataclasses.field(default_factory=list)
     executor: str = "local"
     ray_address: str | None = None
+    renderer: str | None = None
 
     @property
     def config_file(self) -> str:
-        """The benchmark's SRL config file, where prepare registers the models."""
+        """The benchmark's SRL config file of the models trained on :data:`CONFIG_RENDERER`'s datasets."""
         return os.path.join(self.bench_dir, "srl_models.yaml")
+
+    def envRenderer(self, env: str) -> str | None:
+        """
+        :param env: an env id
+        :return: the ``--renderer`` its prepare and runs get: :attr:`renderer` when the env offers it
+            (environments.rendererRefusal), else None (the env keeps its default)
+        """
+        if self.renderer is None or rendererRefusal(self.renderer, env) is not None:
+            return None
+        return self.renderer
+
+    def drawnBy(self, env: str) -> str:
+        """:return: the renderer that draws the env's images in its runs and datasets: :meth:`envRenderer`, else
+        train's default"""
+        return self.envRenderer(env) or str(trainParser(ALGO).get_default("renderer"))
+
+    def configFile(self, env: str) -> str:
+        """
+        :param env: an env id
+        :return: the SRL config file where prepare registers the env's models and its runs read them:
+            :attr:`config_file` for :data:`CONFIG_RENDERER`'s images, ``srl_models_<renderer>.yaml`` for another's
+        """
+        drawn = self.drawnBy(env)
+        return self.config_file if drawn == CONFIG_RENDERER else os.path.join(self.bench_dir,
+                                                                              f"srl_models_{drawn}.yaml")
 
     @property
     def runs_dir(self) -> str:
@@ -424,8 +459,10 @@ class Settings:
         :param plan: an env's plan
         :return: the train flags every run of the env gets (besides algo, env, srl-model, seed)
         """
-        return [*plan.flags, *plan.run_flags, "--num-timesteps", str(plan.steps), "--eval-freq", str(plan.eval_freq),
-                "--eval-episodes", str(plan.eval_episodes), "--srl-config-file", self.config_file]
+        renderer = self.envRenderer(plan.env)
+        return [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else []), "--num-timesteps",
+                str(plan.steps), "--eval-freq", str(plan.eval_freq), "--eval-episodes", str(plan.eval_episodes),
+                "--srl-config-file", self.configFile(plan.env)]
 
     def pipelineCommand(self, plan: EnvPlan, observations: Sequence[str] | None = None,
                         seeds: Sequence[int] | None = None) -> list[str]:
@@ -495,11 +532,12 @@ class Settings:
         :param plan: an env's plan
         :return: the prepare command line (without the interpreter): all the learned models at once, on one dataset
         """
-        return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.models, *plan.flags, "--seed",
-                str(self.srl_seed), "--num-cpu", str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file",
-                self.config_file, *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets
-                                    else []), *plan.prepare_flags, *self.prepare_extra,
-                *(["--no-progress"] if self.no_progress else [])]
+        renderer = self.envRenderer(plan.env)
+        return ["-m", "srl_models.prepare", "--env", plan.env, "--srl-model", *self.models, *plan.flags,
+                *(["--renderer", renderer] if renderer else []), "--seed", str(self.srl_seed), "--num-cpu",
+                str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file", self.configFile(plan.env),
+                *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets else []),
+                *plan.prepare_flags, *self.prepare_extra, *(["--no-progress"] if self.no_progress else [])]
 
     def specs(self, plan: EnvPlan) -> list[Any]:
         """
@@ -519,8 +557,9 @@ class Settings:
 
     def fingerprint(self) -> str:
         """:return: a short hash of what the benchmark computes (keys the accumulated wall time)"""
-        text = json.dumps([[dataclasses.asdict(plan) for plan in self.plans], self.observations, self.seeds,
-                           self.first_seed, self.srl_seed, self.prepare_extra], sort_keys=True)
+        settings = [[dataclasses.asdict(plan) for plan in self.plans], self.observations, self.seeds, self.first_seed,
+                    self.srl_seed, self.prepare_extra]
+        text = json.dumps(settings + ([self.renderer] if self.renderer is not None else []), sort_keys=True)
         return hashlib.sha1(text.encode("utf-8")).hexdigest()[:10]
 
     def reportPlans(self) -> list[EnvPlan]:

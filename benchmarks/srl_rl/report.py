@@ -9,7 +9,10 @@ ppo2 per observation in docs/benchmarks.md. Invariants:
   the section say which runs came from the archive and when;
 - nothing is written to the docs when no run of this configuration has finished or is archived (the docs keep their
   last results);
-- the speed table is appended only by the invocation that finished the last missing run.
+- the speed table is appended only by the invocation that finished the last missing run;
+- with ``--compare-to FILE`` each env's table is followed by its comparison with the runs of ``FILE`` made with other
+  train settings or another physics version (benchmarks.srl_rl.compare), read after this report archived its runs;
+- with ``--renderer NAME`` the section says once which envs do not offer it (they keep their default).
 """
 from __future__ import annotations
 
@@ -24,6 +27,7 @@ from benchmarks.documents import appendReport, replaceMarkedSection, rewriteDocu
 from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, recordFromArchive, recordRuns
+from benchmarks.srl_rl.compare import comparisonSection, loadComparison
 from benchmarks.srl_rl.overview import overviewSection
 from benchmarks.srl_rl.plans import (
     ANCHOR_NOTE,
@@ -147,7 +151,9 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
         archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
         file as shown, None without one), variants (name -> description, of the variants among the rows), overview
-        (the subsections over the tasks, overview.overviewSection; optional)
+        (the subsections over the tasks, overview.overviewSection; optional), comparisons (env -> the subsection
+        against earlier runs, compare.comparisonSection; optional), renderer (the sentence about the envs that do
+        not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
@@ -181,25 +187,45 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         f"- Machine: {facts['machine']}",
         f"- Wall time of the benchmark: {facts['wall']}", "",
         "Commands (from the repository root):", "", "```bash", *facts["commands"], "```", "",
+        *([facts["renderer"], ""] if facts.get("renderer") else []),
     ]
     for plan in env_plans:
         threshold = facts["thresholds"].get(plan.env)
+        renderer = facts.get("renderers", {}).get(plan.env)
+        flags = [*plan.flags, *plan.run_flags, *(["--renderer", renderer] if renderer else [])]
         budget = (f"{plan.steps:,} steps per run, an evaluation of {plan.eval_episodes} episodes every "
-                  f"{plan.eval_freq:,} steps" + (f" ({' '.join([*plan.flags, *plan.run_flags])})"
-                                                 if plan.flags or plan.run_flags else ""))
+                  f"{plan.eval_freq:,} steps" + (f" ({' '.join(flags)})" if flags else ""))
         threshold_text = (f"threshold {threshold:.2f}" if threshold is not None
                           else "no threshold (ground truth has no positive final reward yet)")
         archived = facts.get("archived", {}).get(plan.env)
         parts += [f"### {plan.env} ({plan.task})", "", f"{budget}; {threshold_text}."
                   + (f" {archived}" if archived else ""), "", tables[plan.env], "",
+                  *([facts["comparisons"][plan.env], ""] if plan.env in facts.get("comparisons", {}) else []),
                   *texts[plan.env], "", f"![ppo2 learning curves on {plan.env}]({images[plan.env]})", ""]
     if facts.get("overview"):
         parts.append(facts["overview"])
     return "\n".join(parts)
 
 
+def rendererNote(settings: Settings, env_plans: Sequence[EnvPlan]) -> str:
+    """
+    :param settings: the benchmark's settings
+    :param env_plans: the envs of the report
+    :return: the sentence naming the envs that do not offer ``--renderer`` and keep their default (empty when every
+        env offers it or no renderer is given)
+    """
+    if settings.renderer is None:
+        return ""
+    kept = [plan.env for plan in env_plans if settings.envRenderer(plan.env) is None]
+    if not kept:
+        return ""
+    return (f"`--renderer {settings.renderer}`: {', '.join(kept)} {'does' if len(kept) == 1 else 'do'} not offer it "
+            f"and {'keeps its' if len(kept) == 1 else 'keep their'} default renderer "
+            f"({', '.join(dict.fromkeys(settings.drawnBy(env) for env in kept))}).")
+
+
 def report(settings: Settings, command: str, machine: str, doc: str | None, image_dir: str | None,
-           append: bool, rerun: Collection[str] = ()) -> int:
+           append: bool, rerun: Collection[str] = (), compare_to: str | None = None) -> int:
     """
     Archive the finished runs of the bench folder (archive.recordRuns), then analyse the runs of every env of the
     report (:meth:`Settings.reportPlans`: the chosen envs, and the others that have runs), those of the bench folder
@@ -214,16 +240,20 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     :param image_dir: the folder of the PNGs (None: no figure)
     :param append: append the speed table to docs/benchmarks.md when every run has finished
     :param rerun: envs whose archived records are not used (they are being run again)
+    :param compare_to: an archive file whose runs of other settings each env's table is compared with (None: no
+        comparison; benchmarks.srl_rl.compare)
     :return: 1 when some expected run of the chosen envs has neither finished nor been archived, else 0
     """
     chosen = {plan.env for plan in settings.plans}
     candidates = settings.reportPlans()
     found, models = collectRuns(settings, candidates)
     archive = recordRuns(settings, candidates, found, models, machine)
+    earlier = loadComparison(compare_to) if compare_to else None  # read after the runs archived (the same file?)
     used: dict[str, list[RunRecord]] = {}
     expected: dict[str, int] = {}
+    specs_of: dict[str, list[Any]] = {}
     for plan in candidates:
-        specs = settings.specs(plan)
+        specs = specs_of[plan.env] = settings.specs(plan)
         records = list(found[plan.env])
         if archive and plan.env not in rerun:
             have = {(record.observation, record.seed) for record in records}
@@ -239,7 +269,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
               + ": nothing written")
         return 1
     reported = [plan for plan in candidates if plan.env in used]
-    fresh, listed, tables, texts, images, thresholds, notes_archive = [], [], {}, {}, {}, {}, {}
+    fresh, listed, tables, texts, images, thresholds, notes_archive, comparisons = [], [], {}, {}, {}, {}, {}, {}
     rows_by_task, models_by_task = {}, {}
     missing = 0
     for plan in reported:
@@ -262,13 +292,17 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         thresholds[plan.env] = threshold
         tables[plan.env] = envTable(plan.env, rows, threshold, facts)
         texts[plan.env] = verdicts(rows, threshold, settings.learned)
+        if earlier is not None and compare_to is not None:
+            comparisons[plan.env] = comparisonSection(earlier, displayPath(compare_to), settings, plan,
+                                                      specs_of[plan.env], rows)
         png = os.path.join(image_dir or IMAGE_DIR, f"srl_rl_{plan.env}.png")
         if image_dir is not None and any(row.runs for row in rows):
             os.makedirs(image_dir, exist_ok=True)
             plotEnv(png, plan, rows, threshold)
             print(f"Figure: {os.path.relpath(png)}")
         images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
-        print(f"\n{plan.env}\n{tables[plan.env]}\n" + "\n".join(texts[plan.env])
+        print(f"\n{plan.env}\n{tables[plan.env]}\n" + (f"{comparisons[plan.env]}\n" if plan.env in comparisons else "")
+              + "\n".join(texts[plan.env])
               + (f"\n{notes_archive[plan.env]}" if plan.env in notes_archive else ""), flush=True)
     stages = readJson(settings.timing_file).get(settings.fingerprint(), {}) if os.path.isfile(
         settings.timing_file) else {}
@@ -298,7 +332,10 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
              "thresholds": thresholds, "commands": commands, "archived": notes_archive,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
-             "overview": overview}
+             "overview": overview, "comparisons": comparisons, "renderer": rendererNote(settings, reported),
+             "renderers": {plan.env: renderer for plan in reported if (renderer := settings.envRenderer(plan.env))}}
+    if facts["renderer"]:
+        print(facts["renderer"])
     section = sectionText(reported, tables, texts, images, facts)
     if doc is None:
         print(f"\n{SECTION_TITLE}\n\n{section}")

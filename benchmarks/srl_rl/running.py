@@ -87,7 +87,7 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
     :return: the seconds its prepare (models not registered yet) and its missing runs are expected to take
     """
     specs = settings.specs(plan)
-    prepared = {} if from_scratch else registeredModels(settings.config_file, plan.env)
+    prepared = {} if from_scratch else registeredModels(settings.configFile(plan.env), plan.env)
     to_prepare = sum(1 for name in settings.models if name not in prepared)
     if not from_scratch and archived and len(archived) >= len(specs):
         to_prepare = 0
