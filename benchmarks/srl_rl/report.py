@@ -181,7 +181,13 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         "evaluated before the probe existed); *p* is Welch's t-test "
         "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels. *Here vs paper* "
         "compares fractions of each side's ground truth: *agrees* when they differ by less than twice their combined "
-        "standard error. A row marked missing has no finished run yet.", "",
+        "standard error. A row marked missing has no finished run yet."
+        + (" *Against earlier runs* follows a table with the runs of the same observations, run settings and SRL "
+           "settings in another archive, made with other train settings or another physics version of the env (the "
+           "group with the most seeds when there are several): final eval reward now and then (mean +/- standard "
+           "error over seeds), their difference, whether it is at most twice the combined standard error "
+           "(sqrt(SE_now^2 + SE_earlier^2); n/a below 2 seeds on a side), and the settings that differ (earlier -> "
+           "now)." if facts.get("comparisons") else ""), "",
         BUDGET_NOTE, "",
         ANCHOR_NOTE, "",
         f"- Machine: {facts['machine']}",
