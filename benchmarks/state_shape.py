@@ -52,7 +52,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -73,6 +73,7 @@ VARIANTS = ("ground_truth", "linear", "tanh")
 PARTICIPATION = "participation"
 ACTIVATIONS = {"tanh": torch.nn.Tanh, "relu": torch.nn.ReLU}
 PARTICIPATION_STEPS = 5000
+RESULT_FIELDS = ("timesteps", "rewards", "first_success")  # what a run gives, not what it is
 
 
 class EmbeddedState(gym.ObservationWrapper):
@@ -115,6 +116,20 @@ class EvaluationRecorder(BaseCallback):
     def _on_step(self) -> bool:
         self.timesteps.append(int(self.num_timesteps))
         self.rewards.append(float(self.parent.last_mean_reward))
+        return True
+
+
+class FirstSuccess(BaseCallback):
+    """Keeps the training step at which the first episode with a positive return ended (None: none yet): whether the
+    agent saw the target at all, and how early, before its policy settled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.step: int | None = None
+
+    def _on_step(self) -> bool:
+        if self.step is None and any(info.get("episode", {}).get("r", 0) > 0 for info in self.locals["infos"]):
+            self.step = int(self.num_timesteps)
         return True
 
 
@@ -182,7 +197,9 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
 
     :param job: variant, seed, dims, steps, eval_freq, eval_episodes, map_seed, scale (a number), and optionally
         hyperparams (ppo2's, typed: they replace its defaults) and activation (a key of :data:`ACTIVATIONS`)
-    :return: the job with ``timesteps`` and ``rewards`` (mean evaluation reward at each evaluation)
+    :return: the job with ``timesteps`` and ``rewards`` (mean evaluation reward at each evaluation) and
+        ``first_success`` (:class:`FirstSuccess`: the step at which the first training episode with a positive return
+        ended, None for none)
     """
     torch.set_num_threads(1)
     factory = lambda: makeEnv(job["variant"], job["dims"], job["map_seed"])  # noqa: E731
@@ -194,8 +211,9 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
     recorder = EvaluationRecorder()
     callback = EvalCallback(eval_env, n_eval_episodes=job["eval_episodes"], eval_freq=job["eval_freq"],
                             deterministic=True, verbose=0, callback_after_eval=recorder)
-    model.learn(job["steps"], callback=callback)
-    return {**job, "timesteps": recorder.timesteps, "rewards": recorder.rewards}
+    first = FirstSuccess()
+    model.learn(job["steps"], callback=CallbackList([callback, first]))
+    return {**job, "timesteps": recorder.timesteps, "rewards": recorder.rewards, "first_success": first.step}
 
 
 def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
@@ -207,11 +225,12 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
     finals = {v: [r["rewards"][-1] for r in results if r["variant"] == v] for v in variants}
     reference = finals.get("ground_truth") or next(iter(finals.values()))
     threshold = THRESHOLD_FRACTION * statistics.mean(reference)
-    lines = ["| state | final eval reward (mean +/- SE) | reached threshold (median steps) | final reward per seed |",
-             "|---|---:|---:|---|"]
+    lines = ["| state | final eval reward (mean +/- SE) | reached threshold (median steps) | final reward per seed | "
+             "first training episode with a positive return, per seed (steps) |",
+             "|---|---:|---:|---|---|"]
     for variant in variants:
         runs = sorted((r for r in results if r["variant"] == variant), key=lambda r: r["seed"])
-        values = finals[variant]
+        values = [r["rewards"][-1] for r in runs]  # in the order of the seeds, as the per-seed columns
         mean, error = meanStandardError(values)
         error = 0.0 if math.isnan(error) else error  # one seed: no spread to show
         reached = [step for r in runs
@@ -220,8 +239,17 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
         name = "ground truth (2)" if variant == "ground_truth" else f"{variant} ({runs[0]['dims']})"
         name += f", x{runs[0]['scale']:.3g}" if runs[0]["scale"] != 1.0 else ""
         lines.append(f"| {name} | {mean:.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
-                     f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} |")
+                     f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} | "
+                     f"{', '.join(firstSuccessText(r) for r in runs)} |")
     return "\n".join(lines) + f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward)."
+
+
+def firstSuccessText(run: dict[str, Any]) -> str:
+    """:return: a run's first successful training episode as the table shows it: its step, "never", or "?" for a
+    run kept before it was recorded"""
+    if "first_success" not in run:
+        return "?"
+    return "never" if run["first_success"] is None else f"{run['first_success']:,}"
 
 
 def scaleValue(raw: str) -> float | str:
@@ -257,7 +285,7 @@ def loadResults(path: str | None) -> list[dict[str, Any]]:
 
 def jobSettings(run: dict[str, Any]) -> str:
     """:return: a run's settings (everything but its results) as a comparable string"""
-    return json.dumps({key: value for key, value in run.items() if key not in ("timesteps", "rewards")},
+    return json.dumps({key: value for key, value in run.items() if key not in RESULT_FIELDS},
                       sort_keys=True)
 
 

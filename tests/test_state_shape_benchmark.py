@@ -63,6 +63,7 @@ def test_the_scale_multiplies_what_the_agent_gets_and_is_synced_to_the_evaluatio
            "map_seed": 1000, "scale": 0.25}
     result = state_shape.runOne(job)
     assert result["timesteps"] == [128, 256] and len(result["rewards"]) == 2
+    assert "first_success" in result and state_shape.jobSettings(result) == state_shape.jobSettings(job)
     normalised = state_shape.normalisedEnv(lambda: state_shape.makeEnv("linear", 32, 1000), 0.25)
     normalised.seed(0)
     first = normalised.reset()
@@ -125,3 +126,17 @@ def test_results_are_kept_and_a_second_call_runs_nothing(tmp_path, capsys):
     assert state_shape.main([*argv[:-2], "--results", results, "--hyperparam", "ent_coef:0.02"]) == 0
     with open(results) as stream:
         assert len(json.load(stream)) == 2  # other settings: a run of their own
+
+
+def test_the_first_successful_episode_is_kept_and_shown_per_seed():
+    callback = state_shape.FirstSuccess()
+    for step, infos in [(250, [{"episode": {"r": 0.0}}]), (300, [{}]), (500, [{"episode": {"r": -3.0}}, {}]),
+                        (750, [{}, {"episode": {"r": 2.0}}]), (1000, [{"episode": {"r": 9.0}}])]:
+        callback.num_timesteps, callback.locals = step, {"infos": infos}
+        assert callback._on_step()
+    assert callback.step == 750
+    runs = [{"variant": "tanh", "seed": seed, "dims": 32, "scale": 1.0, "timesteps": [5000], "rewards": [reward],
+             **extra} for seed, reward, extra in [(2, 0.0, {"first_success": None}), (0, 230.0, {"first_success": 1250}),
+                                                  (1, 228.0, {})]]
+    row = state_shape.summarise(runs, ["tanh"]).splitlines()[2]
+    assert row.endswith("| 230, 228, 0 | 1,250, ?, never |")
