@@ -62,3 +62,20 @@ def test_refusals_write_nothing(tmp_path, capsys, argv, message):
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "bench").exists()
+
+
+def test_a_run_keeps_the_facts_of_the_invocation_that_made_it(tmp_path):
+    # a stand-in for train: writes a run folder with its evaluations and monitor file
+    script = ("import json, os, sys, numpy as np; run = os.path.join(sys.argv[1], 'run'); os.makedirs(run); "
+              "np.savez(os.path.join(run, 'evaluations.npz'), timesteps=np.array([100]), results=np.array([[7.0]])); "
+              "open(os.path.join(run, '0.monitor.csv'), 'w').write('#' + json.dumps({'t_start': 0.0}) + "
+              "'\\nr,l,t\\n7.0,100,1.0\\n')")
+
+    def build(folder):
+        return ["-c", script, folder], zoo_compare.childEnv(), "run", "*.monitor.csv"
+
+    settings = {"steps": 100, "obs": "srl_splits"}
+    made = zoo_compare.runOnce("learned", settings, str(tmp_path), 5.0, build, {"prepare_s": 134.0})
+    assert not made["reused"] and made["prepare_s"] == 134.0 and made["final_eval"] == 7.0
+    again = zoo_compare.runOnce("learned", settings, str(tmp_path), 5.0, build, {"prepare_s": 5.0})
+    assert again["reused"] and again["prepare_s"] == 134.0  # the prepare that trained the model, not the reuse
