@@ -9,7 +9,7 @@ import shutil
 from types import SimpleNamespace
 
 import pytest
-from srl_rl_bench import CURVES, MOBILE, STEPS, writeModel, writeRun
+from srl_rl_bench import CURVES, MOBILE, STEPS, writeGrid, writeModel, writeRun
 
 from benchmarks.srl_rl import analysis, cli, plans, running
 from benchmarks.srl_rl import archive as bench_archive
@@ -39,13 +39,7 @@ def _finishedBench(settings: plans.Settings, env: str, state_dim: int = 8,
     with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
         handle.write(f"{env}:\n  vae: srl/vae_{env}\n")
     digest = bench_models.modelFacts(folder)["hash"]
-    plan = next(plan for plan in settings.reportPlans() if plan.env == env)
-    for spec in settings.specs(plan):
-        run = writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed,
-                        CURVES[spec.srl_model][spec.seed], env, finished_at, spec)
-        if spec.srl_model == "vae":
-            with open(os.path.join(run, "srl_model.json"), "w") as handle:
-                json.dump({"name": "vae", "hash": digest, "state_dim": state_dim}, handle)
+    writeGrid(settings, env, CURVES, finished_at, digest, state_dim)
     return digest
 
 

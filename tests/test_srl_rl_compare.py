@@ -6,7 +6,7 @@ import json
 import os
 
 import pytest
-from srl_rl_bench import CURVES, MOBILE, writeModel, writeRun
+from srl_rl_bench import CURVES, MOBILE, writeGrid, writeModel, writeRun
 
 from benchmarks.srl_rl import analysis, cli, compare, plans, running
 from benchmarks.srl_rl import archive as bench_archive
@@ -44,13 +44,7 @@ def _finishedBench(settings: plans.Settings, env: str, curves: dict[str, list[li
     with open(os.path.join(settings.base, settings.configFile(env)), "a") as handle:
         handle.write(f"{env}:\n  vae: srl/{name}\n")
     digest = bench_models.modelFacts(folder)["hash"]
-    plan = next(plan for plan in settings.reportPlans() if plan.env == env)
-    for spec in settings.specs(plan):
-        run = writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed,
-                        curves[spec.srl_model][spec.seed], env, finished_at, spec)
-        if spec.srl_model == "vae":
-            with open(os.path.join(run, "srl_model.json"), "w") as handle:
-                json.dump({"name": "vae", "hash": digest, "state_dim": 8}, handle)
+    writeGrid(settings, env, curves, finished_at, digest)
     return digest
 
 
