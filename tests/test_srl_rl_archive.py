@@ -347,14 +347,10 @@ def test_a_variant_has_its_own_runs_and_row_on_the_model_prepared_once(tmp_path)
     assert (tmp_path / "curves.png").read_bytes()[:4] == b"\x89PNG"
 
 
-# The rows added after the committed archive's runs were made (issue 29): none of their runs is archived yet.
-NEW_ROWS = ("atc", "curl", plans.RAW_PIXELS_SHIFT)
-
-
 def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
     """A fresh clone's `python -m benchmarks.srl_rl` runs only the envs whose physics changed since the archive was
-    written, the tasks not run yet (Nav 1D, the moving target) and the rows added since (NEW_ROWS): every other run of
-    the default configuration is in benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records
+    written and the tasks not run yet (Nav 1D, the moving target): every MobileRobot run of the default configuration
+    (the rows of issue 29 included) is in benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records
     (physics version 1) are not taken for runs of its physics version 2, and raw pixels' records are not taken for
     the runs of raw pixels with --augment shift."""
     settings = _settings([])
@@ -365,11 +361,10 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
         specs = settings.specs(plan)
         matches = bench_archive.archivedMatches(archive, settings, plan, specs, {})
         if bench_runs.envPhysics(plan.env) == 1 and plan.env == plans.MOBILE:
-            old = {(bench_runs.specObservation(spec), spec.seed) for spec in specs
-                   if bench_runs.specObservation(spec) not in NEW_ROWS}
-            assert set(matches) == old, sorted(old ^ set(matches))
+            planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
+            assert set(matches) == planned, sorted(planned ^ set(matches))
         found[plan.env] = len(matches)
-    assert found == {plans.MOBILE: 36, plans.KUKA: 0, plans.MOBILE_1D: 0, plans.KUKA_MOVING: 0}
+    assert found == {plans.MOBILE: 45, plans.KUKA: 0, plans.MOBILE_1D: 0, plans.KUKA_MOVING: 0}
     assert sum(record["env"] == plans.KUKA for record in archive.values()) == 36  # kept, under their own keys
 
 
@@ -380,10 +375,10 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
     # 1: Kuka's runs of its physics version 2 are not in the archive (its records are of version 1), nor those of
-    # the two tasks not run yet, nor those of the rows added since (4 tasks x 3 rows x 3 seeds)
+    # the two tasks not run yet (3 tasks x 15 rows x 3 seeds); MobileRobot's 45 are
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
     out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 1 and "36 runs" in out and "144 expected run(s) have not finished" in out
+    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "135 expected run(s) have not finished" in out
 
 
 def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) -> None:
