@@ -117,9 +117,10 @@ def recordProblem(key: str, record: dict[str, Any]) -> str | None:
     return None
 
 
-def loadArchive(path: str | None) -> dict[str, dict[str, Any]]:
+def loadArchive(path: str | None, flag: str = "--runs-file") -> dict[str, dict[str, Any]]:
     """
     :param path: the archive file (None: no archive)
+    :param flag: the option that named it, for the error message
     :return: key (:func:`archiveKey`) -> record, its train settings read as a run's args.json would be (a setting
         added since takes the value of its upgrade rule); empty when there is no archive or no file yet
     :raises UsageError: the file is not an archive of runs of this format (one line)
@@ -129,7 +130,7 @@ def loadArchive(path: str | None) -> dict[str, dict[str, Any]]:
     try:
         records = loadRecords(path, recordProblem)
     except ArchiveError as error:
-        raise UsageError(f"--runs-file {path!r}: {error}") from None
+        raise UsageError(f"{flag} {path!r}: {error}") from None
     return {key: {**record, "train": trainSettings(record["train"])} for key, record in records.items()}
 
 

@@ -27,9 +27,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.archive import ArchiveError, loadRecords
 from benchmarks.srl_rl.analysis import ObservationSummary, plusMinus, summariseEnv, tableDigits
-from benchmarks.srl_rl.archive import recordFromArchive, recordProblem, settingsDigest, withoutSeed
+from benchmarks.srl_rl.archive import loadArchive, recordFromArchive, settingsDigest, withoutSeed
 from benchmarks.srl_rl.plans import EnvPlan, Settings, specObservation
 from benchmarks.srl_rl.runs import envPhysics, specSettings, trainSettings
 from srl_toolbox.cli import UsageError
@@ -47,11 +46,7 @@ def loadComparison(path: str) -> dict[str, dict[str, Any]]:
         raise UsageError(f"{FLAG} {path!r}: no such file")
     if not os.path.isfile(path):
         raise UsageError(f"{FLAG} {path!r}: not a file")
-    try:
-        records = loadRecords(path, recordProblem)
-    except ArchiveError as error:
-        raise UsageError(f"{FLAG} {path!r}: {error}") from None
-    return {key: {**record, "train": trainSettings(record["train"])} for key, record in records.items()}
+    return loadArchive(path, FLAG)
 
 
 @dataclasses.dataclass
