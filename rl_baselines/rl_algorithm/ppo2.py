@@ -9,8 +9,8 @@ from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 class PPO2Model(StableBaselinesRLObject):
     """
     PPO with short rollouts (n_steps 128, as the old toolbox) and SB3's optimiser settings (10 epochs, constant
-    learning rate 3e-4): on MobileRobotGymEnv-v0 with ground truth these reach a mean reward of 150 in about 28k
-    steps, where the old toolbox's (4 epochs, 2.5e-4 decaying linearly) had not after 80k (docs/benchmarks.md).
+    learning rate 3e-4); why they replace the old toolbox's (4 epochs, 2.5e-4 decaying linearly): the README's
+    algorithm section.
     """
 
     SB3_CLASS = PPO
