@@ -39,6 +39,7 @@ from benchmarks.documents import appendReport, recordedCommand
 from benchmarks.srl_rl.analysis import meanStandardError
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, THRESHOLD_FRACTION, EnvPlan
 from benchmarks.srl_rl.runs import RunRecord, loadRuns
+from environments import defaultRenderer
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
@@ -202,8 +203,9 @@ def main(argv: list[str] | None = None) -> int:
     print(report)
     print("\n".join(verdict for verdict in verdicts if verdict))
     if not args.no_append and tables:
+        drawnBy = "each env's default: " + ", ".join(f"{env} {defaultRenderer(env)}" for env in args.envs)
         notes = (f"ppo2 from raw pixels (train's defaults: one env, n_steps 128, batch 64, 10 epochs; renderer "
-                 f"{args.renderer or 'the default'}), {args.seeds} "
+                 f"{args.renderer or drawnBy}), {args.seeds} "
                  f"seeds, {args.budget:,} steps per run, evaluations every {args.eval_freq:,} steps, with each features "
                  f"extractor (--features-extractor); ground truth gives the threshold. Runs made by "
                  f"rl_baselines.pipeline under {args.bench_dir} ({args.workers} at a time), reported when finished; "

@@ -30,7 +30,7 @@ from stable_baselines3 import PPO
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from benchmarks.srl_speed import Timers, trainVAE
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
-from environments.srl_env import DEFAULT_RENDERER
+from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.runs import train
 
 ENV_ID = "KukaButtonGymEnv-v0"
@@ -44,8 +44,8 @@ def configurations() -> list[tuple[str, str, str]]:
     """:return: (observation, physics, renderer) of every measurement"""
     rows = []
     for observation in OBSERVATIONS:
-        rows.append((observation, "reference", DEFAULT_RENDERER))
-        renderers = KukaButtonGymEnv.RENDERERS if observation != "ground_truth" else (DEFAULT_RENDERER,)
+        rows.append((observation, "reference", REFERENCE_RENDERER))
+        renderers = KukaButtonGymEnv.RENDERERS if observation != "ground_truth" else (REFERENCE_RENDERER,)
         rows += [(observation, "default", renderer) for renderer in renderers]
     return rows
 
@@ -75,14 +75,14 @@ def goalVerdicts(rates: dict[tuple[str, str, str], float]) -> str:
     """
     sentences = []
     for observation in OBSERVATIONS:
-        reference = rates[(observation, "reference", DEFAULT_RENDERER)]
-        default = rates[(observation, "default", DEFAULT_RENDERER)]
+        reference = rates[(observation, "reference", REFERENCE_RENDERER)]
+        default = rates[(observation, "default", REFERENCE_RENDERER)]
         best = max((rate, renderer) for (name, physics, renderer), rate in rates.items()
                    if name == observation and physics == "default")
         verdict = "met" if default >= GOAL * reference else "not met"
         sentence = (f"{observation}: default {default / reference:.2f}x the reference physics ({verdict} by default, "
                     f"goal {GOAL:g}x)")
-        if best[1] != DEFAULT_RENDERER:
+        if best[1] != REFERENCE_RENDERER:
             sentence += f", {best[0] / reference:.2f}x with --renderer {best[1]}"
         sentences.append(sentence + ".")
     return " ".join(sentences)
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
         start = time.perf_counter()
         model_folder = trainVAE(scratch, 6, 2, ENV_ID, FLAGS)
         print(f"VAE trained in {time.perf_counter() - start:.0f} s", flush=True)
-        timeRun("ground_truth", "default", DEFAULT_RENDERER, 256, os.path.join(scratch, "warmup"), model_folder)
+        timeRun("ground_truth", "default", REFERENCE_RENDERER, 256, os.path.join(scratch, "warmup"), model_folder)
         for repeat in range(args.repeats):
             order = configurations() if repeat % 2 == 0 else configurations()[::-1]
             for configuration in order:
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     lines = ["| observation | physics | renderer | ppo2 steps/s (median) | vs reference physics, tinyrenderer |",
              "|---|---|---|---:|---:|"]
     for (observation, physics, renderer), rate in rates.items():
-        reference = rates[(observation, "reference", DEFAULT_RENDERER)]
+        reference = rates[(observation, "reference", REFERENCE_RENDERER)]
         lines.append(f"| {observation} | {physics} | {renderer} | {rate:,.0f} | {rate / reference:.2f}x |")
     table = "\n".join(lines)
     goals = goalVerdicts(rates)

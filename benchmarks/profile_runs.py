@@ -38,7 +38,7 @@ import time
 from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
 from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS
+from environments.srl_env import RENDERERS
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"
@@ -113,9 +113,8 @@ def trainArguments(case: Case, renderer: str, steps: int, log_dir: str, model_fo
     """
     arguments = ["--algo", "ppo2", "--env", case.env, "--num-timesteps", str(steps), "--num-cpu", "1",
                  "--eval-freq", str(steps // 2), "--eval-episodes", str(case.eval_episodes), "--log-dir", log_dir,
-                 "--no-vis", "--no-progress", "--seed", "0", *case.flags, *case.run_flags]
-    if renderer != DEFAULT_RENDERER:
-        arguments += ["--renderer", renderer]
+                 "--no-vis", "--no-progress", "--seed", "0", *case.flags, *case.run_flags,
+                 "--renderer", renderer]  # by name: whatever the env's default
     arguments += ["--srl-model-path", model_folder] if case.observation == "vae" else ["--srl-model", case.observation]
     return arguments
 

@@ -47,7 +47,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
-from environments.srl_env import DEFAULT_RENDERER
+from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, encoderDevice
 from rl_baselines.runs import train
 
@@ -140,7 +140,7 @@ def warmSprites(steps: int = WARM_UP_STEPS) -> tuple[float, int]:
 
 
 def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
-            renderer: str = DEFAULT_RENDERER) -> dict[str, float]:
+            renderer: str = REFERENCE_RENDERER) -> dict[str, float]:
     """
     :param mode: "vae", "raw_pixels", "raw_pixels_small" or "ground_truth"
     :param renderer: what draws the images
@@ -202,14 +202,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         timeRun("ground_truth", 1, 512, os.path.join(scratch, "warmup"), model_folder)  # imports, first calls
         for num_cpu in args.num_cpu:
             for mode in MODES:
-                for renderer in args.renderers if mode in IMAGE_MODES else [DEFAULT_RENDERER]:
+                for renderer in args.renderers if mode in IMAGE_MODES else [REFERENCE_RENDERER]:
                     row = {"mode": mode, "num_cpu": num_cpu, "renderer": renderer if mode in IMAGE_MODES else "",
                            **timeRun(mode, num_cpu, args.steps, os.path.join(scratch, "runs"), model_folder, renderer)}
                     rows.append(row)
                     print(f"  {mode} {row['renderer']}, {num_cpu} env(s): {row['rate']:,.0f} steps/s (env "
                           f"{row['env_ms']:.2f} ms, encoder {row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms "
                           "per step)", flush=True)
-    reference = {(row["mode"], row["num_cpu"]): row["rate"] for row in rows if row["renderer"] == DEFAULT_RENDERER}
+    reference = {(row["mode"], row["num_cpu"]): row["rate"] for row in rows if row["renderer"] == REFERENCE_RENDERER}
     lines = ["| observation | renderer | envs | PPO steps/s | vs tinyrenderer | env ms/step | encoder ms/step | "
              "policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
@@ -259,14 +259,14 @@ def goalVerdicts(rows: list[dict[str, Any]]) -> str:
         best = max(rates.items(), key=lambda item: item[1], default=None)
         if best is None:
             continue
-        same_run = f", {best[1] / rates[DEFAULT_RENDERER]:.2f}x this run's tinyrenderer" if DEFAULT_RENDERER in rates \
+        same_run = f", {best[1] / rates[REFERENCE_RENDERER]:.2f}x this run's tinyrenderer" if REFERENCE_RENDERER in rates \
             else ""
         verdict = "met" if best[1] >= factor * baseline else "not met"
         sentences.append(f"Goal {mode}, 2 envs, >= {factor:g}x {baseline:g} steps/s: {verdict} ({best[0]}: "
                          f"{best[1]:,.0f} steps/s, {best[1] / baseline:.2f}x{same_run}).")
     ceiling = next((row["rate"] for row in rows if row["mode"] == "ground_truth" and row["num_cpu"] == 2), None)
     reference = next((row["rate"] for row in rows
-                      if row["mode"] == "vae" and row["num_cpu"] == 2 and row["renderer"] == DEFAULT_RENDERER), None)
+                      if row["mode"] == "vae" and row["num_cpu"] == 2 and row["renderer"] == REFERENCE_RENDERER), None)
     if ceiling is not None and reference:
         sentences.append(f"Ceiling at these hyperparameters: ground truth, 2 envs, {ceiling:,.0f} steps/s (no image, "
                          f"no encoder) = {ceiling / reference:.2f}x this run's tinyrenderer vae.")

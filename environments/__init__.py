@@ -1,16 +1,20 @@
 """Robot environments (PyBullet) behind the SRLGymEnv interface; importing the package registers them in gymnasium."""
 from environments.registry import (
     EnvPluginLoadWarning,
+    defaultRenderer,
     failed_env_plugins,
     getEnvClass,
     registerAll,
     registered_env,
+    rendererKeywords,
     rendererRefusal,
+    resolvedRenderer,
 )
 from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv, isLearnedSRLModel
 from srl_toolbox import __version__
 
 registerAll()
 
-__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "failed_env_plugins",
-           "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env", "rendererRefusal"]
+__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer",
+           "failed_env_plugins", "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env",
+           "rendererKeywords", "rendererRefusal", "resolvedRenderer"]

@@ -15,7 +15,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from environments.srl_env import DEFAULT_RENDERER
+from environments.srl_env import REFERENCE_RENDERER
 
 DATA_FILE = "preprocessed_data.npz"
 GROUND_TRUTH_FILE = "ground_truth.npz"
@@ -111,7 +111,7 @@ class Dataset:
     @property
     def renderer(self) -> str:
         """What drew the images (a dataset that does not say was drawn by TinyRenderer)."""
-        return str(self.config.get("renderer", DEFAULT_RENDERER))
+        return str(self.config.get("renderer", REFERENCE_RENDERER))
 
     @property
     def img_shape(self) -> tuple[int, int, int]:

@@ -48,9 +48,10 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from environments import getEnvClass, registered_env, rendererRefusal
+from environments import getEnvClass, registered_env, rendererKeywords, rendererRefusal, resolvedRenderer
 from environments.generator_config import DEFAULT_MAX_DISTANCE, GeneratorConfig
-from environments.srl_env import DEFAULT_RENDERER
+from environments.registry import defaultRenderersText
+from environments.srl_env import REFERENCE_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
 from srl_toolbox.locks import tryLock
@@ -104,7 +105,7 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m environments.dataset_generator",
                        description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
                                    "ground truth).")
-    return addSettingFlags(parser, GeneratorConfig)
+    return addSettingFlags(parser, GeneratorConfig, {"{renderer_defaults}": defaultRenderersText()})
 
 
 def parseConfig(argv: Sequence[str] | None = None) -> GeneratorConfig:
@@ -176,11 +177,13 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                 raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
             env_kwargs[keyword] = True
 
-    refusal = rendererRefusal(config.renderer, config.env)
+    renderer = resolvedRenderer(config.renderer, config.env)  # --renderer left out: the env's default
+    refusal = rendererRefusal(renderer, config.env)
     if refusal is not None:
         raise UsageError(refusal)
-    if config.renderer != DEFAULT_RENDERER:
-        env_kwargs["renderer"] = config.renderer
+    # no keyword only for the reference on an env whose default it is: dataset_config.json then says tinyrenderer, and
+    # an interrupted recording resumes only with the renderer it started with, whatever the env's default is since
+    env_kwargs.update(rendererKeywords(renderer, config.env))
     policy, run = config.policy, None
     if policy != "random":
         run = loadPolicy(policy, load=False)
@@ -516,7 +519,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
               "continuous_actions": not spec.env_kwargs["is_discrete"],
               "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
               "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
-              "renderer": spec.env_kwargs.get("renderer", DEFAULT_RENDERER),
+              "renderer": spec.env_kwargs.get("renderer", REFERENCE_RENDERER),  # by name (rendererKeywords)
               "version": FORMAT_VERSION}
     writeJson(os.path.join(partial_dir, "dataset_config.json"), config)
     shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS
+from environments.srl_env import RENDERERS
 from srl_toolbox.cli import positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
@@ -50,10 +50,11 @@ class GeneratorConfig:
                                "frameN_2")
     fpv: bool = setting(False, "envs with a first-person view (mobile robot): stacked with the top view, like "
                         "--multi-view")
-    renderer: str = setting(DEFAULT_RENDERER, "what draws the images: tinyrenderer (PyBullet's, the reference), "
-                            "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, faster) "
-                            "or lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, same physics)",
-                            choices=RENDERERS)
+    renderer: str | None = setting(None, "what draws the images: tinyrenderer (PyBullet's, the reference), sprites "
+                                   "(mobile robots: numpy compositing of layers TinyRenderer renders once, faster) or "
+                                   "lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, same physics); "
+                                   "dataset_config.json records it by name [the env's default: {renderer_defaults}]",
+                                   choices=RENDERERS)
     policy: str = setting("random", "'random' (uniform actions) or a run folder of rl_baselines.train to replay")
     force: bool = setting(False, "overwrite an existing dataset / discard an interrupted one of the same name",
                           flags=("-f", "--force"))

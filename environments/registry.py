@@ -6,6 +6,11 @@ registries do with theirs) and registers them in gymnasium, after which ``gymnas
 works. A plugin that fails to import, is not an SRLGymEnv, or was built for another API major version is recorded in
 ``failed_env_plugins`` (id -> reason), reported once as an :class:`EnvPluginLoadWarning`, and skipped; the others
 still load.
+
+Renderers: each env class names what may draw its images (``RENDERERS``) and what does when none is asked for
+(``DEFAULT_RENDERER``): :func:`defaultRenderer` reads it, :func:`resolvedRenderer` turns a ``--renderer`` left out
+(None) into it, :func:`rendererRefusal` says why an env cannot draw with a name and :func:`rendererKeywords` gives the
+constructor keyword that makes it draw with one.
 """
 from __future__ import annotations
 
@@ -13,7 +18,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS, SRLGymEnv
+from environments.srl_env import REFERENCE_RENDERER, RENDERERS, SRLGymEnv
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
@@ -73,10 +78,10 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
     :param renderer: a renderer name (``--renderer``)
     :param env_id: a registered env id
     :return: why the env cannot draw its images with it (one line, naming the envs that can), None when it can:
-        the default, TinyRenderer, stands for every env's own renderer; another is for the envs whose RENDERERS
+        the reference, TinyRenderer, stands for every env's own renderer; another is for the envs whose RENDERERS
         list it
     """
-    if renderer == DEFAULT_RENDERER:
+    if renderer == REFERENCE_RENDERER:
         return None
     if renderer not in RENDERERS:
         return f"unknown --renderer {renderer!r}; valid choices: {', '.join(RENDERERS)}"
@@ -85,3 +90,53 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
     having = [other for other in sorted(registered_env) if renderer in getattr(getEnvClass(other), "RENDERERS", ())]
     return (f"--renderer {renderer}: {env_id} has no such renderer (its images are its own); envs with it: "
             f"{', '.join(having) or 'none installed'}")
+
+
+def defaultRenderer(env_id: str) -> str:
+    """
+    :param env_id: a registered env id
+    :return: what draws the env's images when no renderer is asked for: its class's ``DEFAULT_RENDERER`` (the
+        reference renderer for a class that names none)
+    :raises KeyError: the id is not registered
+    """
+    return str(getattr(getEnvClass(env_id), "DEFAULT_RENDERER", REFERENCE_RENDERER))
+
+
+def resolvedRenderer(renderer: str | None, env_id: str) -> str:
+    """
+    :param renderer: a ``--renderer`` value, None when it was left out
+    :param env_id: a registered env id
+    :return: ``renderer``, or the env's :func:`defaultRenderer` for None: the name that runs, datasets and models
+        record (never None)
+    :raises KeyError: None for an id that is not registered
+    """
+    return defaultRenderer(env_id) if renderer is None else renderer
+
+
+def rendererKeywords(renderer: str, env_id: str) -> dict[str, str]:
+    """
+    :param renderer: a renderer the env can draw with (:func:`rendererRefusal` says None)
+    :param env_id: a registered env id
+    :return: the env constructor's keywords that make it draw with ``renderer``: none when it is the reference and
+        the env's default (the env draws with it unasked; an env without the renderer keyword gets only this), else
+        ``{"renderer": renderer}``, so that the keywords say the renderer whenever the env's default could differ
+    """
+    if renderer == REFERENCE_RENDERER and defaultRenderer(env_id) == REFERENCE_RENDERER:
+        return {}
+    return {"renderer": renderer}
+
+
+def defaultRenderersText() -> str:
+    """
+    :return: the registered envs' default renderers in words, for the help of ``--renderer``: ``tinyrenderer for
+        every env``, or ``sprites for A, B; tinyrenderer for the others`` (the most common default last, as "the
+        others")
+    """
+    groups: dict[str, list[str]] = {}
+    for env_id in sorted(registerAll()):
+        groups.setdefault(defaultRenderer(env_id), []).append(env_id)
+    if len(groups) <= 1:
+        return f"{next(iter(groups), REFERENCE_RENDERER)} for every env"
+    common = max(groups, key=lambda name: (len(groups[name]), name == REFERENCE_RENDERER))
+    return "; ".join([*(f"{name} for {', '.join(envs)}" for name, envs in groups.items() if name != common),
+                      f"{common} for the others"])

@@ -7,7 +7,9 @@ the env return pixels: the RL side encodes them in a batched VecEnv wrapper.
 
 Class attributes describe what an env offers, so that command-line tools can validate a request without building
 the env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
-``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots) and ``MAX_STEPS``. Upper-case class attributes
+``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``MAX_STEPS``, and for the envs that take the
+``renderer`` keyword ``RENDERERS`` (what may draw their images) and ``DEFAULT_RENDERER`` (what does when none is asked
+for: each env has its own, :data:`REFERENCE_RENDERER` unless the class says otherwise). Upper-case class attributes
 are the env's constants; ``getGlobals`` collects them for the run folder's env_globals.json.
 
 Goal-conditioned mode (``goal_conditioned=True``, with ``srl_model="ground_truth"``), for hindsight experience
@@ -38,11 +40,15 @@ import numpy as np
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
 # What may draw an env's camera images (the ``renderer`` keyword of the envs that take it; each such env lists its own
-# in its class's RENDERERS): PyBullet's TinyRenderer, the default and the reference; "sprites" (mobile robots): numpy
-# compositing of layers TinyRenderer renders once; "lowpoly" (Kuka arms): TinyRenderer drawing the arm with
-# decimated visual meshes, physics unchanged.
+# in its class's RENDERERS and names the one it draws with when none is given in its DEFAULT_RENDERER): PyBullet's
+# TinyRenderer, the reference; "sprites" (mobile robots): numpy compositing of layers TinyRenderer renders once;
+# "lowpoly" (Kuka arms): TinyRenderer drawing the arm with decimated visual meshes, physics unchanged.
 RENDERERS = ("tinyrenderer", "sprites", "lowpoly")
-DEFAULT_RENDERER = "tinyrenderer"
+# The reference renderer: every env draws with it (an env without the renderer keyword draws its own images, which
+# count as it); datasets, run folders and models recorded before the renderer was recorded were drawn by it; names
+# and keys leave it out (a dataset's ``_<renderer>`` suffix, the benchmark archive's key) so that they stay those of
+# the data made before. Not "the default": each env class has its own (DEFAULT_RENDERER, environments.defaultRenderer).
+REFERENCE_RENDERER = "tinyrenderer"
 
 
 def isLearnedSRLModel(srl_model: str) -> bool:
@@ -90,6 +96,9 @@ class SRLGymEnv(gym.Env):
     GOAL_CONDITIONED = False
     # Goal mode: the step-info flag (True/False) of the reward's goal-independent -1 penalty, None for none.
     GOAL_PENALTY_INFO_KEY: str | None = None
+    # What draws the env's images when no renderer is asked for (the renderer keyword left out, --renderer not given):
+    # one of its RENDERERS (an env without the renderer keyword draws its own images, which count as the reference).
+    DEFAULT_RENDERER = REFERENCE_RENDERER
 
     def __init__(
         self,

@@ -31,9 +31,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from environments import dataset_generator, getEnvClass, registered_env
+from environments import dataset_generator, getEnvClass, registered_env, resolvedRenderer
 from environments.generator_config import GeneratorConfig
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS
+from environments.registry import defaultRenderersText
+from environments.srl_env import REFERENCE_RENDERER, RENDERERS
 from srl_models import train
 from srl_models.augment import AUGMENTATIONS
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
@@ -118,9 +119,10 @@ def buildParser() -> CLIParser:
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
                         help="image shape, 3 H W [per env, 3 64 64]")
     parser.add_argument("--state-dim", type=positiveInt, default=None, help="size of the learned state [per env]")
-    parser.add_argument("--renderer", choices=RENDERERS, default=DEFAULT_RENDERER,
+    parser.add_argument("--renderer", choices=RENDERERS, default=None,
                         help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference), sprites "
-                        "(mobile robots, faster) or lowpoly (Kuka arms, faster) [tinyrenderer]")
+                        "(mobile robots, faster) or lowpoly (Kuka arms, faster); a dataset drawn by another than "
+                        f"tinyrenderer has a _<renderer> suffix [the env's default: {defaultRenderersText()}]")
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
@@ -143,19 +145,20 @@ def buildParser() -> CLIParser:
 
 
 def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_target: bool, seed: int,
-                renderer: str = DEFAULT_RENDERER) -> str:
+                renderer: str) -> str:
     """
     :param env_id: the env
     :param episodes: episodes recorded
     :param img_shape: (C, H, W)
     :param random_target: a new target every episode
     :param seed: the generator's seed
-    :param renderer: what draws the images
+    :param renderer: what draws the images (resolved: never None)
     :return: the dataset's folder name, made of the settings that decide its content
-        (``<env>_<N>ep_<H>x<W>[_rt][_<renderer> when not tinyrenderer]_seed<S>``)
+        (``<env>_<N>ep_<H>x<W>[_rt][_<renderer> when not tinyrenderer]_seed<S>``: the suffix is left out for the
+        reference renderer, whatever the env's default, so that the datasets recorded before keep their names)
     """
     return (f"{env_id}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
-            f"{'' if renderer == DEFAULT_RENDERER else '_' + renderer}"
+            f"{'' if renderer == REFERENCE_RENDERER else '_' + renderer}"
             f"_seed{seed}")
 
 
@@ -202,7 +205,7 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
     except (OSError, ValueError):
         raise UsageError(f"{folder!r} exists but holds no readable {DATASET_CONFIG}: pass --force to record the "
                          f"dataset again, or another --data-folder") from None
-    stored = {"renderer": DEFAULT_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
+    stored = {"renderer": REFERENCE_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
     differing = sorted(key for key, value in settings.items() if stored.get(key) != value)
     if differing:
         raise UsageError(f"dataset {folder!r} was recorded with other settings ({', '.join(differing)} differ): pass "
@@ -274,11 +277,12 @@ def plan(args: argparse.Namespace) -> Plan:
     num_cpu = args.num_cpu or max(1, min(os.cpu_count() or 1, episodes))
     checkedDevice(args.device)
 
-    name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed, args.renderer)
+    renderer = resolvedRenderer(args.renderer, args.env)  # --renderer left out: the env's default, by name
+    name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed, renderer)
     dataset_folder = os.path.join(args.data_folder, name)
     generator: GeneratorConfig | None = GeneratorConfig(
         env=args.env, name=name, save_path=args.data_folder, num_episode=episodes, num_cpu=num_cpu, seed=args.seed,
-        img_shape=tuple(img_shape), random_target=args.random_target, renderer=args.renderer,
+        img_shape=tuple(img_shape), random_target=args.random_target, renderer=renderer,
         no_progress=args.no_progress)
     try:
         dataset_generator.validate(generator)
@@ -287,7 +291,7 @@ def plan(args: argparse.Namespace) -> Plan:
         raise UsageError(message) from None
     settings = {"env": args.env, "img_shape": img_shape, "num_episodes": episodes, "seed": args.seed,
                 "policy": "random", "random_target": bool(args.random_target), "continuous_actions": False,
-                "shape_reward": False, "multi_view": False, "renderer": args.renderer}
+                "shape_reward": False, "multi_view": False, "renderer": renderer}
     reuse_dataset = os.path.isdir(dataset_folder) and not args.force
     if reuse_dataset:
         checkDatasetSettings(dataset_folder, settings)

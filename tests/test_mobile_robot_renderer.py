@@ -24,15 +24,20 @@ import pytest
 from conftest import runModule, snapshot, trainHere
 
 from benchmarks.renderer_gtc import trajectoryDifferences
-from environments import getEnvClass, rendererRefusal
+from environments import dataset_generator, defaultRenderer, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
 from environments.dataset import Dataset
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
+from environments.registry import defaultRenderersText
+from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs import train
+from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.run_policy import readRunArgs
+from srl_models import prepare
 from srl_models.base import readExpConfig
 from srl_models.models import VAEModel
 from srl_models.prepare import checkDatasetSettings
@@ -283,3 +288,85 @@ def test_default_runs_record_tinyrenderer(trainedRun: str) -> None:
     with open(os.path.join(trainedRun, "args.json")) as file:
         assert json.load(file)["renderer"] == "tinyrenderer"
     assert envKwargsFromArgs(readRunArgs(trainedRun, "--log-dir")).get("renderer", "tinyrenderer") == "tinyrenderer"
+
+
+def test_each_env_names_its_default_renderer(monkeypatch) -> None:
+    """Today every env draws with TinyRenderer unless asked otherwise; the mobile robots' default is one class line."""
+    envs = sorted(registered_env)
+    assert {env_id: defaultRenderer(env_id) for env_id in envs} == dict.fromkeys(envs, REFERENCE_RENDERER)
+    for env_id in envs:  # an env's default is one it can draw with
+        assert rendererRefusal(defaultRenderer(env_id), env_id) is None
+    assert defaultRenderersText() == "tinyrenderer for every env"
+    assert getEnvClass("MobileRobotGymEnv-v0")(srl_model="ground_truth").renderer == "tinyrenderer"
+    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
+    assert [defaultRenderer(env_id) for env_id in MOBILE_ROBOTS] == ["sprites"] * 4  # the variants inherit it
+    assert defaultRenderer("KukaButtonGymEnv-v0") == defaultRenderer("OmnirobotEnv-v0") == "tinyrenderer"
+    assert defaultRenderersText() == f"sprites for {', '.join(sorted(MOBILE_ROBOTS))}; tinyrenderer for the others"
+    assert resolvedRenderer(None, "MobileRobot1DGymEnv-v0") == "sprites"
+    assert resolvedRenderer("tinyrenderer", "MobileRobot1DGymEnv-v0") == "tinyrenderer"
+    for env_id, keywords in (("MobileRobot1DGymEnv-v0", {}), ("KukaButtonGymEnv-v0", {"physics": "reference"})):
+        env = getEnvClass(env_id)(srl_model="ground_truth", **keywords)  # no renderer keyword: the class's default
+        assert env.renderer == defaultRenderer(env_id)
+        env.close()
+
+
+def test_train_prepare_and_the_generator_resolve_the_env_default(tmp_path, monkeypatch) -> None:
+    """--renderer left out is the env's default, resolved before anything is written and recorded by name; an explicit
+    tinyrenderer stays tinyrenderer, on every env; names and keys compare with the reference, not with the default."""
+    monkeypatch.setenv(SPRITE_CACHE_ENV, str(tmp_path / "sprite_cache"))
+    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
+    argv = ["--algo", "ppo2", "--srl-model", "ground_truth", "--log-dir", str(tmp_path / "logs"), "--no-vis"]
+
+    def validated(*flags: str):
+        return train.validate(train.parseCommand([*argv, *flags])[0], registered_rl)
+
+    assert train.parseCommand(argv)[0].renderer is None  # the command line leaves it open
+    sprites = validated("--env", "MobileRobotGymEnv-v0")
+    assert sprites.renderer == "sprites" and sprites.argsRecord()["renderer"] == "sprites"
+    assert sprites.env_kwargs["renderer"] == "sprites"
+    for env_id in ("MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0", "OmnirobotEnv-v0", "CarRacingGymEnv-v0"):
+        tiny = validated("--env", env_id, "--renderer", "tinyrenderer")
+        assert tiny.renderer == "tinyrenderer" and tiny.argsRecord()["renderer"] == "tinyrenderer"
+        # the keyword where the env's default is another renderer, none where tinyrenderer is (or the only one)
+        assert tiny.env_kwargs.get("renderer") == ("tinyrenderer" if env_id == "MobileRobotGymEnv-v0" else None)
+        assert "--renderer tinyrenderer" in continueCommand(tiny, None, 64)  # by name whatever the default then
+    kuka = validated("--env", "KukaButtonGymEnv-v0")
+    assert kuka.renderer == "tinyrenderer" and "renderer" not in kuka.env_kwargs
+    tiny = validated("--env", "MobileRobotGymEnv-v0", "--renderer", "tinyrenderer")
+    for config, renderer in ((tiny, "tinyrenderer"), (sprites, "sprites")):  # the env draws with what was recorded
+        env = getEnvClass("MobileRobotGymEnv-v0")(**envKwargsFromArgs(config))
+        assert env.renderer == renderer
+        env.close()
+    # a run records the resolved name
+    run_dir = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                        "--num-timesteps", "64", "--n-steps", "64", "--log-dir", tmp_path / "runs")
+    with open(os.path.join(run_dir, "args.json")) as file:
+        assert json.load(file)["renderer"] == "sprites"
+    with open(os.path.join(run_dir, "env_globals.json")) as file:
+        recorded = json.load(file)
+    assert recorded["env_kwargs"]["renderer"] == "sprites" and recorded["constants"]["DEFAULT_RENDERER"] == "sprites"
+
+    # prepare: the dataset of the env's default gets its suffix, tinyrenderer's keeps the name it always had
+    folders = ["--data-folder", str(tmp_path / "data"), "--log-folder", str(tmp_path / "srl"), "--srl-config-file",
+               str(tmp_path / "srl.yaml"), "--episodes", "2", "--num-cpu", "1"]
+
+    def prepared(*flags: str):
+        return prepare.plan(prepare.buildParser().parse_args([*folders, "--srl-model", "vae", *flags]))
+
+    made = prepared("--env", "MobileRobotGymEnv-v0")
+    assert os.path.basename(made.dataset_folder) == "MobileRobotGymEnv-v0_2ep_64x64_sprites_seed0"
+    assert made.dataset_settings["renderer"] == made.generator.renderer == "sprites"
+    for env_id, flags in (("MobileRobotGymEnv-v0", ["--renderer", "tinyrenderer"]), ("KukaButtonGymEnv-v0", [])):
+        made = prepared("--env", env_id, *flags)
+        assert os.path.basename(made.dataset_folder).endswith("_2ep_64x64_seed0")
+        assert made.dataset_settings["renderer"] == "tinyrenderer"
+
+    # the generator: the env's default, and the keyword that records tinyrenderer where it is not the default
+    def keywords(env_id: str, **given) -> dict:
+        return dataset_generator.validate(GeneratorConfig(env=env_id, save_path=str(tmp_path / "data"),
+                                                          **given))[0].env_kwargs
+
+    assert keywords("MobileRobotGymEnv-v0")["renderer"] == "sprites"
+    assert keywords("MobileRobotGymEnv-v0", renderer="tinyrenderer")["renderer"] == "tinyrenderer"
+    assert "renderer" not in keywords("KukaButtonGymEnv-v0")
+    assert not os.path.exists(tmp_path / "data") or os.listdir(tmp_path / "data") == []

@@ -15,6 +15,7 @@ import pytest
 from conftest import REPO, runModule, trainHere
 
 from benchmarks.sweep_speed import startRayHead, stopRayHead
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -25,11 +26,13 @@ from rl_baselines.sweeps.sweep import (
     DONE_FILE,
     FAILED_FILE,
     PID_FILE,
+    canonicalArgs,
     checkGrid,
     expandGrid,
     finishedFolder,
     makeSpec,
     parseAlgoArgs,
+    parseTrainArgs,
     runAttempts,
 )
 from srl_toolbox.cli import UsageError
@@ -78,6 +81,21 @@ def test_grid_expansion_and_run_ids(tmp_path) -> None:
     argv = base.trainArgv("/x/run")
     assert argv[argv.index("--tag") + 1] == base.run_id and argv[argv.index("--run-folder") + 1] == "/x/run"
     assert "--no-vis" in argv and argv[-3:] == ["--num-timesteps", "300", "-c"]
+
+
+def test_the_run_id_counts_the_renderer_as_train_resolves_it(tmp_path, monkeypatch) -> None:
+    """--renderer left out is the env's default; the id names the renderer unless it is tinyrenderer, so an explicit
+    default keeps the id and, after an env's default changes, its tinyrenderer runs keep theirs."""
+    def runId(*flags: str) -> str:
+        return makeSpec("ppo2", ENVS[0], "ground_truth", 0, ["--num-timesteps", "300", *flags], str(tmp_path)).run_id
+
+    plain, tiny, sprites = runId(), runId("--renderer", "tinyrenderer"), runId("--renderer", "sprites")
+    assert plain == tiny != sprites
+    named = [canonicalArgs("ppo2", parseTrainArgs("ppo2", ENVS[0], "ground_truth", 0, flags)).get("renderer")
+             for flags in ([], ["--renderer", "tinyrenderer"], ["--renderer", "sprites"])]
+    assert named == [None, None, "sprites"]  # the ids of the runs made before the renderer was a setting
+    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
+    assert (runId(), runId("--renderer", "tinyrenderer"), runId("--renderer", "sprites")) == (sprites, tiny, sprites)
 
 
 def test_check_lists_every_bad_combination(tmp_path) -> None:

@@ -134,7 +134,8 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
     assert [row["model"] for row in rows] == ["vae", "pca"]
     name = f"{ENV_ID}_2ep_16x16_rt_seed3"
     assert recorded == [GeneratorConfig(env=ENV_ID, name=name, save_path="data/", num_episode=2, num_cpu=1, seed=3,
-                                        img_shape=(3, 16, 16), random_target=True, no_progress=True)]
+                                        img_shape=(3, 16, 16), random_target=True, renderer="tinyrenderer",
+                                        no_progress=True)]  # the renderer resolved: the env's default, by name
     assert trained == [SRLTrainConfig(data_folder=os.path.join("data/", name), srl_model=model, state_dim=4, epochs=1,
                                       seed=3, log_folder=os.path.join("logs", "srl"), device="cpu", no_progress=True)
                        for model in ("vae", "pca")]

@@ -16,6 +16,7 @@ from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
 from benchmarks.srl_rl import runs as bench_runs
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from rl_baselines.sweeps import pipeline, sweep
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import UsageError
@@ -437,6 +438,41 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
     monkeypatch.setattr(sweep, "trainParser", changed)
     assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, bench_runs.specSettings(spec)) != key
     assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
+
+
+def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeypatch) -> None:
+    """An env whose own default renderer is sprites (one line in its class): without --renderer the benchmark's datasets
+    and runs of it are drawn by sprites, keyed apart from the archived tinyrenderer records; --renderer tinyrenderer
+    finds those records again; Kuka keeps tinyrenderer and its keys."""
+    before = _settings([])
+    mobile, kuka = (before.plans[[plan.env for plan in before.plans].index(env)] for env in (MOBILE, plans.KUKA))
+    archive = bench_archive.loadArchive(plans.RUNS_FILE)
+
+    def keys(settings: plans.Settings, plan: plans.EnvPlan) -> list[str]:
+        run, srl = settings.runSettings(plan), settings.srlSettings(plan)
+        return [bench_archive.archiveKey(plan.env, bench_runs.specObservation(spec), spec.seed, run,
+                                         srl if bench_runs.specObservation(spec) in settings.learned else None,
+                                         bench_runs.specSettings(spec), bench_runs.envPhysics(plan.env))
+                for spec in settings.specs(plan)]
+
+    tiny_keys = {plan.env: keys(before, plan) for plan in (mobile, kuka)}
+    assert before.drawnBy(MOBILE) == before.drawnBy(plans.KUKA) == "tinyrenderer"
+    assert len(bench_archive.archivedMatches(archive, before, mobile, before.specs(mobile), {})) == 45
+    sprites_keys = keys(_settings(["--renderer", "sprites"]), mobile)
+
+    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
+    after = _settings([])
+    assert after.drawnBy(MOBILE) == "sprites" and after.drawnBy(plans.KUKA) == "tinyrenderer"
+    assert after.configFile(MOBILE).endswith("srl_models_sprites.yaml") and after.configFile(plans.KUKA) == \
+        after.config_file
+    assert all(bench_runs.specSettings(spec)["renderer"] == "sprites" for spec in after.specs(mobile))
+    assert "--renderer" not in after.prepareCommand(mobile)  # prepare resolves it to the same default
+    assert keys(after, mobile) == sprites_keys and not set(sprites_keys) & set(tiny_keys[MOBILE])
+    assert bench_archive.archivedMatches(archive, after, mobile, after.specs(mobile), {}) == {}
+    assert keys(after, kuka) == tiny_keys[plans.KUKA]
+    explicit = _settings(["--renderer", "tinyrenderer"])
+    assert explicit.drawnBy(MOBILE) == "tinyrenderer" and keys(explicit, mobile) == tiny_keys[MOBILE]
+    assert len(bench_archive.archivedMatches(archive, explicit, mobile, explicit.specs(mobile), {})) == 45
 
 
 def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_path, monkeypatch, capsys) -> None:

@@ -49,7 +49,9 @@ FORMAT = 2
 ARCHIVE_FIELDS = ("format", "env", "observation", "seed", "run", "srl", "train", "eval_timesteps", "eval_rewards")
 # args.json's format when the archive's first records were written (format 2 of this file): a train setting added
 # since (a later upgrade rule) is left out of the digest at the value that reproduces the runs made before it, so
-# that those runs keep their keys; at any other value (``--renderer sprites``) it is in.
+# that those runs keep their keys; at any other value (``--renderer sprites``) it is in. The renderer is compared with
+# that value (tinyrenderer, the reference), not with the env's default: runs record it resolved (specSettings), so an
+# env whose default becomes another renderer gives its runs other keys and Kuka's tinyrenderer records keep theirs.
 FIRST_ARGS_FORMAT = 2
 LATER_SETTINGS = {name: value for version, rule in UPGRADES.items() if version >= FIRST_ARGS_FORMAT
                   for name, value in rule.items()}

@@ -37,6 +37,7 @@ from benchmarks.srl_rl.plans import (
 from benchmarks.srl_rl.report import report
 from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
+from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt
 
@@ -107,7 +108,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--renderer", default=None, metavar="NAME",
                         help="what draws the images, for prepare's datasets and the runs (train --renderer) of the "
                              "envs that offer it: tinyrenderer (every env), sprites (mobile robots), lowpoly (Kuka "
-                             "arms); the other envs keep their default [not passed: each env's default]")
+                             "arms); the other envs keep their default [not passed: each env's default: "
+                             f"{defaultRenderersText()}]")
     parser.add_argument("--rerun", nargs="+", default=[], metavar="ENV",
                         help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
                              "the bench folder are still kept); their new runs replace the archived records")

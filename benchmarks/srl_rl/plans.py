@@ -13,9 +13,11 @@ pipeline commands and the run specs. Invariants:
   variant's value (not merely a truthy one: train records ``augment: "none"`` for every plain run);
 - the paths are this checkout's (:data:`ROOT`); the bench folder is relative to :attr:`Settings.base`;
 - ``--renderer NAME`` goes to prepare and to the runs of the envs that offer it (:meth:`Settings.envRenderer`); the
-  models of datasets drawn by another renderer than :data:`CONFIG_RENDERER` are registered in a config file of their
-  own (:meth:`Settings.configFile`), so that two renderers' models never replace each other in one bench folder (their
-  datasets and model folders are apart already: prepare names a dataset after its renderer).
+  other envs, and every env without ``--renderer``, draw with their own default renderer (:meth:`Settings.drawnBy`,
+  environments.defaultRenderer); the models of datasets drawn by another renderer than :data:`CONFIG_RENDERER` are
+  registered in a config file of their own (:meth:`Settings.configFile`), so that two renderers' models never replace
+  each other in one bench folder (their datasets and model folders are apart already: prepare names a dataset after
+  its renderer).
 """
 from __future__ import annotations
 
@@ -27,9 +29,9 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from environments.registry import getEnvClass, registerAll, rendererRefusal
+from environments.registry import defaultRenderer, getEnvClass, registerAll, rendererRefusal
 from replay.results import GROUND_TRUTH_FRACTION
-from rl_baselines.sweeps.sweep import expandGrid, trainParser
+from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import UsageError
@@ -420,9 +422,9 @@ class Settings:
         return self.renderer
 
     def drawnBy(self, env: str) -> str:
-        """:return: the renderer that draws the env's images in its runs and datasets: :meth:`envRenderer`, else
-        train's default"""
-        return self.envRenderer(env) or str(trainParser(ALGO).get_default("renderer"))
+        """:return: the renderer that draws the env's images in its runs and datasets: :meth:`envRenderer`, else the
+        env's own default (environments.defaultRenderer), which prepare and train resolve ``--renderer`` to"""
+        return self.envRenderer(env) or defaultRenderer(env)
 
     def configFile(self, env: str) -> str:
         """

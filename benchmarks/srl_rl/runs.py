@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.srl_rl.plans import argsObservation, specObservation
-from environments import getEnvClass
+from environments import getEnvClass, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from replay.results import Run
 from rl_baselines.runs.evaluation import readEvaluations
@@ -66,9 +66,11 @@ RESOLVED = frozenset({"img_shape", "latest", "load_rl_model_path"})
 def specSettings(spec: Any) -> dict[str, Any]:
     """
     :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
-    :return: the :func:`trainSettings` of its train command line, as train's parser gives them (JSON values)
+    :return: the :func:`trainSettings` of its train command line, as train's parser gives them (JSON values), with
+        the renderer as train resolves and records it (``--renderer`` left out: the env's default, by name)
     """
     args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
+    args["renderer"] = resolvedRenderer(args.get("renderer"), spec.env)
     return trainSettings({name: list(value) if isinstance(value, tuple) else value
                           for name, value in args.items()})
 

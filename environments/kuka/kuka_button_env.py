@@ -32,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.srl_env import DEFAULT_RENDERER, ENVIRONMENT_SRL_MODES, SRLGymEnv
+from environments.srl_env import ENVIRONMENT_SRL_MODES, REFERENCE_RENDERER, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -78,7 +78,8 @@ class KukaButtonGymEnv(SRLGymEnv):
     :param renderer: what draws the arm in camera images, both with PyBullet's TinyRenderer: "tinyrenderer" (the
         reference: pybullet_data's meshes, ~14,800 triangles) or "lowpoly" (the same SDF with its visual meshes
         decimated to a tenth, environments/kuka/lowpoly/; collision meshes, masses and inertias are the original's,
-        so physics is bit-identical and only the images differ, within the bounds of tests/test_kuka_renderer.py)
+        so physics is bit-identical and only the images differ, within the bounds of tests/test_kuka_renderer.py);
+        None: the class's DEFAULT_RENDERER
     :param kwargs: the SRLGymEnv keywords: srl_model ("ground_truth": effector xyz, relative to the target when
         relative_pos; "joints": the 7 arm joint angles; "joints_position": those angles then the ground truth;
         "raw_pixels" or a learned model: uint8 images), relative_pos, is_discrete, action_joints, random_target
@@ -88,6 +89,8 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     SRL_MODES = ENVIRONMENT_SRL_MODES  # every env-computed mode: ground_truth, raw_pixels, joints, joints_position
     RENDERERS = ("tinyrenderer", "lowpoly")
+    # What draws the images when no renderer is given (train/prepare/dataset_generator --renderer left out).
+    DEFAULT_RENDERER = REFERENCE_RENDERER
     ACTION_JOINTS = True
     PLOT_TYPE = "3D"
     MAX_STEPS = 1000
@@ -168,9 +171,10 @@ class KukaButtonGymEnv(SRLGymEnv):
     CAMERA_NEAR, CAMERA_FAR = 0.1, 100.0
 
     def __init__(self, *, multi_view: bool = False, force_down: bool = False, max_distance: float | None = None,
-                 physics: str = "default", renderer: str = DEFAULT_RENDERER, **kwargs: Any) -> None:
+                 physics: str = "default", renderer: str | None = None, **kwargs: Any) -> None:
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
+        renderer = self.DEFAULT_RENDERER if renderer is None else renderer
         if renderer not in self.RENDERERS:
             raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
         self.renderer = renderer

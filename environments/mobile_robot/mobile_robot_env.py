@@ -20,7 +20,7 @@ import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
 from environments.mobile_robot.sprite_renderer import SpriteRenderer
-from environments.srl_env import DEFAULT_RENDERER, SRLGymEnv
+from environments.srl_env import REFERENCE_RENDERER, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -65,6 +65,8 @@ class MobileRobotGymEnv(SRLGymEnv):
     SRL_MODES = ("ground_truth", "raw_pixels")
     # The values of the renderer keyword (--renderer).
     RENDERERS = ("tinyrenderer", "sprites")
+    # What draws the images when no renderer is given (train/prepare/dataset_generator --renderer left out).
+    DEFAULT_RENDERER = REFERENCE_RENDERER
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
@@ -109,15 +111,16 @@ class MobileRobotGymEnv(SRLGymEnv):
     # Continuous actions: a move along x and y (variants may keep x only).
     CONTINUOUS_ACTION_DIM = 2
 
-    def __init__(self, *, fpv: bool = False, renderer: str = DEFAULT_RENDERER, **kwargs: Any) -> None:
+    def __init__(self, *, fpv: bool = False, renderer: str | None = None, **kwargs: Any) -> None:
         """
         :param fpv: stack a first-person view with the top view in pixel observations (6 channels)
-        :param renderer: "tinyrenderer" or "sprites" (see the class)
+        :param renderer: "tinyrenderer" or "sprites" (see the class); None: the class's DEFAULT_RENDERER
         :param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)
         :raises ValueError: an unknown renderer
         """
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
+        renderer = self.DEFAULT_RENDERER if renderer is None else renderer
         if renderer not in self.RENDERERS:
             raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
         self.renderer = renderer

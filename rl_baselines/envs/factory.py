@@ -26,8 +26,8 @@ import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
-from environments import getEnvClass
-from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
+from environments import getEnvClass, rendererKeywords, resolvedRenderer
+from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
 from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
 from srl_models.base import STATES_FILE, recordedStates
@@ -47,8 +47,8 @@ def envKwargsFromArgs(args: Any) -> dict[str, Any]:
     The env constructor keywords a train/replay command asks for.
 
     :param args: a run's settings, read as attributes (a TrainConfig, or the train command's parsed arguments):
-        srl_model, continuous_actions, action_joints, random_target, shape_reward, fpv, multi_view, force_down,
-        renderer, img_shape
+        env, srl_model, continuous_actions, action_joints, random_target, shape_reward, fpv, multi_view,
+        force_down, renderer (None: the env's default), img_shape
     :return: keyword arguments for the env class
     """
     kwargs: dict[str, Any] = {
@@ -65,8 +65,8 @@ def envKwargsFromArgs(args: Any) -> dict[str, Any]:
         kwargs["fpv"] = True
     if args.multi_view:
         kwargs["multi_view"] = True
-    if args.renderer != DEFAULT_RENDERER:  # only on envs that have another (checked by train)
-        kwargs["renderer"] = args.renderer
+    # the env's default when None (a config not validated yet); the keyword where the env's default could differ
+    kwargs.update(rendererKeywords(resolvedRenderer(args.renderer, args.env), args.env))
     if args.img_shape:
         kwargs["img_shape"] = tuple(args.img_shape)
     return kwargs

@@ -31,7 +31,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from environments.srl_env import DEFAULT_RENDERER
 from rl_baselines.core.checkpointing import (
     MANIFEST_FILE,
     RUN_STATE_FILE,
@@ -259,7 +258,9 @@ def _planWithoutTrainingState(run_dir: str, run_manifest: dict[str, Any] | None)
 _CONTINUE_FLAGS = (("algo", "--algo"), ("env", "--env"), ("srl_model", "--srl-model"),
                    ("srl_model_path", "--srl-model-path"), ("num_stack", "--num-stack"),
                    ("action_repeat", "--action-repeat"), ("num_cpu", "--num-cpu"), ("seed", "--seed"),
-                   ("log_dir", "--log-dir"), ("hyperparam_file", "--hyperparam-file"))
+                   ("log_dir", "--log-dir"), ("hyperparam_file", "--hyperparam-file"),
+                   # by name always: the renderer the run drew with, whatever the env's default is when it continues
+                   ("renderer", "--renderer"))
 _CONTINUE_SWITCHES = (("continuous_actions", "-c"), ("action_joints", "--action-joints"),
                       ("random_target", "--random-target"), ("shape_reward", "--shape-reward"), ("fpv", "--fpv"),
                       ("multi_view", "--multi-view"), ("force_down", "--force-down"),
@@ -284,8 +285,6 @@ def continueCommand(args: TrainConfig, model_path: str | None, remaining_timeste
     words += [flag for name, flag in _CONTINUE_SWITCHES if getattr(args, name)]
     if args.img_shape:
         words += ["--img-shape", *map(str, args.img_shape)]
-    if args.renderer != DEFAULT_RENDERER:
-        words += ["--renderer", args.renderer]
     if args.srl_state_scale != DEFAULT_STATE_SCALE:
         words += ["--srl-state-scale", args.srl_state_scale]
     for name, value in sorted(args.extra.items()):

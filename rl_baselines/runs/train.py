@@ -21,8 +21,8 @@ import torch
 import yaml
 from stable_baselines3.common.utils import set_random_seed
 
-from environments import getEnvClass, registered_env, rendererRefusal
-from environments.srl_env import DEFAULT_RENDERER, isLearnedSRLModel
+from environments import getEnvClass, registered_env, rendererRefusal, resolvedRenderer
+from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv, trainAlgorithm
@@ -139,6 +139,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     env_class = getEnvClass(args.env)
+    # --renderer left out: the env's own default, recorded by name (args.json never says None)
+    args = args.replace(renderer=resolvedRenderer(args.renderer, args.env))
     args = _chooseSRLModel(args, env_class)
     wanted = ActionType.CONTINUOUS if args.continuous_actions else ActionType.DISCRETE
     if wanted not in action_types:
@@ -354,7 +356,7 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     exp_config = readExpConfig(folder)
     if args.img_shape is None:
         args = args.replace(img_shape=(3, *exp_config["img_shape"][1:]))
-    trained_on = exp_config.get("renderer", DEFAULT_RENDERER)  # models from before the renderers: TinyRenderer's
+    trained_on = exp_config.get("renderer", REFERENCE_RENDERER)  # models from before the renderers: TinyRenderer's
     if trained_on != args.renderer:
         warnings.warn(f"the SRL model was trained on {trained_on} frames and this run draws them with "
                       f"--renderer {args.renderer}: its states may differ (--renderer {trained_on} gives the frames it "

@@ -3,9 +3,10 @@
 Each flag of ``python -m rl_baselines.train`` is a field declared with :func:`setting`: its type, default, flag
 names, parser and help text are written there and nowhere else. :func:`addFlags` generates the command's parser from
 the fields; the Python API builds a :class:`TrainConfig` directly; validation (``rl_baselines.runs.train.validate``)
-checks it and resolves what the flags leave open (the device, a learned SRL model's folder and image size, the typed
-hyperparameters, the steps a continued model already did). From then on nothing changes it: a later stage that learns
-something new (the run folder, a resumed checkpoint) makes a new one with :meth:`TrainConfig.replace`.
+checks it and resolves what the flags leave open (the device, the renderer: the env's own default when ``--renderer``
+is left out, a learned SRL model's folder and image size, the typed hyperparameters, the steps a continued model
+already did). From then on nothing changes it: a later stage that learns something new (the run folder, a resumed
+checkpoint) makes a new one with :meth:`TrainConfig.replace`.
 
 Invariants:
 
@@ -30,7 +31,8 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from environments.srl_env import DEFAULT_RENDERER, RENDERERS
+from environments.registry import defaultRenderersText
+from environments.srl_env import RENDERERS
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
@@ -82,10 +84,10 @@ class TrainConfig:
     random_target: bool = setting(False, "a new target position every episode", flags=("-r", "--random-target"))
     shape_reward: bool = setting(False, "dense reward: minus the distance to the target")
     fpv: bool = setting(False, "mobile robots: stack a first-person camera (6 channels)")
-    renderer: str = setting(DEFAULT_RENDERER, "what draws the camera images: tinyrenderer (PyBullet's, the reference), "
-                            "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, faster) "
-                            "or lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, same physics)",
-                            choices=RENDERERS)
+    renderer: str | None = setting(None, "what draws the camera images: tinyrenderer (PyBullet's, the reference), "
+                                   "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, "
+                                   "faster) or lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, "
+                                   "same physics) [the env's default: {renderer_defaults}]", choices=RENDERERS)
     multi_view: bool = setting(False, "arms: stack a second camera (6 channels)")
     force_down: bool = setting(False, "arms: never move up (discrete action 5 and continuous z moves go down), as "
                                "the original toolbox's arms and the datasets of environments.dataset_generator do")
@@ -350,7 +352,8 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
     :return: the parser
     """
     return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
-                                                 "{envs}": ", ".join(env_ids) or "a registered id"})
+                                                 "{envs}": ", ".join(env_ids) or "a registered id",
+                                                 "{renderer_defaults}": defaultRenderersText()})
 
 
 def checkedValue(name: str, value: Any) -> Any:

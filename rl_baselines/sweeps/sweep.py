@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import IO, Any
 
+from environments import defaultRenderer, registered_env
+from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.resume import runStatus
@@ -198,9 +200,14 @@ def canonicalArgs(algo: str, args: Mapping[str, Any]) -> dict[str, Any]:
     """
     :param algo: the algorithm the arguments were parsed for
     :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
-    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`
+    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`; the renderer
+        as train resolves it (left out: the env's default), named unless it is the reference renderer, so that an
+        explicit ``--renderer`` of the env's default gives the same id and the runs made before keep theirs
     """
-    defaults = _trainDefaults(algo)
+    defaults = {**_trainDefaults(algo), "renderer": REFERENCE_RENDERER}
+    args = dict(args)
+    if args.get("renderer") is None:  # (an unknown env, which train refuses, names none)
+        args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
     return {key: value for key, value in sorted(args.items())
             if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
 
