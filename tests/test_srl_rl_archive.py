@@ -422,7 +422,8 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
     key = bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, tiny)
     assert key == bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, recorded_before)
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
-    assert all(record["train"]["renderer"] == "tinyrenderer" for record in archive.values())
+    # the committed records: TinyRenderer's, and MobileRobot's grid drawn by the sprites
+    assert {record["train"]["renderer"] for record in archive.values()} == {"tinyrenderer", "sprites"}
     sprites = bench_runs.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
                                                                             "sprites"]))
     assert sprites["renderer"] == "sprites"
@@ -437,7 +438,8 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
 
     monkeypatch.setattr(sweep, "trainParser", changed)
     assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, bench_runs.specSettings(spec)) != key
-    assert bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {}) == {}
+    reused = bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
+    assert reused and all(record["train"]["renderer"] == "sprites" for record in reused.values())
 
 
 def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeypatch) -> None:
@@ -468,7 +470,8 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
     assert all(bench_runs.specSettings(spec)["renderer"] == "sprites" for spec in after.specs(mobile))
     assert "--renderer" not in after.prepareCommand(mobile)  # prepare resolves it to the same default
     assert keys(after, mobile) == sprites_keys and not set(sprites_keys) & set(tiny_keys[MOBILE])
-    assert bench_archive.archivedMatches(archive, after, mobile, after.specs(mobile), {}) == {}
+    reused = bench_archive.archivedMatches(archive, after, mobile, after.specs(mobile), {})
+    assert len(reused) == 45 and all(record["train"]["renderer"] == "sprites" for record in reused.values())
     assert keys(after, kuka) == tiny_keys[plans.KUKA]
     explicit = _settings(["--renderer", "tinyrenderer"])
     assert explicit.drawnBy(MOBILE) == "tinyrenderer" and keys(explicit, mobile) == tiny_keys[MOBILE]
