@@ -32,7 +32,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.srl_env import ENVIRONMENT_SRL_MODES, REFERENCE_RENDERER, SRLGymEnv
+from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -89,8 +89,6 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     SRL_MODES = ENVIRONMENT_SRL_MODES  # every env-computed mode: ground_truth, raw_pixels, joints, joints_position
     RENDERERS = ("tinyrenderer", "lowpoly")
-    # What draws the images when no renderer is given (train/prepare/dataset_generator --renderer left out).
-    DEFAULT_RENDERER = REFERENCE_RENDERER
     ACTION_JOINTS = True
     PLOT_TYPE = "3D"
     MAX_STEPS = 1000
