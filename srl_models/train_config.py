@@ -15,6 +15,7 @@ import os
 
 from srl_models.augment import AUGMENTATIONS
 from srl_models.losses import ATCLoss, CURLLoss
+from srl_models.models import LearnedSRLModel, SRLCombinationModel
 from srl_toolbox.cli import intInRange, positiveFloat, positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
@@ -57,7 +58,9 @@ class SRLTrainConfig:
     beta: float = setting(1.0, "weight of the VAE's KL term [1]")
     foreground_weight: float | None = setting(None, "reconstruction losses: extra weight of the pixels that differ "
                                               "from the background (the training images' per-pixel median); 0: plain "
-                                              "pixel error [0; srl_combination: 30]", parse=float)
+                                              f"pixel error [{LearnedSRLModel.DEFAULT_FOREGROUND_WEIGHT:g}; "
+                                              f"srl_combination: {SRLCombinationModel.DEFAULT_FOREGROUND_WEIGHT:g}]",
+                                              parse=float)
     seed: int = setting(0, "seed of the weights, split, shuffling and noise, 0..2**32-1 [0]", parse=seedNumber)
     val_split: float = setting(0.1, "fraction of the episodes held out")
     patience: int = setting(10, "epochs without a better validation loss before stopping (0: never)",
