@@ -67,6 +67,7 @@ class LearnedSRLModel(BaseSRLModel):
 
     NAME = ""                                # the registered name (exp_config "srl_model")
     DEFAULT_LOSSES: dict[str, float] = {}    # what ``--srl-model NAME`` alone trains
+    DEFAULT_FOREGROUND_WEIGHT = 0.0          # --foreground-weight when not given (reconstruction losses only)
     TRAINABLE = True                         # False: saved as initialised (the random model)
 
     def __init__(self, state_dim: int, img_shape: tuple[int, int, int], exp_config: dict[str, Any] | None = None,
@@ -204,9 +205,15 @@ class SRLCombinationModel(LearnedSRLModel):
     """
     The default combination: reconstruction keeps what the camera sees, the inverse model (weight 10, as in srl-zoo's
     published combinations) what the robot controls, the reward model what matters for the task.
+
+    Its reconstruction weighs the pixels that differ from the background 31 times (foreground weight 30): a plain
+    pixel error lets the encoder leave a small robot out, and the inverse and reward heads, which start at chance,
+    then have nothing to learn from and may never leave their plateau (the state stays constant). Weighting the
+    robot's pixels gives them its position from the first updates (docs/srl.md, "srl_combination's start").
     """
 
     NAME, DEFAULT_LOSSES, DECODES = "srl_combination", {"autoencoder": 1.0, "inverse": 10.0, "reward": 1.0}, True
+    DEFAULT_FOREGROUND_WEIGHT = 30.0
 
 
 class SRLSplitsModel(LearnedSRLModel):

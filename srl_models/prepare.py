@@ -39,7 +39,14 @@ from srl_models import train
 from srl_models.augment import AUGMENTATIONS
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.evaluate import PROBE_FILE
-from srl_models.train import resolveModel, resolveTraining, trainableModels, trainFromConfig, trainingEntries
+from srl_models.train import (
+    foregroundWeight,
+    resolveModel,
+    resolveTraining,
+    trainableModels,
+    trainFromConfig,
+    trainingEntries,
+)
 from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import (
     CLIParser,
@@ -226,7 +233,7 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
     return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
             "data_folder": os.path.abspath(dataset_folder), "seed": config.seed, "epochs": config.epochs,
             **entries, "learning_rate": config.learning_rate, "beta": config.beta,
-            "foreground_weight": config.foreground_weight, "val_split": config.val_split,
+            "foreground_weight": foregroundWeight(config, name), "val_split": config.val_split,
             "patience": config.patience}
 
 

@@ -178,6 +178,17 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
     return name, losses, split, state_dim
 
 
+def foregroundWeight(config: SRLTrainConfig, name: str) -> float:
+    """
+    :param config: the training's settings
+    :param name: the model trained (from :func:`resolveModel`)
+    :return: --foreground-weight, else the model's default (srl_combination: 30; every other model: 0)
+    """
+    if config.foreground_weight is not None:
+        return float(config.foreground_weight)
+    return float(getattr(trainableModels()[name], "DEFAULT_FOREGROUND_WEIGHT", 0.0))
+
+
 def _lossDefault(losses: dict[str, float], key: str) -> object | None:
     """:return: the first of the losses' DEFAULTS for ``key`` (None: none of them sets it)"""
     return next((LOSSES[name].DEFAULTS[key] for name in losses if key in LOSSES[name].DEFAULTS), None)
@@ -396,7 +407,8 @@ def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:
         raise UsageError(f"--learning-rate {config.learning_rate:g} must be a positive number")
     if not (math.isfinite(config.beta) and config.beta >= 0):
         raise UsageError(f"--beta {config.beta:g} must be >= 0")
-    if not (math.isfinite(config.foreground_weight) and config.foreground_weight >= 0):
+    if config.foreground_weight is not None and not (math.isfinite(config.foreground_weight)
+                                                     and config.foreground_weight >= 0):
         raise UsageError(f"--foreground-weight {config.foreground_weight:g} must be >= 0")
     if not 0 <= config.val_split < 1:
         raise UsageError(f"--val-split {config.val_split:g} must be in [0, 1)")
@@ -456,7 +468,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
                   **({"split_dims": split} if split else {}),
                   "data_folder": os.path.abspath(config.data_folder), "seed": config.seed, "epochs": config.epochs,
                   **trainingEntries(training), "learning_rate": config.learning_rate, "beta": config.beta,
-                  "foreground_weight": config.foreground_weight,
+                  "foreground_weight": foregroundWeight(config, name),
                   "val_split": config.val_split, "patience": config.patience, **sizes}
     seedEverything(config.seed)
     try:

@@ -15,13 +15,13 @@ import os
 
 from srl_models.augment import AUGMENTATIONS
 from srl_models.losses import ATCLoss, CURLLoss
+from srl_models.models import LearnedSRLModel, SRLCombinationModel
 from srl_toolbox.cli import intInRange, positiveFloat, positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
 DEFAULT_STATE_DIM = 32
 DEFAULT_BATCH_SIZE = 64  # the losses' DEFAULTS may ask for another (the contrastive losses: 256)
 _ATC, _CURL = ATCLoss.DEFAULTS, CURLLoss.DEFAULTS
-DEFAULT_FOREGROUND_WEIGHT = 0.0  # larger weights trade neighbourhoods for correlation: see docs/srl.md
 
 
 @dataclasses.dataclass(frozen=True)
@@ -56,9 +56,11 @@ class SRLTrainConfig:
                                 f"[atc: {_ATC['tau']:g}, curl: {_CURL['tau']:g}]", parse=positiveFloat)
     learning_rate: float = setting(1e-3, "Adam learning rate [1e-3]")
     beta: float = setting(1.0, "weight of the VAE's KL term [1]")
-    foreground_weight: float = setting(DEFAULT_FOREGROUND_WEIGHT, "reconstruction losses: extra weight of the pixels "
-                                       "that differ from the background (the training images' per-pixel median); 0: "
-                                       f"plain pixel error [{DEFAULT_FOREGROUND_WEIGHT:g}]")
+    foreground_weight: float | None = setting(None, "reconstruction losses: extra weight of the pixels that differ "
+                                              "from the background (the training images' per-pixel median); 0: plain "
+                                              f"pixel error [{LearnedSRLModel.DEFAULT_FOREGROUND_WEIGHT:g}; "
+                                              f"srl_combination: {SRLCombinationModel.DEFAULT_FOREGROUND_WEIGHT:g}]",
+                                              parse=float)
     seed: int = setting(0, "seed of the weights, split, shuffling and noise, 0..2**32-1 [0]", parse=seedNumber)
     val_split: float = setting(0.1, "fraction of the episodes held out")
     patience: int = setting(10, "epochs without a better validation loss before stopping (0: never)",

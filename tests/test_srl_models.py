@@ -13,10 +13,12 @@ from conftest import runModule
 
 from environments.dataset import Dataset
 from srl_models.losses import LOSSES, LossContext, sameActionPairs
-from srl_models.models import InverseModel, RandomModel, SRLSplitsModel, VAEModel
+from srl_models.models import InverseModel, RandomModel, SRLCombinationModel, SRLSplitsModel, VAEModel
 from srl_models.pca import PCAModel, topComponents
+from srl_models.prepare import trainingSettings
 from srl_models.registry import loadSRLModel
 from srl_models.train import rewardClasses, rewardClassOf, trainFromArgs
+from srl_models.train_config import SRLTrainConfig
 from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, splitEpisodes, trainNetwork
 
 N_EPISODES, N_STEPS, IMG = 4, 50, 32
@@ -206,6 +208,28 @@ def test_background_is_computed_only_for_foreground_weighting(tinyDataset: str, 
     folder = train(tinyDataset, tmp_path / "weighted", "--srl-model", "autoencoder", "--epochs", "1",
                    "--foreground-weight", "5")
     assert len(calls) == 1 and exp_config(folder)["foreground_weight"] == 5.0
+
+
+def test_srl_combination_weighs_the_foreground_by_default(tinyDataset: str, tmp_path) -> None:
+    """srl_combination's reconstruction weighs the foreground 30 unless --foreground-weight says otherwise (also when
+    --losses implies the model); every other model keeps the plain pixel error; prepare expects the same value, so
+    that a model trained before the default changed is not reused."""
+    default = train(tinyDataset, tmp_path / "default", "--srl-model", "srl_combination", "--epochs", "1")
+    implied = train(tinyDataset, tmp_path / "implied", "--losses", "autoencoder:1", "inverse:1", "--epochs", "1")
+    plain = train(tinyDataset, tmp_path / "plain", "--srl-model", "srl_combination", "--epochs", "1",
+                  "--foreground-weight", "0")
+    autoencoder = train(tinyDataset, tmp_path / "autoencoder", "--srl-model", "autoencoder", "--epochs", "1")
+    assert SRLCombinationModel.DEFAULT_FOREGROUND_WEIGHT == 30.0
+    weights = {name: exp_config(folder)["foreground_weight"]
+               for name, folder in [("default", default), ("implied", implied), ("plain", plain),
+                                    ("autoencoder", autoencoder)]}
+    assert weights == {"default": 30.0, "implied": 30.0, "plain": 0.0, "autoencoder": 0.0}
+    assert loadSRLModel(default).network.losses["autoencoder"].foreground_weight == 30.0  # the loss reads it back
+    assert loadSRLModel(plain).network.losses["autoencoder"].foreground_weight == 0.0
+    expected = {model: trainingSettings(SRLTrainConfig(data_folder=tinyDataset, srl_model=model), tinyDataset)
+                for model in ("srl_combination", "srl_splits", "vae")}
+    assert {model: entry["foreground_weight"] for model, entry in expected.items()} == {
+        "srl_combination": 30.0, "srl_splits": 0.0, "vae": 0.0}
 
 
 def _context(**kwargs):
