@@ -5,9 +5,10 @@ algorithm and a number of envs), the SHA-256 of the run's final parameters (ever
 and of ``vecnormalize.npz``, in a canonical order) and the monitor's episodes. A refactor that is meant to change no
 result must leave every entry as it is, bit for bit.
 
-Floating-point kernels differ between CPU instruction sets, so the file records the one it was made on
-(``torch.backends.cpu.get_cpu_capability()``); on another, tests/test_determinism.py runs each case twice and
-compares the two runs instead.
+Floating-point kernels differ between CPU instruction sets and between CPU vendors with the same instruction set (an
+AMD EPYC and an Intel Xeon, both AVX512, end with other parameters), so the file records both of the machine it was
+made on (``torch.backends.cpu.get_cpu_capability()`` and /proc/cpuinfo's vendor_id); on another,
+tests/test_determinism.py runs each case twice and compares the two runs instead.
 
 Record the file again (only when a change is meant to change results, and say so in the commit) with
 ``SAME_SEED_RECORD=1 python -m pytest tests/test_determinism.py -k cpu``.
@@ -32,8 +33,15 @@ RECORD_VARIABLE = "SAME_SEED_RECORD"
 
 
 def cpuCapability() -> str:
-    """:return: the instruction set of torch's CPU kernels on this machine (``AVX512``, ``AVX2``, ...)"""
-    return torch.backends.cpu.get_cpu_capability()
+    """:return: the instruction set of torch's CPU kernels on this machine and the CPU's vendor (``AVX512
+    GenuineIntel``, ``AVX2 AuthenticAMD``, ...; ``unknown`` where /proc/cpuinfo does not say)"""
+    vendor = "unknown"
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            vendor = next((line.split(":", 1)[1].strip() for line in handle if line.startswith("vendor_id")), vendor)
+    except OSError:
+        pass
+    return f"{torch.backends.cpu.get_cpu_capability()} {vendor}"
 
 
 def _feed(digest: Any, value: Any) -> None:

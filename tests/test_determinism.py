@@ -9,7 +9,7 @@ recorded episodes end, so the learning step (minibatch sampling, exploration noi
 the default checkpoints (five per run) are written on the way.
 
 Where the committed same-seed reference (``tests/same_seed.py``) holds the case and was recorded on this machine's CPU
-kernels, one run is compared with it: the digest of its final parameters and its monitor episodes, bit for bit. That
+kernels and vendor, one run is compared with it: the digest of its final parameters and its monitor episodes, bit for bit. That
 recorded run is the "same command run before" (another process, another day), so a refactor meant to change no result
 is checked against the code before it as well. Otherwise (recording the reference, other CPU kernels, a plugin without
 a reference) the case runs twice and the two runs are compared.
