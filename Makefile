@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-cnn bench-zoo profile visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-encoders bench-cnn bench-zoo profile visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -102,6 +102,11 @@ profile: install
 # renderer's frames of the same states? Into docs/benchmarks.md; about 25 min on 2 busy cores.
 bench-renderer-gtc: install
 	$(PY) -m benchmarks.renderer_gtc
+
+# SRL encoders' seconds per epoch beside the VAE's (vae, autoencoder, srl_combination, atc, curl), and ppo2's steps/s
+# from raw pixels with and without --augment shift, on MobileRobot. Into docs/benchmarks.md; a few minutes.
+bench-encoders: install
+	$(PY) -m benchmarks.srl_epoch_speed
 
 # Raw-pixel ppo2 with SmallCNN against SB3's NatureCNN (--features-extractor): steps to the threshold over 3 seeds on
 # MobileRobot and Kuka, and the training rates. Hours on 2 cores; resumable (run it again to go on).

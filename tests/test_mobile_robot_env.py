@@ -263,7 +263,8 @@ def test_ground_truth_never_renders() -> None:
 
 
 def test_raw_pixels_renders_every_observation() -> None:
-    with makeEnv(srl_model="raw_pixels", img_shape=SMALL_IMG, seed=0) as env, countCameraCalls(env) as calls:
+    with (makeEnv(srl_model="raw_pixels", img_shape=SMALL_IMG, seed=0, renderer="tinyrenderer") as env,
+          countCameraCalls(env) as calls):
         env.reset()
         for _ in range(3):
             env.step(env.action_space.sample())

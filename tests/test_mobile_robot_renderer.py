@@ -247,10 +247,10 @@ def test_datasets_record_the_renderer(tmp_path) -> None:
 @pytest.fixture(scope="module")
 def tinyDatasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """:return: renderer -> a tiny MobileRobot dataset it drew (3 episodes of 10 steps, 32x32, seed 4; the
-    TinyRenderer one recorded without --renderer, the default)"""
+    sprites' one recorded without --renderer, the mobile robots' default)"""
     save_path = tmp_path_factory.mktemp("renderer_datasets")
     folders = {}
-    for renderer, keywords in (("tinyrenderer", {}), ("sprites", {"renderer": "sprites"})):
+    for renderer, keywords in (("tinyrenderer", {"renderer": "tinyrenderer"}), ("sprites", {})):
         config = GeneratorConfig(save_path=str(save_path), name=renderer, num_episode=3, max_steps=10,
                                  img_shape=(3, 32, 32), seed=4, no_progress=True, **keywords)
         assert generate(config) == 0
@@ -283,24 +283,21 @@ def test_srl_models_record_the_renderer(tinyDatasets: dict[str, str], tmp_path, 
     assert readExpConfig(folder)["renderer"] == renderer
 
 
-def test_default_runs_record_tinyrenderer(trainedRun: str) -> None:
-    """The shared ppo2 run of conftest, started without --renderer."""
+def test_default_runs_record_the_sprites(trainedRun: str) -> None:
+    """The shared ppo2 run of conftest (MobileRobot), started without --renderer, records the default by name."""
     with open(os.path.join(trainedRun, "args.json")) as file:
-        assert json.load(file)["renderer"] == "tinyrenderer"
-    assert envKwargsFromArgs(readRunArgs(trainedRun, "--log-dir")).get("renderer", "tinyrenderer") == "tinyrenderer"
+        assert json.load(file)["renderer"] == "sprites"
+    assert envKwargsFromArgs(readRunArgs(trainedRun, "--log-dir"))["renderer"] == "sprites"
 
 
 def test_each_env_names_its_default_renderer(monkeypatch) -> None:
-    """Today every env draws with TinyRenderer unless asked otherwise; the mobile robots' default is one class line."""
+    """The mobile robots draw with the sprites unless asked otherwise, every other env with TinyRenderer; the mobile
+    robots' default is one class line that their variants inherit."""
     envs = sorted(registered_env)
-    assert {env_id: defaultRenderer(env_id) for env_id in envs} == dict.fromkeys(envs, REFERENCE_RENDERER)
+    assert {env_id: defaultRenderer(env_id) for env_id in envs} == {
+        env_id: "sprites" if env_id in MOBILE_ROBOTS else REFERENCE_RENDERER for env_id in envs}
     for env_id in envs:  # an env's default is one it can draw with
         assert rendererRefusal(defaultRenderer(env_id), env_id) is None
-    assert defaultRenderersText() == "tinyrenderer for every env"
-    assert getEnvClass("MobileRobotGymEnv-v0")(srl_model="ground_truth").renderer == "tinyrenderer"
-    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
-    assert [defaultRenderer(env_id) for env_id in MOBILE_ROBOTS] == ["sprites"] * 4  # the variants inherit it
-    assert defaultRenderer("KukaButtonGymEnv-v0") == defaultRenderer("OmnirobotEnv-v0") == "tinyrenderer"
     assert defaultRenderersText() == f"sprites for {', '.join(sorted(MOBILE_ROBOTS))}; tinyrenderer for the others"
     assert resolvedRenderer(None, "MobileRobot1DGymEnv-v0") == "sprites"
     assert resolvedRenderer("tinyrenderer", "MobileRobot1DGymEnv-v0") == "tinyrenderer"
@@ -308,6 +305,10 @@ def test_each_env_names_its_default_renderer(monkeypatch) -> None:
         env = getEnvClass(env_id)(srl_model="ground_truth", **keywords)  # no renderer keyword: the class's default
         assert env.renderer == defaultRenderer(env_id)
         env.close()
+    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
+    assert [defaultRenderer(env_id) for env_id in MOBILE_ROBOTS] == [REFERENCE_RENDERER] * 4
+    assert defaultRenderersText() == "tinyrenderer for every env"
+    assert getEnvClass("MobileRobotGymEnv-v0")(srl_model="ground_truth").renderer == "tinyrenderer"
 
 
 def test_train_prepare_and_the_generator_resolve_the_env_default(tmp_path, monkeypatch) -> None:

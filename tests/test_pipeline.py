@@ -16,6 +16,7 @@ from conftest import REPO, runModule, trainHere
 
 from benchmarks.sweep_speed import startRayHead, stopRayHead
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from environments.srl_env import REFERENCE_RENDERER
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -84,18 +85,18 @@ def test_grid_expansion_and_run_ids(tmp_path) -> None:
 
 
 def test_the_run_id_counts_the_renderer_as_train_resolves_it(tmp_path, monkeypatch) -> None:
-    """--renderer left out is the env's default; the id names the renderer unless it is tinyrenderer, so an explicit
-    default keeps the id and, after an env's default changes, its tinyrenderer runs keep theirs."""
+    """--renderer left out is the env's default (the mobile robots': sprites); the id names the renderer unless it is
+    tinyrenderer, so the tinyrenderer runs made while it was the default keep their ids."""
     def runId(*flags: str) -> str:
         return makeSpec("ppo2", ENVS[0], "ground_truth", 0, ["--num-timesteps", "300", *flags], str(tmp_path)).run_id
 
     plain, tiny, sprites = runId(), runId("--renderer", "tinyrenderer"), runId("--renderer", "sprites")
-    assert plain == tiny != sprites
+    assert plain == sprites != tiny
     named = [canonicalArgs("ppo2", parseTrainArgs("ppo2", ENVS[0], "ground_truth", 0, flags)).get("renderer")
              for flags in ([], ["--renderer", "tinyrenderer"], ["--renderer", "sprites"])]
-    assert named == [None, None, "sprites"]  # the ids of the runs made before the renderer was a setting
-    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
-    assert (runId(), runId("--renderer", "tinyrenderer"), runId("--renderer", "sprites")) == (sprites, tiny, sprites)
+    assert named == ["sprites", None, "sprites"]  # tinyrenderer's ids are those of the runs made before the setting
+    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
+    assert (runId(), runId("--renderer", "tinyrenderer"), runId("--renderer", "sprites")) == (tiny, tiny, sprites)
 
 
 def test_check_lists_every_bad_combination(tmp_path) -> None:

@@ -48,7 +48,7 @@ def test_prepare_registers_the_models(prepared):
     assert text.startswith(COMMENT) and "/somewhere/else  # kept" in text  # comments and other entries kept
     mapping = yaml.safe_load(text)
     assert set(mapping) == {"OtherEnv-v0", ENV_ID} and set(mapping[ENV_ID]) == {"vae", "srl_combination"}
-    dataset = root / "data" / f"{ENV_ID}_2ep_16x16_seed0"
+    dataset = root / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0"  # the env's default renderer, named
     assert json.loads((dataset / "dataset_config.json").read_text())["num_episodes"] == 2
     for name, written in mapping[ENV_ID].items():
         folder = os.path.normpath(os.path.join(config.parent, written))
@@ -117,7 +117,8 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
         with open(os.path.join(folder, "dataset_config.json"), "w", encoding="utf-8") as handle:
             json.dump({"env": config.env, "img_shape": list(config.img_shape), "num_episodes": config.num_episode,
                        "seed": config.seed, "policy": "random", "random_target": config.random_target,
-                       "continuous_actions": False, "shape_reward": False, "multi_view": False}, handle)
+                       "continuous_actions": False, "shape_reward": False, "multi_view": False,
+                       "renderer": config.renderer}, handle)
         return 0
 
     def fakeTrain(config):
@@ -132,9 +133,9 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
             "--srl-config-file", str(tmp_path / "srl.yaml")]
     rows = prepare.prepare(argv)
     assert [row["model"] for row in rows] == ["vae", "pca"]
-    name = f"{ENV_ID}_2ep_16x16_rt_seed3"
+    name = f"{ENV_ID}_2ep_16x16_rt_sprites_seed3"
     assert recorded == [GeneratorConfig(env=ENV_ID, name=name, save_path="data/", num_episode=2, num_cpu=1, seed=3,
-                                        img_shape=(3, 16, 16), random_target=True, renderer="tinyrenderer",
+                                        img_shape=(3, 16, 16), random_target=True, renderer="sprites",
                                         no_progress=True)]  # the renderer resolved: the env's default, by name
     assert trained == [SRLTrainConfig(data_folder=os.path.join("data/", name), srl_model=model, state_dim=4, epochs=1,
                                       seed=3, log_folder=os.path.join("logs", "srl"), device="cpu", no_progress=True)
@@ -241,12 +242,13 @@ def test_bad_prepare_inputs(tmp_path, monkeypatch, case, argv, message):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("SRL_MODELS_CONFIG", str(tmp_path / "srl.yaml"))
     (tmp_path / "bad.yaml").write_text("- a list\n")
-    dataset = tmp_path / "data" / f"{ENV_ID}_2ep_16x16_seed0"
+    dataset = tmp_path / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0"
     dataset.mkdir(parents=True)
     (dataset / "dataset_config.json").write_text(json.dumps({"env": ENV_ID, "img_shape": [3, 16, 16],
                                                              "num_episodes": 2, "seed": 7, "policy": "random",
                                                              "random_target": False, "continuous_actions": False,
-                                                             "shape_reward": False, "multi_view": False}))
+                                                             "shape_reward": False, "multi_view": False,
+                                                             "renderer": "sprites"}))
     before = snapshot(str(tmp_path))
     with pytest.raises(UsageError) as raised:
         prepare.prepare([arg.format(tmp=tmp_path) for arg in argv])

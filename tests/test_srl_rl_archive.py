@@ -17,6 +17,7 @@ from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
 from benchmarks.srl_rl import runs as bench_runs
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.sweeps import pipeline, sweep
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import UsageError
@@ -32,12 +33,13 @@ def _settings(argv: list[str]) -> plans.Settings:
 def _finishedBench(settings: plans.Settings, env: str, state_dim: int = 8,
                    finished_at: str = "2026-11-20T10:00:00") -> str:
     """Every run of the env's grid finished in the settings' bench folder (curves of CURVES), and the vae model they
-    used registered there; returns the model's hash."""
+    used registered there, in the config file of the renderer that draws the env (srl_models_sprites.yaml for
+    MobileRobot's default); returns the model's hash."""
     bench = os.path.join(settings.base, settings.bench_dir)
     folder = writeModel(os.path.join(bench, "srl", f"vae_{env}"), "vae", 0.42, state_dim, env)
     with open(os.path.join(folder, "knn_mse.json"), "w") as handle:
         json.dump({"knn_mse": 0.125}, handle)
-    with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
+    with open(os.path.join(settings.base, settings.configFile(env)), "w") as handle:
         handle.write(f"{env}:\n  vae: srl/vae_{env}\n")
     digest = bench_models.modelFacts(folder)["hash"]
     writeGrid(settings, env, CURVES, finished_at, digest, state_dim)
@@ -130,7 +132,7 @@ def test_a_fully_archived_env_is_neither_prepared_nor_run(archived_mobile, monke
     with open(archive, "w") as handle:
         json.dump({key: record for key, record in records.items() if record["seed"] == 0}, handle)
     writeModel(os.path.join(settings.base, settings.bench_dir, "srl", f"vae_{MOBILE}"), "vae", 0.42)  # the same model
-    with open(os.path.join(settings.base, settings.config_file), "w") as handle:
+    with open(os.path.join(settings.base, settings.configFile(MOBILE)), "w") as handle:
         handle.write(f"{MOBILE}:\n  vae: srl/vae_{MOBILE}\n")
     calls.clear()
     running.runEverything(settings)
@@ -155,7 +157,7 @@ def test_a_model_trained_again_drops_its_archived_records(archived_mobile, monke
     bench = os.path.join(settings.base, settings.bench_dir)
     new_model = writeModel(os.path.join(bench, "srl", "vae_new"), "vae", 0.5, state_dim=16)
     assert bench_models.modelFacts(new_model)["hash"] != digest
-    with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
+    with open(os.path.join(settings.base, settings.configFile(MOBILE)), "w") as handle:
         handle.write(f"{MOBILE}:\n  vae: srl/vae_new\n")
     calls = []
     monkeypatch.setattr(running, "runStage", lambda command, nice, cwd=plans.ROOT: calls.append(command) or 0)
@@ -186,7 +188,7 @@ def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mo
     again = bench_models.modelFacts(folder)
     first = next(record["model"] for record in records.values() if record["observation"] == "vae")
     assert again["hash"] != digest == first["hash"] and bench_models.sameModel(again, first)
-    with open(os.path.join(bench, "srl_models.yaml"), "w") as handle:
+    with open(os.path.join(settings.base, settings.configFile(MOBILE)), "w") as handle:
         handle.write(f"{MOBILE}:\n  vae: srl/vae_again\n")
     calls = []
     monkeypatch.setattr(running, "runStage", lambda command, nice, cwd=plans.ROOT: calls.append(command) or 0)
@@ -268,7 +270,8 @@ def test_the_bench_folder_of_another_checkout_keeps_its_relative_paths(tmp_path,
                                                                           plans.RUNS_FILE)
     spec = settings.specs(settings.plans[0])[0]
     assert spec.log_dir == str(tmp_path / plans.DEFAULT_BENCH_DIR / "runs")
-    assert os.path.join(plans.DEFAULT_BENCH_DIR, "srl_models.yaml") in spec.train_args  # as that checkout ran it
+    # as that checkout ran it: relative, the config file of MobileRobot's default renderer (sprites)
+    assert os.path.join(plans.DEFAULT_BENCH_DIR, "srl_models_sprites.yaml") in spec.train_args
     environment = running.stageEnvironment(str(tmp_path))
     assert environment["PYTHONSAFEPATH"] == "1" and environment["PYTHONPATH"].split(os.pathsep)[0] == plans.ROOT
     assert running.stageEnvironment(plans.ROOT) is None
@@ -411,12 +414,15 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
 
 def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
     """The archived runs (recorded before --renderer existed) read as tinyrenderer runs, through args.json's upgrade
-    rule, and keep their keys; a run with --renderer sprites, or under a later default, gets another key."""
+    rule, and keep their keys, which --renderer tinyrenderer gives; a run with --renderer sprites, or drawn by sprites as
+    MobileRobot's default, gets another key; so does every run under a later default of train's --renderer."""
     settings = _settings([])
     plan = settings.plans[0]
+    assert plan.env == MOBILE
     spec = settings.specs(plan)[0]
     run = settings.runSettings(plan)
-    tiny = bench_runs.specSettings(spec)
+    tiny = bench_runs.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
+                                                                         "tinyrenderer"]))
     assert tiny["renderer"] == "tinyrenderer"
     recorded_before = {name: value for name, value in tiny.items() if name != "renderer"}
     assert bench_runs.trainSettings(recorded_before) == tiny
@@ -429,27 +435,37 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
                                                                             "sprites"]))
     assert sprites["renderer"] == "sprites"
     assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, sprites) != key
-    # a later default: every planned run has another key, the committed records are not reused
+    # MobileRobot's default: its runs record the sprites by name, the key of --renderer sprites, not the archived
+    # tinyrenderer records'
+    default = bench_runs.specSettings(spec)
+    assert default == sprites
+    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, default) != key
+    reused = bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
+    assert reused and all(record["train"]["renderer"] == "sprites" for record in reused.values())
+    # a later default of train's --renderer (here tinyrenderer): every planned run has another key, the records of the
+    # sprites are not reused, those of tinyrenderer are
     original = sweep.trainParser.__wrapped__
 
     def changed(algo: str):
         parser = original(algo)
-        parser.set_defaults(renderer="sprites")
+        parser.set_defaults(renderer="tinyrenderer")
         return parser
 
     monkeypatch.setattr(sweep, "trainParser", changed)
-    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, bench_runs.specSettings(spec)) != key
-    reused = bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
-    assert reused and all(record["train"]["renderer"] == "sprites" for record in reused.values())
+    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, bench_runs.specSettings(spec)) == key
+    later = bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
+    assert later and all(record["train"]["renderer"] == "tinyrenderer" for record in later.values())
 
 
 def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeypatch) -> None:
-    """An env whose own default renderer is sprites (one line in its class): without --renderer the benchmark's datasets
-    and runs of it are drawn by sprites, keyed apart from the archived tinyrenderer records; --renderer tinyrenderer
-    finds those records again; Kuka keeps tinyrenderer and its keys."""
-    before = _settings([])
-    mobile, kuka = (before.plans[[plan.env for plan in before.plans].index(env)] for env in (MOBILE, plans.KUKA))
+    """MobileRobot's own default renderer is sprites (one line in its class): without --renderer the benchmark's
+    datasets and runs of it are drawn by sprites, keyed apart from the archived tinyrenderer records, which its default
+    before (tinyrenderer) found; --renderer tinyrenderer finds those records again; Kuka keeps tinyrenderer and its
+    keys."""
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
+
+    def plansOf(settings: plans.Settings) -> tuple[plans.EnvPlan, plans.EnvPlan]:
+        return tuple(settings.plans[[plan.env for plan in settings.plans].index(env)] for env in (MOBILE, plans.KUKA))
 
     def keys(settings: plans.Settings, plan: plans.EnvPlan) -> list[str]:
         run, srl = settings.runSettings(plan), settings.srlSettings(plan)
@@ -458,13 +474,19 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
                                          bench_runs.specSettings(spec), bench_runs.envPhysics(plan.env))
                 for spec in settings.specs(plan)]
 
-    tiny_keys = {plan.env: keys(before, plan) for plan in (mobile, kuka)}
-    assert before.drawnBy(MOBILE) == before.drawnBy(plans.KUKA) == "tinyrenderer"
-    assert len(bench_archive.archivedMatches(archive, before, mobile, before.specs(mobile), {})) == 45
+    with monkeypatch.context() as before_the_sprites:  # MobileRobot's default before: the reference, tinyrenderer
+        before_the_sprites.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
+        before = _settings([])
+        mobile, kuka = plansOf(before)
+        assert before.drawnBy(MOBILE) == before.drawnBy(plans.KUKA) == "tinyrenderer"
+        tiny_keys = {plan.env: keys(before, plan) for plan in (mobile, kuka)}
+        matches = bench_archive.archivedMatches(archive, before, mobile, before.specs(mobile), {})
+        assert len(matches) == 45 and all(record["train"]["renderer"] == "tinyrenderer" for record in matches.values())
     sprites_keys = keys(_settings(["--renderer", "sprites"]), mobile)
 
-    monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", "sprites")
+    assert MobileRobotGymEnv.DEFAULT_RENDERER == "sprites"
     after = _settings([])
+    mobile, kuka = plansOf(after)
     assert after.drawnBy(MOBILE) == "sprites" and after.drawnBy(plans.KUKA) == "tinyrenderer"
     assert after.configFile(MOBILE).endswith("srl_models_sprites.yaml") and after.configFile(plans.KUKA) == \
         after.config_file

@@ -133,13 +133,14 @@ def test_report_writes_the_section_and_the_figure_from_partial_results(runs, tmp
     bench = tmp_path / "bench"
     models = {"vae": writeModel(str(bench / "srl" / "vae_model"), "vae", 0.42),
               "autoencoder": writeModel(str(bench / "srl" / "ae_model"), "autoencoder", 0.40)}
-    with open(bench / "srl_models.yaml", "w") as handle:
-        handle.write(f"{MOBILE}:\n" + "".join(f"  {name}: srl/{os.path.basename(folder)}\n"
-                                               for name, folder in models.items()))
     observations = ["ground_truth", "raw_pixels", "vae", "autoencoder", "robotic_priors"]
     plan = plans.PLANS[MOBILE]
     settings = plans.Settings([plan], observations, ["vae", "autoencoder", "robotic_priors"], 3,
                                bench_dir=str(bench))
+    # registered where prepare registers them: the config file of the renderer that draws MobileRobot (its default)
+    with open(os.path.join(settings.base, settings.configFile(MOBILE)), "w") as handle:
+        handle.write(f"{MOBILE}:\n" + "".join(f"  {name}: srl/{os.path.basename(folder)}\n"
+                                               for name, folder in models.items()))
     # the grid asks for 5 x 3 runs; 11 of them finished (2 autoencoder seeds, none of robotic_priors, 4 vae runs of
     # which one without evaluations)
     monkeypatch.setattr(plans.Settings, "specs", lambda self, env_plan: [object()] * 15)

@@ -17,6 +17,8 @@ from srl_toolbox.cli import UsageError
 
 KUKA = plans.KUKA
 SMALL = ["--observations", "ground_truth", "raw_pixels", "vae", "--seeds", "2"]
+# The reference renderer, named: MobileRobot's default is sprites.
+TINY = ["--renderer", "tinyrenderer"]
 # The same tasks drawn by sprites: ground truth and raw pixels end where the tinyrenderer runs of CURVES end (same
 # means, final rewards 229/233 against 230/232 and 110/130 against 100/140), the vae far below (150/160 against
 # 226/229).
@@ -50,13 +52,14 @@ def _finishedBench(settings: plans.Settings, env: str, curves: dict[str, list[li
 
 @pytest.fixture()
 def archived_tinyrenderer(tmp_path, monkeypatch) -> str:
-    """A first session: MobileRobot's runs with the default renderer (tinyrenderer) archived into <tmp>/runs.json
-    from <tmp>/first; then the current directory is <tmp>/second, empty. Returns the archive."""
+    """A first session: MobileRobot's runs drawn by tinyrenderer (--renderer tinyrenderer: its default is sprites)
+    archived into <tmp>/runs.json from <tmp>/first; then the current directory is <tmp>/second, empty. Returns the
+    archive."""
     archive = str(tmp_path / "runs.json")
     (tmp_path / "first").mkdir()
     monkeypatch.chdir(tmp_path / "first")
-    _finishedBench(_settings(["--env", MOBILE, *SMALL]), MOBILE, CURVES, "2026-11-20T10:00:00")
-    assert cli.main(["--env", MOBILE, *SMALL, "--report-only", "--no-doc", "--runs-file", archive]) == 0
+    _finishedBench(_settings(["--env", MOBILE, *SMALL, *TINY]), MOBILE, CURVES, "2026-11-20T10:00:00")
+    assert cli.main(["--env", MOBILE, *SMALL, *TINY, "--report-only", "--no-doc", "--runs-file", archive]) == 0
     (tmp_path / "second").mkdir()
     monkeypatch.chdir(tmp_path / "second")
     return archive
@@ -149,31 +152,33 @@ def _entry(observation: str, seed: int, final: float, date: str, **train) -> dic
 
 
 def test_the_earlier_settings_with_the_most_seeds_then_the_latest_are_compared(tmp_path) -> None:
+    # the planned runs are drawn by MobileRobot's default, sprites; some earlier ones by tinyrenderer
     settings = _settings(["--env", MOBILE, "--observations", "ground_truth", "raw_pixels", "--seeds", "3"])
     plan = settings.plans[0]
+    assert settings.drawnBy(MOBILE) == "sprites"
     records = [_entry("ground_truth", 0, 200, "2026-11-01", num_cpu=2), _entry("ground_truth", 1, 202, "2026-11-01",
                                                                                num_cpu=2),
-               _entry("ground_truth", 0, 100, "2026-11-05", renderer="sprites"),
-               _entry("ground_truth", 1, 102, "2026-11-06", renderer="sprites"),
+               _entry("ground_truth", 0, 100, "2026-11-05", renderer="tinyrenderer"),
+               _entry("ground_truth", 1, 102, "2026-11-06", renderer="tinyrenderer"),
                _entry("ground_truth", 2, 50, "2026-10-01", gamma=0.9),
-               _entry("raw_pixels", 0, 80, "2026-11-01", renderer="sprites")]
+               _entry("raw_pixels", 0, 80, "2026-11-01", renderer="tinyrenderer")]
     archive = tmp_path / "earlier.json"
     archive.write_text(json.dumps({str(index): record for index, record in enumerate(records)}))
     earlier = compare.loadComparison(str(archive))
     groups = compare.earlierGroups(earlier, settings, plan, settings.specs(plan))
     assert [group.seeds for group in groups["ground_truth"]] == [[0, 1], [0, 1], [2]]
     chosen = compare.chosenGroup(groups["ground_truth"])
-    assert chosen.train["renderer"] == "sprites" and chosen.latest == "2026-11-06"  # 2 seeds each: the latest
+    assert chosen.train["renderer"] == "tinyrenderer" and chosen.latest == "2026-11-06"  # 2 seeds each: the latest
     truth = bench_runs.loadRun(writeRun(str(tmp_path / "a"), "ground_truth", 0, [0, 0, 0, 101]))
     truth_1 = bench_runs.loadRun(writeRun(str(tmp_path / "b"), "ground_truth", 1, [0, 0, 0, 103]))
     pixels = bench_runs.loadRun(writeRun(str(tmp_path / "c"), "raw_pixels", 0, [0, 0, 0, 81]))
     rows, _ = analysis.summariseEnv([truth, truth_1, pixels], settings.observations, 3)
     compared = compare.compareEnv(earlier, settings, plan, settings.specs(plan), rows)
     table = compare.comparisonTable(compared)
-    assert ("| ground_truth | 2 | 102.0 +/- 1.0 | 2 | 101.0 +/- 1.0 | +1.0 | yes | renderer sprites -> tinyrenderer "
+    assert ("| ground_truth | 2 | 102.0 +/- 1.0 | 2 | 101.0 +/- 1.0 | +1.0 | yes | renderer tinyrenderer -> sprites "
             "(of 3 earlier settings, the one with the most seeds (2), then the latest, 2026-11-06) |") in table
     # one seed a side: not compared
-    assert "| raw_pixels | 1 | 81.0 | 1 | 80.0 | +1.0 | n/a | renderer sprites -> tinyrenderer |" in table
+    assert "| raw_pixels | 1 | 81.0 | 1 | 80.0 | +1.0 | n/a | renderer tinyrenderer -> sprites |" in table
     assert compare.comparisonLine(compared) == ("1 of 1 rows within twice the combined standard error; outside: none "
                                                 "(1 not compared: no earlier run, or fewer than 2 seeds on a side).")
     assert compare.settingsChanges({"gamma": 0.9, "x": [1]}, {"x": [2], "y": True}, 1, 1) == [
@@ -232,38 +237,48 @@ def test_a_renderer_no_env_offers_is_refused_before_anything_is_written(tmp_path
 
 
 def test_the_renderer_goes_to_the_envs_that_offer_it_with_datasets_and_models_apart(tmp_path, monkeypatch) -> None:
+    """--renderer NAME goes to the envs that offer it; MobileRobot's runs, datasets and models of --renderer sprites
+    (its default: the same as without --renderer) are apart from those of --renderer tinyrenderer."""
     monkeypatch.chdir(tmp_path)
     default = _settings(["--env", MOBILE, KUKA, *SMALL])
     sprites = _settings(["--env", MOBILE, KUKA, *SMALL, "--renderer", "sprites"])
+    tiny = _settings(["--env", MOBILE, KUKA, *SMALL, *TINY])
     mobile, kuka = sprites.plans
     assert (sprites.envRenderer(MOBILE), sprites.envRenderer(KUKA)) == ("sprites", None)
     for command in (sprites.prepareCommand(mobile), sprites.pipelineCommand(mobile)):
         assert command[command.index("--renderer") + 1] == "sprites"
         assert command[command.index("--srl-config-file") + 1] == os.path.join(plans.DEFAULT_BENCH_DIR,
                                                                              "srl_models_sprites.yaml")
+    for command in (tiny.prepareCommand(mobile), tiny.pipelineCommand(mobile)):
+        assert command[command.index("--renderer") + 1] == "tinyrenderer"
+        assert command[command.index("--srl-config-file") + 1] == os.path.join(plans.DEFAULT_BENCH_DIR,
+                                                                             "srl_models.yaml")
     for command in (sprites.prepareCommand(kuka), sprites.pipelineCommand(kuka)):
         assert "--renderer" not in command
         assert command[command.index("--srl-config-file") + 1] == os.path.join(plans.DEFAULT_BENCH_DIR,
                                                                              "srl_models.yaml")
     assert sprites.prepareCommand(kuka) == default.prepareCommand(kuka)
     assert sprites.pipelineCommand(kuka) == default.pipelineCommand(kuka)
-    # Kuka's runs are the default's (same run folders); MobileRobot's have other run ids and archive keys
+    # Kuka's runs are the default's (same run folders); MobileRobot's sprites runs are its default's, with other run ids
+    # and archive keys than its tinyrenderer ones
     assert [spec.run_id for spec in sprites.specs(kuka)] == [spec.run_id for spec in default.specs(kuka)]
     run = plans.Settings.runSettings(mobile)
-    for spec, other in zip(sprites.specs(mobile), default.specs(mobile)):
+    for spec, other, by_default in zip(sprites.specs(mobile), tiny.specs(mobile), default.specs(mobile)):
         assert spec.run_id != other.run_id and bench_runs.specSettings(spec)["renderer"] == "sprites"
+        assert by_default.run_id == spec.run_id and bench_runs.specSettings(other)["renderer"] == "tinyrenderer"
         keys = [bench_archive.archiveKey(MOBILE, plans.specObservation(one), one.seed, run, None,
-                                         bench_runs.specSettings(one)) for one in (spec, other)]
-        assert keys[0] != keys[1]
+                                         bench_runs.specSettings(one)) for one in (spec, other, by_default)]
+        assert keys[0] != keys[1] and keys[0] == keys[2]
     # prepare draws the sprites dataset apart, so its models (under <srl dir>/<dataset name>/) are apart too
     made = [prepare.plan(prepare.buildParser().parse_args(settings.prepareCommand(mobile)[2:]))
-            for settings in (sprites, default)]
+            for settings in (sprites, tiny, default)]
     assert made[0].dataset_settings["renderer"] == "sprites" and made[1].dataset_settings["renderer"] == "tinyrenderer"
     assert os.path.basename(made[0].dataset_folder).endswith("_sprites_seed0")
     assert made[0].dataset_folder != made[1].dataset_folder
     assert made[0].expected["vae"]["data_folder"] != made[1].expected["vae"]["data_folder"]
     assert made[0].config_file != made[1].config_file
-    assert sprites.fingerprint() != default.fingerprint()
+    assert (made[2].dataset_folder, made[2].config_file) == (made[0].dataset_folder, made[0].config_file)
+    assert sprites.fingerprint() != default.fingerprint() != tiny.fingerprint()
     assert default.fingerprint() == _settings(["--env", MOBILE, KUKA, *SMALL]).fingerprint()
 
 
@@ -273,18 +288,18 @@ def test_a_sprites_model_leaves_the_tinyrenderer_models_and_records_alone(archiv
     sprites one (another recipe: another dataset) in srl_models_sprites.yaml, and the archived tinyrenderer records of
     the vae are not dropped as stale."""
     archive = archived_tinyrenderer
-    default = _settings(["--env", MOBILE, *SMALL, "--runs-file", archive])
+    tiny = _settings(["--env", MOBILE, *SMALL, *TINY, "--runs-file", archive])
     sprites = _settings(["--env", MOBILE, *SMALL, "--renderer", "sprites", "--runs-file", archive])
-    _finishedBench(default, MOBILE, CURVES, "2026-11-27T10:00:00")
+    _finishedBench(tiny, MOBILE, CURVES, "2026-11-27T10:00:00")
     _finishedBench(sprites, MOBILE, SPRITES, "2026-11-27T10:00:00", "data/d_sprites")
-    tiny_model = bench_models.registeredFacts(default, MOBILE)["vae"]
+    tiny_model = bench_models.registeredFacts(tiny, MOBILE)["vae"]
     sprite_model = bench_models.registeredFacts(sprites, MOBILE)["vae"]
     assert not bench_models.sameModel(tiny_model, sprite_model)
     calls = []
     monkeypatch.setattr(running, "runStage", lambda command, nice, cwd=plans.ROOT: calls.append(command) or 0)
     running.runEverything(sprites)
     assert "dropped" not in capsys.readouterr().out and len(json.loads(open(archive).read())) == 6
-    assert bench_models.registeredFacts(default, MOBILE)["vae"]["hash"] == tiny_model["hash"]
+    assert bench_models.registeredFacts(tiny, MOBILE)["vae"]["hash"] == tiny_model["hash"]
     # a sprites model trained again with another recipe still drops the archived sprites records of the vae
     assert cli.main(["--env", MOBILE, *SMALL, "--renderer", "sprites", "--runs-file", archive, "--report-only",
                      "--no-doc"]) == 0
