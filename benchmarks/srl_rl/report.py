@@ -147,7 +147,7 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :param env_plans: the envs' plans, in order
     :param tables: env -> markdown table
     :param texts: env -> verdict sentences
-    :param images: env -> the PNG path relative to the document
+    :param images: env -> the PNG path relative to the document (an env without a finished run has none)
     :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
         archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
         file as shown, None without one), variants (name -> description, of the variants among the rows), overview
@@ -207,7 +207,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         parts += [f"### {plan.env} ({plan.task})", "", f"{budget}; {threshold_text}."
                   + (f" {archived}" if archived else ""), "", tables[plan.env], "",
                   *([facts["comparisons"][plan.env], ""] if plan.env in facts.get("comparisons", {}) else []),
-                  *texts[plan.env], "", f"![ppo2 learning curves on {plan.env}]({images[plan.env]})", ""]
+                  *texts[plan.env], "",
+                  *([f"![ppo2 learning curves on {plan.env}]({images[plan.env]})", ""] if plan.env in images else [])]
     if facts.get("overview"):
         parts.append(facts["overview"])
     return "\n".join(parts)
@@ -306,7 +307,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             os.makedirs(image_dir, exist_ok=True)
             plotEnv(png, plan, rows, threshold)
             print(f"Figure: {os.path.relpath(png)}")
-        images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
+        if any(row.runs for row in rows):  # no figure is drawn, nor linked, without a finished run
+            images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
         print(f"\n{plan.env}\n{tables[plan.env]}\n" + (f"{comparisons[plan.env]}\n" if plan.env in comparisons else "")
               + "\n".join(texts[plan.env])
               + (f"\n{notes_archive[plan.env]}" if plan.env in notes_archive else ""), flush=True)
