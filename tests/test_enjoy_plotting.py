@@ -215,9 +215,9 @@ def test_unreachable_visdom_costs_one_warning(tmp_path, trainedRun):
 
 @pytest.fixture(scope="module")
 def srlRun(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """ppo2 trained (in this process) on the states of a (random, untrained) 32x32 SRL model."""
+    """ppo2 trained (in this process) on the states of a (random, untrained) 32x32 SRL model of the sprites' frames."""
     root = tmp_path_factory.mktemp("srl_run")
-    RandomModel(4, SMALL, {"env": ENV_ID}).save(str(root / "random_model"))
+    RandomModel(4, SMALL, {"env": ENV_ID, "renderer": "sprites"}).save(str(root / "random_model"))  # the default
     return trainHere("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", root / "random_model", "--num-timesteps",
                      "64", "--hyperparam", "n_steps:64", "--log-dir", root / "logs")
 
