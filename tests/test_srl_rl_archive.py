@@ -368,8 +368,8 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
             planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
             assert set(matches) == planned, sorted(planned ^ set(matches))
         found[plan.env] = len(matches)
-    # Kuka's physics version 2: 42 runs of its grid of 45 (every row's 3 seeds but raw_pixels_shift's)
-    assert found == {plans.MOBILE: 45, plans.KUKA: 42, plans.MOBILE_1D: 0, plans.KUKA_MOVING: 0}
+    # Kuka's physics version 2: every run of its grid
+    assert found == {plans.MOBILE: 45, plans.KUKA: 45, plans.MOBILE_1D: 0, plans.KUKA_MOVING: 0}
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
 
 
@@ -379,11 +379,11 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
-    # 1: 3 of Kuka's 45 runs of its physics version 2 are not in the archive yet (raw_pixels_shift's), nor those of
-    # the two tasks not run yet (2 tasks x 15 rows x 3 seeds); MobileRobot's 45 are
+    # 1: the runs of the two tasks not run yet are not in the archive (2 tasks x 15 rows x 3 seeds); MobileRobot's 45
+    # and Kuka's 45 (physics version 2) are
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
     out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "93 expected run(s) have not finished" in out
+    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "90 expected run(s) have not finished" in out
     # a figure is linked for the tasks with runs only (none is drawn for the others)
     assert f"![ppo2 learning curves on {plans.KUKA}]" in out and f"![ppo2 learning curves on {plans.MOBILE_1D}]" not in out
 
