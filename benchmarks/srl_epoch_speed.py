@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from benchmarks.srl_rl.runs import loadRun
+from benchmarks.srl_table import ONE_THREAD
 from srl_models.train import trainableModels
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
@@ -39,7 +40,7 @@ STATE_DIM = 32
 
 def runPython(module: str, arguments: Sequence[str]) -> None:
     """Run ``python -m module arguments`` from the repository root with one torch thread; raise on failure."""
-    environment = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    environment = {**os.environ, **ONE_THREAD}
     result = subprocess.run([sys.executable, "-m", module, *arguments], cwd=ROOT, env=environment, check=False,
                             capture_output=True, text=True)
     if result.returncode != 0:
