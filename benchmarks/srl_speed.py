@@ -4,10 +4,14 @@ On MobileRobotGymEnv-v0 at 64x64, ``rl_baselines.train --algo ppo2`` (default hy
 for each observation mode, each renderer of the images (``--renderer``: TinyRenderer, the reference, and the sprite
 renderer, side by side) and each number of parallel envs:
 
-- ``vae``: the env renders 64x64 images, which are encoded (with 1 env by SRLEncoderVecEnv in this process, with
-  more by each env worker for its own env; on the GPU when there is one, in this process) and PPO's MlpPolicy sees
-  the normalised 32-dim states. The VAE is trained first, inside the
-  benchmark, on a small generated dataset (a few episodes, a few epochs: the speed does not depend on its quality);
+- ``vae``: the env renders 64x64 images, which are encoded where ``rl_baselines.envs.factory.encodeInWorkers``
+  says (with 1 env, with the sprites' cheap frames and on a GPU by SRLEncoderVecEnv in this process, in one batch;
+  with more envs and TinyRenderer's frames by each env worker for its own env) and PPO's MlpPolicy sees
+  the normalised 32-dim states; ``vae_other`` (several envs only): the same with the other placement of the encoder
+  (``rl_baselines.envs.factory.encodeInWorkers`` patched to say the opposite: in the workers, or in this process in
+  one batch per step), to check that the default placement is the faster one for each renderer. The VAE is trained
+  first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the speed does not
+  depend on its quality);
 - ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN, the default ``--features-extractor``);
 - ``raw_pixels_small``: the same with ``--features-extractor small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
@@ -48,14 +52,16 @@ from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, r
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.srl_env import REFERENCE_RENDERER
+from rl_baselines.envs import factory
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, encoderDevice
 from rl_baselines.runs import train
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 STATE_DIM = 32
-MODES = ("vae", "raw_pixels", "raw_pixels_small", "ground_truth")
-IMAGE_MODES = ("vae", "raw_pixels", "raw_pixels_small")
+MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_small", "ground_truth")
+IMAGE_MODES = ("vae", "vae_other", "raw_pixels", "raw_pixels_small")
+LEARNED_MODES = ("vae", "vae_other")
 # observation mode -> its train flags (a learned model: --srl-model-path, given by timeRun)
 MODE_FLAGS = {"raw_pixels": ("--srl-model", "raw_pixels"),
               "raw_pixels_small": ("--srl-model", "raw_pixels", "--features-extractor", "small"),
@@ -142,7 +148,7 @@ def warmSprites(steps: int = WARM_UP_STEPS) -> tuple[float, int]:
 def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
             renderer: str = REFERENCE_RENDERER) -> dict[str, float]:
     """
-    :param mode: "vae", "raw_pixels", "raw_pixels_small" or "ground_truth"
+    :param mode: one of MODES
     :param renderer: what draws the images
     :param num_cpu: parallel envs (subprocesses when > 1)
     :param steps: env steps to train
@@ -157,9 +163,18 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu),
             "--log-dir", log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0",
             "--renderer", renderer]
-    argv += ["--srl-model-path", model_folder] if mode == "vae" else list(MODE_FLAGS[mode])
+    argv += ["--srl-model-path", model_folder] if mode in LEARNED_MODES else list(MODE_FLAGS[mode])
+    placements = []  # where the run's encoder ran: True in the workers
+
+    def placement(settings: factory.VecEnvSettings, drawn_by: str) -> bool:
+        in_workers = default_placement(settings, drawn_by) != (mode == "vae_other")
+        placements.append(in_workers)
+        return in_workers
+
+    default_placement = factory.encodeInWorkers
     try:
-        with contextlib.redirect_stdout(io.StringIO()):  # the run's own messages
+        with contextlib.redirect_stdout(io.StringIO()), \
+                mock.patch.object(factory, "encodeInWorkers", placement):  # the run's own messages
             assert train.main(argv) == 0
     finally:
         for undo in restore:
@@ -167,7 +182,8 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     learn = timers.seconds["learn"]
     env, encode = timers.seconds.get("env", 0.0), timers.seconds.get("encode", 0.0)
     return {"rate": steps / learn, "env_ms": 1e3 * env / steps, "encode_ms": 1e3 * encode / steps,
-            "rest_ms": 1e3 * (learn - env - encode) / steps}
+            "rest_ms": 1e3 * (learn - env - encode) / steps,
+            "placement": ("in the workers" if placements[-1] else "in this process") if placements else ""}
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
@@ -201,7 +217,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         print(f"VAE trained in {time.perf_counter() - start:.0f} s: {model_folder}", flush=True)
         timeRun("ground_truth", 1, 512, os.path.join(scratch, "warmup"), model_folder)  # imports, first calls
         for num_cpu in args.num_cpu:
-            for mode in MODES:
+            for mode in MODES if num_cpu > 1 else [mode for mode in MODES if mode != "vae_other"]:
                 for renderer in args.renderers if mode in IMAGE_MODES else [REFERENCE_RENDERER]:
                     row = {"mode": mode, "num_cpu": num_cpu, "renderer": renderer if mode in IMAGE_MODES else "",
                            **timeRun(mode, num_cpu, args.steps, os.path.join(scratch, "runs"), model_folder, renderer)}
@@ -213,9 +229,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     lines = ["| observation | renderer | envs | PPO steps/s | vs tinyrenderer | env ms/step | encoder ms/step | "
              "policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
-        label = f"vae (state dim {STATE_DIM})" if row["mode"] == "vae" else row["mode"]
-        label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)",
-                 "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)"}.get(row["mode"], label + ", MlpPolicy")
+        label = f"vae (state dim {STATE_DIM}), MlpPolicy" if row["mode"] in LEARNED_MODES else row["mode"]
+        if row["mode"] in LEARNED_MODES and row["num_cpu"] > 1:
+            label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
+        label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)", "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)",
+                 "ground_truth": "ground_truth, MlpPolicy"}.get(row["mode"], label)
         base = reference.get((row["mode"], row["num_cpu"])) if row["renderer"] else None
         ratio = f"{row['rate'] / base:.2f}x" if base else ""
         lines.append(f"| {label} | {row['renderer']} | {row['num_cpu']} | {row['rate']:,.0f} | {ratio} | "
@@ -235,10 +253,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"first from empty by {WARM_UP_STEPS:,} random steps"
             + ("" if warm_up is None else f" ({warm_up[1]:,} sprites in {warm_up[0]:.0f} s, what a machine's first "
                "sprite runs pay once)") + ". Steps/s over PPO's learn(); "
-            "the per-step split is env step (render + physics, or the wait "
-            "for the subprocesses, which encode their own images with 2 envs), encoder (in this process: one batched getState "
-            "per step) and the rest (policy and PPO "
-            f"updates). {goals} Reported, not asserted. Load average {load_start:.1f} at the start, {load:.1f} at the "
+            "the per-step split is env step (render + physics, or the wait for the subprocesses, which encode their own "
+            "images in the rows encoded in the workers), encoder (in this process: one batched getState per step, in "
+            f"the rows encoded in this process) and the rest (policy and PPO updates). {goals} Reported, not "
+            f"asserted. Load average {load_start:.1f} at the start, {load:.1f} at the "
             f"end ({len(os.sched_getaffinity(0))} cores).",
             table, packages=("torch", "stable_baselines3", "pybullet"))
         print(f"appended to {os.path.relpath(BENCH_FILE)}")

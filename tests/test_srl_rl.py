@@ -13,15 +13,18 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot, trainArgs
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs import factory
 from rl_baselines.envs.factory import (
     NORMALISATION_FILE,
     ScaledVecNormalize,
     VecEnvSettings,
     createEnvs,
+    encodeInWorkers,
     findVecNormalize,
     loadNormalisation,
     makeSingleEnv,
@@ -149,13 +152,11 @@ def _saveUntrainedVAE(folder: str, img_shape: tuple = SMALL, state_dim: int = 4)
 
 
 def test_create_envs_stacks_and_normalises_states_encoded_in_the_workers(tmp_path):
-    from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack
-
-
+    """TinyRenderer's frames, 2 envs on the CPU: the workers encode (the placement measured fastest for costly frames)"""
     folder = _saveUntrainedVAE(str(tmp_path / "model"))
     args = trainArgs(env=ENV_ID, srl_model="vae", srl_model_path=folder, seed=0, num_cpu=2,
                      num_stack=2, action_repeat=1, continuous_actions=False, action_joints=False,
-                     random_target=False, shape_reward=False, img_shape=list(SMALL))
+                     random_target=False, shape_reward=False, img_shape=list(SMALL), renderer="tinyrenderer")
     env = createEnvs(args)
     try:
         # raw envs in subprocesses, each encoding its own images, states stacked, then normalised
@@ -178,14 +179,39 @@ def test_create_envs_stacks_and_normalises_states_encoded_in_the_workers(tmp_pat
     replay.close()
 
 
-def test_workers_encode_the_states_the_main_process_would(tmp_path):
-    """Same images, same states, wherever they are encoded: the observations and the terminal observations."""
-    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
-
-
+def test_encoder_placement(tmp_path, monkeypatch):
+    """Several envs on the CPU: the workers encode TinyRenderer's frames, this process the sprites' cheap ones in one
+    batch (each the faster placement, measured by benchmarks/srl_speed.py); one env: this process; encodeInWorkers
+    saying otherwise (what srl_speed measures beside the default) moves the encoder."""
     folder = _saveUntrainedVAE(str(tmp_path / "model"))
     settings = VecEnvSettings(ENV_ID, 2, 3, "vae", srl_model_path=folder)
+    assert encodeInWorkers(settings, "tinyrenderer") and encodeInWorkers(settings, "lowpoly")
+    assert not encodeInWorkers(settings, "sprites")
+    assert not encodeInWorkers(VecEnvSettings(ENV_ID, 1, 3, "vae"), "tinyrenderer")
     kwargs = {"srl_model": "vae", "img_shape": SMALL, "max_steps": 4}
+
+    def encoderOf(**extra) -> tuple[type, type]:
+        env = createEnvs(settings, env_kwargs={**kwargs, **extra})
+        try:
+            assert env.reset().shape == (2, 4)
+            encoder = findVecNormalize(env).venv
+            return type(encoder), type(encoder.venv)
+        finally:
+            env.close()
+
+    assert encoderOf(renderer="tinyrenderer") == (EncodedInWorkers, SubprocVecEnv)
+    assert encoderOf(renderer="sprites") == (SRLEncoderVecEnv, SubprocVecEnv)
+    assert encoderOf() == (SRLEncoderVecEnv, SubprocVecEnv)  # the mobile robots' default renderer: the sprites
+    monkeypatch.setattr(factory, "encodeInWorkers", lambda settings, renderer: renderer == "sprites")
+    assert encoderOf(renderer="tinyrenderer") == (SRLEncoderVecEnv, SubprocVecEnv)
+    assert encoderOf(renderer="sprites") == (EncodedInWorkers, SubprocVecEnv)
+
+
+def test_workers_encode_the_states_the_main_process_would(tmp_path):
+    """Same images, same states, wherever they are encoded: the observations and the terminal observations."""
+    folder = _saveUntrainedVAE(str(tmp_path / "model"))
+    settings = VecEnvSettings(ENV_ID, 2, 3, "vae", srl_model_path=folder)
+    kwargs = {"srl_model": "vae", "img_shape": SMALL, "max_steps": 4, "renderer": "tinyrenderer"}
     workers = createEnvs(settings, env_kwargs=kwargs)
     in_main = DummyVecEnv([functools.partial(makeSingleEnv, ENV_ID, kwargs, rank) for rank in range(2)])
     in_main.seed(3)

@@ -240,6 +240,26 @@ class VecEnvSettings:
                    getattr(args, "srl_state_scale", "none"))  # plugin API version 1's Namespace: none
 
 
+# Renderers whose frame costs less than a small encoder's forward pass (numpy compositing): with several envs on the
+# CPU, this process encodes their images in one batch per step faster than each worker encodes its own (measured by
+# benchmarks/srl_speed.py, both placements side by side: docs/benchmarks.md). Every other renderer's images are
+# encoded where they are drawn.
+BATCH_ENCODED_RENDERERS = ("sprites",)
+
+
+def encodeInWorkers(settings: VecEnvSettings, renderer: str) -> bool:
+    """
+    Where a learned model's encoder runs (see rl_baselines.envs.srl_encoder).
+
+    :param settings: a run with a learned SRL model
+    :param renderer: what draws its envs' images
+    :return: True with several envs, the encoder on the CPU and images that are costly to draw: each worker encodes
+        its own env's images, on its own core, and only states cross the pipes; False otherwise: this process encodes
+        every env's images in one batch per step (one env, a GPU, or :data:`BATCH_ENCODED_RENDERERS`' cheap frames)
+    """
+    return settings.num_envs > 1 and runDevice(settings.device) == "cpu" and renderer not in BATCH_ENCODED_RENDERERS
+
+
 def createEnvs(
     args: Any,
     env_kwargs: dict[str, Any] | None = None,
@@ -264,8 +284,8 @@ def createEnvs(
     encoder_folder = None
     if isLearnedSRLModel(srl_model):  # found before any env process starts
         encoder_folder = settings.srl_model_path or resolveSRLModel(settings.env_id, srl_model, settings.srl_config_file)
-    # Several envs and an encoder on the CPU: each worker encodes its own env's images, on its own core.
-    in_workers = encoder_folder is not None and settings.num_envs > 1 and runDevice(settings.device) == "cpu"
+    in_workers = encoder_folder is not None and encodeInWorkers(
+        settings, env_kwargs.get("renderer") or resolvedRenderer(None, settings.env_id))
     thunks = [
         functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat,
                           in_workers)

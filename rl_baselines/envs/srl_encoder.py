@@ -6,10 +6,12 @@ encoding runs:
 - in the main process, :class:`SRLEncoderVecEnv` right above the raw VecEnv encodes the images of all envs in one
   batch, one ``getState`` call per vectorised step: the new observations and the terminal observations of the envs
   that just finished, together, so that the agent bootstraps from encoded states too. This is the way for one env
-  (no worker process) and for an encoder on a GPU;
+  (no worker process), for an encoder on a GPU and for frames cheaper to draw than to encode (the sprites);
 - in the SubprocVecEnv workers, on the CPU: each worker's :class:`WorkerEncoder` (one torch thread) encodes its own
   env's images, so the encoding of the envs runs in parallel on every core and only states cross the pipes;
   :class:`EncodedInWorkers` above the raw VecEnv loads the model there and gives the VecEnv the state space.
+
+``rl_baselines.envs.factory.encodeInWorkers`` chooses, by the number of envs, the device and the renderer.
 
 Both give the same states for the same images (the model's ``getState``, batch size aside). Frame stacking and the
 running mean/std normalisation (VecNormalize, saved beside every checkpoint) come after them.
