@@ -11,11 +11,14 @@
 Row i is the observation before action i; the last observation of an episode is not saved.
 
 Episode e is always played with the seed derived from (--seed, e), whatever the number of processes, so 1 and K
-processes write identical datasets. The K worker processes write their episodes straight into the record folders of
-``<save-path>/.<name>.partial/``; each finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there.
-When all are done the arrays are merged and the folder is renamed to ``<name>`` in one step, so a folder named
-``<name>`` is always a complete dataset. An interrupted run leaves the partial folder: ``--resume`` plays only the
-episodes it lacks, ``--force`` discards it.
+processes write the same dataset: identical for the mobile robots; on the Kuka arms an episode's float states (ground
+truth, hence the last digits of a few pixels) also depend, by up to about 1e-5, on the episodes its process played
+before (PyBullet keeps state across restoreState), so K processes, which take episodes as they come free, may write
+them in their last digits differently from 1 process or from another run under another load. The K worker processes
+write their episodes straight into the record folders of ``<save-path>/.<name>.partial/``; each finished episode
+leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged and the folder is
+renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An interrupted run
+leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it.
 
 ``--policy RUN`` replays a trained agent instead of random actions. Loading a run is the RL layer's job, above this
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by

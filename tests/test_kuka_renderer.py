@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from conftest import runFolder, runTrain
 
+from benchmarks import renderer_gtc
 from environments import getEnvClass, registered_env, rendererRefusal
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
@@ -166,3 +167,29 @@ def test_train_and_generator_record_lowpoly(tmp_path) -> None:
                                     max_steps=5, renderer="lowpoly", no_progress=True)) == 0
     with open(tmp_path / "data" / "lowpoly" / "dataset_config.json") as file:
         assert json.load(file)["renderer"] == "lowpoly"
+
+
+def test_renderer_gtc_measures_an_arm_against_lowpoly(capsys) -> None:
+    """benchmarks.renderer_gtc pairs each env with its own other renderer: a Kuka arm's rows are TinyRenderer's and
+    lowpoly's frames of one trajectory (checked by the script), one model trained on each; an env without a second
+    renderer is not a choice (exit 2)."""
+    envs = renderer_gtc.measuredEnvs()
+    assert KUKA in envs and "MobileRobotGymEnv-v0" in envs
+    assert renderer_gtc.otherRenderer(KUKA) == "lowpoly"
+    assert renderer_gtc.otherRenderer("MobileRobotGymEnv-v0") == "sprites"
+    assert all(renderer_gtc.otherRenderer(env_id) is None for env_id in registered_env if env_id not in envs)
+    without = next(env_id for env_id in registered_env if env_id not in envs)
+    with pytest.raises(SystemExit) as refused:
+        renderer_gtc.parseArgs(["--envs", without])
+    assert refused.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+    rows = renderer_gtc.main(["--envs", KUKA, "--episodes", "2", "--max-steps", "10", "--epochs", "1", "--seeds", "0",
+                              "--state-dim", "2", "--max-samples", "20", "--no-append"])
+    assert sorted(row["trained_on"] for row in rows) == ["lowpoly", "tinyrenderer"]
+    for row in rows:
+        assert row["env"] == KUKA and row["renderer"] == "lowpoly"
+        assert set(row["gtc"]) == {"reference", "other"}
+        own = row["gtc"]["reference" if row["trained_on"] == "tinyrenderer" else "other"]
+        other = row["gtc"]["other" if row["trained_on"] == "tinyrenderer" else "reference"]
+        assert row["difference"] == pytest.approx(abs(other - own))
+    assert "(lowpoly)" in capsys.readouterr().out
