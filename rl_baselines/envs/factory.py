@@ -241,9 +241,9 @@ class VecEnvSettings:
 
 
 # Renderers whose frame costs less than a small encoder's forward pass (numpy compositing): with several envs on the
-# CPU, this process encodes their images in one batch per step faster than each worker encodes its own (measured by
-# benchmarks/srl_speed.py, both placements side by side: docs/benchmarks.md). Every other renderer's images are
-# encoded where they are drawn.
+# CPU, this process encodes their images in one batch per step faster than each worker encodes its own (both
+# placements measured side by side in alternating rounds: docs/srl.md, "Using a representation in RL"). Every other
+# renderer's images are encoded where they are drawn.
 BATCH_ENCODED_RENDERERS = ("sprites",)
 
 
