@@ -2,7 +2,8 @@
 
 Every benchmark writes its figures into the docs through this module: a section of docs/srl.md (the SRL table under
 its heading, the SRL + RL benchmark between its markers) or a dated block at the end of docs/benchmarks.md (the
-command, the machine and the table). Invariants:
+command, the machine and the table). It also holds what those blocks state about how a figure was measured: the
+machine's description and the one-thread environment of a measured subprocess (``ONE_THREAD``). Invariants:
 
 - a document is rewritten whole through a temporary file and one rename (srl_toolbox.files.atomicPath), never
   appended to in place: a kill half-way never leaves a cut section;
@@ -26,6 +27,9 @@ from srl_toolbox.locks import acquireLock, lockPathFor
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
 BENCH_TITLE = "# srl-toolbox benchmarks\n"
+# The environment of a measured subprocess with one torch/BLAS thread (the figures say so): jobs run side by side,
+# one per core
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnasium")) -> str:

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass, registered_env
 from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
@@ -57,8 +57,6 @@ IMAGE_FORMATS = ("jpg", "png")  # the models train on JPEG files (the generator'
 BOUND = 0.02
 # A row's GTCs: on the reference renderer's frames and on the env's other renderer's (the row's "renderer")
 SIDES = ("reference", "other")
-# One torch/BLAS thread per training: the two trainings of an env run side by side, one per core
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 def otherRenderer(env_id: str) -> str | None:

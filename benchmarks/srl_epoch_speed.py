@@ -25,9 +25,8 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
 from benchmarks.srl_rl.runs import loadRun
-from benchmarks.srl_table import ONE_THREAD
 from srl_models.train import trainableModels
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 

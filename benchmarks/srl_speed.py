@@ -165,13 +165,13 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
             "--renderer", renderer]
     argv += ["--srl-model-path", model_folder] if mode in LEARNED_MODES else list(MODE_FLAGS[mode])
     placements = []  # where the run's encoder ran: True in the workers
+    default_placement = factory.encodeInWorkers
 
     def placement(settings: factory.VecEnvSettings, drawn_by: str) -> bool:
         in_workers = default_placement(settings, drawn_by) != (mode == "vae_other")
         placements.append(in_workers)
         return in_workers
 
-    default_placement = factory.encodeInWorkers
     try:
         with contextlib.redirect_stdout(io.StringIO()), \
                 mock.patch.object(factory, "encodeInWorkers", placement):  # the run's own messages

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import machineDescription, recordedCommand, replaceHeadingSection, rewriteDocument
+from benchmarks.documents import ONE_THREAD, machineDescription, recordedCommand, replaceHeadingSection, rewriteDocument
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registered_srl
 from srl_models.train import trainableModels
@@ -56,8 +56,6 @@ SECTION = "## Results on MobileRobot and KukaButton"
 DOC_FILE = os.path.join(ROOT, "docs", "srl.md")
 CONFIG_DIR = os.path.join(ROOT, "config")
 GT_LABELS = {MOBILE: ("x", "y"), KUKA: ("x", "y", "z")}
-# One torch/BLAS thread per training: the jobs run side by side, one per core
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -285,7 +285,7 @@ def createEnvs(
     if isLearnedSRLModel(srl_model):  # found before any env process starts
         encoder_folder = settings.srl_model_path or resolveSRLModel(settings.env_id, srl_model, settings.srl_config_file)
     in_workers = encoder_folder is not None and encodeInWorkers(
-        settings, env_kwargs.get("renderer") or resolvedRenderer(None, settings.env_id))
+        settings, resolvedRenderer(env_kwargs.get("renderer"), settings.env_id))
     thunks = [
         functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat,
                           in_workers)
