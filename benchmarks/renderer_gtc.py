@@ -268,11 +268,7 @@ def parseArgs(argv: list[str] | None) -> argparse.Namespace:
                         help="training seeds: one model per seed and renderer [0 1 2]")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of both datasets and of the measured subset [0]")
     parser.add_argument("--max-samples", type=int, default=2000, help="most frames measured per GTC [2000]")
-    parser.add_argument("--num-cpu", type=int, default=1,
-                        help="processes of the dataset generator [1: every episode played in order by one process; "
-                        "with more, which process plays an episode depends on the load, and a Kuka arm's float "
-                        "states depend in their last digits on the episodes its process played before, so the "
-                        "trajectory check can fail]")
+    parser.add_argument("--num-cpu", type=int, default=2, help="processes of the dataset generator [2]")
     parser.add_argument("--jobs", type=int, default=2, help="trainings at a time, one torch thread each [2]")
     parser.add_argument("--keep", metavar="DIR", default=None,
                         help="keep the datasets and models in DIR [a temporary folder, removed]")

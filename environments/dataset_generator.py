@@ -10,11 +10,10 @@
 
 Row i is the observation before action i; the last observation of an episode is not saved.
 
-Episode e is always played with the seed derived from (--seed, e), whatever the number of processes, so 1 and K
-processes write the same dataset: identical for the mobile robots; on the Kuka arms an episode's float states (ground
-truth, hence the last digits of a few pixels) also depend, by up to about 1e-5, on the episodes its process played
-before (PyBullet keeps state across restoreState), so K processes, which take episodes as they come free, may write
-them in their last digits differently from 1 process or from another run under another load. The K worker processes
+Episode e is always played with the seed derived from (--seed, e), from a world in which no episode was played before
+(an env with RESET_KEEPS_HISTORY, such as the Kuka arms, gets the reset option FRESH_WORLD), whatever the number of
+processes and whichever took it, so 1 and K processes, interrupted and resumed or not, write the same dataset. The K
+worker processes
 write their episodes straight into the record folders of ``<save-path>/.<name>.partial/``; each finished episode
 leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged and the folder is
 renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An interrupted run
@@ -54,7 +53,7 @@ from tqdm import tqdm
 from environments import getEnvClass, registered_env, rendererKeywords, rendererRefusal, resolvedRenderer
 from environments.generator_config import DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.registry import defaultRenderersText
-from environments.srl_env import REFERENCE_RENDERER
+from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
 from srl_toolbox.locks import tryLock
@@ -292,7 +291,9 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
     folder = os.path.join(partial_dir, recordFolder(episode))
     shutil.rmtree(folder, ignore_errors=True)  # left by an interrupted run
     os.makedirs(folder)
-    observation, _ = env.reset(seed=seed)
+    # an env whose episodes feel the ones played before them starts each from a world built anew
+    options = {FRESH_WORLD: True} if getattr(env, "RESET_KEEPS_HISTORY", False) else None
+    observation, _ = env.reset(seed=seed, options=options)
     env.action_space.seed(seed)
     if policy is not None:
         policy.reset(seed)

@@ -23,6 +23,14 @@ valid for any relabelled goal; an info without the flag counts as no penalty); w
 goal distance. An env opts in with ``GOAL_CONDITIONED = True``, ``goalThreshold`` and :meth:`goalTransition` in its
 step; it may override ``goalDistance`` and ``goalPenalty``.
 
+Episode history: a seeded reset of most envs gives an episode that depends on its seed and actions alone. An env
+whose simulator keeps state across resets that the episode's floats feel says so with ``RESET_KEEPS_HISTORY = True``
+(the PyBullet arms: contact caches and the broadphase's pair order survive ``restoreState``, and move a later
+episode's float states by up to about 1e-4). Such an env takes the reset option ``{FRESH_WORLD: True}``: it builds its
+world anew before the episode, which is then the one a new env would play. Training never asks for it (an env's
+sequence of episodes is itself seeded and repeats); the dataset generator does, so that an episode does not depend on
+which of its processes played it after which others.
+
 Action masks (sb3-contrib's convention, for MaskablePPO): an env that can tell which discrete actions would do
 nothing useful defines ``action_masks() -> np.ndarray`` (one bool per action of its Discrete space, True where the
 action is allowed, at least one True). :meth:`SRLGymEnv.offersActionMasks` says whether a class does; an env without
@@ -49,6 +57,10 @@ RENDERERS = ("tinyrenderer", "sprites", "lowpoly")
 # and keys leave it out (a dataset's ``_<renderer>`` suffix, the benchmark archive's key) so that they stay those of
 # the data made before. Not "the default": each env class has its own (DEFAULT_RENDERER, environments.defaultRenderer).
 REFERENCE_RENDERER = "tinyrenderer"
+
+# The reset option (``env.reset(options={FRESH_WORLD: True})``) with which an env that has RESET_KEEPS_HISTORY builds
+# its world anew before the episode; the other envs ignore it.
+FRESH_WORLD = "fresh_world"
 
 
 def isLearnedSRLModel(srl_model: str) -> bool:
@@ -99,6 +111,9 @@ class SRLGymEnv(gym.Env):
     # What draws the env's images when no renderer is asked for (the renderer keyword left out, --renderer not given):
     # one of its RENDERERS (an env without the renderer keyword draws its own images, which count as the reference).
     DEFAULT_RENDERER = REFERENCE_RENDERER
+    # Whether an episode's floats may depend on the episodes the env played before (see the module docstring); such
+    # an env honours reset(options={FRESH_WORLD: True}).
+    RESET_KEEPS_HISTORY = False
 
     def __init__(
         self,

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -359,13 +360,38 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
     assertOneLineError(generate(tmp_path / "other", "--policy", trainedRun, "-c", check=False), "discrete", "drop -c")
 
 
+def test_an_arm_episode_does_not_depend_on_the_episodes_played_before(tmp_path):
+    """An arm keeps contact caches across resets (RESET_KEEPS_HISTORY): the generator starts each episode from a
+    scene built anew, so which process played it after which others (any --num-cpu, a resumed run) does not show."""
+    config = dataset_generator.parseConfig(["--env", "KukaRandButtonGymEnv-v0", "--save-path", str(tmp_path),
+                                            "--img-shape", "3", "32", "32", "--max-steps", "100",
+                                            "--image-format", "png"])
+    spec = dataset_generator.validate(config)[0]
+    partial_dir = str(tmp_path / "partial")
+
+    def record(env, episode: int) -> tuple[dict, dict]:
+        dataset_generator.recordEpisode(env, None, spec, episode, partial_dir)
+        with np.load(dataset_generator.episodeFile(partial_dir, episode)) as data:
+            arrays = {key: data[key] for key in data.files}
+        return arrays, fileContents(os.path.join(partial_dir, dataset_generator.recordFolder(episode)))
+
+    env = dataset_generator.makeEnv(spec)
+    try:
+        arrays, images = record(env, 14)
+        record(env, 3)  # a distractor-strewn episode before: without a new scene, episode 14's floats differ
+        again, again_images = record(env, 14)
+    finally:
+        env.close()
+    assert set(again) == set(arrays) and len(arrays["actions"]) > 1
+    for key, value in arrays.items():
+        np.testing.assert_array_equal(again[key], value, err_msg=key)
+    assert again_images == images
+
+
 @pytest.mark.parametrize("run_force_down", [True, False, None])
 def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_force_down):
     """Random actions on an arm are recorded with force_down; a replayed agent gets its run's setting (a loader or an
     older run without it: False, the env's default)."""
-    from types import SimpleNamespace
-
-
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     fields = {} if run_force_down is None else {"force_down": run_force_down}

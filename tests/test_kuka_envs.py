@@ -12,10 +12,12 @@ from conftest import runFolder, runTrain
 from stable_baselines3.common.env_checker import check_env
 
 import environments
+from environments.generator_config import DEFAULT_MAX_DISTANCE
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.kuka.kuka_moving_button_env import KukaMovingButtonGymEnv
 from environments.kuka.kuka_rand_button_env import KukaRandButtonGymEnv
+from environments.srl_env import FRESH_WORLD
 
 SMALL_IMG = (3, 40, 40)  # small images keep the pixel tests fast
 ENV_CLASSES = (KukaButtonGymEnv, KukaRandButtonGymEnv, Kuka2ButtonGymEnv, KukaMovingButtonGymEnv)
@@ -167,6 +169,34 @@ def test_same_seed_same_episode(env_class, kind: str) -> None:
         _rollout(env_a, 4)
         np.testing.assert_array_equal(first, _rollout(env_a, 3))
         assert not np.array_equal(first[0], _rollout(env_b, 4, n_steps=0)[0])
+
+
+def _randomEpisode(env: KukaButtonGymEnv, seed: int, options: dict | None = None) -> np.ndarray:
+    """:return: the ground truth of an episode of seeded random actions played to its end, as the generator plays"""
+    env.reset(seed=seed, options=options)
+    env.action_space.seed(seed)
+    states = [env.getGroundTruth()]
+    while True:
+        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+        states.append(env.getGroundTruth())
+        if terminated or truncated:
+            return np.stack(states)
+
+
+def test_fresh_world_reset_plays_the_episode_of_a_new_env() -> None:
+    # The distractors' contacts carry an episode's traces into the next one's floats (RESET_KEEPS_HISTORY):
+    # the reset option FRESH_WORLD rebuilds the scene, and the episode is then the one a new env plays first.
+    settings = {"is_discrete": True, "force_down": True, "max_steps": 100, "max_distance": DEFAULT_MAX_DISTANCE}
+    before, episode = 2613022947, 121999420  # the generator's seeds of episodes 3 and 14 (seed 0)
+    assert KukaRandButtonGymEnv.RESET_KEEPS_HISTORY and not environments.getEnvClass("MobileRobotGymEnv-v0").RESET_KEEPS_HISTORY
+    with makeEnv(KukaRandButtonGymEnv, **settings) as new:
+        reference = _randomEpisode(new, episode)
+    with makeEnv(KukaRandButtonGymEnv, **settings) as env:
+        _randomEpisode(env, before)
+        assert not np.array_equal(_randomEpisode(env, episode), reference), "the history no longer shows: " \
+            "RESET_KEEPS_HISTORY may not be needed"
+        _randomEpisode(env, before, {FRESH_WORLD: True})
+        np.testing.assert_array_equal(_randomEpisode(env, episode, {FRESH_WORLD: True}), reference)
 
 
 def test_constructor_seed_matches_reset_seed() -> None:

@@ -1,8 +1,11 @@
 """KukaButtonGymEnv: a Kuka iiwa arm on a table must press a button with its gripper (PyBullet).
 
 The scene (pybullet_data's plane, table and kuka_iiwa with its gripper, plus the project's own button URDFs) is
-built once per env; every reset restores a saved snapshot of it, so episodes do not pay for reloading meshes and a
-seeded reset replays exactly. Each env step sets the arm's motor targets once (inverse kinematics for effector
+built once per env; every reset restores a saved snapshot of it, so episodes do not pay for reloading meshes. The
+snapshot does not hold PyBullet's contact caches and broadphase pair order, so an episode's floats (not its seeded
+draws) depend by up to about 1e-4 on the episodes the env played before (RESET_KEEPS_HISTORY): a sequence of seeded
+episodes repeats exactly, and ``reset(options={FRESH_WORLD: True})`` rebuilds the scene first (about 25 ms, 10 resets'
+worth) to give the episode a new env would play. Each env step sets the arm's motor targets once (inverse kinematics for effector
 moves, direct targets for joint moves) and then runs PHYSICS_STEPS_PER_ACTION physics steps of 1/240 s, so that the
 arm actually travels toward what the action asked before the agent sees the result.
 
@@ -32,7 +35,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
-from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv
+from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -99,6 +102,7 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     # --- physics
     PHYSICS_VERSION = 2
+    RESET_KEEPS_HISTORY = True
     TIME_STEP = 1.0 / 240.0
     # physics name -> (constraint solver iterations per physics step at most, residual below which it stops)
     SOLVER = {"default": (50, 1e-5), "reference": (150, 1e-7)}
@@ -357,10 +361,14 @@ class KukaButtonGymEnv(SRLGymEnv):
         RESET_SETTLE_STEPS physics steps, then N_RANDOM_ACTIONS_AT_INIT random actions.
 
         :param seed: reseeds the env's random generator when given
-        :param options: unused
+        :param options: ``{FRESH_WORLD: True}`` builds the scene anew first (the episode a new env would play)
         :return: (first observation, info)
         """
         super().reset(seed=seed)
+        if options and options.get(FRESH_WORLD):
+            self._p.removeState(self._initial_state)
+            self._p.resetSimulation()
+            self._buildScene()
         self._p.restoreState(self._initial_state)
         self._resetMotors()
         self._button_positions = self._drawButtonPositions()
