@@ -188,7 +188,8 @@ def test_fresh_world_reset_plays_the_episode_of_a_new_env() -> None:
     # the reset option FRESH_WORLD rebuilds the scene, and the episode is then the one a new env plays first.
     settings = {"is_discrete": True, "force_down": True, "max_steps": 100, "max_distance": DEFAULT_MAX_DISTANCE}
     before, episode = 2613022947, 121999420  # the generator's seeds of episodes 3 and 14 (seed 0)
-    assert KukaRandButtonGymEnv.RESET_KEEPS_HISTORY and not environments.getEnvClass("MobileRobotGymEnv-v0").RESET_KEEPS_HISTORY
+    assert KukaRandButtonGymEnv.RESET_KEEPS_HISTORY
+    assert not environments.getEnvClass("MobileRobotGymEnv-v0").RESET_KEEPS_HISTORY
     with makeEnv(KukaRandButtonGymEnv, **settings) as new:
         reference = _randomEpisode(new, episode)
     with makeEnv(KukaRandButtonGymEnv, **settings) as env:
