@@ -17,7 +17,9 @@ are about 4 once each dimension is normalised, which the first layer of the poli
 state's covariance (``srl_models.metrics.participationRatio``, measured on random moves): the number of directions
 the state really spans, known without the ground truth (about 2 for a linear map of 2 numbers, so about 0.25 at 32
 dimensions), as train's ``--srl-state-scale participation`` measures it on a model's recorded states.
-``--hyperparam NAME:VALUE`` (ppo2's names) and ``--policy-activation`` change one thing of the agent at a time, and
+``--hyperparam NAME:VALUE`` (ppo2's names), ``--policy-activation`` and ``--early-ent-coef WEIGHT:STEPS`` (the
+entropy bonus's weight for the updates of the first STEPS steps, ppo2's after) change one thing of the agent at a
+time, and
 ``--first-seed`` with ``--seeds`` picks the seeds, to measure how often each setting traps a seed. Each
 run is Stable-Baselines3's PPO with ppo2's hyperparameters (:data:`rl_baselines.rl_algorithm.ppo2.PPO2Model`'s
 defaults), one env, the running mean/std normalisation that train puts on every low-dimensional state
@@ -34,10 +36,11 @@ not). About 1.5 minutes per run on one core: 15 runs in about 12 minutes on 2 co
 
 Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--first-seed
 0] [--steps 50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--scale 1|S|participation] [--hyperparam
-NAME:VALUE ...] [--policy-activation tanh|relu] [--results FILE] [--workers 2] [--no-append]``
+NAME:VALUE ...] [--policy-activation tanh|relu] [--early-ent-coef WEIGHT:STEPS] [--results FILE] [--workers 2] [--no-append]``
 """
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -133,6 +136,31 @@ class FirstSuccess(BaseCallback):
         return True
 
 
+class EarlyEntropy(BaseCallback):
+    """
+    The entropy bonus's weight ``weight`` for the updates of the first ``until`` steps, then the agent's own: more
+    exploration only while the agent has not yet met the target.
+
+    :param weight: the early weight
+    :param until: env steps after which the agent's own weight applies
+    """
+
+    def __init__(self, weight: float, until: int) -> None:
+        super().__init__()
+        self.weight, self.until = float(weight), int(until)
+        self.own: float | None = None
+
+    def _on_training_start(self) -> None:
+        self.own = self.model.ent_coef
+        self.model.ent_coef = self.weight
+
+    def _on_rollout_end(self) -> None:  # the update that follows sees the weight of the steps collected so far
+        self.model.ent_coef = self.weight if self.num_timesteps <= self.until else self.own
+
+    def _on_step(self) -> bool:
+        return True
+
+
 def normalisedEnv(factory: Callable[[], gym.Env], scale: float = 1.0, training: bool = True) -> VecNormalize:
     """
     :param factory: builds the env
@@ -196,7 +224,8 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
     Train one agent and evaluate it along the way.
 
     :param job: variant, seed, dims, steps, eval_freq, eval_episodes, map_seed, scale (a number), and optionally
-        hyperparams (ppo2's, typed: they replace its defaults) and activation (a key of :data:`ACTIVATIONS`)
+        hyperparams (ppo2's, typed: they replace its defaults), activation (a key of :data:`ACTIVATIONS`) and
+        early_ent_coef ([weight, steps]: :class:`EarlyEntropy`)
     :return: the job with ``timesteps`` and ``rewards`` (mean evaluation reward at each evaluation) and
         ``first_success`` (:class:`FirstSuccess`: the step at which the first training episode with a positive return
         ended, None for none)
@@ -212,7 +241,8 @@ def runOne(job: dict[str, Any]) -> dict[str, Any]:
     callback = EvalCallback(eval_env, n_eval_episodes=job["eval_episodes"], eval_freq=job["eval_freq"],
                             deterministic=True, verbose=0, callback_after_eval=recorder)
     first = FirstSuccess()
-    model.learn(job["steps"], callback=CallbackList([callback, first]))
+    callbacks = [callback, first] + ([EarlyEntropy(*job["early_ent_coef"])] if "early_ent_coef" in job else [])
+    model.learn(job["steps"], callback=CallbackList(callbacks))
     return {**job, "timesteps": recorder.timesteps, "rewards": recorder.rewards, "first_success": first.step}
 
 
@@ -255,6 +285,18 @@ def firstSuccessText(run: dict[str, Any]) -> str:
 def scaleValue(raw: str) -> float | str:
     """argparse type of ``--scale``: a positive number or :data:`PARTICIPATION`."""
     return PARTICIPATION if raw == PARTICIPATION else positiveFloat(raw)
+
+
+def earlyEntropy(raw: str) -> tuple[float, int]:
+    """argparse type of ``--early-ent-coef``: ``WEIGHT:STEPS``, a non-negative weight and a positive step count."""
+    weight, separator, steps = raw.partition(":")
+    try:
+        value, until = float(weight), int(steps)
+    except ValueError:
+        value, until = -1.0, 0
+    if not separator or not value >= 0 or until < 1:
+        raise argparse.ArgumentTypeError(f"{raw!r} is not WEIGHT:STEPS (a weight >= 0, a number of steps >= 1)")
+    return value, until
 
 
 def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
@@ -307,6 +349,8 @@ def buildParser() -> CLIParser:
                         help="ppo2 hyperparameters that replace its defaults [none]")
     parser.add_argument("--policy-activation", choices=sorted(ACTIVATIONS), default="tanh",
                         help="activation of the policy and value networks [tanh, SB3's]")
+    parser.add_argument("--early-ent-coef", type=earlyEntropy, default=None, metavar="WEIGHT:STEPS",
+                        help="the entropy bonus's weight for the first STEPS steps, ppo2's after [none]")
     parser.add_argument("--results", default=None, metavar="FILE",
                         help="JSON file that keeps the finished runs; runs found there are not run again [none]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
@@ -332,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = [{"variant": v, "seed": s, "dims": args.dims, "steps": args.steps, "eval_freq": args.eval_freq,
              "eval_episodes": args.eval_episodes, "map_seed": args.map_seed, "scale": scales[v],
              "hyperparams": hyperparams, "activation": args.policy_activation}
+            | ({"early_ent_coef": list(args.early_ent_coef)} if args.early_ent_coef else {})
             for s in range(args.first_seed, args.first_seed + args.seeds) for v in variants]
     kept = loadResults(args.results)
     finished = {jobSettings(run): run for run in kept}
@@ -361,7 +406,9 @@ def main(argv: list[str] | None = None) -> int:
                     if args.scale == PARTICIPATION else
                     f"; the normalised state multiplied by {args.scale:g}" if args.scale != 1.0 else "")
                  + "".join(f"; {name} {value}" for name, value in hyperparams.items())
-                 + (f"; {args.policy_activation} activations" if args.policy_activation != "tanh" else ""))
+                 + (f"; {args.policy_activation} activations" if args.policy_activation != "tanh" else "")
+                 + (f"; entropy bonus weight {args.early_ent_coef[0]:g} for the first {args.early_ent_coef[1]:,} "
+                    f"steps" if args.early_ent_coef else ""))
         appendReport("ppo2 on ground truth of another shape", command.strip(), notes, table,
                      packages=("torch", "stable_baselines3", "pybullet"), target="bench-state-shape")
     return 0

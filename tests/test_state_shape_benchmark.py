@@ -83,6 +83,9 @@ def test_the_scale_multiplies_what_the_agent_gets_and_is_synced_to_the_evaluatio
     (["--hyperparam", "n_steps:-3"], ["n_steps:-3"]),
     (["--policy-activation", "gelu"], ["'gelu'", "relu", "tanh"]),
     (["--first-seed", "-1"], ["--first-seed", "'-1'"]),
+    (["--early-ent-coef", "0.05"], ["--early-ent-coef", "'0.05'", "WEIGHT:STEPS"]),
+    (["--early-ent-coef=-1:100"], ["--early-ent-coef", "'-1:100'", "WEIGHT:STEPS"]),
+    (["--early-ent-coef", "0.05:0"], ["--early-ent-coef", "'0.05:0'", "WEIGHT:STEPS"]),
 ])
 def test_bad_input_is_one_line_exit_2(argv, words):
     with pytest.raises(UsageError) as error:
@@ -108,6 +111,35 @@ def test_hyperparameters_and_activation_reach_the_agent():
     assert model.policy.activation_fn is torch.nn.ReLU
     plain = state_shape.buildAgent({**job, "hyperparams": {}, "activation": "tanh"}, venv)
     assert plain.ent_coef == 0.01 and plain.policy.activation_fn is torch.nn.Tanh
+
+
+class _WeightsSeen(state_shape.BaseCallback):
+    """Records the entropy weight each update is about to use (after EarlyEntropy set it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, float]] = []
+
+    def _on_rollout_end(self) -> None:
+        self.seen.append((int(self.num_timesteps), float(self.model.ent_coef)))
+
+    def _on_step(self) -> bool:
+        return True
+
+
+def test_the_early_entropy_weight_holds_for_its_steps_then_the_agents_own():
+    job = {"variant": "ground_truth", "seed": 0, "dims": 32, "map_seed": 1000, "scale": 1.0,
+           "hyperparams": state_shape.parseHyperparams(["n_steps:64", "n_epochs:1"])}
+    model = state_shape.buildAgent(job, state_shape.normalisedEnv(lambda: state_shape.makeEnv("ground_truth", 32,
+                                                                                               1000)))
+    seen = _WeightsSeen()
+    model.learn(256, callback=state_shape.CallbackList([state_shape.EarlyEntropy(0.2, 128), seen]))
+    assert seen.seen == [(64, 0.2), (128, 0.2), (192, 0.01), (256, 0.01)]
+    assert model.ent_coef == 0.01
+    assert state_shape.earlyEntropy("0.05:10000") == (0.05, 10000)
+    job = {"variant": "linear", "seed": 0, "dims": 32, "steps": 256, "eval_freq": 128, "eval_episodes": 1,
+           "map_seed": 1000, "scale": 1.0, "early_ent_coef": [0.05, 128]}
+    assert state_shape.runOne(job)["timesteps"] == [128, 256]
 
 
 def test_results_are_kept_and_a_second_call_runs_nothing(tmp_path, capsys):
