@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import os
 import shutil
 from types import SimpleNamespace
@@ -231,6 +232,49 @@ def test_another_training_of_the_same_recipe_keeps_the_archived_runs(archived_mo
     running.runEverything(settings)
     assert not [key for key, r in json.loads(open(archive).read()).items() if r["observation"] == "vae"]
     assert "dropped the archived run" in capsys.readouterr().out
+
+
+def test_a_report_after_another_training_keeps_what_the_archive_measured(archived_mobile, tmp_path, capsys) -> None:
+    """The first session's bench folder, its vae trained again (another hash, the same recipe): reported again, its
+    finished runs, which used the first training, keep the GTC, KNN-MSE and recipe the archive holds for that model."""
+    archive, digest = archived_mobile
+    text = open(archive).read()
+    os.chdir(tmp_path / "first")
+    settings = _settings(["--env", MOBILE, *SMALL, "--runs-file", archive])
+    folder = writeModel(os.path.join(settings.base, settings.bench_dir, "srl", "vae_again"), "vae", 0.5)
+    with open(os.path.join(folder, "exp_config.json")) as handle:
+        config = json.load(handle)
+    with open(os.path.join(folder, "exp_config.json"), "w") as handle:
+        json.dump({**config, "train_loss": 0.25}, handle)
+    assert bench_models.modelFacts(folder)["hash"] != digest
+    with open(os.path.join(settings.base, settings.configFile(MOBILE)), "w") as handle:
+        handle.write(f"{MOBILE}:\n  vae: srl/vae_again\n")
+    capsys.readouterr()
+    assert cli.main(["--env", MOBILE, *SMALL, "--report-only", "--no-doc", "--runs-file", archive]) == 0
+    vae = [record["model"] for record in json.loads(open(archive).read()).values() if record["observation"] == "vae"]
+    assert len(vae) == 2 and all(model["gtc"] == 0.42 and model["knn_mse"] == 0.125 and model["recipe"]
+                                 and model["hash"] == digest for model in vae)
+    assert open(archive).read() == text and "Archived" not in capsys.readouterr().out
+
+
+def test_the_gtc_column_of_runs_made_with_models_no_longer_registered_comes_from_the_archive() -> None:
+    """Runs of two earlier trainings (A, B), the registered model a third (C) used by none: the column shows what the
+    archive measured for A (B's metrics are unknown), not n/a, and the archive's facts fill a record that lacks them."""
+    records = [SimpleNamespace(observation="vae", model={"hash": digest, "state_dim": 32}) for digest in "AAB"]
+    registered = {"vae": {"hash": "C", "gtc": 0.7, "knn_mse": 0.1, "state_dim": 32}}
+    archived = {"k1": {"model": {"hash": "A", "gtc": 0.5, "knn_mse": 0.2, "state_dim": 32, "recipe": "r"}},
+                "k2": {"model": {"hash": "B", "gtc": None, "knn_mse": None, "state_dim": 32}}, "k3": {"model": None}}
+    measured = bench_archive.measuredModels(archived)
+    assert set(measured) == {"A"}
+    facts = analysis.reportedModels(records, registered, measured)["vae"]
+    assert facts["trainings"] == 2 and facts["gtc"] == 0.5 and facts["knn_mse"] == 0.2
+    assert math.isnan(analysis.reportedModels(records, registered)["vae"]["gtc"])
+    entry = {"observation": "vae", "model": {"hash": "A", "recipe": None, "state_dim": 32, "gtc": None,
+                                             "knn_mse": None}}
+    assert bench_archive.withArchivedModel(entry, measured)["model"] == archived["k1"]["model"]
+    for other in ({**entry, "model": {**entry["model"], "hash": "B"}}, {**entry, "model": None},
+                  {**entry, "model": {**entry["model"], "gtc": 0.9}}):
+        assert bench_archive.withArchivedModel(other, measured) == other
 
 
 def test_an_interrupted_runs_stage_still_counts_its_time(tmp_path, monkeypatch) -> None:

@@ -204,12 +204,15 @@ def anchorComparison(row: ObservationSummary, env: str, reference: ObservationSu
     return paper, f"{'higher' if here > there else 'lower'} here: {text}"
 
 
-def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str, Any]],
+                   measured: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """
     :param records: an env's runs in the report (bench folder and archive)
     :param registered: the facts of the models registered for the env (benchmarks.srl_rl.models.registeredFacts)
+    :param measured: model hash -> facts with metrics that the archive holds (benchmarks.srl_rl.archive.measuredModels)
     :return: learned model name -> the facts its GTC column shows: those of the model its runs used (the registered
-        one's for a run made with it, else the run's recorded facts; the registered model's when it has no run). When
+        one's for a run made with it, else the archive's for that model, else the run's recorded facts; the
+        registered model's when it has no run). When
         its runs used several trainings of one recipe (models.sameModel), the mean of each metric (models.modelMetrics:
         GTC, KNN-MSE, any other) over those where it is known, with ``trainings`` set to their count
     """
@@ -218,7 +221,8 @@ def reportedModels(records: Sequence[RunRecord], registered: dict[str, dict[str,
         if record.model is None or record.model.get("hash") is None:
             continue
         current = registered.get(modelName(record.observation))
-        model = current if current is not None and current.get("hash") == record.model["hash"] else record.model
+        model = current if current is not None and current.get("hash") == record.model["hash"] else \
+            (measured or {}).get(record.model["hash"], record.model)
         used.setdefault(record.observation, {})[record.model["hash"]] = model
     facts = dict(registered)
     for name, models in used.items():

@@ -7,6 +7,10 @@ atomically and only when a record changes): env, observation, seed, the settings
 evaluation curve, steps/s, wall time, the learned model's hash, recipe and metrics (GTC, KNN-MSE, the linear probe's
 R^2 when it was evaluated), the day it finished, the machine and the invocation's fingerprint. Invariants:
 
+- a report never loses a measured fact: a run whose model is no longer the registered one (prepare trained its
+  recipe again) gets the metrics and recipe an archived record holds for that model (same hash;
+  :func:`withArchivedModel`);
+
 - a record's key (:func:`archiveKey`) names everything that changes its result: the env plan's steps, evaluation
   frequency and episodes and env flags, readable; for a learned observation the SRL settings as prepare resolves
   them (seed, state dimension, epochs, dataset episodes, image size); and a digest of the run's train settings
@@ -188,6 +192,27 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
     return archiveKey(record.env, record.observation, record.seed, run, srl, record.train or {}, physics), entry
 
 
+def measuredModels(archive: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """:return: model hash -> the model facts an archived record holds with its metrics (GTC known)"""
+    return {model["hash"]: model for record in archive.values()
+            if (model := record.get("model")) and model.get("hash") and model.get("gtc") is not None}
+
+
+def withArchivedModel(entry: dict[str, Any], measured: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """
+    :param entry: a run's record as :func:`archiveEntry` makes it now
+    :param measured: the archive's measured models (:func:`measuredModels`)
+    :return: the entry, with the archived facts (metrics and recipe) of its model when the entry lacks them and the
+        archive has them: the run's model is no longer the registered one (prepare trained its recipe again), but
+        an earlier report measured it (same hash); a report never forgets what an earlier one measured
+    """
+    model = entry.get("model")
+    if model is None or model.get("gtc") is not None or model.get("hash") not in measured:
+        return entry
+    known = measured[model["hash"]]
+    return {**entry, "model": {**model, **{name: value for name, value in known.items() if value is not None}}}
+
+
 def collectRuns(settings: Settings, plans: Sequence[EnvPlan]
                 ) -> tuple[dict[str, list[RunRecord]], dict[str, dict[str, dict[str, Any]]]]:
     """
@@ -217,6 +242,7 @@ def recordRuns(settings: Settings, plans: Sequence[EnvPlan], found: dict[str, li
     """
     if settings.archive_file is None:
         return {}
+    measured = measuredModels(loadArchive(settings.archive_file))
     entries = {}
     for plan in plans:
         srl = settings.srlSettings(plan)
@@ -226,7 +252,7 @@ def recordRuns(settings: Settings, plans: Sequence[EnvPlan], found: dict[str, li
             learned = record.observation in settings.learned
             key, entry = archiveEntry(settings, plan, record, srl if learned else None,
                                       models[plan.env].get(modelName(record.observation)), machine)
-            entries[key] = entry
+            entries[key] = withArchivedModel(entry, measured)
     archive, changed = writeArchive(settings.archive_file, entries)
     if changed:
         print(f"Archived {len(changed)} run(s) in {displayPath(settings.archive_file)} ({len(archive)} in all)",

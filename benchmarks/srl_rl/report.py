@@ -26,7 +26,7 @@ import numpy as np
 from benchmarks.documents import appendReport, replaceMarkedSection, rewriteDocument
 from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
-from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, recordFromArchive, recordRuns
+from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
 from benchmarks.srl_rl.compare import comparisonSection, loadComparison
 from benchmarks.srl_rl.overview import overviewSection
 from benchmarks.srl_rl.plans import (
@@ -255,6 +255,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     candidates = settings.reportPlans()
     found, models = collectRuns(settings, candidates)
     archive = recordRuns(settings, candidates, found, models, machine)
+    measured = measuredModels(archive)
     earlier = loadComparison(compare_to) if compare_to else None  # read after the runs archived (the same file?)
     used: dict[str, list[RunRecord]] = {}
     expected: dict[str, int] = {}
@@ -281,7 +282,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     missing = 0
     for plan in reported:
         records = used[plan.env]
-        facts = reportedModels(records, models[plan.env])
+        facts = reportedModels(records, models[plan.env], measured)
         notes = {name: "not prepared" for name in settings.learned
                  if name not in facts and modelName(name) not in facts}
         absent = expected[plan.env] - len(records)
