@@ -152,9 +152,8 @@ class EarlyEntropy(BaseCallback):
 
     def _on_training_start(self) -> None:
         self.own = self.model.ent_coef
-        self.model.ent_coef = self.weight
 
-    def _on_rollout_end(self) -> None:  # the update that follows sees the weight of the steps collected so far
+    def _on_rollout_end(self) -> None:  # before each update: the weight of the steps collected so far
         self.model.ent_coef = self.weight if self.num_timesteps <= self.until else self.own
 
     def _on_step(self) -> bool:

@@ -13,11 +13,10 @@ Row i is the observation before action i; the last observation of an episode is 
 Episode e is always played with the seed derived from (--seed, e), from a world in which no episode was played before
 (an env with RESET_KEEPS_HISTORY, such as the Kuka arms, gets the reset option FRESH_WORLD), whatever the number of
 processes and whichever took it, so 1 and K processes, interrupted and resumed or not, write the same dataset. The K
-worker processes
-write their episodes straight into the record folders of ``<save-path>/.<name>.partial/``; each finished episode
-leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged and the folder is
-renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An interrupted run
-leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it.
+worker processes write their episodes straight into the record folders of ``<save-path>/.<name>.partial/``; each
+finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged
+and the folder is renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An
+interrupted run leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it.
 
 ``--policy RUN`` replays a trained agent instead of random actions. Loading a run is the RL layer's job, above this
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by

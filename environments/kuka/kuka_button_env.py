@@ -4,7 +4,7 @@ The scene (pybullet_data's plane, table and kuka_iiwa with its gripper, plus the
 built once per env; every reset restores a saved snapshot of it, so episodes do not pay for reloading meshes. The
 snapshot does not hold PyBullet's contact caches and broadphase pair order, so an episode's floats (not its seeded
 draws) depend by up to about 1e-4 on the episodes the env played before (RESET_KEEPS_HISTORY): a sequence of seeded
-episodes repeats exactly, and ``reset(options={FRESH_WORLD: True})`` rebuilds the scene first (about ten resets'
+episodes repeats exactly, and ``reset(options={FRESH_WORLD: True})`` rebuilds the scene first (about nine resets'
 time) to give the episode a new env would play. Each env step sets the arm's motor targets once (inverse kinematics
 for effector moves, direct targets for joint moves) and then runs PHYSICS_STEPS_PER_ACTION physics steps of 1/240 s,
 so that the arm actually travels toward what the action asked before the agent sees the result.
