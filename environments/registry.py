@@ -129,14 +129,14 @@ def rendererKeywords(renderer: str, env_id: str) -> dict[str, str]:
 def defaultRenderersText() -> str:
     """
     :return: the registered envs' default renderers in words, for the help of ``--renderer``: ``tinyrenderer for
-        every env``, or ``sprites for A, B; tinyrenderer for the others`` (the most common default last, as "the
-        others")
+        every env``, or ``sprites for A, B; lowpoly for C; tinyrenderer for the others`` (the reference last, as "the
+        others", where an env draws with it by default; else the most common default)
     """
     groups: dict[str, list[str]] = {}
     for env_id in sorted(registerAll()):
         groups.setdefault(defaultRenderer(env_id), []).append(env_id)
     if len(groups) <= 1:
         return f"{next(iter(groups), REFERENCE_RENDERER)} for every env"
-    common = max(groups, key=lambda name: (len(groups[name]), name == REFERENCE_RENDERER))
+    common = REFERENCE_RENDERER if REFERENCE_RENDERER in groups else max(groups, key=lambda name: len(groups[name]))
     return "; ".join([*(f"{name} for {', '.join(envs)}" for name, envs in groups.items() if name != common),
                       f"{common} for the others"])

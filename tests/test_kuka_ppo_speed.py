@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from benchmarks.kuka_ppo_speed import configurations, goalVerdicts
+from environments.kuka.kuka_button_env import KukaButtonGymEnv
 
 
 def test_every_observation_is_measured_under_both_physics_and_images_with_every_renderer():
@@ -19,7 +20,21 @@ def test_the_goal_is_read_from_the_default_configuration():
              ("vae", "default", "lowpoly"): 90.0, ("raw_pixels", "reference", "tinyrenderer"): 40.0,
              ("raw_pixels", "default", "tinyrenderer"): 40.0, ("raw_pixels", "default", "lowpoly"): 44.0}
     verdicts = goalVerdicts(rates)
-    assert "ground_truth: default 1.60x the reference physics (met by default" in verdicts
-    # an option's rate is reported beside, never counted as the default's
-    assert "vae: default 1.20x the reference physics (not met by default, goal 1.5x), 1.80x with --renderer lowpoly" \
+    assert "ground_truth: default 1.60x the reference physics with tinyrenderer (met by default" in verdicts
+    # images are read at the env's default renderer (lowpoly on the arms), against the reference physics and renderer
+    assert "vae: default, drawn by lowpoly 1.80x the reference physics with tinyrenderer (met by default, goal 1.5x)." \
         in verdicts
+    assert "raw_pixels: default, drawn by lowpoly 1.10x the reference physics with tinyrenderer (not met by default" \
+        in verdicts
+
+
+def test_an_option_faster_than_the_default_is_reported_beside_it(monkeypatch):
+    monkeypatch.setattr(KukaButtonGymEnv, "DEFAULT_RENDERER", "tinyrenderer")
+    rates = {("ground_truth", "reference", "tinyrenderer"): 100.0, ("ground_truth", "default", "tinyrenderer"): 120.0,
+             ("vae", "reference", "tinyrenderer"): 50.0, ("vae", "default", "tinyrenderer"): 60.0,
+             ("vae", "default", "lowpoly"): 90.0, ("raw_pixels", "reference", "tinyrenderer"): 40.0,
+             ("raw_pixels", "default", "tinyrenderer"): 40.0, ("raw_pixels", "default", "lowpoly"): 44.0}
+    verdicts = goalVerdicts(rates)
+    # an option's rate is reported beside, never counted as the default's
+    assert ("vae: default, drawn by tinyrenderer 1.20x the reference physics with tinyrenderer (not met by default, "
+            "goal 1.5x), 1.80x with --renderer lowpoly.") in verdicts

@@ -28,6 +28,7 @@ from environments import dataset_generator, defaultRenderer, getEnvClass, regist
 from environments.dataset import Dataset
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
+from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.registry import defaultRenderersText
@@ -46,6 +47,7 @@ from srl_toolbox.cli import UsageError
 
 MOBILE_ROBOTS = ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0", "MobileRobot2TargetGymEnv-v0",
                  "MobileRobotLineTargetGymEnv-v0"]
+KUKA_ARMS = ["KukaButtonGymEnv-v0", "KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEnv-v0", "KukaMovingButtonGymEnv-v0"]
 MAX_MAE = 2.0
 MAX_OFF_FRACTION = 0.01
 OFF_BY = 32
@@ -291,14 +293,16 @@ def test_default_runs_record_the_sprites(trainedRun: str) -> None:
 
 
 def test_each_env_names_its_default_renderer(monkeypatch) -> None:
-    """The mobile robots draw with the sprites unless asked otherwise, every other env with TinyRenderer; the mobile
-    robots' default is one class line that their variants inherit."""
+    """The mobile robots draw with the sprites unless asked otherwise, the Kuka arms with lowpoly, every other env with
+    TinyRenderer; each family's default is one class line that its variants inherit."""
     envs = sorted(registered_env)
     assert {env_id: defaultRenderer(env_id) for env_id in envs} == {
-        env_id: "sprites" if env_id in MOBILE_ROBOTS else REFERENCE_RENDERER for env_id in envs}
+        env_id: "sprites" if env_id in MOBILE_ROBOTS else "lowpoly" if env_id in KUKA_ARMS else REFERENCE_RENDERER
+        for env_id in envs}
     for env_id in envs:  # an env's default is one it can draw with
         assert rendererRefusal(defaultRenderer(env_id), env_id) is None
-    assert defaultRenderersText() == f"sprites for {', '.join(sorted(MOBILE_ROBOTS))}; tinyrenderer for the others"
+    assert defaultRenderersText() == (f"lowpoly for {', '.join(sorted(KUKA_ARMS))}; sprites for "
+                                      f"{', '.join(sorted(MOBILE_ROBOTS))}; tinyrenderer for the others")
     assert resolvedRenderer(None, "MobileRobot1DGymEnv-v0") == "sprites"
     assert resolvedRenderer("tinyrenderer", "MobileRobot1DGymEnv-v0") == "tinyrenderer"
     for env_id, keywords in (("MobileRobot1DGymEnv-v0", {}), ("KukaButtonGymEnv-v0", {"physics": "reference"})):
@@ -307,6 +311,7 @@ def test_each_env_names_its_default_renderer(monkeypatch) -> None:
         env.close()
     monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
     assert [defaultRenderer(env_id) for env_id in MOBILE_ROBOTS] == [REFERENCE_RENDERER] * 4
+    monkeypatch.setattr(KukaButtonGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
     assert defaultRenderersText() == "tinyrenderer for every env"
     assert getEnvClass("MobileRobotGymEnv-v0")(srl_model="ground_truth").renderer == "tinyrenderer"
 
@@ -329,10 +334,11 @@ def test_train_prepare_and_the_generator_resolve_the_env_default(tmp_path, monke
         tiny = validated("--env", env_id, "--renderer", "tinyrenderer")
         assert tiny.renderer == "tinyrenderer" and tiny.argsRecord()["renderer"] == "tinyrenderer"
         # the keyword where the env's default is another renderer, none where tinyrenderer is (or the only one)
-        assert tiny.env_kwargs.get("renderer") == ("tinyrenderer" if env_id == "MobileRobotGymEnv-v0" else None)
+        assert tiny.env_kwargs.get("renderer") == (
+            "tinyrenderer" if env_id in ("MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0") else None)
         assert "--renderer tinyrenderer" in continueCommand(tiny, None, 64)  # by name whatever the default then
-    kuka = validated("--env", "KukaButtonGymEnv-v0")
-    assert kuka.renderer == "tinyrenderer" and "renderer" not in kuka.env_kwargs
+    kuka = validated("--env", "KukaButtonGymEnv-v0")  # the arms' default: lowpoly, passed by name to the env
+    assert kuka.renderer == "lowpoly" and kuka.env_kwargs["renderer"] == "lowpoly"
     tiny = validated("--env", "MobileRobotGymEnv-v0", "--renderer", "tinyrenderer")
     for config, renderer in ((tiny, "tinyrenderer"), (sprites, "sprites")):  # the env draws with what was recorded
         env = getEnvClass("MobileRobotGymEnv-v0")(**envKwargsFromArgs(config))
@@ -357,10 +363,12 @@ def test_train_prepare_and_the_generator_resolve_the_env_default(tmp_path, monke
     made = prepared("--env", "MobileRobotGymEnv-v0")
     assert os.path.basename(made.dataset_folder) == "MobileRobotGymEnv-v0_2ep_64x64_sprites_seed0"
     assert made.dataset_settings["renderer"] == made.generator.renderer == "sprites"
-    for env_id, flags in (("MobileRobotGymEnv-v0", ["--renderer", "tinyrenderer"]), ("KukaButtonGymEnv-v0", [])):
-        made = prepared("--env", env_id, *flags)
-        assert os.path.basename(made.dataset_folder).endswith("_2ep_64x64_seed0")
+    for env_id in ("MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0", "OmnirobotEnv-v0"):
+        made = prepared("--env", env_id, *(["--renderer", "tinyrenderer"] if env_id != "OmnirobotEnv-v0" else []))
+        assert os.path.basename(made.dataset_folder) == f"{env_id}_2ep_64x64_seed0"
         assert made.dataset_settings["renderer"] == "tinyrenderer"
+    made = prepared("--env", "KukaButtonGymEnv-v0")  # the arms' default
+    assert os.path.basename(made.dataset_folder) == "KukaButtonGymEnv-v0_2ep_64x64_lowpoly_seed0"
 
     # the generator: the env's default, and the keyword that records tinyrenderer where it is not the default
     def keywords(env_id: str, **given) -> dict:
@@ -369,5 +377,6 @@ def test_train_prepare_and_the_generator_resolve_the_env_default(tmp_path, monke
 
     assert keywords("MobileRobotGymEnv-v0")["renderer"] == "sprites"
     assert keywords("MobileRobotGymEnv-v0", renderer="tinyrenderer")["renderer"] == "tinyrenderer"
-    assert "renderer" not in keywords("KukaButtonGymEnv-v0")
+    assert keywords("KukaButtonGymEnv-v0")["renderer"] == "lowpoly"
+    assert "renderer" not in keywords("OmnirobotEnv-v0")
     assert not os.path.exists(tmp_path / "data") or os.listdir(tmp_path / "data") == []

@@ -17,6 +17,7 @@ from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
 from benchmarks.srl_rl import runs as bench_runs
+from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.sweeps import pipeline, sweep
@@ -397,10 +398,10 @@ def test_a_variant_has_its_own_runs_and_row_on_the_model_prepared_once(tmp_path)
 
 def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
     """A fresh clone's `python -m benchmarks.srl_rl` runs only what the moving target lacks: every run of
-    the default configuration (the rows of issue 29 included) on MobileRobot, Kuka (physics version 2) and Nav 1D is
-    in benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records of physics version 1 are
-    not taken for runs of its physics version 2, and raw pixels' records are not taken for the runs of raw pixels
-    with --augment shift."""
+    the default configuration (the rows of issue 29 included) on MobileRobot (sprites), Kuka (physics version 2,
+    lowpoly) and Nav 1D is in benchmarks/srl_rl_runs.json under the key the current settings make; Kuka's records of
+    physics version 1 or of TinyRenderer are not taken for runs of its default, and raw pixels' records are not taken
+    for the runs of raw pixels with --augment shift."""
     settings = _settings([])
     assert settings.archive_file == plans.RUNS_FILE
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
@@ -412,10 +413,12 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
             planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
             assert set(matches) == planned, sorted(planned ^ set(matches))
         found[plan.env] = len(matches)
-    # Kuka's physics version 2: every run of its grid; Nav 1D: every run (seeds 3 and 4 too, beyond the default 3);
-    # the moving target: seed 0 of its first six rows
-    assert found == {plans.MOBILE: 45, plans.KUKA: 45, plans.MOBILE_1D: 45, plans.KUKA_MOVING: 6}
+    # Kuka drawn by lowpoly: every run of its grid; Nav 1D: every run (seeds 3 and 4 too, beyond the default 3); the
+    # moving target: none (its archived runs were drawn by TinyRenderer)
+    assert found == {plans.MOBILE: 45, plans.KUKA: 45, plans.MOBILE_1D: 45, plans.KUKA_MOVING: 0}
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
+    assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
+               "tinyrenderer" for record in archive.values()) == 75
 
 
 def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, capsys) -> None:
@@ -424,20 +427,10 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
-    # 1: the moving target's runs are not all in the archive (6 of 15 rows x 3 seeds); MobileRobot's 45, Kuka's 45
-    # (physics version 2) and Nav 1D's 45 are
+    # the moving target has no run drawn by its default (lowpoly); MobileRobot's 45, Kuka's 45 and Nav 1D's 45 are in
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
     out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "39 expected run(s) have not finished" in out
-    assert f"![ppo2 learning curves on {plans.KUKA_MOVING}]" in out
-    # without the moving target's records (the task not run at all)
-    with open(plans.RUNS_FILE) as handle:
-        records = json.load(handle)
-    with open(archive, "w") as handle:
-        json.dump({key: record for key, record in records.items() if record["env"] != plans.KUKA_MOVING}, handle)
-    assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
-    out = capsys.readouterr().out
-    assert "45 expected run(s) have not finished" in out
+    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "45 expected run(s) have not finished" in out
     # a figure is linked for the tasks with runs only (none is drawn for the others)
     assert f"![ppo2 learning curves on {plans.MOBILE_1D}]" in out
     assert f"![ppo2 learning curves on {plans.KUKA_MOVING}]" not in out
@@ -486,8 +479,8 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
     key = bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, tiny)
     assert key == bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, recorded_before)
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
-    # the committed records: TinyRenderer's, and MobileRobot's grid drawn by the sprites
-    assert {record["train"]["renderer"] for record in archive.values()} == {"tinyrenderer", "sprites"}
+    # the committed records: TinyRenderer's, MobileRobot's grid drawn by the sprites and Kuka's drawn by lowpoly
+    assert {record["train"]["renderer"] for record in archive.values()} == {"tinyrenderer", "sprites", "lowpoly"}
     sprites = bench_runs.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
                                                                             "sprites"]))
     assert sprites["renderer"] == "sprites"
@@ -515,10 +508,9 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
 
 
 def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeypatch) -> None:
-    """MobileRobot's own default renderer is sprites (one line in its class): without --renderer the benchmark's
-    datasets and runs of it are drawn by sprites, keyed apart from the archived tinyrenderer records, which its default
-    before (tinyrenderer) found; --renderer tinyrenderer finds those records again; Kuka keeps tinyrenderer and its
-    keys."""
+    """An env's own default renderer (one line in its class: sprites on MobileRobot, lowpoly on the Kuka arms) draws
+    the benchmark's datasets and runs of it without --renderer, keyed apart from the archived tinyrenderer records,
+    which the default before (tinyrenderer) found; --renderer tinyrenderer finds those records again."""
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
 
     def plansOf(settings: plans.Settings) -> tuple[plans.EnvPlan, plans.EnvPlan]:
@@ -531,31 +523,35 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
                                          bench_runs.specSettings(spec), bench_runs.envPhysics(plan.env))
                 for spec in settings.specs(plan)]
 
-    with monkeypatch.context() as before_the_sprites:  # MobileRobot's default before: the reference, tinyrenderer
-        before_the_sprites.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
-        before = _settings([])
-        mobile, kuka = plansOf(before)
-        assert before.drawnBy(MOBILE) == before.drawnBy(plans.KUKA) == "tinyrenderer"
-        tiny_keys = {plan.env: keys(before, plan) for plan in (mobile, kuka)}
-        matches = bench_archive.archivedMatches(archive, before, mobile, before.specs(mobile), {})
-        assert len(matches) == 45 and all(record["train"]["renderer"] == "tinyrenderer" for record in matches.values())
-    sprites_keys = keys(_settings(["--renderer", "sprites"]), mobile)
+    def matches(settings: plans.Settings, plan: plans.EnvPlan) -> dict:
+        return bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
 
-    assert MobileRobotGymEnv.DEFAULT_RENDERER == "sprites"
+    with monkeypatch.context() as before:  # both defaults before: the reference, tinyrenderer
+        before.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
+        before.setattr(KukaButtonGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
+        reference = _settings([])
+        mobile, kuka = plansOf(reference)
+        assert reference.drawnBy(MOBILE) == reference.drawnBy(plans.KUKA) == "tinyrenderer"
+        tiny_keys = {plan.env: keys(reference, plan) for plan in (mobile, kuka)}
+        for plan in (mobile, kuka):
+            found = matches(reference, plan)
+            assert len(found) == 45 and all(record["train"]["renderer"] == "tinyrenderer" for record in found.values())
+
+    assert (MobileRobotGymEnv.DEFAULT_RENDERER, KukaButtonGymEnv.DEFAULT_RENDERER) == ("sprites", "lowpoly")
     after = _settings([])
     mobile, kuka = plansOf(after)
-    assert after.drawnBy(MOBILE) == "sprites" and after.drawnBy(plans.KUKA) == "tinyrenderer"
-    assert after.configFile(MOBILE).endswith("srl_models_sprites.yaml") and after.configFile(plans.KUKA) == \
-        after.config_file
-    assert all(bench_runs.specSettings(spec)["renderer"] == "sprites" for spec in after.specs(mobile))
-    assert "--renderer" not in after.prepareCommand(mobile)  # prepare resolves it to the same default
-    assert keys(after, mobile) == sprites_keys and not set(sprites_keys) & set(tiny_keys[MOBILE])
-    reused = bench_archive.archivedMatches(archive, after, mobile, after.specs(mobile), {})
-    assert len(reused) == 45 and all(record["train"]["renderer"] == "sprites" for record in reused.values())
-    assert keys(after, kuka) == tiny_keys[plans.KUKA]
+    for plan, renderer in ((mobile, "sprites"), (kuka, "lowpoly")):
+        assert after.drawnBy(plan.env) == renderer and after.configFile(plan.env).endswith(f"srl_models_{renderer}.yaml")
+        assert all(bench_runs.specSettings(spec)["renderer"] == renderer for spec in after.specs(plan))
+        assert "--renderer" not in after.prepareCommand(plan)  # prepare resolves it to the same default
+        assert keys(after, plan) == keys(_settings(["--renderer", renderer]), plan)
+        assert not set(keys(after, plan)) & set(tiny_keys[plan.env])
+        assert all(record["train"]["renderer"] == renderer for record in matches(after, plan).values())
+    assert len(matches(after, mobile)) == 45
     explicit = _settings(["--renderer", "tinyrenderer"])
-    assert explicit.drawnBy(MOBILE) == "tinyrenderer" and keys(explicit, mobile) == tiny_keys[MOBILE]
-    assert len(bench_archive.archivedMatches(archive, explicit, mobile, explicit.specs(mobile), {})) == 45
+    for plan in plansOf(explicit):
+        assert explicit.drawnBy(plan.env) == "tinyrenderer" and keys(explicit, plan) == tiny_keys[plan.env]
+        assert len(matches(explicit, plan)) == 45
 
 
 def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_path, monkeypatch, capsys) -> None:

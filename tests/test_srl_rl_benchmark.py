@@ -222,7 +222,8 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     assert prepare[:2] == ["-m", "srl_models.prepare"] and prepare.count("--env") == 1
     assert prepare[prepare.index("--srl-model") + 1:prepare.index("--srl-model") + 3] == ["vae", "pca"]
     assert "--random-target" in prepare and prepare[prepare.index("--state-dim") + 1] == "16"
-    assert prepare[prepare.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")
+    # the arms' datasets are drawn by lowpoly (their default): its models have a config file of their own
+    assert prepare[prepare.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models_lowpoly.yaml")
     pipeline = settings.pipelineCommand(kuka)
     assert pipeline[:2] == ["-m", "rl_baselines.pipeline"] and "--random-target" in pipeline
     # the arm moves as in its dataset (the generator records it with force_down): a train flag, not a prepare one
@@ -230,7 +231,7 @@ def test_commands_keep_every_model_on_one_dataset_and_the_config_in_the_bench_fo
     assert "--force-down" in bench_archive.archiveKey(plans.KUKA, "vae", 0, settings.runSettings(kuka), None, {})
     assert pipeline[pipeline.index("--num-iteration") + 1] == "3"
     assert pipeline[pipeline.index("--eval-freq") + 1] == str(kuka.eval_freq)
-    assert pipeline[pipeline.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models.yaml")
+    assert pipeline[pipeline.index("--srl-config-file") + 1] == os.path.join("logs", "b", "srl_models_lowpoly.yaml")
     assert plans.shown(pipeline, 10).startswith("nice -n 10 python -m rl_baselines.pipeline --algo ppo2")
     assert "--data-folder" not in prepare  # prepare's own data folder: other prepare commands reuse the dataset
     quick = cli.settingsFrom(cli.buildParser().parse_args(["--quick", "--bench-dir", os.path.join("logs", "q")]))
