@@ -24,7 +24,8 @@ from benchmarks import renderer_gtc
 from environments import getEnvClass, registered_env, rendererRefusal
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
-from environments.srl_env import RENDERERS
+from environments.kuka.floor import HIDDEN, cameraImage
+from environments.srl_env import FRESH_WORLD, RENDERERS
 
 KUKA = "KukaButtonGymEnv-v0"
 VARIANTS = ["KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEnv-v0", "KukaMovingButtonGymEnv-v0"]
@@ -126,6 +127,58 @@ def test_lowpoly_matches_tinyrenderer_and_physics_is_identical(env_id: str) -> N
     large.check(f"{env_id} render() 128x128")
     for env in envs:
         env.close()
+
+
+def _withinJitter(drawn: np.ndarray, reference: np.ndarray) -> bool:
+    """
+    :return: whether the two frames are equal; raises if they differ by more than TinyRenderer's jitter (1 level in
+        at most 2 pixels)
+    """
+    error = np.abs(drawn.astype(np.int16) - reference.astype(np.int16)).max(axis=2)
+    assert error.max() <= 1 and int((error > 0).sum()) <= 2, f"{int((error > 0).sum())} pixels off, by {error.max()}"
+    return not error.any()
+
+
+@pytest.mark.parametrize("env_id", [KUKA, *VARIANTS])
+def test_lowpoly_draws_the_floor_once_per_camera_and_its_frames_are_tinyrenderers(env_id: str) -> None:
+    """The floor image put where nothing was drawn gives TinyRenderer's pixels with the plane drawn in the scene, for
+    every camera (both views, the observation's size and render()'s), also after the scene is rebuilt. Identical up
+    to TinyRenderer's own jitter: two draws of one state now and then differ by 1 level in a pixel or two (about one
+    frame in 800 at 128x128, with the plane drawn or not), so a frame may differ by that much, and most are equal."""
+    env = getEnvClass(env_id)(srl_model="raw_pixels", random_target=True, is_discrete=False, multi_view=True,
+                              render_mode="rgb_array", render_size=128, renderer="lowpoly")
+    client, plane = env._p, env._plane_uid
+    cameras = [(env._view_matrix, 64, env._obs_projection), (env._view_matrix_2, 64, env._obs_projection),
+               (env._view_matrix, 128, env._render_projection)]
+    actions = np.random.default_rng(11).uniform(-1.0, 1.0, (40, 3))
+    env.reset(seed=4)
+    floor_pixels = frames = equal = 0
+    for index, action in enumerate(actions):
+        if index == 20:
+            env.reset(seed=5, options={FRESH_WORLD: True})  # the rebuilt scene hides its new plane too
+        for view, side, projection in cameras:
+            drawn = env._cameraImage(view, side, side, projection)
+            scene = cameraImage(client, view, side, side, projection)[0]  # the plane hidden: no floor
+            client.changeVisualShape(plane, -1, rgbaColor=[1.0, 1.0, 1.0, 1.0])
+            reference = cameraImage(client, view, side, side, projection)[0]
+            client.changeVisualShape(plane, -1, rgbaColor=list(HIDDEN))
+            frames += 1
+            equal += _withinJitter(drawn, reference)
+            if side == 128:
+                equal += _withinJitter(env.render(), reference)
+                frames += 1
+            floor_pixels += int((scene != drawn).any(axis=2).sum())
+        observation, _, terminated, truncated, _ = env.step(action)
+        np.testing.assert_array_equal(observation[:, :, :3], _image(env))
+        if terminated or truncated:
+            env.reset(seed=index)
+    assert floor_pixels > 40 * len(cameras) * 100  # the floor is in every frame, and came from the floor image
+    assert equal >= frames - 3, f"{frames - equal} of {frames} frames differ by TinyRenderer's jitter"
+    env.close()
+    for renderer, composites in ((None, True), ("tinyrenderer", False)):  # lowpoly is the default; the reference
+        other = getEnvClass(env_id)(srl_model="ground_truth", renderer=renderer)  # draws the plane every frame
+        assert (other._floor is not None) == composites
+        other.close()
 
 
 def test_lowpoly_physics_is_identical_with_joint_and_discrete_actions() -> None:

@@ -14,7 +14,7 @@ from scipy import stats
 from srl_rl_bench import CURVES, MOBILE, STEPS, writeModel, writeRun
 
 from benchmarks.documents import replaceHeadingSection
-from benchmarks.srl_rl import analysis, cli, plans
+from benchmarks.srl_rl import analysis, cli, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import report as bench_report
@@ -262,3 +262,26 @@ def test_report_only_without_finished_runs_writes_nothing(tmp_path, capsys) -> N
     assert code == 1 and "nothing written" in capsys.readouterr().out
     assert doc.read_text() == "# SRL\n" and not images.exists() and not (tmp_path / "bench").exists()
     assert not (tmp_path / "runs.json").exists()
+
+
+def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
+    settings = cli.settingsFrom(cli.buildParser().parse_args(["--env", MOBILE]))
+    plan = settings.plans[0]
+    guess = running.expectedRunSeconds(plan, "vae", {})
+    # nothing measured: the kind's expected rate, the evaluations counted at full length on top of the training
+    rate = plans.EXPECTED_RATE[MOBILE]["learned"]
+    evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
+    assert guess == pytest.approx(5.0 + plan.steps / rate + evaluation / (1.25 * rate))
+    # a measured observation: the mean of its runs' whole train commands (their evaluations are in them already)
+    measured = {(MOBILE, "vae"): 120.0, (MOBILE, "pca"): 80.0, (MOBILE, "raw_pixels"): 500.0,
+                ("KukaButtonGymEnv-v0", "atc"): 900.0}
+    assert running.expectedRunSeconds(plan, "vae", measured) == 120.0
+    # one not measured yet: the mean of the env's measured observations of its kind (not another env's)
+    assert running.expectedRunSeconds(plan, "atc", measured) == pytest.approx(100.0)
+    assert running.expectedRunSeconds(plan, plans.RAW_PIXELS_SHIFT, measured) == 500.0
+    assert running.expectedRunSeconds(plan, "ground_truth", measured) == running.expectedRunSeconds(
+        plan, "ground_truth", {})
+    # the whole estimate: the missing runs' seconds over the workers
+    whole = running.estimateSeconds(settings, plan, measured, from_scratch=True)
+    runs = sum(settings.seeds * running.expectedRunSeconds(plan, name, measured) for name in settings.observations)
+    assert whole == pytest.approx(len(settings.models) * plans.EXPECTED_PREPARE_S + runs / settings.workers)

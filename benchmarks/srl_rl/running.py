@@ -63,15 +63,28 @@ def addTiming(path: str, key: str, stage: str, seconds: float) -> dict[str, floa
     return stages
 
 
+def observationKind(observation: str) -> str:
+    """:return: ``ground_truth``, ``raw_pixels`` (a variant: its model's kind) or ``learned``"""
+    return modelName(observation) if isEnvObservation(observation) else "learned"
+
+
 def expectedRunSeconds(plan: EnvPlan, observation: str, measured: dict[tuple[str, str], float]) -> float:
     """
     :param plan: the env's plan
     :param observation: the observation
-    :param measured: (env, observation) -> steps/s of its finished runs
-    :return: a guess of one run's seconds, training and evaluations
+    :param measured: (env, observation) -> mean seconds of the whole train command of its finished runs with these
+        settings (evaluations and start-up included)
+    :return: a guess of one run's seconds: the observation's measured mean; else the mean over the env's measured
+        observations of the same kind (ground truth, raw pixels, learned); else from the kind's expected rate, its
+        evaluation episodes counted at full length
     """
-    kind = modelName(observation) if isEnvObservation(observation) else "learned"  # a variant: its model's rate
-    rate = measured.get((plan.env, observation)) or EXPECTED_RATE.get(plan.env, {}).get(kind, 200.0)
+    if (plan.env, observation) in measured:
+        return measured[plan.env, observation]
+    kind = observationKind(observation)
+    same = [seconds for (env, name), seconds in measured.items() if env == plan.env and observationKind(name) == kind]
+    if same:
+        return float(np.mean(same))
+    rate = EXPECTED_RATE.get(plan.env, {}).get(kind, 200.0)
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
     return 5.0 + plan.steps / rate + evaluation / (1.25 * rate)  # evaluation steps skip the updates
 
@@ -81,7 +94,7 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
     """
     :param settings: the benchmark's settings
     :param plan: an env's plan
-    :param measured: (env, observation) -> steps/s of finished runs
+    :param measured: (env, observation) -> mean seconds of its finished runs (:func:`expectedRunSeconds`)
     :param from_scratch: every model and run, whatever exists already
     :param archived: (observation, seed) of the runs taken from the archive (not run; none of them: no prepare)
     :return: the seconds its prepare (models not registered yet) and its missing runs are expected to take
@@ -198,9 +211,10 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
     for plan in settings.plans:
         records = [*loadRuns(finishedRunFolders(specs[plan.env])), *map(recordFromArchive, archived[plan.env].values())]
         for record in records:
-            measured.setdefault((record.env, record.observation), []).append(record.rate)
-    rates = {key: float(np.nanmean(values)) for key, values in measured.items() if not np.isnan(values).all()}
-    estimates = {plan.env: estimateSeconds(settings, plan, rates, archived=archived[plan.env])
+            if np.isfinite(record.wall):
+                measured.setdefault((record.env, record.observation), []).append(record.wall)
+    seconds = {key: float(np.mean(values)) for key, values in measured.items()}
+    estimates = {plan.env: estimateSeconds(settings, plan, seconds, archived=archived[plan.env])
                  for plan in settings.plans}
 
     def pending(env: str) -> list[Any]:
@@ -208,7 +222,7 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
                 and finishedFolder(spec) is None]
 
     missing_before = sum(len(pending(plan.env)) for plan in settings.plans)
-    whole = sum(estimateSeconds(settings, plan, rates, from_scratch=True) for plan in settings.plans)
+    whole = sum(estimateSeconds(settings, plan, seconds, from_scratch=True) for plan in settings.plans)
     print(f"Plan: {', '.join(f'{p.env} {p.steps:,} steps per run' for p in settings.plans)}; "
           f"{len(settings.observations)} observations x {settings.seeds} seeds; {missing_before} runs to do"
           + (f" ({sum(map(len, archived.values()))} archived)" if any(archived.values()) else "")

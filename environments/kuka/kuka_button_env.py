@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
+from environments.kuka.floor import HIDDEN, PLANE_URDF, FloorImages, cameraImage
 from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv
 
 # URDFs are resolved from this file, never from the current directory.
@@ -81,8 +82,9 @@ class KukaButtonGymEnv(SRLGymEnv):
     :param renderer: what draws the arm in camera images, both with PyBullet's TinyRenderer: "tinyrenderer" (the
         reference: pybullet_data's meshes, ~14,800 triangles) or "lowpoly" (the same SDF with its visual meshes
         decimated to a tenth, environments/kuka/lowpoly/; collision meshes, masses and inertias are the original's,
-        so physics is bit-identical and only the images differ, within the bounds of tests/test_kuka_renderer.py);
-        None: the class's DEFAULT_RENDERER
+        so physics is bit-identical and only the images differ, within the bounds of tests/test_kuka_renderer.py;
+        the static floor is drawn once per camera and put where nothing else was drawn, which changes no pixel:
+        environments/kuka/floor.py); None: the class's DEFAULT_RENDERER
     :param kwargs: the SRLGymEnv keywords: srl_model ("ground_truth": effector xyz, relative to the target when
         relative_pos; "joints": the 7 arm joint angles; "joints_position": those angles then the ground truth;
         "raw_pixels" or a learned model: uint8 images), relative_pos, is_discrete, action_joints, random_target
@@ -179,6 +181,7 @@ class KukaButtonGymEnv(SRLGymEnv):
                  physics: str = "default", renderer: str | None = None, **kwargs: Any) -> None:
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
+        self._floor: FloorImages | None = None
         renderer = self.DEFAULT_RENDERER if renderer is None else renderer
         if renderer not in self.RENDERERS:
             raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
@@ -222,6 +225,8 @@ class KukaButtonGymEnv(SRLGymEnv):
 
         with silencedCOutput():
             self._p = BulletClient(connection_mode=pybullet.GUI if self.renders else pybullet.DIRECT)
+        # lowpoly draws the floor once per camera (environments/kuka/floor.py); the GUI's own view keeps it
+        self._floor = FloorImages(self.PLANE_POS) if renderer == "lowpoly" and not self.renders else None
         self._bindPyBullet()
         self._buildScene()
         self._setupCameras(width, height)
@@ -263,7 +268,9 @@ class KukaButtonGymEnv(SRLGymEnv):
         p.setTimeStep(self.TIME_STEP)
         p.setGravity(0.0, 0.0, self.GRAVITY)
         data = pybullet_data.getDataPath()
-        p.loadURDF(os.path.join(data, "plane.urdf"), list(self.PLANE_POS), useFixedBase=True)
+        self._plane_uid = p.loadURDF(os.path.join(data, PLANE_URDF), list(self.PLANE_POS), useFixedBase=True)
+        if self._floor is not None:
+            p.changeVisualShape(self._plane_uid, -1, rgbaColor=list(HIDDEN))
         self._table_uid = p.loadURDF(os.path.join(data, "table", "table.urdf"), list(self.TABLE_POS),
                                      useFixedBase=True)
         self._robot_uid = self._loadRobot(data)
@@ -461,7 +468,9 @@ class KukaButtonGymEnv(SRLGymEnv):
         return None
 
     def close(self) -> None:
-        """Disconnect this env's PyBullet client (safe to call twice)."""
+        """Disconnect this env's PyBullet clients (safe to call twice)."""
+        if self._floor is not None:
+            self._floor.close()
         if self._p is not None:
             self._p.disconnect()
             self._p = None
@@ -548,11 +557,10 @@ class KukaButtonGymEnv(SRLGymEnv):
     # --- observations and state ---------------------------------------------------------------------------------
 
     def _cameraImage(self, view_matrix: Any, width: int, height: int, projection_matrix: Any) -> np.ndarray:
-        rgba = self._p.getCameraImage(width, height, view_matrix, projection_matrix,
-                                      renderer=pybullet.ER_TINY_RENDERER,
-                                      flags=pybullet.ER_NO_SEGMENTATION_MASK)[2]
-        rgba = np.asarray(rgba, dtype=np.uint8).reshape(height, width, 4)
-        return np.ascontiguousarray(rgba[:, :, :3])
+        rgb, depth = cameraImage(self._p, view_matrix, width, height, projection_matrix)
+        if self._floor is not None:
+            rgb = self._floor.composite(rgb, depth, view_matrix, projection_matrix)
+        return np.ascontiguousarray(rgb)
 
     def _observation(self) -> np.ndarray | dict[str, np.ndarray]:
         if self.goal_conditioned:
