@@ -143,8 +143,9 @@ def _withinJitter(drawn: np.ndarray, reference: np.ndarray) -> bool:
 def test_lowpoly_draws_the_floor_once_per_camera_and_its_frames_are_tinyrenderers(env_id: str) -> None:
     """The floor image put where nothing was drawn gives TinyRenderer's pixels with the plane drawn in the scene, for
     every camera (both views, the observation's size and render()'s), also after the scene is rebuilt. Identical up
-    to TinyRenderer's own jitter: two draws of one state now and then differ by 1 level in a pixel or two (about one
-    frame in 800 at 128x128, with the plane drawn or not), so a frame may differ by that much, and most are equal."""
+    to TinyRenderer's own jitter: drawing one state again right away now and then gives a pixel 1 level off (about
+    one frame in 800 at 128x128, with the plane drawn or not; the frames of two runs with the same seed are equal),
+    so a frame may differ by that much, and most are equal."""
     env = getEnvClass(env_id)(srl_model="raw_pixels", random_target=True, is_discrete=False, multi_view=True,
                               render_mode="rgb_array", render_size=128, renderer="lowpoly")
     client, plane = env._p, env._plane_uid
