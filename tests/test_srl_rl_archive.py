@@ -414,8 +414,8 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
             assert set(matches) == planned, sorted(planned ^ set(matches))
         found[plan.env] = len(matches)
     # Kuka drawn by lowpoly: every run of its grid; Nav 1D: every run (seeds 3 and 4 too, beyond the default 3); the
-    # moving target: none (its archived runs were drawn by TinyRenderer)
-    assert found == {plans.MOBILE: 45, plans.KUKA: 45, plans.MOBILE_1D: 45, plans.KUKA_MOVING: 0}
+    # moving target drawn by lowpoly: every row but raw pixels with --augment shift (its TinyRenderer runs not taken)
+    assert found == {plans.MOBILE: 45, plans.KUKA: 45, plans.MOBILE_1D: 45, plans.KUKA_MOVING: 42}
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
                "tinyrenderer" for record in archive.values()) == 75
@@ -427,13 +427,14 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
-    # the moving target has no run drawn by its default (lowpoly); MobileRobot's 45, Kuka's 45 and Nav 1D's 45 are in
+    # the moving target lacks raw pixels with --augment shift (3 runs); MobileRobot's 45, Kuka's 45, Nav 1D's 45 and
+    # the moving target's other 42 are in
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
     out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "45 expected run(s) have not finished" in out
-    # a figure is linked for the tasks with runs only (none is drawn for the others)
+    assert out.count("| ground_truth |") >= 1 and "45 runs" in out and "3 expected run(s) have not finished" in out
+    # a figure is linked for every task with runs
     assert f"![ppo2 learning curves on {plans.MOBILE_1D}]" in out
-    assert f"![ppo2 learning curves on {plans.KUKA_MOVING}]" not in out
+    assert f"![ppo2 learning curves on {plans.KUKA_MOVING}]" in out
 
 
 def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) -> None:
