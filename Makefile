@@ -9,7 +9,7 @@ DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
 
-.PHONY: install demo srl-demo lint test test-fast bench bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-encoders bench-cnn bench-zoo profile visdom clean browser
+.PHONY: install demo srl-demo lint test test-fast bench bench-device bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-encoders bench-cnn bench-zoo profile visdom clean browser
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
@@ -65,6 +65,11 @@ bench: install
 	$(PY) -m benchmarks.train_speed
 	$(PY) -m benchmarks.srl_speed
 	$(PY) -m benchmarks.sweep_speed
+
+# Training steps/s of the algorithms on the CPU and on a GPU side by side, and the device --device auto picks for
+# each (on a machine without a GPU only the CPU is measured)
+bench-device: install
+	$(PY) -m benchmarks.device_speed
 
 # Every algorithm learning its task, 3 seeds, beside the random agent (about 45 min on 2 cores; a separate target
 # because it is long: `python -m benchmarks.learning --quick` checks every run in a few minutes).

@@ -21,6 +21,8 @@ import platform
 import sys
 from collections.abc import Callable
 
+import torch
+
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
 
@@ -35,7 +37,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THRE
 def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnasium")) -> str:
     """
     :param packages: distributions whose versions matter for the figures
-    :return: CPU model, usable cores, Python and library versions, on one line
+    :return: CPU model, usable cores, the GPU where torch sees one, Python and library versions, on one line
     """
     cpu = platform.processor() or "unknown CPU"
     try:
@@ -48,7 +50,8 @@ def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnas
         pass
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     versions = ", ".join(f"{name} {importlib.metadata.version(name)}" for name in packages)
-    return f"{cpu}, nproc {cores}, Python {platform.python_version()}, {versions}"
+    gpu = f", GPU {torch.cuda.get_device_name(0)}" if torch.cuda.is_available() else ""
+    return f"{cpu}, nproc {cores}{gpu}, Python {platform.python_version()}, {versions}"
 
 
 def rewriteDocument(path: str, change: Callable[[str], str], initial: str = "") -> None:

@@ -53,8 +53,10 @@ from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.envs import factory
-from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv, encoderDevice
+from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
+from srl_toolbox.devices import resolveDevice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -202,7 +204,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as the train command does
-    print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoderDevice()}")
+    encoder_device = resolveDevice("auto", PPO2Model.gpuHelps(False))  # the run's, where --device auto puts ppo2
+    print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
     # The sprite renderer's disk cache starts empty here; a random walk fills it as a machine's first runs do.
@@ -248,7 +251,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         appendReport(
             f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
             f"ppo2 default hyperparameters, one torch thread, {args.steps} steps per measurement after a warm-up; "
-            f"encoder on {encoderDevice()}; VAE trained in the benchmark ({args.episodes} episodes of 100 steps, "
+            f"encoder on {encoder_device}; VAE trained in the benchmark ({args.episodes} episodes of 100 steps, "
             f"{args.epochs} epochs, TinyRenderer's images). Sprites: the disk cache of the robot's sprites filled "
             f"first from empty by {WARM_UP_STEPS:,} random steps"
             + ("" if warm_up is None else f" ({warm_up[1]:,} sprites in {warm_up[0]:.0f} s, what a machine's first "

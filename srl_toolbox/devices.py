@@ -3,7 +3,7 @@
 - :func:`parseDevice` (the argparse type) checks only the spelling, so that a run folder recorded on a GPU machine
   still parses on a CPU-only one;
 - :func:`resolveDevice` turns a spelling into the device of this machine (``auto``: the first CUDA GPU when torch
-  sees one, else the CPU) and refuses CUDA where there is none;
+  sees one and the run computes faster there, else the CPU) and refuses CUDA where there is none;
 - :func:`reuseDevice` picks the device for a run that is resumed or replayed: the one asked for now, else the run's
   recorded one when this machine has it, else this machine's (``auto``).
 
@@ -39,9 +39,11 @@ def parseDevice(raw: str) -> str:
     return value
 
 
-def resolveDevice(raw: str) -> str:
+def resolveDevice(raw: str, gpu_helps: bool = True) -> str:
     """
     :param raw: auto, cpu, cuda or cuda:N
+    :param gpu_helps: whether the computation is faster on a GPU; False makes ``auto`` the CPU (an explicit ``cuda``
+        still gives the GPU)
     :return: the device on this machine: ``"cpu"`` or ``"cuda:N"``
     :raises ValueError: a bad spelling, or CUDA asked where torch sees no such GPU (one line)
     """
@@ -50,7 +52,7 @@ def resolveDevice(raw: str) -> str:
     except argparse.ArgumentTypeError as error:
         raise ValueError(str(error)) from None
     if value == "auto":
-        return "cuda:0" if torch.cuda.is_available() else "cpu"
+        return "cuda:0" if gpu_helps and torch.cuda.is_available() else "cpu"
     if value == "cpu":
         return value
     if not torch.cuda.is_available():

@@ -16,6 +16,7 @@ from conftest import runModule, trainHere
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.acer import ACERModel
+from rl_baselines.runs import train
 from rl_baselines.runs.resume import loadResumeArgs
 from rl_baselines.runs.run_policy import readRunArgs
 from rl_baselines.runs.train import baseParser
@@ -74,6 +75,22 @@ def test_resolution_with_two_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     assert reuseDevice("cpu", None) == ("cpu", None)  # the run's own device, not auto's
     assert reuseDevice("cuda:1", None) == ("cuda:1", None)
     assert reuseDevice("cuda:1", "cpu") == ("cpu", None)
+
+
+def test_auto_takes_the_gpu_only_where_it_helps(monkeypatch: pytest.MonkeyPatch) -> None:
+    _fakeCuda(monkeypatch, 1)
+    # every built-in learner's MLP on a state runs faster on the CPU, a CNN policy on images on the GPU
+    for algo in ("ppo2", "a2c", "sac", "deepq", "acer", "ppo1"):
+        assert not registered_rl[algo][0].gpuHelps(False) and registered_rl[algo][0].gpuHelps(True), algo
+    assert resolveDevice("auto", gpu_helps=False) == "cpu" and resolveDevice("cuda", gpu_helps=False) == "cuda:0"
+
+    def recorded(*argv: str) -> str:
+        return train.validate(train.parseCommand([*argv, "--no-vis"])[0], registered_rl).device
+
+    assert recorded("--algo", "ppo2", *GT) == "cpu"
+    assert recorded("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels") == "cuda:0"
+    assert recorded("--algo", "ppo2", *GT, "--device", "cuda") == "cuda:0"
+    assert recorded("--algo", "sac", *GT, "-c") == "cpu"
 
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:-1", "cuda"])

@@ -354,6 +354,19 @@ class BaseRLObject(abc.ABC):
         return None
 
     @classmethod
+    def gpuHelps(cls, image_observations: bool) -> bool:
+        """
+        Whether ``--device auto`` puts this algorithm's networks on a GPU when there is one: for images (a CNN) yes;
+        for a low-dimensional state no: the built-in learners' small MLPs train faster on one CPU thread (the GPU
+        waits on transfers and kernel launches; docs/benchmarks.md, "Training on a GPU"). An algorithm with large
+        networks on states can say True for them.
+
+        :param image_observations: the run's observations are images (raw pixels), not a low-dimensional state
+        :return: True to use the GPU
+        """
+        return image_observations
+
+    @classmethod
     def supportsResume(cls) -> bool:
         """:return: whether the class implements saveTrainingState and loadTrainingState"""
         return (cls.saveTrainingState is not BaseRLObject.saveTrainingState

@@ -132,7 +132,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     # the algorithm's own flags not given (a config built in Python) at their defaults, as the command line has them
     given = {*args.flagFields(), *RUN_FIELDS, *args.extra}
     args = args.replace(**{name: value for name, value in algorithmDefaults(args.algo).items() if name not in given})
-    args = _resolveRunOptions(args)
+    args = _resolveRunOptions(args, algo_class.gpuHelps(args.srl_model == "raw_pixels"))
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
@@ -265,17 +265,18 @@ def _checkAugment(args: TrainConfig, algorithms: dict) -> None:
                          f"{args.srl_model!r} (a state)")
 
 
-def _resolveRunOptions(args: TrainConfig) -> TrainConfig:
+def _resolveRunOptions(args: TrainConfig, gpu_helps: bool) -> TrainConfig:
     """
     Resolve ``--device`` to this machine's device (recorded so in args.json) and check ``--tensorboard-log``.
 
     :param args: the run's settings (device, tensorboard_log)
+    :param gpu_helps: the algorithm computes these observations faster on a GPU (what ``auto`` follows)
     :return: the settings with the resolved device
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
 
     try:
-        args = args.replace(device=resolveDevice(args.device or "auto"))
+        args = args.replace(device=resolveDevice(args.device or "auto", gpu_helps))
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.tensorboard_log:
