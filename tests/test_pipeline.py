@@ -22,6 +22,7 @@ from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
 from rl_baselines.sweeps import pipeline
+from rl_baselines.sweeps import sweep as sweep_runs
 from rl_baselines.sweeps.plots import SweepPlotter
 from rl_baselines.sweeps.sweep import (
     DONE_FILE,
@@ -326,6 +327,28 @@ RESUME_FLAGS = ["--num-timesteps", str(RESUME_STEPS), "--checkpoint-freq", "500"
                 "batch_size:25", "n_epochs:2"]
 
 
+def test_a_continued_run_adds_the_seconds_of_its_stopped_attempts(tmp_path) -> None:
+    (spec,) = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0], [], str(tmp_path), cwd=REPO)
+    folder = tmp_path / "run"
+    folder.mkdir()
+    # two attempts stopped before (the second wrote failed.json with both attempts' seconds)
+    (folder / "train.log").write_text(f"# {sys.executable} -m rl_baselines.train --tag x\nStep 1\n"
+                                      f"# {sys.executable} -m rl_baselines.train --resume {folder}\n")
+    (folder / FAILED_FILE).write_text(json.dumps({"wall_time_s": 100.0, "attempts": 2, "returncode": -2}))
+    assert sweep_runs._loggedAttempts(str(folder / "train.log")) == 2
+    assert sweep_runs._earlierWall(str(folder / FAILED_FILE)) == 100
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    started = sweep_runs.StartedRun(spec, process, str(folder), str(folder / "train.log"), time.time() - 5.0,
+                               open(folder / "train.log", "a"), 100.0, 3)
+    result = sweep_runs.finishRun(started, 0)
+    done = json.load(open(folder / DONE_FILE))
+    assert result.attempts == done["attempts"] == 3
+    assert 105.0 <= result.wall_time_s == done["wall_time_s"] < 150.0
+    assert sweep_runs._earlierWall(str(folder / "none.json")) == 0.0
+    assert sweep_runs._loggedAttempts(str(folder / "no.log")) == 0
+
+
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",
@@ -360,6 +383,8 @@ def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> No
     commands = [line for line in log.splitlines() if line.startswith("# ")]
     assert len(commands) == 2 and f"--resume {run_folder} --no-vis --no-progress" in commands[1], commands
     assert f"Resuming from {os.path.join(run_folder, 'checkpoints')}" in log
+    done = json.load(open(os.path.join(run_folder, DONE_FILE)))
+    assert done["attempts"] == 2 and done["wall_time_s"] > 0  # the killed attempt left no seconds to add
     saved = json.load(open(os.path.join(run_folder, "args.json")))
     assert saved["tag"] == spec.run_id and saved["num_timesteps"] == RESUME_STEPS
 

@@ -58,6 +58,14 @@ def test_loadRun_reads_the_evaluations(runs) -> None:
     assert without.eval_steps.size == 0 and without.eval_rewards.size == 0
 
 
+def test_a_run_continued_after_a_stop_has_a_wall_time_and_no_rate(tmp_path) -> None:
+    folder = writeRun(str(tmp_path / "run"), "ground_truth", 0, CURVES["ground_truth"][0])
+    with open(os.path.join(folder, "done.json"), "w") as handle:  # the pipeline's marker of a second attempt
+        json.dump({"wall_time_s": 80.0, "attempts": 2}, handle)
+    record = bench_runs.loadRun(folder)
+    assert math.isnan(record.rate) and record.wall == 80.0  # its monitor clock counts the time between attempts
+
+
 def test_summary_threshold_welch_and_missing_rows(runs) -> None:
     records = [bench_runs.loadRun(folder) for folder in runs]
     observations = ["ground_truth", "raw_pixels", "vae", "autoencoder", "robotic_priors"]

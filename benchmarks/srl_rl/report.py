@@ -358,8 +358,9 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         notes = (f"ppo2 (default hyperparameters, one env and one torch thread per run, {settings.workers} runs at a "
                  f"time, niceness {settings.nice}) on each observation as `make bench-srl-rl` ran it: steps/s = "
                  "training steps per second of the run's monitor clock (env creation to the last episode, the "
-                 "periodic evaluations included), wall time = the whole train command (start-up, SRL model loading "
-                 f"and evaluations included), means over the runs. Wall time of the whole benchmark: {wall}. Load "
+                 "periodic evaluations included; runs continued after a stop left out), wall time = the whole train "
+                 "command (start-up, SRL model loading and evaluations included; a continued run's attempts "
+                 f"summed), means over the runs. Wall time of the whole benchmark: {wall}. Load "
                  f"average at the end: {os.getloadavg()[0]:.1f} (other work shared the machine when it is above "
                  f"{settings.workers}).")
         if any(record.archived for record in listed):

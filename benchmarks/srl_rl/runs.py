@@ -83,8 +83,10 @@ class RunRecord:
     :param run: the run as the comparison tools read it (args, episodes, evaluations)
     :param eval_steps: timesteps of the evaluations, shape (n,) (empty without evaluations.npz)
     :param eval_rewards: mean reward of each evaluation's episodes, shape (n,)
-    :param rate: training steps per second of the monitor clock (evaluations included), nan when unknown
-    :param wall: seconds of the whole train command (the sweep's done.json), nan when unknown
+    :param rate: training steps per second of the monitor clock (evaluations included), nan when unknown (and for a
+        run continued after a stop, whose clock counts the time between its attempts)
+    :param wall: seconds of the whole train command (the sweep's done.json: summed over a continued run's attempts),
+        nan when unknown
     :param model: the learned model the run used (its srl_model.json: hash, state_dim; an archived record also has
         gtc and knn_mse), None for ground truth and raw pixels
     :param finished: the day it finished (YYYY-MM-DD), empty when unknown
@@ -141,9 +143,11 @@ def loadRun(folder: str) -> RunRecord:
     curve = run.evaluationCurve()
     steps, rewards = curve if curve is not None else (np.zeros(0), np.zeros(0))
     trained, clock = episodes["timesteps"], episodes["times"]
-    rate = float(trained[-1] / clock.max()) if trained.size and clock.max() > 0 else math.nan
     marker = os.path.join(folder, "done.json")
     done = readJson(marker) if os.path.isfile(marker) else {}
+    # a run continued after a stop: its monitor clock counts the time between its attempts, so no rate
+    resumed = int(done.get("attempts", 1)) > 1
+    rate = float(trained[-1] / clock.max()) if trained.size and clock.max() > 0 and not resumed else math.nan
     wall = float(done.get("wall_time_s", math.nan))
     model_file = os.path.join(folder, "srl_model.json")
     model = readJson(model_file) if os.path.isfile(model_file) else None

@@ -11,6 +11,10 @@ and explicit default values do not change the id). A run lives in the folder tra
     done.json     written atomically when train exited with code 0: the completion marker
     failed.json   written atomically when it did not: exit code (negative: killed by that signal) and log path
 
+Both markers hold ``attempts``, the train processes the run took (one ``# command`` line each in train.log), and
+``wall_time_s``, the seconds they ran: a continued attempt reads the stopped one's failed.json before removing it.
+An attempt that left no marker (killed with its pipeline by SIGKILL, a lost machine) adds no seconds.
+
 A run with ``done.json`` is finished; any other attempt of that run id is deleted when the run is started again.
 Beside the run folders, ``.<run id>.claim.lock`` and ``.<run id>.claim.json`` are the claim of the pipeline that runs
 it (see rl_baselines/sweeps/claims.py): a pipeline starts a run, and deletes its attempts, only while it holds that.
@@ -25,6 +29,7 @@ import hashlib
 import itertools
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -48,6 +53,8 @@ from srl_toolbox.files import atomicPath, readJson, writeJson
 TRAIN_MODULE = "rl_baselines.train"
 RUN_LOG = "train.log"
 PID_FILE = "train.pid"
+# The line train.log starts each attempt with: "# <python> -m rl_baselines.train <arguments>"
+_COMMAND_LINE = re.compile(rf"# \S+ -m {re.escape(TRAIN_MODULE)}( |$)")
 DONE_FILE = "done.json"
 FAILED_FILE = "failed.json"
 RUN_ID_LENGTH = 10
@@ -123,8 +130,9 @@ class RunResult:
     :param returncode: train's exit code (negative: killed by that signal; None: it never started)
     :param run_folder: the run folder
     :param log: the run's log file
-    :param wall_time_s: seconds from start to exit
+    :param wall_time_s: seconds from start to exit, summed over the attempts the run took
     :param message: last line of the log for a failed run, or why it could not start
+    :param attempts: train processes the run took (more than 1: resumed from a stopped attempt)
     """
 
     run_id: str
@@ -134,6 +142,7 @@ class RunResult:
     log: str
     wall_time_s: float
     message: str = ""
+    attempts: int = 1
 
 
 @dataclass
@@ -147,6 +156,8 @@ class StartedRun:
     :param log_path: its log file
     :param started_at: time.time() at start
     :param log_handle: the open log file (closed by :func:`finishRun`)
+    :param earlier_wall_s: seconds the earlier attempts of a resumed run ran (their failed.json)
+    :param attempt: which attempt this is (1: the first)
     """
 
     spec: RunSpec
@@ -155,6 +166,8 @@ class StartedRun:
     log_path: str
     started_at: float
     log_handle: IO[str]
+    earlier_wall_s: float = 0.0
+    attempt: int = 1
 
 
 def unique(values: Iterable[str]) -> list[str]:
@@ -415,10 +428,13 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
     :return: the started run
     """
     run_folder = resumableAttempt(spec) if resume else None
+    earlier_wall_s, attempt = 0.0, 1
     if run_folder is not None:
         for path in _sweepAttempts(spec):
             if path != run_folder:
                 shutil.rmtree(path)
+        earlier_wall_s = _earlierWall(os.path.join(run_folder, FAILED_FILE))
+        attempt = _loggedAttempts(os.path.join(run_folder, RUN_LOG)) + 1
         try:
             os.remove(os.path.join(run_folder, FAILED_FILE))
         except FileNotFoundError:
@@ -443,7 +459,27 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
     process = subprocess.Popen(command, stdout=log_handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     _writeText(os.path.join(run_folder, PID_FILE), f"{process.pid}\n")
-    return StartedRun(spec, process, run_folder, log_path, time.time(), log_handle)
+    return StartedRun(spec, process, run_folder, log_path, time.time(), log_handle, earlier_wall_s, attempt)
+
+
+def _earlierWall(failed_path: str) -> float:
+    """
+    :param failed_path: the failed.json of the attempt a run continues
+    :return: the seconds its attempts ran, 0 without a readable one
+    """
+    try:
+        return float(readJson(failed_path)["wall_time_s"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+
+
+def _loggedAttempts(log_path: str) -> int:
+    """:return: the train commands a run's log records (one per attempt), 0 without a log"""
+    try:
+        with open(log_path, encoding="utf-8", errors="replace") as handle:
+            return sum(1 for line in handle if _COMMAND_LINE.match(line))
+    except OSError:
+        return 0
 
 
 def _writeText(path: str, text: str) -> None:
@@ -474,11 +510,11 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     :return: the result
     """
     started.log_handle.close()
-    wall_time = time.time() - started.started_at
+    wall_time = started.earlier_wall_s + time.time() - started.started_at
     state = "done" if returncode == 0 else "failed"
     message = "" if state == "done" else _lastLine(started.log_path)
     result = RunResult(started.spec.run_id, state, returncode, started.run_folder, started.log_path, wall_time,
-                       message)
+                       message, started.attempt)
     marker = {**asdict(result), "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
               "spec": started.spec.toDict()}
     writeJson(os.path.join(started.run_folder, DONE_FILE if state == "done" else FAILED_FILE), marker)
