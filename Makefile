@@ -83,10 +83,9 @@ bench-srl: install
 
 # Does SRL help? ppo2 on the four tasks of Raffin et al. (MobileRobot 2-D and 1-D, Kuka with a random and a moving
 # target) from ground truth, raw pixels and 11 learned representations (the 9 of 2018, atc, curl), and two variants
-# (srl_splits at ground truth's size, raw pixels with --augment shift), 3 seeds, into docs/srl.md (section "Does SRL
-# help?") and docs/benchmarks.md. Hours on 2 cores (atc, curl and raw_pixels_shift add an estimated 1 h 35 min to
-# 2 h 20 min of runs over the four tasks, 2 at a time, and about 7 min of prepare per env; --help says why), but
-# resumable: the same command again does only what is missing; finished runs are archived in
+# (srl_splits at ground truth's size, raw pixels with --augment shift), 5 seeds, into docs/srl.md (section "Does SRL
+# help?") and docs/benchmarks.md. About 8 h 30 min on 2 cores from an empty archive (the script prints its estimate
+# first), but resumable: the same command again does only what is missing; finished runs are archived in
 # benchmarks/srl_rl_runs.json (commit it) and not run again. `python -m benchmarks.srl_rl --quick` checks the chain.
 bench-srl-rl: install
 	$(PY) -m benchmarks.srl_rl

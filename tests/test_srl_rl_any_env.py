@@ -54,7 +54,7 @@ def test_an_env_without_a_plan_gets_one_from_the_flags() -> None:
     command = settings.pipelineCommand(derived)
     assert command[command.index("--env") + 1] == OTHER
     assert command[command.index("--num-timesteps") + 1] == "6000" and "--executor" not in command
-    assert [spec.env for spec in settings.specs(derived)] == [OTHER] * 6
+    assert [spec.env for spec in settings.specs(derived)] == [OTHER] * 10  # 2 observations x 5 seeds
     # the planned envs not chosen are still reported when they have runs; the derived one comes after them
     assert [plan.env for plan in settings.reportPlans()] == [*plans.PLANS, OTHER]
 

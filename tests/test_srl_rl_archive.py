@@ -413,9 +413,9 @@ def test_the_committed_archive_holds_every_run_of_the_default_plan() -> None:
             planned = {(bench_runs.specObservation(spec), spec.seed) for spec in specs}
             assert set(matches) == planned, sorted(planned ^ set(matches))
         found[plan.env] = len(matches)
-    # every run of each grid (the default 3 seeds; the archive holds seeds 3 and 4 too), Kuka's and the moving
-    # target's drawn by lowpoly (their TinyRenderer runs not taken)
-    assert found == {plans.MOBILE: 45, plans.KUKA: 45, plans.MOBILE_1D: 45, plans.KUKA_MOVING: 45}
+    # every run of each grid (the default 5 seeds), Kuka's and the moving target's drawn by lowpoly (their
+    # TinyRenderer runs not taken)
+    assert found == {plans.MOBILE: 75, plans.KUKA: 75, plans.MOBILE_1D: 75, plans.KUKA_MOVING: 75}
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 1 for record in archive.values()) == 36
     assert sum(record["env"] == plans.KUKA and record.get("physics", 1) == 2 and record["train"]["renderer"] ==
                "tinyrenderer" for record in archive.values()) == 75
@@ -427,10 +427,10 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     monkeypatch.chdir(tmp_path)
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
-    # every expected run is in: 45 on each of the four tasks
+    # every expected run is in: 75 on each of the four tasks
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 0
     out = capsys.readouterr().out
-    assert out.count("| ground_truth |") >= 4 and "45 runs" in out and "have not finished" not in out
+    assert out.count("| ground_truth |") >= 4 and "75 runs" in out and "have not finished" not in out
     # a figure is linked for every task with runs
     assert f"![ppo2 learning curves on {plans.MOBILE_1D}]" in out
     assert f"![ppo2 learning curves on {plans.KUKA_MOVING}]" in out
@@ -533,9 +533,12 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
         mobile, kuka = plansOf(reference)
         assert reference.drawnBy(MOBILE) == reference.drawnBy(plans.KUKA) == "tinyrenderer"
         tiny_keys = {plan.env: keys(reference, plan) for plan in (mobile, kuka)}
+        # TinyRenderer's runs: MobileRobot's 3 seeds (5 for ground truth, srl_splits and its variant), Kuka's 5
+        tiny_runs = {MOBILE: 45 + 3 * 2, plans.KUKA: 75}
         for plan in (mobile, kuka):
             found = matches(reference, plan)
-            assert len(found) == 45 and all(record["train"]["renderer"] == "tinyrenderer" for record in found.values())
+            assert len(found) == tiny_runs[plan.env]
+            assert all(record["train"]["renderer"] == "tinyrenderer" for record in found.values())
 
     assert (MobileRobotGymEnv.DEFAULT_RENDERER, KukaButtonGymEnv.DEFAULT_RENDERER) == ("sprites", "lowpoly")
     after = _settings([])
@@ -547,11 +550,11 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
         assert keys(after, plan) == keys(_settings(["--renderer", renderer]), plan)
         assert not set(keys(after, plan)) & set(tiny_keys[plan.env])
         assert all(record["train"]["renderer"] == renderer for record in matches(after, plan).values())
-    assert len(matches(after, mobile)) == 45
+    assert len(matches(after, mobile)) == len(matches(after, kuka)) == 75
     explicit = _settings(["--renderer", "tinyrenderer"])
     for plan in plansOf(explicit):
         assert explicit.drawnBy(plan.env) == "tinyrenderer" and keys(explicit, plan) == tiny_keys[plan.env]
-        assert len(matches(explicit, plan)) == 45
+        assert len(matches(explicit, plan)) == tiny_runs[plan.env]
 
 
 def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_path, monkeypatch, capsys) -> None:

@@ -187,7 +187,7 @@ def test_the_earlier_settings_with_the_most_seeds_then_the_latest_are_compared(t
 
 def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer() -> None:
     """The comparisons issue 27 needs: every row planned now on MobileRobot (sprites) and Kuka (lowpoly) has archived
-    runs of TinyRenderer that differ from it only by the renderer, 3 seeds each (on Kuka, those of its physics version
+    runs of TinyRenderer that differ from it only by the renderer, 3 or 5 seeds each (on Kuka, those of its physics version
     2, chosen before version 1's, which also differ by the physics)."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
     settings = _settings([])
@@ -200,7 +200,7 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
             planned = bench_archive.withoutSeed(bench_runs.specSettings(
                 next(spec for spec in specs if plans.specObservation(spec) == observation)))
             group = compare.chosenGroup(found)
-            assert group.seeds == [0, 1, 2]
+            assert group.seeds in ([0, 1, 2], [0, 1, 2, 3, 4])  # TinyRenderer ran 3 seeds, or 5 for some rows
             assert compare.settingsChanges(group.train, planned, group.physics, bench_runs.envPhysics(env)) == [
                 f"renderer tinyrenderer -> {renderer}"]
             others = [compare.settingsChanges(other.train, planned, other.physics, bench_runs.envPhysics(env))

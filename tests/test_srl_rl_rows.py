@@ -36,7 +36,7 @@ def test_the_new_rows_follow_the_learned_models_in_the_default_plan() -> None:
     assert order[-1] == SHIFT and plans.VARIANTS[SHIFT] == plans.Variant(
         "raw_pixels", ("--augment", "shift"), "augment", plans.VARIANTS[SHIFT].description, value="shift")
     settings = _settings([])
-    assert settings.observations == order and settings.seeds == 3
+    assert settings.observations == order and settings.seeds == 5
     # atc and curl are learned models prepare trains (at their own defaults: no --augment on the prepare command);
     # raw pixels with a shift is no learned model and needs none
     assert "atc" in settings.learned and "curl" in settings.learned and SHIFT not in settings.learned
@@ -66,14 +66,14 @@ def test_the_pipeline_commands_run_the_new_rows(tmp_path) -> None:
     assert models(shifted) == ["raw_pixels"] and shifted[-2:] == ["--augment", "shift"]
     specs = settings.specs(plan)
     rows = [plans.specObservation(spec) for spec in specs]
-    assert all(rows.count(name) == 3 for name in plans.OBSERVATIONS) and len(rows) == 3 * len(plans.OBSERVATIONS)
+    assert all(rows.count(name) == 5 for name in plans.OBSERVATIONS) and len(rows) == 5 * len(plans.OBSERVATIONS)
     mine = [spec for spec in specs if plans.specObservation(spec) == SHIFT]
     assert all(spec.srl_model == "raw_pixels" for spec in mine)
     pixels = {spec.run_id for spec in specs if plans.specObservation(spec) == "raw_pixels"}
     assert pixels.isdisjoint(spec.run_id for spec in mine)  # run folders of its own
     # the pipeline names the variant's runs as the specs do: the report reads the runs the command made
     args, train_args = pipeline.buildParser().parse_known_args(shifted[2:])
-    named = expandGrid(args.algo, args.env, args.srl_model, [0, 1, 2], train_args, str(tmp_path), plans.ROOT)
+    named = expandGrid(args.algo, args.env, args.srl_model, list(range(5)), train_args, str(tmp_path), plans.ROOT)
     assert sorted(spec.run_id for spec in named) == sorted(spec.run_id for spec in mine)
     # a variant's missing seed gets a command with its flags, the plain row's its own
     one = [spec for spec in specs if spec.seed == 1 and spec.srl_model == "raw_pixels"]

@@ -1,8 +1,10 @@
 """SRL + RL benchmark: does a learned state representation help ppo2 learn? One table and one figure per env.
 
-For each env of :data:`plans.PLANS` (MobileRobotGymEnv-v0, the 2-D navigation task, and KukaButtonGymEnv-v0 with a
-random target, the arm task), or any registered env with ground truth named by ``--env`` (its plan from ``--budget``,
-``--eval-freq`` and ``--eval-episodes``: plans.derivedPlan), ``python -m benchmarks.srl_rl`` (``make bench-srl-rl``)
+For each env of :data:`plans.PLANS` (the four tasks of Raffin et al. 2019: MobileRobotGymEnv-v0 and
+MobileRobot1DGymEnv-v0, navigation in 2-D and 1-D; KukaButtonGymEnv-v0 with a random target and
+KukaMovingButtonGymEnv-v0, the arm), or any registered env with ground truth named by ``--env`` (its plan from
+``--budget``, ``--eval-freq`` and ``--eval-episodes``: plans.derivedPlan), ``python -m benchmarks.srl_rl``
+(``make bench-srl-rl``)
 
 1. prepares every learned model with ``python -m srl_models.prepare`` (one call per env with all the model names:
    one dataset per env, every model trained on it, evaluated (GTC, KNN-MSE) and registered in the benchmark's own

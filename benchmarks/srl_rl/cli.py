@@ -72,7 +72,7 @@ def buildParser() -> CLIParser:
                              "needs --budget ENV=STEPS, --eval-freq and --eval-episodes")
     parser.add_argument("--observations", nargs="+", choices=list(OBSERVATIONS), default=None, metavar="OBS",
                         help=f"observations [all: {' '.join(OBSERVATIONS)}; --quick: {' '.join(QUICK_OBSERVATIONS)}]")
-    parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [3; --quick: 2]")
+    parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [5; --quick: 2]")
     parser.add_argument("--first-seed", type=int, default=0, help="seeds are FIRST, FIRST+1, ... [0]")
     parser.add_argument("--budget", nargs="+", default=[], metavar="ENV=STEPS",
                         help="env steps per run for an env, instead of the plan's "
@@ -180,7 +180,7 @@ def settingsFrom(args: Any) -> Settings:
                                    eval_episodes=args.eval_episodes or plan.eval_episodes)
         if plan.eval_freq <= plan.steps:  # else no run of it can exist: not reported
             others.append(plan)
-    return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 3), args.first_seed,
+    return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 5), args.first_seed,
                     os.path.relpath(bench_dir, base) if isInside(bench_dir, base) else bench_dir, args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
