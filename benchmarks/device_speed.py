@@ -71,7 +71,7 @@ def timeRun(algo: str, observation: str, device: str, steps: int, log_dir: str) 
 
 def autoDevice(algo: str, observation: str) -> str:
     """:return: what ``--device auto`` resolves to for this run on this machine"""
-    return resolveDevice("auto", registered_rl[algo][0].gpuHelps(observation == "raw_pixels"))
+    return train.runDeviceFor(registered_rl[algo][0], "auto", observation)
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:

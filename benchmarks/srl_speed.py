@@ -56,7 +56,6 @@ from rl_baselines.envs import factory
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
-from srl_toolbox.devices import resolveDevice
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -204,7 +203,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # as the train command does
-    encoder_device = resolveDevice("auto", PPO2Model.gpuHelps(False))  # the run's, where --device auto puts ppo2
+    encoder_device = train.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []

@@ -132,7 +132,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     # the algorithm's own flags not given (a config built in Python) at their defaults, as the command line has them
     given = {*args.flagFields(), *RUN_FIELDS, *args.extra}
     args = args.replace(**{name: value for name, value in algorithmDefaults(args.algo).items() if name not in given})
-    args = _resolveRunOptions(args, algo_class.gpuHelps(args.srl_model == "raw_pixels"))
+    args = _resolveRunOptions(args, algo_class)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
@@ -265,18 +265,30 @@ def _checkAugment(args: TrainConfig, algorithms: dict) -> None:
                          f"{args.srl_model!r} (a state)")
 
 
-def _resolveRunOptions(args: TrainConfig, gpu_helps: bool) -> TrainConfig:
+def runDeviceFor(algo_class: type, device: str | None, srl_model: str) -> str:
+    """
+    :param algo_class: the run's algorithm
+    :param device: ``--device`` (None: auto)
+    :param srl_model: the run's observation
+    :return: the device the run computes on, on this machine: ``auto`` takes the GPU only where the algorithm's
+        ``gpuHelps`` says so for these observations (images: ``raw_pixels``)
+    :raises ValueError: a bad spelling, or CUDA asked where torch sees no such GPU (one line)
+    """
+    return resolveDevice(device or "auto", algo_class.gpuHelps(srl_model == "raw_pixels"))
+
+
+def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
     """
     Resolve ``--device`` to this machine's device (recorded so in args.json) and check ``--tensorboard-log``.
 
-    :param args: the run's settings (device, tensorboard_log)
-    :param gpu_helps: the algorithm computes these observations faster on a GPU (what ``auto`` follows)
+    :param args: the run's settings (device, srl_model, tensorboard_log)
+    :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`)
     :return: the settings with the resolved device
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
 
     try:
-        args = args.replace(device=resolveDevice(args.device or "auto", gpu_helps))
+        args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model))
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.tensorboard_log:
