@@ -56,6 +56,7 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -210,12 +211,15 @@ def buildAgent(job: dict[str, Any], venv: VecNormalize) -> PPO:
     """
     :param job: as :func:`runOne` takes it
     :param venv: the normalised training env
-    :return: SB3's PPO with ppo2's defaults, the job's hyperparameters over them and its activation
+    :return: SB3's PPO with ppo2's defaults, the job's hyperparameters over them and its activation, recording
+        into a silent logger (SB3's own would make an empty ``/tmp/SB3-<date>`` folder at each learn)
     """
     hyperparams = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()} | job.get("hyperparams", {})
     activation = {"activation_fn": ACTIVATIONS[job["activation"]]} if job.get("activation", "tanh") != "tanh" else {}
-    return PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", policy_kwargs=activation or None,
-               **hyperparams)
+    model = PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", policy_kwargs=activation or None,
+                **hyperparams)
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def runOne(job: dict[str, Any]) -> dict[str, Any]:

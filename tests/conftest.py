@@ -181,6 +181,15 @@ def assertParserFromSettings(parser: argparse.ArgumentParser, cls: type) -> None
         assert (tuple(default) if isinstance(default, list) else default) == field.default, name
 
 
+@pytest.fixture(autouse=True, scope="session")
+def sb3LogFolder(tmp_path_factory: pytest.TempPathFactory):
+    """SB3 models that tests build themselves log into this session's folder, not an empty /tmp/SB3-<date> each"""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3_logs")))
+    yield
+    patch.undo()
+
+
 @pytest.fixture(scope="session")
 def trainedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A short ppo2 run on MobileRobot with ground truth (best model saved), shared by replay/load tests; trained in

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 
 import gymnasium as gym
 import numpy as np
@@ -127,7 +128,10 @@ class _WeightsSeen(state_shape.BaseCallback):
         return True
 
 
-def test_the_early_entropy_weight_holds_for_its_steps_then_the_agents_own():
+def test_the_early_entropy_weight_holds_for_its_steps_then_the_agents_own(monkeypatch, tmp_path):
+    # SB3's default logger would leave an empty SB3-<date> folder in the temporary folder at learn
+    monkeypatch.delenv("SB3_LOGDIR", raising=False)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     job = {"variant": "ground_truth", "seed": 0, "dims": 32, "map_seed": 1000, "scale": 1.0,
            "hyperparams": state_shape.parseHyperparams(["n_steps:64", "n_epochs:1"])}
     model = state_shape.buildAgent(job, state_shape.normalisedEnv(lambda: state_shape.makeEnv("ground_truth", 32,
@@ -135,6 +139,7 @@ def test_the_early_entropy_weight_holds_for_its_steps_then_the_agents_own():
     seen = _WeightsSeen()
     model.learn(256, callback=state_shape.CallbackList([state_shape.EarlyEntropy(0.2, 128), seen]))
     assert seen.seen == [(64, 0.2), (128, 0.2), (192, 0.01), (256, 0.01)]
+    assert list(tmp_path.glob("SB3-*")) == []
     assert model.ent_coef == 0.01
     assert state_shape.earlyEntropy("0.05:10000") == (0.05, 10000)
     job = {"variant": "linear", "seed": 0, "dims": 32, "steps": 256, "eval_freq": 128, "eval_episodes": 1,
