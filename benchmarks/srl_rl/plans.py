@@ -308,12 +308,12 @@ ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples
                "are on the paper's scale: KukaButtonGymEnv-v0 gives +1 for every step the gripper touches the button, "
                "-1 outside the work area or on the table, and ends an episode after 5 steps pressing in all (or on "
                "the table, or after 1000 steps), as the original toolbox does, so a return is at most 5.")
-# Rough training steps/s of one ppo2 run beside another on 2 free cores, for the time estimate of an env none of
-# whose runs has finished (then the finished runs' own wall times are used): docs/benchmarks.md has ppo2 at about
-# 1,800 steps/s with ground truth on MobileRobot, 168 with raw pixels and 209-281 with a VAE; Kuka renders about 175
-# frames/s and steps about 700/s.
-EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 1500.0, RAW_PIXELS: 168.0, "learned": 220.0},
-                 KUKA: {GROUND_TRUTH: 600.0, RAW_PIXELS: 100.0, "learned": 125.0}}
+# Training steps/s of one ppo2 run beside another on 2 free cores with the default renderers (sprites, lowpoly), for
+# the time estimate of an env none of whose runs has finished (then the finished runs' own wall times are used): the
+# rates that give, through expectedRunSeconds, the mean walls of the from-empty run in docs/benchmarks.md ("make
+# bench-srl-rl from an empty archive").
+EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 2200.0, RAW_PIXELS: 330.0, "learned": 1050.0},
+                 KUKA: {GROUND_TRUTH: 540.0, RAW_PIXELS: 155.0, "learned": 265.0}}
 EXPECTED_RATE.update({MOBILE_1D: EXPECTED_RATE[MOBILE], KUKA_MOVING: EXPECTED_RATE[KUKA]})  # the same robots
 # One learned model's share of an env's prepare (its dataset, training and metrics), measured with the default
 # renderers: 186 s for the 11 models of the arm with a random target, 490 s on the moving target (more episodes).
