@@ -56,7 +56,6 @@ import numpy as np
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList, EvalCallback
-from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -65,6 +64,7 @@ from benchmarks.documents import appendReport
 from benchmarks.srl_rl.analysis import meanStandardError
 from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
+from rl_baselines.core.training_state import silentLogger
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.metrics import participationFactor
@@ -218,7 +218,7 @@ def buildAgent(job: dict[str, Any], venv: VecNormalize) -> PPO:
     activation = {"activation_fn": ACTIVATIONS[job["activation"]]} if job.get("activation", "tanh") != "tanh" else {}
     model = PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", policy_kwargs=activation or None,
                 **hyperparams)
-    model.set_logger(Logger(folder=None, output_formats=[]))
+    model.set_logger(silentLogger())
     return model
 
 

@@ -22,13 +22,13 @@ import time
 import numpy as np
 import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from benchmarks.documents import appendReport, recordedCommand
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.results import episodeWindowStepsToThreshold
+from rl_baselines.core.training_state import silentLogger
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
 from rl_baselines.runs.monitor_files import loadEpisodes
@@ -54,7 +54,7 @@ def timePlainSB3(steps: int, log_dir: str) -> float:
     env = DummyVecEnv([lambda: Monitor(MobileRobotGymEnv(srl_model="ground_truth"), os.path.join(log_dir, "0"))])
     env = VecNormalize(env, norm_obs=True, norm_reward=False)
     model = PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0, **PPO2Model.DEFAULT_HYPERPARAMS)
-    model.set_logger(Logger(folder=None, output_formats=[]))  # what verbose=0 records into, without SB3's empty folder
+    model.set_logger(silentLogger())  # what verbose=0 records into, without SB3's empty folder
     model.learn(total_timesteps=steps)
     model.save(os.path.join(log_dir, "ppo_model.zip"))
     env.close()

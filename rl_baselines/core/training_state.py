@@ -334,6 +334,14 @@ def keepFirstLines(path: str, n_lines: int) -> None:
         handle.write(b"".join(line + b"\n" for line in lines[:n_lines]))
 
 
+def silentLogger() -> Any:
+    """
+    :return: an SB3 logger that records nothing and owns no folder (what ``verbose=0`` gives, without the empty
+        ``/tmp/SB3-<date>`` folder SB3's default one makes at each ``learn``)
+    """
+    return sb3_logger.Logger(folder=None, output_formats=[])
+
+
 def progressLogger(folder: str) -> Any:
     """
     SB3's logger writing ``folder/progress.csv``. A progress.csv already there (a resumed run, cut to its

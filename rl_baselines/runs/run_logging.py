@@ -24,9 +24,9 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-from stable_baselines3.common.logger import Logger, TensorBoardOutputFormat
+from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-from rl_baselines.core.training_state import progressLogger
+from rl_baselines.core.training_state import progressLogger, silentLogger
 from srl_toolbox.cli import UsageError, checkWritableFolder
 
 # Episodes averaged by rollout/ep_rew_mean and rollout/ep_len_mean (as Stable-Baselines3's ep_info_buffer).
@@ -116,7 +116,7 @@ class RunLogger:
             if self.run_dir is not None:
                 self._progress = progressLogger(self.run_dir)
             else:
-                self._progress = Logger(folder=None, output_formats=[])
+                self._progress = silentLogger()
             if self.writer is not None:
                 self._progress.output_formats.append(_sharedTensorboardFormat(self.writer))
         return self._progress
