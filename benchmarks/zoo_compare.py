@@ -1,6 +1,7 @@
 """Wall-clock time to a reward threshold on MobileRobot: the toolbox's ppo2 beside rl_zoo3's PPO, whole processes.
 
-Three runs, one after the other on one machine, each a whole process started by this script (interpreter start-up,
+Three runs on one machine, ``--workers`` at a time (2 by default: the two programs' raw-pixel runs side by side,
+each on a core of its own, then the learned run), each a whole process started by this script (interpreter start-up,
 imports, env construction, training, the periodic evaluations and the saves all count), one torch thread each
 (``OMP_NUM_THREADS=1``), the same seed, env settings, evaluation settings and PPO hyperparameters (ppo2's defaults,
 written into an rl_zoo3 hyperparameters file):
@@ -25,7 +26,7 @@ Resumable: a finished run writes ``result.json`` in its folder under ``--bench-d
 same settings. Hours on 2 cores at the default budget: start it with ``nice``.
 
 Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seed 0] [--learned srl_splits]
-[--threshold R] [--bench-dir logs/bench_zoo] [--zoo-packages .zoo-packages] [--quick] [--no-append]``
+[--threshold R] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages .zoo-packages] [--quick] [--no-append]``
 (``make bench-zoo``).
 """
 from __future__ import annotations
@@ -40,6 +41,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -157,7 +159,7 @@ def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: floa
         shutil.rmtree(folder)
     os.makedirs(folder)
     command, env, run_glob, monitor_glob = build(folder)
-    print(f"{name}: python {' '.join(command)}", flush=True)
+    print(f"{name}: python {' '.join(command)}\n", end="", flush=True)  # one write: runs start side by side
     launch, wall = timedRun(command, env, os.path.join(folder, "output.log"))
     run_folder = sorted(glob.glob(os.path.join(folder, run_glob)))[-1]
     monitor_file = sorted(glob.glob(os.path.join(run_folder, monitor_glob)))[0]
@@ -206,6 +208,8 @@ def buildParser() -> CLIParser:
                         help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
     parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_zoo"), help="runs' folder [logs/bench_zoo]")
     parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3")
+    parser.add_argument("--workers", type=positiveInt, default=2,
+                        help="runs at a time: 2 runs both programs' raw pixels side by side [2]")
     parser.add_argument("--quick", action="store_true", help="tiny runs (1,024 steps), to check the chain")
     parser.add_argument("--no-append", action="store_true", help="do not append the result to docs/benchmarks.md")
     return parser
@@ -229,23 +233,32 @@ def main(argv: list[str] | None = None) -> int:
         yaml.safe_dump(zooHyperparams(steps), stream)
     config_file, prepare_s = prepareModel(learned, bench_dir, args.quick)
     common = {"steps": steps, "eval_freq": eval_freq, "seed": args.seed, "threshold": threshold}
-    rows = []
-    for observation in ("raw_pixels", learned):
-        def build(folder: str, observation: str = observation) -> tuple:
+    invocation = {"workers": args.workers}
+
+    def buildToolbox(observation: str) -> Any:
+        def build(folder: str) -> tuple:
             srl = config_file if observation == learned else None
             return (toolboxCommand(observation, steps, eval_freq, args.seed, folder, srl), childEnv(),
                     os.path.join("*", "*", "ppo2", "*"), os.path.join("monitor", "*.monitor.csv"))
-        # the learned run keeps the time of the prepare that trained its model (a later prepare reuses it in seconds)
-        extra = {"prepare_s": prepare_s} if observation == learned else None
-        rows.append((f"toolbox ppo2, {observation}", runOnce(f"toolbox_{observation}", {**common, "obs": observation},
-                                                             bench_dir, threshold, build, extra)))
-    prepare_s = rows[-1][1].get("prepare_s", prepare_s)
+        return build
 
     def buildZoo(folder: str) -> tuple:
         return (zooCommand(steps, eval_freq, args.seed, folder, hyperparams_file), childEnv(args.zoo_packages),
                 os.path.join("ppo", f"{ENV}_*"), "*.monitor.csv")
-    rows.append(("rl_zoo3 ppo, raw_pixels", runOnce("zoo_raw_pixels", {**common, "obs": "raw_pixels"}, bench_dir,
-                                                    threshold, buildZoo)))
+    # (row, folder, observation, build, facts kept with a new result), in the order they start: both programs' raw
+    # pixels first, side by side with 2 workers; the learned run keeps the time of the prepare that trained its model
+    # (a later prepare reuses it in seconds)
+    cases = [("toolbox ppo2, raw_pixels", "toolbox_raw_pixels", "raw_pixels", buildToolbox("raw_pixels"), invocation),
+             ("rl_zoo3 ppo, raw_pixels", "zoo_raw_pixels", "raw_pixels", buildZoo, invocation),
+             (f"toolbox ppo2, {learned}", f"toolbox_{learned}", learned, buildToolbox(learned),
+              {**invocation, "prepare_s": prepare_s})]
+    with ThreadPoolExecutor(max_workers=args.workers) as pool:
+        futures = [pool.submit(runOnce, folder, {**common, "obs": observation}, bench_dir, threshold, build, extra)
+                   for _, folder, observation, build, extra in cases]
+        results = {row: future.result() for (row, *_), future in zip(cases, futures)}
+    rows = [(row, results[row]) for row in (cases[0][0], cases[2][0], cases[1][0])]
+    prepare_s = rows[1][1].get("prepare_s", prepare_s)
+    workers = sorted({result.get("workers", 1) for _, result in rows})
     report = table(rows)
     print(report)
     print(f"prepare ({learned}): {prepare_s:,.0f} s (when its run was made)")
@@ -256,7 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             f"Seed {args.seed}, {steps:,} steps per run, an evaluation of {PLAN.eval_episodes} episodes every "
             f"{eval_freq:,} steps, threshold {threshold:.2f} (90% of ground truth's final reward in the SRL + RL "
             f"archive); ppo2's default hyperparameters in both (rl_zoo3 from a hyperparameters file), one env, one "
-            f"torch thread, the runs one after the other. Wall time from the process's launch to the end of the "
+            f"torch thread, {' or '.join(map(str, workers))} run(s) at a time (each a process on a core of its own; with 2, "
+            f"both programs' raw pixels side by side). Wall time from the process's launch to the end of the "
             f"first episode at or after the evaluation that reached the threshold. The learned model was trained by "
             f"srl_models.prepare in {prepare_s:,.0f} s, not included.",
             report, packages=("torch", "stable_baselines3", "pybullet"), target="bench-zoo")

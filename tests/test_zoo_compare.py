@@ -1,6 +1,8 @@
 """benchmarks.zoo_compare: the time to the threshold read from monitor files, the rl_zoo3 hyperparameters file, refusals."""
 import json
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -79,3 +81,30 @@ def test_a_run_keeps_the_facts_of_the_invocation_that_made_it(tmp_path):
     assert not made["reused"] and made["prepare_s"] == 134.0 and made["final_eval"] == 7.0
     again = zoo_compare.runOnce("learned", settings, str(tmp_path), 5.0, build, {"prepare_s": 5.0})
     assert again["reused"] and again["prepare_s"] == 134.0  # the prepare that trained the model, not the reuse
+
+
+@pytest.mark.parametrize("workers, together", [(2, True), (1, False)])
+def test_both_programs_raw_pixels_run_side_by_side_with_two_workers(tmp_path, monkeypatch, capsys, workers, together):
+    zoo = tmp_path / "zoo" / "rl_zoo3"
+    zoo.mkdir(parents=True)
+    (zoo / "train.py").write_text("")
+    monkeypatch.setattr(zoo_compare, "prepareModel", lambda learned, bench_dir, quick: ("srl.yaml", 42.0))
+    running, overlapped = set(), []
+    lock = threading.Lock()
+
+    def fakeRun(name, settings, bench_dir, threshold, build, extra=None):
+        with lock:
+            running.add(name)
+        time.sleep(0.3)
+        with lock:
+            overlapped.append(set(running))
+            running.discard(name)
+        return {"settings": settings, **(extra or {}), "steps_to_threshold": 10_000, "seconds_to_threshold": 5.0,
+                "final_eval": 1.0, "wall_s": 9.0, "steps": 20_000, "reused": False}
+    monkeypatch.setattr(zoo_compare, "runOnce", fakeRun)
+    zoo_compare.main(["--workers", str(workers), "--threshold", "5", "--zoo-packages", str(tmp_path / "zoo"),
+                      "--bench-dir", str(tmp_path / "bench"), "--no-append"])
+    assert ({"toolbox_raw_pixels", "zoo_raw_pixels"} in overlapped) == together
+    rows = [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("| toolbox")
+            or line.startswith("| rl_zoo3")]
+    assert rows == ["| toolbox ppo2, raw_pixels", "| toolbox ppo2, srl_splits", "| rl_zoo3 ppo, raw_pixels"]
