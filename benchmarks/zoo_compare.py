@@ -23,7 +23,7 @@ pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train co
 dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
 
 Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
-same settings. Hours on 2 cores at the default budget: start it with ``nice``.
+same settings. About an hour on 2 cores at the default budget: start it with ``nice``.
 
 Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seed 0] [--learned srl_splits]
 [--threshold R] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages .zoo-packages] [--quick] [--no-append]``
