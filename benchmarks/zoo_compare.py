@@ -40,7 +40,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     common = {"steps": steps, "eval_freq": eval_freq, "seed": args.seed, "threshold": threshold}
     invocation = {"workers": args.workers}
 
-    def buildToolbox(observation: str) -> Any:
+    def buildToolbox(observation: str) -> Callable[[str], tuple]:
         def build(folder: str) -> tuple:
             srl = config_file if observation == learned else None
             return (toolboxCommand(observation, steps, eval_freq, args.seed, folder, srl), childEnv(),
@@ -255,9 +255,9 @@ def main(argv: list[str] | None = None) -> int:
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         futures = [pool.submit(runOnce, folder, {**common, "obs": observation}, bench_dir, threshold, build, extra)
                    for _, folder, observation, build, extra in cases]
-        results = {row: future.result() for (row, *_), future in zip(cases, futures)}
-    rows = [(row, results[row]) for row in (cases[0][0], cases[2][0], cases[1][0])]
-    prepare_s = rows[1][1].get("prepare_s", prepare_s)
+        results = {folder: (row, future.result()) for (row, folder, *_), future in zip(cases, futures)}
+    rows = [results[folder] for folder in ("toolbox_raw_pixels", f"toolbox_{learned}", "zoo_raw_pixels")]
+    prepare_s = results[f"toolbox_{learned}"][1].get("prepare_s", prepare_s)
     workers = sorted({result.get("workers", 1) for _, result in rows})
     report = table(rows)
     print(report)
