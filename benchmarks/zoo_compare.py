@@ -1,10 +1,10 @@
 """Wall-clock time to a reward threshold on MobileRobot: the toolbox's ppo2 beside rl_zoo3's PPO, whole processes.
 
-Three runs on one machine, ``--workers`` at a time (2 by default: the two programs' raw-pixel runs side by side,
-each on a core of its own, then the learned run), each a whole process started by this script (interpreter start-up,
-imports, env construction, training, the periodic evaluations and the saves all count), one torch thread each
-(``OMP_NUM_THREADS=1``), the same seed, env settings, evaluation settings and PPO hyperparameters (ppo2's defaults,
-written into an rl_zoo3 hyperparameters file):
+Three runs per seed (``--seeds``, 0 1 2 by default) on one machine, ``--workers`` at a time (2 by default: the two
+programs' raw-pixel runs of a seed side by side, each on a core of its own; the learned runs after them), each a whole
+process started by this script (interpreter start-up, imports, env construction, training, the periodic evaluations
+and the saves all count), one torch thread each (``OMP_NUM_THREADS=1``), the same seed, env settings, evaluation
+settings and PPO hyperparameters (ppo2's defaults, written into an rl_zoo3 hyperparameters file):
 
 - ``toolbox raw_pixels``: ``python -m rl_baselines.train --algo ppo2 --srl-model raw_pixels`` at every default;
 - ``toolbox <learned>``: the same on a learned representation (``--learned``, default srl_splits: the best learned
@@ -15,17 +15,19 @@ written into an rl_zoo3 hyperparameters file):
 
 The time to the threshold is the wall time from the process's launch to the end of the first training episode that
 ends at or after the first evaluation at or above the threshold (monitor files: their ``t_start`` and each episode's
-``t``), so it is exact to within one episode. The threshold is the SRL + RL benchmark's: 90% of ground truth's mean
-final evaluation reward in its archive (benchmarks/srl_rl_runs.json), unless ``--threshold`` gives one.
+``t``), so it is exact to within one episode. Raw pixels reach the threshold on some seeds only, hence several seeds:
+the report gives each seed's row and, per run, on how many seeds it reached the threshold and the median wall time to
+it over those. The threshold is the SRL + RL benchmark's: 90% of ground truth's mean final evaluation reward in its
+archive (benchmarks/srl_rl_runs.json), unless ``--threshold`` gives one.
 
 rl_zoo3 does not install beside the toolbox's pins (its Hugging Face integration pulls moviepy, which downgrades
 pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train command imports, without their
 dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
 
 Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
-same settings. About an hour on 2 cores at the default budget: start it with ``nice``.
+same settings. About 1 h per seed on 2 cores at the default budget: start it with ``nice``.
 
-Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seed 0] [--learned srl_splits]
+Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seeds 0 1 2] [--learned srl_splits]
 [--threshold R] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages .zoo-packages] [--quick] [--no-append]``
 (``make bench-zoo``).
 """
@@ -53,7 +55,7 @@ from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE, THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
-from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE
@@ -187,14 +189,30 @@ def _fmt(value: float | None, unit: str = "", digits: int = 0) -> str:
     return "not reached" if value is None else f"{value:,.{digits}f}{unit}"
 
 
-def table(rows: Sequence[tuple[str, dict[str, Any]]]) -> str:
-    """:return: the markdown table of the runs"""
-    lines = ["| run | steps to threshold | wall time to threshold | final eval reward | steps in finished episodes "
-             "| whole process |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for name, result in rows:
-        lines.append(f"| {name} | {_fmt(result['steps_to_threshold'])} | {_fmt(result['seconds_to_threshold'], ' s')}"
-                     f" | {_fmt(result['final_eval'], digits=1)} | {result['steps']:,} | {result['wall_s']:,.0f} s |")
+def table(rows: Sequence[tuple[str, int, dict[str, Any]]]) -> str:
+    """:return: the markdown table of the runs: (row name, seed, result) each"""
+    lines = ["| run | seed | steps to threshold | wall time to threshold | final eval reward "
+             "| steps in finished episodes | whole process |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, seed, result in rows:
+        lines.append(f"| {name} | {seed} | {_fmt(result['steps_to_threshold'])} "
+                     f"| {_fmt(result['seconds_to_threshold'], ' s')} | {_fmt(result['final_eval'], digits=1)} "
+                     f"| {result['steps']:,} | {result['wall_s']:,.0f} s |")
+    return "\n".join(lines)
+
+
+def summary(rows: Sequence[tuple[str, int, dict[str, Any]]]) -> str:
+    """:return: one line per run: on how many seeds it reached the threshold, and the median time over those"""
+    lines = []
+    for name in dict.fromkeys(name for name, _, _ in rows):
+        seconds = [result["seconds_to_threshold"] for row, _, result in rows
+                   if row == name and result["seconds_to_threshold"] is not None]
+        steps = [result["steps_to_threshold"] for row, _, result in rows
+                 if row == name and result["steps_to_threshold"] is not None]
+        total = sum(row == name for row, _, _ in rows)
+        median = (f": median {statistics.median(steps):,.0f} steps, {statistics.median(seconds):,.0f} s"
+                  if seconds else "")
+        lines.append(f"- {name}: reached the threshold on {len(seconds)} of {total} seed(s){median}")
     return "\n".join(lines)
 
 
@@ -202,7 +220,7 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m benchmarks.zoo_compare", description=__doc__.split("\n\n")[0])
     parser.add_argument("--budget", type=positiveInt, default=300_000, help="env steps per run [300000]")
     parser.add_argument("--eval-freq", type=positiveInt, default=10_000, help="env steps between evaluations [10000]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every run [0]")
+    parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2], help="seeds: 3 runs each [0 1 2]")
     parser.add_argument("--learned", default="srl_splits", help="the learned representation's SRL model [srl_splits]")
     parser.add_argument("--threshold", type=float, default=None,
                         help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
@@ -232,47 +250,54 @@ def main(argv: list[str] | None = None) -> int:
     with open(hyperparams_file, "w") as stream:
         yaml.safe_dump(zooHyperparams(steps), stream)
     config_file, prepare_s = prepareModel(learned, bench_dir, args.quick)
-    common = {"steps": steps, "eval_freq": eval_freq, "seed": args.seed, "threshold": threshold}
+    common = {"steps": steps, "eval_freq": eval_freq, "threshold": threshold}
     invocation = {"workers": args.workers}
 
-    def buildToolbox(observation: str) -> Callable[[str], tuple]:
+    def buildToolbox(observation: str, seed: int) -> Callable[[str], tuple]:
         def build(folder: str) -> tuple:
             srl = config_file if observation == learned else None
-            return (toolboxCommand(observation, steps, eval_freq, args.seed, folder, srl), childEnv(),
+            return (toolboxCommand(observation, steps, eval_freq, seed, folder, srl), childEnv(),
                     os.path.join("*", "*", "ppo2", "*"), os.path.join("monitor", "*.monitor.csv"))
         return build
 
-    def buildZoo(folder: str) -> tuple:
-        return (zooCommand(steps, eval_freq, args.seed, folder, hyperparams_file), childEnv(args.zoo_packages),
-                os.path.join("ppo", f"{ENV}_*"), "*.monitor.csv")
-    # (row, folder, observation, build, facts kept with a new result), in the order they start: both programs' raw
-    # pixels first, side by side with 2 workers; the learned run keeps the time of the prepare that trained its model
-    # (a later prepare reuses it in seconds)
-    cases = [("toolbox ppo2, raw_pixels", "toolbox_raw_pixels", "raw_pixels", buildToolbox("raw_pixels"), invocation),
-             ("rl_zoo3 ppo, raw_pixels", "zoo_raw_pixels", "raw_pixels", buildZoo, invocation),
-             (f"toolbox ppo2, {learned}", f"toolbox_{learned}", learned, buildToolbox(learned),
-              {**invocation, "prepare_s": prepare_s})]
+    def buildZoo(seed: int) -> Callable[[str], tuple]:
+        def build(folder: str) -> tuple:
+            return (zooCommand(steps, eval_freq, seed, folder, hyperparams_file), childEnv(args.zoo_packages),
+                    os.path.join("ppo", f"{ENV}_*"), "*.monitor.csv")
+        return build
+    seeds = list(dict.fromkeys(args.seeds))
+    # (row, seed, folder, observation, build, facts kept with a new result), in the order they start: each seed's two
+    # raw-pixel runs (side by side with 2 workers), then the learned runs, which keep the time of the prepare that
+    # trained their model (a later prepare reuses it in seconds)
+    raw_name, zoo_name, learned_name = "toolbox ppo2, raw_pixels", "rl_zoo3 ppo, raw_pixels", f"toolbox ppo2, {learned}"
+    cases = [case for seed in seeds for case in (
+        (raw_name, seed, "toolbox_raw_pixels", "raw_pixels", buildToolbox("raw_pixels", seed), invocation),
+        (zoo_name, seed, "zoo_raw_pixels", "raw_pixels", buildZoo(seed), invocation))]
+    cases += [(learned_name, seed, f"toolbox_{learned}", learned, buildToolbox(learned, seed),
+               {**invocation, "prepare_s": prepare_s}) for seed in seeds]
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        futures = [pool.submit(runOnce, folder, {**common, "obs": observation}, bench_dir, threshold, build, extra)
-                   for _, folder, observation, build, extra in cases]
-        results = {folder: (row, future.result()) for (row, folder, *_), future in zip(cases, futures)}
-    rows = [results[folder] for folder in ("toolbox_raw_pixels", f"toolbox_{learned}", "zoo_raw_pixels")]
-    prepare_s = results[f"toolbox_{learned}"][1].get("prepare_s", prepare_s)
-    workers = sorted({result.get("workers", 1) for _, result in rows})
-    report = table(rows)
+        futures = {(row, seed): pool.submit(runOnce, os.path.join(f"seed_{seed}", folder),
+                                            {**common, "seed": seed, "obs": observation}, bench_dir, threshold,
+                                            build, extra)
+                   for row, seed, folder, observation, build, extra in cases}
+        rows = [(row, seed, futures[row, seed].result()) for row in (raw_name, learned_name, zoo_name)
+                for seed in seeds]
+    prepare_s = next(result for row, _, result in rows if row == learned_name).get("prepare_s", prepare_s)
+    workers = sorted({result.get("workers", 1) for _, _, result in rows})
+    report = table(rows) + "\n\n" + summary(rows)
     print(report)
     print(f"prepare ({learned}): {prepare_s:,.0f} s (when its run was made)")
     if not args.no_append and not args.quick:
         appendReport(
             f"Time to threshold on {ENV}: the toolbox's ppo2 and rl_zoo3's PPO (whole processes)",
             recordedCommand("benchmarks.zoo_compare", argv),
-            f"Seed {args.seed}, {steps:,} steps per run, an evaluation of {PLAN.eval_episodes} episodes every "
-            f"{eval_freq:,} steps, threshold {threshold:.2f} (90% of ground truth's final reward in the SRL + RL "
-            f"archive); ppo2's default hyperparameters in both (rl_zoo3 from a hyperparameters file), one env, one "
-            f"torch thread, {' or '.join(map(str, workers))} run(s) at a time (each a process on a core of its own; with 2, "
-            f"both programs' raw pixels side by side). Wall time from the process's launch to the end of the "
-            f"first episode at or after the evaluation that reached the threshold. The learned model was trained by "
-            f"srl_models.prepare in {prepare_s:,.0f} s, not included.",
+            f"Seeds {' '.join(map(str, seeds))}, {steps:,} steps per run, an evaluation of {PLAN.eval_episodes} "
+            f"episodes every {eval_freq:,} steps, threshold {threshold:.2f} (90% of ground truth's final reward in the "
+            f"SRL + RL archive); ppo2's default hyperparameters in both (rl_zoo3 from a hyperparameters file), one "
+            f"env, one torch thread, {' or '.join(map(str, workers))} run(s) at a time (each a process on a core of "
+            f"its own; with 2, both programs' raw pixels of a seed side by side). Wall time from the process's launch "
+            f"to the end of the first episode at or after the evaluation that reached the threshold. The learned "
+            f"model was trained by srl_models.prepare in {prepare_s:,.0f} s, not included.",
             report, packages=("torch", "stable_baselines3", "pybullet"), target="bench-zoo")
     return 0
 

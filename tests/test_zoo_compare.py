@@ -31,7 +31,10 @@ def test_seconds_and_steps_to_threshold(tmp_path):
     assert result["final_eval"] == 10.0 and result["steps"] == 300
     missed = zoo_compare.runResult(str(tmp_path), str(monitor), launch=990.0, wall=20.0, threshold=11.0)
     assert missed["steps_to_threshold"] is None and missed["seconds_to_threshold"] is None
-    assert "not reached" in zoo_compare.table([("run", missed)])
+    assert "not reached" in zoo_compare.table([("run", 0, missed)])
+    assert zoo_compare.summary([("raw", 0, missed), ("raw", 1, result), ("raw", 2, {**result, "steps_to_threshold": 400,
+                                                                              "seconds_to_threshold": 20.0})]) == \
+        "- raw: reached the threshold on 2 of 3 seed(s): median 300 steps, 16 s"
 
 
 def test_episode_ending_after_the_step_is_used(tmp_path):
@@ -89,22 +92,32 @@ def test_both_programs_raw_pixels_run_side_by_side_with_two_workers(tmp_path, mo
     zoo.mkdir(parents=True)
     (zoo / "train.py").write_text("")
     monkeypatch.setattr(zoo_compare, "prepareModel", lambda learned, bench_dir, quick: ("srl.yaml", 42.0))
-    running, overlapped = set(), []
+    running, overlapped, seeds = set(), [], {}
     lock = threading.Lock()
 
     def fakeRun(name, settings, bench_dir, threshold, build, extra=None):
         with lock:
             running.add(name)
+            seeds[name] = (settings["seed"], build(name)[0])
         time.sleep(0.3)
         with lock:
             overlapped.append(set(running))
             running.discard(name)
-        return {"settings": settings, **(extra or {}), "steps_to_threshold": 10_000, "seconds_to_threshold": 5.0,
+        reached = settings["seed"] == 1 or settings["obs"] != "raw_pixels"
+        return {"settings": settings, **(extra or {}), "steps_to_threshold": 10_000 if reached else None,
+                "seconds_to_threshold": 5.0 * (1 + settings["seed"]) if reached else None,
                 "final_eval": 1.0, "wall_s": 9.0, "steps": 20_000, "reused": False}
     monkeypatch.setattr(zoo_compare, "runOnce", fakeRun)
     zoo_compare.main(["--workers", str(workers), "--threshold", "5", "--zoo-packages", str(tmp_path / "zoo"),
-                      "--bench-dir", str(tmp_path / "bench"), "--no-append"])
-    assert ({"toolbox_raw_pixels", "zoo_raw_pixels"} in overlapped) == together
-    rows = [line.split(" | ")[0] for line in capsys.readouterr().out.splitlines() if line.startswith("| toolbox")
-            or line.startswith("| rl_zoo3")]
-    assert rows == ["| toolbox ppo2, raw_pixels", "| toolbox ppo2, srl_splits", "| rl_zoo3 ppo, raw_pixels"]
+                      "--bench-dir", str(tmp_path / "bench"), "--no-append", "--seeds", "0", "1"])
+    assert ({"seed_0/toolbox_raw_pixels", "seed_0/zoo_raw_pixels"} in overlapped) == together
+    for name, (seed, command) in seeds.items():  # each seed's runs in a folder of their own, given that seed
+        assert name.startswith(f"seed_{seed}/") and command[command.index("--seed") + 1] == str(seed)
+    assert len(seeds) == 6
+    out = capsys.readouterr().out
+    rows = [line.split(" | ")[:2] for line in out.splitlines() if line.startswith(("| toolbox", "| rl_zoo3"))]
+    assert rows == [["| toolbox ppo2, raw_pixels", "0"], ["| toolbox ppo2, raw_pixels", "1"],
+                    ["| toolbox ppo2, srl_splits", "0"], ["| toolbox ppo2, srl_splits", "1"],
+                    ["| rl_zoo3 ppo, raw_pixels", "0"], ["| rl_zoo3 ppo, raw_pixels", "1"]]
+    assert "- toolbox ppo2, raw_pixels: reached the threshold on 1 of 2 seed(s): median 10,000 steps, 10 s" in out
+    assert "- toolbox ppo2, srl_splits: reached the threshold on 2 of 2 seed(s): median 10,000 steps, 8 s" in out
