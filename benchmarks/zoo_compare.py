@@ -207,9 +207,10 @@ def summary(rows: Sequence[tuple[str, int, dict[str, Any]]]) -> str:
     for name in dict.fromkeys(name for name, _, _ in rows):
         results = [result for row, _, result in rows if row == name]
         reached = [result for result in results if result["steps_to_threshold"] is not None]
+        steps = [result["steps_to_threshold"] for result in reached]
         seconds = [result["seconds_to_threshold"] for result in reached if result["seconds_to_threshold"] is not None]
-        median = "" if not reached else f": median {statistics.median(r['steps_to_threshold'] for r in reached):,.0f} steps"
-        median += f", {statistics.median(seconds):,.0f} s" if seconds else ""
+        median = (f": median {statistics.median(steps):,.0f} steps" if steps else "") + \
+            (f", {statistics.median(seconds):,.0f} s" if seconds else "")
         lines.append(f"- {name}: reached the threshold on {len(reached)} of {len(results)} seed(s){median}")
     return "\n".join(lines)
 
