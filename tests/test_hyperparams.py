@@ -9,13 +9,14 @@ import os
 import pytest
 
 from rl_baselines.core.base import OLDER_DECLARATIONS, BaseRLObject
-from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval, NoneOrPositive, plainValue
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.her import BASE_ALGOS
 from rl_baselines.rl_algorithm.off_policy import replaySearchSpace
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject
-from rl_baselines.runs.train import main
+from rl_baselines.runs.train import baseParser, main
+from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import CLIParser, UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -213,8 +214,34 @@ def test_sb3_and_torch_algorithms_share_one_flag_path() -> None:
             cls.parserHyperParam({"gamma": "2"})
 
 
+def test_none_or_a_positive_number() -> None:
+    assert NoneOrPositive("none") == NoneOrPositive("None") == NoneOrPositive(None) == "none"
+    assert NoneOrPositive("none").number is None and plainValue(NoneOrPositive("none")) is None
+    assert NoneOrPositive("0.20") == NoneOrPositive(0.2) == "0.2" and plainValue(NoneOrPositive("2e-2")) == 0.02
+    assert plainValue(0.5) == 0.5 and plainValue("auto") == "auto"  # any other value as it is
+    for bad in ("0", "-0.1", "nan", "inf", "off", ""):
+        with pytest.raises(argparse.ArgumentTypeError, match="is not none or a positive number"):
+            NoneOrPositive(bad)
+
+
+@pytest.mark.parametrize("algo", ["ppo2", "ppo_lstm", "maskable_ppo", "gail"])
+def test_ppo_value_clipping_and_target_kl_reach_the_library(algo: str) -> None:
+    cls = registered_rl[algo][0]
+    args = cls.customArguments(baseParser()).parse_args([*GT, "--algo", algo, "--clip-range-vf", "0.2"])
+    assert args.hp_clip_range_vf == "0.2"
+    settings = TrainConfig.fromValues(vars(args)).runSettings()
+    given = cls.parserHyperParam({"clip_range_vf": "0.2", "target_kl": "none"})
+    kwargs = cls.makeModelKwargs(settings, given, None)
+    assert kwargs["clip_range_vf"] == 0.2 and isinstance(kwargs["clip_range_vf"], float)
+    assert kwargs["target_kl"] is None  # SB3's "off"
+    defaults = (cls if algo != "gail" else PPO2Model).DEFAULT_HYPERPARAMS  # (gail: its default learner's)
+    assert defaults["clip_range_vf"] == defaults["target_kl"] == "none"  # SB3's
+
+
 @pytest.mark.parametrize("argv,words", [
     (["--algo", "ppo2", "--hyperparam", "gamma:2"], ["--hyperparam", "'gamma'", "(0, 1]", "2.0"]),
+    (["--algo", "ppo2", "--clip-range-vf", "0"], ["--clip-range-vf", "'clip_range_vf'", "'0' is not none or"]),
+    (["--algo", "ppo2", "--hyperparam", "target_kl:-1"], ["'target_kl'", "'-1' is not none or a positive number"]),
     (["--algo", "a2c", "--gamma", "2"], ["--gamma", "'gamma'", "(0, 1]"]),
     (["--algo", "trpo", "--n-steps", "0"], ["--n-steps", "'n_steps'", ">= 1"]),
     (["--algo", "sac", "-c", "--hyperparam", "batch_size:0"], ["'batch_size'", ">= 1", "got 0"]),
@@ -222,8 +249,8 @@ def test_sb3_and_torch_algorithms_share_one_flag_path() -> None:
     (["--algo", "qrdqn", "--hyperparam", "exploration_fraction:1.5"], ["'exploration_fraction'", "[0, 1]"]),
     (["--algo", "ppo_lstm", "--hyperparam", "activation_fn:gelu"], ["'activation_fn'", "tanh, relu", "'gelu'"]),
     (["--algo", "her", "-c", "--hyperparam", "tau:2"], ["'tau'", "[0, 1]", "2.0"]),
-], ids=["ppo2-hyperparam", "a2c-flag", "trpo-flag", "sac-hyperparam", "td3-flag", "qrdqn-hyperparam",
-        "ppo_lstm-choice", "her-learner"])
+], ids=["ppo2-hyperparam", "ppo2-clip-range-vf", "ppo2-target-kl", "a2c-flag", "trpo-flag", "sac-hyperparam",
+        "td3-flag", "qrdqn-hyperparam", "ppo_lstm-choice", "her-learner"])
 def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written(tmp_path, argv, words) -> None:
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, "--num-timesteps", "64", *argv, "--log-dir", str(tmp_path), "--no-vis"])  # (short if accepted)

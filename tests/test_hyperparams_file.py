@@ -9,6 +9,7 @@ import pytest
 import torch
 import yaml
 from conftest import runModule, trainHere
+from stable_baselines3 import PPO
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
@@ -76,3 +77,17 @@ def test_a_resumed_and_a_replayed_run_read_the_new_args_json(tmp_path, capsys) -
     capsys.readouterr()
     assert train.main(["--resume", run_dir]) == 0  # in this process, as the run above
     assert "nothing to resume" in capsys.readouterr().out
+
+
+def test_value_clipping_and_target_kl_reach_the_model_from_flags_and_from_an_rl_zoo_file(tmp_path) -> None:
+    flags = ["--algo", "ppo2", *GT, "--num-timesteps", "128", "--n-steps", "64"]
+    run = trainHere(*flags, "--clip-range-vf", "0.2", "--target-kl", "0.02", "--log-dir", tmp_path / "flags")
+    model = PPO.load(os.path.join(run, "ppo2_model.zip"))
+    assert model.clip_range_vf(1.0) == 0.2 and model.target_kl == 0.02
+    assert {key: _readYaml(run)[key] for key in ("clip_range_vf", "target_kl")} == {"clip_range_vf": "0.2",
+                                                                                     "target_kl": "0.02"}
+    zoo_file = tmp_path / "zoo.yml"  # as rl_zoo3 writes them: null for off, numbers otherwise
+    zoo_file.write_text("clip_range_vf: null\ntarget_kl: 0.05\n")
+    run = trainHere(*flags, "--hyperparam-file", zoo_file, "--log-dir", tmp_path / "file")
+    model = PPO.load(os.path.join(run, "ppo2_model.zip"))
+    assert model.clip_range_vf is None and model.target_kl == 0.05

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from benchmarks import zoo_compare
+from rl_baselines.core.hyperparams import plainValue
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 
 
@@ -47,7 +48,8 @@ def test_episode_ending_after_the_step_is_used(tmp_path):
 def test_zoo_gets_ppo2_defaults_and_the_toolbox_env_keywords(tmp_path):
     params = zoo_compare.zooHyperparams(5000)[zoo_compare.ENV]
     for name, spec in PPO2Model.HYPERPARAMS.items():
-        assert params[name] == spec.default
+        assert params[name] == plainValue(spec.default)
+    assert params["clip_range_vf"] is None and params["target_kl"] is None  # SB3's values for "off", not a word
     assert params["policy"] == "CnnPolicy" and params["n_envs"] == 1
     yaml.safe_load(yaml.safe_dump(zoo_compare.zooHyperparams(5000)))  # a file rl_zoo3 reads
     command = zoo_compare.zooCommand(5000, 1000, 3, str(tmp_path), "hp.yml")

@@ -14,7 +14,7 @@ declares ``HYPERPARAMS``.
 
 A hyperparameter's type is its default's: ``bool``, ``int``, ``float``, ``str``, or a ``str`` subclass whose
 constructor checks a value and raises ``argparse.ArgumentTypeError`` (a value with a syntax of its own, such as
-sac's ``ent_coef``: ``auto``, ``auto_0.1`` or a number).
+sac's ``ent_coef``: ``auto``, ``auto_0.1`` or a number; :class:`NoneOrPositive`: ``none`` or a positive number).
 
 Invariant: a declared default lies inside its bounds and choices, and a numeric search range inside its bounds
 (checked when the spec is built, so a wrong declaration fails at import, not in a user's run).
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -164,6 +165,38 @@ class Hyperparam:
         return (kind, tuple(self.search[:2]), *self.search[2:])
 
 
+class NoneOrPositive(str):
+    """
+    A hyperparameter that is off (``none``) or a positive number, as SB3's ``clip_range_vf`` and ``target_kl`` (None
+    or a float there). A str, so that the flag, args.json and hyperparams.yaml keep it as written; :func:`plainValue`
+    gives the library its value.
+    """
+
+    METAVAR = "none|FLOAT"
+
+    def __new__(cls, raw: Any) -> NoneOrPositive:
+        text = "none" if raw is None else str(raw).strip()
+        if text.lower() == "none":
+            return super().__new__(cls, "none")
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if not (math.isfinite(number) and number > 0):
+            raise argparse.ArgumentTypeError(f"{raw!r} is not none or a positive number")
+        return super().__new__(cls, repr(number))
+
+    @property
+    def number(self) -> float | None:
+        """The value: None for ``none``, else the number."""
+        return None if self == "none" else float(self)
+
+
+def plainValue(value: Any) -> Any:
+    """:return: a hyperparameter's value as the library takes it (a :class:`NoneOrPositive` as None or a float)"""
+    return value.number if isinstance(value, NoneOrPositive) else value
+
+
 def givenFlags(args: Any, names: Iterable[str]) -> dict[str, Any]:
     """
     :param args: a run's settings (a RunSettings or TrainConfig; the Namespace of a plugin of API version 1)
@@ -285,7 +318,8 @@ def addHyperparamArguments(algo_class: type, parser: argparse.ArgumentParser,
                                help=f"{described}[{default}]")
         else:
             group.add_argument(flag, dest=dest, type=functools.partial(flagValue, algo_class, name), default=None,
-                               metavar=type(default).__name__.upper(), help=f"{described}[{default}]")
+                               metavar=getattr(type(default), "METAVAR", type(default).__name__.upper()),
+                               help=f"{described}[{default}]")
     return parser
 
 

@@ -49,7 +49,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """Move the policy's own settings (LSTM size, activation, initialisation) into ``policy_kwargs``."""
 
-        kwargs = dict(hyperparams)
+        kwargs = super().makeModelKwargs(settings, hyperparams, env)
         policy_kwargs = {}
         if "lstm_hidden_size" in kwargs:
             policy_kwargs["lstm_hidden_size"] = int(kwargs.pop("lstm_hidden_size"))

@@ -32,7 +32,7 @@ from rl_baselines.core.base import (
     notifyCleanPoint,
 )
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import givenFlags
+from rl_baselines.core.hyperparams import givenFlags, plainValue
 from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
@@ -108,9 +108,10 @@ class StableBaselinesRLObject(BaseRLObject):
         :param settings: the run's settings
         :param hyperparams: hyperparameters by name (from :meth:`hyperparamsFromArgs`)
         :param env: the training VecEnv
-        :return: constructor keywords (default: the hyperparameters unchanged)
+        :return: constructor keywords (default: the hyperparameters, each as the library takes it: ``none`` of a
+            :class:`~rl_baselines.core.hyperparams.NoneOrPositive` as None)
         """
-        return dict(hyperparams)
+        return {name: plainValue(value) for name, value in hyperparams.items()}
 
     @classmethod
     def augmentsUpdates(cls) -> bool:

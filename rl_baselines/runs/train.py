@@ -100,6 +100,8 @@ def _readHyperparamFile(path: str) -> dict[str, str]:
         raise UsageError(f"--hyperparam-file {path!r} must hold a mapping NAME: VALUE, not {type(content).__name__}")
     pairs: dict[str, str] = {}
     for key, value in content.items():
+        if value is None:  # YAML null, as rl_zoo3's files write an unset clip_range_vf: read as the word none
+            value = "none"
         if not isinstance(key, str) or not isinstance(value, (bool, int, float, str)):
             raise UsageError(f"--hyperparam-file {path!r}: {key!r}: {value!r} is not NAME: number/string/bool")
         # The strings then go through parserHyperParam like --hyperparam ones (repr keeps every float digit).
