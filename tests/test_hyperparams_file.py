@@ -8,7 +8,7 @@ import os
 import pytest
 import torch
 import yaml
-from conftest import runModule, trainHere
+from conftest import interruptThenResume, runModule, trainHere
 from stable_baselines3 import PPO
 
 from rl_baselines.core.algo_types import ActionType
@@ -91,3 +91,11 @@ def test_value_clipping_and_target_kl_reach_the_model_from_flags_and_from_an_rl_
     run = trainHere(*flags, "--hyperparam-file", zoo_file, "--log-dir", tmp_path / "file")
     model = PPO.load(os.path.join(run, "ppo2_model.zip"))
     assert model.clip_range_vf is None and model.target_kl == 0.05
+
+
+def test_a_run_with_value_clipping_resumes_with_it(tmp_path, monkeypatch) -> None:
+    run_args = ["--algo", "ppo2", *GT, "--num-timesteps", "512", "--n-steps", "64", "--checkpoint-freq", "128",
+                "--clip-range-vf", "0.2", "--target-kl", "none"]
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), run_args, 200)
+    model = PPO.load(os.path.join(run_dir, "ppo2_model.zip"))
+    assert model.num_timesteps == 512 and model.clip_range_vf(1.0) == 0.2 and model.target_kl is None
