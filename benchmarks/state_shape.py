@@ -64,6 +64,7 @@ from benchmarks.documents import appendReport
 from benchmarks.srl_rl.analysis import meanStandardError
 from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
+from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.training_state import silentLogger
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
@@ -214,7 +215,7 @@ def buildAgent(job: dict[str, Any], venv: VecNormalize) -> PPO:
     :return: SB3's PPO with ppo2's defaults, the job's hyperparameters over them and its activation, recording
         into a silent logger (SB3's own would make an empty ``/tmp/SB3-<date>`` folder at each learn)
     """
-    hyperparams = {name: spec.default for name, spec in PPO2Model.HYPERPARAMS.items()} | job.get("hyperparams", {})
+    hyperparams = plainValues(PPO2Model.DEFAULT_HYPERPARAMS) | job.get("hyperparams", {})
     activation = {"activation_fn": ACTIVATIONS[job["activation"]]} if job.get("activation", "tanh") != "tanh" else {}
     model = PPO("MlpPolicy", venv, seed=job["seed"], verbose=0, device="cpu", policy_kwargs=activation or None,
                 **hyperparams)
@@ -305,7 +306,7 @@ def earlyEntropy(raw: str) -> tuple[float, int]:
 def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
     """
     :param pairs: ``NAME:VALUE`` strings
-    :return: the typed, checked values by name
+    :return: the typed, checked values by name, as SB3 takes them (``none`` as None)
     :raises UsageError: a malformed pair, a name ppo2 does not have, or a bad value (one line)
     """
     values = {}
@@ -314,7 +315,7 @@ def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
         if not separator:
             raise UsageError(f"--hyperparam {pair!r} is not NAME:VALUE")
         try:  # ppo2's own parser: its names (the valid ones listed), types, choices and bounds
-            values.update(PPO2Model.parserHyperParam({name: raw}))
+            values.update(plainValues(PPO2Model.parserHyperParam({name: raw})))
         except ValueError as error:
             raise UsageError(f"--hyperparam {pair!r}: {error}") from None
     return values

@@ -28,6 +28,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from benchmarks.documents import appendReport, recordedCommand
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.results import episodeWindowStepsToThreshold
+from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.training_state import silentLogger
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
@@ -53,7 +54,7 @@ def timePlainSB3(steps: int, log_dir: str) -> float:
     start = time.perf_counter()
     env = DummyVecEnv([lambda: Monitor(MobileRobotGymEnv(srl_model="ground_truth"), os.path.join(log_dir, "0"))])
     env = VecNormalize(env, norm_obs=True, norm_reward=False)
-    model = PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0, **PPO2Model.DEFAULT_HYPERPARAMS)
+    model = PPO("MlpPolicy", env, seed=0, device="cpu", verbose=0, **plainValues(PPO2Model.DEFAULT_HYPERPARAMS))
     model.set_logger(silentLogger())  # what verbose=0 records into, without SB3's empty folder
     model.learn(total_timesteps=steps)
     model.save(os.path.join(log_dir, "ppo_model.zip"))

@@ -53,7 +53,7 @@ from benchmarks.documents import appendReport, recordedCommand
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
 from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE, THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
-from rl_baselines.core.hyperparams import plainValue
+from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
@@ -74,7 +74,7 @@ def groundTruthThreshold(archive_path: str = RUNS_FILE, env: str = ENV) -> float
 
 def zooHyperparams(steps: int) -> dict[str, Any]:
     """:return: rl_zoo3's hyperparameters file for the env: ppo2's defaults, one env, CnnPolicy"""
-    params = {name: plainValue(spec.default) for name, spec in PPO2Model.HYPERPARAMS.items()}
+    params = plainValues(PPO2Model.DEFAULT_HYPERPARAMS)
     return {ENV: {"n_envs": 1, "n_timesteps": steps, "policy": "CnnPolicy", **params}}
 
 

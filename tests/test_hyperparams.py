@@ -8,6 +8,7 @@ import os
 
 import pytest
 
+from benchmarks.train_speed import timePlainSB3
 from rl_baselines.core.base import OLDER_DECLARATIONS, BaseRLObject
 from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval, NoneOrPositive, plainValue
 from rl_baselines.core.registry import registered_rl
@@ -259,3 +260,9 @@ def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written
     for word in words:
         assert word in message, (word, message)
     assert os.listdir(tmp_path) == []
+
+
+def test_plain_sb3_ppo_builds_from_ppo2s_defaults(tmp_path) -> None:
+    # benchmarks.train_speed's reference: SB3's PPO given ppo2's defaults as SB3 takes them (none: None)
+    assert timePlainSB3(128, str(tmp_path)) > 0
+    assert os.path.isfile(tmp_path / "ppo_model.zip")

@@ -197,6 +197,11 @@ def plainValue(value: Any) -> Any:
     return value.number if isinstance(value, NoneOrPositive) else value
 
 
+def plainValues(values: dict[str, Any]) -> dict[str, Any]:
+    """:return: hyperparameters by name, each as the library takes it (:func:`plainValue`): SB3 keywords"""
+    return {name: plainValue(value) for name, value in values.items()}
+
+
 def givenFlags(args: Any, names: Iterable[str]) -> dict[str, Any]:
     """
     :param args: a run's settings (a RunSettings or TrainConfig; the Namespace of a plugin of API version 1)

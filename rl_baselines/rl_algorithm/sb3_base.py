@@ -32,7 +32,7 @@ from rl_baselines.core.base import (
     notifyCleanPoint,
 )
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import givenFlags, plainValue
+from rl_baselines.core.hyperparams import givenFlags, plainValues
 from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
@@ -111,7 +111,7 @@ class StableBaselinesRLObject(BaseRLObject):
         :return: constructor keywords (default: the hyperparameters, each as the library takes it: ``none`` of a
             :class:`~rl_baselines.core.hyperparams.NoneOrPositive` as None)
         """
-        return {name: plainValue(value) for name, value in hyperparams.items()}
+        return plainValues(hyperparams)
 
     @classmethod
     def augmentsUpdates(cls) -> bool:
