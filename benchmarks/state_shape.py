@@ -64,7 +64,7 @@ from benchmarks.documents import appendReport
 from benchmarks.srl_rl.analysis import meanStandardError
 from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
-from rl_baselines.core.hyperparams import plainValues
+from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.core.training_state import silentLogger
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
@@ -306,19 +306,10 @@ def earlyEntropy(raw: str) -> tuple[float, int]:
 def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
     """
     :param pairs: ``NAME:VALUE`` strings
-    :return: the typed, checked values by name, as SB3 takes them (``none`` as None)
+    :return: ppo2's hyperparameters they give, typed and checked, as SB3 takes them (``none`` as None)
     :raises UsageError: a malformed pair, a name ppo2 does not have, or a bad value (one line)
     """
-    values = {}
-    for pair in pairs:
-        name, separator, raw = pair.partition(":")
-        if not separator:
-            raise UsageError(f"--hyperparam {pair!r} is not NAME:VALUE")
-        try:  # ppo2's own parser: its names (the valid ones listed), types, choices and bounds
-            values.update(plainValues(PPO2Model.parserHyperParam({name: raw})))
-        except ValueError as error:
-            raise UsageError(f"--hyperparam {pair!r}: {error}") from None
-    return values
+    return plainValues(hyperparamPairs(PPO2Model, pairs))
 
 
 def loadResults(path: str | None) -> list[dict[str, Any]]:

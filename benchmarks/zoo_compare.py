@@ -24,12 +24,16 @@ rl_zoo3 does not install beside the toolbox's pins (its Hugging Face integration
 pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train command imports, without their
 dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
 
+``--hyperparam NAME:VALUE ...`` gives both programs the same ppo2 hyperparameters over its defaults (for example
+``clip_range_vf:0.2``); those runs have folders of their own (``toolbox_raw_pixels__clip_range_vf-0.2``), so the
+default runs' results stay.
+
 Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
 same settings. About 1 h per seed on 2 cores at the default budget: start it with ``nice``.
 
 Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seeds 0 1 2] [--learned srl_splits]
-[--threshold R] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages .zoo-packages] [--quick] [--no-append]``
-(``make bench-zoo``).
+[--threshold R] [--hyperparam NAME:VALUE ...] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages
+.zoo-packages] [--quick] [--no-append]`` (``make bench-zoo``).
 """
 from __future__ import annotations
 
@@ -53,7 +57,7 @@ from benchmarks.documents import appendReport, recordedCommand
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
 from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE, THRESHOLD_FRACTION
 from replay.results import evaluationStepsToThreshold
-from rl_baselines.core.hyperparams import plainValues
+from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
@@ -72,19 +76,28 @@ def groundTruthThreshold(archive_path: str = RUNS_FILE, env: str = ENV) -> float
     return THRESHOLD_FRACTION * statistics.mean(finals) if finals else None
 
 
-def zooHyperparams(steps: int) -> dict[str, Any]:
-    """:return: rl_zoo3's hyperparameters file for the env: ppo2's defaults, one env, CnnPolicy"""
-    params = plainValues(PPO2Model.DEFAULT_HYPERPARAMS)
+def zooHyperparams(steps: int, given: dict[str, Any] | None = None) -> dict[str, Any]:
+    """:return: rl_zoo3's hyperparameters file for the env: ppo2's defaults with ``given`` (typed ppo2 hyperparameters)
+    over them, as SB3 takes them, one env, CnnPolicy"""
+    params = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **(given or {})})
     return {ENV: {"n_envs": 1, "n_timesteps": steps, "policy": "CnnPolicy", **params}}
 
 
 def toolboxCommand(observation: str, steps: int, eval_freq: int, seed: int, log_dir: str,
-                   srl_config_file: str | None) -> list[str]:
-    """:return: the train command of one toolbox run (every other setting at train's default)"""
+                   srl_config_file: str | None, given: dict[str, Any] | None = None) -> list[str]:
+    """:return: the train command of one toolbox run: ``given`` ppo2 hyperparameters as ``--hyperparam``, every other
+    setting at train's default"""
     command = ["-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV, "--srl-model", observation,
                "--num-timesteps", str(steps), "--eval-freq", str(eval_freq), "--eval-episodes",
                str(PLAN.eval_episodes), "--seed", str(seed), "--log-dir", log_dir, "--no-vis", "--no-progress"]
+    command += ["--hyperparam", *(f"{name}:{value}" for name, value in given.items())] if given else []
     return command + (["--srl-config-file", srl_config_file] if srl_config_file else [])
+
+
+def variantSuffix(given: dict[str, Any]) -> str:
+    """:return: what the folders of runs with ``given`` hyperparameters add to their name ("" for ppo2's defaults),
+    so that they never replace the default runs' results"""
+    return "".join(f"__{name}-{value}" for name, value in sorted(given.items()))
 
 
 def zooCommand(steps: int, eval_freq: int, seed: int, log_dir: str, hyperparams_file: str) -> list[str]:
@@ -226,6 +239,9 @@ def buildParser() -> CLIParser:
                         help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
     parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_zoo"), help="runs' folder [logs/bench_zoo]")
     parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3")
+    parser.add_argument("--hyperparam", nargs="+", default=[], metavar="NAME:VALUE",
+                        help="ppo2 hyperparameters given to both programs over its defaults (the toolbox's --hyperparam, "
+                             "rl_zoo3's hyperparameters file); their runs get folders of their own [none]")
     parser.add_argument("--workers", type=positiveInt, default=2,
                         help="runs at a time: 2 runs both programs' raw pixels side by side [2]")
     parser.add_argument("--quick", action="store_true", help="tiny runs (1,024 steps), to check the chain")
@@ -235,6 +251,8 @@ def buildParser() -> CLIParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = buildParser().parse_args(argv)
+    given = hyperparamPairs(PPO2Model, args.hyperparam)
+    suffix, variant = variantSuffix(given), "".join(f", {name} {value}" for name, value in given.items())
     learned = args.learned
     if learned not in learnedModels():
         raise UsageError(f"--learned: unknown SRL model {learned!r}; choose from {', '.join(learnedModels())}")
@@ -246,17 +264,19 @@ def main(argv: list[str] | None = None) -> int:
     steps, eval_freq = (1024, 512) if args.quick else (args.budget, args.eval_freq)
     bench_dir = os.path.abspath(args.bench_dir + ("_quick" if args.quick else ""))
     os.makedirs(bench_dir, exist_ok=True)
-    hyperparams_file = os.path.join(bench_dir, "zoo_hyperparams.yml")
+    hyperparams_file = os.path.join(bench_dir, f"zoo_hyperparams{suffix}.yml")
     with open(hyperparams_file, "w") as stream:
-        yaml.safe_dump(zooHyperparams(steps), stream)
+        yaml.safe_dump(zooHyperparams(steps, given), stream)
     config_file, prepare_s = prepareModel(learned, bench_dir, args.quick)
     common = {"steps": steps, "eval_freq": eval_freq, "threshold": threshold}
+    if given:  # (absent for the defaults: the results made before the option stay reusable)
+        common["hyperparams"] = {name: str(value) for name, value in given.items()}
     invocation = {"workers": args.workers}
 
     def buildToolbox(observation: str, seed: int) -> Callable[[str], tuple]:
         def build(folder: str) -> tuple:
             srl = config_file if observation == learned else None
-            return (toolboxCommand(observation, steps, eval_freq, seed, folder, srl), childEnv(),
+            return (toolboxCommand(observation, steps, eval_freq, seed, folder, srl, given), childEnv(),
                     os.path.join("*", "*", "ppo2", "*"), os.path.join("monitor", "*.monitor.csv"))
         return build
 
@@ -269,11 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     # (row, seed, folder, observation, build, facts kept with a new result), in the order they start: each seed's two
     # raw-pixel runs (side by side with 2 workers), then the learned runs, which keep the time of the prepare that
     # trained their model (a later prepare reuses it in seconds)
-    raw_name, zoo_name, learned_name = "toolbox ppo2, raw_pixels", "rl_zoo3 ppo, raw_pixels", f"toolbox ppo2, {learned}"
+    raw_name, zoo_name = f"toolbox ppo2, raw_pixels{variant}", f"rl_zoo3 ppo, raw_pixels{variant}"
+    learned_name = f"toolbox ppo2, {learned}{variant}"
     cases = [case for seed in seeds for case in (
-        (raw_name, seed, "toolbox_raw_pixels", "raw_pixels", buildToolbox("raw_pixels", seed), invocation),
-        (zoo_name, seed, "zoo_raw_pixels", "raw_pixels", buildZoo(seed), invocation))]
-    cases += [(learned_name, seed, f"toolbox_{learned}", learned, buildToolbox(learned, seed),
+        (raw_name, seed, f"toolbox_raw_pixels{suffix}", "raw_pixels", buildToolbox("raw_pixels", seed), invocation),
+        (zoo_name, seed, f"zoo_raw_pixels{suffix}", "raw_pixels", buildZoo(seed), invocation))]
+    cases += [(learned_name, seed, f"toolbox_{learned}{suffix}", learned, buildToolbox(learned, seed),
                {**invocation, "prepare_s": prepare_s}) for seed in seeds]
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         futures = {(row, seed): pool.submit(runOnce, os.path.join(f"seed_{seed}", folder),
@@ -293,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             recordedCommand("benchmarks.zoo_compare", argv),
             f"Seeds {' '.join(map(str, seeds))}, {steps:,} steps per run, an evaluation of {PLAN.eval_episodes} "
             f"episodes every {eval_freq:,} steps, threshold {threshold:.2f} (90% of ground truth's final reward in the "
-            f"SRL + RL archive); ppo2's default hyperparameters in both (rl_zoo3 from a hyperparameters file), one "
+            f"SRL + RL archive); ppo2's default hyperparameters{variant.replace(', ', ' with ', 1)} in both (rl_zoo3 "
+            f"from a hyperparameters file), one "
             f"env, one torch thread, {' or '.join(map(str, workers))} run(s) at a time (each a process on a core of "
             f"its own; with 2, both programs' raw pixels of a seed side by side). Wall time from the process's launch "
             f"to the end of the first episode at or after the evaluation that reached the threshold. The learned "

@@ -62,6 +62,8 @@ def test_zoo_gets_ppo2_defaults_and_the_toolbox_env_keywords(tmp_path):
 @pytest.mark.parametrize("argv, message", [
     (["--learned", "nope"], "--learned: unknown SRL model 'nope'; choose from"),
     (["--zoo-packages", "/nonexistent"], "--zoo-packages: no rl_zoo3 in /nonexistent; run make bench-zoo"),
+    (["--hyperparam", "clip_range_vf:0"], "--hyperparam 'clip_range_vf:0': hyperparameter 'clip_range_vf': '0' is not"),
+    (["--hyperparam", "vf_coeff:0.1"], "--hyperparam 'vf_coeff:0.1': unknown hyperparameter 'vf_coeff'"),
 ])
 def test_refusals_write_nothing(tmp_path, capsys, argv, message):
     with pytest.raises(SystemExit) as exit_info:
@@ -123,3 +125,33 @@ def test_both_programs_raw_pixels_run_side_by_side_with_two_workers(tmp_path, mo
                     ["| rl_zoo3 ppo, raw_pixels", "0"], ["| rl_zoo3 ppo, raw_pixels", "1"]]
     assert "- toolbox ppo2, raw_pixels: reached the threshold on 1 of 2 seed(s): median 10,000 steps, 10 s" in out
     assert "- toolbox ppo2, srl_splits: reached the threshold on 2 of 2 seed(s): median 10,000 steps, 8 s" in out
+
+
+def test_given_hyperparameters_reach_both_programs_and_keep_the_default_runs(tmp_path, monkeypatch, capsys):
+    zoo = tmp_path / "zoo" / "rl_zoo3"
+    zoo.mkdir(parents=True)
+    (zoo / "train.py").write_text("")
+    monkeypatch.setattr(zoo_compare, "prepareModel", lambda learned, bench_dir, quick: ("srl.yaml", 42.0))
+    made = {}
+
+    def fakeRun(name, settings, bench_dir, threshold, build, extra=None):
+        made[name] = (settings, build(os.path.join(bench_dir, name))[0])
+        return {"settings": settings, **(extra or {}), "steps_to_threshold": None, "seconds_to_threshold": None,
+                "final_eval": 1.0, "wall_s": 9.0, "steps": 20_000, "reused": False}
+    monkeypatch.setattr(zoo_compare, "runOnce", fakeRun)
+    bench = tmp_path / "bench"
+    zoo_compare.main(["--threshold", "5", "--zoo-packages", str(tmp_path / "zoo"), "--bench-dir", str(bench),
+                      "--no-append", "--seeds", "0", "--hyperparam", "clip_range_vf:0.2", "vf_coef:0.1"])
+    assert sorted(made) == ["seed_0/toolbox_raw_pixels__clip_range_vf-0.2__vf_coef-0.1",
+                            "seed_0/toolbox_srl_splits__clip_range_vf-0.2__vf_coef-0.1",
+                            "seed_0/zoo_raw_pixels__clip_range_vf-0.2__vf_coef-0.1"]  # not the default runs' folders
+    for settings, command in made.values():
+        assert settings["hyperparams"] == {"clip_range_vf": "0.2", "vf_coef": "0.1"}
+        if "rl_baselines.train" in command:
+            assert command[command.index("--hyperparam") + 1:][:2] == ["clip_range_vf:0.2", "vf_coef:0.1"]
+        else:
+            with open(command[command.index("-conf") + 1]) as stream:
+                params = yaml.safe_load(stream)[zoo_compare.ENV]
+            assert params["clip_range_vf"] == 0.2 and params["vf_coef"] == 0.1 and params["target_kl"] is None
+    assert "| toolbox ppo2, raw_pixels, clip_range_vf 0.2, vf_coef 0.1 | 0 |" in capsys.readouterr().out
+    assert "--hyperparam" not in zoo_compare.toolboxCommand("raw_pixels", 10, 5, 0, "d", None)  # defaults: no flag

@@ -202,6 +202,27 @@ def plainValues(values: dict[str, Any]) -> dict[str, Any]:
     return {name: plainValue(value) for name, value in values.items()}
 
 
+def hyperparamPairs(algo_class: type, pairs: Iterable[str], flag: str = "--hyperparam") -> dict[str, Any]:
+    """
+    :param algo_class: an algorithm class
+    :param pairs: ``NAME:VALUE`` strings
+    :param flag: the flag they came from (named in an error)
+    :return: the typed, checked values by name (the class's ``parserHyperParam``)
+    :raises UsageError: a malformed pair, a name the class does not have (the valid ones listed), or a bad value
+        (one line)
+    """
+    values = {}
+    for pair in pairs:
+        name, separator, raw = pair.partition(":")
+        if not separator:
+            raise UsageError(f"{flag} {pair!r} is not NAME:VALUE")
+        try:
+            values.update(algo_class.parserHyperParam({name: raw}))
+        except ValueError as error:
+            raise UsageError(f"{flag} {pair!r}: {error}") from None
+    return values
+
+
 def givenFlags(args: Any, names: Iterable[str]) -> dict[str, Any]:
     """
     :param args: a run's settings (a RunSettings or TrainConfig; the Namespace of a plugin of API version 1)
