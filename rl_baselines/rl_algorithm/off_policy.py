@@ -141,7 +141,7 @@ class OffPolicyRLObject(StableBaselinesRLObject):
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
-        kwargs = dict(hyperparams)
+        kwargs = super().makeModelKwargs(settings, hyperparams, env)
         noise_type = kwargs.pop("noise_type", None)
         noise_std = kwargs.pop("noise_std", None)
         if noise_type is not None or noise_std is not None:
