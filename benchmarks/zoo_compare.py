@@ -4,7 +4,8 @@ Three runs per seed (``--seeds``, 0 1 2 by default) on one machine, ``--workers`
 programs' raw-pixel runs of a seed side by side, each on a core of its own; the learned runs after them), each a whole
 process started by this script (interpreter start-up, imports, env construction, training, the periodic evaluations
 and the saves all count), one torch thread each (``OMP_NUM_THREADS=1``), the same seed, env settings, evaluation
-settings and PPO hyperparameters (ppo2's defaults, written into an rl_zoo3 hyperparameters file):
+settings and PPO hyperparameters (ppo2's defaults, with its raw-pixel ones for raw pixels, written into an rl_zoo3
+hyperparameters file):
 
 - ``toolbox raw_pixels``: ``python -m rl_baselines.train --algo ppo2 --srl-model raw_pixels`` at every default;
 - ``toolbox <learned>``: the same on a learned representation (``--learned``, default srl_splits: the best learned
@@ -76,10 +77,20 @@ def groundTruthThreshold(archive_path: str = RUNS_FILE, env: str = ENV) -> float
     return THRESHOLD_FRACTION * statistics.mean(finals) if finals else None
 
 
+def pixelDefaults() -> dict[str, Any]:
+    """:return: ppo2's raw-pixel defaults, where they differ from its defaults (typed, by name)"""
+    return {name: spec.pixel_default for name, spec in PPO2Model.HYPERPARAMS.items() if spec.pixel_default is not None}
+
+
+def pixelNote() -> str:
+    """:return: ppo2's raw-pixel defaults in words, for the report"""
+    return ", ".join(f"{name} {value}" for name, value in pixelDefaults().items()) or "the same"
+
+
 def zooHyperparams(steps: int, given: dict[str, Any] | None = None) -> dict[str, Any]:
-    """:return: rl_zoo3's hyperparameters file for the env: ppo2's defaults with ``given`` (typed ppo2 hyperparameters)
-    over them, as SB3 takes them, one env, CnnPolicy"""
-    params = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **(given or {})})
+    """:return: rl_zoo3's hyperparameters file for the env: ppo2's raw-pixel defaults with ``given`` (typed ppo2
+    hyperparameters) over them, as SB3 takes them, one env, CnnPolicy"""
+    params = plainValues({**PPO2Model.DEFAULT_HYPERPARAMS, **pixelDefaults(), **(given or {})})
     return {ENV: {"n_envs": 1, "n_timesteps": steps, "policy": "CnnPolicy", **params}}
 
 
@@ -296,10 +307,13 @@ def main(argv: list[str] | None = None) -> int:
         (zoo_name, seed, f"zoo_raw_pixels{suffix}", "raw_pixels", buildZoo(seed), invocation))]
     cases += [(learned_name, seed, f"toolbox_{learned}{suffix}", learned, buildToolbox(learned, seed),
                {**invocation, "prepare_s": prepare_s}) for seed in seeds]
+    # a raw-pixel result made under other raw-pixel defaults is not reused
+    pixel = {"pixel_defaults": {name: str(value) for name, value in pixelDefaults().items()}} if pixelDefaults() else {}
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         futures = {(row, seed): pool.submit(runOnce, os.path.join(f"seed_{seed}", folder),
-                                            {**common, "seed": seed, "obs": observation}, bench_dir, threshold,
-                                            build, extra)
+                                            {**common, "seed": seed, "obs": observation,
+                                             **(pixel if observation == "raw_pixels" else {})},
+                                            bench_dir, threshold, build, extra)
                    for row, seed, folder, observation, build, extra in cases}
         rows = [(row, seed, futures[row, seed].result()) for row in (raw_name, learned_name, zoo_name)
                 for seed in seeds]
@@ -315,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
             f"Seeds {' '.join(map(str, seeds))}, {steps:,} steps per run, an evaluation of {PLAN.eval_episodes} "
             f"episodes every {eval_freq:,} steps, threshold {threshold:.2f} (90% of ground truth's final reward in the "
             f"SRL + RL archive); ppo2's default hyperparameters{variant.replace(', ', ' with ', 1)} in both (rl_zoo3 "
-            f"from a hyperparameters file), one "
+            f"from a hyperparameters file; from raw pixels {pixelNote()}), one "
             f"env, one torch thread, {' or '.join(map(str, workers))} run(s) at a time (each a process on a core of "
             f"its own; with 2, both programs' raw pixels of a seed side by side). Wall time from the process's launch "
             f"to the end of the first episode at or after the evaluation that reached the threshold. The learned "

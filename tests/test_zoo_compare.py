@@ -47,9 +47,9 @@ def test_episode_ending_after_the_step_is_used(tmp_path):
 
 def test_zoo_gets_ppo2_defaults_and_the_toolbox_env_keywords(tmp_path):
     params = zoo_compare.zooHyperparams(5000)[zoo_compare.ENV]
-    for name, spec in PPO2Model.HYPERPARAMS.items():
-        assert params[name] == plainValue(spec.default)
-    assert params["clip_range_vf"] is None and params["target_kl"] is None  # SB3's values for "off", not a word
+    for name, spec in PPO2Model.HYPERPARAMS.items():  # what the toolbox's raw-pixel run uses
+        assert params[name] == plainValue(spec.default if spec.pixel_default is None else spec.pixel_default)
+    assert params["clip_range_vf"] == 0.2 and params["target_kl"] is None  # SB3's value for "off", not a word
     assert params["policy"] == "CnnPolicy" and params["n_envs"] == 1
     yaml.safe_load(yaml.safe_dump(zoo_compare.zooHyperparams(5000)))  # a file rl_zoo3 reads
     command = zoo_compare.zooCommand(5000, 1000, 3, str(tmp_path), "hp.yml")
@@ -145,8 +145,10 @@ def test_given_hyperparameters_reach_both_programs_and_keep_the_default_runs(tmp
     assert sorted(made) == ["seed_0/toolbox_raw_pixels__clip_range_vf-0.2__vf_coef-0.1",
                             "seed_0/toolbox_srl_splits__clip_range_vf-0.2__vf_coef-0.1",
                             "seed_0/zoo_raw_pixels__clip_range_vf-0.2__vf_coef-0.1"]  # not the default runs' folders
-    for settings, command in made.values():
+    for name, (settings, command) in made.items():
         assert settings["hyperparams"] == {"clip_range_vf": "0.2", "vf_coef": "0.1"}
+        # a raw-pixel result made under other raw-pixel defaults is not reused; the learned runs' are
+        assert settings.get("pixel_defaults") == ({"clip_range_vf": "0.2"} if "raw_pixels" in name else None)
         if "rl_baselines.train" in command:
             assert command[command.index("--hyperparam") + 1:][:2] == ["clip_range_vf:0.2", "vf_coef:0.1"]
         else:

@@ -29,9 +29,12 @@ from benchmarks.srl_rl.plans import argsObservation, specObservation
 from environments import getEnvClass, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from replay.results import Run
+from rl_baselines.core.hyperparams import pixelDefaultFlags
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.train_config import addedSettings
+from rl_baselines.runs.train import hyperparamStrings
+from rl_baselines.runs.train_config import TrainConfig, addedSettings
 from rl_baselines.sweeps.sweep import finishedFolder, parseTrainArgs
 from srl_toolbox.files import readJson
 
@@ -67,10 +70,13 @@ def specSettings(spec: Any) -> dict[str, Any]:
     """
     :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
     :return: the :func:`trainSettings` of its train command line, as train's parser gives them (JSON values), with
-        the renderer as train resolves and records it (``--renderer`` left out: the env's default, by name)
+        the renderer and the raw-pixel hyperparameter defaults as train resolves and records them (``--renderer``
+        left out: the env's default, by name; :func:`rl_baselines.core.hyperparams.pixelDefaultFlags`)
     """
     args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
     args["renderer"] = resolvedRenderer(args.get("renderer"), spec.env)
+    given = hyperparamStrings(TrainConfig.fromValues(args))  # (--hyperparam and --hyperparam-file)
+    args.update(pixelDefaultFlags(registered_rl[spec.algo][0], spec.srl_model, args, given))
     return trainSettings({name: list(value) if isinstance(value, tuple) else value
                           for name, value in args.items()})
 

@@ -91,6 +91,8 @@ class Hyperparam:
     :param choices: allowed values (strings: the flag lists them)
     :param search: the ``hyperparam_search`` space, None to leave it fixed: ``(low, high)`` or
         ``(low, high, "log")`` for a number (sampled as the default's type), or a list of values to choose from
+    :param pixel_default: the default of a run from raw pixels (``--srl-model raw_pixels``), of the default's type;
+        None: the same as ``default``. The train command records it as the flag (:func:`pixelDefaultFlags`).
     """
 
     default: Any
@@ -98,6 +100,7 @@ class Hyperparam:
     bounds: Interval | tuple[float | None, float | None] | None = None
     choices: tuple[Any, ...] | None = None
     search: tuple | list | None = None
+    pixel_default: Any = None
 
     def __post_init__(self) -> None:
         if self.choices is not None:
@@ -105,6 +108,10 @@ class Hyperparam:
         problem = self.problem(self.default)
         if problem is not None:
             raise ValueError(f"Hyperparam default {self.default!r} {problem}")
+        if self.pixel_default is not None and (type(self.pixel_default) is not type(self.default)
+                                               or self.problem(self.pixel_default) is not None):
+            raise ValueError(f"Hyperparam pixel default {self.pixel_default!r} is not a {type(self.default).__name__} "
+                             f"{self.problem(self.pixel_default) or 'like the default'}")
         if isinstance(self.search, tuple):
             if len(self.search) not in (2, 3) or (len(self.search) == 3 and self.search[2] != "log"):
                 raise ValueError(f"Hyperparam search {self.search!r} is not (low, high) or (low, high, 'log')")
@@ -126,7 +133,8 @@ class Hyperparam:
         :return: the entry
         """
         entry = object.__new__(cls)
-        values = {"help": "", "bounds": None, "choices": None, "search": None, **fields, "default": default}
+        values = {"help": "", "bounds": None, "choices": None, "search": None, "pixel_default": None, **fields,
+                  "default": default}
         if values["choices"] is not None:
             values["choices"] = tuple(values["choices"])
         for name, value in values.items():
@@ -200,6 +208,23 @@ def plainValue(value: Any) -> Any:
 def plainValues(values: dict[str, Any]) -> dict[str, Any]:
     """:return: hyperparameters by name, each as the library takes it (:func:`plainValue`): SB3 keywords"""
     return {name: plainValue(value) for name, value in values.items()}
+
+
+def pixelDefaultFlags(algo_class: type, srl_model: str, flags: dict[str, Any],
+                      given: Iterable[str] = ()) -> dict[str, Any]:
+    """
+    :param algo_class: an algorithm class
+    :param srl_model: the run's observation
+    :param flags: the run's settings by name (its ``hp_<name>`` flags, None where not given)
+    :param given: the names ``--hyperparam`` or ``--hyperparam-file`` give
+    :return: the flags ``hp_<name>`` that the raw-pixel defaults set (none unless ``srl_model`` is raw_pixels): each
+        hyperparameter with a ``pixel_default`` that neither its flag nor ``given`` sets
+    """
+    if srl_model != "raw_pixels":
+        return {}
+    given = set(given)
+    return {f"hp_{name}": hyperparam.pixel_default for name, hyperparam in algo_class.hyperparamSpec().items()
+            if hyperparam.pixel_default is not None and flags.get(f"hp_{name}") is None and name not in given}
 
 
 def hyperparamPairs(algo_class: type, pairs: Iterable[str], flag: str = "--hyperparam") -> dict[str, Any]:
@@ -343,9 +368,10 @@ def addHyperparamArguments(algo_class: type, parser: argparse.ArgumentParser,
             group.add_argument(flag, dest=dest, choices=hyperparam.choices, default=None,
                                help=f"{described}[{default}]")
         else:
+            shown = default if hyperparam.pixel_default is None else f"{default}; raw_pixels: {hyperparam.pixel_default}"
             group.add_argument(flag, dest=dest, type=functools.partial(flagValue, algo_class, name), default=None,
                                metavar=getattr(type(default), "METAVAR", type(default).__name__.upper()),
-                               help=f"{described}[{default}]")
+                               help=f"{described}[{shown}]")
     return parser
 
 

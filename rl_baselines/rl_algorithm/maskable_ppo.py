@@ -8,6 +8,8 @@ to :meth:`MaskablePPOModel.getAction` because the class says ``USES_ACTION_MASKS
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
@@ -27,7 +29,9 @@ class MaskablePPOModel(StableBaselinesRLObject):
     USES_ACTION_MASKS = True
     LOG_INTERVAL = PPO2Model.LOG_INTERVAL
     SAVE_INTERVAL = PPO2Model.SAVE_INTERVAL
-    HYPERPARAMS = dict(PPO2Model.HYPERPARAMS)
+    # ppo2's, with SB3's unclipped value update from raw pixels too (ppo2's pixel default was measured for ppo2 only)
+    HYPERPARAMS = {**PPO2Model.HYPERPARAMS,
+                   "clip_range_vf": dataclasses.replace(PPO2Model.HYPERPARAMS["clip_range_vf"], pixel_default=None)}
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False,
                   action_masks: np.ndarray | None = None) -> np.ndarray:

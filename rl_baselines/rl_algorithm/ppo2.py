@@ -29,8 +29,9 @@ class PPO2Model(StableBaselinesRLObject):
         "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
         "vf_coef": Hyperparam(0.5, "value loss weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
         "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=POSITIVE, search=(0.3, 5.0)),
+        # From raw pixels 0.2: unclipped, the shared CNN's value loss spikes and the policy collapses (README).
         "clip_range_vf": Hyperparam(NoneOrPositive("none"), "clip each value prediction to within this of the "
-                                    "rollout's (none: unclipped)"),
+                                    "rollout's (none: unclipped)", pixel_default=NoneOrPositive("0.2")),
         "target_kl": Hyperparam(NoneOrPositive("none"), "stop an update's epochs early once the approximate KL to the "
                                 "rollout's policy passes 1.5 x this (none: never)"),
     }

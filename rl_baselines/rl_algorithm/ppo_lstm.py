@@ -34,6 +34,8 @@ class PPOLSTMModel(StableBaselinesRLObject):
     HYPERPARAMS = {
         **PPO2Model.HYPERPARAMS,
         "batch_size": dataclasses.replace(PPO2Model.HYPERPARAMS["batch_size"], default=128),
+        # SB3's unclipped value update from raw pixels too (ppo2's pixel default was measured for ppo2 only)
+        "clip_range_vf": dataclasses.replace(PPO2Model.HYPERPARAMS["clip_range_vf"], pixel_default=None),
         # policy keywords (the RL Zoo's recurrent settings use 64 units, ReLU and no orthogonal init)
         "lstm_hidden_size": Hyperparam(256, "LSTM units", bounds=(1, None)),
         "activation_fn": Hyperparam("tanh", "activation of the MLP layers", choices=ACTIVATIONS),

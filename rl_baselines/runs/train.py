@@ -25,6 +25,7 @@ from environments import getEnvClass, registered_env, rendererRefusal, resolvedR
 from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
+from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv, trainAlgorithm
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp
@@ -190,6 +191,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
     except ValueError as error:
         raise UsageError(f"--hyperparam: {error}") from None
+    if args.load_rl_model_path is None:  # (a continued model keeps its own values)
+        # the raw-pixel defaults, recorded as flags in args.json (and so in the benchmarks' keys)
+        args = args.replace(**pixelDefaultFlags(algo_class, args.srl_model, args.extra, hyperparams))
     if args.pretrain_dataset is not None:
         try:
             checkDataset(args.pretrain_dataset, args, registered_rl)
