@@ -1,6 +1,6 @@
 """Raw-pixel hyperparameter defaults (Hyperparam.pixel_default): ppo2 from raw pixels clips its value update
-(clip_range_vf 0.2) unless told otherwise, records it as the flag in args.json, keeps every other observation and
-algorithm as SB3 has it, and the benchmarks key raw-pixel runs by it."""
+(clip_range_vf 0.2) unless told otherwise, records it as the flag in args.json, keeps every other observation,
+augmented pixels and every other algorithm as SB3 has them, and the benchmarks key raw-pixel runs by it."""
 from __future__ import annotations
 
 import glob
@@ -36,6 +36,9 @@ def test_which_runs_get_the_pixel_default() -> None:
     assert pixelDefaultFlags(PPO2Model, "vae", {}) == {}
     assert pixelDefaultFlags(PPO2Model, "raw_pixels", {"hp_clip_range_vf": "none"}) == {}  # the flag wins
     assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, {"clip_range_vf": "0.1"}) == {}  # and --hyperparam
+    # measured on the images as rendered: an augmented run keeps SB3's
+    assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, augment="shift") == {}
+    assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, augment="none") == {"hp_clip_range_vf": "0.2"}
     for algo in ("maskable_ppo", "ppo_lstm", "a2c", "gail"):  # measured for ppo2 only
         assert pixelDefaultFlags(registered_rl[algo][0], "raw_pixels", {}) == {}, algo
     help_text = PPO2Model.customArguments(CLIParser(prog="train")).format_help()
@@ -58,9 +61,10 @@ def test_a_raw_pixel_run_records_and_uses_it_and_the_flag_turns_it_off(tmp_path)
     run = trainHere(*SHORT, "--srl-model", "raw_pixels", "--clip-range-vf", "none", "--log-dir", tmp_path / "off")
     assert _args(run)["hp_clip_range_vf"] == "none"
     assert PPO.load(os.path.join(run, "ppo2_model.zip")).clip_range_vf is None
-    run = trainHere(*SHORT, "--srl-model", "ground_truth", "--log-dir", tmp_path / "state")
-    assert "hp_clip_range_vf" not in _args(run)
-    assert PPO.load(os.path.join(run, "ppo2_model.zip")).clip_range_vf is None
+    for observation in (("--srl-model", "ground_truth"), ("--srl-model", "raw_pixels", "--augment", "shift")):
+        run = trainHere(*SHORT, *observation, "--log-dir", tmp_path / observation[-1])
+        assert "hp_clip_range_vf" not in _args(run)
+        assert PPO.load(os.path.join(run, "ppo2_model.zip")).clip_range_vf is None
 
 
 @pytest.mark.slow
@@ -98,3 +102,5 @@ def test_the_benchmarks_key_raw_pixel_runs_by_it() -> None:
     given = specSettings(RunSpec("ppo2", "MobileRobotGymEnv-v0", "raw_pixels", 0,
                                  ("--hyperparam", "clip_range_vf:0.1"), "x", "."))
     assert "hp_clip_range_vf" not in given and given["hyperparam"] == ["clip_range_vf:0.1"]
+    shifted = specSettings(RunSpec("ppo2", "MobileRobotGymEnv-v0", "raw_pixels", 0, ("--augment", "shift"), "x", "."))
+    assert "hp_clip_range_vf" not in shifted  # raw_pixels_shift keeps its key

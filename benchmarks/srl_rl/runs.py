@@ -76,7 +76,7 @@ def specSettings(spec: Any) -> dict[str, Any]:
     args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
     args["renderer"] = resolvedRenderer(args.get("renderer"), spec.env)
     given = hyperparamStrings(TrainConfig.fromValues(args))  # (--hyperparam and --hyperparam-file)
-    args.update(pixelDefaultFlags(registered_rl[spec.algo][0], spec.srl_model, args, given))
+    args.update(pixelDefaultFlags(registered_rl[spec.algo][0], spec.srl_model, args, given, args["augment"]))
     return trainSettings({name: list(value) if isinstance(value, tuple) else value
                           for name, value in args.items()})
 

@@ -91,8 +91,8 @@ class Hyperparam:
     :param choices: allowed values (strings: the flag lists them)
     :param search: the ``hyperparam_search`` space, None to leave it fixed: ``(low, high)`` or
         ``(low, high, "log")`` for a number (sampled as the default's type), or a list of values to choose from
-    :param pixel_default: the default of a run from raw pixels (``--srl-model raw_pixels``), of the default's type;
-        None: the same as ``default``. The train command records it as the flag (:func:`pixelDefaultFlags`).
+    :param pixel_default: the default of a run from raw pixels (``--srl-model raw_pixels``, not augmented), of the
+        default's type; None: the same as ``default``. The train command records it as the flag (:func:`pixelDefaultFlags`).
     """
 
     default: Any
@@ -211,16 +211,18 @@ def plainValues(values: dict[str, Any]) -> dict[str, Any]:
 
 
 def pixelDefaultFlags(algo_class: type, srl_model: str, flags: dict[str, Any],
-                      given: Iterable[str] = ()) -> dict[str, Any]:
+                      given: Iterable[str] = (), augment: str = "none") -> dict[str, Any]:
     """
     :param algo_class: an algorithm class
     :param srl_model: the run's observation
     :param flags: the run's settings by name (its ``hp_<name>`` flags, None where not given)
     :param given: the names ``--hyperparam`` or ``--hyperparam-file`` give
-    :return: the flags ``hp_<name>`` that the raw-pixel defaults set (none unless ``srl_model`` is raw_pixels): each
-        hyperparameter with a ``pixel_default`` that neither its flag nor ``given`` sets
+    :param augment: the run's ``--augment`` (the raw-pixel defaults hold for the images as rendered only: they were
+        measured there, and an augmented run keeps the defaults)
+    :return: the flags ``hp_<name>`` that the raw-pixel defaults set (none unless ``srl_model`` is raw_pixels and
+        ``augment`` none): each hyperparameter with a ``pixel_default`` that neither its flag nor ``given`` sets
     """
-    if srl_model != "raw_pixels":
+    if srl_model != "raw_pixels" or augment != "none":
         return {}
     given = set(given)
     return {f"hp_{name}": hyperparam.pixel_default for name, hyperparam in algo_class.hyperparamSpec().items()

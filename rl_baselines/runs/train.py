@@ -193,7 +193,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         raise UsageError(f"--hyperparam: {error}") from None
     if args.load_rl_model_path is None:  # (a continued model keeps its own values)
         # the raw-pixel defaults, recorded as flags in args.json (and so in the benchmarks' keys)
-        args = args.replace(**pixelDefaultFlags(algo_class, args.srl_model, args.extra, hyperparams))
+        args = args.replace(**pixelDefaultFlags(algo_class, args.srl_model, args.extra, hyperparams, args.augment))
     if args.pretrain_dataset is not None:
         try:
             checkDataset(args.pretrain_dataset, args, registered_rl)
