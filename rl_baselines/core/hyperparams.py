@@ -92,7 +92,8 @@ class Hyperparam:
     :param search: the ``hyperparam_search`` space, None to leave it fixed: ``(low, high)`` or
         ``(low, high, "log")`` for a number (sampled as the default's type), or a list of values to choose from
     :param pixel_default: the default of a run from raw pixels (``--srl-model raw_pixels``, not augmented), of the
-        default's type; None: the same as ``default``. The train command records it as the flag (:func:`pixelDefaultFlags`).
+        default's type; None: the same as ``default``. The train command records it as the flag
+        (:func:`pixelDefaultFlags`).
     """
 
     default: Any
@@ -370,7 +371,8 @@ def addHyperparamArguments(algo_class: type, parser: argparse.ArgumentParser,
             group.add_argument(flag, dest=dest, choices=hyperparam.choices, default=None,
                                help=f"{described}[{default}]")
         else:
-            shown = default if hyperparam.pixel_default is None else f"{default}; raw_pixels: {hyperparam.pixel_default}"
+            pixel = hyperparam.pixel_default
+            shown = default if pixel is None else f"{default}; raw_pixels: {pixel}"
             group.add_argument(flag, dest=dest, type=functools.partial(flagValue, algo_class, name), default=None,
                                metavar=getattr(type(default), "METAVAR", type(default).__name__.upper()),
                                help=f"{described}[{shown}]")
