@@ -308,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
     cases += [(learned_name, seed, f"toolbox_{learned}{suffix}", learned, buildToolbox(learned, seed),
                {**invocation, "prepare_s": prepare_s}) for seed in seeds]
     # a raw-pixel result made under other raw-pixel defaults is not reused
-    pixel = {"pixel_defaults": {name: str(value) for name, value in pixelDefaults().items()}} if pixelDefaults() else {}
+    defaults = pixelDefaults()
+    pixel = {"pixel_defaults": {name: str(value) for name, value in defaults.items()}} if defaults else {}
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         futures = {(row, seed): pool.submit(runOnce, os.path.join(f"seed_{seed}", folder),
                                             {**common, "seed": seed, "obs": observation,

@@ -108,10 +108,10 @@ def trainHere(*args: str) -> str:
     return result.run_dir
 
 
-def interruptThenResume(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
+def interruptedRun(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
     """
     Train in this process with a Ctrl-C (KeyboardInterrupt) at ``at_step``, which ends the run at its last checkpoint
-    (exit 130), then ``--resume`` it to the end.
+    (exit 130).
 
     :param monkeypatch: the test's
     :param log_dir: an empty log folder
@@ -131,6 +131,16 @@ def interruptThenResume(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args:
     assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *run_args]) == 130
     monkeypatch.setattr(TrainingCallbacks, "on_step", original)
     (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    return run_dir
+
+
+def interruptThenResume(monkeypatch: pytest.MonkeyPatch, log_dir: str, run_args: list[str], at_step: int) -> str:
+    """
+    :func:`interruptedRun`, then ``--resume`` it to the end.
+
+    :return: the run folder
+    """
+    run_dir = interruptedRun(monkeypatch, log_dir, run_args, at_step)
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
     return run_dir
 

@@ -3,12 +3,11 @@
 augmented pixels and every other algorithm as SB3 has them, and the benchmarks key raw-pixel runs by it."""
 from __future__ import annotations
 
-import glob
 import json
 import os
 
 import pytest
-from conftest import trainHere
+from conftest import interruptedRun, trainHere
 from stable_baselines3 import PPO
 
 from benchmarks.srl_rl.archive import settingsDigest
@@ -17,7 +16,6 @@ from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, NoneOrPositive, 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
-from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.cli import CLIParser
 
@@ -70,18 +68,9 @@ def test_a_raw_pixel_run_records_and_uses_it_and_the_flag_turns_it_off(tmp_path)
 @pytest.mark.slow
 def test_a_raw_pixel_run_made_before_the_default_resumes_as_it_was(tmp_path, monkeypatch) -> None:
     # made unclipped, its args.json without the flag: as every raw-pixel run before the pixel default
-    original = TrainingCallbacks.on_step
-
-    def interrupted(self) -> bool:
-        if self.num_timesteps >= 200:
-            raise KeyboardInterrupt
-        return original(self)
-    monkeypatch.setattr(TrainingCallbacks, "on_step", interrupted)
-    assert train.main(["--no-vis", "--no-progress", "--log-dir", str(tmp_path), "--algo", "ppo2", *ENV,
-                       "--srl-model", "raw_pixels", "--num-timesteps", "384", "--n-steps", "64", "--checkpoint-freq",
-                       "64", "--clip-range-vf", "none"]) == 130
-    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
-    (run_dir,) = glob.glob(os.path.join(str(tmp_path), "*", "*", "*", "*"))
+    run_dir = interruptedRun(monkeypatch, str(tmp_path), ["--algo", "ppo2", *ENV, "--srl-model", "raw_pixels",
+                                                          "--num-timesteps", "384", "--n-steps", "64",
+                                                          "--checkpoint-freq", "64", "--clip-range-vf", "none"], 200)
     args = _args(run_dir)
     del args["hp_clip_range_vf"]
     with open(os.path.join(run_dir, "args.json"), "w") as stream:
