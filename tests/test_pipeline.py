@@ -29,6 +29,7 @@ from rl_baselines.sweeps.sweep import (
     FAILED_FILE,
     PID_FILE,
     canonicalArgs,
+    canonicalPath,
     checkGrid,
     expandGrid,
     finishedFolder,
@@ -36,6 +37,7 @@ from rl_baselines.sweeps.sweep import (
     parseAlgoArgs,
     parseTrainArgs,
     runAttempts,
+    runId,
 )
 from srl_toolbox.cli import UsageError
 from srl_toolbox.plots import _quietVisdom, movingAverage
@@ -98,6 +100,33 @@ def test_the_run_id_counts_the_renderer_as_train_resolves_it(tmp_path, monkeypat
     assert named == ["sprites", None, "sprites"]  # tinyrenderer's ids are those of the runs made before the setting
     monkeypatch.setattr(MobileRobotGymEnv, "DEFAULT_RENDERER", REFERENCE_RENDERER)
     assert (runId(), runId("--renderer", "tinyrenderer"), runId("--renderer", "sprites")) == (tiny, tiny, sprites)
+
+
+def test_the_run_id_counts_a_path_as_the_place_it_names(tmp_path) -> None:
+    """A file given relative, absolute or roundabout is one run id (the run starts in ``cwd``); a relative spelling
+    keeps the id it had before paths were normalised; a place outside ``cwd`` counts absolute."""
+    cwd, outside = tmp_path / "repo", tmp_path / "elsewhere"
+    cwd.mkdir()
+
+    def spec(*flags: str):
+        return makeSpec("ppo2", ENVS[0], "ground_truth", 0, ["--num-timesteps", "300", *flags], str(cwd / "logs"),
+                        cwd=str(cwd))
+
+    config = os.path.join("bench", "srl_models.yaml")
+    spellings = [config, str(cwd / config), os.path.join(".", "bench", "x", "..", "srl_models.yaml")]
+    assert len({spec("--srl-config-file", path).run_id for path in spellings}) == 1
+    flags = ["--num-timesteps", "300", "--srl-config-file", config]
+    settings = canonicalArgs("ppo2", parseTrainArgs("ppo2", ENVS[0], "ground_truth", 0, flags), str(cwd))
+    assert settings["srl_config_file"] == config
+    assert spec("--srl-config-file", config).run_id == runId("ppo2", ENVS[0], "ground_truth", 0, settings)
+    away = [str(outside / "m.yaml"), os.path.join("..", "elsewhere", "m.yaml")]
+    assert len({spec("--srl-config-file", path).run_id for path in away}) == 1
+    assert spec("--srl-config-file", away[0]).run_id != spec("--srl-config-file", config).run_id
+    assert canonicalPath(os.path.join("..", "elsewhere", "m.yaml"), str(cwd)) == str(outside / "m.yaml")
+    # every path setting, and a default given explicitly in another spelling, leaves no trace in the id
+    assert spec("--srl-log-folder", str(cwd / "logs" / "srl")).run_id == spec().run_id
+    assert (spec("--load-rl-model-path", "m.zip").run_id == spec("--load-rl-model-path", str(cwd / "m.zip")).run_id
+            != spec().run_id)
 
 
 def test_check_lists_every_bad_combination(tmp_path) -> None:

@@ -3,8 +3,10 @@ subprocess. Shared by ``rl_baselines.pipeline`` and the other commands that laun
 
 A run spec is ``(algo, env, srl_model, seed, train flags)``. Its run id is a short hash of that spec, where the
 train flags count by their parsed values that differ from train's defaults (so flag order, aliases such as ``-c``
-and explicit default values do not change the id). A run lives in the folder train would give it,
-``<log-dir>/<env>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<run id>/``, holding besides train's own files:
+and explicit default values do not change the id), and a file or folder by the place it names, relative to the
+directory the run starts in where it lies under it (so ``--srl-config-file`` given relative or absolute is one id).
+A run lives in the folder train would give it, ``<log-dir>/<env>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<run id>/``,
+holding besides train's own files:
 
     train.log     the run's stdout and stderr (first line: the command)
     train.pid     the train process id, while it runs
@@ -61,6 +63,9 @@ RUN_ID_LENGTH = 10
 # Train settings that do not change what a run computes (or that the sweep sets itself): left out of the run id.
 NOT_IN_RUN_ID = frozenset({"algo", "env", "srl_model", "seed", "log_dir", "tag", "run_folder", "no_vis", "port",
                            "no_progress", "buffer_save_freq", "resume"})
+# Train settings naming a file or folder: the run id counts a place however it is spelled (see :func:`canonicalPath`).
+PATH_SETTINGS = frozenset({"srl_model_path", "srl_config_file", "hyperparam_file", "load_rl_model_path",
+                           "srl_log_folder"})
 # Train flags the sweep sets for every run.
 RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its run id)",
                         "run_folder": "--run-folder (the sweep creates each run folder)",
@@ -209,16 +214,31 @@ def parseTrainArgs(algo: str, env: str, srl_model: str, seed: int, train_args: S
     return vars(trainParser(algo).parse_args(argv))
 
 
-def canonicalArgs(algo: str, args: Mapping[str, Any]) -> dict[str, Any]:
+def canonicalPath(path: str, cwd: str) -> str:
+    """
+    :param path: a file or folder as given to train, relative to ``cwd`` or absolute
+    :param cwd: the directory the run starts in
+    :return: the same place spelled one way: relative to ``cwd`` where it lies under it, else absolute; normalised
+    """
+    absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
+    relative = os.path.relpath(absolute, cwd)
+    return absolute if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None) -> dict[str, Any]:
     """
     :param algo: the algorithm the arguments were parsed for
     :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
-    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`; the renderer
-        as train resolves it (left out: the env's default), named unless it is the reference renderer, so that an
-        explicit ``--renderer`` of the env's default gives the same id and the runs made before keep theirs
+    :param cwd: the directory the run starts in, which relative paths are read from (default: the current one)
+    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`, with the
+        :data:`PATH_SETTINGS` spelled by :func:`canonicalPath`; the renderer as train resolves it (left out: the env's
+        default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
+        gives the same id and the runs made before keep theirs
     """
     defaults = {**_trainDefaults(algo), "renderer": REFERENCE_RENDERER}
-    args = dict(args)
+    cwd = cwd or os.getcwd()
+    args = {key: canonicalPath(value, cwd) if key in PATH_SETTINGS and isinstance(value, str) else value
+            for key, value in args.items()}
     if args.get("renderer") is None:  # (an unknown env, which train refuses, names none)
         args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
     return {key: value for key, value in sorted(args.items())
@@ -252,7 +272,7 @@ def makeSpec(algo: str, env: str, srl_model: str, seed: int, train_args: Sequenc
     :return: the run spec with its run id
     :raises UsageError: a flag train does not accept
     """
-    settings = canonicalArgs(algo, parseTrainArgs(algo, env, srl_model, seed, train_args))
+    settings = canonicalArgs(algo, parseTrainArgs(algo, env, srl_model, seed, train_args), cwd)
     return RunSpec(algo, env, srl_model, int(seed), tuple(train_args), runId(algo, env, srl_model, seed, settings),
                    os.path.abspath(log_dir), os.path.abspath(cwd or os.getcwd()))
 
