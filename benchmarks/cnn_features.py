@@ -18,15 +18,17 @@ and the wall-clock time to the threshold, measured in the same sweep on the same
 
 Resumable: every run has a deterministic folder under ``--bench-dir`` (one log folder per observation and
 extractor), the pipeline skips finished runs and continues cut ones from their last checkpoint, so the same command
-run again does only what is missing (``--report-only`` runs nothing). Hours on 2 cores: start it with ``nice`` and
-let it run; a run's steps to the threshold do not depend on the load, its rate does (the report prints the load).
+run again does only what is missing (``--report-only`` runs nothing). A finished run made with other train settings
+than the command's (a train default changed since: the run id names only the settings given) is deleted before its
+sweep and run again, and never reported, as in the SRL + RL benchmark (benchmarks.srl_rl.runs). Hours on 2 cores:
+start it with ``nice`` and let it run; a run's steps to the threshold do not depend on the load, its rate does (the
+report prints the load).
 
 Usage: ``python -m benchmarks.cnn_features [--envs ENV ...] [--budget 200000] [--eval-freq 10000] [--seeds 3]
 [--workers 2] [--renderer NAME] [--bench-dir logs/bench_cnn] [--report-only] [--quick] [--no-append]`` (``make bench-cnn``).
 """
 from __future__ import annotations
 
-import glob
 import math
 import os
 import statistics
@@ -34,24 +36,48 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from benchmarks.documents import appendReport, recordedCommand
 from benchmarks.srl_rl.analysis import meanStandardError
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, THRESHOLD_FRACTION, EnvPlan
-from benchmarks.srl_rl.runs import RunRecord, loadRuns
+from benchmarks.srl_rl.runs import RunRecord, dropRunsOfOtherSettings, finishedRuns
 from environments import defaultRenderer
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
+from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRACTORS = ("nature", "small")
 GROUND_TRUTH = "ground_truth"
+ALGO = "ppo2"
 
 
 def variantDir(bench_dir: str, variant: str) -> str:
     """:return: the log folder of one variant (``ground_truth``, or a features extractor's name)"""
     return os.path.join(bench_dir, variant)
+
+
+def observationOf(variant: str) -> str:
+    """:return: the train ``--srl-model`` of a variant's runs"""
+    return GROUND_TRUTH if variant == GROUND_TRUTH else "raw_pixels"
+
+
+def trainFlags(plan: EnvPlan, variant: str, steps: int, eval_freq: int, renderer: str | None = None) -> list[str]:
+    """
+    :param plan: the env's settings (benchmarks.srl_rl.plans)
+    :param variant: ``ground_truth`` or a features extractor
+    :param steps: env steps per run
+    :param eval_freq: env steps between evaluations
+    :param renderer: the raw-pixel runs' --renderer (None: the env's default)
+    :return: the train flags of the variant's runs besides algorithm, env, observation and seed
+    """
+    extractor = [] if variant == GROUND_TRUTH else ["--features-extractor", variant]
+    if variant != GROUND_TRUTH and renderer is not None:
+        extractor += ["--renderer", renderer]
+    return [*plan.flags, *plan.run_flags, "--num-timesteps", str(steps), "--eval-freq", str(eval_freq),
+            "--eval-episodes", str(plan.eval_episodes), *extractor]
 
 
 def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, workers: int,
@@ -67,21 +93,17 @@ def sweepCommand(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds:
     :param renderer: the raw-pixel runs' --renderer (None: the env's default)
     :return: the pipeline command line, without the interpreter
     """
-    observation = GROUND_TRUTH if variant == GROUND_TRUTH else "raw_pixels"
-    extractor = [] if variant == GROUND_TRUTH else ["--features-extractor", variant]
-    if variant != GROUND_TRUTH and renderer is not None:
-        extractor += ["--renderer", renderer]
-    return ["-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", plan.env, "--srl-model", observation,
+    return ["-m", "rl_baselines.pipeline", "--algo", ALGO, "--env", plan.env, "--srl-model", observationOf(variant),
             "--num-iteration", str(seeds), "--seed", "0", "--log-dir", variantDir(bench_dir, variant),
-            "--workers", str(workers), "--no-vis", *plan.flags, *plan.run_flags, "--num-timesteps", str(steps),
-            "--eval-freq", str(eval_freq), "--eval-episodes", str(plan.eval_episodes), *extractor]
+            "--workers", str(workers), "--no-vis", *trainFlags(plan, variant, steps, eval_freq, renderer)]
 
 
-def finishedRecords(bench_dir: str, variant: str, env: str, steps: int) -> list[RunRecord]:
-    """:return: the variant's finished runs on ``env`` at ``steps`` steps (done.json), in folder order"""
-    folders = sorted(os.path.dirname(path) for path in glob.glob(
-        os.path.join(variantDir(bench_dir, variant), "**", "done.json"), recursive=True))
-    return [record for record in loadRuns(folders) if record.env == env and record.steps == steps]
+def sweepSpecs(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: int, bench_dir: str,
+               renderer: str | None = None) -> list[Any]:
+    """:return: the run specs (rl_baselines.sweeps.sweep.RunSpec) of the sweep that :func:`sweepCommand` runs with
+    the same arguments from the repository's root"""
+    return expandGrid([ALGO], [plan.env], [observationOf(variant)], range(seeds),
+                      trainFlags(plan, variant, steps, eval_freq, renderer), variantDir(bench_dir, variant), ROOT)
 
 
 def thresholdOf(ground_truth: Sequence[RunRecord]) -> float | None:
@@ -170,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         args.budget, args.eval_freq, args.seeds, args.no_append = 1024, 512, 1, True
     started = time.time()
     load_before = os.getloadavg()[0]
+    bench_dir = os.path.join(ROOT, args.bench_dir)  # (the sweeps start in the repository's root)
     for env in [] if args.report_only else args.envs:
         plan = plans[env]
         # ground truth first (the threshold), then the extractors' sweeps side by side, sharing the workers
@@ -179,8 +202,11 @@ def main(argv: list[str] | None = None) -> int:
         for stage in stages:
             processes = []
             for variant, steps, eval_freq, workers in stage:
-                command = sweepCommand(plan, variant, steps, eval_freq, args.seeds, workers, args.bench_dir,
-                                       args.renderer)
+                for folder in dropRunsOfOtherSettings(sweepSpecs(plan, variant, steps, eval_freq, args.seeds,
+                                                                 bench_dir, args.renderer)):
+                    print(f"dropped {os.path.relpath(folder, ROOT)}: made with other train settings than this "
+                          "command's (a train default changed since)", flush=True)
+                command = sweepCommand(plan, variant, steps, eval_freq, args.seeds, workers, bench_dir, args.renderer)
                 print(f"{env} {variant}: python {' '.join(command)}", flush=True)
                 processes.append((variant, subprocess.Popen(["nice", "-n", "10", sys.executable, *command], cwd=ROOT)))
             for variant, process in processes:
@@ -190,11 +216,13 @@ def main(argv: list[str] | None = None) -> int:
     tables, verdicts = [], []
     for env in args.envs:
         plan = plans[env]
-        threshold = thresholdOf(finishedRecords(args.bench_dir, GROUND_TRUTH, env, plan.steps))
+        threshold = thresholdOf(finishedRuns(sweepSpecs(plan, GROUND_TRUTH, plan.steps, plan.eval_freq, args.seeds,
+                                                        bench_dir)))
         if threshold is None:
             verdicts.append(f"{env}: no finished ground-truth run, no threshold yet")
             continue
-        rows = {extractor: finishedRecords(args.bench_dir, extractor, env, args.budget) for extractor in args.extractors}
+        rows = {extractor: finishedRuns(sweepSpecs(plan, extractor, args.budget, args.eval_freq, args.seeds, bench_dir,
+                                                   args.renderer)) for extractor in args.extractors}
         table, verdict = summarise(env, threshold, rows, args.seeds)
         tables.append(f"**{env}** (threshold {threshold:.2f}: 90% of ground truth's mean final evaluation reward "
                       f"at {plan.steps:,} steps)\n\n{table}")

@@ -1,16 +1,21 @@
 """benchmarks.cnn_features: the sweeps it runs and how it judges SmallCNN against NatureCNN (steps to threshold).
 
-The sweeps themselves are the pipeline's (tested with it); here, the command lines and the summary on made-up runs.
+The sweeps themselves are the pipeline's (tested with it); here, the command lines, the summary on made-up runs and
+which finished runs count.
 """
 from __future__ import annotations
 
+import json
+import os
 import types
 
 import numpy as np
+from srl_rl_bench import CURVES, writeRun
 
-from benchmarks.cnn_features import summarise, sweepCommand, thresholdOf
+from benchmarks import cnn_features
+from benchmarks.cnn_features import summarise, sweepCommand, sweepSpecs, thresholdOf
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS
-from benchmarks.srl_rl.runs import RunRecord
+from benchmarks.srl_rl.runs import RunRecord, finishedRuns
 
 
 def _record(rewards: list[float], rate: float = 100.0) -> RunRecord:
@@ -46,3 +51,43 @@ def test_threshold_and_verdicts() -> None:
     assert "budget is too small" in verdict
     _, verdict = summarise(MOBILE, threshold, {"nature": [], "small": small}, 3)
     assert "not every extractor has a finished run yet" in verdict
+
+
+def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path, monkeypatch, capsys) -> None:
+    """The pipeline finds a run by its run id, which names only the settings given: a NatureCNN run finished before
+    ppo2's raw-pixel default (clip_range_vf 0.2) has the id of today's. It is deleted before the sweep, and the report
+    counts only the runs of the command's settings."""
+    bench, plan, budget = str(tmp_path / "bench"), PLANS[MOBILE], 4000
+    folders = {}
+    for variant, steps, eval_freq, curves in (("ground_truth", plan.steps, plan.eval_freq, CURVES["ground_truth"]),
+                                              ("nature", budget, 1000, CURVES["raw_pixels"]),
+                                              ("small", budget, 1000, CURVES["raw_pixels"])):
+        for spec in sweepSpecs(plan, variant, steps, eval_freq, 2, bench):
+            folders[variant, spec.seed] = writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"),
+                                                   spec.srl_model, spec.seed, curves[spec.seed], spec=spec)
+    stale = os.path.join(folders["nature", 1], "args.json")
+    with open(stale) as handle:
+        args = json.load(handle)
+    assert args["hp_clip_range_vf"] == "0.2" and args["features_extractor"] == "nature"
+    with open(stale, "w") as handle:  # made before the raw-pixel default
+        json.dump({name: value for name, value in args.items() if name != "hp_clip_range_vf"}, handle)
+    assert [record.seed for record in finishedRuns(sweepSpecs(plan, "nature", budget, 1000, 2, bench))] == [0]
+    commands = []
+
+    class Finished:
+        returncode = 0
+
+        def __init__(self, command: list[str], cwd: str) -> None:
+            commands.append(command)
+
+        def wait(self) -> int:
+            return 0
+    monkeypatch.setattr(cnn_features.subprocess, "Popen", Finished)
+    cnn_features.main(["--envs", MOBILE, "--seeds", "2", "--budget", str(budget), "--eval-freq", "1000",
+                       "--bench-dir", bench, "--no-append"])
+    out = capsys.readouterr().out
+    assert not os.path.exists(folders["nature", 1]) and "made with other train settings" in out
+    assert all(os.path.isdir(folder) for key, folder in folders.items() if key != ("nature", 1))
+    assert [command[command.index("--log-dir") + 1] for command in commands] == [
+        os.path.join(bench, variant) for variant in ("ground_truth", "nature", "small")]
+    assert "| nature | 1/2 |" in out and "| small | 2/2 |" in out
