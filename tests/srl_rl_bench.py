@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from benchmarks.srl_rl import plans
-from benchmarks.srl_rl import runs as bench_runs
+from rl_baselines.sweeps import recorded
 
 MOBILE = plans.MOBILE
 STEPS = np.array([1000, 2000, 3000, 4000])
@@ -28,10 +28,10 @@ def writeRun(folder: str, observation: str, seed: int, curve: list[float] | None
     evaluations.npz whose episodes average to ``curve`` (3 episodes per evaluation, spread around the mean)."""
     os.makedirs(os.path.join(folder, "monitor"))
     with open(os.path.join(folder, "env_globals.json"), "w") as handle:
-        json.dump({"constants": {"PHYSICS_VERSION": bench_runs.envPhysics(env)}}, handle)
+        json.dump({"constants": {"PHYSICS_VERSION": recorded.envPhysics(env)}}, handle)
     args = {"env": env, "srl_model": observation, "algo": "ppo2", "seed": seed, "num_timesteps": 4000}
     with open(os.path.join(folder, "args.json"), "w") as handle:
-        json.dump(bench_runs.specSettings(spec) if spec is not None else args, handle)
+        json.dump(recorded.specSettings(spec) if spec is not None else args, handle)
     with open(os.path.join(folder, "monitor", "0.monitor.csv"), "w") as handle:
         handle.write('#{"t_start": 0}\nr,l,t\n' + "".join(f"{r},1000,{10.0 * (i + 1)}\n"
                                                          for i, r in enumerate(curve or [0, 0, 0, 0])))

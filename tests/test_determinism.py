@@ -27,6 +27,8 @@ from same_seed import RECORD_VARIABLE, cpuCapability, loadReference, parameterDi
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.monitor_files import MonitorTail, loadEpisodes
+from rl_baselines.sweeps.recorded import changedSettings
+from rl_baselines.sweeps.sweep import RunSpec
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -98,6 +100,8 @@ def monitorRows(run_dir: str) -> dict[str, list[tuple[str, ...]]]:
 def _trainRows(log_dir: str, args: list[str]) -> tuple[dict[str, list[tuple[str, ...]]], str]:
     """:return: the monitor rows of a run and the digest of its final parameters"""
     run_dir = runFolder(runTrain(*args, "--log-dir", log_dir))
+    # a sweep that finds this run takes it for its command's: what train recorded is what the command gives now
+    assert changedSettings(RunSpec(args[1], COMMON[1], COMMON[3], int(SEED), tuple(args), "id", log_dir), run_dir) == []
     rows = monitorRows(run_dir)
     assert sum(map(len, rows.values())) >= 2, f"fewer than 2 episodes in the monitor files: {rows}"
     return rows, parameterDigest(run_dir)

@@ -13,6 +13,7 @@ import time
 import numpy as np
 import pytest
 from conftest import REPO, runModule, trainHere
+from srl_rl_bench import writeRun
 
 from benchmarks.sweep_speed import startRayHead, stopRayHead
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
@@ -127,6 +128,34 @@ def test_the_run_id_counts_a_path_as_the_place_it_names(tmp_path) -> None:
     assert spec("--srl-log-folder", str(cwd / "logs" / "srl")).run_id == spec().run_id
     assert (spec("--load-rl-model-path", "m.zip").run_id == spec("--load-rl-model-path", str(cwd / "m.zip")).run_id
             != spec().run_id)
+
+
+def test_a_finished_run_of_another_train_default_is_kept_with_one_warning(tmp_path, capsys) -> None:
+    """The run id names only the settings given, so a run finished before a train default changed (here ppo2's
+    raw-pixel clip_range_vf) has the id of today's: the pipeline keeps it as done and says so once, naming the
+    setting; runs of today's settings say nothing."""
+    log_dir, flags = str(tmp_path / "logs"), ["--num-timesteps", "300"]
+    specs = expandGrid(["ppo2"], ENVS[:1], ["ground_truth", "raw_pixels"], [0, 1], flags, log_dir)
+    for spec in specs:  # finished, with the args.json train records for its command today
+        writeRun(os.path.join(spec.parent, f"26-11-20_10h00_00_{spec.run_id}"), spec.srl_model, spec.seed, None,
+                 spec=spec)
+    command = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "raw_pixels", "--num-iteration", "2",
+               "--log-dir", log_dir, "--no-vis", *flags]
+    assert pipeline.main(command) == 0
+    captured = capsys.readouterr()
+    assert "4 already done, 0 to run" in captured.out and captured.err == ""
+    for spec in specs[1::2]:  # the raw-pixel runs, made before the default
+        path = os.path.join(finishedFolder(spec), "args.json")
+        with open(path) as handle:
+            args = json.load(handle)
+        with open(path, "w") as handle:
+            json.dump({name: value for name, value in args.items() if name != "hp_clip_range_vf"}, handle)
+    assert pipeline.main(command) == 0
+    captured = capsys.readouterr()
+    assert "4 already done, 0 to run" in captured.out and captured.err.count("\n") == 1
+    assert captured.err.startswith("warning: 2 finished run(s) were made with other train settings than this "
+                                   "command's (hp_clip_range_vf; a train default changed since), e.g. ")
+    assert all(finishedFolder(spec) is not None for spec in specs)
 
 
 def test_check_lists_every_bad_combination(tmp_path) -> None:
@@ -280,6 +309,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
             + (" (1 continued where they stopped)" if continued else "") + " on 2 local worker(s)") in result.stdout
     assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
     assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
+    assert "other train settings" not in result.stderr  # the finished runs are this command's
     for spec in specs:
         _checkFinishedRun(spec)
     assert (runAttempts(victim) == [failed_folder]) if continued else (

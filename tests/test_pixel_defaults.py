@@ -11,11 +11,11 @@ from conftest import interruptedRun, trainHere
 from stable_baselines3 import PPO
 
 from benchmarks.srl_rl.archive import settingsDigest
-from benchmarks.srl_rl.runs import specSettings
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, NoneOrPositive, pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
+from rl_baselines.sweeps.recorded import specSettings
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.cli import CLIParser
 

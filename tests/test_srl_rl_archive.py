@@ -20,7 +20,7 @@ from benchmarks.srl_rl import runs as bench_runs
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import REFERENCE_RENDERER
-from rl_baselines.sweeps import pipeline, sweep
+from rl_baselines.sweeps import pipeline, recorded, sweep
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import UsageError
 
@@ -85,7 +85,7 @@ def test_report_archives_the_finished_runs(archived_mobile, tmp_path, capsys) ->
     # the train settings of its command line, as args.json records them, without those that change no result
     assert vae["format"] == bench_archive.FORMAT and vae["train"]["srl_model"] == "vae" and vae["train"]["seed"] == 1
     assert vae["train"]["num_cpu"] == 1 and vae["train"]["num_timesteps"] == 50_000
-    assert not set(vae["train"]) & bench_runs.NOT_A_RESULT and "hp_gamma" not in vae["train"]
+    assert not set(vae["train"]) & recorded.NOT_A_RESULT and "hp_gamma" not in vae["train"]
     pixels = next(r for r in records.values() if (r["observation"], r["seed"]) == ("raw_pixels", 0))
     assert pixels["srl"] is None and pixels["model"] is None  # its runs do not depend on the SRL settings
     # the same runs seen again (another machine, another observation set): the file is left as it is
@@ -440,11 +440,11 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
     settings = _settings([])
     plan = settings.plans[0]
     specs = settings.specs(plan)
-    before = bench_runs.specSettings(specs[0])
+    before = recorded.specSettings(specs[0])
     run = settings.runSettings(plan)
     # where the runs are written and how they are shown change no result: the same key from another bench folder
     elsewhere = _settings(["--bench-dir", str(tmp_path / "bench")])
-    assert bench_runs.specSettings(elsewhere.specs(plan)[0]) == before
+    assert recorded.specSettings(elsewhere.specs(plan)[0]) == before
     # a later default of train (here the number of envs): every key changes, the committed records are not reused
     original = sweep.trainParser.__wrapped__  # train's parser, not the cached one
 
@@ -454,7 +454,7 @@ def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) 
         return parser
 
     monkeypatch.setattr(sweep, "trainParser", changed)
-    after = bench_runs.specSettings(specs[0])
+    after = recorded.specSettings(specs[0])
     assert (before["num_cpu"], after["num_cpu"]) == (1, 4)
     assert (bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, before)
             != bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, after))
@@ -471,23 +471,23 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
     assert plan.env == MOBILE
     spec = settings.specs(plan)[0]
     run = settings.runSettings(plan)
-    tiny = bench_runs.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
+    tiny = recorded.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
                                                                          "tinyrenderer"]))
     assert tiny["renderer"] == "tinyrenderer"
     recorded_before = {name: value for name, value in tiny.items() if name != "renderer"}
-    assert bench_runs.trainSettings(recorded_before) == tiny
+    assert recorded.trainSettings(recorded_before) == tiny
     key = bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, tiny)
     assert key == bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, recorded_before)
     archive = bench_archive.loadArchive(plans.RUNS_FILE)
     # the committed records: TinyRenderer's, MobileRobot's grid drawn by the sprites and Kuka's drawn by lowpoly
     assert {record["train"]["renderer"] for record in archive.values()} == {"tinyrenderer", "sprites", "lowpoly"}
-    sprites = bench_runs.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
+    sprites = recorded.specSettings(dataclasses.replace(spec, train_args=[*spec.train_args, "--renderer",
                                                                             "sprites"]))
     assert sprites["renderer"] == "sprites"
     assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, sprites) != key
     # MobileRobot's default: its runs record the sprites by name, the key of --renderer sprites, not the archived
     # tinyrenderer records'
-    default = bench_runs.specSettings(spec)
+    default = recorded.specSettings(spec)
     assert default == sprites
     assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, default) != key
     reused = bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
@@ -502,7 +502,7 @@ def test_the_renderer_is_in_the_archive_key(monkeypatch) -> None:
         return parser
 
     monkeypatch.setattr(sweep, "trainParser", changed)
-    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, bench_runs.specSettings(spec)) == key
+    assert bench_archive.archiveKey(plan.env, "ground_truth", 0, run, None, recorded.specSettings(spec)) == key
     later = bench_archive.archivedMatches(archive, settings, plan, settings.specs(plan), {})
     assert later and all(record["train"]["renderer"] == "tinyrenderer" for record in later.values())
 
@@ -520,7 +520,7 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
         run, srl = settings.runSettings(plan), settings.srlSettings(plan)
         return [bench_archive.archiveKey(plan.env, bench_runs.specObservation(spec), spec.seed, run,
                                          srl if bench_runs.specObservation(spec) in settings.learned else None,
-                                         bench_runs.specSettings(spec), bench_runs.envPhysics(plan.env))
+                                         recorded.specSettings(spec), recorded.envPhysics(plan.env))
                 for spec in settings.specs(plan)]
 
     def matches(settings: plans.Settings, plan: plans.EnvPlan) -> dict:
@@ -546,7 +546,7 @@ def test_an_env_default_renderer_draws_the_benchmarks_runs_and_keys_them(monkeyp
     mobile, kuka = plansOf(after)
     for plan, renderer in ((mobile, "sprites"), (kuka, "lowpoly")):
         assert after.drawnBy(plan.env) == renderer and after.configFile(plan.env).endswith(f"srl_models_{renderer}.yaml")
-        assert all(bench_runs.specSettings(spec)["renderer"] == renderer for spec in after.specs(plan))
+        assert all(recorded.specSettings(spec)["renderer"] == renderer for spec in after.specs(plan))
         assert "--renderer" not in after.prepareCommand(plan)  # prepare resolves it to the same default
         assert keys(after, plan) == keys(_settings(["--renderer", renderer]), plan)
         assert not set(keys(after, plan)) & set(tiny_keys[plan.env])
@@ -574,7 +574,7 @@ def test_a_run_made_with_other_train_settings_is_not_this_configurations(tmp_pat
         args = json.load(handle)
     with open(os.path.join(other, "args.json"), "w") as handle:  # made when train's default was 2 envs
         json.dump({**args, "num_cpu": 2, "device": "cpu", "img_shape": [3, 64, 64], "resolved_hyperparams": {}}, handle)
-    assert bench_runs.otherSettings(bench_runs.specSettings(second), {**args, "img_shape": [3, 64, 64]}) == []
+    assert recorded.otherSettings(recorded.specSettings(second), {**args, "img_shape": [3, 64, 64]}) == []
     assert [record.seed for record in bench_runs.finishedRuns([first, second])] == [0]
     assert f"skipping {other}: made with other train settings (num_cpu)" in capsys.readouterr().err
     calls = []
@@ -590,7 +590,7 @@ def test_the_state_scale_is_in_the_key_of_a_learned_run_only() -> None:
     nothing for ground truth, raw pixels or a run at ground truth's size, whose keys stay as the archive has them."""
     def digest(srl_model: str, scale: str, **other) -> str:
         args = {"algo": "ppo2", "env": MOBILE, "srl_model": srl_model, "seed": 0, "srl_state_scale": scale, **other}
-        return bench_archive.settingsDigest(bench_runs.trainSettings(args))
+        return bench_archive.settingsDigest(recorded.trainSettings(args))
 
     assert digest("vae", "participation") != digest("vae", "none")
     for observation in ("ground_truth", "raw_pixels"):
@@ -598,6 +598,6 @@ def test_the_state_scale_is_in_the_key_of_a_learned_run_only() -> None:
     assert (digest("srl_splits", "participation", srl_ground_truth_scale=True)
             == digest("srl_splits", "none", srl_ground_truth_scale=True))
     # an args.json of format 5 or earlier has no such setting: it reads as unscaled
-    assert digest("vae", "none") == bench_archive.settingsDigest(bench_runs.trainSettings(
+    assert digest("vae", "none") == bench_archive.settingsDigest(recorded.trainSettings(
         {"algo": "ppo2", "env": MOBILE, "srl_model": "vae", "seed": 0}))
 

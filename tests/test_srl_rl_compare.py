@@ -12,6 +12,7 @@ from benchmarks.srl_rl import analysis, cli, compare, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import models as bench_models
 from benchmarks.srl_rl import runs as bench_runs
+from rl_baselines.sweeps import recorded
 from srl_models import prepare
 from srl_toolbox.cli import UsageError
 
@@ -110,7 +111,7 @@ def test_kuka_runs_of_physics_2_are_compared_with_those_of_physics_1(tmp_path, m
     settings = _settings(argv)
     _finishedBench(settings, KUKA, CURVES, "2026-11-27T10:00:00")
     assert cli.main([*argv, "--report-only", "--no-doc"]) == 0
-    assert bench_runs.envPhysics(KUKA) == 2
+    assert recorded.envPhysics(KUKA) == 2
     earlier = {}
     for key, record in json.loads(open(current).read()).items():
         old = {name: value for name, value in record.items() if name != "physics"}
@@ -147,7 +148,7 @@ def _entry(observation: str, seed: int, final: float, date: str, **train) -> dic
     plan = settings.plans[0]
     spec = next(spec for spec in settings.specs(plan) if spec.seed == seed)
     return {"format": bench_archive.FORMAT, "env": MOBILE, "observation": observation, "seed": seed,
-            "run": settings.runSettings(plan), "srl": None, "train": {**bench_runs.specSettings(spec), **train},
+            "run": settings.runSettings(plan), "srl": None, "train": {**recorded.specSettings(spec), **train},
             "eval_timesteps": [1000, 2000], "eval_rewards": [0.0, final], "date": date}
 
 
@@ -199,12 +200,12 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
         groups = compare.earlierGroups(earlier, settings, plan, specs)
         assert len(groups) == 15
         for observation, found in groups.items():
-            planned = bench_archive.withoutSeed(bench_runs.specSettings(
+            planned = bench_archive.withoutSeed(recorded.specSettings(
                 next(spec for spec in specs if plans.specObservation(spec) == observation)))
             group = compare.chosenGroup(found)
             assert group.seeds in ([0, 1, 2], [0, 1, 2, 3, 4])  # TinyRenderer ran 3 seeds, or 5 for some rows
-            changes = compare.settingsChanges(group.train, planned, group.physics, bench_runs.envPhysics(env))
-            others = [compare.settingsChanges(other.train, planned, other.physics, bench_runs.envPhysics(env))
+            changes = compare.settingsChanges(group.train, planned, group.physics, recorded.envPhysics(env))
+            others = [compare.settingsChanges(other.train, planned, other.physics, recorded.envPhysics(env))
                       for other in found if other is not group]
             if observation == "raw_pixels":
                 clip = "hp_clip_range_vf (absent) -> 0.2"
@@ -277,10 +278,10 @@ def test_the_renderer_goes_to_the_envs_that_offer_it_with_datasets_and_models_ap
     assert [spec.run_id for spec in sprites.specs(kuka)] == [spec.run_id for spec in default.specs(kuka)]
     run = plans.Settings.runSettings(mobile)
     for spec, other, by_default in zip(sprites.specs(mobile), tiny.specs(mobile), default.specs(mobile)):
-        assert spec.run_id != other.run_id and bench_runs.specSettings(spec)["renderer"] == "sprites"
-        assert by_default.run_id == spec.run_id and bench_runs.specSettings(other)["renderer"] == "tinyrenderer"
+        assert spec.run_id != other.run_id and recorded.specSettings(spec)["renderer"] == "sprites"
+        assert by_default.run_id == spec.run_id and recorded.specSettings(other)["renderer"] == "tinyrenderer"
         keys = [bench_archive.archiveKey(MOBILE, plans.specObservation(one), one.seed, run, None,
-                                         bench_runs.specSettings(one)) for one in (spec, other, by_default)]
+                                         recorded.specSettings(one)) for one in (spec, other, by_default)]
         assert keys[0] != keys[1] and keys[0] == keys[2]
     # prepare draws the sprites dataset apart, so its models (under <srl dir>/<dataset name>/) are apart too
     made = [prepare.plan(prepare.buildParser().parse_args(settings.prepareCommand(mobile)[2:]))

@@ -13,7 +13,7 @@ from srl_rl_bench import CURVES, MOBILE, writeRun
 from benchmarks.srl_rl import analysis, cli, plans, running
 from benchmarks.srl_rl import archive as bench_archive
 from benchmarks.srl_rl import runs as bench_runs
-from rl_baselines.sweeps import pipeline
+from rl_baselines.sweeps import pipeline, recorded
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models.registry import learnedModels
 
@@ -129,15 +129,15 @@ def test_run_folders_and_archive_keys_tell_the_augmented_runs_from_the_plain_one
         assert records[name].observation == name
     assert (records["raw_pixels"].run.args["augment"], records[SHIFT].run.args["augment"]) == ("none", "shift")
     run = settings.runSettings(plan)
-    keys = {name: bench_archive.archiveKey(MOBILE, name, 0, run, None, bench_runs.specSettings(spec))
+    keys = {name: bench_archive.archiveKey(MOBILE, name, 0, run, None, recorded.specSettings(spec))
             for name, spec in specs.items()}
     assert len(set(keys.values())) == 3
     # the digest alone tells them apart too (the augmentation is a result-changing train setting)
-    assert (bench_archive.archiveKey(MOBILE, "x", 0, run, None, bench_runs.specSettings(specs["raw_pixels"]))
-            != bench_archive.archiveKey(MOBILE, "x", 0, run, None, bench_runs.specSettings(specs[SHIFT])))
+    assert (bench_archive.archiveKey(MOBILE, "x", 0, run, None, recorded.specSettings(specs["raw_pixels"]))
+            != bench_archive.archiveKey(MOBILE, "x", 0, run, None, recorded.specSettings(specs[SHIFT])))
     # a plain raw-pixel record is never taken for the augmented row: the same seed of both, archived
     entries = dict(bench_archive.archiveEntry(settings, plan, dataclasses.replace(
-        records[name], train=bench_runs.specSettings(spec)), None, None, "here") for name, spec in specs.items())
+        records[name], train=recorded.specSettings(spec)), None, None, "here") for name, spec in specs.items())
     matches = bench_archive.archivedMatches(entries, settings, plan, list(specs.values()), {})
     assert {name: entry["observation"] for (name, _), entry in matches.items()} == {name: name for name in specs}
     plain_only = {key: entry for key, entry in entries.items() if entry["observation"] != SHIFT}

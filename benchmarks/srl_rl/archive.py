@@ -14,7 +14,7 @@ R^2 when it was evaluated), the day it finished, the machine and the invocation'
 - a record's key (:func:`archiveKey`) names everything that changes its result: the env plan's steps, evaluation
   frequency and episodes and env flags, readable; for a learned observation the SRL settings as prepare resolves
   them (seed, state dimension, epochs, dataset episodes, image size); and a digest of the run's train settings
-  (benchmarks.srl_rl.runs.trainSettings: every setting of args.json that changes a result), which the record holds
+  (rl_baselines.sweeps.recorded.trainSettings: every setting of args.json that changes a result), which the record holds
   in full (a variant's flags are train settings: ``raw_pixels_shift``'s ``augment: "shift"`` gives its runs keys
   of their own besides their observation name, while ``augment: "none"`` is left out, keeping the earlier records'
   keys). A later change of a train default (the number of envs, a renderer flag, a network flag) changes the key
@@ -43,9 +43,10 @@ import numpy as np
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
 from benchmarks.srl_rl.models import modelMetrics, registeredFacts, sameModel
 from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
-from benchmarks.srl_rl.runs import RunRecord, dateSpan, envPhysics, finishedRuns, specSettings, trainSettings
+from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns
 from replay.results import Run
 from rl_baselines.runs.train_config import UPGRADES
+from rl_baselines.sweeps.recorded import envPhysics, specSettings, trainSettings
 from srl_toolbox.cli import UsageError
 
 # The records' format: 2 keys and records a run by its train settings too (``train``).
@@ -76,7 +77,7 @@ def _floatOrNan(value: Any) -> float:
 
 def settingsDigest(train: dict[str, Any]) -> str:
     """
-    :param train: train settings (benchmarks.srl_rl.runs.trainSettings)
+    :param train: train settings (rl_baselines.sweeps.recorded.trainSettings)
     :return: their short hash, the same on every machine; the settings of :data:`LATER_SETTINGS` at their upgrade
         value are left out
     """
@@ -99,7 +100,7 @@ def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: 
     :param run: :meth:`Settings.runSettings` of the env
     :param srl: :meth:`Settings.srlSettings` of the env for a learned observation, None for the others (their runs do
         not depend on the SRL settings)
-    :param train: the run's train settings (benchmarks.srl_rl.runs.trainSettings)
+    :param train: the run's train settings (rl_baselines.sweeps.recorded.trainSettings)
     :param physics: the env's physics version the run was made with (named in the key unless 1)
     :return: the record's key in the archive: the plan's and the SRL settings readable, the train settings digested
     """

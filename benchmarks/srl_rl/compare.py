@@ -30,7 +30,7 @@ from typing import Any
 from benchmarks.srl_rl.analysis import ObservationSummary, plusMinus, summariseEnv, tableDigits
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive, settingsDigest, withoutSeed
 from benchmarks.srl_rl.plans import EnvPlan, Settings, specObservation
-from benchmarks.srl_rl.runs import envPhysics, specSettings, trainSettings
+from rl_baselines.sweeps.recorded import envPhysics, specSettings, trainSettings
 from srl_toolbox.cli import UsageError
 
 FLAG = "--compare-to"
@@ -39,7 +39,7 @@ FLAG = "--compare-to"
 def loadComparison(path: str) -> dict[str, dict[str, Any]]:
     """
     :param path: the archive file to compare with
-    :return: key -> record, its train settings read as a run's args.json would be (benchmarks.srl_rl.runs.trainSettings)
+    :return: key -> record, its train settings read as a run's args.json would be (rl_baselines.sweeps.recorded.trainSettings)
     :raises UsageError: the file is missing, unreadable or not an archive of runs of this format (one line)
     """
     if not os.path.exists(path):

@@ -9,7 +9,7 @@ folder nor archived with the same settings, ``nice``-d, with an estimate of the 
 - an env whose runs are all archived is neither prepared nor run (``--rerun ENV`` ignores its archived records);
 - a finished run, or an archived record, whose learned model was trained again since with other settings or code is
   dropped first (benchmarks.srl_rl.models.sameModel), so that no table mixes two recipes; so is a finished run made
-  with other train settings (benchmarks.srl_rl.runs.otherSettings);
+  with other train settings (rl_baselines.sweeps.recorded.changedSettings);
 - a stage runs in :attr:`Settings.base` importing this checkout's code, even from another checkout's folder.
 """
 from __future__ import annotations

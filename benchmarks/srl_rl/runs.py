@@ -3,14 +3,13 @@
 A finished run of the bench folder is the pipeline's run folder of a spec (``done.json``): its args.json, its
 monitor files and its deterministic evaluations (``evaluations.npz``) become a :class:`RunRecord`. Invariants:
 
-- a run's train settings (:func:`trainSettings`) are those its train command line gives, as args.json records them
-  before the train command resolves the device, the learned model's folder and its image size, without the settings
-  that do not change a result (:data:`NOT_A_RESULT`); the archive keys a run by them, so that a later change of a
-  train default makes the benchmark run again instead of reusing old records;
+- a run's train settings (rl_baselines.sweeps.recorded.trainSettings: those of its train command line that change a
+  result) key it in the archive, so that a later change of a train default makes the benchmark run again instead of
+  reusing old records;
 - a finished run whose args.json says it was made with other train settings than its spec's (a default changed
-  since) is not this configuration's: skipped by the report, deleted before the runs (:func:`dropRunsOfOtherSettings`);
-- a run made with another physics version of its env (env_globals.json's PHYSICS_VERSION, 1 when absent, against the
-  env's :func:`envPhysics` now) counts as made with other settings, as a changed train default does;
+  since), or with another physics version of its env, is not this configuration's
+  (rl_baselines.sweeps.recorded.changedSettings): skipped by the report, deleted before the runs
+  (:func:`dropRunsOfOtherSettings`);
 - an unreadable run folder is skipped with a warning, never fatal: the report says which runs are missing.
 """
 from __future__ import annotations
@@ -26,59 +25,12 @@ from typing import Any
 import numpy as np
 
 from benchmarks.srl_rl.plans import argsObservation, specObservation
-from environments import getEnvClass, resolvedRenderer
-from environments.srl_env import isLearnedSRLModel
 from replay.results import Run
-from rl_baselines.core.hyperparams import pixelDefaultFlags
-from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.train import hyperparamStrings
-from rl_baselines.runs.train_config import TrainConfig, addedSettings
-from rl_baselines.sweeps.sweep import finishedFolder, parseTrainArgs
+from rl_baselines.sweeps.recorded import changedSettings, otherPhysics, otherSettings, specSettings
+from rl_baselines.sweeps.sweep import finishedFolder
 from srl_toolbox.files import readJson
-
-# Train settings that do not change a run's result: where it is written and what it reads its model from (the model
-# is identified by its hash), how it is shown, the device (the runs are on the CPU), how often it saves a checkpoint,
-# a replay buffer or its best model, and the window of its reward plot.
-NOT_A_RESULT = frozenset({"log_dir", "run_folder", "tag", "resume", "port", "no_vis", "no_progress", "device",
-                          "tensorboard_log", "srl_config_file", "srl_log_folder", "srl_model_path", "checkpoint_freq",
-                          "buffer_save_freq", "min_episodes_save", "episode_window"})
-
-
-def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
-    """
-    :param args: a run's train arguments, as args.json records them (of any format), or as the archive does
-    :return: those that change its result, sorted by name: without :data:`NOT_A_RESULT`, without an algorithm's
-        flag left unset (an unset ``hp_<name>`` says nothing, as in args.json), and without ``srl_state_scale`` where
-        it changes nothing (no learned model, or ``srl_ground_truth_scale``); a setting added to train since they
-        were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer)
-    """
-    args = {**addedSettings(args), **args}
-    if not isLearnedSRLModel(str(args.get("srl_model"))) or args.get("srl_ground_truth_scale"):
-        args.pop("srl_state_scale", None)  # no effect on the env's own observations, nor with the ground-truth scale
-    return {name: value for name, value in sorted(args.items())
-            if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
-
-
-# Settings the train command resolves from others (a learned model's image size, the model a run continues): args.json
-# holds the resolved value where the command line left it open, so they are not compared with the command line's.
-RESOLVED = frozenset({"img_shape", "latest", "load_rl_model_path"})
-
-
-def specSettings(spec: Any) -> dict[str, Any]:
-    """
-    :param spec: a run spec (rl_baselines.sweeps.sweep.RunSpec)
-    :return: the :func:`trainSettings` of its train command line, as train's parser gives them (JSON values), with
-        the renderer and the raw-pixel hyperparameter defaults as train resolves and records them (``--renderer``
-        left out: the env's default, by name; :func:`rl_baselines.core.hyperparams.pixelDefaultFlags`)
-    """
-    args = parseTrainArgs(spec.algo, spec.env, spec.srl_model, int(spec.seed), spec.train_args)
-    args["renderer"] = resolvedRenderer(args.get("renderer"), spec.env)
-    given = hyperparamStrings(TrainConfig.fromValues(args))  # (--hyperparam and --hyperparam-file)
-    args.update(pixelDefaultFlags(registered_rl[spec.algo][0], spec.srl_model, args, given, args["augment"]))
-    return trainSettings({name: list(value) if isinstance(value, tuple) else value
-                          for name, value in args.items()})
 
 
 @dataclasses.dataclass
@@ -98,8 +50,8 @@ class RunRecord:
     :param finished: the day it finished (YYYY-MM-DD), empty when unknown
     :param archived: it comes from the archive of finished runs, not from a run folder
     :param machine: the machine it ran on (archived records), empty when unknown
-    :param train: its :func:`trainSettings` (those of its spec for a run of the bench folder, the recorded ones for
-        an archived run), None when unknown
+    :param train: its train settings (rl_baselines.sweeps.recorded.trainSettings; those of its spec for a run of the
+        bench folder, the recorded ones for an archived run), None when unknown
     """
 
     run: Any
@@ -207,51 +159,12 @@ def dateSpan(records: Sequence[RunRecord]) -> str:
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
 
-def otherSettings(train: dict[str, Any], args: dict[str, Any]) -> list[str]:
-    """
-    :param train: a spec's :func:`specSettings`
-    :param args: the args.json of a run made for it
-    :return: the settings the run was made with otherwise, sorted (a train default changed since: the pipeline's run
-        id names only the settings that differ from the defaults); one absent from args.json (a flag added since)
-        counts, unless args.json's upgrade rules fill it (:func:`trainSettings`); those the train command resolves
-        (:data:`RESOLVED`) are left aside
-    """
-    recorded = trainSettings(args)
-    return sorted(name for name, value in train.items()
-                  if name not in RESOLVED and (name not in recorded or recorded[name] != value))
-
-
-def envPhysics(env_id: str) -> int:
-    """:return: the physics version of the registered env ``env_id`` now (environments.srl_env PHYSICS_VERSION)"""
-    return int(getattr(getEnvClass(env_id), "PHYSICS_VERSION", 1))
-
-
-def runPhysics(folder: str) -> int:
-    """
-    :param folder: a run folder
-    :return: the physics version its env_globals.json records (1 when the file or the constant is absent: the runs
-        made before envs recorded one)
-    """
-    path = os.path.join(folder, "env_globals.json")
-    if not os.path.isfile(path):
-        return 1
-    recorded = readJson(path)
-    constants = recorded.get("constants") if isinstance(recorded, dict) else None
-    return int(constants.get("PHYSICS_VERSION", 1)) if isinstance(constants, dict) else 1
-
-
-def otherPhysics(spec: Any, folder: str) -> list[str]:
-    """:return: ``["env physics version N"]`` when the run in ``folder`` was made with another physics version of
-    its env than the one it has now, else nothing"""
-    recorded = runPhysics(folder)
-    return [] if recorded == envPhysics(spec.env) else [f"env physics version {recorded}"]
-
-
 def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
     """
     :param specs: run specs
-    :return: the records of those that finished, in spec order, each with its spec's :func:`specSettings`; a run made
-        with other train settings (:func:`otherSettings`) or unreadable is skipped with a warning
+    :return: the records of those that finished, in spec order, each with its spec's train settings
+        (rl_baselines.sweeps.recorded.specSettings); a run made with other train settings
+        (rl_baselines.sweeps.recorded.otherSettings) or unreadable is skipped with a warning
     """
     records = []
     for spec in specs:
@@ -271,8 +184,8 @@ def finishedRuns(specs: Sequence[Any]) -> list[RunRecord]:
 
 def dropRunsOfOtherSettings(specs: Sequence[Any]) -> list[str]:
     """
-    Delete the finished runs made with other train settings than their spec's (:func:`otherSettings`) or another
-    physics version of their env (:func:`otherPhysics`), so that the pipeline, which takes a run folder by its run
+    Delete the finished runs made with other train settings than their spec's or another physics version of their env
+    (rl_baselines.sweeps.recorded.changedSettings), so that the pipeline, which takes a run folder by its run
     id, runs them again with the current ones.
 
     :param specs: run specs
@@ -283,11 +196,7 @@ def dropRunsOfOtherSettings(specs: Sequence[Any]) -> list[str]:
         folder = finishedFolder(spec)
         if folder is None:
             continue
-        try:
-            args = readJson(os.path.join(folder, "args.json"))
-        except (OSError, ValueError):
-            continue
-        if isinstance(args, dict) and (otherSettings(specSettings(spec), args) or otherPhysics(spec, folder)):
+        if changedSettings(spec, folder):
             shutil.rmtree(folder)
             dropped.append(folder)
     return dropped

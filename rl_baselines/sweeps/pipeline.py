@@ -7,9 +7,10 @@ Every combination is checked up front as train would check it, and the whole swe
 bad combinations, exit code 2) before anything starts. Each run is its own ``rl_baselines.train`` process with a
 deterministic run id and folder (see rl_baselines/sweeps/sweep.py); a finished run has a completion marker, so the same
 command run again only does what is missing or failed, and continues a run that was cut short (a killed worker or
-sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). Any flag the
-pipeline does not know is passed to every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when
-interrupted).
+sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). A finished run
+made with other train settings than the command gives now (a train default changed since) is kept as done, with one
+warning naming the settings (rl_baselines/sweeps/recorded.py). Any flag the pipeline does not know is passed to every
+run. Exit code: 0 when every run succeeded, 1 otherwise (130 when interrupted).
 
 Pipelines started on one ``--log-dir`` share the work: each claims a run before it starts it (a lock per run, see
 rl_baselines/sweeps/claims.py), does the runs nobody holds, and waits for those another pipeline holds, recording that
@@ -33,6 +34,7 @@ from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
 from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, usableCores
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
+from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.sweep import (
     RunResult,
     RunSpec,
@@ -156,6 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if folder is not None:
             records[spec.run_id] = stamp({"state": "skipped", "run_folder": folder, "returncode": 0,
                                           "log": os.path.join(folder, "train.log")}, claims.pipeline)
+    _warnChangedSettings([(spec, records[spec.run_id]["run_folder"]) for spec in specs if spec.run_id in records])
     to_run = [spec for spec in specs if spec.run_id not in records]
     resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
     executor = _makeExecutor(args, shared.num_cpu) if to_run else None
@@ -187,6 +190,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     failed, interrupted = _runAll(executor, claims, to_run, specs, records, curves, args.no_progress,
                                   lambda: writeSweepState(state_path, command, specs, records, claims.pipeline))
     return _summary(specs, records, failed, interrupted, state_path)
+
+
+def _warnChangedSettings(finished: Sequence[tuple[RunSpec, str]]) -> None:
+    """One warning when finished runs taken as done were made with other train settings than their spec's command
+    gives now (a train default changed since: the run id names only the settings given), naming the settings."""
+    changed = [(folder, names) for spec, folder in finished if (names := changedSettings(spec, folder))]
+    if changed:
+        names = sorted({name for _, found in changed for name in found})
+        print(f"warning: {len(changed)} finished run(s) were made with other train settings than this command's "
+              f"({', '.join(names)}; a train default changed since), e.g. {changed[0][0]}: kept as done (--force "
+              "runs every run again)", file=sys.stderr, flush=True)
 
 
 def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list[RunSpec],
