@@ -120,7 +120,7 @@ bench-cnn: install
 # Wall-clock time to the threshold on MobileRobot: ppo2 from raw pixels and from a learned representation beside
 # rl_zoo3's PPO with the same hyperparameters (whole processes; both programs' raw pixels side by side), seeds 0 1 2.
 # rl_zoo3 goes into .zoo-packages without its dependencies (they would downgrade pillow); only its process sees it.
-# About 1 h per seed on 2 cores; resumable.
+# About 35 min per seed on 2 cores; resumable.
 ZOO_PACKAGES := rl_zoo3==2.9.2 huggingface_sb3==3.0 huggingface_hub==2.4.0 httpx2==2.16.2 httpcore2==2.16.2 \
 	h11==0.16.0 truststore==0.10.5 wasabi==1.1.3
 bench-zoo: install

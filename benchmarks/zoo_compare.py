@@ -16,10 +16,11 @@ hyperparameters file):
 
 The time to the threshold is the wall time from the process's launch to the end of the first training episode that
 ends at or after the first evaluation at or above the threshold (monitor files: their ``t_start`` and each episode's
-``t``), so it is exact to within one episode. Raw pixels reach the threshold on some seeds only, hence several seeds:
-the report gives each seed's row and, per run, on how many seeds it reached the threshold and the median wall time to
-it over those. The threshold is the SRL + RL benchmark's: 90% of ground truth's mean final evaluation reward in its
-archive (benchmarks/srl_rl_runs.json), unless ``--threshold`` gives one.
+``t``), so it is exact to within one episode. Raw pixels reach the threshold sooner on some seeds than on others, and
+do not hold it (the deterministic evaluations swing), hence several seeds: the report gives each seed's row and, per
+run, on how many seeds it reached the threshold and the median wall time to it over those. The threshold is the SRL +
+RL benchmark's: 90% of ground truth's mean final evaluation reward in its archive (benchmarks/srl_rl_runs.json),
+unless ``--threshold`` gives one.
 
 rl_zoo3 does not install beside the toolbox's pins (its Hugging Face integration pulls moviepy, which downgrades
 pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train command imports, without their
@@ -30,9 +31,11 @@ dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
 default runs' results stay.
 
 Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
-same settings. About 1 h per seed on 2 cores at the default budget: start it with ``nice``.
+same settings. About 35 min per seed on 2 cores at the default budget: start it with ``nice``. The default budget,
+200,000 steps, is about twice the steps at which raw pixels first reach the threshold under ppo2's raw-pixel default
+(100,000-140,000 in both programs over seeds 0-2; docs/benchmarks.md).
 
-Usage: ``python -m benchmarks.zoo_compare [--budget 300000] [--eval-freq 10000] [--seeds 0 1 2] [--learned srl_splits]
+Usage: ``python -m benchmarks.zoo_compare [--budget 200000] [--eval-freq 10000] [--seeds 0 1 2] [--learned srl_splits]
 [--threshold R] [--hyperparam NAME:VALUE ...] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages
 .zoo-packages] [--quick] [--no-append]`` (``make bench-zoo``).
 """
@@ -242,7 +245,7 @@ def summary(rows: Sequence[tuple[str, int, dict[str, Any]]]) -> str:
 
 def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m benchmarks.zoo_compare", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget", type=positiveInt, default=300_000, help="env steps per run [300000]")
+    parser.add_argument("--budget", type=positiveInt, default=200_000, help="env steps per run [200000]")
     parser.add_argument("--eval-freq", type=positiveInt, default=10_000, help="env steps between evaluations [10000]")
     parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2], help="seeds: 3 runs each [0 1 2]")
     parser.add_argument("--learned", default="srl_splits", help="the learned representation's SRL model [srl_splits]")
