@@ -21,6 +21,7 @@ from environments import getEnvClass, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.train import hyperparamStrings
 from rl_baselines.runs.train_config import TrainConfig, addedSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
@@ -94,7 +95,7 @@ def runPhysics(folder: str) -> int:
     :return: the physics version its env_globals.json records (1 when the file or the constant is absent: the runs
         made before envs recorded one)
     """
-    path = os.path.join(folder, "env_globals.json")
+    path = RunFolder(folder).env_globals_file
     if not os.path.isfile(path):
         return 1
     recorded = readJson(path)
@@ -117,7 +118,7 @@ def changedSettings(spec: Any, folder: str) -> list[str]:
         :func:`otherPhysics`); nothing for a run of this command, or one whose args.json cannot be read
     """
     try:
-        args = readJson(os.path.join(folder, "args.json"))
+        args = readJson(RunFolder(folder).args_file)
     except (OSError, ValueError):
         return []
     if not isinstance(args, dict):
