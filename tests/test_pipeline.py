@@ -156,6 +156,10 @@ def test_a_finished_run_of_another_train_default_is_kept_with_one_warning(tmp_pa
     assert captured.err.startswith("warning: 2 finished run(s) were made with other train settings than this "
                                    "command's (hp_clip_range_vf; a train default changed since), e.g. ")
     assert all(finishedFolder(spec) is not None for spec in specs)
+    with open(os.path.join(finishedFolder(specs[0]), "env_globals.json"), "w") as handle:
+        handle.write("{damaged")  # unreadable: physics version 1, MobileRobot's own, so nothing more to say
+    assert pipeline.main(command) == 0
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_check_lists_every_bad_combination(tmp_path) -> None:

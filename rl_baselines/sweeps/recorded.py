@@ -93,12 +93,15 @@ def runPhysics(folder: str) -> int:
     """
     :param folder: a run folder
     :return: the physics version its env_globals.json records (1 when the file or the constant is absent: the runs
-        made before envs recorded one)
+        made before envs recorded one; also when the file cannot be read)
     """
     path = RunFolder(folder).env_globals_file
     if not os.path.isfile(path):
         return 1
-    recorded = readJson(path)
+    try:
+        recorded = readJson(path)
+    except (OSError, ValueError):
+        return 1
     constants = recorded.get("constants") if isinstance(recorded, dict) else None
     return int(constants.get("PHYSICS_VERSION", 1)) if isinstance(constants, dict) else 1
 
