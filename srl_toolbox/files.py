@@ -106,3 +106,12 @@ def sha256File(path: str) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def isInside(path: str, folder: str) -> bool:
+    """
+    :param path: a path (relative ones from the current directory)
+    :param folder: a folder (likewise)
+    :return: ``path`` is ``folder`` or lies below it
+    """
+    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)

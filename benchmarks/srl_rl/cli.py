@@ -39,7 +39,9 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
+from rl_baselines.sweeps.sweep import canonicalPath
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt
+from srl_toolbox.files import isInside
 
 PROG = "python -m benchmarks.srl_rl"
 
@@ -181,7 +183,7 @@ def settingsFrom(args: Any) -> Settings:
         if plan.eval_freq <= plan.steps:  # else no run of it can exist: not reported
             others.append(plan)
     return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 5), args.first_seed,
-                    os.path.relpath(bench_dir, base) if isInside(bench_dir, base) else bench_dir, args.srl_seed,
+                    canonicalPath(bench_dir, base), args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
                     ray_address=args.ray_address, renderer=args.renderer)
@@ -198,15 +200,6 @@ def checkRenderer(renderer: str, envs: Sequence[str]) -> None:
     offered = [name for name in RENDERERS if any(rendererRefusal(name, env) is None for env in envs)]
     raise UsageError(f"--renderer {renderer}: none of the envs run ({', '.join(envs)}) offers it; valid choices: "
                      f"{', '.join(offered)}")
-
-
-def isInside(path: str, folder: str) -> bool:
-    """
-    :param path: an absolute path
-    :param folder: an absolute folder
-    :return: ``path`` is ``folder`` or lies below it
-    """
-    return os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

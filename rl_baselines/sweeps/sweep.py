@@ -50,7 +50,7 @@ from rl_baselines.runs.resume import runStatus
 from rl_baselines.runs.train import baseParser, validate
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
-from srl_toolbox.files import atomicPath, readJson, writeJson
+from srl_toolbox.files import atomicPath, isInside, readJson, writeJson
 
 TRAIN_MODULE = "rl_baselines.train"
 RUN_LOG = "train.log"
@@ -221,8 +221,7 @@ def canonicalPath(path: str, cwd: str) -> str:
     :return: the same place spelled one way: relative to ``cwd`` where it lies under it, else absolute; normalised
     """
     absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(path)))
-    relative = os.path.relpath(absolute, cwd)
-    return absolute if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+    return os.path.relpath(absolute, cwd) if isInside(absolute, cwd) else absolute
 
 
 def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None) -> dict[str, Any]:
