@@ -47,6 +47,7 @@ from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRACTORS = ("nature", "small")
@@ -208,7 +209,10 @@ def main(argv: list[str] | None = None) -> int:
                           "command's (a train default changed since)", flush=True)
                 command = sweepCommand(plan, variant, steps, eval_freq, args.seeds, workers, bench_dir, args.renderer)
                 print(f"{env} {variant}: python {' '.join(command)}", flush=True)
-                processes.append((variant, subprocess.Popen(["nice", "-n", "10", sys.executable, *command], cwd=ROOT)))
+                # the stage's sweeps share the cores: each run gets its share as torch threads, as in one sweep
+                environ = threadsEnvironment(threadsShare(sum(workers for *_, workers in stage)))
+                processes.append((variant, subprocess.Popen(["nice", "-n", "10", sys.executable, *command], cwd=ROOT,
+                                                            env=environ)))
             for variant, process in processes:
                 if process.wait() != 0:
                     print(f"warning: the {variant} sweep on {env} exited {process.returncode}; its finished runs "

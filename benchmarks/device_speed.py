@@ -2,12 +2,12 @@
 
 For each run (an algorithm and an observation: ``ground_truth``, an MlpPolicy on the robot's position, or
 ``raw_pixels``, a CnnPolicy on the 64x64 camera image) ``rl_baselines.train`` trains in this process on
-MobileRobotGymEnv-v0 with each device for the same number of steps: default hyperparameters, one env, one torch
-thread, seed 0, no checkpoints, no live plots, after one warm-up run per device and, where images are timed, a random
-walk that fills the sprite renderer's cache from empty (as srl_speed does; a cold cache would slow whichever device
-runs first). Steps/s = steps / wall time of the train call (building the env and the model included). The ``auto``
-column is the device ``--device auto`` resolves to for that run on this machine, the ``faster`` column the device
-that measured faster: they should agree.
+MobileRobotGymEnv-v0 with each device for the same number of steps: default hyperparameters, one env, train's
+default torch threads (auto), seed 0, no checkpoints, no live plots, after one warm-up run per device and, where
+images are timed, a random walk that fills the sprite renderer's cache from empty (as srl_speed does; a cold cache
+would slow whichever device runs first). Steps/s = steps / wall time of the train call (building the env and the
+model included). The ``auto`` column is the device ``--device auto`` resolves to for that run on this machine, the
+``faster`` column the device that measured faster: they should agree.
 
 Usage: ``python -m benchmarks.device_speed [--runs ALGO:OBSERVATION ...] [--steps N] [--devices cpu cuda]
 [--warm-up-steps N] [--no-append]`` (``make bench-device``; on a machine without a GPU only the CPU is measured).
@@ -31,7 +31,7 @@ from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
-from srl_toolbox.devices import resolveDevice
+from srl_toolbox.devices import resolveDevice, resolveThreads
 
 ENV_ID = "MobileRobotGymEnv-v0"
 OBSERVATIONS = ("ground_truth", "raw_pixels")
@@ -93,7 +93,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if "cuda" in args.devices and not gpu:
         parser.error("--devices cuda: this machine has no CUDA GPU that torch can use; valid choices here: cpu")
     devices = [resolveDevice(device) for device in args.devices]
-    torch.set_num_threads(1)  # as the train command does
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3'))}", flush=True)
     rows = []
     images = any(observation == "raw_pixels" for _, observation in args.runs)
@@ -125,7 +124,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     print(f"auto picks the faster device for {agree} of {len(rows)} runs")
     if not args.no_append:
         appendReport(f"Training speed per device, {ENV_ID}", recordedCommand("benchmarks.device_speed", argv),
-                     f"rl_baselines.train in this process, default hyperparameters, one env, one torch thread, "
+                     f"rl_baselines.train in this process, default hyperparameters, one env, train's default torch "
+                     f"threads (auto: 1 for an MLP policy, {resolveThreads(0)} here for raw pixels' CNN), "
                      f"{args.steps} steps per run after a warm-up run per device"
                      + (f" and {args.warm_up_steps:,} random steps filling the sprite cache" if images else "")
                      + "; steps/s over the whole train call "

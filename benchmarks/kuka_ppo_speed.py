@@ -6,7 +6,8 @@ observation (ground truth, raw pixels with SB3's CnnPolicy, a VAE of state dim 3
 dataset), each physics (``reference``: physics version 1, what every run before version 2 was made with; the
 default) and, for images, each renderer of the env. The reference physics is selected by running the same command
 with the env class's default solver settings temporarily set to the reference ones (one env: it lives in this
-process). Configurations are interleaved, repeated, and the median kept.
+process), on one torch thread (``--torch-threads 1``: what the train command used before its default became auto);
+the default physics with train's default threads. Configurations are interleaved, repeated, and the median kept.
 
 Steps/s = env steps / wall time of PPO's ``learn``. The issue's goal (ground truth and a learned representation each
 at least 1.5x the rate of the reference physics with TinyRenderer, by default) is reported, not asserted.
@@ -33,6 +34,7 @@ from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.registry import defaultRenderer
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.runs import train
+from srl_toolbox.devices import resolveThreads
 
 ENV_ID = "KukaButtonGymEnv-v0"
 FLAGS = ("--random-target",)
@@ -58,7 +60,8 @@ def timeRun(observation: str, physics: str, renderer: str, steps: int, log_dir: 
     timers = Timers()
     restore = timers.wrap(PPO, "learn", "learn")
     argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--log-dir", log_dir, "--no-vis",
-            "--no-progress", "--checkpoint-freq", "-1", "--seed", "0", "--renderer", renderer, *FLAGS, *RUN_FLAGS]
+            "--no-progress", "--checkpoint-freq", "-1", "--seed", "0", "--renderer", renderer, *FLAGS, *RUN_FLAGS,
+            "--torch-threads", "1" if physics == "reference" else "0"]
     argv += ["--srl-model-path", model_folder] if observation == "vae" else ["--srl-model", observation]
     solver = {"default": KukaButtonGymEnv.SOLVER["reference"]} if physics == "reference" else {}
     try:
@@ -102,7 +105,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     parser.add_argument("--repeats", type=int, default=3, help="measurements per configuration, median kept [3]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # as the train command does
+    torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}")
     load_start = os.getloadavg()[0]
     samples: dict[tuple[str, str, str], list[float]] = {}
@@ -132,7 +135,9 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
         reference_iterations, reference_residual = KukaButtonGymEnv.SOLVER["reference"]
         appendReport(
             f"ppo2 on {ENV_ID} (--random-target --force-down): physics and renderers", command,
-            f"ppo2 default hyperparameters, 1 env, one torch thread, no evaluation, {args.steps} steps per "
+            f"ppo2 default hyperparameters, 1 env, no evaluation, torch threads: 1 with the reference physics, "
+            f"train's default with the default physics (auto: 1 for an MLP policy, {resolveThreads(0)} here for raw "
+            f"pixels' CNN), {args.steps} steps per "
             f"measurement, median of {args.repeats} (configurations interleaved, every other round reversed); "
             f"steps/s over PPO's learn(). Reference physics: {reference_iterations} solver iterations, residual "
             f"{reference_residual:g} (version 1). VAE of state dim 32 trained in the benchmark (6 episodes of 100 "

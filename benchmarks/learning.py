@@ -54,6 +54,7 @@ from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetad
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -252,7 +253,7 @@ def runFolderName(case: Case, seed: int) -> str:
 
 
 def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, plugin_dir: str,
-           expert: str | None = None) -> RunResult:
+           expert: str | None = None, threads: int | None = None) -> RunResult:
     """
     Train one seed through the command line and read its final reward from the monitor files.
 
@@ -263,10 +264,12 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
     :param last_episodes: episodes averaged into the final reward
     :param plugin_dir: folder holding the benchmark's package metadata (put on PYTHONPATH)
     :param expert: the expert dataset, for a case that needs it
+    :param threads: the run's share of the cores, its torch threads (None: train's own auto)
     :return: the result
     """
     log_dir = os.path.join(scratch, runFolderName(case, seed))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([plugin_dir, ROOT, os.environ.get("PYTHONPATH", "")])}
+    env = {**(os.environ if threads is None else threadsEnvironment(threads)),
+           "PYTHONPATH": os.pathsep.join([plugin_dir, ROOT, os.environ.get("PYTHONPATH", "")])}
     start = time.perf_counter()
     result = subprocess.run(trainCommand(case, steps, seed, log_dir, expert), cwd=ROOT, env=env, capture_output=True,
                             text=True)
@@ -449,7 +452,7 @@ def runAll(cases: list[Case], steps_of: dict[Case, int], seeds: list[int], jobs:
             print(f"Expert: {EXPERT_EPISODES} episodes of ppo2 ({expert_steps} steps), mean reward {expert_reward:.1f}")
         with ThreadPoolExecutor(max_workers=jobs) as pool, tqdm(total=len(work), desc="runs", unit="run") as bar:
             futures = {pool.submit(runOne, case, steps_of[case], seed, scratch, last_episodes, plugin_dir,
-                                   expert): (case, seed)
+                                   expert, threadsShare(jobs)): (case, seed)
                        for case, seed in work}
             for future in as_completed(futures):
                 result = future.result()

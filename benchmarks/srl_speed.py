@@ -24,8 +24,12 @@ PPO updates). The speed goals of the 2-env rates (4x 281 steps/s with the VAE, 3
 with TinyRenderer before the sprite renderer) are reported beside the ratio to this run's own TinyRenderer rows,
 not asserted.
 
+Each run trains with train's default ``--torch-threads`` (auto: one thread for the MLP policies, every usable core of
+a lone run for raw pixels' CNN), or with each count of ``--torch-threads N ...`` side by side (the table gives the
+count each run trained with); the goals are judged at the default.
+
 Usage: ``python -m benchmarks.srl_speed [--steps N] [--num-cpu 1 2] [--renderers R ...] [--episodes E] [--epochs K]
-[--no-append]``
+[--torch-threads N ...] [--no-append]``
 (also run by ``make bench``).
 """
 from __future__ import annotations
@@ -147,15 +151,16 @@ def warmSprites(steps: int = WARM_UP_STEPS) -> tuple[float, int]:
 
 
 def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str,
-            renderer: str = REFERENCE_RENDERER) -> dict[str, float]:
+            renderer: str = REFERENCE_RENDERER, threads: int = 0) -> dict[str, float]:
     """
     :param mode: one of MODES
     :param renderer: what draws the images
+    :param threads: the run's ``--torch-threads`` (0: train's default, auto)
     :param num_cpu: parallel envs (subprocesses when > 1)
     :param steps: env steps to train
     :param log_dir: root of the run folder
     :param model_folder: the VAE
-    :return: steps/s and seconds per step of env, encoder and the rest
+    :return: steps/s and seconds per step of env, encoder and the rest, and the torch threads the run trained with
     """
     timers = Timers()
     # The encoder's step_wait calls the raw env's step_wait: env time = raw step_wait, encoder time = encode.
@@ -163,7 +168,7 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
                timers.wrap(SubprocVecEnv, "step_wait", "env"), timers.wrap(SRLEncoderVecEnv, "encode", "encode")]
     argv = ["--algo", "ppo2", "--env", ENV_ID, "--num-timesteps", str(steps), "--num-cpu", str(num_cpu),
             "--log-dir", log_dir, "--no-vis", "--no-progress", "--checkpoint-freq", "-1", "--seed", "0",
-            "--renderer", renderer]
+            "--renderer", renderer, "--torch-threads", str(threads)]
     argv += ["--srl-model-path", model_folder] if mode in LEARNED_MODES else list(MODE_FLAGS[mode])
     placements = []  # where the run's encoder ran: True in the workers
     default_placement = factory.encodeInWorkers
@@ -183,7 +188,7 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     learn = timers.seconds["learn"]
     env, encode = timers.seconds.get("env", 0.0), timers.seconds.get("encode", 0.0)
     return {"rate": steps / learn, "env_ms": 1e3 * env / steps, "encode_ms": 1e3 * encode / steps,
-            "rest_ms": 1e3 * (learn - env - encode) / steps,
+            "rest_ms": 1e3 * (learn - env - encode) / steps, "threads": torch.get_num_threads(),  # as train set it
             "placement": ("in the workers" if placements[-1] else "in this process") if placements else ""}
 
 
@@ -200,9 +205,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         help=f"renderers to measure side by side [all {ENV_ID}'s: {' '.join(renderers)}]")
     parser.add_argument("--episodes", type=int, default=6, help="episodes of the VAE's dataset, 100 steps each [6]")
     parser.add_argument("--epochs", type=int, default=2, help="VAE training epochs [2]")
+    parser.add_argument("--torch-threads", type=int, nargs="+", default=[0], metavar="N",
+                        help="train's --torch-threads for each measurement, side by side [0: train's default, auto]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)  # as the train command does
+    torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     encoder_device = train.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
@@ -221,27 +228,32 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         for num_cpu in args.num_cpu:
             for mode in MODES if num_cpu > 1 else [mode for mode in MODES if mode != "vae_other"]:
                 for renderer in args.renderers if mode in IMAGE_MODES else [REFERENCE_RENDERER]:
-                    row = {"mode": mode, "num_cpu": num_cpu, "renderer": renderer if mode in IMAGE_MODES else "",
-                           **timeRun(mode, num_cpu, args.steps, os.path.join(scratch, "runs"), model_folder, renderer)}
-                    rows.append(row)
-                    print(f"  {mode} {row['renderer']}, {num_cpu} env(s): {row['rate']:,.0f} steps/s (env "
-                          f"{row['env_ms']:.2f} ms, encoder {row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms "
-                          "per step)", flush=True)
-    reference = {(row["mode"], row["num_cpu"]): row["rate"] for row in rows if row["renderer"] == REFERENCE_RENDERER}
-    lines = ["| observation | renderer | envs | PPO steps/s | vs tinyrenderer | env ms/step | encoder ms/step | "
-             "policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+                    for threads in args.torch_threads:
+                        row = {"mode": mode, "num_cpu": num_cpu, "renderer": renderer if mode in IMAGE_MODES else "",
+                               "default_threads": threads == 0,
+                               **timeRun(mode, num_cpu, args.steps, os.path.join(scratch, "runs"), model_folder,
+                                         renderer, threads)}
+                        rows.append(row)
+                        print(f"  {mode} {row['renderer']}, {num_cpu} env(s), {row['threads']} torch thread(s): "
+                              f"{row['rate']:,.0f} steps/s (env {row['env_ms']:.2f} ms, encoder "
+                              f"{row['encode_ms']:.2f} ms, rest {row['rest_ms']:.2f} ms per step)", flush=True)
+    reference = {(row["mode"], row["num_cpu"], row["threads"]): row["rate"] for row in rows
+                 if row["renderer"] == REFERENCE_RENDERER}
+    lines = ["| observation | renderer | envs | torch threads | PPO steps/s | vs tinyrenderer | env ms/step | "
+             "encoder ms/step | policy + updates ms/step |", "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for row in rows:
         label = f"vae (state dim {STATE_DIM}), MlpPolicy" if row["mode"] in LEARNED_MODES else row["mode"]
         if row["mode"] in LEARNED_MODES and row["num_cpu"] > 1:
             label += f", encoded {row['placement']}" + (" (the default)" if row["mode"] == "vae" else "")
         label = {"raw_pixels": "raw_pixels, CnnPolicy (NatureCNN)", "raw_pixels_small": "raw_pixels, CnnPolicy (SmallCNN)",
                  "ground_truth": "ground_truth, MlpPolicy"}.get(row["mode"], label)
-        base = reference.get((row["mode"], row["num_cpu"])) if row["renderer"] else None
+        base = reference.get((row["mode"], row["num_cpu"], row["threads"])) if row["renderer"] else None
         ratio = f"{row['rate'] / base:.2f}x" if base else ""
-        lines.append(f"| {label} | {row['renderer']} | {row['num_cpu']} | {row['rate']:,.0f} | {ratio} | "
+        lines.append(f"| {label} | {row['renderer']} | {row['num_cpu']} | {row['threads']} | {row['rate']:,.0f} | "
+                     f"{ratio} | "
                      f"{row['env_ms']:.2f} | {row['encode_ms']:.2f} | {row['rest_ms']:.2f} |")
     table = "\n".join(lines)
-    goals = goalVerdicts(rows)
+    goals = goalVerdicts([row for row in rows if row["default_threads"]])
     print(table)
     print(goals)
     if not args.no_append:
@@ -249,7 +261,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         command = recordedCommand("benchmarks.srl_speed", argv)
         appendReport(
             f"PPO with a trained SRL model, {ENV_ID} 64x64", command,
-            f"ppo2 default hyperparameters, one torch thread, {args.steps} steps per measurement after a warm-up; "
+            f"ppo2 default hyperparameters, torch threads as the table says (--torch-threads "
+            f"{' '.join(map(str, args.torch_threads))}; 0 is train's default, auto, at which the goals are judged), "
+            f"{args.steps} steps per measurement after a warm-up; "
             f"encoder on {encoder_device}; VAE trained in the benchmark ({args.episodes} episodes of 100 steps, "
             f"{args.epochs} epochs, TinyRenderer's images). Sprites: the disk cache of the robot's sprites filled "
             f"first from empty by {WARM_UP_STEPS:,} random steps"
@@ -267,7 +281,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 def goalVerdicts(rows: list[dict[str, Any]]) -> str:
     """
-    :param rows: the measured rows
+    :param rows: the measured rows (at train's default threads)
     :return: one sentence per goal of the 2-env rates (the issue's figures: 281 steps/s with the VAE, 168 with raw
         pixels, both with TinyRenderer before the fast renderer), with this run's own TinyRenderer rows beside them,
         then the ceiling: ground truth's rate (what PPO's rollouts and updates alone allow), as a multiple of the

@@ -44,7 +44,7 @@ def timeToolbox(steps: int, log_dir: str) -> float:
     """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process)"""
     start = time.perf_counter()
     code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
-                       str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress"])
+                       str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress", "--torch-threads", "1"])
     assert code == 0
     return time.perf_counter() - start
 
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the sample-efficiency runs")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    torch.set_num_threads(1)  # plain SB3's, as the train runs timed beside it (--torch-threads 1)
     toolbox, plain = [], []
     with tempfile.TemporaryDirectory() as scratch:
         timeToolbox(2000, os.path.join(scratch, "warmup"))  # imports and first-call costs out of the figures

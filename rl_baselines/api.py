@@ -6,8 +6,9 @@ declaration of the train settings), each keyword read by its flag's parser and t
 rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
 
 - bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
-- process-wide settings are left as the caller set them: torch's thread count unless ``torch_threads`` is given, and
-  the global random generators around an evaluation (seeded inside it, restored after);
+- process-wide settings are left as the caller set them: torch's thread count (a run records it as its
+  ``--torch-threads``) unless ``torch_threads`` is given, and the global random generators around an evaluation
+  (seeded inside it, restored after);
 - no live visdom plots and no progress bar unless asked for (``vis=True``, ``progress=True``);
 - any train flag, present or future, passes through as a keyword (``continuous_actions=True`` is
   ``--continuous-actions``, ``num_stack=2`` is ``--num-stack 2``) or as raw strings in ``extra``.
@@ -116,7 +117,8 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     own = {name: value for name, value in defaults.items()
            if name not in TrainConfig.flagFields()}  # the algorithm's own flags (plugin API v1) and their defaults
     given = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
-             "log_dir": log_dir, "no_vis": not vis, "no_progress": not progress}
+             "log_dir": log_dir, "no_vis": not vis, "no_progress": not progress,
+             "torch_threads": torch.get_num_threads()}  # the caller's, unless given
     extras: dict[str, Any] = {}
     for name, value in flags.items():
         if name in TrainConfig.flagFields():
@@ -149,8 +151,12 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
 
 def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequence[str],
                   flags: Mapping[str, Any]) -> RunConfig:
-    """:return: the checked config of ``resume=RUN`` (device and port may be given with it, as on the command line)"""
+    """
+    :return: the checked config of ``resume=RUN`` (device, port and torch_threads may be given with it, as on the
+        command line; torch_threads is the caller's unless given)
+    """
     argv = ["--resume", os.fspath(run), *([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"])]
+    flags = {"torch_threads": torch.get_num_threads(), **flags}  # the caller's, unless given
     for name, value in flags.items():
         if value is not None:
             argv += [f"--{name.replace('_', '-')}", str(value)]
@@ -168,7 +174,8 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     Train as ``python -m rl_baselines.train`` does (same run folder, checkpoints, saved model), in this process.
 
     :param config: from :func:`makeConfig`; or leave it out and give ``makeConfig``'s keywords as ``options``
-    :param torch_threads: set torch's intra-op thread count to this for the process before training; None leaves it
+    :param torch_threads: torch's intra-op thread count for the process during and after training; None: the
+        config's (the caller's when it was made, unless it was given ``torch_threads``)
     :param options: :func:`makeConfig`'s keywords, when no ``config`` is given
     :return: the outcome: ``model`` (the trained agent), ``run_dir``, ``num_timesteps``, ``mean_reward`` (last 100
         training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint)
@@ -179,11 +186,10 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         config = makeConfig(**options)
     elif options:
         raise TypeError(f"trainAgent: give a RunConfig or makeConfig's keywords, not both ({', '.join(options)})")
-    if torch_threads is not None:
-        torch.set_num_threads(torch_threads)
     if config.plan is not None:  # a resume: the command's own path (it checks the run folder again, locked)
-        return trainCommand(list(config.argv), torch_threads=torch_threads)
-    return trainValidated(config.args)
+        threads = [] if torch_threads is None else ["--torch-threads", str(torch_threads)]
+        return trainCommand([*config.argv, *threads])
+    return trainValidated(config.args if torch_threads is None else config.args.replace(torch_threads=torch_threads))
 
 
 def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None) -> LoadedRun:

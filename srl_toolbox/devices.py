@@ -1,4 +1,4 @@
-"""The torch device a run computes on: ``--device auto|cpu|cuda|cuda:N``.
+"""The torch device a run computes on (``--device auto|cpu|cuda|cuda:N``), and its CPU threads (``--torch-threads``).
 
 - :func:`parseDevice` (the argparse type) checks only the spelling, so that a run folder recorded on a GPU machine
   still parses on a CPU-only one;
@@ -9,11 +9,19 @@
 
 Model files are always loaded with ``map_location`` onto the chosen device, so a model trained on a GPU loads on a
 CPU-only machine.
+
+Threads: :func:`resolveThreads` turns ``--torch-threads N`` (0: auto) into torch's intra-op thread count for a run's
+process. Auto is one thread for small networks, and for a CNN on images the process's share of the cores:
+``OMP_NUM_THREADS`` where it is set (the commands that start several runs at a time give each its share:
+:func:`threadsShare`, :func:`threadsEnvironment`), else every usable core. A float sum split over more threads
+is summed in another order, so a run records its resolved count and is resumed with it.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import re
+from collections.abc import Mapping
 
 import torch
 
@@ -23,6 +31,8 @@ DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
 # What a run without a recorded device (older run folders, arguments built in Python) computes on.
 DEFAULT_RUN_DEVICE = "cpu"
 _SPELLING = re.compile(r"auto|cpu|cuda(:\d+)?")
+# The environment variable that gives a process its share of the cores (torch's and OpenMP's own).
+THREADS_VARIABLE = "OMP_NUM_THREADS"
 
 
 def parseDevice(raw: str) -> str:
@@ -107,3 +117,45 @@ def runDevice(recorded: str | None) -> str:
         that one (a model trained on a GPU loads on a CPU-only machine)
     """
     return reuseDevice(recorded, None)[0]
+
+
+def usableCores() -> int:
+    """:return: the CPU cores this process may use"""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def resolveThreads(asked: int, threads_help: bool = True, environ: Mapping[str, str] | None = None) -> int:
+    """
+    :param asked: ``--torch-threads``: a thread count, or 0 for auto
+    :param threads_help: whether the run's networks compute faster on several threads (a CNN on images); False
+        makes auto one thread (small networks: the threads' start and join cost what they save)
+    :param environ: the process's environment (default: os.environ)
+    :return: torch's intra-op threads for the run: ``asked``; auto: 1 where threads do not help, else
+        ``OMP_NUM_THREADS`` where it is a positive integer, else :func:`usableCores`
+    """
+    if asked > 0:
+        return int(asked)
+    if not threads_help:
+        return 1
+    share = (os.environ if environ is None else environ).get(THREADS_VARIABLE, "").strip()
+    return int(share) if share.isdigit() and int(share) > 0 else usableCores()
+
+
+def threadsShare(runs_at_once: int) -> int:
+    """
+    :param runs_at_once: runs that share this machine's cores
+    :return: each one's share of the cores (at least 1)
+    """
+    return max(1, usableCores() // max(1, int(runs_at_once)))
+
+
+def threadsEnvironment(threads: int, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """
+    :param threads: a run's share of the cores (:func:`threadsShare`, or a Ray task's CPUs)
+    :param environ: the environment to start it in (default: os.environ)
+    :return: that environment with ``OMP_NUM_THREADS`` set to ``threads``, unless it is set already (the user's
+        choice stands)
+    """
+    environ = dict(os.environ if environ is None else environ)
+    environ.setdefault(THREADS_VARIABLE, str(max(1, int(threads))))
+    return environ

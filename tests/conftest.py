@@ -23,8 +23,10 @@ from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.settings import settingFields
 
 # One torch thread per test process (pytest -n 2 runs two of them on two cores): in-process training is several
-# times faster than with the threads competing.
+# times faster than with the threads competing. The commands a test runs get the same share (train's
+# --torch-threads auto reads OMP_NUM_THREADS), and so train as the committed same-seed references were recorded.
 torch.set_num_threads(1)
+os.environ["OMP_NUM_THREADS"] = "1"
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # This test process's warm interpreter (started by the first command that runs warm)

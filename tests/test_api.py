@@ -16,10 +16,12 @@ from conftest import REPO
 import rl_baselines
 from rl_baselines import api
 from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
 from rl_baselines.runs.loaded_run import playEpisodes
 from srl_toolbox.cli import runCommand
+from srl_toolbox.files import readJson
 
 GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
 
@@ -76,18 +78,17 @@ def test_flags_pass_through_as_keywords(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
-def test_cli_still_sets_one_thread_and_the_api_sets_what_it_is_asked(capsys):
+def test_bad_input_leaves_torch_threads_alone(capsys):
 
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(2)
         with pytest.raises(api.UsageError):
-            train.main(["--algo", "ppo3"])
-        assert torch.get_num_threads() == 1  # the command: one thread per process, as before
-        torch.set_num_threads(2)
+            train.main(["--algo", "ppo3", "--torch-threads", "1"])
+        assert torch.get_num_threads() == 2  # the command sets its threads once the input is checked
         with pytest.raises(api.UsageError):
             api.trainAgent(algo="ppo3", torch_threads=1)
-        assert torch.get_num_threads() == 2  # bad input: nothing changed
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(before)
 
@@ -108,6 +109,9 @@ def apiRun(tmp_path_factory):
 
 def test_train_leaves_torch_threads_alone(apiRun):
     assert apiRun[1] == 2
+    result, _ = apiRun
+    assert result.args.torch_threads == 2  # the caller's count, recorded as the run's --torch-threads
+    assert readJson(RunFolder(result.run_dir).args_file)["torch_threads"] == 2
 
 
 def test_train_returns_the_agent_and_its_run_folder(apiRun):

@@ -16,6 +16,8 @@ from benchmarks import cnn_features
 from benchmarks.cnn_features import summarise, sweepCommand, sweepSpecs, thresholdOf
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS
 from benchmarks.srl_rl.runs import RunRecord, finishedRuns
+from srl_toolbox import devices
+from srl_toolbox.devices import THREADS_VARIABLE
 
 
 def _record(rewards: list[float], rate: float = 100.0) -> RunRecord:
@@ -72,17 +74,20 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
     with open(stale, "w") as handle:  # made before the raw-pixel default
         json.dump({name: value for name, value in args.items() if name != "hp_clip_range_vf"}, handle)
     assert [record.seed for record in finishedRuns(sweepSpecs(plan, "nature", budget, 1000, 2, bench))] == [0]
-    commands = []
+    commands, threads = [], []
 
     class Finished:
         returncode = 0
 
-        def __init__(self, command: list[str], cwd: str) -> None:
+        def __init__(self, command: list[str], cwd: str, env: dict[str, str]) -> None:
             commands.append(command)
+            threads.append(env[THREADS_VARIABLE])
 
         def wait(self) -> int:
             return 0
     monkeypatch.setattr(cnn_features.subprocess, "Popen", Finished)
+    monkeypatch.setattr(devices, "usableCores", lambda: 6)
+    monkeypatch.delenv(THREADS_VARIABLE)
     cnn_features.main(["--envs", MOBILE, "--seeds", "2", "--budget", str(budget), "--eval-freq", "1000",
                        "--bench-dir", bench, "--no-append"])
     out = capsys.readouterr().out
@@ -90,4 +95,5 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
     assert all(os.path.isdir(folder) for key, folder in folders.items() if key != ("nature", 1))
     assert [command[command.index("--log-dir") + 1] for command in commands] == [
         os.path.join(bench, variant) for variant in ("ground_truth", "nature", "small")]
+    assert threads == ["3", "3", "3"]  # 2 runs at a time in each stage (the extractors' sweeps side by side): 6 // 2
     assert "| nature | 1/2 |" in out and "| small | 2/2 |" in out

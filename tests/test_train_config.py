@@ -111,7 +111,7 @@ def test_an_algorithm_writing_into_its_arguments_changes_nothing_of_the_run(tmp_
     monkeypatch.setitem(registered_rl, "mutating", (MutatingAgent, *registered_rl["random_agent"][1:]))
     result = train.trainCommand(["--algo", "mutating", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps",
                                  "300", "--eval-freq", "150", "--eval-episodes", "1", "--log-dir", str(tmp_path),
-                                 "--seed", "3", "--no-vis", "--no-progress"], torch_threads=None)
+                                 "--seed", "3", "--no-vis", "--no-progress"])
     assert result.exit_code == 0
     given = MutatingAgent.seen[-1]
     assert isinstance(given, argparse.Namespace) and given.seed == 12345  # the algorithm's own copy

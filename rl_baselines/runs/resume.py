@@ -48,7 +48,7 @@ from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
-from srl_toolbox.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, portNumber
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import readJson
 from srl_toolbox.locks import tryLock
@@ -56,8 +56,9 @@ from srl_toolbox.locks import tryLock
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-# Flags that may be given with --resume: they change how the run is shown, not what it computes.
-RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device")
+# Flags that may be given with --resume: how the run is shown, and what this machine computes it with (the device and
+# torch's threads: left out, the run's own).
+RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device", "--torch-threads")
 # Held (srl_toolbox.locks) by the train process of a run while it trains: a second process on the same run is refused.
 LOCK_FILE = ".train.lock"
 # Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
@@ -111,6 +112,7 @@ def _resumeParser() -> CLIParser:
     parser.add_argument("--no-progress", action="store_true", default=None)
     parser.add_argument("--port", type=portNumber, default=None)
     parser.add_argument("--device", type=parseDevice, default=None)
+    parser.add_argument("--torch-threads", type=nonNegativeInt, default=None)
     return parser
 
 
@@ -356,7 +358,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     if RESOLVED_HYPERPARAMS_KEY in saved:
         values["hyperparam"] = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]
         values["hyperparam_file"] = None
-    for name in ("no_vis", "no_progress", "port"):
+    for name in ("no_vis", "no_progress", "port", "torch_threads"):
         if getattr(given, name) is not None:
             values[name] = getattr(given, name)
     values["resume"], values["run_folder"] = None, None

@@ -57,7 +57,7 @@ from srl_toolbox.cli import (
     checkWritableFolder,
     runCommand,
 )
-from srl_toolbox.devices import resolveDevice
+from srl_toolbox.devices import resolveDevice, resolveThreads
 from srl_toolbox.files import writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
 
@@ -283,18 +283,31 @@ def runDeviceFor(algo_class: type, device: str | None, srl_model: str) -> str:
     return resolveDevice(device or "auto", algo_class.gpuHelps(srl_model == "raw_pixels"))
 
 
+def runThreadsFor(algo_class: type, asked: int, srl_model: str) -> int:
+    """
+    :param algo_class: the run's algorithm
+    :param asked: ``--torch-threads`` (0: auto)
+    :param srl_model: the run's observation
+    :return: the torch threads the run computes with: auto gives the process's share of the cores where the
+        algorithm's networks are large enough for a GPU (``gpuHelps``: a CNN on ``raw_pixels``), else one thread
+    """
+    return resolveThreads(asked, algo_class.gpuHelps(srl_model == "raw_pixels"))
+
+
 def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
     """
-    Resolve ``--device`` to this machine's device (recorded so in args.json) and check ``--tensorboard-log``.
+    Resolve ``--device`` to this machine's device and ``--torch-threads`` to a thread count (both recorded so in
+    args.json), and check ``--tensorboard-log``.
 
-    :param args: the run's settings (device, srl_model, tensorboard_log)
-    :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`)
-    :return: the settings with the resolved device
+    :param args: the run's settings (device, torch_threads, srl_model, tensorboard_log)
+    :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`, :func:`runThreadsFor`)
+    :return: the settings with the resolved device and threads
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
 
     try:
-        args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model))
+        args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model),
+                            torch_threads=runThreadsFor(algo_class, args.torch_threads, args.srl_model))
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.tensorboard_log:
@@ -523,18 +536,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     return trainCommand(argv).exit_code
 
 
-def trainCommand(argv: Sequence[str] | None = None, torch_threads: int | None = 1) -> TrainResult:
+def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
     """
     Run the train command in this process: parse and check the flags, write the run folder, train.
 
     :param argv: command-line arguments (default: sys.argv[1:])
-    :param torch_threads: torch's intra-op thread count for this process, set before training; None leaves it as the
-        caller set it
     :return: the outcome, with the trained agent
     :raises UsageError: bad input (one line), raised before anything is written
     """
-    if torch_threads is not None:
-        torch.set_num_threads(torch_threads)
     args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
     if plan is not None and plan.state == "finished":
         print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
@@ -598,6 +607,7 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
                                 title=f"{config.env} {config.srl_model}", legend=config.algo,
                                 episode_window=config.episode_window, announce=True)
     checkpoint_freq = config.checkpoint_freq if config.checkpoint_freq != 0 else max(1, config.num_timesteps // 5)
+    torch.set_num_threads(config.torch_threads)  # the recorded count: float sums split as in the run's first process
     set_random_seed(config.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
     resuming = plan is not None and plan.state == "resume"

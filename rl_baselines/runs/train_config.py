@@ -55,7 +55,7 @@ DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 6
+ARGS_FORMAT = 7
 ARGS_FORMAT_KEY = "args_format"
 
 
@@ -119,8 +119,8 @@ class TrainConfig:
                              parse=nonNegativeInt, metavar="N")
     eval_episodes: int = setting(5, "episodes per evaluation", parse=positiveInt, metavar="K")
     resume: str | None = setting(None, "continue the run folder RUN from its last checkpoint, with the arguments of "
-                                 "its args.json (only --no-vis, --no-progress, --port and --device may be given "
-                                 "with it; None once loaded: the config is the run's own)", metavar="RUN")
+                                 "its args.json (only --no-vis, --no-progress, --port, --device and --torch-threads may "
+                                 "be given with it; None once loaded: the config is the run's own)", metavar="RUN")
     img_shape: tuple[int, ...] | None = setting(None, "camera observation shape [3 64 64]", parse=positiveInt,
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
@@ -141,6 +141,10 @@ class TrainConfig:
     device: str = setting("auto", "torch device of the networks (and of a trained SRL model): auto (the GPU when "
                           "torch sees one), cpu, cuda or cuda:N; resolved for this machine by validation",
                           parse=parseDevice, metavar="DEVICE")
+    torch_threads: int = setting(0, "torch's CPU threads for this run's process; 0: auto, for a CNN on images the "
+                                 "process's share of the cores (OMP_NUM_THREADS where set: the pipeline and the search "
+                                 "set it for their runs; else every usable core), else 1; resolved by validation and "
+                                 "recorded", parse=nonNegativeInt, metavar="N")
     tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
                                           "folder name>/ (episode rewards and lengths, losses, evaluations) [none]",
                                           metavar="DIR")
@@ -288,6 +292,8 @@ UPGRADES: dict[int, dict[str, Any]] = {
     # format 5 -> 6: --srl-state-scale; every earlier run handed its learned state over unscaled (or at ground truth's
     # size with --srl-ground-truth-scale, which it recorded)
     5: {"srl_state_scale": "none"},
+    # format 6 -> 7: --torch-threads; every earlier run of the train command trained on one torch thread
+    6: {"torch_threads": 1},
 }
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from rl_baselines.sweeps.sweep import RunResult, RunSpec, StartedRun, executeRun, finishRun, runAttempts, startRun
 from srl_toolbox.cli import UsageError
+from srl_toolbox.devices import threadsShare, usableCores
 
 RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 # The local Ray instance only runs a few tiny tasks: a small object store keeps its shared memory footprint low.
@@ -26,14 +27,10 @@ POLL_S = 0.1
 CONNECT_TIMEOUT_S = 5.0
 
 
-def usableCores() -> int:
-    """:return: the CPU cores this process may use"""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
 class LocalExecutor:
     """
-    Runs at most ``workers`` train processes at a time on this machine.
+    Runs at most ``workers`` train processes at a time on this machine, each with its share of the cores as torch
+    threads (``OMP_NUM_THREADS``, unless set already).
 
     :param workers: parallel runs
     :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweeps.sweep.startRun`)
@@ -44,6 +41,7 @@ class LocalExecutor:
     def __init__(self, workers: int, resume: bool = True) -> None:
         self.workers = int(workers)
         self.resume = resume
+        self.threads = threadsShare(self.workers)
         self._running: dict[str, StartedRun] = {}
         self._failed_starts: list[RunResult] = []
 
@@ -63,7 +61,7 @@ class LocalExecutor:
         :param spec: the run
         """
         try:
-            self._running[spec.run_id] = startRun(spec, self.resume)
+            self._running[spec.run_id] = startRun(spec, self.resume, self.threads)
         except OSError as error:  # e.g. a log dir that cannot be written: the run fails, the sweep goes on
             self._failed_starts.append(RunResult(spec.run_id, "failed", None, "", "", 0.0,
                                                  f"cannot start: {error}"))
@@ -151,7 +149,8 @@ def importRay(address: str | None) -> Any:
 
 class RayExecutor:
     """
-    Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight.
+    Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight;
+    a run's torch threads are its CPUs (``OMP_NUM_THREADS``, unless set already).
 
     :param address: ``HOST:PORT`` (or ``auto``, ``ray://...``) of a running cluster, None to start a local instance
         (loopback, no dashboard) for the sweep and stop it at the end
@@ -166,6 +165,7 @@ class RayExecutor:
     def __init__(self, address: str | None, num_cpus: int, num_gpus: float, workers: int | None,
                  resume: bool = True) -> None:
         self.resume = resume
+        self.threads = int(num_cpus)
         ray = importRay(address)
         if address is not None:
             _checkReachable(address)
@@ -213,7 +213,7 @@ class RayExecutor:
 
         :param spec: the run
         """
-        self._refs[self._task.remote(spec, self.resume)] = spec
+        self._refs[self._task.remote(spec, self.resume, self.threads)] = spec
 
     def _result(self, ref: Any) -> RunResult:
         spec = self._refs.pop(ref)

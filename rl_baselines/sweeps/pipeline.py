@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
-from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, usableCores
+from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.sweep import (
@@ -57,6 +57,7 @@ from srl_toolbox.cli import (
     positiveInt,
     runCommand,
 )
+from srl_toolbox.devices import usableCores
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5

@@ -53,6 +53,7 @@ class SearchConfig:
     grid_points: int
     search_id: str
     evaluate: bool = False
+    threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
 
     @property
     def reportSteps(self) -> list[int]:

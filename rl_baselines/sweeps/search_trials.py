@@ -30,6 +30,7 @@ from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, loadStudy, suggestParams
+from srl_toolbox.devices import threadsEnvironment
 
 # Seconds between two reads of a running trial's monitor files.
 POLL_S = 0.5
@@ -151,7 +152,8 @@ class TrialObjective:
         trial.set_user_attr("trial_dir", folder)
         log_path = os.path.join(folder, "train.log")
         with open(log_path, "w", encoding="utf-8") as log:
-            child = subprocess.Popen(self.trainCommand(folder, trial.number, params), stdout=log,
+            environ = None if self.config.threads is None else threadsEnvironment(self.config.threads)
+            child = subprocess.Popen(self.trainCommand(folder, trial.number, params), stdout=log, env=environ,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         reporter = _Reporter(trial, self.config.reportSteps, self.config.eval_episodes)
         tail = None

@@ -50,6 +50,7 @@ from rl_baselines.runs.resume import runStatus
 from rl_baselines.runs.train import baseParser, validate
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
+from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.files import atomicPath, isInside, readJson, writeJson
 
 TRAIN_MODULE = "rl_baselines.train"
@@ -435,7 +436,7 @@ def resumableAttempt(spec: RunSpec) -> str | None:
     return None
 
 
-def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
+def startRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> StartedRun:
     """
     Start ``python -m rl_baselines.train`` for a run, its output going to train.log. When ``resume`` is set and the
     sweep's newest attempt of the run is unfinished but resumable (a killed worker, an interrupted sweep), it goes on
@@ -444,6 +445,8 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
 
     :param spec: the run spec
     :param resume: continue an unfinished attempt when possible
+    :param threads: the run's share of the cores, its torch threads (``OMP_NUM_THREADS`` unless set already; train's
+        ``--torch-threads`` auto reads it); None: train's own auto
     :return: the started run
     """
     run_folder = resumableAttempt(spec) if resume else None
@@ -476,7 +479,8 @@ def startRun(spec: RunSpec, resume: bool = True) -> StartedRun:
     # Its own session: a terminal's Ctrl-C reaches only the sweep, which then stops its runs with SIGINT, and
     # Linux's autogroup scheduler shares the CPUs between runs as it does between other users' processes.
     process = subprocess.Popen(command, stdout=log_handle, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                               cwd=cwd, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
+                               cwd=cwd, env={**(os.environ if threads is None else threadsEnvironment(threads)),
+                                             "PYTHONUNBUFFERED": "1"}, start_new_session=True)
     _writeText(os.path.join(run_folder, PID_FILE), f"{process.pid}\n")
     return StartedRun(spec, process, run_folder, log_path, time.time(), log_handle, earlier_wall_s, attempt)
 
@@ -544,16 +548,17 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     return result
 
 
-def executeRun(spec: RunSpec, resume: bool = True) -> RunResult:
+def executeRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> RunResult:
     """
     Run one spec to its end (blocking): the unit of work of the sweep executors (a Ray task runs exactly this).
     An interruption (KeyboardInterrupt, a cancelled task) terminates the train process and is re-raised.
 
     :param spec: the run spec
     :param resume: continue an unfinished attempt when possible (see :func:`startRun`)
+    :param threads: the run's torch threads (see :func:`startRun`)
     :return: how it ended
     """
-    started = startRun(spec, resume)
+    started = startRun(spec, resume, threads)
     try:
         returncode = started.process.wait()
     except BaseException:
