@@ -499,10 +499,12 @@ def test_train_with_vae_from_config_then_enjoy(tmp_path, vaeFolder):
 def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
     copy = shutil.copytree(vaeFolder, str(tmp_path / "copy"))
     run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", copy, "--num-timesteps", "128",
-                                 "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs"))
+                                 "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs",
+                                 env={"OMP_NUM_THREADS": "2"}))
     saved = _readJson(os.path.join(run_dir, "args.json"))
     # the kind and the image size come from the model folder
     assert saved["srl_model"] == "vae" and saved["img_shape"] == list(SMALL) and saved["srl_model_path"] == copy
+    assert saved["torch_threads"] == 1  # auto for the MLP policy of a learned state, whatever the process's share
     with open(os.path.join(copy, EXP_CONFIG_FILE), "a") as handle:
         handle.write("\n")  # same settings, other bytes: another model as far as the run knows
     result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "10")

@@ -135,7 +135,6 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     # the algorithm's own flags not given (a config built in Python) at their defaults, as the command line has them
     given = {*args.flagFields(), *RUN_FIELDS, *args.extra}
     args = args.replace(**{name: value for name, value in algorithmDefaults(args.algo).items() if name not in given})
-    args = _resolveRunOptions(args, algo_class)
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
@@ -145,6 +144,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     # --renderer left out: the env's own default, recorded by name (args.json never says None)
     args = args.replace(renderer=resolvedRenderer(args.renderer, args.env))
     args = _chooseSRLModel(args, env_class)
+    args = _resolveRunOptions(args, algo_class)  # (after the observation is known: auto depends on it)
     wanted = ActionType.CONTINUOUS if args.continuous_actions else ActionType.DISCRETE
     if wanted not in action_types:
         kind = "continuous" if args.continuous_actions else "discrete"
