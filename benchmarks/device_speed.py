@@ -25,13 +25,13 @@ from unittest import mock
 
 import torch
 
-from benchmarks.documents import appendReport, machineDescription, recordedCommand
+from benchmarks.documents import appendReport, autoThreadsText, machineDescription, recordedCommand
 from benchmarks.srl_speed import warmSprites
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
-from srl_toolbox.devices import resolveDevice, resolveThreads
+from srl_toolbox.devices import resolveDevice
 
 ENV_ID = "MobileRobotGymEnv-v0"
 OBSERVATIONS = ("ground_truth", "raw_pixels")
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     if not args.no_append:
         appendReport(f"Training speed per device, {ENV_ID}", recordedCommand("benchmarks.device_speed", argv),
                      f"rl_baselines.train in this process, default hyperparameters, one env, train's default torch "
-                     f"threads (auto: 1 for an MLP policy, {resolveThreads(0)} here for raw pixels' CNN), "
+                     f"threads ({autoThreadsText()}), "
                      f"{args.steps} steps per run after a warm-up run per device"
                      + (f" and {args.warm_up_steps:,} random steps filling the sprite cache" if images else "")
                      + "; steps/s over the whole train call "

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 import torch
 
+from srl_toolbox.devices import resolveThreads
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
 
@@ -32,6 +33,11 @@ BENCH_TITLE = "# srl-toolbox benchmarks\n"
 # The environment of a measured subprocess with one torch/BLAS thread (the figures say so): jobs run side by side,
 # one per core
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+def autoThreadsText() -> str:
+    """:return: what train's default ``--torch-threads`` (auto) gives on this machine, for a report's text"""
+    return f"auto: 1 for an MLP policy, {resolveThreads(0)} here for raw pixels' CNN"
 
 
 def machineDescription(packages: tuple[str, ...] = ("pybullet", "numpy", "gymnasium")) -> str:

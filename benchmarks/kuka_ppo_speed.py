@@ -28,13 +28,12 @@ from unittest import mock
 import torch
 from stable_baselines3 import PPO
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import BENCH_FILE, appendReport, autoThreadsText, machineDescription, recordedCommand
 from benchmarks.srl_speed import Timers, trainVAE
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.registry import defaultRenderer
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.runs import train
-from srl_toolbox.devices import resolveThreads
 
 ENV_ID = "KukaButtonGymEnv-v0"
 FLAGS = ("--random-target",)
@@ -136,8 +135,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
         appendReport(
             f"ppo2 on {ENV_ID} (--random-target --force-down): physics and renderers", command,
             f"ppo2 default hyperparameters, 1 env, no evaluation, torch threads: 1 with the reference physics, "
-            f"train's default with the default physics (auto: 1 for an MLP policy, {resolveThreads(0)} here for raw "
-            f"pixels' CNN), {args.steps} steps per "
+            f"train's default with the default physics ({autoThreadsText()}), {args.steps} steps per "
             f"measurement, median of {args.repeats} (configurations interleaved, every other round reversed); "
             f"steps/s over PPO's learn(). Reference physics: {reference_iterations} solver iterations, residual "
             f"{reference_residual:g} (version 1). VAE of state dim 32 trained in the benchmark (6 episodes of 100 "
