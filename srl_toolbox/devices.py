@@ -10,11 +10,12 @@
 Model files are always loaded with ``map_location`` onto the chosen device, so a model trained on a GPU loads on a
 CPU-only machine.
 
-Threads: :func:`resolveThreads` turns ``--torch-threads N`` (0: auto) into torch's intra-op thread count for a run's
-process. Auto is one thread for small networks, and for a CNN on images the process's share of the cores:
-``OMP_NUM_THREADS`` where it is set (the commands that start several runs at a time give each its share:
-:func:`threadsShare`, :func:`threadsEnvironment`), else every usable core. A float sum split over more threads
-is summed in another order, so a run records its resolved count and is resumed with it.
+Threads: :func:`parseThreads` reads ``--torch-threads`` (auto or 0, or 1 up to the machine's CPUs) and
+:func:`resolveThreads` turns it into torch's intra-op thread count for a run's process. Auto is one thread for small
+networks, and for a CNN on images the process's share of the cores: ``OMP_NUM_THREADS`` where it is set (the commands
+that start several runs at a time give each its share: :func:`threadsShare`, :func:`threadsEnvironment`), else every
+usable core. A float sum split over more threads is summed in another order, so a run records its resolved count and
+is resumed with it.
 """
 from __future__ import annotations
 
@@ -122,6 +123,27 @@ def runDevice(recorded: str | None) -> str:
 def usableCores() -> int:
     """:return: the CPU cores this process may use"""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def parseThreads(raw: str) -> int:
+    """
+    argparse type of ``--torch-threads``: ``auto`` (or 0), or a count up to this machine's CPUs (more threads than
+    CPUs never compute faster, and a count in the thousands fails to start them).
+
+    :param raw: the command-line string
+    :return: the count, 0 for auto
+    :raises argparse.ArgumentTypeError: anything else (the message names the valid range)
+    """
+    value = raw.strip().lower()
+    if value == "auto":
+        return 0
+    cpus = os.cpu_count() or 1
+    valid = f"valid: auto (or 0) or 1..{cpus}, this machine's CPUs"
+    if not value.isdigit():
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a thread count; {valid}")
+    if int(value) > cpus:
+        raise argparse.ArgumentTypeError(f"{raw!r} is more threads than this machine's {cpus} CPUs; {valid}")
+    return int(value)
 
 
 def resolveThreads(asked: int, threads_help: bool = True, environ: Mapping[str, str] | None = None) -> int:

@@ -2,6 +2,8 @@
 cores; recorded in args.json, kept by a resume; the commands that start several runs give each its share."""
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import torch
 from conftest import trainHere
@@ -13,7 +15,7 @@ from rl_baselines.sweeps import executors
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.sweep import executeRun, makeSpec
 from srl_toolbox import devices
-from srl_toolbox.devices import THREADS_VARIABLE, resolveThreads, threadsEnvironment, threadsShare
+from srl_toolbox.devices import THREADS_VARIABLE, parseThreads, resolveThreads, threadsEnvironment, threadsShare
 from srl_toolbox.files import readJson
 
 RUN = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "128",
@@ -39,6 +41,17 @@ def test_auto_is_omp_num_threads_where_set_else_every_usable_core(monkeypatch):
         assert resolveThreads(0, environ={THREADS_VARIABLE: junk}) == 6
     assert resolveThreads(0, False, {THREADS_VARIABLE: "2"}) == 1  # small networks: one thread
     assert resolveThreads(4, False, {}) == 4
+
+
+def test_the_flag_reads_auto_or_a_count_up_to_the_machines_cpus(monkeypatch):
+    monkeypatch.setattr(devices.os, "cpu_count", lambda: 4)
+    assert [parseThreads(raw) for raw in ("auto", "AUTO", "0", "1", "4")] == [0, 0, 0, 1, 4]
+    for bad, words in (("5", "more threads than this machine's 4 CPUs"), ("100000", "4 CPUs"),
+                       ("-1", "not a thread count"), ("two", "not a thread count"), ("1.5", "not a thread count")):
+        with pytest.raises(argparse.ArgumentTypeError, match="valid: auto \\(or 0\\) or 1..4") as refused:
+            parseThreads(bad)
+        assert repr(bad) in str(refused.value) and words in str(refused.value)
+    assert train.parseCommand([*RUN, "--torch-threads", "auto"])[0].torch_threads == 0
 
 
 def test_a_share_of_the_cores_per_run_and_the_users_setting_stands(monkeypatch):

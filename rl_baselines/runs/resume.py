@@ -48,8 +48,8 @@ from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
-from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, portNumber
-from srl_toolbox.devices import parseDevice, reuseDevice
+from srl_toolbox.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson
 from srl_toolbox.locks import tryLock
 
@@ -112,7 +112,7 @@ def _resumeParser() -> CLIParser:
     parser.add_argument("--no-progress", action="store_true", default=None)
     parser.add_argument("--port", type=portNumber, default=None)
     parser.add_argument("--device", type=parseDevice, default=None)
-    parser.add_argument("--torch-threads", type=nonNegativeInt, default=None)
+    parser.add_argument("--torch-threads", type=parseThreads, default=None)
     return parser
 
 

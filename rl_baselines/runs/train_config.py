@@ -38,7 +38,7 @@ from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
 from srl_models.augment import AUGMENTATIONS
 from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
-from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice
+from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice, parseThreads
 from srl_toolbox.files import readJson
 from srl_toolbox.settings import (
     addSettingFlags,
@@ -141,10 +141,10 @@ class TrainConfig:
     device: str = setting("auto", "torch device of the networks (and of a trained SRL model): auto (the GPU when "
                           "torch sees one), cpu, cuda or cuda:N; resolved for this machine by validation",
                           parse=parseDevice, metavar="DEVICE")
-    torch_threads: int = setting(0, "torch's CPU threads for this run's process; 0: auto, for a CNN on images the "
-                                 "process's share of the cores (OMP_NUM_THREADS where set: the pipeline and the search "
-                                 "set it for their runs; else every usable core), else 1; resolved by validation and "
-                                 "recorded", parse=nonNegativeInt, metavar="N")
+    torch_threads: int = setting(0, "torch's CPU threads for this run's process, 1 up to the machine's CPUs; auto "
+                                 "(or 0): for a CNN on images the process's share of the cores (OMP_NUM_THREADS where "
+                                 "set: the pipeline and the search set it for their runs; else every usable core), "
+                                 "else 1; resolved by validation and recorded", parse=parseThreads, metavar="N|auto")
     tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
                                           "folder name>/ (episode rewards and lengths, losses, evaluations) [none]",
                                           metavar="DIR")
