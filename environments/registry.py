@@ -77,7 +77,8 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
     """
     :param renderer: a renderer name (``--renderer``)
     :param env_id: a registered env id
-    :return: why the env cannot draw its images with it (one line, naming the envs that can), None when it can:
+    :return: why the env cannot draw its images with it (one line, naming the env's renderers and the envs that
+        have this one), None when it can:
         the reference, TinyRenderer, stands for every env's own renderer; another is for the envs whose RENDERERS
         list it
     """
@@ -87,9 +88,10 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
         return f"unknown --renderer {renderer!r}; valid choices: {', '.join(RENDERERS)}"
     if renderer in getattr(getEnvClass(env_id), "RENDERERS", ()):
         return None
+    own = [name for name in getattr(getEnvClass(env_id), "RENDERERS", ()) if name != REFERENCE_RENDERER]
     having = [other for other in sorted(registered_env) if renderer in getattr(getEnvClass(other), "RENDERERS", ())]
-    return (f"--renderer {renderer}: {env_id} has no such renderer (its images are its own); envs with it: "
-            f"{', '.join(having) or 'none installed'}")
+    return (f"--renderer {renderer}: {env_id} cannot draw with it; valid for {env_id}: "
+            f"{', '.join([REFERENCE_RENDERER, *own])} (envs with {renderer}: {', '.join(having) or 'none installed'})")
 
 
 def defaultRenderer(env_id: str) -> str:
