@@ -22,9 +22,10 @@ interrupted run leaves the partial folder: ``--resume`` plays only the episodes 
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
 entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
 what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
-``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, read as False when a loader lacks it).
-Random actions on an arm are recorded with ``force_down`` (the arm never moves up, as in the original toolbox); a
-replayed agent acts in the env it was trained in, so its run's ``force_down`` decides.
+``env_id``, ``continuous`` and ``action_joints`` (and ``force_down`` and ``renderer``, read as False and None when a
+loader lacks them). Random actions on an arm are recorded with ``force_down`` (the arm never moves up, as in the
+original toolbox); a replayed agent acts in the env it was trained in, so its run's ``force_down`` decides, and its
+run's renderer draws the frames unless ``--renderer`` says otherwise (with a warning).
 
 The settings are one :class:`environments.generator_config.GeneratorConfig`: the parser is generated from it, and
 :func:`validate` and :func:`generate` take one built in Python (the command line is parse -> config -> generate).
@@ -178,19 +179,22 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                 raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
             env_kwargs[keyword] = True
 
-    renderer = resolvedRenderer(config.renderer, config.env)  # --renderer left out: the env's default
+    policy, run = config.policy, None
+    if policy != "random":
+        run = loadPolicy(policy, load=False)
+        if run.env_id != config.env:
+            raise UsageError(f"--policy {config.policy!r} was trained on {run.env_id}, not --env {config.env}")
+    # --renderer left out: a replayed agent's own (it acts on the frames it learned from), else the env's default
+    trained_on = getattr(run, "renderer", None)
+    renderer = resolvedRenderer(trained_on if config.renderer is None else config.renderer, config.env)
     refusal = rendererRefusal(renderer, config.env)
     if refusal is not None:
         raise UsageError(refusal)
     # no keyword only for the reference on an env whose default it is: dataset_config.json then says tinyrenderer, and
     # an interrupted recording resumes only with the renderer it started with, whatever the env's default is since
     env_kwargs.update(rendererKeywords(renderer, config.env))
-    policy, run = config.policy, None
-    if policy != "random":
-        run = loadPolicy(policy, load=False)
+    if run is not None:
         policy = os.path.abspath(policy)
-        if run.env_id != config.env:
-            raise UsageError(f"--policy {config.policy!r} was trained on {run.env_id}, not --env {config.env}")
         if run.continuous != config.continuous_actions or run.action_joints != config.action_joints:
             if run.action_joints:
                 wanted, hint = "joint", "pass -c -joints"
@@ -205,6 +209,10 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
             raise UsageError(str(error)) from None
         if "force_down" in env_kwargs:  # the agent acts as in its run
             env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
+        if trained_on is not None and renderer != trained_on:
+            warnings.warn(f"--policy {config.policy!r} was trained on frames drawn by {trained_on} and this dataset "
+                          f"draws them with --renderer {renderer}: the agent may act otherwise (leave --renderer out "
+                          f"to record with {trained_on})", stacklevel=2)
     spec = GenerationSpec(env_id=config.env, env_kwargs=env_kwargs, name=name, num_episodes=config.num_episode,
                           seed=config.seed, policy=policy, image_format=config.image_format)
     return spec, env_class, run

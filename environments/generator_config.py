@@ -53,7 +53,8 @@ class GeneratorConfig:
     renderer: str | None = setting(None, "what draws the images: tinyrenderer (PyBullet's, the reference), sprites "
                                    "(mobile robots: numpy compositing of layers TinyRenderer renders once, faster) or "
                                    "lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, same physics); "
-                                   "dataset_config.json records it by name [the env's default: {renderer_defaults}]",
+                                   "dataset_config.json records it by name [with --policy RUN the run's; else the env's "
+                                   "default: {renderer_defaults}]",
                                    choices=RENDERERS)
     policy: str = setting("random", "'random' (uniform actions) or a run folder of rl_baselines.train to replay")
     force: bool = setting(False, "overwrite an existing dataset / discard an interrupted one of the same name",

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 from types import SimpleNamespace
 
 import cv2
@@ -345,6 +346,7 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
 
     policy = loadRunPolicy(trainedRun)
     assert policy.force_down is False  # read from args.json (the arms' setting; this run has none)
+    assert config["renderer"] == policy.renderer == readJson(os.path.join(trainedRun, "args.json"))["renderer"]
     env = MobileRobotGymEnv(img_shape=(3, 32, 32), max_steps=n_steps)
     try:
         for episode in range(2):
@@ -406,3 +408,32 @@ def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_for
 
     assert kwargs()["force_down"] is True
     assert kwargs("--policy", str(run_dir))["force_down"] is bool(run_force_down)
+
+
+@pytest.mark.parametrize("run_renderer", ["tinyrenderer", "sprites", None])
+def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_renderer):
+    """--renderer left out: a replayed agent's run's renderer draws the dataset (a loader without one: the env's
+    default); another --renderer is taken with a one-line warning naming both."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    fields = {} if run_renderer is None else {"renderer": run_renderer}
+    stand_in = SimpleNamespace(env_id="MobileRobotGymEnv-v0", continuous=False, action_joints=False,
+                               load=lambda num_threads=None: None, **fields)
+    monkeypatch.setattr(dataset_generator, "loadPolicy", lambda path, load=True: stand_in)
+
+    def renderer(*flags: str) -> str:
+        config = dataset_generator.parseConfig(["--env", "MobileRobotGymEnv-v0", "--save-path",
+                                                str(tmp_path / "data"), *flags])
+        kwargs = dataset_generator.validate(config)[0].env_kwargs
+        return kwargs.get("renderer", "tinyrenderer")  # no keyword: the reference (rendererKeywords)
+
+    assert renderer() == "sprites"  # random actions: the env's default
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the run's own renderer: no warning
+        assert renderer("--policy", str(run_dir)) == (run_renderer or "sprites")
+    other = "sprites" if run_renderer == "tinyrenderer" else "tinyrenderer"
+    if run_renderer is None:
+        assert renderer("--policy", str(run_dir), "--renderer", other) == other
+        return
+    with pytest.warns(UserWarning, match=f"trained on frames drawn by {run_renderer} .* --renderer {other}"):
+        assert renderer("--policy", str(run_dir), "--renderer", other) == other

@@ -133,6 +133,7 @@ class RunPolicy:
         self.continuous = bool(self.args.continuous_actions)
         self.action_joints = bool(self.args.action_joints)
         self.force_down = bool(self.args.force_down)
+        self.renderer: str | None = self.args.renderer  # what drew the images it learned from (runs name it)
         self.img_shape = tuple(self.args.img_shape or (3, 64, 64))
         self.num_stack = int(self.args.num_stack)
         self.agent: Any = None
