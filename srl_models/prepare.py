@@ -133,7 +133,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
-                             "up to 4 pixels) [none; curl: shift]")
+                             "up to 4 pixels; pca and random train no loss and take none) [none; curl: shift]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
                         help="dataset recording processes [the CPU count, at most --episodes]")
@@ -312,9 +312,11 @@ def plan(args: argparse.Namespace) -> Plan:
     training: dict[str, SRLTrainConfig] = {}
     expected: dict[str, dict[str, Any]] = {}
     for model in names:
+        trains_a_loss = bool(train.trainableModels()[model].DEFAULT_LOSSES)  # pca and random have no views to augment
         training[model] = train.checkSettings(SRLTrainConfig(
             data_folder=dataset_folder, srl_model=model, state_dim=state_dim, epochs=epochs, seed=args.seed,
-            augment=args.augment, log_folder=args.log_folder, device=args.device, no_progress=args.no_progress))
+            augment=args.augment if trains_a_loss else None, log_folder=args.log_folder, device=args.device,
+            no_progress=args.no_progress))
         expected[model] = trainingSettings(training[model], dataset_folder)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()

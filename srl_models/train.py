@@ -203,10 +203,17 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
     :param losses: the losses to train (from :func:`resolveModel`)
     :return: {"batch_size", "augment", "horizon" (None: no pairs), "tau" (None: no momentum target), "updates"}; the
         exp_config records batch_size, and each other entry when it is not None (augment: when not "none")
-    :raises UsageError: losses that need pairs at different distances, --horizon or --tau for losses that do not
-        read them, a contrastive loss with a minibatch that cannot hold a negative, curl without augmentation
+    :raises UsageError: --augment or --updates without a loss (pca, random), losses that need pairs at different
+        distances, --horizon or --tau for losses that do not read them, a contrastive loss with a minibatch that
+        cannot hold a negative, curl without augmentation
     """
     classes = {name: LOSSES[name] for name in losses}
+    if not losses:  # pca, random: nothing is trained by minibatches
+        for flag, value in (("--augment", None if config.augment in (None, "none") else config.augment),
+                            ("--updates", config.updates)):
+            if value is not None:
+                raise UsageError(f"{flag} {value}: --srl-model {config.srl_model} trains no loss, so it has no "
+                                 f"minibatches to {'augment' if flag == '--augment' else 'count'}; leave {flag} out")
     free = [name for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is None]
     if config.horizon is not None and not free:
         chosen = [name for name, loss in LOSSES.items() if loss.PAIRS and loss.HORIZON is None]
@@ -272,12 +279,16 @@ def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, 
     if horizon is None or horizon <= 1:
         return  # horizon 1: the trainer's own message (no consecutive frames); 0: every frame is its own pair
     starts = dataset["episode_starts"]
-    anchors = int((framesAfter(starts)[train_rows] >= horizon).sum())
-    if anchors < (2 if negatives else 1):
+    after = np.sort(framesAfter(starts)[train_rows])[::-1]  # frames after each training frame in its episode
+    needed = 2 if negatives else 1
+    anchors = int((after >= horizon).sum())
+    if anchors < needed:
         longest = int(episodeLengths(starts).max()) if len(starts) else 0
+        largest = int(after[needed - 1]) if len(after) >= needed else 0  # the largest horizon with enough anchors
+        choice = f"choose a horizon of at most {largest}" if largest >= 1 else "record longer episodes"
         raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest has {longest} "
-                         f"frames; {anchors} training frames have a frame {horizon} steps later): choose a horizon "
-                         f"below {longest}")
+                         f"frames; {anchors} training frames have a frame {horizon} steps later, {needed} needed): "
+                         f"{choice}")
 
 
 def checkDataset(path: str, losses: dict[str, float]) -> Dataset:

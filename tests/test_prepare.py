@@ -143,6 +143,9 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
     recorded.clear()
     prepare.prepare([*argv, "--force"])
     assert len(recorded) == 1 and recorded[0].force and not recorded[0].resume
+    trained.clear()
+    prepare.prepare([*argv, "--augment", "shift"])  # the views of the losses: pca trains none, so it takes none
+    assert [(config.srl_model, config.augment) for config in trained] == [("vae", "shift"), ("pca", None)]
 
 
 def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -20,9 +21,9 @@ from srl_models.metrics import heldOutEpisodes, linearProbe
 from srl_models.models import ATCModel, CURLModel, RandomModel
 from srl_models.network import SRLNetwork
 from srl_models.registry import loadSRLModel
-from srl_models.train import main, trainFromArgs
+from srl_models.train import checkHorizon, main, trainFromArgs
 from srl_models.trainer import TrainingData, TrainSettings, framesAfter, splitEpisodes, trainNetwork
-from srl_toolbox.cli import runCommand
+from srl_toolbox.cli import UsageError, runCommand
 
 IMG_SHAPE = (3, 32, 32)
 
@@ -274,3 +275,16 @@ def test_episode_split_keeps_pairs_inside_training_episodes(tinyDataset: str) ->
     for horizon in (1, 7, 49):
         anchors = train_rows[after[train_rows] >= horizon]
         assert len(anchors) and np.all(episode[anchors + horizon] == episode[anchors])
+
+
+@pytest.mark.parametrize("negatives", [True, False])
+def test_the_horizon_refusal_suggests_the_largest_that_trains(tinyDataset: str, negatives: bool) -> None:  # noqa: F811
+    """The bound comes from the training rows (held-out episodes give no anchors) and the anchors a loss needs."""
+    dataset = Dataset.open(tinyDataset)
+    train_rows, _ = splitEpisodes(dataset.episodeIndex(), 0.25, 0)
+    with pytest.raises(UsageError, match="choose a horizon of at most") as refused:
+        checkHorizon(dataset, train_rows, 1000, 8, negatives)
+    largest = int(re.search(r"at most (\d+)", str(refused.value)).group(1))
+    checkHorizon(dataset, train_rows, largest, 8, negatives)  # accepted
+    with pytest.raises(UsageError, match=f"at most {largest}$"):
+        checkHorizon(dataset, train_rows, largest + 1, 8, negatives)

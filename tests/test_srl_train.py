@@ -76,6 +76,8 @@ BAD_INPUTS = [
     (["--srl-model", "raw_pixels"], "tiny", "learned models: atc, autoencoder, curl, dae, forward, inverse, pca, random"),
     (["--srl-model", "vae", "--losses", "autoencoder:1"], "tiny", "add vae:WEIGHT"),
     (["--srl-model", "pca", "--losses", "vae:1"], "tiny", "trains no loss"),
+    (["--srl-model", "pca", "--augment", "shift"], "tiny", "--augment shift: --srl-model pca trains no loss"),
+    (["--srl-model", "random", "--updates", "3"], "tiny", "--updates 3: --srl-model random trains no loss"),
     ([], "tiny", "give --srl-model NAME"),
     (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
 ]
