@@ -57,6 +57,12 @@ def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
         assert os.path.isfile(os.path.join(run_dir, "progress.csv"))
 
 
+def test_a_run_that_finished_no_episode_says_so(tmp_path):
+    stdout = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                      "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path).stdout
+    assert "Done: 64 steps, 0 episodes, mean reward (last 100) n/a (no episode finished)" in stdout  # not "nan"
+
+
 def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
 
     parser = algo_class.customArguments(baseParser())

@@ -653,8 +653,9 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     mean_reward = callback.monitor.meanReward()
     stopped = callback.stop_signal is not None and not finished
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
-    print(f"{state}: {num_timesteps} steps, {len(callback.monitor.rewards)} episodes, mean reward (last 100) "
-          f"{mean_reward:.2f}")
+    episodes = len(callback.monitor.rewards)
+    print(f"{state}: {num_timesteps} steps, {episodes} episodes, mean reward (last 100) "
+          + (f"{mean_reward:.2f}" if episodes else "n/a (no episode finished)"))
     if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
     elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse

@@ -118,9 +118,10 @@ class TrainConfig:
                              "best/; 0: no evaluation (it costs a second env and its episodes)",
                              parse=nonNegativeInt, metavar="N")
     eval_episodes: int = setting(5, "episodes per evaluation", parse=positiveInt, metavar="K")
+    # None once the run is loaded: the config is then the run's own
     resume: str | None = setting(None, "continue the run folder RUN from its last checkpoint, with the arguments of "
                                  "its args.json (only --no-vis, --no-progress, --port, --device and --torch-threads may "
-                                 "be given with it; None once loaded: the config is the run's own)", metavar="RUN")
+                                 "be given with it)", metavar="RUN")
     img_shape: tuple[int, ...] | None = setting(None, "camera observation shape [3 64 64]", parse=positiveInt,
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
