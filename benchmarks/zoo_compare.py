@@ -64,7 +64,7 @@ from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
-from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE
@@ -249,7 +249,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--eval-freq", type=positiveInt, default=10_000, help="env steps between evaluations [10000]")
     parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2], help="seeds: 3 runs each [0 1 2]")
     parser.add_argument("--learned", default="srl_splits", help="the learned representation's SRL model [srl_splits]")
-    parser.add_argument("--threshold", type=float, default=None,
+    parser.add_argument("--threshold", type=finiteFloat, default=None,
                         help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
     parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_zoo"), help="runs' folder [logs/bench_zoo]")
     parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3")

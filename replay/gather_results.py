@@ -48,7 +48,7 @@ from replay.results import (
     hasEvaluations,
     meanInterval,
 )
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, finiteFloat, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 FINAL = "final"
@@ -64,7 +64,7 @@ def buildParser() -> CLIParser:
                         help="also compare at these env-step budgets (the final results are always given)")
     result.add_argument("--episode-window", type=positiveInt, default=100,
                         help="episodes averaged for a run's reward and for the threshold [100]")
-    result.add_argument("--threshold", type=float, default=None,
+    result.add_argument("--threshold", type=finiteFloat, default=None,
                         help="mean reward counted as solved, for every env [per env: --threshold-fraction of ground "
                              "truth's mean final reward when the folder has ground-truth runs of it, else "
                              f"{', '.join(f'{k} {v:g}' for k, v in DEFAULT_THRESHOLDS.items())}; others none]")

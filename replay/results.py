@@ -97,7 +97,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
             continue
         missing = [name for name in group_by if name not in args]
         if missing:
-            raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}")
+            raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}; valid keys: "
+                             f"{', '.join(sorted(args))}")
         episodes = loadEpisodes(RunFolder(folder).monitor_dir)
         if episodes["rewards"].size == 0:
             empty.append(folder)

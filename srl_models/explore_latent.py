@@ -28,6 +28,7 @@ from srl_toolbox.cli import (
     addSeedArgument,
     addVisdomArguments,
     checkWritableFolder,
+    finiteFloat,
     intInRange,
     positiveInt,
     runCommand,
@@ -113,7 +114,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--grid", type=positiveInt, default=7, help=f"values per dimension, 2..{MAX_GRID} [7]")
     parser.add_argument("--dims", type=intInRange(0), nargs=2, default=(0, 1), metavar=("D0", "D1"),
                         help="the two latent dimensions swept, columns then rows [0 1]")
-    parser.add_argument("--range", type=float, nargs=2, default=None, metavar=("LOW", "HIGH"),
+    parser.add_argument("--range", type=finiteFloat, nargs=2, default=None, metavar=("LOW", "HIGH"),
                         help="values swept on both dims, e.g. -3 3 for a VAE's prior [5th to 95th percentile of the "
                              "encoded frames]")
     parser.add_argument("--output", default=None, help="PNG file [<model folder>/latent_grid_<D0>_<D1>.png]")

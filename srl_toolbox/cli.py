@@ -77,6 +77,19 @@ def _number(raw: str) -> float:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
 
 
+def finiteFloat(raw: str) -> float:
+    """
+    argparse type: a finite number (not nan or inf).
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    value = _number(raw)
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a finite number")
+    return value
+
+
 def positiveInt(raw: str) -> int:
     """
     argparse type: an integer > 0 (scientific notation such as 1e3 accepted).

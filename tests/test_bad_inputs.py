@@ -256,7 +256,8 @@ CASES = [
     # --- replay.gather_results
     ("gather-missing-folder", GATHER, ["-i", "{log}/nowhere"], ["nowhere", "not a folder"]),
     ("gather-unknown-welch-method", GATHER, ["-i", "{log}", "--welch-test", "nope"], ["'nope'", "valid choices"]),
-    ("gather-unknown-group-key", GATHER, ["-i", "{log}", "--group-by", "nokey"], ["nokey"]),
+    ("gather-unknown-group-key", GATHER, ["-i", "{log}", "--group-by", "nokey"], ["nokey", "valid keys", "seed"]),
+    ("gather-threshold-nan", GATHER, ["-i", "{log}", "--threshold", "nan"], ["--threshold", "'nan'", "finite"]),
     ("gather-read-only-run", GATHER, ["-i", "{rorun}"], ["read_only_run"]),
     # --- replay.aggregate_plots
     ("aggregate-no-run", AGGREGATE, ["-i", "{bad}"], ["no run"]),
@@ -290,7 +291,7 @@ CATEGORIES = {
         "train-zero-timesteps", "train-text-timesteps", "train-negative-eval-freq", "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-hyperparam-out-of-range",
         "train-hyperparam-flag-out-of-range", "train-bad-port",
-        "train-negative-seed", "train-seed-above-2-32", "train-torch-threads-above-cpus",
+        "train-negative-seed", "train-seed-above-2-32", "train-torch-threads-above-cpus", "gather-threshold-nan",
         "train-checkpoint-freq-below-minus-one",
         "pipeline-last-seed-above-2-32", "search-negative-seed", "search-sampler-seed-above-2-32",
         "enjoy-negative-seed", "generator-seed-above-2-32", "srl-train-negative-seed", "srl-train-negative-patience",
