@@ -1,9 +1,12 @@
 """The ``python -m rl_baselines.train`` command (its published interface).
 
-The code lives in :mod:`rl_baselines.runs.train`; this module is the command's published name and
-re-exports the names scripts use from it. It stays, and importing it emits no warning (unlike the deprecated
-re-export shims, srl_toolbox.deprecation).
+The code lives in :mod:`rl_baselines.runs.train`; this module is the command's published name, re-exports the
+names scripts use from it, and adds the process's own main (:func:`commandMain`). It stays, and importing it emits
+no warning (unlike the deprecated re-export shims, srl_toolbox.deprecation).
 """
+import signal
+from collections.abc import Sequence
+
 from rl_baselines.runs.train import (
     DEFAULT_ALGO,
     DEFAULT_ENV,
@@ -21,9 +24,25 @@ from rl_baselines.runs.train import (
 )
 from srl_toolbox.cli import runCommand
 
-__all__ = ["DEFAULT_ALGO", "DEFAULT_ENV", "MIN_CNN_SIDE", "TrainResult", "baseParser", "createRunFolder",
+__all__ = ["DEFAULT_ALGO", "DEFAULT_ENV", "MIN_CNN_SIDE", "TrainResult", "baseParser", "commandMain", "createRunFolder",
            "hyperparamStrings", "main", "parseCommand", "prepareRunFolder", "trainCommand", "trainInRunFolder",
            "validate"]
 
+
+def commandMain(argv: Sequence[str] | None = None) -> int:
+    """
+    The main of ``python -m rl_baselines.train``: :func:`main`, after which the process ignores SIGINT and SIGTERM
+    until it exits (the run is over and saved; a Ctrl-C of the terminal or of a sweep meant to stop it would only
+    turn the end of a finished run into a traceback).
+
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    """
+    code = main(argv)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    return code
+
+
 if __name__ == "__main__":
-    runCommand(main)
+    runCommand(commandMain)

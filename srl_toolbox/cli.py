@@ -25,6 +25,8 @@ from typing import Any, NoReturn
 from srl_toolbox import __version__
 
 USAGE_EXIT_CODE = 2
+# The exit code of a command stopped by a Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED_EXIT_CODE = 130
 # Seeds are what numpy.random.seed accepts (SB3 seeds numpy, random and torch with the same number).
 MAX_SEED = 2**32 - 1
 
@@ -51,7 +53,8 @@ class CLIParser(argparse.ArgumentParser):
 
 def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> NoReturn:
     """
-    Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2.
+    Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, and a Ctrl-C that
+    the command does not handle itself into ``Interrupted`` and exit code 130 (no traceback).
 
     :param main: the command's main function
     :param argv: its arguments (default: sys.argv[1:])
@@ -62,6 +65,9 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(USAGE_EXIT_CODE)
+    except KeyboardInterrupt:
+        print("Interrupted", file=sys.stderr)
+        sys.exit(INTERRUPTED_EXIT_CODE)
     sys.exit(code or 0)
 
 

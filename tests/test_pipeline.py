@@ -412,6 +412,29 @@ def test_a_continued_run_adds_the_seconds_of_its_stopped_attempts(tmp_path) -> N
     assert sweep_runs._loggedAttempts(str(folder / "no.log")) == 0
 
 
+def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_signal(tmp_path) -> None:
+    """A Ctrl-C reaches the whole sweep: a run that had saved its last step counts as done whatever its exit code; an
+    unfinished one is failed with the signal that stopped it, not the log's last line."""
+    (spec,) = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0], [], str(tmp_path), cwd=REPO)
+    finished = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                         "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", str(tmp_path / "done"))
+    unfinished = tmp_path / "unfinished"
+    unfinished.mkdir()
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    for folder, returncode, state, message in (
+            (finished, -signal.SIGINT, "done", ""),
+            (str(unfinished), -signal.SIGINT, "failed", "stopped by SIGINT (the same command continues it)"),
+            (str(unfinished), 128 + signal.SIGTERM, "failed", "stopped by SIGTERM (the same command continues it)"),
+            (str(unfinished), 1, "failed", "Run folder: x")):
+        with open(os.path.join(folder, "train.log"), "w") as handle:
+            handle.write("Run folder: x\n")
+        started = sweep_runs.StartedRun(spec, process, folder, os.path.join(folder, "train.log"), time.time(),
+                                        open(os.path.join(folder, "train.log"), "a"))
+        result = sweep_runs.finishRun(started, returncode)
+        assert (result.state, result.message) == (state, message)
+
+
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",

@@ -40,6 +40,7 @@ from conftest import REPO, runFolder, runModule, runTrain
 
 from replay import enjoy_baselines
 from replay.visdom_server import findFreePort, startServer, waitForServer
+from rl_baselines import train as train_command
 from rl_baselines.core.checkpointing import (
     CheckpointError,
     checkManifest,
@@ -63,7 +64,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.resume import lockRun
 from rl_baselines.runs.train_config import TrainConfig
-from srl_toolbox.cli import UsageError
+from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, runCommand
 from srl_toolbox.files import atomicPath
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -497,3 +498,24 @@ def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
     logger.dump(0)
     logger.close()
     assert (tmp_path / "progress.csv").read_text() == kept + "3,4\n" and os.listdir(tmp_path) == ["progress.csv"]
+
+
+def test_a_ctrl_c_outside_training_is_one_line_and_a_finished_process_ignores_it(tmp_path, capsys) -> None:
+    """Before training's handlers are installed (validation, env start-up) a Ctrl-C ends a command with one line and
+    130, no traceback; once a train process's run is over and saved it ignores SIGINT and SIGTERM until it exits, so
+    a sweep's Ctrl-C cannot turn a finished run into a failed one."""
+    def interruptedMain(argv):
+        raise KeyboardInterrupt
+
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(interruptedMain, [])
+    assert exit_info.value.code == INTERRUPTED_EXIT_CODE == 130 and capsys.readouterr().err == "Interrupted\n"
+    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        assert train_command.commandMain(["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model",
+                                          "ground_truth", "--num-timesteps", "64", "--hyperparam", "n_steps:64",
+                                          "--no-vis", "--no-progress", "--log-dir", str(tmp_path)]) == 0
+        assert all(signal.getsignal(signum) == signal.SIG_IGN for signum in before)
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)

@@ -304,7 +304,6 @@ def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
     :return: the settings with the resolved device and threads
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
-
     try:
         args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model),
                             torch_threads=runThreadsFor(algo_class, args.torch_threads, args.srl_model))
@@ -333,7 +332,6 @@ def _chooseSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     :return: the settings, with the folder's model name as srl_model where it was left at its default
     :raises UsageError: unknown name, or an env-computed mode combined with --srl-model-path
     """
-
     path = args.srl_model_path
     if path is not None:
         if args.srl_model != "raw_pixels" and not isLearnedSRLModel(args.srl_model):
@@ -364,7 +362,6 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     :return: the settings with the model's folder (and image size)
     :raises UsageError: the model cannot be found or does not fit the run (one line)
     """
-
     channels = 6 if args.fpv or args.multi_view else 3
     img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
     prepare_flags = [*(["--random-target"] if args.random_target else []),
@@ -478,7 +475,6 @@ def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record
     :return: (the config with its run folder, the steps already done and, when resuming, the checkpoint to restore;
         the run folder's lock: release it at the end)
     """
-
     if plan is not None:
         checkWritableFolder(plan.run_dir, "--resume")
         run_lock = lockRun(plan.run_dir)  # refused while another process trains it
@@ -594,8 +590,6 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     :return: the outcome: exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second Ctrl-C),
         the trained agent, its step count and mean training reward
     """
-
-
     run_dir, start_timesteps = config.run_dir, config.start_timesteps
     print(f"Run folder: {run_dir}", flush=True)
     config = config.replace(monitor_dir=RunFolder(run_dir).monitor_dir)
@@ -627,18 +621,28 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         run_logger=run_logger)
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
-    uninstall_handlers = installStopHandlers(callback.requestStop)  # SIGINT/SIGTERM: checkpoint, then stop
+    # SIGINT/SIGTERM: checkpoint, then stop; kept through the final save, which a signal then does not cut short
+    uninstall_handlers = installStopHandlers(callback.requestStop)
     interrupted = False
     try:
-        # plugin API v2: the env, the step budget, the hyperparameters, the callback, the logger, the checkpoint;
-        # v1: the run's Namespace, a copy of its own (core.plugin_v1)
-        checkpoint = Checkpoint(config.resume_from, config.resume_buffer) if config.resume_from else None
-        trainAlgorithm(algo, config.runSettings(), config.num_timesteps, callback,
-                       sharedProgressLogger(callback, run_dir)[0], checkpoint)
-    except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
-        interrupted = True
+        try:
+            # plugin API v2: the env, the step budget, the hyperparameters, the callback, the logger, the checkpoint;
+            # v1: the run's Namespace, a copy of its own (core.plugin_v1)
+            checkpoint = Checkpoint(config.resume_from, config.resume_buffer) if config.resume_from else None
+            trainAlgorithm(algo, config.runSettings(), config.num_timesteps, callback,
+                           sharedProgressLogger(callback, run_dir)[0], checkpoint)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
+            interrupted = True
+        return _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
     finally:
         uninstall_handlers()
+
+
+def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: Any, checkpoint_freq: int,
+                   interrupted: bool) -> TrainResult:
+    """After training (``interrupted``: by a second Ctrl-C, without a checkpoint): the final checkpoint and model,
+    the learning curve and the console's last lines; :return: the outcome (see :func:`trainInRunFolder`)"""
+    run_dir = config.run_dir
     num_timesteps = int(algo.num_timesteps)
     callback.close(num_timesteps)
     finished = not interrupted and num_timesteps >= callback.total_timesteps
@@ -659,7 +663,6 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
     elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
-
         print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: "
               f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
     print(f"Run folder: {run_dir}")
@@ -674,7 +677,6 @@ def _runLogger(config: TrainConfig, plotter: Any, purge_step: int | None) -> Any
     :param purge_step: a resumed run's checkpoint step (tensorboard hides what came after it), else None
     :return: the run's RunLogger (progress.csv, visdom, and tensorboard in DIR/<run name>/ with --tensorboard-log)
     """
-
     tensorboard_dir = None
     if config.tensorboard_log:
         tensorboard_dir = os.path.join(config.tensorboard_log,

@@ -524,6 +524,15 @@ def _lastLine(log_path: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
+def _failureMessage(returncode: int | None, log_path: str) -> str:
+    """:return: why a run failed: the signal that stopped it (killed by it, or train's 128 + signal after its
+    checkpoint), else the last line of its log"""
+    signum = -returncode if returncode is not None and returncode < 0 else (returncode or 0) - 128
+    if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
+        return f"stopped by {signal.Signals(signum).name} (the same command continues it)"
+    return _lastLine(log_path)
+
+
 def finishRun(started: StartedRun, returncode: int) -> RunResult:
     """
     Record how a run ended: done.json (exit code 0) or failed.json, written atomically into its folder.
@@ -534,8 +543,9 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     """
     started.log_handle.close()
     wall_time = started.earlier_wall_s + time.time() - started.started_at
-    state = "done" if returncode == 0 else "failed"
-    message = "" if state == "done" else _lastLine(started.log_path)
+    # a run that saved its last step is done, even when a stop signal ended its process afterwards
+    state = "done" if returncode == 0 or runStatus(started.run_folder) == "finished" else "failed"
+    message = "" if state == "done" else _failureMessage(returncode, started.log_path)
     result = RunResult(started.spec.run_id, state, returncode, started.run_folder, started.log_path, wall_time,
                        message, started.attempt)
     marker = {**asdict(result), "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
