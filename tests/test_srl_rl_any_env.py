@@ -59,7 +59,8 @@ def test_an_env_without_a_plan_gets_one_from_the_flags() -> None:
     assert [plan.env for plan in settings.reportPlans()] == [*plans.PLANS, OTHER]
 
 
-def test_the_ray_executor_is_handed_to_the_pipeline() -> None:
+def test_the_ray_executor_is_handed_to_the_pipeline(monkeypatch) -> None:
+    monkeypatch.setattr(cli, "checkRayAddress", lambda address: None)  # no cluster here (the refusals test it)
     settings = _settings("--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:6379")
     command = settings.pipelineCommand(settings.plans[0])
     assert command[command.index("--executor") + 1] == "ray"
@@ -86,6 +87,8 @@ class _NoGroundTruth:
      "--eval-freq 2000 is more than the 1000 steps"),
     (["--env", "Nope-v0"], f"not a registered env; valid choices: .*{OTHER}"),
     (["--env", plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
+    (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "foo"], "'foo' is not HOST:PORT"),
+    (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:1"], "127.0.0.1:1: nothing answers"),
     (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
 ])
 def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, argv, message) -> None:

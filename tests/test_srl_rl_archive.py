@@ -7,6 +7,8 @@ import json
 import math
 import os
 import shutil
+import signal
+import threading
 from types import SimpleNamespace
 
 import pytest
@@ -276,6 +278,29 @@ def test_the_gtc_column_of_runs_made_with_models_no_longer_registered_comes_from
     for other in ({**entry, "model": {**entry["model"], "hash": "B"}}, {**entry, "model": None},
                   {**entry, "model": {**entry["model"], "gtc": 0.9}}):
         assert bench_archive.withArchivedModel(other, measured) == other
+
+
+@pytest.mark.parametrize("stop, received", [(signal.SIGINT, "SIGINT"), (signal.SIGTERM, "SIGTERM")])
+def test_a_stop_reaches_the_stage_once_whoever_got_it(tmp_path, stop, received) -> None:
+    """The stage (the pipeline) runs in its own session: a SIGINT or SIGTERM to the benchmark's process alone is passed
+    on, once, as the same signal (it used to be left running on a SIGINT that only the benchmark got)."""
+    got, ready = tmp_path / "got", tmp_path / "ready"
+    script = ("import signal, sys, time\n"
+              "def stop(signum, frame):\n"
+              f"    open({str(got)!r}, 'a').write(signal.Signals(signum).name + '\\n'); sys.exit(0)\n"
+              "signal.signal(signal.SIGINT, stop); signal.signal(signal.SIGTERM, stop)\n"
+              f"open({str(ready)!r}, 'w').close()\n"
+              "time.sleep(60)\n")
+
+    def stopThisProcess():
+        while not ready.exists():
+            threading.Event().wait(0.05)
+        os.kill(os.getpid(), stop)
+
+    threading.Thread(target=stopThisProcess, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        running.runStage(["-c", script], nice=0, cwd=str(tmp_path))
+    assert got.read_text() == f"{received}\n"
 
 
 def test_an_interrupted_runs_stage_still_counts_its_time(tmp_path, monkeypatch) -> None:

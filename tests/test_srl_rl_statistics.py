@@ -100,3 +100,15 @@ def test_scores_over_tasks_and_the_metric_correlation() -> None:
     assert correlations[("A-v0", "probe_r2")]["models"] == ["vae", "pca"]  # a missing probe: not counted
     assert math.isnan(correlations[("A-v0", "probe_r2")]["rho"]) and math.isnan(correlations[("B-v0", "gtc")]["rho"])
     assert "| A-v0 | KNN-MSE (lower is better) | 3 |" in overview.correlationTable(list(correlations.values()))
+
+
+def test_an_env_without_a_positive_reference_keeps_its_metric_correlation() -> None:
+    """Ground truth at or below 0 (nothing to divide the scores by): no IQM section, but Spearman's table, which needs
+    no reference, is still given."""
+    rows = {"C-v0": [_row("ground_truth", [-5.0]), _row("vae", [1.0, 2.0]), _row("pca", [0.0]),
+                     _row("autoencoder", [3.0])]}
+    facts = {"vae": {"gtc": 0.5, "knn_mse": 0.02, "state_dim": 8}, "pca": {"gtc": 0.1, "knn_mse": 0.05, "state_dim": 8},
+             "autoencoder": {"gtc": 0.9, "knn_mse": 0.01, "state_dim": 8}}
+    text = overview.overviewSection(rows, {"C-v0": facts}, ["vae", "pca", "autoencoder"], None, None)
+    assert "### Over the tasks" not in text and "### Which metric predicts the agent's success?" in text
+    assert "| C-v0 | GTC |" in text

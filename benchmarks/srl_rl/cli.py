@@ -39,6 +39,7 @@ from benchmarks.srl_rl.running import runEverything
 from environments import rendererRefusal
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
+from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt
 from srl_toolbox.files import isInside
@@ -140,6 +141,8 @@ def settingsFrom(args: Any) -> Settings:
     budgets = parseBudgets(args.budget, list(dict.fromkeys([*base_plans, *args.env])))
     if args.ray_address and args.executor != "ray":
         raise UsageError(f"--ray-address {args.ray_address}: only with --executor ray")
+    if args.ray_address:  # before prepare writes anything (the pipeline would find out only after it)
+        checkRayAddress(args.ray_address)
     plans = []
     for env in dict.fromkeys(args.env):
         if env not in base_plans:  # any registered env with ground truth: its plan from the flags

@@ -224,13 +224,26 @@ def overviewSection(rows_by_task: dict[str, Sequence[ObservationSummary]],
     :param image: the summary PNG's path relative to the document (None: no figure)
     :param image_path: where to write the summary PNG (None: not drawn)
     :param seed: the bootstrap's seed
-    :return: the markdown of the two subsections (over the tasks; which metric predicts the reward); empty when no
-        task has a ground-truth reference
+    :return: the markdown of the two subsections (over the tasks, left out when no task has a positive ground-truth
+        reference to divide by; which metric predicts the reward, which needs none)
     """
     scores = normalisedScores(rows_by_task)
     tasks = [env for env in rows_by_task if env in scores.get(GROUND_TRUTH, {})]
-    if not tasks:
-        return ""
+    parts = [] if not tasks else _overTheTasks(scores, tasks, image, image_path, seed)
+    correlations = correlationRows(rows_by_task, models_by_task, learned, seed)
+    if correlations:
+        parts += ["### Which metric predicts the agent's success?", "",
+                  "Spearman's rank correlation, per task, between each representation metric the learned models "
+                  "record and their mean final evaluation reward, with a 95% bootstrap confidence interval over the "
+                  "models (10,000 resamples, percentile method). A positive rho for GTC, or a negative one for "
+                  "KNN-MSE (lower is better), means the metric ranks the models as the agent does; an interval that "
+                  "spans 0 means the models measured cannot tell.", "", correlationTable(correlations), ""]
+    return "\n".join(parts)
+
+
+def _overTheTasks(scores: dict[str, dict[str, np.ndarray]], tasks: list[str], image: str | None, image_path: str | None,
+                  seed: int) -> list[str]:
+    """:return: the lines of the IQM table over ``tasks`` (their normalised ``scores``) and its figure"""
     rows = aggregateRows(scores, seed)
     if image_path is not None:
         plotSummary(image_path, scores, rows, tasks, seed)
@@ -246,12 +259,4 @@ def overviewSection(rows_by_task: dict[str, Sequence[ObservationSummary]],
              aggregateTable(rows, len(tasks)), ""]
     if image is not None:
         parts += [f"![IQM and performance profiles over the tasks]({image})", ""]
-    correlations = correlationRows(rows_by_task, models_by_task, learned, seed)
-    if correlations:
-        parts += ["### Which metric predicts the agent's success?", "",
-                  "Spearman's rank correlation, per task, between each representation metric the learned models "
-                  "record and their mean final evaluation reward, with a 95% bootstrap confidence interval over the "
-                  "models (10,000 resamples, percentile method). A positive rho for GTC, or a negative one for "
-                  "KNN-MSE (lower is better), means the metric ranks the models as the agent does; an interval that "
-                  "spans 0 means the models measured cannot tell.", "", correlationTable(correlations), ""]
-    return "\n".join(parts)
+    return parts

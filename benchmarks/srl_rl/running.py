@@ -132,8 +132,10 @@ def stageEnvironment(cwd: str) -> dict[str, str] | None:
 
 def runStage(command: Sequence[str], nice: int, cwd: str = ROOT) -> int:
     """
-    Run ``python COMMAND`` in ``cwd`` (:attr:`Settings.base`), niced, its output on this terminal. On Ctrl-C (which
-    reaches it too) or SIGTERM (passed on) it gets a minute to stop its own runs cleanly before it is killed.
+    Run ``python COMMAND`` in ``cwd`` (:attr:`Settings.base`), niced, its output on this terminal. It runs in a session
+    of its own, so that a stop reaches it exactly once, from here: a Ctrl-C (of the terminal, or SIGINT to this
+    process alone) is passed on as SIGINT and SIGTERM as SIGTERM, and it gets a minute to stop its own runs cleanly
+    before it is killed.
 
     :param command: the command line without the interpreter
     :param nice: niceness
@@ -141,13 +143,14 @@ def runStage(command: Sequence[str], nice: int, cwd: str = ROOT) -> int:
     :return: its exit code
     """
     prefix = ["nice", "-n", str(nice)] if nice and shutil.which("nice") else []
-    process = subprocess.Popen([*prefix, sys.executable, *command], cwd=cwd, env=stageEnvironment(cwd))
+    process = subprocess.Popen([*prefix, sys.executable, *command], cwd=cwd, env=stageEnvironment(cwd),
+                               start_new_session=True)
     previous = signal.signal(signal.SIGTERM, _raiseStopped)
     try:
         return process.wait()
     except (KeyboardInterrupt, _Stopped) as stop:
-        if isinstance(stop, _Stopped) and process.poll() is None:
-            process.send_signal(signal.SIGTERM)
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM if isinstance(stop, _Stopped) else signal.SIGINT)
         try:
             process.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import secrets
 import signal
 import socket
@@ -110,6 +111,19 @@ class LocalExecutor:
 def _isLoopback(address: str) -> bool:
     host = address.removeprefix("ray://").rsplit(":", 1)[0].strip("[]")
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def checkRayAddressForm(address: str) -> None:
+    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT (one line)"""
+    if address != "auto" and not re.fullmatch(r"(ray://)?[^:/\s]+:\d{1,5}", address):
+        raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
+
+
+def checkRayAddress(address: str) -> None:
+    """:raises UsageError: ``--ray-address`` is malformed or nothing answers there (one line), checked before a
+    command that runs on the cluster writes anything"""
+    checkRayAddressForm(address)
+    _checkReachable(address)
 
 
 def _checkReachable(address: str) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import collections
 import os
-import re
 import signal
 import sys
 import time
@@ -32,7 +31,7 @@ from tqdm import tqdm
 
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
-from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor
+from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddressForm
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.sweep import (
@@ -111,9 +110,8 @@ def _checkRayFlags(args: Any) -> None:
         for flag, given in (("--ray-address", args.ray_address is not None), ("--num-gpus", args.num_gpus > 0)):
             if given:
                 raise UsageError(f"{flag} needs --executor ray (local runs see every GPU of the machine)")
-    address = args.ray_address
-    if address is not None and address != "auto" and not re.fullmatch(r"(ray://)?[^:/\s]+:\d{1,5}", address):
-        raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
+    if args.ray_address is not None:
+        checkRayAddressForm(args.ray_address)
 
 
 def _makeExecutor(args: Any, num_cpu: int) -> Any:
@@ -253,6 +251,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     interactive = not no_progress and sys.stderr.isatty()
     shown_postfix, last_refresh = "", time.monotonic()
     previous_handler = signal.signal(signal.SIGTERM, _raiseInterrupted)
+    previous_sigint = signal.getsignal(signal.SIGINT)
     interrupted = False
     last_plot = time.monotonic()
     try:
@@ -307,12 +306,15 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         executor.shutdown()
     except (KeyboardInterrupt, _Interrupted):
         interrupted = True
+        for signum in (signal.SIGINT, signal.SIGTERM):  # a second stop must not cut the stopping of the runs short
+            signal.signal(signum, signal.SIG_IGN)
         bar.write("Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
             record(result)
     finally:
         claims.releaseAll()
         signal.signal(signal.SIGTERM, previous_handler)
+        signal.signal(signal.SIGINT, previous_sigint)
         bar.close()
         save_state()
         if curves is not None:
