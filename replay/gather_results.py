@@ -6,12 +6,12 @@ writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one 
 - runs: the runs (seeds) that trained at least that many steps;
 - final mean reward: per run the mean reward of its last ``--episode-window`` episodes finished within the budget,
   then the mean +/- standard deviation over runs and the Student-t 95% confidence interval of that mean;
-- steps to threshold: per run the env step at which the mean of the last ``--episode-window`` episodes first
-  reaches the env's threshold; the median over the runs that reached it within the budget, and how many did. The
-  threshold is ``--threshold`` when given; else, when the folder has ground-truth runs of the env (same algorithm and
-  ``--group-by`` values), ``--threshold-fraction`` (0.9) of their mean final reward (when positive); else the env's
-  default (replay.results.DEFAULT_THRESHOLDS); else none. The column ``threshold_source`` says which (``given``,
-  ``ground truth``, ``default``);
+- steps to threshold: per run the env step at which the mean of the last ``--episode-window`` episodes (all of them in
+  a run with fewer, as its reward) first reaches the env's threshold; the median over the runs that reached it within
+  the budget, and how many did. The threshold is ``--threshold`` when given; else, when the folder has ground-truth
+  runs of the env (same algorithm and ``--group-by`` values), ``--threshold-fraction`` (0.9) of their mean final
+  reward (when positive); else the env's default (replay.results.DEFAULT_THRESHOLDS); else none. The column
+  ``threshold_source`` says which (``given``, ``ground truth``, ``default``);
 - wall time: mean over runs of the monitor time of the last episode within the budget;
 - with ``--welch-test METHOD``: the p-value of Welch's t-test (unequal variances) between each method's per-run
   rewards and those of METHOD (an SRL model or an algorithm) with everything else equal.
@@ -120,10 +120,12 @@ def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = Fals
 
 
 def _runStepsToThreshold(run: Run, threshold: float, window: int, evaluation: bool) -> int | None:
-    """:return: the env step at which the mean of the last ``window`` training episodes, or with ``evaluation`` the
-    mean of an evaluation, first reaches ``threshold``; None if never"""
-    if not evaluation:
-        return episodeWindowStepsToThreshold(run.episodes["timesteps"], run.episodes["rewards"], threshold, window)
+    """:return: the env step at which the mean of the last ``window`` training episodes (all of them when the run has
+    fewer), or with ``evaluation`` the mean of an evaluation, first reaches ``threshold``; None if never"""
+    if not evaluation:  # a run with fewer episodes than the window: all of them, the episodes its reward averages
+        rewards = run.episodes["rewards"]
+        return episodeWindowStepsToThreshold(run.episodes["timesteps"], rewards, threshold,
+                                             max(1, min(window, rewards.size)))
     return evaluationStepsToThreshold(run.evaluations["timesteps"], run.evaluations["results"].mean(axis=1), threshold)
 
 
@@ -210,6 +212,7 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                    "reached": len(steps) if env_threshold is not None else None,
                    "median_steps_to_threshold": float(np.median(steps)) if steps else None,
                    "mean_wall_time_s": float(np.mean([v[1] for _, v in members])) if members else math.nan,
+                   "fewest_episodes": min((run.episodes["rewards"].size for run, _ in members), default=0),
                    "welch_vs": None, "welch_p_value": None}
             if dimension is not None:
                 base_key = key[:dimension] + (welch,) + key[dimension + 1:]
@@ -274,7 +277,8 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
             interval = (f"[{_number(row['ci95_low'])}, {_number(row['ci95_high'])}]" if row["runs"] >= 2 else "n/a")
             wall = row["mean_wall_time_s"]
             source = ("last evaluation (deterministic)" if row["source"] == "evaluation"
-                      else f"last {window} training episodes")
+                      else f"last {window} training episodes" + (f" (all {row['fewest_episodes']} of a shorter run)"
+                                                                 if row["fewest_episodes"] < window else ""))
             cells = [row["env"], row["srl_model"], row["algo"], *(str(row[name]) for name in group_by),
                      str(row["runs"]), reward, source, interval, steps,
                      "n/a" if math.isnan(wall) else f"{wall:.0f} s" if wall < 600 else f"{wall / 60:.1f} min"]

@@ -68,6 +68,9 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     except KeyboardInterrupt:
         print("Interrupted", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
+    except BrokenPipeError:  # the output was piped into a reader that stopped (`| head`): end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        sys.exit(1)
     sys.exit(code or 0)
 
 

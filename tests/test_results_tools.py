@@ -218,3 +218,19 @@ def test_steps_to_threshold_on_evaluations_and_on_a_window_of_episodes():
     assert episodeWindowStepsToThreshold(steps, rewards, 15.0, 1) == 1000
     assert episodeWindowStepsToThreshold(steps, rewards, 1.0, 5) is None  # fewer episodes than the window
     assert episodeWindowStepsToThreshold(steps, rewards, 12.0, 2) is None
+
+
+def test_a_run_shorter_than_the_window_reaches_the_threshold_its_reward_reaches(runs, tmp_path):
+    """With fewer episodes than --episode-window, a run's reward is the mean of all of them; steps to threshold reads
+    the same episodes, so a run whose reward is at or above the threshold has reached it (it said "not reached")."""
+    folders = runs["folders"]
+    finals = {seed: float(_monitor(folders[("ppo2", seed)])[1].mean()) for seed in (0, 1)}
+    threshold = min(finals.values())
+    result = runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--episode-window", "100",
+                       "--threshold", repr(threshold), "--output-dir", tmp_path)
+    assert result.returncode == 0, result.stderr
+    with open(tmp_path / "results.csv") as handle:
+        row = next(row for row in csv.DictReader(handle) if row["algo"] == "ppo2")
+    assert float(row["mean_reward"]) == pytest.approx(np.mean(list(finals.values())))
+    assert row["reached"] == "2" and int(row["fewest_episodes"]) < 100
+    assert "last 100 training episodes (all " in open(tmp_path / "results.md").read()
