@@ -38,6 +38,7 @@ import pytest
 import torch
 from conftest import REPO, runFolder, runModule, runTrain
 
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines import train as train_command
@@ -60,6 +61,7 @@ from rl_baselines.core.training_state import (
     restoreObjectState,
     saveBuffer,
 )
+from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.resume import lockRun
@@ -519,3 +521,16 @@ def test_a_ctrl_c_outside_training_is_one_line_and_a_finished_process_ignores_it
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
+
+
+def test_a_continued_monitor_counts_the_time_trained_not_the_time_stopped(tmp_path) -> None:
+    """A resumed run's monitor rows go on from its last row's wall time (the run lay stopped for an hour here), so
+    gather_results' wall time is the time the run trained; the header keeps the original start."""
+    path = tmp_path / "0.monitor.csv"
+    path.write_text('#{"t_start": %r, "env_id": "None"}\nr,l,t\n1.0,250,12.5\n' % (time.time() - 3600.0))
+    env = openMonitor(MobileRobotGymEnv(), str(tmp_path / "0"), ())
+    try:
+        assert 12.5 <= time.time() - env.t_start < 12.5 + 60
+    finally:
+        env.close()
+    assert path.read_text().startswith('#{"t_start": ')  # the header is the original one

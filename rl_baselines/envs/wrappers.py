@@ -8,10 +8,12 @@
 """
 from __future__ import annotations
 
+import csv
 import json
 import multiprocessing
 import os
 import signal
+import time
 from typing import Any
 
 import gymnasium as gym
@@ -92,7 +94,8 @@ def ignoreInterruptInWorker() -> None:
 def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ...]) -> gym.Env:
     """
     SB3's Monitor; a monitor file that already exists (a resumed run, truncated to its checkpoint) is continued:
-    rows are appended and their wall times count from the run's original start (the ``t_start`` of its header).
+    rows are appended and their wall times go on from its last row's, so that ``t`` counts the time the run trained,
+    not the time it lay stopped between two attempts (the header keeps the run's original ``t_start``).
 
     :param env: the env
     :param filename: the monitor file without ``.monitor.csv``, None for none
@@ -104,7 +107,8 @@ def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ..
     if path is None or not os.path.isfile(path):
         return Monitor(env, filename=filename, info_keywords=info_keywords)
     with open(path, encoding="utf-8") as handle:
-        header = json.loads(handle.readline().lstrip("#"))
+        json.loads(handle.readline().lstrip("#"))  # the header: a file without one is not a monitor file
+        rows = list(csv.DictReader(handle))
     monitor = Monitor(env, filename=filename, info_keywords=info_keywords, override_existing=False)
-    monitor.t_start = float(header["t_start"])
+    monitor.t_start = time.time() - (float(rows[-1]["t"]) if rows else 0.0)
     return monitor
