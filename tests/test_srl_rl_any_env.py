@@ -88,6 +88,7 @@ class _NoGroundTruth:
     (["--env", "Nope-v0"], f"not a registered env; valid choices: .*{OTHER}"),
     (["--env", plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
     (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "foo"], "'foo' is not HOST:PORT"),
+    (["--env", plans.MOBILE, "--first-seed", "-1"], "argument --first-seed: '-1' is out of range"),
     (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:1"], "127.0.0.1:1: nothing answers"),
     (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
 ])

@@ -41,7 +41,7 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, seedNumber
 from srl_toolbox.files import isInside
 
 PROG = "python -m benchmarks.srl_rl"
@@ -76,7 +76,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--observations", nargs="+", choices=list(OBSERVATIONS), default=None, metavar="OBS",
                         help=f"observations [all: {' '.join(OBSERVATIONS)}; --quick: {' '.join(QUICK_OBSERVATIONS)}]")
     parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [5; --quick: 2]")
-    parser.add_argument("--first-seed", type=int, default=0, help="seeds are FIRST, FIRST+1, ... [0]")
+    parser.add_argument("--first-seed", type=seedNumber, default=0, help="seeds are FIRST, FIRST+1, ... [0]")
     parser.add_argument("--budget", nargs="+", default=[], metavar="ENV=STEPS",
                         help="env steps per run for an env, instead of the plan's "
                              f"[{', '.join(f'{p.env}={p.steps}' for p in PLANS.values())}]")
