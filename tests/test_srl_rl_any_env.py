@@ -173,3 +173,11 @@ def test_ground_truth_curves_are_drawn_per_seed(tmp_path) -> None:
     assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and output.stat().st_size > 10_000
     with pytest.raises(UsageError, match="not a .png file"):
         gt_curves.main(["-i", str(tmp_path / "runs"), "-o", str(tmp_path / "curves.txt")])
+
+
+def test_the_prepare_command_gives_each_flag_once() -> None:
+    settings = _settings("--env", plans.MOBILE_1D, "--srl-episodes", "3")
+    command = settings.prepareCommand(settings.plans[0])
+    assert command.count("--episodes") == 1 and command[command.index("--episodes") + 1] == "3"
+    plain = _settings("--env", plans.MOBILE_1D)
+    assert plain.prepareCommand(plain.plans[0]).count("--episodes") == 1  # the plan's own, 20

@@ -118,6 +118,12 @@ def isEnvObservation(observation: str) -> bool:
     return modelName(observation) in ENV_OBSERVATIONS
 
 
+def _unlessGiven(flags: Sequence[str], given: Sequence[str]) -> list[str]:
+    """:return: ``flags`` (``--flag value`` pairs) without the flags that ``given`` sets again (the command shows each
+    flag once, with the value it takes)"""
+    return [item for pair in zip(flags[::2], flags[1::2]) if pair[0] not in given for item in pair]
+
+
 def variantFlags(observation: str) -> tuple[str, ...]:
     """:return: the train flags an observation's runs get besides the env's (a variant's, else none)"""
     return VARIANTS[observation].flags if observation in VARIANTS else ()
@@ -542,7 +548,8 @@ class Settings:
                 *(["--renderer", renderer] if renderer else []), "--seed", str(self.srl_seed), "--num-cpu",
                 str(self.workers), "--log-folder", self.srl_dir, "--srl-config-file", self.configFile(plan.env),
                 *(["--data-folder", os.path.join(self.bench_dir, "data")] if self.own_datasets else []),
-                *plan.prepare_flags, *self.prepare_extra, *(["--no-progress"] if self.no_progress else [])]
+                *_unlessGiven(plan.prepare_flags, self.prepare_extra), *self.prepare_extra,
+                *(["--no-progress"] if self.no_progress else [])]
 
     def specs(self, plan: EnvPlan) -> list[Any]:
         """
