@@ -552,9 +552,14 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     model.exp_config.update(epochs_trained=len(history), updates_trained=history[-1]["updates"], best_epoch=best,
                             selected_on=monitored, train_loss=history[best - 1]["train"],
                             val_loss=history[best - 1]["val"])
-    first, kept = history[0], history[best - 1]
-    print(f"Loss ({monitored}): epoch 1 {first[monitored]['total']:.5g} -> epoch {best} {kept[monitored]['total']:.5g}"
-          f" (kept, {len(history)} epochs, {history[-1]['updates']} updates of {settings.batch_size} frames run)")
+    first, kept, last = history[0], history[best - 1], history[-1]
+    epochs, updates = len(history), last["updates"]
+    print(f"Loss ({monitored}): epoch 1 {first[monitored]['total']:.5g}"
+          + (f" -> epoch {epochs} {last[monitored]['total']:.5g}" if epochs > 1 else "")
+          + f"; kept epoch {best} ({kept[monitored]['total']:.5g}); {epochs} epoch{'s' * (epochs != 1)}, {updates} "
+          f"update{'s' * (updates != 1)} of at most {settings.batch_size} frames run"
+          + (f" (stopped early: no better loss in {config.patience} epochs)"
+             if training["updates"] is None and epochs < config.epochs else ""))
     return history
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 
 import numpy as np
@@ -29,6 +30,10 @@ def test_vae_end_to_end(tinyDataset: str, tmp_path) -> None:  # noqa: F811
                        "3", "--batch-size", "32", "--log-folder", logs, "--no-progress",
                        env={"OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr
+    summary = next(line for line in result.stdout.splitlines() if line.startswith("Loss ("))
+    # the first and last epochs' losses, the one kept, and what ran (3 epochs of 32 frames at most)
+    assert re.fullmatch(r"Loss \((val|train)\): epoch 1 \S+ -> epoch 3 \S+; kept epoch [123] \(\S+\); 3 epochs, \d+ "
+                        r"updates of at most 32 frames run", summary), summary
     last = result.stdout.strip().splitlines()[-1]
     assert last.startswith("Model folder: ")
     folder = last[len("Model folder: "):]
