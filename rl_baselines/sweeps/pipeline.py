@@ -99,8 +99,8 @@ def buildParser() -> CLIParser:
                         help="a running Ray cluster (also auto or ray://HOST:PORT) [start a local instance]")
     parser.add_argument("--num-gpus", type=_nonNegativeFloat, default=0.0,
                         help="GPUs each run asks Ray for (fractions allowed) [0]")
-    parser.add_argument("--force", action="store_true", help="redo every run from scratch, the finished ones too (their earlier folders are "
-                        "deleted)")
+    parser.add_argument("--force", action="store_true",
+                        help="redo every run from scratch, the finished ones too (their earlier folders are deleted)")
     addVisdomArguments(parser)
     addProgressArgument(parser, help="no progress bar (one line per finished run)")
     return parser
