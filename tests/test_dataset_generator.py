@@ -12,6 +12,7 @@ import sys
 import time
 import warnings
 from types import SimpleNamespace
+from typing import Any
 
 import cv2
 import numpy as np
@@ -390,50 +391,49 @@ def test_an_arm_episode_does_not_depend_on_the_episodes_played_before(tmp_path):
     assert again_images == images
 
 
-@pytest.mark.parametrize("run_force_down", [True, False, None])
-def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_force_down):
-    """Random actions on an arm are recorded with force_down; a replayed agent gets its run's setting (a loader or an
-    older run without it: False, the env's default)."""
+def _replayedRun(tmp_path, monkeypatch, env_id: str, **fields) -> tuple[str, Any]:
+    """:return: (a run folder whose loader is a stand-in of a run of ``env_id`` with ``fields``, the env keywords
+    that validate gives for generator flags)"""
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    fields = {} if run_force_down is None else {"force_down": run_force_down}
-    stand_in = SimpleNamespace(env_id="KukaButtonGymEnv-v0", continuous=False, action_joints=False,
+    stand_in = SimpleNamespace(env_id=env_id, continuous=False, action_joints=False,
                                load=lambda num_threads=None: None, **fields)
     monkeypatch.setattr(dataset_generator, "loadPolicy", lambda path, load=True: stand_in)
 
     def kwargs(*flags: str) -> dict:
-        config = dataset_generator.parseConfig(["--env", "KukaButtonGymEnv-v0", "--save-path",
-                                                str(tmp_path / "data"), *flags])
+        config = dataset_generator.parseConfig(["--env", env_id, "--save-path", str(tmp_path / "data"), *flags])
         return dataset_generator.validate(config)[0].env_kwargs
 
+    return str(run_dir), kwargs
+
+
+@pytest.mark.parametrize("run_force_down", [True, False, None])
+def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_force_down):
+    """Random actions on an arm are recorded with force_down; a replayed agent gets its run's setting (a loader or an
+    older run without it: False, the env's default)."""
+    fields = {} if run_force_down is None else {"force_down": run_force_down}
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "KukaButtonGymEnv-v0", **fields)
     assert kwargs()["force_down"] is True
-    assert kwargs("--policy", str(run_dir))["force_down"] is bool(run_force_down)
+    assert kwargs("--policy", run_dir)["force_down"] is bool(run_force_down)
 
 
 @pytest.mark.parametrize("run_renderer", ["tinyrenderer", "sprites", None])
 def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_renderer):
     """--renderer left out: a replayed agent's run's renderer draws the dataset (a loader without one: the env's
     default); another --renderer is taken with a one-line warning naming both."""
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
     fields = {} if run_renderer is None else {"renderer": run_renderer}
-    stand_in = SimpleNamespace(env_id="MobileRobotGymEnv-v0", continuous=False, action_joints=False,
-                               load=lambda num_threads=None: None, **fields)
-    monkeypatch.setattr(dataset_generator, "loadPolicy", lambda path, load=True: stand_in)
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", **fields)
 
     def renderer(*flags: str) -> str:
-        config = dataset_generator.parseConfig(["--env", "MobileRobotGymEnv-v0", "--save-path",
-                                                str(tmp_path / "data"), *flags])
-        kwargs = dataset_generator.validate(config)[0].env_kwargs
-        return kwargs.get("renderer", "tinyrenderer")  # no keyword: the reference (rendererKeywords)
+        return kwargs(*flags).get("renderer", "tinyrenderer")  # no keyword: the reference (rendererKeywords)
 
     assert renderer() == "sprites"  # random actions: the env's default
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the run's own renderer: no warning
-        assert renderer("--policy", str(run_dir)) == (run_renderer or "sprites")
+        assert renderer("--policy", run_dir) == (run_renderer or "sprites")
     other = "sprites" if run_renderer == "tinyrenderer" else "tinyrenderer"
     if run_renderer is None:
-        assert renderer("--policy", str(run_dir), "--renderer", other) == other
+        assert renderer("--policy", run_dir, "--renderer", other) == other
         return
     with pytest.warns(UserWarning, match=f"trained on frames drawn by {run_renderer} .* --renderer {other}"):
-        assert renderer("--policy", str(run_dir), "--renderer", other) == other
+        assert renderer("--policy", run_dir, "--renderer", other) == other
