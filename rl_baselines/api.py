@@ -118,7 +118,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
            if name not in TrainConfig.flagFields()}  # the algorithm's own flags (plugin API v1) and their defaults
     given = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
              "log_dir": log_dir, "no_vis": not vis, "no_progress": not progress,
-             "torch_threads": torch.get_num_threads()}  # the caller's, unless given
+             "torch_threads": _callerThreads()}  # the caller's, unless given
     extras: dict[str, Any] = {}
     for name, value in flags.items():
         if name in TrainConfig.flagFields():
@@ -156,7 +156,7 @@ def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequ
         command line; torch_threads is the caller's unless given)
     """
     argv = ["--resume", os.fspath(run), *([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"])]
-    flags = {"torch_threads": torch.get_num_threads(), **flags}  # the caller's, unless given
+    flags = {"torch_threads": _callerThreads(), **flags}  # the caller's, unless given
     for name, value in flags.items():
         if value is not None:
             argv += [f"--{name.replace('_', '-')}", str(value)]
@@ -174,8 +174,9 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     Train as ``python -m rl_baselines.train`` does (same run folder, checkpoints, saved model), in this process.
 
     :param config: from :func:`makeConfig`; or leave it out and give ``makeConfig``'s keywords as ``options``
-    :param torch_threads: torch's intra-op thread count for the process during and after training; None: the
-        config's (the caller's when it was made, unless it was given ``torch_threads``)
+    :param torch_threads: torch's intra-op thread count for the process during and after training, as
+        ``--torch-threads`` reads it (``auto`` or 0, or 1 up to the machine's CPUs); None: the config's (the caller's
+        when it was made, at most the machine's CPUs, unless it was given ``torch_threads``)
     :param options: :func:`makeConfig`'s keywords, when no ``config`` is given
     :return: the outcome: ``model`` (the trained agent), ``run_dir``, ``num_timesteps``, ``mean_reward`` (last 100
         training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint)
@@ -189,7 +190,19 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     if config.plan is not None:  # a resume: the command's own path (it checks the run folder again, locked)
         threads = [] if torch_threads is None else ["--torch-threads", str(torch_threads)]
         return trainCommand([*config.argv, *threads])
-    return trainValidated(config.args if torch_threads is None else config.args.replace(torch_threads=torch_threads))
+    if torch_threads is None:
+        return trainValidated(config.args)
+    try:  # read as --torch-threads is, before anything is written; auto resolved as validation resolves it
+        asked = checkedValue("torch_threads", torch_threads)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    threads = train.runThreadsFor(registered_rl[config.args.algo][0], asked, config.args.srl_model)
+    return trainValidated(config.args.replace(torch_threads=threads))
+
+
+def _callerThreads() -> int:
+    """:return: this process's torch threads, at most the machine's CPUs (what --torch-threads accepts)"""
+    return min(torch.get_num_threads(), os.cpu_count() or 1)
 
 
 def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None) -> LoadedRun:

@@ -93,6 +93,25 @@ def test_bad_input_leaves_torch_threads_alone(capsys):
         torch.set_num_threads(before)
 
 
+def test_torch_threads_from_python_are_read_as_the_flag_reads_them(tmp_path, monkeypatch):
+    """trainAgent(torch_threads=...) is checked before anything is written, and auto is resolved (0 reached torch);
+    a caller with more threads than the machine's CPUs is recorded at the CPUs (the flag's bound)."""
+    before = torch.get_num_threads()
+    try:
+        for bad in (-3, 10 ** 6, "two"):
+            with pytest.raises(api.UsageError, match="--torch-threads"):
+                api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, torch_threads=bad)
+        assert not os.path.exists(tmp_path / "MobileRobotGymEnv-v0")
+        result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64},
+                                torch_threads="auto")
+        assert result.args.torch_threads == torch.get_num_threads() == 1  # auto: one thread for an MLP policy
+        monkeypatch.setattr(api.os, "cpu_count", lambda: 1)
+        torch.set_num_threads(2)
+        assert api.makeConfig(**GT, log_dir=tmp_path).args.torch_threads == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def apiRun(tmp_path_factory):
     """A tiny ppo2 run trained through the API with 2 torch threads set by the caller: (result, threads after)."""
