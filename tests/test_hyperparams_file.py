@@ -58,6 +58,10 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     second = trainHere(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--log-dir",
                        tmp_path / "second")
     assert _readYaml(second) == used
+    # the algorithm's own flags win over the file (they lost silently, and args.json recorded the flag's value)
+    third = trainHere(*flags, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"), "--learning-rate", "0.001",
+                      "--n-epochs", "2", "--num-timesteps", "64", "--log-dir", tmp_path / "third")
+    assert _readYaml(third) == {**used, "learning_rate": 0.001, "n_epochs": 2}
 
     episodes = [loadEpisodes(os.path.join(run, "monitor")) for run in (first, second)]
     assert list(episodes[0]["rewards"]) == list(episodes[1]["rewards"])

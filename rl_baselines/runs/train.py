@@ -113,10 +113,12 @@ def _readHyperparamFile(path: str) -> dict[str, str]:
 def hyperparamStrings(args: TrainConfig) -> dict[str, str]:
     """
     :param args: the run's settings (hyperparam_file, hyperparam)
-    :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, with --hyperparam's over them
+    :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, less those an algorithm's own flag
+        gives (``--learning-rate``: the flag wins, as it wins over a default), with --hyperparam's over them
     :raises UsageError: unreadable file or malformed KEY:VALUE
     """
     pairs = _readHyperparamFile(args.hyperparam_file) if args.hyperparam_file else {}
+    pairs = {name: value for name, value in pairs.items() if args.extra.get(f"hp_{name}") is None}
     pairs.update(_parseHyperparams(args.hyperparam))
     return pairs
 
