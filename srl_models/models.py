@@ -7,6 +7,7 @@ another combination (``--srl-model vae --losses vae:1 inverse:10``) is rebuilt e
 from __future__ import annotations
 
 import os
+import pickle
 from typing import Any
 
 import numpy as np
@@ -147,9 +148,12 @@ class LearnedSRLModel(BaseSRLModel):
         try:
             model = cls(config["state_dim"], tuple(config["img_shape"]), config, device=device)
             model.network.load_state_dict(torch.load(path, map_location=model.device, weights_only=True))
-        except (RuntimeError, OSError, KeyError, TypeError, ValueError) as error:
-            first_line = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise ValueError(f"cannot load the SRL model in {folder!r}: {first_line}") from None
+        except (RuntimeError, OSError, KeyError, TypeError, ValueError, EOFError, pickle.UnpicklingError) as error:
+            # a state_dict mismatch says what does not fit on its second line; an empty or foreign file says little
+            lines = [line.strip() for line in str(error).strip().splitlines()]
+            detail = " ".join(lines[:2] if lines and lines[0].endswith(":") else lines[:1])[:300]
+            raise ValueError(f"cannot load the SRL model in {folder!r}: {WEIGHTS_FILE}: "
+                             f"{type(error).__name__}{': ' + detail if detail else ' (empty or cut short)'}") from None
         return model
 
 

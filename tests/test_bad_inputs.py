@@ -229,6 +229,8 @@ CASES = [
     # --- srl_models.evaluate
     ("evaluate-corrupt-config", EVALUATE, ["--model-folder", "{srlbad}/corrupt_config"], ["exp_config.json"]),
     ("evaluate-truncated-weights", EVALUATE, ["--model-folder", "{srlbad}/truncated_weights"], ["truncated_weights"]),
+    ("evaluate-empty-weights", EVALUATE, ["--model-folder", "{srlbad}/empty_weights"],
+     ["empty_weights", "srl_model.pt", "empty or cut short"]),
     ("evaluate-truncated-pca", EVALUATE, ["--model-folder", "{srlbad}/truncated_pca"], ["truncated_pca"]),
     ("evaluate-dataset-of-other-env", EVALUATE, ["--model-folder", "{ae}", "--data-folder", "{other}"],
      ["MobileRobot1DGymEnv-v0", "MobileRobotGymEnv-v0"]),
@@ -303,6 +305,7 @@ CATEGORIES = {
         "latent-output-not-png", "plots-zero-window", "compare-output-not-png", "visdom-port-out-of-range"],
     "missing, corrupt or foreign file": [
         "train-hyperparam-file-corrupt", "train-load-missing", "train-load-corrupt", "train-load-truncated",
+        "evaluate-empty-weights",
         "train-load-other-algo", "train-srl-path-corrupt-config", "train-srl-path-other-env", "enjoy-no-run",
         "enjoy-missing-folder", "enjoy-corrupt-args", "enjoy-truncated-model", "enjoy-foreign-algo",
         "enjoy-no-best-model", "generator-policy-of-other-env", "generator-policy-not-a-run", "fusioner-not-a-dataset",
@@ -395,6 +398,7 @@ def srlModels(world: dict[str, str], datasets: dict[str, str]) -> dict[str, str]
     damaged = os.path.join(world["root"], "damaged_srl")
     for name, source, file_name, cut in (("corrupt_config", ae, "exp_config.json", 0.5),
                                          ("truncated_weights", ae, "srl_model.pt", 0.5),
+                                         ("empty_weights", ae, "srl_model.pt", 0.0),
                                          ("truncated_pca", pca, "srl_model.npz", 0.5)):
         copy = os.path.join(damaged, name)
         shutil.copytree(source, copy)
