@@ -43,6 +43,15 @@ def decodingModels() -> list[str]:
     return [name for name, (model_class, _) in registered_srl.items() if getattr(model_class, "DECODES", False)]
 
 
+def decodedDims(model: BaseSRLModel) -> range:
+    """:return: the state dimensions a decoding model's decoder reads: a split model's decoding loss owns a part of
+    the state (srl_splits), every other decoding model reads all of it"""
+    network = getattr(model, "network", None)
+    if network is None or getattr(network, "decoder_name", None) is None:
+        return range(model.state_dim)
+    return range(model.state_dim)[network.parts[network.decoder_name]]
+
+
 def latentGrid(model: BaseSRLModel, states: np.ndarray, dims: tuple[int, int], grid: int,
                value_range: tuple[float, float] | None = None) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray]]:
     """
@@ -149,9 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"the {name!r} model in {args.model_folder!r} does not decode states into images; models "
                          f"that decode: {', '.join(decodingModels()) or 'none installed'}")
     dims = tuple(args.dims)
-    if dims[0] == dims[1] or not all(0 <= d < model.state_dim for d in dims):
+    decoded = decodedDims(model)
+    if dims[0] == dims[1] or not all(d in decoded for d in dims):
+        part = "" if len(decoded) == model.state_dim else f" (the part of the state of {name}'s decoding loss)"
         raise UsageError(f"--dims {dims[0]} {dims[1]}: give two different latent dimensions in "
-                         f"0..{model.state_dim - 1}")
+                         f"{decoded[0]}..{decoded[-1]}, the ones its decoder reads{part}")
     output = args.output or os.path.join(args.model_folder, f"latent_grid_{dims[0]}_{dims[1]}.png")
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise UsageError(f"--output {output!r}: the folder does not exist")

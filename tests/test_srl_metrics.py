@@ -16,6 +16,7 @@ from replay.visdom_server import findFreePort, startServer, waitForServer
 from srl_models import evaluate, explore_latent, plotting, registry
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, participationRatio, sampleIndices
+from srl_models.models import SRLSplitsModel
 from srl_models.train import trainFromArgs
 from srl_toolbox.cli import runCommand
 
@@ -407,3 +408,12 @@ def test_the_participation_ratio_counts_the_directions_a_state_spans():
     assert participationRatio(np.c_[truth, np.ones(4000)]) == pytest.approx(2.0, abs=0.05)  # a constant adds none
     assert participationRatio(np.c_[truth, truth[:, :1] * 3]) == pytest.approx(1.8, abs=0.05)
     assert participationRatio(np.ones((10, 3))) == 1.0
+
+
+def test_explore_latent_sweeps_only_the_dims_the_decoder_reads(tmp_path, dataFolder, testModels, capsys):
+    """A split model's decoding loss owns a part of the state: sweeping another part would draw identical cells."""
+    splits = SRLSplitsModel(8, (3, 32, 32), {"losses": {"autoencoder": 1.0, "inverse": 1.0}, "n_actions": 4,
+                                              "split_dims": {"autoencoder": 6, "inverse": 2}})
+    assert list(explore_latent.decodedDims(splits)) == [0, 1, 2, 3, 4, 5]
+    pca = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    assert list(explore_latent.decodedDims(PCASRL.load(pca))) == [0, 1, 2, 3]  # every dim of a model without parts
