@@ -60,6 +60,7 @@ from rl_baselines.envs import factory
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
+from srl_toolbox.devices import parseThreads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         help=f"renderers to measure side by side [all {ENV_ID}'s: {' '.join(renderers)}]")
     parser.add_argument("--episodes", type=int, default=6, help="episodes of the VAE's dataset, 100 steps each [6]")
     parser.add_argument("--epochs", type=int, default=2, help="VAE training epochs [2]")
-    parser.add_argument("--torch-threads", type=int, nargs="+", default=[0], metavar="N",
+    parser.add_argument("--torch-threads", type=parseThreads, nargs="+", default=[0], metavar="N",
                         help="train's --torch-threads for each measurement, side by side [0: train's default, auto]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)

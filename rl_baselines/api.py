@@ -39,6 +39,7 @@ from rl_baselines.runs.train_config import DEFAULT_ALGO, TrainConfig, checkedVal
 from srl_models.base import SRLType
 from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
+from srl_toolbox.devices import maxThreads
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "UsageError", "evaluateAgent",
            "listAlgorithms", "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]
@@ -201,8 +202,8 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
 
 
 def _callerThreads() -> int:
-    """:return: this process's torch threads, at most the machine's CPUs (what --torch-threads accepts)"""
-    return min(torch.get_num_threads(), os.cpu_count() or 1)
+    """:return: this process's torch threads, at most what --torch-threads accepts"""
+    return min(torch.get_num_threads(), maxThreads())
 
 
 def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None) -> LoadedRun:

@@ -125,6 +125,11 @@ def usableCores() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
+def maxThreads() -> int:
+    """:return: the most torch threads a run may ask for: this machine's CPUs"""
+    return os.cpu_count() or 1
+
+
 def parseThreads(raw: str) -> int:
     """
     argparse type of ``--torch-threads``: ``auto`` (or 0), or a count up to this machine's CPUs (more threads than
@@ -137,7 +142,7 @@ def parseThreads(raw: str) -> int:
     value = raw.strip().lower()
     if value == "auto":
         return 0
-    cpus = os.cpu_count() or 1
+    cpus = maxThreads()
     valid = f"valid: auto (or 0) or 1..{cpus}, this machine's CPUs"
     if not value.isdigit():
         raise argparse.ArgumentTypeError(f"{raw!r} is not a thread count; {valid}")
