@@ -34,6 +34,7 @@ same step count has its name free. The buffer of the checkpoint before the newes
 from __future__ import annotations
 
 import glob
+import math
 import os
 import re
 import shutil
@@ -78,6 +79,18 @@ REPLAY_BUFFER_DIR = "replay_buffer"
 RUN_STATE_FILE = "run_state.json"
 _CHECKPOINT_NAME = re.compile(r"^(\d+)_steps$")
 _PARTIAL_MARK = ".partial-"
+
+
+def bestToState(best_mean_reward: float) -> float | None:
+    """:return: a best mean reward as run_state.json keeps it: None while none is known (-inf), so the file stays
+    strict JSON (no ``-Infinity``)"""
+    return best_mean_reward if math.isfinite(best_mean_reward) else None
+
+
+def bestFromState(state: dict[str, Any]) -> float:
+    """:return: the best mean reward a checkpoint's callback ``state`` kept (None or absent: -inf, none known)"""
+    value = state.get("best_mean_reward")
+    return -math.inf if value is None else float(value)
 
 
 def runDescription(run_dir: str, args: Any) -> dict[str, Any]:

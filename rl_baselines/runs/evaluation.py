@@ -35,6 +35,7 @@ from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import sync_envs_normalization
 
 from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
+from rl_baselines.core.checkpointing import bestFromState, bestToState
 from rl_baselines.core.plugin_v1 import makeEnv
 from rl_baselines.core.run_folder import EVALUATIONS_FILE
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
@@ -251,7 +252,8 @@ class Evaluator:
 
     def state(self) -> dict[str, Any]:
         """:return: what a checkpoint keeps to resume the evaluations (run_state.json's callback entry)"""
-        return {"count": len(self.timesteps), "next_eval": self.next_eval, "best_mean_reward": self.best_mean_reward}
+        return {"count": len(self.timesteps), "next_eval": self.next_eval,
+                "best_mean_reward": bestToState(self.best_mean_reward)}
 
     def restoreState(self, state: dict[str, Any]) -> None:
         """
@@ -263,7 +265,7 @@ class Evaluator:
         """
         count = int(state.get("count", 0))
         self.next_eval = int(state.get("next_eval", self.next_eval))
-        self.best_mean_reward = float(state.get("best_mean_reward", -float("inf")))
+        self.best_mean_reward = bestFromState(state)
         arrays = readEvaluations(self.path) if count and self.path is not None else None
         if count and (arrays is None or arrays["timesteps"].shape[0] < count):
             raise ValueError(f"{self.path} holds fewer than the {count} evaluations of the checkpoint")

@@ -33,7 +33,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
 from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, saveModel
+from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, bestFromState, bestToState, saveModel
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.runs.run_logging import RunLogger
 
@@ -364,10 +364,10 @@ class BestModelCallback(TrainingService):
         return True
 
     def state(self) -> dict[str, Any]:
-        return {"best_mean_reward": self.best_mean_reward, "next_best_check": self.next_check}
+        return {"best_mean_reward": bestToState(self.best_mean_reward), "next_best_check": self.next_check}
 
     def restoreState(self, state: dict[str, Any]) -> None:
-        self.best_mean_reward = float(state.get("best_mean_reward", -float("inf")))
+        self.best_mean_reward = bestFromState(state)
         self.next_check = int(state.get("next_best_check", self.next_check))
 
     def finish(self) -> None:
