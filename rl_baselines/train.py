@@ -7,6 +7,7 @@ no warning (unlike the deprecated re-export shims, srl_toolbox.deprecation).
 import signal
 from collections.abc import Sequence
 
+from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train import (
     DEFAULT_ALGO,
     DEFAULT_ENV,
@@ -14,7 +15,6 @@ from rl_baselines.runs.train import (
     TrainResult,
     baseParser,
     createRunFolder,
-    hyperparamStrings,
     main,
     parseCommand,
     prepareRunFolder,

@@ -95,6 +95,10 @@ CASES = [
      ["--batch-size", "'batch_size'", ">= 1"]),
     ("train-hyperparam-file-corrupt", TRAIN, [*GT, "--hyperparam-file", "{bad}/corrupt.yaml"],
      ["corrupt.yaml", "not valid YAML"]),
+    ("train-hyperparam-file-rl-zoo-key", TRAIN, [*GT, "--hyperparam-file", "{bad}/zoo_n_envs.yaml"],
+     ["zoo_n_envs.yaml", "n_envs", "rl_zoo3", "--num-cpu 8"]),
+    ("train-hyperparam-file-no-env-section", TRAIN, [*GT, "--hyperparam-file", "{bad}/zoo_other_env.yaml"],
+     ["zoo_other_env.yaml", "no section for MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
     ("train-load-missing", TRAIN, [*GT, "--load-rl-model-path", "{log}/missing.zip"], ["missing.zip", "does not exist"]),
     ("train-load-corrupt", TRAIN, [*GT, "--load-rl-model-path", "{bad}/garbage.zip"], ["garbage.zip", "not a"]),
     ("train-load-truncated", TRAIN, [*GT, "--load-rl-model-path", "{bad}/truncated.zip"], ["truncated.zip"]),
@@ -304,7 +308,8 @@ CATEGORIES = {
         "srl-train-horizon-longer-than-episodes", "srl-train-contrastive-batch-of-one",
         "latent-output-not-png", "plots-zero-window", "compare-output-not-png", "visdom-port-out-of-range"],
     "missing, corrupt or foreign file": [
-        "train-hyperparam-file-corrupt", "train-load-missing", "train-load-corrupt", "train-load-truncated",
+        "train-hyperparam-file-corrupt", "train-hyperparam-file-rl-zoo-key", "train-hyperparam-file-no-env-section",
+        "train-load-missing", "train-load-corrupt", "train-load-truncated",
         "evaluate-empty-weights",
         "train-load-other-algo", "train-srl-path-corrupt-config", "train-srl-path-other-env", "enjoy-no-run",
         "enjoy-missing-folder", "enjoy-corrupt-args", "enjoy-truncated-model", "enjoy-foreign-algo",
@@ -363,6 +368,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     bad.mkdir()
     (bad / "garbage.zip").write_bytes(b"this is not a model" * 10)
     (bad / "corrupt.yaml").write_text("n_steps: [64\nlearning_rate: 0.1\n")
+    (bad / "zoo_n_envs.yaml").write_text("MobileRobotGymEnv-v0:\n  n_envs: 8\n  n_steps: 64\n")
+    (bad / "zoo_other_env.yaml").write_text("KukaButtonGymEnv-v0:\n  n_steps: 64\n")
     (bad / "visdom").mkdir()
     x = np.arange(5, dtype=float)
     np.savez(bad / "curves.npz", x=x, y=np.stack([x, x + 1]), label=np.array("ppo2"), env=np.array("env"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 import torch
@@ -15,10 +16,12 @@ from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
+from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.hyperparams_file import usedHyperparams
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train import baseParser
 from rl_baselines.runs.train_config import TrainConfig
+from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -103,3 +106,28 @@ def test_a_run_with_value_clipping_resumes_with_it(tmp_path, monkeypatch) -> Non
     run_dir = interruptThenResume(monkeypatch, str(tmp_path), run_args, 200)
     model = PPO.load(os.path.join(run_dir, "ppo2_model.zip"))
     assert model.num_timesteps == 512 and model.clip_range_vf(1.0) == 0.2 and model.target_kl is None
+
+
+def test_an_rl_zoo_file_gives_the_runs_env_section_and_names_the_equivalents_of_its_other_keys(tmp_path) -> None:
+    zoo_file = tmp_path / "ppo.yml"  # rl_zoo3's layout: one section per env id
+    zoo_file.write_text("KukaButtonGymEnv-v0:\n  n_steps: 32\nMobileRobotGymEnv-v0:\n  n_steps: 64\n"
+                        "  learning_rate: !!float 1e-3\n  clip_range_vf: null\n")
+    assert readHyperparamFile(str(zoo_file), "MobileRobotGymEnv-v0") == {"n_steps": "64", "learning_rate": "0.001",
+                                                                         "clip_range_vf": "none"}
+    assert readHyperparamFile(str(zoo_file), "KukaButtonGymEnv-v0") == {"n_steps": "32"}
+    with pytest.raises(UsageError, match="no section for MobileRobot1DGymEnv-v0 .it has: KukaButtonGymEnv-v0, Mobile"):
+        readHyperparamFile(str(zoo_file), "MobileRobot1DGymEnv-v0")
+    for content, words in [("n_envs: 4", "--num-cpu 4"), ("n_timesteps: !!float 2e5", "--num-timesteps 200000"),
+                           ("policy: CnnPolicy", "the policy follows the observation"),
+                           ("frame_stack: 4", "--num-stack 4"), ("normalize: true", "normalised"),
+                           ("learning_rate: lin_2.5e-4", "learning_rate: 2.5e-4 and train's --lr-schedule linear"),
+                           ("clip_range: lin_0.1", "a number (clip_range: 0.1)"),
+                           ("policy_kwargs: dict(net_arch=[64])", "never does")]:
+        flat = tmp_path / "flat.yml"
+        flat.write_text(f"n_steps: 64\n{content}\n")
+        with pytest.raises(UsageError, match=re.escape(words)):
+            readHyperparamFile(str(flat), "MobileRobotGymEnv-v0")
+    # a flat file with a mapping value is not read as sections
+    (tmp_path / "nested.yml").write_text("n_steps: 64\nextra: {a: 1}\n")
+    with pytest.raises(UsageError, match="'extra'.*is not NAME: number/string/bool"):
+        readHyperparamFile(str(tmp_path / "nested.yml"), "MobileRobotGymEnv-v0")

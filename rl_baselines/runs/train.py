@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import torch
-import yaml
 from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass, registered_env, rendererRefusal, resolvedRenderer
@@ -32,6 +31,7 @@ from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
+from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparamsFile
 from rl_baselines.runs.pretrain import checkDataset
 from rl_baselines.runs.resume import (
@@ -75,52 +75,6 @@ def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: S
     parser = CLIParser(prog="python -m rl_baselines.train", add_help=add_help,
                        description="Train an RL agent on a robot env; see --algo NAME --help for its own flags.")
     return addFlags(parser, algo_names, env_ids)
-
-
-def _parseHyperparams(items: list[str]) -> dict[str, str]:
-    pairs: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition(":")
-        if not sep or not key or not value:
-            raise UsageError(f"--hyperparam {item!r} is not KEY:VALUE (for example n_steps:256)")
-        pairs[key] = value
-    return pairs
-
-
-def _readHyperparamFile(path: str) -> dict[str, str]:
-    try:
-        with open(path, encoding="utf-8") as handle:
-            content = yaml.safe_load(handle)
-    except OSError as error:
-        raise UsageError(f"--hyperparam-file {path!r}: {error.strerror}") from None
-    except yaml.YAMLError as error:
-        raise UsageError(f"--hyperparam-file {path!r} is not valid YAML ({str(error).splitlines()[0]})") from None
-    if content is None:
-        return {}
-    if not isinstance(content, dict):
-        raise UsageError(f"--hyperparam-file {path!r} must hold a mapping NAME: VALUE, not {type(content).__name__}")
-    pairs: dict[str, str] = {}
-    for key, value in content.items():
-        if value is None:  # YAML null, as rl_zoo3's files write an unset clip_range_vf: read as the word none
-            value = "none"
-        if not isinstance(key, str) or not isinstance(value, (bool, int, float, str)):
-            raise UsageError(f"--hyperparam-file {path!r}: {key!r}: {value!r} is not NAME: number/string/bool")
-        # The strings then go through parserHyperParam like --hyperparam ones (repr keeps every float digit).
-        pairs[key] = repr(value) if isinstance(value, float) else str(value)
-    return pairs
-
-
-def hyperparamStrings(args: TrainConfig) -> dict[str, str]:
-    """
-    :param args: the run's settings (hyperparam_file, hyperparam)
-    :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, less those an algorithm's own flag
-        gives (``--learning-rate``: the flag wins, as it wins over a default), with --hyperparam's over them
-    :raises UsageError: unreadable file or malformed KEY:VALUE
-    """
-    pairs = _readHyperparamFile(args.hyperparam_file) if args.hyperparam_file else {}
-    pairs = {name: value for name, value in pairs.items() if args.extra.get(f"hp_{name}") is None}
-    pairs.update(_parseHyperparams(args.hyperparam))
-    return pairs
 
 
 def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
@@ -192,7 +146,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     try:
         hyperparams = algo_class.parserHyperParam(hyperparamStrings(args))
     except ValueError as error:
-        raise UsageError(f"--hyperparam: {error}") from None
+        sources = [flag for flag, given in (("--hyperparam-file", args.hyperparam_file), ("--hyperparam", args.hyperparam))
+                   if given]
+        raise UsageError(f"{'/'.join(sources) or '--hyperparam'}: {error}") from None
     if args.load_rl_model_path is None:  # (a continued model keeps its own values)
         # the raw-pixel defaults, recorded as flags in args.json (and so in the benchmarks' keys)
         args = args.replace(**pixelDefaultFlags(algo_class, args.srl_model, args.extra, hyperparams, args.augment))

@@ -126,8 +126,9 @@ class TrainConfig:
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
                                           nargs="+", extend=True, metavar="KEY:VALUE")
-    hyperparam_file: str | None = setting(None, "YAML mapping of hyperparameters (as hyperparam_search writes); "
-                                          "--hyperparam wins", metavar="FILE")
+    hyperparam_file: str | None = setting(None, "YAML mapping of hyperparameters (as hyperparam_search writes), or "
+                                          "rl_zoo3's {env id: mapping} (the --env section); --hyperparam wins",
+                                          metavar="FILE")
     load_rl_model_path: str | None = setting(None, "continue training this saved model")
     srl_config_file: str | None = setting(None, "YAML {env id: {model name: folder}}: which trained SRL model each "
                                           "env uses [$SRL_MODELS_CONFIG, else config/srl_models.yaml of a source "

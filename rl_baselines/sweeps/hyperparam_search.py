@@ -27,6 +27,7 @@ from typing import Any
 
 from rl_baselines.core.registry import failed_plugins, registered_rl
 from rl_baselines.runs import train
+from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.search_outputs import saveSearchPlot, writeBestParams, writeTrialsCsv
@@ -138,7 +139,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
     train.validate(train_args, registered_rl)
-    fixed = train.hyperparamStrings(train_args)
+    fixed = hyperparamStrings(train_args)
     space = {name: spec for name, spec in space.items() if name not in fixed}
     if not space:
         raise UsageError("every hyperparameter of the search space is fixed by --hyperparam/--hyperparam-file; "

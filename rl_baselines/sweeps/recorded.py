@@ -22,7 +22,7 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.train import hyperparamStrings
+from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train_config import TrainConfig, addedSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
 from srl_toolbox.files import readJson

@@ -1,0 +1,113 @@
+"""Where a run's hyperparameters come from besides its algorithm's flags: ``--hyperparam-file`` and ``--hyperparam``.
+
+Both give ``NAME -> VALUE`` strings, typed afterwards by the algorithm's ``parserHyperParam`` as the command line's
+are. The file is a YAML mapping ``name: value`` (what ``hyperparam_search`` and a run's ``hyperparams.yaml`` write),
+or rl_zoo3's layout, one such mapping per env id, of which the run's ``--env`` section is read. rl_zoo3's keys that
+are not hyperparameters here (``n_envs``, ``policy``, ``lin_`` schedules...) are refused in one line that names the
+toolbox's equivalent.
+
+Invariant: reading is pure (nothing written), and every bad file is a :class:`UsageError` naming the file.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from rl_baselines.runs.train_config import TrainConfig
+from srl_toolbox.cli import UsageError
+
+# rl_zoo3's hyperparameter-file keys that are settings of the run here, not hyperparameters: what to give instead
+ZOO_KEYS = {
+    "n_envs": "--num-cpu {value} (parallel envs)",
+    "n_timesteps": "--num-timesteps {value}",
+    "policy": "nothing: the policy follows the observation (CnnPolicy for raw_pixels, MlpPolicy for states)",
+    "normalize": "nothing: every observation but raw pixels is normalised (a running mean/std, rewards as they are)",
+    "frame_stack": "--num-stack {value}",
+    "policy_kwargs": "the algorithm's own flags (see --algo NAME --help; ppo2: --features-extractor); rl_zoo3 "
+                     "evaluates this string as Python, which the toolbox never does",
+    "env_wrapper": "an env plugin (docs/plugins.md)",
+    "vec_env_wrapper": "an env plugin (docs/plugins.md)",
+    "callback": "a callback given to rl_baselines.api.trainAgent (docs/python_api.md)",
+    "env_kwargs": "the env's flags of train (--random-target, --force-down, --img-shape...)",
+    "eval_env_kwargs": "the env's flags of train (evaluations use the training env's settings)",
+}
+_LINEAR = "lin_"
+
+
+def parseHyperparamPairs(items: list[str]) -> dict[str, str]:
+    """:param items: ``--hyperparam``'s ``KEY:VALUE`` strings; :return: ``KEY -> VALUE``
+    :raises UsageError: an item that is not ``KEY:VALUE``"""
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition(":")
+        if not sep or not key or not value:
+            raise UsageError(f"--hyperparam {item!r} is not KEY:VALUE (for example n_steps:256)")
+        pairs[key] = value
+    return pairs
+
+
+def _loadYaml(path: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as error:
+        raise UsageError(f"--hyperparam-file {path!r}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise UsageError(f"--hyperparam-file {path!r} is not valid YAML ({str(error).splitlines()[0]})") from None
+
+
+def _envSection(path: str, content: dict[Any, Any], env_id: str) -> dict[Any, Any]:
+    """:return: the ``env_id`` section of an rl_zoo3-style file (every value a mapping)
+    :raises UsageError: no section for ``env_id``"""
+    if env_id not in content:
+        raise UsageError(f"--hyperparam-file {path!r} has no section for {env_id} (it has: "
+                         f"{', '.join(map(str, content))})")
+    return content[env_id]
+
+
+def readHyperparamFile(path: str, env_id: str) -> dict[str, str]:
+    """
+    :param path: the YAML file: ``name: value``, or rl_zoo3's ``env id: {name: value}``
+    :param env_id: the run's env (the section read from an rl_zoo3-style file)
+    :return: ``name -> value`` strings (a float by its repr, every digit kept; YAML's null as ``none``)
+    :raises UsageError: unreadable file, another layout, a value that is not a scalar, or an rl_zoo3 key
+    """
+    content = _loadYaml(path)
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise UsageError(f"--hyperparam-file {path!r} must hold a mapping NAME: VALUE, not {type(content).__name__}")
+    if content and all(isinstance(value, dict) for value in content.values()):
+        content = _envSection(path, content, env_id)
+    pairs: dict[str, str] = {}
+    for key, value in content.items():
+        if key in ZOO_KEYS:
+            shown = int(value) if isinstance(value, float) and value.is_integer() else value
+            raise UsageError(f"--hyperparam-file {path!r}: {key} is rl_zoo3's, not a hyperparameter; give "
+                             f"{ZOO_KEYS[key].format(value=shown)}")
+        if isinstance(value, str) and value.startswith(_LINEAR):
+            number = value[len(_LINEAR):]
+            instead = (f"{key}: {number} and train's --lr-schedule linear" if key == "learning_rate" else
+                       f"a number ({key}: {number}): only the learning rate has a schedule here")
+            raise UsageError(f"--hyperparam-file {path!r}: {key}: {value} is rl_zoo3's linear schedule; give {instead}")
+        if value is None:  # YAML null, as rl_zoo3's files write an unset clip_range_vf: read as the word none
+            value = "none"
+        if not isinstance(key, str) or not isinstance(value, (bool, int, float, str)):
+            raise UsageError(f"--hyperparam-file {path!r}: {key!r}: {value!r} is not NAME: number/string/bool")
+        # The strings then go through parserHyperParam like --hyperparam ones (repr keeps every float digit).
+        pairs[key] = repr(value) if isinstance(value, float) else str(value)
+    return pairs
+
+
+def hyperparamStrings(args: TrainConfig) -> dict[str, str]:
+    """
+    :param args: the run's settings (env, hyperparam_file, hyperparam)
+    :return: the hyperparameters as NAME -> VALUE strings: --hyperparam-file's, less those an algorithm's own flag
+        gives (``--learning-rate``: the flag wins, as it wins over a default), with --hyperparam's over them
+    :raises UsageError: unreadable file or malformed KEY:VALUE
+    """
+    pairs = readHyperparamFile(args.hyperparam_file, args.env) if args.hyperparam_file else {}
+    pairs = {name: value for name, value in pairs.items() if args.extra.get(f"hp_{name}") is None}
+    pairs.update(parseHyperparamPairs(args.hyperparam))
+    return pairs
