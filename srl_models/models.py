@@ -130,8 +130,10 @@ class LearnedSRLModel(BaseSRLModel):
         :param folder: the model folder (created if needed); srl_model.pt first, exp_config.json last, each atomic
         """
         os.makedirs(folder, exist_ok=True)
-        with atomicPath(os.path.join(folder, WEIGHTS_FILE)) as tmp_path:
-            torch.save(self.network.state_dict(), tmp_path)
+        # through a file object: the zip's records are then named archive/..., not after the temporary file, so
+        # two identical trainings write identical bytes
+        with atomicPath(os.path.join(folder, WEIGHTS_FILE)) as tmp_path, open(tmp_path, "wb") as handle:
+            torch.save(self.network.state_dict(), handle)
         self.exp_config["weights"] = [WEIGHTS_FILE]
         writeJson(os.path.join(folder, EXP_CONFIG_FILE), self.exp_config, sort_keys=False)
 

@@ -20,6 +20,7 @@ from srl_models.registry import loadSRLModel
 from srl_models.train import rewardClasses, rewardClassOf, trainFromArgs
 from srl_models.train_config import SRLTrainConfig
 from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, splitEpisodes, trainNetwork
+from srl_toolbox.files import sha256File
 
 N_EPISODES, N_STEPS, IMG = 4, 50, 32
 TRAIN_ARGS = ["--no-eval", "--no-progress", "--batch-size", "32", "--state-dim", "8", "--seed", "1"]
@@ -126,6 +127,8 @@ def test_same_seed_same_weights(tinyDataset: str, tmp_path) -> None:
     assert weights[0].keys() == weights[1].keys()
     for key in weights[0]:
         assert torch.equal(weights[0][key], weights[1][key]), key
+    # and the same bytes: a file hash is a repeatability check (the zip's records do not take a temporary name)
+    assert sha256File(os.path.join(first, "srl_model.pt")) == sha256File(os.path.join(second, "srl_model.pt"))
     # trained as "vae" with an inverse loss: loaded by that name, with its inverse head
     model = loadSRLModel(first)
     assert isinstance(model, VAEModel) and set(model.network.losses) == {"vae", "inverse"}

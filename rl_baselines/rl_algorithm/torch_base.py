@@ -139,8 +139,8 @@ class TorchRLObject(BaseRLObject):
             "observation_space": spaceToDict(self.observation_space),
             "action_space": spaceToDict(self.action_space),
         }
-        with atomicPath(save_path) as tmp_path:
-            torch.save(payload, tmp_path)
+        with atomicPath(save_path) as tmp_path, open(tmp_path, "wb") as handle:  # records named archive/...
+            torch.save(payload, handle)
         saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
 
     @classmethod
