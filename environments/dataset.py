@@ -24,6 +24,7 @@ CONFIG_FILE = "dataset_config.json"
 ARRAY_KEYS = {
     "actions": DATA_FILE, "rewards": DATA_FILE, "episode_starts": DATA_FILE,
     "ground_truth_states": GROUND_TRUTH_FILE, "target_positions": GROUND_TRUTH_FILE, "images_path": GROUND_TRUTH_FILE,
+    "step_target_positions": GROUND_TRUTH_FILE,
 }
 
 
@@ -72,7 +73,7 @@ class Dataset:
             raise ValueError(f"{path!r}: {CONFIG_FILE} is not a JSON object")
         dataset = cls(path, config, arrays)
         lengths = {key: len(arrays[key]) for key in ("actions", "rewards", "episode_starts", "ground_truth_states",
-                                                     "images_path") if key in arrays}
+                                                     "step_target_positions", "images_path") if key in arrays}
         if len(set(lengths.values())) > 1:
             raise ValueError(f"{path!r} has arrays of different lengths: "
                              + ", ".join(f"{key} {n}" for key, n in lengths.items()))
@@ -131,14 +132,18 @@ class Dataset:
 
     def states(self, relative: bool | None = None) -> np.ndarray:
         """
-        :param relative: subtract the episode's target position (default: as the recording env did, relative_pos)
+        :param relative: subtract the target's position (default: as the recording env did, relative_pos): the
+            target at each row (step_target_positions), or, in a dataset recorded without it, the episode's target
+            at its start (the same for an env whose target stays put)
         :return: float32 ground-truth states, one row per observation
         """
         self.require("ground_truth_states")
         states = self.arrays["ground_truth_states"].astype(np.float32)
         if relative is None:
             relative = bool(self.config.get("relative_pos", True))
-        if relative:
+        if relative and "step_target_positions" in self.arrays:
+            states = states - self.arrays["step_target_positions"].astype(np.float32)
+        elif relative:
             self.require("target_positions", purpose="relative ground truth")
             states = states - self.arrays["target_positions"].astype(np.float32)[self.episodeIndex()]
         return states

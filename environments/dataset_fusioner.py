@@ -21,6 +21,7 @@ from srl_toolbox.files import writeJson, writeNpz
 
 PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
 GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
+STEP_TARGETS = "step_target_positions"  # optional (older datasets lack it): merged when every source has it
 _RECORD = re.compile(r"^record_(\d+)$")
 
 
@@ -65,7 +66,8 @@ def loadDataset(folder: str) -> dict[str, Any]:
         except ValueError as error:
             raise UsageError(f"{config_path} is not valid JSON ({error})") from None
     n_rows = len(arrays["rewards"])
-    for key in ("actions", "episode_starts", "ground_truth_states", "images_path"):
+    for key in ("actions", "episode_starts", "ground_truth_states", "images_path",
+                *([STEP_TARGETS] if STEP_TARGETS in arrays else [])):
         if len(arrays[key]) != n_rows:
             raise UsageError(f"{folder!r}: {key} has {len(arrays[key])} rows, rewards {n_rows}")
     n_episodes = int(np.count_nonzero(arrays["episode_starts"]))
@@ -135,7 +137,9 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
     if os.path.exists(partial):
         shutil.rmtree(partial)  # left by an interrupted merge: nothing in it is reused
     os.makedirs(partial)
-    merged: dict[str, list[np.ndarray]] = {key: [] for key in (*PREPROCESSED_KEYS, *GROUND_TRUTH_KEYS)}
+    ground_truth_keys = [*GROUND_TRUTH_KEYS, *([STEP_TARGETS] if all(STEP_TARGETS in d["arrays"] for d in datasets)
+                                                else [])]
+    merged: dict[str, list[np.ndarray]] = {key: [] for key in (*PREPROCESSED_KEYS, *ground_truth_keys)}
     next_record = 0
     for dataset in datasets:
         renumber = {old: next_record + i for i, old in enumerate(dataset["records"])}
@@ -153,7 +157,7 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
     result = {key: np.concatenate(parts) for key, parts in merged.items()}
     result["episode_starts"] = result["episode_starts"].astype(bool)
     writeNpz(os.path.join(partial, "preprocessed_data.npz"), {key: result[key] for key in PREPROCESSED_KEYS})
-    writeNpz(os.path.join(partial, "ground_truth.npz"), {key: result[key] for key in GROUND_TRUTH_KEYS})
+    writeNpz(os.path.join(partial, "ground_truth.npz"), {key: result[key] for key in ground_truth_keys})
     globals_path = os.path.join(sources[0], "env_globals.json")
     if os.path.isfile(globals_path):
         shutil.copy2(globals_path, os.path.join(partial, "env_globals.json"))

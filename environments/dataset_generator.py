@@ -5,8 +5,9 @@
         env_globals.json       the env's constants and constructor keywords (SRLGymEnv.getGlobals)
         record_NNN/frameNNNNNN.jpg   one folder per episode (6-channel envs: frameNNNNNN_1.jpg and frameNNNNNN_2.jpg)
         preprocessed_data.npz  actions (N or N x action_dim), rewards (N), episode_starts (N, bool)
-        ground_truth.npz       ground_truth_states (N x d, absolute), target_positions (episodes x d),
-                               images_path (N, "<name>/record_NNN/frameNNNNNN", no extension)
+        ground_truth.npz       ground_truth_states (N x d, absolute), target_positions (episodes x d, at the
+                               episode's start), step_target_positions (N x d: the target at each row, which
+                               moves in some envs), images_path (N, "<name>/record_NNN/frameNNNNNN", no extension)
 
 Row i is the observation before action i; the last observation of an episode is not saved.
 
@@ -304,12 +305,12 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
     env.action_space.seed(seed)
     if policy is not None:
         policy.reset(seed)
-    target = np.asarray(env.getTargetPos(), dtype=np.float32)
-    actions, rewards, states = [], [], []
+    actions, rewards, states, targets = [], [], [], []
     frame = 0
     while True:
         writeImage(os.path.join(folder, f"frame{frame:06d}"), observation, spec.image_format)
         states.append(np.asarray(env.getGroundTruth(), dtype=np.float32))
+        targets.append(np.asarray(env.getTargetPos(), dtype=np.float32))  # a moving target's, row by row
         action = env.action_space.sample() if policy is None else policy.act(env, observation)
         observation, reward, terminated, truncated, _ = env.step(action)
         actions.append(action)
@@ -319,7 +320,8 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
             break
     arrays = {"actions": np.asarray(actions, dtype=np.int64 if spec.env_kwargs["is_discrete"] else np.float32),
               "rewards": np.asarray(rewards, dtype=np.float32),
-              "ground_truth_states": np.stack(states), "target_position": target}
+              "ground_truth_states": np.stack(states), "target_position": targets[0],
+              "step_target_positions": np.stack(targets)}
     writeNpz(episodeFile(partial_dir, episode), arrays)
     return {"episode": episode, "frames": frame, "rewards": arrays["rewards"]}
 
@@ -502,7 +504,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
     :param partial_dir: the partial dataset folder, with every episode finished
     :return: the merged arrays
     """
-    actions, rewards, starts, states, targets, paths = [], [], [], [], [], []
+    actions, rewards, starts, states, targets, step_targets, paths = [], [], [], [], [], [], []
     for episode in range(spec.num_episodes):
         with np.load(episodeFile(partial_dir, episode), allow_pickle=False) as data:
             n_frames = len(data["rewards"])
@@ -510,6 +512,8 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
             rewards.append(data["rewards"])
             states.append(data["ground_truth_states"])
             targets.append(data["target_position"])
+            # (an episode file of an older generator, resumed, has none: the dataset then has none either)
+            step_targets.append(data["step_target_positions"] if "step_target_positions" in data.files else None)
         episode_starts = np.zeros(n_frames, dtype=bool)
         episode_starts[0] = True
         starts.append(episode_starts)
@@ -517,11 +521,15 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
     merged = {"actions": np.concatenate(actions), "rewards": np.concatenate(rewards),
               "episode_starts": np.concatenate(starts), "ground_truth_states": np.concatenate(states),
               "target_positions": np.stack(targets), "images_path": np.array(paths)}
+    ground_truth_keys = ["ground_truth_states", "target_positions", "images_path"]
+    if all(rows is not None for rows in step_targets):
+        merged["step_target_positions"] = np.concatenate(step_targets)
+        ground_truth_keys.append("step_target_positions")
     # Atomic although the folder is renamed when complete: an interrupted run is resumed in this folder.
     writeNpz(os.path.join(partial_dir, "preprocessed_data.npz"),
              {key: merged[key] for key in ("actions", "rewards", "episode_starts")})
     writeNpz(os.path.join(partial_dir, "ground_truth.npz"),
-             {key: merged[key] for key in ("ground_truth_states", "target_positions", "images_path")})
+             {key: merged[key] for key in ground_truth_keys})
     writeJson(os.path.join(partial_dir, "env_globals.json"), env_class.getGlobals(spec.env_kwargs))
     max_distance = spec.env_kwargs.get("max_distance")
     config = {"relative_pos": bool(relative_pos), "max_dist": None if max_distance is None else str(max_distance),

@@ -20,10 +20,12 @@ import pytest
 from conftest import REPO, assertParserFromSettings, runModule, snapshot
 from filelock import FileLock
 
-from environments import dataset_generator
+from environments import dataset_generator, getEnvClass
+from environments.dataset import Dataset
 from environments.dataset_generator import episodeSeed
 from environments.generator_config import GeneratorConfig
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from environments.srl_env import FRESH_WORLD
 from rl_baselines.runs.run_policy import loadRunPolicy
 from srl_toolbox.cli import UsageError
 
@@ -105,7 +107,7 @@ def test_round_trip_two_processes(references):
     data = loadArrays(folder)
     n_frames = N_EPISODES * N_STEPS  # the mobile robot never terminates: every episode lasts max_steps
     assert set(data) == {"actions", "rewards", "episode_starts", "ground_truth_states", "target_positions",
-                         "images_path"}
+                         "step_target_positions", "images_path"}
     assert data["actions"].shape == (n_frames,) and data["actions"].dtype.kind == "i"
     assert set(np.unique(data["actions"])) <= {0, 1, 2, 3} and len(np.unique(data["actions"])) == 4
     assert data["rewards"].shape == (n_frames,)
@@ -113,6 +115,9 @@ def test_round_trip_two_processes(references):
     assert np.flatnonzero(data["episode_starts"]).tolist() == list(range(0, n_frames, N_STEPS))
     assert data["ground_truth_states"].shape == (n_frames, 2)
     assert data["target_positions"].shape == (N_EPISODES, 2)
+    # a fixed target: the target at each row is the episode's
+    episode = np.cumsum(data["episode_starts"]) - 1
+    np.testing.assert_array_equal(data["step_target_positions"], data["target_positions"][episode])
     assert data["images_path"].shape == (n_frames,) and data["images_path"].dtype.kind == "U"
 
     # Every path names an existing, decodable, non-blank image of the right size; one file per row.
@@ -308,7 +313,8 @@ def test_fusioner_merges_datasets(tmp_path):
     a, b, merged = loadArrays(first), loadArrays(second), loadArrays(destination)
     for key in a:
         assert len(merged[key]) == len(a[key]) + len(b[key]), key
-    for key in ("actions", "rewards", "episode_starts", "ground_truth_states", "target_positions"):
+    for key in ("actions", "rewards", "episode_starts", "ground_truth_states", "target_positions",
+                "step_target_positions"):
         assert np.array_equal(merged[key], np.concatenate([a[key], b[key]])), key
     n_episodes = 4 + 3
     records = sorted(entry for entry in os.listdir(destination) if entry.startswith("record_"))
@@ -437,3 +443,25 @@ def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_
         return
     with pytest.warns(UserWarning, match=f"trained on frames drawn by {run_renderer} .* --renderer {other}"):
         assert renderer("--policy", run_dir, "--renderer", other) == other
+
+
+def test_a_moving_target_is_recorded_row_by_row_and_relative_ground_truth_follows_it(tmp_path):
+    """KukaMovingButton's button moves every step: the relative ground truth a dataset gives (GTC, the probe,
+    behaviour cloning, the supervised model) is the env's own relative observation at each row, not one taken
+    from the episode's first target."""
+    generate(tmp_path, "--env", "KukaMovingButtonGymEnv-v0", "--img-shape", "3", "16", "16", "--max-steps", "30",
+             "--seed", "3", "--num-episode", "1", "--no-progress", name="moving")
+    dataset = Dataset.open(str(tmp_path / "moving"))
+    targets = dataset["step_target_positions"]
+    assert len(targets) == len(dataset) and np.ptp(targets[:, :2], axis=0).max() > 1e-3  # it moved
+    np.testing.assert_array_equal(targets[0], dataset["target_positions"][0])
+    # the env in its ground-truth mode, replaying the recorded actions from the same start, observes the same
+    kwargs = readJson(tmp_path / "moving" / "env_globals.json")["env_kwargs"]
+    env = getEnvClass("KukaMovingButtonGymEnv-v0")(**{**kwargs, "srl_model": "ground_truth",
+                                                      "img_shape": tuple(kwargs["img_shape"])})
+    observation, _ = env.reset(seed=episodeSeed(3, 0), options={FRESH_WORLD: True})
+    observed = [observation]
+    for action in dataset["actions"][:-1]:
+        observed.append(env.step(action)[0])
+    env.close()
+    np.testing.assert_allclose(dataset.states(), np.array(observed), atol=1e-5)
