@@ -29,7 +29,9 @@ whose simulator keeps state across resets that the episode's floats feel says so
 episode's float states by up to about 1e-4). Such an env takes the reset option ``{FRESH_WORLD: True}``: it builds its
 world anew before the episode, which is then the one a new env would play. Training never asks for it (an env's
 sequence of episodes is itself seeded and repeats); the dataset generator does, so that an episode does not depend on
-which of its processes played it after which others.
+which of its processes played it after which others. Where that history reaches whole pixels (KukaRandButton's
+tumbling distractors), the env's seeded reset builds its world anew too (``SEEDED_RESET_BUILDS_ANEW``), so that
+``reset(seed=s)`` repeats the episode of s (gymnasium's check_env, evaluations reseeded each time).
 
 Action masks (sb3-contrib's convention, for MaskablePPO): an env that can tell which discrete actions would do
 nothing useful defines ``action_masks() -> np.ndarray`` (one bool per action of its Discrete space, True where the

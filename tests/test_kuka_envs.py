@@ -9,6 +9,7 @@ import gymnasium
 import numpy as np
 import pytest
 from conftest import runFolder, runTrain
+from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env
 
 import environments
@@ -171,9 +172,14 @@ def test_same_seed_same_episode(env_class, kind: str) -> None:
         assert not np.array_equal(first[0], _rollout(env_b, 4, n_steps=0)[0])
 
 
-def _randomEpisode(env: KukaButtonGymEnv, seed: int, options: dict | None = None) -> np.ndarray:
-    """:return: the ground truth of an episode of seeded random actions played to its end, as the generator plays"""
-    env.reset(seed=seed, options=options)
+def _randomEpisode(env: KukaButtonGymEnv, seed: int, options: dict | None = None, seeded_reset: bool = True) -> np.ndarray:
+    """:return: the ground truth of an episode of seeded random actions played to its end, as the generator plays
+    (``seeded_reset=False``: the env's generator seeded as reset(seed=...) seeds it, then an unseeded reset)"""
+    if seeded_reset:
+        env.reset(seed=seed, options=options)
+    else:
+        env.np_random, _ = gymnasium.utils.seeding.np_random(seed)
+        env.reset(options=options)
     env.action_space.seed(seed)
     states = [env.getGroundTruth()]
     while True:
@@ -194,10 +200,20 @@ def test_fresh_world_reset_plays_the_episode_of_a_new_env() -> None:
         reference = _randomEpisode(new, episode)
     with makeEnv(KukaRandButtonGymEnv, **settings) as env:
         _randomEpisode(env, before)
-        assert not np.array_equal(_randomEpisode(env, episode), reference), "the history no longer shows: " \
-            "RESET_KEEPS_HISTORY may not be needed"
+        assert not np.array_equal(_randomEpisode(env, episode, seeded_reset=False), reference), \
+            "the history no longer shows: RESET_KEEPS_HISTORY may not be needed"
         _randomEpisode(env, before, {FRESH_WORLD: True})
-        np.testing.assert_array_equal(_randomEpisode(env, episode, {FRESH_WORLD: True}), reference)
+        np.testing.assert_array_equal(_randomEpisode(env, episode, {FRESH_WORLD: True}, seeded_reset=False), reference)
+        # KukaRandButton's seeded reset rebuilds the scene by itself: reset(seed=s) repeats s's episode (check_env)
+        _randomEpisode(env, before)
+        np.testing.assert_array_equal(_randomEpisode(env, episode), reference)
+    assert KukaRandButtonGymEnv.SEEDED_RESET_BUILDS_ANEW and not KukaButtonGymEnv.SEEDED_RESET_BUILDS_ANEW
+
+
+def test_gymnasium_check_env_repeats_a_seeded_reset_with_distractors() -> None:
+    # gymnasium's checker resets with the same seed after other episodes and compares the pixels
+    with makeEnv(KukaRandButtonGymEnv, srl_model="raw_pixels", img_shape=(3, 32, 32)) as env:
+        gymnasium_check_env(env)
 
 
 def test_constructor_seed_matches_reset_seed() -> None:

@@ -26,6 +26,8 @@ class KukaRandButtonGymEnv(KukaButtonGymEnv):
     OBJECT_Y_RANGE = (-0.3, 0.3)
     OBJECT_Z = -0.1  # dropped from just above the table top
     RESET_SETTLE_STEPS = 500  # the dropped objects (ducks rock for a while) come to rest
+    # 500 steps of tumbling objects turn the contact caches' 1e-4 into pixels: reset(seed=s) rebuilds the scene
+    SEEDED_RESET_BUILDS_ANEW = True
     OBJECT_BUTTON_CLEARANCE = 0.1  # no object centre within this half-side square around a button
     BALL_URDF = "sphere_small.urdf"
     BALL_POS = (0.25, -0.2, 0.1)
