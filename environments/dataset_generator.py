@@ -23,10 +23,11 @@ interrupted run leaves the partial folder: ``--resume`` plays only the episodes 
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
 entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
 what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
-``env_id``, ``continuous`` and ``action_joints`` (and ``force_down`` and ``renderer``, read as False and None when a
-loader lacks them). Random actions on an arm are recorded with ``force_down`` (the arm never moves up, as in the
-original toolbox); a replayed agent acts in the env it was trained in, so its run's ``force_down`` decides, and its
-run's renderer draws the frames unless ``--renderer`` says otherwise (with a warning).
+``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, ``renderer``, ``pixels`` and ``cameras``, read
+as False, None, False and the dataset's when a loader lacks them). Random actions on an arm are recorded with
+``force_down`` (the arm never moves up, as in the original toolbox); a replayed agent acts in the env it was trained
+in, so its run's ``force_down`` decides, and its run's renderer draws the frames unless ``--renderer`` says otherwise
+(with a warning); an agent acting on images is refused where the dataset's cameras are not its own.
 
 The settings are one :class:`environments.generator_config.GeneratorConfig`: the parser is generated from it, and
 :func:`validate` and :func:`generate` take one built in Python (the command line is parse -> config -> generate).
@@ -208,6 +209,12 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
             run.load(num_threads=1)  # one process per core: the workers already use them all
         except ValueError as error:
             raise UsageError(str(error)) from None
+        cameras = 2 if (config.fpv or config.multi_view) else 1
+        if getattr(run, "pixels", False) and getattr(run, "cameras", cameras) != cameras:
+            flags = "--fpv" if "fpv" in keywords else "--multi-view"
+            raise UsageError(f"--policy {config.policy!r} acts on images of {run.cameras} camera"
+                             f"{'s' if run.cameras > 1 else ''}: " + (f"pass {flags}" if run.cameras > 1 else
+                                                                      f"drop {flags}"))
         if "force_down" in env_kwargs:  # the agent acts as in its run
             env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
         if trained_on is not None and renderer != trained_on:

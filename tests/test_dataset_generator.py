@@ -445,6 +445,21 @@ def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_
         assert renderer("--policy", run_dir, "--renderer", other) == other
 
 
+@pytest.mark.parametrize("cameras,pixels", [(1, True), (2, True), (2, False)])
+def test_a_replayed_agent_on_images_needs_its_cameras(tmp_path, monkeypatch, cameras, pixels):
+    """An agent acting on images of one camera cannot act on two stacked (--fpv), nor the reverse: refused before
+    anything is recorded (it failed in the workers with a traceback, leaving a partial folder); an agent on the
+    env's state does not mind the dataset's cameras."""
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", cameras=cameras, pixels=pixels)
+    for flags, two in (([], False), (["--fpv"], True)):
+        if pixels and two != (cameras == 2):
+            with pytest.raises(UsageError, match=f"acts on images of {cameras} camera.*{'drop' if two else 'pass'} --fpv"):
+                kwargs("--policy", run_dir, *flags)
+        else:
+            assert bool(kwargs("--policy", run_dir, *flags).get("fpv")) is two
+    assert not os.path.exists(tmp_path / "data")
+
+
 def test_a_moving_target_is_recorded_row_by_row_and_relative_ground_truth_follows_it(tmp_path):
     """KukaMovingButton's button moves every step: the relative ground truth a dataset gives (GTC, the probe,
     behaviour cloning, the supervised model) is the env's own relative observation at each row, not one taken

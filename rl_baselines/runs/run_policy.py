@@ -134,7 +134,11 @@ class RunPolicy:
         self.action_joints = bool(self.args.action_joints)
         self.force_down = bool(self.args.force_down)
         self.renderer: str | None = self.args.renderer  # what drew the images it learned from (runs name it)
-        self.img_shape = tuple(self.args.img_shape or (3, 64, 64))
+        # a second camera (--fpv, --multi-view) stacks its image on the channels of the one the agent sees
+        self.cameras = 2 if (self.args.fpv or self.args.multi_view) else 1
+        self.pixels = self.learned or self.srl_model == "raw_pixels"  # whether the agent acts on the images
+        height, width = tuple(self.args.img_shape or (3, 64, 64))[1:]
+        self.img_shape = (3 * self.cameras, int(height), int(width))
         self.num_stack = int(self.args.num_stack)
         self.agent: Any = None
         self.encoder: Any = None
