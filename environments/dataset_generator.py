@@ -67,6 +67,7 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 MIN_IMAGE_SIDE = 16
+MAX_JPEG_SIDE = 65500  # libjpeg's limit (OpenCV's encoder fails above it)
 SETTINGS_FILE = "generation.json"
 EPISODES_FOLDER = "episodes"
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
@@ -146,6 +147,9 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     if channels != 3 or height < MIN_IMAGE_SIDE or width < MIN_IMAGE_SIDE:
         raise UsageError(f"--img-shape {' '.join(map(str, config.img_shape))} is not 3 H W with H, W >= "
                          f"{MIN_IMAGE_SIDE}")
+    if config.image_format == "jpg" and max(height, width) > MAX_JPEG_SIDE:
+        raise UsageError(f"--img-shape {' '.join(map(str, config.img_shape))}: a JPEG image is at most {MAX_JPEG_SIDE} "
+                         f"pixels a side; use smaller images or --image-format png")
     if config.num_cpu > config.num_episode:
         raise UsageError(f"--num-cpu {config.num_cpu} is more than --num-episode {config.num_episode}: each process "
                          f"records whole episodes")
