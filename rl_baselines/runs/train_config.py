@@ -140,8 +140,9 @@ class TrainConfig:
     # rl_baselines.pipeline creates each run's folder (its log goes there before train starts) and passes it here.
     run_folder: str | None = setting(None, "the run folder made by the pipeline", hidden=True)
     no_progress: bool = setting(False, "no progress bar")
-    device: str = setting("auto", "torch device of the networks (and of a trained SRL model): auto (the GPU when "
-                          "torch sees one), cpu, cuda or cuda:N; resolved for this machine by validation",
+    device: str = setting("auto", "torch device of the networks (and of a trained SRL model): auto (the GPU for a "
+                          "CNN policy on images when torch sees one, else the CPU), cpu, cuda or cuda:N; resolved "
+                          "for this machine by validation",
                           parse=parseDevice, metavar="DEVICE")
     torch_threads: int = setting(0, "torch's CPU threads for this run's process, 1 up to the machine's CPUs; auto "
                                  "(or 0): for a CNN on images the process's share of the cores (OMP_NUM_THREADS where "

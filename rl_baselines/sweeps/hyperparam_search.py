@@ -71,7 +71,7 @@ def searchParser() -> CLIParser:
                               "--hyperparam n_steps:64 to fix a value and leave it out of the search).")
     parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"algorithm with a search space [{DEFAULT_ALGO}]")
     parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
-                        help="train flags for --algo, in the pipeline's per-algorithm form (reinforce:--pg-lr=0.01); "
+                        help="train flags for --algo, in the pipeline's per-algorithm form (a2c:--n-steps=16); "
                              "the same as giving FLAGS directly")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")

@@ -82,7 +82,7 @@ def buildParser() -> CLIParser:
                "--algo NAME --help lists them), e.g. --num-timesteps, --num-cpu, -c, -r, --img-shape.")
     parser.add_argument("--algo", nargs="+", default=[DEFAULT_ALGO], help=f"algorithms [{DEFAULT_ALGO}]")
     parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
-                        help="train flags for one algorithm's runs only, e.g. reinforce:--pg-lr=0.01 or "
+                        help="train flags for one algorithm's runs only, e.g. a2c:--n-steps=16 or "
                              "\"ppo2:--n-steps 64 --gamma 0.9\" (repeatable)")
     parser.add_argument("--env", nargs="+", default=[DEFAULT_ENV], help=f"env ids [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", nargs="+", default=["raw_pixels"],
