@@ -181,6 +181,8 @@ def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
     rows = list(csv.DictReader(open(run_dir / "progress.csv")))
     assert [row["train/updates"] for row in rows] == ["500.0", "500.0"]
     assert [step for step, _ in _scalars(str(tmp_path / "tb"))["train/loss"]] == [500, 1000]
+    agent.save(str(run_dir / "logging_agent_model.json"))  # the train command's final save (it raised before)
+    assert agent_class.load(str(run_dir / "logging_agent_model.json")).num_timesteps == 1000
     # with a plain function callback it trains all the same
     plain = agent_class()
     trainAlgorithm(plain, settings.replace(monitor_dir=None), 1000, lambda _locals, _globals: True)

@@ -177,3 +177,20 @@ def test_env_building_takes_typed_settings() -> None:
     finally:
         from_settings.close()
         from_args.close()
+
+
+class RefusingSaveAgent(RandomAgentModel):
+    """A plugin whose save refuses its own state with a ValueError (not a disk error)."""
+
+    def save(self, save_path: str, _locals=None) -> None:
+        raise ValueError("cannot save a made-up state")
+
+
+def test_a_final_save_that_raises_is_one_error_line_and_exit_1(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.setitem(registered_rl, "refusing", (RefusingSaveAgent, *registered_rl["random_agent"][1:]))
+    result = train.trainCommand(["--algo", "refusing", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps",
+                                 "100", "--checkpoint-freq", "-1", "--log-dir", str(tmp_path), "--no-vis",
+                                 "--no-progress"])
+    assert result.exit_code == 1
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert errors == [f"error: the model was not saved in {result.run_dir}: ValueError: cannot save a made-up state"]

@@ -608,8 +608,9 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
         if finished and checkpoint_freq >= 0:
             callback.checkpoint(num_timesteps, training_state=False, finished=True)
         callback.saveModel(run_dir, num_timesteps, finished=finished)
-    except OSError as error:
-        print(f"error: the model was not saved in {run_dir}: {error.strerror}", file=sys.stderr)
+    except Exception as error:  # (a plugin's save may refuse its own state: the run's outcome, not a traceback)
+        reason = error.strerror if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
+        print(f"error: the model was not saved in {run_dir}: {reason}", file=sys.stderr)
         return TrainResult(1, run_dir, algo, num_timesteps, callback.monitor.meanReward(), config)
     _writeLearningCurve(callback, config)
     mean_reward = callback.monitor.meanReward()
