@@ -254,3 +254,18 @@ def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
     assert config.train_argv == ["--hyperparam", "n_steps:64", "--n-epochs=2"]
     assert "n_steps" not in config.space and config.fixed == {"n_steps": "64"}
     assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)
+
+
+def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_trains(tmp_path):
+    """ppo2 collects n_steps x envs before its first update, whatever --num-timesteps is: such a trial would train
+    past the budget and be compared with trials that stopped at it, so it is pruned, saying why, and nothing runs."""
+    argv = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "512", "--num-cpu", "2",
+            "--log-dir", str(tmp_path)]
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.num_cpu == 2
+    params = {name: gridValues(spec, 1)[0] for name, spec in config.space.items()}
+    trial = _PruneAtOnce({**params, "n_steps": 300})
+    with pytest.raises(optuna.TrialPruned, match="n_steps 300 x 2 env.*after 600 steps, past --num-timesteps 512"):
+        TrialObjective(config)(trial)
+    assert "trial_dir" not in trial.user_attrs and not os.path.exists(os.path.join(config.output_dir, "trial_0007"))

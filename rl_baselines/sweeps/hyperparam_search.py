@@ -169,7 +169,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         output_dir=os.path.abspath(os.path.join(root, study_name)), train_argv=list(train_argv), fixed=fixed,
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
-        evaluate=train_args.eval_freq > 0, threads=threadsShare(args["workers"]))
+        evaluate=train_args.eval_freq > 0, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu)
     return config, algo_class
 
 

@@ -54,6 +54,7 @@ class SearchConfig:
     search_id: str
     evaluate: bool = False
     threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
+    num_cpu: int = 1  # each trial's envs (train's --num-cpu)
 
     @property
     def reportSteps(self) -> list[int]:

@@ -143,9 +143,12 @@ class TrialObjective:
         :raises TrialFailed: the run failed or finished no episode
         """
         optuna = importOptuna()
-
-
         params = suggestParams(trial, self.config.space)
+        rollout = int(params.get("n_steps", 0)) * self.config.num_cpu
+        if rollout > self.config.num_timesteps:
+            # its first rollout alone would train past the budget, and be compared with trials that stopped at it
+            raise optuna.TrialPruned(f"n_steps {params['n_steps']} x {self.config.num_cpu} env(s): the first update "
+                                     f"comes after {rollout} steps, past --num-timesteps {self.config.num_timesteps}")
         trial.set_user_attr("search_id", self.config.search_id)
         trial.set_user_attr("fixed_hyperparams", self.config.fixed)
         folder = _trialFolder(self.config.output_dir, trial.number)
