@@ -53,7 +53,7 @@ import numpy as np
 from tqdm import tqdm
 
 from environments import getEnvClass, registered_env, rendererKeywords, rendererRefusal, resolvedRenderer
-from environments.generator_config import DEFAULT_MAX_DISTANCE, GeneratorConfig
+from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.registry import defaultRenderersText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
@@ -131,6 +131,9 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     :raises UsageError: on any bad input, with a one-line message
     """
     config = checkedSettings(config)  # a value given in Python is refused where the command line would refuse it
+    if config.env is None:  # a replayed agent's own env, else the default
+        env = loadPolicy(config.policy, load=False).env_id if config.policy != "random" else DEFAULT_ENV
+        config = dataclasses.replace(config, env=env)
     if config.env not in registered_env:
         raise UsageError(f"unknown --env {config.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     try:

@@ -29,7 +29,7 @@ class GeneratorConfig:
     command line).
     """
 
-    env: str = setting(DEFAULT_ENV, "registered env id")
+    env: str | None = setting(None, f"registered env id [the --policy run's, else {DEFAULT_ENV}]")
     name: str | None = setting(None, "dataset name, the folder under --save-path [the env id]")
     save_path: str = setting("data/", "folder of the datasets")
     num_episode: int = setting(50, "episodes to record", parse=positiveInt)
@@ -44,7 +44,8 @@ class GeneratorConfig:
     image_format: str = setting("jpg", "image files", choices=IMAGE_FORMATS)
     max_steps: int | None = setting(None, "episode length [the env's own, 250 for the mobile robot]",
                                     parse=positiveInt)
-    max_distance: float | None = setting(None, "envs with a max_distance (Kuka): episode ends beyond it "
+    max_distance: float | None = setting(None, "envs with a max_distance (Kuka): the effector farther than this "
+                                         "from the target gets reward -1 (the episode goes on) "
                                          f"[{DEFAULT_MAX_DISTANCE}]")
     multi_view: bool = setting(False, "envs with a second camera (Kuka): 6-channel images, written as frameN_1 and "
                                "frameN_2")

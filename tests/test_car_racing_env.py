@@ -171,6 +171,15 @@ def test_invalid_arguments() -> None:
     with pytest.raises(ValueError):
         env.step(4)
     env.close()
+    env = CarRacingGymEnv(srl_model="ground_truth", is_discrete=False)
+    env.reset(seed=0)
+    # a NaN went through np.clip into Box2D: a NaN state, then a "finished lap" worth about +993
+    for bad in (np.array([np.nan] * 3, np.float32), np.array([0.0, 1.0], np.float32), np.zeros(4, np.float32)):
+        with pytest.raises(ValueError, match="3 finite values"):
+            env.step(bad)
+    observation, reward, terminated, *_ = env.step(np.array([0.0, 1.0, -1.0], np.float32))
+    assert np.all(np.isfinite(observation)) and not terminated and reward < 100
+    env.close()
 
 
 def test_runs_without_display_in_a_fresh_process() -> None:

@@ -183,8 +183,8 @@ def test_the_parser_is_generated_from_the_config():
     assertParserFromSettings(dataset_generator.buildParser(), GeneratorConfig)
     assert dataset_generator.parseConfig([]) == GeneratorConfig()
     assert dataset_generator.parseConfig(SETTINGS) == GeneratorConfig(
-        img_shape=(3, 32, 32), max_steps=N_STEPS, seed=SEED, random_target=True, image_format="png",
-        num_episode=N_EPISODES, no_progress=True)
+        env="MobileRobotGymEnv-v0", img_shape=(3, 32, 32), max_steps=N_STEPS, seed=SEED, random_target=True,
+        image_format="png", num_episode=N_EPISODES, no_progress=True)
 
 
 def test_a_config_built_in_python_records_like_the_command_line(tmp_path, references):
@@ -367,6 +367,9 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
     finally:
         env.close()
     assertOneLineError(generate(tmp_path / "other", "--policy", trainedRun, "-c", check=False), "discrete", "drop -c")
+    # --env left out: the run's own (a Kuka default would refuse it; the generator's default is the mobile robot)
+    assert dataset_generator.validate(dataset_generator.parseConfig(
+        ["--policy", trainedRun, "--save-path", str(tmp_path / "x")]))[0].env_id == policy.env_id
 
 
 def test_an_arm_episode_does_not_depend_on_the_episodes_played_before(tmp_path):
@@ -443,6 +446,14 @@ def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_
         return
     with pytest.warns(UserWarning, match=f"trained on frames drawn by {run_renderer} .* --renderer {other}"):
         assert renderer("--policy", run_dir, "--renderer", other) == other
+
+
+def test_without_env_a_replayed_agent_records_in_its_runs_env(tmp_path, monkeypatch):
+    run_dir, _ = _replayedRun(tmp_path, monkeypatch, "KukaButtonGymEnv-v0")
+    config = dataset_generator.parseConfig(["--policy", run_dir, "--save-path", str(tmp_path / "data")])
+    assert config.env is None and dataset_generator.validate(config)[0].env_id == "KukaButtonGymEnv-v0"
+    random = dataset_generator.parseConfig(["--save-path", str(tmp_path / "data")])
+    assert dataset_generator.validate(random)[0].env_id == "MobileRobotGymEnv-v0"
 
 
 @pytest.mark.parametrize("cameras,pixels", [(1, True), (2, True), (2, False)])

@@ -210,7 +210,10 @@ class CarRacingGymEnv(SRLGymEnv):
                 raise ValueError(f"discrete action must be in [0, {len(self._discrete_actions)}), got {action!r}")
             command = self._discrete_actions[index]
         else:
-            clipped = np.clip(np.asarray(action, dtype=np.float64), -1.0, 1.0)
+            values = np.asarray(action, dtype=np.float64).reshape(-1)
+            if values.shape != (3,) or not np.all(np.isfinite(values)):
+                raise ValueError(f"continuous action must be 3 finite values (steering, gas, brake), got {action!r}")
+            clipped = np.clip(values, -1.0, 1.0)
             command = np.array((clipped[0], (clipped[1] + 1.0) / 2.0, (clipped[2] + 1.0) / 2.0))
         self._frame, reward, terminated, _, info = self._car.step(command)
         self._step_counter += 1
