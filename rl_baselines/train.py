@@ -33,11 +33,13 @@ def commandMain(argv: Sequence[str] | None = None) -> int:
     """
     The main of ``python -m rl_baselines.train``: :func:`main`, after which the process ignores SIGINT and SIGTERM
     until it exits (the run is over and saved; a Ctrl-C of the terminal or of a sweep meant to stop it would only
-    turn the end of a finished run into a traceback).
+    turn the end of a finished run into a traceback). Before it, the two signals are unblocked: a process started
+    from a thread that blocks them (a Ray worker's) inherits the mask, and could otherwise never be stopped.
 
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code
     """
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
     code = main(argv)
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)

@@ -539,6 +539,26 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     redone = _checkFinishedRun(specs[0])
     assert redone != folders[0] and not os.path.exists(folders[0]) and os.path.isdir(folders[1])
 
+    # Ctrl-C of a Ray sweep stops its run, which saves a checkpoint: a Ray worker's thread blocks SIGINT and its train
+    # process inherited that (it trained on, and the pipeline waited for it), and the cancelled task reported a
+    # finished run as failed with Ray's traceback
+    interrupted = str(tmp_path / "interrupted")
+    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
+               "ground_truth", "--num-iteration", "1", "--log-dir", interrupted, "--no-vis", "--no-progress",
+               "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "500"]
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **ray_env, "PYTHONPATH": REPO},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
+            time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=120)[0]
+    assert process.returncode == 130, output
+    assert "stopped by SIGINT (the same command continues it)" in output and "Ray task failed" not in output, output
+    run_folder = glob.glob(os.path.join(interrupted, "*", "*", "*", "*"))[0]
+    assert runStatus(run_folder) == "resume" and "Stopped:" in open(os.path.join(run_folder, "train.log")).read()
+
 
 def test_per_algorithm_flags(tmp_path) -> None:
     shared = ["--num-timesteps", "300"]

@@ -17,7 +17,16 @@ import subprocess
 import time
 from typing import Any
 
-from rl_baselines.sweeps.sweep import RunResult, RunSpec, StartedRun, executeRun, finishRun, runAttempts, startRun
+from rl_baselines.sweeps.sweep import (
+    RunResult,
+    RunSpec,
+    StartedRun,
+    executeRun,
+    finishRun,
+    recordedResult,
+    runAttempts,
+    startRun,
+)
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import threadsShare, usableCores
 
@@ -26,6 +35,7 @@ RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 LOCAL_RAY_OBJECT_STORE_BYTES = 200 * 1024 ** 2
 POLL_S = 0.1
 CONNECT_TIMEOUT_S = 5.0
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of Ray's task tracebacks
 
 
 class LocalExecutor:
@@ -185,6 +195,7 @@ class RayExecutor:
             _checkReachable(address)
         self._ray = ray
         self._refs: dict[Any, RunSpec] = {}
+        self._submitted: dict[Any, float] = {}  # when each task was submitted (time.time())
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
         try:
@@ -227,17 +238,23 @@ class RayExecutor:
 
         :param spec: the run
         """
-        self._refs[self._task.remote(spec, self.resume, self.threads)] = spec
+        ref = self._task.remote(spec, self.resume, self.threads)
+        self._refs[ref], self._submitted[ref] = spec, time.time()
 
     def _result(self, ref: Any) -> RunResult:
         spec = self._refs.pop(ref)
+        submitted = self._submitted.pop(ref, 0.0)
         try:
             return self._ray.get(ref)
         except Exception as error:  # the task died (worker lost, cancelled): the run failed, the sweep goes on
             attempts = runAttempts(spec)
             folder = attempts[-1] if attempts else ""
+            recorded = recordedResult(folder, since=submitted) if folder else None
+            if recorded is not None:  # its train process ended and the task recorded how before it died
+                return recorded
             log = os.path.join(folder, "train.log") if folder else ""
-            reason = " ".join(str(error).split())[:300]
+            lines = [line for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
+            reason = " ".join(lines[-1].split())[:300] if lines else type(error).__name__
             return RunResult(spec.run_id, "failed", None, folder, log, 0.0, f"Ray task failed: {reason}")
 
     def wait(self, timeout: float) -> list[RunResult]:

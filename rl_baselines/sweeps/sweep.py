@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import IO, Any
 
 from environments import defaultRenderer, registered_env
@@ -59,6 +59,7 @@ PID_FILE = "train.pid"
 # The line train.log starts each attempt with: "# <python> -m rl_baselines.train <arguments>"
 _COMMAND_LINE = re.compile(rf"# \S+ -m {re.escape(TRAIN_MODULE)}( |$)")
 DONE_FILE = "done.json"
+WAIT_SLICE_S = 1.0  # executeRun's longest blocking wait on a train process
 FAILED_FILE = "failed.json"
 RUN_ID_LENGTH = 10
 # Train settings that do not change what a run computes (or that the sweep sets itself): left out of the run id.
@@ -558,6 +559,25 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     return result
 
 
+def recordedResult(run_folder: str, since: float = 0.0) -> RunResult | None:
+    """
+    :param run_folder: a run attempt's folder
+    :param since: a time (``time.time()``): markers written before it are not read
+    :return: the result :func:`finishRun` recorded in it (done.json, else failed.json), None when neither is there
+        (written since ``since``) and readable
+    """
+    for name in (DONE_FILE, FAILED_FILE):
+        path = os.path.join(run_folder, name)
+        try:
+            if os.path.getmtime(path) < since:
+                continue
+            marker = readJson(path)
+            return RunResult(**{item.name: marker[item.name] for item in fields(RunResult) if item.name in marker})
+        except (OSError, ValueError, TypeError, KeyError):
+            continue
+    return None
+
+
 def executeRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> RunResult:
     """
     Run one spec to its end (blocking): the unit of work of the sweep executors (a Ray task runs exactly this).
@@ -570,7 +590,12 @@ def executeRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -
     """
     started = startRun(spec, resume, threads)
     try:
-        returncode = started.process.wait()
+        while True:  # waits of a second: an interruption raised in this thread (a cancelled Ray task) lands between
+            try:
+                returncode = started.process.wait(timeout=WAIT_SLICE_S)
+                break
+            except subprocess.TimeoutExpired:
+                continue
     except BaseException:
         stopProcess(started.process)
         finishRun(started, started.process.returncode)
