@@ -91,6 +91,9 @@ CASES = [
     ("train-hyperparam-unknown", TRAIN, [*GT, "--hyperparam", "bogus:1"], ["'bogus'", "valid names", "n_steps"]),
     ("train-hyperparam-bad-type", TRAIN, [*GT, "--hyperparam", "n_steps:many"], ["'n_steps'", "int", "'many'"]),
     ("train-hyperparam-out-of-range", TRAIN, [*GT, "--hyperparam", "gamma:2"], ["'gamma'", "(0, 1]", "2.0"]),
+    ("train-hyperparams-that-do-not-fit-together", TRAIN, [*GT, "--algo", "ars", "--top-population", "5",
+                                                          "--num-population", "2"],
+     ["top_population (5)", "num_population (2)"]),
     ("train-hyperparam-flag-out-of-range", TRAIN, [*GT, "--algo", "sac", "-c", "--batch-size", "0"],
      ["--batch-size", "'batch_size'", ">= 1"]),
     ("train-hyperparam-file-corrupt", TRAIN, [*GT, "--hyperparam-file", "{bad}/corrupt.yaml"],
@@ -298,7 +301,7 @@ CATEGORIES = {
     "wrong type or range": [
         "train-zero-timesteps", "train-text-timesteps", "train-negative-eval-freq", "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-hyperparam-out-of-range",
-        "train-hyperparam-flag-out-of-range", "train-bad-port",
+        "train-hyperparam-flag-out-of-range", "train-hyperparams-that-do-not-fit-together", "train-bad-port",
         "train-negative-seed", "train-seed-above-2-32", "train-torch-threads-above-cpus", "gather-threshold-nan",
         "train-checkpoint-freq-below-minus-one",
         "pipeline-last-seed-above-2-32", "search-negative-seed", "search-sampler-seed-above-2-32",

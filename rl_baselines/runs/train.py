@@ -25,7 +25,7 @@ from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.hyperparams import pixelDefaultFlags
-from rl_baselines.core.plugin_v1 import loadModel, makeEnv, trainAlgorithm
+from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv, namespaceOf, trainAlgorithm
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -162,9 +162,12 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     except ValueError as error:
         raise UsageError(str(error)) from None
     start_timesteps = 0
-    if args.load_rl_model_path is not None:
+    if args.load_rl_model_path is None:
+        _checkTogether(algo_class, args, hyperparams)
+    else:
         if not os.path.isfile(args.load_rl_model_path):
-            raise UsageError(f"--load-rl-model-path {args.load_rl_model_path!r} does not exist")
+            what = "is a folder, not a model file" if os.path.isdir(args.load_rl_model_path) else "does not exist"
+            raise UsageError(f"--load-rl-model-path {args.load_rl_model_path!r} {what}")
 
         try:
             # the manifest beside the model (if any): same algorithm and observations, files not cut short
@@ -184,6 +187,24 @@ def offersActionMasks(env_class: type) -> bool:
     derived from SRLGymEnv: the method itself)"""
     offers = getattr(env_class, "offersActionMasks", None)
     return bool(offers()) if callable(offers) else callable(getattr(env_class, "action_masks", None))
+
+
+def _checkTogether(algo_class: type, args: TrainConfig, hyperparams: dict[str, Any]) -> None:
+    """
+    :param algo_class: the algorithm's class
+    :param args: the run's settings (its ``hp_*`` flags)
+    :param hyperparams: the typed values of --hyperparam-file and --hyperparam
+    :raises UsageError: the resolved hyperparameters do not fit together (the class's ``checkHyperparams``, which
+        training runs again; here before the run folder is written)
+    """
+    resolve = getattr(algo_class, "hyperparamsFromArgs", None)
+    if resolve is None:
+        return
+    settings = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings()
+    try:
+        algo_class.checkHyperparams(resolve(namespaceOf(settings) if isV1(algo_class) else settings, dict(hyperparams)))
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type) -> None:
