@@ -10,7 +10,7 @@ import zipfile
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, trainHere
+from conftest import interruptThenResume, runFolder, runModule, runTrain, trainHere
 
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
@@ -220,6 +220,15 @@ def test_continue_training(sacRun, tmp_path):
     model = _loadHer(os.path.join(run_dir, "her_model.zip")).model
     assert model.num_timesteps == saved.num_timesteps + 300
     assert model._n_updates > saved._n_updates
+
+
+def test_a_stopped_run_resumes(tmp_path, monkeypatch):
+    # --resume read the algorithm's defaults through her's parser check, which refused their raw_pixels: no her run
+    # could be resumed, not even with the command train printed
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), ["--algo", "her", *GT, "-c", "--num-timesteps", "600",
+                                                                "--learning-starts", "250", "--checkpoint-freq", "200"],
+                                  at_step=300)
+    assert _loadHer(os.path.join(run_dir, "her_model.zip")).model.num_timesteps == 600
 
 
 def test_deepq_learns_and_loads(tmp_path):

@@ -353,7 +353,9 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     except ValueError as error:
         raise UsageError(f"--resume: {run_dir}/args.json: {error}") from None
     # the algorithm's own flags at their defaults (an unset one is not recorded), then what the run recorded
-    defaults = vars(algo_class.customArguments(base_parser()).parse_args(["--algo", saved["algo"]]))
+    # (parse_known_args: the checks an algorithm adds to its parser's parse_args judge whole commands, not defaults;
+    # her's refuses the bare defaults' raw_pixels, and no her run could be resumed)
+    defaults = vars(algo_class.customArguments(base_parser()).parse_known_args(["--algo", saved["algo"]])[0])
     values = {**defaults, **saved}
     if RESOLVED_HYPERPARAMS_KEY in saved:
         values["hyperparam"] = [f"{key}:{value}" for key, value in saved[RESOLVED_HYPERPARAMS_KEY].items()]

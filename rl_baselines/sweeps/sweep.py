@@ -196,8 +196,9 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
 
 @functools.cache
 def _trainDefaults(algo: str) -> dict[str, Any]:
-    """:return: train's default settings with this algorithm"""
-    return vars(trainParser(algo).parse_args(["--algo", algo]))
+    """:return: train's default settings with this algorithm (parse_known_args: not the checks an algorithm adds to
+    parse_args, which judge whole commands)"""
+    return vars(trainParser(algo).parse_known_args(["--algo", algo])[0])
 
 
 def parseTrainArgs(algo: str, env: str, srl_model: str, seed: int, train_args: Sequence[str]) -> dict[str, Any]:
