@@ -109,8 +109,12 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     :return: the checked configuration
     :raises UsageError: bad input, with the command's one-line message
     """
-    if "resume" in flags:  # the run's own settings, from its args.json
-        return _resumeConfig(flags.pop("resume"), vis, progress, extra, flags)
+    if "resume" in flags:  # the run's own settings, from its args.json: the others are refused as with --resume
+        named = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
+                 "log_dir": log_dir}
+        pairs = [f"{name}:{value}" for name, value in (hyperparams or {}).items()]
+        return _resumeConfig(flags.pop("resume"), vis, progress, [*extra, *(["--hyperparam", *pairs] if pairs else [])],
+                             {**{name: value for name, value in named.items() if value is not None}, **flags})
     algo = algo or DEFAULT_ALGO
     algo_class = train.algorithmClass(algo)
     parser = train.algorithmParser(algo_class)

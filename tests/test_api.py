@@ -271,3 +271,14 @@ def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     assert "Already finished (256 steps): nothing to resume" in out
     assert namespace["result"].exit_code == 0 and namespace["scores"].episode_rewards
     assert sorted(os.listdir(tmp_path)) == ["logs"]
+
+
+def test_resume_refuses_the_settings_it_takes_from_the_run(tmp_path) -> None:
+    # they were dropped silently: trainAgent(resume=RUN, num_timesteps=5000) resumed to the run's own budget
+    result = api.trainAgent(algo="ppo2", env="MobileRobotGymEnv-v0", srl_model="ground_truth", num_timesteps=128,
+                            log_dir=str(tmp_path), hyperparams={"n_steps": 64})
+    for keywords, flag in [({"num_timesteps": 5000}, "--num-timesteps"), ({"seed": 9}, "--seed"),
+                           ({"algo": "sac"}, "--algo"), ({"hyperparams": {"gamma": 0.5}}, "--hyperparam")]:
+        with pytest.raises(api.UsageError, match=flag):
+            api.makeConfig(resume=result.run_dir, **keywords)
+    assert api.makeConfig(resume=result.run_dir).plan.state == "finished"

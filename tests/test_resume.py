@@ -26,6 +26,7 @@ import io
 import json
 import os
 import random
+import shlex
 import shutil
 import signal
 import subprocess
@@ -216,7 +217,7 @@ def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
 
 @pytest.mark.slow
 def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
-    log_dir = str(tmp_path)
+    log_dir = str(tmp_path / "my runs")  # a space: the printed resume command quotes the folder
     args = [*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "100000", "--checkpoint-freq", "1000",
             "--hyperparam", "n_steps:125", "batch_size:50", "n_epochs:1"]
     deadline = time.monotonic() + DEADLINE_S
@@ -226,7 +227,7 @@ def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
     assert process.wait(timeout=120) == 143, _output(process)[1]
     run_dir = _runFolderUnder(log_dir)
     stdout, _ = _output(process)
-    assert "Stopped: " in stdout and f"--resume {run_dir}" in stdout
+    assert "Stopped: " in stdout and f"--resume {shlex.quote(run_dir)}\n" in stdout
     stopped_at, folder = listCheckpoints(run_dir)[-1]
     manifest = readManifest(folder)
     assert manifest["stopped_by"] == "SIGTERM" and manifest["resumable"] and manifest["num_timesteps"] == stopped_at

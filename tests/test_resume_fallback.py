@@ -132,6 +132,25 @@ def test_damaged_newest_checkpoint_falls_back_to_the_newest_intact_one(sacRun, t
 
 
 @pytest.mark.slow
+def test_a_checkpoint_whose_manifest_was_deleted_is_damaged(sacRun, tmp_path, capsys):
+    # it was skipped silently and kept: the resumed run never wrote its own at that step, so the next kill fell back
+    # further; with every manifest gone the run trained again from step 0
+    run_dir = str(tmp_path / "run")
+    _killedAfter500(sacRun, run_dir)
+    older, newest = (os.path.join(run_dir, "checkpoints", f"{steps}_steps") for steps in (250, 500))
+    os.remove(os.path.join(newest, "manifest.json"))
+    capsys.readouterr()
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    lines = [line for line in err.splitlines() if "damaged" in line]
+    assert len(lines) == 1 and "manifest.json is missing" in lines[0], err
+    assert f"Resuming from {older} (250 of {STEPS} steps)" in out
+    assert os.path.isdir(os.path.join(run_dir, "damaged_checkpoints", "500_steps"))
+    assert [steps for steps, _ in listCheckpoints(run_dir)] == [250, 500, STEPS]
+    verifyCheckpoint(newest)
+
+
+@pytest.mark.slow
 def test_no_intact_checkpoint_is_refused_and_nothing_changes(sacRun, tmp_path):
     run_dir = str(tmp_path / "run")
     _killedAfter500(sacRun, run_dir)

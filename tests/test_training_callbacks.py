@@ -307,6 +307,10 @@ def test_checkpoints_fall_due_at_their_step_with_the_state_of_every_callback(tmp
     assert run_state["num_timesteps"] == 240 and run_state["target_timesteps"] == 1000
     assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save"}
     assert run_state["callback"]["last_buffer_save"] == 120 and run_state["callback"]["next_best_check"] == 500
+    # made with the umask's permissions, as the run's other folders (mkdtemp's 0o700 hid them from other users)
+    os.makedirs(os.path.join(run_dir, "made_here"))
+    assert os.stat(os.path.join(run_dir, "checkpoints", "240_steps")).st_mode == \
+        os.stat(os.path.join(run_dir, "made_here")).st_mode
     # no best yet: strict JSON (null, not -Infinity), read back as -inf
     with open(os.path.join(run_dir, "checkpoints", "240_steps", "run_state.json"), encoding="utf-8") as handle:
         strict = json.loads(handle.read(), parse_constant=lambda name: pytest.fail(f"run_state.json holds {name}"))

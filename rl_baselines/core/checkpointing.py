@@ -37,8 +37,8 @@ import glob
 import math
 import os
 import re
+import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -144,9 +144,36 @@ def checkSavedSpaces(manifest: dict[str, Any], settings: Any, algo_class: type, 
 # --- checkpoints -------------------------------------------------------------------------------------------------
 
 
+def _newPartialFolder(parent: str, num_timesteps: int) -> str:
+    """:return: a new folder for a checkpoint being written, made with the umask's permissions as the run's other
+    folders (mkdtemp's would be private, 0o700: other users could not replay the checkpoints)"""
+    while True:
+        folder = os.path.join(parent, f".{num_timesteps}_steps{_PARTIAL_MARK}{secrets.token_hex(4)}")
+        try:
+            os.mkdir(folder, 0o777)
+            return folder
+        except FileExistsError:
+            continue
+
+
 def checkpointsFolder(run_dir: str) -> str:
     """:return: ``run_dir/checkpoints``"""
     return os.path.join(run_dir, CHECKPOINTS_DIR)
+
+
+def checkpointFolders(run_dir: str) -> list[tuple[int, str]]:
+    """
+    :param run_dir: a run folder
+    :return: (step count, folder) of every renamed checkpoint folder (``<N>_steps``: made whole before the rename,
+        its manifest written last), whether or not its manifest is still there, oldest first
+    """
+    parent = checkpointsFolder(run_dir)
+    found = []
+    for name in os.listdir(parent) if os.path.isdir(parent) else []:
+        match = _CHECKPOINT_NAME.match(name)
+        if match and os.path.isdir(os.path.join(parent, name)):
+            found.append((int(match.group(1)), os.path.join(parent, name)))
+    return sorted(found)
 
 
 def listCheckpoints(run_dir: str) -> list[tuple[int, str]]:
@@ -154,14 +181,8 @@ def listCheckpoints(run_dir: str) -> list[tuple[int, str]]:
     :param run_dir: a run folder
     :return: (step count, folder) of every complete checkpoint (renamed, with a manifest), oldest first
     """
-    parent = checkpointsFolder(run_dir)
-    found = []
-    for name in os.listdir(parent) if os.path.isdir(parent) else []:
-        match = _CHECKPOINT_NAME.match(name)
-        folder = os.path.join(parent, name)
-        if match and os.path.isfile(os.path.join(folder, MANIFEST_FILE)):
-            found.append((int(match.group(1)), folder))
-    return sorted(found)
+    return [(steps, folder) for steps, folder in checkpointFolders(run_dir)
+            if os.path.isfile(os.path.join(folder, MANIFEST_FILE))]
 
 
 def removePartialCheckpoints(run_dir: str) -> int:
@@ -230,7 +251,7 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
     tmp = None
     try:
         os.makedirs(parent, exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=f".{int(num_timesteps)}_steps{_PARTIAL_MARK}", dir=parent)
+        tmp = _newPartialFolder(parent, int(num_timesteps))
         algo.save(os.path.join(tmp, f"{algo_name}_model{algo.MODEL_EXTENSION}"))
         buffer_ref = None
         if training_state:

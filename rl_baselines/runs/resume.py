@@ -38,6 +38,7 @@ from rl_baselines.core.checkpointing import (
     CheckpointError,
     DamagedCheckpointError,
     checkManifest,
+    checkpointFolders,
     listCheckpoints,
     readManifest,
     removePartialCheckpoints,
@@ -146,11 +147,15 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
     if not (_algoResumable(run_dir) if resumable is None else resumable):
         return _planWithoutTrainingState(run_dir, run_manifest)
     damaged: list[tuple[str, DamagedCheckpointError]] = []
-    for steps, folder in reversed(listCheckpoints(run_dir)):
+    for steps, folder in reversed(checkpointFolders(run_dir)):
         try:
-            manifest = readManifest(folder) or {}
+            manifest = readManifest(folder)
         except DamagedCheckpointError as error:
             damaged.append((folder, error))
+            continue
+        if manifest is None:  # written last into a checkpoint made whole before its rename: deleted since
+            path = os.path.join(folder, MANIFEST_FILE)
+            damaged.append((folder, DamagedCheckpointError(f"{path} is missing", path, "is missing")))
             continue
         if manifest.get("finished"):
             return ResumePlan(run_dir, "finished", folder, num_timesteps=steps, target_timesteps=steps)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Sequence
@@ -641,7 +642,8 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     print(f"{state}: {num_timesteps} steps, {episodes} episodes, mean reward (last 100) "
           + (f"{mean_reward:.2f}" if episodes else "n/a (no episode finished)"))
     if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
-        print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume {run_dir}")
+        print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume "
+              f"{shlex.quote(run_dir)}")
     elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
         print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: "
               f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
