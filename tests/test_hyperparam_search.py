@@ -3,9 +3,11 @@ SQLite study, a pruned trial's train process stopped mid-run, the best-parameter
 from __future__ import annotations
 
 import csv
+import glob
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -269,3 +271,30 @@ def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_train
     with pytest.raises(optuna.TrialPruned, match="n_steps 300 x 2 env.*after 600 steps, past --num-timesteps 512"):
         TrialObjective(config)(trial)
     assert "trial_dir" not in trial.user_attrs and not os.path.exists(os.path.join(config.output_dir, "trial_0007"))
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_trial_and_records_it(tmp_path):
+    """SIGTERM (kill, timeout, a batch scheduler) reaches the command only: it stops like a Ctrl-C, passing the signal
+    to its worker processes, whose trials' train processes are stopped (they lead their own sessions, and trained on
+    as orphans) and recorded failed, not left RUNNING in the study."""
+    command = [sys.executable, "-m", "rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
+               "--num-timesteps", "100000", "--log-dir", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True)
+    name = f"ppo2_{ENV}_ground_truth_tpe"
+    folder = os.path.join(str(tmp_path), "hyperparam_search", name)
+    deadline = time.time() + 120
+    while len(glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))) < 2 and \
+            time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=120)[0]
+    assert process.returncode == 130, output
+    assert "Interrupted: 0 completed" in output
+    monitors = glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))
+    sizes = [os.path.getsize(path) for path in monitors]
+    time.sleep(1.5)
+    assert [os.path.getsize(path) for path in monitors] == sizes  # no train process goes on
+    study = _loadStudy(f"sqlite:///{folder}.db", name)
+    assert study.trials and {trial.state.name for trial in study.trials} == {"FAIL"}

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import sys
 import uuid
 from collections.abc import Mapping, Sequence
@@ -42,7 +43,7 @@ from rl_baselines.sweeps.search_study import (
     importOptuna,
     samplerSeed,
 )
-from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, runWorkers
+from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, raiseTerminated, runWorkers
 from rl_baselines.sweeps.sweep import parseAlgoArgs
 from srl_toolbox.cli import (
     CLIParser,
@@ -188,6 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{', '.join(config.space)}", flush=True)
     progress = TrialProgress(args.n_trials, enabled=not args.no_progress)
     interrupted = False
+    previous_sigterm = signal.signal(signal.SIGTERM, raiseTerminated)
     try:
         sampler_seed = samplerSeed(args.seed if args.sampler_seed is None else args.sampler_seed, known)
         failed_workers = runWorkers(config, study, args.n_trials, args.workers, sampler_seed, progress)
@@ -196,6 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for trial in finishedTrials(study, config.search_id):  # the interrupted ones too
             progress.trialDone(trial)
     finally:
+        signal.signal(signal.SIGTERM, previous_sigterm)
         progress.close()
     return _finish(study, config, algo_class, progress, failed_workers, interrupted)
 

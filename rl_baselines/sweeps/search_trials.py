@@ -83,6 +83,16 @@ def _trialFolder(output_dir: str, number: int) -> str:
     raise TrialFailed(f"cannot create a folder for trial {number} in {output_dir}")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a batch scheduler), handled as a Ctrl-C: the trials in flight stop their train
+    processes (else orphaned: each leads its own session) and are recorded failed, and the summary is written."""
+
+
+def raiseTerminated(signum: int, frame: Any) -> None:
+    """A SIGTERM handler: raise :class:`Terminated` in the main thread."""
+    raise Terminated()
+
+
 def _stopChild(child: subprocess.Popen) -> None:
     """
     Stop a trial's train process and its own children (it leads its own process group). SIGKILL at once: on SIGTERM
@@ -223,6 +233,7 @@ def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequenc
 
 def _workerMain(config: SearchConfig, n_trials: int, seed: int) -> None:
     """Entry point of a ``--workers`` process."""
+    signal.signal(signal.SIGTERM, raiseTerminated)
     try:
         runWorker(config, n_trials, seed)
     except KeyboardInterrupt:
@@ -308,8 +319,12 @@ def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, se
             for trial in finishedTrials(study, config.search_id):
                 progress.trialDone(trial)
             time.sleep(1.0)
-    except KeyboardInterrupt:  # the workers got it too: they stop their trials and record them as failed
+    except KeyboardInterrupt as error:  # a Ctrl-C reached the workers too: they stop their trials, record them failed
         interrupted = True
+        if isinstance(error, Terminated):  # a SIGTERM reached this process only: pass it on
+            for process in processes:
+                if process.is_alive():
+                    os.kill(process.pid, signal.SIGTERM)
     finally:
         for process in processes:
             process.join(30)
