@@ -167,6 +167,7 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger().setLevel(level)
 
+    _checkBindable(args.port, args.hostname)  # before the env path is made: a refusal writes nothing
     env_path = os.path.abspath(os.path.expanduser(args.env_path))
     try:
         os.makedirs(env_path, exist_ok=True)
@@ -174,8 +175,6 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"cannot use env path {env_path}: {exc.strerror or exc}; choose another with --env-path")
     if not os.access(env_path, os.W_OK):
         _fail(f"env path {env_path} is not writable; choose another with --env-path")
-
-    _checkBindable(args.port, args.hostname)
     # Imported here so that `--help` and argument errors stay fast
     from visdom.server import app as visdom_app  # heavy (tornado app, its handlers): only when a server starts
 

@@ -175,12 +175,15 @@ def greedyMeanReward(model, envs, episodes: int = 10) -> float:
 
 
 def snapshot(folder: str) -> dict[str, tuple[int, float]]:
-    """:return: every file below ``folder`` with its size and modification time"""
+    """:return: every file below ``folder`` with its size and modification time, and every folder (as (-1, 0): a
+    new empty folder is something written too)"""
     files = {}
     for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
         if os.path.isfile(path):
             stat = os.stat(path)
             files[path] = (stat.st_size, stat.st_mtime_ns)
+        elif os.path.isdir(path):
+            files[path] = (-1, 0)
     return files
 
 

@@ -283,7 +283,7 @@ CASES = [
     ("compare-output-not-png", COMPARE, ["-i", "{bad}/curves.npz", "-o", "{bad}/c.svg"], ["c.svg", ".png"]),
     ("compare-read-only-output", COMPARE, ["-i", "{bad}/curves.npz", "-o", "{ro}/c.png"], [READ_ONLY_NAME]),
     # --- replay.visdom_server
-    ("visdom-busy-port", VISDOM, ["--port", "{port}", "--env-path", "{bad}/visdom"], ["port {port}", "in use"]),
+    ("visdom-busy-port", VISDOM, ["--port", "{port}", "--env-path", "{bad}/visdom_busy"], ["port {port}", "in use"]),
     ("visdom-port-out-of-range", VISDOM, ["--port", "0", "--env-path", "{bad}/visdom"], ["--port", "'0'"]),
     ("visdom-unknown-log-level", VISDOM, ["--logging-level", "LOUD", "--env-path", "{bad}/visdom"], ["'LOUD'"]),
     ("visdom-env-path-is-a-file", VISDOM, ["--env-path", "{bad}/garbage.zip"], ["garbage.zip"]),
