@@ -119,6 +119,12 @@ def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = Fals
     return float(episodes["rewards"][:count][-window:].mean()), wall_time
 
 
+def _episodesWithin(run: Run, budget: int | None) -> int:
+    """:return: the training episodes the run finished within ``budget`` env steps (all of them for None)"""
+    timesteps = run.episodes["timesteps"]
+    return int(timesteps.size if budget is None else np.searchsorted(timesteps, budget, side="right"))
+
+
 def _runStepsToThreshold(run: Run, threshold: float, window: int, evaluation: bool) -> int | None:
     """:return: the env step at which the mean of the last ``window`` training episodes (all of them when the run has
     fewer), or with ``evaluation`` the mean of an evaluation, first reaches ``threshold``; None if never"""
@@ -212,7 +218,7 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                    "reached": len(steps) if env_threshold is not None else None,
                    "median_steps_to_threshold": float(np.median(steps)) if steps else None,
                    "mean_wall_time_s": float(np.mean([v[1] for _, v in members])) if members else math.nan,
-                   "fewest_episodes": min((run.episodes["rewards"].size for run, _ in members), default=0),
+                   "fewest_episodes": min((_episodesWithin(run, budget) for run, _ in members), default=0),
                    "welch_vs": None, "welch_p_value": None}
             if dimension is not None:
                 base_key = key[:dimension] + (welch,) + key[dimension + 1:]

@@ -114,6 +114,9 @@ def test_gather_results_matches_monitor_files(runs):
                                                                           nan_ok=True)
         times = [_monitor(folders[(algo, s)])[2][_monitor(folders[(algo, s)])[0] <= (limit or 10**9)][-1]
                  for s in seeds]
+        # the episodes each run finished within the budget (it counted the whole run's at every budget)
+        assert int(row["fewest_episodes"]) == min(int(np.sum(_monitor(folders[(algo, s)])[0] <= (limit or 10**9)))
+                                                  for s in seeds)
         assert float(row["mean_wall_time_s"]) == pytest.approx(np.mean(times))
     for budget in ("final", "750"):
         ppo = [_final(folders[("ppo2", s)], None if budget == "final" else 750) for s in (0, 1)]
