@@ -208,6 +208,7 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--n-trial", "3"], "train flags: unrecognized arguments: --n-trial"),
     (["--study-name", "a/b"], "--study-name 'a/b'"),
     (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
+    (["--storage", "sqlite:////nonexistent_srl_toolbox_dir/x.db"], "the folder /nonexistent_srl_toolbox_dir does not exist"),
     (["--algo-args", "a2c:--n-steps=5"], "'a2c' is not an algorithm of this command; valid choices: ppo2"),
     (["--algo-args", "ppo2:--bogus=1"], "train flags: unrecognized arguments: --bogus=1"),
     (["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:2", "learning_rate:0.001", "gamma:0.99",

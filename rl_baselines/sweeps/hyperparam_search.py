@@ -42,6 +42,7 @@ from rl_baselines.sweeps.search_study import (
     formatValue,
     importOptuna,
     samplerSeed,
+    sqlitePath,
 )
 from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, raiseTerminated, runWorkers
 from rl_baselines.sweeps.sweep import parseAlgoArgs
@@ -163,6 +164,10 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         raise UsageError(f"hyperparam_search needs Optuna, which is not installed: {INSTALL_HINT}") from None
     except Exception as error:  # sqlalchemy.exc.ArgumentError
         raise UsageError(f"--storage {storage_url!r} is not a database URL ({error})") from None
+    database = sqlitePath(storage_url) if args["storage"] else None  # (the default's folder is the search's own)
+    if database is not None and not os.path.isdir(os.path.dirname(os.path.abspath(database))):
+        raise UsageError(f"--storage {storage_url!r}: the folder {os.path.dirname(os.path.abspath(database))} does not "
+                         f"exist; create it first, or give another path")
     config = SearchConfig(
         algo=args["algo"], env=args["env"], srl_model=args["srl_model"], seed=args["seed"],
         num_timesteps=args["num_timesteps"],

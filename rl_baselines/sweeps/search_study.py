@@ -142,7 +142,7 @@ def formatValue(value: Any) -> str:
 # --- storage and study -------------------------------------------------------------------------------------------
 
 
-def _sqlitePath(url: str) -> str | None:
+def sqlitePath(url: str) -> str | None:
     """:return: the database file of a ``sqlite:///`` URL, None for another kind or an in-memory database"""
     from sqlalchemy.engine import make_url  # installed with optuna (optional)
 
@@ -160,7 +160,7 @@ def openStorage(url: str) -> Any:
     :return: an ``optuna.storages.RDBStorage``
     """
     optuna = importOptuna()
-    path = _sqlitePath(url)
+    path = sqlitePath(url)
     if path is None:
         return optuna.storages.RDBStorage(url)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
@@ -238,7 +238,7 @@ def createStudy(config: SearchConfig) -> Any:
     :raises UsageError: the storage cannot be opened, or the study holds another setting's trials
     """
     optuna = importOptuna()
-    path = _sqlitePath(config.storage_url)
+    path = sqlitePath(config.storage_url)
     try:
         storage = openStorage(config.storage_url)
         with _fileLock(path):
