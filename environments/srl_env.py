@@ -159,6 +159,8 @@ class SRLGymEnv(gym.Env):
         self.img_shape = tuple(int(v) for v in img_shape) if img_shape is not None else (3, 64, 64)
         if len(self.img_shape) != 3 or self.img_shape[0] != 3 or min(self.img_shape[1:]) < 1:
             raise ValueError(f"img_shape must be (3, height, width) with positive sizes, got {img_shape}")
+        if max_steps is not None and (isinstance(max_steps, bool) or not float(max_steps).is_integer() or max_steps < 1):
+            raise ValueError(f"max_steps must be a positive integer, got {max_steps!r}")
         self.max_steps = int(max_steps) if max_steps is not None else self.MAX_STEPS
         self.render_mode = render_mode
         self.render_size = int(render_size)

@@ -328,6 +328,18 @@ def test_invalid_arguments() -> None:
         env.reset(seed=0)
         with pytest.raises(ValueError):
             env.step(4)
+    for max_steps in (0, -5, 1.5, True):  # every step truncated, or a length silently rounded
+        with pytest.raises(ValueError, match="max_steps must be a positive integer"):
+            MobileRobotGymEnv(srl_model="ground_truth", max_steps=max_steps)
+    env = MobileRobotGymEnv(srl_model="ground_truth", is_discrete=False)
+    try:
+        env.reset(seed=0)
+        for bad in (np.zeros(1, np.float32), np.zeros(4, np.float32), np.float32(0.5)):  # extra values were ignored
+            with pytest.raises(ValueError, match="continuous action must be 2 value"):
+                env.step(bad)
+        env.step(np.zeros((1, 2), np.float32))  # one env's action as a batch of one
+    finally:
+        env.close()
 
 
 def test_renders_without_display(monkeypatch: pytest.MonkeyPatch) -> None:

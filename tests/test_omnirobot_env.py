@@ -190,6 +190,11 @@ def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         OmnirobotEnv(srl_model="ground_truth", renders=True)
     with pytest.raises(TypeError):
         OmnirobotEnv(srl_model="ground_truth", fpv=True)
+    env = OmnirobotEnv(srl_model="ground_truth", is_discrete=False)
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="continuous action must be 2 values"):
+        env.step(np.zeros(3, np.float32))
+    env.close()
 
 
 @pytest.mark.slow

@@ -310,9 +310,12 @@ class MobileRobotGymEnv(SRLGymEnv):
                 raise ValueError(f"discrete action must be in [0, {self._n_discrete}), got {action!r}")
             dx, dy = self._discrete_moves[index]
         else:
+            move = np.asarray(action, dtype=np.float64).reshape(-1)
+            if move.shape != (self.CONTINUOUS_ACTION_DIM,):
+                raise ValueError(f"continuous action must be {self.CONTINUOUS_ACTION_DIM} value(s), got {action!r}")
             step = self.STEP_SIZE
-            dx = min(max(float(action[0]), -1.0), 1.0) * step
-            dy = min(max(float(action[1]), -1.0), 1.0) * step if self._move_y else 0.0
+            dx = min(max(float(move[0]), -1.0), 1.0) * step
+            dy = min(max(float(move[1]), -1.0), 1.0) * step if self._move_y else 0.0
         x = self._robot_x + dx
         y = self._robot_y + dy
         # Written so that a NaN move fails the test and is reverted like a bump.

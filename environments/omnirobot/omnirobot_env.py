@@ -123,8 +123,11 @@ class OmnirobotEnv(SRLGymEnv):
                 raise ValueError(f"discrete action must be in [0, 4), got {action!r}")
             dx, dy = self._discrete_moves[index]
         else:
-            dx = min(max(float(action[0]), -1.0), 1.0) * self.STEP_SIZE
-            dy = min(max(float(action[1]), -1.0), 1.0) * self.STEP_SIZE
+            move = np.asarray(action, dtype=np.float64).reshape(-1)
+            if move.shape != (2,):
+                raise ValueError(f"continuous action must be 2 values, got {action!r}")
+            dx = min(max(float(move[0]), -1.0), 1.0) * self.STEP_SIZE
+            dy = min(max(float(move[1]), -1.0), 1.0) * self.STEP_SIZE
         x, y = self._robot_x + dx, self._robot_y + dy
         low, high = self.ARENA_BOUNDS
         # Written so that a NaN move fails the test and is refused like a bump.
