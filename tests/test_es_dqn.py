@@ -337,7 +337,7 @@ def test_train_and_continue_through_cli(tmp_path, algo):
 
 def test_bad_inputs_are_one_line_errors(tmp_path):
     assert registered_rl["deepq"][2] == [ActionType.DISCRETE]  # train refuses -c for it, with the others' names
-    with pytest.raises(ValueError, match="'top_population' needs a int value"):
+    with pytest.raises(ValueError, match="'top_population' needs an int value"):
         ARSModel.parserHyperParam({"top_population": "1.5"})
     result = runModule("rl_baselines.train", "--algo", "ars", "--env", "MobileRobotGymEnv-v0", "--hyperparam",
                        "algo_type:v3", "--srl-model",

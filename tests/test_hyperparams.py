@@ -48,7 +48,7 @@ def test_one_declaration_gives_defaults_checks_and_search_space() -> None:
                          ({"gamma": "1.5"}, "'gamma' must be in (0, 1], got 1.5"),
                          ({"batch_episodes": "0"}, "'batch_episodes' must be >= 1, got 0"),
                          ({"optimizer": "rmsprop"}, "'optimizer' must be one of adam, sgd, got 'rmsprop'"),
-                         ({"batch_episodes": "2.5"}, "'batch_episodes' needs a int value"),
+                         ({"batch_episodes": "2.5"}, "'batch_episodes' needs an int value"),
                          ({"nope": "1"}, "unknown hyperparameter 'nope'")):
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
             SpecAgent.parserHyperParam(raw)
@@ -60,7 +60,7 @@ def test_flags_and_which_setting_wins() -> None:
     assert (args.hp_pg_lr, args.hp_baseline, args.hp_optimizer, args.hp_batch_episodes) == (0.01, False, "sgd", None)
     assert parser.parse_args(["--baseline"]).hp_baseline is True
     for argv, message in ((["--pg-lr", "-1"], "'pg_lr' must be > 0"), (["--optimizer", "rmsprop"], "invalid choice"),
-                          (["--batch-episodes", "x"], "needs a int value")):
+                          (["--batch-episodes", "x"], "needs an int value")):
         with pytest.raises(UsageError, match=message):
             parser.parse_args(argv)
     assert "policy learning rate [0.001]" in parser.format_help()

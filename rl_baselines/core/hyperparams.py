@@ -507,7 +507,8 @@ def _castValue(name: str, raw: str, kind: Any) -> Any:
         return kind(raw)
     except ValueError:
         type_name = getattr(kind, "__name__", str(kind))
-        raise ValueError(f"hyperparameter {name!r} needs a {type_name} value, got {raw!r}") from None
+        article = "an" if type_name[:1] in "aeiou" else "a"
+        raise ValueError(f"hyperparameter {name!r} needs {article} {type_name} value, got {raw!r}") from None
 
 
 def _castChoice(name: str, raw: str, choices: Any, default: Any) -> Any:
