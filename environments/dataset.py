@@ -148,6 +148,14 @@ class Dataset:
             states = states - self.arrays["target_positions"].astype(np.float32)[self.episodeIndex()]
         return states
 
+    def targetMoves(self) -> bool:
+        """:return: whether the target moved within an episode (the target at each row, step_target_positions,
+        differs from the episode's at its start): relative ground truth then follows it row by row"""
+        if "step_target_positions" not in self.arrays or "target_positions" not in self.arrays:
+            return False
+        starts = self.arrays["target_positions"][self.episodeIndex()]
+        return not np.array_equal(self.arrays["step_target_positions"], starts)
+
     def imageFile(self, stem: str, view: str = "") -> str:
         """
         :param stem: an images_path entry, "<name>/record_NNN/frameNNNNNN" (the dataset may since have been renamed)

@@ -27,6 +27,7 @@ from environments.generator_config import GeneratorConfig
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import FRESH_WORLD
 from rl_baselines.runs.run_policy import loadRunPolicy
+from srl_models.train import datasetSizes
 from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -118,6 +119,8 @@ def test_round_trip_two_processes(references):
     # a fixed target: the target at each row is the episode's
     episode = np.cumsum(data["episode_starts"]) - 1
     np.testing.assert_array_equal(data["step_target_positions"], data["target_positions"][episode])
+    assert not Dataset.open(folder).targetMoves()
+    assert "relative_to" not in datasetSizes(Dataset.open(folder), {"supervised": 1.0})  # recipes unchanged
     assert data["images_path"].shape == (n_frames,) and data["images_path"].dtype.kind == "U"
 
     # Every path names an existing, decodable, non-blank image of the right size; one file per row.
@@ -481,6 +484,8 @@ def test_a_moving_target_is_recorded_row_by_row_and_relative_ground_truth_follow
     targets = dataset["step_target_positions"]
     assert len(targets) == len(dataset) and np.ptp(targets[:, :2], axis=0).max() > 1e-3  # it moved
     np.testing.assert_array_equal(targets[0], dataset["target_positions"][0])
+    # a supervised model learns that state: recorded in its settings, so its recipe is not one made before the fix
+    assert dataset.targetMoves() and datasetSizes(dataset, {"supervised": 1.0})["relative_to"]
     # the env in its ground-truth mode, replaying the recorded actions from the same start, observes the same
     kwargs = readJson(tmp_path / "moving" / "env_globals.json")["env_kwargs"]
     env = getEnvClass("KukaMovingButtonGymEnv-v0")(**{**kwargs, "srl_model": "ground_truth",
