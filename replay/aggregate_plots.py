@@ -72,7 +72,7 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
         axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
                   marker="o" if len(x) <= 30 else None, markersize=4,  # a few points (evaluations): shown
-                  label=f"{label} ({y.shape[0]} runs)")
+                  label=f"{label} ({y.shape[0]} run{'s' if y.shape[0] != 1 else ''})")
         if y.shape[0] >= 2:
             axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
     axes.set_xlabel(x_label)
@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
         npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}.npz"
         saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members])
-        print(f"{env} {label}: {len(members)} runs, {len(x)} points -> {npz_path}")
+        print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} points -> {npz_path}")
         by_env.setdefault(env, []).append((label, x, y))
         if hasEvaluations(members):
             try:
@@ -112,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}_evaluation.npz"
             saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members])
-            print(f"{env} {label}: {len(members)} runs, {len(x)} evaluations -> {npz_path}")
+            print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
         png_path = f"{prefix}_{safeName(env)}.png"
