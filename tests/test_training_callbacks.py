@@ -175,6 +175,11 @@ def test_progress_bar_moves_to_the_step_and_shows_the_episodes(tmp_path, capsys)
     assert progress.bar.postfix == "episodes=2, mean_reward=2.00"
     progress.finish()
     assert "400/1000" in capsys.readouterr().err
+    # a last rollout past the budget ends the bar full (it showed "1024steps", without a total)
+    past = ProgressCallback(feed, total_timesteps=1000, start_timesteps=0)
+    past.at(1024)
+    past.finish()
+    assert "1024/1024" in capsys.readouterr().err
 
 
 def test_scalar_log_writes_new_episodes_and_pending_rows_and_serves_algorithms(tmp_path):

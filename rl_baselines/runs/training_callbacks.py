@@ -227,6 +227,8 @@ class ProgressCallback(TrainingService):
                         disable=not enabled, smoothing=0.1)
 
     def _on_step(self) -> bool:
+        if self.bar.total is not None and self.num_timesteps > self.bar.total:
+            self.bar.total = self.num_timesteps  # a last rollout past the budget: the bar ends full, not totalless
         self.bar.update(self.num_timesteps - self.shown_timesteps)
         self.shown_timesteps = self.num_timesteps
         monitor = self.feed.monitor
