@@ -34,6 +34,7 @@ import sys
 import time
 import zipfile
 
+import gymnasium as gym
 import numpy as np
 import pytest
 import torch
@@ -65,6 +66,7 @@ from rl_baselines.core.training_state import (
 from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
+from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import lockRun
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, runCommand
@@ -535,3 +537,22 @@ def test_a_continued_monitor_counts_the_time_trained_not_the_time_stopped(tmp_pa
     finally:
         env.close()
     assert path.read_text().startswith('#{"t_start": ')  # the header is the original one
+
+
+def test_an_env_without_is_success_gets_an_empty_monitor_cell(tmp_path):
+    """SB3's Monitor requires every info keyword: a plugin env whose steps report no ``is_success`` raised KeyError
+    at its first episode end (train crashed with a traceback); the cell is empty and reads back as NaN."""
+    env = openMonitor(gym.make("CartPole-v1"), str(tmp_path / "0"), ("is_success",))
+    try:
+        env.reset(seed=0)
+        info = {}
+        for _ in range(500):
+            *_, terminated, truncated, info = env.step(0)
+            if terminated or truncated:
+                break
+        assert info.get("is_success") is None and info["episode"]["is_success"] == ""
+    finally:
+        env.close()
+    rows = list(csv.DictReader(open(tmp_path / "0.monitor.csv").read().splitlines()[1:]))
+    assert len(rows) == 1 and rows[0]["is_success"] == ""
+    assert np.isnan(loadEpisodes(str(tmp_path))["successes"][0])

@@ -91,6 +91,22 @@ def ignoreInterruptInWorker() -> None:
 # --- buffers -----------------------------------------------------------------------------------------------------
 
 
+class BlankWhenMissing(dict):
+    """An info dict whose missing keys read as "" with ``info[key]`` (``info.get`` still gives None): SB3's Monitor
+    requires every info keyword, and an env may not report one (a plugin env without ``is_success``)."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+class OptionalInfoKeys(gym.Wrapper):
+    """Hands the Monitor above it each step's info as a :class:`BlankWhenMissing` (an empty monitor cell)."""
+
+    def step(self, action: Any) -> tuple[Any, float, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, BlankWhenMissing(info)
+
+
 def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ...]) -> gym.Env:
     """
     SB3's Monitor; a monitor file that already exists (a resumed run, truncated to its checkpoint) is continued:
@@ -103,6 +119,7 @@ def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ..
     :return: the wrapped env
     """
 
+    env = OptionalInfoKeys(env)  # a keyword the env does not report is an empty cell, not a KeyError
     path = None if filename is None else f"{filename}.monitor.csv"
     if path is None or not os.path.isfile(path):
         return Monitor(env, filename=filename, info_keywords=info_keywords)
