@@ -9,11 +9,16 @@ so the warning of a skipped plugin (a :class:`SkippedPluginWarning`) is always s
 """
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 from stevedore import ExtensionManager
+
+# The entry-point groups whose skipped plugins this process, or one that started it, has warned about (comma
+# separated, inherited by child processes): each is said once per command, not again by every process it starts
+WARNED_GROUPS_VARIABLE = "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS"
 
 
 class SkippedPluginWarning(UserWarning):
@@ -57,7 +62,8 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     :param refusal: returns why a loaded object cannot be used, or None when it fits the contract
     :param kind: what the plugins are, for the warnings ("algorithm", "SRL model")
     :param warning_class: category of the warning emitted per skipped plugin
-    :param warn: emit one warning per skipped plugin
+    :param warn: emit one warning per skipped plugin (unless this process or the one that started it already did for
+        this group: :data:`WARNED_GROUPS_VARIABLE`)
     :return: (name -> loaded object, sorted by name; name -> reason it was skipped)
     """
     failures: dict[str, str] = {}
@@ -73,7 +79,11 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
             failures[extension.name] = f"{extension.entry_point.value}: {reason}"
             continue
         loaded[extension.name] = extension.plugin
-    if warn:
+    # The processes a command starts (SubprocVecEnv's env workers and their forkserver, search workers, the train
+    # processes of a sweep) load the plugins again: the command has already said which it skipped, once
+    warned = set(filter(None, os.environ.get(WARNED_GROUPS_VARIABLE, "").split(",")))
+    if warn and failures and group not in warned:
+        os.environ[WARNED_GROUPS_VARIABLE] = ",".join(sorted(warned | {group}))
         for name, reason in sorted(failures.items()):
             # Located at the entry-point group, not at a source line (no file path in any format); shown as one line
             # "warning: <category>: skipped ..." (see the module docstring), by a command or a script alike.

@@ -216,3 +216,18 @@ def test_broken_sibling_plugin_from_python_is_one_warning_line(tmp_path, tinySit
     assert result.stderr.count("\n") == 1, result.stderr
     assert "PluginLoadWarning: skipped algorithm plugin 'broken_sibling'" in result.stderr
     assert ".py" not in result.stderr
+
+
+def test_a_broken_plugin_is_one_warning_also_with_env_worker_processes(tmp_path) -> None:
+    # each SubprocVecEnv worker (forkserver) imported the registries again and repeated the warning after "Run folder:"
+    dist_info = tmp_path / "broken_env-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-env\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[srl_toolbox.environments]\nBrokenEnv-v0 = no_such_module_xyz:Env\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(tmp_path), os.environ.get("PYTHONPATH")]))}
+    result = subprocess.run([sys.executable, "-m", "rl_baselines.train", "--algo", "ppo2", "--env", "MobileRobotGymEnv-v0",
+                             "--srl-model", "ground_truth", "--num-cpu", "2", "--num-timesteps", "64", "--n-steps", "32",
+                             "--batch-size", "32", "--no-vis", "--no-progress", "--log-dir", str(tmp_path / "logs")],
+                            capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("skipped environment plugin 'BrokenEnv-v0'") == 1, result.stderr
