@@ -158,7 +158,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                          f"records whole episodes")
     if config.force and config.resume:
         raise UsageError("--force discards an interrupted run and --resume continues it: pass only one")
-    name = config.env if config.name is None else config.name
+    name = config.env.replace("/", "_") if config.name is None else config.name  # (a namespaced id: ns/Env-v0)
     if not name or name in (".", "..") or name.startswith(".") or os.sep in name or (os.altsep or os.sep) in name:
         raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
     if os.path.exists(config.save_path) and not os.path.isdir(config.save_path):

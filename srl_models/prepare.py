@@ -161,10 +161,11 @@ def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_tar
     :param seed: the generator's seed
     :param renderer: what draws the images (resolved: never None)
     :return: the dataset's folder name, made of the settings that decide its content
-        (``<env>_<N>ep_<H>x<W>[_rt][_<renderer> when not tinyrenderer]_seed<S>``: the suffix is left out for the
+        (``<env>_<N>ep_<H>x<W>[_rt][_<renderer> when not tinyrenderer]_seed<S>``, a namespaced env id's ``/`` as
+        ``_``: the suffix is left out for the
         reference renderer, whatever the env's default, so that the datasets recorded before keep their names)
     """
-    return (f"{env_id}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
+    return (f"{env_id.replace('/', '_')}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
             f"{'' if renderer == REFERENCE_RENDERER else '_' + renderer}"
             f"_seed{seed}")
 

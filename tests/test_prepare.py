@@ -317,3 +317,9 @@ def test_pipeline_passes_latest_to_train(prepared, monkeypatch, capsys):
     assert "--latest: using the vae model " in capsys.readouterr().out
     specs = expandGrid(["ppo2"], [ENV_ID], ["vae"], range(1), ["--latest"], "logs/")
     assert specs and all("--latest" in spec.train_args for spec in specs)  # each run's train command gets it
+
+
+def test_a_namespaced_env_id_gives_a_plain_dataset_name() -> None:
+    # gymnasium's "namespace/Env-v0" ids (a plugin's) made a name with a "/", which the generator refuses
+    name = prepare.datasetName("my_plugin/Dot-v0", 20, (3, 64, 64), True, 0, "tinyrenderer")
+    assert name == "my_plugin_Dot-v0_20ep_64x64_rt_seed0"
