@@ -29,7 +29,9 @@ from typing import Any
 
 import yaml
 
-from srl_models.base import modelHash, modelRecipe, readExpConfig
+from srl_models.base import SRLType, modelHash, modelRecipe, readExpConfig
+from srl_models.models import LearnedSRLModel
+from srl_models.pca import PCAModel
 from srl_models.registry import learnedModels, loadSRLModel, registered_srl
 from srl_toolbox.files import atomicPath
 
@@ -60,6 +62,21 @@ def defaultConfigFile() -> str:
         return in_checkout
     config_home = os.environ.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return os.path.join(os.path.abspath(config_home), "srl-toolbox", CONFIG_NAME)
+
+
+def preparable(name: str) -> bool:
+    """:return: whether ``srl_models.prepare`` (and ``srl_models.train``) can train the registered model ``name``: the
+    toolbox's learned kinds and PCA, not a plugin's own class"""
+    entry = registered_srl.get(name)
+    return entry is not None and entry[1] is SRLType.LEARNED and issubclass(entry[0], (LearnedSRLModel, PCAModel))
+
+
+def _howToGet(env_id: str, name: str, command: str, config_file: str) -> str:
+    """:return: how a user gets a trained ``name`` model for ``env_id`` (prepare trains only the toolbox's kinds)"""
+    if preparable(name):
+        return f"train and register one with {command} (or pass --srl-model-path)"
+    return (f"srl_models.prepare does not train {name!r}: pass its trained folder with --srl-model-path, or list it "
+            f"under {env_id} in {config_file}")
 
 
 def prepareCommand(env_id: str, name: str, flags: Sequence[str] = ()) -> str:
@@ -314,11 +331,11 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
         if env_id not in mapping or not mapping[env_id]:
             listed = f"it lists {', '.join(sorted(mapping))}" if mapping else "it lists no env"
             raise SRLLookupError(f"SRL config file {config_file!r} has no trained SRL model for {env_id} ({listed}); "
-                                 f"train and register one with {command} (or pass --srl-model-path)")
+                                 f"{_howToGet(env_id, str(name), command, config_file)}")
         if name not in mapping[env_id]:
             raise SRLLookupError(f"SRL config file {config_file!r} has no {name!r} model for {env_id} (models it has "
-                                 f"for {env_id}: {', '.join(sorted(mapping[env_id]))}); train and register one with "
-                                 f"{command}")
+                                 f"for {env_id}: {', '.join(sorted(mapping[env_id]))}); "
+                                 f"{_howToGet(env_id, str(name), command, config_file)}")
         folder = configFolder(config_file, mapping[env_id][name])
         origin = f"{config_file} ({env_id}: {name})"
     try:

@@ -27,7 +27,7 @@ import torch
 
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
-from srl_models.base import SRLType
+from srl_models.config import preparable
 from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
@@ -56,8 +56,7 @@ MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
 
 def trainableModels() -> dict[str, type]:
     """:return: registered learned models this command can train (name -> class)"""
-    return {name: model_class for name, (model_class, srl_type) in registered_srl.items()
-            if srl_type is SRLType.LEARNED and issubclass(model_class, (LearnedSRLModel, PCAModel))}
+    return {name: model_class for name, (model_class, _) in registered_srl.items() if preparable(name)}
 
 
 def _number(raw: str, what: str) -> float:

@@ -18,6 +18,7 @@ import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
 from rl_baselines.core.registry import AlgoType, failed_plugins, registered_rl
+from srl_models.config import SRLLookupError, resolveSRLModel
 from srl_models.registry import SRLType, failed_srl_plugins, learnedModels, registered_srl
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -211,3 +212,15 @@ def test_plugin_is_a_separate_package() -> None:
         toolbox = {module for module in imported if module.split(".")[0] in ("rl_baselines", "srl_models",
                                                                                "environments", "replay", "srl_toolbox")}
         assert toolbox <= PUBLIC_MODULES, f"{source} imports {toolbox - PUBLIC_MODULES}"
+
+
+def test_a_plugin_model_without_a_trained_folder_is_not_sent_to_prepare(tmp_path) -> None:
+    # the hint named `srl_models.prepare ... --srl-model downsample`, which refuses a model it does not train
+    config = tmp_path / "srl_models.yaml"
+    config.write_text("{}\n")
+    for name, words in (("downsample", "srl_models.prepare does not train 'downsample': pass its trained folder with "
+                                       "--srl-model-path"),
+                        ("vae", "train and register one with python -m srl_models.prepare --env MobileRobotGymEnv-v0 "
+                                "--srl-model vae")):
+        with pytest.raises(SRLLookupError, match=re.escape(words)):
+            resolveSRLModel("MobileRobotGymEnv-v0", name, str(config))
