@@ -100,8 +100,10 @@ def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = Fals
     """:return: (mean reward of the last ``window`` episodes within ``budget``, or of the last evaluation within it
     with ``evaluation``; monitor time of the last episode within it), or None when the run did not train that far"""
     episodes = run.episodes
+    if budget is None and not run.finished:  # the final results are those of finished runs
+        return None
     if budget is not None:
-        trained = run.args.get("num_timesteps", math.inf)
+        trained = run.trained_timesteps if run.trained_timesteps is not None else run.args.get("num_timesteps", math.inf)
         if trained < budget or episodes["timesteps"][-1] + episodes["lengths"].max() <= budget:
             return None
         count = int(np.searchsorted(episodes["timesteps"], budget, side="right"))
@@ -313,7 +315,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
-    runs = findRuns(args.log_dir, args.group_by)
+    runs = findRuns(args.log_dir, args.group_by, unfinished=True)  # (counted at the budgets they reached)
+    unfinished = [run.path for run in runs if not run.finished]
+    if unfinished:
+        warnings.warn(f"{len(unfinished)} unfinished run(s) (still training, or stopped before --num-timesteps) count "
+                      f"only at the --timestep-budget values they reached, not in the final results, e.g. "
+                      f"{unfinished[0]}")
     checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.sweeps.sweep import FAILED_FILE
+from rl_baselines.sweeps.sweep import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import movingAverage
@@ -47,6 +48,8 @@ class Run:
     args: dict[str, Any]
     episodes: dict[str, np.ndarray]
     evaluations: dict[str, np.ndarray] | None = None
+    finished: bool = True  # its last step saved (False: still training, or stopped before --num-timesteps)
+    trained_timesteps: int | None = None  # env steps its saved model trained (None: unknown, its --num-timesteps)
 
     def evaluationCurve(self) -> tuple[np.ndarray, np.ndarray] | None:
         """:return: (env steps, mean evaluation reward) of each evaluation, None when the run has none"""
@@ -68,18 +71,42 @@ class Run:
         return tuple(str(self.args.get(name)) for name in (*GROUP_KEYS, *group_by))
 
 
-def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
+def runProgress(folder: str, args: dict[str, Any]) -> tuple[bool, int | None]:
+    """
+    :param folder: a run folder
+    :param args: its args.json
+    :return: (whether its last step is saved, the env steps its saved model trained): from its manifest (the latest
+        model's, written at every checkpoint and at the end); a run without one is finished when a sweep recorded it
+        done (done.json) or it holds a model (saved before manifests existed), else it is still training towards its
+        first save
+    """
+    try:
+        manifest = readManifest(folder)
+    except CheckpointError:
+        manifest = None
+    if manifest is None and os.path.isfile(os.path.join(folder, DONE_FILE)):
+        return True, int(args["num_timesteps"]) if "num_timesteps" in args else None
+    if manifest is None:
+        finished = any("_model." in name and os.path.isfile(os.path.join(folder, name)) for name in os.listdir(folder))
+        return finished, (int(args["num_timesteps"]) if finished and "num_timesteps" in args else None)
+    steps = manifest.get("num_timesteps")
+    return bool(manifest.get("finished")), (int(steps) if isinstance(steps, (int, float)) else None)
+
+
+def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = False) -> list[Run]:
     """
     Every run below ``log_dir`` (``log_dir`` itself may be one) with at least one finished episode.
 
     :param log_dir: the folder to walk
     :param group_by: args.json keys the caller groups by (each run must have them)
+    :param unfinished: keep the runs still training or stopped before their step count (``Run.finished`` False);
+        else they are left out, with a warning
     :return: the runs, sorted by path
     :raises UsageError: the folder does not exist, holds no run with an episode, or a group_by key is missing
     """
     if not os.path.isdir(log_dir):
         raise UsageError(f"--log-dir {log_dir!r} is not a folder")
-    runs, empty, failed = [], [], []
+    runs, empty, failed, stopped = [], [], [], []
     for folder, subfolders, files in os.walk(log_dir):
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
         if not RunFolder.isRun(folder):
@@ -103,7 +130,14 @@ def findRuns(log_dir: str, group_by: Sequence[str] = ()) -> list[Run]:
         if episodes["rewards"].size == 0:
             empty.append(folder)
             continue
-        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder)))
+        finished, trained = runProgress(folder, args)
+        if not finished and not unfinished:
+            stopped.append(folder)
+            continue
+        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder), finished, trained))
+    if stopped:
+        warnings.warn(f"{len(stopped)} unfinished run(s) skipped (still training, or stopped before --num-timesteps: "
+                      f"train --resume RUN finishes one), e.g. {stopped[0]}")
     if empty:
         warnings.warn(f"{len(empty)} run(s) without a finished episode skipped, e.g. {empty[0]}")
     if failed:

@@ -3,6 +3,7 @@ against a computation straight from the monitor CSVs."""
 from __future__ import annotations
 
 import csv
+import json
 import os
 import shutil
 import subprocess
@@ -237,3 +238,24 @@ def test_a_run_shorter_than_the_window_reaches_the_threshold_its_reward_reaches(
     assert float(row["mean_reward"]) == pytest.approx(np.mean(list(finals.values())))
     assert row["reached"] == "2" and int(row["fewest_episodes"]) < 100
     assert "last 100 training episodes (all " in open(tmp_path / "results.md").read()
+
+
+def test_an_unfinished_run_counts_only_at_the_budgets_it_reached(runs, tmp_path):
+    """A run still training, or stopped before --num-timesteps, went into the final results as if finished (and moved
+    the ground-truth threshold); it now counts at the budgets its saved model trained to, and aggregate_plots leaves
+    it out, each with a warning."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(runs["folders"][("random_agent", 1)], log_dir / "stopped")  # 1500 steps of its 1500
+    manifest = json.load(open(log_dir / "stopped" / "manifest.json"))
+    manifest.update(finished=False, num_timesteps=750)  # as if stopped at 750 of 1500 steps
+    json.dump(manifest, open(log_dir / "stopped" / "manifest.json", "w"))
+    shutil.copytree(runs["folders"][("random_agent", 0)], log_dir / "done")
+    result = runModule("replay.gather_results", "--log-dir", log_dir, "--timestep-budget", "500", "1000",
+                       "--episode-window", WINDOW, "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert "1 unfinished run(s)" in result.stderr and "stopped" in result.stderr
+    rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
+    assert rows["final"]["runs"] == "1" and rows["500"]["runs"] == "2" and rows["1000"]["runs"] == "1"
+    result = runModule("replay.aggregate_plots", "--log-dir", log_dir, "--output", tmp_path / "agg" / "a")
+    assert result.returncode == 0, result.stderr
+    assert "1 unfinished run(s) skipped" in result.stderr and "1 run," in result.stdout
