@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shlex
 from collections.abc import Sequence
 
 from replay import enjoy_baselines
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
-from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, pythonCommand, runCommand
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -21,18 +22,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = CLIParser(prog="python -m replay.demo", description="Train a small agent and replay it.")
     parser.add_argument("--log-dir", default="logs/demo", help="root folder of the demo run [logs/demo]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=60000, help="training steps [60000]")
-    addVisdomArguments(parser, no_vis=False, port_help="visdom port for the live curve [8097]")
+    addVisdomArguments(parser, port_help="visdom port for the live curve [8097]")
     addSeedArgument(parser, help="random seed [0]")
     args: argparse.Namespace = parser.parse_args(argv)
 
 
     env_id, srl_model, algo = "MobileRobotGymEnv-v0", "ground_truth", "ppo2"
     print(f"Training {algo} on {env_id} ({srl_model}) for {args.num_timesteps} steps. To watch the curve live, run "
-          f"`python -m replay.visdom_server --port {args.port}` in another terminal and open "
+          f"`{pythonCommand()} -m replay.visdom_server --port {args.port}` in another terminal and open "
           f"http://127.0.0.1:{args.port}", flush=True)
     code = train.main(["--algo", algo, "--env", env_id, "--srl-model", srl_model, "--num-timesteps",
                        str(args.num_timesteps), "--log-dir", args.log_dir, "--port", str(args.port),
-                       "--seed", str(args.seed), "--tag", "demo"])
+                       "--seed", str(args.seed), "--tag", "demo", *(["--no-vis"] if args.no_vis else [])])
     if code:
         return code
     runs = sorted(glob.glob(os.path.join(args.log_dir, env_id, srl_model, algo, "*_demo*")), key=os.path.getmtime)
@@ -45,9 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\nDemo finished:")
     print(f"  run folder      {run_dir}")
     print(f"  model           {os.path.join(run_dir, f'{algo}_model.zip')}")
-    print(f"  learning curve  {RunFolder(run_dir).learning_curve_file}")
+    curve = RunFolder(run_dir).learning_curve_file
+    print(f"  learning curve  {curve if os.path.exists(curve) else 'none (no training episode finished)'}")
     print(f"  replay GIF      {gif}")
-    print(f"  replay again    python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")
+    print(f"  replay again    {pythonCommand()} -m replay.enjoy_baselines --log-dir {shlex.quote(run_dir)} "
+          f"--deterministic")
     return 0
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shlex
 from collections.abc import Sequence
 
 import numpy as np
@@ -21,7 +22,15 @@ from replay import enjoy_baselines
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from srl_models import explore_latent, prepare
-from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, runCommand
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    addSeedArgument,
+    addVisdomArguments,
+    positiveInt,
+    pythonCommand,
+    runCommand,
+)
 
 ENV_ID = "MobileRobotGymEnv-v0"
 RANDOM_EPISODES = 10
@@ -52,6 +61,10 @@ def randomMeanReward(env_id: str, episodes: int, seed: int) -> float:
     return float(np.mean(returns))
 
 
+# The srl_models.prepare flags the demo gives itself (its next steps train on that VAE, env and config file)
+DEMO_PREPARE_FLAGS = ("--env", "--srl-model", "--seed", "--data-folder", "--log-folder", "--srl-config-file")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments
@@ -62,12 +75,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--log-dir", default="logs/srl_demo", help="root folder of everything the demo writes "
                         "[logs/srl_demo]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=36000, help="ppo2 training steps [36000]")
-    addVisdomArguments(parser, no_vis=False, port_help="visdom port for the live curve [8097]")
+    addVisdomArguments(parser, port_help="visdom port for the live curve [8097]")
     addSeedArgument(parser, help="random seed [0]")
     parser.add_argument("--prepare-args", nargs=argparse.REMAINDER, default=[],
                         help="further srl_models.prepare flags (e.g. --episodes 2 --epochs 1), last on the line")
     args: argparse.Namespace = parser.parse_args(argv)
-
+    for word in args.prepare_args:  # (the next steps use the VAE, the env and the config file the demo chose)
+        flag = word.split("=")[0]
+        if flag.startswith("--") and len(flag) > 2 and any(own.startswith(flag) for own in DEMO_PREPARE_FLAGS):
+            raise UsageError(f"--prepare-args {word}: the demo sets {', '.join(DEMO_PREPARE_FLAGS)} itself; give "
+                             f"others (e.g. --episodes 2 --epochs 1)")
 
     config_file = os.path.join(args.log_dir, "srl_models.yaml")
     print(f"Step 1/3: dataset and VAE for {ENV_ID} (srl_models.prepare)", flush=True)
@@ -80,11 +97,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     explore_latent.main(["--model-folder", model_folder, "--output", latent_grid, "--no-progress"])
 
     print(f"\nStep 2/3: ppo2 on the VAE's states for {args.num_timesteps} steps. To watch the curve live, run "
-          f"`python -m replay.visdom_server --port {args.port}` in another terminal and open "
+          f"`{pythonCommand()} -m replay.visdom_server --port {args.port}` in another terminal and open "
           f"http://127.0.0.1:{args.port}", flush=True)
     code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", config_file,
                        "--num-timesteps", str(args.num_timesteps), "--log-dir", args.log_dir, "--port",
-                       str(args.port), "--seed", str(args.seed), "--tag", "srl_demo"])
+                       str(args.port), "--seed", str(args.seed), "--tag", "srl_demo",
+                       *(["--no-vis"] if args.no_vis else [])])
     if code:
         return code
     runs = sorted(glob.glob(os.path.join(args.log_dir, ENV_ID, "vae", "ppo2", "*_srl_demo*")), key=os.path.getmtime)
@@ -108,7 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     curve = RunFolder(run_dir).learning_curve_file
     print(f"  learning curve    {curve if os.path.exists(curve) else 'none (no training episode finished)'}")
     print(f"  replay GIF        {gif}")
-    print(f"  replay again      python -m replay.enjoy_baselines --log-dir {run_dir} --deterministic")
+    print(f"  replay again      {pythonCommand()} -m replay.enjoy_baselines --log-dir {shlex.quote(run_dir)} "
+          f"--deterministic")
     return 0
 
 

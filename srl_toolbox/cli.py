@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import shutil
 import sys
 import tempfile
 import warnings
@@ -252,3 +253,13 @@ def addVisdomArguments(parser: argparse.ArgumentParser, no_vis: bool = True,
     if no_vis:
         parser.add_argument("--no-vis", action="store_true", help="no live visdom plots")
     parser.add_argument("--port", type=portNumber, default=DEFAULT_VISDOM_PORT, help=port_help)
+
+
+def pythonCommand() -> str:
+    """:return: how to start this interpreter in a command a user pastes: ``python`` when it is the one on PATH, else
+    its path (relative below the working directory: ``.venv/bin/python`` when a Makefile target ran it)"""
+    found = shutil.which("python")
+    if found is not None and os.path.realpath(found) == os.path.realpath(sys.executable):
+        return "python"
+    relative = os.path.relpath(sys.executable)
+    return relative if not relative.startswith("..") else sys.executable

@@ -11,7 +11,7 @@ from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
 from environments import dataset_generator
 from environments.generator_config import GeneratorConfig
-from replay import srl_demo
+from replay import demo, srl_demo
 from rl_baselines.runs import train
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 from srl_models import prepare
@@ -323,3 +323,17 @@ def test_a_namespaced_env_id_gives_a_plain_dataset_name() -> None:
     # gymnasium's "namespace/Env-v0" ids (a plugin's) made a name with a "/", which the generator refuses
     name = prepare.datasetName("my_plugin/Dot-v0", 20, (3, 64, 64), True, 0, "tinyrenderer")
     assert name == "my_plugin_Dot-v0_20ep_64x64_rt_seed0"
+
+
+@pytest.mark.slow
+def test_the_demos_take_no_vis_and_say_what_they_did_not_make(tmp_path, monkeypatch, capsys):
+    """The visdom warning's --no-vis was refused by the demos; a demo too short for an episode named a learning
+    curve that was never drawn; --prepare-args overriding the demo's own prepare flags failed only at step 2."""
+    monkeypatch.chdir(tmp_path)
+    assert demo.main(["--log-dir", str(tmp_path / "demo"), "--num-timesteps", "64", "--no-vis"]) == 0
+    out = capsys.readouterr().out
+    assert "learning curve  none (no training episode finished)" in out
+    assert "-m replay.enjoy_baselines --log-dir " in out
+    with pytest.raises(UsageError, match="--prepare-args --srl-model: the demo sets"):
+        srl_demo.main(["--log-dir", str(tmp_path / "srl_demo"), "--prepare-args", "--srl-model", "autoencoder"])
+    assert not (tmp_path / "srl_demo").exists()
