@@ -38,6 +38,7 @@ from srl_toolbox.cli import (
     addProgressArgument,
     addSeedArgument,
     checkWritableFolder,
+    intInRange,
     positiveInt,
     runCommand,
 )
@@ -280,7 +281,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--data-folder", default=None,
                         help="dataset to measure on [the one the model was trained on]")
     parser.add_argument("--k", type=positiveInt, default=5, help="nearest neighbours of KNN-MSE [5]")
-    parser.add_argument("--max-samples", type=positiveInt, default=2000,
+    parser.add_argument("--max-samples", type=intInRange(2), default=2000,
                         help="most frames measured, a seeded subset beyond [2000]")
     addSeedArgument(parser, help="seed of the subset and of the figure [0]")
     parser.add_argument("--device", default="cpu", help="device of the encoder: auto, cpu, cuda or cuda:N [cpu]")

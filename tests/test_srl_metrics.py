@@ -270,6 +270,7 @@ def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
         "ground_truth_states": ["--model-folder", model, "--data-folder", no_gt],
         "k=50": ["--model-folder", model, "--k", "50", "--max-samples", "40"],
         "must be a positive integer": ["--model-folder", model, "--k", "0"],
+        "argument --max-samples: '1' is out of range (>= 2)": ["--model-folder", model, "--max-samples", "1"],
         "is not a dataset": ["--model-folder", model, "--data-folder", tmp_path / "empty"],
     }
     before = snapshot(str(tmp_path))
