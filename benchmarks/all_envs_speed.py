@@ -7,13 +7,13 @@ variants run the same code paths plus their own objects. Usage: ``python -m benc
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 
 from benchmarks.documents import appendReport, recordedCommand
 from environments import getEnvClass, registered_env
+from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 N_REPETITIONS = 3
@@ -42,12 +42,15 @@ def stepsPerSecond(env_id: str, srl_model: str, seconds: float) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """:param argv: command-line arguments"""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("env_ids", nargs="*", help="envs to measure [all registered]")
-    parser.add_argument("--seconds", type=float, default=2.0, help="duration of each run [2]")
+    """:param argv: command-line arguments; :raises UsageError: bad input (an unknown env), before any work"""
+    parser = CLIParser(prog="python -m benchmarks.all_envs_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="envs to measure [all registered]")
+    parser.add_argument("--seconds", type=positiveFloat, default=2.0, help="duration of each run [2]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
+    unknown = [env_id for env_id in args.env_ids if env_id not in registered_env]
+    if unknown:
+        raise UsageError(f"unknown env {unknown[0]!r}; valid choices: {', '.join(sorted(registered_env))}")
     lines = ["| env | ground_truth steps/s | raw_pixels 64x64 steps/s |", "|---|---:|---:|"]
     for env_id in args.env_ids or sorted(registered_env):
         rates = [statistics.median(stepsPerSecond(env_id, mode, args.seconds) for _ in range(N_REPETITIONS))
@@ -63,4 +66,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(main)

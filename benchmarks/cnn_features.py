@@ -164,7 +164,7 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
 
 
 def buildParser() -> CLIParser:
-    parser = CLIParser(description=__doc__.split("\n\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.cnn_features", description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", nargs="+", default=[MOBILE, KUKA], choices=sorted(PLANS), metavar="ENV",
                         help=f"envs ({', '.join(sorted(PLANS))}) [both]")
     parser.add_argument("--budget", type=positiveInt, default=200_000, help="env steps per raw-pixel run [200000]")

@@ -12,7 +12,6 @@ docs/benchmarks.md unless ``--no-append``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import statistics
@@ -21,11 +20,15 @@ import sys
 import tempfile
 import time
 
+from benchmarks.command import exitStatus
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
 IMG_SIDE = 64
+# The 2-process run splits the episodes between its processes: each needs one at least.
+MIN_EPISODES = 2
 RATE = re.compile(r"\((\d+) episodes, (\d+) frames, (\d+) frames/s with (\d+) process")
 
 
@@ -83,12 +86,18 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the measured rows
+    :raises UsageError: bad input, before any work
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--episodes", type=int, default=8, help="episodes of 250 frames per run (default 8)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs per process count, median kept (default 3)")
+    parser = CLIParser(prog="python -m benchmarks.dataset_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("--episodes", type=positiveInt, default=8,
+                        help=f"episodes of 250 frames per run, at least {MIN_EPISODES} (default 8)")
+    parser.add_argument("--repeats", type=positiveInt, default=3,
+                        help="runs per process count, median kept (default 3)")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.episodes < MIN_EPISODES:
+        raise UsageError(f"--episodes {args.episodes}: the 2-process run needs at least {MIN_EPISODES} episodes "
+                         f"(one per process); give {MIN_EPISODES} or more")
     print(f"Machine: {machineDescription()}")
     rows = run(args.episodes, args.repeats)
     table = formatTable(rows)
@@ -107,4 +116,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

@@ -25,12 +25,14 @@ from unittest import mock
 
 import torch
 
+from benchmarks.command import exitOnUsageError, exitStatus
 from benchmarks.documents import appendReport, autoThreadsText, machineDescription, recordedCommand
 from benchmarks.srl_speed import warmSprites
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
+from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, positiveInt, runCommand
 from srl_toolbox.devices import resolveDevice
 
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -58,15 +60,18 @@ def parseRun(raw: str) -> tuple[str, str]:
 
 
 def timeRun(algo: str, observation: str, device: str, steps: int, log_dir: str) -> float:
-    """:return: steps/s of ``rl_baselines.train`` for ``steps`` steps of ``algo`` on ``observation`` and ``device``"""
+    """:return: steps/s of ``rl_baselines.train`` for ``steps`` steps of ``algo`` on ``observation`` and ``device``:
+    the steps it trained (an on-policy learner trains whole rollouts, more than ``steps`` when it is not a multiple)
+    over the train call's wall time"""
     actions = [] if ActionType.DISCRETE in registered_rl[algo][2] else ["--continuous-actions"]
     argv = ["--algo", algo, "--env", ENV_ID, "--srl-model", observation, *actions, "--num-timesteps", str(steps),
             "--device", device, "--seed", "0", "--log-dir", log_dir, "--checkpoint-freq", "-1", "--no-vis",
             "--no-progress"]
     start = time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):  # the run's own messages
-        assert train.main(argv) == 0
-    return steps / (time.perf_counter() - start)
+        result = train.trainCommand(argv)
+    assert result.exit_code == 0
+    return result.num_timesteps / (time.perf_counter() - start)
 
 
 def autoDevice(algo: str, observation: str) -> str:
@@ -74,24 +79,26 @@ def autoDevice(algo: str, observation: str) -> str:
     return train.runDeviceFor(registered_rl[algo][0], "auto", observation)
 
 
+@exitOnUsageError
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
-    :return: one row per run: algorithm, observation, steps/s per device, auto's device and the faster one
+    :return: one row per run: algorithm, observation, steps/s per device, auto's device and the faster one; bad input
+        ends with one ``error:`` line and SystemExit(2), before any work
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.device_speed", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", nargs="+", type=parseRun, default=[parseRun(run) for run in DEFAULT_RUNS],
                         metavar="ALGO:OBSERVATION", help=f"what to time [{' '.join(DEFAULT_RUNS)}]")
-    parser.add_argument("--steps", type=int, default=2048, help="env steps per run [2048]")
+    parser.add_argument("--steps", type=positiveInt, default=2048, help="env steps per run [2048]")
     gpu = ["cuda"] if torch.cuda.is_available() else []
     parser.add_argument("--devices", nargs="+", choices=["cpu", "cuda"], default=["cpu", *gpu],
                         help=f"devices to compare [{' '.join(['cpu', *gpu])}]")
-    parser.add_argument("--warm-up-steps", type=int, default=20_000,
+    parser.add_argument("--warm-up-steps", type=nonNegativeInt, default=20_000,
                         help="random steps filling the sprite cache before images are timed [20000]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
     if "cuda" in args.devices and not gpu:
-        parser.error("--devices cuda: this machine has no CUDA GPU that torch can use; valid choices here: cpu")
+        raise UsageError("--devices cuda: this machine has no CUDA GPU that torch can use; valid choices here: cpu")
     devices = [resolveDevice(device) for device in args.devices]
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3'))}", flush=True)
     rows = []
@@ -126,7 +133,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         appendReport(f"Training speed per device, {ENV_ID}", recordedCommand("benchmarks.device_speed", argv),
                      f"rl_baselines.train in this process, default hyperparameters, one env, train's default torch "
                      f"threads ({autoThreadsText()}), "
-                     f"{args.steps} steps per run after a warm-up run per device"
+                     f"{args.steps} steps per run (on-policy learners: whole rollouts, the steps trained "
+                     f"counted) after a warm-up run per device"
                      + (f" and {args.warm_up_steps:,} random steps filling the sprite cache" if images else "")
                      + "; steps/s over the whole train call "
                      f"(env and model construction included). auto: the device `--device auto` resolves to for the "
@@ -136,4 +144,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

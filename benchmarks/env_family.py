@@ -6,7 +6,6 @@ through benchmarks.documents.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import os
 import statistics
@@ -14,6 +13,7 @@ from typing import Any
 
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass
+from srl_toolbox.cli import CLIParser, positiveFloat
 
 
 def compareWithBare(modes: tuple, bench_env: Any, bench_bare: Any, seconds: float, repetitions: int,
@@ -88,10 +88,12 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     :param notes: ``notes(seconds) -> str``, how the figures were measured
     :param table: ``table(rows) -> str``, the markdown table of the rows (default :func:`ratioTable`)
     :return: the measured rows
+    :raises UsageError: bad input (an env outside the family, a duration that is not positive), before any work
     """
-    parser = argparse.ArgumentParser(description=title)
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each measurement (default 3)")
-    parser.add_argument("--env", nargs="+", default=list(family), help="envs to measure [the whole family]")
+    parser = CLIParser(prog=f"python -m {script}", description=title)
+    parser.add_argument("--seconds", type=positiveFloat, default=3.0, help="duration of each measurement (default 3)")
+    parser.add_argument("--env", nargs="+", default=list(family), choices=family, metavar="ENV",
+                        help=f"envs to measure, of {', '.join(family)} [the whole family]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")

@@ -1,6 +1,7 @@
 """Environment speed: the mobile-robot envs' steps/s next to a bare PyBullet loop doing the same simulation work.
 
-For each observation mode the env runs discrete random actions (with a reset every 250 steps, as in training), and a
+For each observation mode the env runs discrete random actions (with a reset every 250 steps, as in training),
+drawing with PyBullet's TinyRenderer (``renderer="tinyrenderer"``, whatever its default renderer), and a
 bare loop on the env's own PyBullet client and scene (the env is built, then left alone) does only what the mode
 needs from PyBullet: teleport the robot and, for pixel modes, getCameraImage with the same matrices, renderer and
 flags. The ratio env / bare is the figure of merit: how much the env's Python adds on top of the unavoidable PyBullet
@@ -17,9 +18,12 @@ from collections.abc import Callable
 
 import numpy as np
 
+from benchmarks.command import exitStatus
 from benchmarks.env_family import compareFamily, familyBenchmarkMain
 from environments.bullet import pybullet
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from environments.srl_env import REFERENCE_RENDERER
+from srl_toolbox.cli import runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (label, srl_model, image side)
@@ -53,6 +57,15 @@ def timedLoop(step: Callable[[int], None], seconds: float, chunk: int) -> float:
             return count / (now - start)
 
 
+def tinyRendererKeywords(env_class: type) -> dict[str, str]:
+    """
+    :param env_class: an env class
+    :return: its constructor's keywords that make it draw with TinyRenderer, as the bare loop photographs:
+        ``renderer="tinyrenderer"`` for an env that takes the keyword, none for one that draws its own images
+    """
+    return {"renderer": REFERENCE_RENDERER} if REFERENCE_RENDERER in getattr(env_class, "RENDERERS", ()) else {}
+
+
 def benchEnv(env_class: type, srl_model: str, side: int, seconds: float, actions: list[int]) -> float:
     """
     :param env_class: the env to measure
@@ -60,9 +73,9 @@ def benchEnv(env_class: type, srl_model: str, side: int, seconds: float, actions
     :param side: image side for pixel modes
     :param seconds: how long to run
     :param actions: discrete actions to play (cyclically)
-    :return: env steps per second, resets included
+    :return: env steps per second, resets included (the env draws with TinyRenderer, as the bare loop)
     """
-    env = env_class(srl_model=srl_model, img_shape=(3, side, side), seed=0)
+    env = env_class(srl_model=srl_model, img_shape=(3, side, side), seed=0, **tinyRendererKeywords(env_class))
     env.reset()
     actions = [action % env.action_space.n for action in actions]  # the 1-D robot has 2 actions
     n_actions = len(actions)
@@ -153,7 +166,8 @@ def reportNotes(seconds: float) -> str:
     """:param seconds: duration of each measurement
     :return: how the figures were measured, for docs/benchmarks.md"""
     return (f"One process; discrete random actions, reset every {EPISODE_STEPS} steps; median of "
-            f"{N_REPETITIONS} runs of {seconds:g} s each. Bare = a PyBullet loop on the env's own scene doing "
+            f"{N_REPETITIONS} runs of {seconds:g} s each; the env draws its images with TinyRenderer "
+            f"(renderer=\"tinyrenderer\", not its default). Bare = a PyBullet loop on the env's own scene doing "
             f"only the teleport (+ getCameraImage, same matrices, TinyRenderer, for pixels).")
 
 
@@ -167,4 +181,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

@@ -16,7 +16,6 @@ Usage: ``python -m benchmarks.kuka_ppo_speed [--steps N] [--repeats R] [--no-app
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import io
 import os
@@ -28,12 +27,14 @@ from unittest import mock
 import torch
 from stable_baselines3 import PPO
 
+from benchmarks.command import exitStatus
 from benchmarks.documents import BENCH_FILE, appendReport, autoThreadsText, machineDescription, recordedCommand
 from benchmarks.srl_speed import Timers, trainVAE
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.registry import defaultRenderer
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.runs import train
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
 ENV_ID = "KukaButtonGymEnv-v0"
 FLAGS = ("--random-target",)
@@ -54,7 +55,7 @@ def configurations() -> list[tuple[str, str, str]]:
 
 def timeRun(observation: str, physics: str, renderer: str, steps: int, log_dir: str, model_folder: str) -> float:
     """
-    :return: PPO steps/s of one train command
+    :return: PPO steps/s of one train command (the steps it trained: whole rollouts)
     """
     timers = Timers()
     restore = timers.wrap(PPO, "learn", "learn")
@@ -65,10 +66,11 @@ def timeRun(observation: str, physics: str, renderer: str, steps: int, log_dir: 
     solver = {"default": KukaButtonGymEnv.SOLVER["reference"]} if physics == "reference" else {}
     try:
         with mock.patch.dict(KukaButtonGymEnv.SOLVER, solver), contextlib.redirect_stdout(io.StringIO()):
-            assert train.main(argv) == 0
+            result = train.trainCommand(argv)
+        assert result.exit_code == 0
     finally:
         restore()
-    return steps / timers.seconds["learn"]
+    return result.num_timesteps / timers.seconds["learn"]
 
 
 def goalVerdicts(rates: dict[tuple[str, str, str], float]) -> str:
@@ -98,10 +100,12 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: median steps/s per (observation, physics, renderer)
+    :raises UsageError: bad input, before any work (the VAE's training included)
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=2048, help="env steps per measurement [2048]")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per configuration, median kept [3]")
+    parser = CLIParser(prog="python -m benchmarks.kuka_ppo_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=positiveInt, default=2048, help="env steps per measurement [2048]")
+    parser.add_argument("--repeats", type=positiveInt, default=3,
+                        help="measurements per configuration, median kept [3]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
@@ -147,4 +151,4 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.command import exitStatus
 from benchmarks.env_family import familyBenchmarkMain
 from benchmarks.env_speed import timedLoop
 from environments import getEnvClass
 from environments.bullet import pybullet
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
+from srl_toolbox.cli import runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # (label, srl_model, image side)
@@ -186,4 +188,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

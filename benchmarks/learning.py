@@ -32,7 +32,6 @@ the ``--rerun`` algorithms (after a change of their code or defaults), so that o
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import os
@@ -54,6 +53,7 @@ from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetad
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -597,24 +597,28 @@ def selectCases(algos: list[str] | None, registered: set[str]) -> tuple[list[Cas
 
 
 def main(argv: list[str] | None = None) -> None:
-    """:param argv: command-line arguments"""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    """:param argv: command-line arguments; :raises UsageError: bad input (an unknown algorithm), before any work"""
+    parser = CLIParser(prog="python -m benchmarks.learning", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_STEPS} steps per run: checks that every run works; appends nothing")
     parser.add_argument("--algos", nargs="+", help="only these algorithms (and the random agent on their tasks); "
                                                    "'imitation': the rows that learn from an expert (gail, behaviour "
                                                    "cloning)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds per row [0 1 2]")
-    parser.add_argument("--jobs", type=int, default=2, help="runs at a time, each in its own process [2]")
-    parser.add_argument("--last-episodes", type=int, default=20, help="episodes averaged into a run's final reward")
+    parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2], help="seeds per row [0 1 2]")
+    parser.add_argument("--jobs", type=positiveInt, default=2, help="runs at a time, each in its own process [2]")
+    parser.add_argument("--last-episodes", type=positiveInt, default=20,
+                        help="episodes averaged into a run's final reward")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     parser.add_argument("--reuse", action="store_true",
                         help="take the runs whose settings did not change from benchmarks/learning_runs.json")
     parser.add_argument("--rerun", nargs="+", default=[], metavar="ALGO",
                         help="with --reuse: run these algorithms again anyway (their code or defaults changed)")
     args = parser.parse_args(argv)
-    if args.jobs < 1 or args.last_episodes < 1:
-        parser.error("--jobs and --last-episodes must be positive")
+    valid = sorted({case.algo for case in CASES} | {case.tag for case in CASES if case.tag})
+    for flag, names in (("--algos", args.algos or []), ("--rerun", args.rerun)):
+        unknown = [name for name in names if name not in valid]
+        if unknown:
+            raise UsageError(f"{flag}: unknown algorithm {unknown[0]!r}; valid choices: {', '.join(valid)}")
     cases, notes = selectCases(args.algos, set(registered_rl))
     for note in notes:
         print(note)
@@ -674,4 +678,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(main)

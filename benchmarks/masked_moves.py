@@ -8,12 +8,11 @@ its own module is imported by the train command as an env plugin and must not im
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
 
 from rl_baselines.core.base import actionMaskKeywords
-from rl_baselines.runs.loaded_run import loadRun
+from rl_baselines.runs.loaded_run import LoadedRun, loadRun
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 
 # The replay env's seed is the run's plus this: other starts than training's.
 SEED_OFFSET = 20_000
@@ -26,7 +25,16 @@ def maskedMovesPerEpisode(run_dir: str, episodes: int, seed: int) -> float:
     :param seed: the run's seed (the replay env gets ``seed + SEED_OFFSET``)
     :return: the moves its env masks that the policy took, per episode
     """
-    run = loadRun(run_dir)
+    return playedMaskedMoves(loadRun(run_dir), episodes, seed)
+
+
+def playedMaskedMoves(run: LoadedRun, episodes: int, seed: int) -> float:
+    """
+    :param run: a loaded run on an env with action masks and discrete actions
+    :param episodes: episodes to play with its final policy
+    :param seed: the run's seed (the replay env gets ``seed + SEED_OFFSET``)
+    :return: the moves its env masks that the policy took, per episode
+    """
     env = run.makeEnv(seed=seed + SEED_OFFSET)
     masked, finished = 0, 0
     observation, dones = env.reset(), np.ones(1, dtype=bool)
@@ -43,14 +51,18 @@ def maskedMovesPerEpisode(run_dir: str, episodes: int, seed: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """:param argv: command-line arguments"""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("run_dir", help="a run folder written by rl_baselines.train")
-    parser.add_argument("--episodes", type=int, default=5, help="episodes to play [5]")
-    parser.add_argument("--seed", type=int, default=0, help="the run's seed [0]")
+    """:param argv: command-line arguments; :raises UsageError: bad input (not a run folder), before any work"""
+    parser = CLIParser(prog="python -m benchmarks.masked_moves", description=__doc__.split("\n")[0])
+    parser.add_argument("run_dir", metavar="RUN", help="a run folder written by rl_baselines.train")
+    parser.add_argument("--episodes", type=positiveInt, default=5, help="episodes to play [5]")
+    parser.add_argument("--seed", type=seedNumber, default=0, help="the run's seed [0]")
     args = parser.parse_args(argv)
-    print(f"{maskedMovesPerEpisode(args.run_dir, args.episodes, args.seed):.3f}")
+    try:
+        run = loadRun(args.run_dir, flag="RUN")
+    except ValueError as error:  # no run there, or one that cannot be loaded: one line
+        raise UsageError(str(error)) from None
+    print(f"{playedMaskedMoves(run, args.episodes, args.seed):.3f}")
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(main)

@@ -24,7 +24,6 @@ Usage: ``python -m benchmarks.profile_runs [--cases mobile-raw mobile-vae kuka-r
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import dataclasses
 import os
@@ -35,10 +34,12 @@ import sys
 import tempfile
 import time
 
+from benchmarks.command import exitStatus
 from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
 from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
 from environments.srl_env import RENDERERS
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"
@@ -131,13 +132,14 @@ def profileRun(py_spy: str, arguments: list[str], output: str, rate: int) -> flo
 
 
 def main(argv: list[str] | None = None) -> list[dict]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    """:param argv: command-line arguments; :return: the rows; :raises UsageError: bad input, before any work"""
+    parser = CLIParser(prog="python -m benchmarks.profile_runs", description=__doc__.split("\n")[0])
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(DEFAULT_CASES),
                         help=f"runs to profile [{' '.join(DEFAULT_CASES)}]")
     parser.add_argument("--renderers", nargs="+", choices=RENDERERS, default=list(RENDERERS),
                         help="renderers, each a run of its own, of the cases whose env has them [all]")
-    parser.add_argument("--steps", type=int, default=4096, help="training steps per run [4096]")
-    parser.add_argument("--rate", type=int, default=100, help="py-spy samples per second [100]")
+    parser.add_argument("--steps", type=positiveInt, default=4096, help="training steps per run [4096]")
+    parser.add_argument("--rate", type=positiveInt, default=100, help="py-spy samples per second [100]")
     parser.add_argument("--keep", help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
@@ -188,4 +190,4 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

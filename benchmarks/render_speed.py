@@ -17,7 +17,6 @@ section to docs/benchmarks.md unless ``--no-append``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
@@ -27,10 +26,12 @@ from unittest import mock
 
 import numpy as np
 
+from benchmarks.command import exitStatus
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from benchmarks.env_speed import FAMILY, timedLoop
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
+from srl_toolbox.cli import CLIParser, positiveFloat, positiveInt, runCommand
 
 KUKA_FAMILY = ("KukaButtonGymEnv-v0", "KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEnv-v0", "KukaMovingButtonGymEnv-v0")
 SIDE = 64
@@ -201,14 +202,16 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the measured rows
+    :raises UsageError: bad input, before any work
     """
-    parser = argparse.ArgumentParser(description="Renderer speed: sprites (mobile robots), lowpoly (Kuka) / "
-                                     "TinyRenderer")
-    parser.add_argument("--states", type=int, default=1000, help="random states per frame measurement [1000]")
-    parser.add_argument("--seconds", type=float, default=3.0, help="duration of each steps/s measurement [3]")
-    parser.add_argument("--repeats", type=int, default=3, help="measurements per renderer, median kept [3]")
-    parser.add_argument("--env", nargs="+", default=[*FAMILY, *KUKA_FAMILY],
-                        help="envs to measure [both families: mobile robots, Kuka]")
+    parser = CLIParser(prog="python -m benchmarks.render_speed",
+                       description="Renderer speed: sprites (mobile robots), lowpoly (Kuka) / TinyRenderer")
+    parser.add_argument("--states", type=positiveInt, default=1000, help="random states per frame measurement [1000]")
+    parser.add_argument("--seconds", type=positiveFloat, default=3.0, help="duration of each steps/s measurement [3]")
+    parser.add_argument("--repeats", type=positiveInt, default=3, help="measurements per renderer, median kept [3]")
+    parser.add_argument("--env", nargs="+", default=[*FAMILY, *KUKA_FAMILY], choices=(*FAMILY, *KUKA_FAMILY),
+                        metavar="ENV", help=f"envs to measure, of {', '.join((*FAMILY, *KUKA_FAMILY))} [both "
+                        "families: mobile robots, Kuka]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
@@ -232,4 +235,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

@@ -43,12 +43,14 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.command import exitStatus
 from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass, registered_env
 from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE_ROBOTS = ("MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobot1DGymEnv-v0",
@@ -253,32 +255,28 @@ def summary(rows: list[dict[str, Any]]) -> str:
 
 def parseArgs(argv: list[str] | None) -> argparse.Namespace:
     """:return: the benchmark's settings"""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.renderer_gtc", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.renderer_gtc", description=__doc__.split("\n")[0])
     envs = measuredEnvs()
     parser.add_argument("--envs", nargs="+", default=list(MOBILE_ROBOTS), choices=envs, metavar="ENV",
                         help=f"envs to measure, each against its other renderer: {', '.join(envs)} [the four mobile "
                         "robots]")
     parser.add_argument("--srl-model", default="vae", help="the model srl_models.train trains [vae]")
-    parser.add_argument("--state-dim", type=int, default=8, help="state dimension [8]")
-    parser.add_argument("--episodes", type=int, default=16, help="episodes of each dataset [16]")
-    parser.add_argument("--max-steps", type=int, default=100, help="steps per episode [100]")
-    parser.add_argument("--epochs", type=int, default=8, help="training epochs [8]")
-    parser.add_argument("--batch-size", type=int, default=32, help="training batch size [32]")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+    parser.add_argument("--state-dim", type=positiveInt, default=8, help="state dimension [8]")
+    parser.add_argument("--episodes", type=positiveInt, default=16, help="episodes of each dataset [16]")
+    parser.add_argument("--max-steps", type=positiveInt, default=100, help="steps per episode [100]")
+    parser.add_argument("--epochs", type=positiveInt, default=8, help="training epochs [8]")
+    parser.add_argument("--batch-size", type=positiveInt, default=32, help="training batch size [32]")
+    parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2],
                         help="training seeds: one model per seed and renderer [0 1 2]")
-    parser.add_argument("--data-seed", type=int, default=0, help="seed of both datasets and of the measured subset [0]")
-    parser.add_argument("--max-samples", type=int, default=2000, help="most frames measured per GTC [2000]")
-    parser.add_argument("--num-cpu", type=int, default=2, help="processes of the dataset generator [2]")
-    parser.add_argument("--jobs", type=int, default=2, help="trainings at a time, one torch thread each [2]")
+    parser.add_argument("--data-seed", type=seedNumber, default=0,
+                        help="seed of both datasets and of the measured subset [0]")
+    parser.add_argument("--max-samples", type=positiveInt, default=2000, help="most frames measured per GTC [2000]")
+    parser.add_argument("--num-cpu", type=positiveInt, default=2, help="processes of the dataset generator [2]")
+    parser.add_argument("--jobs", type=positiveInt, default=2, help="trainings at a time, one torch thread each [2]")
     parser.add_argument("--keep", metavar="DIR", default=None,
                         help="keep the datasets and models in DIR [a temporary folder, removed]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
-    for name in ("state_dim", "episodes", "max_steps", "epochs", "batch_size", "max_samples", "num_cpu", "jobs"):
-        if getattr(args, name) < 1:
-            parser.error(f"--{name.replace('_', '-')} must be a positive integer")
-    if min(args.seeds + [args.data_seed]) < 0:
-        parser.error("seeds must be non-negative")
     args.seeds = list(dict.fromkeys(args.seeds))
     return args
 
@@ -341,4 +339,4 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

@@ -27,8 +27,9 @@ from collections.abc import Sequence
 
 from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
 from benchmarks.srl_rl.runs import loadRun
+from environments import getEnvClass
 from srl_models.train import trainableModels
-from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -129,15 +130,20 @@ def formatTables(encoder_rows: Sequence[dict], agent_rows: Sequence[dict]) -> st
 
 def main(argv: list[str] | None = None) -> int:
     """:param argv: command-line arguments (default: sys.argv[1:]); :return: exit status"""
-    parser = CLIParser(description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.srl_epoch_speed", description=__doc__.split("\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=sorted(trainableModels()),
                         metavar="MODEL", help=f"SRL models trained by srl_models.train [{' '.join(MODELS)}]")
     parser.add_argument("--episodes", type=positiveInt, default=8, help="dataset episodes of 250 steps [8]")
     parser.add_argument("--epochs", type=positiveInt, default=2, help="epochs per training [2]")
-    parser.add_argument("--steps", type=positiveInt, default=4096, help="ppo2 steps per raw-pixel run [4096]")
+    episode = getEnvClass(ENV_ID).MAX_STEPS  # the monitor clock's steps/s needs one finished episode
+    parser.add_argument("--steps", type=positiveInt, default=4096,
+                        help=f"ppo2 steps per raw-pixel run, at least one episode ({episode}) [4096]")
     parser.add_argument("--repeats", type=positiveInt, default=1, help="alternated rounds, median kept [1]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.steps < episode:
+        raise UsageError(f"--steps {args.steps}: below one episode of {ENV_ID}; the steps/s of the monitor clock "
+                         f"needs a finished episode: give at least {episode}")
     print(f"Machine: {machineDescription()}", flush=True)
     encoder_rows, agent_rows = measure(args.models, args.episodes, args.epochs, args.steps, args.repeats)
     tables = formatTables(encoder_rows, agent_rows)

@@ -34,7 +34,6 @@ Usage: ``python -m benchmarks.srl_speed [--steps N] [--num-cpu 1 2] [--renderers
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import glob
 import io
@@ -52,6 +51,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
+from benchmarks.command import exitStatus
 from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
@@ -60,6 +60,7 @@ from rl_baselines.envs import factory
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 from srl_toolbox.devices import parseThreads
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -182,11 +183,12 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     try:
         with contextlib.redirect_stdout(io.StringIO()), \
                 mock.patch.object(factory, "encodeInWorkers", placement):  # the run's own messages
-            assert train.main(argv) == 0
+            result = train.trainCommand(argv)
+        assert result.exit_code == 0
     finally:
         for undo in restore:
             undo()
-    learn = timers.seconds["learn"]
+    learn, steps = timers.seconds["learn"], result.num_timesteps  # the steps trained: whole rollouts
     env, encode = timers.seconds.get("env", 0.0), timers.seconds.get("encode", 0.0)
     return {"rate": steps / learn, "env_ms": 1e3 * env / steps, "encode_ms": 1e3 * encode / steps,
             "rest_ms": 1e3 * (learn - env - encode) / steps, "threads": torch.get_num_threads(),  # as train set it
@@ -198,14 +200,14 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: one row per observation, renderer and number of envs
     """
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=4096, help="env steps per measurement [4096]")
-    parser.add_argument("--num-cpu", type=int, nargs="+", default=[1, 2], help="parallel envs to measure [1 2]")
+    parser = CLIParser(prog="python -m benchmarks.srl_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=positiveInt, default=4096, help="env steps per measurement [4096]")
+    parser.add_argument("--num-cpu", type=positiveInt, nargs="+", default=[1, 2], help="parallel envs to measure [1 2]")
     renderers = getEnvClass(ENV_ID).RENDERERS
     parser.add_argument("--renderers", nargs="+", choices=renderers, default=list(renderers),
                         help=f"renderers to measure side by side [all {ENV_ID}'s: {' '.join(renderers)}]")
-    parser.add_argument("--episodes", type=int, default=6, help="episodes of the VAE's dataset, 100 steps each [6]")
-    parser.add_argument("--epochs", type=int, default=2, help="VAE training epochs [2]")
+    parser.add_argument("--episodes", type=positiveInt, default=6, help="episodes of the VAE's dataset, 100 steps each [6]")
+    parser.add_argument("--epochs", type=positiveInt, default=2, help="VAE training epochs [2]")
     parser.add_argument("--torch-threads", type=parseThreads, nargs="+", default=[0], metavar="N",
                         help="train's --torch-threads for each measurement, side by side [0: train's default, auto]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
@@ -309,4 +311,4 @@ def goalVerdicts(rows: list[dict[str, Any]]) -> str:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(exitStatus(main))

@@ -47,6 +47,7 @@ from benchmarks.documents import ONE_THREAD, machineDescription, recordedCommand
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registered_srl
 from srl_models.train import trainableModels
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -466,26 +467,15 @@ def uptime() -> str:
         return "load average: " + ", ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
-def positive(raw: str) -> int:
-    """
-    :param raw: a command-line value
-    :return: it as a positive integer
-    """
-    value = int(raw)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
-    return value
-
-
 def main(argv: list[str] | None = None) -> None:
-    """:param argv: command-line arguments"""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
+    parser = CLIParser(prog="python -m benchmarks.srl_table", description=__doc__.split("\n")[0])
     parser.add_argument("--env", nargs="+", choices=list(DATASETS), default=list(DATASETS), help="envs [both]")
-    parser.add_argument("--state-dim", type=positive, default=8, help="state dimension of every model [8]")
-    parser.add_argument("--epochs", type=positive, default=10, help="maximum epochs of every model [10]")
-    parser.add_argument("--batch-size", type=positive, default=64, help="minibatch size [64]")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the datasets and the trainings [0]")
-    parser.add_argument("--jobs", type=positive, default=2, help="trainings at a time (and generator processes) [2]")
+    parser.add_argument("--state-dim", type=positiveInt, default=8, help="state dimension of every model [8]")
+    parser.add_argument("--epochs", type=positiveInt, default=10, help="maximum epochs of every model [10]")
+    parser.add_argument("--batch-size", type=positiveInt, default=64, help="minibatch size [64]")
+    parser.add_argument("--seed", type=seedNumber, default=0, help="seed of the datasets and the trainings [0]")
+    parser.add_argument("--jobs", type=positiveInt, default=2, help="trainings at a time (and generator processes) [2]")
     parser.add_argument("--data-path", default="data", help="folder of the datasets [data]")
     parser.add_argument("--log-folder", default=os.path.join("logs", "srl_bench"), help="root of the model folders "
                         "[logs/srl_bench]")
@@ -561,4 +551,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(main)

@@ -11,7 +11,6 @@ Usage: ``python -m benchmarks.sweep_speed [--steps N] [--runs N] [--repeats R] [
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import json
 import os
@@ -23,6 +22,7 @@ import tempfile
 import time
 
 from benchmarks.documents import appendReport, recordedCommand
+from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -81,11 +81,11 @@ def stopRayHead(head: subprocess.Popen) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """:param argv: command-line arguments"""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=4000, help="env steps per run [4000]")
-    parser.add_argument("--runs", type=int, default=8, help="runs in the sweep [8]")
-    parser.add_argument("--repeats", type=int, default=2,
+    """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
+    parser = CLIParser(prog="python -m benchmarks.sweep_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=positiveInt, default=4000, help="env steps per run [4000]")
+    parser.add_argument("--runs", type=positiveInt, default=8, help="runs in the sweep [8]")
+    parser.add_argument("--repeats", type=positiveInt, default=2,
                         help="repetitions, every other one in reverse order; median kept [2]")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray executor")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
@@ -155,4 +155,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(main)

@@ -10,7 +10,6 @@ Usage: ``python -m benchmarks.train_speed [--steps N] [--repeats R] [--learning-
 """
 from __future__ import annotations
 
-import argparse
 import glob
 import os
 import statistics
@@ -33,6 +32,7 @@ from rl_baselines.core.training_state import silentLogger
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
 from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -40,17 +40,19 @@ TARGET_REWARD = 150.0
 WINDOW = 100
 
 
-def timeToolbox(steps: int, log_dir: str) -> float:
-    """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process)"""
+def timeToolbox(steps: int, log_dir: str) -> tuple[float, int]:
+    """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process), and the steps it
+    trained (whole rollouts: ``steps`` rounded up to a multiple of n_steps)"""
     start = time.perf_counter()
-    code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
-                       str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress", "--torch-threads", "1"])
-    assert code == 0
-    return time.perf_counter() - start
+    result = train.trainCommand(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
+                                 str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress", "--torch-threads", "1"])
+    assert result.exit_code == 0
+    return time.perf_counter() - start, result.num_timesteps
 
 
 def timePlainSB3(steps: int, log_dir: str) -> float:
-    """:return: seconds for plain SB3 PPO with the same env, wrappers and hyperparameters"""
+    """:return: seconds for plain SB3 PPO with the same env, wrappers and hyperparameters (it trains as many steps as
+    the toolbox: whole rollouts of the same n_steps)"""
     start = time.perf_counter()
     env = DummyVecEnv([lambda: Monitor(MobileRobotGymEnv(srl_model="ground_truth"), os.path.join(log_dir, "0"))])
     env = VecNormalize(env, norm_obs=True, norm_reward=False)
@@ -76,21 +78,26 @@ def stepsToTarget(seed: int, budget: int, log_dir: str) -> tuple[int | None, flo
 
 
 def main(argv: list[str] | None = None) -> None:
-    """:param argv: command-line arguments"""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=int, default=20000, help="training steps per overhead measurement")
-    parser.add_argument("--repeats", type=int, default=3, help="alternated repetitions (median kept)")
-    parser.add_argument("--learning-budget", type=int, default=100000, help="steps per sample-efficiency run")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="seeds of the sample-efficiency runs")
+    """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
+    parser = CLIParser(prog="python -m benchmarks.train_speed", description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=positiveInt, default=20000, help="training steps per overhead measurement")
+    parser.add_argument("--repeats", type=positiveInt, default=3, help="alternated repetitions (median kept)")
+    parser.add_argument("--learning-budget", type=positiveInt, default=100000, help="steps per sample-efficiency run")
+    parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2],
+                        help="seeds of the sample-efficiency runs")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.learning_budget < MobileRobotGymEnv.MAX_STEPS:
+        raise UsageError(f"--learning-budget {args.learning_budget}: below one episode; a sample-efficiency run needs "
+                         f"at least {MobileRobotGymEnv.MAX_STEPS} steps")
     torch.set_num_threads(1)  # plain SB3's, as the train runs timed beside it (--torch-threads 1)
     toolbox, plain = [], []
     with tempfile.TemporaryDirectory() as scratch:
         timeToolbox(2000, os.path.join(scratch, "warmup"))  # imports and first-call costs out of the figures
         for repeat in range(args.repeats):
             plain.append(timePlainSB3(args.steps, os.path.join(scratch, f"plain{repeat}")))
-            toolbox.append(timeToolbox(args.steps, os.path.join(scratch, f"toolbox{repeat}")))
+            seconds, trained = timeToolbox(args.steps, os.path.join(scratch, f"toolbox{repeat}"))
+            toolbox.append(seconds)
             print(f"repeat {repeat}: toolbox {toolbox[-1]:.2f} s, plain SB3 {plain[-1]:.2f} s", flush=True)
         results = {}
         for seed in args.seeds:
@@ -100,8 +107,8 @@ def main(argv: list[str] | None = None) -> None:
     reached = [steps for steps, _ in results.values() if steps is not None]
     table = "\n".join([
         "| measure | value |", "|---|---:|",
-        f"| rl_baselines.train ppo2, steps/s | {args.steps / t_toolbox:,.0f} |",
-        f"| plain SB3 PPO, steps/s | {args.steps / t_plain:,.0f} |",
+        f"| rl_baselines.train ppo2, steps/s | {trained / t_toolbox:,.0f} |",
+        f"| plain SB3 PPO, steps/s | {trained / t_plain:,.0f} |",
         f"| overhead time(train) / time(plain SB3) | {t_toolbox / t_plain:.3f} |",
         *[f"| seed {seed}: steps to 100-episode mean reward {TARGET_REWARD:g} (final mean) | "
           f"{steps if steps is not None else f'not within {args.learning_budget}'} ({final:.0f}) |"
@@ -113,10 +120,11 @@ def main(argv: list[str] | None = None) -> None:
     if not args.no_append:
         command = recordedCommand("benchmarks.train_speed", argv)
         appendReport("Train loop, ppo2 on MobileRobotGymEnv-v0 (ground truth)", command,
-                     f"One env, one torch thread; {args.steps} steps per timing, median of {args.repeats} alternated "
-                     f"repetitions after a warm-up; sample efficiency with the default ppo2 hyperparameters, budget "
+                     f"One env, one torch thread; {trained} steps per timing (--steps {args.steps} in whole "
+                     f"rollouts), median of {args.repeats} alternated repetitions after a warm-up; sample efficiency "
+                     f"with the default ppo2 hyperparameters, budget "
                      f"{args.learning_budget} steps.", table, packages=("torch", "stable_baselines3", "pybullet"))
 
 
 if __name__ == "__main__":
-    main()
+    runCommand(main)

@@ -1,0 +1,120 @@
+"""The benchmark commands (``python -m benchmarks.X``) answer bad input the project's way: one ``error:`` line naming
+the bad value (and the valid choices), exit code 2, no traceback, nothing written; and env_speed's env draws with
+TinyRenderer, as its bare PyBullet loop does."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+from conftest import REPO, runModule, snapshot
+
+from benchmarks import env_speed
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+
+MISSING_RUN = os.path.join(REPO, "no_such_run_folder")
+
+# (module, bad arguments, words the error line must hold): each refused at argument parsing, before any work.
+CASES = [
+    ("env_speed", ["--env", "Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "MobileRobotLineTargetGymEnv-v0"]),
+    ("env_speed", ["--seconds", "0"], ["--seconds", "'0'", "positive"]),
+    ("env_speed", ["--seconds", "-1"], ["--seconds", "'-1'", "positive"]),
+    ("all_envs_speed", ["Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
+    ("all_envs_speed", ["--seconds", "0"], ["--seconds", "'0'"]),
+    ("render_speed", ["--env", "Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
+    ("render_speed", ["--states", "0"], ["--states", "'0'"]),
+    ("render_speed", ["--repeats", "0"], ["--repeats", "'0'"]),
+    ("kuka_speed", ["--env", "MobileRobotGymEnv-v0"], ["'MobileRobotGymEnv-v0'", "KukaButtonGymEnv-v0"]),
+    ("kuka_speed", ["--seconds", "0"], ["--seconds", "'0'"]),
+    ("dataset_speed", ["--repeats", "-1"], ["--repeats", "'-1'"]),
+    ("dataset_speed", ["--episodes", "0"], ["--episodes", "'0'"]),
+    ("dataset_speed", ["--episodes", "1"], ["--episodes 1", "at least 2"]),
+    ("train_speed", ["--repeats", "0"], ["--repeats", "'0'"]),
+    ("train_speed", ["--steps", "0"], ["--steps", "'0'"]),
+    ("train_speed", ["--learning-budget", "-5"], ["--learning-budget", "'-5'"]),
+    ("train_speed", ["--learning-budget", "10"], ["--learning-budget 10", "250"]),
+    ("kuka_ppo_speed", ["--repeats", "0"], ["--repeats", "'0'"]),
+    ("kuka_ppo_speed", ["--steps", "0"], ["--steps", "'0'"]),
+    ("device_speed", ["--steps", "0"], ["--steps", "'0'"]),
+    ("device_speed", ["--warm-up-steps", "-5"], ["--warm-up-steps", "'-5'"]),
+    ("sweep_speed", ["--runs", "0"], ["--runs", "'0'"]),
+    ("sweep_speed", ["--steps", "-5"], ["--steps", "'-5'"]),
+    ("sweep_speed", ["--repeats", "0"], ["--repeats", "'0'"]),
+    ("profile_runs", ["--steps", "0"], ["--steps", "'0'"]),
+    ("profile_runs", ["--rate", "0"], ["--rate", "'0'"]),
+    ("masked_moves", [MISSING_RUN], [MISSING_RUN, "not a folder"]),
+    ("masked_moves", [REPO, "--episodes", "0"], ["--episodes", "'0'"]),
+    ("masked_moves", [REPO, "--episodes", "-3"], ["--episodes", "'-3'"]),
+    ("learning", ["--algos", "nope", "--quick"], ["--algos", "'nope'", "ppo2", "imitation"]),
+    ("learning", ["--jobs", "0"], ["--jobs", "'0'"]),
+    ("srl_table", ["--epochs", "0"], ["--epochs", "'0'"]),
+    ("renderer_gtc", ["--episodes", "0"], ["--episodes", "'0'"]),
+    ("srl_speed", ["--steps", "0"], ["--steps", "'0'"]),
+    ("srl_epoch_speed", ["--steps", "100"], ["--steps 100", "250"]),
+]
+
+
+def _written() -> dict:
+    """:return: every file of docs/, where a benchmark writes (docs/benchmarks.md above all), with its size and time"""
+    return snapshot(os.path.join(REPO, "docs"))
+
+
+def assertOneLineError(result: subprocess.CompletedProcess, words: list[str]) -> None:
+    """Exit code 2, no traceback, and stderr is one ``error: ...`` line holding every word."""
+    output = f"exit {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    assert result.returncode == 2, output
+    assert "Traceback" not in result.stderr and "Traceback" not in result.stdout, output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), output
+    assert "usage:" not in result.stderr, output
+    for word in words:
+        assert word in lines[0], f"{word!r} not in {lines[0]!r}"
+
+
+@pytest.mark.parametrize("module,arguments,words", [
+    pytest.param(module, arguments, words, id=f"{module}-{'-'.join(arguments).replace(REPO, 'REPO')}")
+    for module, arguments, words in CASES])
+def test_bad_benchmark_input_is_one_line(module: str, arguments: list[str], words: list[str]) -> None:
+    before = _written()
+    result = runModule(f"benchmarks.{module}", *arguments, timeout=120)
+    assert _written() == before, "a refused benchmark command wrote files"
+    assertOneLineError(result, words)
+
+
+def test_every_benchmark_command_is_covered() -> None:
+    """Every script asked to refuse bad input has cases here (a script added later should get some)."""
+    assert {module for module, _, _ in CASES} >= {
+        "env_speed", "all_envs_speed", "render_speed", "kuka_speed", "dataset_speed", "train_speed", "kuka_ppo_speed",
+        "device_speed", "sweep_speed", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
+        "srl_speed", "srl_epoch_speed"}
+
+
+class _Built(Exception):
+    """Raised by a fake env once constructed: benchEnv's keywords are all the test needs."""
+
+
+def test_env_speed_builds_its_env_with_tinyrenderer() -> None:
+    """The env / bare ratio compares like with like: the env draws with TinyRenderer, as the bare loop photographs
+    (mobile robots draw with sprites by default)."""
+    assert MobileRobotGymEnv.DEFAULT_RENDERER != "tinyrenderer"
+    assert env_speed.tinyRendererKeywords(MobileRobotGymEnv) == {"renderer": "tinyrenderer"}
+    assert env_speed.tinyRendererKeywords(type("OwnImages", (), {})) == {}  # draws its own images: no keyword
+    built: dict = {}
+
+    class Recorder:
+        RENDERERS = ("tinyrenderer", "sprites")
+        DEFAULT_RENDERER = "sprites"
+
+        def __init__(self, **kwargs) -> None:
+            built.update(kwargs)
+            raise _Built
+
+    with pytest.raises(_Built):
+        env_speed.benchEnv(Recorder, "raw_pixels", 64, 0.01, [0, 1])
+    assert built["renderer"] == "tinyrenderer" and built["srl_model"] == "raw_pixels"
+    env = MobileRobotGymEnv(srl_model="ground_truth", seed=0, **env_speed.tinyRendererKeywords(MobileRobotGymEnv))
+    try:
+        assert env.renderer == "tinyrenderer"
+    finally:
+        env.close()
+    assert "the env draws its images with TinyRenderer" in env_speed.reportNotes(1.0)
