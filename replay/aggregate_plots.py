@@ -21,6 +21,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from replay.results import (
+    EVALUATION_Y_LABEL,
+    TRAINING_Y_LABEL,
     aggregateCurves,
     aggregateEvaluations,
     bandOverSeeds,
@@ -53,7 +55,7 @@ def buildParser() -> CLIParser:
 
 
 def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: str, x_label: str,
-               y_label: str = "episode reward (moving average)") -> None:
+               y_label: str = TRAINING_Y_LABEL) -> None:
     """
     Draw mean curves with their 95% bands on one axes and save a PNG atomically.
 
@@ -111,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{env} {label}: no evaluation curve, {error}")
                 continue
             npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}_evaluation.npz"
-            saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members])
+            saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members], EVALUATION_Y_LABEL)
             print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
@@ -120,8 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Plot: {png_path}")
     for env, curves in evaluations_by_env.items():
         png_path = f"{prefix}_{safeName(env)}_evaluation.png"
-        plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps",
-                   y_label="mean evaluation reward")
+        plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL)
         print(f"Evaluation plot: {png_path}")
     return 0
 

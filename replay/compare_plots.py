@@ -44,6 +44,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(units) > 1:
         raise UsageError(f"the inputs mix x units ({', '.join(sorted(units))}); re-run aggregate_plots with the same "
                          f"--timesteps choice for all")
+    kinds = {curves["y_label"] for curves in loaded}
+    if len(kinds) > 1:
+        raise UsageError(f"the inputs mix training and evaluation curves ({', '.join(sorted(kinds))}); compare like "
+                         f"with like (aggregate_plots writes the evaluations' as *_evaluation.npz)")
     curves = []
     for index, (path, data) in enumerate(zip(args.input, loaded)):
         label = args.labels[index] if args.labels else (data["label"] or os.path.splitext(os.path.basename(path))[0])
@@ -56,7 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--truncate-x {args.truncate_x}: {path} starts at x = {x[0]:g}")
             x, y = x[keep], y[:, keep]
         curves.append((label, x, y))
-    plotCurves(args.output, curves, args.title, units.pop())
+    plotCurves(args.output, curves, args.title, units.pop(), y_label=kinds.pop())
     print(f"Plot: {args.output}")
     return 0
 

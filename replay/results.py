@@ -325,11 +325,16 @@ def bandOverSeeds(y: np.ndarray, level: float = 0.95) -> tuple[np.ndarray, np.nd
     return mean, mean - half, mean + half
 
 
-def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_label: str, paths: Sequence[str]
-               ) -> None:
+# The y axes of aggregated curves: the training episodes' moving average, or the deterministic evaluations' mean
+TRAINING_Y_LABEL = "episode reward (moving average)"
+EVALUATION_Y_LABEL = "mean evaluation reward"
+
+
+def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_label: str, paths: Sequence[str],
+               y_label: str = TRAINING_Y_LABEL) -> None:
     """
     Export aggregated curves as ``.npz`` (no pickled objects): ``x`` (points), ``y`` (runs x points), ``label``,
-    ``env``, ``x_label`` and ``runs`` (the run folders).
+    ``env``, ``x_label``, ``y_label`` and ``runs`` (the run folders).
 
     :param path: the .npz file
     :param x: x axis
@@ -338,16 +343,17 @@ def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_
     :param env: the env id
     :param x_label: "episodes" or "timesteps"
     :param paths: the run folders, one per row of y
+    :param y_label: what y is (TRAINING_Y_LABEL or EVALUATION_Y_LABEL)
     """
     with atomicPath(path) as tmp_path:
         np.savez(tmp_path, x=x, y=y, label=np.array(label), env=np.array(env), x_label=np.array(x_label),
-                 runs=np.array(list(paths)))
+                 y_label=np.array(y_label), runs=np.array(list(paths)))
 
 
 def loadCurves(path: str) -> dict[str, Any]:
     """
     :param path: an .npz of :func:`saveCurves`
-    :return: its arrays (label, env, x_label as str)
+    :return: its arrays (label, env, x_label, y_label as str; a file written before y_label holds training curves)
     :raises UsageError: missing or not such a file
     """
     try:
@@ -360,6 +366,7 @@ def loadCurves(path: str) -> dict[str, Any]:
                          f"replay.aggregate_plots")
     for name in ("label", "env", "x_label"):
         curves[name] = str(curves[name]) if name in curves else ""
+    curves["y_label"] = str(curves["y_label"]) if "y_label" in curves else TRAINING_Y_LABEL
     return curves
 
 

@@ -21,13 +21,14 @@ import pytest
 from conftest import runModule
 from test_determinism import ALGO_ARGS, monitorRows
 
-from replay import aggregate_plots, gather_results, plots
+from replay import aggregate_plots, compare_plots, gather_results, plots
 from replay.results import findRuns, loadCurves
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
+from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-reward"]
 # Checkpoints every 500 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps), as in
@@ -170,6 +171,13 @@ def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
     curves = loadCurves(npz)
     np.testing.assert_array_equal(curves["x"], evaluations["timesteps"])
     np.testing.assert_allclose(curves["y"], np.stack([means, means]))
+    # compare_plots labels them as evaluations, and refuses to draw them beside training curves without a word
+    assert curves["y_label"] == "mean evaluation reward"
+    (training_npz,) = [path for path in glob.glob(str(log_dir / "aggregate_*.npz")) if path != npz]
+    assert loadCurves(training_npz)["y_label"] == "episode reward (moving average)"
+    with pytest.raises(UsageError, match="the inputs mix training and evaluation curves"):
+        compare_plots.main(["-i", npz, training_npz, "-o", str(log_dir / "mixed.png")])
+    assert not os.path.exists(log_dir / "mixed.png")
     assert os.path.getsize(log_dir / "aggregate_MobileRobotGymEnv-v0_evaluation.png") > 0
 
     assert plots.main(["-i", str(log_dir / "seed1")]) == 0
