@@ -26,7 +26,7 @@ from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.hyperparams import pixelDefaultFlags
-from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv, namespaceOf, trainAlgorithm
+from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv, trainAlgorithm
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -195,17 +195,14 @@ def _checkTogether(algo_class: type, args: TrainConfig, hyperparams: dict[str, A
     :param algo_class: the algorithm's class
     :param args: the run's settings (its ``hp_*`` flags)
     :param hyperparams: the typed values of --hyperparam-file and --hyperparam
-    :raises UsageError: the resolved hyperparameters do not fit together (the class's ``checkHyperparams``, which
-        training runs again; here before the run folder is written)
+    :raises UsageError: the hyperparameters do not fit together: the check training runs (the class's
+        ``resolveHyperparams``, as core.plugin_v1.trainAlgorithm calls it), here before the run folder is written; a
+        plugin of API version 1 resolves its own in its train
     """
-    resolve = getattr(algo_class, "hyperparamsFromArgs", None)
-    if resolve is None:
+    if isV1(algo_class):
         return
     settings = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings()
-    try:
-        algo_class.checkHyperparams(resolve(namespaceOf(settings) if isV1(algo_class) else settings, dict(hyperparams)))
-    except ValueError as error:
-        raise UsageError(str(error)) from None
+    algo_class.resolveHyperparams(settings, dict(settings.hyperparam_overrides))
 
 
 def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type) -> None:

@@ -563,20 +563,18 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
 def recordedResult(run_folder: str, since: float = 0.0) -> RunResult | None:
     """
     :param run_folder: a run attempt's folder
-    :param since: a time (``time.time()``): markers written before it are not read
-    :return: the result :func:`finishRun` recorded in it (done.json, else failed.json), None when neither is there
-        (written since ``since``) and readable
+    :param since: a time (``time.time()``): a marker written before it is not read
+    :return: the result :func:`finishRun` recorded in it (:func:`readMarker`), None when there is none written since
+        ``since``, or it is unreadable
     """
-    for name in (DONE_FILE, FAILED_FILE):
-        path = os.path.join(run_folder, name)
-        try:
-            if os.path.getmtime(path) < since:
-                continue
-            marker = readJson(path)
-            return RunResult(**{item.name: marker[item.name] for item in fields(RunResult) if item.name in marker})
-        except (OSError, ValueError, TypeError, KeyError):
-            continue
-    return None
+    markers = [os.path.join(run_folder, name) for name in (DONE_FILE, FAILED_FILE)]
+    if not any(os.path.isfile(path) and os.path.getmtime(path) >= since for path in markers):
+        return None
+    try:
+        marker = readMarker(run_folder)
+        return RunResult(**{item.name: marker[item.name] for item in fields(RunResult) if item.name in marker})
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def executeRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -> RunResult:
