@@ -6,7 +6,9 @@
 Writes into the model folder: gt_correlation.json, knn_mse.json, linear_probe.json (not for a dataset of a single
 episode: the probe is scored on held-out episodes), states.npz (the sampled frames' learned states,
 ground truth and rewards, for further plots), states_by_ground_truth.png and knn_neighbours.png.
-srl_models.train calls :func:`evaluateModel` at the end of training.
+srl_models.train calls :func:`evaluateModel` at the end of training. Measured on another dataset than the one it was
+trained on, the same files go to ``evaluations/<dataset folder name>/`` inside the model folder: the model's own
+measurements (read by srl_models.prepare and the benchmarks) are always those of its training dataset.
 """
 from __future__ import annotations
 
@@ -50,6 +52,7 @@ KNN_FILE = "knn_mse.json"
 PROBE_FILE = "linear_probe.json"
 STATES_PLOT = "states_by_ground_truth.png"
 KNN_PLOT = "knn_neighbours.png"
+OTHER_DATASETS_FOLDER = "evaluations"  # inside a model folder: one subfolder per other dataset measured on
 KNN_PLOT_QUERIES = 4    # query frames in the neighbours figure
 KNN_PLOT_NEIGHBOURS = 5  # neighbours shown per query (at most k)
 ENCODE_BATCH = 256
@@ -142,6 +145,7 @@ class Evaluation:
     ground_truth: np.ndarray
     k: int
     seed: int
+    output_folder: str  # the model folder, or its evaluations/<dataset> for another dataset than its own
 
 
 def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int = 5, max_samples: int = 2000,
@@ -172,7 +176,22 @@ def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int 
     if tuple(model.img_shape) != dataset.img_shape:
         raise ValueError(f"the model {model_folder!r} encodes images of shape {list(model.img_shape)}, the dataset "
                          f"{dataset.path!r} has {list(dataset.img_shape)}")
-    return Evaluation(model_folder, config, dataset, model, indices, ground_truth, k, seed)
+    return Evaluation(model_folder, config, dataset, model, indices, ground_truth, k, seed,
+                      outputFolder(model_folder, config, dataset.path))
+
+
+def outputFolder(model_folder: str, config: dict[str, Any], data_folder: str) -> str:
+    """
+    :param model_folder: a model folder
+    :param config: its exp_config.json
+    :param data_folder: the dataset measured
+    :return: where the measurements go: the model folder for the dataset it was trained on, else
+        ``<model folder>/evaluations/<dataset folder name>`` (the model's own measurements stay those of its dataset)
+    """
+    trained_on = config.get("data_folder")
+    if trained_on and os.path.realpath(trained_on) == os.path.realpath(data_folder):
+        return model_folder
+    return os.path.join(model_folder, OTHER_DATASETS_FOLDER, os.path.basename(os.path.normpath(data_folder)))
 
 
 def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, Any]:
@@ -190,19 +209,20 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     knn_mse = knnMse(states, ev.ground_truth, ev.k)
     probe = probeStates(states, ev)
     common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path}
-    writeJson(os.path.join(ev.model_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
-    writeJson(os.path.join(ev.model_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
+    os.makedirs(ev.output_folder, exist_ok=True)
+    writeJson(os.path.join(ev.output_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
+    writeJson(os.path.join(ev.output_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
     if probe is not None:
-        writeJson(os.path.join(ev.model_folder, PROBE_FILE), {**probe, **common}, sort_keys=False)
+        writeJson(os.path.join(ev.output_folder, PROBE_FILE), {**probe, **common}, sort_keys=False)
     extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
-    writeNpz(os.path.join(ev.model_folder, STATES_FILE),
+    writeNpz(os.path.join(ev.output_folder, STATES_FILE),
              {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
 
     name = ev.config.get("srl_model", type(ev.model).__name__)
     env_id = ev.config.get("env") or ev.dataset.env_id
     plotting.plotStatesByGroundTruth(
         states, ev.ground_truth, plotType(env_id, ev.ground_truth.shape[1]),
-        os.path.join(ev.model_folder, STATES_PLOT),
+        os.path.join(ev.output_folder, STATES_PLOT),
         title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}")
     plotKnn(ev, states, name)
     return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe}
@@ -248,7 +268,7 @@ def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:
     frames = ev.indices[np.concatenate([queries[:, None], neighbours], axis=1)]  # (q, 1 + shown) dataset rows
     images = ev.dataset.loadImages(frames.ravel())
     images = images.reshape(*frames.shape, *images.shape[1:])
-    plotting.plotNeighbours(images[:, 0], images[:, 1:], distances, os.path.join(ev.model_folder, KNN_PLOT),
+    plotting.plotNeighbours(images[:, 0], images[:, 1:], distances, os.path.join(ev.output_folder, KNN_PLOT),
                             title=f"{name}: {shown} nearest neighbours in learned-state space")
 
 
@@ -257,7 +277,8 @@ def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = 5,
     """
     Measure a trained model: GTC and KNN-MSE on a seeded subset of the dataset's frames, with plots.
 
-    :param model_folder: a model folder written by srl_models.train; the results are written into it
+    :param model_folder: a model folder written by srl_models.train; the results are written into it (into its
+        evaluations/<dataset folder name> for another dataset than the one it was trained on: :func:`outputFolder`)
     :param data_folder: the dataset (default: exp_config["data_folder"], the one it was trained on)
     :param k: neighbours of KNN-MSE
     :param max_samples: most frames measured (a seeded subset beyond)
@@ -314,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{' '.join(f'{v:.3f}' for v in probe['per_dimension'])}; ridge alpha {probe['alpha']:g}, fitted on "
               f"{probe['n_fit']} frames, scored on {probe['n_held_out']} of held-out episodes)")
     written = [GTC_FILE, KNN_FILE, *([PROBE_FILE] if probe is not None else []), STATES_FILE, STATES_PLOT, KNN_PLOT]
-    print(f"Wrote {', '.join(written)} in {args.model_folder}")
+    print(f"Wrote {', '.join(written)} in {evaluation.output_folder}")
     return 0
 
 

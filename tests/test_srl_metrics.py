@@ -246,6 +246,30 @@ def test_evaluateCommand(tmp_path, dataFolder, testModels, capsys):
     assert probe["alpha"] == 1.0 and probe["n_fit"] + probe["n_held_out"] == 50
 
 
+def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFolder, testModels, capsys):
+    """Measuring on another dataset writes into evaluations/<dataset>, never over the training dataset's files."""
+    folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
+    assert runMain(evaluate, ["--model-folder", folder, "--max-samples", "50", "--no-progress"], capsys)[0] == 0
+    own = {name: (tmp_path / "model" / name).read_bytes() for name in (evaluate.GTC_FILE, evaluate.KNN_FILE,
+                                                                       evaluate.PROBE_FILE, evaluate.STATES_FILE)}
+    other = str(tmp_path / "copy_of_data")
+    shutil.copytree(dataFolder, other)
+    code, out, err = runMain(evaluate, ["--model-folder", folder, "--data-folder", other, "--max-samples", "40",
+                                        "--no-progress"], capsys)
+    assert code == 0, err
+    assert {name: (tmp_path / "model" / name).read_bytes() for name in own} == own
+    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "copy_of_data")
+    with open(os.path.join(measured, evaluate.GTC_FILE)) as handle:
+        gtc = json.load(handle)
+    assert gtc["n_samples"] == 40 and gtc["data_folder"] == other and f"in {measured}" in out
+    assert os.path.isfile(os.path.join(measured, evaluate.KNN_PLOT))
+    # the training dataset named by another path is still the model's own
+    assert runMain(evaluate, ["--model-folder", folder, "--data-folder", os.path.relpath(dataFolder),
+                              "--max-samples", "30", "--no-progress"], capsys)[0] == 0
+    with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
+        assert json.load(handle)["n_samples"] == 30
+
+
 def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
     model = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
     kuka_model = saveModel(str(tmp_path / "kuka"), dataFolder, "test_linear", env="KukaButtonGymEnv-v0")
