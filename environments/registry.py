@@ -5,7 +5,9 @@ env with one line in its packaging metadata. ``import environments`` loads them 
 registries do with theirs) and registers them in gymnasium, after which ``gymnasium.make("MobileRobotGymEnv-v0")``
 works. A plugin that fails to import, is not an SRLGymEnv, or was built for another API major version is recorded in
 ``failed_env_plugins`` (id -> reason), reported once as an :class:`EnvPluginLoadWarning`, and skipped; the others
-still load.
+still load. A plugin whose own module is half-way through its import when the registry loads (the module imported
+``environments`` first: a circular import) is registered in gymnasium by its entry point's string, which gymnasium
+resolves at ``make``, and :func:`getEnvClass` loads (and checks) it when first asked.
 
 Renderers: each env class names what may draw its images (``RENDERERS``) and what does when none is asked for
 (``DEFAULT_RENDERER``): :func:`defaultRenderer` reads it, :func:`resolvedRenderer` turns a ``--renderer`` left out
@@ -14,12 +16,13 @@ constructor keyword that makes it draw with one.
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import gymnasium as gym
 
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS, SRLGymEnv
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadEntryPoint, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
 
@@ -28,6 +31,8 @@ registered_env: dict[str, str] = {}
 # id -> why the plugin was skipped
 failed_env_plugins: dict[str, str] = {}
 _classes: dict[str, type[SRLGymEnv]] = {}
+# id -> entry point of the plugins whose module was still being imported when the registry loaded (loaded when asked)
+_deferred: dict[str, str] = {}
 
 
 class EnvPluginLoadWarning(SkippedPluginWarning):
@@ -51,16 +56,45 @@ def registerAll() -> dict[str, str]:
 
     :return: the mapping of env id to its "module:Class" entry point
     """
-    if _classes or failed_env_plugins:
+    if _classes or failed_env_plugins or _deferred:
         return registered_env
-    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "environment", EnvPluginLoadWarning)
+    deferred: dict[str, str] = {}
+    plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "environment", EnvPluginLoadWarning,
+                                    deferred=deferred)
     failed_env_plugins.update(failures)
-    for env_id, env_class in plugins.items():
-        _classes[env_id] = env_class
-        registered_env[env_id] = f"{env_class.__module__}:{env_class.__qualname__}"
+    entry_points = {env_id: f"{env_class.__module__}:{env_class.__qualname__}" for env_id, env_class in plugins.items()}
+    _classes.update(plugins)
+    _deferred.update(deferred)
+    for env_id, entry_point in sorted({**entry_points, **deferred}.items()):
+        registered_env[env_id] = entry_point
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=registered_env[env_id])
+            gym.register(id=env_id, entry_point=entry_point)
     return registered_env
+
+
+def _loadDeferred(env_id: str) -> None:
+    """
+    Load a plugin deferred by :func:`registerAll` (its module has finished importing since) and check it as the
+    others were: one that does not fit is unregistered and recorded in ``failed_env_plugins``.
+
+    :param env_id: a deferred env id
+    :raises KeyError: it does not fit the contract (the reason is in ``failed_env_plugins``)
+    """
+    entry_point = _deferred.pop(env_id)
+    plugin = None
+    try:
+        plugin = loadEntryPoint(entry_point)
+        reason = _refusal(plugin)
+    except (ImportError, AttributeError) as error:
+        reason = f"{type(error).__name__}: {error}"
+    if reason is not None:
+        failed_env_plugins[env_id] = f"{entry_point}: {reason}"
+        warnings.warn_explicit(f"skipped environment plugin {env_id!r} ({failed_env_plugins[env_id]})",
+                               EnvPluginLoadWarning, filename=ENTRY_POINT_GROUP, lineno=0, module=ENTRY_POINT_GROUP)
+        registered_env.pop(env_id, None)
+        gym.registry.pop(env_id, None)
+        raise KeyError(env_id)
+    _classes[env_id] = plugin
 
 
 def getEnvClass(env_id: str) -> type[SRLGymEnv]:
@@ -70,6 +104,8 @@ def getEnvClass(env_id: str) -> type[SRLGymEnv]:
     :raises KeyError: the id is not registered
     """
     registerAll()
+    if env_id in _deferred:
+        _loadDeferred(env_id)
     return _classes[env_id]
 
 

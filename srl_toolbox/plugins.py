@@ -9,7 +9,9 @@ so the warning of a skipped plugin (a :class:`SkippedPluginWarning`) is always s
 """
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -52,9 +54,29 @@ def apiMajor(version: Any) -> int | None:
         return None
 
 
+def beingImported(module: str) -> bool:
+    """:return: whether ``module`` is half-way through its import (in sys.modules, its code still running): an entry
+    point in it cannot be loaded yet, and can be once that import has finished"""
+    spec = getattr(sys.modules.get(module), "__spec__", None)
+    return bool(getattr(spec, "_initializing", False))
+
+
+def loadEntryPoint(value: str) -> Any:
+    """
+    :param value: an entry point's value, ``module:attribute`` (the attribute may be dotted)
+    :return: the object it names, imported now
+    :raises ImportError: the module cannot be imported; AttributeError: it has no such attribute
+    """
+    module, _, attribute = value.partition(":")
+    target: Any = importlib.import_module(module)
+    for name in filter(None, attribute.split(".")):
+        target = getattr(target, name)
+    return target
+
+
 def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
                 warning_class: type[Warning] = SkippedPluginWarning,
-                warn: bool = True) -> tuple[dict[str, Any], dict[str, str]]:
+                warn: bool = True, deferred: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """
     Import every entry point of ``group``.
 
@@ -64,11 +86,17 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     :param warning_class: category of the warning emitted per skipped plugin
     :param warn: emit one warning per skipped plugin (unless this process or the one that started it already did for
         this group: :data:`WARNED_GROUPS_VARIABLE`)
+    :param deferred: when given, receives name -> entry point value of the plugins whose module was still being
+        imported (:func:`beingImported`: the plugin's own import started this loading, a circular import) instead of
+        reporting them as skipped; the caller loads them later with :func:`loadEntryPoint`
     :return: (name -> loaded object, sorted by name; name -> reason it was skipped)
     """
     failures: dict[str, str] = {}
 
     def onFailure(_manager: Any, entry_point: Any, error: BaseException) -> None:
+        if deferred is not None and beingImported(entry_point.module):
+            deferred[entry_point.name] = entry_point.value
+            return
         failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {error}"
 
     manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)

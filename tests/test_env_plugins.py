@@ -137,3 +137,43 @@ def test_broken_env_plugins_are_reported_by_name_and_skipped(tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 3 and all(line.startswith("warning: EnvPluginLoadWarning: skipped environment plugin")
                                    for line in lines), result.stderr
+
+
+def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
+    """A plugin's own tests import its module first: that module imports environments.srl_env, whose package loads
+    the plugins while the module is half-way through its import. The env is registered all the same, loaded when
+    asked; a deferred plugin that does not fit is refused then, with the warning the others get."""
+    site = _installPlugin(tmp_path / "site")
+    (tmp_path / "site" / "line_world" / "bad.py").write_text(
+        "from environments.srl_env import SRLGymEnv\n\n\nclass NotAnEnv:\n    pass\n")
+    with open(tmp_path / "site" / "line_world-0.1.dist-info" / "entry_points.txt", "a") as handle:
+        handle.write("NotAnEnv-v0 = line_world.bad:NotAnEnv\n")
+    env = {**os.environ, "PYTHONPATH": site}
+    script = ("import line_world.env\n"
+              "import environments, gymnasium\n"
+              "print(environments.failed_env_plugins == {}, 'LineWorldEnv-v0' in environments.registered_env)\n"
+              "print(environments.getEnvClass('LineWorldEnv-v0') is line_world.env.LineWorldEnv)\n"
+              "env = gymnasium.make('LineWorldEnv-v0', srl_model='ground_truth')\n"
+              "print(type(env.unwrapped).__name__, env.reset(seed=0)[0].shape)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True,
+                            text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["False True", "True", "LineWorldEnv (1,)"]  # NotAnEnv refused on loading
+    refused = ("import line_world.bad\n"
+               "import environments, gymnasium\n"
+               "print('NotAnEnv-v0' in environments.registered_env, environments.failed_env_plugins)\n"
+               "try:\n    environments.getEnvClass('NotAnEnv-v0')\nexcept KeyError:\n    print('refused')\n"
+               "print('NotAnEnv-v0' in environments.registered_env, 'NotAnEnv-v0' in gymnasium.registry)\n")
+    result = subprocess.run([sys.executable, "-c", refused], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["True {}", "refused", "False False"]
+    assert result.stderr.strip().splitlines() == [
+        "warning: EnvPluginLoadWarning: skipped environment plugin 'NotAnEnv-v0' (line_world.bad:NotAnEnv: "
+        "<class 'line_world.bad.NotAnEnv'> is not a subclass of environments.srl_env.SRLGymEnv)"]
+    # the train command, started with the plugin's module imported first (as a plugin's own launcher may)
+    launcher = tmp_path / "site" / "launch.py"
+    launcher.write_text("import sys\nimport line_world.env\nfrom rl_baselines.train import main\nsys.exit(main())\n")
+    run = subprocess.run([sys.executable, str(launcher), "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model",
+                          "ground_truth", "--num-timesteps", "128", "--hyperparam", "n_steps:64", "--log-dir",
+                          str(tmp_path / "logs"), "--no-vis", "--no-progress"], capture_output=True, text=True, env=env)
+    assert run.returncode == 0, run.stderr
