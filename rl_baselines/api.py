@@ -18,6 +18,8 @@ The names are importable from the package too: ``from rl_baselines import makeCo
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import numbers
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -109,6 +111,10 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     :return: the checked configuration
     :raises UsageError: bad input, with the command's one-line message
     """
+    _checkKinds(("hyperparams", hyperparams, Mapping, "a mapping of hyperparameter names to values"),
+                ("vis", vis, bool, "True or False"), ("progress", progress, bool, "True or False"))
+    if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence):
+        raise UsageError(f"extra {extra!r} must be a list of command-line strings, e.g. ['--num-cpu', '2']")
     if "resume" in flags:  # the run's own settings, from its args.json: the others are refused as with --resume
         named = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
                  "log_dir": log_dir}
@@ -131,8 +137,12 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
         elif name in own or f"hp_{name}" in own:
             extras[name if name in own else f"hp_{name}"] = value
         else:
+            close = difflib.get_close_matches(name, [*TrainConfig.flagFields(), *(n.removeprefix("hp_") for n in own)],
+                                              n=1)
             raise UsageError(f"unrecognized arguments: --{name.replace('_', '-')}"
-                             + ("" if isinstance(value, bool) or value is None else f" {value}"))
+                             + ("" if isinstance(value, bool) or value is None else f" {value}")
+                             + f" (not a keyword of algo {algo!r}: its keywords are the flags of python -m "
+                             f"rl_baselines.train --algo {algo} --help" + (f"; did you mean {close[0]}?)" if close else ")"))
     given["hyperparam"] = tuple(f"{name}:{repr(value) if isinstance(value, float) else value}"
                                 for name, value in (hyperparams or {}).items())
     try:
@@ -162,9 +172,12 @@ def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequ
     """
     argv = ["--resume", os.fspath(run), *([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"])]
     flags = {"torch_threads": _callerThreads(), **flags}  # the caller's, unless given
-    for name, value in flags.items():
-        if value is not None:
-            argv += [f"--{name.replace('_', '-')}", str(value)]
+    for name, value in flags.items():  # as makeConfig reads them: True a switch, False or None left out
+        if value is True:
+            argv.append(f"--{name.replace('_', '-')}")
+        elif value is not None and value is not False:
+            argv += [f"--{name.replace('_', '-')}", *(map(str, value) if isinstance(value, (list, tuple)) else
+                                                      [str(value)])]
     argv += [str(item) for item in extra]
     args, plan, algo_class = train.parseCommand(argv)
     if plan.state == "finished":
@@ -188,6 +201,8 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     :raises UsageError: bad input, raised before anything is written
     """
 
+    _checkKinds(("config", config, RunConfig, "a RunConfig from makeConfig (or leave it out and give makeConfig's "
+                 "keywords)"),)
     if config is None:
         config = makeConfig(**options)
     elif options:
@@ -203,6 +218,24 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         raise UsageError(str(error)) from None
     threads = train.runThreadsFor(registered_rl[config.args.algo][0], asked, config.args.srl_model)
     return trainValidated(config.args.replace(torch_threads=threads))
+
+
+def _checkKinds(*checks: tuple[str, Any, Any, str]) -> None:
+    """
+    :param checks: (argument name, value, accepted type(s), what it must be in words); None always passes
+    :raises UsageError: a value of another type, naming it and what it must be
+    """
+    for name, value, kinds, words in checks:
+        if value is not None and not isinstance(value, kinds):
+            raise UsageError(f"{name} {value!r} must be {words}")
+
+
+def _positiveInt(name: str, value: Any) -> int:
+    """:return: ``value`` as an int (Python's or NumPy's integers)
+    :raises UsageError: not a positive integer"""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise UsageError(f"{name} {value!r} must be a positive integer")
+    return int(value)
 
 
 def _callerThreads() -> int:
@@ -223,6 +256,8 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
     :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, SRL model changed
     """
 
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise UsageError(f"run_dir {run_dir!r} must be a run folder's path")
     try:
         return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir")
     except ValueError as error:
@@ -258,11 +293,12 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     """
 
 
-    for name, value in (("episodes", episodes), ("num_envs", num_envs)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise UsageError(f"{name} {value!r} must be a positive integer")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2 ** 32:
+    episodes, num_envs = _positiveInt("episodes", episodes), _positiveInt("num_envs", num_envs)
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
         raise UsageError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
+    if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):
+        raise UsageError(f"run {run!r} must be a run folder's path, a LoadedRun or a TrainResult")
+    seed = int(seed)
     loaded = _loadedRun(run)
     rng_state = captureGlobalRNG()
     try:
@@ -309,6 +345,7 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
     :raises UsageError: unknown env
     """
 
+    _checkKinds(("learned", learned, bool, "True, False or None"))
     offered = None
     if env is not None:
         if env not in registered_env:

@@ -45,7 +45,6 @@ def cliError(argv: list[str], capsys: pytest.CaptureFixture) -> str:
      ["--algo", "deepq", "--srl-model", "ground_truth", "-c"]),
     ({"num_timesteps": -5}, ["--num-timesteps", "-5"]),
     ({"hyperparams": {"no_such_name": 1}}, ["--hyperparam", "no_such_name:1"]),
-    ({"no_such_flag": 3}, ["--no-such-flag", "3"]),
 ])
 def test_bad_input_raises_the_commands_message_and_writes_nothing(tmp_path, capsys, keywords, argv):
 
@@ -59,6 +58,34 @@ def test_bad_input_raises_the_commands_message_and_writes_nothing(tmp_path, caps
     assert str(error.value) == expected
     assert not log_dir.exists()
     assert os.listdir(tmp_path) == []
+
+
+def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
+    log_dir = tmp_path / "logs"
+    expected = cliError(["--no-vis", "--no-progress", "--log-dir", str(log_dir), "--no-such-flag", "3"], capsys)
+    with pytest.raises(api.UsageError) as error:
+        api.makeConfig(log_dir=log_dir, no_such_flag=3)
+    assert str(error.value).startswith(expected + " (not a keyword of algo 'ppo2': its keywords are the flags of ")
+    # another algorithm's flag, and a near miss
+    with pytest.raises(api.UsageError, match=r"^unrecognized arguments: --ortho-init \(not a keyword of algo 'ppo2'"):
+        api.makeConfig(log_dir=log_dir, ortho_init=False, **GT)
+    with pytest.raises(api.UsageError, match=r"--num-timestep 5 \(.*; did you mean num_timesteps\?\)$"):
+        api.makeConfig(log_dir=log_dir, num_timestep=5, **GT)
+    assert api.makeConfig(log_dir=log_dir, algo="ppo_lstm", srl_model="ground_truth", ortho_init=False).args
+    # arguments of the wrong kind: named, never a traceback from deep inside, and nothing written
+    for call, message in [
+        (lambda: api.makeConfig(log_dir=log_dir, hyperparams=["n_steps:64"]), "hyperparams ['n_steps:64'] must be a "
+                                                                              "mapping"),
+        (lambda: api.makeConfig(log_dir=log_dir, extra="--num-timesteps 5"), "extra '--num-timesteps 5' must be a list"),
+        (lambda: api.makeConfig(log_dir=log_dir, vis="no"), "vis 'no' must be True or False"),
+        (lambda: api.trainAgent(str(log_dir)), "must be a RunConfig from makeConfig"),
+        (lambda: api.evaluateAgent(None), "run None must be a run folder's path, a LoadedRun or a TrainResult"),
+        (lambda: api.loadRun(None), "run_dir None must be a run folder's path"),
+        (lambda: api.listSRLModels(learned="yes"), "learned 'yes' must be True, False or None"),
+    ]:
+        with pytest.raises(api.UsageError, match=re.escape(message)):
+            call()
+    assert not log_dir.exists()
 
 
 def test_flags_pass_through_as_keywords(tmp_path):
@@ -190,6 +217,8 @@ def test_load_and_evaluate_errors(tmp_path, apiRun):
         api.evaluateAgent(apiRun[0], episodes=0)
     with pytest.raises(api.UsageError, match=r"^seed -1 must be an integer in 0\.\.4294967295$"):
         api.evaluateAgent(apiRun[0], seed=-1)
+    # NumPy's integers count, as in SB3's evaluate_policy
+    assert len(api.evaluateAgent(apiRun[0], episodes=np.int64(2), seed=np.int64(0)).episode_rewards) == 2
 
 
 class _FixedLengthEnv(gym.Env):
@@ -282,3 +311,5 @@ def test_resume_refuses_the_settings_it_takes_from_the_run(tmp_path) -> None:
         with pytest.raises(api.UsageError, match=flag):
             api.makeConfig(resume=result.run_dir, **keywords)
     assert api.makeConfig(resume=result.run_dir).plan.state == "finished"
+    # False leaves a flag out, as makeConfig reads it without resume
+    assert api.makeConfig(resume=result.run_dir, continuous_actions=False, device="cpu").plan.state == "finished"
