@@ -2,6 +2,7 @@
 -> act -> evaluate, and every example of docs/python_api.md run as written."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -169,6 +170,10 @@ def test_train_returns_the_agent_and_its_run_folder(apiRun):
     assert os.path.isfile(os.path.join(result.run_dir, "args.json"))
     assert result.args.seed == 2 and result.args.no_vis and result.args.no_progress
     assert np.isfinite(result.mean_reward)  # MobileRobot episodes end by 250 steps: at least one in 256
+    # the monitor file names the env (SB3's Monitor reads it from the env's spec, as gymnasium.make sets it)
+    monitor_dir = RunFolder(result.run_dir).monitor_dir
+    with open(os.path.join(monitor_dir, sorted(os.listdir(monitor_dir))[0]), encoding="utf-8") as handle:
+        assert json.loads(handle.readline().lstrip("#"))["env_id"] == "MobileRobotGymEnv-v0"
 
 
 def test_load_acts_like_the_trained_agent(apiRun):

@@ -94,6 +94,8 @@ def makeSingleEnv(
 
     ignoreInterruptInWorker()  # in a SubprocVecEnv worker: Ctrl-C is for the training process, which checkpoints
     env = getEnvClass(env_id)(**env_kwargs)
+    if env_id in gym.registry:  # as gymnasium.make would: the monitor file's header names the env
+        env.spec = dataclasses.replace(gym.spec(env_id), kwargs=dict(env_kwargs))
     if action_repeat > 1:
         env = ActionRepeat(env, action_repeat)
     if worker_encoder:
