@@ -201,19 +201,22 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     :param evaluation: from :func:`prepareEvaluation`
     :param progress: show a progress bar while encoding
     :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float, "probe": {"per_dimension": [...],
-        "mean": float, ...} or None (a single episode)}
+        "mean": float, ...} or None, "probe_skipped": why there is no probe (None when there is one)}; without a
+        probe, an earlier linear_probe.json of the output folder is removed (it would pair with the new figures)
     """
     ev = evaluation
     states = encodeDataset(ev.model, ev.dataset, ev.indices, progress=progress)
     gtc = gtCorrelation(states, ev.ground_truth)
     knn_mse = knnMse(states, ev.ground_truth, ev.k)
-    probe = probeStates(states, ev)
+    probe, probe_skipped = probeStates(states, ev)
     common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path}
     os.makedirs(ev.output_folder, exist_ok=True)
     writeJson(os.path.join(ev.output_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
     writeJson(os.path.join(ev.output_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
     if probe is not None:
         writeJson(os.path.join(ev.output_folder, PROBE_FILE), {**probe, **common}, sort_keys=False)
+    elif os.path.isfile(os.path.join(ev.output_folder, PROBE_FILE)):
+        os.remove(os.path.join(ev.output_folder, PROBE_FILE))
     extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
     writeNpz(os.path.join(ev.output_folder, STATES_FILE),
              {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
@@ -225,22 +228,25 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
         os.path.join(ev.output_folder, STATES_PLOT),
         title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}")
     plotKnn(ev, states, name)
-    return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe}
+    return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe, "probe_skipped": probe_skipped}
 
 
-def probeStates(states: np.ndarray, evaluation: Evaluation) -> dict[str, Any] | None:
+def probeStates(states: np.ndarray, evaluation: Evaluation) -> tuple[dict[str, Any] | None, str | None]:
     """
     :param states: the learned states of evaluation.indices
     :param evaluation: the evaluation (its dataset's episodes decide the split)
-    :return: the linear probe (srl_models.metrics.linearProbe, alpha PROBE_ALPHA) scored on a seeded fifth of the
-        sampled frames' episodes, None when they come from fewer than two episodes or leave either side too small
+    :return: (the linear probe (srl_models.metrics.linearProbe, alpha PROBE_ALPHA) scored on a seeded fifth of the
+        sampled frames' episodes, None), or (None, why not) when they come from fewer than two episodes or leave
+        either side with fewer than 2 frames
     """
     episodes = evaluation.dataset.episodeIndex()[evaluation.indices]
-    try:
-        held_out = heldOutEpisodes(episodes, seed=evaluation.seed)
-        return linearProbe(states, evaluation.ground_truth, held_out, PROBE_ALPHA)
-    except ValueError:
-        return None
+    if len(np.unique(episodes)) < 2:
+        return None, "the frames come from a single episode: nothing to hold out"
+    held_out = heldOutEpisodes(episodes, seed=evaluation.seed)
+    if min(int(held_out.sum()), int((~held_out).sum())) < 2:
+        return None, (f"the held-out episodes give {int(held_out.sum())} of the {len(held_out)} measured frames and "
+                      f"the others {int((~held_out).sum())}: the probe needs 2 or more on each side (--max-samples)")
+    return linearProbe(states, evaluation.ground_truth, held_out, PROBE_ALPHA), None
 
 
 def summaryLine(result: dict[str, Any]) -> str:
@@ -329,7 +335,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"KNN-MSE (k={args.k}) {result['knn_mse']:.6g} on {len(evaluation.indices)} frames")
     probe = result["probe"]
     if probe is None:
-        print("Linear probe: - (the frames come from a single episode: nothing to hold out)")
+        print(f"Linear probe: - ({result['probe_skipped']})")
     else:
         print(f"Linear probe R2 {probe['mean']:.4f} (per ground-truth dimension: "
               f"{' '.join(f'{v:.3f}' for v in probe['per_dimension'])}; ridge alpha {probe['alpha']:g}, fitted on "

@@ -227,6 +227,10 @@ def test_linear_probe_reads_the_true_state_and_not_noise() -> None:
     assert abs(noise["mean"]) < 0.1 and noise["n_fit"] == 1000 and noise["n_held_out"] == 200
     constant = linearProbe(np.ones((1200, 3)), ground_truth, held_out)
     assert constant["mean"] <= 0.0 and np.isfinite(constant["mean"])
+    # a column constant on the fitted frames up to float32 rounding (a PCA's trailing components on a short dataset)
+    # but not on the held-out ones: left out, not blown up to unit variance (it scored -5e4)
+    rounding = np.where(held_out, rng.normal(size=1200), 1.0 + 1e-9 * rng.normal(size=1200))
+    assert linearProbe(np.column_stack([ground_truth, rounding]), ground_truth, held_out)["mean"] > 0.999
     with pytest.raises(ValueError, match="needs 2 or more"):
         heldOutEpisodes(np.zeros(10, dtype=int))
     with pytest.raises(ValueError, match="bool mask"):

@@ -263,6 +263,12 @@ def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFol
         gtc = json.load(handle)
     assert gtc["n_samples"] == 40 and gtc["data_folder"] == other and f"in {measured}" in out
     assert os.path.isfile(os.path.join(measured, evaluate.KNN_PLOT))
+    # too few frames for a probe: said why, and the earlier probe file goes (it would pair with the new figures)
+    code, out, err = runMain(evaluate, ["--model-folder", folder, "--data-folder", other, "--max-samples", "3",
+                                        "--k", "1", "--no-progress"], capsys)
+    assert code == 0, err
+    assert "Linear probe: - (the held-out episodes give 1 of the 3 measured frames" in out
+    assert not os.path.exists(os.path.join(measured, evaluate.PROBE_FILE))
     # the training dataset named by another path is still the model's own
     assert runMain(evaluate, ["--model-folder", folder, "--data-folder", os.path.relpath(dataFolder),
                               "--max-samples", "30", "--no-progress"], capsys)[0] == 0
