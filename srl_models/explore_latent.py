@@ -155,10 +155,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(str(error)) from None
     name = config["srl_model"]
     if not model.DECODES:
+        if name in decodingModels():  # a model of losses chosen at training, none of which decodes
+            losses = config.get("losses")
+            raise UsageError(f"the {name!r} model in {args.model_folder!r} was trained without a decoding loss"
+                             + (f" (its losses: {', '.join(map(str, losses))})" if losses else "")
+                             + ": train it with autoencoder, dae or vae among its --losses to sweep its latent space")
         raise UsageError(f"the {name!r} model in {args.model_folder!r} does not decode states into images; models "
                          f"that decode: {', '.join(decodingModels()) or 'none installed'}")
     dims = tuple(args.dims)
     decoded = decodedDims(model)
+    if len(decoded) < 2:
+        raise UsageError(f"the {name!r} model in {args.model_folder!r} decodes from {len(decoded)} latent dimension: "
+                         "the grid sweeps two (train it with --state-dim 2 or more)")
     if dims[0] == dims[1] or not all(d in decoded for d in dims):
         part = "" if len(decoded) == model.state_dim else f" (the part of the state of {name}'s decoding loss)"
         raise UsageError(f"--dims {dims[0]} {dims[1]}: give two different latent dimensions in "

@@ -341,7 +341,7 @@ def test_exploreLatentVisdomUnreachable(tmp_path, dataFolder, testModels, capsys
     assert os.path.isfile(os.path.join(folder, "latent_grid_0_1.png"))
 
 
-def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys):
+def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys, monkeypatch):
     linear = saveModel(str(tmp_path / "linear"), dataFolder, "test_linear")
     pca = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
     cases = {
@@ -360,7 +360,29 @@ def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys):
         assert expected in err and err.count("\n") == 1, err
     code, out, err = runMain(explore_latent, ["--model-folder", linear], capsys)
     assert "test_pca" in err  # names the models that decode
-    assert snapshot(str(tmp_path)) == before
+    # a decoder that reads one dimension cannot be swept on a grid (it blamed --dims, which was not given)
+    one = saveModel(str(tmp_path / "one"), dataFolder, "test_pca", state_dim=1)
+    code, out, err = runMain(explore_latent, ["--model-folder", one, "--no-progress"], capsys)
+    assert code == 2 and "decodes from 1 latent dimension: the grid sweeps two" in err and "--dims" not in err, err
+    # a model of a decoding kind trained without a decoding loss is told so (it was listed among the decoders)
+    no_decoder = saveModel(str(tmp_path / "no_decoder"), dataFolder, "test_pca", losses=["inverse", "reward"])
+    with open(os.path.join(no_decoder, EXP_CONFIG_FILE)) as handle:
+        config = json.load(handle)
+    with open(os.path.join(no_decoder, EXP_CONFIG_FILE), "w") as handle:
+        json.dump({**config, "srl_model": "test_pca_without_decoder"}, handle)
+    monkeypatch.setitem(registry.registered_srl, "test_pca_without_decoder", (_PCAWithoutDecoder, SRLType.LEARNED))
+    code, out, err = runMain(explore_latent, ["--model-folder", no_decoder, "--no-progress"], capsys)
+    assert code == 2 and "was trained without a decoding loss (its losses: inverse, reward)" in err, err
+    assert snapshot(str(tmp_path)) != before  # the models saved above; nothing else:
+    assert not any(name.startswith("latent_grid") for folder in (one, no_decoder) for name in os.listdir(folder))
+
+
+class _PCAWithoutDecoder(PCASRL):
+    """A model whose class can decode, trained with losses of which none decodes (srl_combination's case)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.DECODES = False
 
 
 @pytest.mark.slow
