@@ -130,6 +130,24 @@ def test_the_run_id_counts_a_path_as_the_place_it_names(tmp_path) -> None:
             != spec().run_id)
 
 
+def test_the_run_id_counts_what_a_hyperparam_file_gives(tmp_path) -> None:
+    """Editing a --hyperparam-file and running the sweep again makes new runs (they were taken as done, made with
+    the old values); the same values in another spelling or layout keep the id."""
+    path = tmp_path / "hp.yml"
+
+    def runIdWith(text: str) -> str:
+        path.write_text(text)
+        return makeSpec("ppo2", ENVS[0], "ground_truth", 0, ["--hyperparam-file", str(path)], str(tmp_path / "logs"),
+                        cwd=str(tmp_path)).run_id
+
+    first = runIdWith("n_steps: 64\ngamma: 0.95\n")
+    assert runIdWith("gamma: 0.95\nn_steps: 64  # the same values\n") == first
+    assert runIdWith(f"{ENVS[0]}:\n  n_steps: 64\n  gamma: 0.95\n") == first  # rl_zoo3's layout
+    assert runIdWith("n_steps: 32\ngamma: 0.9\n") != first
+    # a file train refuses still has an id (its path's): train refuses it with its own message
+    assert runIdWith("n_envs: 8\n")
+
+
 def test_a_finished_run_of_another_train_default_is_kept_with_one_warning(tmp_path, capsys) -> None:
     """The run id names only the settings given, so a run finished before a train default changed (here ppo2's
     raw-pixel clip_range_vf) has the id of today's: the pipeline keeps it as done and says so once, naming the

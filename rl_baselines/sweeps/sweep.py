@@ -46,6 +46,7 @@ from environments import defaultRenderer, registered_env
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.core.run_folder import newStamp
+from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.resume import runStatus
 from rl_baselines.runs.train import baseParser, validate
 from rl_baselines.runs.train_config import TrainConfig
@@ -233,7 +234,8 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None) ->
     :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
     :param cwd: the directory the run starts in, which relative paths are read from (default: the current one)
     :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`, with the
-        :data:`PATH_SETTINGS` spelled by :func:`canonicalPath`; the renderer as train resolves it (left out: the env's
+        :data:`PATH_SETTINGS` spelled by :func:`canonicalPath` (and a ``--hyperparam-file`` with the hyperparameters
+        it gives: :func:`_hyperparamFileSetting`); the renderer as train resolves it (left out: the env's
         default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
         gives the same id and the runs made before keep theirs
     """
@@ -241,10 +243,27 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None) ->
     cwd = cwd or os.getcwd()
     args = {key: canonicalPath(value, cwd) if key in PATH_SETTINGS and isinstance(value, str) else value
             for key, value in args.items()}
+    if isinstance(args.get("hyperparam_file"), str):
+        args["hyperparam_file"] = _hyperparamFileSetting(args["hyperparam_file"], str(args.get("env")), cwd)
     if args.get("renderer") is None:  # (an unknown env, which train refuses, names none)
         args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
     return {key: value for key, value in sorted(args.items())
             if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
+
+
+def _hyperparamFileSetting(path: str, env: str, cwd: str) -> str | dict[str, Any]:
+    """
+    :param path: a ``--hyperparam-file``, as :func:`canonicalPath` spells it
+    :param env: the run's env (the section an rl_zoo3-style file gives)
+    :param cwd: the directory the run starts in
+    :return: the file and the hyperparameters it gives now, so that a run id changes when the file is edited (as a
+        new ``--hyperparam`` would change it); the path alone for a file train will refuse (with its own message)
+    """
+    try:
+        values = readHyperparamFile(os.path.join(cwd, os.path.expanduser(path)), env)
+    except UsageError:
+        return path
+    return {"path": path, "hyperparams": values}
 
 
 def runId(algo: str, env: str, srl_model: str, seed: int, settings: dict[str, Any]) -> str:
