@@ -2,8 +2,9 @@
 
 An SRLGymEnv is a gymnasium env that can expose the same robot task through several observation modes
 (``srl_model``): ``raw_pixels`` (a uint8 camera image), ``ground_truth`` (the robot's position, relative to the
-target when ``relative_pos``), and for arms ``joints``/``joints_position``. Any other (learned) SRL model name makes
-the env return pixels: the RL side encodes them in a batched VecEnv wrapper.
+target when ``relative_pos``), and for arms ``joints``/``joints_position``. A learned SRL model's name (one the
+installed packages declare as an SRL model, :func:`learnedSRLModelNames`) makes the env return pixels: the RL side
+encodes them in a batched VecEnv wrapper. Any other name is refused.
 
 Class attributes describe what an env offers, so that command-line tools can validate a request without building
 the env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
@@ -40,8 +41,11 @@ the method (or asked for continuous actions, where ``action_masks`` raises Value
 """
 from __future__ import annotations
 
+import functools
+import importlib.metadata
 import inspect
 import os
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import gymnasium as gym
@@ -49,6 +53,9 @@ import numpy as np
 
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
+# The SRL models' entry-point group: its names (other than the modes above) are the learned models an env accepts
+SRL_MODELS_GROUP = "srl_toolbox.srl_models"
+_learned_name_sources: list[Callable[[], Iterable[str]]] = []
 # What may draw an env's camera images (the ``renderer`` keyword of the envs that take it; each such env lists its own
 # in its class's RENDERERS and names the one it draws with when none is given in its DEFAULT_RENDERER): PyBullet's
 # TinyRenderer, the reference; "sprites" (mobile robots): numpy compositing of layers TinyRenderer renders once;
@@ -63,6 +70,32 @@ REFERENCE_RENDERER = "tinyrenderer"
 # The reset option (``env.reset(options={FRESH_WORLD: True})``) with which an env that has RESET_KEEPS_HISTORY builds
 # its world anew before the episode; the other envs ignore it.
 FRESH_WORLD = "fresh_world"
+
+
+def addLearnedModelNames(source: Callable[[], Iterable[str]]) -> None:
+    """
+    Let the env accept more learned model names than the installed entry points declare: ``source`` is asked each time
+    an env checks a name it does not know (srl_models.registry adds its registered models, so that a model registered
+    in the process only, as tests do, is accepted).
+
+    :param source: returns learned SRL model names
+    """
+    _learned_name_sources.append(source)
+
+
+@functools.lru_cache(maxsize=1)
+def _declaredModelNames() -> frozenset[str]:
+    """:return: the names declared under the SRL models' entry-point group (read once per process)"""
+    return frozenset(entry_point.name for entry_point in importlib.metadata.entry_points(group=SRL_MODELS_GROUP))
+
+
+def learnedSRLModelNames() -> list[str]:
+    """:return: the learned SRL model names an env accepts: those the installed packages declare (srl-toolbox's and
+    plugins') and those added with :func:`addLearnedModelNames`, sorted"""
+    names = set(_declaredModelNames())
+    for source in _learned_name_sources:
+        names.update(source())
+    return sorted(names.difference(ENVIRONMENT_SRL_MODES))
 
 
 def isLearnedSRLModel(srl_model: str) -> bool:
@@ -140,6 +173,9 @@ class SRLGymEnv(gym.Env):
             raise ValueError(
                 f"unknown srl_model {srl_model!r} for {type(self).__name__}; valid choices: {', '.join(self.SRL_MODES)}"
             )
+        if isLearnedSRLModel(srl_model) and srl_model not in learnedSRLModelNames():
+            raise ValueError(f"unknown srl_model {srl_model!r} for {type(self).__name__}; valid choices: "
+                             f"{', '.join(self.SRL_MODES)}, or a learned SRL model: {', '.join(learnedSRLModelNames())}")
         if renders and not os.environ.get("DISPLAY"):
             raise RuntimeError("renders=True needs a display (DISPLAY is not set); use renders=False, or run under "
                                "a display (e.g. xvfb-run)")

@@ -9,6 +9,7 @@ import inspect
 import os
 from typing import Any
 
+from environments.srl_env import addLearnedModelNames
 from srl_models.base import BaseSRLModel, SRLType, readExpConfig
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
@@ -74,3 +75,5 @@ def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
 
 
 registered_srl, failed_srl_plugins = loadRegisteredSRL()
+# the envs accept the models registered here (a model registered in this process only, too) as learned ones
+addLearnedModelNames(lambda: [name for name, (_, kind) in registered_srl.items() if kind is SRLType.LEARNED])

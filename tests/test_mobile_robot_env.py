@@ -318,6 +318,11 @@ def test_invalid_arguments() -> None:
         MobileRobotGymEnv(srl_model="ground_truth", action_joints=True)
     with pytest.raises(ValueError, match="srl_model"):
         MobileRobotGymEnv(srl_model="joints")
+    # a misspelt mode or model is refused, not taken for a learned model (which would give pixels)
+    for typo in ("groundtruth", "vae3"):
+        with pytest.raises(ValueError, match=f"unknown srl_model '{typo}'.*ground_truth, raw_pixels, or a learned "
+                                             "SRL model: .*autoencoder"):
+            gymnasium.make("MobileRobotGymEnv-v0", srl_model=typo)
     with pytest.raises(TypeError):
         MobileRobotGymEnv(srl_model="ground_truth", not_a_keyword=1)
     with pytest.raises(TypeError):

@@ -135,7 +135,7 @@ def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
     env.close()
 
 
-def test_wrapper_refuses_images_of_another_shape():
+def test_wrapper_refuses_images_of_another_shape(counting):
     from stable_baselines3.common.vec_env import DummyVecEnv
 
 
