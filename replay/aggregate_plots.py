@@ -32,6 +32,7 @@ from replay.results import (
     methodLabel,
     safeName,
     saveCurves,
+    warnMixedMethods,
 )
 from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
@@ -99,6 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     x_label = "timesteps" if args.timesteps else "episodes"
     by_env: dict[str, list[tuple[str, object, object]]] = {}
     evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
+    warnMixedMethods(groupRuns(runs, args.group_by), args.group_by)
     for key, members in groupRuns(runs, args.group_by).items():
         env, label = key[0], methodLabel(key, args.group_by)
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)

@@ -47,6 +47,7 @@ from replay.results import (
     groupRuns,
     hasEvaluations,
     meanInterval,
+    warnMixedMethods,
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, finiteFloat, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
@@ -322,6 +323,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"only at the --timestep-budget values they reached, not in the final results, e.g. "
                       f"{unfinished[0]}")
     checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
+    warnMixedMethods(groupRuns(runs, args.group_by), args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)
     output_dir = args.output_dir or args.log_dir
@@ -331,9 +333,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)
     print(text)
-    evaluated = sorted({f"{row['algo']} {row['srl_model']}" for row in rows if row["source"] == "evaluation"})
-    print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}; the other methods from training "
-          f"episodes" if evaluated else "Rewards from training episodes (no method has evaluations for all its runs)")
+    methods = {(row["env"], row["algo"], row["srl_model"], *(str(row.get(name)) for name in args.group_by)): row["source"]
+               for row in rows}
+    evaluated = sorted(" ".join(method) for method, source in methods.items() if source == "evaluation")
+    if not evaluated:
+        print("Rewards from training episodes (no method has evaluations for all its runs)")
+    else:
+        print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}"
+              + ("; the other methods from training episodes" if len(evaluated) < len(methods) else ""))
     print(f"{len(runs)} runs, {len(groupRuns(runs, args.group_by))} methods: {csv_path}, {md_path}")
     return 0
 

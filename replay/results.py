@@ -24,6 +24,7 @@ from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.sweep import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath, readJson
@@ -199,6 +200,39 @@ def groupRuns(runs: Sequence[Run], group_by: Sequence[str] = ()) -> dict[tuple, 
     for run in runs:
         groups.setdefault(run.key(group_by), []).append(run)
     return dict(sorted(groups.items()))
+
+
+def mixedSettings(runs: Sequence[Run]) -> tuple[list[str], list[Any]]:
+    """
+    :param runs: the runs of one method
+    :return: (the settings that change a result, rl_baselines.sweeps.recorded.trainSettings, on which they differ,
+        sorted; the seeds two or more of them share, sorted): what makes them other than seeds of one method
+    """
+    settings = [{name: value for name, value in trainSettings(run.args).items() if name != "seed"} for run in runs]
+    names = sorted({name for first in settings[:1] for other in settings[1:]
+                    for name in set(first) | set(other) if first.get(name) != other.get(name)})
+    seeds = [run.seed for run in runs]
+    return names, sorted({seed for seed in seeds if seeds.count(seed) > 1}, key=str)
+
+
+def warnMixedMethods(groups: dict[tuple, list[Run]], group_by: Sequence[str] = ()) -> None:
+    """
+    One warning per method whose runs are not seeds of one setting: they differ in a setting that changes the result
+    (another --num-timesteps or hyperparameter) or two share a seed; the statistics pool them all the same.
+
+    :param groups: method key -> its runs (:func:`groupRuns`)
+    :param group_by: the extra keys of the methods (for their labels)
+    """
+    for key, runs in groups.items():
+        names, shared = mixedSettings(runs)
+        if not names and not shared:
+            continue
+        reasons = ([f"differ in {', '.join(names)}"] if names else []) + (
+            [f"share seed {', '.join(map(str, shared))}"] if shared else [])
+        simple = [name for name in names if all(not isinstance(run.args.get(name), (dict, list)) for run in runs)]
+        warnings.warn(f"{key[0]} {methodLabel(key, group_by)}: its {len(runs)} runs {' and '.join(reasons)}, and are "
+                      "pooled as the seeds of one method" + (f" (--group-by {' '.join(simple)} splits them)"
+                                                            if simple else ""), stacklevel=2)
 
 
 def methodLabel(key: tuple, group_by: Sequence[str] = ()) -> str:

@@ -259,3 +259,38 @@ def test_an_unfinished_run_counts_only_at_the_budgets_it_reached(runs, tmp_path)
     result = runModule("replay.aggregate_plots", "--log-dir", log_dir, "--output", tmp_path / "agg" / "a")
     assert result.returncode == 0, result.stderr
     assert "1 unfinished run(s) skipped" in result.stderr and "1 run," in result.stdout
+
+
+def test_runs_that_are_not_seeds_of_one_setting_are_pooled_with_a_warning(runs, tmp_path):
+    """A method's runs made with other budgets or hyperparameters, or repeating a seed, went into its mean as seeds
+    without a word; gather_results and aggregate_plots now say so, once per method, naming what differs."""
+    log_dir = tmp_path / "logs"
+    for name, key in (("a", ("ppo2", 0)), ("b", ("ppo2", 0)), ("c", ("random_agent", 0)), ("d", ("random_agent", 1))):
+        shutil.copytree(runs["folders"][key], log_dir / name)
+    for module, output in (("replay.gather_results", ["--output-dir", tmp_path / "out"]),
+                           ("replay.aggregate_plots", ["--output", tmp_path / "agg" / "a"])):
+        result = runModule(module, "--log-dir", log_dir, "--episode-window", WINDOW, *output)
+        assert result.returncode == 0, result.stderr
+        warned = [line for line in result.stderr.splitlines() if "pooled as the seeds of one method" in line]
+        assert len(warned) == 2, result.stderr
+        assert any("ppo2 ground_truth: its 2 runs share seed 0" in line for line in warned), warned
+        assert any("random_agent ground_truth: its 2 runs differ in num_timesteps" in line
+                   and "(--group-by num_timesteps splits them)" in line for line in warned), warned
+    result = runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--episode-window", WINDOW,
+                       "--group-by", "num_timesteps", "--output-dir", tmp_path / "split")
+    assert result.returncode == 0 and "pooled" not in result.stderr, result.stderr
+
+
+def test_the_closing_line_names_each_method_by_its_env(runs, tmp_path):
+    """The line under the table listed 'algo srl_model' pairs: a method with evaluations on one env made the same pair
+    on another env, without them, read as evaluated."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(runs["folders"][("ppo2", 0)], log_dir / "plain")
+    assert train.main(["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                       str(log_dir), "--no-vis", "--no-progress", "--num-timesteps", "256", "--hyperparam", "n_steps:64",
+                       "--eval-freq", "128", "--eval-episodes", "1", "--checkpoint-freq", "-1"]) == 0
+    result = runModule("replay.gather_results", "--log-dir", log_dir, "--episode-window", WINDOW,
+                       "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert ("Rewards from evaluations (evaluations.npz) for: MobileRobot1DGymEnv-v0 ppo2 ground_truth; the other "
+            "methods from training episodes") in result.stdout
