@@ -133,6 +133,8 @@ CASES = [
      ["MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0"]),
     ("train-log-dir-is-a-file", TRAIN, [*GT, "--log-dir", "{bad}/garbage.zip"], ["garbage.zip"]),
     ("train-read-only-log-dir", TRAIN, [*GT, "--log-dir", "{ro}"], [READ_ONLY_NAME]),
+    ("train-tag-with-a-slash", TRAIN, [*GT, "--tag", "a/b"], ["--tag 'a/b'", "'/'"]),
+    ("train-tag-to-the-parent", TRAIN, [*GT, "--tag", "../x"], ["--tag '../x'", "'/'"]),
     ("train-broken-plugin", TRAIN, [*GT, "--algo", BROKEN_PLUGIN],
      [f"'{BROKEN_PLUGIN}'", "failed to load", BROKEN_PLUGIN]),
     # --- rl_baselines.pipeline

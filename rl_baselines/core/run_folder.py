@@ -34,6 +34,16 @@ def newStamp(now: datetime.datetime | None = None) -> str:
     return (now or datetime.datetime.now()).strftime(STAMP_FORMAT)
 
 
+def tagRefusal(tag: str) -> str | None:
+    """
+    :param tag: a ``--tag``, the end of a new run folder's name (``<stamp>_<tag>``)
+    :return: why it cannot be (one line), None when it can: a name, never a path
+    """
+    if not tag or any(separator in tag for separator in filter(None, ("/", os.sep, os.altsep, "\0"))):
+        return f"--tag {tag!r}: it ends the run folder's name, so it cannot be empty nor hold '/' (a path)"
+    return None
+
+
 @dataclasses.dataclass(frozen=True)
 class RunFolder:
     """

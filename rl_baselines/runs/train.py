@@ -28,7 +28,7 @@ from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSav
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv, trainAlgorithm
 from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
-from rl_baselines.core.run_folder import RunFolder, newStamp
+from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
@@ -95,6 +95,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     for flag, value in (("--checkpoint-freq", args.checkpoint_freq), ("--buffer-save-freq", args.buffer_save_freq)):
         if value < -1:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
+    if args.tag is not None and (refusal := tagRefusal(args.tag)):
+        raise UsageError(refusal)
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     env_class = getEnvClass(args.env)
