@@ -391,10 +391,18 @@ def loadCurves(path: str) -> dict[str, Any]:
     :raises UsageError: missing or not such a file
     """
     try:
-        with np.load(path, allow_pickle=False) as data:
+        data = np.load(path, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise ValueError("a single array, not an .npz archive")
+        with data:
             curves = {name: data[name] for name in data.files}
-    except (OSError, ValueError, EOFError) as error:
-        raise UsageError(f"{path!r} is not a readable .npz file ({error})") from None
+    except OSError as error:
+        raise UsageError(f"{path!r} is not a readable .npz file ({error.strerror or error})") from None
+    except (ValueError, EOFError) as error:
+        # numpy says of any other file that it "contains pickled (object) data", with advice to load it unsafely
+        reason = "not an .npz archive" if "pickled" in str(error) else str(error)
+        raise UsageError(f"{path!r} is not a readable .npz file ({reason}); give the .npz files of "
+                         "replay.aggregate_plots") from None
     if not {"x", "y"} <= set(curves) or curves["y"].ndim != 2 or curves["x"].shape[0] != curves["y"].shape[1]:
         raise UsageError(f"{path!r} has no curves x (points) and y (runs x points); write it with "
                          f"replay.aggregate_plots")

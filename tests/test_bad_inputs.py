@@ -278,7 +278,8 @@ CASES = [
     ("aggregate-read-only-output", AGGREGATE, ["-i", "{run}", "-o", "{ro}/agg"], [READ_ONLY_NAME]),
     # --- replay.compare_plots
     ("compare-missing-npz", COMPARE, ["-i", "{bad}/nowhere.npz", "-o", "{bad}/c.png"], ["nowhere.npz"]),
-    ("compare-corrupt-npz", COMPARE, ["-i", "{bad}/garbage.zip", "-o", "{bad}/c.png"], ["garbage.zip", "npz"]),
+    ("compare-corrupt-npz", COMPARE, ["-i", "{bad}/garbage.zip", "-o", "{bad}/c.png"],
+     ["garbage.zip", "not an .npz archive", "aggregate_plots"]),
     ("compare-foreign-npz", COMPARE, ["-i", "{bad}/foreign.npz", "-o", "{bad}/c.png"], ["foreign.npz", "aggregate_plots"]),
     ("compare-label-count", COMPARE, ["-i", "{bad}/curves.npz", "--labels", "a", "b", "-o", "{bad}/c.png"],
      ["--labels", "2 labels for 1 inputs"]),
