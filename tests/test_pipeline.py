@@ -453,6 +453,19 @@ def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_si
         assert (result.state, result.message) == (state, message)
 
 
+def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, capsys) -> None:
+    """Runs a Ctrl-C stopped were listed under "Failed runs (run the same command again to redo them)", though the
+    same command continues them from their checkpoint."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2], [], str(tmp_path), cwd=REPO)
+    results = [sweep_runs.RunResult(spec.run_id, "failed", code, "folder", f"log{index}", 1.0)
+               for index, (spec, code) in enumerate(zip(specs, (128 + signal.SIGINT, -signal.SIGTERM, 1)))]
+    records = {result.run_id: {"state": "failed"} for result in results}
+    assert pipeline._summary(specs, records, results, True, "state.json") == 130
+    out = capsys.readouterr().out
+    stopped, failed = out.index("Stopped runs (the same command continues them"), out.index("Failed runs")
+    assert stopped < out.index("log0") < out.index("log1") < failed < out.index("log2")
+
+
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",

@@ -42,6 +42,7 @@ from rl_baselines.sweeps.sweep import (
     finishedFolder,
     parseAlgoArgs,
     resumableAttempt,
+    stoppedBySignal,
     sweepId,
     unique,
 )
@@ -333,10 +334,14 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
     print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
           + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed)} failed"
           + (f", {states['pending'] + states['running']} not run" if interrupted else "") + f". State: {state_path}")
-    if failed:
-        print("Failed runs (run the same command again to redo them):")
-        by_id = {spec.run_id: spec for spec in specs}
-        for result in failed:
+    by_id = {spec.run_id: spec for spec in specs}
+    stopped = [result for result in failed if stoppedBySignal(result.returncode)]
+    for title, results in (("Stopped runs (the same command continues them from their last checkpoint):", stopped),
+                           ("Failed runs (run the same command again to redo them):",
+                            [result for result in failed if result not in stopped])):
+        if results:
+            print(title)
+        for result in results:
             print(f"  {by_id[result.run_id].label} [{result.run_id}]: exit code {result.returncode}, log {result.log}")
     if interrupted:
         return 130

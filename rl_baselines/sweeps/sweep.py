@@ -545,12 +545,19 @@ def _lastLine(log_path: str) -> str:
     return lines[-1][:300] if lines else ""
 
 
-def _failureMessage(returncode: int | None, log_path: str) -> str:
-    """:return: why a run failed: the signal that stopped it (killed by it, or train's 128 + signal after its
-    checkpoint), else the last line of its log"""
+def stoppedBySignal(returncode: int | None) -> signal.Signals | None:
+    """:return: the stop signal (SIGINT, SIGTERM, SIGKILL) that ended a train process with this exit code (killed by
+    it, or train's 128 + signal after its checkpoint: the same command continues the run), None for another end"""
     signum = -returncode if returncode is not None and returncode < 0 else (returncode or 0) - 128
-    if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL):
-        return f"stopped by {signal.Signals(signum).name} (the same command continues it)"
+    return signal.Signals(signum) if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL) else None
+
+
+def _failureMessage(returncode: int | None, log_path: str) -> str:
+    """:return: why a run failed: the signal that stopped it (:func:`stoppedBySignal`), else the last line of its
+    log"""
+    stopped = stoppedBySignal(returncode)
+    if stopped is not None:
+        return f"stopped by {stopped.name} (the same command continues it)"
     return _lastLine(log_path)
 
 
