@@ -37,6 +37,7 @@ from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparams
 from rl_baselines.runs.pretrain import checkDataset
 from rl_baselines.runs.resume import (
     RESOLVED_HYPERPARAMS_KEY,
+    ResumePlan,
     applyPlan,
     checkPlan,
     continueCommand,
@@ -579,12 +580,12 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         plotter = VisdomPlotter(port=config.port, env_name=visdom_env,
                                 title=f"{config.env} {config.srl_model}", legend=config.algo,
                                 episode_window=config.episode_window, announce=True)
-    checkpoint_freq = config.checkpoint_freq if config.checkpoint_freq != 0 else max(1, config.num_timesteps // 5)
     torch.set_num_threads(config.torch_threads)  # the recorded count: float sums split as in the run's first process
     set_random_seed(config.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
     resuming = plan is not None and plan.state == "resume"
     total_timesteps = plan.target_timesteps if resuming else start_timesteps + config.num_timesteps
+    checkpoint_freq = checkpointInterval(config.checkpoint_freq, config.num_timesteps, plan)
     run_logger = _runLogger(config, plotter, start_timesteps if resuming else None)
     evaluator = None
     if config.eval_freq > 0:
@@ -615,6 +616,14 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         return _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
     finally:
         uninstall_handlers()
+
+
+def checkpointInterval(checkpoint_freq: int, num_timesteps: int, plan: ResumePlan | None = None) -> int:
+    """:return: env steps between checkpoints: ``--checkpoint-freq``, or for 0 five per run, of the whole run's steps
+    (a resumed run's ``num_timesteps`` are only the steps left: the interval stays the first attempt's); -1: none"""
+    if checkpoint_freq != 0:
+        return checkpoint_freq
+    return max(1, (plan.target_timesteps if plan is not None and plan.state == "resume" else num_timesteps) // 5)
 
 
 def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: Any, checkpoint_freq: int,
