@@ -49,6 +49,15 @@ def _refusal(plugin: Any) -> str | None:
     return None
 
 
+def _gymnasiumsOwn(env_id: str) -> str | None:
+    """:return: why an env plugin cannot take ``env_id``: gymnasium has it already, from another package (None: free,
+    or registered by this registry in this process)"""
+    spec = gym.registry.get(env_id)
+    if spec is None or env_id in registered_env:
+        return None
+    return f"the id {env_id} is registered in gymnasium already, by {spec.entry_point}; give the env another id"
+
+
 def registerAll() -> dict[str, str]:
     """
     Load every env declared under the entry-point group and register it in gymnasium (idempotent: the plugins are
@@ -60,7 +69,7 @@ def registerAll() -> dict[str, str]:
         return registered_env
     deferred: dict[str, str] = {}
     plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "environment", EnvPluginLoadWarning,
-                                    deferred=deferred)
+                                    deferred=deferred, taken=_gymnasiumsOwn)
     failed_env_plugins.update(failures)
     entry_points = {env_id: f"{env_class.__module__}:{env_class.__qualname__}" for env_id, env_class in plugins.items()}
     _classes.update(plugins)

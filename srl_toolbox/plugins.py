@@ -76,7 +76,8 @@ def loadEntryPoint(value: str) -> Any:
 
 def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
                 warning_class: type[Warning] = SkippedPluginWarning,
-                warn: bool = True, deferred: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+                warn: bool = True, deferred: dict[str, str] | None = None,
+                taken: Callable[[str], str | None] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """
     Import every entry point of ``group``.
 
@@ -89,7 +90,9 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     :param deferred: when given, receives name -> entry point value of the plugins whose module was still being
         imported (:func:`beingImported`: the plugin's own import started this loading, a circular import) instead of
         reporting them as skipped; the caller loads them later with :func:`loadEntryPoint`
-    :return: (name -> loaded object, sorted by name; name -> reason it was skipped)
+    :param taken: returns why a name cannot be used (already someone else's), or None: such a plugin is skipped
+    :return: (name -> loaded object, sorted by name; name -> reason it was skipped); a name declared by two entry
+        points keeps neither (which one the metadata lists first is an accident of the install)
     """
     failures: dict[str, str] = {}
 
@@ -101,12 +104,18 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
 
     manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
     loaded: dict[str, Any] = {}
+    values: dict[str, list[str]] = {}
     for extension in manager:
-        reason = refusal(extension.plugin)
+        values.setdefault(extension.name, []).append(extension.entry_point.value)
+        reason = (taken(extension.name) if taken is not None else None) or refusal(extension.plugin)
         if reason is not None:
             failures[extension.name] = f"{extension.entry_point.value}: {reason}"
             continue
         loaded[extension.name] = extension.plugin
+    for name, declared in values.items():
+        if len(set(declared)) > 1:  # two packages claim the name
+            loaded.pop(name, None)
+            failures[name] = f"declared by {len(declared)} entry points ({', '.join(declared)}); uninstall one"
     # The processes a command starts (SubprocVecEnv's env workers and their forkserver, search workers, the train
     # processes of a sweep) load the plugins again: the command has already said which it skipped, once
     warned = set(filter(None, os.environ.get(WARNED_GROUPS_VARIABLE, "").split(",")))

@@ -123,7 +123,9 @@ def test_broken_env_plugins_are_reported_by_name_and_skipped(tmp_path):
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-envs\nVersion: 0.1\n")
     (dist_info / "entry_points.txt").write_text(
         "[srl_toolbox.environments]\nFutureLineWorld-v0 = line_world.broken:FutureLineWorld\n"
-        "NotAnEnv-v0 = line_world.broken:NotAnEnv\nMissingEnv-v0 = line_world.missing:Anything\n")
+        "NotAnEnv-v0 = line_world.broken:NotAnEnv\nMissingEnv-v0 = line_world.missing:Anything\n"
+        # gymnasium's own id, and a built-in id declared again by another package: both were taken silently
+        "CartPole-v1 = line_world.env:LineWorldEnv\nMobileRobotGymEnv-v0 = line_world.env:LineWorldEnv\n")
     script = "import environments\nprint(sorted(environments.failed_env_plugins.items()), 'LineWorldEnv-v0' in " \
              "environments.registered_env, 'MobileRobotGymEnv-v0' in environments.registered_env)\n"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
@@ -133,9 +135,11 @@ def test_broken_env_plugins_are_reported_by_name_and_skipped(tmp_path):
     assert "FutureLineWorld-v0" in failed and "API version 2" in failed
     assert "NotAnEnv-v0" in failed and "not a subclass of environments.srl_env.SRLGymEnv" in failed
     assert "MissingEnv-v0" in failed and "ModuleNotFoundError" in failed
-    assert failed.strip().endswith("True True")
+    assert "the id CartPole-v1 is registered in gymnasium already" in failed
+    assert "declared by 2 entry points (" in failed and "line_world.env:LineWorldEnv" in failed
+    assert failed.strip().endswith("True False")  # MobileRobotGymEnv-v0: neither package's, until one is uninstalled
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 3 and all(line.startswith("warning: EnvPluginLoadWarning: skipped environment plugin")
+    assert len(lines) == 5 and all(line.startswith("warning: EnvPluginLoadWarning: skipped environment plugin")
                                    for line in lines), result.stderr
 
 
