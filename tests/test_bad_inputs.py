@@ -111,6 +111,8 @@ CASES = [
      ["deepq", "continuous", "algorithms that do", "ppo2"]),
     ("train-maskable-continuous", TRAIN, [*GT, "--algo", "maskable_ppo", "-c"],
      ["maskable_ppo", "continuous", "drop -c"]),
+    ("train-maskable-action-repeat", TRAIN, [*GT, "--algo", "maskable_ppo", "--action-repeat", "4"],
+     ["--action-repeat 4", "maskable_ppo", "valid: 1"]),
     ("train-maskable-without-masks", TRAIN, ["--env", "OmnirobotEnv-v0", "--algo", "maskable_ppo"],
      ["maskable_ppo", "action masks", "OmnirobotEnv-v0", "MobileRobotGymEnv-v0"]),
     ("train-fpv-without-camera", TRAIN, ["--env", "OmnirobotEnv-v0", "--fpv"],

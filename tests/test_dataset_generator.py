@@ -375,6 +375,32 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
         ["--policy", trainedRun, "--save-path", str(tmp_path / "x")]))[0].env_id == policy.env_id
 
 
+def test_a_replayed_recurrent_agent_starts_each_episode_with_a_fresh_memory(trainedRun):
+    """RunPolicy never told the agent an episode had started: a ppo_lstm expert carried its LSTM state from one
+    recorded episode into the next, so an episode depended on those its process had played before."""
+    policy = loadRunPolicy(trainedRun)
+    given = []
+
+    class Recording:
+        """Records the dones each action is asked with."""
+
+        def getAction(self, observation, dones=None, deterministic=False):
+            given.append(dones.tolist())
+            return np.zeros(1, dtype=np.int64)
+
+    policy.agent = Recording()
+    env = MobileRobotGymEnv(img_shape=(3, 32, 32), max_steps=5)
+    try:
+        for episode in range(2):
+            observation, _ = env.reset(seed=episode)
+            policy.reset(episode)
+            for _ in range(3):
+                observation, *_ = env.step(policy.act(env, observation))
+    finally:
+        env.close()
+    assert given == [[True], [False], [False]] * 2
+
+
 def test_an_arm_episode_does_not_depend_on_the_episodes_played_before(tmp_path):
     """An arm keeps contact caches across resets (RESET_KEEPS_HISTORY): the generator starts each episode from a
     scene built anew, so which process played it after which others (any --num-cpu, a resumed run) does not show."""

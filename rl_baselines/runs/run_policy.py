@@ -146,6 +146,7 @@ class RunPolicy:
         self._normalisation: dict[str, Any] | None = None
         self._scale = 1.0  # after normalisation: a learned state's scale, as the run's ScaledVecNormalize applied it
         self._stack: np.ndarray | None = None
+        self._episode_start = True  # the next action is an episode's first
 
     def load(self, num_threads: int | None = None) -> RunPolicy:
         """
@@ -237,11 +238,13 @@ class RunPolicy:
 
     def reset(self, seed: int | None = None) -> None:
         """
-        Start an episode: forget the frame stack and, when given a seed, reseed the agent's action sampling.
+        Start an episode: forget the frame stack (and, at the next action, a recurrent agent's memory) and, when given
+        a seed, reseed the agent's action sampling.
 
         :param seed: seed of torch's generator (SB3 samples actions with it), None to leave it
         """
         self._stack = None
+        self._episode_start = True
         if seed is not None:
             torch.manual_seed(seed)
 
@@ -273,7 +276,10 @@ class RunPolicy:
         :return: the agent's action for this step (sampled from its policy; never one the env masks, for an agent
             that uses action masks)
         """
-        action = self.agent.getAction(self.observation(env, pixels), **actionMaskKeywords(self.agent, env))[0]
+        # dones: the first step of an episode starts a recurrent agent's memory afresh (ppo_lstm), as in training
+        action = self.agent.getAction(self.observation(env, pixels), dones=np.array([self._episode_start]),
+                                      **actionMaskKeywords(self.agent, env))[0]
+        self._episode_start = False
         return action if self.continuous else int(action)
 
 

@@ -115,6 +115,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         having = [e for e in sorted(registered_env) if offersActionMasks(getEnvClass(e))]
         raise UsageError(f"--algo {args.algo} needs action masks, which {args.env} does not offer; envs with masks: "
                          f"{', '.join(having) or 'none installed'}")
+    if algo_class.USES_ACTION_MASKS and args.action_repeat > 1:  # a mask holds for the first repeated step only
+        raise UsageError(f"--action-repeat {args.action_repeat} is not available with --algo {args.algo} (its action "
+                         "masks hold for one env step); valid: 1")
     if args.action_joints:
         if not env_class.ACTION_JOINTS:
             with_joints = [e for e in sorted(registered_env) if getEnvClass(e).ACTION_JOINTS]
