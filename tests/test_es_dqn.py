@@ -346,3 +346,14 @@ def test_bad_inputs_are_one_line_errors(tmp_path):
     assert result.stderr.strip().splitlines()[-1] == ("error: --hyperparam: hyperparameter 'algo_type' must be one of "
                                                       "v1, v2, got 'v3'")
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("algo, extra", [("cma-es", ["--num-population", "4"]), ("ars", ["--num-population", "2"])])
+def test_a_budget_shorter_than_one_generation_is_said(tmp_path, algo, extra):
+    """A run that ended before its first generation finished saved the untrained starting point without a word."""
+    common = ["--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir", tmp_path,
+              *extra]
+    short = runTrain(*common, "--num-timesteps", "300")  # 4 episodes of 250 steps per generation, on one env
+    assert "no generation finished in 300 steps (one plays 4 episodes)" in short.stderr, short.stderr
+    enough = runTrain(*common, "--num-timesteps", "1100", "--tag", "enough")
+    assert "no generation finished" not in enough.stderr, enough.stderr

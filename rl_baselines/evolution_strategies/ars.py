@@ -184,4 +184,5 @@ class ARSModel(TorchRLObject):
             if normalising:  # between iterations only, so every candidate sees the same normalisation
                 self.normaliser.commit()
             notifyCleanPoint(callback, self.num_timesteps)  # between iterations: an exact checkpoint
+        runner.warnIfNothingLearned(2 * population)
         self.env.close()

@@ -223,4 +223,5 @@ class CMAESModel(TorchRLObject):
             logScalars(callback, self.num_timesteps, {"train/mean_return": float(np.mean(returns)),
                                                       "train/max_return": float(returns[best]), "train/sigma": self.sigma})
             notifyCleanPoint(callback, self.num_timesteps)  # between generations: an exact checkpoint
+        runner.warnIfNothingLearned(int(self.hyperparams["num_population"]))
         self.env.close()

@@ -18,6 +18,7 @@ on a freshly reset env (such an env takes the next generation's candidates once 
 """
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -236,6 +237,9 @@ class PopulationRunner:
         self.learner = learner
         self.callback = callback
         self.observation = env.reset()
+        self.start_timesteps = int(learner.num_timesteps)
+        self.generations = 0  # played to the end by this runner
+        self.stopped = False  # the callback stopped training (a stop signal, or an evaluation's early stop)
         # Which candidate each env plays; CENTRE once no candidate is waiting.
         self.assigned = np.full(env.num_envs, CENTRE)
         # Envs whose current episode has just begun (the reset at the start of training counts).
@@ -270,6 +274,20 @@ class PopulationRunner:
                 self.assigned[index] = waiting.pop() if waiting else CENTRE
             # The callback reads the learner's step count from _locals["self"].
             if self.callback({**locals(), "self": self.learner}, globals()) is False:
+                self.stopped = True
                 return None
         self.assigned[:] = CENTRE
+        self.generations += 1
         return returns
+
+    def warnIfNothingLearned(self, n_candidates: int) -> None:
+        """
+        A run that ends before its first generation has been played keeps the search's starting point: say so (once,
+        at the end of training), with the steps a generation takes.
+
+        :param n_candidates: episodes per generation
+        """
+        if self.generations == 0 and self.start_timesteps == 0 and not self.stopped:
+            warnings.warn(f"no generation finished in {self.learner.num_timesteps} steps (one plays {n_candidates} "
+                          f"episodes): the saved policy is the untrained starting point; give --num-timesteps room for "
+                          "a few generations", stacklevel=2)
