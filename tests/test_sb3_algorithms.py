@@ -7,10 +7,12 @@ import os
 
 import numpy as np
 import pytest
+import yaml
 from conftest import runFolder, runModule, runTrain, snapshot, trainArgs, trainSettings
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
 from rl_baselines.runs.train import baseParser, main
 from srl_toolbox.cli import UsageError
@@ -87,6 +89,9 @@ def test_td3_continues_a_saved_model(tmp_path):
     noise = continued.model.action_noise
     assert type(noise).__name__ == "OrnsteinUhlenbeckActionNoise" and np.allclose(noise._sigma, 0.3)
     assert continued.model.batch_size == first.model.batch_size == 64
+    # the run's hyperparams.yaml records what the continued model trained with (it gave td3's default batch size)
+    recorded = yaml.safe_load(open(RunFolder(runFolder(result)).hyperparams_file))
+    assert recorded["batch_size"] == 64 and recorded["noise_std"] == 0.3
 
 
 @pytest.fixture()

@@ -177,6 +177,26 @@ class StableBaselinesRLObject(BaseRLObject):
         return manifest
 
     @classmethod
+    def savedHyperparams(cls, load_path: str) -> dict[str, Any] | None:
+        """
+        :param load_path: a model zip written by :meth:`save`
+        :return: the declared hyperparameters the saved SB3 model holds as plain values (a schedule read at its
+            start), which training that continues it keeps unless flags override them; one it holds in another form
+            (train_freq's tuple) is left out
+        :raises ValueError: not a model of this algorithm (one line)
+        """
+        cls.readManifest(load_path)
+        model = cls.loadSB3Model(cls.SB3_CLASS, load_path, None)
+        saved: dict[str, Any] = {}
+        for name in cls.HYPERPARAMS:
+            value = getattr(model, name, None)
+            value = value(1.0) if callable(value) else value  # SB3 turns a number into a constant schedule
+            value = value.item() if isinstance(value, np.generic) else value
+            if isinstance(value, (bool, int, float, str)):
+                saved[name] = value
+        return saved
+
+    @classmethod
     def load(cls, load_path: str, settings: RunSettings | None = None) -> StableBaselinesRLObject:
         cls.readManifest(load_path)
         obj = cls()
