@@ -79,6 +79,17 @@ def test_declaration_mistakes_fail_when_the_class_is_defined() -> None:
         Hyperparam("c", choices=("a", "b"))
     with pytest.raises(ValueError, match="is not \\(low, high\\)"):
         Hyperparam(1.0, search=(0.1, 2.0, "linear"))
+    # search spaces at odds with the spec were accepted, then failed the search's trials with train's refusal
+    with pytest.raises(ValueError, match="search value 'rmsprop' must be one of adam, sgd"):
+        Hyperparam("adam", choices=("adam", "sgd"), search=["adam", "rmsprop"])
+    with pytest.raises(ValueError, match="search value 0 must be >= 1"):
+        Hyperparam(4, bounds=(1, None), search=[0, 2])
+    with pytest.raises(ValueError, match="low must be below high"):
+        Hyperparam(4, search=(8, 1))
+    with pytest.raises(ValueError, match="integer ends"):
+        Hyperparam(4, search=(1.5, 8.5))
+    with pytest.raises(ValueError, match="is for a number"):
+        Hyperparam("adam", search=("a", "b"))
     with pytest.raises(TypeError, match="HYPERPARAMS\\['lr'\\] is a float"):
         type("Broken", (BaseRLObject,), {"HYPERPARAMS": {"lr": 0.1}})
 

@@ -119,7 +119,21 @@ class Hyperparam:
             for end in self.search[:2]:
                 if self.problem(end) is not None:
                     raise ValueError(f"Hyperparam search range {self.search!r} leaves the bounds ({self.problem(end)})")
-        elif self.search is not None and not isinstance(self.search, list):
+            low, high = self.search[:2]
+            if isinstance(self.default, bool) or not isinstance(self.default, (int, float)):
+                raise ValueError(f"Hyperparam search range {self.search!r} is for a number; the default "
+                                 f"{self.default!r} is not one (give a list of values)")
+            if not low < high:
+                raise ValueError(f"Hyperparam search range {self.search!r}: low must be below high")
+            if isinstance(self.default, int) and not all(float(end).is_integer() for end in (low, high)):
+                raise ValueError(f"Hyperparam search range {self.search!r} of an integer hyperparameter must have "
+                                 "integer ends")
+        elif isinstance(self.search, list):
+            for value in self.search:
+                problem = self.problem(value)
+                if problem is not None:
+                    raise ValueError(f"Hyperparam search value {value!r} {problem}")
+        elif self.search is not None:
             raise ValueError(f"Hyperparam search must be a (low, high[, 'log']) tuple or a list, not {self.search!r}")
 
     @classmethod
