@@ -62,6 +62,15 @@ PLUGIN_CODE = textwrap.dedent('''
         API_VERSION = 3
 
 
+    class WrongTrainAgent(FirstActionAgent):
+        """Version 2, with SB3's train signature: it loaded, then training crashed with a traceback."""
+
+        API_VERSION = 2
+
+        def train(self, env, total_timesteps, callback=None):
+            pass
+
+
     class HalfDoneAgent(BaseRLObject):
         """Only train: save, load and getAction are left out."""
 
@@ -81,6 +90,7 @@ ENTRY_POINTS = textwrap.dedent('''
     not_an_algo = third_party_algo.algo:not_a_class
     broken_import = third_party_algo.missing_module:Anything
     half_done = third_party_algo.algo:HalfDoneAgent
+    wrong_train = third_party_algo.algo:WrongTrainAgent
 ''')
 
 
@@ -135,12 +145,15 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert "first_action" in data["names"] and "ppo2" in data["names"]
-    assert set(data["failed"]) == {"future_api", "not_an_algo", "broken_import", "half_done"}
+    assert set(data["failed"]) == {"future_api", "not_an_algo", "broken_import", "half_done", "wrong_train"}
+    assert ("WrongTrainAgent.train(self, env, total_timesteps, callback=None) does not take the version 2 arguments "
+            "(self, env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)"
+            ) in data["failed"]["wrong_train"]
     assert "HalfDoneAgent is abstract: it does not implement getAction, load, save" in data["failed"]["half_done"]
     assert "API version 3" in data["failed"]["future_api"]
     assert "not a subclass" in data["failed"]["not_an_algo"]
     assert "ModuleNotFoundError" in data["failed"]["broken_import"]
-    assert len(data["warnings"]) == 4 and all("skipped algorithm plugin" in w for w in data["warnings"])
+    assert len(data["warnings"]) == 5 and all("skipped algorithm plugin" in w for w in data["warnings"])
 
 
 @pytest.mark.slow

@@ -12,13 +12,17 @@ from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, isV1
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 
 __all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "failed_plugins",
            "loadRegisteredRL", "registered_rl", "supportingAlgorithms"]
+
+
+# The arguments training passes to a version 2 algorithm's train, in order
+V2_TRAIN_ARGUMENTS = ("env", "total_timesteps", "hyperparams", "callback", "logger", "settings", "checkpoint")
 
 
 class PluginLoadWarning(SkippedPluginWarning):
@@ -39,6 +43,12 @@ def _refusal(plugin: Any) -> str | None:
         return f"ALGO_TYPE {plugin.ALGO_TYPE!r} is not an AlgoType"
     if not plugin.ACTION_TYPES or not all(isinstance(a, ActionType) for a in plugin.ACTION_TYPES):
         return f"ACTION_TYPES {plugin.ACTION_TYPES!r} is not a non-empty list of ActionType"
+    if not isV1(plugin):  # (version 1's train goes through its adapter)
+        try:  # the call training makes (rl_baselines.core.plugin_v1.trainAlgorithm)
+            inspect.signature(plugin.train).bind(None, *V2_TRAIN_ARGUMENTS)
+        except TypeError:
+            return (f"{plugin.__name__}.train{inspect.signature(plugin.train)} does not take the version 2 arguments "
+                    f"(self, {', '.join(V2_TRAIN_ARGUMENTS)})")
     return None
 
 
