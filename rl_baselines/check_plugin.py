@@ -310,7 +310,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
         twin = loadModel(algo_class, os.path.join(again, os.path.basename(model_path)), args)
         if not _sameActions(model, twin, observations):
             _fail(f"{kind}: two runs with seed {seed} give different models (seed every generator of yours with "
-                  f"args.seed)")
+                  f"the run's seed: settings.seed, args.seed in a version 1 plugin)")
         passed.append(f"{kind}: same seed, same model")
     return passed
 
@@ -390,7 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.algo not in registered_rl:
-        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+        skipped = ("; plugins that failed to load: " + "; ".join(f"{name} ({reason})" for name, reason in
+                                                                  sorted(failed_plugins.items()))) if failed_plugins else ""
         raise UsageError(f"unknown algorithm {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")

@@ -216,6 +216,12 @@ def test_broken_sibling_plugin_from_python_is_one_warning_line(tmp_path, tinySit
     assert result.stderr.count("\n") == 1, result.stderr
     assert "PluginLoadWarning: skipped algorithm plugin 'broken_sibling'" in result.stderr
     assert ".py" not in result.stderr
+    # check_plugin on the skipped plugin says why it was skipped in its error line too
+    result = subprocess.run([sys.executable, "-m", "rl_baselines.check_plugin", "broken_sibling"], capture_output=True,
+                            text=True, cwd=REPO, env=env, timeout=120)
+    error_line = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and error_line.startswith("error: unknown algorithm 'broken_sibling'"), result.stderr
+    assert "plugins that failed to load: broken_sibling (no_such_module_xyz:A: ModuleNotFoundError" in error_line
 
 
 def test_a_broken_plugin_is_one_warning_also_with_env_worker_processes(tmp_path) -> None:
