@@ -492,10 +492,11 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     print(f"Dataset {config.data_folder}: {len(images)} frames {dataset.img_shape}, {len(train_rows)} for training, "
           f"{len(val_rows)} for validation; model {name}, losses "
           f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}; "
-          + (f"{training['updates']} updates" if training["updates"] else f"at most {config.epochs} epochs")
-          + f" of minibatches of {training['batch_size']}, augment {training['augment']}"
-          + (f", pairs at horizon {training['horizon']}" if training["horizon"] is not None else "")
-          + (f", momentum target tau {training['tau']:g}" if training["tau"] is not None else ""))
+          + ("no gradient updates (no loss to train)" if not losses else
+             (f"{training['updates']} updates" if training["updates"] else f"at most {config.epochs} epochs")
+             + f" of minibatches of {training['batch_size']}, augment {training['augment']}"
+             + (f", pairs at horizon {training['horizon']}" if training["horizon"] is not None else "")
+             + (f", momentum target tau {training['tau']:g}" if training["tau"] is not None else "")))
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 

@@ -93,8 +93,11 @@ def test_model_trains_and_reloads(name: str, tinyDataset: str, images: np.ndarra
 
 
 @pytest.mark.slow
-def test_pca_and_random(tinyDataset: str, images: np.ndarray, tmp_path) -> None:
+def test_pca_and_random(tinyDataset: str, images: np.ndarray, tmp_path, capsys) -> None:
     pca_folder = train(tinyDataset, tmp_path, "--srl-model", "pca")
+    # nothing is trained by gradient: the plan line said "at most N epochs of minibatches of 64"
+    plan = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Dataset "))
+    assert plan.endswith("losses none, state dim 8; no gradient updates (no loss to train)"), plan
     checkSaveLoad(pca_folder, images)
     pca = loadSRLModel(pca_folder)
     assert isinstance(pca, PCAModel) and exp_config(pca_folder)["weights"] == ["srl_model.npz"]
