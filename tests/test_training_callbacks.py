@@ -123,8 +123,8 @@ class FakeRunLogger:
     def logEpisodes(self, timesteps: Any, rewards: list, lengths: list) -> None:
         self.calls.append(("episodes", len(rewards)))
 
-    def dumpPending(self) -> None:
-        self.calls.append(("dump",))
+    def dumpPending(self, step: int | None = None) -> None:
+        self.calls.append(("dump",) if step is None else ("dump", step))
 
     def logScalars(self, step: int, values: dict, plot: bool = True) -> None:
         self.calls.append(("scalars", step, dict(values), plot))
@@ -281,6 +281,7 @@ def test_evaluation_records_each_one_and_saves_best_on_a_new_best(tmp_path, caps
     assert saver.saved == [("best", 100, {"mean_reward": 1.0, "selected_by": "evaluation"}),
                            ("best", 300, {"mean_reward": 2.0, "selected_by": "evaluation"})]
     assert run_logger.calls[0] == ("scalars", 100, {"eval/mean_reward": 1.0, "eval/std_reward": 0.5}, False)
+    assert run_logger.calls[1] == ("dump", 100)  # its own progress.csv row at its step, as SB3's EvalCallback writes
     assert "Evaluation at 200 steps: mean reward 0.50 +/- 0.50 (2 episodes)" in capsys.readouterr().out
     assert evaluation.state() == {"evaluation": {"count": 3}}
     evaluation.finish()

@@ -411,9 +411,12 @@ class EvaluationCallback(TrainingService):
         mean_reward, std_reward = evaluator.evaluate(num_timesteps)
         tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
                    f"({evaluator.n_episodes} episode{'s' if evaluator.n_episodes > 1 else ''})")
-        # progress.csv and tensorboard under SB3's EvalCallback tags; the live plot has its own evaluation window
+        # progress.csv and tensorboard under SB3's EvalCallback tags, in a row of its own at the evaluation's step as
+        # EvalCallback dumps it (a later row would pair it with training values recorded after it); the live plot has
+        # its own evaluation window
         self.run_logger.logScalars(num_timesteps, {"eval/mean_reward": mean_reward, "eval/std_reward": std_reward},
                                    plot=False)
+        self.run_logger.dumpPending(num_timesteps)
         if self.plotter is not None and hasattr(self.plotter, "updateEvaluation"):
             self.plotter.updateEvaluation(*evaluator.means())
         if mean_reward > evaluator.best_mean_reward:
