@@ -12,6 +12,7 @@
 """
 from __future__ import annotations
 
+import csv
 import glob
 import json
 import os
@@ -25,6 +26,7 @@ from replay import aggregate_plots, compare_plots, gather_results, plots
 from replay.results import findRuns, loadCurves
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
@@ -73,6 +75,12 @@ def test_evaluations_file_and_best_model(evaluatedRun, tmp_path):
     assert best["selected_by"] == "evaluation"
     assert best["mean_reward"] == pytest.approx(means.max())
     assert best["num_timesteps"] == int(evaluations["timesteps"][int(np.argmax(means))])
+    # progress.csv: each evaluation in a row at its own step, as SB3's EvalCallback writes it (it went with the
+    # algorithm's next row, a later step)
+    with open(RunFolder(evaluatedRun).progress_file, encoding="utf-8") as handle:
+        rows = [row for row in csv.DictReader(handle) if row.get("eval/mean_reward")]
+    assert [int(row["time/total_timesteps"]) for row in rows] == [200, 400, 600, 800, 1000]
+    assert [float(row["eval/mean_reward"]) for row in rows] == pytest.approx(list(means))
 
     # evaluating changed nothing in training: the same run without evaluation has the same episodes
     plain = _train(str(tmp_path), *PPO2)
