@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import yaml
 from conftest import runFolder, runModule, runTrain, snapshot, trainArgs, trainSettings
+from stable_baselines3 import PPO
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
 from rl_baselines.runs.train import baseParser, main
 from srl_toolbox.cli import UsageError
@@ -254,3 +256,15 @@ def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
     for word in words:
         assert word in str(error.value), (word, str(error.value))
     assert snapshot(str(tmp_path)) == {}
+
+
+def test_saved_hyperparameters_are_read_from_the_zip_as_the_flags_read_them(tmp_path):
+    """A continued model's hyperparameters come from the zip's data, typed as --hyperparam would type them (a
+    NoneOrPositive target_kl, not a float), without building the model; schedules SB3 serialises are left out."""
+    path = str(tmp_path / "ppo.zip")
+    PPO("MlpPolicy", "CartPole-v1", n_steps=64, batch_size=32, gamma=0.9, target_kl=0.05, device="cpu").save(path)
+    saved = PPO2Model.savedHyperparams(path)
+    assert saved["gamma"] == 0.9 and saved["n_steps"] == 64 and saved["batch_size"] == 32
+    assert saved["target_kl"] == PPO2Model.parserHyperParam({"target_kl": "0.05"})["target_kl"]
+    assert saved["clip_range_vf"] == PPO2Model.parserHyperParam({"clip_range_vf": "none"})["clip_range_vf"]
+    assert "clip_range" not in saved  # a serialised schedule

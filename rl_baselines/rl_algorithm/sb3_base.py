@@ -180,20 +180,28 @@ class StableBaselinesRLObject(BaseRLObject):
     def savedHyperparams(cls, load_path: str) -> dict[str, Any] | None:
         """
         :param load_path: a model zip written by :meth:`save`
-        :return: the declared hyperparameters the saved SB3 model holds as plain values (a schedule read at its
-            start), which training that continues it keeps unless flags override them; one it holds in another form
-            (train_freq's tuple) is left out
+        :return: the declared hyperparameters the zip's "data" member holds as plain values (read as the flags read
+            them), which training that continues the model keeps unless flags override them; one SB3 keeps as a
+            serialised object (a schedule such as clip_range, train_freq's tuple) is left out. The model is not built.
         :raises ValueError: not a model of this algorithm (one line)
         """
         cls.readManifest(load_path)
-        model = cls.loadSB3Model(cls.SB3_CLASS, load_path, None)
+        data = readModelData(load_path)
         saved: dict[str, Any] = {}
         for name in cls.HYPERPARAMS:
-            value = getattr(model, name, None)
-            value = value(1.0) if callable(value) else value  # SB3 turns a number into a constant schedule
-            value = value.item() if isinstance(value, np.generic) else value
-            if isinstance(value, (bool, int, float, str)):
-                saved[name] = value
+            value = data.get(name, ...)
+            if value is None:
+                text = "none"
+            elif isinstance(value, float):
+                text = repr(value)
+            elif isinstance(value, (bool, int, str)):
+                text = str(value)
+            else:  # absent, or a serialised object
+                continue
+            try:
+                saved[name] = cls.parserHyperParam({name: text})[name]
+            except (ValueError, KeyError):  # not a value this hyperparameter takes (None where none is allowed)
+                continue
         return saved
 
     @classmethod
