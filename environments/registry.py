@@ -49,11 +49,14 @@ def _refusal(plugin: Any) -> str | None:
     return None
 
 
-def _gymnasiumsOwn(env_id: str) -> str | None:
-    """:return: why an env plugin cannot take ``env_id``: gymnasium has it already, from another package (None: free,
-    or registered by this registry in this process)"""
+def _gymnasiumsOwn(env_id: str, plugin: Any) -> str | None:
+    """:return: why an env plugin cannot take ``env_id``: gymnasium has it already, for another class (None: free,
+    registered by this registry in this process, or by the plugin's package itself for this class)"""
     spec = gym.registry.get(env_id)
     if spec is None or env_id in registered_env:
+        return None
+    own = isinstance(plugin, type) and f"{plugin.__module__}:{plugin.__qualname__}"
+    if spec.entry_point is plugin or spec.entry_point == own:
         return None
     return f"the id {env_id} is registered in gymnasium already, by {spec.entry_point}; give the env another id"
 

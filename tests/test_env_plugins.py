@@ -181,3 +181,17 @@ def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
                           "ground_truth", "--num-timesteps", "128", "--hyperparam", "n_steps:64", "--log-dir",
                           str(tmp_path / "logs"), "--no-vis", "--no-progress"], capture_output=True, text=True, env=env)
     assert run.returncode == 0, run.stderr
+
+
+def test_an_env_plugin_may_register_its_own_id_in_gymnasium(tmp_path):
+    """A package whose module registers its env in gymnasium itself (so that gymnasium.make works without the
+    toolbox) keeps it: only an id gymnasium has for another class is refused."""
+    site = _installPlugin(tmp_path / "site")
+    with open(tmp_path / "site" / "line_world" / "env.py", "a") as handle:
+        handle.write("\ngym.register('LineWorldEnv-v0', entry_point='line_world.env:LineWorldEnv')\n")
+    script = ("import environments\n"
+              "print(environments.failed_env_plugins, 'LineWorldEnv-v0' in environments.registered_env)\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": site})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "{} True" and "skipped" not in result.stderr, result.stderr
