@@ -67,7 +67,7 @@ from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.resume import ResumePlan, lockRun
+from rl_baselines.runs.resume import lockRun
 from rl_baselines.runs.train import checkpointInterval
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, runCommand
@@ -561,10 +561,9 @@ def test_an_env_without_is_success_gets_an_empty_monitor_cell(tmp_path):
 
 def test_the_default_checkpoint_interval_is_the_first_attempts() -> None:
     """0 means five checkpoints per run: a resumed run (whose config holds only the steps left) kept five per
-    attempt, so checkpoints came twice as often after resuming half-way."""
+    attempt, so checkpoints came twice as often after resuming half-way. The whole run's steps are its args.json's
+    --num-timesteps (a run that continued a model at step S counts its own steps, not S + them)."""
     assert checkpointInterval(0, 3000) == 600 and checkpointInterval(700, 3000) == 700
     assert checkpointInterval(-1, 3000) == -1
-    half_way = ResumePlan("run", "resume", num_timesteps=1500, target_timesteps=3000)
-    assert checkpointInterval(0, 1500, half_way) == 600 and checkpointInterval(250, 1500, half_way) == 250
-    continued = ResumePlan("run", "continue", num_timesteps=1500, target_timesteps=3000)  # a new run from a model
-    assert checkpointInterval(0, 1500, continued) == 300
+    assert checkpointInterval(0, 1500, first_budget=3000) == 600
+    assert checkpointInterval(250, 1500, first_budget=3000) == 250

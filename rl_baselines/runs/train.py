@@ -37,7 +37,6 @@ from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparams
 from rl_baselines.runs.pretrain import checkDataset
 from rl_baselines.runs.resume import (
     RESOLVED_HYPERPARAMS_KEY,
-    ResumePlan,
     applyPlan,
     checkPlan,
     continueCommand,
@@ -60,7 +59,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import resolveDevice, resolveThreads
-from srl_toolbox.files import writeJson
+from srl_toolbox.files import readJson, writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
 
 # Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
@@ -588,7 +587,8 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     algo = algo_class()
     resuming = plan is not None and plan.state == "resume"
     total_timesteps = plan.target_timesteps if resuming else start_timesteps + config.num_timesteps
-    checkpoint_freq = checkpointInterval(config.checkpoint_freq, config.num_timesteps, plan)
+    first_budget = int(readJson(RunFolder(run_dir).args_file)["num_timesteps"]) if resuming else None
+    checkpoint_freq = checkpointInterval(config.checkpoint_freq, config.num_timesteps, first_budget)
     run_logger = _runLogger(config, plotter, start_timesteps if resuming else None)
     evaluator = None
     if config.eval_freq > 0:
@@ -621,12 +621,13 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         uninstall_handlers()
 
 
-def checkpointInterval(checkpoint_freq: int, num_timesteps: int, plan: ResumePlan | None = None) -> int:
+def checkpointInterval(checkpoint_freq: int, num_timesteps: int, first_budget: int | None = None) -> int:
     """:return: env steps between checkpoints: ``--checkpoint-freq``, or for 0 five per run, of the whole run's steps
-    (a resumed run's ``num_timesteps`` are only the steps left: the interval stays the first attempt's); -1: none"""
+    (``first_budget``, the ``--num-timesteps`` its args.json records, for a resumed run, whose ``num_timesteps`` are
+    only the steps left: the interval stays the first attempt's); -1: none"""
     if checkpoint_freq != 0:
         return checkpoint_freq
-    return max(1, (plan.target_timesteps if plan is not None and plan.state == "resume" else num_timesteps) // 5)
+    return max(1, (num_timesteps if first_budget is None else first_budget) // 5)
 
 
 def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: Any, checkpoint_freq: int,
