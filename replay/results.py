@@ -39,6 +39,8 @@ DEFAULT_THRESHOLDS = {"MobileRobotGymEnv-v0": 150.0}
 # benchmark's and replay.gather_results').
 GROUND_TRUTH_FRACTION = 0.9
 GROUP_KEYS = ("env", "srl_model", "algo")
+# Settings that differ from seed to seed of one method: not a sign of runs pooled from other settings
+SEED_OWN = frozenset({"seed", "load_rl_model_path"})
 
 
 @dataclasses.dataclass
@@ -208,7 +210,9 @@ def mixedSettings(runs: Sequence[Run]) -> tuple[list[str], list[Any]]:
     :return: (the settings that change a result, rl_baselines.sweeps.recorded.trainSettings, on which they differ,
         sorted; the seeds two or more of them share, sorted): what makes them other than seeds of one method
     """
-    settings = [{name: value for name, value in trainSettings(run.args).items() if name != "seed"} for run in runs]
+    # (a model each seed continues is its own: seeds of one setting)
+    settings = [{name: value for name, value in trainSettings(run.args).items() if name not in SEED_OWN}
+                for run in runs]
     names = sorted({name for first in settings[:1] for other in settings[1:]
                     for name in set(first) | set(other) if first.get(name) != other.get(name)})
     seeds = [run.seed for run in runs]

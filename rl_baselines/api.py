@@ -113,6 +113,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     """
     _checkKinds(("hyperparams", hyperparams, Mapping, "a mapping of hyperparameter names to values"),
                 ("vis", vis, bool, "True or False"), ("progress", progress, bool, "True or False"))
+    extra = () if extra is None else extra
     if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence):
         raise UsageError(f"extra {extra!r} must be a list of command-line strings, e.g. ['--num-cpu', '2']")
     if "resume" in flags:  # the run's own settings, from its args.json: the others are refused as with --resume

@@ -73,6 +73,7 @@ def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
     with pytest.raises(api.UsageError, match=r"--num-timestep 5 \(.*; did you mean num_timesteps\?\)$"):
         api.makeConfig(log_dir=log_dir, num_timestep=5, **GT)
     assert api.makeConfig(log_dir=log_dir, algo="ppo_lstm", srl_model="ground_truth", ortho_init=False).args
+    assert api.makeConfig(log_dir=log_dir, extra=None, **GT).args.algo == "ppo2"  # None: no extra arguments
     # arguments of the wrong kind: named, never a traceback from deep inside, and nothing written
     for call, message in [
         (lambda: api.makeConfig(log_dir=log_dir, hyperparams=["n_steps:64"]), "hyperparams ['n_steps:64'] must be a "

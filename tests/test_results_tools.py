@@ -279,6 +279,16 @@ def test_runs_that_are_not_seeds_of_one_setting_are_pooled_with_a_warning(runs, 
     result = runModule("replay.gather_results", "--log-dir", runs["log_dir"], "--episode-window", WINDOW,
                        "--group-by", "num_timesteps", "--output-dir", tmp_path / "split")
     assert result.returncode == 0 and "pooled" not in result.stderr, result.stderr
+    # each seed continuing its own model is still a seed of one setting
+    continued = tmp_path / "continued"
+    for seed in (0, 1):
+        shutil.copytree(runs["folders"][("ppo2", seed)], continued / str(seed))
+        args = json.load(open(continued / str(seed) / "args.json"))
+        json.dump({**args, "load_rl_model_path": f"/models/seed{seed}/ppo2_model.zip"},
+                  open(continued / str(seed) / "args.json", "w"))
+    result = runModule("replay.gather_results", "--log-dir", continued, "--episode-window", WINDOW,
+                       "--output-dir", tmp_path / "continued_out")
+    assert result.returncode == 0 and "pooled" not in result.stderr, result.stderr
 
 
 def test_the_closing_line_names_each_method_by_its_env(runs, tmp_path):
