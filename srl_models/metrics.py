@@ -30,8 +30,9 @@ from scipy.spatial import cKDTree
 # well posed for constant or duplicated columns).
 PROBE_ALPHA = 1.0
 PROBE_HELD_OUT = 0.2  # fraction of the episodes the probe is scored on
-# A state column whose standard deviation on the fitted frames is at most this times the states' largest magnitude is
-# constant to the probe (float32 carries about 7 significant digits: below this it is rounding noise)
+# A state column whose standard deviation on the fitted frames is at most this times the widest column's standard
+# deviation, or its own mean's magnitude, is constant to the probe (float32 carries about 7 significant digits: below
+# this it is rounding noise)
 PROBE_CONSTANT_TOLERANCE = 1e-6
 
 
@@ -216,10 +217,11 @@ def linearProbe(states: np.ndarray, ground_truth: np.ndarray, held_out: np.ndarr
         raise ValueError(f"the linear probe needs 2 or more frames to fit and to score, got {n_fit} and {n_held}")
     fit_x, fit_y = states[~held_out], ground_truth[~held_out]
     mean, scale = fit_x.mean(0), fit_x.std(0)
-    # A column that does not vary on the fitted frames beyond float32 rounding (relative to the states' magnitude) is
-    # left out: standardising it would blow its rounding noise up to unit variance, and its values on the held-out
-    # frames into nonsense (a PCA's trailing components on a short dataset)
-    constant = scale <= PROBE_CONSTANT_TOLERANCE * max(float(np.abs(fit_x).max(initial=0.0)), 1e-30)
+    # A column that does not vary on the fitted frames beyond float32 rounding (relative to the widest column's spread,
+    # and to its own offset) is left out: standardising it would blow its rounding noise up to unit variance, and its
+    # values on the held-out frames into nonsense (a PCA's trailing components on a short dataset)
+    constant = scale <= PROBE_CONSTANT_TOLERANCE * np.maximum(float(scale.max(initial=0.0)), np.abs(mean))
+    constant |= scale == 0.0
     scale[constant] = 1.0
     x = np.where(constant, 0.0, (fit_x - mean) / scale)
     y_mean = fit_y.mean(0)

@@ -231,6 +231,9 @@ def test_linear_probe_reads_the_true_state_and_not_noise() -> None:
     # but not on the held-out ones: left out, not blown up to unit variance (it scored -5e4)
     rounding = np.where(held_out, rng.normal(size=1200), 1.0 + 1e-9 * rng.normal(size=1200))
     assert linearProbe(np.column_stack([ground_truth, rounding]), ground_truth, held_out)["mean"] > 0.999
+    # a small column beside one with a large offset is not rounding noise: it still counts
+    offset = 1000.0 + rng.normal(size=1200)
+    assert linearProbe(np.column_stack([offset, 1e-4 * ground_truth]), ground_truth, held_out)["mean"] > 0.999
     with pytest.raises(ValueError, match="needs 2 or more"):
         heldOutEpisodes(np.zeros(10, dtype=int))
     with pytest.raises(ValueError, match="bool mask"):
