@@ -2,6 +2,7 @@
 from environments.registry import (
     EnvPluginLoadWarning,
     defaultRenderer,
+    envsWhere,
     failed_env_plugins,
     getEnvClass,
     registerAll,
@@ -15,6 +16,6 @@ from srl_toolbox import __version__
 
 registerAll()
 
-__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer",
+__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer", "envsWhere",
            "failed_env_plugins", "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env",
            "rendererKeywords", "rendererRefusal", "resolvedRenderer"]

@@ -17,6 +17,7 @@ constructor keyword that makes it draw with one.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -121,6 +122,23 @@ def getEnvClass(env_id: str) -> type[SRLGymEnv]:
     return _classes[env_id]
 
 
+def envsWhere(predicate: Callable[[type[SRLGymEnv]], bool]) -> list[str]:
+    """
+    :param predicate: a test of an env class
+    :return: the registered env ids whose class passes it, sorted (for "envs that have it" in messages); a deferred
+        plugin that turns out not to fit the contract is left out (its warning says why)
+    """
+    found = []
+    for env_id in sorted(registered_env):  # (a copy: a deferred plugin that does not fit leaves registered_env)
+        try:
+            env_class = getEnvClass(env_id)
+        except KeyError:
+            continue
+        if predicate(env_class):
+            found.append(env_id)
+    return found
+
+
 def rendererRefusal(renderer: str, env_id: str) -> str | None:
     """
     :param renderer: a renderer name (``--renderer``)
@@ -137,7 +155,7 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
     if renderer in getattr(getEnvClass(env_id), "RENDERERS", ()):
         return None
     own = [name for name in getattr(getEnvClass(env_id), "RENDERERS", ()) if name != REFERENCE_RENDERER]
-    having = [other for other in sorted(registered_env) if renderer in getattr(getEnvClass(other), "RENDERERS", ())]
+    having = envsWhere(lambda env_class: renderer in getattr(env_class, "RENDERERS", ()))
     return (f"--renderer {renderer}: {env_id} cannot draw with it; valid for {env_id}: "
             f"{', '.join([REFERENCE_RENDERER, *own])} (envs with {renderer}: {', '.join(having) or 'none installed'})")
 

@@ -166,11 +166,13 @@ def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
     refused = ("import line_world.bad\n"
                "import environments, gymnasium\n"
                "print('NotAnEnv-v0' in environments.registered_env, environments.failed_env_plugins)\n"
+               # a listing of the envs that have something (an error message's) leaves it out, without a traceback
+               "print('NotAnEnv-v0' in environments.envsWhere(lambda env_class: True))\n"
                "try:\n    environments.getEnvClass('NotAnEnv-v0')\nexcept KeyError:\n    print('refused')\n"
                "print('NotAnEnv-v0' in environments.registered_env, 'NotAnEnv-v0' in gymnasium.registry)\n")
     result = subprocess.run([sys.executable, "-c", refused], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["True {}", "refused", "False False"]
+    assert result.stdout.splitlines() == ["True {}", "False", "refused", "False False"]
     assert result.stderr.strip().splitlines() == [
         "warning: EnvPluginLoadWarning: skipped environment plugin 'NotAnEnv-v0' (line_world.bad:NotAnEnv: "
         "<class 'line_world.bad.NotAnEnv'> is not a subclass of environments.srl_env.SRLGymEnv)"]

@@ -28,7 +28,7 @@ from stable_baselines3 import DQN
 from stable_baselines3.common.buffers import DictReplayBuffer
 from stable_baselines3.her import HerReplayBuffer
 
-from environments import getEnvClass, registered_env
+from environments import envsWhere, getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import strToBool
 from rl_baselines.core.checkpointing import Checkpoint
@@ -209,7 +209,7 @@ class HERModel(OffPolicyRLObject):
         if settings.env not in registered_env:
             return her_algo  # the train command reports an unknown env
         if not getattr(getEnvClass(settings.env), "GOAL_CONDITIONED", False):
-            having = [env for env in sorted(registered_env) if getattr(getEnvClass(env), "GOAL_CONDITIONED", False)]
+            having = envsWhere(lambda env_class: getattr(env_class, "GOAL_CONDITIONED", False))
             raise ValueError(f"--algo her needs an env with a goal-conditioned mode, {settings.env} has none; envs "
                              f"that have one: {', '.join(having)}")
         given: dict[str, Any] = givenFlags(settings, baseHyperparams())

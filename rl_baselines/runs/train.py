@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from stable_baselines3.common.utils import set_random_seed
 
-from environments import getEnvClass, registered_env, rendererRefusal, resolvedRenderer
+from environments import envsWhere, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
 from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
@@ -111,7 +111,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         raise UsageError(f"--algo {args.algo} does not support {kind} actions ({hint}); algorithms that do: "
                          f"{', '.join(supportingAlgorithms(wanted))}")
     if algo_class.USES_ACTION_MASKS and not offersActionMasks(env_class):
-        having = [e for e in sorted(registered_env) if offersActionMasks(getEnvClass(e))]
+        having = envsWhere(offersActionMasks)
         raise UsageError(f"--algo {args.algo} needs action masks, which {args.env} does not offer; envs with masks: "
                          f"{', '.join(having) or 'none installed'}")
     if algo_class.USES_ACTION_MASKS and args.action_repeat > 1:  # a mask holds for the first repeated step only
@@ -119,17 +119,17 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
                          "masks hold for one env step); valid: 1")
     if args.action_joints:
         if not env_class.ACTION_JOINTS:
-            with_joints = [e for e in sorted(registered_env) if getEnvClass(e).ACTION_JOINTS]
+            with_joints = envsWhere(lambda env_class: env_class.ACTION_JOINTS)
             raise UsageError(f"--action-joints: {args.env} has no joints to act on; envs with joints: "
                              f"{', '.join(with_joints) or 'none installed'}")
         if not args.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
     for flag, keyword, asked in (("--fpv", "fpv", args.fpv), ("--multi-view", "multi_view", args.multi_view)):
         if asked and not env_class.acceptsKeyword(keyword):
-            having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword(keyword)]
+            having = envsWhere(lambda env_class: env_class.acceptsKeyword(keyword))
             raise UsageError(f"{flag}: {args.env} has no second camera; envs with {flag}: {', '.join(having) or 'none'}")
     if args.force_down and not env_class.acceptsKeyword("force_down"):
-        having = [e for e in sorted(registered_env) if getEnvClass(e).acceptsKeyword("force_down")]
+        having = envsWhere(lambda env_class: env_class.acceptsKeyword("force_down"))
         raise UsageError(f"--force-down: {args.env} has no up and down moves to restrict; envs with --force-down: "
                          f"{', '.join(having) or 'none'}")
     refusal = rendererRefusal(args.renderer, args.env)
