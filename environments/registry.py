@@ -50,18 +50,6 @@ def _refusal(plugin: Any) -> str | None:
     return None
 
 
-def _gymnasiumsOwn(env_id: str, plugin: Any) -> str | None:
-    """:return: why an env plugin cannot take ``env_id``: gymnasium has it already, for another class (None: free,
-    registered by this registry in this process, or by the plugin's package itself for this class)"""
-    spec = gym.registry.get(env_id)
-    if spec is None or env_id in registered_env:
-        return None
-    own = isinstance(plugin, type) and f"{plugin.__module__}:{plugin.__qualname__}"
-    if spec.entry_point is plugin or spec.entry_point == own:
-        return None
-    return f"the id {env_id} is registered in gymnasium already, by {spec.entry_point}; give the env another id"
-
-
 def registerAll() -> dict[str, str]:
     """
     Load every env declared under the entry-point group and register it in gymnasium (idempotent: the plugins are
@@ -73,7 +61,7 @@ def registerAll() -> dict[str, str]:
         return registered_env
     deferred: dict[str, str] = {}
     plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "environment", EnvPluginLoadWarning,
-                                    deferred=deferred, taken=_gymnasiumsOwn)
+                                    deferred=deferred)
     failed_env_plugins.update(failures)
     entry_points = {env_id: f"{env_class.__module__}:{env_class.__qualname__}" for env_id, env_class in plugins.items()}
     _classes.update(plugins)

@@ -76,8 +76,7 @@ def loadEntryPoint(value: str) -> Any:
 
 def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
                 warning_class: type[Warning] = SkippedPluginWarning,
-                warn: bool = True, deferred: dict[str, str] | None = None,
-                taken: Callable[[str, Any], str | None] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
+                warn: bool = True, deferred: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """
     Import every entry point of ``group``.
 
@@ -90,8 +89,6 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     :param deferred: when given, receives name -> entry point value of the plugins whose module was still being
         imported (:func:`beingImported`: the plugin's own import started this loading, a circular import) instead of
         reporting them as skipped; the caller loads them later with :func:`loadEntryPoint`
-    :param taken: ``taken(name, plugin)`` returns why a loaded plugin cannot have its name (already someone else's),
-        or None: such a plugin is skipped
     :return: (name -> loaded object, sorted by name; name -> reason it was skipped); a name declared by two entry
         points keeps neither (which one the metadata lists first is an accident of the install)
     """
@@ -108,7 +105,7 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
     values: dict[str, list[str]] = {}
     for extension in manager:
         values.setdefault(extension.name, []).append(extension.entry_point.value)
-        reason = (taken(extension.name, extension.plugin) if taken is not None else None) or refusal(extension.plugin)
+        reason = refusal(extension.plugin)
         if reason is not None:
             failures[extension.name] = f"{extension.entry_point.value}: {reason}"
             continue

@@ -304,6 +304,7 @@ CATEGORIES = {
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],
     "wrong type or range": [
+        "train-tag-with-a-slash", "train-tag-to-the-parent",
         "train-zero-timesteps", "train-text-timesteps", "train-negative-eval-freq", "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-hyperparam-out-of-range",
         "train-hyperparam-flag-out-of-range", "train-hyperparams-that-do-not-fit-together", "train-bad-port",
@@ -332,7 +333,8 @@ CATEGORIES = {
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "train-fpv-without-camera",
-        "train-maskable-continuous", "train-maskable-without-masks", "search-maskable-without-masks",
+        "train-maskable-continuous", "train-maskable-action-repeat", "train-maskable-without-masks",
+        "search-maskable-without-masks",
         "train-force-down-without-arm", "train-renderer-the-env-lacks", "generator-renderer-the-env-lacks",
         "train-lowpoly-on-mobile-robot", "generator-sprites-on-kuka", "train-augment-a-state",
         "train-augment-with-an-algo-without-it",

@@ -267,7 +267,8 @@ def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFol
     code, out, err = runMain(evaluate, ["--model-folder", folder, "--data-folder", other, "--max-samples", "3",
                                         "--k", "1", "--no-progress"], capsys)
     assert code == 0, err
-    assert "Linear probe: - (the held-out episodes give 1 of the 3 measured frames" in out
+    assert "Linear probe: - (the held-out episodes give " in out and "of the 3 measured frames" in out
+    assert "the probe needs 2 or more on each side (--max-samples))" in out
     assert not os.path.exists(os.path.join(measured, evaluate.PROBE_FILE))
     # the training dataset named by another path is still the model's own
     assert runMain(evaluate, ["--model-folder", folder, "--data-folder", os.path.relpath(dataFolder),
