@@ -100,8 +100,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     x_label = "timesteps" if args.timesteps else "episodes"
     by_env: dict[str, list[tuple[str, object, object]]] = {}
     evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
-    warnMixedMethods(groupRuns(runs, args.group_by), args.group_by)
-    for key, members in groupRuns(runs, args.group_by).items():
+    groups = groupRuns(runs, args.group_by)
+    warnMixedMethods(groups, args.group_by)
+    for key, members in groups.items():
         env, label = key[0], methodLabel(key, args.group_by)
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
         npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}.npz"

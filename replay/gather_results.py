@@ -323,7 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"only at the --timestep-budget values they reached, not in the final results, e.g. "
                       f"{unfinished[0]}")
     checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
-    warnMixedMethods(groupRuns(runs, args.group_by), args.group_by)
+    groups = groupRuns(runs, args.group_by)
+    warnMixedMethods(groups, args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)
     output_dir = args.output_dir or args.log_dir
@@ -341,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}"
               + ("; the other methods from training episodes" if len(evaluated) < len(methods) else ""))
-    print(f"{len(runs)} runs, {len(groupRuns(runs, args.group_by))} methods: {csv_path}, {md_path}")
+    print(f"{len(runs)} runs, {len(groups)} methods: {csv_path}, {md_path}")
     return 0
 
 

@@ -76,4 +76,4 @@ def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
 
 registered_srl, failed_srl_plugins = loadRegisteredSRL()
 # the envs accept the models registered here (a model registered in this process only, too) as learned ones
-addLearnedModelNames(lambda: [name for name, (_, kind) in registered_srl.items() if kind is SRLType.LEARNED])
+addLearnedModelNames(learnedModels)
