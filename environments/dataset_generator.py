@@ -474,6 +474,9 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
                 raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} differ): "
                                  f"resume it with the same flags, or pass --force to discard it")
     else:
+        if config.resume:  # (a typo in --name would otherwise start another dataset without a word)
+            warnings.warn(f"--resume: no interrupted recording of {final_dir} to continue ({partial_dir} does not "
+                          "exist): recording it from the first episode")
         os.makedirs(partial_dir)
         lock = lockFolder(partial_dir)
     os.makedirs(os.path.join(partial_dir, EPISODES_FOLDER), exist_ok=True)

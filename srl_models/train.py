@@ -403,9 +403,18 @@ def parseConfig(argv: Sequence[str] | None = None) -> SRLTrainConfig:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the settings they give
-    :raises UsageError: a flag the parser refuses
+    :raises UsageError: a flag the parser refuses, --epochs with --updates (one of them counts the training)
     """
-    return settingsFromNamespace(SRLTrainConfig, buildParser().parse_args(argv))
+    parser = buildParser()
+    default_epochs = parser.get_default("epochs")
+    parser.set_defaults(epochs=None)  # so that a given --epochs can be told from the default
+    args = parser.parse_args(argv)
+    if args.epochs is not None and args.updates is not None:
+        raise UsageError(f"--epochs {args.epochs} with --updates {args.updates}: --updates counts the optimiser steps "
+                         "instead of epochs; give one of them")
+    if args.epochs is None:
+        args.epochs = default_epochs
+    return settingsFromNamespace(SRLTrainConfig, args)
 
 
 def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:

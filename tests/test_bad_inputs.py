@@ -233,6 +233,9 @@ CASES = [
     ("srl-train-split-dims-sum", SRL_TRAIN,
      ["--data-folder", "{tiny}", "--losses", "autoencoder:1:2", "inverse:1:2", "--state-dim", "8"],
      ["--state-dim 8", "do not add up"]),
+    ("srl-train-epochs-with-updates", SRL_TRAIN,
+     ["--data-folder", "{tiny}", "--srl-model", "vae", "--epochs", "3", "--updates", "5"],
+     ["--epochs 3", "--updates 5", "one of them"]),
     ("srl-train-pca-with-losses", SRL_TRAIN, ["--data-folder", "{tiny}", "--srl-model", "pca", "--losses", "vae:1"],
      ["pca", "--losses"]),
     ("srl-train-rl-run-as-dataset", SRL_TRAIN, ["--data-folder", "{run}", "--srl-model", "vae"], ["seed3"]),
@@ -342,7 +345,7 @@ CATEGORIES = {
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
         "generator-joints-on-mobile-robot", "fusioner-one-source", "srl-train-split-dims-sum",
-        "srl-train-pca-with-losses", "latent-model-does-not-decode", "compare-label-count",
+        "srl-train-pca-with-losses", "srl-train-epochs-with-updates", "latent-model-does-not-decode", "compare-label-count",
         "train-gail-dataset-of-other-action-kind", "train-gail-lossy-frames"],
     "output in the way (existing output, a file where a folder goes)": [
         "generator-existing-dataset", "fusioner-destination-exists", "train-log-dir-is-a-file",

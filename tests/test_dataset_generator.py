@@ -228,6 +228,14 @@ def test_existing_dataset_is_refused_then_forced(tmp_path):
     assert readJson(folder / "dataset_config.json")["seed"] == 2
 
 
+def test_resume_with_nothing_to_resume_says_so_and_records(tmp_path):
+    small = ["--img-shape", "3", "32", "32", "--max-steps", "10", "--num-episode", "2", "--no-progress"]
+    result = generate(tmp_path, *small, "--resume")
+    warning = [line for line in result.stderr.splitlines() if "--resume" in line]
+    assert len(warning) == 1 and "no interrupted recording" in warning[0] and NAME in warning[0], result.stderr
+    assert sorted(os.listdir(tmp_path)) == [NAME]
+
+
 def test_killed_run_is_refused_then_resumed(tmp_path, references):
     """SIGKILL a 2-process run after its first episodes; --resume completes it into the uninterrupted dataset."""
     partial = tmp_path / f".{NAME}.partial"
