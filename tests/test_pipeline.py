@@ -466,6 +466,38 @@ def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, capsys) -> No
     assert stopped < out.index("log0") < out.index("log1") < failed < out.index("log2")
 
 
+class _StoppedExecutor:
+    """An executor whose runs are in flight when Ctrl-C arrives; stopped, each ends unfinished (exit 130)."""
+
+    def __init__(self) -> None:
+        self.running: list = []
+
+    def hasSlot(self) -> bool:
+        return True
+
+    def submit(self, spec) -> None:
+        self.running.append(spec)
+
+    def wait(self, timeout: float) -> list:
+        raise KeyboardInterrupt
+
+    def shutdown(self, interrupted: bool = False) -> list:
+        stopped = [sweep_runs.RunResult(spec.run_id, "failed", 130, "folder", "log", 1.0) for spec in self.running]
+        self.running = []
+        return stopped
+
+
+def test_the_bar_does_not_count_the_runs_a_ctrl_c_stopped(tmp_path, capsys) -> None:
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1], [], str(tmp_path), cwd=REPO)
+    records: dict = {}
+    failed, interrupted = pipeline._runAll(_StoppedExecutor(), pipeline.RunClaims(specs), list(specs), specs, records,
+                                           None, False, lambda: None)
+    assert interrupted and len(failed) == 2
+    bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    assert not any("2/2 runs" in line for line in bar), bar
+    assert any("0/2 runs" in line for line in bar), bar
+
+
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",

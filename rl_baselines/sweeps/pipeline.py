@@ -225,8 +225,9 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
                           "{postfix}]")
 
-    def record(result: RunResult, elsewhere: dict[str, Any] | None = None) -> None:
-        """Record how a run ended: run here (its claim is given back), or by another pipeline (``elsewhere``)."""
+    def record(result: RunResult, elsewhere: dict[str, Any] | None = None, advance: bool = True) -> None:
+        """Record how a run ended: run here (its claim is given back), or by another pipeline (``elsewhere``);
+        ``advance=False``: a run stopped by the sweep's interruption, which the bar does not count as finished."""
         spec = by_id[result.run_id]
         claims.release(result.run_id)
         records[result.run_id] = elsewhere if elsewhere is not None else stamp(
@@ -235,7 +236,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             claims.pipeline)
         finished_now.append(spec)
         ended.append(result)
-        bar.update(1)
+        if advance:
+            bar.update(1)
         by = " by another pipeline" if elsewhere is not None else ""
         if result.state == "failed":
             failed.append(result)
@@ -312,7 +314,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             signal.signal(signum, signal.SIG_IGN)
         bar.write("Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
-            record(result)
+            record(result, advance=result.state == "done")
     finally:
         claims.releaseAll()
         signal.signal(signal.SIGTERM, previous_handler)
