@@ -196,6 +196,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:  # not installed, model missing or corrupt, SRL model missing or changed
         raise UsageError(str(error)) from None
     agent = run.model
+    agent.seedActionSampling(args.seed)  # an agent that samples with a generator of its own (deepq, the ES)
     env_kwargs = {}
     if args.render:
         env_kwargs["renders"] = True

@@ -287,7 +287,8 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     :param episodes: episodes to play
     :param deterministic: take the most likely action (False: sample from the policy)
     :param seed: env i is seeded ``seed + i``; Python's, NumPy's and torch's generators are seeded with it during the
-        evaluation and put back as they were after it
+        evaluation and put back as they were after it, and so is the agent's own sampling generator where it has one
+        (``seedActionSampling``: deepq, the evolution strategies, random_agent), which stays seeded
     :param num_envs: parallel envs (subprocesses when > 1); each plays its share of the episodes
     :return: mean and standard deviation of the episode rewards, and each episode's reward and length
     :raises UsageError: bad input, or a run folder that cannot be loaded
@@ -304,6 +305,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     rng_state = captureGlobalRNG()
     try:
         set_random_seed(seed)
+        loaded.model.seedActionSampling(seed)  # an agent that samples with a generator of its own
         try:
             env = loaded.makeEnv(num_envs, seed)
         except ValueError as error:

@@ -213,6 +213,17 @@ def test_evaluate_round_trip_is_reproducible_and_leaves_the_generators(apiRun):
     assert sorted(os.listdir(os.path.join(result.run_dir, "monitor"))) == monitor_files  # no monitor file written
 
 
+def test_an_agent_sampling_with_its_own_generator_evaluates_the_same_with_the_same_seed(tmp_path):
+    """random_agent samples from its action space's generator: evaluateAgent seeds it (seedActionSampling)."""
+    result = api.trainAgent(algo="random_agent", env="MobileRobotGymEnv-v0", num_timesteps=100, log_dir=tmp_path,
+                            vis=False)
+    loaded = api.loadRun(result.run_dir)
+    first = api.evaluateAgent(loaded, episodes=2, seed=3)
+    assert api.evaluateAgent(loaded, episodes=2, seed=3) == first
+    assert api.evaluateAgent(result.run_dir, episodes=2, seed=3) == first
+    assert api.evaluateAgent(loaded, episodes=2, seed=4) != first
+
+
 def test_load_and_evaluate_errors(tmp_path, apiRun):
 
     with pytest.raises(api.UsageError, match=r"^run_dir '.*' holds no run \(no args.json\)"):

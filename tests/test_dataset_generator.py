@@ -17,7 +17,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
-from conftest import REPO, assertParserFromSettings, runModule, snapshot
+from conftest import REPO, assertParserFromSettings, runModule, snapshot, trainHere
 from filelock import FileLock
 
 from environments import dataset_generator, getEnvClass
@@ -381,6 +381,22 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
     # --env left out: the run's own (a Kuka default would refuse it; the generator's default is the mobile robot)
     assert dataset_generator.validate(dataset_generator.parseConfig(
         ["--policy", trainedRun, "--save-path", str(tmp_path / "x")]))[0].env_id == policy.env_id
+
+
+@pytest.mark.parametrize("algo", ["random_agent", "deepq"])
+def test_an_agent_sampling_with_its_own_generator_records_the_same_dataset_with_1_and_2_processes(tmp_path, algo):
+    """random_agent (its action space) and deepq (its rng, epsilon-greedy) sample with generators of their own: each
+    episode reseeds them (seedActionSampling), as it reseeds torch's for SB3 agents."""
+    run = trainHere("--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                    "--num-timesteps", "300", "--log-dir", tmp_path / "run", "--seed", "1",
+                    *(["--hyperparam", "exploration_final_eps:0.5"] if algo == "deepq" else []))
+    datasets = []
+    for num_cpu in (1, 2):
+        generate(tmp_path / f"cpu{num_cpu}", "--img-shape", "3", "16", "16", "--max-steps", "30", "--num-episode", "2",
+                 "--seed", "5", "--no-progress", "--policy", run, "--num-cpu", str(num_cpu))
+        datasets.append(loadArrays(tmp_path / f"cpu{num_cpu}" / NAME)["actions"])
+    np.testing.assert_array_equal(datasets[0], datasets[1])
+    assert not np.array_equal(datasets[0][:30], datasets[0][30:]), "both episodes played the same actions"
 
 
 def test_a_replayed_recurrent_agent_starts_each_episode_with_a_fresh_memory(trainedRun):

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
+import torch
 from sb3_contrib.common.maskable.utils import get_action_masks
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -250,6 +251,17 @@ class BaseRLObject(abc.ABC):
             ``USES_ACTION_MASKS`` also takes ``action_masks`` (as getAction) and gives the masked actions 0
         """
         raise NotImplementedError(f"{type(self).__name__} has no action distribution")
+
+    def seedActionSampling(self, seed: int) -> None:
+        """
+        Seed what :meth:`getAction` samples with, for a loaded agent that acts outside training (replay, the Python
+        API's evaluation, the dataset generator's ``--policy``, which reseeds it at every episode): torch's global
+        generator, which SB3's policies sample from. A class that samples with a generator of its own overrides this
+        and calls it. Training never calls it (the run's generators are seeded and checkpointed by the run).
+
+        :param seed: the seed
+        """
+        torch.manual_seed(seed)
 
     # --- the env -------------------------------------------------------------------------------------------------
 

@@ -71,6 +71,11 @@ class RandomAgentModel(BaseRLObject):
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         return np.stack([self.action_space.sample() for _ in range(len(observation))])
 
+    def seedActionSampling(self, seed: int) -> None:
+        """The action space's generator, which getAction samples from."""
+        super().seedActionSampling(seed)
+        self.action_space.seed(seed)
+
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         """The action space's generator: a resumed run draws the actions the uninterrupted one would have."""
 

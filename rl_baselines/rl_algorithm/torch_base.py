@@ -186,6 +186,12 @@ class TorchRLObject(BaseRLObject):
             raise ValueError(f"{load_path} is a damaged {cls.NAME} model ({type(error).__name__}: {error})") from None
         return model
 
+    def seedActionSampling(self, seed: int) -> None:
+        """torch's generator, and ``self.rng`` where the class samples with it (``"rng"`` in SEEDED_GENERATORS)."""
+        super().seedActionSampling(seed)
+        if "rng" in self.SEEDED_GENERATORS:
+            self.rng = np.random.default_rng(seed)
+
     # --- resuming --------------------------------------------------------------------------------------------
 
     def scheduleStart(self) -> int:

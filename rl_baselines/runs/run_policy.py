@@ -241,12 +241,12 @@ class RunPolicy:
         Start an episode: forget the frame stack (and, at the next action, a recurrent agent's memory) and, when given
         a seed, reseed the agent's action sampling.
 
-        :param seed: seed of torch's generator (SB3 samples actions with it), None to leave it
+        :param seed: seed of the agent's action sampling (its ``seedActionSampling``), None to leave it
         """
         self._stack = None
         self._episode_start = True
         if seed is not None:
-            torch.manual_seed(seed)
+            self.agent.seedActionSampling(seed)
 
     def observation(self, env: Any, pixels: np.ndarray) -> Any:
         """
