@@ -34,6 +34,7 @@ from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.registry import learnedModels, loadSRLModel, registered_srl
 from srl_toolbox.files import atomicPath
+from srl_toolbox.locks import acquireLock, lockPathFor
 
 CONFIG_ENV_VAR = "SRL_MODELS_CONFIG"
 CONFIG_NAME = "srl_models.yaml"
@@ -179,6 +180,14 @@ def registerModel(config_file: str, env_id: str, name: str, folder: str) -> str:
     """
 
     config_file = os.path.abspath(config_file)
+    lock = acquireLock(lockPathFor(config_file))  # read, edit, write: two prepare commands at once lose no entry
+    try:
+        return _registerModel(config_file, env_id, name, folder)
+    finally:
+        lock.release()
+
+
+def _registerModel(config_file: str, env_id: str, name: str, folder: str) -> str:
     mapping = readSRLConfig(config_file) if os.path.exists(config_file) else {}
     text = ""
     if os.path.exists(config_file):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -293,6 +295,16 @@ def test_register_model_keeps_comments_and_entries(tmp_path):
     assert config.read_text().startswith("# flow style\n")
     assert readSRLConfig(str(config)) == {ENV_ID: {"vae": "/x", "pca": "/y"}}
     assert [name for name in os.listdir(config.parent)] == ["srl.yaml"]  # no temporary file left
+
+
+def test_two_processes_registering_at_once_lose_no_entry(tmp_path):
+    config = tmp_path / "srl.yaml"
+    script = ("import sys\nfrom srl_models.config import registerModel\n"
+              "for i in range(30):\n    registerModel(sys.argv[1], sys.argv[2], f'm{i}', f'/abs/{i}')\n")
+    processes = [subprocess.Popen([sys.executable, "-c", script, str(config), env], cwd=REPO)
+                 for env in ("EnvA-v0", "EnvB-v0")]
+    assert [process.wait(timeout=300) for process in processes] == [0, 0]
+    assert {env: len(models) for env, models in readSRLConfig(str(config)).items()} == {"EnvA-v0": 30, "EnvB-v0": 30}
 
 
 @pytest.mark.slow

@@ -57,6 +57,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.training_state import (
     captureGlobalRNG,
     captureObjectState,
+    keepFirstLines,
     loadBuffer,
     progressLogger,
     restoreGlobalRNG,
@@ -567,3 +568,14 @@ def test_the_default_checkpoint_interval_is_the_first_attempts() -> None:
     assert checkpointInterval(-1, 3000) == -1
     assert checkpointInterval(0, 1500, first_budget=3000) == 600
     assert checkpointInterval(250, 1500, first_budget=3000) == 250
+
+
+def test_keep_first_lines_only_cuts(tmp_path):
+    """A resume rewinds progress.csv to the rows of its checkpoint: a file with fewer rows, or a last row cut short
+    by a crash, loses that piece and gains no empty row."""
+    path = tmp_path / "progress.csv"
+    for content, n_lines, kept in (("a,b\n1,2\n", 5, "a,b\n1,2\n"), ("a,b\n1,2\n3,4\n", 2, "a,b\n1,2\n"),
+                                   ("a,b\n1,2\n3,", 5, "a,b\n1,2\n"), ("", 3, "")):
+        path.write_text(content)
+        keepFirstLines(str(path), n_lines)
+        assert path.read_text() == kept, content

@@ -329,7 +329,7 @@ def keepFirstLines(path: str, n_lines: int) -> None:
     if not os.path.isfile(path):
         return
     with open(path, "rb") as handle:
-        lines = handle.read().split(b"\n")
+        lines = handle.read().split(b"\n")[:-1]  # complete lines only (the piece after the last newline is not one)
     with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
         handle.write(b"".join(line + b"\n" for line in lines[:n_lines]))
 
