@@ -24,6 +24,7 @@ from benchmarks import renderer_gtc
 from environments import getEnvClass, registered_env, rendererRefusal
 from environments.dataset_generator import generate
 from environments.generator_config import GeneratorConfig
+from environments.kuka import make_lowpoly
 from environments.kuka.floor import HIDDEN, cameraImage
 from environments.srl_env import FRESH_WORLD, RENDERERS
 from srl_toolbox.cli import UsageError
@@ -247,3 +248,36 @@ def test_renderer_gtc_measures_an_arm_against_lowpoly(capsys) -> None:
         other = row["gtc"]["other" if row["trained_on"] == "tinyrenderer" else "reference"]
         assert row["difference"] == pytest.approx(abs(other - own))
     assert "(lowpoly)" in capsys.readouterr().out
+
+
+def test_make_lowpoly_replaces_its_folder_whole_and_refuses_bad_input(tmp_path, monkeypatch) -> None:
+    """The mesh tool (fast-simplification, not a toolbox dependency, stood in for by a copy): the folder is replaced
+    whole, an interrupted run leaves the old one as it was, and bad input writes nothing."""
+    out = tmp_path / "lowpoly"
+    monkeypatch.setattr(make_lowpoly, "decimate", lambda vertices, faces, fraction: (vertices, faces))
+    counts = make_lowpoly.makeLowPoly(0.5, str(out))
+    assert len(counts) == make_lowpoly.N_LINKS and all(before == after for _, before, after in counts)
+    assert sorted(os.listdir(out)) == sorted(os.listdir(make_lowpoly.LOWPOLY_DIR))
+    (out / "stale.obj").write_text("from an earlier run")
+    make_lowpoly.makeLowPoly(0.5, str(out))
+    assert sorted(os.listdir(out)) == sorted(os.listdir(make_lowpoly.LOWPOLY_DIR))  # replaced, not merged
+    before = {name: (out / name).read_bytes() for name in os.listdir(out)}
+
+    def failing(vertices, faces, fraction):
+        if failing.calls == 3:
+            raise KeyboardInterrupt
+        failing.calls += 1
+        return vertices, faces
+    failing.calls = 0
+    monkeypatch.setattr(make_lowpoly, "decimate", failing)
+    with pytest.raises(KeyboardInterrupt):
+        make_lowpoly.makeLowPoly(0.5, str(out))
+    assert {name: (out / name).read_bytes() for name in os.listdir(out)} == before
+    assert sorted(os.listdir(tmp_path)) == ["lowpoly"]  # no temporary folder left
+
+    (tmp_path / "file").write_text("")
+    for argv, words in ((["--fraction", "2"], "--fraction 2"), (["--fraction", "0"], "'0'"),
+                        (["--out", str(tmp_path / "file")], "is a file")):
+        with pytest.raises(UsageError, match=words):
+            make_lowpoly.main(argv)
+    assert sorted(os.listdir(tmp_path)) == ["file", "lowpoly"]

@@ -21,21 +21,24 @@ were made with 0.2.0). Usage: ``python -m environments.kuka.make_lowpoly [--frac
 """
 from __future__ import annotations
 
-import argparse
+import importlib.util
 import os
 import re
 import shutil
-import sys
+import tempfile
+from collections.abc import Sequence
 
 import numpy as np
 
 from environments.bullet import pybullet_data
 from environments.kuka.kuka_button_env import LOWPOLY_DATA_PREFIX, LOWPOLY_DIR
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveFloat, runCommand
 
 ROBOT_SDF = os.path.join("kuka_iiwa", "kuka_with_gripper2.sdf")
 N_LINKS = 8
 DEFAULT_FRACTION = 0.1  # chosen by measurement (tests/test_kuka_renderer.py's bounds), see docs/architecture.md
 MIN_TRIANGLES = 24
+NOTICE = "NOTICE.txt"  # the licence notice of the derived files: kept from the folder replaced (or the package's)
 
 
 def readObj(path: str) -> tuple[np.ndarray, np.ndarray]:
@@ -113,13 +116,40 @@ def sdfCopy(text: str) -> str:
 
 def makeLowPoly(fraction: float, out: str) -> list[tuple[str, int, int]]:
     """
+    Write the meshes and the SDF into a new folder beside ``out``, with the NOTICE.txt of the folder it replaces (or
+    of the package's lowpoly folder), then put it in ``out``'s place: the renderer never reads a mix of old and new
+    meshes (an interrupted run leaves ``out`` as it was).
+
     :param fraction: fraction of each link's triangles to keep, in (0, 1]
-    :param out: the folder to write
+    :param out: the folder to write (replaced when it exists)
     :return: (link, triangles before, triangles after) per link
     """
+    parent = os.path.dirname(os.path.abspath(out))
+    os.makedirs(parent, exist_ok=True)
+    new = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.", dir=parent)
+    try:
+        counts = _writeLowPoly(fraction, new)
+        notice = next((path for path in (os.path.join(out, NOTICE), os.path.join(LOWPOLY_DIR, NOTICE))
+                       if os.path.isfile(path)), None)
+        if notice is not None:
+            shutil.copyfile(notice, os.path.join(new, NOTICE))
+        os.chmod(new, 0o755)  # (mkdtemp's folder is private)
+        if os.path.isdir(out):
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.old.", dir=parent)
+            os.replace(out, os.path.join(old, "meshes"))
+            os.replace(new, out)
+            shutil.rmtree(old)
+        else:
+            os.replace(new, out)
+    finally:
+        if os.path.isdir(new):
+            shutil.rmtree(new)
+    return counts
+
+
+def _writeLowPoly(fraction: float, out: str) -> list[tuple[str, int, int]]:
     data = pybullet_data.getDataPath()
     meshes = os.path.join(data, "kuka_iiwa", "meshes")
-    os.makedirs(out, exist_ok=True)
     counts = []
     for link in range(N_LINKS):
         name = f"link_{link}"
@@ -135,16 +165,26 @@ def makeLowPoly(fraction: float, out: str) -> list[tuple[str, int, int]]:
     return counts
 
 
-def main(argv: list[str] | None = None) -> int:
-    """:return: the exit status (2 on a bad fraction)"""
-    parser = argparse.ArgumentParser(description="Decimate the Kuka arm's visual meshes (renderer lowpoly)")
-    parser.add_argument("--fraction", type=float, default=DEFAULT_FRACTION,
-                        help=f"fraction of each link's triangles to keep [{DEFAULT_FRACTION}]")
-    parser.add_argument("--out", default=LOWPOLY_DIR, help="output folder [environments/kuka/lowpoly]")
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :return: the exit status
+    :raises UsageError: a fraction outside (0, 1], an output that is a file or not writable, fast-simplification
+        not installed (nothing is written)
+    """
+    parser = CLIParser(prog="python -m environments.kuka.make_lowpoly",
+                       description="Decimate the Kuka arm's visual meshes (renderer lowpoly)")
+    parser.add_argument("--fraction", type=positiveFloat, default=DEFAULT_FRACTION,
+                        help=f"fraction of each link's triangles to keep, in (0, 1] [{DEFAULT_FRACTION}]")
+    parser.add_argument("--out", default=LOWPOLY_DIR, help="output folder, replaced [environments/kuka/lowpoly]")
     args = parser.parse_args(argv)
-    if not 0.0 < args.fraction <= 1.0:
-        print(f"--fraction must be in (0, 1], got {args.fraction}", file=sys.stderr)
-        return 2
+    if args.fraction > 1.0:
+        raise UsageError(f"--fraction {args.fraction:g} must be in (0, 1]")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise UsageError(f"--out {args.out!r} is a file, not a folder")
+    checkWritableFolder(os.path.dirname(os.path.abspath(args.out)), "--out")
+    if importlib.util.find_spec("fast_simplification") is None:
+        raise UsageError("fast-simplification is not installed (this tool's own dependency, not the toolbox's): "
+                         "pip install fast-simplification")
     counts = makeLowPoly(args.fraction, args.out)
     for name, before, after in counts:
         print(f"{name}: {before} -> {after} triangles")
@@ -153,4 +193,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    runCommand(main)
