@@ -1,7 +1,7 @@
 """The run archive shared by the benchmarks: a committed JSON file of finished runs, one record per key.
 
-A benchmark whose runs take longer than a session records each finished run under a key that names everything that
-changes its result, and later invocations (another session, a fresh clone) take the runs whose key they would make
+A benchmark whose runs take hours records each finished run under a key that names everything that changes its
+result, and later invocations (on another day, in a fresh clone) take the runs whose key they would make
 again instead of running them. Invariants:
 
 - the file is one JSON object, key -> record (an object), written with sorted keys and indented, so that a change of

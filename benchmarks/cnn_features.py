@@ -11,7 +11,7 @@ the extractors' sweeps run side by side, sharing the workers):
   docs/srl.md;
 - raw pixels with each extractor at ``--budget`` steps, the same seeds.
 
-"As well" is the issue's measure: at least as many seeds reach the threshold, in no more steps (median over the seeds
+"As well" means: at least as many seeds reach the threshold, in no more steps (median over the seeds
 that reach it). It only says something at a budget where NatureCNN reaches the threshold: the script says when it
 does not (raise ``--budget``). "Faster" is the runs' mean training rate (env steps per second of the monitor's clock)
 and the wall-clock time to the threshold, measured in the same sweep on the same machine.

@@ -14,7 +14,7 @@ ground truth), in this process, without writing into the model folders: on both 
 own renderer's PNG frames. Every dataset gives the same rows, hence the same states and ground truth: a model's GTCs
 differ only by the pixels.
 
-The bound (issue 27): a model's GTC on the other renderer's frames is within 0.02 of its GTC on its own renderer's
+The bound: a model's GTC on the other renderer's frames is within 0.02 of its GTC on its own renderer's
 frames. Reported per model, not asserted: the script exits 0 either way (a different trajectory is an error). The
 reference column says how much the same model's GTC moves when only the JPEG compression is taken away from its own
 renderer's frames (a change of the pixels that carries no information either): a renderer difference of that size
@@ -24,9 +24,9 @@ The state dimension is 8 by default, as in the SRL table (benchmarks.srl_table):
 over the learned dimensions, so a wide state raises it by chance.
 
 Usage: ``python -m benchmarks.renderer_gtc [--envs ENV ...] [--srl-model vae] [--seeds 0 1 2] [--episodes 16]
-[--max-steps 100] [--epochs 8] [--state-dim 8] [--keep DIR] [--no-append]`` (``make bench-renderer-gtc``: 24 minutes
-for the four mobile robots, the default, on 2 cores shared with other work, load average 5 to 7; most of it is the 24
-trainings; ``--envs KukaButtonGymEnv-v0`` measures an arm against lowpoly).
+[--max-steps 100] [--epochs 8] [--state-dim 8] [--keep DIR] [--no-append]`` (``make bench-renderer-gtc``: the four
+mobile robots, the default, most of the time going to the trainings; ``--envs KukaButtonGymEnv-v0`` measures an arm
+against lowpoly).
 """
 from __future__ import annotations
 

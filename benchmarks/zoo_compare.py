@@ -65,6 +65,7 @@ from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, positiveInt, runCommand, seedNumber
+from srl_toolbox.files import atomicPath, writeJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE
@@ -195,9 +196,7 @@ def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: floa
     monitor_file = sorted(glob.glob(os.path.join(run_folder, monitor_glob)))[0]
     result = {"settings": settings, "command": "python " + " ".join(command), **(extra or {}),
               **runResult(run_folder, monitor_file, launch, wall, threshold)}
-    with open(result_path + ".tmp", "w") as stream:
-        json.dump(result, stream, indent=1)
-    os.replace(result_path + ".tmp", result_path)
+    writeJson(result_path, result, sort_keys=False)
     return {**result, "reused": False}
 
 
@@ -279,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_dir = os.path.abspath(args.bench_dir + ("_quick" if args.quick else ""))
     os.makedirs(bench_dir, exist_ok=True)
     hyperparams_file = os.path.join(bench_dir, f"zoo_hyperparams{suffix}.yml")
-    with open(hyperparams_file, "w") as stream:
+    with atomicPath(hyperparams_file) as tmp_path, open(tmp_path, "w") as stream:
         yaml.safe_dump(zooHyperparams(steps, given), stream)
     config_file, prepare_s = prepareModel(learned, bench_dir, args.quick)
     common = {"steps": steps, "eval_freq": eval_freq, "threshold": threshold}

@@ -128,7 +128,10 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
         raise UsageError(f"destination {destination!r} already exists; choose another one")
     real_sources = [os.path.realpath(source) for source in sources]
     if len(set(real_sources)) != len(real_sources):
-        raise UsageError("the same source dataset is given twice")
+        twice = next(source for index, source in enumerate(sources) if real_sources[index] in real_sources[:index])
+        first = sources[real_sources.index(os.path.realpath(twice))]
+        raise UsageError(f"the same source dataset is given twice: {first!r} and {twice!r}"
+                         if first != twice else f"the same source dataset is given twice: {twice!r}")
     datasets = [loadDataset(source) for source in sources]
     checkCompatible(datasets)
 

@@ -208,6 +208,8 @@ CASES = [
      [READ_ONLY_NAME]),
     # --- environments.dataset_fusioner
     ("fusioner-one-source", FUSIONER, ["--merge", "{tiny}", "{bad}/merged"], ["two sources"]),
+    ("fusioner-same-source-twice", FUSIONER, ["--merge", "{tiny}", "{tiny}/", "{bad}/merged"],
+     ["given twice", "{tiny}"]),
     ("fusioner-not-a-dataset", FUSIONER, ["--merge", "{tiny}", "{bad}", "{bad}/merged"], ["bad_files", "not a complete"]),
     ("fusioner-other-env", FUSIONER, ["--merge", "{tiny}", "{other}", "{bad}/merged"], ["cannot merge", "env"]),
     ("fusioner-destination-exists", FUSIONER, ["--merge", "{tiny}", "{other}", "{tiny}"], ["already exists"]),
@@ -344,7 +346,7 @@ CATEGORIES = {
         "train-srl-path-with-ground-truth", "pipeline-ray-address-without-ray", "pipeline-reserved-tag",
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
-        "generator-joints-on-mobile-robot", "fusioner-one-source", "srl-train-split-dims-sum",
+        "generator-joints-on-mobile-robot", "fusioner-one-source", "fusioner-same-source-twice", "srl-train-split-dims-sum",
         "srl-train-pca-with-losses", "srl-train-epochs-with-updates", "latent-model-does-not-decode", "compare-label-count",
         "train-gail-dataset-of-other-action-kind", "train-gail-lossy-frames"],
     "output in the way (existing output, a file where a folder goes)": [

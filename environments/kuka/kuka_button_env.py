@@ -11,13 +11,11 @@ so that the arm actually travels toward what the action asked before the agent s
 
 Physics (``physics``, PHYSICS_VERSION 2): PyBullet's constraint solver runs at most SOLVER["default"] iterations per
 physics step and stops once its residual is below the threshold; "reference" (150 iterations, PyBullet's threshold
-1e-7: physics version 1, with which every run, dataset and figure before it was made) is kept to check that the two
-give the same task: from the same actions, the effector's positions agree within PHYSICS_TOLERANCE and the rewards and
-terminations are identical on the sequences of tests/test_kuka_physics.py. A contact that begins within a fraction of
-a millimetre can start one step apart and the episodes then part (4 of 20 sampled sequences of 60-120 steps, 3 of
-the 6 on KukaRandButton; 100 iterations instead of 150 part one of them as well). The time step and the number of
-physics steps per action are unchanged: larger steps moved the effector by millimetres within tens of steps and
-shifted table contacts.
+1e-7: physics version 1) is kept to check that the two give the same task: from the same actions, the effector's
+positions agree within PHYSICS_TOLERANCE and the rewards and terminations are identical on the sequences of
+tests/test_kuka_physics.py. A contact that begins within a fraction of a millimetre can start one step apart, and the
+episodes then part (docs/architecture.md gives how often). The time step and the number of physics steps per action
+are the reference's.
 
 The variants (random distractors, two buttons in order, a moving button) subclass KukaButtonGymEnv and override
 only class constants and the hooks ``_loadExtras``, ``_drawButtonPositions``, ``_onReset`` and ``_beforePhysics``.

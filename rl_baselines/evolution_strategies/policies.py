@@ -5,9 +5,8 @@ State normalisation: both strategies remove the VecNormalize that makeEnv adds f
 normalise states themselves (StateNormaliser), with a running mean and variance of the states the candidates saw
 that changes only between generations. A VecNormalize keeps moving at every step, so candidates of one generation
 would be judged under different normalisations, and the weights of the best candidate, found many generations
-earlier, would later be played under statistics they were never evaluated with (measured on CartPole: a CMA-ES
-best candidate that balanced the pole for 500 steps fell to about 80 as the VecNormalize statistics drifted). The
-statistics a policy was evaluated with are saved with it, in the model file.
+earlier, would later be played under statistics they were never evaluated with. The statistics a policy was
+evaluated with are saved with it, in the model file.
 
 Population evaluation: every candidate plays one episode in one env. The VecEnv resets an env by itself at the end
 of an episode, so an env that finishes a candidate's episode starts the next waiting candidate at once on the fresh

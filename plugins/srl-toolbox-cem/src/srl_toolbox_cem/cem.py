@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+from stable_baselines3.common.vec_env import VecNormalize
 
 from rl_baselines.core.algo_types import ActionType, AlgoType  # not rl_baselines.core.registry: it imports the plugins
 from rl_baselines.core.base import BaseRLObject
@@ -163,8 +164,6 @@ class CEMModel(BaseRLObject):
     def makeEnv(cls, args: argparse.Namespace, env_kwargs: dict[str, Any] | None = None,
                 load_path_normalise: str | None = None) -> Any:
         # The states are standardised by the policy itself, with statistics saved in the model file.
-        from stable_baselines3.common.vec_env import VecNormalize
-
         env = super().makeEnv(args, env_kwargs, load_path_normalise)
         return env.venv if isinstance(env, VecNormalize) else env
 
