@@ -30,7 +30,8 @@ from rl_baselines.sweeps.search_study import (  # noqa: E402
     samplerSeed,
     suggestParams,
 )
-from rl_baselines.sweeps.search_trials import TrialObjective  # noqa: E402
+from rl_baselines.sweeps.search_outputs import writeTrialsCsv  # noqa: E402
+from rl_baselines.sweeps.search_trials import TrialObjective, TrialProgress  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
@@ -259,7 +260,7 @@ def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
     assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)
 
 
-def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_trains(tmp_path):
+def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_trains(tmp_path, capsys):
     """ppo2 collects n_steps x envs before its first update, whatever --num-timesteps is: such a trial would train
     past the budget and be compared with trials that stopped at it, so it is pruned, saying why, and nothing runs."""
     argv = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "512", "--num-cpu", "2",
@@ -272,6 +273,18 @@ def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_train
     with pytest.raises(optuna.TrialPruned, match="n_steps 300 x 2 env.*after 600 steps, past --num-timesteps 512"):
         TrialObjective(config)(trial)
     assert "trial_dir" not in trial.user_attrs and not os.path.exists(os.path.join(config.output_dir, "trial_0007"))
+    # the reason reaches the user's line (there is no step nor reward to give) and trials.csv
+    frozen = optuna.trial.create_trial(state=optuna.trial.TrialState.PRUNED, user_attrs=trial.user_attrs)
+    progress = TrialProgress(1, enabled=False)
+    progress.trialDone(frozen)
+    line = capsys.readouterr().out.strip()
+    assert "pruned before it started (n_steps 300 x 2 env(s)" in line and "None" not in line, line
+    study = optuna.create_study()
+    study.add_trial(frozen)
+    writeTrialsCsv(str(tmp_path / "trials.csv"), study)
+    with open(tmp_path / "trials.csv", newline="") as handle:
+        (row,) = csv.DictReader(handle)
+    assert row["state"] == "pruned" and row["pruned_before_start"].startswith("n_steps 300 x 2 env(s)")
 
 
 @pytest.mark.slow

@@ -48,7 +48,7 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
 def writeTrialsCsv(path: str, study: Any) -> None:
     """
     :param path: the CSV file: one row per trial (number, state, value, last reported step, duration, run folder,
-        error, then one column per hyperparameter)
+        error, why a trial was pruned before it started, then one column per hyperparameter)
     :param study: the study
     """
 
@@ -56,12 +56,14 @@ def writeTrialsCsv(path: str, study: Any) -> None:
     names = sorted({name for trial in trials for name in trial.params})
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["number", "state", "value", "last_step", "duration_s", "run_dir", "error", *names])
+        writer.writerow(["number", "state", "value", "last_step", "duration_s", "run_dir", "error", "pruned_before_start",
+                         *names])
         for trial in trials:
             duration = trial.duration.total_seconds() if trial.duration is not None else ""
             writer.writerow([trial.number, trial.state.name.lower(), "" if trial.value is None else trial.value,
                              "" if trial.last_step is None else trial.last_step, duration,
                              trial.user_attrs.get("run_dir", ""), trial.user_attrs.get("error", ""),
+                             trial.user_attrs.get("pruned_before_start", ""),
                              *(formatValue(trial.params[n]) if n in trial.params else "" for n in names)])
 
 

@@ -157,8 +157,10 @@ class TrialObjective:
         rollout = int(params.get("n_steps", 0)) * self.config.num_cpu
         if rollout > self.config.num_timesteps:
             # its first rollout alone would train past the budget, and be compared with trials that stopped at it
-            raise optuna.TrialPruned(f"n_steps {params['n_steps']} x {self.config.num_cpu} env(s): the first update "
-                                     f"comes after {rollout} steps, past --num-timesteps {self.config.num_timesteps}")
+            reason = (f"n_steps {params['n_steps']} x {self.config.num_cpu} env(s): the first update comes after "
+                      f"{rollout} steps, past --num-timesteps {self.config.num_timesteps}")
+            trial.set_user_attr("pruned_before_start", reason)
+            raise optuna.TrialPruned(reason)
         trial.set_user_attr("search_id", self.config.search_id)
         trial.set_user_attr("fixed_hyperparams", self.config.fixed)
         folder = _trialFolder(self.config.output_dir, trial.number)
@@ -267,6 +269,8 @@ class TrialProgress:
             self.best = max(self.best, trial.value)
             params = ", ".join(f"{name}={formatValue(value)}" for name, value in trial.params.items())
             line = f"trial {trial.number}: mean reward {trial.value:.2f} ({params})"
+        elif state == "PRUNED" and "pruned_before_start" in trial.user_attrs:
+            line = f"trial {trial.number}: pruned before it started ({trial.user_attrs['pruned_before_start']})"
         elif state == "PRUNED":
             step = trial.last_step
             value = trial.intermediate_values.get(step, float("nan")) if step is not None else float("nan")
