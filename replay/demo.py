@@ -14,6 +14,14 @@ from rl_baselines.runs import train
 from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, pythonCommand, runCommand
 
 
+def liveCurveHint(args: argparse.Namespace) -> str:
+    """:return: how to watch a demo's training curve live (nothing with --no-vis: the run draws none)"""
+    if args.no_vis:
+        return ""
+    return (f" To watch the curve live, run `{pythonCommand()} -m replay.visdom_server --port {args.port}` in another "
+            f"terminal and open http://127.0.0.1:{args.port}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments
@@ -28,9 +36,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
     env_id, srl_model, algo = "MobileRobotGymEnv-v0", "ground_truth", "ppo2"
-    print(f"Training {algo} on {env_id} ({srl_model}) for {args.num_timesteps} steps. To watch the curve live, run "
-          f"`{pythonCommand()} -m replay.visdom_server --port {args.port}` in another terminal and open "
-          f"http://127.0.0.1:{args.port}", flush=True)
+    print(f"Training {algo} on {env_id} ({srl_model}) for {args.num_timesteps} steps." + liveCurveHint(args),
+          flush=True)
     code = train.main(["--algo", algo, "--env", env_id, "--srl-model", srl_model, "--num-timesteps",
                        str(args.num_timesteps), "--log-dir", args.log_dir, "--port", str(args.port),
                        "--seed", str(args.seed), "--tag", "demo", *(["--no-vis"] if args.no_vis else [])])

@@ -3,9 +3,9 @@
 Records a MobileRobot dataset, trains and evaluates a VAE on it (``srl_models.prepare``, registered in a config
 file inside the demo folder, so that the user's own SRL config is left alone), trains ppo2 on the VAE's states,
 replays the agent into a GIF, compares its mean episode reward with a random agent's, and prints where every file
-is: the model folder with its latent-space pictures (learned states coloured by the robot's position, a grid of
-decoded latent states), the run folder, its learning curve and the GIF. A second call reuses the dataset and the
-VAE.
+is: the model folder with its latent-space pictures (learned states coloured by the robot's position relative to
+the target, a grid of decoded latent states), the run folder, its learning curve and the GIF. A second call reuses
+the dataset and the VAE.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import numpy as np
 
 from environments import getEnvClass
 from replay import enjoy_baselines
+from replay.demo import liveCurveHint
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from srl_models import explore_latent, prepare
@@ -96,9 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     explore_latent.main(["--model-folder", model_folder, "--output", latent_grid, "--no-progress"])
 
-    print(f"\nStep 2/3: ppo2 on the VAE's states for {args.num_timesteps} steps. To watch the curve live, run "
-          f"`{pythonCommand()} -m replay.visdom_server --port {args.port}` in another terminal and open "
-          f"http://127.0.0.1:{args.port}", flush=True)
+    print(f"\nStep 2/3: ppo2 on the VAE's states for {args.num_timesteps} steps." + liveCurveHint(args), flush=True)
     code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", config_file,
                        "--num-timesteps", str(args.num_timesteps), "--log-dir", args.log_dir, "--port",
                        str(args.port), "--seed", str(args.seed), "--tag", "srl_demo",
@@ -119,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"  VAE folder        {model_folder}")
     print(f"  GTC, KNN-MSE      {rows[0]['gtc']:.3f}, {rows[0]['knn_mse']:.4g}")
     print(f"  latent space      {os.path.join(model_folder, 'states_by_ground_truth.png')} (learned states coloured "
-          f"by the robot's position)")
+          f"by the robot's position relative to the target)")
     print(f"  decoded latents   {latent_grid}")
     print(f"  reconstructions   {os.path.join(model_folder, 'reconstructions.png')}")
     print(f"  run folder        {run_dir}")

@@ -226,7 +226,8 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     plotting.plotStatesByGroundTruth(
         states, ev.ground_truth, plotType(env_id, ev.ground_truth.shape[1]),
         os.path.join(ev.output_folder, STATES_PLOT),
-        title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}")
+        title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}",
+        relative=bool(ev.dataset.config.get("relative_pos", True)))
     plotKnn(ev, states, name)
     return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe, "probe_skipped": probe_skipped}
 

@@ -45,17 +45,20 @@ def projectStates(states: np.ndarray, n_components: int) -> tuple[np.ndarray, li
     return projected, [f"PC{i + 1} ({100 * share[i]:.0f}% var.)" for i in range(n_components)]
 
 
-def groundTruthName(index: int, gt_dim: int) -> str:
+def groundTruthName(index: int, gt_dim: int, relative: bool = False) -> str:
     """
     :param index: a ground-truth dimension
     :param gt_dim: number of ground-truth dimensions
-    :return: its label ("x", "y", "z" for positions, else "dim i")
+    :param relative: the ground truth is the position relative to the target's (the datasets' default)
+    :return: its label ("x", "y", "z" for positions, in metres, else "dim i")
     """
-    return f"ground truth {AXIS_NAMES[index]}" if gt_dim <= 3 else f"ground truth dim {index}"
+    if gt_dim > 3:
+        return f"ground truth dim {index}"
+    return f"{AXIS_NAMES[index]} relative to the target (m)" if relative else f"ground truth {AXIS_NAMES[index]} (m)"
 
 
 def plotStatesByGroundTruth(states: np.ndarray, ground_truth: np.ndarray, plot_type: str, path: str,
-                            title: str = "") -> None:
+                            title: str = "", relative: bool = False) -> None:
     """
     Scatter the learned states (first dims, or their PCA when larger than the plot), one panel per ground-truth
     dimension, each point coloured by that dimension: a good representation shows smooth colour gradients.
@@ -65,6 +68,7 @@ def plotStatesByGroundTruth(states: np.ndarray, ground_truth: np.ndarray, plot_t
     :param plot_type: "2D" or "3D" (the env's PLOT_TYPE)
     :param path: destination .png
     :param title: figure title
+    :param relative: the ground truth is relative to the target (named so in the labels)
     """
     projected, labels = projectStates(states, 3 if plot_type == "3D" else 2)
     ground_truth = np.asarray(ground_truth, dtype=np.float64).reshape(len(projected), -1)
@@ -72,7 +76,7 @@ def plotStatesByGroundTruth(states: np.ndarray, ground_truth: np.ndarray, plot_t
     three_d = projected.shape[1] == 3
     figure = Figure(figsize=((5.4 if three_d else 4.6) * gt_dim, 4.4 if three_d else 4.2))
     for j in range(gt_dim):
-        name = groundTruthName(j, gt_dim)
+        name = groundTruthName(j, gt_dim, relative)
         axes = figure.add_subplot(1, gt_dim, j + 1, projection="3d" if three_d else None)
         if projected.shape[1] == 1:  # one learned dimension: against the ground truth itself
             coordinates, axis_labels = (projected[:, 0], ground_truth[:, j]), (labels[0], name)
@@ -84,7 +88,7 @@ def plotStatesByGroundTruth(states: np.ndarray, ground_truth: np.ndarray, plot_t
         if three_d:
             axes.set_zlabel(axis_labels[2])
         axes.set_title(f"coloured by {name}", fontsize=10)
-        figure.colorbar(points, ax=axes, shrink=0.8, pad=0.18 if three_d else 0.05)
+        figure.colorbar(points, ax=axes, shrink=0.8, pad=0.18 if three_d else 0.05).set_label(name, fontsize=8)
     if title:
         figure.suptitle(title, fontsize=10)
     figure.tight_layout()
@@ -194,13 +198,15 @@ def plotLatentGrid(images: np.ndarray, values: tuple[np.ndarray, np.ndarray], di
     saveFigure(figure, path)
 
 
-def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None) -> None:
+def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None, title: str | None = None) -> None:
     """
-    Weighted total and each loss term per epoch, training (solid) and validation (dashed), log scale when positive.
+    Weighted total and each loss term per epoch, training (solid) and validation (dashed), log scale when positive;
+    each epoch marked when there are few (a one-epoch training is one point per curve).
 
     :param history: from srl_models.trainer.trainNetwork
     :param path: the PNG file
     :param best_epoch: marked with a vertical line (the weights kept)
+    :param title: the figure's title (the model and its dataset)
     """
     figure = Figure(figsize=(7, 4))
     axis = figure.subplots()
@@ -210,14 +216,16 @@ def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None)
         names = names[:1]
     colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     positive = True
+    marker = "o" if len(epochs) <= 20 else None
     for i, name in enumerate(names):
         colour = colours[i % len(colours)]
         train = [entry["train"][name] for entry in history]
-        axis.plot(epochs, train, color=colour, label=f"{name} (train)", linewidth=2 if name == "total" else 1)
+        axis.plot(epochs, train, color=colour, label=f"{name} (train)", linewidth=2 if name == "total" else 1,
+                  marker=marker, markersize=3)
         values = list(train)
         if history[0]["val"] is not None:
             val = [entry["val"][name] for entry in history]
-            axis.plot(epochs, val, color=colour, linestyle="--", label=f"{name} (val)")
+            axis.plot(epochs, val, color=colour, linestyle="--", label=f"{name} (val)", marker=marker, markersize=3)
             values += val
         positive = positive and min(values) > 0
     if positive:
@@ -226,6 +234,8 @@ def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None)
         axis.axvline(best_epoch, color="grey", linestyle=":", label=f"kept (epoch {best_epoch})")
     axis.set_xlabel("epoch")
     axis.set_ylabel("loss (unweighted terms, weighted total)")
+    if title:
+        axis.set_title(title, fontsize="medium")
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
     saveFigure(figure, path, dpi=100)

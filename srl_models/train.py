@@ -589,7 +589,10 @@ def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarra
     :param seed: which rows
     """
     if history:
-        trainingCurve(history, os.path.join(folder, "training_curve.png"), model.exp_config.get("best_epoch"))
+        config = model.exp_config
+        trainingCurve(history, os.path.join(folder, "training_curve.png"), config.get("best_epoch"),
+                      title=f"{config.get('srl_model')} (state dim {config.get('state_dim')}) on "
+                            f"{os.path.basename(str(config.get('data_folder', '')))}")
         writeJson(os.path.join(folder, "training_history.json"), history, sort_keys=False)
     if model.DECODES:
         shown = np.sort(np.random.default_rng(seed).choice(rows, min(N_RECONSTRUCTIONS, len(rows)), replace=False))

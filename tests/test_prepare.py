@@ -345,6 +345,7 @@ def test_the_demos_take_no_vis_and_say_what_they_did_not_make(tmp_path, monkeypa
     assert demo.main(["--log-dir", str(tmp_path / "demo"), "--num-timesteps", "64", "--no-vis"]) == 0
     out = capsys.readouterr().out
     assert "learning curve  none (no training episode finished)" in out
+    assert "visdom_server" not in out  # no live curve to watch: the hint is left out
     assert "-m replay.enjoy_baselines --log-dir " in out
     with pytest.raises(UsageError, match="--prepare-args --srl-model: the demo sets"):
         srl_demo.main(["--log-dir", str(tmp_path / "srl_demo"), "--prepare-args", "--srl-model", "autoencoder"])

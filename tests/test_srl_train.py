@@ -15,6 +15,7 @@ import torch
 from conftest import assertParserFromSettings, runModule, snapshot
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
+from srl_models import plotting
 from srl_models.registry import loadSRLModel
 from srl_models.train import buildParser, checkSettings, main, parseConfig, trainFromArgs, trainFromConfig
 from srl_models.train_config import SRLTrainConfig
@@ -154,3 +155,15 @@ def test_a_config_built_in_python_trains_like_the_command_line(tinyDataset: str,
                                                                                                    from_config)]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
+
+
+def test_a_one_epoch_training_curve_shows_its_points_and_names_the_model(tmp_path, monkeypatch):
+    """One epoch is one point per curve, which a plain line does not draw: each epoch is marked."""
+    drawn = {}
+    monkeypatch.setattr(plotting, "saveFigure", lambda figure, path, dpi=100: drawn.update(figure=figure))
+    history = [{"epoch": 1, "updates": 5, "train": {"vae": 3.2, "total": 3.2}, "val": {"vae": 1.6, "total": 1.6}}]
+    plotting.trainingCurve(history, str(tmp_path / "curve.png"), best_epoch=1, title="vae (state dim 32) on data")
+    (axis,) = drawn["figure"].axes
+    assert axis.get_title() == "vae (state dim 32) on data"
+    curves = [line for line in axis.get_lines() if not line.get_label().startswith("kept")]
+    assert len(curves) == 2 and all(line.get_marker() == "o" for line in curves)
