@@ -56,7 +56,7 @@ def buildParser() -> CLIParser:
 
 
 def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: str, x_label: str,
-               y_label: str = TRAINING_Y_LABEL) -> None:
+               y_label: str = TRAINING_Y_LABEL, order: Sequence[str] | None = None) -> None:
     """
     Draw mean curves with their 95% bands on one axes and save a PNG atomically.
 
@@ -65,12 +65,16 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     :param title: the figure's title
     :param x_label: the x axis label
     :param y_label: the y axis label
+    :param order: every method of the figures drawn together, in the order that gives each its colour (a method keeps
+        its colour in a figure that lacks some of the others); None: the curves' order
     """
 
-    figure = Figure(figsize=(9, 5.5), dpi=100)
+    figure = Figure(figsize=(11, 5.5), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
-    for index, (label, x, y) in enumerate(curves):
+    order = list(order) if order is not None else [label for label, _, _ in curves]
+    for label, x, y in curves:
+        index = order.index(label)
         mean, low, high = bandOverSeeds(y)
         color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
         axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
@@ -82,7 +86,8 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     axes.set_ylabel(y_label)
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="best", title="mean, 95% CI across seeds")
+    # beside the axes: a legend inside would hide the curves or their bands wherever it went
+    axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="mean, 95% CI across seeds", fontsize="small")
     figure.tight_layout()
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
@@ -121,11 +126,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
         png_path = f"{prefix}_{safeName(env)}.png"
-        plotCurves(png_path, curves, env, x_label)
+        plotCurves(png_path, curves, env, x_label, order=[label for label, _, _ in curves])
         print(f"Plot: {png_path}")
     for env, curves in evaluations_by_env.items():
         png_path = f"{prefix}_{safeName(env)}_evaluation.png"
-        plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL)
+        plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL,
+                   order=[label for label, _, _ in by_env[env]])  # each method in its training figure's colour
         print(f"Evaluation plot: {png_path}")
     return 0
 

@@ -132,10 +132,11 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
                               color="tab:orange", marker="o", markersize=4, capsize=3, linewidth=1.5,
                               label=f"evaluation mean ± std ({results.shape[1]} deterministic episodes)")
     axes_pair[0].set_ylabel("Episode reward")
-    axes_pair[0].legend(loc="best")
+    handles, labels = axes_pair[0].get_legend_handles_labels()  # below the panels: it never hides a curve
+    figure.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize="small")
     if title:
         figure.suptitle(title)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.07, 1, 1))
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
     os.chmod(path, 0o644)

@@ -12,9 +12,10 @@ import warnings
 import numpy as np
 import pytest
 from conftest import runModule
+from matplotlib.figure import Figure
 from scipy import stats
 
-from replay import compare_plots, gather_results
+from replay import aggregate_plots, compare_plots, gather_results
 from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold
 from rl_baselines.runs import train
 from srl_toolbox.cli import runCommand
@@ -167,6 +168,22 @@ def test_aggregate_and_compare_plots(runs, tmp_path):
     assert result.returncode == 0, result.stderr
     with open(out, "rb") as handle:
         assert handle.read(8) == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_method_keeps_its_colour_in_a_figure_that_lacks_others(tmp_path, monkeypatch):
+    """aggregate_plots' evaluation figure leaves out the methods without evaluations: the others keep the colours of
+    the training figure (they took the next free colour, so one method was drawn in another's colour)."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    y = np.ones((2, 3))
+    order = ["acer ground_truth", "a2c ground_truth", "ppo2 ground_truth"]
+    aggregate_plots.plotCurves(str(tmp_path / "all.png"), [(label, np.arange(3), y) for label in order], "env", "x",
+                               order=order)
+    aggregate_plots.plotCurves(str(tmp_path / "some.png"), [(label, np.arange(3), y) for label in order[1:]], "env",
+                               "x", order=order)
+    colours = [{line.get_label().split(" (")[0]: line.get_color() for line in figure.axes[0].get_lines()}
+               for figure in drawn]
+    assert colours[1] == {label: colours[0][label] for label in order[1:]}
 
 
 def _assertUsage(result, text: str) -> None:
