@@ -96,6 +96,19 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, make_input, message)
     assert snapshot(str(tmp_path)) == before
 
 
+def test_wall_time_counts_from_the_first_env_start(tmp_path) -> None:
+    """Each monitor file's t counts from its own env's start (its header's t_start): with 2 envs started 0.73 s apart,
+    the merged episodes' wall times went back and forth (7.67, 6.94, 13.0, 12.28) in the plots and gather_results."""
+    folder = tmp_path / "monitor"
+    folder.mkdir()
+    for rank, (start, times) in enumerate(((1000.0, (7.67, 13.0, 18.2)), (1000.73, (6.94, 12.28, 17.5)))):
+        rows = "".join(f"1,100,{t}\n" for t in times)
+        (folder / f"{rank}.monitor.csv").write_text(f'#{{"t_start": {start}, "env_id": "E"}}\nr,l,t\n{rows}')
+    episodes = loadEpisodes(str(folder))
+    np.testing.assert_allclose(episodes["times"], [7.67, 7.67, 13.0, 13.01, 18.2, 18.23])
+    assert np.all(np.diff(episodes["times"]) >= 0)
+
+
 def test_time_axis_unit() -> None:
     assert _timeUnit(np.array([30.0])) == (1.0, "seconds")
     assert _timeUnit(np.array([600.0])) == (60.0, "minutes")

@@ -1,12 +1,16 @@
 """Reading the SB3 Monitor CSVs of a run (``monitor/<rank>.monitor.csv``: a ``#{json}`` line, then ``r,l,t,...``).
 
-Episodes of all envs are merged in wall-time order; the timestep of an episode is the cumulative sum of the
-episode lengths up to it, as in the old toolbox's plots.
+Episodes of all envs are merged in the order of the vectorized step at which they ended (then by file), which every
+run of a seed repeats; the timestep of an episode is the cumulative sum of the episode lengths up to it, as in the old
+toolbox's plots. An episode's wall time is counted from the earliest ``t_start`` of the files' headers, as SB3's
+``load_results`` does (each file's ``t`` counts from its own env's start), so that it only grows along the merged
+episodes.
 """
 from __future__ import annotations
 
 import csv
 import glob
+import json
 import os
 
 import numpy as np
@@ -25,6 +29,7 @@ class MonitorTail:
         self.folder = folder
         # path -> (handle, column names, pending partial line, env steps of the episodes read from it)
         self._files: dict[str, tuple] = {}
+        self._starts: dict[str, float] = {}  # path -> its header's t_start (files without one: 0)
         self.rewards: list[float] = []
         self.lengths: list[int] = []
         self.times: list[float] = []
@@ -44,6 +49,12 @@ class MonitorTail:
             pending = lines.pop()  # an incomplete last line waits for the next poll
             for line in lines:
                 line = line.strip()
+                if line.startswith("#") and columns is None:
+                    try:
+                        self._starts[path] = float(json.loads(line[1:]).get("t_start", 0.0))
+                    except (ValueError, AttributeError, TypeError):
+                        self._starts[path] = 0.0
+                    continue
                 if not line or line.startswith("#"):
                     continue
                 if columns is None:
@@ -61,8 +72,9 @@ class MonitorTail:
         # run's n-th vectorized step: ordering by it (then by file) is the same on every run of a seed, where the
         # wall time ``t`` can swap two envs' episodes that ended at the same step.
         rows.sort(key=lambda row: row[:2])
-        for _, _, wall_time, reward, length, success in rows:
-            self.times.append(wall_time)
+        first_start = min(self._starts.values(), default=0.0)
+        for _, path, wall_time, reward, length, success in rows:
+            self.times.append(wall_time + self._starts.get(path, first_start) - first_start)
             self.rewards.append(reward)
             self.lengths.append(length)
             self.successes.append(success)
