@@ -251,12 +251,16 @@ class FakeEvaluator:
         self.best_mean_reward = -float("inf")
         self.evaluated: list[int] = []
         self.closed = False
+        self.ep_lengths: list[list[int]] = []
+        self.successes: list[list[bool]] = []
 
     def due(self, num_timesteps: int) -> bool:
         return num_timesteps % 100 == 0
 
     def evaluate(self, num_timesteps: int) -> tuple[float, float]:
         self.evaluated.append(num_timesteps)
+        self.ep_lengths.append([10, 20])
+        self.successes.append([True, False] if len(self.evaluated) > 1 else [])  # the first: no is_success
         return self.means_left.pop(0), 0.5
 
     def state(self) -> dict[str, Any]:
@@ -280,7 +284,11 @@ def test_evaluation_records_each_one_and_saves_best_on_a_new_best(tmp_path, caps
     assert evaluator.evaluated == [100, 200, 300]
     assert saver.saved == [("best", 100, {"mean_reward": 1.0, "selected_by": "evaluation"}),
                            ("best", 300, {"mean_reward": 2.0, "selected_by": "evaluation"})]
-    assert run_logger.calls[0] == ("scalars", 100, {"eval/mean_reward": 1.0, "eval/std_reward": 0.5}, False)
+    # SB3's EvalCallback's tags (eval/success_rate only where the env reports is_success), and the std beside them
+    assert run_logger.calls[0] == ("scalars", 100, {"eval/mean_reward": 1.0, "eval/std_reward": 0.5,
+                                                    "eval/mean_ep_length": 15.0}, False)
+    assert run_logger.calls[2] == ("scalars", 200, {"eval/mean_reward": 0.5, "eval/std_reward": 0.5,
+                                                    "eval/mean_ep_length": 15.0, "eval/success_rate": 0.5}, False)
     assert run_logger.calls[1] == ("dump", 100)  # its own progress.csv row at its step, as SB3's EvalCallback writes
     assert "Evaluation at 200 steps: mean reward 0.50 +/- 0.50 (2 episodes)" in capsys.readouterr().out
     assert evaluation.state() == {"evaluation": {"count": 3}}

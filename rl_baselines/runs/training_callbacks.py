@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
@@ -414,8 +415,11 @@ class EvaluationCallback(TrainingService):
         # progress.csv and tensorboard under SB3's EvalCallback tags, in a row of its own at the evaluation's step as
         # EvalCallback dumps it (a later row would pair it with training values recorded after it); the live plot has
         # its own evaluation window
-        self.run_logger.logScalars(num_timesteps, {"eval/mean_reward": mean_reward, "eval/std_reward": std_reward},
-                                   plot=False)
+        scalars = {"eval/mean_reward": mean_reward, "eval/std_reward": std_reward,
+                   "eval/mean_ep_length": float(np.mean(evaluator.ep_lengths[-1]))}
+        if evaluator.successes[-1]:  # (the env reports is_success)
+            scalars["eval/success_rate"] = float(np.mean(evaluator.successes[-1]))
+        self.run_logger.logScalars(num_timesteps, scalars, plot=False)
         self.run_logger.dumpPending(num_timesteps)
         if self.plotter is not None and hasattr(self.plotter, "updateEvaluation"):
             self.plotter.updateEvaluation(*evaluator.means())
