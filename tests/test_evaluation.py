@@ -16,6 +16,7 @@ import csv
 import glob
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -206,3 +207,15 @@ def test_pipeline_passes_the_evaluation_flags(tmp_path):
     (path,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*" / EVALUATIONS_FILE))
     evaluations = readEvaluations(path)
     assert list(evaluations["timesteps"]) == [150, 300] and evaluations["results"].shape == (2, 1)
+
+
+def test_eval_episodes_without_eval_freq_warns(tmp_path):
+    """rl_zoo3 evaluates by default; here --eval-episodes alone does nothing, and says so."""
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--log-dir", str(tmp_path), "--no-vis"]
+    with pytest.warns(UserWarning, match="--eval-episodes 10 does nothing without --eval-freq"):
+        train.validate(train.parseCommand([*argv, "--eval-episodes", "10"])[0], registered_rl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train.validate(train.parseCommand([*argv, "--eval-episodes", "10", "--eval-freq", "500"])[0], registered_rl)
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+    assert not os.listdir(tmp_path)

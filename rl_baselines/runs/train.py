@@ -97,6 +97,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
     if args.tag is not None and (refusal := tagRefusal(args.tag)):
         raise UsageError(refusal)
+    if args.eval_freq == 0 and args.eval_episodes != TrainConfig.eval_episodes:
+        warnings.warn(f"--eval-episodes {args.eval_episodes} does nothing without --eval-freq N (evaluations are off "
+                      "by default, unlike rl_zoo3's)")
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     env_class = getEnvClass(args.env)
