@@ -48,6 +48,7 @@ from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 from srl_toolbox.devices import threadsEnvironment, threadsShare
+from srl_toolbox.settings import nonEmptyText
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRACTORS = ("nature", "small")
@@ -172,7 +173,7 @@ def buildParser() -> CLIParser:
                         help="env steps between evaluations of a raw-pixel run [10000]")
     parser.add_argument("--seeds", type=positiveInt, default=3, help="seeds per variant [3]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
-    parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_cnn"),
+    parser.add_argument("--bench-dir", type=nonEmptyText, default=os.path.join("logs", "bench_cnn"),
                         help="where the runs go (resumable) [logs/bench_cnn]")
     parser.add_argument("--extractors", nargs="+", default=list(EXTRACTORS), choices=sorted(FEATURES_EXTRACTORS),
                         metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}) [both]")

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from replay.results import findRuns, trailingMean
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
+from srl_toolbox.settings import nonEmptyText
 
 
 def buildParser() -> CLIParser:
@@ -27,7 +28,7 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m benchmarks.gt_curves", description="Per-seed learning curves of the runs "
                        "below a folder, one env per panel: deterministic evaluations and training episodes.")
     parser.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
-    parser.add_argument("-o", "--output", required=True, help="the PNG file")
+    parser.add_argument("-o", "--output", type=nonEmptyText, required=True, help="the PNG file")
     parser.add_argument("--episode-window", type=positiveInt, default=50,
                         help="training episodes of the moving average [50]")
     return parser

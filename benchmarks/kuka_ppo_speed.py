@@ -3,9 +3,10 @@
 ``rl_baselines.train --algo ppo2`` (default hyperparameters, 1 env, no evaluation, no checkpoints) runs in this
 process on KukaButtonGymEnv-v0 with ``--random-target --force-down``, as ``make bench-srl-rl`` runs it, for each
 observation (ground truth, raw pixels with SB3's CnnPolicy, a VAE of state dim 32 trained in the benchmark on a small
-dataset), each physics (``reference``: physics version 1; the default) and, for images, each renderer of the env. The reference physics is selected by running the same command
-with the env class's default solver settings temporarily set to the reference ones (one env: it lives in this
-process), on one torch thread (``--torch-threads 1``); the default physics with train's default threads. Configurations are interleaved, repeated, and the median kept.
+dataset), each physics (``reference``: physics version 1; the default) and, for images, each renderer of the env. The
+reference physics is selected by running the same command with the env class's default solver settings temporarily
+set to the reference ones (one env: it lives in this process), on one torch thread (``--torch-threads 1``); the
+default physics with train's default threads. Configurations are interleaved, repeated, and the median kept.
 
 Steps/s = env steps / wall time of PPO's ``learn``. The goal (ground truth and a learned representation each
 at least 1.5x the rate of the reference physics with TinyRenderer, by default) is reported, not asserted.

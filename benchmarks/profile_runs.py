@@ -40,6 +40,7 @@ from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
 from environments.srl_env import RENDERERS
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.settings import nonEmptyText
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"
@@ -140,7 +141,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="renderers, each a run of its own, of the cases whose env has them [all]")
     parser.add_argument("--steps", type=positiveInt, default=4096, help="training steps per run [4096]")
     parser.add_argument("--rate", type=positiveInt, default=100, help="py-spy samples per second [100]")
-    parser.add_argument("--keep", help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
+    parser.add_argument("--keep", type=nonEmptyText, help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
     py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")

@@ -51,6 +51,7 @@ from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand, seedNumber
+from srl_toolbox.settings import nonEmptyText
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE_ROBOTS = ("MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobot1DGymEnv-v0",
@@ -273,7 +274,7 @@ def parseArgs(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-samples", type=positiveInt, default=2000, help="most frames measured per GTC [2000]")
     parser.add_argument("--num-cpu", type=positiveInt, default=2, help="processes of the dataset generator [2]")
     parser.add_argument("--jobs", type=positiveInt, default=2, help="trainings at a time, one torch thread each [2]")
-    parser.add_argument("--keep", metavar="DIR", default=None,
+    parser.add_argument("--keep", type=nonEmptyText, metavar="DIR", default=None,
                         help="keep the datasets and models in DIR [a temporary folder, removed]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)

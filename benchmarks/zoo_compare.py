@@ -66,6 +66,7 @@ from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, positiveInt, runCommand, seedNumber
 from srl_toolbox.files import atomicPath, writeJson
+from srl_toolbox.settings import nonEmptyText
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE
@@ -250,7 +251,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--learned", default="srl_splits", help="the learned representation's SRL model [srl_splits]")
     parser.add_argument("--threshold", type=finiteFloat, default=None,
                         help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
-    parser.add_argument("--bench-dir", default=os.path.join("logs", "bench_zoo"), help="runs' folder [logs/bench_zoo]")
+    parser.add_argument("--bench-dir", type=nonEmptyText, default=os.path.join("logs", "bench_zoo"),
+                        help="runs' folder [logs/bench_zoo]")
     parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3")
     parser.add_argument("--hyperparam", nargs="+", default=[], metavar="NAME:VALUE",
                         help="ppo2 hyperparameters given to both programs over its defaults (the toolbox's --hyperparam, "

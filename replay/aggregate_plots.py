@@ -36,6 +36,7 @@ from replay.results import (
 )
 from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
+from srl_toolbox.settings import nonEmptyText
 
 
 def buildParser() -> CLIParser:
@@ -43,7 +44,7 @@ def buildParser() -> CLIParser:
     result = CLIParser(prog="python -m replay.aggregate_plots",
                        description="Mean learning curves with a 95% confidence band across seeds, one PNG per env.")
     result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
-    result.add_argument("-o", "--output", default=None, metavar="PREFIX",
+    result.add_argument("-o", "--output", type=nonEmptyText, default=None, metavar="PREFIX",
                         help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz "
                              "[<log-dir>/aggregate]")
     result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from replay.aggregate_plots import plotCurves
 from replay.results import loadCurves
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.settings import nonEmptyText
 
 
 def buildParser() -> CLIParser:
@@ -22,7 +23,7 @@ def buildParser() -> CLIParser:
                        description="Several aggregated learning curves (.npz of aggregate_plots) on one PNG.")
     result.add_argument("-i", "--input", nargs="+", required=True, metavar="NPZ", help="curves to compare")
     result.add_argument("--labels", nargs="+", default=None, help="one label per input [their own labels]")
-    result.add_argument("-o", "--output", default="compare.png", help="the PNG to write [compare.png]")
+    result.add_argument("-o", "--output", type=nonEmptyText, default="compare.png", help="the PNG to write [compare.png]")
     result.add_argument("-t", "--title", default="Learning curves", help="figure title [Learning curves]")
     result.add_argument("--truncate-x", type=positiveInt, default=None, help="draw only x <= this value")
     return result

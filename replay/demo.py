@@ -12,6 +12,7 @@ from replay import enjoy_baselines
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, pythonCommand, runCommand
+from srl_toolbox.settings import nonEmptyText
 
 
 def liveCurveHint(args: argparse.Namespace) -> str:
@@ -28,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     parser = CLIParser(prog="python -m replay.demo", description="Train a small agent and replay it.")
-    parser.add_argument("--log-dir", default="logs/demo", help="root folder of the demo run [logs/demo]")
+    parser.add_argument("--log-dir", type=nonEmptyText, default="logs/demo", help="root folder of the demo run [logs/demo]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=60000, help="training steps [60000]")
     addVisdomArguments(parser, port_help="visdom port for the live curve [8097]")
     addSeedArgument(parser, help="random seed [0]")

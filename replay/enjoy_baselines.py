@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from PIL import Image
 from stable_baselines3.common.utils import set_random_seed
+from tqdm import tqdm
 
 from environments import getEnvClass
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
@@ -28,16 +29,20 @@ from rl_baselines.runs.loaded_run import loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
+    MAX_ENVS,
     CLIParser,
     UsageError,
+    addProgressArgument,
     addSeedArgument,
     addVisdomArguments,
     checkWritableFolder,
+    envCount,
     positiveInt,
     runCommand,
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath
+from srl_toolbox.settings import nonEmptyText
 
 VIDEO_FORMATS = (".gif", ".mp4")
 
@@ -45,10 +50,10 @@ VIDEO_FORMATS = (".gif", ".mp4")
 def buildParser() -> CLIParser:
     """:return: the command's parser"""
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
-    parser.add_argument("--log-dir", required=True, help="the run folder (holds args.json and the model)")
+    parser.add_argument("--log-dir", type=nonEmptyText, required=True, help="the run folder (holds args.json and the model)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=1000, help="env steps to play [1000]")
     addSeedArgument(parser, help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
-    parser.add_argument("--num-cpu", type=positiveInt, default=1, help="parallel envs [1]")
+    parser.add_argument("--num-cpu", type=envCount, default=1, help=f"parallel envs, at most {MAX_ENVS} [1]")
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
     parser.add_argument("--render", action="store_true", help="open the PyBullet window (needs a display)")
     parser.add_argument("--video", default=None,
@@ -62,13 +67,14 @@ def buildParser() -> CLIParser:
     parser.add_argument("--plotting", action="store_true",
                         help="plot the first env's action probabilities and ground-truth trajectory, live in visdom "
                              "and as PNG at the end")
-    parser.add_argument("--output-dir", default=None, metavar="FOLDER",
+    parser.add_argument("--output-dir", type=nonEmptyText, default=None, metavar="FOLDER",
                         help="where --plotting writes its PNGs [<log-dir>/replay]")
     addVisdomArguments(parser, no_vis=False, port_help="the visdom server's port [8097]")
     parser.add_argument("--device", type=parseDevice, default=None, metavar="DEVICE",
                         help="torch device of the agent: auto, cpu, cuda or cuda:N [the run's when this machine has "
                              "it, else auto]")
     parser.add_argument("--no-vis", action="store_true", help="--plotting writes the PNGs only, no live plots")
+    addProgressArgument(parser)
     return parser
 
 
@@ -214,6 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     observation = env.reset()
     dones = np.zeros(env.num_envs, dtype=bool)
     steps = episode = episode_step = 0  # episode, episode_step: the first env's, for the video caption
+    bar = tqdm(total=args.num_timesteps, unit="step", desc="replay", disable=args.no_progress, dynamic_ncols=True)
     try:
         while steps < args.num_timesteps:
             frame = env.env_method("render", indices=0)[0] if args.video else None
@@ -224,6 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             observation, rewards, dones, _ = env.step(action)
             running += rewards
             steps += env.num_envs
+            bar.update(min(env.num_envs, args.num_timesteps - bar.n))
             if frame is not None:  # the frame the agent acted on, with what that action earned
                 frames.append(captionFrame(frame, [f"step {episode_step} (episode {episode + 1})",
                                                    f"reward {rewards[0]:+.2f}  return {running[0]:+.2f}"]))
@@ -233,15 +241,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             for index in np.flatnonzero(dones):
                 episode_rewards.append(float(running[index]))
                 running[index] = 0.0
-                print(f"{len(episode_rewards)} episodes - mean reward: {np.mean(episode_rewards):.2f}")
+                bar.write(f"{len(episode_rewards)} episodes - mean reward: {np.mean(episode_rewards):.2f}")
     except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
-        print(f"Interrupted after {steps} steps")
+        bar.write(f"Interrupted after {steps} steps")
+    bar.close()
     env.close()
     if episode_rewards:
         print(f"Mean episode reward over {len(episode_rewards)} episodes: {np.mean(episode_rewards):.2f}")
     else:
         print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
     if args.video and frames:
+        print(f"Writing the video ({len(frames)} frames)...", flush=True)
         print(f"Video: {writeVideo(frames, args.video, args.fps)}")
     if plotting is not None:
         for path in plotting.save():

@@ -51,6 +51,7 @@ from replay.results import (
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, finiteFloat, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
+from srl_toolbox.settings import nonEmptyText
 
 FINAL = "final"
 GROUND_TRUTH = "ground_truth"
@@ -76,7 +77,7 @@ def buildParser() -> CLIParser:
                         help="baseline SRL model or algorithm for Welch t-test p-values")
     result.add_argument("--group-by", nargs="+", default=[], metavar="KEY",
                         help="more args.json keys that split methods (e.g. continuous_actions shape_reward)")
-    result.add_argument("--output-dir", default=None, help="where results.csv/.md go [the --log-dir]")
+    result.add_argument("--output-dir", type=nonEmptyText, default=None, help="where results.csv/.md go [the --log-dir]")
     result.add_argument("--training-rewards", action="store_true",
                         help="use the training episodes even for runs with evaluations (evaluations.npz)")
     return result

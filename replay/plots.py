@@ -41,6 +41,7 @@ from srl_toolbox.cli import (
 )
 from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import _quietVisdom, _visdomClientClass, movingAverage
+from srl_toolbox.settings import nonEmptyText
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
@@ -214,7 +215,7 @@ def buildParser() -> CLIParser:
                                    "every run below a folder, as PNG and optionally in visdom.")
     parser.add_argument("-i", "--input", required=True, metavar="RUN|DIR",
                         help="a run folder, or a folder with runs below it")
-    parser.add_argument("--output-dir", default=None,
+    parser.add_argument("--output-dir", type=nonEmptyText, default=None,
                         help=f"write the PNGs here, named after each run's path [each run's folder, as {PNG_NAME}]")
     parser.add_argument("--episode-window", type=positiveInt, default=None,
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")

@@ -32,6 +32,7 @@ from srl_toolbox.cli import (
     pythonCommand,
     runCommand,
 )
+from srl_toolbox.settings import nonEmptyText
 
 ENV_ID = "MobileRobotGymEnv-v0"
 RANDOM_EPISODES = 10
@@ -73,8 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     parser = CLIParser(prog="python -m replay.srl_demo",
                        description="Dataset -> VAE -> ppo2 on the VAE's states -> replay GIF and latent-space plots.")
-    parser.add_argument("--log-dir", default="logs/srl_demo", help="root folder of everything the demo writes "
-                        "[logs/srl_demo]")
+    parser.add_argument("--log-dir", type=nonEmptyText, default="logs/srl_demo",
+                        help="root folder of everything the demo writes [logs/srl_demo]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=36000, help="ppo2 training steps [36000]")
     addVisdomArguments(parser, port_help="visdom port for the live curve [8097]")
     addSeedArgument(parser, help="random seed [0]")

@@ -30,6 +30,7 @@ from typing import IO, NoReturn
 
 from replay.visdom_static import missingFiles
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.settings import nonEmptyText
 
 DEFAULT_PORT = 8097
 DEFAULT_HOSTNAME = "127.0.0.1"
@@ -70,7 +71,7 @@ def buildParser() -> argparse.ArgumentParser:
     parser.add_argument("--hostname", default=DEFAULT_HOSTNAME,
                         help=f"address to bind (default: {DEFAULT_HOSTNAME}, this machine only; "
                              "0.0.0.0 makes the plots reachable from other machines)")
-    parser.add_argument("--env-path", default=DEFAULT_ENV_PATH,
+    parser.add_argument("--env-path", type=nonEmptyText, default=DEFAULT_ENV_PATH,
                         help=f"folder where visdom stores its environments (default: {DEFAULT_ENV_PATH})")
     parser.add_argument("--logging-level", default="WARNING",
                         help="server log level, a name or a number (default: WARNING; INFO logs every request)")

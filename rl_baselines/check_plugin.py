@@ -47,6 +47,7 @@ from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, positiveInt, runCommand
 from srl_toolbox.plugins import apiMajor
+from srl_toolbox.settings import nonEmptyText
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 DEFAULT_SRL_MODEL = "ground_truth"
@@ -385,7 +386,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="check discrete actions only")
     addSeedArgument(parser, help="seed of the runs [0]")
     parser.add_argument("--no-seed-check", action="store_true", help="skip the second same-seed run")
-    parser.add_argument("--keep", default=None, metavar="FOLDER",
+    parser.add_argument("--keep", type=nonEmptyText, default=None, metavar="FOLDER",
                         help="write the runs into FOLDER and keep them [a temporary folder, removed]")
     args = parser.parse_args(argv)
 

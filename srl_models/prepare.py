@@ -47,17 +47,19 @@ from srl_models.train import (
     trainFromConfig,
     trainingEntries,
 )
-from srl_models.train_config import SRLTrainConfig
+from srl_models.train_config import MAX_STATE_DIM, SRLTrainConfig
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
     addProgressArgument,
     addSeedArgument,
     checkWritableFolder,
+    intInRange,
     positiveInt,
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
+from srl_toolbox.settings import nonEmptyText
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,7 +127,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--episodes", type=positiveInt, default=None, help="episodes to record [per env]")
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
                         help="image shape, 3 H W [per env, 3 64 64]")
-    parser.add_argument("--state-dim", type=positiveInt, default=None, help="size of the learned state [per env]")
+    parser.add_argument("--state-dim", type=intInRange(1, MAX_STATE_DIM), default=None,
+                        help=f"size of the learned state, 1..{MAX_STATE_DIM} [per env]")
     parser.add_argument("--renderer", choices=RENDERERS, default=None,
                         help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference), sprites "
                         "(mobile robots, faster) or lowpoly (Kuka arms, faster); a dataset drawn by another than "
@@ -140,7 +143,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--data-folder", default="data/", help="folder of the datasets [data/]")
     parser.add_argument("--log-folder", default=os.path.join("logs", "srl"),
                         help="root of the SRL model folders [logs/srl]")
-    parser.add_argument("--srl-config-file", default=None,
+    parser.add_argument("--srl-config-file", type=nonEmptyText, default=None,
                         help="the SRL config YAML to register the models in [the one rl_baselines.train reads by "
                              "default: $SRL_MODELS_CONFIG, else config/srl_models.yaml of a source checkout, else "
                              "~/.config/srl-toolbox/srl_models.yaml]")

@@ -20,6 +20,7 @@ from srl_toolbox.cli import intInRange, positiveFloat, positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
 DEFAULT_STATE_DIM = 32
+MAX_STATE_DIM = 4096  # (a typo such as 1e8 would try to allocate the network's hundreds of gigabytes)
 DEFAULT_BATCH_SIZE = 64  # the losses' DEFAULTS may ask for another (the contrastive losses: 256)
 _ATC, _CURL = ATCLoss.DEFAULTS, CURLLoss.DEFAULTS
 
@@ -38,8 +39,8 @@ class SRLTrainConfig:
                                       metavar="NAME[:WEIGHT[:DIMS]]")
     split_dims: tuple[str, ...] = setting((), "state dims owned by each loss (sum = --state-dim); losses not listed "
                                           "see the whole state", nargs="+", metavar="NAME:DIMS")
-    state_dim: int | None = setting(None, f"size of the state [{DEFAULT_STATE_DIM}; supervised alone: the ground "
-                                    "truth's]", parse=positiveInt)
+    state_dim: int | None = setting(None, f"size of the state, 1..{MAX_STATE_DIM} [{DEFAULT_STATE_DIM}; supervised "
+                                    "alone: the ground truth's]", parse=intInRange(1, MAX_STATE_DIM))
     epochs: int = setting(30, "maximum epochs", parse=positiveInt)
     updates: int | None = setting(None, "optimiser steps in all, instead of --epochs (an epoch is a pass over the "
                                   "training frames; the last one stops at the last step)", parse=positiveInt)

@@ -30,6 +30,10 @@ USAGE_EXIT_CODE = 2
 INTERRUPTED_EXIT_CODE = 130
 # Seeds are what numpy.random.seed accepts (SB3 seeds numpy, random and torch with the same number).
 MAX_SEED = 2**32 - 1
+# The largest count a flag takes (steps, episodes, windows): beyond it NumPy's int64 arithmetic overflows.
+MAX_COUNT = 10**15
+# The most parallel envs a command starts (one process each): a typo such as 1e30 would exhaust the memory.
+MAX_ENVS = 256
 
 
 class UsageError(Exception):
@@ -102,7 +106,7 @@ def finiteFloat(raw: str) -> float:
 
 def positiveInt(raw: str) -> int:
     """
-    argparse type: an integer > 0 (scientific notation such as 1e3 accepted).
+    argparse type: an integer > 0 and at most MAX_COUNT (scientific notation such as 1e3 accepted).
 
     :param raw: the command-line string
     :return: the value
@@ -110,7 +114,22 @@ def positiveInt(raw: str) -> int:
     value = _number(raw)
     if not value.is_integer() or value <= 0:
         raise argparse.ArgumentTypeError(f"{raw!r} must be a positive integer")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{raw!r} is too large (at most {MAX_COUNT:.0e})")
     return int(value)
+
+
+def envCount(raw: str) -> int:
+    """
+    argparse type: a number of parallel envs (processes), 1..MAX_ENVS.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    if _number(raw) > MAX_ENVS:
+        raise argparse.ArgumentTypeError(f"{raw!r} is more parallel envs than this command starts (1..{MAX_ENVS}: "
+                                         "each is a process)")
+    return positiveInt(raw)
 
 
 def positiveFloat(raw: str) -> float:

@@ -27,8 +27,18 @@ from typing import Any
 
 from srl_toolbox.cli import UsageError
 
+
 # The parser of a field without its own, by the field's type as written (postponed annotations).
-FIELD_TYPES = {"int": int, "float": float, "str": str, "str | None": str, "int | None": int, "float | None": float}
+def nonEmptyText(raw: str) -> str:
+    """The parser of a text flag (a path, a name): an empty value is refused (``--log-dir ""`` meant the current
+    folder, a forgotten variable in a script)."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError(f"{raw!r} is empty: give a value, or leave the flag out")
+    return raw
+
+
+FIELD_TYPES = {"int": int, "float": float, "str": nonEmptyText, "str | None": nonEmptyText, "int | None": int,
+               "float | None": float}
 
 
 def setting(default: Any, doc: str, *, flags: Sequence[str] = (), parse: Any = None, nargs: int | str | None = None,

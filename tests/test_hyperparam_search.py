@@ -23,6 +23,7 @@ optuna = pytest.importorskip("optuna")
 from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search  # noqa: E402
+from rl_baselines.sweeps.search_outputs import writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
     checkSpace,
@@ -30,7 +31,6 @@ from rl_baselines.sweeps.search_study import (  # noqa: E402
     samplerSeed,
     suggestParams,
 )
-from rl_baselines.sweeps.search_outputs import writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_trials import TrialObjective, TrialProgress  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 

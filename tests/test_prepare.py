@@ -237,6 +237,9 @@ BAD_PREPARE = [
      "argument --augment: invalid choice: 'flip' (choose from 'none', 'shift')"),
     ("curl unaugmented", ["--env", ENV_ID, "--srl-model", "vae", "curl", "--augment", "none"],
      "--augment none: the curl loss contrasts two augmentations of one frame"),
+    ("empty config file", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", ""],
+     "--srl-config-file: '' is empty"),
+    ("huge state", ["--env", ENV_ID, "--srl-model", "vae", "--state-dim", "1e30"], "--state-dim: '1e30'"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
      "was recorded with other settings (seed differ)"),
 ]

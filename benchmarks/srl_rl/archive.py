@@ -1,10 +1,11 @@
 """The SRL + RL benchmark's archive of finished runs: what later invocations and fresh clones report and reuse.
 
 :data:`benchmarks.srl_rl.plans.RUNS_FILE` (``benchmarks/srl_rl_runs.json``, committed) keeps the benchmark's results
-beyond the bench folder (``logs/`` is not in the repository, and the whole benchmark takes hours). Every report records each finished run of the grid there (benchmarks.archive: sorted keys, rewritten
-atomically and only when a record changes): env, observation, seed, the settings that make runs comparable, the
-evaluation curve, steps/s, wall time, the learned model's hash, recipe and metrics (GTC, KNN-MSE, the linear probe's
-R^2 when it was evaluated), the day it finished, the machine and the invocation's fingerprint. Invariants:
+beyond the bench folder (``logs/`` is not in the repository, and the whole benchmark takes hours). Every report
+records each finished run of the grid there (benchmarks.archive: sorted keys, rewritten atomically and only when a
+record changes): env, observation, seed, the settings that make runs comparable, the evaluation curve, steps/s, wall
+time, the learned model's hash, recipe and metrics (GTC, KNN-MSE, the linear probe's R^2 when it was evaluated), the
+day it finished, the machine and the invocation's fingerprint. Invariants:
 
 - a report never loses a measured fact: a run whose model is no longer the registered one (prepare trained its
   recipe again) gets the metrics and recipe an archived record holds for that model (same hash;

@@ -43,6 +43,7 @@ from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, seedNumber
 from srl_toolbox.files import isInside
+from srl_toolbox.settings import nonEmptyText
 
 PROG = "python -m benchmarks.srl_rl"
 
@@ -97,7 +98,8 @@ def buildParser() -> CLIParser:
                              "share the bench folder and this checkout at the same paths [a local instance]")
     parser.add_argument("--nice", type=int, choices=range(0, 20), default=10, metavar="0..19",
                         help="niceness of prepare and the runs [10]")
-    parser.add_argument("--bench-dir", default=None, help="the benchmark's folder: SRL config file, models, runs; "
+    parser.add_argument("--bench-dir", type=nonEmptyText, default=None,
+                        help="the benchmark's folder: SRL config file, models, runs; "
                         f"relative to the current directory [{DEFAULT_BENCH_DIR}; --quick: {QUICK_BENCH_DIR}]")
     parser.add_argument("--runs-file", default=None, help="the archive of finished runs, written by every report and "
                         "reused by later invocations with the same settings "

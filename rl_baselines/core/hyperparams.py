@@ -51,6 +51,8 @@ class Interval:
     high_open: bool = False
 
     def __contains__(self, value: Any) -> bool:
+        if isinstance(value, float) and not math.isfinite(value):  # nan compares False both ways; inf is no setting
+            return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
         return self.high is None or (value < self.high if self.high_open else value <= self.high)
@@ -175,7 +177,8 @@ class Hyperparam:
             return f"must be one of {', '.join(map(str, self.choices))}"
         interval = self.interval
         if interval is not None and not isinstance(value, str) and value not in interval:
-            return f"must be {interval}"
+            finite = isinstance(value, float) and not math.isfinite(value)
+            return f"must be {'a finite number ' if finite else ''}{interval}"
         return None
 
     def optParam(self) -> tuple | None:

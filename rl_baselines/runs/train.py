@@ -142,8 +142,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     _checkAugment(args, registered_rl)
     if args.img_shape is not None:
         channels, height, width = args.img_shape
-        if channels != 3 or height < 16 or width < 16:
-            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W >= 16")
+        if channels != 3 or not (16 <= height <= 4096 and 16 <= width <= 4096):
+            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W in 16..4096")
         if args.srl_model == "raw_pixels" and min(height, width) < MIN_CNN_SIDE:
             raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
                              f"{MIN_CNN_SIDE} with raw_pixels")

@@ -37,7 +37,17 @@ from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
 from srl_models.augment import AUGMENTATIONS
-from srl_toolbox.cli import DEFAULT_VISDOM_PORT, intInRange, nonNegativeInt, portNumber, positiveInt, seedNumber
+from srl_toolbox.cli import (
+    DEFAULT_VISDOM_PORT,
+    MAX_ENVS,
+    envCount,
+    intInRange,
+    nonNegativeInt,
+    portNumber,
+    positiveFloat,
+    positiveInt,
+    seedNumber,
+)
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice, parseThreads
 from srl_toolbox.files import readJson
 from srl_toolbox.settings import (
@@ -76,7 +86,7 @@ class TrainConfig:
     seed: int = setting(0, "random seed, 0..2**32-1; env i is seeded seed+i", parse=seedNumber)
     log_dir: str = setting("logs/", "root folder of the runs")
     num_timesteps: int = setting(int(1e6), "env steps to train", parse=positiveInt)
-    num_cpu: int = setting(1, "parallel envs (subprocesses when > 1)", parse=positiveInt)
+    num_cpu: int = setting(1, f"parallel envs (subprocesses when > 1), at most {MAX_ENVS}", parse=envCount)
     no_vis: bool = setting(False, "no live visdom plots")
     port: int = setting(DEFAULT_VISDOM_PORT, "visdom server port", parse=portNumber)
     continuous_actions: bool = setting(False, "continuous actions", flags=("-c", "--continuous-actions"))
@@ -154,7 +164,7 @@ class TrainConfig:
     pretrain_dataset: str | None = setting(None, "behaviour cloning: pretrain the policy on this generator dataset "
                                            "before RL", metavar="DIR")
     pretrain_epochs: int = setting(10, "pretraining epochs", parse=positiveInt)
-    pretrain_lr: float = setting(1e-3, "pretraining learning rate (Adam)")
+    pretrain_lr: float = setting(1e-3, "pretraining learning rate (Adam)", parse=positiveFloat)
     hyperparams: Mapping[str, Any] = derived("the algorithm's hyperparameters given on the command line or in the "
                                              "file, typed", factory=dict)
     env_kwargs: Mapping[str, Any] = derived("the env's keyword arguments", factory=dict)

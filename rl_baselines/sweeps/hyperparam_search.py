@@ -40,6 +40,7 @@ from rl_baselines.sweeps.search_study import (
     checkSpace,
     createStudy,
     formatValue,
+    gridValues,
     importOptuna,
     samplerSeed,
     sqlitePath,
@@ -57,6 +58,7 @@ from srl_toolbox.cli import (
     seedNumber,
 )
 from srl_toolbox.devices import threadsShare
+from srl_toolbox.settings import nonEmptyText
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -81,7 +83,7 @@ def searchParser() -> CLIParser:
     parser.add_argument("--sampler-seed", type=seedNumber, default=None,
                         help="seed of the sampler, mixed with the number of trials already in the study; give each "
                              "command sharing a study its own [--seed]")
-    parser.add_argument("--log-dir", default="logs/", help="root folder; the search writes below "
+    parser.add_argument("--log-dir", type=nonEmptyText, default="logs/", help="root folder; the search writes below "
                         f"<log-dir>/{SEARCH_FOLDER}/ [logs/]")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="tpe",
                         help="sampler: tpe (Bayesian, as hyperopt), random, grid [tpe]")
@@ -90,9 +92,9 @@ def searchParser() -> CLIParser:
     parser.add_argument("--n-trials", type=positiveInt, default=20, help="trials this command runs, all workers "
                         "together [20]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e5), help="env steps per trial [1e5]")
-    parser.add_argument("--storage", default=None, metavar="URL", help="Optuna storage (SQLAlchemy URL) "
+    parser.add_argument("--storage", type=nonEmptyText, default=None, metavar="URL", help="Optuna storage (SQLAlchemy URL) "
                         f"[sqlite:///<log-dir>/{SEARCH_FOLDER}/<study>.db]")
-    parser.add_argument("--study-name", default=None, help="study to create or continue "
+    parser.add_argument("--study-name", type=nonEmptyText, default=None, help="study to create or continue "
                         "[<algo>_<env>_<srl-model>_<optimizer>]")
     parser.add_argument("--workers", type=positiveInt, default=1, help="processes running trials in parallel [1]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=10,
@@ -151,6 +153,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     if train_args.eval_freq > args["num_timesteps"]:
         raise UsageError(f"--eval-freq {train_args.eval_freq} is more than --num-timesteps {args['num_timesteps']}: no "
                          f"trial would evaluate")
+    if args["optimizer"] == "grid":
+        _checkGridSize(space, args["grid_points"])
     study_name = args["study_name"] or f"{args['algo']}_{args['env']}_{args['srl_model']}_{args['optimizer']}"
     if not STUDY_NAME.match(study_name):
         raise UsageError(f"--study-name {study_name!r}: use letters, digits, '.', '_' and '-' only")
@@ -177,6 +181,21 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
         evaluate=train_args.eval_freq > 0, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu)
     return config, algo_class
+
+
+# The most points a grid search may have (Optuna's GridSampler lists them all in memory).
+MAX_GRID = 10**6
+
+
+def _checkGridSize(space: dict[str, tuple], points: int) -> None:
+    """:raises UsageError: a grid of more than MAX_GRID points (--grid-points values per range, every list value)"""
+    size = 1
+    for spec in space.values():
+        size *= len(gridValues(spec, min(points, MAX_GRID + 1)))
+        if size > MAX_GRID:
+            raise UsageError(f"--grid-points {points}: the grid of the {len(space)} hyperparameters searched has more "
+                             f"than {MAX_GRID:,} points; give fewer points, or fix some hyperparameters with "
+                             f"--hyperparam NAME:VALUE")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

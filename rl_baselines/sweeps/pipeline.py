@@ -58,6 +58,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import usableCores
+from srl_toolbox.settings import nonEmptyText
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
@@ -91,7 +92,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--num-iteration", type=positiveInt, default=15,
                         help="runs per combination, with seeds SEED, SEED+1, ... [15]")
     addSeedArgument(parser, help="first seed [0]")
-    parser.add_argument("--log-dir", default="logs/", help="root folder of the runs [logs/]")
+    parser.add_argument("--log-dir", type=nonEmptyText, default="logs/", help="root folder of the runs [logs/]")
     parser.add_argument("--workers", type=positiveInt, default=None,
                         help="runs at a time [local: usable cores // --num-cpu; ray: what the cluster fits]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
