@@ -119,7 +119,8 @@ def readExpConfig(folder: str) -> dict[str, Any]:
     """
     path = os.path.join(folder, EXP_CONFIG_FILE)
     if not os.path.isdir(folder):
-        raise ValueError(f"SRL model folder {folder!r} does not exist")
+        raise ValueError(f"SRL model folder {folder!r} "
+                         + ("is a file, not a folder" if os.path.exists(folder) else "does not exist"))
     if not os.path.isfile(path):
         raise ValueError(f"{folder!r} is not an SRL model folder (no {EXP_CONFIG_FILE}); train one with "
                          "python -m srl_models.train")

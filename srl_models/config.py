@@ -225,7 +225,8 @@ def readSRLConfig(config_file: str) -> dict[str, dict[str, str]]:
     :raises SRLLookupError: missing, unreadable or not shaped like that (one line)
     """
     if not os.path.isfile(config_file):
-        raise SRLLookupError(f"SRL config file {config_file!r} does not exist")
+        raise SRLLookupError(f"SRL config file {config_file!r} "
+                             + ("is a folder, not a YAML file" if os.path.isdir(config_file) else "does not exist"))
     try:
         with open(config_file, encoding="utf-8") as handle:
             content = yaml.safe_load(handle)

@@ -224,6 +224,14 @@ def test_bad_inputs(tmp_path, argv, message):
     assert not log_dir.exists()
 
 
+def test_a_storage_that_is_not_a_database_is_refused_leaving_nothing_beside_it(tmp_path):
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    with pytest.raises(UsageError, match="--storage"):
+        hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                                str(tmp_path / "logs"), "--storage", f"sqlite:///{tmp_path}/notes.txt"])
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"]  # no notes.txt.lock, no logs
+
+
 def test_without_optuna_one_line_exit_2(tmp_path):
     (tmp_path / "optuna").mkdir()
     (tmp_path / "optuna" / "__init__.py").write_text("raise ImportError('No module named optuna')\n")

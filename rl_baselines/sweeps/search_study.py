@@ -20,6 +20,7 @@ import numpy as np
 from filelock import FileLock  # a dependency of torch
 
 from srl_toolbox.cli import UsageError
+from srl_toolbox.locks import lockPathFor
 
 OPTIMIZERS = ("tpe", "random", "grid")
 PRUNERS = ("hyperband", "median", "none")
@@ -169,11 +170,11 @@ def openStorage(url: str) -> Any:
 
 
 def _fileLock(database: str | None) -> Any:
-    """:return: an exclusive lock beside an SQLite database file (a no-op context for another storage)"""
+    """:return: an exclusive lock on an SQLite database file, in the temporary folder (a refused --storage leaves
+    nothing beside the file), or a no-op context for another storage"""
     if database is None:
         return contextlib.nullcontext()
-
-    return FileLock(f"{database}.lock")
+    return FileLock(lockPathFor(database))
 
 
 def samplerSeed(base: int, known: int) -> int:
