@@ -317,6 +317,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.threshold is not None and args.threshold_fraction != GROUND_TRUTH_FRACTION:
+        raise UsageError(f"--threshold-fraction {args.threshold_fraction:g} sets the threshold from ground truth's runs, "
+                         f"and --threshold {args.threshold:g} sets it outright: give one of them")
     runs = findRuns(args.log_dir, args.group_by, unfinished=True)  # (counted at the budgets they reached)
     unfinished = [run.path for run in runs if not run.finished]
     if unfinished:

@@ -207,12 +207,17 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
         cannot hold a negative, curl without augmentation
     """
     classes = {name: LOSSES[name] for name in losses}
+    if "vae" not in losses and config.beta != SRLTrainConfig.beta:
+        raise UsageError(f"--beta {config.beta:g} weighs the vae loss's KL term, and no vae loss is trained here "
+                         f"({', '.join(losses) or config.srl_model})")
     if not losses:  # pca, random: nothing is trained by minibatches
         for flag, value in (("--augment", None if config.augment in (None, "none") else config.augment),
-                            ("--updates", config.updates)):
+                            ("--updates", config.updates),
+                            ("--learning-rate", None if config.learning_rate == SRLTrainConfig.learning_rate
+                             else config.learning_rate)):
             if value is not None:
-                raise UsageError(f"{flag} {value}: --srl-model {config.srl_model} trains no loss, so it has no "
-                                 f"minibatches to {'augment' if flag == '--augment' else 'count'}; leave {flag} out")
+                raise UsageError(f"{flag} {value}: --srl-model {config.srl_model} trains no loss (no minibatches, no "
+                                 f"optimiser steps); leave {flag} out")
     free = [name for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is None]
     if config.horizon is not None and not free:
         chosen = [name for name, loss in LOSSES.items() if loss.PAIRS and loss.HORIZON is None]

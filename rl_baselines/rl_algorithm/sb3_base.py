@@ -98,6 +98,16 @@ class StableBaselinesRLObject(BaseRLObject):
         return parser
 
     @classmethod
+    def checkSettings(cls, settings: Any) -> Any:
+        """``--features-extractor`` other than the default on a state (the pixel policy's flag: it would be ignored)
+        is refused."""
+        extractor = getattr(settings, "features_extractor", DEFAULT_FEATURES_EXTRACTOR)
+        if extractor != DEFAULT_FEATURES_EXTRACTOR and settings.srl_model != "raw_pixels":
+            raise ValueError(f"--features-extractor {extractor} chooses the pixel policy's CNN (--srl-model raw_pixels); "
+                             f"--srl-model {settings.srl_model!r} is a state, read by an MLP")
+        return super().checkSettings(settings)
+
+    @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
         Turn typed hyperparameters into SB3_CLASS constructor keywords; override to build objects from them (action

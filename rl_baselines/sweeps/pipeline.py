@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import math
 import os
 import signal
 import sys
@@ -69,8 +70,8 @@ def _nonNegativeFloat(raw: str) -> float:
         value = float(raw)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{raw!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{raw!r} must be >= 0")
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a finite number >= 0")
     return value
 
 
