@@ -11,6 +11,7 @@ import pytest
 from conftest import runFolder, runModule, runTrain, trainSettings
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
+from rl_baselines.core.training_state import progressLogger
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, logScalars
 from rl_baselines.runs.train import baseParser
@@ -187,3 +188,18 @@ def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
     plain = agent_class()
     trainAlgorithm(plain, settings.replace(monitor_dir=None), 1000, lambda _locals, _globals: True)
     assert plain.num_timesteps == 1000
+
+
+def test_new_columns_of_progress_csv_are_added_in_sorted_order(tmp_path) -> None:
+    """SB3's CSV writer adds a row's new keys as a set (an order that follows the process's string hashing): two runs
+    of one seed wrote their columns in other orders."""
+    logger = progressLogger(str(tmp_path))
+    for name in ("time/zeta", "rollout/b", "train/a", "rollout/a"):
+        logger.record(name, 1.0)
+    logger.dump(1)
+    logger.record("eval/z", 2.0)
+    logger.record("eval/m", 2.0)
+    logger.dump(2)
+    logger.close()
+    header = (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
+    assert header == ["rollout/a", "rollout/b", "time/zeta", "train/a", "eval/m", "eval/z"]

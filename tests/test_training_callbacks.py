@@ -165,6 +165,19 @@ def test_refresh_runs_its_callbacks_every_log_interval_from_the_start_and_reads_
     assert len(feed.monitor.rewards) == 2 and feed.new_episodes == 0
 
 
+def test_a_resumed_refresh_keeps_the_uninterrupted_runs_steps(tmp_path):
+    """The checkpoint (at 200 here) records the next refresh: resumed, the refreshes fall at 270 and 390 as in the
+    run never stopped (counted from the resume step, they fell at 300 and 420)."""
+    feed = EpisodeFeed(str(tmp_path / "monitor"))
+    uninterrupted = TrainingCallbacks([RefreshCallback(feed, 100, 50, [Recorder()])])
+    _drive(uninterrupted, Learner(), range(60, 201, 30))  # 60, ..., 180: refreshed at 150
+    recorder = Recorder()
+    resumed = TrainingCallbacks([RefreshCallback(EpisodeFeed(str(tmp_path / "monitor")), 100, 200, [recorder])])
+    resumed.restoreState(json.loads(json.dumps(uninterrupted.state())))
+    _drive(resumed, Learner(), range(210, 400, 30))
+    assert recorder.steps == [270, 390]
+
+
 def test_progress_bar_moves_to_the_step_and_shows_the_episodes(tmp_path, capsys):
     feed = EpisodeFeed(str(tmp_path / "monitor"))
     _writeEpisodes(str(tmp_path), [1.0, 3.0])

@@ -342,10 +342,26 @@ def silentLogger() -> Any:
     return sb3_logger.Logger(folder=None, output_formats=[])
 
 
+class _SortedColumns(list):
+    """SB3's CSV writer adds a row's new columns as a set (``keys.extend(new - known)``), in an order that changes with
+    each process's string hashing: extended in sorted order, two runs of a seed write the same file."""
+
+    def extend(self, keys: Any) -> None:
+        super().extend(sorted(keys))
+
+
+def _sortedColumns(logger: Any) -> Any:
+    """:return: the logger, its CSV writers adding new columns in sorted order"""
+    for output in logger.output_formats:
+        if isinstance(output, sb3_logger.CSVOutputFormat):
+            output.keys = _SortedColumns(output.keys)
+    return logger
+
+
 def progressLogger(folder: str) -> Any:
     """
-    SB3's logger writing ``folder/progress.csv``. A progress.csv already there (a resumed run, cut to its
-    checkpoint) is continued instead of overwritten: its rows are kept and new rows use its columns.
+    SB3's logger writing ``folder/progress.csv``, new columns in sorted order. A progress.csv already there (a resumed
+    run, cut to its checkpoint) is continued instead of overwritten: its rows are kept and new rows use its columns.
 
     :param folder: the run folder
     :return: the logger
@@ -354,7 +370,7 @@ def progressLogger(folder: str) -> Any:
     path = RunFolder(folder).progress_file
     kept = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
     if not kept.strip():
-        return sb3_logger.configure(folder, ["csv"])
+        return _sortedColumns(sb3_logger.configure(folder, ["csv"]))
     # SB3 opens its CSV file with "w+" (truncating it): open it on a temporary copy of the kept rows instead and
     # rename that over progress.csv, so that a kill here never leaves it empty. The open file follows the rename.
     with atomicPath(path) as tmp_path:
@@ -366,4 +382,4 @@ def progressLogger(folder: str) -> Any:
             output.close()
             raise
     output.keys = kept.splitlines()[0].split(output.separator)
-    return sb3_logger.Logger(folder=folder, output_formats=[output])
+    return _sortedColumns(sb3_logger.Logger(folder=folder, output_formats=[output]))

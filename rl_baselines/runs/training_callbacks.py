@@ -176,6 +176,13 @@ class RefreshCallback(TrainingService):
     def children(self) -> list[BaseCallback]:
         return self.callbacks
 
+    def state(self) -> dict[str, Any]:
+        # a resumed run refreshes at the steps the uninterrupted one does (its log rows and plot points fall there)
+        return {"next_refresh": self.next_refresh}
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        self.next_refresh = int(state.get("next_refresh", self.next_refresh))
+
     def _init_callback(self) -> None:
         for callback in self.callbacks:
             callback.init_callback(self.model)
