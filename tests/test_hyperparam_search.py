@@ -224,6 +224,14 @@ def test_bad_inputs(tmp_path, argv, message):
     assert not log_dir.exists()
 
 
+def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys):
+    code = hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-trials", "2",
+                                   "--num-timesteps", "30", "--no-progress", "--log-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 1 and "every trial was pruned before it started" in err and "--num-timesteps 30" in err, err
+    assert "train.log" not in err  # (there is none to see)
+
+
 def test_a_storage_that_is_not_a_database_is_refused_leaving_nothing_beside_it(tmp_path):
     (tmp_path / "notes.txt").write_text("not a database\n")
     with pytest.raises(UsageError, match="--storage"):

@@ -244,8 +244,15 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
     saveSearchPlot(plot_path, study, f"{config.study_name}: {config.algo} on {config.env} ({config.srl_model})")
     print(f"Plot: {plot_path}")
     if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
-        print("No completed trial, so no best hyperparameters; see the trials' train.log in "
-              f"{config.output_dir}", file=sys.stderr)
+        trials = study.get_trials(deepcopy=False)
+        if trials and all("pruned_before_start" in trial.user_attrs for trial in trials):  # none ran: no train.log
+            reason = trials[-1].user_attrs["pruned_before_start"]
+            print(f"No completed trial, so no best hyperparameters: every trial was pruned before it started, its "
+                  f"first rollout past --num-timesteps {config.num_timesteps} ({reason}); give a larger budget, or "
+                  f"fix n_steps with --hyperparam n_steps:N", file=sys.stderr)
+        else:
+            print("No completed trial, so no best hyperparameters; see the trials' train.log in "
+                  f"{config.output_dir}", file=sys.stderr)
         return 130 if interrupted else 1
     yaml_path = os.path.join(config.output_dir, "best_hyperparams.yaml")
     values = writeBestParams(yaml_path, study, config, algo_class)
