@@ -401,6 +401,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.srl_model not in modes and args.srl_model not in learnedModels():
         raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
                          f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
+    kind = {True: ActionType.CONTINUOUS, False: ActionType.DISCRETE}.get(args.continuous)
+    if kind is not None and kind not in registered_rl[args.algo][2]:
+        declared = " and ".join(sorted(t.name.lower() for t in registered_rl[args.algo][2]))
+        raise UsageError(f"{'-c' if args.continuous else '--discrete-actions'}: {args.algo} declares {declared} actions "
+                         f"only; leave the flag out to check every declared kind")
     if args.keep is not None:
         checkWritableFolder(args.keep, "--keep")
     try:

@@ -195,6 +195,9 @@ def test_check_plugin_from_python_and_bad_input(tmp_path, tinySite) -> None:
     result = _run(tinySite, "rl_baselines.check_plugin", "tiny", "--srl-model", "nope", "--keep", tmp_path / "kept")
     assert result.returncode == 2 and result.stderr.startswith("error: unknown --srl-model 'nope'")
     assert not (tmp_path / "kept").exists()
+    result = _run(tinySite, "rl_baselines.check_plugin", "deepq", "-c", "--keep", tmp_path / "kept")
+    assert result.returncode == 2 and result.stderr.startswith("error: -c: deepq declares discrete actions only")
+    assert not (tmp_path / "kept").exists()
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
                             env={**os.environ, **_env(tinySite)}, timeout=300)
     assert result.returncode == 0, result.stderr
