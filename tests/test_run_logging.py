@@ -75,6 +75,12 @@ def test_torch_and_evolution_algorithms_log_their_losses(tmp_path, algo: str, ex
         in_tensorboard = [value for _, value in scalars[wanted]]
         assert all(any(value == pytest.approx(other, rel=1e-5) for other in in_tensorboard) for _, value in logged)
         assert logged[-1][1] == pytest.approx(in_tensorboard[-1], rel=1e-5)
+    # SB3's episode means, as an SB3 algorithm's rows have them: the monitor's last 100 episodes at the row's refresh
+    means = {int(row["time/total_timesteps"]): float(row["rollout/ep_rew_mean"]) for row in rows
+             if row.get("rollout/ep_rew_mean") and row.get(wanted)}
+    assert means, rows
+    board = [value for _, value in scalars["rollout/ep_rew_mean"]]
+    assert all(any(value == pytest.approx(other) for other in board) for value in means.values()), (means, board)
 
 
 def test_scalar_logger_reaches_every_output(tmp_path) -> None:

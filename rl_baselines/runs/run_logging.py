@@ -104,6 +104,7 @@ class RunLogger:
         self._pending: set[str] = set()
         self._pending_step = 0
         self._episodes_logged = 0
+        self._episode_means: dict[str, float] = {}  # rollout/ep_rew_mean, rollout/ep_len_mean as of the last refresh
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self._visdom_sent_at = 0.0
 
@@ -119,7 +120,23 @@ class RunLogger:
                 self._progress = silentLogger()
             if self.writer is not None:
                 self._progress.output_formats.append(_sharedTensorboardFormat(self.writer))
+            self._progress.dump = self._dumpWithEpisodes(self._progress.dump)
         return self._progress
+
+    def _dumpWithEpisodes(self, dump: Any) -> Any:
+        """:return: the logger's ``dump``, adding SB3's ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the
+        monitor's last 100 episodes) to a training row that has none: the rows of the algorithms written here, which
+        SB3's episode buffer does not feed"""
+
+        def dumpWithEpisodes(step: int = 0) -> None:
+            names = self._progress.name_to_value
+            if (self._episode_means and any(name.startswith("train/") for name in names)
+                    and not any(name.startswith(EPISODE_KEYS_PREFIX) for name in names)):
+                for tag, value in self._episode_means.items():
+                    self._progress.record(tag, value)  # (not to tensorboard: logEpisodes writes these tags there)
+            dump(step)
+
+        return dumpWithEpisodes
 
     def logScalars(self, step: int, values: dict[str, float], plot: bool = True) -> None:
         """
@@ -184,6 +201,9 @@ class RunLogger:
         :param rewards: every episode's reward so far
         :param lengths: every episode's length so far
         """
+        if len(rewards):
+            self._episode_means = {"rollout/ep_rew_mean": float(np.mean(rewards[-MEAN_EPISODES:])),
+                                   "rollout/ep_len_mean": float(np.mean(lengths[-MEAN_EPISODES:]))}
         if self.writer is None:
             return
         new = range(self._episodes_logged, len(rewards))
@@ -198,8 +218,8 @@ class RunLogger:
             written = True
         if written:
             step = int(timesteps[len(rewards) - 1])
-            self.writer.add_scalar("rollout/ep_rew_mean", float(np.mean(rewards[-MEAN_EPISODES:])), step)
-            self.writer.add_scalar("rollout/ep_len_mean", float(np.mean(lengths[-MEAN_EPISODES:])), step)
+            for tag, value in self._episode_means.items():
+                self.writer.add_scalar(tag, value, step)
 
     def close(self) -> None:
         """Write what is pending and close the files (the algorithm may no longer log after this)."""
