@@ -427,10 +427,14 @@ def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:
     :param config: the training's settings, parsed or built in Python
     :return: the same settings, each flag's value read by its flag's parser (a Python value the command line would
         refuse is refused)
-    :raises UsageError: a missing --data-folder, a value a flag refuses, learning rate, beta, val split or patience
+    :raises UsageError: a missing --data-folder, a value a flag refuses, --epochs with --updates, learning rate,
+        beta, val split or patience
         out of range
     """
     config = checkedSettings(config)  # a value given in Python is refused where the command line would refuse it
+    if config.updates is not None and config.epochs != SRLTrainConfig.epochs:
+        raise UsageError(f"--epochs {config.epochs} with --updates {config.updates}: --updates counts the optimiser "
+                         "steps instead of epochs; give one of them")
     if not (math.isfinite(config.learning_rate) and config.learning_rate > 0):
         raise UsageError(f"--learning-rate {config.learning_rate:g} must be a positive number")
     if not (math.isfinite(config.beta) and config.beta >= 0):

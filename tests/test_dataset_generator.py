@@ -383,13 +383,13 @@ def test_policy_from_a_run_folder(tmp_path, trainedRun):
         ["--policy", trainedRun, "--save-path", str(tmp_path / "x")]))[0].env_id == policy.env_id
 
 
-@pytest.mark.parametrize("algo", ["random_agent", "deepq"])
+@pytest.mark.parametrize("algo", ["random_agent", "deepq", "qrdqn"])
 def test_an_agent_sampling_with_its_own_generator_records_the_same_dataset_with_1_and_2_processes(tmp_path, algo):
-    """random_agent (its action space) and deepq (its rng, epsilon-greedy) sample with generators of their own: each
-    episode reseeds them (seedActionSampling), as it reseeds torch's for SB3 agents."""
+    """random_agent (its action space), deepq (its rng) and SB3's qrdqn (NumPy's global generator and its action
+    space, epsilon-greedy) sample with generators besides torch's: each episode reseeds them (seedActionSampling)."""
     run = trainHere("--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                     "--num-timesteps", "300", "--log-dir", tmp_path / "run", "--seed", "1",
-                    *(["--hyperparam", "exploration_final_eps:0.5"] if algo == "deepq" else []))
+                    *(["--hyperparam", "exploration_final_eps:0.5"] if algo in ("deepq", "qrdqn") else []))
     datasets = []
     for num_cpu in (1, 2):
         generate(tmp_path / f"cpu{num_cpu}", "--img-shape", "3", "16", "16", "--max-steps", "30", "--num-episode", "2",

@@ -219,3 +219,15 @@ def test_eval_episodes_without_eval_freq_warns(tmp_path):
         train.validate(train.parseCommand([*argv, "--eval-episodes", "10", "--eval-freq", "500"])[0], registered_rl)
         train.validate(train.parseCommand(argv)[0], registered_rl)
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("flags, words", [(["--features-extractor", "small"], "--features-extractor small"),
+                                          (["--srl-state-scale", "participation"], "--srl-state-scale participation")])
+def test_a_flag_that_does_nothing_for_a_state_warns(tmp_path, flags, words):
+    """A sweep passes its train flags to every observation it runs (ground truth beside raw pixels or a learned
+    model): a flag for the others warns once on a state, instead of refusing the whole sweep."""
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+            str(tmp_path), "--no-vis", *flags]
+    with pytest.warns(UserWarning, match=f"{words}.*does nothing"):
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+    assert not os.listdir(tmp_path)

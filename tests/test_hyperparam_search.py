@@ -20,6 +20,7 @@ from conftest import REPO, runModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
+from rl_baselines.core.registry import registered_rl  # noqa: E402
 from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search  # noqa: E402
@@ -328,3 +329,12 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
     assert [os.path.getsize(path) for path in monitors] == sizes  # no train process goes on
     study = _loadStudy(f"sqlite:///{folder}.db", name)
     assert study.trials and {trial.state.name for trial in study.trials} == {"FAIL"}
+
+
+def test_every_algorithms_default_grid_fits_and_a_larger_one_is_refused():
+    for name, (algo_class, _, _) in registered_rl.items():
+        space = algo_class.getOptParam()
+        if space:
+            hyperparam_search._checkGridSize(space, 3)  # --grid-points' default: acer's 1.06 million points
+    with pytest.raises(UsageError, match="--grid-points 30: the grid of the 10 hyperparameters"):
+        hyperparam_search._checkGridSize(registered_rl["ppo2"][0].getOptParam(), 30)

@@ -276,8 +276,16 @@ def test_make_lowpoly_replaces_its_folder_whole_and_refuses_bad_input(tmp_path, 
     assert sorted(os.listdir(tmp_path)) == ["lowpoly"]  # no temporary folder left
 
     (tmp_path / "file").write_text("")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("a user's folder")
+    monkeypatch.chdir(tmp_path / "mine")
     for argv, words in ((["--fraction", "2"], "--fraction 2"), (["--fraction", "0"], "'0'"),
-                        (["--out", str(tmp_path / "file")], "is a file")):
+                        (["--out", str(tmp_path / "file")], "is a file"), (["--out", "."], "holds the current folder"),
+                        (["--out", str(tmp_path)], "holds the current folder"),
+                        (["--out", str(tmp_path / "lowpoly" / "..") + "/mine"], "holds the current folder")):
         with pytest.raises(UsageError, match=words):
             make_lowpoly.main(argv)
-    assert sorted(os.listdir(tmp_path)) == ["file", "lowpoly"]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="holds other files"):
+        make_lowpoly.main(["--out", str(tmp_path / "mine")])
+    assert sorted(os.listdir(tmp_path)) == ["file", "lowpoly", "mine"] and os.listdir(tmp_path / "mine") == ["notes.txt"]

@@ -332,7 +332,7 @@ def test_checkpoints_fall_due_at_their_step_with_the_state_of_every_callback(tmp
     assert not os.path.isdir(os.path.join(run_dir, "checkpoints", "240_steps", "replay_buffer"))
     run_state = Checkpoint(os.path.join(run_dir, "checkpoints", "240_steps")).runState()
     assert run_state["num_timesteps"] == 240 and run_state["target_timesteps"] == 1000
-    assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save"}
+    assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "next_refresh"}
     assert run_state["callback"]["last_buffer_save"] == 120 and run_state["callback"]["next_best_check"] == 500
     # made with the umask's permissions, as the run's other folders (mkdtemp's 0o700 hid them from other users)
     os.makedirs(os.path.join(run_dir, "made_here"))
@@ -401,7 +401,8 @@ def test_the_standard_list_records_the_checkpoint_state_of_earlier_versions(tmp_
     algo.num_timesteps = 100
     _drive(callbacks, Learner(), range(100, 101))
     run_state = Checkpoint(os.path.join(run_dir, "checkpoints", "100_steps")).runState()
-    assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "evaluation"}
+    assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "evaluation",
+                                          "next_refresh"}
     assert run_state["callback"]["evaluation"] == {"count": 1}
     callbacks.close(100)
     assert evaluator.closed

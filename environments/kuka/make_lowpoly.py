@@ -136,9 +136,13 @@ def makeLowPoly(fraction: float, out: str) -> list[tuple[str, int, int]]:
         os.chmod(new, 0o755)  # (mkdtemp's folder is private)
         if os.path.isdir(out):
             old = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out))}.old.", dir=parent)
-            os.replace(out, os.path.join(old, "meshes"))
-            os.replace(new, out)
-            shutil.rmtree(old)
+            try:
+                os.replace(out, os.path.join(old, "meshes"))
+                os.replace(new, out)
+            finally:
+                if not os.path.isdir(out) and os.path.isdir(os.path.join(old, "meshes")):
+                    os.replace(os.path.join(old, "meshes"), out)  # put the old folder back
+                shutil.rmtree(old)
         else:
             os.replace(new, out)
     finally:
@@ -181,6 +185,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--fraction {args.fraction:g} must be in (0, 1]")
     if os.path.exists(args.out) and not os.path.isdir(args.out):
         raise UsageError(f"--out {args.out!r} is a file, not a folder")
+    out = os.path.realpath(args.out)
+    if os.path.commonpath([out, os.path.realpath(os.getcwd())]) == out:
+        raise UsageError(f"--out {args.out!r} holds the current folder, which the tool would replace; give another")
+    if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, os.path.basename(ROBOT_SDF))):
+        raise UsageError(f"--out {args.out!r} holds other files (no {os.path.basename(ROBOT_SDF)}: not a low-poly mesh "
+                         "folder), which replacing it would delete; give an empty or new folder")
     checkWritableFolder(os.path.dirname(os.path.abspath(args.out)), "--out")
     if importlib.util.find_spec("fast_simplification") is None:
         raise UsageError("fast-simplification is not installed (this tool's own dependency, not the toolbox's): "

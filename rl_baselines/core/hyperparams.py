@@ -43,15 +43,19 @@ class Interval:
     :param high: upper bound, None for none
     :param low_open: the lower bound itself is excluded
     :param high_open: the upper bound itself is excluded
+    :param infinite: +inf is a setting (a clipping norm: no clipping), where there is no upper bound; NaN never is
     """
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
+    infinite: bool = False
 
     def __contains__(self, value: Any) -> bool:
-        if isinstance(value, float) and not math.isfinite(value):  # nan compares False both ways; inf is no setting
+        if isinstance(value, float) and math.isnan(value):  # (it compares False both ways)
+            return False
+        if isinstance(value, float) and math.isinf(value) and not (self.infinite and self.high is None and value > 0):
             return False
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
@@ -66,6 +70,8 @@ class Interval:
 
 
 POSITIVE = Interval(0, None, low_open=True)
+# A gradient clipping norm: > 0, inf for none (torch's clip_grad_norm_ reads it so)
+CLIP_NORM = Interval(0, None, low_open=True, infinite=True)
 NON_NEGATIVE = Interval(0)
 DISCOUNT = Interval(0, 1, low_open=True)  # (0, 1]
 FRACTION = Interval(0, 1, low_open=True)  # (0, 1]

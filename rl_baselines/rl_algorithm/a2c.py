@@ -1,7 +1,7 @@
 """a2c: Advantage Actor-Critic (Stable-Baselines3 A2C), discrete and continuous actions."""
 from stable_baselines3 import A2C
 
-from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
@@ -18,6 +18,6 @@ class A2CModel(StableBaselinesRLObject):
                                  search=(0.8, 1.0)),
         "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
         "vf_coef": Hyperparam(0.5, "value loss weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
-        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=POSITIVE, search=(0.1, 5.0)),
+        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=CLIP_NORM, search=(0.1, 5.0)),
         "rms_prop_eps": Hyperparam(1e-5, "RMSprop epsilon", bounds=POSITIVE, search=(1e-6, 1e-2, "log")),
     }

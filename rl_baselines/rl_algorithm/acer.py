@@ -36,7 +36,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
-from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, TorchActorCritic, makeEncoder, orthogonalInit
 
 # Keeps logarithms and ratios finite where a probability reaches 0.
@@ -242,7 +242,7 @@ class ACERModel(TorchActorCritic):
         "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
         "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
         "q_coef": Hyperparam(0.5, "weight of the Q regression", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
-        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=POSITIVE, search=(0.1, 10.0)),
+        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=CLIP_NORM, search=(0.1, 10.0)),
         "rprop_epsilon": Hyperparam(1e-5, "RMSprop epsilon", bounds=POSITIVE, search=(1e-6, 1e-2, "log")),
         "rprop_alpha": Hyperparam(0.99, "RMSprop decay", bounds=Interval(0, 1, high_open=True),
                                   search=(0.5, 0.999)),

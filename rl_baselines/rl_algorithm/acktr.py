@@ -25,7 +25,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
-from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
+from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 
@@ -57,7 +57,7 @@ class ACKTRModel(TorchActorCritic):
         "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),
         "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
         "vf_coef": Hyperparam(0.5, "value loss weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
-        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=POSITIVE, search=(0.1, 5.0)),
+        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=CLIP_NORM, search=(0.1, 5.0)),
         "vf_fisher_coef": Hyperparam(1.0, "weight of the value output in the Fisher", bounds=NON_NEGATIVE,
                                      search=(0.0, 1.0)),
         # Stable Baselines' 0.001 let one seed in three collapse to a wall-bumping policy on MobileRobotGymEnv-v0

@@ -30,7 +30,7 @@ from torch import nn
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.hyperparams import Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
@@ -231,7 +231,7 @@ class DQNModel(TorchRLObject):
         "target_network_update_freq": Hyperparam(500, "env steps between target network copies", bounds=(1, None),
                                                  search=(10, 10000)),
         "batch_size": Hyperparam(64, "transitions per gradient step", bounds=(1, None), search=(8, 128)),
-        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=(0.0, None)),
+        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=Interval(0.0, infinite=True)),
         "double_q": Hyperparam(True, "double Q-learning targets"),
         "dueling": Hyperparam(True, "dueling value and advantage heads"),
         "prioritized_replay": Hyperparam(True, "sample transitions by TD error"),

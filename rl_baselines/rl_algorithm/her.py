@@ -32,7 +32,7 @@ from environments import envsWhere, getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import strToBool
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval, givenFlags
+from rl_baselines.core.hyperparams import CLIP_NORM, Hyperparam, Interval, givenFlags
 from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
@@ -69,7 +69,7 @@ class HERDQNModel(OffPolicyRLObject):
         "exploration_fraction": Hyperparam(0.2, "fraction of the run over which epsilon decays",
                                            bounds=Interval(0, 1)),
         "exploration_final_eps": Hyperparam(0.02, "epsilon at the end of the decay", bounds=Interval(0, 1)),
-        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=POSITIVE),
+        "max_grad_norm": Hyperparam(10.0, "gradient clipping norm", bounds=CLIP_NORM),
     }
 
 

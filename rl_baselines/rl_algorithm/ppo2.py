@@ -1,7 +1,7 @@
 """ppo2: Proximal Policy Optimization (Stable-Baselines3 PPO), discrete and continuous actions."""
 from stable_baselines3 import PPO
 
-from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval, NoneOrPositive
+from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval, NoneOrPositive
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedRolloutBuffer
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
@@ -28,7 +28,7 @@ class PPO2Model(StableBaselinesRLObject):
         "clip_range": Hyperparam(0.2, "PPO clipping range", bounds=POSITIVE, search=(0.1, 0.4)),
         "ent_coef": Hyperparam(0.01, "entropy bonus weight", bounds=NON_NEGATIVE, search=(1e-8, 0.1, "log")),
         "vf_coef": Hyperparam(0.5, "value loss weight", bounds=NON_NEGATIVE, search=(0.0, 1.0)),
-        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=POSITIVE, search=(0.3, 5.0)),
+        "max_grad_norm": Hyperparam(0.5, "gradient clipping norm", bounds=CLIP_NORM, search=(0.3, 5.0)),
         # From raw pixels 0.2: unclipped, the shared CNN's value loss spikes and the policy collapses (README).
         "clip_range_vf": Hyperparam(NoneOrPositive("none"), "clip each value prediction to within this of the "
                                     "rollout's (none: unclipped)", pixel_default=NoneOrPositive("0.2")),

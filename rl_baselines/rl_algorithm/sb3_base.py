@@ -97,14 +97,22 @@ class StableBaselinesRLObject(BaseRLObject):
                                 f"small = a CNN sized for 64x64 frames [{DEFAULT_FEATURES_EXTRACTOR}]")
         return parser
 
+    def seedActionSampling(self, seed: int) -> None:
+        """torch's generator, and what SB3's epsilon-greedy predict (dqn, qrdqn) draws from: NumPy's global generator
+        and the model's action space."""
+        super().seedActionSampling(seed)
+        np.random.seed(seed)
+        if getattr(self, "model", None) is not None:
+            self.model.action_space.seed(seed)
+
     @classmethod
     def checkSettings(cls, settings: Any) -> Any:
-        """``--features-extractor`` other than the default on a state (the pixel policy's flag: it would be ignored)
-        is refused."""
+        """``--features-extractor`` other than the default on a state (the pixel policy's flag, which does nothing
+        there) costs one warning (not a refusal: a sweep passes its flags to every observation it runs)."""
         extractor = getattr(settings, "features_extractor", DEFAULT_FEATURES_EXTRACTOR)
         if extractor != DEFAULT_FEATURES_EXTRACTOR and settings.srl_model != "raw_pixels":
-            raise ValueError(f"--features-extractor {extractor} chooses the pixel policy's CNN (--srl-model raw_pixels); "
-                             f"--srl-model {settings.srl_model!r} is a state, read by an MLP")
+            warnings.warn(f"--features-extractor {extractor} chooses the pixel policy's CNN (--srl-model raw_pixels); "
+                          f"it does nothing for --srl-model {settings.srl_model!r}, a state read by an MLP")
         return super().checkSettings(settings)
 
     @classmethod

@@ -218,13 +218,13 @@ def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type)
     :param args: the run's settings (srl_ground_truth_scale, srl_model, algo, env)
     :param algorithms: the algorithm table (name -> (class, ...))
     :param env_class: the env's class
-    :raises UsageError: ``--srl-state-scale`` or ``--srl-ground-truth-scale`` without a learned SRL model; the second
+    :raises UsageError: ``--srl-ground-truth-scale`` without a learned SRL model (``--srl-state-scale``: a warning),
         with an algorithm that normalises states itself (the evolution strategies drop the VecNormalize that applies
         the scale), or on an env without a ground-truth size
     """
-    if args.srl_state_scale != "none" and not isLearnedSRLModel(args.srl_model):
-        raise UsageError(f"--srl-state-scale {args.srl_state_scale} scales a learned SRL state, not --srl-model "
-                         f"{args.srl_model!r}")
+    if args.srl_state_scale != "none" and not isLearnedSRLModel(args.srl_model):  # (a sweep passes it to all)
+        warnings.warn(f"--srl-state-scale {args.srl_state_scale} scales a learned SRL state: it does nothing for "
+                      f"--srl-model {args.srl_model!r}")
     if not args.srl_ground_truth_scale:
         return
     if not isLearnedSRLModel(args.srl_model):
