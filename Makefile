@@ -103,7 +103,7 @@ profile: install
 	$(PY) -m benchmarks.profile_runs
 
 # Mobile robots: does an SRL model (vae, 3 seeds) trained on one renderer's dataset keep its GTC on the other
-# renderer's frames of the same states? Into docs/benchmarks.md; about 25 min on 2 busy cores.
+# renderer's frames of the same states? Into docs/benchmarks.md (its time: the README's table).
 bench-renderer-gtc: install
 	$(PY) -m benchmarks.renderer_gtc
 
