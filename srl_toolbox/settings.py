@@ -28,7 +28,6 @@ from typing import Any
 from srl_toolbox.cli import UsageError
 
 
-# The parser of a field without its own, by the field's type as written (postponed annotations).
 def nonEmptyText(raw: str) -> str:
     """The parser of a text flag (a path, a name): an empty value is refused (``--log-dir ""`` meant the current
     folder, a forgotten variable in a script)."""
@@ -37,6 +36,7 @@ def nonEmptyText(raw: str) -> str:
     return raw
 
 
+# The parser of a field without its own, by the field's type as written (postponed annotations).
 FIELD_TYPES = {"int": int, "float": float, "str": nonEmptyText, "str | None": nonEmptyText, "int | None": int,
                "float | None": float}
 

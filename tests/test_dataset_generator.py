@@ -412,6 +412,9 @@ def test_a_replayed_recurrent_agent_starts_each_episode_with_a_fresh_memory(trai
             given.append(dones.tolist())
             return np.zeros(1, dtype=np.int64)
 
+        def seedActionSampling(self, seed):
+            """(each episode's seed reaches the agent: BaseRLObject's method)"""
+
     policy.agent = Recording()
     env = MobileRobotGymEnv(img_shape=(3, 32, 32), max_steps=5)
     try:
