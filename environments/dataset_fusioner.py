@@ -127,11 +127,11 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
     if os.path.exists(destination):
         raise UsageError(f"destination {destination!r} already exists; choose another one")
     real_sources = [os.path.realpath(source) for source in sources]
-    if len(set(real_sources)) != len(real_sources):
-        twice = next(source for index, source in enumerate(sources) if real_sources[index] in real_sources[:index])
-        first = sources[real_sources.index(os.path.realpath(twice))]
-        raise UsageError(f"the same source dataset is given twice: {first!r} and {twice!r}"
-                         if first != twice else f"the same source dataset is given twice: {twice!r}")
+    seen: dict[str, str] = {}
+    for source, real in zip(sources, real_sources):
+        if real in seen:
+            raise UsageError(f"the same source dataset is given twice: {seen[real]!r} and {source!r}")
+        seen[real] = source
     datasets = [loadDataset(source) for source in sources]
     checkCompatible(datasets)
 

@@ -404,6 +404,12 @@ def buildParser() -> argparse.ArgumentParser:
                                                     "{losses}": ", ".join(LOSSES)})
 
 
+def _epochsWithUpdates(epochs: int, updates: int) -> str:
+    """:return: why --epochs and --updates are not given together"""
+    return f"--epochs {epochs} with --updates {updates}: --updates counts the optimiser steps instead of epochs; give " \
+           "one of them"
+
+
 def parseConfig(argv: Sequence[str] | None = None) -> SRLTrainConfig:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -415,8 +421,7 @@ def parseConfig(argv: Sequence[str] | None = None) -> SRLTrainConfig:
     parser.set_defaults(epochs=None)  # so that a given --epochs can be told from the default
     args = parser.parse_args(argv)
     if args.epochs is not None and args.updates is not None:
-        raise UsageError(f"--epochs {args.epochs} with --updates {args.updates}: --updates counts the optimiser steps "
-                         "instead of epochs; give one of them")
+        raise UsageError(_epochsWithUpdates(args.epochs, args.updates))
     if args.epochs is None:
         args.epochs = default_epochs
     return settingsFromNamespace(SRLTrainConfig, args)
@@ -433,8 +438,7 @@ def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:
     """
     config = checkedSettings(config)  # a value given in Python is refused where the command line would refuse it
     if config.updates is not None and config.epochs != SRLTrainConfig.epochs:
-        raise UsageError(f"--epochs {config.epochs} with --updates {config.updates}: --updates counts the optimiser "
-                         "steps instead of epochs; give one of them")
+        raise UsageError(_epochsWithUpdates(config.epochs, config.updates))
     if not (math.isfinite(config.learning_rate) and config.learning_rate > 0):
         raise UsageError(f"--learning-rate {config.learning_rate:g} must be a positive number")
     if not (math.isfinite(config.beta) and config.beta >= 0):

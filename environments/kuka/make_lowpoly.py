@@ -183,15 +183,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.fraction > 1.0:
         raise UsageError(f"--fraction {args.fraction:g} must be in (0, 1]")
-    if os.path.exists(args.out) and not os.path.isdir(args.out):
-        raise UsageError(f"--out {args.out!r} is a file, not a folder")
+    checkWritableFolder(args.out, "--out")  # (a file where the folder goes, or a folder that takes no new file)
     out = os.path.realpath(args.out)
     if os.path.commonpath([out, os.path.realpath(os.getcwd())]) == out:
         raise UsageError(f"--out {args.out!r} holds the current folder, which the tool would replace; give another")
     if os.path.isdir(out) and os.listdir(out) and not os.path.isfile(os.path.join(out, os.path.basename(ROBOT_SDF))):
         raise UsageError(f"--out {args.out!r} holds other files (no {os.path.basename(ROBOT_SDF)}: not a low-poly mesh "
                          "folder), which replacing it would delete; give an empty or new folder")
-    checkWritableFolder(os.path.dirname(os.path.abspath(args.out)), "--out")
     if importlib.util.find_spec("fast_simplification") is None:
         raise UsageError("fast-simplification is not installed (this tool's own dependency, not the toolbox's): "
                          "pip install fast-simplification")

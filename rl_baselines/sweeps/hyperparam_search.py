@@ -52,6 +52,7 @@ from srl_toolbox.cli import (
     UsageError,
     addProgressArgument,
     addSeedArgument,
+    checkWritableFolder,
     nonNegativeInt,
     positiveInt,
     runCommand,
@@ -158,8 +159,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     study_name = args["study_name"] or f"{args['algo']}_{args['env']}_{args['srl_model']}_{args['optimizer']}"
     if not STUDY_NAME.match(study_name):
         raise UsageError(f"--study-name {study_name!r}: use letters, digits, '.', '_' and '-' only")
-    if os.path.exists(args["log_dir"]) and not os.path.isdir(args["log_dir"]):
-        raise UsageError(f"--log-dir {args['log_dir']!r} is a file, not a folder")
+    checkWritableFolder(args["log_dir"], "--log-dir")  # (before the storage URL, which is made from it)
     root = os.path.join(args["log_dir"], SEARCH_FOLDER)
     storage_url = args["storage"] or f"sqlite:///{os.path.abspath(os.path.join(root, study_name + '.db'))}"
     try:
