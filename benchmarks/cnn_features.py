@@ -46,9 +46,8 @@ from environments import defaultRenderer
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
-from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.devices import threadsEnvironment, threadsShare
-from srl_toolbox.settings import nonEmptyText
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRACTORS = ("nature", "small")

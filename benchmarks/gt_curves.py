@@ -18,9 +18,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from replay.results import findRuns, trailingMean
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
-from srl_toolbox.settings import nonEmptyText
 
 
 def buildParser() -> CLIParser:

@@ -39,8 +39,7 @@ from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
 from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
 from environments.srl_env import RENDERERS
-from srl_toolbox.cli import CLIParser, positiveInt, runCommand
-from srl_toolbox.settings import nonEmptyText
+from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"

@@ -50,8 +50,7 @@ from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
-from srl_toolbox.cli import CLIParser, positiveInt, runCommand, seedNumber
-from srl_toolbox.settings import nonEmptyText
+from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE_ROBOTS = ("MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobot1DGymEnv-v0",

@@ -64,9 +64,8 @@ from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.registry import learnedModels
-from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, nonEmptyText, positiveInt, runCommand, seedNumber
 from srl_toolbox.files import atomicPath, writeJson
-from srl_toolbox.settings import nonEmptyText
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV = MOBILE

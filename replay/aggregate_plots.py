@@ -34,9 +34,8 @@ from replay.results import (
     saveCurves,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
-from srl_toolbox.settings import nonEmptyText
 
 
 def buildParser() -> CLIParser:

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 from replay.aggregate_plots import plotCurves
 from replay.results import loadCurves
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, runCommand
-from srl_toolbox.settings import nonEmptyText
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 
 
 def buildParser() -> CLIParser:

@@ -11,8 +11,15 @@ from collections.abc import Sequence
 from replay import enjoy_baselines
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
-from srl_toolbox.cli import CLIParser, addSeedArgument, addVisdomArguments, positiveInt, pythonCommand, runCommand
-from srl_toolbox.settings import nonEmptyText
+from srl_toolbox.cli import (
+    CLIParser,
+    addSeedArgument,
+    addVisdomArguments,
+    nonEmptyText,
+    positiveInt,
+    pythonCommand,
+    runCommand,
+)
 
 
 def liveCurveHint(args: argparse.Namespace) -> str:

@@ -37,12 +37,12 @@ from srl_toolbox.cli import (
     addVisdomArguments,
     checkWritableFolder,
     envCount,
+    nonEmptyText,
     positiveInt,
     runCommand,
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath
-from srl_toolbox.settings import nonEmptyText
 
 VIDEO_FORMATS = (".gif", ".mp4")
 

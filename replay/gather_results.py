@@ -49,9 +49,8 @@ from replay.results import (
     meanInterval,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, finiteFloat, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, finiteFloat, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
-from srl_toolbox.settings import nonEmptyText
 
 FINAL = "final"
 GROUND_TRUTH = "ground_truth"

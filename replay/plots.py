@@ -36,12 +36,12 @@ from srl_toolbox.cli import (
     UsageError,
     addVisdomArguments,
     checkWritableFolder,
+    nonEmptyText,
     positiveInt,
     runCommand,
 )
 from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import _quietVisdom, _visdomClientClass, movingAverage
-from srl_toolbox.settings import nonEmptyText
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40

@@ -28,11 +28,11 @@ from srl_toolbox.cli import (
     UsageError,
     addSeedArgument,
     addVisdomArguments,
+    nonEmptyText,
     positiveInt,
     pythonCommand,
     runCommand,
 )
-from srl_toolbox.settings import nonEmptyText
 
 ENV_ID = "MobileRobotGymEnv-v0"
 RANDOM_EPISODES = 10

@@ -29,8 +29,7 @@ import urllib.request
 from typing import IO, NoReturn
 
 from replay.visdom_static import missingFiles
-from srl_toolbox.cli import CLIParser, UsageError, portNumber
-from srl_toolbox.settings import nonEmptyText
+from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, portNumber
 
 DEFAULT_PORT = 8097
 DEFAULT_HOSTNAME = "127.0.0.1"

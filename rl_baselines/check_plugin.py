@@ -45,9 +45,8 @@ from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.registry import learnedModels
-from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.plugins import apiMajor
-from srl_toolbox.settings import nonEmptyText
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
 DEFAULT_SRL_MODEL = "ground_truth"

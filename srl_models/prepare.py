@@ -55,11 +55,11 @@ from srl_toolbox.cli import (
     addSeedArgument,
     checkWritableFolder,
     intInRange,
+    nonEmptyText,
     positiveInt,
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.settings import nonEmptyText
 
 
 @dataclasses.dataclass(frozen=True)

@@ -5,7 +5,8 @@
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2,
   and warnings as one ``warning: ...`` line;
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
-  :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`) and :func:`checkWritableFolder`;
+  :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`) and
+  :func:`checkWritableFolder`;
 - shared argument groups (:func:`addSeedArgument`, :func:`addProgressArgument`, :func:`addVisdomArguments`), so that a
   flag means the same in every command.
 
@@ -130,6 +131,14 @@ def envCount(raw: str) -> int:
         raise argparse.ArgumentTypeError(f"{raw!r} is more parallel envs than this command starts (1..{MAX_ENVS}: "
                                          "each is a process)")
     return positiveInt(raw)
+
+
+def nonEmptyText(raw: str) -> str:
+    """argparse type of a text flag (a path, a name): an empty value is refused (``--log-dir ""`` meant the current
+    folder, a forgotten variable in a script)."""
+    if not raw.strip():
+        raise argparse.ArgumentTypeError(f"{raw!r} is empty: give a value, or leave the flag out")
+    return raw
 
 
 def positiveFloat(raw: str) -> float:

@@ -25,16 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from srl_toolbox.cli import UsageError
-
-
-def nonEmptyText(raw: str) -> str:
-    """The parser of a text flag (a path, a name): an empty value is refused (``--log-dir ""`` meant the current
-    folder, a forgotten variable in a script)."""
-    if not raw.strip():
-        raise argparse.ArgumentTypeError(f"{raw!r} is empty: give a value, or leave the flag out")
-    return raw
-
+from srl_toolbox.cli import UsageError, nonEmptyText
 
 # The parser of a field without its own, by the field's type as written (postponed annotations).
 FIELD_TYPES = {"int": int, "float": float, "str": nonEmptyText, "str | None": nonEmptyText, "int | None": int,

@@ -41,9 +41,8 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, positiveInt, seedNumber
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, seedNumber
 from srl_toolbox.files import isInside
-from srl_toolbox.settings import nonEmptyText
 
 PROG = "python -m benchmarks.srl_rl"
 

@@ -53,13 +53,13 @@ from srl_toolbox.cli import (
     addProgressArgument,
     addSeedArgument,
     checkWritableFolder,
+    nonEmptyText,
     nonNegativeInt,
     positiveInt,
     runCommand,
     seedNumber,
 )
 from srl_toolbox.devices import threadsShare
-from srl_toolbox.settings import nonEmptyText
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

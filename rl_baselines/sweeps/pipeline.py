@@ -55,11 +55,11 @@ from srl_toolbox.cli import (
     addSeedArgument,
     addVisdomArguments,
     checkWritableFolder,
+    nonEmptyText,
     positiveInt,
     runCommand,
 )
 from srl_toolbox.devices import usableCores
-from srl_toolbox.settings import nonEmptyText
 
 PLOT_REFRESH_S = 2.0
 WAIT_S = 0.5
