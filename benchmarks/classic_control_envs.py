@@ -27,13 +27,15 @@ class ClassicControlEnv(SRLGymEnv):
     :param srl_model: only "ground_truth"
     :param is_discrete: must match the wrapped env's action space
     :param seed: seed of the first reset
-    :param kwargs: the other SRLGymEnv keywords (unused by the task)
+    :param kwargs: the other SRLGymEnv keywords (unused by the task; random_target and shape_reward refused)
     """
 
     GYM_ID = ""
     DISCRETE = True
     SRL_MODES = ("ground_truth",)
     RELATIVE_POS = False
+    RANDOM_TARGET = False  # no target to move, no distance to reward
+    SHAPED_REWARD = False
 
     def __init__(self, *, srl_model: str = "ground_truth", is_discrete: bool = True, seed: int | None = None,
                  **kwargs: Any) -> None:

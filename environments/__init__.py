@@ -2,6 +2,7 @@
 from environments.registry import (
     EnvPluginLoadWarning,
     defaultRenderer,
+    envFlagRefusal,
     envsWhere,
     failed_env_plugins,
     getEnvClass,
@@ -16,6 +17,7 @@ from srl_toolbox import __version__
 
 registerAll()
 
-__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer", "envsWhere",
+__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer", "envFlagRefusal",
+           "envsWhere",
            "failed_env_plugins", "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env",
            "rendererKeywords", "rendererRefusal", "resolvedRenderer"]

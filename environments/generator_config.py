@@ -51,8 +51,9 @@ class GeneratorConfig:
                                "frameN_2")
     fpv: bool = setting(False, "envs with a first-person view (mobile robot): stacked with the top view, like "
                         "--multi-view")
-    renderer: str | None = setting(None, "what draws the images: tinyrenderer (PyBullet's, the reference), sprites "
-                                   "(mobile robots: numpy compositing of layers TinyRenderer renders once, faster) or "
+    renderer: str | None = setting(None, "what draws the images: tinyrenderer (PyBullet's, the reference; "
+                                   "Omnirobot's and CarRacing's own drawing), sprites (mobile robots: numpy "
+                                   "compositing of layers TinyRenderer renders once, faster) or "
                                    "lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, same physics); "
                                    "dataset_config.json records it by name [with --policy RUN the run's; else the env's "
                                    "default: {renderer_defaults}]",

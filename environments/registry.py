@@ -12,7 +12,8 @@ resolves at ``make``, and :func:`getEnvClass` loads (and checks) it when first a
 Renderers: each env class names what may draw its images (``RENDERERS``) and what does when none is asked for
 (``DEFAULT_RENDERER``): :func:`defaultRenderer` reads it, :func:`resolvedRenderer` turns a ``--renderer`` left out
 (None) into it, :func:`rendererRefusal` says why an env cannot draw with a name and :func:`rendererKeywords` gives the
-constructor keyword that makes it draw with one.
+constructor keyword that makes it draw with one. :func:`envFlagRefusal` says why an env cannot do what an env flag
+of train or the dataset generator asks (a second camera, ``--force-down``, a random target, a shaped reward).
 """
 from __future__ import annotations
 
@@ -146,6 +147,36 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
     having = envsWhere(lambda env_class: renderer in getattr(env_class, "RENDERERS", ()))
     return (f"--renderer {renderer}: {env_id} cannot draw with it; valid for {env_id}: "
             f"{', '.join([REFERENCE_RENDERER, *own])} (envs with {renderer}: {', '.join(having) or 'none installed'})")
+
+
+def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, force_down: bool = False,
+                   random_target: bool = False, shape_reward: bool = False, pixels: bool = True) -> str | None:
+    """
+    :param env_id: a registered env id
+    :param fpv: ``--fpv`` given (and likewise the others: ``--multi-view``, ``--force-down``, ``-r``,
+        ``--shape-reward``)
+    :param pixels: the observations are camera images (a second camera is warned about, once, where they are not:
+        it changes nothing there, and a sweep's other cells may use it)
+    :return: why the env cannot do what a flag asks (one line naming the envs that can), None when it can
+    """
+    env_class = getEnvClass(env_id)
+    for flag, keyword, asked in (("--fpv", "fpv", fpv), ("--multi-view", "multi_view", multi_view)):
+        if asked and not env_class.acceptsKeyword(keyword):
+            having = envsWhere(lambda env_class: env_class.acceptsKeyword(keyword))
+            return f"{flag}: {env_id} has no second camera; envs with {flag}: {', '.join(having) or 'none'}"
+        if asked and not pixels:
+            warnings.warn(f"{flag} stacks a second camera's image; it does nothing for an observation that is not "
+                          "camera images (--srl-model raw_pixels or a learned model)", stacklevel=2)
+    if force_down and not env_class.acceptsKeyword("force_down"):
+        having = envsWhere(lambda env_class: env_class.acceptsKeyword("force_down"))
+        return (f"--force-down: {env_id} has no up and down moves to restrict; envs with --force-down: "
+                f"{', '.join(having) or 'none'}")
+    for flag, asked, attribute in (("-r/--random-target", random_target, "RANDOM_TARGET"),
+                                   ("--shape-reward", shape_reward, "SHAPED_REWARD")):
+        if asked and not getattr(env_class, attribute, True):
+            having = envsWhere(lambda env_class: getattr(env_class, attribute, True))
+            return f"{flag}: {env_id} does not offer it; envs with {flag}: {', '.join(having) or 'none'}"
+    return None
 
 
 def defaultRenderer(env_id: str) -> str:

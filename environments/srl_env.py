@@ -120,7 +120,8 @@ class SRLGymEnv(gym.Env):
     :param img_shape: (channels, height, width) of camera observations
     :param max_steps: episode length (truncation), None for the env's MAX_STEPS
     :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it)
-    :param render_mode: gymnasium render mode, "rgb_array" or "human"
+    :param render_mode: gymnasium render mode, one of the class's ``metadata["render_modes"]``: "rgb_array", or "human"
+        (the same as ``renders=True``: a window that shows the scene, which needs a display)
     :param render_size: side of the images ``render()`` returns (at least the observation's)
     :param goal_conditioned: Dict observations and ``compute_reward`` for hindsight experience replay (only where
         GOAL_CONDITIONED, with srl_model "ground_truth"; relative_pos is then ignored, see the module docstring)
@@ -146,6 +147,10 @@ class SRLGymEnv(gym.Env):
     # What draws the env's images when no renderer is asked for (the renderer keyword left out, --renderer not given):
     # one of its RENDERERS (an env without the renderer keyword draws its own images, which count as the reference).
     DEFAULT_RENDERER = REFERENCE_RENDERER
+    # Whether random_target and shape_reward change anything (an env without a target to move or a distance to reward
+    # refuses them, and so do train and the dataset generator).
+    RANDOM_TARGET = True
+    SHAPED_REWARD = True
     # Whether an episode's floats may depend on the episodes the env played before (see the module docstring); such
     # an env honours reset(options={FRESH_WORLD: True}).
     RESET_KEEPS_HISTORY = False
@@ -176,15 +181,21 @@ class SRLGymEnv(gym.Env):
         if isLearnedSRLModel(srl_model) and srl_model not in learnedSRLModelNames():
             raise ValueError(f"unknown srl_model {srl_model!r} for {type(self).__name__}; valid choices: "
                              f"{', '.join(self.SRL_MODES)}, or a learned SRL model: {', '.join(learnedSRLModelNames())}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"unknown render_mode {render_mode!r} for {type(self).__name__}; valid choices: "
+                             f"{', '.join(self.metadata['render_modes'])}")
+        renders = bool(renders or render_mode == "human")  # gymnasium's "human": a window that shows the scene
         if renders and not os.environ.get("DISPLAY"):
-            raise RuntimeError("renders=True needs a display (DISPLAY is not set); use renders=False, or run under "
-                               "a display (e.g. xvfb-run)")
+            raise RuntimeError("renders=True (or render_mode='human') needs a display (DISPLAY is not set); use "
+                               "renders=False and render_mode='rgb_array', or run under a display (e.g. xvfb-run)")
+        for keyword, given, offered in (("random_target", random_target, self.RANDOM_TARGET),
+                                        ("shape_reward", shape_reward, self.SHAPED_REWARD)):
+            if given and not offered:
+                raise ValueError(f"{type(self).__name__} has no {keyword}: leave it False")
         if goal_conditioned:
             self._checkGoalMode(srl_model)
         if int(render_size) <= 0:
             raise ValueError(f"render_size must be positive, got {render_size}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(f"unknown render_mode {render_mode!r}; valid choices: rgb_array, human")
         self.srl_model = srl_model
         self.relative_pos = relative_pos
         self.is_discrete = is_discrete

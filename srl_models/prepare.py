@@ -130,8 +130,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--state-dim", type=intInRange(1, MAX_STATE_DIM), default=None,
                         help=f"size of the learned state, 1..{MAX_STATE_DIM} [per env]")
     parser.add_argument("--renderer", choices=RENDERERS, default=None,
-                        help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference), sprites "
-                        "(mobile robots, faster) or lowpoly (Kuka arms, faster); a dataset drawn by another than "
+                        help="what draws the dataset's images: tinyrenderer (PyBullet's, the reference; Omnirobot's "
+                        "and CarRacing's own drawing), sprites (mobile robots, faster) or lowpoly (Kuka arms, "
+                        "faster); a dataset drawn by another than "
                         f"tinyrenderer has a _<renderer> suffix [the env's default: {defaultRenderersText()}]")
     parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,

@@ -166,6 +166,10 @@ def test_invalid_arguments() -> None:
         CarRacingGymEnv(srl_model="joints")
     with pytest.raises(RuntimeError, match="DISPLAY"):
         CarRacingGymEnv(srl_model="ground_truth", renders=True)
+    # each reset draws a new track (the target follows it) and the reward is the tiles': both flags did nothing
+    for keyword in ("random_target", "shape_reward"):
+        with pytest.raises(ValueError, match=f"no {keyword}"):
+            CarRacingGymEnv(srl_model="ground_truth", **{keyword: True})
     env = CarRacingGymEnv(srl_model="ground_truth")
     env.reset(seed=0)
     with pytest.raises(ValueError):

@@ -351,6 +351,8 @@ def test_renders_without_display(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DISPLAY", raising=False)
     with pytest.raises(RuntimeError, match="DISPLAY"):
         MobileRobotGymEnv(srl_model="ground_truth", renders=True)
+    with pytest.raises(RuntimeError, match="render_mode='human'.*DISPLAY"):  # gymnasium's window mode: the GUI
+        MobileRobotGymEnv(srl_model="ground_truth", render_mode="human")
 
 
 def test_urdfs_do_not_depend_on_cwd(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -188,6 +188,8 @@ def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DISPLAY", ":0")
     with pytest.raises(ValueError, match="rgb_array"):
         OmnirobotEnv(srl_model="ground_truth", renders=True)
+    with pytest.raises(ValueError, match="render_mode 'human'.*valid choices: rgb_array$"):  # it showed nothing
+        OmnirobotEnv(srl_model="ground_truth", render_mode="human")
     with pytest.raises(TypeError):
         OmnirobotEnv(srl_model="ground_truth", fpv=True)
     env = OmnirobotEnv(srl_model="ground_truth", is_discrete=False)

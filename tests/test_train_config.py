@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import os
+import warnings
 
 import numpy as np
 import pytest
@@ -53,6 +54,17 @@ def test_validate_builds_a_frozen_config_and_leaves_the_arguments_alone(tmp_path
         _ = config.no_such_setting
     assert getattr(config, "no_such_setting", "default") == "default"
     assert not os.listdir(tmp_path)  # validation writes nothing
+
+
+def test_a_second_camera_on_a_state_is_one_warning(tmp_path) -> None:
+    # --fpv with ground truth changed nothing and said nothing (a sweep's pixel cells use it, so it is not refused)
+    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--log-dir", str(tmp_path), "--fpv", "--no-vis"]
+    with pytest.warns(UserWarning, match="--fpv stacks a second camera's image; it does nothing"):
+        train.validate(_parse([*base, "--srl-model", "ground_truth"]), registered_rl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = train.validate(_parse([*base, "--srl-model", "raw_pixels"]), registered_rl)
+    assert config.env_kwargs["fpv"] and not os.listdir(tmp_path)
 
 
 def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> None:

@@ -144,7 +144,8 @@ class CarRacingGymEnv(SRLGymEnv):
 
     :param srl_model: "ground_truth" (float32 (2,)), "raw_pixels" (uint8 (H, W, 3) CarRacing's top-down view that
         follows the car, drawn at that size) or a learned SRL model name (pixels too)
-    :param kwargs: the other SRLGymEnv keywords; ``random_target`` has no effect (the target follows the track),
+    :param kwargs: the other SRLGymEnv keywords, but ``random_target`` (each reset draws a new track, which the target
+        follows) and ``shape_reward`` (the reward is the tiles'), which it refuses;
         ``renders=True`` opens CarRacing's pygame window (needs a display)
     """
 
@@ -153,6 +154,8 @@ class CarRacingGymEnv(SRLGymEnv):
     PLOT_TYPE = "2D"
     MAX_STEPS = 10000
     LOOKAHEAD = 5
+    RANDOM_TARGET = False
+    SHAPED_REWARD = False
     PLAYFIELD = car_racing.PLAYFIELD
     # Discrete action -> CarRacing's (steering, gas, brake).
     DISCRETE_ACTIONS = ((-1.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))

@@ -36,14 +36,15 @@ class OmnirobotEnv(SRLGymEnv):
 
     :param srl_model: "ground_truth" (robot (x, y), float32 (2,)), "raw_pixels" (uint8 (H, W, 3) camera image) or a
         learned SRL model name (pixels too)
-    :param kwargs: the other SRLGymEnv keywords; ``action_joints`` and ``renders`` (there is no GUI: use
-        ``render_mode="rgb_array"``) are refused
+    :param kwargs: the other SRLGymEnv keywords; ``action_joints``, ``renders`` and ``render_mode="human"`` (there is
+        no GUI: use ``render_mode="rgb_array"``) are refused
     """
 
     SRL_MODES = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
+    metadata = {**SRLGymEnv.metadata, "render_modes": ["rgb_array"]}  # no window to show the scene in
 
     STEP_SIZE = 0.1
     REWARD_DIST_THRESHOLD = 0.2

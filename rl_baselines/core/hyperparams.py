@@ -185,6 +185,8 @@ class Hyperparam:
         if interval is not None and not isinstance(value, str) and value not in interval:
             finite = isinstance(value, float) and not math.isfinite(value)
             return f"must be {'a finite number ' if finite else ''}{interval}"
+        if interval is None and isinstance(value, float) and not math.isfinite(value):  # NaN or inf, even unbounded
+            return "must be a finite number"
         return None
 
     def optParam(self) -> tuple | None:

@@ -36,6 +36,7 @@ from rl_baselines.evolution_strategies.policies import (
     withoutVecNormalize,
 )
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject
+from rl_baselines.runs.run_logging import logScalars
 
 
 def arsUpdate(matrix: np.ndarray, deltas: np.ndarray, returns_pos: np.ndarray, returns_neg: np.ndarray,
@@ -183,6 +184,8 @@ class ARSModel(TorchRLObject):
                                     float(self.hyperparams["max_step_amplitude"]))
             if normalising:  # between iterations only, so every candidate sees the same normalisation
                 self.normaliser.commit()
+            logScalars(callback, self.num_timesteps, {"train/mean_return": float(np.mean(returns)),
+                                                      "train/max_return": float(np.max(returns))})
             notifyCleanPoint(callback, self.num_timesteps)  # between iterations: an exact checkpoint
         runner.warnIfNothingLearned(2 * population)
         self.env.close()

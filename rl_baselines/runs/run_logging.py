@@ -105,6 +105,8 @@ class RunLogger:
         self._pending_step = 0
         self._episodes_logged = 0
         self._episode_means: dict[str, float] = {}  # rollout/ep_rew_mean, rollout/ep_len_mean as of the last refresh
+        # the episodes read at the last refresh: (cumulative env steps at each one's end, rewards, lengths)
+        self._episodes: tuple[np.ndarray, list[float], list[int]] = (np.zeros(0), [], [])
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self._visdom_sent_at = 0.0
 
@@ -124,15 +126,16 @@ class RunLogger:
         return self._progress
 
     def _dumpWithEpisodes(self, dump: Any) -> Any:
-        """:return: the logger's ``dump``, adding SB3's ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the
-        monitor's last 100 episodes) to a training row that has none: the rows of the algorithms written here, which
-        SB3's episode buffer does not feed"""
+        """:return: the logger's ``dump``, adding SB3's ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the last
+        100 of the monitor's episodes that ended by the row's step: a row written later, e.g. a generation's pending
+        row, still describes its own step) to a training row that has none: the rows of the algorithms written here,
+        which SB3's episode buffer does not feed"""
 
         def dumpWithEpisodes(step: int = 0) -> None:
             names = self._progress.name_to_value
-            if (self._episode_means and any(name.startswith("train/") for name in names)
+            if (any(name.startswith("train/") for name in names)
                     and not any(name.startswith(EPISODE_KEYS_PREFIX) for name in names)):
-                for tag, value in self._episode_means.items():
+                for tag, value in self._episodeMeansAt(step).items():
                     self._progress.record(tag, value)  # (not to tensorboard: logEpisodes writes these tags there)
             dump(step)
 
@@ -193,6 +196,16 @@ class RunLogger:
             self._progress.dump(step)
         self._pending.clear()
 
+    def _episodeMeansAt(self, step: int) -> dict[str, float]:
+        """:return: ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` of the last 100 episodes read that ended by
+        env step ``step`` (none when no episode had)"""
+        ends, rewards, lengths = self._episodes
+        ended = np.flatnonzero(np.asarray(ends) <= step)[-MEAN_EPISODES:]
+        if not len(ended):
+            return {}
+        return {"rollout/ep_rew_mean": float(np.mean(np.asarray(rewards)[ended])),
+                "rollout/ep_len_mean": float(np.mean(np.asarray(lengths)[ended]))}
+
     def logEpisodes(self, timesteps: np.ndarray, rewards: list[float], lengths: list[int]) -> None:
         """
         Write the episodes not yet logged to tensorboard (a resumed run: those after its checkpoint).
@@ -201,6 +214,7 @@ class RunLogger:
         :param rewards: every episode's reward so far
         :param lengths: every episode's length so far
         """
+        self._episodes = (np.asarray(timesteps), rewards, lengths)
         if len(rewards):
             self._episode_means = {"rollout/ep_rew_mean": float(np.mean(rewards[-MEAN_EPISODES:])),
                                    "rollout/ep_len_mean": float(np.mean(lengths[-MEAN_EPISODES:]))}

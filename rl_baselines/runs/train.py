@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from stable_baselines3.common.utils import set_random_seed
 
-from environments import envsWhere, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
+from environments import envFlagRefusal, envsWhere, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
 from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
@@ -127,15 +127,10 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
                              f"{', '.join(with_joints) or 'none installed'}")
         if not args.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
-    for flag, keyword, asked in (("--fpv", "fpv", args.fpv), ("--multi-view", "multi_view", args.multi_view)):
-        if asked and not env_class.acceptsKeyword(keyword):
-            having = envsWhere(lambda env_class: env_class.acceptsKeyword(keyword))
-            raise UsageError(f"{flag}: {args.env} has no second camera; envs with {flag}: {', '.join(having) or 'none'}")
-    if args.force_down and not env_class.acceptsKeyword("force_down"):
-        having = envsWhere(lambda env_class: env_class.acceptsKeyword("force_down"))
-        raise UsageError(f"--force-down: {args.env} has no up and down moves to restrict; envs with --force-down: "
-                         f"{', '.join(having) or 'none'}")
-    refusal = rendererRefusal(args.renderer, args.env)
+    pixels = args.srl_model == "raw_pixels" or isLearnedSRLModel(args.srl_model)
+    refusal = (envFlagRefusal(args.env, fpv=args.fpv, multi_view=args.multi_view, force_down=args.force_down,
+                              random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels)
+               or rendererRefusal(args.renderer, args.env))
     if refusal is not None:
         raise UsageError(refusal)
     _checkGroundTruthScale(args, registered_rl, env_class)

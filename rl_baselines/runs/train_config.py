@@ -94,8 +94,9 @@ class TrainConfig:
     random_target: bool = setting(False, "a new target position every episode", flags=("-r", "--random-target"))
     shape_reward: bool = setting(False, "dense reward: minus the distance to the target")
     fpv: bool = setting(False, "mobile robots: stack a first-person camera (6 channels)")
-    renderer: str | None = setting(None, "what draws the camera images: tinyrenderer (PyBullet's, the reference), "
-                                   "sprites (mobile robots: numpy compositing of layers TinyRenderer renders once, "
+    renderer: str | None = setting(None, "what draws the camera images: tinyrenderer (PyBullet's, the reference; "
+                                   "Omnirobot's and CarRacing's own drawing), sprites (mobile robots: numpy "
+                                   "compositing of layers TinyRenderer renders once, "
                                    "faster) or lowpoly (Kuka arms: TinyRenderer with decimated arm meshes, faster, "
                                    "same physics) [the env's default: {renderer_defaults}]", choices=RENDERERS)
     multi_view: bool = setting(False, "arms: stack a second camera (6 channels)")
