@@ -19,6 +19,7 @@ import contextlib
 import glob
 import os
 import re
+import urllib.parse
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -39,9 +40,10 @@ from srl_toolbox.cli import (
     nonEmptyText,
     positiveInt,
     runCommand,
+    visdomEnvName,
 )
 from srl_toolbox.files import atomicPath, readJson
-from srl_toolbox.plots import _quietVisdom, _visdomClientClass, movingAverage
+from srl_toolbox.plots import _describe, _quietVisdom, _visdomClientClass, movingAverage
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
@@ -161,7 +163,7 @@ class VisdomRunPlots:
 
     def _warn(self, error: BaseException) -> None:
         self.enabled = False
-        warnings.warn(f"the visdom server on port {self.port} cannot be reached ({type(error).__name__}); the "
+        warnings.warn(f"the visdom server on port {self.port} cannot be reached ({_describe(error)}); the "
                       f"PNGs are still written. Start one with `python -m replay.visdom_server --port {self.port}`",
                       UserWarning, stacklevel=3)
 
@@ -221,7 +223,7 @@ def buildParser() -> CLIParser:
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
     parser.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
     addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
-    parser.add_argument("--vis-env", default="plots", help="visdom environment of the curves [plots]")
+    parser.add_argument("--vis-env", type=visdomEnvName, default="plots", help="visdom environment of the curves [plots]")
     return parser
 
 
@@ -282,7 +284,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         tqdm.write(f"{path}  ({episodes['rewards'].size} episodes, {int(episodes['timesteps'][-1])} steps"
                    f"{evaluated})")
     if visdom is not None and visdom.enabled:
-        print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/{args.vis_env}")
+        print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/"
+              f"{urllib.parse.quote(args.vis_env, safe='')}")
     return 0
 
 

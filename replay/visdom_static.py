@@ -293,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"visdom's browser scripts are installed in {folder}")
         return 0
     try:
-        written = installScripts(folder)
+        written = installScripts(folder, npm=args.npm)
     except (RuntimeError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

@@ -141,6 +141,16 @@ def nonEmptyText(raw: str) -> str:
     return raw
 
 
+def visdomEnvName(raw: str) -> str:
+    """argparse type of a visdom environment's name: not empty, no path separator, not starting with "." (the server
+    saves an environment as ``<name>.json`` and finds it by URL: ``../x`` reached another page and failed there)."""
+    name = nonEmptyText(raw)
+    if "/" in name or "\\" in name or name.startswith("."):
+        raise argparse.ArgumentTypeError(f"{raw!r} is not a visdom environment name: no '/' or '\\', not starting "
+                                         "with '.'")
+    return name
+
+
 def positiveFloat(raw: str) -> float:
     """
     argparse type: a finite number > 0.

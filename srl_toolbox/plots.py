@@ -305,7 +305,8 @@ class VisdomPlotter:
 
     def scalars(self, points: dict[str, list[tuple[float, float]]]) -> None:
         """
-        Append logged scalars to one window per tag group (the tag's part before ``/``), one trace per tag.
+        Append logged scalars to one window per tag group (the tag's part before ``/``), one trace per tag; a window
+        the server already has (a resumed run's) is appended to, never replaced.
 
         :param points: ``{tag: [(env step, value), ...]}`` received since the last call
         """
@@ -319,7 +320,8 @@ class VisdomPlotter:
                     group = tag.partition("/")[0] if "/" in tag else "scalars"
                     window = f"{self.windows['reward'][:-len('_reward')]}_scalars_{re.sub(r'[^A-Za-z0-9_-]', '_', group)}"
                     steps, values = np.asarray(tag_points, dtype=np.float64).T
-                    exists = window in self._scalar_windows
+                    # a window this process has not drawn may hold a resumed run's points from before its checkpoint
+                    exists = window in self._scalar_windows or bool(self._viz.win_exists(window, env=self.env_name))
                     self._viz.line(Y=values, X=steps, win=window, env=self.env_name, name=tag,
                                    update="append" if exists else None,
                                    opts=None if exists else dict(title=f"{self.title} [{group}]", xlabel="Timesteps",

@@ -166,6 +166,9 @@ def test_merged_curve_orders_episodes_by_step_not_wall_time(tmp_path):
     # env steps at each end: env0 10, 20; env1 15, 25 -> order 1.0, 3.0, 2.0, 4.0 (wall time would say 3, 1, 2, 4)
     assert list(episodes["rewards"]) == [1.0, 3.0, 2.0, 4.0]
     assert list(episodes["timesteps"]) == [10, 25, 35, 45]
+    # the wall time by which the merged episodes had ended: env1's first ended at 0.40, before env0's at 0.50 merged
+    # ahead of it (a wall-time axis went back and forth)
+    assert list(episodes["times"]) == [0.50, 0.50, 0.90, 0.95]
 
     # Read incrementally, a partial last line waits and the per-file step count carries over between polls.
     tail = MonitorTail(str(tmp_path / "live"))

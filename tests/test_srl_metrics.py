@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 
 import numpy as np
 import pytest
@@ -313,6 +314,19 @@ def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
 
 
 # --- explore_latent ------------------------------------------------------------------------------------------------
+
+
+def test_explore_latent_gives_up_on_a_server_that_never_answers() -> None:
+    # visdom's own client waited forever on a listener that accepts and never answers
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        with pytest.warns(UserWarning, match="cannot be reached \\(no answer in time\\)"):
+            sent = explore_latent.showInVisdom(np.zeros((4, 8, 8, 3), np.uint8), 2, listener.getsockname()[1], "t", "w")
+        assert not sent
+    finally:
+        listener.close()
 
 
 def test_exploreLatentGrid(tmp_path, dataFolder, testModels, capsys):

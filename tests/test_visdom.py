@@ -132,6 +132,20 @@ def test_update_evaluation_sends_means_and_spread(visdom_port: int) -> None:
     np.testing.assert_allclose(traces["mean + std"]["y"], means + stds)
 
 
+def test_a_resumed_run_appends_to_its_scalar_windows(visdom_port: int) -> None:
+    # the resumed process's first batch replaced the window: every point from before the checkpoint was lost
+    env = "test_scalars_resumed"
+    VisdomPlotter(port=visdom_port, env_name=env).scalars({"train/loss": [(1000, 0.5), (2000, 0.25)],
+                                                           "train/rate": [(1000, 1.0)]})
+    resumed = VisdomPlotter(port=visdom_port, env_name=env)
+    resumed.scalars({"train/loss": [(3000, 0.125)], "train/rate": [(3000, 0.5)]})
+    assert resumed.enabled
+    traces = _traces(visdom_port, f"{env}_scalars_train", env)
+    np.testing.assert_allclose(traces["train/loss"]["x"], [1000, 2000, 3000])
+    np.testing.assert_allclose(traces["train/loss"]["y"], [0.5, 0.25, 0.125])
+    np.testing.assert_allclose(traces["train/rate"]["x"], [1000, 3000])
+
+
 def test_long_runs_are_subsampled(visdom_port: int) -> None:
     env = "test_subsampled"
     plotter = VisdomPlotter(port=visdom_port, env_name=env, episode_window=5, max_points=10)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from replay import visdom_static
 from replay.visdom_server import findFreePort, serverUrl, startServer, waitForServer
 from replay.visdom_static import FILES, VERSION_FILE, VISDOM_VERSION, installScripts, missingFiles, staticFolder
 from srl_toolbox.plots import VisdomPlotter
@@ -86,7 +87,7 @@ def test_every_script_of_the_page_is_served(server: tuple[int, str]) -> None:
         assert body or link.startswith("/user/"), f"{link} is empty"  # the user's own style sheet may be empty
 
 
-def test_installer_checks_what_npm_returns(tmp_path, monkeypatch) -> None:
+def test_installer_checks_what_npm_returns(tmp_path, monkeypatch, capsys) -> None:
     """A tarball whose file differs from the recorded checksum is refused and nothing of it is written; a missing
     npm with an unreachable registry is one clear error."""
     with pytest.raises(RuntimeError, match="npm is not installed and the npm registry is unreachable"):
@@ -102,6 +103,10 @@ def test_installer_checks_what_npm_returns(tmp_path, monkeypatch) -> None:
     with pytest.raises(RuntimeError, match="jquery@3.1.1/dist/jquery.min.js does not match its expected SHA-256"):
         installScripts(str(static), npm=str(fake_npm), verbose=False)
     assert not (static / "js" / "jquery.min.js").exists() and not (static / VERSION_FILE).exists()
+    # the command's --npm is the npm it runs (it ran the one on the PATH whatever --npm said)
+    assert visdom_static.main(["--static-dir", str(static), "--npm", str(fake_npm)]) == 1
+    assert "does not match its expected SHA-256" in capsys.readouterr().err
+    assert not (static / "js" / "jquery.min.js").exists()
 
 
 FAKE_NPM = '''

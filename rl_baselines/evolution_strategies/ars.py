@@ -23,7 +23,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from rl_baselines.core.algo_types import AlgoType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import Hyperparam
+from rl_baselines.core.hyperparams import POSITIVE, Hyperparam
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.evolution_strategies.policies import (
     CENTRE,
@@ -74,9 +74,9 @@ class ARSModel(TorchRLObject):
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
         "num_population": Hyperparam(10, "directions per iteration (2x episodes)", bounds=(1, None), search=(2, 50)),
         "top_population": Hyperparam(2, "best directions that make the step", bounds=(1, None), search=(1, 5)),
-        "exploration_noise": Hyperparam(0.02, "scale of the perturbations", bounds=(0.0, None),
+        "exploration_noise": Hyperparam(0.02, "scale of the perturbations", bounds=POSITIVE,
                                         search=(1e-3, 0.1, "log")),
-        "step_size": Hyperparam(0.02, "step size alpha", bounds=(0.0, None), search=(1e-3, 0.1, "log")),
+        "step_size": Hyperparam(0.02, "step size alpha", bounds=POSITIVE, search=(1e-3, 0.1, "log")),
         "max_step_amplitude": Hyperparam(10.0, "bound on the step, in step sizes", bounds=(1e-3, None),
                                          search=(1.0, 100.0)),
         "algo_type": Hyperparam("v2", "v1: raw states, v2: states normalised by running statistics",

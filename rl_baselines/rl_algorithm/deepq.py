@@ -30,7 +30,7 @@ from torch import nn
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback
 from rl_baselines.core.checkpointing import Checkpoint
-from rl_baselines.core.hyperparams import Hyperparam, Interval
+from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject, isImageSpace
@@ -217,7 +217,7 @@ class DQNModel(TorchRLObject):
     ACTION_TYPES = (ActionType.DISCRETE,)
     # The searched ones in the order of the search space (the sampler draws in this order).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
-        "learning_rate": Hyperparam(5e-4, "Adam learning rate", bounds=(0.0, None), search=(1e-5, 1e-2, "log")),
+        "learning_rate": Hyperparam(5e-4, "Adam learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),
         "buffer_size": Hyperparam(50000, "replay buffer size, in transitions", bounds=(1, None)),
         "exploration_fraction": Hyperparam(0.2, "fraction of the run over which epsilon decays", bounds=(0.0, 1.0),
                                            search=(0.0, 0.5)),

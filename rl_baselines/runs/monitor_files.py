@@ -3,7 +3,8 @@
 Episodes of all envs are merged in the order of the vectorized step at which they ended (then by file), which every
 run of a seed repeats; the timestep of an episode is the cumulative sum of the episode lengths up to it, as in the old
 toolbox's plots. An episode's wall time is counted from the earliest ``t_start`` of the files' headers, as SB3's
-``load_results`` does (each file's ``t`` counts from its own env's start), so that it only grows along the merged
+``load_results`` does (each file's ``t`` counts from its own env's start), and is the time by which it and every
+episode merged before it had ended (the cumulative steps were reached then), so that it only grows along the merged
 episodes.
 """
 from __future__ import annotations
@@ -74,7 +75,10 @@ class MonitorTail:
         rows.sort(key=lambda row: row[:2])
         first_start = min(self._starts.values(), default=0.0)
         for _, path, wall_time, reward, length, success in rows:
-            self.times.append(wall_time + self._starts.get(path, first_start) - first_start)
+            # when this episode and every one merged before it had ended (two envs' clocks may put an episode that
+            # ended at a later vectorized step a few milliseconds before the one merged ahead of it)
+            ended = wall_time + self._starts.get(path, first_start) - first_start
+            self.times.append(max(ended, self.times[-1]) if self.times else ended)
             self.rewards.append(reward)
             self.lengths.append(length)
             self.successes.append(success)
