@@ -3,6 +3,7 @@ it learns CartPole with two workers, its model file round-trips, and its flags a
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -14,7 +15,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from conftest import REPO, runFolder, runModule, runTrain, trainArgs
 
-from rl_baselines.rl_algorithm.ppo1 import PPO1Model, freeDistUrl, ppoUpdate
+from rl_baselines.rl_algorithm.ppo1 import PPO1Model, distUrlRefusal, freeDistUrl, ppoUpdate
+from rl_baselines.runs import train
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -153,18 +156,64 @@ def test_train_command_two_workers_and_continue(tmp_path):
 
 
 def test_worker_joins_through_dist_url(tmp_path):
-    """What spans machines: a rank-0 train command and a `--rank 1` one that only works, joined by --dist-url."""
+    """What spans machines: a rank-0 train command and a `--rank 1` one that only works, joined by --dist-url; the
+    worker writes nothing (here given the same --log-dir and another one: rank 0's run folder is the only one)."""
     url = freeDistUrl()
     common = ("--no-vis", "--no-progress", "--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model",
               "ground_truth", "--seed", "0", "--timesteps-per-actorbatch", "32", "--num-timesteps", "256",
               "--world-size", "2", "--dist-url", url)
-    worker = subprocess.Popen([sys.executable, "-m", "rl_baselines.train", *common, "--rank", "1", "--log-dir",
-                               str(tmp_path / "worker")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              cwd=REPO)
-    try:
-        run_dir = runFolder(runTrain(*common, "--log-dir", tmp_path / "main"))
-        _, worker_err = worker.communicate(timeout=120)
-    finally:
-        worker.kill()
-    assert worker.returncode == 0, worker_err
-    assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 256
+    for worker_log_dir in (tmp_path / "main", tmp_path / "worker"):
+        worker = subprocess.Popen([sys.executable, "-m", "rl_baselines.train", *common, "--rank", "1", "--log-dir",
+                                   str(worker_log_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                  cwd=REPO)
+        try:
+            run_dir = runFolder(runTrain(*common, "--log-dir", tmp_path / "main"))
+            worker_out, worker_err = worker.communicate(timeout=120)
+        finally:
+            worker.kill()
+        assert worker.returncode == 0, worker_err
+        assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 256
+        assert f"Worker: rank 1 of 2 in the run rank 0's process writes (process group {url})" in worker_out
+        assert "Run folder" not in worker_out and "Done (worker): 256 steps" in worker_out
+        assert os.listdir(os.path.dirname(run_dir)) == [os.path.basename(run_dir)]  # the worker made no folder
+        assert not os.path.exists(tmp_path / "worker")
+        shutil.rmtree(tmp_path / "main")
+
+
+BAD_WORKER_FLAGS = {
+    "rank-not-below-world-size": (["--rank", "2", "--world-size", "2", "--dist-url", "tcp://127.0.0.1:29999"],
+                                  ["--rank 2", "--world-size 2", "0..1"]),
+    "more-workers-than-world-size": (["--num-workers", "3", "--world-size", "2"], ["--num-workers 3", "1..2"]),
+    "rank-without-dist-url": (["--rank", "1", "--world-size", "2"], ["--rank 1", "--dist-url tcp://HOST:PORT"]),
+    "dist-url-garbage": (["--num-workers", "2", "--dist-url", "garbage"], ["'garbage'", "tcp://HOST:PORT"]),
+    "dist-url-port-out-of-range": (["--num-workers", "2", "--dist-url", "tcp://127.0.0.1:99999"],
+                                   ["'tcp://127.0.0.1:99999'", "port 1..65535"]),
+    "dist-url-no-port": (["--num-workers", "2", "--dist-url", "tcp://127.0.0.1"], ["'tcp://127.0.0.1'"]),
+    "file-url-missing-folder": (["--num-workers", "2", "--dist-url", "file:///no/such/folder/pg"], ["file:///PATH"]),
+    "more-minibatches-than-samples": (["--nminibatches", "256"], ["nminibatches 256", "128 samples", "1..128"]),
+    "more-minibatches-than-samples-2-envs": (["--nminibatches", "257", "--num-cpu", "2"], ["256 samples", "1..256"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_WORKER_FLAGS))
+def test_bad_worker_flags_are_refused_before_anything_is_written(tmp_path, case):
+    """Checked by the train command's validation: one line, no run folder (they used to be found in train, after
+    the run folder was written; a bad --dist-url gave a traceback, too many minibatches one at the first update)."""
+    flags, words = BAD_WORKER_FLAGS[case]
+    with pytest.raises(UsageError) as error:
+        train.trainCommand(["--no-vis", "--no-progress", "--algo", "ppo1", "--env", "MobileRobotGymEnv-v0",
+                            "--srl-model", "ground_truth", "--num-timesteps", "500", "--log-dir", str(tmp_path),
+                            *flags])
+    message = str(error.value)
+    assert "\n" not in message and all(word in message for word in words), message
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("url", ["tcp://127.0.0.1:29500", "tcp://[::1]:1", "tcp://node-3.cluster:65535"])
+def test_dist_url_spellings_torch_documents_are_accepted(tmp_path, url, monkeypatch):
+    assert distUrlRefusal(url) is None
+    assert distUrlRefusal(f"file://{tmp_path}/pg") is None
+    assert distUrlRefusal("env://") is not None  # MASTER_ADDR, MASTER_PORT unset
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("MASTER_PORT", "29500")
+    assert distUrlRefusal("env://") is None

@@ -66,7 +66,7 @@ from rl_baselines.core.training_state import (
 )
 from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs import train
-from rl_baselines.runs.callbacks import TrainingCallback
+from rl_baselines.runs.callbacks import TrainingCallback, TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import lockRun
 from rl_baselines.runs.train import checkpointInterval
@@ -217,6 +217,60 @@ def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
     assert steps == reference_steps
     resumed, uninterrupted = _policyWeights(model_path), _policyWeights(os.path.join(reference, f"{algo}_model.zip"))
     assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)
+
+
+# The project's own actor-critics, each with updates that end on the episode ends (250 steps) and on the checkpoint at
+# 500: the interrupted run resumes at a clean point. ppo1 shuffles 4 minibatches (seeded by its update count).
+OWN_ACTOR_CRITICS = {
+    "acer": ["--hyperparam", "replay_start:100"],
+    "acktr": [],
+    "ppo1": ["--timesteps-per-actorbatch", "125", "--nminibatches", "4", "--optim-epochs", "2"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", sorted(OWN_ACTOR_CRITICS))
+def test_own_actor_critics_resume_as_the_uninterrupted_run(tmp_path, monkeypatch, algo):
+    """Stopped at step 700 (after the checkpoint at 500), then resumed: the same episodes, the same progress.csv
+    steps (each algorithm logs after the first update past 1000 or 1024 steps, then an interval later: the step of
+    the next row is saved with the checkpoint) and the same final weights as the uninterrupted run."""
+    args = ["--no-vis", "--no-progress", *GT, "--algo", algo, "--seed", "1", "--num-timesteps", "2500",
+            "--checkpoint-freq", "500", *OWN_ACTOR_CRITICS[algo]]
+    assert train.main([*args, "--log-dir", str(tmp_path / "reference")]) == 0
+    (reference,) = glob.glob(str(tmp_path / "reference" / "*" / "*" / "*" / "*"))
+    original = TrainingCallbacks.on_step
+
+    def interruptAt700(self):  # a second Ctrl-C: no checkpoint after the one at 500
+        keep_going = original(self)
+        if self.num_timesteps >= 700:
+            raise KeyboardInterrupt
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", interruptAt700)
+    assert train.main([*args, "--log-dir", str(tmp_path / "stopped")]) == 130
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    (run_dir,) = glob.glob(str(tmp_path / "stopped" / "*" / "*" / "*" / "*"))
+    assert _steps(run_dir) == [500]
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+
+    def progressSteps(folder: str) -> list[str]:
+        return [row["time/total_timesteps"] for row in csv.DictReader(open(os.path.join(folder, "progress.csv")))]
+
+    assert len(progressSteps(reference)) >= 2 and progressSteps(run_dir) == progressSteps(reference)
+    rows, reference_rows = _rows(_monitor(run_dir)["0.monitor.csv"]), _rows(_monitor(reference)["0.monitor.csv"])
+    assert [(row["r"], row["l"]) for row in rows] == [(row["r"], row["l"]) for row in reference_rows]
+    resumed, uninterrupted = (_flatTensors(torch.load(os.path.join(folder, f"{algo}_model.pt"), weights_only=True))
+                              for folder in (run_dir, reference))
+    assert resumed.keys() == uninterrupted.keys() and len(resumed) > 10
+    assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)  # networks, optimizers
+
+
+def _flatTensors(tree, prefix: str = "") -> dict[str, torch.Tensor]:
+    """:return: every tensor of a model file's content (nested dicts and lists), by its path"""
+    if isinstance(tree, torch.Tensor):
+        return {prefix: tree}
+    items = tree.items() if isinstance(tree, dict) else enumerate(tree) if isinstance(tree, (list, tuple)) else ()
+    return {path: tensor for key, value in items for path, tensor in _flatTensors(value, f"{prefix}/{key}").items()}
 
 
 @pytest.mark.slow

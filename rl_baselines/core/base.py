@@ -186,6 +186,18 @@ class BaseRLObject(abc.ABC):
         return None
 
     @classmethod
+    def workerRole(cls, settings: Any) -> str | None:
+        """
+        Whether this process only works for a run that another process writes (ppo1 given ``--rank`` > 0): the
+        train command then writes nothing (no run folder, model, checkpoint or log) and calls ``train`` with no
+        run folder, monitor files, logger or checkpoint.
+
+        :param settings: the run's validated settings (a TrainConfig, read as attributes like a RunSettings)
+        :return: None (the default) when this process writes the run, else what it is, for one printed line
+        """
+        return None
+
+    @classmethod
     def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
                            saved: dict[str, Any] | None = None) -> dict[str, Any]:
         """The hyperparameters a run uses, checked together; UsageError when they do not fit

@@ -5,8 +5,10 @@ Layout of a run with ``--num-workers K``: rank 0 is the train command's own proc
 monitor files, progress.csv and models, and calls the callback); it spawns K-1 worker processes on this machine that
 join a gloo process group (``--dist-url``, default ``tcp://127.0.0.1:<free port>``). Processes on other machines join
 the same group with ``--rank R --world-size K --dist-url tcp://HOST:PORT`` (a process given ``--rank`` > 0 only works
-as a worker, spawns nothing and writes no model). Every rank builds its own env with the class's ``makeEnv`` and seed
-``seed + 1000 * rank`` (modulo 2**32).
+as a worker, spawns nothing and writes nothing: :meth:`PPO1Model.workerRole` tells the train command, which then makes
+no run folder). Every rank builds its own env with the class's ``makeEnv`` and seed ``seed + 1000 * rank`` (modulo
+2**32). The flags are checked together (:func:`distributedRefusal`) by the train command's validation, before anything
+is written.
 
 One iteration, on every rank:
 
@@ -15,7 +17,10 @@ One iteration, on every rank:
 3. ``optim_epochs`` epochs; each epoch splits the local batch into ``nminibatches`` parts, and for each part computes
    the gradient of ``-clipped surrogate + vf_coef * value loss - entcoeff * entropy`` summed over its samples,
    all-reduces (SUM) the gradients and the sample counts and divides by the global count, then takes the same Adam
-   step (parameters stay identical: rank 0 broadcasts its networks and optimizer state at the start).
+   step (parameters stay identical: rank 0 broadcasts its networks and optimizer state at the start). The
+minibatches are shuffled with the seed ``rank * 100_003 + update``, where ``update`` counts the run's updates from 1:
+it is saved with the training state (and broadcast by rank 0), so that a resumed run shuffles as the uninterrupted
+one.
 
 Why full batches by default (``nminibatches`` 1): the gradient is then exactly the mean over the union of the
 ranks' batches, so K workers make the same update as 1 worker on the union of their batches (up to float summation
@@ -30,6 +35,7 @@ import argparse
 import os
 import socket
 import sys
+import urllib.parse
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -146,6 +152,51 @@ def freeDistUrl() -> str:
         return f"tcp://127.0.0.1:{sock.getsockname()[1]}"
 
 
+def distUrlRefusal(url: str) -> str | None:
+    """
+    :param url: a ``--dist-url``
+    :return: None when it is an ``init_method`` torch.distributed documents (``tcp://HOST:PORT``, ``file:///PATH`` in
+        an existing folder, ``env://`` with MASTER_ADDR and MASTER_PORT set), else the one-line refusal
+    """
+    parsed = urllib.parse.urlsplit(url)
+    try:
+        port = parsed.port
+    except ValueError:  # not a number, or out of 0..65535
+        port = None
+    if parsed.scheme == "tcp" and parsed.hostname and port and parsed.path in ("", "/") and not parsed.query:
+        return None
+    if parsed.scheme == "file" and not parsed.netloc and parsed.path and os.path.isdir(os.path.dirname(parsed.path)):
+        return None
+    if url == "env://" and os.environ.get("MASTER_ADDR") and os.environ.get("MASTER_PORT"):
+        return None
+    return (f"--dist-url {url!r} is not a process group address; valid: tcp://HOST:PORT (port 1..65535), "
+            "file:///PATH (a file in an existing folder all processes share) or env:// (MASTER_ADDR and MASTER_PORT "
+            "set)")
+
+
+def distributedRefusal(rank: int, num_workers: int, world_size: int | None, dist_url: str | None) -> str | None:
+    """
+    :param rank: ``--rank``
+    :param num_workers: ``--num-workers``
+    :param world_size: ``--world-size`` (None: ``--num-workers``)
+    :param dist_url: ``--dist-url`` (None: a free local port, for rank 0 with all its workers on this machine)
+    :return: None when the flags fit together, else the one-line refusal
+    """
+    world_size = world_size or num_workers
+    if rank >= world_size:
+        return f"--rank {rank} must be below --world-size {world_size}; valid: 0..{world_size - 1}"
+    if rank == 0 and num_workers > world_size:
+        return f"--num-workers {num_workers} is more than --world-size {world_size}; valid: 1..{world_size}"
+    if dist_url is not None:
+        return distUrlRefusal(dist_url)
+    if rank > 0:
+        return f"--rank {rank} needs --dist-url tcp://HOST:PORT, the address of rank 0's process group"
+    if world_size > num_workers:
+        return (f"--world-size {world_size} with --num-workers {num_workers} needs --dist-url tcp://HOST:PORT to "
+                "join processes on other machines")
+    return None
+
+
 def _keepGoing(_locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
     """A worker's training callback: it records nothing and never stops the run (rank 0 decides)."""
     return True
@@ -195,6 +246,7 @@ class PPO1Model(TorchActorCritic):
         self.optimizer: torch.optim.Adam | None = None
         self.rank = 0
         self.world_size = 1
+        self.updates = 0  # the run's updates so far (they seed the minibatch shuffling)
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -246,24 +298,48 @@ class PPO1Model(TorchActorCritic):
         """The env of this process's rank (:meth:`workerSettings`)."""
         return super().makeTrainingEnv(cls.workerSettings(settings), env_kwargs)
 
+    @classmethod
+    def checkSettings(cls, settings: Any) -> Any:
+        """``--rank``, ``--num-workers``, ``--world-size`` and ``--dist-url`` together (:func:`distributedRefusal`)."""
+        refusal = distributedRefusal(int(getattr(settings, "rank", 0)), int(getattr(settings, "num_workers", 1)),
+                                     getattr(settings, "world_size", None), getattr(settings, "dist_url", None))
+        if refusal is not None:
+            raise ValueError(refusal)
+        return super().checkSettings(settings)
+
+    @classmethod
+    def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
+                           saved: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Also refuses more minibatches than a worker's batch has samples (a minibatch would be empty)."""
+        hyperparams = super().resolveHyperparams(args, train_kwargs, saved)
+        steps, num_cpu = int(hyperparams["timesteps_per_actorbatch"]), int(getattr(args, "num_cpu", 1))
+        if int(hyperparams["nminibatches"]) > steps * num_cpu:
+            raise UsageError(f"nminibatches {hyperparams['nminibatches']} is more than the {steps * num_cpu} samples "
+                             f"of a worker's batch (timesteps_per_actorbatch {steps} x --num-cpu {num_cpu}); valid: "
+                             f"1..{steps * num_cpu}")
+        return hyperparams
+
+    @classmethod
+    def workerRole(cls, settings: Any) -> str | None:
+        """A process given ``--rank`` > 0 only works for rank 0's run: it writes nothing."""
+        rank = int(getattr(settings, "rank", 0))
+        if rank == 0:
+            return None
+        world_size = getattr(settings, "world_size", None) or getattr(settings, "num_workers", 1)
+        return (f"rank {rank} of {world_size} in the run rank 0's process writes (process group "
+                f"{getattr(settings, 'dist_url', None)})")
+
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
               logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         rank, num_workers = int(settings.option("rank", 0)), int(settings.option("num_workers", 1))
         world_size = int(settings.option("world_size") or num_workers)
-        if rank >= world_size:
+        refusal = distributedRefusal(rank, num_workers, world_size, settings.option("dist_url"))
+        if refusal is not None:  # (the train command refused it before; here for training from Python)
             env.close()
-            raise UsageError(f"--rank {rank} must be below --world-size {world_size}")
-        if rank == 0 and num_workers > world_size:
-            env.close()
-            raise UsageError(f"--num-workers {num_workers} is more than --world-size {world_size}")
+            raise UsageError(refusal)
         if world_size == 1:
             return super().train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)
-        dist_url = settings.option("dist_url")
-        if dist_url is None:
-            if rank > 0 or world_size > num_workers:
-                env.close()
-                raise UsageError("--dist-url tcp://HOST:PORT is needed to join processes on several machines")
-            dist_url = freeDistUrl()
+        dist_url = settings.option("dist_url") or freeDistUrl()
         processes = []
         if rank == 0:
             # Workers on this machine: ranks 1 .. num_workers-1, spawned (not forked: torch and envs hold threads).
@@ -301,16 +377,29 @@ class PPO1Model(TorchActorCritic):
         if failed:
             raise RuntimeError(f"ppo1: {len(failed)} worker process(es) failed (exit codes {failed})")
 
+    def loopState(self) -> dict[str, int]:
+        return {**super().loopState(), "updates": int(self.updates)}
+
+    def setLoopState(self, state: dict[str, Any]) -> None:
+        super().setLoopState(state)
+        self.updates = int(state.get("updates", 0))
+
+    def startLoop(self) -> None:
+        super().startLoop()
+        self.updates = 0
+
     def _syncFromRankZero(self, total_timesteps: int) -> int:
-        """Give every rank rank 0's networks, optimizer state, hyperparameters and step target."""
-        state = [self.modelState(), dict(self.hyperparams), int(self.num_timesteps), int(total_timesteps)]
+        """Give every rank rank 0's networks, optimizer state, hyperparameters, step count, update count and step
+        target."""
+        state = [self.modelState(), dict(self.hyperparams), int(self.num_timesteps), int(total_timesteps),
+                 int(self.updates)]
         dist.broadcast_object_list(state, src=0)
         if self.rank != 0:
             self.hyperparams = state[1]
             self.build()
             for name, module in self.modules().items():
                 module.load_state_dict(state[0]["state_dicts"][name])
-            self.num_timesteps = state[2]
+            self.num_timesteps, self.updates = state[2], state[4]
         return state[3]
 
     def _values(self, obs: np.ndarray) -> np.ndarray:
@@ -329,7 +418,6 @@ class PPO1Model(TorchActorCritic):
         action_shape = self.action_space.shape if continuous else ()
         start, target = self.scheduleStart(), self.num_timesteps + total_timesteps  # a resumed run goes on
         obs = env.reset()
-        iteration = 0
         while self.num_timesteps < target:
             learning_rate = self.learningRate(1.0 - (self.num_timesteps - start) / max(target - start, 1))
             batch_obs = np.zeros((n_steps, n_envs, *obs_space.shape), dtype=obs_space.dtype)
@@ -375,7 +463,8 @@ class PPO1Model(TorchActorCritic):
                 "advantages": self.toTensor(advantages).reshape(-1),
                 "returns": self.toTensor(advantages + batch_values).reshape(-1),
             }
-            iteration += 1
-            stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate, seed=self.rank * 100_003 + iteration)
+            self.updates += 1  # (restored by a resumed run: its shuffling goes on as the uninterrupted run's)
+            stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate,
+                              seed=self.rank * 100_003 + self.updates)
             self.logStats(stats)
             notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint (rank 0)

@@ -17,7 +17,8 @@
 - the start of ``train``: :meth:`TorchRLObject.prepareTraining` (env, hyperparameters, seeds, then the model
   continued from ``--load-rl-model-path`` or a new one from :meth:`TorchRLObject.buildModel`); resuming a run
   (``--resume``): the model file holds the networks and optimizers, :meth:`TorchRLObject.saveTrainingState` adds
-  the algorithm's generator (``self.rng``), where its schedules started, and its replay memory (:meth:`replayBuffer`).
+  the algorithm's generator (``self.rng``), where its schedules started, its training loop's counters
+  (:meth:`TorchRLObject.loopState`) and its replay memory (:meth:`replayBuffer`).
 """
 from __future__ import annotations
 
@@ -205,10 +206,23 @@ class TorchRLObject(BaseRLObject):
         """
         return None
 
+    def loopState(self) -> dict[str, int]:
+        """:return: the training loop's counters that a resumed run goes on from (the step of the next progress.csv
+        row...), saved with the training state; none here"""
+        return {}
+
+    def setLoopState(self, state: dict[str, Any]) -> None:
+        """
+        Restore what :meth:`loopState` returned (called by :meth:`loadTrainingState`).
+
+        :param state: the saved counters ({} from a checkpoint written before they were saved: keep the fresh run's)
+        """
+
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         os.makedirs(folder, exist_ok=True)
         writeJson(os.path.join(folder, TORCH_STATE_FILE), {"rng": generatorState(getattr(self, "rng", None)),
-                                                           "run_start_timesteps": self.scheduleStart()})
+                                                           "run_start_timesteps": self.scheduleStart(),
+                                                           "loop": self.loopState()})
         replay = self.replayBuffer()
         if replay_buffer_folder is not None and replay is not None:
             saveBuffer(replay[0], replay_buffer_folder, replay[1], replay[2])
@@ -217,6 +231,7 @@ class TorchRLObject(BaseRLObject):
         state = readJson(os.path.join(folder, TORCH_STATE_FILE))
         setGeneratorState(getattr(self, "rng", None), state.get("rng"))
         self.run_start_timesteps = int(state["run_start_timesteps"])
+        self.setLoopState(state.get("loop", {}))
         replay = self.replayBuffer()
         if replay_buffer_folder is not None and replay is not None:
             loadBuffer(replay[0], replay_buffer_folder, replay[1])

@@ -3,6 +3,10 @@ hyperparameter flags, the ``.pt`` model file and the start of a continued traini
 learning-rate schedule, range checks of hyperparameters, acting from the policy's distribution, progress.csv and
 the common ``train``.
 
+progress.csv gets a row after the first update at least LOG_INTERVAL steps past the previous row (past the run's
+start for the first); the step of the next row is saved with the training state (``loopState``), so that a resumed
+run writes its rows at the uninterrupted run's steps.
+
 The model file keeps, besides TorchRLObject's entries, ``state_dicts``: the state of every network and optimizer
 named by :meth:`TorchActorCritic.modules` (tensors and plain values only, so it loads with ``weights_only=True``).
 """
@@ -259,9 +263,9 @@ class TorchActorCritic(TorchRLObject):
             self.logger = logger  # the run's progress.csv (resumed: goes on) and tensorboard, shared
         elif settings.run_dir or hasattr(callback, "progressLogger"):
             self.logger, owns_logger = sharedProgressLogger(callback, settings.run_dir)
-        self.restoreTrainingState(checkpoint)
+        self.startLoop()
+        self.restoreTrainingState(checkpoint)  # a resumed run's loop counters: where the interrupted run was
         self._log_start = (self.num_timesteps, time.monotonic())
-        self._next_log = self.num_timesteps + self.LOG_INTERVAL
         try:
             self.learn(int(total_timesteps), callback)
         finally:
@@ -269,6 +273,19 @@ class TorchActorCritic(TorchRLObject):
             if self.logger is not None and owns_logger:
                 self.logger.close()
             self.logger = None
+
+    def startLoop(self) -> None:
+        """The loop counters of a run that starts (:meth:`loopState`): the first progress.csv row LOG_INTERVAL steps
+        on (override to add counters, calling this)."""
+        self._next_log = self.num_timesteps + self.LOG_INTERVAL
+
+    def loopState(self) -> dict[str, int]:
+        # The step of the next progress.csv row: a resumed run writes its rows at the uninterrupted run's steps.
+        return {**super().loopState(), "next_log": int(self._next_log)}
+
+    def setLoopState(self, state: dict[str, Any]) -> None:
+        super().setLoopState(state)
+        self._next_log = int(state.get("next_log", self._next_log))
 
     def logStats(self, stats: dict[str, float]) -> None:
         """

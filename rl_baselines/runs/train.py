@@ -10,7 +10,6 @@ Every input is checked before anything is written, so a bad command leaves the d
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import shlex
 import sys
@@ -48,7 +47,8 @@ from rl_baselines.runs.resume import (
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, sharedProgressLogger, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
-from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, addFlags
+from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult, addFlags
+from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
 from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
 from srl_models.registry import learnedModels
@@ -485,28 +485,6 @@ def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record
     return config.replace(run_dir=run_dir), run_lock
 
 
-@dataclasses.dataclass
-class TrainResult:
-    """
-    What one train command ended with.
-
-    :param exit_code: the command's exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second
-        Ctrl-C)
-    :param run_dir: the run folder
-    :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
-    :param num_timesteps: env steps done in all (those of a continued or resumed model included)
-    :param mean_reward: mean reward of the last 100 training episodes (nan before the first one)
-    :param args: the run's validated config (as given when ``--resume`` found the run already finished)
-    """
-
-    exit_code: int
-    run_dir: str
-    model: Any
-    num_timesteps: int
-    mean_reward: float
-    args: TrainConfig
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -527,7 +505,10 @@ def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
     if plan is not None and plan.state == "finished":
         print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
         return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
-    return trainValidated(validate(args, registered_rl), plan, algo_class)
+    config = validate(args, registered_rl)
+    if algo_class.workerRole(config) is not None:  # (ppo1 --rank > 0) another process writes the run
+        return trainAsWorker(config, algo_class)
+    return trainValidated(config, plan, algo_class)
 
 
 def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | None = None) -> TrainResult:

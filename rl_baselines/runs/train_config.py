@@ -1,4 +1,5 @@
-"""TrainConfig: the one declaration of every train setting, and the typed, frozen settings of one training run.
+"""TrainConfig: the one declaration of every train setting, and the typed, frozen settings of one training run;
+TrainResult: what the run ended with.
 
 Each flag of ``python -m rl_baselines.train`` is a field declared with :func:`setting`: its type, default, flag
 names, parser and help text are written there and nowhere else. :func:`addFlags` generates the command's parser from
@@ -403,3 +404,25 @@ def commandArguments(config: TrainConfig, own_flags: Mapping[str, Any]) -> list[
             words += flagWords(f"--{(name[3:] if name.startswith('hp_') else name).replace('_', '-')}", value)
     return words
 
+
+@dataclasses.dataclass
+class TrainResult:
+    """
+    What one train command ended with.
+
+    :param exit_code: the command's exit code (0 done, 1 model not saved, 128 + signal when stopped, 130 on a second
+        Ctrl-C)
+    :param run_dir: the run folder; None for a process that only worked for another process's run (its
+        ``workerRole``: ppo1's ``--rank`` > 0), which writes none
+    :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
+    :param num_timesteps: env steps done in all (those of a continued or resumed model included)
+    :param mean_reward: mean reward of the last 100 training episodes (nan before the first one, and for a worker)
+    :param args: the run's validated config (as given when ``--resume`` found the run already finished)
+    """
+
+    exit_code: int
+    run_dir: str | None
+    model: Any
+    num_timesteps: int
+    mean_reward: float
+    args: TrainConfig
