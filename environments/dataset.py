@@ -4,15 +4,20 @@ Both behaviour cloning (rl_baselines.runs.pretrain) and SRL training (srl_models
 environments in the dependency order, so the reader lives here, beside the writer.
 
 Arrays a dataset may lack (an srl-zoo dataset recorded elsewhere, say) are None: each consumer checks for what it
-needs (``Dataset.require``) and says which key is missing.
+needs (``Dataset.require``) and says which key is missing. Every problem of a dataset's files (unreadable, cut short,
+empty, arrays of different lengths) and of its content for a run (``Dataset.checkActions``, ``Dataset.checkStates``:
+actions outside the run's action space, values that are not finite) is a one-line ValueError.
 """
 from __future__ import annotations
 
 import json
 import os
+import zipfile
+import zlib
 from typing import Any
 
 import cv2
+import gymnasium as gym
 import numpy as np
 
 from environments.srl_env import REFERENCE_RENDERER
@@ -67,10 +72,13 @@ class Dataset:
                     for key, source in ARRAY_KEYS.items():
                         if source == file_name and key in data.files:
                             arrays[key] = data[key]
-        except (OSError, ValueError, KeyError) as error:
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
             raise ValueError(f"{path!r} is not a readable dataset ({type(error).__name__}: {error})") from None
         if not isinstance(config, dict):
             raise ValueError(f"{path!r}: {CONFIG_FILE} is not a JSON object")
+        scalars = [key for key, array in arrays.items() if array.ndim == 0]
+        if scalars:
+            raise ValueError(f"{path!r}: {scalars[0]} is a single value, not one per row")
         dataset = cls(path, config, arrays)
         lengths = {key: len(arrays[key]) for key in ("actions", "rewards", "episode_starts", "ground_truth_states",
                                                      "step_target_positions", "images_path") if key in arrays}
@@ -124,6 +132,76 @@ class Dataset:
     def continuous_actions(self) -> bool:
         """Whether actions are continuous vectors."""
         return bool(self.config.get("continuous_actions", self.arrays.get("actions", np.zeros(0)).ndim == 2))
+
+    @property
+    def action_joints(self) -> bool | None:
+        """Whether actions move the arm's joints (``--action-joints``); None for a dataset that does not say."""
+        joints = self.config.get("action_joints")
+        return None if joints is None else bool(joints)
+
+    def checkActions(self, continuous: bool, action_joints: bool, action_space: gym.Space) -> None:
+        """
+        Check the actions against those of a run that learns from them (imitation, behaviour cloning).
+
+        :param continuous: whether the run's actions are continuous (``-c``)
+        :param action_joints: whether they move an arm's joints (``--action-joints``; checked where the dataset
+            records it)
+        :param action_space: the run's action space
+        :raises ValueError: one line naming the problem: another action kind, or the first action the space cannot
+            take (a shape other than the space's, a discrete action not an integer in its range, a continuous one not
+            finite), with the valid ones
+        """
+        self.require("actions")
+        if self.continuous_actions != continuous:
+            kind = "continuous" if self.continuous_actions else "discrete"
+            hint = "add -c/--continuous-actions" if self.continuous_actions else "drop -c/--continuous-actions"
+            raise ValueError(f"{self.path!r} holds {kind} actions ({hint})")
+        if self.action_joints is not None and self.action_joints != action_joints:
+            hint = "add --action-joints" if self.action_joints else "drop --action-joints"
+            raise ValueError(f"{self.path!r} holds {'joint' if self.action_joints else 'end-effector'} actions "
+                             f"({hint})")
+        actions = self.arrays["actions"]
+        if not (np.issubdtype(actions.dtype, np.number) or actions.dtype == bool):
+            raise ValueError(f"{self.path!r} holds actions of type {actions.dtype}, not numbers")
+        if isinstance(action_space, gym.spaces.Discrete):
+            first, n = int(action_space.start), int(action_space.n)
+            valid = f"valid: integers {first}..{first + n - 1} (the env's {n} discrete actions)"
+            if actions.ndim != 1 and actions.shape[1:] != (1,):
+                raise ValueError(f"{self.path!r} holds actions of shape {actions.shape[1:]} per row; {valid}")
+            flat = actions.reshape(-1)
+            bad = ~np.isfinite(flat.astype(np.float64)) | (flat != np.round(flat)) | (flat < first) \
+                | (flat >= first + n)
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise ValueError(f"{self.path!r}: action {flat[row].item()!r} (row {row}) is not one of the env's; {valid}")
+            return
+        if isinstance(action_space, gym.spaces.Box):
+            shape = tuple(action_space.shape)
+            rows = actions.reshape(len(actions), -1)
+            if tuple(rows.shape[1:]) != (int(np.prod(shape)),) or (actions.ndim > 2 and actions.shape[1:] != shape):
+                joints = {True: " (recorded with --action-joints)", False: " (recorded without --action-joints)"}
+                raise ValueError(f"{self.path!r} holds actions of shape {tuple(actions.shape[1:])} per row"
+                                 f"{joints.get(self.action_joints, '')}, the run's are {shape}")
+            bad = ~np.isfinite(rows.astype(np.float64)).all(axis=1)
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise ValueError(f"{self.path!r}: action {rows[row].tolist()} (row {row}) is not finite; valid: "
+                                 f"finite values (the env clips them to [{action_space.low.min():g}, "
+                                 f"{action_space.high.max():g}])")
+
+    def checkStates(self) -> None:
+        """:raises ValueError: one line naming the first ground-truth state (or target) that is not finite"""
+        for key in ("ground_truth_states", "target_positions", "step_target_positions"):
+            if key not in self.arrays:
+                continue
+            values = self.arrays[key]
+            if not np.issubdtype(values.dtype, np.number):
+                raise ValueError(f"{self.path!r} holds {key} of type {values.dtype}, not numbers")
+            bad = ~np.isfinite(values.reshape(len(values), -1).astype(np.float64)).all(axis=1)
+            if bad.any():
+                row = int(np.argmax(bad))
+                raise ValueError(f"{self.path!r}: {key} {values[row].tolist()} (row {row}) is not finite; valid: "
+                                 "finite numbers")
 
     def episodeIndex(self) -> np.ndarray:
         """:return: the episode of each row (from episode_starts)"""

@@ -11,6 +11,8 @@ import json
 import os
 import re
 import shutil
+import zipfile
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -55,8 +57,8 @@ def loadDataset(folder: str) -> dict[str, Any]:
                 if missing:
                     raise UsageError(f"{path} lacks {', '.join(missing)}")
                 arrays.update({key: np.array(data[key]) for key in data.files})
-        except (OSError, ValueError) as error:
-            raise UsageError(f"{path} is not a readable npz file ({error})") from None
+        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+            raise UsageError(f"{path} is not a readable npz file ({type(error).__name__}: {error})") from None
     config: dict[str, Any] = {}
     config_path = os.path.join(folder, "dataset_config.json")
     if os.path.isfile(config_path):

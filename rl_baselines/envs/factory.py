@@ -72,6 +72,19 @@ def envKwargsFromArgs(args: Any) -> dict[str, Any]:
     return kwargs
 
 
+def runActionSpace(args: Any) -> gym.Space:
+    """
+    :param args: a run's settings, read as attributes (those of :func:`envKwargsFromArgs`)
+    :return: the action space of the run's env: one env is built (no reset, no monitor file) and closed, so that
+        a check before anything is written sees the space training will have
+    """
+    env = getEnvClass(args.env)(**envKwargsFromArgs(args))
+    try:
+        return env.action_space
+    finally:
+        env.close()
+
+
 def makeSingleEnv(
     env_id: str,
     env_kwargs: dict[str, Any],

@@ -40,7 +40,7 @@ from torch.nn import functional
 
 from environments.dataset import Dataset
 from environments.srl_env import isLearnedSRLModel
-from rl_baselines.envs.factory import findVecNormalize
+from rl_baselines.envs.factory import findVecNormalize, runActionSpace
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, encodeImages
 from rl_baselines.rl_algorithm.image_features import SmallCNN
 
@@ -63,13 +63,14 @@ def channelFirst(images: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.transpose(images, (0, 3, 1, 2)))
 
 
-def checkExpertDataset(path: str, settings: Any) -> Dataset:
+def checkExpertDataset(path: str, settings: Any, action_space: gym.Space | None = None) -> Dataset:
     """
     Check that a dataset can be the expert of this run (before anything is written).
 
     :param path: the dataset folder (``--gail-dataset``)
-    :param settings: the run's settings (env, continuous_actions, srl_model, img_shape, renderer, num_stack, fpv,
-        multi_view), read as attributes
+    :param settings: the run's settings (env, continuous_actions, action_joints, srl_model, img_shape, renderer,
+        num_stack, fpv, multi_view), read as attributes
+    :param action_space: the run's action space; None to build one env for it
     :return: the opened dataset
     :raises ValueError: one line naming the problem
     """
@@ -77,17 +78,16 @@ def checkExpertDataset(path: str, settings: Any) -> Dataset:
     dataset.require("actions", "episode_starts", purpose="gail")
     if dataset.env_id != settings.env:
         raise ValueError(f"{path!r} was recorded on {dataset.env_id}, not on --env {settings.env}")
-    if dataset.continuous_actions != bool(settings.continuous_actions):
-        kind = "continuous" if dataset.continuous_actions else "discrete"
-        hint = "add -c/--continuous-actions" if dataset.continuous_actions else "drop -c/--continuous-actions"
-        raise ValueError(f"{path!r} holds {kind} actions ({hint})")
     if len(dataset["actions"]) != len(dataset) or len(dataset) < 2:
         raise ValueError(f"{path!r} has {len(dataset['actions'])} actions for {len(dataset)} rows (need at least 2)")
     if settings.num_stack > 1:
         raise ValueError(f"--num-stack {settings.num_stack} is not available with --algo gail (the dataset holds "
                          "single frames); valid: 1")
+    dataset.checkActions(bool(settings.continuous_actions), bool(getattr(settings, "action_joints", False)),
+                         runActionSpace(settings) if action_space is None else action_space)
     if settings.srl_model in STATE_MODES:
         dataset.require("ground_truth_states", "target_positions", purpose="gail with ground_truth")
+        dataset.checkStates()
         return dataset
     pixels = settings.srl_model in PIXEL_MODES or isLearnedSRLModel(settings.srl_model)
     if not pixels:

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from environments.dataset import GROUND_TRUTH_FILE, Dataset
-from rl_baselines.envs.factory import findVecNormalize
+from rl_baselines.envs.factory import findVecNormalize, runActionSpace
 
 # SB3 classes whose policy has a plain (non-recurrent) action distribution or actor to clone into.
 ON_POLICY_CLASSES = ("PPO", "A2C", "TRPO")
@@ -64,7 +64,8 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
     :param args: the run's parsed arguments
     :param registered_rl: the algorithm table
     :return: the dataset's description
-    :raises ValueError: a one-line reason
+    :raises ValueError: a one-line reason (another env or action kind, actions the run's action space cannot take,
+        ground-truth states that are not finite, ...)
     """
     algo_class = registered_rl[args.algo][0]
     if not canPretrain(algo_class):
@@ -80,16 +81,16 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
     config, actions, n_rows = dataset.config, dataset["actions"], len(dataset)
     if config.get("env") != args.env:
         raise ValueError(f"{path!r} was recorded on {config.get('env')}, not on --env {args.env}")
-    continuous = dataset.continuous_actions
-    if continuous != bool(args.continuous_actions):
-        kind = "continuous" if continuous else "discrete"
-        hint = "add -c/--continuous-actions" if continuous else "drop -c/--continuous-actions"
-        raise ValueError(f"{path!r} holds {kind} actions ({hint})")
     if len(actions) != n_rows or len(actions) < 2:
         raise ValueError(f"{path!r} has {len(actions)} actions for {n_rows} rows (need at least 2, one per row)")
     if args.srl_model not in PRETRAIN_SRL_MODELS:
         raise ValueError(f"cannot rebuild {args.srl_model!r} observations from a dataset; use --srl-model "
                          f"{' or '.join(PRETRAIN_SRL_MODELS)}")
+    dataset.checkActions(bool(args.continuous_actions), bool(args.action_joints), runActionSpace(args))
+    if args.srl_model == "ground_truth":
+        dataset.require("ground_truth_states", purpose="ground_truth pretraining")
+        dataset.states()  # relative ground truth also needs the targets
+        dataset.checkStates()
     if args.srl_model == "raw_pixels" and (config.get("multi_view") or args.fpv
                                            or args.multi_view):
         raise ValueError("pretraining on 6-channel (--fpv/--multi-view) images is not supported")
