@@ -13,12 +13,14 @@ import glob
 import io
 import json
 import os
+import shutil
 import zipfile
 
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, interruptThenResume, runModule, trainArgs, trainHere, trainSettings
+import yaml
+from conftest import REPO, interruptThenResume, runModule, snapshot, trainArgs, trainHere, trainSettings
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 from test_determinism import monitorRows
@@ -30,6 +32,7 @@ from rl_baselines.rl_algorithm.gail import DISCRIMINATOR_MEMBER, GAILModel
 from rl_baselines.rl_algorithm.gail_discriminator import ExpertData, channelFirst, findEncoder, gailReward
 from rl_baselines.runs import train
 from srl_models.train import trainFromArgs
+from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings: left out of `make test-fast`
 
@@ -237,3 +240,132 @@ def test_sweep_trains_gail(tmp_path):
     (model,) = glob.glob(os.path.join(str(tmp_path), "MobileRobotGymEnv-v0", "ground_truth", "gail", "*",
                                       "gail_model.zip"))
     assert GAILModel.load(model).gail_learner == "a2c"
+
+
+def _refusedBeforeWriting(tmp_path, *args: str) -> str:
+    """:return: the one-line refusal of the train command (in this process), which wrote nothing"""
+    before = snapshot(str(tmp_path))
+    with pytest.raises(UsageError) as refusal:
+        train.trainCommand(["--no-vis", "--no-progress", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs"),
+                            *map(str, args)])
+    assert snapshot(str(tmp_path)) == before and not os.path.exists(tmp_path / "logs")
+    message = str(refusal.value)
+    assert "\n" not in message
+    return message
+
+
+def _expertCopy(tmp_path, name: str, actions=None, states=None) -> str:
+    """The committed expert, copied with its actions or ground-truth states changed by the functions given."""
+    folder = str(tmp_path / name)
+    shutil.copytree(EXPERT, folder)
+    for file, key, change in (("preprocessed_data.npz", "actions", actions),
+                              ("ground_truth.npz", "ground_truth_states", states)):
+        if change is not None:
+            with np.load(os.path.join(folder, file)) as data:
+                arrays = dict(data)
+            arrays[key] = change(arrays[key])
+            np.savez(os.path.join(folder, file), **arrays)
+    return folder
+
+
+def _withValue(value, dtype=None):
+    def change(array):
+        array = array.astype(dtype or array.dtype)
+        array[3] = value
+        return array
+    return change
+
+
+BAD_EXPERTS = {  # name: (how the committed expert is spoiled, words of the refusal)
+    "action-out-of-range": ({"actions": _withValue(9)}, ["action 9 (row 3)", "integers 0..3"]),
+    "negative-action": ({"actions": _withValue(-1)}, ["action -1 (row 3)", "integers 0..3"]),
+    "fractional-action": ({"actions": _withValue(1.5, np.float64)}, ["action 1.5 (row 3)", "integers 0..3"]),
+    "nan-action": ({"actions": _withValue(np.nan, np.float64)}, ["action nan (row 3)", "integers 0..3"]),
+    "nan-state": ({"states": _withValue(np.nan)}, ["ground_truth_states [nan, nan] (row 3)", "finite"]),
+}
+
+
+@pytest.mark.parametrize("flag", ["--gail-dataset", "--pretrain-dataset"])
+@pytest.mark.parametrize("case", [*BAD_EXPERTS, "truncated-npz", "empty-npz"])
+def test_bad_expert_dataset_is_refused_before_anything_is_written(tmp_path, case, flag):
+    """Files cut short or emptied, actions the env does not take, states that are not numbers: one line, exit 2,
+    nothing written (imitation and behaviour cloning read datasets alike)."""
+    if case in BAD_EXPERTS:
+        changes, words = BAD_EXPERTS[case]
+        folder = _expertCopy(tmp_path, "expert", **changes)
+    else:
+        folder = _expertCopy(tmp_path, "expert")
+        file = "preprocessed_data.npz" if case == "truncated-npz" else "ground_truth.npz"
+        with open(os.path.join(folder, file), "rb") as handle:
+            head = handle.read(100 if case == "truncated-npz" else 0)
+        with open(os.path.join(folder, file), "wb") as handle:
+            handle.write(head)
+        words = ["is not a readable dataset", "BadZipFile" if case == "truncated-npz" else "EOFError"]
+    algo = ["--algo", "gail"] if flag == "--gail-dataset" else ["--algo", "ppo2"]
+    message = _refusedBeforeWriting(tmp_path, *GT, *algo, flag, folder)
+    assert message.startswith(flag) and all(word in message for word in words), message
+
+
+def test_joint_actions_are_refused_before_anything_is_written(tmp_path):
+    """A Kuka dataset of joint actions (7 per row) is refused for a run of end-effector actions (3): by the
+    dataset_config.json's action_joints, or, in a dataset that does not record it, by the actions' shape."""
+    result = runModule("environments.dataset_generator", "--env", "KukaButtonGymEnv-v0", "-c", "-joints",
+                       "--num-episode", "1", "--max-steps", "5", "--save-path", tmp_path / "data", "--name",
+                       "kjoints", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    recorded = str(tmp_path / "data" / "kjoints")
+    with open(os.path.join(recorded, "dataset_config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    assert config["action_joints"] is True
+    older = shutil.copytree(recorded, str(tmp_path / "older"))
+    del config["action_joints"]
+    with open(os.path.join(older, "dataset_config.json"), "w", encoding="utf-8") as handle:
+        json.dump(config, handle)
+    kuka = ["--env", "KukaButtonGymEnv-v0", "-c", "--srl-model", "ground_truth"]
+    for algo, flag in (("gail", "--gail-dataset"), ("ppo2", "--pretrain-dataset")):
+        message = _refusedBeforeWriting(tmp_path, *kuka, "--algo", algo, flag, recorded)
+        assert message.startswith(flag) and "joint actions (add --action-joints)" in message, message
+        message = _refusedBeforeWriting(tmp_path, *kuka, "--algo", algo, flag, older)
+        assert "actions of shape (7,) per row, the run's are (3,)" in message, message
+
+
+def _hyperparams(run_dir: str) -> dict:
+    with open(os.path.join(run_dir, "hyperparams.yaml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+def test_continued_model_keeps_its_discriminator_hyperparameters(tmp_path):
+    """A continued gail model goes on with the d_* values it was trained with (saved in its zip), a d_hidden given
+    against the saved one is refused before anything is written, and hyperparams.yaml alone (naming the learner)
+    repeats the run."""
+    short = [*GT, "--algo", "gail", "--gail-dataset", EXPERT, "--num-timesteps", "128"]
+    first = trainHere(*short, "--gail-learner", "trpo", "--hyperparam", "d_hidden:16", "n_steps:64", "--d-reward",
+                      "airl", "--d-batch-size", "32", "--d-epochs", "2", "--d-entcoeff", "0.01",
+                      "--log-dir", tmp_path / "first")
+    saved = _hyperparams(first)
+    assert saved["gail_learner"] == "trpo" and saved["d_hidden"] == 16 and saved["d_reward"] == "airl"
+    model = os.path.join(first, "gail_model.zip")
+    continued = trainHere(*short, "--load-rl-model-path", model, "--log-dir", tmp_path / "continued")
+    assert _hyperparams(continued) == saved
+    assert GAILModel.savedHyperparams(os.path.join(continued, "gail_model.zip"))["d_batch_size"] == 32
+    for given in (["--d-hidden", "32"], ["--hyperparam", "d_hidden:32"]):
+        message = _refusedBeforeWriting(tmp_path, *short, "--load-rl-model-path", model, *given)
+        assert message.startswith("d_hidden 32") and "d_hidden 16" in message and "valid: 16" in message, message
+    repeated = trainHere(*short, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"),
+                         "--log-dir", tmp_path / "repeated")
+    assert _hyperparams(repeated) == saved
+    assert GAILModel.load(os.path.join(repeated, "gail_model.zip")).gail_learner == "trpo"
+    with open(os.path.join(repeated, "progress.csv"), encoding="utf-8") as one, \
+            open(os.path.join(first, "progress.csv"), encoding="utf-8") as other:
+        assert [row.split(",")[:3] for row in one] == [row.split(",")[:3] for row in other]
+    message = _refusedBeforeWriting(tmp_path, *short, "--hyperparam-file", os.path.join(first, "hyperparams.yaml"),
+                                    "--gail-learner", "ppo2")
+    assert "--gail-learner ppo2" in message and "gail_learner: trpo" in message, message
+
+
+def test_hyperparam_file_key_of_another_learner_is_refused_before_anything_is_written(tmp_path):
+    hyperparam_file = tmp_path / "hp.yaml"
+    hyperparam_file.write_text("cg_damping: 0.2\n", encoding="utf-8")
+    message = _refusedBeforeWriting(tmp_path, *GT, "--algo", "gail", "--gail-dataset", EXPERT,
+                                    "--hyperparam-file", hyperparam_file)
+    assert message.startswith("cg_damping") and "--gail-learner ppo2" in message, message

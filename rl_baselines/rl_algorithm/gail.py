@@ -10,19 +10,27 @@ rewarded by the discriminator of its time, where a replay buffer would keep the 
 The env's reward is still recorded by the Monitor under the reward wrapper: the learning curves, the best-model
 choice and the evaluations show how well the imitation does on the env's own task.
 
-The model zip is the learner's SB3 zip, naming its learner (``gail_learner``, read back by :meth:`GAILModel.load`),
-with the discriminator's weights, optimiser and generator state as one more member (:data:`DISCRIMINATOR_MEMBER`,
-read with ``weights_only=True``); replaying a run needs the policy only. A checkpoint's model holds the discriminator
+The model zip is the learner's SB3 zip, naming its learner (``gail_learner``, read back by :meth:`GAILModel.load`)
+and holding GAIL's own hyperparameters (``d_hidden``... as attributes of its "data" member: a continued model goes on
+with them unless flags override them, and a ``d_hidden`` other than the saved one is refused before anything is
+written), with the discriminator's weights, optimiser and generator state as one more member
+(:data:`DISCRIMINATOR_MEMBER`, read with ``weights_only=True``); replaying a run needs the policy only.
+
+The learner is a setting as well as a flag: ``gail_learner`` in ``--hyperparam-file``/``--hyperparam`` chooses it
+(``--gail-learner`` agrees with it or is refused), and a run's hyperparams.yaml records it, so that the file alone
+repeats the run. A checkpoint's model holds the discriminator
 as it was after the update of the last rollout, so a resumed run goes on exactly as an uninterrupted one.
 """
 from __future__ import annotations
 
 import argparse
 import functools
+import io
 import os
 import zipfile
 from typing import Any, ClassVar
 
+import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import CallbackList
 
@@ -45,6 +53,7 @@ from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR,
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import (
     StableBaselinesRLObject,
+    hyperparamsInData,
     learnerHyperparamTable,
     parseOwnOrLearnerHyperparams,
     readModelData,
@@ -58,6 +67,8 @@ from srl_toolbox.devices import runDevice
 LEARNERS: dict[str, type[StableBaselinesRLObject]] = {"ppo2": PPO2Model, "a2c": A2CModel, "trpo": TRPOModel}
 DEFAULT_LEARNER = "ppo2"
 DISCRIMINATOR_MEMBER = "gail_discriminator.pt"  # not .pth: SB3's load would take it for one of the learner's
+# The learner's name among the hyperparameters (--hyperparam-file, --hyperparam, hyperparams.yaml): --gail-learner.
+LEARNER_KEY = "gail_learner"
 GAIL_HYPERPARAMS: dict[str, Hyperparam] = {
     "d_hidden": Hyperparam(100, "units of the discriminator's two tanh layers (and its image features)",
                            bounds=(1, None), search=[64, 100, 256]),
@@ -71,6 +82,19 @@ GAIL_HYPERPARAMS: dict[str, Hyperparam] = {
     "d_reward": Hyperparam("gail", "the learner's reward: gail = -log(1 - D) (positive), airl = log D - log(1 - D)",
                            choices=REWARD_KINDS, search=list(REWARD_KINDS)),
 }
+
+
+def ownKeys() -> set[str]:
+    """:return: the hyperparameter names that are GAIL's, not its learner's (the discriminator's and the learner's
+    name)"""
+    return {*GAIL_HYPERPARAMS, LEARNER_KEY}
+
+
+def givenHyperparams(settings: Any) -> dict[str, Any]:
+    """:param settings: a RunSettings or a TrainConfig
+    :return: the typed ``--hyperparam-file``/``--hyperparam`` values"""
+    return dict((settings.hyperparam_overrides if isinstance(settings, RunSettings)
+                 else getattr(settings, "hyperparams", None)) or {})
 
 
 def learnerHyperparams() -> dict[str, list[tuple[str, Any]]]:
@@ -97,6 +121,16 @@ def savedModelData(load_path: str) -> dict[str, Any]:
         raise ValueError(f"{load_path} does not name the learner GAIL trained (gail_learner "
                          f"{data.get('gail_learner')!r}); valid: {', '.join(LEARNERS)}")
     return data
+
+
+def savedDiscriminatorHidden(load_path: str) -> int | None:
+    """:param load_path: a model zip written by GAILModel.save
+    :return: the units of its discriminator's layers (d_hidden), read off its weights; None where unreadable"""
+    try:
+        state = torch.load(io.BytesIO(savedDiscriminator(load_path)), map_location="cpu", weights_only=True)
+        return int(state["weights"]["head.0.weight"].shape[0])
+    except (ValueError, RuntimeError, KeyError, TypeError, AttributeError, IndexError, EOFError, OSError):
+        return None
 
 
 def savedDiscriminator(load_path: str) -> bytes:
@@ -161,9 +195,10 @@ class GAILModel(StableBaselinesRLObject):
     def learnerName(cls, settings: Any) -> str:
         """
         :param settings: the run's settings (a RunSettings, a TrainConfig, or the train command's parsed arguments)
-        :return: the ``--gail-learner`` given, else a continued model's, else ppo2
+        :return: the ``--gail-learner`` given, else the ``gail_learner`` of ``--hyperparam-file``/``--hyperparam``,
+            else a continued model's, else ppo2
         """
-        learner = getattr(settings, "gail_learner", None)
+        learner = getattr(settings, "gail_learner", None) or givenHyperparams(settings).get(LEARNER_KEY)
         if learner is None:
             load_path = settings.continue_from if isinstance(settings, RunSettings) else settings.load_rl_model_path
             try:
@@ -179,51 +214,120 @@ class GAILModel(StableBaselinesRLObject):
 
         :param settings: the run's settings (a RunSettings or a TrainConfig)
         :return: the learner's name (:meth:`learnerName`)
-        :raises ValueError: one line: an unknown learner, a hyperparameter of another learner, no dataset, or a
-            dataset of another env, action kind or observation format
+        :raises ValueError: one line: an unknown learner, a hyperparameter of another learner, a ``d_hidden`` other
+            than a continued model's, no dataset, or a dataset of another env, action kind or observation format, or
+            with actions or states the run cannot take
         """
+        return cls._checkRun(settings)
+
+    @classmethod
+    def _checkRun(cls, settings: Any, action_space: Any = None) -> str:
+        """:meth:`checkSettings`, with the run's action space when its env is built (None: one env is built)"""
         learner = cls.learnerName(settings)
         if learner not in LEARNERS:
             raise ValueError(f"--gail-learner {learner!r} cannot learn from the discriminator's reward; valid: "
                              f"{', '.join(LEARNERS)} (on-policy learners)")
+        values = givenHyperparams(settings)
+        flag = getattr(settings, "gail_learner", None)
+        if flag is not None and values.get(LEARNER_KEY, flag) != flag:
+            raise ValueError(f"--gail-learner {flag} disagrees with {LEARNER_KEY}: {values[LEARNER_KEY]} of "
+                             "--hyperparam-file/--hyperparam; give one of them")
         given = set(givenFlags(settings, learnerHyperparams()))
         raw = settings.arguments.get("hyperparam") if isinstance(settings, RunSettings) else settings.hyperparam
         given.update(item.partition(":")[0] for item in raw or ())
-        given.update(getattr(settings, "hyperparam_overrides", None) or getattr(settings, "hyperparams", None) or {})
+        given.update(values)
         own = {*LEARNERS[learner].DEFAULT_HYPERPARAMS, *GAIL_HYPERPARAMS}
         for name in sorted(given):
             if name not in own and name in learnerHyperparams():
                 raise ValueError(f"{name} (--{name.replace('_', '-')}) is not a hyperparameter of --gail-learner "
                                  f"{learner}; its hyperparameters: {', '.join(sorted(own))}")
+        cls._checkSavedShape(settings, values)
         path = getattr(settings, "gail_dataset", None)
         if not path:
             raise ValueError("--algo gail needs --gail-dataset DIR, expert episodes recorded with python -m "
                              "environments.dataset_generator --policy RUN")
         try:
-            checkExpertDataset(path, settings)
+            checkExpertDataset(path, settings, action_space)
         except ValueError as error:
             raise ValueError(f"--gail-dataset: {error}") from None
         return learner
 
     @classmethod
+    def _checkSavedShape(cls, settings: Any, values: dict[str, Any]) -> None:
+        """
+        :param settings: the run's settings
+        :param values: the typed ``--hyperparam-file``/``--hyperparam`` values
+        :raises ValueError: a ``d_hidden`` given now other than the continued model's (its discriminator's layers
+            cannot change size)
+        """
+        load_path = settings.continue_from if isinstance(settings, RunSettings) else settings.load_rl_model_path
+        if not load_path or not os.path.isfile(load_path):
+            return  # (the train command reports a missing model file itself)
+        given = {**givenFlags(settings, GAIL_HYPERPARAMS), **values}
+        if "d_hidden" not in given:
+            return
+        try:
+            saved = (cls.savedHyperparams(load_path) or {}).get("d_hidden")
+        except ValueError:
+            return  # the train command reports an unusable model itself
+        if saved is not None and given["d_hidden"] != saved:
+            source = "--hyperparam-file/--hyperparam" if "d_hidden" in values else "--d-hidden"
+            raise ValueError(f"d_hidden {given['d_hidden']} ({source}): {load_path} has a discriminator of d_hidden "
+                             f"{saved}, whose layers cannot change size; valid: {saved}, or leave it out")
+
+    @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:
-        """Cast ``--hyperparam`` values: GAIL's own with its spec, the learners' with their class."""
-        return parseOwnOrLearnerHyperparams(cls, GAIL_HYPERPARAMS, hyperparams, LEARNERS)
+        """Cast ``--hyperparam`` values: GAIL's own with its spec, ``gail_learner`` as ``--gail-learner``, the
+        learners' with their class."""
+        hyperparams = dict(hyperparams)
+        parsed: dict[str, Any] = {}
+        if LEARNER_KEY in hyperparams:
+            learner = str(hyperparams.pop(LEARNER_KEY))
+            if learner not in LEARNERS:
+                raise ValueError(f"{LEARNER_KEY} {learner!r} cannot learn from the discriminator's reward; valid: "
+                                 f"{', '.join(LEARNERS)} (on-policy learners)")
+            parsed[LEARNER_KEY] = learner
+        parsed.update(parseOwnOrLearnerHyperparams(cls, GAIL_HYPERPARAMS, hyperparams, LEARNERS))
+        return parsed
 
     @classmethod
     def hyperparamsFromArgs(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
                             saved: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The learner's hyperparameters (its class's), then GAIL's own (default < flag < ``--hyperparam``)."""
-        given = dict(train_kwargs or {})
-        learner = {k: v for k, v in given.items() if k not in GAIL_HYPERPARAMS}
-        values = LEARNERS[cls.learnerName(args)].hyperparamsFromArgs(args, learner)
-        values.update(hp.hyperparamsFromArgs(cls, args, {k: v for k, v in given.items() if k in GAIL_HYPERPARAMS}))
+        """
+        The learner's hyperparameters (its class's), then GAIL's own (default < a continued model's ``saved`` <
+        flag < ``--hyperparam``), then the learner's name (``gail_learner``: hyperparams.yaml repeats the run).
+        """
+        given, saved = dict(train_kwargs or {}), dict(saved or {})
+        learner_name = cls.learnerName(args)
+        values = LEARNERS[learner_name].hyperparamsFromArgs(
+            args, {k: v for k, v in given.items() if k not in ownKeys()},
+            {k: v for k, v in saved.items() if k not in ownKeys()})
+        values.update(hp.hyperparamsFromArgs(cls, args, {k: v for k, v in given.items() if k in GAIL_HYPERPARAMS},
+                                             {k: v for k, v in saved.items() if k in GAIL_HYPERPARAMS}))
+        values[LEARNER_KEY] = learner_name
         return values
+
+    @classmethod
+    def savedHyperparams(cls, load_path: str) -> dict[str, Any] | None:
+        """
+        :param load_path: a model zip written by :meth:`save`
+        :return: the hyperparameters it keeps: its learner's and GAIL's own (a zip written before GAIL's were
+            saved: ``d_hidden`` read off its discriminator's weights)
+        :raises ValueError: not a gail model (one line)
+        """
+        cls.readManifest(load_path)
+        data = savedModelData(load_path)
+        learner = LEARNERS[data["gail_learner"]]
+        saved = hyperparamsInData(data, learner.HYPERPARAMS, learner.parserHyperParam)
+        saved.update(hyperparamsInData(data, GAIL_HYPERPARAMS, cls.parserHyperParam))
+        if "d_hidden" not in saved and (hidden := savedDiscriminatorHidden(load_path)) is not None:
+            saved["d_hidden"] = hidden
+        return saved
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """The learner's constructor keywords (GAIL's own hyperparameters are the discriminator's)."""
-        learner = {k: v for k, v in hyperparams.items() if k not in GAIL_HYPERPARAMS}
+        learner = {k: v for k, v in hyperparams.items() if k not in ownKeys()}
         return LEARNERS[cls.learnerName(settings)].makeModelKwargs(settings, learner, env)
 
     # --- persistence -----------------------------------------------------------------------------------------
@@ -247,7 +351,8 @@ class GAILModel(StableBaselinesRLObject):
         cls.readManifest(load_path)
         obj = cls()
         obj.gail_learner = savedModelData(load_path)["gail_learner"]
-        wanted = None if settings is None else settings.option("gail_learner")
+        wanted = None if settings is None else (settings.option("gail_learner")
+                                                or settings.hyperparam_overrides.get(LEARNER_KEY))
         if wanted is not None and wanted != obj.gail_learner:
             raise ValueError(f"{load_path} was trained with --gail-learner {obj.gail_learner}, not {wanted}")
         obj.SB3_CLASS = LEARNERS[obj.gail_learner].SB3_CLASS
@@ -260,25 +365,33 @@ class GAILModel(StableBaselinesRLObject):
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: Any, logger: Any,
               settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         try:
-            self.gail_learner = self.checkSettings(settings)  # done by the train command's validation; here for others
+            # done by the train command's validation; here for others
+            self.gail_learner = self._checkRun(settings, env.action_space)
             expert = ExpertData.load(settings.option("gail_dataset"), env, settings.srl_model)
             discriminator = Discriminator(env.observation_space, env.action_space, hyperparams["d_hidden"],
                                           hyperparams["d_learning_rate"], settings.seed, runDevice(settings.device))
             if settings.continue_from:  # a continued or resumed model goes on with its discriminator
-                discriminator.loadBytes(savedDiscriminator(settings.continue_from))
+                try:
+                    discriminator.loadBytes(savedDiscriminator(settings.continue_from))
+                except RuntimeError:  # weights of another d_hidden (refused by the train command's validation)
+                    own = savedDiscriminatorHidden(settings.continue_from)
+                    raise ValueError(f"d_hidden {hyperparams['d_hidden']}: {settings.continue_from} has a "
+                                     f"discriminator of d_hidden {own}; valid: {own}") from None
                 if "d_learning_rate" in {*givenFlags(settings, GAIL_HYPERPARAMS), *settings.hyperparam_overrides}:
                     for group in discriminator.optimizer.param_groups:  # given now: over the saved one
                         group["lr"] = hyperparams["d_learning_rate"]
-        except (ValueError, RuntimeError) as error:  # RuntimeError: saved weights of another d_hidden
+        except ValueError as error:
             env.close()
-            raise UsageError(str(error).splitlines()[0]) from None
+            raise UsageError(str(error)) from None
         self.SB3_CLASS = LEARNERS[self.gail_learner].SB3_CLASS
         self.discriminator = discriminator
         if not settings.continue_from:  # (a continued or resumed run restored its own statistics)
             seedNormalisation(env, expert)
         rewarded = GAILRewardVecEnv(env, discriminator, hyperparams["d_reward"])
-        learner = {k: v for k, v in hyperparams.items() if k not in GAIL_HYPERPARAMS}
+        learner = {k: v for k, v in hyperparams.items() if k not in ownKeys()}
         self.prepareTraining(rewarded, learner, logger, settings, checkpoint, callback)
+        for name in GAIL_HYPERPARAMS:  # saved with the model (its "data"): a continued run goes on with them
+            setattr(self.model, name, hyperparams[name])
         update = DiscriminatorUpdate(discriminator, expert, rewarded, hyperparams["d_epochs"],
                                      hyperparams["d_batch_size"], hyperparams["d_entcoeff"])
         # the training callback first: a rollout's discriminator update follows its step callbacks

@@ -204,23 +204,7 @@ class StableBaselinesRLObject(BaseRLObject):
         :raises ValueError: not a model of this algorithm (one line)
         """
         cls.readManifest(load_path)
-        data = readModelData(load_path)
-        saved: dict[str, Any] = {}
-        for name in cls.HYPERPARAMS:
-            value = data.get(name, ...)
-            if value is None:
-                text = "none"
-            elif isinstance(value, float):
-                text = repr(value)
-            elif isinstance(value, (bool, int, str)):
-                text = str(value)
-            else:  # absent, or a serialised object
-                continue
-            try:
-                saved[name] = cls.parserHyperParam({name: text})[name]
-            except (ValueError, KeyError):  # not a value this hyperparameter takes (None where none is allowed)
-                continue
-        return saved
+        return hyperparamsInData(readModelData(load_path), cls.HYPERPARAMS, cls.parserHyperParam)
 
     @classmethod
     def load(cls, load_path: str, settings: RunSettings | None = None) -> StableBaselinesRLObject:
@@ -435,6 +419,32 @@ def parseOwnOrLearnerHyperparams(algo: type[StableBaselinesRLObject], own: Any, 
             valid = ", ".join(sorted({*own, *table}))
             raise ValueError(f"unknown hyperparameter {name!r} for {algo.NAME}; valid names: {valid}")
     return parsed
+
+
+def hyperparamsInData(data: dict[str, Any], names: Any, parse: Any) -> dict[str, Any]:
+    """
+    :param data: a model zip's "data" member (:func:`readModelData`)
+    :param names: the hyperparameters to read
+    :param parse: ``parse({name: text}) -> {name: value}``, the class's ``parserHyperParam``
+    :return: those of them the data holds as plain values, read as the flags read them; one SB3 keeps as a
+        serialised object (a schedule such as clip_range, train_freq's tuple) is left out
+    """
+    saved: dict[str, Any] = {}
+    for name in names:
+        value = data.get(name, ...)
+        if value is None:
+            text = "none"
+        elif isinstance(value, float):
+            text = repr(value)
+        elif isinstance(value, (bool, int, str)):
+            text = str(value)
+        else:  # absent, or a serialised object
+            continue
+        try:
+            saved[name] = parse({name: text})[name]
+        except (ValueError, KeyError):  # not a value this hyperparameter takes (None where none is allowed)
+            continue
+    return saved
 
 
 def readModelData(load_path: str) -> dict[str, Any]:

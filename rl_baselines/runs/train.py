@@ -162,7 +162,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         except ValueError as error:
             raise UsageError(f"--pretrain-dataset: {error}") from None
     try:
-        algo_class.checkSettings(args)
+        algo_class.checkSettings(args.replace(hyperparams=hyperparams))  # (with --hyperparam-file's values)
     except ValueError as error:
         raise UsageError(str(error)) from None
     start_timesteps = 0
