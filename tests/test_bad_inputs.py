@@ -105,6 +105,17 @@ CASES = [
      ["--gail-dataset", "discrete actions", "drop -c"]),
     ("train-gail-lossy-frames", TRAIN, ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--algo", "gail",
                                         "--gail-dataset", "{tiny}"], ["--gail-dataset", "jpg", "--image-format png"]),
+    ("train-ppo1-rank-outside-world", TRAIN, [*GT, "--algo", "ppo1", "--rank", "2", "--world-size", "2", "--dist-url",
+                                               "tcp://127.0.0.1:29999"], ["--rank 2", "--world-size 2", "0..1"]),
+    ("train-ppo1-bad-dist-url", TRAIN, [*GT, "--algo", "ppo1", "--num-workers", "2", "--dist-url", "tcp://127.0.0.1:99999"],
+     ["--dist-url", "'tcp://127.0.0.1:99999'", "port 1..65535"]),
+    ("train-ppo1-rank-without-dist-url", TRAIN, [*GT, "--algo", "ppo1", "--rank", "1", "--world-size", "2"],
+     ["--rank 1", "--dist-url tcp://HOST:PORT"]),
+    ("train-ppo1-minibatches-above-batch", TRAIN, [*GT, "--algo", "ppo1", "--nminibatches", "256"],
+     ["nminibatches 256", "128 samples", "1..128"]),
+    ("train-gail-learner-key-of-another-learner", TRAIN, [*GT, "--algo", "gail", "--gail-dataset", "{tiny}",
+                                                          "--hyperparam-file", "{bad}/cg_damping.yaml"],
+     ["cg_damping", "--gail-learner ppo2"]),
     ("train-gail-unknown-learner", TRAIN, [*GT, "--algo", "gail", "--gail-dataset", "{tiny}", "--gail-learner", "sac"],
      ["--gail-learner", "'sac'", "ppo2, a2c, trpo"]),
     ("train-hyperparam-unknown", TRAIN, [*GT, "--hyperparam", "bogus:1"], ["'bogus'", "valid names", "n_steps"]),
@@ -343,7 +354,7 @@ CATEGORIES = {
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",
         "train-hyperparam-inf", "train-unbounded-hyperparam-nan", "plots-vis-env-a-path",
-        "train-zero-learning-rate", "train-pretrain-lr-nan", "train-num-cpu-huge", "train-img-shape-huge",
+        "train-zero-learning-rate", "train-ppo1-rank-outside-world", "train-ppo1-bad-dist-url", "train-pretrain-lr-nan", "train-num-cpu-huge", "train-img-shape-huge",
         "search-grid-too-large", "enjoy-num-cpu-huge", "srl-train-state-dim-huge", "train-negative-eval-freq",
         "train-fractional-eval-freq",
         "train-zero-eval-episodes", "train-hyperparam-bad-type", "train-hyperparam-out-of-range",
@@ -374,6 +385,8 @@ CATEGORIES = {
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
+        "train-ppo1-rank-without-dist-url", "train-ppo1-minibatches-above-batch",
+        "train-gail-learner-key-of-another-learner",
         "train-fpv-without-camera", "train-shape-reward-car-racing", "generator-random-target-car-racing",
         "train-maskable-continuous", "train-maskable-action-repeat", "train-maskable-without-masks",
         "search-maskable-without-masks",
@@ -423,6 +436,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     bad.mkdir()
     (bad / "garbage.zip").write_bytes(b"this is not a model" * 10)
     (bad / "corrupt.yaml").write_text("n_steps: [64\nlearning_rate: 0.1\n")
+    (bad / "cg_damping.yaml").write_text("cg_damping: 0.2\n")  # trpo's, not gail's default learner's
     (bad / "zoo_n_envs.yaml").write_text("MobileRobotGymEnv-v0:\n  n_envs: 8\n  n_steps: 64\n")
     (bad / "zoo_other_env.yaml").write_text("KukaButtonGymEnv-v0:\n  n_steps: 64\n")
     (bad / "visdom").mkdir()
