@@ -33,6 +33,7 @@ from replay.results import loadRunEvaluations
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, loadEpisodes
 from srl_toolbox.cli import (
+    DEFAULT_VISDOM_PORT,
     CLIParser,
     UsageError,
     addVisdomArguments,
@@ -223,7 +224,7 @@ def buildParser() -> CLIParser:
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
     parser.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
     addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
-    parser.add_argument("--vis-env", type=visdomEnvName, default="plots", help="visdom environment of the curves [plots]")
+    parser.add_argument("--vis-env", type=visdomEnvName, default=None, help="visdom environment of the curves [plots]")
     return parser
 
 
@@ -251,6 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     args = buildParser().parse_args(argv)
+    if not args.vis and (args.vis_env is not None or args.port != DEFAULT_VISDOM_PORT):
+        warnings.warn("--port and --vis-env choose where --vis draws; without --vis nothing is drawn in visdom")
+    args.vis_env = "plots" if args.vis_env is None else args.vis_env
     if not os.path.exists(args.input):
         raise UsageError(f"-i {args.input!r} does not exist; give a run folder or a folder with runs below it")
     if not os.path.isdir(args.input):

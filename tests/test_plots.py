@@ -124,6 +124,13 @@ def test_unreachable_visdom_costs_one_warning(tmp_path) -> None:
     assert os.path.isfile(os.path.join(run, PNG_NAME))
 
 
+def test_visdom_flags_without_vis_are_one_warning(tmp_path) -> None:
+    run = writeRun(str(tmp_path / "run"), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    with pytest.warns(UserWarning, match="without --vis nothing is drawn in visdom"):  # they did nothing, silently
+        assert main(["-i", run, "--vis-env", "mine", "--port", "5"]) == 0
+    assert os.path.isfile(os.path.join(run, PNG_NAME))
+
+
 def test_curves_reach_visdom(tmp_path) -> None:
     import visdom
 
