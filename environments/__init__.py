@@ -3,6 +3,7 @@ from environments.registry import (
     EnvPluginLoadWarning,
     defaultRenderer,
     envFlagRefusal,
+    envOffers,
     envsWhere,
     failed_env_plugins,
     getEnvClass,
@@ -17,7 +18,6 @@ from srl_toolbox import __version__
 
 registerAll()
 
-__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer", "envFlagRefusal",
-           "envsWhere",
-           "failed_env_plugins", "getEnvClass", "isLearnedSRLModel", "registerAll", "registered_env",
-           "rendererKeywords", "rendererRefusal", "resolvedRenderer"]
+__all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer",
+           "envFlagRefusal", "envOffers", "envsWhere", "failed_env_plugins", "getEnvClass", "isLearnedSRLModel",
+           "registerAll", "registered_env", "rendererKeywords", "rendererRefusal", "resolvedRenderer"]

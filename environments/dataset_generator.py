@@ -52,7 +52,15 @@ import cv2
 import numpy as np
 from tqdm import tqdm
 
-from environments import envFlagRefusal, getEnvClass, registered_env, rendererKeywords, rendererRefusal, resolvedRenderer
+from environments import (
+    envFlagRefusal,
+    envOffers,
+    getEnvClass,
+    registered_env,
+    rendererKeywords,
+    rendererRefusal,
+    resolvedRenderer,
+)
 from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.registry import defaultRenderersText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
@@ -166,8 +174,9 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     checkWritableFolder(config.save_path, "--save-path")
 
     env_kwargs: dict[str, Any] = {"srl_model": "raw_pixels", "is_discrete": not config.continuous_actions,
-                                  "random_target": bool(config.random_target),
-                                  "shape_reward": bool(config.shape_reward), "img_shape": [channels, height, width]}
+                                  "random_target": bool(config.random_target) and envOffers(config.env, "random_target"),
+                                  "shape_reward": bool(config.shape_reward) and envOffers(config.env, "shape_reward"),
+                                  "img_shape": [channels, height, width]}
     refusal = envFlagRefusal(config.env, random_target=config.random_target, shape_reward=config.shape_reward)
     if refusal is not None:
         raise UsageError(refusal)

@@ -13,7 +13,8 @@ Renderers: each env class names what may draw its images (``RENDERERS``) and wha
 (``DEFAULT_RENDERER``): :func:`defaultRenderer` reads it, :func:`resolvedRenderer` turns a ``--renderer`` left out
 (None) into it, :func:`rendererRefusal` says why an env cannot draw with a name and :func:`rendererKeywords` gives the
 constructor keyword that makes it draw with one. :func:`envFlagRefusal` says why an env cannot do what an env flag
-of train or the dataset generator asks (a second camera, ``--force-down``, a random target, a shaped reward).
+of train or the dataset generator asks (a second camera, ``--force-down``), and warns about a flag that does nothing
+there (a random target, a shaped reward: :func:`envOffers`).
 """
 from __future__ import annotations
 
@@ -157,7 +158,9 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
         ``--shape-reward``)
     :param pixels: the observations are camera images (a second camera is warned about, once, where they are not:
         it changes nothing there, and a sweep's other cells may use it)
-    :return: why the env cannot do what a flag asks (one line naming the envs that can), None when it can
+    :return: why the env cannot do what a flag asks (one line naming the envs that can), None when it can; a random
+        target or a shaped reward the env does not offer is one warning (the commands leave it out, see
+        :func:`envOffers`): a sweep passes its flags to every env, and earlier runs recorded it
     """
     env_class = getEnvClass(env_id)
     for flag, keyword, asked in (("--fpv", "fpv", fpv), ("--multi-view", "multi_view", multi_view)):
@@ -173,10 +176,23 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
                 f"{', '.join(having) or 'none'}")
     for flag, asked, attribute in (("-r/--random-target", random_target, "RANDOM_TARGET"),
                                    ("--shape-reward", shape_reward, "SHAPED_REWARD")):
-        if asked and not getattr(env_class, attribute, True):
+        if asked and not getattr(env_class, attribute, True):  # (left out of the env's keywords: envOffers)
             having = envsWhere(lambda env_class: getattr(env_class, attribute, True))
-            return f"{flag}: {env_id} does not offer it; envs with {flag}: {', '.join(having) or 'none'}"
+            warnings.warn(f"{flag} does nothing on {env_id}, which does not offer it (envs with {flag}: "
+                          f"{', '.join(having) or 'none'})", stacklevel=2)
     return None
+
+
+def envOffers(env_id: str, keyword: str) -> bool:
+    """
+    :param env_id: a registered env id
+    :param keyword: ``random_target`` or ``shape_reward``
+    :return: whether the env does something with the keyword (its class's ``RANDOM_TARGET`` / ``SHAPED_REWARD``):
+        the commands leave it out of the env's keywords where not, after one warning (a sweep's other envs, and
+        runs recorded before the envs said so, keep it)
+    """
+    attribute = {"random_target": "RANDOM_TARGET", "shape_reward": "SHAPED_REWARD"}[keyword]
+    return bool(getattr(getEnvClass(env_id), attribute, True))
 
 
 def defaultRenderer(env_id: str) -> str:

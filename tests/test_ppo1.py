@@ -162,10 +162,16 @@ def test_worker_joins_through_dist_url(tmp_path):
     common = ("--no-vis", "--no-progress", "--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model",
               "ground_truth", "--seed", "0", "--timesteps-per-actorbatch", "32", "--num-timesteps", "256",
               "--world-size", "2", "--dist-url", url)
-    for worker_log_dir in (tmp_path / "main", tmp_path / "worker"):
-        worker = subprocess.Popen([sys.executable, "-m", "rl_baselines.train", *common, "--rank", "1", "--log-dir",
-                                   str(worker_log_dir)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                  cwd=REPO)
+    # the Python API's trainAgent is a worker the same way (it wrote a run folder of its own)
+    api_worker = ("from rl_baselines.api import makeConfig, trainAgent\n"
+                  "trainAgent(makeConfig(algo='ppo1', env='MobileRobotGymEnv-v0', srl_model='ground_truth', seed=0, "
+                  f"timesteps_per_actorbatch=32, num_timesteps=256, world_size=2, dist_url={url!r}, rank=1, "
+                  f"vis=False, progress=False, log_dir={str(tmp_path / 'worker')!r}))")
+    for worker_command in ([*common, "--rank", "1", "--log-dir", str(tmp_path / "main")],
+                           [*common, "--rank", "1", "--log-dir", str(tmp_path / "worker")], None):
+        command = ["-m", "rl_baselines.train", *worker_command] if worker_command else ["-c", api_worker]
+        worker = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, cwd=REPO)
         try:
             run_dir = runFolder(runTrain(*common, "--log-dir", tmp_path / "main"))
             worker_out, worker_err = worker.communicate(timeout=120)

@@ -67,6 +67,21 @@ def test_a_second_camera_on_a_state_is_one_warning(tmp_path) -> None:
     assert config.env_kwargs["fpv"] and not os.listdir(tmp_path)
 
 
+def test_flags_an_env_does_nothing_with_are_one_warning_and_left_out(tmp_path) -> None:
+    # CarRacing took -r and --shape-reward and did nothing with them (every episode is a new track, the reward the
+    # tiles'): one warning, and the env does not get them (a sweep passes them to every env; earlier runs have them)
+    base = ["--algo", "ppo2", "--env", "CarRacingGymEnv-v0", "--srl-model", "ground_truth", "--log-dir", str(tmp_path)]
+    for flag in ("-r", "--shape-reward"):
+        with pytest.warns(UserWarning, match="does nothing on CarRacingGymEnv-v0, which does not offer it"):
+            config = train.validate(_parse([*base, flag, "--no-vis"]), registered_rl)
+        assert not config.env_kwargs["random_target"] and not config.env_kwargs["shape_reward"]
+        makeSingleEnv(config.env, dict(config.env_kwargs)).close()  # (the env itself refuses them)
+    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "-r",
+                                    "--shape-reward", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    assert config.env_kwargs["random_target"] and config.env_kwargs["shape_reward"]
+    assert not os.listdir(tmp_path)
+
+
 def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> None:
 
     argv = ["--algo", "ppo2", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",

@@ -26,7 +26,7 @@ import numpy as np
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
-from environments import getEnvClass, rendererKeywords, resolvedRenderer
+from environments import envOffers, getEnvClass, rendererKeywords, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
 from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
@@ -54,8 +54,9 @@ def envKwargsFromArgs(args: Any) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "srl_model": args.srl_model,
         "is_discrete": not args.continuous_actions,
-        "random_target": bool(args.random_target),
-        "shape_reward": bool(args.shape_reward),
+        # (left out where the env does nothing with them: train warned; a run recorded before the envs said so)
+        "random_target": bool(args.random_target) and envOffers(args.env, "random_target"),
+        "shape_reward": bool(args.shape_reward) and envOffers(args.env, "shape_reward"),
     }
     if args.action_joints:
         kwargs["action_joints"] = True

@@ -505,15 +505,14 @@ def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
     if plan is not None and plan.state == "finished":
         print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
         return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
-    config = validate(args, registered_rl)
-    if algo_class.workerRole(config) is not None:  # (ppo1 --rank > 0) another process writes the run
-        return trainAsWorker(config, algo_class)
-    return trainValidated(config, plan, algo_class)
+    return trainValidated(validate(args, registered_rl), plan, algo_class)
 
 
 def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | None = None) -> TrainResult:
     """
-    Write the run folder of a validated config and train (the train command after its parsing and validation).
+    Write the run folder of a validated config and train (the train command after its parsing and validation, and
+    the Python API's ``trainAgent``); a process that only works for another process's run (the algorithm's
+    ``workerRole``) trains without writing anything.
 
     :param config: from :func:`validate`
     :param plan: the resume plan (``--resume``), None for a new run
@@ -522,6 +521,8 @@ def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | Non
     :raises UsageError: the run folder cannot be made or resumed (one line), before anything is written
     """
     algo_class = algo_class or registered_rl[config.algo][0]
+    if algo_class.workerRole(config) is not None:  # (ppo1 --rank > 0) another process writes the run
+        return trainAsWorker(config, algo_class)
     env_class = getEnvClass(config.env)
     if plan is not None:
         checkPlan(plan, config, algo_class)
