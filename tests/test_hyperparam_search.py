@@ -81,6 +81,11 @@ def test_study_prunes_and_writes_outputs(prunedStudy):
         assert trial.intermediate_values[1000] == pytest.approx(trial.value)
     best = yaml.safe_load(open(os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")))
     assert best == {**study.best_trial.params, "n_steps": 64}
+    # the printed command repeats the flags every trial got (it left them out: gail's --gail-dataset, -c, ...)
+    repeat = next(line for line in prunedStudy["stdout"].splitlines() if "python -m rl_baselines.train" in line)
+    assert "--hyperparam n_steps:64" in repeat and "--checkpoint-freq -1" in repeat and "--hyperparam-file" in repeat
+    with open(os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")) as handle:
+        assert repeat.strip() in handle.read()  # the file's header holds the same command
     with open(os.path.join(prunedStudy["folder"], "trials.csv")) as handle:
         rows = list(csv.DictReader(handle))
     assert [row["state"] for row in rows] == [state.name.lower() for state in states]

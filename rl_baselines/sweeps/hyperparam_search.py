@@ -31,7 +31,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_config import TrainConfig
-from rl_baselines.sweeps.search_outputs import saveSearchPlot, writeBestParams, writeTrialsCsv
+from rl_baselines.sweeps.search_outputs import repeatCommand, saveSearchPlot, writeBestParams, writeTrialsCsv
 from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
     OPTIMIZERS,
@@ -261,8 +261,7 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
     print(f"Best trial {best.number}: mean reward {best.value:.2f} with "
           f"{', '.join(f'{k}={formatValue(v)}' for k, v in values.items())}")
     print(f"Best hyperparameters: {yaml_path}")
-    print(f"  python -m rl_baselines.train --algo {config.algo} --env {config.env} --srl-model {config.srl_model} "
-          f"--hyperparam-file {yaml_path}")
+    print(f"  {repeatCommand(config, yaml_path)}")
     return 130 if interrupted else (1 if failed_workers else 0)
 
 

@@ -7,6 +7,7 @@ parameter importances (PED-ANOVA, which needs no scikit-learn).
 from __future__ import annotations
 
 import csv
+import shlex
 import warnings
 from typing import Any
 
@@ -37,12 +38,23 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
               f"# mean reward of the last {config.eval_episodes} episodes {best.value:.4f} after "
               f"{config.num_timesteps} steps of {config.algo} on {config.env} ({config.srl_model}).\n"
-              f"# python -m rl_baselines.train --algo {config.algo} --env {config.env} --srl-model "
-              f"{config.srl_model} --hyperparam-file {path}\n")
+              f"# {repeatCommand(config, path)}\n")
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(header)
         yaml.safe_dump(values, handle, sort_keys=True, default_flow_style=False)
     return values
+
+
+def repeatCommand(config: SearchConfig, path: str) -> str:
+    """
+    :param config: the search
+    :param path: its best_hyperparams.yaml
+    :return: the train command that trains with the best hyperparameters and the flags the search gave every trial
+        (``--gail-dataset``, ``-c``, ``--num-cpu``...; without them the command could fail or train another task)
+    """
+    forwarded = f" {shlex.join(config.train_argv)}" if config.train_argv else ""
+    return (f"python -m rl_baselines.train --algo {config.algo} --env {config.env} --srl-model {config.srl_model}"
+            f"{forwarded} --hyperparam-file {shlex.quote(path)}")
 
 
 def writeTrialsCsv(path: str, study: Any) -> None:
