@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
-import zlib
 from typing import Any
 
 import cv2
@@ -21,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.srl_env import REFERENCE_RENDERER
+from srl_toolbox.files import NPZ_READ_ERRORS
 
 DATA_FILE = "preprocessed_data.npz"
 GROUND_TRUTH_FILE = "ground_truth.npz"
@@ -72,7 +71,7 @@ class Dataset:
                     for key, source in ARRAY_KEYS.items():
                         if source == file_name and key in data.files:
                             arrays[key] = data[key]
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        except (*NPZ_READ_ERRORS, KeyError) as error:
             raise ValueError(f"{path!r} is not a readable dataset ({type(error).__name__}: {error})") from None
         if not isinstance(config, dict):
             raise ValueError(f"{path!r}: {CONFIG_FILE} is not a JSON object")

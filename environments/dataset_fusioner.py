@@ -11,15 +11,13 @@ import json
 import os
 import re
 import shutil
-import zipfile
-import zlib
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from srl_toolbox.cli import CLIParser, UsageError, runCommand
-from srl_toolbox.files import writeJson, writeNpz
+from srl_toolbox.files import NPZ_READ_ERRORS, writeJson, writeNpz
 
 PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
 GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
@@ -57,7 +55,7 @@ def loadDataset(folder: str) -> dict[str, Any]:
                 if missing:
                     raise UsageError(f"{path} lacks {', '.join(missing)}")
                 arrays.update({key: np.array(data[key]) for key in data.files})
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as error:
+        except NPZ_READ_ERRORS as error:
             raise UsageError(f"{path} is not a readable npz file ({type(error).__name__}: {error})") from None
     config: dict[str, Any] = {}
     config_path = os.path.join(folder, "dataset_config.json")

@@ -11,6 +11,8 @@ import hashlib
 import json
 import os
 import secrets
+import zipfile
+import zlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -73,6 +75,10 @@ def writeJson(path: str, data: Any, sort_keys: bool = True) -> None:
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         json.dump(data, handle, indent=2, sort_keys=sort_keys)
         handle.write("\n")
+
+
+# What numpy.load raises on an .npz file that is unreadable, cut short, empty or corrupt (its zip member's data).
+NPZ_READ_ERRORS = (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error)
 
 
 def writeNpz(path: str, arrays: Mapping[str, np.ndarray]) -> None:

@@ -84,10 +84,8 @@ GAIL_HYPERPARAMS: dict[str, Hyperparam] = {
 }
 
 
-def ownKeys() -> set[str]:
-    """:return: the hyperparameter names that are GAIL's, not its learner's (the discriminator's and the learner's
-    name)"""
-    return {*GAIL_HYPERPARAMS, LEARNER_KEY}
+# The hyperparameter names that are GAIL's, not its learner's: the discriminator's and the learner's name.
+OWN_KEYS = frozenset({*GAIL_HYPERPARAMS, LEARNER_KEY})
 
 
 def givenHyperparams(settings: Any) -> dict[str, Any]:
@@ -300,8 +298,8 @@ class GAILModel(StableBaselinesRLObject):
         given, saved = dict(train_kwargs or {}), dict(saved or {})
         learner_name = cls.learnerName(args)
         values = LEARNERS[learner_name].hyperparamsFromArgs(
-            args, {k: v for k, v in given.items() if k not in ownKeys()},
-            {k: v for k, v in saved.items() if k not in ownKeys()})
+            args, {k: v for k, v in given.items() if k not in OWN_KEYS},
+            {k: v for k, v in saved.items() if k not in OWN_KEYS})
         values.update(hp.hyperparamsFromArgs(cls, args, {k: v for k, v in given.items() if k in GAIL_HYPERPARAMS},
                                              {k: v for k, v in saved.items() if k in GAIL_HYPERPARAMS}))
         values[LEARNER_KEY] = learner_name
@@ -327,7 +325,7 @@ class GAILModel(StableBaselinesRLObject):
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """The learner's constructor keywords (GAIL's own hyperparameters are the discriminator's)."""
-        learner = {k: v for k, v in hyperparams.items() if k not in ownKeys()}
+        learner = {k: v for k, v in hyperparams.items() if k not in OWN_KEYS}
         return LEARNERS[cls.learnerName(settings)].makeModelKwargs(settings, learner, env)
 
     # --- persistence -----------------------------------------------------------------------------------------
@@ -388,7 +386,7 @@ class GAILModel(StableBaselinesRLObject):
         if not settings.continue_from:  # (a continued or resumed run restored its own statistics)
             seedNormalisation(env, expert)
         rewarded = GAILRewardVecEnv(env, discriminator, hyperparams["d_reward"])
-        learner = {k: v for k, v in hyperparams.items() if k not in ownKeys()}
+        learner = {k: v for k, v in hyperparams.items() if k not in OWN_KEYS}
         self.prepareTraining(rewarded, learner, logger, settings, checkpoint, callback)
         for name in GAIL_HYPERPARAMS:  # saved with the model (its "data"): a continued run goes on with them
             setattr(self.model, name, hyperparams[name])
