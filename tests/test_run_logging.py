@@ -88,6 +88,10 @@ def test_torch_and_evolution_algorithms_log_their_losses(tmp_path, algo: str, ex
     for step, value in means.items():
         ended = episodes["rewards"][episodes["timesteps"] <= step][-100:]
         assert value == pytest.approx(float(np.mean(ended))), (step, value, episodes)
+    # and SB3's time columns: every training row has its speed and the seconds since the run started
+    for row in rows:
+        if row.get(wanted):
+            assert int(row["time/fps"]) > 0 and int(row["time/time_elapsed"]) >= 0, row
 
 
 def test_scalar_logger_reaches_every_output(tmp_path) -> None:

@@ -109,6 +109,7 @@ class RunLogger:
         self._episodes: tuple[np.ndarray, list[float], list[int]] = (np.zeros(0), [], [])
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self._visdom_sent_at = 0.0
+        self._clock_start = (self._purge_step, time.monotonic())  # (env steps, time) this process started from
 
     def progressLogger(self) -> Any:
         """
@@ -126,17 +127,24 @@ class RunLogger:
         return self._progress
 
     def _dumpWithEpisodes(self, dump: Any) -> Any:
-        """:return: the logger's ``dump``, adding SB3's ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the last
-        100 of the monitor's episodes that ended by the row's step: a row written later, e.g. a generation's pending
-        row, still describes its own step) to a training row that has none: the rows of the algorithms written here,
-        which SB3's episode buffer does not feed"""
+        """:return: the logger's ``dump``, adding to a training row what SB3's own rows have and the rows of the
+        algorithms written here lack: ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` (the last 100 of the
+        monitor's episodes that ended by the row's step: a row written later, e.g. a generation's pending row, still
+        describes its own step), ``time/time_elapsed`` and ``time/fps`` (seconds and env steps per second since this
+        process started the run, or resumed it)"""
 
         def dumpWithEpisodes(step: int = 0) -> None:
             names = self._progress.name_to_value
-            if (any(name.startswith("train/") for name in names)
-                    and not any(name.startswith(EPISODE_KEYS_PREFIX) for name in names)):
-                for tag, value in self._episodeMeansAt(step).items():
-                    self._progress.record(tag, value)  # (not to tensorboard: logEpisodes writes these tags there)
+            if any(name.startswith("train/") for name in names):
+                if not any(name.startswith(EPISODE_KEYS_PREFIX) for name in names):
+                    for tag, value in self._episodeMeansAt(step).items():
+                        self._progress.record(tag, value)  # (not to tensorboard: logEpisodes writes these tags there)
+                start_step, start_time = self._clock_start
+                elapsed = max(time.monotonic() - start_time, 1e-9)
+                if "time/time_elapsed" not in names:
+                    self._progress.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
+                if "time/fps" not in names:
+                    self._progress.record("time/fps", int(max(step - start_step, 0) / elapsed))
             dump(step)
 
         return dumpWithEpisodes
