@@ -23,6 +23,7 @@ empty ``main`` environment.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import re
 import urllib.parse
@@ -197,6 +198,7 @@ class VisdomPlotter:
         self._viz: Any = None
         self._disabled = False
         self._scalar_windows: set[str] = set()
+        self._scalar_traces: set[str] = set()  # the tags this process has drawn
 
     @property
     def address(self) -> str:
@@ -305,8 +307,10 @@ class VisdomPlotter:
 
     def scalars(self, points: dict[str, list[tuple[float, float]]]) -> None:
         """
-        Append logged scalars to one window per tag group (the tag's part before ``/``), one trace per tag; a window
-        the server already has (a resumed run's) is appended to, never replaced.
+        Append logged scalars to one window per tag group (the tag's part before ``/``), one trace per tag. A window
+        the server already has (a resumed run's) is kept: a trace this process has not drawn yet keeps its points
+        before the first step sent now (those from before the checkpoint) and loses the later ones, which the
+        stopped process logged after its checkpoint and this one logs again.
 
         :param points: ``{tag: [(env step, value), ...]}`` received since the last call
         """
@@ -320,15 +324,31 @@ class VisdomPlotter:
                     group = tag.partition("/")[0] if "/" in tag else "scalars"
                     window = f"{self.windows['reward'][:-len('_reward')]}_scalars_{re.sub(r'[^A-Za-z0-9_-]', '_', group)}"
                     steps, values = np.asarray(tag_points, dtype=np.float64).T
-                    # a window this process has not drawn may hold a resumed run's points from before its checkpoint
                     exists = window in self._scalar_windows or bool(self._viz.win_exists(window, env=self.env_name))
-                    self._viz.line(Y=values, X=steps, win=window, env=self.env_name, name=tag,
-                                   update="append" if exists else None,
+                    update = "append" if exists else None
+                    if exists and tag not in self._scalar_traces:
+                        earlier_steps, earlier_values = self._earlierPoints(window, tag, steps[0])
+                        steps, values = np.concatenate([earlier_steps, steps]), np.concatenate([earlier_values, values])
+                        update = "replace"  # this trace only (named): the window's other traces are kept
+                    self._viz.line(Y=values, X=steps, win=window, env=self.env_name, name=tag, update=update,
                                    opts=None if exists else dict(title=f"{self.title} [{group}]", xlabel="Timesteps",
                                                                  showlegend=True))
                     self._scalar_windows.add(window)
+                    self._scalar_traces.add(tag)
         except Exception as exc:
             self._giveUp(_describe(exc), lost=True, stacklevel=3)
+
+    def _earlierPoints(self, window: str, tag: str, before: float) -> tuple[np.ndarray, np.ndarray]:
+        """:return: (steps, values) of the server's trace ``tag`` in ``window`` at steps below ``before`` (none if
+        the window has no such trace)"""
+        content = json.loads(self._viz.get_window_data(window, env=self.env_name) or "{}").get("content", {})
+        for trace in content.get("data", []):
+            if trace.get("name") == tag:
+                steps = np.asarray(trace.get("x") or [], dtype=np.float64)
+                values = np.asarray(trace.get("y") or [], dtype=np.float64)
+                kept = steps < before
+                return steps[kept], values[kept]
+        return np.zeros(0), np.zeros(0)
 
 
     def updateEvaluation(self, timesteps: ArrayLike, means: ArrayLike, stds: ArrayLike) -> None:

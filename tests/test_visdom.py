@@ -135,15 +135,21 @@ def test_update_evaluation_sends_means_and_spread(visdom_port: int) -> None:
 def test_a_resumed_run_appends_to_its_scalar_windows(visdom_port: int) -> None:
     # the resumed process's first batch replaced the window: every point from before the checkpoint was lost
     env = "test_scalars_resumed"
-    VisdomPlotter(port=visdom_port, env_name=env).scalars({"train/loss": [(1000, 0.5), (2000, 0.25)],
+    # The stopped process logged loss at 3000 and 4000 after its checkpoint (at 2500): the resumed process logs
+    # them again, and they must not be there twice.
+    VisdomPlotter(port=visdom_port, env_name=env).scalars({"train/loss": [(1000, 0.5), (2000, 0.25), (3000, 0.2),
+                                                                          (4000, 0.1)],
                                                            "train/rate": [(1000, 1.0)]})
     resumed = VisdomPlotter(port=visdom_port, env_name=env)
     resumed.scalars({"train/loss": [(3000, 0.125)], "train/rate": [(3000, 0.5)]})
+    resumed.scalars({"train/loss": [(4000, 0.0625)], "other/value": [(4000, 2.0)]})
     assert resumed.enabled
     traces = _traces(visdom_port, f"{env}_scalars_train", env)
-    np.testing.assert_allclose(traces["train/loss"]["x"], [1000, 2000, 3000])
-    np.testing.assert_allclose(traces["train/loss"]["y"], [0.5, 0.25, 0.125])
+    np.testing.assert_allclose(traces["train/loss"]["x"], [1000, 2000, 3000, 4000])
+    np.testing.assert_allclose(traces["train/loss"]["y"], [0.5, 0.25, 0.125, 0.0625])
     np.testing.assert_allclose(traces["train/rate"]["x"], [1000, 3000])
+    np.testing.assert_allclose(traces["train/rate"]["y"], [1.0, 0.5])
+    np.testing.assert_allclose(_traces(visdom_port, f"{env}_scalars_other", env)["other/value"]["x"], [4000])
 
 
 def test_long_runs_are_subsampled(visdom_port: int) -> None:
