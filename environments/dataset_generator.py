@@ -64,7 +64,7 @@ from environments import (
 from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.registry import defaultRenderersText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
 from srl_toolbox.locks import tryLock
 from srl_toolbox.plugins import loadNamed
@@ -74,8 +74,6 @@ if TYPE_CHECKING:
     from filelock import BaseFileLock
 
 FORMAT_VERSION = 1
-MIN_IMAGE_SIDE = 16
-MAX_JPEG_SIDE = 65500  # libjpeg's limit (OpenCV's encoder fails above it)
 SETTINGS_FILE = "generation.json"
 EPISODES_FOLDER = "episodes"
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
@@ -154,13 +152,8 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                              f"or continuous ones with -c)")
         if not config.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
+    checkImageShape(config.img_shape)  # (train's bound: within JPEG's 65,500 pixels a side too)
     channels, height, width = config.img_shape
-    if channels != 3 or height < MIN_IMAGE_SIDE or width < MIN_IMAGE_SIDE:
-        raise UsageError(f"--img-shape {' '.join(map(str, config.img_shape))} is not 3 H W with H, W >= "
-                         f"{MIN_IMAGE_SIDE}")
-    if config.image_format == "jpg" and max(height, width) > MAX_JPEG_SIDE:
-        raise UsageError(f"--img-shape {' '.join(map(str, config.img_shape))}: a JPEG image is at most {MAX_JPEG_SIDE} "
-                         f"pixels a side; use smaller images or --image-format png")
     if config.num_cpu > config.num_episode:
         raise UsageError(f"--num-cpu {config.num_cpu} is more than --num-episode {config.num_episode}: each process "
                          f"records whole episodes")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from environments.srl_env import RENDERERS
-from srl_toolbox.cli import positiveInt, seedNumber
+from srl_toolbox.cli import IMAGE_SIDES, positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
@@ -39,7 +39,7 @@ class GeneratorConfig:
     action_joints: bool = setting(False, "act in joint space (arms, with -c)", flags=("-joints", "--action-joints"))
     random_target: bool = setting(False, "a new target position every episode", flags=("-r", "--random-target"))
     shape_reward: bool = setting(False, "dense reward: minus the distance to the target")
-    img_shape: tuple[int, ...] = setting((3, 64, 64), "image shape, 3 H W with H, W >= 16 [3 64 64]",
+    img_shape: tuple[int, ...] = setting((3, 64, 64), f"image shape, 3 H W with H, W in {IMAGE_SIDES} [3 64 64]",
                                          parse=positiveInt, nargs=3, metavar=("C", "H", "W"))
     image_format: str = setting("jpg", "image files", choices=IMAGE_FORMATS)
     max_steps: int | None = setting(None, "episode length [the env's own, 250 for the mobile robot]",

@@ -49,6 +49,7 @@ from srl_models.train import (
 )
 from srl_models.train_config import MAX_STATE_DIM, SRLTrainConfig
 from srl_toolbox.cli import (
+    IMAGE_SIDES,
     CLIParser,
     UsageError,
     addProgressArgument,
@@ -126,7 +127,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
     parser.add_argument("--episodes", type=positiveInt, default=None, help="episodes to record [per env]")
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
-                        help="image shape, 3 H W [per env, 3 64 64]")
+                        help=f"image shape, 3 H W with H, W in {IMAGE_SIDES} [per env, 3 64 64]")
     parser.add_argument("--state-dim", type=intInRange(1, MAX_STATE_DIM), default=None,
                         help=f"size of the learned state, 1..{MAX_STATE_DIM} [per env]")
     parser.add_argument("--renderer", choices=RENDERERS, default=None,

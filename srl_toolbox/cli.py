@@ -5,8 +5,8 @@
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2,
   and warnings as one ``warning: ...`` line;
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
-  :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`) and
-  :func:`checkWritableFolder`;
+  :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
+  :func:`checkImageShape` (the camera's ``--img-shape`` of every command) and :func:`checkWritableFolder`;
 - shared argument groups (:func:`addSeedArgument`, :func:`addProgressArgument`, :func:`addVisdomArguments`), so that a
   flag means the same in every command.
 
@@ -35,6 +35,11 @@ MAX_SEED = 2**32 - 1
 MAX_COUNT = 10**15
 # The most parallel envs a command starts (one process each): a typo such as 1e30 would exhaust the memory.
 MAX_ENVS = 256
+# A camera image's sides (--img-shape 3 H W of every command): smaller ones lose the scene, and a typo such as 1e5
+# would allocate gigabytes per frame.
+MIN_IMAGE_SIDE = 16
+MAX_IMAGE_SIDE = 4096
+IMAGE_SIDES = f"{MIN_IMAGE_SIDE}..{MAX_IMAGE_SIDE}"
 
 
 class UsageError(Exception):
@@ -225,6 +230,20 @@ def checkWritableFolder(folder: str, flag: str) -> None:
     except OSError as error:
         where = "" if existing == os.path.abspath(folder) else f" (its parent {existing!r})"
         raise UsageError(f"{flag} {folder!r}{where} is not writable: {error.strerror or error}") from None
+
+
+def checkImageShape(shape: Sequence[int], flag: str = "--img-shape") -> None:
+    """
+    Refuse a camera image shape other than 3 H W with H, W in MIN_IMAGE_SIDE..MAX_IMAGE_SIDE (the one bound of
+    train, the dataset generator and srl_models.prepare).
+
+    :param shape: (C, H, W)
+    :param flag: the option that gave it, for the message
+    :raises UsageError: a bad shape
+    """
+    channels, height, width = shape
+    if channels != 3 or not (MIN_IMAGE_SIDE <= height <= MAX_IMAGE_SIDE and MIN_IMAGE_SIDE <= width <= MAX_IMAGE_SIDE):
+        raise UsageError(f"{flag} {' '.join(map(str, shape))} is not 3 H W with H, W in {IMAGE_SIDES}")
 
 
 def nonNegativeInt(raw: str) -> int:

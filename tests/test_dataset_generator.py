@@ -291,7 +291,8 @@ def test_ctrl_c_keeps_finished_episodes(tmp_path):
 @pytest.mark.parametrize("arguments,words", [
     (["--env", "NopeGymEnv-v0"], ["'NopeGymEnv-v0'", "valid choices", "MobileRobotGymEnv-v0"]),
     (["-c", "--action-joints"], ["--action-joints", "MobileRobotGymEnv-v0"]),
-    (["--img-shape", "3", "8", "8"], ["--img-shape 3 8 8", "H, W >= 16"]),
+    (["--img-shape", "3", "8", "8"], ["--img-shape 3 8 8", "H, W in 16..4096"]),
+    (["--img-shape", "3", "100000", "100000", "--image-format", "png"], ["--img-shape 3 100000 100000", "16..4096"]),
     (["--img-shape", "4", "64", "64"], ["--img-shape 4 64 64"]),
     (["--num-episode", "2", "--num-cpu", "3"], ["--num-cpu 3", "--num-episode 2"]),
     (["--num-episode", "0"], ["--num-episode", "'0'"]),
@@ -300,9 +301,9 @@ def test_ctrl_c_keeps_finished_episodes(tmp_path):
     (["--force", "--resume"], ["--force", "--resume"]),
     (["--image-format", "gif"], ["'gif'", "jpg", "png"]),
     (["--policy", "{tmp}"], ["--policy", "no args.json"]),
-], ids=["unknown-env", "joints-on-mobile-robot", "img-too-small", "img-four-channels", "cpu-over-episodes",
-        "zero-episodes", "max-distance-unsupported", "multi-view-unsupported", "force-and-resume", "bad-image-format",
-        "policy-not-a-run"])
+], ids=["unknown-env", "joints-on-mobile-robot", "img-too-small", "img-too-large", "img-four-channels",
+        "cpu-over-episodes", "zero-episodes", "max-distance-unsupported", "multi-view-unsupported", "force-and-resume",
+        "bad-image-format", "policy-not-a-run"])
 def test_bad_input(tmp_path, arguments, words):
     arguments = [arg.format(tmp=tmp_path) for arg in arguments]
     result = generate(tmp_path / "data", "--num-episode", "4", *arguments, check=False)

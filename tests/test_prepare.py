@@ -226,6 +226,8 @@ BAD_PREPARE = [
     ("not learned", ["--env", ENV_ID, "--srl-model", "vae", "ground_truth"],
      "'ground_truth' is not a learned model this command trains; valid choices: "),
     ("small images", ["--env", ENV_ID, "--srl-model", "vae", "--img-shape", "3", "8", "8"], "--img-shape 3 8 8"),
+    ("huge images", ["--env", ENV_ID, "--srl-model", "pca", "--episodes", "1", "--img-shape", "3", "100000", "100000"],
+     "--img-shape 3 100000 100000 is not 3 H W with H, W in 16..4096"),
     ("processes", ["--env", ENV_ID, "--srl-model", "vae", "--episodes", "2", "--num-cpu", "3"],
      "--num-cpu 3 is more than --episodes 2"),
     ("seed", ["--env", ENV_ID, "--srl-model", "vae", "--seed", "-1"], "--seed: '-1' is out of range"),

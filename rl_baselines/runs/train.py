@@ -55,6 +55,7 @@ from srl_models.registry import learnedModels
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
+    checkImageShape,
     checkWritableFolder,
     runCommand,
 )
@@ -136,10 +137,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     _checkGroundTruthScale(args, registered_rl, env_class)
     _checkAugment(args, registered_rl)
     if args.img_shape is not None:
-        channels, height, width = args.img_shape
-        if channels != 3 or not (16 <= height <= 4096 and 16 <= width <= 4096):
-            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))} is not 3 H W with H, W in 16..4096")
-        if args.srl_model == "raw_pixels" and min(height, width) < MIN_CNN_SIDE:
+        checkImageShape(args.img_shape)
+        if args.srl_model == "raw_pixels" and min(args.img_shape[1:]) < MIN_CNN_SIDE:
             raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
                              f"{MIN_CNN_SIDE} with raw_pixels")
     if isLearnedSRLModel(args.srl_model):
