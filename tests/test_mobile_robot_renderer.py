@@ -277,6 +277,26 @@ def test_the_renderer_does_not_change_the_trajectory(tinyDatasets: dict[str, str
     assert trajectoryDifferences(tinyDatasets["tinyrenderer"], str(changed)) == ["actions"]
 
 
+@pytest.mark.parametrize("drawn_by", ["tinyrenderer", "sprites"])
+def test_pretraining_on_the_other_renderer_frames_warns_once(tinyDatasets: dict[str, str], tmp_path,
+                                                             drawn_by: str) -> None:
+    """--pretrain-dataset with raw pixels drawn by another renderer than the run's: used, with one warning (as a
+    learned SRL model of the other renderer's frames); the same renderer, or ground-truth states, without one."""
+    other = "sprites" if drawn_by == "tinyrenderer" else "tinyrenderer"
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--pretrain-dataset", tinyDatasets[drawn_by],
+            "--log-dir", str(tmp_path / "logs"), "--no-vis"]
+    with pytest.warns(UserWarning, match=f"drawn by --renderer {drawn_by} .* --renderer {other}") as caught:
+        train.validate(train.parseCommand([*argv, "--srl-model", "raw_pixels", "--renderer", other])[0], registered_rl)
+    assert len(caught) == 1 and "\n" not in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train.validate(train.parseCommand([*argv, "--srl-model", "raw_pixels", "--renderer", drawn_by])[0],
+                       registered_rl)
+        train.validate(train.parseCommand([*argv, "--srl-model", "ground_truth", "--renderer", other])[0],
+                       registered_rl)
+    assert not os.path.exists(tmp_path / "logs")
+
+
 @pytest.mark.parametrize("renderer", ["tinyrenderer", "sprites"])
 def test_srl_models_record_the_renderer(tinyDatasets: dict[str, str], tmp_path, renderer: str) -> None:
     folder = trainFromArgs(["--data-folder", tinyDatasets[renderer], "--srl-model", "vae", "--state-dim", "2",

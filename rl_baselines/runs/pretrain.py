@@ -13,11 +13,13 @@ supervised learning before ``learn`` starts:
 Observations go through the policy's own preprocessing (``policy.obs_to_tensor``, then its feature extractor), so
 images are scaled as during RL. With a low-dimensional ``--srl-model`` the run's VecNormalize statistics are
 initialised from the dataset's states (then keep adapting during RL), and the policy is pretrained on the states
-normalised with them: it sees the same inputs in both phases.
+normalised with them: it sees the same inputs in both phases. Images drawn by another renderer than the run's are
+used with one warning (the policy may act otherwise on the run's frames), as a learned SRL model of them is.
 """
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,7 +67,8 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
     :param registered_rl: the algorithm table
     :return: the dataset's description
     :raises ValueError: a one-line reason (another env or action kind, actions the run's action space cannot take,
-        ground-truth states that are not finite, ...)
+        ground-truth states that are not finite, ...); images drawn by another renderer than the run's are used,
+        with one warning
     """
     algo_class = registered_rl[args.algo][0]
     if not canPretrain(algo_class):
@@ -100,6 +103,10 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
         for stem in (stems[0], stems[-1]):
             if not os.path.isfile(dataset.imageFile(str(stem))):
                 raise ValueError(f"{path!r} lacks its images ({dataset.imageFile(str(stem))}), needed with raw_pixels")
+        if dataset.renderer != args.renderer:  # (as a learned SRL model of another renderer's frames: train warns)
+            warnings.warn(f"--pretrain-dataset {path} was drawn by --renderer {dataset.renderer} and this run draws its "
+                          f"frames with --renderer {args.renderer}: the cloned policy may act otherwise on them "
+                          f"(--renderer {dataset.renderer} gives the dataset's frames)", stacklevel=2)
     if args.num_stack > 1:
         raise ValueError("pretraining with --num-stack > 1 is not supported")
     return DatasetInfo(path=path, config=config)
