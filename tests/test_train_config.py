@@ -163,6 +163,16 @@ def test_the_parser_is_generated_from_the_fields() -> None:
     assert "--run-folder" not in text  # hidden: set by the pipeline
 
 
+def test_img_shape_help_and_readme_name_the_learned_model_default() -> None:
+    """Left out, --img-shape is 3 64 64, or the learned SRL model's shape (--srl-model-path, a registered model)."""
+    (action,) = [action for action in train.baseParser()._actions if action.dest == "img_shape"]
+    assert "[3 64 64, or the learned SRL model's own]" in action.help and "16..4096" in action.help
+    with open(os.path.join(os.path.dirname(__file__), "..", "README.md")) as file:
+        (row,) = [line for line in file if line.startswith("| `--img-shape C H W` |")
+                  and "camera observation" in line]
+    assert "`3 64 64`, or the learned SRL model's shape" in row
+
+
 def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> None:
 
     given = TrainConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,

@@ -40,6 +40,7 @@ from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwar
 from srl_models.augment import AUGMENTATIONS
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
+    IMAGE_SIDES,
     MAX_ENVS,
     envCount,
     intInRange,
@@ -134,7 +135,8 @@ class TrainConfig:
     resume: str | None = setting(None, "continue the run folder RUN from its last checkpoint, with the arguments of "
                                  "its args.json (only --no-vis, --no-progress, --port, --device and --torch-threads may "
                                  "be given with it)", metavar="RUN")
-    img_shape: tuple[int, ...] | None = setting(None, "camera observation shape [3 64 64]", parse=positiveInt,
+    img_shape: tuple[int, ...] | None = setting(None, f"camera observation shape, 3 H W with H, W in {IMAGE_SIDES} "
+                                                "[3 64 64, or the learned SRL model's own]", parse=positiveInt,
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
                                           nargs="+", extend=True, metavar="KEY:VALUE")
