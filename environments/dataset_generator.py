@@ -18,6 +18,8 @@ worker processes write their episodes straight into the record folders of ``<sav
 finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged
 and the folder is renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An
 interrupted run leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it.
+Workers that finish close their envs (the sprite cache is saved); an interrupt or an error terminates them. They mute
+warnings (the parent has shown their imports'), all but a SpriteCacheWarning about the shared sprite files.
 
 ``--policy RUN`` replays a trained agent instead of random actions. Loading a run is the RL layer's job, above this
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
@@ -39,6 +41,7 @@ import ctypes
 import dataclasses
 import json
 import multiprocessing
+import multiprocessing.util
 import os
 import shutil
 import signal
@@ -62,6 +65,7 @@ from environments import (
     resolvedRenderer,
 )
 from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
+from environments.mobile_robot.sprite_cache import SpriteCacheWarning
 from environments.registry import defaultRenderersText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkWritableFolder, runCommand
@@ -366,7 +370,16 @@ def _initWorker(spec: GenerationSpec, partial_dir: str, parent_pid: int, policy:
         os._exit(1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     warnings.simplefilter("ignore")  # the parent has already shown any warning the same imports give
+    warnings.simplefilter("default", SpriteCacheWarning)  # but not this one: a file this worker read or wrote
     _worker.update(spec=spec, partial_dir=partial_dir, env=None, policy=policy)
+    # A worker that ends normally (the pool closed, not terminated) closes its env: the sprite cache is saved.
+    multiprocessing.util.Finalize(None, _closeWorkerEnv, exitpriority=10)
+
+
+def _closeWorkerEnv() -> None:
+    if _worker.get("env") is not None:
+        _worker["env"].close()
+        _worker["env"] = None
 
 
 def _runEpisode(episode: int) -> dict[str, Any]:
@@ -405,10 +418,16 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
     context = multiprocessing.get_context("fork" if forked else "spawn")
     initargs = (spec, partial_dir, os.getpid(), policy if forked else None)
     with context.Pool(num_cpu, initializer=_initWorker, initargs=initargs) as pool:
+        finished = False
         try:
             yield from pool.imap_unordered(_runEpisode, episodes, chunksize=1)
+            finished = True
         finally:
-            pool.terminate()
+            if finished:  # the workers close their envs (saving the sprites they rendered) and exit
+                pool.close()
+                pool.join()
+            else:  # an interrupt or an error: stop them at once
+                pool.terminate()
 
 
 # --- the partial folder --------------------------------------------------------------------------------------------

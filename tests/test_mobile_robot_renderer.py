@@ -142,11 +142,37 @@ def test_sprites_on_disk_give_the_same_images(tmp_path, monkeypatch) -> None:
     # a damaged file is ignored with one warning, and replaced
     with open(files[0], "r+b") as handle:
         handle.truncate(100)
-    with pytest.warns(UserWarning, match="sprite cache .* ignored"):
+    with pytest.warns(UserWarning, match="sprite cache .* ignored") as caught:
         damaged = _spriteEpisode()
+    assert len([warning for warning in caught if "sprite cache" in str(warning.message)]) == 1  # (the save re-reads)
     for ours, theirs in zip(reference, damaged, strict=True):
         np.testing.assert_array_equal(ours, theirs)
     assert os.path.getsize(files[0]) > 100
+
+
+@pytest.mark.parametrize("num_cpu", [1, 2])
+def test_generator_workers_write_the_sprite_cache_and_warn_once_per_damaged_file(tmp_path, num_cpu: int) -> None:
+    """The generator's worker processes save the sprites they render when the recording ends (their envs are closed,
+    not terminated), and a damaged sprite file is one warning, from whichever process finds it, then rewritten."""
+    cache = tmp_path / "cache"
+    args = ["--num-episode", "2", "--max-steps", "10", "--img-shape", "3", "32", "32", "--num-cpu", str(num_cpu),
+            "--save-path", str(tmp_path / "data"), "--no-progress"]
+    first = runModule("environments.dataset_generator", *args, "--name", "first", env={SPRITE_CACHE_ENV: str(cache)})
+    assert first.returncode == 0, first.stderr
+    files = sorted(glob.glob(str(cache / "sprites" / "*.npz")))
+    assert len(files) == 2, first.stderr  # the robot's and the target's
+    sizes = [os.path.getsize(path) for path in files]
+    for path in files:
+        with open(path, "r+b") as handle:
+            handle.truncate(100)
+    second = runModule("environments.dataset_generator", *args, "--name", "second", env={SPRITE_CACHE_ENV: str(cache)})
+    assert second.returncode == 0, second.stderr
+    warned = [line for line in second.stderr.splitlines() if "sprite cache" in line]
+    assert sorted(warned) == [f"warning: sprite cache {path} ignored (File is not a zip file); it is rewritten"
+                              for path in files], second.stderr
+    assert [os.path.getsize(path) for path in files] == sizes
+    assert Dataset.open(str(tmp_path / "data" / "first")).loadImages().tobytes() == \
+        Dataset.open(str(tmp_path / "data" / "second")).loadImages().tobytes()
 
 
 def test_same_seed_same_images_in_any_order() -> None:

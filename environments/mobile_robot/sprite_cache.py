@@ -16,11 +16,14 @@ The folder is ``$SRL_TOOLBOX_CACHE`` when set (empty: no cache on disk), else ``
   its sprites came from the disk (TinyRenderer is deterministic on one machine and PyBullet version);
 - a file is replaced atomically, under a lock, merged with what is on disk: processes that render at the same time
   add their sprites and lose none of another's;
-- a file that cannot be read or does not hold this format is ignored with one warning, and replaced by the next save;
+- a file that cannot be read or does not hold this format is ignored with one warning (a :class:`SpriteCacheWarning`,
+  which worker processes that mute their other warnings let through), by the one process that finds it so under the
+  lock and removes it: the others find no file; its sprites are rendered again and written by the next save;
 - a folder that cannot be written costs one warning, never the run: the sprites stay in memory.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import warnings
@@ -38,10 +41,16 @@ CACHE_FORMAT = 1
 CACHE_ENV = "SRL_TOOLBOX_CACHE"
 # A process saves its new sprites once it has rendered this many (and when its env closes).
 SAVE_EVERY = 256
+# What np.load and _unpack raise on a file that is cut short, overwritten or of another format.
+_DAMAGED_FILE_ERRORS = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile)
 # (grid x, grid y, phase row, phase column)
 SpriteKey = tuple[int, int, int, int]
 # (top, left, rgb uint8 (h, w, 3), depth float32 (h, w), mask bool (h, w), anchor (row, column)), None: not in view
 SpriteArrays = tuple[int, int, np.ndarray, np.ndarray, np.ndarray, tuple[float, float]] | None
+
+
+class SpriteCacheWarning(UserWarning):
+    """A sprite file ignored or not written: shown by worker processes too (dataset_generator's mute the rest)."""
 
 
 def cacheFolder() -> str | None:
@@ -108,18 +117,51 @@ class SpriteCache:
     def __init__(self, digest: str, folder: str | None) -> None:
         self._path = os.path.join(folder, f"{digest}.npz") if folder else None
         self._new: dict[SpriteKey, SpriteArrays] = {}
-        self.sprites: dict[SpriteKey, SpriteArrays] = self._read() if self._path else {}
+        self._warned = False
+        self.sprites: dict[SpriteKey, SpriteArrays] = self._firstRead() if self._path else {}
+
+    def _load(self) -> dict[SpriteKey, SpriteArrays]:
+        """:return: the file's sprites, {} when there is none; raises one of _DAMAGED_FILE_ERRORS on a damaged one"""
+        if self._path is None or not os.path.isfile(self._path):
+            return {}
+        with np.load(self._path) as arrays:
+            return _unpack(arrays)
+
+    def _firstRead(self) -> dict[SpriteKey, SpriteArrays]:
+        """:return: the file's sprites; a damaged file: {}, with one warning from the one process that finds it
+        damaged under the lock and removes it (a process that cannot take the lock warns and leaves it)"""
+        try:
+            return self._load()
+        except _DAMAGED_FILE_ERRORS:
+            pass
+        try:
+            lock = acquireLock(lockPathFor(self._path))
+        except OSError:
+            return self._read()
+        try:
+            return self._load()  # another process has replaced or removed it meanwhile
+        except _DAMAGED_FILE_ERRORS as error:
+            self._warnDamaged(error)
+            with contextlib.suppress(OSError):  # (a folder that refuses it refuses the save too: that one warns)
+                os.remove(self._path)
+            return {}
+        finally:
+            lock.release()
 
     def _read(self) -> dict[SpriteKey, SpriteArrays]:
         """:return: the file's sprites, {} when there is none or it cannot be read (one warning)"""
-        if self._path is None or not os.path.isfile(self._path):
-            return {}
         try:
-            with np.load(self._path) as arrays:
-                return _unpack(arrays)
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            warnings.warn(f"sprite cache {self._path} ignored ({error}); it is rewritten", stacklevel=2)
+            return self._load()
+        except _DAMAGED_FILE_ERRORS as error:
+            self._warnDamaged(error)
             return {}
+
+    def _warnDamaged(self, error: Exception) -> None:
+        """Warn that the file is ignored, once per file and process (a save re-reads it)."""
+        if not self._warned:
+            self._warned = True
+            warnings.warn(f"sprite cache {self._path} ignored ({error}); it is rewritten", SpriteCacheWarning,
+                          stacklevel=4)
 
     def get(self, key: SpriteKey, render: Callable[[], SpriteArrays]) -> SpriteArrays:
         """
@@ -147,6 +189,7 @@ class SpriteCache:
             finally:
                 lock.release()
         except OSError as error:
-            warnings.warn(f"sprite cache {self._path} not written ({error}); the sprites stay in memory", stacklevel=2)
+            warnings.warn(f"sprite cache {self._path} not written ({error}); the sprites stay in memory",
+                          SpriteCacheWarning, stacklevel=2)
             self._path = None
         self._new = {}
