@@ -17,17 +17,18 @@ processes and whichever took it, so 1 and K processes, interrupted and resumed o
 worker processes write their episodes straight into the record folders of ``<save-path>/.<name>.partial/``; each
 finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged
 and the folder is renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An
-interrupted run leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it.
-Workers that finish close their envs (the sprite cache is saved); an interrupt or an error terminates them. They mute
-warnings (the parent has shown their imports'), all but a SpriteCacheWarning about the shared sprite files.
+interrupted run leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it
+(a run that fails before finishing an episode removes it: there is nothing to resume). Workers that finish close
+their envs (the sprite cache is saved); an interrupt or an error terminates them. They mute warnings (the parent has
+shown their imports'), all but a SpriteCacheWarning about the shared sprite files.
 
 ``--policy RUN`` replays a trained agent instead of random actions. Loading a run is the RL layer's job, above this
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
 entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
 what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
 ``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, ``renderer``, ``pixels`` and ``cameras``, read
-as False, None, False and the dataset's when a loader lacks them). Random actions on an arm are recorded with
-``force_down`` (the arm never moves up, as in the original toolbox); a replayed agent acts in the env it was trained
+as False, None, False and the dataset's when a loader lacks them). Random effector moves of an arm are recorded
+with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in the env it was trained
 in, so its run's ``force_down`` decides, and its run's renderer draws the frames unless ``--renderer`` says otherwise
 (with a warning); an agent acting on images is refused where the dataset's cameras are not its own.
 
@@ -188,7 +189,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
         raise UsageError(f"--max-distance {config.max_distance} must be positive")
     if "max_distance" in keywords:
         env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if config.max_distance is None else config.max_distance
-    if "force_down" in keywords:
+    if "force_down" in keywords and not config.action_joints:  # (joint moves have no up to forbid)
         env_kwargs["force_down"] = True  # random actions, as the old generator: the arm never moves up, presses more
     for flag, keyword, example, given in (("--multi-view", "multi_view", "Kuka envs", config.multi_view),
                                           ("--fpv", "fpv", "MobileRobot", config.fpv)):
@@ -671,6 +672,11 @@ def generate(config: GeneratorConfig) -> int:
         print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; run the same command "
               f"with --resume to finish it, or with --force to start over", file=sys.stderr)
         return 130
+    except Exception:
+        if not finishedEpisodes(partial_dir):  # nothing to resume: leave no folder in the next run's way
+            lock.release()
+            shutil.rmtree(partial_dir, ignore_errors=True)
+        raise
     finally:
         env.close()
     elapsed = time.perf_counter() - start

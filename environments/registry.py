@@ -151,13 +151,16 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
 
 
 def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, force_down: bool = False,
-                   random_target: bool = False, shape_reward: bool = False, pixels: bool = True) -> str | None:
+                   random_target: bool = False, shape_reward: bool = False, pixels: bool = True,
+                   action_joints: bool = False) -> str | None:
     """
     :param env_id: a registered env id
     :param fpv: ``--fpv`` given (and likewise the others: ``--multi-view``, ``--force-down``, ``-r``,
         ``--shape-reward``)
     :param pixels: the observations are camera images (a second camera is warned about, once, where they are not:
         it changes nothing there, and a sweep's other cells may use it)
+    :param action_joints: the actions move the arm's joints (``--force-down`` is warned about, once: it restricts
+        effector moves only, and the commands leave it out of the env's keywords)
     :return: why the env cannot do what a flag asks (one line naming the envs that can), None when it can; a random
         target or a shaped reward the env does not offer is one warning (the commands leave it out, see
         :func:`envOffers`): a sweep passes its flags to every env, and earlier runs recorded it
@@ -174,6 +177,9 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
         having = envsWhere(lambda env_class: env_class.acceptsKeyword("force_down"))
         return (f"--force-down: {env_id} has no up and down moves to restrict; envs with --force-down: "
                 f"{', '.join(having) or 'none'}")
+    if force_down and action_joints:
+        warnings.warn("--force-down does nothing with joint actions (-joints): it restricts the effector's moves "
+                      "(discrete action 5, continuous z), not the joints'", stacklevel=2)
     for flag, asked, attribute in (("-r/--random-target", random_target, "RANDOM_TARGET"),
                                    ("--shape-reward", shape_reward, "SHAPED_REWARD")):
         if asked and not getattr(env_class, attribute, True):  # (left out of the env's keywords: envOffers)

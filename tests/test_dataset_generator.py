@@ -26,7 +26,7 @@ from environments.dataset_generator import episodeSeed
 from environments.generator_config import GeneratorConfig
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import FRESH_WORLD
-from rl_baselines.runs.run_policy import loadRunPolicy
+from rl_baselines.runs.run_policy import RunPolicy, loadRunPolicy
 from srl_models.train import datasetSizes
 from srl_toolbox.cli import UsageError
 
@@ -550,3 +550,38 @@ def test_a_moving_target_is_recorded_row_by_row_and_relative_ground_truth_follow
         observed.append(env.step(action)[0])
     env.close()
     np.testing.assert_allclose(dataset.states(), np.array(observed), atol=1e-5)
+
+
+def test_a_replayed_agent_on_two_cameras_gets_each_image_resized():
+    """A two-camera (--multi-view/--fpv) pixel run recorded at another image size: OpenCV resizes at most 4 channels,
+    so the 6-channel frame crashed the workers (cv2 assertion 'cn <= 4'); each camera's image is resized alone."""
+    policy = object.__new__(RunPolicy)  # (only its run folder's name, for messages)
+    policy.run_dir = "run"
+    pixels = np.random.default_rng(0).integers(0, 256, (40, 40, 6), dtype=np.uint8)
+    resized = policy._resize(pixels, (6, 32, 32))
+    assert resized.shape == (32, 32, 6)
+    for first in (0, 3):
+        np.testing.assert_array_equal(resized[..., first:first + 3],
+                                      cv2.resize(pixels[..., first:first + 3], (32, 32), interpolation=cv2.INTER_AREA))
+
+
+def test_a_run_that_fails_before_an_episode_leaves_no_partial_folder(tmp_path, monkeypatch):
+    """An unexpected error in the recording left an empty partial folder that refused the next run (--resume or
+    --force asked for nothing to resume); once an episode is finished the folder is kept for --resume."""
+    recordEpisode = dataset_generator.recordEpisode
+
+    def failing(env, policy, spec, episode, partial_dir):
+        if episode == failing.at:
+            raise RuntimeError("boom")
+        return recordEpisode(env, policy, spec, episode, partial_dir)
+
+    monkeypatch.setattr(dataset_generator, "recordEpisode", failing)
+    config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", NAME, *SETTINGS[:-3],
+                                            "--num-episode", "2", "--no-progress"])
+    for failing.at, kept in ((0, False), (1, True)):
+        with pytest.raises(RuntimeError, match="boom"):
+            dataset_generator.generate(config)
+        assert (tmp_path / f".{NAME}.partial").is_dir() is kept and not (tmp_path / NAME).exists()
+    failing.at = None
+    assert dataset_generator.generate(dataclasses.replace(config, resume=True)) == 0
+    assert len(loadArrays(tmp_path / NAME)["rewards"]) == 2 * N_STEPS

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import gymnasium
 import numpy as np
@@ -13,12 +14,14 @@ from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env
 
 import environments
+from environments import dataset_generator
 from environments.generator_config import DEFAULT_MAX_DISTANCE
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.kuka.kuka_moving_button_env import KukaMovingButtonGymEnv
 from environments.kuka.kuka_rand_button_env import KukaRandButtonGymEnv
 from environments.srl_env import FRESH_WORLD
+from rl_baselines.envs.factory import envKwargsFromArgs
 
 SMALL_IMG = (3, 40, 40)  # small images keep the pixel tests fast
 ENV_CLASSES = (KukaButtonGymEnv, KukaRandButtonGymEnv, Kuka2ButtonGymEnv, KukaMovingButtonGymEnv)
@@ -301,6 +304,24 @@ def test_joint_actions_move_live_joints() -> None:
             assert obs[0] - before[0] > 0.01
             assert np.linalg.norm(obs[7:] - before[7:]) > 1e-3
         assert abs(obs[0] - env.REST_POSE[0]) > 0.05
+
+
+def test_force_down_with_joint_actions_is_refused_warned_and_left_out() -> None:
+    """force_down restricts effector moves: with joint actions it did nothing without a word (train exited 0, the
+    generator recorded joint datasets with it). The env refuses the pair; train warns once and builds the env
+    without it (an older run recorded with both replays); the generator records joint datasets without it."""
+    with pytest.raises(ValueError, match="force_down.*action_joints"):
+        KukaButtonGymEnv(is_discrete=False, action_joints=True, force_down=True)
+    with pytest.warns(UserWarning, match="--force-down does nothing with joint actions"):
+        assert environments.envFlagRefusal("KukaButtonGymEnv-v0", force_down=True, action_joints=True) is None
+    settings = SimpleNamespace(env="KukaButtonGymEnv-v0", srl_model="ground_truth", continuous_actions=True,
+                               action_joints=True, random_target=False, shape_reward=False, fpv=False,
+                               multi_view=False, force_down=True, renderer=None, img_shape=None)
+    assert "force_down" not in envKwargsFromArgs(settings)
+    assert envKwargsFromArgs(SimpleNamespace(**{**vars(settings), "action_joints": False}))["force_down"] is True
+    for flags, force_down in (([], True), (["-c"], True), (["-c", "-joints"], None)):
+        config = dataset_generator.parseConfig(["--env", "KukaButtonGymEnv-v0", *flags])
+        assert dataset_generator.validate(config)[0].env_kwargs.get("force_down") is force_down
 
 
 def test_joints_observation_is_live() -> None:

@@ -72,7 +72,7 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     :param multi_view: stack a second camera's image with the first: (H, W, 6) pixel observations
     :param force_down: discrete action 5 moves down instead of up, continuous z moves are never upward (the old
-        toolbox's default; here off, so that the six discrete actions are +/- x, y, z)
+        toolbox's default; here off, so that the six discrete actions are +/- x, y, z); refused with action_joints
     :param max_distance: radius around the target beyond which the effector is outside the work area
         (-1 reward); None for the class's MAX_DISTANCE
     :param goal_conditioned: the goal mode above (srl_model "ground_truth" only; relative_pos is ignored)
@@ -194,6 +194,9 @@ class KukaButtonGymEnv(SRLGymEnv):
         self.physics = physics
         if self.is_discrete and self.action_joints:
             raise ValueError("action_joints needs continuous actions (is_discrete=False)")
+        if force_down and self.action_joints:
+            raise ValueError("force_down restricts the effector's moves, which action_joints does not make: pass "
+                             "force_down=False")
         self.multi_view = bool(multi_view)
         self.force_down = bool(force_down)
         self.max_distance = float(self.MAX_DISTANCE if max_distance is None else max_distance)

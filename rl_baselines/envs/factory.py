@@ -60,7 +60,7 @@ def envKwargsFromArgs(args: Any) -> dict[str, Any]:
     }
     if args.action_joints:
         kwargs["action_joints"] = True
-    if args.force_down:
+    if args.force_down and not args.action_joints:  # (it restricts effector moves: train warned)
         kwargs["force_down"] = True
     if args.fpv:  # second camera, only on envs that have one (checked by train)
         kwargs["fpv"] = True

@@ -214,7 +214,10 @@ class RunPolicy:
             raise ValueError(f"the run in {self.run_dir!r} sees {channels}-channel images, the generator's env gives "
                              f"{pixels.shape[-1]} (a second camera, --fpv/--multi-view, on one side only)")
         if pixels.shape[:2] != (height, width):
-            pixels = cv2.resize(pixels, (width, height), interpolation=cv2.INTER_AREA)
+            # OpenCV resizes at most 4 channels: one camera (3 channels) at a time, as the env renders each
+            pixels = np.concatenate([cv2.resize(np.ascontiguousarray(pixels[..., first:first + 3]), (width, height),
+                                                interpolation=cv2.INTER_AREA).reshape(height, width, -1)
+                                     for first in range(0, channels, 3)], axis=-1)
         return pixels
 
     def _observe(self, env: Any, pixels: np.ndarray) -> Any:

@@ -130,7 +130,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
     pixels = args.srl_model == "raw_pixels" or isLearnedSRLModel(args.srl_model)
     refusal = (envFlagRefusal(args.env, fpv=args.fpv, multi_view=args.multi_view, force_down=args.force_down,
-                              random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels)
+                              random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels,
+                              action_joints=args.action_joints)
                or rendererRefusal(args.renderer, args.env))
     if refusal is not None:
         raise UsageError(refusal)
