@@ -181,6 +181,8 @@ def _goalBatch(n: int, seed: int = 0) -> dict[str, np.ndarray]:
 def test_sac_run_folder_and_replay(sacRun):
     with open(os.path.join(sacRun, "args.json")) as handle:
         assert json.load(handle)["her_algo"] == "sac"  # resolved from -c and saved for replay
+    with open(os.path.join(sacRun, "env_globals.json")) as handle:  # the keywords the env was built with
+        assert json.load(handle)["env_kwargs"]["goal_conditioned"] is True
     for folder in (sacRun, os.path.join(sacRun, "best")):
         assert os.path.isfile(os.path.join(folder, "her_model.zip"))
     # only the observation entry is normalised: the goals keep one scale for relabelling

@@ -286,6 +286,15 @@ class BaseRLObject(abc.ABC):
         return asRunSettings(settings).continue_folder
 
     @classmethod
+    def envKeywords(cls, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """
+        :param env_kwargs: the run's env constructor keywords (``settings.env_kwargs``)
+        :return: those :meth:`makeEnv` builds each env with (what the run folder's env_globals.json records);
+            override together with makeEnv when it changes them
+        """
+        return dict(env_kwargs)
+
+    @classmethod
     def makeTrainingEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
         The env of ``train`` (the caller builds it: rl_baselines.core.plugin_v1.trainAlgorithm): :meth:`makeEnv`

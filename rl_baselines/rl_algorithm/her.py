@@ -299,8 +299,14 @@ class HERModel(OffPolicyRLObject):
         """The env in its goal-conditioned mode (the goals stay unnormalised, see rl_baselines.envs.factory)."""
 
         settings = asRunSettings(settings)  # (a caller written for API version 1 passes a Namespace)
-        env_kwargs = {**(dict(settings.env_kwargs) if env_kwargs is None else env_kwargs), "goal_conditioned": True}
+        env_kwargs = cls.envKeywords(dict(settings.env_kwargs) if env_kwargs is None else env_kwargs)
         return super().makeEnv(settings, env_kwargs, load_path_normalise)
+
+    @classmethod
+    def envKeywords(cls, env_kwargs: dict[str, Any]) -> dict[str, Any]:
+        """:return: the run's keywords in the goal-conditioned mode (env_globals.json records them so; a run
+        recorded before without it is built the same, here)"""
+        return {**env_kwargs, "goal_conditioned": True}
 
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
         # SB3 saves the model's attributes: the file names its learner, so that load picks the right SB3 class.

@@ -478,7 +478,8 @@ def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record
     # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
     saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(config)
     writeJson(RunFolder(run_dir).args_file, saved_args)
-    writeJson(RunFolder(run_dir).env_globals_file, env_class.getGlobals(dict(config.env_kwargs)))
+    env_kwargs = registered_rl[config.algo][0].envKeywords(dict(config.env_kwargs))  # as the algorithm builds them
+    writeJson(RunFolder(run_dir).env_globals_file, env_class.getGlobals(env_kwargs))
     if srl_record is not None:
         writeJson(RunFolder(run_dir).srl_model_file, srl_record)
         print(f"SRL model: {srl_record['name']} from {srl_record['path']} (hash {srl_record['hash'][:12]})")
