@@ -121,7 +121,8 @@ class SRLGymEnv(gym.Env):
     :param max_steps: episode length (truncation), None for the env's MAX_STEPS
     :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it)
     :param render_mode: gymnasium render mode, one of the class's ``metadata["render_modes"]``: "rgb_array", or "human"
-        (the same as ``renders=True``: a window that shows the scene, which needs a display)
+        (the same as ``renders=True``: a window that shows the scene, which needs a display; an instance made
+        without one lists only the modes it can render, so that gymnasium's ``check_env`` passes headless)
     :param render_size: side of the images ``render()`` returns (at least the observation's)
     :param goal_conditioned: Dict observations and ``compute_reward`` for hindsight experience replay (only where
         GOAL_CONDITIONED, with srl_model "ground_truth"; relative_pos is then ignored, see the module docstring)
@@ -188,6 +189,9 @@ class SRLGymEnv(gym.Env):
         if renders and not os.environ.get("DISPLAY"):
             raise RuntimeError("renders=True (or render_mode='human') needs a display (DISPLAY is not set); use "
                                "renders=False and render_mode='rgb_array', or run under a display (e.g. xvfb-run)")
+        if not os.environ.get("DISPLAY"):  # the modes this instance can render (gymnasium's check_env makes each)
+            self.metadata = {**self.metadata, "render_modes": [mode for mode in self.metadata["render_modes"]
+                                                               if mode != "human"]}
         for keyword, given, offered in (("random_target", random_target, self.RANDOM_TARGET),
                                         ("shape_reward", shape_reward, self.SHAPED_REWARD)):
             if given and not offered:

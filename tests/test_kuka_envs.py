@@ -219,6 +219,23 @@ def test_gymnasium_check_env_repeats_a_seeded_reset_with_distractors() -> None:
         gymnasium_check_env(env)
 
 
+@pytest.mark.parametrize("env_id", ["KukaButtonGymEnv-v0", "MobileRobotGymEnv-v0", "OmnirobotEnv-v0",
+                                    "CarRacingGymEnv-v0"])
+def test_gymnasium_check_env_passes_without_a_display(env_id, monkeypatch) -> None:
+    """gymnasium's check_env makes one env per listed render mode: "human" failed headless (it needs a display). An
+    instance made without one lists the modes it can render; gymnasium.make(render_mode="human") still says why."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    env = gymnasium.make(env_id, srl_model="ground_truth")
+    try:
+        assert "human" not in env.unwrapped.metadata["render_modes"]
+        gymnasium_check_env(env.unwrapped)
+    finally:
+        env.close()
+    if "human" in environments.getEnvClass(env_id).metadata["render_modes"]:
+        with pytest.raises(RuntimeError, match="needs a display"):
+            gymnasium.make(env_id, render_mode="human")
+
+
 def test_constructor_seed_matches_reset_seed() -> None:
     with makeEnv(seed=11, random_target=True) as seeded, makeEnv(random_target=True) as unseeded:
         np.testing.assert_array_equal(seeded.reset()[0], unseeded.reset(seed=11)[0])
