@@ -26,11 +26,12 @@ shown their imports'), all but a SpriteCacheWarning about the shared sprite file
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
 entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
 what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
-``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, ``renderer``, ``pixels`` and ``cameras``, read
-as False, None, False and the dataset's when a loader lacks them). Random effector moves of an arm are recorded
-with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in the env it was trained
-in, so its run's ``force_down`` decides, and its run's renderer draws the frames unless ``--renderer`` says otherwise
-(with a warning); an agent acting on images is refused where the dataset's cameras are not its own.
+``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, ``renderer``, ``pixels``, ``cameras`` and
+``physics_keywords``, read as False, None, False, the dataset's and {} when a loader lacks them). Random effector
+moves of an arm are recorded with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in
+the env it was trained in (its physics version too), so its run's ``force_down`` decides, and its run's renderer
+draws the frames unless ``--renderer`` says otherwise (with a warning); an agent acting on images is refused where
+the dataset's cameras are not its own.
 
 The settings are one :class:`environments.generator_config.GeneratorConfig`: the parser is generated from it, and
 :func:`validate` and :func:`generate` take one built in Python (the command line is parse -> config -> generate).
@@ -234,6 +235,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                                                                       f"drop {flags}"))
         if "force_down" in env_kwargs:  # the agent acts as in its run
             env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
+        env_kwargs.update(getattr(run, "physics_keywords", {}))  # and under its physics version
         if trained_on is not None and renderer != trained_on:
             warnings.warn(f"--policy {config.policy!r} was trained on frames drawn by {trained_on} and this dataset "
                           f"draws them with --renderer {renderer}: the agent may act otherwise (leave --renderer out "

@@ -363,6 +363,12 @@ class SRLGymEnv(gym.Env):
     # --- constants for the run folder ------------------------------------------------------------------------
 
     @classmethod
+    def physicsKeywords(cls, version: int) -> dict[str, Any] | None:
+        """:return: the constructor keywords that simulate physics version ``version`` ({} for PHYSICS_VERSION), None
+        when the env cannot"""
+        return {} if version == cls.PHYSICS_VERSION else None
+
+    @classmethod
     def getGlobals(cls, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
         """
         The env's constants, its constructor defaults and the keyword arguments it was given, JSON-safe.

@@ -10,13 +10,26 @@ between 150 and 100 solver iterations), so the sequences are fixed seeds, not a 
 """
 from __future__ import annotations
 
+import json
+import os
+import warnings
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
+from conftest import trainHere
+
+from environments import dataset_generator
 
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.kuka.kuka_moving_button_env import KukaMovingButtonGymEnv
 from environments.kuka.kuka_rand_button_env import KukaRandButtonGymEnv
+from rl_baselines.core.run_folder import recordedPhysicsKeywords
+from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.runs.loaded_run import loadRun
+from rl_baselines.runs.resume import applyPlan
+from rl_baselines.runs.run_policy import RunPolicy, readRunConfig
 
 
 def playInLockstep(env_class: type, seed: int, n_steps: int, discrete: bool = True) -> dict[str, float]:
@@ -103,3 +116,45 @@ def test_speed_benchmark_measures_both_physics(monkeypatch, capsys) -> None:
     assert [row["mode"] for row in rows] == ["KukaButtonGymEnv-v0 ground_truth"]
     assert all(rows[0][name] > 0 for name in ("reference", "env", "bare", "speedup", "ratio"))
     assert "| reference physics steps/s | default physics steps/s | default / reference |" in capsys.readouterr().out
+
+
+def _recordPhysics(run_dir: str, version: int) -> None:
+    path = os.path.join(run_dir, "env_globals.json")
+    with open(path, encoding="utf-8") as handle:
+        recorded = json.load(handle)
+    recorded["constants"]["PHYSICS_VERSION"] = version
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(recorded, handle)
+
+
+def test_a_run_of_physics_version_1_is_replayed_resumed_and_recorded_under_it(tmp_path):
+    """Only the sweeps read the physics version a run folder records: a Kuka run made before version 2 was replayed,
+    resumed and recorded by the dataset generator under version 2 without a word. They rebuild it with
+    physics="reference" (which env_globals.json records as version 1); an env that cannot rebuild it warns."""
+    run_dir = trainHere("--algo", "random_agent", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth",
+                        "--num-timesteps", "20", "--log-dir", tmp_path / "logs")
+    assert recordedPhysicsKeywords(run_dir, "KukaButtonGymEnv-v0") == {}  # this version's run
+    _recordPhysics(run_dir, 1)
+    assert recordedPhysicsKeywords(run_dir, "KukaButtonGymEnv-v0") == {"physics": "reference"}
+    venv = loadRun(run_dir).makeEnv()  # replay.enjoy_baselines and the Python API
+    try:
+        assert venv.get_attr("physics") == ["reference"]
+    finally:
+        venv.close()
+    assert RunPolicy(run_dir).physics_keywords == {"physics": "reference"}  # dataset_generator --policy
+    generator = dataset_generator.parseConfig(["--policy", run_dir, "--save-path", str(tmp_path / "data")])
+    spec = dataset_generator.validate(generator)[0]
+    assert spec.env_kwargs["physics"] == "reference"
+    assert KukaButtonGymEnv.getGlobals(spec.env_kwargs)["constants"]["PHYSICS_VERSION"] == 1
+    assert KukaButtonGymEnv.getGlobals({})["constants"]["PHYSICS_VERSION"] == 2
+    config = readRunConfig(run_dir, "--resume")  # (a restart: the run's model and monitor files are deleted)
+    config = applyPlan(SimpleNamespace(state="restart", run_dir=run_dir, damaged=[]),
+                       config.replace(env_kwargs=envKwargsFromArgs(config)))
+    assert config.env_kwargs["physics"] == "reference"  # --resume
+    # a version the env cannot simulate: one warning, the current physics
+    _recordPhysics(run_dir, 7)
+    with pytest.warns(UserWarning, match="physics version 7 of KukaButtonGymEnv-v0.*only version 2"):
+        assert recordedPhysicsKeywords(run_dir, "KukaButtonGymEnv-v0") == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert recordedPhysicsKeywords(str(tmp_path / "no_run"), "MobileRobotGymEnv-v0") == {}  # version 1 both

@@ -9,8 +9,12 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
+import warnings
+from typing import Any
 
+from environments import getEnvClass
 from srl_models.config import RUN_RECORD_FILE
+from srl_toolbox.files import readJson
 
 STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
 ARGS_FILE = "args.json"
@@ -112,3 +116,42 @@ class RunFolder:
         """
         run = cls(folder)
         return os.path.isfile(run.args_file) and os.path.isdir(run.monitor_dir)
+
+
+def runPhysics(folder: str) -> int:
+    """
+    :param folder: a run folder
+    :return: the physics version its env_globals.json records (1 when the file or the constant is absent: the runs
+        made before envs recorded one; also when the file cannot be read)
+    """
+    path = RunFolder(folder).env_globals_file
+    if not os.path.isfile(path):
+        return 1
+    try:
+        recorded = readJson(path)
+    except (OSError, ValueError):
+        return 1
+    constants = recorded.get("constants") if isinstance(recorded, dict) else None
+    return int(constants.get("PHYSICS_VERSION", 1)) if isinstance(constants, dict) else 1
+
+
+def recordedPhysicsKeywords(folder: str, env_id: str) -> dict[str, Any]:
+    """
+    What replay, ``--resume`` and the dataset generator add to a run's env keywords (its args.json does not say).
+
+    :param folder: a run folder
+    :param env_id: its env, registered
+    :return: the env keywords that rebuild the physics version the run was made with (:func:`runPhysics`; a Kuka run
+        of version 1: ``{"physics": "reference"}``, the env's ``physicsKeywords``), {} for the env's current version,
+        and {} after one warning for a version the env cannot rebuild
+    """
+    env_class = getEnvClass(env_id)
+    recorded, current = runPhysics(folder), int(getattr(env_class, "PHYSICS_VERSION", 1))
+    if recorded == current:
+        return {}
+    keywords = getattr(env_class, "physicsKeywords", lambda version: None)(recorded)
+    if keywords is None:
+        warnings.warn(f"the run in {folder!r} was made with physics version {recorded} of {env_id}, which simulates "
+                      f"only version {current} now: its episodes may differ", stacklevel=2)
+        return {}
+    return dict(keywords)

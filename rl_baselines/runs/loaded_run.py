@@ -3,9 +3,9 @@
 Shared by ``python -m replay.enjoy_baselines`` and the Python API (rl_baselines.api), so that both load a run the
 same way: the algorithm and env must be installed, the model file must match its manifest (same algorithm and env,
 files not cut short), a run that observed a trained SRL model uses the one recorded in srl_model.json (checked by
-its hash), and the replay env normalises observations with the statistics saved beside the model, frozen. Replay
-envs write no monitor files. Errors are ``ValueError`` with a one-line message; the commands turn them into
-UsageError.
+its hash), and the replay env normalises observations with the statistics saved beside the model, frozen, and
+simulates the physics version the run recorded in env_globals.json. Replay envs write no monitor files. Errors
+are ``ValueError`` with a one-line message; the commands turn them into UsageError.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import checkModelFile
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import recordedPhysicsKeywords
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.runs.run_policy import readRunConfig, recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig
@@ -68,7 +69,8 @@ class LoadedRun:
 
         settings = self.settings.replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
                                                   monitor_dir=None)
-        kwargs = {**settings.env_kwargs, **(env_kwargs or {})}
+        # (a Kuka run of physics version 1 is replayed under it: recordedPhysicsKeywords)
+        kwargs = {**settings.env_kwargs, **recordedPhysicsKeywords(self.run_dir, self.args.env), **(env_kwargs or {})}
         return makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
 
 

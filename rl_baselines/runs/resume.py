@@ -44,7 +44,7 @@ from rl_baselines.core.checkpointing import (
     removePartialCheckpoints,
 )
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
@@ -432,10 +432,12 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     :param plan: a checked plan
     :param config: the run's validated config
     :return: the config pointed at the checkpoint (the model to load, resume_from, resume_buffer, the step budget
-        left); for a restart, the config as it was
+        left); for a restart, the config as it was; both with the physics version the run recorded (a Kuka run of
+        version 1 goes on under it: recordedPhysicsKeywords)
     """
 
     run_dir, monitor_dir = plan.run_dir, RunFolder(plan.run_dir).monitor_dir
+    config = config.replace(env_kwargs={**config.env_kwargs, **recordedPhysicsKeywords(run_dir, config.env)})
     removePartialCheckpoints(run_dir)
     plan.moved = [Checkpoint(folder).moveAside(run_dir) for folder, _ in plan.damaged]
     if plan.state == "restart":

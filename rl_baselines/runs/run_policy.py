@@ -31,11 +31,12 @@ import gymnasium as gym
 import numpy as np
 import torch
 
+from environments import registered_env
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
@@ -134,6 +135,8 @@ class RunPolicy:
         self.action_joints = bool(self.args.action_joints)
         self.force_down = bool(self.args.force_down)
         self.renderer: str | None = self.args.renderer  # what drew the images it learned from (runs name it)
+        # the physics version it was trained under, when not the env's current one ({"physics": "reference"})
+        self.physics_keywords = recordedPhysicsKeywords(run_dir, self.env_id) if self.env_id in registered_env else {}
         # a second camera (--fpv, --multi-view) stacks its image on the channels of the one the agent sees
         self.cameras = 2 if (self.args.fpv or self.args.multi_view) else 1
         self.pixels = self.learned or self.srl_model == "raw_pixels"  # whether the agent acts on the images

@@ -14,14 +14,13 @@ new one. Its args.json tells. Invariants:
 """
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from environments import getEnvClass, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import RunFolder, runPhysics
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train_config import TrainConfig, addedSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
@@ -88,23 +87,6 @@ def otherSettings(train: dict[str, Any], args: dict[str, Any]) -> list[str]:
 def envPhysics(env_id: str) -> int:
     """:return: the physics version of the registered env ``env_id`` now (environments.srl_env PHYSICS_VERSION)"""
     return int(getattr(getEnvClass(env_id), "PHYSICS_VERSION", 1))
-
-
-def runPhysics(folder: str) -> int:
-    """
-    :param folder: a run folder
-    :return: the physics version its env_globals.json records (1 when the file or the constant is absent: the runs
-        made before envs recorded one; also when the file cannot be read)
-    """
-    path = RunFolder(folder).env_globals_file
-    if not os.path.isfile(path):
-        return 1
-    try:
-        recorded = readJson(path)
-    except (OSError, ValueError):
-        return 1
-    constants = recorded.get("constants") if isinstance(recorded, dict) else None
-    return int(constants.get("PHYSICS_VERSION", 1)) if isinstance(constants, dict) else 1
 
 
 def otherPhysics(spec: Any, folder: str) -> list[str]:
