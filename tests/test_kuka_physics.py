@@ -130,7 +130,7 @@ def _recordPhysics(run_dir: str, version: int) -> None:
 def test_a_run_of_physics_version_1_is_replayed_resumed_and_recorded_under_it(tmp_path):
     """Only the sweeps read the physics version a run folder records: a Kuka run made before version 2 was replayed,
     resumed and recorded by the dataset generator under version 2 without a word. They rebuild it with
-    physics="reference" (which env_globals.json records as version 1); an env that cannot rebuild it warns."""
+    physics="reference" (a dataset's env_globals.json records the keyword); an env that cannot rebuild it warns."""
     run_dir = trainHere("--algo", "random_agent", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth",
                         "--num-timesteps", "20", "--log-dir", tmp_path / "logs")
     assert recordedPhysicsKeywords(run_dir, "KukaButtonGymEnv-v0") == {}  # this version's run
@@ -145,8 +145,7 @@ def test_a_run_of_physics_version_1_is_replayed_resumed_and_recorded_under_it(tm
     generator = dataset_generator.parseConfig(["--policy", run_dir, "--save-path", str(tmp_path / "data")])
     spec = dataset_generator.validate(generator)[0]
     assert spec.env_kwargs["physics"] == "reference"
-    assert KukaButtonGymEnv.getGlobals(spec.env_kwargs)["constants"]["PHYSICS_VERSION"] == 1
-    assert KukaButtonGymEnv.getGlobals({})["constants"]["PHYSICS_VERSION"] == 2
+    assert KukaButtonGymEnv.getGlobals(spec.env_kwargs)["env_kwargs"]["physics"] == "reference"  # the dataset's
     config = readRunConfig(run_dir, "--resume")  # (a restart: the run's model and monitor files are deleted)
     config = applyPlan(SimpleNamespace(state="restart", run_dir=run_dir, damaged=[]),
                        config.replace(env_kwargs=envKwargsFromArgs(config)))

@@ -620,11 +620,3 @@ class KukaButtonGymEnv(SRLGymEnv):
     def physicsKeywords(cls, version: int) -> dict[str, Any] | None:
         """:return: the keywords that simulate physics version ``version``: 1 is "reference" (the module docstring)"""
         return {"physics": "reference"} if version == 1 else super().physicsKeywords(version)
-
-    @classmethod
-    def getGlobals(cls, env_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-        """SRLGymEnv.getGlobals, with the PHYSICS_VERSION the env simulates (1 with physics="reference")."""
-        recorded = super().getGlobals(env_kwargs)
-        if (env_kwargs or {}).get("physics") == "reference":
-            recorded["constants"]["PHYSICS_VERSION"] = 1
-        return recorded
