@@ -20,7 +20,6 @@ import pytest
 from conftest import trainHere
 
 from environments import dataset_generator
-
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.kuka.kuka_moving_button_env import KukaMovingButtonGymEnv
