@@ -138,7 +138,23 @@ class Dataset:
         joints = self.config.get("action_joints")
         return None if joints is None else bool(joints)
 
-    def checkActions(self, continuous: bool, action_joints: bool, action_space: gym.Space) -> None:
+    @property
+    def force_down(self) -> bool | None:
+        """Whether an arm's effector moves never went up (``--force-down``: discrete action 5 moves down); None for
+        an env without that keyword or a dataset that does not say (read from env_globals.json where
+        dataset_config.json predates the key)."""
+        if "force_down" in self.config:
+            return None if self.config["force_down"] is None else bool(self.config["force_down"])
+        try:
+            with open(os.path.join(self.path, "env_globals.json"), encoding="utf-8") as handle:
+                env_globals = json.load(handle)
+            value = env_globals.get("env_kwargs", {}).get("force_down", env_globals.get("defaults", {}).get("force_down"))
+        except (OSError, ValueError, AttributeError):
+            return None
+        return None if value is None else bool(value)
+
+    def checkActions(self, continuous: bool, action_joints: bool, action_space: gym.Space,
+                     force_down: bool | None = None) -> None:
         """
         Check the actions against those of a run that learns from them (imitation, behaviour cloning).
 
@@ -146,6 +162,8 @@ class Dataset:
         :param action_joints: whether they move an arm's joints (``--action-joints``; checked where the dataset
             records it)
         :param action_space: the run's action space
+        :param force_down: whether the run's effector moves never go up (``--force-down``; None: not checked;
+            checked for effector moves where the dataset records it: the same action means another move)
         :raises ValueError: one line naming the problem: another action kind, or the first action the space cannot
             take (a shape other than the space's, a discrete action not an integer in its range, a continuous one not
             finite), with the valid ones
@@ -159,6 +177,11 @@ class Dataset:
             hint = "add --action-joints" if self.action_joints else "drop --action-joints"
             raise ValueError(f"{self.path!r} holds {'joint' if self.action_joints else 'end-effector'} actions "
                              f"({hint})")
+        recorded = self.force_down
+        if force_down is not None and recorded is not None and not action_joints and recorded != bool(force_down):
+            hint = "add --force-down" if recorded else "drop --force-down"
+            raise ValueError(f"{self.path!r} was recorded with{'' if recorded else 'out'} --force-down (the effector "
+                             f"never moving up): its actions mean other moves than this run's ({hint})")
         actions = self.arrays["actions"]
         if not (np.issubdtype(actions.dtype, np.number) or actions.dtype == bool):
             raise ValueError(f"{self.path!r} holds actions of type {actions.dtype}, not numbers")

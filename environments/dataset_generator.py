@@ -580,7 +580,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
               "env": spec.env_id, "img_shape": list(spec.env_kwargs["img_shape"]), "seed": spec.seed,
               "policy": spec.policy, "num_episodes": spec.num_episodes, "image_format": spec.image_format,
               "continuous_actions": not spec.env_kwargs["is_discrete"],
-              "action_joints": bool(spec.env_kwargs.get("action_joints")),
+              "action_joints": bool(spec.env_kwargs.get("action_joints")), "force_down": spec.env_kwargs.get("force_down"),
               "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
               "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
               "renderer": spec.env_kwargs.get("renderer", REFERENCE_RENDERER),  # by name (rendererKeywords)

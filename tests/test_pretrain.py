@@ -5,11 +5,13 @@ import argparse
 import json
 import os
 
+import gymnasium
 import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
 
 from environments import getEnvClass
+from environments.dataset import Dataset
 from rl_baselines.runs.pretrain import loadDataset, pretrainFromArgs
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -140,3 +142,36 @@ def test_loadGeneratorImages(tmp_path):
     images, actions = loadDataset(str(tmp_path / "renamed"), "raw_pixels", (3, 40, 48))
     assert images.shape == (len(actions), 40, 48, 3) and images.dtype == np.uint8
     assert images.std() > 0  # real pictures, not a blank buffer
+
+
+def test_a_dataset_recorded_with_force_down_needs_it(tmp_path):
+    # A random Kuka dataset is recorded with --force-down (action 5 moves down): cloning it into a run whose action 5
+    # moves up was accepted silently.
+    result = runModule("environments.dataset_generator", "--env", "KukaButtonGymEnv-v0", "--num-episode", "1",
+                       "--max-steps", "4", "--img-shape", "3", "16", "16", "--name", "kuka", "--save-path",
+                       str(tmp_path / "data"), "--no-progress")
+    assert result.returncode == 0, result.stderr
+    data = str(tmp_path / "data" / "kuka")
+    with open(os.path.join(data, "dataset_config.json")) as handle:
+        config = json.load(handle)
+    assert config["force_down"] is True
+    args = ["--algo", "ppo2", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "64",
+            "--log-dir", str(tmp_path / "logs"), "--pretrain-dataset", data, "--no-vis"]
+    before = snapshot(str(tmp_path))
+    result = runModule("rl_baselines.train", *args)
+    assert result.returncode == 2, result.stderr
+    assert "--force-down" in result.stderr.strip().splitlines()[-1], result.stderr
+    assert snapshot(str(tmp_path)) == before
+    # the run's action space takes the actions either way: only the recorded meaning tells them apart
+    dataset = Dataset.open(data)
+    space = gymnasium.spaces.Discrete(6)
+    dataset.checkActions(False, False, space, force_down=True)
+    # a dataset written before dataset_config.json had the key: env_globals.json says it
+    del config["force_down"]
+    with open(os.path.join(data, "dataset_config.json"), "w") as handle:
+        json.dump(config, handle)
+    with pytest.raises(ValueError, match="add --force-down"):
+        Dataset.open(data).checkActions(False, False, space, force_down=False)
+    # mobile robots have no such keyword: nothing to check
+    mobile = writeDataset(str(tmp_path / "mobile"), n_episodes=2, steps=3)
+    Dataset.open(mobile).checkActions(False, False, gymnasium.spaces.Discrete(4), force_down=False)

@@ -84,7 +84,8 @@ def checkExpertDataset(path: str, settings: Any, action_space: gym.Space | None 
         raise ValueError(f"--num-stack {settings.num_stack} is not available with --algo gail (the dataset holds "
                          "single frames); valid: 1")
     dataset.checkActions(bool(settings.continuous_actions), bool(getattr(settings, "action_joints", False)),
-                         runActionSpace(settings) if action_space is None else action_space)
+                         runActionSpace(settings) if action_space is None else action_space,
+                         force_down=bool(getattr(settings, "force_down", False)))
     if settings.srl_model in STATE_MODES:
         dataset.require("ground_truth_states", "target_positions", purpose="gail with ground_truth")
         dataset.checkStates()

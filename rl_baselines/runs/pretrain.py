@@ -89,7 +89,8 @@ def checkDataset(path: str, args: Any, registered_rl: dict) -> DatasetInfo:
     if args.srl_model not in PRETRAIN_SRL_MODELS:
         raise ValueError(f"cannot rebuild {args.srl_model!r} observations from a dataset; use --srl-model "
                          f"{' or '.join(PRETRAIN_SRL_MODELS)}")
-    dataset.checkActions(bool(args.continuous_actions), bool(args.action_joints), runActionSpace(args))
+    dataset.checkActions(bool(args.continuous_actions), bool(args.action_joints), runActionSpace(args),
+                         force_down=bool(args.force_down))
     if args.srl_model == "ground_truth":
         dataset.require("ground_truth_states", purpose="ground_truth pretraining")
         dataset.states()  # relative ground truth also needs the targets
