@@ -29,6 +29,7 @@ from typing import Any
 
 import yaml
 
+from environments.srl_env import REFERENCE_RENDERER
 from srl_models.base import SRLType, modelHash, modelRecipe, readExpConfig
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
@@ -70,6 +71,19 @@ def preparable(name: str) -> bool:
     toolbox's learned kinds and PCA, not a plugin's own class"""
     entry = registered_srl.get(name)
     return entry is not None and entry[1] is SRLType.LEARNED and issubclass(entry[0], (LearnedSRLModel, PCAModel))
+
+
+def trainedRenderer(exp_config: dict[str, Any]) -> str | None:
+    """
+    :param exp_config: a model folder's exp_config.json
+    :return: the renderer that drew the frames the model was trained on: the recorded ``renderer``; without one,
+        TinyRenderer for a kind srl_models.train trains (it records the renderer since there are several, so its
+        models without one predate them and were trained on TinyRenderer's frames), else None: unknown (a plugin's
+        own training command need not record it)
+    """
+    if "renderer" in exp_config:
+        return str(exp_config["renderer"])
+    return REFERENCE_RENDERER if preparable(str(exp_config.get("srl_model"))) else None
 
 
 def _howToGet(env_id: str, name: str, command: str, config_file: str) -> str:

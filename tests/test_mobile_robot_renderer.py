@@ -42,6 +42,7 @@ from srl_models import prepare
 from srl_models.base import readExpConfig
 from srl_models.models import VAEModel
 from srl_models.prepare import checkDatasetSettings
+from srl_models.registry import registered_srl
 from srl_models.train import trainFromArgs
 from srl_toolbox.cli import UsageError
 
@@ -256,6 +257,28 @@ def test_a_model_of_the_other_renderer_is_used_with_one_warning(tmp_path, record
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the model's own renderer: no warning
         train.validate(train.parseCommand([*argv, "--renderer", trained_on])[0], registered_rl)
+
+
+@pytest.mark.parametrize("recorded", [None, "tinyrenderer"])
+def test_a_plugin_model_without_a_recorded_renderer_gets_no_renderer_warning(tmp_path, recorded) -> None:
+    """A plugin's own training command need not record the renderer: its model's renderer is unknown, not
+    TinyRenderer's (only srl_models.train's models without one predate the renderers); a recorded one is compared."""
+    folder = str(tmp_path / "downsample")
+    model = registered_srl["downsample"][0]((3, 64, 64), (2, 2), exp_config={
+        "env": "MobileRobotGymEnv-v0", **({"renderer": recorded} if recorded else {})})
+    model.save(folder)
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model-path", folder, "--log-dir",
+            str(tmp_path / "logs"), "--no-vis", "--renderer", "sprites"]
+    if recorded:
+        with pytest.warns(UserWarning, match="trained on tinyrenderer frames .* --renderer sprites"):
+            train.validate(train.parseCommand(argv)[0], registered_rl)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train.validate(train.parseCommand([*argv[:-1], "tinyrenderer"])[0], registered_rl)
 
 
 def test_datasets_record_the_renderer(tmp_path) -> None:

@@ -21,7 +21,7 @@ import torch
 from stable_baselines3.common.utils import set_random_seed
 
 from environments import envFlagRefusal, envsWhere, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
-from environments.srl_env import REFERENCE_RENDERER, isLearnedSRLModel
+from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.hyperparams import pixelDefaultFlags
@@ -50,7 +50,7 @@ from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
 from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult, addFlags
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
-from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel
+from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel, trainedRenderer
 from srl_models.registry import learnedModels
 from srl_toolbox.cli import (
     CLIParser,
@@ -368,8 +368,8 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     exp_config = readExpConfig(folder)
     if args.img_shape is None:
         args = args.replace(img_shape=(3, *exp_config["img_shape"][1:]))
-    trained_on = exp_config.get("renderer", REFERENCE_RENDERER)  # models from before the renderers: TinyRenderer's
-    if trained_on != args.renderer:
+    trained_on = trainedRenderer(exp_config)  # None: not recorded by a plugin's model, unknown
+    if trained_on not in (None, args.renderer):
         warnings.warn(f"the SRL model was trained on {trained_on} frames and this run draws them with "
                       f"--renderer {args.renderer}: its states may differ (--renderer {trained_on} gives the frames it "
                       "was trained on)", stacklevel=2)

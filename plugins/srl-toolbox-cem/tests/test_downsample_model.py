@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from srl_models.registry import loadSRLModel
-from srl_toolbox_cem.downsample import DownsampleSRLModel, blockMeans
+from srl_toolbox_cem.downsample import DownsampleSRLModel, blockMeans, main
 
 
 def _images(n: int = 6, height: int = 10, width: int = 7, channels: int = 3, seed: int = 0) -> np.ndarray:
@@ -71,3 +71,17 @@ def test_command_bad_input_is_one_line(tmp_path) -> None:
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and result.stderr.startswith("error: --data-folder") and result.stderr.count("\n") == 1
     assert not os.listdir(tmp_path)
+
+
+def test_command_records_the_datasets_renderer(tmp_path, capsys) -> None:
+    """The run that uses the model compares its renderer with the dataset's (a warning when they differ)."""
+    generated = subprocess.run([sys.executable, "-m", "environments.dataset_generator", "--env", "MobileRobotGymEnv-v0",
+                                "--num-episode", "1", "--max-steps", "5", "--img-shape", "3", "16", "16",
+                                "--renderer", "tinyrenderer", "--name", "tiny", "--save-path", str(tmp_path),
+                                "--no-progress"], capture_output=True, text=True, timeout=300)
+    assert generated.returncode == 0, generated.stderr
+    assert main(["--data-folder", str(tmp_path / "tiny"), "--grid", "2", "2", "--log-folder",
+                 str(tmp_path / "srl")]) == 0
+    folder = capsys.readouterr().out.strip().splitlines()[-1].removeprefix("Model folder: ")
+    with open(os.path.join(folder, "exp_config.json")) as handle:
+        assert json.load(handle)["renderer"] == "tinyrenderer"

@@ -5,7 +5,8 @@ standardised with the per-feature mean and standard deviation measured on a data
 It is a baseline, not a representation to beat: it keeps where big things are and loses everything small.
 
 srl-toolbox's ``python -m srl_models.train`` trains only its own models, so this package brings its own command,
-which writes a model folder like srl_models.train does (``exp_config.json`` + ``downsample.npz``)::
+which writes a model folder like srl_models.train does (``exp_config.json`` + ``downsample.npz``; exp_config records
+the dataset's ``renderer``, so that a run drawing its frames with another renderer is warned)::
 
     python -m srl_toolbox_cem.downsample --data-folder data/NAME --grid 4 4 --log-folder logs/srl
 
@@ -178,8 +179,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--data-folder: {error}") from None
     name = os.path.basename(os.path.normpath(args.data_folder))
     model = DownsampleSRLModel(img_shape, tuple(args.grid), exp_config={
-        "env": dataset.env_id, "data_folder": os.path.abspath(args.data_folder), "n_images": int(len(rows)),
-        "losses": {}, "seed": 0})
+        "env": dataset.env_id, "renderer": dataset.renderer, "data_folder": os.path.abspath(args.data_folder),
+        "n_images": int(len(rows)), "losses": {}, "seed": 0})
     model.fit(images)
     stamp = datetime.datetime.now().strftime("%y-%m-%d_%Hh%M_%S")
     folder = os.path.join(args.log_folder, name, f"{stamp}_{NAME}_ST_DIM{model.state_dim}")
