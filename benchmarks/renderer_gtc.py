@@ -50,6 +50,7 @@ from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
+from srl_models.train import trainsLoss
 from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -110,10 +111,13 @@ def datasetCommand(env_id: str, renderer: str, args: argparse.Namespace, save_pa
 
 
 def trainCommand(data_folder: str, seed: int, args: argparse.Namespace, log_folder: str) -> list[str]:
-    """:return: the training command line (without the interpreter) of the model trained on ``data_folder``"""
+    """:return: the training command line (without the interpreter) of the model trained on ``data_folder`` (pca and
+    random, which train no loss, take no epochs or batch size)"""
     return ["-m", "srl_models.train", "--data-folder", data_folder, "--srl-model", args.srl_model, "--state-dim",
-            str(args.state_dim), "--epochs", str(args.epochs), "--batch-size", str(args.batch_size), "--seed",
-            str(seed), "--log-folder", log_folder, "--device", "cpu", "--no-eval", "--no-progress"]
+            str(args.state_dim),
+            *(["--epochs", str(args.epochs), "--batch-size", str(args.batch_size)] if trainsLoss(args.srl_model)
+              else []),
+            "--seed", str(seed), "--log-folder", log_folder, "--device", "cpu", "--no-eval", "--no-progress"]
 
 
 def trajectoryDifferences(first: str, second: str) -> list[str]:

@@ -3,7 +3,8 @@
 For each env (MobileRobotGymEnv-v0, KukaButtonGymEnv-v0) the script records one dataset with the real generator
 (``python -m environments.dataset_generator``, random policy, seeded, 64x64), then trains every model of
 ``srl_models.registry.learnedModels()`` on it with the real command line (``python -m srl_models.train``, the same
-state dimension, seed, epochs and batch size for all; early stopping and best-epoch selection as the command does),
+state dimension, seed, epochs and batch size for all, pca and random, which train no loss, taking no epochs or batch
+size; early stopping and best-epoch selection as the command does),
 two at a time with one torch thread each, with ``--no-eval``: each model is then measured by ``python -m
 srl_models.evaluate`` (the evaluation the train command runs at its end, as a separate command so that a failed one
 is retried without training again), and the figures are read from the ``gt_correlation.json`` and ``knn_mse.json``
@@ -46,7 +47,7 @@ import numpy as np
 from benchmarks.documents import ONE_THREAD, machineDescription, recordedCommand, replaceHeadingSection, rewriteDocument
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registered_srl
-from srl_models.train import trainableModels
+from srl_models.train import trainableModels, trainsLoss
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -138,12 +139,13 @@ def trainCommand(data_folder: str, job: Job, args: argparse.Namespace) -> list[s
     :param data_folder: the dataset folder
     :param job: the training
     :param args: the benchmark's settings (epochs, batch size, seed, log folder)
-    :return: the training command line (without the interpreter)
+    :return: the training command line (without the interpreter); pca and random, which train no loss, take no
+        epochs or batch size
     """
     return ["-m", "srl_models.train", "--data-folder", data_folder, "--srl-model", job.model,
-            *(["--state-dim", str(job.state_dim)] if job.state_dim else []), "--epochs", str(args.epochs),
-            "--batch-size", str(args.batch_size), "--seed", str(args.seed), "--log-folder", args.log_folder,
-            "--device", "cpu", "--no-eval", "--no-progress"]
+            *(["--state-dim", str(job.state_dim)] if job.state_dim else []),
+            *(["--epochs", str(args.epochs), "--batch-size", str(args.batch_size)] if trainsLoss(job.model) else []),
+            "--seed", str(args.seed), "--log-folder", args.log_folder, "--device", "cpu", "--no-eval", "--no-progress"]
 
 
 def shown(command: list[str]) -> str:
@@ -393,7 +395,8 @@ def sectionText(envs: list[str], tables: dict[str, str], dataset_commands: dict[
         SECTION, "",
         f"Written by `{facts['command']}` (`make bench-srl`); re-running replaces this section. Every registered "
         f"learned model is trained on the same dataset per env, with the same settings: state dimension "
-        f"{args.state_dim}, seed {args.seed}, at most {args.epochs} epochs, batch size {args.batch_size}, the "
+        f"{args.state_dim}, seed {args.seed}, at most {args.epochs} epochs, batch size {args.batch_size} (but `pca` "
+        "and `random`, which train no loss), the "
         "command's defaults otherwise (Adam 1e-3, 10% of the episodes held out, patience 10, the best epoch kept: the "
         "last at which a loss term reached a new low, on validation, on training for `robotic_priors`), "
         "on the CPU, two trainings at a time with one "

@@ -12,7 +12,8 @@ per model, checked by those commands' own checks), evaluates it (GTC, KNN-MSE, l
 
 Invariants:
 
-- Every input is checked (the dataset's and each training's settings included) before anything is written.
+- Every input is checked (the dataset's and each training's settings included) before anything is written; PCA's
+  state dimension against the most training images the dataset can hold (a reused one: the exact count).
 - The dataset folder is named after the settings that decide its content (:func:`datasetName`); an existing one is
   reused only when its ``dataset_config.json`` holds those settings, an interrupted one is resumed.
 - A model is reused when a finished folder (evaluated: ``gt_correlation.json`` and ``knn_mse.json`` written) under
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from environments import dataset_generator, getEnvClass, registered_env, resolvedRenderer
+from environments.dataset import Dataset
 from environments.generator_config import GeneratorConfig
 from environments.registry import defaultRenderersText
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS
@@ -39,6 +41,7 @@ from srl_models import train
 from srl_models.augment import AUGMENTATIONS
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.evaluate import PROBE_FILE
+from srl_models.pca import PCAModel
 from srl_models.train import (
     foregroundWeight,
     resolveModel,
@@ -46,8 +49,10 @@ from srl_models.train import (
     trainableModels,
     trainFromConfig,
     trainingEntries,
+    trainsLoss,
 )
 from srl_models.train_config import MAX_STATE_DIM, SRLTrainConfig
+from srl_models.trainer import heldOutEpisodes, splitEpisodes
 from srl_toolbox.cli import (
     IMAGE_SIDES,
     CLIParser,
@@ -135,7 +140,9 @@ def buildParser() -> CLIParser:
                         "and CarRacing's own drawing), sprites (mobile robots, faster) or lowpoly (Kuka arms, "
                         "faster); a dataset drawn by another than "
                         f"tinyrenderer has a _<renderer> suffix [the env's default: {defaultRenderersText()}]")
-    parser.add_argument("--epochs", type=positiveInt, default=None, help="maximum training epochs [per env]")
+    parser.add_argument("--epochs", type=positiveInt, default=None,
+                        help="maximum training epochs of the models that train a loss (pca and random have no epochs "
+                             "and take none) [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
                              "up to 4 pixels; pca and random train no loss and take none) [none; curl: shift]")
@@ -229,15 +236,18 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
     """
     :param config: srl_models.train's settings for one model
     :param dataset_folder: the dataset it trains on
-    :return: the exp_config entries that decide the trained model (the training command's defaults included)
+    :return: the exp_config entries that decide the trained model (the training command's defaults included; not
+        the epochs of a model that trains no loss)
     :raises UsageError: an inconsistent model choice (from srl_models.train.resolveModel)
     """
 
     name, losses, split, state_dim = resolveModel(config)
     entries = {"augment": None, "horizon": None, "tau": None, "updates": None,
                **trainingEntries(resolveTraining(config, losses))}
+    # a model that trains no loss (pca, random) has no epochs: one trained with any --epochs is the same model
     return {"srl_model": name, "state_dim": state_dim, "losses": losses, "split_dims": split or None,
-            "data_folder": os.path.abspath(dataset_folder), "seed": config.seed, "epochs": config.epochs,
+            "data_folder": os.path.abspath(dataset_folder), "seed": config.seed,
+            **({"epochs": config.epochs} if trainsLoss(name) else {}),
             **entries, "learning_rate": config.learning_rate, "beta": config.beta,
             "foreground_weight": foregroundWeight(config, name), "val_split": config.val_split,
             "patience": config.patience}
@@ -263,6 +273,42 @@ def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, A
         if all(config.get(key) == value for key, value in expected.items()):
             found.append((os.path.getmtime(os.path.join(folder, FINISHED_FILES[-1])), folder))
     return max(found)[1] if found else None
+
+
+def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reused: bool) -> None:
+    """
+    PCA finds at most as many components as it has training images: a larger --state-dim is refused before anything
+    is written. A reused dataset gives the exact count (srl_models.train's own split of its episodes); a dataset still
+    to be recorded, the most it can hold, ``episodes`` of the env's MAX_STEPS frames less the held-out ones (episodes
+    may end sooner: srl_models.train checks the exact count before PCA trains).
+
+    :param config: the PCA model's training settings (state_dim, val_split, seed, data_folder)
+    :param env_id: the env
+    :param episodes: episodes recorded
+    :param reused: the dataset exists and is reused
+    :raises UsageError: more components than training images (one line)
+    """
+    state_dim = int(config.state_dim or 0)
+    if reused:
+        try:
+            train_rows, _ = splitEpisodes(Dataset.open(config.data_folder).episodeIndex(), config.val_split,
+                                          config.seed)
+        except ValueError:
+            return  # an unreadable dataset: srl_models.train says what is wrong with it
+        if state_dim > len(train_rows):
+            raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
+                             f"({len(train_rows)} in the reused dataset {config.data_folder})")
+        return
+    max_steps = getattr(getEnvClass(env_id), "MAX_STEPS", None)
+    if max_steps is None:
+        return
+    training_episodes = episodes - heldOutEpisodes(episodes, config.val_split)
+    most = training_episodes * int(max_steps)
+    if state_dim > most:
+        raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images, and "
+                         f"--episodes {episodes} give at most {most} ({training_episodes} training episodes of at "
+                         f"most {max_steps} steps, the others held out for validation); give a --state-dim of at "
+                         f"most {most}, or more --episodes")
 
 
 def plan(args: argparse.Namespace) -> Plan:
@@ -318,12 +364,16 @@ def plan(args: argparse.Namespace) -> Plan:
     training: dict[str, SRLTrainConfig] = {}
     expected: dict[str, dict[str, Any]] = {}
     for model in names:
-        trains_a_loss = bool(train.trainableModels()[model].DEFAULT_LOSSES)  # pca and random have no views to augment
+        # --epochs and --augment go to the models that train a loss: pca and random have no epochs, no views to augment
+        trains_a_loss = trainsLoss(model)
         training[model] = train.checkSettings(SRLTrainConfig(
-            data_folder=dataset_folder, srl_model=model, state_dim=state_dim, epochs=epochs, seed=args.seed,
+            data_folder=dataset_folder, srl_model=model, state_dim=state_dim,
+            epochs=epochs if trains_a_loss else SRLTrainConfig.epochs, seed=args.seed,
             augment=args.augment if trains_a_loss else None, log_folder=args.log_folder, device=args.device,
             no_progress=args.no_progress))
         expected[model] = trainingSettings(training[model], dataset_folder)
+        if issubclass(train.trainableModels()[model], PCAModel):
+            checkPCAComponents(training[model], args.env, episodes, reuse_dataset)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
     if os.path.exists(config_file):

@@ -59,6 +59,17 @@ def trainableModels() -> dict[str, type]:
     return {name: model_class for name, (model_class, _) in registered_srl.items() if preparable(name)}
 
 
+def trainsLoss(name: str) -> bool:
+    """
+    :param name: a model name (one this command does not train: True, so that a caller passes its flags on and the
+        command names the valid choices)
+    :return: whether it trains a loss, by minibatches over epochs; pca and random do not, and refuse the flags of such
+        a training (--epochs, --batch-size, --patience, --learning-rate, --augment, --updates)
+    """
+    model_class = trainableModels().get(name)
+    return model_class is None or bool(model_class.DEFAULT_LOSSES)
+
+
 def _number(raw: str, what: str) -> float:
     try:
         value = float(raw)
@@ -202,7 +213,8 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
     :param losses: the losses to train (from :func:`resolveModel`)
     :return: {"batch_size", "augment", "horizon" (None: no pairs), "tau" (None: no momentum target), "updates"}; the
         exp_config records batch_size, and each other entry when it is not None (augment: when not "none")
-    :raises UsageError: --augment or --updates without a loss (pca, random), losses that need pairs at different
+    :raises UsageError: --augment, --updates, --learning-rate, --epochs, --batch-size or --patience without a loss (pca,
+        random), --foreground-weight without a reconstruction loss, losses that need pairs at different
         distances, --horizon or --tau for losses that do not read them, a contrastive loss with a minibatch that
         cannot hold a negative, curl without augmentation
     """
@@ -214,10 +226,18 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
         for flag, value in (("--augment", None if config.augment in (None, "none") else config.augment),
                             ("--updates", config.updates),
                             ("--learning-rate", None if config.learning_rate == SRLTrainConfig.learning_rate
-                             else config.learning_rate)):
+                             else config.learning_rate),
+                            ("--epochs", None if config.epochs == SRLTrainConfig.epochs else config.epochs),
+                            ("--batch-size", config.batch_size),
+                            ("--patience", None if config.patience == SRLTrainConfig.patience else config.patience)):
             if value is not None:
-                raise UsageError(f"{flag} {value}: --srl-model {config.srl_model} trains no loss (no minibatches, no "
-                                 f"optimiser steps); leave {flag} out")
+                raise UsageError(f"{flag} {value}: --srl-model {config.srl_model} trains no loss (no epochs, no "
+                                 f"minibatches, no optimiser steps); leave {flag} out")
+    if config.foreground_weight is not None and not any(loss.DECODES for loss in classes.values()):
+        reconstructions = [name for name, loss in LOSSES.items() if loss.DECODES]
+        raise UsageError(f"--foreground-weight {config.foreground_weight:g} weighs the pixels of the reconstruction "
+                         f"losses ({', '.join(reconstructions)}), and none is trained here "
+                         f"({', '.join(losses) or config.srl_model})")
     free = [name for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is None]
     if config.horizon is not None and not free:
         chosen = [name for name, loss in LOSSES.items() if loss.PAIRS and loss.HORIZON is None]
@@ -493,7 +513,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     if config.state_dim is None and list(losses) == ["supervised"] and not split:
         state_dim = sizes["ground_truth_dim"]  # one state dimension per ground-truth dimension by default
     train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), config.val_split, config.seed)
-    if model_class is PCAModel and state_dim > len(train_rows):
+    if issubclass(model_class, PCAModel) and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                          f"({len(train_rows)})")
     checkHorizon(dataset, train_rows, training["horizon"], training["batch_size"],

@@ -27,6 +27,19 @@ from srl_models.network import SRLNetwork
 BACKGROUND_FRAMES = 1000
 
 
+def heldOutEpisodes(n_episodes: int, val_split: float) -> int:
+    """
+    :param n_episodes: episodes of a dataset
+    :param val_split: fraction of them held out
+    :return: how many :func:`splitEpisodes` holds out: the fraction rounded, at least one when > 0 (of 2 or more
+        episodes), never all
+    """
+    n_val = int(round(val_split * n_episodes))
+    if val_split > 0 and n_episodes >= 2:
+        n_val = max(1, n_val)
+    return min(n_val, max(n_episodes - 1, 0))
+
+
 def splitEpisodes(episode_index: np.ndarray, val_split: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """
     Hold out whole episodes (frames of one episode are nearly identical: a row-wise split would validate on the
@@ -38,10 +51,7 @@ def splitEpisodes(episode_index: np.ndarray, val_split: float, seed: int) -> tup
     :return: (training rows, validation rows), sorted
     """
     n_episodes = int(episode_index.max()) + 1 if len(episode_index) else 0
-    n_val = int(round(val_split * n_episodes))
-    if val_split > 0 and n_episodes >= 2:
-        n_val = max(1, n_val)
-    n_val = min(n_val, max(n_episodes - 1, 0))
+    n_val = heldOutEpisodes(n_episodes, val_split)
     held_out = np.random.default_rng(seed).permutation(n_episodes)[:n_val]
     is_val = np.isin(episode_index, held_out)
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)

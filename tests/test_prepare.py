@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
@@ -139,9 +140,11 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
     assert recorded == [GeneratorConfig(env=ENV_ID, name=name, save_path="data/", num_episode=2, num_cpu=1, seed=3,
                                         img_shape=(3, 16, 16), random_target=True, renderer="sprites",
                                         no_progress=True)]  # the renderer resolved: the env's default, by name
-    assert trained == [SRLTrainConfig(data_folder=os.path.join("data/", name), srl_model=model, state_dim=4, epochs=1,
-                                      seed=3, log_folder=os.path.join("logs", "srl"), device="cpu", no_progress=True)
-                       for model in ("vae", "pca")]
+    # --epochs goes to the models that train a loss: pca has no epochs, it gets the training command's default
+    assert trained == [SRLTrainConfig(data_folder=os.path.join("data/", name), srl_model=model, state_dim=4,
+                                      epochs=epochs, seed=3, log_folder=os.path.join("logs", "srl"), device="cpu",
+                                      no_progress=True)
+                       for model, epochs in (("vae", 1), ("pca", SRLTrainConfig.epochs))]
     recorded.clear()
     prepare.prepare([*argv, "--force"])
     assert len(recorded) == 1 and recorded[0].force and not recorded[0].resume
@@ -244,6 +247,10 @@ BAD_PREPARE = [
     ("huge state", ["--env", ENV_ID, "--srl-model", "vae", "--state-dim", "1e30"], "--state-dim: '1e30'"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
      "was recorded with other settings (seed differ)"),
+    # before the dataset is recorded and the vae trained: 2 episodes of at most 250 steps, one held out
+    ("pca components", ["--env", ENV_ID, "--srl-model", "vae", "pca", "--episodes", "2", "--state-dim", "300"],
+     "--state-dim 300: PCA cannot find more components than training images, and --episodes 2 give at most 250 "
+     "(1 training episodes of at most 250 steps"),
 ]
 
 
@@ -264,6 +271,54 @@ def test_bad_prepare_inputs(tmp_path, monkeypatch, case, argv, message):
         prepare.prepare([arg.format(tmp=tmp_path) for arg in argv])
     assert message in str(raised.value) and "\n" not in str(raised.value)
     assert snapshot(str(tmp_path)) == before and sorted(os.listdir(tmp_path)) == ["bad.yaml", "data"]
+
+
+def _fakeDataset(folder, episodes: int, frames: int) -> None:
+    """A dataset folder as prepare records it for TINY's settings (seed 0), of ``episodes`` of ``frames`` rows."""
+    folder.mkdir(parents=True)
+    (folder / "dataset_config.json").write_text(json.dumps({
+        "env": ENV_ID, "img_shape": [3, 16, 16], "num_episodes": episodes, "seed": 0, "policy": "random",
+        "random_target": False, "continuous_actions": False, "shape_reward": False, "multi_view": False,
+        "renderer": "sprites"}))
+    np.savez(folder / "preprocessed_data.npz", episode_starts=np.tile(np.arange(frames) == 0, episodes))
+
+
+def test_pca_components_are_checked_on_a_reused_dataset_exactly(tmp_path, monkeypatch):
+    """A reused dataset's episodes are counted: 2 of 5 frames, one held out, leave PCA 5 training images (the bound
+    from the env's episode length, 250, would let 6 through to fail after the vae was trained)."""
+    monkeypatch.chdir(tmp_path)
+    _fakeDataset(tmp_path / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0", 2, 5)
+    argv = ["--env", ENV_ID, "--srl-model", "vae", "pca", *TINY, "--srl-config-file", str(tmp_path / "srl.yaml")]
+    before = snapshot(str(tmp_path))
+    with pytest.raises(UsageError, match=r"^--state-dim 6: PCA cannot find more components than training images "
+                                         r"\(5 in the reused dataset .*_2ep_16x16_sprites_seed0\)$"):
+        prepare.plan(prepare.buildParser().parse_args([*argv, "--state-dim", "6"]))
+    assert prepare.plan(prepare.buildParser().parse_args([*argv, "--state-dim", "5"])).generator is None
+    assert snapshot(str(tmp_path)) == before
+
+
+def test_a_model_without_epochs_is_reused_whatever_the_epochs(tmp_path, monkeypatch):
+    """--epochs goes to the models that train a loss only: the pca prepared with --epochs 1 is the one --epochs 9 asks
+    for (also one recorded with the epochs before they were left out), the vae is another."""
+    monkeypatch.chdir(tmp_path)
+    _fakeDataset(tmp_path / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0", 2, 5)
+
+    def planned(epochs: str) -> prepare.Plan:
+        argv = ["--env", ENV_ID, "--srl-model", "vae", "pca", *TINY, "--srl-config-file", str(tmp_path / "srl.yaml")]
+        argv[argv.index("--epochs") + 1] = epochs
+        return prepare.plan(prepare.buildParser().parse_args(argv))
+
+    one, nine = planned("1"), planned("9")
+    assert [config.epochs for config in one.training.values()] == [1, SRLTrainConfig.epochs]
+    assert one.expected["pca"] == nine.expected["pca"] and "epochs" not in one.expected["pca"]
+    assert one.expected["vae"]["epochs"] == 1 and nine.expected["vae"]["epochs"] == 9
+    older = tmp_path / "logs" / "srl" / f"{ENV_ID}_2ep_16x16_sprites_seed0" / "older_pca"
+    older.mkdir(parents=True)
+    (older / "exp_config.json").write_text(json.dumps({**one.expected["pca"], "epochs": 10}))
+    for name in prepare.FINISHED_FILES:
+        (older / name).write_text("{}")
+    found = prepare.findTrainedModel(one.log_folder, one.dataset_folder, nine.expected["pca"])
+    assert found is not None and os.path.abspath(found) == str(older)
 
 
 def test_bad_prepare_input_exits_2(tmp_path):

@@ -86,6 +86,18 @@ BAD_INPUTS = [
     (["--srl-model", "random", "--updates", "3"], "tiny", "--updates 3: --srl-model random trains no loss"),
     (["--srl-model", "random", "--learning-rate", "0.5"], "tiny", "--learning-rate 0.5: --srl-model random trains no"),
     (["--srl-model", "autoencoder", "--beta", "2"], "tiny", "--beta 2 weighs the vae loss's KL term"),
+    # flags of a training by epochs and minibatches, which pca and random do not have (recorded, they made identical
+    # models differ for prepare's reuse)
+    (["--srl-model", "pca", "--epochs", "7"], "tiny", "--epochs 7: --srl-model pca trains no loss"),
+    (["--srl-model", "pca", "--batch-size", "8"], "tiny", "--batch-size 8: --srl-model pca trains no loss"),
+    (["--srl-model", "pca", "--patience", "3"], "tiny", "--patience 3: --srl-model pca trains no loss"),
+    (["--srl-model", "random", "--epochs", "2"], "tiny", "--epochs 2: --srl-model random trains no loss"),
+    (["--srl-model", "random", "--foreground-weight", "5"], "tiny",
+     "--foreground-weight 5 weighs the pixels of the reconstruction losses (autoencoder, dae, vae), and none is "
+     "trained here (random)"),
+    (["--losses", "inverse:1", "reward:1", "--foreground-weight", "20"], "tiny",
+     "--foreground-weight 20 weighs the pixels of the reconstruction losses (autoencoder, dae, vae), and none is "
+     "trained here (inverse, reward)"),
     ([], "tiny", "give --srl-model NAME"),
     (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
 ]
