@@ -141,8 +141,8 @@ def buildParser() -> CLIParser:
                         "faster); a dataset drawn by another than "
                         f"tinyrenderer has a _<renderer> suffix [the env's default: {defaultRenderersText()}]")
     parser.add_argument("--epochs", type=positiveInt, default=None,
-                        help="maximum training epochs of the models that train a loss (pca and random have no epochs "
-                             "and take none) [per env]")
+                        help="maximum training epochs of the models that train a loss (pca and random have none: "
+                             "a pca prepared with other --epochs is reused) [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
                              "up to 4 pixels; pca and random train no loss and take none) [none; curl: shift]")
@@ -364,11 +364,12 @@ def plan(args: argparse.Namespace) -> Plan:
     training: dict[str, SRLTrainConfig] = {}
     expected: dict[str, dict[str, Any]] = {}
     for model in names:
-        # --epochs and --augment go to the models that train a loss: pca and random have no epochs, no views to augment
+        # --augment goes to the models that train a loss (pca and random have no views to augment); --epochs to all,
+        # recorded in every recipe as before, though pca and random have no epochs (their reuse does not compare them)
         trains_a_loss = trainsLoss(model)
         training[model] = train.checkSettings(SRLTrainConfig(
             data_folder=dataset_folder, srl_model=model, state_dim=state_dim,
-            epochs=epochs if trains_a_loss else SRLTrainConfig.epochs, seed=args.seed,
+            epochs=epochs, seed=args.seed,
             augment=args.augment if trains_a_loss else None, log_folder=args.log_folder, device=args.device,
             no_progress=args.no_progress))
         expected[model] = trainingSettings(training[model], dataset_folder)

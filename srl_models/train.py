@@ -213,10 +213,10 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
     :param losses: the losses to train (from :func:`resolveModel`)
     :return: {"batch_size", "augment", "horizon" (None: no pairs), "tau" (None: no momentum target), "updates"}; the
         exp_config records batch_size, and each other entry when it is not None (augment: when not "none")
-    :raises UsageError: --augment, --updates, --learning-rate, --epochs, --batch-size or --patience without a loss (pca,
-        random), --foreground-weight without a reconstruction loss, losses that need pairs at different
-        distances, --horizon or --tau for losses that do not read them, a contrastive loss with a minibatch that
-        cannot hold a negative, curl without augmentation
+    :raises UsageError: --augment, --updates, --learning-rate, --batch-size or --patience without a loss (pca, random;
+        srl_models.train's command line refuses --epochs too), --foreground-weight without a reconstruction loss,
+        losses that need pairs at different distances, --horizon or --tau for losses that do not read them, a
+        contrastive loss with a minibatch that cannot hold a negative, curl without augmentation
     """
     classes = {name: LOSSES[name] for name in losses}
     if "vae" not in losses and config.beta != SRLTrainConfig.beta:
@@ -227,7 +227,6 @@ def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[st
                             ("--updates", config.updates),
                             ("--learning-rate", None if config.learning_rate == SRLTrainConfig.learning_rate
                              else config.learning_rate),
-                            ("--epochs", None if config.epochs == SRLTrainConfig.epochs else config.epochs),
                             ("--batch-size", config.batch_size),
                             ("--patience", None if config.patience == SRLTrainConfig.patience else config.patience)):
             if value is not None:
@@ -491,7 +490,12 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
     :return: the new model folder
     :raises UsageError: bad input (nothing written)
     """
-    return trainFromConfig(parseConfig(argv))
+    config = parseConfig(argv)
+    # (on the command line only: prepare passes its epochs to every model it lists, recorded as before in the recipe)
+    if config.srl_model is not None and not trainsLoss(config.srl_model) and config.epochs != SRLTrainConfig.epochs:
+        raise UsageError(f"--epochs {config.epochs}: --srl-model {config.srl_model} trains no loss (no epochs, no "
+                         "minibatches, no optimiser steps); leave --epochs out")
+    return trainFromConfig(config)
 
 
 def trainFromConfig(config: SRLTrainConfig) -> str:

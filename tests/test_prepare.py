@@ -140,11 +140,11 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
     assert recorded == [GeneratorConfig(env=ENV_ID, name=name, save_path="data/", num_episode=2, num_cpu=1, seed=3,
                                         img_shape=(3, 16, 16), random_target=True, renderer="sprites",
                                         no_progress=True)]  # the renderer resolved: the env's default, by name
-    # --epochs goes to the models that train a loss: pca has no epochs, it gets the training command's default
+    # --epochs goes to every model (recorded in each recipe, as before), though pca has no epochs
     assert trained == [SRLTrainConfig(data_folder=os.path.join("data/", name), srl_model=model, state_dim=4,
                                       epochs=epochs, seed=3, log_folder=os.path.join("logs", "srl"), device="cpu",
                                       no_progress=True)
-                       for model, epochs in (("vae", 1), ("pca", SRLTrainConfig.epochs))]
+                       for model, epochs in (("vae", 1), ("pca", 1))]
     recorded.clear()
     prepare.prepare([*argv, "--force"])
     assert len(recorded) == 1 and recorded[0].force and not recorded[0].resume
@@ -298,8 +298,8 @@ def test_pca_components_are_checked_on_a_reused_dataset_exactly(tmp_path, monkey
 
 
 def test_a_model_without_epochs_is_reused_whatever_the_epochs(tmp_path, monkeypatch):
-    """--epochs goes to the models that train a loss only: the pca prepared with --epochs 1 is the one --epochs 9 asks
-    for (also one recorded with the epochs before they were left out), the vae is another."""
+    """pca has no epochs (prepare passes --epochs to it, recorded as ever): the pca prepared with --epochs 1 is the one
+    --epochs 9 asks for (also one recorded with other epochs), the vae is another."""
     monkeypatch.chdir(tmp_path)
     _fakeDataset(tmp_path / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0", 2, 5)
 
@@ -309,7 +309,7 @@ def test_a_model_without_epochs_is_reused_whatever_the_epochs(tmp_path, monkeypa
         return prepare.plan(prepare.buildParser().parse_args(argv))
 
     one, nine = planned("1"), planned("9")
-    assert [config.epochs for config in one.training.values()] == [1, SRLTrainConfig.epochs]
+    assert [config.epochs for config in one.training.values()] == [1, 1]
     assert one.expected["pca"] == nine.expected["pca"] and "epochs" not in one.expected["pca"]
     assert one.expected["vae"]["epochs"] == 1 and nine.expected["vae"]["epochs"] == 9
     older = tmp_path / "logs" / "srl" / f"{ENV_ID}_2ep_16x16_sprites_seed0" / "older_pca"
