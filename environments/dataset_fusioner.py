@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from environments.dataset import Dataset
 from srl_toolbox.cli import CLIParser, UsageError, runCommand
 from srl_toolbox.files import NPZ_READ_ERRORS, writeJson, writeNpz
 
@@ -89,14 +90,20 @@ def loadDataset(folder: str) -> dict[str, Any]:
 def checkCompatible(datasets: list[dict[str, Any]]) -> None:
     """
     :param datasets: loaded datasets
-    :raises UsageError: they cannot be merged (other env, image shape or format, state or action shape)
+    :raises UsageError: they cannot be merged (other env, image shape or format, action kind or meaning, state or
+        action shape)
     """
     first = datasets[0]
     for other in datasets[1:]:
-        for key in ("env", "img_shape", "image_format", "relative_pos"):
+        for key in ("env", "img_shape", "image_format", "relative_pos", "continuous_actions", "action_joints"):
             if key in first["config"] and key in other["config"] and first["config"][key] != other["config"][key]:
                 raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
                                  f"({first['config'][key]} vs {other['config'][key]})")
+        # the same action means another move with and without force_down (the merged config keeps the first's)
+        force_down = [Dataset(dataset["folder"], dataset["config"], {}).force_down for dataset in (first, other)]
+        if None not in force_down and force_down[0] != force_down[1]:
+            raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their force_down differ "
+                             f"({force_down[0]} vs {force_down[1]}: the same action moves otherwise)")
         for key in ("actions", "ground_truth_states", "target_positions"):
             a, b = first["arrays"][key], other["arrays"][key]
             if a.shape[1:] != b.shape[1:] or a.dtype.kind != b.dtype.kind:

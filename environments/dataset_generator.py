@@ -68,11 +68,19 @@ from environments import (
 )
 from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.mobile_robot.sprite_cache import SpriteCacheWarning
+from environments.partial_folder import (
+    EPISODES_FOLDER,
+    SETTINGS_FILE,
+    clearFolder,
+    finishedEpisodes,
+    flattenSettings,
+    lockFolder,
+    publish,
+)
 from environments.registry import defaultRenderersText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
-from srl_toolbox.locks import tryLock
 from srl_toolbox.plugins import loadNamed
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
@@ -80,11 +88,8 @@ if TYPE_CHECKING:
     from filelock import BaseFileLock
 
 FORMAT_VERSION = 1
-SETTINGS_FILE = "generation.json"
-EPISODES_FOLDER = "episodes"
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
 POLICY_LOADERS = "srl_toolbox.policy_loaders"
-LOCK_FILE = ".lock"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -436,30 +441,6 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
 # --- the partial folder --------------------------------------------------------------------------------------------
 
 
-def finishedEpisodes(partial_dir: str) -> set[int]:
-    """:return: the episodes of a partial folder whose arrays are written"""
-    folder = os.path.join(partial_dir, EPISODES_FOLDER)
-    if not os.path.isdir(folder):
-        return set()
-    return {int(name[len("episode_"):-len(".npz")]) for name in os.listdir(folder)
-            if name.startswith("episode_") and name.endswith(".npz") and ".tmp" not in name}
-
-
-def lockFolder(partial_dir: str, wait: float = 3.0) -> BaseFileLock:
-    """
-    Take the partial folder's lock (released by the operating system when this process and its workers are gone).
-
-    :param partial_dir: the partial dataset folder
-    :param wait: seconds to wait for a process that is dying (after a kill) to release it
-    :return: the held lock
-    :raises UsageError: another generator is writing this dataset
-    """
-    lock = tryLock(os.path.join(partial_dir, LOCK_FILE), wait)
-    if lock is None:
-        raise UsageError(f"{partial_dir} is being written by another dataset_generator process")
-    return lock
-
-
 def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, str, BaseFileLock, set[int]]:
     """
     Decide what to do with an existing dataset or partial folder of the same name, and open the partial folder.
@@ -482,7 +463,7 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
     if os.path.isdir(partial_dir):
         lock = lockFolder(partial_dir)
         if config.force:
-            _clearFolder(partial_dir)
+            clearFolder(partial_dir)
         else:
             try:
                 with open(os.path.join(partial_dir, SETTINGS_FILE), encoding="utf-8") as handle:
@@ -493,8 +474,10 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
                 lock.release()
                 raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
                                  f"--force to discard it")
-            current = _flatten(spec.settings())
-            saved = _flatten(saved) if isinstance(saved, dict) else {}
+            current = flattenSettings(spec.settings())
+            saved = flattenSettings(saved) if isinstance(saved, dict) else {}
+            if current.get("env_kwargs.action_joints"):  # force_down, once given to joint moves, never changed them
+                saved.pop("env_kwargs.force_down", None)
             differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
             if differing:
                 lock.release()
@@ -510,29 +493,6 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
     writeJson(os.path.join(partial_dir, SETTINGS_FILE), spec.settings())  # atomic: --resume reads it back
     done = {e for e in finishedEpisodes(partial_dir) if e < spec.num_episodes}
     return final_dir, partial_dir, lock, done
-
-
-def _flatten(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """:return: nested dicts flattened to dotted keys (env_kwargs.max_steps), to name what differs"""
-    flat: dict[str, Any] = {}
-    for key, value in settings.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
-def _clearFolder(folder: str) -> None:
-    """Empty a folder but keep it (and its lock file, which this process holds)."""
-    for entry in os.listdir(folder):
-        if entry == LOCK_FILE:
-            continue
-        path = os.path.join(folder, entry)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path)
-        else:
-            os.remove(path)
 
 
 # --- assembling the dataset ----------------------------------------------------------------------------------------
@@ -589,26 +549,6 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
     shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))
     os.remove(os.path.join(partial_dir, SETTINGS_FILE))
     return merged
-
-
-def publish(partial_dir: str, final_dir: str, lock: BaseFileLock) -> None:
-    """
-    Rename the finished partial folder to its final name (replacing an older dataset under --force).
-
-    :param partial_dir: the finished partial folder
-    :param final_dir: the dataset's final folder
-    :param lock: the partial folder's lock, released and its file removed first (Windows cannot remove a held one)
-    """
-    lock.release()
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(os.path.join(partial_dir, LOCK_FILE))
-    if os.path.exists(final_dir):
-        old_dir = os.path.join(os.path.dirname(final_dir), f".{os.path.basename(final_dir)}.old-{os.getpid()}")
-        os.rename(final_dir, old_dir)
-        os.rename(partial_dir, final_dir)
-        shutil.rmtree(old_dir)
-    else:
-        os.rename(partial_dir, final_dir)
 
 
 def rewardDistribution(rewards: np.ndarray) -> str:
@@ -676,6 +616,7 @@ def generate(config: GeneratorConfig) -> int:
         return 130
     except Exception:
         if not finishedEpisodes(partial_dir):  # nothing to resume: leave no folder in the next run's way
+            clearFolder(partial_dir)  # under the lock: another generator may take the folder once it is released
             lock.release()
             shutil.rmtree(partial_dir, ignore_errors=True)
         raise

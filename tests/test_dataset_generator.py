@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -585,3 +586,48 @@ def test_a_run_that_fails_before_an_episode_leaves_no_partial_folder(tmp_path, m
     failing.at = None
     assert dataset_generator.generate(dataclasses.replace(config, resume=True)) == 0
     assert len(loadArrays(tmp_path / NAME)["rewards"]) == 2 * N_STEPS
+
+
+def test_a_joint_recording_started_with_force_down_resumes(tmp_path, monkeypatch):
+    """Joint datasets were recorded with force_down, which never changed a joint move; it is left out since, and a
+    recording interrupted before that change was refused by --resume (its settings differed) with no flag to match."""
+    recordEpisode = dataset_generator.recordEpisode
+
+    def failing(env, policy, spec, episode, partial_dir):
+        if episode == 1 and failing.on:
+            raise RuntimeError("boom")
+        return recordEpisode(env, policy, spec, episode, partial_dir)
+
+    failing.on = True
+    monkeypatch.setattr(dataset_generator, "recordEpisode", failing)
+    config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", "kj", "--env", "KukaButtonGymEnv-v0",
+                                            "-c", "-joints", "--num-episode", "2", "--max-steps", "3",
+                                            "--img-shape", "3", "16", "16", "--no-progress"])
+    with pytest.raises(RuntimeError, match="boom"):
+        dataset_generator.generate(config)
+    settings_file = tmp_path / ".kj.partial" / "generation.json"
+    settings = json.loads(settings_file.read_text())
+    assert "force_down" not in settings["env_kwargs"]
+    settings["env_kwargs"]["force_down"] = True  # as the generator wrote it before
+    settings_file.write_text(json.dumps(settings))
+    failing.on = False
+    assert dataset_generator.generate(dataclasses.replace(config, resume=True)) == 0
+    assert (tmp_path / "kj").is_dir()
+
+
+@pytest.mark.parametrize("key,values", [("force_down", (False, True)), ("continuous_actions", (False, True)),
+                                        ("action_joints", (False, True))])
+def test_fusioner_refuses_datasets_whose_actions_mean_other_moves(tmp_path, key, values):
+    """Merging a --force-down dataset (action 5: down) with one without (up) gave a dataset that --pretrain-dataset
+    and --gail-dataset took with either meaning: the check of the action's meaning was bypassed."""
+    generate(tmp_path, "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "2", "--no-progress",
+             name="a")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    for name, value in zip(("a", "b"), values, strict=True):
+        config = readJson(tmp_path / name / "dataset_config.json")
+        config[key] = value
+        (tmp_path / name / "dataset_config.json").write_text(json.dumps(config))
+    before = snapshot(tmp_path)
+    assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged"),
+                       f"their {key} differ")
+    assert snapshot(tmp_path) == before

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-from environments.dataset_generator import LOCK_FILE
+from environments.partial_folder import LOCK_FILE
 from srl_toolbox.locks import acquireLock, lockPathFor, tryLock
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -174,4 +174,4 @@ def test_a_dataset_recorded_with_force_down_needs_it(tmp_path):
         Dataset.open(data).checkActions(False, False, space, force_down=False)
     # mobile robots have no such keyword: nothing to check
     mobile = writeDataset(str(tmp_path / "mobile"), n_episodes=2, steps=3)
-    Dataset.open(mobile).checkActions(False, False, gymnasium.spaces.Discrete(4), force_down=False)
+    Dataset.open(mobile).checkActions(False, False, gymnasium.spaces.Discrete(4), force_down=True)

@@ -1,0 +1,91 @@
+"""The partial folder a dataset is recorded into (``<save-path>/.<name>.partial/``) until it is complete.
+
+Invariants: a folder named ``<name>`` is always a complete dataset (:func:`publish` renames the partial folder in one
+step); the partial folder's lock (:data:`LOCK_FILE`) is held by the one process writing it, and released by the
+operating system when that process and its workers are gone; each finished episode's arrays are one file of
+:data:`EPISODES_FOLDER`, written atomically, so :func:`finishedEpisodes` lists exactly the episodes a resumed run
+keeps; :data:`SETTINGS_FILE` holds the recording's settings, which a resumed run must repeat.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from srl_toolbox.cli import UsageError
+from srl_toolbox.locks import tryLock
+
+if TYPE_CHECKING:
+    from filelock import BaseFileLock
+
+SETTINGS_FILE = "generation.json"
+EPISODES_FOLDER = "episodes"
+LOCK_FILE = ".lock"
+
+
+def finishedEpisodes(partial_dir: str) -> set[int]:
+    """:return: the episodes of a partial folder whose arrays are written"""
+    folder = os.path.join(partial_dir, EPISODES_FOLDER)
+    if not os.path.isdir(folder):
+        return set()
+    return {int(name[len("episode_"):-len(".npz")]) for name in os.listdir(folder)
+            if name.startswith("episode_") and name.endswith(".npz") and ".tmp" not in name}
+
+
+def lockFolder(partial_dir: str, wait: float = 3.0) -> BaseFileLock:
+    """
+    Take the partial folder's lock (released by the operating system when this process and its workers are gone).
+
+    :param partial_dir: the partial dataset folder
+    :param wait: seconds to wait for a process that is dying (after a kill) to release it
+    :return: the held lock
+    :raises UsageError: another generator is writing this dataset
+    """
+    lock = tryLock(os.path.join(partial_dir, LOCK_FILE), wait)
+    if lock is None:
+        raise UsageError(f"{partial_dir} is being written by another dataset_generator process")
+    return lock
+
+
+def flattenSettings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """:return: nested dicts flattened to dotted keys (env_kwargs.max_steps), to name what differs"""
+    flat: dict[str, Any] = {}
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            flat.update(flattenSettings(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def clearFolder(folder: str) -> None:
+    """Empty a folder but keep it (and its lock file, which this process holds)."""
+    for entry in os.listdir(folder):
+        if entry == LOCK_FILE:
+            continue
+        path = os.path.join(folder, entry)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path)
+        else:
+            os.remove(path)
+
+
+def publish(partial_dir: str, final_dir: str, lock: BaseFileLock) -> None:
+    """
+    Rename the finished partial folder to its final name (replacing an older dataset under --force).
+
+    :param partial_dir: the finished partial folder
+    :param final_dir: the dataset's final folder
+    :param lock: the partial folder's lock, released and its file removed first (Windows cannot remove a held one)
+    """
+    lock.release()
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(partial_dir, LOCK_FILE))
+    if os.path.exists(final_dir):
+        old_dir = os.path.join(os.path.dirname(final_dir), f".{os.path.basename(final_dir)}.old-{os.getpid()}")
+        os.rename(final_dir, old_dir)
+        os.rename(partial_dir, final_dir)
+        shutil.rmtree(old_dir)
+    else:
+        os.rename(partial_dir, final_dir)
