@@ -39,8 +39,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.documents import appendReport, recordedCommand
-from benchmarks.srl_rl.analysis import meanStandardError
-from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, THRESHOLD_FRACTION, EnvPlan
+from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
+from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
 from benchmarks.srl_rl.runs import RunRecord, dropRunsOfOtherSettings, finishedRuns
 from environments import defaultRenderer
 from replay.results import evaluationStepsToThreshold
@@ -108,9 +108,9 @@ def sweepSpecs(plan: EnvPlan, variant: str, steps: int, eval_freq: int, seeds: i
 
 
 def thresholdOf(ground_truth: Sequence[RunRecord]) -> float | None:
-    """:return: THRESHOLD_FRACTION x ground truth's mean final evaluation reward (None without evaluations)"""
-    finals = [float(record.eval_rewards[-1]) for record in ground_truth if record.eval_rewards.size]
-    return THRESHOLD_FRACTION * statistics.mean(finals) if finals else None
+    """:return: the threshold of ground truth's final evaluation rewards, by the SRL + RL benchmark's rule
+    (:func:`benchmarks.srl_rl.analysis.rewardThreshold`: None without evaluations or when their mean is not positive)"""
+    return rewardThreshold([float(record.eval_rewards[-1]) for record in ground_truth if record.eval_rewards.size])
 
 
 def reachSteps(records: Sequence[RunRecord], threshold: float) -> list[int | None]:
@@ -220,10 +220,12 @@ def main(argv: list[str] | None = None) -> int:
     tables, verdicts = [], []
     for env in args.envs:
         plan = plans[env]
-        threshold = thresholdOf(finishedRuns(sweepSpecs(plan, GROUND_TRUTH, plan.steps, plan.eval_freq, args.seeds,
-                                                        bench_dir)))
+        ground_truth = finishedRuns(sweepSpecs(plan, GROUND_TRUTH, plan.steps, plan.eval_freq, args.seeds, bench_dir))
+        threshold = thresholdOf(ground_truth)
         if threshold is None:
-            verdicts.append(f"{env}: no finished ground-truth run, no threshold yet")
+            verdicts.append(f"{env}: no threshold: " + ("ground truth's mean final evaluation reward is not positive"
+                                                         if any(record.eval_rewards.size for record in ground_truth)
+                                                         else "no finished ground-truth run yet"))
             continue
         rows = {extractor: finishedRuns(sweepSpecs(plan, extractor, args.budget, args.eval_freq, args.seeds, bench_dir,
                                                    args.renderer)) for extractor in args.extractors}

@@ -30,9 +30,10 @@ torch thread per run; ``--workers`` runs at a time.
 ``--results FILE`` keeps every finished run in a JSON file (atomically, after each run); runs already there with the
 same settings are not run again, so a long measurement resumes where it stopped. It prints, per variant over the
 seeds, the final evaluation reward (mean +/- standard error), how many seeds reached
-the threshold (90% of ground truth's mean final reward, as in docs/srl.md) and the median steps they took, and every
-seed's final reward; then appends the table with its command and machine to docs/benchmarks.md (``--no-append``:
-not). About 1.5 minutes per run on one core: 15 runs in about 12 minutes on 2 cores.
+the threshold (90% of ground truth's mean final reward; none when that mean is not positive: the rule of docs/srl.md,
+``benchmarks.srl_rl.analysis.rewardThreshold``) and the median steps they took, and every seed's final reward; then
+appends the table with its command and machine to docs/benchmarks.md (``--no-append``: not). About 1.5 minutes
+per run on one core: 15 runs in about 12 minutes on 2 cores.
 
 Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--first-seed
 0] [--steps 50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--scale 1|S|participation] [--hyperparam
@@ -61,8 +62,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import environments  # noqa: F401  (registers the envs)
 from benchmarks.documents import appendReport
-from benchmarks.srl_rl.analysis import meanStandardError
-from benchmarks.srl_rl.plans import THRESHOLD_FRACTION
+from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.core.training_state import silentLogger
@@ -258,7 +258,7 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
     """
     finals = {v: [r["rewards"][-1] for r in results if r["variant"] == v] for v in variants}
     reference = finals.get("ground_truth") or next(iter(finals.values()))
-    threshold = THRESHOLD_FRACTION * statistics.mean(reference)
+    threshold = rewardThreshold(reference)  # the SRL + RL benchmark's rule: none when that mean is not positive
     lines = ["| state | final eval reward (mean +/- SE) | reached threshold (median steps) | final reward per seed | "
              "first training episode with a positive return, per seed (steps) |",
              "|---|---:|---:|---|---|"]
@@ -267,15 +267,17 @@ def summarise(results: list[dict[str, Any]], variants: list[str]) -> str:
         values = [r["rewards"][-1] for r in runs]  # in the order of the seeds, as the per-seed columns
         mean, error = meanStandardError(values)
         error = 0.0 if math.isnan(error) else error  # one seed: no spread to show
-        reached = [step for r in runs
-                   if (step := evaluationStepsToThreshold(np.asarray(r["timesteps"]), r["rewards"], threshold)) is not None]
+        reached = [step for r in runs if threshold is not None
+                   and (step := evaluationStepsToThreshold(np.asarray(r["timesteps"]), r["rewards"], threshold)) is not None]
         steps = f"{statistics.median(reached):,.0f}" if reached else "-"
         name = "ground truth (2)" if variant == "ground_truth" else f"{variant} ({runs[0]['dims']})"
         name += f", x{runs[0]['scale']:.3g}" if runs[0]["scale"] != 1.0 else ""
         lines.append(f"| {name} | {mean:.1f} +/- {error:.1f} | {len(reached)}/{len(runs)} "
                      f"({steps}) | {', '.join(f'{v:.0f}' for v in values)} | "
                      f"{', '.join(firstSuccessText(r) for r in runs)} |")
-    return "\n".join(lines) + f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward)."
+    return "\n".join(lines) + ("\n\nThreshold: none (the first row's mean final reward is not positive)."
+                               if threshold is None else
+                               f"\n\nThreshold: {threshold:.1f} (90% of the first row's mean final reward).")
 
 
 def firstSuccessText(run: dict[str, Any]) -> str:

@@ -19,8 +19,8 @@ ends at or after the first evaluation at or above the threshold (monitor files: 
 ``t``), so it is exact to within one episode. Raw pixels reach the threshold sooner on some seeds than on others, and
 do not hold it (the deterministic evaluations swing), hence several seeds: the report gives each seed's row and, per
 run, on how many seeds it reached the threshold and the median wall time to it over those. The threshold is the SRL +
-RL benchmark's: 90% of ground truth's mean final evaluation reward in its archive (benchmarks/srl_rl_runs.json),
-unless ``--threshold`` gives one.
+RL benchmark's: 90% of ground truth's mean final evaluation reward in its archive (benchmarks/srl_rl_runs.json,
+when that mean is positive), unless ``--threshold`` gives one.
 
 rl_zoo3 does not install beside the toolbox's pins (its Hugging Face integration pulls moviepy, which downgrades
 pillow), so ``make bench-zoo`` installs rl_zoo3 and the few modules its train command imports, without their
@@ -58,8 +58,9 @@ import numpy as np
 import yaml
 
 from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.srl_rl.analysis import rewardThreshold
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
-from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE, THRESHOLD_FRACTION
+from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
@@ -75,10 +76,11 @@ ZOO_PACKAGES = os.path.join(ROOT, ".zoo-packages")
 
 
 def groundTruthThreshold(archive_path: str = RUNS_FILE, env: str = ENV) -> float | None:
-    """:return: THRESHOLD_FRACTION x the archived ground-truth runs' mean final evaluation reward on ``env``"""
-    finals = [float(record.eval_rewards[-1]) for record in map(recordFromArchive, loadArchive(archive_path).values())
-              if record.env == env and record.observation == "ground_truth" and record.eval_rewards.size]
-    return THRESHOLD_FRACTION * statistics.mean(finals) if finals else None
+    """:return: the threshold of the archived ground-truth runs' final evaluation rewards on ``env``, by the SRL + RL
+    benchmark's rule (:func:`benchmarks.srl_rl.analysis.rewardThreshold`: None without one, or a mean not positive)"""
+    return rewardThreshold([float(record.eval_rewards[-1])
+                            for record in map(recordFromArchive, loadArchive(archive_path).values())
+                            if record.env == env and record.observation == "ground_truth" and record.eval_rewards.size])
 
 
 def pixelDefaults() -> dict[str, Any]:
@@ -272,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         raise UsageError(f"--learned: unknown SRL model {learned!r}; choose from {', '.join(learnedModels())}")
     threshold = args.threshold if args.threshold is not None else groundTruthThreshold()
     if threshold is None:
-        raise UsageError(f"--threshold: no archived ground-truth run of {ENV} in {RUNS_FILE}; give one")
+        raise UsageError(f"--threshold: no archived ground-truth run of {ENV} with a positive mean final reward in "
+                         f"{RUNS_FILE}; give one")
     if not os.path.isfile(os.path.join(args.zoo_packages, "rl_zoo3", "train.py")):
         raise UsageError(f"--zoo-packages: no rl_zoo3 in {args.zoo_packages}; run make bench-zoo (it installs it)")
     steps, eval_freq = (1024, 512) if args.quick else (args.budget, args.eval_freq)

@@ -39,6 +39,9 @@ def test_sweep_commands_carry_the_plan_and_the_extractor() -> None:
 
 def test_threshold_and_verdicts() -> None:
     assert thresholdOf([_record([100.0, 200.0]), _record([100.0, 240.0])]) == 0.9 * 220.0
+    # the SRL + RL benchmark's rule: a ground truth ending at or below 0 gives no threshold (90% of it lies above it)
+    assert thresholdOf([_record([-100.0, -20.0]), _record([-100.0, -30.0])]) is None
+    assert thresholdOf([_record([0.0, 0.0])]) is None and thresholdOf([]) is None
     threshold = 198.0
     nature = [_record([0.0, 100.0, 200.0]), _record([0.0, 200.0, 210.0]), _record([0.0, 0.0, 50.0])]
     small = [_record([0.0, 199.0, 220.0], rate=250.0), _record([200.0, 210.0, 220.0], rate=250.0),

@@ -177,3 +177,16 @@ def test_the_first_successful_episode_is_kept_and_shown_per_seed():
                                                   (1, 228.0, {})]]
     row = state_shape.summarise(runs, ["tanh"]).splitlines()[2]
     assert row.endswith("| 230, 228, 0 | 1,250, ?, never |")
+
+
+def test_a_ground_truth_ending_below_zero_gives_no_threshold():
+    """The SRL + RL benchmark's rule (docs/srl.md): 90% of a negative mean lies above it, so there is no threshold,
+    and no seed is counted as reaching one."""
+    runs = [{"variant": "ground_truth", "seed": seed, "dims": 2, "scale": 1.0, "timesteps": [5000, 10000],
+             "rewards": [-40.0, reward]} for seed, reward in enumerate([-20.0, -30.0])]
+    text = state_shape.summarise(runs, ["ground_truth"])
+    assert "| 0/2 (-) |" in text.splitlines()[2]
+    assert text.endswith("Threshold: none (the first row's mean final reward is not positive).")
+    positive = [{**run, "rewards": [10.0, 20.0]} for run in runs]
+    assert state_shape.summarise(positive, ["ground_truth"]).endswith("Threshold: 18.0 (90% of the first row's mean "
+                                                                       "final reward).")

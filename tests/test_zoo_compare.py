@@ -3,6 +3,7 @@ import json
 import os
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -36,6 +37,20 @@ def test_seconds_and_steps_to_threshold(tmp_path):
     assert zoo_compare.summary([("raw", 0, missed), ("raw", 1, result), ("raw", 2, {**result, "steps_to_threshold": 400,
                                                                               "seconds_to_threshold": 20.0})]) == \
         "- raw: reached the threshold on 2 of 3 seed(s): median 300 steps, 16 s"
+
+
+def test_the_archived_threshold_follows_the_srl_rl_rule(monkeypatch):
+    """90% of ground truth's mean final reward, none when that mean is not positive (docs/srl.md)."""
+    def archive(finals: list[float]) -> None:
+        records = {str(i): types.SimpleNamespace(env=zoo_compare.ENV, observation="ground_truth",
+                                                 eval_rewards=np.array([0.0, final])) for i, final in enumerate(finals)}
+        monkeypatch.setattr(zoo_compare, "loadArchive", lambda path: records)
+        monkeypatch.setattr(zoo_compare, "recordFromArchive", lambda record: record)
+
+    archive([200.0, 240.0])
+    assert zoo_compare.groundTruthThreshold() == pytest.approx(198.0)
+    archive([-20.0, -30.0])
+    assert zoo_compare.groundTruthThreshold() is None
 
 
 def test_episode_ending_after_the_step_is_used(tmp_path):

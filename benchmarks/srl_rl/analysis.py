@@ -71,6 +71,18 @@ def meanStandardError(values: Sequence[float]) -> tuple[float, float]:
     return float(array.mean()), float(array.std(ddof=1) / math.sqrt(array.size))
 
 
+def rewardThreshold(finals: Sequence[float]) -> float | None:
+    """
+    The one rule for the threshold of "steps to threshold", in every benchmark that has one (docs/srl.md).
+
+    :param finals: ground truth's final evaluation rewards, one per seed
+    :return: :data:`THRESHOLD_FRACTION` x their mean; None without a value, or when the mean is not positive (a
+        fraction of a negative reward lies above it, and ground truth itself would not reach it)
+    """
+    mean = meanStandardError(finals)[0]
+    return THRESHOLD_FRACTION * mean if len(finals) and mean > 0 else None
+
+
 def welchPValue(values: Sequence[float], baseline: Sequence[float]) -> float:
     """
     :param values: a method's final rewards, one per seed
@@ -135,9 +147,7 @@ def summariseEnv(records: Sequence[RunRecord], observations: Sequence[str], expe
                                        meanStandardError([normalisedArea(r.eval_steps, r.eval_rewards) for r in runs]),
                                        note=note))
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)
-    threshold = None
-    if reference is not None and reference.final[0] > 0:
-        threshold = THRESHOLD_FRACTION * reference.final[0]
+    threshold = rewardThreshold(reference.finals) if reference is not None else None
     baseline = next((row.finals for row in rows if row.observation == RAW_PIXELS), [])
     for row in rows:
         if threshold is not None:
