@@ -40,13 +40,14 @@ from typing import Any
 
 from benchmarks.documents import appendReport, recordedCommand
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
+from benchmarks.srl_rl.cli import checkRenderer
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
 from benchmarks.srl_rl.runs import RunRecord, dropRunsOfOtherSettings, finishedRuns
-from environments import defaultRenderer
+from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
-from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -166,7 +167,7 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
 def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m benchmarks.cnn_features", description=__doc__.split("\n\n")[0])
     parser.add_argument("--envs", nargs="+", default=[MOBILE, KUKA], choices=sorted(PLANS), metavar="ENV",
-                        help=f"envs ({', '.join(sorted(PLANS))}) [both]")
+                        help=f"envs ({', '.join(sorted(PLANS))}) [{MOBILE} {KUKA}]")
     parser.add_argument("--budget", type=positiveInt, default=200_000, help="env steps per raw-pixel run [200000]")
     parser.add_argument("--eval-freq", type=positiveInt, default=10_000,
                         help="env steps between evaluations of a raw-pixel run [10000]")
@@ -177,7 +178,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--extractors", nargs="+", default=list(EXTRACTORS), choices=sorted(FEATURES_EXTRACTORS),
                         metavar="NAME", help=f"features extractors ({', '.join(sorted(FEATURES_EXTRACTORS))}) [both]")
     parser.add_argument("--renderer", default=None,
-                        help="the raw-pixel runs' --renderer (e.g. sprites on the mobile robot) [the env's default]")
+                        help="the raw-pixel runs' --renderer (e.g. sprites on the mobile robot), which every env of "
+                             "--envs must offer [the env's default]")
     parser.add_argument("--report-only", action="store_true", help="run nothing: report the finished runs")
     parser.add_argument("--quick", action="store_true",
                         help="a check of the machinery: the SRL + RL benchmark's quick plans, --budget 1024, "
@@ -186,8 +188,30 @@ def buildParser() -> CLIParser:
     return parser
 
 
+def checkRenderers(renderer: str | None, envs: Sequence[str]) -> None:
+    """
+    :param renderer: --renderer (None: each env's default)
+    :param envs: --envs: the raw-pixel runs of each draw with the renderer
+    :raises UsageError: an env that does not offer it (none of them: the SRL + RL benchmark's refusal, with the
+        renderers they offer)
+    """
+    if renderer is None:
+        return
+    checkRenderer(renderer, envs)
+    for env in envs:
+        refusal = rendererRefusal(renderer, env)
+        if refusal is not None:
+            raise UsageError(refusal)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    :raises UsageError: bad input, before anything is run or written
+    """
     args = buildParser().parse_args(argv)
+    checkRenderers(args.renderer, args.envs)
     plans = QUICK_PLANS if args.quick else PLANS
     if args.quick:
         args.budget, args.eval_freq, args.seeds, args.no_append = 1024, 512, 1, True

@@ -51,6 +51,10 @@ CASES = [
     ("renderer_gtc", ["--episodes", "0"], ["--episodes", "'0'"]),
     ("srl_speed", ["--steps", "0"], ["--steps", "'0'"]),
     ("srl_epoch_speed", ["--steps", "100"], ["--steps 100", "250"]),
+    ("cnn_features", ["--renderer", "foo", "--report-only", "--no-append"],
+     ["--renderer foo", "valid choices: tinyrenderer"]),
+    ("cnn_features", ["--envs", "KukaButtonGymEnv-v0", "--renderer", "sprites", "--report-only", "--no-append"],
+     ["--renderer sprites", "KukaButtonGymEnv-v0", "lowpoly"]),
 ]
 
 
@@ -86,7 +90,7 @@ def test_every_benchmark_command_is_covered() -> None:
     assert {module for module, _, _ in CASES} >= {
         "env_speed", "all_envs_speed", "render_speed", "kuka_speed", "dataset_speed", "train_speed", "kuka_ppo_speed",
         "device_speed", "sweep_speed", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
-        "srl_speed", "srl_epoch_speed"}
+        "srl_speed", "srl_epoch_speed", "cnn_features"}
 
 
 class _Built(Exception):

@@ -10,6 +10,7 @@ import os
 import types
 
 import numpy as np
+import pytest
 from srl_rl_bench import CURVES, writeRun
 
 from benchmarks import cnn_features
@@ -17,6 +18,7 @@ from benchmarks.cnn_features import summarise, sweepCommand, sweepSpecs, thresho
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS
 from benchmarks.srl_rl.runs import RunRecord, finishedRuns
 from srl_toolbox import devices
+from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import THREADS_VARIABLE
 
 
@@ -56,6 +58,25 @@ def test_threshold_and_verdicts() -> None:
     assert "budget is too small" in verdict
     _, verdict = summarise(MOBILE, threshold, {"nature": [], "small": small}, 3)
     assert "not every extractor has a finished run yet" in verdict
+
+
+@pytest.mark.parametrize("envs,renderer,words", [
+    ([MOBILE], "foo", ["--renderer foo", "none of the envs run", "valid choices: tinyrenderer, sprites"]),
+    ([KUKA], "sprites", ["--renderer sprites", "valid choices: tinyrenderer, lowpoly"]),
+    ([MOBILE, KUKA], "sprites", ["--renderer sprites", KUKA, "tinyrenderer, lowpoly"])])
+def test_a_renderer_an_env_lacks_is_refused_before_any_sweep(tmp_path, monkeypatch, envs, renderer, words) -> None:
+    """Every env's raw-pixel runs draw with --renderer: one that an env does not offer is refused in the argument
+    checks, before the ground-truth sweep starts (train would refuse it only in the raw-pixel sweeps after it)."""
+    def noSweep(*args, **kwargs):
+        raise AssertionError("a sweep started")
+
+    monkeypatch.setattr(cnn_features.subprocess, "Popen", noSweep)
+    bench = tmp_path / "bench"
+    with pytest.raises(UsageError) as refusal:
+        cnn_features.main(["--envs", *envs, "--renderer", renderer, "--bench-dir", str(bench), "--no-append"])
+    for word in words:
+        assert word in str(refusal.value)
+    assert not bench.exists()
 
 
 def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path, monkeypatch, capsys) -> None:
