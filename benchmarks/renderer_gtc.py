@@ -50,8 +50,8 @@ from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
-from srl_models.train import trainsLoss
-from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand, seedNumber
+from srl_models.train import trainableModels, trainsLoss
+from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE_ROBOTS = ("MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobot1DGymEnv-v0",
@@ -264,7 +264,8 @@ def parseArgs(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--envs", nargs="+", default=list(MOBILE_ROBOTS), choices=envs, metavar="ENV",
                         help=f"envs to measure, each against its other renderer: {', '.join(envs)} [the four mobile "
                         "robots]")
-    parser.add_argument("--srl-model", default="vae", help="the model srl_models.train trains [vae]")
+    parser.add_argument("--srl-model", default="vae", help="the model srl_models.train trains (one it can train: "
+                        f"{', '.join(trainableModels())}) [vae]")
     parser.add_argument("--state-dim", type=positiveInt, default=8, help="state dimension [8]")
     parser.add_argument("--episodes", type=positiveInt, default=16, help="episodes of each dataset [16]")
     parser.add_argument("--max-steps", type=positiveInt, default=100, help="steps per episode [100]")
@@ -281,6 +282,9 @@ def parseArgs(argv: list[str] | None) -> argparse.Namespace:
                         help="keep the datasets and models in DIR [a temporary folder, removed]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.srl_model not in trainableModels():  # srl_models.train would refuse it only after the datasets
+        raise UsageError(f"--srl-model: unknown or not a trainable model {args.srl_model!r}; choose from "
+                         f"{', '.join(trainableModels())}")
     args.seeds = list(dict.fromkeys(args.seeds))
     return args
 

@@ -64,7 +64,7 @@ from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from srl_models.registry import learnedModels
+from srl_models.train import trainableModels
 from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, nonEmptyText, positiveInt, runCommand, seedNumber
 from srl_toolbox.files import atomicPath, writeJson
 
@@ -270,8 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     given = hyperparamPairs(PPO2Model, args.hyperparam)
     suffix, variant = variantSuffix(given), "".join(f", {name} {value}" for name, value in given.items())
     learned = args.learned
-    if learned not in learnedModels():
-        raise UsageError(f"--learned: unknown SRL model {learned!r}; choose from {', '.join(learnedModels())}")
+    if learned not in trainableModels():  # what srl_models.prepare trains (a plugin's learned model: not)
+        raise UsageError(f"--learned: unknown or not a trainable SRL model {learned!r}; choose from "
+                         f"{', '.join(trainableModels())}")
     threshold = args.threshold if args.threshold is not None else groundTruthThreshold()
     if threshold is None:
         raise UsageError(f"--threshold: no archived ground-truth run of {ENV} with a positive mean final reward in "

@@ -14,6 +14,9 @@ from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 
 MISSING_RUN = os.path.join(REPO, "no_such_run_folder")
 
+# renderer_gtc's smallest run: a refusal that came after the datasets again would keep the test short
+GTC_SMALL = ["--envs", "MobileRobotGymEnv-v0", "--episodes", "2", "--max-steps", "20", "--epochs", "1", "--seeds", "0",
+             "--num-cpu", "1", "--jobs", "1", "--no-append"]
 # (module, bad arguments, words the error line must hold): each refused at argument parsing, before any work.
 CASES = [
     ("env_speed", ["--env", "Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "MobileRobotLineTargetGymEnv-v0"]),
@@ -49,6 +52,8 @@ CASES = [
     ("learning", ["--jobs", "0"], ["--jobs", "'0'"]),
     ("srl_table", ["--epochs", "0"], ["--epochs", "'0'"]),
     ("renderer_gtc", ["--episodes", "0"], ["--episodes", "'0'"]),
+    ("renderer_gtc", ["--srl-model", "foo", *GTC_SMALL], ["--srl-model", "'foo'", "vae", "srl_splits"]),
+    ("renderer_gtc", ["--srl-model", "downsample", *GTC_SMALL], ["--srl-model", "'downsample'", "vae"]),
     ("srl_speed", ["--steps", "0"], ["--steps", "'0'"]),
     ("srl_epoch_speed", ["--steps", "100"], ["--steps 100", "250"]),
     ("cnn_features", ["--renderer", "foo", "--report-only", "--no-append"],

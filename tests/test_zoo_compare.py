@@ -75,7 +75,8 @@ def test_zoo_gets_ppo2_defaults_and_the_toolbox_env_keywords(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--learned", "nope"], "--learned: unknown SRL model 'nope'; choose from"),
+    (["--learned", "nope"], "--learned: unknown or not a trainable SRL model 'nope'; choose from"),
+    (["--learned", "downsample"], "--learned: unknown or not a trainable SRL model 'downsample'; choose from"),
     (["--zoo-packages", "/nonexistent"], "--zoo-packages: no rl_zoo3 in /nonexistent; run make bench-zoo"),
     (["--hyperparam", "clip_range_vf:0"], "--hyperparam 'clip_range_vf:0': hyperparameter 'clip_range_vf': '0' is not"),
     (["--hyperparam", "vf_coeff:0.1"], "--hyperparam 'vf_coeff:0.1': unknown hyperparameter 'vf_coeff'"),
