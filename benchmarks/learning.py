@@ -607,13 +607,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2], help="seeds per row [0 1 2]")
     parser.add_argument("--jobs", type=positiveInt, default=2, help="runs at a time, each in its own process [2]")
     parser.add_argument("--last-episodes", type=positiveInt, default=20,
-                        help="episodes averaged into a run's final reward")
+                        help="episodes averaged into a run's final reward [20]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     parser.add_argument("--reuse", action="store_true",
                         help="take the runs whose settings did not change from benchmarks/learning_runs.json")
     parser.add_argument("--rerun", nargs="+", default=[], metavar="ALGO",
                         help="with --reuse: run these algorithms again anyway (their code or defaults changed)")
     args = parser.parse_args(argv)
+    if args.rerun and not args.reuse:
+        raise UsageError(f"--rerun {' '.join(args.rerun)}: only with --reuse (without it every run is run anyway)")
     valid = sorted({case.algo for case in CASES} | {case.tag for case in CASES if case.tag})
     for flag, names in (("--algos", args.algos or []), ("--rerun", args.rerun)):
         unknown = [name for name in names if name not in valid]

@@ -50,6 +50,7 @@ CASES = [
     ("masked_moves", [REPO, "--episodes", "-3"], ["--episodes", "'-3'"]),
     ("learning", ["--algos", "nope", "--quick"], ["--algos", "'nope'", "ppo2", "imitation"]),
     ("learning", ["--jobs", "0"], ["--jobs", "'0'"]),
+    ("learning", ["--rerun", "ppo2", "--algos", "ppo2", "--seeds", "0", "--quick"], ["--rerun ppo2", "--reuse"]),
     ("srl_table", ["--epochs", "0"], ["--epochs", "'0'"]),
     ("renderer_gtc", ["--episodes", "0"], ["--episodes", "'0'"]),
     ("renderer_gtc", ["--srl-model", "foo", *GTC_SMALL], ["--srl-model", "'foo'", "vae", "srl_splits"]),

@@ -23,6 +23,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.rl_algorithm.deepq import DQNModel
 from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.cli import UsageError
 
 sys.path.insert(0, REPO)
 from benchmarks import classic_control_envs, learning  # noqa: E402
@@ -165,3 +166,14 @@ def test_recorded_runs_are_reused_only_while_their_settings_hold(tmp_path, monke
     assert learning.reusedRuns([discrete], {discrete: 1000}, [0], 20, rerun=set()) == []
     monkeypatch.undo()
     assert open(learning.RUNS_FILE, "rb").read() == committed  # the committed record is left alone
+
+
+def test_rerun_without_reuse_is_refused_before_any_work(monkeypatch):
+    """--rerun means something only with --reuse: alone it would be ignored while the whole benchmark ran."""
+    def noWork(*args, **kwargs):
+        raise AssertionError("the benchmark started")
+
+    for name in ("runAll", "reusedRuns", "selectCases", "machineDescription"):
+        monkeypatch.setattr(learning, name, noWork)
+    with pytest.raises(UsageError, match=r"^--rerun ppo2: only with --reuse"):
+        learning.main(["--rerun", "ppo2", "--no-append"])
