@@ -370,6 +370,21 @@ def yamlMapping(results: list[Result]) -> str:
     return "\n".join(lines)
 
 
+def foldersText(results: list[Result], temporary: bool) -> str:
+    """
+    :param results: every result
+    :param temporary: the folders are in --quick's temporary folder, removed when the command ends
+    :return: what the command prints of the model folders: each one (or its error), then the lines that register
+        them in config/srl_models.yaml, unless they are temporary
+    """
+    lines = ["", "Model folders (temporary: removed at the end of --quick):" if temporary else "Model folders:"]
+    lines += [f"  {result.job.env} {result.job.label}: {result.folder or result.error}" for result in results]
+    if not temporary:
+        lines += ["", "To use them by name, add to config/srl_models.yaml (paths relative to config/):",
+                  yamlMapping(results)]
+    return "\n".join(lines)
+
+
 def sectionText(envs: list[str], tables: dict[str, str], dataset_commands: dict[str, str],
                 dataset_notes: dict[str, str], results: list[Result], skipped: list[str], args: argparse.Namespace,
                 facts: dict[str, str]) -> str:
@@ -535,10 +550,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\n{env}\n{tables[env]}")
         for label in worseThanRandom(env_results):
             print(f"warning: {env} {label} scores worse than random on both GTC and KNN-MSE", file=sys.stderr)
-    print("\nModel folders:")
-    for result in results:
-        print(f"  {result.job.env} {result.job.label}: {result.folder or result.error}")
-    print("\nTo use them by name, add to config/srl_models.yaml (paths relative to config/):\n" + yamlMapping(results))
+    print(foldersText(results, temporary=args.quick))
     print(f"\n{len(jobs)} trainings; wall time {facts['wall']}; load after: {facts['load_after']}")
     section = sectionText(args.env, tables, dataset_commands, dataset_notes, results, skipped, args, facts)
     if args.quick or args.no_doc:

@@ -1,15 +1,17 @@
 """The benchmark commands (``python -m benchmarks.X``) answer bad input the project's way: one ``error:`` line naming
-the bad value (and the valid choices), exit code 2, no traceback, nothing written; and env_speed's env draws with
-TinyRenderer, as its bare PyBullet loop does."""
+the bad value (and the valid choices), exit code 2, no traceback, nothing written; their ``--help`` opens with a whole
+sentence; env_speed's env draws with TinyRenderer, as its bare PyBullet loop does; srl_table --quick, which writes
+nothing, gives no advice about its removed folders."""
 from __future__ import annotations
 
+import argparse
 import os
 import subprocess
 
 import pytest
 from conftest import REPO, runModule, snapshot
 
-from benchmarks import env_speed
+from benchmarks import env_speed, srl_table
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 
 MISSING_RUN = os.path.join(REPO, "no_such_run_folder")
@@ -128,3 +130,24 @@ def test_env_speed_builds_its_env_with_tinyrenderer() -> None:
     finally:
         env.close()
     assert "the env draws its images with TinyRenderer" in env_speed.reportNotes(1.0)
+
+
+def test_srl_table_quick_gives_no_advice_on_its_removed_folders(monkeypatch, capsys) -> None:
+    """--quick trains in a temporary folder removed at the end (it writes nothing): it must not tell the user to add
+    those folders to config/srl_models.yaml; the full run does."""
+    def trainings(jobs, data_folders, args):
+        return [srl_table.Result(job, "train", 1.0, folder=os.path.join(args.log_folder, job.model))
+                for job in jobs[:2]]
+
+    monkeypatch.chdir(REPO)  # main works from the repository's root
+    monkeypatch.setattr(srl_table, "runProcess", lambda command, log_path: (0, "", 0.1))
+    monkeypatch.setattr(srl_table, "datasetNote", lambda folder: "")
+    monkeypatch.setattr(srl_table, "runAll", trainings)
+    monkeypatch.setattr(srl_table, "markdownTable", lambda env, results, reference: "")
+    monkeypatch.setattr(srl_table, "groundTruthRow", lambda results: None)
+    monkeypatch.setattr(srl_table, "worseThanRandom", lambda results: [])
+    srl_table.main(["--quick", "--env", "MobileRobotGymEnv-v0"])
+    output = capsys.readouterr().out
+    assert "config/srl_models.yaml" not in output and "removed at the end of --quick" in output
+    assert "To use them by name" in srl_table.foldersText(trainings(srl_table.modelJobs(
+        "MobileRobotGymEnv-v0", 8)[0], {}, argparse.Namespace(log_folder="logs/srl_bench")), temporary=False)
