@@ -43,7 +43,7 @@ def stepsPerSecond(env_id: str, srl_model: str, seconds: float) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input (an unknown env), before any work"""
-    parser = CLIParser(prog="python -m benchmarks.all_envs_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.all_envs_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="envs to measure [all registered]")
     parser.add_argument("--seconds", type=positiveFloat, default=2.0, help="duration of each run [2]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")

@@ -88,11 +88,11 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
     :return: the measured rows
     :raises UsageError: bad input, before any work
     """
-    parser = CLIParser(prog="python -m benchmarks.dataset_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.dataset_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--episodes", type=positiveInt, default=8,
-                        help=f"episodes of 250 frames per run, at least {MIN_EPISODES} (default 8)")
+                        help=f"episodes of 250 frames per run, at least {MIN_EPISODES} [8]")
     parser.add_argument("--repeats", type=positiveInt, default=3,
-                        help="runs per process count, median kept (default 3)")
+                        help="runs per process count, median kept [3]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.episodes < MIN_EPISODES:

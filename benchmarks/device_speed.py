@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     :return: one row per run: algorithm, observation, steps/s per device, auto's device and the faster one; bad input
         ends with one ``error:`` line and SystemExit(2), before any work
     """
-    parser = CLIParser(prog="python -m benchmarks.device_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.device_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", nargs="+", type=parseRun, default=[parseRun(run) for run in DEFAULT_RUNS],
                         metavar="ALGO:OBSERVATION", help=f"what to time [{' '.join(DEFAULT_RUNS)}]")
     parser.add_argument("--steps", type=positiveInt, default=2048, help="env steps per run [2048]")

@@ -76,7 +76,7 @@ def ratioTable(rows: list[dict[str, Any]]) -> str:
 
 
 def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family: tuple[str, ...], run: Any,
-                        notes: Any, table: Any = ratioTable) -> list[dict[str, Any]]:
+                        notes: Any, table: Any = ratioTable, description: str | None = None) -> list[dict[str, Any]]:
     """
     The command line shared by the env-family benchmarks: measure, print the table, append it to docs/benchmarks.md.
 
@@ -87,11 +87,12 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     :param run: ``run(seconds, env_ids) -> rows``
     :param notes: ``notes(seconds) -> str``, how the figures were measured
     :param table: ``table(rows) -> str``, the markdown table of the rows (default :func:`ratioTable`)
+    :param description: what ``--help`` says the command does, in whole sentences (default: the title)
     :return: the measured rows
     :raises UsageError: bad input (an env outside the family, a duration that is not positive), before any work
     """
-    parser = CLIParser(prog=f"python -m {script}", description=title)
-    parser.add_argument("--seconds", type=positiveFloat, default=3.0, help="duration of each measurement (default 3)")
+    parser = CLIParser(prog=f"python -m {script}", description=description or title)
+    parser.add_argument("--seconds", type=positiveFloat, default=3.0, help="duration of each measurement [3]")
     parser.add_argument("--env", nargs="+", default=list(family), choices=family, metavar="ENV",
                         help=f"envs to measure, of {', '.join(family)} [the whole family]")
     parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")

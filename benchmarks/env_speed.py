@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     :return: the measured rows
     """
     return familyBenchmarkMain(argv, "benchmarks.env_speed", "Environment speed, mobile-robot family", FAMILY, run,
-                               reportNotes)
+                               reportNotes, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

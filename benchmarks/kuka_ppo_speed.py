@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     :return: median steps/s per (observation, physics, renderer)
     :raises UsageError: bad input, before any work (the VAE's training included)
     """
-    parser = CLIParser(prog="python -m benchmarks.kuka_ppo_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.kuka_ppo_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=positiveInt, default=2048, help="env steps per measurement [2048]")
     parser.add_argument("--repeats", type=positiveInt, default=3,
                         help="measurements per configuration, median kept [3]")

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float | str]]:
     :return: the measured rows
     """
     return familyBenchmarkMain(argv, "benchmarks.kuka_speed", "Environment speed, Kuka family", FAMILY, run,
-                               reportNotes, physicsTable)
+                               reportNotes, physicsTable, description=__doc__.split("\n\n")[0])
 
 
 if __name__ == "__main__":

@@ -598,7 +598,7 @@ def selectCases(algos: list[str] | None, registered: set[str]) -> tuple[list[Cas
 
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input (an unknown algorithm), before any work"""
-    parser = CLIParser(prog="python -m benchmarks.learning", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.learning", description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true",
                         help=f"{QUICK_STEPS} steps per run: checks that every run works; appends nothing")
     parser.add_argument("--algos", nargs="+", help="only these algorithms (and the random agent on their tasks); "

@@ -52,7 +52,7 @@ def playedMaskedMoves(run: LoadedRun, episodes: int, seed: int) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input (not a run folder), before any work"""
-    parser = CLIParser(prog="python -m benchmarks.masked_moves", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.masked_moves", description=__doc__.split("\n\n")[0])
     parser.add_argument("run_dir", metavar="RUN", help="a run folder written by rl_baselines.train")
     parser.add_argument("--episodes", type=positiveInt, default=5, help="episodes to play [5]")
     parser.add_argument("--seed", type=seedNumber, default=0, help="the run's seed [0]")

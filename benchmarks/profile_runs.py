@@ -133,7 +133,7 @@ def profileRun(py_spy: str, arguments: list[str], output: str, rate: int) -> flo
 
 def main(argv: list[str] | None = None) -> list[dict]:
     """:param argv: command-line arguments; :return: the rows; :raises UsageError: bad input, before any work"""
-    parser = CLIParser(prog="python -m benchmarks.profile_runs", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.profile_runs", description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", nargs="+", choices=sorted(CASES), default=list(DEFAULT_CASES),
                         help=f"runs to profile [{' '.join(DEFAULT_CASES)}]")
     parser.add_argument("--renderers", nargs="+", choices=RENDERERS, default=list(RENDERERS),

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     :raises UsageError: bad input, before any work
     """
     parser = CLIParser(prog="python -m benchmarks.render_speed",
-                       description="Renderer speed: sprites (mobile robots), lowpoly (Kuka) / TinyRenderer")
+                       description=__doc__.split("\n\n")[0])
     parser.add_argument("--states", type=positiveInt, default=1000, help="random states per frame measurement [1000]")
     parser.add_argument("--seconds", type=positiveFloat, default=3.0, help="duration of each steps/s measurement [3]")
     parser.add_argument("--repeats", type=positiveInt, default=3, help="measurements per renderer, median kept [3]")

@@ -259,7 +259,7 @@ def summary(rows: list[dict[str, Any]]) -> str:
 
 def parseArgs(argv: list[str] | None) -> argparse.Namespace:
     """:return: the benchmark's settings"""
-    parser = CLIParser(prog="python -m benchmarks.renderer_gtc", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.renderer_gtc", description=__doc__.split("\n\n")[0])
     envs = measuredEnvs()
     parser.add_argument("--envs", nargs="+", default=list(MOBILE_ROBOTS), choices=envs, metavar="ENV",
                         help=f"envs to measure, each against its other renderer: {', '.join(envs)} [the four mobile "

@@ -130,7 +130,7 @@ def formatTables(encoder_rows: Sequence[dict], agent_rows: Sequence[dict]) -> st
 
 def main(argv: list[str] | None = None) -> int:
     """:param argv: command-line arguments (default: sys.argv[1:]); :return: exit status"""
-    parser = CLIParser(prog="python -m benchmarks.srl_epoch_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.srl_epoch_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(MODELS), choices=sorted(trainableModels()),
                         metavar="MODEL", help=f"SRL models trained by srl_models.train [{' '.join(MODELS)}]")
     parser.add_argument("--episodes", type=positiveInt, default=8, help="dataset episodes of 250 steps [8]")

@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: one row per observation, renderer and number of envs
     """
-    parser = CLIParser(prog="python -m benchmarks.srl_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.srl_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=positiveInt, default=4096, help="env steps per measurement [4096]")
     parser.add_argument("--num-cpu", type=positiveInt, nargs="+", default=[1, 2], help="parallel envs to measure [1 2]")
     renderers = getEnvClass(ENV_ID).RENDERERS

@@ -487,7 +487,7 @@ def uptime() -> str:
 
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
-    parser = CLIParser(prog="python -m benchmarks.srl_table", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.srl_table", description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", nargs="+", choices=list(DATASETS), default=list(DATASETS), help="envs [both]")
     parser.add_argument("--state-dim", type=positiveInt, default=8, help="state dimension of every model [8]")
     parser.add_argument("--epochs", type=positiveInt, default=10, help="maximum epochs of every model [10]")

@@ -330,7 +330,7 @@ def jobSettings(run: dict[str, Any]) -> str:
 
 def buildParser() -> CLIParser:
     """:return: the command-line parser"""
-    parser = CLIParser(prog="python -m benchmarks.state_shape", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.state_shape", description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", nargs="+", choices=VARIANTS, default=list(VARIANTS), help="states [all]")
     parser.add_argument("--dims", type=positiveInt, default=32, help="size of an embedded state [32, as the SRL models']")
     parser.add_argument("--seeds", type=positiveInt, default=5, help="seeds per variant, from --first-seed [5]")

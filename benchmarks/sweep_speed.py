@@ -82,7 +82,7 @@ def stopRayHead(head: subprocess.Popen) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
-    parser = CLIParser(prog="python -m benchmarks.sweep_speed", description=__doc__.split("\n")[0])
+    parser = CLIParser(prog="python -m benchmarks.sweep_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=positiveInt, default=4000, help="env steps per run [4000]")
     parser.add_argument("--runs", type=positiveInt, default=8, help="runs in the sweep [8]")
     parser.add_argument("--repeats", type=positiveInt, default=2,

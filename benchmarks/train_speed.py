@@ -79,12 +79,14 @@ def stepsToTarget(seed: int, budget: int, log_dir: str) -> tuple[int | None, flo
 
 def main(argv: list[str] | None = None) -> None:
     """:param argv: command-line arguments; :raises UsageError: bad input, before any work"""
-    parser = CLIParser(prog="python -m benchmarks.train_speed", description=__doc__.split("\n")[0])
-    parser.add_argument("--steps", type=positiveInt, default=20000, help="training steps per overhead measurement")
-    parser.add_argument("--repeats", type=positiveInt, default=3, help="alternated repetitions (median kept)")
-    parser.add_argument("--learning-budget", type=positiveInt, default=100000, help="steps per sample-efficiency run")
+    parser = CLIParser(prog="python -m benchmarks.train_speed", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=positiveInt, default=20000, help="training steps per overhead measurement "
+                        "[20000]")
+    parser.add_argument("--repeats", type=positiveInt, default=3, help="alternated repetitions (median kept) [3]")
+    parser.add_argument("--learning-budget", type=positiveInt, default=100000,
+                        help="steps per sample-efficiency run [100000]")
     parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2],
-                        help="seeds of the sample-efficiency runs")
+                        help="seeds of the sample-efficiency runs [0 1 2]")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
     if args.learning_budget < MobileRobotGymEnv.MAX_STEPS:

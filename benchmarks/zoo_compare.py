@@ -254,7 +254,8 @@ def buildParser() -> CLIParser:
                         help="reward threshold [90%% of the archived ground-truth runs' final evaluation reward]")
     parser.add_argument("--bench-dir", type=nonEmptyText, default=os.path.join("logs", "bench_zoo"),
                         help="runs' folder [logs/bench_zoo]")
-    parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3")
+    parser.add_argument("--zoo-packages", default=ZOO_PACKAGES, help="where make bench-zoo installed rl_zoo3 "
+                        "[.zoo-packages in the repository]")
     parser.add_argument("--hyperparam", nargs="+", default=[], metavar="NAME:VALUE",
                         help="ppo2 hyperparameters given to both programs over its defaults (the toolbox's --hyperparam, "
                              "rl_zoo3's hyperparameters file); their runs get folders of their own [none]")

@@ -5,12 +5,15 @@ nothing, gives no advice about its removed folders."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
+import pkgutil
 import subprocess
 
 import pytest
 from conftest import REPO, runModule, snapshot
 
+import benchmarks
 from benchmarks import env_speed, srl_table
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 
@@ -151,3 +154,40 @@ def test_srl_table_quick_gives_no_advice_on_its_removed_folders(monkeypatch, cap
     assert "config/srl_models.yaml" not in output and "removed at the end of --quick" in output
     assert "To use them by name" in srl_table.foldersText(trainings(srl_table.modelJobs(
         "MobileRobotGymEnv-v0", 8)[0], {}, argparse.Namespace(log_folder="logs/srl_bench")), temporary=False)
+
+
+class _Parsed(Exception):
+    """Raised in place of parsing: the parser that a benchmark's main built is all the test needs."""
+
+
+def benchmarkParsers(monkeypatch) -> dict[str, argparse.ArgumentParser]:
+    """:return: module -> the parser its main builds, for every benchmark command (none of them runs)"""
+    def capture(self, args=None, namespace=None):
+        raise _Parsed(self)
+
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", capture)
+    names = [f"benchmarks.{module.name}" for module in pkgutil.iter_modules(benchmarks.__path__)]
+    parsers = {}
+    for name in [*names, "benchmarks.srl_rl.cli"]:
+        main = getattr(importlib.import_module(name), "main", None)
+        if main is None:  # a shared module, or the package of a command
+            continue
+        with pytest.raises(_Parsed) as parsed:
+            main([])
+        parsers[name] = parsed.value.args[0]
+    return parsers
+
+
+def test_help_opens_with_whole_sentences_and_shows_the_defaults(monkeypatch) -> None:
+    """``--help`` describes the command in whole sentences (a module docstring's first paragraph, not its first line,
+    which stops mid-sentence when wrapped), and every option with a default shows it as ``[default]``."""
+    parsers = benchmarkParsers(monkeypatch)
+    assert {"benchmarks.learning", "benchmarks.srl_rl.cli", "benchmarks.masked_moves"} <= set(parsers)
+    for name, parser in parsers.items():
+        description = " ".join((parser.description or "").split())
+        assert description.endswith((".", "?", ")")), f"{name}: {description!r}"
+        for action in parser._actions:
+            if action.option_strings and not action.required and action.default not in (None, False, [],
+                                                                                         argparse.SUPPRESS):
+                assert "[" in (action.help or ""), f"{name} {action.option_strings[0]}: {action.help!r} hides its " \
+                    f"default {action.default!r}"
