@@ -84,11 +84,12 @@ bench-srl: install
 # Does SRL help? ppo2 on the four tasks of Raffin et al. (MobileRobot 2-D and 1-D, Kuka with a random and a moving
 # target) from ground truth, raw pixels and 11 learned representations (the 9 of 2018, atc, curl), and two variants
 # (srl_splits at ground truth's size, raw pixels with --augment shift), 5 seeds, into docs/srl.md (section "Does SRL
-# help?") and docs/benchmarks.md. About 7 h on 2 quiet cores from an empty archive (the script prints its estimate
+# help?", with each env's runs against the archived runs of other train settings: --compare-to) and
+# docs/benchmarks.md. About 7 h on 2 quiet cores from an empty archive (the script prints its estimate
 # first), but resumable: the same command again does only what is missing; finished runs are archived in
 # benchmarks/srl_rl_runs.json (commit it) and not run again. `python -m benchmarks.srl_rl --quick` checks the chain.
 bench-srl-rl: install
-	$(PY) -m benchmarks.srl_rl
+	$(PY) -m benchmarks.srl_rl --compare-to benchmarks/srl_rl_runs.json
 
 # ppo2 on MobileRobot's ground truth as it is and through fixed random maps to 32 numbers (no images): does the
 # shape of a state decide whether the agent learns in the SRL benchmark's budget? About 12 min on 2 cores.
