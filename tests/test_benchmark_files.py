@@ -1,13 +1,22 @@
 """The files the benchmarks share: the run archive (benchmarks.archive) and the doc writer (benchmarks.documents)."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 
 import pytest
 
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
-from benchmarks.documents import appendReport, recordedCommand, replaceHeadingSection, replaceMarkedSection, rewriteDocument
+from benchmarks.documents import (
+    BENCH_FILE,
+    appendReport,
+    recordedCommand,
+    replaceHeadingSection,
+    replaceMarkedSection,
+    rewriteDocument,
+)
 
 
 def test_the_archive_is_rewritten_atomically_and_only_when_a_record_changes(tmp_path) -> None:
@@ -75,3 +84,15 @@ def test_the_recorded_command_is_the_module_and_its_arguments(monkeypatch) -> No
     assert recordedCommand("benchmarks.srl_speed", ["--steps", "64"]) == "python -m benchmarks.srl_speed --steps 64"
     monkeypatch.setattr("sys.argv", ["srl_speed.py", "--no-append"])
     assert recordedCommand("benchmarks.srl_speed", None) == "python -m benchmarks.srl_speed --no-append"
+
+
+def test_the_documented_commands_are_the_module_form_of_existing_commands() -> None:
+    """A results block's ``- Command:`` runs as written: ``python -m benchmarks.X`` (``python benchmarks/X.py`` fails:
+    no module named 'benchmarks'), X a module or package of the benchmarks."""
+    with open(BENCH_FILE, encoding="utf-8") as stream:
+        commands = [line for line in stream if line.startswith("- Command: `python")]
+    assert len(commands) > 20
+    for line in commands:
+        module = re.match(r"- Command: `python -m benchmarks\.([a-z_]+)[ `]", line)
+        assert module, line
+        assert importlib.util.find_spec(f"benchmarks.{module.group(1)}") is not None, line
