@@ -55,7 +55,8 @@ def test_a_tiny_run_prints_a_row_per_variant(capsys):
     assert state_shape.main(["--variants", "ground_truth", "tanh", "--seeds", "1", "--steps", "256",
                              "--eval-freq", "128", "--eval-episodes", "1", "--workers", "1", "--no-append"]) == 0
     out = capsys.readouterr().out
-    assert "| ground truth (2) | " in out and "| tanh (32) | " in out and "1/1" in out
+    assert "| ground truth (2) | " in out and "| tanh (32) | " in out
+    assert out.count("/1 (") == 2  # each row: its one seed, reached or not (256 steps may leave no threshold)
     assert out.count("min left]") == 2
 
 
