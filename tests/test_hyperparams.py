@@ -90,6 +90,14 @@ def test_declaration_mistakes_fail_when_the_class_is_defined() -> None:
         Hyperparam(4, search=(1.5, 8.5))
     with pytest.raises(ValueError, match="is for a number"):
         Hyperparam("adam", search=("a", "b"))
+    # a list default was accepted, then any value of its flag crashed parserHyperParam with a KeyError
+    for default in ([64, 64], None, (1, 2), {"a": 1}):
+        with pytest.raises(ValueError, match="a hyperparameter's type is its default's: bool, int, float, str"):
+            Hyperparam(default, "layers")
+    # a log-scale range from 0 was accepted here and refused only later by check_plugin and hyperparam_search
+    for low in (0.0, -1.0):
+        with pytest.raises(ValueError, match="a log-scale range needs low > 0"):
+            Hyperparam(0.05, search=(low, 1.0, "log"))
     with pytest.raises(TypeError, match="HYPERPARAMS\\['lr'\\] is a float"):
         type("Broken", (BaseRLObject,), {"HYPERPARAMS": {"lr": 0.1}})
 

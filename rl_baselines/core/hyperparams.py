@@ -16,8 +16,8 @@ A hyperparameter's type is its default's: ``bool``, ``int``, ``float``, ``str``,
 constructor checks a value and raises ``argparse.ArgumentTypeError`` (a value with a syntax of its own, such as
 sac's ``ent_coef``: ``auto``, ``auto_0.1`` or a number; :class:`NoneOrPositive`: ``none`` or a positive number).
 
-Invariant: a declared default lies inside its bounds and choices, and a numeric search range inside its bounds
-(checked when the spec is built, so a wrong declaration fails at import, not in a user's run).
+Invariant: a declared default is of one of those types and lies inside its bounds and choices, and a numeric
+search range inside its bounds, a log-scale one above 0 (checked when the spec is built, so a wrong declaration fails at import, not in a user's run).
 """
 from __future__ import annotations
 
@@ -112,6 +112,9 @@ class Hyperparam:
     pixel_default: Any = None
 
     def __post_init__(self) -> None:
+        if not isinstance(self.default, (bool, int, float, str)):  # (bool is an int: listed for the message)
+            raise ValueError(f"Hyperparam default {self.default!r} is a {type(self.default).__name__}; a "
+                             "hyperparameter's type is its default's: bool, int, float, str or a str subclass")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
         problem = self.problem(self.default)
@@ -133,6 +136,8 @@ class Hyperparam:
                                  f"{self.default!r} is not one (give a list of values)")
             if not low < high:
                 raise ValueError(f"Hyperparam search range {self.search!r}: low must be below high")
+            if len(self.search) == 3 and not low > 0:
+                raise ValueError(f"Hyperparam search range {self.search!r}: a log-scale range needs low > 0")
             if isinstance(self.default, int) and not all(float(end).is_integer() for end in (low, high)):
                 raise ValueError(f"Hyperparam search range {self.search!r} of an integer hyperparameter must have "
                                  "integer ends")
