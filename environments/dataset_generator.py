@@ -77,7 +77,7 @@ from environments.partial_folder import (
     lockFolder,
     publish,
 )
-from environments.registry import defaultRenderersText
+from environments.registry import defaultRenderersText, unknownEnvText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
 from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkWritableFolder, runCommand
 from srl_toolbox.files import writeJson, writeNpz
@@ -152,7 +152,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
         env = loadPolicy(config.policy, load=False).env_id if config.policy != "random" else DEFAULT_ENV
         config = dataclasses.replace(config, env=env)
     if config.env not in registered_env:
-        raise UsageError(f"unknown --env {config.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+        raise UsageError(unknownEnvText(config.env))
     try:
         env_class = getEnvClass(config.env)
     except Exception as error:  # a plugin env whose module fails to import

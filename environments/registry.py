@@ -3,7 +3,8 @@
 The entry point's name is the gymnasium id and its value the SRLGymEnv subclass, so a third-party package adds an
 env with one line in its packaging metadata. ``import environments`` loads them all (as the algorithm and SRL model
 registries do with theirs) and registers them in gymnasium, after which ``gymnasium.make("MobileRobotGymEnv-v0")``
-works. A plugin that fails to import, is not an SRLGymEnv, or was built for another API major version is recorded in
+works. A plugin that fails to import, is not an SRLGymEnv, was built for another API major version, or whose id
+gymnasium refuses (malformed, "Dot+Env-v0") is recorded in
 ``failed_env_plugins`` (id -> reason), reported once as an :class:`EnvPluginLoadWarning`, and skipped; the others
 still load. A plugin whose own module is half-way through its import when the registry loads (the module imported
 ``environments`` first: a circular import) is registered in gymnasium by its entry point's string, which gymnasium
@@ -25,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS, SRLGymEnv
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadEntryPoint, loadPlugins
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadEntryPoint, loadPlugins, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
 
@@ -68,11 +69,26 @@ def registerAll() -> dict[str, str]:
     entry_points = {env_id: f"{env_class.__module__}:{env_class.__qualname__}" for env_id, env_class in plugins.items()}
     _classes.update(plugins)
     _deferred.update(deferred)
+    malformed: dict[str, str] = {}
     for env_id, entry_point in sorted({**entry_points, **deferred}.items()):
-        registered_env[env_id] = entry_point
         if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point=entry_point)
+            try:
+                gym.register(id=env_id, entry_point=entry_point)
+            except gym.error.Error as error:  # an id gymnasium cannot parse ("Dot+Env-v0"): skipped like the others
+                malformed[env_id] = f"{entry_point}: {error}"
+                _classes.pop(env_id, None)
+                _deferred.pop(env_id, None)
+                continue
+        registered_env[env_id] = entry_point
+    failed_env_plugins.update(malformed)
+    warnSkipped(ENTRY_POINT_GROUP, "environment", EnvPluginLoadWarning, malformed)
     return registered_env
+
+
+def unknownEnvText(env_id: str) -> str:
+    """:return: the one-line message of an unknown ``--env``: the valid ids and the env plugins that failed to load"""
+    failed = f"; env plugins that failed to load: {', '.join(sorted(failed_env_plugins))}" if failed_env_plugins else ""
+    return f"unknown --env {env_id!r}; valid choices: {', '.join(sorted(registered_env))}{failed}"
 
 
 def _loadDeferred(env_id: str) -> None:

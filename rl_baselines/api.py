@@ -30,6 +30,7 @@ import torch
 from stable_baselines3.common.utils import set_random_seed
 
 from environments import getEnvClass, registered_env
+from environments.registry import unknownEnvText
 from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
 from rl_baselines.core.training_state import captureGlobalRNG, restoreGlobalRNG
 from rl_baselines.runs import train
@@ -352,7 +353,7 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
     offered = None
     if env is not None:
         if env not in registered_env:
-            raise UsageError(f"unknown --env {env!r}; valid choices: {', '.join(sorted(registered_env))}")
+            raise UsageError(unknownEnvText(env))
         offered = getEnvClass(env).SRL_MODES
     names = []
     for name, (_, srl_type) in registered_srl.items():

@@ -33,6 +33,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments import getEnvClass, registered_env
+from environments.registry import unknownEnvText
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.checkpointing import readManifest
@@ -394,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                                   sorted(failed_plugins.items()))) if failed_plugins else ""
         raise UsageError(f"unknown algorithm {args.algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
     if args.env not in registered_env:
-        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+        raise UsageError(unknownEnvText(args.env))
 
     modes = getEnvClass(args.env).SRL_MODES
     if args.srl_model not in modes and args.srl_model not in learnedModels():

@@ -21,6 +21,8 @@ from stevedore import ExtensionManager
 # The entry-point groups whose skipped plugins this process, or one that started it, has warned about (comma
 # separated, inherited by child processes): each is said once per command, not again by every process it starts
 WARNED_GROUPS_VARIABLE = "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS"
+# The groups a process that started this one already reported (read at import, before this process adds its own)
+INHERITED_WARNED_GROUPS = frozenset(filter(None, os.environ.get(WARNED_GROUPS_VARIABLE, "").split(",")))
 
 
 class SkippedPluginWarning(UserWarning):
@@ -90,19 +92,23 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
         imported (:func:`beingImported`: the plugin's own import started this loading, a circular import) instead of
         reporting them as skipped; the caller loads them later with :func:`loadEntryPoint`
     :return: (name -> loaded object, sorted by name; name -> reason it was skipped); a name declared by two entry
-        points keeps neither (which one the metadata lists first is an accident of the install)
+        points keeps neither, also when one of them fails to load (which one the metadata lists first is an accident
+        of the install)
     """
     failures: dict[str, str] = {}
+    values: dict[str, list[str]] = {}  # name -> the entry points declaring it, loaded or not
+    import_errors: dict[str, str] = {}
 
     def onFailure(_manager: Any, entry_point: Any, error: BaseException) -> None:
         if deferred is not None and beingImported(entry_point.module):
             deferred[entry_point.name] = entry_point.value
             return
+        values.setdefault(entry_point.name, []).append(entry_point.value)
+        import_errors[entry_point.name] = f"{entry_point.value} failed to load: {type(error).__name__}: {error}"
         failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {error}"
 
     manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
     loaded: dict[str, Any] = {}
-    values: dict[str, list[str]] = {}
     for extension in manager:
         values.setdefault(extension.name, []).append(extension.entry_point.value)
         reason = refusal(extension.plugin)
@@ -111,20 +117,37 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
             continue
         loaded[extension.name] = extension.plugin
     for name, declared in values.items():
-        if len(set(declared)) > 1:  # two packages claim the name
+        if len(set(declared)) > 1:  # two packages claim the name (one that fails to load claims it too)
             loaded.pop(name, None)
-            failures[name] = f"declared by {len(declared)} entry points ({', '.join(declared)}); uninstall one"
+            failed = f"; {import_errors[name]}" if name in import_errors else ""
+            failures[name] = f"declared by {len(declared)} entry points ({', '.join(declared)}{failed}); uninstall one"
     # The processes a command starts (SubprocVecEnv's env workers and their forkserver, search workers, the train
     # processes of a sweep) load the plugins again: the command has already said which it skipped, once
-    warned = set(filter(None, os.environ.get(WARNED_GROUPS_VARIABLE, "").split(",")))
-    if warn and failures and group not in warned:
-        os.environ[WARNED_GROUPS_VARIABLE] = ",".join(sorted(warned | {group}))
-        for name, reason in sorted(failures.items()):
-            # Located at the entry-point group, not at a source line (no file path in any format); shown as one line
-            # "warning: <category>: skipped ..." (see the module docstring), by a command or a script alike.
-            warnings.warn_explicit(f"skipped {kind} plugin {name!r} ({reason})", warning_class, filename=group,
-                                   lineno=0, module=group)
+    if warn and group not in os.environ.get(WARNED_GROUPS_VARIABLE, "").split(","):
+        warnSkipped(group, kind, warning_class, failures)
     return dict(sorted(loaded.items())), failures
+
+
+def warnSkipped(group: str, kind: str, warning_class: type[Warning], failures: dict[str, str]) -> None:
+    """
+    One warning per skipped plugin, unless a process that started this one reported the group already
+    (:data:`INHERITED_WARNED_GROUPS`); also how a registry reports a plugin it skips after loading (a check that
+    needs a higher layer's knowledge, given to it later).
+
+    :param group: the entry-point group
+    :param kind: what the plugins are ("algorithm")
+    :param warning_class: the warning's category
+    :param failures: name -> reason of the plugins skipped
+    """
+    if not failures or group in INHERITED_WARNED_GROUPS:
+        return
+    warned = set(filter(None, os.environ.get(WARNED_GROUPS_VARIABLE, "").split(",")))
+    os.environ[WARNED_GROUPS_VARIABLE] = ",".join(sorted(warned | {group}))
+    for name, reason in sorted(failures.items()):
+        # Located at the entry-point group, not at a source line (no file path in any format); shown as one line
+        # "warning: <category>: skipped ..." (see the module docstring), by a command or a script alike.
+        warnings.warn_explicit(f"skipped {kind} plugin {name!r} ({reason})", warning_class, filename=group,
+                               lineno=0, module=group)
 
 
 def loadNamed(group: str, name: str) -> Any:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
+import sys
 import textwrap
 
 import pytest
-from conftest import runFolder, runModule
+from conftest import REPO, runFolder, runModule
 
 from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
 
@@ -186,3 +189,90 @@ def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
                     tmp_path, env=env)
     assert bad.returncode == 2 and "does not support discrete actions (add -c/--continuous-actions)" in bad.stderr
     assert "first_action" in bad.stderr.splitlines()[-1]
+
+
+CLASHING_CODE = textwrap.dedent('''
+    from rl_baselines.core.hyperparams import Hyperparam
+    from qa_fix.tiny import TinyAgent
+
+
+    class SeedClash(TinyAgent):
+        HYPERPARAMS = {**TinyAgent.HYPERPARAMS, "seed": Hyperparam(3)}
+
+
+    class StepsClash(TinyAgent):
+        HYPERPARAMS = {**TinyAgent.HYPERPARAMS, "num_timesteps": Hyperparam(3)}
+''')
+
+FIX_ENTRY_POINTS = textwrap.dedent('''
+    [srl_toolbox.rl_algorithms]
+    clash_seed = qa_fix.clash:SeedClash
+    clash_steps = qa_fix.clash:StepsClash
+    ppo2 = qa_fix.missing:PPO2
+    broken_fix = qa_fix.nothere:X
+
+    [srl_toolbox.environments]
+    Dot+Env-v0 = environments.mobile_robot.mobile_robot_env:MobileRobotGymEnv
+''')
+
+
+@pytest.fixture(scope="module")
+def brokenSite(tmp_path_factory) -> dict[str, str]:
+    """PYTHONPATH of a distribution with plugins that broke commands: hyperparameters named like train's flags, a
+    redeclared ppo2 that fails to import, a plugin that fails to import, an env id gymnasium cannot parse."""
+    root = tmp_path_factory.mktemp("broken_site")
+    package = root / "qa_fix"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    shutil.copy(os.path.join(REPO, "tests", "tiny_plugin_algo.py"), package / "tiny.py")
+    (package / "clash.py").write_text(CLASHING_CODE)
+    dist_info = root / "qa_fix-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: qa-fix\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(FIX_ENTRY_POINTS)
+    return {"PYTHONPATH": os.pathsep.join([REPO, str(root)])}
+
+
+def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
+    script = ("import json, warnings\n"
+              "with warnings.catch_warnings(record=True) as caught:\n"
+              "    warnings.simplefilter('always')\n"
+              "    from rl_baselines.runs import train\n"
+              "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
+              "    from environments import registered_env, failed_env_plugins\n"
+              "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins, 'envs': sorted(registered_env),\n"
+              "                  'failed_envs': failed_env_plugins, 'warnings': [str(w.message) for w in caught]}))\n")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
+                            env={**os.environ, **brokenSite}, timeout=300)
+    assert result.returncode == 0, result.stderr  # the malformed env id raised gymnasium.error.Error at import
+    data = json.loads(result.stdout)
+    # a hyperparameter taking one of train's flags crashed every parser of that algorithm (argparse.ArgumentError)
+    assert "hyperparameter 'seed' (--seed) has the flag of one of the train command's own" in data["failed"]["clash_seed"]
+    assert "'num_timesteps' (--num-timesteps)" in data["failed"]["clash_steps"]
+    # a redeclared ppo2 that fails to import left the built-in active while the warning said ppo2 was skipped
+    assert "ppo2" not in data["names"] and "declared by 2 entry points" in data["failed"]["ppo2"]
+    assert "qa_fix.missing:PPO2 failed to load: ModuleNotFoundError" in data["failed"]["ppo2"]
+    assert not {"clash_seed", "clash_steps", "broken_fix"} & set(data["names"]) and "a2c" in data["names"]
+    assert "Dot+Env-v0" not in data["envs"] and "Malformed environment ID" in data["failed_envs"]["Dot+Env-v0"]
+    assert "MobileRobotGymEnv-v0" in data["envs"]
+    skipped = sorted(w.split("'")[1] for w in data["warnings"] if "skipped" in w)
+    assert skipped == ["Dot+Env-v0", "broken_fix", "clash_seed", "clash_steps", "ppo2"], data["warnings"]
+
+
+def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> None:
+    result = runModule("rl_baselines.train", "--algo", "clash_seed", "--help", env=brokenSite)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.count("skipped algorithm plugin 'clash_seed'") == 1, result.stderr
+    assert "unknown --algo 'clash_seed'" in result.stderr.splitlines()[-1]
+    # the pipeline's unknown --algo listed the valid choices only, train's and hyperparam_search's also these
+    result = runModule("rl_baselines.pipeline", "--algo", "broken_fix", "--env", "MobileRobotGymEnv-v0",
+                       "--srl-model", "ground_truth", "--num-timesteps", "100", "--log-dir", tmp_path / "logs",
+                       "--no-vis", env=brokenSite)
+    error = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "unknown --algo 'broken_fix'" in error, result.stderr
+    assert "; plugins that failed to load: broken_fix, clash_seed, clash_steps, ppo2" in error
+    assert not (tmp_path / "logs").exists()
+    result = runModule("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs", env=brokenSite)
+    error = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2 and "unknown --env 'Dot+Env-v0'" in error, result.stderr
+    assert error.endswith("; env plugins that failed to load: Dot+Env-v0")

@@ -17,7 +17,8 @@ constructor checks a value and raises ``argparse.ArgumentTypeError`` (a value wi
 sac's ``ent_coef``: ``auto``, ``auto_0.1`` or a number; :class:`NoneOrPositive`: ``none`` or a positive number).
 
 Invariant: a declared default is of one of those types and lies inside its bounds and choices, and a numeric
-search range inside its bounds, a log-scale one above 0 (checked when the spec is built, so a wrong declaration fails at import, not in a user's run).
+search range inside its bounds, a log-scale one above 0 (checked when the spec is built, so a wrong declaration
+fails at import, not in a user's run).
 """
 from __future__ import annotations
 

@@ -4,21 +4,25 @@ The table keeps the old toolbox's shape, ``NAME: (CLASS, ALGO_TYPE, [ACTION_TYPE
 declared in setup.py like any third-party plugin, so this module imports none of them by name. A plugin that fails
 to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
 1 (run through rl_baselines.core.plugin_v1) and 2 is
-recorded in ``failed_plugins`` (name -> reason), reported once as a warning, and skipped; the others still load."""
+recorded in ``failed_plugins`` (name -> reason), reported once as a warning, and skipped; the others still load.
+So is one with a hyperparameter whose flag is one of the train command's own (``seed`` gives ``--seed``): the train
+settings, in a higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every
+command that builds a train parser does first; both tables are changed in place."""
 from __future__ import annotations
 
 import inspect
+from collections.abc import Collection
 from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, isV1
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 
-__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "failed_plugins",
-           "loadRegisteredRL", "registered_rl", "supportingAlgorithms"]
+__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "failed_plugins", "failedPluginsText",
+           "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
 
 
 # The arguments training passes to a version 2 algorithm's train, in order
@@ -63,6 +67,45 @@ def loadRegisteredRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseRLObje
     plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "algorithm", PluginLoadWarning, warn)
     table = {name: (plugin, plugin.ALGO_TYPE, list(plugin.ACTION_TYPES)) for name, plugin in plugins.items()}
     return table, failures
+
+
+def flagClashes(plugin: type[BaseRLObject], reserved: Collection[str]) -> str | None:
+    """
+    :param plugin: an algorithm class
+    :param reserved: the train command's own option strings (``--seed``, ...)
+    :return: why a hyperparameter's flag cannot be added to the train parser, None when none clashes
+    """
+    clashing = [name for name in plugin.hyperparamSpec() if f"--{name.replace('_', '-')}" in reserved]
+    if not clashing:
+        return None
+    flags = ", ".join(f"{name!r} (--{name.replace('_', '-')})" for name in clashing)
+    return f"hyperparameter {flags} has the flag of one of the train command's own settings; rename it"
+
+
+def skipClashingFlags(reserved: Collection[str], warn: bool = True) -> dict[str, str]:
+    """
+    Skip each registered algorithm with a hyperparameter whose flag is one of ``reserved`` (argparse would refuse to
+    build its train parser), as loading skips a broken plugin: removed from ``registered_rl``, kept with its reason
+    in ``failed_plugins``, one PluginLoadWarning.
+
+    :param reserved: the train command's own option strings
+    :param warn: emit the warnings
+    :return: the algorithms skipped now, with their reasons
+    """
+    skipped = {}
+    for name, (plugin, _, _) in list(registered_rl.items()):
+        reason = flagClashes(plugin, reserved)
+        if reason is not None:
+            del registered_rl[name]
+            skipped[name] = failed_plugins[name] = f"{plugin.__module__}:{plugin.__qualname__}: {reason}"
+    if warn:
+        warnSkipped(ENTRY_POINT_GROUP, "algorithm", PluginLoadWarning, skipped)
+    return skipped
+
+
+def failedPluginsText() -> str:
+    """:return: the end of an unknown-algorithm message, ``"; plugins that failed to load: a, b"`` ("" when none)"""
+    return f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
 
 
 def supportingAlgorithms(action_type: ActionType) -> list[str]:

@@ -21,12 +21,13 @@ import torch
 from stable_baselines3.common.utils import set_random_seed
 
 from environments import envFlagRefusal, envsWhere, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
+from environments.registry import unknownEnvText
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import Checkpoint, checkModelFile, checkSavedSpaces, runDescription
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv, trainAlgorithm
-from rl_baselines.core.registry import failed_plugins, registered_rl, supportingAlgorithms
+from rl_baselines.core.registry import failedPluginsText, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.callbacks import standardCallbacks
@@ -102,7 +103,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         warnings.warn(f"--eval-episodes {args.eval_episodes} does nothing without --eval-freq N (evaluations are off "
                       "by default, unlike rl_zoo3's)")
     if args.env not in registered_env:
-        raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
+        raise UsageError(unknownEnvText(args.env))
     env_class = getEnvClass(args.env)
     # --renderer left out: the env's own default, recorded by name (args.json never says None)
     args = args.replace(renderer=resolvedRenderer(args.renderer, args.env))
@@ -424,8 +425,7 @@ def algorithmClass(algo: str) -> type:
     :raises UsageError: not installed (the message lists the installed ones and the plugins that failed to load)
     """
     if algo not in registered_rl:
-        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
-        raise UsageError(f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+        raise UsageError(f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}")
     return registered_rl[algo][0]
 
 

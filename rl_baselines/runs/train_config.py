@@ -34,6 +34,7 @@ from typing import Any
 
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
+from rl_baselines.core.registry import skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
@@ -428,3 +429,15 @@ class TrainResult:
     num_timesteps: int
     mean_reward: float
     args: TrainConfig
+
+
+def ownOptionStrings() -> set[str]:
+    """:return: every option string of the train command's shared parser (``-h``, ``--help``, ``--seed``, ...)"""
+    parser = addFlags(argparse.ArgumentParser())
+    return {option for action in parser._actions for option in action.option_strings}
+
+
+# The registry (a lower layer) cannot read these flags itself: an algorithm whose hyperparameter would take one of
+# them (``seed`` -> ``--seed``; argparse refuses to build that parser) is skipped here, with one warning, before any
+# command that builds a train parser has looked an algorithm up
+skipClashingFlags(ownOptionStrings())

@@ -26,7 +26,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rl_baselines.core.registry import failed_plugins, registered_rl
+from rl_baselines.core.registry import failedPluginsText, registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
@@ -123,8 +123,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     """
 
     if args["algo"] not in registered_rl:
-        skipped = f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
-        raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(registered_rl)}{skipped}")
+        raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(registered_rl)}"
+                         f"{failedPluginsText()}")
     algo_class = registered_rl[args["algo"]][0]
     space = algo_class.getOptParam()
     if not space:

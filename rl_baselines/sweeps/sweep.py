@@ -44,6 +44,7 @@ from typing import IO, Any
 
 from environments import defaultRenderer, registered_env
 from environments.srl_env import REFERENCE_RENDERER
+from rl_baselines.core.registry import failedPluginsText
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
@@ -354,7 +355,7 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
     """:return: why train would refuse this combination (its one-line message), or None"""
 
     if algo not in registered_rl:
-        return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}"
+        return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
     try:
         args = parseTrainArgs(algo, env, srl_model, 0, train_args)
         for key, flag in RESERVED_TRAIN_FLAGS.items():
