@@ -272,7 +272,8 @@ def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> 
     assert result.returncode == 2 and "unknown --algo 'broken_fix'" in error, result.stderr
     assert "; plugins that failed to load: broken_fix, clash_seed, clash_steps, ppo2" in error
     assert not (tmp_path / "logs").exists()
-    result = runModule("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs", env=brokenSite)
+    result = runModule("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs",
+                       env=brokenSite)
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "unknown --env 'Dot+Env-v0'" in error, result.stderr
     assert error.endswith("; env plugins that failed to load: Dot+Env-v0")
