@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.srl_env import REFERENCE_RENDERER
-from srl_toolbox.files import NPZ_READ_ERRORS
+from srl_toolbox.files import NPZ_READ_ERRORS, readJson
 
 DATA_FILE = "preprocessed_data.npz"
 GROUND_TRUTH_FILE = "ground_truth.npz"
@@ -146,8 +146,7 @@ class Dataset:
         if "force_down" in self.config:
             return None if self.config["force_down"] is None else bool(self.config["force_down"])
         try:
-            with open(os.path.join(self.path, "env_globals.json"), encoding="utf-8") as handle:
-                env_globals = json.load(handle)
+            env_globals = readJson(os.path.join(self.path, "env_globals.json"))
             value = env_globals.get("env_kwargs", {}).get("force_down", env_globals.get("defaults", {}).get("force_down"))
         except (OSError, ValueError, AttributeError):
             return None
