@@ -3,13 +3,14 @@
 The table keeps the old toolbox's shape, ``NAME: (CLASS, ALGO_TYPE, [ACTION_TYPES])``. Built-in algorithms are
 declared in setup.py like any third-party plugin, so this module imports none of them by name. A plugin that fails
 to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
-1 (run through rl_baselines.core.plugin_v1) and 2 is
-recorded in ``failed_plugins`` (name -> reason), reported once as a warning, and skipped; the others still load.
-So is one with a hyperparameter whose flag is one of the train command's own (``seed`` gives ``--seed``): the train
-settings, in a higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every
-command that builds a train parser does first; both tables are changed in place."""
+1 (run through rl_baselines.core.plugin_v1) and 2 is recorded in ``failed_plugins`` (name -> reason), reported once
+as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of the train
+command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them: the train settings, in a
+higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every command that
+builds a train parser does first; both tables are changed in place."""
 from __future__ import annotations
 
+import argparse
 import inspect
 from collections.abc import Collection
 from typing import Any
@@ -73,13 +74,23 @@ def flagClashes(plugin: type[BaseRLObject], reserved: Collection[str]) -> str | 
     """
     :param plugin: an algorithm class
     :param reserved: the train command's own option strings (``--seed``, ...)
-    :return: why a hyperparameter's flag cannot be added to the train parser, None when none clashes
+    :return: why a hyperparameter's flag, or one its ``customArguments`` adds, cannot be added to the train parser
+        (argparse would refuse it), None when none clashes
     """
     clashing = [name for name in plugin.hyperparamSpec() if f"--{name.replace('_', '-')}" in reserved]
-    if not clashing:
-        return None
-    flags = ", ".join(f"{name!r} (--{name.replace('_', '-')})" for name in clashing)
-    return f"hyperparameter {flags} has the flag of one of the train command's own settings; rename it"
+    if clashing:
+        flags = ", ".join(f"{name!r} (--{name.replace('_', '-')})" for name in clashing)
+        return f"hyperparameter {flags} has the flag of one of the train command's own settings; rename it"
+    parser = argparse.ArgumentParser(add_help=False)
+    for option in sorted(reserved):
+        parser.add_argument(option, dest=f"reserved{option}", help=argparse.SUPPRESS)
+    try:
+        plugin.customArguments(parser)
+    except argparse.ArgumentError as error:
+        added = error.argument_name or "a flag"
+        return f"customArguments adds {added}, a flag of the train command or already added ({error.message}); " \
+               "rename it"
+    return None
 
 
 def skipClashingFlags(reserved: Collection[str], warn: bool = True) -> dict[str, str]:
