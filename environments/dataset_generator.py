@@ -27,11 +27,16 @@ package (which never imports rl_baselines: an import-linter contract checks it);
 entry-point name, ``run`` in the group ``srl_toolbox.policy_loaders`` (:data:`POLICY_LOADERS`), and only relies on
 what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``load(num_threads=...)`` and the run's
 ``env_id``, ``continuous`` and ``action_joints`` (and ``force_down``, ``renderer``, ``pixels``, ``cameras`` and
-``physics_keywords``, read as False, None, False, the dataset's and {} when a loader lacks them). Random effector
-moves of an arm are recorded with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in
-the env it was trained in (its physics version too), so its run's ``force_down`` decides, and its run's renderer
-draws the frames unless ``--renderer`` says otherwise (with a warning); an agent acting on images is refused where
-the dataset's cameras are not its own.
+``physics_keywords``, read as False, None, False, the dataset's and {} when a loader lacks them, ``env_keywords``,
+{} then, and ``checkObservation(env, observation)``, not called then). Random effector moves of an arm are recorded
+with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in the env it was trained in (its
+physics version too), so its run's ``force_down`` decides, its run's renderer draws the frames unless ``--renderer``
+says otherwise (with a warning), and the keywords its algorithm built its env with beyond its flags
+(``env_keywords``, from an ``envKeywords`` override: a plugin's ``relative_pos``, ``fpv``...) apply, but for those the
+dataset decides (:data:`DATASET_KEYWORDS`); dataset_config.json records them as ``run_env_kwargs``. An agent acting on
+images is refused where the dataset's cameras are not its own, and any agent whose observations, rebuilt from the
+dataset's env, have another shape than its observation space's (``checkObservation``: an algorithm whose ``makeEnv``
+wraps its env) is refused before anything is written.
 
 The settings are one :class:`environments.generator_config.GeneratorConfig`: the parser is generated from it, and
 :func:`validate` and :func:`generate` take one built in Python (the command line is parse -> config -> generate).
@@ -90,6 +95,12 @@ if TYPE_CHECKING:
 FORMAT_VERSION = 1
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
 POLICY_LOADERS = "srl_toolbox.policy_loaders"
+# The env keywords a replayed agent's run does not decide (its ``env_keywords``): the dataset's observation mode and
+# image size, episode length, action kind (checked against the run's), renderer and physics (set from the run
+# above them); goal_conditioned is rebuilt by the loader from the pixel env's state (an env takes it with ground truth
+# only).
+DATASET_KEYWORDS = frozenset({"srl_model", "img_shape", "max_steps", "is_discrete", "action_joints", "renderer",
+                              "physics", "goal_conditioned", "renders", "render_mode"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,6 +115,7 @@ class GenerationSpec:
     :param seed: master seed; episode e uses episodeSeed(seed, e)
     :param policy: "random" or the absolute path of a run folder
     :param image_format: "jpg" or "png"
+    :param run_env_kwargs: the keywords of env_kwargs that a replayed agent's run gave (its algorithm's envKeywords)
     """
 
     env_id: str
@@ -113,6 +125,7 @@ class GenerationSpec:
     seed: int
     policy: str
     image_format: str
+    run_env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def settings(self) -> dict[str, Any]:
         """:return: the spec as JSON-safe data (tuples as lists), as stored in generation.json"""
@@ -204,7 +217,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
                 raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
             env_kwargs[keyword] = True
 
-    policy, run = config.policy, None
+    policy, run, run_env_kwargs = config.policy, None, {}
     if policy != "random":
         run = loadPolicy(policy, load=False)
         if run.env_id != config.env:
@@ -232,22 +245,51 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
             run.load(num_threads=1)  # one process per core: the workers already use them all
         except ValueError as error:
             raise UsageError(str(error)) from None
-        cameras = 2 if (config.fpv or config.multi_view) else 1
+        if "force_down" in env_kwargs:  # the agent acts as in its run
+            env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
+        env_kwargs.update(getattr(run, "physics_keywords", {}))  # and under its physics version
+        # and in the env its algorithm built (envKeywords), but for what the dataset decides or the loader rebuilds
+        run_env_kwargs = {keyword: value for keyword, value in getattr(run, "env_keywords", {}).items()
+                          if keyword not in DATASET_KEYWORDS}
+        env_kwargs.update(run_env_kwargs)
+        cameras = 2 if (env_kwargs.get("fpv") or env_kwargs.get("multi_view")) else 1
         if getattr(run, "pixels", False) and getattr(run, "cameras", cameras) != cameras:
             flags = "--fpv" if "fpv" in keywords else "--multi-view"
             raise UsageError(f"--policy {config.policy!r} acts on images of {run.cameras} camera"
                              f"{'s' if run.cameras > 1 else ''}: " + (f"pass {flags}" if run.cameras > 1 else
                                                                       f"drop {flags}"))
-        if "force_down" in env_kwargs:  # the agent acts as in its run
-            env_kwargs["force_down"] = bool(getattr(run, "force_down", False))
-        env_kwargs.update(getattr(run, "physics_keywords", {}))  # and under its physics version
         if trained_on is not None and renderer != trained_on:
             warnings.warn(f"--policy {config.policy!r} was trained on frames drawn by {trained_on} and this dataset "
                           f"draws them with --renderer {renderer}: the agent may act otherwise (leave --renderer out "
                           f"to record with {trained_on})", stacklevel=2)
     spec = GenerationSpec(env_id=config.env, env_kwargs=env_kwargs, name=name, num_episodes=config.num_episode,
-                          seed=config.seed, policy=policy, image_format=config.image_format)
+                          seed=config.seed, policy=policy, image_format=config.image_format,
+                          run_env_kwargs=run_env_kwargs)
+    if run is not None and hasattr(run, "checkObservation"):
+        checkAgentEnv(spec, run)
     return spec, env_class, run
+
+
+def checkAgentEnv(spec: GenerationSpec, run: Any) -> None:
+    """
+    Build the recording env once and ask the loaded agent whether it can act on it (``checkObservation``).
+
+    :param spec: the generation spec
+    :param run: the loaded agent
+    :raises UsageError: the env refuses its keywords, or the agent cannot act on its observations (one line)
+    """
+    try:
+        env = makeEnv(spec)
+    except (ValueError, TypeError, RuntimeError) as error:
+        raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
+    try:
+        options = {FRESH_WORLD: True} if getattr(env, "RESET_KEEPS_HISTORY", False) else None
+        observation, _ = env.reset(seed=episodeSeed(spec.seed, 0), options=options)
+        run.checkObservation(env, observation)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    finally:
+        env.close()
 
 
 def loadPolicy(run_dir: str, load: bool = True) -> Any:
@@ -544,6 +586,7 @@ def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_
               "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
               "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
               "renderer": spec.env_kwargs.get("renderer", REFERENCE_RENDERER),  # by name (rendererKeywords)
+              "run_env_kwargs": spec.run_env_kwargs,  # a replayed agent's algorithm's keywords (envKeywords)
               "version": FORMAT_VERSION}
     writeJson(os.path.join(partial_dir, "dataset_config.json"), config)
     shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))

@@ -13,7 +13,10 @@ the SRL encoder, VecFrameStack, VecNormalize):
 
 then frame-stacked, and normalised with the statistics saved beside the model (and scaled as the run's learned state
 was: the factor recorded there, or for an older run the one its settings give). ``joints`` and ``joints_position``
-runs are refused (the generator's pixel env does not give them).
+runs are refused (the generator's pixel env does not give them). The keywords the run's algorithm built its env with
+beyond what its flags give (``env_keywords``: what env_globals.json records and args.json does not, from an
+``envKeywords`` override) are the generator's to apply to its env; :meth:`RunPolicy.checkObservation` refuses an env
+whose observations, rebuilt so, are not of the shape the agent acts on (an algorithm whose ``makeEnv`` wraps the env).
 
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
@@ -36,8 +39,8 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
-from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, learnedStateScale
+from rl_baselines.core.run_folder import RunFolder, recordedAlgorithmKeywords, recordedPhysicsKeywords
+from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, envKwargsFromArgs, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.config import RUN_RECORD_FILE, checkRecordedModel
@@ -137,8 +140,14 @@ class RunPolicy:
         self.renderer: str | None = self.args.renderer  # what drew the images it learned from (runs name it)
         # the physics version it was trained under, when not the env's current one ({"physics": "reference"})
         self.physics_keywords = recordedPhysicsKeywords(run_dir, self.env_id) if self.env_id in registered_env else {}
-        # a second camera (--fpv, --multi-view) stacks its image on the channels of the one the agent sees
-        self.cameras = 2 if (self.args.fpv or self.args.multi_view) else 1
+        # the keywords its algorithm built the env with beyond its flags (envKeywords: her's goal_conditioned, a
+        # plugin's relative_pos...), from env_globals.json
+        self.env_keywords: dict[str, Any] = (recordedAlgorithmKeywords(run_dir, envKwargsFromArgs(self.args))
+                                             if self.env_id in registered_env else {})
+        # a second camera (--fpv, --multi-view, or the algorithm's keyword) stacks its image on the channels of the
+        # one the agent sees
+        views = (self.args.fpv, self.args.multi_view, self.env_keywords.get("fpv"), self.env_keywords.get("multi_view"))
+        self.cameras = 2 if any(views) else 1
         self.pixels = self.learned or self.srl_model == "raw_pixels"  # whether the agent acts on the images
         height, width = tuple(self.args.img_shape or (3, 64, 64))[1:]
         self.img_shape = (3 * self.cameras, int(height), int(width))
@@ -274,6 +283,35 @@ class RunPolicy:
             self._stack[..., -channels:] = obs
             obs = self._stack
         return (self._normalise(obs, None) * self._scale)[None]
+
+    def checkObservation(self, env: Any, pixels: np.ndarray) -> None:
+        """
+        Check that the agent can act on what :meth:`observation` gives from this env (the agent's observation space,
+        when it exposes one: an algorithm whose ``makeEnv`` adds a wrapper, or keywords the env cannot take, makes it
+        another). Leaves no frame in the stack.
+
+        :param env: the env the agent would act on, just reset
+        :param pixels: its observation
+        :raises ValueError: another shape than the agent's (one line)
+        """
+        space = agentObservationSpace(self.agent)
+        if space is None:
+            return
+        try:
+            observed = self.observation(env, pixels)
+        finally:
+            self._stack = None
+        if isinstance(space, gym.spaces.Dict):
+            given = {key: tuple(np.shape(value)[1:]) for key, value in observed.items()}
+            wanted = {key: tuple(entry.shape) for key, entry in space.spaces.items()}
+        else:
+            given, wanted = tuple(np.shape(observed)[1:]), tuple(space.shape)
+            if len(given) == 3 and (given[2], *given[:2]) == wanted:  # an image SB3 transposes (VecTransposeImage)
+                given = wanted
+        if given != wanted:
+            raise ValueError(f"the run in {self.run_dir!r} acts on observations of shape {wanted} and the dataset's env "
+                             f"gives it {given}: its algorithm ({self.args.algo}) builds its env otherwise (makeEnv) "
+                             f"than the dataset generator can rebuild")
 
     def act(self, env: Any, pixels: np.ndarray) -> Any:
         """
