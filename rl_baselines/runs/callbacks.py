@@ -169,6 +169,11 @@ class TrainingCallbacks(CallbackList):
         self.find(StopSignalCallback).requestStop(signum)
 
     @property
+    def started(self) -> bool:
+        """Whether training reached its first step (the model is built): False after a set-up cut short."""
+        return self._started
+
+    @property
     def stop_signal(self) -> int | None:
         """The signal that asked training to stop, None when none did."""
         stop = self.find(StopSignalCallback)

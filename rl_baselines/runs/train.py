@@ -616,16 +616,18 @@ def checkpointInterval(checkpoint_freq: int, num_timesteps: int, first_budget: i
 
 def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: Any, checkpoint_freq: int,
                    interrupted: bool) -> TrainResult:
-    """After training (``interrupted``: by a second Ctrl-C, without a checkpoint): the final checkpoint and model,
-    the learning curve and the console's last lines; :return: the outcome (see :func:`trainInRunFolder`)"""
-    run_dir = config.run_dir
-    num_timesteps = int(algo.num_timesteps)
+    """After training (``interrupted``: by a second Ctrl-C, without a checkpoint; before the first step, without a
+    model to save): the final checkpoint and model, the learning curve and the console's last lines; :return: the
+    outcome (see :func:`trainInRunFolder`)"""
+    run_dir, built = config.run_dir, not interrupted or callback.started
+    num_timesteps = int(algo.num_timesteps) if built else config.start_timesteps
     callback.close(num_timesteps)
     finished = not interrupted and num_timesteps >= callback.total_timesteps
     try:
         if finished and checkpoint_freq >= 0:
             callback.checkpoint(num_timesteps, training_state=False, finished=True)
-        callback.saveModel(run_dir, num_timesteps, finished=finished)
+        if built:
+            callback.saveModel(run_dir, num_timesteps, finished=finished)
     except Exception as error:  # (a plugin's save may refuse its own state: the run's outcome, not a traceback)
         reason = error.strerror if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         print(f"error: the model was not saved in {run_dir}: {reason}", file=sys.stderr)
@@ -645,7 +647,7 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
               f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
     print(f"Run folder: {run_dir}")
     code = 128 + int(callback.stop_signal) if stopped else 130 if interrupted else 0
-    return TrainResult(code, run_dir, algo, num_timesteps, mean_reward, config)
+    return TrainResult(code, run_dir, algo if built else None, num_timesteps, mean_reward, config)
 
 
 def _runLogger(config: TrainConfig, plotter: Any, purge_step: int | None) -> Any:

@@ -417,7 +417,8 @@ class TrainResult:
         Ctrl-C)
     :param run_dir: the run folder; None for a process that only worked for another process's run (its
         ``workerRole``: ppo1's ``--rank`` > 0), which writes none
-    :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished
+    :param model: the trained agent (a BaseRLObject); None when ``--resume`` found the run already finished, and
+        when a second Ctrl-C stopped the run before its first step (its model not built yet: nothing saved)
     :param num_timesteps: env steps done in all (those of a continued or resumed model included)
     :param mean_reward: mean reward of the last 100 training episodes (nan before the first one, and for a worker)
     :param args: the run's validated config (as given when ``--resume`` found the run already finished)
