@@ -6,9 +6,9 @@ declaration of the train settings), each keyword read by its flag's parser and t
 rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
 
 - bad input raises :class:`UsageError` with the command's one-line message, before anything is written;
-- process-wide settings are left as the caller set them: torch's thread count (a run records it as its
-  ``--torch-threads``) unless ``torch_threads`` is given, and the global random generators around an evaluation
-  (seeded inside it, restored after);
+- process-wide settings are left as the caller set them: torch's thread count (put back after training, loading
+  and evaluating; a run records the caller's as its ``--torch-threads`` unless ``torch_threads`` is given), and the
+  global random generators around loading and evaluating (seeded inside, restored after);
 - no live visdom plots and no progress bar unless asked for (``vis=True``, ``progress=True``);
 - any train flag, present or future, passes through as a keyword (``continuous_actions=True`` is
   ``--continuous-actions``, ``num_stack=2`` is ``--num-stack 2``) or as raw strings in ``extra``.
@@ -17,12 +17,13 @@ The names are importable from the package too: ``from rl_baselines import makeCo
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import difflib
 import numbers
 import os
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -117,11 +118,14 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     extra = () if extra is None else extra
     if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence):
         raise UsageError(f"extra {extra!r} must be a list of command-line strings, e.g. ['--num-cpu', '2']")
-    if "resume" in flags:  # the run's own settings, from its args.json: the others are refused as with --resume
+    resume = flags.pop("resume", None)  # False or None: left out, as any flag
+    if resume is not None and resume is not False:  # the run's own settings, from its args.json: the others are
+        if not isinstance(resume, (str, os.PathLike)):  # refused as with --resume
+            raise UsageError(f"resume {resume!r} must be a run folder's path")
         named = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
                  "log_dir": log_dir}
         pairs = [f"{name}:{value}" for name, value in (hyperparams or {}).items()]
-        return _resumeConfig(flags.pop("resume"), vis, progress, [*extra, *(["--hyperparam", *pairs] if pairs else [])],
+        return _resumeConfig(resume, vis, progress, [*extra, *(["--hyperparam", *pairs] if pairs else [])],
                              {**{name: value for name, value in named.items() if value is not None}, **flags})
     algo = algo or DEFAULT_ALGO
     algo_class = train.algorithmClass(algo)
@@ -194,12 +198,13 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     Train as ``python -m rl_baselines.train`` does (same run folder, checkpoints, saved model), in this process.
 
     :param config: from :func:`makeConfig`; or leave it out and give ``makeConfig``'s keywords as ``options``
-    :param torch_threads: torch's intra-op thread count for the process during and after training, as
-        ``--torch-threads`` reads it (``auto`` or 0, or 1 up to the machine's CPUs); None: the config's (the caller's
-        when it was made, at most the machine's CPUs, unless it was given ``torch_threads``)
+    :param torch_threads: torch's intra-op thread count during training, as ``--torch-threads`` reads it (``auto`` or
+        0, or 1 up to the machine's CPUs); None: the config's (the caller's when it was made, at most the machine's
+        CPUs, unless it was given ``torch_threads``); the caller's count is put back after training either way
     :param options: :func:`makeConfig`'s keywords, when no ``config`` is given
     :return: the outcome: ``model`` (the trained agent), ``run_dir``, ``num_timesteps``, ``mean_reward`` (last 100
-        training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint)
+        training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint;
+        130 when a second Ctrl-C stopped it at once, ``model`` None when that came before the first step)
     :raises UsageError: bad input, raised before anything is written
     """
 
@@ -211,15 +216,31 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         raise TypeError(f"trainAgent: give a RunConfig or makeConfig's keywords, not both ({', '.join(options)})")
     if config.plan is not None:  # a resume: the command's own path (it checks the run folder again, locked)
         threads = [] if torch_threads is None else ["--torch-threads", str(torch_threads)]
-        return trainCommand([*config.argv, *threads])
-    if torch_threads is None:
-        return trainValidated(config.args)
-    try:  # read as --torch-threads is, before anything is written; auto resolved as validation resolves it
-        asked = checkedValue("torch_threads", torch_threads)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    threads = train.runThreadsFor(registered_rl[config.args.algo][0], asked, config.args.srl_model)
-    return trainValidated(config.args.replace(torch_threads=threads))
+        with _callerSettings(rng=False):
+            return trainCommand([*config.argv, *threads])
+    args = config.args
+    if torch_threads is not None:
+        try:  # read as --torch-threads is, before anything is written; auto resolved as validation resolves it
+            asked = checkedValue("torch_threads", torch_threads)
+        except ValueError as error:
+            raise UsageError(str(error)) from None
+        args = args.replace(torch_threads=train.runThreadsFor(registered_rl[args.algo][0], asked, args.srl_model))
+    with _callerSettings(rng=False):
+        return trainValidated(args)
+
+
+@contextlib.contextmanager
+def _callerSettings(rng: bool = True) -> Iterator[None]:
+    """Put back torch's thread count (which training and an SRL model's encoder set) and, with ``rng``, Python's,
+    NumPy's and torch's global generators (which loading a model and evaluating seed) as the caller had them."""
+    threads, rng_state = torch.get_num_threads(), captureGlobalRNG() if rng else None
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
+        if rng_state is not None:
+            restoreGlobalRNG(rng_state)
 
 
 def _checkKinds(*checks: tuple[str, Any, Any, str]) -> None:
@@ -256,12 +277,15 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
         ``**rl_baselines.core.base.actionMaskKeywords(model, env)`` for an algorithm that uses the env's action
         masks: maskable_ppo), ``args`` (its arguments) and ``makeEnv(num_envs=1, seed=0)``, the env it acts on
     :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, SRL model changed
+
+    Loading leaves the caller's torch thread count and global random generators as they were.
     """
 
     if not isinstance(run_dir, (str, os.PathLike)):
         raise UsageError(f"run_dir {run_dir!r} must be a run folder's path")
     try:
-        return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir")
+        with _callerSettings():  # (SB3's load seeds the global generators with the run's seed)
+            return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir")
     except ValueError as error:
         raise UsageError(str(error)) from None
 
@@ -271,8 +295,11 @@ def _loadedRun(run: str | os.PathLike | LoadedRun | TrainResult) -> LoadedRun:
     if isinstance(run, LoadedRun):
         return run
     if isinstance(run, TrainResult):
-        if run.model is None:  # a resumed run that had already finished
+        if run.model is None and run.exit_code == 0:  # a resumed run that had already finished
             return loadRun(run.run_dir)
+        if run.model is None:
+            raise UsageError(f"run {run.run_dir!r} has no trained agent: it was stopped (exit {run.exit_code}) before "
+                             "its first step; continue it with trainAgent(resume=run_dir)")
 
         return LoadedRun(run.run_dir, run.args, registered_rl[run.args.algo][0], run.model, run.run_dir,
                          getattr(run.args, "srl_model_path", None))
@@ -289,7 +316,8 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     :param deterministic: take the most likely action (False: sample from the policy)
     :param seed: env i is seeded ``seed + i``; Python's, NumPy's and torch's generators are seeded with it during the
         evaluation and put back as they were after it, and so is the agent's own sampling generator where it has one
-        (``seedActionSampling``: deepq, the evolution strategies, random_agent), which stays seeded
+        (``seedActionSampling``: deepq, the evolution strategies, random_agent), which stays seeded; torch's thread
+        count is put back too
     :param num_envs: parallel envs (subprocesses when > 1); each plays its share of the episodes
     :return: mean and standard deviation of the episode rewards, and each episode's reward and length
     :raises UsageError: bad input, or a run folder that cannot be loaded
@@ -302,9 +330,8 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):
         raise UsageError(f"run {run!r} must be a run folder's path, a LoadedRun or a TrainResult")
     seed = int(seed)
-    loaded = _loadedRun(run)
-    rng_state = captureGlobalRNG()
-    try:
+    with _callerSettings():  # loading from a folder reseeds the generators too
+        loaded = _loadedRun(run)
         set_random_seed(seed)
         loaded.model.seedActionSampling(seed)  # an agent that samples with a generator of its own
         try:
@@ -315,8 +342,6 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
             rewards, lengths = playEpisodes(loaded.model, env, episodes, deterministic)
         finally:
             env.close()
-    finally:
-        restoreGlobalRNG(rng_state)
     return Evaluation(float(np.mean(rewards)), float(np.std(rewards)), rewards, lengths)
 
 

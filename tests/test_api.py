@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
 from rl_baselines.runs.loaded_run import playEpisodes
 from srl_toolbox.cli import runCommand
+from srl_toolbox.devices import maxThreads
 from srl_toolbox.files import readJson
 
 GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
@@ -131,9 +133,11 @@ def test_torch_threads_from_python_are_read_as_the_flag_reads_them(tmp_path, mon
             with pytest.raises(api.UsageError, match="--torch-threads"):
                 api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, torch_threads=bad)
         assert not os.path.exists(tmp_path / "MobileRobotGymEnv-v0")
+        torch.set_num_threads(2)
         result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64},
                                 torch_threads="auto")
-        assert result.args.torch_threads == torch.get_num_threads() == 1  # auto: one thread for an MLP policy
+        assert result.args.torch_threads == 1  # auto: one thread for an MLP policy
+        assert torch.get_num_threads() == 2  # the caller's, put back after training
         monkeypatch.setattr(api.os, "cpu_count", lambda: 1)
         torch.set_num_threads(2)
         assert api.makeConfig(**GT, log_dir=tmp_path).args.torch_threads == 1
@@ -330,3 +334,74 @@ def test_resume_refuses_the_settings_it_takes_from_the_run(tmp_path) -> None:
     assert api.makeConfig(resume=result.run_dir).plan.state == "finished"
     # False leaves a flag out, as makeConfig reads it without resume
     assert api.makeConfig(resume=result.run_dir, continuous_actions=False, device="cpu").plan.state == "finished"
+
+
+def test_a_second_ctrl_c_before_the_first_step_saves_nothing_and_exits_130(tmp_path, monkeypatch, capsys) -> None:
+    # it ended with exit 1, "error: the model was not saved in RUN: AttributeError: 'NoneType' object has no
+    # attribute 'save'", and a TrainResult whose half-built model failed in evaluateAgent
+    def interruptedSetUp(*_args, **_kwargs):
+        raise KeyboardInterrupt  # the second Ctrl-C, while the model is being built
+
+    monkeypatch.setattr(train, "trainAlgorithm", interruptedSetUp)
+    argv = ["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "cli"), "--num-timesteps", "64",
+            *[part for name, value in GT.items() for part in (f"--{name.replace('_', '-')}", value)]]
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(train.main, argv)
+    captured = capsys.readouterr()
+    assert exit_info.value.code == 130 and "error" not in captured.err, captured.err
+    assert "Interrupted: 0 steps" in captured.out
+    result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path / "api", hyperparams={"n_steps": 64})
+    assert result.exit_code == 130 and result.model is None and result.num_timesteps == 0
+    assert os.path.isfile(RunFolder(result.run_dir).args_file)
+    assert not os.path.exists(os.path.join(result.run_dir, "ppo2_model.zip"))
+    with pytest.raises(api.UsageError, match=r"^run '.*' has no trained agent: it was stopped \(exit 130\) before"):
+        api.evaluateAgent(result)
+    with pytest.raises(api.UsageError):
+        api.loadRun(result.run_dir)
+    monkeypatch.undo()
+    again = api.trainAgent(resume=result.run_dir)  # a run without a checkpoint: trained again from the start
+    assert again.exit_code == 0 and again.num_timesteps == 64
+    assert "No checkpoint to resume from" in capsys.readouterr().out
+
+
+def test_load_and_evaluate_of_a_run_folder_leave_the_generators(apiRun) -> None:
+    # SB3's load seeded them with the run's seed: evaluateAgent(RUN_DIR) and loadRun changed the caller's streams
+    result, _ = apiRun
+    random.seed(123)
+    np.random.seed(123)
+    torch.manual_seed(123)
+    states = random.getstate(), np.random.get_state()[1].copy(), torch.get_rng_state().clone()
+    api.loadRun(result.run_dir)
+    api.evaluateAgent(result.run_dir, episodes=1)
+    assert random.getstate() == states[0] and np.array_equal(np.random.get_state()[1], states[1])
+    assert torch.equal(torch.get_rng_state(), states[2])
+
+
+def test_resume_false_or_none_is_left_out_and_a_wrong_kind_is_a_usage_error(tmp_path) -> None:
+    # None and False raised TypeError from os.fspath, as did 5
+    for value in (None, False):
+        assert api.makeConfig(**GT, log_dir=tmp_path, resume=value).plan is None
+    with pytest.raises(api.UsageError, match=r"^resume 5 must be a run folder's path$"):
+        api.makeConfig(**GT, log_dir=tmp_path, resume=5)
+    with pytest.raises(api.UsageError, match=r"^resume True must be a run folder's path$"):
+        api.trainAgent(**GT, log_dir=tmp_path, resume=True)
+    assert os.listdir(tmp_path) == []
+    assert api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64},
+                          resume=None).exit_code == 0
+
+
+def test_training_and_evaluating_put_the_callers_thread_count_back(tmp_path) -> None:
+    # a caller's count above the machine's CPUs was recorded at the CPUs and left so after training
+    before = torch.get_num_threads()
+    caller = maxThreads() + 2
+    try:
+        torch.set_num_threads(caller)
+        result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64})
+        assert result.args.torch_threads == maxThreads() and torch.get_num_threads() == caller
+        again = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path, hyperparams={"n_steps": 64}, torch_threads=1)
+        assert again.args.torch_threads == 1 and torch.get_num_threads() == caller
+        torch.set_num_threads(1)
+        api.evaluateAgent(result.run_dir, episodes=1)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
