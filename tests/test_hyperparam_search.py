@@ -32,7 +32,7 @@ from rl_baselines.sweeps.search_study import (  # noqa: E402
     samplerSeed,
     suggestParams,
 )
-from rl_baselines.sweeps.search_trials import TrialObjective, TrialProgress  # noqa: E402
+from rl_baselines.sweeps.search_trials import TrialObjective, TrialProgress, finishedTrials  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
@@ -307,6 +307,21 @@ def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_train
     with open(tmp_path / "trials.csv", newline="") as handle:
         (row,) = csv.DictReader(handle)
     assert row["state"] == "pruned" and row["pruned_before_start"].startswith("n_steps 300 x 2 env(s)")
+
+
+def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path):
+    """With --workers K the command follows its trials in the storage by their search_id (finishedTrials): a trial
+    pruned before it started carries it too, else the bar stayed 0/N and the summary said 0 pruned."""
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "31",
+         "--log-dir", str(tmp_path)])
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
+    study.optimize(TrialObjective(config), n_trials=2)  # n_steps >= 32: both pruned before they start
+    trials = finishedTrials(study, config.search_id)
+    assert [(t.number, t.state.name) for t in trials] == [(0, "PRUNED"), (1, "PRUNED")]
+    assert all("pruned_before_start" in t.user_attrs for t in trials)
+    assert not os.path.exists(config.output_dir)
 
 
 @pytest.mark.slow

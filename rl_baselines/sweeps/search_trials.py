@@ -153,6 +153,9 @@ class TrialObjective:
         :raises TrialFailed: the run failed or finished no episode
         """
         optuna = importOptuna()
+        # first: finishedTrials finds this command's trials by it, the ones pruned before they start too
+        trial.set_user_attr("search_id", self.config.search_id)
+        trial.set_user_attr("fixed_hyperparams", self.config.fixed)
         params = suggestParams(trial, self.config.space)
         rollout = int(params.get("n_steps", 0)) * self.config.num_cpu
         if rollout > self.config.num_timesteps:
@@ -161,8 +164,6 @@ class TrialObjective:
                       f"{rollout} steps, past --num-timesteps {self.config.num_timesteps}")
             trial.set_user_attr("pruned_before_start", reason)
             raise optuna.TrialPruned(reason)
-        trial.set_user_attr("search_id", self.config.search_id)
-        trial.set_user_attr("fixed_hyperparams", self.config.fixed)
         folder = _trialFolder(self.config.output_dir, trial.number)
         trial.set_user_attr("trial_dir", folder)
         log_path = os.path.join(folder, "train.log")
