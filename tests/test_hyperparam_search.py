@@ -3,10 +3,12 @@ SQLite study, a pruned trial's train process stopped mid-run, the best-parameter
 from __future__ import annotations
 
 import csv
+import dataclasses
 import glob
 import json
 import os
 import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -24,7 +26,7 @@ from rl_baselines.core.registry import registered_rl  # noqa: E402
 from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search  # noqa: E402
-from rl_baselines.sweeps.search_outputs import writeTrialsCsv  # noqa: E402
+from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
     checkSpace,
@@ -321,7 +323,82 @@ def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path):
     trials = finishedTrials(study, config.search_id)
     assert [(t.number, t.state.name) for t in trials] == [(0, "PRUNED"), (1, "PRUNED")]
     assert all("pruned_before_start" in t.user_attrs for t in trials)
+    assert all(t.user_attrs["train_flags"] == config.trialFlags for t in trials)  # (the best trial's repeat command)
     assert not os.path.exists(config.output_dir)
+
+
+def _files(folder) -> dict:
+    return {path: os.path.getsize(path) for path in glob.glob(os.path.join(str(folder), "**"), recursive=True)}
+
+
+def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path):
+    """The forwarded train flags and the seed are part of the setting a study records: continuing it with others
+    mixed the trials of two tasks (and printed this command's flags as the best trial's)."""
+    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "31", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s"]
+    assert hyperparam_search.main([*base, "--num-cpu", "2"]) == 1  # (its one trial pruned before it started)
+    before = _files(tmp_path)
+    for extra, message in ((["--num-cpu", "2", "-c"], "forwarded train flags '--num-cpu 2' (asked '--num-cpu 2 -c')"),
+                           ([], "forwarded train flags '--num-cpu 2' (asked '')"),
+                           (["--num-cpu", "2", "--seed", "1"], "seed 0 (asked 1)")):
+        with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "
+                                                       f"was made for {message}; choose another --study-name")):
+            hyperparam_search.main([*base, *extra])
+        assert _files(tmp_path) == before  # nothing written
+    assert hyperparam_search.main([*base, "--num-cpu", "2"]) == 1  # the same setting continues
+
+
+def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path):
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    old = optuna.create_study(storage=url, study_name="old", direction="maximize")
+    for key, value in (("algo", "ppo2"), ("env", "MobileRobot1DGymEnv-v0"), ("srl_model", "ground_truth"),
+                       ("num_timesteps", 31), ("eval_episodes", 10)):
+        old.set_user_attr(key, value)
+    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "31", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--storage", url, "--study-name", "old"]
+    assert hyperparam_search.main([*base, "-c"]) == 1  # unknown flags and seed: accepted, and recorded from now on
+    assert _loadStudy(url, "old").user_attrs["train_argv"] == ["-c"]
+    with pytest.raises(UsageError, match=re.escape("forwarded train flags '-c' (asked '')")):
+        hyperparam_search.main(base)
+
+
+def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):
+    """The printed command (the YAML's header too) gives train every flag the best trial got, --seed,
+    --num-timesteps and --eval-episodes included, from the trial's own record, and the header names the objective."""
+    argv = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "500", "--seed", "3", "-c", "--eval-freq", "250", "--eval-episodes", "2", "--hyperparam", "n_steps:32",
+            "--log-dir", str(tmp_path)]
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
+    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
+    params = {name: gridValues(spec, 1)[0] for name, spec in config.space.items()}
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask()
+    suggestParams(trial, {name: (list, [value]) for name, value in params.items()})
+    trial.set_user_attr("fixed_hyperparams", config.fixed)
+    trials_config = dataclasses.replace(config, seed=7)  # the trial's flags, not this command's, are repeated
+    trial.set_user_attr("train_flags", trials_config.trialFlags)
+    study.tell(trial, 1.5)
+    yaml_path = str(tmp_path / "best.yaml")
+    values = writeBestParams(yaml_path, study, config, algo_class)
+    assert values == {**params, "n_steps": 32}
+    with open(yaml_path) as handle:
+        header = [line[2:].strip() for line in handle if line.startswith("#")]
+    command = repeatCommand(study.best_trial, config, yaml_path)
+    assert header[1].startswith("mean reward of the last evaluation (2 deterministic episodes) 1.5000") and \
+        header[2] == command
+
+    def parsed(arguments: list) -> dict:
+        values = vars(algo_class.customArguments(train.baseParser()).parse_args(arguments))
+        return {k: v for k, v in values.items() if k not in ("log_dir", "tag", "no_vis", "no_progress", "hyperparam",
+                                                               "hyperparam_file")}
+
+    repeated = shlex.split(command)
+    assert repeated[:3] == ["python", "-m", "rl_baselines.train"]
+    trial_command = TrialObjective(trials_config).trainCommand(str(tmp_path), 0, params)
+    assert parsed(repeated[3:]) == parsed(trial_command[3:])
+    assert parsed(repeated[3:])["seed"] == 7 and parsed(repeated[3:])["num_timesteps"] == 500
+    assert parsed(repeated[3:])["eval_episodes"] == 2 and parsed(repeated[3:])["eval_freq"] == 250
+    assert parsed(repeated[3:])["continuous_actions"]
 
 
 @pytest.mark.slow

@@ -261,7 +261,7 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
     print(f"Best trial {best.number}: mean reward {best.value:.2f} with "
           f"{', '.join(f'{k}={formatValue(v)}' for k, v in values.items())}")
     print(f"Best hyperparameters: {yaml_path}")
-    print(f"  {repeatCommand(config, yaml_path)}")
+    print(f"  {repeatCommand(best, config, yaml_path)}")
     return 130 if interrupted else (1 if failed_workers else 0)
 
 

@@ -35,26 +35,30 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
     best = study.best_trial
     fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
     values = {**fixed, **best.params}
+    objective = (f"mean reward of the last evaluation ({config.eval_episodes} deterministic episodes)" if config.evaluate
+                 else f"mean reward of the last {config.eval_episodes} episodes")
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
-              f"# mean reward of the last {config.eval_episodes} episodes {best.value:.4f} after "
-              f"{config.num_timesteps} steps of {config.algo} on {config.env} ({config.srl_model}).\n"
-              f"# {repeatCommand(config, path)}\n")
+              f"# {objective} {best.value:.4f} after {config.num_timesteps} steps of {config.algo} on {config.env} "
+              f"({config.srl_model}).\n"
+              f"# {repeatCommand(best, config, path)}\n")
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(header)
         yaml.safe_dump(values, handle, sort_keys=True, default_flow_style=False)
     return values
 
 
-def repeatCommand(config: SearchConfig, path: str) -> str:
+def repeatCommand(trial: Any, config: SearchConfig, path: str) -> str:
     """
+    :param trial: the best trial
     :param config: the search
     :param path: its best_hyperparams.yaml
-    :return: the train command that trains with the best hyperparameters and the flags the search gave every trial
-        (``--gail-dataset``, ``-c``, ``--num-cpu``...; without them the command could fail or train another task)
+    :return: the train command that trains with the best hyperparameters and the flags that trial got (the forwarded
+        ones, ``--gail-dataset``, ``-c``, ``--num-cpu``..., ``--seed``, ``--num-timesteps``, ``--eval-episodes``;
+        without them the command could fail or train another task): the trial's recorded ones, else (a trial of an
+        earlier version, which recorded none) this search's
     """
-    forwarded = f" {shlex.join(config.train_argv)}" if config.train_argv else ""
-    return (f"python -m rl_baselines.train --algo {config.algo} --env {config.env} --srl-model {config.srl_model}"
-            f"{forwarded} --hyperparam-file {shlex.quote(path)}")
+    flags = trial.user_attrs.get("train_flags") or config.trialFlags
+    return f"python -m rl_baselines.train {shlex.join(flags)} --hyperparam-file {shlex.quote(path)}"
 
 
 def writeTrialsCsv(path: str, study: Any) -> None:

@@ -3,8 +3,9 @@
 A search space is an algorithm's ``getOptParam()``, ``{name: (int|float, (low, high)[, "log"])}`` or
 ``{name: (list, choices)}``; :func:`checkSpace` refuses any other entry before Optuna sees it. A study lives in an
 Optuna RDB storage: SQLite (opened with a long lock timeout, its schema created under a file lock, so that several
-processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``);
-:func:`createStudy` refuses to continue it for another one. Optuna (and SQLAlchemy, installed with it) is an
+processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``:
+the seed and the forwarded train flags too); :func:`createStudy` refuses to continue it for another one, and records
+a key that a study of an older version lacks. Optuna (and SQLAlchemy, installed with it) is an
 optional dependency (``srl-toolbox[search]``), imported when a function needs it, through :func:`importOptuna`, which
 names the install command when it is missing.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import shlex
 import warnings
 from typing import Any
 
@@ -27,8 +29,11 @@ PRUNERS = ("hyperband", "median", "none")
 INSTALL_HINT = "pip install 'srl-toolbox[search]' (or: pip install 'optuna>=3')"
 # SQLite answers "database is locked" when another process writes longer than this (Optuna issue #820).
 SQLITE_TIMEOUT_S = 60.0
-# A study remembers what it was created for; a command for another setting must use another study.
-STUDY_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes")
+# A study remembers what it was created for; a command for another setting must use another study. (A study made
+# before a key was added lacks it: that key is recorded when the study is next continued, then checked.)
+STUDY_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "seed", "train_argv")
+# How a refusal names a key
+_KEY_NAMES = {"train_argv": "forwarded train flags"}
 
 
 @dataclasses.dataclass
@@ -56,6 +61,16 @@ class SearchConfig:
     evaluate: bool = False
     threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
     num_cpu: int = 1  # each trial's envs (train's --num-cpu)
+
+    @property
+    def trialFlags(self) -> list[str]:
+        """The train flags every trial gets, but its folder, tag and sampled hyperparameters (``--no-vis`` and
+        ``--no-progress`` aside, which change no result): they train the task the search optimised."""
+        flags = [*self.train_argv, "--algo", self.algo, "--env", self.env, "--srl-model", self.srl_model,
+                 "--seed", str(self.seed), "--num-timesteps", str(self.num_timesteps)]
+        if self.evaluate:
+            flags += ["--eval-episodes", str(self.eval_episodes)]
+        return flags
 
     @property
     def reportSteps(self) -> list[int]:
@@ -253,12 +268,18 @@ def createStudy(config: SearchConfig) -> Any:
         raise
     wanted = {key: getattr(config, key) for key in STUDY_KEYS}
     recorded = {key: study.user_attrs[key] for key in STUDY_KEYS if key in study.user_attrs}
-    if recorded and recorded != wanted:
-        differ = ", ".join(f"{key} {recorded.get(key)!r} (asked {wanted[key]!r})" for key in STUDY_KEYS
-                           if recorded.get(key) != wanted[key])
-        raise UsageError(f"study {config.study_name!r} in {config.storage_url} was made for {differ}; "
+    differ = [key for key in recorded if recorded[key] != wanted[key]]  # (a key the study lacks is unknown: accepted)
+    if differ:
+        shown = ", ".join(f"{_KEY_NAMES.get(key, key)} {_shown(recorded[key])} (asked {_shown(wanted[key])})"
+                          for key in differ)
+        raise UsageError(f"study {config.study_name!r} in {config.storage_url} was made for {shown}; "
                          f"choose another --study-name")
-    if not recorded:
-        for key, value in wanted.items():
+    for key, value in wanted.items():
+        if key not in recorded:
             study.set_user_attr(key, value)
     return study
+
+
+def _shown(value: Any) -> str:
+    """:return: a recorded setting as a refusal shows it (a flag list as its command line)"""
+    return repr(shlex.join(value)) if isinstance(value, list) else repr(value)

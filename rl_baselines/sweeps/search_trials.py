@@ -134,12 +134,8 @@ class TrialObjective:
         :param params: the sampled hyperparameters
         :return: the train command line
         """
-        c = self.config
-        command = [sys.executable, "-m", "rl_baselines.train", *c.train_argv, "--algo", c.algo, "--env", c.env,
-                   "--srl-model", c.srl_model, "--seed", str(c.seed), "--num-timesteps", str(c.num_timesteps),
-                   "--log-dir", run_root, "--tag", f"trial{number}", "--no-vis", "--no-progress"]
-        if c.evaluate:
-            command += ["--eval-episodes", str(c.eval_episodes)]
+        command = [sys.executable, "-m", "rl_baselines.train", *self.config.trialFlags, "--log-dir", run_root,
+                   "--tag", f"trial{number}", "--no-vis", "--no-progress"]
         if params:  # after the forwarded ones: train's --hyperparam keeps the last value of a name
             command += ["--hyperparam", *(f"{name}:{formatValue(value)}" for name, value in params.items())]
         return command
@@ -156,6 +152,7 @@ class TrialObjective:
         # first: finishedTrials finds this command's trials by it, the ones pruned before they start too
         trial.set_user_attr("search_id", self.config.search_id)
         trial.set_user_attr("fixed_hyperparams", self.config.fixed)
+        trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
         params = suggestParams(trial, self.config.space)
         rollout = int(params.get("n_steps", 0)) * self.config.num_cpu
         if rollout > self.config.num_timesteps:
