@@ -248,14 +248,17 @@ def checkImageShape(shape: Sequence[int], flag: str = "--img-shape") -> None:
 
 def nonNegativeInt(raw: str) -> int:
     """
-    argparse type: an integer >= 0.
+    argparse type: an integer >= 0 and at most MAX_COUNT (scientific notation such as 1e3 accepted).
 
     :param raw: the command-line string
     :return: the value
     """
-    if raw.strip() == "0":
-        return 0
-    return positiveInt(raw)
+    value = _number(raw)
+    if not value.is_integer() or value < 0:
+        raise argparse.ArgumentTypeError(f"{raw!r} must be a non-negative integer")
+    if value > MAX_COUNT:
+        raise argparse.ArgumentTypeError(f"{raw!r} is too large (at most {MAX_COUNT:.0e})")
+    return int(value)
 
 
 def portNumber(raw: str) -> int:

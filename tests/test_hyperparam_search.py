@@ -213,6 +213,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--pruner", "asha"], "invalid choice: 'asha'"),
     (["--algo", "random_agent"], "--algo random_agent has no search space"),
     (["--n-trials", "0"], "must be a positive integer"),
+    (["--n-startup-trials", "-1"], "argument --n-startup-trials: '-1' must be a non-negative integer"),
+    (["--n-startup-trials", "1.5"], "argument --n-startup-trials: '1.5' must be a non-negative integer"),
     (["--env", "NoEnv-v0"], "unknown --env 'NoEnv-v0'"),
     (["--n-trial", "3"], "train flags: unrecognized arguments: --n-trial"),
     (["--study-name", "a/b"], "--study-name 'a/b'"),
