@@ -22,6 +22,7 @@ from conftest import REPO, runModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
+from rl_baselines.core import registry  # noqa: E402
 from rl_baselines.core.registry import registered_rl  # noqa: E402
 from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
@@ -232,6 +233,17 @@ def test_bad_inputs(tmp_path, argv, message):
         hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
                                 str(log_dir), *argv])
     assert not log_dir.exists()
+
+
+def test_an_unknown_algo_lists_the_algorithms_with_a_search_space(tmp_path, monkeypatch):
+    searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
+    assert "random_agent" in registered_rl and "random_agent" not in searchable  # (it has none)
+    monkeypatch.setitem(registry.failed_plugins, "broken_import", "broken_import: ImportError")
+    with pytest.raises(UsageError) as error:
+        hyperparam_search.main(["--algo", "nope", "--srl-model", "ground_truth", "--log-dir", str(tmp_path / "logs")])
+    assert str(error.value) == (f"unknown --algo 'nope'; valid choices: {', '.join(searchable)}; plugins that failed "
+                                f"to load: broken_import")
+    assert not (tmp_path / "logs").exists()
 
 
 def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys):

@@ -122,13 +122,13 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     :raises UsageError: on any bad input
     """
 
-    if args["algo"] not in registered_rl:
-        raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(registered_rl)}"
+    searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
+    if args["algo"] not in registered_rl:  # (the valid choices: the algorithms this command accepts)
+        raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(searchable)}"
                          f"{failedPluginsText()}")
     algo_class = registered_rl[args["algo"]][0]
     space = algo_class.getOptParam()
     if not space:
-        searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
         raise UsageError(f"--algo {args['algo']} has no search space (getOptParam); algorithms with one: "
                          f"{', '.join(searchable)}")
     checkSpace(args["algo"], space)
