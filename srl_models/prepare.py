@@ -32,7 +32,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from environments import dataset_generator, getEnvClass, registered_env, resolvedRenderer
+from environments import dataset_generator, envOffers, getEnvClass, registered_env, resolvedRenderer
 from environments.dataset import Dataset
 from environments.generator_config import GeneratorConfig
 from environments.registry import defaultRenderersText
@@ -337,7 +337,9 @@ def plan(args: argparse.Namespace) -> Plan:
     checkedDevice(args.device)
 
     renderer = resolvedRenderer(args.renderer, args.env)  # --renderer left out: the env's default, by name
-    name = datasetName(args.env, episodes, img_shape, args.random_target, args.seed, renderer)
+    # -r on an env without a random target: one warning (the generator's) and the env's plain dataset, as recorded
+    random_target = bool(args.random_target) and envOffers(args.env, "random_target")
+    name = datasetName(args.env, episodes, img_shape, random_target, args.seed, renderer)
     dataset_folder = os.path.join(args.data_folder, name)
     generator: GeneratorConfig | None = GeneratorConfig(
         env=args.env, name=name, save_path=args.data_folder, num_episode=episodes, num_cpu=num_cpu, seed=args.seed,
@@ -349,7 +351,7 @@ def plan(args: argparse.Namespace) -> Plan:
         message = str(error).replace("--num-episode", "--episodes").replace("--save-path", "--data-folder")
         raise UsageError(message) from None
     settings = {"env": args.env, "img_shape": img_shape, "num_episodes": episodes, "seed": args.seed,
-                "policy": "random", "random_target": bool(args.random_target), "continuous_actions": False,
+                "policy": "random", "random_target": random_target, "continuous_actions": False,
                 "shape_reward": False, "multi_view": False, "renderer": renderer}
     reuse_dataset = os.path.isdir(dataset_folder) and not args.force
     if reuse_dataset:
@@ -463,7 +465,7 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
           f"{dataset_seconds:.0f} s):")
     print(summaryTable(rows))
     print(f"Total {time.perf_counter() - start:.0f} s. Use one with: "
-          f"{trainCommand(todo.env_id, todo.names[0], args.random_target, args.srl_config_file)}")
+          f"{trainCommand(todo.env_id, todo.names[0], todo.dataset_settings['random_target'], args.srl_config_file)}")
     return rows
 
 

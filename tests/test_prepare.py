@@ -13,6 +13,7 @@ import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
 from environments import dataset_generator
+from environments.car_racing.car_env import CarRacingGymEnv
 from environments.generator_config import GeneratorConfig
 from replay import demo, srl_demo
 from rl_baselines.runs import train
@@ -410,3 +411,19 @@ def test_the_demos_take_no_vis_and_say_what_they_did_not_make(tmp_path, monkeypa
     with pytest.raises(UsageError, match="--prepare-args --srl-model: the demo sets"):
         srl_demo.main(["--log-dir", str(tmp_path / "srl_demo"), "--prepare-args", "--srl-model", "autoencoder"])
     assert not (tmp_path / "srl_demo").exists()
+
+
+def test_random_target_on_an_env_without_one_is_the_plain_dataset(tmp_path, monkeypatch, capsys):
+    """-r on CarRacing (no random target: the commands leave it out, one warning) records and trains on the env's
+    plain dataset, named and checked as such; a second call without -r reuses it all."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(CarRacingGymEnv, "MAX_STEPS", 30)  # a random episode is thousands of steps
+    argv = ["--env", "CarRacingGymEnv-v0", "--srl-model", "pca", "--episodes", "2", "--img-shape", "3", "16", "16",
+            "--epochs", "1", "--state-dim", "2", "--num-cpu", "1", "--device", "cpu", "--no-progress",
+            "--srl-config-file", str(tmp_path / "srl.yaml")]
+    with pytest.warns(UserWarning, match=r"^-r/--random-target does nothing on CarRacingGymEnv-v0"):
+        rows = prepare.prepare([*argv, "-r"])
+    dataset = tmp_path / "data" / "CarRacingGymEnv-v0_2ep_16x16_seed0"
+    assert json.loads((dataset / "dataset_config.json").read_text())["random_target"] is False
+    assert not rows[0]["reused"] and "--random-target" not in capsys.readouterr().out
+    assert [row["reused"] for row in prepare.prepare(argv)] == [True]
