@@ -152,6 +152,8 @@ class SRLGymEnv(gym.Env):
     # refuses them, and so do train and the dataset generator).
     RANDOM_TARGET = True
     SHAPED_REWARD = True
+    # Whether the env has a window to show the scene in (renders=True, render_mode="human"); one without refuses them.
+    WINDOW = True
     # Whether an episode's floats may depend on the episodes the env played before (see the module docstring); such
     # an env honours reset(options={FRESH_WORLD: True}).
     RESET_KEEPS_HISTORY = False

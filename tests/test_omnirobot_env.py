@@ -4,6 +4,7 @@ from __future__ import annotations
 import gymnasium
 import numpy as np
 import pytest
+from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env
 
 from environments.omnirobot.omnirobot_env import OmnirobotEnv
@@ -186,9 +187,9 @@ def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="srl_model"):
         OmnirobotEnv(srl_model="joints")
     monkeypatch.setenv("DISPLAY", ":0")
-    with pytest.raises(ValueError, match="rgb_array"):
+    with pytest.raises(ValueError, match="no window.*valid render_mode: rgb_array"):
         OmnirobotEnv(srl_model="ground_truth", renders=True)
-    with pytest.raises(ValueError, match="render_mode 'human'.*valid choices: rgb_array$"):  # it showed nothing
+    with pytest.raises(ValueError, match="no window.*valid render_mode: rgb_array"):  # it showed nothing
         OmnirobotEnv(srl_model="ground_truth", render_mode="human")
     with pytest.raises(TypeError):
         OmnirobotEnv(srl_model="ground_truth", fpv=True)
@@ -206,3 +207,22 @@ def test_train_cli(continuous: bool, tmp_path) -> None:
     result = runTrain("--algo", "ppo2", "--env", "OmnirobotEnv-v0", "--srl-model", "ground_truth",
                       "--num-timesteps", "128", "--log-dir", tmp_path, *(["-c"] if continuous else []))
     assert runFolder(result).startswith(str(tmp_path))
+
+
+@pytest.mark.parametrize("display", [":0", None])
+def test_gymnasium_make_refuses_human_mode(display, monkeypatch: pytest.MonkeyPatch) -> None:
+    """gymnasium.make(render_mode="human") reaches the env's one-line refusal, with a display or without: the class
+    lists "human", so gymnasium does not wrap the rgb_array env in a window of its own (which showed nothing); an
+    instance lists only rgb_array, so that gymnasium's check_env passes with a display too."""
+    if display is None:
+        monkeypatch.delenv("DISPLAY", raising=False)
+    else:
+        monkeypatch.setenv("DISPLAY", display)
+    with pytest.raises(ValueError, match=r"^OmnirobotEnv has no window .*valid render_mode: rgb_array"):
+        gymnasium.make("OmnirobotEnv-v0", srl_model="ground_truth", render_mode="human")
+    env = gymnasium.make("OmnirobotEnv-v0", srl_model="ground_truth")
+    try:
+        assert env.unwrapped.metadata["render_modes"] == ["rgb_array"]
+        gymnasium_check_env(env.unwrapped)
+    finally:
+        env.close()

@@ -37,14 +37,16 @@ class OmnirobotEnv(SRLGymEnv):
     :param srl_model: "ground_truth" (robot (x, y), float32 (2,)), "raw_pixels" (uint8 (H, W, 3) camera image) or a
         learned SRL model name (pixels too)
     :param kwargs: the other SRLGymEnv keywords; ``action_joints``, ``renders`` and ``render_mode="human"`` (there is
-        no GUI: use ``render_mode="rgb_array"``) are refused
+        no window: use ``render_mode="rgb_array"``) are refused, ``gymnasium.make(..., render_mode="human")`` too (the
+        class lists "human" so that gymnasium passes it here rather than wrap the env in its own window; an instance
+        lists only "rgb_array")
     """
 
     SRL_MODES = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     MAX_STEPS = 250
-    metadata = {**SRLGymEnv.metadata, "render_modes": ["rgb_array"]}  # no window to show the scene in
+    WINDOW = False  # no window to show the scene in (renders=True and render_mode="human" are refused)
 
     STEP_SIZE = 0.1
     REWARD_DIST_THRESHOLD = 0.2
@@ -68,10 +70,11 @@ class OmnirobotEnv(SRLGymEnv):
 
     def __init__(self, **kwargs: Any) -> None:
         """:param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)"""
-        if kwargs.get("renders"):
-            raise ValueError("OmnirobotEnv has no GUI window (renders=True); use render_mode='rgb_array' and "
-                             "show the images render() returns")
+        if kwargs.get("renders") or kwargs.get("render_mode") == "human":
+            raise ValueError("OmnirobotEnv has no window to show the scene in (renders=True, render_mode='human'); "
+                             "valid render_mode: rgb_array (show the images render() returns)")
         super().__init__(**kwargs)
+        self.metadata = {**self.metadata, "render_modes": ["rgb_array"]}  # what this instance renders (check_env)
         _, height, width = self.img_shape
         self._uses_pixels = self.usesPixels
         if self.is_discrete:
