@@ -5,7 +5,8 @@ from ``<algo>_model.*``; ``--video`` records a GIF or MP4 of the first env, each
 the reward its action earned. A run that observed a trained SRL model replays with the same one: the folder and hash
 recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the first env's action probabilities
 and ground-truth trajectory, live in visdom and as PNG in ``--output-dir`` (replay.replay_plots). ``--render`` needs
-a display (DISPLAY set); without one it stops at once with a one-line error.
+a display (DISPLAY set) and an env with a window (``WINDOW``; Omnirobot has none); without them it stops with a
+one-line error before the env is made.
 """
 from __future__ import annotations
 
@@ -203,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(str(error)) from None
     agent = run.model
     agent.seedActionSampling(args.seed)  # an agent that samples with a generator of its own (deepq, the ES)
+    if args.render and not getEnvClass(train_args.env).WINDOW:
+        raise UsageError(f"--render opens the env's window, and {train_args.env} has none (it draws its images "
+                         f"without one): use --video out.gif instead")
     env_kwargs = {}
     if args.render:
         env_kwargs["renders"] = True

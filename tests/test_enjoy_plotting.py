@@ -289,3 +289,14 @@ def test_run_policy_replays_a_her_run(tmp_path):
                        "--num-episode", "1", "--max-steps", "8", "--img-shape", *map(str, SMALL), "--save-path",
                        tmp_path / "data", "--name", "her", "--no-progress")
     assert result.returncode == 0, result.stderr
+
+
+def test_render_of_an_env_without_a_window_says_use_video(tmp_path, monkeypatch):
+    """Omnirobot has no window: --render, with a display, says so in the command's words (not the env's Python API
+    wording about renders=True and render_mode)."""
+    run = trainHere("--algo", "ppo2", "--env", "OmnirobotEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+                    "64", "--log-dir", tmp_path / "logs")
+    monkeypatch.setenv("DISPLAY", ":0")
+    with pytest.raises(UsageError, match=r"^--render opens the env's window, and OmnirobotEnv-v0 has none .*: use "
+                                         r"--video out.gif instead$"):
+        enjoy_baselines.main(["--log-dir", run, "--render", "--no-progress"])
