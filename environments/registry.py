@@ -20,7 +20,7 @@ there (a random target, a shaped reward: :func:`envOffers`).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -168,7 +168,7 @@ def rendererRefusal(renderer: str, env_id: str) -> str | None:
 
 def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, force_down: bool = False,
                    random_target: bool = False, shape_reward: bool = False, pixels: bool = True,
-                   action_joints: bool = False) -> str | None:
+                   action_joints: bool = False, img_shape: Sequence[int] | None = None) -> str | None:
     """
     :param env_id: a registered env id
     :param fpv: ``--fpv`` given (and likewise the others: ``--multi-view``, ``--force-down``, ``-r``,
@@ -177,6 +177,8 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
         it changes nothing there, and a sweep's other cells may use it)
     :param action_joints: the actions move the arm's joints (``--force-down`` is warned about, once: it restricts
         effector moves only, and the commands leave it out of the env's keywords)
+    :param img_shape: ``--img-shape`` given (None: left out); warned about, once, where the observations are not
+        camera images (nothing is drawn at that size there)
     :return: why the env cannot do what a flag asks (one line naming the envs that can), None when it can; a random
         target or a shaped reward the env does not offer is one warning (the commands leave it out, see
         :func:`envOffers`): a sweep passes its flags to every env, and earlier runs recorded it
@@ -189,6 +191,9 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
         if asked and not pixels:
             warnings.warn(f"{flag} stacks a second camera's image; it does nothing for an observation that is not "
                           "camera images (--srl-model raw_pixels or a learned model)", stacklevel=2)
+    if img_shape is not None and not pixels:
+        warnings.warn(f"--img-shape {' '.join(map(str, img_shape))} sizes camera images; it does nothing for an "
+                      "observation that is not camera images (--srl-model raw_pixels or a learned model)", stacklevel=2)
     if force_down and not env_class.acceptsKeyword("force_down"):
         having = envsWhere(lambda env_class: env_class.acceptsKeyword("force_down"))
         return (f"--force-down: {env_id} has no up and down moves to restrict; envs with --force-down: "

@@ -67,6 +67,20 @@ def test_a_second_camera_on_a_state_is_one_warning(tmp_path) -> None:
     assert config.env_kwargs["fpv"] and not os.listdir(tmp_path)
 
 
+@pytest.mark.parametrize("env_id, srl_model", [("OmnirobotEnv-v0", "ground_truth"),
+                                               ("KukaButtonGymEnv-v0", "joints")])
+def test_an_image_shape_on_a_state_is_one_warning(tmp_path, env_id, srl_model) -> None:
+    # --img-shape with a state observation drew nothing at that size and said nothing (a sweep's pixel cells use it)
+    base = ["--algo", "ppo2", "--env", env_id, "--log-dir", str(tmp_path), "--img-shape", "3", "40", "40", "--no-vis"]
+    with pytest.warns(UserWarning, match=r"^--img-shape 3 40 40 sizes camera images; it does nothing") as records:
+        train.validate(_parse([*base, "--srl-model", srl_model]), registered_rl)
+    assert len([record for record in records if "--img-shape" in str(record.message)]) == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        config = train.validate(_parse([*base, "--srl-model", "raw_pixels"]), registered_rl)
+    assert config.env_kwargs["img_shape"] == (3, 40, 40) and not os.listdir(tmp_path)
+
+
 def test_flags_an_env_does_nothing_with_are_one_warning_and_left_out(tmp_path) -> None:
     # CarRacing took -r and --shape-reward and did nothing with them (every episode is a new track, the reward the
     # tiles'): one warning, and the env does not get them (a sweep passes them to every env; earlier runs have them)
@@ -99,8 +113,9 @@ def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> 
 
 
 def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> None:
-    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--img-shape", "3",
-                                    "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    with pytest.warns(UserWarning, match="--img-shape 3 48 48 sizes camera images"):
+        config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--img-shape",
+                                        "3", "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     first = config.namespace()
     first.seed, first.num_cpu, first.img_shape[1] = 99, 4, 7
     second = config.namespace()

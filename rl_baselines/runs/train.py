@@ -129,20 +129,20 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
                              f"{', '.join(with_joints) or 'none installed'}")
         if not args.continuous_actions:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
-    pixels = args.srl_model == "raw_pixels" or isLearnedSRLModel(args.srl_model)
-    refusal = (envFlagRefusal(args.env, fpv=args.fpv, multi_view=args.multi_view, force_down=args.force_down,
-                              random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels,
-                              action_joints=args.action_joints)
-               or rendererRefusal(args.renderer, args.env))
-    if refusal is not None:
-        raise UsageError(refusal)
-    _checkGroundTruthScale(args, registered_rl, env_class)
-    _checkAugment(args, registered_rl)
     if args.img_shape is not None:
         checkImageShape(args.img_shape)
         if args.srl_model == "raw_pixels" and min(args.img_shape[1:]) < MIN_CNN_SIDE:
             raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
                              f"{MIN_CNN_SIDE} with raw_pixels")
+    pixels = args.srl_model == "raw_pixels" or isLearnedSRLModel(args.srl_model)
+    refusal = (envFlagRefusal(args.env, fpv=args.fpv, multi_view=args.multi_view, force_down=args.force_down,
+                              random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels,
+                              action_joints=args.action_joints, img_shape=args.img_shape)
+               or rendererRefusal(args.renderer, args.env))
+    if refusal is not None:
+        raise UsageError(refusal)
+    _checkGroundTruthScale(args, registered_rl, env_class)
+    _checkAugment(args, registered_rl)
     if isLearnedSRLModel(args.srl_model):
         args = _resolveSRLModel(args, env_class)
     elif args.latest:
