@@ -182,10 +182,11 @@ def test_img_shape_help_and_readme_name_the_learned_model_default() -> None:
     """Left out, --img-shape is 3 64 64, or the learned SRL model's shape (--srl-model-path, a registered model)."""
     (action,) = [action for action in train.baseParser()._actions if action.dest == "img_shape"]
     assert "[3 64 64, or the learned SRL model's own]" in action.help and "16..4096" in action.help
+    assert ">= 36 with raw_pixels" in action.help  # the CNN policy's smallest side, refused below it
     with open(os.path.join(os.path.dirname(__file__), "..", "README.md")) as file:
         (row,) = [line for line in file if line.startswith("| `--img-shape C H W` |")
                   and "camera observation" in line]
-    assert "`3 64 64`, or the learned SRL model's shape" in row
+    assert "`3 64 64`, or the learned SRL model's shape" in row and ">= 36 with `raw_pixels`" in row
 
 
 def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> None:

@@ -48,6 +48,7 @@ from rl_baselines.runs.resume import (
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, sharedProgressLogger, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
+from rl_baselines.runs.train_config import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: rl_baselines.train
 from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult, addFlags
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
@@ -63,9 +64,6 @@ from srl_toolbox.cli import (
 from srl_toolbox.devices import resolveDevice, resolveThreads
 from srl_toolbox.files import readJson, writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
-
-# Smallest image side SB3's NatureCNN (CnnPolicy) accepts.
-MIN_CNN_SIDE = 36
 
 
 def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()) -> CLIParser:

@@ -66,6 +66,8 @@ from srl_toolbox.settings import (
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
+# Smallest image side SB3's NatureCNN (CnnPolicy) accepts: --img-shape with raw_pixels.
+MIN_CNN_SIDE = 36
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
 ARGS_FORMAT = 7
@@ -137,7 +139,8 @@ class TrainConfig:
                                  "its args.json (only --no-vis, --no-progress, --port, --device and --torch-threads may "
                                  "be given with it)", metavar="RUN")
     img_shape: tuple[int, ...] | None = setting(None, f"camera observation shape, 3 H W with H, W in {IMAGE_SIDES} "
-                                                "[3 64 64, or the learned SRL model's own]", parse=positiveInt,
+                                                f"(>= {MIN_CNN_SIDE} with raw_pixels, for the CNN policy) [3 64 64, or "
+                                                "the learned SRL model's own]", parse=positiveInt,
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
                                           nargs="+", extend=True, metavar="KEY:VALUE")
