@@ -9,7 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import runFolder, runModule, runTrain, trainSettings
+from conftest import interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import RunFolder
@@ -57,7 +57,9 @@ def test_sb3_algorithm_writes_losses_and_episodes(tmp_path) -> None:
     # every episode (250 steps each on MobileRobot) and the mean of the last ones, against env steps
     assert [step for step, _ in scalars["episode/length"]] == [250, 500]
     assert [value for _, value in scalars["episode/length"]] == [250.0, 250.0]
-    assert len(scalars["episode/reward"]) == 2 and scalars["rollout/ep_len_mean"][-1] == (500, 250.0)
+    assert len(scalars["episode/reward"]) == 2
+    # the means of the last episodes with every dump (as progress.csv's rows), from the first episode's end on
+    assert scalars["rollout/ep_len_mean"] == [(256, 250.0), (384, 250.0), (512, 250.0)]
 
 
 @pytest.mark.parametrize("algo,extra", [("deepq", ["--learning-starts", "100"]),
@@ -92,6 +94,63 @@ def test_torch_and_evolution_algorithms_log_their_losses(tmp_path, algo: str, ex
     for row in rows:
         if row.get(wanted):
             assert int(row["time/fps"]) > 0 and int(row["time/time_elapsed"]) >= 0, row
+
+
+def test_episode_means_reach_tensorboard_with_every_training_row(tmp_path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    logger = RunLogger(str(run_dir), str(tmp_path / "tb"))
+    progress = logger.progressLogger()
+    logger.logEpisodes(np.array([50]), [1.0], [50])  # a refresh: the monitor's episodes so far
+    progress.record("train/loss", 0.5)  # a row of an algorithm written here: the means are added to it
+    progress.dump(100)
+    logger.logEpisodes(np.array([50, 150]), [1.0, 2.0], [50, 100])
+    progress.record("train/loss", 0.4)
+    progress.dump(200)
+    progress.record("train/loss", 0.3)  # an SB3 row has means of its own: kept as they are
+    progress.record("rollout/ep_rew_mean", 7.0)
+    progress.record("rollout/ep_len_mean", 70.0)
+    progress.dump(300)
+    logger.close()
+    scalars = _scalars(str(tmp_path / "tb"))
+    assert scalars["rollout/ep_rew_mean"] == [(100, 1.0), (200, 1.5), (300, 7.0)]
+    assert scalars["rollout/ep_len_mean"] == [(100, 50.0), (200, 75.0), (300, 70.0)]
+    assert scalars["episode/reward"] == [(50, 1.0), (150, 2.0)]
+    rows = list(csv.DictReader(open(run_dir / "progress.csv")))
+    assert [(int(row["time/total_timesteps"]) if row.get("time/total_timesteps") else None, row["rollout/ep_rew_mean"])
+            for row in rows] == [(None, "1.0"), (None, "1.5"), (None, "7.0")]
+    # an algorithm that writes no training rows (random_agent): the means of each refresh's episodes
+    logger = RunLogger(None, str(tmp_path / "tb_rowless"), training_rows=False)
+    logger.logEpisodes(np.array([50]), [1.0], [50])
+    logger.logEpisodes(np.array([50, 150, 250]), [1.0, 2.0, 3.0], [50, 100, 100])
+    logger.close()
+    assert _scalars(str(tmp_path / "tb_rowless"))["rollout/ep_rew_mean"] == [(50, 1.0), (250, 2.0)]
+
+
+def _meanPoints(run_dir: str, tensorboard_dir) -> tuple[list, list]:
+    """:return: (progress.csv's (step, rollout/ep_rew_mean) of each row that has one, tensorboard's points)"""
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "progress.csv"))))
+    in_csv = [(int(row["time/total_timesteps"]), pytest.approx(float(row["rollout/ep_rew_mean"]), rel=1e-6))
+              for row in rows if row.get("rollout/ep_rew_mean")]
+    return in_csv, _scalars(_runLog(tensorboard_dir, run_dir))["rollout/ep_rew_mean"]
+
+
+@pytest.mark.slow
+def test_tensorboard_episode_means_are_progress_csvs_also_across_resume(tmp_path, monkeypatch) -> None:
+    # rollouts and the checkpoint at 500 end on episode ends (250 steps): the resumed run is the uninterrupted one
+    run_args = ["--algo", "ppo2", *GT, "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25",
+                "--checkpoint-freq", "500", "--seed", "3"]
+    whole = trainHere(*run_args, "--log-dir", tmp_path / "whole", "--tensorboard-log", tmp_path / "tb_whole")
+    in_csv, in_tensorboard = _meanPoints(whole, tmp_path / "tb_whole")
+    assert [step for step, _ in in_csv] == [250 + 125 * index for index in range(7)]
+    assert in_tensorboard == in_csv
+    resumed = interruptThenResume(monkeypatch, str(tmp_path / "resumed"),
+                                  [*run_args, "--tensorboard-log", str(tmp_path / "tb_resumed")], 600)
+    # what the stopped process wrote after its checkpoint is hidden: the uninterrupted run's points, one per row (the
+    # row at the checkpoint's own step, 500, is hidden with them, as every tag's: tensorboard purges from that step)
+    resumed_csv, resumed_tensorboard = _meanPoints(resumed, tmp_path / "tb_resumed")
+    assert resumed_csv == in_csv
+    assert resumed_tensorboard == [point for point in in_tensorboard if point[0] != 500]
 
 
 def test_scalar_logger_reaches_every_output(tmp_path) -> None:

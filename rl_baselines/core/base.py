@@ -70,6 +70,9 @@ class BaseRLObject(abc.ABC):
     ACTION_TYPES: ClassVar[tuple[ActionType, ...]] = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     # Env steps between refreshes of the progress bar, monitor reading and live plot.
     LOG_INTERVAL: ClassVar[int] = 1000
+    # Whether train writes progress.csv training rows (``train/*`` values dumped through its logger, as SB3 at each
+    # log dump): tensorboard's rollout/ep_rew_mean and ep_len_mean come with each. False: at each refresh instead.
+    TRAINING_ROWS: ClassVar[bool] = True
     # Env steps between best-model checks (mean reward of the last 100 episodes).
     SAVE_INTERVAL: ClassVar[int] = 5000
     # Extension of the model file the train command names ``<algo>_model<MODEL_EXTENSION>``.

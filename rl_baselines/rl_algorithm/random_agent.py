@@ -35,6 +35,7 @@ class RandomAgentModel(BaseRLObject):
     """Samples every env's action uniformly from the action space (no hyperparameters)."""
 
     ALGO_TYPE = AlgoType.OTHER
+    TRAINING_ROWS = False  # nothing to log: tensorboard's episode means come with the refreshes
     MODEL_EXTENSION = ".json"
 
     def __init__(self, action_space: gym.Space | None = None, seed: int = 0) -> None:

@@ -9,8 +9,12 @@ A :class:`RunLogger` belongs to the training callback and is shared by everythin
   ``callback.logScalars(step, {...})`` calls), into progress.csv, the tensorboard log and one small visdom window per
   tag group (the tag's part before ``/``);
 - finished episodes (read from the monitor files by the callback): :meth:`RunLogger.logEpisodes` writes each one's
-  reward and length (``episode/reward``, ``episode/length``) and the means of the last 100 (``rollout/ep_rew_mean``,
-  ``rollout/ep_len_mean``) against env steps, for every algorithm alike.
+  reward and length (``episode/reward``, ``episode/length``) against env steps;
+- the means of the last 100 episodes (``rollout/ep_rew_mean``, ``rollout/ep_len_mean``) reach tensorboard with every
+  training row of progress.csv, at its step, as SB3 writes them at each log dump: an SB3 algorithm's own values, the
+  monitor's episodes for the algorithms written here (a row per dump, so one point per step and the same points as
+  progress.csv). An algorithm that writes no training rows (``TRAINING_ROWS = False``: random_agent) gets them at
+  each refresh instead, at the step of the last new episode.
 
 There is one ``SummaryWriter`` per run, in ``<--tensorboard-log>/<env>_<srl-model>_<algo>_<run folder name>/``. A
 resumed run writes into the same folder with ``purge_step`` at its checkpoint, so tensorboard hides what the
@@ -31,7 +35,7 @@ from srl_toolbox.cli import UsageError, checkWritableFolder
 
 # Episodes averaged by rollout/ep_rew_mean and rollout/ep_len_mean (as Stable-Baselines3's ep_info_buffer).
 MEAN_EPISODES = 100
-# SB3 logger keys not copied to tensorboard: RunLogger.logEpisodes writes these tags for every algorithm.
+# The episode-mean keys of a progress.csv row (SB3's and the rows RunLogger completes).
 EPISODE_KEYS_PREFIX = "rollout/ep_"
 # At most one batch of visdom scalar points per this many seconds.
 VISDOM_PERIOD_S = 1.0
@@ -63,8 +67,9 @@ def tensorboardRunName(env: str, srl_model: str, algo: str, run_dir: str) -> str
     return f"{env}_{srl_model}_{algo}_{os.path.basename(os.path.normpath(run_dir))}"
 
 
-def _sharedTensorboardFormat(writer: Any) -> Any:
-    """:return: an SB3 KVWriter writing into ``writer`` (owned by the RunLogger), leaving out the episode means"""
+def _sharedTensorboardFormat(writer: Any, episode_means: bool) -> Any:
+    """:return: an SB3 KVWriter writing into ``writer`` (owned by the RunLogger), the episode means only when
+    ``episode_means`` (else RunLogger.logEpisodes writes them)"""
 
     class _SharedTensorBoardFormat(TensorBoardOutputFormat):
         def __init__(self) -> None:  # no writer of its own: the run's
@@ -72,7 +77,7 @@ def _sharedTensorboardFormat(writer: Any) -> Any:
             self._is_closed = False
 
         def write(self, key_values: dict[str, Any], key_excluded: dict[str, Any], step: int = 0) -> None:
-            kept = [key for key in key_values if not key.startswith(EPISODE_KEYS_PREFIX)]
+            kept = [key for key in key_values if episode_means or not key.startswith(EPISODE_KEYS_PREFIX)]
             super().write({key: key_values[key] for key in kept}, {key: key_excluded.get(key) for key in kept}, step)
 
         def close(self) -> None:
@@ -87,11 +92,14 @@ class RunLogger:
     :param tensorboard_dir: this run's tensorboard folder, None without tensorboard
     :param plotter: the run's VisdomPlotter, None without live plots
     :param purge_step: a resumed run's step count: tensorboard hides the events of the earlier process from there
+    :param training_rows: whether the algorithm writes training rows (its ``TRAINING_ROWS``): tensorboard's episode
+        means come with them; False: with each refresh (logEpisodes)
     """
 
     def __init__(self, run_dir: str | None, tensorboard_dir: str | None = None, plotter: Any = None,
-                 purge_step: int | None = None) -> None:
+                 purge_step: int | None = None, training_rows: bool = True) -> None:
         self.run_dir = run_dir
+        self.training_rows = training_rows
         self.tensorboard_dir = tensorboard_dir
         self.plotter = plotter
         self.writer: Any = None
@@ -122,7 +130,7 @@ class RunLogger:
             else:
                 self._progress = silentLogger()
             if self.writer is not None:
-                self._progress.output_formats.append(_sharedTensorboardFormat(self.writer))
+                self._progress.output_formats.append(_sharedTensorboardFormat(self.writer, self.training_rows))
             self._progress.dump = self._dumpWithEpisodes(self._progress.dump)
         return self._progress
 
@@ -138,7 +146,7 @@ class RunLogger:
             if any(name.startswith("train/") for name in names):
                 if not any(name.startswith(EPISODE_KEYS_PREFIX) for name in names):
                     for tag, value in self._episodeMeansAt(step).items():
-                        self._progress.record(tag, value)  # (not to tensorboard: logEpisodes writes these tags there)
+                        self._progress.record(tag, value)  # and to tensorboard with the row (if training_rows)
                 start_step, start_time = self._clock_start
                 elapsed = max(time.monotonic() - start_time, 1e-9)
                 if "time/time_elapsed" not in names:
@@ -216,7 +224,8 @@ class RunLogger:
 
     def logEpisodes(self, timesteps: np.ndarray, rewards: list[float], lengths: list[int]) -> None:
         """
-        Write the episodes not yet logged to tensorboard (a resumed run: those after its checkpoint).
+        Write the episodes not yet logged to tensorboard (a resumed run: those after its checkpoint), and the means
+        of the last 100 at the last one's step when the algorithm writes no training rows.
 
         :param timesteps: cumulative env steps at the end of each episode so far
         :param rewards: every episode's reward so far
@@ -238,7 +247,7 @@ class RunLogger:
             self.writer.add_scalar("episode/reward", float(rewards[index]), step)
             self.writer.add_scalar("episode/length", float(lengths[index]), step)
             written = True
-        if written:
+        if written and not self.training_rows:
             step = int(timesteps[len(rewards) - 1])
             for tag, value in self._episode_means.items():
                 self.writer.add_scalar(tag, value, step)

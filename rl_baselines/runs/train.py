@@ -571,7 +571,7 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     total_timesteps = plan.target_timesteps if resuming else start_timesteps + config.num_timesteps
     first_budget = int(readJson(RunFolder(run_dir).args_file)["num_timesteps"]) if resuming else None
     checkpoint_freq = checkpointInterval(config.checkpoint_freq, config.num_timesteps, first_budget)
-    run_logger = _runLogger(config, plotter, start_timesteps if resuming else None)
+    run_logger = _runLogger(config, algo_class, plotter, start_timesteps if resuming else None)
     evaluator = None
     if config.eval_freq > 0:
         evaluator = Evaluator(algo, config, dict(config.env_kwargs), config.eval_freq, config.eval_episodes, run_dir,
@@ -648,9 +648,10 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     return TrainResult(code, run_dir, algo if built else None, num_timesteps, mean_reward, config)
 
 
-def _runLogger(config: TrainConfig, plotter: Any, purge_step: int | None) -> Any:
+def _runLogger(config: TrainConfig, algo_class: type, plotter: Any, purge_step: int | None) -> Any:
     """
     :param config: the run's config (run_dir, tensorboard_log, env, srl_model, algo)
+    :param algo_class: the algorithm's class (its TRAINING_ROWS)
     :param plotter: the live plots, or None
     :param purge_step: a resumed run's checkpoint step (tensorboard hides what came after it), else None
     :return: the run's RunLogger (progress.csv, visdom, and tensorboard in DIR/<run name>/ with --tensorboard-log)
@@ -660,13 +661,12 @@ def _runLogger(config: TrainConfig, plotter: Any, purge_step: int | None) -> Any
         tensorboard_dir = os.path.join(config.tensorboard_log,
                                        tensorboardRunName(config.env, config.srl_model, config.algo, config.run_dir))
         print(f"Tensorboard log: {tensorboard_dir} (tensorboard --logdir {config.tensorboard_log})")
-    return RunLogger(config.run_dir, tensorboard_dir, plotter, purge_step)
+    return RunLogger(config.run_dir, tensorboard_dir, plotter, purge_step, algo_class.TRAINING_ROWS)
 
 
 def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     if not callback.monitor.rewards:
         return
-
     saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, config.episode_window,
                       RunFolder(config.run_dir).learning_curve_file,
                       title=f"{config.env} {config.srl_model} {config.algo}")
