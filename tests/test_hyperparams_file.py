@@ -13,6 +13,7 @@ from conftest import interruptThenResume, runModule, trainHere
 from stable_baselines3 import PPO
 
 from rl_baselines.core.algo_types import ActionType
+from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
@@ -32,16 +33,17 @@ def _readYaml(run_dir: str) -> dict:
 
 
 @pytest.mark.parametrize("algo", sorted(registered_rl))
-def test_every_algorithm_writes_values_it_reads_back(algo: str) -> None:
+def test_every_algorithm_writes_values_it_reads_back(algo: str, tmp_path) -> None:
     algo_class, _, action_types = registered_rl[algo]
     flags = [*GT, "--algo", algo] + (["-c"] if ActionType.DISCRETE not in action_types else [])
     args = algo_class.customArguments(baseParser()).parse_args(flags)
     used = usedHyperparams(algo_class, TrainConfig.fromValues(vars(args)), {})
     defaults = getattr(algo_class, "DEFAULT_HYPERPARAMS", {}) or {}
     assert set(defaults) <= set(used)
-    # the file's strings, as train --hyperparam-file reads them, give the same values back
-    as_file = {name: repr(value) if isinstance(value, float) else str(value) for name, value in used.items()}
-    assert algo_class.parserHyperParam(as_file) == used
+    # the file, as train --hyperparam-file reads it, gives the same values back
+    path = tmp_path / "hyperparams.yaml"
+    path.write_text(yaml.safe_dump(used))
+    assert plainValues(algo_class.parserHyperParam(readHyperparamFile(str(path), "MobileRobotGymEnv-v0"))) == used
 
 
 @pytest.mark.slow
@@ -91,8 +93,21 @@ def test_value_clipping_and_target_kl_reach_the_model_from_flags_and_from_an_rl_
     run = trainHere(*flags, "--clip-range-vf", "0.2", "--target-kl", "0.02", "--log-dir", tmp_path / "flags")
     model = PPO.load(os.path.join(run, "ppo2_model.zip"))
     assert model.clip_range_vf(1.0) == 0.2 and model.target_kl == 0.02
-    assert {key: _readYaml(run)[key] for key in ("clip_range_vf", "target_kl")} == {"clip_range_vf": "0.2",
-                                                                                     "target_kl": "0.02"}
+    # plain YAML values, as rl_zoo3's files hold them: a float, or null for off (ppo2's default target_kl)
+    assert {key: _readYaml(run)[key] for key in ("clip_range_vf", "target_kl")} == {"clip_range_vf": 0.2,
+                                                                                     "target_kl": 0.02}
+    default_run = trainHere(*flags, "--clip-range-vf", "0.2", "--log-dir", tmp_path / "default")
+    text = open(os.path.join(default_run, "hyperparams.yaml"), encoding="utf-8").read()
+    assert "clip_range_vf: 0.2\n" in text and "target_kl: null\n" in text, text
+    repeated = trainHere(*flags, "--hyperparam-file", os.path.join(default_run, "hyperparams.yaml"), "--log-dir",
+                         tmp_path / "repeated")
+    assert _readYaml(repeated) == _readYaml(default_run)
+    model = PPO.load(os.path.join(repeated, "ppo2_model.zip"))
+    assert model.clip_range_vf(1.0) == 0.2 and model.target_kl is None
+    old_file = tmp_path / "old.yaml"  # as runs before wrote them: quoted numbers and the word none
+    old_file.write_text("clip_range_vf: '0.2'\ntarget_kl: none\n")
+    assert plainValues(PPO2Model.parserHyperParam(readHyperparamFile(str(old_file), "MobileRobotGymEnv-v0"))) == {
+        "clip_range_vf": 0.2, "target_kl": None}
     zoo_file = tmp_path / "zoo.yml"  # as rl_zoo3 writes them: null for off, numbers otherwise
     zoo_file.write_text("clip_range_vf: null\ntarget_kl: 0.05\n")
     run = trainHere(*flags, "--hyperparam-file", zoo_file, "--log-dir", tmp_path / "file")

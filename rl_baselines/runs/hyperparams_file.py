@@ -6,6 +6,9 @@ repeated from its folder alone (its other settings are in args.json):
 
     python -m rl_baselines.train --algo ppo2 --seed 0 ... --hyperparam-file RUN/hyperparams.yaml
 
+Values are written as plain YAML scalars, as RL Zoo files hold them: a none-or-number hyperparameter
+(``clip_range_vf``, ``target_kl``) as ``null`` or a float.
+
 Invariant: :func:`usedHyperparams` keeps only values the algorithm's ``parserHyperParam`` reads back to the same
 values (a left-out one costs a warning), so writing and reading the file changes nothing.
 """
@@ -17,7 +20,7 @@ from typing import Any
 
 import yaml
 
-from rl_baselines.core.hyperparams import givenFlags
+from rl_baselines.core.hyperparams import NoneOrPositive, givenFlags, plainValue
 from rl_baselines.core.plugin_v1 import isV1, namespaceOf
 from rl_baselines.core.run_folder import HYPERPARAMS_FILE
 from rl_baselines.runs.train_config import TrainConfig
@@ -32,7 +35,8 @@ def usedHyperparams(algo_class: type, config: TrainConfig, hyperparams: dict[str
     :param config: the validated config (the algorithm's flags ``hp_<name>``)
     :param hyperparams: the typed values of ``--hyperparam-file`` and ``--hyperparam``
     :return: every hyperparameter by name (defaults, then flags, then the given values; a continued model's saved
-        ones for the algorithms that keep them in their model file), as plain scalars
+        ones for the algorithms that keep them in their model file), as plain scalars (None for an off
+        none-or-number hyperparameter)
     """
     resolve = getattr(algo_class, "hyperparamsFromArgs", None)
     if resolve is None:  # an algorithm without the common mechanism: its defaults, flags and given values
@@ -44,13 +48,16 @@ def usedHyperparams(algo_class: type, config: TrainConfig, hyperparams: dict[str
         settings = config.runSettings().replace(lr_schedule="constant")
         args = namespaceOf(settings) if isV1(algo_class) else settings  # what the class's version reads
         values = dict(resolve(args, dict(hyperparams), **_savedHyperparams(algo_class, config)))
-    # the built-in type itself (a choice may be a str subclass, a bound an int subclass): yaml.safe_dump needs it
-    used = {name: next(kind for kind in _SCALARS if isinstance(value, kind))(value)
+    # the built-in type itself (a choice may be a str subclass, a bound an int subclass): yaml.safe_dump needs it;
+    # a none-or-number value as its plain value (None: YAML null, or a float); another None is not a value to keep
+    used = {name: plainValue(value) if isinstance(value, NoneOrPositive)
+            else next(kind for kind in _SCALARS if isinstance(value, kind))(value)
             for name, value in sorted(values.items()) if isinstance(value, _SCALARS)}
     kept = {}
     for name, value in used.items():
+        written = "none" if value is None else repr(value) if isinstance(value, float) else str(value)  # as read
         try:
-            read_back = algo_class.parserHyperParam({name: repr(value) if isinstance(value, float) else str(value)})
+            read_back = {key: plainValue(read) for key, read in algo_class.parserHyperParam({name: written}).items()}
         except ValueError:
             read_back = {}
         if name in read_back and read_back[name] == value and isinstance(read_back[name], bool) == isinstance(value, bool):
