@@ -26,6 +26,7 @@ from rl_baselines.core import registry  # noqa: E402
 from rl_baselines.core.registry import registered_rl  # noqa: E402
 from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
+from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search  # noqa: E402
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
@@ -413,6 +414,27 @@ def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):
     assert parsed(repeated[3:])["seed"] == 7 and parsed(repeated[3:])["num_timesteps"] == 500
     assert parsed(repeated[3:])["eval_episodes"] == 2 and parsed(repeated[3:])["eval_freq"] == 250
     assert parsed(repeated[3:])["continuous_actions"]
+
+
+def test_best_params_write_a_fixed_none_or_number_hyperparameter(tmp_path):
+    """A fixed clip_range_vf / target_kl (typed by parserHyperParam as a str subclass) made yaml.safe_dump raise
+    RepresenterError: written as a float or null, as hyperparams.yaml, and read back by train."""
+    argv = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "500", "--hyperparam", "clip_range_vf:0.2", "--hyperparam", "target_kl:none", "--log-dir", str(tmp_path)]
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
+    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask()
+    suggestParams(trial, {name: (list, [gridValues(spec, 1)[0]]) for name, spec in config.space.items()})
+    trial.set_user_attr("fixed_hyperparams", config.fixed)
+    study.tell(trial, 1.0)
+    yaml_path = str(tmp_path / "best.yaml")
+    writeBestParams(yaml_path, study, config, algo_class)
+    with open(yaml_path) as handle:
+        written = yaml.safe_load(handle)
+    assert written["clip_range_vf"] == 0.2 and written["target_kl"] is None
+    read = algo_class.parserHyperParam(readHyperparamFile(yaml_path, "MobileRobot1DGymEnv-v0"))
+    assert read["clip_range_vf"] == "0.2" and read["target_kl"] == "none"
 
 
 @pytest.mark.slow

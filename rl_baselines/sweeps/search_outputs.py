@@ -17,6 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna
 from srl_toolbox.files import atomicPath
 
@@ -34,7 +35,7 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
 
     best = study.best_trial
     fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
-    values = {**fixed, **best.params}
+    values = plainValues({**fixed, **best.params})  # clip_range_vf as a float or null, as hyperparams.yaml
     objective = (f"mean reward of the last evaluation ({config.eval_episodes} deterministic episodes)" if config.evaluate
                  else f"mean reward of the last {config.eval_episodes} episodes")
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
