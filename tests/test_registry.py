@@ -210,6 +210,21 @@ CLASHING_CODE = textwrap.dedent('''
             super().customArguments(parser)
             parser.add_argument("--log-dir", default="mine")
             return parser
+
+
+    class VersionClash(TinyAgent):
+        @classmethod
+        def customArguments(cls, parser):
+            super().customArguments(parser)
+            parser.add_argument("--version", default="mine")
+            return parser
+
+
+    class BrokenArguments(TinyAgent):
+        @classmethod
+        def customArguments(cls, parser):
+            parser.add_argument("--my-count", type="int")
+            return parser
 ''')
 
 FIX_ENTRY_POINTS = textwrap.dedent('''
@@ -217,6 +232,8 @@ FIX_ENTRY_POINTS = textwrap.dedent('''
     clash_seed = qa_fix.clash:SeedClash
     clash_steps = qa_fix.clash:StepsClash
     clash_flag = qa_fix.clash:FlagClash
+    clash_version = qa_fix.clash:VersionClash
+    broken_arguments = qa_fix.clash:BrokenArguments
     ppo2 = qa_fix.missing:PPO2
     broken_fix = qa_fix.nothere:X
 
@@ -260,14 +277,19 @@ def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
     assert "'num_timesteps' (--num-timesteps)" in data["failed"]["clash_steps"]
     # and so did a flag its customArguments adds
     assert "customArguments adds --log-dir, a flag of the train command" in data["failed"]["clash_flag"]
+    assert "customArguments adds --version" in data["failed"]["clash_version"]
+    # a customArguments that raises anything else is skipped too: the other algorithms' commands still work
+    assert "customArguments raises ValueError" in data["failed"]["broken_arguments"]
     # a redeclared ppo2 that fails to import left the built-in active while the warning said ppo2 was skipped
     assert "ppo2" not in data["names"] and "declared by 2 entry points" in data["failed"]["ppo2"]
     assert "qa_fix.missing:PPO2 failed to load: ModuleNotFoundError" in data["failed"]["ppo2"]
-    assert not {"clash_seed", "clash_steps", "clash_flag", "broken_fix"} & set(data["names"]) and "a2c" in data["names"]
+    assert not {"clash_seed", "clash_steps", "clash_flag", "clash_version", "broken_arguments", "broken_fix"} & set(
+        data["names"]) and "a2c" in data["names"]
     assert "Dot+Env-v0" not in data["envs"] and "Malformed environment ID" in data["failed_envs"]["Dot+Env-v0"]
     assert "MobileRobotGymEnv-v0" in data["envs"]
     skipped = sorted(w.split("'")[1] for w in data["warnings"] if "skipped" in w)
-    assert skipped == ["Dot+Env-v0", "broken_fix", "clash_flag", "clash_seed", "clash_steps", "ppo2"], data["warnings"]
+    assert skipped == ["Dot+Env-v0", "broken_arguments", "broken_fix", "clash_flag", "clash_seed", "clash_steps",
+                       "clash_version", "ppo2"], data["warnings"]
 
 
 def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> None:
@@ -281,7 +303,8 @@ def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> 
                        "--no-vis", env=brokenSite)
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "unknown --algo 'broken_fix'" in error, result.stderr
-    assert "; plugins that failed to load: broken_fix, clash_flag, clash_seed, clash_steps, ppo2" in error
+    assert ("; plugins that failed to load: broken_arguments, broken_fix, clash_flag, clash_seed, clash_steps, "
+            "clash_version, ppo2") in error
     assert not (tmp_path / "logs").exists()
     result = runModule("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs",
                        env=brokenSite)

@@ -75,7 +75,7 @@ def flagClashes(plugin: type[BaseRLObject], reserved: Collection[str]) -> str | 
     :param plugin: an algorithm class
     :param reserved: the train command's own option strings (``--seed``, ...)
     :return: why a hyperparameter's flag, or one its ``customArguments`` adds, cannot be added to the train parser
-        (argparse would refuse it), None when none clashes
+        (argparse would refuse it), or why customArguments fails; None when the parser builds
     """
     clashing = [name for name in plugin.hyperparamSpec() if f"--{name.replace('_', '-')}" in reserved]
     if clashing:
@@ -90,6 +90,8 @@ def flagClashes(plugin: type[BaseRLObject], reserved: Collection[str]) -> str | 
         added = error.argument_name or "a flag"
         return f"customArguments adds {added}, a flag of the train command or already added ({error.message}); " \
                "rename it"
+    except Exception as error:  # noqa: BLE001 (a plugin's bug: skipped, as one that fails to import)
+        return f"customArguments raises {type(error).__name__}: {error}"
     return None
 
 

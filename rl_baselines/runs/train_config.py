@@ -43,6 +43,7 @@ from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     IMAGE_SIDES,
     MAX_ENVS,
+    CLIParser,
     envCount,
     intInRange,
     nonNegativeInt,
@@ -436,8 +437,9 @@ class TrainResult:
 
 
 def ownOptionStrings() -> set[str]:
-    """:return: every option string of the train command's shared parser (``-h``, ``--help``, ``--seed``, ...)"""
-    parser = addFlags(argparse.ArgumentParser())
+    """:return: every option string of the train command's shared parser (``-h``, ``--help``, ``--version``,
+        ``--seed``, ...)"""
+    parser = addFlags(CLIParser())
     return {option for action in parser._actions for option in action.option_strings}
 
 
