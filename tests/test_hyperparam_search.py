@@ -348,19 +348,32 @@ def _files(folder) -> dict:
 
 def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path):
     """The forwarded train flags and the seed are part of the setting a study records: continuing it with others
-    mixed the trials of two tasks (and printed this command's flags as the best trial's)."""
+    mixed the trials of two tasks (and printed this command's flags as the best trial's). The flags count as the
+    settings train gives them, less those that change no result: the same task spelled or ordered otherwise, or on
+    another --device (another machine on a shared study), continues."""
     base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
             "31", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s"]
-    assert hyperparam_search.main([*base, "--num-cpu", "2"]) == 1  # (its one trial pruned before it started)
+    made = ["--num-cpu", "2", "-c", "--device", "cpu", "--hyperparam", "gamma:0.99"]
+    assert hyperparam_search.main([*base, *made]) == 1  # (its one trial pruned before it started)
+    for same in (["--device", "cpu", "-c", "--hyperparam", "gamma:0.990", "--num-cpu=2"],
+                 ["--continuous-actions", "--hyperparam", "gamma:0.99", "--num-cpu", "2"],
+                 ["-c", "--device", "auto", "--torch-threads", "1", "--port", "8099", "--num-cpu", "2",
+                  "--hyperparam", "gamma:0.99"]):
+        assert hyperparam_search.main([*base, *same]) == 1, same  # the same setting continues
+    record = _loadStudy(f"sqlite:///{tmp_path}/hyperparam_search/s.db", "s").user_attrs["setting"]  # one attribute
+    assert record["seed"] == 0 and record["train_settings"]["continuous_actions"] is True
     before = _files(tmp_path)
-    for extra, message in ((["--num-cpu", "2", "-c"], "forwarded train flags '--num-cpu 2' (asked '--num-cpu 2 -c')"),
-                           ([], "forwarded train flags '--num-cpu 2' (asked '')"),
-                           (["--num-cpu", "2", "--seed", "1"], "seed 0 (asked 1)")):
+    for extra, message in (
+            (["--num-cpu", "2", "--device", "cpu", "--hyperparam", "gamma:0.99"],
+             "train setting continuous_actions True (asked False)"),
+            (["--num-cpu=3", "-c", "--hyperparam", "gamma:0.9"],
+             "train setting hyperparams {'gamma': 0.99} (asked {'gamma': 0.9}), train setting num_cpu 2 (asked 3)"),
+            ([*made, "--seed", "1"], "seed 0 (asked 1)")):
         with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "
                                                        f"was made for {message}; choose another --study-name")):
             hyperparam_search.main([*base, *extra])
         assert _files(tmp_path) == before  # nothing written
-    assert hyperparam_search.main([*base, "--num-cpu", "2"]) == 1  # the same setting continues
+    assert hyperparam_search.main([*base, *made]) == 1
 
 
 def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path):
@@ -371,9 +384,11 @@ def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path):
         old.set_user_attr(key, value)
     base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
             "31", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--storage", url, "--study-name", "old"]
+    with pytest.raises(UsageError, match=re.escape("was made for num_timesteps 31 (asked 32)")):
+        hyperparam_search.main([*base[:7], "32", *base[8:]])  # the keys it recorded are checked
     assert hyperparam_search.main([*base, "-c"]) == 1  # unknown flags and seed: accepted, and recorded from now on
-    assert _loadStudy(url, "old").user_attrs["train_argv"] == ["-c"]
-    with pytest.raises(UsageError, match=re.escape("forwarded train flags '-c' (asked '')")):
+    assert _loadStudy(url, "old").user_attrs["setting"]["train_settings"]["continuous_actions"] is True
+    with pytest.raises(UsageError, match=re.escape("train setting continuous_actions True (asked False)")):
         hyperparam_search.main(base)
 
 

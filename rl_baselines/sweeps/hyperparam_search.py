@@ -18,6 +18,7 @@ reads it), ``search.png`` and ``trials.csv``.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -26,11 +27,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.registry import failedPluginsText, registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
-from rl_baselines.runs.train_config import TrainConfig
+from rl_baselines.runs.train_config import ARGS_FORMAT_KEY, TrainConfig
+from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.search_outputs import repeatCommand, saveSearchPlot, writeBestParams, writeTrialsCsv
 from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
@@ -46,7 +49,8 @@ from rl_baselines.sweeps.search_study import (
     sqlitePath,
 )
 from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, raiseTerminated, runWorkers
-from rl_baselines.sweeps.sweep import parseAlgoArgs
+from rl_baselines.sweeps.sweep import PATH_SETTINGS, canonicalPath, parseAlgoArgs
+from srl_models.config import describeSRLModel
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -143,7 +147,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
             [*train_argv, *shared])))
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
-    train.validate(train_args, registered_rl)
+    resolved = train.validate(train_args, registered_rl)
     fixed = hyperparamStrings(train_args)
     space = {name: spec for name, spec in space.items() if name not in fixed}
     if not space:
@@ -181,8 +185,33 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         output_dir=os.path.abspath(os.path.join(root, study_name)), train_argv=list(train_argv), fixed=fixed,
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
-        evaluate=train_args.eval_freq > 0, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu)
+        evaluate=train_args.eval_freq > 0, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
+        train_settings=studySettings(resolved))
     return config, algo_class
+
+
+# Settings the study records with its own keys (search flags that train gets too), and the hyperparameter sources
+# (their typed values count instead), or that name a version (args.json's format)
+_OWN_SETTINGS = frozenset({"algo", "env", "srl_model", "seed", "num_timesteps", "eval_episodes", "hyperparam",
+                           "hyperparam_file", ARGS_FORMAT_KEY})
+
+
+def studySettings(resolved: TrainConfig) -> dict[str, Any]:
+    """
+    :param resolved: the trials' train settings, validated (the renderer, a learned SRL model's folder resolved)
+    :return: what the forwarded train flags set, as a study compares them (JSON values): the settings that change a
+        result (:func:`rl_baselines.sweeps.recorded.trainSettings`: not ``--device``, ``--port``...) as train's parser
+        gives them, whatever their spelling or order, but the study's own keys; an algorithm's flag left unset as
+        None; the fixed hyperparameters typed (``--hyperparam``, ``--hyperparam-file``) and the learned SRL model by
+        its hash (not its folder); a path as :func:`rl_baselines.sweeps.sweep.canonicalPath` spells it
+    """
+    settings = {**trainSettings(resolved.argsRecord()),
+                **{name: None for name, value in resolved.extra.items() if name.startswith("hp_") and value is None}}
+    settings = {name: canonicalPath(value, os.getcwd()) if name in PATH_SETTINGS and isinstance(value, str) else value
+                for name, value in settings.items() if name not in _OWN_SETTINGS}
+    settings["hyperparams"] = plainValues(dict(resolved.hyperparams))
+    settings["srl_model_hash"] = describeSRLModel(resolved.srl_model_path)["hash"] if resolved.srl_model_path else None
+    return json.loads(json.dumps(settings, default=str))
 
 
 # The most points a grid search may have (Optuna's GridSampler lists them all in memory: about 700 MB per million);

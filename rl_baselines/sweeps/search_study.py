@@ -3,9 +3,13 @@
 A search space is an algorithm's ``getOptParam()``, ``{name: (int|float, (low, high)[, "log"])}`` or
 ``{name: (list, choices)}``; :func:`checkSpace` refuses any other entry before Optuna sees it. A study lives in an
 Optuna RDB storage: SQLite (opened with a long lock timeout, its schema created under a file lock, so that several
-processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``:
-the seed and the forwarded train flags too); :func:`createStudy` refuses to continue it for another one, and records
-a key that a study of an older version lacks. Optuna (and SQLAlchemy, installed with it) is an
+processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``,
+the seed and the forwarded train flags' settings too) as one user attribute (:data:`STUDY_RECORD`, JSON values),
+written at once, so that a command continuing the study reads all of it or nothing; :func:`createStudy` refuses to
+continue it for another setting. The train flags count as train's parser gives them, less what changes no result
+(``rl_baselines.sweeps.recorded.NOT_A_RESULT``): spelling, order, ``--device`` or ``--port`` do not make another
+setting. A setting the record lacks (a study of an older version, a train flag added since) is unknown, so accepted.
+Optuna (and SQLAlchemy, installed with it) is an
 optional dependency (``srl-toolbox[search]``), imported when a function needs it, through :func:`importOptuna`, which
 names the install command when it is missing.
 """
@@ -13,8 +17,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
-import shlex
 import warnings
 from typing import Any
 
@@ -29,11 +33,12 @@ PRUNERS = ("hyperband", "median", "none")
 INSTALL_HINT = "pip install 'srl-toolbox[search]' (or: pip install 'optuna>=3')"
 # SQLite answers "database is locked" when another process writes longer than this (Optuna issue #820).
 SQLITE_TIMEOUT_S = 60.0
-# A study remembers what it was created for; a command for another setting must use another study. (A study made
-# before a key was added lacks it: that key is recorded when the study is next continued, then checked.)
-STUDY_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "seed", "train_argv")
-# How a refusal names a key
-_KEY_NAMES = {"train_argv": "forwarded train flags"}
+# A study remembers what it was created for, in the user attribute STUDY_RECORD: {key: value} of these keys; a
+# command for another setting must use another study.
+STUDY_RECORD = "setting"
+STUDY_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "seed", "train_settings")
+# A study of an older version recorded some of these, each as its own user attribute (and no train settings).
+_OLDER_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "seed")
 
 
 @dataclasses.dataclass
@@ -50,7 +55,7 @@ class SearchConfig:
     storage_url: str
     study_name: str
     output_dir: str
-    train_argv: list[str]
+    train_argv: list[str]  # as given: every trial's command repeats them
     fixed: dict[str, str]
     space: dict[str, tuple]
     eval_episodes: int
@@ -61,6 +66,8 @@ class SearchConfig:
     evaluate: bool = False
     threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
     num_cpu: int = 1  # each trial's envs (train's --num-cpu)
+    # what the forwarded train flags set, as the study compares them (JSON values; hyperparam_search.studySettings)
+    train_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def trialFlags(self) -> list[str]:
@@ -266,20 +273,34 @@ def createStudy(config: SearchConfig) -> Any:
         if type(error).__module__.startswith("sqlalchemy"):
             raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
         raise
-    wanted = {key: getattr(config, key) for key in STUDY_KEYS}
-    recorded = {key: study.user_attrs[key] for key in STUDY_KEYS if key in study.user_attrs}
-    differ = [key for key in recorded if recorded[key] != wanted[key]]  # (a key the study lacks is unknown: accepted)
+    wanted = json.loads(json.dumps({key: getattr(config, key) for key in STUDY_KEYS}, default=str))
+    attrs = study.user_attrs
+    recorded = attrs.get(STUDY_RECORD)
+    if not isinstance(recorded, dict):  # a study of an older version: some keys, one attribute each
+        recorded = {key: attrs[key] for key in _OLDER_KEYS if key in attrs}
+    differ = _differences(recorded, wanted)
     if differ:
-        shown = ", ".join(f"{_KEY_NAMES.get(key, key)} {_shown(recorded[key])} (asked {_shown(wanted[key])})"
-                          for key in differ)
-        raise UsageError(f"study {config.study_name!r} in {config.storage_url} was made for {shown}; "
+        raise UsageError(f"study {config.study_name!r} in {config.storage_url} was made for {', '.join(differ)}; "
                          f"choose another --study-name")
-    for key, value in wanted.items():
-        if key not in recorded:
-            study.set_user_attr(key, value)
+    if STUDY_RECORD not in attrs:
+        study.set_user_attr(STUDY_RECORD, wanted)  # (one attribute: a concurrent command reads all of it or nothing)
     return study
 
 
-def _shown(value: Any) -> str:
-    """:return: a recorded setting as a refusal shows it (a flag list as its command line)"""
-    return repr(shlex.join(value)) if isinstance(value, list) else repr(value)
+def _differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+    """
+    :param recorded: the study's record (or the keys an older version recorded)
+    :param wanted: this command's (JSON values)
+    :return: each setting the study was made with otherwise, as ``name value (asked value)``; a key or train setting
+        one of them lacks (an older version's study, a train flag added or removed since) is unknown: not counted
+    """
+    differ = []
+    for key in (key for key in STUDY_KEYS if key in recorded and key in wanted):
+        if key != "train_settings":
+            if recorded[key] != wanted[key]:
+                differ.append(f"{key} {recorded[key]!r} (asked {wanted[key]!r})")
+            continue
+        settings = recorded[key] if isinstance(recorded[key], dict) else {}
+        differ += [f"train setting {name} {settings[name]!r} (asked {wanted[key][name]!r})"
+                   for name in sorted(settings.keys() & wanted[key].keys()) if settings[name] != wanted[key][name]]
+    return differ
