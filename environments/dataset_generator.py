@@ -276,12 +276,13 @@ def checkAgentEnv(spec: GenerationSpec, run: Any) -> None:
 
     :param spec: the generation spec
     :param run: the loaded agent
-    :raises UsageError: the env refuses its keywords, or the agent cannot act on its observations (one line)
+    :raises UsageError: the env refuses the run's keywords, or the agent cannot act on its observations (one line)
     """
     try:
         env = makeEnv(spec)
     except (ValueError, TypeError, RuntimeError) as error:
-        raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
+        # the dataset's own flags were checked above: what is left is the run's (its algorithm's keywords, physics)
+        raise UsageError(f"--policy {spec.policy!r}: its env cannot be rebuilt: {error}") from None
     try:
         options = {FRESH_WORLD: True} if getattr(env, "RESET_KEEPS_HISTORY", False) else None
         observation, _ = env.reset(seed=episodeSeed(spec.seed, 0), options=options)

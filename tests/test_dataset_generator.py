@@ -16,12 +16,10 @@ from types import SimpleNamespace
 from typing import Any
 
 import cv2
-import gymnasium as gym
 import numpy as np
 import pytest
 from conftest import REPO, assertParserFromSettings, runModule, snapshot, trainHere
 from filelock import FileLock
-from stable_baselines3.common.vec_env import VecFrameStack
 
 from environments import dataset_generator, getEnvClass
 from environments.dataset import Dataset
@@ -29,8 +27,6 @@ from environments.dataset_generator import episodeSeed
 from environments.generator_config import GeneratorConfig
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import FRESH_WORLD
-from rl_baselines.core.plugin_v1 import asRunSettings
-from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.run_policy import RunPolicy, loadRunPolicy
 from srl_models.train import datasetSizes
 from srl_toolbox.cli import UsageError
@@ -636,99 +632,3 @@ def test_fusioner_refuses_datasets_whose_actions_mean_other_moves(tmp_path, key,
                        f"their {key} differ")
     assert snapshot(tmp_path) == before
 
-
-# --- agents of algorithms that build their env otherwise (envKeywords, makeEnv) ------------------------------------
-
-PPO2 = registered_rl["ppo2"][0]
-
-
-class AbsolutePPO(PPO2):
-    """A plugin algorithm whose agent observes the robot's absolute position (relative_pos=False)."""
-
-    @classmethod
-    def makeEnv(cls, settings, env_kwargs=None, load_path_normalise=None):
-        settings = asRunSettings(settings)
-        env_kwargs = cls.envKeywords(dict(settings.env_kwargs) if env_kwargs is None else env_kwargs)
-        return super().makeEnv(settings, env_kwargs, load_path_normalise)
-
-    @classmethod
-    def envKeywords(cls, env_kwargs):
-        return {**env_kwargs, "relative_pos": False}
-
-
-class StackingPPO(PPO2):
-    """A plugin algorithm whose makeEnv stacks two observations (its keywords are the flags')."""
-
-    @classmethod
-    def makeEnv(cls, settings, env_kwargs=None, load_path_normalise=None):
-        return VecFrameStack(super().makeEnv(settings, env_kwargs, load_path_normalise), 2)
-
-
-def _pluginRun(tmp_path, monkeypatch, algo: str, algo_class: type) -> str:
-    """:return: a tiny ground-truth run on the mobile robot of ``algo_class``, installed as ``algo``"""
-    monkeypatch.setitem(registered_rl, algo, (algo_class, *registered_rl["ppo2"][1:]))
-    return trainHere("--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
-                     "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "run", "--seed", "1")
-
-
-def test_a_replayed_agent_acts_in_the_env_its_algorithm_built(tmp_path, monkeypatch):
-    """An algorithm whose envKeywords build its env with other keywords (relative_pos=False): the generator built
-    the plain env (relative ground truth), so the agent acted on other states than it was trained on, silently. The
-    run's env_globals.json keywords are applied, and dataset_config.json records them."""
-    run = _pluginRun(tmp_path, monkeypatch, "absolute_ppo", AbsolutePPO)
-    n_steps, seed = 6, 4
-    config = dataset_generator.parseConfig(["--policy", run, "--save-path", str(tmp_path / "data"), "--name", NAME,
-                                            "--img-shape", "3", "16", "16", "--max-steps", str(n_steps),
-                                            "--num-episode", "1", "--seed", str(seed), "--no-progress"])
-    assert dataset_generator.generate(config) == 0
-    dataset_config = readJson(tmp_path / "data" / NAME / "dataset_config.json")
-    assert dataset_config["relative_pos"] is False and dataset_config["run_env_kwargs"] == {"relative_pos": False}
-    assert readJson(tmp_path / "data" / NAME / "env_globals.json")["env_kwargs"]["relative_pos"] is False
-    policy = loadRunPolicy(run)
-    assert policy.env_keywords == {"relative_pos": False}  # what env_globals.json records beyond the run's flags
-    # the episode is the one the agent plays in its run's env, absolute states and all
-    env = MobileRobotGymEnv(img_shape=(3, 16, 16), max_steps=n_steps, relative_pos=False)
-    try:
-        observation, _ = env.reset(seed=episodeSeed(seed, 0))
-        policy.reset(episodeSeed(seed, 0))
-        actions = []
-        for _ in range(n_steps):
-            actions.append(policy.act(env, observation))
-            observation, *_ = env.step(actions[-1])
-    finally:
-        env.close()
-    assert actions == loadArrays(tmp_path / "data" / NAME)["actions"].tolist()
-
-
-def test_an_agent_that_cannot_act_on_the_generators_env_is_refused_before_anything_is_written(tmp_path, monkeypatch):
-    """An algorithm whose makeEnv wraps its env (two stacked states: shape (4,)): the generator fed the agent (2,)
-    states and crashed in the middle of the first episode with SB3's traceback. Refused in validation, one line."""
-    run = _pluginRun(tmp_path, monkeypatch, "stacking_ppo", StackingPPO)
-    config = dataset_generator.parseConfig(["--policy", run, "--save-path", str(tmp_path / "data"), "--name", NAME,
-                                            "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "1",
-                                            "--no-progress"])
-    with pytest.raises(UsageError, match=r"acts on observations of shape \(4,\) and the dataset's env gives it "
-                                         r"\(2,\).*stacking_ppo") as error:
-        dataset_generator.validate(config)
-    assert "\n" not in str(error.value) and run in str(error.value)
-    with pytest.raises(UsageError):
-        dataset_generator.generate(config)
-    assert not (tmp_path / "data").exists()
-
-
-def test_the_observation_check_takes_the_images_sb3_transposes():
-    """SB3 keeps an image agent's space channel-first (VecTransposeImage) and transposes the channel-last frames it is
-    given: the check compares them so, and still refuses images of another size."""
-    policy = object.__new__(RunPolicy)
-    policy.__dict__.update(run_dir="run", args=SimpleNamespace(algo="ppo2"), srl_model="raw_pixels", learned=False,
-                           goal_conditioned=False, img_shape=(3, 16, 16), num_stack=2, _stack=None,
-                           _normalisation=None, _scale=1.0)
-    pixels = np.zeros((20, 20, 3), dtype=np.uint8)
-    for shape, accepted in (((6, 16, 16), True), ((16, 16, 6), True), ((6, 8, 8), False)):
-        policy.agent = SimpleNamespace(observation_space=gym.spaces.Box(0, 255, shape, dtype=np.uint8))
-        if accepted:
-            policy.checkObservation(None, pixels)
-        else:
-            with pytest.raises(ValueError, match=r"shape \(6, 8, 8\) and the dataset's env gives it \(16, 16, 6\)"):
-                policy.checkObservation(None, pixels)
-        assert policy._stack is None

@@ -156,30 +156,3 @@ def recordedPhysicsKeywords(folder: str, env_id: str) -> dict[str, Any]:
         return {}
     return dict(keywords)
 
-
-def recordedAlgorithmKeywords(folder: str, flag_keywords: dict[str, Any]) -> dict[str, Any]:
-    """
-    The env keywords a run's algorithm changed (an ``envKeywords``/``makeEnv`` override: her's ``goal_conditioned``,
-    a plugin's), which its args.json does not say: what the run's env_globals.json records that its flags do not give.
-
-    :param folder: a run folder
-    :param flag_keywords: the env keywords the run's flags give (rl_baselines.envs.factory.envKwargsFromArgs)
-    :return: ``{keyword: value}`` for each keyword env_globals.json's ``env_kwargs`` records with another value than
-        ``flag_keywords`` (a keyword they lack: than the env's default it records); {} when the file is absent or
-        cannot be read (a run made before the file recorded the keywords)
-    """
-    path = RunFolder(folder).env_globals_file
-    if not os.path.isfile(path):
-        return {}
-    try:
-        recorded = readJson(path)
-    except (OSError, ValueError):
-        return {}
-    given = recorded.get("env_kwargs") if isinstance(recorded, dict) else None
-    defaults = recorded.get("defaults") if isinstance(recorded, dict) else None
-    if not isinstance(given, dict):
-        return {}
-    defaults = defaults if isinstance(defaults, dict) else {}
-    flags = {key: list(value) if isinstance(value, tuple) else value for key, value in flag_keywords.items()}
-    missing = object()
-    return {key: value for key, value in given.items() if value != flags.get(key, defaults.get(key, missing))}

@@ -13,10 +13,11 @@ the SRL encoder, VecFrameStack, VecNormalize):
 
 then frame-stacked, and normalised with the statistics saved beside the model (and scaled as the run's learned state
 was: the factor recorded there, or for an older run the one its settings give). ``joints`` and ``joints_position``
-runs are refused (the generator's pixel env does not give them). The keywords the run's algorithm built its env with
-beyond what its flags give (``env_keywords``: what env_globals.json records and args.json does not, from an
-``envKeywords`` override) are the generator's to apply to its env; :meth:`RunPolicy.checkObservation` refuses an env
-whose observations, rebuilt so, are not of the shape the agent acts on (an algorithm whose ``makeEnv`` wraps the env).
+runs are refused (the generator's pixel env does not give them). The keywords the run's algorithm adds to those its
+flags give (``env_keywords``: what its class's ``envKeywords`` returns beyond its argument, :func:`algorithmKeywords`;
+not what the run's env_globals.json recorded, which also differs where the flags' keywords changed since) are the
+generator's to apply to its env; :meth:`RunPolicy.checkObservation` refuses an env whose observations, rebuilt so, are
+not of the shape the agent acts on (an algorithm whose ``makeEnv`` wraps the env).
 
 environments must not import rl_baselines at module level (the dependency direction is
 replay -> rl_baselines -> srl_models -> environments): the generator imports this module lazily, only when
@@ -39,7 +40,7 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder, recordedAlgorithmKeywords, recordedPhysicsKeywords
+from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, envKwargsFromArgs, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
@@ -102,6 +103,18 @@ def recordedSRLModelFolder(run_dir: str, srl_model: str, moved_to: str | None = 
         raise ValueError(f"{record_path}: {error}") from None
 
 
+def algorithmKeywords(algo_class: type, flag_keywords: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param algo_class: a registered algorithm class (either plugin API version: ``envKeywords`` takes a dict in both)
+    :param flag_keywords: the env keywords a run's flags give (rl_baselines.envs.factory.envKwargsFromArgs)
+    :return: ``{keyword: value}`` for each keyword the class's ``envKeywords`` (her's ``goal_conditioned``, a
+        plugin's ``relative_pos``...) builds its env with that ``flag_keywords`` lack or give another value
+    """
+    built = algo_class.envKeywords(dict(flag_keywords))
+    missing = object()
+    return {keyword: value for keyword, value in built.items() if flag_keywords.get(keyword, missing) != value}
+
+
 def agentObservationSpace(agent: Any) -> Any:
     """
     :param agent: a loaded BaseRLObject
@@ -140,10 +153,11 @@ class RunPolicy:
         self.renderer: str | None = self.args.renderer  # what drew the images it learned from (runs name it)
         # the physics version it was trained under, when not the env's current one ({"physics": "reference"})
         self.physics_keywords = recordedPhysicsKeywords(run_dir, self.env_id) if self.env_id in registered_env else {}
-        # the keywords its algorithm built the env with beyond its flags (envKeywords: her's goal_conditioned, a
-        # plugin's relative_pos...), from env_globals.json
-        self.env_keywords: dict[str, Any] = (recordedAlgorithmKeywords(run_dir, envKwargsFromArgs(self.args))
-                                             if self.env_id in registered_env else {})
+        # the keywords its algorithm builds the env with beyond its flags (envKeywords: her's goal_conditioned, a
+        # plugin's relative_pos...); {} for an algorithm not installed (load refuses it)
+        algo_class = registered_rl[self.args.algo][0] if self.args.algo in registered_rl else None
+        self.env_keywords: dict[str, Any] = (algorithmKeywords(algo_class, envKwargsFromArgs(self.args))
+                                             if algo_class is not None and self.env_id in registered_env else {})
         # a second camera (--fpv, --multi-view, or the algorithm's keyword) stacks its image on the channels of the
         # one the agent sees
         views = (self.args.fpv, self.args.multi_view, self.env_keywords.get("fpv"), self.env_keywords.get("multi_view"))
