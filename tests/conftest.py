@@ -1,6 +1,6 @@
 """Shared helpers: run the project's commands as a user would (a ``python -m`` process, forked from this test
 process's warm interpreter, tests/warm_python.py, unless SRL_TESTS_NO_WARM=1), snapshot folders, check a parser
-generated from a settings dataclass."""
+generated from a settings dataclass, read a dataset's arrays."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import torch
 from warm_python import NO_WARM_VARIABLE, WarmInterpreter
@@ -212,3 +213,12 @@ def trainedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
     log_dir = tmp_path_factory.mktemp("shared_run")
     return trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                      "--num-timesteps", "1536", "--min-episodes-save", "1", "--log-dir", log_dir, "--seed", "3")
+
+
+def loadArrays(folder: str) -> dict[str, np.ndarray]:
+    """:return: every array of a dataset folder's preprocessed_data.npz and ground_truth.npz, by key"""
+    arrays = {}
+    for file_name in ("preprocessed_data.npz", "ground_truth.npz"):
+        with np.load(os.path.join(folder, file_name), allow_pickle=False) as data:
+            arrays.update({key: data[key] for key in data.files})
+    return arrays

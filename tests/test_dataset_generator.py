@@ -18,7 +18,7 @@ from typing import Any
 import cv2
 import numpy as np
 import pytest
-from conftest import REPO, assertParserFromSettings, runModule, snapshot, trainHere
+from conftest import REPO, assertParserFromSettings, loadArrays, runModule, snapshot, trainHere
 from filelock import FileLock
 
 from environments import dataset_generator, getEnvClass
@@ -53,14 +53,6 @@ def generate(save_path, *args: str, name: str = NAME, check: bool = True) -> sub
 def readJson(path) -> dict:
     with open(path, encoding="utf-8") as handle:
         return json.load(handle)
-
-
-def loadArrays(folder) -> dict[str, np.ndarray]:
-    arrays = {}
-    for file_name in ("preprocessed_data.npz", "ground_truth.npz"):
-        with np.load(os.path.join(folder, file_name), allow_pickle=False) as data:
-            arrays.update({key: data[key] for key in data.files})
-    return arrays
 
 
 def fileContents(folder) -> dict[str, bytes]:

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import gymnasium as gym
 import numpy as np
 import pytest
-from conftest import trainHere
+from conftest import loadArrays, trainHere
 from stable_baselines3.common.vec_env import VecFrameStack
 
 from environments import dataset_generator, getEnvClass
@@ -36,14 +36,6 @@ def readJson(path) -> dict:
 def writeJson(path, data: dict) -> None:
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(data, handle)
-
-
-def loadArrays(folder) -> dict[str, np.ndarray]:
-    arrays = {}
-    for file_name in ("preprocessed_data.npz", "ground_truth.npz"):
-        with np.load(os.path.join(folder, file_name), allow_pickle=False) as data:
-            arrays.update({key: data[key] for key in data.files})
-    return arrays
 
 
 # --- agents of algorithms that build their env otherwise (envKeywords, makeEnv) ------------------------------------
