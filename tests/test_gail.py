@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import REPO, interruptThenResume, runModule, snapshot, trainArgs, trainHere, trainSettings
+from conftest import REPO, interruptedRun, interruptThenResume, runModule, snapshot, trainArgs, trainHere, trainSettings
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 from test_determinism import monitorRows
@@ -369,3 +369,29 @@ def test_hyperparam_file_key_of_another_learner_is_refused_before_anything_is_wr
     message = _refusedBeforeWriting(tmp_path, *GT, "--algo", "gail", "--gail-dataset", EXPERT,
                                     "--hyperparam-file", hyperparam_file)
     assert message.startswith("cg_damping") and "--gail-learner ppo2" in message, message
+
+
+def _argsJson(run_dir: str) -> dict:
+    with open(os.path.join(run_dir, "args.json"), encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def test_args_json_names_the_learner_and_an_older_null_still_resumes(tmp_path, monkeypatch):
+    """args.json records the learner trained (it used to store null without --gail-learner), the one a
+    --hyperparam-file names too; a run whose args.json has the older null resumes with the default learner."""
+    short = [*GT, "--algo", "gail", "--gail-dataset", EXPERT, "--num-timesteps", "128", "--hyperparam", "n_steps:64"]
+    run_dir = trainHere(*short, "--log-dir", tmp_path / "default")
+    assert _argsJson(run_dir)["gail_learner"] == "ppo2" == _hyperparams(run_dir)["gail_learner"]
+    hyperparam_file = tmp_path / "hp.yaml"
+    hyperparam_file.write_text("gail_learner: a2c\n", encoding="utf-8")
+    from_file = trainHere(*short, "--hyperparam-file", hyperparam_file, "--log-dir", tmp_path / "file")
+    assert _argsJson(from_file)["gail_learner"] == "a2c"
+    older = interruptedRun(monkeypatch, str(tmp_path / "older"), [*short[:-3], "256", "--hyperparam", "n_steps:64",
+                                                                   "--checkpoint-freq", "128"], 200)
+    args = _argsJson(older)
+    args["gail_learner"] = None
+    with open(os.path.join(older, "args.json"), "w", encoding="utf-8") as handle:
+        json.dump(args, handle)
+    assert train.main(["--resume", older, "--no-vis", "--no-progress"]) == 0
+    assert GAILModel.load(os.path.join(older, "gail_model.zip")).gail_learner == "ppo2"
+    assert _argsJson(older)["gail_learner"] is None  # (args.json is not rewritten by a resume)

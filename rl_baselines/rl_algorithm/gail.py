@@ -60,6 +60,7 @@ from rl_baselines.rl_algorithm.sb3_base import (
     sb3Callback,
 )
 from rl_baselines.rl_algorithm.trpo import TRPOModel
+from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
 
@@ -187,7 +188,32 @@ class GAILModel(StableBaselinesRLObject):
         learner.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS),
                              default=DEFAULT_FEATURES_EXTRACTOR,
                              help=f"image features extractor of the pixel policy [{DEFAULT_FEATURES_EXTRACTOR}]")
+        # args.json records the learner the run trains, not null: resolved right after parsing (as her's
+        # --her-algo). A resumed run's arguments are read without it: an older args.json's null still resolves.
+        parse_args = parser.parse_args
+
+        def parseAndResolve(args: Any = None, namespace: Any = None) -> Any:
+            parsed = parse_args(args, namespace)
+            if getattr(parsed, "gail_learner", None) is None:
+                parsed.gail_learner = cls.parsedLearner(parsed)
+            return parsed
+
+        parser.parse_args = parseAndResolve
         return parser
+
+    @classmethod
+    def parsedLearner(cls, parsed: argparse.Namespace) -> str | None:
+        """
+        :param parsed: the train command's parsed arguments, ``--gail-learner`` not given
+        :return: the learner :meth:`learnerName` finds with ``--hyperparam-file``/``--hyperparam`` read, None when
+            they cannot be read (validation then refuses them in one line)
+        """
+        try:
+            strings = hyperparamStrings(argparse.Namespace(**{**vars(parsed), "extra": vars(parsed)}))
+            given = {LEARNER_KEY: cls.parserHyperParam(strings)[LEARNER_KEY]} if LEARNER_KEY in strings else {}
+        except (UsageError, ValueError):
+            return None
+        return cls.learnerName(argparse.Namespace(**{**vars(parsed), "hyperparams": given}))
 
     @classmethod
     def learnerName(cls, settings: Any) -> str:

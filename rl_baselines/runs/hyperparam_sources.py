@@ -10,12 +10,14 @@ Invariant: reading is pure (nothing written), and every bad file is a :class:`Us
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
+
+if TYPE_CHECKING:  # (an annotation only: gail, which train_config's registry loads, reads files with it)
+    from rl_baselines.runs.train_config import TrainConfig
 
 # rl_zoo3's hyperparameter-file keys that are settings of the run here, not hyperparameters: what to give instead
 ZOO_KEYS = {
