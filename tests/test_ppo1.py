@@ -2,10 +2,15 @@
 it learns CartPole with two workers, its model file round-trips, and its flags are checked."""
 from __future__ import annotations
 
+import glob
+import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import gymnasium as gym
 import numpy as np
@@ -223,3 +228,37 @@ def test_dist_url_spellings_torch_documents_are_accepted(tmp_path, url, monkeypa
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", "29500")
     assert distUrlRefusal("env://") is None
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_to_the_process_group_stops_with_a_checkpoint(tmp_path, signum):
+    """SIGINT (a terminal's Ctrl-C) or SIGTERM to the whole process group of a run with 2 workers of 2 envs each:
+    rank 0 stops every rank, with a checkpoint at the step count it prints, exit 130 or 143, no traceback (the worker
+    and the env subprocesses used to die of it: two tracebacks, gloo's "Connection closed by peer", exit 1; and the
+    printed count, the workers' whole rollouts included, was not the checkpoint's)."""
+    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
+               "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "20000", "--num-workers", "2",
+               "--num-cpu", "2", "--timesteps-per-actorbatch", "100", "--checkpoint-freq", "400", "--seed", "7",
+               "--log-dir", str(tmp_path)]
+    # its own process group (start_new_session), which the signal is sent to
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               start_new_session=True)
+    try:
+        pattern = os.path.join(glob.escape(str(tmp_path)), "*", "*", "*", "*", "checkpoints", "*_steps")
+        while not glob.glob(pattern) and process.poll() is None:
+            time.sleep(0.2)
+        assert process.poll() is None, process.communicate()
+        os.killpg(process.pid, signum)
+        out, err = process.communicate(timeout=180)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 128 + signum, err
+    assert "Traceback" not in err and "Error" not in err, err
+    (stopped,) = re.findall(r"^Stopped: (\d+) steps", out, re.MULTILINE)
+    (checkpoint,) = re.findall(r"^Checkpoint: (\S+);", out, re.MULTILINE)
+    assert os.path.basename(checkpoint) == f"{stopped}_steps", out
+    with open(os.path.join(checkpoint, "manifest.json"), encoding="utf-8") as handle:
+        assert json.load(handle)["stopped_by"] == signal.Signals(signum).name
+    assert PPO1Model.load(os.path.join(checkpoint, "ppo1_model.pt")).num_timesteps == int(stopped)

@@ -4,7 +4,8 @@
 - :class:`EpisodeStartRNG`: remembers how the current episode started, so that a resumed run restarts each env's
   episode in progress from the same start (the training state records it);
 - :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes;
-- :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C to the training process, which checkpoints.
+- :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C and SIGTERM to the training process, which
+  checkpoints.
 """
 from __future__ import annotations
 
@@ -81,11 +82,13 @@ class EpisodeStartRNG(gym.Wrapper):
 
 def ignoreInterruptInWorker() -> None:
     """
-    In an env worker process (SubprocVecEnv), ignore SIGINT: Ctrl-C reaches the whole process group, and the
-    training process needs its workers alive to save a checkpoint before it exits.
+    In an env worker process (SubprocVecEnv), ignore SIGINT and SIGTERM: Ctrl-C (or ``kill -TERM -- -PGID``, a
+    batch system's stop) reaches the whole process group, and the training process needs its workers alive to save
+    a checkpoint before it exits. A worker still ends with the training process: its pipe closes.
     """
     if multiprocessing.parent_process() is not None:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, signal.SIG_IGN)
 
 
 # --- buffers -----------------------------------------------------------------------------------------------------

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import sys
 import urllib.parse
@@ -204,16 +205,31 @@ def _keepGoing(_locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
 
 def _workerEntry(model_class: type, rank: int, settings: RunSettings, total_timesteps: int,
                  hyperparams: dict[str, Any]) -> None:
-    """Spawned worker process: build its env, join the group and train as rank ``rank`` (no files, no callback)."""
-    torch.set_num_threads(1)
-    settings = settings.replace(rank=rank)
-    env = model_class.makeTrainingEnv(settings)
-    model_class().train(env, total_timesteps, hyperparams, _keepGoing, None, settings, None)
+    """
+    Spawned worker process: build its env, join the group and train as rank ``rank`` (no callback; its monitor
+    files only). It ignores SIGINT and SIGTERM (a terminal's Ctrl-C, or ``kill -- -PGID``, reaches the whole process
+    group; so do its env subprocesses, which inherit this): rank 0 alone handles them, checkpoints, and stops every
+    rank at the end of the rollout through the all-reduce of its stop flag. A worker that fails anyway (rank 0
+    gone, say) says so in one line on stderr and exits 1, without a traceback.
+    """
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    code = 0
+    try:
+        torch.set_num_threads(1)
+        settings = settings.replace(rank=rank)
+        env = model_class.makeTrainingEnv(settings)
+        model_class().train(env, total_timesteps, hyperparams, _keepGoing, None, settings, None)
+    except BaseException as error:  # one line, not a traceback: rank 0 reports the run's failure
+        lines = str(error).strip().splitlines()
+        print(f"ppo1 worker rank {rank} failed: {type(error).__name__}{': ' + lines[-1] if lines else ''}",
+              file=sys.stderr)
+        code = 1
     # Skip the interpreter's teardown: a thread left by gloo sometimes aborts it ("terminate called without an
     # active exception"), which would turn a finished worker into a failed one.
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(0)
+    os._exit(code)
 
 
 class PPO1Model(TorchActorCritic):
@@ -364,6 +380,11 @@ class PPO1Model(TorchActorCritic):
             dist.barrier()  # every rank is done with its collectives
             if rank > 0:
                 dist.destroy_process_group()
+        except BaseException:
+            # Rank 0 failed or was stopped at once (a second Ctrl-C): its workers would wait in a collective.
+            for process in processes:
+                process.kill()
+            raise
         finally:
             # Rank 0 hosts the rendezvous store: its workers leave the group before it closes, else they can abort.
             for process in processes:
@@ -451,10 +472,15 @@ class PPO1Model(TorchActorCritic):
                     stop = True
                     break
             # The true global step count and whether rank 0 wants to stop, agreed by all ranks.
-            agreed = allReduceSum(torch.tensor([float(steps_taken), float(stop)], dtype=torch.float64))
-            self.num_timesteps = rollout_start + int(agreed[0])
+            agreed = allReduceSum(torch.tensor([float(steps_taken), float(stop), float(steps_taken * stop)],
+                                               dtype=torch.float64))
             if agreed[1] > 0:
+                # Stopped mid-rollout by rank 0 (its callback checkpointed at the count above, where the other
+                # ranks went on to the rollout's end): the run's count stays the checkpoint's, each rank counted
+                # with the steps rank 0 took; the partial rollout is thrown away, as with one worker.
+                self.num_timesteps = rollout_start + int(agreed[2] / agreed[1]) * self.world_size
                 break
+            self.num_timesteps = rollout_start + int(agreed[0])
             advantages = gae(batch_rewards, batch_values, batch_dones, self._values(obs), gamma, lam)
             batch = {
                 "obs": self.toTensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
