@@ -2,6 +2,7 @@
 it learns CartPole with two workers, its model file round-trips, and its flags are checked."""
 from __future__ import annotations
 
+import csv
 import glob
 import json
 import os
@@ -18,10 +19,11 @@ import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
-from conftest import REPO, runFolder, runModule, runTrain, trainArgs
+from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainArgs
 
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, distUrlRefusal, freeDistUrl, ppoUpdate
 from rl_baselines.runs import train
+from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -155,7 +157,7 @@ def test_train_command_two_workers_and_continue(tmp_path):
     run_dir = runFolder(runTrain(*common, "--num-timesteps", "640", "--num-workers", "2"))
     model_path = os.path.join(run_dir, "ppo1_model.pt")
     assert PPO1Model.load(model_path).num_timesteps == 640  # both workers' steps: 10 rollouts of 2 x 32
-    assert len(os.listdir(os.path.join(run_dir, "monitor"))) == 1  # only rank 0 writes monitor files
+    assert sorted(os.listdir(os.path.join(run_dir, "monitor"))) == ["0.monitor.csv", "1.monitor.csv"]  # a rank each
     second = runFolder(runTrain(*common, "--num-timesteps", "128", "--load-rl-model-path", model_path))
     assert PPO1Model.load(os.path.join(second, "ppo1_model.pt")).num_timesteps == 640 + 128
 
@@ -262,3 +264,22 @@ def test_signal_to_the_process_group_stops_with_a_checkpoint(tmp_path, signum):
     with open(os.path.join(checkpoint, "manifest.json"), encoding="utf-8") as handle:
         assert json.load(handle)["stopped_by"] == signal.Signals(signum).name
     assert PPO1Model.load(os.path.join(checkpoint, "ppo1_model.pt")).num_timesteps == int(stopped)
+
+
+def test_every_worker_writes_monitor_files_that_add_up_to_the_step_count(tmp_path, monkeypatch):
+    """Each worker's episodes are in the run's monitor folder (only rank 0's were: half the steps with 2 workers), so
+    that the episode lengths add up to the step count, also after a resume from a checkpoint between episodes (the
+    files are cut back to the checkpoint and continued). MobileRobot episodes last 250 steps, one per rollout."""
+    run_args = ["--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "3",
+                "--num-timesteps", "1000", "--num-workers", "2", "--timesteps-per-actorbatch", "250",
+                "--checkpoint-freq", "500"]
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), run_args, 700)  # resumed from 500
+    monitor = os.path.join(run_dir, "monitor")
+    assert sorted(os.listdir(monitor)) == ["0.monitor.csv", "1.monitor.csv"]
+    episodes = loadEpisodes(monitor)
+    assert episodes["lengths"].tolist() == [250] * 4
+    assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 1000
+    with open(os.path.join(monitor, "1.monitor.csv"), encoding="utf-8") as handle:  # the worker's, continued
+        handle.readline()
+        times = [float(row["t"]) for row in csv.DictReader(handle)]
+    assert len(times) == 2 and times[1] > times[0]

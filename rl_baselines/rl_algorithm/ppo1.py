@@ -2,13 +2,18 @@
 their own rollouts and average their gradients -- the old toolbox's MPI PPO, here on ``torch.distributed``.
 
 Layout of a run with ``--num-workers K``: rank 0 is the train command's own process (it alone writes the run folder,
-monitor files, progress.csv and models, and calls the callback); it spawns K-1 worker processes on this machine that
+progress.csv and models, and calls the callback); it spawns K-1 worker processes on this machine that
 join a gloo process group (``--dist-url``, default ``tcp://127.0.0.1:<free port>``). Processes on other machines join
 the same group with ``--rank R --world-size K --dist-url tcp://HOST:PORT`` (a process given ``--rank`` > 0 only works
 as a worker, spawns nothing and writes nothing: :meth:`PPO1Model.workerRole` tells the train command, which then makes
 no run folder). Every rank builds its own env with the class's ``makeEnv`` and seed ``seed + 1000 * rank`` (modulo
 2**32). The flags are checked together (:func:`distributedRefusal`) by the train command's validation, before anything
 is written.
+
+Invariants: every rank's monitor files are in the run's monitor folder (rank 0's envs write theirs; a spawned worker's
+are written between updates, :class:`RankMonitorFiles`), so their episode lengths add up to the step count; rank 0
+alone handles SIGINT and SIGTERM (workers ignore them) and stops every rank through the all-reduce that ends each
+rollout, the step count it then keeps being the one its checkpoint recorded.
 
 One iteration, on every rank:
 
@@ -32,10 +37,12 @@ statistics are the ones saved.
 from __future__ import annotations
 
 import argparse
+import csv
 import os
 import signal
 import socket
 import sys
+import time
 import urllib.parse
 from typing import Any, ClassVar
 
@@ -44,6 +51,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from stable_baselines3.common.monitor import ResultsWriter
 from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
@@ -51,6 +59,7 @@ from rl_baselines.core.base import TrainCallback, notifyCleanPoint
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.core.plugin_v1 import asRunSettings
+from rl_baselines.core.run_folder import MONITOR_SUFFIX
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
@@ -198,6 +207,61 @@ def distributedRefusal(rank: int, num_workers: int, world_size: int | None, dist
     return None
 
 
+class RankMonitorFiles:
+    """
+    A worker's monitor files in the run's monitor folder, ``<rank * n_envs + i>.monitor.csv`` for its env i (rank 0's
+    envs write ``0 .. n_envs-1`` themselves), in SB3's Monitor format; an existing file (a resumed run, cut back to
+    its checkpoint) is continued, its wall time ``t`` going on from its last row's, as ``openMonitor`` does.
+
+    The episodes a rollout ended are written after its update (:meth:`write`), before the barrier rank 0 passes to
+    its clean point, never while rank 0 steps: rank 0's training callbacks, which read every monitor file during its
+    rollouts, and its checkpoints, which record the files' sizes, see the same rows on every run of a seed.
+
+    :param monitor_dir: the run's monitor folder
+    :param rank: the worker's rank
+    :param n_envs: its envs (every rank has as many)
+    :param env_id: the env, named in the header
+    """
+
+    def __init__(self, monitor_dir: str, rank: int, n_envs: int, env_id: str) -> None:
+        self.writers: list[ResultsWriter] = []
+        self.starts: list[float] = []
+        for index in range(rank * n_envs, (rank + 1) * n_envs):
+            path = os.path.join(monitor_dir, f"{index}{MONITOR_SUFFIX}")
+            last_t = None
+            if os.path.isfile(path):
+                with open(path, encoding="utf-8", newline="") as handle:
+                    handle.readline()  # the #{json} header
+                    rows = list(csv.DictReader(handle))
+                last_t = float(rows[-1]["t"]) if rows else 0.0
+            start = time.time() - (last_t or 0.0)
+            self.writers.append(ResultsWriter(path, header={"t_start": start, "env_id": env_id},
+                                              extra_keys=("is_success",), override_existing=last_t is None))
+            self.starts.append(start)
+        self.pending: list[tuple[int, float, int, float, Any]] = []
+
+    def add(self, env_index: int, info: dict[str, Any]) -> None:
+        """:param env_index: the env that ended an episode; :param info: its step's info (``episode`` set)"""
+        episode = info["episode"]
+        self.pending.append((env_index, float(episode["r"]), int(episode["l"]), time.time(), info.get("is_success")))
+
+    def write(self) -> None:
+        """Append the episodes added since the last call (each file is flushed)."""
+        for env_index, reward, length, ended, success in self.pending:
+            self.writers[env_index].write_row({"r": round(reward, 6), "l": length,
+                                               "t": round(ended - self.starts[env_index], 6),
+                                               "is_success": "" if success is None else success})
+        self.pending.clear()
+
+    def discard(self) -> None:
+        """Forget the episodes added since the last :meth:`write` (a stopped run's partial rollout)."""
+        self.pending.clear()
+
+    def close(self) -> None:
+        for writer in self.writers:
+            writer.close()
+
+
 def _keepGoing(_locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
     """A worker's training callback: it records nothing and never stops the run (rank 0 decides)."""
     return True
@@ -263,6 +327,7 @@ class PPO1Model(TorchActorCritic):
         self.rank = 0
         self.world_size = 1
         self.updates = 0  # the run's updates so far (they seed the minibatch shuffling)
+        self.rank_monitor: RankMonitorFiles | None = None  # a worker's monitor files (rank 0's envs write theirs)
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -299,8 +364,9 @@ class PPO1Model(TorchActorCritic):
         """
         :param settings: the run's settings
         :return: those of this process's rank (``--rank``): rank 0's as they are; a worker's with seed
-            ``seed + 1000 * rank`` and no run folder, monitor files, model to continue or checkpoint (rank 0 owns
-            them, and gives the workers its model)
+            ``seed + 1000 * rank`` and no run folder, monitor folder for its envs, model to continue or checkpoint
+            (rank 0 owns them, and gives the workers its model; a worker rank 0 spawned writes its monitor files
+            itself: :class:`RankMonitorFiles`)
         """
         settings = asRunSettings(settings)  # (a caller written for API version 1 passes a Namespace)
         rank = int(settings.option("rank", 0))
@@ -368,8 +434,11 @@ class PPO1Model(TorchActorCritic):
                 process.start()
                 processes.append(process)
         else:
-            # A worker writes nothing and reports nothing: rank 0 owns the run folder and the model (its env was
-            # built by makeTrainingEnv for this rank).
+            # A worker writes only its monitor files (one rank 0 spawned: it has the run's monitor folder) and
+            # reports nothing: rank 0 owns the run folder and the model (its env was built by makeTrainingEnv for
+            # this rank, without monitor files: RankMonitorFiles writes them between updates).
+            if settings.monitor_dir is not None:
+                self.rank_monitor = RankMonitorFiles(settings.monitor_dir, rank, env.num_envs, settings.env)
             settings = self.workerSettings(settings)
             checkpoint = None  # a resumed run's state is rank 0's: workers get its model from it
             callback, logger = _keepGoing, None
@@ -394,6 +463,8 @@ class PPO1Model(TorchActorCritic):
                     process.join()
             if dist.is_initialized():
                 dist.destroy_process_group()
+            if self.rank_monitor is not None:
+                self.rank_monitor.close()
         failed = [process.exitcode for process in processes if process.exitcode != 0]
         if failed:
             raise RuntimeError(f"ppo1: {len(failed)} worker process(es) failed (exit codes {failed})")
@@ -464,6 +535,8 @@ class PPO1Model(TorchActorCritic):
                     if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
                         # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
                         rewards[index] += gamma * float(self._values(info["terminal_observation"][None])[0])
+                    if self.rank_monitor is not None and "episode" in info:
+                        self.rank_monitor.add(int(index), info)
                 batch_actions[step], batch_rewards[step], batch_dones[step] = actions, rewards, dones
                 steps_taken += n_envs
                 # Every rank steps in lock-step with the same number of envs: the global count so far.
@@ -475,6 +548,8 @@ class PPO1Model(TorchActorCritic):
             agreed = allReduceSum(torch.tensor([float(steps_taken), float(stop), float(steps_taken * stop)],
                                                dtype=torch.float64))
             if agreed[1] > 0:
+                if self.rank_monitor is not None:
+                    self.rank_monitor.discard()  # (its steps are not counted either)
                 # Stopped mid-rollout by rank 0 (its callback checkpointed at the count above, where the other
                 # ranks went on to the rollout's end): the run's count stays the checkpoint's, each rank counted
                 # with the steps rank 0 took; the partial rollout is thrown away, as with one worker.
@@ -492,5 +567,9 @@ class PPO1Model(TorchActorCritic):
             self.updates += 1  # (restored by a resumed run: its shuffling goes on as the uninterrupted run's)
             stats = ppoUpdate(self.policy, self.optimizer, batch, hp, learning_rate,
                               seed=self.rank * 100_003 + self.updates)
+            if distributed:
+                if self.rank_monitor is not None:
+                    self.rank_monitor.write()
+                dist.barrier()  # rank 0 goes on (reads monitor files, checkpoints) once every rank wrote its rows
             self.logStats(stats)
             notifyCleanPoint(callback, self.num_timesteps)  # between updates: an exact checkpoint (rank 0)
