@@ -653,3 +653,34 @@ def test_per_algorithm_flags(tmp_path) -> None:
     with pytest.raises(UsageError, match="'sac' is not an algorithm of this command"):
         pipeline.main(["--algo", "ppo2", "--log-dir", str(log_dir), "--algo-args", "sac:--gamma=0.9"])
     assert not log_dir.exists()
+
+
+def test_train_flags_cannot_override_what_the_grid_sets(tmp_path) -> None:
+    """A train flag among a run's flags came after the cell's own --algo/--env/--srl-model/--seed/--log-dir in its
+    command, and train keeps the last: ``--algo-args "ppo2:--seed 7"`` trained identical seed-7 runs recorded as seed0
+    and seed1. Every spelling train accepts is refused, in --algo-args and among the flags passed on to train."""
+    grid = (["ppo2", "a2c"], ENVS, ["ground_truth"])
+    for flags, named, own in ((["--seed", "7"], "--seed", "--seed and --num-iteration"),
+                              (["--seed=7"], "--seed", "--seed and --num-iteration"),
+                              (["--se", "7"], r"--se \(--seed\)", "--seed and --num-iteration"),
+                              (["--env", ENVS[1]], "--env", "--env"), (["--algo", "a2c"], "--algo", "--algo"),
+                              (["--alg=a2c"], r"--alg \(--algo\)", "--algo"),
+                              (["--srl-model", "raw_pixels"], "--srl-model", "--srl-model"),
+                              (["--log-dir", str(tmp_path)], "--log-dir", "--log-dir"),
+                              (["--log", str(tmp_path)], r"--log \(--log-dir\)", "--log-dir")):
+        message = rf"\({named} cannot be a train flag .*: the sweep sets it for each run; use the pipeline's own {own}\)"
+        with pytest.raises(UsageError, match=r"ppo2 x \* x \* " + message):
+            checkGrid(*grid, ["--num-timesteps", "300"], algo_args={"ppo2": flags})
+        with pytest.raises(UsageError, match=r"\* x \* x \* " + message):  # passed on to every run
+            checkGrid(*grid, ["--num-timesteps", "300", *flags])
+    checkGrid(*grid, ["--num-timesteps", "300"], algo_args={"ppo2": ["--n-steps", "64"]})  # other flags pass
+
+    # As a command: one line, exit code 2, nothing written
+    log_dir = tmp_path / "logs"
+    base = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--no-vis", "--num-timesteps", "200",
+            "--num-iteration", "2", "--log-dir", log_dir]
+    for extra in (["--algo-args", "ppo2:--seed 7"], ["--se", "7"]):
+        result = runModule("rl_baselines.pipeline", *base, *extra)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert "cannot be a train flag" in result.stderr and "--seed and --num-iteration" in result.stderr
+        assert not log_dir.exists()

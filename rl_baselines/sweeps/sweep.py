@@ -74,6 +74,12 @@ PATH_SETTINGS = frozenset({"srl_model_path", "srl_config_file", "hyperparam_file
 RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its run id)",
                         "run_folder": "--run-folder (the sweep creates each run folder)",
                         "resume": "--resume (a sweep run again resumes its unfinished runs itself)"}
+# Train settings the sweep's grid gives each run (train keeps the last of a flag given twice, so one among the train
+# flags would override the cell's own): the pipeline flag that sets them.
+GRID_TRAIN_FLAGS = {"algo": ("--algo", "--algo"), "env": ("--env", "--env"),
+                    "srl_model": ("--srl-model", "--srl-model"), "seed": ("--seed", "--seed and --num-iteration"),
+                    "log_dir": ("--log-dir", "--log-dir")}
+_NOT_GIVEN = object()
 # What rl_baselines.runs.resume.runStatus says of a folder that ``train --resume`` continues in place.
 RESUMABLE = ("resume", "restart", "finished")
 
@@ -350,6 +356,26 @@ def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[s
             for algo, env, srl_model in itertools.product(unique(algos), unique(envs), unique(srl_models))]
 
 
+def gridFlagProblem(algo: str, train_args: Sequence[str]) -> str | None:
+    """
+    :param algo: a registered algorithm
+    :param train_args: the train flags of its runs (shared and ``--algo-args``)
+    :return: why they cannot be passed when they set what the grid sets (:data:`GRID_TRAIN_FLAGS`), in any spelling
+        train accepts (``--seed=7``, an abbreviation such as ``--se 7``), or None
+    :raises UsageError: flags train cannot parse
+    """
+    given, _ = trainParser(algo).parse_known_args(
+        list(train_args), argparse.Namespace(**{dest: _NOT_GIVEN for dest in GRID_TRAIN_FLAGS}))
+    for dest, (flag, own) in GRID_TRAIN_FLAGS.items():
+        if getattr(given, dest) is not _NOT_GIVEN:
+            spelled = next((word.split("=", 1)[0] for word in train_args
+                            if len(word.split("=", 1)[0]) > 2 and flag.startswith(word.split("=", 1)[0])), flag)
+            name = flag if spelled == flag else f"{spelled} ({flag})"
+            return (f"{name} cannot be a train flag (in --algo-args or passed on to train): the sweep sets it for "
+                    f"each run; use the pipeline's own {own}")
+    return None
+
+
 def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequence[str], registered_rl: dict
                         ) -> str | None:
     """:return: why train would refuse this combination (its one-line message), or None"""
@@ -357,6 +383,9 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
     if algo not in registered_rl:
         return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
     try:
+        problem = gridFlagProblem(algo, train_args)
+        if problem is not None:
+            return problem
         args = parseTrainArgs(algo, env, srl_model, 0, train_args)
         for key, flag in RESERVED_TRAIN_FLAGS.items():
             if args[key] is not None:
