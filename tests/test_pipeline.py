@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -496,6 +497,51 @@ def test_the_bar_does_not_count_the_runs_a_ctrl_c_stopped(tmp_path, capsys) -> N
     bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
     assert not any("2/2 runs" in line for line in bar), bar
     assert any("0/2 runs" in line for line in bar), bar
+
+
+class _OneAtATimeExecutor:
+    """Two workers; each wait ends the oldest run in flight, the second one failed."""
+
+    name, workers = "local", 2
+
+    def __init__(self) -> None:
+        self.running: list = []
+        self.ended = 0
+
+    def hasSlot(self) -> bool:
+        return len(self.running) < self.workers
+
+    def submit(self, spec) -> None:
+        self.running.append(spec)
+
+    def wait(self, timeout: float) -> list:
+        spec = self.running.pop(0)
+        self.ended += 1
+        return [sweep_runs.RunResult(spec.run_id, "failed" if self.ended == 2 else "done", 0, "folder", "log", 1.0)]
+
+    def shutdown(self, interrupted: bool = False) -> list:
+        return []
+
+
+def test_the_bar_count_and_its_status_agree(tmp_path, capsys) -> None:
+    """The bar moved before its status was set (``1/8 runs [..., done 0, running 2, failed 0]``), and its ``done``
+    counted the runs done before while its total did not: now it counts the runs of this invocation, done + failed."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2, 3], [], str(tmp_path), cwd=REPO)
+    records: dict = {specs[0].run_id: {"state": "skipped"}}  # done by an earlier invocation
+    failed, interrupted = pipeline._runAll(_OneAtATimeExecutor(), pipeline.RunClaims(specs), specs[1:], specs,
+                                           records, None, False, lambda: None)
+    assert not interrupted and len(failed) == 1
+    shown = [tuple(map(int, found.groups())) for line in capsys.readouterr().err.replace("\r", "\n").splitlines()
+             if (found := re.search(r"(\d+)/(\d+) runs .*done (\d+), running (\d+), failed (\d+)", line))]
+    assert shown and all(total == 3 and count == done + failed_ for count, total, done, _, failed_ in shown), shown
+    assert shown[-1] == (3, 3, 2, 0, 1), shown
+
+
+def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeypatch) -> None:
+    monkeypatch.setattr(pipeline, "_runAll", lambda *args: ([], False))
+    pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
+                   "--workers", "2", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--num-timesteps", "200"])
+    assert "1 to run on 1 local worker(s)" in capsys.readouterr().out
 
 
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:

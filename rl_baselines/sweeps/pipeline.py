@@ -174,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); "
           f"{len(specs) - len(to_run)} already done, {len(to_run)} to run"
           + (f" ({resumed} continued where they stopped)" if resumed else "")
-          + (f" on {executor.workers} {executor.name} worker(s)" if executor else ""), flush=True)
+          + (f" on {min(executor.workers, len(to_run))} {executor.name} worker(s)" if executor else ""), flush=True)
     if executor is not None and executor.name == "ray":
         print(f"Ray cluster: {executor.cluster}", flush=True)
     print(f"State: {state_path}", flush=True)
@@ -211,7 +211,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             ) -> tuple[list[RunResult], bool]:
     """
     Feed the executor with the runs this pipeline claims, wait for those another pipeline holds, follow the runs with
-    one progress bar, record every result.
+    one progress bar, record every result. The bar counts the runs of ``to_run`` that ended (done + failed of its
+    status; not those a Ctrl-C stopped), its status set before the count moves so that the two always agree.
 
     :return: (failed results, whether the sweep was interrupted)
     """
@@ -223,7 +224,10 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     failed: list[RunResult] = []
     finished_now: list[RunSpec] = []
     ended: list[RunResult] = []
-    bar = tqdm(total=len(to_run), desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True,
+    counted = collections.Counter()  # the runs the bar counts, by state
+    # every update drawn (a run ending is rare), with the status set just before it
+    bar = tqdm(total=len(to_run), desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True, mininterval=0,
+               miniters=1,
                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
                           "{postfix}]")
 
@@ -239,6 +243,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         finished_now.append(spec)
         ended.append(result)
         if advance:
+            counted["failed" if result.state == "failed" else "done"] += 1
+            showStatus(refresh=False)
             bar.update(1)
         by = " by another pipeline" if elsewhere is not None else ""
         if result.state == "failed":
@@ -255,7 +261,19 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
                elsewhere=outcome)
 
     interactive = not no_progress and sys.stderr.isatty()
-    shown_postfix, last_refresh = "", time.monotonic()
+    shown = {"postfix": "", "at": time.monotonic()}
+
+    def showStatus(refresh: bool = True) -> None:
+        """Set the bar's status (``refresh=False``: shown with the next update); the clock and the ETA move on."""
+        postfix = f"done {counted['done']}, running {len(executor.running)}, failed {counted['failed']}" + (
+            f", held elsewhere {len(waiting)}" if waiting else "")
+        if postfix != shown["postfix"]:
+            bar.set_postfix_str(postfix, refresh=refresh)
+            shown.update(postfix=postfix, at=time.monotonic())
+        elif refresh and interactive and time.monotonic() - shown["at"] >= 1.0:
+            bar.refresh()
+            shown["at"] = time.monotonic()
+
     previous_handler = signal.signal(signal.SIGTERM, _raiseInterrupted)
     previous_sigint = signal.getsignal(signal.SIGINT)
     interrupted = False
@@ -296,15 +314,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
                 time.sleep(WAIT_S)  # nothing in flight here (Ray answers at once): only runs others hold are left
             if changed:
                 save_state()
-            done = sum(r["state"] in ("done", "skipped") for r in records.values())
-            postfix = f"done {done}, running {len(executor.running)}, failed {len(failed)}" + (
-                f", held elsewhere {len(waiting)}" if waiting else "")
-            if postfix != shown_postfix:
-                bar.set_postfix_str(postfix)
-                shown_postfix, last_refresh = postfix, time.monotonic()
-            elif interactive and time.monotonic() - last_refresh >= 1.0:  # the clock and the ETA move on
-                bar.refresh()
-                last_refresh = time.monotonic()
+            showStatus()
             if curves is not None and (finished_now or time.monotonic() - last_plot >= PLOT_REFRESH_S):
                 curves.refresh([*executor.running, *finished_now])
                 finished_now.clear()
