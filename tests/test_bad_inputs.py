@@ -178,6 +178,7 @@ CASES = [
     ("pipeline-last-seed-above-2-32", PIPELINE, [*GT, "--seed", "4294967295", "--num-iteration", "2"],
      ["--seed 4294967295", "--num-iteration 2", "4294967296"]),
     ("pipeline-reserved-tag", PIPELINE, [*GT, "--tag", "mine"], ["--tag"]),
+    ("pipeline-seed-in-algo-args", PIPELINE, ["--algo", "ppo2", *GT, "--algo-args", "ppo2:--seed 7"], ["--seed"]),
     ("pipeline-read-only-log-dir", PIPELINE, [*GT, "--num-timesteps", "64", "--log-dir", "{ro}"], [READ_ONLY_NAME]),
     # --- rl_baselines.hyperparam_search
     ("search-unknown-algo", SEARCH, ["--algo", "nope"], ["'nope'", "valid choices", "ppo2"]),
@@ -396,6 +397,7 @@ CATEGORIES = {
         "train-lowpoly-on-mobile-robot", "generator-sprites-on-kuka", "train-augment-a-state",
         "train-augment-with-an-algo-without-it",
         "train-srl-path-with-ground-truth", "pipeline-ray-address-without-ray", "pipeline-reserved-tag",
+        "pipeline-seed-in-algo-args",
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
         "generator-joints-on-mobile-robot", "fusioner-one-source", "fusioner-same-source-twice", "srl-train-split-dims-sum",

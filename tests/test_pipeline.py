@@ -329,7 +329,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
                        timeout=SWEEP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("4 runs (1 algo x 1 env x 2 SRL model x 2 seeds); 3 already done, 1 to run"
-            + (" (1 continued where they stopped)" if continued else "") + " on 2 local worker(s)") in result.stdout
+            + (" (1 continued where they stopped)" if continued else "") + " on 1 local worker(s)") in result.stdout
     assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
     assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
     assert "other train settings" not in result.stderr  # the finished runs are this command's
