@@ -3,7 +3,8 @@
 - :class:`ActionRepeat`: repeats each action k times (``--action-repeat``), summing the rewards;
 - :class:`EpisodeStartRNG`: remembers how the current episode started, so that a resumed run restarts each env's
   episode in progress from the same start (the training state records it);
-- :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes;
+- :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes (its times go on from
+  :func:`monitorElapsed`);
 - :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C and SIGTERM to the training process, which
   checkpoints.
 """
@@ -123,12 +124,24 @@ def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ..
     """
 
     env = OptionalInfoKeys(env)  # a keyword the env does not report is an empty cell, not a KeyError
-    path = None if filename is None else f"{filename}.monitor.csv"
-    if path is None or not os.path.isfile(path):
+    elapsed = None if filename is None else monitorElapsed(f"{filename}.monitor.csv")
+    if elapsed is None:
         return Monitor(env, filename=filename, info_keywords=info_keywords)
+    monitor = Monitor(env, filename=filename, info_keywords=info_keywords, override_existing=False)
+    monitor.t_start = time.time() - elapsed
+    return monitor
+
+
+def monitorElapsed(path: str) -> float | None:
+    """
+    :param path: a monitor file
+    :return: the wall time ``t`` of its last row (0.0 when it has none), where a continued file's times go on from;
+        None when there is no such file
+    :raises ValueError: the file has no monitor header
+    """
+    if not os.path.isfile(path):
+        return None
     with open(path, encoding="utf-8") as handle:
         json.loads(handle.readline().lstrip("#"))  # the header: a file without one is not a monitor file
         rows = list(csv.DictReader(handle))
-    monitor = Monitor(env, filename=filename, info_keywords=info_keywords, override_existing=False)
-    monitor.t_start = time.time() - (float(rows[-1]["t"]) if rows else 0.0)
-    return monitor
+    return float(rows[-1]["t"]) if rows else 0.0

@@ -37,7 +37,6 @@ statistics are the ones saved.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
 import signal
 import socket
@@ -61,6 +60,7 @@ from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hype
 from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_folder import MONITOR_SUFFIX
 from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.envs.wrappers import monitorElapsed
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
 from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
 
@@ -228,12 +228,7 @@ class RankMonitorFiles:
         self.starts: list[float] = []
         for index in range(rank * n_envs, (rank + 1) * n_envs):
             path = os.path.join(monitor_dir, f"{index}{MONITOR_SUFFIX}")
-            last_t = None
-            if os.path.isfile(path):
-                with open(path, encoding="utf-8", newline="") as handle:
-                    handle.readline()  # the #{json} header
-                    rows = list(csv.DictReader(handle))
-                last_t = float(rows[-1]["t"]) if rows else 0.0
+            last_t = monitorElapsed(path)
             start = time.time() - (last_t or 0.0)
             self.writers.append(ResultsWriter(path, header={"t_start": start, "env_id": env_id},
                                               extra_keys=("is_success",), override_existing=last_t is None))
