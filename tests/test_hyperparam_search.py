@@ -236,6 +236,50 @@ def test_bad_inputs(tmp_path, argv, message):
     assert not log_dir.exists()
 
 
+@pytest.mark.parametrize("algo, flags, named, instead", [
+    ("ppo2", ["--algo-args", "ppo2:--seed=7"], "--seed", "use hyperparam_search's own --seed"),
+    ("ppo2", ["--algo-args", "ppo2:--seed 7"], "--seed", "use hyperparam_search's own --seed"),
+    ("ppo2", ["--se", "7"], "--se (--seed)", "use hyperparam_search's own --seed"),
+    ("ppo2", ["--num-time", "500"], "--num-time (--num-timesteps)", "use hyperparam_search's own --num-timesteps"),
+    ("ppo2", ["--algo-args", "ppo2:--num-timesteps=500"], "--num-timesteps",
+     "use hyperparam_search's own --num-timesteps"),
+    ("ppo2", ["--algo-args", f"ppo2:--env={ENV}"], "--env", "use hyperparam_search's own --env"),
+    ("ppo2", ["--al", "a2c"], "--al (--algo)", "use hyperparam_search's own --algo"),
+    ("ppo2", ["--algo-args", "ppo2:--srl-model raw_pixels"], "--srl-model", "use hyperparam_search's own --srl-model"),
+    ("ppo2", ["--eval-freq", "100", "--eval-ep", "3"], "--eval-ep (--eval-episodes)",
+     "use hyperparam_search's own --eval-episodes"),
+    ("ppo2", ["--log-d", "elsewhere"], "--log-d (--log-dir)", "use hyperparam_search's own --log-dir"),
+    ("ppo2", ["--algo-args", "ppo2:--log-dir=elsewhere"], "--log-dir", "use hyperparam_search's own --log-dir"),
+    ("ppo2", ["--tag", "mine"], "--tag", "each trial's is trial<N>"),
+    ("a2c", ["--ta", "mine"], "--ta (--tag)", "each trial's is trial<N>"),
+    ("ppo2", ["--run-folder", "elsewhere"], "--run-folder", "each trial's is <log-dir>/hyperparam_search/"),
+    ("ppo2", ["--algo-args", "ppo2:--resume=elsewhere"], "--resume", "run the search again"),
+])
+def test_a_train_flag_cannot_set_what_the_search_sets_for_each_trial(tmp_path, monkeypatch, algo, flags, named,
+                                                                      instead):
+    """The search's own --algo/--env/--srl-model/--seed/--num-timesteps (and --eval-episodes, --log-dir, --tag) came
+    after the forwarded train flags in each trial's command, and train keeps the last: ``--algo-args ppo2:--seed=7``,
+    or a spelling the search's parser does not claim (``--se 7``), was silently ignored. Refused, naming the flag."""
+    monkeypatch.chdir(tmp_path)
+    log_dir = tmp_path / "logs"
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", algo, "--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(log_dir), *flags])
+    with pytest.raises(UsageError) as error:
+        hyperparam_search.prepare(vars(args), train_argv)
+    assert str(error.value).startswith(f"{named} cannot be a train flag (in --algo-args or passed on to train): "
+                                       f"hyperparam_search sets it for each trial; {instead}"), str(error.value)
+    assert not log_dir.exists() and not (tmp_path / "elsewhere").exists()
+
+
+def test_a_forwarded_seed_is_one_line_exit_2_writing_nothing(tmp_path):
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.hyperparam_search", "--env", ENV, "--srl-model", "ground_truth", "--log-dir",
+                       log_dir, "--n-trials", "1", "--num-timesteps", "64", "--algo-args", "ppo2:--seed=7")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "--seed cannot be a train flag" in result.stderr and "hyperparam_search's own --seed" in result.stderr
+    assert not log_dir.exists()
+
+
 def test_an_unknown_algo_lists_the_algorithms_with_a_search_space(tmp_path, monkeypatch):
     searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
     assert "random_agent" in registered_rl and "random_agent" not in searchable  # (it has none)

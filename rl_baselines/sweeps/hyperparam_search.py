@@ -4,7 +4,9 @@
         --optimizer tpe --pruner hyperband --n-trials 50 --num-timesteps 50000 [--workers 2] [any train flag]
 
 The search space is the algorithm's ``getOptParam()``; hyperparameters fixed with a forwarded ``--hyperparam`` or
-``--hyperparam-file`` are left out of it. Every input is checked (:func:`prepare`) before anything is written. Each
+``--hyperparam-file`` are left out of it. A forwarded flag cannot set what the search gives every trial
+(:data:`TRIAL_TRAIN_FLAGS`: ``--seed``, ``--log-dir``..., in any spelling train accepts). Every input is checked
+(:func:`prepare`) before anything is written. Each
 trial is one ``python -m rl_baselines.train`` run in a subprocess, its run folder under
 ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
 mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
@@ -49,7 +51,7 @@ from rl_baselines.sweeps.search_study import (
     sqlitePath,
 )
 from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, raiseTerminated, runWorkers
-from rl_baselines.sweeps.sweep import PATH_SETTINGS, canonicalPath, parseAlgoArgs
+from rl_baselines.sweeps.sweep import PATH_SETTINGS, canonicalPath, parseAlgoArgs, trainFlagProblem
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import (
     CLIParser,
@@ -67,6 +69,17 @@ from srl_toolbox.devices import threadsShare
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+# Train settings the search gives every trial after the forwarded flags (train keeps the last of a flag given twice,
+# so a forwarded one would be ignored): their flag, and what to give instead.
+TRIAL_TRAIN_FLAGS = {
+    **{dest: (flag, f"use hyperparam_search's own {flag}") for dest, flag in (
+        ("algo", "--algo"), ("env", "--env"), ("srl_model", "--srl-model"), ("seed", "--seed"),
+        ("num_timesteps", "--num-timesteps"), ("eval_episodes", "--eval-episodes"))},
+    "log_dir": ("--log-dir", f"use hyperparam_search's own --log-dir (trials run below <log-dir>/{SEARCH_FOLDER}/)"),
+    "tag": ("--tag", "each trial's is trial<N>"),
+    "run_folder": ("--run-folder", f"each trial's is <log-dir>/{SEARCH_FOLDER}/<study>/trial_NNNN/"),
+    "resume": ("--resume", "run the search again to add trials to its study"),
+}
 
 
 def searchParser() -> CLIParser:
@@ -138,10 +151,14 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     checkSpace(args["algo"], space)
 
     train_argv = [*train_argv, *parseAlgoArgs(args["algo_args"], [args["algo"]]).get(args["algo"], [])]
-    if any(item == "--tag" or item.startswith("--tag=") for item in train_argv):
-        raise UsageError("--tag is set by hyperparam_search for each trial (trial<N>)")
     shared = ["--algo", args["algo"], "--env", args["env"], "--srl-model", args["srl_model"], "--seed", str(args["seed"]),
               "--num-timesteps", str(args["num_timesteps"])]
+    try:
+        problem = trainFlagProblem(args["algo"], train_argv, TRIAL_TRAIN_FLAGS, "hyperparam_search sets it for each trial")
+    except UsageError as error:  # (flags train cannot parse)
+        raise UsageError(f"train flags: {error}") from None
+    if problem is not None:
+        raise UsageError(problem)
     try:
         train_args = TrainConfig.fromValues(vars(algo_class.customArguments(train.baseParser()).parse_args(
             [*train_argv, *shared])))

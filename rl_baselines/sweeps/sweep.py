@@ -75,10 +75,11 @@ RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its
                         "run_folder": "--run-folder (the sweep creates each run folder)",
                         "resume": "--resume (a sweep run again resumes its unfinished runs itself)"}
 # Train settings the sweep's grid gives each run (train keeps the last of a flag given twice, so one among the train
-# flags would override the cell's own): the pipeline flag that sets them.
-GRID_TRAIN_FLAGS = {"algo": ("--algo", "--algo"), "env": ("--env", "--env"),
-                    "srl_model": ("--srl-model", "--srl-model"), "seed": ("--seed", "--seed and --num-iteration"),
-                    "log_dir": ("--log-dir", "--log-dir")}
+# flags would override the cell's own): their flag, and the pipeline flag that sets them (see trainFlagProblem).
+GRID_TRAIN_FLAGS = {"algo": ("--algo", "use the pipeline's own --algo"), "env": ("--env", "use the pipeline's own --env"),
+                    "srl_model": ("--srl-model", "use the pipeline's own --srl-model"),
+                    "seed": ("--seed", "use the pipeline's own --seed and --num-iteration"),
+                    "log_dir": ("--log-dir", "use the pipeline's own --log-dir")}
 _NOT_GIVEN = object()
 # What rl_baselines.runs.resume.runStatus says of a folder that ``train --resume`` continues in place.
 RESUMABLE = ("resume", "restart", "finished")
@@ -356,23 +357,26 @@ def expandGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[s
             for algo, env, srl_model in itertools.product(unique(algos), unique(envs), unique(srl_models))]
 
 
-def gridFlagProblem(algo: str, train_args: Sequence[str]) -> str | None:
+def trainFlagProblem(algo: str, train_args: Sequence[str], owned: Mapping[str, tuple[str, str]], setter: str
+                     ) -> str | None:
     """
     :param algo: a registered algorithm
     :param train_args: the train flags of its runs (shared and ``--algo-args``)
-    :return: why they cannot be passed when they set what the grid sets (:data:`GRID_TRAIN_FLAGS`), in any spelling
-        train accepts (``--seed=7``, an abbreviation such as ``--se 7``), or None
+    :param owned: the train settings the command sets for each run itself: setting -> (its train flag, what to give
+        instead), such as :data:`GRID_TRAIN_FLAGS`
+    :param setter: who sets them (``the sweep sets it for each run``)
+    :return: why the train flags cannot set one of them, in any spelling train accepts (``--seed=7``, an abbreviation
+        such as ``--se 7``), naming the flag as spelled, or None
     :raises UsageError: flags train cannot parse
     """
     given, _ = trainParser(algo).parse_known_args(
-        list(train_args), argparse.Namespace(**{dest: _NOT_GIVEN for dest in GRID_TRAIN_FLAGS}))
-    for dest, (flag, own) in GRID_TRAIN_FLAGS.items():
+        list(train_args), argparse.Namespace(**{dest: _NOT_GIVEN for dest in owned}))
+    for dest, (flag, instead) in owned.items():
         if getattr(given, dest) is not _NOT_GIVEN:
             spelled = next((word.split("=", 1)[0] for word in train_args
                             if len(word.split("=", 1)[0]) > 2 and flag.startswith(word.split("=", 1)[0])), flag)
             name = flag if spelled == flag else f"{spelled} ({flag})"
-            return (f"{name} cannot be a train flag (in --algo-args or passed on to train): the sweep sets it for "
-                    f"each run; use the pipeline's own {own}")
+            return f"{name} cannot be a train flag (in --algo-args or passed on to train): {setter}; {instead}"
     return None
 
 
@@ -383,7 +387,7 @@ def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequenc
     if algo not in registered_rl:
         return f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
     try:
-        problem = gridFlagProblem(algo, train_args)
+        problem = trainFlagProblem(algo, train_args, GRID_TRAIN_FLAGS, "the sweep sets it for each run")
         if problem is not None:
             return problem
         args = parseTrainArgs(algo, env, srl_model, 0, train_args)
