@@ -2,8 +2,8 @@
 
 - :class:`CLIParser`: an ``argparse.ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage
   block) and which offers ``--version``;
-- :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2,
-  and warnings as one ``warning: ...`` line;
+- :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2, a
+  :class:`CommandFailed` as ``error: ...`` with code 1, and warnings as one ``warning: ...`` line;
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
   :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
   :func:`checkImageShape` (the camera's ``--img-shape`` of every command) and :func:`checkWritableFolder`;
@@ -46,6 +46,11 @@ class UsageError(Exception):
     """Bad input from the user: reported as one line on stderr, exit code 2."""
 
 
+class CommandFailed(Exception):
+    """The work failed for a reason the command names in one line (not bad input): ``error: ...`` on stderr, exit
+    code 1, no traceback."""
+
+
 class CLIParser(argparse.ArgumentParser):
     """
     An ArgumentParser whose errors are one line (no usage block) and exit with code 2. A parser with ``-h`` also
@@ -64,8 +69,9 @@ class CLIParser(argparse.ArgumentParser):
 
 def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> NoReturn:
     """
-    Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, and a Ctrl-C that
-    the command does not handle itself into ``Interrupted`` and exit code 130 (no traceback).
+    Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, CommandFailed into
+    ``error: ...`` and exit code 1, and a Ctrl-C that the command does not handle itself into ``Interrupted`` and
+    exit code 130 (no traceback).
 
     :param main: the command's main function
     :param argv: its arguments (default: sys.argv[1:])
@@ -76,6 +82,9 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     except UsageError as error:
         print(f"error: {error}", file=sys.stderr)
         sys.exit(USAGE_EXIT_CODE)
+    except CommandFailed as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(1)
     except KeyboardInterrupt:
         print("Interrupted", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)

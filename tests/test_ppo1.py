@@ -283,3 +283,66 @@ def test_every_worker_writes_monitor_files_that_add_up_to_the_step_count(tmp_pat
         handle.readline()
         times = [float(row["t"]) for row in csv.DictReader(handle)]
     assert len(times) == 2 and times[1] > times[0]
+
+
+# The train command with a worker that fails (spawned workers run this script's module level too, so the patch
+# reaches them): at its env (before it joins the group), or killed by SIGKILL after its 4th update (mid-run, after
+# rank 0's checkpoints at 400 and 800 steps).
+FAILING_WORKER = '''
+import os, signal
+from rl_baselines.rl_algorithm.ppo1 import PPO1Model
+from rl_baselines.train import commandMain
+from srl_toolbox.cli import runCommand
+
+_makeTrainingEnv, _logStats = PPO1Model.makeTrainingEnv.__func__, PPO1Model.logStats
+
+def makeTrainingEnv(cls, settings, env_kwargs=None):
+    if os.environ["FAIL_AT"] == "env" and int(settings.option("rank", 0)) > 0:
+        raise RuntimeError("no env for this worker")
+    return _makeTrainingEnv(cls, settings, env_kwargs)
+
+def logStats(self, stats):
+    if os.environ["FAIL_AT"] == "update" and self.rank > 0 and self.updates == 4:
+        os.kill(os.getpid(), signal.SIGKILL)
+    _logStats(self, stats)
+
+PPO1Model.makeTrainingEnv, PPO1Model.logStats = classmethod(makeTrainingEnv), logStats
+if __name__ == "__main__":
+    runCommand(commandMain)
+'''
+
+
+@pytest.mark.parametrize("fail_at, message", [
+    ("env", "ppo1 worker rank 1 failed (exit code 1): RuntimeError: no env for this worker; the run stopped"),
+    ("update", "ppo1 worker rank 1 was killed by SIGKILL; the run stopped")])
+def test_a_dead_worker_ends_the_run_at_once_in_one_line(tmp_path, fail_at, message):
+    """A worker that dies before the group forms, or mid-run, ends the run with one line naming it, exit 1 (rank 0
+    used to wait for the group until gloo's timeout, 30 minutes, deaf to Ctrl-C; a death mid-run was rank 0's
+    traceback of gloo's "Connection closed by peer"). The run folder is a killed run's: --resume finishes it."""
+    script = tmp_path / "failing_worker.py"
+    script.write_text(FAILING_WORKER, encoding="utf-8")
+    log_dir = tmp_path / "logs"
+    command = [sys.executable, str(script), "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
+               "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "1200", "--num-workers", "2",
+               "--timesteps-per-actorbatch", "100", "--checkpoint-freq", "400", "--seed", "5", "--log-dir",
+               str(log_dir)]
+    env = {**os.environ, "FAIL_AT": fail_at, "PYTHONPATH": REPO}
+    # its own process group, killed if it hangs (the bound guards a hang, it measures nothing)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO, env=env,
+                               start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=150)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 1, err
+    assert err.strip().splitlines()[-1] == f"error: {message}", err
+    assert "Traceback" not in err, err
+    run_dir = runFolder(subprocess.CompletedProcess(command, 1, out, err))
+    checkpoints = sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) if fail_at == "update" else []
+    assert checkpoints == (["400_steps", "800_steps"] if fail_at == "update" else []), checkpoints
+    if fail_at == "update":  # resumed from its last checkpoint, with a worker that lives
+        result = runTrain("--resume", run_dir)
+        assert "Done: 1200 steps" in result.stdout, result.stdout
+        assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 1200

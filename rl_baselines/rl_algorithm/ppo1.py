@@ -13,7 +13,9 @@ is written.
 Invariants: every rank's monitor files are in the run's monitor folder (rank 0's envs write theirs; a spawned worker's
 are written between updates, :class:`RankMonitorFiles`), so their episode lengths add up to the step count; rank 0
 alone handles SIGINT and SIGTERM (workers ignore them) and stops every rank through the all-reduce that ends each
-rollout, the step count it then keeps being the one its checkpoint recorded.
+rollout, the step count it then keeps being the one its checkpoint recorded; a spawned worker that dies, before the
+group forms or mid-run, ends the run at once with one line naming it (:class:`LocalWorkers`, ``CommandFailed``, exit 1),
+leaving the run folder as a killed run leaves it.
 
 One iteration, on every rank:
 
@@ -43,13 +45,13 @@ import socket
 import sys
 import time
 import urllib.parse
+from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from stable_baselines3.common.monitor import ResultsWriter
 from torch import nn
 
@@ -61,8 +63,9 @@ from rl_baselines.core.plugin_v1 import asRunSettings
 from rl_baselines.core.run_folder import MONITOR_SUFFIX
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.wrappers import monitorElapsed
+from rl_baselines.rl_algorithm.ppo1_workers import LocalWorkers
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
-from srl_toolbox.cli import MAX_SEED, UsageError, nonNegativeInt, positiveInt
+from srl_toolbox.cli import MAX_SEED, CommandFailed, UsageError, nonNegativeInt, positiveInt
 
 
 def gae(rewards: np.ndarray, values: np.ndarray, dones: np.ndarray, last_values: np.ndarray,
@@ -263,13 +266,14 @@ def _keepGoing(_locals: dict[str, Any], _globals: dict[str, Any]) -> bool:
 
 
 def _workerEntry(model_class: type, rank: int, settings: RunSettings, total_timesteps: int,
-                 hyperparams: dict[str, Any]) -> None:
+                 hyperparams: dict[str, Any], report: Connection) -> None:
     """
     Spawned worker process: build its env, join the group and train as rank ``rank`` (no callback; its monitor
     files only). It ignores SIGINT and SIGTERM (a terminal's Ctrl-C, or ``kill -- -PGID``, reaches the whole process
     group; so do its env subprocesses, which inherit this): rank 0 alone handles them, checkpoints, and stops every
-    rank at the end of the rollout through the all-reduce of its stop flag. A worker that fails anyway (rank 0
-    gone, say) says so in one line on stderr and exits 1, without a traceback.
+    rank at the end of the rollout through the all-reduce of its stop flag. A worker that fails anyway sends its
+    error in one line through ``report`` to rank 0 (``LocalWorkers``), which names it, and exits 1, without a
+    traceback (the line goes to stderr when rank 0 is gone).
     """
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
@@ -281,8 +285,11 @@ def _workerEntry(model_class: type, rank: int, settings: RunSettings, total_time
         model_class().train(env, total_timesteps, hyperparams, _keepGoing, None, settings, None)
     except BaseException as error:  # one line, not a traceback: rank 0 reports the run's failure
         lines = str(error).strip().splitlines()
-        print(f"ppo1 worker rank {rank} failed: {type(error).__name__}{': ' + lines[-1] if lines else ''}",
-              file=sys.stderr)
+        line = f"{type(error).__name__}{': ' + lines[-1] if lines else ''}"
+        try:
+            report.send(line)
+        except OSError:  # rank 0 is gone
+            print(f"ppo1 worker rank {rank} failed: {line}", file=sys.stderr)
         code = 1
     # Skip the interpreter's teardown: a thread left by gloo sometimes aborts it ("terminate called without an
     # active exception"), which would turn a finished worker into a failed one.
@@ -417,17 +424,12 @@ class PPO1Model(TorchActorCritic):
         if world_size == 1:
             return super().train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)
         dist_url = settings.option("dist_url") or freeDistUrl()
-        processes = []
+        workers = None
         if rank == 0:
             # Workers on this machine: ranks 1 .. num_workers-1, spawned (not forked: torch and envs hold threads).
             worker_settings = settings.replace(dist_url=dist_url, world_size=world_size)
-            context = mp.get_context("spawn")
-            for worker_rank in range(1, num_workers):
-                # Not daemonic: a worker's makeEnv may start env subprocesses (--num-cpu > 1).
-                process = context.Process(target=_workerEntry, args=(type(self), worker_rank, worker_settings,
-                                                                     total_timesteps, dict(hyperparams)))
-                process.start()
-                processes.append(process)
+            workers = LocalWorkers(_workerEntry, num_workers, type(self), worker_settings, total_timesteps,
+                                   dict(hyperparams))
         else:
             # A worker writes only its monitor files (one rank 0 spawned: it has the run's monitor folder) and
             # reports nothing: rank 0 owns the run folder and the model (its env was built by makeTrainingEnv for
@@ -437,32 +439,40 @@ class PPO1Model(TorchActorCritic):
             settings = self.workerSettings(settings)
             checkpoint = None  # a resumed run's state is rank 0's: workers get its model from it
             callback, logger = _keepGoing, None
-        dist.init_process_group("gloo", init_method=dist_url, rank=rank, world_size=world_size)
-        self.rank, self.world_size = rank, world_size
+        training = False
+
+        def init() -> None:
+            dist.init_process_group("gloo", init_method=dist_url, rank=rank, world_size=world_size)
+
         try:
+            if workers is not None:
+                workers.formGroup(init)  # a worker that dies before the group forms stops rank 0's wait
+            else:
+                init()
+            self.rank, self.world_size = rank, world_size
+            training = True
             super().train(env, total_timesteps, hyperparams, callback, logger, settings, checkpoint)
             dist.barrier()  # every rank is done with its collectives
             if rank > 0:
                 dist.destroy_process_group()
-        except BaseException:
-            # Rank 0 failed or was stopped at once (a second Ctrl-C): its workers would wait in a collective.
-            for process in processes:
-                process.kill()
+        except BaseException as error:
+            if not training:
+                env.close()  # (train closes it)
+            # Rank 0 failed, was stopped at once (a second Ctrl-C), or a worker died: the others would wait in a
+            # collective. A worker's failure is the run's, in one line (rank 0's error only follows from it).
+            failure = workers.stop(wait=isinstance(error, RuntimeError)) if workers is not None else None
+            if failure is not None:
+                raise CommandFailed(f"{failure}; the run stopped") from None
             raise
         finally:
             # Rank 0 hosts the rendezvous store: its workers leave the group before it closes, else they can abort.
-            for process in processes:
-                process.join(timeout=60)
-                if process.is_alive():
-                    process.kill()
-                    process.join()
+            failures = workers.close() if workers is not None else []
             if dist.is_initialized():
                 dist.destroy_process_group()
             if self.rank_monitor is not None:
                 self.rank_monitor.close()
-        failed = [process.exitcode for process in processes if process.exitcode != 0]
-        if failed:
-            raise RuntimeError(f"ppo1: {len(failed)} worker process(es) failed (exit codes {failed})")
+        if failures:
+            raise CommandFailed("; ".join(failures))
 
     def loopState(self) -> dict[str, int]:
         return {**super().loopState(), "updates": int(self.updates)}
