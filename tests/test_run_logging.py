@@ -127,6 +127,30 @@ def test_episode_means_reach_tensorboard_with_every_training_row(tmp_path) -> No
     assert _scalars(str(tmp_path / "tb_rowless"))["rollout/ep_rew_mean"] == [(50, 1.0), (250, 2.0)]
 
 
+def test_resumed_log_keeps_the_checkpoints_step_once(tmp_path) -> None:
+    # the stopped process: rows and episodes up to its checkpoint at 500 (a row at 500 included, logged before the
+    # checkpoint at that step), then more after it, which the resumed process writes again
+    stopped = RunLogger(None, str(tmp_path / "tb"))
+    for step, loss in ((250, 0.5), (500, 0.4), (625, 9.0)):
+        stopped.logEpisodes(np.array([250, 500][:step // 250]), [1.0, 2.0][:step // 250], [250, 250][:step // 250])
+        stopped.progressLogger().record("train/loss", loss)
+        stopped.progressLogger().dump(step)
+    stopped.logEpisodes(np.array([250, 500, 750]), [1.0, 2.0, 9.0], [250, 250, 250])
+    stopped.close()
+    resumed = RunLogger(None, str(tmp_path / "tb"), purge_step=500)
+    for step, loss in ((625, 0.3), (750, 0.2)):
+        resumed.logEpisodes(np.array([250, 500, 750][:step // 250]), [1.0, 2.0, 3.0][:step // 250],
+                            [250, 250, 250][:step // 250])
+        resumed.progressLogger().record("train/loss", loss)
+        resumed.progressLogger().dump(step)
+    resumed.close()
+    scalars = _scalars(str(tmp_path / "tb"))
+    assert scalars["train/loss"] == [(250, 0.5), (500, pytest.approx(0.4)), (625, pytest.approx(0.3)),
+                                     (750, pytest.approx(0.2))]
+    assert scalars["episode/reward"] == [(250, 1.0), (500, 2.0), (750, 3.0)]
+    assert [step for step, _ in scalars["rollout/ep_rew_mean"]] == [250, 500, 625, 750]
+
+
 def _meanPoints(run_dir: str, tensorboard_dir) -> tuple[list, list]:
     """:return: (progress.csv's (step, rollout/ep_rew_mean) of each row that has one, tensorboard's points)"""
     rows = list(csv.DictReader(open(os.path.join(run_dir, "progress.csv"))))
@@ -146,11 +170,20 @@ def test_tensorboard_episode_means_are_progress_csvs_also_across_resume(tmp_path
     assert in_tensorboard == in_csv
     resumed = interruptThenResume(monkeypatch, str(tmp_path / "resumed"),
                                   [*run_args, "--tensorboard-log", str(tmp_path / "tb_resumed")], 600)
-    # what the stopped process wrote after its checkpoint is hidden: the uninterrupted run's points, one per row (the
-    # row at the checkpoint's own step, 500, is hidden with them, as every tag's: tensorboard purges from that step)
+    # what the stopped process wrote after its checkpoint is hidden: the uninterrupted run's points, one per row,
+    # the row at the checkpoint's own step, 500, included (written before the checkpoint, and not again)
     resumed_csv, resumed_tensorboard = _meanPoints(resumed, tmp_path / "tb_resumed")
     assert resumed_csv == in_csv
-    assert resumed_tensorboard == [point for point in in_tensorboard if point[0] != 500]
+    assert resumed_tensorboard == in_tensorboard
+    # every tag: the same steps, each once, and the same values (the speed aside); SB3's train/n_updates stays out
+    # of tensorboard also when a checkpoint carried it to the resumed process's first row
+    in_scalars, resumed_scalars = _scalars(_runLog(tmp_path / "tb_whole", whole)), _scalars(
+        _runLog(tmp_path / "tb_resumed", resumed))
+    assert sorted(resumed_scalars) == sorted(in_scalars) and "train/n_updates" not in in_scalars
+    for tag, points in in_scalars.items():
+        assert [step for step, _ in resumed_scalars[tag]] == [step for step, _ in points], tag
+        if tag != "time/fps":
+            assert resumed_scalars[tag] == points, tag
 
 
 def test_scalar_logger_reaches_every_output(tmp_path) -> None:

@@ -17,8 +17,11 @@ A :class:`RunLogger` belongs to the training callback and is shared by everythin
   each refresh instead, at the step of the last new episode.
 
 There is one ``SummaryWriter`` per run, in ``<--tensorboard-log>/<env>_<srl-model>_<algo>_<run folder name>/``. A
-resumed run writes into the same folder with ``purge_step`` at its checkpoint, so tensorboard hides what the
-stopped process wrote after it. Visdom points are sent at most once per second (a dead server costs one warning).
+resumed run writes into the same folder with ``purge_step`` one past its checkpoint's step N: tensorboard keeps what
+the stopped process wrote up to step N (all that is logged at step N, an SB3 log dump's row included, comes before
+the checkpoint taken at N) and hides what it wrote at later steps, which the resumed run writes again from N + 1 on
+(an episode that ended by step N stays the stopped process's), so each step has one point.
+Visdom points are sent at most once per second (a dead server costs one warning).
 """
 from __future__ import annotations
 
@@ -91,7 +94,8 @@ class RunLogger:
     :param run_dir: the run folder (progress.csv), None for no file
     :param tensorboard_dir: this run's tensorboard folder, None without tensorboard
     :param plotter: the run's VisdomPlotter, None without live plots
-    :param purge_step: a resumed run's step count: tensorboard hides the events of the earlier process from there
+    :param purge_step: a resumed run's step count (its checkpoint's): tensorboard keeps the events the earlier
+        process wrote up to this step and hides those after it, which this one writes again
     :param training_rows: whether the algorithm writes training rows (its ``TRAINING_ROWS``): tensorboard's episode
         means come with them; False: with each refresh (logEpisodes)
     """
@@ -106,7 +110,8 @@ class RunLogger:
         if tensorboard_dir is not None:
             from torch.utils.tensorboard import SummaryWriter  # optional dependency: tensorboard (--tensorboard-log)
 
-            self.writer = SummaryWriter(log_dir=tensorboard_dir, purge_step=purge_step or None)
+            # the checkpoint's own step is the earlier process's (what was logged at it came before the checkpoint)
+            self.writer = SummaryWriter(log_dir=tensorboard_dir, purge_step=int(purge_step) + 1 if purge_step else None)
         self._purge_step = int(purge_step or 0)
         self._progress: Any = None
         self._pending: set[str] = set()
@@ -224,8 +229,8 @@ class RunLogger:
 
     def logEpisodes(self, timesteps: np.ndarray, rewards: list[float], lengths: list[int]) -> None:
         """
-        Write the episodes not yet logged to tensorboard (a resumed run: those after its checkpoint), and the means
-        of the last 100 at the last one's step when the algorithm writes no training rows.
+        Write the episodes not yet logged to tensorboard (a resumed run: those ending after its checkpoint), and the
+        means of the last 100 at the last one's step when the algorithm writes no training rows.
 
         :param timesteps: cumulative env steps at the end of each episode so far
         :param rewards: every episode's reward so far
@@ -242,8 +247,8 @@ class RunLogger:
         written = False
         for index in new:
             step = int(timesteps[index])
-            if step < self._purge_step:
-                continue  # already in the log, from the process that wrote the checkpoint
+            if step <= self._purge_step:
+                continue  # ended by the checkpoint: the process that wrote the checkpoint logs it
             self.writer.add_scalar("episode/reward", float(rewards[index]), step)
             self.writer.add_scalar("episode/length", float(lengths[index]), step)
             written = True
