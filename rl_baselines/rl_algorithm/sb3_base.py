@@ -233,7 +233,8 @@ class StableBaselinesRLObject(BaseRLObject):
         """
         The model zip already holds the weights, optimizer state, step and episode counters, schedules and action
         noise; this adds the action space's generator (random actions before learning starts), the logger's
-        values not yet written to progress.csv, and the replay buffer's arrays (off-policy algorithms).
+        values not yet written to progress.csv (with the outputs each is kept from), and the replay buffer's arrays
+        (off-policy algorithms).
         """
 
         os.makedirs(folder, exist_ok=True)
@@ -241,7 +242,9 @@ class StableBaselinesRLObject(BaseRLObject):
         pending = {} if logger is None else {  # each value with its type, so that progress.csv prints it the same
             "values": {k: [v.item() if isinstance(v, np.generic) else v, type(v).__name__]
                        for k, v in logger.name_to_value.items() if isinstance(v, (int, float, np.number))},
-            "counts": {k: int(v) for k, v in logger.name_to_count.items()}}
+            "counts": {k: int(v) for k, v in logger.name_to_count.items()},
+            # the outputs each value is kept from (SB3 writes train/n_updates to progress.csv, not tensorboard)
+            "excluded": {k: list(v) for k, v in logger.name_to_excluded.items() if k in logger.name_to_value and v}}
         writeJson(os.path.join(folder, SB3_STATE_FILE),
                   {"action_space_rng": generatorState(self.model.action_space.np_random), "logger": pending})
         buffer = getattr(self.model, "replay_buffer", None)
@@ -260,6 +263,8 @@ class StableBaselinesRLObject(BaseRLObject):
             for name, (value, kind) in state.get("logger", {}).get("values", {}).items():
                 logger.name_to_value[name] = getattr(np, kind)(value) if hasattr(np, kind) else value
             logger.name_to_count.update(state.get("logger", {}).get("counts", {}))
+            for name, outputs in state.get("logger", {}).get("excluded", {}).items():
+                logger.name_to_excluded[name] = tuple(outputs)
         buffer = getattr(self.model, "replay_buffer", None)
         if replay_buffer_folder is not None and buffer is not None:
             loadBuffer(buffer, replay_buffer_folder, buffer.buffer_size)
