@@ -14,7 +14,10 @@ the extractors' sweeps run side by side, sharing the workers):
 "As well" means: at least as many seeds reach the threshold, in no more steps (median over the seeds
 that reach it). It only says something at a budget where NatureCNN reaches the threshold: the script says when it
 does not (raise ``--budget``). "Faster" is the runs' mean training rate (env steps per second of the monitor's clock)
-and the wall-clock time to the threshold, measured in the same sweep on the same machine.
+and the wall-clock time to the threshold, measured in the same sweep on the same machine. A run continued after a stop
+has no rate (its monitor clock counts the time between its attempts): the table counts such runs in its runs column
+and names them below it, being valid continuations, not necessarily the seeds' uninterrupted runs
+(benchmarks.srl_rl.runs.continuedNote).
 
 Resumable: every run has a deterministic folder under ``--bench-dir`` (one log folder per observation and
 extractor), the pipeline skips finished runs and continues cut ones from their last checkpoint, so the same command
@@ -40,9 +43,9 @@ from typing import Any
 
 from benchmarks.documents import appendReport, recordedCommand
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
-from benchmarks.srl_rl.cli import checkRenderer
+from benchmarks.srl_rl.cli import checkEvalFreq, checkRenderer
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
-from benchmarks.srl_rl.runs import RunRecord, dropRunsOfOtherSettings, finishedRuns
+from benchmarks.srl_rl.runs import RunRecord, continuedNote, dropRunsOfOtherSettings, finishedRuns
 from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
@@ -129,23 +132,29 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
     :param threshold: the env's threshold
     :param rows: features extractor -> its finished runs
     :param seeds: seeds asked for
-    :return: (markdown table, verdict lines)
+    :return: (markdown table, followed by the note naming the runs continued after a stop when there are some;
+        verdict lines); the training rate is the mean over the runs that have one (n/a when none has)
     """
     lines = ["| features extractor | runs | final eval reward (mean +/- SE) | steps to threshold (median, reached) | "
              "training rate (steps/s, mean) | wall-clock to threshold (median) |",
              "|---|---:|---:|---:|---:|---:|"]
     facts: dict[str, tuple[int, float | None, float]] = {}
+    continued: list[str] = []
     for extractor, records in rows.items():
         reached = [(steps, record.rate) for steps, record in zip(reachSteps(records, threshold), records)
                    if steps is not None]
         median_steps = _median([steps for steps, _ in reached])
         wall = _median([steps / rate for steps, rate in reached if rate and not math.isnan(rate)])
-        rate = statistics.mean(record.rate for record in records) if records else math.nan
+        rates = [record.rate for record in records if not math.isnan(record.rate)]  # a continued run has none
+        rate = statistics.mean(rates) if rates else math.nan
         final = meanStandardError([float(record.eval_rewards[-1]) for record in records if record.eval_rewards.size])
         facts[extractor] = (len(reached), median_steps, rate)
-        lines.append(f"| {extractor} | {len(records)}/{seeds} | {final[0]:.2f} +/- {final[1]:.2f} | "
+        continued += [f"{extractor} seed {record.seed}" for record in records if record.continued]
+        runs = f"{len(records)}/{seeds}" + (f" ({n} continued)" if (n := sum(r.continued for r in records)) else "")
+        lines.append(f"| {extractor} | {runs} | {final[0]:.2f} +/- {final[1]:.2f} | "
                      f"{'not reached' if median_steps is None else f'{median_steps:,.0f}'} ({len(reached)}/"
-                     f"{len(records)}) | {rate:.0f} | {'-' if wall is None else f'{wall / 60:.1f} min'} |")
+                     f"{len(records)}) | {'n/a' if math.isnan(rate) else f'{rate:.0f}'} | "
+                     f"{'-' if wall is None else f'{wall / 60:.1f} min'} |")
     verdict = []
     if all(extractor in facts for extractor in EXTRACTORS):
         (nature_n, nature_steps, nature_rate), (small_n, small_steps, small_rate) = facts["nature"], facts["small"]
@@ -160,8 +169,11 @@ def summarise(env: str, threshold: float, rows: dict[str, list[RunRecord]], seed
             verdict.append(f"{env}: SmallCNN {'learns at least as well as' if as_well else 'learns less well than'} "
                            f"NatureCNN (reached {small_n} vs {nature_n} seeds, median "
                            f"{'-' if small_steps is None else f'{small_steps:,.0f}'} vs {nature_steps:,.0f} steps); "
-                           f"training rate {small_rate / nature_rate:.2f}x NatureCNN's.")
-    return "\n".join(lines), "\n".join(verdict)
+                           + ("training rate n/a (no run with a rate on both sides)."
+                              if math.isnan(small_rate) or math.isnan(nature_rate)
+                              else f"training rate {small_rate / nature_rate:.2f}x NatureCNN's."))
+    note = continuedNote(continued, sum(len(records) for records in rows.values()))
+    return "\n".join(lines) + (f"\n\n{note}" if note else ""), "\n".join(verdict)
 
 
 def buildParser() -> CLIParser:
@@ -215,6 +227,7 @@ def main(argv: list[str] | None = None) -> int:
     plans = QUICK_PLANS if args.quick else PLANS
     if args.quick:
         args.budget, args.eval_freq, args.seeds, args.no_append = 1024, 512, 1, True
+    checkEvalFreq(args.eval_freq, args.budget, "raw-pixel run (--budget)")
     started = time.time()
     load_before = os.getloadavg()[0]
     bench_dir = os.path.join(ROOT, args.bench_dir)  # (the sweeps start in the repository's root)

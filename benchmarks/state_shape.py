@@ -69,7 +69,7 @@ from rl_baselines.core.training_state import silentLogger
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.metrics import participationFactor
-from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, positiveFloat, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand, seedNumber
 from srl_toolbox.files import writeJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -337,8 +337,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--steps", type=positiveInt, default=50000, help="steps per run [50000, the SRL + RL benchmark's]")
     parser.add_argument("--eval-freq", type=positiveInt, default=5000, help="steps between evaluations [5000]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=5, help="episodes per evaluation [5]")
-    parser.add_argument("--map-seed", type=int, default=1000, help="seed of the random map [1000]")
-    parser.add_argument("--first-seed", type=nonNegativeInt, default=0, help="the first seed [0]")
+    parser.add_argument("--map-seed", type=seedNumber, default=1000, help="seed of the random map [1000]")
+    parser.add_argument("--first-seed", type=seedNumber, default=0, help="the first seed [0]")
     parser.add_argument("--scale", type=scaleValue, default=1.0,
                         help="factor on the normalised state the agent gets, or 'participation' for sqrt(P / dims) "
                              "per variant [1: as train gives it]")

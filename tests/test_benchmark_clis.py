@@ -16,6 +16,7 @@ from conftest import REPO, runModule, snapshot
 import benchmarks
 from benchmarks import env_speed, srl_table
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
+from srl_toolbox.cli import UsageError
 
 MISSING_RUN = os.path.join(REPO, "no_such_run_folder")
 
@@ -94,6 +95,45 @@ def test_bad_benchmark_input_is_one_line(module: str, arguments: list[str], word
     result = runModule(f"benchmarks.{module}", *arguments, timeout=120)
     assert _written() == before, "a refused benchmark command wrote files"
     assertOneLineError(result, words)
+
+
+# (module, bad arguments with {bench} for a bench folder, words of the error line): benchmarks that write a bench
+# folder refuse these before creating it (a seed flag of the project's seed type; an --eval-freq past the runs' steps)
+BENCH_CASES = [
+    ("srl_rl", ["--quick", "--bench-dir", "{bench}", "--env", "MobileRobotGymEnv-v0", "--observations", "ground_truth",
+                "vae", "--seeds", "1", "--srl-seed", "-5", "--no-progress"], ["--srl-seed", "'-5'", "0..4294967295"]),
+    ("srl_rl", ["--quick", "--bench-dir", "{bench}", "--env", "MobileRobotGymEnv-v0", "--srl-seed", "4294967296"],
+     ["--srl-seed", "'4294967296'", "out of range"]),
+    ("state_shape", ["--map-seed", "-1", "--results", "{bench}/results.json"], ["--map-seed", "'-1'", "0..4294967295"]),
+    ("state_shape", ["--first-seed", "4294967296", "--results", "{bench}/results.json"],
+     ["--first-seed", "'4294967296'", "out of range"]),
+    ("cnn_features", ["--envs", "MobileRobotGymEnv-v0", "--budget", "100", "--eval-freq", "5000", "--bench-dir",
+                      "{bench}", "--workers", "1"],
+     ["--eval-freq 5000 is more than the 100 steps of a raw-pixel run", "no evaluation would run"]),
+]
+
+
+@pytest.mark.parametrize("module,arguments,words", [
+    pytest.param(module, arguments, words, id=f"{module}-{'-'.join(arguments)}")
+    for module, arguments, words in BENCH_CASES])
+def test_bad_benchmark_input_writes_no_bench_folder(tmp_path, module: str, arguments: list[str],
+                                                    words: list[str]) -> None:
+    bench = tmp_path / "bench"
+    before = _written()
+    result = runModule(f"benchmarks.{module}", *[argument.replace("{bench}", str(bench)) for argument in arguments],
+                       timeout=120)
+    assert _written() == before and not bench.exists(), "a refused benchmark command wrote files"
+    assertOneLineError(result, words)
+
+
+@pytest.mark.parametrize("module,flag", [("srl_rl.cli", "--srl-seed"), ("state_shape", "--map-seed"),
+                                         ("state_shape", "--first-seed")])
+@pytest.mark.parametrize("value", ["-5", "4294967296"])
+def test_seed_flags_take_the_projects_seed_type(module: str, flag: str, value: str) -> None:
+    """A benchmark's seed flag is refused at parsing, as train's --seed is (0..2**32-1), not after minutes of work."""
+    parser = importlib.import_module(f"benchmarks.{module}").buildParser()
+    with pytest.raises(UsageError, match=f"{flag}.*'{value}'"):
+        parser.parse_args([flag, value])
 
 
 def test_every_benchmark_command_is_covered() -> None:

@@ -5,7 +5,9 @@ which finished runs count.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 import types
 
@@ -77,6 +79,36 @@ def test_a_renderer_an_env_lacks_is_refused_before_any_sweep(tmp_path, monkeypat
     for word in words:
         assert word in str(refusal.value)
     assert not bench.exists()
+
+
+def test_an_eval_freq_past_the_budget_is_refused_before_any_sweep(tmp_path, monkeypatch) -> None:
+    """The SRL + RL benchmark's refusal (benchmarks.srl_rl.cli.checkEvalFreq): no raw-pixel run could evaluate."""
+    def noSweep(*args, **kwargs):
+        raise AssertionError("a sweep started")
+
+    monkeypatch.setattr(cnn_features.subprocess, "Popen", noSweep)
+    bench = tmp_path / "bench"
+    with pytest.raises(UsageError, match="--eval-freq 5000 is more than the 100 steps of a raw-pixel run"):
+        cnn_features.main(["--envs", MOBILE, "--budget", "100", "--eval-freq", "5000", "--bench-dir", str(bench),
+                           "--workers", "1"])
+    assert not bench.exists()
+
+
+def test_a_run_continued_after_a_stop_has_no_rate_and_is_marked() -> None:
+    """A resumed run's rate is nan (its monitor clock counts the pause): the rate is the mean over the runs that have
+    one, n/a when none has, and the runs continued after a stop are counted and named under the table."""
+    threshold = 198.0
+    nature = [_record([0.0, 100.0, 200.0]), _record([0.0, 200.0, 210.0], rate=math.nan)]
+    nature[1] = dataclasses.replace(nature[1], continued=True)
+    small = [_record([0.0, 199.0, 220.0], rate=250.0), _record([200.0, 210.0, 220.0], rate=math.nan)]
+    table, verdict = summarise(MOBILE, threshold, {"nature": nature, "small": small}, 2)
+    assert "nan" not in table + verdict
+    assert "| nature | 2/2 (1 continued) |" in table and "| 100 |" in table and "| small | 2/2 |" in table
+    assert "1 of these 4 runs was continued after a stop (nature seed 0): such a run is a valid continuation" in table
+    assert "training rate 2.50x NatureCNN's" in verdict
+    gone = [dataclasses.replace(record, rate=math.nan) for record in small]
+    table, verdict = summarise(MOBILE, threshold, {"nature": nature, "small": gone}, 2)
+    assert "nan" not in table + verdict and "| n/a |" in table and "training rate n/a" in verdict
 
 
 def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path, monkeypatch, capsys) -> None:

@@ -626,3 +626,35 @@ def test_the_state_scale_is_in_the_key_of_a_learned_run_only() -> None:
     assert digest("vae", "none") == bench_archive.settingsDigest(recorded.trainSettings(
         {"algo": "ppo2", "env": MOBILE, "srl_model": "vae", "seed": 0}))
 
+
+
+def test_a_run_continued_after_a_stop_is_marked_in_the_table_and_the_archive(tmp_path, monkeypatch) -> None:
+    """A run whose train process took two attempts (stopped, then resumed from a checkpoint: done.json's attempts) is
+    a valid continuation, not necessarily the seed's uninterrupted run: its row counts it and the line above the table
+    names it, from the bench folder and from the archive alike."""
+    archive = str(tmp_path / "runs.json")
+    monkeypatch.chdir(tmp_path)
+    settings = _settings(["--env", MOBILE, *SMALL])
+    _finishedBench(settings, MOBILE)
+    bench = os.path.join(settings.base, settings.bench_dir)
+    plan = next(plan for plan in settings.reportPlans() if plan.env == MOBILE)
+    spec = next(spec for spec in settings.specs(plan) if (spec.srl_model, int(spec.seed)) == ("raw_pixels", 1))
+    marker = os.path.join(sweep.finishedFolder(spec), "done.json")
+    with open(marker) as handle:
+        done = json.load(handle)
+    with open(marker, "w") as handle:
+        json.dump({**done, "attempts": 2}, handle)
+    doc = tmp_path / "srl.md"
+    assert cli.main(["--env", MOBILE, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
+                     "--image-dir", str(tmp_path / "images")]) == 0
+    text = doc.read_text()
+    assert "| raw_pixels | 2/2 (1 continued) |" in text and "| ground_truth | 2/2 |" in text
+    assert ("1 of these 6 runs was continued after a stop (raw_pixels seed 1): such a run is a valid continuation of "
+            "its seed's run, not necessarily the run never interrupted") in text
+    records = json.loads(open(archive).read())
+    assert [(r["observation"], r["seed"]) for r in records.values() if r.get("continued")] == [("raw_pixels", 1)]
+    shutil.rmtree(bench)  # a later session: the archive alone
+    assert cli.main(["--env", MOBILE, *SMALL, "--report-only", "--runs-file", archive, "--doc", str(doc),
+                     "--image-dir", str(tmp_path / "images")]) == 0
+    text = doc.read_text()
+    assert "| raw_pixels | 2/2 (2 archived, 1 continued) |" in text and "(raw_pixels seed 1)" in text

@@ -9,7 +9,7 @@ representation (a learned model's; none for raw pixels and their variants); and 
 (``scipy.stats.ttest_ind(equal_var=False)``) of the final rewards against raw pixels.
 Beside it: the published figures of Raffin et al. (:data:`ANCHOR`) and a comparison as fractions of ground truth.
 Invariant: the tables are written from what exists; an observation or a seed without a finished run is marked
-missing, never guessed.
+missing, never guessed; the runs column counts the runs continued after a stop (benchmarks.srl_rl.runs.continuedNote).
 """
 from __future__ import annotations
 
@@ -288,8 +288,10 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
             gtc, probe = "not prepared", ""
         runs = f"{len(row.runs)}/{row.expected}"
         archived = sum(record.archived for record in row.runs)
-        if archived:
-            runs += f" ({archived} archived)"
+        continued = sum(record.continued for record in row.runs)
+        counts = [*([f"{archived} archived"] if archived else []), *([f"{continued} continued"] if continued else [])]
+        if counts:
+            runs += f" ({', '.join(counts)})"
         if not row.runs:
             lines.append(f"| {row.observation} | {runs} | missing{': ' + row.note if row.note else ''} | | | {gtc} | "
                          f"{probe} | | {paper} | |")

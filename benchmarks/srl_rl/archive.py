@@ -5,7 +5,8 @@ beyond the bench folder (``logs/`` is not in the repository, and the whole bench
 records each finished run of the grid there (benchmarks.archive: sorted keys, rewritten atomically and only when a
 record changes): env, observation, seed, the settings that make runs comparable, the evaluation curve, steps/s, wall
 time, the learned model's hash, recipe and metrics (GTC, KNN-MSE, the linear probe's R^2 when it was evaluated), the
-day it finished, the machine and the invocation's fingerprint. Invariants:
+day it finished, the machine, the invocation's fingerprint, and ``continued: true`` for a run continued after a
+stop. Invariants:
 
 - a report never loses a measured fact: a run whose model is no longer the registered one (prepare trained its
   recipe again) gets the metrics and recipe an archived record holds for that model (same hash;
@@ -187,6 +188,8 @@ def archiveEntry(settings: Settings, plan: EnvPlan, record: RunRecord, srl: dict
              "eval_rewards": [float(reward) for reward in record.eval_rewards],
              "rate": _jsonNumber(record.rate), "wall": _jsonNumber(record.wall), "model": model,
              "date": record.finished or time.strftime("%Y-%m-%d"), "machine": machine}
+    if record.continued:  # absent: a run never stopped (and every record written before this field)
+        entry["continued"] = True
     physics = envPhysics(record.env)
     if physics != 1:
         entry["physics"] = physics
@@ -340,7 +343,8 @@ def recordFromArchive(entry: dict[str, Any]) -> RunRecord:
     key = archiveKey(entry["env"], entry["observation"], int(entry["seed"]), entry["run"], entry["srl"], entry["train"])
     return RunRecord(Run(f"archive: {key}", args, {}, evaluations), steps, rewards, _floatOrNan(entry.get("rate")),
                      _floatOrNan(entry.get("wall")), model, str(entry.get("date", "")), archived=True,
-                     machine=str(entry.get("machine", "")), train=entry["train"])
+                     machine=str(entry.get("machine", "")), train=entry["train"],
+                     continued=bool(entry.get("continued", False)))
 
 
 def archiveNote(records: Sequence[RunRecord], path: str) -> str:

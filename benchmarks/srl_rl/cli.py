@@ -84,7 +84,7 @@ def buildParser() -> CLIParser:
                         f"[{', '.join(f'{p.env} {p.eval_freq}' for p in PLANS.values())}]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=None, help="episodes per evaluation "
                         f"[{', '.join(f'{p.env} {p.eval_episodes}' for p in PLANS.values())}]")
-    parser.add_argument("--srl-seed", type=int, default=0, help="seed of the datasets and SRL trainings [0]")
+    parser.add_argument("--srl-seed", type=seedNumber, default=0, help="seed of the datasets and SRL trainings [0]")
     parser.add_argument("--state-dim", type=positiveInt, default=None, help="SRL state dimension [prepare's per env]")
     parser.add_argument("--srl-epochs", type=positiveInt, default=None, help="SRL training epochs [prepare's per env]")
     parser.add_argument("--srl-episodes", type=positiveInt, default=None, help="dataset episodes [prepare's per env]")
@@ -148,17 +148,13 @@ def settingsFrom(args: Any) -> Settings:
     for env in dict.fromkeys(args.env):
         if env not in base_plans:  # any registered env with ground truth: its plan from the flags
             plan = derivedPlan(env, budgets.get(env), args.eval_freq, args.eval_episodes, args.quick)
-            if plan.eval_freq > plan.steps:
-                raise UsageError(f"--eval-freq {plan.eval_freq} is more than the {plan.steps} steps of a {env} run: "
-                                 "no evaluation would run")
+            checkEvalFreq(plan.eval_freq, plan.steps, f"{env} run")
             plans.append(plan)
             continue
         plan = dataclasses.replace(base_plans[env], steps=budgets.get(env, base_plans[env].steps))
         plan = dataclasses.replace(plan, eval_freq=args.eval_freq or min(plan.eval_freq, plan.steps),
                                    eval_episodes=args.eval_episodes or plan.eval_episodes)
-        if plan.eval_freq > plan.steps:
-            raise UsageError(f"--eval-freq {plan.eval_freq} is more than the {plan.steps} steps of a {env} run: no "
-                             "evaluation would run")
+        checkEvalFreq(plan.eval_freq, plan.steps, f"{env} run")
         plans.append(plan)
     observations = list(dict.fromkeys(args.observations or (QUICK_OBSERVATIONS if args.quick else OBSERVATIONS)))
     learned = learnedObservations(observations)
@@ -191,6 +187,17 @@ def settingsFrom(args: Any) -> Settings:
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
                     ray_address=args.ray_address, renderer=args.renderer)
+
+
+def checkEvalFreq(eval_freq: int, steps: int, run: str) -> None:
+    """
+    :param eval_freq: env steps between evaluations (--eval-freq)
+    :param steps: env steps of a run
+    :param run: what the run is, for the message (``MobileRobotGymEnv-v0 run``)
+    :raises UsageError: ``eval_freq`` is more than ``steps``: no evaluation would run
+    """
+    if eval_freq > steps:
+        raise UsageError(f"--eval-freq {eval_freq} is more than the {steps} steps of a {run}: no evaluation would run")
 
 
 def checkRenderer(renderer: str, envs: Sequence[str]) -> None:

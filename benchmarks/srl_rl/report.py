@@ -12,7 +12,9 @@ ppo2 per observation in docs/benchmarks.md. Invariants:
 - the speed table is appended only by the invocation that finished the last missing run;
 - with ``--compare-to FILE`` each env's table is followed by its comparison with the runs of ``FILE`` made with other
   train settings or another physics version (benchmarks.srl_rl.compare), read after this report archived its runs;
-- with ``--renderer NAME`` the section says once which envs do not offer it (they keep their default).
+- with ``--renderer NAME`` the section says once which envs do not offer it (they keep their default);
+- a run continued after a stop is counted in its row (``(1 continued)``) and named above its env's table with what
+  such a run is (benchmarks.srl_rl.runs.continuedNote).
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ from benchmarks.srl_rl.plans import (
     modelName,
     specObservation,
 )
-from benchmarks.srl_rl.runs import RunRecord
+from benchmarks.srl_rl.runs import RunRecord, continuedNote
 from srl_toolbox.files import readJson
 
 
@@ -181,7 +183,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         "evaluated before the probe existed); *p* is Welch's t-test "
         "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels. *Here vs paper* "
         "compares fractions of each side's ground truth: *agrees* when they differ by less than twice their combined "
-        "standard error. A row marked missing has no finished run yet."
+        "standard error. A row marked missing has no finished run yet; *continued* counts the runs continued after "
+        "a stop (resumed from a checkpoint), which the line above the table names."
         + (" *Against earlier runs* follows a table with the runs of the same observations, run settings and SRL "
            "settings in another archive, made with other train settings or another physics version of the env (the "
            "group with the most seeds when there are several): final eval reward now and then (mean +/- standard "
@@ -203,9 +206,10 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
                   f"{plan.eval_freq:,} steps" + (f" ({' '.join(flags)})" if flags else ""))
         threshold_text = (f"threshold {threshold:.2f}" if threshold is not None
                           else "no threshold (ground truth has no positive final reward yet)")
-        archived = facts.get("archived", {}).get(plan.env)
-        parts += [f"### {plan.env} ({plan.task})", "", f"{budget}; {threshold_text}."
-                  + (f" {archived}" if archived else ""), "", tables[plan.env], "",
+        notes = [note for note in (facts.get("archived", {}).get(plan.env), facts.get("continued", {}).get(plan.env))
+                 if note]
+        parts += [f"### {plan.env} ({plan.task})", "", " ".join([f"{budget}; {threshold_text}.", *notes]), "",
+                  tables[plan.env], "",
                   *([facts["comparisons"][plan.env], ""] if plan.env in facts.get("comparisons", {}) else []),
                   *texts[plan.env], "",
                   *([f"![ppo2 learning curves on {plan.env}]({images[plan.env]})", ""] if plan.env in images else [])]
@@ -278,7 +282,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         return 1
     reported = [plan for plan in candidates if plan.env in used]
     fresh, listed, tables, texts, images, thresholds, notes_archive, comparisons = [], [], {}, {}, {}, {}, {}, {}
-    rows_by_task, models_by_task = {}, {}
+    rows_by_task, models_by_task, notes_continued = {}, {}, {}
     missing = 0
     for plan in reported:
         records = used[plan.env]
@@ -295,6 +299,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
                   "archived")
         if any(record.archived for record in records):
             notes_archive[plan.env] = archiveNote(records, str(settings.archive_file))
+        notes_continued[plan.env] = continuedNote([f"{record.observation} seed {record.seed}" for record in records
+                                                   if record.continued], len(records))
         rows, threshold = summariseEnv(records, settings.observations, settings.seeds, notes)
         rows_by_task[plan.env], models_by_task[plan.env] = rows, facts
         thresholds[plan.env] = threshold
@@ -312,7 +318,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
         print(f"\n{plan.env}\n{tables[plan.env]}\n" + (f"{comparisons[plan.env]}\n" if plan.env in comparisons else "")
               + "\n".join(texts[plan.env])
-              + (f"\n{notes_archive[plan.env]}" if plan.env in notes_archive else ""), flush=True)
+              + (f"\n{notes_archive[plan.env]}" if plan.env in notes_archive else "")
+              + (f"\n{notes_continued[plan.env]}" if notes_continued[plan.env] else ""), flush=True)
     stages = readJson(settings.timing_file).get(settings.fingerprint(), {}) if os.path.isfile(
         settings.timing_file) else {}
     wall = (f"{plans.duration(sum(stages.values()))} in all ("
@@ -338,7 +345,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         if image_dir is not None:
             print(f"Figure: {os.path.relpath(summary_png)}")
     facts = {"command": command, "seeds": settings.seeds, "machine": machine, "wall": wall,
-             "thresholds": thresholds, "commands": commands, "archived": notes_archive,
+             "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
              "overview": overview, "comparisons": comparisons, "renderer": rendererNote(settings, reported),

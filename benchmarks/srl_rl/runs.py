@@ -10,7 +10,9 @@ monitor files and its deterministic evaluations (``evaluations.npz``) become a :
   since), or with another physics version of its env, is not this configuration's
   (rl_baselines.sweeps.recorded.changedSettings): skipped by the report, deleted before the runs
   (:func:`dropRunsOfOtherSettings`);
-- an unreadable run folder is skipped with a warning, never fatal: the report says which runs are missing.
+- an unreadable run folder is skipped with a warning, never fatal: the report says which runs are missing;
+- a run continued after a stop (done.json's ``attempts`` above 1) is marked ``continued`` and the reports say so
+  (:func:`continuedNote`): it is a valid continuation of its seed's run, not necessarily the run never interrupted.
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ class RunRecord:
     :param machine: the machine it ran on (archived records), empty when unknown
     :param train: its train settings (rl_baselines.sweeps.recorded.trainSettings; those of its spec for a run of the
         bench folder, the recorded ones for an archived run), None when unknown
+    :param continued: the run was continued after a stop (its train process took more than one attempt): a valid
+        continuation of its seed's run, not necessarily the run never interrupted (docs/reliability.md, Resume)
     """
 
     run: Any
@@ -64,6 +68,7 @@ class RunRecord:
     archived: bool = False
     machine: str = ""
     train: dict[str, Any] | None = None
+    continued: bool = False
 
     @property
     def env(self) -> str:
@@ -111,7 +116,26 @@ def loadRun(folder: str) -> RunRecord:
     model = readJson(model_file) if os.path.isfile(model_file) else None
     model = {"hash": model.get("hash"), "state_dim": model.get("state_dim")} if isinstance(model, dict) else None
     finished = str(done.get("finished_at", ""))[:10]
-    return RunRecord(run, steps, rewards, rate, wall, model, finished)
+    return RunRecord(run, steps, rewards, rate, wall, model, finished, continued=resumed)
+
+
+CONTINUED_SENTENCE = ("such a run is a valid continuation of its seed's run, not necessarily the run never interrupted "
+                      "(docs/reliability.md, Resume: one resumed from a checkpoint taken mid-episode or mid-rollout "
+                      "plays other episodes and may count more steps)")
+
+
+def continuedNote(labels: Sequence[str], total: int) -> str:
+    """
+    :param labels: the runs continued after a stop (:attr:`RunRecord.continued`), as the report names them
+        (``raw_pixels seed 1``)
+    :param total: the runs shown
+    :return: the sentence that names them and says what such a run is (empty when there is none)
+    """
+    if not labels:
+        return ""
+    verb = "was" if len(labels) == 1 else "were"
+    return (f"{len(labels)} of these {total} runs {verb} continued after a stop ({', '.join(labels)}): "
+            f"{CONTINUED_SENTENCE}.")
 
 
 def loadRuns(folders: Sequence[str]) -> list[RunRecord]:
