@@ -67,8 +67,9 @@ def defaultConfigFile() -> str:
 
 
 def preparable(name: str) -> bool:
-    """:return: whether ``srl_models.prepare`` (and ``srl_models.train``) can train the registered model ``name``: the
-    toolbox's learned kinds and PCA, not a plugin's own class"""
+    """:return: whether ``srl_models.prepare`` (and ``srl_models.train``) can train the registered model ``name``: a
+    learned model whose class is a LearnedSRLModel or PCAModel (subclass), the toolbox's or a plugin's; a plugin model
+    of another kind brings its own training command"""
     entry = registered_srl.get(name)
     return entry is not None and entry[1] is SRLType.LEARNED and issubclass(entry[0], (LearnedSRLModel, PCAModel))
 
@@ -86,12 +87,16 @@ def trainedRenderer(exp_config: dict[str, Any]) -> str | None:
     return REFERENCE_RENDERER if preparable(str(exp_config.get("srl_model"))) else None
 
 
+def _notPrepared(name: str) -> str:
+    """:return: where a model that srl_models.prepare does not train (:func:`preparable`) comes from instead"""
+    return f"srl_models.prepare does not train {name!r}: pass its trained folder with --srl-model-path"
+
+
 def _howToGet(env_id: str, name: str, command: str, config_file: str) -> str:
-    """:return: how a user gets a trained ``name`` model for ``env_id`` (prepare trains only the toolbox's kinds)"""
+    """:return: how a user gets a trained ``name`` model for ``env_id`` (prepare trains only :func:`preparable` ones)"""
     if preparable(name):
         return f"train and register one with {command} (or pass --srl-model-path)"
-    return (f"srl_models.prepare does not train {name!r}: pass its trained folder with --srl-model-path, or list it "
-            f"under {env_id} in {config_file}")
+    return f"{_notPrepared(name)}, or list it under {env_id} in {config_file}"
 
 
 def prepareCommand(env_id: str, name: str, flags: Sequence[str] = ()) -> str:
@@ -114,7 +119,8 @@ def latestModelFolder(log_folder: str, env_id: str, name: str) -> str:
     :param env_id: the env the model must have been trained on
     :param name: the registered model name the folder must hold
     :return: the absolute folder whose exp_config.json is newest (then the largest path, for equal times)
-    :raises SRLLookupError: no such folder (one line)
+    :raises SRLLookupError: no such folder (one line, saying how to get one: the srl_models.prepare command, or for
+        a model it does not train, --srl-model-path)
     """
     found: list[tuple[float, str]] = []
     root = os.path.abspath(os.path.expanduser(log_folder))
@@ -131,8 +137,9 @@ def latestModelFolder(log_folder: str, env_id: str, name: str) -> str:
             if config.get("srl_model") == name and config.get("env") == env_id:
                 found.append((os.path.getmtime(os.path.join(folder, "exp_config.json")), folder))
     if not found:
-        raise SRLLookupError(f"--latest: no {name!r} model trained on {env_id} under {log_folder!r}; train one with "
-                             f"{prepareCommand(env_id, name, ['--log-folder', log_folder])}")
+        how = (f"train one with {prepareCommand(env_id, name, ['--log-folder', log_folder])}" if preparable(name)
+               else _notPrepared(name))
+        raise SRLLookupError(f"--latest: no {name!r} model trained on {env_id} under {log_folder!r}; {how}")
     return max(found)[1]
 
 

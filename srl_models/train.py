@@ -33,7 +33,7 @@ from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.plotting import reconstructions, trainingCurve
-from srl_models.registry import registered_srl
+from srl_models.registry import failed_srl_plugins, registered_srl
 from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, SRLTrainConfig
 from srl_models.trainer import (
     TrainingData,
@@ -163,12 +163,15 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
             raise UsageError(f"give --srl-model NAME ({', '.join(models)}) or --losses name:weight ...")
         if loss_dims or config.split_dims:
             name = "srl_splits"
-        elif len(losses) == 1 and next(iter(losses)) in models:
+        elif len(losses) == 1:  # every loss has a model of its name: never another kind in its place
             name = next(iter(losses))
         else:
             name = "srl_combination"
     if name not in models:
-        raise UsageError(f"--srl-model: unknown or not a trainable model {name!r}; learned models: "
+        flag = "--srl-model" if config.srl_model is not None else f"--losses {config.losses[0]} (one loss trains " \
+            f"the model of that name)"
+        skipped = f" (skipped: {failed_srl_plugins[name]})" if name in failed_srl_plugins else ""
+        raise UsageError(f"{flag}: unknown or not a trainable model {name!r}{skipped}; learned models: "
                          f"{', '.join(models)}")
     model_class = models[name]
     if not model_class.DEFAULT_LOSSES:  # pca, random: no loss to choose

@@ -181,3 +181,108 @@ def test_a_one_epoch_training_curve_shows_its_points_and_names_the_model(tmp_pat
     assert axis.get_title() == "vae (state dim 32) on data"
     curves = [line for line in axis.get_lines() if not line.get_label().startswith("kept")]
     assert len(curves) == 2 and all(line.get_marker() == "o" for line in curves)
+
+
+# A third-party SRL plugin (installed as a real dist-info on PYTHONPATH): `mycombo` subclasses LearnedSRLModel, so
+# srl_models.train trains it; `randproj` is a model of its own kind, which its package trains; `vae` clashes with the
+# built-in name (a name declared twice keeps neither: srl_toolbox.plugins.loadPlugins)
+SRL_PLUGIN = '''
+import json
+import os
+
+import numpy as np
+
+from srl_models.base import BaseSRLModel, SRLType, readExpConfig
+from srl_models.models import LearnedSRLModel, VAEModel
+
+
+class MyCombo(LearnedSRLModel):
+    NAME, DEFAULT_LOSSES = "mycombo", {"autoencoder": 1.0, "inverse": 2.0}
+
+
+class RandProj(BaseSRLModel):
+    API_VERSION = 1
+    SRL_TYPE = SRLType.LEARNED
+
+    def getState(self, observations):
+        return np.zeros((len(observations), self.state_dim), dtype=np.float32)
+
+    def save(self, folder):
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "exp_config.json"), "w") as handle:
+            json.dump({**self.exp_config, "srl_model": "randproj", "state_dim": self.state_dim,
+                       "img_shape": list(self.img_shape), "weights": [], "api_version": 1}, handle)
+
+    @classmethod
+    def load(cls, folder, device="cpu"):
+        config = readExpConfig(folder)
+        return cls(config["state_dim"], tuple(config["img_shape"]), config)
+
+
+class OtherVAE(VAEModel):
+    pass
+'''
+
+
+def _installSRLPlugin(site, name: str, entry_points: str) -> None:
+    package = site / name
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "models.py").write_text(SRL_PLUGIN)
+    dist_info = site / f"{name}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[srl_toolbox.srl_models]\n{entry_points}\n")
+
+
+@pytest.fixture(scope="module")
+def srlPluginSites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """PYTHONPATH folders: "models" installs mycombo and randproj, "clash" a second `vae`."""
+    root = tmp_path_factory.mktemp("srl_plugins")
+    _installSRLPlugin(root / "models", "qa_srl_models", "mycombo = qa_srl_models.models:MyCombo\n"
+                                                        "randproj = qa_srl_models.models:RandProj")
+    _installSRLPlugin(root / "clash", "qa_srl_clash", "vae = qa_srl_clash.models:OtherVAE")
+    return {"models": str(root / "models"), "clash": str(root / "clash")}
+
+
+def test_one_loss_whose_model_was_skipped_is_refused_not_trained_as_another(tinyDataset: str, tmp_path,  # noqa: F811
+                                                                           srlPluginSites) -> None:
+    # it trained an srl_combination (losses vae:1) in silence: "one loss trains the model of that name"
+    before = snapshot(tinyDataset)
+    for args in (["--losses", "vae"], ["--srl-model", "vae"]):
+        result = runModule(MODULE, "--data-folder", tinyDataset, *args, "--epochs", "1", "--log-folder",
+                           tmp_path / "logs", "--no-progress", env={"PYTHONPATH": srlPluginSites["clash"]})
+        error = result.stderr.strip().splitlines()[-1]
+        assert result.returncode == 2, result.stdout + result.stderr
+        assert error.startswith("error: ") and "'vae'" in error and "declared by 2 entry points" in error, error
+        assert not (tmp_path / "logs").exists() and snapshot(tinyDataset) == before
+
+
+def test_a_plugin_learned_srl_model_subclass_is_trained_and_recorded(tinyDataset: str, tmp_path,  # noqa: F811
+                                                                     srlPluginSites) -> None:
+    # docs/plugins.md: a plugin subclassing LearnedSRLModel is trained by srl_models.train (a model of another kind
+    # brings its own command)
+    env = {"PYTHONPATH": srlPluginSites["models"]}
+    result = runModule(MODULE, "--data-folder", tinyDataset, "--srl-model", "mycombo", "--state-dim", "4",
+                       "--epochs", "1", "--batch-size", "64", "--log-folder", tmp_path / "logs", "--no-eval",
+                       "--no-progress", env=env)
+    assert result.returncode == 0, result.stderr
+    folder = result.stdout.strip().splitlines()[-1][len("Model folder: "):]
+    assert folder.endswith("_mycombo_ST_DIM4_SEED0")
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    assert config["srl_model"] == "mycombo" and config["losses"] == {"autoencoder": 1.0, "inverse": 2.0}
+    refused = runModule(MODULE, "--data-folder", tinyDataset, "--srl-model", "randproj", "--log-folder",
+                        tmp_path / "other", env=env)
+    assert refused.returncode == 2 and "'randproj'" in refused.stderr and not (tmp_path / "other").exists()
+
+
+def test_latest_sends_a_plugin_model_prepare_does_not_train_to_its_folder(tmp_path, srlPluginSites) -> None:
+    # it named `srl_models.prepare ... --srl-model randproj`, which refuses a model it does not train
+    result = runModule("rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--srl-model", "randproj", "--latest",
+                       "--srl-log-folder", tmp_path / "srl", "--log-dir", tmp_path / "logs", "--no-vis",
+                       env={"PYTHONPATH": srlPluginSites["models"]})
+    error = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2, result.stderr
+    assert "srl_models.prepare does not train 'randproj': pass its trained folder with --srl-model-path" in error
+    assert "python -m srl_models.prepare" not in error and not (tmp_path / "logs").exists()
