@@ -257,8 +257,8 @@ def modelJobs(env: str, state_dim: int) -> tuple[list[Job], list[str]]:
             jobs.append(Job(env, name, state_dim, name))
         else:
             module = registered_srl[name][0].__module__
-            skipped.append(f"`{name}` ({module}): `srl_models.train` trains only the toolbox's own models "
-                           f"(LearnedSRLModel, PCA); this one has its own training command")
+            skipped.append(f"`{name}` ({module}): `srl_models.train` trains LearnedSRLModel and "
+                           f"PCAModel classes; this one has its own training command")
     if "supervised" in trainable:
         jobs.append(Job(env, "supervised", None, "supervised (state dim = ground truth's)"))
     return jobs, skipped

@@ -4,9 +4,10 @@ The state of an image is the image averaged over a grid of ``grid_h x grid_w`` b
 standardised with the per-feature mean and standard deviation measured on a dataset: "training" measures them.
 It is a baseline, not a representation to beat: it keeps where big things are and loses everything small.
 
-srl-toolbox's ``python -m srl_models.train`` trains only its own models, so this package brings its own command,
-which writes a model folder like srl_models.train does (``exp_config.json`` + ``downsample.npz``; exp_config records
-the dataset's ``renderer``, so that a run drawing its frames with another renderer is warned)::
+srl-toolbox's ``python -m srl_models.train`` trains models built on its ``LearnedSRLModel`` (or ``PCAModel``), which
+this one is not (it uses only ``srl_models.base``), so this package brings its own command, which writes a model
+folder like srl_models.train does (``exp_config.json`` + ``downsample.npz``; exp_config records the dataset's
+``renderer``, so that a run drawing its frames with another renderer is warned)::
 
     python -m srl_toolbox_cem.downsample --data-folder data/NAME --grid 4 4 --log-folder logs/srl
 
