@@ -61,6 +61,22 @@ def test_bad_shapes_and_folders(tmp_path) -> None:
         DownsampleSRLModel.load(str(tmp_path / "model"))
 
 
+@pytest.mark.parametrize("umask, mode", [(0o077, 0o600), (0o022, 0o644)], ids=["umask077", "umask022"])
+def test_saved_files_get_the_umasks_permissions(tmp_path, umask: int, mode: int) -> None:
+    # saved through srl_toolbox.files.atomicPath (docs/plugins.md "Atomic saves"): it chmod-ed them 0644 whatever
+    # the umask, so a user's 077 left the model readable by everyone
+    model = DownsampleSRLModel((3, 10, 7), (2, 2))
+    model.fit(_images())
+    previous = os.umask(umask)
+    try:
+        model.save(str(tmp_path / "model"))
+    finally:
+        os.umask(previous)
+    assert sorted(os.listdir(tmp_path / "model")) == ["downsample.npz", "exp_config.json"]  # no temporary left
+    for name in ("downsample.npz", "exp_config.json"):
+        assert os.stat(tmp_path / "model" / name).st_mode & 0o777 == mode, name
+
+
 def test_entry_point_is_declared() -> None:
     points = importlib.metadata.entry_points(group="srl_toolbox.srl_models")
     assert any(p.name == "downsample" and p.value == "srl_toolbox_cem.downsample:DownsampleSRLModel" for p in points)

@@ -19,7 +19,6 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import tempfile
 import zipfile
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +28,7 @@ import numpy as np
 from environments.dataset import Dataset
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType, readExpConfig
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
+from srl_toolbox.files import atomicPath
 
 NAME = "downsample"
 WEIGHTS_FILE = "downsample.npz"
@@ -50,23 +50,6 @@ def blockMeans(images: np.ndarray, grid: tuple[int, int]) -> np.ndarray:
     rows = np.diff(np.append(row_starts, height))
     cols = np.diff(np.append(col_starts, width))
     return sums / (rows[None, :, None, None] * cols[None, None, :, None])
-
-
-def _atomicWrite(path: str, write: Any) -> None:
-    """
-    :param path: destination file
-    :param write: ``write(handle)`` fills an open binary file
-    """
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, tmp_path = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            write(handle)
-        os.chmod(tmp_path, 0o644)
-        os.replace(tmp_path, path)
-    finally:
-        if os.path.exists(tmp_path):
-            os.remove(tmp_path)
 
 
 class DownsampleSRLModel(BaseSRLModel):
@@ -119,13 +102,15 @@ class DownsampleSRLModel(BaseSRLModel):
 
     def save(self, folder: str) -> None:
         os.makedirs(folder, exist_ok=True)
-        _atomicWrite(os.path.join(folder, WEIGHTS_FILE), lambda handle: np.savez(handle, mean=self.mean, std=self.std))
+        # srl_toolbox.files.atomicPath (docs/plugins.md "Atomic saves"): one rename, the umask's permissions
+        with atomicPath(os.path.join(folder, WEIGHTS_FILE)) as tmp_path, open(tmp_path, "wb") as handle:
+            np.savez(handle, mean=self.mean, std=self.std)
         config = {**self.exp_config, "srl_model": NAME, "state_dim": self.state_dim, "img_shape": list(self.img_shape),
                   "grid": list(self.grid), "weights": [WEIGHTS_FILE], "api_version": self.API_VERSION}
         self.exp_config = config
         # Written last: a folder with exp_config.json is complete
-        _atomicWrite(os.path.join(folder, EXP_CONFIG_FILE),
-                     lambda handle: handle.write((json.dumps(config, indent=2, sort_keys=True) + "\n").encode()))
+        with atomicPath(os.path.join(folder, EXP_CONFIG_FILE)) as tmp_path, open(tmp_path, "w") as handle:
+            handle.write(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, folder: str, device: str = "cpu") -> DownsampleSRLModel:
