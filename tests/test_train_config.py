@@ -189,6 +189,13 @@ def test_img_shape_help_and_readme_name_the_learned_model_default() -> None:
     assert "`3 64 64`, or the learned SRL model's shape" in row and ">= 36 with `raw_pixels`" in row
 
 
+def test_srl_model_path_help_names_every_kind_of_model_folder() -> None:
+    # it said "(written by srl_models.train)", though a plugin model's folder from its own command works as well
+    (action,) = [action for action in train.baseParser()._actions if action.dest == "srl_model_path"]
+    assert "srl_models.train's or prepare's, or a plugin model's from its own command" in action.help
+    assert "written by srl_models.train)" not in action.help
+
+
 def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> None:
 
     given = TrainConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,

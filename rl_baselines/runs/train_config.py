@@ -86,9 +86,9 @@ class TrainConfig:
     env: str = setting(DEFAULT_ENV, "env id: {envs}")
     srl_model: str = setting("raw_pixels", "observation: one the env computes (raw_pixels, ground_truth, ...) or a "
                              "trained SRL model (vae, autoencoder, ...) looked up in --srl-config-file")
-    srl_model_path: str | None = setting(None, "use this trained SRL model folder (written by srl_models.train) "
-                                         "instead of looking --srl-model up in --srl-config-file (absolute once "
-                                         "validated)", metavar="FOLDER")
+    srl_model_path: str | None = setting(None, "use this trained SRL model folder (srl_models.train's or prepare's, "
+                                         "or a plugin model's from its own command) instead of looking --srl-model "
+                                         "up in --srl-config-file (absolute once validated)", metavar="FOLDER")
     seed: int = setting(0, "random seed, 0..2**32-1; env i is seeded seed+i", parse=seedNumber)
     log_dir: str = setting("logs/", "root folder of the runs")
     num_timesteps: int = setting(int(1e6), "env steps to train", parse=positiveInt)
