@@ -33,7 +33,13 @@ from environments.srl_env import REFERENCE_RENDERER
 from srl_models.base import SRLType, modelHash, modelRecipe, readExpConfig
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
-from srl_models.registry import learnedModels, loadSRLModel, registered_srl
+from srl_models.registry import (
+    checkSRLModel,
+    failed_srl_plugins,
+    failedSRLPluginsText,
+    learnedModels,
+    registered_srl,
+)
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
 
@@ -300,7 +306,7 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
     kind = config["srl_model"]
     if kind not in learnedModels():
         raise ValueError(f"{folder!r} holds an SRL model {kind!r} that is not installed; installed learned models: "
-                         f"{', '.join(learnedModels()) or 'none'}")
+                         f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(kind)}")
     if name is not None and kind != name:
         raise ValueError(f"{folder!r} holds a {kind!r} model, not {name!r}")
     trained_on = config.get("env")
@@ -335,7 +341,8 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
     :param model_path: an explicit model folder (``--srl-model-path``), bypassing the YAML file
     :param img_shape: (C, H, W) the run's camera gives, None to accept the model's height and width
     :param channels: the run's image channels, checked when img_shape is None
-    :param check_load: also load the model (on the CPU), so that corrupt weights are refused up front
+    :param check_load: also load the model (on the CPU) and encode one frame, so that corrupt weights and a model
+        breaking the contract (srl_models.registry.checkSRLModel) are refused up front
     :param prepare_flags: flags added to the ``srl_models.prepare`` command the error names when no model is
         registered (the run's ``--random-target``, ``--img-shape``, ...)
     :return: the absolute model folder
@@ -343,9 +350,10 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
     :raises ValueError: any other reason the model cannot be used (one line)
     """
     if name is not None and name not in learnedModels():
-        known = "registered but computed by the env" if name in registered_srl else "not installed"
+        known = ("registered but computed by the env" if name in registered_srl
+                 else "its plugin failed to load" if name in failed_srl_plugins else "not installed")
         raise SRLLookupError(f"{name!r} is not a learned SRL model ({known}); installed learned models: "
-                         f"{', '.join(learnedModels()) or 'none'}")
+                             f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(name)}")
     if model_path is not None:
         folder = os.path.abspath(os.path.expanduser(model_path))
         origin = f"--srl-model-path {model_path}"
@@ -372,7 +380,7 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
     try:
         checkModelFolder(folder, env_id, name, img_shape, channels)
         if check_load:
-            loadSRLModel(folder, device="cpu")
+            checkSRLModel(folder)
     except ValueError as error:
         raise ValueError(f"{origin}: {error}") from None
     return folder

@@ -2,12 +2,20 @@
 
 ``NAME: (CLASS, SRLType)``. Built-in models are declared in setup.py like third-party ones. A plugin that fails to
 import, is not a BaseSRLModel, leaves an abstract method out, or was built for another API major version is
-recorded in ``failed_srl_plugins`` and skipped with one warning."""
+recorded in ``failed_srl_plugins`` and skipped with one warning; the messages that refuse an SRL model name list them
+(:func:`failedSRLPluginsText`).
+
+:func:`loadSRLModel` turns whatever a model's ``load`` raises into one ``ValueError`` line naming the model and its
+folder; :func:`checkSRLModel` also encodes one frame, so that a model breaking the contract (``getState`` of another
+shape, not floats, not finite) is refused before a run writes anything."""
 from __future__ import annotations
 
 import inspect
 import os
 from typing import Any
+
+import numpy as np
+import torch
 
 from environments.srl_env import addLearnedModelNames
 from srl_models.base import BaseSRLModel, SRLType, readExpConfig
@@ -48,6 +56,41 @@ def learnedModels() -> list[str]:
     return [name for name, (_, srl_type) in registered_srl.items() if srl_type is SRLType.LEARNED]
 
 
+def failedSRLPluginsText(name: str | None = None) -> str:
+    """
+    :param name: the SRL model name asked for, if any
+    :return: the end of an unknown-SRL-model message: ``"; SRL model plugins that failed to load: a, b"``, or the
+        reason when ``name`` is one of them ("" when none failed)
+    """
+    if name in failed_srl_plugins:
+        return f"; the SRL model plugin {name!r} failed to load ({failed_srl_plugins[name]})"
+    return f"; SRL model plugins that failed to load: {', '.join(sorted(failed_srl_plugins))}" if failed_srl_plugins else ""
+
+
+def _errorText(error: BaseException) -> str:
+    """:return: ``"Type: message"`` on one line (at most 300 characters of the message)"""
+    detail = " ".join(str(error).split())[:300]
+    return f"{type(error).__name__}{': ' + detail if detail else ''}"
+
+
+def freezeModel(model: BaseSRLModel) -> BaseSRLModel:
+    """
+    Put the torch modules a model holds in eval mode and stop their gradients (dropout, batch-norm statistics and
+    weights all stay as trained).
+
+    :param model: a loaded SRL model
+    :return: the same model
+    """
+
+    for value in vars(model).values():
+        if isinstance(value, torch.nn.Module):
+            value.eval()
+            value.requires_grad_(False)
+            if not any(parameter.is_cuda for parameter in value.parameters()):
+                value.to(memory_format=torch.channels_last)  # the images' own layout: no conversion per call
+    return model
+
+
 def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
     """
     Rebuild a trained model from its folder; the class is looked up by the registered name in exp_config.json,
@@ -56,13 +99,13 @@ def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
     :param folder: a model folder
     :param device: torch device
     :return: the model
-    :raises ValueError: missing, foreign or corrupt folder (one line)
+    :raises ValueError: missing, foreign or corrupt folder, or the model's ``load`` failed in any way (one line)
     """
     config = readExpConfig(folder)
     name = config["srl_model"]
     if name not in registered_srl or registered_srl[name][1] is not SRLType.LEARNED:
         raise ValueError(f"{folder!r} holds an SRL model {name!r} that is not installed; installed learned models: "
-                         f"{', '.join(learnedModels()) or 'none'}")
+                         f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(name)}")
     model_class = registered_srl[name][0]
     major = apiMajor(config.get("api_version", model_class.API_VERSION))
     if major != model_class.API_VERSION:
@@ -71,7 +114,46 @@ def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
     missing = [f for f in config.get("weights", []) if not os.path.isfile(os.path.join(folder, f))]
     if missing:
         raise ValueError(f"{folder!r} lacks its weights file(s): {', '.join(missing)}")
-    return model_class.load(folder, device=device)
+    try:
+        return model_class.load(folder, device=device)
+    except ValueError as error:  # the contract's refusal: kept (on one line)
+        if "\n" not in str(error):
+            raise
+        raise ValueError(" ".join(str(error).split())) from None
+    except Exception as error:  # a plugin's load that breaks the contract (KeyError for damaged weights...)
+        raise ValueError(f"the {name!r} SRL model in {folder!r} failed to load: {_errorText(error)}") from None
+
+
+def checkSRLModel(folder: str) -> BaseSRLModel:
+    """
+    Load a model on the CPU and encode one frame of its image shape (one forward pass), the way the RL side calls it.
+
+    :param folder: a model folder
+    :return: the frozen model
+    :raises ValueError: it does not load, ``getState`` fails, or gives anything but finite floats of shape
+        (1, state_dim) (one line naming the model and its folder)
+    """
+    model = freezeModel(loadSRLModel(folder, device="cpu"))
+    name = readExpConfig(folder)["srl_model"]
+    channels, height, width = model.img_shape
+    # a fixed ramp (not a blank frame, which a per-image standardisation would turn into NaN), no random numbers drawn
+    frame = (np.arange(height * width * channels) % 256).astype(np.uint8).reshape(1, height, width, channels)
+    what = f"the {name!r} SRL model in {folder!r}"
+    try:
+        with torch.inference_mode():
+            states = np.asarray(model.getState(frame))
+    except Exception as error:
+        raise ValueError(f"{what} failed to encode a {channels}x{height}x{width} frame: {_errorText(error)}") from None
+    if states.shape != (1, model.state_dim):
+        raise ValueError(f"{what} breaks the SRL model contract: getState gave shape {states.shape} for one "
+                         f"{channels}x{height}x{width} frame, expected (1, {model.state_dim}) (its state_dim)")
+    if not np.issubdtype(states.dtype, np.floating):
+        raise ValueError(f"{what} breaks the SRL model contract: getState gave {states.dtype} states, expected "
+                         f"float32")
+    if not np.all(np.isfinite(states)):
+        raise ValueError(f"{what} breaks the SRL model contract: getState gave non-finite states (NaN or inf) for "
+                         f"a {channels}x{height}x{width} frame")
+    return model
 
 
 registered_srl, failed_srl_plugins = loadRegisteredSRL()

@@ -30,31 +30,13 @@ from gymnasium import spaces
 from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
 
 from srl_models.base import BaseSRLModel
-from srl_models.registry import loadSRLModel
+from srl_models.registry import freezeModel, loadSRLModel
 
 
 def encoderDevice() -> str:
     """:return: "cuda" when a GPU is available, else "cpu" """
 
     return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def freezeModel(model: BaseSRLModel) -> BaseSRLModel:
-    """
-    Put the torch modules a model holds in eval mode and stop their gradients (dropout, batch-norm statistics and
-    weights all stay as trained).
-
-    :param model: a loaded SRL model
-    :return: the same model
-    """
-
-    for value in vars(model).values():
-        if isinstance(value, torch.nn.Module):
-            value.eval()
-            value.requires_grad_(False)
-            if not any(parameter.is_cuda for parameter in value.parameters()):
-                value.to(memory_format=torch.channels_last)  # the images' own layout: no conversion per call
-    return model
 
 
 def loadEncoder(folder: str, device: str | None = None) -> BaseSRLModel:

@@ -53,7 +53,7 @@ from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult,
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
 from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel, trainedRenderer
-from srl_models.registry import learnedModels
+from srl_models.registry import failedSRLPluginsText, learnedModels
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -330,7 +330,7 @@ def _chooseSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     if args.srl_model not in env_class.SRL_MODES and args.srl_model not in learnedModels():
         raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: "
                          f"{', '.join(env_class.SRL_MODES)} (computed by the env), or a trained model of kind "
-                         f"{', '.join(learnedModels()) or '(none installed)'}")
+                         f"{', '.join(learnedModels()) or '(none installed)'}{failedSRLPluginsText(args.srl_model)}")
     return args
 
 
