@@ -15,6 +15,9 @@ through the train command as a user runs it:
 5. continue with ``--load-rl-model-path``: the step count goes on and the normalisation keeps adapting;
 6. same seed, same model: a second run with the same seed acts the same.
 
+The observation is checked first, as bad input (exit code 2, not a broken rule): an env mode, or a learned model
+found and checked the way train does it (``--srl-model-path FOLDER``, or the default SRL config file).
+
 Everything is written in a temporary folder (or ``folder``), removed at the end unless kept.
 """
 from __future__ import annotations
@@ -45,7 +48,9 @@ from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
-from srl_models.registry import learnedModels
+from srl_models.base import readExpConfig
+from srl_models.config import resolveSRLModel
+from srl_models.registry import failedSRLPluginsText, learnedModels
 from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.plugins import apiMajor
 
@@ -136,10 +141,44 @@ def checkClass(algo_class: type) -> list[str]:
 
 
 def _trainArgs(name: str, folder: str, env: str, srl_model: str, continuous: bool, num_timesteps: int, seed: int,
-               extra: Sequence[str] = ()) -> list[str]:
+               extra: Sequence[str] = (), srl_model_path: str | None = None) -> list[str]:
     return ["--algo", name, "--env", env, "--srl-model", srl_model, "--num-timesteps", str(num_timesteps),
             "--seed", str(seed), "--log-dir", folder, "--no-vis", "--no-progress", "--checkpoint-freq", "-1",
-            *(["-c"] if continuous else []), *extra]
+            *(["-c"] if continuous else []), *(["--srl-model-path", srl_model_path] if srl_model_path else []), *extra]
+
+
+def checkObservation(env: str, srl_model: str | None, srl_model_path: str | None = None) -> str:
+    """
+    Check the observation of the runs, as train would (bad input, not a rule the algorithm breaks).
+
+    :param env: a registered env id
+    :param srl_model: an env mode or a learned model kind; None (or raw_pixels) with ``srl_model_path``: the
+        folder's kind; None without: ground_truth
+    :param srl_model_path: a trained SRL model folder, None to look a learned ``srl_model`` up in the default SRL
+        config file
+    :return: the observation mode (``srl_model``, or the folder's kind)
+    :raises UsageError: unknown mode, or no usable trained model (one line)
+    """
+    modes = getEnvClass(env).SRL_MODES
+    if srl_model_path is not None and srl_model in (None, "raw_pixels"):  # (as train: the folder says which model)
+        try:
+            srl_model = str(readExpConfig(os.path.abspath(srl_model_path))["srl_model"])
+        except ValueError as error:
+            raise UsageError(f"--srl-model-path {srl_model_path}: {error}") from None
+    srl_model = srl_model or DEFAULT_SRL_MODEL
+    if srl_model_path is not None and srl_model in modes:
+        raise UsageError(f"--srl-model {srl_model} is computed by the env and cannot be combined with "
+                         f"--srl-model-path (a trained model); drop one of them")
+    if srl_model_path is None and srl_model not in modes and srl_model not in learnedModels():
+        raise UsageError(f"unknown --srl-model {srl_model!r} for {env}; valid choices: {', '.join(modes)}, "
+                         f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}"
+                         f"{failedSRLPluginsText(srl_model)}")
+    if srl_model_path is not None or srl_model in learnedModels():
+        try:
+            resolveSRLModel(env, srl_model, model_path=srl_model_path, channels=3)
+        except ValueError as error:
+            raise UsageError(f"--srl-model {srl_model!r}: {error}") from None
+    return srl_model
 
 
 def _train(argv: list[str]) -> str:
@@ -208,7 +247,7 @@ def _normalisationCount(folder: str) -> float | None:
 
 def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, env: str = DEFAULT_ENV,
                     srl_model: str = DEFAULT_SRL_MODEL, num_timesteps: int = DEFAULT_TIMESTEPS, seed: int = 0,
-                    check_seed: bool = True) -> list[str]:
+                    check_seed: bool = True, srl_model_path: str | None = None) -> list[str]:
     """
     Train, save, load, replay and continue the algorithm with one action type.
 
@@ -221,13 +260,14 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     :param num_timesteps: env steps of each training
     :param seed: the seed
     :param check_seed: also train a second run with the same seed and compare
+    :param srl_model_path: the trained SRL model folder of a learned ``srl_model`` (train's ``--srl-model-path``)
     :return: the checks passed, one line each
     :raises PluginCheckError: the first rule broken
     """
 
     kind = "continuous" if continuous else "discrete"
     passed = []
-    run_dir = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed))
+    run_dir = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed, (), srl_model_path))
     model_path = os.path.join(run_dir, f"{name}_model{algo_class.MODEL_EXTENSION}")
     if not os.path.isfile(model_path):
         _fail(f"{kind}: train wrote no {os.path.basename(model_path)} (save must write the path it is given)")
@@ -294,7 +334,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
                   f"save/load keeps them")
 
     more = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed,
-                             ["--load-rl-model-path", model_path, "--tag", "continued"]))
+                             ["--load-rl-model-path", model_path, "--tag", "continued"], srl_model_path))
     continued = loadModel(algo_class, os.path.join(more, os.path.basename(model_path)), args)
     if continued.num_timesteps < saved_steps + num_timesteps:
         _fail(f"{kind}: continuing with --load-rl-model-path gave {continued.num_timesteps} steps, expected at least "
@@ -307,7 +347,8 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
                   f"{' and the normalisation statistics' if before is not None else ''}")
 
     if check_seed:
-        again = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed, ["--tag", "again"]))
+        again = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed, ["--tag", "again"],
+                                  srl_model_path))
         twin = loadModel(algo_class, os.path.join(again, os.path.basename(model_path)), args)
         if not _sameActions(model, twin, observations):
             _fail(f"{kind}: two runs with seed {seed} give different models (seed every generator of yours with "
@@ -316,9 +357,10 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     return passed
 
 
-def checkPlugin(algo: str, env: str = DEFAULT_ENV, srl_model: str = DEFAULT_SRL_MODEL,
+def checkPlugin(algo: str, env: str = DEFAULT_ENV, srl_model: str | None = DEFAULT_SRL_MODEL,
                 num_timesteps: int = DEFAULT_TIMESTEPS, continuous: bool | None = None, folder: str | None = None,
-                seed: int = 0, check_seed: bool = True, report: Callable[[str], None] | None = None) -> list[str]:
+                seed: int = 0, check_seed: bool = True, report: Callable[[str], None] | None = None,
+                srl_model_path: str | None = None) -> list[str]:
     """
     Check that an installed algorithm keeps the contract (see the module docstring); use it in a plugin's tests::
 
@@ -327,21 +369,27 @@ def checkPlugin(algo: str, env: str = DEFAULT_ENV, srl_model: str = DEFAULT_SRL_
 
     :param algo: the registered ``--algo`` name
     :param env: the env to train on
-    :param srl_model: its observation (``ground_truth``: low-dimensional states, normalised by default)
+    :param srl_model: its observation (``ground_truth``: low-dimensional states, normalised by default; a learned
+        model kind is looked up in the default SRL config file); None with ``srl_model_path``: the folder's kind
     :param num_timesteps: env steps of each training run
     :param continuous: check only continuous (True) or only discrete (False) actions; None: every declared type
     :param folder: where to write the runs (kept); None: a temporary folder, removed at the end
     :param seed: the seed of the runs
     :param check_seed: also train a second run with the same seed and compare the models
     :param report: called with each check passed (e.g. ``print``)
+    :param srl_model_path: a trained SRL model folder to observe through (train's ``--srl-model-path``)
     :return: the checks passed, one line each
     :raises PluginCheckError: the first rule broken (one line)
+    :raises UsageError: unknown env or observation, or no usable trained SRL model (bad input, one line)
     """
 
     if algo not in registered_rl:
         reason = f" (it failed to load: {failed_plugins[algo]})" if algo in failed_plugins else ""
         _fail(f"{algo!r} is not a registered algorithm{reason}; registered: {', '.join(registered_rl)}")
     algo_class, _, action_types = registered_rl[algo]
+    if env not in registered_env:
+        raise UsageError(unknownEnvText(env))
+    srl_model = checkObservation(env, srl_model, srl_model_path)
     report = report or (lambda line: None)
     passed = []
     for line in checkClass(algo_class):
@@ -357,7 +405,7 @@ def checkPlugin(algo: str, env: str = DEFAULT_ENV, srl_model: str = DEFAULT_SRL_
     try:
         for is_continuous in kinds:
             for line in checkActionType(algo, algo_class, is_continuous, work, env, srl_model, num_timesteps, seed,
-                                        check_seed):
+                                        check_seed, srl_model_path):
                 report(line)
                 passed.append(line)
     finally:
@@ -370,13 +418,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: 0 when every check passed, 1 when one failed
+    :raises UsageError: bad input: unknown algorithm, env or observation, no usable trained SRL model (exit code 2)
     """
     parser = CLIParser(prog="python -m rl_baselines.check_plugin",
                        description="Check that an algorithm plugin keeps the BaseRLObject contract: train a few "
                                    "hundred steps, save, load, replay, continue.")
     parser.add_argument("algo", help="the registered --algo name")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
-    parser.add_argument("--srl-model", default=DEFAULT_SRL_MODEL, help=f"observation [{DEFAULT_SRL_MODEL}]")
+    parser.add_argument("--srl-model", default=None,
+                        help=f"observation: a mode the env computes, or a learned model kind, looked up in the default "
+                             f"SRL config file as train does [{DEFAULT_SRL_MODEL}; with --srl-model-path, the "
+                             f"folder's kind]")
+    parser.add_argument("--srl-model-path", type=nonEmptyText, default=None, metavar="FOLDER",
+                        help="observe through this trained SRL model folder (as train's --srl-model-path)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=DEFAULT_TIMESTEPS,
                         help=f"env steps of each training run [{DEFAULT_TIMESTEPS}]")
     actions = parser.add_mutually_exclusive_group()
@@ -397,10 +451,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.env not in registered_env:
         raise UsageError(unknownEnvText(args.env))
 
-    modes = getEnvClass(args.env).SRL_MODES
-    if args.srl_model not in modes and args.srl_model not in learnedModels():
-        raise UsageError(f"unknown --srl-model {args.srl_model!r} for {args.env}; valid choices: {', '.join(modes)}, "
-                         f"or a trained model of kind {', '.join(learnedModels()) or '(none installed)'}")
+    srl_model = checkObservation(args.env, args.srl_model, args.srl_model_path)
     kind = {True: ActionType.CONTINUOUS, False: ActionType.DISCRETE}.get(args.continuous)
     if kind is not None and kind not in registered_rl[args.algo][2]:
         declared = " and ".join(sorted(t.name.lower() for t in registered_rl[args.algo][2]))
@@ -409,8 +460,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.keep is not None:
         checkWritableFolder(args.keep, "--keep")
     try:
-        checkPlugin(args.algo, args.env, args.srl_model, args.num_timesteps, args.continuous, args.keep, args.seed,
-                    not args.no_seed_check, report=lambda line: print(f"ok: {line}", flush=True))
+        checkPlugin(args.algo, args.env, srl_model, args.num_timesteps, args.continuous, args.keep, args.seed,
+                    not args.no_seed_check, report=lambda line: print(f"ok: {line}", flush=True),
+                    srl_model_path=args.srl_model_path)
     except PluginCheckError as error:
         print(f"FAILED: {error}", file=sys.stderr)
         return 1
