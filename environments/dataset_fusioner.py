@@ -1,9 +1,11 @@
 """``python -m environments.dataset_fusioner --merge SRC1 SRC2 [SRC3 ...] DST``: merge datasets into a new one.
 
 The records of the sources are numbered one after the other (SRC1's first), the npz arrays are concatenated and the
-image paths rewritten to DST's name. Images are hard-linked when the file system allows it (copied otherwise), and
-the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources are
-kept unless ``--delete-sources``.
+image paths rewritten to DST's name. DST's dataset_config.json is the first source's, so sources whose records mean
+something else (any entry but the seed, policy and episode count differs: cameras, renderer, rewards, targets...)
+are refused before anything is written. Images are hard-linked when the file system allows it (copied otherwise),
+and the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources
+are kept unless ``--delete-sources``.
 """
 from __future__ import annotations
 
@@ -24,6 +26,12 @@ PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
 GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
 STEP_TARGETS = "step_target_positions"  # optional (older datasets lack it): merged when every source has it
 _RECORD = re.compile(r"^record_(\d+)$")
+# The dataset_config.json entries that may differ between the sources: where the records came from, not what they
+# mean (merged_from lists them per source). Every other entry, one added later too, must be equal (checkCompatible).
+MAY_DIFFER = frozenset({"seed", "policy", "num_episodes", "merged_from"})
+# Why some differences are refused, where the entry's name does not say it.
+WHY_NOT = {"force_down": ": the same action moves otherwise",
+           "multi_view": ": two cameras' images per frame in one, one camera's in the other"}
 
 
 def buildParser() -> CLIParser:
@@ -87,23 +95,35 @@ def loadDataset(folder: str) -> dict[str, Any]:
     return {"folder": folder, "config": config, "arrays": arrays, "records": dict(sorted(records.items()))}
 
 
+def _meaning(dataset: dict[str, Any]) -> dict[str, Any]:
+    """:return: the dataset's dataset_config.json entries, those whose absence means a value (a dataset recorded
+    before them) with that value: one camera, TinyRenderer's images, force_down as :class:`Dataset` reads it"""
+    reader = Dataset(dataset["folder"], dataset["config"], {})
+    return {**dataset["config"], "multi_view": bool(dataset["config"].get("multi_view")), "renderer": reader.renderer,
+            "force_down": reader.force_down}
+
+
 def checkCompatible(datasets: list[dict[str, Any]]) -> None:
     """
+    Every dataset_config.json entry but those of :data:`MAY_DIFFER` must be equal in all sources (the merged config
+    is the first's): an entry one source lacks is not compared, unless its absence means a value (:func:`_meaning`).
+
     :param datasets: loaded datasets
-    :raises UsageError: they cannot be merged (other env, image shape or format, action kind or meaning, state or
-        action shape)
+    :raises UsageError: they cannot be merged (an entry that decides what the records mean differs: env, cameras,
+        image shape, format or renderer, action kind or meaning, rewards, targets...; or a state or action shape)
     """
     first = datasets[0]
+    settings = _meaning(first)
     for other in datasets[1:]:
-        for key in ("env", "img_shape", "image_format", "relative_pos", "continuous_actions", "action_joints"):
-            if key in first["config"] and key in other["config"] and first["config"][key] != other["config"][key]:
-                raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
-                                 f"({first['config'][key]} vs {other['config'][key]})")
-        # the same action means another move with and without force_down (the merged config keeps the first's)
-        force_down = [Dataset(dataset["folder"], dataset["config"], {}).force_down for dataset in (first, other)]
-        if None not in force_down and force_down[0] != force_down[1]:
-            raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their force_down differ "
-                             f"({force_down[0]} vs {force_down[1]}: the same action moves otherwise)")
+        other_settings = _meaning(other)
+        for key in dict.fromkeys([*settings, *other_settings]):
+            if key in MAY_DIFFER or key not in settings or key not in other_settings:
+                continue
+            a, b = settings[key], other_settings[key]
+            if a == b or (key == "force_down" and None in (a, b)):  # (None: an env without it, or unknown)
+                continue
+            raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
+                             f"({a} vs {b}{WHY_NOT.get(key, '')})")
         for key in ("actions", "ground_truth_states", "target_positions"):
             a, b = first["arrays"][key], other["arrays"][key]
             if a.shape[1:] != b.shape[1:] or a.dtype.kind != b.dtype.kind:

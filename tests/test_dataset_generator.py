@@ -624,3 +624,55 @@ def test_fusioner_refuses_datasets_whose_actions_mean_other_moves(tmp_path, key,
                        f"their {key} differ")
     assert snapshot(tmp_path) == before
 
+
+
+def test_fusioner_refuses_a_two_camera_and_a_one_camera_dataset(tmp_path):
+    """A --multi-view dataset merged with a one-camera one gave a multi_view dataset holding frameNNNNNN.jpg records,
+    which srl_models.train then failed to read (frameNNNNNN_1.jpg)."""
+    kuka = ["--env", "KukaButtonGymEnv-v0", "--img-shape", "3", "16", "16", "--max-steps", "3", "--num-episode", "1",
+            "--no-progress"]
+    generate(tmp_path, *kuka, "--multi-view", name="two")
+    generate(tmp_path, *kuka, name="one")
+    before = snapshot(tmp_path)
+    assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "two", tmp_path / "one", tmp_path / "merged"),
+                       "their multi_view differ (True vs False")
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("key,values", [
+    ("renderer", ("lowpoly", "tinyrenderer")), ("shape_reward", (True, False)), ("random_target", (False, True)),
+    ("max_dist", ("0.28", "0.5")), ("version", (1, 2)), ("run_env_kwargs", ({}, {"relative_pos": False})),
+    ("a_later_key", ("x", "y")),  # one added later is compared too: only MAY_DIFFER's keys may differ
+    ("multi_view", (None, True)),  # (None: a dataset recorded before the key, one camera)
+    ("renderer", (None, "lowpoly")),  # (None: recorded before the key, TinyRenderer's images)
+])
+def test_fusioner_refuses_datasets_whose_records_mean_other_things(tmp_path, key, values):
+    """The merged config is the first source's: a lowpoly and a tinyrenderer dataset merged said "lowpoly", a
+    --shape-reward and a sparse one said shape_reward true with both kinds of rewards."""
+    generate(tmp_path, "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "1", "--no-progress",
+             name="a")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    for name, value in zip(("a", "b"), values, strict=True):
+        config = readJson(tmp_path / name / "dataset_config.json")
+        if value is None:
+            config.pop(key)
+        else:
+            config[key] = value
+        (tmp_path / name / "dataset_config.json").write_text(json.dumps(config))
+    before = snapshot(tmp_path)
+    assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged"),
+                       f"their {key} differ")
+    assert snapshot(tmp_path) == before
+
+
+def test_fusioner_merges_datasets_of_other_seeds_policies_and_sizes(tmp_path):
+    generate(tmp_path, "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "1", "--no-progress",
+             name="a")
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    config = readJson(tmp_path / "b" / "dataset_config.json")
+    config.update(seed=12, policy="logs/some/run", num_episodes=1)
+    (tmp_path / "b" / "dataset_config.json").write_text(json.dumps(config))
+    result = runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged")
+    assert result.returncode == 0, result.stderr
+    merged = readJson(tmp_path / "merged" / "dataset_config.json")
+    assert [source["policy"] for source in merged["merged_from"]] == ["random", "logs/some/run"]
