@@ -316,14 +316,19 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
     model_shape = tuple(int(v) for v in config.get("img_shape", ()))
     if len(model_shape) != 3:
         raise ValueError(f"{folder!r}: exp_config.json lacks a valid img_shape [C, H, W]")
-    if img_shape is not None and model_shape != tuple(int(v) for v in img_shape):
+    # the camera flags that give the model's channels (--img-shape is always 3 H W: two cameras make 6)
+    flags = {6: "--fpv or --multi-view", 3: "no --fpv or --multi-view"}.get(model_shape[0], "the same cameras")
+    if img_shape is not None and model_shape[1:] != tuple(int(v) for v in img_shape[1:]):
         raise ValueError(f"{folder!r} encodes {_shapeText(model_shape)} images but the run's camera gives "
-                         f"{_shapeText(img_shape)}; use --img-shape 3 {model_shape[1]} {model_shape[2]} (with the same "
-                         f"cameras) or a model trained at that size")
-    if img_shape is None and channels is not None and model_shape[0] != channels:
+                         f"{_shapeText(img_shape)}; use --img-shape 3 {model_shape[1]} {model_shape[2]} (with {flags}) "
+                         f"or a model trained at that size")
+    channels = channels if img_shape is None else int(img_shape[0])
+    if channels is not None and model_shape[0] != channels:  # only the cameras differ
         cameras = "two cameras (--fpv or --multi-view)" if model_shape[0] == 6 else "one camera"
+        advice = ("pass the camera flag it was trained with (--multi-view: Kuka arms, --fpv: mobile robots)"
+                  if model_shape[0] == 6 else "drop --fpv / --multi-view")
         raise ValueError(f"{folder!r} encodes {model_shape[0]}-channel images ({cameras}) but the run's camera "
-                         f"gives {channels} channels")
+                         f"gives {channels} channels; {advice}, or use a model trained on the run's cameras")
     return config
 
 

@@ -358,6 +358,13 @@ def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
     ("other_env", "was trained on KukaButtonGymEnv-v0 images, not MobileRobotGymEnv-v0"),
     ("other_size", "encodes 3x32x32 images but the run's camera gives 3x64x64; use --img-shape 3 32 32"),
     ("two_cameras", "encodes 6-channel images (two cameras (--fpv or --multi-view))"),
+    # with --img-shape, a model of the run's size but of other cameras: the camera flag is named, not --img-shape
+    ("two_cameras_at_the_size", "encodes 6-channel images (two cameras (--fpv or --multi-view)) but the run's camera "
+     "gives 3 channels; pass the camera flag it was trained with (--multi-view: Kuka arms, --fpv: mobile robots)"),
+    ("one_camera_at_the_size", "encodes 3-channel images (one camera) but the run's camera gives 6 channels; drop "
+     "--fpv / --multi-view"),
+    ("two_cameras_other_size", "encodes 6x32x32 images but the run's camera gives 3x64x64; use --img-shape 3 32 32 "
+     "(with --fpv or --multi-view)"),
     ("other_kind", "holds a 'counting' model, not 'vae'"),
     ("no_weights", "lacks its weights file(s): projection.npy"),
 ])
@@ -386,6 +393,11 @@ def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
     elif case == "two_cameras":
         content = {ENV_ID: {"counting": _saveCounting(str(tmp_path / "fpv"), img_shape=(6, 32, 32))}}
         kwargs = {"channels": 3}
+    elif case in ("two_cameras_at_the_size", "two_cameras_other_size"):
+        content = {ENV_ID: {"counting": _saveCounting(str(tmp_path / "fpv"), img_shape=(6, 32, 32))}}
+        kwargs = {"img_shape": (3, 32, 32) if case == "two_cameras_at_the_size" else (3, 64, 64)}
+    elif case == "one_camera_at_the_size":
+        kwargs = {"img_shape": (6, 32, 32)}
     elif case == "other_kind":
         name, content = "vae", {ENV_ID: {"vae": good}}
     elif case == "no_weights":
