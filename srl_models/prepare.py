@@ -96,6 +96,8 @@ ENV_DEFAULTS: dict[str, PrepareDefaults] = {
 FAMILY_DEFAULTS = {"MobileRobot": "MobileRobotGymEnv-v0", "Kuka": "KukaButtonGymEnv-v0"}
 FALLBACK_DEFAULTS = PrepareDefaults(episodes=20, img_size=64, state_dim=32, epochs=10)
 DATASET_CONFIG = "dataset_config.json"
+# The second camera's flag (GeneratorConfig field) -> its dataset name suffix.
+CAMERA_SUFFIXES = {"multi_view": "_mv", "fpv": "_fpv"}
 # Files srl_models.evaluate writes last: a model folder with them is finished.
 FINISHED_FILES = ("gt_correlation.json", "knn_mse.json")
 
@@ -130,6 +132,12 @@ def buildParser() -> CLIParser:
     parser.add_argument("--srl-model", nargs="+", required=True, metavar="NAME",
                         help=f"learned models to train on the same dataset: {', '.join(trainableModels())}")
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
+    parser.add_argument("--multi-view", action="store_true",
+                        help="record two cameras (Kuka arms): the models encode 6-channel images, for train's "
+                             "--multi-view runs")
+    parser.add_argument("--fpv", action="store_true",
+                        help="record the first-person view stacked with the top view (mobile robots): the models "
+                             "encode 6-channel images, for train's --fpv runs")
     parser.add_argument("--episodes", type=positiveInt, default=None, help="episodes to record [per env]")
     parser.add_argument("--img-shape", type=positiveInt, nargs=3, default=None, metavar=("C", "H", "W"),
                         help=f"image shape, 3 H W with H, W in {IMAGE_SIDES} [per env, 3 64 64]")
@@ -164,7 +172,7 @@ def buildParser() -> CLIParser:
 
 
 def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_target: bool, seed: int,
-                renderer: str) -> str:
+                renderer: str, camera: str | None = None) -> str:
     """
     :param env_id: the env
     :param episodes: episodes recorded
@@ -172,13 +180,15 @@ def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_tar
     :param random_target: a new target every episode
     :param seed: the generator's seed
     :param renderer: what draws the images (resolved: never None)
+    :param camera: the second camera's flag, ``multi_view`` or ``fpv`` (None: one camera)
     :return: the dataset's folder name, made of the settings that decide its content
-        (``<env>_<N>ep_<H>x<W>[_rt][_<renderer> when not tinyrenderer]_seed<S>``, a namespaced env id's ``/`` as
+        (``<env>_<N>ep_<H>x<W>[_rt][_mv|_fpv][_<renderer> when not tinyrenderer]_seed<S>``, a namespaced env id's
+        ``/`` as
         ``_``: the suffix is left out for the
         reference renderer, whatever the env's default, so that the datasets recorded before keep their names)
     """
     return (f"{env_id.replace('/', '_')}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
-            f"{'' if renderer == REFERENCE_RENDERER else '_' + renderer}"
+            f"{CAMERA_SUFFIXES.get(camera or '', '')}{'' if renderer == REFERENCE_RENDERER else '_' + renderer}"
             f"_seed{seed}")
 
 
@@ -196,6 +206,7 @@ class Plan:
     :param expected: model name -> the exp_config entries a reusable folder must hold
     :param config_file: the SRL config YAML
     :param log_folder: root of the model folders
+    :param camera: the second camera's flag the dataset was recorded with (``multi_view``, ``fpv``; None: one camera)
     """
 
     env_id: str
@@ -207,6 +218,7 @@ class Plan:
     expected: dict[str, dict[str, Any]]
     config_file: str
     log_folder: str
+    camera: str | None = None
 
 
 def _readJson(path: str) -> Any:
@@ -339,12 +351,13 @@ def plan(args: argparse.Namespace) -> Plan:
     renderer = resolvedRenderer(args.renderer, args.env)  # --renderer left out: the env's default, by name
     # -r on an env without a random target: one warning (the generator's) and the env's plain dataset, as recorded
     random_target = bool(args.random_target) and envOffers(args.env, "random_target")
-    name = datasetName(args.env, episodes, img_shape, random_target, args.seed, renderer)
+    camera = "multi_view" if args.multi_view else "fpv" if args.fpv else None
+    name = datasetName(args.env, episodes, img_shape, random_target, args.seed, renderer, camera)
     dataset_folder = os.path.join(args.data_folder, name)
     generator: GeneratorConfig | None = GeneratorConfig(
         env=args.env, name=name, save_path=args.data_folder, num_episode=episodes, num_cpu=num_cpu, seed=args.seed,
         img_shape=tuple(img_shape), random_target=args.random_target, renderer=renderer,
-        no_progress=args.no_progress)
+        multi_view=args.multi_view, fpv=args.fpv, no_progress=args.no_progress)
     try:
         dataset_generator.validate(generator)
     except UsageError as error:  # name the prepare flags, not the generator's
@@ -352,7 +365,7 @@ def plan(args: argparse.Namespace) -> Plan:
         raise UsageError(message) from None
     settings = {"env": args.env, "img_shape": img_shape, "num_episodes": episodes, "seed": args.seed,
                 "policy": "random", "random_target": random_target, "continuous_actions": False,
-                "shape_reward": False, "multi_view": False, "renderer": renderer}
+                "shape_reward": False, "multi_view": camera is not None, "renderer": renderer}
     reuse_dataset = os.path.isdir(dataset_folder) and not args.force
     if reuse_dataset:
         checkDatasetSettings(dataset_folder, settings)
@@ -386,7 +399,7 @@ def plan(args: argparse.Namespace) -> Plan:
             raise UsageError(f"--srl-config-file: {error}") from None
     checkWritableFolder(os.path.dirname(config_file), "--srl-config-file")
     return Plan(args.env, names, dataset_folder, settings, generator, training, expected, config_file,
-                args.log_folder)
+                args.log_folder, camera)
 
 
 def _trainedFolder(model: str, config: SRLTrainConfig) -> str:
@@ -464,22 +477,26 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     print(f"\nRegistered in {todo.config_file} under {todo.env_id} (dataset {todo.dataset_folder}, "
           f"{dataset_seconds:.0f} s):")
     print(summaryTable(rows))
-    print(f"Total {time.perf_counter() - start:.0f} s. Use one with: "
-          f"{trainCommand(todo.env_id, todo.names[0], todo.dataset_settings['random_target'], args.srl_config_file)}")
+    command = trainCommand(todo.env_id, todo.names[0], todo.dataset_settings["random_target"], args.srl_config_file,
+                           todo.camera)
+    print(f"Total {time.perf_counter() - start:.0f} s. Use one with: {command}")
     return rows
 
 
-def trainCommand(env_id: str, name: str, random_target: bool, config_file: str | None) -> str:
+def trainCommand(env_id: str, name: str, random_target: bool, config_file: str | None,
+                 camera: str | None = None) -> str:
     """
     :param env_id: the env the model was prepared for
     :param name: the model's name
     :param random_target: whether its dataset has a random target
     :param config_file: the SRL config file it is registered in (None: the default one)
+    :param camera: the second camera its dataset was recorded with (``multi_view``, ``fpv``; None: one camera)
     :return: the train command that uses it, with the env flags its dataset was recorded with (an arm moves as in
         its dataset: environments.dataset_generator records them with force_down)
     """
     return (f"python -m rl_baselines.train --env {env_id} --srl-model {name}"
             + (" --random-target" if random_target else "")
+            + (f" --{camera.replace('_', '-')}" if camera else "")
             + (" --force-down" if getEnvClass(env_id).acceptsKeyword("force_down") else "")
             + (f" --srl-config-file {config_file}" if config_file else ""))
 

@@ -19,7 +19,14 @@ from replay import demo, srl_demo
 from rl_baselines.runs import train
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 from srl_models import prepare
-from srl_models.config import SRLLookupError, defaultConfigFile, latestModelFolder, readSRLConfig, registerModel
+from srl_models.config import (
+    SRLLookupError,
+    defaultConfigFile,
+    latestModelFolder,
+    readSRLConfig,
+    registerModel,
+    resolveSRLModel,
+)
 from srl_models.prepare import trainCommand
 from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import UsageError
@@ -201,6 +208,8 @@ def test_the_suggested_train_command_moves_the_arm_as_its_dataset():
         "python -m rl_baselines.train --env KukaButtonGymEnv-v0 --srl-model vae --random-target --force-down")
     assert trainCommand(ENV_ID, "vae", False, "c.yaml") == (
         f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --srl-config-file c.yaml")
+    assert trainCommand(ENV_ID, "vae", False, None, "fpv") == (
+        f"python -m rl_baselines.train --env {ENV_ID} --srl-model vae --fpv")
 
 
 def test_default_config_file(monkeypatch, tmp_path):
@@ -246,6 +255,10 @@ BAD_PREPARE = [
     ("empty config file", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", ""],
      "--srl-config-file: '' is empty"),
     ("huge state", ["--env", ENV_ID, "--srl-model", "vae", "--state-dim", "1e30"], "--state-dim: '1e30'"),
+    ("second camera of another env", ["--env", ENV_ID, "--srl-model", "vae", "--multi-view"],
+     f"--multi-view: {ENV_ID} has no multi_view camera (Kuka envs do)"),
+    ("first-person view of an arm", ["--env", "KukaButtonGymEnv-v0", "--srl-model", "vae", "--fpv"],
+     "--fpv: KukaButtonGymEnv-v0 has no fpv camera (MobileRobot do)"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
      "was recorded with other settings (seed differ)"),
     # before the dataset is recorded and the vae trained: 2 episodes of at most 250 steps, one held out
@@ -427,3 +440,34 @@ def test_random_target_on_an_env_without_one_is_the_plain_dataset(tmp_path, monk
     assert json.loads((dataset / "dataset_config.json").read_text())["random_target"] is False
     assert not rows[0]["reused"] and "--random-target" not in capsys.readouterr().out
     assert [row["reused"] for row in prepare.prepare(argv)] == [True]
+
+
+def test_prepare_trains_a_two_camera_model_that_a_multi_view_run_takes(tmp_path, monkeypatch, capsys):
+    """prepare had no --multi-view, yet a --multi-view train run with no model advised it: the one-camera model it
+    made was then refused. Now the dataset has both cameras (its own name, reused on its own), the model encodes
+    6-channel images, the printed train command passes --multi-view, and a --multi-view run takes the model."""
+    monkeypatch.chdir(tmp_path)
+    config_file = str(tmp_path / "srl.yaml")
+    argv = ["--env", "KukaButtonGymEnv-v0", "--multi-view", "--srl-model", "pca", "--episodes", "2", "--img-shape",
+            "3", "16", "16", "--state-dim", "2", "--num-cpu", "1", "--device", "cpu", "--no-progress",
+            "--srl-config-file", config_file]
+    rows = prepare.prepare(argv)
+    out = capsys.readouterr().out
+    dataset = tmp_path / "data" / "KukaButtonGymEnv-v0_2ep_16x16_mv_lowpoly_seed0"
+    assert json.loads((dataset / "dataset_config.json").read_text())["multi_view"] is True
+    assert json.loads(open(os.path.join(rows[0]["folder"], "exp_config.json")).read())["img_shape"] == [6, 16, 16]
+    assert "--srl-model pca --multi-view --force-down" in out
+    assert resolveSRLModel("KukaButtonGymEnv-v0", "pca", config_file, img_shape=(6, 16, 16)) == rows[0]["folder"]
+    assert [row["reused"] for row in prepare.prepare(argv)] == [True]
+    one_camera = prepare.plan(prepare.buildParser().parse_args([arg for arg in argv if arg != "--multi-view"]))
+    assert os.path.basename(one_camera.dataset_folder) == "KukaButtonGymEnv-v0_2ep_16x16_lowpoly_seed0"
+    assert one_camera.generator is not None and one_camera.dataset_settings["multi_view"] is False
+
+
+def test_a_two_camera_run_without_a_model_is_told_to_prepare_one_with_its_cameras(tmp_path):
+    result = runModule("rl_baselines.train", "--algo", "ppo2", "--env", "KukaButtonGymEnv-v0", "--multi-view",
+                       "--srl-model", "vae", "--no-vis", "--num-timesteps", "64",
+                       env={"SRL_MODELS_CONFIG": str(tmp_path / "srl.yaml")}, cwd=str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert "python -m srl_models.prepare --env KukaButtonGymEnv-v0 --srl-model vae --multi-view" in result.stderr
+    assert os.listdir(tmp_path) == []

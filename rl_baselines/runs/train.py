@@ -346,8 +346,8 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     """
     channels = 6 if args.fpv or args.multi_view else 3
     img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
-    prepare_flags = [*(["--random-target"] if args.random_target else []),
-                     *(["--img-shape", *map(str, args.img_shape)] if args.img_shape is not None else [])]
+    prepare_flags = [f"--{k.replace('_', '-')}" for k in ("random_target", "multi_view", "fpv") if getattr(args, k)]
+    prepare_flags += ["--img-shape", *map(str, args.img_shape)] if args.img_shape is not None else []
     try:
         if args.latest:
             if args.srl_model_path is not None:
