@@ -116,7 +116,7 @@ def checkCompatible(datasets: list[dict[str, Any]]) -> None:
     settings = _meaning(first)
     for other in datasets[1:]:
         other_settings = _meaning(other)
-        for key in dict.fromkeys([*settings, *other_settings]):
+        for key in dict.fromkeys(["env", *settings, *other_settings]):  # (another env named first)
             if key in MAY_DIFFER or key not in settings or key not in other_settings:
                 continue
             a, b = settings[key], other_settings[key]
