@@ -10,7 +10,6 @@ else is written.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
@@ -18,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from replay.results import findRuns, trailingMean
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 
@@ -42,7 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = findRuns(args.log_dir)
     if not args.output.endswith(".png"):
         raise UsageError(f"--output {args.output}: not a .png file")
-    checkWritableFolder(os.path.dirname(os.path.abspath(args.output)), "--output")
+    checkOutputFile(args.output, "--output")
     envs = list(dict.fromkeys(str(run.args["env"]) for run in runs))
     figure = Figure(figsize=(6.5 * len(envs), 4.2), dpi=100)
     FigureCanvasAgg(figure)

@@ -34,7 +34,7 @@ from replay.results import (
     saveCurves,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, checkWritableFolder, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, checkOutputFile, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 
@@ -66,15 +66,15 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
     :param x_label: the x axis label
     :param y_label: the y axis label
     :param order: every method of the figures drawn together, in the order that gives each its colour (a method keeps
-        its colour in a figure that lacks some of the others); None: the curves' order
+        its colour in a figure that lacks some of the others); None: each curve its own colour, in the curves' order
+        (labels may repeat: compare_plots' inputs)
     """
 
     figure = Figure(figsize=(11, 5.5), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
-    order = list(order) if order is not None else [label for label, _, _ in curves]
-    for label, x, y in curves:
-        index = order.index(label)
+    for position, (label, x, y) in enumerate(curves):
+        index = list(order).index(label) if order is not None else position
         mean, low, high = bandOverSeeds(y)
         color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
         axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
@@ -93,6 +93,21 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         figure.savefig(tmp_path, format="png")
 
 
+def _outputFiles(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]) -> list[str]:
+    """
+    :param prefix: the files' prefix (-o)
+    :param groups: the methods' runs (groupRuns)
+    :param group_by: the extra keys that split methods
+    :return: every file the command may write (the evaluation ones whether or not the runs have evaluations)
+    """
+    paths = []
+    for key in groups:
+        env, label = safeName(key[0]), safeName(methodLabel(key, group_by).replace(" ", "_"))
+        paths += [f"{prefix}_{env}_{label}.npz", f"{prefix}_{env}_{label}_evaluation.npz"]
+        paths += [f"{prefix}_{env}.png", f"{prefix}_{env}_evaluation.png"]
+    return list(dict.fromkeys(paths))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -101,12 +116,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     runs = findRuns(args.log_dir, args.group_by)
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
-    checkWritableFolder(os.path.dirname(os.path.abspath(prefix)), "-o/--output" if args.output else "--log-dir")
     x_label = "timesteps" if args.timesteps else "episodes"
     by_env: dict[str, list[tuple[str, object, object]]] = {}
     evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
+    for path in _outputFiles(prefix, groups, args.group_by):
+        checkOutputFile(path, "-o/--output" if args.output else "--log-dir")
     for key, members in groups.items():
         env, label = key[0], methodLabel(key, args.group_by)
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)

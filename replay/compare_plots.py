@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from replay.aggregate_plots import plotCurves
 from replay.results import loadCurves
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 
 
 def buildParser() -> CLIParser:
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--labels: {len(args.labels)} labels for {len(args.input)} inputs; give one per input")
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"--output {args.output!r} must end in .png")
-    checkWritableFolder(os.path.dirname(os.path.abspath(args.output)), "--output")
+    checkOutputFile(args.output, "--output")
     loaded = [loadCurves(path) for path in args.input]
     units = {curves["x_label"] or "episodes" for curves in loaded}
     if len(units) > 1:

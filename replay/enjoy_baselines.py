@@ -36,6 +36,7 @@ from srl_toolbox.cli import (
     addProgressArgument,
     addSeedArgument,
     addVisdomArguments,
+    checkOutputFile,
     checkWritableFolder,
     envCount,
     nonEmptyText,
@@ -46,6 +47,8 @@ from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath
 
 VIDEO_FORMATS = (".gif", ".mp4")
+# A GIF stores each frame's delay in hundredths of a second, and browsers play delays under 2 of them at about 10 fps.
+MAX_GIF_FPS = 50
 
 
 def buildParser() -> CLIParser:
@@ -59,7 +62,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--render", action="store_true", help="open the PyBullet window (needs a display)")
     parser.add_argument("--video", default=None,
                         help="record the first env to this .gif or .mp4 file, captioned with the step and reward")
-    parser.add_argument("--fps", type=positiveInt, default=20, help="frames per second of the video [20]")
+    parser.add_argument("--fps", type=positiveInt, default=20,
+                        help=f"frames per second of the video, at most {MAX_GIF_FPS} for a .gif [20]")
     parser.add_argument("--model", choices=["latest", "best"], default="latest",
                         help="which saved model to play [latest]")
     parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
@@ -174,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = buildParser().parse_args(argv)
     if args.video is not None and not args.video.lower().endswith(VIDEO_FORMATS):
         raise UsageError(f"--video {args.video!r}: the file must end in .gif or .mp4")
+    if args.video is not None and args.video.lower().endswith(".gif") and args.fps > MAX_GIF_FPS:
+        raise UsageError(f"--fps {args.fps}: a .gif plays at most {MAX_GIF_FPS} frames per second (browsers slow "
+                         f"faster ones to about 10); give 1..{MAX_GIF_FPS}, or record an .mp4")
     if args.render and not os.environ.get("DISPLAY"):
         raise UsageError("--render opens the PyBullet window and needs a display, but DISPLAY is not set "
                          "(use --video out.gif instead)")
@@ -192,7 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.plotting:
         checkWritableFolder(output_dir, "--output-dir")
     if args.video:
-        checkWritableFolder(os.path.dirname(os.path.abspath(args.video)), "--video")
+        checkOutputFile(args.video, "--video")
 
 
     torch.set_num_threads(1)

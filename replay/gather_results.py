@@ -49,7 +49,7 @@ from replay.results import (
     meanInterval,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, finiteFloat, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, finiteFloat, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 FINAL = "final"
@@ -128,13 +128,15 @@ def _episodesWithin(run: Run, budget: int | None) -> int:
     return int(timesteps.size if budget is None else np.searchsorted(timesteps, budget, side="right"))
 
 
-def _runStepsToThreshold(run: Run, threshold: float, window: int, evaluation: bool) -> int | None:
-    """:return: the env step at which the mean of the last ``window`` training episodes (all of them when the run has
-    fewer), or with ``evaluation`` the mean of an evaluation, first reaches ``threshold``; None if never"""
-    if not evaluation:  # a run with fewer episodes than the window: all of them, the episodes its reward averages
-        rewards = run.episodes["rewards"]
-        return episodeWindowStepsToThreshold(run.episodes["timesteps"], rewards, threshold,
-                                             max(1, min(window, rewards.size)))
+def _runStepsToThreshold(run: Run, threshold: float, window: int, evaluation: bool,
+                         budget: int | None = None) -> int | None:
+    """:return: the env step at which the mean of the last ``window`` training episodes within ``budget`` (all of
+    them when the run finished fewer there: the episodes its reward at that budget averages), or with ``evaluation``
+    the mean of an evaluation, first reaches ``threshold``; None if never"""
+    if not evaluation:
+        count = _episodesWithin(run, budget)
+        return episodeWindowStepsToThreshold(run.episodes["timesteps"][:count], run.episodes["rewards"][:count],
+                                             threshold, max(1, min(window, count)))
     return evaluationStepsToThreshold(run.evaluations["timesteps"], run.evaluations["results"].mean(axis=1), threshold)
 
 
@@ -211,7 +213,7 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
             steps = []
             if env_threshold is not None:
                 steps = [s for run, _ in members
-                         if (s := _runStepsToThreshold(run, env_threshold, window, evaluated[key])) is not None
+                         if (s := _runStepsToThreshold(run, env_threshold, window, evaluated[key], budget)) is not None
                          and (budget is None or s <= budget)]
             row = {**dict(zip((*GROUP_KEYS, *group_by), key)), "budget": FINAL if budget is None else budget,
                    "source": "evaluation" if evaluated[key] else "training", "runs": len(members),
@@ -325,14 +327,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnings.warn(f"{len(unfinished)} unfinished run(s) (still training, or stopped before --num-timesteps) count "
                       f"only at the --timestep-budget values they reached, not in the final results, e.g. "
                       f"{unfinished[0]}")
-    checkWritableFolder(args.output_dir or args.log_dir, "--output-dir" if args.output_dir else "--log-dir")
+    output_dir = args.output_dir or args.log_dir
+    csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
+    for path in (csv_path, md_path):
+        checkOutputFile(path, "--output-dir" if args.output_dir else "--log-dir")
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)
-    output_dir = args.output_dir or args.log_dir
     text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
-    csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     writeCsv(csv_path, rows)
     with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)

@@ -31,13 +31,13 @@ from tqdm import tqdm
 
 from replay.results import loadRunEvaluations
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, loadEpisodes
+from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     CLIParser,
     UsageError,
     addVisdomArguments,
-    checkWritableFolder,
+    checkOutputFile,
     nonEmptyText,
     positiveInt,
     runCommand,
@@ -264,13 +264,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_dirs = findRunFolders(args.input)
     if not run_dirs:
         raise UsageError(f"no run found in or below {args.input!r} (a run folder holds monitor/*{MONITOR_SUFFIX})")
-    loaded = [(run_dir, loadEpisodes(monitorFolder(run_dir))) for run_dir in run_dirs]
+    loaded = []
+    for run_dir in run_dirs:
+        try:
+            loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir))))
+        except MonitorFileError as error:
+            warnings.warn(f"skipping {run_dir}: a damaged monitor file ({error})")
     empty = [run_dir for run_dir, episodes in loaded if episodes["rewards"].size == 0]
     loaded = [(run_dir, episodes) for run_dir, episodes in loaded if episodes["rewards"].size > 0]
     if not loaded:
         raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}")
-    for folder in sorted({os.path.dirname(_outputPath(run_dir, args.input, args.output_dir)) for run_dir, _ in loaded}):
-        checkWritableFolder(folder, "--output-dir" if args.output_dir is not None else "-i (the run folder)")
+    for path in sorted({_outputPath(run_dir, args.input, args.output_dir) for run_dir, _ in loaded}):
+        checkOutputFile(path, "--output-dir" if args.output_dir is not None else "-i (the run folder)")
     for run_dir in empty:
         print(f"skipped {run_dir}: no finished episode yet")
 

@@ -23,7 +23,7 @@ from scipy import stats
 from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
-from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.sweep import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
@@ -129,7 +129,11 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         if missing:
             raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}; valid keys: "
                              f"{', '.join(sorted(args))}")
-        episodes = loadEpisodes(RunFolder(folder).monitor_dir)
+        try:
+            episodes = loadEpisodes(RunFolder(folder).monitor_dir)
+        except MonitorFileError as error:
+            warnings.warn(f"skipping {folder}: a damaged monitor file ({error})")
+            continue
         if episodes["rewards"].size == 0:
             empty.append(folder)
             continue
@@ -145,6 +149,9 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         warnings.warn(f"{len(empty)} run(s) without a finished episode skipped, e.g. {empty[0]}")
     if failed:
         warnings.warn(f"{len(failed)} failed sweep run(s) skipped ({FAILED_FILE}), e.g. {failed[0]}")
+    if not runs and stopped and not unfinished:
+        raise UsageError(f"every run with a finished episode below {log_dir!r} is unfinished ({len(stopped)} skipped: "
+                         f"still training, or stopped before --num-timesteps; train --resume RUN finishes one)")
     if not runs:
         raise UsageError(f"no run with a finished episode below {log_dir!r} (a run folder holds args.json and "
                          f"monitor/)")

@@ -26,7 +26,7 @@ from srl_toolbox.cli import (
     addProgressArgument,
     addSeedArgument,
     addVisdomArguments,
-    checkWritableFolder,
+    checkOutputFile,
     finiteFloat,
     intInRange,
     positiveInt,
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     output = args.output or os.path.join(args.model_folder, f"latent_grid_{dims[0]}_{dims[1]}.png")
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise UsageError(f"--output {output!r}: the folder does not exist")
-    checkWritableFolder(os.path.dirname(os.path.abspath(output)), "--output" if args.output else "--model-folder")
+    checkOutputFile(output, "--output" if args.output else "--model-folder")
 
     indices = sampleIndices(len(dataset), args.max_samples, args.seed)
     states = encodeDataset(model, dataset, indices, progress=not args.no_progress)

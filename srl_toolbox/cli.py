@@ -6,7 +6,8 @@
   :class:`CommandFailed` as ``error: ...`` with code 1, and warnings as one ``warning: ...`` line;
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
   :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
-  :func:`checkImageShape` (the camera's ``--img-shape`` of every command) and :func:`checkWritableFolder`;
+  :func:`checkImageShape` (the camera's ``--img-shape`` of every command), :func:`checkWritableFolder` and
+  :func:`checkOutputFile`;
 - shared argument groups (:func:`addSeedArgument`, :func:`addProgressArgument`, :func:`addVisdomArguments`), so that a
   flag means the same in every command.
 
@@ -239,6 +240,20 @@ def checkWritableFolder(folder: str, flag: str) -> None:
     except OSError as error:
         where = "" if existing == os.path.abspath(folder) else f" (its parent {existing!r})"
         raise UsageError(f"{flag} {folder!r}{where} is not writable: {error.strerror or error}") from None
+
+
+def checkOutputFile(path: str, flag: str) -> None:
+    """
+    Refuse an output file's path before any work: a folder at the path itself (the final rename onto it would fail
+    after all the work), or a folder for it that cannot be written (see :func:`checkWritableFolder`).
+
+    :param path: the file the command will write (made or replaced later)
+    :param flag: the option that gave it, for the message (e.g. ``--output``)
+    :raises UsageError: the file cannot be written there
+    """
+    if os.path.isdir(path):
+        raise UsageError(f"{flag} {path!r} is a folder, not a file: give the file's path")
+    checkWritableFolder(os.path.dirname(os.path.abspath(path)), flag)
 
 
 def checkImageShape(shape: Sequence[int], flag: str = "--img-shape") -> None:

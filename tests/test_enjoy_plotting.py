@@ -169,6 +169,18 @@ def test_render_without_display_is_one_line_error(trainedRun):
     assert len(lines) == 1 and lines[0].startswith("error: --render") and "DISPLAY" in lines[0], result.stderr
 
 
+def test_a_video_path_that_is_a_folder_or_a_gif_too_fast_is_refused_before_the_replay(tmp_path, trainedRun):
+    """A folder at --video crashed at the final rename, after the replay; a .gif above 50 fps stored a delay of
+    0 or 1 hundredth of a second, which browsers play at about 10 fps."""
+    (tmp_path / "vd.gif").mkdir()
+    with pytest.raises(UsageError, match="is a folder, not a file"):
+        enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(tmp_path / "vd.gif")])
+    with pytest.raises(UsageError, match="--fps 60: a .gif plays at most 50 frames per second"):
+        enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(tmp_path / "a.gif"),
+                              "--fps", "60"])
+    assert os.listdir(tmp_path) == ["vd.gif"]
+
+
 def test_output_dir_needs_plotting(tmp_path, trainedRun):
     with pytest.raises(UsageError, match="add --plotting"):
         enjoy_baselines.main(["--log-dir", trainedRun, "--output-dir", str(tmp_path)])

@@ -321,3 +321,103 @@ def test_the_closing_line_names_each_method_by_its_env(runs, tmp_path):
     assert result.returncode == 0, result.stderr
     assert ("Rewards from evaluations (evaluations.npz) for: MobileRobot1DGymEnv-v0 ppo2 ground_truth; the other "
             "methods from training episodes") in result.stdout
+
+
+def _fakeRun(run_dir, rewards, seed: int = 0, finished: bool = True, length: int = 100):
+    """A run folder as train leaves it, fabricated: args.json, one monitor file of ``length``-step episodes,
+    done.json when ``finished`` (a sweep's record of a finished run)."""
+    os.makedirs(os.path.join(run_dir, "monitor"))
+    with open(os.path.join(run_dir, "args.json"), "w") as handle:
+        json.dump({"env": ENV, "srl_model": "ground_truth", "algo": "ppo2", "seed": seed,
+                   "num_timesteps": length * len(rewards)}, handle)
+    with open(os.path.join(run_dir, "monitor", "0.monitor.csv"), "w") as handle:
+        handle.write('#{"t_start": 1700000000.0, "env_id": "E"}\nr,l,t\n')
+        handle.writelines(f"{reward},{length},{index + 1.0}\n" for index, reward in enumerate(rewards))
+    if finished:
+        with open(os.path.join(run_dir, "done.json"), "w") as handle:
+            handle.write("{}\n")
+    return str(run_dir)
+
+
+def test_an_output_path_that_is_a_folder_is_refused_before_any_work(tmp_path):
+    """A folder where an output file goes crashed at the final rename, after all the work (IsADirectoryError)."""
+    _fakeRun(tmp_path / "logs" / "a", [1.0, 2.0, 3.0])
+    (tmp_path / "out" / "results.md").mkdir(parents=True)
+    _assertUsage(runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--output-dir",
+                           tmp_path / "out"), "results.md' is a folder, not a file")
+    assert os.listdir(tmp_path / "out") == ["results.md"]
+    (tmp_path / "agg" / f"a_{ENV}.png").mkdir(parents=True)
+    _assertUsage(runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "-o", tmp_path / "agg" / "a"),
+                 f"a_{ENV}.png' is a folder, not a file")
+    assert os.listdir(tmp_path / "agg") == [f"a_{ENV}.png"]  # no .npz either
+    np.savez(tmp_path / "a.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("episodes"))
+    (tmp_path / "dir.png").mkdir()
+    _assertUsage(runModule("replay.compare_plots", "-i", tmp_path / "a.npz", "-o", tmp_path / "dir.png"),
+                 "--output '" + str(tmp_path / "dir.png") + "' is a folder, not a file")
+    (tmp_path / "plots" / "a.png").mkdir(parents=True)
+    _assertUsage(runModule("replay.plots", "-i", tmp_path / "logs", "--output-dir", tmp_path / "plots"),
+                 "a.png' is a folder, not a file")
+
+
+@pytest.mark.parametrize("damage", ["abc,250,3.0\n", "1.0,100\n", "\0\0\0\0\0\0\n", "1.0,oops,2.0\n"])
+def test_a_damaged_monitor_row_skips_the_run_and_a_torn_last_line_is_ignored(tmp_path, damage):
+    """One damaged monitor row crashed gather_results, plots and aggregate_plots (ValueError, KeyError 't'): a row
+    before the last line makes the run unreadable, skipped with one warning naming the file; a torn last line (a crash
+    mid-write) is ignored."""
+    logs = tmp_path / "logs"
+    good = _fakeRun(logs / "good", [1.0, 2.0, 3.0])
+    damaged = _fakeRun(logs / "damaged", [1.0, 2.0, 3.0], seed=1)
+    monitor = os.path.join(damaged, "monitor", "0.monitor.csv")
+    lines = open(monitor).readlines()
+    with open(monitor, "w") as handle:
+        handle.writelines([*lines[:3], damage, *lines[3:]])
+    for module, extra in (("replay.gather_results", ["--output-dir", tmp_path / "out"]),
+                          ("replay.aggregate_plots", ["-o", tmp_path / "agg" / "a"]),
+                          ("replay.plots", ["--output-dir", tmp_path / "plots"])):
+        result = runModule(module, "-i", logs, *extra)
+        assert result.returncode == 0, result.stderr
+        warned = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+        assert len(warned) == 1 and f"skipping {damaged}" in warned[0] and f"{monitor} line 4" in warned[0], warned
+    assert os.listdir(tmp_path / "plots") == ["good.png"]
+    # the same row as the file's last line: a torn write, ignored; the run's other episodes count
+    with open(monitor, "w") as handle:
+        handle.writelines([*lines, damage.rstrip("\n")])  # (without its newline: still being written)
+    with open(os.path.join(good, "monitor", "0.monitor.csv"), "a") as handle:
+        handle.write(damage)
+    result = runModule("replay.gather_results", "-i", logs, "--output-dir", tmp_path / "out2")
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    assert next(csv.DictReader(open(tmp_path / "out2" / "results.csv")))["runs"] == "2"
+
+
+def test_steps_to_threshold_at_a_budget_reads_the_episodes_its_reward_reads(tmp_path):
+    """At --timestep-budget, the row's reward averages the episodes within the budget (all of them when fewer than the
+    window) but steps to threshold used the whole run's window: a run whose reward at 500 steps was above the
+    threshold had "not reached" it."""
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [0.0, 0.0, 0.0, 0.0, 0.0, -50.0, -50.0, -50.0], seed=seed)
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "500",
+                       "--threshold", "-10", "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    row = next(row for row in csv.DictReader(open(tmp_path / "out" / "results.csv")) if row["budget"] == "500")
+    assert float(row["mean_reward"]) == 0.0 and row["reached"] == "2"
+    assert float(row["median_steps_to_threshold"]) == 500.0  # the mean of the 5 episodes within 500 steps
+
+
+def test_compare_plots_gives_inputs_that_share_a_label_their_own_colours(tmp_path, monkeypatch):
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    for name in ("a", "b"):
+        np.savez(tmp_path / f"{name}.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("episodes"),
+                 label=np.array("ppo2 ground_truth"))
+    assert compare_plots.main(["-i", str(tmp_path / "a.npz"), str(tmp_path / "b.npz"),
+                               "-o", str(tmp_path / "c.png")]) == 0
+    colours = [line.get_color() for line in drawn[0].axes[0].get_lines()]
+    assert len(colours) == 2 and colours[0] != colours[1]
+
+
+def test_only_unfinished_runs_say_so(tmp_path):
+    """A folder whose only run is unfinished said "no run with a finished episode" although it has some."""
+    _fakeRun(tmp_path / "logs" / "a", [1.0, 2.0], finished=False)
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs")
+    _assertUsage(result, "every run with a finished episode below")
+    assert "is unfinished (1 skipped" in result.stderr

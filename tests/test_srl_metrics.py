@@ -367,7 +367,9 @@ def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys, monkey
         "LOW < HIGH": ["--model-folder", pca, "--range", "3", "-3"],
         ".png": ["--model-folder", pca, "--output", tmp_path / "grid.jpg"],
         "does not exist": ["--model-folder", tmp_path / "missing"],
+        "is a folder, not a file": ["--model-folder", pca, "--output", tmp_path / "dir.png"],  # (after the work)
     }
+    (tmp_path / "dir.png").mkdir()
     before = snapshot(str(tmp_path))
     for expected, argv in cases.items():
         code, out, err = runMain(explore_latent, [*argv, "--no-progress"], capsys)

@@ -41,7 +41,7 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, seedNumber
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, checkWritableFolder, nonEmptyText, positiveInt, seedNumber
 from srl_toolbox.files import isInside
 
 PROG = "python -m benchmarks.srl_rl"
@@ -233,9 +233,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if image_dir is not None:
         checkWritableFolder(image_dir, "--image-dir")
     if doc is not None:
-        checkWritableFolder(os.path.dirname(doc), "--doc")
+        checkOutputFile(doc, "--doc")
     if settings.archive_file is not None:
-        checkWritableFolder(os.path.dirname(settings.archive_file), "--runs-file")
+        checkOutputFile(settings.archive_file, "--runs-file")
     for plan in settings.plans:
         settings.specs(plan)  # train's parser checks the shared flags before anything runs
     os.chdir(settings.base)  # the commands and their paths are relative to the base folder

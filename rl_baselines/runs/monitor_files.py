@@ -6,6 +6,10 @@ toolbox's plots. An episode's wall time is counted from the earliest ``t_start``
 ``load_results`` does (each file's ``t`` counts from its own env's start), and is the time by which it and every
 episode merged before it had ended (the cumulative steps were reached then), so that it only grows along the merged
 episodes.
+
+A row that is not an episode (a short row, a non-number, the NUL bytes a crash can leave) is skipped and recorded in
+:attr:`MonitorTail.damaged`: the last line of a file may be torn by a crash mid-write, and is ignored; one with rows
+after it means the file is damaged, and :func:`loadEpisodes` refuses the folder (:class:`MonitorFileError`).
 """
 from __future__ import annotations
 
@@ -17,6 +21,13 @@ import os
 import numpy as np
 
 from rl_baselines.core.run_folder import MONITOR_SUFFIX as MONITOR_SUFFIX  # re-exported
+
+# The columns an episode row must have (SB3's Monitor writes them first).
+EPISODE_COLUMNS = ("r", "l", "t")
+
+
+class MonitorFileError(ValueError):
+    """A monitor file with a damaged row before its last line: its episodes cannot be trusted."""
 
 
 class MonitorTail:
@@ -35,6 +46,10 @@ class MonitorTail:
         self.lengths: list[int] = []
         self.times: list[float] = []
         self.successes: list[float] = []
+        # path -> (line number, text) of its rows that are not episodes; _followed: a line came after one of them
+        self.damaged: dict[str, list[tuple[int, str]]] = {}
+        self._followed: dict[str, bool] = {}
+        self._line_numbers: dict[str, int] = {}
 
     def poll(self) -> int:
         """
@@ -48,8 +63,11 @@ class MonitorTail:
             text = pending + handle.read()
             lines = text.split("\n")
             pending = lines.pop()  # an incomplete last line waits for the next poll
-            for line in lines:
-                line = line.strip()
+            for raw in lines:
+                line = raw.strip()
+                number = self._line_numbers[path] = self._line_numbers.get(path, 0) + 1
+                if line and self.damaged.get(path):
+                    self._followed[path] = True  # a damaged row with a line after it: not a torn last line
                 if line.startswith("#") and columns is None:
                     try:
                         self._starts[path] = float(json.loads(line[1:]).get("t_start", 0.0))
@@ -59,15 +77,17 @@ class MonitorTail:
                 if not line or line.startswith("#"):
                     continue
                 if columns is None:
-                    columns = next(csv.reader([line]))
+                    columns = _fields(line)
+                    if not all(name in columns for name in EPISODE_COLUMNS):
+                        columns = []  # not SB3's header: no row of this file is read
+                        self.damaged.setdefault(path, []).append((number, line))
                     continue
-                values = dict(zip(columns, next(csv.reader([line]))))
-                try:
-                    success = float(values["is_success"]) if values.get("is_success") not in (None, "") else np.nan
-                except ValueError:
-                    success = float(values["is_success"] == "True")
-                env_steps += int(values["l"])
-                rows.append((env_steps, path, float(values["t"]), float(values["r"]), int(values["l"]), success))
+                row = _episodeRow(columns, line)
+                if row is None:
+                    self.damaged.setdefault(path, []).append((number, line))
+                    continue
+                env_steps += row[2]
+                rows.append((env_steps, path, *row))
             self._files[path] = (handle, columns, pending, env_steps)
         # The envs of a vectorized run step together, so an episode that ended at its env's n-th step ended at the
         # run's n-th vectorized step: ordering by it (then by file) is the same on every run of a seed, where the
@@ -83,6 +103,14 @@ class MonitorTail:
             self.lengths.append(length)
             self.successes.append(success)
         return len(rows)
+
+    def damagedFiles(self) -> list[str]:
+        """
+        :return: one line per file with a damaged row before its last line (a torn last line is left out), e.g.
+            ``.../0.monitor.csv line 7: 'abc,250,3.0,False' is not an episode row``
+        """
+        return [f"{path} line {rows[0][0]}: {rows[0][1][:40]!r} is not an episode row"
+                for path, rows in sorted(self.damaged.items()) if self._followed.get(path)]
 
     @property
     def timesteps(self) -> np.ndarray:
@@ -109,10 +137,14 @@ def loadEpisodes(folder: str) -> dict[str, np.ndarray]:
 
     :param folder: the folder holding ``*.monitor.csv``
     :return: arrays ``timesteps``, ``rewards``, ``lengths``, ``times`` (wall time since start), ``successes``
+    :raises MonitorFileError: a file has a damaged row before its last line (a torn last line is ignored)
     """
     tail = MonitorTail(folder)
     tail.poll()
     tail.close()
+    damaged = tail.damagedFiles()
+    if damaged:
+        raise MonitorFileError(damaged[0])
     return {
         "timesteps": tail.timesteps,
         "rewards": np.asarray(tail.rewards, dtype=np.float64),
@@ -120,3 +152,32 @@ def loadEpisodes(folder: str) -> dict[str, np.ndarray]:
         "times": np.asarray(tail.times, dtype=np.float64),
         "successes": np.asarray(tail.successes, dtype=np.float64),
     }
+
+
+def _episodeRow(columns: list[str], line: str) -> tuple[float, float, int, float] | None:
+    """
+    :param columns: the file's column names
+    :param line: one row
+    :return: (t, r, l, is_success or nan), None when the row is not an episode (another field count, not numbers)
+    """
+    fields = _fields(line)
+    if not columns or len(fields) != len(columns):
+        return None
+    values = dict(zip(columns, fields))
+    try:
+        wall_time, reward, length = float(values["t"]), float(values["r"]), int(values["l"])
+    except ValueError:
+        return None
+    try:
+        success = float(values["is_success"]) if values.get("is_success") not in (None, "") else np.nan
+    except ValueError:
+        success = float(values["is_success"] == "True")
+    return wall_time, reward, length, success
+
+
+def _fields(line: str) -> list[str]:
+    """:return: the CSV fields of one line ([] when it is not CSV)"""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return []
