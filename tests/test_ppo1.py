@@ -21,7 +21,9 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainArgs
 
+from rl_baselines.rl_algorithm import ppo1_workers
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, distUrlRefusal, freeDistUrl, ppoUpdate
+from rl_baselines.rl_algorithm.ppo1_workers import LocalWorkers
 from rl_baselines.runs import train
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.cli import UsageError
@@ -310,6 +312,33 @@ PPO1Model.makeTrainingEnv, PPO1Model.logStats = classmethod(makeTrainingEnv), lo
 if __name__ == "__main__":
     runCommand(commandMain)
 '''
+
+
+def _failingWorker(_value: str, rank: int, report) -> None:
+    """A worker (spawned by LocalWorkers) that fails at once, saying why."""
+    report.send(f"RuntimeError: rank {rank} gives up")
+    sys.exit(3)
+
+
+def test_a_worker_that_ends_between_two_waits_is_still_the_failure(monkeypatch):
+    """The watcher's wait times out just as the last worker ends: the next look finds no worker alive, and must
+    still record the failure (else rank 0 waits for the group until gloo's timeout)."""
+    real_wait = ppo1_workers.connection.wait
+
+    def missed(objects, timeout=None):
+        if timeout != LocalWorkers.POLL_S:  # (Connection.poll waits through the same function)
+            return real_wait(objects, timeout)
+        real_wait(objects)  # the worker ends ...
+        return []  # ... just after the watcher's wait timed out
+
+    monkeypatch.setattr(ppo1_workers.connection, "wait", missed)
+    workers = LocalWorkers(_failingWorker, 2, "x")
+    try:
+        workers.watcher.join(timeout=120)
+        assert workers.failure == "ppo1 worker rank 1 failed (exit code 3): RuntimeError: rank 1 gives up"
+    finally:
+        workers.stop(wait=False)
+        workers.close()
 
 
 @pytest.mark.parametrize("fail_at, message", [

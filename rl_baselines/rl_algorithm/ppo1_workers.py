@@ -87,6 +87,7 @@ class LocalWorkers:
         while not self.closing and self.failure is None:
             alive = [process.sentinel for process in self.processes.values() if process.exitcode is None]
             if not alive:
+                self._look()  # the last ones ended between two waits
                 return
             if connection.wait(alive, timeout=self.POLL_S):
                 self._look()
