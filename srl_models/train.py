@@ -168,8 +168,13 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
         else:
             name = "srl_combination"
     if name not in models:
-        flag = "--srl-model" if config.srl_model is not None else f"--losses {config.losses[0]} (one loss trains " \
-            f"the model of that name)"
+        if config.srl_model is not None:
+            flag = "--srl-model"
+        elif name in ("srl_splits", "srl_combination"):
+            flag = f"--losses {' '.join(config.losses)} ({'split dims' if name == 'srl_splits' else 'several losses'} " \
+                f"train {name})"
+        else:
+            flag = f"--losses {config.losses[0]} (one loss trains the model of that name)"
         skipped = f" (skipped: {failed_srl_plugins[name]})" if name in failed_srl_plugins else ""
         raise UsageError(f"{flag}: unknown or not a trainable model {name!r}{skipped}; learned models: "
                          f"{', '.join(models)}")

@@ -16,6 +16,7 @@ from conftest import assertParserFromSettings, runModule, snapshot
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
 from srl_models import plotting
+from srl_models import train as srl_train
 from srl_models.registry import loadSRLModel
 from srl_models.train import buildParser, checkSettings, main, parseConfig, trainFromArgs, trainFromConfig
 from srl_models.train_config import SRLTrainConfig
@@ -256,6 +257,18 @@ def test_one_loss_whose_model_was_skipped_is_refused_not_trained_as_another(tiny
         assert result.returncode == 2, result.stdout + result.stderr
         assert error.startswith("error: ") and "'vae'" in error and "declared by 2 entry points" in error, error
         assert not (tmp_path / "logs").exists() and snapshot(tinyDataset) == before
+
+
+@pytest.mark.parametrize("losses, chosen, words", [
+    (["vae", "inverse"], "srl_combination", "--losses vae inverse (several losses train srl_combination)"),
+    (["vae:1:4", "inverse:1:4"], "srl_splits", "--losses vae:1:4 inverse:1:4 (split dims train srl_splits)"),
+    (["vae"], "vae", "--losses vae (one loss trains the model of that name)")])
+def test_the_refusal_of_a_missing_model_names_what_chose_it(monkeypatch, losses, chosen, words) -> None:
+    # a plugin of the same name makes the registry drop a built-in model: the error names the flags that chose it
+    models = {name: cls for name, cls in srl_train.trainableModels().items() if name != chosen}
+    monkeypatch.setattr(srl_train, "trainableModels", lambda: models)
+    with pytest.raises(UsageError, match=re.escape(words)):
+        srl_train.resolveModel(parseConfig(["--data-folder", "d", "--losses", *losses]))
 
 
 def test_a_plugin_learned_srl_model_subclass_is_trained_and_recorded(tinyDataset: str, tmp_path,  # noqa: F811
