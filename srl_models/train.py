@@ -171,8 +171,8 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
         if config.srl_model is not None:
             flag = "--srl-model"
         elif name in ("srl_splits", "srl_combination"):
-            flag = f"--losses {' '.join(config.losses)} ({'split dims' if name == 'srl_splits' else 'several losses'} " \
-                f"train {name})"
+            chose = "split dims" if name == "srl_splits" else "several losses"
+            flag = f"--losses {' '.join(config.losses)} ({chose} train {name})"
         else:
             flag = f"--losses {config.losses[0]} (one loss trains the model of that name)"
         skipped = f" (skipped: {failed_srl_plugins[name]})" if name in failed_srl_plugins else ""
