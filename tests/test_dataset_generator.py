@@ -607,39 +607,8 @@ def test_a_joint_recording_started_with_force_down_resumes(tmp_path, monkeypatch
     assert (tmp_path / "kj").is_dir()
 
 
-@pytest.mark.parametrize("key,values", [("force_down", (False, True)), ("continuous_actions", (False, True)),
-                                        ("action_joints", (False, True))])
-def test_fusioner_refuses_datasets_whose_actions_mean_other_moves(tmp_path, key, values):
-    """Merging a --force-down dataset (action 5: down) with one without (up) gave a dataset that --pretrain-dataset
-    and --gail-dataset took with either meaning: the check of the action's meaning was bypassed."""
-    generate(tmp_path, "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "2", "--no-progress",
-             name="a")
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
-    for name, value in zip(("a", "b"), values, strict=True):
-        config = readJson(tmp_path / name / "dataset_config.json")
-        config[key] = value
-        (tmp_path / name / "dataset_config.json").write_text(json.dumps(config))
-    before = snapshot(tmp_path)
-    assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged"),
-                       f"their {key} differ")
-    assert snapshot(tmp_path) == before
-
-
-
-def test_fusioner_refuses_a_two_camera_and_a_one_camera_dataset(tmp_path):
-    """A --multi-view dataset merged with a one-camera one gave a multi_view dataset holding frameNNNNNN.jpg records,
-    which srl_models.train then failed to read (frameNNNNNN_1.jpg)."""
-    kuka = ["--env", "KukaButtonGymEnv-v0", "--img-shape", "3", "16", "16", "--max-steps", "3", "--num-episode", "1",
-            "--no-progress"]
-    generate(tmp_path, *kuka, "--multi-view", name="two")
-    generate(tmp_path, *kuka, name="one")
-    before = snapshot(tmp_path)
-    assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "two", tmp_path / "one", tmp_path / "merged"),
-                       "their multi_view differ (True vs False")
-    assert snapshot(tmp_path) == before
-
-
 @pytest.mark.parametrize("key,values", [
+    ("force_down", (False, True)), ("continuous_actions", (False, True)), ("action_joints", (False, True)),
     ("renderer", ("lowpoly", "tinyrenderer")), ("shape_reward", (True, False)), ("random_target", (False, True)),
     ("max_dist", ("0.28", "0.5")), ("version", (1, 2)), ("run_env_kwargs", ({}, {"relative_pos": False})),
     ("a_later_key", ("x", "y")),  # one added later is compared too: only MAY_DIFFER's keys may differ
@@ -648,7 +617,9 @@ def test_fusioner_refuses_a_two_camera_and_a_one_camera_dataset(tmp_path):
 ])
 def test_fusioner_refuses_datasets_whose_records_mean_other_things(tmp_path, key, values):
     """The merged config is the first source's: a lowpoly and a tinyrenderer dataset merged said "lowpoly", a
-    --shape-reward and a sparse one said shape_reward true with both kinds of rewards."""
+    --shape-reward and a sparse one said shape_reward true with both kinds of rewards; a --force-down dataset (action
+    5: down) merged with one without (up) gave a dataset that --pretrain-dataset and --gail-dataset took with either
+    meaning."""
     generate(tmp_path, "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "1", "--no-progress",
              name="a")
     shutil.copytree(tmp_path / "a", tmp_path / "b")
@@ -662,6 +633,19 @@ def test_fusioner_refuses_datasets_whose_records_mean_other_things(tmp_path, key
     before = snapshot(tmp_path)
     assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged"),
                        f"their {key} differ")
+    assert snapshot(tmp_path) == before
+
+
+def test_fusioner_refuses_a_two_camera_and_a_one_camera_dataset(tmp_path):
+    """A --multi-view dataset merged with a one-camera one gave a multi_view dataset holding frameNNNNNN.jpg records,
+    which srl_models.train then failed to read (frameNNNNNN_1.jpg)."""
+    kuka = ["--env", "KukaButtonGymEnv-v0", "--img-shape", "3", "16", "16", "--max-steps", "3", "--num-episode", "1",
+            "--no-progress"]
+    generate(tmp_path, *kuka, "--multi-view", name="two")
+    generate(tmp_path, *kuka, name="one")
+    before = snapshot(tmp_path)
+    assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "two", tmp_path / "one", tmp_path / "merged"),
+                       "their multi_view differ (True vs False")
     assert snapshot(tmp_path) == before
 
 
