@@ -34,7 +34,7 @@ from replay.results import (
     saveCurves,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, checkOutputFile, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, checkOutputFiles, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 
@@ -93,6 +93,16 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         figure.savefig(tmp_path, format="png")
 
 
+def _curvesFile(prefix: str, env: str, label: str, suffix: str = "") -> str:
+    """:return: a method's ``.npz`` (``suffix`` "_evaluation": its evaluation curve)"""
+    return f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}{suffix}.npz"
+
+
+def _figureFile(prefix: str, env: str, suffix: str = "") -> str:
+    """:return: an env's figure (``suffix`` "_evaluation": its evaluations' figure)"""
+    return f"{prefix}_{safeName(env)}{suffix}.png"
+
+
 def _outputFiles(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]) -> list[str]:
     """
     :param prefix: the files' prefix (-o)
@@ -102,9 +112,9 @@ def _outputFiles(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]
     """
     paths = []
     for key in groups:
-        env, label = safeName(key[0]), safeName(methodLabel(key, group_by).replace(" ", "_"))
-        paths += [f"{prefix}_{env}_{label}.npz", f"{prefix}_{env}_{label}_evaluation.npz"]
-        paths += [f"{prefix}_{env}.png", f"{prefix}_{env}_evaluation.png"]
+        env, label = key[0], methodLabel(key, group_by)
+        paths += [_curvesFile(prefix, env, label, suffix) for suffix in ("", "_evaluation")]
+        paths += [_figureFile(prefix, env, suffix) for suffix in ("", "_evaluation")]
     return list(dict.fromkeys(paths))
 
 
@@ -121,12 +131,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
-    for path in _outputFiles(prefix, groups, args.group_by):
-        checkOutputFile(path, "-o/--output" if args.output else "--log-dir")
+    checkOutputFiles(_outputFiles(prefix, groups, args.group_by), "-o/--output" if args.output else "--log-dir")
     for key, members in groups.items():
         env, label = key[0], methodLabel(key, args.group_by)
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
-        npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}.npz"
+        npz_path = _curvesFile(prefix, env, label)
         saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members])
         print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} points -> {npz_path}")
         by_env.setdefault(env, []).append((label, x, y))
@@ -136,16 +145,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError as error:
                 print(f"{env} {label}: no evaluation curve, {error}")
                 continue
-            npz_path = f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}_evaluation.npz"
+            npz_path = _curvesFile(prefix, env, label, "_evaluation")
             saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members], EVALUATION_Y_LABEL)
             print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
-        png_path = f"{prefix}_{safeName(env)}.png"
+        png_path = _figureFile(prefix, env)
         plotCurves(png_path, curves, env, x_label, order=[label for label, _, _ in curves])
         print(f"Plot: {png_path}")
     for env, curves in evaluations_by_env.items():
-        png_path = f"{prefix}_{safeName(env)}_evaluation.png"
+        png_path = _figureFile(prefix, env, "_evaluation")
         plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL,
                    order=[label for label, _, _ in by_env[env]])  # each method in its training figure's colour
         print(f"Evaluation plot: {png_path}")

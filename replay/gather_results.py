@@ -49,7 +49,7 @@ from replay.results import (
     meanInterval,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, finiteFloat, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFiles, finiteFloat, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 FINAL = "final"
@@ -329,8 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{unfinished[0]}")
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
-    for path in (csv_path, md_path):
-        checkOutputFile(path, "--output-dir" if args.output_dir else "--log-dir")
+    checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,

@@ -37,7 +37,7 @@ from srl_toolbox.cli import (
     CLIParser,
     UsageError,
     addVisdomArguments,
-    checkOutputFile,
+    checkOutputFiles,
     nonEmptyText,
     positiveInt,
     runCommand,
@@ -274,8 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = [(run_dir, episodes) for run_dir, episodes in loaded if episodes["rewards"].size > 0]
     if not loaded:
         raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}")
-    for path in sorted({_outputPath(run_dir, args.input, args.output_dir) for run_dir, _ in loaded}):
-        checkOutputFile(path, "--output-dir" if args.output_dir is not None else "-i (the run folder)")
+    checkOutputFiles(sorted({_outputPath(run_dir, args.input, args.output_dir) for run_dir, _ in loaded}),
+                     "--output-dir" if args.output_dir is not None else "-i (the run folder)")
     for run_dir in empty:
         print(f"skipped {run_dir}: no finished episode yet")
 

@@ -7,7 +7,7 @@
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
   :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
   :func:`checkImageShape` (the camera's ``--img-shape`` of every command), :func:`checkWritableFolder` and
-  :func:`checkOutputFile`;
+  :func:`checkOutputFile` / :func:`checkOutputFiles`;
 - shared argument groups (:func:`addSeedArgument`, :func:`addProgressArgument`, :func:`addVisdomArguments`), so that a
   flag means the same in every command.
 
@@ -22,7 +22,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from srl_toolbox import __version__
@@ -251,9 +251,23 @@ def checkOutputFile(path: str, flag: str) -> None:
     :param flag: the option that gave it, for the message (e.g. ``--output``)
     :raises UsageError: the file cannot be written there
     """
-    if os.path.isdir(path):
-        raise UsageError(f"{flag} {path!r} is a folder, not a file: give the file's path")
-    checkWritableFolder(os.path.dirname(os.path.abspath(path)), flag)
+    checkOutputFiles([path], flag)
+
+
+def checkOutputFiles(paths: Iterable[str], flag: str) -> None:
+    """
+    :func:`checkOutputFile` for several files: each path, and each distinct folder once.
+
+    :param paths: the files the command will write
+    :param flag: the option that gave them, for the message
+    :raises UsageError: a file cannot be written there
+    """
+    paths = list(paths)
+    for path in paths:
+        if os.path.isdir(path):
+            raise UsageError(f"{flag} {path!r} is a folder, not a file: give the file's path")
+    for folder in dict.fromkeys(os.path.dirname(os.path.abspath(path)) for path in paths):
+        checkWritableFolder(folder, flag)
 
 
 def checkImageShape(shape: Sequence[int], flag: str = "--img-shape") -> None:
