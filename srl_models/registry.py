@@ -64,7 +64,9 @@ def failedSRLPluginsText(name: str | None = None) -> str:
     """
     if name in failed_srl_plugins:
         return f"; the SRL model plugin {name!r} failed to load ({failed_srl_plugins[name]})"
-    return f"; SRL model plugins that failed to load: {', '.join(sorted(failed_srl_plugins))}" if failed_srl_plugins else ""
+    if not failed_srl_plugins:
+        return ""
+    return f"; SRL model plugins that failed to load: {', '.join(sorted(failed_srl_plugins))}"
 
 
 def _errorText(error: BaseException) -> str:

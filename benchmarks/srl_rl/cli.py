@@ -41,7 +41,15 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
-from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, checkWritableFolder, nonEmptyText, positiveInt, seedNumber
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    checkOutputFile,
+    checkWritableFolder,
+    nonEmptyText,
+    positiveInt,
+    seedNumber,
+)
 from srl_toolbox.files import isInside
 
 PROG = "python -m benchmarks.srl_rl"

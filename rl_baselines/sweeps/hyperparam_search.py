@@ -154,7 +154,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     shared = ["--algo", args["algo"], "--env", args["env"], "--srl-model", args["srl_model"], "--seed", str(args["seed"]),
               "--num-timesteps", str(args["num_timesteps"])]
     try:
-        problem = trainFlagProblem(args["algo"], train_argv, TRIAL_TRAIN_FLAGS, "hyperparam_search sets it for each trial")
+        problem = trainFlagProblem(args["algo"], train_argv, TRIAL_TRAIN_FLAGS,
+                                   "hyperparam_search sets it for each trial")
     except UsageError as error:  # (flags train cannot parse)
         raise UsageError(f"train flags: {error}") from None
     if problem is not None:

@@ -76,7 +76,8 @@ RESERVED_TRAIN_FLAGS = {"tag": "--tag (the sweep names each run folder after its
                         "resume": "--resume (a sweep run again resumes its unfinished runs itself)"}
 # Train settings the sweep's grid gives each run (train keeps the last of a flag given twice, so one among the train
 # flags would override the cell's own): their flag, and the pipeline flag that sets them (see trainFlagProblem).
-GRID_TRAIN_FLAGS = {"algo": ("--algo", "use the pipeline's own --algo"), "env": ("--env", "use the pipeline's own --env"),
+GRID_TRAIN_FLAGS = {"algo": ("--algo", "use the pipeline's own --algo"),
+                    "env": ("--env", "use the pipeline's own --env"),
                     "srl_model": ("--srl-model", "use the pipeline's own --srl-model"),
                     "seed": ("--seed", "use the pipeline's own --seed and --num-iteration"),
                     "log_dir": ("--log-dir", "use the pipeline's own --log-dir")}
