@@ -23,7 +23,7 @@ from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
-from rl_baselines.sweeps import pipeline
+from rl_baselines.sweeps import pipeline, recorded
 from rl_baselines.sweeps import sweep as sweep_runs
 from rl_baselines.sweeps.plots import SweepPlotter
 from rl_baselines.sweeps.sweep import (
@@ -147,6 +147,41 @@ def test_the_run_id_counts_what_a_hyperparam_file_gives(tmp_path) -> None:
     assert runIdWith("n_steps: 32\ngamma: 0.9\n") != first
     # a file train refuses still has an id (its path's): train refuses it with its own message
     assert runIdWith("n_envs: 8\n")
+
+
+def test_a_setting_that_does_nothing_for_the_observation_leaves_the_run_id(tmp_path, capsys) -> None:
+    """--img-shape does nothing for ground truth (nor --srl-state-scale without a learned model): a sweep's
+    ground-truth runs have one id whatever it gives, so sweeps differing only in --img-shape share them; a run
+    finished while the id held it is still found by its command, and raw pixels keep one id per image size."""
+    log_dir, flags = str(tmp_path / "logs"), ["--num-timesteps", "300"]
+
+    def spec(srl_model: str, *extra: str) -> sweep_runs.RunSpec:
+        return makeSpec("ppo2", ENVS[0], srl_model, 0, [*flags, *extra], log_dir)
+
+    plain, small, large = (spec("ground_truth", *extra) for extra in
+                           ([], ["--img-shape", "3", "32", "32"], ["--img-shape", "3", "64", "64"]))
+    scaled = spec("ground_truth", "--srl-state-scale", "participation")
+    assert plain.run_id == small.run_id == large.run_id == scaled.run_id and plain.earlier_id is None
+    assert len({plain.run_id, small.earlier_id, large.earlier_id, scaled.earlier_id}) == 4  # the ids made before
+    assert "earlier_id" not in plain.toDict() and small.toDict()["earlier_id"] == small.earlier_id
+    assert spec("raw_pixels").run_id != spec("raw_pixels", "--img-shape", "3", "36", "36").run_id
+    assert recorded.trainSettings({"srl_model": "ground_truth", "img_shape": [3, 32, 32]})["img_shape"] is None
+    assert recorded.trainSettings({"srl_model": "raw_pixels", "img_shape": [3, 32, 32]})["img_shape"] == [3, 32, 32]
+
+    def sweep(*extra: str) -> str:
+        command = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
+                   "--log-dir", log_dir, "--no-vis", *flags, *extra]
+        assert pipeline.main(command) == 0
+        return capsys.readouterr().out
+
+    old = writeRun(os.path.join(small.parent, f"26-11-20_10h00_00_{small.earlier_id}"), "ground_truth", 0, None,
+                   spec=small)
+    assert finishedFolder(small) == old and finishedFolder(large) is None
+    assert "1 already done, 0 to run" in sweep("--img-shape", "3", "32", "32")
+    new = writeRun(os.path.join(plain.parent, f"26-11-21_10h00_00_{plain.run_id}"), "ground_truth", 0, None,
+                   spec=plain)  # made since by any of them: every one finds it
+    assert finishedFolder(small) == finishedFolder(large) == finishedFolder(plain) == new
+    assert "1 already done, 0 to run" in sweep("--img-shape", "3", "64", "64")
 
 
 def test_a_finished_run_of_another_train_default_is_kept_with_one_warning(tmp_path, capsys) -> None:

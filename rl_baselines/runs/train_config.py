@@ -21,7 +21,9 @@ Invariants:
 - :meth:`TrainConfig.argsRecord` is exactly what args.json holds (format :data:`ARGS_FORMAT`: the flags, the
   algorithm's own flags that were given, not the values derived by validation such as the typed hyperparameters);
   :func:`upgradeArgsRecord` brings an args.json of any earlier format to the current one, so that a reader never
-  probes for a missing setting.
+  probes for a missing setting;
+- :func:`idleSettings` names the settings that do nothing for a run's observation (those train warns of), which the
+  sweeps' run ids and recorded settings leave out.
 """
 from __future__ import annotations
 
@@ -33,7 +35,7 @@ from types import MappingProxyType
 from typing import Any
 
 from environments.registry import defaultRenderersText
-from environments.srl_env import RENDERERS
+from environments.srl_env import RENDERERS, isLearnedSRLModel
 from rl_baselines.core.registry import skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
@@ -344,6 +346,22 @@ def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     upgraded["hyperparam"] = list(upgraded["hyperparam"] or [])
     upgraded[ARGS_FORMAT_KEY] = ARGS_FORMAT
     return upgraded
+
+
+def idleSettings(args: Mapping[str, Any]) -> frozenset[str]:
+    """
+    :param args: a run's train settings, by name (parsed, or as args.json records them)
+    :return: those that do nothing for its observation (train warns of them): ``img_shape`` where the observation
+        is not camera images (neither raw_pixels nor a learned model), ``srl_state_scale`` where it is no learned
+        model or ``srl_ground_truth_scale`` replaces it
+    """
+    srl_model = str(args.get("srl_model"))
+    idle = set()
+    if srl_model != "raw_pixels" and not isLearnedSRLModel(srl_model):
+        idle.add("img_shape")
+    if not isLearnedSRLModel(srl_model) or args.get("srl_ground_truth_scale"):
+        idle.add("srl_state_scale")
+    return frozenset(idle)
 
 
 def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ new one. Its args.json tells. Invariants:
 
 - a run's train settings (:func:`trainSettings`) are those its train command line gives, as args.json records them
   before the train command resolves the device, the learned model's folder and its image size, without the settings
-  that do not change a result (:data:`NOT_A_RESULT`);
+  that do not change a result (:data:`NOT_A_RESULT`) nor those that do nothing for its observation (idleSettings);
 - a spec's settings (:func:`specSettings`) are what train would record for it now: the renderer and the raw-pixel
   hyperparameter defaults resolved as train resolves them;
 - a run whose args.json differs from its spec's settings (:func:`otherSettings`), or whose env had another physics
@@ -17,12 +17,11 @@ from __future__ import annotations
 from typing import Any
 
 from environments import getEnvClass, resolvedRenderer
-from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, runPhysics
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
-from rl_baselines.runs.train_config import TrainConfig, addedSettings
+from rl_baselines.runs.train_config import TrainConfig, addedSettings, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
 from srl_toolbox.files import readJson
 
@@ -39,13 +38,17 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
     """
     :param args: a run's train arguments, as args.json records them (of any format), or as the archive does
     :return: those that change its result, sorted by name: without :data:`NOT_A_RESULT`, without an algorithm's
-        flag left unset (an unset ``hp_<name>`` says nothing, as in args.json), and without ``srl_state_scale`` where
-        it changes nothing (no learned model, or ``srl_ground_truth_scale``); a setting added to train since they
-        were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer)
+        flag left unset (an unset ``hp_<name>`` says nothing, as in args.json), and without the settings that change
+        nothing for its observation (:func:`rl_baselines.runs.train_config.idleSettings`): ``srl_state_scale`` left
+        out, ``img_shape`` read as not given (None, as the runs made without it record it); a setting added to train
+        since they were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer)
     """
     args = {**addedSettings(args), **args}
-    if not isLearnedSRLModel(str(args.get("srl_model"))) or args.get("srl_ground_truth_scale"):
-        args.pop("srl_state_scale", None)  # no effect on the env's own observations, nor with the ground-truth scale
+    idle = idleSettings(args)
+    if "srl_state_scale" in idle:
+        args.pop("srl_state_scale", None)
+    if "img_shape" in idle and "img_shape" in args:
+        args["img_shape"] = None
     return {name: value for name, value in sorted(args.items())
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
 

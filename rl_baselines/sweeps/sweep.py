@@ -5,6 +5,8 @@ A run spec is ``(algo, env, srl_model, seed, train flags)``. Its run id is a sho
 train flags count by their parsed values that differ from train's defaults (so flag order, aliases such as ``-c``
 and explicit default values do not change the id), and a file or folder by the place it names, relative to the
 directory the run starts in where it lies under it (so ``--srl-config-file`` given relative or absolute is one id).
+A setting that does nothing for the run's observation (``--img-shape`` of a ground-truth run: idleSettings) is not in
+the id; a run finished while it was (:attr:`RunSpec.earlier_id`) is found as finished too.
 A run lives in the folder train would give it, ``<log-dir>/<env>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<run id>/``,
 holding besides train's own files:
 
@@ -50,7 +52,7 @@ from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.resume import runStatus
 from rl_baselines.runs.train import baseParser, validate
-from rl_baselines.runs.train_config import TrainConfig
+from rl_baselines.runs.train_config import TrainConfig, idleSettings
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.files import atomicPath, isInside, readJson, writeJson
@@ -99,6 +101,7 @@ class RunSpec:
     :param run_id: short hash of the spec (see :func:`runId`)
     :param log_dir: absolute root of the run folders
     :param cwd: directory the run starts in (relative paths in ``train_args`` are relative to it)
+    :param earlier_id: its id while ids held its idle settings (None: the same), by which it is found finished then
     """
 
     algo: str
@@ -109,6 +112,7 @@ class RunSpec:
     run_id: str
     log_dir: str
     cwd: str = field(default_factory=os.getcwd)
+    earlier_id: str | None = None
 
     @property
     def label(self) -> str:
@@ -132,7 +136,7 @@ class RunSpec:
 
     def toDict(self) -> dict[str, Any]:
         """:return: the spec as plain JSON values"""
-        data = asdict(self)
+        data = {key: value for key, value in asdict(self).items() if key != "earlier_id" or value is not None}
         data["train_args"] = list(self.train_args)
         return data
 
@@ -237,12 +241,14 @@ def canonicalPath(path: str, cwd: str) -> str:
     return os.path.relpath(absolute, cwd) if isInside(absolute, cwd) else absolute
 
 
-def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None) -> dict[str, Any]:
+def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, idle: bool = False) -> dict[str, Any]:
     """
     :param algo: the algorithm the arguments were parsed for
     :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
     :param cwd: the directory the run starts in, which relative paths are read from (default: the current one)
-    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`, with the
+    :param idle: keep the :func:`idleSettings` (the run ids made before they were left out)
+    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID` and the
+        :func:`idleSettings` (unless ``idle``), with the
         :data:`PATH_SETTINGS` spelled by :func:`canonicalPath` (and a ``--hyperparam-file`` with the hyperparameters
         it gives: :func:`_hyperparamFileSetting`); the renderer as train resolves it (left out: the env's
         default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
@@ -256,8 +262,9 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None) ->
         args["hyperparam_file"] = _hyperparamFileSetting(args["hyperparam_file"], str(args.get("env")), cwd)
     if args.get("renderer") is None:  # (an unknown env, which train refuses, names none)
         args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
+    left_out = NOT_IN_RUN_ID if idle else NOT_IN_RUN_ID | idleSettings(args)
     return {key: value for key, value in sorted(args.items())
-            if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
+            if key not in left_out and defaults.get(key) != value}
 
 
 def _hyperparamFileSetting(path: str, env: str, cwd: str) -> str | dict[str, Any]:
@@ -299,12 +306,14 @@ def makeSpec(algo: str, env: str, srl_model: str, seed: int, train_args: Sequenc
     :param train_args: other train flags
     :param log_dir: root of the run folders (made absolute)
     :param cwd: directory the run starts in (default: the current one)
-    :return: the run spec with its run id
+    :return: the run spec with its run id (and its earlier one, where its :func:`idleSettings` changed it)
     :raises UsageError: a flag train does not accept
     """
-    settings = canonicalArgs(algo, parseTrainArgs(algo, env, srl_model, seed, train_args), cwd)
-    return RunSpec(algo, env, srl_model, int(seed), tuple(train_args), runId(algo, env, srl_model, seed, settings),
-                   os.path.abspath(log_dir), os.path.abspath(cwd or os.getcwd()))
+    args = parseTrainArgs(algo, env, srl_model, seed, train_args)
+    run_id = runId(algo, env, srl_model, seed, canonicalArgs(algo, args, cwd))
+    earlier_id = runId(algo, env, srl_model, seed, canonicalArgs(algo, args, cwd, idle=True))
+    return RunSpec(algo, env, srl_model, int(seed), tuple(train_args), run_id, os.path.abspath(log_dir),
+                   os.path.abspath(cwd or os.getcwd()), earlier_id if earlier_id != run_id else None)
 
 
 def parseAlgoArgs(items: Sequence[str], algos: Sequence[str]) -> dict[str, list[str]]:
@@ -443,22 +452,25 @@ def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[st
         raise UsageError(f"{count} bad combination{'s' if count > 1 else ''} (algo x env x srl-model): {listed}")
 
 
-def runAttempts(spec: RunSpec) -> list[str]:
+def runAttempts(spec: RunSpec, run_id: str | None = None) -> list[str]:
     """
     :param spec: a run spec
+    :param run_id: another id of the run (its ``earlier_id``; default: its run id)
     :return: the folders of this run id's earlier attempts, oldest first
     """
-    return sorted(path for path in glob.glob(os.path.join(glob.escape(spec.parent), f"*_{spec.run_id}"))
+    return sorted(path for path in glob.glob(os.path.join(glob.escape(spec.parent), f"*_{run_id or spec.run_id}"))
                   if os.path.isdir(path))
 
 
 def finishedFolder(spec: RunSpec) -> str | None:
     """
     :param spec: a run spec
-    :return: the folder of its finished attempt (with done.json), or None
+    :return: the folder of its finished attempt (done.json), else of one finished under its ``earlier_id``, or None
     """
-    done = [path for path in runAttempts(spec) if os.path.isfile(os.path.join(path, DONE_FILE))]
-    return done[-1] if done else None
+    for run_id in dict.fromkeys((spec.run_id, spec.earlier_id or spec.run_id)):
+        if done := [path for path in runAttempts(spec, run_id) if os.path.isfile(os.path.join(path, DONE_FILE))]:
+            return done[-1]
+    return None
 
 
 def readMarker(run_folder: str) -> dict[str, Any] | None:
@@ -485,7 +497,6 @@ def resumableAttempt(spec: RunSpec) -> str | None:
     :return: the sweep's newest unfinished attempt of this run when ``train --resume`` can continue it (from its
         last checkpoint, or from step 0 in the same folder when it had none), else None
     """
-
     attempts = _sweepAttempts(spec)
     if attempts and not os.path.isfile(os.path.join(attempts[-1], DONE_FILE)) and runStatus(attempts[-1]) in RESUMABLE:
         return attempts[-1]
@@ -670,7 +681,6 @@ def stopProcess(process: subprocess.Popen, grace_s: float = 10.0) -> None:
     :param process: the process
     :param grace_s: seconds it gets to exit
     """
-
     if process.poll() is None:
         process.send_signal(signal.SIGINT)
         try:
