@@ -9,11 +9,12 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
+from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.training_state import progressLogger
+from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, logScalars
@@ -184,6 +185,51 @@ def test_tensorboard_episode_means_are_progress_csvs_also_across_resume(tmp_path
         assert [step for step, _ in resumed_scalars[tag]] == [step for step, _ in points], tag
         if tag != "time/fps":
             assert resumed_scalars[tag] == points, tag
+
+
+# A train command that dies by SIGKILL right after its first checkpoint is written (python -m from its folder).
+KILLED_AFTER_CHECKPOINT = """
+import os, signal, sys
+sys.path.insert(0, {repo!r})
+from rl_baselines.runs import train
+from rl_baselines.runs.training_callbacks import CheckpointCallback
+
+save = CheckpointCallback.save
+
+def saveThenDie(self, *args, **kwargs):
+    folder = save(self, *args, **kwargs)
+    if folder is not None:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return folder
+
+CheckpointCallback.save = saveThenDie
+sys.exit(train.main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.slow
+def test_a_run_killed_after_a_checkpoint_keeps_its_log_up_to_it(tmp_path) -> None:
+    # the checkpoint at 500 falls before any refresh (every 1000 steps) read the episodes ending at 250 and 500, and
+    # between two flushes of the tensorboard writer: both reach tensorboard before the checkpoint, and the resumed
+    # run (which leaves the episodes up to its checkpoint to the stopped process) has them once, without a gap
+    (tmp_path / "killed_after_checkpoint.py").write_text(KILLED_AFTER_CHECKPOINT.format(repo=REPO))
+    killed = runModule("killed_after_checkpoint", "--no-vis", "--no-progress", "--algo", "ppo2", *GT,
+                       "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25", "--checkpoint-freq", "500",
+                       "--seed", "3", "--log-dir", tmp_path / "logs", "--tensorboard-log", tmp_path / "tb",
+                       cwd=str(tmp_path))
+    assert killed.returncode == -9, killed.stderr
+    run_dir = runFolder(killed)
+    folder = _runLog(tmp_path / "tb", run_dir)
+    assert [step for step, _ in _scalars(folder)["episode/length"]] == [250, 500]
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    scalars = _scalars(folder)
+    assert [step for step, _ in scalars["episode/length"]] == [250, 500, 750, 1000]
+    in_csv, in_tensorboard = _meanPoints(run_dir, tmp_path / "tb")
+    assert [step for step, _ in in_csv] == [250 + 125 * index for index in range(7)]
+    assert in_tensorboard == in_csv
+    for tag, points in scalars.items():
+        steps = [step for step, _ in points]
+        assert steps == sorted(set(steps)), tag
 
 
 def test_scalar_logger_reaches_every_output(tmp_path) -> None:

@@ -132,6 +132,9 @@ class FakeRunLogger:
     def progressLogger(self) -> str:
         return "shared logger"
 
+    def flush(self) -> None:
+        self.calls.append(("flush",))
+
     def close(self) -> None:
         self.calls.append(("close",))
 
@@ -387,6 +390,38 @@ def test_a_stop_signal_refreshes_checkpoints_and_stops(tmp_path):
     assert recorder.steps == [40] and callbacks.stop_signal == signal.SIGTERM
     (steps, folder), = listCheckpoints(run_dir)
     assert steps == 40 and Checkpoint(folder).manifest()["stopped_by"] == "SIGTERM"
+
+
+def test_a_checkpoint_first_logs_the_episodes_since_the_last_refresh_and_flushes_the_log(tmp_path):
+    """What a run resumed from a checkpoint keeps of the stopped process's log (up to the checkpoint's step) is on
+    disk before the checkpoint is, even with no refresh since those episodes ended (a kill right after it)."""
+    run_dir = str(tmp_path)
+    algo = FakeAlgo()
+    feed = EpisodeFeed(str(tmp_path / "monitor"))
+    run_logger = FakeRunLogger()
+    run_logger.flush = lambda: run_logger.calls.append(("flush", listCheckpoints(run_dir)))
+    plotted = []
+
+    class Plotter:
+        def update(self, timesteps: Any, rewards: list) -> None:
+            plotted.append(len(rewards))
+
+    refresh = RefreshCallback(feed, 1000, 0, [ScalarLogCallback(run_logger, feed), LivePlotCallback(Plotter(), feed)])
+    callbacks = TrainingCallbacks([refresh, _checkpoints(run_dir, algo, freq=100)])
+    _writeEpisodes(run_dir, [1.0, 2.0])
+    algo.num_timesteps = 100
+    _drive(callbacks, Learner(), range(100, 101))
+    assert [steps for steps, _ in listCheckpoints(run_dir)] == [100]
+    assert run_logger.calls == [("episodes", 2), ("flush", [])]
+    # the next refresh still counts them as new (the live plot is sent)
+    refresh.refreshAt(150)
+    assert feed.new_episodes == 2 and plotted == [2]
+    # the final checkpoint comes after the log is closed: it is left alone
+    callbacks.close(150)
+    calls = list(run_logger.calls)
+    assert calls[-1] == ("close",)
+    callbacks.checkpoint(150, training_state=False, finished=True)
+    assert run_logger.calls == calls
 
 
 def test_the_standard_list_records_the_checkpoint_state_of_earlier_versions(tmp_path):

@@ -62,6 +62,9 @@ class TrainingCallbacks(CallbackList):
         checkpoints = self.find(CheckpointCallback)
         if checkpoints is not None:
             checkpoints.callbacks_state = self.state
+            log = self.find(ScalarLogCallback)
+            if log is not None:
+                checkpoints.before_save = log.beforeCheckpoint
 
     # --- the list ----------------------------------------------------------------------------------------------
 

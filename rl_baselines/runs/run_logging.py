@@ -20,7 +20,9 @@ There is one ``SummaryWriter`` per run, in ``<--tensorboard-log>/<env>_<srl-mode
 resumed run writes into the same folder with ``purge_step`` one past its checkpoint's step N: tensorboard keeps what
 the stopped process wrote up to step N (all that is logged at step N, an SB3 log dump's row included, comes before
 the checkpoint taken at N) and hides what it wrote at later steps, which the resumed run writes again from N + 1 on
-(an episode that ended by step N stays the stopped process's), so each step has one point.
+(an episode that ended by step N stays the stopped process's), so each step has one point. For that to hold after a
+kill, each checkpoint is preceded by :meth:`RunLogger.flush` (the callback first logs the episodes that ended since
+its last refresh): everything logged up to its step is on disk when it is written, not in the writer's buffer.
 Visdom points are sent at most once per second (a dead server costs one warning).
 """
 from __future__ import annotations
@@ -256,6 +258,12 @@ class RunLogger:
             step = int(timesteps[len(rewards) - 1])
             for tag, value in self._episode_means.items():
                 self.writer.add_scalar(tag, value, step)
+
+    def flush(self) -> None:
+        """Put what was logged so far on disk: the tensorboard writer's buffered events (progress.csv's rows are
+        flushed as each is written; the values of the row not yet written stay pending)."""
+        if self.writer is not None:
+            self.writer.flush()
 
     def close(self) -> None:
         """Write what is pending and close the files (the algorithm may no longer log after this)."""

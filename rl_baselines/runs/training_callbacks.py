@@ -12,7 +12,8 @@ between updates). The train command's list, in the order of every step::
         BestModelCallback      best/: the best mean training reward, every SAVE_INTERVAL env steps
     EvaluationCallback     deterministic evaluation episodes every --eval-freq steps (best/ then follows them)
     StopSignalCallback     after SIGINT/SIGTERM: refresh, checkpoint, stop
-    CheckpointCallback     checkpoints every --checkpoint-freq steps (at clean points when the algorithm has them)
+    CheckpointCallback     checkpoints every --checkpoint-freq steps (at clean points when the algorithm has them),
+                           each after the episodes up to its step are logged and the scalar log is flushed to disk
 
 Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons;
 a callback never draws from a random generator, so the trained agent is the same with or without them; a failed save
@@ -106,15 +107,28 @@ class EpisodeFeed:
         # episodes read by the last poll, and whether that poll was the final one (plots are then sent at once)
         self.new_episodes = 0
         self.closing = False
+        self._read_ahead = 0  # episodes read since the last poll by readAhead: the next poll counts them as new
 
     def poll(self, closing: bool = False) -> int:
         """
         :param closing: this is the refresh at the end of training
         :return: how many episodes were read
         """
-        self.new_episodes = self.monitor.poll()
+        self.new_episodes = self._read_ahead + self.monitor.poll()
+        self._read_ahead = 0
         self.closing = closing
         return self.new_episodes
+
+    def readAhead(self) -> int:
+        """
+        Read the episodes ended since the last poll, between two refreshes (a checkpoint logs them first); the next
+        poll still counts them as new.
+
+        :return: how many episodes were read
+        """
+        read = self.monitor.poll()
+        self._read_ahead += read
+        return read
 
 
 class ModelSaver:
@@ -263,13 +277,29 @@ class ScalarLogCallback(TrainingService):
         super().__init__()
         self.run_logger = run_logger
         self.feed = feed
+        self.finished = False
 
     def _on_step(self) -> bool:
         if self.feed.new_episodes:
-            monitor = self.feed.monitor
-            self.run_logger.logEpisodes(monitor.timesteps, monitor.rewards, monitor.lengths)
+            self._logEpisodes()
         self.run_logger.dumpPending()
         return True
+
+    def _logEpisodes(self) -> None:
+        monitor = self.feed.monitor
+        self.run_logger.logEpisodes(monitor.timesteps, monitor.rewards, monitor.lengths)
+
+    def beforeCheckpoint(self) -> None:
+        """
+        Before a checkpoint: log the episodes ended since the last refresh and put the log on disk, so that all it
+        holds up to the checkpoint's step (what a run resumed from it keeps) is there after a kill (nothing once
+        training ended: the final refresh logged everything and the log is closed).
+        """
+        if self.finished:
+            return
+        if self.feed.readAhead():
+            self._logEpisodes()
+        self.run_logger.flush()
 
     def logScalars(self, step: int, values: dict[str, float]) -> None:
         """
@@ -283,6 +313,7 @@ class ScalarLogCallback(TrainingService):
         return self.run_logger.progressLogger()
 
     def finish(self) -> None:
+        self.finished = True
         self.run_logger.close()
 
 
@@ -476,6 +507,8 @@ class CheckpointCallback(TrainingService):
         self.last_checkpoint: str | None = None
         # What run_state.json's "callback" entry records: every callback's state (set by the list it is in).
         self.callbacks_state: Callable[[], dict[str, Any]] = self.state
+        # Run before each checkpoint (set by the list: the scalar log's ScalarLogCallback.beforeCheckpoint).
+        self.before_save: Callable[[], None] | None = None
 
     def _due(self) -> bool:
         return self.next_checkpoint is not None and self.num_timesteps >= self.next_checkpoint
@@ -491,8 +524,9 @@ class CheckpointCallback(TrainingService):
 
     def save(self, num_timesteps: int, training_state: bool = True, **extra: Any) -> str | None:
         """
-        Write ``checkpoints/<num_timesteps>_steps/`` and the latest model beside the run. A failed save (disk full)
-        costs one warning line; the earlier checkpoints stay as they were.
+        Write ``checkpoints/<num_timesteps>_steps/`` and the latest model beside the run, after ``before_save`` (the
+        run's log up to this step logged and on disk). A failed save (disk full) costs one warning line; the earlier
+        checkpoints stay as they were.
 
         :param num_timesteps: env steps taken so far
         :param training_state: include the algorithm's training state (when it supports resuming)
@@ -504,6 +538,8 @@ class CheckpointCallback(TrainingService):
         saver = self.saver
         if saver.run_info is None:
             return None
+        if self.before_save is not None:
+            self.before_save()
         resumable = self.resumable and training_state
         save_buffer = resumable and self.buffer_save_freq >= 0 and (
             self.buffer_saved_at is None or num_timesteps - self.buffer_saved_at >= self.buffer_save_freq)
