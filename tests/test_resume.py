@@ -38,7 +38,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, runFolder, runModule, runTrain
+from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
@@ -133,6 +133,13 @@ def _rows(text: bytes) -> list[dict[str, str]]:
     lines = text.decode().splitlines()
     assert lines[0].startswith("#{") and lines[1].startswith("r,l,t")
     return list(csv.DictReader(lines[1:]))
+
+
+def _progressRows(run_dir: str) -> list[dict[str, str]]:
+    """:return: the run's progress.csv rows, without their wall-clock columns (time/fps, time/time_elapsed)"""
+    with open(os.path.join(run_dir, "progress.csv"), encoding="utf-8") as handle:
+        return [{name: value for name, value in row.items() if name not in ("time/fps", "time/time_elapsed")}
+                for row in csv.DictReader(handle)]
 
 
 def _policyWeights(model_path: str) -> dict[str, torch.Tensor]:
@@ -232,8 +239,9 @@ OWN_ACTOR_CRITICS = {
 @pytest.mark.parametrize("algo", sorted(OWN_ACTOR_CRITICS))
 def test_own_actor_critics_resume_as_the_uninterrupted_run(tmp_path, monkeypatch, algo):
     """Stopped at step 700 (after the checkpoint at 500), then resumed: the same episodes, the same progress.csv
-    steps (each algorithm logs after the first update past 1000 or 1024 steps, then an interval later: the step of
-    the next row is saved with the checkpoint) and the same final weights as the uninterrupted run."""
+    rows (each algorithm logs after the first update past 1000 or 1024 steps, then an interval later: the step of
+    the next row is saved with the checkpoint, and so are the running means of the losses of the interval it cuts)
+    and the same final weights as the uninterrupted run."""
     args = ["--no-vis", "--no-progress", *GT, "--algo", algo, "--seed", "1", "--num-timesteps", "2500",
             "--checkpoint-freq", "500", *OWN_ACTOR_CRITICS[algo]]
     assert train.main([*args, "--log-dir", str(tmp_path / "reference")]) == 0
@@ -253,16 +261,35 @@ def test_own_actor_critics_resume_as_the_uninterrupted_run(tmp_path, monkeypatch
     assert _steps(run_dir) == [500]
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
 
-    def progressSteps(folder: str) -> list[str]:
-        return [row["time/total_timesteps"] for row in csv.DictReader(open(os.path.join(folder, "progress.csv")))]
-
-    assert len(progressSteps(reference)) >= 2 and progressSteps(run_dir) == progressSteps(reference)
+    assert len(_progressRows(reference)) >= 2 and _progressRows(run_dir) == _progressRows(reference)
     rows, reference_rows = _rows(_monitor(run_dir)["0.monitor.csv"]), _rows(_monitor(reference)["0.monitor.csv"])
     assert [(row["r"], row["l"]) for row in rows] == [(row["r"], row["l"]) for row in reference_rows]
     resumed, uninterrupted = (_flatTensors(torch.load(os.path.join(folder, f"{algo}_model.pt"), weights_only=True))
                               for folder in (run_dir, reference))
     assert resumed.keys() == uninterrupted.keys() and len(resumed) > 10
     assert all(torch.equal(resumed[name], uninterrupted[name]) for name in uninterrupted)  # networks, optimizers
+
+
+# Rows written between the checkpoint (500) and the next refresh of the log (1000): cma-es's generation of 500 steps
+# (its row waits for the next one, or a refresh), acktr's evaluations (their rows carry the losses recorded since
+# the last row and the means of the episodes read by then).
+PROGRESS_ROWS = {
+    "cma-es": [*GT, "--algo", "cma-es", "--num-timesteps", "1500", "--hyperparam", "num_population:2"],
+    "acktr-evaluated": [*GT, "--algo", "acktr", "--num-timesteps", "1500", "--eval-freq", "300",
+                        "--eval-episodes", "1"],
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", sorted(PROGRESS_ROWS))
+def test_a_resumed_run_writes_the_uninterrupted_runs_progress_rows(tmp_path, monkeypatch, case):
+    """Stopped at step 700, resumed from the checkpoint at 500: progress.csv is the uninterrupted run's, line for
+    line (but the wall-clock columns), the rows between the checkpoint and the next refresh included."""
+    args = [*PROGRESS_ROWS[case], "--seed", "1", "--checkpoint-freq", "500"]
+    reference = train.trainCommand(["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "reference"), *args])
+    assert reference.exit_code == 0
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)
+    assert len(_progressRows(reference.run_dir)) >= 3 and _progressRows(run_dir) == _progressRows(reference.run_dir)
 
 
 def _flatTensors(tree, prefix: str = "") -> dict[str, torch.Tensor]:

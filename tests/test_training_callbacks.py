@@ -135,6 +135,12 @@ class FakeRunLogger:
     def flush(self) -> None:
         self.calls.append(("flush",))
 
+    def pendingState(self) -> dict:
+        return {}
+
+    def restorePendingState(self, pending: dict) -> None:
+        self.calls.append(("restore", pending))
+
     def close(self) -> None:
         self.calls.append(("close",))
 
@@ -412,7 +418,7 @@ def test_a_checkpoint_first_logs_the_episodes_since_the_last_refresh_and_flushes
     algo.num_timesteps = 100
     _drive(callbacks, Learner(), range(100, 101))
     assert [steps for steps, _ in listCheckpoints(run_dir)] == [100]
-    assert run_logger.calls == [("episodes", 2), ("flush", [])]
+    assert run_logger.calls == [("episodes", 2), ("dump",), ("flush", [])]  # the pending row too
     # the next refresh still counts them as new (the live plot is sent)
     refresh.refreshAt(150)
     assert feed.new_episodes == 2 and plotted == [2]
@@ -437,7 +443,7 @@ def test_the_standard_list_records_the_checkpoint_state_of_earlier_versions(tmp_
     _drive(callbacks, Learner(), range(100, 101))
     run_state = Checkpoint(os.path.join(run_dir, "checkpoints", "100_steps")).runState()
     assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "evaluation",
-                                          "next_refresh"}
+                                          "next_refresh", "pending_log"}  # (an earlier checkpoint's lacks the last)
     assert run_state["callback"]["evaluation"] == {"count": 1}
     callbacks.close(100)
     assert evaluator.closed

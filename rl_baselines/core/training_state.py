@@ -7,6 +7,7 @@
 - replay buffers: every array attribute of a buffer object (its filled rows), its counters, and Stable-Baselines3
   HER's per-transition info dicts as JSON;
 - the state of a ``cma`` strategy: its numeric attributes, set back on a strategy built with the same options;
+- the values an SB3 logger holds for its next progress.csv row (running means included);
 - the monitor files and progress.csv of a run continuing where the checkpoint left them.
 """
 from __future__ import annotations
@@ -332,6 +333,34 @@ def keepFirstLines(path: str, n_lines: int) -> None:
         lines = handle.read().split(b"\n")[:-1]  # complete lines only (the piece after the last newline is not one)
     with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
         handle.write(b"".join(line + b"\n" for line in lines[:n_lines]))
+
+
+def pendingLogValues(logger: Any) -> dict[str, Any]:
+    """
+    :param logger: an SB3 ``Logger``
+    :return: the values it holds for its next row (recorded, not yet dumped) as JSON: each with its type, so that
+        progress.csv prints it the same, the counts of ``record_mean``'s running means, and the outputs each is kept
+        from (SB3 writes train/n_updates to progress.csv, not tensorboard)
+    """
+    return {"values": {name: [value.item() if isinstance(value, np.generic) else value, type(value).__name__]
+                       for name, value in logger.name_to_value.items() if isinstance(value, (int, float, np.number))},
+            "counts": {name: int(count) for name, count in logger.name_to_count.items()},
+            "excluded": {name: list(outputs) for name, outputs in logger.name_to_excluded.items()
+                         if name in logger.name_to_value and outputs}}
+
+
+def restorePendingLogValues(logger: Any, pending: dict[str, Any]) -> None:
+    """
+    Put back :func:`pendingLogValues` into a logger: the next row and running means go on as if never interrupted.
+
+    :param logger: an SB3 ``Logger``
+    :param pending: what pendingLogValues returned (empty: nothing)
+    """
+    for name, (value, kind) in pending.get("values", {}).items():
+        logger.name_to_value[name] = getattr(np, kind)(value) if hasattr(np, kind) else value
+    logger.name_to_count.update(pending.get("counts", {}))
+    for name, outputs in pending.get("excluded", {}).items():
+        logger.name_to_excluded[name] = tuple(outputs)
 
 
 def silentLogger() -> Any:

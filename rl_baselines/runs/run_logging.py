@@ -22,8 +22,11 @@ the stopped process wrote up to step N (all that is logged at step N, an SB3 log
 the checkpoint taken at N) and hides what it wrote at later steps, which the resumed run writes again from N + 1 on
 (an episode that ended by step N stays the stopped process's), so each step has one point. For that to hold after a
 kill, each checkpoint is preceded by :meth:`RunLogger.flush` (the callback first logs the episodes that ended since
-its last refresh): everything logged up to its step is on disk when it is written, not in the writer's buffer.
-Visdom points are sent at most once per second (a dead server costs one warning).
+its last refresh and writes the pending row): everything logged up to its step is on disk when it is written, not in
+the writer's buffer or a row to come.
+A checkpoint keeps the values recorded for the next progress.csv row (:meth:`RunLogger.pendingState`, the running
+means of an algorithm's statistics included), which a run resumed from it puts back, so that its rows are the
+uninterrupted run's. Visdom points are sent at most once per second (a dead server costs one warning).
 """
 from __future__ import annotations
 
@@ -35,7 +38,12 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
-from rl_baselines.core.training_state import progressLogger, silentLogger
+from rl_baselines.core.training_state import (
+    pendingLogValues,
+    progressLogger,
+    restorePendingLogValues,
+    silentLogger,
+)
 from srl_toolbox.cli import UsageError, checkWritableFolder
 
 # Episodes averaged by rollout/ep_rew_mean and rollout/ep_len_mean (as Stable-Baselines3's ep_info_buffer).
@@ -258,6 +266,17 @@ class RunLogger:
             step = int(timesteps[len(rewards) - 1])
             for tag, value in self._episode_means.items():
                 self.writer.add_scalar(tag, value, step)
+
+    def pendingState(self) -> dict[str, Any]:
+        """:return: what a checkpoint keeps of the next progress.csv row: the values recorded for it, the running
+        means of an algorithm's statistics (``record_mean``) included (core.training_state.pendingLogValues)"""
+        return {} if self._progress is None else pendingLogValues(self._progress)
+
+    def restorePendingState(self, pending: dict[str, Any]) -> None:
+        """:param pending: :meth:`pendingState` of the checkpoint a resumed run goes on from: its next row is the
+            uninterrupted run's (its running means go on over the updates made before the checkpoint)"""
+        if pending:
+            restorePendingLogValues(self.progressLogger(), pending)
 
     def flush(self) -> None:
         """Put what was logged so far on disk: the tensorboard writer's buffered events (progress.csv's rows are

@@ -13,7 +13,8 @@ between updates). The train command's list, in the order of every step::
     EvaluationCallback     deterministic evaluation episodes every --eval-freq steps (best/ then follows them)
     StopSignalCallback     after SIGINT/SIGTERM: refresh, checkpoint, stop
     CheckpointCallback     checkpoints every --checkpoint-freq steps (at clean points when the algorithm has them),
-                           each after the episodes up to its step are logged and the scalar log is flushed to disk
+                           each after the episodes up to its step and the pending row are logged and the scalar
+                           log is flushed to disk
 
 Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons;
 a callback never draws from a random generator, so the trained agent is the same with or without them; a failed save
@@ -291,15 +292,30 @@ class ScalarLogCallback(TrainingService):
 
     def beforeCheckpoint(self) -> None:
         """
-        Before a checkpoint: log the episodes ended since the last refresh and put the log on disk, so that all it
-        holds up to the checkpoint's step (what a run resumed from it keeps) is there after a kill (nothing once
-        training ended: the final refresh logged everything and the log is closed).
+        Before a checkpoint: log the episodes ended since the last refresh, write the row pending (scalars logged
+        since the last row: a generation's, which would otherwise wait for the next refresh) and put the log on disk,
+        so that all it holds up to the checkpoint's step (what a run resumed from it keeps) is there after a kill
+        (nothing once training ended: the final refresh logged everything and the log is closed).
         """
         if self.finished:
             return
         if self.feed.readAhead():
             self._logEpisodes()
+        self.run_logger.dumpPending()
         self.run_logger.flush()
+
+    def state(self) -> dict[str, Any]:
+        # the values recorded for the next row (an algorithm's running means): a resumed run's next row is the same
+        return {"pending_log": self.run_logger.pendingState()}
+
+    def restoreState(self, state: dict[str, Any]) -> None:
+        self.run_logger.restorePendingState(state.get("pending_log", {}))
+        # the episodes of the monitor files, cut back to the checkpoint: the uninterrupted run's log held them when it
+        # wrote the checkpoint (beforeCheckpoint), and its rows until the next refresh average them (tensorboard has
+        # them already: RunLogger skips the steps up to the checkpoint's; the next poll counts them as new, as the
+        # uninterrupted run's counts those read by the checkpoint)
+        if self.feed.readAhead():
+            self._logEpisodes()
 
     def logScalars(self, step: int, values: dict[str, float]) -> None:
         """
