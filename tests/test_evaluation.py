@@ -49,6 +49,13 @@ def _train(log_dir: str, *args: str) -> str:
     return run_dir
 
 
+def _progressRows(run_dir: str) -> list[dict[str, str]]:
+    """:return: the run's progress.csv rows, without their wall-clock columns (time/fps, time/time_elapsed)"""
+    with open(RunFolder(run_dir).progress_file, encoding="utf-8") as handle:
+        return [{name: value for name, value in row.items() if name not in ("time/fps", "time/time_elapsed")}
+                for row in csv.DictReader(handle)]
+
+
 def _manifest(folder: str) -> dict:
     with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as handle:
         return json.load(handle)
@@ -116,6 +123,7 @@ def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluat
         np.testing.assert_array_equal(resumed[name], reference[name])
     np.testing.assert_array_equal(resumed["results"][:2], before["results"][:2])  # kept from before the checkpoint
     assert monitorRows(run_dir) == monitorRows(evaluatedRun)
+    assert _progressRows(run_dir) == _progressRows(evaluatedRun)  # time/iterations too: rollouts of the whole run
     best, reference_best = _manifest(os.path.join(run_dir, "best")), _manifest(os.path.join(evaluatedRun, "best"))
     assert (best["mean_reward"], best["num_timesteps"]) == (reference_best["mean_reward"],
                                                              reference_best["num_timesteps"])

@@ -32,7 +32,6 @@ from typing import Any, ClassVar
 
 import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.callbacks import CallbackList
 
 from rl_baselines.core import hyperparams as hp
 from rl_baselines.core.base import strToBool
@@ -57,7 +56,6 @@ from rl_baselines.rl_algorithm.sb3_base import (
     learnerHyperparamTable,
     parseOwnOrLearnerHyperparams,
     readModelData,
-    sb3Callback,
 )
 from rl_baselines.rl_algorithm.trpo import TRPOModel
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -419,7 +417,6 @@ class GAILModel(StableBaselinesRLObject):
         update = DiscriminatorUpdate(discriminator, expert, rewarded, hyperparams["d_epochs"],
                                      hyperparams["d_batch_size"], hyperparams["d_entcoeff"])
         # the training callback first: a rollout's discriminator update follows its step callbacks
-        self.model.learn(total_timesteps=total_timesteps, callback=CallbackList([sb3Callback(callback), update]),
-                         reset_num_timesteps=not settings.continue_from)
+        self.learnModel(total_timesteps, callback, settings, update)
         self.num_timesteps = self.model.num_timesteps
         self.env.close()

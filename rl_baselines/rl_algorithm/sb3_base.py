@@ -11,6 +11,7 @@ clean points (the start of a rollout), so that a resumed run goes on exactly as 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import warnings
@@ -21,7 +22,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.her import HerReplayBuffer
 
 from rl_baselines.core.base import (
@@ -35,7 +37,14 @@ from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import givenFlags, plainValues
 from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
 from rl_baselines.core.run_settings import RunSettings
-from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuffer, setGeneratorState
+from rl_baselines.core.training_state import (
+    generatorState,
+    loadBuffer,
+    pendingLogValues,
+    restorePendingLogValues,
+    saveBuffer,
+    setGeneratorState,
+)
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferKeywords
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
@@ -81,6 +90,8 @@ class StableBaselinesRLObject(BaseRLObject):
         super().__init__()
         self.model: Any = None
         self.env: Any = None
+        # An on-policy learner's rollouts over the whole run, a resumed one's included (checkpoints keep the count).
+        self.rollouts = 0
 
     # --- command line ----------------------------------------------------------------------------------------
 
@@ -233,20 +244,16 @@ class StableBaselinesRLObject(BaseRLObject):
         """
         The model zip already holds the weights, optimizer state, step and episode counters, schedules and action
         noise; this adds the action space's generator (random actions before learning starts), the logger's
-        values not yet written to progress.csv (with the outputs each is kept from), and the replay buffer's arrays
-        (off-policy algorithms).
+        values not yet written to progress.csv (with the outputs each is kept from), an on-policy learner's rollout
+        count (:class:`RolloutLogs`) and the replay buffer's arrays (off-policy algorithms).
         """
 
         os.makedirs(folder, exist_ok=True)
         logger = getattr(self.model, "_logger", None)
-        pending = {} if logger is None else {  # each value with its type, so that progress.csv prints it the same
-            "values": {k: [v.item() if isinstance(v, np.generic) else v, type(v).__name__]
-                       for k, v in logger.name_to_value.items() if isinstance(v, (int, float, np.number))},
-            "counts": {k: int(v) for k, v in logger.name_to_count.items()},
-            # the outputs each value is kept from (SB3 writes train/n_updates to progress.csv, not tensorboard)
-            "excluded": {k: list(v) for k, v in logger.name_to_excluded.items() if k in logger.name_to_value and v}}
+        pending = {} if logger is None else pendingLogValues(logger)
         writeJson(os.path.join(folder, SB3_STATE_FILE),
-                  {"action_space_rng": generatorState(self.model.action_space.np_random), "logger": pending})
+                  {"action_space_rng": generatorState(self.model.action_space.np_random), "logger": pending,
+                   "rollouts": self.rollouts})
         buffer = getattr(self.model, "replay_buffer", None)
         if replay_buffer_folder is not None and buffer is not None:
             saveBuffer(buffer, replay_buffer_folder, buffer.buffer_size, buffer.buffer_size if buffer.full else buffer.pos)
@@ -260,11 +267,8 @@ class StableBaselinesRLObject(BaseRLObject):
         setGeneratorState(self.model.action_space.np_random, state.get("action_space_rng"))
         logger = getattr(self.model, "_logger", None)
         if logger is not None:
-            for name, (value, kind) in state.get("logger", {}).get("values", {}).items():
-                logger.name_to_value[name] = getattr(np, kind)(value) if hasattr(np, kind) else value
-            logger.name_to_count.update(state.get("logger", {}).get("counts", {}))
-            for name, outputs in state.get("logger", {}).get("excluded", {}).items():
-                logger.name_to_excluded[name] = tuple(outputs)
+            restorePendingLogValues(logger, state.get("logger", {}))
+        self.rollouts = int(state.get("rollouts", 0))
         buffer = getattr(self.model, "replay_buffer", None)
         if replay_buffer_folder is not None and buffer is not None:
             loadBuffer(buffer, replay_buffer_folder, buffer.buffer_size)
@@ -338,12 +342,56 @@ class StableBaselinesRLObject(BaseRLObject):
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
               logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         self.prepareTraining(env, hyperparams, logger, settings, checkpoint, callback)
-        # An SB3 callback (the train command's TrainingCallbacks) goes to learn as it is; an old-style one is adapted.
-        # The callbacks read num_timesteps from the SB3 model; mirror it here at the end.
-        self.model.learn(total_timesteps=total_timesteps, callback=sb3Callback(callback),
-                         reset_num_timesteps=not settings.continue_from)
+        self.learnModel(total_timesteps, callback, settings)
         self.num_timesteps = self.model.num_timesteps
         self.env.close()
+
+    def learnModel(self, total_timesteps: int, callback: TrainCallback, settings: RunSettings,
+                   *more: BaseCallback) -> None:
+        """
+        SB3's ``learn`` with the training callback (an SB3 one, the train command's TrainingCallbacks, as it is; an
+        old-style one adapted: :func:`sb3Callback`; the callbacks read num_timesteps from the SB3 model), then
+        ``more`` callbacks; an on-policy learner's log rows are written by :class:`RolloutLogs` after them.
+
+        :param total_timesteps: the step count at which training ends
+        :param callback: the training callback ``train`` received
+        :param settings: the run's settings (a continued or resumed model goes on with its step count)
+        :param more: SB3 callbacks run after it (gail's discriminator update)
+        """
+        callbacks = [sb3Callback(callback), *more]
+        options: dict[str, Any] = {}
+        if isinstance(self.model, OnPolicyAlgorithm):
+            log_interval = inspect.signature(type(self.model).learn).parameters["log_interval"].default
+            callbacks.append(RolloutLogs(self, log_interval))
+            options["log_interval"] = None  # (SB3 would count the rollouts from this learn's start)
+        self.model.learn(total_timesteps=total_timesteps, callback=callbacks[0] if len(callbacks) == 1 else
+                         CallbackList(callbacks), reset_num_timesteps=not settings.continue_from, **options)
+
+
+class RolloutLogs(BaseCallback):
+    """
+    An on-policy learner's progress.csv row (SB3's ``dump_logs``) after every ``log_interval`` rollouts of the run,
+    its ``time/iterations`` the rollouts so far, at the end of each rollout: what SB3's ``learn`` does right after it,
+    except that SB3 counts the rollouts of its own call, from 1 again in a resumed run. The count is the learner's
+    (:attr:`StableBaselinesRLObject.rollouts`), which its checkpoints keep.
+
+    :param learner: the algorithm being trained
+    :param log_interval: rollouts between two rows (SB3's default for the learner: 100 for A2C, 1 for the others)
+    """
+
+    def __init__(self, learner: StableBaselinesRLObject, log_interval: int | None) -> None:
+        super().__init__()
+        self.learner = learner
+        self.log_interval = log_interval
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.learner.rollouts += 1
+        if self.log_interval and self.learner.rollouts % self.log_interval == 0:
+            dump = getattr(self.model, "dump_logs", None) or self.model._dump_logs  # (renamed in SB3 2.4)
+            dump(self.learner.rollouts)
 
 
 def sb3Callback(callback: Any) -> BaseCallback:
