@@ -272,11 +272,13 @@ def test_own_actor_critics_resume_as_the_uninterrupted_run(tmp_path, monkeypatch
 
 # Rows written between the checkpoint (500) and the next refresh of the log (1000): cma-es's generation of 500 steps
 # (its row waits for the next one, or a refresh), acktr's evaluations (their rows carry the losses recorded since
-# the last row and the means of the episodes read by then).
+# the last row and the means of the episodes read by then); deepq's row at 1000, whose train/loss averages the
+# gradient steps since the start, those before the checkpoint included. Each case: its arguments, its row count.
 PROGRESS_ROWS = {
-    "cma-es": [*GT, "--algo", "cma-es", "--num-timesteps", "1500", "--hyperparam", "num_population:2"],
-    "acktr-evaluated": [*GT, "--algo", "acktr", "--num-timesteps", "1500", "--eval-freq", "300",
-                        "--eval-episodes", "1"],
+    "cma-es": ([*GT, "--algo", "cma-es", "--num-timesteps", "1500", "--hyperparam", "num_population:2"], 3),
+    "acktr-evaluated": ([*GT, "--algo", "acktr", "--num-timesteps", "1500", "--eval-freq", "300",
+                         "--eval-episodes", "1"], 6),
+    "deepq": ([*GT, "--algo", "deepq", "--num-timesteps", "1000", "--hyperparam", "learning_starts:100"], 1),
 }
 
 
@@ -285,11 +287,12 @@ PROGRESS_ROWS = {
 def test_a_resumed_run_writes_the_uninterrupted_runs_progress_rows(tmp_path, monkeypatch, case):
     """Stopped at step 700, resumed from the checkpoint at 500: progress.csv is the uninterrupted run's, line for
     line (but the wall-clock columns), the rows between the checkpoint and the next refresh included."""
-    args = [*PROGRESS_ROWS[case], "--seed", "1", "--checkpoint-freq", "500"]
+    run_args, rows = PROGRESS_ROWS[case]
+    args = [*run_args, "--seed", "1", "--checkpoint-freq", "500"]
     reference = train.trainCommand(["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "reference"), *args])
     assert reference.exit_code == 0
     run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)
-    assert len(_progressRows(reference.run_dir)) >= 3 and _progressRows(run_dir) == _progressRows(reference.run_dir)
+    assert len(_progressRows(reference.run_dir)) == rows and _progressRows(run_dir) == _progressRows(reference.run_dir)
 
 
 def _flatTensors(tree, prefix: str = "") -> dict[str, torch.Tensor]:

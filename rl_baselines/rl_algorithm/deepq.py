@@ -247,6 +247,9 @@ class DQNModel(TorchRLObject):
         self.optimizer: torch.optim.Optimizer | None = None
         self.rng = np.random.default_rng(0)
         self.replay_buffer: ReplayBuffer | None = None
+        # The losses of the gradient steps since the last progress.csv row (its train/loss is their mean): kept with
+        # the training state, so that a resumed run's first row averages the same steps as the uninterrupted run's.
+        self.pending_losses: list[float] = []
 
     # --- networks --------------------------------------------------------------------------------------------
 
@@ -303,6 +306,13 @@ class DQNModel(TorchRLObject):
         buffer = self.replay_buffer
         return None if buffer is None else (buffer, buffer.capacity, buffer.size)
 
+    def loopState(self) -> dict[str, Any]:
+        return {**super().loopState(), "pending_losses": list(self.pending_losses)}
+
+    def setLoopState(self, state: dict[str, Any]) -> None:
+        super().setLoopState(state)
+        self.pending_losses = [float(loss) for loss in state.get("pending_losses", [])]
+
     # --- training --------------------------------------------------------------------------------------------
 
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
@@ -323,7 +333,7 @@ class DQNModel(TorchRLObject):
         exploration_steps = max(1.0, hp["exploration_fraction"] * end_timesteps)
 
         observation = env.reset()
-        losses: list[float] = []  # since the last logged step
+        losses = self.pending_losses  # since the last logged step
         while self.num_timesteps < end_timesteps:
             # epsilon-greedy, epsilon decaying linearly with the step count
             progress = min(1.0, self.num_timesteps / exploration_steps)
@@ -358,7 +368,7 @@ class DQNModel(TorchRLObject):
                 # progress.csv, live plots and tensorboard, through the train command's callback
                 logScalars(callback, self.num_timesteps, {"train/exploration_rate": epsilon,
                                                           **({"train/loss": float(np.mean(losses))} if losses else {})})
-                losses = []
+                losses.clear()
             if callback(locals(), globals()) is False:
                 break
         env.close()

@@ -206,7 +206,7 @@ class TorchRLObject(BaseRLObject):
         """
         return None
 
-    def loopState(self) -> dict[str, int]:
+    def loopState(self) -> dict[str, Any]:
         """:return: the training loop's counters that a resumed run goes on from (the step of the next progress.csv
         row...), saved with the training state; none here"""
         return {}
