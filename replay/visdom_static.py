@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -180,6 +181,28 @@ def _registryDownload(packages: Sequence[str], destination: str, registry: str) 
     return tarballs
 
 
+def _npmError(stdout: str, stderr: str) -> str:
+    """
+    :param stdout: what a failed ``npm ... --json`` wrote on stdout (npm 7 and later: ``{"error": {"summary",
+        "detail"}}``)
+    :param stderr: what it wrote on stderr (``npm error ...`` lines since npm 10, ``npm ERR! ...`` before)
+    :return: the cause in one line: the JSON error's summary and detail, else npm's first error lines (not the
+        stack trace nor the log file's path), else its last line
+    """
+    try:
+        error = json.loads(stdout).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if isinstance(error, dict) and error.get("summary"):
+        summary, detail = (" ".join(str(error.get(key) or "").split()) for key in ("summary", "detail"))
+        return f"{summary} ({detail})" if detail else summary
+    lines = [re.sub(r"^npm (ERR!|error)\s*", "", line).strip() for line in stderr.splitlines()
+             if re.match(r"npm (ERR!|error)(\s|$)", line)]
+    cause = [line for line in lines if line and not line.startswith(("at ", "A complete log of this run"))
+             and not line.endswith(".log")]
+    return " / ".join(cause[:4] or stderr.strip().splitlines()[-1:]) or "no message"
+
+
 def _npmPack(packages: Sequence[str], destination: str, npm: str, registry: str = DEFAULT_REGISTRY) -> dict[str, str]:
     """
     Download the packages' tarballs with ``npm pack`` (npm checks each against the registry's integrity hash and
@@ -198,8 +221,7 @@ def _npmPack(packages: Sequence[str], destination: str, npm: str, registry: str 
     result = subprocess.run([npm, "pack", "--json", "--pack-destination", destination, *specs],
                             capture_output=True, text=True, cwd=destination)
     if result.returncode != 0:
-        reason = [line for line in result.stderr.splitlines() if "ERR" in line][:3] or result.stderr.splitlines()[-1:]
-        raise RuntimeError(f"npm pack {' '.join(specs)} failed: {' / '.join(reason) or 'no message'}")
+        raise RuntimeError(f"npm pack {' '.join(specs)} failed: {_npmError(result.stdout, result.stderr)}")
     tarballs = {entry["name"]: os.path.join(destination, entry["filename"]) for entry in json.loads(result.stdout)}
     absent = [name for name in packages if name not in tarballs]
     if absent:

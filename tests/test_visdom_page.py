@@ -109,6 +109,52 @@ def test_installer_checks_what_npm_returns(tmp_path, monkeypatch, capsys) -> Non
     assert not (static / "js" / "jquery.min.js").exists()
 
 
+# What npm 11 prints when the registry is unreachable (`npm pack --json ...`): the JSON error on stdout, `npm error`
+# lines with the stack trace and the log's path on stderr
+FAILING_NPM_11 = '''
+import json, sys
+print(json.dumps({"error": {"code": "ECONNREFUSED", "summary": "FetchError: request to http://127.0.0.1:9/jquery failed, "
+                  "reason: connect ECONNREFUSED 127.0.0.1:9", "detail": "If you are behind a proxy, please make sure "
+                  "that the 'proxy' config is set properly."}}, indent=2))
+sys.stderr.write("""npm error code ECONNREFUSED
+npm error errno ECONNREFUSED
+npm error FetchError: request to http://127.0.0.1:9/jquery failed, reason: connect ECONNREFUSED 127.0.0.1:9
+npm error     at ClientRequest.<anonymous> (/usr/lib/node_modules/npm/node_modules/minipass-fetch/lib/index.js:130:14)
+npm error A complete log of this run can be found in: /root/.npm/_logs/2026-11-30T23_58_28_173Z-debug-0.log
+""")
+sys.exit(1)
+'''
+# An older npm (6) without the JSON error: `npm ERR!` lines only
+FAILING_NPM_6 = '''
+import sys
+sys.stderr.write("""npm ERR! code E404
+npm ERR! 404 Not Found - GET https://registry.npmjs.org/jquery - Not found
+npm ERR! A complete log of this run can be found in:
+npm ERR!     /root/.npm/_logs/2026-11-30T23_58_28_173Z-debug.log
+""")
+sys.exit(1)
+'''
+
+
+@pytest.mark.parametrize("script, cause", [
+    (FAILING_NPM_11, "FetchError: request to http://127.0.0.1:9/jquery failed, reason: connect ECONNREFUSED"),
+    (FAILING_NPM_6, "code E404 / 404 Not Found - GET https://registry.npmjs.org/jquery - Not found"),
+])
+def test_a_failing_npm_says_why(tmp_path, monkeypatch, capsys, script: str, cause: str) -> None:
+    """npm 11 writes `npm error` lines (not `npm ERR!`): the error named only npm's log file, not the cause."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "npm").write_text(f"#!{sys.executable}\n" + script)
+    (bin_dir / "npm").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    static = tmp_path / "static"
+    static.mkdir()
+    assert visdom_static.main(["--static-dir", str(static)]) == 1
+    err = capsys.readouterr().err
+    assert cause in err and "A complete log" not in err and " at " not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+
+
 FAKE_NPM = '''
 import io, json, os, sys, tarfile
 destination = sys.argv[sys.argv.index("--pack-destination") + 1]
