@@ -13,8 +13,10 @@ SRL_DEMO_STEPS ?= 36000
 
 # The venv with the project and the example plugin package (plugins/srl-toolbox-cem), then visdom's browser scripts
 # from the npm registry (checked against their SHA-256; a no-op when in place, so nothing is fetched at run time).
+# They serve only the live plots: without a registry, a warning with the command that retries, and install goes
+# on; later calls repeat the warning without trying again (--optional).
 install: $(VENV)/.installed
-	$(PY) -m replay.visdom_static
+	$(PY) -m replay.visdom_static --optional
 
 $(VENV)/.installed: setup.py build-constraints.txt plugins/srl-toolbox-cem/pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)

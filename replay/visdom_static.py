@@ -8,13 +8,20 @@ below), writes ``version.built`` and
 the packages' licences, so that ``python -m replay.visdom_server`` (and visdom's own command) serve the page
 without any network access::
 
-    python -m replay.visdom_static            # install what is missing (what `make install` runs); idempotent
-    python -m replay.visdom_static --check    # exit 1 and list what is missing
+    python -m replay.visdom_static              # install what is missing; idempotent
+    python -m replay.visdom_static --optional   # the same, but a failure is a warning and exit 0 (`make install`)
+    python -m replay.visdom_static --check      # exit 1 and list what is missing
+
+visdom is optional (the live plots), so ``make install`` goes on without the scripts when the registry cannot be
+reached: ``--optional`` prints a warning with the command that retries, and records the failure in
+``static/install-failed.txt``; a later ``--optional`` run repeats the warning without trying again (no network
+wait at every ``make``). A plain run always tries, and removes the record once the scripts are in place.
 
 Packages, versions and licences are listed in third_party/visdom_static/NOTICE.md.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -28,12 +35,14 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
-from srl_toolbox.cli import CLIParser, UsageError, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, pythonCommand, runCommand
 from srl_toolbox.files import atomicPath, sha256File
 
 # The visdom version these files belong to (what download_scripts writes into static/version.built)
 VISDOM_VERSION = "0.2.4"
 VERSION_FILE = "version.built"
+# What the last --optional install that failed said (its presence: do not try again under --optional)
+FAILED_FILE = "install-failed.txt"
 # Where tarballs come from when npm is not installed (npm's own setting when it is).
 DEFAULT_REGISTRY = os.environ.get("npm_config_registry") or os.environ.get("NPM_CONFIG_REGISTRY") \
     or "https://registry.npmjs.org/"
@@ -291,16 +300,27 @@ def _writeLicence(archive: tarfile.TarFile, package: str, folder: str) -> None:
     _writeFile(os.path.join(folder, LICENCE_FOLDER, f"{package}-{version}.txt"), text)
 
 
+def _warnNotInstalled(cause: str) -> None:
+    """Say on stderr that the live plots' page will lack its scripts, why, and the command that tries again."""
+    print(f"warning: visdom's browser scripts are not installed ({cause}): the live plots' page will lack its "
+          f"scripts; everything else works. Retry with `{pythonCommand()} -m replay.visdom_static` once the npm "
+          "registry is reachable (the files: third_party/visdom_static/NOTICE.md)", file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: ``sys.argv[1:]``)
-    :return: exit code (0: everything in place; 1: ``--check`` found files missing or installing failed)
+    :return: exit code (0: everything in place, or ``--optional``; 1: ``--check`` found files missing or installing
+        failed)
     """
     parser = CLIParser(prog="python -m replay.visdom_static",
                        description="Install visdom's browser scripts from the npm registry (once, at install time).")
     parser.add_argument("--check", action="store_true", help="only report what is missing (exit 1 if anything is)")
     parser.add_argument("--static-dir", default=None, help="visdom's static folder [the installed visdom's]")
     parser.add_argument("--npm", default="npm", help="npm executable [npm]")
+    parser.add_argument("--optional", action="store_true",
+                        help="a failure is a warning and exit 0, and is not tried again by later --optional runs "
+                             "(what `make install` runs: visdom's live plots are optional)")
     args = parser.parse_args(argv)
     if args.static_dir is not None and not os.path.isdir(args.static_dir):
         raise UsageError(f"--static-dir {args.static_dir!r} is not a folder")
@@ -314,11 +334,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 1
         print(f"visdom's browser scripts are installed in {folder}")
         return 0
+    failed_file = os.path.join(folder, FAILED_FILE)
+    if args.optional and os.path.isfile(failed_file) and missingFiles(folder):
+        with open(failed_file, encoding="utf-8", errors="replace") as handle:
+            _warnNotInstalled(f"{handle.read().strip()}; not tried again")
+        return 0
     try:
         written = installScripts(folder, npm=args.npm)
     except (RuntimeError, OSError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 1
+        if not args.optional:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+        with contextlib.suppress(OSError):  # (an unwritable folder: the warning at least, and tried again next time)
+            _writeFile(failed_file, f"{error}\n".encode())
+        _warnNotInstalled(str(error))
+        return 0
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(failed_file)
     print(f"visdom's browser scripts: {len(written)} file(s) installed in {folder}" if written else
           f"visdom's browser scripts: already installed in {folder}")
     return 0

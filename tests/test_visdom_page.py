@@ -155,6 +155,35 @@ def test_a_failing_npm_says_why(tmp_path, monkeypatch, capsys, script: str, caus
     assert len(err.strip().splitlines()) == 1, err
 
 
+def test_make_install_goes_on_without_the_registry(tmp_path, monkeypatch, capsys) -> None:
+    """visdom's scripts serve only the live plots: `make install` failed (and with it `make demo` and `make test`)
+    where npm could not reach its registry. Now a warning with the command that retries; later calls repeat it
+    without running npm again; a plain run tries again."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    calls = tmp_path / "npm_calls"
+    fake_npm = tmp_path / "npm"
+    fake_npm.write_text(f"#!{sys.executable}\nopen({str(calls)!r}, 'a').write('x')\n" + FAILING_NPM_11)
+    fake_npm.chmod(0o755)
+    static = tmp_path / "static"
+    static.mkdir()
+    # the Makefile's own recipe, its python standing in for the venv's with the test's static folder and npm
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@" --static-dir {static} --npm {fake_npm}\n')
+    fake_python.chmod(0o755)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    make = ["make", "--no-print-directory", "-o", ".venv/.installed", "install", f"PY={fake_python}"]
+    for attempt in (1, 2):
+        result = subprocess.run(make, cwd=root, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "warning: visdom's browser scripts are not installed (npm pack " in result.stderr
+        assert "connect ECONNREFUSED" in result.stderr and "-m replay.visdom_static` once" in result.stderr
+        assert calls.read_text() == "x", attempt  # npm ran once: the second call only repeats the warning
+    assert not (static / VERSION_FILE).exists()
+    assert visdom_static.main(["--static-dir", str(static), "--npm", str(fake_npm)]) == 1  # a plain run tries
+    assert calls.read_text() == "xx" and "connect ECONNREFUSED" in capsys.readouterr().err
+
+
 FAKE_NPM = '''
 import io, json, os, sys, tarfile
 destination = sys.argv[sys.argv.index("--pack-destination") + 1]
