@@ -18,7 +18,8 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 
 A plotter made with ``announce=True`` prints the address of its own page, ``http://HOST:PORT/env/<env_name>``, once
 the server has answered (at the first finished episode), so the user opens the run's plots rather than visdom's
-empty ``main`` environment.
+empty ``main`` environment. That line and the warning are written above a running progress bar (tqdm's external
+write mode), each on a line of its own.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ import contextlib
 import json
 import logging
 import re
+import sys
 import urllib.parse
 import warnings
 from collections.abc import Iterator
@@ -33,6 +35,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from tqdm import tqdm
 
 from srl_toolbox.files import atomicPath
 
@@ -233,13 +236,14 @@ class VisdomPlotter:
         self._disabled = True
         self._viz = None
         what = "stopped answering" if lost else "cannot be reached"
-        warnings.warn(
-            f"The visdom server at {self.address} {what} ({reason}); live plots are off for the rest of this run. "
-            f"Start a server with `python -m replay.visdom_server --port {self.port}`, or disable plots with "
-            "--no-vis.",
-            UserWarning,
-            stacklevel=stacklevel,
-        )
+        with tqdm.external_write_mode(file=sys.stderr):  # on its own line above a progress bar, not into it
+            warnings.warn(
+                f"The visdom server at {self.address} {what} ({reason}); live plots are off for the rest of this "
+                f"run. Start a server with `python -m replay.visdom_server --port {self.port}`, or disable plots "
+                "with --no-vis.",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
 
     def _connect(self) -> bool:
         """
@@ -263,7 +267,8 @@ class VisdomPlotter:
         viz.request_timeout = (CONNECT_TIMEOUT_S, UPDATE_READ_TIMEOUT_S)
         self._viz = viz
         if self.announce:
-            print(f"Live plots: {self.page_url}", flush=True)
+            with tqdm.external_write_mode(file=sys.stdout):  # above the run's progress bar, not into its line
+                print(f"Live plots: {self.page_url}", flush=True)
         return True
 
     def update(self, timesteps: ArrayLike, rewards: ArrayLike) -> None:

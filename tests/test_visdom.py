@@ -210,6 +210,33 @@ def test_server_killed_midway_warns_once(tmp_path) -> None:
         _stop(process)
 
 
+BAR_SCRIPT = """
+import sys, warnings
+from tqdm import tqdm
+from srl_toolbox.plots import VisdomPlotter
+warnings.formatwarning = lambda message, *args, **kwargs: f"warning: {message}\\n"  # as srl_toolbox.cli's commands
+bar = tqdm(total=100, unit="steps", mininterval=0)
+bar.update(30)
+VisdomPlotter(port=int(sys.argv[1]), env_name="test_bar", announce=True).update([10], [1.0])
+VisdomPlotter(port=int(sys.argv[2]), env_name="test_bar_off").update([10], [1.0])
+bar.update(30)
+bar.close()
+"""
+
+
+def test_plotter_lines_go_above_the_progress_bar(visdom_port: int) -> None:
+    """"Live plots: <url>" and the unreachable-server warning were written onto the training bar's line (the bar on
+    stderr, both in one terminal); now each is a line of its own, the bar redrawn below it."""
+    result = subprocess.run([sys.executable, "-c", BAR_SCRIPT, str(visdom_port), str(findFreePort())],
+                            cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout
+    # what a terminal shows on each line: the text after its last carriage return
+    shown = [line.split("\r")[-1] for line in result.stdout.split("\n")]
+    assert f"Live plots: http://127.0.0.1:{visdom_port}/env/test_bar" in shown, result.stdout
+    assert any(line.startswith("warning: The visdom server at ") for line in shown), result.stdout
+    assert "60/100" in [line for line in shown if line.strip()][-1], result.stdout  # the bar goes on below them
+
+
 def _runServerCommand(*args: str, env_path: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "replay.visdom_server", *args, "--env-path", env_path],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
