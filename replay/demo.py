@@ -22,12 +22,18 @@ from srl_toolbox.cli import (
 )
 
 
-def liveCurveHint(args: argparse.Namespace) -> str:
-    """:return: how to watch a demo's training curve live (nothing with --no-vis: the run draws none)"""
+def liveCurveHint(args: argparse.Namespace, before: str = "running the demo") -> str:
+    """
+    :param args: the demo's arguments (--no-vis, --port)
+    :param before: what the server must be started before (training looks for it once, at its first episode, and
+        goes on without live plots when none answers: a server started later draws nothing)
+    :return: how to watch a demo's training curve live (nothing with --no-vis: the run draws none)
+    """
     if args.no_vis:
         return ""
-    return (f" To watch the curve live, run `{pythonCommand()} -m replay.visdom_server --port {args.port}` in another "
-            f"terminal and open http://127.0.0.1:{args.port}")
+    return (f" Live curve: training looks for a visdom server once, at its first episode; to watch it, start "
+            f"`{pythonCommand()} -m replay.visdom_server --port {args.port}` in another terminal before {before} "
+            f"and open http://127.0.0.1:{args.port}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -89,7 +89,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                              f"others (e.g. --episodes 2 --epochs 1)")
 
     config_file = os.path.join(args.log_dir, "srl_models.yaml")
-    print(f"Step 1/3: dataset and VAE for {ENV_ID} (srl_models.prepare)", flush=True)
+    # the hint comes first: the server must be up when step 2's training ends its first episode
+    print(f"Step 1/3: dataset and VAE for {ENV_ID} (srl_models.prepare)."
+          + liveCurveHint(args, before="step 2 (ppo2) begins"), flush=True)
     rows = prepare.prepare(["--env", ENV_ID, "--srl-model", "vae", "--seed", str(args.seed), "--data-folder",
                             os.path.join(args.log_dir, "data"), "--log-folder", os.path.join(args.log_dir, "srl"),
                             "--srl-config-file", config_file, *args.prepare_args])
@@ -98,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     explore_latent.main(["--model-folder", model_folder, "--output", latent_grid, "--no-progress"])
 
-    print(f"\nStep 2/3: ppo2 on the VAE's states for {args.num_timesteps} steps." + liveCurveHint(args), flush=True)
+    print(f"\nStep 2/3: ppo2 on the VAE's states for {args.num_timesteps} steps.", flush=True)
     code = train.main(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", config_file,
                        "--num-timesteps", str(args.num_timesteps), "--log-dir", args.log_dir, "--port",
                        str(args.port), "--seed", str(args.seed), "--tag", "srl_demo",

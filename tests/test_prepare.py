@@ -426,6 +426,23 @@ def test_the_demos_take_no_vis_and_say_what_they_did_not_make(tmp_path, monkeypa
     assert not (tmp_path / "srl_demo").exists()
 
 
+def test_the_demos_say_to_start_visdom_before_training(tmp_path, monkeypatch, capsys):
+    """The hint said to start visdom "in another terminal" once training had begun, but training looks for the
+    server only at its first episode: a server started then drew nothing. make srl-demo gave it at step 2."""
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt  # (the demos' output up to their first training is all this test needs)
+
+    monkeypatch.setattr(train, "main", stop)
+    monkeypatch.setattr(prepare, "prepare", stop)
+    monkeypatch.chdir(tmp_path)
+    for command, before in ((demo, "before running the demo"), (srl_demo, "before step 2 (ppo2) begins")):
+        with pytest.raises(KeyboardInterrupt):
+            command.main(["--port", "8123"])
+        out = capsys.readouterr().out
+        assert f"-m replay.visdom_server --port 8123` in another terminal {before}" in out, out
+        assert "http://127.0.0.1:8123" in out and "once, at its first episode" in out
+
+
 def test_random_target_on_an_env_without_one_is_the_plain_dataset(tmp_path, monkeypatch, capsys):
     """-r on CarRacing (no random target: the commands leave it out, one warning) records and trains on the env's
     plain dataset, named and checked as such; a second call without -r reuses it all."""
