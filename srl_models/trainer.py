@@ -271,10 +271,12 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     epochs = math.ceil(total_updates / batches)
     history: list[dict] = []
     lows: dict[str, float] = {}
-    best_state, stale, updates = None, 0, 0
+    best_state, stale, updates, last_loss = None, 0, 0, ""
+    # The bar counts the updates itself; its description names the epoch under way and the last finished one's loss
     with tqdm(total=total_updates, disable=not settings.progress, desc="SRL training",
               unit="update", dynamic_ncols=True) as bar:
         for epoch in range(1, epochs + 1):
+            bar.set_description(f"SRL training (epoch {epoch}/{epochs}{last_loss})", refresh=False)
             network.train()
             began = time.perf_counter()
             chunks = _chunks(rng.permutation(train_anchors), settings.batch_size, network.negatives)
@@ -295,8 +297,8 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
                 with torch.no_grad():
                     on_epoch(history[-1])
             monitored = val if monitorVal(network, val) else train
-            bar.set_description(f"SRL training (epoch {epoch}/{epochs}, update {updates}/{total_updates}, "
-                                f"loss {monitored['total']:.4g})")
+            last_loss = f", last epoch's loss {monitored['total']:.4g}"
+            bar.set_description(f"SRL training (epoch {epoch}/{epochs}{last_loss})")
             if _improves(monitored, lows):
                 stale = 0
                 best_state = {key: value.detach().clone() for key, value in network.state_dict().items()}

@@ -4,6 +4,7 @@ images), the number of updates; the linear probe; the bad inputs (one line, exit
 on the tiny session dataset of test_srl_models."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -14,6 +15,7 @@ import torch
 from conftest import runModule, snapshot
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 from torch.nn import functional as F
+from tqdm import tqdm
 
 from environments.dataset import Dataset
 from srl_models.augment import AUGMENTATIONS, PAD, randomShift
@@ -142,6 +144,28 @@ def test_updates_set_the_number_of_optimiser_steps() -> None:
                            TrainSettings(updates=17, batch_size=8, patience=0, progress=False))
     # 7 minibatches an epoch: 7 + 7 + 3
     assert [entry["updates"] for entry in history] == [7, 14, 17]
+
+
+def test_the_progress_bar_names_the_epoch_under_way(monkeypatch) -> None:
+    """The bar's description, set at each epoch's end, named that epoch and its update count all through the next
+    epoch, while the bar's own count moved on: it now names the epoch under way (the bar counts the updates)."""
+    stream = io.StringIO()
+
+    class EveryUpdate(tqdm):  # every update drawn, into the test's stream
+        def __init__(self, *args, **kwargs) -> None:
+            super().__init__(*args, **{**kwargs, "file": stream, "mininterval": 0, "miniters": 1,
+                                       "dynamic_ncols": False, "ncols": 200})
+
+    monkeypatch.setattr("srl_models.trainer.tqdm", EveryUpdate)
+    torch.manual_seed(0)
+    network = SRLNetwork((3, 16, 16), 4, {"autoencoder": 1.0}, {}, {})
+    trainNetwork(network, numberedData([50]), np.arange(50), np.arange(0),
+                 TrainSettings(updates=17, batch_size=8, patience=0, progress=True))
+    frames = [re.search(r"epoch (\d+)/3(.*?)\| *(\d+)/17 ", frame) for frame in stream.getvalue().split("\r")]
+    shown = [(int(found[1]), int(found[3]), found[2]) for found in frames if found]
+    assert {count for _, count, _ in shown} == set(range(1, 18)), stream.getvalue()
+    for epoch, count, rest in shown:  # 7 minibatches an epoch: 7 + 7 + 3
+        assert 7 * (epoch - 1) < count <= 7 * epoch and "update" not in rest, (epoch, count, rest)
 
 
 # --- the models, trained ----------------------------------------------------------------------------------------------
