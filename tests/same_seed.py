@@ -6,12 +6,14 @@ and of ``vecnormalize.npz``, in a canonical order) and the monitor's episodes. A
 result must leave every entry as it is, bit for bit.
 
 Floating-point kernels differ between CPU instruction sets and between CPU vendors with the same instruction set (an
-AMD EPYC and an Intel Xeon, both AVX512, end with other parameters), so the file records both of the machine it was
-made on (``torch.backends.cpu.get_cpu_capability()`` and /proc/cpuinfo's vendor_id); on another,
-tests/test_determinism.py runs each case twice and compares the two runs instead.
+AMD EPYC and an Intel Xeon, both AVX512, end with other parameters), so the file holds one reference per kind of
+machine, keyed by both (``torch.backends.cpu.get_cpu_capability()`` and /proc/cpuinfo's vendor_id: ``"machines":
+{"AVX512 GenuineIntel": {"cases": ...}, ...}``); on a kind it does not hold, tests/test_determinism.py runs each case
+twice and compares the two runs instead.
 
-Record the file again (only when a change is meant to change results, and say so in the commit) with
-``SAME_SEED_RECORD=1 python -m pytest tests/test_determinism.py -k cpu``.
+Record this machine's reference (on a new kind of machine, or again on every kind when a change is meant to change
+results: say so in the commit) with ``SAME_SEED_RECORD=1 python -m pytest tests/test_determinism.py -k cpu``; the
+other machines' references are kept.
 """
 from __future__ import annotations
 
@@ -96,25 +98,29 @@ def parameterDigest(run_dir: str) -> str:
 
 
 def loadReference() -> dict[str, Any]:
-    """:return: the committed reference (empty when there is none yet)"""
+    """:return: the committed references by kind of machine (``{cpuCapability(): {"cases": {case: entry}}}``; empty
+        when there is none yet)"""
     if not os.path.exists(REFERENCE_FILE):
         return {}
     with open(REFERENCE_FILE, encoding="utf-8") as handle:
-        return json.load(handle)
+        return json.load(handle).get("machines", {})
+
+
+def machineReference() -> dict[str, Any]:
+    """:return: the reference cases recorded on this kind of machine (empty: none)"""
+    return loadReference().get(cpuCapability(), {}).get("cases", {})
 
 
 def recordCase(case: str, entry: dict[str, Any]) -> None:
-    """Write ``entry`` as the reference of ``case`` (pytest-xdist workers may record at once: read, merge, replace)."""
+    """Write ``entry`` as this machine's reference of ``case`` (pytest-xdist workers may record at once: read,
+    merge, replace; the other machines' references are kept)."""
     os.makedirs(os.path.dirname(REFERENCE_FILE), exist_ok=True)
     with open(os.path.join(tempfile.gettempdir(), "srl_toolbox_same_seed.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        reference = loadReference()
-        if reference.get("cpu_capability") not in (None, cpuCapability()):
-            reference = {}
-        reference["cpu_capability"] = cpuCapability()
-        reference.setdefault("cases", {})[case] = entry
+        machines = loadReference()
+        machines.setdefault(cpuCapability(), {}).setdefault("cases", {})[case] = entry
         tmp_path = REFERENCE_FILE + ".tmp"
         with open(tmp_path, "w", encoding="utf-8") as handle:
-            json.dump(reference, handle, indent=1, sort_keys=True)
+            json.dump({"machines": machines}, handle, indent=1, sort_keys=True)
             handle.write("\n")
         os.replace(tmp_path, REFERENCE_FILE)

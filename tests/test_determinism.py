@@ -8,11 +8,11 @@ the episode), so that any change in any action shows in them. Budgets are tiny, 
 recorded episodes end, so the learning step (minibatch sampling, exploration noise, replay) is covered too, and
 the default checkpoints (five per run) are written on the way.
 
-Where the committed same-seed reference (``tests/same_seed.py``) holds the case and was recorded on this machine's CPU
-kernels and vendor, one run is compared with it: the digest of its final parameters and its monitor episodes, bit for bit. That
-recorded run is the "same command run before" (another process, another day), so a refactor meant to change no result
-is checked against the code before it as well. Otherwise (recording the reference, other CPU kernels, a plugin without
-a reference) the case runs twice and the two runs are compared.
+Where the committed same-seed reference (``tests/same_seed.py``) holds the case recorded on this kind of machine (CPU
+kernels and vendor), one run is compared with it: the digest of its final parameters and its monitor episodes, bit
+for bit. That recorded run is the "same command run before" (another process, another day), so a refactor meant to
+change no result is checked against the code before it as well. Otherwise (recording the reference, a kind of machine
+the file does not hold, a plugin without a reference) the case runs twice and the two runs are compared.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import os
 
 import pytest
 from conftest import runFolder, runTrain
-from same_seed import RECORD_VARIABLE, cpuCapability, loadReference, parameterDigest, recordCase
+from same_seed import RECORD_VARIABLE, machineReference, parameterDigest, recordCase
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.registry import registered_rl
@@ -110,16 +110,16 @@ def _trainRows(log_dir: str, args: list[str]) -> tuple[dict[str, list[tuple[str,
 def _reference(case: str) -> dict | None:
     """
     :param case: a determinism case (``ALGO-cpuN``)
-    :return: its committed same-seed reference entry; None when recording it (SAME_SEED_RECORD=1), when the file was
-        recorded on other CPU kernels, or for a plugin without one
+    :return: its committed same-seed reference entry; None when recording it (SAME_SEED_RECORD=1), when the file
+        holds no reference of this kind of machine (CPU kernels and vendor), or for a plugin without one
     :raises Failed: a built-in algorithm has no reference (record it: tests/same_seed.py)
     """
     if os.environ.get(RECORD_VARIABLE):
         return None
-    reference = loadReference()
-    if reference.get("cpu_capability") != cpuCapability():
+    reference = machineReference()
+    if not reference:
         return None
-    expected = reference["cases"].get(case)
+    expected = reference.get(case)
     if expected is None and algoIsBuiltIn(case.rsplit("-cpu", 1)[0]):
         pytest.fail(f"no same-seed reference for {case}: record it (tests/same_seed.py)")
     return expected

@@ -17,8 +17,8 @@ from srl_models.train import trainFromArgs
 pytestmark = pytest.mark.slow
 
 STEPS = ["--num-timesteps", "64", "--n-steps", "64"]
-# --num-cpu 4: 4 envs x 16 steps make the same single 64-step rollout
-PIPELINE_STEPS = ["--num-timesteps", "64", "--n-steps", "16"]
+# --num-cpu 2: 2 envs x 32 steps make the same single 64-step rollout
+PIPELINE_STEPS = ["--num-timesteps", "64", "--n-steps", "32"]
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 
 
@@ -66,7 +66,8 @@ def test_pipeline_with_a_registered_vae(guideFolder: str, tmp_path: str) -> None
     """``python -m rl_baselines.pipeline --algo ppo2 --log-dir logs/ --srl-model vae ground_truth --random-target
     --num-cpu 4 --num-iteration 15``, the vae being a tiny one registered for the default env in an SRL config
     file. --num-iteration 15 means 30 pixel runs (10+ minutes on two cores) and is lowered to 1 here: the iteration
-    count only repeats the same runs with other seeds, which the pipeline's own tests cover. The dataset and the vae
+    count only repeats the same runs with other seeds, which the pipeline's own tests cover; --num-cpu 4 is lowered
+    to 2 (env subprocesses on two cores: the count is the pipeline's own tests' concern too). The dataset and the vae
     are made in this process (their commands have their own tests)."""
     assert generateDataset(["--env", DEFAULT_ENV, "--name", "kuka_tiny", "--save-path", str(tmp_path),
                             "--num-episode", "2", "--max-steps", "12", "--no-progress"]) == 0
@@ -78,7 +79,7 @@ def test_pipeline_with_a_registered_vae(guideFolder: str, tmp_path: str) -> None
         yaml.safe_dump({DEFAULT_ENV: {"vae": model_folder}}, handle)
 
     result = runModule("rl_baselines.pipeline", "--algo", "ppo2", "--log-dir", "logs/", "--srl-model", "vae",
-                       "ground_truth", "--random-target", "--num-cpu", "4", "--num-iteration", "1",
+                       "ground_truth", "--random-target", "--num-cpu", "2", "--num-iteration", "1",
                        "--srl-config-file", config, *PIPELINE_STEPS, cwd=guideFolder, timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     for srl_model in ("vae", "ground_truth"):

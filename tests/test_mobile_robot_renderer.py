@@ -52,6 +52,9 @@ KUKA_ARMS = ["KukaButtonGymEnv-v0", "KukaRandButtonGymEnv-v0", "Kuka2ButtonGymEn
 MAX_MAE = 2.0
 MAX_OFF_FRACTION = 0.01
 OFF_BY = 32
+# Random placements compared per env at 64x64 (the sprites have matched TinyRenderer to the pixel on every one so
+# far: a fraction of them finds a drift at the limits above).
+PLACEMENTS = 300
 
 
 def _pair(env_id: str, **kwargs):
@@ -104,7 +107,7 @@ def test_sprites_match_tinyrenderer(env_id: str) -> None:
     rng = np.random.default_rng(27)
     envs = _pair(env_id)
     errors = _Errors()
-    for seed in range(1000):
+    for seed in range(PLACEMENTS):
         _placeRandomly(envs, rng, seed)
         errors.add(_topView(envs[0]), _topView(envs[1]))
     errors.check(f"{env_id} 64x64")
