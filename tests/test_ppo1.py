@@ -166,7 +166,8 @@ def test_train_command_two_workers_and_continue(tmp_path):
 
 def test_worker_joins_through_dist_url(tmp_path):
     """What spans machines: a rank-0 train command and a `--rank 1` one that only works, joined by --dist-url; the
-    worker writes nothing (here given the same --log-dir and another one: rank 0's run folder is the only one)."""
+    worker writes nothing (the command given another --log-dir, the Python API's worker the same one: rank 0's run
+    folder is the only one)."""
     url = freeDistUrl()
     common = ("--no-vis", "--no-progress", "--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model",
               "ground_truth", "--seed", "0", "--timesteps-per-actorbatch", "32", "--num-timesteps", "256",
@@ -175,9 +176,8 @@ def test_worker_joins_through_dist_url(tmp_path):
     api_worker = ("from rl_baselines.api import makeConfig, trainAgent\n"
                   "trainAgent(makeConfig(algo='ppo1', env='MobileRobotGymEnv-v0', srl_model='ground_truth', seed=0, "
                   f"timesteps_per_actorbatch=32, num_timesteps=256, world_size=2, dist_url={url!r}, rank=1, "
-                  f"vis=False, progress=False, log_dir={str(tmp_path / 'worker')!r}))")
-    for worker_command in ([*common, "--rank", "1", "--log-dir", str(tmp_path / "main")],
-                           [*common, "--rank", "1", "--log-dir", str(tmp_path / "worker")], None):
+                  f"vis=False, progress=False, log_dir={str(tmp_path / 'main')!r}))")
+    for worker_command in ([*common, "--rank", "1", "--log-dir", str(tmp_path / "worker")], None):
         command = ["-m", "rl_baselines.train", *worker_command] if worker_command else ["-c", api_worker]
         worker = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   text=True, cwd=REPO)
