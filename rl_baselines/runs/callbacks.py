@@ -177,6 +177,13 @@ class TrainingCallbacks(CallbackList):
         return self._started
 
     @property
+    def steps_taken(self) -> int:
+        """The env steps of the learner the callbacks were called with (0 before the first step): the count of a
+        training cut short by a ``KeyboardInterrupt``, whose algorithm never copied it into its own
+        ``num_timesteps``."""
+        return stepsOf(getattr(self, "model", None))
+
+    @property
     def stop_signal(self) -> int | None:
         """The signal that asked training to stop, None when none did."""
         stop = self.find(StopSignalCallback)

@@ -18,7 +18,8 @@ file damaged on disk) are skipped, reported in one warning line, and moved to ``
 check passed; with no intact checkpoint left, ``--resume`` refuses in one line and changes nothing.
 
 SIGINT and SIGTERM (:func:`installStopHandlers`) make the training callback write a checkpoint at the next env step
-and stop; train then exits with 130 or 143. A second signal stops at once.
+and stop; train then exits with 130 or 143. A second signal during training stops at once; none cuts the final save
+short.
 """
 from __future__ import annotations
 
@@ -474,18 +475,22 @@ def lockRun(run_dir: str) -> BaseFileLock:
     return handle
 
 
-def installStopHandlers(request_stop: Callable[[int], None]) -> Callable[[], None]:
+def installStopHandlers(request_stop: Callable[[int], None], rearm: bool = True) -> Callable[[], None]:
     """
     SIGINT and SIGTERM call ``request_stop(signum)`` (the callback saves a checkpoint and stops at the next step);
-    a second one of the same kind stops at once.
+    with ``rearm``, a second one of the same kind stops at once (SIGINT: a ``KeyboardInterrupt``; SIGTERM: its
+    default action). Without it (the final save, once training has ended) every signal only calls ``request_stop``:
+    nothing cuts the save and the summary short.
 
     :param request_stop: called with the signal number
+    :param rearm: whether a first signal makes the next one of its kind stop at once
     :return: a function that puts the previous handlers back
     """
 
     def handler(signum: int, _frame: Any) -> None:
         request_stop(signum)
-        signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        if rearm:
+            signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
 
     previous = {signum: signal.signal(signum, handler) for signum in (signal.SIGINT, signal.SIGTERM)}
 

@@ -586,9 +586,8 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         run_logger=run_logger)
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
-    # SIGINT/SIGTERM: checkpoint, then stop; kept through the final save, which a signal then does not cut short
-    uninstall_handlers = installStopHandlers(callback.requestStop)
-    interrupted = False
+    # SIGINT/SIGTERM: checkpoint, then stop (a second one: at once); the final save, which no signal cuts short
+    uninstall_handlers, interrupted = installStopHandlers(callback.requestStop), False
     try:
         try:
             # plugin API v2: the env, the step budget, the hyperparameters, the callback, the logger, the checkpoint;
@@ -598,6 +597,7 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
                            sharedProgressLogger(callback, run_dir)[0], checkpoint)
         except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
             interrupted = True
+        installStopHandlers(callback.requestStop, rearm=False)  # (uninstall_handlers puts back the first ones)
         return _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
     finally:
         uninstall_handlers()
@@ -618,7 +618,7 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     model to save): the final checkpoint and model, the learning curve and the console's last lines; :return: the
     outcome (see :func:`trainInRunFolder`)"""
     run_dir, built = config.run_dir, not interrupted or callback.started
-    num_timesteps = int(algo.num_timesteps) if built else config.start_timesteps
+    num_timesteps = int(max(algo.num_timesteps, interrupted and callback.steps_taken)) if built else config.start_timesteps
     callback.close(num_timesteps)
     finished = not interrupted and num_timesteps >= callback.total_timesteps
     try:
@@ -632,15 +632,15 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
         return TrainResult(1, run_dir, algo, num_timesteps, callback.monitor.meanReward(), config)
     _writeLearningCurve(callback, config)
     mean_reward = callback.monitor.meanReward()
-    stopped = callback.stop_signal is not None and not finished
+    stopped = callback.stop_signal is not None and not finished and not interrupted  # (by its stop checkpoint)
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
     episodes = len(callback.monitor.rewards)
     print(f"{state}: {num_timesteps} steps, {episodes} episodes, mean reward (last 100) "
           + (f"{mean_reward:.2f}" if episodes else "n/a (no episode finished)"))
-    if stopped and callback.last_checkpoint is not None and algo_class.supportsResume():
+    if (stopped or interrupted) and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume "
               f"{shlex.quote(run_dir)}")
-    elif stopped and os.path.isfile(callback.modelPath(run_dir)):  # no saveTrainingState: --resume would refuse
+    elif (stopped or interrupted) and os.path.isfile(callback.modelPath(run_dir)):  # --resume would refuse
         print(f"{config.algo} cannot be resumed (no saveTrainingState); continue its model with: "
               f"{continueCommand(config, callback.modelPath(run_dir), callback.total_timesteps - num_timesteps)}")
     print(f"Run folder: {run_dir}")
