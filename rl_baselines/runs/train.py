@@ -618,7 +618,8 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     model to save): the final checkpoint and model, the learning curve and the console's last lines; :return: the
     outcome (see :func:`trainInRunFolder`)"""
     run_dir, built = config.run_dir, not interrupted or callback.started
-    num_timesteps = int(max(algo.num_timesteps, interrupted and callback.steps_taken)) if built else config.start_timesteps
+    taken = max(int(algo.num_timesteps), callback.steps_taken if interrupted else 0)  # (a cut learn left it behind)
+    num_timesteps = taken if built else config.start_timesteps
     callback.close(num_timesteps)
     finished = not interrupted and num_timesteps >= callback.total_timesteps
     try:
