@@ -23,7 +23,7 @@ from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
-from rl_baselines.sweeps import pipeline, recorded
+from rl_baselines.sweeps import executors, pipeline, recorded
 from rl_baselines.sweeps import sweep as sweep_runs
 from rl_baselines.sweeps.plots import SweepPlotter
 from rl_baselines.sweeps.sweep import (
@@ -507,6 +507,7 @@ class _StoppedExecutor:
 
     def __init__(self) -> None:
         self.running: list = []
+        self.unstarted: list = []
 
     def hasSlot(self) -> bool:
         return True
@@ -577,6 +578,70 @@ def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeyp
     pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
                    "--workers", "2", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--num-timesteps", "200"])
     assert "1 to run on 1 local worker(s)" in capsys.readouterr().out
+
+
+class _TaskCancelledError(Exception):
+    """ray.exceptions.TaskCancelledError"""
+
+
+class _QueuingRay:
+    """The calls of Ray that the Ray executor makes, on a cluster of ``cpus`` CPUs held by other jobs: every task
+    submitted waits in its queue, and the sweep's first wait for a run is cut short by a Ctrl-C."""
+
+    exceptions = type("exceptions", (), {"TaskCancelledError": _TaskCancelledError})
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus, self.submitted, self.cancelled, self.task_options = cpus, [], set(), {}
+
+    def init(self, **kwargs) -> None:
+        pass
+
+    def cluster_resources(self) -> dict:
+        return {"CPU": float(self.cpus)}
+
+    def remote(self, function):
+        return self
+
+    def options(self, **options):
+        self.task_options = options
+        return type("Task", (), {"remote": lambda task, *args: self._submit(args)})()
+
+    def _submit(self, args) -> int:
+        self.submitted.append(args)
+        return len(self.submitted) - 1
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        if not self.cancelled:
+            raise KeyboardInterrupt
+        return [ref for ref in refs if ref in self.cancelled], [ref for ref in refs if ref not in self.cancelled]
+
+    def cancel(self, ref) -> None:
+        self.cancelled.add(ref)
+
+    def get(self, ref):
+        raise _TaskCancelledError(f"Task {ref} was cancelled")
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_ray_workers_are_capped_by_the_cluster_and_a_cancelled_queued_run_is_not_run(tmp_path, capsys,
+                                                                                      monkeypatch) -> None:
+    """``--workers 4`` on a 2-CPU cluster put 4 tasks in flight (2 in Ray's queue) that the start line and the bar
+    counted as running, and after a Ctrl-C a run whose task never started was reported failed, exit code None."""
+    fake = _QueuingRay(cpus=2)
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    log_dir = str(tmp_path / "logs")
+    code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "3",
+                          "--workers", "4", "--executor", "ray", "--log-dir", log_dir, "--no-vis", "--no-progress",
+                          "--num-timesteps", "200"])
+    out = capsys.readouterr().out
+    assert code == 130 and len(fake.submitted) == 2, out
+    assert "3 to run on 2 ray worker(s)" in out and "--workers 4 capped to 2: the Ray cluster fits 2 run(s)" in out
+    assert "failed" not in out.replace("0 failed", "") and "None" not in out, out
+    assert "0/3 runs finished (0 earlier), 0 failed, 3 not run" in out, out
+    (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    assert [run["state"] for run in json.load(open(state))["runs"]] == ["pending"] * 3
 
 
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:

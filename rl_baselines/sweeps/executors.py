@@ -1,7 +1,10 @@
 """Where the runs of a sweep execute: local processes, or Ray tasks on a running cluster or a local Ray instance.
 
 Both executors offer the same small interface to the pipeline's loop: ``hasSlot()``, ``submit(spec)``,
-``wait(timeout) -> finished results``, ``running`` (specs in flight) and ``shutdown(interrupted)``. A Ray task runs
+``wait(timeout) -> finished results``, ``running`` (specs in flight), ``shutdown(interrupted)`` and, after an interrupted
+shutdown, ``unstarted`` (submitted runs that never started: not run, like the runs never submitted). The Ray executor
+keeps at most what the cluster fits in flight, so a run it counts as running is not waiting in Ray's queue (unless
+other jobs hold the cluster). A Ray task runs
 :func:`rl_baselines.sweeps.sweep.executeRun`, so a run does exactly the same thing (its own ``train`` process, log, markers)
 under both; with Ray on several machines, ``--log-dir`` must be a folder every node sees (shared file system).
 """
@@ -55,6 +58,7 @@ class LocalExecutor:
         self.threads = threadsShare(self.workers)
         self._running: dict[str, StartedRun] = {}
         self._failed_starts: list[RunResult] = []
+        self.unstarted: list[RunSpec] = []  # a local run starts when it is submitted
 
     @property
     def running(self) -> list[RunSpec]:
@@ -173,14 +177,15 @@ def importRay(address: str | None) -> Any:
 
 class RayExecutor:
     """
-    Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight;
-    a run's torch threads are its CPUs (``OMP_NUM_THREADS``, unless set already).
+    Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight,
+    and never more than the cluster fits (``capped`` says so when ``workers`` asked for more); a run's torch threads
+    are its CPUs (``OMP_NUM_THREADS``, unless set already).
 
     :param address: ``HOST:PORT`` (or ``auto``, ``ray://...``) of a running cluster, None to start a local instance
         (loopback, no dashboard) for the sweep and stop it at the end
     :param num_cpus: CPUs per run (train's --num-cpu)
     :param num_gpus: GPUs per run
-    :param workers: most runs in flight (None: as many as the cluster's resources allow)
+    :param workers: most runs in flight (None, or more than the cluster's resources allow: as many as they allow)
     :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweeps.sweep.startRun`)
     """
 
@@ -196,6 +201,7 @@ class RayExecutor:
         self._ray = ray
         self._refs: dict[Any, RunSpec] = {}
         self._submitted: dict[Any, float] = {}  # when each task was submitted (time.time())
+        self.unstarted: list[RunSpec] = []
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
         try:
@@ -218,7 +224,12 @@ class RayExecutor:
         capacity = int(cpus // num_cpus)
         if num_gpus > 0:
             capacity = min(capacity, int(gpus // num_gpus))
-        self.workers = int(workers) if workers is not None else max(1, capacity)
+        # More tasks than the cluster fits would wait in Ray's queue, counted as running (and failed when cancelled).
+        capacity = max(1, capacity)
+        self.workers = min(int(workers), capacity) if workers is not None else capacity
+        self.capped = "" if workers is None or int(workers) <= capacity else (
+            f"--workers {workers} capped to {capacity}: the Ray cluster fits {capacity} run(s) of {num_cpus} CPU(s)"
+            + (f" and {num_gpus:g} GPU(s)" if num_gpus > 0 else "") + " at a time")
         self.cluster = f"{address or 'local instance'} ({cpus:g} CPUs, {gpus:g} GPUs)"
         # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep.
         self._task = ray.remote(executeRun).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)
@@ -241,7 +252,9 @@ class RayExecutor:
         ref = self._task.remote(spec, self.resume, self.threads)
         self._refs[ref], self._submitted[ref] = spec, time.time()
 
-    def _result(self, ref: Any) -> RunResult:
+    def _result(self, ref: Any, cancelling: bool = False) -> RunResult | None:
+        """:return: how the task's run ended; None when ``cancelling`` (the sweep's interruption) cancelled it before
+        its train process started"""
         spec = self._refs.pop(ref)
         submitted = self._submitted.pop(ref, 0.0)
         try:
@@ -252,6 +265,8 @@ class RayExecutor:
             recorded = recordedResult(folder, since=submitted) if folder else None
             if recorded is not None:  # its train process ended and the task recorded how before it died
                 return recorded
+            if cancelling and isinstance(error, self._ray.exceptions.TaskCancelledError):  # cancelled while queued
+                return None
             log = os.path.join(folder, "train.log") if folder else ""
             lines = [line for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
             reason = " ".join(lines[-1].split())[:300] if lines else type(error).__name__
@@ -271,17 +286,23 @@ class RayExecutor:
 
     def shutdown(self, interrupted: bool = False) -> list[RunResult]:
         """
-        Cancel the tasks in flight when interrupted (each stops its train process and records it failed), then
-        disconnect (a local instance is stopped).
+        Cancel the tasks in flight when interrupted (each stops its train process and records it failed; one still
+        queued goes to ``unstarted``), then disconnect (a local instance is stopped).
 
         :param interrupted: the sweep was interrupted
-        :return: the results of the cancelled runs
+        :return: the results of the cancelled runs that had started
         """
         results = []
         if interrupted and self._refs:
             for ref in list(self._refs):
                 self._ray.cancel(ref)
             self._ray.wait(list(self._refs), num_returns=len(self._refs), timeout=30)
-            results = [self._result(ref) for ref in list(self._refs)]
+            for ref in list(self._refs):
+                spec = self._refs[ref]
+                result = self._result(ref, cancelling=True)
+                if result is None:
+                    self.unstarted.append(spec)
+                else:
+                    results.append(result)
         self._ray.shutdown()
         return results

@@ -177,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           + (f" on {min(executor.workers, len(to_run))} {executor.name} worker(s)" if executor else ""), flush=True)
     if executor is not None and executor.name == "ray":
         print(f"Ray cluster: {executor.cluster}", flush=True)
+        if executor.capped:
+            print(executor.capped, flush=True)
     print(f"State: {state_path}", flush=True)
 
     curves = None
@@ -327,6 +329,9 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         bar.write("Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
             record(result, advance=result.state == "done")
+        for spec in executor.unstarted:  # cancelled in Ray's queue: not run, as the runs never submitted
+            claims.release(spec.run_id)
+            records.pop(spec.run_id, None)
     finally:
         claims.releaseAll()
         signal.signal(signal.SIGTERM, previous_handler)
