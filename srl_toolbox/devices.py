@@ -14,8 +14,10 @@ Threads: :func:`parseThreads` reads ``--torch-threads`` (auto or 0, or 1 up to t
 :func:`resolveThreads` turns it into torch's intra-op thread count for a run's process. Auto is one thread for small
 networks, and for a CNN on images the process's share of the cores: ``OMP_NUM_THREADS`` where it is set (the commands
 that start several runs at a time give each its share: :func:`threadsShare`, :func:`threadsEnvironment`), else every
-usable core. A float sum split over more threads is summed in another order, so a run records its resolved count and
-is resumed with it.
+usable core. The thread settings a user gives a command (:data:`THREAD_VARIABLES`, :func:`threadSettings`) reach
+every run it starts, a Ray task's too, so one command trains with the same thread counts wherever its runs execute.
+A float sum split over more threads is summed in another order, so a run records its resolved count and is resumed
+with it.
 """
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ DEFAULT_RUN_DEVICE = "cpu"
 _SPELLING = re.compile(r"auto|cpu|cuda(:\d+)?")
 # The environment variable that gives a process its share of the cores (torch's and OpenMP's own).
 THREADS_VARIABLE = "OMP_NUM_THREADS"
+# Every environment variable that sets a process's CPU threads: OpenMP's (torch's) and the BLAS libraries'.
+THREAD_VARIABLES = (THREADS_VARIABLE, "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
 
 def parseDevice(raw: str) -> str:
@@ -186,3 +190,13 @@ def threadsEnvironment(threads: int, environ: Mapping[str, str] | None = None) -
     environ = dict(os.environ if environ is None else environ)
     environ.setdefault(THREADS_VARIABLE, str(max(1, int(threads))))
     return environ
+
+
+def threadSettings(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """
+    :param environ: a command's environment (default: os.environ)
+    :return: the :data:`THREAD_VARIABLES` set in it, for the processes it starts that do not inherit it (a Ray task
+        on a running cluster, whose worker has Ray's ``OMP_NUM_THREADS``: the task's CPUs)
+    """
+    environ = os.environ if environ is None else environ
+    return {name: environ[name] for name in THREAD_VARIABLES if environ.get(name, "").strip()}

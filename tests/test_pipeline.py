@@ -644,6 +644,22 @@ def test_ray_workers_are_capped_by_the_cluster_and_a_cancelled_queued_run_is_not
     assert [run["state"] for run in json.load(open(state))["runs"]] == ["pending"] * 3
 
 
+def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypatch) -> None:
+    """A running cluster's worker has Ray's OMP_NUM_THREADS (the task's CPUs), not the pipeline's: the same command
+    trained with other thread counts under Ray than locally."""
+    fake = _QueuingRay(cpus=2)
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("MKL_NUM_THREADS", "1")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    executors.RayExecutor(None, 1, 0.0, None)
+    assert fake.task_options["runtime_env"] == {"env_vars": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1"}}
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("MKL_NUM_THREADS")
+    executors.RayExecutor(None, 1, 0.0, None)  # nothing set: the task's CPUs, as documented
+    assert "runtime_env" not in fake.task_options and fake.task_options["num_cpus"] == 1
+
+
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",
@@ -726,19 +742,24 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
     monkeypatch.syspath_prepend(REPO)  # the benchmark's Ray head helpers, also under a plain `pytest`
 
+    # A cluster started without OMP_NUM_THREADS: its workers have Ray's (the task's CPUs, 1), not the pipeline's 2
+    monkeypatch.delenv("OMP_NUM_THREADS")
     head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     try:
         assert address.startswith("127.0.0.1:"), address
         # real processes, as a user starts them: Ray (its driver, workers and local instance) is left out of the warm
         # interpreter (conftest.runModule)
-        result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, env=ray_env,
-                           timeout=SWEEP_TIMEOUT_S, warm=False)
+        result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, "--workers", "4",
+                           env={**ray_env, "OMP_NUM_THREADS": "2"}, timeout=SWEEP_TIMEOUT_S, warm=False)
     finally:
         stopRayHead(head)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Ray cluster: {address} (2 CPUs, 0 GPUs)" in result.stdout
-    assert "2 to run on 2 ray worker(s)" in result.stdout
+    assert "2 to run on 2 ray worker(s)" in result.stdout and "--workers 4 capped to 2" in result.stdout
     folders = [_checkFinishedRun(spec) for spec in specs]
+    # the raw-pixel run's threads (auto) are the pipeline's OMP_NUM_THREADS, as in a local run of the same command
+    assert [json.load(open(os.path.join(folder, "args.json")))["torch_threads"] for folder in folders] == [1, 2]
 
     # Without --ray-address the pipeline starts (and stops) its own instance; --force redoes a finished run
     result = runModule("rl_baselines.pipeline", *args[:5], "ground_truth", *args[7:], "--force", env=ray_env,

@@ -31,7 +31,7 @@ from rl_baselines.sweeps.sweep import (
     startRun,
 )
 from srl_toolbox.cli import UsageError
-from srl_toolbox.devices import threadsShare, usableCores
+from srl_toolbox.devices import threadSettings, threadsShare, usableCores
 
 RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 # The local Ray instance only runs a few tiny tasks: a small object store keeps its shared memory footprint low.
@@ -179,7 +179,9 @@ class RayExecutor:
     """
     Runs each spec as a Ray task asking for ``num_cpus`` CPUs and ``num_gpus`` GPUs, at most ``workers`` in flight,
     and never more than the cluster fits (``capped`` says so when ``workers`` asked for more); a run's torch threads
-    are its CPUs (``OMP_NUM_THREADS``, unless set already).
+    are its CPUs (``OMP_NUM_THREADS``), unless the pipeline's environment sets them: its thread settings
+    (:func:`srl_toolbox.devices.threadSettings`) go to every task, so a run trains with the thread counts it would
+    have as a local run of the same command.
 
     :param address: ``HOST:PORT`` (or ``auto``, ``ray://...``) of a running cluster, None to start a local instance
         (loopback, no dashboard) for the sweep and stop it at the end
@@ -232,7 +234,10 @@ class RayExecutor:
             + (f" and {num_gpus:g} GPU(s)" if num_gpus > 0 else "") + " at a time")
         self.cluster = f"{address or 'local instance'} ({cpus:g} CPUs, {gpus:g} GPUs)"
         # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep.
-        self._task = ray.remote(executeRun).options(num_cpus=num_cpus, num_gpus=num_gpus, max_retries=0)
+        task_options: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus, "max_retries": 0}
+        if forwarded := threadSettings():  # a cluster's worker has its own environment, OMP_NUM_THREADS = its CPUs
+            task_options["runtime_env"] = {"env_vars": forwarded}
+        self._task = ray.remote(executeRun).options(**task_options)
 
     @property
     def running(self) -> list[RunSpec]:
