@@ -660,6 +660,30 @@ def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypa
     assert "runtime_env" not in fake.task_options and fake.task_options["num_cpus"] == 1
 
 
+class _UnreachableRay(_QueuingRay):
+    """Ray, as far as validation goes: connecting (which would retry for minutes) fails the test."""
+
+    def init(self, **kwargs) -> None:
+        raise AssertionError(f"ray.init({kwargs}) was reached")
+
+
+def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_written(tmp_path, monkeypatch) -> None:
+    """``--ray-address auto`` with RAY_ADDRESS at a stopped cluster (or none running) hung for minutes."""
+    monkeypatch.setattr(executors, "importRay", lambda address: _UnreachableRay(cpus=2))
+    log_dir = tmp_path / "logs"
+    base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", str(log_dir), "--no-vis",
+            "--executor", "ray", "--ray-address"]
+    stopped = f"127.0.0.1:{findFreePort()}"
+    monkeypatch.setenv("RAY_ADDRESS", stopped)
+    with pytest.raises(UsageError, match=rf"^--ray-address auto \({stopped}\): nothing answers there \(.*\); start "
+                                         r"the cluster with `ray start --head` or leave --ray-address out"):
+        pipeline.main([*base, "auto"])
+    monkeypatch.setenv("RAY_ADDRESS", "nohost")
+    with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS 'nohost' is not HOST:PORT"):
+        pipeline.main([*base, "auto"])
+    assert not log_dir.exists()
+
+
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:
     log_dir = str(tmp_path / "logs")
     sweep_args = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--seed", "0",

@@ -127,29 +127,56 @@ def _isLoopback(address: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+_ADDRESS = re.compile(r"(ray://)?[^:/\s]+:\d{1,5}")
+START_HINT = "start the cluster with `ray start --head` or leave --ray-address out for a local instance"
+
+
 def checkRayAddressForm(address: str) -> None:
     """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT (one line)"""
-    if address != "auto" and not re.fullmatch(r"(ray://)?[^:/\s]+:\d{1,5}", address):
+    if address != "auto" and not _ADDRESS.fullmatch(address):
         raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
 
 
 def checkRayAddress(address: str) -> None:
-    """:raises UsageError: ``--ray-address`` is malformed or nothing answers there (one line), checked before a
-    command that runs on the cluster writes anything"""
+    """:raises UsageError: ``--ray-address`` is malformed or no Ray cluster answers there (``auto``: at the address
+    it stands for, :func:`autoAddress`) (one line), checked before a command that runs on the cluster writes
+    anything"""
     checkRayAddressForm(address)
-    _checkReachable(address)
-
-
-def _checkReachable(address: str) -> None:
-    """Fail fast on a wrong HOST:PORT (Ray itself retries for minutes)."""
     if address == "auto":
-        return
+        resolved = autoAddress()
+        _checkReachable(resolved, f"--ray-address auto ({resolved})")
+    else:
+        _checkReachable(address)
+
+
+def autoAddress() -> str:
+    """
+    :return: the address ``--ray-address auto`` connects to: RAY_ADDRESS where it is set, else the cluster Ray finds
+        on this machine (the one ``ray start`` started last, else a running one)
+    :raises UsageError: RAY_ADDRESS is malformed, or there is no cluster to find (one line)
+    """
+    given = os.environ.get("RAY_ADDRESS", "").strip()
+    if given and given != "auto":
+        if not _ADDRESS.fullmatch(given):
+            raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r} is not HOST:PORT (or ray://HOST:PORT)")
+        return given
+    ray = importRay("auto")
+    try:
+        return ray._private.services.get_ray_address_from_environment("auto", None)  # Ray's own lookup
+    except ConnectionError:
+        raise UsageError(f"--ray-address auto: no Ray cluster runs on this machine and RAY_ADDRESS is not set; "
+                         f"{START_HINT}") from None
+
+
+def _checkReachable(address: str, where: str = "") -> None:
+    """Fail fast on a wrong HOST:PORT (Ray itself retries for minutes, printing its own warnings): something accepts a
+    connection there, and at a HOST:PORT (not ray://) it answers as a cluster's GCS (:func:`_checkGcs`)."""
+    where = where or f"--ray-address {address}"
     host, _, port = address.removeprefix("ray://").rpartition(":")
     try:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
-        raise UsageError(f"--ray-address {address}: nothing answers there ({error.strerror or error}); start the "
-                         f"cluster with `ray start --head` or leave --ray-address out for a local instance") from None
+        raise UsageError(f"{where}: nothing answers there ({error.strerror or error}); {START_HINT}") from None
 
 
 def importRay(address: str | None) -> Any:
@@ -199,19 +226,23 @@ class RayExecutor:
         self.threads = int(num_cpus)
         ray = importRay(address)
         if address is not None:
-            _checkReachable(address)
+            checkRayAddress(address)
         self._ray = ray
         self._refs: dict[Any, RunSpec] = {}
         self._submitted: dict[Any, float] = {}  # when each task was submitted (time.time())
         self.unstarted: list[RunSpec] = []
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
+        connect = address
         try:
             if address is None:
                 ray.init(num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES, **options)
             else:
                 del options["include_dashboard"]  # a setting of the cluster, not of a client
-                ray.init(address=address, **options)
+                connect = autoAddress() if address == "auto" else address  # the cluster checked above
+                if _isLoopback(connect):  # found by auto after Ray was imported: what importRay sets, too late
+                    ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+                ray.init(address=connect, **options)
         except (ConnectionError, ValueError, RuntimeError) as error:
             where = f"--ray-address {address}" if address else "a local Ray instance"
             hint = "; a cluster with token authentication also needs RAY_AUTH_MODE=token" if address else ""
@@ -232,7 +263,8 @@ class RayExecutor:
         self.capped = "" if workers is None or int(workers) <= capacity else (
             f"--workers {workers} capped to {capacity}: the Ray cluster fits {capacity} run(s) of {num_cpus} CPU(s)"
             + (f" and {num_gpus:g} GPU(s)" if num_gpus > 0 else "") + " at a time")
-        self.cluster = f"{address or 'local instance'} ({cpus:g} CPUs, {gpus:g} GPUs)"
+        shown = f"auto ({connect})" if address == "auto" else address or "local instance"
+        self.cluster = f"{shown} ({cpus:g} CPUs, {gpus:g} GPUs)"
         # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep.
         task_options: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus, "max_retries": 0}
         if forwarded := threadSettings():  # a cluster's worker has its own environment, OMP_NUM_THREADS = its CPUs

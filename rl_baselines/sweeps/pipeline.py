@@ -32,7 +32,7 @@ from tqdm import tqdm
 
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
-from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddressForm
+from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.sweep import (
@@ -114,8 +114,8 @@ def _checkRayFlags(args: Any) -> None:
         for flag, given in (("--ray-address", args.ray_address is not None), ("--num-gpus", args.num_gpus > 0)):
             if given:
                 raise UsageError(f"{flag} needs --executor ray (local runs see every GPU of the machine)")
-    if args.ray_address is not None:
-        checkRayAddressForm(args.ray_address)
+    if args.ray_address is not None:  # before anything is written (Ray itself would retry for minutes)
+        checkRayAddress(args.ray_address)
 
 
 def _makeExecutor(args: Any, num_cpu: int) -> Any:
