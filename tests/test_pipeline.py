@@ -2,13 +2,16 @@
 resume, live visdom curves, and the same kind of sweep on a real local Ray instance."""
 from __future__ import annotations
 
+import concurrent.futures
 import glob
+import http.server
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -681,6 +684,44 @@ def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_wr
     monkeypatch.setenv("RAY_ADDRESS", "nohost")
     with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS 'nohost' is not HOST:PORT"):
         pipeline.main([*base, "auto"])
+    assert not log_dir.exists()
+
+
+def _grpcServer(grpc, service: str, method: str):
+    """:return: (a gRPC server on 127.0.0.1 that answers ``service``'s ``method`` with an empty reply, its port)"""
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.unary_unary_rpc_method_handler(lambda request, context: b"")
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, {method: handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
+def test_a_ray_address_that_is_not_a_clusters_gcs_is_refused_before_anything_is_written(tmp_path,
+                                                                                         monkeypatch) -> None:
+    """A HOST:PORT where another server listens (a web server, Ray's client server without ray://) hung or printed
+    Ray's warnings for minutes; a cluster's GCS passes."""
+    grpc = pytest.importorskip("grpc")
+    monkeypatch.setattr(executors, "importRay", lambda address: _UnreachableRay(cpus=2))
+    log_dir = tmp_path / "logs"
+    base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", str(log_dir), "--no-vis",
+            "--executor", "ray", "--ray-address"]
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    client_server, client_port = _grpcServer(grpc, "ray.rpc.RayletDriver", "ClusterInfo")
+    gcs, gcs_port = _grpcServer(grpc, "ray.rpc.NodeInfoGcsService", "GetClusterId")
+    try:
+        web_address = f"127.0.0.1:{web.server_address[1]}"
+        with pytest.raises(UsageError, match=rf"^--ray-address {web_address}: no Ray cluster answers there"):
+            pipeline.main([*base, web_address])
+        with pytest.raises(UsageError, match=rf"Ray's client server answers there, not a cluster's GCS; give "
+                                             rf"ray://127.0.0.1:{client_port}$"):
+            pipeline.main([*base, f"127.0.0.1:{client_port}"])
+        executors.checkRayAddress(f"127.0.0.1:{gcs_port}")
+    finally:
+        web.shutdown()
+        client_server.stop(None)
+        gcs.stop(None)
     assert not log_dir.exists()
 
 

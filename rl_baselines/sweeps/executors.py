@@ -129,6 +129,11 @@ def _isLoopback(address: str) -> bool:
 
 _ADDRESS = re.compile(r"(ray://)?[^:/\s]+:\d{1,5}")
 START_HINT = "start the cluster with `ray start --head` or leave --ray-address out for a local instance"
+# A method of the GCS (a cluster's HOST:PORT), and one of Ray's client server (ray://HOST:PORT); a server without it
+# answers UNIMPLEMENTED, one that is not gRPC (or not there) UNAVAILABLE or nothing in time.
+_GCS_METHOD = "/ray.rpc.NodeInfoGcsService/GetClusterId"
+_CLIENT_SERVER_METHOD = "/ray.rpc.RayletDriver/ClusterInfo"
+_NO_ANSWER = ("UNIMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "UNKNOWN", "INTERNAL")
 
 
 def checkRayAddressForm(address: str) -> None:
@@ -177,6 +182,39 @@ def _checkReachable(address: str, where: str = "") -> None:
         socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
     except OSError as error:
         raise UsageError(f"{where}: nothing answers there ({error.strerror or error}); {START_HINT}") from None
+    if not address.startswith("ray://") and os.environ.get("RAY_USE_TLS", "0").lower() not in ("1", "true"):
+        _checkGcs(f"{host}:{port}", where)
+
+
+def _checkGcs(target: str, where: str) -> None:
+    """
+    Ask ``target`` a question only a Ray cluster's GCS answers (an unauthenticated caller is told so: that is an
+    answer), to tell it from another server on the port, e.g. Ray's client server (the ``ray://`` port).
+
+    :raises UsageError: no GCS answers there (one line)
+    """
+    try:
+        import grpc  # installed with Ray, whose driver speaks gRPC to the GCS: imported only to check an address
+    except ImportError:
+        return
+    if _grpcStatus(grpc, target, _GCS_METHOD) not in _NO_ANSWER:
+        return
+    if _grpcStatus(grpc, target, _CLIENT_SERVER_METHOD) not in _NO_ANSWER:
+        raise UsageError(f"{where}: Ray's client server answers there, not a cluster's GCS; give ray://{target}")
+    raise UsageError(f"{where}: no Ray cluster answers there (another server listens on the port); give the GCS "
+                     f"address `ray start --head` printed (its --port), or ray://HOST:PORT for Ray's client server")
+
+
+def _grpcStatus(grpc: Any, target: str, method: str) -> str:
+    """:return: the gRPC status name a server at ``target`` answers an empty request to ``method`` with"""
+    channel = grpc.insecure_channel(target)
+    try:
+        channel.unary_unary(method, request_serializer=None, response_deserializer=None)(b"", timeout=CONNECT_TIMEOUT_S)
+        return "OK"
+    except grpc.RpcError as error:
+        return error.code().name
+    finally:
+        channel.close()
 
 
 def importRay(address: str | None) -> Any:
