@@ -644,7 +644,8 @@ def test_ray_workers_are_capped_by_the_cluster_and_a_cancelled_queued_run_is_not
     assert "failed" not in out.replace("0 failed", "") and "None" not in out, out
     assert "0/3 runs finished (0 earlier), 0 failed, 3 not run" in out, out
     (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
-    assert [run["state"] for run in json.load(open(state))["runs"]] == ["pending"] * 3
+    with open(state) as handle:
+        assert [run["state"] for run in json.load(handle)["runs"]] == ["pending"] * 3
 
 
 def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypatch) -> None:
@@ -720,6 +721,7 @@ def test_a_ray_address_that_is_not_a_clusters_gcs_is_refused_before_anything_is_
         executors.checkRayAddress(f"127.0.0.1:{gcs_port}")
     finally:
         web.shutdown()
+        web.server_close()
         client_server.stop(None)
         gcs.stop(None)
     assert not log_dir.exists()
