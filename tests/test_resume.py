@@ -24,6 +24,7 @@ import errno
 import glob
 import io
 import json
+import multiprocessing
 import os
 import random
 import shlex
@@ -700,6 +701,30 @@ def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, mon
     ((_, checkpoint),) = listCheckpoints(run_dir)  # the periodic one, no stop checkpoint
     assert f"Checkpoint: {checkpoint}; continue with: python -m rl_baselines.train --resume " in out
     assert runStatus(run_dir) == "resume"
+
+
+def test_a_second_ctrl_c_closes_the_env_workers(tmp_path, monkeypatch) -> None:
+    """Two Ctrl-Cs in a run of 2 envs in subprocesses: the workers (which ignore SIGINT and SIGTERM) are closed, so
+    the process can exit (multiprocessing's exit waited for them forever)."""
+    original = TrainingCallbacks.on_step
+
+    def twoCtrlCs(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= 300:
+            _ctrlC()
+            _ctrlC()
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
+    try:
+        assert train.main([*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "2000", "--no-vis",
+                           "--no-progress", "--log-dir", str(tmp_path), "--hyperparam", "n_steps:50",
+                           "batch_size:50", "n_epochs:1"]) == 130
+        assert multiprocessing.active_children() == []
+    finally:
+        for child in multiprocessing.active_children():  # (without the fix: or this test process would not exit)
+            child.kill()
+            child.join()
 
 
 def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, monkeypatch, capsys) -> None:

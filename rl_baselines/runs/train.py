@@ -598,9 +598,23 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
             interrupted = True
         installStopHandlers(callback.requestStop, rearm=False)  # (uninstall_handlers puts back the first ones)
-        return _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
+        result = _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
+        if interrupted:
+            _closeCutEnv(algo)
+        return result
     finally:
         uninstall_handlers()
+
+
+def _closeCutEnv(algo: Any) -> None:
+    """Close the env of a training a second Ctrl-C cut short (an algorithm closes its own when training returns):
+    its worker processes ignore SIGINT and SIGTERM, so the interpreter's exit, which waits for them, would hang."""
+    env = getattr(algo, "env", None)
+    if env is not None and callable(getattr(env, "close", None)):
+        try:
+            env.close()
+        except Exception as error:  # (closing twice, or a plugin's env: the run's outcome stands)
+            print(f"warning: the env was not closed ({type(error).__name__}: {error})", file=sys.stderr)
 
 
 def checkpointInterval(checkpoint_freq: int, num_timesteps: int, first_budget: int | None = None) -> int:
