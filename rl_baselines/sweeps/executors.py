@@ -142,16 +142,19 @@ def checkRayAddressForm(address: str) -> None:
         raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
 
 
-def checkRayAddress(address: str) -> None:
-    """:raises UsageError: ``--ray-address`` is malformed or no Ray cluster answers there (``auto``: at the address
-    it stands for, :func:`autoAddress`) (one line), checked before a command that runs on the cluster writes
-    anything"""
+def checkRayAddress(address: str) -> str:
+    """
+    :return: the address to connect to (``auto``: the one it stands for, :func:`autoAddress`)
+    :raises UsageError: ``--ray-address`` is malformed or no Ray cluster answers there (one line), checked before a
+        command that runs on the cluster writes anything
+    """
     checkRayAddressForm(address)
     if address == "auto":
         resolved = autoAddress()
         _checkReachable(resolved, f"--ray-address auto ({resolved})")
-    else:
-        _checkReachable(address)
+        return resolved
+    _checkReachable(address)
+    return address
 
 
 def autoAddress() -> str:
@@ -263,21 +266,18 @@ class RayExecutor:
         self.resume = resume
         self.threads = int(num_cpus)
         ray = importRay(address)
-        if address is not None:
-            checkRayAddress(address)
+        connect = None if address is None else checkRayAddress(address)
         self._ray = ray
         self._refs: dict[Any, RunSpec] = {}
         self._submitted: dict[Any, float] = {}  # when each task was submitted (time.time())
         self.unstarted: list[RunSpec] = []
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
-        connect = address
         try:
             if address is None:
                 ray.init(num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES, **options)
             else:
                 del options["include_dashboard"]  # a setting of the cluster, not of a client
-                connect = autoAddress() if address == "auto" else address  # the cluster checked above
                 if _isLoopback(connect):  # found by auto after Ray was imported: what importRay sets, too late
                     ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
                 ray.init(address=connect, **options)
