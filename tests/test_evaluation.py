@@ -39,6 +39,7 @@ GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--shape-r
 PPO2 = [*GT, "--algo", "ppo2", "--num-timesteps", "1000", "--checkpoint-freq", "500", "--seed", "1",
         "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"]
 EVAL = ["--eval-freq", "200", "--eval-episodes", "2"]
+EVAL_TAGS = ("eval/mean_reward", "eval/std_reward", "eval/mean_ep_length", "eval/success_rate")
 
 
 def _train(log_dir: str, *args: str) -> str:
@@ -89,6 +90,18 @@ def test_evaluations_file_and_best_model(evaluatedRun, tmp_path):
         rows = [row for row in csv.DictReader(handle) if row.get("eval/mean_reward")]
     assert [int(row["time/total_timesteps"]) for row in rows] == [200, 400, 600, 800, 1000]
     assert [float(row["eval/mean_reward"]) for row in rows] == pytest.approx(list(means))
+    # ... holding the evaluation's values only: the training values recorded for ppo2's next row stay for it, so each
+    # tag has one value per step (at 1000 an evaluation and a rollout's row fall together), and the wall-clock column
+    # (SB3's, written with its rows) never goes back
+    assert all(set(name for name, value in row.items() if value) <= {"time/total_timesteps", *EVAL_TAGS}
+               for row in rows)
+    with open(RunFolder(evaluatedRun).progress_file, encoding="utf-8") as handle:
+        every_row = list(csv.DictReader(handle))
+    for name in set(every_row[0]) - {"time/total_timesteps"}:
+        steps = [row["time/total_timesteps"] for row in every_row if row[name]]
+        assert len(steps) == len(set(steps)), name
+    elapsed = [int(row["time/time_elapsed"]) for row in every_row if row["time/time_elapsed"]]
+    assert len(elapsed) == 8 and elapsed == sorted(elapsed)
 
     # evaluating changed nothing in training: the same run without evaluation has the same episodes
     plain = _train(str(tmp_path), *PPO2)

@@ -345,6 +345,32 @@ def test_the_plugin_docs_example_logs_through_the_callback(tmp_path) -> None:
     assert plain.num_timesteps == 1000
 
 
+def test_a_scalar_row_holds_only_its_own_steps_scalars(tmp_path) -> None:
+    logger = RunLogger(str(tmp_path))
+    logger.startClock(0)
+    progress = logger.progressLogger()
+    for loss in (1.0, 3.0):  # an algorithm's running mean for its next row
+        progress.record_mean("train/loss", loss)
+    progress.record("train/lr", 0.1)
+    logger.logScalars(300, {"eval/mean_reward": 5.0})  # an evaluation, dumped at once
+    logger.dumpPending(300)
+    logger.logScalars(400, {"train/mean_return": 2.0})  # a generation, not yet dumped...
+    logger.logScalars(450, {"eval/mean_reward": 6.0})  # ... when an evaluation comes at a later step
+    logger.dumpPending(450)
+    progress.record_mean("train/loss", 5.0)
+    progress.dump(500)  # the algorithm's own row
+    logger.close()
+    rows = [{name: value for name, value in row.items() if value}
+            for row in csv.DictReader(open(tmp_path / "progress.csv"))]
+    assert [row["time/total_timesteps"] for row in rows[:3]] == ["300", "400", "450"]
+    assert {name for name in rows[0]} == {"time/total_timesteps", "eval/mean_reward"}
+    assert rows[1]["train/mean_return"] == "2.0" and "eval/mean_reward" not in rows[1]
+    assert rows[2] == {"time/total_timesteps": "450", "eval/mean_reward": "6.0"}
+    # the algorithm's values all reached its row, the mean over its three updates
+    assert rows[3]["train/loss"] == "3.0" and rows[3]["train/lr"] == "0.1"
+    assert "time/time_elapsed" in rows[1] and "time/time_elapsed" in rows[3]
+
+
 def test_new_columns_of_progress_csv_are_added_in_sorted_order(tmp_path) -> None:
     """SB3's CSV writer adds a row's new keys as a set (an order that follows the process's string hashing): two runs
     of one seed wrote their columns in other orders."""

@@ -126,6 +126,9 @@ class FakeRunLogger:
     def dumpPending(self, step: int | None = None) -> None:
         self.calls.append(("dump",) if step is None else ("dump", step))
 
+    def startClock(self, step: int) -> None:
+        self.clock_started_at = step
+
     def logScalars(self, step: int, values: dict, plot: bool = True) -> None:
         self.calls.append(("scalars", step, dict(values), plot))
 
@@ -213,6 +216,7 @@ def test_scalar_log_writes_new_episodes_and_pending_rows_and_serves_algorithms(t
     _writeEpisodes(str(tmp_path), [1.0])
     _drive(callbacks, learner, range(10, 30, 10))  # two refreshes: one episode, then none
     assert run_logger.calls == [("episodes", 1), ("dump",), ("dump",)]
+    assert run_logger.clock_started_at == 10  # the rows' wall-clock columns count from the start of training
     callbacks.logScalars(20, {"loss/policy": 0.5})
     assert run_logger.calls[-1] == ("scalars", 20, {"loss/policy": 0.5}, True)
     assert callbacks.progressLogger() == "shared logger"

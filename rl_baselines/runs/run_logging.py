@@ -7,7 +7,8 @@ A :class:`RunLogger` belongs to the training callback and is shared by everythin
   progress.csv and, when tensorboard is on, the same values into the run's tensorboard writer;
 - any scalar an algorithm, a plugin or the evaluation wants to show: :meth:`RunLogger.logScalars` (what
   ``callback.logScalars(step, {...})`` calls), into progress.csv, the tensorboard log and one small visdom window per
-  tag group (the tag's part before ``/``);
+  tag group (the tag's part before ``/``); a progress.csv row of such scalars holds one step's, and none of the values
+  the algorithm recorded for its own next row;
 - finished episodes (read from the monitor files by the callback): :meth:`RunLogger.logEpisodes` writes each one's
   reward and length (``episode/reward``, ``episode/length``) against env steps;
 - the means of the last 100 episodes (``rollout/ep_rew_mean``, ``rollout/ep_len_mean``) reach tensorboard with every
@@ -189,8 +190,8 @@ class RunLogger:
                 self.writer.add_scalar(tag, value, step)
         if self.run_dir is not None:
             progress = self.progressLogger()
-            if self._pending & set(values):  # logged again before any row was written: write the earlier values
-                self.dumpPending(self._pending_step)
+            if self._pending and (self._pending & set(values) or step != self._pending_step):
+                self.dumpPending(self._pending_step)  # logged again, or at another step: the earlier values' row first
             self._pending_step = step
             for tag, value in values.items():
                 progress.record(tag, value, exclude="tensorboard")  # tensorboard has it already
@@ -221,11 +222,28 @@ class RunLogger:
         """
         if self._progress is None or not self._pending:
             return
-        if self._pending & set(self._progress.name_to_value):
+        progress = self._progress
+        if self._pending & set(progress.name_to_value):
             step = self._pending_step if step is None else int(step)
-            self._progress.record("time/total_timesteps", step, exclude="tensorboard")
-            self._progress.dump(step)
+            # what the algorithm recorded for its own next row (SB3's train/* values, the running means of logStats,
+            # gail's discriminator values) stays for that row: this one holds only the scalars logged for it
+            aside = {name: (progress.name_to_value.pop(name), progress.name_to_count.pop(name, None),
+                            progress.name_to_excluded.pop(name, None))
+                     for name in list(progress.name_to_value) if name not in self._pending}
+            progress.record("time/total_timesteps", step, exclude="tensorboard")
+            progress.dump(step)
+            for name, (value, count, excluded) in aside.items():
+                progress.name_to_value[name] = value
+                if count is not None:
+                    progress.name_to_count[name] = count
+                if excluded is not None:
+                    progress.name_to_excluded[name] = excluded
         self._pending.clear()
+
+    def startClock(self, step: int) -> None:
+        """:param step: env steps taken when training starts (a resumed run's checkpoint step): the rows' own
+            ``time/time_elapsed`` and ``time/fps`` count from here, as SB3's count from the start of ``learn``"""
+        self._clock_start = (int(step), time.monotonic())
 
     def _episodeMeansAt(self, step: int) -> dict[str, float]:
         """:return: ``rollout/ep_rew_mean`` and ``rollout/ep_len_mean`` of the last 100 episodes read that ended by

@@ -280,6 +280,9 @@ class ScalarLogCallback(TrainingService):
         self.feed = feed
         self.finished = False
 
+    def _on_training_start(self) -> None:
+        self.run_logger.startClock(self.num_timesteps)
+
     def _on_step(self) -> bool:
         if self.feed.new_episodes:
             self._logEpisodes()
