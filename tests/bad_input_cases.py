@@ -154,6 +154,10 @@ CASES = [
     ("pipeline-unknown-algo", PIPELINE, ["--algo", "ppo2", "nope", *GT], ["'nope'", "valid choices"]),
     ("pipeline-ray-address-without-ray", PIPELINE, [*GT, "--ray-address", "127.0.0.1:6379"],
      ["--ray-address", "--executor ray"]),
+    ("pipeline-ray-address-not-host-port", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "nohost:abc"],
+     ["--ray-address", "'nohost:abc'", "HOST:PORT", "auto", "ray://HOST:PORT"]),
+    ("pipeline-ray-address-nothing-answers", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "127.0.0.1:1"],
+     ["--ray-address 127.0.0.1:1", "nothing answers there", "ray start --head", "leave --ray-address out"]),
     ("pipeline-bad-train-flag", PIPELINE, [*GT, "--num-timesteps", "0"], ["--num-timesteps", "'0'"]),
     ("pipeline-zero-iterations", PIPELINE, [*GT, "--num-iteration", "0"], ["--num-iteration", "'0'"]),
     ("pipeline-last-seed-above-2-32", PIPELINE, [*GT, "--seed", "4294967295", "--num-iteration", "2"],
@@ -342,7 +346,7 @@ CATEGORIES = {
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],
     "wrong type or range": [
-        "train-tag-with-a-slash", "train-tag-to-the-parent",
+        "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",
         "train-hyperparam-inf", "train-unbounded-hyperparam-nan", "plots-vis-env-a-path",
@@ -406,6 +410,7 @@ CATEGORIES = {
         "evaluate-read-only-model", "latent-read-only-model", "plots-read-only-run", "gather-read-only-run",
         "aggregate-read-only-output", "compare-read-only-output"],
     "busy port": ["visdom-busy-port"],
+    "no server at an address": ["pipeline-ray-address-nothing-answers"],
     "broken plugin": ["train-broken-plugin"],
 }
 
