@@ -1,8 +1,9 @@
 """The ``python -m rl_baselines.train`` command (its published interface).
 
-The code lives in :mod:`rl_baselines.runs.train`; this module is the command's published name, re-exports the
-names scripts use from it, and adds the process's own main (:func:`commandMain`). It stays, and importing it emits
-no warning (unlike the deprecated re-export shims, srl_toolbox.deprecation).
+The code lives in :mod:`rl_baselines.runs.train` and its training loop, :mod:`rl_baselines.runs.train_loop`; this
+module is the command's published name, re-exports the names scripts use from them, and adds the process's own main
+(:func:`commandMain`). It stays, and importing it emits no warning (unlike the deprecated re-export shims,
+srl_toolbox.deprecation).
 """
 import signal
 from collections.abc import Sequence
@@ -19,9 +20,9 @@ from rl_baselines.runs.train import (
     parseCommand,
     prepareRunFolder,
     trainCommand,
-    trainInRunFolder,
     validate,
 )
+from rl_baselines.runs.train_loop import trainInRunFolder
 from srl_toolbox.cli import runCommand
 
 __all__ = ["DEFAULT_ALGO", "DEFAULT_ENV", "MIN_CNN_SIDE", "TrainResult", "baseParser", "commandMain", "createRunFolder",

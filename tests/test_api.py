@@ -20,7 +20,7 @@ from rl_baselines import api
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_loop
 from rl_baselines.runs.loaded_run import playEpisodes
 from srl_toolbox.cli import runCommand
 from srl_toolbox.devices import maxThreads
@@ -342,7 +342,7 @@ def test_a_second_ctrl_c_before_the_first_step_saves_nothing_and_exits_130(tmp_p
     def interruptedSetUp(*_args, **_kwargs):
         raise KeyboardInterrupt  # the second Ctrl-C, while the model is being built
 
-    monkeypatch.setattr(train, "trainAlgorithm", interruptedSetUp)
+    monkeypatch.setattr(train_loop, "trainAlgorithm", interruptedSetUp)
     argv = ["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "cli"), "--num-timesteps", "64",
             *[part for name, value in GT.items() for part in (f"--{name.replace('_', '-')}", value)]]
     with pytest.raises(SystemExit) as exit_info:

@@ -70,8 +70,8 @@ from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback, TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import lockRun, runStatus
-from rl_baselines.runs.train import checkpointInterval
 from rl_baselines.runs.train_config import TrainConfig
+from rl_baselines.runs.train_loop import checkpointInterval
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, runCommand
 from srl_toolbox.files import atomicPath
 
