@@ -25,7 +25,7 @@ from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes
 from rl_baselines.sweeps.recorded import trainSettings
-from rl_baselines.sweeps.sweep import DONE_FILE, FAILED_FILE
+from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import movingAverage

@@ -26,22 +26,18 @@ from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
-from rl_baselines.sweeps import executors, pipeline, recorded
-from rl_baselines.sweeps import sweep as sweep_runs
+from rl_baselines.sweeps import executors, pipeline, recorded, run_attempts
 from rl_baselines.sweeps.plots import SweepPlotter
+from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE, PID_FILE, finishedFolder, runAttempts
 from rl_baselines.sweeps.sweep import (
-    DONE_FILE,
-    FAILED_FILE,
-    PID_FILE,
+    RunSpec,
     canonicalArgs,
     canonicalPath,
     checkGrid,
     expandGrid,
-    finishedFolder,
     makeSpec,
     parseAlgoArgs,
     parseTrainArgs,
-    runAttempts,
     runId,
 )
 from srl_toolbox.cli import UsageError
@@ -158,7 +154,7 @@ def test_a_setting_that_does_nothing_for_the_observation_leaves_the_run_id(tmp_p
     finished while the id held it is still found by its command, and raw pixels keep one id per image size."""
     log_dir, flags = str(tmp_path / "logs"), ["--num-timesteps", "300"]
 
-    def spec(srl_model: str, *extra: str) -> sweep_runs.RunSpec:
+    def spec(srl_model: str, *extra: str) -> RunSpec:
         return makeSpec("ppo2", ENVS[0], srl_model, 0, [*flags, *extra], log_dir)
 
     plain, small, large = (spec("ground_truth", *extra) for extra in
@@ -455,18 +451,18 @@ def test_a_continued_run_adds_the_seconds_of_its_stopped_attempts(tmp_path) -> N
     (folder / "train.log").write_text(f"# {sys.executable} -m rl_baselines.train --tag x\nStep 1\n"
                                       f"# {sys.executable} -m rl_baselines.train --resume {folder}\n")
     (folder / FAILED_FILE).write_text(json.dumps({"wall_time_s": 100.0, "attempts": 2, "returncode": -2}))
-    assert sweep_runs._loggedAttempts(str(folder / "train.log")) == 2
-    assert sweep_runs._earlierWall(str(folder / FAILED_FILE)) == 100
+    assert run_attempts._loggedAttempts(str(folder / "train.log")) == 2
+    assert run_attempts._earlierWall(str(folder / FAILED_FILE)) == 100
     process = subprocess.Popen([sys.executable, "-c", "pass"])
     process.wait()
-    started = sweep_runs.StartedRun(spec, process, str(folder), str(folder / "train.log"), time.time() - 5.0,
+    started = run_attempts.StartedRun(spec, process, str(folder), str(folder / "train.log"), time.time() - 5.0,
                                open(folder / "train.log", "a"), 100.0, 3)
-    result = sweep_runs.finishRun(started, 0)
+    result = run_attempts.finishRun(started, 0)
     done = json.load(open(folder / DONE_FILE))
     assert result.attempts == done["attempts"] == 3
     assert 105.0 <= result.wall_time_s == done["wall_time_s"] < 150.0
-    assert sweep_runs._earlierWall(str(folder / "none.json")) == 0.0
-    assert sweep_runs._loggedAttempts(str(folder / "no.log")) == 0
+    assert run_attempts._earlierWall(str(folder / "none.json")) == 0.0
+    assert run_attempts._loggedAttempts(str(folder / "no.log")) == 0
 
 
 def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_signal(tmp_path) -> None:
@@ -486,9 +482,9 @@ def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_si
             (str(unfinished), 1, "failed", "Run folder: x")):
         with open(os.path.join(folder, "train.log"), "w") as handle:
             handle.write("Run folder: x\n")
-        started = sweep_runs.StartedRun(spec, process, folder, os.path.join(folder, "train.log"), time.time(),
+        started = run_attempts.StartedRun(spec, process, folder, os.path.join(folder, "train.log"), time.time(),
                                         open(os.path.join(folder, "train.log"), "a"))
-        result = sweep_runs.finishRun(started, returncode)
+        result = run_attempts.finishRun(started, returncode)
         assert (result.state, result.message) == (state, message)
 
 
@@ -496,7 +492,7 @@ def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, capsys) -> No
     """Runs a Ctrl-C stopped were listed under "Failed runs (run the same command again to redo them)", though the
     same command continues them from their checkpoint."""
     specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2], [], str(tmp_path), cwd=REPO)
-    results = [sweep_runs.RunResult(spec.run_id, "failed", code, "folder", f"log{index}", 1.0)
+    results = [run_attempts.RunResult(spec.run_id, "failed", code, "folder", f"log{index}", 1.0)
                for index, (spec, code) in enumerate(zip(specs, (128 + signal.SIGINT, -signal.SIGTERM, 1)))]
     records = {result.run_id: {"state": "failed"} for result in results}
     assert pipeline._summary(specs, records, results, True, "state.json") == 130
@@ -522,7 +518,7 @@ class _StoppedExecutor:
         raise KeyboardInterrupt
 
     def shutdown(self, interrupted: bool = False) -> list:
-        stopped = [sweep_runs.RunResult(spec.run_id, "failed", 130, "folder", "log", 1.0) for spec in self.running]
+        stopped = [run_attempts.RunResult(spec.run_id, "failed", 130, "folder", "log", 1.0) for spec in self.running]
         self.running = []
         return stopped
 
@@ -556,7 +552,7 @@ class _OneAtATimeExecutor:
     def wait(self, timeout: float) -> list:
         spec = self.running.pop(0)
         self.ended += 1
-        return [sweep_runs.RunResult(spec.run_id, "failed" if self.ended == 2 else "done", 0, "folder", "log", 1.0)]
+        return [run_attempts.RunResult(spec.run_id, "failed" if self.ended == 2 else "done", 0, "folder", "log", 1.0)]
 
     def shutdown(self, interrupted: bool = False) -> list:
         return []

@@ -22,7 +22,7 @@ from benchmarks.srl_rl import runs as bench_runs
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import REFERENCE_RENDERER
-from rl_baselines.sweeps import pipeline, recorded, sweep
+from rl_baselines.sweeps import pipeline, recorded, run_attempts, sweep
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_toolbox.cli import UsageError
 
@@ -639,7 +639,7 @@ def test_a_run_continued_after_a_stop_is_marked_in_the_table_and_the_archive(tmp
     bench = os.path.join(settings.base, settings.bench_dir)
     plan = next(plan for plan in settings.reportPlans() if plan.env == MOBILE)
     spec = next(spec for spec in settings.specs(plan) if (spec.srl_model, int(spec.seed)) == ("raw_pixels", 1))
-    marker = os.path.join(sweep.finishedFolder(spec), "done.json")
+    marker = os.path.join(run_attempts.finishedFolder(spec), "done.json")
     with open(marker) as handle:
         done = json.load(handle)
     with open(marker, "w") as handle:

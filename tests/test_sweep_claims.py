@@ -20,7 +20,8 @@ from rl_baselines.sweeps.claims import (
     stamp,
     writeSweepState,
 )
-from rl_baselines.sweeps.sweep import DONE_FILE, FAILED_FILE, RunSpec
+from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
+from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.files import writeJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -13,7 +13,8 @@ from rl_baselines.runs import train
 from rl_baselines.runs.train_config import ARGS_FORMAT, TrainConfig, upgradeArgsRecord
 from rl_baselines.sweeps import executors
 from rl_baselines.sweeps.recorded import changedSettings
-from rl_baselines.sweeps.sweep import executeRun, makeSpec
+from rl_baselines.sweeps.run_attempts import executeRun
+from rl_baselines.sweeps.sweep import makeSpec
 from srl_toolbox import devices
 from srl_toolbox.devices import THREADS_VARIABLE, parseThreads, resolveThreads, threadsEnvironment, threadsShare
 from srl_toolbox.files import readJson

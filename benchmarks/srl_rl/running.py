@@ -42,7 +42,7 @@ from benchmarks.srl_rl.plans import (
     specObservation,
 )
 from benchmarks.srl_rl.runs import dateSpan, dropRunsOfOtherSettings, finishedRunFolders, loadRuns, missingRuns
-from rl_baselines.sweeps.sweep import finishedFolder
+from rl_baselines.sweeps.run_attempts import finishedFolder
 from srl_toolbox.files import readJson, writeJson
 
 

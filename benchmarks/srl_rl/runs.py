@@ -31,7 +31,7 @@ from replay.results import Run
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.sweeps.recorded import changedSettings, otherPhysics, otherSettings, specSettings
-from rl_baselines.sweeps.sweep import finishedFolder
+from rl_baselines.sweeps.run_attempts import finishedFolder
 from srl_toolbox.files import readJson
 
 

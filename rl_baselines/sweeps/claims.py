@@ -35,7 +35,8 @@ from typing import Any
 from filelock import BaseFileLock
 
 from rl_baselines.runs.resume import LOCK_FILE as TRAIN_LOCK_FILE
-from rl_baselines.sweeps.sweep import DONE_FILE, FAILED_FILE, PID_FILE, RunSpec, finishedFolder, runAttempts
+from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE, PID_FILE, finishedFolder, runAttempts
+from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.files import readJson, writeJson
 from srl_toolbox.locks import acquireLock, tryLock
 

@@ -4,9 +4,9 @@ Both executors offer the same small interface to the pipeline's loop: ``hasSlot(
 ``wait(timeout) -> finished results``, ``running`` (specs in flight), ``shutdown(interrupted)`` and, after an interrupted
 shutdown, ``unstarted`` (submitted runs that never started: not run, like the runs never submitted). The Ray executor
 keeps at most what the cluster fits in flight, so a run it counts as running is not waiting in Ray's queue (unless
-other jobs hold the cluster). A Ray task runs
-:func:`rl_baselines.sweeps.sweep.executeRun`, so a run does exactly the same thing (its own ``train`` process, log, markers)
-under both; with Ray on several machines, ``--log-dir`` must be a folder every node sees (shared file system).
+other jobs hold the cluster). A Ray task runs :func:`rl_baselines.sweeps.run_attempts.executeRun`, so a run does
+exactly the same thing (its own ``train`` process, log, markers) under both; with Ray on several machines,
+``--log-dir`` must be a folder every node sees (shared file system).
 """
 from __future__ import annotations
 
@@ -20,9 +20,8 @@ import subprocess
 import time
 from typing import Any
 
-from rl_baselines.sweeps.sweep import (
+from rl_baselines.sweeps.run_attempts import (
     RunResult,
-    RunSpec,
     StartedRun,
     executeRun,
     finishRun,
@@ -30,6 +29,7 @@ from rl_baselines.sweeps.sweep import (
     runAttempts,
     startRun,
 )
+from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import threadSettings, threadsShare, usableCores
 
@@ -47,7 +47,8 @@ class LocalExecutor:
     threads (``OMP_NUM_THREADS``, unless set already).
 
     :param workers: parallel runs
-    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweeps.sweep.startRun`)
+    :param resume: continue a run's unfinished attempt when possible (see
+        :func:`rl_baselines.sweeps.run_attempts.startRun`)
     """
 
     name = "local"
@@ -99,7 +100,8 @@ class LocalExecutor:
 
     def shutdown(self, interrupted: bool = False) -> list[RunResult]:
         """
-        Stop the runs still in flight (they save their model and exit, see :func:`rl_baselines.sweeps.sweep.stopProcess`).
+        Stop the runs still in flight (they save their model and exit, see
+        :func:`rl_baselines.sweeps.run_attempts.stopProcess`).
 
         :param interrupted: the sweep was interrupted (the runs in flight are stopped and recorded as failed)
         :return: their results
@@ -256,7 +258,8 @@ class RayExecutor:
     :param num_cpus: CPUs per run (train's --num-cpu)
     :param num_gpus: GPUs per run
     :param workers: most runs in flight (None, or more than the cluster's resources allow: as many as they allow)
-    :param resume: continue a run's unfinished attempt when possible (see :func:`rl_baselines.sweeps.sweep.startRun`)
+    :param resume: continue a run's unfinished attempt when possible (see
+        :func:`rl_baselines.sweeps.run_attempts.startRun`)
     """
 
     name = "ray"

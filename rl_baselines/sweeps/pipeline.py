@@ -3,14 +3,14 @@
     python -m rl_baselines.pipeline --algo ppo2 a2c --env MobileRobotGymEnv-v0 --srl-model ground_truth raw_pixels \\
         --num-iteration 3 --num-timesteps 20000 [--workers K] [--executor local|ray] [--ray-address HOST:PORT]
 
-Every combination is checked up front as train would check it, and the whole sweep is refused (one line listing the
-bad combinations, exit code 2) before anything starts. Each run is its own ``rl_baselines.train`` process with a
-deterministic run id and folder (see rl_baselines/sweeps/sweep.py); a finished run has a completion marker, so the same
-command run again only does what is missing or failed, and continues a run that was cut short (a killed worker or
-sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). A finished run
-made with other train settings than the command gives now (a train default changed since) is kept as done, with one
-warning naming the settings (rl_baselines/sweeps/recorded.py). Any flag the pipeline does not know is passed to every
-run. Exit code: 0 when every run succeeded, 1 otherwise (130 when interrupted).
+Every combination is checked up front as train would check it, and the whole sweep is refused (one line listing the bad
+combinations, exit code 2) before anything starts. Each run is its own ``rl_baselines.train`` process with a
+deterministic run id and folder (see rl_baselines/sweeps/sweep.py and run_attempts.py); a finished run has a completion
+marker, so the same command run again only does what is missing or failed, and continues a run that was cut short (a
+killed worker or sweep) from its last checkpoint with ``train --resume`` (``--force`` redoes everything from scratch). A
+finished run made with other train settings than the command gives now (a train default changed since) is kept as done,
+with one warning naming the settings (rl_baselines/sweeps/recorded.py). Any flag the pipeline does not know is passed to
+every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when interrupted).
 
 Pipelines started on one ``--log-dir`` share the work: each claims a run before it starts it (a lock per run, see
 rl_baselines/sweeps/claims.py), does the runs nobody holds, and waits for those another pipeline holds, recording that
@@ -35,18 +35,8 @@ from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
 from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
-from rl_baselines.sweeps.sweep import (
-    RunResult,
-    RunSpec,
-    checkGrid,
-    expandGrid,
-    finishedFolder,
-    parseAlgoArgs,
-    resumableAttempt,
-    stoppedBySignal,
-    sweepId,
-    unique,
-)
+from rl_baselines.sweeps.run_attempts import RunResult, finishedFolder, resumableAttempt, stoppedBySignal
+from rl_baselines.sweeps.sweep import RunSpec, checkGrid, expandGrid, parseAlgoArgs, sweepId, unique
 from srl_toolbox.cli import (
     MAX_SEED,
     CLIParser,

@@ -14,7 +14,8 @@ import numpy as np
 
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MonitorTail
-from rl_baselines.sweeps.sweep import RunSpec, runAttempts
+from rl_baselines.sweeps.run_attempts import runAttempts
+from rl_baselines.sweeps.sweep import RunSpec
 
 # Private helpers of the single-run plotter, reused so that both plotters smooth, subsample and report alike.
 from srl_toolbox.plots import VisdomPlotter, _describe, _quietVisdom, _subsample, movingAverage
