@@ -553,6 +553,15 @@ def test_the_participation_scale_is_recorded_and_rebuilt_by_every_reader(tmp_pat
     assert "--srl-state-scale participation" in continueCommand(readRunConfig(run_dir, "--log-dir"), None, 64)
 
 
+def test_the_state_scale_beside_the_ground_truth_scale_warns_that_it_does_nothing(tmp_path, vaeFolder):
+    argv = ["--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", vaeFolder, "--srl-ground-truth-scale",
+            "--srl-state-scale", "participation", "--log-dir", str(tmp_path), "--no-vis"]
+    with pytest.warns(UserWarning, match="--srl-state-scale participation does nothing: --srl-ground-truth-scale "
+                                         "replaces it"):
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+    assert not os.listdir(tmp_path)
+
+
 def test_ground_truth_scale_is_recorded_and_rebuilt_by_every_reader(tmp_path, vaeFolder):
     run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", vaeFolder,
                                  "--srl-ground-truth-scale", "--num-timesteps", "128", "--hyperparam", "n_steps:64",

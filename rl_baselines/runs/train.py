@@ -204,7 +204,8 @@ def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type)
     :param args: the run's settings (srl_ground_truth_scale, srl_model, algo, env)
     :param algorithms: the algorithm table (name -> (class, ...))
     :param env_class: the env's class
-    :raises UsageError: ``--srl-ground-truth-scale`` without a learned SRL model (``--srl-state-scale``: a warning),
+    :raises UsageError: ``--srl-ground-truth-scale`` without a learned SRL model (``--srl-state-scale`` there, or
+        beside ``--srl-ground-truth-scale``: a warning),
         with an algorithm that normalises states itself (the evolution strategies drop the VecNormalize that applies
         the scale), or on an env without a ground-truth size
     """
@@ -213,6 +214,8 @@ def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type)
                       f"--srl-model {args.srl_model!r}")
     if not args.srl_ground_truth_scale:
         return
+    if args.srl_state_scale != "none" and isLearnedSRLModel(args.srl_model):  # (a sweep's cell may add the former)
+        warnings.warn(f"--srl-state-scale {args.srl_state_scale} does nothing: --srl-ground-truth-scale replaces it")
     if not isLearnedSRLModel(args.srl_model):
         raise UsageError(f"--srl-ground-truth-scale scales a learned SRL state, not --srl-model {args.srl_model!r}; "
                          f"learned models: {', '.join(learnedModels())}")
