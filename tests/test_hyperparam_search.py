@@ -36,7 +36,14 @@ from rl_baselines.sweeps.search_study import (  # noqa: E402
     samplerSeed,
     suggestParams,
 )
-from rl_baselines.sweeps.search_trials import TrialObjective, TrialProgress, finishedTrials  # noqa: E402
+from rl_baselines.sweeps.search_trials import (  # noqa: E402
+    TrialFailed,
+    TrialObjective,
+    TrialProgress,
+    finishedTrials,
+    lastEvaluationWithin,
+    meanWithin,
+)
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"  # 250-step episodes, no rendering with ground truth
@@ -77,11 +84,12 @@ def test_study_prunes_and_writes_outputs(prunedStudy):
         assert "n_steps" not in trial.params  # fixed with --hyperparam, so not searched
         # intermediate values are reported at the fixed steps 250, 500, ... (all trials comparable)
         assert set(trial.intermediate_values) <= {250, 500, 750, 1000}
-    # the objective is the mean reward of the last 10 episodes of the trial's monitor file
+    # the objective is the mean reward of the last 10 episodes of the trial's monitor file that ended within the budget
     for trial in (t for t in study.trials if t.state == optuna.trial.TrialState.COMPLETE):
         rows = list(csv.DictReader(open(os.path.join(trial.user_attrs["run_dir"], "monitor", "0.monitor.csv"))
                                    .readlines()[1:]))
-        assert trial.value == pytest.approx(np.mean([float(row["r"]) for row in rows][-10:]))
+        ended = np.cumsum([int(row["l"]) for row in rows])
+        assert trial.value == pytest.approx(np.mean([float(row["r"]) for row in rows][:np.sum(ended <= 1000)][-10:]))
         assert trial.intermediate_values[1000] == pytest.approx(trial.value)
     best = yaml.safe_load(open(os.path.join(prunedStudy["folder"], "best_hyperparams.yaml")))
     assert best == {**study.best_trial.params, "n_steps": 64}
@@ -458,8 +466,8 @@ def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):
     with open(yaml_path) as handle:
         header = [line[2:].strip() for line in handle if line.startswith("#")]
     command = repeatCommand(study.best_trial, config, yaml_path)
-    assert header[1].startswith("mean reward of the last evaluation (2 deterministic episodes) 1.5000") and \
-        header[2] == command
+    assert header[1] == ("mean reward of the last evaluation due within the 500-step budget (2 deterministic "
+                         "episodes): 1.5000, ppo2 on MobileRobot1DGymEnv-v0 (ground_truth).") and header[2] == command
 
     def parsed(arguments: list) -> dict:
         values = vars(algo_class.customArguments(train.baseParser()).parse_args(arguments))
@@ -473,6 +481,41 @@ def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):
     assert parsed(repeated[3:])["seed"] == 7 and parsed(repeated[3:])["num_timesteps"] == 500
     assert parsed(repeated[3:])["eval_episodes"] == 2 and parsed(repeated[3:])["eval_freq"] == 250
     assert parsed(repeated[3:])["continuous_actions"]
+
+
+def _searchConfig(tmp_path, *flags: str):
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        [*COMMON, "--num-timesteps", "1024", "--log-dir", str(tmp_path), *flags])
+    return hyperparam_search.prepare(vars(args), train_argv)[0]
+
+
+def test_the_objective_scores_only_what_ended_within_the_budget(tmp_path):
+    """A trial with n_steps 750 trains 1500 steps of a 1024-step budget (SB3 finishes its rollout): the episodes that
+    end after step 1024 are not scored, as they are not in its intermediate value at 1024 (the mean of all six
+    episodes, 3.17, was its objective); its evaluations due after 1024 neither."""
+    lengths = [250, 250, 250, 250, 250, 250]  # ending at 250 ... 1500
+    rewards = [0.0, -3.0, 37.0, 0.0, -10.0, -5.0]
+    timesteps = np.cumsum(lengths)
+    config = _searchConfig(tmp_path)
+    trial = _PruneAtOnce({})
+    assert TrialObjective(config).score(trial, timesteps, rewards) == pytest.approx(8.5)  # the 4 ended by 1024
+    # the same value as the pruner's last intermediate one, at the budget
+    assert config.reportSteps[-1] == 1024 and meanWithin(timesteps, rewards, 1024, 10) == pytest.approx(8.5)
+    with pytest.raises(TrialFailed, match="no episode finished within 1024 steps"):
+        TrialObjective(config).score(trial, np.array([1100, 1500]), [1.0, 2.0])
+
+    evaluated = _searchConfig(tmp_path, "--eval-freq", "500", "--eval-episodes", "2")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    # evaluations due at 500, 1000 and 1500
+    np.savez(run_dir / "evaluations.npz", timesteps=np.array([500, 1000, 1500]),
+             results=np.array([[1.0, 2.0], [3.0, 4.0], [50.0, 60.0]]), ep_lengths=np.full((3, 2), 250))
+    trial.set_user_attr("run_dir", str(run_dir))
+    assert TrialObjective(evaluated).score(trial, timesteps, rewards) == pytest.approx(3.5)
+    # with several envs an evaluation is played at the first step at or past its multiple: the one at 1002 was due at
+    # 1000, within a 1000-step budget (with the policy of the rollouts that ended before 1000); the one at 1500 not
+    assert lastEvaluationWithin({"timesteps": np.array([501, 1002, 1500])}, 500, 1000) == 1
+    assert lastEvaluationWithin({"timesteps": np.array([1500])}, 500, 1024) is None
 
 
 def test_best_params_write_a_fixed_none_or_number_hyperparameter(tmp_path):

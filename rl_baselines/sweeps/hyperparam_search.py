@@ -10,7 +10,8 @@ The search space is the algorithm's ``getOptParam()``; hyperparameters fixed wit
 trial is one ``python -m rl_baselines.train`` run in a subprocess, its run folder under
 ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
 mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
-that mean at the end of the run, or, with a forwarded ``--eval-freq``, the mean of the run's last evaluation.
+that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not scored), or,
+with a forwarded ``--eval-freq``, the mean of the run's last evaluation due by then.
 
 The study lives in an Optuna storage (:mod:`rl_baselines.sweeps.search_study`): SQLite at
 ``<log-dir>/hyperparam_search/<study>.db`` by default, or any SQLAlchemy URL (``--storage postgresql://...``) so that
@@ -203,7 +204,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         output_dir=os.path.abspath(os.path.join(root, study_name)), train_argv=list(train_argv), fixed=fixed,
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
-        evaluate=train_args.eval_freq > 0, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
+        eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
         train_settings=studySettings(resolved))
     return config, algo_class
 

@@ -36,11 +36,12 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
     best = study.best_trial
     fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
     values = plainValues({**fixed, **best.params})  # clip_range_vf as a float or null, as hyperparams.yaml
-    objective = (f"mean reward of the last evaluation ({config.eval_episodes} deterministic episodes)" if config.evaluate
-                 else f"mean reward of the last {config.eval_episodes} episodes")
+    budget = config.num_timesteps
+    objective = (f"mean reward of the last evaluation due within the {budget}-step budget ({config.eval_episodes} "
+                 f"deterministic episodes)" if config.evaluate
+                 else f"mean reward of the last {config.eval_episodes} episodes that ended within the {budget}-step budget")
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
-              f"# {objective} {best.value:.4f} after {config.num_timesteps} steps of {config.algo} on {config.env} "
-              f"({config.srl_model}).\n"
+              f"# {objective}: {best.value:.4f}, {config.algo} on {config.env} ({config.srl_model}).\n"
               f"# {repeatCommand(best, config, path)}\n")
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(header)

@@ -63,11 +63,16 @@ class SearchConfig:
     n_startup_trials: int
     grid_points: int
     search_id: str
-    evaluate: bool = False
+    eval_freq: int = 0  # train's --eval-freq, forwarded: each trial evaluates every eval_freq steps (0: never)
     threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
     num_cpu: int = 1  # each trial's envs (train's --num-cpu)
     # what the forwarded train flags set, as the study compares them (JSON values; hyperparam_search.studySettings)
     train_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def evaluate(self) -> bool:
+        """Each trial evaluates (a forwarded ``--eval-freq``): its objective comes from its evaluations."""
+        return self.eval_freq > 0
 
     @property
     def trialFlags(self) -> list[str]:

@@ -6,9 +6,11 @@ trial (PyBullet, SubprocVecEnv children, GPU memory) cannot take the search down
 folder that ``replay`` tools read, and a pruned trial is stopped by killing its process group. The pruner's
 intermediate values are read from the run's monitor CSVs as they grow: at the env steps ``T*k/n``, the mean reward of
 the last ``eval_episodes`` episodes finished by then (a value is reported only once no episode can still end before
-its step, so it does not depend on polling speed). The objective is that mean at the end of the run, or, when the
-search evaluates, the mean of the run's last evaluation (its evaluations.npz). A failed run is a failed trial
-(:class:`TrialFailed`), never a pruned one.
+its step, so it does not depend on polling speed). The objective is that mean at the budget (``num_timesteps``, the
+last of those steps), or, when the search evaluates, the mean of the run's last evaluation due by the budget (its
+evaluations.npz). A trial trains on past the budget to the end of its last rollout (SB3 finishes it); what comes after
+the budget (episodes that end, evaluations due, past it) is not scored, so every trial is scored on the same budget.
+A failed run is a failed trial (:class:`TrialFailed`), never a pruned one.
 """
 from __future__ import annotations
 
@@ -40,6 +42,34 @@ class TrialFailed(Exception):
     """A trial's train run failed (non-zero exit) or finished no episode: the trial is recorded as failed."""
 
 
+def meanWithin(timesteps: np.ndarray, rewards: Sequence[float], step: int, eval_episodes: int) -> float | None:
+    """
+    :param timesteps: cumulative env steps at the end of each finished episode (increasing)
+    :param rewards: the episodes' rewards
+    :param step: an env step count
+    :param eval_episodes: how many episodes to average
+    :return: the mean reward of the last ``eval_episodes`` episodes that ended by ``step``, None if none had
+    """
+    known = int(np.searchsorted(timesteps, step, side="right"))
+    if known == 0:
+        return None
+    return float(np.mean(rewards[:known][-eval_episodes:]))
+
+
+def lastEvaluationWithin(evaluations: dict[str, np.ndarray], eval_freq: int, step: int) -> int | None:
+    """
+    :param evaluations: a run's evaluations.npz arrays
+    :param eval_freq: its evaluation period: an evaluation is played at the first step at or past each multiple of it
+        (past it by less than the envs with several), with the policy of the rollouts that ended before that multiple
+    :param step: an env step count
+    :return: the index of the last evaluation due by ``step`` (at a multiple of ``eval_freq`` not above it), None if
+        none was
+    """
+    due = np.asarray(evaluations["timesteps"], dtype=np.int64) // eval_freq * eval_freq
+    within = np.flatnonzero(due <= step)
+    return int(within[-1]) if within.size else None
+
+
 class _Reporter:
     """Reports a trial's intermediate rewards at fixed env steps as its monitor files grow."""
 
@@ -61,10 +91,10 @@ class _Reporter:
             if not finished and (len(timesteps) == 0 or timesteps[-1] < step):
                 break  # an episode ending before ``step`` may still be written
             self.next += 1
-            known = int(np.searchsorted(timesteps, step, side="right"))
-            if known == 0:
+            value = meanWithin(timesteps, rewards, step, self.eval_episodes)
+            if value is None:
                 continue
-            self.trial.report(float(np.mean(rewards[:known][-self.eval_episodes:])), step)
+            self.trial.report(value, step)
             if self.trial.should_prune():
                 return step
         return None
@@ -143,8 +173,9 @@ class TrialObjective:
     def __call__(self, trial: Any) -> float:
         """
         :param trial: the Optuna trial
-        :return: the mean reward of the last ``eval_episodes`` episodes of the run (of its last evaluation when the
-            search evaluates)
+        :return: the mean reward of the last ``eval_episodes`` episodes that ended within ``num_timesteps`` steps (of
+            its last evaluation due by then when the search evaluates); the run trains on to the end of its last
+            rollout, and what comes after the budget is not scored
         :raises optuna.TrialPruned: the pruner stopped it
         :raises TrialFailed: the run failed or finished no episode
         """
@@ -201,18 +232,32 @@ class TrialObjective:
             message = f"train exited with code {child.returncode}: {_lastLine(log_path)} (log: {log_path})"
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
-        if not rewards:
-            message = f"no episode finished within {self.config.num_timesteps} steps; raise --num-timesteps"
+        return self.score(trial, timesteps, rewards)
+
+    def score(self, trial: Any, timesteps: np.ndarray, rewards: Sequence[float]) -> float:
+        """
+        :param trial: the Optuna trial, its run finished (``run_dir`` recorded when the search evaluates)
+        :param timesteps: cumulative env steps at the end of each of the run's episodes
+        :param rewards: the episodes' rewards
+        :return: the trial's objective (see :meth:`__call__`): the same value as its intermediate one at the budget
+        :raises TrialFailed: no episode ended, or no evaluation was due, within the budget
+        """
+        budget = self.config.num_timesteps
+        value = meanWithin(timesteps, rewards, budget, self.config.eval_episodes)
+        if value is None:
+            message = f"no episode finished within {budget} steps; raise --num-timesteps"
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
-        if self.config.evaluate:
-            evaluations = readEvaluations(trial.user_attrs["run_dir"])
-            if evaluations is None or evaluations["timesteps"].size == 0:
-                message = f"the run wrote no evaluation (evaluations.npz) in {trial.user_attrs['run_dir']}"
-                trial.set_user_attr("error", message)
-                raise TrialFailed(message)
-            return float(np.mean(evaluations["results"][-1]))
-        return float(np.mean(rewards[-self.config.eval_episodes:]))
+        if not self.config.evaluate:
+            return value
+        run_dir = trial.user_attrs["run_dir"]
+        evaluations = readEvaluations(run_dir)
+        last = None if evaluations is None else lastEvaluationWithin(evaluations, self.config.eval_freq, budget)
+        if last is None:
+            message = f"the run wrote no evaluation due within {budget} steps (evaluations.npz) in {run_dir}"
+            trial.set_user_attr("error", message)
+            raise TrialFailed(message)
+        return float(np.mean(evaluations["results"][last]))
 
 
 # --- workers and progress ----------------------------------------------------------------------------------------
