@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -15,6 +16,7 @@ from conftest import REPO, runFolder, runModule, runTrain, snapshot
 from environments import dataset_generator
 from environments.car_racing.car_env import CarRacingGymEnv
 from environments.generator_config import GeneratorConfig
+from environments.registry import REFERENCE_RENDERER, defaultRenderer, registerAll
 from replay import demo, srl_demo
 from rl_baselines.runs import train
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
@@ -488,3 +490,21 @@ def test_a_two_camera_run_without_a_model_is_told_to_prepare_one_with_its_camera
     assert result.returncode == 2, result.stderr
     assert "python -m srl_models.prepare --env KukaButtonGymEnv-v0 --srl-model vae --multi-view" in result.stderr
     assert os.listdir(tmp_path) == []
+
+
+def test_the_docs_flag_table_has_a_row_per_flag_and_names_each_envs_renderer() -> None:
+    """docs/srl.md's table of prepare's flags has one row per flag of --help (it had none for --renderer), and the
+    --renderer row names each env's default renderer as its class gives it."""
+    with open(os.path.join(REPO, "docs", "srl.md"), encoding="utf-8") as handle:
+        section = handle.read().split("## One command: srl_models.prepare", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `-")]
+    documented = {flag for row in rows for flag in re.findall(r"`(--?[a-z][a-z-]*)", row.split(" | ")[0])}
+    flags = {option for action in prepare.buildParser()._actions for option in action.option_strings}
+    assert documented == flags - {"-h", "--help", "--version"}
+    (row,) = [line for line in rows if line.startswith("| `--renderer")]
+    groups = {segment.split("`")[1]: segment for segment in row.split(" | ")[1].split("; ")}
+    assert set(groups) == {"sprites", "lowpoly", REFERENCE_RENDERER} and "for the others" in groups[REFERENCE_RENDERER]
+    for env_id in registerAll():
+        renderer = defaultRenderer(env_id)
+        if renderer != REFERENCE_RENDERER:
+            assert re.search(rf"\b{re.escape(env_id)}\b", groups[renderer]), (env_id, renderer)
