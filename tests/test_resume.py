@@ -69,7 +69,7 @@ from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback, TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.resume import lockRun, runStatus
+from rl_baselines.runs.resume import lockRun, planResume, runStatus
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.runs.train_loop import checkpointInterval
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, runCommand
@@ -453,6 +453,11 @@ def test_damaged_or_foreign_files_are_refused(tmp_path, shortRun):
     json.dump({**manifest, "env": "OmnirobotEnv-v0"}, open(manifest_path, "w"))
     line = _lastLineError("rl_baselines.train", "--resume", run_dir)
     assert "env OmnirobotEnv-v0" in line and "MobileRobotGymEnv-v0" in line
+    # no checkpoint at all beside its model, as after a kill during a final save without checkpoints
+    shutil.rmtree(os.path.join(run_dir, "checkpoints"))
+    with pytest.raises(UsageError, match=r"holds a model but no checkpoint with a manifest \(saved by an older "
+                                         r"version, or killed while saving it\); .*start the run again in a new"):
+        planResume(run_dir)
 
 
 @pytest.mark.slow

@@ -181,7 +181,8 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
                          f"new folder")
     if run_manifest is None and modelFiles(run_dir):
         raise UsageError(f"--resume: {run_dir} holds a model but no checkpoint with a manifest (saved by an older "
-                         f"version?); it cannot be resumed")
+                         f"version, or killed while saving it); it cannot be resumed: start the run again in a new "
+                         f"folder")
     return ResumePlan(run_dir, "restart")
 
 
