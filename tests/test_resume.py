@@ -39,7 +39,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain
+from conftest import REPO, interruptedRun, interruptThenResume, runFolder, runModule, runTrain, trainHere
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
@@ -658,6 +658,19 @@ def test_the_default_checkpoint_interval_is_the_first_attempts() -> None:
     assert checkpointInterval(-1, 3000) == -1
     assert checkpointInterval(0, 1500, first_budget=3000) == 600
     assert checkpointInterval(250, 1500, first_budget=3000) == 250
+
+
+def test_default_checkpoints_are_five_per_run_and_a_resumed_run_keeps_their_steps(tmp_path, monkeypatch):
+    """ppo2, 2,000 steps, --checkpoint-freq 0: due every 400 steps, each written at the first rollout start (every 128
+    steps) at or after its step: 512, 896, 1280, 1664 and the final 2048 (the interval counted from each late save
+    wrote four: 512, 1024, 1536, 2048). Stopped at 700 and resumed from 512, the run writes the same ones."""
+    args = [*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--seed", "3"]
+    reference = trainHere("--log-dir", tmp_path / "reference", *args)
+    assert _steps(reference) == [512, 896, 1280, 1664, 2048]
+    run_dir = interruptedRun(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)
+    assert _steps(run_dir) == [512]
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    assert _steps(run_dir) == [512, 896, 1280, 1664, 2048]
 
 
 def test_keep_first_lines_only_cuts(tmp_path):

@@ -339,28 +339,31 @@ def test_checkpoints_fall_due_at_their_step_with_the_state_of_every_callback(tmp
     for step in range(30, 330, 30):
         algo.num_timesteps = step
         _drive(callbacks, learner, range(step, step + 1))
-    assert [steps for steps, _ in listCheckpoints(run_dir)] == [120, 240]
+    # due at 100, 200, 300: each at the first step at or after it (the late one at 120 does not delay the next)
+    assert [steps for steps, _ in listCheckpoints(run_dir)] == [120, 210, 300]
     # the replay buffer every 200 steps (the newest checkpoint names the older buffer)
     assert os.path.isdir(os.path.join(run_dir, "checkpoints", "120_steps", "replay_buffer"))
-    assert not os.path.isdir(os.path.join(run_dir, "checkpoints", "240_steps", "replay_buffer"))
-    run_state = Checkpoint(os.path.join(run_dir, "checkpoints", "240_steps")).runState()
-    assert run_state["num_timesteps"] == 240 and run_state["target_timesteps"] == 1000
-    assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "next_refresh"}
+    assert not os.path.isdir(os.path.join(run_dir, "checkpoints", "210_steps", "replay_buffer"))
+    run_state = Checkpoint(os.path.join(run_dir, "checkpoints", "210_steps")).runState()
+    assert run_state["num_timesteps"] == 210 and run_state["target_timesteps"] == 1000
+    assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "next_refresh",
+                                          "next_checkpoint"}
     assert run_state["callback"]["last_buffer_save"] == 120 and run_state["callback"]["next_best_check"] == 500
+    assert run_state["callback"]["next_checkpoint"] == 300
     # made with the umask's permissions, as the run's other folders (mkdtemp's 0o700 hid them from other users)
     os.makedirs(os.path.join(run_dir, "made_here"))
-    assert os.stat(os.path.join(run_dir, "checkpoints", "240_steps")).st_mode == \
+    assert os.stat(os.path.join(run_dir, "checkpoints", "210_steps")).st_mode == \
         os.stat(os.path.join(run_dir, "made_here")).st_mode
     # no best yet: strict JSON (null, not -Infinity), read back as -inf
-    with open(os.path.join(run_dir, "checkpoints", "240_steps", "run_state.json"), encoding="utf-8") as handle:
+    with open(os.path.join(run_dir, "checkpoints", "210_steps", "run_state.json"), encoding="utf-8") as handle:
         strict = json.loads(handle.read(), parse_constant=lambda name: pytest.fail(f"run_state.json holds {name}"))
     assert strict["callback"]["best_mean_reward"] is None
     restored = BestModelCallback(FakeSaver(run_dir), feed, 500, 1)
     restored.restoreState(run_state["callback"])
     assert restored.best_mean_reward == -float("inf")
     # the latest model beside the run, with its manifest
-    assert json.load(open(os.path.join(run_dir, "fake_model.json")))["num_timesteps"] == 240
-    assert callbacks.last_checkpoint == os.path.join(run_dir, "checkpoints", "240_steps")
+    assert json.load(open(os.path.join(run_dir, "fake_model.json")))["num_timesteps"] == 300
+    assert callbacks.last_checkpoint == os.path.join(run_dir, "checkpoints", "300_steps")
 
 
 def test_checkpoints_wait_for_clean_points_old_style_and_in_sb3(tmp_path):
@@ -381,6 +384,58 @@ def test_checkpoints_wait_for_clean_points_old_style_and_in_sb3(tmp_path):
     model.learn(20, callback=sb3_list)
     assert recorder.steps == list(range(1, 21))
     assert recorder.rollout_starts == [0, 5, 10, 15]
+
+
+def _cleanPointCheckpoints(run_dir: str, clean_points: range, freq: int = 400, start: int = 0,
+                           state: dict[str, Any] | None = None) -> CheckpointCallback:
+    """A checkpoint callback of a clean-point algorithm, its state restored from ``state``, notified at each step
+    of ``clean_points`` (as SB3's rollout starts), then the final save at the last step plus one rollout."""
+    run_info = runDescription(run_dir, type("Args", (), {"env": "Fake-v0", "srl_model": "ground_truth"}))
+    checkpoints = CheckpointCallback(ModelSaver(CleanPointAlgo(), "fake", run_dir, run_info), freq, 0,
+                                     total_timesteps=2000, start_timesteps=start)
+    callbacks = TrainingCallbacks([checkpoints])
+    if state is not None:
+        callbacks.restoreState(state)
+    for step in clean_points:
+        checkpoints.saver.algo.num_timesteps = step
+        notifyCleanPoint(callbacks, step)
+    last = clean_points[-1] + clean_points.step
+    callbacks.checkpoint(last, training_state=False, finished=True)
+    return checkpoints
+
+
+def test_checkpoints_keep_a_fixed_schedule_at_clean_points(tmp_path):
+    """The k-th checkpoint falls due at k x the interval (ppo2's default: 2,000 steps, five per run, every 400) and is
+    written at the first clean point (a rollout start, every 128 steps) at or after it: 512, 896, 1280, 1664, then
+    the final save at 2048. Counting the interval from the step of the late save instead wrote 512, 1024, 1536, 2048:
+    four."""
+    run_dir = str(tmp_path / "run")
+    _cleanPointCheckpoints(run_dir, range(0, 2048, 128))
+    assert [steps for steps, _ in listCheckpoints(run_dir)] == [512, 896, 1280, 1664, 2048]
+    # a clean point past several due steps writes one checkpoint, and the next is still on the schedule
+    sparse = str(tmp_path / "sparse")
+    _cleanPointCheckpoints(sparse, range(0, 2000, 500), freq=200)
+    assert [steps for steps, _ in listCheckpoints(sparse)] == [500, 1000, 1500, 2000]
+    # a run that continues a model at step 1000 counts its schedule from there
+    continued = str(tmp_path / "continued")
+    _cleanPointCheckpoints(continued, range(1000, 3048, 128), start=1000)
+    assert [steps for steps, _ in listCheckpoints(continued)] == [1512, 1896, 2280, 2664, 3048]
+
+
+def test_a_resumed_run_keeps_the_checkpoint_schedule(tmp_path):
+    """The checkpoint at 512 records the next due step (800): resumed from it, the run writes the uninterrupted run's
+    checkpoints. A checkpoint written before the due step was recorded schedules from its own step, as the run that
+    wrote it did."""
+    run_dir = str(tmp_path / "run")
+    _cleanPointCheckpoints(run_dir, range(0, 640, 128))
+    state = Checkpoint(os.path.join(run_dir, "checkpoints", "512_steps")).runState()["callback"]
+    assert state["next_checkpoint"] == 800
+    resumed = str(tmp_path / "resumed")
+    _cleanPointCheckpoints(resumed, range(512, 2048, 128), start=512, state=state)
+    assert [steps for steps, _ in listCheckpoints(resumed)] == [896, 1280, 1664, 2048]
+    old = str(tmp_path / "old")
+    _cleanPointCheckpoints(old, range(512, 2048, 128), start=512, state={"last_buffer_save": 512})
+    assert [steps for steps, _ in listCheckpoints(old)] == [1024, 1408, 1792, 2048]
 
 
 def test_a_stop_signal_refreshes_checkpoints_and_stops(tmp_path):
@@ -446,8 +501,9 @@ def test_the_standard_list_records_the_checkpoint_state_of_earlier_versions(tmp_
     algo.num_timesteps = 100
     _drive(callbacks, Learner(), range(100, 101))
     run_state = Checkpoint(os.path.join(run_dir, "checkpoints", "100_steps")).runState()
+    # (an earlier checkpoint's lacks pending_log, and one before the fixed schedule next_checkpoint)
     assert set(run_state["callback"]) == {"best_mean_reward", "next_best_check", "last_buffer_save", "evaluation",
-                                          "next_refresh", "pending_log"}  # (an earlier checkpoint's lacks the last)
+                                          "next_refresh", "pending_log", "next_checkpoint"}
     assert run_state["callback"]["evaluation"] == {"count": 1}
     callbacks.close(100)
     assert evaluator.closed

@@ -12,9 +12,9 @@ between updates). The train command's list, in the order of every step::
         BestModelCallback      best/: the best mean training reward, every SAVE_INTERVAL env steps
     EvaluationCallback     deterministic evaluation episodes every --eval-freq steps (best/ then follows them)
     StopSignalCallback     after SIGINT/SIGTERM: refresh, checkpoint, stop
-    CheckpointCallback     checkpoints every --checkpoint-freq steps (at clean points when the algorithm has them),
-                           each after the episodes up to its step and the pending row are logged and the scalar
-                           log is flushed to disk
+    CheckpointCallback     checkpoints every --checkpoint-freq steps on a fixed schedule (each at the first clean
+                           point at or after its due step when the algorithm has them), each after the episodes up
+                           to its step and the pending row are logged and the scalar log is flushed to disk
 
 Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons;
 a callback never draws from a random generator, so the trained agent is the same with or without them; a failed save
@@ -498,11 +498,14 @@ class EvaluationCallback(TrainingService):
 
 class CheckpointCallback(TrainingService):
     """
-    Checkpoints (rl_baselines.core.checkpointing) every ``checkpoint_freq`` env steps: at the step they fall due,
-    or, for an algorithm whose ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its next clean point (SB3's rollout start,
-    or ``notifyCleanPoint``: between two updates, where the saved state is exactly what training goes on from). The
-    replay buffer goes into a checkpoint every ``buffer_save_freq`` env steps; the latest model is saved beside the
-    run with each checkpoint.
+    Checkpoints (rl_baselines.core.checkpointing) on a fixed schedule: the k-th falls due at ``start_timesteps`` +
+    k x ``checkpoint_freq`` env steps, and is written at the first step at or after it, or, for an algorithm whose
+    ``CHECKPOINT_AT_CLEAN_POINTS`` is set, at its first clean point at or after it (SB3's rollout start, or
+    ``notifyCleanPoint``: between two updates, where the saved state is exactly what training goes on from). The wait
+    for a clean point never moves the later ones; a clean point past several due steps writes one checkpoint. The
+    next due step is in the checkpoint's state, so a resumed run writes its checkpoints where the uninterrupted run
+    does (a checkpoint written before it was recorded schedules from its own step). The replay buffer goes into a
+    checkpoint every ``buffer_save_freq`` env steps; the latest model is saved beside the run with each checkpoint.
 
     :param saver: saves the model (its run folder and manifest information)
     :param checkpoint_freq: env steps between periodic checkpoints (0: none)
@@ -552,8 +555,10 @@ class CheckpointCallback(TrainingService):
         :param extra: more manifest entries (finished, stopped_by)
         :return: the checkpoint folder, None when the save failed or the saver has no run information
         """
-        if self.checkpoint_freq > 0:
-            self.next_checkpoint = num_timesteps + self.checkpoint_freq
+        if self.next_checkpoint is not None and num_timesteps >= self.next_checkpoint:
+            # the first due step after this one, on the schedule: a late save does not delay the next ones
+            self.next_checkpoint += ((num_timesteps - self.next_checkpoint) // self.checkpoint_freq + 1) * \
+                self.checkpoint_freq
         saver = self.saver
         if saver.run_info is None:
             return None
@@ -579,10 +584,13 @@ class CheckpointCallback(TrainingService):
         return folder
 
     def state(self) -> dict[str, Any]:
-        return {"last_buffer_save": self.buffer_saved_at}
+        return {"last_buffer_save": self.buffer_saved_at, "next_checkpoint": self.next_checkpoint}
 
     def restoreState(self, state: dict[str, Any]) -> None:
         self.buffer_saved_at = state.get("last_buffer_save")
+        # (an older checkpoint has no next_checkpoint: the schedule goes on from its step, start_timesteps)
+        if self.next_checkpoint is not None and state.get("next_checkpoint") is not None:
+            self.next_checkpoint = int(state["next_checkpoint"])
 
 
 class StopSignalCallback(TrainingService):
