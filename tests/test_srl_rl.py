@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import functools
 import json
 import os
@@ -12,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import REPO, runFolder, runModule, runTrain, snapshot, trainArgs
+from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, snapshot, trainArgs
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
@@ -38,6 +39,7 @@ from srl_models.base import EXP_CONFIG_FILE, STATES_FILE, BaseSRLModel, SRLType,
 from srl_models.config import checkRecordedModel, describeSRLModel, readSRLConfig, resolveSRLModel
 from srl_models.metrics import participationRatio
 from srl_models.models import VAEModel
+from srl_models.pca import PCAModel
 from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
 
@@ -96,7 +98,7 @@ def _saveCounting(folder: str, env_id: str = ENV_ID, img_shape: tuple = SMALL, s
 
 # --- the wrapper ------------------------------------------------------------------------------------------------
 
-def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
+def test_wrapper_encodes_all_envs_in_one_call_per_step_and_terminal_images_apart(counting, monkeypatch):
     from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
 
 
@@ -115,22 +117,30 @@ def test_wrapper_encodes_all_envs_in_one_call_per_step(counting):
                                                                     max_steps=4)] * 2))
     model = CountingModel(4, SMALL)
     env = SRLEncoderVecEnv(raw, model)
+    batches = []  # the images of every getState call
+    encode = env.encode
+    monkeypatch.setattr(env, "encode", lambda images: batches.append(images.copy()) or encode(images))
     assert env.observation_space.shape == (4,) and env.observation_space.dtype == np.float32
     env.seed(0)
     states = env.reset()
     assert states.shape == (2, 4) and states.dtype == np.float32 and counting.calls == 1
-    ended = 0
+    ended = ending_steps = 0
     for step in range(1, 10):
         env.step_async(np.array([env.action_space.sample() for _ in range(2)]))
         states, _, dones, infos = env.step_wait()
-        assert counting.calls == 1 + step, "one getState call per vectorised step, for both envs"
+        ending_steps += bool(dones.any())
+        # One call for both envs' new observations, one more for the terminal images of a step that ended episodes:
+        # the new observations are encoded in a batch of a reset's shape, whatever the number of episodes ending (a
+        # float matmul's last bits depend on the batch size; a resume between episodes encodes them at a reset).
+        assert counting.calls == 1 + step + ending_steps
+        assert batches[-1 - int(dones.any())].shape == (2, *raw.observation_space.shape)
         assert states.shape == (2, 4)
         for index in np.flatnonzero(dones):
             ended += 1
             terminal = infos[index]["terminal_observation"]
             np.testing.assert_allclose(terminal, model.getState(raw.terminal[index][None])[0], rtol=1e-5)
             counting.calls -= 1  # the reference call just above
-    assert ended == 4  # episodes of 4 steps in both envs: steps 4 and 8, terminal images encoded in the same batch
+    assert ended == 4 and ending_steps == 2  # episodes of 4 steps in both envs: steps 4 and 8
     assert counting.encoded == 2 * 10 + ended + ended  # obs of every step + terminal images (+ the reference calls)
     env.close()
 
@@ -149,6 +159,40 @@ def _saveUntrainedVAE(folder: str, img_shape: tuple = SMALL, state_dim: int = 4)
     torch.manual_seed(0)
     VAEModel(state_dim, img_shape, {"env": ENV_ID}).save(folder)
     return folder
+
+
+def _progressRows(run_dir: str) -> list[dict[str, str]]:
+    """:return: the run's progress.csv rows, without their wall-clock columns"""
+    with open(os.path.join(run_dir, "progress.csv"), encoding="utf-8") as handle:
+        return [{name: value for name, value in row.items() if name not in ("time/fps", "time/time_elapsed")}
+                for row in csv.DictReader(handle)]
+
+
+def test_a_run_on_a_learned_state_resumes_as_the_uninterrupted_run(tmp_path, monkeypatch):
+    """A PCA fitted to the env's frames (a float32 matmul; a random projection happened not to show it), one env,
+    episodes of 250 steps: the checkpoint at 500 falls between two episodes. The uninterrupted run encodes the first
+    image of the next episode at a step that also ends one, the resumed run at a reset: the same batch shape, the same
+    state to the last bit, the same progress.csv (encoded beside the terminal image, the state differed in its last
+    bits, and so did the losses of the first update after the checkpoint)."""
+    env, frames = MobileRobotGymEnv(srl_model="pca", img_shape=SMALL, max_steps=20), []
+    frame, _ = env.reset(seed=0)
+    for action in np.random.default_rng(0).integers(4, size=40):  # a PCA of the env's frames
+        frames.append(frame)
+        frame, _, terminated, truncated, _ = env.step(int(action))
+        if terminated or truncated:
+            frame, _ = env.reset()
+    env.close()
+    folder = str(tmp_path / "pca")
+    model = PCAModel(32, SMALL, {"env": ENV_ID, "renderer": "sprites"})
+    model.fit(np.asarray(frames))
+    model.save(folder)
+    args = ["--env", ENV_ID, "--srl-model", "pca", "--srl-model-path", folder, "--algo", "ppo2", "--seed", "1",
+            "--num-cpu", "1", "--num-timesteps", "1000", "--checkpoint-freq", "500", "--hyperparam", "n_steps:125",
+            "batch_size:125"]
+    reference = train.trainCommand(["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "reference"), *args])
+    assert reference.exit_code == 0
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)
+    assert len(_progressRows(reference.run_dir)) == 8 and _progressRows(run_dir) == _progressRows(reference.run_dir)
 
 
 def test_create_envs_stacks_and_normalises_states_encoded_in_the_workers(tmp_path):

@@ -4,16 +4,20 @@ The envs return pixels when asked for a learned SRL model (environments.srl_env.
 encoding runs:
 
 - in the main process, :class:`SRLEncoderVecEnv` right above the raw VecEnv encodes the images of all envs in one
-  batch, one ``getState`` call per vectorised step: the new observations and the terminal observations of the envs
-  that just finished, together, so that the agent bootstraps from encoded states too. This is the way for one env
-  (no worker process), for an encoder on a GPU and for frames cheaper to draw than to encode (the sprites);
+  batch, one ``getState`` call per vectorised step, and the terminal observations of the envs that just finished in
+  a second call, so that the agent bootstraps from encoded states too. This is the way for one env (no worker
+  process), for an encoder on a GPU and for frames cheaper to draw than to encode (the sprites);
 - in the SubprocVecEnv workers, on the CPU: each worker's :class:`WorkerEncoder` (one torch thread) encodes its own
   env's images, so the encoding of the envs runs in parallel on every core and only states cross the pipes;
   :class:`EncodedInWorkers` above the raw VecEnv loads the model there and gives the VecEnv the state space.
 
 ``rl_baselines.envs.factory.encodeInWorkers`` chooses, by the number of envs, the device and the renderer.
 
-Both give the same states for the same images (the model's ``getState``, batch size aside). Frame stacking and the
+Both give the same states for the same images (the model's ``getState``, batch size aside). Invariant: the agent's
+observations are always encoded in batches of the same shape, one row per env in env order (a reset's and a step's
+alike; the terminal observations never share their batch): a float matmul's last bits depend on the batch's size, so
+a state encoded beside a varying number of terminal images would differ from the same image encoded at a reset, and
+a run resumed at a checkpoint between two episodes would not be the uninterrupted one. Frame stacking and the
 running mean/std normalisation (VecNormalize, saved beside every checkpoint) come after them.
 
 The encoder is frozen: loaded on the run's ``--device`` (the agent's), in eval mode, with no gradient, its
@@ -104,13 +108,15 @@ class SRLEncoderVecEnv(VecEnvWrapper):
 
     def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict[str, Any]]]:
         observations, rewards, dones, infos = self.venv.step_wait()
+        # The new observations alone, in the batch shape of a reset (see the module's invariant), then the last
+        # observation of every episode that just ended.
+        states = self.encode(observations)
         finished = [index for index, info in enumerate(infos) if info.get("terminal_observation") is not None]
-        # One batch: the new observations, then the last observation of every episode that just ended.
-        batch = np.concatenate([observations, *[infos[index]["terminal_observation"][None] for index in finished]])
-        states = self.encode(batch)
-        for offset, index in enumerate(finished):
-            infos[index]["terminal_observation"] = states[self.num_envs + offset]
-        return states[:self.num_envs], rewards, dones, infos
+        if finished:
+            terminal = self.encode(np.stack([infos[index]["terminal_observation"] for index in finished]))
+            for offset, index in enumerate(finished):
+                infos[index]["terminal_observation"] = terminal[offset]
+        return states, rewards, dones, infos
 
 
 class WorkerEncoder(gym.ObservationWrapper):
