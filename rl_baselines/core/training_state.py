@@ -397,7 +397,10 @@ def progressLogger(folder: str) -> Any:
     """
 
     path = RunFolder(folder).progress_file
-    kept = open(path, encoding="utf-8").read() if os.path.isfile(path) else ""
+    kept = ""
+    if os.path.isfile(path):
+        with open(path, encoding="utf-8") as handle:
+            kept = handle.read()
     if not kept.strip():
         return _sortedColumns(sb3_logger.configure(folder, ["csv"]))
     # SB3 opens its CSV file with "w+" (truncating it): open it on a temporary copy of the kept rows instead and
