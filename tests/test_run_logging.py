@@ -66,15 +66,17 @@ def test_sb3_algorithm_writes_losses_and_episodes(tmp_path) -> None:
 @pytest.mark.parametrize("algo,extra", [("deepq", ["--learning-starts", "100"]),
                                         ("cma-es", ["--num-population", "2"]),
                                         ("ars", ["--num-population", "1", "--top-population", "1"]),
-                                        ("acer", [])])
+                                        ("acer", []), ("cem", ["--num-population", "2"])])
 @pytest.mark.slow
 def test_torch_and_evolution_algorithms_log_their_losses(tmp_path, algo: str, extra: list[str]) -> None:
     tensorboard_dir = tmp_path / "tb"
     run_dir = runFolder(runTrain("--algo", algo, *GT, "--num-timesteps", "2000", *extra, "--log-dir", tmp_path / "logs",
                                  "--tensorboard-log", tensorboard_dir))
     scalars = _scalars(_runLog(tensorboard_dir, run_dir))
-    wanted = {"deepq": "train/loss", "cma-es": "train/mean_return", "ars": "train/mean_return", "acer": "train/loss_q"}[algo]
+    wanted = {"deepq": "train/loss", "cma-es": "train/mean_return", "ars": "train/mean_return", "acer": "train/loss_q",
+              "cem": "train/mean_return"}[algo]
     assert wanted in scalars and "episode/reward" in scalars, sorted(scalars)
+    assert "rollout/ep_rew_mean" in scalars and "time/total_timesteps" not in scalars, sorted(scalars)  # (as SB3's)
     rows = list(csv.DictReader(open(os.path.join(run_dir, "progress.csv"))))
     logged = [(int(row["time/total_timesteps"]), float(row[wanted])) for row in rows if row.get(wanted)]
     assert logged, rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from typing import Any, ClassVar
 
 import gymnasium as gym
@@ -205,6 +206,16 @@ def test_progress_bar_moves_to_the_step_and_shows_the_episodes(tmp_path, capsys)
     past.at(1024)
     past.finish()
     assert "1024/1024" in capsys.readouterr().err
+
+
+def test_the_progress_bar_times_training_not_the_building_of_the_envs_and_model(tmp_path):
+    feed = EpisodeFeed(str(tmp_path / "monitor"))
+    progress = ProgressCallback(feed, total_timesteps=1000, start_timesteps=0)  # shown from the start...
+    shown_at = progress.bar.start_t
+    time.sleep(0.05)  # (the envs and the model are built)
+    _drive(TrainingCallbacks([RefreshCallback(feed, 10, 0, [progress])]), Learner(), range(10, 30, 10))
+    assert progress.bar.start_t > shown_at and progress.bar.n == 20  # ... its clock starts with training
+    progress.finish()
 
 
 def test_scalar_log_writes_new_episodes_and_pending_rows_and_serves_algorithms(tmp_path):

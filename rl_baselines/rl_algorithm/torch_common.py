@@ -302,6 +302,6 @@ class TorchActorCritic(TorchRLObject):
             self._next_log = self.num_timesteps + self.LOG_INTERVAL
             start_steps, start_time = self._log_start
             elapsed = max(time.monotonic() - start_time, 1e-9)
-            self.logger.record("time/total_timesteps", self.num_timesteps)
+            self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")  # (as SB3's)
             self.logger.record("time/fps", int((self.num_timesteps - start_steps) / elapsed))
             self.logger.dump(self.num_timesteps)

@@ -249,6 +249,13 @@ class ProgressCallback(TrainingService):
         self.bar = tqdm(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
                         disable=not enabled, smoothing=0.1)
 
+    def _on_training_start(self) -> None:
+        # shown while the envs and the model are built, the bar times training only (its rate, elapsed time and ETA
+        # are the training's, as SB3's time/fps and ProgressBarCallback's)
+        if not self.bar.disable:
+            self.bar.start_t = self.bar.last_print_t = time.time()  # (tqdm's clock)
+            self.bar.refresh()
+
     def _on_step(self) -> bool:
         if self.bar.total is not None and self.num_timesteps > self.bar.total:
             self.bar.total = self.num_timesteps  # a last rollout past the budget: the bar ends full, not totalless
