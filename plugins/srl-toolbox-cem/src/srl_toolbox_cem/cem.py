@@ -35,7 +35,6 @@ from stable_baselines3.common.vec_env import VecNormalize
 from rl_baselines.core.algo_types import ActionType, AlgoType  # not rl_baselines.core.registry: it imports the plugins
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.hyperparams import FRACTION, NON_NEGATIVE, POSITIVE, Hyperparam
-from rl_baselines.run_logging import logScalars
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath
 
@@ -315,10 +314,13 @@ class CEMModel(BaseRLObject):
             self.best_return = max(self.best_return, float(returns.max()))
             self.stats.commit()  # between generations only (see the module docstring)
             self.generation += 1
-            # a progress.csv training row per generation (and with it the episode means in tensorboard)
-            logScalars(callback, self.num_timesteps, {"train/mean_return": float(np.mean(returns)),
-                                                      "train/max_return": float(returns.max()),
-                                                      "train/mean_std": float(np.mean(self.std))})
+            # a progress.csv training row per generation (and with it the episode means in tensorboard), through the
+            # service the train command's callback offers (a plain function callback has none)
+            log = getattr(callback, "logScalars", None)
+            if log is not None:
+                log(int(self.num_timesteps), {"train/mean_return": float(np.mean(returns)),
+                                              "train/max_return": float(returns.max()),
+                                              "train/mean_std": float(np.mean(self.std))})
         self.env.close()
 
 
