@@ -39,7 +39,8 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
     budget = config.num_timesteps
     objective = (f"mean reward of the last evaluation due within the {budget}-step budget ({config.eval_episodes} "
                  f"deterministic episodes)" if config.evaluate
-                 else f"mean reward of the last {config.eval_episodes} episodes that ended within the {budget}-step budget")
+                 else f"mean reward of the last {config.eval_episodes} episodes that ended within the {budget}-step "
+                      f"budget")
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
               f"# {objective}: {best.value:.4f}, {config.algo} on {config.env} ({config.srl_model}).\n"
               f"# {repeatCommand(best, config, path)}\n")
