@@ -27,6 +27,7 @@ from rl_baselines.core.registry import registered_rl  # noqa: E402
 from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
+from rl_baselines.runs.monitor_files import MonitorTail  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search  # noqa: E402
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
@@ -516,6 +517,26 @@ def test_the_objective_scores_only_what_ended_within_the_budget(tmp_path):
     # 1000, within a 1000-step budget (with the policy of the rollouts that ended before 1000); the one at 1500 not
     assert lastEvaluationWithin({"timesteps": np.array([501, 1002, 1500])}, 500, 1000) == 1
     assert lastEvaluationWithin({"timesteps": np.array([1500])}, 500, 1024) is None
+
+
+def test_with_several_envs_an_episode_ends_at_its_envs_step_times_the_envs(tmp_path):
+    """Two envs step together: the third 250-step episode of each ends at the run's step 1500, past a 1250-step
+    budget, though the lengths of the five episodes merged before it sum to 1250 (the objective was 7.5, the mean of
+    two episodes that ended after the budget; the pruner's values were filed at steps too early)."""
+    monitor = tmp_path / "monitor"
+    monitor.mkdir()
+    for env, rewards in ((0, [-5.0, -8.0, 15.0]), (1, [-9.0, 0.0, 0.0])):
+        rows = "".join(f"{reward},250,{index + 1.0}\n" for index, reward in enumerate(rewards))
+        (monitor / f"{env}.monitor.csv").write_text(f'#{{"t_start": 0.0, "env_id": "{ENV}"}}\nr,l,t\n{rows}')
+    tail = MonitorTail(str(monitor))
+    tail.poll()
+    tail.close()
+    ends = tail.endSteps(2)
+    assert list(ends) == [500, 500, 1000, 1000, 1500, 1500] and list(tail.timesteps)[-1] == 1500
+    assert tail.rewards == [-5.0, -9.0, -8.0, 0.0, 15.0, 0.0]
+    assert meanWithin(ends, tail.rewards, 1250, 2) == pytest.approx(-4.0)
+    assert meanWithin(ends, tail.rewards, 400, 2) is None  # no episode had ended by step 400
+    assert list(tail.endSteps(1)) == [250, 250, 500, 500, 750, 750]
 
 
 def test_best_params_write_a_fixed_none_or_number_hyperparameter(tmp_path):

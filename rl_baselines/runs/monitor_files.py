@@ -46,6 +46,7 @@ class MonitorTail:
         self.lengths: list[int] = []
         self.times: list[float] = []
         self.successes: list[float] = []
+        self.env_steps: list[int] = []  # each episode's end: its own env's step count (the run's vectorized step)
         # path -> (line number, text) of its rows that are not episodes; _followed: a line came after one of them
         self.damaged: dict[str, list[tuple[int, str]]] = {}
         self._followed: dict[str, bool] = {}
@@ -94,7 +95,7 @@ class MonitorTail:
         # wall time ``t`` can swap two envs' episodes that ended at the same step.
         rows.sort(key=lambda row: row[:2])
         first_start = min(self._starts.values(), default=0.0)
-        for _, path, wall_time, reward, length, success in rows:
+        for env_steps, path, wall_time, reward, length, success in rows:
             # when this episode and every one merged before it had ended (two envs' clocks may put an episode that
             # ended at a later vectorized step a few milliseconds before the one merged ahead of it)
             ended = wall_time + self._starts.get(path, first_start) - first_start
@@ -102,6 +103,7 @@ class MonitorTail:
             self.rewards.append(reward)
             self.lengths.append(length)
             self.successes.append(success)
+            self.env_steps.append(int(env_steps))
         return len(rows)
 
     def damagedFiles(self) -> list[str]:
@@ -114,8 +116,17 @@ class MonitorTail:
 
     @property
     def timesteps(self) -> np.ndarray:
-        """Cumulative env steps at the end of each episode."""
+        """Cumulative env steps at the end of each episode (the sum of the lengths so far: SB3's plotting axis)."""
         return np.cumsum(np.asarray(self.lengths, dtype=np.int64))
+
+    def endSteps(self, num_envs: int) -> np.ndarray:
+        """
+        :param num_envs: the run's number of envs (the monitor files of one run, stepped together)
+        :return: the run's step count (all envs together, as ``num_timesteps`` and ``--num-timesteps`` count it)
+            when each episode ended: its env's own step count times the envs; with one env, :attr:`timesteps`
+        """
+        return np.maximum.accumulate(np.asarray(self.env_steps, dtype=np.int64)) * int(num_envs) \
+            if self.env_steps else np.zeros(0, dtype=np.int64)
 
     def meanReward(self, last: int = 100) -> float:
         """

@@ -44,7 +44,7 @@ class TrialFailed(Exception):
 
 def meanWithin(timesteps: np.ndarray, rewards: Sequence[float], step: int, eval_episodes: int) -> float | None:
     """
-    :param timesteps: cumulative env steps at the end of each finished episode (increasing)
+    :param timesteps: the run's env steps (all envs together) at the end of each finished episode (increasing)
     :param rewards: the episodes' rewards
     :param step: an env step count
     :param eval_episodes: how many episodes to average
@@ -81,7 +81,7 @@ class _Reporter:
 
     def update(self, timesteps: np.ndarray, rewards: Sequence[float], finished: bool) -> int | None:
         """
-        :param timesteps: cumulative env steps at the end of each finished episode
+        :param timesteps: the run's env steps (all envs together) at the end of each finished episode
         :param rewards: the episodes' rewards
         :param finished: the run has ended (no episode can still come)
         :return: the step at which the pruner stopped the trial, or None
@@ -211,7 +211,8 @@ class TrialObjective:
                         tail = MonitorTail(RunFolder(os.path.dirname(found[0])).monitor_dir)
                 if tail is not None:
                     tail.poll()
-                timesteps = tail.timesteps if tail is not None else np.zeros(0, dtype=np.int64)
+                # (the run's steps at each episode's end: with several envs, not the sum of the lengths so far)
+                timesteps = tail.endSteps(self.config.num_cpu) if tail is not None else np.zeros(0, dtype=np.int64)
                 rewards = tail.rewards if tail is not None else []
                 if finished and child.returncode != 0:
                     break  # a crash is a failed trial, not a pruned one
@@ -237,9 +238,10 @@ class TrialObjective:
     def score(self, trial: Any, timesteps: np.ndarray, rewards: Sequence[float]) -> float:
         """
         :param trial: the Optuna trial, its run finished (``run_dir`` recorded when the search evaluates)
-        :param timesteps: cumulative env steps at the end of each of the run's episodes
+        :param timesteps: the run's env steps (all envs together) at the end of each of its episodes
         :param rewards: the episodes' rewards
-        :return: the trial's objective (see :meth:`__call__`): the same value as its intermediate one at the budget
+        :return: the trial's objective (see :meth:`__call__`): without evaluations, the same value as its intermediate
+            one at the budget (the pruner reads the training episodes also when the search evaluates)
         :raises TrialFailed: no episode ended, or no evaluation was due, within the budget
         """
         budget = self.config.num_timesteps
