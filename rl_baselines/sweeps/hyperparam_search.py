@@ -117,8 +117,9 @@ def searchParser() -> CLIParser:
                         "[<algo>_<env>_<srl-model>_<optimizer>]")
     parser.add_argument("--workers", type=positiveInt, default=1, help="processes running trials in parallel [1]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=10,
-                        help="the objective is the mean reward of the last N episodes; with a forwarded --eval-freq, "
-                             "of the run's last evaluation, N deterministic episodes [10]")
+                        help="the objective is the mean reward of the last N episodes that ended within "
+                             "--num-timesteps; with a forwarded --eval-freq, of the run's last evaluation due within "
+                             "it, N deterministic episodes [10]")
     parser.add_argument("--n-evaluations", type=positiveInt, default=10,
                         help="intermediate rewards reported to the pruner per trial [10]")
     parser.add_argument("--n-startup-trials", type=nonNegativeInt, default=5,
