@@ -24,7 +24,6 @@ import errno
 import glob
 import io
 import json
-import multiprocessing
 import os
 import random
 import shlex
@@ -44,7 +43,6 @@ from conftest import REPO, interruptedRun, interruptThenResume, runFolder, runMo
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
 from replay.visdom_server import findFreePort, startServer, waitForServer
-from rl_baselines import train as train_command
 from rl_baselines.core.checkpointing import (
     CheckpointError,
     checkManifest,
@@ -69,10 +67,10 @@ from rl_baselines.envs.wrappers import openMonitor
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback, TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.resume import lockRun, planResume, runStatus
+from rl_baselines.runs.resume import lockRun, planResume
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.runs.train_loop import checkpointInterval
-from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, runCommand
+from srl_toolbox.cli import UsageError
 from srl_toolbox.files import atomicPath
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -597,27 +595,6 @@ def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
     assert (tmp_path / "progress.csv").read_text() == kept + "3,4\n" and os.listdir(tmp_path) == ["progress.csv"]
 
 
-def test_a_ctrl_c_outside_training_is_one_line_and_a_finished_process_ignores_it(tmp_path, capsys) -> None:
-    """Before training's handlers are installed (validation, env start-up) a Ctrl-C ends a command with one line and
-    130, no traceback; once a train process's run is over and saved it ignores SIGINT and SIGTERM until it exits, so
-    a sweep's Ctrl-C cannot turn a finished run into a failed one."""
-    def interruptedMain(argv):
-        raise KeyboardInterrupt
-
-    with pytest.raises(SystemExit) as exit_info:
-        runCommand(interruptedMain, [])
-    assert exit_info.value.code == INTERRUPTED_EXIT_CODE == 130 and capsys.readouterr().err == "Interrupted\n"
-    before = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        assert train_command.commandMain(["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model",
-                                          "ground_truth", "--num-timesteps", "64", "--hyperparam", "n_steps:64",
-                                          "--no-vis", "--no-progress", "--log-dir", str(tmp_path)]) == 0
-        assert all(signal.getsignal(signum) == signal.SIG_IGN for signum in before)
-    finally:
-        for signum, handler in before.items():
-            signal.signal(signum, handler)
-
-
 def test_a_continued_monitor_counts_the_time_trained_not_the_time_stopped(tmp_path) -> None:
     """A resumed run's monitor rows go on from its last row's wall time (the run lay stopped for an hour here), so
     gather_results' wall time is the time the run trained; the header keeps the original start."""
@@ -682,94 +659,3 @@ def test_keep_first_lines_only_cuts(tmp_path):
         path.write_text(content)
         keepFirstLines(str(path), n_lines)
         assert path.read_text() == kept, content
-
-
-def _ctrlC() -> None:
-    """A Ctrl-C reaching this process: its SIGINT handler, called as Python calls it between two bytecodes."""
-    signal.getsignal(signal.SIGINT)(signal.SIGINT, None)
-
-
-SECOND_CTRL_C_RUNS = {"ppo2": ["--hyperparam", "n_steps:100", "batch_size:50", "n_epochs:1"], "acktr": [],
-                      "cma-es": ["--hyperparam", "num_population:2"]}
-
-
-@pytest.mark.parametrize("algo", sorted(SECOND_CTRL_C_RUNS))
-def test_a_second_ctrl_c_stops_at_once_and_reports_the_steps_taken(tmp_path, monkeypatch, capsys, algo) -> None:
-    """Two Ctrl-Cs before the step that would write the stop checkpoint: exit 130 at once, no new checkpoint, the
-    run resumable from its last one, and the summary and the saved model's manifest count the steps taken (the SB3
-    algorithms reported 0: a KeyboardInterrupt skipped their copy of the learner's count)."""
-    original = TrainingCallbacks.on_step
-
-    def twoCtrlCs(self) -> bool:
-        keep_going = original(self)
-        if self.num_timesteps >= 700:
-            _ctrlC()  # the first asks for a checkpoint at the next step
-            _ctrlC()  # the second, before it, stops at once
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
-    before = signal.getsignal(signal.SIGINT)
-    assert train.main([*GT, "--algo", algo, "--num-timesteps", "2000", "--checkpoint-freq", "500", "--no-vis",
-                       "--no-progress", "--log-dir", str(tmp_path), *SECOND_CTRL_C_RUNS[algo]]) == 130
-    assert signal.getsignal(signal.SIGINT) is before
-    out = capsys.readouterr().out
-    (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
-    steps = readManifest(run_dir)["num_timesteps"]
-    assert 700 <= steps < 1000 and f"\nInterrupted: {steps} steps, " in out, out
-    ((_, checkpoint),) = listCheckpoints(run_dir)  # the periodic one, no stop checkpoint
-    assert f"Checkpoint: {checkpoint}; continue with: python -m rl_baselines.train --resume " in out
-    assert runStatus(run_dir) == "resume"
-
-
-def test_a_second_ctrl_c_closes_the_env_workers(tmp_path, monkeypatch) -> None:
-    """Two Ctrl-Cs in a run of 2 envs in subprocesses: the workers (which ignore SIGINT and SIGTERM) are closed, so
-    the process can exit (multiprocessing's exit waited for them forever)."""
-    original = TrainingCallbacks.on_step
-
-    def twoCtrlCs(self) -> bool:
-        keep_going = original(self)
-        if self.num_timesteps >= 300:
-            _ctrlC()
-            _ctrlC()
-        return keep_going
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", twoCtrlCs)
-    try:
-        assert train.main([*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "2000", "--no-vis",
-                           "--no-progress", "--log-dir", str(tmp_path), "--hyperparam", "n_steps:50",
-                           "batch_size:50", "n_epochs:1"]) == 130
-        assert multiprocessing.active_children() == []
-    finally:
-        for child in multiprocessing.active_children():  # (without the fix: or this test process would not exit)
-            child.kill()
-            child.join()
-
-
-def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, monkeypatch, capsys) -> None:
-    """A Ctrl-C, then a second one while the stopped run saves its model: the save and the summary complete (a
-    KeyboardInterrupt ended the process there, without the summary), exit 130."""
-    original_step, original_save = TrainingCallbacks.on_step, TrainingCallbacks.saveModel
-
-    def oneCtrlC(self) -> bool:
-        keep_going = original_step(self)
-        if self.num_timesteps >= 700 and self.stop_signal is None:
-            _ctrlC()
-        return keep_going
-
-    def ctrlCWhileSaving(self, folder: str, num_timesteps: int, **extra) -> None:
-        _ctrlC()
-        original_save(self, folder, num_timesteps, **extra)
-
-    monkeypatch.setattr(TrainingCallbacks, "on_step", oneCtrlC)
-    monkeypatch.setattr(TrainingCallbacks, "saveModel", ctrlCWhileSaving)
-    try:
-        code = train.main([*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--checkpoint-freq", "500", "--no-vis",
-                           "--no-progress", "--log-dir", str(tmp_path), *SECOND_CTRL_C_RUNS["ppo2"]])
-    except KeyboardInterrupt:
-        pytest.fail("the second Ctrl-C cut the final save short")
-    out = capsys.readouterr().out
-    (run_dir,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*"))
-    stopped_at, checkpoint = listCheckpoints(run_dir)[-1]
-    assert code == 130 and readManifest(checkpoint)["stopped_by"] == "SIGINT"
-    assert readManifest(run_dir)["num_timesteps"] == stopped_at and f"\nStopped: {stopped_at} steps, " in out
-    assert runStatus(run_dir) == "resume"

@@ -1,0 +1,232 @@
+"""rl_baselines.pipeline on Ray: the executor against a stand-in for Ray (workers capped by the cluster, a cancelled
+queued run, the tasks' thread settings, addresses refused before anything is written), and a real sweep on a local
+Ray instance bound to the loopback address without its dashboard."""
+from __future__ import annotations
+
+import concurrent.futures
+import glob
+import http.server
+import json
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from conftest import REPO, runModule
+from sweep_runs import ENVS, SRL_MODELS, SWEEP_TIMEOUT_S, TRAIN_FLAGS, checkFinishedRun
+
+from benchmarks.sweep_speed import startRayHead, stopRayHead
+from replay.visdom_server import findFreePort
+from rl_baselines.runs.resume import runStatus
+from rl_baselines.sweeps import executors, pipeline
+from rl_baselines.sweeps.sweep import expandGrid
+from srl_toolbox.cli import UsageError
+
+pytestmark = pytest.mark.slow  # whole sweeps: left out of `make test-fast`
+
+
+class _TaskCancelledError(Exception):
+    """ray.exceptions.TaskCancelledError"""
+
+
+class _QueuingRay:
+    """The calls of Ray that the Ray executor makes, on a cluster of ``cpus`` CPUs held by other jobs: every task
+    submitted waits in its queue, and the sweep's first wait for a run is cut short by a Ctrl-C."""
+
+    exceptions = type("exceptions", (), {"TaskCancelledError": _TaskCancelledError})
+
+    def __init__(self, cpus: int) -> None:
+        self.cpus, self.submitted, self.cancelled, self.task_options = cpus, [], set(), {}
+
+    def init(self, **kwargs) -> None:
+        pass
+
+    def cluster_resources(self) -> dict:
+        return {"CPU": float(self.cpus)}
+
+    def remote(self, function):
+        return self
+
+    def options(self, **options):
+        self.task_options = options
+        return type("Task", (), {"remote": lambda task, *args: self._submit(args)})()
+
+    def _submit(self, args) -> int:
+        self.submitted.append(args)
+        return len(self.submitted) - 1
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        if not self.cancelled:
+            raise KeyboardInterrupt
+        return [ref for ref in refs if ref in self.cancelled], [ref for ref in refs if ref not in self.cancelled]
+
+    def cancel(self, ref) -> None:
+        self.cancelled.add(ref)
+
+    def get(self, ref):
+        raise _TaskCancelledError(f"Task {ref} was cancelled")
+
+    def shutdown(self) -> None:
+        pass
+
+
+def test_ray_workers_are_capped_by_the_cluster_and_a_cancelled_queued_run_is_not_run(tmp_path, capsys,
+                                                                                      monkeypatch) -> None:
+    """``--workers 4`` on a 2-CPU cluster put 4 tasks in flight (2 in Ray's queue) that the start line and the bar
+    counted as running, and after a Ctrl-C a run whose task never started was reported failed, exit code None."""
+    fake = _QueuingRay(cpus=2)
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    log_dir = str(tmp_path / "logs")
+    code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "3",
+                          "--workers", "4", "--executor", "ray", "--log-dir", log_dir, "--no-vis", "--no-progress",
+                          "--num-timesteps", "200"])
+    out = capsys.readouterr().out
+    assert code == 130 and len(fake.submitted) == 2, out
+    assert "3 to run on 2 ray worker(s)" in out and "--workers 4 capped to 2: the Ray cluster fits 2 run(s)" in out
+    assert "failed" not in out.replace("0 failed", "") and "None" not in out, out
+    assert "0/3 runs finished (0 earlier), 0 failed, 3 not run" in out, out
+    (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    with open(state) as handle:
+        assert [run["state"] for run in json.load(handle)["runs"]] == ["pending"] * 3
+
+
+def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypatch) -> None:
+    """A running cluster's worker has Ray's OMP_NUM_THREADS (the task's CPUs), not the pipeline's: the same command
+    trained with other thread counts under Ray than locally."""
+    fake = _QueuingRay(cpus=2)
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    monkeypatch.setenv("MKL_NUM_THREADS", "1")
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    executors.RayExecutor(None, 1, 0.0, None)
+    assert fake.task_options["runtime_env"] == {"env_vars": {"OMP_NUM_THREADS": "2", "MKL_NUM_THREADS": "1"}}
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("MKL_NUM_THREADS")
+    executors.RayExecutor(None, 1, 0.0, None)  # nothing set: the task's CPUs, as documented
+    assert "runtime_env" not in fake.task_options and fake.task_options["num_cpus"] == 1
+
+
+class _UnreachableRay(_QueuingRay):
+    """Ray, as far as validation goes: connecting (which would retry for minutes) fails the test."""
+
+    def init(self, **kwargs) -> None:
+        raise AssertionError(f"ray.init({kwargs}) was reached")
+
+
+def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_written(tmp_path, monkeypatch) -> None:
+    """``--ray-address auto`` with RAY_ADDRESS at a stopped cluster (or none running) hung for minutes."""
+    monkeypatch.setattr(executors, "importRay", lambda address: _UnreachableRay(cpus=2))
+    log_dir = tmp_path / "logs"
+    base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", str(log_dir), "--no-vis",
+            "--executor", "ray", "--ray-address"]
+    stopped = f"127.0.0.1:{findFreePort()}"
+    monkeypatch.setenv("RAY_ADDRESS", stopped)
+    with pytest.raises(UsageError, match=rf"^--ray-address auto \({stopped}\): nothing answers there \(.*\); start "
+                                         r"the cluster with `ray start --head` or leave --ray-address out"):
+        pipeline.main([*base, "auto"])
+    monkeypatch.setenv("RAY_ADDRESS", "nohost")
+    with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS 'nohost' is not HOST:PORT"):
+        pipeline.main([*base, "auto"])
+    assert not log_dir.exists()
+
+
+def _grpcServer(grpc, service: str, method: str):
+    """:return: (a gRPC server on 127.0.0.1 that answers ``service``'s ``method`` with an empty reply, its port)"""
+    server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))
+    handler = grpc.unary_unary_rpc_method_handler(lambda request, context: b"")
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, {method: handler}),))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
+def test_a_ray_address_that_is_not_a_clusters_gcs_is_refused_before_anything_is_written(tmp_path,
+                                                                                         monkeypatch) -> None:
+    """A HOST:PORT where another server listens (a web server, Ray's client server without ray://) hung or printed
+    Ray's warnings for minutes; a cluster's GCS passes."""
+    grpc = pytest.importorskip("grpc")
+    monkeypatch.setattr(executors, "importRay", lambda address: _UnreachableRay(cpus=2))
+    log_dir = tmp_path / "logs"
+    base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", str(log_dir), "--no-vis",
+            "--executor", "ray", "--ray-address"]
+    web = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=web.serve_forever, daemon=True).start()
+    client_server, client_port = _grpcServer(grpc, "ray.rpc.RayletDriver", "ClusterInfo")
+    gcs, gcs_port = _grpcServer(grpc, "ray.rpc.NodeInfoGcsService", "GetClusterId")
+    try:
+        web_address = f"127.0.0.1:{web.server_address[1]}"
+        with pytest.raises(UsageError, match=rf"^--ray-address {web_address}: no Ray cluster answers there"):
+            pipeline.main([*base, web_address])
+        with pytest.raises(UsageError, match=rf"Ray's client server answers there, not a cluster's GCS; give "
+                                             rf"ray://127.0.0.1:{client_port}$"):
+            pipeline.main([*base, f"127.0.0.1:{client_port}"])
+        executors.checkRayAddress(f"127.0.0.1:{gcs_port}")
+    finally:
+        web.shutdown()
+        web.server_close()
+        client_server.stop(None)
+        gcs.stop(None)
+    assert not log_dir.exists()
+
+
+# A Ray head on the loopback address, no dashboard, stopped when its stdin closes.
+def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
+    pytest.importorskip("ray")
+    # Ray >= 2.59 protects clusters with a token; a throwaway one keeps Ray from writing ~/.ray/auth_token.
+    ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+    log_dir = str(tmp_path / "logs")
+    args = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", *SRL_MODELS, "--num-iteration", "1", "--log-dir",
+            log_dir, "--no-vis", "--no-progress", "--executor", "ray", *TRAIN_FLAGS]
+    specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
+    monkeypatch.syspath_prepend(REPO)  # the benchmark's Ray head helpers, also under a plain `pytest`
+
+    # A cluster started without OMP_NUM_THREADS: its workers have Ray's (the task's CPUs, 1), not the pipeline's 2
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    try:
+        assert address.startswith("127.0.0.1:"), address
+        # real processes, as a user starts them: Ray (its driver, workers and local instance) is left out of the warm
+        # interpreter (conftest.runModule)
+        result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, "--workers", "4",
+                           env={**ray_env, "OMP_NUM_THREADS": "2"}, timeout=SWEEP_TIMEOUT_S, warm=False)
+    finally:
+        stopRayHead(head)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Ray cluster: {address} (2 CPUs, 0 GPUs)" in result.stdout
+    assert "2 to run on 2 ray worker(s)" in result.stdout and "--workers 4 capped to 2" in result.stdout
+    folders = [checkFinishedRun(spec) for spec in specs]
+    # the raw-pixel run's threads (auto) are the pipeline's OMP_NUM_THREADS, as in a local run of the same command
+    assert [json.load(open(os.path.join(folder, "args.json")))["torch_threads"] for folder in folders] == [1, 2]
+
+    # Without --ray-address the pipeline starts (and stops) its own instance; --force redoes a finished run
+    result = runModule("rl_baselines.pipeline", *args[:5], "ground_truth", *args[7:], "--force", env=ray_env,
+                       timeout=SWEEP_TIMEOUT_S, warm=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Ray cluster: local instance (" in result.stdout and "0 already done, 1 to run" in result.stdout
+    redone = checkFinishedRun(specs[0])
+    assert redone != folders[0] and not os.path.exists(folders[0]) and os.path.isdir(folders[1])
+
+    # Ctrl-C of a Ray sweep stops its run, which saves a checkpoint: a Ray worker's thread blocks SIGINT and its train
+    # process inherited that (it trained on, and the pipeline waited for it), and the cancelled task reported a
+    # finished run as failed with Ray's traceback
+    interrupted = str(tmp_path / "interrupted")
+    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
+               "ground_truth", "--num-iteration", "1", "--log-dir", interrupted, "--no-vis", "--no-progress",
+               "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "500"]
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **ray_env, "PYTHONPATH": REPO},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 120
+    while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
+            time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    output = process.communicate(timeout=120)[0]
+    assert process.returncode == 130, output
+    assert "stopped by SIGINT (the same command continues it)" in output and "Ray task failed" not in output, output
+    run_folder = glob.glob(os.path.join(interrupted, "*", "*", "*", "*"))[0]
+    assert runStatus(run_folder) == "resume" and "Stopped:" in open(os.path.join(run_folder, "train.log")).read()
