@@ -28,7 +28,7 @@ from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
 from rl_baselines.runs.monitor_files import MonitorTail  # noqa: E402
-from rl_baselines.sweeps import hyperparam_search  # noqa: E402
+from rl_baselines.sweeps import hyperparam_search, search_trials  # noqa: E402
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
@@ -163,10 +163,11 @@ def test_commands_share_one_sqlite_study(tmp_path):
 @pytest.mark.slow
 def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
     """A forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
-    value is the mean of its last evaluation."""
+    value is the mean of its last evaluation; the pruner got each evaluation's mean at its step (not the training
+    episodes' means at the --n-evaluations steps 125, 250, 375, 500), the last one the objective."""
     url = f"sqlite:///{tmp_path / 'evaluated.db'}"
     result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "none",
-                       "--n-trials", "1", "--num-timesteps", "500", "--n-evaluations", "2", "--eval-freq", "250",
+                       "--n-trials", "1", "--num-timesteps", "500", "--n-evaluations", "4", "--eval-freq", "250",
                        "--eval-episodes", "2", "--storage", url, "--study-name", "evaluated", "--log-dir",
                        tmp_path / "logs", timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
@@ -174,6 +175,8 @@ def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
     evaluations = readEvaluations(trial.user_attrs["run_dir"])
     assert list(evaluations["timesteps"]) == [250, 500] and evaluations["results"].shape == (2, 2)
     assert trial.value == pytest.approx(evaluations["results"][-1].mean())
+    assert trial.intermediate_values == pytest.approx({250: evaluations["results"][0].mean(),
+                                                       500: evaluations["results"][1].mean()})
 
 
 def test_sampler_seeds_of_commands_sharing_a_study_differ():
@@ -517,6 +520,68 @@ def test_the_objective_scores_only_what_ended_within_the_budget(tmp_path):
     # 1000, within a 1000-step budget (with the policy of the rollouts that ended before 1000); the one at 1500 not
     assert lastEvaluationWithin({"timesteps": np.array([501, 1002, 1500])}, 500, 1000) == 1
     assert lastEvaluationWithin({"timesteps": np.array([1500])}, 500, 1024) is None
+
+
+class _PruneBelow(optuna.trial.FixedTrial):
+    """A fixed trial whose pruner stops it at the first intermediate value below ``threshold``."""
+
+    def __init__(self, threshold: float) -> None:
+        super().__init__({}, number=3)
+        self.threshold = threshold
+        self.reported: list = []
+
+    def report(self, value: float, step: int) -> None:
+        self.reported.append((step, value))
+
+    def should_prune(self) -> bool:
+        return self.reported[-1][1] < self.threshold
+
+
+def test_with_eval_freq_the_pruner_reads_each_evaluation_at_its_due_step(tmp_path, capsys):
+    """With a forwarded --eval-freq the pruner reads the run's evaluations.npz as it grows (it read the training
+    episodes, so a pruned trial and a completed one were compared on different measures): each evaluation's mean at
+    the multiple of --eval-freq it was due at, none due past the budget, the last one reported the objective; a
+    missing or unreadable file is no evaluation yet."""
+    config = _searchConfig(tmp_path, "--eval-freq", "500", "--eval-episodes", "2", "--n-evaluations", "8",
+                           "--pruner", "hyperband")
+    # the report steps are the evaluations' (not --n-evaluations' 128, 256, ...): Hyperband's resources run from the
+    # first (--eval-freq) to the last, the step the objective is measured at (the last multiple within the budget)
+    assert list(config.reportSteps) == [500, 1000]
+    assert list(_searchConfig(tmp_path, "--n-evaluations", "4").reportSteps) == [256, 512, 768, 1024]  # unchanged
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    path = run_dir / "evaluations.npz"
+    trial = _PruneBelow(-100.0)
+    reporter = search_trials._EvaluationReporter(trial, config.eval_freq, config.reportSteps[-1])
+    assert reporter.update(None) is None and reporter.update(str(run_dir)) is None  # no run folder, no file yet
+    path.write_bytes(b"PK\x03\x04 half written")
+    assert reporter.update(str(run_dir)) is None and trial.reported == []  # unreadable: read again at the next poll
+    # with 2 envs the first evaluation is played at step 502, due at 500
+    np.savez(path, timesteps=np.array([502]), results=np.array([[1.0, 2.0]]), ep_lengths=np.full((1, 2), 250))
+    assert reporter.update(str(run_dir)) is None and trial.reported == [(500, 1.5)]
+    np.savez(path, timesteps=np.array([502, 1000, 1500]), results=np.array([[1.0, 2.0], [3.0, 4.0], [50.0, 60.0]]),
+             ep_lengths=np.full((3, 2), 250))
+    assert reporter.update(str(run_dir)) is None
+    assert reporter.update(str(run_dir)) is None  # each evaluation reported once
+    assert trial.reported == [(500, 1.5), (1000, 3.5)]  # the one due at 1500, past the 1024-step budget, not
+    trial.set_user_attr("run_dir", str(run_dir))
+    assert TrialObjective(config).score(trial, np.array([250, 500]), [0.0, 0.0]) == trial.reported[-1][1]
+    # the pruner decides on each evaluation: stopped at the first one below 3
+    pruned = _PruneBelow(3.0)
+    assert search_trials._EvaluationReporter(pruned, 500, 1000).update(str(run_dir)) == 500
+    assert pruned.reported == [(500, 1.5)]
+    # a real trial records them as its intermediate values, which its pruned line gives
+    study = optuna.create_study(direction="maximize")
+    real = study.ask()
+    assert search_trials._EvaluationReporter(real, 500, 1000).update(str(run_dir)) is None
+    study.tell(real, state=optuna.trial.TrialState.PRUNED)
+    assert study.trials[0].intermediate_values == {500: 1.5, 1000: 3.5}
+    TrialProgress(1, enabled=False, evaluates=True).trialDone(study.trials[0])
+    assert "trial 0: pruned at step 1000 (evaluation mean reward then 3.50)" in capsys.readouterr().out
+    # an unreadable file once the run finished fails the trial (it stopped the whole search)
+    path.write_bytes(b"not an npz")
+    with pytest.raises(TrialFailed, match="not a readable .npz file"):
+        TrialObjective(config).score(trial, np.array([250, 500]), [0.0, 0.0])
 
 
 def test_with_several_envs_an_episode_ends_at_its_envs_step_times_the_envs(tmp_path):

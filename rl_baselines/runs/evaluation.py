@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import os
 import warnings
+import zipfile
 from typing import Any
 
 import gymnasium as gym
@@ -89,7 +90,7 @@ def readEvaluations(path: str) -> dict[str, np.ndarray] | None:
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, EOFError) as error:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:  # (a truncated or corrupt file)
         raise ValueError(f"{path} is not a readable .npz file ({error})") from None
     missing = [key for key in EVALUATION_KEYS if key not in arrays]
     if missing:

@@ -10,8 +10,10 @@ The search space is the algorithm's ``getOptParam()``; hyperparameters fixed wit
 trial is one ``python -m rl_baselines.train`` run in a subprocess, its run folder under
 ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
 mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
-that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not scored), or,
-with a forwarded ``--eval-freq``, the mean of the run's last evaluation due by then.
+that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not scored).
+With a forwarded ``--eval-freq`` the pruner reads each evaluation's mean reward instead, at the multiple of
+``--eval-freq`` it was due at (``--n-evaluations`` is unused), and the objective is the mean of the run's last
+evaluation due by ``--num-timesteps``: either way the last value reported to the pruner is the objective.
 
 The study lives in an Optuna storage (:mod:`rl_baselines.sweeps.search_study`): SQLite at
 ``<log-dir>/hyperparam_search/<study>.db`` by default, or any SQLAlchemy URL (``--storage postgresql://...``) so that
@@ -107,7 +109,8 @@ def searchParser() -> CLIParser:
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="tpe",
                         help="sampler: tpe (Bayesian, as hyperopt), random, grid [tpe]")
     parser.add_argument("--pruner", choices=PRUNERS, default="hyperband",
-                        help="stop bad trials early from their intermediate rewards [hyperband]")
+                        help="stop bad trials early from their intermediate rewards (with a forwarded --eval-freq, "
+                             "each evaluation's mean) [hyperband]")
     parser.add_argument("--n-trials", type=positiveInt, default=20, help="trials this command runs, all workers "
                         "together [20]")
     parser.add_argument("--num-timesteps", type=positiveInt, default=int(1e5), help="env steps per trial [1e5]")
@@ -121,7 +124,8 @@ def searchParser() -> CLIParser:
                              "--num-timesteps; with a forwarded --eval-freq, of the run's last evaluation due within "
                              "it, N deterministic episodes [10]")
     parser.add_argument("--n-evaluations", type=positiveInt, default=10,
-                        help="intermediate rewards reported to the pruner per trial [10]")
+                        help="intermediate rewards reported to the pruner per trial, at evenly spaced steps; unused "
+                             "with a forwarded --eval-freq, whose evaluations are reported instead [10]")
     parser.add_argument("--n-startup-trials", type=nonNegativeInt, default=5,
                         help="random trials before TPE models the results, and completed trials before the median "
                              "pruner prunes [5]")
@@ -263,7 +267,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     known = len(study.trials)
     print(f"Study {config.study_name} ({config.storage_url}): {known} earlier trials; searching "
           f"{', '.join(config.space)}", flush=True)
-    progress = TrialProgress(args.n_trials, enabled=not args.no_progress)
+    progress = TrialProgress(args.n_trials, enabled=not args.no_progress, evaluates=config.evaluate)
     interrupted = False
     previous_sigterm = signal.signal(signal.SIGTERM, raiseTerminated)
     try:
@@ -307,7 +311,7 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
     yaml_path = os.path.join(config.output_dir, "best_hyperparams.yaml")
     values = writeBestParams(yaml_path, study, config, algo_class)
     best = study.best_trial
-    print(f"Best trial {best.number}: mean reward {best.value:.2f} with "
+    print(f"Best trial {best.number}: {progress.measure} {best.value:.2f} with "
           f"{', '.join(f'{k}={formatValue(v)}' for k, v in values.items())}")
     print(f"Best hyperparameters: {yaml_path}")
     print(f"  {repeatCommand(best, config, yaml_path)}")

@@ -20,6 +20,7 @@ import dataclasses
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -85,10 +86,14 @@ class SearchConfig:
         return flags
 
     @property
-    def reportSteps(self) -> list[int]:
-        """The env steps at which a trial reports its intermediate value to the pruner."""
-        steps = sorted({max(1, self.num_timesteps * k // self.n_evaluations) for k in range(1, self.n_evaluations + 1)})
-        return steps
+    def reportSteps(self) -> Sequence[int]:
+        """The env steps at which a trial may report an intermediate value to the pruner, increasing, the last one the
+        step the objective is measured at: ``n_evaluations`` evenly spaced steps up to ``num_timesteps``, or, when the
+        search evaluates, the multiples of ``eval_freq`` up to it (each evaluation is reported at the multiple it was
+        due at; with more envs than ``eval_freq`` an evaluation can cover several multiples, which then get none)."""
+        if self.evaluate:
+            return range(self.eval_freq, self.num_timesteps + 1, self.eval_freq)
+        return sorted({max(1, self.num_timesteps * k // self.n_evaluations) for k in range(1, self.n_evaluations + 1)})
 
 
 def importOptuna() -> Any:
@@ -235,12 +240,14 @@ def makeSampler(config: SearchConfig, seed: int) -> Any:
 def makePruner(config: SearchConfig) -> Any:
     """
     :param config: the search
-    :return: the Optuna pruner of ``config.pruner`` (steps are env steps)
+    :return: the Optuna pruner of ``config.pruner`` (steps are env steps); Hyperband's resources are the first and
+        last report steps (:attr:`SearchConfig.reportSteps`: with evaluations, ``eval_freq`` and the last multiple of
+        it within the budget, the step of the evaluation scored)
     """
     optuna = importOptuna()
     if config.pruner == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=config.reportSteps[0], max_resource=config.num_timesteps,
-                                              reduction_factor=3)
+        steps = config.reportSteps
+        return optuna.pruners.HyperbandPruner(min_resource=steps[0], max_resource=steps[-1], reduction_factor=3)
     if config.pruner == "median":
         return optuna.pruners.MedianPruner(n_startup_trials=config.n_startup_trials, n_warmup_steps=0)
     return optuna.pruners.NopPruner()

@@ -3,14 +3,23 @@
 Each trial is one ``python -m rl_baselines.train`` run in a subprocess that leads its own process group, its run
 folder under ``<output_dir>/trial_NNNN/``. A subprocess rather than a call in this process: a crashing or leaking
 trial (PyBullet, SubprocVecEnv children, GPU memory) cannot take the search down, every trial is an ordinary run
-folder that ``replay`` tools read, and a pruned trial is stopped by killing its process group. The pruner's
-intermediate values are read from the run's monitor CSVs as they grow: at the env steps ``T*k/n``, the mean reward of
-the last ``eval_episodes`` episodes finished by then (a value is reported only once no episode can still end before
-its step, so it does not depend on polling speed). The objective is that mean at the budget (``num_timesteps``, the
-last of those steps), or, when the search evaluates, the mean of the run's last evaluation due by the budget (its
-evaluations.npz). A trial trains on past the budget to the end of its last rollout (SB3 finishes it); what comes after
-the budget (episodes that end, evaluations due, past it) is not scored, so every trial is scored on the same budget.
-A failed run is a failed trial (:class:`TrialFailed`), never a pruned one.
+folder that ``replay`` tools read, and a pruned trial is stopped by killing its process group.
+
+The pruner's intermediate values and the objective are the same measure, so that the last value a trial reports is
+its objective, and a pruned trial is compared with completed ones on what they are scored on:
+
+- without evaluations, they are read from the run's monitor CSVs as they grow: at the env steps ``T*k/n``, the mean
+  reward of the last ``eval_episodes`` episodes finished by then (a value is reported only once no episode can still
+  end before its step, so it does not depend on polling speed); the objective is that mean at the budget
+  (``num_timesteps``, the last of those steps);
+- when the search evaluates (a forwarded ``--eval-freq``), from the run's evaluations.npz as the run rewrites it
+  (atomically, after each evaluation; a missing or unreadable file is read again at the next poll): each evaluation's
+  mean reward, at the multiple of ``eval_freq`` it was due at (as RL Zoo's TrialEvalCallback reports each evaluation's
+  mean); the objective is the mean of the last evaluation due by the budget.
+
+A trial trains on past the budget to the end of its last rollout (SB3 finishes it); what comes after the budget
+(episodes that end, evaluations due, past it) is neither reported nor scored, so every trial is scored on the same
+budget. A failed run is a failed trial (:class:`TrialFailed`), never a pruned one.
 """
 from __future__ import annotations
 
@@ -70,10 +79,10 @@ def lastEvaluationWithin(evaluations: dict[str, np.ndarray], eval_freq: int, ste
     return int(within[-1]) if within.size else None
 
 
-class _Reporter:
+class _EpisodeReporter:
     """Reports a trial's intermediate rewards at fixed env steps as its monitor files grow."""
 
-    def __init__(self, trial: Any, steps: list[int], eval_episodes: int) -> None:
+    def __init__(self, trial: Any, steps: Sequence[int], eval_episodes: int) -> None:
         self.trial = trial
         self.steps = steps
         self.eval_episodes = eval_episodes
@@ -95,6 +104,47 @@ class _Reporter:
             if value is None:
                 continue
             self.trial.report(value, step)
+            if self.trial.should_prune():
+                return step
+        return None
+
+
+class _EvaluationReporter:
+    """
+    Reports a trial's evaluations as its run writes them: each one's mean reward at the multiple of ``eval_freq`` it
+    was due at (:func:`lastEvaluationWithin`), those due by ``last_step`` only.
+
+    :param trial: the Optuna trial
+    :param eval_freq: the run's evaluation period
+    :param last_step: the last step to report (the last multiple of ``eval_freq`` within the budget: the evaluation
+        due there, or the last one before it, is the objective)
+    """
+
+    def __init__(self, trial: Any, eval_freq: int, last_step: int) -> None:
+        self.trial = trial
+        self.eval_freq = eval_freq
+        self.last_step = last_step
+        self.next = 0  # evaluations read so far
+
+    def update(self, run_dir: str | None) -> int | None:
+        """
+        :param run_dir: the run folder (None while the run has not made it): its evaluations.npz is read, missing or
+            unreadable meaning no evaluation yet (the run rewrites it atomically, with every evaluation so far)
+        :return: the step at which the pruner stopped the trial, or None
+        """
+        try:
+            evaluations = readEvaluations(run_dir) if run_dir is not None else None
+        except ValueError:
+            evaluations = None
+        if evaluations is None:
+            return None
+        due = np.asarray(evaluations["timesteps"], dtype=np.int64) // self.eval_freq * self.eval_freq
+        while self.next < len(due):
+            index, step = self.next, int(due[self.next])
+            self.next += 1
+            if step > self.last_step:
+                continue  # due after the budget: not scored
+            self.trial.report(float(np.mean(evaluations["results"][index])), step)
             if self.trial.should_prune():
                 return step
         return None
@@ -174,8 +224,8 @@ class TrialObjective:
         """
         :param trial: the Optuna trial
         :return: the mean reward of the last ``eval_episodes`` episodes that ended within ``num_timesteps`` steps (of
-            its last evaluation due by then when the search evaluates); the run trains on to the end of its last
-            rollout, and what comes after the budget is not scored
+            its last evaluation due by then when the search evaluates), the last intermediate value reported; the run
+            trains on to the end of its last rollout, and what comes after the budget is not scored
         :raises optuna.TrialPruned: the pruner stopped it
         :raises TrialFailed: the run failed or finished no episode
         """
@@ -199,16 +249,19 @@ class TrialObjective:
             environ = None if self.config.threads is None else threadsEnvironment(self.config.threads)
             child = subprocess.Popen(self.trainCommand(folder, trial.number, params), stdout=log, env=environ,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        reporter = _Reporter(trial, self.config.reportSteps, self.config.eval_episodes)
-        tail = None
+        steps = self.config.reportSteps
+        episodes = _EpisodeReporter(trial, steps, self.config.eval_episodes)
+        evaluations = _EvaluationReporter(trial, self.config.eval_freq, steps[-1]) if self.config.evaluate else None
+        tail, run_dir = None, None
         try:
             while True:
                 finished = child.poll() is not None  # checked before reading: a finished run's files are complete
                 if tail is None:
                     found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", ARGS_FILE))
                     if found:
-                        trial.set_user_attr("run_dir", os.path.dirname(found[0]))
-                        tail = MonitorTail(RunFolder(os.path.dirname(found[0])).monitor_dir)
+                        run_dir = os.path.dirname(found[0])
+                        trial.set_user_attr("run_dir", run_dir)
+                        tail = MonitorTail(RunFolder(run_dir).monitor_dir)
                 if tail is not None:
                     tail.poll()
                 # (the run's steps at each episode's end: with several envs, not the sum of the lengths so far)
@@ -216,7 +269,10 @@ class TrialObjective:
                 rewards = tail.rewards if tail is not None else []
                 if finished and child.returncode != 0:
                     break  # a crash is a failed trial, not a pruned one
-                pruned_at = reporter.update(timesteps, rewards, finished)
+                if evaluations is None:
+                    pruned_at = episodes.update(timesteps, rewards, finished)
+                else:
+                    pruned_at = evaluations.update(run_dir)
                 if pruned_at is not None:
                     raise optuna.TrialPruned(f"pruned at step {pruned_at}")
                 if finished:
@@ -240,9 +296,10 @@ class TrialObjective:
         :param trial: the Optuna trial, its run finished (``run_dir`` recorded when the search evaluates)
         :param timesteps: the run's env steps (all envs together) at the end of each of its episodes
         :param rewards: the episodes' rewards
-        :return: the trial's objective (see :meth:`__call__`): without evaluations, the same value as its intermediate
-            one at the budget (the pruner reads the training episodes also when the search evaluates)
-        :raises TrialFailed: no episode ended, or no evaluation was due, within the budget
+        :return: the trial's objective (see :meth:`__call__`): the same value as its last intermediate one (at the
+            budget without evaluations, at the step its last evaluation within the budget was due with them)
+        :raises TrialFailed: no episode ended, or no evaluation was due, within the budget, or evaluations.npz is
+            unreadable
         """
         budget = self.config.num_timesteps
         value = meanWithin(timesteps, rewards, budget, self.config.eval_episodes)
@@ -253,7 +310,11 @@ class TrialObjective:
         if not self.config.evaluate:
             return value
         run_dir = trial.user_attrs["run_dir"]
-        evaluations = readEvaluations(run_dir)
+        try:
+            evaluations = readEvaluations(run_dir)
+        except ValueError as error:
+            trial.set_user_attr("error", str(error))
+            raise TrialFailed(str(error)) from None
         last = None if evaluations is None else lastEvaluationWithin(evaluations, self.config.eval_freq, budget)
         if last is None:
             message = f"the run wrote no evaluation due within {budget} steps (evaluations.npz) in {run_dir}"
@@ -293,9 +354,11 @@ class TrialProgress:
 
     :param total: trials this command runs
     :param enabled: show the bar
+    :param evaluates: the trials' values are evaluation means (a forwarded ``--eval-freq``): the lines say so
     """
 
-    def __init__(self, total: int, enabled: bool) -> None:
+    def __init__(self, total: int, enabled: bool, evaluates: bool = False) -> None:
+        self.measure = "evaluation mean reward" if evaluates else "mean reward"
         self.bar = tqdm(total=total, unit="trial", desc="trials", disable=not enabled, dynamic_ncols=True)
         self.seen: set[int] = set()
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
@@ -313,13 +376,13 @@ class TrialProgress:
         if state == "COMPLETE":
             self.best = max(self.best, trial.value)
             params = ", ".join(f"{name}={formatValue(value)}" for name, value in trial.params.items())
-            line = f"trial {trial.number}: mean reward {trial.value:.2f} ({params})"
+            line = f"trial {trial.number}: {self.measure} {trial.value:.2f} ({params})"
         elif state == "PRUNED" and "pruned_before_start" in trial.user_attrs:
             line = f"trial {trial.number}: pruned before it started ({trial.user_attrs['pruned_before_start']})"
         elif state == "PRUNED":
             step = trial.last_step
             value = trial.intermediate_values.get(step, float("nan")) if step is not None else float("nan")
-            line = f"trial {trial.number}: pruned at step {step} (mean reward then {value:.2f})"
+            line = f"trial {trial.number}: pruned at step {step} ({self.measure} then {value:.2f})"
         else:
             line = f"trial {trial.number}: failed: {trial.user_attrs.get('error', 'see its train.log')}"
         self.bar.write(line)
