@@ -19,7 +19,7 @@ from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
-from rl_baselines.runs.train import algorithmDefaults
+from rl_baselines.runs.train import algorithmDefaults, trainCommand
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.settings import settingFields
 
@@ -104,8 +104,6 @@ def trainHere(*args: str) -> str:
     :param args: its arguments
     :return: the run folder
     """
-    from rl_baselines.runs.train import trainCommand
-
     result = trainCommand(["--no-vis", "--no-progress", *map(str, args)])
     assert result.exit_code == 0, f"train failed ({result.exit_code}): {result.run_dir}"
     return result.run_dir
@@ -162,8 +160,6 @@ def greedyMeanReward(model, envs, episodes: int = 10) -> float:
     :param episodes: finished episodes to average
     :return: the mean reward of the first ``episodes`` episodes played with deterministic actions
     """
-    import numpy as np
-
     observation, returns, finished = envs.reset(), np.zeros(envs.num_envs), []
     while len(finished) < episodes:
         observation, rewards, dones, _ = envs.step(model.getAction(observation, deterministic=True))

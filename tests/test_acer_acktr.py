@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import runFolder, runTrain, trainArgs
+from stable_baselines3.common.env_util import make_vec_env
 from torch import nn
 
 from rl_baselines.rl_algorithm.acer import (
@@ -249,8 +250,6 @@ def test_kfac_trust_region_scales_the_step_to_kl_clip():
 
 
 def _trainCartPole(algo_class: type, n_envs: int, max_steps: int, seed: int = 0) -> tuple[int, list[float]]:
-    from stable_baselines3.common.env_util import make_vec_env
-
     class OnCartPole(algo_class):
         @classmethod
         def makeEnv(cls, args, env_kwargs=None, load_path_normalise=None):

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import REPO
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 import rl_baselines
 from rl_baselines import api
@@ -275,9 +276,6 @@ class _ZeroAgent:
 
 def test_play_episodes_shares_them_out_among_envs():
     """Short episodes of one env must not fill the count: each env plays its share."""
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-
     env = DummyVecEnv([lambda: _FixedLengthEnv(2), lambda: _FixedLengthEnv(7)])
     agent = _ZeroAgent()
     rewards, lengths = playEpisodes(agent, env, 5)

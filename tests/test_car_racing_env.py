@@ -7,6 +7,7 @@ import sys
 
 import gymnasium
 import numpy as np
+import pygame
 import pytest
 from stable_baselines3.common.env_checker import check_env
 
@@ -130,8 +131,6 @@ def test_fast_road_drawing_matches_gymnasium(monkeypatch: pytest.MonkeyPatch) ->
     fast = _firstSteps(5, "raw_pixels", n_steps=40)
     monkeypatch.setattr(_SizedCarRacing, "_render_road", car_racing.CarRacing._render_road)
     np.testing.assert_array_equal(fast, _firstSteps(5, "raw_pixels", n_steps=40))
-    import pygame
-
     rng = np.random.default_rng(0)
     points = rng.uniform(-400, 400, (50, 2))
     for angle in [*rng.uniform(-20, 20, 20), 0.0, np.pi / 2, -np.pi, 3 * np.pi / 2 + 1e-7, 2 * np.pi - 1e-7]:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 
+import gymnasium as gym
 import pytest
 import torch
 from conftest import runModule, trainHere
@@ -159,9 +160,6 @@ def test_resume_uses_the_run_device_or_this_machine(tmp_path, capsys) -> None:
 
 def test_torch_model_file_loads_onto_the_requested_device(tmp_path) -> None:
     """The model file is read with map_location: its tensors land on the CPU, then on the networks' device."""
-    import gymnasium as gym
-
-
     model = ACERModel()
     model.setup(gym.spaces.Box(-1, 1, (4,), dtype="float32"), gym.spaces.Discrete(3), {})
     model.env = None

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 
 import numpy as np
 import pytest
+import visdom
 from conftest import runModule, trainHere
+from PIL import Image
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
@@ -25,8 +28,6 @@ SMALL = (3, 32, 32)
 
 
 def _pixels(path: str) -> np.ndarray:
-    from PIL import Image
-
     with Image.open(path) as image:
         return np.asarray(image.convert("RGB"), dtype=np.float64)
 
@@ -125,8 +126,6 @@ def test_algorithm_without_action_distribution_gets_a_note(tmp_path, capturedTra
 
 
 def test_video_frames_carry_a_caption(tmp_path, trainedRun):
-    from PIL import Image
-
     gif = tmp_path / "replay.gif"
     assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(gif)]) == 0
     frames = []
@@ -188,8 +187,6 @@ def test_output_dir_needs_plotting(tmp_path, trainedRun):
 
 
 def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn):
-    import visdom
-
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
     try:
@@ -266,9 +263,6 @@ def test_run_policy_sees_what_a_learned_srl_run_saw(tmp_path, srlRun):
 
 
 def test_run_policy_refuses_a_changed_srl_model(srlRun, tmp_path):
-    import shutil
-
-
     copy = shutil.copytree(srlRun, tmp_path / "run")
     record_path = copy / "srl_model.json"
     record = json.loads(record_path.read_text())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+import cma
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -149,8 +150,6 @@ def _cartpoleEnvs(args, normalise=True):
 
 
 def test_cma_es_saves_best_candidate_not_last(tmp_path, monkeypatch):
-    import cma
-
     told = []
     original_tell = cma.CMAEvolutionStrategy.tell
 

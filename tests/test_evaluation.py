@@ -16,6 +16,7 @@ import csv
 import glob
 import json
 import os
+import shutil
 import warnings
 
 import numpy as np
@@ -173,9 +174,6 @@ def test_run_folder_without_evaluations_reads_as_none(tmp_path):
 
 
 def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
-    import shutil
-
-
     log_dir = tmp_path / "logs"
     for name in ("seed1", "seed1_copy"):
         shutil.copytree(evaluatedRun, log_dir / name)

@@ -11,6 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 from conftest import interruptThenResume, runFolder, runModule, runTrain, trainHere
+from stable_baselines3.common.env_checker import check_env
 
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
@@ -41,8 +42,6 @@ def _goalEnv(env_class: type, **kwargs):
     (KukaButtonGymEnv, {"is_discrete": False}),
 ], ids=["mobile-discrete", "mobile-continuous-shaped", "mobile-1d", "line-target", "kuka"])
 def test_goal_mode_spaces_and_check_env(env_class, kwargs):
-    from stable_baselines3.common.env_checker import check_env
-
     env = _goalEnv(env_class, **kwargs)
     try:
         assert set(env.observation_space.spaces) == GOAL_KEYS

@@ -71,8 +71,6 @@ def test_a_run_repeats_from_its_folder(tmp_path) -> None:
     episodes = [loadEpisodes(os.path.join(run, "monitor")) for run in (first, second)]
     assert list(episodes[0]["rewards"]) == list(episodes[1]["rewards"])
     assert list(episodes[0]["lengths"]) == list(episodes[1]["lengths"])
-    from stable_baselines3 import PPO
-
     weights = [PPO.load(os.path.join(run, "ppo2_model.zip"), device="cpu").policy.state_dict() for run in (first, second)]
     assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])
 

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from conftest import trainHere
 
+from benchmarks import kuka_speed
 from environments import dataset_generator
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
@@ -107,8 +108,6 @@ def test_physics_settings() -> None:
 def test_speed_benchmark_measures_both_physics(monkeypatch, capsys) -> None:
     """benchmarks.kuka_speed runs each env under the reference and the default physics in one run (no timing
     checked: only that both are measured and tabled side by side)."""
-    from benchmarks import kuka_speed
-
     monkeypatch.setattr(kuka_speed, "MODES", (("ground_truth", "ground_truth", 64),))
     monkeypatch.setattr(kuka_speed, "N_REPETITIONS", 1)
     rows = kuka_speed.main(["--seconds", "0.05", "--env", "KukaButtonGymEnv-v0", "--no-append"])

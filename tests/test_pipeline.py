@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+import visdom
 from conftest import REPO, runModule, trainHere
 from srl_rl_bench import writeRun
 from sweep_runs import ENVS, SRL_MODELS, SWEEP_TIMEOUT_S, TRAIN_FLAGS, checkFinishedRun
@@ -290,9 +291,6 @@ def visdom_port(tmp_path):
 
 
 def _visdomTraces(port: int, env_name: str, win: str) -> dict[str, dict]:
-    import visdom
-
-
     with _quietVisdom():
         client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
         window = json.loads(client.get_window_data(win, env_name))

@@ -7,7 +7,9 @@ import warnings
 
 import numpy as np
 import pytest
+import visdom
 from conftest import runModule, snapshot
+from PIL import Image
 
 from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -33,8 +35,6 @@ def writeRun(run_dir: str, rewards: list[float], lengths: list[int], times: list
 
 
 def bluePixels(path: str) -> int:
-    from PIL import Image
-
     with Image.open(path) as image:
         pixels = np.asarray(image.convert("RGB")).astype(np.int32)
     return int((np.abs(pixels - TAB_BLUE).sum(axis=2) <= 30).sum())
@@ -132,9 +132,6 @@ def test_visdom_flags_without_vis_are_one_warning(tmp_path) -> None:
 
 
 def test_curves_reach_visdom(tmp_path) -> None:
-    import visdom
-
-
     port = findFreePort()
     process = startServer(port, env_path=str(tmp_path / "envs"))
     try:

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainArgs
+from stable_baselines3.common.env_util import make_vec_env
 
 from rl_baselines.rl_algorithm import ppo1_workers
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, distUrlRefusal, freeDistUrl, ppoUpdate
@@ -106,8 +107,6 @@ class OnCartPole(PPO1Model):
 
     @classmethod
     def makeEnv(cls, args, env_kwargs=None, load_path_normalise=None):
-        from stable_baselines3.common.env_util import make_vec_env
-
         return make_vec_env("CartPole-v1", n_envs=args.num_cpu, seed=args.seed)
 
 

@@ -9,6 +9,8 @@ import gymnasium
 import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, snapshot
+from stable_baselines3 import PPO, SAC
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from environments import getEnvClass
 from environments.dataset import Dataset
@@ -70,8 +72,6 @@ def test_loadDatasetRelative(tmp_path):
 
 
 def test_pretrainPpo2MatchesExpert(tmp_path):
-    from stable_baselines3 import PPO
-
     data = writeDataset(str(tmp_path / "data"))
     common = ("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "64",
               "--n-steps", "64", "--seed", "1", "--log-dir", str(tmp_path / "logs"))
@@ -91,10 +91,6 @@ def test_pretrainPpo2MatchesExpert(tmp_path):
 
 def test_pretrainSacActorCorrelates(tmp_path):
     """Continuous case in-process (an off-policy learn would dominate the time): the squashed-Gaussian actor."""
-    from stable_baselines3 import SAC
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
-
-
     data = writeDataset(str(tmp_path / "data"), n_episodes=20, continuous=True)
     venv = VecNormalize(DummyVecEnv([lambda: getEnvClass(ENV)(srl_model="ground_truth", is_discrete=False)]),
                         norm_reward=False)

@@ -141,9 +141,6 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
               "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
               "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins,\n"
               "                  'warnings': [str(w.message) for w in caught]}))\n")
-    import subprocess
-    import sys
-
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             env={**os.environ, "PYTHONPATH": pluginPath})
     assert result.returncode == 0, result.stderr

@@ -34,11 +34,16 @@ import sys
 import time
 import zipfile
 
+import cma
 import gymnasium as gym
 import numpy as np
 import pytest
+import stable_baselines3.common.logger as sb3_logger
 import torch
+import visdom
+from cma.utilities.utils import ElapsedWCTime
 from conftest import REPO, interruptedRun, interruptThenResume, runFolder, runModule, runTrain, trainHere
+from stable_baselines3.common.buffers import DictReplayBuffer
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
@@ -334,9 +339,6 @@ def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
 
 @pytest.mark.slow
 def test_training_survives_the_visdom_server_being_killed(tmp_path):
-    import visdom
-
-
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
     try:
@@ -489,11 +491,6 @@ def test_resume_refusals_and_finished_run(tmp_path, shortRun, capsys):
 
 
 def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
-    import cma
-    import gymnasium as gym
-    from stable_baselines3.common.buffers import DictReplayBuffer
-
-
     space = gym.spaces.Dict({"observation": gym.spaces.Box(-1, 1, (3,)), "goal": gym.spaces.Box(-1, 1, (2,))})
     buffer = DictReplayBuffer(10, space, gym.spaces.Discrete(4), n_envs=2)
     rng = np.random.default_rng(0)
@@ -538,8 +535,6 @@ def test_replay_buffers_rng_and_cma_state_round_trip(tmp_path):
     expected = evolve(strategy, 5)
     rebuilt = cma.CMAEvolutionStrategy(np.array(strategy.mean), 0.5, options)
     restoreObjectState(rebuilt, arrays, values)
-    from cma.utilities.utils import ElapsedWCTime
-
     rebuilt.timer = ElapsedWCTime()
     np.random.set_state(generator)
     assert all(np.array_equal(a, b) for a, b in zip(evolve(rebuilt, 5), expected))
@@ -561,9 +556,6 @@ def test_atomic_path_keeps_the_suffix_the_mode_and_the_previous_file(tmp_path):
 
 
 def test_progress_csv_of_a_resumed_run_is_never_left_cut(tmp_path, monkeypatch):
-    import stable_baselines3.common.logger as sb3_logger
-
-
     kept = "a,b\n1,2\n"
     (tmp_path / "progress.csv").write_text(kept)
 

@@ -3,13 +3,16 @@ from __future__ import annotations
 
 import csv
 import glob
+import json
 import os
+import re
 import sys
 import warnings
 
 import numpy as np
 import pytest
 from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
+from test_visdom import _client, _startTestServer, _stop
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import RunFolder
@@ -27,6 +30,7 @@ GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
 def _scalars(folder: str) -> dict[str, list[tuple[int, float]]]:
     """:return: every scalar tag of a tensorboard folder with its (step, value) points"""
+    # optional dependency (the [tensorboard] extra): imported only where a test reads event files
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(folder)
@@ -265,11 +269,6 @@ def test_scalar_logger_reaches_every_output(tmp_path) -> None:
 
 
 def test_visdom_gets_one_window_per_tag_group(tmp_path) -> None:
-    import json
-
-    from test_visdom import _client, _startTestServer, _stop
-
-
     process, port = _startTestServer(str(tmp_path))
     try:
         plotter = VisdomPlotter(port=port, env_name="scalars_test", title="t")
@@ -314,8 +313,6 @@ def test_pipeline_writes_one_sub_folder_per_run(tmp_path) -> None:
 
 def _docsExample() -> type:
     """:return: the class of docs/plugins.md's "Logging your own scalars" example"""
-    import re
-
     text = open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "plugins.md"),
                 encoding="utf-8").read()
     section = text[text.index("## Logging your own scalars"):]

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import os
 
+import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 import yaml
 from conftest import runFolder, runModule, runTrain, snapshot, trainArgs, trainSettings
+from sb3_contrib import RecurrentPPO
 from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import DummyVecEnv
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.registry import registered_rl
@@ -100,8 +104,6 @@ def test_td3_continues_a_saved_model(tmp_path):
 def oneTorchThread():
     """Tiny networks train several times faster on one thread than on threads fighting for shared cores (the
     train command does the same)."""
-    import torch
-
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     yield
@@ -151,11 +153,6 @@ def test_save_load_gives_same_actions(tmp_path, algo, oneTorchThread):
 
 
 def _lstmAgent():
-    import gymnasium as gym
-    from sb3_contrib import RecurrentPPO
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-
     agent = PPOLSTMModel()
     env = DummyVecEnv([lambda: gym.make("CartPole-v1")])
     agent.model = RecurrentPPO("MlpLstmPolicy", env, n_steps=8, batch_size=8, seed=0, device="cpu",
@@ -188,9 +185,6 @@ def test_ppo_lstm_keeps_one_state_per_env_and_resets_on_dones():
 
 
 def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
-    import torch
-
-
     kwargs = PPOLSTMModel.makeModelKwargs(None, {"n_steps": 32, "lstm_hidden_size": 16, "activation_fn": "ReLU",
                                                  "ortho_init": False}, env=None)
     assert kwargs == {"n_steps": 32, "policy_kwargs": {"lstm_hidden_size": 16, "activation_fn": torch.nn.ReLU,

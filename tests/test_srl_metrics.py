@@ -8,6 +8,7 @@ import socket
 
 import numpy as np
 import pytest
+import visdom
 from conftest import runModule, snapshot
 from matplotlib.image import imread
 
@@ -413,8 +414,6 @@ def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys):
                                                   "--no-progress"], capsys)
         assert code == 0, err
         assert "Sent to visdom" in out
-        import visdom
-
         client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
                                raise_exceptions=True)
         window = json.loads(client.get_window_data("latent_test_pca_0_1", "srl_explore_latent"))

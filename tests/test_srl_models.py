@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -267,9 +268,6 @@ def test_reward_classes() -> None:
 
 
 def test_best_epoch_is_the_last_new_low_of_any_term() -> None:
-    from types import SimpleNamespace
-
-
     def network(validates: bool = True) -> SimpleNamespace:
         return SimpleNamespace(losses={"a": SimpleNamespace(VALIDATES=validates)})
 

@@ -14,7 +14,7 @@ import pytest
 import torch
 import yaml
 from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, snapshot, trainArgs
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecFrameStack
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper, VecFrameStack
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
@@ -99,9 +99,6 @@ def _saveCounting(folder: str, env_id: str = ENV_ID, img_shape: tuple = SMALL, s
 # --- the wrapper ------------------------------------------------------------------------------------------------
 
 def test_wrapper_encodes_all_envs_in_one_call_per_step_and_terminal_images_apart(counting, monkeypatch):
-    from stable_baselines3.common.vec_env import DummyVecEnv, VecEnvWrapper
-
-
     class KeepTerminalImages(VecEnvWrapper):
         """Copies the raw terminal images before the encoder replaces them with states."""
 
@@ -146,9 +143,6 @@ def test_wrapper_encodes_all_envs_in_one_call_per_step_and_terminal_images_apart
 
 
 def test_wrapper_refuses_images_of_another_shape(counting):
-    from stable_baselines3.common.vec_env import DummyVecEnv
-
-
     venv = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="counting", img_shape=(3, 40, 40))])
     with pytest.raises(ValueError, match="encodes 3x32x32 images"):
         SRLEncoderVecEnv(venv, CountingModel(4, SMALL))
@@ -489,9 +483,6 @@ def test_recorded_model_hash_is_checked(counting, tmp_path):
 
 
 def test_encoder_is_frozen():
-    import torch
-
-
     class TorchModel(CountingModel):
         def __init__(self, *args, **kwargs) -> None:
             super().__init__(*args, **kwargs)

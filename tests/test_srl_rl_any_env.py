@@ -4,6 +4,7 @@ executor flags handed to the pipeline, and 90% of ground truth's final reward as
 from __future__ import annotations
 
 import os
+import secrets
 import subprocess
 import sys
 
@@ -143,8 +144,6 @@ def test_gather_results_has_a_threshold_for_every_env_with_ground_truth(tmp_path
 @pytest.mark.slow
 def test_the_benchmark_runs_on_a_local_ray_instance(tmp_path, monkeypatch) -> None:
     pytest.importorskip("ray")
-    import secrets
-
     # Ray >= 2.59 protects clusters with a token; a throwaway one keeps Ray from writing ~/.ray/auth_token.
     ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
     monkeypatch.syspath_prepend(ROOT)

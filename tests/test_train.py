@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, trainArgs, trainSettings
+from PIL import Image
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
@@ -135,8 +136,6 @@ def test_enjoy_replays_and_writes_gif(tmp_path, trainedRun):
                        "--deterministic", "--video", gif)
     assert result.returncode == 0, result.stderr
     assert "Mean episode reward over 1 episodes" in result.stdout
-    from PIL import Image
-
     image = Image.open(gif)
     assert image.n_frames == 300
     frames = []

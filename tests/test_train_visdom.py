@@ -8,6 +8,7 @@ import urllib.request
 
 import numpy as np
 import pytest
+import visdom
 from conftest import runFolder, runModule
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -21,8 +22,6 @@ TRAIN_ARGS = ["--algo", "random_agent", "--env", "MobileRobotGymEnv-v0", "--srl-
 
 
 def test_training_curve_reaches_visdom(tmp_path):
-    import visdom
-
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
     try:

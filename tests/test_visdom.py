@@ -3,14 +3,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import visdom
+from PIL import Image
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from srl_toolbox.plots import VisdomPlotter, _quietVisdom, movingAverage, saveLearningCurve
@@ -52,9 +57,6 @@ def visdom_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 
 def _client(port: int):
-    import visdom
-
-
     with _quietVisdom():
         return visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
 
@@ -265,8 +267,6 @@ def test_bad_port_is_one_line_error(tmp_path) -> None:
 
 
 def test_save_learning_curve_writes_png(tmp_path) -> None:
-    from PIL import Image
-
     path = str(tmp_path / "curves" / "learning_curve.png")
     rewards = np.cumsum(np.random.default_rng(0).normal(size=200))
     timesteps = np.cumsum(np.full(200, 25))
@@ -287,10 +287,6 @@ def test_visdom_own_server_command_serves_a_working_page_offline(tmp_path) -> No
     """``python -m visdom.server`` (what the old toolbox's guide starts): the page, its stylesheets (the user one,
     linked as ``/static/../user/style.css``, is what tornado >= 6.6 refuses with a 403) and its scripts all answer
     from this machine, with nothing fetched from the internet."""
-    import re
-    import urllib.parse
-    import urllib.request
-
     log_path = tmp_path / "server.log"
     with open(log_path, "w", encoding="utf-8") as log:
         for _ in range(3):

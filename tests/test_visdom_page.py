@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from replay import visdom_static
 from replay.visdom_server import findFreePort, serverUrl, startServer, waitForServer
@@ -205,8 +206,6 @@ def _screenshot(url: str, path: str, profile: str) -> np.ndarray:
     """
     :return: the page as an (H, W, 3) uint8 array, rendered by headless chromium
     """
-    from PIL import Image
-
     # Flags as on this machine's closed network: no background connections, a fresh profile, no sandbox as root.
     command = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                "--disable-background-networking", "--disable-component-update", "--disable-sync",
