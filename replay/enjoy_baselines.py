@@ -6,7 +6,8 @@ the reward its action earned. A run that observed a trained SRL model replays wi
 recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the first env's action probabilities
 and ground-truth trajectory, live in visdom and as PNG in ``--output-dir`` (replay.replay_plots). ``--render`` needs
 a display (DISPLAY set) and an env with a window (``WINDOW``; Omnirobot has none); without them it stops with a
-one-line error before the env is made.
+one-line error before the env is made. A Ctrl-C stops the replay: what was played is still reported and written
+(video, plots), and the command exits with 130, as train does, so that a script tells a cut replay from a whole one.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from rl_baselines.runs.loaded_run import loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
+    INTERRUPTED_EXIT_CODE,
     MAX_ENVS,
     CLIParser,
     UsageError,
@@ -232,6 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     dones = np.zeros(env.num_envs, dtype=bool)
     steps = episode = episode_step = 0  # episode, episode_step: the first env's, for the video caption
     bar = tqdm(total=args.num_timesteps, unit="step", desc="replay", disable=args.no_progress, dynamic_ncols=True)
+    interrupted = False
     try:
         while steps < args.num_timesteps:
             frame = env.env_method("render", indices=0)[0] if args.video else None
@@ -255,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 bar.write(f"{len(episode_rewards)} episodes - mean reward: {np.mean(episode_rewards):.2f}")
     except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
         bar.write(f"Interrupted after {steps} steps")
+        interrupted = True
     bar.close()
     env.close()
     if episode_rewards:
@@ -267,7 +271,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if plotting is not None:
         for path in plotting.save():
             print(f"Plot: {path}")
-    return 0
+    return INTERRUPTED_EXIT_CODE if interrupted else 0
 
 
 if __name__ == "__main__":

@@ -152,6 +152,25 @@ def test_video_frames_carry_a_caption(tmp_path, trainedRun):
     assert np.abs(first - enlarged).mean() < 12
 
 
+def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monkeypatch, capsys):
+    """A Ctrl-C during the replay wrote the video of the steps played but exited 0, as a whole replay does."""
+    original, calls = enjoy_baselines.actionMaskKeywords, []
+
+    def ctrlCAtTheFourthStep(*args):  # called once per step, just before the agent acts
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return original(*args)
+
+    monkeypatch.setattr(enjoy_baselines, "actionMaskKeywords", ctrlCAtTheFourthStep)
+    gif = tmp_path / "cut.gif"
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(gif),
+                                 "--no-progress"]) == 130
+    assert "Interrupted after 3 steps" in capsys.readouterr().out
+    with Image.open(gif) as image:
+        assert image.n_frames == 3
+
+
 def test_caption_frame_keeps_the_image_and_writes_the_text():
     frame = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
     one = enjoy_baselines.captionFrame(frame, ["step 1 (episode 1)", "reward +0.00  return +0.00"])
