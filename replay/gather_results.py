@@ -287,9 +287,13 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                       else _number(row["mean_reward"]))
             interval = (f"[{_number(row['ci95_low'])}, {_number(row['ci95_high'])}]" if row["runs"] >= 2 else "n/a")
             wall = row["mean_wall_time_s"]
-            source = ("last evaluation (deterministic)" if row["source"] == "evaluation"
-                      else f"last {window} training episodes" + (f" (all {row['fewest_episodes']} of a shorter run)"
-                                                                 if row["fewest_episodes"] < window else ""))
+            if row["runs"] == 0:
+                source = "no run finished" if budget == FINAL else f"no run trained to {budget:,} steps"
+            elif row["source"] == "evaluation":
+                source = "last evaluation (deterministic)"
+            else:
+                source = f"last {window} training episodes" + (f" (all {row['fewest_episodes']} of a shorter run)"
+                                                               if row["fewest_episodes"] < window else "")
             cells = [row["env"], row["srl_model"], row["algo"], *(str(row[name]) for name in group_by),
                      str(row["runs"]), reward, source, interval, steps,
                      "n/a" if math.isnan(wall) else f"{wall:.0f} s" if wall < 600 else f"{wall / 60:.1f} min"]
@@ -330,8 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
-    groups = groupRuns(runs, args.group_by)
-    warnMixedMethods(groups, args.group_by)
+    # the final results pool the finished runs (an unfinished one differs in its budget by nature)
+    warnMixedMethods(groupRuns([run for run in runs if run.finished], args.group_by), args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)
     text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
@@ -347,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}"
               + ("; the other methods from training episodes" if len(evaluated) < len(methods) else ""))
-    print(f"{len(runs)} runs, {len(groups)} methods: {csv_path}, {md_path}")
+    print(f"{len(runs)} runs, {len(groupRuns(runs, args.group_by))} methods: {csv_path}, {md_path}")
     return 0
 
 

@@ -403,6 +403,24 @@ def test_steps_to_threshold_at_a_budget_reads_the_episodes_its_reward_reads(tmp_
     assert float(row["median_steps_to_threshold"]) == 500.0  # the mean of the 5 episodes within 500 steps
 
 
+def test_an_unfinished_run_is_left_out_of_the_pooling_warning_and_an_empty_budget_row_says_so(tmp_path):
+    """A stopped run (another num_timesteps by nature) made the warning say the finished runs pooled in the final
+    table differ in num_timesteps; a budget no run reached read "last 100 training episodes (all 0 of a shorter
+    run)"."""
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [1.0, 2.0, 3.0, 4.0, 5.0], seed=seed)
+    _fakeRun(tmp_path / "logs" / "stopped", [1.0, 2.0, 3.0], seed=2, finished=False)
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "300", "2000",
+                       "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert "1 unfinished run(s)" in result.stderr and "pooled" not in result.stderr, result.stderr
+    rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
+    assert (rows["final"]["runs"], rows["300"]["runs"], rows["2000"]["runs"]) == ("2", "3", "0")
+    text = open(tmp_path / "out" / "results.md").read()
+    assert "no run trained to 2,000 steps" in text and "(all 0 of a shorter run)" not in text
+    assert "3 runs, 1 methods:" in result.stdout
+
+
 def test_compare_plots_gives_inputs_that_share_a_label_their_own_colours(tmp_path, monkeypatch):
     drawn = []
     monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
