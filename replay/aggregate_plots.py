@@ -44,8 +44,8 @@ def buildParser() -> CLIParser:
                        description="Mean learning curves with a 95% confidence band across seeds, one PNG per env.")
     result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
     result.add_argument("-o", "--output", type=nonEmptyText, default=None, metavar="PREFIX",
-                        help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz "
-                             "[<log-dir>/aggregate]")
+                        help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz; a folder "
+                             "(an existing one, or ending in /) gives FOLDER/aggregate_<env>.png [<log-dir>/aggregate]")
     result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")
     result.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
                         help="episodes of the moving average [40]")
@@ -126,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     runs = findRuns(args.log_dir, args.group_by)
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
+    if args.output and (args.output.endswith(("/", os.sep)) or os.path.isdir(args.output)):
+        prefix = os.path.join(args.output, "aggregate")  # a folder, as the other tools' --output-dir: files in it
     x_label = "timesteps" if args.timesteps else "episodes"
     by_env: dict[str, list[tuple[str, object, object]]] = {}
     evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}

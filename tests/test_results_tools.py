@@ -421,6 +421,20 @@ def test_an_unfinished_run_is_left_out_of_the_pooling_warning_and_an_empty_budge
     assert "3 runs, 1 methods:" in result.stdout
 
 
+def test_aggregate_plots_output_that_names_a_folder_writes_into_it(tmp_path):
+    """``-o plots/`` wrote plots/_<env>.png (a prefix ending in the folder's separator), and ``-o`` an existing
+    folder wrote files beside it named after it."""
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [1.0, 2.0, 3.0, 4.0, 5.0], seed=seed)
+    (tmp_path / "existing").mkdir()
+    plots, existing = tmp_path / "plots", tmp_path / "existing"
+    for output, folder in ((f"{plots}/", plots), (existing, existing)):
+        result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "--episode-window", "2", "-o", output)
+        assert result.returncode == 0, result.stderr
+        assert sorted(os.listdir(folder)) == [f"aggregate_{ENV}.png", f"aggregate_{ENV}_ppo2_ground_truth.npz"]
+    assert sorted(os.listdir(tmp_path)) == ["existing", "logs", "plots"]
+
+
 def test_compare_plots_gives_inputs_that_share_a_label_their_own_colours(tmp_path, monkeypatch):
     drawn = []
     monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
