@@ -24,7 +24,7 @@ import pytest
 from conftest import runModule
 from test_determinism import ALGO_ARGS, monitorRows
 
-from replay import aggregate_plots, compare_plots, gather_results, plots
+from replay import aggregate_plots, compare_plots, enjoy_baselines, gather_results, plots
 from replay.results import findRuns, loadCurves
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
@@ -164,6 +164,27 @@ def test_every_algorithm_evaluates(tmp_path, algo):
     registered_rl[algo][0].load(os.path.join(best, model_file))  # the best model loads
     if algo in UNCHANGED_CHECKED:
         assert monitorRows(_train(str(tmp_path / "plain"), *command)) == monitorRows(run_dir)
+
+
+def test_replaying_an_unfinished_run_says_which_model_it_plays(evaluatedRun, tmp_path, capsys):
+    """An unfinished run's latest model (its last checkpoint's) was played without a word, and before any checkpoint
+    the refusal did not say that the best model was there to play."""
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(evaluatedRun, run_dir)
+    manifest = _manifest(run_dir)
+    with open(os.path.join(run_dir, "manifest.json"), "w", encoding="utf-8") as handle:
+        json.dump({**manifest, "finished": False, "num_timesteps": 500}, handle)
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress"]) == 0
+    assert ("Model: the run is unfinished (still training, or stopped): its latest model, saved at 500 of 1,000 "
+            "steps") in capsys.readouterr().out
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress", "--model",
+                                 "best"]) == 0
+    assert "unfinished" not in capsys.readouterr().out
+    os.remove(os.path.join(run_dir, "ppo2_model.zip"))
+    with pytest.raises(UsageError, match=r"holds no latest model .*; the run has saved none yet .* its best model "
+                                         r"from an evaluation is there: .*best/ppo2_model.zip \(enjoy_baselines "
+                                         r"--model best\)$"):
+        enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress"])
 
 
 def test_run_folder_without_evaluations_reads_as_none(tmp_path):

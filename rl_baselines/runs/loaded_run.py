@@ -19,6 +19,7 @@ import numpy as np
 from environments import registered_env
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import checkModelFile
+from rl_baselines.core.manifests import readManifest
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import recordedPhysicsKeywords
@@ -54,6 +55,19 @@ class LoadedRun:
     def settings(self) -> RunSettings:
         """The run's settings (plugin API version 2), from its arguments."""
         return TrainConfig.fromValues(vars(self.args)).runSettings()
+
+    def unfinishedNote(self) -> str | None:
+        """
+        :return: one line saying the model is an unfinished run's latest (its last checkpoint's, step N of the run's
+            --num-timesteps), None for a finished run's model, the best model, or a model without a manifest
+        """
+        if self.model_folder != self.run_dir:
+            return None
+        manifest = readManifest(self.model_folder)
+        if manifest is None or manifest.get("finished", True):
+            return None
+        return (f"the run is unfinished (still training, or stopped): its latest model, saved at "
+                f"{manifest.get('num_timesteps', 0):,} of {self.args.num_timesteps:,} steps")
 
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
@@ -102,7 +116,11 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
     model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
     if not os.path.isfile(model_path):
-        raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing)")
+        best = os.path.join(run_dir, "best", os.path.basename(model_path))
+        hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
+                f"from an evaluation is there: {best} (enjoy_baselines --model best)"
+                if which == "latest" and os.path.isfile(best) else "")
+        raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing){hint}")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
     model = loadModel(algo_class, model_path, train_args.runSettings())
