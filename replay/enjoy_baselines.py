@@ -2,7 +2,8 @@
 
 The env is rebuilt from args.json (with the normalisation statistics saved beside the model, frozen) and the agent
 from ``<algo>_model.*``; ``--video`` records a GIF or MP4 of the first env, each frame captioned with the step and
-the reward its action earned. A run that observed a trained SRL model replays with the same one: the folder and hash
+the reward its action earned (VideoRecorder: an MP4 is encoded as it is played, a GIF is kept palettised in memory
+until the end). A run that observed a trained SRL model replays with the same one: the folder and hash
 recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the first env's action probabilities
 and ground-truth trajectory, live in visdom and as PNG in ``--output-dir`` (replay.replay_plots). ``--render`` needs
 a display (DISPLAY set) and an env with a window (``WINDOW``; Omnirobot has none); without them it stops with a
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Sequence
+from contextlib import ExitStack
 from typing import Any
 
 import cv2
@@ -99,28 +101,78 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
         raise UsageError(str(error)) from None
 
 
-def writeVideo(frames: list[np.ndarray], path: str, fps: int) -> str:
+class VideoRecorder:
     """
-    Write RGB frames as a GIF (Pillow) or MP4 (OpenCV), atomically.
-
-    :param frames: (H, W, 3) uint8 images
-    :param path: destination, .gif or .mp4
-    :param fps: frames per second
-    :return: the path written
+    Record RGB frames, one per step, to a .gif (Pillow) or .mp4 (OpenCV, MPEG-4 Part 2 'mp4v'), atomically: the file
+    is written beside the destination under a temporary name (srl_toolbox.files.atomicPath) and moved into place by
+    ``finish``; ``discard`` (or leaving the ``with`` block without ``finish``) removes it, so that a failed replay
+    leaves neither a temporary nor a half-written file. An MP4 is encoded frame by frame as they come (memory flat in
+    the number of steps); a GIF, which Pillow writes in one go, keeps each frame palettised (about a third of its RGB
+    size, the same conversion Pillow makes when it saves) until ``finish``.
     """
 
-    with atomicPath(path) as tmp_path:
-        if path.lower().endswith(".gif"):
-            images = [Image.fromarray(frame) for frame in frames]
-            images[0].save(tmp_path, format="GIF", save_all=True, append_images=images[1:],
-                           duration=int(1000 / fps), loop=0)
+    def __init__(self, path: str, fps: int) -> None:
+        """
+        :param path: destination, .gif or .mp4
+        :param fps: frames per second
+        """
+        self.path, self.fps = path, fps
+        self.frame_count = 0
+        self._is_gif = path.lower().endswith(".gif")
+        self._gif_frames: list[Image.Image] = []
+        self._writer: cv2.VideoWriter | None = None
+        self._stack = ExitStack()  # holds atomicPath from the first frame to finish or discard
+        self._tmp_path: str | None = None
+
+    def __enter__(self) -> VideoRecorder:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.discard()
+
+    def add(self, frame: np.ndarray) -> None:
+        """
+        :param frame: (H, W, 3) uint8 image, the same size for every frame
+        """
+        if self._is_gif:
+            self._gif_frames.append(Image.fromarray(frame).convert("P", palette=Image.Palette.ADAPTIVE))
         else:
-            height, width = frames[0].shape[:2]
-            writer = cv2.VideoWriter(tmp_path, cv2.VideoWriter_fourcc(*"mp4v"), fps, (width, height))
-            for frame in frames:
-                writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
-            writer.release()
-    return path
+            if self._writer is None:
+                self._tmp_path = self._stack.enter_context(atomicPath(self.path))
+                height, width = frame.shape[:2]
+                self._writer = cv2.VideoWriter(self._tmp_path, cv2.VideoWriter_fourcc(*"mp4v"), self.fps,
+                                               (width, height))
+            self._writer.write(cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        self.frame_count += 1
+
+    def finish(self) -> str | None:
+        """
+        Write what was recorded and move it into place.
+
+        :return: the path written, None when no frame was recorded (nothing is written)
+        """
+        if self.frame_count == 0:
+            return None
+        if self._is_gif:
+            with atomicPath(self.path) as tmp_path:
+                images, self._gif_frames = self._gif_frames, []
+                images[0].save(tmp_path, format="GIF", save_all=True, append_images=images[1:],
+                               duration=int(1000 / self.fps), loop=0)
+        else:
+            assert self._writer is not None
+            self._writer.release()
+            self._writer = None
+            self._stack.close()  # atomicPath renames the temporary file onto the destination
+        return self.path
+
+    def discard(self) -> None:
+        """Drop what was recorded: the frames kept and the MP4's temporary file (a no-op after ``finish``)."""
+        self._gif_frames = []
+        if self._writer is not None:
+            self._writer.release()
+            self._writer = None
+            self._stack.__exit__(RuntimeError, RuntimeError("video discarded"), None)  # atomicPath removes the file
+            self._stack = ExitStack()
 
 
 def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) -> np.ndarray:
@@ -229,7 +281,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(str(error)) from None
 
     plotting = makePlotting(args, train_args, agent, env, output_dir) if args.plotting else None
-    frames: list[np.ndarray] = []
     episode_rewards: list[float] = []
     running = np.zeros(env.num_envs)
     observation = env.reset()
@@ -237,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = episode = episode_step = 0  # episode, episode_step: the first env's, for the video caption
     bar = tqdm(total=args.num_timesteps, unit="step", desc="replay", disable=args.no_progress, dynamic_ncols=True)
     interrupted = False
+    video = VideoRecorder(args.video, args.fps) if args.video else None
     try:
         while steps < args.num_timesteps:
             frame = env.env_method("render", indices=0)[0] if args.video else None
@@ -248,9 +300,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             running += rewards
             steps += env.num_envs
             bar.update(min(env.num_envs, args.num_timesteps - bar.n))
-            if frame is not None:  # the frame the agent acted on, with what that action earned
-                frames.append(captionFrame(frame, [f"step {episode_step} (episode {episode + 1})",
-                                                   f"reward {rewards[0]:+.2f}  return {running[0]:+.2f}"]))
+            if video is not None:  # the frame the agent acted on, with what that action earned
+                video.add(captionFrame(frame, [f"step {episode_step} (episode {episode + 1})",
+                                               f"reward {rewards[0]:+.2f}  return {running[0]:+.2f}"]))
             episode, episode_step = (episode + 1, 0) if dones[0] else (episode, episode_step + 1)
             if plotting is not None:
                 plotting.afterStep(action, rewards, dones)
@@ -261,15 +313,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
         bar.write(f"Interrupted after {steps} steps")
         interrupted = True
+    except BaseException:  # an error: no video, not even a temporary file
+        if video is not None:
+            video.discard()
+        raise
     bar.close()
     env.close()
     if episode_rewards:
         print(f"Mean episode reward over {len(episode_rewards)} episodes: {np.mean(episode_rewards):.2f}")
     else:
         print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
-    if args.video and frames:
-        print(f"Writing the video ({len(frames)} frames)...", flush=True)
-        print(f"Video: {writeVideo(frames, args.video, args.fps)}")
+    if video is not None and video.frame_count:
+        print(f"Writing the video ({video.frame_count} frames)...", flush=True)
+        with video:
+            print(f"Video: {video.finish()}")
     if plotting is not None:
         for path in plotting.save():
             print(f"Plot: {path}")

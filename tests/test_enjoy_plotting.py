@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 
+import cv2
 import numpy as np
 import pytest
 import visdom
@@ -169,6 +170,68 @@ def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monk
     assert "Interrupted after 3 steps" in capsys.readouterr().out
     with Image.open(gif) as image:
         assert image.n_frames == 3
+
+
+def test_an_mp4_is_written_as_it_is_played(tmp_path, trainedRun, monkeypatch):
+    """The MP4's frames were all kept in memory (about 240 KB a step) and encoded only after the last step: a long
+    replay ran out of memory and lost the whole video."""
+    written, seen_at_each_step = [], []
+    original_writer, original_keywords = enjoy_baselines.cv2.VideoWriter, enjoy_baselines.actionMaskKeywords
+
+    class CountingWriter:
+        def __init__(self, *args):
+            self.writer = original_writer(*args)
+
+        def write(self, frame):
+            written.append(1)
+            self.writer.write(frame)
+
+        def release(self):
+            self.writer.release()
+
+    def countAtEachStep(*args):  # called once per step, just before the agent acts
+        seen_at_each_step.append(len(written))
+        return original_keywords(*args)
+
+    monkeypatch.setattr(enjoy_baselines.cv2, "VideoWriter", CountingWriter)
+    monkeypatch.setattr(enjoy_baselines, "actionMaskKeywords", countAtEachStep)
+    mp4 = tmp_path / "replay.mp4"
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "6", "--video", str(mp4),
+                                 "--no-progress"]) == 0
+    assert seen_at_each_step == [0, 1, 2, 3, 4, 5], "the frames were not written as they were played"
+    capture = cv2.VideoCapture(str(mp4))
+    try:
+        assert capture.get(cv2.CAP_PROP_FRAME_COUNT) == 6
+    finally:
+        capture.release()
+    assert os.listdir(tmp_path) == ["replay.mp4"], "a temporary file was left"
+
+
+@pytest.mark.parametrize("name", ["failed.mp4", "failed.gif"])
+def test_an_error_mid_replay_leaves_no_video_and_no_temporary_file(tmp_path, trainedRun, monkeypatch, name):
+    original, calls = enjoy_baselines.actionMaskKeywords, []
+
+    def failAtTheFourthStep(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("boom")
+        return original(*args)
+
+    monkeypatch.setattr(enjoy_baselines, "actionMaskKeywords", failAtTheFourthStep)
+    with pytest.raises(RuntimeError, match="boom"):
+        enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "50", "--video", str(tmp_path / name),
+                              "--no-progress"])
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_gif_keeps_its_frames_palettised():
+    """Each GIF frame was kept as RGB (about 240 KB a step, then an RGB image of each at the end) until the save."""
+    frame = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    recorder = enjoy_baselines.VideoRecorder("unused.gif", 20)
+    recorder.add(frame)
+    kept = recorder._gif_frames
+    assert len(kept) == 1 and kept[0].mode == "P"
+    recorder.discard()
 
 
 def test_caption_frame_keeps_the_image_and_writes_the_text():
