@@ -6,9 +6,14 @@
 Writes into the model folder: gt_correlation.json, knn_mse.json, linear_probe.json (not for a dataset of a single
 episode: the probe is scored on held-out episodes), states.npz (the sampled frames' learned states,
 ground truth and rewards, for further plots), states_by_ground_truth.png and knn_neighbours.png.
-srl_models.train calls :func:`evaluateModel` at the end of training. Measured on another dataset than the one it was
-trained on, the same files go to ``evaluations/<dataset folder name>/`` inside the model folder: the model's own
-measurements (read by srl_models.prepare and the benchmarks) are always those of its training dataset.
+srl_models.train calls :func:`evaluateModel` at the end of training.
+
+Invariant: the files in the model folder itself are the model's reference measurements (read by srl_models.prepare,
+the benchmarks and ``train --srl-state-scale participation``): its training dataset measured with the default
+settings (k 5, max samples 2000, seed 0). Any other measurement goes to ``evaluations/<dataset folder name>/``
+inside the model folder, the name followed by ``_k<k>_n<frames>_seed<seed>`` for other settings, and by ``_2``,
+``_3``... when that folder already holds the results of another dataset of the same folder name. Measuring again
+with the same settings on the same dataset rewrites the same files.
 """
 from __future__ import annotations
 
@@ -45,14 +50,18 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import writeJson, writeNpz
+from srl_toolbox.files import readJson, writeJson, writeNpz
 
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
 PROBE_FILE = "linear_probe.json"
 STATES_PLOT = "states_by_ground_truth.png"
 KNN_PLOT = "knn_neighbours.png"
-OTHER_DATASETS_FOLDER = "evaluations"  # inside a model folder: one subfolder per other dataset measured on
+OTHER_DATASETS_FOLDER = "evaluations"  # inside a model folder: one subfolder per other dataset or settings
+# The reference settings: what srl_models.train (and so srl_models.prepare) measures with, the model folder's own files.
+DEFAULT_K = 5
+DEFAULT_MAX_SAMPLES = 2000
+DEFAULT_SEED = 0
 KNN_PLOT_QUERIES = 4    # query frames in the neighbours figure
 KNN_PLOT_NEIGHBOURS = 5  # neighbours shown per query (at most k)
 ENCODE_BATCH = 256
@@ -145,11 +154,12 @@ class Evaluation:
     ground_truth: np.ndarray
     k: int
     seed: int
-    output_folder: str  # the model folder, or its evaluations/<dataset> for another dataset than its own
+    output_folder: str  # the model folder (reference), or one of its evaluations/ subfolders: outputFolder
 
 
-def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int = 5, max_samples: int = 2000,
-                      seed: int = 0, device: str = "cpu") -> Evaluation:
+def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int = DEFAULT_K,
+                      max_samples: int = DEFAULT_MAX_SAMPLES, seed: int = DEFAULT_SEED,
+                      device: str = "cpu") -> Evaluation:
     """
     Check the inputs and load the model and the dataset.
 
@@ -176,22 +186,61 @@ def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int 
     if tuple(model.img_shape) != dataset.img_shape:
         raise ValueError(f"the model {model_folder!r} encodes images of shape {list(model.img_shape)}, the dataset "
                          f"{dataset.path!r} has {list(dataset.img_shape)}")
+    suffix = settingsSuffix(k, len(indices), seed, len(dataset))
     return Evaluation(model_folder, config, dataset, model, indices, ground_truth, k, seed,
-                      outputFolder(model_folder, config, dataset.path))
+                      outputFolder(model_folder, config, dataset.path, suffix))
 
 
-def outputFolder(model_folder: str, config: dict[str, Any], data_folder: str) -> str:
+def settingsSuffix(k: int, n_samples: int, seed: int, n_frames: int) -> str:
+    """
+    :param k: neighbours of KNN-MSE
+    :param n_samples: frames measured
+    :param seed: seed of the subset, the probe's split and the figure
+    :param n_frames: frames in the dataset
+    :return: "" for the reference settings (DEFAULT_K, DEFAULT_SEED and the frames DEFAULT_MAX_SAMPLES gives), else
+        "_k<k>_n<n_samples>_seed<seed>"
+    """
+    if k == DEFAULT_K and seed == DEFAULT_SEED and n_samples == min(n_frames, DEFAULT_MAX_SAMPLES):
+        return ""
+    return f"_k{k}_n{n_samples}_seed{seed}"
+
+
+def recordedDataFolders(folder: str) -> list[str] | None:
+    """
+    :param folder: an output folder of a measurement
+    :return: the data_folder its JSON files record (unreadable ones give ""), None when it holds none of them
+    """
+    paths = [os.path.join(folder, name) for name in (GTC_FILE, KNN_FILE, PROBE_FILE)]
+    recorded = []
+    for path in filter(os.path.isfile, paths):
+        try:
+            recorded.append(str(readJson(path).get("data_folder") or ""))
+        except (OSError, ValueError, AttributeError):
+            recorded.append("")
+    return recorded or None
+
+
+def outputFolder(model_folder: str, config: dict[str, Any], data_folder: str, suffix: str = "") -> str:
     """
     :param model_folder: a model folder
     :param config: its exp_config.json
     :param data_folder: the dataset measured
-    :return: where the measurements go: the model folder for the dataset it was trained on, else
-        ``<model folder>/evaluations/<dataset folder name>`` (the model's own measurements stay those of its dataset)
+    :param suffix: :func:`settingsSuffix` of the measurement
+    :return: where the measurements go: the model folder for the dataset it was trained on with the reference
+        settings (suffix ""), else ``<model folder>/evaluations/<dataset folder name><suffix>``, followed by
+        ``_2``, ``_3``... past folders that hold the results of another dataset (a different data_folder)
     """
     trained_on = config.get("data_folder")
-    if trained_on and os.path.realpath(trained_on) == os.path.realpath(data_folder):
+    if not suffix and trained_on and os.path.realpath(trained_on) == os.path.realpath(data_folder):
         return model_folder
-    return os.path.join(model_folder, OTHER_DATASETS_FOLDER, os.path.basename(os.path.normpath(data_folder)))
+    base = os.path.join(model_folder, OTHER_DATASETS_FOLDER, os.path.basename(os.path.normpath(data_folder)) + suffix)
+    folder, number = base, 2
+    while True:
+        recorded = recordedDataFolders(folder)
+        if recorded is None or all(path and os.path.realpath(path) == os.path.realpath(data_folder)
+                                   for path in recorded):
+            return folder
+        folder, number = f"{base}_{number}", number + 1
 
 
 def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, Any]:
@@ -279,13 +328,14 @@ def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:
                             title=f"{name}: {shown} nearest neighbours in learned-state space")
 
 
-def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = 5, max_samples: int = 2000,
-                  seed: int = 0, *, device: str = "cpu", progress: bool = True) -> dict[str, Any]:
+def evaluateModel(model_folder: str, data_folder: str | None = None, k: int = DEFAULT_K,
+                  max_samples: int = DEFAULT_MAX_SAMPLES, seed: int = DEFAULT_SEED, *, device: str = "cpu",
+                  progress: bool = True) -> dict[str, Any]:
     """
     Measure a trained model: GTC and KNN-MSE on a seeded subset of the dataset's frames, with plots.
 
-    :param model_folder: a model folder written by srl_models.train; the results are written into it (into its
-        evaluations/<dataset folder name> for another dataset than the one it was trained on: :func:`outputFolder`)
+    :param model_folder: a model folder written by srl_models.train; the results are written into it (into one of
+        its evaluations/ subfolders for another dataset or other settings than the defaults: :func:`outputFolder`)
     :param data_folder: the dataset (default: exp_config["data_folder"], the one it was trained on)
     :param k: neighbours of KNN-MSE
     :param max_samples: most frames measured (a seeded subset beyond)
@@ -303,15 +353,17 @@ def buildParser() -> CLIParser:
     """:return: the command-line parser"""
     parser = CLIParser(prog="python -m srl_models.evaluate",
                            description="Measure a trained SRL model: GTC, KNN-MSE and a linear probe's R^2 on a "
-                                       "dataset, with plots, "
-                                       "written into the model folder.")
+                                       "dataset, with plots, written into the model folder (its reference "
+                                       "measurements: training dataset, default settings) or into one of its "
+                                       "evaluations/ subfolders (another dataset or other settings).")
     parser.add_argument("--model-folder", required=True, help="a model folder written by srl_models.train")
     parser.add_argument("--data-folder", default=None,
                         help="dataset to measure on [the one the model was trained on]")
-    parser.add_argument("--k", type=positiveInt, default=5, help="nearest neighbours of KNN-MSE [5]")
-    parser.add_argument("--max-samples", type=intInRange(2), default=2000,
-                        help="most frames measured, a seeded subset beyond [2000]")
-    addSeedArgument(parser, help="seed of the subset and of the figure [0]")
+    parser.add_argument("--k", type=positiveInt, default=DEFAULT_K,
+                        help=f"nearest neighbours of KNN-MSE [{DEFAULT_K}]")
+    parser.add_argument("--max-samples", type=intInRange(2), default=DEFAULT_MAX_SAMPLES,
+                        help=f"most frames measured, a seeded subset beyond [{DEFAULT_MAX_SAMPLES}]")
+    addSeedArgument(parser, help=f"seed of the subset and of the figure [{DEFAULT_SEED}]", default=DEFAULT_SEED)
     parser.add_argument("--device", default="cpu", help="device of the encoder: auto, cpu, cuda or cuda:N [cpu]")
     addProgressArgument(parser)
     return parser
@@ -342,7 +394,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"{' '.join(f'{v:.3f}' for v in probe['per_dimension'])}; ridge alpha {probe['alpha']:g}, fitted on "
               f"{probe['n_fit']} frames, scored on {probe['n_held_out']} of held-out episodes)")
     written = [GTC_FILE, KNN_FILE, *([PROBE_FILE] if probe is not None else []), STATES_FILE, STATES_PLOT, KNN_PLOT]
-    print(f"Wrote {', '.join(written)} in {evaluation.output_folder}")
+    print(f"Wrote {', '.join(written)} in {evaluation.output_folder}"
+          + ("" if evaluation.output_folder == args.model_folder else
+             f" (the model's reference measurements, in {args.model_folder}, are unchanged)"))
     return 0
 
 

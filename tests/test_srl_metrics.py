@@ -204,6 +204,7 @@ def runMain(module, argv, capsys) -> tuple[int, str, str]:
 def test_evaluateModelWritesMetricsAndPlots(tmp_path, dataFolder, testModels):
     folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
     result = evaluate.evaluateModel(folder, k=5, max_samples=120, seed=1, progress=False)
+    folder = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "mr_k5_n120_seed1")  # not the default settings
     with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
         gtc = json.load(handle)
     with open(os.path.join(folder, evaluate.KNN_FILE)) as handle:
@@ -221,7 +222,8 @@ def test_evaluateModelWritesMetricsAndPlots(tmp_path, dataFolder, testModels):
     for name in (evaluate.STATES_PLOT, evaluate.KNN_PLOT):
         assert imread(os.path.join(folder, name)).std() > 0.01
     # same seed, same numbers
-    assert evaluate.evaluateModel(folder, k=5, max_samples=120, seed=1, progress=False) == result
+    assert evaluate.evaluateModel(os.path.dirname(os.path.dirname(folder)), k=5, max_samples=120, seed=1,
+                                  progress=False) == result
 
 
 @pytest.mark.slow
@@ -239,9 +241,10 @@ def test_evaluateCommand(tmp_path, dataFolder, testModels, capsys):
     code, out, err = runMain(evaluate, ["--model-folder", folder, "--k", "3", "--max-samples", "50",
                                         "--no-progress"], capsys)
     assert code == 0, err
+    folder = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "mr_k3_n50_seed0")
     with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
         mean = json.load(handle)["mean"]
-    assert f"GTC mean {mean:.4f}" in out and "KNN-MSE (k=3)" in out
+    assert f"GTC mean {mean:.4f}" in out and "KNN-MSE (k=3)" in out and f"in {folder} (" in out
     with open(os.path.join(folder, evaluate.PROBE_FILE)) as handle:
         probe = json.load(handle)
     assert f"Linear probe R2 {probe['mean']:.4f}" in out and len(probe["per_dimension"]) == 2
@@ -251,7 +254,7 @@ def test_evaluateCommand(tmp_path, dataFolder, testModels, capsys):
 def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFolder, testModels, capsys):
     """Measuring on another dataset writes into evaluations/<dataset>, never over the training dataset's files."""
     folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
-    assert runMain(evaluate, ["--model-folder", folder, "--max-samples", "50", "--no-progress"], capsys)[0] == 0
+    assert runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)[0] == 0
     own = {name: (tmp_path / "model" / name).read_bytes() for name in (evaluate.GTC_FILE, evaluate.KNN_FILE,
                                                                        evaluate.PROBE_FILE, evaluate.STATES_FILE)}
     other = str(tmp_path / "copy_of_data")
@@ -260,7 +263,7 @@ def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFol
                                         "--no-progress"], capsys)
     assert code == 0, err
     assert {name: (tmp_path / "model" / name).read_bytes() for name in own} == own
-    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "copy_of_data")
+    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "copy_of_data_k5_n40_seed0")
     with open(os.path.join(measured, evaluate.GTC_FILE)) as handle:
         gtc = json.load(handle)
     assert gtc["n_samples"] == 40 and gtc["data_folder"] == other and f"in {measured}" in out
@@ -269,14 +272,66 @@ def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFol
     code, out, err = runMain(evaluate, ["--model-folder", folder, "--data-folder", other, "--max-samples", "3",
                                         "--k", "1", "--no-progress"], capsys)
     assert code == 0, err
+    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "copy_of_data_k1_n3_seed0")
     assert "Linear probe: - (the held-out episodes give " in out and "of the 3 measured frames" in out
     assert "the probe needs 2 or more on each side (--max-samples))" in out
     assert not os.path.exists(os.path.join(measured, evaluate.PROBE_FILE))
     # the training dataset named by another path is still the model's own
+    os.remove(os.path.join(folder, evaluate.GTC_FILE))
     assert runMain(evaluate, ["--model-folder", folder, "--data-folder", os.path.relpath(dataFolder),
-                              "--max-samples", "30", "--no-progress"], capsys)[0] == 0
+                              "--max-samples", "3000", "--no-progress"], capsys)[0] == 0  # all 160 frames either way
     with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
-        assert json.load(handle)["n_samples"] == 30
+        assert json.load(handle)["n_samples"] == 160
+
+
+def test_evaluateKeepsTheReferenceMeasurements(tmp_path, dataFolder, testModels, capsys):
+    """Other settings never replace the model folder's own (default-settings) measurements, which prepare, the
+    benchmarks and train's participation ratio read; the same settings again rewrite the same files."""
+    folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
+    assert runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)[0] == 0
+    names = (evaluate.GTC_FILE, evaluate.KNN_FILE, evaluate.PROBE_FILE, evaluate.STATES_FILE)
+    own = {name: (tmp_path / "model" / name).read_bytes() for name in names}
+    code, out, err = runMain(evaluate, ["--model-folder", folder, "--k", "3", "--max-samples", "50", "--seed", "7",
+                                        "--no-progress"], capsys)
+    assert code == 0, err
+    assert {name: (tmp_path / "model" / name).read_bytes() for name in names} == own
+    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "mr_k3_n50_seed7")
+    assert f"in {measured} (the model's reference measurements, in {folder}, are unchanged)" in out
+    with open(os.path.join(measured, evaluate.KNN_FILE)) as handle:
+        knn = json.load(handle)
+    assert (knn["k"], knn["n_samples"], knn["seed"], knn["data_folder"]) == (3, 50, 7, dataFolder)
+    first = {name: (tmp_path / "model" / name).read_bytes() for name in names}
+    # the same settings again: the same folder, the same numbers
+    assert runMain(evaluate, ["--model-folder", folder, "--k", "3", "--max-samples", "50", "--seed", "7",
+                              "--no-progress"], capsys)[0] == 0
+    assert sorted(os.listdir(os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER))) == ["mr_k3_n50_seed7"]
+    assert {name: (tmp_path / "model" / name).read_bytes() for name in names} == first
+    with open(os.path.join(measured, evaluate.KNN_FILE)) as handle:
+        assert json.load(handle) == knn
+    # the defaults again: the reference itself, rewritten in place
+    code, out, err = runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)
+    assert code == 0, err
+    assert f"in {folder}\n" in out
+    assert {name: (tmp_path / "model" / name).read_bytes() for name in names} == own
+
+
+def test_evaluateTwoDatasetsOfTheSameName(tmp_path, dataFolder, testModels, capsys):
+    """Two datasets with the same folder name get a folder each; measuring one again rewrites its own."""
+    folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
+    first, second = str(tmp_path / "a" / "mr"), str(tmp_path / "b" / "mr")
+    shutil.copytree(dataFolder, first)
+    shutil.copytree(dataFolder, second)
+    evaluations = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER)
+    for data_folder, name in ((first, "mr"), (second, "mr_2"), (first, "mr"), (second, "mr_2")):
+        code, out, err = runMain(evaluate, ["--model-folder", folder, "--data-folder", data_folder, "--no-progress"],
+                                 capsys)
+        assert code == 0, err
+        measured = os.path.join(evaluations, name)
+        for json_file in (evaluate.GTC_FILE, evaluate.KNN_FILE):
+            with open(os.path.join(measured, json_file)) as handle:
+                assert json.load(handle)["data_folder"] == data_folder
+    assert sorted(os.listdir(evaluations)) == ["mr", "mr_2"]
+    assert out.endswith(f"in {evaluations}/mr_2 (the model's reference measurements, in {folder}, are unchanged)\n")
 
 
 def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
@@ -442,6 +497,7 @@ def test_evaluateCommandOnTrainedModel(trainedModels):
     folder = trainedModels["autoencoder"]
     result = runModule("srl_models.evaluate", "--model-folder", folder, "--k", "4", "--no-progress")
     assert result.returncode == 0, result.stderr
+    folder = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "mr_k4_n160_seed0")  # not the default settings
     with open(os.path.join(folder, evaluate.GTC_FILE)) as handle:
         gtc = json.load(handle)
     with open(os.path.join(folder, evaluate.KNN_FILE)) as handle:
