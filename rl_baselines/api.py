@@ -204,7 +204,9 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     :param options: :func:`makeConfig`'s keywords, when no ``config`` is given
     :return: the outcome: ``model`` (the trained agent), ``run_dir``, ``num_timesteps``, ``mean_reward`` (last 100
         training episodes), ``exit_code`` (0 done; 128 + signal when stopped by Ctrl-C or SIGTERM, with a checkpoint;
-        130 when a second Ctrl-C stopped it at once, ``model`` None when that came before the first step)
+        130 when a second Ctrl-C stopped it at once, ``model`` None when that came before the first step, and when
+        ``resume`` names a finished run: nothing is trained, :func:`loadRun` loads its agent); the global random
+        generators stay seeded with the run's seed, as SB3's ``learn`` leaves them
     :raises UsageError: bad input, raised before anything is written
     """
 
@@ -325,6 +327,9 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
 
 
     episodes, num_envs = _positiveInt("episodes", episodes), _positiveInt("num_envs", num_envs)
+    if not isinstance(deterministic, (bool, np.bool_)):
+        raise UsageError(f"deterministic {deterministic!r} must be True or False")
+    deterministic = bool(deterministic)
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
         raise UsageError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
     if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):

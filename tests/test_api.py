@@ -239,8 +239,19 @@ def test_load_and_evaluate_errors(tmp_path, apiRun):
         api.evaluateAgent(apiRun[0], episodes=0)
     with pytest.raises(api.UsageError, match=r"^seed -1 must be an integer in 0\.\.4294967295$"):
         api.evaluateAgent(apiRun[0], seed=-1)
+    # deterministic="no" was truthy: the agent played deterministically, the opposite of what was meant
+    with pytest.raises(api.UsageError, match=r"^deterministic 'no' must be True or False$"):
+        api.evaluateAgent(apiRun[0], deterministic="no")
     # NumPy's integers count, as in SB3's evaluate_policy
     assert len(api.evaluateAgent(apiRun[0], episodes=np.int64(2), seed=np.int64(0)).episode_rewards) == 2
+    # LoadedRun.makeEnv checks what evaluateAgent checks (they failed deep in SB3 or gymnasium, four ways)
+    loaded = api.loadRun(apiRun[0].run_dir)
+    for keywords, message in (({"num_envs": 0}, r"^num_envs 0 must be a positive integer$"),
+                              ({"num_envs": 1.5}, r"^num_envs 1\.5 must be a positive integer$"),
+                              ({"seed": -1}, r"^seed -1 must be an integer in 0\.\.4294967295$"),
+                              ({"seed": "a"}, r"^seed 'a' must be an integer in 0\.\.4294967295$")):
+        with pytest.raises(ValueError, match=message):
+            loaded.makeEnv(**keywords)
 
 
 class _FixedLengthEnv(gym.Env):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import numbers
 import os
 from typing import Any
 
@@ -78,8 +79,14 @@ class LoadedRun:
         :param seed: env i is seeded ``seed + i``
         :param env_kwargs: env constructor keywords over the run's own (e.g. ``{"render_mode": "rgb_array"}``)
         :return: a VecEnv; close it after use
-        :raises ValueError: the SRL model cannot be loaded, or the saved normalisation does not fit
+        :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1, the SRL model
+            cannot be loaded, or the saved normalisation does not fit
         """
+        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+            raise ValueError(f"num_envs {num_envs!r} must be a positive integer")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
+            raise ValueError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
+        num_envs, seed = int(num_envs), int(seed)
 
         settings = self.settings.replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
                                                   monitor_dir=None)
