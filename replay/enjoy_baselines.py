@@ -263,8 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = loadRun(run_dir, args.model, args.srl_model_path, train_args=train_args)
     except ValueError as error:  # not installed, model missing or corrupt, SRL model missing or changed
         raise UsageError(str(error)) from None
-    if run.unfinishedNote():
-        print(f"Model: {run.unfinishedNote()}")
+    note = run.unfinishedNote()
+    if note:
+        print(f"Model: {note}")
     agent = run.model
     agent.seedActionSampling(args.seed)  # an agent that samples with a generator of its own (deepq, the ES)
     if args.render and not getEnvClass(train_args.env).WINDOW:

@@ -334,8 +334,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
+    groups = groupRuns(runs, args.group_by)
     # the final results pool the finished runs (an unfinished one differs in its budget by nature)
-    warnMixedMethods(groupRuns([run for run in runs if run.finished], args.group_by), args.group_by)
+    warnMixedMethods({key: finished for key, members in groups.items()
+                      if (finished := [run for run in members if run.finished])}, args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)
     text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
@@ -351,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}"
               + ("; the other methods from training episodes" if len(evaluated) < len(methods) else ""))
-    print(f"{len(runs)} runs, {len(groupRuns(runs, args.group_by))} methods: {csv_path}, {md_path}")
+    print(f"{len(runs)} runs, {len(groups)} methods: {csv_path}, {md_path}")
     return 0
 
 

@@ -35,7 +35,7 @@ from environments.registry import unknownEnvText
 from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
 from rl_baselines.core.training_state import captureGlobalRNG, restoreGlobalRNG
 from rl_baselines.runs import train
-from rl_baselines.runs.loaded_run import LoadedRun, playEpisodes
+from rl_baselines.runs.loaded_run import LoadedRun, checkEnvsAndSeed, playEpisodes
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
 from rl_baselines.runs.train import TrainResult, trainCommand, trainValidated
@@ -326,15 +326,16 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     """
 
 
-    episodes, num_envs = _positiveInt("episodes", episodes), _positiveInt("num_envs", num_envs)
+    episodes = _positiveInt("episodes", episodes)
+    try:
+        num_envs, seed = checkEnvsAndSeed(num_envs, seed)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     if not isinstance(deterministic, (bool, np.bool_)):
         raise UsageError(f"deterministic {deterministic!r} must be True or False")
     deterministic = bool(deterministic)
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
-        raise UsageError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
     if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):
         raise UsageError(f"run {run!r} must be a run folder's path, a LoadedRun or a TrainResult")
-    seed = int(seed)
     with _callerSettings():  # loading from a folder reseeds the generators too
         loaded = _loadedRun(run)
         set_random_seed(seed)

@@ -31,6 +31,20 @@ from rl_baselines.runs.train_config import TrainConfig
 SAVED_MODELS = ("latest", "best")
 
 
+def checkEnvsAndSeed(num_envs: Any, seed: Any) -> tuple[int, int]:
+    """
+    :param num_envs: parallel envs (Python's or NumPy's integers)
+    :param seed: the first env's seed
+    :return: both as ints
+    :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1 (one line)
+    """
+    if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
+        raise ValueError(f"num_envs {num_envs!r} must be a positive integer")
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
+        raise ValueError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
+    return int(num_envs), int(seed)
+
+
 @dataclasses.dataclass
 class LoadedRun:
     """
@@ -82,11 +96,7 @@ class LoadedRun:
         :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1, the SRL model
             cannot be loaded, or the saved normalisation does not fit
         """
-        if isinstance(num_envs, bool) or not isinstance(num_envs, numbers.Integral) or num_envs < 1:
-            raise ValueError(f"num_envs {num_envs!r} must be a positive integer")
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
-            raise ValueError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
-        num_envs, seed = int(num_envs), int(seed)
+        num_envs, seed = checkEnvsAndSeed(num_envs, seed)
 
         settings = self.settings.replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
                                                   monitor_dir=None)
