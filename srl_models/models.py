@@ -43,10 +43,19 @@ def checkImages(observations: np.ndarray, img_shape: tuple[int, int, int]) -> np
     """
     :param observations: (n, H, W, C) images
     :param img_shape: (C, H, W) the model encodes
-    :return: the images as an array
-    :raises ValueError: another shape (one line, naming both)
+    :return: the images as a uint8 array (integer images within 0-255 are converted)
+    :raises ValueError: another shape (one line, naming both), or not 0-255 integer pixel values (floats are refused,
+        whatever their range: a [0, 1] image and a 0-255 one cannot be told apart from every frame)
     """
     images = np.asarray(observations)
+    if images.dtype != np.uint8:
+        if not np.issubdtype(images.dtype, np.integer) or images.dtype == np.bool_:
+            raise ValueError(f"SRL models encode uint8 images (pixel values 0-255, as the envs return them), got dtype "
+                             f"{images.dtype}; images in [0, 1]: (images * 255).round().astype(np.uint8)")
+        if images.size and (images.min() < 0 or images.max() > 255):
+            raise ValueError(f"SRL models encode uint8 images (pixel values 0-255), got {images.dtype} values from "
+                             f"{images.min()} to {images.max()}")
+        images = images.astype(np.uint8)
     channels, height, width = img_shape
     if images.ndim != 4 or images.shape[1:] != (height, width, channels):
         got = images.shape[1:] if images.ndim == 4 else images.shape

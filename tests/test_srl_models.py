@@ -1,6 +1,6 @@
 """Unit tests of the learned SRL models (srl_models: backbone, losses, network, models, pca, trainer), trained
 in-process on one tiny generated dataset (32x32 images): every model's training loss goes down, save/load gives
-identical states, getState in one batch equals image by image, bad image shapes are refused."""
+identical states, getState in one batch equals image by image, bad image shapes and pixel values are refused."""
 from __future__ import annotations
 
 import json
@@ -72,6 +72,12 @@ def checkSaveLoad(folder: str, images: np.ndarray) -> None:
     np.testing.assert_allclose(batch, single, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match=r"\(32, 32, 3\).*\(16, 16, 3\)"):
         model.getState(np.zeros((2, 16, 16, 3), dtype=np.uint8))
+    # pixel values: integers within 0-255 are the same images; floats (a [0, 1] image?) and values outside are refused
+    np.testing.assert_array_equal(model.getState(images[:3].astype(np.int64)), batch[:3])
+    with pytest.raises(ValueError, match=r"uint8 images .*got dtype float32; images in \[0, 1\]"):
+        model.getState(images[:3].astype(np.float32) / 255.0)
+    with pytest.raises(ValueError, match=r"got int64 values from -1 to 255"):
+        model.getState(np.where(images[:3] == 0, -1, images[:3].astype(np.int64)))
     if model.DECODES:
         decoded = model.decode(batch)
         assert decoded.shape == images[:12].shape and decoded.dtype == np.uint8
