@@ -6,7 +6,9 @@ Optuna RDB storage: SQLite (opened with a long lock timeout, its schema created 
 processes can share one file) or any SQLAlchemy URL. A study records the setting it was made for (``STUDY_KEYS``,
 the seed and the forwarded train flags' settings too) as one user attribute (:data:`STUDY_RECORD`, JSON values),
 written at once, so that a command continuing the study reads all of it or nothing; :func:`createStudy` refuses to
-continue it for another setting. The train flags count as train's parser gives them, less what changes no result
+continue it for another setting. On SQLite the study is created, compared and recorded under one file lock, so that of
+two commands starting one study at once for different settings the second is refused (other storages have no lock).
+The train flags count as train's parser gives them, less what changes no result
 (``rl_baselines.sweeps.recorded.NOT_A_RESULT``): spelling, order, ``--device`` or ``--port`` do not make another
 setting. A setting the record lacks (a study of an older version, a train flag added since) is unknown, so accepted.
 Optuna (and SQLAlchemy, installed with it) is an
@@ -276,15 +278,25 @@ def createStudy(config: SearchConfig) -> Any:
     path = sqlitePath(config.storage_url)
     try:
         storage = openStorage(config.storage_url)
+        # Created, compared and recorded under one lock: of two commands starting the same SQLite study for other
+        # settings, the second sees the first's record and is refused (unlocked, both could find no record)
         with _fileLock(path):
             study = optuna.create_study(storage=storage, study_name=config.study_name, direction="maximize",
                                         load_if_exists=True)
+            return _recordedSetting(study, config)
     except (ImportError, ValueError, OSError) as error:
         raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
     except Exception as error:  # SQLAlchemy's OperationalError and friends: unreachable server, bad file
         if type(error).__module__.startswith("sqlalchemy"):
             raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
         raise
+
+
+def _recordedSetting(study: Any, config: SearchConfig) -> Any:
+    """
+    :return: ``study``, whose record is now ``config``'s setting (written if it had none)
+    :raises UsageError: it records another setting
+    """
     wanted = json.loads(json.dumps({key: getattr(config, key) for key in STUDY_KEYS}, default=str))
     attrs = study.user_attrs
     recorded = attrs.get(STUDY_RECORD)
