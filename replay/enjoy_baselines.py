@@ -1,14 +1,17 @@
 """``python -m replay.enjoy_baselines --log-dir RUN``: replay a trained agent from its run folder alone.
 
 The env is rebuilt from args.json (with the normalisation statistics saved beside the model, frozen) and the agent
-from ``<algo>_model.*``; ``--video`` records a GIF or MP4 of the first env, each frame captioned with the step and
-the reward its action earned (VideoRecorder: an MP4 is encoded as it is played, a GIF is kept palettised in memory
-until the end). A run that observed a trained SRL model replays with the same one: the folder and hash
-recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the first env's action probabilities
-and ground-truth trajectory, live in visdom and as PNG in ``--output-dir`` (replay.replay_plots). ``--render`` needs
-a display (DISPLAY set) and an env with a window (``WINDOW``; Omnirobot has none); without them it stops with a
-one-line error before the env is made. A Ctrl-C stops the replay: what was played is still reported and written
-(video, plots), and the command exits with 130, as train does, so that a script tells a cut replay from a whole one.
+from ``<algo>_model.*``: the run's latest, ``--model best``'s in ``best/``, or a checkpoint's (``--load-checkpoint
+N``: ``checkpoints/<N>_steps/``; ``--load-last-checkpoint``: the newest intact one, checked as ``--resume`` checks
+it; a missing or damaged one is refused before anything is written). ``--video`` records a GIF or MP4 of the first
+env, each frame captioned with the step and the reward its action earned (VideoRecorder: an MP4 is encoded as it is
+played, a GIF is kept palettised in memory until the end). A run that observed a trained SRL model replays with the
+same one: the folder and hash recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the
+first env's action probabilities and ground-truth trajectory, live in visdom and as PNG in ``--output-dir``
+(replay.replay_plots). ``--render`` needs a display (DISPLAY set) and an env with a window (``WINDOW``; Omnirobot
+has none); without them it stops with a one-line error before the env is made. A Ctrl-C stops the replay: what was
+played is still reported and written (video, plots), and the command exits with 130, as train does, so that a script
+tells a cut replay from a whole one.
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ from tqdm import tqdm
 from environments import getEnvClass
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
-from rl_baselines.runs.loaded_run import loadRun
+from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
@@ -44,6 +47,7 @@ from srl_toolbox.cli import (
     checkWritableFolder,
     envCount,
     nonEmptyText,
+    nonNegativeInt,
     positiveInt,
     runCommand,
 )
@@ -68,8 +72,14 @@ def buildParser() -> CLIParser:
                         help="record the first env to this .gif or .mp4 file, captioned with the step and reward")
     parser.add_argument("--fps", type=positiveInt, default=20,
                         help=f"frames per second of the video, at most {MAX_GIF_FPS} for a .gif [20]")
-    parser.add_argument("--model", choices=["latest", "best"], default="latest",
+    parser.add_argument("--model", choices=["latest", "best"], default=None,
                         help="which saved model to play [latest]")
+    checkpoint = parser.add_mutually_exclusive_group()
+    checkpoint.add_argument("--load-checkpoint", type=nonNegativeInt, default=None, metavar="N",
+                            help="play the checkpoint saved at step N (checkpoints/<N>_steps/: its model and "
+                                 "normalisation statistics) instead of --model's")
+    checkpoint.add_argument("--load-last-checkpoint", action="store_true",
+                            help="play the newest intact checkpoint (damaged newer ones are skipped, as --resume does)")
     parser.add_argument("--srl-model-path", default=None, metavar="FOLDER",
                         help="the run's trained SRL model, moved since training (its files must hash the same) "
                              "[the folder recorded in srl_model.json]")
@@ -85,6 +95,24 @@ def buildParser() -> CLIParser:
     parser.add_argument("--no-vis", action="store_true", help="--plotting writes the PNGs only, no live plots")
     addProgressArgument(parser)
     return parser
+
+
+def checkpointArguments(args: argparse.Namespace) -> tuple[int | str | None, str | None]:
+    """
+    :param args: the parsed arguments
+    :return: (the checkpoint to play: a step count, ``"last"`` or None for --model's; the flag that chose it, with
+        its value, for the messages)
+    :raises UsageError: a checkpoint flag with --model (both choose the model)
+    """
+    if args.load_checkpoint is not None:
+        checkpoint, flag = args.load_checkpoint, f"--load-checkpoint {args.load_checkpoint}"
+    elif args.load_last_checkpoint:
+        checkpoint, flag = LAST_CHECKPOINT, "--load-last-checkpoint"
+    else:
+        return None, None
+    if args.model is not None:
+        raise UsageError(f"{flag.split()[0]} and --model {args.model} both choose the model to play: give one of them")
+    return checkpoint, flag
 
 
 def loadRunArgs(run_dir: str) -> TrainConfig:
@@ -238,6 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.render and not os.environ.get("DISPLAY"):
         raise UsageError("--render opens the PyBullet window and needs a display, but DISPLAY is not set "
                          "(use --video out.gif instead)")
+    checkpoint, checkpoint_flag = checkpointArguments(args)
     if args.output_dir is not None and not args.plotting:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
     run_dir = args.log_dir
@@ -260,10 +289,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     set_random_seed(args.seed)  # Python, NumPy and torch: the agent's sampled actions repeat with the seed
 
     try:
-        run = loadRun(run_dir, args.model, args.srl_model_path, train_args=train_args)
-    except ValueError as error:  # not installed, model missing or corrupt, SRL model missing or changed
-        raise UsageError(str(error)) from None
-    note = run.unfinishedNote()
+        run = loadRun(run_dir, args.model or "latest", args.srl_model_path, train_args=train_args,
+                      checkpoint=checkpoint, checkpoint_flag=checkpoint_flag)
+    except ValueError as error:  # not installed, model missing or corrupt, no such checkpoint or a damaged one, SRL
+        raise UsageError(str(error)) from None  # model missing or changed
+    note = run.checkpointNote() or run.unfinishedNote()
     if note:
         print(f"Model: {note}")
     agent = run.model

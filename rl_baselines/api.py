@@ -268,17 +268,23 @@ def _callerThreads() -> int:
     return min(torch.get_num_threads(), maxThreads())
 
 
-def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None) -> LoadedRun:
+def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None,
+            checkpoint: int | str | None = None) -> LoadedRun:
     """
     Load the agent of a run folder, as ``python -m replay.enjoy_baselines`` does.
 
     :param run_dir: a run folder written by training (``TrainResult.run_dir``)
     :param which: ``latest`` (the final model) or ``best`` (the best one, saved in ``best/``)
     :param srl_model_path: the run's trained SRL model, moved since training (its files must hash the same)
+    :param checkpoint: instead of ``which``'s model, a periodic checkpoint's (its model and normalisation
+        statistics): a step count N (``checkpoints/<N>_steps/``, as ``--load-checkpoint N``) or ``"last"``, the
+        newest intact one (as ``--load-last-checkpoint``); not with ``which="best"``
     :return: the run: ``model`` (``model.getAction(observation, deterministic=True)``, plus
         ``**rl_baselines.core.base.actionMaskKeywords(model, env)`` for an algorithm that uses the env's action
-        masks: maskable_ppo), ``args`` (its arguments) and ``makeEnv(num_envs=1, seed=0)``, the env it acts on
-    :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, SRL model changed
+        masks: maskable_ppo), ``args`` (its arguments), ``makeEnv(num_envs=1, seed=0)``, the env it acts on, and
+        ``checkpoint_steps`` (the checkpoint's step count, None for the latest or best model)
+    :raises UsageError: no run there, algorithm or env not installed, model missing or corrupt, no checkpoint at
+        that step (the message lists the run's) or a damaged one, SRL model changed
 
     Loading leaves the caller's torch thread count and global random generators as they were.
     """
@@ -287,7 +293,7 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
         raise UsageError(f"run_dir {run_dir!r} must be a run folder's path")
     try:
         with _callerSettings():  # (SB3's load seeds the global generators with the run's seed)
-            return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir")
+            return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir", checkpoint=checkpoint)
     except ValueError as error:
         raise UsageError(str(error)) from None
 

@@ -6,6 +6,12 @@ files not cut short), a run that observed a trained SRL model uses the one recor
 its hash), and the replay env normalises observations with the statistics saved beside the model, frozen, and
 simulates the physics version the run recorded in env_globals.json. Replay envs write no monitor files. Errors
 are ``ValueError`` with a one-line message; the commands turn them into UsageError.
+
+Besides the run's latest and best models, a periodic checkpoint (``checkpoints/<N>_steps/``: its model and its own
+normalisation statistics) can be loaded, by step count or the newest intact one. Intact means what ``--resume``
+means (rl_baselines.core.checkpointing :meth:`Checkpoint.verify`: the manifest reads and every file it lists matches
+its SHA-256); a damaged checkpoint asked for by step count is refused, and the newest intact one is found by skipping
+the damaged newer ones, which are left where they are (loading only reads).
 """
 from __future__ import annotations
 
@@ -19,7 +25,7 @@ import numpy as np
 
 from environments import registered_env
 from rl_baselines.core.base import actionMaskKeywords
-from rl_baselines.core.checkpointing import checkModelFile
+from rl_baselines.core.checkpointing import Checkpoint, DamagedCheckpointError, checkModelFile, checkpointFolders
 from rl_baselines.core.manifests import readManifest
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
@@ -29,6 +35,8 @@ from rl_baselines.runs.run_policy import readRunConfig, recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig
 
 SAVED_MODELS = ("latest", "best")
+# ``checkpoint=LAST_CHECKPOINT``: the newest intact checkpoint
+LAST_CHECKPOINT = "last"
 
 
 def checkEnvsAndSeed(num_envs: Any, seed: Any) -> tuple[int, int]:
@@ -57,6 +65,10 @@ class LoadedRun:
     :param model_folder: the folder of the model file and of its normalisation statistics
     :param srl_model_path: the checked folder of the trained SRL model the run observed, None when the env computed
         its observations
+    :param checkpoint_steps: the step count of the checkpoint loaded (``model_folder`` is ``checkpoints/<N>_steps``),
+        None for the run's latest or best model
+    :param skipped_checkpoints: the damaged checkpoints newer than it that loading the newest intact one skipped,
+        each as "<folder> (<file> <problem>)", newest first
     """
 
     run_dir: str
@@ -65,6 +77,8 @@ class LoadedRun:
     model: Any
     model_folder: str
     srl_model_path: str | None
+    checkpoint_steps: int | None = None
+    skipped_checkpoints: tuple[str, ...] = ()
 
     @property
     def settings(self) -> RunSettings:
@@ -83,6 +97,20 @@ class LoadedRun:
             return None
         return (f"the run is unfinished (still training, or stopped): its latest model, saved at "
                 f"{manifest.get('num_timesteps', 0):,} of {self.args.num_timesteps:,} steps")
+
+    def checkpointNote(self) -> str | None:
+        """
+        :return: one line naming the checkpoint loaded and its step (and the damaged newer ones skipped), None for
+            the run's latest or best model
+        """
+        if self.checkpoint_steps is None:
+            return None
+        skipped = ""
+        if self.skipped_checkpoints:
+            skipped = (f"; skipped the damaged newer checkpoint{'s' if len(self.skipped_checkpoints) > 1 else ''} "
+                       f"{', '.join(self.skipped_checkpoints)}")
+        return (f"checkpoint {self.model_folder}, saved at step {self.checkpoint_steps:,} (of the run's "
+                f"{self.args.num_timesteps:,}){skipped}")
 
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
@@ -105,21 +133,89 @@ class LoadedRun:
         return makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
 
 
+def checkpointChoice(checkpoint: Any) -> int | str | None:
+    """
+    :param checkpoint: a step count (Python's or NumPy's integers, >= 0), ``"last"`` or None
+    :return: it, the step count as an int
+    :raises ValueError: anything else (one line)
+    """
+    if checkpoint is None or (isinstance(checkpoint, str) and checkpoint == LAST_CHECKPOINT):
+        return checkpoint
+    if isinstance(checkpoint, bool) or not isinstance(checkpoint, numbers.Integral) or checkpoint < 0:
+        raise ValueError(f"checkpoint {checkpoint!r} must be a step count (an integer >= 0), {LAST_CHECKPOINT!r} "
+                         f"(the newest intact checkpoint) or None (no checkpoint)")
+    return int(checkpoint)
+
+
+def _damage(folder: str, error: DamagedCheckpointError) -> str:
+    """:return: "<folder> (<file> <problem>)": a damaged checkpoint, its damaged file and what is wrong with it"""
+    return f"{folder} ({os.path.relpath(error.path, folder)} {error.problem})"
+
+
+def findCheckpoint(run_dir: str, checkpoint: int | str, what: str) -> tuple[int, str, tuple[str, ...]]:
+    """
+    :param run_dir: a run folder
+    :param checkpoint: a step count N (``checkpoints/<N>_steps/``) or ``"last"`` (the newest intact checkpoint)
+    :param what: the option or parameter that asked for it, with its value, for the messages
+    :return: (its step count, its checked folder, the damaged newer checkpoints skipped for it, newest first)
+    :raises ValueError: no checkpoint at N (the message lists the run's), N's damaged, or none intact (one line)
+    """
+    folders = checkpointFolders(run_dir)
+    if checkpoint == LAST_CHECKPOINT:
+        damaged: list[str] = []
+        for steps, folder in reversed(folders):
+            try:
+                Checkpoint(folder).verify()
+            except DamagedCheckpointError as error:
+                damaged.append(_damage(folder, error))
+                continue
+            return steps, folder, tuple(damaged)
+        if not folders:
+            raise ValueError(f"{what}: {run_dir!r} has no checkpoint (checkpoints/<N>_steps/ is written every "
+                             f"--checkpoint-freq steps)")
+        others = "" if len(damaged) == 1 else f"; so {'is' if len(damaged) == 2 else 'are'} the {len(damaged) - 1} " \
+                                               f"before it"
+        raise ValueError(f"{what}: {run_dir!r} has no intact checkpoint: checkpoint {damaged[0]} is damaged{others}")
+    found = dict(folders)
+    if checkpoint not in found:
+        listed = ", ".join(str(steps) for steps in found) if found else "none"
+        raise ValueError(f"{what}: {run_dir!r} has no checkpoint at step {checkpoint}; its checkpoints (steps): "
+                         f"{listed}")
+    folder = found[checkpoint]
+    try:
+        Checkpoint(folder).verify()
+    except DamagedCheckpointError as error:
+        others = ", ".join(str(steps) for steps in found if steps != checkpoint) or "none"
+        raise ValueError(f"{what}: checkpoint {_damage(folder, error)} is damaged; the run's other checkpoints "
+                         f"(steps): {others}") from None
+    return checkpoint, folder, ()
+
+
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
-            train_args: TrainConfig | None = None) -> LoadedRun:
+            train_args: TrainConfig | None = None, checkpoint: int | str | None = None,
+            checkpoint_flag: str | None = None) -> LoadedRun:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param which: the saved model: ``latest`` (the run folder's) or ``best`` (``best/``)
     :param srl_model_path: the run's trained SRL model, moved since training (its files must hash the same)
     :param flag: the option or parameter that named the run folder, for the messages
     :param train_args: the run's settings when already read (else read from args.json)
+    :param checkpoint: instead of ``which``'s model, the checkpoint saved at this step count
+        (``checkpoints/<N>_steps/``), or ``"last"``: the newest intact one; None: ``which``'s model
+    :param checkpoint_flag: the option or parameter that gave ``checkpoint``, with its value, for the messages
+        [``checkpoint=<value>``]
     :return: the loaded agent
     :raises ValueError: no run in the folder, algorithm or env not installed, model missing, corrupt or not the
-        run's, SRL model missing or changed (one line)
+        run's, no such checkpoint or a damaged one, ``checkpoint`` with ``which="best"``, SRL model missing or
+        changed (one line)
     """
 
     if which not in SAVED_MODELS:
         raise ValueError(f"unknown saved model {which!r}; valid choices: {', '.join(SAVED_MODELS)}")
+    checkpoint = checkpointChoice(checkpoint)
+    what = checkpoint_flag or f"checkpoint={checkpoint!r}"
+    if checkpoint is not None and which != "latest":
+        raise ValueError(f"{what} and the {which} model both name the model to load: give one of them")
     if train_args is None:
         train_args = readRunConfig(run_dir, flag)
     algo_name = train_args.algo
@@ -130,19 +226,24 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         raise ValueError(f"the run in {run_dir!r} used env {train_args.env!r}, which is not "
                          f"installed")
     algo_class = registered_rl[algo_name][0]
-    model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
+    steps, skipped = None, ()
+    if checkpoint is not None:
+        steps, model_folder, skipped = findCheckpoint(run_dir, checkpoint, what)
+    else:
+        model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
     model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
     if not os.path.isfile(model_path):
         best = os.path.join(run_dir, "best", os.path.basename(model_path))
         hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
                 f"from an evaluation is there: {best} (enjoy_baselines --model best)"
-                if which == "latest" and os.path.isfile(best) else "")
-        raise ValueError(f"{flag} {run_dir!r} holds no {which} model ({model_path} is missing){hint}")
+                if which == "latest" and checkpoint is None and os.path.isfile(best) else "")
+        saved = f"model of {what}" if checkpoint is not None else f"{which} model"
+        raise ValueError(f"{flag} {run_dir!r} holds no {saved} ({model_path} is missing){hint}")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
     model = loadModel(algo_class, model_path, train_args.runSettings())
     srl_folder = recordedSRLModelFolder(run_dir, train_args.srl_model, srl_model_path)
-    return LoadedRun(run_dir, train_args.namespace(), algo_class, model, model_folder, srl_folder)
+    return LoadedRun(run_dir, train_args.namespace(), algo_class, model, model_folder, srl_folder, steps, skipped)
 
 
 def playEpisodes(model: Any, env: Any, episodes: int, deterministic: bool = True) -> tuple[list[float], list[int]]:

@@ -1,0 +1,177 @@
+"""Replaying a run's periodic checkpoint: ``enjoy_baselines --load-checkpoint N`` / ``--load-last-checkpoint`` and
+``api.loadRun(run_dir, checkpoint=...)``.
+
+One finished ppo2 run (ground truth, 500 steps, checkpoints at 250 and 500 steps, trained in this process) is shared.
+A checkpoint plays its own model and its own normalisation statistics (not the run's latest); the newest intact
+checkpoint is the newest one whose files match their checksums (a damaged newer one is skipped and left in place);
+a step without a checkpoint, a damaged checkpoint and a checkpoint flag with ``--model`` are refused in one line
+before anything is written.
+"""
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from conftest import runModule
+from stable_baselines3 import PPO
+
+from replay import enjoy_baselines
+from rl_baselines import api
+from rl_baselines.core.checkpointing import listCheckpoints
+from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
+from rl_baselines.runs import train
+from srl_toolbox.cli import UsageError
+
+GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
+REPLAY = ["--num-timesteps", "10", "--no-progress", "--no-vis"]
+
+
+@pytest.fixture(scope="module")
+def checkpointedRun(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A finished ppo2 run with checkpoints at 250 and 500 steps."""
+    log_dir = str(tmp_path_factory.mktemp("checkpointed"))
+    assert train.main(["--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps", "500",
+                       "--checkpoint-freq", "250", "--log-dir", log_dir, "--hyperparam", "n_steps:125",
+                       "batch_size:25", "n_epochs:1"]) == 0
+    run_dir = glob.glob(os.path.join(log_dir, "MobileRobotGymEnv-v0", "*", "*", "*"))[0]
+    assert [steps for steps, _ in listCheckpoints(run_dir)] == [250, 500]
+    return run_dir
+
+
+def _checkpoint(run_dir: str, steps: int) -> str:
+    return os.path.join(run_dir, "checkpoints", f"{steps}_steps")
+
+
+def _weights(model_path: str) -> dict[str, torch.Tensor]:
+    return PPO.load(model_path, device="cpu").policy.state_dict()
+
+
+def _sameWeights(first: dict[str, torch.Tensor], second: dict[str, torch.Tensor]) -> bool:
+    return first.keys() == second.keys() and all(torch.equal(first[name], second[name]) for name in first)
+
+
+def _assertPlays(run, run_dir: str, steps: int) -> None:
+    """The loaded run is the checkpoint of ``steps``: its folder, model weights and normalisation statistics."""
+    folder = _checkpoint(run_dir, steps)
+    assert run.model_folder == folder and run.checkpoint_steps == steps
+    weights = {name: tensor.cpu() for name, tensor in run.model.model.policy.state_dict().items()}
+    assert _sameWeights(weights, _weights(os.path.join(folder, "ppo2_model.zip")))
+    env = run.makeEnv()
+    try:
+        with np.load(os.path.join(folder, NORMALISATION_FILE)) as saved:
+            np.testing.assert_array_equal(findVecNormalize(env).obs_rms.mean, saved["obs.mean"])
+    finally:
+        env.close()
+
+
+def _replay(monkeypatch: pytest.MonkeyPatch, argv: list[str]) -> list:
+    """Run enjoy_baselines in this process; :return: the LoadedRun it played (in a list, empty when none)"""
+    loaded = []
+
+    def spy(*args, **kwargs):
+        loaded.append(enjoy_baselines.loadRun.__wrapped__(*args, **kwargs))
+        return loaded[-1]
+
+    spy.__wrapped__ = enjoy_baselines.loadRun
+    monkeypatch.setattr(enjoy_baselines, "loadRun", spy)
+    assert enjoy_baselines.main(argv) == 0
+    return loaded
+
+
+def test_load_checkpoint_plays_that_checkpoint(checkpointedRun, monkeypatch, capsys):
+    # the 250-step checkpoint's weights and statistics are not the run's latest model's
+    latest = _weights(os.path.join(checkpointedRun, "ppo2_model.zip"))
+    assert not _sameWeights(_weights(os.path.join(_checkpoint(checkpointedRun, 250), "ppo2_model.zip")), latest)
+    with np.load(os.path.join(checkpointedRun, NORMALISATION_FILE)) as final, \
+            np.load(os.path.join(_checkpoint(checkpointedRun, 250), NORMALISATION_FILE)) as early:
+        assert not np.array_equal(final["obs.mean"], early["obs.mean"])
+    loaded = _replay(monkeypatch, ["--log-dir", checkpointedRun, *REPLAY, "--load-checkpoint", "250"])
+    assert len(loaded) == 1
+    _assertPlays(loaded[0], checkpointedRun, 250)
+    out = capsys.readouterr().out
+    assert f"Model: checkpoint {_checkpoint(checkpointedRun, 250)}, saved at step 250 (of the run's 500)\n" in out
+
+
+def test_load_last_checkpoint_plays_the_newest(checkpointedRun, monkeypatch, capsys):
+    loaded = _replay(monkeypatch, ["--log-dir", checkpointedRun, *REPLAY, "--load-last-checkpoint"])
+    _assertPlays(loaded[0], checkpointedRun, 500)
+    assert f"Model: checkpoint {_checkpoint(checkpointedRun, 500)}, saved at step 500" in capsys.readouterr().out
+
+
+def test_load_last_checkpoint_skips_a_damaged_newer_one(checkpointedRun, tmp_path, monkeypatch, capsys):
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    damaged = os.path.join(_checkpoint(run_dir, 500), "ppo2_model.zip")
+    with open(damaged, "r+b") as handle:
+        handle.truncate(os.path.getsize(damaged) // 2)
+    loaded = _replay(monkeypatch, ["--log-dir", run_dir, *REPLAY, "--load-last-checkpoint"])
+    _assertPlays(loaded[0], run_dir, 250)
+    model_line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Model:"))
+    assert "saved at step 250" in model_line and f"skipped the damaged newer checkpoint {_checkpoint(run_dir, 500)}" \
+        in model_line and "ppo2_model.zip" in model_line
+    assert os.path.isfile(damaged)  # replaying reads only: the damaged checkpoint stays where it is
+    # asked for by its step, the damaged checkpoint is refused
+    with pytest.raises(UsageError, match=r"^--load-checkpoint 500: checkpoint .*500_steps \(ppo2_model\.zip .*\) is "
+                                         r"damaged; the run's other checkpoints \(steps\): 250$"):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--load-checkpoint", "500"])
+    with pytest.raises(api.UsageError, match=r"^checkpoint=500: checkpoint .*500_steps .* is damaged"):
+        api.loadRun(run_dir, checkpoint=500)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--load-checkpoint", "300"], r"^--load-checkpoint 300: '.*' has no checkpoint at step 300; its checkpoints "
+                                   r"\(steps\): 250, 500$"),
+    (["--load-checkpoint", "250", "--model", "best"],
+     r"^--load-checkpoint and --model best both choose the model to play: give one of them$"),
+    (["--load-last-checkpoint", "--model", "best"],
+     r"^--load-last-checkpoint and --model best both choose the model to play: give one of them$"),
+    (["--load-checkpoint", "250", "--load-last-checkpoint"], r"not allowed with argument --load-checkpoint"),
+])
+def test_checkpoint_refusals(checkpointedRun, argv, message):
+    with pytest.raises(UsageError, match=message):
+        enjoy_baselines.main(["--log-dir", checkpointedRun, *REPLAY, *argv])
+
+
+def test_a_run_without_checkpoints_is_refused(checkpointedRun, tmp_path):
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    shutil.rmtree(os.path.join(run_dir, "checkpoints"))
+    with pytest.raises(UsageError, match=r"^--load-checkpoint 250: '.*' has no checkpoint at step 250; its "
+                                         r"checkpoints \(steps\): none$"):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--load-checkpoint", "250"])
+    with pytest.raises(UsageError, match=r"^--load-last-checkpoint: '.*' has no checkpoint \(checkpoints/<N>_steps/"):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--load-last-checkpoint"])
+
+
+def test_a_missing_checkpoint_exits_2_in_one_line_and_writes_nothing(checkpointedRun, tmp_path):
+    video, plots = tmp_path / "replay.gif", tmp_path / "plots"
+    result = runModule("replay.enjoy_baselines", "--log-dir", checkpointedRun, *REPLAY, "--load-checkpoint", "1000",
+                       "--video", str(video), "--plotting", "--output-dir", str(plots))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: --load-checkpoint 1000: {checkpointedRun!r} has no checkpoint at step 1000; its checkpoints (steps): "
+        f"250, 500"]
+    assert os.listdir(tmp_path) == [] and not os.path.exists(os.path.join(checkpointedRun, "replay"))
+
+
+def test_api_loads_a_checkpoint(checkpointedRun):
+    _assertPlays(api.loadRun(checkpointedRun, checkpoint=250), checkpointedRun, 250)
+    _assertPlays(api.loadRun(checkpointedRun, checkpoint=np.int64(250)), checkpointedRun, 250)
+    last = api.loadRun(checkpointedRun, checkpoint="last")
+    _assertPlays(last, checkpointedRun, 500)
+    assert last.checkpointNote().startswith(f"checkpoint {_checkpoint(checkpointedRun, 500)}, saved at step 500")
+    latest = api.loadRun(checkpointedRun)
+    assert latest.checkpoint_steps is None and latest.checkpointNote() is None
+    with pytest.raises(api.UsageError, match=r"^checkpoint=300: '.*' has no checkpoint at step 300; its checkpoints "
+                                             r"\(steps\): 250, 500$"):
+        api.loadRun(checkpointedRun, checkpoint=300)
+    with pytest.raises(api.UsageError, match=r"^checkpoint=250 and the best model both name the model to load"):
+        api.loadRun(checkpointedRun, which="best", checkpoint=250)
+    for bad in ("newest", True, -1, 2.5):
+        with pytest.raises(api.UsageError, match=rf"^checkpoint {bad!r} must be a step count \(an integer >= 0\), "
+                                                 r"'last' \(the newest intact checkpoint\) or None"):
+            api.loadRun(checkpointedRun, checkpoint=bad)
