@@ -396,9 +396,10 @@ class ContrastiveLoss(SRLLoss):
 class ATCLoss(ContrastiveLoss):
     """
     Augmented Temporal Contrast (Stooke, Lee, Abbeel & Laskin 2021, "Decoupling representation learning from
-    reinforcement learning"): the anchor o_t (augmented) goes through the encoder and a residual predictor
-    p(z) = z + MLP(z); the positive o_t+k (augmented independently) through the momentum target encoder; InfoNCE
-    with a bilinear W against the other rows' positives. k is the --horizon setting.
+    reinforcement learning"): the anchor o_t goes through the encoder and a residual predictor p(z) = z + MLP(z);
+    the positive o_t+k through the momentum target encoder; InfoNCE with a bilinear W against the other rows'
+    positives. k is the --horizon setting. With ``--augment shift`` each view is shifted independently, as in the
+    paper; the default is no augmentation (DEFAULTS: temporal contrast alone, measured better on the mobile robot).
     """
 
     NAME, HORIZON = "atc", None
