@@ -27,7 +27,7 @@ from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
-from srl_toolbox.files import atomicPath, readJson
+from srl_toolbox.files import readJson, writeNpz
 from srl_toolbox.plots import movingAverage
 
 # Folders never walked into: the trials of a hyperparameter search are not seeds of one method.
@@ -390,9 +390,8 @@ def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_
     :param paths: the run folders, one per row of y
     :param y_label: what y is (TRAINING_Y_LABEL or EVALUATION_Y_LABEL)
     """
-    with atomicPath(path) as tmp_path:
-        np.savez(tmp_path, x=x, y=y, label=np.array(label), env=np.array(env), x_label=np.array(x_label),
-                 y_label=np.array(y_label), runs=np.array(list(paths)))
+    writeNpz(path, {"x": x, "y": y, "label": np.array(label), "env": np.array(env), "x_label": np.array(x_label),
+                    "y_label": np.array(y_label), "runs": np.array(list(paths))})
 
 
 def loadCurves(path: str) -> dict[str, Any]:

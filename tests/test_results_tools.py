@@ -16,7 +16,7 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from replay import aggregate_plots, compare_plots, gather_results
-from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold
+from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold, loadCurves, saveCurves
 from rl_baselines.runs import train
 from srl_toolbox.cli import runCommand
 
@@ -453,3 +453,12 @@ def test_only_unfinished_runs_say_so(tmp_path):
     result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs")
     _assertUsage(result, "every run with a finished episode below")
     assert "is unfinished (1 skipped" in result.stderr
+
+
+def test_curves_saved_under_a_name_without_npz_land_at_that_name(tmp_path):
+    path = str(tmp_path / "curves")  # np.savez given a path would add ".npz" to the temporary file's name
+    saveCurves(path, np.arange(3.0), np.ones((2, 3)), "ppo2", ENV, "timesteps", ["a", "b"])
+    assert os.listdir(tmp_path) == ["curves"]
+    curves = loadCurves(path)
+    np.testing.assert_array_equal(curves["y"], np.ones((2, 3)))
+    assert curves["label"] == "ppo2" and list(curves["runs"]) == ["a", "b"]
