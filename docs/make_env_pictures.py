@@ -12,6 +12,7 @@ import numpy as np
 from PIL import Image
 
 from environments import getEnvClass, registered_env
+from srl_toolbox.files import atomicPath
 
 OUT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "images")
 
@@ -47,7 +48,8 @@ def main(argv: list[str] | None = None) -> None:
             print(f"{env_id}: not rendered ({type(error).__name__}: {error})")
             continue
         path = os.path.join(OUT_DIR, f"{env_id}.png")
-        Image.fromarray(image).save(path)
+        with atomicPath(path) as tmp_path:  # the extension kept: PIL picks PNG from it
+            Image.fromarray(image).save(tmp_path)
         print(f"{env_id}: {path}")
 
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, readExpConfig
 from srl_models.models import checkImages
-from srl_toolbox.files import atomicPath, writeJson
+from srl_toolbox.files import writeJson, writeNpz
 
 WEIGHTS_FILE = "srl_model.npz"
 PCA_SIZE = 32  # images are shrunk to at most 32x32 first: 3072 pixels per image keep the covariance small
@@ -142,9 +142,8 @@ class PCAModel(BaseSRLModel):
     def save(self, folder: str) -> None:
         """:param folder: the model folder: srl_model.npz, then exp_config.json, each atomic"""
         os.makedirs(folder, exist_ok=True)
-        with atomicPath(os.path.join(folder, WEIGHTS_FILE)) as tmp_path:
-            np.savez(tmp_path, mean=self.mean, components=self.components,
-                     explained_variance=self.explained_variance)
+        writeNpz(os.path.join(folder, WEIGHTS_FILE), {"mean": self.mean, "components": self.components,
+                                                      "explained_variance": self.explained_variance})
         self.exp_config["weights"] = [WEIGHTS_FILE]
         writeJson(os.path.join(folder, EXP_CONFIG_FILE), self.exp_config, sort_keys=False)
 
