@@ -12,7 +12,6 @@ Usage: ``python -m benchmarks.sweep_speed [--steps N] [--runs N] [--repeats R] [
 from __future__ import annotations
 
 import glob
-import json
 import os
 import secrets
 import statistics
@@ -23,6 +22,7 @@ import time
 
 from benchmarks.documents import appendReport, recordedCommand
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
+from srl_toolbox.files import readJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ENV_ID = "MobileRobotGymEnv-v0"
@@ -56,7 +56,7 @@ def runSweep(log_dir: str, runs: int, steps: int, extra: list[str], env: dict[st
     if result.returncode != 0:
         raise RuntimeError(f"{' '.join(command)} failed:\n{result.stdout}\n{result.stderr}")
     (state_file,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
-    run_times = [run["wall_time_s"] for run in json.load(open(state_file))["runs"]]
+    run_times = [run["wall_time_s"] for run in readJson(state_file)["runs"]]
     return wall, statistics.mean(run_times)
 
 

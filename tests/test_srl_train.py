@@ -166,8 +166,8 @@ def test_a_config_built_in_python_trains_like_the_command_line(tinyDataset: str,
         expected = json.load(handle)
     with open(os.path.join(from_config, "exp_config.json"), encoding="utf-8") as handle:
         assert json.load(handle) == expected
-    weights = [torch.load(os.path.join(folder, "srl_model.pt"), map_location="cpu") for folder in (from_argv,
-                                                                                                   from_config)]
+    weights = [torch.load(os.path.join(folder, "srl_model.pt"), map_location="cpu", weights_only=True)
+               for folder in (from_argv, from_config)]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
 

@@ -126,7 +126,8 @@ def _trainHolder(spec: RunSpec, folder: str | None) -> str | None:
         lock.release()
         return None
     try:
-        pid = open(os.path.join(folder, PID_FILE), encoding="utf-8").read().strip()
+        with open(os.path.join(folder, PID_FILE), encoding="utf-8") as handle:
+            pid = handle.read().strip()
     except OSError:
         pid = "?"
     return f"a train process (pid {pid}) still running in {folder}"
