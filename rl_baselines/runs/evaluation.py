@@ -38,7 +38,7 @@ from stable_baselines3.common.vec_env import sync_envs_normalization
 from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.checkpointing import bestFromState, bestToState
 from rl_baselines.core.plugin_v1 import makeEnv
-from rl_baselines.core.run_folder import EVALUATIONS_FILE
+from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder  # noqa: F401 (EVALUATIONS_FILE re-exported)
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.runs.train_config import TrainConfig
@@ -84,7 +84,7 @@ def readEvaluations(path: str) -> dict[str, np.ndarray] | None:
     :raises ValueError: the file is unreadable or lacks SB3's keys
     """
     if os.path.isdir(path):
-        path = os.path.join(path, EVALUATIONS_FILE)
+        path = RunFolder(path).evaluations_file
     if not os.path.isfile(path):
         return None
     try:
@@ -108,7 +108,7 @@ def keepFirstEvaluations(run_dir: str, count: int) -> None:
     :param run_dir: the run folder
     :param count: evaluations to keep
     """
-    path = os.path.join(run_dir, EVALUATIONS_FILE)
+    path = RunFolder(run_dir).evaluations_file
     if not os.path.isfile(path):
         return
     if count <= 0:
@@ -158,7 +158,7 @@ class Evaluator:
     @property
     def path(self) -> str | None:
         """``<run>/evaluations.npz``, None without a run folder."""
-        return None if self.run_dir is None else os.path.join(self.run_dir, EVALUATIONS_FILE)
+        return None if self.run_dir is None else RunFolder(self.run_dir).evaluations_file
 
     def due(self, num_timesteps: int) -> bool:
         """
