@@ -18,16 +18,6 @@ from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seed
 SEED_OFFSET = 20_000
 
 
-def maskedMovesPerEpisode(run_dir: str, episodes: int, seed: int) -> float:
-    """
-    :param run_dir: a finished run on an env with action masks and discrete actions
-    :param episodes: episodes to play with its final policy
-    :param seed: the run's seed (the replay env gets ``seed + SEED_OFFSET``)
-    :return: the moves its env masks that the policy took, per episode
-    """
-    return playedMaskedMoves(loadRun(run_dir), episodes, seed)
-
-
 def playedMaskedMoves(run: LoadedRun, episodes: int, seed: int) -> float:
     """
     :param run: a loaded run on an env with action masks and discrete actions

@@ -123,7 +123,7 @@ def test_masks_reach_the_agent_wherever_it_acts(maskedRun, tmp_path, biasedLoad,
         rewards = data["rewards"]
     assert len(rewards) == EPISODE and np.all(rewards >= 0)
     # the learning benchmark's count of masked moves (a policy that would bump without its masks)
-    assert masked_moves.maskedMovesPerEpisode(maskedRun, 1, seed=0) == 0
+    assert masked_moves.playedMaskedMoves(loadRun(maskedRun), 1, seed=0) == 0
 
 
 def test_sweep_and_refusals(tmp_path):
