@@ -445,7 +445,7 @@ def _runEpisode(episode: int) -> dict[str, Any]:
 
 
 def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], num_cpu: int, env: Any,
-                   policy: Any, progress: Any) -> Iterator[dict[str, Any]]:
+                   policy: Any) -> Iterator[dict[str, Any]]:
     """
     Record the given episodes, in this process (num_cpu 1) or over num_cpu worker processes.
 
@@ -455,7 +455,6 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
     :param num_cpu: processes
     :param env: the env to use in this process (closed before worker processes start)
     :param policy: the agent for this process (None: random actions)
-    :param progress: a tqdm bar (or None) updated once per episode
     :return: an iterator over the finished episodes' summaries (in completion order)
     """
     if num_cpu == 1:
@@ -646,7 +645,7 @@ def generate(config: GeneratorConfig) -> int:
     frames = 0
     start = time.perf_counter()
     try:
-        for summary in recordEpisodes(spec, partial_dir, todo, num_cpu, env, policy, progress):
+        for summary in recordEpisodes(spec, partial_dir, todo, num_cpu, env, policy):
             frames += summary["frames"]
             if progress is not None:
                 progress.set_postfix(frames=frames, fps=f"{frames / (time.perf_counter() - start):.0f}", refresh=False)
