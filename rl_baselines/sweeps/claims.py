@@ -114,7 +114,7 @@ def markerRecord(snapshot: MarkerSnapshot) -> dict[str, Any] | None:
             "message": marker.get("message", ""), "at": (snapshot.mtime_ns or 0) / 1e9, "elsewhere": True}
 
 
-def _trainHolder(spec: RunSpec, folder: str | None) -> str | None:
+def _trainHolder(folder: str | None) -> str | None:
     """:return: who trains in the run's newest attempt when its train process holds the folder's lock, else None"""
     if folder is None or not os.path.isfile(os.path.join(folder, TRAIN_LOCK_FILE)):
         return None
@@ -192,7 +192,7 @@ class RunClaims:
         if record is not None:
             lock.release()
             return Taken("attempted", record=record)
-        trainer = _trainHolder(spec, newestMarker(spec).folder)
+        trainer = _trainHolder(newestMarker(spec).folder)
         if trainer is not None:
             lock.release()
             return Taken("held", holder=trainer)
