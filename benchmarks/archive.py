@@ -27,10 +27,11 @@ class ArchiveError(ValueError):
     """The file is not an archive of records (the message says why, on one line)."""
 
 
-def loadRecords(path: str, check: Callable[[str, Any], str | None] | None = None) -> Records:
+def loadRecords(path: str, check: Callable[[dict[str, Any]], str | None] | None = None) -> Records:
     """
     :param path: the archive file
-    :param check: ``check(key, record)`` -> why the record is not one of the benchmark's (None: it is)
+    :param check: ``check(record)`` -> why the record is not one of the benchmark's (None: it is; the error names
+        its key)
     :return: key -> record; empty when the file does not exist yet
     :raises ArchiveError: the file is not JSON, not an object of records, or a record fails ``check``
     """
@@ -43,14 +44,14 @@ def loadRecords(path: str, check: Callable[[str, Any], str | None] | None = None
     if not isinstance(data, dict):
         raise ArchiveError("not a JSON object of run records")
     for key, record in data.items():
-        problem = "not a JSON object" if not isinstance(record, dict) else check(key, record) if check else None
+        problem = "not a JSON object" if not isinstance(record, dict) else check(record) if check else None
         if problem:
             raise ArchiveError(f"the record {key!r} {problem}")
     return data
 
 
 def writeRecords(path: str, entries: Records, dropped: Sequence[str] = (), not_compared: Collection[str] = (),
-                 check: Callable[[str, Any], str | None] | None = None) -> tuple[Records, list[str]]:
+                 check: Callable[[dict[str, Any]], str | None] | None = None) -> tuple[Records, list[str]]:
     """
     Add records to the archive and remove others, rewriting the file only when something changed.
 

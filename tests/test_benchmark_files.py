@@ -45,9 +45,9 @@ def test_a_broken_archive_is_refused(tmp_path, text, message) -> None:
     path = tmp_path / "runs.json"
     path.write_text(text)
     with pytest.raises(ArchiveError, match=message):
-        loadRecords(str(path), lambda key, record: None if "x" in record else "lacks x")
+        loadRecords(str(path), lambda record: None if "x" in record else "lacks x")
     with pytest.raises(ArchiveError):
-        writeRecords(str(path), {"new": {"x": 1}}, check=lambda key, record: None if "x" in record else "lacks x")
+        writeRecords(str(path), {"new": {"x": 1}}, check=lambda record: None if "x" in record else "lacks x")
     assert path.read_text() == text
 
 

@@ -115,7 +115,7 @@ def archiveKey(env: str, observation: str, seed: int, run: dict[str, Any], srl: 
     return " ".join(parts)
 
 
-def recordProblem(key: str, record: dict[str, Any]) -> str | None:
+def recordProblem(record: dict[str, Any]) -> str | None:
     """:return: why an archived record is not one of this format (None: it is)"""
     lacking = [name for name in ARCHIVE_FIELDS if name not in record]
     if lacking:
