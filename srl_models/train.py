@@ -296,13 +296,11 @@ def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
     return entries
 
 
-def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, batch_size: int,
-                 negatives: bool) -> None:
+def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, negatives: bool) -> None:
     """
     :param dataset: the dataset
     :param train_rows: its training rows
     :param horizon: the pairs' distance (None: no pairs)
-    :param batch_size: rows per minibatch
     :param negatives: a loss contrasts the rows of a minibatch (needs 2 of them)
     :raises UsageError: no training frame has a partner ``horizon`` frames later in its episode (too few for
         contrast)
@@ -528,8 +526,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     if issubclass(model_class, PCAModel) and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                          f"({len(train_rows)})")
-    checkHorizon(dataset, train_rows, training["horizon"], training["batch_size"],
-                 any(LOSSES[loss].NEGATIVES for loss in losses))
+    checkHorizon(dataset, train_rows, training["horizon"], any(LOSSES[loss].NEGATIVES for loss in losses))
 
     exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
                   "env": dataset.env_id, "renderer": dataset.renderer, "losses": losses,

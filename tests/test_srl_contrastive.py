@@ -314,8 +314,8 @@ def test_the_horizon_refusal_suggests_the_largest_that_trains(tinyDataset: str, 
     dataset = Dataset.open(tinyDataset)
     train_rows, _ = splitEpisodes(dataset.episodeIndex(), 0.25, 0)
     with pytest.raises(UsageError, match="choose a horizon of at most") as refused:
-        checkHorizon(dataset, train_rows, 1000, 8, negatives)
+        checkHorizon(dataset, train_rows, 1000, negatives)
     largest = int(re.search(r"at most (\d+)", str(refused.value)).group(1))
-    checkHorizon(dataset, train_rows, largest, 8, negatives)  # accepted
+    checkHorizon(dataset, train_rows, largest, negatives)  # accepted
     with pytest.raises(UsageError, match=f"at most {largest}$"):
-        checkHorizon(dataset, train_rows, largest + 1, 8, negatives)
+        checkHorizon(dataset, train_rows, largest + 1, negatives)
