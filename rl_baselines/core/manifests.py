@@ -17,7 +17,7 @@ import gymnasium as gym
 import numpy as np
 
 from rl_baselines.envs.factory import NORMALISATION_FILE
-from srl_toolbox.files import readJson, writeJson
+from srl_toolbox.files import readJson, sha256File, writeJson
 
 MANIFEST_FILE = "manifest.json"
 MANIFEST_FORMAT = 1
@@ -40,15 +40,6 @@ class DamagedCheckpointError(CheckpointError):
         super().__init__(message)
         self.path = path
         self.problem = problem
-
-
-def sha256File(path: str) -> str:
-    """:return: the SHA-256 of a file, in hex"""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def describeSpace(space: Any) -> dict[str, Any]:
