@@ -43,6 +43,7 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.factory import findVecNormalize, runActionSpace
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, encodeImages
 from rl_baselines.rl_algorithm.image_features import SmallCNN
+from rl_baselines.rl_algorithm.torch_base import isImageSpace
 
 REWARD_KINDS = ("gail", "airl")
 # Observation modes an expert dataset can be brought to (learned SRL models too: encoded from its frames).
@@ -50,11 +51,6 @@ STATE_MODES = ("ground_truth",)
 PIXEL_MODES = ("raw_pixels",)
 LOSSLESS_FORMATS = ("png",)
 DEFAULT_IMG_SHAPE = (3, 64, 64)
-
-
-def isImageSpace(space: gym.Space) -> bool:
-    """:return: whether observations are uint8 images (H, W, C) or (C, H, W)"""
-    return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
 
 
 def channelFirst(images: np.ndarray) -> np.ndarray:

@@ -44,7 +44,7 @@ from srl_toolbox.files import atomicPath, readJson, writeJson
 
 
 def isImageSpace(space: gym.Space) -> bool:
-    """:return: whether observations are uint8 images (height, width, channels), which a CNN encodes"""
+    """:return: whether observations are uint8 images (three axes, channels last or first), which a CNN encodes"""
     return isinstance(space, gym.spaces.Box) and space.dtype == np.uint8 and len(space.shape) == 3
 
 
