@@ -13,7 +13,7 @@ import os
 import secrets
 import zipfile
 import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -64,16 +64,19 @@ def _createTemporary(folder: str, name: str) -> str:
     raise FileExistsError(f"no free temporary name for {name} in {folder}")
 
 
-def writeJson(path: str, data: Any, sort_keys: bool = True) -> None:
+def writeJson(path: str, data: Any, sort_keys: bool = True, indent: int | None = 2,
+              default: Callable[[Any], Any] | None = None) -> None:
     """
-    Write ``data`` as indented JSON, atomically.
+    Write ``data`` as JSON, atomically.
 
     :param path: destination file
-    :param data: JSON-serialisable object
+    :param data: JSON-serialisable object (with ``default``)
     :param sort_keys: sort the keys (False where their order means something, like a model's losses)
+    :param indent: spaces per level (None: one line, for large machine-read files)
+    :param default: turns an object json cannot write into one it can (json.dump's ``default``)
     """
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2, sort_keys=sort_keys)
+        json.dump(data, handle, indent=indent, sort_keys=sort_keys, default=default)
         handle.write("\n")
 
 

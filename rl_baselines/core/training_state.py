@@ -23,7 +23,7 @@ from stable_baselines3.common import logger as sb3_logger
 
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import findVecNormalize
-from srl_toolbox.files import atomicPath, writeNpz
+from srl_toolbox.files import atomicPath, writeJson, writeNpz
 
 RNG_FILE = "rng_state.npz"
 BUFFER_ARRAYS_FILE = "buffer.npz"
@@ -178,8 +178,7 @@ def saveBuffer(buffer: Any, folder: str, capacity: int, filled: int) -> None:
         elif isinstance(value, _SCALAR_TYPES) or isinstance(value, np.generic):
             values["scalars"][name] = value.item() if isinstance(value, np.generic) else value
     writeNpz(os.path.join(folder, BUFFER_ARRAYS_FILE), arrays)
-    with atomicPath(os.path.join(folder, BUFFER_VALUES_FILE)) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
-        json.dump(values, handle, default=_jsonDefault)
+    writeJson(os.path.join(folder, BUFFER_VALUES_FILE), values, sort_keys=False, indent=None, default=_jsonDefault)
 
 
 def loadBuffer(buffer: Any, folder: str, capacity: int) -> int:

@@ -34,7 +34,7 @@ from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
 from srl_toolbox.devices import runDevice
-from srl_toolbox.files import atomicPath
+from srl_toolbox.files import writeNpz
 
 NORMALISATION_FILE = "vecnormalize.npz"
 # What train's --srl-state-scale offers (learnedStateScale) and what a run gets by default.
@@ -412,8 +412,7 @@ def saveNormalisation(venv: VecEnv | None, folder: str) -> str | None:
     arrays["norm_obs"] = np.asarray(vec_normalize.norm_obs)
     arrays["norm_reward"] = np.asarray(vec_normalize.norm_reward)
     path = os.path.join(folder, NORMALISATION_FILE)
-    with atomicPath(path) as tmp_path, open(tmp_path, "wb") as handle:
-        np.savez(handle, **arrays)
+    writeNpz(path, arrays)
     return path
 
 
