@@ -52,7 +52,7 @@ from srl_models.train import (
     trainsLoss,
 )
 from srl_models.train_config import MAX_STATE_DIM, SRLTrainConfig
-from srl_models.trainer import heldOutEpisodes, splitEpisodes
+from srl_models.trainer import heldOutEpisodeCount, splitEpisodes
 from srl_toolbox.cli import (
     IMAGE_SIDES,
     CLIParser,
@@ -314,7 +314,7 @@ def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reuse
     max_steps = getattr(getEnvClass(env_id), "MAX_STEPS", None)
     if max_steps is None:
         return
-    training_episodes = episodes - heldOutEpisodes(episodes, config.val_split)
+    training_episodes = episodes - heldOutEpisodeCount(episodes, config.val_split)
     most = training_episodes * int(max_steps)
     if state_dim > most:
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images, and "

@@ -27,7 +27,7 @@ from srl_models.network import SRLNetwork
 BACKGROUND_FRAMES = 1000
 
 
-def heldOutEpisodes(n_episodes: int, val_split: float) -> int:
+def heldOutEpisodeCount(n_episodes: int, val_split: float) -> int:
     """
     :param n_episodes: episodes of a dataset
     :param val_split: fraction of them held out
@@ -51,7 +51,7 @@ def splitEpisodes(episode_index: np.ndarray, val_split: float, seed: int) -> tup
     :return: (training rows, validation rows), sorted
     """
     n_episodes = int(episode_index.max()) + 1 if len(episode_index) else 0
-    n_val = heldOutEpisodes(n_episodes, val_split)
+    n_val = heldOutEpisodeCount(n_episodes, val_split)
     held_out = np.random.default_rng(seed).permutation(n_episodes)[:n_val]
     is_val = np.isin(episode_index, held_out)
     return np.flatnonzero(~is_val), np.flatnonzero(is_val)
