@@ -18,6 +18,7 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import shlex
 import sys
 from collections.abc import Callable
 
@@ -125,6 +126,14 @@ def recordedCommand(module: str, argv: list[str] | None) -> str:
     :return: the command that reproduces the figures, as recorded beside them
     """
     return " ".join([f"python -m {module}", *(sys.argv[1:] if argv is None else argv)])
+
+
+def shownCommand(command: list[str]) -> str:
+    """
+    :param command: a command line without the interpreter
+    :return: it as typed in a shell, with ``python`` in front
+    """
+    return " ".join(["python", *(shlex.quote(part) for part in command)])
 
 
 def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",

@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand, shownCommand
 from environments import getEnvClass, registered_env
 from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
@@ -74,11 +73,6 @@ def measuredEnvs() -> list[str]:
     return [env_id for env_id in registered_env if otherRenderer(env_id) is not None]
 
 
-def shown(command: list[str]) -> str:
-    """:return: a command line without the interpreter, as typed in a shell with ``python`` in front"""
-    return " ".join(["python", *(shlex.quote(part) for part in command)])
-
-
 def runPython(command: list[str], env: dict[str, str] | None = None) -> str:
     """
     Run ``python COMMAND`` from the repository root.
@@ -92,7 +86,7 @@ def runPython(command: list[str], env: dict[str, str] | None = None) -> str:
                             capture_output=True, text=True, check=False)
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-5:])
-        raise RuntimeError(f"{shown(command)} exited {result.returncode}:\n{tail}")
+        raise RuntimeError(f"{shownCommand(command)} exited {result.returncode}:\n{tail}")
     return result.stdout
 
 

@@ -34,7 +34,6 @@ import dataclasses
 import json
 import os
 import re
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -44,7 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import ONE_THREAD, machineDescription, recordedCommand, replaceHeadingSection, rewriteDocument
+from benchmarks.documents import (
+    ONE_THREAD,
+    machineDescription,
+    recordedCommand,
+    replaceHeadingSection,
+    rewriteDocument,
+    shownCommand,
+)
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registered_srl
 from srl_models.train import trainableModels, trainsLoss
@@ -148,14 +154,6 @@ def trainCommand(data_folder: str, job: Job, args: argparse.Namespace) -> list[s
             "--seed", str(args.seed), "--log-folder", args.log_folder, "--device", "cpu", "--no-eval", "--no-progress"]
 
 
-def shown(command: list[str]) -> str:
-    """
-    :param command: a command line without the interpreter
-    :return: it as typed in a shell, with ``python`` in front
-    """
-    return " ".join(["python", *(shlex.quote(part) for part in command)])
-
-
 def runProcess(command: list[str], log_path: str) -> tuple[int, str, float]:
     """
     Run ``python COMMAND`` from the repository root with one thread per library, its output into a log file.
@@ -172,7 +170,7 @@ def runProcess(command: list[str], log_path: str) -> tuple[int, str, float]:
     output = result.stdout + result.stderr
     os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with open(log_path, "w", encoding="utf-8") as log:
-        log.write(f"$ {shown(command)}\n{output}")
+        log.write(f"$ {shownCommand(command)}\n{output}")
     return result.returncode, output, wall
 
 
@@ -223,7 +221,7 @@ def runTraining(job: Job, data_folder: str, args: argparse.Namespace) -> Result:
     command = trainCommand(data_folder, job, args)
     log_stem = os.path.join(args.log_folder, "bench_logs", f"{os.path.basename(data_folder)}_{job.label}")
     code, output, wall = runProcess(command, f"{log_stem}.log")
-    result = Result(job, shown(command), wall)
+    result = Result(job, shownCommand(command), wall)
     folders = re.findall(r"^Model folder: (.+)$", output, re.MULTILINE)
     if code != 0 or not folders:
         lines = output.strip().splitlines() or ["no output"]
@@ -449,7 +447,7 @@ def sectionText(envs: list[str], tables: dict[str, str], dataset_commands: dict[
         parts.append(dataset_commands[env])
     parts.append(f"for M in {' '.join(models)}; do   # DATA = {' or '.join(DATASETS[e].name for e in envs)}")
     parts.append(f"  {template}   # prints Model folder: F")
-    parts.append(f"  {shown(evaluateCommand('F'))}")
+    parts.append(f"  {shownCommand(evaluateCommand('F'))}")
     parts.append("done")
     if reference:
         parts.append(reference.command.replace(f"data/{DATASETS[reference.job.env].name}", "data/$DATA")
@@ -519,13 +517,13 @@ def main(argv: list[str] | None = None) -> None:
     data_folders, dataset_commands, dataset_notes = {}, {}, {}
     for env in args.env:
         command = datasetCommand(env, specs[env], args.seed, args.data_path, args.jobs)
-        print(f"Recording: {shown(command)}", flush=True)
+        print(f"Recording: {shownCommand(command)}", flush=True)
         log_path = os.path.join(args.log_folder, "bench_logs", f"{specs[env].name}_dataset.log")
         code, output, wall = runProcess(command, log_path)
         if code != 0:
             sys.exit(f"error: the dataset of {env} failed (exit {code}): {output.strip().splitlines()[-1:]}")
         data_folders[env] = os.path.join(args.data_path, specs[env].name)
-        dataset_commands[env] = shown(command)
+        dataset_commands[env] = shownCommand(command)
         dataset_notes[env] = datasetNote(os.path.join(ROOT, data_folders[env])) + f" Recorded in {wall:.0f} s."
         print(dataset_notes[env], flush=True)
 
