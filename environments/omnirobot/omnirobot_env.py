@@ -1,10 +1,9 @@
 """OmnirobotEnv: an omnidirectional robot on a floor, seen by a fixed overhead camera, drawn with OpenCV.
 
-The original toolbox drove a real omnirobot (or an image-based simulator of it, the default) through a socket.
-This env is that simulator, self-contained: the floor is a procedural tiled texture (no file, no download), the
-robot and the target are markers drawn on the floor plane, and a pinhole camera above the arena projects the plane
-into the image through a homography computed once per image size. No GUI and no display are involved, and in
-ground-truth mode nothing is drawn at all.
+An image-based simulator, self-contained: the floor is a procedural tiled texture (no file, no download, no socket
+to a real robot), the robot and the target are markers drawn on the floor plane, and a pinhole camera above the arena
+projects the plane into the image through a homography computed once per image size. No GUI and no display are
+involved, and in ground-truth mode nothing is drawn at all.
 """
 from __future__ import annotations
 

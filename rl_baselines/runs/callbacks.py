@@ -15,8 +15,8 @@ Two ways to drive it:
 Besides driving its callbacks, the list offers the services algorithms use (``logScalars``, ``progressLogger``) and
 collects the callbacks' state that each checkpoint records (:meth:`TrainingCallbacks.state`).
 
-:func:`standardCallbacks` builds the train command's list; :class:`TrainingCallback` keeps the single callback's
-constructor of earlier versions working on top of it.
+:func:`standardCallbacks` builds the train command's list; :class:`TrainingCallback` is the same list built by one
+constructor from the same keywords, for code that builds the train command's callbacks as a single object.
 """
 from __future__ import annotations
 
@@ -280,8 +280,8 @@ def standardCallbacks(algo: BaseRLObject, algo_name: str, run_dir: str, total_ti
 
 class TrainingCallback(TrainingCallbacks):
     """
-    The train command's list built from the keywords of the single callback of earlier versions (the parameters of
-    :func:`standardCallbacks`), for code written against it; new code combines the callbacks it needs.
+    The train command's list built by one constructor from the parameters of :func:`standardCallbacks`, for code that
+    takes the callbacks as a single object; code that needs other callbacks combines them itself.
     """
 
     def __init__(self, algo: BaseRLObject, algo_name: str, run_dir: str, total_timesteps: int,
