@@ -27,6 +27,7 @@ import functools
 import math
 import os
 import tempfile
+from collections.abc import Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -333,7 +334,7 @@ class KukaButtonGymEnv(SRLGymEnv):
 
     def _setupCameras(self, width: int, height: int) -> None:
         """Compute the fixed view and projection matrices once."""
-        def view(target, distance, yaw, pitch):
+        def view(target: Sequence[float], distance: float, yaw: float, pitch: float) -> tuple[float, ...]:
             return pybullet.computeViewMatrixFromYawPitchRoll(cameraTargetPosition=list(target), distance=distance,
                                                               yaw=yaw, pitch=pitch, roll=self.CAMERA_ROLL,
                                                               upAxisIndex=2)
