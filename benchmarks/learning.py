@@ -52,6 +52,7 @@ from benchmarks.archive import loadRecords, writeRecords
 from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetadata
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 from srl_toolbox.devices import threadsEnvironment, threadsShare
@@ -279,7 +280,7 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
         return RunResult(case, seed, float("nan"), 0, wall, error=f"exit {result.returncode}: {lines[-1][:160]}")
     done = re.search(r"^Done: (\d+) steps", result.stdout, re.MULTILINE)
     folder = re.findall(r"^Run folder: (.+)$", result.stdout, re.MULTILINE)[-1].strip()
-    episodes = loadEpisodes(os.path.join(folder, "monitor"))
+    episodes = loadEpisodes(RunFolder(folder).monitor_dir)
     rewards = episodes["rewards"]
     if not len(rewards):
         return RunResult(case, seed, float("nan"), steps, wall, error="no finished episode")

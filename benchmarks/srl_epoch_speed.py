@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
 from benchmarks.srl_rl.runs import loadRun
 from environments import getEnvClass
+from rl_baselines.core.run_folder import ARGS_FILE
 from srl_models.train import trainableModels
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
@@ -82,7 +83,7 @@ def agentRate(augment: str, steps: int, log_dir: str) -> float:
     runPython("rl_baselines.train", ["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "raw_pixels", "--augment",
                                       augment, "--num-timesteps", str(steps), "--seed", "0", "--no-vis",
                                       "--no-progress", "--log-dir", log_dir])
-    runs = [os.path.join(root, "") for root, _, files in os.walk(log_dir) if "args.json" in files]
+    runs = [os.path.join(root, "") for root, _, files in os.walk(log_dir) if ARGS_FILE in files]
     return loadRun(max(runs, key=os.path.getmtime)).rate
 
 

@@ -28,6 +28,7 @@ from benchmarks.documents import appendReport, recordedCommand
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.results import episodeWindowStepsToThreshold
 from rl_baselines.core.hyperparams import plainValues
+from rl_baselines.core.run_folder import MONITOR_DIR
 from rl_baselines.core.training_state import silentLogger
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
@@ -71,7 +72,7 @@ def stepsToTarget(seed: int, budget: int, log_dir: str) -> tuple[int | None, flo
     subprocess.run([sys.executable, "-m", "rl_baselines.train", "--algo", "ppo2", "--env", ENV_ID, "--srl-model",
                     "ground_truth", "--num-timesteps", str(budget), "--log-dir", log_dir, "--seed", str(seed),
                     "--no-vis", "--no-progress"], check=True, capture_output=True, cwd=ROOT)
-    episodes = loadEpisodes(glob.glob(os.path.join(log_dir, ENV_ID, "ground_truth", "ppo2", "*", "monitor"))[0])
+    episodes = loadEpisodes(glob.glob(os.path.join(log_dir, ENV_ID, "ground_truth", "ppo2", "*", MONITOR_DIR))[0])
     rewards, timesteps = episodes["rewards"], episodes["timesteps"]
     return (episodeWindowStepsToThreshold(timesteps, rewards, TARGET_REWARD, WINDOW),
             float(rewards[-WINDOW:].mean()))

@@ -63,6 +63,7 @@ from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
 from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
+from rl_baselines.core.run_folder import EVALUATIONS_FILE, MONITOR_DIR, MONITOR_SUFFIX
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.train import trainableModels
 from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, nonEmptyText, positiveInt, runCommand, seedNumber
@@ -143,7 +144,7 @@ def secondsToStep(launch: float, monitor_file: str, step: int) -> float | None:
 
 def runResult(folder: str, monitor_file: str, launch: float, wall: float, threshold: float) -> dict[str, Any]:
     """:return: what a finished run reports: steps and seconds to the threshold, final evaluation, wall time"""
-    with np.load(os.path.join(folder, "evaluations.npz")) as data:
+    with np.load(os.path.join(folder, EVALUATIONS_FILE)) as data:  # SB3 EvalCallback's name: the zoo's runs too
         steps, rewards = data["timesteps"], data["results"].mean(axis=1)
     reach = evaluationStepsToThreshold(steps, rewards, threshold)
     return {"steps_to_threshold": reach, "final_eval": float(rewards[-1]) if rewards.size else None,
@@ -296,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         def build(folder: str) -> tuple:
             srl = config_file if observation == learned else None
             return (toolboxCommand(observation, steps, eval_freq, seed, folder, srl, given), childEnv(),
-                    os.path.join("*", "*", "ppo2", "*"), os.path.join("monitor", "*.monitor.csv"))
+                    os.path.join("*", "*", "ppo2", "*"), os.path.join(MONITOR_DIR, "*" + MONITOR_SUFFIX))
         return build
 
     def buildZoo(seed: int) -> Callable[[str], tuple]:

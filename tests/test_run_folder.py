@@ -33,12 +33,13 @@ def test_a_trained_run_is_a_run_folder(tmp_path) -> None:
 
 
 def test_no_module_spells_the_file_names_itself() -> None:
-    """A name changes in one line: the RL and replay modules ask RunFolder (or its constants) for every path."""
+    """A name changes in one line: the RL, replay and benchmark modules ask RunFolder (or its constants) for every
+    path."""
     names = [run_folder.ARGS_FILE, run_folder.ENV_GLOBALS_FILE, run_folder.PROGRESS_FILE, run_folder.EVALUATIONS_FILE,
              run_folder.HYPERPARAMS_FILE, run_folder.LEARNING_CURVE_FILE, run_folder.STAMP_FORMAT,
              run_folder.DAMAGED_CHECKPOINTS_DIR]
     offenders = []
-    for package in ("rl_baselines", "replay"):
+    for package in ("rl_baselines", "replay", "benchmarks"):
         for folder, _, files in os.walk(os.path.join(ROOT, package)):
             for name in files:
                 path = os.path.join(folder, name)

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.srl_rl.plans import Settings
+from rl_baselines.core.run_folder import RunFolder
 from srl_models.config import SRLLookupError, configFolder, describeSRLModel, readSRLConfig
 from srl_models.evaluate import PROBE_FILE
 from srl_toolbox.files import readJson
@@ -106,7 +107,7 @@ def dropStaleRuns(folders: Sequence[str], models: dict[str, dict[str, Any]]) -> 
     """
     dropped = []
     for folder in folders:
-        record_path = os.path.join(folder, "srl_model.json")
+        record_path = RunFolder(folder).srl_model_file
         if not os.path.isfile(record_path):
             continue
         record = readJson(record_path)
