@@ -59,7 +59,7 @@ from rl_baselines.core.manifests import readManifest as readManifest
 from rl_baselines.core.manifests import saveModel as saveModel
 from rl_baselines.core.manifests import sha256File as sha256File
 from rl_baselines.core.manifests import writeManifest as writeManifest
-from rl_baselines.core.run_folder import CHECKPOINTS_DIR, MONITOR_SUFFIX, RunFolder
+from rl_baselines.core.run_folder import MONITOR_SUFFIX, RunFolder
 from rl_baselines.core.training_state import (
     RNG_FILE,
     captureEpisodeStarts,
@@ -156,18 +156,13 @@ def _newPartialFolder(parent: str, num_timesteps: int) -> str:
             continue
 
 
-def checkpointsFolder(run_dir: str) -> str:
-    """:return: ``run_dir/checkpoints``"""
-    return os.path.join(run_dir, CHECKPOINTS_DIR)
-
-
 def checkpointFolders(run_dir: str) -> list[tuple[int, str]]:
     """
     :param run_dir: a run folder
     :return: (step count, folder) of every renamed checkpoint folder (``<N>_steps``: made whole before the rename,
         its manifest written last), whether or not its manifest is still there, oldest first
     """
-    parent = checkpointsFolder(run_dir)
+    parent = RunFolder(run_dir).checkpoints_dir
     found = []
     for name in os.listdir(parent) if os.path.isdir(parent) else []:
         match = _CHECKPOINT_NAME.match(name)
@@ -187,7 +182,7 @@ def listCheckpoints(run_dir: str) -> list[tuple[int, str]]:
 
 def removePartialCheckpoints(run_dir: str) -> int:
     """:return: how many unfinished checkpoint folders (a save cut by a kill) were deleted"""
-    parent = checkpointsFolder(run_dir)
+    parent = RunFolder(run_dir).checkpoints_dir
     partial = [name for name in os.listdir(parent) if _PARTIAL_MARK in name] if os.path.isdir(parent) else []
     for name in partial:
         shutil.rmtree(os.path.join(parent, name), ignore_errors=True)
@@ -243,7 +238,7 @@ def writeCheckpoint(run_dir: str, algo: Any, algo_name: str, run_info: dict[str,
         are untouched
     """
 
-    parent = checkpointsFolder(run_dir)
+    parent = RunFolder(run_dir).checkpoints_dir
     final = os.path.join(parent, f"{int(num_timesteps)}_steps")
     if os.path.isdir(final):
         return final  # no step since that checkpoint: same state

@@ -47,7 +47,7 @@ from rl_baselines.core.checkpointing import (
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
-from rl_baselines.runs.evaluation import EVALUATIONS_FILE, keepFirstEvaluations
+from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
@@ -438,18 +438,19 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
         version 1 goes on under it: recordedPhysicsKeywords)
     """
 
-    run_dir, monitor_dir = plan.run_dir, RunFolder(plan.run_dir).monitor_dir
+    run_dir, run_folder = plan.run_dir, RunFolder(plan.run_dir)
+    monitor_dir = run_folder.monitor_dir
     config = config.replace(env_kwargs={**config.env_kwargs, **recordedPhysicsKeywords(run_dir, config.env)})
     removePartialCheckpoints(run_dir)
     plan.moved = [Checkpoint(folder).moveAside(run_dir) for folder, _ in plan.damaged]
     if plan.state == "restart":
-        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), RunFolder(run_dir).progress_file,
+        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), run_folder.progress_file,
                      *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
-                     os.path.join(run_dir, MANIFEST_FILE), os.path.join(run_dir, EVALUATIONS_FILE)]:
+                     os.path.join(run_dir, MANIFEST_FILE), run_folder.evaluations_file]:
             if os.path.isfile(path):
                 os.remove(path)
-        for folder in ("best", "checkpoints"):
-            shutil.rmtree(os.path.join(run_dir, folder), ignore_errors=True)
+        for saved in (os.path.join(run_dir, "best"), run_folder.checkpoints_dir):
+            shutil.rmtree(saved, ignore_errors=True)
         return config
     checkpoint = plan.restorePoint()
     checkpoint.rewindRun(run_dir, plan.run_state)  # rows written after the checkpoint are replayed
