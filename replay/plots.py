@@ -44,7 +44,7 @@ from srl_toolbox.cli import (
     visdomEnvName,
 )
 from srl_toolbox.files import atomicPath, readJson
-from srl_toolbox.plots import _describe, _quietVisdom, _visdomClientClass, movingAverage
+from srl_toolbox.plots import describe, movingAverage, quietVisdom, visdomClientClass
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
@@ -164,7 +164,7 @@ class VisdomRunPlots:
 
     def _warn(self, error: BaseException) -> None:
         self.enabled = False
-        warnings.warn(f"the visdom server on port {self.port} cannot be reached ({_describe(error)}); the "
+        warnings.warn(f"the visdom server on port {self.port} cannot be reached ({describe(error)}); the "
                       f"PNGs are still written. Start one with `python -m replay.visdom_server --port {self.port}`",
                       UserWarning, stacklevel=3)
 
@@ -189,9 +189,9 @@ class VisdomRunPlots:
         scale, unit = _timeUnit(episodes["times"])
         safe_id = re.sub(r"[^A-Za-z0-9_-]", "_", run_id)
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 if self._viz is None:
-                    self._viz = _visdomClientClass()(server="http://127.0.0.1", port=self.port, env=self.env_name,
+                    self._viz = visdomClientClass()(server="http://127.0.0.1", port=self.port, env=self.env_name,
                                                      use_incoming_socket=False, raise_exceptions=True)
                 for suffix, x, label in (("steps", episodes["timesteps"], "Env steps"),
                                          ("time", episodes["times"] / scale, f"Wall time ({unit})")):

@@ -31,8 +31,8 @@ from matplotlib.figure import Figure
 from rl_baselines.core.base import actionMaskKeywords
 from srl_toolbox.files import atomicPath
 
-# Private helpers of the learning-curve plotter, reused so that every plotter connects, subsamples and reports alike.
-from srl_toolbox.plots import VisdomPlotter, _describe, _quietVisdom, _subsample
+# The learning-curve plotter's helpers, reused so that every plotter connects, subsamples and reports alike.
+from srl_toolbox.plots import VisdomPlotter, describe, quietVisdom, subsample
 
 ACTION_PROBA_PNG = "action_proba.png"
 TRAJECTORY_PNG = "trajectory.png"
@@ -156,14 +156,14 @@ class ReplayVisdom(VisdomPlotter):
             return
         if self._viz is None and not self._connect():
             return
-        keep = _subsample(len(trace), self.max_points)
+        keep = subsample(len(trace), self.max_points)
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 if with_proba:
                     self._drawProba(trace, keep)
                 self._drawTrajectory(trace, keep)
         except Exception as exc:  # never let the replay die because of the plots
-            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+            self._giveUp(describe(exc), lost=True, stacklevel=3)
 
     def _drawProba(self, trace: ReplayTrace, keep: np.ndarray) -> None:
         probas = np.asarray(trace.probas, dtype=np.float64)[keep]

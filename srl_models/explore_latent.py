@@ -32,7 +32,7 @@ from srl_toolbox.cli import (
     positiveInt,
     runCommand,
 )
-from srl_toolbox.plots import _describe, _quietVisdom, _visdomClientClass
+from srl_toolbox.plots import describe, quietVisdom, visdomClientClass
 
 PERCENTILES = (5.0, 95.0)  # the sweep stays inside the states the encoder actually produces
 MAX_GRID = 30
@@ -94,14 +94,14 @@ def showInVisdom(images: np.ndarray, grid: int, port: int, title: str, window: s
     :return: whether the window was sent
     """
     try:
-        with _quietVisdom():  # its own log lines would repeat our warning
+        with quietVisdom():  # its own log lines would repeat our warning
             # the toolbox's client: its requests time out (visdom's own wait forever on a server that never answers)
-            client = _visdomClientClass()(server=server, port=port, env="srl_explore_latent",
+            client = visdomClientClass()(server=server, port=port, env="srl_explore_latent",
                                           use_incoming_socket=False, raise_exceptions=True)
             client.images(np.transpose(images, (0, 3, 1, 2)), nrow=grid, padding=1, win=window,
                           opts={"title": title})
     except Exception as error:  # ConnectionError mostly: the PNG is already written, keep going
-        warnings.warn(f"the visdom server at {server}:{port} cannot be reached ({_describe(error)}); the grid "
+        warnings.warn(f"the visdom server at {server}:{port} cannot be reached ({describe(error)}); the grid "
                       f"is only in the PNG. Start one with `python -m replay.visdom_server --port {port}`",
                       UserWarning, stacklevel=2)
         return False

@@ -81,7 +81,7 @@ def _episodeData(timesteps: ArrayLike, rewards: ArrayLike) -> tuple[np.ndarray, 
     return timesteps, rewards
 
 
-def _subsample(n_points: int, max_points: int) -> np.ndarray:
+def subsample(n_points: int, max_points: int) -> np.ndarray:
     """
     :param n_points: number of points available
     :param max_points: most points to keep
@@ -93,7 +93,7 @@ def _subsample(n_points: int, max_points: int) -> np.ndarray:
 
 
 @contextlib.contextmanager
-def _quietVisdom() -> Iterator[None]:
+def quietVisdom() -> Iterator[None]:
     """Silence the visdom client's log lines and deprecation warnings (we report problems ourselves)."""
     logger = logging.getLogger("visdom")
     was_disabled = logger.disabled
@@ -107,7 +107,7 @@ def _quietVisdom() -> Iterator[None]:
         logger.disabled = was_disabled
 
 
-def _visdomClientClass() -> Any:
+def visdomClientClass() -> Any:
     """
     :return: a ``visdom.Visdom`` subclass whose requests time out and treat HTTP errors as connection errors
         (visdom's own requests wait forever)
@@ -132,7 +132,7 @@ def _visdomClientClass() -> Any:
     return _CLIENT_CLASS
 
 
-def _describe(exc: BaseException) -> str:
+def describe(exc: BaseException) -> str:
     """
     :param exc: an error raised by the visdom client (it wraps every request failure in one ConnectionError)
     :return: a short reason, from the underlying requests error when there is one
@@ -252,17 +252,17 @@ class VisdomPlotter:
         :return: True if connected; otherwise the plotter is turned off with its warning
         """
         try:
-            client_class = _visdomClientClass()
+            client_class = visdomClientClass()
         except ImportError as exc:
             self._giveUp(f"the visdom package cannot be imported: {exc}", lost=False, stacklevel=4)
             return False
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 # The constructor posts to the env endpoint: with raise_exceptions=True, no answer raises
                 viz = client_class(server=self.server, port=self.port, env=self.env_name,
                                    use_incoming_socket=False, raise_exceptions=True)
         except Exception as exc:  # ConnectionError mostly; never let the run die because of the plots
-            self._giveUp(_describe(exc), lost=False, stacklevel=4)
+            self._giveUp(describe(exc), lost=False, stacklevel=4)
             return False
         viz.request_timeout = (CONNECT_TIMEOUT_S, UPDATE_READ_TIMEOUT_S)
         self._viz = viz
@@ -286,10 +286,10 @@ class VisdomPlotter:
         if self._viz is None and not self._connect():
             return
         smoothed = movingAverage(rewards, self.episode_window)
-        keep = _subsample(rewards.size, self.max_points)
+        keep = subsample(rewards.size, self.max_points)
         x = timesteps[keep]
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 self._viz.line(
                     Y=np.column_stack((rewards[keep], smoothed[keep])),
                     X=np.column_stack((x, x)),
@@ -308,7 +308,7 @@ class VisdomPlotter:
                               legend=[self._label("smoothed")], showlegend=True),
                 )
         except Exception as exc:
-            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+            self._giveUp(describe(exc), lost=True, stacklevel=3)
 
     def scalars(self, points: dict[str, list[tuple[float, float]]]) -> None:
         """
@@ -324,7 +324,7 @@ class VisdomPlotter:
         if self._viz is None and not self._connect():
             return
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 for tag, tag_points in sorted(points.items()):
                     group = tag.partition("/")[0] if "/" in tag else "scalars"
                     window = f"{self.windows['reward'][:-len('_reward')]}_scalars_{re.sub(r'[^A-Za-z0-9_-]', '_', group)}"
@@ -341,7 +341,7 @@ class VisdomPlotter:
                     self._scalar_windows.add(window)
                     self._scalar_traces.add(tag)
         except Exception as exc:
-            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+            self._giveUp(describe(exc), lost=True, stacklevel=3)
 
     def _earlierPoints(self, window: str, tag: str, before: float) -> tuple[np.ndarray, np.ndarray]:
         """:return: (steps, values) of the server's trace ``tag`` in ``window`` at steps below ``before`` (none if
@@ -371,7 +371,7 @@ class VisdomPlotter:
         if means.size == 0 or (self._viz is None and not self._connect()):
             return
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 self._viz.line(
                     Y=np.column_stack((means, means - stds, means + stds)),
                     X=np.column_stack((timesteps, timesteps, timesteps)),
@@ -382,7 +382,7 @@ class VisdomPlotter:
                               legend=[self._label("evaluation mean"), "mean - std", "mean + std"]),
                 )
         except Exception as exc:
-            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+            self._giveUp(describe(exc), lost=True, stacklevel=3)
 
 
 def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: int, path: str,

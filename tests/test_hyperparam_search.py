@@ -28,7 +28,8 @@ from rl_baselines.runs import train  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
 from rl_baselines.runs.monitor_files import MonitorTail  # noqa: E402
-from rl_baselines.sweeps import hyperparam_search, search_trials  # noqa: E402
+from rl_baselines.runs.train_config import TrainConfig  # noqa: E402
+from rl_baselines.sweeps import hyperparam_search, pipeline, search_trials  # noqa: E402
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
@@ -659,3 +660,16 @@ def test_every_algorithms_default_grid_fits_and_a_larger_one_is_refused():
             hyperparam_search._checkGridSize(space, 3)  # --grid-points' default: acer's 1.06 million points
     with pytest.raises(UsageError, match="--grid-points 30: the grid of the 10 hyperparameters"):
         hyperparam_search._checkGridSize(registered_rl["ppo2"][0].getOptParam(), 30)
+
+
+def test_sweep_defaults_are_train_config_s(monkeypatch):
+    """The search's and the pipeline's --srl-model, --log-dir and --seed default to TrainConfig's fields (one
+    declaration: a train default that changes changes theirs)."""
+    for name, value in (("srl_model", "ground_truth"), ("log_dir", "elsewhere/"), ("seed", 7)):
+        monkeypatch.setattr(TrainConfig, name, value)
+    search_args, _ = hyperparam_search.searchParser().parse_known_args([])
+    pipeline_args, _ = pipeline.buildParser().parse_known_args([])
+    assert (search_args.srl_model, search_args.log_dir, search_args.seed) == ("ground_truth", "elsewhere/", 7)
+    assert (pipeline_args.srl_model, pipeline_args.log_dir, pipeline_args.seed) == (["ground_truth"], "elsewhere/", 7)
+    for parser in (hyperparam_search.searchParser(), pipeline.buildParser()):
+        assert "[ground_truth]" in parser.format_help() and "[elsewhere/]" in parser.format_help()

@@ -40,7 +40,7 @@ from rl_baselines.sweeps.sweep import (
     runId,
 )
 from srl_toolbox.cli import UsageError
-from srl_toolbox.plots import _quietVisdom, movingAverage
+from srl_toolbox.plots import movingAverage, quietVisdom
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -291,7 +291,7 @@ def visdom_port(tmp_path):
 
 
 def _visdomTraces(port: int, env_name: str, win: str) -> dict[str, dict]:
-    with _quietVisdom():
+    with quietVisdom():
         client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
         window = json.loads(client.get_window_data(win, env_name))
     return {trace["name"]: trace for trace in window["content"]["data"]}

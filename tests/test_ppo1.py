@@ -23,6 +23,7 @@ from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, 
 from stable_baselines3.common.env_util import make_vec_env
 
 from rl_baselines.rl_algorithm import ppo1_workers
+from rl_baselines.rl_algorithm.acktr import ACKTRModel
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, distUrlRefusal, freeDistUrl, ppoUpdate
 from rl_baselines.rl_algorithm.ppo1_workers import LocalWorkers
 from rl_baselines.runs import train
@@ -374,3 +375,18 @@ def test_a_dead_worker_ends_the_run_at_once_in_one_line(tmp_path, fail_at, messa
         result = runTrain("--resume", run_dir)
         assert "Done: 1200 steps" in result.stdout, result.stdout
         assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 1200
+
+
+@pytest.mark.parametrize("algo_class", [PPO1Model, ACKTRModel])
+def test_a_truncated_episode_gets_the_value_of_its_last_observation(algo_class):
+    """Only an env the time limit cut (with its terminal observation) gets gamma x V(last observation)."""
+    torch.manual_seed(0)
+    model = algo_class()
+    model.setup(BOX_OBS, gym.spaces.Discrete(2), {})
+    last = np.arange(4, dtype=np.float32)
+    infos = [{"TimeLimit.truncated": True, "terminal_observation": last}, {"terminal_observation": last},
+             {"TimeLimit.truncated": True, "terminal_observation": last}, {}]
+    rewards = np.ones(4, dtype=np.float32)
+    model.bootstrapTruncated(rewards, np.array([True, True, False, False]), infos, 0.5)
+    value = float(model.stateValues(last[None])[0])
+    assert value != 0 and rewards.tolist() == [np.float32(1 + 0.5 * value), 1.0, 1.0, 1.0]

@@ -262,3 +262,17 @@ def test_saved_hyperparameters_are_read_from_the_zip_as_the_flags_read_them(tmp_
     assert saved["target_kl"] == PPO2Model.parserHyperParam({"target_kl": "0.05"})["target_kl"]
     assert saved["clip_range_vf"] == PPO2Model.parserHyperParam({"clip_range_vf": "none"})["clip_range_vf"]
     assert "clip_range" not in saved  # a serialised schedule
+
+
+def _flagHelp(algo: str, flag: str) -> str:
+    parser = registered_rl[algo][0].customArguments(baseParser())
+    return next(action.help for action in parser._actions if flag in action.option_strings)
+
+
+def test_shared_flags_are_declared_once():
+    """--lr-schedule and --features-extractor read alike wherever they appear; the learner flags of her and gail
+    show one default when every learner has the same (sb3_base's helpers declare them)."""
+    for flag, algos in (("--lr-schedule", ("ppo2", "her", "gail")), ("--features-extractor", ("ppo2", "gail"))):
+        assert len({_flagHelp(algo, flag) for algo in algos}) == 1, flag
+    assert _flagHelp("gail", "--gamma") == "[0.99]" and _flagHelp("her", "--gamma") == "[0.99]"
+    assert _flagHelp("gail", "--n-steps") == "[ppo2: 128, a2c: 5, trpo: 512]"

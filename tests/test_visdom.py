@@ -18,7 +18,7 @@ import visdom
 from PIL import Image
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
-from srl_toolbox.plots import VisdomPlotter, _quietVisdom, movingAverage, saveLearningCurve
+from srl_toolbox.plots import VisdomPlotter, describe, movingAverage, quietVisdom, saveLearningCurve, subsample
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
@@ -57,7 +57,7 @@ def visdom_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
 
 
 def _client(port: int):
-    with _quietVisdom():
+    with quietVisdom():
         return visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
 
 
@@ -167,6 +167,19 @@ def test_long_runs_are_subsampled(visdom_port: int) -> None:
     # Smoothing uses every episode, the subsampling only picks points of it
     index = np.searchsorted(timesteps, smoothed["x"])
     np.testing.assert_allclose(smoothed["y"], movingAverage(rewards, 5)[index])
+
+
+def test_shared_helpers_subsample_and_describe() -> None:
+    """The helpers every plotter (replay, sweeps, explore_latent) imports: evenly spread indices with both ends, and the
+    innermost reason of a wrapped error."""
+    assert subsample(5, 10).tolist() == [0, 1, 2, 3, 4] and subsample(101, 3).tolist() == [0, 50, 100]
+    try:
+        try:
+            raise OSError("connection refused")
+        except OSError as inner:
+            raise ConnectionError("visdom failed") from inner
+    except ConnectionError as error:
+        assert "connection refused" in describe(error)
 
 
 def test_zero_episodes_do_nothing() -> None:

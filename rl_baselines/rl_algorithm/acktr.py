@@ -132,10 +132,6 @@ class ACKTRModel(TorchActorCritic):
         return {"pg_loss": pg_loss.item(), "vf_loss": vf_loss.item(), "entropy": entropy.item(),
                 "kl_scale": float(self.optimizer.last_kl_scale)}
 
-    def _values(self, obs: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return self.policy(self.toTensor(obs))[1].cpu().numpy()
-
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         env, hp = self.env, self.hyperparams
         n_envs, n_steps, gamma = env.num_envs, int(hp["n_steps"]), float(hp["gamma"])
@@ -158,11 +154,7 @@ class ACKTRModel(TorchActorCritic):
                 env_actions = np.clip(actions, self.action_space.low, self.action_space.high) if continuous else actions
                 obs, rewards, dones, infos = env.step(env_actions)
                 rewards = np.asarray(rewards, dtype=np.float32).copy()
-                for index in np.flatnonzero(dones):
-                    info = infos[index]
-                    if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
-                        # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
-                        rewards[index] += gamma * float(self._values(info["terminal_observation"][None])[0])
+                self.bootstrapTruncated(rewards, dones, infos, gamma)
                 batch_actions[step], batch_rewards[step], batch_dones[step] = actions, rewards, dones
                 self.num_timesteps += n_envs
                 if callback(locals(), globals()) is False:
@@ -170,7 +162,7 @@ class ACKTRModel(TorchActorCritic):
                     break
             if not keep_going:
                 break
-            returns = discountedReturns(batch_rewards, batch_dones, self._values(obs), gamma)
+            returns = discountedReturns(batch_rewards, batch_dones, self.stateValues(obs), gamma)
             stats = self.update(self.toTensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
                                 self.toTensor(batch_actions).reshape(n_steps * n_envs, *action_shape),
                                 self.toTensor(returns).reshape(-1), learning_rate)

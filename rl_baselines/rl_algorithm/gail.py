@@ -24,7 +24,6 @@ as it was after the update of the last rollout, so a resumed run goes on exactly
 from __future__ import annotations
 
 import argparse
-import functools
 import io
 import os
 import zipfile
@@ -34,7 +33,6 @@ import torch
 from stable_baselines3 import PPO
 
 from rl_baselines.core import hyperparams as hp
-from rl_baselines.core.base import strToBool
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import NON_NEGATIVE, POSITIVE, Hyperparam, givenFlags
 from rl_baselines.core.run_settings import RunSettings
@@ -48,10 +46,12 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
     checkExpertDataset,
     seedNormalisation,
 )
-from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import (
     StableBaselinesRLObject,
+    addFeaturesExtractorFlag,
+    addLearnerHyperparamFlags,
+    addLrScheduleFlag,
     hyperparamsInData,
     learnerHyperparamTable,
     parseOwnOrLearnerHyperparams,
@@ -173,19 +173,10 @@ class GAILModel(StableBaselinesRLObject):
                            help=f"the learner rewarded by the discriminator: {', '.join(LEARNERS)} "
                                 f"[{DEFAULT_LEARNER}; the saved one with --load-rl-model-path]")
         cls.addHyperparamArguments(parser, group=group)
-        learner = parser.add_argument_group("hyperparameters of the --gail-learner learner (defaults per learner)")
-        for name, owners in learnerHyperparams().items():
-            default = owners[0][1]
-            kind = strToBool if isinstance(default, bool) else functools.partial(LEARNERS[owners[0][0]]._flagValue,
-                                                                                 name)
-            defaults = ", ".join(f"{algo}: {value}" for algo, value in owners)
-            learner.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
-                                 metavar=type(default).__name__.upper(), help=f"[{defaults}]")
-        learner.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
-                             help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
-        learner.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS),
-                             default=DEFAULT_FEATURES_EXTRACTOR,
-                             help=f"image features extractor of the pixel policy [{DEFAULT_FEATURES_EXTRACTOR}]")
+        learner = addLearnerHyperparamFlags(parser, LEARNERS,
+                                            "hyperparameters of the --gail-learner learner (defaults per learner)")
+        addLrScheduleFlag(learner, cls.DEFAULT_LR_SCHEDULE)
+        addFeaturesExtractorFlag(learner)
         # args.json records the learner the run trains, not null: resolved right after parsing (as her's
         # --her-algo). A resumed run's arguments are read without it: an older args.json's null still resolves.
         parse_args = parser.parse_args

@@ -21,7 +21,6 @@ start) before learning resumes: HER samples finished episodes only.
 from __future__ import annotations
 
 import argparse
-import functools
 from typing import Any, ClassVar
 
 from stable_baselines3 import DQN
@@ -30,7 +29,6 @@ from stable_baselines3.her import HerReplayBuffer
 
 from environments import envsWhere, getEnvClass, registered_env
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.base import strToBool
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import CLIP_NORM, Hyperparam, Interval, givenFlags
 from rl_baselines.core.plugin_v1 import asRunSettings
@@ -38,7 +36,13 @@ from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.ddpg import DDPGModel
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams, replaySearchSpace
 from rl_baselines.rl_algorithm.sac import SACModel
-from rl_baselines.rl_algorithm.sb3_base import learnerHyperparamTable, parseOwnOrLearnerHyperparams, readModelData
+from rl_baselines.rl_algorithm.sb3_base import (
+    addLearnerHyperparamFlags,
+    addLrScheduleFlag,
+    learnerHyperparamTable,
+    parseOwnOrLearnerHyperparams,
+    readModelData,
+)
 from rl_baselines.rl_algorithm.td3 import TD3Model
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
@@ -135,21 +139,10 @@ class HERModel(OffPolicyRLObject):
                            help="learner: sac, td3, ddpg (continuous, -c) or deepq (discrete, Stable-Baselines3's "
                                 "DQN) [sac with -c, else deepq; the saved one with --load-rl-model-path]")
         cls.addHyperparamArguments(parser, group=group)
-        learner = parser.add_argument_group(
-            "hyperparameters of the --her-algo learner (defaults per learner)",
+        learner = addLearnerHyperparamFlags(
+            parser, BASE_ALGOS, "hyperparameters of the --her-algo learner (defaults per learner)",
             "learning_starts defaults to at least --num-cpu x the env's episode length (HER samples finished episodes)")
-        for name, owners in baseHyperparams().items():
-            default = owners[0][1]
-            # typed and checked by the spec of the first learner that has it, as parserHyperParam does
-            kind = strToBool if isinstance(default, bool) else functools.partial(BASE_ALGOS[owners[0][0]]._flagValue,
-                                                                                 name)
-            defaults = ", ".join(f"{algo}: {value}" for algo, value in owners)
-            if len(owners) == len(BASE_ALGOS) and len({str(value) for _, value in owners}) == 1:
-                defaults = str(default)  # the same for every learner
-            learner.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
-                                 metavar=type(default).__name__.upper(), help=f"[{defaults}]")
-        learner.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
-                             help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
+        addLrScheduleFlag(learner, cls.DEFAULT_LR_SCHEDULE)
         # The train command checks every input before writing anything, but its checks (action type, observation)
         # cannot know --her-algo: check right after parsing, as one more parser error.
         parse_args = parser.parse_args

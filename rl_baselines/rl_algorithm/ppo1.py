@@ -499,10 +499,6 @@ class PPO1Model(TorchActorCritic):
             self.num_timesteps, self.updates = state[2], state[4]
         return state[3]
 
-    def _values(self, obs: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            return self.policy(self.toTensor(obs))[1].cpu().numpy()
-
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         distributed = dist.is_available() and dist.is_initialized()
         if distributed:
@@ -535,13 +531,11 @@ class PPO1Model(TorchActorCritic):
                 env_actions = np.clip(actions, self.action_space.low, self.action_space.high) if continuous else actions
                 obs, rewards, dones, infos = env.step(env_actions)
                 rewards = np.asarray(rewards, dtype=np.float32).copy()
-                for index in np.flatnonzero(dones):
-                    info = infos[index]
-                    if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
-                        # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
-                        rewards[index] += gamma * float(self._values(info["terminal_observation"][None])[0])
-                    if self.rank_monitor is not None and "episode" in info:
-                        self.rank_monitor.add(int(index), info)
+                self.bootstrapTruncated(rewards, dones, infos, gamma)
+                if self.rank_monitor is not None:
+                    for index in np.flatnonzero(dones):
+                        if "episode" in infos[index]:
+                            self.rank_monitor.add(int(index), infos[index])
                 batch_actions[step], batch_rewards[step], batch_dones[step] = actions, rewards, dones
                 steps_taken += n_envs
                 # Every rank steps in lock-step with the same number of envs: the global count so far.
@@ -561,7 +555,7 @@ class PPO1Model(TorchActorCritic):
                 self.num_timesteps = rollout_start + int(agreed[2] / agreed[1]) * self.world_size
                 break
             self.num_timesteps = rollout_start + int(agreed[0])
-            advantages = gae(batch_rewards, batch_values, batch_dones, self._values(obs), gamma, lam)
+            advantages = gae(batch_rewards, batch_values, batch_dones, self.stateValues(obs), gamma, lam)
             batch = {
                 "obs": self.toTensor(batch_obs).reshape(n_steps * n_envs, *obs_space.shape),
                 "actions": self.toTensor(batch_actions).reshape(n_steps * n_envs, *action_shape),

@@ -11,6 +11,7 @@ clean points (the start of a rollout), so that a resumed run goes on exactly as 
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import os
@@ -32,6 +33,7 @@ from rl_baselines.core.base import (
     BaseRLObject,
     TrainCallback,
     notifyCleanPoint,
+    strToBool,
 )
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import givenFlags, plainValues
@@ -97,15 +99,12 @@ class StableBaselinesRLObject(BaseRLObject):
 
     @classmethod
     def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        """One flag per hyperparameter (BaseRLObject.addHyperparamArguments), and ``--lr-schedule``."""
+        """One flag per hyperparameter (BaseRLObject.addHyperparamArguments), ``--lr-schedule`` and
+        ``--features-extractor`` (:func:`addLrScheduleFlag`, :func:`addFeaturesExtractorFlag`)."""
         group = parser.add_argument_group(f"{cls.NAME} hyperparameters (defaults in brackets)")
         cls.addHyperparamArguments(parser, group=group)
-        group.add_argument("--lr-schedule", choices=["constant", "linear"], default=cls.DEFAULT_LR_SCHEDULE,
-                           help=f"learning-rate schedule [{cls.DEFAULT_LR_SCHEDULE}]")
-        group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS),
-                           default=DEFAULT_FEATURES_EXTRACTOR,
-                           help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
-                                f"small = a CNN sized for 64x64 frames [{DEFAULT_FEATURES_EXTRACTOR}]")
+        addLrScheduleFlag(group, cls.DEFAULT_LR_SCHEDULE)
+        addFeaturesExtractorFlag(group)
         return parser
 
     def seedActionSampling(self, seed: int) -> None:
@@ -434,6 +433,54 @@ def restartSB3Rollout(model: Any) -> None:
     vec_normalize = model.get_vec_normalize_env()
     if vec_normalize is not None:
         model._last_original_obs = vec_normalize.get_original_obs()
+
+
+def addLrScheduleFlag(group: Any, default: str) -> None:
+    """
+    ``--lr-schedule`` of the SB3-backed algorithms (and of the learner of one that wraps several).
+
+    :param group: the parser or argument group that takes it
+    :param default: the algorithm's ``DEFAULT_LR_SCHEDULE``
+    """
+    group.add_argument("--lr-schedule", choices=["constant", "linear"], default=default,
+                       help=f"learning-rate schedule [{default}]")
+
+
+def addFeaturesExtractorFlag(group: Any) -> None:
+    """
+    ``--features-extractor``, the image features extractor of the SB3 pixel policy (:data:`FEATURES_EXTRACTORS`).
+
+    :param group: the parser or argument group that takes it
+    """
+    group.add_argument("--features-extractor", choices=sorted(FEATURES_EXTRACTORS), default=DEFAULT_FEATURES_EXTRACTOR,
+                       help="image features extractor of the pixel policy (raw_pixels): nature = SB3's NatureCNN, "
+                            f"small = a CNN sized for 64x64 frames [{DEFAULT_FEATURES_EXTRACTOR}]")
+
+
+def addLearnerHyperparamFlags(parser: argparse.ArgumentParser, learners: dict[str, type[StableBaselinesRLObject]],
+                              title: str, description: str | None = None) -> Any:
+    """
+    One flag per hyperparameter of the learners an algorithm wraps (her, gail), to ``hp_<name>`` with default None
+    (the chosen learner's default applies). Each is typed and checked by the first learner that has it, as
+    :func:`parseOwnOrLearnerHyperparams` does; its help lists the default of each learner that has it, or the one value
+    when every learner has it with the same default.
+
+    :param parser: the train command's parser
+    :param learners: the learners, by the name the algorithm's learner flag takes
+    :param title: the argument group's title
+    :param description: the group's description (None: none)
+    :return: the argument group, for the algorithm's further learner flags
+    """
+    group = parser.add_argument_group(title, description)
+    for name, owners in learnerHyperparamTable(learners).items():
+        default = owners[0][1]
+        kind = strToBool if isinstance(default, bool) else functools.partial(learners[owners[0][0]]._flagValue, name)
+        defaults = ", ".join(f"{learner}: {value}" for learner, value in owners)
+        if len(owners) == len(learners) and len({str(value) for _, value in owners}) == 1:
+            defaults = str(default)  # the same for every learner
+        group.add_argument(f"--{name.replace('_', '-')}", dest=f"hp_{name}", type=kind, default=None,
+                           metavar=type(default).__name__.upper(), help=f"[{defaults}]")
+    return group
 
 
 def learnerHyperparamTable(learners: dict[str, type[StableBaselinesRLObject]]) -> dict[str, list[tuple[str, Any]]]:

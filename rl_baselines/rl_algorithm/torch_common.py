@@ -1,7 +1,7 @@
 """What acer, acktr and ppo1 share, on top of :class:`rl_baselines.rl_algorithm.torch_base.TorchRLObject` (which gives the
 hyperparameter flags, the ``.pt`` model file and the start of a continued training): observation encoders, the
-learning-rate schedule, range checks of hyperparameters, acting from the policy's distribution, progress.csv and
-the common ``train``.
+learning-rate schedule, range checks of hyperparameters, acting from the policy's distribution, the critic's value
+added to the last reward of an episode the time limit cut (acktr, ppo1), progress.csv and the common ``train``.
 
 progress.csv gets a row after the first update at least LOG_INTERVAL steps past the previous row (past the run's
 start for the first); the step of the next row is saved with the training state (``loopState``), so that a resumed
@@ -254,6 +254,31 @@ class TorchActorCritic(TorchRLObject):
         return distribution.mean.cpu().numpy()
 
     # --- training --------------------------------------------------------------------------------------------
+
+    def stateValues(self, obs: np.ndarray) -> np.ndarray:
+        """
+        :param obs: a batch of observations
+        :return: the critic's value of each, (batch,): the second output of ``self.policy``, an
+            :class:`ActorCriticNetwork` (acktr, ppo1; override for another critic)
+        """
+        with torch.no_grad():
+            return self.policy(self.toTensor(obs))[1].cpu().numpy()
+
+    def bootstrapTruncated(self, rewards: np.ndarray, dones: np.ndarray, infos: list[dict[str, Any]],
+                           gamma: float) -> None:
+        """
+        Add ``gamma`` x the value of the last observation to the reward of each env whose episode the time limit cut
+        (not ended): its value goes on beyond the last reward.
+
+        :param rewards: a vectorised step's rewards, (n_envs,) float32, updated in place
+        :param dones: the step's done flags
+        :param infos: the step's infos (``TimeLimit.truncated``, ``terminal_observation``)
+        :param gamma: the discount
+        """
+        for index in np.flatnonzero(dones):
+            info = infos[index]
+            if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
+                rewards[index] += gamma * float(self.stateValues(info["terminal_observation"][None])[0])
 
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
               logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:

@@ -99,13 +99,14 @@ def searchParser() -> CLIParser:
                         help="train flags for --algo, in the pipeline's per-algorithm form (a2c:--n-steps=16); "
                              "the same as giving FLAGS directly")
     parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
-    parser.add_argument("--srl-model", default="raw_pixels", help="observation / SRL model [raw_pixels]")
-    addSeedArgument(parser, help="seed of every trial's run [0]")
+    parser.add_argument("--srl-model", default=TrainConfig.srl_model,
+                        help=f"observation / SRL model [{TrainConfig.srl_model}]")
+    addSeedArgument(parser, help=f"seed of every trial's run [{TrainConfig.seed}]", default=TrainConfig.seed)
     parser.add_argument("--sampler-seed", type=seedNumber, default=None,
                         help="seed of the sampler, mixed with the number of trials already in the study; give each "
                              "command sharing a study its own [--seed]")
-    parser.add_argument("--log-dir", type=nonEmptyText, default="logs/", help="root folder; the search writes below "
-                        f"<log-dir>/{SEARCH_FOLDER}/ [logs/]")
+    parser.add_argument("--log-dir", type=nonEmptyText, default=TrainConfig.log_dir, help="root folder; the search "
+                        f"writes below <log-dir>/{SEARCH_FOLDER}/ [{TrainConfig.log_dir}]")
     parser.add_argument("--optimizer", choices=OPTIMIZERS, default="tpe",
                         help="sampler: tpe (Bayesian, as hyperopt), random, grid [tpe]")
     parser.add_argument("--pruner", choices=PRUNERS, default="hyperband",

@@ -31,6 +31,7 @@ from typing import Any
 from tqdm import tqdm
 
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
+from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
 from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
@@ -78,12 +79,13 @@ def buildParser() -> CLIParser:
                         help="train flags for one algorithm's runs only, e.g. a2c:--n-steps=16 or "
                              "\"ppo2:--n-steps 64 --gamma 0.9\" (repeatable)")
     parser.add_argument("--env", nargs="+", default=[DEFAULT_ENV], help=f"env ids [{DEFAULT_ENV}]")
-    parser.add_argument("--srl-model", nargs="+", default=["raw_pixels"],
-                        help="observation modes / trained SRL models [raw_pixels]")
+    parser.add_argument("--srl-model", nargs="+", default=[TrainConfig.srl_model],
+                        help=f"observation modes / trained SRL models [{TrainConfig.srl_model}]")
     parser.add_argument("--num-iteration", type=positiveInt, default=15,
                         help="runs per combination, with seeds SEED, SEED+1, ... [15]")
-    addSeedArgument(parser, help="first seed [0]")
-    parser.add_argument("--log-dir", type=nonEmptyText, default="logs/", help="root folder of the runs [logs/]")
+    addSeedArgument(parser, help=f"first seed [{TrainConfig.seed}]", default=TrainConfig.seed)
+    parser.add_argument("--log-dir", type=nonEmptyText, default=TrainConfig.log_dir,
+                        help=f"root folder of the runs [{TrainConfig.log_dir}]")
     parser.add_argument("--workers", type=positiveInt, default=None,
                         help="runs at a time [local: usable cores // --num-cpu; ray: what the cluster fits]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",

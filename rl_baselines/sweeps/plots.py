@@ -17,8 +17,8 @@ from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.sweeps.run_attempts import runAttempts
 from rl_baselines.sweeps.sweep import RunSpec
 
-# Private helpers of the single-run plotter, reused so that both plotters smooth, subsample and report alike.
-from srl_toolbox.plots import VisdomPlotter, _describe, _quietVisdom, _subsample, movingAverage
+# The single-run plotter's helpers, reused so that both plotters smooth, subsample and report alike.
+from srl_toolbox.plots import VisdomPlotter, describe, movingAverage, quietVisdom, subsample
 
 
 class SweepPlotter(VisdomPlotter):
@@ -60,11 +60,11 @@ class SweepPlotter(VisdomPlotter):
         if self._viz is None and not self._connect():
             return
         smoothed = movingAverage(rewards, self.episode_window)
-        keep = _subsample(len(rewards), self.max_points)
+        keep = subsample(len(rewards), self.max_points)
         win = self.windowId(env, srl_model)
         x, y = np.asarray(timesteps, dtype=np.float64)[keep], smoothed[keep]
         try:
-            with _quietVisdom():
+            with quietVisdom():
                 if win in self._made:
                     self._viz.line(Y=y, X=x, win=win, env=self.env_name, update="replace", name=name)
                 else:  # a new window replaces any left by an earlier sweep
@@ -74,7 +74,7 @@ class SweepPlotter(VisdomPlotter):
                                              showlegend=True))
                     self._made.add(win)
         except Exception as exc:  # never let the sweep die because of the plots
-            self._giveUp(_describe(exc), lost=True, stacklevel=3)
+            self._giveUp(describe(exc), lost=True, stacklevel=3)
 
 
 class SweepCurves:
