@@ -23,6 +23,7 @@ from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, 
 from stable_baselines3.common.env_util import make_vec_env
 
 from rl_baselines.rl_algorithm import ppo1_workers
+from rl_baselines.rl_algorithm.acer import ACERModel
 from rl_baselines.rl_algorithm.acktr import ACKTRModel
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model, distUrlRefusal, freeDistUrl, ppoUpdate
 from rl_baselines.rl_algorithm.ppo1_workers import LocalWorkers
@@ -377,7 +378,7 @@ def test_a_dead_worker_ends_the_run_at_once_in_one_line(tmp_path, fail_at, messa
         assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 1200
 
 
-@pytest.mark.parametrize("algo_class", [PPO1Model, ACKTRModel])
+@pytest.mark.parametrize("algo_class", [PPO1Model, ACKTRModel, ACERModel])
 def test_a_truncated_episode_gets_the_value_of_its_last_observation(algo_class):
     """Only an env the time limit cut (with its terminal observation) gets gamma x V(last observation)."""
     torch.manual_seed(0)

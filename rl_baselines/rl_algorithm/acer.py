@@ -340,10 +340,11 @@ class ACERModel(TorchActorCritic):
                 average.mul_(hp["alpha"]).add_(current, alpha=1.0 - hp["alpha"])
         return stats
 
-    def _stateValue(self, obs: np.ndarray) -> torch.Tensor:
+    def stateValues(self, obs: np.ndarray) -> np.ndarray:
+        """:return: V(s) = sum_a pi(a|s) Q(s, a) of each observation (ACER's network gives Q, not V), (batch,)"""
         with torch.no_grad():
             probs, q = self.policy(self.toTensor(obs))
-        return (probs * q).sum(-1)
+        return (probs * q).sum(-1).cpu().numpy()
 
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         env, hp = self.env, self.hyperparams
@@ -372,11 +373,7 @@ class ACERModel(TorchActorCritic):
                 actions = torch.multinomial(probs, 1).squeeze(1).cpu().numpy()
                 obs, rewards, dones, infos = env.step(actions)
                 rewards = np.asarray(rewards, dtype=np.float32).copy()
-                for index in np.flatnonzero(dones):
-                    info = infos[index]
-                    if info.get("TimeLimit.truncated") and info.get("terminal_observation") is not None:
-                        # Cut by the time limit, not ended: the episode's value goes on beyond the last reward.
-                        rewards[index] += hp["gamma"] * float(self._stateValue(info["terminal_observation"][None])[0])
+                self.bootstrapTruncated(rewards, dones, infos, hp["gamma"])
                 traj_actions[:, step], traj_rewards[:, step] = actions, rewards
                 traj_dones[:, step], traj_mus[:, step] = dones, probs.cpu().numpy()
                 self.num_timesteps += n_envs
