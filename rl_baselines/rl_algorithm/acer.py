@@ -232,7 +232,8 @@ class TrajectoryReplay:
 
 
 class ACERModel(TorchActorCritic):
-    """ACER with the old toolbox's defaults (Stable-Baselines ACER's, with a 5000-step replay memory)."""
+    """ACER with the old toolbox's defaults (Stable-Baselines ACER's, with a 5000-step replay memory), but for the
+    learning rate: constant unless ``lr_schedule`` is linear (Stable-Baselines' default decays it linearly)."""
 
     NAME = "acer"
     ACTION_TYPES = (ActionType.DISCRETE,)

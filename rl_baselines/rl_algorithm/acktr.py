@@ -5,8 +5,12 @@ The learner is A2C's: every env takes ``n_steps`` steps, the n-step discounted r
 last observation give the advantages, and the loss is ``-A log π(a|s) - ent_coef H(π) + vf_coef (R - V(s))²``. The
 step is not a plain gradient step but a natural-gradient one: K-FAC approximates the Fisher of the joint output
 distribution p(a, v|s) = π(a|s) N(v; V(s), 1), whose statistics come from the gradient of the log-likelihood of an
-action drawn from π and of a value drawn from N(V(s), 1) (weighted by ``vf_fisher_coef``); the step is scaled so that
-its predicted KL stays below ``kfac_clip`` (the trust region) and applied with momentum.
+action drawn from π and of the value term ``vf_fisher_coef (V(s) - v)²`` with v drawn from N(V(s), 1) (as OpenAI
+Baselines' ACKTR: twice the Gaussian log-likelihood's gradient); the step is scaled so that its predicted KL stays
+below ``kfac_clip`` (the trust region) and applied with momentum. Unlike Baselines, the Kronecker factors are
+decomposed every ``kfac_inverse_interval`` updates (Baselines: every update) and there is no warm-up of plain SGD
+steps; the learning rate is constant unless ``lr_schedule`` is linear (Stable-Baselines' default). The gradient is
+clipped to ``max_grad_norm`` before the K-FAC step, which the KL scaling then undoes whenever the trust region binds.
 
 Discrete actions use a categorical policy, continuous ones a diagonal Gaussian with a state-independent log std
 (sampled actions are clipped to the action bounds in the env, the unclipped ones are learned from). Low-dimensional
