@@ -84,8 +84,8 @@ from environments.partial_folder import (
 )
 from environments.registry import defaultRenderersText, unknownEnvText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
-from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkWritableFolder, runCommand
-from srl_toolbox.files import writeJson, writeNpz
+from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkNameLength, checkWritableFolder, runCommand
+from srl_toolbox.files import nameFileOnError, writeJson, writeNpz
 from srl_toolbox.plugins import loadNamed
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
@@ -186,6 +186,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     name = config.env.replace("/", "_") if config.name is None else config.name  # (a namespaced id: ns/Env-v0)
     if not name or name in (".", "..") or name.startswith(".") or os.sep in name or (os.altsep or os.sep) in name:
         raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
+    checkNameLength(name, config.save_path, "--name", len("." + ".partial"), "dataset folder name")  # its partial folder
     if os.path.exists(config.save_path) and not os.path.isdir(config.save_path):
         raise UsageError(f"--save-path {config.save_path!r} is a file, not a folder")
     checkWritableFolder(config.save_path, "--save-path")
@@ -353,8 +354,16 @@ def writeImage(path_stem: str, observation: np.ndarray, image_format: str) -> No
         raise ValueError(f"observations with {channels} channels cannot be written as images (3 or 6 expected)")
     for suffix, view in views:
         path = f"{path_stem}{suffix}.{image_format}"
-        if not cv2.imwrite(path, np.ascontiguousarray(view[..., ::-1])):  # OpenCV writes BGR
-            raise OSError(f"could not write {path}")
+        # OpenCV encodes (BGR), Python writes: a full disk is an OSError with its errno (cv2.imwrite returns False)
+        encoded, data = cv2.imencode(f".{image_format}", np.ascontiguousarray(view[..., ::-1]))
+        if not encoded:
+            raise ValueError(f"OpenCV could not encode {path}")
+        try:
+            with open(path, "wb") as handle:
+                handle.write(data.tobytes())
+        except OSError as error:
+            nameFileOnError(error, path)
+            raise
 
 
 def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, partial_dir: str) -> dict[str, Any]:

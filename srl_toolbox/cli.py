@@ -3,11 +3,14 @@
 - :class:`CLIParser`: an ``argparse.ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage
   block) and which offers ``--version``;
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2, a
-  :class:`CommandFailed` as ``error: ...`` with code 1, and warnings as one ``warning: ...`` line;
+  :class:`CommandFailed` as ``error: ...`` with code 1, an OS error that the environment caused (a full or read-only
+  disk: srl_toolbox.files.ENVIRONMENT_ERRNOS) as ``error: could not write PATH: REASON`` with code 1, and warnings as
+  one ``warning: ...`` line;
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
   :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
   :func:`checkImageShape` (the camera's ``--img-shape`` of every command), :func:`checkWritableFolder` and
-  :func:`checkOutputFile` / :func:`checkOutputFiles`;
+  :func:`checkOutputFile` / :func:`checkOutputFiles` (which also refuse a dangling symbolic link on the path, and a
+  name longer than the file system allows once srl-toolbox adds its temporary suffix: :func:`checkNameLength`);
 - shared argument groups (:func:`addSeedArgument`, :func:`addProgressArgument`, :func:`addVisdomArguments`), so that a
   flag means the same in every command.
 
@@ -16,6 +19,7 @@ Invariant: validation raises before anything is written; nothing here writes a f
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import shutil
@@ -26,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from srl_toolbox import __version__
+from srl_toolbox.files import TEMPORARY_NAME_EXTRA, environmentError
 
 USAGE_EXIT_CODE = 2
 # The exit code of a command stopped by a Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -41,6 +46,11 @@ MAX_ENVS = 256
 MIN_IMAGE_SIDE = 16
 MAX_IMAGE_SIDE = 4096
 IMAGE_SIDES = f"{MIN_IMAGE_SIDE}..{MAX_IMAGE_SIDE}"
+# A file name's longest length in bytes where the file system does not say (os.pathconf's PC_NAME_MAX)
+DEFAULT_NAME_MAX = 255
+# The errnos reported as "could not write" (the others of ENVIRONMENT_ERRNOS, such as a refused permission, may come
+# from reading: "could not use")
+_WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
 
 
 class UsageError(Exception):
@@ -92,7 +102,25 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     except BrokenPipeError:  # the output was piped into a reader that stopped (`| head`): end quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
         sys.exit(1)
+    except Exception as error:
+        found = environmentError(error)
+        if found is None:  # a bug: its traceback
+            raise
+        print(f"error: {environmentErrorText(found)}", file=sys.stderr)
+        sys.exit(1)
     sys.exit(code or 0)
+
+
+def environmentErrorText(error: OSError) -> str:
+    """
+    :param error: an OS error of srl_toolbox.files.ENVIRONMENT_ERRNOS
+    :return: one line: ``could not write PATH: No space left on device`` (``could not use`` for a refused permission
+        or a name too long, which may come from a read; no path when the error names none)
+    """
+    verb = "write" if error.errno in _WRITE_ERRNOS else "use"
+    path = error.filename
+    where = f" {os.fsdecode(path)}" if isinstance(path, (str, bytes)) else ""
+    return f"could not {verb}{where}: {error.strerror or os.strerror(error.errno)}"
 
 
 def _number(raw: str) -> float:
@@ -220,18 +248,32 @@ def intInRange(low: int, high: int | None = None) -> Callable[[str], int]:
 
 def checkWritableFolder(folder: str, flag: str) -> None:
     """
-    Refuse an output folder that cannot be written, before any work: a file in its path, or a folder (or, when it is
-    still to be made, its nearest existing parent) that refuses new files. The check creates a nameless temporary
-    file and leaves nothing behind; it also catches what ``os.access`` misses (root on a read-only or immutable
-    folder).
+    Refuse an output folder that cannot be written, before any work: a file in its path, a symbolic link to nothing
+    (dangling, or a loop) in its path, a folder still to be made whose name is longer than the file system allows, or
+    a folder (or, when it is still to be made, its nearest existing parent) that refuses new files. The check creates
+    a nameless temporary file and leaves nothing behind; it also catches what ``os.access`` misses (root on a
+    read-only or immutable folder).
 
     :param folder: the folder the command will write into (made later if missing)
     :param flag: the option that gave it, for the message (e.g. ``--log-dir``)
     :raises UsageError: the folder cannot be written
     """
     existing = os.path.abspath(folder)
-    while not os.path.exists(existing):
+    while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
+    if os.path.islink(existing) and not os.path.exists(existing):
+        try:
+            os.stat(existing)
+            problem = "to nothing"
+        except OSError as error:
+            problem = ("in a loop: give another folder" if error.errno == errno.ELOOP
+                       else f"to {os.readlink(existing)!r}, which is missing: create it or give another folder")
+        raise UsageError(f"{flag} {folder!r}: {existing!r} is a symbolic link {problem}")
+    name_max = nameMax(existing)
+    for part in os.path.relpath(os.path.abspath(folder), existing).split(os.sep):
+        if len(os.fsencode(part)) > name_max:
+            raise UsageError(f"{flag} {folder!r}: the folder name {part!r} is {len(os.fsencode(part))} bytes, over "
+                             f"the file system's {name_max}")
     if not os.path.isdir(existing):
         raise UsageError(f"{flag} {folder!r}: {existing!r} is a file, not a folder")
     try:
@@ -266,8 +308,44 @@ def checkOutputFiles(paths: Iterable[str], flag: str) -> None:
     for path in paths:
         if os.path.isdir(path):
             raise UsageError(f"{flag} {path!r} is a folder, not a file: give the file's path")
+        checkNameLength(os.path.basename(path), os.path.dirname(os.path.abspath(path)), flag, TEMPORARY_NAME_EXTRA,
+                        "file name", value=path)
     for folder in dict.fromkeys(os.path.dirname(os.path.abspath(path)) for path in paths):
         checkWritableFolder(folder, flag)
+
+
+def nameMax(folder: str) -> int:
+    """:return: the longest file name, in bytes, of the file system of ``folder`` or of its nearest existing parent
+    (DEFAULT_NAME_MAX where it does not say)"""
+    existing = os.path.abspath(folder)
+    while not os.path.isdir(existing) and existing != os.path.dirname(existing):
+        existing = os.path.dirname(existing)
+    try:
+        return int(os.pathconf(existing, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return DEFAULT_NAME_MAX
+
+
+def checkNameLength(name: str, folder: str, flag: str, extra: int, what: str = "name", value: str | None = None
+                    ) -> None:
+    """
+    Refuse a name that srl-toolbox will make longer than the file system takes (a temporary file adds
+    srl_toolbox.files.TEMPORARY_NAME_EXTRA bytes, a dataset's partial folder 9, a run folder its time stamp).
+
+    :param name: the name as given (a file's or a folder's, without its folder)
+    :param folder: where it will be created (the file system whose limit applies)
+    :param flag: the option that gave it, for the message
+    :param extra: the most bytes srl-toolbox adds to it
+    :param what: what the name is, for the message
+    :param value: the option's value, when it is not ``name`` itself (a path)
+    :raises UsageError: too long
+    """
+    name_max = nameMax(folder)
+    size, limit = len(os.fsencode(name)), name_max - extra
+    if size > limit:
+        shown = f"{flag} {value!r}: the {what} {name!r}" if value is not None else f"{flag} {name!r}: the {what}"
+        raise UsageError(f"{shown} is {size} bytes, over the {limit} allowed here (the file system's names are at "
+                         f"most {name_max} bytes and srl-toolbox adds up to {extra} to this one)")
 
 
 def checkImageShape(shape: Sequence[int], flag: str = "--img-shape") -> None:

@@ -2,11 +2,14 @@
 
 Every package saves through these (the dataset generator, srl_models, the RL runs, the replay tools), so they live in
 srl_toolbox, the bottom of the dependency order. Invariant: a reader sees either the old file or the new one, never a
-partial write.
+partial write. An error that the environment caused (a full or read-only disk, see :func:`environmentError`)
+names the final file when the OS error itself names none (a write to an open file), so that a command's one-line
+error can say which file was not written.
 """
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -21,6 +24,42 @@ import numpy as np
 # Permissions asked for when the temporary file is created: the umask then applies, so the file ends with the mode
 # that open(path, "w") would have given it (tempfile.mkstemp's files are private, 0o600).
 _NEW_FILE_MODE = 0o666
+# The bytes a temporary name adds to the final one: ".<base>.<8 hex>.tmp<ext>" (see _createTemporary); the longest
+# suffix srl-toolbox adds to a name it is given (a dataset's partial folder, ".<name>.partial", adds 9).
+TEMPORARY_NAME_EXTRA = len("." + "." + "0" * 8 + ".tmp")
+# The errno of an OS error the environment caused, not the program: a full disk or quota, a read-only or immutable
+# file system, a refused permission, a file over the size limit, a name over the file system's limit. Commands
+# report these in one line (srl_toolbox.cli.runCommand); any other OSError is a bug and keeps its traceback.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EPERM, errno.EACCES, errno.EFBIG,
+                                errno.ENAMETOOLONG})
+
+
+def environmentError(error: BaseException | None) -> OSError | None:
+    """
+    :param error: an exception
+    :return: the OS error of :data:`ENVIRONMENT_ERRNOS` that it is or that caused it (its ``__cause__`` /
+        ``__context__`` chain: torch.save's RuntimeError on a full disk holds the OSError as its context), or None
+    """
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in ENVIRONMENT_ERRNOS:
+            return error
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def nameFileOnError(error: BaseException, path: str) -> None:
+    """
+    Name ``path`` in the environment's OS error behind ``error`` (see :func:`environmentError`) when that error names
+    no file (a failed write to an open file), so that the message says which file was not written.
+
+    :param error: an exception being raised
+    :param path: the file that was being written
+    """
+    found = environmentError(error)
+    if found is not None and found.filename is None:
+        found.filename = path
 
 
 @contextlib.contextmanager
@@ -37,6 +76,9 @@ def atomicPath(path: str) -> Iterator[str]:
     try:
         yield tmp_path
         os.replace(tmp_path, path)
+    except Exception as error:
+        nameFileOnError(error, path)
+        raise
     finally:
         if os.path.exists(tmp_path):
             os.remove(tmp_path)

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.logger import TensorBoardOutputFormat
 
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.training_state import (
     pendingLogValues,
     progressLogger,
@@ -46,6 +47,7 @@ from rl_baselines.core.training_state import (
     silentLogger,
 )
 from srl_toolbox.cli import UsageError, checkWritableFolder
+from srl_toolbox.files import nameFileOnError
 
 # Episodes averaged by rollout/ep_rew_mean and rollout/ep_len_mean (as Stable-Baselines3's ep_info_buffer).
 MEAN_EPISODES = 100
@@ -169,7 +171,12 @@ class RunLogger:
                     self._progress.record("time/time_elapsed", int(elapsed), exclude="tensorboard")
                 if "time/fps" not in names:
                     self._progress.record("time/fps", int(max(step - start_step, 0) / elapsed))
-            dump(step)
+            try:
+                dump(step)
+            except Exception as error:  # a full disk: the one-line error names progress.csv (the OS error does not)
+                if self.run_dir is not None:
+                    nameFileOnError(error, RunFolder(self.run_dir).progress_file)
+                raise
 
         return dumpWithEpisodes
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 import warnings
 from collections.abc import Sequence
@@ -37,7 +38,7 @@ from rl_baselines.runs.resume import (
     loadResumeArgs,
     lockRun,
 )
-from rl_baselines.runs.run_logging import checkTensorboard
+from rl_baselines.runs.run_logging import checkTensorboard, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
 from rl_baselines.runs.train_config import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: rl_baselines.train
@@ -49,13 +50,19 @@ from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolde
 from srl_models.registry import failedSRLPluginsText, learnedModels
 from srl_toolbox.cli import (
     CLIParser,
+    CommandFailed,
     UsageError,
     checkImageShape,
+    checkNameLength,
     checkWritableFolder,
+    environmentErrorText,
     runCommand,
 )
 from srl_toolbox.devices import resolveDevice, resolveThreads
-from srl_toolbox.files import writeJson
+from srl_toolbox.files import environmentError, writeJson
+
+# The names createRunFolder tries for a new run: <stamp>_<tag>, then <stamp>_<tag>_1 ... _999
+RUN_FOLDER_ATTEMPTS = 1000
 
 
 def baseParser(add_help: bool = True, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()) -> CLIParser:
@@ -89,6 +96,11 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             raise UsageError(f"{flag} {value} is not a step count; valid: a positive number of env steps, 0 or -1")
     if args.tag is not None and (refusal := tagRefusal(args.tag)):
         raise UsageError(refusal)
+    if args.tag is not None and not args.run_folder:  # <stamp>_<tag>[_<attempt>], and tensorboard's <env>_..._<that>
+        added = len(newStamp()) + len("_") + len(f"_{RUN_FOLDER_ATTEMPTS - 1}")
+        if args.tensorboard_log:
+            added += len(os.fsencode(tensorboardRunName(args.env, args.srl_model, args.algo, "")))
+        checkNameLength(args.tag, args.log_dir, "--tag", added, "run folder's name end")
     if args.eval_freq == 0 and args.eval_episodes != TrainConfig.eval_episodes:
         warnings.warn(f"--eval-episodes {args.eval_episodes} does nothing without --eval-freq N (evaluations are off "
                       "by default, unlike rl_zoo3's)")
@@ -384,7 +396,7 @@ def createRunFolder(config: TrainConfig) -> str:
     stamp = newStamp()
     name = f"{stamp}_{config.tag or f'seed{config.seed}'}"
     os.makedirs(parent, exist_ok=True)
-    for attempt in range(1000):
+    for attempt in range(RUN_FOLDER_ATTEMPTS):
         run_dir = os.path.join(parent, name if attempt == 0 else f"{name}_{attempt}")
         try:
             os.mkdir(run_dir)
@@ -534,6 +546,12 @@ def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | Non
         if used_hyperparams is not None:
             writeHyperparamsFile(config.run_dir, used_hyperparams, config.algo)
         return trainInRunFolder(config, plan, algo_class)
+    except Exception as error:
+        found = environmentError(error)
+        if found is None or not algo_class.supportsResume():  # a bug (its traceback), or a run --resume refuses
+            raise
+        raise CommandFailed(f"{environmentErrorText(found)}; once fixed, continue the run with: python -m "
+                            f"rl_baselines.train --resume {shlex.quote(config.run_dir)}") from error
     finally:
         run_lock.release()
 
