@@ -67,6 +67,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (bad / "zoo_other_env.yaml").write_text("KukaButtonGymEnv-v0:\n  n_steps: 64\n")
     (bad / "visdom").mkdir()
     (bad / "folder.gif").mkdir()  # a folder where an output file goes
+    (bad / "dangling").symlink_to(root / "unmounted_scratch")  # a link to a folder that is not there
     x = np.arange(5, dtype=float)
     np.savez(bad / "curves.npz", x=x, y=np.stack([x, x + 1]), label=np.array("ppo2"), env=np.array("env"),
              x_label=np.array("episodes"))
