@@ -499,20 +499,32 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
     :param spec: the generation spec
     :param config: the recording's settings (save_path, force, resume)
     :return: (final folder, partial folder, its held lock, episodes already finished)
-    :raises UsageError: the dataset exists, or an interrupted run is in the way
+    :raises UsageError: the dataset exists, another generator is writing it, or an interrupted run is in the way
     """
     final_dir = os.path.join(config.save_path, spec.name)
     partial_dir = os.path.join(config.save_path, f".{spec.name}.partial")
-    # (A partial folder beside a complete dataset is an interrupted --force run: --resume finishes replacing it.)
-    if os.path.exists(final_dir) and not config.force and not (config.resume and os.path.exists(partial_dir)):
-        if config.resume:
-            raise UsageError(f"dataset {final_dir} is already complete: nothing to resume")
-        raise UsageError(f"dataset {final_dir} already exists; pass --force to overwrite it or choose another --name")
-    if os.path.exists(partial_dir) and not (config.force or config.resume):
-        raise UsageError(f"an interrupted run left {partial_dir}: pass --resume to finish it or --force to "
-                         f"discard it")
+    # A partial folder that another generator is writing is named as such before any advice, which would be wrong
+    # while it runs (lockFolder refuses in one line); one that no process holds is an interrupted run's.
+    lock = None
     if os.path.isdir(partial_dir):
-        lock = lockFolder(partial_dir)
+        with contextlib.suppress(OSError):  # (a folder this process cannot lock: the checks below say what is wrong)
+            lock = lockFolder(partial_dir)
+    try:
+        # (A partial folder beside a complete dataset is an interrupted --force run: --resume finishes replacing it.)
+        if os.path.exists(final_dir) and not config.force and not (config.resume and os.path.exists(partial_dir)):
+            if config.resume:
+                raise UsageError(f"dataset {final_dir} is already complete: nothing to resume")
+            raise UsageError(f"dataset {final_dir} already exists; pass --force to overwrite it or choose another "
+                             "--name")
+        if os.path.exists(partial_dir) and not (config.force or config.resume):
+            raise UsageError(f"an interrupted run left {partial_dir}: pass --resume to finish it or --force to "
+                             f"discard it")
+    except UsageError:
+        if lock is not None:
+            lock.release()
+        raise
+    if os.path.isdir(partial_dir):
+        lock = lockFolder(partial_dir) if lock is None else lock
         if config.force:
             clearFolder(partial_dir)
         else:

@@ -6,7 +6,11 @@
 Every input is checked before an image is read or a file written; then the images are loaded once into memory, the
 episodes split into training and validation, the model trained with early stopping on the validation loss, and the
 folder written: exp_config.json, the weights, training_curve.png, reconstructions.png (models that decode), then the
-evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Model folder: PATH``.
+evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Model folder: PATH``. A model folder
+deleted or moved once its exp_config.json is written stops the command before its next file (one line, exit 1),
+rather than let that file make the folder again without its model. A kill during a save leaves the save's temporary
+file (``.reconstructions.<8 hex>.tmp.png``, ...) in the folder of that unfinished model; no later training writes
+into it (each makes a new folder), so it stays until the folder is deleted.
 
 The settings are one :class:`srl_models.train_config.SRLTrainConfig`: the parser is generated from it, and
 :func:`trainFromConfig` trains from one built in Python (the command line is parse -> config -> the same function).
@@ -27,6 +31,7 @@ import torch
 
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
+from srl_models.base import EXP_CONFIG_FILE
 from srl_models.config import preparable
 from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
@@ -47,7 +52,7 @@ from srl_models.trainer import (
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import writeJson
+from srl_toolbox.files import checkFolderStays, writeJson
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 N_RECONSTRUCTIONS = 8
@@ -555,8 +560,18 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     model.save(folder)
     writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
     if not config.no_eval:
+        checkModelFolder(folder)
         evaluate(folder, progress=not config.no_progress)
+    checkModelFolder(folder)  # (an evaluation finds no model in a folder gone meanwhile: a warning, not this line)
     return folder
+
+
+def checkModelFolder(folder: str) -> None:
+    """
+    :param folder: the model folder being written (its exp_config.json saved)
+    :raises srl_toolbox.files.FolderVanished: it was deleted or moved meanwhile (one line, exit 1)
+    """
+    checkFolderStays(folder, EXP_CONFIG_FILE, "the model folder", "being written")
 
 
 def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.ndarray, val_rows: np.ndarray,
@@ -621,7 +636,8 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
 def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarray, rows: np.ndarray,
                  seed: int) -> None:
     """
-    training_curve.png, training_history.json (trained models) and reconstructions.png (models that decode).
+    training_curve.png, training_history.json (trained models) and reconstructions.png (models that decode), each
+    after :func:`checkModelFolder`.
 
     :param model: the trained model
     :param folder: its folder
@@ -632,11 +648,14 @@ def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarra
     """
     if history:
         config = model.exp_config
+        checkModelFolder(folder)
         trainingCurve(history, os.path.join(folder, "training_curve.png"), config.get("best_epoch"),
                       title=f"{config.get('srl_model')} (state dim {config.get('state_dim')}) on "
                             f"{os.path.basename(str(config.get('data_folder', '')))}")
+        checkModelFolder(folder)
         writeJson(os.path.join(folder, "training_history.json"), history, sort_keys=False)
     if model.DECODES:
+        checkModelFolder(folder)
         shown = np.sort(np.random.default_rng(seed).choice(rows, min(N_RECONSTRUCTIONS, len(rows)), replace=False))
         originals = images[shown]
         reconstructions(originals, model.decode(model.getState(originals)), os.path.join(folder,

@@ -4,7 +4,10 @@ Every package saves through these (the dataset generator, srl_models, the RL run
 srl_toolbox, the bottom of the dependency order. Invariant: a reader sees either the old file or the new one, never a
 partial write. An error that the environment caused (a full or read-only disk, see :func:`environmentError`)
 names the final file when the OS error itself names none (a write to an open file), so that a command's one-line
-error can say which file was not written.
+error can say which file was not written. A process killed during a save leaves its temporary file
+(``.<name>.<8 hex digits>.tmp<ext>``, :data:`TEMPORARY_NAME`); :func:`removeTemporaries` deletes those, and only
+those, where a command takes a folder back (``train --resume``). A folder being filled that is deleted or moved meanwhile is not silently made again by the next
+save when its writer checks :func:`checkFolderStays` first (:class:`FolderVanished`: one line, exit 1).
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import secrets
 import zipfile
 import zlib
@@ -21,9 +25,13 @@ from typing import Any
 
 import numpy as np
 
+from srl_toolbox.cli import CommandFailed
+
 # Permissions asked for when the temporary file is created: the umask then applies, so the file ends with the mode
 # that open(path, "w") would have given it (tempfile.mkstemp's files are private, 0o600).
 _NEW_FILE_MODE = 0o666
+# The names _createTemporary gives: "." + the final name's stem + "." + 8 hex digits + ".tmp" + its extension.
+TEMPORARY_NAME = re.compile(r"^\.(?P<stem>.+)\.(?P<token>[0-9a-f]{8})\.tmp(?P<ext>\.[^.]*)?$")
 # The bytes a temporary name adds to the final one: ".<base>.<8 hex>.tmp<ext>" (see _createTemporary); the longest
 # suffix srl-toolbox adds to a name it is given (a dataset's partial folder, ".<name>.partial", adds 9).
 TEMPORARY_NAME_EXTRA = len("." + "." + "0" * 8 + ".tmp")
@@ -104,6 +112,47 @@ def _createTemporary(folder: str, name: str) -> str:
             continue
         return tmp_path
     raise FileExistsError(f"no free temporary name for {name} in {folder}")
+
+
+def removeTemporaries(folder: str, skip: tuple[str, ...] = ()) -> list[str]:
+    """
+    Delete the temporary files that saves cut short (a kill) left below ``folder``: the files named as
+    :func:`_createTemporary` names them (:data:`TEMPORARY_NAME`), and nothing else. Only for a folder no process is
+    writing (its lock held).
+
+    :param folder: the folder, searched with its sub-folders
+    :param skip: names of sub-folders (at any depth) not searched
+    :return: the deleted files' paths
+    """
+    removed = []
+    for root, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if name not in skip]
+        for name in names:
+            path = os.path.join(root, name)
+            if TEMPORARY_NAME.match(name) and os.path.isfile(path) and not os.path.islink(path):
+                os.remove(path)
+                removed.append(path)
+    return sorted(removed)
+
+
+class FolderVanished(CommandFailed):
+    """A folder a command was filling was deleted or moved meanwhile: ``error: ...`` on stderr, exit code 1, and
+    nothing more is saved (a save would make the folder again, holding only part of what it should)."""
+
+
+def checkFolderStays(folder: str, marker: str, what: str, doing: str) -> None:
+    """
+    Before a save into ``folder``: stop the command when the folder no longer holds ``marker``, a file written when
+    it was made (its deletion or a rename took it away).
+
+    :param folder: the folder being filled
+    :param marker: a file in it that stays for its whole life (a run's args.json)
+    :param what: what the folder is, for the message ("the run folder")
+    :param doing: what the command was doing ("training")
+    :raises FolderVanished: it is gone (one line)
+    """
+    if not os.path.isfile(os.path.join(folder, marker)):
+        raise FolderVanished(f"{what} {folder} disappeared while {doing} (deleted or moved?): nothing more is saved")
 
 
 def writeJson(path: str, data: Any, sort_keys: bool = True, indent: int | None = 2,

@@ -70,6 +70,30 @@ def test_dataset_generator_refuses_a_partial_folder_another_process_writes(tmp_p
         f"error: {partial} is being written by another dataset_generator process"]
 
 
+def test_a_second_generator_on_the_same_dataset_is_told_another_process_writes_it(tmp_path):
+    """Without --resume or --force: the partial folder is not an interrupted run's while its lock is held."""
+    partial = tmp_path / ".data.partial"
+    partial.mkdir()
+    (partial / "settings.json").write_text("{}")
+    args = [sys.executable, "-m", "environments.dataset_generator", "--name", "data", "--save-path", str(tmp_path),
+            "--num-episode", "1", "--no-progress"]
+    holder = _holder(str(partial / LOCK_FILE))
+    try:
+        held = subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert held.returncode == 2, held.stderr
+    assert held.stderr.strip().splitlines() == [
+        f"error: {partial} is being written by another dataset_generator process"]
+    # once no process holds it, it is an interrupted run's
+    interrupted = subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
+    assert interrupted.returncode == 2, interrupted.stderr
+    assert interrupted.stderr.strip().splitlines() == [
+        f"error: an interrupted run left {partial}: pass --resume to finish it or --force to discard it"]
+    assert sorted(os.listdir(partial)) == sorted([LOCK_FILE, "settings.json"])
+
+
 def test_benchmark_report_appends_from_two_processes_keep_both_sections(tmp_path):
     sections = 2
     report = tmp_path / "benchmarks.md"

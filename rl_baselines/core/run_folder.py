@@ -2,7 +2,9 @@
 
 A run folder is ``<log-dir>/<env>/<srl-model>/<algo>/<stamp>_<tag>`` (docs/architecture.md, "Files on disk"). Every
 module that writes or reads a run's files asks a :class:`RunFolder` for their paths instead of spelling the names,
-so a name changes in one line. Invariant: a folder is a run when it holds ``args.json`` and a ``monitor`` folder.
+so a name changes in one line. Invariant: a folder is a run when it holds ``args.json`` and a ``monitor`` folder; a
+run whose folder loses its ``args.json`` while it trains (deleted or moved) saves nothing more
+(:meth:`RunFolder.checkStays`).
 """
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from typing import Any
 
 from environments import getEnvClass
 from srl_models.config import RUN_RECORD_FILE
-from srl_toolbox.files import readJson
+from srl_toolbox.files import checkFolderStays, readJson
 
 STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
 ARGS_FILE = "args.json"
@@ -107,6 +109,15 @@ class RunFolder:
     def damaged_checkpoints_dir(self) -> str:
         """:return: where ``--resume`` moves checkpoints that failed their checksums (kept as evidence)"""
         return os.path.join(self.path, DAMAGED_CHECKPOINTS_DIR)
+
+    def checkStays(self) -> None:
+        """
+        Before a save into the run while it trains: stop it when its folder was deleted or moved meanwhile (it no
+        longer holds its args.json), rather than make the folder again with part of a run in it. One os.stat.
+
+        :raises srl_toolbox.files.FolderVanished: it is gone (one line, exit 1)
+        """
+        checkFolderStays(self.path, ARGS_FILE, "the run folder", "training")
 
     @classmethod
     def isRun(cls, folder: str) -> bool:

@@ -45,6 +45,7 @@ from rl_baselines.runs.training_callbacks import (
     stepsOf,
     walk,
 )
+from srl_toolbox.files import FolderVanished
 
 __all__ = ["N_EPISODES_EVAL", "PLOT_PERIOD_S", "TrainingCallback", "TrainingCallbacks", "standardCallbacks"]
 
@@ -114,16 +115,24 @@ class TrainingCallbacks(CallbackList):
 
     def close(self, num_timesteps: int) -> None:
         """
-        The end of training: a final refresh (best-model check and plot included), then every callback closes.
+        The end of training: a final refresh (best-model check and plot included), then every callback closes. A run
+        folder found deleted or moved by a save on the way does not keep the others from closing (progress bar, logs,
+        evaluation env); its FolderVanished is raised once they all did.
 
         :param num_timesteps: env steps taken in total
+        :raises srl_toolbox.files.FolderVanished: the run folder was deleted or moved during training
         """
+        vanished: FolderVanished | None = None
         refresh = self.find(RefreshCallback)
-        if refresh is not None:
-            refresh.refreshAt(num_timesteps, closing=True)
-        for callback in walk(self.callbacks):
-            if isinstance(callback, TrainingService):
-                callback.finish()
+        steps = [lambda: refresh.refreshAt(num_timesteps, closing=True)] if refresh is not None else []
+        steps += [callback.finish for callback in walk(self.callbacks) if isinstance(callback, TrainingService)]
+        for step in steps:
+            try:
+                step()
+            except FolderVanished as error:
+                vanished = vanished or error
+        if vanished is not None:
+            raise vanished
 
     # --- what a checkpoint records -----------------------------------------------------------------------------
 

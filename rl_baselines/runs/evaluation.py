@@ -142,6 +142,7 @@ class Evaluator:
         self.eval_freq = int(eval_freq)
         self.n_episodes = int(n_episodes)
         self.run_dir = run_dir
+        self.watched = run_dir is not None and RunFolder.isRun(run_dir)  # (as the callbacks' ModelSaver)
         self.next_eval = self._nextMultiple(start_timesteps)
         self.best_mean_reward = -float("inf")
         self.timesteps: list[int] = []
@@ -243,9 +244,12 @@ class Evaluator:
 
     def save(self) -> None:
         """Write evaluations.npz atomically (nothing without a run folder); a failed write (disk full) costs one
-        warning, and the next evaluation writes every result again."""
+        warning, and the next evaluation writes every result again; a run folder deleted or moved meanwhile raises
+        srl_toolbox.files.FolderVanished (RunFolder.checkStays)."""
         if self.path is None:
             return
+        if self.watched:
+            RunFolder(self.run_dir).checkStays()
         try:
             writeNpz(self.path, self.arrays())
         except OSError as error:

@@ -45,14 +45,14 @@ from rl_baselines.core.checkpointing import (
     removePartialCheckpoints,
 )
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
+from rl_baselines.core.run_folder import DAMAGED_CHECKPOINTS_DIR, RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
 from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import CLIParser, UsageError, portNumber
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
-from srl_toolbox.files import readJson
+from srl_toolbox.files import readJson, removeTemporaries
 from srl_toolbox.locks import tryLock
 
 if TYPE_CHECKING:
@@ -427,9 +427,10 @@ def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
 def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     """
     Bring the run folder back to the checkpoint (or to an empty run for a restart), after every check passed:
-    delete unfinished checkpoint folders, move the damaged ones newer than the checkpoint to
-    ``damaged_checkpoints/`` (``plan.moved``), cut the monitor files, progress.csv and evaluations.npz to their
-    length at the checkpoint.
+    delete unfinished checkpoint folders and the temporary files of saves cut short (``.<name>.<8 hex>.tmp<ext>``,
+    srl_toolbox.files.TEMPORARY_NAME, and no other file; damaged_checkpoints/ is left as it is), move the damaged
+    ones newer than the checkpoint to ``damaged_checkpoints/`` (``plan.moved``), cut the monitor files, progress.csv
+    and evaluations.npz to their length at the checkpoint.
 
     :param plan: a checked plan
     :param config: the run's validated config
@@ -442,6 +443,7 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     monitor_dir = run_folder.monitor_dir
     config = config.replace(env_kwargs={**config.env_kwargs, **recordedPhysicsKeywords(run_dir, config.env)})
     removePartialCheckpoints(run_dir)
+    removeTemporaries(run_dir, skip=(DAMAGED_CHECKPOINTS_DIR,))  # (the run's lock is held: no save is under way)
     plan.moved = [Checkpoint(folder).moveAside(run_dir) for folder, _ in plan.damaged]
     if plan.state == "restart":
         for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), run_folder.progress_file,

@@ -4,10 +4,13 @@ validation and run folder (rl_baselines.runs.train), also used by the Python API
 :func:`trainInRunFolder` seeds Python, NumPy and torch with the run's seed and sets torch's threads to the recorded
 count before the algorithm is built, so the same config trains the same run. A stop signal ends training at a
 checkpoint (exit 128 + signal), a second Ctrl-C at once (exit 130, no checkpoint); either way the model is saved
-unless training never started, and a run that reached its step count writes its final checkpoint first.
+unless training never started, and a run that reached its step count writes its final checkpoint first. A run folder
+deleted or moved during training (it lost its args.json) ends the run at the next save, before that save could make
+the folder again: ``FolderVanished``, one line, exit 1, the env and the callbacks closed.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import sys
@@ -24,7 +27,7 @@ from rl_baselines.runs.evaluation import Evaluator
 from rl_baselines.runs.resume import continueCommand, installStopHandlers
 from rl_baselines.runs.run_logging import RunLogger, sharedProgressLogger, tensorboardRunName
 from rl_baselines.runs.train_config import TrainConfig, TrainResult
-from srl_toolbox.files import readJson
+from srl_toolbox.files import FolderVanished, readJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
 
 
@@ -82,11 +85,17 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
                            sharedProgressLogger(callback, run_dir)[0], checkpoint)
         except KeyboardInterrupt:  # a second Ctrl-C: stop without a checkpoint
             interrupted = True
-        installStopHandlers(callback.requestStop, rearm=False)  # (uninstall_handlers puts back the first ones)
-        result = _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
-        if interrupted:
+        except FolderVanished:  # the run folder was deleted or moved: close everything, save nothing more
             _closeCutEnv(algo)
-        return result
+            with contextlib.suppress(FolderVanished):
+                callback.close(max(int(algo.num_timesteps), callback.steps_taken))
+            raise
+        installStopHandlers(callback.requestStop, rearm=False)  # (uninstall_handlers puts back the first ones)
+        try:
+            return _saveAndReport(config, algo, algo_class, callback, checkpoint_freq, interrupted)
+        finally:
+            if interrupted:
+                _closeCutEnv(algo)
     finally:
         uninstall_handlers()
 
@@ -126,6 +135,8 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
             callback.checkpoint(num_timesteps, training_state=False, finished=True)
         if built:
             callback.saveModel(run_dir, num_timesteps, finished=finished)
+    except FolderVanished:
+        raise
     except Exception as error:  # (a plugin's save may refuse its own state: the run's outcome, not a traceback)
         reason = error.strerror if isinstance(error, OSError) else f"{type(error).__name__}: {error}"
         print(f"error: the model was not saved in {run_dir}: {reason}", file=sys.stderr)
@@ -167,6 +178,7 @@ def _runLogger(config: TrainConfig, algo_class: type, plotter: Any, purge_step: 
 def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     if not callback.monitor.rewards:
         return
+    RunFolder(config.run_dir).checkStays()
     saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, config.episode_window,
                       RunFolder(config.run_dir).learning_curve_file,
                       title=f"{config.env} {config.srl_model} {config.algo}")

@@ -18,9 +18,10 @@ between updates). The train command's list, in the order of every step::
 
 Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons;
 a callback never draws from a random generator, so the trained agent is the same with or without them; a failed save
-(full disk) costs one warning line, never the run. Each callback keeps in :meth:`TrainingService.state` what a
-checkpoint records of it (run_state.json's ``callback`` entry), and :meth:`TrainingService.finish` closes it once
-training ended.
+(full disk) costs one warning line, never the run; a run folder deleted or moved while training (it no longer holds
+its args.json) stops the run at the next save, which would have made it again (``FolderVanished``, exit 1). Each
+callback keeps in :meth:`TrainingService.state` what a checkpoint records of it (run_state.json's ``callback``
+entry), and :meth:`TrainingService.finish` closes it once training ended.
 """
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from tqdm import tqdm
 
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, bestFromState, bestToState, saveModel
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.runs.run_logging import RunLogger
 
@@ -148,6 +150,15 @@ class ModelSaver:
         self.algo_name = algo_name
         self.run_dir = run_dir
         self.run_info = run_info
+        # A run folder (it holds its args.json: the train command's) must keep it until the last save; a bare folder
+        # a script gives the callbacks is not watched.
+        self.watched = RunFolder.isRun(run_dir)
+
+    def checkRunFolder(self) -> None:
+        """:raises srl_toolbox.files.FolderVanished: the watched run folder was deleted or moved
+        (RunFolder.checkStays)"""
+        if self.watched:
+            RunFolder(self.run_dir).checkStays()
 
     def modelPath(self, folder: str) -> str:
         """:return: ``folder/<algo>_model<ext>``"""
@@ -159,7 +170,9 @@ class ModelSaver:
         :param num_timesteps: the model's step count (in its manifest)
         :param extra: more manifest entries
         :raises OSError: the save failed
+        :raises srl_toolbox.files.FolderVanished: the run folder was deleted or moved (nothing saved)
         """
+        self.checkRunFolder()
         path = self.modelPath(folder)
         if self.run_info is None:
             self.algo.save(path)
@@ -569,6 +582,7 @@ class CheckpointCallback(TrainingService):
         saver = self.saver
         if saver.run_info is None:
             return None
+        saver.checkRunFolder()  # (FolderVanished stops the run: not a warning)
         if self.before_save is not None:
             self.before_save()
         resumable = self.resumable and training_state
