@@ -78,9 +78,9 @@ from environments.partial_folder import (
     SETTINGS_FILE,
     clearFolder,
     finishedEpisodes,
-    flattenSettings,
     lockFolder,
     publish,
+    settingsDiffering,
 )
 from environments.registry import defaultRenderersText, unknownEnvText
 from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
@@ -528,20 +528,11 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
         if config.force:
             clearFolder(partial_dir)
         else:
-            try:
-                with open(os.path.join(partial_dir, SETTINGS_FILE), encoding="utf-8") as handle:
-                    saved = json.load(handle)
-            except (OSError, ValueError):
-                saved = None
-            if saved is None:
+            differing = settingsDiffering(partial_dir, spec.settings())
+            if differing is None:
                 lock.release()
                 raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
                                  f"--force to discard it")
-            current = flattenSettings(spec.settings())
-            saved = flattenSettings(saved) if isinstance(saved, dict) else {}
-            if current.get("env_kwargs.action_joints"):  # force_down, once given to joint moves, never changed them
-                saved.pop("env_kwargs.force_down", None)
-            differing = sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
             if differing:
                 lock.release()
                 raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} differ): "

@@ -9,6 +9,7 @@ keeps; :data:`SETTINGS_FILE` holds the recording's settings, which a resumed run
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 from typing import TYPE_CHECKING, Any
@@ -57,6 +58,25 @@ def flattenSettings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+def settingsDiffering(partial_dir: str, settings: dict[str, Any]) -> list[str] | None:
+    """
+    :param partial_dir: a partial folder
+    :param settings: the recording's settings now
+    :return: the (dotted) settings that differ from those the folder was started with, None when it has no readable
+        SETTINGS_FILE
+    """
+    try:
+        with open(os.path.join(partial_dir, SETTINGS_FILE), encoding="utf-8") as handle:
+            saved = json.load(handle)
+    except (OSError, ValueError):
+        return None
+    current = flattenSettings(settings)
+    saved = flattenSettings(saved) if isinstance(saved, dict) else {}
+    if current.get("env_kwargs.action_joints"):  # force_down, once given to joint moves, never changed them
+        saved.pop("env_kwargs.force_down", None)
+    return sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
 
 
 def clearFolder(folder: str) -> None:

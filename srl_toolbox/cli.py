@@ -30,6 +30,8 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
 from srl_toolbox import __version__
+from srl_toolbox.errors import CommandFailed as CommandFailed  # in errors (below files, which raises it): re-exported
+from srl_toolbox.errors import UsageError as UsageError
 from srl_toolbox.files import TEMPORARY_NAME_EXTRA, environmentError
 
 USAGE_EXIT_CODE = 2
@@ -51,15 +53,6 @@ DEFAULT_NAME_MAX = 255
 # The errnos reported as "could not write" (the others of ENVIRONMENT_ERRNOS, such as a refused permission, may come
 # from reading: "could not use")
 _WRITE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EFBIG})
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line on stderr, exit code 2."""
-
-
-class CommandFailed(Exception):
-    """The work failed for a reason the command names in one line (not bad input): ``error: ...`` on stderr, exit
-    code 1, no traceback."""
 
 
 class CLIParser(argparse.ArgumentParser):

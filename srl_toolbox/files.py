@@ -6,8 +6,9 @@ partial write. An error that the environment caused (a full or read-only disk, s
 names the final file when the OS error itself names none (a write to an open file), so that a command's one-line
 error can say which file was not written. A process killed during a save leaves its temporary file
 (``.<name>.<8 hex digits>.tmp<ext>``, :data:`TEMPORARY_NAME`); :func:`removeTemporaries` deletes those, and only
-those, where a command takes a folder back (``train --resume``). A folder being filled that is deleted or moved meanwhile is not silently made again by the next
-save when its writer checks :func:`checkFolderStays` first (:class:`FolderVanished`: one line, exit 1).
+those, where a command takes a folder back (``train --resume``). A folder being filled that is deleted or moved
+meanwhile is not silently made again by the next save when its writer checks :func:`checkFolderStays` first
+(:class:`FolderVanished`: one line, exit 1).
 """
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from srl_toolbox.cli import CommandFailed
+from srl_toolbox.errors import CommandFailed
 
 # Permissions asked for when the temporary file is created: the umask then applies, so the file ends with the mode
 # that open(path, "w") would have given it (tempfile.mkstemp's files are private, 0o600).
