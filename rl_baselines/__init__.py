@@ -12,8 +12,8 @@ from typing import Any
 
 from srl_toolbox import __version__  # noqa: F401 (re-exported: rl_baselines.__version__)
 
-_API_NAMES = ("Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "UsageError", "evaluateAgent",
-              "listAlgorithms", "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent")
+_API_NAMES = ("Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
+              "evaluateAgent", "listAlgorithms", "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent")
 
 
 def __getattr__(name: str) -> Any:

@@ -23,6 +23,7 @@ import difflib
 import numbers
 import os
 import shlex
+import signal
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -45,7 +46,8 @@ from srl_models.registry import registered_srl
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import maxThreads
 
-__all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "UsageError", "evaluateAgent",
+__all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
+           "evaluateAgent",
            "listAlgorithms", "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]
 
 ACTION_KINDS = ("discrete", "continuous")
@@ -208,6 +210,10 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         ``resume`` names a finished run: nothing is trained, :func:`loadRun` loads its agent); the global random
         generators stay seeded with the run's seed, as SB3's ``learn`` leaves them
     :raises UsageError: bad input, raised before anything is written
+    :raises TrainingInterrupted: a Ctrl-C stopped the run (after its checkpoint), with Python's default SIGINT
+        handler installed: passed on as Python passes a Ctrl-C on (see :func:`_passOnStop`)
+    :raises SystemExit: a SIGTERM stopped the run (after its checkpoint) and SIGTERM has its default action: exit
+        code 143, the outcome as the exception's ``result``
     """
 
     _checkKinds(("config", config, RunConfig, "a RunConfig from makeConfig (or leave it out and give makeConfig's "
@@ -219,7 +225,7 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
     if config.plan is not None:  # a resume: the command's own path (it checks the run folder again, locked)
         threads = [] if torch_threads is None else ["--torch-threads", str(torch_threads)]
         with _callerSettings(rng=False):
-            return trainCommand([*config.argv, *threads])
+            return _passOnStop(trainCommand([*config.argv, *threads]))
     args = config.args
     if torch_threads is not None:
         try:  # read as --torch-threads is, before anything is written; auto resolved as validation resolves it
@@ -228,7 +234,45 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
             raise UsageError(str(error)) from None
         args = args.replace(torch_threads=train.runThreadsFor(registered_rl[args.algo][0], asked, args.srl_model))
     with _callerSettings(rng=False):
-        return trainValidated(args)
+        return _passOnStop(trainValidated(args))
+
+
+class TrainingInterrupted(KeyboardInterrupt):
+    """
+    A Ctrl-C stopped :func:`trainAgent`, which saved a checkpoint first and then passes the Ctrl-C on (a script's or
+    a notebook cell's loop stops, as at any other Ctrl-C). ``result`` is the run's outcome (``exit_code`` 130); its
+    ``run_dir`` continues with ``trainAgent(resume=...)``.
+    """
+
+    def __init__(self, result: TrainResult) -> None:
+        super().__init__(f"training stopped by Ctrl-C after {result.num_timesteps} steps; continue it with "
+                         f"trainAgent(resume={result.run_dir!r})")
+        self.result = result
+
+
+def _passOnStop(result: TrainResult) -> TrainResult:
+    """
+    Pass a stop signal on once training has handled it (checkpoint saved, env closed), to whatever the caller had
+    installed for it, as if it arrived now: the default Ctrl-C handler gets :class:`TrainingInterrupted`, SIGTERM's
+    default action a ``SystemExit`` with code 143 (``finally`` blocks and exit handlers still run), a handler of the
+    caller's is called; an ignored signal, or a run that no signal stopped, returns the result.
+
+    :param result: what the training ended with (exit code 128 + signal when a signal stopped it)
+    :return: ``result``
+    """
+    signum = result.exit_code - 128
+    if signum not in (signal.SIGINT, signal.SIGTERM):
+        return result
+    handler = signal.getsignal(signum)
+    if handler is signal.default_int_handler:
+        raise TrainingInterrupted(result)
+    if handler == signal.SIG_DFL:
+        stop = SystemExit(result.exit_code)
+        stop.result = result  # type: ignore[attr-defined]
+        raise stop
+    if callable(handler):
+        handler(signum, None)
+    return result
 
 
 @contextlib.contextmanager

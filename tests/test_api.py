@@ -359,7 +359,9 @@ def test_a_second_ctrl_c_before_the_first_step_saves_nothing_and_exits_130(tmp_p
     captured = capsys.readouterr()
     assert exit_info.value.code == 130 and "error" not in captured.err, captured.err
     assert "Interrupted: 0 steps" in captured.out
-    result = api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path / "api", hyperparams={"n_steps": 64})
+    with pytest.raises(api.TrainingInterrupted) as stopped:  # passed on, as Python passes a Ctrl-C on
+        api.trainAgent(**GT, num_timesteps=64, log_dir=tmp_path / "api", hyperparams={"n_steps": 64})
+    result = stopped.value.result
     assert result.exit_code == 130 and result.model is None and result.num_timesteps == 0
     assert os.path.isfile(RunFolder(result.run_dir).args_file)
     assert not os.path.exists(os.path.join(result.run_dir, "ppo2_model.zip"))

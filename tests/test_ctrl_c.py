@@ -1,6 +1,7 @@
 """Ctrl-C and SIGTERM at the edges of training: before its handlers are installed, after the run is saved, twice in
-a row (stop at once, with the steps taken counted), with env worker processes, and during the final save. A single
-Ctrl-C or SIGTERM in the middle of a run, and resuming from what it saved: tests/test_resume.py."""
+a row (stop at once, with the steps taken counted), with env worker processes, during the final save, and passed on
+by the Python API once the run is saved. A single Ctrl-C or SIGTERM in the middle of a run, and resuming from what it
+saved: tests/test_resume.py."""
 from __future__ import annotations
 
 import glob
@@ -9,6 +10,7 @@ import signal
 
 import pytest
 
+from rl_baselines import api
 from rl_baselines import train as train_command
 from rl_baselines.core.checkpointing import listCheckpoints, readManifest
 from rl_baselines.runs import train
@@ -129,3 +131,53 @@ def test_a_second_ctrl_c_during_the_final_save_does_not_cut_it_short(tmp_path, m
     assert code == 130 and readManifest(checkpoint)["stopped_by"] == "SIGINT"
     assert readManifest(run_dir)["num_timesteps"] == stopped_at and f"\nStopped: {stopped_at} steps, " in out
     assert runStatus(run_dir) == "resume"
+
+
+API_RUN = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "num_timesteps": 2000,
+           "checkpoint_freq": -1, "hyperparams": {"n_steps": 100, "batch_size": 50, "n_epochs": 1}}
+
+
+def _signalAt(monkeypatch, signum: int, steps: int) -> None:
+    """One ``signum`` reaching this process once training has taken ``steps`` steps (its handler, called as Python
+    calls it between two bytecodes)."""
+    original = TrainingCallbacks.on_step
+
+    def signalled(self) -> bool:
+        keep_going = original(self)
+        if self.num_timesteps >= steps and self.stop_signal is None:
+            signal.getsignal(signum)(signum, None)
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", signalled)
+
+
+def test_train_agent_passes_a_ctrl_c_on_after_its_checkpoint(tmp_path, monkeypatch) -> None:
+    """A loop of trainAgent calls in a script or a notebook stops at a Ctrl-C, as Python code does (the run trained
+    on to the next step, saved its checkpoint and gave back the caller's handler first); it went on with the next
+    call, one Ctrl-C per run."""
+    _signalAt(monkeypatch, signal.SIGINT, 300)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(api.TrainingInterrupted, match=r"continue it with trainAgent\(resume=") as stopped:
+        api.trainAgent(**API_RUN, log_dir=str(tmp_path))
+    result = stopped.value.result
+    assert isinstance(stopped.value, KeyboardInterrupt) and result.exit_code == 130
+    assert 300 <= result.num_timesteps < 2000 and runStatus(result.run_dir) == "resume"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_train_agent_passes_a_sigterm_on_after_its_checkpoint(tmp_path, monkeypatch) -> None:
+    """SIGTERM (a scheduler, docker stop, kill PID) ends a driver that calls trainAgent in a loop once the run is
+    checkpointed: a SystemExit with 143 under the default action; a handler of the caller's is called; the loop used
+    to go on training the next runs."""
+    _signalAt(monkeypatch, signal.SIGTERM, 300)
+    previous = signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        with pytest.raises(SystemExit) as stopped:
+            api.trainAgent(**API_RUN, log_dir=str(tmp_path / "default"))
+        assert stopped.value.code == 143 and runStatus(stopped.value.result.run_dir) == "resume"
+        received = []
+        signal.signal(signal.SIGTERM, lambda signum, _frame: received.append(signum))
+        result = api.trainAgent(**API_RUN, log_dir=str(tmp_path / "own_handler"))
+        assert received == [signal.SIGTERM] and result.exit_code == 143 and runStatus(result.run_dir) == "resume"
+    finally:
+        signal.signal(signal.SIGTERM, previous)
