@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from environments.dataset import Dataset
+from environments.partial_folder import partialFolder
 from srl_toolbox.cli import CLIParser, UsageError, runCommand
 from srl_toolbox.files import NPZ_READ_ERRORS, writeJson, writeNpz
 
@@ -163,7 +164,7 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
     checkCompatible(datasets)
 
     parent = os.path.dirname(destination) or "."
-    partial = os.path.join(parent, f".{name}.partial")
+    partial = partialFolder(parent, name)
     if os.path.exists(partial):
         shutil.rmtree(partial)  # left by an interrupted merge: nothing in it is reused
     os.makedirs(partial)

@@ -75,10 +75,12 @@ from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, Gen
 from environments.mobile_robot.sprite_cache import SpriteCacheWarning
 from environments.partial_folder import (
     EPISODES_FOLDER,
+    PARTIAL_NAME_EXTRA,
     SETTINGS_FILE,
     clearFolder,
     finishedEpisodes,
     lockFolder,
+    partialFolder,
     publish,
     settingsDiffering,
 )
@@ -186,8 +188,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     name = config.env.replace("/", "_") if config.name is None else config.name  # (a namespaced id: ns/Env-v0)
     if not name or name in (".", "..") or name.startswith(".") or os.sep in name or (os.altsep or os.sep) in name:
         raise UsageError(f"--name {name!r} must be a plain folder name (no '/', not starting with '.')")
-    # (recorded into its partial folder, ".<name>.partial", first)
-    checkNameLength(name, config.save_path, "--name", len("." + ".partial"), "dataset folder name")
+    checkNameLength(name, config.save_path, "--name", PARTIAL_NAME_EXTRA, "dataset folder name")
     if os.path.exists(config.save_path) and not os.path.isdir(config.save_path):
         raise UsageError(f"--save-path {config.save_path!r} is a file, not a folder")
     checkWritableFolder(config.save_path, "--save-path")
@@ -503,7 +504,7 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
     :raises UsageError: the dataset exists, another generator is writing it, or an interrupted run is in the way
     """
     final_dir = os.path.join(config.save_path, spec.name)
-    partial_dir = os.path.join(config.save_path, f".{spec.name}.partial")
+    partial_dir = partialFolder(config.save_path, spec.name)
     # A partial folder that another generator is writing is named as such before any advice, which would be wrong
     # while it runs (lockFolder refuses in one line); one that no process holds is an interrupted run's.
     lock = None

@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 SETTINGS_FILE = "generation.json"
 EPISODES_FOLDER = "episodes"
 LOCK_FILE = ".lock"
+# The bytes the partial folder's name adds to the dataset's: ".<name>.partial"
+PARTIAL_NAME_EXTRA = len("." + ".partial")
+
+
+def partialFolder(save_path: str, name: str) -> str:
+    """:return: the partial folder of the dataset ``name`` in ``save_path``: ``<save_path>/.<name>.partial``"""
+    return os.path.join(save_path, f".{name}.partial")
 
 
 def finishedEpisodes(partial_dir: str) -> set[int]:

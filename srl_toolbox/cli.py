@@ -254,14 +254,15 @@ def checkWritableFolder(folder: str, flag: str) -> None:
     existing = os.path.abspath(folder)
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
-    if os.path.islink(existing) and not os.path.exists(existing):
+    if os.path.islink(existing) and not os.path.exists(existing):  # dangling, or a loop
         try:
             os.stat(existing)
-            problem = "to nothing"
         except OSError as error:
-            problem = ("in a loop: give another folder" if error.errno == errno.ELOOP
-                       else f"to {os.readlink(existing)!r}, which is missing: create it or give another folder")
-        raise UsageError(f"{flag} {folder!r}: {existing!r} is a symbolic link {problem}")
+            if error.errno == errno.ELOOP:
+                raise UsageError(f"{flag} {folder!r}: {existing!r} is a symbolic link in a loop: give another "
+                                 f"folder") from None
+        raise UsageError(f"{flag} {folder!r}: {existing!r} is a symbolic link to {os.readlink(existing)!r}, which is "
+                         f"missing: create it or give another folder")
     name_max = nameMax(existing)
     for part in os.path.relpath(os.path.abspath(folder), existing).split(os.sep):
         if len(os.fsencode(part)) > name_max:
