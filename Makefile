@@ -59,6 +59,7 @@ test-fast: install
 
 bench: install
 	$(PY) -m benchmarks.env_speed
+	$(PY) -m benchmarks.env_start
 	$(PY) -m benchmarks.render_speed
 	$(PY) -m benchmarks.kuka_speed
 	$(PY) -m benchmarks.kuka_ppo_speed

@@ -14,7 +14,7 @@ import pytest
 from conftest import REPO, runModule, snapshot
 
 import benchmarks
-from benchmarks import env_speed, srl_table
+from benchmarks import env_speed, env_start, srl_table
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from srl_toolbox.cli import UsageError
 
@@ -28,6 +28,8 @@ CASES = [
     ("env_speed", ["--env", "Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "MobileRobotLineTargetGymEnv-v0"]),
     ("env_speed", ["--seconds", "0"], ["--seconds", "'0'", "positive"]),
     ("env_speed", ["--seconds", "-1"], ["--seconds", "'-1'", "positive"]),
+    ("env_start", ["--envs", "1"], ["--envs", "'1'", "2..256"]),
+    ("env_start", ["--repeats", "0"], ["--repeats", "'0'"]),
     ("all_envs_speed", ["Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
     ("all_envs_speed", ["--seconds", "0"], ["--seconds", "'0'"]),
     ("render_speed", ["--env", "Nope-v0"], ["'Nope-v0'", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
@@ -141,7 +143,7 @@ def test_every_benchmark_command_is_covered() -> None:
     assert {module for module, _, _ in CASES} >= {
         "env_speed", "all_envs_speed", "render_speed", "kuka_speed", "dataset_speed", "train_speed", "kuka_ppo_speed",
         "device_speed", "sweep_speed", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
-        "srl_speed", "srl_epoch_speed", "cnn_features"}
+        "srl_speed", "srl_epoch_speed", "cnn_features", "env_start"}
 
 
 class _Built(Exception):
@@ -231,3 +233,11 @@ def test_help_opens_with_whole_sentences_and_shows_the_defaults(monkeypatch) -> 
                                                                                          argparse.SUPPRESS):
                 assert "[" in (action.help or ""), f"{name} {action.option_strings[0]}: {action.help!r} hides its " \
                     f"default {action.default!r}"
+
+
+@pytest.mark.slow
+def test_env_start_measures_both_ways(capsys) -> None:
+    rows = env_start.main(["--envs", "2", "--repeats", "1", "--no-append"])
+    assert [row["envs"] for row in rows] == [2]
+    assert all(len(rows[0][way]) == 2 and min(rows[0][way]) > 0 for way in env_start.WAYS)
+    assert "| 2 | " in capsys.readouterr().out

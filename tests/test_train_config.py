@@ -6,11 +6,13 @@ import argparse
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
 import pytest
-from conftest import trainArgs
+from conftest import REPO, trainArgs
 
 from rl_baselines import api
 from rl_baselines.core.registry import registered_rl
@@ -254,3 +256,23 @@ def test_a_final_save_that_raises_is_one_error_line_and_exit_1(tmp_path, monkeyp
     assert result.exit_code == 1
     errors = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
     assert errors == [f"error: the model was not saved in {result.run_dir}: ValueError: cannot save a made-up state"]
+
+
+# In a fresh interpreter (this process may have started its forkserver already): the env workers' parent, the
+# forkserver, has the libraries mapped before it forks them.
+PRELOAD_CHECK = """
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs
+venv = createEnvs(VecEnvSettings("MobileRobotGymEnv-v0", 2, 0, "ground_truth"))
+worker = venv.processes[0].pid
+forkserver = int(open(f"/proc/{worker}/stat").read().rsplit(")", 1)[1].split()[1])
+print("libtorch" in open(f"/proc/{forkserver}/maps").read(), "pybullet" in open(f"/proc/{forkserver}/maps").read())
+venv.close()
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads the processes' memory maps in /proc")
+def test_env_workers_fork_from_a_server_that_imported_their_libraries() -> None:
+    """createEnvs's workers do not each import torch, PyBullet and the envs again (seconds per env at a start)."""
+    result = subprocess.run([sys.executable, "-c", PRELOAD_CHECK], capture_output=True, text=True, cwd=REPO,
+                            timeout=300)
+    assert result.stdout.split() == ["True", "True"], result.stdout + result.stderr

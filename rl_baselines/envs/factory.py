@@ -1,5 +1,9 @@
 """Environment creation for the RL side: parallel envs, monitor files, frame stacking, action repeat, normalisation.
 
+Parallel envs live in SB3 ``SubprocVecEnv`` workers, forked by a forkserver that imported this module (and so the
+envs and their libraries) once: a worker imports nothing at its start, and envs built again in the same process
+start at once. Env i is seeded with seed + i; what the envs compute does not depend on how their workers start.
+
 Normalisation statistics are stored as ``vecnormalize.npz`` (plain arrays, loaded with ``allow_pickle=False``)
 beside every saved model, so that replaying a run never unpickles anything from it.
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import multiprocessing
 import os
 import warnings
 from typing import Any
@@ -276,6 +281,17 @@ def encodeInWorkers(settings: VecEnvSettings, renderer: str) -> bool:
     return settings.num_envs > 1 and runDevice(settings.device) == "cpu" and renderer not in BATCH_ENCODED_RENDERERS
 
 
+def _subprocEnvs(thunks: list[Any]) -> SubprocVecEnv:
+    """
+    :return: the envs in worker processes forked (SB3's default start method, forkserver) from a server that imported
+        this module and its libraries once, so that the workers do not each import them again: a start costs one
+        import instead of one per env, and the next envs this process builds start at once (a loop of API runs, the
+        evaluation envs)
+    """
+    multiprocessing.set_forkserver_preload([__name__])  # read when this process's forkserver starts, else unused
+    return SubprocVecEnv(thunks)
+
+
 def createEnvs(
     args: Any,
     env_kwargs: dict[str, Any] | None = None,
@@ -307,7 +323,7 @@ def createEnvs(
                           in_workers)
         for rank in range(settings.num_envs)
     ]
-    venv: VecEnv = DummyVecEnv(thunks) if settings.num_envs == 1 else SubprocVecEnv(thunks)
+    venv: VecEnv = DummyVecEnv(thunks) if settings.num_envs == 1 else _subprocEnvs(thunks)
     venv.seed(settings.seed)
     venv.action_space.seed(settings.seed)
     state_dim = None  # a learned state's size, None for the env's own observations
