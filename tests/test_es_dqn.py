@@ -224,6 +224,9 @@ LEARNING_CASES = {
     "ars": (ARSModel, 4, 20000, {"deterministic": True}),
 }
 EVALUATION_PERIOD = 2000
+# Stopped at the first evaluation above 150 (that it learns is the check); the evolution strategies run their whole
+# budget, which their populations must not overshoot by more than one step per env.
+STOP_WHEN_LEARNED = {"deepq"}
 
 
 def _evaluate(model) -> float:
@@ -247,11 +250,12 @@ def test_learns_cartpole(tmp_path, monkeypatch, algo):
         learner = _locals["self"]
         if learner.num_timesteps >= EVALUATION_PERIOD * (len(evaluations) + 1):
             evaluations.append(_evaluate(learner))
-        return True
+        return not (algo in STOP_WHEN_LEARNED and evaluations and evaluations[-1] > 150)
 
     model = algo_class()
     model.train(_args(tmp_path, steps, num_cpu=num_cpu), evaluateEveryPeriod, train_kwargs=hyperparams)
-    assert steps <= model.num_timesteps < steps + num_cpu
+    assert model.num_timesteps < steps + num_cpu
+    assert steps <= model.num_timesteps or (algo in STOP_WHEN_LEARNED and evaluations[-1] > 150)
     path = str(tmp_path / f"{algo}_model.pt")
     model.save(path)
     loaded = algo_class.load(path)

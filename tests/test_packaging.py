@@ -3,12 +3,11 @@ user's own torch build."""
 import os
 import re
 import runpy
-import subprocess
-import sys
 from importlib.metadata import version as installed_version
 
 import pytest
 import setuptools
+from conftest import runModule
 from packaging.requirements import Requirement
 
 import environments
@@ -18,7 +17,6 @@ import srl_models
 import srl_toolbox
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +62,6 @@ def test_requirements_are_ranges_the_installed_versions_meet(setupArguments):
 @pytest.mark.parametrize("module", ["rl_baselines.train", "rl_baselines.pipeline", "replay.enjoy_baselines",
                                     "srl_models.train", "environments.dataset_generator"])
 def test_version_flag(module):
-    result = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True, text=True, env=ENV,
-                            cwd=ROOT, timeout=300)
+    result = runModule(module, "--version")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"python -m {module} (srl-toolbox {srl_toolbox.__version__})"

@@ -235,16 +235,16 @@ def test_dist_url_spellings_torch_documents_are_accepted(tmp_path, url, monkeypa
     assert distUrlRefusal("env://") is None
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_to_the_process_group_stops_with_a_checkpoint(tmp_path, signum):
-    """SIGINT (a terminal's Ctrl-C) or SIGTERM to the whole process group of a run with 2 workers of 2 envs each:
-    rank 0 stops every rank, with a checkpoint at the step count it prints, exit 130 or 143, no traceback (the worker
-    and the env subprocesses used to die of it: two tracebacks, gloo's "Connection closed by peer", exit 1; and the
-    printed count, the workers' whole rollouts included, was not the checkpoint's)."""
+@pytest.mark.parametrize("signum, num_cpu", [(signal.SIGINT, 2), (signal.SIGTERM, 1)], ids=["SIGINT", "SIGTERM"])
+def test_signal_to_the_process_group_stops_with_a_checkpoint(tmp_path, signum, num_cpu):
+    """SIGINT (a terminal's Ctrl-C; 2 workers of 2 env subprocesses each) or SIGTERM (2 workers of 1 env each) to the
+    whole process group of a run: rank 0 stops every rank, with a checkpoint at the step count it prints, exit 130 or
+    143, no traceback (the worker and the env subprocesses used to die of it: two tracebacks, gloo's "Connection
+    closed by peer", exit 1; and the printed count, the workers' whole rollouts included, was not the checkpoint's)."""
     command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
                "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "20000", "--num-workers", "2",
-               "--num-cpu", "2", "--timesteps-per-actorbatch", "100", "--checkpoint-freq", "400", "--seed", "7",
-               "--log-dir", str(tmp_path)]
+               "--num-cpu", str(num_cpu), "--timesteps-per-actorbatch", "100", "--checkpoint-freq", "400", "--seed",
+               "7", "--log-dir", str(tmp_path)]
     # its own process group (start_new_session), which the signal is sent to
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                                start_new_session=True)

@@ -3,7 +3,6 @@ input is refused in one line. The real measurement is `make bench-state-shape`."
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import tempfile
 
@@ -11,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import REPO
+from conftest import REPO, runModule
 
 sys.path.insert(0, REPO)
 from benchmarks import state_shape  # noqa: E402
@@ -93,8 +92,7 @@ def test_bad_input_is_one_line_exit_2(argv, words):
     with pytest.raises(UsageError) as error:
         state_shape.main(argv)
     assert all(word in str(error.value) for word in words)
-    result = subprocess.run([sys.executable, "-m", "benchmarks.state_shape", *argv], cwd=REPO, capture_output=True,
-                            text=True, timeout=120)
+    result = runModule("benchmarks.state_shape", *argv, timeout=120)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
 
 

@@ -51,6 +51,9 @@ COMMANDS = (
     "environments.dataset_generator", "environments.dataset_fusioner", "srl_models.train", "srl_models.evaluate",
     "srl_models.explore_latent", "srl_models.prepare",
 )
+# Imported by the commands only once they run: torch's optimisers import torch._dynamo at their first construction
+# (over a second).
+LIBRARIES = ("torch._dynamo",)
 # Variables read when an interpreter starts or when its libraries load (thread pools, allocators, dynamic loader,
 # locale, hash seed, module search path, config and cache folders, temp folder): a command whose environment changes
 # one of them runs in a real subprocess.
@@ -244,7 +247,7 @@ def _commandEnvironment(env: dict[str, str], start_env: dict[str, str], import_e
 
 def _importCommands() -> None:
     """Import every command's dependencies (not the command modules themselves)."""
-    for module in COMMANDS:
+    for module in (*COMMANDS, *LIBRARIES):
         importlib.import_module(module)
     torch = sys.modules["torch"]
     fresh = torch.Generator()
