@@ -6,9 +6,15 @@ from __future__ import annotations
 
 import glob
 import multiprocessing
+import os
+import re
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
+from conftest import REPO
 
 from rl_baselines import api
 from rl_baselines import train as train_command
@@ -181,3 +187,45 @@ def test_train_agent_passes_a_sigterm_on_after_its_checkpoint(tmp_path, monkeypa
         assert received == [signal.SIGTERM] and result.exit_code == 143 and runStatus(result.run_dir) == "resume"
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _children(pid: int) -> list[tuple[int, str]]:
+    """:return: (pid, command line) of the processes whose parent is ``pid``"""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            if parent == pid:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    found.append((int(entry), cmdline.read().replace(b"\0", b" ").decode(errors="replace")))
+        except (OSError, ValueError, IndexError):  # not a process, or one that just ended
+            continue
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the env workers' forkserver in /proc")
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_stop_signal_while_the_env_workers_start_checkpoints_at_the_first_step(tmp_path, signum) -> None:
+    """Ctrl-C (or SIGTERM) to the process group while the forkserver of the env workers imports the envs' libraries:
+    the forkserver died of it mid-import and the run with a traceback (EOFError or ConnectionResetError), exit 1. Now
+    the train process gets the signal once its envs are built and stops as at any other step: a checkpoint, exit
+    130 or 143, no traceback."""
+    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo2", *GT,
+               "--num-cpu", "2", "--num-timesteps", "5000", "--log-dir", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any("multiprocessing.forkserver" in line for _, line in _children(process.pid)):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.02)
+        os.killpg(process.pid, signum)  # the forkserver imports for seconds: it is still at it
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 128 + signum and "Traceback" not in err, err
+    (checkpoint,) = re.findall(r"^Checkpoint: (\S+);", out, re.MULTILINE)
+    assert readManifest(checkpoint)["stopped_by"] == signal.Signals(signum).name

@@ -23,7 +23,9 @@ import functools
 import math
 import multiprocessing
 import os
+import signal
 import warnings
+from multiprocessing import resource_tracker
 from typing import Any
 
 import gymnasium as gym
@@ -289,7 +291,18 @@ def _subprocEnvs(thunks: list[Any]) -> SubprocVecEnv:
         evaluation envs)
     """
     multiprocessing.set_forkserver_preload([__name__])  # read when this process's forkserver starts, else unused
-    return SubprocVecEnv(thunks)
+    if not hasattr(signal, "pthread_sigmask"):
+        return SubprocVecEnv(thunks)
+    # SIGINT and SIGTERM are blocked while the workers start (the forkserver and the workers keep that mask: they leave
+    # both signals to this process, as ignoreInterruptInWorker has them do), so that a Ctrl-C to the process group
+    # during the start kills none of them mid-import; this process gets the signal once the envs are built. The
+    # resource tracker is started first: starting it unblocks both signals.
+    resource_tracker.ensure_running()
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        return SubprocVecEnv(thunks)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def createEnvs(
