@@ -204,28 +204,36 @@ def _children(pid: int) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the env workers' forkserver in /proc")
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_a_stop_signal_while_the_env_workers_start_checkpoints_at_the_first_step(tmp_path, signum) -> None:
-    """Ctrl-C (or SIGTERM) to the process group while the forkserver of the env workers imports the envs' libraries:
-    the forkserver died of it mid-import and the run with a traceback (EOFError or ConnectionResetError), exit 1. Now
-    the train process gets the signal once its envs are built and stops as at any other step: a checkpoint, exit
-    130 or 143, no traceback."""
-    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo2", *GT,
-               "--num-cpu", "2", "--num-timesteps", "5000", "--log-dir", str(tmp_path)]
+# (train flags, what the command line of the process that imports for seconds holds, the signal)
+STARTING_WORKERS = {
+    "env workers": (["--algo", "ppo2", "--num-cpu", "2"], "multiprocessing.forkserver", signal.SIGINT),
+    "ppo1 worker": (["--algo", "ppo1", "--num-workers", "2"], "spawn_main", signal.SIGTERM),
+}
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the starting worker processes in /proc")
+@pytest.mark.parametrize("workers", sorted(STARTING_WORKERS))
+def test_a_stop_signal_while_the_workers_start_checkpoints_at_the_first_step(tmp_path, workers) -> None:
+    """Ctrl-C or SIGTERM to the process group while the worker processes import the envs' libraries (the forkserver
+    of 2 env workers; ppo1's spawned rank 1): they died of it mid-import, and the run with a traceback (EOFError or
+    ConnectionResetError) or "ppo1 worker rank 1 was killed by SIGINT", exit 1. The train process gets the signal
+    once its workers have started and stops as at any other step: a checkpoint, exit 130 or 143, no traceback."""
+    flags, marker, signum = STARTING_WORKERS[workers]
+    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", *flags, *GT,
+               "--num-timesteps", "5000", "--log-dir", str(tmp_path)]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
                                start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while not any("multiprocessing.forkserver" in line for _, line in _children(process.pid)):
+        while not any(marker in line for _, line in _children(process.pid)):
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.02)
-        os.killpg(process.pid, signum)  # the forkserver imports for seconds: it is still at it
+        os.killpg(process.pid, signum)  # the worker imports for seconds: it is still at it
         out, err = process.communicate(timeout=120)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.communicate()
-    assert process.returncode == 128 + signum and "Traceback" not in err, err
+    assert process.returncode == 128 + signum and "Traceback" not in err and "error" not in err, err
     (checkpoint,) = re.findall(r"^Checkpoint: (\S+);", out, re.MULTILINE)
     assert readManifest(checkpoint)["stopped_by"] == signal.Signals(signum).name

@@ -23,9 +23,7 @@ import functools
 import math
 import multiprocessing
 import os
-import signal
 import warnings
-from multiprocessing import resource_tracker
 from typing import Any
 
 import gymnasium as gym
@@ -36,7 +34,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from environments import envOffers, getEnvClass, rendererKeywords, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
-from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
+from rl_baselines.envs.wrappers import (
+    ActionRepeat,
+    EpisodeStartRNG,
+    ignoreInterruptInWorker,
+    openMonitor,
+    stopSignalsBlocked,
+)
 from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
@@ -291,18 +295,8 @@ def _subprocEnvs(thunks: list[Any]) -> SubprocVecEnv:
         evaluation envs)
     """
     multiprocessing.set_forkserver_preload([__name__])  # read when this process's forkserver starts, else unused
-    if not hasattr(signal, "pthread_sigmask"):
+    with stopSignalsBlocked():  # a Ctrl-C while the workers import kills none of them: this process stops the run
         return SubprocVecEnv(thunks)
-    # SIGINT and SIGTERM are blocked while the workers start (the forkserver and the workers keep that mask: they leave
-    # both signals to this process, as ignoreInterruptInWorker has them do), so that a Ctrl-C to the process group
-    # during the start kills none of them mid-import; this process gets the signal once the envs are built. The
-    # resource tracker is started first: starting it unblocks both signals.
-    resource_tracker.ensure_running()
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        return SubprocVecEnv(thunks)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 def createEnvs(

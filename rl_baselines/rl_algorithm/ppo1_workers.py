@@ -22,6 +22,8 @@ from typing import Any
 
 import torch.multiprocessing as mp
 
+from rl_baselines.envs.wrappers import stopSignalsBlocked
+
 
 class LocalWorkers:
     """
@@ -51,7 +53,8 @@ class LocalWorkers:
             reader, writer = context.Pipe(duplex=False)
             # Not daemonic: a worker's makeEnv may start env subprocesses (--num-cpu > 1).
             process = context.Process(target=target, args=(args[0], rank, *args[1:], writer))
-            process.start()
+            with stopSignalsBlocked():  # a Ctrl-C while the worker imports reaches rank 0, which stops every rank
+                process.start()
             writer.close()  # the worker's end: it alone holds it now
             self.processes[rank], self.reports[rank] = process, reader
         self.watcher = threading.Thread(target=self._watch, name="ppo1-workers", daemon=True)
