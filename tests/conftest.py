@@ -89,6 +89,21 @@ def pytest_terminal_summary(terminalreporter) -> None:
                                     f"the environment: {reasons or 'none'}")
 
 
+def childProcesses(pid: int) -> list[tuple[int, str]]:
+    """:return: (pid, command line) of the processes whose parent is ``pid``"""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
+                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            if parent == pid:
+                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
+                    found.append((int(entry), cmdline.read().replace(b"\0", b" ").decode(errors="replace")))
+        except (OSError, ValueError, IndexError):  # not a process, or one that just ended
+            continue
+    return found
+
+
 def runTrain(*args: str, **kwargs) -> subprocess.CompletedProcess:
     """``python -m rl_baselines.train`` without live plots and progress bar; fails the test on a non-zero exit."""
     result = runModule("rl_baselines.train", "--no-vis", "--no-progress", *args, **kwargs)

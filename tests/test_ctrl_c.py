@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO
+from conftest import REPO, childProcesses
 
 from rl_baselines import api
 from rl_baselines import train as train_command
@@ -189,21 +189,6 @@ def test_train_agent_passes_a_sigterm_on_after_its_checkpoint(tmp_path, monkeypa
         signal.signal(signal.SIGTERM, previous)
 
 
-def _children(pid: int) -> list[tuple[int, str]]:
-    """:return: (pid, command line) of the processes whose parent is ``pid``"""
-    found = []
-    for entry in os.listdir("/proc"):
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            if parent == pid:
-                with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
-                    found.append((int(entry), cmdline.read().replace(b"\0", b" ").decode(errors="replace")))
-        except (OSError, ValueError, IndexError):  # not a process, or one that just ended
-            continue
-    return found
-
-
 # (train flags, what the command line of the process that imports for seconds holds, the signal)
 STARTING_WORKERS = {
     "env workers": (["--algo", "ppo2", "--num-cpu", "2"], "multiprocessing.forkserver", signal.SIGINT),
@@ -225,7 +210,7 @@ def test_a_stop_signal_while_the_workers_start_checkpoints_at_the_first_step(tmp
                                start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while not any(marker in line for _, line in _children(process.pid)):
+        while not any(marker in line for _, line in childProcesses(process.pid)):
             assert process.poll() is None and time.monotonic() < deadline, process.communicate()
             time.sleep(0.02)
         os.killpg(process.pid, signum)  # the worker imports for seconds: it is still at it

@@ -18,7 +18,7 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, runModule, trainHere
+from conftest import REPO, childProcesses, runModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
@@ -651,6 +651,31 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
     assert [os.path.getsize(path) for path in monitors] == sizes  # no train process goes on
     study = _loadStudy(f"sqlite:///{folder}.db", name)
     assert study.trials and {trial.state.name for trial in study.trials} == {"FAIL"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the starting workers in /proc")
+def test_a_ctrl_c_while_the_workers_start_stops_the_search_without_a_traceback(tmp_path):
+    """Ctrl-C to the process group while the --workers processes import: they printed a KeyboardInterrupt traceback
+    each (the command itself said "Interrupted", exit 130). They take the signal once they run."""
+    command = [sys.executable, "-m", "rl_baselines.hyperparam_search", *COMMON, "--n-trials", "2", "--workers", "2",
+               "--num-timesteps", "100000", "--log-dir", str(tmp_path)]
+    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any("spawn_main" in line for _, line in childProcesses(process.pid)):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.02)
+        time.sleep(0.5)  # past the interpreters' start, into the imports, which last seconds
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "Interrupted: 0 completed" in out, out
 
 
 def test_every_algorithms_default_grid_fits_and_a_larger_one_is_refused():

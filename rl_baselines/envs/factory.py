@@ -39,13 +39,13 @@ from rl_baselines.envs.wrappers import (
     EpisodeStartRNG,
     ignoreInterruptInWorker,
     openMonitor,
-    stopSignalsBlocked,
 )
 from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import writeNpz
+from srl_toolbox.signals import stopSignalsBlocked
 
 NORMALISATION_FILE = "vecnormalize.npz"
 # What train's --srl-state-scale offers (learnedStateScale) and what a run gets by default.

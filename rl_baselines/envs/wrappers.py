@@ -6,19 +6,16 @@
 - :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes (its times go on from
   :func:`monitorElapsed`);
 - :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C and SIGTERM to the training process, which
-  checkpoints; :func:`stopSignalsBlocked` has worker processes start that way, before their imports.
+  checkpoints.
 """
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import multiprocessing
 import os
 import signal
 import time
-from collections.abc import Iterator
-from multiprocessing import resource_tracker
 from typing import Any
 
 import gymnasium as gym
@@ -93,26 +90,6 @@ def ignoreInterruptInWorker() -> None:
     if multiprocessing.parent_process() is not None:
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.SIG_IGN)
-
-
-@contextlib.contextmanager
-def stopSignalsBlocked() -> Iterator[None]:
-    """
-    Block SIGINT and SIGTERM in this thread for the ``with`` block: the worker processes started in it (and a
-    forkserver or spawned interpreter with them) begin with both blocked and keep them so, leaving them to this
-    process, as :func:`ignoreInterruptInWorker` has them do; a Ctrl-C to the process group while they import (seconds)
-    no longer kills them mid-import. A signal that comes meanwhile reaches this process at the end of the block.
-    Multiprocessing's resource tracker is started first: starting it unblocks both signals.
-    """
-    if not hasattr(signal, "pthread_sigmask"):  # (not on Windows: the workers ignore the signals once started)
-        yield
-        return
-    resource_tracker.ensure_running()
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 # --- buffers -----------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch.multiprocessing as mp
 
-from rl_baselines.envs.wrappers import stopSignalsBlocked
+from srl_toolbox.signals import stopSignalsBlocked
 
 
 class LocalWorkers:

@@ -42,6 +42,7 @@ from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail
 from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, loadStudy, suggestParams
 from srl_toolbox.devices import threadsEnvironment
+from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
 
 # Seconds between two reads of a running trial's monitor files.
 POLL_S = 0.5
@@ -343,6 +344,7 @@ def _workerMain(config: SearchConfig, n_trials: int, seed: int) -> None:
     """Entry point of a ``--workers`` process."""
     signal.signal(signal.SIGTERM, raiseTerminated)
     try:
+        unblockStopSignals()  # started with both blocked: a Ctrl-C that came while it imported arrives here
         runWorker(config, n_trials, seed)
     except KeyboardInterrupt:
         sys.exit(130)
@@ -423,10 +425,12 @@ def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, se
     context = multiprocessing.get_context("spawn")  # no fork of a process holding database connections
     processes = [context.Process(target=_workerMain, args=(config, share, seed + 7919 * index))
                  for index, share in enumerate(shares)]
-    for process in processes:
-        process.start()
     interrupted = False
     try:
+        # a Ctrl-C while a worker imports reaches it once it runs, not mid-import (and this process after the starts)
+        with stopSignalsBlocked():
+            for process in processes:
+                process.start()
         while any(process.is_alive() for process in processes):
             for trial in finishedTrials(study, config.search_id):
                 progress.trialDone(trial)
