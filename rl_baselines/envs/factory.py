@@ -34,12 +34,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from environments import envOffers, getEnvClass, rendererKeywords, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
-from rl_baselines.envs.wrappers import (
-    ActionRepeat,
-    EpisodeStartRNG,
-    ignoreInterruptInWorker,
-    openMonitor,
-)
+from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
 from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
