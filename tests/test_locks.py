@@ -52,19 +52,26 @@ def test_lock_path_for_a_target_is_outside_its_folder_and_spelling_independent(t
     assert lockPathFor(str(target)) != lockPathFor(str(tmp_path / "other.md"))
 
 
+GENERATOR = [sys.executable, "-m", "environments.dataset_generator", "--name", "data", "--num-episode", "1",
+             "--no-progress"]
+
+
+def _generatorWhileLocked(partial, args: list[str]) -> subprocess.CompletedProcess:
+    """:return: the dataset generator's run with ``args`` while another process holds ``partial``'s lock"""
+    holder = _holder(str(partial / LOCK_FILE))
+    try:
+        return subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def test_dataset_generator_refuses_a_partial_folder_another_process_writes(tmp_path):
 
     partial = tmp_path / ".data.partial"
     partial.mkdir()
     (partial / "settings.json").write_text("{}")
-    holder = _holder(str(partial / LOCK_FILE))
-    try:
-        result = subprocess.run([sys.executable, "-m", "environments.dataset_generator", "--name", "data",
-                                 "--save-path", str(tmp_path), "--num-episode", "1", "--resume", "--no-progress"],
-                                capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
-    finally:
-        holder.kill()
-        holder.wait()
+    result = _generatorWhileLocked(partial, [*GENERATOR, "--save-path", str(tmp_path), "--resume"])
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
         f"error: {partial} is being written by another dataset_generator process"]
@@ -75,14 +82,8 @@ def test_a_second_generator_on_the_same_dataset_is_told_another_process_writes_i
     partial = tmp_path / ".data.partial"
     partial.mkdir()
     (partial / "settings.json").write_text("{}")
-    args = [sys.executable, "-m", "environments.dataset_generator", "--name", "data", "--save-path", str(tmp_path),
-            "--num-episode", "1", "--no-progress"]
-    holder = _holder(str(partial / LOCK_FILE))
-    try:
-        held = subprocess.run(args, capture_output=True, text=True, env=ENV, cwd=ROOT, timeout=300)
-    finally:
-        holder.kill()
-        holder.wait()
+    args = [*GENERATOR, "--save-path", str(tmp_path)]
+    held = _generatorWhileLocked(partial, args)
     assert held.returncode == 2, held.stderr
     assert held.stderr.strip().splitlines() == [
         f"error: {partial} is being written by another dataset_generator process"]
