@@ -106,7 +106,8 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     :param num_timesteps: env steps to train
     :param seed: random seed; env i is seeded ``seed + i``
     :param log_dir: root folder of the runs (the run folder is made below it)
-    :param hyperparams: algorithm hyperparameters by name (``--hyperparam NAME:VALUE``)
+    :param hyperparams: algorithm hyperparameters by name (``--hyperparam NAME:VALUE``); the keyword ``hyperparam``
+        takes that flag's NAME:VALUE strings instead, and a name given both ways takes this mapping's value
     :param vis: live visdom plots (``--no-vis`` unless True)
     :param progress: progress bar (``--no-progress`` unless True)
     :param extra: more command-line arguments, as strings
@@ -151,8 +152,10 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
                              + ("" if isinstance(value, bool) or value is None else f" {value}")
                              + f" (not a keyword of algo {algo!r}: its keywords are the flags of python -m "
                              f"rl_baselines.train --algo {algo} --help" + (f"; did you mean {close[0]}?)" if close else ")"))
-    given["hyperparam"] = tuple(f"{name}:{repr(value) if isinstance(value, float) else value}"
-                                for name, value in (hyperparams or {}).items())
+    # --hyperparam's own form (NAME:VALUE strings) first, then the mapping's: a name in both takes the mapping's
+    given["hyperparam"] = (*_hyperparamPairs(given.get("hyperparam")),
+                           *(f"{name}:{repr(value) if isinstance(value, float) else value}"
+                             for name, value in (hyperparams or {}).items()))
     try:
         values = {name: checkedValue(name, value) for name, value in given.items()}
     except ValueError as error:
@@ -297,6 +300,21 @@ def _checkKinds(*checks: tuple[str, Any, Any, str]) -> None:
     for name, value, kinds, words in checks:
         if value is not None and not isinstance(value, kinds):
             raise UsageError(f"{name} {value!r} must be {words}")
+
+
+def _hyperparamPairs(value: Any) -> tuple[str, ...]:
+    """
+    :param value: the ``hyperparam`` keyword: None, or ``--hyperparam``'s NAME:VALUE strings
+    :return: the strings
+    :raises UsageError: anything else, naming the ``hyperparams`` mapping as the other way
+    """
+    if value is None or value is False:
+        return ()
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(item, str)
+                                                                                      for item in value):
+        raise UsageError(f"hyperparam {value!r} must be a list of NAME:VALUE strings, e.g. ['n_steps:64'] (or "
+                         "hyperparams={'n_steps': 64})")
+    return tuple(value)
 
 
 def _positiveInt(name: str, value: Any) -> int:

@@ -110,6 +110,19 @@ def test_flags_pass_through_as_keywords(tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_the_hyperparam_keyword_is_the_flags_form(tmp_path):
+    """``hyperparam=[...]`` is --hyperparam's NAME:VALUE strings, checked as the flag is; it was silently dropped."""
+    config = api.makeConfig(log_dir=tmp_path, hyperparam=["n_steps:32", "gamma:0.9"], hyperparams={"gamma": 0.95},
+                            **GT)
+    assert config.args.hyperparam == ("n_steps:32", "gamma:0.9", "gamma:0.95")  # the mapping's value last: it wins
+    assert "--hyperparam n_steps:32 gamma:0.9 gamma:0.95" in config.command
+    for bad, message in [(["n_step:3"], "unknown hyperparameter 'n_step'"), (["n_steps:abc"], "needs an int value"),
+                         ("n_steps:32", "must be a list of NAME:VALUE strings"), ([3], "must be a list of NAME:VALUE")]:
+        with pytest.raises(api.UsageError, match=re.escape(message)):
+            api.makeConfig(log_dir=tmp_path, hyperparam=bad, **GT)
+    assert os.listdir(tmp_path) == []
+
+
 def test_bad_input_leaves_torch_threads_alone(capsys):
 
     before = torch.get_num_threads()
