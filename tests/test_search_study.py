@@ -1,5 +1,6 @@
 """hyperparam_search's study record under concurrency: two commands that start one SQLite study at the same time for
-different settings cannot both record theirs (the second is refused, as it would be one after the other)."""
+different settings cannot both record theirs (the second is refused, as it would be one after the other); and the
+summary of a study none of whose trials completed."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,8 +8,9 @@ import threading
 
 import pytest
 
-from rl_baselines.sweeps import search_study
+from rl_baselines.sweeps import hyperparam_search, search_study
 from rl_baselines.sweeps.search_study import STUDY_RECORD, SearchConfig, createStudy
+from rl_baselines.sweeps.search_trials import TrialProgress
 from srl_toolbox.cli import UsageError
 
 optuna = pytest.importorskip("optuna")
@@ -67,3 +69,18 @@ def test_the_record_is_the_configs_settings(tmp_path) -> None:
     assert recorded == {key: getattr(config, key) for key in search_study.STUDY_KEYS}
     with pytest.raises(UsageError, match="was made for seed 3 \\(asked 4\\)"):
         createStudy(dataclasses.replace(config, seed=4))
+
+
+def test_a_study_whose_every_trial_failed_prints_the_error_and_where_the_others_are(tmp_path, capsys) -> None:
+    """It said only "see the trials' train.log", whose last line did not give the reason (trials.csv did)."""
+    config = dataclasses.replace(searchConfig("sqlite://", seed=0), output_dir=str(tmp_path))
+    study = optuna.create_study(direction="maximize")
+    for error in ("ppo2 exited with 1", "no episode finished within 100 steps; raise --num-timesteps"):
+        study.add_trial(optuna.trial.create_trial(state=optuna.trial.TrialState.FAIL, user_attrs={"error": error}))
+    code = hyperparam_search._finish(study, config, None, TrialProgress(2, enabled=False), 0, False)
+    err = capsys.readouterr().err
+    assert code == 1
+    assert err.strip() == ("No completed trial, so no best hyperparameters (the last trial's error: no episode "
+                           "finished within 100 steps; raise --num-timesteps); each trial's error is in "
+                           f"{tmp_path / 'trials.csv'}, its output in its train.log")
+    assert "raise --num-timesteps" in (tmp_path / "trials.csv").read_text()

@@ -306,8 +306,10 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
                   f"first rollout past --num-timesteps {config.num_timesteps} ({reason}); give a larger budget, or "
                   f"fix n_steps with --hyperparam n_steps:N", file=sys.stderr)
         else:
-            print("No completed trial, so no best hyperparameters; see the trials' train.log in "
-                  f"{config.output_dir}", file=sys.stderr)
+            errors = [trial.user_attrs["error"] for trial in trials if trial.user_attrs.get("error")]
+            last = f" (the last trial's error: {errors[-1]})" if errors else ""
+            print(f"No completed trial, so no best hyperparameters{last}; each trial's error is in "
+                  f"{os.path.join(config.output_dir, 'trials.csv')}, its output in its train.log", file=sys.stderr)
         return 130 if interrupted else 1
     yaml_path = os.path.join(config.output_dir, "best_hyperparams.yaml")
     values = writeBestParams(yaml_path, study, config, algo_class)
