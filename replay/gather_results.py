@@ -307,11 +307,12 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                     cells.append("n/a" if p_value is None or math.isnan(p_value) else f"{p_value:.3g}")
             lines.append("| " + " | ".join(cells) + " |")
         lines.append("")
-    thresholds = sorted({(row["env"], row["algo"], row["threshold"], row["threshold_source"]) for row in rows
-                         if row["threshold"] is not None})
+    # one per env, algorithm and --group-by values (a group's own ground-truth runs give its threshold)
+    thresholds = sorted({(row["env"], ", ".join([row["algo"], *(f"{name}={row[name]}" for name in group_by)]),
+                          row["threshold"], row["threshold_source"]) for row in rows if row["threshold"] is not None})
     if thresholds:
-        lines.append("Thresholds: " + ", ".join(f"{env} ({algo}) {value:g} ({source})"
-                                                for env, algo, value, source in thresholds) + ".")
+        lines.append("Thresholds: " + ", ".join(f"{env} ({method}) {value:g} ({source})"
+                                                for env, method, value, source in thresholds) + ".")
         lines.append("")
     return "\n".join(lines)
 

@@ -462,3 +462,18 @@ def test_curves_saved_under_a_name_without_npz_land_at_that_name(tmp_path):
     curves = loadCurves(path)
     np.testing.assert_array_equal(curves["y"], np.ones((2, 3)))
     assert curves["label"] == "ppo2" and list(curves["runs"]) == ["a", "b"]
+
+
+def test_the_thresholds_line_names_each_groups_values():
+    """With --group-by, two groups of one env and algorithm can have their own thresholds (each from its own
+    ground-truth runs, or the env's default): the line gave both under the same label."""
+    row = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2", "budget": gather_results.FINAL,
+           "runs": 1, "mean_reward": 8.5, "std_reward": float("nan"), "ci95_low": float("nan"),
+           "ci95_high": float("nan"), "source": "training", "fewest_episodes": 40, "mean_wall_time_s": 3.0,
+           "median_steps_to_threshold": 1000.0, "reached": 1}
+    rows = [{**row, "eval_freq": 1000, "threshold": 7.65, "threshold_source": "ground truth"},
+            {**row, "eval_freq": 0, "threshold": 150.0, "threshold_source": "default"}]
+    text = gather_results.markdown(rows, 40, None, group_by=["eval_freq"])
+    assert ("Thresholds: MobileRobotGymEnv-v0 (ppo2, eval_freq=0) 150 (default), MobileRobotGymEnv-v0 (ppo2, "
+            "eval_freq=1000) 7.65 (ground truth).") in text
+    assert "MobileRobotGymEnv-v0 (ppo2) 7.65 (ground truth)." in gather_results.markdown(rows[:1], 40, None)
