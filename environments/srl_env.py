@@ -38,6 +38,13 @@ Action masks (sb3-contrib's convention, for MaskablePPO): an env that can tell w
 nothing useful defines ``action_masks() -> np.ndarray`` (one bool per action of its Discrete space, True where the
 action is allowed, at least one True). :meth:`SRLGymEnv.offersActionMasks` says whether a class does; an env without
 the method (or asked for continuous actions, where ``action_masks`` raises ValueError) has none.
+
+Copies (``copy.deepcopy``, ``pickle``): as gymnasium's MuJoCo and Box2D envs, an SRLGymEnv is a
+``gymnasium.utils.EzPickle``: a copy is a NEW env built by the class from the constructor arguments the original was
+built with (every subclass's, recorded by ``SRLGymEnv.__new__``, so that a subclass need not record them), with its
+own simulator (its own PyBullet connection): dropping one never disconnects another. The state is not copied: the
+copy is as the constructor leaves it (not reset, its random generator seeded by the ``seed`` keyword as the
+original's was when built, not where the original's generator has got to); reset it before stepping.
 """
 from __future__ import annotations
 
@@ -50,6 +57,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.utils import EzPickle
 
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
@@ -106,7 +114,7 @@ def isLearnedSRLModel(srl_model: str) -> bool:
     return srl_model not in ENVIRONMENT_SRL_MODES
 
 
-class SRLGymEnv(gym.Env):
+class SRLGymEnv(gym.Env, EzPickle):
     """
     Base class of robot envs with selectable observation modes.
 
@@ -157,6 +165,30 @@ class SRLGymEnv(gym.Env):
     # Whether an episode's floats may depend on the episodes the env played before (see the module docstring); such
     # an env honours reset(options={FRESH_WORLD: True}).
     RESET_KEEPS_HISTORY = False
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> SRLGymEnv:
+        """
+        Record the constructor arguments of the class being built (the outermost ``__init__``'s, whichever subclass)
+        as ``EzPickle`` would: a copy or an unpickled env is built anew from them (see the module docstring).
+
+        :param args: the constructor's positional arguments
+        :param kwargs: its keyword arguments (those of a registered id's spec included: gymnasium.make passes them)
+        :return: the new, not yet initialised instance
+        """
+        instance = super().__new__(cls)
+        EzPickle.__init__(instance, *args, **kwargs)
+        return instance
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """
+        Build this (blank) instance with the recorded constructor arguments: its own simulator, a fresh state.
+        (EzPickle's own builds a second env and takes over its attributes, whose bound methods would keep that one.)
+
+        :param state: ``__getstate__``'s: the constructor's ``_ezpickle_args`` and ``_ezpickle_kwargs``
+        """
+        args, kwargs = state["_ezpickle_args"], state["_ezpickle_kwargs"]
+        EzPickle.__init__(self, *args, **kwargs)
+        self.__init__(*args, **kwargs)
 
     def __init__(
         self,

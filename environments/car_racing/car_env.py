@@ -23,6 +23,7 @@ with warnings.catch_warnings():
     # Box2D's SWIG bindings trip "builtin type ... has no __module__ attribute" on import.
     warnings.simplefilter("ignore", DeprecationWarning)
     from gymnasium.envs.box2d import car_racing  # noqa: E402
+from gymnasium.utils import EzPickle  # noqa: E402
 from pygame import gfxdraw  # noqa: E402
 
 from environments.srl_env import SRLGymEnv  # noqa: E402
@@ -32,12 +33,15 @@ class _SizedCarRacing(car_racing.CarRacing):
     """
     CarRacing (continuous actions) whose "state_pixels" frame has a chosen size, or is skipped.
 
+    A copy or an unpickled one is built anew from these two arguments (CarRacing's EzPickle would pass its own).
+
     :param frame_size: (width, height) of the per-step frame, None to draw no frame
     :param render_mode: "rgb_array", or "human" for a pygame window (needs a display)
     """
 
     def __init__(self, frame_size: tuple[int, int] | None, render_mode: str) -> None:
         super().__init__(render_mode=render_mode, continuous=True)
+        EzPickle.__init__(self, frame_size, render_mode)
         self.frame_size = frame_size
         # Size of the next image made from the drawing surface; None: the size CarRacing asks for.
         self._image_size: tuple[int, int] | None = None
