@@ -14,14 +14,15 @@ import numpy as np
 import pytest
 import torch
 from conftest import REPO
-from stable_baselines3.common.vec_env import DummyVecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import rl_baselines
 from rl_baselines import api
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs, saveNormalisation
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.runs import train, train_loop
+from rl_baselines.runs import loaded_run, train, train_loop
 from rl_baselines.runs.loaded_run import playEpisodes
 from srl_toolbox.cli import runCommand
 from srl_toolbox.devices import maxThreads
@@ -429,3 +430,53 @@ def test_training_and_evaluating_put_the_callers_thread_count_back(tmp_path) -> 
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
+
+
+def test_make_env_refuses_env_kwargs_the_agent_cannot_act_on(apiRun, monkeypatch) -> None:
+    # {"srl_model": "raw_pixels"} gave images without the run's VecNormalize, {"is_discrete": False} a Box action space
+    # for a Discrete agent: both failed only when the agent acted
+    run = api.loadRun(apiRun[0].run_dir)
+    closed = []
+    close = DummyVecEnv.close
+    monkeypatch.setattr(DummyVecEnv, "close", lambda self: (closed.append(self), close(self))[1])
+    box = r"Box\(-4\.0, 4\.0, \(2,\), float32\)"
+    with pytest.raises(ValueError, match=rf"^env_kwargs \{{'srl_model': 'raw_pixels'\}} change the observation space: "
+                                         rf"the agent takes {box}, the env gives Box\(0, 255, \(64, 64, 3\), uint8\)$"):
+        run.makeEnv(seed=0, env_kwargs={"srl_model": "raw_pixels"})
+    with pytest.raises(ValueError, match=r"^env_kwargs \{'is_discrete': False\} change the action space: the agent "
+                                         r"takes Discrete\(4\), the env gives Box\(-1\.0, 1\.0, \(2,\), float32\)$"):
+        run.makeEnv(env_kwargs={"is_discrete": False})
+    assert len(closed) == 2  # the envs built are closed
+    # an agent that does not say what it observes: the run's normalisation left out is refused all the same
+    monkeypatch.setattr(loaded_run, "agentObservationSpace", lambda _agent: None)
+    with pytest.raises(ValueError, match=r"^env_kwargs \{'srl_model': 'raw_pixels'\} leave out the run's observation "
+                                         r"normalisation \(.*vecnormalize\.npz\): the agent acts on normalised"):
+        run.makeEnv(env_kwargs={"srl_model": "raw_pixels"})
+    assert len(closed) == 3
+    env = run.makeEnv(env_kwargs={"render_mode": "rgb_array"})  # keywords that leave the spaces alone
+    try:
+        assert env.observation_space.shape == (2,) and env.render_mode == "rgb_array"
+        env.step(run.model.getAction(env.reset(), deterministic=True))
+    finally:
+        env.close()
+
+
+def test_the_first_load_run_of_a_process_leaves_pythons_random_state(apiRun) -> None:
+    # the API's first use imported rich (through SB3's progress bar), which draws from random at import time
+    code = ("import random, rl_baselines as rl; random.seed(42); rl.loadRun(__import__('sys').argv[1]); "
+            "print(random.random())")
+    out = subprocess.run([sys.executable, "-c", code, apiRun[0].run_dir], capture_output=True, text=True, cwd=REPO,
+                         timeout=300, env={**os.environ, "PYTHONPATH": REPO})
+    random.seed(42)
+    assert out.stdout.strip() == repr(random.random()), out.stderr
+
+
+def test_normalisation_that_does_not_fit_closes_the_env_built(tmp_path, monkeypatch) -> None:
+    # the env (a PyBullet connection, or env subprocesses) was left open when the saved statistics did not fit
+    saveNormalisation(VecNormalize(DummyVecEnv([lambda: _FixedLengthEnv(2)])), str(tmp_path))  # observations (1,)
+    closed = []
+    close = DummyVecEnv.close
+    monkeypatch.setattr(DummyVecEnv, "close", lambda self: (closed.append(self), close(self))[1])
+    with pytest.raises(ValueError, match=r"vecnormalize\.npz is for observations of shape \(1,\)$"):
+        createEnvs(VecEnvSettings("MobileRobotGymEnv-v0", 1, 0, "ground_truth"), load_path_normalise=str(tmp_path))
+    assert len(closed) == 1

@@ -345,7 +345,11 @@ def createEnvs(
         else:
             venv = VecNormalize(venv, norm_obs=True, norm_reward=False, norm_obs_keys=normalise_keys)
         if load_path_normalise is not None and os.path.exists(os.path.join(load_path_normalise, NORMALISATION_FILE)):
-            loadNormalisation(venv, load_path_normalise)
+            try:
+                loadNormalisation(venv, load_path_normalise)
+            except ValueError:
+                venv.close()  # no env process nor PyBullet connection left behind
+                raise
             venv.training = False
     return venv
 

@@ -4,8 +4,10 @@ Shared by ``python -m replay.enjoy_baselines`` and the Python API (rl_baselines.
 same way: the algorithm and env must be installed, the model file must match its manifest (same algorithm and env,
 files not cut short), a run that observed a trained SRL model uses the one recorded in srl_model.json (checked by
 its hash), and the replay env normalises observations with the statistics saved beside the model, frozen, and
-simulates the physics version the run recorded in env_globals.json. Replay envs write no monitor files. Errors
-are ``ValueError`` with a one-line message; the commands turn them into UsageError.
+simulates the physics version the run recorded in env_globals.json. Replay envs write no monitor files. Env
+keywords given over the run's own never change the observation space (after the run's encoder, frame stacking and
+normalisation) or the action space the agent acts on, nor leave out the run's saved normalisation: such an env is
+closed and refused. Errors are ``ValueError`` with a one-line message; the commands turn them into UsageError.
 
 Besides the run's latest and best models, a periodic checkpoint (``checkpoints/<N>_steps/``: its model and its own
 normalisation statistics) can be loaded, by step count or the newest intact one. Intact means what ``--resume``
@@ -21,6 +23,7 @@ import numbers
 import os
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 
 from environments import registered_env
@@ -31,7 +34,8 @@ from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import recordedPhysicsKeywords
 from rl_baselines.core.run_settings import RunSettings
-from rl_baselines.runs.run_policy import readRunConfig, recordedSRLModelFolder
+from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
+from rl_baselines.runs.run_policy import agentObservationSpace, readRunConfig, recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig
 
 SAVED_MODELS = ("latest", "best")
@@ -51,6 +55,41 @@ def checkEnvsAndSeed(num_envs: Any, seed: Any) -> tuple[int, int]:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2 ** 32:
         raise ValueError(f"seed {seed!r} must be an integer in 0..{2 ** 32 - 1}")
     return int(num_envs), int(seed)
+
+
+def spacesFit(agent_space: gym.Space, env_space: gym.Space) -> bool:
+    """
+    :param agent_space: a space the agent was trained on
+    :param env_space: the env's
+    :return: the same kind of space with the same shape (Box, bounds aside; an image the agent sees transposed to
+        channels first, as SB3's VecTransposeImage does), the same choices (Discrete, MultiDiscrete, MultiBinary) and
+        the same entries (Dict, Tuple); True for kinds not listed
+    """
+    if type(agent_space) is not type(env_space):
+        return False
+    if isinstance(env_space, gym.spaces.Box):
+        shape, wanted = tuple(env_space.shape), tuple(agent_space.shape)
+        return shape == wanted or (len(shape) == 3 and (shape[2], *shape[:2]) == wanted)
+    if isinstance(env_space, gym.spaces.Discrete):
+        return (int(agent_space.n), int(agent_space.start)) == (int(env_space.n), int(env_space.start))
+    if isinstance(env_space, (gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
+        return np.array_equal(getattr(agent_space, "nvec", agent_space.n), getattr(env_space, "nvec", env_space.n))
+    if isinstance(env_space, gym.spaces.Dict):
+        return (set(agent_space.spaces) == set(env_space.spaces)
+                and all(spacesFit(agent_space[key], env_space[key]) for key in env_space.spaces))
+    if isinstance(env_space, gym.spaces.Tuple):
+        return (len(agent_space.spaces) == len(env_space.spaces)
+                and all(spacesFit(mine, theirs) for mine, theirs in zip(agent_space.spaces, env_space.spaces)))
+    return True
+
+
+def agentActionSpace(agent: Any) -> gym.Space | None:
+    """
+    :param agent: a loaded BaseRLObject
+    :return: the action space it acts in, when it exposes one (its own ``action_space`` or its SB3 model's), else None
+    """
+    space = getattr(agent, "action_space", None)
+    return space if space is not None else getattr(getattr(agent, "model", None), "action_space", None)
 
 
 @dataclasses.dataclass
@@ -119,10 +158,12 @@ class LoadedRun:
 
         :param num_envs: parallel envs (subprocesses when > 1)
         :param seed: env i is seeded ``seed + i``
-        :param env_kwargs: env constructor keywords over the run's own (e.g. ``{"render_mode": "rgb_array"}``)
+        :param env_kwargs: env constructor keywords over the run's own (e.g. ``{"render_mode": "rgb_array"}``); they
+            must leave the agent's observation and action spaces as they are (shapes and choices; bounds aside)
         :return: a VecEnv; close it after use
         :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1, the SRL model
-            cannot be loaded, or the saved normalisation does not fit
+            cannot be loaded, the saved normalisation does not fit, or ``env_kwargs`` change the observation or action
+            space or leave out the run's normalisation (the env built is closed)
         """
         num_envs, seed = checkEnvsAndSeed(num_envs, seed)
 
@@ -130,7 +171,31 @@ class LoadedRun:
                                                   monitor_dir=None)
         # (a Kuka run of physics version 1 is replayed under it: recordedPhysicsKeywords)
         kwargs = {**settings.env_kwargs, **recordedPhysicsKeywords(self.run_dir, self.args.env), **(env_kwargs or {})}
-        return makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
+        env = makeEnv(self.algo_class, settings, kwargs, load_path_normalise=self.model_folder)
+        if env_kwargs:
+            try:
+                self._checkEnv(env, env_kwargs)
+            except ValueError:
+                env.close()
+                raise
+        return env
+
+    def _checkEnv(self, env: Any, env_kwargs: dict[str, Any]) -> None:
+        """
+        :param env: the VecEnv :meth:`makeEnv` built with ``env_kwargs`` over the run's keywords
+        :param env_kwargs: the caller's keywords
+        :raises ValueError: its observation or action space is not the agent's (:func:`spacesFit`), or it lacks the
+            normalisation saved beside the model (one line)
+        """
+        for what, agent_space, env_space in (("observation", agentObservationSpace(self.model), env.observation_space),
+                                             ("action", agentActionSpace(self.model), env.action_space)):
+            if agent_space is not None and not spacesFit(agent_space, env_space):
+                raise ValueError(f"env_kwargs {env_kwargs!r} change the {what} space: the agent takes {agent_space}, "
+                                 f"the env gives {env_space}")
+        normalisation = os.path.join(self.model_folder, NORMALISATION_FILE)
+        if os.path.isfile(normalisation) and findVecNormalize(env) is None:
+            raise ValueError(f"env_kwargs {env_kwargs!r} leave out the run's observation normalisation "
+                             f"({normalisation}): the agent acts on normalised observations")
 
 
 def checkpointChoice(checkpoint: Any) -> int | str | None:
