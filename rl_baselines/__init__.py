@@ -4,10 +4,15 @@
 
 The API's names (rl_baselines.api) are importable from the package, ``from rl_baselines import trainAgent``; they
 are loaded on first use, so that importing a submodule (``python -m rl_baselines.train``) does not import the API.
+Loading them leaves Python's global random generator as the caller had it (the libraries the API imports may draw
+from it at import time: rich, through SB3's progress bar, does), so that ``random.seed(42); rl.loadRun(run)`` keeps
+the caller's stream whether or not the API was loaded before.
 """
 from __future__ import annotations
 
 import importlib
+import random
+import sys
 from typing import Any
 
 from srl_toolbox import __version__  # noqa: F401 (re-exported: rl_baselines.__version__)
@@ -23,7 +28,14 @@ def __getattr__(name: str) -> Any:
     :raises AttributeError: not an API name
     """
     if name in _API_NAMES:
-        return getattr(importlib.import_module("rl_baselines.api"), name)
+        if "rl_baselines.api" in sys.modules:
+            return getattr(sys.modules["rl_baselines.api"], name)
+        state = random.getstate()
+        try:
+            api = importlib.import_module("rl_baselines.api")
+        finally:
+            random.setstate(state)
+        return getattr(api, name)
     raise AttributeError(f"module 'rl_baselines' has no attribute {name!r}")
 
 
