@@ -13,6 +13,7 @@ import pytest
 from conftest import interruptThenResume, runFolder, runModule, runTrain, trainHere
 from stable_baselines3.common.env_checker import check_env
 
+import rl_baselines as rl
 from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.mobile_robot.mobile_robot_1D_env import MobileRobot1DGymEnv
@@ -289,3 +290,12 @@ def test_bad_combinations(tmp_path, arguments, words):
     for word in words:
         assert word in str(error.value), str(error.value)
     assert os.listdir(tmp_path) == []
+
+
+def test_short_learning_starts_is_refused_in_python_before_anything_is_written(tmp_path):
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError) as error:  # (the train command's parser refuses it too: test_bad_combinations)
+        rl.trainAgent(algo="her", srl_model="ground_truth", env="MobileRobotGymEnv-v0", num_timesteps=300,
+                      log_dir=str(log_dir), continuous_actions=True, hyperparams={"learning_starts": 100})
+    assert "learning_starts 100 is too small for HER" in str(error.value) and "250" in str(error.value)
+    assert not log_dir.exists() or os.listdir(log_dir) == []

@@ -7,7 +7,9 @@ import argparse
 import os
 
 import pytest
+from conftest import runModule
 
+import rl_baselines as rl
 from benchmarks.train_speed import timePlainSB3
 from rl_baselines.core.base import OLDER_DECLARATIONS, BaseRLObject
 from rl_baselines.core.hyperparams import DISCOUNT, POSITIVE, Hyperparam, Interval, NoneOrPositive, plainValue
@@ -279,6 +281,55 @@ def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written
     for word in words:
         assert word in message, (word, message)
     assert os.listdir(tmp_path) == []
+
+
+# Values SB3 / sb3-contrib meet with an assertion or NaN losses once training started (their advantage normalisation
+# needs 2 samples in the rollout and, for PPO, in each minibatch: rl_baselines.rl_algorithm.sb3_base).
+TOO_FEW_SAMPLES = [
+    ("ppo2", {"batch_size": 1}, 1, ["'batch_size'", ">= 2", "got 1"]),
+    ("ppo2", {"n_steps": 1}, 1, ["n_steps 1 x --num-cpu 1", "n_steps >= 2"]),
+    ("trpo", {"n_steps": 1}, 1, ["n_steps 1 x --num-cpu 1", "n_steps >= 2"]),
+    ("ppo_lstm", {"n_steps": 1}, 1, ["n_steps 1 x --num-cpu 1", "n_steps >= 2"]),
+    ("ppo_lstm", {"n_steps": 65, "batch_size": 64}, 1, ["batch_size 64", "last minibatch of 1 sample", "65"]),
+    ("maskable_ppo", {"n_steps": 33, "batch_size": 65}, 2, ["batch_size 65", "last minibatch of 1 sample", "66"]),
+]
+TOO_FEW_IDS = ["ppo2-batch", "ppo2-rollout", "trpo-rollout", "ppo_lstm-rollout", "ppo_lstm-last-minibatch",
+               "maskable_ppo-last-minibatch"]
+
+
+@pytest.mark.parametrize("algo,hyperparams,num_cpu,words", TOO_FEW_SAMPLES, ids=TOO_FEW_IDS)
+def test_too_few_samples_to_normalise_are_refused_on_the_command_line(tmp_path, algo, hyperparams, num_cpu,
+                                                                       words) -> None:
+    pairs = [f"{name}:{value}" for name, value in hyperparams.items()]
+    result = runModule("rl_baselines.train", *GT, "--algo", algo, "--num-timesteps", "64", "--num-cpu", num_cpu,
+                       "--hyperparam", *pairs, "--log-dir", tmp_path, "--no-vis")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    for word in words:
+        assert word in lines[0], (word, lines[0])
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("algo,hyperparams,num_cpu,words", TOO_FEW_SAMPLES, ids=TOO_FEW_IDS)
+def test_too_few_samples_to_normalise_are_refused_in_python(tmp_path, algo, hyperparams, num_cpu, words) -> None:
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError) as error:
+        rl.trainAgent(algo=algo, env="MobileRobotGymEnv-v0", srl_model="ground_truth", num_timesteps=64,
+                      num_cpu=num_cpu, log_dir=str(log_dir), hyperparams=hyperparams)
+    for word in words:
+        assert word in str(error.value), (word, str(error.value))
+    assert not log_dir.exists() or os.listdir(log_dir) == []
+
+
+def test_enough_samples_to_normalise_are_accepted() -> None:
+    # more envs make a rollout of 2 (SB3 skips a last minibatch of 1 sample for ppo2; maskable: 2 x 33 % 32 = 2)
+    for algo, hyperparams, num_cpu in [("ppo2", {"n_steps": 1}, 2), ("ppo2", {"n_steps": 65, "batch_size": 64}, 1),
+                                       ("maskable_ppo", {"n_steps": 33, "batch_size": 32}, 2),
+                                       ("a2c", {"n_steps": 1}, 1), ("trpo", {"batch_size": 1}, 1)]:
+        config = rl.makeConfig(algo=algo, env="MobileRobotGymEnv-v0", srl_model="ground_truth", num_timesteps=64,
+                               num_cpu=num_cpu, hyperparams=hyperparams)
+        assert dict(config.args.hyperparams) == hyperparams
 
 
 def test_plain_sb3_ppo_builds_from_ppo2s_defaults(tmp_path) -> None:

@@ -208,9 +208,18 @@ class HERModel(OffPolicyRLObject):
         given: dict[str, Any] = givenFlags(settings, baseHyperparams())
         raw = settings.arguments.get("hyperparam") if isinstance(settings, RunSettings) else settings.hyperparam
         given.update((key, value) for key, _, value in (item.partition(":") for item in raw or ()))
-        given.update(getattr(settings, "hyperparam_overrides", None) or {})
+        # the typed --hyperparam / --hyperparam-file values: a RunSettings' hyperparam_overrides, a TrainConfig's
+        # hyperparams
+        given.update(getattr(settings, "hyperparam_overrides", None) or getattr(settings, "hyperparams", None) or {})
         cls.checkGivenHyperparams(her_algo, firstEpisodesSteps(settings.num_cpu, settings.env), given)
         return her_algo
+
+    @classmethod
+    def checkSettings(cls, settings: Any) -> Any:
+        """:meth:`checkRun`, before anything is written (the train command's validation calls it: a run built in
+        Python is not parsed by the train command's parser, which also calls it)."""
+        cls.checkRun(settings)
+        return super().checkSettings(settings)
 
     @classmethod
     def checkGivenHyperparams(cls, her_algo: str, first_episodes_steps: int, given: dict[str, Any]) -> None:
@@ -337,7 +346,7 @@ class HERModel(OffPolicyRLObject):
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: Any, logger: Any,
               settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         try:
-            self.her_algo = self.checkRun(settings)  # already done by the train command's parser; here for others
+            self.her_algo = self.checkRun(settings)  # already done by the train command's validation; here for others
         except ValueError as error:
             env.close()
             raise UsageError(str(error)) from None

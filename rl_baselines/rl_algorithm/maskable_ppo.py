@@ -29,6 +29,7 @@ class MaskablePPOModel(StableBaselinesRLObject):
     USES_ACTION_MASKS = True
     LOG_INTERVAL = PPO2Model.LOG_INTERVAL
     SAVE_INTERVAL = PPO2Model.SAVE_INTERVAL
+    NORMALISED_ADVANTAGES = "every_minibatch"  # (sb3-contrib normalises a last minibatch of 1 sample too: NaN)
     # ppo2's, with SB3's unclipped value update from raw pixels too (ppo2's pixel default was measured for ppo2 only)
     HYPERPARAMS = {**PPO2Model.HYPERPARAMS,
                    "clip_range_vf": dataclasses.replace(PPO2Model.HYPERPARAMS["clip_range_vf"], pixel_default=None)}

@@ -18,9 +18,11 @@ class PPO2Model(StableBaselinesRLObject):
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
     AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment: each minibatch of the update (policy and value losses)
+    NORMALISED_ADVANTAGES = "minibatches"
     HYPERPARAMS = {
         "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
-        "batch_size": Hyperparam(64, "minibatch size", bounds=(1, None), search=[32, 64, 128, 256]),
+        # >= 2: SB3 normalises the advantages over each minibatch (its assertion, batch_size > 1)
+        "batch_size": Hyperparam(64, "minibatch size", bounds=(2, None), search=[32, 64, 128, 256]),
         "n_epochs": Hyperparam(10, "epochs over each rollout", bounds=(1, None), search=(1, 10)),
         "learning_rate": Hyperparam(3e-4, "Adam learning rate", bounds=POSITIVE, search=(1e-5, 1e-2, "log")),
         "gamma": Hyperparam(0.99, "discount factor", bounds=DISCOUNT, search=(0.9, 0.9999)),

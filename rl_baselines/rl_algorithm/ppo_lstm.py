@@ -30,6 +30,7 @@ class PPOLSTMModel(StableBaselinesRLObject):
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
     ACTIVATIONS = ("tanh", "relu")
+    NORMALISED_ADVANTAGES = "every_minibatch"  # (sb3-contrib normalises a last minibatch of 1 sample too: NaN)
     # ppo2's PPO hyperparameters, searched over the same ranges (batches of 128), then the policy's (not searched).
     HYPERPARAMS = {
         **PPO2Model.HYPERPARAMS,

@@ -52,6 +52,7 @@ from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferK
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
+from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath, readJson, writeJson
 
@@ -87,6 +88,13 @@ class StableBaselinesRLObject(BaseRLObject):
     # The buffer whose batches hold the augmented views of ``--augment`` (rl_baselines.rl_algorithm.augmented_buffers),
     # None for an algorithm that does not augment its updates.
     AUGMENTED_BUFFER: ClassVar[AugmentedBuffer | None] = None
+    # The samples over which the learner normalises its advantages (SB3's normalize_advantage, on by default and kept
+    # so by the toolbox), each needing at least 2 (one sample's standard deviation is NaN): "rollout" (trpo: the
+    # n_steps x --num-cpu samples), "minibatches" (ppo2: each minibatch of batch_size, SB3 skipping a last one of 1
+    # sample), "every_minibatch" (ppo_lstm, maskable_ppo: each one, the last included); None: no normalisation.
+    # :func:`normalisationRefusal` checks the rollout and the last minibatch before anything is written; a minibatch
+    # size of 1 is out of the spec's batch_size bounds.
+    NORMALISED_ADVANTAGES: ClassVar[str | None] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -124,6 +132,18 @@ class StableBaselinesRLObject(BaseRLObject):
             warnings.warn(f"--features-extractor {extractor} chooses the pixel policy's CNN (--srl-model raw_pixels); "
                           f"it does nothing for --srl-model {settings.srl_model!r}, a state read by an MLP")
         return super().checkSettings(settings)
+
+    @classmethod
+    def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
+                           saved: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Also refuses rollouts and minibatches too small for the learner's advantage normalisation
+        (:func:`normalisationRefusal`), which SB3 would meet with an assertion or NaN losses once training started."""
+        hyperparams = super().resolveHyperparams(args, train_kwargs, saved)
+        refusal = normalisationRefusal(cls.NORMALISED_ADVANTAGES, cls.NAME, hyperparams,
+                                       int(getattr(args, "num_cpu", 1)))
+        if refusal is not None:
+            raise UsageError(refusal)
+        return hyperparams
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
@@ -391,6 +411,33 @@ class RolloutLogs(BaseCallback):
         if self.log_interval and self.learner.rollouts % self.log_interval == 0:
             dump = getattr(self.model, "dump_logs", None) or self.model._dump_logs  # (renamed in SB3 2.4)
             dump(self.learner.rollouts)
+
+
+def normalisationRefusal(normalised: str | None, algo: str, hyperparams: dict[str, Any], num_cpu: int) -> str | None:
+    """
+    :param normalised: the samples the learner normalises its advantages over
+        (:attr:`StableBaselinesRLObject.NORMALISED_ADVANTAGES`)
+    :param algo: the algorithm's name (for the message)
+    :param hyperparams: the run's hyperparameters (n_steps, batch_size)
+    :param num_cpu: the run's parallel envs (SB3's n_envs)
+    :return: why a set of those samples would hold fewer than 2 (one line naming the value and the valid range), None
+        when none does
+    """
+    if normalised is None or "n_steps" not in hyperparams:
+        return None
+    n_steps = int(hyperparams["n_steps"])
+    total = n_steps * num_cpu
+    over = "the rollout" if normalised == "rollout" else "each minibatch"
+    why = f"{algo} normalises its advantages over {over}, which needs at least 2 samples"
+    if total < 2:
+        return (f"n_steps {n_steps} x --num-cpu {num_cpu} = {total} sample per rollout: {why}; valid: n_steps >= 2 "
+                f"(or --num-cpu >= 2)")
+    batch_size = int(hyperparams.get("batch_size", total))  # (>= 2 where minibatches are: the spec's bounds)
+    if normalised == "every_minibatch" and batch_size < total and total % batch_size == 1:
+        return (f"batch_size {batch_size} leaves a last minibatch of 1 sample of the n_steps {n_steps} x --num-cpu "
+                f"{num_cpu} = {total} per rollout: {why}; valid: a batch_size >= 2 that leaves no 1-sample remainder "
+                f"of {total} (such as {total})")
+    return None
 
 
 def sb3Callback(callback: Any) -> BaseCallback:

@@ -17,6 +17,7 @@ class TRPOModel(StableBaselinesRLObject):
     NAME = "trpo"
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
+    NORMALISED_ADVANTAGES = "rollout"  # the policy step's, over the whole rollout (the value epochs do not normalise)
     HYPERPARAMS = {
         "n_steps": Hyperparam(512, "steps per env between updates", bounds=(1, None), search=(32, 2048)),
         "batch_size": Hyperparam(128, "minibatch size of the value-function epochs", bounds=(1, None),
