@@ -105,6 +105,9 @@ CASES = [
     ("train-hyperparams-that-do-not-fit-together", TRAIN, [*GT, "--algo", "ars", "--top-population", "5",
                                                           "--num-population", "2"],
      ["top_population (5)", "num_population (2)"]),
+    ("train-minibatch-of-one", TRAIN, [*GT, "--hyperparam", "batch_size:1"], ["'batch_size'", ">= 2", "1"]),
+    ("train-rollout-of-one-sample", TRAIN, [*GT, "--algo", "trpo", "--n-steps", "1"],
+     ["n_steps 1 x --num-cpu 1", "normalises its advantages", "n_steps >= 2"]),
     ("train-hyperparam-flag-out-of-range", TRAIN, [*GT, "--algo", "sac", "-c", "--batch-size", "0"],
      ["--batch-size", "'batch_size'", ">= 1"]),
     ("train-hyperparam-file-corrupt", TRAIN, [*GT, "--hyperparam-file", "{bad}/corrupt.yaml"],
@@ -355,7 +358,7 @@ CATEGORIES = {
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],
     "wrong type or range": [
-        "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
+        "train-minibatch-of-one", "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",
         "train-hyperparam-inf", "train-unbounded-hyperparam-nan", "plots-vis-env-a-path",
@@ -392,7 +395,7 @@ CATEGORIES = {
         "gather-missing-folder", "aggregate-no-run", "compare-missing-npz", "compare-corrupt-npz",
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
-        "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
+        "train-rollout-of-one-sample", "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
         "train-ppo1-rank-without-dist-url", "train-ppo1-minibatches-above-batch",
         "train-gail-learner-key-of-another-learner",
         "train-fpv-without-camera", "enjoy-checkpoint-and-best-model",
