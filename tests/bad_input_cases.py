@@ -358,7 +358,8 @@ CATEGORIES = {
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],
     "wrong type or range": [
-        "train-minibatch-of-one", "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
+        "train-minibatch-of-one",
+        "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",
         "train-hyperparam-inf", "train-unbounded-hyperparam-nan", "plots-vis-env-a-path",
@@ -395,7 +396,8 @@ CATEGORIES = {
         "gather-missing-folder", "aggregate-no-run", "compare-missing-npz", "compare-corrupt-npz",
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
-        "train-rollout-of-one-sample", "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
+        "train-rollout-of-one-sample",
+        "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
         "train-ppo1-rank-without-dist-url", "train-ppo1-minibatches-above-batch",
         "train-gail-learner-key-of-another-learner",
         "train-fpv-without-camera", "enjoy-checkpoint-and-best-model",
