@@ -7,9 +7,15 @@ Arrays a dataset may lack (an srl-zoo dataset recorded elsewhere, say) are None:
 needs (``Dataset.require``) and says which key is missing. Every problem of a dataset's files (unreadable, cut short,
 empty, arrays of different lengths) and of its content for a run (``Dataset.checkActions``, ``Dataset.checkStates``:
 actions outside the run's action space, values that are not finite) is a one-line ValueError.
+
+A dataset's fingerprint (``Dataset.fingerprint``) says whether a folder still holds the frames a model was trained on
+(srl_models.train records it; evaluate and prepare compare it): it depends on the content only, not on the folder's
+name or path, so two recordings with the same settings and seed on one machine share it, and a re-recording into the
+same folder (``dataset_generator -f``) almost always changes it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any
@@ -94,6 +100,33 @@ class Dataset:
 
     def __getitem__(self, key: str) -> np.ndarray:
         return self.arrays[key]
+
+    def fingerprint(self) -> str:
+        """
+        sha256 (hex) over dataset_config.json (as parsed, keys sorted), every array of ARRAY_KEYS the dataset holds
+        (dtype, shape and values; images_path without its first component, the folder's name) and the name and size
+        of each image file images_path names (a missing one: size -1); not the images' bytes, which would cost a read
+        of every frame (the sizes of 100k frames take about 2 s to list).
+
+        :return: the fingerprint
+        """
+        digest = hashlib.sha256(json.dumps(self.config, sort_keys=True, default=str).encode("utf-8"))
+        for key in sorted(self.arrays):
+            array = self.arrays[key]
+            if key == "images_path":
+                array = np.array([str(stem).split("/", 1)[-1] for stem in array])
+            digest.update(f"\n{key}:{array.dtype.str}:{array.shape}\n".encode())
+            digest.update(np.ascontiguousarray(array).tobytes())
+        views = ("_1", "_2") if self.config.get("multi_view") else ("",)
+        for stem in self.arrays.get("images_path", ()):
+            for view in views:
+                file = self.imageFile(str(stem), view)
+                try:
+                    size = os.path.getsize(file)
+                except OSError:
+                    size = -1
+                digest.update(f"{os.path.relpath(file, self.path)}:{size}\n".encode())
+        return digest.hexdigest()
 
     def has(self, key: str) -> bool:
         """:param key: an array name (see ARRAY_KEYS)

@@ -6,6 +6,7 @@ Every model, built in or from a plugin, is a :class:`BaseSRLModel` subclass regi
     <model folder>/
         exp_config.json   {"srl_model": registered name, "state_dim", "img_shape": [C, H, W], "env", "losses",
                            "weights": [files], "api_version", ... training settings}; enough to rebuild the model
+                          (and "dataset_fingerprint": what srl_models.train read, environments.dataset's fingerprint)
         <weights files>   listed in exp_config["weights"] (torch ``.pt`` state dicts, or ``.npz`` arrays)
 
 The observation-mode names the envs compute themselves (ground_truth, raw_pixels, joints, joints_position) are
@@ -27,6 +28,9 @@ from srl_toolbox.files import sha256File
 EXP_CONFIG_FILE = "exp_config.json"
 # srl_models.evaluate's record of the sampled frames' learned states (key "states"), beside their ground truth.
 STATES_FILE = "states.npz"
+# exp_config key of the training dataset's fingerprint (environments.dataset.Dataset.fingerprint); absent in models
+# trained before it was recorded
+DATASET_FINGERPRINT_KEY = "dataset_fingerprint"
 
 
 class SRLType(enum.Enum):
@@ -134,8 +138,19 @@ def readExpConfig(folder: str) -> dict[str, Any]:
     return config
 
 
-# exp_config keys that say what a training produced, not how the model was made
-OUTCOME_KEYS = ("train_loss", "val_loss", "epochs_trained", "updates_trained", "best_epoch", "selected_on")
+# exp_config keys that say what a training produced, not how the model was made (the dataset's fingerprint too: the
+# same recording on another machine may differ in the last bits of its ground truth or in its JPEG sizes)
+OUTCOME_KEYS = ("train_loss", "val_loss", "epochs_trained", "updates_trained", "best_epoch", "selected_on",
+                DATASET_FINGERPRINT_KEY)
+
+
+def missingWeights(folder: str, config: dict[str, Any]) -> list[str]:
+    """
+    :param folder: a model folder
+    :param config: its exp_config.json
+    :return: the weights files its exp_config lists that are not in the folder
+    """
+    return [name for name in config.get("weights", []) if not os.path.isfile(os.path.join(folder, name))]
 
 
 def modelRecipe(folder: str) -> str:

@@ -12,8 +12,10 @@ Invariant: the files in the model folder itself are the model's reference measur
 the benchmarks and ``train --srl-state-scale participation``): its training dataset measured with the default
 settings (k 5, max samples 2000, seed 0). Any other measurement goes to ``evaluations/<dataset folder name>/``
 inside the model folder, the name followed by ``_k<k>_n<frames>_seed<seed>`` for other settings, and by ``_2``,
-``_3``... when that folder already holds the results of another dataset of the same folder name. Measuring again
-with the same settings on the same dataset rewrites the same files.
+``_3``... when that folder already holds the results of another dataset of the same folder name (another
+data_folder, or the same one whose fingerprint was another). The training dataset re-recorded since (its fingerprint,
+environments.dataset.Dataset.fingerprint, differs from exp_config's dataset_fingerprint, where recorded) counts as
+another dataset. Measuring again with the same settings on the same dataset rewrites the same files.
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ from tqdm import tqdm
 from environments import getEnvClass
 from environments.dataset import Dataset
 from srl_models import plotting
-from srl_models.base import STATES_FILE, BaseSRLModel, readExpConfig
+from srl_models.base import DATASET_FINGERPRINT_KEY, STATES_FILE, BaseSRLModel, readExpConfig
 from srl_models.metrics import (
     PROBE_ALPHA,
     gtCorrelation,
@@ -155,6 +157,8 @@ class Evaluation:
     k: int
     seed: int
     output_folder: str  # the model folder (reference), or one of its evaluations/ subfolders: outputFolder
+    fingerprint: str = ""  # the dataset's (Dataset.fingerprint)
+    dataset_changed: bool = False  # the training dataset, re-recorded since the training: datasetChanged
 
 
 def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int = DEFAULT_K,
@@ -187,8 +191,23 @@ def prepareEvaluation(model_folder: str, data_folder: str | None = None, k: int 
         raise ValueError(f"the model {model_folder!r} encodes images of shape {list(model.img_shape)}, the dataset "
                          f"{dataset.path!r} has {list(dataset.img_shape)}")
     suffix = settingsSuffix(k, len(indices), seed, len(dataset))
+    fingerprint = dataset.fingerprint()
     return Evaluation(model_folder, config, dataset, model, indices, ground_truth, k, seed,
-                      outputFolder(model_folder, config, dataset.path, suffix))
+                      outputFolder(model_folder, config, dataset.path, suffix, fingerprint), fingerprint,
+                      datasetChanged(config, dataset.path, fingerprint))
+
+
+def datasetChanged(config: dict[str, Any], data_folder: str, fingerprint: str | None) -> bool:
+    """
+    :param config: a model's exp_config.json
+    :param data_folder: a dataset
+    :param fingerprint: its fingerprint (None: not known)
+    :return: whether it is the model's training dataset folder holding another recording than the one trained on:
+        exp_config's dataset_fingerprint (absent in models trained before it was recorded: never) differs
+    """
+    trained_on, recorded = config.get("data_folder"), config.get(DATASET_FINGERPRINT_KEY)
+    return bool(trained_on and recorded and fingerprint and recorded != fingerprint
+                and os.path.realpath(trained_on) == os.path.realpath(data_folder))
 
 
 def settingsSuffix(k: int, n_samples: int, seed: int, n_frames: int) -> str:
@@ -205,40 +224,47 @@ def settingsSuffix(k: int, n_samples: int, seed: int, n_frames: int) -> str:
     return f"_k{k}_n{n_samples}_seed{seed}"
 
 
-def recordedDataFolders(folder: str) -> list[str] | None:
+def recordedDatasets(folder: str) -> list[tuple[str, str | None]] | None:
     """
     :param folder: an output folder of a measurement
-    :return: the data_folder its JSON files record (unreadable ones give ""), None when it holds none of them
+    :return: the (data_folder, dataset_fingerprint) its JSON files record (unreadable ones give ("", None); no
+        fingerprint: None), None when it holds none of them
     """
     paths = [os.path.join(folder, name) for name in (GTC_FILE, KNN_FILE, PROBE_FILE)]
-    recorded = []
+    recorded: list[tuple[str, str | None]] = []
     for path in filter(os.path.isfile, paths):
         try:
-            recorded.append(str(readJson(path).get("data_folder") or ""))
+            written = readJson(path)
+            recorded.append((str(written.get("data_folder") or ""), written.get(DATASET_FINGERPRINT_KEY)))
         except (OSError, ValueError, AttributeError):
-            recorded.append("")
+            recorded.append(("", None))
     return recorded or None
 
 
-def outputFolder(model_folder: str, config: dict[str, Any], data_folder: str, suffix: str = "") -> str:
+def outputFolder(model_folder: str, config: dict[str, Any], data_folder: str, suffix: str = "",
+                 fingerprint: str | None = None) -> str:
     """
     :param model_folder: a model folder
     :param config: its exp_config.json
     :param data_folder: the dataset measured
     :param suffix: :func:`settingsSuffix` of the measurement
-    :return: where the measurements go: the model folder for the dataset it was trained on with the reference
-        settings (suffix ""), else ``<model folder>/evaluations/<dataset folder name><suffix>``, followed by
-        ``_2``, ``_3``... past folders that hold the results of another dataset (a different data_folder)
+    :param fingerprint: the dataset's fingerprint (None: not compared)
+    :return: where the measurements go: the model folder for the dataset it was trained on, not re-recorded since
+        (:func:`datasetChanged`), with the reference settings (suffix ""), else
+        ``<model folder>/evaluations/<dataset folder name><suffix>``, followed by ``_2``, ``_3``... past folders that
+        hold the results of another dataset (a different data_folder, or a different fingerprint where both are known)
     """
     trained_on = config.get("data_folder")
-    if not suffix and trained_on and os.path.realpath(trained_on) == os.path.realpath(data_folder):
+    if (not suffix and trained_on and os.path.realpath(trained_on) == os.path.realpath(data_folder)
+            and not datasetChanged(config, data_folder, fingerprint)):
         return model_folder
     base = os.path.join(model_folder, OTHER_DATASETS_FOLDER, os.path.basename(os.path.normpath(data_folder)) + suffix)
     folder, number = base, 2
     while True:
-        recorded = recordedDataFolders(folder)
+        recorded = recordedDatasets(folder)
         if recorded is None or all(path and os.path.realpath(path) == os.path.realpath(data_folder)
-                                   for path in recorded):
+                                   and (not fingerprint or not written or written == fingerprint)
+                                   for path, written in recorded):
             return folder
         folder, number = f"{base}_{number}", number + 1
 
@@ -258,7 +284,8 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     gtc = gtCorrelation(states, ev.ground_truth)
     knn_mse = knnMse(states, ev.ground_truth, ev.k)
     probe, probe_skipped = probeStates(states, ev)
-    common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path}
+    common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path,
+              **({DATASET_FINGERPRINT_KEY: ev.fingerprint} if ev.fingerprint else {})}
     os.makedirs(ev.output_folder, exist_ok=True)
     writeJson(os.path.join(ev.output_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
     writeJson(os.path.join(ev.output_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
@@ -382,6 +409,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as error:
         raise UsageError(str(error)) from None
     checkWritableFolder(args.model_folder, "--model-folder")  # the results go beside the model
+    if evaluation.dataset_changed:
+        print(f"The dataset {evaluation.dataset.path} was recorded again since the model was trained (its "
+              f"fingerprint differs from exp_config.json's {DATASET_FINGERPRINT_KEY}): measured as another dataset")
     result = runEvaluation(evaluation, progress=not args.no_progress)
     per_dimension = " ".join(f"{v:.3f}" for v in result["gtc"]["per_dimension"])
     print(f"GTC mean {result['gtc']['mean']:.4f} (per ground-truth dimension: {per_dimension})")

@@ -18,7 +18,9 @@ Invariants:
   reused only when its ``dataset_config.json`` holds those settings, an interrupted one is resumed.
 - A model is reused when a finished folder (evaluated: ``gt_correlation.json`` and ``knn_mse.json`` written) under
   ``<log folder>/<dataset name>/`` was trained on that dataset with the same settings (:func:`trainingSettings`,
-  the training command's defaults included); ``--force`` records and trains again.
+  the training command's defaults included), holds every weights file its exp_config.json lists, and, where its
+  exp_config.json records the dataset's fingerprint, was trained on the dataset the folder holds now (not an earlier
+  recording); ``--force`` records and trains again.
 - The per-env defaults live in :data:`ENV_DEFAULTS` only.
 """
 from __future__ import annotations
@@ -39,6 +41,7 @@ from environments.registry import defaultRenderersText
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS
 from srl_models import train
 from srl_models.augment import AUGMENTATIONS
+from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.evaluate import PROBE_FILE
 from srl_models.pca import PCAModel
@@ -265,12 +268,18 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
             "patience": config.patience}
 
 
-def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any]) -> str | None:
+def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any], fingerprint: str | None = None,
+                     rejected: list[str] | None = None) -> str | None:
     """
     :param log_folder: root of the model folders
     :param dataset_folder: the dataset (its name is the sub-folder searched)
     :param expected: the exp_config entries the folder must hold (``split_dims`` None: none)
-    :return: the newest finished model folder trained with those settings, None when there is none
+    :param fingerprint: the dataset's fingerprint (environments.dataset.Dataset.fingerprint; None: not compared); a
+        folder whose exp_config records another one was trained on an earlier recording
+    :param rejected: filled with why each folder trained with those settings cannot be reused (newest first): a
+        weights file missing, or another recording of the dataset
+    :return: the newest finished, complete model folder trained with those settings on this recording, None when
+        there is none
     """
     root = os.path.join(log_folder, os.path.basename(os.path.normpath(dataset_folder)))
     found: list[tuple[float, str]] = []
@@ -283,8 +292,19 @@ def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, A
         if not isinstance(config, dict) or not all(os.path.isfile(os.path.join(folder, f)) for f in FINISHED_FILES):
             continue
         if all(config.get(key) == value for key, value in expected.items()):
-            found.append((os.path.getmtime(os.path.join(folder, FINISHED_FILES[-1])), folder))
-    return max(found)[1] if found else None
+            found.append((os.path.getmtime(os.path.join(folder, FINISHED_FILES[-1])), folder, config))
+    for _, folder, config in sorted(found, key=lambda entry: entry[:2], reverse=True):
+        missing = missingWeights(folder, config)
+        recorded = config.get(DATASET_FINGERPRINT_KEY)
+        if missing:
+            reason = f"{folder} lacks its weights file(s): {', '.join(missing)}"
+        elif fingerprint and recorded and recorded != fingerprint:
+            reason = f"{folder} was trained on an earlier recording of {dataset_folder} (its dataset fingerprint differs)"
+        else:
+            return folder
+        if rejected is not None:
+            rejected.append(reason)
+    return None
 
 
 def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reused: bool) -> None:
@@ -460,15 +480,23 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         if code:
             raise SystemExit(code)
         checkDatasetSettings(todo.dataset_folder, todo.dataset_settings)
+    try:
+        fingerprint = Dataset.open(todo.dataset_folder).fingerprint()
+    except ValueError as error:  # an unreadable reused dataset
+        raise UsageError(str(error)) from None
     dataset_seconds = time.perf_counter() - start
     rows: list[dict[str, Any]] = []
     for model in todo.names:
         began = time.perf_counter()
-        folder = None if args.force else findTrainedModel(todo.log_folder, todo.dataset_folder, todo.expected[model])
+        rejected: list[str] = []
+        folder = None if args.force else findTrainedModel(todo.log_folder, todo.dataset_folder, todo.expected[model],
+                                                          fingerprint, rejected)
         reused = folder is not None
         if reused:
             print(f"{model}: trained with the same settings on this dataset, reused {folder}", flush=True)
         else:
+            if rejected:
+                print(f"{model}: not reused: {rejected[0]}; training again", flush=True)
             folder = _trainedFolder(model, todo.training[model])
         written = registerModel(todo.config_file, todo.env_id, model, folder)
         gtc, knn, probe = _metrics(folder)

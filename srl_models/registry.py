@@ -11,14 +11,13 @@ shape, not floats, not finite) is refused before a run writes anything."""
 from __future__ import annotations
 
 import inspect
-import os
 from typing import Any
 
 import numpy as np
 import torch
 
 from environments.srl_env import addLearnedModelNames
-from srl_models.base import BaseSRLModel, SRLType, readExpConfig
+from srl_models.base import BaseSRLModel, SRLType, missingWeights, readExpConfig
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins
 
 ENTRY_POINT_GROUP = "srl_toolbox.srl_models"
@@ -113,7 +112,7 @@ def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
     if major != model_class.API_VERSION:
         raise ValueError(f"{folder!r} was written for SRL API version {config.get('api_version')}, this srl-toolbox "
                          f"reads version {model_class.API_VERSION}")
-    missing = [f for f in config.get("weights", []) if not os.path.isfile(os.path.join(folder, f))]
+    missing = missingWeights(folder, config)
     if missing:
         raise ValueError(f"{folder!r} lacks its weights file(s): {', '.join(missing)}")
     try:

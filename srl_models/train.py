@@ -31,7 +31,7 @@ import torch
 
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
-from srl_models.base import EXP_CONFIG_FILE
+from srl_models.base import DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE
 from srl_models.config import preparable
 from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
@@ -536,7 +536,8 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
                   "env": dataset.env_id, "renderer": dataset.renderer, "losses": losses,
                   **({"split_dims": split} if split else {}),
-                  "data_folder": os.path.abspath(config.data_folder), "seed": config.seed, "epochs": config.epochs,
+                  "data_folder": os.path.abspath(config.data_folder), DATASET_FINGERPRINT_KEY: dataset.fingerprint(),
+                  "seed": config.seed, "epochs": config.epochs,
                   **trainingEntries(training), "learning_rate": config.learning_rate, "beta": config.beta,
                   "foreground_weight": foregroundWeight(config, name),
                   "val_split": config.val_split, "patience": config.patience, **sizes}

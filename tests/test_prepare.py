@@ -337,6 +337,34 @@ def test_a_model_without_epochs_is_reused_whatever_the_epochs(tmp_path, monkeypa
     assert found is not None and os.path.abspath(found) == str(older)
 
 
+def test_prepare_trains_again_a_model_without_weights_or_of_an_earlier_recording(tmp_path, monkeypatch, capsys):
+    """A finished folder is reused only with every weights file its exp_config lists and when trained on the dataset
+    the folder holds now (its recorded fingerprint): else the model is trained again and registered, saying why."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["--env", ENV_ID, "--srl-model", "pca", *TINY, "--srl-config-file", str(tmp_path / "srl.yaml")]
+    first = prepare.prepare(argv)[0]
+    assert prepare.prepare(argv)[0]["reused"]
+    os.remove(os.path.join(first["folder"], "srl_model.npz"))
+    capsys.readouterr()
+    second = prepare.prepare(argv)[0]
+    out = capsys.readouterr().out
+    assert not second["reused"] and second["folder"] != first["folder"]
+    assert re.search(r"pca: not reused: \S+ lacks its weights file\(s\): srl_model.npz; training again\n", out)
+    assert os.path.isfile(os.path.join(second["folder"], "srl_model.npz"))
+    assert readSRLConfig(str(tmp_path / "srl.yaml"))[ENV_ID]["pca"] == second["registered"]
+    # the dataset recorded again into its folder (here: other rewards): the model trained on it before is stale
+    data_file = tmp_path / "data" / f"{ENV_ID}_2ep_16x16_sprites_seed0" / "preprocessed_data.npz"
+    with np.load(data_file) as data:
+        arrays = {key: data[key] for key in data.files}
+    np.savez(data_file, **{**arrays, "rewards": arrays["rewards"] + 1})
+    third = prepare.prepare(argv)[0]
+    out = capsys.readouterr().out
+    assert not third["reused"] and third["folder"] not in (first["folder"], second["folder"])
+    assert re.search(r"pca: not reused: \S+ was trained on an earlier recording of \S+_2ep_16x16_sprites_seed0 "
+                     r"\(its dataset fingerprint differs\); training again\n", out)
+    assert prepare.prepare(argv)[0]["folder"] == third["folder"]  # the new one is reused
+
+
 def test_bad_prepare_input_exits_2(tmp_path):
     result = runModule("srl_models.prepare", "--env", ENV_ID, "--srl-model", "nope", cwd=str(tmp_path))
     assert result.returncode == 2 and result.stderr.startswith("error: --srl-model: 'nope'")

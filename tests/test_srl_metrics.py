@@ -16,7 +16,7 @@ from environments.dataset import Dataset
 from environments.dataset_generator import main as generateDataset
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from srl_models import evaluate, explore_latent, plotting, registry
-from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, SRLType
+from srl_models.base import DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE, BaseSRLModel, SRLType
 from srl_models.metrics import gtCorrelation, knnMse, nearestNeighbours, participationRatio, sampleIndices
 from srl_models.models import SRLSplitsModel
 from srl_models.train import trainFromArgs
@@ -332,6 +332,53 @@ def test_evaluateTwoDatasetsOfTheSameName(tmp_path, dataFolder, testModels, caps
                 assert json.load(handle)["data_folder"] == data_folder
     assert sorted(os.listdir(evaluations)) == ["mr", "mr_2"]
     assert out.endswith(f"in {evaluations}/mr_2 (the model's reference measurements, in {folder}, are unchanged)\n")
+
+
+def test_theDatasetFingerprintIsRecordedAndStable(tmp_path, dataFolder):
+    """Two recordings with the same settings and seed share a fingerprint (whatever their folders' names); the
+    training records its dataset's in exp_config.json; another recording into the same folder changes it."""
+    argv = ["--env", ENV, "--num-episode", "4", "--max-steps", "40", "--save-path", str(tmp_path), "--img-shape",
+            *map(str, IMG), "--no-progress"]
+    assert generateDataset([*argv, "--name", "again"]) == 0
+    fingerprint = Dataset.open(dataFolder).fingerprint()
+    assert Dataset.open(str(tmp_path / "again")).fingerprint() == fingerprint and len(fingerprint) == 64
+    folder = trainFromArgs(["--data-folder", dataFolder, "--srl-model", "random", "--state-dim", "4", "--log-folder",
+                            str(tmp_path / "logs"), "--no-eval", "--no-progress"])
+    with open(os.path.join(folder, EXP_CONFIG_FILE)) as handle:
+        assert json.load(handle)[DATASET_FINGERPRINT_KEY] == fingerprint
+    assert generateDataset([*argv, "--name", "again", "--seed", "5", "-f"]) == 0
+    assert Dataset.open(str(tmp_path / "again")).fingerprint() != fingerprint
+
+
+def test_evaluateKeepsTheReferenceOfADatasetRecordedAgain(tmp_path, dataFolder, testModels, capsys):
+    """The training dataset recorded again into its folder is measured as another dataset: into evaluations/, said
+    in one line, the model folder's own measurements left byte for byte; a model trained before the fingerprint was
+    recorded keeps its behaviour (the folder's dataset is the reference)."""
+    data = str(tmp_path / "mr")
+    shutil.copytree(dataFolder, data)
+    folder = saveModel(str(tmp_path / "model"), data, "test_linear",
+                       dataset_fingerprint=Dataset.open(data).fingerprint())
+    old_folder = saveModel(str(tmp_path / "old_model"), data, "test_linear")
+    assert runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)[0] == 0
+    names = (evaluate.GTC_FILE, evaluate.KNN_FILE, evaluate.PROBE_FILE, evaluate.STATES_FILE)
+    own = {name: (tmp_path / "model" / name).read_bytes() for name in names}
+    assert generateDataset(["--env", ENV, "--num-episode", "3", "--max-steps", "40", "-r", "--seed", "5", "--name",
+                            "mr", "--save-path", str(tmp_path), "--img-shape", *map(str, IMG), "-f",
+                            "--no-progress"]) == 0
+    code, out, err = runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)
+    assert code == 0, err
+    assert {name: (tmp_path / "model" / name).read_bytes() for name in names} == own
+    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "mr")
+    assert f"The dataset {data} was recorded again since the model was trained" in out
+    assert f"in {measured} (the model's reference measurements, in {folder}, are unchanged)" in out
+    with open(os.path.join(measured, evaluate.GTC_FILE)) as handle:
+        measurement = json.load(handle)
+    assert measurement["data_folder"] == data
+    assert measurement[DATASET_FINGERPRINT_KEY] == Dataset.open(data).fingerprint()
+    # a model without a recorded fingerprint: its folder's dataset is its reference, as before
+    code, out, err = runMain(evaluate, ["--model-folder", old_folder, "--no-progress"], capsys)
+    assert code == 0, err
+    assert "recorded again" not in out and out.endswith(f"in {old_folder}\n")
 
 
 def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
