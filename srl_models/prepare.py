@@ -412,6 +412,8 @@ def plan(args: argparse.Namespace) -> Plan:
             checkPCAComponents(training[model], args.env, episodes, reuse_dataset)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
+    if args.srl_config_file and not os.path.isdir(os.path.dirname(config_file)):
+        raise UsageError(f"--srl-config-file {args.srl_config_file!r}: the folder does not exist")
     if os.path.exists(config_file):
         try:
             readSRLConfig(config_file)

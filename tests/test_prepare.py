@@ -254,6 +254,8 @@ BAD_PREPARE = [
      "argument --augment: invalid choice: 'flip' (choose from 'none', 'shift')"),
     ("curl unaugmented", ["--env", ENV_ID, "--srl-model", "vae", "curl", "--augment", "none"],
      "--augment none: the curl loss contrasts two augmentations of one frame"),
+    ("config file in a missing folder", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file",
+                                         "{tmp}/nowhere/srl.yaml"], "/nowhere/srl.yaml': the folder does not exist"),
     ("empty config file", ["--env", ENV_ID, "--srl-model", "vae", "--srl-config-file", ""],
      "--srl-config-file: '' is empty"),
     ("huge state", ["--env", ENV_ID, "--srl-model", "vae", "--state-dim", "1e30"], "--state-dim: '1e30'"),
