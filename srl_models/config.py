@@ -415,11 +415,22 @@ def checkRecordedModel(record: dict[str, Any], folder: str | None = None) -> str
     :param record: the run's srl_model.json (from :func:`describeSRLModel`)
     :param folder: a folder to use instead of the recorded path (a moved copy), None for the recorded one
     :return: the absolute model folder
-    :raises ValueError: missing folder or different files (hash mismatch) (one line)
+    :raises ValueError: missing folder or different files (hash mismatch) (one line): the message says whether the
+        folder holds a model of another env, another model kind, is another folder, or is the recorded folder with
+        other contents
     """
     folder = os.path.abspath(folder or record["path"])
-    current = describeSRLModel(folder)["hash"]
-    if current != record["hash"]:
-        raise ValueError(f"SRL model folder {folder!r} changed since the run was trained (hash {current[:12]}, run "
-                         f"recorded {record['hash'][:12]}); point --srl-model-path at the model the run used")
+    current = describeSRLModel(folder)
+    if current["hash"] != record["hash"]:
+        hashes = f"(hash {current['hash'][:12]}, run recorded {record['hash'][:12]})"
+        hint = "point --srl-model-path at the model the run used"
+        if record.get("env") and current["env"] and current["env"] != record["env"]:
+            what = f"is a model of {current['env']}, the run used one of {record['env']}"
+        elif current["name"] != record["name"]:
+            what = f"is a {current['name']} model, the run used a {record['name']} model"
+        elif folder != os.path.abspath(record["path"]):
+            what = f"is not the run's {record['name']} model {record['path']!r}: its files differ"
+        else:
+            what = "changed since the run was trained"
+        raise ValueError(f"SRL model folder {folder!r} {what} {hashes}; {hint}")
     return folder

@@ -478,8 +478,16 @@ def test_recorded_model_hash_is_checked(counting, tmp_path):
     moved = shutil.copytree(folder, str(tmp_path / "moved"))
     assert checkRecordedModel(record) == folder and checkRecordedModel(record, moved) == moved
     np.save(os.path.join(moved, "projection.npy"), np.zeros((1, 4), dtype=np.float32))
-    with pytest.raises(ValueError, match="changed since the run was trained"):
+    # another folder with other files is another model, not a changed one
+    with pytest.raises(ValueError, match=f"is not the run's counting model '{folder}': its files differ"):
         checkRecordedModel(record, moved)
+    with pytest.raises(ValueError, match=f"is a model of {ENV_ID}, the run used one of OtherEnv-v0"):
+        checkRecordedModel({**record, "env": "OtherEnv-v0"}, moved)
+    with pytest.raises(ValueError, match="is a counting model, the run used a vae model"):
+        checkRecordedModel({**record, "name": "vae"}, moved)
+    np.save(os.path.join(folder, "projection.npy"), np.zeros((1, 4), dtype=np.float32))
+    with pytest.raises(ValueError, match="changed since the run was trained"):
+        checkRecordedModel(record)
 
 
 def test_encoder_is_frozen():
