@@ -69,6 +69,27 @@ KNN_PLOT_NEIGHBOURS = 5  # neighbours shown per query (at most k)
 ENCODE_BATCH = 256
 
 
+def _cameras(shape: tuple[int, ...]) -> str:
+    """:return: " (one camera)" / " (two cameras)" for a [C, H, W] shape of 3 / 6 channels, "" otherwise"""
+    return {3: " (one camera)", 6: " (two cameras)"}.get(int(shape[0]), "") if len(shape) == 3 else ""
+
+
+def _recordingFlags(model_shape: tuple[int, ...], data_shape: tuple[int, ...]) -> str:
+    """
+    :param model_shape: the [C, H, W] a model encodes
+    :param data_shape: the [C, H, W] of a dataset's frames
+    :return: what to record a dataset with for the model, naming only what differs: the size (--img-shape is
+        always 3 H W) and/or the cameras (two cameras, --fpv or --multi-view, make 6 channels)
+    """
+    needs = []
+    if tuple(model_shape[1:]) != tuple(data_shape[1:]):
+        needs.append(f"--img-shape 3 {model_shape[-2]} {model_shape[-1]}")
+    if model_shape[0] != data_shape[0]:
+        needs.append("two cameras (--fpv: mobile robots, --multi-view: Kuka arms)" if model_shape[0] == 6
+                     else "one camera (no --fpv or --multi-view)")
+    return " and ".join(needs) or "the model's image shape"
+
+
 def openModelDataset(model_folder: str, data_folder: str | None = None,
                      need_ground_truth: bool = True) -> tuple[dict[str, Any], Dataset]:
     """
@@ -93,9 +114,10 @@ def openModelDataset(model_folder: str, data_folder: str | None = None,
                          f"trained on {model_env}: measure it on a {model_env} dataset")
     model_shape = tuple(int(v) for v in config.get("img_shape", ()))
     if model_shape and model_shape != dataset.img_shape:
-        raise ValueError(f"dataset {data_folder!r} has images of shape {list(dataset.img_shape)}, the model "
-                         f"{model_folder!r} encodes {list(model_shape)}: use a dataset recorded with --img-shape "
-                         f"{' '.join(map(str, model_shape[-3:]))}")
+        raise ValueError(f"dataset {data_folder!r} has images of shape {list(dataset.img_shape)}"
+                         f"{_cameras(dataset.img_shape)}, the model {model_folder!r} encodes {list(model_shape)}"
+                         f"{_cameras(model_shape)}: use a dataset recorded with "
+                         f"{_recordingFlags(model_shape, dataset.img_shape)}")
     dataset.require("images_path", purpose="encoding the frames")
     if len(dataset) == 0:
         raise ValueError(f"dataset {data_folder!r} is empty")

@@ -385,6 +385,9 @@ def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
     model = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
     kuka_model = saveModel(str(tmp_path / "kuka"), dataFolder, "test_linear", env="KukaButtonGymEnv-v0")
     big_model = saveModel(str(tmp_path / "big"), dataFolder, "test_linear", img_shape=(3, 64, 64))
+    # a model of two cameras (--fpv) at the dataset's size: the cameras differ, not the --img-shape
+    two_cameras = saveModel(str(tmp_path / "fpv"), dataFolder, "test_linear", img_shape=(6, *IMG[1:]))
+    big_two_cameras = saveModel(str(tmp_path / "big_fpv"), dataFolder, "test_linear", img_shape=(6, 64, 64))
     unknown = saveModel(str(tmp_path / "unknown"), dataFolder, "test_linear")
     with open(os.path.join(unknown, EXP_CONFIG_FILE)) as handle:
         config = json.load(handle)
@@ -401,7 +404,11 @@ def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
         "not an SRL model folder": ["--model-folder", tmp_path / "empty"],
         "not installed": ["--model-folder", unknown],
         "recorded on MobileRobotGymEnv-v0": ["--model-folder", kuka_model],
-        "shape [3, 32, 32]": ["--model-folder", big_model],
+        "shape [3, 32, 32] (one camera), the model": ["--model-folder", big_model],
+        "[3, 64, 64] (one camera): use a dataset recorded with --img-shape 3 64 64": ["--model-folder", big_model],
+        f"encodes [6, {IMG[1]}, {IMG[2]}] (two cameras): use a dataset recorded with two cameras (--fpv: mobile robots, "
+        "--multi-view: Kuka arms)": ["--model-folder", two_cameras],
+        "use a dataset recorded with --img-shape 3 64 64 and two cameras (--fpv": ["--model-folder", big_two_cameras],
         "ground_truth_states": ["--model-folder", model, "--data-folder", no_gt],
         "k=50": ["--model-folder", model, "--k", "50", "--max-samples", "40"],
         "must be a positive integer": ["--model-folder", model, "--k", "0"],
