@@ -309,13 +309,20 @@ class Dataset:
         height, width = (img_shape or self.img_shape)[1:]
         views = ("_1", "_2") if self.config.get("multi_view") else ("",)
         images = np.empty((len(stems), height, width, 3 * len(views)), dtype=np.uint8)
-        for i, stem in enumerate(stems):
-            for v, view in enumerate(views):
-                file = self.imageFile(str(stem), view)
-                image = cv2.imread(file, cv2.IMREAD_COLOR)
-                if image is None:
-                    raise ValueError(f"cannot read image {file}")
-                if image.shape[:2] != (height, width):
-                    image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
-                images[i, :, :, 3 * v:3 * v + 3] = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        log_level = cv2.utils.logging.getLogLevel()
+        # OpenCV's own warning for a missing or undecodable file (findDecoder ...) would precede the one-line error
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_ERROR)
+        try:
+            for i, stem in enumerate(stems):
+                for v, view in enumerate(views):
+                    file = self.imageFile(str(stem), view)
+                    image = cv2.imread(file, cv2.IMREAD_COLOR)
+                    if image is None:
+                        raise ValueError(f"cannot read image {file}"
+                                         + ("" if os.path.isfile(file) else ": the file is missing"))
+                    if image.shape[:2] != (height, width):
+                        image = cv2.resize(image, (width, height), interpolation=cv2.INTER_AREA)
+                    images[i, :, :, 3 * v:3 * v + 3] = cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+        finally:
+            cv2.utils.logging.setLogLevel(log_level)
         return images

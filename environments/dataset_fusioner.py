@@ -216,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     *sources, destination = args.merge
     result = merge(sources, destination)
     episodes = int(np.count_nonzero(result["episode_starts"]))
-    print(f"Dataset: {destination} ({episodes} episodes, {len(result['rewards'])} frames, from "
+    print(f"Dataset: {destination} ({episodes} episode{'s' * (episodes != 1)}, {len(result['rewards'])} frames, from "
           f"{len(sources)} datasets)")
     if args.delete_sources:
         for source in sources:

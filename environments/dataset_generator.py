@@ -214,7 +214,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     if "force_down" in keywords and not config.action_joints:  # (joint moves have no up to forbid)
         env_kwargs["force_down"] = True  # random actions, as the old generator: the arm never moves up, presses more
     for flag, keyword, example, given in (("--multi-view", "multi_view", "Kuka envs", config.multi_view),
-                                          ("--fpv", "fpv", "MobileRobot", config.fpv)):
+                                          ("--fpv", "fpv", "mobile robot envs", config.fpv)):
         if given:
             if keyword not in keywords:
                 raise UsageError(f"{flag}: {config.env} has no {keyword} camera ({example} do)")
@@ -686,7 +686,8 @@ def generate(config: GeneratorConfig) -> int:
     publish(partial_dir, final_dir, lock)
     total = len(merged["rewards"])
     rate = f", {frames / elapsed:.0f} frames/s with {num_cpu} process{'es' if num_cpu > 1 else ''}" if frames else ""
-    print(f"Dataset: {final_dir} ({spec.num_episodes} episodes, {total} frames{rate})")
+    print(f"Dataset: {final_dir} ({spec.num_episodes} episode{'s' * (spec.num_episodes != 1)}, {total} "
+          f"frame{'s' * (total != 1)}{rate})")
     if config.reward_dist:
         print(rewardDistribution(merged["rewards"]))
     return 0

@@ -330,6 +330,10 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe, "probe_skipped": probe_skipped}
 
 
+# why there is no linear probe on frames of one episode (none to hold out); prepare's table says it too
+SINGLE_EPISODE = "the frames come from a single episode: nothing to hold out"
+
+
 def probeStates(states: np.ndarray, evaluation: Evaluation) -> tuple[dict[str, Any] | None, str | None]:
     """
     :param states: the learned states of evaluation.indices
@@ -340,7 +344,7 @@ def probeStates(states: np.ndarray, evaluation: Evaluation) -> tuple[dict[str, A
     """
     episodes = evaluation.dataset.episodeIndex()[evaluation.indices]
     if len(np.unique(episodes)) < 2:
-        return None, "the frames come from a single episode: nothing to hold out"
+        return None, SINGLE_EPISODE
     held_out = heldOutEpisodes(episodes, seed=evaluation.seed)
     if min(int(held_out.sum()), int((~held_out).sum())) < 2:
         return None, (f"the held-out episodes give {int(held_out.sum())} of the {len(held_out)} measured frames and "
@@ -350,10 +354,11 @@ def probeStates(states: np.ndarray, evaluation: Evaluation) -> tuple[dict[str, A
 
 def summaryLine(result: dict[str, Any]) -> str:
     """:param result: from :func:`runEvaluation`
-    :return: "GTC mean G, KNN-MSE K, probe R2 P" (probe "-" when there is none)"""
+    :return: "GTC mean G, KNN-MSE K, probe R2 P" (probe "- (why not)" when there is none)"""
     probe = result.get("probe")
+    skipped = f" ({result['probe_skipped']})" if result.get("probe_skipped") else ""
     return (f"GTC mean {result['gtc']['mean']:.3f}, KNN-MSE {result['knn_mse']:.4g}, probe R2 "
-            + ("-" if probe is None else f"{probe['mean']:.3f}"))
+            + (f"-{skipped}" if probe is None else f"{probe['mean']:.3f}"))
 
 
 def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:

@@ -43,7 +43,7 @@ from srl_models import train
 from srl_models.augment import AUGMENTATIONS
 from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
-from srl_models.evaluate import PROBE_FILE
+from srl_models.evaluate import PROBE_FILE, SINGLE_EPISODE
 from srl_models.pca import PCAModel
 from srl_models.train import (
     foregroundWeight,
@@ -338,7 +338,8 @@ def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reuse
     most = training_episodes * int(max_steps)
     if state_dim > most:
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images, and "
-                         f"--episodes {episodes} give at most {most} ({training_episodes} training episodes of at "
+                         f"--episodes {episodes} give at most {most} ({training_episodes} training "
+                         f"episode{'s' * (training_episodes != 1)} of at "
                          f"most {max_steps} steps, the others held out for validation); give a --state-dim of at "
                          f"most {most}, or more --episodes")
 
@@ -461,6 +462,21 @@ def summaryTable(rows: list[dict[str, Any]]) -> str:
                      for line in [header, *lines])
 
 
+def probeNote(rows: list[dict[str, Any]], episodes: int) -> str | None:
+    """
+    :param rows: the summary table's rows
+    :param episodes: the dataset's episodes
+    :return: the line saying why the table's probe R2 is "-" for the evaluated models without one, None when all
+        have one
+    """
+    missing = [row["model"] for row in rows if row.get("probe") is None and row["gtc"] is not None]
+    if not missing:
+        return None
+    why = (SINGLE_EPISODE if episodes < 2 else
+           f"no {PROBE_FILE} in the folder: python -m srl_models.evaluate --model-folder FOLDER says why")
+    return f"probe R2 - ({', '.join(missing)}): {why}"
+
+
 def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """
     Everything the command does.
@@ -507,6 +523,9 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     print(f"\nRegistered in {todo.config_file} under {todo.env_id} (dataset {todo.dataset_folder}, "
           f"{dataset_seconds:.0f} s):")
     print(summaryTable(rows))
+    note = probeNote(rows, todo.dataset_settings["num_episodes"])
+    if note:
+        print(note)
     command = trainCommand(todo.env_id, todo.names[0], todo.dataset_settings["random_target"], args.srl_config_file,
                            todo.camera)
     print(f"Total {time.perf_counter() - start:.0f} s. Use one with: {command}")

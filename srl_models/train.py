@@ -48,6 +48,7 @@ from srl_models.trainer import (
     framesAfter,
     monitorVal,
     splitEpisodes,
+    splitNote,
     trainNetwork,
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
@@ -527,7 +528,8 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     sizes = datasetSizes(dataset, losses)
     if config.state_dim is None and list(losses) == ["supervised"] and not split:
         state_dim = sizes["ground_truth_dim"]  # one state dimension per ground-truth dimension by default
-    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), config.val_split, config.seed)
+    episodes = dataset.episodeIndex()
+    train_rows, val_rows = splitEpisodes(episodes, config.val_split, config.seed)
     if issubclass(model_class, PCAModel) and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                          f"({len(train_rows)})")
@@ -550,10 +552,14 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
           f"{len(val_rows)} for validation; model {name}, losses "
           f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}; "
           + ("no gradient updates (no loss to train)" if not losses else
-             (f"{training['updates']} updates" if training["updates"] else f"at most {config.epochs} epochs")
+             (f"{training['updates']} updates" if training["updates"] else
+              f"at most {config.epochs} epoch{'s' * (config.epochs != 1)}")
              + f" of minibatches of {training['batch_size']}, augment {training['augment']}"
              + (f", pairs at horizon {training['horizon']}" if training["horizon"] is not None else "")
              + (f", momentum target tau {training['tau']:g}" if training["tau"] is not None else "")))
+    note = splitNote(len(np.unique(episodes)), config.val_split, len(val_rows), len(episodes)) if losses else None
+    if note:
+        print(note)
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 

@@ -40,6 +40,26 @@ def heldOutEpisodeCount(n_episodes: int, val_split: float) -> int:
     return min(n_val, max(n_episodes - 1, 0))
 
 
+def splitNote(n_episodes: int, val_split: float, n_val_rows: int, n_rows: int) -> str | None:
+    """
+    :param n_episodes: episodes of the dataset
+    :param val_split: the asked fraction of episodes to hold out
+    :param n_val_rows: frames :func:`splitEpisodes` held out
+    :param n_rows: frames of the dataset
+    :return: a note when whole episodes make the held-out part differ from ``val_split`` (one episode at least
+        of 2 or more, never all), or leave nothing held out (the best epoch is then chosen by training loss); None
+        when it is the fraction asked (rounded) or no validation was asked
+    """
+    n_val = heldOutEpisodeCount(n_episodes, val_split)
+    if val_split <= 0 or (n_val > 0 and n_val == int(round(val_split * n_episodes))):
+        return None
+    if n_val == 0:
+        return (f"note: --val-split {val_split:g} holds out whole episodes and the dataset has {n_episodes} "
+                f"episode{'s' * (n_episodes != 1)}: nothing is held out, the best epoch is chosen by training loss")
+    return (f"note: --val-split {val_split:g} holds out whole episodes: {n_val} of {n_episodes} episodes "
+            f"({n_val_rows} of {n_rows} frames, {100 * n_val_rows / max(n_rows, 1):.0f}%)")
+
+
 def splitEpisodes(episode_index: np.ndarray, val_split: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """
     Hold out whole episodes (frames of one episode are nearly identical: a row-wise split would validate on the

@@ -262,13 +262,13 @@ BAD_PREPARE = [
     ("second camera of another env", ["--env", ENV_ID, "--srl-model", "vae", "--multi-view"],
      f"--multi-view: {ENV_ID} has no multi_view camera (Kuka envs do)"),
     ("first-person view of an arm", ["--env", "KukaButtonGymEnv-v0", "--srl-model", "vae", "--fpv"],
-     "--fpv: KukaButtonGymEnv-v0 has no fpv camera (MobileRobot do)"),
+     "--fpv: KukaButtonGymEnv-v0 has no fpv camera (mobile robot envs do)"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
      "was recorded with other settings (seed differ)"),
     # before the dataset is recorded and the vae trained: 2 episodes of at most 250 steps, one held out
     ("pca components", ["--env", ENV_ID, "--srl-model", "vae", "pca", "--episodes", "2", "--state-dim", "300"],
      "--state-dim 300: PCA cannot find more components than training images, and --episodes 2 give at most 250 "
-     "(1 training episodes of at most 250 steps"),
+     "(1 training episode of at most 250 steps"),
 ]
 
 
@@ -538,3 +538,11 @@ def test_the_docs_flag_table_has_a_row_per_flag_and_names_each_envs_renderer() -
         renderer = defaultRenderer(env_id)
         if renderer != REFERENCE_RENDERER:
             assert re.search(rf"\b{re.escape(env_id)}\b", groups[renderer]), (env_id, renderer)
+
+
+def test_the_table_says_why_a_probe_is_missing() -> None:
+    rows = [{"model": "vae", "gtc": 0.5, "probe": None}, {"model": "pca", "gtc": 0.4, "probe": 0.3},
+            {"model": "ae", "gtc": None, "probe": None}]
+    assert prepare.probeNote(rows, 1) == "probe R2 - (vae): the frames come from a single episode: nothing to hold out"
+    assert "srl_models.evaluate --model-folder FOLDER says why" in prepare.probeNote(rows, 2)
+    assert prepare.probeNote(rows[1:], 1) is None

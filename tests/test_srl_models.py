@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -12,7 +13,9 @@ import pytest
 import torch
 from conftest import runModule
 
+from environments import dataset_generator
 from environments.dataset import Dataset
+from srl_models import train as train_module
 from srl_models.losses import LOSSES, LossContext, sameActionPairs
 from srl_models.models import InverseModel, RandomModel, SRLCombinationModel, SRLSplitsModel, VAEModel
 from srl_models.pca import PCAModel, topComponents
@@ -20,7 +23,8 @@ from srl_models.prepare import trainingSettings
 from srl_models.registry import loadSRLModel
 from srl_models.train import rewardClasses, rewardClassOf, trainFromArgs
 from srl_models.train_config import SRLTrainConfig
-from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, splitEpisodes, trainNetwork
+from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, splitEpisodes, splitNote, trainNetwork
+from srl_toolbox.cli import runCommand
 from srl_toolbox.files import sha256File
 
 N_EPISODES, N_STEPS, IMG = 4, 50, 32
@@ -317,3 +321,40 @@ def test_kept_weights_are_the_best_epochs(tinyDataset: str, images: np.ndarray) 
                            TrainSettings(epochs=4, batch_size=32, patience=0, progress=False), on_epoch=record)
     assert sorted(states) == [1, 2, 3, 4] and all(entry["seen"] for entry in history)
     np.testing.assert_array_equal(model.getState(images[:5]), states[bestEpoch(history, model.network)])
+
+
+def test_a_missing_frame_is_one_line_without_opencv_s_warning(tinyDataset: str, tmp_path, capfd) -> None:
+    data = shutil.copytree(tinyDataset, str(tmp_path / "data"))
+    missing = Dataset.open(data).imageFile(str(Dataset.open(data)["images_path"][3]), "")
+    os.remove(missing)
+    capfd.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(train_module.main, ["--data-folder", data, "--log-folder", str(tmp_path / "logs"),
+                                       "--srl-model", "pca", *COMMON_ARGS])
+    err = capfd.readouterr().err  # OpenCV writes to the process's stderr: fd level
+    assert exit_info.value.code == 2
+    assert err == f"error: cannot read image {missing}: the file is missing\n", err
+
+
+def test_split_note_says_what_whole_episodes_hold_out() -> None:
+    assert splitNote(2, 0.1, 250, 500) == ("note: --val-split 0.1 holds out whole episodes: 1 of 2 episodes (250 of "
+                                           "500 frames, 50%)")
+    assert splitNote(1, 0.1, 0, 250) == ("note: --val-split 0.1 holds out whole episodes and the dataset has 1 "
+                                         "episode: nothing is held out, the best epoch is chosen by training loss")
+    assert splitNote(10, 0.1, 50, 500) is None and splitNote(2, 0.5, 250, 500) is None
+    assert splitNote(2, 0.0, 0, 500) is None  # no validation asked: nothing to say
+
+
+def test_one_episode_says_why_there_is_no_probe_and_no_validation(tmp_path, capsys) -> None:
+    """A one-episode dataset: the dataset line, the epochs and the probe's "-" read right and say why."""
+    assert dataset_generator.main(["--env", "MobileRobotGymEnv-v0", "--name", "one", "--save-path", str(tmp_path),
+                                   "--num-episode", "1", "--max-steps", "20", "--img-shape", "3", "16", "16",
+                                   "--no-progress"]) == 0
+    assert "(1 episode, 20 frames" in capsys.readouterr().out
+    trainFromArgs(["--data-folder", str(tmp_path / "one"), "--log-folder", str(tmp_path / "logs"), "--srl-model",
+                   "vae", "--epochs", "1", "--batch-size", "8", "--state-dim", "2", "--no-progress"])
+    out = capsys.readouterr().out
+    assert "at most 1 epoch of minibatches" in out, out
+    assert ("note: --val-split 0.1 holds out whole episodes and the dataset has 1 episode: nothing is held out, the "
+            "best epoch is chosen by training loss") in out
+    assert "probe R2 - (the frames come from a single episode: nothing to hold out)" in out
