@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from environments import dataset_generator, envOffers, getEnvClass, registered_env, resolvedRenderer
@@ -268,21 +269,31 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
             "patience": config.patience}
 
 
-def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any], fingerprint: str | None = None,
-                     rejected: list[str] | None = None) -> str | None:
+def _datasetFingerprint(dataset_folder: str) -> str:
+    """:return: the dataset's fingerprint (environments.dataset.Dataset.fingerprint)
+    :raises UsageError: an unreadable dataset (one line)"""
+    try:
+        return Dataset.open(dataset_folder).fingerprint()
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+
+
+def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any],
+                     fingerprint: str | Callable[[], str] | None = None, rejected: list[str] | None = None) -> str | None:
     """
     :param log_folder: root of the model folders
     :param dataset_folder: the dataset (its name is the sub-folder searched)
     :param expected: the exp_config entries the folder must hold (``split_dims`` None: none)
-    :param fingerprint: the dataset's fingerprint (environments.dataset.Dataset.fingerprint; None: not compared); a
-        folder whose exp_config records another one was trained on an earlier recording
+    :param fingerprint: the dataset's fingerprint (environments.dataset.Dataset.fingerprint), or a function giving it
+        (called only for a folder that records one); None: not compared. A folder whose exp_config records another
+        one was trained on an earlier recording
     :param rejected: filled with why each folder trained with those settings cannot be reused (newest first): a
         weights file missing, or another recording of the dataset
     :return: the newest finished, complete model folder trained with those settings on this recording, None when
         there is none
     """
     root = os.path.join(log_folder, os.path.basename(os.path.normpath(dataset_folder)))
-    found: list[tuple[float, str]] = []
+    found: list[tuple[float, str, dict[str, Any]]] = []
     for entry in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         folder = os.path.join(root, entry)
         try:
@@ -298,7 +309,7 @@ def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, A
         recorded = config.get(DATASET_FINGERPRINT_KEY)
         if missing:
             reason = f"{folder} lacks its weights file(s): {', '.join(missing)}"
-        elif fingerprint and recorded and recorded != fingerprint:
+        elif fingerprint and recorded and recorded != (fingerprint() if callable(fingerprint) else fingerprint):
             reason = f"{folder} was trained on an earlier recording of {dataset_folder} (its dataset fingerprint differs)"
         else:
             return folder
@@ -413,8 +424,12 @@ def plan(args: argparse.Namespace) -> Plan:
             checkPCAComponents(training[model], args.env, episodes, reuse_dataset)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
-    if args.srl_config_file and not os.path.isdir(os.path.dirname(config_file)):
-        raise UsageError(f"--srl-config-file {args.srl_config_file!r}: the folder does not exist")
+    made = [os.path.abspath(folder) for folder in (args.log_folder, args.data_folder)]  # this command makes them
+    config_folder = os.path.dirname(config_file)
+    if args.srl_config_file and not os.path.isdir(config_folder) and not any(
+            os.path.commonpath([config_folder, other]) == config_folder for other in made):
+        raise UsageError(f"--srl-config-file {args.srl_config_file!r}: the folder does not exist (nor is it "
+                         f"--log-folder, --data-folder or a folder above them, which this command makes)")
     if os.path.exists(config_file):
         try:
             readSRLConfig(config_file)
@@ -498,10 +513,7 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         if code:
             raise SystemExit(code)
         checkDatasetSettings(todo.dataset_folder, todo.dataset_settings)
-    try:
-        fingerprint = Dataset.open(todo.dataset_folder).fingerprint()
-    except ValueError as error:  # an unreadable reused dataset
-        raise UsageError(str(error)) from None
+    fingerprint = functools.cache(functools.partial(_datasetFingerprint, todo.dataset_folder))  # when a folder has one
     dataset_seconds = time.perf_counter() - start
     rows: list[dict[str, Any]] = []
     for model in todo.names:
