@@ -351,7 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     bar.close()
     env.close()
     if episode_rewards:
-        print(f"Mean episode reward over {len(episode_rewards)} episodes: {np.mean(episode_rewards):.2f}")
+        print(f"Mean episode reward over {len(episode_rewards)} episode{'' if len(episode_rewards) == 1 else 's'}: "
+              f"{np.mean(episode_rewards):.2f}")
     else:
         print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
     if video is not None and video.frame_count:

@@ -157,7 +157,7 @@ def test_run_replays_and_records_an_expert_dataset(gailRun, tmp_path):
         assert "gail/discriminator_loss" in handle.readline()
     result = runModule("replay.enjoy_baselines", "--log-dir", gailRun, "--num-timesteps", "250", "--deterministic")
     assert result.returncode == 0, result.stderr
-    assert "Mean episode reward over 1 episodes" in result.stdout
+    assert "Mean episode reward over 1 episode:" in result.stdout
 
 
 def test_expert_states_and_frames_are_the_envs(gailRun, tmp_path):

@@ -193,7 +193,7 @@ def test_sac_run_folder_and_replay(sacRun):
     assert type(model).__name__ == "SAC" and model._n_updates > 0
     result = runModule("replay.enjoy_baselines", "--log-dir", sacRun, "--num-timesteps", "300", "--deterministic")
     assert result.returncode == 0, result.stderr
-    assert "Mean episode reward over 1 episodes" in result.stdout
+    assert "Mean episode reward over 1 episode:" in result.stdout
 
 
 def test_save_load_same_actions(sacRun, tmp_path):

@@ -114,7 +114,7 @@ def test_masks_reach_the_agent_wherever_it_acts(maskedRun, tmp_path, biasedLoad,
     capsys.readouterr()
     assert enjoy_baselines.main(["--log-dir", maskedRun, "--num-timesteps", str(EPISODE), "--no-vis"]) == 0
     out = capsys.readouterr().out
-    assert float(out.split("Mean episode reward over 1 episodes: ")[1].split()[0]) >= 0  # a bump costs -1
+    assert float(out.split("Mean episode reward over 1 episode: ")[1].split()[0]) >= 0  # a bump costs -1
     # the dataset generator's --policy replay (one process: the patched load applies)
     assert dataset_generator.main(["--policy", maskedRun, "--num-episode", "1", "--img-shape", "3", "32", "32",
                                    "--save-path", str(tmp_path), "--no-progress", "--seed", "1"]) == 0

@@ -135,7 +135,7 @@ def test_enjoy_replays_and_writes_gif(tmp_path, trainedRun):
     result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "300",
                        "--deterministic", "--video", gif)
     assert result.returncode == 0, result.stderr
-    assert "Mean episode reward over 1 episodes" in result.stdout
+    assert "Mean episode reward over 1 episode:" in result.stdout
     image = Image.open(gif)
     assert image.n_frames == 300
     frames = []

@@ -146,7 +146,7 @@ def _saveAndReport(config: TrainConfig, algo: Any, algo_class: type, callback: A
     stopped = callback.stop_signal is not None and not finished and not interrupted  # (by its stop checkpoint)
     state = "Done" if finished else "Stopped" if stopped else "Interrupted"
     episodes = len(callback.monitor.rewards)
-    print(f"{state}: {num_timesteps} steps, {episodes} episodes, mean reward (last 100) "
+    print(f"{state}: {num_timesteps} steps, {episodes} episode{'' if episodes == 1 else 's'}, mean reward (last 100) "
           + (f"{mean_reward:.2f}" if episodes else "n/a (no episode finished)"))
     if (stopped or interrupted) and callback.last_checkpoint is not None and algo_class.supportsResume():
         print(f"Checkpoint: {callback.last_checkpoint}; continue with: python -m rl_baselines.train --resume "

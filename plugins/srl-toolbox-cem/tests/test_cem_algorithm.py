@@ -89,6 +89,12 @@ def _args(**kwargs) -> argparse.Namespace:
                                  **kwargs})
 
 
+def test_a_budget_below_one_generation_says_the_policy_is_untrained() -> None:
+    """As the toolbox's ars and cma-es say it (it saved the starting mean without a word)."""
+    with pytest.warns(UserWarning, match=r"no generation finished in 20 steps \(one plays 10 episodes\)"):
+        ToyCEM().train(_args(num_timesteps=20), lambda _locals, _globals: True, train_kwargs={"num_population": 10})
+
+
 def test_learns_the_sign_policy_and_reports_every_step(tmp_path) -> None:
     calls = []
 

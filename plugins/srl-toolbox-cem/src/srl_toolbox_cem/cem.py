@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import warnings
 import zipfile
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -322,6 +323,10 @@ class CEMModel(BaseRLObject):
                                               "train/max_return": float(returns.max()),
                                               "train/mean_std": float(np.mean(self.std))})
         self.env.close()
+        if saved is None and self.generation == 0 and self.num_timesteps >= end_timesteps:
+            warnings.warn(f"no generation finished in {self.num_timesteps} steps (one plays {population} episodes): "
+                          "the saved policy is the untrained starting point; give --num-timesteps room for a few "
+                          "generations", stacklevel=2)
 
 
 class _EpisodePlayer:
