@@ -340,7 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             for index in np.flatnonzero(dones):
                 episode_rewards.append(float(running[index]))
                 running[index] = 0.0
-                bar.write(f"{len(episode_rewards)} episodes - mean reward: {np.mean(episode_rewards):.2f}")
+                count = len(episode_rewards)
+                bar.write(f"{count} episode{'' if count == 1 else 's'} - mean reward: {np.mean(episode_rewards):.2f}")
     except KeyboardInterrupt:  # e.g. watching with --render: keep what was played
         bar.write(f"Interrupted after {steps} steps")
         interrupted = True

@@ -68,7 +68,7 @@ def test_train_save_load_continue_enjoy(tmp_path) -> None:
 
     replay = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "250")
     assert replay.returncode == 0, replay.stderr
-    assert "Mean episode reward over 1 episodes" in replay.stdout
+    assert "Mean episode reward over 1 episode:" in replay.stdout
     plots = runModule("replay.plots", "-i", run_dir, "--output-dir", tmp_path / "plots")
     assert plots.returncode == 0 and os.listdir(tmp_path / "plots"), plots.stderr
 
