@@ -279,7 +279,8 @@ def _datasetFingerprint(dataset_folder: str) -> str:
 
 
 def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, Any],
-                     fingerprint: str | Callable[[], str] | None = None, rejected: list[str] | None = None) -> str | None:
+                     fingerprint: str | Callable[[], str] | None = None,
+                     rejected: list[str] | None = None) -> str | None:
     """
     :param log_folder: root of the model folders
     :param dataset_folder: the dataset (its name is the sub-folder searched)
@@ -310,7 +311,8 @@ def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, A
         if missing:
             reason = f"{folder} lacks its weights file(s): {', '.join(missing)}"
         elif fingerprint and recorded and recorded != (fingerprint() if callable(fingerprint) else fingerprint):
-            reason = f"{folder} was trained on an earlier recording of {dataset_folder} (its dataset fingerprint differs)"
+            reason = (f"{folder} was trained on an earlier recording of {dataset_folder} (its dataset fingerprint "
+                      "differs)")
         else:
             return folder
         if rejected is not None:

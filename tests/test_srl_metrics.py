@@ -406,8 +406,8 @@ def test_evaluateBadInputs(tmp_path, dataFolder, testModels, capsys):
         "recorded on MobileRobotGymEnv-v0": ["--model-folder", kuka_model],
         "shape [3, 32, 32] (one camera), the model": ["--model-folder", big_model],
         "[3, 64, 64] (one camera): use a dataset recorded with --img-shape 3 64 64": ["--model-folder", big_model],
-        f"encodes [6, {IMG[1]}, {IMG[2]}] (two cameras): use a dataset recorded with two cameras (--fpv: mobile robots, "
-        "--multi-view: Kuka arms)": ["--model-folder", two_cameras],
+        f"encodes [6, {IMG[1]}, {IMG[2]}] (two cameras): use a dataset recorded with two cameras (--fpv: mobile "
+        "robots, --multi-view: Kuka arms)": ["--model-folder", two_cameras],
         "use a dataset recorded with --img-shape 3 64 64 and two cameras (--fpv": ["--model-folder", big_two_cameras],
         "ground_truth_states": ["--model-folder", model, "--data-folder", no_gt],
         "k=50": ["--model-folder", model, "--k", "50", "--max-samples", "40"],
