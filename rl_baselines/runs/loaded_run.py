@@ -35,7 +35,12 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import recordedPhysicsKeywords
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
-from rl_baselines.runs.run_policy import agentObservationSpace, readRunConfig, recordedSRLModelFolder
+from rl_baselines.runs.run_policy import (
+    agentActionSpace,
+    agentObservationSpace,
+    readRunConfig,
+    recordedSRLModelFolder,
+)
 from rl_baselines.runs.train_config import TrainConfig
 
 SAVED_MODELS = ("latest", "best")
@@ -81,15 +86,6 @@ def spacesFit(agent_space: gym.Space, env_space: gym.Space) -> bool:
         return (len(agent_space.spaces) == len(env_space.spaces)
                 and all(spacesFit(mine, theirs) for mine, theirs in zip(agent_space.spaces, env_space.spaces)))
     return True
-
-
-def agentActionSpace(agent: Any) -> gym.Space | None:
-    """
-    :param agent: a loaded BaseRLObject
-    :return: the action space it acts in, when it exposes one (its own ``action_space`` or its SB3 model's), else None
-    """
-    space = getattr(agent, "action_space", None)
-    return space if space is not None else getattr(getattr(agent, "model", None), "action_space", None)
 
 
 @dataclasses.dataclass

@@ -115,14 +115,27 @@ def algorithmKeywords(algo_class: type, flag_keywords: dict[str, Any]) -> dict[s
     return {keyword: value for keyword, value in built.items() if flag_keywords.get(keyword, missing) != value}
 
 
+def _agentSpace(agent: Any, attribute: str) -> Any:
+    """:return: the agent's own ``attribute`` (the torch algorithms), else its SB3 model's, else None"""
+    space = getattr(agent, attribute, None)
+    return space if space is not None else getattr(getattr(agent, "model", None), attribute, None)
+
+
 def agentObservationSpace(agent: Any) -> Any:
     """
     :param agent: a loaded BaseRLObject
     :return: the observation space it acts on, when it exposes one (SB3-backed: ``model.observation_space``; the
         torch algorithms: ``observation_space``), else None
     """
-    space = getattr(agent, "observation_space", None)
-    return space if space is not None else getattr(getattr(agent, "model", None), "observation_space", None)
+    return _agentSpace(agent, "observation_space")
+
+
+def agentActionSpace(agent: Any) -> Any:
+    """
+    :param agent: a loaded BaseRLObject
+    :return: the action space it acts in, when it exposes one (as :func:`agentObservationSpace`), else None
+    """
+    return _agentSpace(agent, "action_space")
 
 
 class RunPolicy:
