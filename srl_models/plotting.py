@@ -9,6 +9,7 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from srl_toolbox.files import atomicPath
 
@@ -200,13 +201,26 @@ def plotLatentGrid(images: np.ndarray, values: tuple[np.ndarray, np.ndarray], di
 
 def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None, title: str | None = None) -> None:
     """
-    Weighted total and each loss term per epoch, training (solid) and validation (dashed), log scale when positive;
-    each epoch marked when there are few (a one-epoch training is one point per curve).
+    Write :func:`trainingCurveFigure` as a PNG.
 
     :param history: from srl_models.trainer.trainNetwork
     :param path: the PNG file
     :param best_epoch: marked with a vertical line (the weights kept)
     :param title: the figure's title (the model and its dataset)
+    """
+    saveFigure(trainingCurveFigure(history, best_epoch, title), path, dpi=100)
+
+
+def trainingCurveFigure(history: list[dict], best_epoch: int | None = None, title: str | None = None) -> Figure:
+    """
+    Weighted total and each loss term per epoch, training (solid) and validation (dashed), log scale when positive
+    (ticks as plain numbers when the losses span less than a decade); each epoch marked when there are few (a
+    one-epoch training is one point per curve).
+
+    :param history: from srl_models.trainer.trainNetwork
+    :param best_epoch: marked with a vertical line (the weights kept)
+    :param title: the figure's title (the model and its dataset)
+    :return: the figure, laid out so that every label lies inside it
     """
     figure = Figure(figsize=(7, 4))
     axis = figure.subplots()
@@ -215,7 +229,7 @@ def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None,
     if len(names) == 2:  # one loss: its total is the same curve (times its weight)
         names = names[:1]
     colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
-    positive = True
+    positive, low, high = True, np.inf, -np.inf
     marker = "o" if len(epochs) <= 20 else None
     for i, name in enumerate(names):
         colour = colours[i % len(colours)]
@@ -228,8 +242,13 @@ def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None,
             axis.plot(epochs, val, color=colour, linestyle="--", label=f"{name} (val)", marker=marker, markersize=3)
             values += val
         positive = positive and min(values) > 0
+        low, high = min(low, min(values)), max(high, max(values))
     if positive:
         axis.set_yscale("log")
+        if high < 10 * low:  # within a decade: plain numbers, not 4x10^0
+            plain = FuncFormatter(lambda value, _: f"{value:g}")
+            axis.yaxis.set_major_formatter(plain)
+            axis.yaxis.set_minor_formatter(plain)
     if best_epoch is not None:
         axis.axvline(best_epoch, color="grey", linestyle=":", label=f"kept (epoch {best_epoch})")
     axis.set_xlabel("epoch")
@@ -238,7 +257,8 @@ def trainingCurve(history: list[dict], path: str, best_epoch: int | None = None,
         axis.set_title(title, fontsize="medium")
     axis.legend(fontsize="small")
     axis.grid(alpha=0.3)
-    saveFigure(figure, path, dpi=100)
+    figure.tight_layout()
+    return figure
 
 
 def reconstructions(originals: np.ndarray, decoded: np.ndarray, path: str) -> None:

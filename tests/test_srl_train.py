@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import assertParserFromSettings, runModule, snapshot
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
 from srl_models import plotting
@@ -182,6 +183,20 @@ def test_a_one_epoch_training_curve_shows_its_points_and_names_the_model(tmp_pat
     assert axis.get_title() == "vae (state dim 32) on data"
     curves = [line for line in axis.get_lines() if not line.get_label().startswith("kept")]
     assert len(curves) == 2 and all(line.get_marker() == "o" for line in curves)
+
+
+def test_a_training_curve_within_a_decade_has_plain_ticks_and_its_whole_y_label():
+    """Losses from 5.6 to 4.3 on a log axis: ticks read 4.5, 5 (not 4.5x10^0), and the y label is not cut off."""
+    history = [{"epoch": epoch, "updates": 5, "train": {"vae": loss, "total": loss},
+                "val": {"vae": loss + 0.1, "total": loss + 0.1}} for epoch, loss in enumerate((5.5, 4.9, 4.3), 1)]
+    figure = plotting.trainingCurveFigure(history, best_epoch=3)
+    (axis,) = figure.axes
+    FigureCanvasAgg(figure)
+    renderer = figure.canvas.get_renderer()
+    figure.draw(renderer)
+    labels = [label.get_text() for label in axis.get_yticklabels(minor=True) + axis.get_yticklabels()]
+    assert any(labels) and not any("times" in label or "^" in label for label in labels)
+    assert axis.yaxis.label.get_window_extent(renderer).x0 >= 0
 
 
 # A third-party SRL plugin (installed as a real dist-info on PYTHONPATH): `mycombo` subclasses LearnedSRLModel, so
