@@ -75,12 +75,13 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     """
     Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, CommandFailed into
     ``error: ...`` and exit code 1, and a Ctrl-C that the command does not handle itself into ``Interrupted`` and
-    exit code 130 (no traceback).
+    exit code 130 (no traceback); warnings print as one line each, ``warning: <message>``.
 
     :param main: the command's main function
     :param argv: its arguments (default: sys.argv[1:])
     """
-    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {message}\n"
+    # one line per warning, whatever the library wrote (SB3's minibatch advice spans three)
+    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {' '.join(str(message).split())}\n"
     try:
         code = main(argv)
     except UsageError as error:

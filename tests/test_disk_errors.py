@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -61,6 +62,16 @@ def test_an_environment_error_is_found_in_an_exception_chain_and_a_bug_is_not():
         assert files.environmentError(error).errno == errno.ENOSPC  # torch.save's: the OS error is its context
     assert files.environmentError(FileNotFoundError(errno.ENOENT, "No such file")) is None
     assert files.environmentError(ValueError("a bug")) is None
+
+
+def test_a_warning_of_several_lines_prints_as_one(monkeypatch):
+    """SB3's minibatch advice spans three lines: a command formats each warning as one line."""
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # runCommand replaces it
+    with pytest.raises(SystemExit):
+        runCommand(lambda argv: None, [])
+    shown = warnings.formatwarning("a mini-batch size of 128\nWe recommend a factor\nInfo: (n_steps=250)",
+                                   UserWarning, "ppo.py", 1)
+    assert shown == "warning: a mini-batch size of 128 We recommend a factor Info: (n_steps=250)\n"
 
 
 def test_a_bug_keeps_its_traceback(capsys):
