@@ -3,12 +3,17 @@
 The records of the sources are numbered one after the other (SRC1's first), the npz arrays are concatenated and the
 image paths rewritten to DST's name. DST's dataset_config.json is the first source's, so sources whose records mean
 something else (any entry but the seed, policy and episode count differs: cameras, renderer, rewards, targets...)
-are refused before anything is written. Images are hard-linked when the file system allows it (copied otherwise),
+are refused before anything is written. So are sources holding the same episode twice (between them or within
+one): the generator records episode e the same way for a --seed (0 by default), so a second recording under another
+name, or a copy, would put copies of training episodes among held-out ones. Episodes are compared by content (a hash
+of each one's actions, rewards, ground-truth states and target, :func:`episodeDigests`; no image is read), so copies
+are caught whatever their config says. Images are hard-linked when the file system allows it (copied otherwise),
 and the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources
 are kept unless ``--delete-sources``.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -31,6 +36,9 @@ _RECORD = re.compile(r"^record_(\d+)$")
 # mean (merged_from lists them per source). Every other entry, one added later too, must be equal (checkCompatible).
 MAY_DIFFER = frozenset({"seed", "policy", "num_episodes", "merged_from"})
 # Why some differences are refused, where the entry's name does not say it.
+# The arrays an episode's digest covers (with its target_positions row): what the agent did and what happened.
+EPISODE_KEYS = ("actions", "rewards", "ground_truth_states")
+MAX_LISTED = 3  # identical episodes named in the error line
 WHY_NOT = {"force_down": ": the same action moves otherwise",
            "multi_view": ": two cameras' images per frame in one, one camera's in the other"}
 
@@ -132,6 +140,60 @@ def checkCompatible(datasets: list[dict[str, Any]]) -> None:
                                  f"(shape {a.shape[1:]} {a.dtype} vs {b.shape[1:]} {b.dtype})")
 
 
+def episodeDigests(dataset: dict[str, Any]) -> list[tuple[str, str]]:
+    """
+    :param dataset: a loaded dataset (:func:`loadDataset`)
+    :return: (record folder name, SHA-256 of the episode's :data:`EPISODE_KEYS` rows and target) per episode, in
+        order; values are compared as float64, so the digest does not depend on the arrays' dtypes
+    """
+    arrays = dataset["arrays"]
+    starts = np.flatnonzero(arrays["episode_starts"])
+    ends = [*starts[1:], len(arrays["rewards"])]
+    digests = []
+    for episode, (start, end) in enumerate(zip(starts, ends)):
+        digest = hashlib.sha256()
+        for key, rows in [*((key, arrays[key][start:end]) for key in EPISODE_KEYS),
+                          ("target_positions", arrays["target_positions"][episode])]:
+            values = np.ascontiguousarray(rows, dtype=np.float64)
+            digest.update(f"{key}{values.shape}".encode())
+            digest.update(values.tobytes())
+        digests.append((str(arrays["images_path"][start]).split("/")[-2], digest.hexdigest()))
+    return digests
+
+
+def checkDistinctEpisodes(datasets: list[dict[str, Any]]) -> None:
+    """
+    No episode may occur twice among the sources (:func:`episodeDigests`): neither in two sources nor twice in one.
+
+    :param datasets: loaded datasets
+    :raises UsageError: naming the first two sources (or the one source) that share episodes and those episodes
+    """
+    first_seen: dict[str, tuple[int, str]] = {}  # digest -> (source index, record)
+    shared: dict[tuple[int, int], list[tuple[str, str]]] = {}  # (source a, source b) -> [(record in a, in b)]
+    for index, dataset in enumerate(datasets):
+        for record, digest in episodeDigests(dataset):
+            if digest in first_seen:
+                other, other_record = first_seen[digest]
+                shared.setdefault((other, index), []).append((other_record, record))
+            else:
+                first_seen[digest] = (index, record)
+    if not shared:
+        return
+    (a, b), pairs = next(iter(shared.items()))
+    name_a, name_b = (os.path.basename(os.path.normpath(datasets[i]["folder"])) for i in (a, b))
+    listed = ", ".join(f"{name_a}/{record_a} = {name_b}/{record_b}" for record_a, record_b in pairs[:MAX_LISTED])
+    more = f" and {len(pairs) - MAX_LISTED} more" if len(pairs) > MAX_LISTED else ""
+    elsewhere = sum(len(found) for found in shared.values()) - len(pairs)
+    also = f"; {elsewhere} more between other sources" if elsewhere else ""
+    if a == b:
+        raise UsageError(f"cannot merge: {datasets[a]['folder']!r} holds the same episode more than once ({listed}"
+                         f"{more}{also}): it was merged from recordings made with the same --seed, or copies; "
+                         "record its parts again, each with another --seed")
+    raise UsageError(f"cannot merge {datasets[a]['folder']!r} and {datasets[b]['folder']!r}: they hold identical "
+                     f"episodes ({listed}{more}{also}): recorded with the same --seed (0 by default) and settings, "
+                     "or copied; record one of them again with another --seed")
+
+
 def _linkOrCopy(source: str, destination: str) -> None:
     try:
         os.link(source, destination)
@@ -162,6 +224,7 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
         seen[real] = source
     datasets = [loadDataset(source) for source in sources]
     checkCompatible(datasets)
+    checkDistinctEpisodes(datasets)
 
     parent = os.path.dirname(destination) or "."
     partial = partialFolder(parent, name)

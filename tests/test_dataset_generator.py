@@ -338,12 +338,16 @@ def test_fusioner_merges_datasets(tmp_path):
     assertOneLineError(runModule(FUSIONER, "--merge", first, second, destination), "already exists")
     assertOneLineError(runModule(FUSIONER, "--merge", first, destination / "x"), "two sources")
     assertOneLineError(runModule(FUSIONER, "--merge", first, tmp_path / "nowhere", tmp_path / "out"), "nowhere")
+    assertOneLineError(runModule(FUSIONER, "--merge", second, destination, tmp_path / "again"),  # (merged holds it)
+                       "identical episodes", "small/record_000 = merged/record_004")
     assert snapshot(tmp_path) == before
 
-    result = runModule(FUSIONER, "--merge", second, destination, tmp_path / "again", "--delete-sources")
+    generate(tmp_path, *small, "--num-episode", "2", "--seed", "3", name="third")
+    third = str(tmp_path / "third")
+    result = runModule(FUSIONER, "--merge", third, destination, tmp_path / "again", "--delete-sources")
     assert result.returncode == 0, result.stderr
-    assert not os.path.exists(second) and not destination.exists()
-    assert len(loadArrays(tmp_path / "again")["rewards"]) == len(b["rewards"]) + len(merged["rewards"])
+    assert not os.path.exists(third) and not destination.exists()
+    assert len(loadArrays(tmp_path / "again")["rewards"]) == 2 * 10 + len(merged["rewards"])
 
 
 def test_policy_from_a_run_folder(tmp_path, trainedRun):
@@ -650,11 +654,11 @@ def test_fusioner_refuses_a_two_camera_and_a_one_camera_dataset(tmp_path):
 
 
 def test_fusioner_merges_datasets_of_other_seeds_policies_and_sizes(tmp_path):
-    generate(tmp_path, "--img-shape", "3", "16", "16", "--max-steps", "5", "--num-episode", "1", "--no-progress",
-             name="a")
-    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    small = ["--img-shape", "3", "16", "16", "--max-steps", "5", "--no-progress"]
+    generate(tmp_path, *small, "--num-episode", "1", name="a")
+    generate(tmp_path, *small, "--num-episode", "2", "--seed", "12", name="b")  # (a copy: the same episodes, refused)
     config = readJson(tmp_path / "b" / "dataset_config.json")
-    config.update(seed=12, policy="logs/some/run", num_episodes=1)
+    config.update(policy="logs/some/run")
     (tmp_path / "b" / "dataset_config.json").write_text(json.dumps(config))
     result = runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged")
     assert result.returncode == 0, result.stderr

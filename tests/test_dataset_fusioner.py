@@ -1,0 +1,94 @@
+"""The fusioner's refusal of sources holding the same episode (environments/dataset_fusioner.py): the generator records
+episode e the same way for a --seed, so two recordings of the same settings, or a copy, share episodes, which merged
+would put copies of training episodes among held-out ones. Episodes are compared by content, whatever the configs say.
+(Merging itself and the other refusals: tests/test_dataset_generator.py.)"""
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+from conftest import snapshot
+
+from environments import dataset_fusioner
+from environments.dataset_generator import main as generateDataset
+from srl_toolbox.cli import runCommand
+
+SMALL = ["--env", "MobileRobotGymEnv-v0", "--img-shape", "3", "16", "16", "--max-steps", "5", "--image-format", "png",
+         "--no-progress"]
+
+
+def generate(root, name: str, episodes: int, *args: str) -> str:
+    assert generateDataset([*SMALL, "--save-path", str(root), "--name", name, "--num-episode", str(episodes),
+                            *args]) == 0
+    return str(root / name)
+
+
+def fuse(capsys, *paths) -> tuple[int, str, str]:
+    """Run the fusioner as ``python -m`` would (one-line errors, exit codes), in this process."""
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(dataset_fusioner.main, ["--merge", *map(str, paths)])
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out, captured.err
+
+
+def assertRefused(capsys, root, paths, *words: str) -> None:
+    before = snapshot(str(root))
+    code, out, err = fuse(capsys, *paths)
+    assert code == 2 and err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+    for word in words:
+        assert word in err, f"{word!r} not in {err!r}"
+    assert snapshot(str(root)) == before, "a refused merge wrote files"
+
+
+def test_sources_recorded_with_the_same_seed_or_copied_are_refused(tmp_path, capsys):
+    """Recorded again under another name with the default --seed 0, or copied with cp -r: the merge held each episode
+    twice and said nothing."""
+    a = generate(tmp_path, "a", 2)
+    b = generate(tmp_path, "b", 3)  # the same settings and seed: its episodes 0 and 1 are a's
+    shutil.copytree(a, tmp_path / "copy")
+    assertRefused(capsys, tmp_path, [a, b, tmp_path / "merged"], f"cannot merge {a!r} and {b!r}",
+                  "identical episodes (a/record_000 = b/record_000, a/record_001 = b/record_001)",
+                  "same --seed", "another --seed")
+    assertRefused(capsys, tmp_path, [a, tmp_path / "copy", tmp_path / "merged"],
+                  "a/record_000 = copy/record_000", "another --seed")
+    other = generate(tmp_path, "other", 2, "--seed", "1")  # another seed: other episodes, merged
+    assertRefused(capsys, tmp_path, [other, a, b, tmp_path / "merged"], f"{a!r} and {b!r}")
+    code, out, err = fuse(capsys, other, b, tmp_path / "merged")
+    assert code == 0, err
+    assert "5 episodes" in out
+
+
+def test_a_source_holding_an_episode_twice_is_refused(tmp_path, capsys):
+    """A dataset that holds the same episode twice (one merged from copies): its episodes are compared too."""
+    twice = generate(tmp_path, "twice", 2, "--seed", "3")
+    other = generate(tmp_path, "other", 1, "--seed", "4")
+    arrays = {}
+    for file_name in ("preprocessed_data.npz", "ground_truth.npz"):
+        with np.load(os.path.join(twice, file_name)) as data:
+            arrays[file_name] = {key: data[key].copy() for key in data.files}
+    rows = np.flatnonzero(arrays["preprocessed_data.npz"]["episode_starts"])[1]
+    assert 2 * rows == len(arrays["preprocessed_data.npz"]["rewards"]), "the two episodes must be as long"
+    for file_name, content in arrays.items():
+        for key, values in content.items():
+            if key == "target_positions":
+                values[1] = values[0]
+            elif key in ("actions", "rewards", "ground_truth_states", "step_target_positions"):
+                values[rows:] = values[:rows]
+        np.savez(os.path.join(twice, file_name), **content)
+    assertRefused(capsys, tmp_path, [other, twice, tmp_path / "merged"],
+                  f"{twice!r} holds the same episode more than once (twice/record_000 = twice/record_001)",
+                  "another --seed")
+
+
+def test_an_episodes_digest_does_not_depend_on_the_arrays_dtypes():
+    rows = {"actions": np.array([0, 1, 3]), "rewards": np.array([0.0, 1.0, 0.0], np.float32),
+            "ground_truth_states": np.arange(6, dtype=np.float32).reshape(3, 2),
+            "episode_starts": np.array([True, False, False]), "target_positions": np.array([[0.5, -0.25]], np.float32),
+            "images_path": np.array([f"d/record_000/frame{i:06d}" for i in range(3)])}
+    wider = {key: values.astype(np.float64) if values.dtype.kind in "fi" else values for key, values in rows.items()}
+    digests = [dataset_fusioner.episodeDigests({"arrays": arrays}) for arrays in (rows, wider)]
+    assert digests[0] == digests[1] and digests[0][0][0] == "record_000"
+    moved = {**rows, "actions": np.array([0, 1, 2])}
+    assert dataset_fusioner.episodeDigests({"arrays": moved}) != digests[0]
