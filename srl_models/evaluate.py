@@ -90,28 +90,35 @@ def _recordingFlags(model_shape: tuple[int, ...], data_shape: tuple[int, ...]) -
     return " and ".join(needs) or "the model's image shape"
 
 
-def openModelDataset(model_folder: str, data_folder: str | None = None,
-                     need_ground_truth: bool = True) -> tuple[dict[str, Any], Dataset]:
+def openModelDataset(model_folder: str, data_folder: str | None = None, need_ground_truth: bool = True,
+                     use: str = "measure it on") -> tuple[dict[str, Any], Dataset]:
     """
     Read a model folder's exp_config.json and the dataset to measure it on, and check that they belong together.
 
     :param model_folder: a model folder written by srl_models.train
     :param data_folder: the dataset (default: the one the model was trained on, exp_config["data_folder"])
     :param need_ground_truth: require ground-truth states (for the metrics)
+    :param use: what the caller does with the dataset, as the errors advise it ("... {use} a <env> dataset")
     :return: (exp_config, dataset)
-    :raises ValueError: missing/foreign model folder, no dataset, another env or image size, missing arrays
+    :raises ValueError: missing/foreign model folder, no dataset (the training one gone: deleted, moved), another env
+        or image size, missing arrays
     """
     config = readExpConfig(model_folder)
+    model_env = config.get("env")
     if data_folder is None:
         data_folder = config.get("data_folder")
         if not data_folder:
             raise ValueError(f"{os.path.join(model_folder, 'exp_config.json')} names no data_folder: pass "
                              "--data-folder")
+        if not os.path.isdir(data_folder):
+            raise ValueError(f"the model {model_folder!r} was trained on dataset {data_folder!r}, which is gone "
+                             f"(deleted or moved; its exp_config.json still names it): pass --data-folder with "
+                             f"{f'a {model_env}' if model_env else 'another'} dataset")
     dataset = Dataset.open(data_folder)
-    model_env, data_env = config.get("env"), dataset.env_id
+    data_env = dataset.env_id
     if model_env and data_env and model_env != data_env:
         raise ValueError(f"dataset {data_folder!r} was recorded on {data_env}, the model {model_folder!r} was "
-                         f"trained on {model_env}: measure it on a {model_env} dataset")
+                         f"trained on {model_env}: {use} a {model_env} dataset")
     model_shape = tuple(int(v) for v in config.get("img_shape", ()))
     if model_shape and model_shape != dataset.img_shape:
         raise ValueError(f"dataset {data_folder!r} has images of shape {list(dataset.img_shape)}"

@@ -145,7 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.output is not None and not args.output.lower().endswith(".png"):
         raise UsageError(f"--output {args.output!r}: the grid is written as PNG, give a .png file")
     try:
-        config, dataset = openModelDataset(args.model_folder, args.data_folder, need_ground_truth=False)
+        config, dataset = openModelDataset(args.model_folder, args.data_folder, need_ground_truth=False,
+                                           use="explore its latent space with")
         model = loadSRLModel(args.model_folder)
     except ValueError as error:
         raise UsageError(str(error)) from None

@@ -504,6 +504,40 @@ def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys, monkey
     assert not any(name.startswith("latent_grid") for folder in (one, no_decoder) for name in os.listdir(folder))
 
 
+def test_a_models_deleted_training_dataset_is_named_with_the_way_out(tmp_path, dataFolder, testModels, capsys):
+    """The dataset a model was trained on deleted (dataset_fusioner --delete-sources): explore_latent and evaluate said
+    only "dataset '.../tA' is not a folder"."""
+    pca = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    with open(os.path.join(pca, EXP_CONFIG_FILE)) as handle:
+        config = json.load(handle)
+    gone = str(tmp_path / "data" / "tA")
+    with open(os.path.join(pca, EXP_CONFIG_FILE), "w") as handle:
+        json.dump({**config, "data_folder": gone}, handle)
+    before = snapshot(str(tmp_path))
+    for module in (explore_latent, evaluate):
+        code, out, err = runMain(module, ["--model-folder", pca, "--no-progress"], capsys)
+        assert code == 2 and err.count("\n") == 1, err
+        assert f"trained on dataset {gone!r}, which is gone" in err, err
+        assert f"pass --data-folder with a {ENV} dataset" in err, err
+    assert snapshot(str(tmp_path)) == before
+    code, out, err = runMain(explore_latent, ["--model-folder", pca, "--data-folder", dataFolder, "--grid", "2",
+                                              "--no-progress"], capsys)
+    assert code == 0, err
+
+
+def test_explore_latent_on_a_dataset_of_another_env_says_what_to_explore_with(tmp_path, dataFolder, testModels,
+                                                                              capsys):
+    """It said "measure it on a KukaButtonGymEnv-v0 dataset", evaluate's advice: explore_latent measures nothing."""
+    kuka = saveModel(str(tmp_path / "kuka"), dataFolder, "test_pca", env="KukaButtonGymEnv-v0")
+    code, out, err = runMain(explore_latent, ["--model-folder", kuka, "--data-folder", dataFolder, "--no-progress"],
+                             capsys)
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"recorded on {ENV}" in err and "explore its latent space with a KukaButtonGymEnv-v0 dataset" in err, err
+    assert "measure" not in err
+    code, out, err = runMain(evaluate, ["--model-folder", kuka, "--data-folder", dataFolder, "--no-progress"], capsys)
+    assert code == 2 and "measure it on a KukaButtonGymEnv-v0 dataset" in err, err
+
+
 class _PCAWithoutDecoder(PCASRL):
     """A model whose class can decode, trained with losses of which none decodes (srl_combination's case)."""
 
