@@ -252,6 +252,8 @@ CASES = [
      ["given twice", "{tiny}"]),
     ("fusioner-not-a-dataset", FUSIONER, ["--merge", "{tiny}", "{bad}", "{bad}/merged"], ["bad_files", "not a complete"]),
     ("fusioner-other-env", FUSIONER, ["--merge", "{tiny}", "{other}", "{bad}/merged"], ["cannot merge", "env"]),
+    ("fusioner-same-episodes", FUSIONER, ["--merge", "{tiny}", "{twin}", "{bad}/merged"],
+     ["cannot merge", "identical episodes", "tiny/record_000 = twin/record_000", "another --seed"]),
     ("fusioner-destination-exists", FUSIONER, ["--merge", "{tiny}", "{other}", "{tiny}"], ["already exists"]),
     # --- srl_models.train
     ("srl-train-unknown-loss", SRL_TRAIN, ["--data-folder", "{tiny}", "--losses", "bogus:1"],
@@ -412,6 +414,7 @@ CATEGORIES = {
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
         "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
         "generator-joints-on-mobile-robot", "fusioner-one-source", "fusioner-same-source-twice", "srl-train-split-dims-sum",
+        "fusioner-same-episodes",
         "srl-train-pca-with-losses", "srl-train-epochs-with-updates", "latent-model-does-not-decode", "compare-label-count",
         "srl-train-epochs-for-pca", "srl-train-foreground-weight-without-reconstruction",
         "train-gail-dataset-of-other-action-kind", "train-gail-lossy-frames"],

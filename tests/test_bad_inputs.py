@@ -79,9 +79,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def datasets(world: dict[str, str]) -> dict[str, str]:
-    """Two tiny datasets (2 episodes of 20 steps, 32x32): MobileRobot and, to be foreign, MobileRobot1D."""
+    """Three tiny datasets (2 episodes of 20 steps, 32x32): MobileRobot, its twin (the same settings and seed: the
+    same episodes) and, to be foreign, MobileRobot1D."""
     folders = {}
-    for key, env_id in (("tiny", "MobileRobotGymEnv-v0"), ("other", "MobileRobot1DGymEnv-v0")):
+    for key, env_id in (("tiny", "MobileRobotGymEnv-v0"), ("twin", "MobileRobotGymEnv-v0"),
+                        ("other", "MobileRobot1DGymEnv-v0")):
         result = runModule(GENERATOR, "--env", env_id, "--name", key, "--save-path", world["data"], "--num-episode",
                            "2", "--max-steps", "20", "--img-shape", "3", "32", "32", "--no-progress")
         assert result.returncode == 0, result.stderr
@@ -268,7 +270,7 @@ def _checkCase(case_id: str, module: str, arguments: list[str], words: list[str]
                warm: bool) -> None:
     values = {"bad": world["bad"], "data": world["data"], "ro": world["ro"], **badRuns}
     text = " ".join([*DEFAULTS.get(module, []), *arguments, *words])
-    if any(key in text for key in ("{tiny}", "{other}")):
+    if any(key in text for key in ("{tiny}", "{twin}", "{other}")):
         values.update(request.getfixturevalue("datasets"))
     if any(key in text for key in ("{ae}", "{pca}", "{random}", "{srlbad}", "{roae}")):
         values.update(request.getfixturevalue("datasets"), **request.getfixturevalue("srlModels"))
