@@ -102,6 +102,18 @@ def test_load_last_checkpoint_plays_the_newest(checkpointedRun, monkeypatch, cap
     assert f"Model: checkpoint {_checkpoint(checkpointedRun, 500)}, saved at step 500" in capsys.readouterr().out
 
 
+def test_a_run_stopped_before_its_latest_model_was_saved_plays_its_last_checkpoint(checkpointedRun, tmp_path,
+                                                                                     monkeypatch, capsys):
+    """Killed between a checkpoint and the save of the latest model beside it (which follows it): the run is past its
+    first checkpoint, so it replays that checkpoint, not a refusal naming only --model best."""
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    os.remove(os.path.join(run_dir, "ppo2_model.zip"))
+    loaded = _replay(monkeypatch, ["--log-dir", run_dir, *REPLAY])
+    _assertPlays(loaded[0], run_dir, 500)
+    assert f"Model: checkpoint {_checkpoint(run_dir, 500)}, saved at step 500" in capsys.readouterr().out
+
+
 def test_load_last_checkpoint_skips_a_damaged_newer_one(checkpointedRun, tmp_path, monkeypatch, capsys):
     run_dir = str(tmp_path / "run")
     shutil.copytree(checkpointedRun, run_dir)

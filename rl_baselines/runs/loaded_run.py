@@ -293,6 +293,10 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     else:
         model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
     model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
+    if not os.path.isfile(model_path) and which == "latest" and checkpoint is None and checkpointFolders(run_dir):
+        # stopped between a checkpoint and the latest model's save beside it: that checkpoint holds the same model
+        steps, model_folder, skipped = findCheckpoint(run_dir, LAST_CHECKPOINT, f"{flag} {run_dir!r} (no latest model)")
+        model_path = os.path.join(model_folder, os.path.basename(model_path))
     if not os.path.isfile(model_path):
         best = os.path.join(run_dir, "best", os.path.basename(model_path))
         hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
