@@ -180,7 +180,8 @@ def test_replaying_an_unfinished_run_says_which_model_it_plays(evaluatedRun, tmp
     assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress", "--model",
                                  "best"]) == 0
     assert "unfinished" not in capsys.readouterr().out
-    os.remove(os.path.join(run_dir, "ppo2_model.zip"))
+    os.remove(os.path.join(run_dir, "ppo2_model.zip"))  # and no checkpoint: before the first one
+    shutil.rmtree(os.path.join(run_dir, "checkpoints"))
     with pytest.raises(UsageError, match=r"holds no latest model .*; the run has saved none yet .* its best model "
                                          r"from an evaluation is there: .*best/ppo2_model.zip \(enjoy_baselines "
                                          r"--model best\)$"):
