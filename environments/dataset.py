@@ -11,7 +11,8 @@ actions outside the run's action space, values that are not finite) is a one-lin
 A dataset's fingerprint (``Dataset.fingerprint``) says whether a folder still holds the frames a model was trained on
 (srl_models.train records it; evaluate and prepare compare it): it depends on the content only, not on the folder's
 name or path, so two recordings with the same settings and seed on one machine share it, and a re-recording into the
-same folder (``dataset_generator -f``) almost always changes it.
+same folder (``dataset_generator -f``) almost always changes it. Its frame settings (``Dataset.frameSettings``: random
+target, action kind, force_down) say which env settings drew its frames (srl_models.train records them in a model).
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ from srl_toolbox.files import NPZ_READ_ERRORS, readJson
 DATA_FILE = "preprocessed_data.npz"
 GROUND_TRUTH_FILE = "ground_truth.npz"
 CONFIG_FILE = "dataset_config.json"
+# The env settings that shape a dataset's frames (Dataset.frameSettings): srl_models.train records them in a model's
+# exp_config, so that a run with other settings is warned that the model's states may not cover its frames.
+FRAME_SETTINGS = ("random_target", "continuous_actions", "action_joints", "force_down")
 # (file, key) of each array, in the order they are described to users.
 ARRAY_KEYS = {
     "actions": DATA_FILE, "rewards": DATA_FILE, "episode_starts": DATA_FILE,
@@ -91,6 +95,21 @@ class Dataset:
             raise ValueError(f"{path!r} has arrays of different lengths: "
                              + ", ".join(f"{key} {n}" for key, n in lengths.items()))
         return dataset
+
+    @classmethod
+    def readSettings(cls, path: str) -> Dataset:
+        """
+        :param path: a dataset folder
+        :return: the dataset without its arrays (its dataset_config.json only: the settings, not the content)
+        :raises ValueError: no readable dataset_config.json there (one line)
+        """
+        try:
+            config = readJson(os.path.join(path, CONFIG_FILE))
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{path!r} holds no readable {CONFIG_FILE} ({error})") from None
+        if not isinstance(config, dict):
+            raise ValueError(f"{path!r}: {CONFIG_FILE} is not a JSON object")
+        return cls(path, config, {})
 
     def __len__(self) -> int:
         for key in ("episode_starts", "actions", "images_path"):
@@ -164,6 +183,25 @@ class Dataset:
     def continuous_actions(self) -> bool:
         """Whether actions are continuous vectors."""
         return bool(self.config.get("continuous_actions", self.arrays.get("actions", np.zeros(0)).ndim == 2))
+
+    @property
+    def random_target(self) -> bool | None:
+        """Whether the target moved to a random place every episode (``-r``, where the env offers it); None for a
+        dataset that does not say."""
+        random_target = self.config.get("random_target")
+        return None if random_target is None else bool(random_target)
+
+    def frameSettings(self) -> dict[str, bool]:
+        """
+        :return: the env settings that shaped the frames, those the dataset records (:data:`FRAME_SETTINGS`):
+            random_target, continuous_actions (said by dataset_config.json or by the actions' shape), action_joints,
+            force_down (an env without it, or a dataset that does not say: left out)
+        """
+        known = "continuous_actions" in self.config or "actions" in self.arrays
+        settings = {"random_target": self.random_target,
+                    "continuous_actions": self.continuous_actions if known else None,
+                    "action_joints": self.action_joints, "force_down": self.force_down}
+        return {key: value for key, value in settings.items() if value is not None}
 
     @property
     def action_joints(self) -> bool | None:

@@ -6,7 +6,9 @@ Every model, built in or from a plugin, is a :class:`BaseSRLModel` subclass regi
     <model folder>/
         exp_config.json   {"srl_model": registered name, "state_dim", "img_shape": [C, H, W], "env", "losses",
                            "weights": [files], "api_version", ... training settings}; enough to rebuild the model
-                          (and "dataset_fingerprint": what srl_models.train read, environments.dataset's fingerprint)
+                          (and "dataset_fingerprint": what srl_models.train read, environments.dataset's fingerprint;
+                          "dataset_env": the env settings that drew the dataset's frames, {"random_target",
+                          "continuous_actions", "action_joints", "force_down"}, those the dataset records)
         <weights files>   listed in exp_config["weights"] (torch ``.pt`` state dicts, or ``.npz`` arrays)
 
 The observation-mode names the envs compute themselves (ground_truth, raw_pixels, joints, joints_position) are
@@ -31,6 +33,11 @@ STATES_FILE = "states.npz"
 # exp_config key of the training dataset's fingerprint (environments.dataset.Dataset.fingerprint); absent in models
 # trained before it was recorded
 DATASET_FINGERPRINT_KEY = "dataset_fingerprint"
+
+# exp_config key of the env settings that drew the training dataset's frames (environments.dataset.FRAME_SETTINGS,
+# those the dataset records); absent in models trained before it was recorded (read from the dataset then:
+# srl_models.config.trainedFrameSettings)
+DATASET_ENV_KEY = "dataset_env"
 
 
 class SRLType(enum.Enum):
@@ -156,12 +163,14 @@ def missingWeights(folder: str, config: dict[str, Any]) -> list[str]:
 def modelRecipe(folder: str) -> str:
     """
     :param folder: a model folder
-    :return: sha256 (hex) over its exp_config without :data:`OUTCOME_KEYS` and with ``data_folder`` reduced to the
-        dataset's folder name (which names its settings): equal for two trainings of a model with the same settings
-        and code, wherever they ran, while their weights (:func:`modelHash`) may differ in the last bits between
-        machines
+    :return: sha256 (hex) over its exp_config without :data:`OUTCOME_KEYS` and :data:`DATASET_ENV_KEY` (the
+        dataset's settings, which its folder name names) and with ``data_folder`` reduced to the dataset's folder
+        name: equal for two trainings of a model with the same settings and code, wherever they ran (and whether
+        they recorded the dataset's settings or predate that), while their weights (:func:`modelHash`) may differ in
+        the last bits between machines
     """
-    config = {key: value for key, value in readExpConfig(folder).items() if key not in OUTCOME_KEYS}
+    config = {key: value for key, value in readExpConfig(folder).items()
+              if key not in OUTCOME_KEYS and key != DATASET_ENV_KEY}
     if isinstance(config.get("data_folder"), str):
         config["data_folder"] = os.path.basename(os.path.normpath(config["data_folder"]))
     return hashlib.sha256(json.dumps(config, sort_keys=True).encode("utf-8")).hexdigest()

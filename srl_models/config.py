@@ -18,7 +18,9 @@ checkout's ``config/srl_models.yaml`` when the toolbox runs from a source checko
 :func:`resolveSRLModel` turns ``(env, name)`` or an explicit folder into a checked model folder: the name must be a
 registered learned model, the folder an SRL model folder of that kind, trained on that env's images at the run's
 image shape. Every refusal is one ``ValueError`` line, so that the train command and the pipeline can refuse a run
-before anything is written.
+before anything is written. :func:`latestModelFolder` (``--latest``) picks the newest model whose image shape fits
+the run. What a model may not fit is warned about, not refused: another renderer (:func:`trainedRenderer`), other env
+settings of its dataset (:func:`trainedFrameSettings`, :func:`frameSettingsWarning`).
 """
 from __future__ import annotations
 
@@ -29,8 +31,9 @@ from typing import Any
 
 import yaml
 
+from environments.dataset import FRAME_SETTINGS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
-from srl_models.base import SRLType, modelHash, modelRecipe, readExpConfig
+from srl_models.base import DATASET_ENV_KEY, SRLType, modelHash, modelRecipe, readExpConfig
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.registry import (
@@ -93,6 +96,63 @@ def trainedRenderer(exp_config: dict[str, Any]) -> str | None:
     return REFERENCE_RENDERER if preparable(str(exp_config.get("srl_model"))) else None
 
 
+def trainedFrameSettings(exp_config: dict[str, Any]) -> dict[str, bool]:
+    """
+    :param exp_config: a model folder's exp_config.json
+    :return: the env settings that drew the frames the model was trained on (environments.dataset.FRAME_SETTINGS,
+        those known): the recorded ``dataset_env``; without one (a model trained before it was recorded, or by a
+        plugin's own command), read from the dataset_config.json of its ``data_folder`` when that folder still holds
+        a dataset of the model's env, with the recorded ``continuous_actions`` where the dataset does not say; else
+        {} (unknown: nothing to compare)
+    """
+    recorded = exp_config.get(DATASET_ENV_KEY)
+    if isinstance(recorded, dict):
+        return {key: bool(recorded[key]) for key in FRAME_SETTINGS if recorded.get(key) is not None}
+    data_folder = exp_config.get("data_folder")
+    if not isinstance(data_folder, str):
+        return {}
+    try:
+        dataset = Dataset.readSettings(data_folder)
+    except ValueError:
+        return {}
+    if dataset.env_id is not None and exp_config.get("env") is not None and dataset.env_id != exp_config["env"]:
+        return {}  # the folder now holds another env's dataset
+    settings = dataset.frameSettings()
+    if "continuous_actions" not in settings and exp_config.get("continuous_actions") is not None:
+        settings["continuous_actions"] = bool(exp_config["continuous_actions"])
+    return settings
+
+
+# Per frame setting: how a dataset recorded with it (True) and without it (False) is described, and the train flag.
+_FRAME_WORDS = {
+    "random_target": ("a random target", "a fixed target", "-r"),
+    "continuous_actions": ("continuous actions", "discrete actions", "-c"),
+    "action_joints": ("joint actions", "Cartesian actions", "--action-joints"),
+    "force_down": ("--force-down", "no --force-down", "--force-down"),
+}
+
+
+def frameSettingsWarning(trained: dict[str, bool], run: dict[str, bool | None]) -> str | None:
+    """
+    :param trained: the settings that drew the model's frames (:func:`trainedFrameSettings`)
+    :param run: the run's own (environments.dataset.FRAME_SETTINGS; None where the run's env has no such setting)
+    :return: one line naming each setting both know that differs, and the flag that gives the model's (force_down
+        is not compared where either moves joints, which it does not restrict), None when none differs
+    """
+    joints = trained.get("action_joints") or run.get("action_joints")
+    differing = [key for key in FRAME_SETTINGS if key in trained and run.get(key) is not None
+                 and trained[key] != bool(run[key]) and not (key == "force_down" and joints)]
+    if not differing:
+        return None
+    parts = []
+    for key in differing:
+        with_it, without_it, flag = _FRAME_WORDS[key]
+        model, this_run = (with_it, without_it) if trained[key] else (without_it, with_it)
+        parts.append(f"{model}, this run has {this_run} ({'add' if trained[key] else 'drop'} {flag})")
+    return (f"the SRL model's dataset was recorded with {'; with '.join(parts)}: its states may not cover this run's "
+            "frames")
+
+
 def _notPrepared(name: str) -> str:
     """:return: where a model that srl_models.prepare does not train (:func:`preparable`) comes from instead"""
     return f"srl_models.prepare does not train {name!r}: pass its trained folder with --srl-model-path"
@@ -116,19 +176,27 @@ def prepareCommand(env_id: str, name: str, flags: Sequence[str] = ()) -> str:
                      *(shlex.quote(str(flag)) for flag in flags)])
 
 
-def latestModelFolder(log_folder: str, env_id: str, name: str) -> str:
+def latestModelFolder(log_folder: str, env_id: str, name: str, img_shape: Sequence[int] | None = None,
+                      channels: int | None = None, prepare_flags: Sequence[str] = ()) -> str:
     """
-    The newest trained model of a kind for an env (the old toolbox's ``--latest``).
+    The newest trained model of a kind for an env that fits the run's images (the old toolbox's ``--latest``).
 
     :param log_folder: root of the model folders (``srl_models.train --log-folder``), searched two levels deep
         (``<log_folder>/<dataset>/<model folder>``)
     :param env_id: the env the model must have been trained on
     :param name: the registered model name the folder must hold
-    :return: the absolute folder whose exp_config.json is newest (then the largest path, for equal times)
+    :param img_shape: (C, H, W) the run's camera gives: the model must encode that height and width; None: any size
+    :param channels: the run's image channels (3, or 6 with two cameras), checked when img_shape is None; None: any
+    :param prepare_flags: flags added to the ``srl_models.prepare`` command the error names (the run's cameras, ...)
+    :return: the absolute folder whose exp_config.json is newest (then the largest path, for equal times) among those
+        of that kind and env whose image shape fits
     :raises SRLLookupError: no such folder (one line, saying how to get one: the srl_models.prepare command, or for
-        a model it does not train, --srl-model-path)
+        a model it does not train, --srl-model-path; where models of that kind and env exist but none fits, how many
+        and the newest one's image shape)
     """
-    found: list[tuple[float, str]] = []
+    channels = int(img_shape[0]) if img_shape is not None else channels
+    size = tuple(int(v) for v in img_shape[1:]) if img_shape is not None else None  # (then channels is known too)
+    found: list[tuple[float, str, tuple[int, ...]]] = []
     root = os.path.abspath(os.path.expanduser(log_folder))
     for dataset in sorted(os.listdir(root)) if os.path.isdir(root) else []:
         dataset_dir = os.path.join(root, dataset)
@@ -138,15 +206,25 @@ def latestModelFolder(log_folder: str, env_id: str, name: str) -> str:
             folder = os.path.join(dataset_dir, entry)
             try:
                 config = readExpConfig(folder)
-            except ValueError:
+                shape = tuple(int(v) for v in config.get("img_shape", ()))
+            except (ValueError, TypeError):
                 continue
             if config.get("srl_model") == name and config.get("env") == env_id:
-                found.append((os.path.getmtime(os.path.join(folder, "exp_config.json")), folder))
-    if not found:
-        how = (f"train one with {prepareCommand(env_id, name, ['--log-folder', log_folder])}" if preparable(name)
-               else _notPrepared(name))
-        raise SRLLookupError(f"--latest: no {name!r} model trained on {env_id} under {log_folder!r}; {how}")
-    return max(found)[1]
+                found.append((os.path.getmtime(os.path.join(folder, "exp_config.json")), folder, shape))
+    fitting = [(when, folder) for when, folder, shape in found if len(shape) == 3
+               and (channels is None or shape[0] == channels) and (size is None or shape[1:] == size)]
+    if fitting:
+        return max(fitting)[1]
+    how = (f"train one with {prepareCommand(env_id, name, ['--log-folder', log_folder, *prepare_flags])}"
+           if preparable(name) else _notPrepared(name))
+    if found:
+        wanted = _shapeText(img_shape) if img_shape is not None else f"{channels}-channel"
+        newest = max(found)
+        raise SRLLookupError(f"--latest: none of the {len(found)} {name!r} model(s) trained on {env_id} under "
+                             f"{log_folder!r} fits the run's {wanted} images (the newest, {newest[1]}, encodes "
+                             f"{_shapeText(newest[2]) or 'no valid img_shape'}); run with the camera flags and "
+                             f"--img-shape a model was trained with, or {how}")
+    raise SRLLookupError(f"--latest: no {name!r} model trained on {env_id} under {log_folder!r}; {how}")
 
 
 def _yamlScalar(value: str) -> str:
@@ -334,7 +412,8 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
 
 def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = None,
                     model_path: str | None = None, img_shape: tuple[int, int, int] | None = None,
-                    channels: int | None = None, check_load: bool = True, prepare_flags: Sequence[str] = ()) -> str:
+                    channels: int | None = None, check_load: bool = True, prepare_flags: Sequence[str] = (),
+                    origin: str | None = None) -> str:
     """
     Find and check the trained model a run asks for.
 
@@ -350,6 +429,7 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
         breaking the contract (srl_models.registry.checkSRLModel) are refused up front
     :param prepare_flags: flags added to the ``srl_models.prepare`` command the error names when no model is
         registered (the run's ``--random-target``, ``--img-shape``, ...)
+    :param origin: where ``model_path`` comes from, named in errors (default: ``--srl-model-path PATH``)
     :return: the absolute model folder
     :raises SRLLookupError: not a learned model name, or the config file maps no folder to it (one line)
     :raises ValueError: any other reason the model cannot be used (one line)
@@ -361,7 +441,7 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
                              f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(name)}")
     if model_path is not None:
         folder = os.path.abspath(os.path.expanduser(model_path))
-        origin = f"--srl-model-path {model_path}"
+        origin = origin or f"--srl-model-path {model_path}"
     else:
         flags = list(prepare_flags)
         if config_file is None:

@@ -10,7 +10,9 @@ evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Mo
 deleted or moved once its exp_config.json is written stops the command before its next file (one line, exit 1),
 rather than let that file make the folder again without its model. A kill during a save leaves the save's temporary
 file (``.reconstructions.<8 hex>.tmp.png``, ...) in the folder of that unfinished model; no later training writes
-into it (each makes a new folder), so it stays until the folder is deleted.
+into it (each makes a new folder), so it stays until the folder is deleted. exp_config.json records the env settings
+that drew the dataset's frames (``dataset_env``: random target, action kind, force_down), which rl_baselines.train
+compares with a run's (one warning when they differ).
 
 The settings are one :class:`srl_models.train_config.SRLTrainConfig`: the parser is generated from it, and
 :func:`trainFromConfig` trains from one built in Python (the command line is parse -> config -> the same function).
@@ -31,7 +33,7 @@ import torch
 
 from environments.dataset import Dataset
 from srl_models.backbone import checkImageSize
-from srl_models.base import DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE
+from srl_models.base import DATASET_ENV_KEY, DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE
 from srl_models.config import preparable
 from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
@@ -539,6 +541,7 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
                   "env": dataset.env_id, "renderer": dataset.renderer, "losses": losses,
                   **({"split_dims": split} if split else {}),
                   "data_folder": os.path.abspath(config.data_folder), DATASET_FINGERPRINT_KEY: dataset.fingerprint(),
+                  DATASET_ENV_KEY: dataset.frameSettings(),
                   "seed": config.seed, "epochs": config.epochs,
                   **trainingEntries(training), "learning_rate": config.learning_rate, "beta": config.beta,
                   "foreground_weight": foregroundWeight(config, name),

@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import runModule, snapshot, trainHere
+from conftest import interruptThenResume, runModule, snapshot, trainHere
 
 from benchmarks.renderer_gtc import trajectoryDifferences
 from environments import dataset_generator, defaultRenderer, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
@@ -33,6 +33,7 @@ from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.registry import defaultRenderersText
 from environments.srl_env import REFERENCE_RENDERER
+from replay import enjoy_baselines
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs import train
@@ -282,6 +283,88 @@ def test_a_plugin_model_without_a_recorded_renderer_gets_no_renderer_warning(tmp
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         train.validate(train.parseCommand([*argv[:-1], "tinyrenderer"])[0], registered_rl)
+
+
+def _trainArgv(tmp_path, folder: str, *flags: str, env_id: str = "MobileRobotGymEnv-v0") -> list[str]:
+    return ["--algo", "ppo2", "--env", env_id, "--srl-model-path", folder, "--log-dir", str(tmp_path / "logs"),
+            "--no-vis", *flags]
+
+
+def _validateQuietly(argv: list[str]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning at all
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+
+
+@pytest.mark.parametrize("source", ["dataset_env", "data_folder"])
+def test_a_model_of_other_dataset_settings_is_used_with_one_warning(tmp_path, source) -> None:
+    """A model whose dataset was recorded with another target or action kind than the run's: one warning naming
+    each setting and the flag that matches; read from exp_config's dataset_env, or for a model trained before it was
+    recorded from its data_folder's dataset_config.json (shape_reward and max_dist are not compared)."""
+    settings = {"random_target": False, "continuous_actions": False, "action_joints": False}
+    if source == "dataset_env":
+        exp_config = {"dataset_env": settings}
+    else:
+        dataset = tmp_path / "dataset"
+        dataset.mkdir()
+        (dataset / "dataset_config.json").write_text(json.dumps({
+            "env": "MobileRobotGymEnv-v0", **settings, "force_down": None, "shape_reward": True, "max_dist": 0.28}))
+        exp_config = {"data_folder": str(dataset), "continuous_actions": False}
+    folder = str(tmp_path / "vae")
+    VAEModel(4, (3, 64, 64), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites", **exp_config}).save(folder)
+    with pytest.warns(UserWarning, match=r"recorded with a fixed target, this run has a random target \(drop -r\); "
+                                         r"with discrete actions, this run has continuous actions \(drop -c\): its "
+                                         "states may not cover") as caught:
+        train.validate(train.parseCommand(_trainArgv(tmp_path, folder, "-r", "-c"))[0], registered_rl)
+    assert len(caught) == 1 and "action" not in str(caught[0].message).split("(drop -c)")[1]
+    _validateQuietly(_trainArgv(tmp_path, folder))  # the dataset's settings: no warning (shape_reward is not one)
+
+
+def test_a_model_without_known_dataset_settings_gets_no_settings_warning(tmp_path) -> None:
+    """A model trained before the settings were recorded whose dataset is gone, or whose data_folder now holds
+    another env's dataset: nothing to compare, no warning."""
+    dataset = tmp_path / "dataset"
+    folder = str(tmp_path / "vae")
+    VAEModel(4, (3, 64, 64), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites", "data_folder": str(dataset)}
+             ).save(folder)
+    _validateQuietly(_trainArgv(tmp_path, folder, "-r"))
+    dataset.mkdir()
+    (dataset / "dataset_config.json").write_text(json.dumps({"env": "KukaButtonGymEnv-v0", "random_target": False}))
+    _validateQuietly(_trainArgv(tmp_path, folder, "-r"))
+
+
+def test_a_run_of_the_dataset_settings_resumes_and_replays_without_a_warning(tmp_path, monkeypatch) -> None:
+    """A run whose settings match the model's dataset (-r, continuous actions): neither its --resume nor its replay
+    warns (the resumed run reads its own settings back from args.json)."""
+    folder = str(tmp_path / "vae")
+    dataset_env = {"random_target": True, "continuous_actions": True, "action_joints": False}
+    VAEModel(4, (3, 32, 32), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites", "dataset_env": dataset_env}
+             ).save(folder)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run_dir = interruptThenResume(monkeypatch, str(tmp_path / "logs"), [
+            "--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model-path", folder, "-r", "-c",
+            "--num-timesteps", "256", "--checkpoint-freq", "128", "--hyperparam", "n_steps:64"], at_step=192)
+        assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"]) == 0
+
+
+def test_an_arm_model_of_force_down_frames_warns_a_run_without_it(tmp_path) -> None:
+    """force_down is compared where the run's env has it, not when either moves joints (which it does not
+    restrict): the warning names --force-down and -r together."""
+    folder = str(tmp_path / "vae")
+    dataset_env = {"random_target": True, "continuous_actions": False, "action_joints": False, "force_down": True}
+    VAEModel(4, (3, 64, 64), {"env": "KukaButtonGymEnv-v0", "renderer": defaultRenderer("KukaButtonGymEnv-v0"),
+                              "dataset_env": dataset_env}).save(folder)
+    env_id = "KukaButtonGymEnv-v0"
+    with pytest.warns(UserWarning, match=r"with a random target, this run has a fixed target \(add -r\); with "
+                                         r"--force-down, this run has no --force-down \(add --force-down\):"):
+        train.validate(train.parseCommand(_trainArgv(tmp_path, folder, env_id=env_id))[0], registered_rl)
+    _validateQuietly(_trainArgv(tmp_path, folder, "-r", "--force-down", env_id=env_id))
+    with pytest.warns(UserWarning, match=r"with Cartesian actions, this run has joint actions \(drop "
+                                         r"--action-joints\)") as caught:
+        train.validate(train.parseCommand(_trainArgv(tmp_path, folder, "-r", "-c", "--action-joints",
+                                                     env_id=env_id))[0], registered_rl)
+    assert "force-down" not in str(caught[-1].message)
 
 
 def test_datasets_record_the_renderer(tmp_path) -> None:

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -18,9 +19,11 @@ from environments.car_racing.car_env import CarRacingGymEnv
 from environments.generator_config import GeneratorConfig
 from environments.registry import REFERENCE_RENDERER, defaultRenderer, registerAll
 from replay import demo, srl_demo
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 from srl_models import prepare
+from srl_models.base import readExpConfig
 from srl_models.config import (
     SRLLookupError,
     defaultConfigFile,
@@ -29,6 +32,7 @@ from srl_models.config import (
     registerModel,
     resolveSRLModel,
 )
+from srl_models.models import VAEModel
 from srl_models.prepare import trainCommand
 from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import UsageError
@@ -203,6 +207,55 @@ def test_latest_picks_the_newest(prepared, tmp_path):
     assert latestModelFolder(str(tmp_path / "srl"), ENV_ID, "vae") == str(newer)
     with pytest.raises(SRLLookupError, match="no 'vae' model trained on MobileRobot1DGymEnv-v0"):
         latestModelFolder(str(tmp_path / "srl"), "MobileRobot1DGymEnv-v0", "vae")
+
+
+def _fakeModel(folder, img_shape, when: float, env_id: str = ENV_ID) -> str:
+    """A vae model folder of that image shape whose exp_config.json was written at ``when``."""
+    VAEModel(4, img_shape, {"env": env_id, "renderer": defaultRenderer(env_id)}).save(str(folder))
+    os.utime(folder / "exp_config.json", (when, when))
+    return str(folder)
+
+
+def test_latest_picks_the_newest_model_that_fits_the_run(tmp_path):
+    """--latest skips newer models of other cameras or sizes (it refused the run although an older fitting model
+    existed); none fitting is one line saying so, and a refused choice is named as --latest's, not as a
+    --srl-model-path the user never passed."""
+    root = tmp_path / "srl"
+    one_camera = _fakeModel(root / "ds_a" / "vae_3", (3, 32, 32), 1000)
+    two_cameras = _fakeModel(root / "ds_b" / "vae_6", (6, 32, 32), 2000)
+    assert latestModelFolder(str(root), ENV_ID, "vae", channels=3) == one_camera
+    assert latestModelFolder(str(root), ENV_ID, "vae", channels=6) == two_cameras
+    assert latestModelFolder(str(root), ENV_ID, "vae", (3, 32, 32), 3) == one_camera
+    with pytest.raises(SRLLookupError, match=r"^--latest: none of the 2 'vae' model\(s\) trained on "
+                                             rf"{ENV_ID} under .* fits the run's 3x16x16 images \(the newest, "
+                                             rf"{re.escape(two_cameras)}, encodes 6x32x32\); .*--img-shape 3 16 16$"):
+        latestModelFolder(str(root), ENV_ID, "vae", (3, 16, 16), 3, ["--img-shape", "3", "16", "16"])
+    argv = ["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--latest", "--srl-log-folder", str(root),
+            "--log-dir", str(tmp_path / "logs"), "--no-vis"]
+    assert train.validate(train.parseCommand(argv)[0], registered_rl).srl_model_path == one_camera
+    os.remove(os.path.join(one_camera, readExpConfig(one_camera)["weights"][0]))
+    with pytest.raises(UsageError, match=rf"^--srl-model vae: --latest's choice {re.escape(one_camera)}: ") as caught:
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+    assert "--srl-model-path" not in str(caught.value)
+
+
+def test_a_model_prepared_with_a_random_target_warns_a_run_without_one(tmp_path, monkeypatch):
+    """prepare registers a model per env id: a run without -r (or, on an arm, without the --force-down its random
+    dataset moved with) gets one warning naming the flags; the train command prepare prints gets none."""
+    monkeypatch.chdir(tmp_path)
+    config_file = str(tmp_path / "srl.yaml")
+    env_id = "KukaButtonGymEnv-v0"
+    prepare.prepare(["--env", env_id, "-r", "--srl-model", "pca", "--episodes", "2", "--img-shape", "3", "16", "16",
+                     "--state-dim", "2", "--num-cpu", "1", "--device", "cpu", "--no-progress", "--srl-config-file",
+                     config_file])
+    argv = ["--algo", "ppo2", "--env", env_id, "--srl-model", "pca", "--srl-config-file", config_file, "--log-dir",
+            str(tmp_path / "logs"), "--no-vis"]
+    with pytest.warns(UserWarning, match=r"the SRL model's dataset was recorded with a random target, this run has a "
+                                         r"fixed target \(add -r\); with --force-down, .*\(add --force-down\)"):
+        train.validate(train.parseCommand(argv)[0], registered_rl)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        train.validate(train.parseCommand([*argv, "-r", "--force-down"])[0], registered_rl)
 
 
 def test_the_suggested_train_command_moves_the_arm_as_its_dataset():

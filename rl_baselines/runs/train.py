@@ -17,7 +17,15 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from environments import envFlagRefusal, envsWhere, getEnvClass, registered_env, rendererRefusal, resolvedRenderer
+from environments import (
+    envFlagRefusal,
+    envOffers,
+    envsWhere,
+    getEnvClass,
+    registered_env,
+    rendererRefusal,
+    resolvedRenderer,
+)
 from environments.registry import unknownEnvText
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
@@ -46,7 +54,15 @@ from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult,
 from rl_baselines.runs.train_loop import trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
-from srl_models.config import SRLLookupError, describeSRLModel, latestModelFolder, resolveSRLModel, trainedRenderer
+from srl_models.config import (
+    SRLLookupError,
+    describeSRLModel,
+    frameSettingsWarning,
+    latestModelFolder,
+    resolveSRLModel,
+    trainedFrameSettings,
+    trainedRenderer,
+)
 from srl_models.registry import failedSRLPluginsText, learnedModels
 from srl_toolbox.cli import (
     CLIParser,
@@ -355,16 +371,19 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     img_shape = (channels, *args.img_shape[1:]) if args.img_shape is not None else None
     prepare_flags = [f"--{k.replace('_', '-')}" for k in ("random_target", "multi_view", "fpv") if getattr(args, k)]
     prepare_flags += ["--img-shape", *map(str, args.img_shape)] if args.img_shape is not None else []
+    origin = None
     try:
         if args.latest:
             if args.srl_model_path is not None:
                 raise UsageError("--latest picks the model folder itself: drop --srl-model-path")
             # resolved: args.json records the folder (latest off), so that --resume keeps this model
-            args = args.replace(srl_model_path=latestModelFolder(args.srl_log_folder, args.env, args.srl_model),
-                                latest=False)
+            latest = latestModelFolder(args.srl_log_folder, args.env, args.srl_model, img_shape, channels,
+                                       prepare_flags)
+            args = args.replace(srl_model_path=latest, latest=False)
+            origin = f"--latest's choice {latest}"
             print(f"--latest: using the {args.srl_model} model {args.srl_model_path}", flush=True)
         folder = resolveSRLModel(args.env, args.srl_model, args.srl_config_file, args.srl_model_path,
-                                 img_shape=img_shape, channels=channels, prepare_flags=prepare_flags)
+                                 img_shape=img_shape, channels=channels, prepare_flags=prepare_flags, origin=origin)
     except SRLLookupError as error:
         raise UsageError(f"--srl-model {args.srl_model!r}: {error}; valid choices without a trained model: "
                          f"{', '.join(env_class.SRL_MODES)}") from None
@@ -379,7 +398,23 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
         warnings.warn(f"the SRL model was trained on {trained_on} frames and this run draws them with "
                       f"--renderer {args.renderer}: its states may differ (--renderer {trained_on} gives the frames it "
                       "was trained on)", stacklevel=2)
+    mismatch = frameSettingsWarning(trainedFrameSettings(exp_config), runFrameSettings(args, env_class))
+    if mismatch is not None:
+        warnings.warn(mismatch, stacklevel=2)
     return args
+
+
+def runFrameSettings(args: TrainConfig, env_class: type) -> dict[str, bool | None]:
+    """
+    :param args: the run's settings (env, random_target, continuous_actions, action_joints, force_down)
+    :param env_class: the env's class
+    :return: the env settings that shape the run's frames (environments.dataset.FRAME_SETTINGS) as the env uses
+        them: -r only where the env offers a random target (as datasets record it), force_down None where the env
+        has no such keyword
+    """
+    return {"random_target": bool(args.random_target) and envOffers(args.env, "random_target"),
+            "continuous_actions": bool(args.continuous_actions), "action_joints": bool(args.action_joints),
+            "force_down": bool(args.force_down) if env_class.acceptsKeyword("force_down") else None}
 
 
 def createRunFolder(config: TrainConfig) -> str:
