@@ -26,7 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS, SRLGymEnv
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadEntryPoint, loadPlugins, warnSkipped
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadEntryPoint, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
 
@@ -85,10 +85,18 @@ def registerAll() -> dict[str, str]:
     return registered_env
 
 
-def unknownEnvText(env_id: str) -> str:
-    """:return: the one-line message of an unknown ``--env``: the valid ids and the env plugins that failed to load"""
+def unknownEnvText(env_id: str, default: str | None = None) -> str:
+    """
+    :param env_id: the unknown id
+    :param default: the command's default ``--env`` (said when it is the one skipped)
+    :return: the one-line message of an unknown ``--env``: why a skipped plugin of that id was skipped, the valid ids
+        and the env plugins that failed to load
+    """
     failed = f"; env plugins that failed to load: {', '.join(sorted(failed_env_plugins))}" if failed_env_plugins else ""
-    return f"unknown --env {env_id!r}; valid choices: {', '.join(sorted(registered_env))}{failed}"
+    skipped = ""
+    if env_id in failed_env_plugins:
+        skipped = f" ({'the default --env; ' if env_id == default else ''}skipped: {failed_env_plugins[env_id]})"
+    return f"unknown --env {env_id!r}{skipped}; valid choices: {', '.join(sorted(registered_env))}{failed}"
 
 
 def _loadDeferred(env_id: str) -> None:
@@ -107,7 +115,7 @@ def _loadDeferred(env_id: str) -> None:
     except (ImportError, AttributeError) as error:
         reason = f"{type(error).__name__}: {error}"
     if reason is not None:
-        failed_env_plugins[env_id] = f"{entry_point}: {reason}"
+        failed_env_plugins[env_id] = f"{entry_point}: {oneLine(reason)}"
         warnings.warn_explicit(f"skipped environment plugin {env_id!r} ({failed_env_plugins[env_id]})",
                                EnvPluginLoadWarning, filename=ENTRY_POINT_GROUP, lineno=0, module=ENTRY_POINT_GROUP)
         registered_env.pop(env_id, None)

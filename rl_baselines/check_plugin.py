@@ -8,7 +8,8 @@ through the train command as a user runs it:
 1. the class: a BaseRLObject subclass of this API version, ACTION_TYPES, MODEL_EXTENSION, the contract methods,
    saveTrainingState and loadTrainingState both or neither, a well-formed hyperparameter spec and search space;
 2. train a few hundred steps: the model file ``<algo>_model<ext>`` exists with the umask's permissions (not 0600),
-   holds the step count, and the normalisation statistics are saved beside it when the env normalises;
+   holds the step count, and the normalisation statistics are saved beside it when the env normalises; an algorithm
+   of API version 2 with ``TRAINING_ROWS`` True wrote a progress.csv row;
 3. load: missing and foreign files raise ValueError; the replay env restores the normalisation frozen;
 4. replay: actions fit the action space, ``deterministic=True`` gives the same actions every call, and a save/load
    round trip gives the same actions;
@@ -41,7 +42,7 @@ from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.checkpointing import readManifest
 from rl_baselines.core.hyperparams import Hyperparam
-from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, loadModel, makeEnv
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, isV1, loadModel, makeEnv
 from rl_baselines.core.registry import failed_plugins, registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
@@ -236,6 +237,15 @@ def _sameActions(first: Any, second: Any, observations: list[np.ndarray]) -> boo
                for obs in observations)
 
 
+def _hasRows(progress_file: str) -> bool:
+    """:return: whether progress.csv holds a row below its header"""
+    try:
+        with open(progress_file, encoding="utf-8") as handle:
+            return sum(1 for line in handle if line.strip()) > 1
+    except FileNotFoundError:
+        return False
+
+
 def _normalisationCount(folder: str) -> float | None:
     path = os.path.join(folder, NORMALISATION_FILE)
     if not os.path.isfile(path):
@@ -284,6 +294,10 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     if normalised and not os.path.isfile(os.path.join(run_dir, NORMALISATION_FILE)):
         _fail(f"{kind}: makeEnv normalises observations but save wrote no {NORMALISATION_FILE} beside the model "
               f"(call rl_baselines.envs.factory.saveNormalisation(self.env, folder) in save)")
+    if algo_class.TRAINING_ROWS and not isV1(algo_class) and not _hasRows(RunFolder(run_dir).progress_file):
+        _fail(f"{kind}: TRAINING_ROWS is True but train wrote no training rows to progress.csv in {num_timesteps} "
+              f"steps (log train/* values through logger or callback.logScalars, or set TRAINING_ROWS = False; "
+              f"one that logs less often is checked with more --num-timesteps)")
     passed.append(f"{kind}: trained {num_timesteps} steps, model file with the umask's permissions"
                   f"{', normalisation saved' if normalised else ''}")
 

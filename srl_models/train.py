@@ -8,11 +8,12 @@ episodes split into training and validation, the model trained with early stoppi
 folder written: exp_config.json, the weights, training_curve.png, reconstructions.png (models that decode), then the
 evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Model folder: PATH``. A model folder
 deleted or moved once its exp_config.json is written stops the command before its next file (one line, exit 1),
-rather than let that file make the folder again without its model. A kill during a save leaves the save's temporary
-file (``.reconstructions.<8 hex>.tmp.png``, ...) in the folder of that unfinished model; no later training writes
-into it (each makes a new folder), so it stays until the folder is deleted. exp_config.json records the env settings
-that drew the dataset's frames (``dataset_env``: random target, action kind, force_down), which rl_baselines.train
-compares with a run's (one warning when they differ).
+rather than let that file make the folder again without its model. An error while the folder is written (a plugin
+model whose getState raises, Ctrl-C) removes it, so that a model folder holds a finished model. A kill (SIGKILL)
+during a save leaves the save's temporary file (``.reconstructions.<8 hex>.tmp.png``, ...) in the folder of that
+unfinished model; no later training writes into it (each makes a new folder), so it stays until the folder is
+deleted. exp_config.json records the env settings that drew the dataset's frames (``dataset_env``: random target,
+action kind, force_down), which rl_baselines.train compares with a run's (one warning when they differ).
 
 The settings are one :class:`srl_models.train_config.SRLTrainConfig`: the parser is generated from it, and
 :func:`trainFromConfig` trains from one built in Python (the command line is parse -> config -> the same function).
@@ -23,6 +24,7 @@ import argparse
 import math
 import os
 import random
+import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -55,7 +57,7 @@ from srl_models.trainer import (
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import checkFolderStays, writeJson
+from srl_toolbox.files import FolderVanished, checkFolderStays, writeJson
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 N_RECONSTRUCTIONS = 8
@@ -567,12 +569,18 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 
     folder = modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed)
-    model.save(folder)
-    writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
-    if not config.no_eval:
-        checkModelFolder(folder)
-        evaluate(folder, progress=not config.no_progress)
-    checkModelFolder(folder)  # (an evaluation finds no model in a folder gone meanwhile: a warning, not this line)
+    try:
+        model.save(folder)
+        writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
+        if not config.no_eval:
+            checkModelFolder(folder)
+            evaluate(folder, progress=not config.no_progress)
+        checkModelFolder(folder)  # (an evaluation finds no model in a folder gone meanwhile: a warning, not this line)
+    except FolderVanished:
+        raise  # (nothing of ours left at that path)
+    except BaseException:  # (Ctrl-C too) a folder with a model but no outputs would look finished
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
     return folder
 
 
@@ -680,8 +688,6 @@ def evaluate(folder: str, progress: bool = True) -> None:
     :param folder: the model folder
     :param progress: show a progress bar while encoding
     """
-    # imported here: the metrics and their plots are only needed when evaluating (--no-eval skips them)
-
     try:
         results = evaluateModel(folder, progress=progress)
     except ValueError as error:

@@ -10,6 +10,7 @@ so the warning of a skipped plugin (a :class:`SkippedPluginWarning`) is always s
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import os
 import sys
 import warnings
@@ -18,6 +19,8 @@ from typing import Any
 
 from stevedore import ExtensionManager
 
+# The distribution that declares the built-in plugins (setup.py)
+TOOLBOX_DISTRIBUTION = "srl-toolbox"
 # The entry-point groups whose skipped plugins this process, or one that started it, has warned about (comma
 # separated, inherited by child processes): each is said once per command, not again by every process it starts
 WARNED_GROUPS_VARIABLE = "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS"
@@ -43,6 +46,12 @@ def _oneLineForSkippedPlugins(format_warning: Callable[..., str]) -> Callable[..
 
 if not getattr(warnings.formatwarning, "skipped_plugins_one_line", False):
     warnings.formatwarning = _oneLineForSkippedPlugins(warnings.formatwarning)
+
+
+def oneLine(text: str) -> str:
+    """:return: ``text`` on one line (an exception's message may span several): its non-blank lines, stripped, joined
+        with " / " """
+    return " / ".join(line.strip() for line in str(text).splitlines() if line.strip())
 
 
 def apiMajor(version: Any) -> int | None:
@@ -104,8 +113,9 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
             deferred[entry_point.name] = entry_point.value
             return
         values.setdefault(entry_point.name, []).append(entry_point.value)
-        import_errors[entry_point.name] = f"{entry_point.value} failed to load: {type(error).__name__}: {error}"
-        failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {error}"
+        message = f"{type(error).__name__}: {oneLine(error)}"
+        import_errors[entry_point.name] = f"{entry_point.value} failed to load: {message}"
+        failures[entry_point.name] = f"{entry_point.value}: {message}"
 
     manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
     loaded: dict[str, Any] = {}
@@ -113,19 +123,31 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
         values.setdefault(extension.name, []).append(extension.entry_point.value)
         reason = refusal(extension.plugin)
         if reason is not None:
-            failures[extension.name] = f"{extension.entry_point.value}: {reason}"
+            failures[extension.name] = f"{extension.entry_point.value}: {oneLine(reason)}"
             continue
         loaded[extension.name] = extension.plugin
     for name, declared in values.items():
         if len(set(declared)) > 1:  # two packages claim the name (one that fails to load claims it too)
             loaded.pop(name, None)
             failed = f"; {import_errors[name]}" if name in import_errors else ""
-            failures[name] = f"declared by {len(declared)} entry points ({', '.join(declared)}{failed}); uninstall one"
+            failures[name] = f"declared by {len(declared)} entry points ({', '.join(declared)}{failed}); " \
+                             f"{_uninstallOne(group, name)}"
     # The processes a command starts (SubprocVecEnv's env workers and their forkserver, search workers, the train
     # processes of a sweep) load the plugins again: the command has already said which it skipped, once
     if warn and group not in os.environ.get(WARNED_GROUPS_VARIABLE, "").split(","):
         warnSkipped(group, kind, warning_class, failures)
     return dict(sorted(loaded.items())), failures
+
+
+def _uninstallOne(group: str, name: str) -> str:
+    """:return: what to do about ``name`` declared twice in ``group``: uninstall one of the distributions declaring
+    it, the plugins' (those other than srl-toolbox) named"""
+    owners = sorted({dist.metadata["Name"] for dist in importlib.metadata.distributions()
+                     if any(entry.group == group and entry.name == name for entry in dist.entry_points)})
+    plugins = [owner for owner in owners if owner != TOOLBOX_DISTRIBUTION] or owners
+    if not plugins:
+        return "uninstall one"
+    return f"uninstall one of the distributions {', '.join(owners)}: pip uninstall {' or '.join(plugins)}"
 
 
 def warnSkipped(group: str, kind: str, warning_class: type[Warning], failures: dict[str, str]) -> None:
@@ -146,7 +168,7 @@ def warnSkipped(group: str, kind: str, warning_class: type[Warning], failures: d
     for name, reason in sorted(failures.items()):
         # Located at the entry-point group, not at a source line (no file path in any format); shown as one line
         # "warning: <category>: skipped ..." (see the module docstring), by a command or a script alike.
-        warnings.warn_explicit(f"skipped {kind} plugin {name!r} ({reason})", warning_class, filename=group,
+        warnings.warn_explicit(f"skipped {kind} plugin {name!r} ({oneLine(reason)})", warning_class, filename=group,
                                lineno=0, module=group)
 
 
@@ -164,7 +186,7 @@ def loadNamed(group: str, name: str) -> Any:
     failures: dict[str, str] = {}
 
     def onFailure(_manager: Any, entry_point: Any, error: BaseException) -> None:
-        failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {error}"
+        failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {oneLine(error)}"
 
     manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
     for extension in manager:

@@ -33,10 +33,13 @@ def tinySite(tmp_path_factory: pytest.TempPathFactory) -> str:
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: tiny-plugin\nVersion: 0.1\n")
     (package / "docs_example.py").write_text(docsExample())
+    (package / "docs_silent.py").write_text("from tiny_plugin.docs_example import TinyAgent\n\n\n"
+                                            "class SilentAgent(TinyAgent):\n    TRAINING_ROWS = True\n")
     shutil.copy(os.path.join(REPO, "tests", "plugin_v1_docs_example.py"), package / "docs_example_v1.py")
     (dist_info / "entry_points.txt").write_text(
         "[srl_toolbox.rl_algorithms]\n" + "".join(f"{name} = tiny_plugin.algo:{cls}\n" for name, cls in VARIANTS.items())
-        + "docs_tiny = tiny_plugin.docs_example:TinyAgent\ndocs_tiny_v1 = tiny_plugin.docs_example_v1:TinyAgent\n")
+        + "docs_tiny = tiny_plugin.docs_example:TinyAgent\ndocs_tiny_v1 = tiny_plugin.docs_example_v1:TinyAgent\n"
+        + "docs_silent = tiny_plugin.docs_silent:SilentAgent\n")
     return str(site)
 
 
@@ -147,6 +150,16 @@ def test_check_plugin_passes_the_plugin_of_the_docs(tinySite) -> None:
     assert "docs_tiny: every check passed" in result.stdout
 
 
+def test_a_plugins_help_is_titled_with_its_algo_name(tinySite) -> None:
+    """The help section of a plugin's flags said "TinyAgent hyperparameters", its Python class, where a built-in's
+    says its --algo name; a registered subclass of it has its own name too."""
+    for algo in ("docs_tiny", "docs_silent"):
+        result = _run(tinySite, "rl_baselines.train", "--algo", algo, "--help")
+        assert result.returncode == 0, result.stderr
+        assert f"{algo} hyperparameters (defaults in brackets)" in result.stdout, result.stdout
+        assert "TinyAgent" not in result.stdout and "SilentAgent" not in result.stdout
+
+
 def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_continues(tmp_path, tinySite) -> None:
     """The example of docs/plugins.md before API version 2 (tests/plugin_v1_docs_example.py), unchanged: the train
     command runs it through the v1 adapter, enjoy_baselines replays it, check_plugin passes it."""
@@ -173,6 +186,7 @@ def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_cont
     ("tiny_nonorm", "save wrote no vecnormalize.npz"),
     ("tiny_frozen", "normalisation statistics stopped updating"),
     ("tiny_noisy", "deterministic=True) gives different actions"),
+    ("docs_silent", "TRAINING_ROWS is True but train wrote no training rows to progress.csv"),  # it logs nothing
 ])
 def test_check_plugin_catches_each_trap(tinySite, algo, message) -> None:
     result = _run(tinySite, "rl_baselines.check_plugin", algo, "--discrete-actions", "--num-timesteps", "200",

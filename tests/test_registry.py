@@ -12,7 +12,8 @@ import textwrap
 import pytest
 from conftest import REPO, runFolder, runModule
 
-from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
+from rl_baselines.core.registry import TRAIN_OPTION_STRINGS, ActionType, AlgoType, registered_rl
+from rl_baselines.runs.train_config import ownOptionStrings
 
 PLUGIN_CODE = textwrap.dedent('''
     """A third-party algorithm written only against the public contract."""
@@ -234,6 +235,7 @@ FIX_ENTRY_POINTS = textwrap.dedent('''
     broken_arguments = qa_fix.clash:BrokenArguments
     ppo2 = qa_fix.missing:PPO2
     broken_fix = qa_fix.nothere:X
+    multi_line = qa_fix.multiline:X
 
     [srl_toolbox.environments]
     Dot+Env-v0 = environments.mobile_robot.mobile_robot_env:MobileRobotGymEnv
@@ -250,6 +252,7 @@ def brokenSite(tmp_path_factory) -> dict[str, str]:
     (package / "__init__.py").write_text("")
     shutil.copy(os.path.join(REPO, "tests", "tiny_plugin_algo.py"), package / "tiny.py")
     (package / "clash.py").write_text(CLASHING_CODE)
+    (package / "multiline.py").write_text('raise RuntimeError("first line\\nsecond line")\n')
     dist_info = root / "qa_fix-0.1.dist-info"
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: qa-fix\nVersion: 0.1\n")
@@ -261,7 +264,6 @@ def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
     script = ("import json, warnings\n"
               "with warnings.catch_warnings(record=True) as caught:\n"
               "    warnings.simplefilter('always')\n"
-              "    from rl_baselines.runs import train\n"
               "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
               "    from environments import registered_env, failed_env_plugins\n"
               "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins, 'envs': sorted(registered_env),\n"
@@ -270,6 +272,8 @@ def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
                             env={**os.environ, **brokenSite}, timeout=300)
     assert result.returncode == 0, result.stderr  # the malformed env id raised gymnasium.error.Error at import
     data = json.loads(result.stdout)
+    # the flag clashes below are found by importing the registry alone (the documented check), not only once a
+    # command built the train parser
     # a hyperparameter taking one of train's flags crashed every parser of that algorithm (argparse.ArgumentError)
     assert "hyperparameter 'seed' (--seed) has the flag of one of the train command's own" in data["failed"]["clash_seed"]
     assert "'num_timesteps' (--num-timesteps)" in data["failed"]["clash_steps"]
@@ -281,13 +285,24 @@ def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
     # a redeclared ppo2 that fails to import left the built-in active while the warning said ppo2 was skipped
     assert "ppo2" not in data["names"] and "declared by 2 entry points" in data["failed"]["ppo2"]
     assert "qa_fix.missing:PPO2 failed to load: ModuleNotFoundError" in data["failed"]["ppo2"]
+    # and named the distribution to uninstall (not srl-toolbox's)
+    assert data["failed"]["ppo2"].endswith(
+        "uninstall one of the distributions qa-fix, srl-toolbox: pip uninstall qa-fix")
     assert not {"clash_seed", "clash_steps", "clash_flag", "clash_version", "broken_arguments", "broken_fix"} & set(
         data["names"]) and "a2c" in data["names"]
     assert "Dot+Env-v0" not in data["envs"] and "Malformed environment ID" in data["failed_envs"]["Dot+Env-v0"]
     assert "MobileRobotGymEnv-v0" in data["envs"]
     skipped = sorted(w.split("'")[1] for w in data["warnings"] if "skipped" in w)
     assert skipped == ["Dot+Env-v0", "broken_arguments", "broken_fix", "clash_flag", "clash_seed", "clash_steps",
-                       "clash_version", "ppo2"], data["warnings"]
+                       "clash_version", "multi_line", "ppo2"], data["warnings"]
+    # an import error's message of several lines is said on one line, in the warning and the recorded reason
+    assert data["failed"]["multi_line"] == "qa_fix.multiline:X: RuntimeError: first line / second line"
+    assert not [w for w in data["warnings"] if "\n" in w], data["warnings"]
+
+
+def test_registry_knows_the_train_commands_flags() -> None:
+    """The registry (a lower layer) checks plugins' flags against its copy of the train command's option strings."""
+    assert TRAIN_OPTION_STRINGS == ownOptionStrings()
 
 
 def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> None:
@@ -302,8 +317,15 @@ def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> 
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "unknown --algo 'broken_fix'" in error, result.stderr
     assert ("; plugins that failed to load: broken_arguments, broken_fix, clash_flag, clash_seed, clash_steps, "
-            "clash_version, ppo2") in error
+            "clash_version, multi_line, ppo2") in error
     assert not (tmp_path / "logs").exists()
+    # with no --algo, "unknown --algo 'ppo2'" said nothing of the default nor why it was skipped
+    result = runModule("rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--log-dir", tmp_path / "logs",
+                       env=brokenSite)
+    error = result.stderr.strip().splitlines()[-1]
+    assert result.returncode == 2, result.stderr
+    assert "unknown --algo 'ppo2' (the default --algo; skipped: declared by 2" in error, error
+    assert "pip uninstall qa-fix)" in error and not (tmp_path / "logs").exists()
     result = runModule("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs",
                        env=brokenSite)
     error = result.stderr.strip().splitlines()[-1]

@@ -18,6 +18,7 @@ from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one
 
 from srl_models import plotting
 from srl_models import train as srl_train
+from srl_models.models import AutoEncoderModel
 from srl_models.registry import loadSRLModel
 from srl_models.train import buildParser, checkSettings, main, parseConfig, trainFromArgs, trainFromConfig
 from srl_models.train_config import SRLTrainConfig
@@ -171,6 +172,22 @@ def test_a_config_built_in_python_trains_like_the_command_line(tinyDataset: str,
                for folder in (from_argv, from_config)]
     assert weights[0].keys() == weights[1].keys()
     assert all(torch.equal(weights[0][key], weights[1][key]) for key in weights[0])
+
+
+class _StatesRaise(AutoEncoderModel):
+    """A plugin model whose getState fails (after training, for the reconstructions and the evaluation)."""
+
+    def getState(self, observations):
+        raise RuntimeError("boom in getState")
+
+
+def test_a_model_folder_whose_outputs_fail_is_removed(tinyDataset: str, tmp_path, monkeypatch) -> None:  # noqa: F811
+    # it stayed with exp_config.json and the weights but no reconstructions nor evaluation: it looked finished
+    monkeypatch.setattr(srl_train, "trainableModels", lambda: {"autoencoder": _StatesRaise})
+    with pytest.raises(RuntimeError, match="boom in getState"):
+        trainFromConfig(SRLTrainConfig(data_folder=tinyDataset, srl_model="autoencoder", state_dim=4, epochs=1,
+                                       batch_size=64, log_folder=str(tmp_path / "logs"), no_progress=True))
+    assert [files for _, _, files in os.walk(tmp_path / "logs") if files] == []
 
 
 def test_a_one_epoch_training_curve_shows_its_points_and_names_the_model(tmp_path, monkeypatch):

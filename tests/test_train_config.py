@@ -20,6 +20,7 @@ from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromA
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, checkedValue, upgradeArgsRecord
+from srl_toolbox.cli import UsageError
 
 ENV = "MobileRobotGymEnv-v0"
 
@@ -189,6 +190,19 @@ def test_img_shape_help_and_readme_name_the_learned_model_default() -> None:
         (row,) = [line for line in file if line.startswith("| `--img-shape C H W` |")
                   and "camera observation" in line]
     assert "`3 64 64`, or the learned SRL model's shape" in row and ">= 36 with `raw_pixels`" in row
+
+
+def test_the_smallest_raw_pixel_image_is_the_algorithms_own(tmp_path) -> None:
+    """--img-shape below 36 with raw_pixels was refused for every algorithm ("the CNN policy needs H, W >= 36"),
+    also those without a CNN (random_agent, a plugin): each declares its MIN_IMAGE_SIDE, 0 by default."""
+    argv = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "16", "16",
+            "--log-dir", str(tmp_path / "logs")]
+    assert RandomAgentModel.MIN_IMAGE_SIDE == 0 and registered_rl["ppo2"][0].MIN_IMAGE_SIDE == 36
+    config = train.validate(train.parseCommand(["--algo", "random_agent", *argv])[0], registered_rl)
+    assert config.img_shape == (3, 16, 16)
+    with pytest.raises(UsageError, match=r"--img-shape 3 16 16: the CNN policy of --algo ppo2 needs H, W >= 36"):
+        train.validate(train.parseCommand(["--algo", "ppo2", *argv])[0], registered_rl)
+    assert not (tmp_path / "logs").exists()
 
 
 def test_srl_model_path_help_names_every_kind_of_model_folder() -> None:

@@ -54,6 +54,9 @@ __all__ = ["MANIFEST_MEMBER", "OLDER_DECLARATIONS", "SB3_STATE_FILE", "SUPPORTED
            "TrainCallback", "actionMaskKeywords", "notifyCleanPoint", "strToBool"]
 
 
+# Smallest image side SB3's NatureCNN (CnnPolicy) and the torch algorithms' copy of it accept.
+MIN_CNN_SIDE = 36
+
 class BaseRLObject(abc.ABC):
     """
     Base class of every RL algorithm, built-in or plugin.
@@ -73,6 +76,10 @@ class BaseRLObject(abc.ABC):
     # Whether train writes progress.csv training rows (``train/*`` values dumped through its logger, as SB3 at each
     # log dump): tensorboard's rollout/ep_rew_mean and ep_len_mean come with each. False: at each refresh instead.
     TRAINING_ROWS: ClassVar[bool] = True
+    # Smallest image side (H, W) its network accepts with raw_pixels, checked by train before anything is written
+    # (MIN_CNN_SIDE for SB3's NatureCNN and the torch algorithms' copy of it); 0: any size (no CNN, or one that fits
+    # any image).
+    MIN_IMAGE_SIDE: ClassVar[int] = 0
     # Env steps between best-model checks (mean reward of the last 100 episodes).
     SAVE_INTERVAL: ClassVar[int] = 5000
     # Extension of the model file the train command names ``<algo>_model<MODEL_EXTENSION>``.
@@ -265,7 +272,7 @@ class BaseRLObject(abc.ABC):
         :return: action probabilities (discrete) or the mean action (continuous), one row per env; a class with
             ``USES_ACTION_MASKS`` also takes ``action_masks`` (as getAction) and gives the masked actions 0
         """
-        raise NotImplementedError(f"{type(self).__name__} has no action distribution")
+        raise NotImplementedError(f"{getattr(self, 'NAME', type(self).__name__)} has no action distribution")
 
     def seedActionSampling(self, seed: int) -> None:
         """

@@ -5,9 +5,11 @@ declared in setup.py like any third-party plugin, so this module imports none of
 to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
 1 (run through rl_baselines.core.plugin_v1) and 2 is recorded in ``failed_plugins`` (name -> reason), reported once
 as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of the train
-command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them: the train settings, in a
-higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every command that
-builds a train parser does first; both tables are changed in place."""
+command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them or raises: checked at import
+against :data:`TRAIN_OPTION_STRINGS`, the train command's option strings (its parser lives in a higher layer,
+rl_baselines.runs.train_config, whose tests keep the two equal and which checks again with
+:func:`skipClashingFlags` when imported; both tables are changed in place). A registered class that declares no
+``NAME`` (the name its help and messages show) gets its entry point's name."""
 from __future__ import annotations
 
 import argparse
@@ -18,12 +20,24 @@ from typing import Any
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, isV1
-from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, warnSkipped
+from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 
-__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "failed_plugins", "failedPluginsText",
-           "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
+__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "TRAIN_OPTION_STRINGS", "failed_plugins",
+           "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
+
+# Every option string of the train command's shared parser (rl_baselines.runs.train_config.ownOptionStrings, a
+# higher layer: tests/test_registry.py keeps the two equal); a plugin cannot add one of these flags
+TRAIN_OPTION_STRINGS = frozenset({
+    "--action-joints", "--action-repeat", "--algo", "--augment", "--buffer-save-freq", "--checkpoint-freq",
+    "--continuous-actions", "--device", "--env", "--episode-window", "--episode_window", "--eval-episodes",
+    "--eval-freq", "--force-down", "--fpv", "--help", "--hyperparam", "--hyperparam-file", "--img-shape", "--latest",
+    "--load-rl-model-path", "--log-dir", "--min-episodes-save", "--multi-view", "--no-progress", "--no-vis",
+    "--num-cpu", "--num-stack", "--num-timesteps", "--port", "--pretrain-dataset", "--pretrain-epochs",
+    "--pretrain-lr", "--random-target", "--renderer", "--resume", "--run-folder", "--seed", "--shape-reward",
+    "--srl-config-file", "--srl-ground-truth-scale", "--srl-log-folder", "--srl-model", "--srl-model-path",
+    "--srl-state-scale", "--tag", "--tensorboard-log", "--torch-threads", "--version", "-c", "-h", "-joints", "-r"})
 
 
 # The arguments training passes to a version 2 algorithm's train, in order
@@ -54,7 +68,7 @@ def _refusal(plugin: Any) -> str | None:
         except TypeError:
             return (f"{plugin.__name__}.train{inspect.signature(plugin.train)} does not take the version 2 arguments "
                     f"(self, {', '.join(V2_TRAIN_ARGUMENTS)})")
-    return None
+    return flagClashes(plugin, TRAIN_OPTION_STRINGS)
 
 
 def loadRegisteredRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseRLObject], AlgoType, list[ActionType]]],
@@ -66,8 +80,21 @@ def loadRegisteredRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseRLObje
     :return: (registered algorithms, skipped plugins with their reasons)
     """
     plugins, failures = loadPlugins(ENTRY_POINT_GROUP, _refusal, "algorithm", PluginLoadWarning, warn)
+    _nameUnnamed(plugins)
     table = {name: (plugin, plugin.ALGO_TYPE, list(plugin.ACTION_TYPES)) for name, plugin in plugins.items()}
     return table, failures
+
+
+def _nameUnnamed(plugins: dict[str, type[BaseRLObject]]) -> None:
+    """Set ``NAME``, the name the help and messages show (the built-ins declare it), to the entry point's name on
+    each class that has none (or an empty one) of its own nor inherits one a class declares (a subclass of a
+    built-in keeps the built-in's)."""
+    named: set[type] = set()
+    for name, plugin in plugins.items():
+        owner = next((klass for klass in plugin.__mro__ if "NAME" in vars(klass)), None)
+        if not getattr(plugin, "NAME", "") or owner in named:
+            plugin.NAME = name  # type: ignore[attr-defined]
+            named.add(plugin)
 
 
 def flagClashes(plugin: type[BaseRLObject], reserved: Collection[str]) -> str | None:
@@ -77,7 +104,11 @@ def flagClashes(plugin: type[BaseRLObject], reserved: Collection[str]) -> str | 
     :return: why a hyperparameter's flag, or one its ``customArguments`` adds, cannot be added to the train parser
         (argparse would refuse it), or why customArguments fails; None when the parser builds
     """
-    clashing = [name for name in plugin.hyperparamSpec() if f"--{name.replace('_', '-')}" in reserved]
+    try:
+        spec = plugin.hyperparamSpec()
+    except Exception as error:  # noqa: BLE001 (a plugin's bug: skipped, as one that fails to import)
+        return f"its hyperparameters cannot be read: {type(error).__name__}: {error}"
+    clashing = [name for name in spec if f"--{name.replace('_', '-')}" in reserved]
     if clashing:
         flags = ", ".join(f"{name!r} (--{name.replace('_', '-')})" for name in clashing)
         return f"hyperparameter {flags} has the flag of one of the train command's own settings; rename it"
@@ -110,7 +141,7 @@ def skipClashingFlags(reserved: Collection[str], warn: bool = True) -> dict[str,
         reason = flagClashes(plugin, reserved)
         if reason is not None:
             del registered_rl[name]
-            skipped[name] = failed_plugins[name] = f"{plugin.__module__}:{plugin.__qualname__}: {reason}"
+            skipped[name] = failed_plugins[name] = f"{plugin.__module__}:{plugin.__qualname__}: {oneLine(reason)}"
     if warn:
         warnSkipped(ENTRY_POINT_GROUP, "algorithm", PluginLoadWarning, skipped)
     return skipped

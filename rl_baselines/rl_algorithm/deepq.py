@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.base import TrainCallback
+from rl_baselines.core.base import MIN_CNN_SIDE, TrainCallback
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
@@ -214,6 +214,7 @@ class DQNModel(TorchRLObject):
     """
 
     NAME = "deepq"
+    MIN_IMAGE_SIDE = MIN_CNN_SIDE  # the Nature DQN CNN
     ACTION_TYPES = (ActionType.DISCRETE,)
     # The searched ones in the order of the search space (the sampler draws in this order).
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {

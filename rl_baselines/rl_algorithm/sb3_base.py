@@ -29,6 +29,7 @@ from stable_baselines3.her import HerReplayBuffer
 
 from rl_baselines.core.base import (
     MANIFEST_MEMBER,
+    MIN_CNN_SIDE,
     SB3_STATE_FILE,
     BaseRLObject,
     TrainCallback,
@@ -80,6 +81,7 @@ class StableBaselinesRLObject(BaseRLObject):
 
     SB3_CLASS: ClassVar[type | None] = None
     NAME: ClassVar[str] = ""
+    MIN_IMAGE_SIDE: ClassVar[int] = MIN_CNN_SIDE  # SB3's NatureCNN
     DEFAULT_LR_SCHEDULE: ClassVar[str] = "constant"
     # SB3 policy name for image observations (raw_pixels) and for low-dimensional states (anything else).
     POLICIES: ClassVar[dict[str, str]] = {"pixels": "CnnPolicy", "state": "MlpPolicy"}

@@ -21,7 +21,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rl_baselines.core.base import TrainCallback
+from rl_baselines.core.base import MIN_CNN_SIDE, TrainCallback
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.core.run_settings import RunSettings
@@ -150,6 +150,8 @@ class TorchActorCritic(TorchRLObject):
 
     # learn() calls notifyCleanPoint after every update.
     CHECKPOINT_AT_CLEAN_POINTS = True
+    MIN_IMAGE_SIDE = MIN_CNN_SIDE  # CnnEncoder, the Nature CNN
+
     # The weights are drawn from the torch generator; acer draws its replay generator from it too (in learn).
     SEEDED_GENERATORS = ("torch",)
 

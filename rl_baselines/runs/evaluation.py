@@ -191,7 +191,8 @@ class Evaluator:
             sync_envs_normalization(train_normalize, eval_normalize)
         elif eval_normalize is not None and not self._warned_normalisation:
             self._warned_normalisation = True
-            warnings.warn(f"{type(self.algo).__name__} keeps no normalised training env in its `env` attribute: the "
+            name = getattr(self.algo, "NAME", type(self.algo).__name__)
+            warnings.warn(f"{name} keeps no normalised training env in its `env` attribute: the "
                           f"evaluation env's observations are normalised with fresh statistics", stacklevel=3)
 
     def evaluate(self, num_timesteps: int) -> tuple[float, float]:

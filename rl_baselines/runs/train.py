@@ -32,7 +32,7 @@ from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
-from rl_baselines.core.registry import failedPluginsText, registered_rl, supportingAlgorithms
+from rl_baselines.core.registry import failed_plugins, failedPluginsText, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -121,7 +121,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         warnings.warn(f"--eval-episodes {args.eval_episodes} does nothing without --eval-freq N (evaluations are off "
                       "by default, unlike rl_zoo3's)")
     if args.env not in registered_env:
-        raise UsageError(unknownEnvText(args.env))
+        raise UsageError(unknownEnvText(args.env, default=DEFAULT_ENV))
     env_class = getEnvClass(args.env)
     # --renderer left out: the env's own default, recorded by name (args.json never says None)
     args = args.replace(renderer=resolvedRenderer(args.renderer, args.env))
@@ -149,9 +149,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             raise UsageError("--action-joints needs -c/--continuous-actions (joint actions are continuous)")
     if args.img_shape is not None:
         checkImageShape(args.img_shape)
-        if args.srl_model == "raw_pixels" and min(args.img_shape[1:]) < MIN_CNN_SIDE:
-            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy needs H, W >= "
-                             f"{MIN_CNN_SIDE} with raw_pixels")
+        if args.srl_model == "raw_pixels" and min(args.img_shape[1:]) < algo_class.MIN_IMAGE_SIDE:
+            raise UsageError(f"--img-shape {' '.join(map(str, args.img_shape))}: the CNN policy of --algo {args.algo} "
+                             f"needs H, W >= {algo_class.MIN_IMAGE_SIDE} with raw_pixels")
     pixels = args.srl_model == "raw_pixels" or isLearnedSRLModel(args.srl_model)
     refusal = (envFlagRefusal(args.env, fpv=args.fpv, multi_view=args.multi_view, force_down=args.force_down,
                               random_target=args.random_target, shape_reward=args.shape_reward, pixels=pixels,
@@ -465,7 +465,10 @@ def algorithmClass(algo: str) -> type:
     :raises UsageError: not installed (the message lists the installed ones and the plugins that failed to load)
     """
     if algo not in registered_rl:
-        raise UsageError(f"unknown --algo {algo!r}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}")
+        default = "the default --algo; " if algo == DEFAULT_ALGO else ""
+        why = f" ({default}skipped: {failed_plugins[algo]})" if algo in failed_plugins else ""
+        raise UsageError(f"unknown --algo {algo!r}{why}; valid choices: {', '.join(registered_rl)}"
+                         f"{failedPluginsText()}")
     return registered_rl[algo][0]
 
 

@@ -36,6 +36,7 @@ from typing import Any
 
 from environments.registry import defaultRenderersText
 from environments.srl_env import RENDERERS, isLearnedSRLModel
+from rl_baselines.core.base import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: --img-shape with raw_pixels
 from rl_baselines.core.registry import skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
@@ -69,8 +70,6 @@ from srl_toolbox.settings import (
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
-# Smallest image side SB3's NatureCNN (CnnPolicy) accepts: --img-shape with raw_pixels.
-MIN_CNN_SIDE = 36
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
 ARGS_FORMAT = 7
@@ -142,7 +141,7 @@ class TrainConfig:
                                  "its args.json (only --no-vis, --no-progress, --port, --device and --torch-threads may "
                                  "be given with it)", metavar="RUN")
     img_shape: tuple[int, ...] | None = setting(None, f"camera observation shape, 3 H W with H, W in {IMAGE_SIDES} "
-                                                f"(>= {MIN_CNN_SIDE} with raw_pixels, for the CNN policy) [3 64 64, or "
+                                                f"(>= {MIN_CNN_SIDE} with raw_pixels for a CNN policy) [3 64 64, or "
                                                 "the learned SRL model's own]", parse=positiveInt,
                                                 nargs=3, metavar=("C", "H", "W"))
     hyperparam: tuple[str, ...] = setting((), "override algorithm hyperparameters, typed by its search space",
@@ -461,7 +460,7 @@ def ownOptionStrings() -> set[str]:
     return {option for action in parser._actions for option in action.option_strings}
 
 
-# The registry (a lower layer) cannot read these flags itself: an algorithm whose hyperparameter would take one of
-# them (``seed`` -> ``--seed``; argparse refuses to build that parser) is skipped here, with one warning, before any
-# command that builds a train parser has looked an algorithm up
+# The registry (a lower layer) skips, at its import, an algorithm whose hyperparameter would take one of these flags
+# (``seed`` -> ``--seed``; argparse refuses to build that parser), against its copy of them
+# (rl_baselines.core.registry.TRAIN_OPTION_STRINGS, kept equal by the tests); checked again here with the parser's own
 skipClashingFlags(ownOptionStrings())
