@@ -5,10 +5,9 @@ declared in setup.py like any third-party plugin, so this module imports none of
 to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
 1 (run through rl_baselines.core.plugin_v1) and 2 is recorded in ``failed_plugins`` (name -> reason), reported once
 as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of the train
-command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them or raises: checked at import
-against :data:`TRAIN_OPTION_STRINGS`, the train command's option strings (its parser lives in a higher layer,
-rl_baselines.runs.train_config, whose tests keep the two equal and which checks again with
-:func:`skipClashingFlags` when imported; both tables are changed in place). A registered class that declares no
+command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them or raises: the train
+settings, in a higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every
+command that builds a train parser does first; both tables are changed in place. A registered class that declares no
 ``NAME`` (the name its help and messages show) gets its entry point's name."""
 from __future__ import annotations
 
@@ -24,20 +23,8 @@ from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, one
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 
-__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "TRAIN_OPTION_STRINGS", "failed_plugins",
-           "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
-
-# Every option string of the train command's shared parser (rl_baselines.runs.train_config.ownOptionStrings, a
-# higher layer: tests/test_registry.py keeps the two equal); a plugin cannot add one of these flags
-TRAIN_OPTION_STRINGS = frozenset({
-    "--action-joints", "--action-repeat", "--algo", "--augment", "--buffer-save-freq", "--checkpoint-freq",
-    "--continuous-actions", "--device", "--env", "--episode-window", "--episode_window", "--eval-episodes",
-    "--eval-freq", "--force-down", "--fpv", "--help", "--hyperparam", "--hyperparam-file", "--img-shape", "--latest",
-    "--load-rl-model-path", "--log-dir", "--min-episodes-save", "--multi-view", "--no-progress", "--no-vis",
-    "--num-cpu", "--num-stack", "--num-timesteps", "--port", "--pretrain-dataset", "--pretrain-epochs",
-    "--pretrain-lr", "--random-target", "--renderer", "--resume", "--run-folder", "--seed", "--shape-reward",
-    "--srl-config-file", "--srl-ground-truth-scale", "--srl-log-folder", "--srl-model", "--srl-model-path",
-    "--srl-state-scale", "--tag", "--tensorboard-log", "--torch-threads", "--version", "-c", "-h", "-joints", "-r"})
+__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "failed_plugins", "failedPluginsText",
+           "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
 
 
 # The arguments training passes to a version 2 algorithm's train, in order
@@ -68,7 +55,7 @@ def _refusal(plugin: Any) -> str | None:
         except TypeError:
             return (f"{plugin.__name__}.train{inspect.signature(plugin.train)} does not take the version 2 arguments "
                     f"(self, {', '.join(V2_TRAIN_ARGUMENTS)})")
-    return flagClashes(plugin, TRAIN_OPTION_STRINGS)
+    return None
 
 
 def loadRegisteredRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseRLObject], AlgoType, list[ActionType]]],

@@ -460,7 +460,7 @@ def ownOptionStrings() -> set[str]:
     return {option for action in parser._actions for option in action.option_strings}
 
 
-# The registry (a lower layer) skips, at its import, an algorithm whose hyperparameter would take one of these flags
-# (``seed`` -> ``--seed``; argparse refuses to build that parser), against its copy of them
-# (rl_baselines.core.registry.TRAIN_OPTION_STRINGS, kept equal by the tests); checked again here with the parser's own
+# The registry (a lower layer) cannot read these flags itself: an algorithm whose hyperparameter would take one of
+# them (``seed`` -> ``--seed``; argparse refuses to build that parser) is skipped here, with one warning, before any
+# command that builds a train parser has looked an algorithm up
 skipClashingFlags(ownOptionStrings())
