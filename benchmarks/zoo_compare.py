@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     def buildZoo(seed: int) -> Callable[[str], tuple]:
         def build(folder: str) -> tuple:
             return (zooCommand(steps, eval_freq, seed, folder, hyperparams_file), childEnv(args.zoo_packages),
-                    os.path.join("ppo", f"{ENV}_*"), "*.monitor.csv")
+                    os.path.join("ppo", f"{ENV}_*"), "*" + MONITOR_SUFFIX)
         return build
     seeds = list(dict.fromkeys(args.seeds))
     # (row, seed, folder, observation, build, facts kept with a new result), in the order they start: each seed's two

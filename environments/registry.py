@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS, SRLGymEnv
+from srl_toolbox.errors import UsageWarning
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadEntryPoint, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.environments"
@@ -198,23 +199,24 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
             return f"{flag}: {env_id} has no second camera; envs with {flag}: {', '.join(having) or 'none'}"
         if asked and not pixels:
             warnings.warn(f"{flag} stacks a second camera's image; it does nothing for an observation that is not "
-                          "camera images (--srl-model raw_pixels or a learned model)", stacklevel=2)
+                          "camera images (--srl-model raw_pixels or a learned model)", UsageWarning, stacklevel=2)
     if img_shape is not None and not pixels:
         warnings.warn(f"--img-shape {' '.join(map(str, img_shape))} sizes camera images; it does nothing for an "
-                      "observation that is not camera images (--srl-model raw_pixels or a learned model)", stacklevel=2)
+                      "observation that is not camera images (--srl-model raw_pixels or a learned model)", UsageWarning,
+                      stacklevel=2)
     if force_down and not env_class.acceptsKeyword("force_down"):
         having = envsWhere(lambda env_class: env_class.acceptsKeyword("force_down"))
         return (f"--force-down: {env_id} has no up and down moves to restrict; envs with --force-down: "
                 f"{', '.join(having) or 'none'}")
     if force_down and action_joints:
         warnings.warn("--force-down does nothing with joint actions (-joints): it restricts the effector's moves "
-                      "(discrete action 5, continuous z), not the joints'", stacklevel=2)
+                      "(discrete action 5, continuous z), not the joints'", UsageWarning, stacklevel=2)
     for flag, asked, attribute in (("-r/--random-target", random_target, "RANDOM_TARGET"),
                                    ("--shape-reward", shape_reward, "SHAPED_REWARD")):
         if asked and not getattr(env_class, attribute, True):  # (left out of the env's keywords: envOffers)
             having = envsWhere(lambda env_class: getattr(env_class, attribute, True))
             warnings.warn(f"{flag} does nothing on {env_id}, which does not offer it (envs with {flag}: "
-                          f"{', '.join(having) or 'none'})", stacklevel=2)
+                          f"{', '.join(having) or 'none'})", UsageWarning, stacklevel=2)
     return None
 
 
@@ -256,7 +258,7 @@ def rendererKeywords(renderer: str, env_id: str) -> dict[str, str]:
     :param renderer: a renderer the env can draw with (:func:`rendererRefusal` says None)
     :param env_id: a registered env id
     :return: the env constructor's keywords that make it draw with ``renderer``: none when it is the reference and
-        the env's default (the env draws with it unasked; an env without the renderer keyword gets only this), else
+        the env's default (the env draws with it unasked; an env that draws its own images gets only this), else
         ``{"renderer": renderer}``, so that the keywords say the renderer whenever the env's default could differ
     """
     if renderer == REFERENCE_RENDERER and defaultRenderer(env_id) == REFERENCE_RENDERER:

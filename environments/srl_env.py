@@ -8,10 +8,12 @@ encodes them in a batched VecEnv wrapper. Any other name is refused.
 
 Class attributes describe what an env offers, so that command-line tools can validate a request without building
 the env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
-``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``MAX_STEPS``, and for the envs that take the
-``renderer`` keyword ``RENDERERS`` (what may draw their images) and ``DEFAULT_RENDERER`` (what does when none is asked
-for: each env has its own, :data:`REFERENCE_RENDERER` unless the class says otherwise). Upper-case class attributes
-are the env's constants; ``getGlobals`` collects them for the run folder's env_globals.json.
+``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``MAX_STEPS``, ``RENDERERS`` (what may draw
+the images: the values of the ``renderer`` keyword every env takes, the reference alone for an env that draws its own
+images, which count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
+:data:`REFERENCE_RENDERER` unless the class says otherwise); another renderer is refused with a one-line
+ValueError. Upper-case class attributes are the env's constants; ``getGlobals`` collects them for the run folder's
+env_globals.json.
 
 Goal-conditioned mode (``goal_conditioned=True``, with ``srl_model="ground_truth"``), for hindsight experience
 replay: observations are a Dict ``{"observation": ground truth, "achieved_goal": getRobotPos(), "desired_goal":
@@ -64,15 +66,16 @@ ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_positio
 # The SRL models' entry-point group: its names (other than the modes above) are the learned models an env accepts
 SRL_MODELS_GROUP = "srl_toolbox.srl_models"
 _learned_name_sources: list[Callable[[], Iterable[str]]] = []
-# What may draw an env's camera images (the ``renderer`` keyword of the envs that take it; each such env lists its own
+# What may draw an env's camera images (the ``renderer`` keyword every env takes; each env lists its own
 # in its class's RENDERERS and names the one it draws with when none is given in its DEFAULT_RENDERER): PyBullet's
 # TinyRenderer, the reference; "sprites" (mobile robots): numpy compositing of layers TinyRenderer renders once;
 # "lowpoly" (Kuka arms): TinyRenderer drawing the arm with decimated visual meshes, physics unchanged.
 RENDERERS = ("tinyrenderer", "sprites", "lowpoly")
-# The reference renderer: every env draws with it (an env without the renderer keyword draws its own images, which
-# count as it); datasets, run folders and models recorded before the renderer was recorded were drawn by it; names
-# and keys leave it out (a dataset's ``_<renderer>`` suffix, the benchmark archive's key) so that they stay those of
-# the data made before. Not "the default": each env class has its own (DEFAULT_RENDERER, environments.defaultRenderer).
+# The reference renderer: every env draws with it (an env offering no other, Omnirobot or CarRacing, draws its own
+# images, which count as it); datasets, run folders and models recorded before the renderer was recorded were drawn
+# by it; names and keys leave it out (a dataset's ``_<renderer>`` suffix, the benchmark archive's key) so that they
+# stay those of the data made before. Not "the default": each env class has its own (DEFAULT_RENDERER,
+# environments.defaultRenderer).
 REFERENCE_RENDERER = "tinyrenderer"
 
 # The reset option (``env.reset(options={FRESH_WORLD: True})``) with which an env that has RESET_KEEPS_HISTORY builds
@@ -154,8 +157,11 @@ class SRLGymEnv(gym.Env, EzPickle):
     # Goal mode: the step-info flag (True/False) of the reward's goal-independent -1 penalty, None for none.
     GOAL_PENALTY_INFO_KEY: str | None = None
     # What draws the env's images when no renderer is asked for (the renderer keyword left out, --renderer not given):
-    # one of its RENDERERS (an env without the renderer keyword draws its own images, which count as the reference).
+    # one of its RENDERERS (an env offering the reference alone draws its own images, which count as it).
     DEFAULT_RENDERER = REFERENCE_RENDERER
+    # What may draw the env's images (the renderer keyword, --renderer): an env that draws its own images (OpenCV,
+    # pygame) offers the reference only, which its own drawing counts as.
+    RENDERERS: tuple[str, ...] = (REFERENCE_RENDERER,)
     # Whether random_target and shape_reward change anything (an env without a target to move or a distance to reward
     # refuses them, and so do train and the dataset generator).
     RANDOM_TARGET = True
@@ -206,7 +212,12 @@ class SRLGymEnv(gym.Env, EzPickle):
         render_mode: str | None = None,
         render_size: int = 128,
         goal_conditioned: bool = False,
+        renderer: str | None = None,
     ) -> None:
+        renderer = self.DEFAULT_RENDERER if renderer is None else renderer
+        if renderer not in self.RENDERERS:
+            raise ValueError(f"unknown renderer {renderer!r} for {type(self).__name__}; valid choices: "
+                             f"{', '.join(self.RENDERERS)}")
         if action_joints and not self.ACTION_JOINTS:
             raise ValueError(f"{type(self).__name__} has no joints to act on: action_joints is not available")
         if not isLearnedSRLModel(srl_model) and srl_model not in self.SRL_MODES:
@@ -234,6 +245,7 @@ class SRLGymEnv(gym.Env, EzPickle):
             self._checkGoalMode(srl_model)
         if int(render_size) <= 0:
             raise ValueError(f"render_size must be positive, got {render_size}")
+        self.renderer = renderer
         self.srl_model = srl_model
         self.relative_pos = relative_pos
         self.is_discrete = is_discrete

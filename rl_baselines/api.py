@@ -384,11 +384,13 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     :param run: a run folder, a :class:`LoadedRun` or a :class:`TrainResult` (its agent as trained)
     :param episodes: episodes to play
     :param deterministic: take the most likely action (False: sample from the policy)
-    :param seed: env i is seeded ``seed + i``; Python's, NumPy's and torch's generators are seeded with it during the
+    :param seed: env i is seeded ``seed + i`` once, before its first episode (its next episodes go on from there);
+        Python's, NumPy's and torch's generators are seeded with it during the
         evaluation and put back as they were after it, and so is the agent's own sampling generator where it has one
         (``seedActionSampling``: deepq, the evolution strategies, random_agent), which stays seeded; torch's thread
         count is put back too
-    :param num_envs: parallel envs (subprocesses when > 1); each plays its share of the episodes
+    :param num_envs: parallel envs (subprocesses when > 1); env i plays ``(episodes + i) // num_envs`` of the
+        episodes, so which episodes are played (and the scores) depend on it, not on ``seed`` alone
     :return: mean and standard deviation of the episode rewards, and each episode's reward and length
     :raises UsageError: bad input, or a run folder that cannot be loaded
     """

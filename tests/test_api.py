@@ -8,6 +8,7 @@ import random
 import re
 import subprocess
 import sys
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -26,6 +27,7 @@ from rl_baselines.runs import loaded_run, train, train_loop
 from rl_baselines.runs.loaded_run import playEpisodes
 from srl_toolbox.cli import runCommand
 from srl_toolbox.devices import maxThreads
+from srl_toolbox.errors import UsageWarning
 from srl_toolbox.files import readJson
 
 GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
@@ -320,6 +322,19 @@ def test_package_exports_the_api_lazily():
     assert out.stdout.strip() == "False", out.stderr
 
 
+def test_a_flag_that_does_nothing_is_one_line_in_the_api(tmp_path) -> None:
+    """A warning about the user's input prints as the commands print it, without the toolbox's source line."""
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        api.makeConfig(algo="sac", srl_model="ground_truth", log_dir=tmp_path, continuous_actions=True,
+                       img_shape=[3, 48, 48])
+    [record] = [record for record in records if "--img-shape" in str(record.message)]
+    assert issubclass(record.category, UsageWarning)
+    assert warnings.formatwarning(record.message, record.category, record.filename, record.lineno) == (
+        "warning: --img-shape 3 48 48 sizes camera images; it does nothing for an observation that is not camera "
+        "images (--srl-model raw_pixels or a learned model)\n")
+
+
 def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     """The python blocks of docs/python_api.md, in order, in one namespace, in an empty folder."""
 
@@ -335,8 +350,10 @@ def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     threads = torch.get_num_threads()
     namespace: dict = {"__name__": "docs_example"}
     try:
-        for index, block in enumerate(blocks):
-            exec(compile(block, f"docs/python_api.md block {index + 1}", "exec"), namespace)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UsageWarning)  # an example whose flag does nothing shows the wrong thing
+            for index, block in enumerate(blocks):
+                exec(compile(block, f"docs/python_api.md block {index + 1}", "exec"), namespace)
     finally:
         torch.set_num_threads(threads)
     out = capsys.readouterr().out

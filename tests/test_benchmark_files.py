@@ -1,12 +1,14 @@
 """The files the benchmarks share: the run archive (benchmarks.archive) and the doc writer (benchmarks.documents)."""
 from __future__ import annotations
 
+import configparser
 import importlib.util
 import json
 import os
 import re
 
 import pytest
+from conftest import REPO
 
 from benchmarks.archive import ArchiveError, loadRecords, writeRecords
 from benchmarks.documents import (
@@ -96,3 +98,17 @@ def test_the_documented_commands_are_the_module_form_of_existing_commands() -> N
         module = re.match(r"- Command: `python -m benchmarks\.([a-z_]+)[ `]", line)
         assert module, line
         assert importlib.util.find_spec(f"benchmarks.{module.group(1)}") is not None, line
+
+
+@pytest.mark.parametrize("container", ["benchmarks", "benchmarks.srl_rl"])
+def test_every_module_is_in_a_layer_of_its_package(container) -> None:
+    """A module in no layer of .importlinter's contract may import any other: the contract checks nothing of it."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(REPO, ".importlinter"), encoding="utf-8")
+    [contract] = [section for section in config.values() if section.get("containers", "").split() == [container]]
+    layered = {name.strip() for line in contract["layers"].split("\n") for name in line.split("|") if name.strip()}
+    folder = os.path.join(REPO, *container.split("."))
+    modules = {name.removesuffix(".py") for name in os.listdir(folder)
+               if (name.endswith(".py") and name != "__init__.py")
+               or os.path.isfile(os.path.join(folder, name, "__init__.py"))}
+    assert not modules - layered, sorted(modules - layered)

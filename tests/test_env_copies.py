@@ -34,8 +34,9 @@ def _keywords(env_id: str) -> dict[str, Any]:
     env_class = getEnvClass(env_id)
     keywords: dict[str, Any] = {"srl_model": "ground_truth", "relative_pos": False, "is_discrete": False,
                                 "max_steps": 7, "seed": 11}
-    if env_class.acceptsKeyword("renderer"):
-        keywords["renderer"] = next(r for r in env_class.RENDERERS if r != env_class.DEFAULT_RENDERER)
+    other = next((r for r in env_class.RENDERERS if r != env_class.DEFAULT_RENDERER), None)
+    if other is not None:  # (every env takes the keyword; one that draws its own images offers its default only)
+        keywords["renderer"] = other
     if env_class.acceptsKeyword("max_distance"):
         keywords["max_distance"] = 0.7
     return keywords

@@ -20,7 +20,7 @@ from environments.kuka.kuka_2button_env import Kuka2ButtonGymEnv
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.kuka.kuka_moving_button_env import KukaMovingButtonGymEnv
 from environments.kuka.kuka_rand_button_env import KukaRandButtonGymEnv
-from environments.srl_env import FRESH_WORLD
+from environments.srl_env import FRESH_WORLD, RENDERERS
 from rl_baselines.envs.factory import envKwargsFromArgs
 
 SMALL_IMG = (3, 40, 40)  # small images keep the pixel tests fast
@@ -237,6 +237,25 @@ def test_gymnasium_check_env_passes_without_a_display(env_id, monkeypatch) -> No
         expected = (RuntimeError, "needs a display") if getattr(env_class, "WINDOW", True) else (ValueError, "has no window")
         with pytest.raises(expected[0], match=expected[1]):
             gymnasium.make(env_id, render_mode="human")
+
+
+@pytest.mark.parametrize("env_id", ["KukaButtonGymEnv-v0", "MobileRobotGymEnv-v0", "OmnirobotEnv-v0",
+                                    "CarRacingGymEnv-v0"])
+def test_every_env_takes_the_renderer_keyword(env_id) -> None:
+    """Every env takes renderer=: each of its RENDERERS (an env drawing its own images offers the reference only,
+    its default) is accepted; another is refused in one line naming the env's renderers, before anything is built."""
+    env_class = environments.getEnvClass(env_id)
+    assert env_class.acceptsKeyword("renderer") and env_class.DEFAULT_RENDERER in env_class.RENDERERS
+    env = gymnasium.make(env_id, srl_model="ground_truth", renderer=env_class.DEFAULT_RENDERER)
+    try:
+        assert env.unwrapped.renderer == env_class.DEFAULT_RENDERER
+    finally:
+        env.close()
+    other = next(name for name in RENDERERS if name not in env_class.RENDERERS)
+    with pytest.raises(ValueError) as refused:
+        gymnasium.make(env_id, srl_model="ground_truth", renderer=other)
+    assert str(refused.value) == (f"unknown renderer {other!r} for {env_class.__name__}; valid choices: "
+                                  f"{', '.join(env_class.RENDERERS)}")
 
 
 def test_constructor_seed_matches_reset_seed() -> None:

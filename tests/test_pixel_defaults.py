@@ -11,7 +11,7 @@ from conftest import interruptedRun, trainHere
 from stable_baselines3 import PPO
 
 from benchmarks.srl_rl.archive import settingsDigest
-from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, NoneOrPositive, pixelDefaultFlags
+from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, NoneOrPositive, asInterval, pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
@@ -44,10 +44,11 @@ def test_which_runs_get_the_pixel_default() -> None:
 
 
 def test_a_pixel_default_is_declared_like_the_default() -> None:
-    with pytest.raises(ValueError, match="pixel default 'x' is not a float"):
+    with pytest.raises(ValueError, match="pixel default 'x' is not a float like the default 0.5$"):
         Hyperparam(0.5, pixel_default="x")
-    with pytest.raises(ValueError, match="must be > 0"):
+    with pytest.raises(ValueError) as refused:  # a float out of bounds: the bound, not the type, is the problem
         Hyperparam(0.5, bounds=POSITIVE, pixel_default=-1.0)
+    assert str(refused.value) == f"Hyperparam pixel default -1.0 must be {asInterval(POSITIVE)}"
     assert Hyperparam(NoneOrPositive("none"), pixel_default=NoneOrPositive("0.1")).pixel_default == "0.1"
 
 

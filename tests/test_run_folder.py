@@ -7,8 +7,13 @@ import re
 
 from conftest import runFolder, runTrain
 
-from rl_baselines.core import run_folder
+from rl_baselines.core import manifests, run_folder
+from rl_baselines.core.manifests import MANIFEST_FILE
 from rl_baselines.core.run_folder import RunFolder, newStamp
+from rl_baselines.envs import factory
+from rl_baselines.envs.factory import NORMALISATION_FILE
+from srl_models import config as srl_config
+from srl_models.config import RUN_RECORD_FILE
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,6 +22,7 @@ def test_paths_and_stamp() -> None:
     run = RunFolder("/logs/env/gt/ppo2/run")
     assert run.args_file == "/logs/env/gt/ppo2/run/args.json"
     assert run.monitor_dir == "/logs/env/gt/ppo2/run/monitor"
+    assert run.best_dir == "/logs/env/gt/ppo2/run/best"
     assert run.evaluations_file.endswith("/evaluations.npz") and run.srl_model_file.endswith("/srl_model.json")
     assert newStamp(datetime.datetime(2026, 11, 24, 1, 2, 3)) == "26-11-24_01h02_03"
 
@@ -33,19 +39,30 @@ def test_a_trained_run_is_a_run_folder(tmp_path) -> None:
 
 
 def test_no_module_spells_the_file_names_itself() -> None:
-    """A name changes in one line: the RL, replay and benchmark modules ask RunFolder (or its constants) for every
-    path."""
-    names = [run_folder.ARGS_FILE, run_folder.ENV_GLOBALS_FILE, run_folder.PROGRESS_FILE, run_folder.EVALUATIONS_FILE,
-             run_folder.HYPERPARAMS_FILE, run_folder.LEARNING_CURVE_FILE, run_folder.STAMP_FORMAT,
-             run_folder.DAMAGED_CHECKPOINTS_DIR]
+    """A name changes in one line: the RL, replay and benchmark modules ask RunFolder (or the constant of the module
+    that defines a name: NORMALISATION_FILE, MANIFEST_FILE, RUN_RECORD_FILE) for every path."""
+    defined_in = {run_folder.__file__: [run_folder.ARGS_FILE, run_folder.ENV_GLOBALS_FILE, run_folder.PROGRESS_FILE,
+                                        run_folder.EVALUATIONS_FILE, run_folder.HYPERPARAMS_FILE,
+                                        run_folder.LEARNING_CURVE_FILE, run_folder.STAMP_FORMAT,
+                                        run_folder.DAMAGED_CHECKPOINTS_DIR, run_folder.MONITOR_SUFFIX],
+                  factory.__file__: [NORMALISATION_FILE], manifests.__file__: [MANIFEST_FILE],
+                  srl_config.__file__: [RUN_RECORD_FILE]}
+    # folder names that are also words of the commands (--model best, a run state's "monitor" sizes): as a path part
+    folders = [run_folder.BEST_DIR, run_folder.MONITOR_DIR, run_folder.CHECKPOINTS_DIR]
     offenders = []
     for package in ("rl_baselines", "replay", "benchmarks"):
         for folder, _, files in os.walk(os.path.join(ROOT, package)):
             for name in files:
                 path = os.path.join(folder, name)
-                if not name.endswith(".py") or path == run_folder.__file__:
+                if not name.endswith(".py"):
                     continue
                 text = open(path, encoding="utf-8").read()
-                offenders += [f"{os.path.relpath(path, ROOT)}: {spelled}" for spelled in names
-                              if f'"{spelled}"' in text or f"'{spelled}'" in text]
+                # a name is spelled when a string is it or ends with it ("*.monitor.csv", f"{folder}/args.json"; not
+                # another name ending so, best_hyperparams.yaml, nor a possessive, args.json's)
+                offenders += [f"{os.path.relpath(path, ROOT)}: {spelled}"
+                              for definer, names in defined_in.items() if path != definer for spelled in names
+                              if re.search(rf"(?<![A-Za-z_]){re.escape(spelled)}[\"'](?!s\b)", text)]
+                offenders += [f"{os.path.relpath(path, ROOT)}: {spelled}/" for spelled in folders
+                              if path != run_folder.__file__
+                              and re.search(rf"""os\.path\.join\([^()]*["']{spelled}["']""", text)]
     assert not offenders, offenders

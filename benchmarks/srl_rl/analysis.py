@@ -41,6 +41,7 @@ from benchmarks.srl_rl.plans import (
 )
 from benchmarks.srl_rl.runs import RunRecord, dateSpan
 from replay.results import aggregateEvaluations, evaluationStepsToThreshold
+from rl_baselines.core.run_folder import EVALUATIONS_FILE
 from srl_toolbox.files import atomicPath
 
 
@@ -142,7 +143,7 @@ def summariseEnv(records: Sequence[RunRecord], observations: Sequence[str], expe
         finals = [float(r.eval_rewards[-1]) for r in runs]
         note = notes.get(name, "")
         if without:
-            note = (note + "; " if note else "") + f"{without} finished run(s) without evaluations.npz"
+            note = (note + "; " if note else "") + f"{without} finished run(s) without {EVALUATIONS_FILE}"
         rows.append(ObservationSummary(name, runs, expected, finals, meanStandardError(finals),
                                        meanStandardError([normalisedArea(r.eval_steps, r.eval_rewards) for r in runs]),
                                        note=note))

@@ -185,11 +185,8 @@ class KukaButtonGymEnv(SRLGymEnv):
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
         self._floor: FloorImages | None = None
-        renderer = self.DEFAULT_RENDERER if renderer is None else renderer
-        if renderer not in self.RENDERERS:
-            raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
-        self.renderer = renderer
-        super().__init__(**kwargs)
+        super().__init__(renderer=renderer, **kwargs)
+        renderer = self.renderer
         if physics not in self.SOLVER:
             raise ValueError(f"physics must be one of {', '.join(self.SOLVER)}, got {physics!r}")
         self.physics = physics

@@ -121,11 +121,8 @@ class MobileRobotGymEnv(SRLGymEnv):
         """
         # Set first so that close() works whatever fails below.
         self._p: BulletClient | None = None
-        renderer = self.DEFAULT_RENDERER if renderer is None else renderer
-        if renderer not in self.RENDERERS:
-            raise ValueError(f"unknown renderer {renderer!r}; valid choices: {', '.join(self.RENDERERS)}")
-        self.renderer = renderer
-        super().__init__(**kwargs)
+        super().__init__(renderer=renderer, **kwargs)
+        renderer = self.renderer
         self.fpv = bool(fpv)
         _, height, width = self.img_shape
         self._uses_pixels = self.usesPixels

@@ -121,10 +121,13 @@ class Hyperparam:
         problem = self.problem(self.default)
         if problem is not None:
             raise ValueError(f"Hyperparam default {self.default!r} {problem}")
-        if self.pixel_default is not None and (type(self.pixel_default) is not type(self.default)
-                                               or self.problem(self.pixel_default) is not None):
-            raise ValueError(f"Hyperparam pixel default {self.pixel_default!r} is not a {type(self.default).__name__} "
-                             f"{self.problem(self.pixel_default) or 'like the default'}")
+        if self.pixel_default is not None:
+            if type(self.pixel_default) is not type(self.default):
+                raise ValueError(f"Hyperparam pixel default {self.pixel_default!r} is not a "
+                                 f"{type(self.default).__name__} like the default {self.default!r}")
+            problem = self.problem(self.pixel_default)
+            if problem is not None:
+                raise ValueError(f"Hyperparam pixel default {self.pixel_default!r} {problem}")
         if isinstance(self.search, tuple):
             if len(self.search) not in (2, 3) or (len(self.search) == 3 and self.search[2] != "log"):
                 raise ValueError(f"Hyperparam search {self.search!r} is not (low, high) or (low, high, 'log')")

@@ -14,6 +14,8 @@ import os
 import warnings
 from typing import Any
 
+from stable_baselines3.common.monitor import Monitor
+
 from environments import getEnvClass
 from srl_models.config import RUN_RECORD_FILE
 from srl_toolbox.files import checkFolderStays, readJson
@@ -22,13 +24,15 @@ STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
 ARGS_FILE = "args.json"
 ENV_GLOBALS_FILE = "env_globals.json"
 MONITOR_DIR = "monitor"
-# One Monitor CSV per env in MONITOR_DIR: <rank>.monitor.csv
-MONITOR_SUFFIX = ".monitor.csv"
+# One Monitor CSV per env in MONITOR_DIR: <rank>.monitor.csv (SB3's Monitor adds the suffix to the name it is given)
+MONITOR_SUFFIX = f".{Monitor.EXT}"
 PROGRESS_FILE = "progress.csv"
 LEARNING_CURVE_FILE = "learning_curve.png"
 EVALUATIONS_FILE = "evaluations.npz"
 HYPERPARAMS_FILE = "hyperparams.yaml"
 CHECKPOINTS_DIR = "checkpoints"
+# The best model so far (by evaluation with --eval-freq, else by mean training reward), saved as the latest is
+BEST_DIR = "best"
 DAMAGED_CHECKPOINTS_DIR = "damaged_checkpoints"
 
 
@@ -99,6 +103,11 @@ class RunFolder:
     def srl_model_file(self) -> str:
         """:return: the trained SRL model the run observed (name, path, hash), when it observed one"""
         return os.path.join(self.path, RUN_RECORD_FILE)
+
+    @property
+    def best_dir(self) -> str:
+        """:return: the folder of the best model so far (its model file, normalisation and manifest)"""
+        return os.path.join(self.path, BEST_DIR)
 
     @property
     def checkpoints_dir(self) -> str:

@@ -124,7 +124,7 @@ def openMonitor(env: gym.Env, filename: str | None, info_keywords: tuple[str, ..
     """
 
     env = OptionalInfoKeys(env)  # a keyword the env does not report is an empty cell, not a KeyError
-    elapsed = None if filename is None else monitorElapsed(f"{filename}.monitor.csv")
+    elapsed = None if filename is None else monitorElapsed(f"{filename}.{Monitor.EXT}")  # as Monitor names it
     if elapsed is None:
         return Monitor(env, filename=filename, info_keywords=info_keywords)
     monitor = Monitor(env, filename=filename, info_keywords=info_keywords, override_existing=False)

@@ -32,7 +32,7 @@ from rl_baselines.core.checkpointing import Checkpoint, DamagedCheckpointError, 
 from rl_baselines.core.manifests import readManifest
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import recordedPhysicsKeywords
+from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs.run_policy import (
@@ -291,14 +291,14 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     if checkpoint is not None:
         steps, model_folder, skipped = findCheckpoint(run_dir, checkpoint, what)
     else:
-        model_folder = run_dir if which == "latest" else os.path.join(run_dir, "best")
+        model_folder = run_dir if which == "latest" else RunFolder(run_dir).best_dir
     model_path = os.path.join(model_folder, f"{algo_name}_model{algo_class.MODEL_EXTENSION}")
     if not os.path.isfile(model_path) and which == "latest" and checkpoint is None and checkpointFolders(run_dir):
         # stopped between a checkpoint and the latest model's save beside it: that checkpoint holds the same model
         steps, model_folder, skipped = findCheckpoint(run_dir, LAST_CHECKPOINT, f"{flag} {run_dir!r} (no latest model)")
         model_path = os.path.join(model_folder, os.path.basename(model_path))
     if not os.path.isfile(model_path):
-        best = os.path.join(run_dir, "best", os.path.basename(model_path))
+        best = os.path.join(RunFolder(run_dir).best_dir, os.path.basename(model_path))
         hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
                 f"from an evaluation is there: {best} (enjoy_baselines --model best)"
                 if which == "latest" and checkpoint is None and os.path.isfile(best) else "")

@@ -45,8 +45,8 @@ from rl_baselines.core.checkpointing import (
     removePartialCheckpoints,
 )
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.core.run_folder import DAMAGED_CHECKPOINTS_DIR, RunFolder, recordedPhysicsKeywords
-from rl_baselines.envs.factory import DEFAULT_STATE_SCALE
+from rl_baselines.core.run_folder import DAMAGED_CHECKPOINTS_DIR, MONITOR_SUFFIX, RunFolder, recordedPhysicsKeywords
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE
 from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
@@ -446,12 +446,12 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     removeTemporaries(run_dir, skip=(DAMAGED_CHECKPOINTS_DIR,))  # (the run's lock is held: no save is under way)
     plan.moved = [Checkpoint(folder).moveAside(run_dir) for folder, _ in plan.damaged]
     if plan.state == "restart":
-        for path in [*glob.glob(os.path.join(monitor_dir, "*.monitor.csv")), run_folder.progress_file,
-                     *modelFiles(run_dir), os.path.join(run_dir, "vecnormalize.npz"),
+        for path in [*glob.glob(os.path.join(monitor_dir, f"*{MONITOR_SUFFIX}")), run_folder.progress_file,
+                     *modelFiles(run_dir), os.path.join(run_dir, NORMALISATION_FILE),
                      os.path.join(run_dir, MANIFEST_FILE), run_folder.evaluations_file]:
             if os.path.isfile(path):
                 os.remove(path)
-        for saved in (os.path.join(run_dir, "best"), run_folder.checkpoints_dir):
+        for saved in (run_folder.best_dir, run_folder.checkpoints_dir):
             shutil.rmtree(saved, ignore_errors=True)
         return config
     checkpoint = plan.restorePoint()

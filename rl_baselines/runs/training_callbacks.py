@@ -437,7 +437,7 @@ class BestModelCallback(TrainingService):
 
     def _save(self, num_timesteps: int, **extra: Any) -> bool:
         try:
-            self.saver.save(os.path.join(self.saver.run_dir, "best"), num_timesteps, **extra)
+            self.saver.save(RunFolder(self.saver.run_dir).best_dir, num_timesteps, **extra)
         except OSError as error:  # a full disk costs the best model, not the run
             warnings.warn(f"best model not saved: {error.strerror}", stacklevel=3)
             return False
