@@ -33,6 +33,7 @@ Usage: ``python -m benchmarks.srl_speed [--steps N] [--num-cpu 1 2] [--renderers
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import io
 import os
@@ -118,6 +119,7 @@ class Timers:
         """
         original = getattr(owner, name)
 
+        @functools.wraps(original)  # its signature kept: the train command reads learn's defaults
         def timed(*args: Any, **kwargs: Any) -> Any:
             start = time.perf_counter()
             try:

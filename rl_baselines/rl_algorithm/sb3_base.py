@@ -382,11 +382,27 @@ class StableBaselinesRLObject(BaseRLObject):
         callbacks = [sb3Callback(callback), *more]
         options: dict[str, Any] = {}
         if isinstance(self.model, OnPolicyAlgorithm):
-            log_interval = inspect.signature(type(self.model).learn).parameters["log_interval"].default
+            log_interval = learnDefault(type(self.model), "log_interval")
             callbacks.append(RolloutLogs(self, log_interval))
             options["log_interval"] = None  # (SB3 would count the rollouts from this learn's start)
         self.model.learn(total_timesteps=total_timesteps, callback=callbacks[0] if len(callbacks) == 1 else
                          CallbackList(callbacks), reset_num_timesteps=not settings.continue_from, **options)
+
+
+def learnDefault(model_class: type, name: str) -> Any:
+    """
+    :param model_class: an SB3 algorithm's class
+    :param name: a parameter of its ``learn``
+    :return: the parameter's default, read from the nearest ``learn`` in the class's MRO that declares it (a
+        ``learn`` replaced by a ``(*args, **kwargs)`` wrapper, as a profiler's patch may be, is looked through)
+    """
+    for owner in model_class.__mro__:
+        learn = owner.__dict__.get("learn")
+        if learn is not None:
+            parameter = inspect.signature(learn).parameters.get(name)
+            if parameter is not None:
+                return parameter.default
+    raise TypeError(f"{model_class.__name__}.learn has no parameter {name!r}")
 
 
 class RolloutLogs(BaseCallback):
