@@ -21,9 +21,10 @@ and names them below it, being valid continuations, not necessarily the seeds' u
 
 Resumable: every run has a deterministic folder under ``--bench-dir`` (one log folder per observation and
 extractor), the pipeline skips finished runs and continues cut ones from their last checkpoint, so the same command
-run again does only what is missing (``--report-only`` runs nothing). A finished run made with other train settings
-than the command's (a train default changed since: the run id names only the settings given) is deleted before its
-sweep and run again, and never reported, as in the SRL + RL benchmark (benchmarks.srl_rl.runs). Hours on 2 cores:
+run again does only what is missing (``--report-only`` runs nothing); when a sweep fails, what finished is still
+reported and the command exits 1. A finished run made with other train settings than the command's (a train default
+changed since: the run id names only the settings given) is deleted before its sweep and run again, and never
+reported, as in the SRL + RL benchmark (benchmarks.srl_rl.runs). Hours on 2 cores:
 start it with ``nice`` and let it run; a run's steps to the threshold do not depend on the load, its rate does (the
 report prints the load).
 
@@ -50,7 +51,7 @@ from environments import defaultRenderer, rendererRefusal
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.rl_algorithm.image_features import FEATURES_EXTRACTORS
 from rl_baselines.sweeps.sweep import expandGrid
-from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.devices import threadsEnvironment, threadsShare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -219,18 +220,23 @@ def checkRenderers(renderer: str | None, envs: Sequence[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
-    :return: exit code
+    :return: exit code (0; 1: a sweep failed, its finished runs reported)
     :raises UsageError: bad input, before anything is run or written
     """
     args = buildParser().parse_args(argv)
     checkRenderers(args.renderer, args.envs)
+    bench_dir = os.path.join(ROOT, args.bench_dir)  # (the sweeps start in the repository's root)
+    if not args.report_only:
+        checkWritableFolder(bench_dir, "--bench-dir")
+    elif os.path.exists(bench_dir) and not os.path.isdir(bench_dir):
+        raise UsageError(f"--bench-dir {args.bench_dir!r} is a file, not a folder of runs")
     plans = QUICK_PLANS if args.quick else PLANS
     if args.quick:
         args.budget, args.eval_freq, args.seeds, args.no_append = 1024, 512, 1, True
     checkEvalFreq(args.eval_freq, args.budget, "raw-pixel run (--budget)")
     started = time.time()
     load_before = os.getloadavg()[0]
-    bench_dir = os.path.join(ROOT, args.bench_dir)  # (the sweeps start in the repository's root)
+    failed = []  # the sweeps that exited non-zero
     for env in [] if args.report_only else args.envs:
         plan = plans[env]
         # ground truth first (the threshold), then the extractors' sweeps side by side, sharing the workers
@@ -252,6 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                                                             env=environ)))
             for variant, process in processes:
                 if process.wait() != 0:
+                    failed.append(f"{variant} on {env}")
                     print(f"warning: the {variant} sweep on {env} exited {process.returncode}; its finished runs "
                           f"are reported", file=sys.stderr)
     tables, verdicts = [], []
@@ -285,6 +292,9 @@ def main(argv: list[str] | None = None) -> int:
                  + " ".join(verdict for verdict in verdicts if verdict))
         appendReport("Raw-pixel ppo2: SmallCNN vs NatureCNN, steps to threshold", recordedCommand(
             "benchmarks.cnn_features", argv), notes, report, target="bench-cnn")
+    if failed:
+        print(f"error: {len(failed)} sweep(s) failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -3,7 +3,9 @@
 Every benchmark writes its figures into the docs through this module: a section of docs/srl.md (the SRL table under
 its heading, the SRL + RL benchmark between its markers) or a dated block at the end of docs/benchmarks.md (the
 command, the machine and the table). It also holds what those blocks state about how a figure was measured: the
-machine's description and the one-thread environment of a measured subprocess (``ONE_THREAD``). Invariants:
+machine's description, the one-thread environment of a measured subprocess (``ONE_THREAD``), and the make target
+beside a recorded command (only when the Makefile runs that very command), and it refuses a ``--doc`` path that
+cannot be rewritten before any work (:func:`checkDocument`). Invariants:
 
 - a document is rewritten whole through a temporary file and one rename (srl_toolbox.files.atomicPath), never
   appended to in place: a kill half-way never leaves a cut section;
@@ -24,12 +26,14 @@ from collections.abc import Callable
 
 import torch
 
+from srl_toolbox.cli import UsageError, checkOutputFile
 from srl_toolbox.devices import resolveThreads
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH_FILE = os.path.join(ROOT, "docs", "benchmarks.md")
+MAKEFILE = os.path.join(ROOT, "Makefile")
 BENCH_TITLE = "# srl-toolbox benchmarks\n"
 # The environment of a measured subprocess with one torch/BLAS thread (the figures say so): jobs run side by side,
 # one per core
@@ -81,6 +85,23 @@ def rewriteDocument(path: str, change: Callable[[str], str], initial: str = "") 
         lock.release()
 
 
+def checkDocument(path: str, flag: str) -> None:
+    """
+    Refuse, before any work, a document whose section a benchmark would replace but cannot: one in a folder that does
+    not exist (a mistyped path would otherwise have its folders made), a folder, or a file that cannot be rewritten
+    in its folder. A missing file in an existing folder is fine: it is made, holding the section.
+
+    :param path: the markdown file given
+    :param flag: the option that gave it, for the message (``--doc``)
+    :raises UsageError: no such folder, a folder, or a folder that refuses the rewrite
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"{flag} {path!r}: the folder {folder!r} does not exist: give a markdown file in an existing "
+                         "folder")
+    checkOutputFile(path, flag)
+
+
 def replaceHeadingSection(text: str, heading: str, section: str) -> str:
     """
     :param text: a markdown document
@@ -128,6 +149,39 @@ def recordedCommand(module: str, argv: list[str] | None) -> str:
     return " ".join([f"python -m {module}", *(sys.argv[1:] if argv is None else argv)])
 
 
+def makeCommands(target: str, makefile: str = MAKEFILE) -> list[str]:
+    """
+    :param target: a Makefile target (``bench-srl-rl``)
+    :param makefile: the Makefile
+    :return: the Python commands of its recipe as :func:`recordedCommand` writes them (``$(PY)`` read as
+        ``python``, spaces normalised); none for a missing target or Makefile
+    """
+    try:
+        with open(makefile, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return []
+    commands, inside = [], False
+    for line in lines:
+        if line.startswith("\t"):
+            if inside and line.strip().startswith("$(PY) "):
+                commands.append(" ".join(["python", *line.split()[1:]]))
+        else:
+            inside = line.startswith(f"{target}:")
+    return commands
+
+
+def makeNote(target: str, command: str, makefile: str = MAKEFILE) -> str:
+    """
+    :param target: the Makefile target that runs the benchmark
+    :param command: the recorded command (:func:`recordedCommand`)
+    :param makefile: the Makefile
+    :return: `` (also run by `make TARGET`)`` when the target runs exactly this command, else empty: a command with
+        other options made other figures
+    """
+    return f" (also run by `make {target}`)" if " ".join(command.split()) in makeCommands(target, makefile) else ""
+
+
 def shownCommand(command: list[str]) -> str:
     """
     :param command: a command line without the interpreter
@@ -147,10 +201,10 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
     :param table: markdown table
     :param packages: distributions whose versions to record
     :param path: the markdown file (created with a title line if missing)
-    :param target: the Makefile target that runs the benchmark
+    :param target: the Makefile target that runs the benchmark (named when it runs this very command)
     """
     section = (f"\n## {title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\n"
-               f"- Command: `{command}` (also run by `make {target}`)\n"
+               f"- Command: `{command}`{makeNote(target, command)}\n"
                f"- Machine: {machineDescription(packages)}\n"
                f"- {notes}\n\n{table}\n")
     rewriteDocument(path, lambda text: text + section, BENCH_TITLE)

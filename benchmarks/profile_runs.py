@@ -39,7 +39,7 @@ from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
 from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
 from environments.srl_env import RENDERERS
-from srl_toolbox.cli import CLIParser, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, checkWritableFolder, nonEmptyText, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE, KUKA = "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"
@@ -143,6 +143,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--keep", type=nonEmptyText, help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
     parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
     args = parser.parse_args(argv)
+    if args.keep is not None:
+        checkWritableFolder(args.keep, "--keep")
     py_spy = shutil.which("py-spy") or os.path.join(os.path.dirname(sys.executable), "py-spy")
     if not os.path.exists(py_spy):
         parser.error("py-spy is not installed (pip install -e .[profile], or make profile)")

@@ -50,7 +50,7 @@ from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
 from srl_models.train import trainableModels, trainsLoss
-from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE_ROBOTS = ("MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobot1DGymEnv-v0",
@@ -279,6 +279,8 @@ def parseArgs(argv: list[str] | None) -> argparse.Namespace:
     if args.srl_model not in trainableModels():  # srl_models.train would refuse it only after the datasets
         raise UsageError(f"--srl-model: unknown or not a trainable model {args.srl_model!r}; choose from "
                          f"{', '.join(trainableModels())}")
+    if args.keep is not None:
+        checkWritableFolder(args.keep, "--keep")
     args.seeds = list(dict.fromkeys(args.seeds))
     return args
 

@@ -45,7 +45,9 @@ import numpy as np
 
 from benchmarks.documents import (
     ONE_THREAD,
+    checkDocument,
     machineDescription,
+    makeNote,
     recordedCommand,
     replaceHeadingSection,
     rewriteDocument,
@@ -54,7 +56,7 @@ from benchmarks.documents import (
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registered_srl
 from srl_models.train import trainableModels, trainsLoss
-from srl_toolbox.cli import CLIParser, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -406,7 +408,8 @@ def sectionText(envs: list[str], tables: dict[str, str], dataset_commands: dict[
     samples = {r.job.env: r.metrics["n_samples"] for r in results if r.metrics}
     parts = [
         SECTION, "",
-        f"Written by `{facts['command']}` (`make bench-srl`); re-running replaces this section. Every registered "
+        f"Written by `{facts['command']}`{makeNote('bench-srl', facts['command'])}; re-running replaces this "
+        "section. Every registered "
         f"learned model is trained on the same dataset per env, with the same settings: state dimension "
         f"{args.state_dim}, seed {args.seed}, at most {args.epochs} epochs, batch size {args.batch_size} (but `pca` "
         "and `random`, which train no loss), the "
@@ -495,14 +498,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-path", default="data", help="folder of the datasets [data]")
     parser.add_argument("--log-folder", default=os.path.join("logs", "srl_bench"), help="root of the model folders "
                         "[logs/srl_bench]")
-    parser.add_argument("--doc", default=DOC_FILE, help="markdown file whose results section is replaced "
-                        "[docs/srl.md]")
+    parser.add_argument("--doc", default=DOC_FILE, help="markdown file whose results section is replaced (added at "
+                        "the end of a file without it; a new file in an existing folder is made) [docs/srl.md]")
     parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it")
     parser.add_argument("--quick", action="store_true", help="tiny datasets, 1 epoch, in a temporary folder: checks "
                         "that every model runs; writes nothing")
     args = parser.parse_args(argv)
     args.doc = os.path.abspath(args.doc)
     os.chdir(ROOT)  # the data and log paths are relative to the repository root, as in the recorded commands
+    if not args.quick:  # (--quick writes in a temporary folder of its own)
+        checkWritableFolder(args.data_path, "--data-path")
+        checkWritableFolder(args.log_folder, "--log-folder")
+        if not args.no_doc:
+            checkDocument(args.doc, "--doc")
     script_command = recordedCommand("benchmarks.srl_table", argv)
     scratch = tempfile.TemporaryDirectory(prefix="srl_table_") if args.quick else None
     specs = QUICK_DATASETS if args.quick else DATASETS

@@ -69,7 +69,7 @@ from rl_baselines.core.training_state import silentLogger
 from rl_baselines.envs.factory import ScaledVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from srl_models.metrics import participationFactor
-from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, positiveFloat, positiveInt, runCommand, seedNumber
 from srl_toolbox.files import writeJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -315,11 +315,21 @@ def parseHyperparams(pairs: list[str]) -> dict[str, Any]:
 
 
 def loadResults(path: str | None) -> list[dict[str, Any]]:
-    """:return: the runs kept in ``path`` (none when there is no such file)"""
+    """
+    :param path: the ``--results`` file (None: none)
+    :return: the runs kept in it (none when there is no such file)
+    :raises UsageError: a file that is not this command's JSON list of runs
+    """
     if path is None or not os.path.exists(path):
         return []
-    with open(path) as stream:
-        return json.load(stream)
+    try:
+        with open(path, encoding="utf-8") as stream:
+            runs = json.load(stream)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"--results {path!r} is not a readable JSON file of runs: {error}") from None
+    if not isinstance(runs, list) or not all(isinstance(run, dict) for run in runs):
+        raise UsageError(f"--results {path!r} is not a JSON list of runs (this command's results file)")
+    return runs
 
 
 def jobSettings(run: dict[str, Any]) -> str:
@@ -365,8 +375,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.eval_freq > args.steps:
         raise UsageError(f"--eval-freq {args.eval_freq} is more than --steps {args.steps}: no evaluation would run")
     hyperparams = parseHyperparams(args.hyperparam)
-    if args.results is not None and os.path.isdir(args.results):
-        raise UsageError(f"--results {args.results!r} is a folder, not a JSON file")
+    if args.results is not None:
+        if os.path.isdir(args.results):
+            raise UsageError(f"--results {args.results!r} is a folder, not a JSON file")
+        checkOutputFile(args.results, "--results")
+    kept = loadResults(args.results)  # a broken file is refused before any run
     variants = list(dict.fromkeys(args.variants))
     scales = {v: participationScale(v, args.dims, args.map_seed) if args.scale == PARTICIPATION else args.scale
               for v in variants}
@@ -375,7 +388,6 @@ def main(argv: list[str] | None = None) -> int:
              "hyperparams": hyperparams, "activation": args.policy_activation}
             | ({"early_ent_coef": list(args.early_ent_coef)} if args.early_ent_coef else {})
             for s in range(args.first_seed, args.first_seed + args.seeds) for v in variants]
-    kept = loadResults(args.results)
     finished = {jobSettings(run): run for run in kept}
     results = [finished[jobSettings(job)] for job in jobs if jobSettings(job) in finished]
     todo = [job for job in jobs if jobSettings(job) not in finished]

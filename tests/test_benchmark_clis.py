@@ -128,6 +128,36 @@ def test_bad_benchmark_input_writes_no_bench_folder(tmp_path, module: str, argum
     assertOneLineError(result, words)
 
 
+# (module, arguments with {file} for an existing text file and {tmp} for the test's folder, words of the error line):
+# a path of the wrong kind (a file for a folder, a text file for a results file, a --doc file that does not exist) is
+# refused up front, before any work and without writing anything
+PATH_CASES = [
+    ("state_shape", ["--results", "{file}", "--no-append"], ["--results", "notes.md", "not a readable JSON file"]),
+    ("profile_runs", ["--keep", "{file}", "--no-append"], ["--keep", "notes.md", "is a file, not a folder"]),
+    ("renderer_gtc", ["--keep", "{file}", "--seeds", "0", "--episodes", "2", "--no-append"],
+     ["--keep", "notes.md", "is a file, not a folder"]),
+    ("srl_table", ["--data-path", "{file}", "--log-folder", "{tmp}/logs", "--no-doc"],
+     ["--data-path", "notes.md", "is a file, not a folder"]),
+    ("srl_table", ["--data-path", "{tmp}/data", "--log-folder", "{tmp}/logs", "--doc", "{tmp}/missing/x.md"],
+     ["--doc", "missing/x.md", "does not exist"]),
+    ("cnn_features", ["--bench-dir", "{file}", "--no-append"], ["--bench-dir", "notes.md", "is a file, not a folder"]),
+    ("srl_rl", ["--doc", "{tmp}/missing/x.md", "--report-only", "--no-append", "--bench-dir", "{tmp}/bench"],
+     ["--doc", "missing/x.md", "does not exist"]),
+]
+
+
+@pytest.mark.parametrize("module,arguments,words", [
+    pytest.param(module, arguments, words, id=f"{module}-{arguments[0]}") for module, arguments, words in PATH_CASES])
+def test_a_bad_path_is_refused_before_any_work(tmp_path, module: str, arguments: list[str], words: list[str]) -> None:
+    notes = tmp_path / "notes.md"
+    notes.write_text("# notes, not a folder nor JSON\n")
+    before, files = _written(), snapshot(str(tmp_path))
+    result = runModule(f"benchmarks.{module}", *[argument.replace("{file}", str(notes)).replace("{tmp}", str(tmp_path))
+                                                 for argument in arguments], timeout=120)
+    assert _written() == before and snapshot(str(tmp_path)) == files, "a refused benchmark command wrote files"
+    assertOneLineError(result, words)
+
+
 @pytest.mark.parametrize("module,flag", [("srl_rl.cli", "--srl-seed"), ("state_shape", "--map-seed"),
                                          ("state_shape", "--first-seed")])
 @pytest.mark.parametrize("value", ["-5", "4294967296"])

@@ -14,6 +14,7 @@ from benchmarks.archive import ArchiveError, loadRecords, writeRecords
 from benchmarks.documents import (
     BENCH_FILE,
     appendReport,
+    makeNote,
     recordedCommand,
     replaceHeadingSection,
     replaceMarkedSection,
@@ -79,7 +80,19 @@ def test_a_result_block_is_appended_with_its_command_and_machine(tmp_path) -> No
     text = path.read_text()
     assert text.startswith("# srl-toolbox benchmarks\n\n## Speed (") and text.count("## Speed (") == 2
     assert "- Command: `python -m benchmarks.env_speed` (also run by `make bench`)\n" in text and "numpy " in text
+    # other options than the make target's: other figures, so no "also run by"
+    assert "- Command: `python -m benchmarks.env_speed --seconds 1`\n" in text
     assert text.index("| a |") < text.index("| b |") and os.listdir(tmp_path) == ["benchmarks.md"]
+
+
+def test_the_make_target_is_named_only_for_its_own_command() -> None:
+    """A block says a make target also runs its command only when the Makefile's recipe is that very command."""
+    assert makeNote("bench-srl-rl", "python -m benchmarks.srl_rl --compare-to benchmarks/srl_rl_runs.json") == (
+        " (also run by `make bench-srl-rl`)")
+    assert makeNote("bench-srl-rl", "python -m benchmarks.srl_rl --doc x.md --report-only --no-append") == ""
+    assert makeNote("bench", "python -m benchmarks.srl_speed") == " (also run by `make bench`)"
+    assert makeNote("bench", "python -m benchmarks.srl_speed --steps 256") == ""
+    assert makeNote("no-such-target", "python -m benchmarks.srl_speed") == ""
 
 
 def test_the_recorded_command_is_the_module_and_its_arguments(monkeypatch) -> None:

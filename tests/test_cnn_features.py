@@ -153,3 +153,20 @@ def test_a_run_of_another_train_default_is_run_again_and_never_reported(tmp_path
         os.path.join(bench, variant) for variant in ("ground_truth", "nature", "small")]
     assert threads == ["3", "3", "3"]  # 2 runs at a time in each stage (the extractors' sweeps side by side): 6 // 2
     assert "| nature | 1/2 |" in out and "| small | 2/2 |" in out
+
+
+def test_a_failed_sweep_makes_the_command_fail(tmp_path, monkeypatch, capsys) -> None:
+    """A sweep that exits non-zero is named on stderr and the command exits 1 (not 0 with an empty report)."""
+    class Failed:
+        returncode = 1
+
+        def __init__(self, *args, **kwargs) -> None:
+            pass
+
+        def wait(self) -> int:
+            return 1
+
+    monkeypatch.setattr(cnn_features.subprocess, "Popen", Failed)
+    assert cnn_features.main(["--envs", MOBILE, "--seeds", "1", "--budget", "1000", "--eval-freq", "500",
+                              "--bench-dir", str(tmp_path / "bench"), "--no-append"]) == 1
+    assert "sweep(s) failed: ground_truth on " in capsys.readouterr().err

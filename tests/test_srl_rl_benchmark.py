@@ -188,7 +188,9 @@ def test_run_time_counts_archived_runs_by_their_own_walls() -> None:
                "B-v0": [record(600.0), record(math.nan)], "C-v0": [record(math.nan)]}
     note = bench_report.runTimeNote(records, 2, "Intel Xeon, nproc 2")
     assert note == ("A-v0 2 runs, 1 h 20 min of train commands (about 40 min with 2 runs at a time, AMD EPYC); "
-                    "B-v0 1 run, 10 min of train commands (about 5 min with 2 runs at a time, Intel Xeon)")
+                    "B-v0 1 run, 10 min of train commands (Intel Xeon)")  # one run: no "at a time"
+    assert bench_report.runTimeNote({"B-v0": [record(600.0), record(300.0)]}, 1, "") == (
+        "B-v0 2 runs, 15 min of train commands")
     assert bench_report.runTimeNote({"C-v0": [record(math.nan)]}, 2, "here") == ""
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.documents import machineDescription
+from benchmarks.documents import checkDocument, machineDescription
 from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
 from benchmarks.srl_rl.compare import loadComparison
 from benchmarks.srl_rl.plans import (
@@ -125,7 +125,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--rerun", nargs="+", default=[], metavar="ENV",
                         help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
                              "the bench folder are still kept); their new runs replace the archived records")
-    parser.add_argument("--doc", default=None, help="markdown file whose 'Does SRL help?' block is replaced "
+    parser.add_argument("--doc", default=None, help="markdown file whose 'Does SRL help?' block is replaced (added "
+                        "at the end of a file without it; a new file in an existing folder is made) "
                         "[docs/srl.md; --quick: <bench-dir>/srl_rl.md]")
     parser.add_argument("--image-dir", default=None, help="folder of the learning-curve PNGs "
                         "[docs/images; --quick: <bench-dir>/images]")
@@ -240,8 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     checkWritableFolder(bench_dir, "--bench-dir")
     if image_dir is not None:
         checkWritableFolder(image_dir, "--image-dir")
-    if doc is not None:
-        checkOutputFile(doc, "--doc")
+    if doc is not None:  # (--quick's default document lies in the bench folder, made later)
+        (checkDocument if args.doc else checkOutputFile)(doc, "--doc")
     if settings.archive_file is not None:
         checkOutputFile(settings.archive_file, "--runs-file")
     for plan in settings.plans:

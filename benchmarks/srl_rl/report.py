@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import appendReport, replaceMarkedSection, rewriteDocument
+from benchmarks.documents import appendReport, makeNote, replaceMarkedSection, rewriteDocument
 from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
@@ -129,17 +129,20 @@ def runTimeNote(records: dict[str, Sequence[RunRecord]], workers: int, here: str
     :param records: env -> the runs shown for it
     :param workers: runs at a time
     :param here: this machine's description (that of the runs not archived)
-    :return: per env, the summed wall time of its runs' train commands and that sum divided by ``workers``; empty
-        when no run has a recorded wall time
+    :return: per env, the summed wall time of its runs' train commands and, for more than one run and worker, that
+        sum divided by the runs at a time (``workers``, at most the runs); empty when no run has a recorded wall time
     """
     parts = []
     for env, group in records.items():
         walls = [record.wall for record in group if not math.isnan(record.wall)]
         if walls:
             machines = processors(group, here)
-            parts.append(f"{env} {plans.counted(len(walls), 'run')}, {plans.duration(sum(walls))} of train commands (about "
-                         f"{plans.duration(sum(walls) / max(1, workers))} with {plans.counted(workers, 'run')} at a time"
-                         + (f", {'; '.join(machines)}" if machines else "") + ")")
+            together = min(workers, len(walls))  # (one run, or one at a time: its time is the sum)
+            about = ([f"about {plans.duration(sum(walls) / together)} with {plans.counted(together, 'run')} at a time"]
+                     if together > 1 else [])
+            details = ", ".join([*about, *(["; ".join(machines)] if machines else [])])
+            parts.append(f"{env} {plans.counted(len(walls), 'run')}, {plans.duration(sum(walls))} of train commands"
+                         + (f" ({details})" if details else ""))
     return "; ".join(parts)
 
 
@@ -164,7 +167,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
              "section covers every env that has runs, in the bench folder or archived (counted as *archived* in the "
              "tables)." if archive else "")
     parts = [
-        f"Written by `{facts['command']}` (`make bench-srl-rl`); re-running it replaces this section and does only "
+        f"Written by `{facts['command']}`{makeNote('bench-srl-rl', facts['command'])}; re-running it replaces this "
+        "section and does only "
         f"what is missing (datasets, models and runs whose settings did not change are reused).{reuse} ppo2 with its "
         f"default hyperparameters learns each task from each observation, {facts['seeds']} seeds each; every learned "
         "model of an env is trained on the same dataset by `python -m srl_models.prepare`, with its per-env defaults. A "
@@ -364,7 +368,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         print(f"{missing} expected run(s) have not finished: the same command again runs only those")
     elif append and fresh:
         notes = (f"ppo2 (default hyperparameters, one env and one torch thread per run, {settings.workers} runs at a "
-                 f"time, niceness {settings.nice}) on each observation as `make bench-srl-rl` ran it: steps/s = "
+                 f"time, niceness {settings.nice}) on each observation, as the command ran it: steps/s = "
                  "training steps per second of the run's monitor clock (env creation to the last episode, the "
                  "periodic evaluations included; runs continued after a stop left out), wall time = the whole train "
                  "command (start-up, SRL model loading and evaluations included; a continued run's attempts "
