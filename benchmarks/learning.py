@@ -548,11 +548,13 @@ def markdownTable(cases: list[Case], rows: dict[Case, dict[str, Any]], seeds: in
     return "\n".join(lines)
 
 
-def imitationNote(cases: list[Case], rows: dict[Case, dict[str, Any]], expert_reward: float | None) -> str:
+def imitationNote(cases: list[Case], rows: dict[Case, dict[str, Any]], expert_reward: float | None,
+                  expert_steps: int = EXPERT_STEPS) -> str:
     """
     :param cases: the rows
     :param rows: their summaries
     :param expert_reward: the expert's mean episode reward, None when no row needed it (or all were reused)
+    :param expert_steps: the expert's training steps (fewer with --quick)
     :return: a sentence comparing the imitation rows with the expert, empty without one
     """
     imitating = [case for case in cases if case.needsExpert and rows.get(case, {}).get("finals")]
@@ -560,7 +562,7 @@ def imitationNote(cases: list[Case], rows: dict[Case, dict[str, Any]], expert_re
         return ""
     shares = ", ".join(f"{'behaviour cloning' if '--pretrain-dataset' in case.extra else case.algo} "
                        f"{100 * rows[case]['mean'] / expert_reward:.0f}%" for case in imitating)
-    return (f"Imitation rows: the expert is ppo2 trained {EXPERT_STEPS:,} steps with the env's reward (seed "
+    return (f"Imitation rows: the expert is ppo2 trained {expert_steps:,} steps with the env's reward (seed "
             f"{EXPERT_SEED}), {EXPERT_EPISODES} of its episodes recorded by `environments.dataset_generator --policy "
             f"RUN` (mean reward {expert_reward:.1f}; `{{expert}}` in the flags); share of the expert's reward: "
             f"{shares}.")
@@ -631,16 +633,16 @@ def main(argv: list[str] | None = None) -> None:
     if reused:
         print(f"{len(reused)} runs reused from {os.path.relpath(RUNS_FILE, ROOT)}")
     start = time.perf_counter()
+    expert_steps = min(EXPERT_STEPS, QUICK_STEPS) if args.quick else EXPERT_STEPS
     fresh, expert_reward = runAll(cases, steps_of, args.seeds, args.jobs, args.last_episodes,
                                   skip=frozenset((result.case, result.seed) for result in reused),
-                                  expert_steps=min(EXPERT_STEPS, QUICK_STEPS) if args.quick else EXPERT_STEPS,
-                                  record=not args.quick)
+                                  expert_steps=expert_steps, record=not args.quick)
     elapsed = time.perf_counter() - start
     results = reused + fresh
     summaries = summarise(results)
     table = markdownTable(cases, summaries, len(args.seeds))
     print(table)
-    imitation = imitationNote(cases, summaries, expert_reward)
+    imitation = imitationNote(cases, summaries, expert_reward, expert_steps)
     if imitation:
         print(imitation)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

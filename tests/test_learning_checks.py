@@ -177,3 +177,20 @@ def test_rerun_without_reuse_is_refused_before_any_work(monkeypatch):
         monkeypatch.setattr(learning, name, noWork)
     with pytest.raises(UsageError, match=r"^--rerun ppo2: only with --reuse"):
         learning.main(["--rerun", "ppo2", "--no-append"])
+
+
+def test_quick_imitation_note_gives_the_experts_real_budget(monkeypatch, capsys):
+    """--quick trains the expert for fewer steps: the imitation note says how many it had, as the Expert line does."""
+    given = {}
+
+    def fakeRuns(cases, steps_of, seeds, jobs, last_episodes, skip, expert_steps, record):
+        given["expert_steps"] = expert_steps
+        return [learning.RunResult(case, seed, 50.0, steps_of[case], 1.0, 100.0) for case in cases
+                for seed in seeds], 100.0
+
+    monkeypatch.setattr(learning, "runAll", fakeRuns)
+    learning.main(["--quick", "--algos", "imitation", "--seeds", "0", "--no-append"])
+    quick = min(learning.EXPERT_STEPS, learning.QUICK_STEPS)
+    assert given["expert_steps"] == quick < learning.EXPERT_STEPS
+    out = capsys.readouterr().out
+    assert f"the expert is ppo2 trained {quick:,} steps" in out and f"{learning.EXPERT_STEPS:,} steps" not in out
