@@ -11,7 +11,7 @@ import os
 import statistics
 import time
 
-from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
 from environments import getEnvClass, registered_env
 from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, runCommand
 
@@ -51,7 +51,9 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [env_id for env_id in args.env_ids if env_id not in registered_env]
     if unknown:
         raise UsageError(f"unknown env {unknown[0]!r}; valid choices: {', '.join(sorted(registered_env))}")
+    print(f"Machine: {machineDescription()}", flush=True)
     lines = ["| env | ground_truth steps/s | raw_pixels 64x64 steps/s |", "|---|---:|---:|"]
+    print("\n".join(lines), flush=True)
     for env_id in args.env_ids or sorted(registered_env):
         rates = [statistics.median(stepsPerSecond(env_id, mode, args.seconds) for _ in range(N_REPETITIONS))
                  for mode in ("ground_truth", "raw_pixels")]
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> None:
         appendReport("Environment speed, every env", command,
                      f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
                      f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table)
+        print(f"appended to {os.path.relpath(BENCH_FILE)}")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ Usage: ``python -m benchmarks.train_speed [--steps N] [--repeats R] [--learning-
 """
 from __future__ import annotations
 
+import contextlib
 import glob
+import io
 import os
 import statistics
 import subprocess
@@ -45,8 +47,10 @@ def timeToolbox(steps: int, log_dir: str) -> tuple[float, int]:
     """:return: seconds for ``rl_baselines.train`` to train ppo2 for ``steps`` (in this process), and the steps it
     trained (whole rollouts: ``steps`` rounded up to a multiple of n_steps)"""
     start = time.perf_counter()
-    result = train.trainCommand(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth", "--num-timesteps",
-                                 str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress", "--torch-threads", "1"])
+    with contextlib.redirect_stdout(io.StringIO()):  # the run's own messages (its run folder, twice)
+        result = train.trainCommand(["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "ground_truth",
+                                     "--num-timesteps", str(steps), "--log-dir", log_dir, "--no-vis", "--no-progress",
+                                     "--torch-threads", "1"])
     assert result.exit_code == 0
     return time.perf_counter() - start, result.num_timesteps
 
@@ -105,7 +109,10 @@ def main(argv: list[str] | None = None) -> None:
         results = {}
         for seed in args.seeds:
             results[seed] = stepsToTarget(seed, args.learning_budget, os.path.join(scratch, f"learn{seed}"))
-            print(f"seed {seed}: steps to mean reward {TARGET_REWARD:g} = {results[seed][0]}", flush=True)
+            reached_at = results[seed][0]
+            print(f"seed {seed}: steps to mean reward {TARGET_REWARD:g}: "
+                  + (f"{reached_at}" if reached_at is not None else f"not reached in {args.learning_budget} steps"),
+                  flush=True)
     t_toolbox, t_plain = statistics.median(toolbox), statistics.median(plain)
     reached = [steps for steps, _ in results.values() if steps is not None]
     table = "\n".join([
