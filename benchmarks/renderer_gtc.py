@@ -50,7 +50,15 @@ from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
 from srl_models.train import trainableModels, trainsLoss
-from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, positiveInt, runCommand, seedNumber
+from srl_toolbox.cli import (
+    CLIParser,
+    UsageError,
+    checkWritableFolder,
+    nonEmptyText,
+    positiveInt,
+    runCommand,
+    seedNumber,
+)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MOBILE_ROBOTS = ("MobileRobotGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "MobileRobot1DGymEnv-v0",
