@@ -3,11 +3,11 @@ command names, exit 1. At the bottom of srl_toolbox, so that its lowest modules 
 
 :class:`UsageWarning`, input that is taken but does nothing here, prints as one line, ``warning: <message>``, in the
 commands and in the Python API alike: importing this module wraps ``warnings.formatwarning`` for that category only
-(the toolbox's own source line would tell the user nothing; every other warning keeps its format)."""
+(:func:`showOnOneLine`, which srl_toolbox.plugins uses for its skipped-plugin warnings too; the toolbox's own source
+line would tell the user nothing; every other warning keeps its format)."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 
@@ -24,18 +24,28 @@ class UsageWarning(UserWarning):
     """Input from the user that is accepted but does nothing here (a flag the env or observation has no use for)."""
 
 
-def _oneLineForUsageWarnings(format_warning: Callable[..., str]) -> Callable[..., str]:
-    """:return: ``format_warning``, except for UsageWarning: one line, ``warning: <message>``"""
+def showOnOneLine(category: type[Warning], named: bool = False) -> None:
+    """
+    Print the warnings of ``category`` (and its subclasses) as one line wherever they are raised, ``warning:
+    <message>`` (the toolbox's own source line would tell the user nothing); every other warning keeps its format.
+    Wraps ``warnings.formatwarning`` once per category.
 
-    def formatWarning(message: Any, category: type[Warning], filename: str, lineno: int,
-                      line: str | None = None) -> str:
-        if issubclass(category, UsageWarning):
-            return f"warning: {' '.join(str(message).split())}\n"
-        return format_warning(message, category, filename, lineno, line)
+    :param category: a warning class
+    :param named: ``warning: <Category>: <message>`` instead
+    """
+    format_warning = warnings.formatwarning
+    key = f"{category.__module__}.{category.__qualname__}"
+    done = getattr(format_warning, "one_line_categories", frozenset())
+    if key in done:
+        return
 
-    formatWarning.usage_warnings_one_line = True  # type: ignore[attr-defined]
-    return formatWarning
+    def formatWarning(message: Any, raised: type[Warning], filename: str, lineno: int, line: str | None = None) -> str:
+        if issubclass(raised, category):
+            return f"warning: {f'{raised.__name__}: ' if named else ''}{' '.join(str(message).split())}\n"
+        return format_warning(message, raised, filename, lineno, line)
+
+    formatWarning.one_line_categories = done | {key}  # type: ignore[attr-defined]
+    warnings.formatwarning = formatWarning
 
 
-if not getattr(warnings.formatwarning, "usage_warnings_one_line", False):
-    warnings.formatwarning = _oneLineForUsageWarnings(warnings.formatwarning)
+showOnOneLine(UsageWarning)

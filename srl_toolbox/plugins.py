@@ -19,6 +19,8 @@ from typing import Any
 
 from stevedore import ExtensionManager
 
+from srl_toolbox.errors import showOnOneLine
+
 # The distribution that declares the built-in plugins (setup.py)
 TOOLBOX_DISTRIBUTION = "srl-toolbox"
 # The entry-point groups whose skipped plugins this process, or one that started it, has warned about (comma
@@ -32,20 +34,7 @@ class SkippedPluginWarning(UserWarning):
     """Base of the registries' warnings about a plugin that was skipped."""
 
 
-def _oneLineForSkippedPlugins(format_warning: Callable[..., str]) -> Callable[..., str]:
-    """:return: ``format_warning``, except for SkippedPluginWarning: one line, ``warning: <Category>: <message>``"""
-
-    def formatWarning(message: Any, category: type[Warning], filename: str, lineno: int, line: str | None = None) -> str:
-        if issubclass(category, SkippedPluginWarning):
-            return f"warning: {category.__name__}: {message}\n"
-        return format_warning(message, category, filename, lineno, line)
-
-    formatWarning.skipped_plugins_one_line = True  # type: ignore[attr-defined]
-    return formatWarning
-
-
-if not getattr(warnings.formatwarning, "skipped_plugins_one_line", False):
-    warnings.formatwarning = _oneLineForSkippedPlugins(warnings.formatwarning)
+showOnOneLine(SkippedPluginWarning, named=True)  # warning: <Category>: <message>
 
 
 def oneLine(text: str) -> str:
