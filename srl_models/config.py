@@ -194,8 +194,6 @@ def latestModelFolder(log_folder: str, env_id: str, name: str, img_shape: Sequen
         a model it does not train, --srl-model-path; where models of that kind and env exist but none fits, how many
         and the newest one's image shape)
     """
-    channels = int(img_shape[0]) if img_shape is not None else channels
-    size = tuple(int(v) for v in img_shape[1:]) if img_shape is not None else None  # (then channels is known too)
     found: list[tuple[float, str, tuple[int, ...]]] = []
     root = os.path.abspath(os.path.expanduser(log_folder))
     for dataset in sorted(os.listdir(root)) if os.path.isdir(root) else []:
@@ -211,8 +209,8 @@ def latestModelFolder(log_folder: str, env_id: str, name: str, img_shape: Sequen
                 continue
             if config.get("srl_model") == name and config.get("env") == env_id:
                 found.append((os.path.getmtime(os.path.join(folder, "exp_config.json")), folder, shape))
-    fitting = [(when, folder) for when, folder, shape in found if len(shape) == 3
-               and (channels is None or shape[0] == channels) and (size is None or shape[1:] == size)]
+    fitting = [(when, folder) for when, folder, shape in found
+               if len(shape) == 3 and imageRefusal(folder, shape, img_shape, channels) is None]
     if fitting:
         return max(fitting)[1]
     how = (f"train one with {prepareCommand(env_id, name, ['--log-folder', log_folder, *prepare_flags])}"
@@ -394,20 +392,35 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
     model_shape = tuple(int(v) for v in config.get("img_shape", ()))
     if len(model_shape) != 3:
         raise ValueError(f"{folder!r}: exp_config.json lacks a valid img_shape [C, H, W]")
+    refusal = imageRefusal(folder, model_shape, img_shape, channels)
+    if refusal is not None:
+        raise ValueError(refusal)
+    return config
+
+
+def imageRefusal(folder: str, model_shape: tuple[int, ...], img_shape: Sequence[int] | None = None,
+                 channels: int | None = None) -> str | None:
+    """
+    :param folder: the model folder (named in the message)
+    :param model_shape: (C, H, W) the model encodes
+    :param img_shape: (C, H, W) the run's camera gives, None to accept the model's height and width
+    :param channels: the run's image channels (3, or 6 with two cameras), checked when img_shape is None
+    :return: why the model cannot encode the run's images (another size, or other cameras), None when it can
+    """
     # the camera flags that give the model's channels (--img-shape is always 3 H W: two cameras make 6)
     flags = {6: "--fpv or --multi-view", 3: "no --fpv or --multi-view"}.get(model_shape[0], "the same cameras")
     if img_shape is not None and model_shape[1:] != tuple(int(v) for v in img_shape[1:]):
-        raise ValueError(f"{folder!r} encodes {_shapeText(model_shape)} images but the run's camera gives "
-                         f"{_shapeText(img_shape)}; use --img-shape 3 {model_shape[1]} {model_shape[2]} (with {flags}) "
-                         f"or a model trained at that size")
+        return (f"{folder!r} encodes {_shapeText(model_shape)} images but the run's camera gives "
+                f"{_shapeText(img_shape)}; use --img-shape 3 {model_shape[1]} {model_shape[2]} (with {flags}) "
+                f"or a model trained at that size")
     channels = channels if img_shape is None else int(img_shape[0])
     if channels is not None and model_shape[0] != channels:  # only the cameras differ
         cameras = "two cameras (--fpv or --multi-view)" if model_shape[0] == 6 else "one camera"
         advice = ("pass the camera flag it was trained with (--multi-view: Kuka arms, --fpv: mobile robots)"
                   if model_shape[0] == 6 else "drop --fpv / --multi-view")
-        raise ValueError(f"{folder!r} encodes {model_shape[0]}-channel images ({cameras}) but the run's camera "
-                         f"gives {channels} channels; {advice}, or use a model trained on the run's cameras")
-    return config
+        return (f"{folder!r} encodes {model_shape[0]}-channel images ({cameras}) but the run's camera gives "
+                f"{channels} channels; {advice}, or use a model trained on the run's cameras")
+    return None
 
 
 def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = None,

@@ -57,6 +57,7 @@ __all__ = ["MANIFEST_MEMBER", "OLDER_DECLARATIONS", "SB3_STATE_FILE", "SUPPORTED
 # Smallest image side SB3's NatureCNN (CnnPolicy) and the torch algorithms' copy of it accept.
 MIN_CNN_SIDE = 36
 
+
 class BaseRLObject(abc.ABC):
     """
     Base class of every RL algorithm, built-in or plugin.
