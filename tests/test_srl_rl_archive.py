@@ -114,6 +114,8 @@ def test_report_covers_the_archived_env_beside_the_one_run(archived_mobile, tmp_
     assert "| ground_truth | 2/2 (2 archived) |" in mobile_part and "| vae | 2/2 (2 archived) |" in mobile_part
     assert "0.420 (8)" in mobile_part  # the GTC column from the archived model facts (no model registered here)
     assert "archived" not in kuka_part and "| vae | 2/2 | " in kuka_part and "0.420 (8)" in kuka_part
+    # the machine line says it is the one that wrote the report, not necessarily the one each run finished on
+    assert "- Machine of this invocation (archived runs: their own machines, in each task's line): " in text
     for env in (MOBILE, plans.KUKA):
         assert (images / f"srl_rl_{env}.png").read_bytes()[:4] == b"\x89PNG"
     assert len(json.loads(open(archive).read())) == 12  # Kuka's runs archived beside MobileRobot's

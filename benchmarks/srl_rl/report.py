@@ -198,7 +198,7 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
            "now)." if facts.get("comparisons") else ""), "",
         BUDGET_NOTE, "",
         ANCHOR_NOTE, "",
-        f"- Machine: {facts['machine']}",
+        f"- Machine of this invocation (archived runs: their own machines, in each task's line): {facts['machine']}",
         f"- Wall time of the benchmark: {facts['wall']}", "",
         "Commands (from the repository root):", "", "```bash", *facts["commands"], "```", "",
         *([facts["renderer"], ""] if facts.get("renderer") else []),
