@@ -1,6 +1,7 @@
 """Shared helpers: run the project's commands as a user would (a ``python -m`` process, forked from this test
-process's warm interpreter, tests/warm_python.py, unless SRL_TESTS_NO_WARM=1), snapshot folders, check a parser
-generated from a settings dataclass, read a dataset's arrays."""
+process's warm interpreter, tests/warm_python.py, unless SRL_TESTS_NO_WARM=1; or from one started with a plugin
+site's PYTHONPATH, :func:`siteInterpreter`), snapshot folders, check a parser generated from a settings dataclass,
+read a dataset's arrays."""
 from __future__ import annotations
 
 import argparse
@@ -59,8 +60,18 @@ def trainSettings(args: argparse.Namespace, hyperparams: dict | None = None) -> 
                                   env_kwargs=envKwargsFromArgs(args)).runSettings()
 
 
+def siteInterpreter(env: dict[str, str]) -> WarmInterpreter:
+    """
+    :param env: the variables a plugin site's commands get (its ``PYTHONPATH``), as ``runModule(env=...)`` takes them
+    :return: a warm interpreter started with them (on its first command), for ``runModule(interpreter=...)``: its
+        commands then run as a fresh process with that environment would, except that what the imports printed (a
+        skipped plugin's warning) is not in their output; the caller stops it
+    """
+    return WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1", **env})
+
+
 def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None,
-              warm: bool = True) -> subprocess.CompletedProcess:
+              warm: bool = True, interpreter: WarmInterpreter | None = None) -> subprocess.CompletedProcess:
     """
     :param module: a ``python -m`` module
     :param args: its arguments
@@ -69,12 +80,14 @@ def runModule(module: str, *args: str, env: dict | None = None, timeout: float =
     :param cwd: working directory (default: the repository)
     :param warm: fork the command from the warm interpreter (tests/warm_python.py) where that runs it as a fresh
         process would; False (or SRL_TESTS_NO_WARM=1 in the environment) starts a real ``python -m`` process
+    :param interpreter: the warm interpreter to fork from (default: this test process's, started with its
+        environment); one from :func:`siteInterpreter` for commands with that site's ``env``
     :return: the finished process, with text stdout/stderr
     """
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     arguments = list(map(str, args))
     if warm and full_env.get(NO_WARM_VARIABLE) != "1":
-        result = WARM.run(module, arguments, full_env, cwd or REPO, timeout)
+        result = (interpreter or WARM).run(module, arguments, full_env, cwd or REPO, timeout)
         if result is not None:
             return result
     return subprocess.run([sys.executable, "-m", module, *arguments], capture_output=True, text=True,

@@ -1,5 +1,7 @@
 """A third-party package adds an environment through the `srl_toolbox.environments` entry point (a real dist-info on
-the path): gymnasium.make finds it after `import environments`, and the train command trains on it."""
+the path): gymnasium.make finds it after `import environments`, and the train command trains on it. Those commands
+fork from a warm interpreter started with the site's PYTHONPATH (conftest.siteInterpreter); the tests about the
+plugin's import order, or the warnings of broken plugins, run real processes."""
 from __future__ import annotations
 
 import json
@@ -9,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import runFolder, runModule
+from conftest import runFolder, runModule, siteInterpreter
 
 ENV_CODE = textwrap.dedent('''
     """A line world: move left/right to reach x = 1."""
@@ -75,28 +77,38 @@ def _installPlugin(root) -> str:
     return str(root)
 
 
-@pytest.mark.slow
-def test_third_party_env_is_registered_and_trains(tmp_path):
+@pytest.fixture
+def lineWorldRun(tmp_path):
+    """``run(MODULE, *ARGS, cwd=None)``: ``python -m MODULE ARGS`` with LineWorld installed (in tmp_path / "site"),
+    forked from a warm interpreter started with its PYTHONPATH."""
     env = {"PYTHONPATH": _installPlugin(tmp_path / "site")}
-    script = ("import environments, gymnasium\n"
-              "from stable_baselines3.common.env_checker import check_env\n"
-              "env = gymnasium.make('LineWorldEnv-v0', srl_model='ground_truth')\n"
-              "check_env(env.unwrapped)\n"
-              "print(env.reset(seed=0)[0].shape)\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env={**os.environ, **env})
+    interpreter = siteInterpreter(env)
+    yield lambda module, *args, cwd=None: runModule(module, *args, env=env, cwd=cwd, interpreter=interpreter)
+    interpreter.stop()
+
+
+@pytest.mark.slow
+def test_third_party_env_is_registered_and_trains(tmp_path, lineWorldRun):
+    (tmp_path / "probe").mkdir()
+    (tmp_path / "probe" / "check_line_world.py").write_text(
+        "import environments, gymnasium\n"
+        "from stable_baselines3.common.env_checker import check_env\n"
+        "env = gymnasium.make('LineWorldEnv-v0', srl_model='ground_truth')\n"
+        "check_env(env.unwrapped)\n"
+        "print(env.reset(seed=0)[0].shape)\n")
+    result = lineWorldRun("check_line_world", cwd=str(tmp_path / "probe"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "(1,)"
-    run = runModule("rl_baselines.train", "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model", "ground_truth",
+    run = lineWorldRun("rl_baselines.train", "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model", "ground_truth",
                     "--num-timesteps", "256", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs", "--no-vis",
-                    "--no-progress", env=env)
+                    "--no-progress")
     assert run.returncode == 0, run.stderr
     run_dir = runFolder(run)
     assert json.load(open(os.path.join(run_dir, "env_globals.json")))["constants"]["MAX_STEPS"] == 20
     assert os.path.isfile(os.path.join(run_dir, "ppo2_model.zip"))
     # the env's own observation modes decide what --srl-model accepts
-    bad = runModule("rl_baselines.train", "--env", "LineWorldEnv-v0", "--srl-model", "joints", "--log-dir",
-                    tmp_path / "logs", env=env)
+    bad = lineWorldRun("rl_baselines.train", "--env", "LineWorldEnv-v0", "--srl-model", "joints", "--log-dir",
+                       tmp_path / "logs")
     assert bad.returncode == 2 and "valid choices: ground_truth, raw_pixels" in bad.stderr
 
 

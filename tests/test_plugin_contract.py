@@ -2,7 +2,9 @@
 author meets through the commands. A stopped run says how to go on (--load-rl-model-path), --resume points there
 too and leaves a finished run alone, a saved model is refused for another action or observation space before
 anything is written, check_plugin passes it and catches each broken rule, and a broken sibling plugin imported from
-Python costs one warning line."""
+Python costs one warning line. The commands with the plugin installed fork from a warm interpreter started with its
+PYTHONPATH (conftest.siteInterpreter), as fresh processes with that environment would run; those about a broken
+plugin's warnings run in real processes."""
 from __future__ import annotations
 
 import os
@@ -12,9 +14,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import REPO, runFolder, runModule, snapshot
+from conftest import REPO, runFolder, runModule, siteInterpreter, snapshot
 
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
@@ -54,16 +57,40 @@ def _env(site: str) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(filter(None, [REPO, site, os.environ.get("PYTHONPATH")]))}
 
 
-def _run(site: str, module: str, *args: str) -> subprocess.CompletedProcess:
-    return runModule(module, *args, env=_env(site))
+Command = Callable[..., subprocess.CompletedProcess]
 
 
-def _train(site: str, *args: str) -> subprocess.CompletedProcess:
-    return _run(site, "rl_baselines.train", "--no-vis", "--no-progress", *GROUND_TRUTH, *args)
+@pytest.fixture(scope="module")
+def tinyRun(tinySite: str) -> Iterator[Command]:
+    """``tinyRun(MODULE, *ARGS)``: ``python -m MODULE ARGS`` with tinySite installed (forked from a warm interpreter
+    started with its PYTHONPATH)."""
+    interpreter = siteInterpreter(_env(tinySite))
+    yield lambda module, *args, **kwargs: runModule(module, *args, env=_env(tinySite), interpreter=interpreter, **kwargs)
+    interpreter.stop()
+
+
+def _train(run: Command, *args: str) -> subprocess.CompletedProcess:
+    return run("rl_baselines.train", "--no-vis", "--no-progress", *GROUND_TRUTH, *args)
+
+
+def _python(run: Command, folder, code: str) -> subprocess.CompletedProcess:
+    """``python -c CODE`` with tinySite installed (the code as a module ``probe`` in ``folder``, run from there)."""
+    os.makedirs(folder)
+    with open(os.path.join(folder, "probe.py"), "w", encoding="utf-8") as handle:
+        handle.write(code)
+    return run("probe", cwd=str(folder))
+
+
+@pytest.fixture(scope="module")
+def finishedTinyRun(tmp_path_factory: pytest.TempPathFactory, tinyRun: Command) -> str:
+    """A tiny run that finished its 300 steps (tests only read it)."""
+    done = _train(tinyRun, "--algo", "tiny", "--num-timesteps", "300", "--log-dir", tmp_path_factory.mktemp("done"))
+    assert done.returncode == 0, done.stderr
+    return runFolder(done)
 
 
 @pytest.mark.slow
-def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, tinySite) -> None:
+def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, tinySite, tinyRun) -> None:
     log_dir = str(tmp_path / "logs")
     command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "tiny",
                *GROUND_TRUTH, "--num-timesteps", "100000000", "--checkpoint-freq", "200", "--log-dir", log_dir,
@@ -89,94 +116,88 @@ def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, ti
 
     # --resume refuses in one line that names the same continuation, and changes nothing
     before = snapshot(run_dir)
-    refused = _run(tinySite, "rl_baselines.train", "--resume", run_dir)
+    refused = tinyRun("rl_baselines.train", "--resume", run_dir)
     assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
     assert "cannot be resumed" in refused.stderr and f"--load-rl-model-path {model}" in refused.stderr
     assert snapshot(run_dir) == before
     # a sweep starts such a run again in a new folder instead of calling --resume
-    status = subprocess.run([sys.executable, "-c", f"from rl_baselines.runs.resume import runStatus; "
-                             f"print(runStatus({run_dir!r}))"],
-                            capture_output=True, text=True, cwd=REPO, env={**os.environ, **_env(tinySite)}, timeout=120)
+    status = _python(tinyRun, tmp_path / "status", f"from rl_baselines.runs.resume import runStatus\n"
+                                                   f"print(runStatus({run_dir!r}))\n")
     assert status.stdout.strip() == "continue", status.stderr
 
     # the printed command works (with a small budget instead of the rest of 1e8 steps)
     index = continuation.index("--num-timesteps")
     continuation[index + 1] = "300"
-    more = _run(tinySite, *continuation[2:], "--no-vis", "--no-progress")
+    more = tinyRun(*continuation[2:], "--no-vis", "--no-progress")
     assert more.returncode == 0, more.stderr
     assert runFolder(more) != run_dir
 
 
 @pytest.mark.slow
-def test_resume_leaves_a_finished_run_alone(tmp_path, tinySite) -> None:
-    done = _train(tinySite, "--algo", "tiny", "--num-timesteps", "300", "--log-dir", tmp_path)
-    assert done.returncode == 0, done.stderr
-    run_dir = runFolder(done)
+def test_resume_leaves_a_finished_run_alone(tinyRun, finishedTinyRun) -> None:
+    run_dir = finishedTinyRun
     before = snapshot(run_dir)
-    again = _run(tinySite, "rl_baselines.train", "--resume", run_dir)
+    again = tinyRun("rl_baselines.train", "--resume", run_dir)
     assert again.returncode == 0 and "Already finished (300 steps)" in again.stdout, again.stderr
     assert snapshot(run_dir) == before
 
 
 @pytest.mark.slow
-def test_other_action_or_observation_space_refused_before_writing(tmp_path, tinySite) -> None:
-    first = _train(tinySite, "--algo", "tiny", "--num-timesteps", "200", "--log-dir", tmp_path / "first")
-    assert first.returncode == 0, first.stderr
-    model = os.path.join(runFolder(first), "tiny_model.json")
+def test_other_action_or_observation_space_refused_before_writing(tmp_path, tinyRun, finishedTinyRun) -> None:
+    model = os.path.join(finishedTinyRun, "tiny_model.json")
     log_dir = tmp_path / "second"
     for flags, message in ((("-c",), "was trained with discrete actions, this run has continuous actions "
                                      "(drop -c/--continuous-actions)"),
                            (("--num-stack", "2"), "was trained with another observation space")):
-        refused = _train(tinySite, "--algo", "tiny", "--num-timesteps", "200", "--log-dir", log_dir,
+        refused = _train(tinyRun, "--algo", "tiny", "--num-timesteps", "200", "--log-dir", log_dir,
                          "--load-rl-model-path", model, *flags)
         assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
         assert message in refused.stderr
         assert not os.path.exists(log_dir)
     # the same check holds for a built-in algorithm
-    ppo = _train(tinySite, "--algo", "ppo2", "--num-timesteps", "64", "--hyperparam", "n_steps:64", "batch_size:32",
+    ppo = _train(tinyRun, "--algo", "ppo2", "--num-timesteps", "64", "--hyperparam", "n_steps:64", "batch_size:32",
                  "n_epochs:1", "--log-dir", tmp_path / "ppo")
     assert ppo.returncode == 0, ppo.stderr
-    refused = _train(tinySite, "--algo", "ppo2", "-c", "--num-timesteps", "64", "--log-dir", log_dir,
+    refused = _train(tinyRun, "--algo", "ppo2", "-c", "--num-timesteps", "64", "--log-dir", log_dir,
                      "--load-rl-model-path", os.path.join(runFolder(ppo), "ppo2_model.zip"))
     assert refused.returncode == 2 and "discrete actions, this run has continuous" in refused.stderr
     assert not os.path.exists(log_dir)
 
 
-def test_check_plugin_passes_the_plugin_of_the_docs(tinySite) -> None:
-    result = _run(tinySite, "rl_baselines.check_plugin", "docs_tiny", "--num-timesteps", "200")
+def test_check_plugin_passes_the_plugin_of_the_docs(tinyRun) -> None:
+    result = tinyRun("rl_baselines.check_plugin", "docs_tiny", "--num-timesteps", "200")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ok: discrete: same seed, same model" in result.stdout
     assert "continuous: --load-rl-model-path continues the step count and the normalisation" in result.stdout
     assert "docs_tiny: every check passed" in result.stdout
 
 
-def test_a_plugins_help_is_titled_with_its_algo_name(tinySite) -> None:
+def test_a_plugins_help_is_titled_with_its_algo_name(tinyRun) -> None:
     """The help section of a plugin's flags said "TinyAgent hyperparameters", its Python class, where a built-in's
     says its --algo name; a registered subclass of it has its own name too."""
     for algo in ("docs_tiny", "docs_silent"):
-        result = _run(tinySite, "rl_baselines.train", "--algo", algo, "--help")
+        result = tinyRun("rl_baselines.train", "--algo", algo, "--help")
         assert result.returncode == 0, result.stderr
         assert f"{algo} hyperparameters (defaults in brackets)" in result.stdout, result.stdout
         assert "TinyAgent" not in result.stdout and "SilentAgent" not in result.stdout
 
 
-def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_continues(tmp_path, tinySite) -> None:
+def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_continues(tmp_path, tinyRun) -> None:
     """The example of docs/plugins.md before API version 2 (tests/plugin_v1_docs_example.py), unchanged: the train
     command runs it through the v1 adapter, enjoy_baselines replays it, check_plugin passes it."""
     script = ("from rl_baselines.core.registry import registered_rl\n"
               "from rl_baselines.core.plugin_v1 import isV1\n"
               "print(registered_rl['docs_tiny_v1'][0].API_VERSION, isV1(registered_rl['docs_tiny_v1'][0]), "
               "isV1(registered_rl['docs_tiny'][0]))\n")
-    versions = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                              env={**os.environ, **_env(tinySite)}, timeout=120)
+    versions = _python(tinyRun, tmp_path / "versions", script)
     assert versions.stdout.split() == ["2", "True", "False"], versions.stderr  # v1 by its train's signature
-    trained = _train(tinySite, "--algo", "docs_tiny_v1", "--num-timesteps", "300", "--log-dir", tmp_path / "logs")
+    trained = _train(tinyRun, "--algo", "docs_tiny_v1", "--num-timesteps", "300", "--log-dir", tmp_path / "logs")
     assert trained.returncode == 0, trained.stderr
     run_dir = runFolder(trained)
     assert os.path.isfile(os.path.join(run_dir, "docs_tiny_v1_model.json"))
-    replay = _run(tinySite, "replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "50", "--deterministic")
+    replay = tinyRun("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "50", "--deterministic")
     assert replay.returncode == 0, replay.stderr
-    result = _run(tinySite, "rl_baselines.check_plugin", "docs_tiny_v1", "--num-timesteps", "200", "--discrete-actions")
+    result = tinyRun("rl_baselines.check_plugin", "docs_tiny_v1", "--num-timesteps", "200", "--discrete-actions")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "docs_tiny_v1: every check passed" in result.stdout
 
@@ -188,36 +209,37 @@ def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_cont
     ("tiny_noisy", "deterministic=True) gives different actions"),
     ("docs_silent", "TRAINING_ROWS is True but train wrote no training rows to progress.csv"),  # it logs nothing
 ])
-def test_check_plugin_catches_each_trap(tinySite, algo, message) -> None:
-    result = _run(tinySite, "rl_baselines.check_plugin", algo, "--discrete-actions", "--num-timesteps", "200",
+def test_check_plugin_catches_each_trap(tinyRun, algo, message) -> None:
+    result = tinyRun("rl_baselines.check_plugin", algo, "--discrete-actions", "--num-timesteps", "200",
                   "--no-seed-check")
     assert result.returncode == 1 and message in result.stderr, result.stdout + result.stderr
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("FAILED: ")
 
 
 @pytest.mark.slow
-def test_check_plugin_from_python_and_bad_input(tmp_path, tinySite) -> None:
+def test_check_plugin_from_python_and_bad_input(tmp_path, tinyRun) -> None:
+    runs = tmp_path / "runs"
     script = ("from rl_baselines.check_plugin import checkPlugin, PluginCheckError\n"
-              f"passed = checkPlugin('tiny', continuous=True, num_timesteps=200, check_seed=False, folder={str(tmp_path)!r})\n"
+              f"passed = checkPlugin('tiny', continuous=True, num_timesteps=200, check_seed=False, folder={str(runs)!r})\n"
               "print(len(passed))\n"
               "try:\n"
               "    checkPlugin('tiny_noisy', continuous=False, num_timesteps=200, check_seed=False)\n"
               "except PluginCheckError as error:\n"
               "    print('caught', error)\n")
-    result = _run(tinySite, "rl_baselines.check_plugin", "no_such_algo")
+    result = tinyRun("rl_baselines.check_plugin", "no_such_algo")
     assert result.returncode == 2 and "unknown algorithm 'no_such_algo'; valid choices:" in result.stderr
-    result = _run(tinySite, "rl_baselines.check_plugin", "tiny", "--srl-model", "nope", "--keep", tmp_path / "kept")
+    result = tinyRun("rl_baselines.check_plugin", "tiny", "--srl-model", "nope", "--keep", tmp_path / "kept")
     assert result.returncode == 2 and result.stderr.startswith("error: unknown --srl-model 'nope'")
     assert not (tmp_path / "kept").exists()
-    result = _run(tinySite, "rl_baselines.check_plugin", "deepq", "-c", "--keep", tmp_path / "kept")
+    result = tinyRun("rl_baselines.check_plugin", "deepq", "-c", "--keep", tmp_path / "kept")
     assert result.returncode == 2 and result.stderr.startswith("error: -c: deepq declares discrete actions only")
     assert not (tmp_path / "kept").exists()
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, **_env(tinySite)}, timeout=300)
+    runs.mkdir()
+    result = _python(tinyRun, tmp_path / "script", script)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert int(lines[0]) == 7 and lines[1].startswith("caught discrete: getAction(deterministic=True)")
-    assert os.listdir(tmp_path)  # the runs are kept in the given folder
+    assert os.listdir(runs)  # the runs are kept in the given folder
 
 
 def test_broken_sibling_plugin_from_python_is_one_warning_line(tmp_path, tinySite) -> None:

@@ -1,5 +1,7 @@
 """The algorithm registry: built-ins come from entry points; a plugin installed at test time (a real dist-info
-entry point on the path) is found and trained; broken plugins are reported by name and skipped."""
+entry point on the path) is found and trained; broken plugins are reported by name and skipped. A command whose test
+reads the import's warnings in its output runs in a real process; the others with the site installed fork from a
+warm interpreter started with its PYTHONPATH (conftest.siteInterpreter)."""
 from __future__ import annotations
 
 import json
@@ -8,9 +10,10 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import REPO, runFolder, runModule
+from conftest import REPO, runFolder, runModule, siteInterpreter
 
 from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
 
@@ -112,6 +115,20 @@ def pluginPath(tmp_path_factory) -> str:
     return str(root)
 
 
+def _siteCommand(env: dict[str, str]) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
+    """``run(MODULE, *ARGS)``: ``python -m MODULE ARGS`` with ``env``, forked from a warm interpreter started with it
+    (the plugins' skipped warnings are printed by its imports, not by the command)."""
+    interpreter = siteInterpreter(env)
+    yield lambda module, *args: runModule(module, *args, env=env, interpreter=interpreter)
+    interpreter.stop()
+
+
+@pytest.fixture(scope="module")
+def pluginRun(pluginPath) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
+    """:func:`_siteCommand` for pluginPath."""
+    yield from _siteCommand({"PYTHONPATH": pluginPath})
+
+
 def test_builtins_are_registered():
     assert {"a2c", "ppo2", "random_agent"} <= set(registered_rl)
     for name in ("a2c", "ppo2"):
@@ -159,13 +176,15 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
 
 
 @pytest.mark.slow
-def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
+def test_plugin_trains_through_the_cli(tmp_path, pluginPath, pluginRun):
     env = {"PYTHONPATH": pluginPath}
-    help_text = runModule("rl_baselines.train", "--algo", "first_action", "--help", env=env).stdout
+    help_text = pluginRun("rl_baselines.train", "--algo", "first_action", "--help").stdout
     assert "--first-action-note" in help_text
+    # a real process: its output holds the warnings of its imports
     result = runModule("rl_baselines.train", "--algo", "first_action", "--env", "MobileRobotGymEnv-v0",
                        "--srl-model", "ground_truth",
-                       "--num-timesteps", "300", "--log-dir", tmp_path, "--no-vis", "--no-progress", env=env)
+                       "--num-timesteps", "300", "--log-dir", tmp_path, "--no-vis", "--no-progress", env=env,
+                       warm=False)
     assert result.returncode == 0, result.stderr
     # the four broken plugins are each reported by name, once, and training still happened
     for name in ("future_api", "not_an_algo", "broken_import", "half_done"):
@@ -174,18 +193,18 @@ def test_plugin_trains_through_the_cli(tmp_path, pluginPath):
     assert json.load(open(os.path.join(run_dir, "first_action_model.json")))["steps"] >= 300
     assert len(open(os.path.join(run_dir, "monitor", "0.monitor.csv")).read().splitlines()) >= 3
     # choosing a broken plugin is a one-line error that names why it is missing
-    bad = runModule("rl_baselines.train", "--algo", "broken_import", "--log-dir", tmp_path, env=env)
+    bad = pluginRun("rl_baselines.train", "--algo", "broken_import", "--log-dir", tmp_path)
     assert bad.returncode == 2
     assert "unknown --algo 'broken_import'" in bad.stderr and "failed to load: broken_import" in bad.stderr
     # a discrete-only plugin refuses continuous actions
-    bad = runModule("rl_baselines.train", "--algo", "first_action", "--env", "MobileRobotGymEnv-v0", "-c", "--log-dir",
-                    tmp_path, env=env)
+    bad = pluginRun("rl_baselines.train", "--algo", "first_action", "--env", "MobileRobotGymEnv-v0", "-c", "--log-dir",
+                    tmp_path)
     assert bad.returncode == 2 and "does not support continuous actions" in bad.stderr
     supporting = bad.stderr.split("algorithms that do: ")[1].strip().split(", ")
     assert {"a2c", "continuous_only", "ppo2", "random_agent"} <= set(supporting) and "first_action" not in supporting
     # and a continuous-only one refuses discrete actions, listing those that take them
-    bad = runModule("rl_baselines.train", "--algo", "continuous_only", "--env", "MobileRobotGymEnv-v0", "--log-dir",
-                    tmp_path, env=env)
+    bad = pluginRun("rl_baselines.train", "--algo", "continuous_only", "--env", "MobileRobotGymEnv-v0", "--log-dir",
+                    tmp_path)
     assert bad.returncode == 2 and "does not support discrete actions (add -c/--continuous-actions)" in bad.stderr
     assert "first_action" in bad.stderr.splitlines()[-1]
 
@@ -260,6 +279,12 @@ def brokenSite(tmp_path_factory) -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join([REPO, str(root)])}
 
 
+@pytest.fixture(scope="module")
+def brokenRun(brokenSite) -> Iterator[Callable[..., subprocess.CompletedProcess]]:
+    """:func:`_siteCommand` for brokenSite."""
+    yield from _siteCommand(brokenSite)
+
+
 def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
     script = ("import json, warnings\n"
               "with warnings.catch_warnings(record=True) as caught:\n"
@@ -300,29 +325,28 @@ def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
     assert not [w for w in data["warnings"] if "\n" in w], data["warnings"]
 
 
-def test_commands_name_the_plugins_that_failed_to_load(brokenSite, tmp_path) -> None:
-    result = runModule("rl_baselines.train", "--algo", "clash_seed", "--help", env=brokenSite)
+def test_commands_name_the_plugins_that_failed_to_load(brokenSite, brokenRun, tmp_path) -> None:
+    # a real process: its output holds the warnings of its imports
+    result = runModule("rl_baselines.train", "--algo", "clash_seed", "--help", env=brokenSite, warm=False)
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("skipped algorithm plugin 'clash_seed'") == 1, result.stderr
     assert "unknown --algo 'clash_seed'" in result.stderr.splitlines()[-1]
     # the pipeline's unknown --algo listed the valid choices only, train's and hyperparam_search's also these
-    result = runModule("rl_baselines.pipeline", "--algo", "broken_fix", "--env", "MobileRobotGymEnv-v0",
+    result = brokenRun("rl_baselines.pipeline", "--algo", "broken_fix", "--env", "MobileRobotGymEnv-v0",
                        "--srl-model", "ground_truth", "--num-timesteps", "100", "--log-dir", tmp_path / "logs",
-                       "--no-vis", env=brokenSite)
+                       "--no-vis")
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "unknown --algo 'broken_fix'" in error, result.stderr
     assert ("; plugins that failed to load: broken_arguments, broken_fix, clash_flag, clash_seed, clash_steps, "
             "clash_version, multi_line, ppo2") in error
     assert not (tmp_path / "logs").exists()
     # with no --algo, "unknown --algo 'ppo2'" said nothing of the default nor why it was skipped
-    result = runModule("rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--log-dir", tmp_path / "logs",
-                       env=brokenSite)
+    result = brokenRun("rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--log-dir", tmp_path / "logs")
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2, result.stderr
     assert "unknown --algo 'ppo2' (the default --algo; skipped: declared by 2" in error, error
     assert "pip uninstall qa-fix)" in error and not (tmp_path / "logs").exists()
-    result = runModule("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs",
-                       env=brokenSite)
+    result = brokenRun("rl_baselines.train", "--algo", "a2c", "--env", "Dot+Env-v0", "--log-dir", tmp_path / "logs")
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "unknown --env 'Dot+Env-v0'" in error, result.stderr
     assert error.endswith("; env plugins that failed to load: Dot+Env-v0")
