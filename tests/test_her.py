@@ -162,11 +162,11 @@ def test_line_target_goal_ignores_y():
 
 @pytest.fixture(scope="module")
 def sacRun(tmp_path_factory) -> str:
-    """her + sac, continuous MobileRobot, 1500 steps (learning from step 1000), best model saved; trained in this
-    process."""
+    """her + sac, continuous MobileRobot, 500 steps (learning from step 250, the first episode's end), best model
+    saved; trained in this process."""
     log_dir = tmp_path_factory.mktemp("her_sac")
-    return trainHere("--algo", "her", *GT, "-c", "--num-timesteps", "1500", "--min-episodes-save", "1", "--seed", "0",
-                     "--log-dir", log_dir)
+    return trainHere("--algo", "her", *GT, "-c", "--num-timesteps", "500", "--learning-starts", "250",
+                     "--min-episodes-save", "1", "--seed", "0", "--log-dir", log_dir)
 
 
 def _loadHer(path: str):

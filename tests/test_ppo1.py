@@ -7,7 +7,6 @@ import glob
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -17,10 +16,10 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-import torch.distributed as dist
 import torch.multiprocessing as mp
 from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainArgs
-from stable_baselines3.common.env_util import make_vec_env
+from ppo1_failing_worker import failingWorker
+from ppo1_spawned import ACTION_SPACES, BOX_OBS, OnCartPole, batch, freshModel, updateOnShare
 
 from rl_baselines.rl_algorithm import ppo1_workers
 from rl_baselines.rl_algorithm.acer import ACERModel
@@ -33,9 +32,6 @@ from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
-BOX_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
-HYPERPARAMS = {"optim_epochs": 3, "learning_rate": 1e-2}
-
 
 @pytest.fixture(autouse=True)
 def _oneThread():
@@ -45,55 +41,20 @@ def _oneThread():
     torch.set_num_threads(threads)
 
 
-def _freshModel(action_space: gym.Space) -> PPO1Model:
-    torch.manual_seed(0)
-    model = PPO1Model()
-    model.setup(BOX_OBS, action_space, HYPERPARAMS)
-    return model
-
-
-def _batch(action_space: gym.Space, size: int = 64) -> dict[str, torch.Tensor]:
-    generator = torch.Generator().manual_seed(1)
-    if isinstance(action_space, gym.spaces.Discrete):
-        actions = torch.randint(0, int(action_space.n), (size,), generator=generator)
-    else:
-        actions = torch.randn(size, *action_space.shape, generator=generator)
-    return {"obs": torch.randn(size, 4, generator=generator), "actions": actions,
-            "log_probs": torch.randn(size, generator=generator) * 0.1 - 1.0,
-            "advantages": torch.randn(size, generator=generator) * 3 + 1,
-            "returns": torch.randn(size, generator=generator)}
-
-
-ACTION_SPACES = {"discrete": gym.spaces.Discrete(3), "box": gym.spaces.Box(-1, 1, (2,), np.float32)}
-
-
-def _updateOnShare(rank: int, world_size: int, url: str, out: str) -> None:
-    """One rank of the equivalence test: update on its half of the batch, write the parameters."""
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=url, rank=rank, world_size=world_size)
-    for kind, action_space in ACTION_SPACES.items():
-        model = _freshModel(action_space)
-        share = {name: torch.tensor_split(value, world_size)[rank] for name, value in _batch(action_space).items()}
-        ppoUpdate(model.policy, model.optimizer, share, model.hyperparams, 1e-3)
-        torch.save(model.policy.state_dict(), os.path.join(out, f"{kind}_rank{rank}.pt"))
-    dist.destroy_process_group()
-    os._exit(0)  # as ppo1's workers: gloo threads sometimes abort the interpreter's teardown (SIGABRT)
-
-
 def test_two_workers_equal_one_worker_on_the_union(tmp_path):
     """Two gloo processes, each on half of a batch, make the update one process makes on the whole batch."""
     context = mp.get_context("spawn")
     url = freeDistUrl()
-    processes = [context.Process(target=_updateOnShare, args=(rank, 2, url, str(tmp_path))) for rank in range(2)]
+    processes = [context.Process(target=updateOnShare, args=(rank, 2, url, str(tmp_path))) for rank in range(2)]
     for process in processes:
         process.start()
     for process in processes:
         process.join(timeout=60)
         assert process.exitcode == 0
     for kind, action_space in ACTION_SPACES.items():
-        single = _freshModel(action_space)
+        single = freshModel(action_space)
         before = {name: value.clone() for name, value in single.policy.state_dict().items()}
-        ppoUpdate(single.policy, single.optimizer, _batch(action_space), single.hyperparams, 1e-3)
+        ppoUpdate(single.policy, single.optimizer, batch(action_space), single.hyperparams, 1e-3)
         expected = single.policy.state_dict()
         for rank in range(2):
             params = torch.load(tmp_path / f"{kind}_rank{rank}.pt", weights_only=True)
@@ -102,14 +63,6 @@ def test_two_workers_equal_one_worker_on_the_union(tmp_path):
         # Adam moves almost every parameter by ~lr per step: far beyond the tolerance, the comparison is not
         # vacuous. (lr 1e-3: Adam divides by sqrt(v), so float-order noise in near-zero gradients grows with lr.)
         assert max((expected[name] - before[name]).abs().max().item() for name in before) > 1e-3
-
-
-class OnCartPole(PPO1Model):
-    """ppo1 on CartPole-v1 (module level: spawned workers import it)."""
-
-    @classmethod
-    def makeEnv(cls, args, env_kwargs=None, load_path_normalise=None):
-        return make_vec_env("CartPole-v1", n_envs=args.num_cpu, seed=args.seed)
 
 
 def test_learns_cartpole_with_two_workers():
@@ -131,8 +84,8 @@ def test_learns_cartpole_with_two_workers():
 
 
 def test_save_load_same_actions_and_probabilities(tmp_path):
-    model = _freshModel(gym.spaces.Discrete(3))
-    ppoUpdate(model.policy, model.optimizer, _batch(gym.spaces.Discrete(3)), model.hyperparams, 1e-2)
+    model = freshModel(gym.spaces.Discrete(3))
+    ppoUpdate(model.policy, model.optimizer, batch(gym.spaces.Discrete(3)), model.hyperparams, 1e-2)
     path = str(tmp_path / "ppo1_model.pt")
     model.save(path)
     loaded = PPO1Model.load(path)
@@ -166,34 +119,34 @@ def test_train_command_two_workers_and_continue(tmp_path):
 
 
 def test_worker_joins_through_dist_url(tmp_path):
-    """What spans machines: a rank-0 train command and a `--rank 1` one that only works, joined by --dist-url; the
-    worker writes nothing (the command given another --log-dir, the Python API's worker the same one: rank 0's run
-    folder is the only one)."""
+    """What spans machines: a rank-0 train command and workers that only work, joined by --dist-url: a `--rank 1`
+    train command given another --log-dir and the Python API's trainAgent as rank 2 given rank 0's. The workers write
+    nothing: rank 0's run folder is the only one (the API's worker wrote a run folder of its own)."""
     url = freeDistUrl()
     common = ("--no-vis", "--no-progress", "--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model",
-              "ground_truth", "--seed", "0", "--timesteps-per-actorbatch", "32", "--num-timesteps", "256",
-              "--world-size", "2", "--dist-url", url)
-    # the Python API's trainAgent is a worker the same way (it wrote a run folder of its own)
+              "ground_truth", "--seed", "0", "--timesteps-per-actorbatch", "32", "--num-timesteps", "288",
+              "--world-size", "3", "--dist-url", url)  # 3 rollouts of 3 x 32 steps
     api_worker = ("from rl_baselines.api import makeConfig, trainAgent\n"
                   "trainAgent(makeConfig(algo='ppo1', env='MobileRobotGymEnv-v0', srl_model='ground_truth', seed=0, "
-                  f"timesteps_per_actorbatch=32, num_timesteps=256, world_size=2, dist_url={url!r}, rank=1, "
+                  f"timesteps_per_actorbatch=32, num_timesteps=288, world_size=3, dist_url={url!r}, rank=2, "
                   f"vis=False, progress=False, log_dir={str(tmp_path / 'main')!r}))")
-    for worker_command in ([*common, "--rank", "1", "--log-dir", str(tmp_path / "worker")], None):
-        command = ["-m", "rl_baselines.train", *worker_command] if worker_command else ["-c", api_worker]
-        worker = subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, cwd=REPO)
-        try:
-            run_dir = runFolder(runTrain(*common, "--log-dir", tmp_path / "main"))
-            worker_out, worker_err = worker.communicate(timeout=120)
-        finally:
+    commands = {1: ["-m", "rl_baselines.train", *common, "--rank", "1", "--log-dir", str(tmp_path / "worker")],
+                2: ["-c", api_worker]}
+    workers = {rank: subprocess.Popen([sys.executable, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True, cwd=REPO) for rank, command in commands.items()}
+    try:
+        run_dir = runFolder(runTrain(*common, "--log-dir", tmp_path / "main"))
+        outputs = {rank: worker.communicate(timeout=120) for rank, worker in workers.items()}
+    finally:
+        for worker in workers.values():
             worker.kill()
-        assert worker.returncode == 0, worker_err
-        assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 256
-        assert f"Worker: rank 1 of 2 in the run rank 0's process writes (process group {url})" in worker_out
-        assert "Run folder" not in worker_out and "Done (worker): 256 steps" in worker_out
-        assert os.listdir(os.path.dirname(run_dir)) == [os.path.basename(run_dir)]  # the worker made no folder
-        assert not os.path.exists(tmp_path / "worker")
-        shutil.rmtree(tmp_path / "main")
+    assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 288
+    for rank, (worker_out, worker_err) in outputs.items():
+        assert workers[rank].returncode == 0, worker_err
+        assert f"Worker: rank {rank} of 3 in the run rank 0's process writes (process group {url})" in worker_out
+        assert "Run folder" not in worker_out and "Done (worker): 288 steps" in worker_out
+    assert os.listdir(os.path.dirname(run_dir)) == [os.path.basename(run_dir)]  # no worker made a folder
+    assert not os.path.exists(tmp_path / "worker")
 
 
 BAD_WORKER_FLAGS = {
@@ -315,12 +268,6 @@ if __name__ == "__main__":
 '''
 
 
-def _failingWorker(_value: str, rank: int, report) -> None:
-    """A worker (spawned by LocalWorkers) that fails at once, saying why."""
-    report.send(f"RuntimeError: rank {rank} gives up")
-    sys.exit(3)
-
-
 def test_a_worker_that_ends_between_two_waits_is_still_the_failure(monkeypatch):
     """The watcher's wait times out just as the last worker ends: the next look finds no worker alive, and must
     still record the failure (else rank 0 waits for the group until gloo's timeout)."""
@@ -333,7 +280,7 @@ def test_a_worker_that_ends_between_two_waits_is_still_the_failure(monkeypatch):
         return []  # ... just after the watcher's wait timed out
 
     monkeypatch.setattr(ppo1_workers.connection, "wait", missed)
-    workers = LocalWorkers(_failingWorker, 2, "x")
+    workers = LocalWorkers(failingWorker, 2, "x")
     try:
         workers.watcher.join(timeout=120)
         assert workers.failure == "ppo1 worker rank 1 failed (exit code 3): RuntimeError: rank 1 gives up"
