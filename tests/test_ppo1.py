@@ -49,7 +49,7 @@ def test_two_workers_equal_one_worker_on_the_union(tmp_path):
     for process in processes:
         process.start()
     for process in processes:
-        process.join(timeout=60)
+        process.join(timeout=300)  # the bound guards a hang: a loaded machine took 70 s to spawn the two
         assert process.exitcode == 0
     for kind, action_space in ACTION_SPACES.items():
         single = freshModel(action_space)
