@@ -1,8 +1,16 @@
-"""What the pipeline's tests share: the tiny sweep they run and the check of one of its finished runs."""
+"""What the pipeline's tests share: the tiny sweep they run, the check of one of its finished runs, and a sweep run
+while the test goes on (its runs' processes found by their pid files)."""
 from __future__ import annotations
 
+import glob
 import json
 import os
+import subprocess
+import threading
+import time
+
+import pytest
+from conftest import runModule
 
 from rl_baselines.sweeps.run_attempts import DONE_FILE, PID_FILE, finishedFolder
 
@@ -26,3 +34,47 @@ def checkFinishedRun(spec) -> str:
     assert os.path.isfile(os.path.join(folder, "ppo2_model.zip"))
     assert not os.path.exists(os.path.join(folder, PID_FILE))
     return folder
+
+
+def waitForFile(pattern: str, sweep: Sweep, timeout: float) -> str:
+    """:return: the first file matching ``pattern`` once one appears while ``sweep`` runs (fails the test if not)"""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = glob.glob(pattern)
+        if found:
+            return found[0]
+        assert sweep.is_alive(), "the pipeline ended before the run started"
+        time.sleep(0.05)
+    pytest.fail(f"{pattern} did not appear")
+
+
+class Sweep(threading.Thread):
+    """``python -m rl_baselines.pipeline args`` (forked from the warm interpreter: runModule) while the test goes on;
+    ``result`` is the finished command once joined."""
+
+    def __init__(self, *args: str) -> None:
+        super().__init__(daemon=True)
+        self.args, self.result = args, None
+
+    def run(self) -> None:
+        self.result = runModule("rl_baselines.pipeline", *self.args, timeout=SWEEP_TIMEOUT_S)
+
+    def finish(self) -> subprocess.CompletedProcess:
+        """:return: the finished command (after its timeout at most)"""
+        self.join(SWEEP_TIMEOUT_S + 60)
+        assert self.result is not None, "the pipeline did not finish"
+        return self.result
+
+
+def trainPid(pid_file: str) -> int:
+    """:return: the pid in a run's pid file (written atomically: empty only if read before the rename)"""
+    pid = ""
+    while not pid:
+        pid = open(pid_file).read().strip()
+    return int(pid)
+
+
+def parentPid(pid: int) -> int:
+    """:return: the pid of the parent of process ``pid`` (a run's: its pipeline)"""
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])

@@ -1,5 +1,6 @@
 """Hyperparameter search with Optuna: a study with pruning, two commands (one with two worker processes) on one
-SQLite study, a pruned trial's train process stopped mid-run, the best-parameter YAML read by train, bad inputs."""
+SQLite study scoring their trials' evaluations, a pruned trial's train process stopped mid-run, the best-parameter
+YAML read by train, bad inputs."""
 from __future__ import annotations
 
 import csv
@@ -60,11 +61,11 @@ def _loadStudy(url: str, name: str):
 
 @pytest.fixture(scope="module")
 def prunedStudy(tmp_path_factory) -> dict:
-    """3 random-sampler trials of 1000 steps under hyperband; the sampler and runs are seeded, so the same trial
-    (the second) is pruned at its 750-step rung every time."""
+    """2 random-sampler trials of 1000 steps under hyperband; the sampler and runs are seeded, so the same trial
+    (the second) is pruned at its 750-step rung every time, and the first completes."""
     log_dir = tmp_path_factory.mktemp("search")
     result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "hyperband",
-                       "--n-trials", "3", "--num-timesteps", "1000", "--n-evaluations", "4", "--log-dir", log_dir,
+                       "--n-trials", "2", "--num-timesteps", "1000", "--n-evaluations", "4", "--log-dir", log_dir,
                        timeout=600)
     assert result.returncode == 0, result.stdout + result.stderr
     name = f"ppo2_{ENV}_ground_truth_random"
@@ -77,7 +78,7 @@ def prunedStudy(tmp_path_factory) -> dict:
 def test_study_prunes_and_writes_outputs(prunedStudy):
     study = prunedStudy["study"]
     states = [trial.state for trial in study.trials]
-    assert len(states) == 3
+    assert len(states) == 2
     assert optuna.trial.TrialState.PRUNED in states and optuna.trial.TrialState.COMPLETE in states
     pruned = next(t for t in study.trials if t.state == optuna.trial.TrialState.PRUNED)
     assert pruned.last_step < 1000 and pruned.intermediate_values  # stopped at a rung, before the end
@@ -135,11 +136,15 @@ def test_hyperparam_file_errors(tmp_path):
 
 
 @pytest.mark.slow
-def test_commands_share_one_sqlite_study(tmp_path):
-    """A command with --workers 2 and another command, at the same time, on one SQLite file: no trial lost."""
+def test_commands_share_one_sqlite_study_and_score_the_last_evaluation(tmp_path):
+    """A command with --workers 2 and another command, at the same time, on one SQLite file: no trial lost.
+
+    Their forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
+    value is the mean of its last evaluation; the pruner got each evaluation's mean at its step (not the training
+    episodes' means at the --n-evaluations steps 125, 250, 375, 500), the last one the objective."""
     url = f"sqlite:///{tmp_path / 'shared.db'}"
-    shared = [*COMMON, "--optimizer", "tpe", "--pruner", "none", "--num-timesteps", "500", "--n-evaluations", "2",
-              "--storage", url, "--study-name", "shared"]
+    shared = [*COMMON, "--optimizer", "tpe", "--pruner", "none", "--num-timesteps", "500", "--n-evaluations", "4",
+              "--eval-freq", "250", "--eval-episodes", "2", "--storage", url, "--study-name", "shared"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     first = subprocess.Popen([sys.executable, "-m", "rl_baselines.hyperparam_search", *shared, "--workers", "2",
                               "--n-trials", "2", "--log-dir", str(tmp_path / "a")], cwd=REPO, env=env,
@@ -157,27 +162,13 @@ def test_commands_share_one_sqlite_study(tmp_path):
     for trial in trials:
         by_search.setdefault(trial.user_attrs["search_id"], []).append(trial)
         assert os.path.isfile(os.path.join(trial.user_attrs["run_dir"], "monitor", "0.monitor.csv"))
+        evaluations = readEvaluations(trial.user_attrs["run_dir"])
+        assert list(evaluations["timesteps"]) == [250, 500] and evaluations["results"].shape == (2, 2)
+        assert trial.value == pytest.approx(evaluations["results"][-1].mean())
+        assert trial.intermediate_values == pytest.approx({250: evaluations["results"][0].mean(),
+                                                           500: evaluations["results"][1].mean()})
     assert sorted(len(group) for group in by_search.values()) == [1, 2]
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 3  # no duplicated sample
-
-
-@pytest.mark.slow
-def test_objective_is_the_last_evaluation_with_eval_freq(tmp_path):
-    """A forwarded --eval-freq: each trial evaluates (--eval-episodes deterministic episodes per evaluation) and its
-    value is the mean of its last evaluation; the pruner got each evaluation's mean at its step (not the training
-    episodes' means at the --n-evaluations steps 125, 250, 375, 500), the last one the objective."""
-    url = f"sqlite:///{tmp_path / 'evaluated.db'}"
-    result = runModule("rl_baselines.hyperparam_search", *COMMON, "--optimizer", "random", "--pruner", "none",
-                       "--n-trials", "1", "--num-timesteps", "500", "--n-evaluations", "4", "--eval-freq", "250",
-                       "--eval-episodes", "2", "--storage", url, "--study-name", "evaluated", "--log-dir",
-                       tmp_path / "logs", timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (trial,) = _loadStudy(url, "evaluated").trials
-    evaluations = readEvaluations(trial.user_attrs["run_dir"])
-    assert list(evaluations["timesteps"]) == [250, 500] and evaluations["results"].shape == (2, 2)
-    assert trial.value == pytest.approx(evaluations["results"][-1].mean())
-    assert trial.intermediate_values == pytest.approx({250: evaluations["results"][0].mean(),
-                                                       500: evaluations["results"][1].mean()})
 
 
 def test_sampler_seeds_of_commands_sharing_a_study_differ():

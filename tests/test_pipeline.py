@@ -1,5 +1,6 @@
 """rl_baselines.pipeline: grid expansion and run ids, the up-front check, a local sweep with a killed run and its
-resume, live visdom curves, the summary and the progress bar (Ray: tests/test_pipeline_ray.py)."""
+resume, live visdom curves, two sweeps sharing their runs (with their tensorboard logs), the summary and the progress
+bar (Ray: tests/test_pipeline_ray.py)."""
 from __future__ import annotations
 
 import glob
@@ -17,7 +18,18 @@ import pytest
 import visdom
 from conftest import REPO, runModule, trainHere
 from srl_rl_bench import writeRun
-from sweep_runs import ENVS, SRL_MODELS, SWEEP_TIMEOUT_S, TRAIN_FLAGS, checkFinishedRun
+from sweep_runs import (
+    ENVS,
+    SRL_MODELS,
+    SWEEP_TIMEOUT_S,
+    TRAIN_FLAGS,
+    Sweep,
+    checkFinishedRun,
+    parentPid,
+    trainPid,
+    waitForFile,
+)
+from test_run_logging import _scalars
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import REFERENCE_RENDERER
@@ -263,17 +275,6 @@ def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
     assert not os.path.exists(log_dir)
 
 
-def _waitForFile(pattern: str, process: subprocess.Popen, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = glob.glob(pattern)
-        if found:
-            return found[0]
-        assert process.poll() is None, "the pipeline ended before the run started"
-        time.sleep(0.05)
-    pytest.fail(f"{pattern} did not appear")
-
-
 @pytest.fixture
 def visdom_port(tmp_path):
     port = findFreePort()
@@ -301,24 +302,15 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     log_dir = str(tmp_path / "logs")
     specs = expandGrid(["ppo2"], SWEEP_ENVS, SRL_MODELS, [0, 1], TRAIN_FLAGS, log_dir, cwd=REPO)
     victim = specs[-1]  # started last: the others run while it is killed
-    out, err = open(tmp_path / "out.txt", "w+"), open(tmp_path / "err.txt", "w+")
-    sweep = subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *_sweepArgs(log_dir, "--no-vis")],
-                             stdout=out, stderr=err, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    sweep = Sweep(*_sweepArgs(log_dir, "--no-vis"))
+    sweep.start()
     try:
-        pid_file = _waitForFile(os.path.join(victim.parent, f"*_{victim.run_id}", PID_FILE), sweep, SWEEP_TIMEOUT_S)
-        pid = ""
-        while not pid:  # written atomically: empty only if read before the rename
-            pid = open(pid_file).read().strip()
-        os.kill(int(pid), signal.SIGKILL)
-        code = sweep.wait(timeout=SWEEP_TIMEOUT_S)
+        pid_file = waitForFile(os.path.join(victim.parent, f"*_{victim.run_id}", PID_FILE), sweep, SWEEP_TIMEOUT_S)
+        os.kill(trainPid(pid_file), signal.SIGKILL)
     finally:
-        if sweep.poll() is None:
-            sweep.kill()
-            sweep.wait()
-    out.seek(0)
-    err.seek(0)
-    stdout, stderr = out.read(), err.read()
-    assert code == 1, stdout + stderr
+        first = sweep.finish()
+    stdout, stderr = first.stdout, first.stderr
+    assert first.returncode == 1, stdout + stderr
     assert f"failed: {victim.label} [{victim.run_id}] exit code -9, log " in stdout
     assert "Sweep: 3/4 runs finished (0 earlier), 1 failed" in stdout
     (failed_folder,) = runAttempts(victim)
@@ -372,11 +364,13 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
 def test_two_pipelines_on_one_folder_share_the_runs(tmp_path) -> None:
     # The same command started twice at once on one --log-dir: each run is claimed by one of them and done once, the
     # other records its outcome; no run folder gets the other's output, and the state file says every run finished.
-    log_dir = str(tmp_path / "logs")
+    # Each run writes its --tensorboard-log sub folder, named after its run folder.
+    log_dir, tensorboard_dir = str(tmp_path / "logs"), tmp_path / "tb"
     flags = ["--num-timesteps", "300", "--random-target"]
     args = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "2", "--seed", "0",
-            "--workers", "1", "--log-dir", log_dir, "--no-vis", "--no-progress", *flags]
-    specs = expandGrid(["ppo2"], ENVS[:1], ["ground_truth"], [0, 1], flags, log_dir, cwd=REPO)
+            "--workers", "1", "--log-dir", log_dir, "--no-vis", "--no-progress", *flags, "--tensorboard-log",
+            str(tensorboard_dir)]
+    specs = expandGrid(["ppo2"], ENVS[:1], ["ground_truth"], [0, 1], [*flags, *args[-2:]], log_dir, cwd=REPO)
     outputs = [open(tmp_path / f"out{i}.txt", "w+") for i in range(2)]
     sweeps = [subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *args], stdout=out,
                                stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
@@ -410,6 +404,9 @@ def test_two_pipelines_on_one_folder_share_the_runs(tmp_path) -> None:
     assert state["counts"]["done"] + state["counts"]["skipped"] == 2, state["counts"]
     assert {run["run_id"]: run["run_folder"] for run in state["runs"]} == {
         spec.run_id: finishedFolder(spec) for spec in specs}
+    assert sorted(os.listdir(tensorboard_dir)) == sorted(
+        f"{ENVS[0]}_ground_truth_ppo2_{os.path.basename(finishedFolder(spec))}" for spec in specs)
+    assert all("train/loss" in _scalars(str(tensorboard_dir / folder)) for folder in os.listdir(tensorboard_dir))
 
 
 # n_steps 125: rollouts and checkpoints (every 500 steps) end on MobileRobot's 250-step episode ends, so a resumed run
@@ -562,23 +559,22 @@ def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> No
                   "--num-iteration", "1",
                   "--log-dir", log_dir, "--no-vis", "--no-progress", *RESUME_FLAGS]
     (spec,) = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0], RESUME_FLAGS, log_dir, cwd=REPO)
-    out = open(tmp_path / "out.txt", "w")
-    sweep = subprocess.Popen([sys.executable, "-m", "rl_baselines.pipeline", *sweep_args], stdout=out,
-                             stderr=subprocess.STDOUT, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    sweep = Sweep(*sweep_args)
+    sweep.start()
     try:  # the machine goes down after the second checkpoint: the sweep and its train process die together
-        pid_file = _waitForFile(os.path.join(spec.parent, f"*_{spec.run_id}", PID_FILE), sweep, SWEEP_TIMEOUT_S)
+        pid_file = waitForFile(os.path.join(spec.parent, f"*_{spec.run_id}", PID_FILE), sweep, SWEEP_TIMEOUT_S)
         run_folder = os.path.dirname(pid_file)
+        train_pid = trainPid(pid_file)
+        sweep_pid = parentPid(train_pid)  # the pipeline's process, forked from the warm interpreter
         deadline = time.monotonic() + SWEEP_TIMEOUT_S
         while max((steps for steps, _ in listCheckpoints(run_folder)), default=0) < 1000:
-            assert sweep.poll() is None and time.monotonic() < deadline, open(tmp_path / "out.txt").read()
+            assert sweep.is_alive() and time.monotonic() < deadline, "the run ended before its second checkpoint"
             time.sleep(0.02)
-        os.kill(int(open(pid_file).read()), signal.SIGKILL)
-        sweep.kill()
-        sweep.wait()
+        os.kill(train_pid, signal.SIGKILL)
+        os.kill(sweep_pid, signal.SIGKILL)
     finally:
-        if sweep.poll() is None:
-            sweep.kill()
-            sweep.wait()
+        killed = sweep.finish()
+    assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
     assert runStatus(run_folder) == "resume" and finishedFolder(spec) is None
 
     result = runModule("rl_baselines.pipeline", *sweep_args, timeout=SWEEP_TIMEOUT_S)

@@ -1,6 +1,7 @@
 """rl_baselines.pipeline on Ray: the executor against a stand-in for Ray (workers capped by the cluster, a cancelled
-queued run, the tasks' thread settings, addresses refused before anything is written), and a real sweep on a local
-Ray instance bound to the loopback address without its dashboard."""
+queued run, the tasks' thread settings, addresses refused before anything is written), and on a real Ray head bound
+to the loopback address without its dashboard (one per module: ray_head), a sweep and the SRL + RL benchmark; a sweep
+on the pipeline's own local instance stopped by Ctrl-C."""
 from __future__ import annotations
 
 import concurrent.futures
@@ -173,29 +174,38 @@ def test_a_ray_address_that_is_not_a_clusters_gcs_is_refused_before_anything_is_
     assert not log_dir.exists()
 
 
-# A Ray head on the loopback address, no dashboard, stopped when its stdin closes.
-def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
+@pytest.fixture(scope="module")
+def ray_head():
+    """:return: (the address, the environment of its clients) of a 2-CPU Ray head on the loopback address without its
+    dashboard, started without OMP_NUM_THREADS (its workers have Ray's, the task's CPUs), shared by this module's
+    tests that run on one (a start costs 10-20 s)"""
     pytest.importorskip("ray")
     # Ray >= 2.59 protects clusters with a token; a throwaway one keeps Ray from writing ~/.ray/auth_token.
     ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(REPO)  # the benchmark's Ray head helpers, also under a plain `pytest`
+        with pytest.MonkeyPatch.context() as no_threads:
+            no_threads.delenv("OMP_NUM_THREADS", raising=False)
+            head, address = startRayHead(2, ray_env)  # stopped by closing its stdin
+        try:
+            yield address, ray_env
+        finally:
+            stopRayHead(head)
+
+
+def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
+    address, ray_env = ray_head
     log_dir = str(tmp_path / "logs")
     args = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", *SRL_MODELS, "--num-iteration", "1", "--log-dir",
             log_dir, "--no-vis", "--no-progress", "--executor", "ray", *TRAIN_FLAGS]
     specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
-    monkeypatch.syspath_prepend(REPO)  # the benchmark's Ray head helpers, also under a plain `pytest`
-
-    # A cluster started without OMP_NUM_THREADS: its workers have Ray's (the task's CPUs, 1), not the pipeline's 2
-    monkeypatch.delenv("OMP_NUM_THREADS")
-    head, address = startRayHead(2, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
-    monkeypatch.setenv("OMP_NUM_THREADS", "1")
-    try:
-        assert address.startswith("127.0.0.1:"), address
-        # real processes, as a user starts them: Ray (its driver, workers and local instance) is left out of the warm
-        # interpreter (conftest.runModule)
-        result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, "--workers", "4",
-                           env={**ray_env, "OMP_NUM_THREADS": "2"}, timeout=SWEEP_TIMEOUT_S, warm=False)
-    finally:
-        stopRayHead(head)
+    # A cluster started without OMP_NUM_THREADS (ray_head): its workers have Ray's (the task's CPUs, 1), not the
+    # pipeline's 2
+    assert address.startswith("127.0.0.1:"), address
+    # real processes, as a user starts them: Ray (its driver, workers and local instance) is left out of the warm
+    # interpreter (conftest.runModule)
+    result = runModule("rl_baselines.pipeline", *args, "--ray-address", address, "--workers", "4",
+                       env={**ray_env, "OMP_NUM_THREADS": "2"}, timeout=SWEEP_TIMEOUT_S, warm=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Ray cluster: {address} (2 CPUs, 0 GPUs)" in result.stdout
     assert "2 to run on 2 ray worker(s)" in result.stdout and "--workers 4 capped to 2" in result.stdout
@@ -223,3 +233,18 @@ def test_ray_sweep_on_a_local_instance(tmp_path, monkeypatch) -> None:
     assert "stopped by SIGINT (the same command continues it)" in output and "Ray task failed" not in output, output
     run_folder = glob.glob(os.path.join(interrupted, "*", "*", "*", "*"))[0]
     assert runStatus(run_folder) == "resume" and "Stopped:" in open(os.path.join(run_folder, "train.log")).read()
+
+
+def test_the_benchmark_runs_on_a_ray_instance(tmp_path, ray_head) -> None:
+    """benchmarks.srl_rl on an env without a plan, its runs on the Ray cluster at --ray-address."""
+    address, ray_env = ray_head
+    env, bench, doc = "MobileRobot2TargetGymEnv-v0", tmp_path / "bench", tmp_path / "srl.md"
+    result = runModule("benchmarks.srl_rl", "--env", env, "--observations", "ground_truth", "--seeds", "1",
+                       "--budget", f"{env}=256", "--eval-freq", "256", "--eval-episodes", "1", "--executor",
+                       "ray", "--ray-address", address, "--bench-dir", str(bench), "--runs-file",
+                       str(tmp_path / "runs.json"), "--doc", str(doc), "--image-dir", str(tmp_path / "images"),
+                       "--no-append", "--no-progress", "--nice", "0", "--workers", "1", env=ray_env, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Ray cluster: {address}" in result.stdout
+    assert f"### {env} ({env})" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
+    assert (tmp_path / "images" / f"srl_rl_{env}.png").stat().st_size > 0

@@ -1,12 +1,8 @@
 """The SRL + RL benchmark on any registered env (benchmarks.srl_rl.plans.derivedPlan, its command line) and the
 threshold of replay.gather_results for every env: derived plans, one-line refusals with nothing written, the Ray
-executor flags handed to the pipeline, and 90% of ground truth's final reward as the threshold. Nothing is trained."""
+executor flags handed to the pipeline, and 90% of ground truth's final reward as the threshold. Nothing is trained
+(the benchmark on a Ray instance: tests/test_pipeline_ray.py, sharing its Ray head)."""
 from __future__ import annotations
-
-import os
-import secrets
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -15,7 +11,6 @@ from srl_rl_bench import CURVES, writeRun
 
 from benchmarks import gt_curves
 from benchmarks.srl_rl import cli, plans
-from benchmarks.sweep_speed import startRayHead, stopRayHead
 from replay import gather_results
 from replay.results import findRuns
 from rl_baselines import pipeline
@@ -23,7 +18,6 @@ from srl_toolbox.cli import UsageError
 
 NAV_1D = "MobileRobot1DGymEnv-v0"
 OTHER = "MobileRobot2TargetGymEnv-v0"  # a registered env without a plan
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _settings(*argv: str) -> plans.Settings:
@@ -110,8 +104,7 @@ def test_an_env_without_ground_truth_is_refused(tmp_path, monkeypatch) -> None:
 
 
 def test_the_command_exits_2_with_one_line(tmp_path) -> None:
-    result = subprocess.run([sys.executable, "-m", "benchmarks.srl_rl", "--env", OTHER, "--bench-dir",
-                             str(tmp_path / "bench")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    result = runModule("benchmarks.srl_rl", "--env", OTHER, "--bench-dir", tmp_path / "bench", timeout=120)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert f"--env {OTHER} has no plan" in result.stderr and not (tmp_path / "bench").exists()
 
@@ -139,29 +132,6 @@ def test_gather_results_has_a_threshold_for_every_env_with_ground_truth(tmp_path
     assert row["threshold"] is None and row["threshold_source"] is None and row["reached"] is None
     with pytest.raises(UsageError, match="--threshold-fraction: '1.5' is not in"):
         gather_results.buildParser().parse_args(["-i", str(tmp_path), "--threshold-fraction", "1.5"])
-
-
-@pytest.mark.slow
-def test_the_benchmark_runs_on_a_local_ray_instance(tmp_path, monkeypatch) -> None:
-    pytest.importorskip("ray")
-    # Ray >= 2.59 protects clusters with a token; a throwaway one keeps Ray from writing ~/.ray/auth_token.
-    ray_env = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16)}
-    monkeypatch.syspath_prepend(ROOT)
-    bench, doc = tmp_path / "bench", tmp_path / "srl.md"
-    head, address = startRayHead(1, ray_env)  # on 127.0.0.1, no dashboard, stopped by closing its stdin
-    try:
-        result = runModule("benchmarks.srl_rl", "--env", OTHER, "--observations", "ground_truth", "--seeds", "1",
-                           "--budget", f"{OTHER}=256", "--eval-freq", "256", "--eval-episodes", "1", "--executor",
-                           "ray", "--ray-address", address, "--bench-dir", str(bench), "--runs-file",
-                           str(tmp_path / "runs.json"), "--doc", str(doc), "--image-dir", str(tmp_path / "images"),
-                           "--no-append", "--no-progress", "--nice", "0", "--workers", "1", env=ray_env,
-                           timeout=300)
-    finally:
-        stopRayHead(head)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"Ray cluster: {address}" in result.stdout
-    assert f"### {OTHER} ({OTHER})" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
-    assert (tmp_path / "images" / f"srl_rl_{OTHER}.png").stat().st_size > 0
 
 
 def test_ground_truth_curves_are_drawn_per_seed(tmp_path) -> None:
