@@ -1,6 +1,6 @@
 """Faults injected into training runs, and what resuming gives back.
 
-- kill -9 at random moments (seeded), three times over one run, for ppo2 (on-policy) and sac (off-policy, replay
+- kill -9 at random moments (seeded), twice over one run, for ppo2 (on-policy) and sac (off-policy, replay
   buffer saved with every checkpoint), then ``train --resume`` to the end: the final step count is --num-timesteps,
   the monitor rows are continuous, the model loads, and the run equals an uninterrupted one with the same seed
   (same episodes, same final weights: the checkpoints fall between two updates and between two episodes here);
@@ -84,7 +84,7 @@ EPISODE_STEPS = 250
 RUNS = {
     "ppo2": [*GT, "--algo", "ppo2", "--num-timesteps", "3000", "--checkpoint-freq", "500",
              "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"],
-    "sac": [*GT, "--algo", "sac", "-c", "--num-timesteps", "2000", "--checkpoint-freq", "500",
+    "sac": [*GT, "--algo", "sac", "-c", "--num-timesteps", "1500", "--checkpoint-freq", "500",
             "--hyperparam", "learning_starts:250", "batch_size:32", "train_freq:4"],
 }
 KILLS = 2  # the second kill hits a resumed process
@@ -231,9 +231,10 @@ def test_kill9_then_resume_equals_uninterrupted_run(tmp_path, algo):
 
 
 # The project's own actor-critics, each with updates that end on the episode ends (250 steps) and on the checkpoint at
-# 500: the interrupted run resumes at a clean point. ppo1 shuffles 4 minibatches (seeded by its update count).
+# 500: the interrupted run resumes at a clean point. ppo1 shuffles 4 minibatches (seeded by its update count); acer
+# draws its off-policy updates per on-policy one from Poisson(1) (its generator is part of the restored state).
 OWN_ACTOR_CRITICS = {
-    "acer": ["--hyperparam", "replay_start:100"],
+    "acer": ["--hyperparam", "replay_start:100", "replay_ratio:1"],
     "acktr": [],
     "ppo1": ["--timesteps-per-actorbatch", "125", "--nminibatches", "4", "--optim-epochs", "2"],
 }
@@ -282,7 +283,8 @@ PROGRESS_ROWS = {
     "cma-es": ([*GT, "--algo", "cma-es", "--num-timesteps", "1500", "--hyperparam", "num_population:2"], 3),
     "acktr-evaluated": ([*GT, "--algo", "acktr", "--num-timesteps", "1500", "--eval-freq", "300",
                          "--eval-episodes", "1"], 6),
-    "deepq": ([*GT, "--algo", "deepq", "--num-timesteps", "1000", "--hyperparam", "learning_starts:100"], 1),
+    "deepq": ([*GT, "--algo", "deepq", "--num-timesteps", "1000", "--hyperparam", "learning_starts:100",
+               "train_freq:4"], 1),
 }
 
 
@@ -310,7 +312,7 @@ def _flatTensors(tree, prefix: str = "") -> dict[str, torch.Tensor]:
 @pytest.mark.slow
 def test_sigterm_and_ctrl_c_save_a_checkpoint(tmp_path):
     log_dir = str(tmp_path / "my runs")  # a space: the printed resume command quotes the folder
-    args = [*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "100000", "--checkpoint-freq", "1000",
+    args = [*GT, "--algo", "ppo2", "--num-cpu", "2", "--num-timesteps", "100000", "--checkpoint-freq", "500",
             "--hyperparam", "n_steps:125", "batch_size:50", "n_epochs:1"]
     deadline = time.monotonic() + DEADLINE_S
     process = _start(log_dir, ["--no-vis", "--log-dir", log_dir, *args])
@@ -631,9 +633,10 @@ def test_the_default_checkpoint_interval_is_the_first_attempts() -> None:
 
 def test_default_checkpoints_are_five_per_run_and_a_resumed_run_keeps_their_steps(tmp_path, monkeypatch):
     """ppo2, 2,000 steps, --checkpoint-freq 0: due every 400 steps, each written at the first rollout start (every 128
-    steps) at or after its step: 512, 896, 1280, 1664 and the final 2048 (the interval counted from each late save
-    wrote four: 512, 1024, 1536, 2048). Stopped at 700 and resumed from 512, the run writes the same ones."""
-    args = [*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--seed", "3"]
+    steps, whatever the epochs per rollout: one here) at or after its step: 512, 896, 1280, 1664 and the final 2048
+    (the interval counted from each late save wrote four: 512, 1024, 1536, 2048). Stopped at 700 and resumed from
+    512, the run writes the same ones."""
+    args = [*GT, "--algo", "ppo2", "--num-timesteps", "2000", "--seed", "3", "--hyperparam", "n_epochs:1"]
     reference = trainHere("--log-dir", tmp_path / "reference", *args)
     assert _steps(reference) == [512, 896, 1280, 1664, 2048]
     run_dir = interruptedRun(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)

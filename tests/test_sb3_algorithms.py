@@ -29,6 +29,8 @@ GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
 # Off-policy learners start updating after 150 steps instead of 1000, so that the tiny runs below do update.
 EARLY = ["--hyperparam", "learning_starts:150"]
+# ... and, where the CNN or a continued model's updates are the cost, once every 4 steps.
+EARLY_SPARSE = [*EARLY, "train_freq:4"]
 # 300 steps: one 250-step episode ends, so that best/ is written.
 STEPS = ["--num-timesteps", "300", "--min-episodes-save", "1"]
 ON_POLICY_SHORT = ["--hyperparam", "n_steps:64", "batch_size:64"]
@@ -45,7 +47,7 @@ RUNS = [
     # two envs, each with its own LSTM state (512 steps: each env ends an episode)
     ("ppo_lstm", GT + ["-c", "--num-cpu", "2", "--num-timesteps", "512"] + ON_POLICY_SHORT + ["n_epochs:1"]),
     # pixels: a CNN in front of the replay-buffer learner (small buffer) and of the LSTM
-    ("sac", PIXELS + ["-c", "--buffer-size", "300", "--batch-size", "16", "--ent-coef", "0.05"] + EARLY),
+    ("sac", PIXELS + ["-c", "--buffer-size", "300", "--batch-size", "16", "--ent-coef", "0.05"] + EARLY_SPARSE),
     ("ppo_lstm", PIXELS + ["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:1"]),
 ]
 
@@ -78,7 +80,7 @@ def test_train_writes_run_folder(tmp_path, algo, args):
 
 
 def test_td3_continues_a_saved_model(tmp_path):
-    first_dir = runFolder(runTrain("--algo", "td3", *GT, "-c", "--batch-size", "64", *EARLY, *STEPS,
+    first_dir = runFolder(runTrain("--algo", "td3", *GT, "-c", "--batch-size", "64", *EARLY_SPARSE, *STEPS,
                                    "--log-dir", tmp_path / "first"))
     _checkRunFolder(first_dir, "td3", pixels=False)
     first = _loadModel(first_dir, "td3")
