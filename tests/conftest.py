@@ -102,14 +102,18 @@ def pytest_terminal_summary(terminalreporter) -> None:
                                     f"the environment: {reasons or 'none'}")
 
 
+def parentPid(pid: int | str) -> int:
+    """:return: the pid of the parent of process ``pid`` (from /proc; OSError once it has ended)"""
+    with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
+        return int(stat.read().rsplit(")", 1)[1].split()[1])
+
+
 def childProcesses(pid: int) -> list[tuple[int, str]]:
     """:return: (pid, command line) of the processes whose parent is ``pid``"""
     found = []
     for entry in os.listdir("/proc"):
         try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8") as stat:
-                parent = int(stat.read().rsplit(")", 1)[1].split()[1])
-            if parent == pid:
+            if parentPid(entry) == pid:
                 with open(f"/proc/{entry}/cmdline", "rb") as cmdline:
                     found.append((int(entry), cmdline.read().replace(b"\0", b" ").decode(errors="replace")))
         except (OSError, ValueError, IndexError):  # not a process, or one that just ended

@@ -72,9 +72,3 @@ def trainPid(pid_file: str) -> int:
     while not pid:
         pid = open(pid_file).read().strip()
     return int(pid)
-
-
-def parentPid(pid: int) -> int:
-    """:return: the pid of the parent of process ``pid`` (a run's: its pipeline)"""
-    with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
-        return int(stat.read().rsplit(")", 1)[1].split()[1])

@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 import pytest
 import visdom
-from conftest import REPO, runModule, trainHere
+from conftest import REPO, parentPid, runModule, trainHere
 from srl_rl_bench import writeRun
 from sweep_runs import (
     ENVS,
@@ -25,7 +25,6 @@ from sweep_runs import (
     TRAIN_FLAGS,
     Sweep,
     checkFinishedRun,
-    parentPid,
     trainPid,
     waitForFile,
 )
