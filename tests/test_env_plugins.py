@@ -99,9 +99,9 @@ def test_third_party_env_is_registered_and_trains(tmp_path, lineWorldRun):
     result = lineWorldRun("check_line_world", cwd=str(tmp_path / "probe"))
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "(1,)"
-    run = lineWorldRun("rl_baselines.train", "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model", "ground_truth",
-                    "--num-timesteps", "256", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs", "--no-vis",
-                    "--no-progress")
+    run = lineWorldRun("rl_baselines.train", "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model",
+                       "ground_truth", "--num-timesteps", "256", "--hyperparam", "n_steps:64", "--log-dir",
+                       tmp_path / "logs", "--no-vis", "--no-progress")
     assert run.returncode == 0, run.stderr
     run_dir = runFolder(run)
     assert json.load(open(os.path.join(run_dir, "env_globals.json")))["constants"]["MAX_STEPS"] == 20

@@ -65,7 +65,8 @@ def tinyRun(tinySite: str) -> Iterator[Command]:
     """``tinyRun(MODULE, *ARGS)``: ``python -m MODULE ARGS`` with tinySite installed (forked from a warm interpreter
     started with its PYTHONPATH)."""
     interpreter = siteInterpreter(_env(tinySite))
-    yield lambda module, *args, **kwargs: runModule(module, *args, env=_env(tinySite), interpreter=interpreter, **kwargs)
+    yield lambda module, *args, **kwargs: runModule(module, *args, env=_env(tinySite), interpreter=interpreter,
+                                                    **kwargs)
     interpreter.stop()
 
 
@@ -220,7 +221,8 @@ def test_check_plugin_catches_each_trap(tinyRun, algo, message) -> None:
 def test_check_plugin_from_python_and_bad_input(tmp_path, tinyRun) -> None:
     runs = tmp_path / "runs"
     script = ("from rl_baselines.check_plugin import checkPlugin, PluginCheckError\n"
-              f"passed = checkPlugin('tiny', continuous=True, num_timesteps=200, check_seed=False, folder={str(runs)!r})\n"
+              "passed = checkPlugin('tiny', continuous=True, num_timesteps=200, check_seed=False,\n"
+              f"                     folder={str(runs)!r})\n"
               "print(len(passed))\n"
               "try:\n"
               "    checkPlugin('tiny_noisy', continuous=False, num_timesteps=200, check_seed=False)\n"
