@@ -95,6 +95,7 @@ if TYPE_CHECKING:
     from filelock import BaseFileLock
 
 FORMAT_VERSION = 1
+RESUME_HINT = "run the same command with --resume to finish it, or with --force to start over"  # after an interrupt
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
 POLICY_LOADERS = "srl_toolbox.policy_loaders"
 # The env keywords a replayed agent's run does not decide (its ``env_keywords``): the dataset's observation mode and
@@ -630,11 +631,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     return generate(parseConfig(argv))
 
 
-def generate(config: GeneratorConfig) -> int:
+def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     """
     Check the settings, record the episodes and publish the dataset folder.
 
     :param config: the recording's settings
+    :param resume_hint: what the interrupt's line says to do next (a caller with other flags gives its own)
     :return: exit code: 0, or 130 when interrupted (the partial folder kept for --resume)
     :raises UsageError: bad input (nothing written)
     """
@@ -668,8 +670,8 @@ def generate(config: GeneratorConfig) -> int:
         if progress is not None:
             progress.close()
         kept = len(finishedEpisodes(partial_dir))
-        print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; run the same command "
-              f"with --resume to finish it, or with --force to start over", file=sys.stderr)
+        print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; {resume_hint}",
+              file=sys.stderr)
         return 130
     except Exception:
         if not finishedEpisodes(partial_dir):  # nothing to resume: leave no folder in the next run's way

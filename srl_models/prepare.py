@@ -81,25 +81,32 @@ class PrepareDefaults:
     :param img_size: height and width of the images (``--img-shape 3 S S``)
     :param state_dim: size of the learned state (``--state-dim``)
     :param epochs: maximum training epochs (``--epochs``; early stopping may end sooner)
+    :param max_steps: the recorded episodes' length cap (the generator's ``--max-steps``; None: the env's own), named
+        in the dataset's name; no flag sets it
     """
 
     episodes: int
     img_size: int
     state_dim: int
     epochs: int
+    max_steps: int | None = None
 
 
 # Sized so that one model of MobileRobotGymEnv-v0 (dataset, training, evaluation) takes about 5 minutes on 2 cores:
 # 20 episodes of 250 steps are 5000 frames. Kuka's random episodes end after about 25 steps and the env renders
-# slowly (about 175 frames/s at 64x64), so 160 episodes give about 4000 frames in well under a minute.
+# slowly (about 175 frames/s at 64x64), so 160 episodes give about 4000 frames in well under a minute. CarRacing's
+# random episodes would run its 10000 steps (MAX_STEPS): they are cut at 250 steps, as many frames as MobileRobot's.
 ENV_DEFAULTS: dict[str, PrepareDefaults] = {
     "MobileRobotGymEnv-v0": PrepareDefaults(episodes=20, img_size=64, state_dim=32, epochs=10),
     "KukaButtonGymEnv-v0": PrepareDefaults(episodes=160, img_size=64, state_dim=32, epochs=10),
+    "CarRacingGymEnv-v0": PrepareDefaults(episodes=20, img_size=64, state_dim=32, epochs=10, max_steps=250),
 }
 # Envs not listed take the entry of their family (the id's prefix), else FALLBACK_DEFAULTS.
 FAMILY_DEFAULTS = {"MobileRobot": "MobileRobotGymEnv-v0", "Kuka": "KukaButtonGymEnv-v0"}
 FALLBACK_DEFAULTS = PrepareDefaults(episodes=20, img_size=64, state_dim=32, epochs=10)
 DATASET_CONFIG = "dataset_config.json"
+# What the generator's interrupt line says to do next (its own --resume is no flag of this command).
+RESUME_HINT = "run the same prepare command again to finish it, or with --force to record it from the start"
 # The second camera's flag (GeneratorConfig field) -> its dataset name suffix.
 CAMERA_SUFFIXES = {"multi_view": "_mv", "fpv": "_fpv"}
 # Files srl_models.evaluate writes last: a model folder with them is finished.
@@ -122,8 +129,9 @@ def envDefaults(env_id: str) -> PrepareDefaults:
 def buildParser() -> CLIParser:
     """:return: the command-line parser"""
 
-    table = "; ".join(f"{env}: {d.episodes} episodes, {d.img_size}x{d.img_size}, state dim {d.state_dim}, "
-                      f"{d.epochs} epochs" for env, d in ENV_DEFAULTS.items())
+    table = "; ".join(f"{env}: {d.episodes} episodes{f' of at most {d.max_steps} steps' if d.max_steps else ''}, "
+                      f"{d.img_size}x{d.img_size}, state dim {d.state_dim}, {d.epochs} epochs"
+                      for env, d in ENV_DEFAULTS.items())
     parser = CLIParser(prog="python -m srl_models.prepare",
                            description="Record a dataset for an env (or reuse one), train SRL models on it (or reuse "
                                        "them), evaluate them and register them in the SRL config file, so that "
@@ -176,7 +184,7 @@ def buildParser() -> CLIParser:
 
 
 def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_target: bool, seed: int,
-                renderer: str, camera: str | None = None) -> str:
+                renderer: str, camera: str | None = None, max_steps: int | None = None) -> str:
     """
     :param env_id: the env
     :param episodes: episodes recorded
@@ -185,13 +193,15 @@ def datasetName(env_id: str, episodes: int, img_shape: Sequence[int], random_tar
     :param seed: the generator's seed
     :param renderer: what draws the images (resolved: never None)
     :param camera: the second camera's flag, ``multi_view`` or ``fpv`` (None: one camera)
+    :param max_steps: the episodes' length cap (None: the env's own)
     :return: the dataset's folder name, made of the settings that decide its content
-        (``<env>_<N>ep_<H>x<W>[_rt][_mv|_fpv][_<renderer> when not tinyrenderer]_seed<S>``, a namespaced env id's
-        ``/`` as
-        ``_``: the suffix is left out for the
-        reference renderer, whatever the env's default, so that the datasets recorded before keep their names)
+        (``<env>_<N>ep[_<M>steps]_<H>x<W>[_rt][_mv|_fpv][_<renderer> when not tinyrenderer]_seed<S>``, a namespaced
+        env id's ``/`` as ``_``: the renderer's suffix is left out for the reference renderer, whatever the env's
+        default, and the steps' where the env's own length holds, so that the datasets recorded before keep their
+        names)
     """
-    return (f"{env_id.replace('/', '_')}_{episodes}ep_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
+    return (f"{env_id.replace('/', '_')}_{episodes}ep{f'_{max_steps}steps' if max_steps else ''}"
+            f"_{img_shape[1]}x{img_shape[2]}{'_rt' if random_target else ''}"
             f"{CAMERA_SUFFIXES.get(camera or '', '')}{'' if renderer == REFERENCE_RENDERER else '_' + renderer}"
             f"_seed{seed}")
 
@@ -320,17 +330,19 @@ def findTrainedModel(log_folder: str, dataset_folder: str, expected: dict[str, A
     return None
 
 
-def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reused: bool) -> None:
+def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reused: bool,
+                       max_steps: int | None = None) -> None:
     """
     PCA finds at most as many components as it has training images: a larger --state-dim is refused before anything
     is written. A reused dataset gives the exact count (srl_models.train's own split of its episodes); a dataset still
-    to be recorded, the most it can hold, ``episodes`` of the env's MAX_STEPS frames less the held-out ones (episodes
-    may end sooner: srl_models.train checks the exact count before PCA trains).
+    to be recorded, the most it can hold, ``episodes`` of ``max_steps`` (else the env's MAX_STEPS) frames less the
+    held-out ones (episodes may end sooner: srl_models.train checks the exact count before PCA trains).
 
     :param config: the PCA model's training settings (state_dim, val_split, seed, data_folder)
     :param env_id: the env
     :param episodes: episodes recorded
     :param reused: the dataset exists and is reused
+    :param max_steps: the recorded episodes' length cap (None: the env's own)
     :raises UsageError: more components than training images (one line)
     """
     state_dim = int(config.state_dim or 0)
@@ -344,7 +356,7 @@ def checkPCAComponents(config: SRLTrainConfig, env_id: str, episodes: int, reuse
             raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                              f"({len(train_rows)} in the reused dataset {config.data_folder})")
         return
-    max_steps = getattr(getEnvClass(env_id), "MAX_STEPS", None)
+    max_steps = max_steps or getattr(getEnvClass(env_id), "MAX_STEPS", None)
     if max_steps is None:
         return
     training_episodes = episodes - heldOutEpisodeCount(episodes, config.val_split)
@@ -386,11 +398,11 @@ def plan(args: argparse.Namespace) -> Plan:
     # -r on an env without a random target: one warning (the generator's) and the env's plain dataset, as recorded
     random_target = bool(args.random_target) and envOffers(args.env, "random_target")
     camera = "multi_view" if args.multi_view else "fpv" if args.fpv else None
-    name = datasetName(args.env, episodes, img_shape, random_target, args.seed, renderer, camera)
+    name = datasetName(args.env, episodes, img_shape, random_target, args.seed, renderer, camera, defaults.max_steps)
     dataset_folder = os.path.join(args.data_folder, name)
     generator: GeneratorConfig | None = GeneratorConfig(
         env=args.env, name=name, save_path=args.data_folder, num_episode=episodes, num_cpu=num_cpu, seed=args.seed,
-        img_shape=tuple(img_shape), random_target=args.random_target, renderer=renderer,
+        img_shape=tuple(img_shape), random_target=args.random_target, renderer=renderer, max_steps=defaults.max_steps,
         multi_view=args.multi_view, fpv=args.fpv, no_progress=args.no_progress)
     try:
         dataset_generator.validate(generator)
@@ -423,7 +435,7 @@ def plan(args: argparse.Namespace) -> Plan:
             no_progress=args.no_progress))
         expected[model] = trainingSettings(training[model], dataset_folder)
         if issubclass(train.trainableModels()[model], PCAModel):
-            checkPCAComponents(training[model], args.env, episodes, reuse_dataset)
+            checkPCAComponents(training[model], args.env, episodes, reuse_dataset, defaults.max_steps)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
     made = [os.path.abspath(folder) for folder in (args.log_folder, args.data_folder)]  # this command makes them
@@ -511,7 +523,7 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
         print(f"Dataset {todo.dataset_folder}: recorded with the same settings, reused", flush=True)
     else:
         print(f"== Recording {todo.dataset_folder}", flush=True)
-        code = dataset_generator.generate(todo.generator)
+        code = dataset_generator.generate(todo.generator, resume_hint=RESUME_HINT)
         if code:
             raise SystemExit(code)
         checkDatasetSettings(todo.dataset_folder, todo.dataset_settings)

@@ -2,6 +2,7 @@
 any working directory, and train's --latest."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import pytest
 import yaml
 from conftest import REPO, runFolder, runModule, runTrain, snapshot
 
-from environments import dataset_generator
+from environments import dataset_generator, getEnvClass
 from environments.car_racing.car_env import CarRacingGymEnv
 from environments.generator_config import GeneratorConfig
 from environments.registry import REFERENCE_RENDERER, defaultRenderer, registerAll
@@ -127,7 +128,7 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     recorded, trained = [], []
 
-    def fakeGenerate(config):
+    def fakeGenerate(config, resume_hint):
         recorded.append(config)
         folder = os.path.join(config.save_path, config.name)
         os.makedirs(folder, exist_ok=True)
@@ -532,13 +533,14 @@ def test_random_target_on_an_env_without_one_is_the_plain_dataset(tmp_path, monk
     """-r on CarRacing (no random target: the commands leave it out, one warning) records and trains on the env's
     plain dataset, named and checked as such; a second call without -r reuses it all."""
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(CarRacingGymEnv, "MAX_STEPS", 30)  # a random episode is thousands of steps
+    cut = dataclasses.replace(prepare.ENV_DEFAULTS["CarRacingGymEnv-v0"], max_steps=30)  # (its row's cut: 250 steps)
+    monkeypatch.setitem(prepare.ENV_DEFAULTS, "CarRacingGymEnv-v0", cut)
     argv = ["--env", "CarRacingGymEnv-v0", "--srl-model", "pca", "--episodes", "2", "--img-shape", "3", "16", "16",
             "--epochs", "1", "--state-dim", "2", "--num-cpu", "1", "--device", "cpu", "--no-progress",
             "--srl-config-file", str(tmp_path / "srl.yaml")]
     with pytest.warns(UserWarning, match=r"^-r/--random-target does nothing on CarRacingGymEnv-v0"):
         rows = prepare.prepare([*argv, "-r"])
-    dataset = tmp_path / "data" / "CarRacingGymEnv-v0_2ep_16x16_seed0"
+    dataset = tmp_path / "data" / "CarRacingGymEnv-v0_2ep_30steps_16x16_seed0"
     assert json.loads((dataset / "dataset_config.json").read_text())["random_target"] is False
     assert not rows[0]["reused"] and "--random-target" not in capsys.readouterr().out
     assert [row["reused"] for row in prepare.prepare(argv)] == [True]
@@ -599,3 +601,35 @@ def test_the_table_says_why_a_probe_is_missing() -> None:
     assert prepare.probeNote(rows, 1) == "probe R2 - (vae): the frames come from a single episode: nothing to hold out"
     assert "srl_models.evaluate --model-folder FOLDER says why" in prepare.probeNote(rows, 2)
     assert prepare.probeNote(rows[1:], 1) is None
+
+
+def test_an_interrupted_recording_says_to_run_the_same_prepare_command(tmp_path, monkeypatch, capsys) -> None:
+    """prepare has no --resume: the interrupt's line names what prepare takes, and the same command resumes."""
+
+    def interrupted(*_args, **_kwargs):
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(dataset_generator, "recordEpisodes", interrupted)
+    argv = ["--env", ENV_ID, "--srl-model", "vae", *TINY, "--data-folder", str(tmp_path / "data"),
+            "--log-folder", str(tmp_path / "logs"), "--srl-config-file", str(tmp_path / "srl.yaml")]
+    with pytest.raises(SystemExit) as stopped:
+        prepare.prepare(argv)
+    assert stopped.value.code == 130
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "--resume" not in line and "run the same prepare command again" in line and "--force" in line, line
+    assert prepare.plan(prepare.buildParser().parse_args(argv)).generator.resume
+
+
+def test_car_racing_episodes_are_cut_to_a_mobile_robot_sized_dataset(tmp_path) -> None:
+    """CarRacing's random episodes would run 10000 steps: its defaults cap them, and the dataset's name says so."""
+    args = prepare.buildParser().parse_args(["--env", "CarRacingGymEnv-v0", "--srl-model", "vae", "pca",
+                                             "--data-folder", str(tmp_path / "data"),
+                                             "--log-folder", str(tmp_path / "logs"),
+                                             "--srl-config-file", str(tmp_path / "srl.yaml")])
+    todo = prepare.plan(args)
+    assert todo.generator.max_steps == 250 < CarRacingGymEnv.MAX_STEPS
+    frames = prepare.envDefaults(ENV_ID).episodes * getEnvClass(ENV_ID).MAX_STEPS  # MobileRobot's 5000
+    assert todo.generator.num_episode * todo.generator.max_steps == frames
+    assert os.path.basename(todo.dataset_folder) == "CarRacingGymEnv-v0_20ep_250steps_64x64_seed0"
+    assert not (tmp_path / "data").exists()
