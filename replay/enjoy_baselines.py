@@ -8,10 +8,10 @@ env, each frame captioned with the step and the reward its action earned (VideoR
 played, a GIF is kept palettised in memory until the end). A run that observed a trained SRL model replays with the
 same one: the folder and hash recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the
 first env's action probabilities and ground-truth trajectory, live in visdom and as PNG in ``--output-dir``
-(replay.replay_plots). ``--render`` needs a display (DISPLAY set) and an env with a window (``WINDOW``; Omnirobot
-has none); without them it stops with a one-line error before the env is made. A Ctrl-C stops the replay: what was
-played is still reported and written (video, plots), and the command exits with 130, as train does, so that a script
-tells a cut replay from a whole one.
+(replay.replay_plots). ``--render`` needs an env with a window (``WINDOW``; Omnirobot has none) and a display
+(DISPLAY set), checked in that order; without them it stops with a one-line error before the model is loaded. A
+Ctrl-C stops the replay: what was played is still reported and written (video, plots), and the command exits with
+130, as train does, so that a script tells a cut replay from a whole one.
 """
 from __future__ import annotations
 
@@ -67,7 +67,8 @@ def buildParser() -> CLIParser:
     addSeedArgument(parser, help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")
     parser.add_argument("--num-cpu", type=envCount, default=1, help=f"parallel envs, at most {MAX_ENVS} [1]")
     parser.add_argument("--deterministic", action="store_true", help="take the most likely action")
-    parser.add_argument("--render", action="store_true", help="open the PyBullet window (needs a display)")
+    parser.add_argument("--render", action="store_true",
+                        help="open the env's window (needs a display; Omnirobot has none: use --video)")
     parser.add_argument("--video", default=None,
                         help="record the first env to this .gif or .mp4 file, captioned with the step and reward")
     parser.add_argument("--fps", type=positiveInt, default=20,
@@ -127,6 +128,25 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
         return readRunConfig(run_dir, "--log-dir")
     except ValueError as error:
         raise UsageError(str(error)) from None
+
+
+def renderRefusal(env_id: str) -> str | None:
+    """
+    :param env_id: the run's env
+    :return: why ``--render`` cannot open the env's window here, None when it can: the env has none (checked first,
+        as a display would not help), or no display is set; an env not installed is left to loadRun to report
+    """
+    try:
+        window = getEnvClass(env_id).WINDOW
+    except KeyError:
+        window = True
+    if not window:
+        return (f"--render opens the env's window, and {env_id} has none (it draws its images without one): "
+                f"use --video out.gif instead")
+    if not os.environ.get("DISPLAY"):
+        return ("--render opens the env's window and needs a display, but DISPLAY is not set (use --video out.gif "
+                "instead)")
+    return None
 
 
 class VideoRecorder:
@@ -263,14 +283,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.video is not None and args.video.lower().endswith(".gif") and args.fps > MAX_GIF_FPS:
         raise UsageError(f"--fps {args.fps}: a .gif plays at most {MAX_GIF_FPS} frames per second (browsers slow "
                          f"faster ones to about 10); give 1..{MAX_GIF_FPS}, or record an .mp4")
-    if args.render and not os.environ.get("DISPLAY"):
-        raise UsageError("--render opens the PyBullet window and needs a display, but DISPLAY is not set "
-                         "(use --video out.gif instead)")
     checkpoint, checkpoint_flag = checkpointArguments(args)
     if args.output_dir is not None and not args.plotting:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
+    refusal = renderRefusal(train_args.env) if args.render else None
+    if refusal:
+        raise UsageError(refusal)
     try:
         device, device_note = reuseDevice(train_args.device, args.device)
     except ValueError as error:
@@ -298,9 +318,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Model: {note}")
     agent = run.model
     agent.seedActionSampling(args.seed)  # an agent that samples with a generator of its own (deepq, the ES)
-    if args.render and not getEnvClass(train_args.env).WINDOW:
-        raise UsageError(f"--render opens the env's window, and {train_args.env} has none (it draws its images "
-                         f"without one): use --video out.gif instead")
     env_kwargs = {}
     if args.render:
         env_kwargs["renders"] = True

@@ -380,11 +380,28 @@ def test_run_policy_replays_a_her_run(tmp_path):
 
 
 def test_render_of_an_env_without_a_window_says_use_video(tmp_path, monkeypatch):
-    """Omnirobot has no window: --render, with a display, says so in the command's words (not the env's Python API
-    wording about renders=True and render_mode)."""
+    """Omnirobot has no window: --render says so in the command's words (not the env's Python API wording about
+    renders=True and render_mode), with a display or without one (it asked for a DISPLAY, which would not help)."""
     run = trainHere("--algo", "ppo2", "--env", "OmnirobotEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
                     "64", "--log-dir", tmp_path / "logs")
+    for display in (":0", None):
+        if display is None:
+            monkeypatch.delenv("DISPLAY", raising=False)
+        else:
+            monkeypatch.setenv("DISPLAY", display)
+        with pytest.raises(UsageError, match=r"^--render opens the env's window, and OmnirobotEnv-v0 has none .*: "
+                                             r"use --video out.gif instead$"):
+            enjoy_baselines.main(["--log-dir", run, "--render", "--no-progress"])
+
+
+@pytest.mark.parametrize("env_id", ["MobileRobotGymEnv-v0", "CarRacingGymEnv-v0"])
+def test_render_without_display_names_the_envs_window(env_id, monkeypatch):
+    """CarRacing's window is pygame's, not PyBullet's: the refusal says "the env's window"; an env not installed is
+    left to loadRun."""
+    monkeypatch.delenv("DISPLAY", raising=False)
+    assert enjoy_baselines.renderRefusal(env_id) == ("--render opens the env's window and needs a display, but "
+                                                     "DISPLAY is not set (use --video out.gif instead)")
     monkeypatch.setenv("DISPLAY", ":0")
-    with pytest.raises(UsageError, match=r"^--render opens the env's window, and OmnirobotEnv-v0 has none .*: use "
-                                         r"--video out.gif instead$"):
-        enjoy_baselines.main(["--log-dir", run, "--render", "--no-progress"])
+    assert enjoy_baselines.renderRefusal(env_id) is None
+    assert enjoy_baselines.renderRefusal("NoSuchEnv-v0") is None
+    assert "PyBullet" not in enjoy_baselines.buildParser().format_help()
