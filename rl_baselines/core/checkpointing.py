@@ -54,7 +54,7 @@ from rl_baselines.core.manifests import checkFiles as checkFiles
 from rl_baselines.core.manifests import checkManifest as checkManifest
 from rl_baselines.core.manifests import checkModelFile as checkModelFile
 from rl_baselines.core.manifests import describeSpace as describeSpace
-from rl_baselines.core.manifests import fileChecksums, filesUnder
+from rl_baselines.core.manifests import fileChecksums, filesUnder, spaceMismatch
 from rl_baselines.core.manifests import readManifest as readManifest
 from rl_baselines.core.manifests import saveModel as saveModel
 from rl_baselines.core.manifests import sha256File as sha256File
@@ -126,9 +126,14 @@ def checkSavedSpaces(manifest: dict[str, Any], settings: Any, algo_class: type, 
         spaces = {"action_space": env.action_space, "observation_space": env.observation_space}
     finally:
         env.close()
+    model_env = manifest.get("env")
+    model_label, run_label = "the model's", "this run's"
+    if model_env and model_env != settings.env:  # a model continued on another env: say which
+        model_label, run_label = f"the model's ({model_env})", f"this run's ({settings.env})"
     for name, space in spaces.items():
         saved = manifest.get(name)
-        if saved is None or saved == describeSpace(space):
+        mismatch = None if saved is None else spaceMismatch(saved, space, model_label, run_label)
+        if mismatch is None:
             continue
         if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
             kinds = {"Discrete": "discrete", "Box": "continuous"}
@@ -136,9 +141,8 @@ def checkSavedSpaces(manifest: dict[str, Any], settings: Any, algo_class: type, 
             raise ValueError(f"{settings.continue_from} was trained with {kinds.get(saved['type'], saved['type'])} "
                              f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
                              f"({hint})")
-        shown = ", ".join(f"{key} {value}" for key, value in saved.items() if key != "bounds_sha256")
-        raise ValueError(f"{settings.continue_from} was trained with another {name.replace('_', ' ')} ({shown}) "
-                         f"than this run's {space}")
+        raise ValueError(f"{settings.continue_from} was trained with another {name.replace('_', ' ')} than this "
+                         f"run's, with {mismatch}")
 
 
 # --- checkpoints -------------------------------------------------------------------------------------------------
@@ -468,9 +472,11 @@ class Checkpoint:
         manifest = readManifest(folder) or {}
         for name in ("observation_space", "action_space"):
             space = getattr(algo.env, name, None)
-            if manifest.get(name) is not None and space is not None and describeSpace(space) != manifest[name]:
+            mismatch = None if manifest.get(name) is None or space is None else spaceMismatch(
+                manifest[name], space, "the checkpoint's", "this env's")
+            if mismatch is not None:
                 raise UsageError(f"--resume: {folder} was saved with another {name.replace('_', ' ')} than this "
-                                 f"env's {space}")
+                                 f"env's, with {mismatch}")
         run_state = readJson(os.path.join(folder, RUN_STATE_FILE))
         restartEpisodes(algo.env, run_state.get("episode_starts"))
         freezeNextReset(algo.env)

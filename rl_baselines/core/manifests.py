@@ -45,17 +45,93 @@ class DamagedCheckpointError(CheckpointError):
 def describeSpace(space: Any) -> dict[str, Any]:
     """
     :param space: a gymnasium space
-    :return: a JSON description precise enough to tell two spaces apart (bounds as a hash)
+    :return: a JSON description precise enough to tell two spaces apart (bounds as a hash), with a Box's bounds
+        summarised for messages (``bounds``, :func:`boundsText`: shown, not compared; older manifests lack it)
     """
 
     if isinstance(space, gym.spaces.Discrete):
         return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
     if isinstance(space, gym.spaces.Box):
         bounds = hashlib.sha256(np.ascontiguousarray(space.low).tobytes() + np.ascontiguousarray(space.high).tobytes())
-        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype), "bounds_sha256": bounds.hexdigest()}
+        return {"type": "Box", "shape": list(space.shape), "dtype": str(space.dtype),
+                "bounds_sha256": bounds.hexdigest(), "bounds": boundsText(space)}
     if isinstance(space, gym.spaces.Dict):
         return {"type": "Dict", "spaces": {key: describeSpace(sub) for key, sub in space.spaces.items()}}
     return {"type": type(space).__name__, "repr": repr(space)}
+
+
+def boundsText(space: gym.spaces.Box) -> str:
+    """:return: a Box's bounds in a few words: ``low -1000, high 1000`` when every element has the same, else their
+    minimum and maximum (``low min -1 max 0, high min 1 max 255``)"""
+    parts = []
+    for name, values in (("low", space.low), ("high", space.high)):
+        values = np.asarray(values, dtype=np.float64)
+        if values.size == 0:
+            parts.append(f"{name} none")
+        elif values.min() == values.max():
+            parts.append(f"{name} {values.min():g}")
+        else:
+            parts.append(f"{name} min {values.min():g} max {values.max():g}")
+    return ", ".join(parts)
+
+
+# what differs between two described spaces, by entry (bounds_sha256: the bounds), in the order messages name them
+_COMPARED = (("type", "type"), ("dtype", "dtype"), ("shape", "shape"), ("bounds_sha256", "bounds"), ("n", "size"),
+             ("start", "start"), ("repr", "space"))
+
+
+def spaceDifferences(saved: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """
+    :param saved: a space as :func:`describeSpace` described it (a manifest's, maybe an older version's)
+    :param current: another, described now
+    :return: what differs (``type``, ``dtype``, ``shape``, ``bounds``, ``size``, ``start``; a Dict's subspaces as
+        ``'key' bounds`` or ``subspaces``), empty when the two are the same space (the ``bounds`` summary is not
+        compared: the hash is)
+    """
+
+    if saved.get("type") != current.get("type"):
+        return ["type"]
+    if saved.get("type") == "Dict":
+        saved_spaces, current_spaces = saved.get("spaces") or {}, current.get("spaces") or {}
+        if set(saved_spaces) != set(current_spaces):
+            return ["subspaces"]
+        return [f"{key!r} {difference}" for key in sorted(saved_spaces)
+                for difference in spaceDifferences(saved_spaces[key], current_spaces[key])]
+    return [name for key, name in _COMPARED if saved.get(key) != current.get(key)]
+
+
+def spaceText(described: dict[str, Any]) -> str:
+    """:return: a space that :func:`describeSpace` described, in one line, e.g. ``Box(float32, shape [2], low -1000,
+    high 1000)`` (a Box of an older manifest: ``bounds not recorded``)"""
+    kind = described.get("type")
+    if kind == "Box":
+        return (f"Box({described.get('dtype')}, shape {described.get('shape')}, "
+                f"{described.get('bounds', 'bounds not recorded')})")
+    if kind == "Discrete":
+        start = described.get("start", 0)
+        return f"Discrete({described.get('n')}{f', start {start}' if start else ''})"
+    if kind == "Dict":
+        subspaces = described.get("spaces") or {}
+        return "Dict(" + ", ".join(f"{key!r}: {spaceText(sub)}" for key, sub in subspaces.items()) + ")"
+    return str(described.get("repr", kind))
+
+
+def spaceMismatch(saved: dict[str, Any], space: Any, saved_label: str, current_label: str) -> str | None:
+    """
+    :param saved: a space as a manifest recorded it
+    :param space: the gymnasium space to compare with it
+    :param saved_label: whose the saved space is, for the message (``the model's (OmnirobotEnv-v0)``)
+    :param current_label: whose ``space`` is (``this run's (CarRacingGymEnv-v0)``)
+    :return: None when they are the same space, else what differs and both spaces, described alike (one line):
+        ``different bounds: the model's ... Box(...); this run's ... Box(...)``
+    """
+
+    current = describeSpace(space)
+    differences = spaceDifferences(saved, current)
+    if not differences:
+        return None
+    return (f"different {' and '.join(differences)}: {saved_label} {spaceText(saved)}; "
+            f"{current_label} {spaceText(current)}")
 
 
 def spacesOf(algo: Any) -> dict[str, Any]:
