@@ -135,12 +135,12 @@ def checkSavedSpaces(manifest: dict[str, Any], settings: Any, algo_class: type, 
         mismatch = None if saved is None else spaceMismatch(saved, space, model_label, run_label)
         if mismatch is None:
             continue
-        if name == "action_space" and saved.get("type") != describeSpace(space)["type"]:
+        current_type = describeSpace(space)["type"]
+        if name == "action_space" and saved.get("type") != current_type:
             kinds = {"Discrete": "discrete", "Box": "continuous"}
             hint = "drop -c/--continuous-actions" if settings.continuous_actions else "add -c/--continuous-actions"
             raise ValueError(f"{settings.continue_from} was trained with {kinds.get(saved['type'], saved['type'])} "
-                             f"actions, this run has {kinds.get(describeSpace(space)['type'], 'other')} actions "
-                             f"({hint})")
+                             f"actions, this run has {kinds.get(current_type, 'other')} actions ({hint})")
         raise ValueError(f"{settings.continue_from} was trained with another {name.replace('_', ' ')} than this "
                          f"run's, with {mismatch}")
 
