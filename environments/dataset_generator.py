@@ -16,11 +16,14 @@ Episode e is always played with the seed derived from (--seed, e), from a world 
 processes and whichever took it, so 1 and K processes, interrupted and resumed or not, write the same dataset. The K
 worker processes write their episodes straight into the record folders of ``<save-path>/.<name>.partial/``; each
 finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged
-and the folder is renamed to ``<name>`` in one step, so a folder named ``<name>`` is always a complete dataset. An
-interrupted run leaves the partial folder: ``--resume`` plays only the episodes it lacks, ``--force`` discards it
-(a run that fails before finishing an episode removes it: there is nothing to resume). Workers that finish close
-their envs (the sprite cache is saved); an interrupt or an error terminates them. They mute warnings (the parent has
-shown their imports'), all but a SpriteCacheWarning about the shared sprite files.
+(:mod:`environments.dataset_layout`) and the folder is renamed to ``<name>`` in one step, so a folder named ``<name>``
+is always a complete dataset. An interrupted run leaves the partial folder: ``--resume`` plays only the episodes it
+lacks, ``--force`` discards it (a run that fails before finishing an episode removes it: there is nothing to resume).
+Workers that finish close their envs (the sprite cache is saved); an interrupt or an error terminates them. They mute
+warnings (the parent has shown their imports'), all but a SpriteCacheWarning about the shared sprite files. The
+progress bar counts episodes and moves with the frames of those in progress (:class:`srl_toolbox.progress.EpisodeBar`:
+an episode can last thousands of steps); workers count their episode's frames in shared memory, which the parent reads
+every :data:`POLL_SECONDS`. Neither changes what is recorded.
 
 ``--policy RUN`` replays a trained agent instead of random actions. Loading a run is the RL layer's job, above this
 package (which never imports rl_baselines: an import-linter contract checks it); the generator finds the loader by
@@ -46,7 +49,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import json
 import multiprocessing
 import multiprocessing.util
 import os
@@ -55,12 +57,11 @@ import signal
 import sys
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import cv2
 import numpy as np
-from tqdm import tqdm
 
 from environments import (
     envFlagRefusal,
@@ -71,6 +72,7 @@ from environments import (
     rendererRefusal,
     resolvedRenderer,
 )
+from environments.dataset_layout import GenerationSpec, assemble, episodeFile, recordFolder, rewardDistribution
 from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.mobile_robot.sprite_cache import SpriteCacheWarning
 from environments.partial_folder import (
@@ -85,16 +87,16 @@ from environments.partial_folder import (
     settingsDiffering,
 )
 from environments.registry import defaultRenderersText, unknownEnvText
-from environments.srl_env import FRESH_WORLD, REFERENCE_RENDERER
+from environments.srl_env import FRESH_WORLD
 from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkNameLength, checkWritableFolder, runCommand
 from srl_toolbox.files import nameFileOnError, writeJson, writeNpz
 from srl_toolbox.plugins import loadNamed
+from srl_toolbox.progress import EpisodeBar, stepLimit
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-FORMAT_VERSION = 1
 RESUME_HINT = "run the same command with --resume to finish it, or with --force to start over"  # after an interrupt
 # The entry-point group of the loaders of trained agents (`run`: rl_baselines.runs.run_policy.loadRunPolicy).
 POLICY_LOADERS = "srl_toolbox.policy_loaders"
@@ -104,35 +106,6 @@ POLICY_LOADERS = "srl_toolbox.policy_loaders"
 # only).
 DATASET_KEYWORDS = frozenset({"srl_model", "img_shape", "max_steps", "is_discrete", "action_joints", "renderer",
                               "physics", "goal_conditioned", "renders", "render_mode"})
-
-
-@dataclasses.dataclass(frozen=True)
-class GenerationSpec:
-    """
-    Everything that decides a dataset's content (what a resumed run must share with the interrupted one).
-
-    :param env_id: registered env id
-    :param env_kwargs: the env's constructor keywords
-    :param name: dataset name (folder name, prefix of images_path)
-    :param num_episodes: episodes to record
-    :param seed: master seed; episode e uses episodeSeed(seed, e)
-    :param policy: "random" or the absolute path of a run folder
-    :param image_format: "jpg" or "png"
-    :param run_env_kwargs: the keywords of env_kwargs that a replayed agent's run gave (its algorithm's envKeywords)
-    """
-
-    env_id: str
-    env_kwargs: dict[str, Any]
-    name: str
-    num_episodes: int
-    seed: int
-    policy: str
-    image_format: str
-    run_env_kwargs: dict[str, Any] = dataclasses.field(default_factory=dict)
-
-    def settings(self) -> dict[str, Any]:
-        """:return: the spec as JSON-safe data (tuples as lists), as stored in generation.json"""
-        return json.loads(json.dumps(dataclasses.asdict(self)))
 
 
 # --- command line --------------------------------------------------------------------------------------------------
@@ -329,16 +302,6 @@ def episodeSeed(seed: int, episode: int) -> int:
     return int(np.random.SeedSequence([seed & 0xFFFFFFFF, episode]).generate_state(1, dtype=np.uint32)[0])
 
 
-def recordFolder(episode: int) -> str:
-    """:return: the record folder's name of an episode"""
-    return f"record_{episode:03d}"
-
-
-def episodeFile(partial_dir: str, episode: int) -> str:
-    """:return: where a finished episode's arrays are kept until the dataset is assembled"""
-    return os.path.join(partial_dir, EPISODES_FOLDER, f"episode_{episode:06d}.npz")
-
-
 def writeImage(path_stem: str, observation: np.ndarray, image_format: str) -> None:
     """
     Write an RGB observation (3 channels, or 6 for two views: ``_1`` and ``_2`` files).
@@ -369,7 +332,8 @@ def writeImage(path_stem: str, observation: np.ndarray, image_format: str) -> No
             raise
 
 
-def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, partial_dir: str) -> dict[str, Any]:
+def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, partial_dir: str,
+                  on_step: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """
     Play one episode, write its images into its record folder, then its arrays into its episode file (the file
     is what marks the episode as finished).
@@ -379,6 +343,7 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
     :param spec: the generation spec
     :param episode: episode index
     :param partial_dir: the partial dataset folder
+    :param on_step: called with (episode, steps played so far) after each step (the progress bar's)
     :return: {"episode", "frames", "rewards"}
     """
     seed = episodeSeed(spec.seed, episode)
@@ -402,6 +367,8 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
         actions.append(action)
         rewards.append(reward)
         frame += 1
+        if on_step is not None:
+            on_step(episode, frame)
         if terminated or truncated:
             break
     arrays = {"actions": np.asarray(actions, dtype=np.int64 if spec.env_kwargs["is_discrete"] else np.float32),
@@ -415,6 +382,8 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
 # --- worker processes ----------------------------------------------------------------------------------------------
 
 _worker: dict[str, Any] = {}
+# How often the parent reads the steps its workers have played in their episodes (the progress bar's).
+POLL_SECONDS = 0.5
 
 
 def makeEnv(spec: GenerationSpec) -> Any:
@@ -425,7 +394,7 @@ def makeEnv(spec: GenerationSpec) -> Any:
     return getEnvClass(spec.env_id)(**kwargs)
 
 
-def _initWorker(spec: GenerationSpec, partial_dir: str, parent_pid: int, policy: Any) -> None:
+def _initWorker(spec: GenerationSpec, partial_dir: str, parent_pid: int, policy: Any, steps: Any) -> None:
     # Die with the parent, even on SIGKILL, so that no orphan keeps writing into a folder a later --resume cleans.
     with contextlib.suppress(Exception):
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
@@ -434,7 +403,7 @@ def _initWorker(spec: GenerationSpec, partial_dir: str, parent_pid: int, policy:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     warnings.simplefilter("ignore")  # the parent has already shown any warning the same imports give
     warnings.simplefilter("default", SpriteCacheWarning)  # but not this one: a file this worker read or wrote
-    _worker.update(spec=spec, partial_dir=partial_dir, env=None, policy=policy)
+    _worker.update(spec=spec, partial_dir=partial_dir, env=None, policy=policy, steps=steps)
     # A worker that ends normally (the pool closed, not terminated) closes its env: the sprite cache is saved.
     multiprocessing.util.Finalize(None, _closeWorkerEnv, exitpriority=10)
 
@@ -453,11 +422,16 @@ def _runEpisode(episode: int) -> dict[str, Any]:
         if spec.policy != "random" and _worker["policy"] is None:  # spawned, not forked: load it here
             _worker["policy"] = loadPolicy(spec.policy)
         _worker["env"] = makeEnv(spec)
-    return recordEpisode(_worker["env"], _worker["policy"], _worker["spec"], episode, _worker["partial_dir"])
+    return recordEpisode(_worker["env"], _worker["policy"], _worker["spec"], episode, _worker["partial_dir"],
+                         on_step=_countStep)
+
+
+def _countStep(episode: int, steps: int) -> None:
+    _worker["steps"][episode] = steps  # (shared memory: the parent reads it for its progress bar)
 
 
 def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], num_cpu: int, env: Any,
-                   policy: Any) -> Iterator[dict[str, Any]]:
+                   policy: Any, on_step: Callable[[int, int], None] | None = None) -> Iterator[dict[str, Any]]:
     """
     Record the given episodes, in this process (num_cpu 1) or over num_cpu worker processes.
 
@@ -467,22 +441,40 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
     :param num_cpu: processes
     :param env: the env to use in this process (closed before worker processes start)
     :param policy: the agent for this process (None: random actions)
+    :param on_step: called in this process with (episode, steps played so far) for the episodes in progress: after
+        each step with one process, every :data:`POLL_SECONDS` with workers (which count their steps in shared
+        memory)
     :return: an iterator over the finished episodes' summaries (in completion order)
     """
     if num_cpu == 1:
         for episode in episodes:
-            yield recordEpisode(env, policy, spec, episode, partial_dir)
+            yield recordEpisode(env, policy, spec, episode, partial_dir, on_step=on_step)
         return
     env.close()  # each worker builds its own: a PyBullet client cannot be shared
     # Forked workers inherit the loaded agent (CPU torch with one thread is fork-safe, as DataLoader workers rely
     # on); where fork is unavailable they are spawned and load it themselves.
     forked = "fork" in multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if forked else "spawn")
-    initargs = (spec, partial_dir, os.getpid(), policy if forked else None)
+    steps = context.RawArray("q", spec.num_episodes)  # each episode's steps so far, written by its worker
+    initargs = (spec, partial_dir, os.getpid(), policy if forked else None, steps)
     with context.Pool(num_cpu, initializer=_initWorker, initargs=initargs) as pool:
         finished = False
         try:
-            yield from pool.imap_unordered(_runEpisode, episodes, chunksize=1)
+            results = pool.imap_unordered(_runEpisode, episodes, chunksize=1)
+            while True:
+                try:
+                    summary = results.next(timeout=POLL_SECONDS)
+                except multiprocessing.TimeoutError:
+                    pass
+                except StopIteration:
+                    break
+                else:
+                    steps[summary["episode"]] = 0  # (its worker is done with it)
+                    yield summary
+                if on_step is not None:
+                    counts = np.frombuffer(steps, dtype=np.int64)
+                    for episode in np.flatnonzero(counts):
+                        on_step(int(episode), int(counts[episode]))
             finished = True
         finally:
             if finished:  # the workers close their envs (saving the sprites they rendered) and exit
@@ -552,74 +544,6 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
     return final_dir, partial_dir, lock, done
 
 
-# --- assembling the dataset ----------------------------------------------------------------------------------------
-
-
-def assemble(spec: GenerationSpec, env_class: type, relative_pos: bool, partial_dir: str) -> dict[str, np.ndarray]:
-    """
-    Merge the episode files into the dataset's npz and JSON files, then remove the bookkeeping files.
-
-    :param spec: the generation spec
-    :param env_class: the env's class (for env_globals.json)
-    :param relative_pos: the env's relative_pos (recorded in dataset_config.json)
-    :param partial_dir: the partial dataset folder, with every episode finished
-    :return: the merged arrays
-    """
-    actions, rewards, starts, states, targets, step_targets, paths = [], [], [], [], [], [], []
-    for episode in range(spec.num_episodes):
-        with np.load(episodeFile(partial_dir, episode), allow_pickle=False) as data:
-            n_frames = len(data["rewards"])
-            actions.append(data["actions"])
-            rewards.append(data["rewards"])
-            states.append(data["ground_truth_states"])
-            targets.append(data["target_position"])
-            # (an episode file of an older generator, resumed, has none: the dataset then has none either)
-            step_targets.append(data["step_target_positions"] if "step_target_positions" in data.files else None)
-        episode_starts = np.zeros(n_frames, dtype=bool)
-        episode_starts[0] = True
-        starts.append(episode_starts)
-        paths.extend(f"{spec.name}/{recordFolder(episode)}/frame{frame:06d}" for frame in range(n_frames))
-    merged = {"actions": np.concatenate(actions), "rewards": np.concatenate(rewards),
-              "episode_starts": np.concatenate(starts), "ground_truth_states": np.concatenate(states),
-              "target_positions": np.stack(targets), "images_path": np.array(paths)}
-    ground_truth_keys = ["ground_truth_states", "target_positions", "images_path"]
-    if all(rows is not None for rows in step_targets):
-        merged["step_target_positions"] = np.concatenate(step_targets)
-        ground_truth_keys.append("step_target_positions")
-    # Atomic although the folder is renamed when complete: an interrupted run is resumed in this folder.
-    writeNpz(os.path.join(partial_dir, "preprocessed_data.npz"),
-             {key: merged[key] for key in ("actions", "rewards", "episode_starts")})
-    writeNpz(os.path.join(partial_dir, "ground_truth.npz"),
-             {key: merged[key] for key in ground_truth_keys})
-    writeJson(os.path.join(partial_dir, "env_globals.json"), env_class.getGlobals(spec.env_kwargs))
-    max_distance = spec.env_kwargs.get("max_distance")
-    config = {"relative_pos": bool(relative_pos), "max_dist": None if max_distance is None else str(max_distance),
-              "env": spec.env_id, "img_shape": list(spec.env_kwargs["img_shape"]), "seed": spec.seed,
-              "policy": spec.policy, "num_episodes": spec.num_episodes, "image_format": spec.image_format,
-              "continuous_actions": not spec.env_kwargs["is_discrete"],
-              "action_joints": bool(spec.env_kwargs.get("action_joints")), "force_down": spec.env_kwargs.get("force_down"),
-              "random_target": spec.env_kwargs["random_target"], "shape_reward": spec.env_kwargs["shape_reward"],
-              "multi_view": bool(spec.env_kwargs.get("multi_view") or spec.env_kwargs.get("fpv")),
-              "renderer": spec.env_kwargs.get("renderer", REFERENCE_RENDERER),  # by name (rendererKeywords)
-              "run_env_kwargs": spec.run_env_kwargs,  # a replayed agent's algorithm's keywords (envKeywords)
-              "version": FORMAT_VERSION}
-    writeJson(os.path.join(partial_dir, "dataset_config.json"), config)
-    shutil.rmtree(os.path.join(partial_dir, EPISODES_FOLDER))
-    os.remove(os.path.join(partial_dir, SETTINGS_FILE))
-    return merged
-
-
-def rewardDistribution(rewards: np.ndarray) -> str:
-    """:return: a few lines describing the distribution of the rewards (counts per value, or a 10-bin histogram)"""
-    values, counts = np.unique(rewards, return_counts=True)
-    if len(values) <= 10:
-        rows = [f"  {value:g}: {count} ({100 * count / len(rewards):.1f}%)" for value, count in zip(values, counts)]
-    else:
-        counts, edges = np.histogram(rewards, bins=10)
-        rows = [f"  [{low:.3g}, {high:.3g}): {count}" for low, high, count in zip(edges[:-1], edges[1:], counts)]
-    return "\n".join(["Reward distribution:", *rows])
-
-
 # --- main ----------------------------------------------------------------------------------------------------------
 
 
@@ -655,20 +579,18 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     if done:
         print(f"Resuming {partial_dir}: {len(done)} of {spec.num_episodes} episodes already recorded", flush=True)
     num_cpu = min(config.num_cpu, max(1, len(todo)))
-    progress = None
-    if not config.no_progress:
-        progress = tqdm(total=spec.num_episodes, initial=len(done), unit="episode", desc=spec.name, file=sys.stderr)
+    # in episodes, moving with the frames of those in progress (an episode can last thousands of steps)
+    progress = EpisodeBar(total=spec.num_episodes, initial=len(done), max_steps=stepLimit(env), step_name="frames",
+                          desc=spec.name, file=sys.stderr, disable=config.no_progress)
+    on_step = None if config.no_progress else progress.step
     frames = 0
     start = time.perf_counter()
     try:
-        for summary in recordEpisodes(spec, partial_dir, todo, num_cpu, env, policy):
+        for summary in recordEpisodes(spec, partial_dir, todo, num_cpu, env, policy, on_step=on_step):
             frames += summary["frames"]
-            if progress is not None:
-                progress.set_postfix(frames=frames, fps=f"{frames / (time.perf_counter() - start):.0f}", refresh=False)
-                progress.update(1)
+            progress.finish(summary["episode"], summary["frames"])
     except KeyboardInterrupt:
-        if progress is not None:
-            progress.close()
+        progress.close()
         kept = len(finishedEpisodes(partial_dir))
         print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; {resume_hint}",
               file=sys.stderr)
@@ -682,8 +604,7 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     finally:
         env.close()
     elapsed = time.perf_counter() - start
-    if progress is not None:
-        progress.close()
+    progress.close()
     merged = assemble(spec, env_class, relative_pos, partial_dir)
     publish(partial_dir, final_dir, lock)
     total = len(merged["rewards"])

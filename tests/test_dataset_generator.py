@@ -567,10 +567,10 @@ def test_a_run_that_fails_before_an_episode_leaves_no_partial_folder(tmp_path, m
     --force asked for nothing to resume); once an episode is finished the folder is kept for --resume."""
     recordEpisode = dataset_generator.recordEpisode
 
-    def failing(env, policy, spec, episode, partial_dir):
+    def failing(env, policy, spec, episode, partial_dir, **kwargs):
         if episode == failing.at:
             raise RuntimeError("boom")
-        return recordEpisode(env, policy, spec, episode, partial_dir)
+        return recordEpisode(env, policy, spec, episode, partial_dir, **kwargs)
 
     monkeypatch.setattr(dataset_generator, "recordEpisode", failing)
     config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", NAME, *SETTINGS[:-3],
@@ -589,10 +589,10 @@ def test_a_joint_recording_started_with_force_down_resumes(tmp_path, monkeypatch
     recording interrupted before that change was refused by --resume (its settings differed) with no flag to match."""
     recordEpisode = dataset_generator.recordEpisode
 
-    def failing(env, policy, spec, episode, partial_dir):
+    def failing(env, policy, spec, episode, partial_dir, **kwargs):
         if episode == 1 and failing.on:
             raise RuntimeError("boom")
-        return recordEpisode(env, policy, spec, episode, partial_dir)
+        return recordEpisode(env, policy, spec, episode, partial_dir, **kwargs)
 
     failing.on = True
     monkeypatch.setattr(dataset_generator, "recordEpisode", failing)

@@ -18,6 +18,9 @@ Every ``N`` env steps (all envs together, as the RL Zoo counts ``--eval-freq``) 
   generator are restored afterwards, so a run trains the same with or without evaluation, and a resumed run
   evaluates exactly as the uninterrupted one.
 
+While the episodes play, a second progress bar (:class:`srl_toolbox.progress.EpisodeBar`, not left on screen, hidden
+by ``--no-progress``) counts them and moves with their steps: an episode can last thousands of steps.
+
 Results go to ``<run>/evaluations.npz`` (rewritten atomically after each evaluation) with SB3's EvalCallback keys:
 ``timesteps`` (n_evals,), ``results`` (n_evals, K) episode rewards, ``ep_lengths`` (n_evals, K) and, when the env
 reports ``is_success``, ``successes`` (n_evals, K). The model with the best evaluation mean so far is saved in
@@ -43,6 +46,7 @@ from rl_baselines.core.training_state import captureGlobalRNG, generatorState, r
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.files import writeNpz
+from srl_toolbox.progress import EpisodeBar, stepLimit
 
 # The evaluation env is seeded with seed + this (training env i uses seed + i).
 EVAL_SEED_OFFSET = 10_000
@@ -209,21 +213,32 @@ class Evaluator:
         space = getattr(self.algo, "action_space", None)
         space_rng = generatorState(space.np_random) if isinstance(space, gym.Space) else None
         successes: list[bool] = []
+        bar: EpisodeBar | None = None
 
-        def recordSuccess(local_vars: dict[str, Any], _globals: dict[str, Any]) -> None:
-            info = local_vars["info"]
-            if local_vars["done"] and "is_success" in info:
-                successes.append(bool(info["is_success"]))
+        def afterStep(local_vars: dict[str, Any], _globals: dict[str, Any]) -> None:  # (each env's each step)
+            index, info = local_vars["i"], local_vars["info"]
+            steps = int(local_vars["current_lengths"][index])
+            if local_vars["done"]:
+                bar.finish(index, steps)
+                if "is_success" in info:
+                    successes.append(bool(info["is_success"]))
+            else:
+                bar.step(index, steps)
 
         try:
             if self.env is None:
                 self.env = self._makeEnv()
             self._syncNormalisation()
             self.env.seed(int(self.args.seed) + EVAL_SEED_OFFSET)
+            # below the training bar, gone when done: it moves with the steps (an episode can last thousands)
+            bar = EpisodeBar(total=self.n_episodes, max_steps=stepLimit(self.env), desc="evaluation", leave=False,
+                             dynamic_ncols=True, disable=self.args.no_progress)
             rewards, lengths = evaluate_policy(_GetActionPredictor(self.algo, self.env), self.env,
                                                n_eval_episodes=self.n_episodes, deterministic=True,
-                                               return_episode_rewards=True, callback=recordSuccess, warn=False)
+                                               return_episode_rewards=True, callback=afterStep, warn=False)
         finally:
+            if bar is not None:
+                bar.close()
             restoreGlobalRNG(rng)
             if space_rng is not None:
                 setGeneratorState(space.np_random, space_rng)
