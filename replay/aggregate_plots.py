@@ -3,18 +3,21 @@
 Every run below DIR (args.json + monitor/) is smoothed (moving average over ``--episode-window`` episodes); runs of
 one method (env, srl-model, algo) are put on a common x axis, episodes or ``--timesteps``, truncated to the
 shortest run, and drawn as their mean with a Student-t 95% confidence band across seeds. All methods of an env share
-one figure. Each method's curves are also exported as ``.npz`` (x; y = runs x points; label; env; x_label; runs)
-for ``replay.compare_plots``.
+one figure, whose y axis names the window. Each method's curves are also exported as ``.npz`` (x; y = runs x points;
+label; env; x_label; y_label; runs; episode_window) for ``replay.compare_plots``. With ``--timesteps`` the x axis is the
+run's env steps, all envs together (a training episode counts at the run's step count when it ended: replay.results).
 
 Methods whose runs all have deterministic evaluations (``train --eval-freq``: evaluations.npz) also get their
 evaluation curves: the mean evaluation reward against env steps, at the evaluation steps all runs share, with the
-same band, in ``PREFIX_<env>_evaluation.png`` and ``PREFIX_<env>_<algo>_<srl-model>_evaluation.npz``.
+same band, in ``PREFIX_<env>_evaluation.png`` and ``PREFIX_<env>_<algo>_<srl-model>_evaluation.npz``; a method with
+some runs lacking them gets none, with a warning naming one such run.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -26,6 +29,7 @@ from replay.results import (
     aggregateCurves,
     aggregateEvaluations,
     bandOverSeeds,
+    curvesYLabel,
     findRuns,
     groupRuns,
     hasEvaluations,
@@ -138,9 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         env, label = key[0], methodLabel(key, args.group_by)
         x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
         npz_path = _curvesFile(prefix, env, label)
-        saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members])
+        saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members], window=args.episode_window)
         print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} points -> {npz_path}")
         by_env.setdefault(env, []).append((label, x, y))
+        lacking = [run.path for run in members if run.evaluations is None]
+        if 0 < len(lacking) < len(members):
+            warnings.warn(f"{env} {label}: no evaluation curve, {len(lacking)} of its {len(members)} runs have no "
+                          f"evaluations (evaluations.npz), e.g. {lacking[0]}")
         if hasEvaluations(members):
             try:
                 x, y = aggregateEvaluations(members)
@@ -153,7 +161,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
         png_path = _figureFile(prefix, env)
-        plotCurves(png_path, curves, env, x_label, order=[label for label, _, _ in curves])
+        plotCurves(png_path, curves, env, x_label, y_label=curvesYLabel(TRAINING_Y_LABEL, args.episode_window),
+                   order=[label for label, _, _ in curves])
         print(f"Plot: {png_path}")
     for env, curves in evaluations_by_env.items():
         png_path = _figureFile(prefix, env, "_evaluation")

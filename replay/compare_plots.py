@@ -2,7 +2,8 @@
 
 Each ``.npz`` comes from ``replay.aggregate_plots`` (curves of one method over seeds); each becomes its mean curve
 with a 95% confidence band across seeds, all on one figure. The curves must share their x unit (episodes or
-timesteps); ``--truncate-x`` cuts them at a common x.
+timesteps), their kind (training or evaluation) and, for training curves, their moving-average window (files
+written before the window was saved are taken to match any); ``--truncate-x`` cuts them at a common x.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from replay.aggregate_plots import plotCurves
-from replay.results import loadCurves
+from replay.results import curvesYLabel, loadCurves
 from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 
 
@@ -48,6 +49,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(kinds) > 1:
         raise UsageError(f"the inputs mix training and evaluation curves ({', '.join(sorted(kinds))}); compare like "
                          f"with like (aggregate_plots writes the evaluations' as *_evaluation.npz)")
+    windows: dict[int, list[str]] = {}
+    for path, data in zip(args.input, loaded):
+        if data["episode_window"] is not None:
+            windows.setdefault(data["episode_window"], []).append(path)
+    if len(windows) > 1:
+        raise UsageError("the inputs are smoothed over different episode windows (" + "; ".join(
+            f"{window} episodes: {', '.join(paths)}" for window, paths in sorted(windows.items())) + "); re-run "
+            "aggregate_plots with the same --episode-window for all")
     curves = []
     for index, (path, data) in enumerate(zip(args.input, loaded)):
         label = args.labels[index] if args.labels else (data["label"] or os.path.splitext(os.path.basename(path))[0])
@@ -60,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise UsageError(f"--truncate-x {args.truncate_x}: {path} starts at x = {x[0]:g}")
             x, y = x[keep], y[:, keep]
         curves.append((label, x, y))
-    plotCurves(args.output, curves, args.title, units.pop(), y_label=kinds.pop())
+    known = next(iter(windows)) if windows and all(data["episode_window"] is not None for data in loaded) else None
+    plotCurves(args.output, curves, args.title, units.pop(), y_label=curvesYLabel(kinds.pop(), known))
     print(f"Plot: {args.output}")
     return 0
 

@@ -3,7 +3,8 @@
 Walks every run below DIR (a folder with args.json and monitor/), groups runs by (env, srl-model, algo) and
 writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one row per method and timestep budget:
 
-- runs: the runs (seeds) that trained at least that many steps;
+- runs: the runs (seeds) that trained at least that many steps and had finished an episode by then
+  (``no_episode_yet``: those that trained that far without one);
 - final mean reward: per run the mean reward of its last ``--episode-window`` episodes finished within the budget,
   then the mean +/- standard deviation over runs and the Student-t 95% confidence interval of that mean;
 - steps to threshold: per run the env step at which the mean of the last ``--episode-window`` episodes (all of them in
@@ -21,6 +22,9 @@ rewards come from them instead of the training episodes (which include explorati
 mean of its last evaluation within the budget, and steps to threshold is the first evaluation whose mean reaches the
 threshold. The column ``source`` says which a row used (``evaluation`` or ``training``); ``--training-rewards``
 uses the training episodes everywhere.
+
+Steps are the run's, all envs together (those of ``--num-timesteps`` and ``--eval-freq``): a training episode counts
+at the run's step count when it ended, with ``--num-cpu N`` N times its env's own steps (replay.results).
 """
 from __future__ import annotations
 
@@ -97,16 +101,24 @@ def fraction(text: str) -> float:
     return value
 
 
+def _trainedTo(run: Run, budget: int | None) -> bool:
+    """:return: whether the run counts at ``budget`` env steps (None: the final results, those of finished runs)"""
+    if budget is None:
+        return run.finished
+    episodes = run.episodes
+    trained = run.trained_timesteps if run.trained_timesteps is not None else run.args.get("num_timesteps", math.inf)
+    # (monitor files that end an episode's length, in run steps, before the budget: the run did not get there)
+    return trained >= budget and episodes["timesteps"][-1] + episodes["lengths"].max() * run.num_envs > budget
+
+
 def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = False) -> tuple[float, float] | None:
     """:return: (mean reward of the last ``window`` episodes within ``budget``, or of the last evaluation within it
-    with ``evaluation``; monitor time of the last episode within it), or None when the run did not train that far"""
+    with ``evaluation``; monitor time of the last episode within it), or None when the run did not train that far
+    or finished no episode within it"""
     episodes = run.episodes
-    if budget is None and not run.finished:  # the final results are those of finished runs
+    if not _trainedTo(run, budget):
         return None
     if budget is not None:
-        trained = run.trained_timesteps if run.trained_timesteps is not None else run.args.get("num_timesteps", math.inf)
-        if trained < budget or episodes["timesteps"][-1] + episodes["lengths"].max() <= budget:
-            return None
         count = int(np.searchsorted(episodes["timesteps"], budget, side="right"))
         if count == 0:
             return None
@@ -224,6 +236,8 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                    "median_steps_to_threshold": float(np.median(steps)) if steps else None,
                    "mean_wall_time_s": float(np.mean([v[1] for _, v in members])) if members else math.nan,
                    "fewest_episodes": min((_episodesWithin(run, budget) for run, _ in members), default=0),
+                   "no_episode_yet": sum(_trainedTo(run, budget) and not _episodesWithin(run, budget)
+                                         for run in groups[key]),
                    "welch_vs": None, "welch_p_value": None}
             if dimension is not None:
                 base_key = key[:dimension] + (welch,) + key[dimension + 1:]
@@ -236,6 +250,11 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                             row["welch_p_value"] = float(stats.ttest_ind(rewards, baseline, equal_var=False).pvalue)
             rows.append(row)
     return rows
+
+
+def plural(count: int, noun: str) -> str:
+    """:return: ``count`` and ``noun``, with an s unless it is 1"""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _csvValue(value: Any) -> str:
@@ -287,13 +306,15 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                       else _number(row["mean_reward"]))
             interval = (f"[{_number(row['ci95_low'])}, {_number(row['ci95_high'])}]" if row["runs"] >= 2 else "n/a")
             wall = row["mean_wall_time_s"]
-            if row["runs"] == 0:
+            if row["runs"] == 0 and row.get("no_episode_yet"):
+                source = f"no episode finished within {budget:,} steps"
+            elif row["runs"] == 0:
                 source = "no run finished" if budget == FINAL else f"no run trained to {budget:,} steps"
             elif row["source"] == "evaluation":
                 source = "last evaluation (deterministic)"
             else:
-                source = f"last {window} training episodes" + (f" (all {row['fewest_episodes']} of a shorter run)"
-                                                               if row["fewest_episodes"] < window else "")
+                source = ("last training episode" if window == 1 else f"last {window} training episodes") + (
+                    f" (all {row['fewest_episodes']} of a shorter run)" if row["fewest_episodes"] < window else "")
             cells = [row["env"], row["srl_model"], row["algo"], *(str(row[name]) for name in group_by),
                      str(row["runs"]), reward, source, interval, steps,
                      "n/a" if math.isnan(wall) else f"{wall:.0f} s" if wall < 600 else f"{wall / 60:.1f} min"]
@@ -349,12 +370,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods = {(row["env"], row["algo"], row["srl_model"], *(str(row.get(name)) for name in args.group_by)): row["source"]
                for row in rows}
     evaluated = sorted(" ".join(method) for method, source in methods.items() if source == "evaluation")
-    if not evaluated:
+    if args.training_rewards:
+        print("Rewards from training episodes (--training-rewards)")
+    elif not evaluated:
         print("Rewards from training episodes (no method has evaluations for all its runs)")
     else:
         print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}"
               + ("; the other methods from training episodes" if len(evaluated) < len(methods) else ""))
-    print(f"{len(runs)} runs, {len(groups)} methods: {csv_path}, {md_path}")
+    print(f"{plural(len(runs), 'run')}, {plural(len(groups), 'method')}: {csv_path}, {md_path}")
     return 0
 
 

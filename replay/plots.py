@@ -3,7 +3,9 @@
 For each run, one PNG with two panels, episode reward against env steps and against wall time, raw (light) and
 smoothed (moving average over ``--episode-window`` episodes), read from the run's monitor CSVs; a run trained with
 ``--eval-freq`` also shows its deterministic evaluations (evaluations.npz: mean and standard deviation of each
-evaluation's episodes) on the env-steps panel. With ``--vis`` the same curves go to a visdom server too (one pair of
+evaluation's episodes) on the env-steps panel. An episode's env step is the run's step count when it ended, all envs
+together (``--num-cpu N``: N times its env's own steps, from the run's args.json; a folder without one: the sum of the
+episode lengths so far). With ``--vis`` the same curves go to a visdom server too (one pair of
 windows per run in the visdom environment ``--vis-env``).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
@@ -29,7 +31,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from replay.results import loadRunEvaluations
+from replay.results import loadRunEvaluations, runEnvs, runProgress, warnNanRewards
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes
 from srl_toolbox.cli import (
@@ -44,7 +46,7 @@ from srl_toolbox.cli import (
     visdomEnvName,
 )
 from srl_toolbox.files import atomicPath, readJson
-from srl_toolbox.plots import describe, movingAverage, quietVisdom, visdomClientClass
+from srl_toolbox.plots import describe, movingAverage, quietVisdom, smoothedLabel, visdomClientClass
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
@@ -127,7 +129,7 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     for axes, x, label in ((axes_pair[0], episodes["timesteps"], "Env steps"),
                            (axes_pair[1], episodes["times"] / scale, f"Wall time ({unit})")):
         axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, label="episode reward")
-        axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=f"moving average ({window} episodes)")
+        axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=smoothedLabel(rewards.size, window))
         axes.set_xlabel(label)
         axes.grid(True, alpha=0.3)
     if evaluations is not None:
@@ -199,7 +201,7 @@ class VisdomRunPlots:
                     self._viz.line(Y=np.column_stack((rewards, smoothed)), X=np.column_stack((x, x)),
                                    win=f"{safe_id}_{suffix}", env=self.env_name,
                                    opts=dict(title=title, xlabel=label, ylabel="Episode reward", showlegend=True,
-                                             legend=["episode reward", f"moving average ({window})"]))
+                                             legend=["episode reward", smoothedLabel(rewards.size, window)]))
                 if evaluations is not None:
                     self._viz.line(Y=evaluations["results"].mean(axis=1),
                                    X=np.asarray(evaluations["timesteps"], dtype=np.float64),
@@ -228,14 +230,35 @@ def buildParser() -> CLIParser:
     return parser
 
 
+def _runArgs(run_dir: str) -> dict[str, Any] | None:
+    """:return: the run's args.json, None when it has none (a folder of monitor files) or it is unreadable"""
+    with contextlib.suppress(OSError, ValueError):
+        args = readJson(RunFolder(run_dir).args_file)
+        return args if isinstance(args, dict) else None
+    return None
+
+
 def _runWindow(run_dir: str, override: int | None) -> int:
     if override is not None:
         return override
-    with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
-        value = readJson(RunFolder(run_dir).args_file).get("episode_window")
-        if isinstance(value, int) and value > 0:
-            return value
-    return DEFAULT_WINDOW
+    value = (_runArgs(run_dir) or {}).get("episode_window")
+    return value if isinstance(value, int) and value > 0 else DEFAULT_WINDOW
+
+
+def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[str, np.ndarray] | None) -> str:
+    """
+    :param run_dir: a run folder
+    :param episodes: its episodes
+    :param evaluations: its evaluations, None for none
+    :return: e.g. "12 episodes, the last ending at step 3,000 of 3,072 trained, 6 evaluations" (the trained steps from
+        the run's manifest, when it says)
+    """
+    args = _runArgs(run_dir)
+    trained = runProgress(run_dir, args)[1] if args is not None else None
+    text = f"{episodes['rewards'].size} episodes, the last ending at step {int(episodes['timesteps'][-1]):,}"
+    if trained is not None:
+        text += f" of {trained:,} trained"
+    return text + (f", {evaluations['timesteps'].size} evaluations" if evaluations is not None else "")
 
 
 def _outputPath(run_dir: str, root: str, output_dir: str | None) -> str:
@@ -267,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = []
     for run_dir in run_dirs:
         try:
-            loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir))))
+            loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir), runEnvs(_runArgs(run_dir) or {}))))
         except MonitorFileError as error:
             warnings.warn(f"skipping {run_dir}: a damaged monitor file ({error})")
     empty = [run_dir for run_dir, episodes in loaded if episodes["rewards"].size == 0]
@@ -278,6 +301,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "--output-dir" if args.output_dir is not None else "-i (the run folder)")
     for run_dir in empty:
         print(f"skipped {run_dir}: no finished episode yet")
+    for run_dir, episodes in loaded:
+        warnNanRewards(run_dir, episodes["rewards"])
 
 
     visdom = VisdomRunPlots(args.port, args.vis_env) if args.vis else None
@@ -289,9 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if visdom is not None:
             visdom.send(os.path.relpath(run_dir, os.path.dirname(os.path.abspath(args.input))), episodes, window,
                         title, evaluations)
-        evaluated = f", {evaluations['timesteps'].size} evaluations" if evaluations is not None else ""
-        tqdm.write(f"{path}  ({episodes['rewards'].size} episodes, {int(episodes['timesteps'][-1])} steps"
-                   f"{evaluated})")
+        tqdm.write(f"{path}  ({runSummary(run_dir, episodes, evaluations)})")
     if visdom is not None and visdom.enabled:
         print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/"
               f"{urllib.parse.quote(args.vis_env, safe='')}")

@@ -5,6 +5,11 @@ a sweep run that failed (its ``failed.json`` marker) is left out, as are runs wi
 Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys. Statistics over
 seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
 
+The step of a training episode is the run's step count when it ended, all envs together (the unit of
+``--num-timesteps``, ``--eval-freq`` and the evaluations): with ``--num-cpu N``, N times its env's own step count
+(:func:`runEnvs`, rl_baselines.runs.monitor_files.loadEpisodes). A NaN episode reward makes NaN the means over the
+windows that hold it, and only those (srl_toolbox.plots.movingAverage); each run with one says so in a warning.
+
 A run trained with ``--eval-freq`` also carries its deterministic evaluations (``evaluations.npz``, SB3's
 EvalCallback keys, read by rl_baselines.runs.evaluation.readEvaluations): :attr:`Run.evaluations`, None without them.
 """
@@ -53,6 +58,7 @@ class Run:
     evaluations: dict[str, np.ndarray] | None = None
     finished: bool = True  # its last step saved (False: still training, or stopped before --num-timesteps)
     trained_timesteps: int | None = None  # env steps its saved model trained (None: unknown, its --num-timesteps)
+    num_envs: int = 1  # envs stepped together (runEnvs): an episode's step is its env's own step count times them
 
     def evaluationCurve(self) -> tuple[np.ndarray, np.ndarray] | None:
         """:return: (env steps, mean evaluation reward) of each evaluation, None when the run has none"""
@@ -72,6 +78,32 @@ class Run:
         :return: (env, srl_model, algo, *those values)
         """
         return tuple(str(self.args.get(name)) for name in (*GROUP_KEYS, *group_by))
+
+
+def runEnvs(args: dict[str, Any]) -> int:
+    """
+    :param args: a run's args.json
+    :return: the envs that stepped together in the run: ``--num-cpu`` per process times ppo1's processes
+        (``--world-size``, else ``--num-workers``); 1 where args.json does not say
+    """
+    def count(name: str) -> int:
+        value = args.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+    return count("num_cpu") * (count("world_size") if args.get("world_size") else count("num_workers"))
+
+
+def warnNanRewards(folder: str, rewards: np.ndarray) -> None:
+    """
+    One warning when a run's episode rewards hold NaN (the means over the windows that hold one are NaN).
+
+    :param folder: the run folder
+    :param rewards: its episode rewards
+    """
+    missing = int(np.isnan(rewards).sum())
+    if missing:
+        warnings.warn(f"{folder}: {missing} of its {rewards.size} episode rewards are NaN (monitor/*.monitor.csv); "
+                      f"its means over the episode windows that hold one are NaN", stacklevel=2)
 
 
 def runProgress(folder: str, args: dict[str, Any]) -> tuple[bool, int | None]:
@@ -130,7 +162,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}; valid keys: "
                              f"{', '.join(sorted(args))}")
         try:
-            episodes = loadEpisodes(RunFolder(folder).monitor_dir)
+            episodes = loadEpisodes(RunFolder(folder).monitor_dir, runEnvs(args))
         except MonitorFileError as error:
             warnings.warn(f"skipping {folder}: a damaged monitor file ({error})")
             continue
@@ -141,7 +173,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         if not finished and not unfinished:
             stopped.append(folder)
             continue
-        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder), finished, trained))
+        warnNanRewards(folder, episodes["rewards"])
+        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder), finished, trained, runEnvs(args)))
     if stopped:
         warnings.warn(f"{len(stopped)} unfinished run(s) skipped (still training, or stopped before --num-timesteps: "
                       f"train --resume RUN finishes one), e.g. {stopped[0]}")
@@ -375,11 +408,22 @@ TRAINING_Y_LABEL = "episode reward (moving average)"
 EVALUATION_Y_LABEL = "mean evaluation reward"
 
 
+def curvesYLabel(y_label: str, window: int | None) -> str:
+    """
+    :param y_label: what the curves are (TRAINING_Y_LABEL or EVALUATION_Y_LABEL)
+    :param window: the training curves' episode window, None when unknown (or evaluation curves)
+    :return: the y axis label of a figure of them, with the window when known
+    """
+    if y_label != TRAINING_Y_LABEL or window is None:
+        return y_label
+    return f"episode reward (moving average over {window} episodes, fewer at the start)"
+
+
 def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_label: str, paths: Sequence[str],
-               y_label: str = TRAINING_Y_LABEL) -> None:
+               y_label: str = TRAINING_Y_LABEL, window: int | None = None) -> None:
     """
     Export aggregated curves as ``.npz`` (no pickled objects): ``x`` (points), ``y`` (runs x points), ``label``,
-    ``env``, ``x_label``, ``y_label`` and ``runs`` (the run folders).
+    ``env``, ``x_label``, ``y_label``, ``runs`` (the run folders) and, for training curves, ``episode_window``.
 
     :param path: the .npz file
     :param x: x axis
@@ -389,15 +433,20 @@ def saveCurves(path: str, x: np.ndarray, y: np.ndarray, label: str, env: str, x_
     :param x_label: "episodes" or "timesteps"
     :param paths: the run folders, one per row of y
     :param y_label: what y is (TRAINING_Y_LABEL or EVALUATION_Y_LABEL)
+    :param window: the episodes of the training curves' moving average (None: not saved)
     """
-    writeNpz(path, {"x": x, "y": y, "label": np.array(label), "env": np.array(env), "x_label": np.array(x_label),
-                    "y_label": np.array(y_label), "runs": np.array(list(paths))})
+    arrays = {"x": x, "y": y, "label": np.array(label), "env": np.array(env), "x_label": np.array(x_label),
+              "y_label": np.array(y_label), "runs": np.array(list(paths))}
+    if window is not None:
+        arrays["episode_window"] = np.array(int(window))
+    writeNpz(path, arrays)
 
 
 def loadCurves(path: str) -> dict[str, Any]:
     """
     :param path: an .npz of :func:`saveCurves`
-    :return: its arrays (label, env, x_label, y_label as str; a file written before y_label holds training curves)
+    :return: its arrays (label, env, x_label, y_label as str; a file written before y_label holds training curves;
+        episode_window an int, None when the file does not say: evaluation curves, or written before it was saved)
     :raises UsageError: missing or not such a file
     """
     try:
@@ -419,6 +468,9 @@ def loadCurves(path: str) -> dict[str, Any]:
     for name in ("label", "env", "x_label"):
         curves[name] = str(curves[name]) if name in curves else ""
     curves["y_label"] = str(curves["y_label"]) if "y_label" in curves else TRAINING_Y_LABEL
+    window = curves.get("episode_window")
+    curves["episode_window"] = (int(window) if window is not None and window.ndim == 0
+                                and np.issubdtype(window.dtype, np.integer) and int(window) > 0 else None)
     return curves
 
 

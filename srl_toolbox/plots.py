@@ -50,7 +50,8 @@ _CLIENT_CLASS: Any = None
 def movingAverage(values: ArrayLike, window: int) -> np.ndarray:
     """
     Trailing moving average: ``out[i]`` is the mean of ``values[max(0, i - window + 1) : i + 1]``,
-    so the first values average over fewer elements than ``window``.
+    so the first values average over fewer elements than ``window``. A value that is not finite (NaN, inf) makes
+    only the means of the windows holding it NaN (or inf), never a later one.
 
     :param values: 1-D array of values
     :param window: number of values averaged (at least 1)
@@ -62,10 +63,27 @@ def movingAverage(values: ArrayLike, window: int) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64).ravel()
     if values.size == 0:
         return values.copy()
-    cumsum = np.concatenate(([0.0], np.cumsum(values)))
+    finite = np.isfinite(values)
+    cumsum = np.concatenate(([0.0], np.cumsum(np.where(finite, values, 0.0))))
     ends = np.arange(1, values.size + 1)
     starts = np.maximum(0, ends - window)
-    return (cumsum[ends] - cumsum[starts]) / (ends - starts)
+    result = (cumsum[ends] - cumsum[starts]) / (ends - starts)
+    bad = np.concatenate(([0], np.cumsum(~finite)))
+    for end in np.flatnonzero(bad[ends] - bad[starts]) + 1:  # the windows that hold one: their own plain mean
+        result[end - 1] = values[starts[end - 1]:end].mean()
+    return result
+
+
+def smoothedLabel(episodes: int, window: int) -> str:
+    """
+    :param episodes: the episodes of the curve
+    :param window: the moving average's window
+    :return: what the smoothed curve is, for a legend: a moving average, or with fewer episodes than the window the
+        mean of all episodes so far
+    """
+    if episodes < window:
+        return f"mean of all episodes so far ({episodes} < the {window}-episode window)"
+    return f"moving average ({window} episodes, fewer before episode {window})"
 
 
 def _episodeData(timesteps: ArrayLike, rewards: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -409,7 +427,7 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     if rewards.size > 0:
         axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, label="raw")
         axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2,
-                  label=f"moving average ({int(episode_window)} episodes)")
+                  label=smoothedLabel(rewards.size, int(episode_window)))
         axes.legend(loc="best")
     else:
         axes.text(0.5, 0.5, "no finished episode", ha="center", va="center", transform=axes.transAxes)

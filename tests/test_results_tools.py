@@ -418,7 +418,7 @@ def test_an_unfinished_run_is_left_out_of_the_pooling_warning_and_an_empty_budge
     assert (rows["final"]["runs"], rows["300"]["runs"], rows["2000"]["runs"]) == ("2", "3", "0")
     text = open(tmp_path / "out" / "results.md").read()
     assert "no run trained to 2,000 steps" in text and "(all 0 of a shorter run)" not in text
-    assert "3 runs, 1 methods:" in result.stdout
+    assert "3 runs, 1 method:" in result.stdout
 
 
 def test_aggregate_plots_output_that_names_a_folder_writes_into_it(tmp_path):

@@ -1,11 +1,13 @@
 """Reading the SB3 Monitor CSVs of a run (``monitor/<rank>.monitor.csv``: a ``#{json}`` line, then ``r,l,t,...``).
 
 Episodes of all envs are merged in the order of the vectorized step at which they ended (then by file), which every
-run of a seed repeats; the timestep of an episode is the cumulative sum of the episode lengths up to it, as in the old
-toolbox's plots. An episode's wall time is counted from the earliest ``t_start`` of the files' headers, as SB3's
-``load_results`` does (each file's ``t`` counts from its own env's start), and is the time by which it and every
-episode merged before it had ended (the cumulative steps were reached then), so that it only grows along the merged
-episodes.
+run of a seed repeats. The timestep of an episode is, given the run's number of envs (they step together), the run's
+step count when it ended: its env's own step count times the envs, the unit of ``--num-timesteps`` and
+``--eval-freq`` (:meth:`MonitorTail.endSteps`); without it, the cumulative sum of the episode lengths up to it, as in
+the old toolbox's plots (the same with one env, earlier with several). An episode's wall time is counted from the
+earliest ``t_start`` of the files' headers, as SB3's ``load_results`` does (each file's ``t`` counts from its own env's
+start), and is the time by which it and every episode merged before it had ended (the steps were reached then), so
+that it only grows along the merged episodes.
 
 A row that is not an episode (a short row, a non-number, the NUL bytes a crash can leave) is skipped and recorded in
 :attr:`MonitorTail.damaged`: the last line of a file may be torn by a crash mid-write, and is ignored; one with rows
@@ -142,12 +144,15 @@ class MonitorTail:
         self._files.clear()
 
 
-def loadEpisodes(folder: str) -> dict[str, np.ndarray]:
+def loadEpisodes(folder: str, num_envs: int | None = None) -> dict[str, np.ndarray]:
     """
     Read every episode of a run's monitor folder.
 
     :param folder: the folder holding ``*.monitor.csv``
-    :return: arrays ``timesteps``, ``rewards``, ``lengths``, ``times`` (wall time since start), ``successes``
+    :param num_envs: the run's number of envs (stepped together); None: unknown
+    :return: arrays ``timesteps`` (the run's step count when each episode ended, :meth:`MonitorTail.endSteps`; with
+        ``num_envs`` None or 1, the sum of the lengths so far), ``rewards``, ``lengths``, ``times`` (wall time since
+        start), ``successes``
     :raises MonitorFileError: a file has a damaged row before its last line (a torn last line is ignored)
     """
     tail = MonitorTail(folder)
@@ -157,7 +162,7 @@ def loadEpisodes(folder: str) -> dict[str, np.ndarray]:
     if damaged:
         raise MonitorFileError(damaged[0])
     return {
-        "timesteps": tail.timesteps,
+        "timesteps": tail.endSteps(num_envs) if num_envs is not None and num_envs > 1 else tail.timesteps,
         "rewards": np.asarray(tail.rewards, dtype=np.float64),
         "lengths": np.asarray(tail.lengths, dtype=np.int64),
         "times": np.asarray(tail.times, dtype=np.float64),

@@ -1,0 +1,171 @@
+"""The results tools (gather_results, aggregate_plots, compare_plots, replay.plots) on fabricated runs: the steps of
+training episodes are the run's (all envs together), NaN rewards stay in their windows, the smoothing window is
+recorded and checked, and the tools' messages say what they count."""
+from __future__ import annotations
+
+import csv
+import json
+import os
+
+import numpy as np
+import pytest
+from conftest import runModule
+from matplotlib.figure import Figure
+
+from replay import compare_plots, plots
+from replay.results import loadCurves, runEnvs, saveCurves
+from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.plots import movingAverage
+
+ENV = "MobileRobotGymEnv-v0"
+LENGTH = 250
+
+
+def _fakeRun(run_dir, rewards_per_env, seed: int = 0, evaluations: dict | None = None, **args) -> str:
+    """A finished run as train leaves it, fabricated: args.json, one monitor file per env of LENGTH-step episodes,
+    done.json, and evaluations.npz when given ``{step: mean reward}``."""
+    os.makedirs(os.path.join(run_dir, "monitor"))
+    steps = LENGTH * sum(len(rewards) for rewards in rewards_per_env)
+    with open(os.path.join(run_dir, "args.json"), "w") as handle:
+        json.dump({"env": ENV, "srl_model": "ground_truth", "algo": "ppo2", "seed": seed, "num_timesteps": steps,
+                   "num_cpu": len(rewards_per_env), **args}, handle)
+    for env, rewards in enumerate(rewards_per_env):
+        with open(os.path.join(run_dir, "monitor", f"{env}.monitor.csv"), "w") as handle:
+            handle.write('#{"t_start": 1700000000.0, "env_id": "E"}\nr,l,t\n')
+            handle.writelines(f"{reward},{LENGTH},{index + 1.0}\n" for index, reward in enumerate(rewards))
+    with open(os.path.join(run_dir, "done.json"), "w") as handle:
+        handle.write("{}\n")
+    if evaluations is not None:
+        np.savez(os.path.join(run_dir, "evaluations.npz"), timesteps=np.array(list(evaluations)),
+                 results=np.array([[value] for value in evaluations.values()]),
+                 ep_lengths=np.full((len(evaluations), 1), LENGTH))
+    return str(run_dir)
+
+
+def _rows(folder) -> dict[str, dict[str, str]]:
+    with open(os.path.join(folder, "results.csv")) as handle:
+        return {row["budget"]: row for row in csv.DictReader(handle)}
+
+
+def _assertUsage(result, text: str) -> None:
+    assert result.returncode == 2, result.stdout + result.stderr
+    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.stderr
+
+
+def test_with_several_envs_a_training_episode_counts_at_the_runs_step(tmp_path):
+    """With --num-cpu 2 an episode was stamped with the sum of the lengths of the episodes finished before it: the
+    first two 250-step episodes at 250 and 500, though each ended at the run's step 500 (its env's 250th step): a
+    250-step budget had a reward and "250 (1/1)", and the curves put training episodes half-way before the
+    evaluations of the same steps."""
+    run = _fakeRun(tmp_path / "logs" / "a", [[-5.0, -8.0, 15.0], [-9.0, 0.0, 0.0]])
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--training-rewards", "--threshold",
+                       "-10", "--episode-window", "1", "--timestep-budget", "250", "500", "--output-dir",
+                       tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    rows = _rows(tmp_path / "out")
+    assert rows["250"]["runs"] == "0" and rows["250"]["no_episode_yet"] == "1" and rows["250"]["reached"] == "0"
+    assert "no episode finished within 250 steps" in open(tmp_path / "out" / "results.md").read()
+    assert rows["500"]["runs"] == "1" and float(rows["500"]["mean_reward"]) == -9.0  # env 1's, merged after env 0's
+    assert float(rows["500"]["median_steps_to_threshold"]) == 500.0 and rows["final"]["no_episode_yet"] == "0"
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "--timesteps", "-o", tmp_path / "agg" / "a")
+    assert result.returncode == 0, result.stderr
+    curves = loadCurves(str(tmp_path / "agg" / f"a_{ENV}_ppo2_ground_truth.npz"))
+    assert curves["x"][0] == 500 and curves["x"][-1] == 1500
+    result = runModule("replay.plots", "-i", tmp_path / "logs", "--output-dir", tmp_path / "plots")
+    assert result.returncode == 0, result.stderr
+    assert "(6 episodes, the last ending at step 1,500 of 1,500 trained)" in result.stdout  # (done.json: its steps)
+    assert list(loadEpisodes(os.path.join(run, "monitor"), 2)["timesteps"]) == [500, 500, 1000, 1000, 1500, 1500]
+    assert list(loadEpisodes(os.path.join(run, "monitor"))["timesteps"]) == [250, 500, 750, 1000, 1250, 1500]
+    # ppo1's processes each step --num-cpu envs
+    assert runEnvs({"num_cpu": 2, "num_workers": 3}) == 6 and runEnvs({"num_cpu": 2, "world_size": 4}) == 8
+    assert runEnvs({}) == runEnvs({"num_cpu": None}) == 1
+
+
+def test_a_nan_reward_blanks_only_the_windows_that_hold_it(tmp_path, monkeypatch):
+    """The moving average was a difference of cumulative sums: one NaN reward made every later mean NaN, so
+    gather_results lost the run's steps to threshold and aggregate_plots' mean curve was NaN from there on."""
+    averaged = movingAverage([1.0, np.nan, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 2)
+    np.testing.assert_array_equal(averaged, [1.0, np.nan, np.nan, 1.0, 1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(movingAverage([1.0, np.inf, 3.0, 5.0], 2), [1.0, np.inf, np.inf, 4.0])
+    run = _fakeRun(tmp_path / "logs" / "a", [[-50.0, np.nan, -50.0, 0.0, 0.0, 0.0]])
+    _fakeRun(tmp_path / "logs" / "b", [[-50.0, -50.0, -50.0, 0.0, 0.0, 0.0]], seed=1)
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--threshold", "-10", "--episode-window", "2",
+                       "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warned) == 1 and f"{run}: 1 of its 6 episode rewards are NaN" in warned[0], result.stderr
+    final = _rows(tmp_path / "out")["final"]
+    assert final["reached"] == "2" and float(final["median_steps_to_threshold"]) == 1250.0
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "--episode-window", "2", "-o",
+                       tmp_path / "agg" / "a")
+    assert result.returncode == 0 and "1 of its 6 episode rewards are NaN" in result.stderr, result.stderr
+    y = loadCurves(str(tmp_path / "agg" / f"a_{ENV}_ppo2_ground_truth.npz"))["y"]
+    assert np.isnan(y[0, 1:3]).all() and np.isfinite(y[0, 3:]).all() and np.isfinite(y[1]).all()
+
+
+def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatch):
+    """aggregate_plots' .npz did not record its --episode-window nor the figure show it, and compare_plots drew curves
+    of different windows together; replay.plots' legend said "moving average (40 episodes)" on a run of fewer
+    episodes, whose curve is the mean of all episodes so far."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [[1.0, 2.0, 3.0, 4.0, 5.0]], seed=seed)
+    for window in (2, 3):
+        result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "--episode-window", window, "-o",
+                           tmp_path / f"w{window}" / "a")
+        assert result.returncode == 0, result.stderr
+    first, second = (str(tmp_path / f"w{window}" / f"a_{ENV}_ppo2_ground_truth.npz") for window in (2, 3))
+    assert loadCurves(first)["episode_window"] == 2 and loadCurves(second)["episode_window"] == 3
+    result = runModule("replay.compare_plots", "-i", first, second, "-o", tmp_path / "c.png")
+    _assertUsage(result, f"smoothed over different episode windows (2 episodes: {first}; 3 episodes: {second})")
+    assert not (tmp_path / "c.png").exists()
+    # a file written before the window was saved: unknown, refused with no other
+    old = str(tmp_path / "old.npz")
+    np.savez(old, x=np.arange(1.0, 6.0), y=np.zeros((2, 5)), x_label=np.array("episodes"))
+    assert loadCurves(old)["episode_window"] is None
+    assert compare_plots.main(["-i", first, old, "-o", str(tmp_path / "c.png")]) == 0
+    assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average)"
+    assert compare_plots.main(["-i", first, first, "-o", str(tmp_path / "d.png")]) == 0
+    assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average over 2 episodes, fewer at the start)"
+    # evaluation curves have no window
+    saveCurves(str(tmp_path / "e.npz"), np.arange(3.0), np.ones((1, 3)), "x", ENV, "timesteps", ["r"],
+               "mean evaluation reward")
+    assert loadCurves(str(tmp_path / "e.npz"))["episode_window"] is None
+    episodes = {"timesteps": np.arange(1.0, 13.0), "rewards": np.ones(12), "times": np.arange(12.0)}
+    plots.plotRun(episodes, 40, str(tmp_path / "run.png"))
+    assert [line.get_label() for line in drawn[-1].axes[0].get_lines()][1] == \
+        "mean of all episodes so far (12 < the 40-episode window)"
+    plots.plotRun(episodes, 5, str(tmp_path / "run.png"))
+    assert [line.get_label() for line in drawn[-1].axes[0].get_lines()][1] == \
+        "moving average (5 episodes, fewer before episode 5)"
+
+
+def test_the_messages_say_what_they_count(tmp_path):
+    """gather_results blamed --training-rewards' choice on the runs ("no method has evaluations for all its runs")
+    and said "1 methods"; aggregate_plots dropped a method's evaluation figure without a word when one seed had no
+    evaluations.npz."""
+    _fakeRun(tmp_path / "logs" / "a", [[1.0, 2.0]], evaluations={250: 1.0, 500: 2.0})
+    lacking = _fakeRun(tmp_path / "logs" / "b", [[1.0, 2.0]], seed=1)
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--output-dir", tmp_path / "out",
+                       "--training-rewards")
+    assert result.returncode == 0, result.stderr
+    assert "Rewards from training episodes (--training-rewards)\n2 runs, 1 method: " in result.stdout, result.stdout
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "-o", tmp_path / "agg" / "a")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warned == [f"warning: {ENV} ppo2 ground_truth: no evaluation curve, 1 of its 2 runs have no evaluations "
+                      f"(evaluations.npz), e.g. {lacking}"], result.stderr
+    assert sorted(os.listdir(tmp_path / "agg")) == [f"a_{ENV}.png", f"a_{ENV}_ppo2_ground_truth.npz"]
+
+
+@pytest.mark.parametrize("window", [1, 3])
+def test_a_window_of_one_episode_reads_as_one(tmp_path, window):
+    _fakeRun(tmp_path / "logs" / "a", [[1.0, 2.0, 3.0, 4.0]])
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--output-dir", tmp_path / "out",
+                       "--episode-window", window)
+    assert result.returncode == 0, result.stderr
+    text = open(tmp_path / "out" / "results.md").read()
+    assert ("| last training episode |" if window == 1 else "| last 3 training episodes |") in text
+    assert "1 run, 1 method: " in result.stdout
