@@ -341,6 +341,8 @@ CASES = [
     ("compare-foreign-npz", COMPARE, ["-i", "{bad}/foreign.npz", "-o", "{bad}/c.png"], ["foreign.npz", "aggregate_plots"]),
     ("compare-label-count", COMPARE, ["-i", "{bad}/curves.npz", "--labels", "a", "b", "-o", "{bad}/c.png"],
      ["--labels", "2 labels for 1 inputs"]),
+    ("compare-other-windows", COMPARE, ["-i", "{bad}/window2.npz", "{bad}/window3.npz", "-o", "{bad}/c.png"],
+     ["episode windows", "2 episodes", "window2.npz", "3 episodes", "window3.npz", "--episode-window"]),
     ("compare-output-not-png", COMPARE, ["-i", "{bad}/curves.npz", "-o", "{bad}/c.svg"], ["c.svg", ".png"]),
     ("compare-read-only-output", COMPARE, ["-i", "{bad}/curves.npz", "-o", "{ro}/c.png"], [READ_ONLY_NAME]),
     # --- replay.visdom_server
@@ -416,6 +418,7 @@ CATEGORIES = {
         "generator-joints-on-mobile-robot", "fusioner-one-source", "fusioner-same-source-twice", "srl-train-split-dims-sum",
         "fusioner-same-episodes",
         "srl-train-pca-with-losses", "srl-train-epochs-with-updates", "latent-model-does-not-decode", "compare-label-count",
+        "compare-other-windows",
         "srl-train-epochs-for-pca", "srl-train-foreground-weight-without-reconstruction",
         "train-gail-dataset-of-other-action-kind", "train-gail-lossy-frames"],
     "output in the way (existing output, a file where a folder goes)": [

@@ -71,6 +71,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     x = np.arange(5, dtype=float)
     np.savez(bad / "curves.npz", x=x, y=np.stack([x, x + 1]), label=np.array("ppo2"), env=np.array("env"),
              x_label=np.array("episodes"))
+    for window in (2, 3):  # training curves smoothed over different episode windows
+        np.savez(bad / f"window{window}.npz", x=x, y=np.stack([x, x + 1]), label=np.array("ppo2"),
+                 env=np.array("env"), x_label=np.array("episodes"), episode_window=np.array(window))
     np.savez(bad / "foreign.npz", weights=np.zeros(3))
     (root / READ_ONLY_NAME).mkdir()
     return {"root": str(root), "bad": str(bad), "data": str(root / "data"), "srl": str(root / "logs" / "srl"),
