@@ -31,9 +31,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from replay.results import loadRunEvaluations, runEnvs, runProgress, warnNanRewards
+from replay.results import loadRunEvaluations, runProgress, warnNanRewards
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes
+from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvs
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     CLIParser,

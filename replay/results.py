@@ -7,7 +7,7 @@ seeds: mean, sample standard deviation and a Student-t 95% confidence interval o
 
 The step of a training episode is the run's step count when it ended, all envs together (the unit of
 ``--num-timesteps``, ``--eval-freq`` and the evaluations): with ``--num-cpu N``, N times its env's own step count
-(:func:`runEnvs`, rl_baselines.runs.monitor_files.loadEpisodes). A NaN episode reward makes NaN the means over the
+(rl_baselines.runs.monitor_files.runEnvs and loadEpisodes). A NaN episode reward makes NaN the means over the
 windows that hold it, and only those (srl_toolbox.plots.movingAverage); each run with one says so in a warning.
 
 A run trained with ``--eval-freq`` also carries its deterministic evaluations (``evaluations.npz``, SB3's
@@ -28,7 +28,7 @@ from scipy import stats
 from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
-from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes
+from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
@@ -78,19 +78,6 @@ class Run:
         :return: (env, srl_model, algo, *those values)
         """
         return tuple(str(self.args.get(name)) for name in (*GROUP_KEYS, *group_by))
-
-
-def runEnvs(args: dict[str, Any]) -> int:
-    """
-    :param args: a run's args.json
-    :return: the envs that stepped together in the run: ``--num-cpu`` per process times ppo1's processes
-        (``--world-size``, else ``--num-workers``); 1 where args.json does not say
-    """
-    def count(name: str) -> int:
-        value = args.get(name)
-        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
-
-    return count("num_cpu") * (count("world_size") if args.get("world_size") else count("num_workers"))
 
 
 def warnNanRewards(folder: str, rewards: np.ndarray) -> None:
@@ -348,7 +335,7 @@ def episodeWindowStepsToThreshold(timesteps: np.ndarray, rewards: np.ndarray, th
     """
     Steps to a threshold on the training episodes, smoothed over a moving window.
 
-    :param timesteps: cumulative env steps at the end of each episode
+    :param timesteps: the run's step count (all envs together) at the end of each episode
     :param rewards: episode rewards
     :param threshold: the mean reward to reach
     :param window: episodes averaged (the mean counts once ``window`` episodes are finished)

@@ -88,7 +88,7 @@ def smoothedLabel(episodes: int, window: int) -> str:
 
 def _episodeData(timesteps: ArrayLike, rewards: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """
-    :param timesteps: cumulative env steps at the end of each episode
+    :param timesteps: the run's step count (all envs together) at the end of each episode
     :param rewards: reward of each episode
     :return: both as 1-D float arrays
     """
@@ -293,7 +293,7 @@ class VisdomPlotter:
         """
         Redraw both windows with every episode so far (the whole data is replaced).
 
-        :param timesteps: ``timesteps[i]`` is the cumulative env step count at the end of episode ``i``
+        :param timesteps: ``timesteps[i]`` is the run's step count (all envs together) when episode ``i`` ended
         :param rewards: ``rewards[i]`` is the reward of episode ``i``
         """
         if self._disabled:
@@ -409,7 +409,7 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     Write the learning curve as a PNG: raw episode rewards (light) and their moving average against timesteps.
     The file is replaced atomically (a reader never sees a partial image). Needs no display.
 
-    :param timesteps: ``timesteps[i]`` is the cumulative env step count at the end of episode ``i``
+    :param timesteps: ``timesteps[i]`` is the run's step count (all envs together) when episode ``i`` ended
     :param rewards: ``rewards[i]`` is the reward of episode ``i``
     :param episode_window: number of episodes of the moving average
     :param path: the PNG file to write (its folder is created if needed)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from rl_baselines.core.base import BaseRLObject
@@ -214,6 +215,11 @@ class TrainingCallbacks(CallbackList):
         """The episodes read from the run's monitor files."""
         return self.find(RefreshCallback).feed.monitor
 
+    @property
+    def episode_steps(self) -> np.ndarray:
+        """The run's step count (all envs together) when each episode read so far ended (EpisodeFeed.steps)."""
+        return self.find(RefreshCallback).feed.steps
+
     def modelPath(self, folder: str) -> str:
         """:return: ``folder/<algo>_model<ext>``"""
         return self.find(CheckpointCallback).saver.modelPath(folder)
@@ -236,10 +242,10 @@ class TrainingCallbacks(CallbackList):
 def _standardParts(algo: BaseRLObject, algo_name: str, run_dir: str, total_timesteps: int, start_timesteps: int,
                    log_interval: int, save_interval: int, checkpoint_freq: int, min_episodes_save: int, plotter: Any,
                    progress: bool, run_info: dict[str, Any] | None, buffer_save_freq: int, evaluator: Any,
-                   run_logger: Any) -> list[BaseCallback]:
+                   run_logger: Any, num_envs: int) -> list[BaseCallback]:
     """The train command's callbacks, in their order (see :func:`standardCallbacks`)."""
     run_logger = run_logger if run_logger is not None else RunLogger(run_dir, plotter=plotter)
-    feed = EpisodeFeed(RunFolder(run_dir).monitor_dir)
+    feed = EpisodeFeed(RunFolder(run_dir).monitor_dir, num_envs)
     saver = ModelSaver(algo, algo_name, run_dir, run_info)
     best = BestModelCallback(saver, feed, save_interval, min_episodes_save, start_timesteps,
                              by_evaluation=evaluator is not None)
@@ -258,7 +264,7 @@ def standardCallbacks(algo: BaseRLObject, algo_name: str, run_dir: str, total_ti
                       start_timesteps: int = 0, log_interval: int = 1000, save_interval: int = 5000,
                       checkpoint_freq: int = 0, min_episodes_save: int = 100, plotter: Any = None,
                       progress: bool = True, run_info: dict[str, Any] | None = None, buffer_save_freq: int = 0,
-                      evaluator: Any = None, run_logger: Any = None) -> TrainingCallbacks:
+                      evaluator: Any = None, run_logger: Any = None, num_envs: int = 1) -> TrainingCallbacks:
     """
     The train command's list: a refresh every ``log_interval`` steps (progress bar, scalar log, live plot when
     ``plotter`` is given, best model), the evaluation (with ``evaluator``), the stop signal and the checkpoints.
@@ -280,11 +286,13 @@ def standardCallbacks(algo: BaseRLObject, algo_name: str, run_dir: str, total_ti
         evaluation, ``best/`` follows the training reward)
     :param run_logger: the run's scalar log (rl_baselines.runs.run_logging.RunLogger); None: progress.csv and
         ``plotter`` only
+    :param num_envs: the run's envs, stepped together (rl_baselines.runs.monitor_files.runEnvs): an episode is
+        logged and plotted at its env's own step count times them, the run's step count when it ended
     :return: the list
     """
     return TrainingCallbacks(_standardParts(algo, algo_name, run_dir, total_timesteps, start_timesteps, log_interval,
                                             save_interval, checkpoint_freq, min_episodes_save, plotter, progress,
-                                            run_info, buffer_save_freq, evaluator, run_logger))
+                                            run_info, buffer_save_freq, evaluator, run_logger, num_envs))
 
 
 class TrainingCallback(TrainingCallbacks):
@@ -297,7 +305,7 @@ class TrainingCallback(TrainingCallbacks):
                  start_timesteps: int = 0, log_interval: int = 1000, save_interval: int = 5000,
                  checkpoint_freq: int = 0, min_episodes_save: int = 100, plotter: Any = None, progress: bool = True,
                  run_info: dict[str, Any] | None = None, buffer_save_freq: int = 0, evaluator: Any = None,
-                 run_logger: Any = None) -> None:
+                 run_logger: Any = None, num_envs: int = 1) -> None:
         super().__init__(_standardParts(algo, algo_name, run_dir, total_timesteps, start_timesteps, log_interval,
                                         save_interval, checkpoint_freq, min_episodes_save, plotter, progress,
-                                        run_info, buffer_save_freq, evaluator, run_logger))
+                                        run_info, buffer_save_freq, evaluator, run_logger, num_envs))

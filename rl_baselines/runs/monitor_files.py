@@ -3,11 +3,12 @@
 Episodes of all envs are merged in the order of the vectorized step at which they ended (then by file), which every
 run of a seed repeats. The timestep of an episode is, given the run's number of envs (they step together), the run's
 step count when it ended: its env's own step count times the envs, the unit of ``--num-timesteps`` and
-``--eval-freq`` (:meth:`MonitorTail.endSteps`); without it, the cumulative sum of the episode lengths up to it, as in
-the old toolbox's plots (the same with one env, earlier with several). An episode's wall time is counted from the
-earliest ``t_start`` of the files' headers, as SB3's ``load_results`` does (each file's ``t`` counts from its own env's
-start), and is the time by which it and every episode merged before it had ended (the steps were reached then), so
-that it only grows along the merged episodes.
+``--eval-freq`` (:meth:`MonitorTail.runSteps`; a run folder's envs: :func:`runEnvs`), which training's logs and plots,
+the sweep's live plots and the results tools all use; without it, the cumulative sum of the episode lengths up to it,
+as in the old toolbox's plots (the same with one env, earlier with several). An episode's wall time is counted from
+the earliest ``t_start`` of the files' headers, as SB3's ``load_results`` does (each file's ``t`` counts from its own
+env's start), and is the time by which it and every episode merged before it had ended (the steps were reached then),
+so that it only grows along the merged episodes.
 
 A row that is not an episode (a short row, a non-number, the NUL bytes a crash can leave) is skipped and recorded in
 :attr:`MonitorTail.damaged`: the last line of a file may be torn by a crash mid-write, and is ignored; one with rows
@@ -19,6 +20,7 @@ import csv
 import glob
 import json
 import os
+from typing import Any
 
 import numpy as np
 
@@ -130,6 +132,13 @@ class MonitorTail:
         return np.maximum.accumulate(np.asarray(self.env_steps, dtype=np.int64)) * int(num_envs) \
             if self.env_steps else np.zeros(0, dtype=np.int64)
 
+    def runSteps(self, num_envs: int | None) -> np.ndarray:
+        """
+        :param num_envs: the run's number of envs (:func:`runEnvs`); None: unknown
+        :return: each episode's step: :meth:`endSteps`, or :attr:`timesteps` with ``num_envs`` None or 1
+        """
+        return self.endSteps(num_envs) if num_envs is not None and num_envs > 1 else self.timesteps
+
     def meanReward(self, last: int = 100) -> float:
         """
         :param last: how many recent episodes to average
@@ -162,12 +171,25 @@ def loadEpisodes(folder: str, num_envs: int | None = None) -> dict[str, np.ndarr
     if damaged:
         raise MonitorFileError(damaged[0])
     return {
-        "timesteps": tail.endSteps(num_envs) if num_envs is not None and num_envs > 1 else tail.timesteps,
+        "timesteps": tail.runSteps(num_envs),
         "rewards": np.asarray(tail.rewards, dtype=np.float64),
         "lengths": np.asarray(tail.lengths, dtype=np.int64),
         "times": np.asarray(tail.times, dtype=np.float64),
         "successes": np.asarray(tail.successes, dtype=np.float64),
     }
+
+
+def runEnvs(args: dict[str, Any]) -> int:
+    """
+    :param args: a run's args.json
+    :return: the envs that stepped together in the run: ``--num-cpu`` per process times ppo1's processes
+        (``--world-size``, else ``--num-workers``); 1 where args.json does not say
+    """
+    def count(name: str) -> int:
+        value = args.get(name)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+    return count("num_cpu") * (count("world_size") if args.get("world_size") else count("num_workers"))
 
 
 def _episodeRow(columns: list[str], line: str) -> tuple[float, float, int, float] | None:

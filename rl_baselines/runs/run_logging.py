@@ -131,7 +131,7 @@ class RunLogger:
         self._pending_step = 0
         self._episodes_logged = 0
         self._episode_means: dict[str, float] = {}  # rollout/ep_rew_mean, rollout/ep_len_mean as of the last refresh
-        # the episodes read at the last refresh: (cumulative env steps at each one's end, rewards, lengths)
+        # the episodes read at the last refresh: (the run's step count at each one's end, rewards, lengths)
         self._episodes: tuple[np.ndarray, list[float], list[int]] = (np.zeros(0), [], [])
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self._visdom_sent_at = 0.0
@@ -267,7 +267,7 @@ class RunLogger:
         Write the episodes not yet logged to tensorboard (a resumed run: those ending after its checkpoint), and the
         means of the last 100 at the last one's step when the algorithm writes no training rows.
 
-        :param timesteps: cumulative env steps at the end of each episode so far
+        :param timesteps: the run's step count (all envs together) at the end of each episode so far
         :param rewards: every episode's reward so far
         :param lengths: every episode's length so far
         """

@@ -24,6 +24,7 @@ from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
+from rl_baselines.runs.monitor_files import runEnvs
 from rl_baselines.runs.resume import continueCommand, installStopHandlers
 from rl_baselines.runs.run_logging import RunLogger, sharedProgressLogger, tensorboardRunName
 from rl_baselines.runs.train_config import TrainConfig, TrainResult
@@ -71,7 +72,7 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         save_interval=algo_class.SAVE_INTERVAL, checkpoint_freq=max(0, checkpoint_freq),
         min_episodes_save=config.min_episodes_save, plotter=plotter, progress=not config.no_progress,
         run_info=runDescription(run_dir, config), buffer_save_freq=config.buffer_save_freq, evaluator=evaluator,
-        run_logger=run_logger)
+        run_logger=run_logger, num_envs=runEnvs(config.argsRecord()))
     if resuming:
         callback.restoreState(plan.run_state.get("callback", {}))
     # SIGINT/SIGTERM: checkpoint, then stop (a second one: at once); the final save, which no signal cuts short
@@ -179,6 +180,6 @@ def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     if not callback.monitor.rewards:
         return
     RunFolder(config.run_dir).checkStays()
-    saveLearningCurve(callback.monitor.timesteps, callback.monitor.rewards, config.episode_window,
+    saveLearningCurve(callback.episode_steps, callback.monitor.rewards, config.episode_window,
                       RunFolder(config.run_dir).learning_curve_file,
                       title=f"{config.env} {config.srl_model} {config.algo}")

@@ -103,10 +103,12 @@ class EpisodeFeed:
     judge episodes. Only :class:`RefreshCallback` polls it.
 
     :param monitor_dir: the run's monitor folder
+    :param num_envs: the run's envs, stepped together (monitor_files.runEnvs): the unit of :attr:`steps`
     """
 
-    def __init__(self, monitor_dir: str) -> None:
+    def __init__(self, monitor_dir: str, num_envs: int = 1) -> None:
         self.monitor = MonitorTail(monitor_dir)
+        self.num_envs = int(num_envs)
         # episodes read by the last poll, and whether that poll was the final one (plots are then sent at once)
         self.new_episodes = 0
         self.closing = False
@@ -121,6 +123,11 @@ class EpisodeFeed:
         self._read_ahead = 0
         self.closing = closing
         return self.new_episodes
+
+    @property
+    def steps(self) -> np.ndarray:
+        """The run's step count (all envs together, as ``num_timesteps``) when each episode read so far ended."""
+        return self.monitor.runSteps(self.num_envs)
 
     def readAhead(self) -> int:
         """
@@ -311,7 +318,7 @@ class ScalarLogCallback(TrainingService):
 
     def _logEpisodes(self) -> None:
         monitor = self.feed.monitor
-        self.run_logger.logEpisodes(monitor.timesteps, monitor.rewards, monitor.lengths)
+        self.run_logger.logEpisodes(self.feed.steps, monitor.rewards, monitor.lengths)
 
     def beforeCheckpoint(self) -> None:
         """
@@ -376,7 +383,7 @@ class LivePlotCallback(TrainingService):
         closing = self.feed.closing
         if (self.feed.new_episodes or closing) and (closing or now - self.plotted_at >= PLOT_PERIOD_S):
             self.plotted_at = now
-            self.plotter.update(self.feed.monitor.timesteps, self.feed.monitor.rewards)
+            self.plotter.update(self.feed.steps, self.feed.monitor.rewards)
         return True
 
 

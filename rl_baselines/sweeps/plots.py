@@ -1,8 +1,10 @@
 """Live visdom plots of a sweep: one window per (env, SRL model), one smoothed reward curve per algorithm and seed.
 
 The curves are read from the runs' monitor files as they grow (the runs themselves are started with ``--no-vis``),
-so they work the same for local runs and for Ray runs on a shared file system. An unreachable server costs one
-warning for the whole sweep (the connection handling is VisdomPlotter's).
+so they work the same for local runs and for Ray runs on a shared file system. An episode is drawn at the run's step
+count when it ended, all envs together (its env's own step count times the envs its args.json gives,
+rl_baselines.runs.monitor_files.runEnvs), as training's own plots and the results tools draw it. An unreachable
+server costs one warning for the whole sweep (the connection handling is VisdomPlotter's).
 """
 from __future__ import annotations
 
@@ -13,9 +15,10 @@ from collections.abc import Iterable
 import numpy as np
 
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import MonitorTail
+from rl_baselines.runs.monitor_files import MonitorTail, runEnvs
 from rl_baselines.sweeps.run_attempts import runAttempts
 from rl_baselines.sweeps.sweep import RunSpec
+from srl_toolbox.files import readJson
 
 # The single-run plotter's helpers, reused so that both plotters smooth, subsample and report alike.
 from srl_toolbox.plots import VisdomPlotter, describe, movingAverage, quietVisdom, subsample
@@ -52,7 +55,7 @@ class SweepPlotter(VisdomPlotter):
         :param env: env id of the run
         :param srl_model: its SRL model
         :param name: the trace name (``<algo> seed<N>``)
-        :param timesteps: cumulative env steps at the end of each episode
+        :param timesteps: the run's step count (all envs together) at the end of each episode
         :param rewards: reward of each episode
         """
         if not self.enabled or len(rewards) == 0:
@@ -87,6 +90,7 @@ class SweepCurves:
     def __init__(self, plotter: SweepPlotter) -> None:
         self.plotter = plotter
         self._tails: dict[str, tuple[str, MonitorTail]] = {}  # run id -> (run folder, its tail)
+        self._envs: dict[str, int] = {}  # run folder -> its envs (runEnvs of its args.json), once it could be read
 
     def refresh(self, specs: Iterable[RunSpec]) -> None:
         """
@@ -108,8 +112,18 @@ class SweepCurves:
                 self._tails[spec.run_id] = known
             tail = known[1]
             if tail.poll() > 0:
-                self.plotter.updateCurve(spec.env, spec.srl_model, f"{spec.algo} seed{spec.seed}", tail.timesteps,
-                                         np.asarray(tail.rewards))
+                self.plotter.updateCurve(spec.env, spec.srl_model, f"{spec.algo} seed{spec.seed}",
+                                         tail.runSteps(self._runEnvs(known[0])), np.asarray(tail.rewards))
+
+    def _runEnvs(self, folder: str) -> int | None:
+        """:return: the envs of the run in ``folder`` (its args.json), None while args.json cannot be read"""
+        if folder not in self._envs:
+            try:
+                args = readJson(RunFolder(folder).args_file)
+            except (OSError, ValueError):
+                return None
+            self._envs[folder] = runEnvs(args if isinstance(args, dict) else {})
+        return self._envs[folder]
 
     def close(self) -> None:
         """Close the monitor files."""

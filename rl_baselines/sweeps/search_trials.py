@@ -8,10 +8,11 @@ folder that ``replay`` tools read, and a pruned trial is stopped by killing its 
 The pruner's intermediate values and the objective are the same measure, so that the last value a trial reports is
 its objective, and a pruned trial is compared with completed ones on what they are scored on:
 
-- without evaluations, they are read from the run's monitor CSVs as they grow: at the env steps ``T*k/n``, the mean
-  reward of the last ``eval_episodes`` episodes finished by then (a value is reported only once no episode can still
-  end before its step, so it does not depend on polling speed); the objective is that mean at the budget
-  (``num_timesteps``, the last of those steps);
+- without evaluations, they are read from the run's monitor CSVs as they grow (an episode at the run's step count
+  when it ended, all envs together: its env's own steps times the envs its args.json gives): at the env steps
+  ``T*k/n``, the mean reward of the last ``eval_episodes`` episodes finished by then (a value is reported only once no
+  episode can still end before its step, so it does not depend on polling speed); the objective is that mean at the
+  budget (``num_timesteps``, the last of those steps);
 - when the search evaluates (a forwarded ``--eval-freq``), from the run's evaluations.npz as the run rewrites it
   (atomically, after each evaluation; a missing or unreadable file is read again at the next poll): each evaluation's
   mean reward, at the multiple of ``eval_freq`` it was due at (as RL Zoo's TrialEvalCallback reports each evaluation's
@@ -39,9 +40,10 @@ from tqdm import tqdm
 
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
-from rl_baselines.runs.monitor_files import MonitorTail
+from rl_baselines.runs.monitor_files import MonitorTail, runEnvs
 from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, loadStudy, suggestParams
 from srl_toolbox.devices import threadsEnvironment
+from srl_toolbox.files import readJson
 from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
 
 # Seconds between two reads of a running trial's monitor files.
@@ -151,6 +153,22 @@ class _EvaluationReporter:
         return None
 
 
+def trialRun(folder: str) -> tuple[str, int] | None:
+    """
+    :param folder: a trial's folder
+    :return: its run folder and the run's envs (monitor_files.runEnvs of its args.json: ``--num-cpu`` times ppo1's
+        processes), None while train has not written args.json
+    """
+    found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", ARGS_FILE))
+    if not found:
+        return None
+    try:
+        args = readJson(found[0])
+    except (OSError, ValueError):  # (written atomically: only a file being replaced)
+        return None
+    return os.path.dirname(found[0]), runEnvs(args if isinstance(args, dict) else {})
+
+
 def _trialFolder(output_dir: str, number: int) -> str:
     """:return: a new folder for trial ``number`` (suffixed if an earlier study left one of that name)"""
     os.makedirs(output_dir, exist_ok=True)
@@ -253,20 +271,20 @@ class TrialObjective:
         steps = self.config.reportSteps
         episodes = _EpisodeReporter(trial, steps, self.config.eval_episodes)
         evaluations = _EvaluationReporter(trial, self.config.eval_freq, steps[-1]) if self.config.evaluate else None
-        tail, run_dir = None, None
+        tail, run_dir, num_envs = None, None, 1
         try:
             while True:
                 finished = child.poll() is not None  # checked before reading: a finished run's files are complete
                 if tail is None:
-                    found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", ARGS_FILE))
-                    if found:
-                        run_dir = os.path.dirname(found[0])
+                    found = trialRun(folder)
+                    if found is not None:
+                        run_dir, num_envs = found
                         trial.set_user_attr("run_dir", run_dir)
                         tail = MonitorTail(RunFolder(run_dir).monitor_dir)
                 if tail is not None:
                     tail.poll()
                 # (the run's steps at each episode's end: with several envs, not the sum of the lengths so far)
-                timesteps = tail.endSteps(self.config.num_cpu) if tail is not None else np.zeros(0, dtype=np.int64)
+                timesteps = tail.endSteps(num_envs) if tail is not None else np.zeros(0, dtype=np.int64)
                 rewards = tail.rewards if tail is not None else []
                 if finished and child.returncode != 0:
                     break  # a crash is a failed trial, not a pruned one
