@@ -53,7 +53,8 @@ from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetad
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.runs.monitor_files import loadEpisodes, runEnvs
+from rl_baselines.runs.train_config import readArgsRecord
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 from srl_toolbox.devices import threadsEnvironment, threadsShare
 
@@ -280,11 +281,13 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
         return RunResult(case, seed, float("nan"), 0, wall, error=f"exit {result.returncode}: {lines[-1][:160]}")
     done = re.search(r"^Done: (\d+) steps", result.stdout, re.MULTILINE)
     folder = re.findall(r"^Run folder: (.+)$", result.stdout, re.MULTILINE)[-1].strip()
-    episodes = loadEpisodes(RunFolder(folder).monitor_dir)
+    episodes = loadEpisodes(RunFolder(folder).monitor_dir, runEnvs(readArgsRecord(folder)))
     rewards = episodes["rewards"]
     if not len(rewards):
         return RunResult(case, seed, float("nan"), steps, wall, error="no finished episode")
-    rate = float(episodes["timesteps"][-1] / episodes["times"].max()) if episodes["times"].max() > 0 else float("nan")
+    # (the episodes' lengths summed: every env's steps until the last episode ended, over the monitor's clock)
+    played = float(episodes["lengths"].sum())
+    rate = played / episodes["times"].max() if episodes["times"].max() > 0 else float("nan")
     masked = float("nan")
     if not case.continuous and case.env in MASKED_ENVS:
         masked = countMaskedMoves(folder, seed, env)
@@ -295,7 +298,8 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
 
 def stepsToThreshold(episodes: dict[str, np.ndarray], threshold: float | None, window: int) -> float:
     """
-    :param episodes: a run's monitor episodes (``rewards``, ``timesteps`` at each episode's end)
+    :param episodes: a run's monitor episodes (``rewards``, ``timesteps``: the run's step count, all envs together,
+        at each episode's end)
     :param threshold: the task's threshold, None for none
     :param window: episodes averaged
     :return: the env steps at the end of the first episode where the mean of the last ``window`` episodes (fewer at
