@@ -19,6 +19,7 @@ from rl_baselines.core.checkpointing import Checkpoint, listCheckpoints, runDesc
 from rl_baselines.rl_algorithm.sb3_base import sb3Callback
 from rl_baselines.runs import training_callbacks
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
+from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.training_callbacks import (
     N_EPISODES_EVAL,
     BestModelCallback,
@@ -27,7 +28,6 @@ from rl_baselines.runs.training_callbacks import (
     EvaluationCallback,
     LivePlotCallback,
     ModelSaver,
-    ProgressCallback,
     RefreshCallback,
     ScalarLogCallback,
     StopSignalCallback,

@@ -252,6 +252,12 @@ class DQNModel(TorchRLObject):
         # the training state, so that a resumed run's first row averages the same steps as the uninterrupted run's.
         self.pending_losses: list[float] = []
 
+    @property
+    def learning_starts(self) -> int:
+        """The step count at which learning starts, as SB3's off-policy ``learning_starts`` (the progress bar shows
+        the warm-up before it): the ``learning_starts`` hyperparameter's steps after this run's start."""
+        return self.scheduleStart() + int(self.hyperparams["learning_starts"])
+
     # --- networks --------------------------------------------------------------------------------------------
 
     def buildModel(self) -> None:

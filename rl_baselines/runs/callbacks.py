@@ -1,6 +1,7 @@
 """The callback the train command hands to every algorithm: :class:`TrainingCallbacks`, a Stable-Baselines3
 ``CallbackList`` of small training services (rl_baselines.runs.training_callbacks: refresh, progress bar, scalar
-log, live plot, best model, evaluation, stop signal, checkpoints), also callable in the old toolbox's form.
+log, live plot, best model, evaluation, stop signal, checkpoints; the progress bar is
+rl_baselines.runs.progress_bar's), also callable in the old toolbox's form.
 
 Two ways to drive it:
 
@@ -28,6 +29,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MonitorTail
+from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.run_logging import RunLogger
 from rl_baselines.runs.training_callbacks import (
     N_EPISODES_EVAL,
@@ -38,7 +40,6 @@ from rl_baselines.runs.training_callbacks import (
     EvaluationCallback,
     LivePlotCallback,
     ModelSaver,
-    ProgressCallback,
     RefreshCallback,
     ScalarLogCallback,
     StopSignalCallback,
@@ -67,6 +68,11 @@ class TrainingCallbacks(CallbackList):
             log = self.find(ScalarLogCallback)
             if log is not None:
                 checkpoints.before_save = log.beforeCheckpoint
+        progress = self.find(ProgressCallback)
+        if progress is not None:  # the services say in its bar what they do while no step is counted
+            for callback in walk(self.callbacks):
+                if isinstance(callback, TrainingService):
+                    callback.progress_status = progress.showing
 
     # --- the list ----------------------------------------------------------------------------------------------
 

@@ -6,7 +6,8 @@ toolbox's form (``callback(locals(), globals())`` after each vectorised step, ``
 between updates). The train command's list, in the order of every step::
 
     RefreshCallback        every LOG_INTERVAL env steps: reads the new episodes of the monitor files, then runs
-        ProgressCallback       the progress bar (ETA, episodes, mean reward)
+        ProgressCallback       the progress bar (ETA, episodes, mean reward; rl_baselines.runs.progress_bar), also
+                               moved at the steps between two refreshes and told of SB3's rollout starts and ends
         ScalarLogCallback      the run's scalar log: episodes and pending rows into progress.csv/tensorboard/visdom
         LivePlotCallback       the live reward curve (visdom), at most once per PLOT_PERIOD_S
         BestModelCallback      best/: the best mean training reward, every SAVE_INTERVAL env steps
@@ -21,10 +22,12 @@ a callback never draws from a random generator, so the trained agent is the same
 (full disk) costs one warning line, never the run; a run folder deleted or moved while training (it no longer holds
 its args.json) stops the run at the next save, which would have made it again (``FolderVanished``, exit 1). Each
 callback keeps in :meth:`TrainingService.state` what a checkpoint records of it (run_state.json's ``callback``
-entry), and :meth:`TrainingService.finish` closes it once training ended.
+entry), and :meth:`TrainingService.finish` closes it once training ended; what it does while no step is counted
+(an evaluation, a checkpoint) it says in the progress bar (:meth:`TrainingService.busy`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -60,6 +63,10 @@ class TrainingService(BaseCallback):
     (:meth:`at`).
     """
 
+    # Says in the progress bar what the service is doing while no step is counted (ProgressCallback.showing, set by
+    # the list the service is in); None: nothing is said.
+    progress_status: Callable[[str], contextlib.AbstractContextManager[None]] | None = None
+
     def on_training_start(self, locals_: dict[str, Any], globals_: dict[str, Any]) -> None:
         self.locals, self.globals = locals_, globals_
         self.num_timesteps = stepsOf(getattr(self, "model", None))
@@ -81,6 +88,21 @@ class TrainingService(BaseCallback):
 
     def _on_step(self) -> bool:
         return True
+
+    def between(self, num_timesteps: int) -> None:
+        """
+        Called by a parent at each step at which it does not run this callback (:class:`RefreshCallback`: between
+        two refreshes; nothing by default, so a parent leaves out the callbacks that keep this).
+
+        :param num_timesteps: env steps taken so far
+        """
+
+    def busy(self, what: str) -> contextlib.AbstractContextManager[None]:
+        """
+        :param what: what the service does while no step is counted, e.g. ``evaluating``
+        :return: a context during which the progress bar says it (:attr:`progress_status`)
+        """
+        return contextlib.nullcontext() if self.progress_status is None else self.progress_status(what)
 
     def children(self) -> list[BaseCallback]:
         """:return: the callbacks this one runs (none by default)"""
@@ -190,7 +212,8 @@ class ModelSaver:
 class RefreshCallback(TrainingService):
     """
     Every ``log_interval`` env steps (counted from the step of the previous refresh, as SB3's EveryNTimesteps), read
-    the new episodes of the monitor files and run its callbacks, in order, at that step.
+    the new episodes of the monitor files and run its callbacks, in order, at that step; at the steps between, call
+    the :meth:`TrainingService.between` of those that have one; pass SB3's rollout starts and ends on to them all.
 
     :param feed: the monitor files, read here
     :param log_interval: env steps between refreshes
@@ -207,6 +230,8 @@ class RefreshCallback(TrainingService):
         self.callbacks = list(callbacks)
         for callback in self.callbacks:
             callback.parent = self
+        self.every_step = [callback for callback in self.callbacks if isinstance(callback, TrainingService)
+                           and type(callback).between is not TrainingService.between]
 
     def children(self) -> list[BaseCallback]:
         return self.callbacks
@@ -228,9 +253,19 @@ class RefreshCallback(TrainingService):
 
     def _on_step(self) -> bool:
         if self.num_timesteps < self.next_refresh:
+            for callback in self.every_step:
+                callback.between(self.num_timesteps)
             return True
         self.next_refresh = self.num_timesteps + self.log_interval
         return self.refreshAt(self.num_timesteps)
+
+    def _on_rollout_start(self) -> None:
+        for callback in self.callbacks:
+            callback.on_rollout_start()
+
+    def _on_rollout_end(self) -> None:
+        for callback in self.callbacks:
+            callback.on_rollout_end()
 
     def refreshAt(self, num_timesteps: int, closing: bool = False) -> bool:
         """
@@ -249,46 +284,6 @@ class RefreshCallback(TrainingService):
 
     def finish(self) -> None:
         self.feed.monitor.close()
-
-
-class ProgressCallback(TrainingService):
-    """
-    The progress bar (tqdm: steps, rate, ETA) with the episode count and the mean reward of the last episodes,
-    moved at each refresh.
-
-    :param feed: the episodes read so far
-    :param total_timesteps: the step count at which training ends
-    :param start_timesteps: the step count training starts from
-    :param enabled: False hides the bar (``--no-progress``)
-    """
-
-    def __init__(self, feed: EpisodeFeed, total_timesteps: int, start_timesteps: int, enabled: bool = True) -> None:
-        super().__init__()
-        self.feed = feed
-        self.shown_timesteps = int(start_timesteps)
-        self.bar = tqdm(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
-                        disable=not enabled, smoothing=0.1)
-
-    def _on_training_start(self) -> None:
-        # shown while the envs and the model are built, the bar times training only (its rate, elapsed time and ETA
-        # are the training's, as SB3's time/fps and ProgressBarCallback's)
-        if not self.bar.disable:
-            self.bar.start_t = self.bar.last_print_t = time.time()  # (tqdm's clock)
-            self.bar.refresh()
-
-    def _on_step(self) -> bool:
-        if self.bar.total is not None and self.num_timesteps > self.bar.total:
-            self.bar.total = self.num_timesteps  # a last rollout past the budget: the bar ends full, not totalless
-        self.bar.update(self.num_timesteps - self.shown_timesteps)
-        self.shown_timesteps = self.num_timesteps
-        monitor = self.feed.monitor
-        if monitor.rewards:
-            self.bar.set_postfix(episodes=len(monitor.rewards), mean_reward=f"{monitor.meanReward(N_EPISODES_EVAL):.2f}",
-                                 refresh=False)
-        return True
-
-    def finish(self) -> None:
-        self.bar.close()
 
 
 class ScalarLogCallback(TrainingService):
@@ -444,7 +439,8 @@ class BestModelCallback(TrainingService):
 
     def _save(self, num_timesteps: int, **extra: Any) -> bool:
         try:
-            self.saver.save(RunFolder(self.saver.run_dir).best_dir, num_timesteps, **extra)
+            with self.busy("saving best model"):
+                self.saver.save(RunFolder(self.saver.run_dir).best_dir, num_timesteps, **extra)
         except OSError as error:  # a full disk costs the best model, not the run
             warnings.warn(f"best model not saved: {error.strerror}", stacklevel=3)
             return False
@@ -493,7 +489,8 @@ class EvaluationCallback(TrainingService):
         :return: the evaluation's mean reward
         """
         evaluator = self.evaluator
-        mean_reward, std_reward = evaluator.evaluate(num_timesteps)
+        with self.busy("evaluating"):
+            mean_reward, std_reward = evaluator.evaluate(num_timesteps)
         tqdm.write(f"Evaluation at {num_timesteps} steps: mean reward {mean_reward:.2f} +/- {std_reward:.2f} "
                    f"({evaluator.n_episodes} episode{'s' if evaluator.n_episodes > 1 else ''})")
         # progress.csv and tensorboard under SB3's EvalCallback tags, in a row of its own at the evaluation's step as
@@ -599,10 +596,11 @@ class CheckpointCallback(TrainingService):
         if save_buffer:
             self.buffer_saved_at = num_timesteps  # before the callbacks' state is read into run_state.json
         try:
-            folder = Checkpoint.capture(saver.run_dir, saver.algo, saver.algo_name, saver.run_info, num_timesteps,
-                                        self.total_timesteps, self.callbacks_state, resumable, save_buffer,
-                                        **extra).folder
-            saver.save(saver.run_dir, num_timesteps, **extra)
+            with self.busy("saving checkpoint"):
+                folder = Checkpoint.capture(saver.run_dir, saver.algo, saver.algo_name, saver.run_info,
+                                            num_timesteps, self.total_timesteps, self.callbacks_state, resumable,
+                                            save_buffer, **extra).folder
+                saver.save(saver.run_dir, num_timesteps, **extra)
         except (CheckpointError, OSError) as error:
             self.buffer_saved_at = previous_buffer_save
             message = str(error) if isinstance(error, CheckpointError) else f"latest model not saved: {error.strerror}"

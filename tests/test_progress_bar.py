@@ -1,0 +1,164 @@
+"""The train command's progress bar (rl_baselines.runs.progress_bar.ProgressCallback), on a fake clock: it redraws
+between two refreshes, says what the run does while it counts no step (updating, evaluating, saving),
+leaves the ETA out during an off-policy warm-up and then rates the training only, and prints nothing when hidden."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import runModule
+from test_training_callbacks import FakeAlgo, FakeEvaluator, FakeRunLogger, Learner, _drive
+
+from rl_baselines.core.checkpointing import runDescription
+from rl_baselines.rl_algorithm.deepq import DQNModel
+from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
+from rl_baselines.runs.progress_bar import ProgressCallback
+from rl_baselines.runs.training_callbacks import EpisodeFeed, RefreshCallback
+
+
+class Clock:
+    """tqdm's clock, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _progress(tmp_path, total: int = 8000, enabled: bool = True) -> tuple[ProgressCallback, Clock, EpisodeFeed]:
+    feed = EpisodeFeed(str(tmp_path / "monitor"))
+    progress = ProgressCallback(feed, total_timesteps=total, start_timesteps=0, enabled=enabled)
+    clock = Clock()
+    progress.bar._time = clock
+    return progress, clock, feed
+
+
+def _lines(stderr: str) -> list[str]:
+    """:return: the bar's lines as drawn (tqdm redraws a line after a carriage return)"""
+    return [line for line in re.split(r"[\r\n]", stderr) if line.strip()]
+
+
+def test_the_bar_redraws_between_refreshes_and_says_updating_after_a_long_rollout(tmp_path, capsys):
+    progress, clock, feed = _progress(tmp_path)
+    callbacks = TrainingCallbacks([RefreshCallback(feed, 1000, 0, [progress])])
+    learner = Learner()
+    for step in range(0, 501, 10):  # a slow rollout (10 steps/s) without a refresh (every 1000 steps)
+        _drive(callbacks, learner, range(step, step + 1))
+        clock.now += 1.0
+    assert "500/8000" in _lines(capsys.readouterr().err)[-1]  # moved and redrawn with the steps, once a second
+    callbacks.on_rollout_end()  # (SB3) the rollout ended: the update, which counts no step, starts
+    line = _lines(capsys.readouterr().err)[-1]
+    assert "500/8000" in line and "updating" in line  # drawn at once
+    clock.now += 30.0  # the update
+    callbacks.on_rollout_start()
+    _drive(callbacks, learner, range(510, 511))
+    line = _lines(capsys.readouterr().err)[-1]
+    assert "510/8000" in line and "updating" not in line
+    assert "[01:21<19:49,  6.30steps/s" in line  # 510 steps in 81 s, the update's included, and the ETA with them
+    # a rollout of a few steps (SAC's, then its gradient steps) is too short to say so
+    callbacks.on_rollout_start()
+    clock.now += 0.01
+    _drive(callbacks, learner, range(520, 521))
+    callbacks.on_rollout_end()
+    assert "updating" not in capsys.readouterr().err and "updating" not in progress.bar.postfix
+    # an update the run ends with is not in the last line
+    callbacks.on_rollout_start()
+    clock.now += 2.0
+    callbacks.on_rollout_end()
+    assert "updating" in capsys.readouterr().err
+    callbacks.close(520)
+    assert "updating" not in _lines(capsys.readouterr().err)[-1]
+
+
+def test_the_bar_says_evaluating_and_saving_checkpoint_while_they_last(tmp_path, capsys):
+    run_dir = str(tmp_path)
+    seen: list[tuple[str, str]] = []
+
+    class Evaluator(FakeEvaluator):
+        def evaluate(self, num_timesteps: int) -> tuple[float, float]:
+            seen.append(("evaluation", callbacks.find(ProgressCallback).bar.postfix))
+            return super().evaluate(num_timesteps)
+
+    class Algo(FakeAlgo):
+        def save(self, save_path: str, _locals=None) -> None:
+            seen.append(("save", callbacks.find(ProgressCallback).bar.postfix))
+            super().save(save_path, _locals)
+
+    algo = Algo()
+    run_info = runDescription(run_dir, type("Args", (), {"env": "Fake-v0", "srl_model": "ground_truth"}))
+    callbacks = standardCallbacks(algo, "fake", run_dir, 1000, checkpoint_freq=100, run_info=run_info,
+                                  evaluator=Evaluator([1.0]), run_logger=FakeRunLogger())
+    algo.num_timesteps = 100
+    _drive(callbacks, Learner(), range(100, 101))
+    # the evaluation, its best model, the checkpoint and the latest model beside it
+    assert seen == [("evaluation", "evaluating"), ("save", "saving best model"), ("save", "saving checkpoint"),
+                    ("save", "saving checkpoint")]
+    stderr = capsys.readouterr().err
+    assert "evaluating" in stderr and "saving checkpoint" in stderr  # drawn at once
+    assert callbacks.find(ProgressCallback).bar.postfix == ""  # and gone once done
+    callbacks.close(100)
+
+
+def test_a_warm_up_shows_no_eta_and_the_rate_then_counts_the_training_only(tmp_path):
+    progress, clock, feed = _progress(tmp_path)
+    callbacks = TrainingCallbacks([RefreshCallback(feed, 100, 0, [progress])])
+    learner = Learner()
+    learner.learning_starts = 1000  # (SB3's off-policy learners: random actions until this step)
+    for step in range(0, 1000, 10):  # the warm-up, at 1000 steps/s
+        _drive(callbacks, learner, range(step, step + 1))
+        clock.now += 0.01
+        line = str(progress.bar)
+        assert "warm-up: learning starts at step 1000" in line and "<" not in line, line  # no ETA
+    for step in range(1000, 1501, 10):  # the training, at 10 steps/s
+        _drive(callbacks, learner, range(step, step + 1))
+        clock.now += 1.0
+    clock.now -= 1.0
+    line = str(progress.bar)
+    # the rate of the training since learning started, and its ETA: (8000 - 1500) / 10 s
+    assert "warm-up" not in line and "10.00steps/s" in line and "<10:50" in line, line
+    callbacks.close(1500)
+
+
+def test_a_learner_without_warm_up_left_or_with_one_longer_than_the_run_shows_its_eta(tmp_path):
+    for learning_starts, at_step in ((1000, 2000), (9000, 0)):
+        progress, clock, feed = _progress(tmp_path)
+        learner = Learner()
+        learner.learning_starts, learner.num_timesteps = learning_starts, at_step
+        callbacks = TrainingCallbacks([RefreshCallback(feed, 100, at_step, [progress])])
+        _drive(callbacks, learner, range(at_step + 10, at_step + 11))
+        assert progress.learning_starts is None and progress.bar.eta
+        callbacks.close(at_step + 10)
+
+
+def test_a_hidden_bar_prints_nothing(tmp_path, capsys):
+    progress, clock, feed = _progress(tmp_path, enabled=False)
+    callbacks = TrainingCallbacks([RefreshCallback(feed, 100, 0, [progress])])
+    learner = Learner()
+    learner.learning_starts = 50
+    for step in range(0, 300, 10):
+        callbacks.on_rollout_start()
+        _drive(callbacks, learner, range(step, step + 1))
+        clock.now += 5.0
+        callbacks.on_rollout_end()
+    with progress.showing("evaluating"):
+        pass
+    callbacks.close(300)
+    assert capsys.readouterr().err == ""
+
+
+def test_deepq_learning_starts_counts_from_the_runs_start():
+    model = DQNModel()
+    model.hyperparams = {**model.hyperparams, "learning_starts": 500}
+    model.run_start_timesteps, model.num_timesteps = 2000, 2300
+    assert model.learning_starts == 2500  # (its loop: num_timesteps - scheduleStart() >= learning_starts)
+
+
+@pytest.mark.slow
+def test_an_off_policy_run_shows_its_warm_up(tmp_path):
+    result = runModule("rl_baselines.train", "--no-vis", "--algo", "sac", "--env", "MobileRobotGymEnv-v0",
+                       "--srl-model", "ground_truth", "-c", "--num-timesteps", "300", "--hyperparam",
+                       "learning_starts:150", "--log-dir", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert "warm-up: learning starts at step 150" in result.stderr  # SB3's learning_starts reached the bar
+    assert "300/300" in result.stderr and "warm-up" not in _lines(result.stderr)[-1]
