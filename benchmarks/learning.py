@@ -53,8 +53,7 @@ from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetad
 from benchmarks.documents import appendReport, machineDescription, recordedCommand
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import loadEpisodes, runEnvs
-from rl_baselines.runs.train_config import readArgsRecord
+from rl_baselines.runs.monitor_files import episodeRate, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand, seedNumber
 from srl_toolbox.devices import threadsEnvironment, threadsShare
 
@@ -281,13 +280,11 @@ def runOne(case: Case, steps: int, seed: int, scratch: str, last_episodes: int, 
         return RunResult(case, seed, float("nan"), 0, wall, error=f"exit {result.returncode}: {lines[-1][:160]}")
     done = re.search(r"^Done: (\d+) steps", result.stdout, re.MULTILINE)
     folder = re.findall(r"^Run folder: (.+)$", result.stdout, re.MULTILINE)[-1].strip()
-    episodes = loadEpisodes(RunFolder(folder).monitor_dir, runEnvs(readArgsRecord(folder)))
+    episodes = loadEpisodes(RunFolder(folder).monitor_dir, runEnvsOf(folder) or 1)
     rewards = episodes["rewards"]
     if not len(rewards):
         return RunResult(case, seed, float("nan"), steps, wall, error="no finished episode")
-    # (the episodes' lengths summed: every env's steps until the last episode ended, over the monitor's clock)
-    played = float(episodes["lengths"].sum())
-    rate = played / episodes["times"].max() if episodes["times"].max() > 0 else float("nan")
+    rate = episodeRate(episodes)
     masked = float("nan")
     if not case.continuous and case.env in MASKED_ENVS:
         masked = countMaskedMoves(folder, seed, env)

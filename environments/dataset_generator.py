@@ -461,6 +461,8 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
         finished = False
         try:
             results = pool.imap_unordered(_runEpisode, episodes, chunksize=1)
+            counts = np.frombuffer(steps, dtype=np.int64)
+            polled = time.monotonic()
             while True:
                 try:
                     summary = results.next(timeout=POLL_SECONDS)
@@ -471,8 +473,9 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
                 else:
                     steps[summary["episode"]] = 0  # (its worker is done with it)
                     yield summary
-                if on_step is not None:
-                    counts = np.frombuffer(steps, dtype=np.int64)
+                if on_step is not None and time.monotonic() - polled >= POLL_SECONDS:
+                    # (every POLL_SECONDS, not after every episode: the scan reads every episode's count)
+                    polled = time.monotonic()
                     for episode in np.flatnonzero(counts):
                         on_step(int(episode), int(counts[episode]))
             finished = True

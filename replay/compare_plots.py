@@ -3,17 +3,19 @@
 Each ``.npz`` comes from ``replay.aggregate_plots`` (curves of one method over seeds); each becomes its mean curve
 with a 95% confidence band across seeds, all on one figure. The curves must share their x unit (episodes or
 timesteps), their kind (training or evaluation) and, for training curves, their moving-average window (files
-written before the window was saved are taken to match any); ``--truncate-x`` cuts them at a common x.
+written before the window was saved are taken to match any, and one on timesteps beside newer files gets a warning:
+it put episodes at the summed lengths of all envs); ``--truncate-x`` cuts them at a common x.
 """
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 
 from replay.aggregate_plots import plotCurves
-from replay.results import curvesYLabel, loadCurves
+from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves
 from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 
 
@@ -53,6 +55,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for path, data in zip(args.input, loaded):
         if data["episode_window"] is not None:
             windows.setdefault(data["episode_window"], []).append(path)
+    older = [path for path, data in zip(args.input, loaded) if data["episode_window"] is None
+             and data["y_label"] == TRAINING_Y_LABEL and data["x_label"] == "timesteps"]
+    if windows and older:  # (training curves saved before the window was: their episodes at the summed lengths)
+        warnings.warn(f"{', '.join(older)}: written by an older aggregate_plots, which put a training episode at the "
+                      f"sum of the episode lengths so far, earlier than the run's step with --num-cpu above 1 (the "
+                      f"other inputs count all envs together); re-run aggregate_plots on its runs to compare them")
     if len(windows) > 1:
         raise UsageError("the inputs are smoothed over different episode windows (" + "; ".join(
             f"{window} episodes: {', '.join(paths)}" for window, paths in sorted(windows.items())) + "); re-run "

@@ -33,7 +33,7 @@ from tqdm import tqdm
 
 from replay.results import loadRunEvaluations, runProgress, warnNanRewards
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvs
+from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     CLIParser,
@@ -290,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     loaded = []
     for run_dir in run_dirs:
         try:
-            loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir), runEnvs(_runArgs(run_dir) or {}))))
+            loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir), runEnvsOf(run_dir) or 1)))
         except MonitorFileError as error:
             warnings.warn(f"skipping {run_dir}: a damaged monitor file ({error})")
     empty = [run_dir for run_dir, episodes in loaded if episodes["rewards"].size == 0]

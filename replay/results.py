@@ -107,12 +107,18 @@ def runProgress(folder: str, args: dict[str, Any]) -> tuple[bool, int | None]:
     except CheckpointError:
         manifest = None
     if manifest is None and os.path.isfile(os.path.join(folder, DONE_FILE)):
-        return True, int(args["num_timesteps"]) if "num_timesteps" in args else None
+        return True, _stepCount(args.get("num_timesteps"))
     if manifest is None:
         finished = any("_model." in name and os.path.isfile(os.path.join(folder, name)) for name in os.listdir(folder))
-        return finished, (int(args["num_timesteps"]) if finished and "num_timesteps" in args else None)
-    steps = manifest.get("num_timesteps")
-    return bool(manifest.get("finished")), (int(steps) if isinstance(steps, (int, float)) else None)
+        return finished, (_stepCount(args.get("num_timesteps")) if finished else None)
+    return bool(manifest.get("finished")), _stepCount(manifest.get("num_timesteps"))
+
+
+def _stepCount(value: Any) -> int | None:
+    """:return: a recorded step count as an int, None when it is absent or not a finite number"""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return int(value)
 
 
 def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = False) -> list[Run]:
@@ -149,7 +155,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}; valid keys: "
                              f"{', '.join(sorted(args))}")
         try:
-            episodes = loadEpisodes(RunFolder(folder).monitor_dir, runEnvs(args))
+            num_envs = runEnvs(args)
+            episodes = loadEpisodes(RunFolder(folder).monitor_dir, num_envs)
         except MonitorFileError as error:
             warnings.warn(f"skipping {folder}: a damaged monitor file ({error})")
             continue
@@ -161,7 +168,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             stopped.append(folder)
             continue
         warnNanRewards(folder, episodes["rewards"])
-        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder), finished, trained, runEnvs(args)))
+        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder), finished, trained, num_envs))
     if stopped:
         warnings.warn(f"{len(stopped)} unfinished run(s) skipped (still training, or stopped before --num-timesteps: "
                       f"train --resume RUN finishes one), e.g. {stopped[0]}")

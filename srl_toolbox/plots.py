@@ -63,14 +63,22 @@ def movingAverage(values: ArrayLike, window: int) -> np.ndarray:
     values = np.asarray(values, dtype=np.float64).ravel()
     if values.size == 0:
         return values.copy()
-    finite = np.isfinite(values)
-    cumsum = np.concatenate(([0.0], np.cumsum(np.where(finite, values, 0.0))))
     ends = np.arange(1, values.size + 1)
     starts = np.maximum(0, ends - window)
-    result = (cumsum[ends] - cumsum[starts]) / (ends - starts)
-    bad = np.concatenate(([0], np.cumsum(~finite)))
-    for end in np.flatnonzero(bad[ends] - bad[starts]) + 1:  # the windows that hold one: their own plain mean
-        result[end - 1] = values[starts[end - 1]:end].mean()
+
+    def inWindow(counted: np.ndarray) -> np.ndarray:
+        """:return: the sum of ``counted`` over each window (differences of cumulative sums)"""
+        cumsum = np.concatenate(([0.0], np.cumsum(counted)))
+        return cumsum[ends] - cumsum[starts]
+
+    finite = np.isfinite(values)
+    result = inWindow(np.where(finite, values, 0.0)) / (ends - starts)
+    # a window's non-finite values decide its mean, as numpy's mean of it would: NaN, or inf of both signs, give NaN
+    nan, positive, negative = (inWindow(mask.astype(np.float64)) > 0 for mask in
+                               (np.isnan(values), values == np.inf, values == -np.inf))
+    result[positive] = np.inf
+    result[negative] = -np.inf
+    result[nan | (positive & negative)] = np.nan
     return result
 
 

@@ -12,11 +12,15 @@ every ``mininterval`` and the postfix is only formatted when it draws), so short
 """
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Hashable
 from typing import Any
 
 from tqdm import tqdm
 
+# The bar is redrawn at most once per this many seconds.
+REDRAW_PERIOD_S = 1.0
 # The count shown to two decimals when episodes count their steps (0.01 episode: 100 steps of a 10000-step limit).
 FRACTION_FORMAT = "{l_bar}{bar}| {n:.2f}/{total_fmt} [{elapsed}<{remaining}, {rate_fmt}{postfix}]"
 
@@ -41,7 +45,9 @@ def stepLimit(env: Any) -> int | None:
     limit = _attribute(env, "max_steps", unwrapped=True)
     if limit is None:  # (gymnasium's TimeLimit: the spec of the made env, not of its unwrapped one)
         limit = getattr(_attribute(env, "spec", unwrapped=False), "max_episode_steps", None)
-    return int(limit) if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit >= 1 else None
+    if isinstance(limit, bool) or not isinstance(limit, numbers.Real) or not math.isfinite(limit) or limit < 1:
+        return None
+    return int(limit)
 
 
 class EpisodeBar(tqdm):
@@ -65,6 +71,7 @@ class EpisodeBar(tqdm):
         self.counted = 0  # the sum of their steps, each at most max_steps (the count's fraction, times max_steps)
         kwargs.setdefault("bar_format", FRACTION_FORMAT if self.max_steps else None)
         kwargs.setdefault("miniters", 0)  # (a time check per step: the postfix moves even when the count does not)
+        kwargs.setdefault("mininterval", REDRAW_PERIOD_S)  # (a file or pipe gets a line a second, not ten)
         super().__init__(total=total, initial=initial, unit="episode", **kwargs)
 
     def step(self, episode: Hashable, steps: int) -> None:

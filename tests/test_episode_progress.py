@@ -13,7 +13,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from environments import dataset_generator
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from rl_baselines.runs.evaluation import Evaluator
-from srl_toolbox.progress import EpisodeBar, stepLimit
+from srl_toolbox.progress import REDRAW_PERIOD_S, EpisodeBar, stepLimit
 
 
 @pytest.fixture
@@ -64,6 +64,12 @@ def test_the_step_limit_is_the_srl_envs_or_the_specs():
     env = gym.make("CartPole-v1")
     assert stepLimit(env) == 500
     env.close()
+    # a numpy integer is a limit; an infinite one (or a flag) is none, and does not stop the bar
+    assert [stepLimit(SimpleNamespace(max_steps=limit)) for limit in (np.int64(50), float("inf"), True)] == \
+        [50, None, None]
+    bar = EpisodeBar(total=1, file=io.StringIO())
+    assert bar.mininterval == REDRAW_PERIOD_S  # (a log file gets a line a second, not ten)
+    bar.close()
 
 
 @pytest.mark.parametrize("num_cpu", [1, 2])

@@ -108,7 +108,7 @@ def test_a_search_trials_steps_count_ppo1s_processes_from_its_args_json(tmp_path
 
 def test_runEnvs_counts_ppo1s_processes():
     assert runEnvs({"num_cpu": 2, "num_workers": 3}) == 6 and runEnvs({"num_cpu": 2, "world_size": 4}) == 8
-    assert runEnvs({}) == runEnvs({"num_cpu": True}) == 1
+    assert runEnvs({}) == runEnvs({"num_cpu": True}) == runEnvs({"num_cpu": None}) == 1
 
 
 def test_a_two_env_runs_learning_curve_and_logged_episodes_are_at_the_runs_step(tmp_path, monkeypatch):

@@ -13,7 +13,7 @@ from conftest import runModule
 from matplotlib.figure import Figure
 
 from replay import compare_plots, plots
-from replay.results import loadCurves, runEnvs, saveCurves
+from replay.results import loadCurves, saveCurves
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.plots import movingAverage
 
@@ -77,9 +77,6 @@ def test_with_several_envs_a_training_episode_counts_at_the_runs_step(tmp_path):
     assert "(6 episodes, the last ending at step 1,500 of 1,500 trained)" in result.stdout  # (done.json: its steps)
     assert list(loadEpisodes(os.path.join(run, "monitor"), 2)["timesteps"]) == [500, 500, 1000, 1000, 1500, 1500]
     assert list(loadEpisodes(os.path.join(run, "monitor"))["timesteps"]) == [250, 500, 750, 1000, 1250, 1500]
-    # ppo1's processes each step --num-cpu envs
-    assert runEnvs({"num_cpu": 2, "num_workers": 3}) == 6 and runEnvs({"num_cpu": 2, "world_size": 4}) == 8
-    assert runEnvs({}) == runEnvs({"num_cpu": None}) == 1
 
 
 def test_a_nan_reward_blanks_only_the_windows_that_hold_it(tmp_path, monkeypatch):
@@ -88,6 +85,13 @@ def test_a_nan_reward_blanks_only_the_windows_that_hold_it(tmp_path, monkeypatch
     averaged = movingAverage([1.0, np.nan, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0], 2)
     np.testing.assert_array_equal(averaged, [1.0, np.nan, np.nan, 1.0, 1.0, 1.0, 1.0, 1.0])
     np.testing.assert_array_equal(movingAverage([1.0, np.inf, 3.0, 5.0], 2), [1.0, np.inf, np.inf, 4.0])
+    rng = np.random.default_rng(0)  # each window's mean, as numpy's of it (inf of both signs: NaN)
+    values = rng.normal(size=60)
+    values[rng.choice(60, 9, replace=False)] = [np.nan, np.inf, -np.inf] * 3
+    for window in (1, 3, 7):
+        with np.errstate(invalid="ignore"):
+            expected = [values[max(0, end - window):end].mean() for end in range(1, 61)]
+        np.testing.assert_allclose(movingAverage(values, window), expected)
     run = _fakeRun(tmp_path / "logs" / "a", [[-50.0, np.nan, -50.0, 0.0, 0.0, 0.0]])
     _fakeRun(tmp_path / "logs" / "b", [[-50.0, -50.0, -50.0, 0.0, 0.0, 0.0]], seed=1)
     result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--threshold", "-10", "--episode-window", "2",
@@ -127,6 +131,13 @@ def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatc
     assert loadCurves(old)["episode_window"] is None
     assert compare_plots.main(["-i", first, old, "-o", str(tmp_path / "c.png")]) == 0
     assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average)"
+    # one on timesteps (its episodes at the summed lengths of all envs) beside newer files: a warning
+    older = str(tmp_path / "older.npz")
+    np.savez(older, x=np.arange(1.0, 6.0), y=np.zeros((2, 5)), x_label=np.array("timesteps"))
+    newer = str(tmp_path / "newer.npz")
+    saveCurves(newer, np.arange(1.0, 6.0), np.zeros((2, 5)), "m", ENV, "timesteps", ["r1", "r2"], window=2)
+    with pytest.warns(UserWarning, match="older aggregate_plots, which put a training episode at the sum"):
+        assert compare_plots.main(["-i", newer, older, "-o", str(tmp_path / "e.png")]) == 0
     assert compare_plots.main(["-i", first, first, "-o", str(tmp_path / "d.png")]) == 0
     assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average over 2 episodes, fewer at the start)"
     # evaluation curves have no window
@@ -140,6 +151,17 @@ def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatc
     plots.plotRun(episodes, 5, str(tmp_path / "run.png"))
     assert [line.get_label() for line in drawn[-1].axes[0].get_lines()][1] == \
         "moving average (5 episodes, fewer before episode 5)"
+
+
+def test_a_run_with_a_step_count_that_is_not_a_number_is_still_plotted(tmp_path):
+    """replay.plots' summary read the run's trained steps with int(): args.json's "num_timesteps": "lots" (a run
+    finished with done.json and no manifest) gave a traceback after the first figure was written."""
+    run = _fakeRun(tmp_path / "logs" / "a", [[1.0, 2.0]])
+    args = json.loads((tmp_path / "logs" / "a" / "args.json").read_text())
+    (tmp_path / "logs" / "a" / "args.json").write_text(json.dumps({**args, "num_timesteps": "lots"}))
+    result = runModule("replay.plots", "-i", run, "--output-dir", tmp_path / "plots")
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    assert "(2 episodes, the last ending at step 500)" in result.stdout
 
 
 def test_the_messages_say_what_they_count(tmp_path):

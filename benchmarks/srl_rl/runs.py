@@ -30,7 +30,7 @@ from benchmarks.srl_rl.plans import argsObservation, specObservation
 from replay.results import Run
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
-from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.runs.monitor_files import episodeRate, loadEpisodes, runEnvs
 from rl_baselines.sweeps.recorded import changedSettings, otherPhysics, otherSettings, specSettings
 from rl_baselines.sweeps.run_attempts import DONE_FILE, finishedFolder
 from srl_toolbox.files import readJson
@@ -102,17 +102,16 @@ def loadRun(folder: str) -> RunRecord:
     args = readJson(paths.args_file)
     if not isinstance(args, dict) or not all(key in args for key in ("env", "srl_model", "seed")):
         raise ValueError("args.json lacks env, srl_model or seed")
-    episodes = loadEpisodes(paths.monitor_dir)
+    episodes = loadEpisodes(paths.monitor_dir, runEnvs(args))
     evaluations = readEvaluations(folder)
-    run = Run(folder, args, episodes, evaluations)
+    run = Run(folder, args, episodes, evaluations, num_envs=runEnvs(args))
     curve = run.evaluationCurve()
     steps, rewards = curve if curve is not None else (np.zeros(0), np.zeros(0))
-    trained, clock = episodes["timesteps"], episodes["times"]
     marker = os.path.join(folder, DONE_FILE)
     done = readJson(marker) if os.path.isfile(marker) else {}
     # a run continued after a stop: its monitor clock counts the time between its attempts, so no rate
     resumed = int(done.get("attempts", 1)) > 1
-    rate = float(trained[-1] / clock.max()) if trained.size and clock.max() > 0 and not resumed else math.nan
+    rate = episodeRate(episodes) if not resumed else math.nan
     wall = float(done.get("wall_time_s", math.nan))
     model_file = paths.srl_model_file
     model = readJson(model_file) if os.path.isfile(model_file) else None

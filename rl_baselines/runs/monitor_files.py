@@ -25,6 +25,8 @@ from typing import Any
 import numpy as np
 
 from rl_baselines.core.run_folder import MONITOR_SUFFIX as MONITOR_SUFFIX  # re-exported
+from rl_baselines.core.run_folder import RunFolder
+from srl_toolbox.files import readJson
 
 # The columns an episode row must have (SB3's Monitor writes them first).
 EPISODE_COLUMNS = ("r", "l", "t")
@@ -190,6 +192,29 @@ def runEnvs(args: dict[str, Any]) -> int:
         return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
 
     return count("num_cpu") * (count("world_size") if args.get("world_size") else count("num_workers"))
+
+
+def episodeRate(episodes: dict[str, np.ndarray]) -> float:
+    """
+    :param episodes: from :func:`loadEpisodes`
+    :return: the env steps played until the last episode ended (every env's, their lengths summed) per second of
+        the monitor clock; nan without an episode or a clock
+    """
+    clock = float(episodes["times"].max()) if episodes["times"].size else 0.0
+    return float(episodes["lengths"].sum()) / clock if clock > 0 else float("nan")
+
+
+def runEnvsOf(run_dir: str) -> int | None:
+    """
+    :param run_dir: a run folder
+    :return: :func:`runEnvs` of its args.json, None when it has none or it cannot be read (not written yet: train
+        writes it atomically; a folder of monitor files only; a damaged file)
+    """
+    try:
+        args = readJson(RunFolder(run_dir).args_file)
+    except (OSError, ValueError):
+        return None
+    return runEnvs(args) if isinstance(args, dict) else None
 
 
 def _episodeRow(columns: list[str], line: str) -> tuple[float, float, int, float] | None:

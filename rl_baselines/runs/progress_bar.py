@@ -24,10 +24,10 @@ from typing import Any
 from tqdm import tqdm
 
 from rl_baselines.runs.training_callbacks import N_EPISODES_EVAL, EpisodeFeed, TrainingService
+from srl_toolbox.progress import REDRAW_PERIOD_S
 
-# The bar is redrawn at most once per this many seconds as steps are counted; a rollout at least this long shows
-# "updating" at its end (the updates after a rollout of a few steps, SAC's, are too short to say so).
-REDRAW_PERIOD_S = 1.0
+# The bar is redrawn at most once per REDRAW_PERIOD_S as steps are counted (as the episode bars); a rollout at least
+# this long shows "updating" at its end (the updates after a rollout of a few steps, SAC's, are too short to say so).
 UPDATING = "updating"
 
 

@@ -17,10 +17,11 @@ between updates). The train command's list, in the order of every step::
                            point at or after its due step when the algorithm has them), each after the episodes up
                            to its step and the pending row are logged and the scalar log is flushed to disk
 
-Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons;
-a callback never draws from a random generator, so the trained agent is the same with or without them; a failed save
-(full disk) costs one warning line, never the run; a run folder deleted or moved while training (it no longer holds
-its args.json) stops the run at the next save, which would have made it again (``FolderVanished``, exit 1). Each
+Invariants: a callback does its work only when its interval has passed, so the per-step cost is a few comparisons
+(and the progress bar's count, redrawn at most once a second: about a microsecond); a callback never draws from a
+random generator, so the trained agent is the same with or without them; a failed save (full disk) costs one
+warning line, never the run; a run folder deleted or moved while training (it no longer holds its args.json) stops
+the run at the next save, which would have made it again (``FolderVanished``, exit 1). Each
 callback keeps in :meth:`TrainingService.state` what a checkpoint records of it (run_state.json's ``callback``
 entry), and :meth:`TrainingService.finish` closes it once training ended; what it does while no step is counted
 (an evaluation, a checkpoint) it says in the progress bar (:meth:`TrainingService.busy`).

@@ -15,10 +15,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs.monitor_files import MonitorTail, runEnvs
+from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
 from rl_baselines.sweeps.run_attempts import runAttempts
 from rl_baselines.sweeps.sweep import RunSpec
-from srl_toolbox.files import readJson
 
 # The single-run plotter's helpers, reused so that both plotters smooth, subsample and report alike.
 from srl_toolbox.plots import VisdomPlotter, describe, movingAverage, quietVisdom, subsample
@@ -118,11 +117,10 @@ class SweepCurves:
     def _runEnvs(self, folder: str) -> int | None:
         """:return: the envs of the run in ``folder`` (its args.json), None while args.json cannot be read"""
         if folder not in self._envs:
-            try:
-                args = readJson(RunFolder(folder).args_file)
-            except (OSError, ValueError):
+            envs = runEnvsOf(folder)
+            if envs is None:
                 return None
-            self._envs[folder] = runEnvs(args if isinstance(args, dict) else {})
+            self._envs[folder] = envs
         return self._envs[folder]
 
     def close(self) -> None:

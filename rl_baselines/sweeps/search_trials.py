@@ -40,10 +40,9 @@ from tqdm import tqdm
 
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
-from rl_baselines.runs.monitor_files import MonitorTail, runEnvs
+from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
 from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, loadStudy, suggestParams
 from srl_toolbox.devices import threadsEnvironment
-from srl_toolbox.files import readJson
 from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
 
 # Seconds between two reads of a running trial's monitor files.
@@ -160,13 +159,8 @@ def trialRun(folder: str) -> tuple[str, int] | None:
         processes), None while train has not written args.json
     """
     found = glob.glob(os.path.join(glob.escape(folder), "*", "*", "*", "*", ARGS_FILE))
-    if not found:
-        return None
-    try:
-        args = readJson(found[0])
-    except (OSError, ValueError):  # (written atomically: only a file being replaced)
-        return None
-    return os.path.dirname(found[0]), runEnvs(args if isinstance(args, dict) else {})
+    envs = runEnvsOf(os.path.dirname(found[0])) if found else None
+    return None if envs is None else (os.path.dirname(found[0]), envs)
 
 
 def _trialFolder(output_dir: str, number: int) -> str:
