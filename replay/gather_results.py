@@ -13,7 +13,7 @@ writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one 
   runs of the env (same algorithm and ``--group-by`` values), ``--threshold-fraction`` (0.9) of their mean final
   reward (when positive); else the env's default (replay.results.DEFAULT_THRESHOLDS); else none. The column
   ``threshold_source`` says which (``given``, ``ground truth``, ``default``);
-- wall time: mean over runs of the monitor time of the last episode within the budget;
+- wall time: mean over runs of the monitor time of the last episode within the budget (runs without one left out);
 - with ``--welch-test METHOD``: the p-value of Welch's t-test (unequal variances) between each method's per-run
   rewards and those of METHOD (an SRL model or an algorithm) with everything else equal.
 
@@ -113,18 +113,15 @@ def _trainedTo(run: Run, budget: int | None) -> bool:
 
 def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = False) -> tuple[float, float] | None:
     """:return: (mean reward of the last ``window`` episodes within ``budget``, or of the last evaluation within it
-    with ``evaluation``; monitor time of the last episode within it), or None when the run did not train that far
-    or finished no episode within it"""
+    with ``evaluation``; monitor time of the last episode within it, nan when none), or None when the run did not
+    train that far or finished no episode within it (with ``evaluation``: made no evaluation within it)"""
     episodes = run.episodes
     if not _trainedTo(run, budget):
         return None
-    if budget is not None:
-        count = int(np.searchsorted(episodes["timesteps"], budget, side="right"))
-        if count == 0:
-            return None
-    else:
-        count = episodes["rewards"].size
-    wall_time = float(episodes["times"][count - 1])
+    count = _episodesWithin(run, budget)
+    if count == 0 and not evaluation:
+        return None
+    wall_time = float(episodes["times"][count - 1]) if count else math.nan
     if evaluation:
         timesteps = run.evaluations["timesteps"]
         done = int(np.searchsorted(timesteps, budget, side="right")) if budget is not None else timesteps.size
@@ -132,6 +129,12 @@ def _runValue(run: Run, budget: int | None, window: int, evaluation: bool = Fals
             return None
         return float(run.evaluations["results"][done - 1].mean()), wall_time
     return float(episodes["rewards"][:count][-window:].mean()), wall_time
+
+
+def _meanWallTime(times: Sequence[float]) -> float:
+    """:return: the mean of the runs' wall times that are known (nan when none is: no episode ended yet)"""
+    known = [time for time in times if not math.isnan(time)]
+    return float(np.mean(known)) if known else math.nan
 
 
 def _episodesWithin(run: Run, budget: int | None) -> int:
@@ -234,7 +237,7 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                    "threshold": env_threshold, "threshold_source": source if env_threshold is not None else None,
                    "reached": len(steps) if env_threshold is not None else None,
                    "median_steps_to_threshold": float(np.median(steps)) if steps else None,
-                   "mean_wall_time_s": float(np.mean([v[1] for _, v in members])) if members else math.nan,
+                   "mean_wall_time_s": _meanWallTime([v[1] for _, v in members]),
                    "fewest_episodes": min((_episodesWithin(run, budget) for run, _ in members), default=0),
                    "no_episode_yet": sum(_trainedTo(run, budget) and not _episodesWithin(run, budget)
                                          for run in groups[key]),

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import io
+import sys
 from types import SimpleNamespace
 
 import gymnasium as gym
@@ -96,8 +97,9 @@ class RandomActions:
         return np.array([self.space.sample() for _ in range(len(observation))])
 
 
-def test_the_evaluation_bar_moves_within_an_episode(counts):
+def test_the_evaluation_bar_moves_within_an_episode(counts, monkeypatch):
     """train's periodic evaluations played whole episodes with nothing moving (the training bar waits meanwhile)."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # (shown on a terminal only)
     env = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="ground_truth", max_steps=80)])
     evaluator = Evaluator(RandomActions(env), SimpleNamespace(seed=0, no_progress=False), None, eval_freq=1,
                           n_episodes=2)
@@ -108,3 +110,28 @@ def test_the_evaluation_bar_moves_within_an_episode(counts):
         evaluator.close()
     assert [n for n in counts if 0 < n % 1 < 1 - 1e-9], f"the bar only reached {sorted(set(counts))}"
     assert counts == sorted(counts) and counts[-1] == pytest.approx(2)
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_the_evaluation_bar_counts_agent_steps_on_a_terminal_only(counts, monkeypatch, terminal):
+    """With --action-repeat 4 an episode in progress was counted against the env's step limit (a quarter at most,
+    then a jump to one); in a file or a pipe each redraw of the second bar was a line and a cursor move."""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: terminal)
+    limits = []
+    original = EpisodeBar.__init__
+
+    def recording(self, *args, **kwargs):
+        limits.append(kwargs.get("max_steps"))
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(EpisodeBar, "__init__", recording)
+    env = DummyVecEnv([lambda: MobileRobotGymEnv(srl_model="ground_truth", max_steps=82)])
+    evaluator = Evaluator(RandomActions(env), SimpleNamespace(seed=0, no_progress=False, action_repeat=4), None,
+                          eval_freq=1, n_episodes=1)
+    evaluator.env = env
+    try:
+        evaluator.evaluate(1)
+    finally:
+        evaluator.close()
+    assert limits == [21]  # ceil(82 / 4) agent steps
+    assert bool(counts) == terminal  # a hidden bar counts nothing

@@ -79,6 +79,20 @@ def test_with_several_envs_a_training_episode_counts_at_the_runs_step(tmp_path):
     assert list(loadEpisodes(os.path.join(run, "monitor"))["timesteps"]) == [250, 500, 750, 1000, 1250, 1500]
 
 
+def test_an_evaluated_run_counts_at_a_budget_before_its_first_training_episode(tmp_path):
+    """With evaluations, a budget reached before any training episode ended (four envs: the first at step 1,000) left
+    the run out ("no episode finished within 600 steps") while Final said it reached the threshold at 600."""
+    _fakeRun(tmp_path / "logs" / "a", [[0.0], [0.0], [0.0], [0.0]], evaluations={200: -150.0, 400: -120.0, 600: -50.0,
+                                                                              800: -20.0, 1000: -10.0})
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--threshold", "-100",
+                       "--timestep-budget", "600", "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    rows = _rows(tmp_path / "out")
+    assert rows["600"]["source"] == "evaluation" and rows["600"]["runs"] == "1", rows["600"]
+    assert float(rows["600"]["mean_reward"]) == -50.0 and float(rows["600"]["median_steps_to_threshold"]) == 600.0
+    assert float(rows["final"]["mean_reward"]) == -10.0 and rows["600"]["mean_wall_time_s"] == ""  # (no episode: no time)
+
+
 def test_a_nan_reward_blanks_only_the_windows_that_hold_it(tmp_path, monkeypatch):
     """The moving average was a difference of cumulative sums: one NaN reward made every later mean NaN, so
     gather_results lost the run's steps to threshold and aggregate_plots' mean curve was NaN from there on."""

@@ -18,8 +18,9 @@ Every ``N`` env steps (all envs together, as the RL Zoo counts ``--eval-freq``) 
   generator are restored afterwards, so a run trains the same with or without evaluation, and a resumed run
   evaluates exactly as the uninterrupted one.
 
-While the episodes play, a second progress bar (:class:`srl_toolbox.progress.EpisodeBar`, not left on screen, hidden
-by ``--no-progress``) counts them and moves with their steps: an episode can last thousands of steps.
+While the episodes play, a second progress bar (:class:`srl_toolbox.progress.EpisodeBar`, not left on screen; on a
+terminal only, hidden by ``--no-progress``) counts them and moves with their agent steps: an episode can last
+thousands of steps.
 
 Results go to ``<run>/evaluations.npz`` (rewritten atomically after each evaluation) with SB3's EvalCallback keys:
 ``timesteps`` (n_evals,), ``results`` (n_evals, K) episode rewards, ``ep_lengths`` (n_evals, K) and, when the env
@@ -28,7 +29,9 @@ reports ``is_success``, ``successes`` (n_evals, K). The model with the best eval
 """
 from __future__ import annotations
 
+import math
 import os
+import sys
 import warnings
 import zipfile
 from typing import Any
@@ -199,6 +202,12 @@ class Evaluator:
             warnings.warn(f"{name} keeps no normalised training env in its `env` attribute: the "
                           f"evaluation env's observations are normalised with fresh statistics", stacklevel=3)
 
+    def _agentStepLimit(self) -> int | None:
+        """:return: the evaluation env's step limit in agent steps (each lasts ``--action-repeat`` env steps)"""
+        limit = stepLimit(self.env)
+        repeat = int(getattr(self.args, "action_repeat", 1) or 1)
+        return None if limit is None else math.ceil(limit / repeat)
+
     def evaluate(self, num_timesteps: int) -> tuple[float, float]:
         """
         Play ``n_episodes`` deterministic episodes, record them and write evaluations.npz.
@@ -230,9 +239,10 @@ class Evaluator:
                 self.env = self._makeEnv()
             self._syncNormalisation()
             self.env.seed(int(self.args.seed) + EVAL_SEED_OFFSET)
-            # below the training bar, gone when done: it moves with the steps (an episode can last thousands)
-            bar = EpisodeBar(total=self.n_episodes, max_steps=stepLimit(self.env), desc="evaluation", leave=False,
-                             dynamic_ncols=True, disable=self.args.no_progress)
+            # below the training bar, gone when done: it moves with the steps (an episode can last thousands); on a
+            # terminal only (in a file or a pipe, each redraw of a second bar would be a line and a cursor move)
+            bar = EpisodeBar(total=self.n_episodes, max_steps=self._agentStepLimit(), desc="evaluation", leave=False,
+                             dynamic_ncols=True, disable=self.args.no_progress or not sys.stderr.isatty())
             rewards, lengths = evaluate_policy(_GetActionPredictor(self.algo, self.env), self.env,
                                                n_eval_episodes=self.n_episodes, deterministic=True,
                                                return_episode_rewards=True, callback=afterStep, warn=False)
