@@ -10,7 +10,10 @@ run's env steps, all envs together (a training episode counts at the run's step 
 Methods whose runs all have deterministic evaluations (``train --eval-freq``: evaluations.npz) also get their
 evaluation curves: the mean evaluation reward against env steps, at the evaluation steps all runs share, with the
 same band, in ``PREFIX_<env>_evaluation.png`` and ``PREFIX_<env>_<algo>_<srl-model>_evaluation.npz``; a method with
-some runs lacking them gets none, with a warning naming one such run.
+some runs lacking them gets none, with a warning naming one such run. Such a method's runs without a finished training
+episode (runs shorter than their env's episodes) count in its evaluation curve only: its training curve averages the
+others, or is not drawn when none has an episode. A method measured on training episodes leaves those runs out, with
+a warning (replay.results.measuredRuns).
 """
 from __future__ import annotations
 
@@ -32,7 +35,9 @@ from replay.results import (
     curvesYLabel,
     findRuns,
     groupRuns,
+    hasEpisodes,
     hasEvaluations,
+    measuredRuns,
     methodLabel,
     safeName,
     saveCurves,
@@ -128,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
-    runs = findRuns(args.log_dir, args.group_by)
+    runs = measuredRuns(findRuns(args.log_dir, args.group_by, evaluation_only=True), args.group_by)
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
     if args.output and (args.output.endswith(("/", os.sep)) or os.path.isdir(args.output)):
         prefix = os.path.join(args.output, "aggregate")  # a folder, as the other tools' --output-dir: files in it
@@ -137,14 +142,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
+    methods: dict[str, list[str]] = {}  # env -> its methods' labels, in the order that gives each its colour
+    for key in groups:
+        methods.setdefault(key[0], []).append(methodLabel(key, args.group_by))
     checkOutputFiles(_outputFiles(prefix, groups, args.group_by), "-o/--output" if args.output else "--log-dir")
     for key, members in groups.items():
         env, label = key[0], methodLabel(key, args.group_by)
-        x, y = aggregateCurves(members, args.episode_window, args.timesteps, args.num_points)
-        npz_path = _curvesFile(prefix, env, label)
-        saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in members], window=args.episode_window)
-        print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} points -> {npz_path}")
-        by_env.setdefault(env, []).append((label, x, y))
+        trained = [run for run in members if hasEpisodes(run)]  # (the others count by their evaluations only)
+        if not trained:
+            print(f"{env} {label}: no training curve, none of its {len(members)} run{'s' if len(members) != 1 else ''} "
+                  f"finished a training episode")
+        elif len(trained) < len(members):
+            warnings.warn(f"{env} {label}: {len(members) - len(trained)} of its {len(members)} runs finished no "
+                          f"training episode, and count in its evaluation curve only, e.g. "
+                          f"{next(run.path for run in members if not hasEpisodes(run))}")
+        if trained:
+            x, y = aggregateCurves(trained, args.episode_window, args.timesteps, args.num_points)
+            npz_path = _curvesFile(prefix, env, label)
+            saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in trained], window=args.episode_window)
+            print(f"{env} {label}: {len(trained)} run{'s' if len(trained) != 1 else ''}, {len(x)} points -> {npz_path}")
+            by_env.setdefault(env, []).append((label, x, y))
         lacking = [run.path for run in members if run.evaluations is None]
         if 0 < len(lacking) < len(members):
             warnings.warn(f"{env} {label}: no evaluation curve, {len(lacking)} of its {len(members)} runs have no "
@@ -162,12 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     for env, curves in by_env.items():
         png_path = _figureFile(prefix, env)
         plotCurves(png_path, curves, env, x_label, y_label=curvesYLabel(TRAINING_Y_LABEL, args.episode_window),
-                   order=[label for label, _, _ in curves])
+                   order=methods[env])
         print(f"Plot: {png_path}")
     for env, curves in evaluations_by_env.items():
         png_path = _figureFile(prefix, env, "_evaluation")
         plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL,
-                   order=[label for label, _, _ in by_env[env]])  # each method in its training figure's colour
+                   order=methods[env])  # each method in its training figure's colour
         print(f"Evaluation plot: {png_path}")
     return 0
 

@@ -3,8 +3,8 @@
 Walks every run below DIR (a folder with args.json and monitor/), groups runs by (env, srl-model, algo) and
 writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one row per method and timestep budget:
 
-- runs: the runs (seeds) that trained at least that many steps and had finished an episode by then
-  (``no_episode_yet``: those that trained that far without one);
+- runs: the runs (seeds) that trained at least that many steps and had finished an episode by then, or with
+  evaluations (below) made an evaluation by then (``no_episode_yet``: those that trained that far without an episode);
 - final mean reward: per run the mean reward of its last ``--episode-window`` episodes finished within the budget,
   then the mean +/- standard deviation over runs and the Student-t 95% confidence interval of that mean;
 - steps to threshold: per run the env step at which the mean of the last ``--episode-window`` episodes (all of them in
@@ -20,8 +20,10 @@ writes ``results.csv`` and ``results.md`` (in DIR unless ``--output-dir``), one 
 When every run of a method has deterministic evaluations (``train --eval-freq``, ``evaluations.npz``), the method's
 rewards come from them instead of the training episodes (which include exploration noise): a run's reward is the
 mean of its last evaluation within the budget, and steps to threshold is the first evaluation whose mean reaches the
-threshold. The column ``source`` says which a row used (``evaluation`` or ``training``); ``--training-rewards``
-uses the training episodes everywhere.
+threshold; such a method's runs count even without a finished training episode (a run shorter than its env's
+episodes). The column ``source`` says which a row used (``evaluation`` or ``training``); ``--training-rewards``
+uses the training episodes everywhere. A method measured on training episodes leaves out its runs without a finished
+one, with a warning.
 
 Steps are the run's, all envs together (those of ``--num-timesteps`` and ``--eval-freq``): a training episode counts
 at the run's step count when it ended, with ``--num-cpu N`` N times its env's own steps (replay.results).
@@ -49,8 +51,10 @@ from replay.results import (
     evaluationStepsToThreshold,
     findRuns,
     groupRuns,
+    hasEpisodes,
     hasEvaluations,
     meanInterval,
+    measuredRuns,
     warnMixedMethods,
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkOutputFiles, finiteFloat, nonEmptyText, positiveInt, runCommand
@@ -107,6 +111,8 @@ def _trainedTo(run: Run, budget: int | None) -> bool:
         return run.finished
     episodes = run.episodes
     trained = run.trained_timesteps if run.trained_timesteps is not None else run.args.get("num_timesteps", math.inf)
+    if not hasEpisodes(run):  # (a run kept for its evaluations)
+        return trained >= budget
     # (monitor files that end an episode's length, in run steps, before the budget: the run did not get there)
     return trained >= budget and episodes["timesteps"][-1] + episodes["lengths"].max() * run.num_envs > budget
 
@@ -207,8 +213,9 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
     :param share: the fraction of ground truth's mean final reward that is an env's threshold
     :return: one row per (budget, method); ``source`` says whether its rewards are evaluations or training episodes,
         ``threshold_source`` where its threshold comes from (given, ground truth, default; None without one)
+    :raises UsageError: no run is left to measure (replay.results.measuredRuns), or ``welch`` names no method
     """
-
+    runs = measuredRuns(runs, group_by, training_rewards)  # (those without an episode: for their evaluations only)
     groups = groupRuns(runs, group_by)
     dimension = welchDimension(welch, runs) if welch is not None else None
     evaluated = {key: not training_rewards and hasEvaluations(members) for key, members in groups.items()}
@@ -350,7 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threshold is not None and args.threshold_fraction != GROUND_TRUTH_FRACTION:
         raise UsageError(f"--threshold-fraction {args.threshold_fraction:g} sets the threshold from ground truth's runs, "
                          f"and --threshold {args.threshold:g} sets it outright: give one of them")
-    runs = findRuns(args.log_dir, args.group_by, unfinished=True)  # (counted at the budgets they reached)
+    # (unfinished runs count at the budgets they reached; those without an episode, by their evaluations)
+    runs = measuredRuns(findRuns(args.log_dir, args.group_by, unfinished=True, evaluation_only=True), args.group_by,
+                        args.training_rewards)
     unfinished = [run.path for run in runs if not run.finished]
     if unfinished:
         warnings.warn(f"{len(unfinished)} unfinished run(s) (still training, or stopped before --num-timesteps) count "

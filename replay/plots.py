@@ -3,10 +3,11 @@
 For each run, one PNG with two panels, episode reward against env steps and against wall time, raw (light) and
 smoothed (moving average over ``--episode-window`` episodes), read from the run's monitor CSVs; a run trained with
 ``--eval-freq`` also shows its deterministic evaluations (evaluations.npz: mean and standard deviation of each
-evaluation's episodes) on the env-steps panel. An episode's env step is the run's step count when it ended, all envs
-together (``--num-cpu N``: N times its env's own steps, from the run's args.json; a folder without one: the sum of the
-episode lengths so far). With ``--vis`` the same curves go to a visdom server too (one pair of
-windows per run in the visdom environment ``--vis-env``).
+evaluation's episodes) on the env-steps panel; one that finished no training episode yet (a run shorter than its
+env's episodes) is drawn with its evaluations alone, and one with neither is skipped. An episode's env step is the
+run's step count when it ended, all envs together (``--num-cpu N``: N times its env's own steps, from the run's
+args.json; a folder without one: the sum of the episode lengths so far). With ``--vis`` the same curves go to a
+visdom server too (one pair of windows per run in the visdom environment ``--vis-env``).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
 folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
@@ -113,6 +114,7 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     Write the two learning curves of a run as one PNG, atomically. Needs no display.
 
     :param episodes: arrays ``timesteps``, ``rewards``, ``times`` of :func:`rl_baselines.runs.monitor_files.loadEpisodes`
+        (empty: the evaluations alone, and a panel saying so)
     :param window: episodes of the moving average
     :param path: the PNG file (its folder is created)
     :param title: figure title
@@ -128,8 +130,11 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     axes_pair = figure.subplots(1, 2, sharey=True)
     for axes, x, label in ((axes_pair[0], episodes["timesteps"], "Env steps"),
                            (axes_pair[1], episodes["times"] / scale, f"Wall time ({unit})")):
-        axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, label="episode reward")
-        axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=smoothedLabel(rewards.size, window))
+        if rewards.size:
+            axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, label="episode reward")
+            axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=smoothedLabel(rewards.size, window))
+        elif axes is axes_pair[1] or evaluations is None:
+            axes.text(0.5, 0.5, "no finished training episode", ha="center", va="center", transform=axes.transAxes)
         axes.set_xlabel(label)
         axes.grid(True, alpha=0.3)
     if evaluations is not None:
@@ -139,7 +144,8 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
                               label=f"evaluation mean ± std ({results.shape[1]} deterministic episodes)")
     axes_pair[0].set_ylabel("Episode reward")
     handles, labels = axes_pair[0].get_legend_handles_labels()  # below the panels: it never hides a curve
-    figure.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize="small")
+    if labels:
+        figure.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize="small")
     if title:
         figure.suptitle(title)
     figure.tight_layout(rect=(0, 0.07, 1, 1))
@@ -173,8 +179,8 @@ class VisdomRunPlots:
     def send(self, run_id: str, episodes: dict[str, np.ndarray], window: int, title: str,
              evaluations: dict[str, np.ndarray] | None = None) -> None:
         """
-        Draw one run: window ``<run_id>_steps`` (reward against env steps) and ``<run_id>_time`` (wall time), and
-        with evaluations ``<run_id>_evaluation`` (mean evaluation reward against env steps).
+        Draw one run: window ``<run_id>_steps`` (reward against env steps) and ``<run_id>_time`` (wall time) when it
+        has episodes, and with evaluations ``<run_id>_evaluation`` (mean evaluation reward against env steps).
 
         :param run_id: unique name of the run (window ids are made from it)
         :param episodes: the run's episodes
@@ -195,8 +201,9 @@ class VisdomRunPlots:
                 if self._viz is None:
                     self._viz = visdomClientClass()(server="http://127.0.0.1", port=self.port, env=self.env_name,
                                                      use_incoming_socket=False, raise_exceptions=True)
-                for suffix, x, label in (("steps", episodes["timesteps"], "Env steps"),
-                                         ("time", episodes["times"] / scale, f"Wall time ({unit})")):
+                panels = (("steps", episodes["timesteps"], "Env steps"),
+                          ("time", episodes["times"] / scale, f"Wall time ({unit})"))
+                for suffix, x, label in panels if rewards.size else ():  # (no episode: the evaluations alone)
                     x = np.asarray(x, dtype=np.float64)
                     self._viz.line(Y=np.column_stack((rewards, smoothed)), X=np.column_stack((x, x)),
                                    win=f"{safe_id}_{suffix}", env=self.env_name,
@@ -251,14 +258,18 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
     :param episodes: its episodes
     :param evaluations: its evaluations, None for none
     :return: e.g. "12 episodes, the last ending at step 3,000 of 3,072 trained, 6 evaluations" (the trained steps from
-        the run's manifest, when it says)
+        the run's manifest, when it says); without an episode "no finished episode, 2 evaluations, the last at step
+        200 of 200 trained"
     """
     args = _runArgs(run_dir)
     trained = runProgress(run_dir, args)[1] if args is not None else None
-    text = f"{episodes['rewards'].size} episodes, the last ending at step {int(episodes['timesteps'][-1]):,}"
-    if trained is not None:
-        text += f" of {trained:,} trained"
-    return text + (f", {evaluations['timesteps'].size} evaluations" if evaluations is not None else "")
+    of_trained = f" of {trained:,} trained" if trained is not None else ""
+    count = f", {evaluations['timesteps'].size} evaluations" if evaluations is not None else ""
+    if episodes["rewards"].size == 0:
+        last = f", the last at step {int(evaluations['timesteps'][-1]):,}" if evaluations is not None else ""
+        return f"no finished episode{count}{last}{of_trained}"
+    return (f"{episodes['rewards'].size} episodes, the last ending at step {int(episodes['timesteps'][-1]):,}"
+            f"{of_trained}{count}")
 
 
 def _outputPath(run_dir: str, root: str, output_dir: str | None) -> str:
@@ -293,22 +304,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir), runEnvsOf(run_dir) or 1)))
         except MonitorFileError as error:
             warnings.warn(f"skipping {run_dir}: a damaged monitor file ({error})")
-    empty = [run_dir for run_dir, episodes in loaded if episodes["rewards"].size == 0]
-    loaded = [(run_dir, episodes) for run_dir, episodes in loaded if episodes["rewards"].size > 0]
+    # a run without a finished episode is drawn when it has evaluations, and skipped when it has neither
+    loaded = [(run_dir, episodes, loadRunEvaluations(run_dir)) for run_dir, episodes in loaded]
+    empty = [run_dir for run_dir, episodes, evaluations in loaded
+             if not episodes["rewards"].size and evaluations is None]
+    loaded = [run for run in loaded if run[0] not in empty]
     if not loaded:
-        raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}")
-    checkOutputFiles(sorted({_outputPath(run_dir, args.input, args.output_dir) for run_dir, _ in loaded}),
+        raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}, nor evaluations "
+                         f"(evaluations.npz)")
+    checkOutputFiles(sorted({_outputPath(run_dir, args.input, args.output_dir) for run_dir, _, _ in loaded}),
                      "--output-dir" if args.output_dir is not None else "-i (the run folder)")
     for run_dir in empty:
-        print(f"skipped {run_dir}: no finished episode yet")
-    for run_dir, episodes in loaded:
+        print(f"skipped {run_dir}: no finished episode yet, nor evaluations")
+    for run_dir, episodes, _ in loaded:
         warnNanRewards(run_dir, episodes["rewards"])
 
-
     visdom = VisdomRunPlots(args.port, args.vis_env) if args.vis else None
-    for run_dir, episodes in tqdm(loaded, unit="run", disable=len(loaded) < 2, leave=False):
+    for run_dir, episodes, evaluations in tqdm(loaded, unit="run", disable=len(loaded) < 2, leave=False):
         window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
-        evaluations = loadRunEvaluations(run_dir)
         path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title,
                        evaluations=evaluations)
         if visdom is not None:

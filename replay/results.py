@@ -1,7 +1,9 @@
 """Reading finished runs for the comparison tools (gather_results, aggregate_plots, compare_plots).
 
 A run is a folder with ``args.json`` and ``monitor/`` (what ``rl_baselines.train`` writes, alone or in a sweep);
-a sweep run that failed (its ``failed.json`` marker) is left out, as are runs without a finished episode.
+a sweep run that failed (its ``failed.json`` marker) is left out, as are runs without a finished episode, unless the
+caller keeps those with evaluations (:func:`findRuns` ``evaluation_only``: a method whose runs all have evaluations is
+measured on them, :func:`measuredRuns`; its runs without an episode have empty :attr:`Run.episodes`).
 Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys. Statistics over
 seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
 
@@ -121,16 +123,22 @@ def _stepCount(value: Any) -> int | None:
     return int(value)
 
 
-def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = False) -> list[Run]:
+def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = False,
+             evaluation_only: bool = False) -> list[Run]:
     """
-    Every run below ``log_dir`` (``log_dir`` itself may be one) with at least one finished episode.
+    Every run below ``log_dir`` (``log_dir`` itself may be one) with at least one finished episode (or, with
+    ``evaluation_only``, evaluations).
 
     :param log_dir: the folder to walk
     :param group_by: args.json keys the caller groups by (each run must have them)
     :param unfinished: keep the runs still training or stopped before their step count (``Run.finished`` False);
         else they are left out, with a warning
+    :param evaluation_only: also keep the runs without a finished episode that have evaluations (their episodes
+        empty; :func:`measuredRuns` then leaves them out of the methods measured on training episodes); else they are
+        left out with the others without an episode, with a warning
     :return: the runs, sorted by path
-    :raises UsageError: the folder does not exist, holds no run with an episode, or a group_by key is missing
+    :raises UsageError: the folder does not exist, holds no run with an episode (or with ``evaluation_only``,
+        evaluations), or a group_by key is missing
     """
     if not os.path.isdir(log_dir):
         raise UsageError(f"--log-dir {log_dir!r} is not a folder")
@@ -160,7 +168,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         except MonitorFileError as error:
             warnings.warn(f"skipping {folder}: a damaged monitor file ({error})")
             continue
-        if episodes["rewards"].size == 0:
+        evaluations = loadRunEvaluations(folder) if episodes["rewards"].size or evaluation_only else None
+        if episodes["rewards"].size == 0 and evaluations is None:
             empty.append(folder)
             continue
         finished, trained = runProgress(folder, args)
@@ -168,21 +177,54 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             stopped.append(folder)
             continue
         warnNanRewards(folder, episodes["rewards"])
-        runs.append(Run(folder, args, episodes, loadRunEvaluations(folder), finished, trained, num_envs))
+        runs.append(Run(folder, args, episodes, evaluations, finished, trained, num_envs))
     if stopped:
         warnings.warn(f"{len(stopped)} unfinished run(s) skipped (still training, or stopped before --num-timesteps: "
                       f"train --resume RUN finishes one), e.g. {stopped[0]}")
     if empty:
-        warnings.warn(f"{len(empty)} run(s) without a finished episode skipped, e.g. {empty[0]}")
+        warnings.warn(f"{len(empty)} run(s) without a finished episode skipped"
+                      f"{' (nor evaluations)' if evaluation_only else ''}, e.g. {empty[0]}")
     if failed:
         warnings.warn(f"{len(failed)} failed sweep run(s) skipped ({FAILED_FILE}), e.g. {failed[0]}")
     if not runs and stopped and not unfinished:
         raise UsageError(f"every run with a finished episode below {log_dir!r} is unfinished ({len(stopped)} skipped: "
                          f"still training, or stopped before --num-timesteps; train --resume RUN finishes one)")
     if not runs:
-        raise UsageError(f"no run with a finished episode below {log_dir!r} (a run folder holds args.json and "
-                         f"monitor/)")
+        raise UsageError(f"no run with a finished episode{' or evaluations' if evaluation_only else ''} below "
+                         f"{log_dir!r} (a run folder holds args.json and monitor/)")
     return sorted(runs, key=lambda run: run.path)
+
+
+def hasEpisodes(run: Run) -> bool:
+    """:return: whether the run finished a training episode (findRuns' ``evaluation_only`` keeps some that did not)"""
+    return run.episodes["rewards"].size > 0
+
+
+def measuredRuns(runs: Sequence[Run], group_by: Sequence[str] = (), training_rewards: bool = False) -> list[Run]:
+    """
+    The runs a comparison measures: a method whose runs all have evaluations (:func:`hasEvaluations`) keeps them all,
+    those without a finished episode too; a method measured on its training episodes (``training_rewards``, or one of
+    its runs has no evaluations) loses its runs without one, with one warning for all.
+
+    :param runs: runs of :func:`findRuns` (with ``evaluation_only``)
+    :param group_by: the extra keys that split methods
+    :param training_rewards: measure every method on its training episodes
+    :return: the runs kept, in their order
+    :raises UsageError: none is left
+    """
+    groups = groupRuns(runs, group_by)
+    training = {key for key, members in groups.items() if training_rewards or not hasEvaluations(members)}
+    kept = [run for run in runs if hasEpisodes(run) or run.key(group_by) not in training]
+    dropped = [run.path for run in runs if not hasEpisodes(run) and run.key(group_by) in training]
+    why = "--training-rewards" if training_rewards else "another run of its method has no evaluations.npz"
+    if dropped and not kept:
+        raise UsageError(f"no run with a finished episode to measure on training episodes ({why}): the {len(dropped)} "
+                         f"run(s) have only evaluations, e.g. {dropped[0]}"
+                         + ("; without --training-rewards they are measured on those" if training_rewards else ""))
+    if dropped:
+        warnings.warn(f"{len(dropped)} run(s) without a finished episode skipped (they have only evaluations, and "
+                      f"their method is measured on training episodes: {why}), e.g. {dropped[0]}", stacklevel=2)
+    return kept
 
 
 def loadRunEvaluations(folder: str) -> dict[str, np.ndarray] | None:

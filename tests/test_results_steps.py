@@ -1,6 +1,7 @@
 """The results tools (gather_results, aggregate_plots, compare_plots, replay.plots) on fabricated runs: the steps of
 training episodes are the run's (all envs together), NaN rewards stay in their windows, the smoothing window is
-recorded and checked, and the tools' messages say what they count."""
+recorded and checked, a run with evaluations but no finished training episode counts by its evaluations, and the
+tools' messages say what they count."""
 from __future__ import annotations
 
 import csv
@@ -14,6 +15,7 @@ from matplotlib.figure import Figure
 
 from replay import compare_plots, plots
 from replay.results import loadCurves, saveCurves
+from rl_baselines.runs import train_loop
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.plots import movingAverage
 
@@ -22,8 +24,9 @@ LENGTH = 250
 
 
 def _fakeRun(run_dir, rewards_per_env, seed: int = 0, evaluations: dict | None = None, **args) -> str:
-    """A finished run as train leaves it, fabricated: args.json, one monitor file per env of LENGTH-step episodes,
-    done.json, and evaluations.npz when given ``{step: mean reward}``."""
+    """A finished run as train leaves it, fabricated: args.json, one monitor file per env of LENGTH-step episodes (an
+    empty list: none finished, ``num_timesteps=`` then gives its steps), done.json, and evaluations.npz when given
+    ``{step: mean reward}``."""
     os.makedirs(os.path.join(run_dir, "monitor"))
     steps = LENGTH * sum(len(rewards) for rewards in rewards_per_env)
     with open(os.path.join(run_dir, "args.json"), "w") as handle:
@@ -205,3 +208,75 @@ def test_a_window_of_one_episode_reads_as_one(tmp_path, window):
     text = open(tmp_path / "out" / "results.md").read()
     assert ("| last training episode |" if window == 1 else "| last 3 training episodes |") in text
     assert "1 run, 1 method: " in result.stdout
+
+
+def test_a_run_without_a_training_episode_counts_by_its_evaluations(tmp_path):
+    """A run shorter than its env's episodes (2 x 100 steps of 250-step episodes) with two evaluations was refused by
+    every results tool: "no run with a finished episode below ..." (replay.plots: "no finished episode in the 1
+    run(s)"), exit 2, though its evaluations.npz held its results."""
+    run = _fakeRun(tmp_path / "logs" / "a", [[], []], evaluations={100: -5.0, 200: -3.0}, num_timesteps=200)
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--timestep-budget", "100",
+                       "--threshold", "-4", "--output-dir", tmp_path / "out")
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    rows = _rows(tmp_path / "out")
+    assert rows["final"]["source"] == "evaluation" and rows["final"]["runs"] == "1", rows["final"]
+    assert float(rows["final"]["mean_reward"]) == -3.0 and float(rows["final"]["median_steps_to_threshold"]) == 200
+    assert rows["100"]["runs"] == "1" and float(rows["100"]["mean_reward"]) == -5.0 and rows["100"]["reached"] == "0"
+    assert "| last evaluation (deterministic) |" in open(tmp_path / "out" / "results.md").read()
+    # measured on training episodes, it has none: one line, nothing written
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--training-rewards", "--output-dir",
+                       tmp_path / "out2")
+    _assertUsage(result, f"no run with a finished episode to measure on training episodes (--training-rewards): the 1 "
+                         f"run(s) have only evaluations, e.g. {run}")
+    assert not (tmp_path / "out2").exists()
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "-o", tmp_path / "agg" / "a")
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    assert f"{ENV} ppo2 ground_truth: no training curve, none of its 1 run finished a training episode" in result.stdout
+    assert sorted(os.listdir(tmp_path / "agg")) == [f"a_{ENV}_evaluation.png",
+                                                    f"a_{ENV}_ppo2_ground_truth_evaluation.npz"]
+    curves = loadCurves(str(tmp_path / "agg" / f"a_{ENV}_ppo2_ground_truth_evaluation.npz"))
+    assert list(curves["x"]) == [100, 200] and curves["y"].tolist() == [[-5.0, -3.0]]
+    result = runModule("replay.plots", "-i", tmp_path / "logs", "--output-dir", tmp_path / "plots")
+    assert result.returncode == 0, result.stderr
+    assert "(no finished episode, 2 evaluations, the last at step 200 of 200 trained)" in result.stdout, result.stdout
+    assert os.listdir(tmp_path / "plots") == ["a.png"]
+
+
+def test_a_method_measured_on_training_episodes_leaves_out_a_run_without_one(tmp_path):
+    """With evaluations for every run, one without a training episode counts in the rewards and evaluation curve of
+    its method (its training curve averages the others); where another run lacks evaluations, the method is measured
+    on training episodes and leaves it out, with a warning, as a run without evaluations."""
+    _fakeRun(tmp_path / "evaluated" / "a", [[], []], evaluations={250: -5.0, 500: -3.0}, num_timesteps=500)
+    _fakeRun(tmp_path / "evaluated" / "b", [[1.0], [3.0]], seed=1, evaluations={250: -1.0, 500: 1.0})
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "evaluated", "--output-dir", tmp_path / "o1")
+    assert result.returncode == 0 and "warning" not in result.stderr, result.stderr
+    final = _rows(tmp_path / "o1")["final"]
+    assert final["source"] == "evaluation" and final["runs"] == "2" and float(final["mean_reward"]) == -1.0
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "evaluated", "-o", tmp_path / "agg" / "a")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert warned == [f"warning: {ENV} ppo2 ground_truth: 1 of its 2 runs finished no training episode, and count in "
+                      f"its evaluation curve only, e.g. {tmp_path / 'evaluated' / 'a'}"], result.stderr
+    assert loadCurves(str(tmp_path / "agg" / f"a_{ENV}_ppo2_ground_truth.npz"))["y"].shape[0] == 1
+    assert loadCurves(str(tmp_path / "agg" / f"a_{ENV}_ppo2_ground_truth_evaluation.npz"))["y"].shape[0] == 2
+
+    _fakeRun(tmp_path / "mixed" / "a", [[], []], evaluations={250: -5.0, 500: -3.0}, num_timesteps=500)
+    _fakeRun(tmp_path / "mixed" / "b", [[1.0], [3.0]], seed=1)
+    for command, output in (("replay.gather_results", "--output-dir"), ("replay.aggregate_plots", "-o")):
+        result = runModule(command, "-i", tmp_path / "mixed", output, tmp_path / "o2" / "x")
+        assert result.returncode == 0, result.stderr
+        assert ("warning: 1 run(s) without a finished episode skipped (they have only evaluations, and their method "
+                "is measured on training episodes: another run of its method has no evaluations.npz), e.g. "
+                f"{tmp_path / 'mixed' / 'a'}") in result.stderr, result.stderr
+    final = _rows(tmp_path / "o2" / "x")["final"]
+    assert final["source"] == "training" and final["runs"] == "1" and final["seeds"] == "1"
+
+
+def test_train_says_it_wrote_no_learning_curve_without_an_episode(tmp_path, capsys):
+    """A run that finished no training episode wrote no learning_curve.png without a word."""
+    callback = type("Callback", (), {"monitor": type("Monitor", (), {"rewards": []})()})()
+    for eval_freq, hint in ((0, ""), (100, f"; its evaluations: python -m replay.plots -i {tmp_path}")):
+        config = type("Config", (), {"run_dir": str(tmp_path), "eval_freq": eval_freq, "episode_window": 100})()
+        train_loop._writeLearningCurve(callback, config)
+        assert capsys.readouterr().out == f"No learning_curve.png: no training episode finished{hint}\n"
+    assert os.listdir(tmp_path) == []

@@ -62,6 +62,7 @@ def test_a_run_that_finished_no_episode_says_so(tmp_path):
     stdout = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                       "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path).stdout
     assert "Done: 64 steps, 0 episodes, mean reward (last 100) n/a (no episode finished)" in stdout  # not "nan"
+    assert "No learning_curve.png: no training episode finished\n" in stdout  # (not a word, and no file)
 
 
 def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:

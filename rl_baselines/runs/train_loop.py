@@ -6,7 +6,8 @@ count before the algorithm is built, so the same config trains the same run. A s
 checkpoint (exit 128 + signal), a second Ctrl-C at once (exit 130, no checkpoint); either way the model is saved
 unless training never started, and a run that reached its step count writes its final checkpoint first. A run folder
 deleted or moved during training (it lost its args.json) ends the run at the next save, before that save could make
-the folder again: ``FolderVanished``, one line, exit 1, the env and the callbacks closed.
+the folder again: ``FolderVanished``, one line, exit 1, the env and the callbacks closed. A run that finished no
+training episode writes no learning_curve.png, and says so.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from stable_baselines3.common.utils import set_random_seed
 
 from rl_baselines.core.checkpointing import Checkpoint, runDescription
 from rl_baselines.core.plugin_v1 import trainAlgorithm
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import LEARNING_CURVE_FILE, RunFolder
 from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
 from rl_baselines.runs.monitor_files import runEnvs
@@ -177,7 +178,12 @@ def _runLogger(config: TrainConfig, algo_class: type, plotter: Any, purge_step: 
 
 
 def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
+    """learning_curve.png, the training episodes' rewards; a run that finished none (shorter than its env's episodes)
+    has none, and says so in one line"""
     if not callback.monitor.rewards:
+        print(f"No {LEARNING_CURVE_FILE}: no training episode finished"
+              + (f"; its evaluations: python -m replay.plots -i {shlex.quote(config.run_dir)}"
+                 if config.eval_freq > 0 else ""))
         return
     RunFolder(config.run_dir).checkStays()
     saveLearningCurve(callback.episode_steps, callback.monitor.rewards, config.episode_window,
