@@ -330,6 +330,8 @@ CASES = [
     ("gather-unknown-group-key", GATHER, ["-i", "{log}", "--group-by", "nokey"], ["nokey", "valid keys", "seed"]),
     ("gather-threshold-nan", GATHER, ["-i", "{log}", "--threshold", "nan"], ["--threshold", "'nan'", "finite"]),
     ("gather-read-only-run", GATHER, ["-i", "{rorun}"], ["read_only_run"]),
+    ("gather-training-rewards-of-evaluations-only", GATHER, ["-i", "{bad}/evaluated_only", "--training-rewards"],
+     ["--training-rewards", "only evaluations", "without --training-rewards"]),
     # --- replay.aggregate_plots
     ("aggregate-no-run", AGGREGATE, ["-i", "{bad}"], ["no run"]),
     ("aggregate-unknown-group-key", AGGREGATE, ["-i", "{log}", "--group-by", "nokey"], ["nokey"]),
@@ -402,6 +404,7 @@ CATEGORIES = {
     "incompatible combination": [
         "train-rollout-of-one-sample",
         "train-joints-without-joints", "train-continuous-on-discrete-algo", "gather-threshold-and-fraction",
+        "gather-training-rewards-of-evaluations-only",
         "train-ppo1-rank-without-dist-url", "train-ppo1-minibatches-above-batch",
         "train-gail-learner-key-of-another-learner",
         "train-fpv-without-camera", "enjoy-checkpoint-and-best-model",

@@ -75,6 +75,14 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         np.savez(bad / f"window{window}.npz", x=x, y=np.stack([x, x + 1]), label=np.array("ppo2"),
                  env=np.array("env"), x_label=np.array("episodes"), episode_window=np.array(window))
     np.savez(bad / "foreign.npz", weights=np.zeros(3))
+    evaluated = bad / "evaluated_only" / "run"  # a finished run with evaluations and no finished training episode
+    (evaluated / "monitor").mkdir(parents=True)
+    (evaluated / "args.json").write_text('{"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2", '
+                                         '"seed": 0, "num_timesteps": 200}')
+    (evaluated / "monitor" / "0.monitor.csv").write_text('#{"t_start": 1700000000.0, "env_id": "E"}\nr,l,t\n')
+    (evaluated / "done.json").write_text("{}")
+    np.savez(evaluated / "evaluations.npz", timesteps=np.array([100, 200]), results=np.zeros((2, 1)),
+             ep_lengths=np.full((2, 1), 250))
     (root / READ_ONLY_NAME).mkdir()
     return {"root": str(root), "bad": str(bad), "data": str(root / "data"), "srl": str(root / "logs" / "srl"),
             "ro": str(root / READ_ONLY_NAME)}
