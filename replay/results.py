@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from rl_baselines.core.manifests import CheckpointError, readManifest
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
 from rl_baselines.sweeps.recorded import trainSettings
@@ -216,7 +216,7 @@ def measuredRuns(runs: Sequence[Run], group_by: Sequence[str] = (), training_rew
     training = {key for key, members in groups.items() if training_rewards or not hasEvaluations(members)}
     kept = [run for run in runs if hasEpisodes(run) or run.key(group_by) not in training]
     dropped = [run.path for run in runs if not hasEpisodes(run) and run.key(group_by) in training]
-    why = "--training-rewards" if training_rewards else "another run of its method has no evaluations.npz"
+    why = "--training-rewards" if training_rewards else f"another run of its method has no {EVALUATIONS_FILE}"
     if dropped and not kept:
         raise UsageError(f"no run with a finished episode to measure on training episodes ({why}): the {len(dropped)} "
                          f"run(s) have only evaluations, e.g. {dropped[0]}"

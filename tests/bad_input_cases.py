@@ -330,7 +330,7 @@ CASES = [
     ("gather-unknown-group-key", GATHER, ["-i", "{log}", "--group-by", "nokey"], ["nokey", "valid keys", "seed"]),
     ("gather-threshold-nan", GATHER, ["-i", "{log}", "--threshold", "nan"], ["--threshold", "'nan'", "finite"]),
     ("gather-read-only-run", GATHER, ["-i", "{rorun}"], ["read_only_run"]),
-    ("gather-training-rewards-of-evaluations-only", GATHER, ["-i", "{bad}/evaluated_only", "--training-rewards"],
+    ("gather-training-rewards-of-evaluations-only", GATHER, ["-i", "{evaluated}", "--training-rewards"],
      ["--training-rewards", "only evaluations", "without --training-rewards"]),
     # --- replay.aggregate_plots
     ("aggregate-no-run", AGGREGATE, ["-i", "{bad}"], ["no run"]),

@@ -75,7 +75,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         np.savez(bad / f"window{window}.npz", x=x, y=np.stack([x, x + 1]), label=np.array("ppo2"),
                  env=np.array("env"), x_label=np.array("episodes"), episode_window=np.array(window))
     np.savez(bad / "foreign.npz", weights=np.zeros(3))
-    evaluated = bad / "evaluated_only" / "run"  # a finished run with evaluations and no finished training episode
+    evaluated = root / "evaluated_only" / "run"  # a finished run with evaluations and no finished training episode
     (evaluated / "monitor").mkdir(parents=True)
     (evaluated / "args.json").write_text('{"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2", '
                                          '"seed": 0, "num_timesteps": 200}')
@@ -85,7 +85,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
              ep_lengths=np.full((2, 1), 250))
     (root / READ_ONLY_NAME).mkdir()
     return {"root": str(root), "bad": str(bad), "data": str(root / "data"), "srl": str(root / "logs" / "srl"),
-            "ro": str(root / READ_ONLY_NAME)}
+            "ro": str(root / READ_ONLY_NAME), "evaluated": str(root / "evaluated_only")}
 
 
 @pytest.fixture(scope="module")
@@ -279,7 +279,7 @@ def test_bad_input_in_a_real_process(case_id: str, request, world, badRuns):
 
 def _checkCase(case_id: str, module: str, arguments: list[str], words: list[str], request, world, badRuns,
                warm: bool) -> None:
-    values = {"bad": world["bad"], "data": world["data"], "ro": world["ro"], **badRuns}
+    values = {"bad": world["bad"], "data": world["data"], "ro": world["ro"], "evaluated": world["evaluated"], **badRuns}
     text = " ".join([*DEFAULTS.get(module, []), *arguments, *words])
     if any(key in text for key in ("{tiny}", "{twin}", "{other}")):
         values.update(request.getfixturevalue("datasets"))
