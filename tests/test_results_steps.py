@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from replay import compare_plots, plots
 from replay.results import loadCurves, saveCurves
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train_loop
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.plots import movingAverage
@@ -274,10 +275,15 @@ def test_a_method_measured_on_training_episodes_leaves_out_a_run_without_one(tmp
 
 
 def test_train_says_it_wrote_no_learning_curve_without_an_episode(tmp_path, capsys):
-    """A run that finished no training episode wrote no learning_curve.png without a word."""
+    """A run that finished no training episode wrote no learning_curve.png without a word; it points at its
+    evaluations only where one was made (an --eval-freq past the run's steps, or a stop before it, makes none)."""
     callback = type("Callback", (), {"monitor": type("Monitor", (), {"rewards": []})()})()
-    for eval_freq, hint in ((0, ""), (100, f"; its evaluations: python -m replay.plots -i {tmp_path}")):
-        config = type("Config", (), {"run_dir": str(tmp_path), "eval_freq": eval_freq, "episode_window": 100})()
-        train_loop._writeLearningCurve(callback, config)
-        assert capsys.readouterr().out == f"No learning_curve.png: no training episode finished{hint}\n"
+    config = type("Config", (), {"run_dir": str(tmp_path), "eval_freq": 100, "episode_window": 100})()
+    train_loop._writeLearningCurve(callback, config)
+    assert capsys.readouterr().out == "No learning_curve.png: no training episode finished\n"
     assert os.listdir(tmp_path) == []
+    open(RunFolder(str(tmp_path)).evaluations_file, "wb").close()
+    train_loop._writeLearningCurve(callback, config)
+    assert capsys.readouterr().out == ("No learning_curve.png: no training episode finished; its evaluations: "
+                                       f"python -m replay.plots -i {tmp_path}\n")
+    assert not os.path.exists(RunFolder(str(tmp_path)).learning_curve_file)

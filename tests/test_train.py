@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import runFolder, runModule, runTrain, trainArgs, trainSettings
 from PIL import Image
+from stable_baselines3.common.callbacks import BaseCallback
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
@@ -65,20 +66,41 @@ def test_a_run_that_finished_no_episode_says_so(tmp_path):
     assert "No learning_curve.png: no training episode finished\n" in stdout  # (not a word, and no file)
 
 
-def _trainInProcess(algo_class, tmp_path, **overrides) -> tuple:
+def _trainInProcess(algo_class, tmp_path, callback=None, algo=None, **overrides) -> tuple:
 
     parser = algo_class.customArguments(baseParser())
     args = trainArgs(**vars(parser.parse_args(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                                                "--num-timesteps", "256", "--log-dir", str(tmp_path)])))
     for key, value in overrides.items():
         setattr(args, key, value)
-    algo = algo_class()
+    algo = algo or algo_class()
     hyperparams = algo_class.parserHyperParam({"n_steps": "64"}) if hasattr(algo_class, "SB3_CLASS") else {}
     settings = trainSettings(args, hyperparams)  # plugin API v2: env, budget, hyperparameters, settings
     env = algo_class.makeTrainingEnv(settings)
     algo.train(env, args.num_timesteps, algo_class.resolveHyperparams(settings, hyperparams),
-               lambda _locals, _globals: True, None, settings)
+               callback or (lambda _locals, _globals: True), None, settings)
     return algo, args
+
+
+def test_a_model_saved_at_a_step_keeps_the_episodes_that_ended_there(tmp_path):
+    """SB3 adds a step's finished episodes to its episode buffer after the step's callbacks: a checkpoint written by
+    one (a stop signal's) must hold them, or a run resumed from it leaves them out of every later rollout/ep_* mean."""
+    saved = []
+
+    class SaveWhenAnEpisodeEnds(BaseCallback):
+        def _on_step(self) -> bool:
+            if not saved and any("episode" in info for info in self.locals["infos"]):
+                path = str(tmp_path / "at_episode_end" / "ppo2_model.zip")
+                algo.save(path)
+                saved.append((path, len(self.model.ep_info_buffer)))
+            return True
+
+    algo = PPO2Model()
+    _trainInProcess(PPO2Model, tmp_path, callback=SaveWhenAnEpisodeEnds(), algo=algo, num_timesteps=512)
+    (path, live_count), = saved
+    assert live_count == 0  # SB3 had not added the episode yet
+    assert len(PPO2Model.load(path).model.ep_info_buffer) == 1  # the saved model has it
+    assert len(algo.model.ep_info_buffer) == 2  # episodes of 250 steps: each counted once in training
 
 
 @pytest.mark.parametrize("algo_name", ["ppo2", "a2c"])

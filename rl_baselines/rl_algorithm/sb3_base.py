@@ -11,13 +11,15 @@ clean points (the start of a rollout), so that a resumed run goes on exactly as 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import copy
 import functools
 import inspect
 import json
 import os
 import warnings
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 import numpy as np
@@ -104,6 +106,9 @@ class StableBaselinesRLObject(BaseRLObject):
         self.env: Any = None
         # An on-policy learner's rollouts over the whole run, a resumed one's included (checkpoints keep the count).
         self.rollouts = 0
+        # (infos, dones) of the step whose callbacks run now, which SB3 adds to its episode buffers after them
+        # (:class:`PendingEpisodes`); None outside a step's callbacks
+        self.pending_infos: tuple[Any, Any] | None = None
 
     # --- command line ----------------------------------------------------------------------------------------
 
@@ -189,13 +194,29 @@ class StableBaselinesRLObject(BaseRLObject):
     # --- persistence -------------------------------------------------------------------------------------------
 
     def save(self, save_path: str, _locals: dict[str, Any] | None = None) -> None:
-        with atomicPath(save_path) as tmp_path:
+        with atomicPath(save_path) as tmp_path, self._pendingEpisodesCounted():
             self.model.save(tmp_path)
             with zipfile.ZipFile(tmp_path, "a") as archive:
                 archive.writestr(MANIFEST_MEMBER, json.dumps({"algo": self.NAME, "api_version": self.API_VERSION}))
                 for name, data in self.zipMembers().items():
                     archive.writestr(name, data)
         saveNormalisation(self.env, os.path.dirname(os.path.abspath(save_path)))
+
+    @contextlib.contextmanager
+    def _pendingEpisodesCounted(self) -> Iterator[None]:
+        """While a callback of a step saves the model (a checkpoint), its episode buffers (the rollout/ep_* means,
+        which a resumed run goes on from) hold the episodes that ended at that step, as they will once SB3 adds them;
+        put back as they were afterwards."""
+        model, pending = self.model, self.pending_infos
+        if pending is None or pending[0] is None or getattr(model, "ep_info_buffer", None) is None:
+            yield
+            return
+        before = (copy.copy(model.ep_info_buffer), copy.copy(model.ep_success_buffer))
+        model._update_info_buffer(*pending)  # (SB3's own, as it will call it after the step's callbacks)
+        try:
+            yield
+        finally:
+            model.ep_info_buffer, model.ep_success_buffer = before
 
     def zipMembers(self) -> dict[str, bytes]:
         """:return: more members for the model zip, by name (none here; SB3's load ignores all but its own and
@@ -372,14 +393,15 @@ class StableBaselinesRLObject(BaseRLObject):
         """
         SB3's ``learn`` with the training callback (an SB3 one, the train command's TrainingCallbacks, as it is; an
         old-style one adapted: :func:`sb3Callback`; the callbacks read num_timesteps from the SB3 model), then
-        ``more`` callbacks; an on-policy learner's log rows are written by :class:`RolloutLogs` after them.
+        ``more`` callbacks; :class:`PendingEpisodes` before them all, and an on-policy learner's log rows written by
+        :class:`RolloutLogs` after them.
 
         :param total_timesteps: the step count at which training ends
         :param callback: the training callback ``train`` received
         :param settings: the run's settings (a continued or resumed model goes on with its step count)
         :param more: SB3 callbacks run after it (gail's discriminator update)
         """
-        callbacks = [sb3Callback(callback), *more]
+        callbacks = [PendingEpisodes(self), sb3Callback(callback), *more]
         options: dict[str, Any] = {}
         if isinstance(self.model, OnPolicyAlgorithm):
             log_interval = learnDefault(type(self.model), "log_interval")
@@ -403,6 +425,35 @@ def learnDefault(model_class: type, name: str) -> Any:
             if parameter is not None:
                 return parameter.default
     raise TypeError(f"{model_class.__name__}.learn has no parameter {name!r}")
+
+
+class PendingEpisodes(BaseCallback):
+    """
+    Holds, while the callbacks of a step run, the step's ``infos`` and ``dones`` in the learner's
+    :attr:`StableBaselinesRLObject.pending_infos`: SB3 adds the episodes that ended at the step to its episode buffers
+    only after the step's callbacks, so that a model a callback saves (a checkpoint) would otherwise leave them out, and
+    a run resumed from it would miss them in every later rollout/ep_* mean. Cleared at each rollout's start and end,
+    by which time SB3 has added them.
+
+    :param learner: the algorithm being trained
+    """
+
+    def __init__(self, learner: StableBaselinesRLObject) -> None:
+        super().__init__()
+        self.learner = learner
+
+    def _on_step(self) -> bool:
+        self.learner.pending_infos = (self.locals.get("infos"), self.locals.get("dones"))
+        return True
+
+    def _on_rollout_start(self) -> None:
+        self.learner.pending_infos = None
+
+    def _on_rollout_end(self) -> None:
+        self.learner.pending_infos = None
+
+    def _on_training_end(self) -> None:
+        self.learner.pending_infos = None
 
 
 class RolloutLogs(BaseCallback):

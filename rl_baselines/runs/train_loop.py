@@ -181,9 +181,9 @@ def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     """learning_curve.png, the training episodes' rewards; a run that finished none (shorter than its env's episodes)
     has none, and says so in one line"""
     if not callback.monitor.rewards:
+        evaluated = os.path.isfile(RunFolder(config.run_dir).evaluations_file)  # (an evaluation was made)
         print(f"No {LEARNING_CURVE_FILE}: no training episode finished"
-              + (f"; its evaluations: python -m replay.plots -i {shlex.quote(config.run_dir)}"
-                 if config.eval_freq > 0 else ""))
+              + (f"; its evaluations: python -m replay.plots -i {shlex.quote(config.run_dir)}" if evaluated else ""))
         return
     RunFolder(config.run_dir).checkStays()
     saveLearningCurve(callback.episode_steps, callback.monitor.rewards, config.episode_window,
