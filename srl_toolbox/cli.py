@@ -29,6 +29,8 @@ import warnings
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NoReturn
 
+from tqdm import tqdm
+
 from srl_toolbox import __version__
 from srl_toolbox.errors import CommandFailed as CommandFailed  # in errors (below files, which raises it): re-exported
 from srl_toolbox.errors import UsageError as UsageError
@@ -75,13 +77,14 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     """
     Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, CommandFailed into
     ``error: ...`` and exit code 1, and a Ctrl-C that the command does not handle itself into ``Interrupted`` and
-    exit code 130 (no traceback); warnings print as one line each, ``warning: <message>``.
+    exit code 130 (no traceback); warnings print as one line each, ``warning: <message>``, above any progress bar.
 
     :param main: the command's main function
     :param argv: its arguments (default: sys.argv[1:])
     """
     # one line per warning, whatever the library wrote (SB3's minibatch advice spans three)
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {' '.join(str(message).split())}\n"
+    warnings.showwarning = showAboveBars
     try:
         code = main(argv)
     except UsageError as error:
@@ -103,6 +106,17 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
         print(f"error: {environmentErrorText(found)}", file=sys.stderr)
         sys.exit(1)
     sys.exit(code or 0)
+
+
+def showAboveBars(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                  line: str | None = None) -> None:
+    """``warnings.showwarning`` of the commands: the formatted warning on a line of its own above any progress bar
+    drawn on the same stream (tqdm clears the bars, writes it, and draws them again below), not glued to a bar."""
+    text = warnings.formatwarning(message, category, filename, lineno, line)
+    try:
+        tqdm.write(text, file=sys.stderr if file is None else file, end="")
+    except OSError:  # a closed or broken stream: a warning is never worth an error
+        pass
 
 
 def environmentErrorText(error: OSError) -> str:

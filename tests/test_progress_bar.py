@@ -3,17 +3,23 @@ between two refreshes, says what the run does while it counts no step (updating,
 leaves the ETA out during an off-policy warm-up and then rates the training only, and prints nothing when hidden."""
 from __future__ import annotations
 
+import io
 import re
+import warnings
 
 import pytest
 from conftest import runModule
+from stable_baselines3 import DQN, PPO
+from stable_baselines3.common.env_util import make_vec_env
 from test_training_callbacks import FakeAlgo, FakeEvaluator, FakeRunLogger, Learner, _drive
+from tqdm import tqdm
 
 from rl_baselines.core.checkpointing import runDescription
 from rl_baselines.rl_algorithm.deepq import DQNModel
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
-from rl_baselines.runs.progress_bar import ProgressCallback
+from rl_baselines.runs.progress_bar import ProgressCallback, lastStep
 from rl_baselines.runs.training_callbacks import EpisodeFeed, RefreshCallback
+from srl_toolbox import cli
 
 
 class Clock:
@@ -162,3 +168,34 @@ def test_an_off_policy_run_shows_its_warm_up(tmp_path):
     assert result.returncode == 0, result.stderr
     assert "warm-up: learning starts at step 150" in result.stderr  # SB3's learning_starts reached the bar
     assert "300/300" in result.stderr and "warm-up" not in _lines(result.stderr)[-1]
+
+
+def test_the_total_is_the_step_an_sb3_learner_stops_at(tmp_path):
+    """SB3 steps all its envs at once and an on-policy learner whole rollouts: the bar's total (and so its ETA) is the
+    budget rounded up to them, not a total that grows at the end (a 1,100-step budget of 512-step rollouts: 1,536)."""
+    progress, _, _ = _progress(tmp_path, total=1100)
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=512, batch_size=64, device="cpu")
+    progress.init_callback(model)
+    progress.on_training_start({}, {})
+    assert progress.bar.total == 1536
+    assert lastStep(model, 512, 1100) == 1536 and lastStep(model, 0, 1024) == 1024
+    assert lastStep(model, 2048, 1100) == 1100  # (a budget already passed)
+    off_policy = DQN("MlpPolicy", make_vec_env("CartPole-v1", n_envs=2), device="cpu")
+    assert lastStep(off_policy, 0, 1001) == 1002  # its envs step together
+    assert lastStep(Learner(), 0, 1100) == 1100  # an algorithm's own learner: the budget
+    progress.finish()
+
+
+def test_a_warning_during_a_bar_gets_a_line_of_its_own():
+    """The commands show warnings above the progress bars (srl_toolbox.cli.showAboveBars), not glued to the end of a
+    bar's line as Python's default shows them on the same stream."""
+    stream = io.StringIO()
+    bar = tqdm(total=10, file=stream, ascii=True, mininterval=0)
+    bar.update(3)
+    cli.showAboveBars(UserWarning("careful"), UserWarning, "x.py", 1, file=stream)
+    bar.update(1)
+    bar.close()
+    text, warning = stream.getvalue(), warnings.formatwarning(UserWarning("careful"), UserWarning, "x.py", 1)
+    at = text.index(warning)
+    assert at > 0 and text[at - 1] in "\r\n", repr(text)  # at the start of a line, the bar cleared first
+    assert "4/10" in text[at:]  # and the bar drawn again below it

@@ -7,12 +7,14 @@ redrawn at most once per ``REDRAW_PERIOD_S``, and at once when the run starts do
 ``updating`` after a rollout of an SB3-backed algorithm that took ``REDRAW_PERIOD_S`` or more (from SB3's rollout end
 to the next rollout start), ``evaluating`` and ``saving checkpoint`` (a service's :meth:`TrainingService.busy`). Its
 rate is the steps per second since training started, updates, evaluations and saves included, so that every redraw's
-rate and ETA agree with its elapsed time. A learner with a warm-up (``learning_starts``: an off-policy algorithm's
-random-action steps, far faster than the training after them) shows ``warm-up: learning starts at step N`` and no
-ETA until that step, and its rate then counts from that step.
+rate and ETA agree with its elapsed time. Its total is the step an SB3 learner stops at (:func:`lastStep`: the
+budget rounded up to whole rollouts of all its envs), so that the ETA covers the last rollout. A learner with a
+warm-up (``learning_starts``: an off-policy algorithm's random-action steps, far faster than the training after them)
+shows ``warm-up: learning starts at step N`` and no ETA until that step, and its rate then counts from that step.
 
-Invariants: the bar reads the learner's ``learning_starts`` and the clock only, never a random generator, so a run
-trains the same with or without it; a disabled bar (``--no-progress``) prints nothing; it starts no thread of its own.
+Invariants: the bar reads the learner's ``learning_starts``, envs and rollout length and the clock only, never a
+random generator, so a run trains the same with or without it; a disabled bar (``--no-progress``) prints nothing; it
+starts no thread of its own.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ import numbers
 from collections.abc import Iterator
 from typing import Any
 
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from tqdm import tqdm
 
 from rl_baselines.runs.training_callbacks import N_EPISODES_EVAL, EpisodeFeed, TrainingService
@@ -29,6 +33,21 @@ from srl_toolbox.progress import REDRAW_PERIOD_S
 # The bar is redrawn at most once per REDRAW_PERIOD_S as steps are counted (as the episode bars); a rollout at least
 # this long shows "updating" at its end (the updates after a rollout of a few steps, SAC's, are too short to say so).
 UPDATING = "updating"
+
+
+def lastStep(model: Any, start: int, total: int) -> int:
+    """
+    :param model: the learner (an SB3 model, or an algorithm's own learner)
+    :param start: its step count when training starts
+    :param total: the step budget it trains to
+    :return: the step count at which it stops: an SB3 learner steps all its envs at once, and an on-policy one
+        collects whole rollouts (``n_steps`` per env), so it stops at the first whole rollout at or past ``total``,
+        counted from ``start`` (a resumed run's checkpoint, taken at a rollout's start); ``total`` for any other
+    """
+    if not isinstance(model, BaseAlgorithm) or total <= start:
+        return total
+    chunk = model.n_envs * (model.n_steps if isinstance(model, OnPolicyAlgorithm) else 1)
+    return start + -(-(total - start) // chunk) * chunk
 
 
 class TrainingBar(tqdm):
@@ -111,8 +130,11 @@ class ProgressCallback(TrainingService):
             return
         self.bar.startClock()
         self.rollout_started_at = self.bar.start_t
-        learning_starts = getattr(getattr(self, "model", None), "learning_starts", None)
+        model = getattr(self, "model", None)
         total = self.bar.total
+        if total is not None:
+            self.bar.total = total = lastStep(model, self.num_timesteps, total)
+        learning_starts = getattr(model, "learning_starts", None)
         if isinstance(learning_starts, numbers.Integral) and self.num_timesteps < learning_starts and (
                 total is None or learning_starts < total):  # (a run that never learns is timed as it goes)
             self.learning_starts = int(learning_starts)
