@@ -120,6 +120,20 @@ class _Interrupted(BaseException):
     """SIGTERM: stop the runs in flight like a Ctrl-C would."""
 
 
+def sweepBar(total: int, no_progress: bool) -> tqdm:
+    """
+    :param total: the runs this command does
+    :param no_progress: hide the bar
+    :return: the sweep's bar, whose ETA is the runs left at the average rate since the sweep started (recomputed at
+        each redraw, so that it moves with the clock while runs go on; a moving average would hold the rate of the
+        last runs that ended, too fast when several end together)
+    """
+    return tqdm(total=total, desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True, mininterval=0,
+                miniters=1, smoothing=0,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
+                           "{postfix}]")
+
+
 def _raiseInterrupted(signum: int, frame: Any) -> None:
     raise _Interrupted()
 
@@ -220,10 +234,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     ended: list[RunResult] = []
     counted = collections.Counter()  # the runs the bar counts, by state
     # every update drawn (a run ending is rare), with the status set just before it
-    bar = tqdm(total=len(to_run), desc="sweep", unit="run", disable=no_progress, dynamic_ncols=True, mininterval=0,
-               miniters=1,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
-                          "{postfix}]")
+    bar = sweepBar(len(to_run), no_progress)
 
     def record(result: RunResult, elsewhere: dict[str, Any] | None = None, advance: bool = True) -> None:
         """Record how a run ended: run here (its claim is given back), or by another pipeline (``elsewhere``);

@@ -373,7 +373,8 @@ class TrialProgress:
 
     def __init__(self, total: int, enabled: bool, evaluates: bool = False) -> None:
         self.measure = "evaluation mean reward" if evaluates else "mean reward"
-        self.bar = tqdm(total=total, unit="trial", desc="trials", disable=not enabled, dynamic_ncols=True)
+        # (smoothing 0: the ETA from the average rate since the start, recomputed at each redraw, :meth:`tick`)
+        self.bar = tqdm(total=total, unit="trial", desc="trials", disable=not enabled, dynamic_ncols=True, smoothing=0)
         self.seen: set[int] = set()
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
         self.best = -math.inf
@@ -402,6 +403,10 @@ class TrialProgress:
         self.bar.write(line)
         self.bar.set_postfix(best=f"{self.best:.2f}", pruned=self.counts["PRUNED"], failed=self.counts["FAIL"])
         self.bar.update(1)
+
+    def tick(self) -> None:
+        """Redraw the bar, its elapsed time and ETA moving on while trials run (called about once a second)."""
+        self.bar.refresh()
 
     def close(self) -> None:
         """Close the bar."""
@@ -446,6 +451,7 @@ def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, se
         while any(process.is_alive() for process in processes):
             for trial in finishedTrials(study, config.search_id):
                 progress.trialDone(trial)
+            progress.tick()
             time.sleep(1.0)
     except KeyboardInterrupt as error:  # a Ctrl-C reached the workers too: they stop their trials, record them failed
         interrupted = True
