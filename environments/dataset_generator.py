@@ -18,7 +18,8 @@ worker processes write their episodes straight into the record folders of ``<sav
 finished episode leaves its arrays in ``episodes/episode_NNNNNN.npz`` there. When all are done the arrays are merged
 (:mod:`environments.dataset_layout`) and the folder is renamed to ``<name>`` in one step, so a folder named ``<name>``
 is always a complete dataset. An interrupted run leaves the partial folder: ``--resume`` plays only the episodes it
-lacks, ``--force`` discards it (a run that fails before finishing an episode removes it: there is nothing to resume).
+lacks, ``--force`` discards it (a run interrupted or failing before finishing an episode removes it: there is nothing
+to resume).
 Workers that finish close their envs (the sprite cache is saved); an interrupt or an error terminates them. They mute
 warnings (the parent has shown their imports'), all but a SpriteCacheWarning about the shared sprite files. The
 progress bar counts episodes and moves with the frames of those in progress (:class:`srl_toolbox.progress.EpisodeBar`:
@@ -558,13 +559,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     return generate(parseConfig(argv))
 
 
+def _dropEmpty(partial_dir: str, lock: Any) -> None:
+    """Remove a partial folder without a finished episode (nothing to resume: out of the next run's way)."""
+    clearFolder(partial_dir)  # under the lock: another generator may take the folder once it is released
+    lock.release()
+    shutil.rmtree(partial_dir, ignore_errors=True)
+
+
 def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     """
     Check the settings, record the episodes and publish the dataset folder.
 
     :param config: the recording's settings
     :param resume_hint: what the interrupt's line says to do next (a caller with other flags gives its own)
-    :return: exit code: 0, or 130 when interrupted (the partial folder kept for --resume)
+    :return: exit code: 0, or 130 when interrupted (the partial folder kept for --resume once an episode finished)
     :raises UsageError: bad input (nothing written)
     """
     config = checkedSettings(config)  # what follows validate reads it too
@@ -595,14 +603,16 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     except KeyboardInterrupt:
         progress.close()
         kept = len(finishedEpisodes(partial_dir))
+        if not kept:
+            _dropEmpty(partial_dir, lock)
+            print("Interrupted: no episode finished, nothing kept", file=sys.stderr)
+            return 130
         print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; {resume_hint}",
               file=sys.stderr)
         return 130
     except Exception:
-        if not finishedEpisodes(partial_dir):  # nothing to resume: leave no folder in the next run's way
-            clearFolder(partial_dir)  # under the lock: another generator may take the folder once it is released
-            lock.release()
-            shutil.rmtree(partial_dir, ignore_errors=True)
+        if not finishedEpisodes(partial_dir):
+            _dropEmpty(partial_dir, lock)
         raise
     finally:
         env.close()

@@ -584,6 +584,29 @@ def test_a_run_that_fails_before_an_episode_leaves_no_partial_folder(tmp_path, m
     assert len(loadArrays(tmp_path / NAME)["rewards"]) == 2 * N_STEPS
 
 
+def test_a_run_interrupted_before_an_episode_leaves_no_partial_folder(tmp_path, monkeypatch, capsys):
+    """A Ctrl-C before the first episode finished kept an empty partial folder ("0 of 2 episodes kept"), nothing to
+    resume; once an episode is finished the folder is kept for --resume, as after an error."""
+    recordEpisode = dataset_generator.recordEpisode
+
+    def interrupted(env, policy, spec, episode, partial_dir, **kwargs):
+        if episode == interrupted.at:
+            raise KeyboardInterrupt
+        return recordEpisode(env, policy, spec, episode, partial_dir, **kwargs)
+
+    monkeypatch.setattr(dataset_generator, "recordEpisode", interrupted)
+    config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", NAME, *SETTINGS[:-3],
+                                            "--num-episode", "2", "--no-progress"])
+    interrupted.at = 0
+    assert dataset_generator.generate(config) == 130
+    assert os.listdir(tmp_path) == []
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "Interrupted: no episode finished, nothing kept"
+    interrupted.at = 1
+    assert dataset_generator.generate(config) == 130
+    assert (tmp_path / f".{NAME}.partial").is_dir()
+    assert "1 of 2 episodes kept" in capsys.readouterr().err
+
+
 def test_a_joint_recording_started_with_force_down_resumes(tmp_path, monkeypatch):
     """Joint datasets were recorded with force_down, which never changed a joint move; it is left out since, and a
     recording interrupted before that change was refused by --resume (its settings differed) with no flag to match."""
