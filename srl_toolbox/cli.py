@@ -84,7 +84,7 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     """
     # one line per warning, whatever the library wrote (SB3's minibatch advice spans three)
     warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {' '.join(str(message).split())}\n"
-    warnings.showwarning = showAboveBars
+    warnings.showwarning = showAboveBars(warnings.showwarning)
     try:
         code = main(argv)
     except UsageError as error:
@@ -108,15 +108,24 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     sys.exit(code or 0)
 
 
-def showAboveBars(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
-                  line: str | None = None) -> None:
-    """``warnings.showwarning`` of the commands: the formatted warning on a line of its own above any progress bar
-    drawn on the same stream (tqdm clears the bars, writes it, and draws them again below), not glued to a bar."""
-    text = warnings.formatwarning(message, category, filename, lineno, line)
-    try:
-        tqdm.write(text, file=sys.stderr if file is None else file, end="")
-    except OSError:  # a closed or broken stream: a warning is never worth an error
-        pass
+def showAboveBars(shown: Callable[..., None]) -> Callable[..., None]:
+    """
+    :param shown: a ``warnings.showwarning`` (Python's, which writes the formatted warning or records it inside
+        ``warnings.catch_warnings(record=True)``)
+    :return: ``shown`` run with the progress bars of its stream cleared first and drawn again below (tqdm's
+        ``external_write_mode``), so that a warning gets a line of its own instead of being glued to a bar's line;
+        ``shown`` itself when it is such a function already
+    """
+    if getattr(shown, "above_bars", False):
+        return shown
+
+    def showWarning(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: Any = None,
+                    line: str | None = None) -> None:
+        with tqdm.external_write_mode(file=sys.stderr if file is None else file):
+            shown(message, category, filename, lineno, file, line)
+
+    showWarning.above_bars = True  # type: ignore[attr-defined]
+    return showWarning
 
 
 def environmentErrorText(error: OSError) -> str:

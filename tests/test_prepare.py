@@ -604,11 +604,14 @@ def test_the_table_says_why_a_probe_is_missing() -> None:
 
 
 def test_an_interrupted_recording_says_to_run_the_same_prepare_command(tmp_path, monkeypatch, capsys) -> None:
-    """prepare has no --resume: the interrupt's line names what prepare takes, and the same command resumes."""
+    """prepare has no --resume: the interrupt's line names what prepare takes, and the same command resumes (an
+    interrupt after the first finished episode: before it, nothing is kept, and nothing is to resume)."""
+    recordEpisodes = dataset_generator.recordEpisodes
 
-    def interrupted(*_args, **_kwargs):
-        raise KeyboardInterrupt
-        yield
+    def interrupted(*args, **kwargs):
+        for summary in recordEpisodes(*args, **kwargs):
+            yield summary
+            raise KeyboardInterrupt
 
     monkeypatch.setattr(dataset_generator, "recordEpisodes", interrupted)
     argv = ["--env", ENV_ID, "--srl-model", "vae", *TINY, "--data-folder", str(tmp_path / "data"),

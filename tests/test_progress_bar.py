@@ -192,10 +192,20 @@ def test_a_warning_during_a_bar_gets_a_line_of_its_own():
     stream = io.StringIO()
     bar = tqdm(total=10, file=stream, ascii=True, mininterval=0)
     bar.update(3)
-    cli.showAboveBars(UserWarning("careful"), UserWarning, "x.py", 1, file=stream)
+
+
+    def write(message, category, filename, lineno, file=None, line=None) -> None:  # (Python's, outside pytest)
+        file.write(warnings.formatwarning(message, category, filename, lineno, line))
+
+    show = cli.showAboveBars(write)
+    assert cli.showAboveBars(show) is show  # (a command run again in one process wraps it once)
+    show(UserWarning("careful"), UserWarning, "x.py", 1, file=stream)
     bar.update(1)
     bar.close()
     text, warning = stream.getvalue(), warnings.formatwarning(UserWarning("careful"), UserWarning, "x.py", 1)
     at = text.index(warning)
     assert at > 0 and text[at - 1] in "\r\n", repr(text)  # at the start of a line, the bar cleared first
     assert "4/10" in text[at:]  # and the bar drawn again below it
+    with pytest.warns(UserWarning, match="recorded"):  # recorded where warnings are recorded (pytest.warns)
+        warnings.showwarning = cli.showAboveBars(warnings.showwarning)
+        warnings.warn("recorded", UserWarning, stacklevel=1)
