@@ -41,5 +41,8 @@ def test_the_search_bar_is_redrawn_while_trials_run(capsys):
     _onClock(progress.bar, clock)
     clock.now = 137.0
     progress.tick()
+    assert "00:37" not in capsys.readouterr().err  # not a terminal (a log file): drawn when a trial ends only
+    progress.interactive = True  # (on a terminal)
+    progress.tick()
     assert "00:37" in capsys.readouterr().err.split("\r")[-1]  # the elapsed time moves without a trial ending
     progress.close()

@@ -375,6 +375,7 @@ class TrialProgress:
         self.measure = "evaluation mean reward" if evaluates else "mean reward"
         # (smoothing 0: the ETA from the average rate since the start, recomputed at each redraw, :meth:`tick`)
         self.bar = tqdm(total=total, unit="trial", desc="trials", disable=not enabled, dynamic_ncols=True, smoothing=0)
+        self.interactive = enabled and sys.stderr.isatty()  # (redrawn by the clock on a terminal only, not in a file)
         self.seen: set[int] = set()
         self.counts = {"COMPLETE": 0, "PRUNED": 0, "FAIL": 0}
         self.best = -math.inf
@@ -405,8 +406,10 @@ class TrialProgress:
         self.bar.update(1)
 
     def tick(self) -> None:
-        """Redraw the bar, its elapsed time and ETA moving on while trials run (called about once a second)."""
-        self.bar.refresh()
+        """Redraw the bar on a terminal, its elapsed time and ETA moving on while trials run (called about once a
+        second)."""
+        if self.interactive:
+            self.bar.refresh()
 
     def close(self) -> None:
         """Close the bar."""
