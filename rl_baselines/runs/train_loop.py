@@ -180,12 +180,13 @@ def _runLogger(config: TrainConfig, algo_class: type, plotter: Any, purge_step: 
 def _writeLearningCurve(callback: Any, config: TrainConfig) -> None:
     """learning_curve.png, the training episodes' rewards; a run that finished none (shorter than its env's episodes)
     has none, and says so in one line"""
+    folder = RunFolder(config.run_dir)
     if not callback.monitor.rewards:
-        evaluated = os.path.isfile(RunFolder(config.run_dir).evaluations_file)  # (an evaluation was made)
+        evaluated = os.path.isfile(folder.evaluations_file)  # (an evaluation was made)
         print(f"No {LEARNING_CURVE_FILE}: no training episode finished"
               + (f"; its evaluations: python -m replay.plots -i {shlex.quote(config.run_dir)}" if evaluated else ""))
         return
-    RunFolder(config.run_dir).checkStays()
+    folder.checkStays()
     saveLearningCurve(callback.episode_steps, callback.monitor.rewards, config.episode_window,
-                      RunFolder(config.run_dir).learning_curve_file,
+                      folder.learning_curve_file,
                       title=f"{config.env} {config.srl_model} {config.algo}")
