@@ -109,11 +109,14 @@ def _trainedTo(run: Run, budget: int | None) -> bool:
     """:return: whether the run counts at ``budget`` env steps (None: the final results, those of finished runs)"""
     if budget is None:
         return run.finished
+    if run.trained_timesteps is not None:  # what its saved model trained (manifest), or a finished run's budget
+        return run.trained_timesteps >= budget
     episodes = run.episodes
-    trained = run.trained_timesteps if run.trained_timesteps is not None else run.args.get("num_timesteps", math.inf)
+    trained = run.args.get("num_timesteps", math.inf)
     if not hasEpisodes(run):  # (a run kept for its evaluations)
         return trained >= budget
-    # (monitor files that end an episode's length, in run steps, before the budget: the run did not get there)
+    # A run still training towards its first save: monitor files that end an episode's length (in run steps) before
+    # the budget say it did not get there yet
     return trained >= budget and episodes["timesteps"][-1] + episodes["lengths"].max() * run.num_envs > budget
 
 
@@ -309,7 +312,7 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
             if row["threshold"] is None:
                 steps = "no threshold"
             elif row["median_steps_to_threshold"] is None:
-                steps = f"not {row['threshold']:g} ({row['reached']}/{row['runs']})"
+                steps = f"{row['threshold']:g} not reached ({row['reached']}/{row['runs']})"
             else:
                 steps = f"{row['median_steps_to_threshold']:,.0f} ({row['reached']}/{row['runs']})"
             reward = (f"{_number(row['mean_reward'])} ± {_number(row['std_reward'])}" if row["runs"] >= 2

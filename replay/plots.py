@@ -22,6 +22,7 @@ import contextlib
 import glob
 import os
 import re
+import sys
 import urllib.parse
 import warnings
 from collections.abc import Sequence
@@ -320,7 +321,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         warnNanRewards(run_dir, episodes["rewards"])
 
     visdom = VisdomRunPlots(args.port, args.vis_env) if args.vis else None
-    for run_dir, episodes, evaluations in tqdm(loaded, unit="run", disable=len(loaded) < 2, leave=False):
+    # (on a terminal only: each run's line below says where it is; a bar in a file or a pipe is fragments of lines)
+    for run_dir, episodes, evaluations in tqdm(loaded, unit="run", disable=len(loaded) < 2 or not sys.stderr.isatty(),
+                                               leave=False):
         window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
         path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title,
                        evaluations=evaluations)

@@ -262,6 +262,21 @@ def test_eval_episodes_without_eval_freq_warns(tmp_path):
     assert not os.listdir(tmp_path)
 
 
+def test_a_run_that_ends_before_its_first_evaluation_says_so(tmp_path):
+    """`--eval-freq 200` with a budget of 100 steps was accepted without a word, and no evaluation was made. The
+    run's end is where its learner stops (ppo2 collects whole rollouts: 128 steps here), so --eval-freq 120 still
+    evaluates, and says nothing."""
+    command = ["--algo", "ppo2", *GT, "--num-timesteps", "100", "--hyperparam", "n_steps:64", "--eval-episodes", "1"]
+    with pytest.warns(UserWarning, match=r"--eval-freq 200: this run ends at step 128, before its first evaluation "
+                                         r"\(due at step 200\): no evaluation will be made"):
+        run_dir = _train(str(tmp_path / "late"), *command, "--eval-freq", "200")
+    assert readEvaluations(run_dir) is None
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="--eval-freq")
+        run_dir = _train(str(tmp_path / "rounded"), *command, "--eval-freq", "120")
+    assert list(readEvaluations(run_dir)["timesteps"]) == [120]
+
+
 @pytest.mark.parametrize("flags, words", [(["--features-extractor", "small"], "--features-extractor small"),
                                           (["--srl-state-scale", "participation"], "--srl-state-scale participation")])
 def test_a_flag_that_does_nothing_for_a_state_warns(tmp_path, flags, words):

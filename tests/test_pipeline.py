@@ -505,6 +505,8 @@ def test_the_bar_does_not_count_the_runs_a_ctrl_c_stopped(tmp_path, capsys) -> N
     bar = capsys.readouterr().err.replace("\r", "\n").splitlines()
     assert not any("2/2 runs" in line for line in bar), bar
     assert any("0/2 runs" in line for line in bar), bar
+    # its last line says what the runs are now (it said "running 2")
+    assert [line for line in bar if "runs [" in line][-1].endswith("done 0, running 0, failed 0, stopped 2]"), bar
 
 
 class _OneAtATimeExecutor:

@@ -78,6 +78,7 @@ def test_every_run_below_a_folder(tmp_path) -> None:
     assert sorted(os.listdir(out)) == ["KukaButtonGymEnv-v0_raw_pixels_a2c_seed1.png",
                                        "MobileRobotGymEnv-v0_ground_truth_ppo2_seed0.png"]
     assert f"skipped {empty}: no finished episode yet" in result.stdout
+    assert "\r" not in result.stderr and "run/s" not in result.stderr  # no bar in a pipe (its fragments were)
     assert not os.path.exists(os.path.join(first, PNG_NAME))  # --output-dir: the run folders are left alone
 
 

@@ -110,12 +110,19 @@ def test_train_command_two_workers_and_continue(tmp_path):
     """The train command with two local workers, then training continued from its model."""
     common = ("--algo", "ppo1", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
               str(tmp_path), "--seed", "0", "--timesteps-per-actorbatch", "32")
-    run_dir = runFolder(runTrain(*common, "--num-timesteps", "640", "--num-workers", "2"))
+    run_dir = runFolder(runTrain(*common, "--num-timesteps", "1088", "--num-workers", "2"))
     model_path = os.path.join(run_dir, "ppo1_model.pt")
-    assert PPO1Model.load(model_path).num_timesteps == 640  # both workers' steps: 10 rollouts of 2 x 32
+    assert PPO1Model.load(model_path).num_timesteps == 1088  # both workers' steps: 17 rollouts of 2 x 32
     assert sorted(os.listdir(os.path.join(run_dir, "monitor"))) == ["0.monitor.csv", "1.monitor.csv"]  # a rank each
+    # progress.csv's episode means hold both ranks' episodes that ended by the row's step (rank 1 writes its monitor
+    # rows between updates, after rank 0's last refresh), as SB3's rows do
+    rows = [row for row in csv.DictReader(open(os.path.join(run_dir, "progress.csv"))) if row["rollout/ep_rew_mean"]]
+    episodes = loadEpisodes(os.path.join(run_dir, "monitor"))
+    assert [int(row["time/total_timesteps"]) for row in rows] == [1024]
+    assert list(episodes["timesteps"]) == [250, 500, 750, 1000]  # all 4 ended by the row: 2 on each rank
+    assert float(rows[0]["rollout/ep_rew_mean"]) == pytest.approx(float(np.mean(episodes["rewards"])))
     second = runFolder(runTrain(*common, "--num-timesteps", "128", "--load-rl-model-path", model_path))
-    assert PPO1Model.load(os.path.join(second, "ppo1_model.pt")).num_timesteps == 640 + 128
+    assert PPO1Model.load(os.path.join(second, "ppo1_model.pt")).num_timesteps == 1088 + 128
 
 
 def test_worker_joins_through_dist_url(tmp_path):

@@ -14,10 +14,11 @@ from stable_baselines3.common.env_util import make_vec_env
 from test_training_callbacks import FakeAlgo, FakeEvaluator, FakeRunLogger, Learner, _drive
 from tqdm import tqdm
 
+from rl_baselines.core.base import lastStep
 from rl_baselines.core.checkpointing import runDescription
 from rl_baselines.rl_algorithm.deepq import DQNModel
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
-from rl_baselines.runs.progress_bar import ProgressCallback, lastStep
+from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.training_callbacks import EpisodeFeed, RefreshCallback
 from srl_toolbox import cli
 

@@ -418,7 +418,22 @@ def test_an_unfinished_run_is_left_out_of_the_pooling_warning_and_an_empty_budge
     assert (rows["final"]["runs"], rows["300"]["runs"], rows["2000"]["runs"]) == ("2", "3", "0")
     text = open(tmp_path / "out" / "results.md").read()
     assert "no run trained to 2,000 steps" in text and "(all 0 of a shorter run)" not in text
+    assert "| 2.7 not reached (0/3) |" in text  # (it read "not 2.7 (0/3)")
     assert "3 runs, 1 method:" in result.stdout
+
+
+def test_a_finished_run_counts_at_a_budget_past_its_last_episode(tmp_path):
+    """A finished run whose last episodes ended long before its step count (Kuka: episodes of up to 1,000 steps)
+    read "no run trained to 1,000 steps" at a budget it trained to: the last episode's end plus the longest episode
+    stood for the steps trained even where its manifest or sweep record gives them."""
+    run_dir = _fakeRun(tmp_path / "logs" / "0", [1.0, 2.0, 3.0])  # episodes end at 100, 200, 300
+    args = json.load(open(os.path.join(run_dir, "args.json")))
+    json.dump({**args, "num_timesteps": 1000}, open(os.path.join(run_dir, "args.json"), "w"))
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "1000",
+                       "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
+    assert rows["1000"]["runs"] == "1" and float(rows["1000"]["mean_reward"]) == 2.0, rows
 
 
 def test_aggregate_plots_output_that_names_a_folder_writes_into_it(tmp_path):

@@ -26,6 +26,8 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 from sb3_contrib.common.maskable.utils import get_action_masks
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core import hyperparams as hp
@@ -464,6 +466,21 @@ def actionMaskKeywords(algo: Any, env: Any) -> dict[str, np.ndarray]:
         return {}
     masks = np.asarray(get_action_masks(env), dtype=bool)
     return {"action_masks": masks if isinstance(env, VecEnv) else masks[None]}
+
+
+def lastStep(model: Any, start: int, total: int) -> int:
+    """
+    :param model: the learner (an SB3 model, or an algorithm's own learner)
+    :param start: its step count when training starts
+    :param total: the step budget it trains to
+    :return: the step count at which it stops: an SB3 learner steps all its envs at once, and an on-policy one
+        collects whole rollouts (``n_steps`` per env), so it stops at the first whole rollout at or past ``total``,
+        counted from ``start`` (a resumed run's checkpoint, taken at a rollout's start); ``total`` for any other
+    """
+    if not isinstance(model, BaseAlgorithm) or total <= start:
+        return total
+    chunk = model.n_envs * (model.n_steps if isinstance(model, OnPolicyAlgorithm) else 1)
+    return start + -(-(total - start) // chunk) * chunk
 
 
 def notifyCleanPoint(callback: Any, num_timesteps: int) -> None:

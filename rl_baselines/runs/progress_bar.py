@@ -23,31 +23,15 @@ import numbers
 from collections.abc import Iterator
 from typing import Any
 
-from stable_baselines3.common.base_class import BaseAlgorithm
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from tqdm import tqdm
 
+from rl_baselines.core.base import lastStep
 from rl_baselines.runs.training_callbacks import N_EPISODES_EVAL, EpisodeFeed, TrainingService
 from srl_toolbox.progress import REDRAW_PERIOD_S
 
 # The bar is redrawn at most once per REDRAW_PERIOD_S as steps are counted (as the episode bars); a rollout at least
 # this long shows "updating" at its end (the updates after a rollout of a few steps, SAC's, are too short to say so).
 UPDATING = "updating"
-
-
-def lastStep(model: Any, start: int, total: int) -> int:
-    """
-    :param model: the learner (an SB3 model, or an algorithm's own learner)
-    :param start: its step count when training starts
-    :param total: the step budget it trains to
-    :return: the step count at which it stops: an SB3 learner steps all its envs at once, and an on-policy one
-        collects whole rollouts (``n_steps`` per env), so it stops at the first whole rollout at or past ``total``,
-        counted from ``start`` (a resumed run's checkpoint, taken at a rollout's start); ``total`` for any other
-    """
-    if not isinstance(model, BaseAlgorithm) or total <= start:
-        return total
-    chunk = model.n_envs * (model.n_steps if isinstance(model, OnPolicyAlgorithm) else 1)
-    return start + -(-(total - start) // chunk) * chunk
 
 
 class TrainingBar(tqdm):

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -131,6 +132,9 @@ class RunLogger:
         self._pending_step = 0
         self._episodes_logged = 0
         self._episode_means: dict[str, float] = {}  # rollout/ep_rew_mean, rollout/ep_len_mean as of the last refresh
+        # Reads the episodes ended since the last refresh into :meth:`logEpisodes` (the training callbacks set it), so
+        # that a training row's episode means hold every episode on disk by its step, whatever the refresh interval.
+        self.read_episodes: Callable[[], None] | None = None
         # the episodes read at the last refresh: (the run's step count at each one's end, rewards, lengths)
         self._episodes: tuple[np.ndarray, list[float], list[int]] = (np.zeros(0), [], [])
         self._visdom_points: dict[str, list[tuple[float, float]]] = defaultdict(list)
@@ -163,6 +167,8 @@ class RunLogger:
             names = self._progress.name_to_value
             if any(name.startswith("train/") for name in names):
                 if not any(name.startswith(EPISODE_KEYS_PREFIX) for name in names):
+                    if self.read_episodes is not None:
+                        self.read_episodes()
                     for tag, value in self._episodeMeansAt(step).items():
                         self._progress.record(tag, value)  # and to tensorboard with the row (if training_rows)
                 start_step, start_time = self._clock_start

@@ -40,7 +40,7 @@ import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
 from tqdm import tqdm
 
-from rl_baselines.core.base import BaseRLObject
+from rl_baselines.core.base import BaseRLObject, lastStep
 from rl_baselines.core.checkpointing import Checkpoint, CheckpointError, bestFromState, bestToState, saveModel
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MonitorTail
@@ -302,6 +302,13 @@ class ScalarLogCallback(TrainingService):
         self.run_logger = run_logger
         self.feed = feed
         self.finished = False
+        run_logger.read_episodes = self._readAhead
+
+    def _readAhead(self) -> None:
+        """Log the episodes ended since the last refresh (those of the other ranks' monitor files too, written
+        between updates), as a training row or a checkpoint is written"""
+        if not self.finished and self.feed.readAhead():
+            self._logEpisodes()
 
     def _on_training_start(self) -> None:
         self.run_logger.startClock(self.num_timesteps)
@@ -325,8 +332,7 @@ class ScalarLogCallback(TrainingService):
         """
         if self.finished:
             return
-        if self.feed.readAhead():
-            self._logEpisodes()
+        self._readAhead()
         self.run_logger.dumpPending()
         self.run_logger.flush()
 
@@ -469,15 +475,26 @@ class EvaluationCallback(TrainingService):
     :param run_logger: the run's scalar log
     :param plotter: the live plots (its ``updateEvaluation``), or None
     :param best: saves ``best/`` on a new best evaluation, or None
+    :param total_timesteps: the step budget training goes to (None: not known): a run that stops before its first
+        evaluation is due says so when training starts
     """
 
     def __init__(self, evaluator: Any, run_logger: RunLogger, plotter: Any = None,
-                 best: BestModelCallback | None = None) -> None:
+                 best: BestModelCallback | None = None, total_timesteps: int | None = None) -> None:
         super().__init__()
         self.evaluator = evaluator
         self.run_logger = run_logger
         self.plotter = plotter
         self.best = best
+        self.total_timesteps = total_timesteps
+
+    def _on_training_start(self) -> None:
+        if self.total_timesteps is None:
+            return
+        end = lastStep(getattr(self, "model", None), self.num_timesteps, self.total_timesteps)
+        if end > self.num_timesteps and not self.evaluator.due(end):
+            warnings.warn(f"--eval-freq {self.evaluator.eval_freq}: this run ends at step {end}, before its first "
+                          f"evaluation (due at step {self.evaluator.next_eval}): no evaluation will be made")
 
     def _on_step(self) -> bool:
         if self.evaluator.due(self.num_timesteps):

@@ -251,6 +251,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             counted["failed" if result.state == "failed" else "done"] += 1
             showStatus(refresh=False)
             bar.update(1)
+        else:
+            counted["stopped"] += 1
         by = " by another pipeline" if elsewhere is not None else ""
         if result.state == "failed":
             failed.append(result)
@@ -271,7 +273,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     def showStatus(refresh: bool = True) -> None:
         """Set the bar's status (``refresh=False``: shown with the next update); the clock and the ETA move on."""
         postfix = f"done {counted['done']}, running {len(executor.running)}, failed {counted['failed']}" + (
-            f", held elsewhere {len(waiting)}" if waiting else "")
+            f", held elsewhere {len(waiting)}" if waiting else "") + (
+            f", stopped {counted['stopped']}" if counted["stopped"] else "")
         if postfix != shown["postfix"]:
             bar.set_postfix_str(postfix, refresh=refresh)
             shown.update(postfix=postfix, at=time.monotonic())
@@ -332,6 +335,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         bar.write("Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
             record(result, advance=result.state == "done")
+        showStatus()  # the bar's last line: nothing running, the runs stopped
         for spec in executor.unstarted:  # cancelled in Ray's queue: not run, as the runs never submitted
             claims.release(spec.run_id)
             records.pop(spec.run_id, None)
