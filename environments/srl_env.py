@@ -6,13 +6,15 @@ target when ``relative_pos``), and for arms ``joints``/``joints_position``. A le
 installed packages declare as an SRL model, :func:`learnedSRLModelNames`) makes the env return pixels: the RL side
 encodes them in a batched VecEnv wrapper. Any other name is refused.
 
-Class attributes describe what an env offers, so that command-line tools can validate a request without building
-the env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
-``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``MAX_STEPS``, ``RENDERERS`` (what may draw
-the images: the values of the ``renderer`` keyword every env takes, the reference alone for an env that draws its own
-images, which count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
-:data:`REFERENCE_RENDERER` unless the class says otherwise); another renderer is refused with a one-line
-ValueError. Upper-case class attributes are the env's constants; ``getGlobals`` collects them for the run folder's
+Class attributes describe what an env offers, so that command-line tools can validate a request without building the
+env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
+``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``GROUND_TRUTH_UNIT`` (the unit of the ground
+truth's coordinates, "m" for the robots, None where unknown), ``ACTION_NAMES`` (the discrete actions' names, in index
+order, None for unnamed: :meth:`SRLGymEnv.actionNames` gives an instance's), ``MAX_STEPS``, ``RENDERERS`` (what may
+draw the images: the values of the ``renderer`` keyword every env takes, the reference alone for an env that draws
+its own images, which count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
+:data:`REFERENCE_RENDERER` unless the class says otherwise); another renderer is refused with a one-line ValueError.
+Upper-case class attributes are the env's constants; ``getGlobals`` collects them for the run folder's
 env_globals.json.
 
 Goal-conditioned mode (``goal_conditioned=True``, with ``srl_model="ground_truth"``), for hindsight experience
@@ -150,6 +152,10 @@ class SRLGymEnv(gym.Env, EzPickle):
     SRL_MODES: tuple[str, ...] = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
+    # The unit of the ground truth's coordinates (axis labels of the replay plots), None when unknown.
+    GROUND_TRUTH_UNIT: str | None = None
+    # Names of the discrete actions, in index order (legends of the replay plots), None for unnamed ("action i").
+    ACTION_NAMES: tuple[str, ...] | None = None
     MAX_STEPS = 250
     RELATIVE_POS = True
     # Whether the env offers the goal-conditioned mode (its target must stay fixed within an episode).
@@ -405,6 +411,16 @@ class SRLGymEnv(gym.Env, EzPickle):
     def getGroundTruthDim() -> int:
         """:return: the dimension of the ground-truth state."""
         raise NotImplementedError
+
+    def actionNames(self) -> tuple[str, ...] | None:
+        """
+        :return: the names of this env's discrete actions, in index order (``ACTION_NAMES``), None with continuous
+            actions or when the class names none, or not one name per action
+        """
+        names = self.ACTION_NAMES
+        if not self.is_discrete or names is None or not isinstance(self.action_space, gym.spaces.Discrete):
+            return None
+        return tuple(names) if len(names) == int(self.action_space.n) else None
 
     # --- constants for the run folder ------------------------------------------------------------------------
 

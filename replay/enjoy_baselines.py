@@ -9,9 +9,10 @@ played, a GIF is kept palettised in memory until the end). A run that observed a
 same one: the folder and hash recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the
 first env's action probabilities and ground-truth trajectory, live in visdom and as PNG in ``--output-dir``
 (replay.replay_plots). ``--render`` needs an env with a window (``WINDOW``; Omnirobot has none) and a display
-(DISPLAY set), checked in that order; without them it stops with a one-line error before the model is loaded. A
-Ctrl-C stops the replay: what was played is still reported and written (video, plots), and the command exits with
-130, as train does, so that a script tells a cut replay from a whole one.
+(DISPLAY set), checked in that order; without them it stops with a one-line error before the model is loaded, which
+advises ``--video`` (or, when --video is given, dropping --render). A Ctrl-C stops the replay: what was played is
+still reported and written (video, plots), and the command exits with 130, as train does, so that a script tells a
+cut replay from a whole one.
 """
 from __future__ import annotations
 
@@ -130,22 +131,24 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
         raise UsageError(str(error)) from None
 
 
-def renderRefusal(env_id: str) -> str | None:
+def renderRefusal(env_id: str, video: str | None = None) -> str | None:
     """
     :param env_id: the run's env
+    :param video: the --video file given, None for none
     :return: why ``--render`` cannot open the env's window here, None when it can: the env has none (checked first,
-        as a display would not help), or no display is set; an env not installed is left to loadRun to report
+        as a display would not help), or no display is set; an env not installed is left to loadRun to report. The
+        advice is to record a video instead, or, when ``video`` is given, to drop --render (the video needs no window)
     """
     try:
         window = getEnvClass(env_id).WINDOW
     except KeyError:
         window = True
+    advice = (f"drop --render: --video {video} records the replay without a window" if video is not None
+              else "use --video out.gif instead")
     if not window:
-        return (f"--render opens the env's window, and {env_id} has none (it draws its images without one): "
-                f"use --video out.gif instead")
+        return f"--render opens the env's window, and {env_id} has none (it draws its images without one): {advice}"
     if not os.environ.get("DISPLAY"):
-        return ("--render opens the env's window and needs a display, but DISPLAY is not set (use --video out.gif "
-                "instead)")
+        return f"--render opens the env's window and needs a display, but DISPLAY is not set ({advice})"
     return None
 
 
@@ -258,18 +261,20 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
     :param env: the replay VecEnv
     :param output_dir: folder of the PNGs
     :return: a replay.replay_plots.ReplayPlotting for the first env, live in the visdom environment
-        ``replay_<env>_<srl-model>_<algo>_<run folder name>`` unless ``--no-vis``
+        ``replay_<env>_<srl-model>_<algo>_<run folder name>`` unless ``--no-vis``, its axes in the env class's
+        GROUND_TRUTH_UNIT and its actions named by the first env's ``actionNames()``
     """
-
-
     title = f"{train_args.algo} {train_args.env} {train_args.srl_model}"
     visdom = None
     if not args.no_vis:
         run_name = os.path.basename(os.path.normpath(args.log_dir))
         visdom = ReplayVisdom(args.port, f"replay_{train_args.env}_{train_args.srl_model}_{train_args.algo}_{run_name}",
                               title=title)
-    return ReplayPlotting(agent, train_args.algo, getEnvClass(train_args.env).PLOT_TYPE,
-                          isinstance(env.action_space, gym.spaces.Discrete), output_dir, title, visdom)
+    env_class = getEnvClass(train_args.env)
+    discrete = isinstance(env.action_space, gym.spaces.Discrete)
+    return ReplayPlotting(agent, train_args.algo, env_class.PLOT_TYPE, discrete, output_dir, title, visdom,
+                          unit=env_class.GROUND_TRUTH_UNIT,
+                          action_names=env.env_method("actionNames", indices=0)[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -288,7 +293,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
-    refusal = renderRefusal(train_args.env) if args.render else None
+    refusal = renderRefusal(train_args.env, args.video) if args.render else None
     if refusal:
         raise UsageError(refusal)
     try:

@@ -1,25 +1,33 @@
 """What ``replay.enjoy_baselines --plotting`` draws: the first env's agent, step by step, live in visdom and as PNG.
 
-Two figures:
+Two figures, each titled with the run (algorithm, env, SRL model) on one line and what is drawn on the next (a line
+longer than the figure is wide wraps):
 
 - the action probabilities over time, from the algorithm's ``getActionProba``: for discrete actions the probability
-  of each action, stacked (the areas add up to 1); for continuous actions what the contract returns there, the mean
-  action, one panel per action dimension, with the actions actually taken as dots (their spread around the mean is
-  the exploration noise; with ``--deterministic`` they sit on it). Algorithms without an action distribution
-  (``getActionProba`` raises NotImplementedError: td3, ddpg, qrdqn, the random agent) get no such figure, and one note;
+  of each action, stacked (the areas add up to 1), each named ``<index>: <name>`` after the env's ``actionNames()``
+  (``action <index>`` where the env names none), the legend above the plot; for continuous actions what the
+  contract returns there, the mean action, one panel per action dimension, with the actions actually taken as dots
+  (their spread around the mean is the exploration noise; with ``--deterministic`` they sit on it). Algorithms
+  without an action distribution (``getActionProba`` raises NotImplementedError: td3, ddpg, qrdqn, the random agent)
+  get no such figure, and one note;
 - the trajectory in the ground-truth state space, read from the env itself (``getGroundTruth`` and ``getTargetPos``
   through ``VecEnv.env_method``) whatever the agent observes (pixels, a learned SRL state): each point is a state in
   which the agent acted, coloured by the reward that action earned, with the episode's path as a thin line and the
-  target as a star. ``PLOT_TYPE`` of the env class says 2D or 3D; a 1-D ground truth is drawn against the step.
+  target as a star. ``PLOT_TYPE`` of the env class says 2D or 3D; a 1-D ground truth is drawn against the step,
+  the target's x as a dashed crimson line over the steps (broken between episodes, so that a target drawn anew at
+  each reset shows where it was). Axes are in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``) where it declares one.
 
 Live: every ``LIVE_EVERY`` steps and at the end, in the visdom environment given (windows ``<env>_action_proba``
-and ``<env>_trajectory``, characters other than letters, digits, ``-`` and ``_`` becoming ``_``); an unreachable
-server costs one warning (VisdomPlotter's connection handling) and the PNGs are written all the same.
+and ``<env>_trajectory``, characters other than letters, digits, ``-`` and ``_`` becoming ``_``; the same action
+names, units and target, a 1-D target as red points at each step); an unreachable server costs one warning
+(VisdomPlotter's connection handling) and the PNGs are written all the same.
 """
 from __future__ import annotations
 
 import os
 import re
+import textwrap
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -39,7 +47,7 @@ TRAJECTORY_PNG = "trajectory.png"
 LIVE_EVERY = 50  # steps between two visdom redraws (each resends the whole history, subsampled)
 MAX_LIVE_POINTS = 2000
 COLOUR_MAP = "viridis"  # perceptually uniform, readable by colour-blind people
-AXIS_NAMES = ("x", "y", "z")
+TITLE_CHAR_PX = 11  # a generous width of one character of a figure's title (12 pt at 100 dpi), for wrapping it
 
 
 def rewardColours(rewards: np.ndarray) -> np.ndarray:
@@ -84,6 +92,20 @@ def _newFigure(width: float, height: float) -> Any:
     return figure
 
 
+def _setTitle(figure: Any, title: str, what: str) -> None:
+    """
+    Title a figure with the run (``title``) on one line and ``what`` is drawn on the next, each wrapped to the
+    figure's width.
+
+    :param figure: a matplotlib Figure
+    :param title: the run's title, may be empty
+    :param what: what the figure draws
+    """
+    chars = max(20, int(figure.get_figwidth() * figure.dpi / TITLE_CHAR_PX))
+    lines = textwrap.wrap(title, chars, break_on_hyphens=False) + textwrap.wrap(what, chars, break_on_hyphens=False)
+    figure.suptitle("\n".join(lines))
+
+
 class ReplayTrace:
     """
     The first env's replay, one row per step: the state the agent acted in, the target, the action, its reward, the
@@ -91,11 +113,16 @@ class ReplayTrace:
 
     :param discrete: whether the actions are discrete
     :param plot_type: the env class's PLOT_TYPE, "2D" or "3D"
+    :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
+    :param action_names: the discrete actions' names, in index order (the env's ``actionNames()``), None for unnamed
     """
 
-    def __init__(self, discrete: bool, plot_type: str) -> None:
+    def __init__(self, discrete: bool, plot_type: str, unit: str | None = None,
+                 action_names: Sequence[str] | None = None) -> None:
         self.discrete = discrete
         self.plot_type = plot_type
+        self.unit = unit
+        self.action_names = tuple(action_names) if action_names is not None else None
         self.states: list[np.ndarray] = []
         self.targets: list[np.ndarray] = []
         self.actions: list[np.ndarray] = []
@@ -120,8 +147,26 @@ class ReplayTrace:
             return np.column_stack((np.arange(len(self)), states[:, 0]))
         return states[:, :self.gt_dim_shown]
 
+    def axisLabel(self, name: str) -> str:
+        """:return: the label of the ground-truth axis ``name`` ("x", "y", "z"), with the unit when known"""
+        return f"{name} ({self.unit})" if self.unit else name
+
+    def actionLabels(self, count: int) -> list[str]:
+        """:return: the legend labels of ``count`` discrete actions: ``<index>: <name>``, or ``action <index>`` when
+        the actions are not named (or not one name per action)"""
+        if self.action_names is not None and len(self.action_names) == count:
+            return [f"{index}: {name}" for index, name in enumerate(self.action_names)]
+        return [f"action {index}" for index in range(count)]
+
+    def targetTrack(self) -> np.ndarray:
+        """:return: (n, k) the x of each of the k targets at each step for a 1-D ground truth, (n, 0) otherwise"""
+        if self.gt_dim_shown != 1 or len(self.targets) < len(self):
+            return np.zeros((len(self), 0))
+        return np.asarray(self.targets[:len(self)], dtype=np.float64).reshape(len(self), -1)
+
     def targetPoints(self) -> np.ndarray:
-        """:return: (k, 2 or 3) the distinct target positions seen (none when they do not fit the ground truth)"""
+        """:return: (k, 2 or 3) the distinct target positions seen (none when they do not fit the ground truth; none
+        for a 1-D ground truth, whose target is :meth:`targetTrack`)"""
         state_dim = np.asarray(self.states[0]).size if self.states else 0
         if not self.targets or self.gt_dim_shown == 1 or state_dim == 0:
             return np.zeros((0, max(self.gt_dim_shown, 2)))
@@ -169,7 +214,7 @@ class ReplayVisdom(VisdomPlotter):
         probas = np.asarray(trace.probas, dtype=np.float64)[keep]
         steps = keep.astype(np.float64)
         if trace.discrete:
-            legend = [f"action {index}" for index in range(probas.shape[1])]
+            legend = trace.actionLabels(probas.shape[1])
             y, ylabel = probas, "probability"
         else:
             actions = np.asarray(trace.actions, dtype=np.float64).reshape(len(trace), -1)[keep]
@@ -184,6 +229,9 @@ class ReplayVisdom(VisdomPlotter):
         points = trace.points()[keep]
         colours = rewardColours(np.asarray(trace.rewards)[keep])
         targets = trace.targetPoints()
+        track = trace.targetTrack()
+        if track.shape[1]:  # a 1-D target: (step, target x) at each step kept
+            targets = np.concatenate([np.column_stack((keep, track[keep, column])) for column in range(track.shape[1])])
         labels = np.ones(len(points), dtype=int)
         legend = ["agent (colour: reward)"]
         if len(targets):
@@ -192,10 +240,10 @@ class ReplayVisdom(VisdomPlotter):
             labels = np.concatenate((labels, np.full(len(targets), 2)))
             legend.append("target")
         opts = dict(title=f"{self.title} trajectory (ground truth)", markersize=5, markercolor=colours,
-                    legend=legend, xlabel="step" if trace.gt_dim_shown == 1 else "x",
-                    ylabel="x" if trace.gt_dim_shown == 1 else "y")
+                    legend=legend, xlabel="step" if trace.gt_dim_shown == 1 else trace.axisLabel("x"),
+                    ylabel=trace.axisLabel("x" if trace.gt_dim_shown == 1 else "y"))
         if points.shape[1] == 3:
-            opts["zlabel"] = "z"
+            opts["zlabel"] = trace.axisLabel("z")
         self._viz.scatter(X=points, Y=labels, win=self.windows["trajectory"], env=self.env_name, opts=opts)
 
 
@@ -211,11 +259,14 @@ class ReplayPlotting:
     :param output_dir: folder of the PNGs
     :param title: title prefix of the figures
     :param visdom: live plots, or None for PNGs only
+    :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
+    :param action_names: the discrete actions' names (the env's ``actionNames()``), None for unnamed
     """
 
     def __init__(self, agent: Any, algo_name: str, plot_type: str, discrete: bool, output_dir: str,
-                 title: str = "", visdom: ReplayVisdom | None = None) -> None:
-        self.trace = ReplayTrace(discrete, plot_type)
+                 title: str = "", visdom: ReplayVisdom | None = None, unit: str | None = None,
+                 action_names: Sequence[str] | None = None) -> None:
+        self.trace = ReplayTrace(discrete, plot_type, unit, action_names)
         self.agent = agent
         self.algo_name = algo_name
         self.output_dir = output_dir
@@ -286,57 +337,68 @@ def _episodeStarts(trace: ReplayTrace) -> np.ndarray:
     return np.flatnonzero(np.diff(episodes) != 0) + 1
 
 
-def saveActionProbaPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
+def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
     """
-    Write the action probabilities over time as a PNG (see the module docstring), episode starts as dashed lines.
+    Draw the action probabilities over time (see the module docstring), episode starts as dashed lines.
 
     :param trace: a replay with action probabilities
-    :param path: the PNG file (replaced atomically)
-    :param title: title prefix
-    :return: ``path``
+    :param title: the run's title (first line of the figure's title)
+    :return: the matplotlib Figure (Agg canvas)
     """
     n = min(len(trace), len(trace.probas))
     probas = np.asarray(trace.probas[:n], dtype=np.float64).reshape(n, -1)
     steps = np.arange(n)
     if trace.discrete:
-        figure = _newFigure(9, 4.5)
+        figure = _newFigure(9, 4.8)
         axes_list = [figure.add_subplot(1, 1, 1)]
-        axes_list[0].stackplot(steps, probas.T, labels=[f"action {index}" for index in range(probas.shape[1])],
-                               alpha=0.85)
+        axes_list[0].stackplot(steps, probas.T, labels=trace.actionLabels(probas.shape[1]), alpha=0.85)
         axes_list[0].set_ylim(0, 1)
         axes_list[0].set_ylabel("probability (stacked)")
-        axes_list[0].legend(loc="upper right", fontsize="small", ncol=min(probas.shape[1], 6))
-        figure.suptitle(f"{title} action probabilities".strip())
+        what = "action probabilities"
     else:
         actions = np.asarray(trace.actions[:n], dtype=np.float64).reshape(n, -1)
         dims = probas.shape[1]
-        figure = _newFigure(9, 1.0 + 2.2 * dims)
+        figure = _newFigure(9, 1.3 + 2.2 * dims)
         axes_list = list(np.atleast_1d(figure.subplots(dims, 1, sharex=True, squeeze=False)[:, 0]))
         for index, axes in enumerate(axes_list):
             axes.scatter(steps, actions[:, index], s=6, color="tab:orange", alpha=0.5, label="action taken")
             axes.plot(steps, probas[:, index], color="tab:blue", linewidth=1.5, label="mean action")
             axes.set_ylabel(f"action {index}")
-        axes_list[0].legend(loc="upper right", fontsize="small")
-        figure.suptitle(f"{title} mean action (getActionProba) and actions taken".strip())
+        what = "mean action (getActionProba) and actions taken"
+    # Above the plot, not over its top band: one row when the labels fit, else as many as they need.
+    columns = min(len(axes_list[0].get_legend_handles_labels()[1]), 6)
+    axes_list[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, fontsize="small",
+                        frameon=False)
     for axes in axes_list:
         for start in _episodeStarts(trace)[:200]:  # more lines would only blacken the plot
             axes.axvline(start, color="black", linestyle="--", linewidth=0.6, alpha=0.5)
         axes.grid(True, alpha=0.3)
     axes_list[-1].set_xlabel("Step (first env; dashed: new episode)")
+    _setTitle(figure, title, what)
     figure.tight_layout()
-    return _savePng(figure, path)
+    return figure
 
 
-def saveTrajectoryPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
+def saveActionProbaPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
     """
-    Write the trajectory in the ground-truth state space as a PNG, coloured by reward (see the module docstring).
+    Write :func:`actionProbaFigure` as a PNG.
 
-    :param trace: a replay of at least one step
+    :param trace: a replay with action probabilities
     :param path: the PNG file (replaced atomically)
-    :param title: title prefix
+    :param title: the run's title
     :return: ``path``
     """
+    return _savePng(actionProbaFigure(trace, title), path)
 
+
+def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
+    """
+    Draw the trajectory in the ground-truth state space, coloured by reward (see the module docstring).
+
+    :param trace: a replay of at least one step
+    :param title: the run's title (first line of the figure's title)
+    :return: the matplotlib Figure (Agg canvas)
+    """
     points = trace.points()
     rewards = np.asarray(trace.rewards, dtype=np.float64)
     norm = Normalize(*rewardRange(rewards))
@@ -353,22 +415,41 @@ def saveTrajectoryPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
     order = np.argsort(rare, kind="stable")
     scatter = axes.scatter(*points[order].T, c=rewards[order], cmap=COLOUR_MAP, norm=norm,
                            s=np.where(rare[order], 30, 14), zorder=3)
-    targets = trace.targetPoints()
+    targets, track = trace.targetPoints(), trace.targetTrack()
     if len(targets):
         axes.scatter(*targets.T, marker="*", s=260, color="crimson", edgecolors="black", label="target", zorder=4)
-        axes.legend(loc="upper right")
+    for column in range(track.shape[1]):  # a 1-D target: its x at each step, broken between episodes
+        for episode in np.unique(episodes):
+            steps = np.flatnonzero(episodes == episode)
+            label = "target" if column == 0 and episode == episodes[0] else None
+            axes.plot(steps, track[steps, column], color="crimson", linestyle="--", linewidth=1.5, label=label,
+                      zorder=2)
+    if len(targets) or track.shape[1]:
+        axes.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)  # above the plot, not over it
     figure.colorbar(scatter, ax=axes, label="reward of the step", shrink=0.8)
     if trace.gt_dim_shown == 1:
         axes.set_xlabel("Step (first env)")
-        axes.set_ylabel("x (ground truth)")
+        axes.set_ylabel(f"{trace.axisLabel('x')}, ground truth")
     else:
-        axes.set_xlabel("x")
-        axes.set_ylabel("y")
+        axes.set_xlabel(trace.axisLabel("x"))
+        axes.set_ylabel(trace.axisLabel("y"))
         if three_d:
-            axes.set_zlabel("z")
+            axes.set_zlabel(trace.axisLabel("z"))
         else:
             axes.set_aspect("equal", adjustable="datalim")
     axes.grid(True, alpha=0.3)
-    figure.suptitle(f"{title} trajectory in the ground-truth state space".strip())
+    _setTitle(figure, title, "trajectory in the ground-truth state space")
     figure.tight_layout()
-    return _savePng(figure, path)
+    return figure
+
+
+def saveTrajectoryPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
+    """
+    Write :func:`trajectoryFigure` as a PNG.
+
+    :param trace: a replay of at least one step
+    :param path: the PNG file (replaced atomically)
+    :param title: the run's title
+    :return: ``path``
+    """
+    return _savePng(trajectoryFigure(trace, title), path)

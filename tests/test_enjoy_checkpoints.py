@@ -9,7 +9,9 @@ before anything is written.
 """
 from __future__ import annotations
 
+import argparse
 import glob
+import json
 import os
 import shutil
 
@@ -24,6 +26,7 @@ from rl_baselines import api
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
 from rl_baselines.runs import train
+from rl_baselines.runs.loaded_run import LoadedRun
 from srl_toolbox.cli import UsageError
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -93,7 +96,27 @@ def test_load_checkpoint_plays_that_checkpoint(checkpointedRun, monkeypatch, cap
     assert len(loaded) == 1
     _assertPlays(loaded[0], checkpointedRun, 250)
     out = capsys.readouterr().out
-    assert f"Model: checkpoint {_checkpoint(checkpointedRun, 250)}, saved at step 250 (of the run's 500)\n" in out
+    assert f"Model: checkpoint {_checkpoint(checkpointedRun, 250)}, saved at step 250 (of 500 trained)\n" in out
+
+
+def test_the_checkpoint_note_counts_the_steps_trained_not_asked(checkpointedRun, tmp_path):
+    """The note said "(of the run's N)" with N the --num-timesteps asked, which a run overshoots (whole rollouts) or
+    falls short of (stopped): the manifest's step count is what the run trained."""
+    def note(run_dir: str) -> str:
+        return LoadedRun(run_dir, argparse.Namespace(num_timesteps=400), None, None,
+                         _checkpoint(run_dir, 250), None, checkpoint_steps=250).checkpointNote()
+
+    assert note(checkpointedRun).endswith("saved at step 250 (of 500 trained)")
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    manifest = os.path.join(run_dir, "manifest.json")
+    with open(manifest) as file:
+        record = json.load(file)
+    with open(manifest, "w") as file:
+        json.dump({**record, "num_timesteps": 300, "finished": False}, file)
+    assert note(run_dir).endswith("saved at step 250 (of 300 trained so far)")
+    os.remove(manifest)  # a run saved before manifests existed: what it was asked to train
+    assert note(run_dir).endswith("saved at step 250 (of the run's --num-timesteps 400)")
 
 
 def test_load_last_checkpoint_plays_the_newest(checkpointedRun, monkeypatch, capsys):

@@ -14,6 +14,7 @@ import visdom
 from conftest import runModule, trainHere
 from PIL import Image
 
+from environments import getEnvClass
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -85,6 +86,8 @@ def test_plotting_writes_both_pngs_from_the_env_ground_truth(tmp_path, trainedRu
     assert probas.shape == (steps, 4)
     np.testing.assert_allclose(probas.sum(axis=1), 1.0, rtol=1e-5)
     assert len(trace.rewards) == steps
+    # the env's unit and action names reach the figures
+    assert trace.unit == "m" and trace.actionLabels(4) == ["0: -x", "1: +x", "2: -y", "3: +y"]
     # same --seed, same replay (actions sampled, not --deterministic)
     assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", str(steps), "--plotting", "--no-vis",
                                  "--output-dir", str(tmp_path / "again"), "--seed", str(seed)]) == 0
@@ -112,6 +115,109 @@ def test_plotting_default_folder_and_3d_and_continuous_figures(tmp_path, trained
     trace.states = [state[:1] for state in trace.states]
     assert trace.gt_dim_shown == 1 and trace.points().shape == (60, 2)
     np.testing.assert_array_equal(trace.points()[:, 0], np.arange(60))
+
+
+def _syntheticTrace(dim: int, discrete: bool = True, steps: int = 60, **kwargs) -> replay_plots.ReplayTrace:
+    """A replay of ``steps`` steps in two episodes, the target moved at the second; 4 actions (2 continuous)."""
+    rng = np.random.default_rng(0)
+    trace = replay_plots.ReplayTrace(discrete, "3D" if dim == 3 else "2D", **kwargs)
+    for step in range(steps):
+        trace.states.append(rng.normal(size=dim))
+        trace.targets.append(np.full(dim, 3.6 if step < steps // 2 else 1.2))
+        probas = rng.random(4) if discrete else np.tanh(rng.normal(size=2))
+        trace.probas.append(probas / probas.sum() if discrete else probas)
+        trace.actions.append(np.array([step % 4]) if discrete else probas + rng.normal(scale=0.3, size=2))
+        trace.rewards.append(float(step % 7 == 0))
+        trace.episodes.append(step // (steps // 2))
+    return trace
+
+
+def test_a_1d_trajectory_shows_its_target():
+    """MobileRobot1D's trajectory.png had no target (targetPoints gave none in 1-D), which the README promised."""
+    trace = _syntheticTrace(1)
+    figure = replay_plots.trajectoryFigure(trace, "ppo2 MobileRobot1DGymEnv-v0 ground_truth")
+    axes = figure.axes[0]
+    targets = [line for line in axes.get_lines() if line.get_label() == "target"]
+    assert len(targets) == 1 and targets[0].get_linestyle() == "--"
+    np.testing.assert_array_equal(targets[0].get_xdata(), np.arange(30))
+    np.testing.assert_array_equal(targets[0].get_ydata(), np.full(30, 3.6))
+    # the second episode's target, unlabelled (one legend entry), where it moved to
+    second = [line for line in axes.get_lines() if np.array_equal(line.get_xdata(), np.arange(30, 60))
+              and line.get_color() == targets[0].get_color()]
+    assert len(second) == 1 and np.all(second[0].get_ydata() == 1.2)
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == ["target"]
+    # live: the target as points (step, target x)
+    scattered = {}
+
+    class Viz:
+        def scatter(self, X, Y, **kwargs):
+            scattered.update(X=X, Y=Y, **kwargs)
+
+    live = replay_plots.ReplayVisdom(8097, "test")
+    live._viz = Viz()
+    live._drawTrajectory(trace, np.arange(60))
+    assert scattered["opts"]["legend"] == ["agent (colour: reward)", "target"]
+    target_points = scattered["X"][scattered["Y"] == 2]
+    np.testing.assert_array_equal(target_points, np.column_stack((np.arange(60), [3.6] * 30 + [1.2] * 30)))
+
+
+def test_figure_titles_fit_the_figure():
+    """The title, one line, was clipped at both edges of the 750-px trajectory figure (and so were longer ones)."""
+    title = "ppo2 MobileRobot2TargetGymEnv-v0 srl_combination_of_a_learned_model_with_a_long_name"
+    figures = {"trajectory 2-D": replay_plots.trajectoryFigure(_syntheticTrace(2), title),
+               "trajectory 3-D": replay_plots.trajectoryFigure(_syntheticTrace(3), title),
+               "trajectory 1-D": replay_plots.trajectoryFigure(_syntheticTrace(1), title),
+               "discrete actions": replay_plots.actionProbaFigure(_syntheticTrace(2), title),
+               "continuous actions": replay_plots.actionProbaFigure(_syntheticTrace(2, discrete=False), title)}
+    for name, figure in figures.items():
+        renderer = figure.canvas.get_renderer()
+        box, page = figure._suptitle.get_window_extent(renderer), figure.bbox
+        assert box.x0 >= page.x0 and box.x1 <= page.x1 and box.y1 <= page.y1, (name, box, page)
+        assert len(figure._suptitle.get_text().splitlines()) >= 2, name
+        for axes in figure.axes:  # the title stays clear of the plots and of the legend above them
+            assert axes.get_tightbbox(renderer).y1 <= box.y0 + 1, name
+
+
+def test_axes_carry_the_ground_truth_unit():
+    """The trajectory's axes were labelled bare x, y, z although the robots' ground truth is in metres."""
+    labels = {}
+    for dim in (1, 2, 3):
+        axes = replay_plots.trajectoryFigure(_syntheticTrace(dim, unit="m")).axes[0]
+        labels[dim] = [axes.get_xlabel(), axes.get_ylabel()] + ([axes.get_zlabel()] if dim == 3 else [])
+    assert labels == {1: ["Step (first env)", "x (m), ground truth"], 2: ["x (m)", "y (m)"],
+                      3: ["x (m)", "y (m)", "z (m)"]}
+    axes = replay_plots.trajectoryFigure(_syntheticTrace(2)).axes[0]  # an env that declares no unit
+    assert [axes.get_xlabel(), axes.get_ylabel()] == ["x", "y"]
+    units = {env_id: getEnvClass(env_id).GROUND_TRUTH_UNIT for env_id in
+             ("MobileRobotGymEnv-v0", "MobileRobot1DGymEnv-v0", "MobileRobot2TargetGymEnv-v0", "KukaButtonGymEnv-v0",
+              "KukaMovingButtonGymEnv-v0", "OmnirobotEnv-v0", "CarRacingGymEnv-v0")}
+    assert units == {**dict.fromkeys(list(units)[:-1], "m"), "CarRacingGymEnv-v0": None}
+
+
+def test_the_action_legend_names_the_actions_above_the_plot():
+    """Kuka's legend said action 0 ... action 5, one row laid over the top band of the stacked areas."""
+    env = getEnvClass("KukaButtonGymEnv-v0")(srl_model="ground_truth", force_down=True)
+    try:
+        assert env.actionNames() == ("-x", "+x", "-y", "+y", "-z", "-z (force_down)")
+    finally:
+        env.close()
+    names = getEnvClass("KukaButtonGymEnv-v0").ACTION_NAMES
+    trace = _syntheticTrace(3, action_names=names)
+    trace.probas = [np.full(6, 1 / 6)] * len(trace)
+    figure = replay_plots.actionProbaFigure(trace, "ppo2 KukaButtonGymEnv-v0 ground_truth")
+    axes = figure.axes[0]
+    legend = axes.get_legend()
+    assert [text.get_text() for text in legend.get_texts()] == ["0: -x", "1: +x", "2: -y", "3: +y", "4: -z", "5: +z"]
+    renderer = figure.canvas.get_renderer()
+    assert legend.get_window_extent(renderer).y0 >= axes.get_window_extent(renderer).y1, "the legend is over the plot"
+    # an env that names no actions (or not one name per action) keeps the indices
+    assert replay_plots.ReplayTrace(True, "2D", action_names=("a", "b")).actionLabels(3) == [
+        "action 0", "action 1", "action 2"]
+    env = getEnvClass("MobileRobotGymEnv-v0")(srl_model="ground_truth", is_discrete=False)
+    try:
+        assert env.actionNames() is None
+    finally:
+        env.close()
 
 
 def test_algorithm_without_action_distribution_gets_a_note(tmp_path, capturedTraces, capsys):
@@ -283,7 +389,7 @@ def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn):
         agent = next(trace for trace in trajectory if trace["name"].startswith("agent"))
         assert len(agent["x"]) == 60 and [trace["name"] for trace in trajectory][1] == "target"
         proba = json.loads(client.get_window_data(f"{env_name}_action_proba", env_name))["content"]["data"]
-        assert [trace["name"] for trace in proba] == [f"action {index}" for index in range(4)]
+        assert [trace["name"] for trace in proba] == ["0: -x", "1: +x", "2: -y", "3: +y"]
         total = np.sum([trace["y"] for trace in proba], axis=0)
         np.testing.assert_allclose(total, 1.0, rtol=1e-5)
     finally:
@@ -392,6 +498,12 @@ def test_render_of_an_env_without_a_window_says_use_video(tmp_path, monkeypatch)
         with pytest.raises(UsageError, match=r"^--render opens the env's window, and OmnirobotEnv-v0 has none .*: "
                                              r"use --video out.gif instead$"):
             enjoy_baselines.main(["--log-dir", run, "--render", "--no-progress"])
+        # with --video given, the advice is to drop --render (it said "use --video out.gif instead")
+        video = str(tmp_path / "om2.gif")
+        with pytest.raises(UsageError, match=r"^--render opens the env's window, and OmnirobotEnv-v0 has none .*: "
+                                             r"drop --render: --video .*om2.gif records the replay without a window$"):
+            enjoy_baselines.main(["--log-dir", run, "--render", "--video", video, "--no-progress"])
+        assert not os.path.exists(video)
 
 
 @pytest.mark.parametrize("env_id", ["MobileRobotGymEnv-v0", "CarRacingGymEnv-v0"])
@@ -401,6 +513,9 @@ def test_render_without_display_names_the_envs_window(env_id, monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     assert enjoy_baselines.renderRefusal(env_id) == ("--render opens the env's window and needs a display, but "
                                                      "DISPLAY is not set (use --video out.gif instead)")
+    assert enjoy_baselines.renderRefusal(env_id, "om2.gif") == (
+        "--render opens the env's window and needs a display, but DISPLAY is not set (drop --render: --video om2.gif "
+        "records the replay without a window)")
     monkeypatch.setenv("DISPLAY", ":0")
     assert enjoy_baselines.renderRefusal(env_id) is None
     assert enjoy_baselines.renderRefusal("NoSuchEnv-v0") is None

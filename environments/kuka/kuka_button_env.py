@@ -98,6 +98,8 @@ class KukaButtonGymEnv(SRLGymEnv):
     DEFAULT_RENDERER = "lowpoly"
     ACTION_JOINTS = True
     PLOT_TYPE = "3D"
+    GROUND_TRUTH_UNIT = "m"
+    ACTION_NAMES = ("-x", "+x", "-y", "+y", "-z", "+z")
     MAX_STEPS = 1000
     GOAL_CONDITIONED = True
     GOAL_PENALTY_INFO_KEY = "hit_table"
@@ -447,6 +449,13 @@ class KukaButtonGymEnv(SRLGymEnv):
             observation, reward = self.goalTransition(info)
             return observation, reward, terminated, truncated, info
         return self._observation(), reward, terminated, truncated, info
+
+    def actionNames(self) -> tuple[str, ...] | None:
+        """:return: ACTION_NAMES (SRLGymEnv.actionNames), action 5 named "-z (force_down)" with ``force_down``"""
+        names = super().actionNames()
+        if names is not None and self.force_down:
+            names = (*names[:5], "-z (force_down)")
+        return names
 
     def action_masks(self) -> np.ndarray:
         """

@@ -27,6 +27,7 @@ class MobileRobot1DGymEnv(MobileRobotGymEnv):
     WALL_COLOR = (0.8, 0.0, 0.0, 1.0)
     CAMERA_TARGET_POS = (2.0, 0.0, 0.0)
     CONTINUOUS_ACTION_DIM = 1
+    ACTION_NAMES = ("-x", "+x")
 
     def _discreteMoves(self) -> tuple[tuple[float, float], ...]:
         return ((-self.STEP_SIZE, 0.0), (self.STEP_SIZE, 0.0))

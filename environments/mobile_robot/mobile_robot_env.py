@@ -70,6 +70,8 @@ class MobileRobotGymEnv(SRLGymEnv):
     DEFAULT_RENDERER = "sprites"
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
+    GROUND_TRUTH_UNIT = "m"
+    ACTION_NAMES = ("-x", "+x", "-y", "+y")
     MAX_STEPS = 250
     GOAL_CONDITIONED = True
     GOAL_PENALTY_INFO_KEY = "bumped"

@@ -44,6 +44,8 @@ class OmnirobotEnv(SRLGymEnv):
     SRL_MODES = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
+    GROUND_TRUTH_UNIT = "m"
+    ACTION_NAMES = ("+x (forward)", "-x (backward)", "+y (left)", "-y (right)")
     MAX_STEPS = 250
     WINDOW = False  # no window to show the scene in (renders=True and render_mode="human" are refused)
 

@@ -135,8 +135,8 @@ class LoadedRun:
 
     def checkpointNote(self) -> str | None:
         """
-        :return: one line naming the checkpoint loaded and its step (and the damaged newer ones skipped), None for
-            the run's latest or best model
+        :return: one line naming the checkpoint loaded, its step and the steps the run trained (and the damaged newer
+            ones skipped), None for the run's latest or best model
         """
         if self.checkpoint_steps is None:
             return None
@@ -144,8 +144,19 @@ class LoadedRun:
         if self.skipped_checkpoints:
             skipped = (f"; skipped the damaged newer checkpoint{'s' if len(self.skipped_checkpoints) > 1 else ''} "
                        f"{', '.join(self.skipped_checkpoints)}")
-        return (f"checkpoint {self.model_folder}, saved at step {self.checkpoint_steps:,} (of the run's "
-                f"{self.args.num_timesteps:,}){skipped}")
+        return f"checkpoint {self.model_folder}, saved at step {self.checkpoint_steps:,} ({self._ofTrained()}){skipped}"
+
+    def _ofTrained(self) -> str:
+        """:return: the steps the run trained, from its manifest (the latest model's), as "of 1,024 trained" ("trained
+        so far" for an unfinished run); without a readable one, the run's --num-timesteps, which it may not have met"""
+        try:
+            manifest = readManifest(self.run_dir)
+        except DamagedCheckpointError:
+            manifest = None
+        trained = manifest.get("num_timesteps") if manifest is not None else None
+        if not isinstance(trained, numbers.Integral) or isinstance(trained, bool):
+            return f"of the run's --num-timesteps {self.args.num_timesteps:,}"
+        return f"of {trained:,} trained{'' if manifest.get('finished', True) else ' so far'}"
 
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
