@@ -216,6 +216,8 @@ CASES = [
     ("enjoy-srl-path-for-ground-truth-run", ENJOY, ["--log-dir", "{run}", "--srl-model-path", "{ae}"],
      ["--srl-model-path", "ground_truth"]),
     ("enjoy-render-without-display", ENJOY, ["--log-dir", "{run}", "--render"], ["--render", "DISPLAY"]),
+    ("enjoy-render-with-video-without-display", ENJOY, ["--log-dir", "{run}", "--render", "--video", "{bad}/x.gif"],
+     ["--render", "DISPLAY", "drop --render: --video"]),
     ("enjoy-video-in-read-only-dir", ENJOY, ["--log-dir", "{run}", "--num-timesteps", "5", "--video", "{ro}/out.gif"],
      [READ_ONLY_NAME]),
     # --- environments.dataset_generator
@@ -417,7 +419,7 @@ CATEGORIES = {
         "pipeline-seed-in-algo-args", "search-seed-in-algo-args", "search-abbreviated-num-timesteps",
         "search-forwarded-log-dir",
         "search-algo-without-space", "search-evaluations-over-steps", "enjoy-srl-path-for-ground-truth-run",
-        "enjoy-render-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
+        "enjoy-render-without-display", "enjoy-render-with-video-without-display", "generator-more-cpu-than-episodes", "generator-force-and-resume",
         "generator-joints-on-mobile-robot", "fusioner-one-source", "fusioner-same-source-twice", "srl-train-split-dims-sum",
         "fusioner-same-episodes",
         "srl-train-pca-with-losses", "srl-train-epochs-with-updates", "latent-model-does-not-decode", "compare-label-count",

@@ -289,7 +289,7 @@ def _checkCase(case_id: str, module: str, arguments: list[str], words: list[str]
     if case_id == "train-broken-plugin":
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [request.getfixturevalue("brokenPlugin"),
                                                           os.environ.get("PYTHONPATH")]))
-    if case_id == "enjoy-render-without-display":
+    if case_id in ("enjoy-render-without-display", "enjoy-render-with-video-without-display"):
         env["DISPLAY"] = ""
     folders = [world["root"], badRuns["log"]]  # every log, data and model folder that exists
     with _environment(case_id, text, values):
