@@ -6,7 +6,8 @@
 The search space is the algorithm's ``getOptParam()``; hyperparameters fixed with a forwarded ``--hyperparam`` or
 ``--hyperparam-file`` are left out of it. A forwarded flag cannot set what the search gives every trial
 (:data:`TRIAL_TRAIN_FLAGS`: ``--seed``, ``--log-dir``..., in any spelling train accepts). Every input is checked
-(:func:`prepare`) before anything is written. Each
+(:func:`prepare`) before anything is written, the budget too: a fixed ``n_steps`` or ``learning_starts`` with which no
+trial could learn within ``--num-timesteps`` is refused, and a searched ``learning_starts`` is sampled below it. Each
 trial is one ``python -m rl_baselines.train`` run in a subprocess, its run folder under
 ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
 mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
@@ -47,6 +48,7 @@ from rl_baselines.sweeps.search_study import (
     SearchConfig,
     checkSpace,
     createStudy,
+    fitSpaceToBudget,
     formatValue,
     gridValues,
     importOptuna,
@@ -174,7 +176,9 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         raise UsageError(f"train flags: {error}") from None
     resolved = train.validate(train_args, registered_rl)
     fixed = hyperparamStrings(train_args)
-    space = {name: spec for name, spec in space.items() if name not in fixed}
+    _checkFixedBudget(resolved.hyperparams, train_args.num_cpu, args["num_timesteps"])
+    space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
+                             args["num_timesteps"])
     if not space:
         raise UsageError("every hyperparameter of the search space is fixed by --hyperparam/--hyperparam-file; "
                          "nothing to search")
@@ -213,6 +217,26 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
         train_settings=studySettings(resolved))
     return config, algo_class
+
+
+def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, budget: int) -> None:
+    """
+    :param fixed: the hyperparameters every trial gets (``--hyperparam``, ``--hyperparam-file``), typed
+    :param num_cpu: each trial's envs
+    :param budget: --num-timesteps
+    :raises UsageError: no trial could learn within the budget: a fixed ``n_steps`` whose first rollout (``n_steps``
+        x envs) is past it (a sampled one prunes its trial before it starts), or a fixed ``learning_starts`` at or
+        above it (a searched range is cut below it: :func:`fitSpaceToBudget`)
+    """
+    n_steps = fixed.get("n_steps")
+    if isinstance(n_steps, (int, float)) and n_steps * num_cpu > budget:
+        raise UsageError(f"n_steps {n_steps} x {num_cpu} env(s) (--num-cpu) = {n_steps * num_cpu} steps before the "
+                         f"first update, more than --num-timesteps {budget}: no trial would learn; give a smaller "
+                         f"n_steps or a larger --num-timesteps")
+    learning_starts = fixed.get("learning_starts")
+    if isinstance(learning_starts, (int, float)) and learning_starts >= budget:
+        raise UsageError(f"learning_starts {learning_starts} is not below --num-timesteps {budget}: no trial would "
+                         f"learn; give a smaller learning_starts or a larger --num-timesteps")
 
 
 # Settings the study records with its own keys (search flags that train gets too), and the hyperparameter sources

@@ -2,11 +2,13 @@
 
 ``best_hyperparams.yaml``: the best trial's hyperparameters, the fixed ones included, as ``train --hyperparam-file``
 reads them; ``trials.csv``: one row per trial of the study; ``search.png``: the optimisation history and the
-parameter importances (PED-ANOVA, which needs no scikit-learn).
+parameter importances (PED-ANOVA, which needs no scikit-learn; undefined, and said so in place of bars, when every
+completed trial scored the same).
 """
 from __future__ import annotations
 
 import csv
+import math
 import shlex
 import warnings
 from typing import Any
@@ -119,25 +121,41 @@ def saveSearchPlot(path: str, study: Any, title: str) -> None:
     history.set_title("optimisation history")
     history.grid(True, alpha=0.3)
     importance.set_title("hyperparameter importance")
-    importances: dict[str, float] = {}
-    if len(complete) >= 2:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # PED-ANOVA needs no scikit-learn (Optuna's default from 5.0; older versions default to fANOVA, which does)
-            evaluator = getattr(optuna.importance, "PedAnovaImportanceEvaluator", None)
-            try:
-                importances = optuna.importance.get_param_importances(
-                    study, evaluator=evaluator() if evaluator is not None else None)
-            except (ImportError, ValueError, RuntimeError, ZeroDivisionError):
-                importances = {}
+    importances, reason = _importances(optuna, study, [t.value for t in complete])
     if importances:
         names = list(importances)[::-1]
         importance.barh(names, [importances[n] for n in names], color="tab:green")
         importance.set_xlabel("importance (PED-ANOVA, normalised)")
     else:
-        reason = "needs two completed trials" if len(complete) < 2 else "not computable (scikit-learn missing?)"
         importance.text(0.5, 0.5, reason, ha="center", va="center", transform=importance.transAxes)
     figure.suptitle(title)
     figure.tight_layout()
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
+
+
+def _importances(optuna: Any, study: Any, values: list[float]) -> tuple[dict[str, float], str]:
+    """
+    :param optuna: the optuna module
+    :param study: the study
+    :param values: its completed trials' values
+    :return: the hyperparameters' importances (PED-ANOVA, normalised; empty when undefined), and why they are
+        undefined: fewer than two completed trials, values without variance (every trial scored the same: PED-ANOVA
+        would split the importance evenly), or an evaluator that failed or gave no finite importance
+    """
+    if len(values) < 2:
+        return {}, "needs two completed trials"
+    if np.ptp(values) == 0:
+        return {}, "importance undefined: every trial scored the same"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        # PED-ANOVA needs no scikit-learn (Optuna's default from 5.0; older versions default to fANOVA, which does)
+        evaluator = getattr(optuna.importance, "PedAnovaImportanceEvaluator", None)
+        try:
+            importances = optuna.importance.get_param_importances(
+                study, evaluator=evaluator() if evaluator is not None else None)
+        except (ImportError, ValueError, RuntimeError, ZeroDivisionError):
+            return {}, "not computable (scikit-learn missing?)"
+    if not importances or not all(math.isfinite(value) for value in importances.values()):
+        return {}, "importance undefined (no finite importance computed)"
+    return importances, ""

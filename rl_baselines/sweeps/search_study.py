@@ -137,6 +137,34 @@ def checkSpace(algo: str, space: Any) -> None:
             raise UsageError(bad + "a range low <= high (low > 0 on a log scale)")
 
 
+def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int) -> dict[str, tuple]:
+    """
+    :param algo: the algorithm's name (for messages)
+    :param space: the search space (checked: :func:`checkSpace`)
+    :param budget: each trial's env steps (--num-timesteps)
+    :return: the space with ``learning_starts`` (the steps an off-policy learner takes before it learns) cut to
+        values below the budget, so that no trial is sampled that cannot learn: a range's high end lowered to
+        ``budget - 1``, the choices of a list at or above the budget dropped
+    :raises UsageError: every ``learning_starts`` of the space is at or above the budget
+    """
+    spec = space.get("learning_starts")
+    if spec is None:
+        return space
+    if spec[0] is list:
+        fitted = (list, [value for value in spec[1] if not isinstance(value, (int, float)) or value < budget])
+        left = bool(fitted[1])
+    else:
+        low, high = spec[1]
+        fitted = (spec[0], (low, min(high, spec[0](budget - 1))), *spec[2:])
+        left = low <= budget - 1
+    if not left:
+        offered = ", ".join(map(str, spec[1])) if spec[0] is list else f"{spec[1][0]}..{spec[1][1]}"
+        raise UsageError(f"--num-timesteps {budget}: every learning_starts the search space of {algo} offers "
+                         f"({offered}) is at or above it, so no trial would learn; give a larger --num-timesteps, or "
+                         f"fix it below the budget with --hyperparam learning_starts:N")
+    return {**space, "learning_starts": fitted}
+
+
 def gridValues(spec: tuple, points: int) -> list:
     """
     :param spec: one search-space entry

@@ -21,6 +21,10 @@ its objective, and a pruned trial is compared with completed ones on what they a
 A trial trains on past the budget to the end of its last rollout (SB3 finishes it); what comes after the budget
 (episodes that end, evaluations due, past it) is neither reported nor scored, so every trial is scored on the same
 budget. A failed run is a failed trial (:class:`TrialFailed`), never a pruned one.
+
+An interrupt (Ctrl-C, SIGTERM) stops the trials whose runs are still going (recorded failed, ``interrupted``); a trial
+whose run had already exited normally when it came is read to its end and scored as if none had come (recorded
+complete), and the interrupt then stops the search.
 """
 from __future__ import annotations
 
@@ -163,6 +167,64 @@ def trialRun(folder: str) -> tuple[str, int] | None:
     return None if envs is None else (os.path.dirname(found[0]), envs)
 
 
+class _TrialWatch:
+    """
+    Follows a trial's run as it writes its files: its monitor files (or evaluations) read at each :meth:`poll`, the
+    intermediate values reported to the pruner.
+
+    :param trial: the Optuna trial
+    :param folder: the trial's folder
+    :param episodes: reports the training episodes' means
+    :param evaluations: reports the evaluations' means instead, when the search evaluates (None: it does not)
+    """
+
+    def __init__(self, trial: Any, folder: str, episodes: _EpisodeReporter,
+                 evaluations: _EvaluationReporter | None) -> None:
+        self.trial, self.folder, self.episodes, self.evaluations = trial, folder, episodes, evaluations
+        self.tail: MonitorTail | None = None
+        self.run_dir: str | None = None
+        self.num_envs = 1
+        self.timesteps = np.zeros(0, dtype=np.int64)  # the run's steps at each episode's end (all envs together)
+        self.rewards: Sequence[float] = []
+
+    def poll(self, finished: bool) -> bool:
+        """
+        Read what the run wrote since the last poll and report what can be.
+
+        :param finished: the run has ended (its files are complete)
+        :return: ``finished``
+        :raises optuna.TrialPruned: the pruner stopped it
+        """
+        if self.tail is None:
+            found = trialRun(self.folder)
+            if found is not None:
+                self.run_dir, self.num_envs = found
+                self.trial.set_user_attr("run_dir", self.run_dir)
+                self.tail = MonitorTail(RunFolder(self.run_dir).monitor_dir)
+        if self.tail is not None:
+            self.tail.poll()
+            # (the run's steps at each episode's end: with several envs, not the sum of the lengths so far)
+            self.timesteps, self.rewards = self.tail.endSteps(self.num_envs), self.tail.rewards
+        if self.evaluations is None:
+            pruned_at = self.episodes.update(self.timesteps, self.rewards, finished)
+        else:
+            pruned_at = self.evaluations.update(self.run_dir)
+        if pruned_at is not None:
+            raise importOptuna().TrialPruned(f"pruned at step {pruned_at}")
+        return finished
+
+    def restart(self) -> None:
+        """Read the monitor files from their start at the next poll (a poll was cut short); what was reported stays
+        reported."""
+        self.close()
+        self.tail = None
+
+    def close(self) -> None:
+        """Close the monitor files."""
+        if self.tail is not None:
+            self.tail.close()
+
+
 def _trialFolder(output_dir: str, number: int) -> str:
     """:return: a new folder for trial ``number`` (suffixed if an earlier study left one of that name)"""
     os.makedirs(output_dir, exist_ok=True)
@@ -219,6 +281,9 @@ class TrialObjective:
 
     def __init__(self, config: SearchConfig) -> None:
         self.config = config
+        # an interrupt (Ctrl-C, or SIGTERM's Terminated) that came as a trial's run had already ended normally: raised
+        # once the trial is recorded (:meth:`raiseInterrupt`)
+        self.interrupted: KeyboardInterrupt | None = None
 
     def trainCommand(self, run_root: str, number: int, params: dict[str, Any]) -> list[str]:
         """
@@ -263,46 +328,48 @@ class TrialObjective:
             child = subprocess.Popen(self.trainCommand(folder, trial.number, params), stdout=log, env=environ,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
         steps = self.config.reportSteps
-        episodes = _EpisodeReporter(trial, steps, self.config.eval_episodes)
-        evaluations = _EvaluationReporter(trial, self.config.eval_freq, steps[-1]) if self.config.evaluate else None
-        tail, run_dir, num_envs = None, None, 1
+        watch = _TrialWatch(trial, folder, _EpisodeReporter(trial, steps, self.config.eval_episodes),
+                            _EvaluationReporter(trial, self.config.eval_freq, steps[-1]) if self.config.evaluate
+                            else None)
         try:
-            while True:
-                finished = child.poll() is not None  # checked before reading: a finished run's files are complete
-                if tail is None:
-                    found = trialRun(folder)
-                    if found is not None:
-                        run_dir, num_envs = found
-                        trial.set_user_attr("run_dir", run_dir)
-                        tail = MonitorTail(RunFolder(run_dir).monitor_dir)
-                if tail is not None:
-                    tail.poll()
-                # (the run's steps at each episode's end: with several envs, not the sum of the lengths so far)
-                timesteps = tail.endSteps(num_envs) if tail is not None else np.zeros(0, dtype=np.int64)
-                rewards = tail.rewards if tail is not None else []
-                if finished and child.returncode != 0:
-                    break  # a crash is a failed trial, not a pruned one
-                if evaluations is None:
-                    pruned_at = episodes.update(timesteps, rewards, finished)
-                else:
-                    pruned_at = evaluations.update(run_dir)
-                if pruned_at is not None:
-                    raise optuna.TrialPruned(f"pruned at step {pruned_at}")
-                if finished:
-                    break
-                time.sleep(POLL_S)
-        except KeyboardInterrupt:
-            trial.set_user_attr("error", "interrupted")
-            raise
+            try:
+                while True:
+                    code = child.poll()  # (before reading: a finished run's files are complete)
+                    if code not in (None, 0) or watch.poll(code is not None):
+                        break  # (a crash is a failed trial, not a pruned one: not read)
+                    time.sleep(POLL_S)
+            except KeyboardInterrupt as interrupt:
+                if child.poll() != 0:  # still running (stopped below), or failed
+                    trial.set_user_attr("error", "interrupted")
+                    raise
+                # it had ended normally when the interrupt came: read afresh (a read may have been cut), score it,
+                # and let the interrupt stop the search once Optuna has recorded the trial (:meth:`raiseInterrupt`)
+                self.interrupted = interrupt
+                watch.restart()
+                watch.poll(True)
         finally:
             _stopChild(child)
-            if tail is not None:
-                tail.close()
+            watch.close()
         if child.returncode != 0:
             message = f"train exited with code {child.returncode}: {_lastLine(log_path)} (log: {log_path})"
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
-        return self.score(trial, timesteps, rewards)
+        try:
+            return self.score(trial, watch.timesteps, watch.rewards)
+        except KeyboardInterrupt as interrupt:  # (the run ended normally: its score is still read)
+            self.interrupted = interrupt
+            return self.score(trial, watch.timesteps, watch.rewards)
+
+    def raiseInterrupt(self, study: Any, trial: Any) -> None:
+        """
+        An Optuna callback: raise the interrupt (Ctrl-C, SIGTERM) that came as a trial's run had already ended
+        normally, now that the trial is recorded with its score (:meth:`__call__` defers it).
+
+        :raises KeyboardInterrupt: one was deferred
+        """
+        interrupt, self.interrupted = self.interrupted, None
+        if interrupt is not None:
+            raise interrupt
 
     def score(self, trial: Any, timesteps: np.ndarray, rewards: Sequence[float]) -> float:
         """
@@ -347,9 +414,13 @@ def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequenc
     :param n_trials: how many
     :param seed: the sampler's seed
     :param callbacks: Optuna callbacks ``(study, frozen_trial)`` called after each trial
+    :raises KeyboardInterrupt: an interrupt (Ctrl-C, SIGTERM): the trials still running are stopped and recorded
+        failed; one whose run had already ended normally is scored (and recorded complete) first
     """
     study = loadStudy(config, seed)
-    study.optimize(TrialObjective(config), n_trials=n_trials, catch=(TrialFailed,), callbacks=list(callbacks))
+    objective = TrialObjective(config)
+    study.optimize(objective, n_trials=n_trials, catch=(TrialFailed,),
+                   callbacks=[*callbacks, objective.raiseInterrupt])  # (last: after the others saw the trial)
 
 
 def _workerMain(config: SearchConfig, n_trials: int, seed: int) -> None:

@@ -1,0 +1,163 @@
+"""Hyperparameter search, in process and without training: a fixed n_steps or learning_starts that no trial could learn
+within is refused, a searched learning_starts stays below the budget, a Ctrl-C as a trial's run has just ended
+normally scores that trial, and search.png's importance panel says when the importances are undefined."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import types
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from matplotlib.axes import Axes  # noqa: E402
+
+from rl_baselines.sweeps import hyperparam_search, search_study, search_trials  # noqa: E402
+from rl_baselines.sweeps.search_outputs import saveSearchPlot  # noqa: E402
+from rl_baselines.sweeps.search_study import gridValues, suggestParams  # noqa: E402
+from srl_toolbox.cli import UsageError  # noqa: E402
+
+ENV = "MobileRobotGymEnv-v0"
+BASE = ["--env", ENV, "--srl-model", "ground_truth", "--no-progress", "--n-trials", "2"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--num-timesteps", "300", "--hyperparam", "n_steps:512"],
+     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than --num-timesteps 300"),
+    (["--num-timesteps", "300", "--num-cpu", "2", "--hyperparam", "n_steps:200"],
+     "n_steps 200 x 2 env(s) (--num-cpu) = 400 steps before the first update, more than --num-timesteps 300"),
+    (["--algo", "sac", "-c", "--num-timesteps", "300", "--hyperparam", "learning_starts:300"],
+     "learning_starts 300 is not below --num-timesteps 300: no trial would learn"),
+    (["--algo", "sac", "-c", "--num-timesteps", "100"],
+     "--num-timesteps 100: every learning_starts the search space of sac offers (100..10000) is at or above it"),
+])
+def test_a_fixed_hyperparameter_no_trial_could_learn_with_is_refused(tmp_path, argv, message):
+    """A fixed n_steps (whose first rollout passes the budget) or learning_starts (at or above it) ran every trial
+    untrained, scored 0, exit 0; now one line, exit 2, nothing written."""
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError, match=re.escape(message)):
+        hyperparam_search.main([*BASE, "--log-dir", str(log_dir), *argv])
+    assert not log_dir.exists()
+
+
+def test_a_fixed_n_steps_from_a_hyperparams_file_is_refused_too(tmp_path):
+    path = tmp_path / "best.yaml"
+    path.write_text("n_steps: 512\n")
+    with pytest.raises(UsageError, match=re.escape("n_steps 512 x 1 env(s) (--num-cpu) = 512 steps")):
+        hyperparam_search.main([*BASE, "--log-dir", str(tmp_path / "logs"), "--num-timesteps", "300",
+                                "--hyperparam-file", str(path)])
+    assert not (tmp_path / "logs").exists()
+
+
+@pytest.mark.parametrize("algo, flags", [("sac", ["-c"]), ("deepq", [])])
+def test_a_searched_learning_starts_stays_below_the_budget(tmp_path, algo, flags):
+    """sac sampled learning_starts 2880 and 6826 for a 300-step budget: both trials took random actions only."""
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", algo, *flags, "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "300",
+         "--log-dir", str(tmp_path)])
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    spec = config.space["learning_starts"]
+    assert spec[0] is int and spec[1][1] == 299
+    assert max(gridValues(spec, 3)) == 299
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    sampled = [suggestParams(study.ask(), config.space)["learning_starts"] for _ in range(50)]
+    assert max(sampled) < 300
+    # a budget above the range leaves it as declared; choices at or above the budget are dropped
+    assert search_study.fitSpaceToBudget(algo, {"learning_starts": (int, (100, 10_000))}, 20_000) == {
+        "learning_starts": (int, (100, 10_000))}
+    assert search_study.fitSpaceToBudget(algo, {"learning_starts": (list, [0, 1000, 10_000])}, 5000) == {
+        "learning_starts": (list, [0, 1000])}
+    with pytest.raises(UsageError, match=re.escape("every learning_starts the search space of x offers (1000, 10000)")):
+        search_study.fitSpaceToBudget("x", {"learning_starts": (list, [1000, 10_000])}, 1000)
+
+
+class _FinishedRun:
+    """A trial's train process, faked: it writes a whole run at once (4 episodes of 250 steps, rewards 1..4), is
+    still running at the first poll and has exited (with ``code``, None: never) at the next ones."""
+
+    def __init__(self, command, code: int | None, **_kwargs) -> None:
+        run_dir = os.path.join(command[command.index("--log-dir") + 1], ENV, "ground_truth", "ppo2", "run")
+        os.makedirs(os.path.join(run_dir, "monitor"))
+        with open(os.path.join(run_dir, "args.json"), "w") as handle:
+            json.dump({"num_cpu": 1}, handle)
+        rows = "".join(f"{reward}.0,250,{reward}.0\n" for reward in (1, 2, 3, 4))
+        with open(os.path.join(run_dir, "monitor", "0.monitor.csv"), "w") as handle:
+            handle.write(f'#{{"t_start": 0.0, "env_id": "{ENV}"}}\nr,l,t\n{rows}')
+        self.code, self.polls, self.returncode, self.pid = code, 0, None, -1
+
+    def poll(self) -> int | None:
+        self.polls += 1
+        if self.polls > 1:
+            self.returncode = self.code
+        return self.returncode
+
+
+@pytest.mark.parametrize("code, state, value, exit_code", [(0, "COMPLETE", 2.5, 130), (None, "FAIL", None, 130)])
+def test_a_ctrl_c_as_a_trials_run_has_just_ended_scores_it(tmp_path, monkeypatch, capsys, code, state, value,
+                                                           exit_code):
+    """The Ctrl-C comes while the search waits between two polls, and the run exits in that time: a run that
+    exited normally is scored (it was recorded failed, "interrupted", and the search found no completed trial); one
+    still running is stopped and recorded failed. Either way the search stops after that trial, exit 130."""
+    children = []
+
+    def popen(command, **kwargs):
+        children.append(_FinishedRun(command, code))
+        return children[-1]
+
+    def ctrlC(_seconds):
+        raise KeyboardInterrupt
+
+    def stop(child):
+        child.returncode = -9 if child.returncode is None else child.returncode
+
+    monkeypatch.setattr(search_trials.subprocess, "Popen", popen)
+    monkeypatch.setattr(search_trials, "time", types.SimpleNamespace(sleep=ctrlC))
+    monkeypatch.setattr(search_trials, "_stopChild", stop)
+    log_dir = tmp_path / "logs"
+    result = hyperparam_search.main([*BASE, "--algo", "ppo2", "--num-timesteps", "1000", "--n-evaluations", "2",
+                                     "--optimizer", "random", "--pruner", "none", "--log-dir", str(log_dir)])
+    output = capsys.readouterr()
+    assert result == exit_code and len(children) == 1, output
+    study = optuna.load_study(study_name=f"ppo2_{ENV}_ground_truth_random",
+                              storage=f"sqlite:///{log_dir}/hyperparam_search/ppo2_{ENV}_ground_truth_random.db")
+    (trial,) = study.trials
+    assert trial.state.name == state and trial.value == value
+    best = log_dir / "hyperparam_search" / f"ppo2_{ENV}_ground_truth_random" / "best_hyperparams.yaml"
+    if state == "COMPLETE":
+        assert "error" not in trial.user_attrs and trial.intermediate_values == {500: 1.5, 1000: 2.5}
+        assert "Interrupted: 1 completed" in output.out and best.exists()
+    else:
+        assert trial.user_attrs["error"] == "interrupted" and not best.exists()
+
+
+def _study(values: list[float]):
+    study = optuna.create_study(direction="maximize")
+    distributions = {"x": optuna.distributions.FloatDistribution(0, 1),
+                     "y": optuna.distributions.FloatDistribution(0, 1)}
+    for index, value in enumerate(values):
+        study.add_trial(optuna.trial.create_trial(params={"x": index / 10, "y": 1 - index / 10},
+                                                  distributions=distributions, value=value))
+    return study
+
+
+@pytest.mark.parametrize("values, bars", [([0.0, 0.0, 0.0, 0.0], False), ([0.0, 5.0, 1.0, 3.0], True)])
+def test_the_importance_panel_says_when_every_trial_scored_the_same(tmp_path, monkeypatch, values, bars):
+    """Trials that all scored the same drew equal bars (1/n each, PED-ANOVA normalised): importances undefined."""
+    drawn = {"barh": [], "text": []}
+    for name in drawn:
+        original = getattr(Axes, name)
+
+        def record(self, *args, _name=name, _original=original, **kwargs):
+            drawn[_name].append(args)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(Axes, name, record)
+    saveSearchPlot(str(tmp_path / "search.png"), _study(values), "title")
+    assert os.path.exists(tmp_path / "search.png")
+    texts = [args[2] for args in drawn["text"]]
+    if bars:
+        assert len(drawn["barh"]) == 1 and texts == []
+    else:
+        assert drawn["barh"] == [] and texts == ["importance undefined: every trial scored the same"]
