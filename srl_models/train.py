@@ -50,9 +50,10 @@ from srl_models.trainer import (
     bestEpoch,
     episodeLengths,
     framesAfter,
+    heldOutNotes,
     monitorVal,
     splitEpisodes,
-    splitNote,
+    trainingPlan,
     trainNetwork,
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
@@ -295,7 +296,8 @@ def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
     """
     :param training: from :func:`resolveTraining`
     :return: the exp_config entries it gives: batch_size always, the others only when they apply (so that a model
-        trained without them keeps the exp_config, hence the recipe, it had before they existed)
+        trained without them keeps the exp_config, hence the recipe, it had before they existed); ``pair_frames``
+        "same" with pairs of two views of each frame (curl: a recipe apart from any curl model that lacks it)
     """
     entries: dict[str, Any] = {"batch_size": training["batch_size"]}
     if training["augment"] != "none":
@@ -303,6 +305,8 @@ def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
     for key in ("horizon", "tau", "updates"):
         if training[key] is not None and (key != "horizon" or training["tau"] is not None or training[key] != 1):
             entries[key] = training[key]
+    if training["horizon"] == 0:
+        entries["pair_frames"] = "same"
     return entries
 
 
@@ -537,7 +541,8 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     if issubclass(model_class, PCAModel) and state_dim > len(train_rows):
         raise UsageError(f"--state-dim {state_dim}: PCA cannot find more components than training images "
                          f"({len(train_rows)})")
-    checkHorizon(dataset, train_rows, training["horizon"], any(LOSSES[loss].NEGATIVES for loss in losses))
+    negatives = any(LOSSES[loss].NEGATIVES for loss in losses)
+    checkHorizon(dataset, train_rows, training["horizon"], negatives)
 
     exp_config = {"srl_model": name, "state_dim": state_dim, "img_shape": list(dataset.img_shape),
                   "env": dataset.env_id, "renderer": dataset.renderer, "losses": losses,
@@ -556,14 +561,9 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     print(f"Dataset {config.data_folder}: {len(images)} frames {dataset.img_shape}, {len(train_rows)} for training, "
           f"{len(val_rows)} for validation; model {name}, losses "
           f"{' '.join(f'{k}:{v:g}' for k, v in losses.items()) or 'none'}, state dim {state_dim}; "
-          + ("no gradient updates (no loss to train)" if not losses else
-             (f"{training['updates']} updates" if training["updates"] else
-              f"at most {config.epochs} epoch{'s' * (config.epochs != 1)}")
-             + f" of minibatches of {training['batch_size']}, augment {training['augment']}"
-             + (f", pairs at horizon {training['horizon']}" if training["horizon"] is not None else "")
-             + (f", momentum target tau {training['tau']:g}" if training["tau"] is not None else "")))
-    note = splitNote(len(np.unique(episodes)), config.val_split, len(val_rows), len(episodes)) if losses else None
-    if note:
+          f"{trainingPlan(losses, training, config.epochs)}")
+    for note in heldOutNotes(episodes, dataset["episode_starts"], val_rows, config.val_split, training["horizon"],
+                             negatives) if losses else []:
         print(note)
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
@@ -628,9 +628,9 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
     training = training or resolveTraining(config, sizes["losses"])
     settings = TrainSettings(epochs=config.epochs, batch_size=training["batch_size"],
                              learning_rate=config.learning_rate, patience=config.patience, seed=config.seed,
-                             progress=not config.no_progress, updates=training["updates"],
-                             horizon=training["horizon"] or 1, augment=training["augment"],
-                             tau=training["tau"] or 0.0)
+                             progress=not config.no_progress, updates=training["updates"], augment=training["augment"],
+                             tau=training["tau"] or 0.0,  # horizon None: no pairs (1: unused); curl's 0 kept
+                             horizon=1 if training["horizon"] is None else training["horizon"])
     try:
         history = trainNetwork(model.network, data, train_rows, val_rows, settings)
     except ValueError as error:

@@ -1,5 +1,7 @@
 """The training loop of the learned SRL models: the dataset in memory, an episode-wise validation split, minibatches of
-(s_t[, s_t+h]) rows, Adam, early stopping on the validation losses with the best epoch's weights kept.
+(s_t[, s_t+h]) rows, Adam, early stopping on the validation losses with the best epoch's weights kept; and the
+wording of what a training does (its header's plan, its notes on what is held out), which srl_models.train prints
+for itself and for prepare.
 
 Invariants: a pair (t, t + h) always lies within one episode (rows whose episode ends before t + h are never
 anchors); each view of a minibatch (the frames t, the frames t + h) is augmented on its own, and never the stored
@@ -58,6 +60,72 @@ def splitNote(n_episodes: int, val_split: float, n_val_rows: int, n_rows: int) -
                 f"episode{'s' * (n_episodes != 1)}: nothing is held out, the best epoch is chosen by training loss")
     return (f"note: --val-split {val_split:g} holds out whole episodes: {n_val} of {n_episodes} episodes "
             f"({n_val_rows} of {n_rows} frames, {100 * n_val_rows / max(n_rows, 1):.0f}%)")
+
+
+def pairsText(horizon: int | None) -> str:
+    """
+    :param horizon: the distance of a training's pairs (None: no pairs; 0: the same frame twice, each view augmented
+        on its own)
+    :return: what its pairs are, as its header and notes name them ("" without pairs)
+    """
+    if horizon is None:
+        return ""
+    return "two views of each frame" if horizon == 0 else f"pairs at horizon {horizon}"
+
+
+def trainingPlan(losses: dict[str, float], training: dict, epochs: int) -> str:
+    """
+    :param losses: the losses trained (name -> weight; none for pca and random)
+    :param training: srl_models.train.resolveTraining's settings (batch_size, augment, horizon, tau, updates)
+    :param epochs: the most epochs (without updates)
+    :return: the header's account of the training: how long, on which minibatches, views and pairs
+    """
+    if not losses:
+        return "no gradient updates (no loss to train)"
+    updates = training["updates"]
+    length = f"{updates} update{'s' * (updates != 1)}" if updates else f"at most {epochs} epoch{'s' * (epochs != 1)}"
+    tau = "" if training["tau"] is None else f"momentum target tau {training['tau']:g}"
+    parts = [f"{length} of minibatches of {training['batch_size']}", f"augment {training['augment']}",
+             pairsText(training["horizon"]), tau]
+    return ", ".join(part for part in parts if part)
+
+
+def validationNote(val_after: np.ndarray, horizon: int | None, negatives: bool) -> str | None:
+    """
+    :param val_after: for each held-out frame, how many later frames of its episode follow it (:func:`framesAfter`)
+    :param horizon: the pairs' distance (None: no pairs, each frame on its own; 0: two views of each frame)
+    :param negatives: a loss contrasts the rows of a minibatch (a validation minibatch needs 2)
+    :return: a note when frames are held out and yet give no validation minibatch (too few of them start a pair at
+        that horizon, as :meth:`TrainingData.anchors` picks them): the best epoch is then chosen by training loss;
+        None otherwise
+    """
+    n_rows = len(val_after)
+    usable = n_rows if horizon is None else int((np.asarray(val_after) >= horizon).sum())
+    needed = 2 if negatives else 1
+    if n_rows == 0 or usable >= needed:
+        return None
+    if horizon is None:
+        held = f"{n_rows} held-out frame{'s' * (n_rows != 1)}"
+    else:
+        pairs = f"pair{'s' * (usable != 1)}" + (" of views" if horizon == 0 else f" at horizon {horizon}")
+        held = f"the {n_rows} held-out frame{'s' * (n_rows != 1)} hold{'s' * (n_rows == 1)} {usable} {pairs}"
+    return f"note: {held} ({needed} needed): the best epoch is chosen by training loss"
+
+
+def heldOutNotes(episode_index: np.ndarray, episode_starts: np.ndarray, val_rows: np.ndarray, val_split: float,
+                 horizon: int | None, negatives: bool) -> list[str]:
+    """
+    :param episode_index: episode of each row
+    :param episode_starts: bool (n,), True at each episode's first row
+    :param val_rows: the rows :func:`splitEpisodes` held out
+    :param val_split: the asked fraction of episodes to hold out
+    :param horizon: the pairs' distance (None: no pairs)
+    :param negatives: a loss contrasts the rows of a minibatch
+    :return: the note lines of a training's header: :func:`splitNote`, then :func:`validationNote`
+    """
+    notes = [splitNote(len(np.unique(episode_index)), val_split, len(val_rows), len(episode_index)),
+             validationNote(framesAfter(episode_starts)[val_rows], horizon, negatives)]
+    return [note for note in notes if note]
 
 
 def splitEpisodes(episode_index: np.ndarray, val_split: float, seed: int) -> tuple[np.ndarray, np.ndarray]:

@@ -18,12 +18,16 @@ from torch.nn import functional as F
 from tqdm import tqdm
 
 from environments.dataset import Dataset
+from srl_models import train as train_module
+from srl_models import trainer
 from srl_models.augment import AUGMENTATIONS, PAD, randomShift
 from srl_models.metrics import heldOutEpisodes, linearProbe
 from srl_models.models import ATCModel, CURLModel, RandomModel
 from srl_models.network import SRLNetwork
+from srl_models.prepare import trainingSettings
 from srl_models.registry import loadSRLModel
 from srl_models.train import checkHorizon, main, trainFromArgs
+from srl_models.train_config import SRLTrainConfig
 from srl_models.trainer import TrainingData, TrainSettings, framesAfter, splitEpisodes, trainNetwork
 from srl_toolbox.cli import UsageError, runCommand
 
@@ -319,3 +323,53 @@ def test_the_horizon_refusal_suggests_the_largest_that_trains(tinyDataset: str, 
     checkHorizon(dataset, train_rows, largest, negatives)  # accepted
     with pytest.raises(UsageError, match=f"at most {largest}$"):
         checkHorizon(dataset, train_rows, largest + 1, negatives)
+
+
+# --- what the header and its notes say -------------------------------------------------------------------------------
+
+
+def test_held_out_frames_without_enough_pairs_say_the_best_epoch_is_on_training_loss(
+        tinyDataset: str, tmp_path, capsys) -> None:  # noqa: F811
+    """One held-out episode of L frames holds one pair at horizon L - 1, and InfoNCE needs 2: no validation loss, and a
+    note says so (one at L - 2 validates)."""
+    dataset = Dataset.open(tinyDataset)
+    _, val_rows = splitEpisodes(dataset.episodeIndex(), 0.25, 0)
+    longest = int((framesAfter(dataset["episode_starts"])[val_rows]).max())  # the held-out episode's length - 1
+    outputs = []
+    for horizon in (longest, longest - 1):
+        trained(tinyDataset, tmp_path / str(horizon), "--srl-model", "atc", "--horizon", str(horizon), "--updates", "1",
+                "--val-split", "0.25", "--batch-size", "32")
+        outputs.append(capsys.readouterr().out)
+    note = (f"note: the {len(val_rows)} held-out frames hold 1 pair at horizon {longest} (2 needed): the best epoch is "
+            "chosen by training loss\n")
+    assert note in outputs[0] and "\nLoss (train): " in outputs[0], outputs[0]
+    assert "note: " not in outputs[1] and "\nLoss (val): " in outputs[1], outputs[1]
+    note = trainer.validationNote
+    assert note(np.array([3, 2, 1, 0]), None, False) is None  # without pairs every frame is a row of its own
+    assert note(np.array([0]), None, True) == "note: 1 held-out frame (2 needed): the best epoch is chosen by training loss"
+    assert note(np.array([0]), 0, True) == ("note: the 1 held-out frame holds 1 pair of views (2 needed): the best epoch "
+                                            "is chosen by training loss")
+    assert note(np.array([1, 0]), 1, False) is None and note(np.array([]), 5, True) is None
+
+def test_curl_contrasts_two_views_of_each_frame(tinyDataset: str, tmp_path, capsys,  # noqa: F811
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """curl has no horizon: its pairs are the same frame twice (distance 0, each view shifted on its own), which the
+    header says and the exp_config records (horizon 0, and pair_frames "same")."""
+    horizons = []
+
+    def spy(network, data, train_rows, val_rows, settings):
+        horizons.append(settings.horizon)
+        return trainNetwork(network, data, train_rows, val_rows, settings)
+
+    monkeypatch.setattr(train_module, "trainNetwork", spy)
+    folder = trained(tinyDataset, tmp_path, "--srl-model", "curl", "--updates", "1", "--batch-size", "32")
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Dataset "))
+    assert horizons == [0]
+    assert header.endswith("1 update of minibatches of 32, augment shift, two views of each frame, momentum target "
+                           "tau 0.05") and "horizon" not in header, header
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    assert config["horizon"] == 0 and config["pair_frames"] == "same"
+    # prepare reuses a curl model only when it records the same pairs
+    recipe = trainingSettings(SRLTrainConfig(data_folder=tinyDataset, srl_model="curl"), tinyDataset)
+    assert recipe["horizon"] == 0 and recipe["pair_frames"] == "same"
