@@ -346,9 +346,9 @@ def test_held_out_frames_without_enough_pairs_say_the_best_epoch_is_on_training_
     assert "note: " not in outputs[1] and "\nLoss (val): " in outputs[1], outputs[1]
     note = trainer.validationNote
     assert note(np.array([3, 2, 1, 0]), None, False) is None  # without pairs every frame is a row of its own
-    assert note(np.array([0]), None, True) == "note: 1 held-out frame (2 needed): the best epoch is chosen by training loss"
-    assert note(np.array([0]), 0, True) == ("note: the 1 held-out frame holds 1 pair of views (2 needed): the best epoch "
-                                            "is chosen by training loss")
+    chosen = "the best epoch is chosen by training loss"
+    assert note(np.array([0]), None, True) == f"note: 1 held-out frame (2 needed): {chosen}"
+    assert note(np.array([0]), 0, True) == f"note: the 1 held-out frame holds 1 pair of views (2 needed): {chosen}"
     assert note(np.array([1, 0]), 1, False) is None and note(np.array([]), 5, True) is None
 
 def test_curl_contrasts_two_views_of_each_frame(tinyDataset: str, tmp_path, capsys,  # noqa: F811

@@ -262,7 +262,8 @@ def _standardParts(algo: BaseRLObject, algo_name: str, run_dir: str, total_times
     refresh = RefreshCallback(feed, log_interval, start_timesteps, [*on_refresh, best])
     checkpoints = CheckpointCallback(saver, max(0, checkpoint_freq), buffer_save_freq, total_timesteps,
                                      start_timesteps)
-    evaluation = [] if evaluator is None else [EvaluationCallback(evaluator, run_logger, plotter, best, total_timesteps)]
+    evaluation = [] if evaluator is None else [
+        EvaluationCallback(evaluator, run_logger, plotter, best, total_timesteps)]
     return [refresh, *evaluation, StopSignalCallback(refresh, checkpoints), checkpoints]
 
 
