@@ -456,8 +456,8 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     archive = str(tmp_path / "runs.json")
     shutil.copy(plans.RUNS_FILE, archive)
     # every expected run is in, 75 on each of the four tasks, but curl's 5 on the moving target (dropped: made on
-    # frames t and t+1), which the report names
-    assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 0
+    # frames t and t+1), which the report names (exit code 1: runs are missing)
+    assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 1
     out = capsys.readouterr().out
     assert out.count("| ground_truth |") >= 4 and "75 runs" in out
     assert "5 expected run(s) have not finished" in out

@@ -198,7 +198,8 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
         plan = next(plan for plan in settings.plans if plan.env == env)
         specs = settings.specs(plan)
         groups = compare.earlierGroups(earlier, settings, plan, specs)
-        assert len(groups) == 15
+        # every row but curl, whose TinyRenderer runs (made on frames t and t+1) were dropped from the archive
+        assert len(groups) == 14 and "curl" not in groups
         for observation, found in groups.items():
             planned = bench_archive.withoutSeed(recorded.specSettings(
                 next(spec for spec in specs if plans.specObservation(spec) == observation)))
