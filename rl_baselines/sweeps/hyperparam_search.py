@@ -52,6 +52,7 @@ from rl_baselines.sweeps.search_study import (
     formatValue,
     gridValues,
     importOptuna,
+    rolloutPastBudget,
     samplerSeed,
     sqlitePath,
 )
@@ -229,8 +230,9 @@ def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, budget: int) -> No
         above it (a searched range is cut below it: :func:`fitSpaceToBudget`)
     """
     n_steps = fixed.get("n_steps")
-    if isinstance(n_steps, (int, float)) and n_steps * num_cpu > budget:
-        raise UsageError(f"n_steps {n_steps} x {num_cpu} env(s) (--num-cpu) = {n_steps * num_cpu} steps before the "
+    rollout = rolloutPastBudget(n_steps, num_cpu, budget)
+    if rollout is not None:
+        raise UsageError(f"n_steps {n_steps} x {num_cpu} env(s) (--num-cpu) = {rollout} steps before the "
                          f"first update, more than --num-timesteps {budget}: no trial would learn; give a smaller "
                          f"n_steps or a larger --num-timesteps")
     learning_starts = fixed.get("learning_starts")

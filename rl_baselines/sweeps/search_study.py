@@ -137,6 +137,19 @@ def checkSpace(algo: str, space: Any) -> None:
             raise UsageError(bad + "a range low <= high (low > 0 on a log scale)")
 
 
+def rolloutPastBudget(n_steps: Any, num_envs: int, budget: int) -> int | None:
+    """
+    :param n_steps: an on-policy trial's steps per env before each update (absent: None)
+    :param num_envs: its envs (--num-cpu)
+    :param budget: its env steps (--num-timesteps)
+    :return: the steps of its first rollout (n_steps x envs) when they pass the budget (no update within it), else None
+    """
+    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, float)):
+        return None
+    rollout = int(n_steps) * num_envs
+    return rollout if rollout > budget else None
+
+
 def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int) -> dict[str, tuple]:
     """
     :param algo: the algorithm's name (for messages)

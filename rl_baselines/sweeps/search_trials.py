@@ -45,7 +45,14 @@ from tqdm import tqdm
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
-from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, loadStudy, suggestParams
+from rl_baselines.sweeps.search_study import (
+    SearchConfig,
+    formatValue,
+    importOptuna,
+    loadStudy,
+    rolloutPastBudget,
+    suggestParams,
+)
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
 
@@ -313,8 +320,8 @@ class TrialObjective:
         trial.set_user_attr("fixed_hyperparams", self.config.fixed)
         trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
         params = suggestParams(trial, self.config.space)
-        rollout = int(params.get("n_steps", 0)) * self.config.num_cpu
-        if rollout > self.config.num_timesteps:
+        rollout = rolloutPastBudget(params.get("n_steps"), self.config.num_cpu, self.config.num_timesteps)
+        if rollout is not None:
             # its first rollout alone would train past the budget, and be compared with trials that stopped at it
             reason = (f"n_steps {params['n_steps']} x {self.config.num_cpu} env(s): the first update comes after "
                       f"{rollout} steps, past --num-timesteps {self.config.num_timesteps}")
