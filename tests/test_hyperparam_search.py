@@ -343,7 +343,9 @@ def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
          "ppo2:--hyperparam n_steps:64 --n-epochs=2"])
     config, _ = hyperparam_search.prepare(vars(args), train_argv)
     assert config.train_argv == ["--hyperparam", "n_steps:64", "--n-epochs=2"]
-    assert "n_steps" not in config.space and config.fixed == {"n_steps": "64"}
+    # the flag --n-epochs fixes n_epochs as --hyperparam fixes n_steps: neither is searched (a sample would override it)
+    assert "n_steps" not in config.space and "n_epochs" not in config.space
+    assert config.fixed == {"n_steps": "64", "n_epochs": "2"}
     assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)
 
 

@@ -3,15 +3,16 @@
     python -m rl_baselines.hyperparam_search --algo ppo2 --env MobileRobotGymEnv-v0 --srl-model ground_truth \\
         --optimizer tpe --pruner hyperband --n-trials 50 --num-timesteps 50000 [--workers 2] [any train flag]
 
-The search space is the algorithm's ``getOptParam()``; hyperparameters fixed with a forwarded ``--hyperparam`` or
-``--hyperparam-file`` are left out of it. A forwarded flag cannot set what the search gives every trial
-(:data:`TRIAL_TRAIN_FLAGS`: ``--seed``, ``--log-dir``..., in any spelling train accepts). Every input is checked
-(:func:`prepare`) before anything is written, the budget too: a fixed ``n_steps`` or ``learning_starts`` with which no
-trial could learn within ``--num-timesteps`` is refused, and a searched ``learning_starts`` is sampled below it. Each
-trial is one ``python -m rl_baselines.train`` run in a subprocess, its run folder under
-``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
-mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
-that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not scored).
+The search space is the algorithm's ``getOptParam()``; hyperparameters fixed with a forwarded ``--hyperparam``, an
+algorithm's own flag (``--n-steps``) or ``--hyperparam-file`` are left out of it. A forwarded flag cannot set what the
+search gives every trial (:data:`TRIAL_TRAIN_FLAGS`: ``--seed``, ``--log-dir``..., in any spelling train accepts).
+Every input is checked (:func:`prepare`) before anything is written, the budget too: a fixed ``n_steps`` or
+``learning_starts`` with which no trial could learn within ``--num-timesteps`` is refused, and a searched
+``learning_starts`` is sampled below it. Each trial is one ``python -m rl_baselines.train`` run in a subprocess, its
+run folder under ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the
+pruner reads the mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the
+objective is that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not
+scored).
 With a forwarded ``--eval-freq`` the pruner reads each evaluation's mean reward instead, at the multiple of
 ``--eval-freq`` it was due at (``--n-evaluations`` is unused), and the objective is the mean of the run's last
 evaluation due by ``--num-timesteps``: either way the last value reported to the pruner is the objective.
@@ -176,7 +177,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
     resolved = train.validate(train_args, registered_rl)
-    fixed = hyperparamStrings(train_args)
+    fixed = {**hyperparamStrings(train_args), **_flaggedHyperparams(train_args)}
     _checkFixedBudget(resolved.hyperparams, train_args.num_cpu, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
                              args["num_timesteps"])
@@ -218,6 +219,16 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
         train_settings=studySettings(resolved))
     return config, algo_class
+
+
+def _flaggedHyperparams(train_args: TrainConfig) -> dict[str, str]:
+    """
+    :param train_args: the trials' train settings as given (before the raw-pixel defaults are added)
+    :return: the hyperparameters set by the algorithm's own flags (``--n-steps 64``: ``{"n_steps": "64"}``): fixed
+        for every trial as ``--hyperparam`` fixes them, not searched (a sampled value would override the flag)
+    """
+    return {name.removeprefix("hp_"): str(value) for name, value in train_args.extra.items()
+            if name.startswith("hp_") and value is not None}
 
 
 def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, budget: int) -> None:
