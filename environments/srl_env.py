@@ -10,9 +10,10 @@ Class attributes describe what an env offers, so that command-line tools can val
 env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
 ``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``GROUND_TRUTH_UNIT`` (the unit of the ground
 truth's coordinates, "m" for the robots, None where unknown), ``ACTION_NAMES`` (the discrete actions' names, in index
-order, None for unnamed: :meth:`SRLGymEnv.actionNames` gives an instance's), ``MAX_STEPS``, ``RENDERERS`` (what may
-draw the images: the values of the ``renderer`` keyword every env takes, the reference alone for an env that draws
-its own images, which count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
+order, None for unnamed) and ``CONTINUOUS_ACTION_NAMES`` (a continuous action's dimensions;
+:meth:`SRLGymEnv.actionNames` gives an instance's), ``MAX_STEPS``, ``RENDERERS`` (what may draw the images: the
+values of the ``renderer`` keyword every env takes, the reference alone for an env that draws its own images, which
+count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
 :data:`REFERENCE_RENDERER` unless the class says otherwise); another renderer is refused with a one-line ValueError.
 Upper-case class attributes are the env's constants; ``getGlobals`` collects them for the run folder's
 env_globals.json.
@@ -156,6 +157,8 @@ class SRLGymEnv(gym.Env, EzPickle):
     GROUND_TRUTH_UNIT: str | None = None
     # Names of the discrete actions, in index order (legends of the replay plots), None for unnamed ("action i").
     ACTION_NAMES: tuple[str, ...] | None = None
+    # Names of a continuous action's dimensions, in order (the replay plots' panels), None for unnamed ("action i").
+    CONTINUOUS_ACTION_NAMES: tuple[str, ...] | None = None
     MAX_STEPS = 250
     RELATIVE_POS = True
     # Whether the env offers the goal-conditioned mode (its target must stay fixed within an episode).
@@ -414,13 +417,17 @@ class SRLGymEnv(gym.Env, EzPickle):
 
     def actionNames(self) -> tuple[str, ...] | None:
         """
-        :return: the names of this env's discrete actions, in index order (``ACTION_NAMES``), None with continuous
-            actions or when the class names none, or not one name per action
+        :return: the names of this env's actions: its discrete actions in index order (``ACTION_NAMES``), or the
+            dimensions of its continuous action (``CONTINUOUS_ACTION_NAMES``); None when the class names none, or not
+            one name per action (dimension)
         """
-        names = self.ACTION_NAMES
-        if not self.is_discrete or names is None or not isinstance(self.action_space, gym.spaces.Discrete):
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            names, count = (self.ACTION_NAMES if self.is_discrete else None), int(self.action_space.n)
+        elif isinstance(self.action_space, gym.spaces.Box) and len(self.action_space.shape) == 1:
+            names, count = self.CONTINUOUS_ACTION_NAMES, int(self.action_space.shape[0])
+        else:
             return None
-        return tuple(names) if len(names) == int(self.action_space.n) else None
+        return tuple(names) if names is not None and len(names) == count else None
 
     # --- constants for the run folder ------------------------------------------------------------------------
 

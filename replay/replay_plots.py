@@ -6,7 +6,8 @@ longer than the figure is wide wraps):
 - the action probabilities over time, from the algorithm's ``getActionProba``: for discrete actions the probability
   of each action, stacked (the areas add up to 1), each named ``<index>: <name>`` after the env's ``actionNames()``
   (``action <index>`` where the env names none), the legend above the plot; for continuous actions what the
-  contract returns there, the mean action, one panel per action dimension, with the actions actually taken as dots
+  contract returns there, the mean action, one panel per action dimension (labelled ``<index>: <name>`` after the
+  env's ``actionNames()``, ``action <index>`` where it names none), with the actions actually taken as dots
   (their spread around the mean is the exploration noise; with ``--deterministic`` they sit on it). Algorithms
   without an action distribution (``getActionProba`` raises NotImplementedError: td3, ddpg, qrdqn, the random agent)
   get no such figure, and one note;
@@ -114,7 +115,7 @@ class ReplayTrace:
     :param discrete: whether the actions are discrete
     :param plot_type: the env class's PLOT_TYPE, "2D" or "3D"
     :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
-    :param action_names: the discrete actions' names, in index order (the env's ``actionNames()``), None for unnamed
+    :param action_names: the actions' names, in index order (the env's ``actionNames()``), None for unnamed
     """
 
     def __init__(self, discrete: bool, plot_type: str, unit: str | None = None,
@@ -152,8 +153,8 @@ class ReplayTrace:
         return f"{name} ({self.unit})" if self.unit else name
 
     def actionLabels(self, count: int) -> list[str]:
-        """:return: the legend labels of ``count`` discrete actions: ``<index>: <name>``, or ``action <index>`` when
-        the actions are not named (or not one name per action)"""
+        """:return: the labels of ``count`` discrete actions (or continuous action dimensions): ``<index>: <name>``,
+        or ``action <index>`` when the actions are not named (or not one name per action)"""
         if self.action_names is not None and len(self.action_names) == count:
             return [f"{index}: {name}" for index, name in enumerate(self.action_names)]
         return [f"action {index}" for index in range(count)]
@@ -218,8 +219,8 @@ class ReplayVisdom(VisdomPlotter):
             y, ylabel = probas, "probability"
         else:
             actions = np.asarray(trace.actions, dtype=np.float64).reshape(len(trace), -1)[keep]
-            legend = ([f"mean action {index}" for index in range(probas.shape[1])] +
-                      [f"taken action {index}" for index in range(actions.shape[1])])
+            legend = ([f"mean {label}" for label in trace.actionLabels(probas.shape[1])] +
+                      [f"taken {label}" for label in trace.actionLabels(actions.shape[1])])
             y, ylabel = np.column_stack((probas, actions)), "action"
         self._viz.line(Y=y, X=np.repeat(steps[:, None], y.shape[1], axis=1), win=self.windows["action_proba"],
                        env=self.env_name, opts=dict(title=f"{self.title} action probabilities", xlabel="Step",
@@ -260,7 +261,7 @@ class ReplayPlotting:
     :param title: title prefix of the figures
     :param visdom: live plots, or None for PNGs only
     :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
-    :param action_names: the discrete actions' names (the env's ``actionNames()``), None for unnamed
+    :param action_names: the actions' names (the env's ``actionNames()``), None for unnamed
     """
 
     def __init__(self, agent: Any, algo_name: str, plot_type: str, discrete: bool, output_dir: str,
@@ -360,10 +361,11 @@ def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
         dims = probas.shape[1]
         figure = _newFigure(9, 1.3 + 2.2 * dims)
         axes_list = list(np.atleast_1d(figure.subplots(dims, 1, sharex=True, squeeze=False)[:, 0]))
+        labels = trace.actionLabels(dims)
         for index, axes in enumerate(axes_list):
             axes.scatter(steps, actions[:, index], s=6, color="tab:orange", alpha=0.5, label="action taken")
             axes.plot(steps, probas[:, index], color="tab:blue", linewidth=1.5, label="mean action")
-            axes.set_ylabel(f"action {index}")
+            axes.set_ylabel(labels[index])
         what = "mean action (getActionProba) and actions taken"
     # Above the plot, not over its top band: one row when the labels fit, else as many as they need.
     columns = min(len(axes_list[0].get_legend_handles_labels()[1]), 6)

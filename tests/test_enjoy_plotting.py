@@ -213,11 +213,26 @@ def test_the_action_legend_names_the_actions_above_the_plot():
     # an env that names no actions (or not one name per action) keeps the indices
     assert replay_plots.ReplayTrace(True, "2D", action_names=("a", "b")).actionLabels(3) == [
         "action 0", "action 1", "action 2"]
-    env = getEnvClass("MobileRobotGymEnv-v0")(srl_model="ground_truth", is_discrete=False)
-    try:
-        assert env.actionNames() is None
-    finally:
-        env.close()
+
+
+def test_the_continuous_action_panels_name_their_dimensions():
+    """A continuous agent's panels read "action 0", "action 1" where the env knows what each dimension moves."""
+    names = {}
+    for env_id, keywords in (("MobileRobotGymEnv-v0", {}), ("MobileRobot1DGymEnv-v0", {}),
+                             ("KukaButtonGymEnv-v0", {}), ("KukaButtonGymEnv-v0", {"action_joints": True})):
+        env = getEnvClass(env_id)(srl_model="ground_truth", is_discrete=False, **keywords)
+        try:
+            names[env_id, bool(keywords)] = env.actionNames()
+        finally:
+            env.close()
+    assert names == {("MobileRobotGymEnv-v0", False): ("x move", "y move"),
+                     ("MobileRobot1DGymEnv-v0", False): ("x move",),
+                     ("KukaButtonGymEnv-v0", False): ("x move", "y move", "z move"),
+                     ("KukaButtonGymEnv-v0", True): tuple(f"joint {index}" for index in range(7))}
+    figure = replay_plots.actionProbaFigure(_syntheticTrace(2, discrete=False, action_names=("x move", "y move")))
+    assert [axes.get_ylabel() for axes in figure.axes] == ["0: x move", "1: y move"]
+    figure = replay_plots.actionProbaFigure(_syntheticTrace(2, discrete=False))  # an env that names none
+    assert [axes.get_ylabel() for axes in figure.axes] == ["action 0", "action 1"]
 
 
 def test_algorithm_without_action_distribution_gets_a_note(tmp_path, capturedTraces, capsys):

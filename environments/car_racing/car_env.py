@@ -164,6 +164,7 @@ class CarRacingGymEnv(SRLGymEnv):
     # Discrete action -> CarRacing's (steering, gas, brake).
     DISCRETE_ACTIONS = ((-1.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
     ACTION_NAMES = ("steer left", "steer right", "gas", "brake")
+    CONTINUOUS_ACTION_NAMES = ("steering", "gas", "brake")
 
     def __init__(self, **kwargs: Any) -> None:
         """:param kwargs: the SRLGymEnv keywords (an unknown one raises TypeError)"""

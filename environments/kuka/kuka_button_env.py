@@ -100,6 +100,7 @@ class KukaButtonGymEnv(SRLGymEnv):
     PLOT_TYPE = "3D"
     GROUND_TRUTH_UNIT = "m"
     ACTION_NAMES = ("-x", "+x", "-y", "+y", "-z", "+z")
+    CONTINUOUS_ACTION_NAMES = ("x move", "y move", "z move")
     MAX_STEPS = 1000
     GOAL_CONDITIONED = True
     GOAL_PENALTY_INFO_KEY = "hit_table"
@@ -451,9 +452,12 @@ class KukaButtonGymEnv(SRLGymEnv):
         return self._observation(), reward, terminated, truncated, info
 
     def actionNames(self) -> tuple[str, ...] | None:
-        """:return: ACTION_NAMES (SRLGymEnv.actionNames), action 5 named "-z (force_down)" with ``force_down``"""
+        """:return: SRLGymEnv.actionNames, with action 5 named "-z (force_down)" with ``force_down``, and the
+        joints named "joint i" with ``action_joints``"""
+        if self.action_joints:
+            return tuple(f"joint {index}" for index in range(self.N_ARM_JOINTS))
         names = super().actionNames()
-        if names is not None and self.force_down:
+        if names is not None and self.is_discrete and self.force_down:
             names = (*names[:5], "-z (force_down)")
         return names
 

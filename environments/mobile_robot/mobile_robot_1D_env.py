@@ -28,6 +28,7 @@ class MobileRobot1DGymEnv(MobileRobotGymEnv):
     CAMERA_TARGET_POS = (2.0, 0.0, 0.0)
     CONTINUOUS_ACTION_DIM = 1
     ACTION_NAMES = ("-x", "+x")
+    CONTINUOUS_ACTION_NAMES = ("x move",)
 
     def _discreteMoves(self) -> tuple[tuple[float, float], ...]:
         return ((-self.STEP_SIZE, 0.0), (self.STEP_SIZE, 0.0))

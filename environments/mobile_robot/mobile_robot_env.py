@@ -72,6 +72,7 @@ class MobileRobotGymEnv(SRLGymEnv):
     PLOT_TYPE = "2D"
     GROUND_TRUTH_UNIT = "m"
     ACTION_NAMES = ("-x", "+x", "-y", "+y")
+    CONTINUOUS_ACTION_NAMES = ("x move", "y move")
     MAX_STEPS = 250
     GOAL_CONDITIONED = True
     GOAL_PENALTY_INFO_KEY = "bumped"

@@ -46,6 +46,7 @@ class OmnirobotEnv(SRLGymEnv):
     PLOT_TYPE = "2D"
     GROUND_TRUTH_UNIT = "m"
     ACTION_NAMES = ("+x (forward)", "-x (backward)", "+y (left)", "-y (right)")
+    CONTINUOUS_ACTION_NAMES = ("x move", "y move")
     MAX_STEPS = 250
     WINDOW = False  # no window to show the scene in (renders=True and render_mode="human" are refused)
 
