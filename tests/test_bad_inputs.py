@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -326,6 +327,23 @@ def test_cases_cover_every_command_and_category():
     assert sorted(categorised) == sorted(ids)
     assert all(CATEGORIES.values())
     assert set(XFAIL) <= set(ids) and WARNINGS_ALLOWED <= set(ids) and set(REAL_PROCESS_CASES) <= set(ids)
+
+
+def test_the_reliability_page_counts_the_cases_there_are():
+    """docs/reliability.md's total, category table and per-command line are those of CASES (they had drifted)."""
+    with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "reliability.md"),
+              encoding="utf-8") as handle:
+        page = handle.read()
+    assert f"with {len(CASES)} distinct bad inputs" in page
+    assert f"the suite has {len(CASES)} bad-input" in page
+    table = page[page.index("| category | cases |"):page.index("Per command:")]
+    documented = {name: int(count) for name, count in re.findall(r"^\| ([a-z ,-]+?) \| (\d+) \|", table, re.MULTILINE)}
+    assert documented == {name.split(" (")[0]: len(members) for name, members in CATEGORIES.items()}
+    line = re.search(r"^Per command: (.*?)\.$", page, re.MULTILINE | re.DOTALL).group(1)
+    per_command = {name: int(count) for name, count in re.findall(r"([a-z_.]+) (\d+)", line)}
+    # the page names a command by its module's last part, but srl_models.train (train is rl_baselines')
+    counted = collections.Counter(case[1] if case[1] == SRL_TRAIN else case[1].rsplit(".", 1)[-1] for case in CASES)
+    assert per_command == dict(counted)
 
 
 def test_existing_run_folder_is_never_reused(tmp_path, trainedRun):
