@@ -19,7 +19,7 @@ from rl_baselines.core.registry import ActionType, registered_rl
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.evolution_strategies.ars import ARSModel, arsUpdate
 from rl_baselines.evolution_strategies.cma_es import CMAESModel
-from rl_baselines.evolution_strategies.policies import PolicyNetwork, flatObservations
+from rl_baselines.evolution_strategies.policies import PolicyNetwork, flatObservations, softmax
 from rl_baselines.rl_algorithm.deepq import DQNModel, QNetwork, ReplayBuffer, duelingAggregate, tdTarget
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -200,6 +200,36 @@ def test_cma_es_continuous_actions_round_trip(tmp_path, monkeypatch):
     np.testing.assert_array_equal(actions, model.getAction(observation))
     np.testing.assert_array_equal(loaded.getActionProba(observation), actions)  # the (clipped) mean action
     assert loaded.best_return > -np.inf and loaded.num_timesteps == 24
+
+
+@pytest.mark.parametrize("algo_class", [ARSModel, CMAESModel])
+@pytest.mark.parametrize("deterministic", [True, False])
+def test_discrete_action_proba_describes_the_actions_played(tmp_path, monkeypatch, algo_class, deterministic):
+    # getActionProba is what replay's action_proba.png draws: one-hot on the argmax for a policy that plays it,
+    # the softmax it samples from otherwise
+    _patchMakeEnv(monkeypatch, _cartpoleEnvs)
+    hyperparams = {"num_population": 2, "deterministic": deterministic}
+    if algo_class is ARSModel:
+        hyperparams.update(top_population=1, step_size=0.5)  # a matrix far enough from zero that outputs differ
+    model = algo_class()
+    model.train(_args(tmp_path, 300, num_cpu=2), lambda _locals, _globals: True, train_kwargs=hyperparams)
+    path = str(tmp_path / f"{algo_class.NAME}_model.pt")
+    model.save(path)
+    loaded = algo_class.load(path)
+    observation = np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32)
+    probabilities = loaded.getActionProba(observation)
+    greedy = loaded.getAction(observation, deterministic=True)
+    assert probabilities.shape == (32, 2)
+    np.testing.assert_allclose(probabilities.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(probabilities.argmax(axis=1), greedy)
+    if deterministic:
+        np.testing.assert_array_equal(loaded.getAction(observation), greedy)
+        np.testing.assert_array_equal(probabilities, np.eye(2)[greedy])
+    else:
+        outputs = (loaded.normalise(observation) @ loaded.matrix if algo_class is ARSModel
+                   else loaded._bestOutputs(observation))
+        np.testing.assert_allclose(probabilities, softmax(outputs))
+        assert not np.array_equal(probabilities, np.eye(2)[greedy])
 
 
 def test_image_observations():

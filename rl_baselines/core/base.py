@@ -272,7 +272,8 @@ class BaseRLObject(abc.ABC):
         """
         :param observation: a batch of observations
         :param dones: which envs just ended an episode
-        :return: action probabilities (discrete) or the mean action (continuous), one row per env; a class with
+        :return: action probabilities (discrete: those getAction plays by, one-hot on the action where the policy
+            always plays its argmax) or the mean action (continuous), one row per env; a class with
             ``USES_ACTION_MASKS`` also takes ``action_masks`` (as getAction) and gives the masked actions 0
         """
         raise NotImplementedError(f"{getattr(self, 'NAME', type(self).__name__)} has no action distribution")

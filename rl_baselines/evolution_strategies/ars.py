@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
@@ -30,9 +29,9 @@ from rl_baselines.evolution_strategies.policies import (
     PopulationRunner,
     StateNormaliser,
     actionDimension,
+    actionProbabilities,
     flatObservations,
     outputsToActions,
-    softmax,
     withoutVecNormalize,
 )
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject
@@ -127,10 +126,9 @@ class ARSModel(TorchRLObject):
         return outputsToActions(outputs, self.action_space, deterministic, self.rng)
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
+        """:return: one-hot rows on the argmax with ``deterministic`` (the default), else the softmax it samples"""
         outputs = self.normalise(observation) @ self.matrix
-        if isinstance(self.action_space, gym.spaces.Discrete):
-            return softmax(outputs)
-        return outputsToActions(outputs, self.action_space, True, self.rng)
+        return actionProbabilities(outputs, self.action_space, bool(self.hyperparams["deterministic"]))
 
     # --- persistence -------------------------------------------------------------------------------------------
 

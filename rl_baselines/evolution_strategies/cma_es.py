@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import gymnasium as gym
 import numpy as np
 import torch
 from stable_baselines3.common.vec_env import VecEnv
@@ -31,9 +30,9 @@ from rl_baselines.evolution_strategies.policies import (
     PopulationRunner,
     StateNormaliser,
     actionDimension,
+    actionProbabilities,
     flatObservations,
     outputsToActions,
-    softmax,
     withoutVecNormalize,
 )
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject
@@ -117,10 +116,9 @@ class CMAESModel(TorchRLObject):
         return outputsToActions(self._bestOutputs(observation), self.action_space, deterministic, self.rng)
 
     def getActionProba(self, observation: np.ndarray, dones: np.ndarray | None = None) -> np.ndarray:
-        outputs = self._bestOutputs(observation)
-        if isinstance(self.action_space, gym.spaces.Discrete):
-            return softmax(outputs)
-        return outputsToActions(outputs, self.action_space, True, self.rng)
+        """:return: the softmax it samples, or one-hot rows on the argmax with ``deterministic``"""
+        return actionProbabilities(self._bestOutputs(observation), self.action_space,
+                                   bool(self.hyperparams["deterministic"]))
 
     # --- persistence -------------------------------------------------------------------------------------------
 

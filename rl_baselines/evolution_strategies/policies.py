@@ -69,8 +69,37 @@ def outputsToActions(outputs: np.ndarray, action_space: gym.Space, deterministic
         # Inverse-CDF sampling, one uniform number per row.
         uniform = rng.random((len(outputs), 1))
         return np.minimum((probabilities.cumsum(axis=1) < uniform).sum(axis=1), outputs.shape[1] - 1)
+    return boundedActions(outputs, action_space)
+
+
+def boundedActions(outputs: np.ndarray, action_space: gym.spaces.Box) -> np.ndarray:
+    """
+    :param outputs: policy outputs (batch, actionDimension) of a continuous policy
+    :param action_space: the env's (Box) action space
+    :return: the outputs shaped as actions and clipped to the space's bounds, in its dtype
+    """
     actions = outputs.reshape((len(outputs), *action_space.shape))
     return np.clip(actions, action_space.low, action_space.high).astype(action_space.dtype)
+
+
+def actionProbabilities(outputs: np.ndarray, action_space: gym.Space, deterministic: bool) -> np.ndarray:
+    """
+    What getActionProba returns for these outputs: the distribution :func:`outputsToActions` acts with, so that it
+    describes the actions played.
+
+    :param outputs: policy outputs (batch, actionDimension): logits for discrete actions, the action otherwise
+    :param action_space: the env's action space
+    :param deterministic: the policy plays the argmax of the logits (each row is then one-hot on it) instead of
+        sampling their softmax
+    :return: one row per observation: probabilities summing to 1 (discrete), the clipped action (continuous)
+    """
+    if not isinstance(action_space, gym.spaces.Discrete):
+        return boundedActions(outputs, action_space)
+    if not deterministic:
+        return softmax(outputs)
+    one_hot = np.zeros(outputs.shape)
+    one_hot[np.arange(len(outputs)), np.argmax(outputs, axis=1)] = 1.0
+    return one_hot
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:
