@@ -118,11 +118,33 @@ def test_train_command_two_workers_and_continue(tmp_path):
     # rows between updates, after rank 0's last refresh), as SB3's rows do
     rows = [row for row in csv.DictReader(open(os.path.join(run_dir, "progress.csv"))) if row["rollout/ep_rew_mean"]]
     episodes = loadEpisodes(os.path.join(run_dir, "monitor"))
-    assert [int(row["time/total_timesteps"]) for row in rows] == [1024]
+    assert [int(row["time/total_timesteps"]) for row in rows] == [1024, 1088]  # the last: the run's end
     assert list(episodes["timesteps"]) == [250, 500, 750, 1000]  # all 4 ended by the row: 2 on each rank
     assert float(rows[0]["rollout/ep_rew_mean"]) == pytest.approx(float(np.mean(episodes["rewards"])))
     second = runFolder(runTrain(*common, "--num-timesteps", "128", "--load-rl-model-path", model_path))
     assert PPO1Model.load(os.path.join(second, "ppo1_model.pt")).num_timesteps == 1088 + 128
+
+
+# progress.csv's training rows (their steps) of runs whose step count is not, or is, a logging step: the updates after
+# the last LOG_INTERVAL row get a row at the run's end, and a run whose last update wrote its row gets no second one.
+LAST_ROWS = {
+    "ppo1-1000": (["--algo", "ppo1", "--num-timesteps", "1000", "--timesteps-per-actorbatch", "250"], [1000]),
+    "ppo1-1024": (["--algo", "ppo1", "--num-timesteps", "1024", "--timesteps-per-actorbatch", "256"], [1024]),
+    "acktr-1500": (["--algo", "acktr", "--num-timesteps", "1500"], [1000, 1500]),
+    "acer-1000": (["--algo", "acer", "--num-timesteps", "1000"], [1000]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAST_ROWS))
+def test_the_end_of_the_step_count_writes_the_last_training_row(tmp_path, case):
+    args, steps = LAST_ROWS[case]
+    result = train.trainCommand(["--no-vis", "--no-progress", "--env", "MobileRobotGymEnv-v0", "--srl-model",
+                                 "ground_truth", "--seed", "3", "--log-dir", str(tmp_path), *args])
+    assert result.exit_code == 0
+    with open(os.path.join(result.run_dir, "progress.csv"), encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [int(row["time/total_timesteps"]) for row in rows] == steps
+    assert all(any(value for name, value in row.items() if name.startswith("train/")) for row in rows)
 
 
 def test_worker_joins_through_dist_url(tmp_path):

@@ -282,7 +282,7 @@ def test_own_actor_critics_resume_as_the_uninterrupted_run(tmp_path, monkeypatch
 PROGRESS_ROWS = {
     "cma-es": ([*GT, "--algo", "cma-es", "--num-timesteps", "1500", "--hyperparam", "num_population:2"], 3),
     "acktr-evaluated": ([*GT, "--algo", "acktr", "--num-timesteps", "1500", "--eval-freq", "300",
-                         "--eval-episodes", "1"], 6),
+                         "--eval-episodes", "1"], 7),  # 5 evaluations, the training rows at 1000 and at the end
     "deepq": ([*GT, "--algo", "deepq", "--num-timesteps", "1000", "--hyperparam", "learning_starts:100",
                "train_freq:4"], 1),
 }

@@ -4,8 +4,10 @@ learning-rate schedule, range checks of hyperparameters, acting from the policy'
 added to the last reward of an episode the time limit cut (acktr, ppo1), progress.csv and the common ``train``.
 
 progress.csv gets a row after the first update at least LOG_INTERVAL steps past the previous row (past the run's
-start for the first); the step of the next row is saved with the training state (``loopState``), so that a resumed
-run writes its rows at the uninterrupted run's steps.
+start for the first), and a last one when training reaches its step count, for the updates since the previous row
+(none when the last update wrote one; a run stopped before its step count, by a signal, writes none: its resumed run
+writes it); the step of the next row is saved with the training state (``loopState``), so that a resumed run writes
+its rows at the uninterrupted run's steps.
 
 The model file keeps, besides TorchRLObject's entries, ``state_dicts``: the state of every network and optimizer
 named by :meth:`TorchActorCritic.modules` (tensors and plain values only, so it loads with ``weights_only=True``).
@@ -293,8 +295,11 @@ class TorchActorCritic(TorchRLObject):
         self.startLoop()
         self.restoreTrainingState(checkpoint)  # a resumed run's loop counters: where the interrupted run was
         self._log_start = (self.num_timesteps, time.monotonic())
+        target = self.num_timesteps + int(total_timesteps)  # (as learn counts it: a resumed run goes on)
         try:
             self.learn(int(total_timesteps), callback)
+            if self.num_timesteps >= target:
+                self.logLastRow()
         finally:
             self.env.close()
             if self.logger is not None and owns_logger:
@@ -327,8 +332,18 @@ class TorchActorCritic(TorchRLObject):
             self.logger.record_mean(f"train/{name}", value)
         if self.num_timesteps >= self._next_log:
             self._next_log = self.num_timesteps + self.LOG_INTERVAL
-            start_steps, start_time = self._log_start
-            elapsed = max(time.monotonic() - start_time, 1e-9)
-            self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")  # (as SB3's)
-            self.logger.record("time/fps", int((self.num_timesteps - start_steps) / elapsed))
-            self.logger.dump(self.num_timesteps)
+            self._writeRow()
+
+    def logLastRow(self) -> None:
+        """At the end of the step count: the row of the statistics recorded since the previous row, whatever
+        LOG_INTERVAL (nothing when the last update wrote its row, or without a run folder)."""
+        if self.logger is not None and any(name.startswith("train/") for name in self.logger.name_to_value):
+            self._writeRow()
+
+    def _writeRow(self) -> None:
+        """Write the progress.csv row of the statistics recorded so far, at the current step count."""
+        start_steps, start_time = self._log_start
+        elapsed = max(time.monotonic() - start_time, 1e-9)
+        self.logger.record("time/total_timesteps", self.num_timesteps, exclude="tensorboard")  # (as SB3's)
+        self.logger.record("time/fps", int((self.num_timesteps - start_steps) / elapsed))
+        self.logger.dump(self.num_timesteps)
