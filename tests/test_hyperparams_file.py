@@ -17,7 +17,7 @@ from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train
-from rl_baselines.runs.hyperparam_sources import readHyperparamFile
+from rl_baselines.runs.hyperparam_sources import parseHyperparamPairs, readHyperparamFile
 from rl_baselines.runs.hyperparams_file import usedHyperparams
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train import baseParser
@@ -144,3 +144,32 @@ def test_an_rl_zoo_file_gives_the_runs_env_section_and_names_the_equivalents_of_
     (tmp_path / "nested.yml").write_text("n_steps: 64\nextra: {a: 1}\n")
     with pytest.raises(UsageError, match="'extra'.*is not NAME: number/string/bool"):
         readHyperparamFile(str(tmp_path / "nested.yml"), "MobileRobotGymEnv-v0")
+
+
+def test_rl_zoo_train_freq_pairs_read_in_steps_and_per_episode_training_is_refused(tmp_path) -> None:
+    """rl_zoo3's train_freq: [N, "step"] is SB3's int train_freq N; [N, "episode"] has no equivalent here, and is
+    refused in one line naming train_freq: N, from the file and from --hyperparam alike."""
+    zoo_file = tmp_path / "zoo.yml"
+    zoo_file.write_text('MobileRobotGymEnv-v0:\n  train_freq: [4, "step"]\n  batch_size: 64\n')
+    assert readHyperparamFile(str(zoo_file), "MobileRobotGymEnv-v0") == {"train_freq": "4", "batch_size": "64"}
+    assert parseHyperparamPairs(["train_freq:[4,step]", "gamma:0.9"]) == {"train_freq": "4", "gamma": "0.9"}
+    assert parseHyperparamPairs(["train_freq:(8, 'step')"]) == {"train_freq": "8"}
+    flat = tmp_path / "z6.yml"
+    for content, words in [('train_freq: [1, "episode"]', "train_freq: [1, 'episode'] trains every 1 episode"),
+                           ('train_freq: [4, "steps"]', "UNIT one of step, episode"),
+                           ('train_freq: [2.5, "step"]', "with an integer N")]:
+        flat.write_text(f"{content}\n")
+        with pytest.raises(UsageError, match=re.escape(words)) as refusal:
+            readHyperparamFile(str(flat), "MobileRobotGymEnv-v0")
+        assert "give train_freq: N" in str(refusal.value) and "\n" not in str(refusal.value)
+    with pytest.raises(UsageError, match=re.escape("--hyperparam: train_freq: [1,episode] trains every 1 episode")):
+        parseHyperparamPairs(["train_freq:[1,episode]"])
+    # through the train command: exit 2, one line, no run folder; [N, "step"] trains with train_freq N
+    flat.write_text('train_freq: [1, "episode"]\n')
+    common = ["--algo", "deepq", *GT, "--num-timesteps", "100", "--hyperparam", "learning_starts:50", "--log-dir",
+              str(tmp_path / "logs")]
+    refused = runModule("rl_baselines.train", "--no-vis", *common, "--hyperparam-file", str(flat))
+    assert refused.returncode == 2 and refused.stderr.strip().count("\n") == 0, refused.stderr
+    assert "not offered here" in refused.stderr and not (tmp_path / "logs").exists()
+    run_dir = trainHere(*common, "--hyperparam-file", str(zoo_file))
+    assert _readYaml(run_dir)["train_freq"] == 4

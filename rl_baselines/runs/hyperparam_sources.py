@@ -4,12 +4,16 @@ Both give ``NAME -> VALUE`` strings, typed afterwards by the algorithm's ``parse
 are. The file is a YAML mapping ``name: value`` (what ``hyperparam_search`` and a run's ``hyperparams.yaml`` write),
 or rl_zoo3's layout, one such mapping per env id, of which the run's ``--env`` section is read. rl_zoo3's keys that
 are not hyperparameters here (``n_envs``, ``policy``, ``lin_`` schedules...) are refused in one line that names the
-toolbox's equivalent.
+toolbox's equivalent. rl_zoo3's ``train_freq: [N, "step"]`` (SB3's ``(N, "step")``, which SB3 reads as its int
+``train_freq: N``) is read as ``train_freq: N``, in the file and in ``--hyperparam train_freq:[N,step]``; training
+every N episodes (``[N, "episode"]``) is not offered here (train_freq counts env steps) and is refused, naming
+``train_freq: N``.
 
 Invariant: reading is pure (nothing written), and every bad file is a :class:`UsageError` naming the file.
 """
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import yaml
@@ -35,16 +39,45 @@ ZOO_KEYS = {
     "eval_env_kwargs": "the env's flags of train (evaluations use the training env's settings)",
 }
 _LINEAR = "lin_"
+# SB3's train_freq units (rl_zoo3 writes train_freq: [N, unit]); only "step" has an equivalent here (train_freq: N).
+TRAIN_FREQ_UNITS = ("step", "episode")
+# --hyperparam's spelling of such a pair: [N, step], (N, "episode")...
+_TRAIN_FREQ_PAIR = re.compile(r"""[\[(]\s*(-?\d+)\s*,\s*(['"]?)(\w+)\2\s*[\])]""")
+
+
+def trainFreqSteps(source: str, shown: str, count: Any, unit: Any) -> str:
+    """
+    rl_zoo3's (SB3's) ``train_freq: [N, unit]`` as the toolbox's ``train_freq`` (env steps between updates).
+
+    :param source: what gave it, as the error starts (``--hyperparam-file 'z.yml'``, ``--hyperparam``)
+    :param shown: the value as its source wrote it
+    :param count: N
+    :param unit: the unit
+    :return: N as a string, for unit ``step`` (typed and range-checked afterwards as any value)
+    :raises UsageError: unit ``episode`` (per-episode training is not offered), another unit, or N not an integer
+    """
+    if unit == "episode":
+        raise UsageError(f"{source}: train_freq: {shown} trains every {count} episode(s), which is not offered here "
+                         f"(train_freq counts env steps); give train_freq: N, the env steps between updates (an "
+                         f"episode's length for about one update per episode)")
+    if unit != "step" or isinstance(count, bool) or not isinstance(count, int):
+        raise UsageError(f"{source}: train_freq: {shown} is not [N, UNIT] with an integer N and UNIT one of "
+                         f"{', '.join(TRAIN_FREQ_UNITS)}; give train_freq: N, the env steps between updates")
+    return str(count)
 
 
 def parseHyperparamPairs(items: list[str]) -> dict[str, str]:
-    """:param items: ``--hyperparam``'s ``KEY:VALUE`` strings; :return: ``KEY -> VALUE``
-    :raises UsageError: an item that is not ``KEY:VALUE``"""
+    """:param items: ``--hyperparam``'s ``KEY:VALUE`` strings; :return: ``KEY -> VALUE`` (``train_freq:[N,step]``
+    as ``N``)
+    :raises UsageError: an item that is not ``KEY:VALUE``, or train_freq per episode (:func:`trainFreqSteps`)"""
     pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition(":")
         if not sep or not key or not value:
             raise UsageError(f"--hyperparam {item!r} is not KEY:VALUE (for example n_steps:256)")
+        pair = _TRAIN_FREQ_PAIR.fullmatch(value.strip()) if key == "train_freq" else None
+        if pair is not None:
+            value = trainFreqSteps("--hyperparam", value, int(pair.group(1)), pair.group(3))
         pairs[key] = value
     return pairs
 
@@ -73,7 +106,8 @@ def readHyperparamFile(path: str, env_id: str) -> dict[str, str]:
     :param path: the YAML file: ``name: value``, or rl_zoo3's ``env id: {name: value}``
     :param env_id: the run's env (the section read from an rl_zoo3-style file)
     :return: ``name -> value`` strings (a float by its repr, every digit kept; YAML's null as ``none``)
-    :raises UsageError: unreadable file, another layout, a value that is not a scalar, or an rl_zoo3 key
+    :raises UsageError: unreadable file, another layout, a value that is not a scalar (but train_freq's
+        ``[N, "step"]``), or an rl_zoo3 key
     """
     content = _loadYaml(path)
     if content is None:
@@ -93,6 +127,8 @@ def readHyperparamFile(path: str, env_id: str) -> dict[str, str]:
             instead = (f"{key}: {number} and train's --lr-schedule linear" if key == "learning_rate" else
                        f"a number ({key}: {number}): only the learning rate has a schedule here")
             raise UsageError(f"--hyperparam-file {path!r}: {key}: {value} is rl_zoo3's linear schedule; give {instead}")
+        if key == "train_freq" and isinstance(value, list) and len(value) == 2:  # rl_zoo3's [N, "step"]
+            value = trainFreqSteps(f"--hyperparam-file {path!r}", repr(value), *value)
         if value is None:  # YAML null, as rl_zoo3's files write an unset clip_range_vf: read as the word none
             value = "none"
         if not isinstance(key, str) or not isinstance(value, (bool, int, float, str)):
