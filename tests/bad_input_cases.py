@@ -114,6 +114,9 @@ CASES = [
      ["corrupt.yaml", "not valid YAML"]),
     ("train-hyperparam-file-rl-zoo-key", TRAIN, [*GT, "--hyperparam-file", "{bad}/zoo_n_envs.yaml"],
      ["zoo_n_envs.yaml", "n_envs", "rl_zoo3", "--num-cpu 8"]),
+    ("train-hyperparam-file-per-episode-train-freq", TRAIN,
+     ["--algo", "sac", "-c", *GT, "--hyperparam-file", "{bad}/zoo_train_freq_episode.yaml"],
+     ["zoo_train_freq_episode.yaml", "train_freq", "episode", "train_freq: N"]),
     ("train-hyperparam-file-no-env-section", TRAIN, [*GT, "--hyperparam-file", "{bad}/zoo_other_env.yaml"],
      ["zoo_other_env.yaml", "no section for MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"]),
     ("train-load-missing", TRAIN, [*GT, "--load-rl-model-path", "{log}/missing.zip"], ["missing.zip", "does not exist"]),
@@ -399,6 +402,7 @@ CATEGORIES = {
         "latent-output-not-png", "plots-zero-window", "compare-output-not-png", "visdom-port-out-of-range"],
     "missing, corrupt or foreign file": [
         "train-hyperparam-file-corrupt", "train-hyperparam-file-rl-zoo-key", "train-hyperparam-file-no-env-section",
+        "train-hyperparam-file-per-episode-train-freq",
         "train-load-missing", "train-load-corrupt", "train-srl-path-is-a-file", "search-log-dir-is-a-file",
         "train-load-truncated", "enjoy-no-such-checkpoint", "train-log-dir-dangling-link",
         "evaluate-empty-weights",
