@@ -7,6 +7,8 @@ from environments.registry import (
     envsWhere,
     failed_env_plugins,
     getEnvClass,
+    groundTruthRefusal,
+    hasGroundTruth,
     registerAll,
     registered_env,
     rendererKeywords,
@@ -19,5 +21,6 @@ from srl_toolbox import __version__
 registerAll()
 
 __all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer",
-           "envFlagRefusal", "envOffers", "envsWhere", "failed_env_plugins", "getEnvClass", "isLearnedSRLModel",
-           "registerAll", "registered_env", "rendererKeywords", "rendererRefusal", "resolvedRenderer"]
+           "envFlagRefusal", "envOffers", "envsWhere", "failed_env_plugins", "getEnvClass", "groundTruthRefusal",
+           "hasGroundTruth", "isLearnedSRLModel", "registerAll", "registered_env", "rendererKeywords", "rendererRefusal",
+           "resolvedRenderer"]

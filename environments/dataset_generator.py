@@ -68,6 +68,7 @@ from environments import (
     envFlagRefusal,
     envOffers,
     getEnvClass,
+    groundTruthRefusal,
     registered_env,
     rendererKeywords,
     rendererRefusal,
@@ -147,6 +148,9 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
         env_class = getEnvClass(config.env)
     except Exception as error:  # a plugin env whose module fails to import
         raise UsageError(f"--env {config.env} could not be loaded ({type(error).__name__}: {error})") from None
+    refusal = groundTruthRefusal(config.env, "a dataset records (ground_truth.npz)")
+    if refusal is not None:
+        raise UsageError(f"--env {refusal}")
     if config.action_joints:
         if not env_class.ACTION_JOINTS:
             raise UsageError(f"--action-joints: {config.env} has no joints to act on (it offers discrete actions, "

@@ -15,7 +15,8 @@ Renderers: each env class names what may draw its images (``RENDERERS``) and wha
 (None) into it, :func:`rendererRefusal` says why an env cannot draw with a name and :func:`rendererKeywords` gives the
 constructor keyword that makes it draw with one. :func:`envFlagRefusal` says why an env cannot do what an env flag
 of train or the dataset generator asks (a second camera, ``--force-down``), and warns about a flag that does nothing
-there (a random target, a shaped reward: :func:`envOffers`).
+there (a random target, a shaped reward: :func:`envOffers`). :func:`groundTruthRefusal` says why an env cannot give
+what needs its ground truth (a dataset, replay plots): it has none where ``SRL_MODES`` lacks ``ground_truth``.
 """
 from __future__ import annotations
 
@@ -218,6 +219,28 @@ def envFlagRefusal(env_id: str, *, fpv: bool = False, multi_view: bool = False, 
             warnings.warn(f"{flag} does nothing on {env_id}, which does not offer it (envs with {flag}: "
                           f"{', '.join(having) or 'none'})", UsageWarning, stacklevel=2)
     return None
+
+
+def hasGroundTruth(env_class: type[SRLGymEnv]) -> bool:
+    """:return: whether the env computes a ground truth: "ground_truth" is one of its ``SRL_MODES``, read from the
+    class without building the env (the rule by which train refuses ``--srl-model ground_truth`` where it is not)"""
+    return "ground_truth" in env_class.SRL_MODES
+
+
+def groundTruthRefusal(env_id: str, need: str, others: bool = True) -> str | None:
+    """
+    :param env_id: a registered env id
+    :param need: what needs the ground truth, ending the message's "which ..." (e.g. "a dataset records")
+    :param others: name the envs that have a ground truth (the valid choices, where another env could be asked for)
+    :return: why the env cannot serve ``need``, one line (it has no ground truth: :func:`hasGroundTruth`), None when it
+        can
+    """
+    env_class = getEnvClass(env_id)
+    if hasGroundTruth(env_class):
+        return None
+    having = f"; envs with ground truth: {', '.join(envsWhere(hasGroundTruth)) or 'none'}" if others else ""
+    return (f"{env_id} has no ground truth (its SRL_MODES, {', '.join(env_class.SRL_MODES)}, do not include "
+            f"ground_truth), which {need}{having}")
 
 
 def envOffers(env_id: str, keyword: str) -> bool:

@@ -8,11 +8,11 @@ env, each frame captioned with the step and the reward its action earned (VideoR
 played, a GIF is kept palettised in memory until the end). A run that observed a trained SRL model replays with the
 same one: the folder and hash recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the
 first env's action probabilities and ground-truth trajectory, live in visdom and as PNG in ``--output-dir``
-(replay.replay_plots). ``--render`` needs an env with a window (``WINDOW``; Omnirobot has none) and a display
-(DISPLAY set), checked in that order; without them it stops with a one-line error before the model is loaded, which
-advises ``--video`` (or, when --video is given, dropping --render). A Ctrl-C stops the replay: what was played is
-still reported and written (video, plots), and the command exits with 130, as train does, so that a script tells a
-cut replay from a whole one.
+(replay.replay_plots); it is refused up front for a run whose env has no ground truth. ``--render`` needs an env
+with a window (``WINDOW``; Omnirobot has none) and a display (DISPLAY set), checked in that order; without them it
+stops with a one-line error before the model is loaded, which advises ``--video`` (or, when --video is given,
+dropping --render). A Ctrl-C stops the replay: what was played is still reported and written (video, plots), and the
+command exits with 130, as train does, so that a script tells a cut replay from a whole one.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from PIL import Image
 from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
-from environments import getEnvClass
+from environments import getEnvClass, groundTruthRefusal, registered_env
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
@@ -293,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
+    if args.plotting and train_args.env in registered_env:  # (an env not installed: loadRun below says so)
+        refusal = groundTruthRefusal(train_args.env, "--plotting draws (the trajectory): replay without --plotting",
+                                     others=False)
+        if refusal is not None:
+            raise UsageError(f"the run's env {refusal}")
     refusal = renderRefusal(train_args.env, args.video) if args.render else None
     if refusal:
         raise UsageError(refusal)

@@ -61,6 +61,14 @@ ENV_CODE = textwrap.dedent('''
             self.steps += 1
             reached = abs(self.x - 1.0) < 0.05
             return self._obs(), float(reached), reached, self.steps >= self.max_steps, {"is_success": reached}
+
+
+    class LineWorldNoGTEnv(LineWorldEnv):
+        """Pixels only: no ground truth (left out of SRL_MODES)."""
+        SRL_MODES = ("raw_pixels",)
+
+        def getGroundTruth(self):
+            raise NotImplementedError
 ''')
 
 
@@ -73,7 +81,8 @@ def _installPlugin(root) -> str:
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-world\nVersion: 0.1\n")
     (dist_info / "entry_points.txt").write_text(
-        "[srl_toolbox.environments]\nLineWorldEnv-v0 = line_world.env:LineWorldEnv\n")
+        "[srl_toolbox.environments]\nLineWorldEnv-v0 = line_world.env:LineWorldEnv\n"
+        "LineWorldNoGTEnv-v0 = line_world.env:LineWorldNoGTEnv\n")
     return str(root)
 
 
@@ -110,6 +119,36 @@ def test_third_party_env_is_registered_and_trains(tmp_path, lineWorldRun):
     bad = lineWorldRun("rl_baselines.train", "--env", "LineWorldEnv-v0", "--srl-model", "joints", "--log-dir",
                        tmp_path / "logs")
     assert bad.returncode == 2 and "valid choices: ground_truth, raw_pixels" in bad.stderr
+
+
+def test_env_without_ground_truth_is_refused_up_front_where_ground_truth_is_needed(tmp_path, lineWorldRun):
+    """An env whose SRL_MODES leave out ground_truth (read from its class, as train's --srl-model refusal does):
+    the dataset generator, srl_models.prepare and enjoy --plotting refuse it in one line (exit 2), writing nothing;
+    a plain replay of its run still works."""
+    no_gt = "LineWorldNoGTEnv-v0 has no ground truth (its SRL_MODES, raw_pixels, do not include ground_truth)"
+    data = tmp_path / "data"
+    generate = lineWorldRun("environments.dataset_generator", "--env", "LineWorldNoGTEnv-v0", "--name", "nogt",
+                            "--save-path", data, "--num-episode", "2", "--img-shape", "3", "32", "32")
+    message, = generate.stderr.strip().splitlines()
+    assert generate.returncode == 2 and message.startswith(
+        f"error: --env {no_gt}, which a dataset records (ground_truth.npz); envs with ground truth: "), message
+    assert "LineWorldEnv-v0" in message.split("envs with ground truth: ")[1] and not data.exists()
+    prepare = lineWorldRun("srl_models.prepare", "--env", "LineWorldNoGTEnv-v0", "--srl-model", "autoencoder",
+                           "--data-folder", data, "--log-folder", tmp_path / "srl", "--no-progress")
+    assert prepare.returncode == 2 and len(prepare.stderr.strip().splitlines()) == 1, prepare.stderr
+    assert f"error: --env {no_gt}" in prepare.stderr and not data.exists() and not (tmp_path / "srl").exists()
+    run = lineWorldRun("rl_baselines.train", "--algo", "random_agent", "--env", "LineWorldNoGTEnv-v0", "--srl-model",
+                       "raw_pixels", "--img-shape", "3", "32", "32", "--num-timesteps", "40", "--log-dir",
+                       tmp_path / "logs", "--no-vis", "--no-progress")
+    assert run.returncode == 0, run.stderr
+    run_dir = runFolder(run)
+    plots = lineWorldRun("replay.enjoy_baselines", "--log-dir", run_dir, "--plotting", "--no-vis",
+                         "--num-timesteps", "20", "--no-progress")
+    assert plots.returncode == 2 and plots.stderr.strip().splitlines() == [
+        f"error: the run's env {no_gt}, which --plotting draws (the trajectory): replay without --plotting"]
+    assert not os.path.exists(os.path.join(run_dir, "replay"))
+    replay = lineWorldRun("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20", "--no-progress")
+    assert replay.returncode == 0, replay.stderr
 
 
 BROKEN_ENVS = textwrap.dedent('''
