@@ -54,7 +54,7 @@ from benchmarks.documents import (
     shownCommand,
 )
 from srl_models.metrics import gtCorrelation, knnMse
-from srl_models.registry import learnedModels, registered_srl
+from srl_models.registry import learnedModels, registeredSRL
 from srl_models.train import trainableModels, trainsLoss
 from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand, seedNumber
 
@@ -256,7 +256,7 @@ def modelJobs(env: str, state_dim: int) -> tuple[list[Job], list[str]]:
         if name in trainable:
             jobs.append(Job(env, name, state_dim, name))
         else:
-            module = registered_srl[name][0].__module__
+            module = registeredSRL()[name][0].__module__
             skipped.append(f"`{name}` ({module}): `srl_models.train` trains LearnedSRLModel and "
                            f"PCAModel classes; this one has its own training command")
     if "supervised" in trainable:

@@ -88,7 +88,7 @@ from environments.partial_folder import (
     publish,
     settingsDiffering,
 )
-from environments.registry import defaultRenderersText, unknownEnvText
+from environments.registry import defaultRenderersText, envChoicesText, unknownEnvText
 from environments.srl_env import FRESH_WORLD
 from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkNameLength, checkWritableFolder, runCommand
 from srl_toolbox.files import nameFileOnError, writeJson, writeNpz
@@ -139,11 +139,15 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     :raises UsageError: on any bad input, with a one-line message
     """
     config = checkedSettings(config)  # a value given in Python is refused where the command line would refuse it
+    env_given, run_env = config.env is not None, config.env is None and config.policy != "random"
     if config.env is None:  # a replayed agent's own env, else the default
-        env = loadPolicy(config.policy, load=False).env_id if config.policy != "random" else DEFAULT_ENV
+        env = loadPolicy(config.policy, load=False).env_id if run_env else DEFAULT_ENV
         config = dataclasses.replace(config, env=env)
+    if run_env and config.env not in registered_env:
+        raise UsageError(f"--policy {config.policy!r}: the run used env {config.env!r}, which is not installed"
+                         f"{envChoicesText(config.env)}")
     if config.env not in registered_env:
-        raise UsageError(unknownEnvText(config.env))
+        raise UsageError(unknownEnvText(config.env, default=None if env_given else DEFAULT_ENV))
     try:
         env_class = getEnvClass(config.env)
     except Exception as error:  # a plugin env whose module fails to import

@@ -87,18 +87,29 @@ def registerAll() -> dict[str, str]:
     return registered_env
 
 
-def unknownEnvText(env_id: str, default: str | None = None) -> str:
+def envChoicesText(env_id: str, default: str | None = None) -> str:
     """
-    :param env_id: the unknown id
-    :param default: the command's default ``--env`` (said when it is the one skipped)
-    :return: the one-line message of an unknown ``--env``: why a skipped plugin of that id was skipped, the valid ids
-        and the env plugins that failed to load
+    :param env_id: an id that is not registered
+    :param default: the command's default ``--env`` when ``--env`` was left out (said when it is the one skipped),
+        None when the id was given
+    :return: the end of a message refusing it, after its name: why a skipped plugin of that id was skipped, the valid
+        ids and the env plugins that failed to load (`` (skipped: R); valid choices: A, B; env plugins that failed to
+        load: C``)
     """
     failed = f"; env plugins that failed to load: {', '.join(sorted(failed_env_plugins))}" if failed_env_plugins else ""
     skipped = ""
     if env_id in failed_env_plugins:
         skipped = f" ({'the default --env; ' if env_id == default else ''}skipped: {failed_env_plugins[env_id]})"
-    return f"unknown --env {env_id!r}{skipped}; valid choices: {', '.join(sorted(registered_env))}{failed}"
+    return f"{skipped}; valid choices: {', '.join(sorted(registered_env))}{failed}"
+
+
+def unknownEnvText(env_id: str, default: str | None = None) -> str:
+    """
+    :param env_id: the unknown id
+    :param default: as :func:`envChoicesText` takes it
+    :return: the one-line message of an unknown ``--env``: ``unknown --env 'ID'`` and :func:`envChoicesText`
+    """
+    return f"unknown --env {env_id!r}{envChoicesText(env_id, default)}"
 
 
 def _loadDeferred(env_id: str) -> None:

@@ -40,9 +40,9 @@ from rl_baselines.runs.loaded_run import LoadedRun, checkEnvsAndSeed, playEpisod
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
 from rl_baselines.runs.train import TrainResult, trainCommand, trainValidated
-from rl_baselines.runs.train_config import DEFAULT_ALGO, TrainConfig, checkedValue, commandArguments
+from rl_baselines.runs.train_config import DEFAULT_ALGO, DEFAULT_ENV, TrainConfig, checkedValue, commandArguments
 from srl_models.base import SRLType
-from srl_models.registry import registered_srl
+from srl_models.registry import registeredSRL
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import maxThreads
 
@@ -130,8 +130,10 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
         pairs = [f"{name}:{value}" for name, value in (hyperparams or {}).items()]
         return _resumeConfig(resume, vis, progress, [*extra, *(["--hyperparam", *pairs] if pairs else [])],
                              {**{name: value for name, value in named.items() if value is not None}, **flags})
+    algo_class = train.algorithmClass(algo or DEFAULT_ALGO, default=algo is None)
     algo = algo or DEFAULT_ALGO
-    algo_class = train.algorithmClass(algo)
+    if env is None and DEFAULT_ENV not in registered_env:  # (a given env is checked with the other settings)
+        raise UsageError(unknownEnvText(DEFAULT_ENV, default=DEFAULT_ENV))
     parser = train.algorithmParser(algo_class)
     defaults = train.algorithmDefaults(algo)
     own = {name: value for name, value in defaults.items()
@@ -457,7 +459,7 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
             raise UsageError(unknownEnvText(env))
         offered = getEnvClass(env).SRL_MODES
     names = []
-    for name, (_, srl_type) in registered_srl.items():
+    for name, (_, srl_type) in registeredSRL().items():
         is_learned = srl_type is SRLType.LEARNED
         if learned is not None and is_learned != learned:
             continue

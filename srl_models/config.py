@@ -38,10 +38,10 @@ from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.registry import (
     checkSRLModel,
-    failed_srl_plugins,
+    failedSRLPlugins,
     failedSRLPluginsText,
     learnedModels,
-    registered_srl,
+    registeredSRL,
 )
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
@@ -79,7 +79,7 @@ def preparable(name: str) -> bool:
     """:return: whether ``srl_models.prepare`` (and ``srl_models.train``) can train the registered model ``name``: a
     learned model whose class is a LearnedSRLModel or PCAModel (subclass), the toolbox's or a plugin's; a plugin model
     of another kind brings its own training command"""
-    entry = registered_srl.get(name)
+    entry = registeredSRL().get(name)
     return entry is not None and entry[1] is SRLType.LEARNED and issubclass(entry[0], (LearnedSRLModel, PCAModel))
 
 
@@ -448,8 +448,8 @@ def resolveSRLModel(env_id: str, name: str | None, config_file: str | None = Non
     :raises ValueError: any other reason the model cannot be used (one line)
     """
     if name is not None and name not in learnedModels():
-        known = ("registered but computed by the env" if name in registered_srl
-                 else "its plugin failed to load" if name in failed_srl_plugins else "not installed")
+        known = ("registered but computed by the env" if name in registeredSRL()
+                 else "its plugin failed to load" if name in failedSRLPlugins() else "not installed")
         raise SRLLookupError(f"{name!r} is not a learned SRL model ({known}); installed learned models: "
                              f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(name)}")
     if model_path is not None:

@@ -19,7 +19,7 @@ from srl_models import plotting
 from srl_models.base import BaseSRLModel
 from srl_models.evaluate import encodeDataset, openModelDataset
 from srl_models.metrics import sampleIndices
-from srl_models.registry import loadSRLModel, registered_srl
+from srl_models.registry import loadSRLModel, registeredSRL
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,
@@ -40,7 +40,7 @@ MAX_GRID = 30
 
 def decodingModels() -> list[str]:
     """:return: registered learned models whose class decodes states into images"""
-    return [name for name, (model_class, _) in registered_srl.items() if getattr(model_class, "DECODES", False)]
+    return [name for name, (model_class, _) in registeredSRL().items() if getattr(model_class, "DECODES", False)]
 
 
 def decodedDims(model: BaseSRLModel) -> range:

@@ -5,6 +5,12 @@ import, is not a BaseSRLModel, leaves an abstract method out, or was built for a
 recorded in ``failed_srl_plugins`` and skipped with one warning; the messages that refuse an SRL model name list them
 (:func:`failedSRLPluginsText`).
 
+The plugins are loaded on the first access to the registry (``registered_srl``, ``failed_srl_plugins``, read as
+module attributes or through :func:`registeredSRL` / :func:`failedSRLPlugins`, or any function here that reads them),
+not when this module is imported: the RL side imports it while its own modules are half-way through their import, and
+a plugin module may import those (``rl_baselines.core.base``) as well as ``srl_models.models``. Both dicts keep their
+identity once loaded (a test may add a model to them).
+
 :func:`loadSRLModel` turns whatever a model's ``load`` raises into one ``ValueError`` line naming the model and its
 folder; :func:`checkSRLModel` also encodes one frame, so that a model breaking the contract (``getState`` of another
 shape, not floats, not finite) is refused before a run writes anything."""
@@ -50,9 +56,48 @@ def loadRegisteredSRL(warn: bool = True) -> tuple[dict[str, tuple[type[BaseSRLMo
     return {name: (plugin, plugin.SRL_TYPE) for name, plugin in plugins.items()}, failures
 
 
+# Filled on first access (:func:`_loaded`), never replaced
+_registered: dict[str, tuple[type[BaseSRLModel], SRLType]] = {}
+_failed: dict[str, str] = {}
+_load_state = {"started": False}
+
+
+def _loaded() -> None:
+    """Load the plugins into the registry once per process; a plugin that reads the registry while it is loading
+    sees it still filling"""
+    if _load_state["started"]:
+        return
+    _load_state["started"] = True
+    registered, failures = loadRegisteredSRL()
+    _registered.update(registered)
+    _failed.update(failures)
+
+
+def registeredSRL() -> dict[str, tuple[type[BaseSRLModel], SRLType]]:
+    """:return: ``registered_srl``: name -> (class, SRL type) of every model that loaded (loading them first)"""
+    _loaded()
+    return _registered
+
+
+def failedSRLPlugins() -> dict[str, str]:
+    """:return: ``failed_srl_plugins``: name -> why that SRL model plugin was skipped (loading them first)"""
+    _loaded()
+    return _failed
+
+
+def __getattr__(name: str) -> Any:
+    """:return: the module attributes ``registered_srl`` and ``failed_srl_plugins``, the plugins loaded on the first
+    access (PEP 562)"""
+    if name == "registered_srl":
+        return registeredSRL()
+    if name == "failed_srl_plugins":
+        return failedSRLPlugins()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def learnedModels() -> list[str]:
     """:return: names of the registered models trained from datasets"""
-    return [name for name, (_, srl_type) in registered_srl.items() if srl_type is SRLType.LEARNED]
+    return [name for name, (_, srl_type) in registeredSRL().items() if srl_type is SRLType.LEARNED]
 
 
 def failedSRLPluginsText(name: str | None = None) -> str:
@@ -61,11 +106,12 @@ def failedSRLPluginsText(name: str | None = None) -> str:
     :return: the end of an unknown-SRL-model message: ``"; SRL model plugins that failed to load: a, b"``, or the
         reason when ``name`` is one of them ("" when none failed)
     """
-    if name in failed_srl_plugins:
-        return f"; the SRL model plugin {name!r} failed to load ({failed_srl_plugins[name]})"
-    if not failed_srl_plugins:
+    failed = failedSRLPlugins()
+    if name in failed:
+        return f"; the SRL model plugin {name!r} failed to load ({failed[name]})"
+    if not failed:
         return ""
-    return f"; SRL model plugins that failed to load: {', '.join(sorted(failed_srl_plugins))}"
+    return f"; SRL model plugins that failed to load: {', '.join(sorted(failed))}"
 
 
 def _errorText(error: BaseException) -> str:
@@ -104,6 +150,7 @@ def loadSRLModel(folder: str, device: str = "cpu") -> BaseSRLModel:
     """
     config = readExpConfig(folder)
     name = config["srl_model"]
+    registered_srl = registeredSRL()
     if name not in registered_srl or registered_srl[name][1] is not SRLType.LEARNED:
         raise ValueError(f"{folder!r} holds an SRL model {name!r} that is not installed; installed learned models: "
                          f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(name)}")
@@ -157,6 +204,5 @@ def checkSRLModel(folder: str) -> BaseSRLModel:
     return model
 
 
-registered_srl, failed_srl_plugins = loadRegisteredSRL()
 # the envs accept the models registered here (a model registered in this process only, too) as learned ones
 addLearnedModelNames(learnedModels)

@@ -42,7 +42,7 @@ from srl_models.losses import LOSSES
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.plotting import reconstructions, trainingCurve
-from srl_models.registry import failed_srl_plugins, registered_srl
+from srl_models.registry import failedSRLPlugins, registeredSRL
 from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, SRLTrainConfig
 from srl_models.trainer import (
     TrainingData,
@@ -67,7 +67,7 @@ MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
 
 def trainableModels() -> dict[str, type]:
     """:return: registered learned models this command can train (name -> class)"""
-    return {name: model_class for name, (model_class, _) in registered_srl.items() if preparable(name)}
+    return {name: model_class for name, (model_class, _) in registeredSRL().items() if preparable(name)}
 
 
 def trainsLoss(name: str) -> bool:
@@ -186,7 +186,7 @@ def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[st
             flag = f"--losses {' '.join(config.losses)} ({chose} train {name})"
         else:
             flag = f"--losses {config.losses[0]} (one loss trains the model of that name)"
-        skipped = f" (skipped: {failed_srl_plugins[name]})" if name in failed_srl_plugins else ""
+        skipped = f" (skipped: {failedSRLPlugins()[name]})" if name in failedSRLPlugins() else ""
         raise UsageError(f"{flag}: unknown or not a trainable model {name!r}{skipped}; learned models: "
                          f"{', '.join(models)}")
     model_class = models[name]

@@ -34,6 +34,7 @@ from tqdm import tqdm
 from srl_toolbox import __version__
 from srl_toolbox.errors import CommandFailed as CommandFailed  # in errors (below files, which raises it): re-exported
 from srl_toolbox.errors import UsageError as UsageError
+from srl_toolbox.errors import oneLineWarning
 from srl_toolbox.files import TEMPORARY_NAME_EXTRA, environmentError
 
 USAGE_EXIT_CODE = 2
@@ -77,13 +78,15 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     """
     Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, CommandFailed into
     ``error: ...`` and exit code 1, and a Ctrl-C that the command does not handle itself into ``Interrupted`` and
-    exit code 130 (no traceback); warnings print as one line each, ``warning: <message>``, above any progress bar.
+    exit code 130 (no traceback); warnings print as one line each, ``warning: <message>`` (``warning: <Category>:
+    <message>`` for a skipped plugin's: :func:`srl_toolbox.errors.oneLineWarning`), above any progress bar.
 
     :param main: the command's main function
     :param argv: its arguments (default: sys.argv[1:])
     """
-    # one line per warning, whatever the library wrote (SB3's minibatch advice spans three)
-    warnings.formatwarning = lambda message, category, *args, **kwargs: f"warning: {' '.join(str(message).split())}\n"
+    # one line per warning, whatever the library wrote (SB3's minibatch advice spans three); the categories shown
+    # named (a skipped plugin's, whenever a registry loads) keep their name
+    warnings.formatwarning = lambda message, category, *args, **kwargs: oneLineWarning(message, category)
     warnings.showwarning = showAboveBars(warnings.showwarning)
     try:
         code = main(argv)

@@ -24,6 +24,21 @@ class UsageWarning(UserWarning):
     """Input from the user that is accepted but does nothing here (a flag the env or observation has no use for)."""
 
 
+# The categories shown as ``warning: <Category>: <message>`` (showOnOneLine(named=True)), by any one-line formatter
+_named_categories: list[type[Warning]] = []
+
+
+def oneLineWarning(message: Any, category: type[Warning]) -> str:
+    """
+    :param message: a warning's message
+    :param category: its category
+    :return: the warning as the toolbox prints it, one line ending in a newline: ``warning: <message>``, or ``warning:
+        <Category>: <message>`` for a category registered with ``showOnOneLine(named=True)`` (or a subclass of one)
+    """
+    named = any(issubclass(category, shown) for shown in _named_categories)
+    return f"warning: {f'{category.__name__}: ' if named else ''}{' '.join(str(message).split())}\n"
+
+
 def showOnOneLine(category: type[Warning], named: bool = False) -> None:
     """
     Print the warnings of ``category`` (and its subclasses) as one line wherever they are raised, ``warning:
@@ -31,8 +46,11 @@ def showOnOneLine(category: type[Warning], named: bool = False) -> None:
     Wraps ``warnings.formatwarning`` once per category.
 
     :param category: a warning class
-    :param named: ``warning: <Category>: <message>`` instead
+    :param named: ``warning: <Category>: <message>`` instead, also under a command's formatter
+        (:func:`oneLineWarning`, which srl_toolbox.cli.runCommand installs)
     """
+    if named and category not in _named_categories:
+        _named_categories.append(category)
     format_warning = warnings.formatwarning
     key = f"{category.__module__}.{category.__qualname__}"
     done = getattr(format_warning, "one_line_categories", frozenset())
@@ -41,7 +59,7 @@ def showOnOneLine(category: type[Warning], named: bool = False) -> None:
 
     def formatWarning(message: Any, raised: type[Warning], filename: str, lineno: int, line: str | None = None) -> str:
         if issubclass(raised, category):
-            return f"warning: {f'{raised.__name__}: ' if named else ''}{' '.join(str(message).split())}\n"
+            return oneLineWarning(message, raised)
         return format_warning(message, raised, filename, lineno, line)
 
     formatWarning.one_line_categories = done | {key}  # type: ignore[attr-defined]

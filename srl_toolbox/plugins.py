@@ -2,10 +2,12 @@
 
 Shared by the three registries (algorithms ``srl_toolbox.rl_algorithms``, SRL models ``srl_toolbox.srl_models``,
 environments ``srl_toolbox.environments``): a broken plugin is named with its reason in one warning and the others
-still load. The registries load their plugins when they are imported, which a command does before its ``main`` runs,
-so the warning of a skipped plugin (a :class:`SkippedPluginWarning`) is always shown as one line,
-``warning: <Category>: skipped ...``, whatever formatter is in place then (importing this module wraps
-``warnings.formatwarning`` for that category only; every other warning keeps its format).
+still load. The algorithm and environment registries load their plugins when they are imported, the SRL model
+registry when first used (its plugins may import the RL side, which imports it). The warning of a skipped plugin (a
+:class:`SkippedPluginWarning`) is shown as one line, ``warning: <Category>: skipped ...``, whenever it is emitted:
+importing this module wraps ``warnings.formatwarning`` for that category only (every other warning keeps its
+format), and a command's own one-line formatter (``srl_toolbox.cli.runCommand``) keeps the category too
+(:func:`srl_toolbox.errors.oneLineWarning`).
 """
 from __future__ import annotations
 

@@ -10,12 +10,17 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import warnings
 from collections.abc import Callable, Iterator
 
 import pytest
 from conftest import REPO, runFolder, runModule, siteInterpreter
 
-from rl_baselines.core.registry import ActionType, AlgoType, registered_rl
+from environments import failed_env_plugins, registered_env
+from rl_baselines.core.registry import ActionType, AlgoType, PluginLoadWarning, failed_plugins, registered_rl
+from rl_baselines.runs import train
+from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
+from srl_toolbox.cli import UsageError, runCommand
 
 PLUGIN_CODE = textwrap.dedent('''
     """A third-party algorithm written only against the public contract."""
@@ -350,3 +355,118 @@ def test_commands_name_the_plugins_that_failed_to_load(brokenSite, brokenRun, tm
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2 and "unknown --env 'Dot+Env-v0'" in error, result.stderr
     assert error.endswith("; env plugins that failed to load: Dot+Env-v0")
+
+
+def test_a_command_shows_a_skipped_plugin_warning_with_its_category(monkeypatch, capsys) -> None:
+    """A registry first loaded inside a command's main (dataset_generator --policy imports the algorithms there, the
+    SRL registry loads on first use): runCommand's one-line format keeps a skipped plugin's category, as documented;
+    any other warning is ``warning: <message>`` on one line."""
+    monkeypatch.setattr(warnings, "formatwarning", warnings.formatwarning)  # runCommand replaces it
+    # Python's way of showing a warning, which pytest's own recording of warnings would replace
+    monkeypatch.setattr(warnings, "showwarning", lambda message, category, filename, lineno, file=None, line=None:
+                        sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line)))
+
+    def main(argv) -> int:
+        warnings.warn_explicit("skipped algorithm plugin 'x' (x:X: ImportError)", PluginLoadWarning,
+                               filename="srl_toolbox.rl_algorithms", lineno=0)
+        warnings.warn("a library's advice\nover two lines", UserWarning, stacklevel=1)
+        return 0
+
+    with warnings.catch_warnings(), pytest.raises(SystemExit) as exited:
+        warnings.simplefilter("always")
+        runCommand(main, [])
+    assert exited.value.code == 0
+    assert capsys.readouterr().err.splitlines() == [
+        "warning: PluginLoadWarning: skipped algorithm plugin 'x' (x:X: ImportError)",
+        "warning: a library's advice over two lines"]
+
+
+def test_a_run_of_a_skipped_plugin_says_why_and_lists_the_valid_choices(brokenRun, tmp_path) -> None:
+    """Replaying, resuming or recording with a run whose algorithm or env plugin is now skipped: the one-line refusal
+    says why it was skipped and lists the valid names and the plugins that failed to load, as train does."""
+    trained = runModule("rl_baselines.train", "--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model",
+                        "ground_truth", "--num-timesteps", "128", "--hyperparam", "n_steps:64", "--log-dir",
+                        tmp_path / "logs", "--no-vis", "--no-progress")  # without the broken site
+    assert trained.returncode == 0, trained.stderr
+    run_dir = runFolder(trained)
+    skipped = "which is not installed (skipped: declared by 2 entry points ("
+    choices = "; valid choices: a2c, "
+    failed = "; plugins that failed to load: broken_arguments, broken_fix, clash_flag, clash_seed, clash_steps, " \
+             "clash_version, multi_line, ppo2"
+    for command in (("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "10"),
+                    ("rl_baselines.train", "--resume", run_dir),
+                    ("environments.dataset_generator", "--policy", run_dir, "--save-path", tmp_path / "data",
+                     "--num-episode", "1")):
+        result = brokenRun(*command)
+        error = result.stderr.strip().splitlines()[-1]
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert f"algorithm 'ppo2', {skipped}" in error and choices in error and error.endswith(failed), error
+    assert not (tmp_path / "data").exists()
+    # a run whose env is now skipped (its args.json names the malformed id)
+    other = tmp_path / "other_run"
+    shutil.copytree(run_dir, other)
+    record = json.loads((other / "args.json").read_text())
+    (other / "args.json").write_text(json.dumps({**record, "algo": "a2c", "env": "Dot+Env-v0"}))
+    env_choices = "; valid choices: CarRacingGymEnv-v0, "
+    for command, start in ((("replay.enjoy_baselines", "--log-dir", other, "--num-timesteps", "10"),
+                            f"error: the run in {str(other)!r} used env 'Dot+Env-v0', "),
+                           (("environments.dataset_generator", "--policy", other, "--save-path", tmp_path / "data",
+                             "--num-episode", "1"),
+                            f"error: --policy {str(other)!r}: the run used env 'Dot+Env-v0', ")):
+        result = brokenRun(*command)
+        error = result.stderr.strip().splitlines()[-1]
+        assert result.returncode == 2 and error.startswith(start), result.stderr
+        assert "which is not installed (skipped: environments.mobile_robot.mobile_robot_env:MobileRobotGymEnv: " \
+               "Malformed environment ID" in error and env_choices in error, error
+        assert error.endswith("; env plugins that failed to load: Dot+Env-v0"), error
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.fixture
+def registryOrder() -> Iterator[None]:
+    """Put the algorithms and envs back in their registry order after a test that removes one (monkeypatch puts it
+    back at the end: messages list them in that order)."""
+    algos, envs = dict(registered_rl), dict(registered_env)
+    yield
+    for registry, saved in ((registered_rl, algos), (registered_env, envs)):
+        registry.clear()
+        registry.update(saved)
+
+
+def test_the_default_is_named_only_when_the_flag_was_left_out(registryOrder, monkeypatch) -> None:
+    """``unknown --algo 'ppo2' (the default --algo; skipped: ...)`` only when --algo was not given, whatever its
+    value; likewise --env."""
+    monkeypatch.delitem(registered_rl, DEFAULT_ALGO)
+    monkeypatch.setitem(failed_plugins, DEFAULT_ALGO, "my_plugin:PPO2: ImportError: boom")
+    for argv, default in (([], True), (["--algo", DEFAULT_ALGO], False), ([f"--algo={DEFAULT_ALGO}"], False)):
+        with pytest.raises(UsageError) as refused:
+            train.parseCommand(argv)
+        note = "(the default --algo; skipped: " if default else "(skipped: "
+        assert str(refused.value).startswith(f"unknown --algo '{DEFAULT_ALGO}' {note}my_plugin:PPO2: ImportError: "
+                                             f"boom); valid choices: a2c, "), str(refused.value)
+    monkeypatch.undo()
+    monkeypatch.delitem(registered_env, DEFAULT_ENV)
+    monkeypatch.setitem(failed_env_plugins, DEFAULT_ENV, "my_plugin:Kuka: ImportError: boom")
+    for argv, default in ((["--algo", "a2c"], True), (["--algo", "a2c", "--env", DEFAULT_ENV], False)):
+        with pytest.raises(UsageError) as refused:
+            train.parseCommand(argv)
+        note = "(the default --env; skipped: " if default else "(skipped: "
+        assert str(refused.value).startswith(f"unknown --env '{DEFAULT_ENV}' {note}my_plugin:Kuka: ImportError: "
+                                             f"boom); valid choices: "), str(refused.value)
+
+
+def test_sweep_helps_list_the_valid_algorithms_plugins_included(pluginRun) -> None:
+    """pipeline's and hyperparam_search's --help list the --algo names as train's does (a plugin's too; the search:
+    the algorithms with a search space), and the env ids."""
+    helps = {}
+    for module in ("rl_baselines.train", "rl_baselines.pipeline", "rl_baselines.hyperparam_search"):
+        result = pluginRun(module, "--help")
+        assert result.returncode == 0, result.stderr
+        helps[module] = " ".join(result.stdout.split())
+    assert "algorithm: a2c, " in helps["rl_baselines.train"] and "first_action" in helps["rl_baselines.train"]
+    assert "algorithms: a2c, " in helps["rl_baselines.pipeline"] and "first_action" in helps["rl_baselines.pipeline"]
+    searchable = sorted(name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam())
+    assert f"algorithm with a search space: {', '.join(searchable)} [{DEFAULT_ALGO}]" in \
+        helps["rl_baselines.hyperparam_search"]
+    for module, text in helps.items():
+        assert "env id" in text and "MobileRobotGymEnv-v0" in text, module

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import textwrap
 
 import numpy as np
@@ -214,3 +216,37 @@ def test_an_installed_plugin_breaking_the_contract_is_one_line_and_nothing_writt
     result = runModule("rl_baselines.check_plugin", "ppo2", "--srl-model", "broken_srl", env={"PYTHONPATH": str(site)})
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert "the SRL model plugin 'broken_srl' failed to load" in result.stderr.strip().splitlines()[-1]
+
+
+BOTH_SIDES = textwrap.dedent('''
+    """An SRL model plugin whose module imports the RL side too (for a helper of its own)."""
+    from srl_models.models import LearnedSRLModel
+    from rl_baselines.core.base import BaseRLObject
+
+
+    class BothModel(LearnedSRLModel):
+        NAME, DEFAULT_LOSSES, DECODES = "both_ae", {"autoencoder": 1.0}, True
+''')
+
+
+def test_a_plugin_importing_srl_models_and_rl_baselines_loads_in_every_command(tmp_path):
+    """The SRL registry loads on first access, once the RL modules its plugin imports have finished importing: the
+    plugin was skipped by every command as a circular import (a partially initialized rl_baselines module)."""
+    site = tmp_path / "site"
+    (site / "both_plugin").mkdir(parents=True)
+    (site / "both_plugin" / "__init__.py").write_text(BOTH_SIDES)
+    dist_info = site / "both_plugin-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: both-plugin\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text("[srl_toolbox.srl_models]\nboth_ae = both_plugin:BothModel\n")
+    env = {"PYTHONPATH": str(site)}
+    result = runModule("rl_baselines.train", "--help", env=env, warm=False)
+    assert result.returncode == 0 and "skipped" not in result.stderr, result.stderr
+    for module in ("rl_baselines.train", "rl_baselines.api", "srl_models.train", "environments.dataset_generator"):
+        script = (f"import {module}\nfrom srl_models.registry import registered_srl, failed_srl_plugins\n"
+                  "print('both_ae' in registered_srl, failed_srl_plugins)\n")
+        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                                env={**os.environ, **env}, timeout=300)
+        assert (result.returncode, result.stdout, result.stderr) == (0, "True {}\n", ""), (module, result.stderr)
+    result = runModule("srl_models.train", "--help", env=env, warm=False)
+    assert result.returncode == 0 and "both_ae" in result.stdout and not result.stderr, result.stderr

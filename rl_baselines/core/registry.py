@@ -23,8 +23,8 @@ from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, one
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
 
-__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "failed_plugins", "failedPluginsText",
-           "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
+__all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "algoChoicesText", "failed_plugins",
+           "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
 
 
 # The arguments training passes to a version 2 algorithm's train, in order
@@ -137,6 +137,18 @@ def skipClashingFlags(reserved: Collection[str], warn: bool = True) -> dict[str,
 def failedPluginsText() -> str:
     """:return: the end of an unknown-algorithm message, ``"; plugins that failed to load: a, b"`` ("" when none)"""
     return f"; plugins that failed to load: {', '.join(sorted(failed_plugins))}" if failed_plugins else ""
+
+
+def algoChoicesText(algo: str, default: bool = False) -> str:
+    """
+    :param algo: an algorithm name that is not registered
+    :param default: it is the command's default, ``--algo`` left out (said when it is the one skipped)
+    :return: the end of a message refusing it, after its name: why a plugin of that name was skipped, the valid names
+        and the plugins that failed to load (`` (skipped: R); valid choices: a, b; plugins that failed to load: c``)
+    """
+    why = f" ({'the default --algo; ' if default else ''}skipped: {failed_plugins[algo]})" if algo in failed_plugins \
+        else ""
+    return f"{why}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
 
 
 def supportingAlgorithms(action_type: ActionType) -> list[str]:

@@ -27,11 +27,12 @@ import gymnasium as gym
 import numpy as np
 
 from environments import registered_env
+from environments.registry import envChoicesText
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import Checkpoint, DamagedCheckpointError, checkModelFile, checkpointFolders
 from rl_baselines.core.manifests import readManifest
 from rl_baselines.core.plugin_v1 import loadModel, makeEnv
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import NORMALISATION_FILE, findVecNormalize
@@ -292,11 +293,11 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         train_args = readRunConfig(run_dir, flag)
     algo_name = train_args.algo
     if algo_name not in registered_rl:
-        raise ValueError(f"the run in {run_dir!r} used algorithm {algo_name!r}, which is not installed; "
-                         f"installed: {', '.join(registered_rl)}")
+        raise ValueError(f"the run in {run_dir!r} used algorithm {algo_name!r}, which is not installed"
+                         f"{algoChoicesText(algo_name)}")
     if train_args.env not in registered_env:
-        raise ValueError(f"the run in {run_dir!r} used env {train_args.env!r}, which is not "
-                         f"installed")
+        raise ValueError(f"the run in {run_dir!r} used env {train_args.env!r}, which is not installed"
+                         f"{envChoicesText(train_args.env)}")
     algo_class = registered_rl[algo_name][0]
     steps, skipped = None, ()
     if checkpoint is not None:

@@ -44,7 +44,7 @@ from rl_baselines.core.checkpointing import (
     readManifest,
     removePartialCheckpoints,
 )
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import DAMAGED_CHECKPOINTS_DIR, MONITOR_SUFFIX, RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE
 from rl_baselines.runs.evaluation import keepFirstEvaluations
@@ -352,8 +352,8 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(f"--resume: {run_dir}/args.json is unreadable ({error})") from None
     if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:
         algo = saved.get("algo") if isinstance(saved, dict) else None
-        raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed; installed: "
-                         f"{', '.join(registered_rl)}")
+        raise UsageError(f"--resume: {run_dir}/args.json names algorithm {algo!r}, which is not installed"
+                         f"{algoChoicesText(str(algo))}")
     algo_class = registered_rl[saved["algo"]][0]
     try:
         saved = upgradeArgsRecord(saved)

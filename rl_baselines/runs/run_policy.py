@@ -39,7 +39,7 @@ from environments import registered_env
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
-from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, envKwargsFromArgs, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
@@ -203,7 +203,8 @@ class RunPolicy:
 
         algo = self.args.algo
         if algo not in registered_rl:
-            raise ValueError(f"the run in {self.run_dir!r} used algorithm {algo!r}, which is not installed")
+            raise ValueError(f"the run in {self.run_dir!r} used algorithm {algo!r}, which is not installed"
+                             f"{algoChoicesText(algo)}")
         algo_class = registered_rl[algo][0]
         model_path = os.path.join(self.run_dir, f"{algo}_model{algo_class.MODEL_EXTENSION}")
         if not os.path.isfile(model_path):

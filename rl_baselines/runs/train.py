@@ -32,7 +32,7 @@ from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
-from rl_baselines.core.registry import failed_plugins, failedPluginsText, registered_rl, supportingAlgorithms
+from rl_baselines.core.registry import algoChoicesText, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -121,7 +121,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         warnings.warn(f"--eval-episodes {args.eval_episodes} does nothing without --eval-freq N (evaluations are off "
                       "by default, unlike rl_zoo3's)")
     if args.env not in registered_env:
-        raise UsageError(unknownEnvText(args.env, default=DEFAULT_ENV))
+        raise UsageError(unknownEnvText(args.env))
     env_class = getEnvClass(args.env)
     # --renderer left out: the env's own default, recorded by name (args.json never says None)
     args = args.replace(renderer=resolvedRenderer(args.renderer, args.env))
@@ -448,27 +448,31 @@ def parseCommand(argv: Sequence[str]) -> tuple[TrainConfig, Any, type]:
         run's own
     :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
     """
-    pre_args, _ = baseParser(add_help=False).parse_known_args(argv)
+    pre_parser = baseParser(add_help=False)
+    pre_parser.set_defaults(algo=None, env=None)  # None: the flag was left out (the messages say "the default")
+    pre_args, _ = pre_parser.parse_known_args(argv)
 
 
     if pre_args.resume is not None:
         args, plan = loadResumeArgs(argv, registered_rl, baseParser)
         return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
-    algo_class = algorithmClass(pre_args.algo)
+    algo_class = algorithmClass(pre_args.algo or DEFAULT_ALGO, default=pre_args.algo is None)
+    env = pre_args.env or DEFAULT_ENV
+    if env not in registered_env:
+        raise UsageError(unknownEnvText(env, default=DEFAULT_ENV if pre_args.env is None else None))
     return TrainConfig.fromValues(vars(algorithmParser(algo_class).parse_args(argv))), None, algo_class
 
 
-def algorithmClass(algo: str) -> type:
+def algorithmClass(algo: str, default: bool = False) -> type:
     """
     :param algo: an algorithm name
+    :param default: it is the command's default (``--algo`` left out), which the message says when it was skipped
     :return: its class
-    :raises UsageError: not installed (the message lists the installed ones and the plugins that failed to load)
+    :raises UsageError: not installed (the message lists the installed ones and the plugins that failed to load,
+        and why a plugin of that name was skipped)
     """
     if algo not in registered_rl:
-        default = "the default --algo; " if algo == DEFAULT_ALGO else ""
-        why = f" ({default}skipped: {failed_plugins[algo]})" if algo in failed_plugins else ""
-        raise UsageError(f"unknown --algo {algo!r}{why}; valid choices: {', '.join(registered_rl)}"
-                         f"{failedPluginsText()}")
+        raise UsageError(f"unknown --algo {algo!r}{algoChoicesText(algo, default)}")
     return registered_rl[algo][0]
 
 

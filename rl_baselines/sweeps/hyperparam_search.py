@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from environments import registered_env
 from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.registry import failedPluginsText, registered_rl
 from rl_baselines.runs import train
@@ -89,6 +90,12 @@ TRIAL_TRAIN_FLAGS = {
 }
 
 
+def searchableAlgorithms() -> list[str]:
+    """:return: the registered algorithms with a search space (``getOptParam``), plugins included: the valid
+    ``--algo`` values"""
+    return [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
+
+
 def searchParser() -> CLIParser:
     """
     :return: the parser of the search's own flags (any other flag is forwarded to rl_baselines.train)
@@ -98,11 +105,13 @@ def searchParser() -> CLIParser:
                        description="Search an algorithm's hyperparameters (its getOptParam space) with Optuna.",
                        epilog="Any other flag goes to rl_baselines.train for every trial (for example -c, --num-cpu 2, "
                               "--hyperparam n_steps:64 to fix a value and leave it out of the search).")
-    parser.add_argument("--algo", default=DEFAULT_ALGO, help=f"algorithm with a search space [{DEFAULT_ALGO}]")
+    parser.add_argument("--algo", default=DEFAULT_ALGO,
+                        help=f"algorithm with a search space: {', '.join(searchableAlgorithms())} [{DEFAULT_ALGO}]")
     parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
                         help="train flags for --algo, in the pipeline's per-algorithm form (a2c:--n-steps=16); "
                              "the same as giving FLAGS directly")
-    parser.add_argument("--env", default=DEFAULT_ENV, help=f"env id [{DEFAULT_ENV}]")
+    parser.add_argument("--env", default=DEFAULT_ENV,
+                        help=f"env id: {', '.join(sorted(registered_env))} [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", default=TrainConfig.srl_model,
                         help=f"observation / SRL model [{TrainConfig.srl_model}]")
     addSeedArgument(parser, help=f"seed of every trial's run [{TrainConfig.seed}]", default=TrainConfig.seed)
@@ -150,7 +159,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     :raises UsageError: on any bad input
     """
 
-    searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
+    searchable = searchableAlgorithms()
     if args["algo"] not in registered_rl:  # (the valid choices: the algorithms this command accepts)
         raise UsageError(f"unknown --algo {args['algo']!r}; valid choices: {', '.join(searchable)}"
                          f"{failedPluginsText()}")

@@ -30,6 +30,8 @@ from typing import Any
 
 from tqdm import tqdm
 
+from environments import registered_env
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
@@ -74,11 +76,13 @@ def buildParser() -> CLIParser:
         description="Train every combination of algorithms, envs, SRL models and seeds, K runs at a time.",
         epilog="Any other flag is passed to every run of python -m rl_baselines.train (python -m rl_baselines.train "
                "--algo NAME --help lists them), e.g. --num-timesteps, --num-cpu, -c, -r, --img-shape.")
-    parser.add_argument("--algo", nargs="+", default=[DEFAULT_ALGO], help=f"algorithms [{DEFAULT_ALGO}]")
+    parser.add_argument("--algo", nargs="+", default=[DEFAULT_ALGO],
+                        help=f"algorithms: {', '.join(registered_rl)} [{DEFAULT_ALGO}]")
     parser.add_argument("--algo-args", action="append", default=[], metavar="ALGO:FLAGS",
                         help="train flags for one algorithm's runs only, e.g. a2c:--n-steps=16 or "
                              "\"ppo2:--n-steps 64 --gamma 0.9\" (repeatable)")
-    parser.add_argument("--env", nargs="+", default=[DEFAULT_ENV], help=f"env ids [{DEFAULT_ENV}]")
+    parser.add_argument("--env", nargs="+", default=[DEFAULT_ENV],
+                        help=f"env ids: {', '.join(sorted(registered_env))} [{DEFAULT_ENV}]")
     parser.add_argument("--srl-model", nargs="+", default=[TrainConfig.srl_model],
                         help=f"observation modes / trained SRL models [{TrainConfig.srl_model}]")
     parser.add_argument("--num-iteration", type=positiveInt, default=15,
