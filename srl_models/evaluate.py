@@ -15,7 +15,11 @@ inside the model folder, the name followed by ``_k<k>_n<frames>_seed<seed>`` for
 ``_3``... when that folder already holds the results of another dataset of the same folder name (another
 data_folder, or the same one whose fingerprint was another). The training dataset re-recorded since (its fingerprint,
 environments.dataset.Dataset.fingerprint, differs from exp_config's dataset_fingerprint, where recorded) counts as
-another dataset. Measuring again with the same settings on the same dataset rewrites the same files.
+another dataset. Measuring again with the same settings on the same dataset rewrites the same files. A measurement
+is all or nothing: its files are written into a staging folder that replaces the evaluations/ subfolder (or whose
+files replace the model folder's own) once all are written, so an interrupted one (Ctrl-C) leaves the earlier
+results, or no folder, and running it again measures afresh (a kill, SIGKILL, may leave the hidden staging folder,
+``.<name>.<8 hex digits>.tmp``, which nothing reads).
 """
 from __future__ import annotations
 
@@ -52,7 +56,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import readJson, writeJson, writeNpz
+from srl_toolbox.files import atomicFolder, readJson, writeJson, writeNpz
 
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
@@ -300,13 +304,14 @@ def outputFolder(model_folder: str, config: dict[str, Any], data_folder: str, su
 
 def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, Any]:
     """
-    Encode the sampled frames, score them, and write the JSON files, states.npz and the figures.
+    Encode the sampled frames, score them, and write the JSON files, states.npz and the figures, all or nothing
+    (srl_toolbox.files.atomicFolder: an interrupted measurement leaves the output folder as it was).
 
     :param evaluation: from :func:`prepareEvaluation`
     :param progress: show a progress bar while encoding
     :return: {"gtc": {"per_dimension": [...], "mean": float}, "knn_mse": float, "probe": {"per_dimension": [...],
         "mean": float, ...} or None, "probe_skipped": why there is no probe (None when there is one)}; without a
-        probe, an earlier linear_probe.json of the output folder is removed (it would pair with the new figures)
+        probe, the output folder holds no linear_probe.json (an earlier one would pair with the new figures)
     """
     ev = evaluation
     states = encodeDataset(ev.model, ev.dataset, ev.indices, progress=progress)
@@ -315,25 +320,26 @@ def runEvaluation(evaluation: Evaluation, progress: bool = True) -> dict[str, An
     probe, probe_skipped = probeStates(states, ev)
     common = {"n_samples": int(len(ev.indices)), "seed": ev.seed, "data_folder": ev.dataset.path,
               **({DATASET_FINGERPRINT_KEY: ev.fingerprint} if ev.fingerprint else {})}
-    os.makedirs(ev.output_folder, exist_ok=True)
-    writeJson(os.path.join(ev.output_folder, GTC_FILE), {**gtc, **common}, sort_keys=False)
-    writeJson(os.path.join(ev.output_folder, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
-    if probe is not None:
-        writeJson(os.path.join(ev.output_folder, PROBE_FILE), {**probe, **common}, sort_keys=False)
-    elif os.path.isfile(os.path.join(ev.output_folder, PROBE_FILE)):
+    reference = os.path.abspath(ev.output_folder) == os.path.abspath(ev.model_folder)
+    # all or nothing: written into a staging folder, which replaces an evaluations/ subfolder (or whose files replace
+    # the model folder's own) only once every file is written; a Ctrl-C before leaves the earlier results as they were
+    with atomicFolder(ev.output_folder, merge=reference) as staging:
+        writeJson(os.path.join(staging, GTC_FILE), {**gtc, **common}, sort_keys=False)
+        writeJson(os.path.join(staging, KNN_FILE), {"knn_mse": knn_mse, "k": ev.k, **common}, sort_keys=False)
+        if probe is not None:
+            writeJson(os.path.join(staging, PROBE_FILE), {**probe, **common}, sort_keys=False)
+        extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
+        writeNpz(os.path.join(staging, STATES_FILE),
+                 {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
+        name = ev.config.get("srl_model", type(ev.model).__name__)
+        env_id = ev.config.get("env") or ev.dataset.env_id
+        plotting.plotStatesByGroundTruth(
+            states, ev.ground_truth, plotType(env_id, ev.ground_truth.shape[1]), os.path.join(staging, STATES_PLOT),
+            title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}",
+            relative=bool(ev.dataset.config.get("relative_pos", True)))
+        plotKnn(ev, states, name, staging)
+    if probe is None and reference and os.path.isfile(os.path.join(ev.output_folder, PROBE_FILE)):
         os.remove(os.path.join(ev.output_folder, PROBE_FILE))
-    extra = {key: ev.dataset[key][ev.indices] for key in ("rewards", "actions") if ev.dataset.has(key)}
-    writeNpz(os.path.join(ev.output_folder, STATES_FILE),
-             {"states": states, "ground_truth": ev.ground_truth, "indices": ev.indices, **extra})
-
-    name = ev.config.get("srl_model", type(ev.model).__name__)
-    env_id = ev.config.get("env") or ev.dataset.env_id
-    plotting.plotStatesByGroundTruth(
-        states, ev.ground_truth, plotType(env_id, ev.ground_truth.shape[1]),
-        os.path.join(ev.output_folder, STATES_PLOT),
-        title=f"{name} (state dim {ev.model.state_dim}) on {env_id or ev.dataset.path}: GTC {gtc['mean']:.3f}",
-        relative=bool(ev.dataset.config.get("relative_pos", True)))
-    plotKnn(ev, states, name)
     return {"gtc": gtc, "knn_mse": knn_mse, "probe": probe, "probe_skipped": probe_skipped}
 
 
@@ -368,13 +374,14 @@ def summaryLine(result: dict[str, Any]) -> str:
             + (f"-{skipped}" if probe is None else f"{probe['mean']:.3f}"))
 
 
-def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:
+def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str, folder: str | None = None) -> None:
     """
     Draw a few seeded query frames with their nearest neighbours in learned-state space (knn_neighbours.png).
 
     :param evaluation: the evaluation
     :param states: the learned states of evaluation.indices
     :param name: the model's name, for the title
+    :param folder: where the figure goes [evaluation.output_folder]
     """
     ev = evaluation
     shown = min(ev.k, KNN_PLOT_NEIGHBOURS)
@@ -385,7 +392,8 @@ def plotKnn(evaluation: Evaluation, states: np.ndarray, name: str) -> None:
     frames = ev.indices[np.concatenate([queries[:, None], neighbours], axis=1)]  # (q, 1 + shown) dataset rows
     images = ev.dataset.loadImages(frames.ravel())
     images = images.reshape(*frames.shape, *images.shape[1:])
-    plotting.plotNeighbours(images[:, 0], images[:, 1:], distances, os.path.join(ev.output_folder, KNN_PLOT),
+    plotting.plotNeighbours(images[:, 0], images[:, 1:], distances,
+                            os.path.join(folder or ev.output_folder, KNN_PLOT),
                             title=f"{name}: {shown} nearest neighbours in learned-state space")
 
 

@@ -8,7 +8,8 @@ error can say which file was not written. A process killed during a save leaves 
 (``.<name>.<8 hex digits>.tmp<ext>``, :data:`TEMPORARY_NAME`); :func:`removeTemporaries` deletes those, and only
 those, where a command takes a folder back (``train --resume``). A folder being filled that is deleted or moved
 meanwhile is not silently made again by the next save when its writer checks :func:`checkFolderStays` first
-(:class:`FolderVanished`: one line, exit 1).
+(:class:`FolderVanished`: one line, exit 1). A set of files that belong together (a measurement's results) is
+written into a staging folder that :func:`atomicFolder` renames into place at the end, so that it appears whole.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, Mapping
@@ -93,22 +95,63 @@ def atomicPath(path: str) -> Iterator[str]:
             os.remove(tmp_path)
 
 
-def _createTemporary(folder: str, name: str) -> str:
+@contextlib.contextmanager
+def atomicFolder(path: str, merge: bool = False) -> Iterator[str]:
+    """
+    Yield a new, empty staging folder beside ``path`` (``.<name>.<8 hex digits>.tmp``, named as
+    :func:`_createTemporary` names files), to be filled in the block. When the block ends without an exception the
+    staging folder takes the place of ``path`` (a folder already there is moved aside, replaced and then deleted);
+    with ``merge``, for a folder that holds other files too (a model folder), its files instead replace those of the
+    same names in ``path``, one rename each, all at the end. On any exception (Ctrl-C included) it is deleted.
+    Invariant: ``path`` never holds part of what the block writes: the old content, or all of the new one (absent, for
+    the instant between the two renames of a replacement). A process killed (SIGKILL) in the block leaves its staging
+    folder, which no reader takes for ``path``.
+
+    :param path: the final folder
+    :param merge: move the staging folder's files into ``path`` rather than replace ``path``
+    :return: a context manager yielding the staging folder
+    """
+    parent, name = os.path.split(os.path.abspath(path))
+    os.makedirs(path if merge else parent, exist_ok=True)
+    staging = _createTemporary(path if merge else parent, name, directory=True)
+    try:
+        yield staging
+        if merge:
+            for entry in sorted(os.listdir(staging)):
+                os.replace(os.path.join(staging, entry), os.path.join(path, entry))
+        elif os.path.isdir(path):
+            old = _createTemporary(parent, name, directory=True)
+            os.rmdir(old)  # (a free name beside it, not yet a folder: rename cannot replace one everywhere)
+            os.rename(path, old)
+            os.rename(staging, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(staging, path)
+    finally:
+        if os.path.isdir(staging):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _createTemporary(folder: str, name: str, *, directory: bool = False) -> str:
     """
     Create an empty, unique temporary file ``.<base>.<random>.tmp<ext>`` in ``folder``: hidden, marked ``.tmp``, and
     ending with the final name's extension, since matplotlib, imageio, OpenCV, np.savez and SB3 pick the format (or
-    add a suffix) from it.
+    add a suffix) from it. With ``directory``, an empty folder ``.<name>.<random>.tmp`` (the umask's permissions).
 
     :param folder: the final file's folder
     :param name: the final file's name
+    :param directory: make a folder instead of a file
     :return: the temporary file's path
     :raises FileExistsError: no free name after many tries (not expected: 32 random bits each)
     """
-    base, ext = os.path.splitext(name)
+    base, ext = (name, "") if directory else os.path.splitext(name)
     for _ in range(100):
         tmp_path = os.path.join(folder, f".{base}.{secrets.token_hex(4)}.tmp{ext}")
         try:
-            os.close(os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _NEW_FILE_MODE))
+            if directory:
+                os.mkdir(tmp_path, 0o777)
+            else:
+                os.close(os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, _NEW_FILE_MODE))
         except FileExistsError:
             continue
         return tmp_path

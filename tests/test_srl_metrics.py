@@ -315,6 +315,41 @@ def test_evaluateKeepsTheReferenceMeasurements(tmp_path, dataFolder, testModels,
     assert {name: (tmp_path / "model" / name).read_bytes() for name in names} == own
 
 
+def test_an_interrupted_evaluation_leaves_no_part_of_its_results(tmp_path, dataFolder, testModels, capsys,
+                                                                   monkeypatch):
+    """A Ctrl-C once the JSON files and states.npz are written, before the figures: no evaluations/ subfolder (none
+    before), or the earlier complete one unchanged, and the model folder's own files unchanged; no staging folder
+    left; running it again measures afresh."""
+    folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
+    argv = ["--model-folder", folder, "--k", "3", "--max-samples", "50", "--seed", "5", "--no-progress"]
+    measured = os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER, "mr_k3_n50_seed5")
+    original = evaluate.plotKnn
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(evaluate, "plotKnn", interrupted)
+    assert runMain(evaluate, argv, capsys)[0] == 130
+    assert not os.path.exists(measured)
+    assert os.listdir(os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER)) == []
+    monkeypatch.setattr(evaluate, "plotKnn", original)
+    assert runMain(evaluate, argv, capsys)[0] == 0
+    complete = snapshot(measured)
+    assert {evaluate.GTC_FILE, evaluate.KNN_PLOT, evaluate.STATES_PLOT} <= set(os.listdir(measured))
+    monkeypatch.setattr(evaluate, "plotKnn", interrupted)
+    assert runMain(evaluate, argv, capsys)[0] == 130
+    assert snapshot(measured) == complete
+    # the reference measurements in the model folder itself: unchanged too
+    model_files = snapshot(folder)
+    assert runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)[0] == 130
+    assert snapshot(folder) == model_files and not [name for name in os.listdir(folder) if name.startswith(".")]
+    assert os.listdir(os.path.join(folder, evaluate.OTHER_DATASETS_FOLDER)) == ["mr_k3_n50_seed5"]
+    monkeypatch.setattr(evaluate, "plotKnn", original)
+    assert runMain(evaluate, ["--model-folder", folder, "--no-progress"], capsys)[0] == 0
+    assert {evaluate.GTC_FILE, evaluate.KNN_PLOT, evaluate.STATES_PLOT} <= set(os.listdir(folder))
+    assert not [name for name in os.listdir(folder) if name.startswith(".")]
+
+
 def test_evaluateTwoDatasetsOfTheSameName(tmp_path, dataFolder, testModels, capsys):
     """Two datasets with the same folder name get a folder each; measuring one again rewrites its own."""
     folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
