@@ -9,7 +9,8 @@ folder written: exp_config.json, the weights, training_curve.png, reconstruction
 evaluation (srl_models.evaluate) unless --no-eval. The last line printed is ``Model folder: PATH``. A model folder
 deleted or moved once its exp_config.json is written stops the command before its next file (one line, exit 1),
 rather than let that file make the folder again without its model. An error while the folder is written (a plugin
-model whose getState raises, Ctrl-C) removes it, so that a model folder holds a finished model. A kill (SIGKILL)
+model whose getState raises, Ctrl-C) removes it, and the parent folders this run made for it (``--log-folder``, its
+dataset's folder) when they are left empty, so that a model folder holds a finished model. A kill (SIGKILL)
 during a save leaves the save's temporary file (``.reconstructions.<8 hex>.tmp.png``, ...) in the folder of that
 unfinished model; no later training writes into it (each makes a new folder), so it stays until the folder is
 deleted. exp_config.json records the env settings that drew the dataset's frames (``dataset_env``: random target,
@@ -24,7 +25,6 @@ import argparse
 import math
 import os
 import random
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -58,7 +58,7 @@ from srl_models.trainer import (
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import FolderVanished, checkFolderStays, writeJson
+from srl_toolbox.files import FolderVanished, checkFolderStays, removedOnError, writeJson
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 N_RECONSTRUCTIONS = 8
@@ -569,18 +569,15 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 
     folder = modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed)
-    try:
+    # an error (Ctrl-C too) removes the folder, and the parents made for it: one with a model but no outputs would
+    # look finished; a folder gone meanwhile (FolderVanished) leaves nothing of ours at that path
+    with removedOnError(folder, keep=(FolderVanished,)):
         model.save(folder)
         writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
         if not config.no_eval:
             checkModelFolder(folder)
             evaluate(folder, progress=not config.no_progress)
         checkModelFolder(folder)  # (an evaluation finds no model in a folder gone meanwhile: a warning, not this line)
-    except FolderVanished:
-        raise  # (nothing of ours left at that path)
-    except BaseException:  # (Ctrl-C too) a folder with a model but no outputs would look finished
-        shutil.rmtree(folder, ignore_errors=True)
-        raise
     return folder
 
 

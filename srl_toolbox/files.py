@@ -132,6 +132,41 @@ def atomicFolder(path: str, merge: bool = False) -> Iterator[str]:
             shutil.rmtree(staging, ignore_errors=True)
 
 
+def missingFolders(folder: str) -> list[str]:
+    """:return: ``folder`` and those of its parents that do not exist yet, innermost first (what making it makes)"""
+    missing, path = [], os.path.abspath(folder)
+    while not os.path.lexists(path) and path != os.path.dirname(path):
+        missing.append(path)
+        path = os.path.dirname(path)
+    return missing
+
+
+@contextlib.contextmanager
+def removedOnError(folder: str, keep: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+    """
+    Delete ``folder``, made and filled in the block, when the block raises (Ctrl-C included), with the parent folders
+    the block made for it that are left empty (another process's files in one keep it), so that a failed command
+    leaves nothing behind; an exception of ``keep`` is passed on with nothing deleted.
+
+    :param folder: a folder that does not exist yet
+    :param keep: exceptions that leave everything as it is (the folder deleted or moved meanwhile: no longer ours)
+    :return: a context manager
+    """
+    made = missingFolders(folder)
+    try:
+        yield
+    except keep:
+        raise
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        for parent in made[1:]:
+            try:
+                os.rmdir(parent)
+            except OSError:  # not empty (another run's folder in it), or already gone
+                break
+        raise
+
+
 def _createTemporary(folder: str, name: str, *, directory: bool = False) -> str:
     """
     Create an empty, unique temporary file ``.<base>.<random>.tmp<ext>`` in ``folder``: hidden, marked ``.tmp``, and

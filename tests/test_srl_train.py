@@ -190,6 +190,24 @@ def test_a_model_folder_whose_outputs_fail_is_removed(tinyDataset: str, tmp_path
     assert [files for _, _, files in os.walk(tmp_path / "logs") if files] == []
 
 
+def test_a_ctrl_c_after_training_leaves_nothing_written(tinyDataset: str, tmp_path, monkeypatch) -> None:  # noqa: F811
+    """A Ctrl-C once training is over (while the folder is written) removes the model folder and the parents this run
+    made for it (--log-folder, the dataset's folder) when empty; a parent that held something before stays."""
+    def interrupted(*args, **kwargs) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(srl_train, "writeOutputs", interrupted)
+    config = SRLTrainConfig(data_folder=tinyDataset, srl_model="pca", state_dim=2,
+                            log_folder=str(tmp_path / "a" / "logs"), no_progress=True)
+    with pytest.raises(KeyboardInterrupt):
+        trainFromConfig(config)
+    assert os.listdir(tmp_path) == []  # a/logs/tiny/<model folder>: all made by the run, all gone
+    (tmp_path / "logs" / "other").mkdir(parents=True)  # another dataset's models: the log folder stays
+    with pytest.raises(KeyboardInterrupt):
+        trainFromConfig(dataclasses.replace(config, log_folder=str(tmp_path / "logs")))
+    assert os.listdir(tmp_path / "logs") == ["other"]
+
+
 def test_a_one_epoch_training_curve_shows_its_points_and_names_the_model(tmp_path, monkeypatch):
     """One epoch is one point per curve, which a plain line does not draw: each epoch is marked."""
     drawn = {}
