@@ -1,9 +1,10 @@
 """Look inside a decoding SRL model: decode a grid of latent states into images.
 
-    python -m srl_models.explore_latent --model-folder logs/srl/mr/<run> [--grid 7] [--dims 0 1]
+    python -m srl_models.explore_latent --model-folder logs/srl/mr/<run> [--grid 7] [--dims D0 D1]
                                         [--range LOW HIGH] [--output FILE.png] [--vis --port 8097]
 
-Two latent dimensions sweep their range (from the 5th to the 95th percentile of the dataset's encoded frames, or
+Two latent dimensions (--dims; by default the first two the decoder reads: 0 1, or the first two of a split model's
+decoding part) sweep their range (from the 5th to the 95th percentile of the dataset's encoded frames, or
 ``--range LOW HIGH``); the others stay at the mean of those states. The decoded images form one PNG grid (default
 <model folder>/latent_grid_<d0>_<d1>.png); with --vis the grid also goes to a visdom window.
 """
@@ -117,8 +118,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("--data-folder", default=None,
                         help="dataset whose encoded frames set the ranges [the one the model was trained on]")
     parser.add_argument("--grid", type=positiveInt, default=7, help=f"values per dimension, 2..{MAX_GRID} [7]")
-    parser.add_argument("--dims", type=intInRange(0), nargs=2, default=(0, 1), metavar=("D0", "D1"),
-                        help="the two latent dimensions swept, columns then rows [0 1]")
+    parser.add_argument("--dims", type=intInRange(0), nargs=2, default=None, metavar=("D0", "D1"),
+                        help="the two latent dimensions swept, columns then rows [the first two its decoder reads: "
+                             "0 1, or the first two of a split model's decoding part]")
     parser.add_argument("--range", type=finiteFloat, nargs=2, default=None, metavar=("LOW", "HIGH"),
                         help="values swept on both dims, e.g. -3 3 for a VAE's prior [5th to 95th percentile of the "
                              "encoded frames]")
@@ -159,11 +161,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                              + ": train it with autoencoder, dae or vae among its --losses to sweep its latent space")
         raise UsageError(f"the {name!r} model in {args.model_folder!r} does not decode states into images; models "
                          f"that decode: {', '.join(decodingModels()) or 'none installed'}")
-    dims = tuple(args.dims)
     decoded = decodedDims(model)
     if len(decoded) < 2:
         raise UsageError(f"the {name!r} model in {args.model_folder!r} decodes from {len(decoded)} latent dimension: "
                          "the grid sweeps two (train it with --state-dim 2 or more)")
+    dims = (decoded[0], decoded[1]) if args.dims is None else tuple(args.dims)
     if dims[0] == dims[1] or not all(d in decoded for d in dims):
         part = "" if len(decoded) == model.state_dim else f" (the part of the state of {name}'s decoding loss)"
         raise UsageError(f"--dims {dims[0]} {dims[1]}: give two different latent dimensions in "

@@ -666,3 +666,17 @@ def test_explore_latent_sweeps_only_the_dims_the_decoder_reads(tmp_path, dataFol
     assert list(explore_latent.decodedDims(splits)) == [0, 1, 2, 3, 4, 5]
     pca = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
     assert list(explore_latent.decodedDims(PCASRL.load(pca))) == [0, 1, 2, 3]  # every dim of a model without parts
+
+
+def test_explore_latent_sweeps_a_split_models_decoding_part_by_default(tmp_path, dataFolder, capsys):
+    """Without --dims the grid sweeps the first two dims the decoder reads (here 2 and 3, after the supervised part);
+    it refused the hard-coded 0 1 that were not given. An explicit --dims outside that part is still refused."""
+    folder = trainFromArgs(["--data-folder", dataFolder, "--losses", "supervised:1:2", "autoencoder:1:2",
+                            "--state-dim", "4", "--epochs", "1", "--batch-size", "64", "--log-folder",
+                            str(tmp_path / "logs"), "--no-eval", "--no-progress"])
+    code, out, err = runMain(explore_latent, ["--model-folder", folder, "--grid", "2", "--no-progress"], capsys)
+    assert code == 0, err
+    assert f"Latent grid: {os.path.join(folder, 'latent_grid_2_3.png')}" in out
+    code, _, err = runMain(explore_latent, ["--model-folder", folder, "--grid", "2", "--dims", "0", "1"], capsys)
+    assert code == 2 and err.startswith("error: --dims 0 1: give two different latent dimensions in 2..3"), err
+    assert err.count("\n") == 1
