@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 
 from environments.srl_env import REFERENCE_RENDERER
-from srl_toolbox.files import NPZ_READ_ERRORS, readJson
+from srl_toolbox.files import NPZ_READ_ERRORS, NotNpzFile, loadNpz, readJson
 
 DATA_FILE = "preprocessed_data.npz"
 GROUND_TRUTH_FILE = "ground_truth.npz"
@@ -77,10 +77,12 @@ class Dataset:
                 file_path = os.path.join(path, file_name)
                 if not os.path.isfile(file_path):
                     continue
-                with np.load(file_path, allow_pickle=False) as data:
+                with loadNpz(file_path, "a dataset file") as data:
                     for key, source in ARRAY_KEYS.items():
                         if source == file_name and key in data.files:
                             arrays[key] = data[key]
+        except NotNpzFile as error:
+            raise ValueError(str(error)) from None
         except (*NPZ_READ_ERRORS, KeyError) as error:
             raise ValueError(f"{path!r} is not a readable dataset ({type(error).__name__}: {error})") from None
         if not isinstance(config, dict):

@@ -26,7 +26,7 @@ import numpy as np
 from environments.dataset import Dataset
 from environments.partial_folder import partialFolder
 from srl_toolbox.cli import CLIParser, UsageError, runCommand
-from srl_toolbox.files import NPZ_READ_ERRORS, writeJson, writeNpz
+from srl_toolbox.files import NPZ_READ_ERRORS, NotNpzFile, loadNpz, writeJson, writeNpz
 
 PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
 GROUND_TRUTH_KEYS = ("ground_truth_states", "target_positions", "images_path")
@@ -68,11 +68,13 @@ def loadDataset(folder: str) -> dict[str, Any]:
         if not os.path.isfile(path):
             raise UsageError(f"{folder!r} is not a complete dataset ({file_name} is missing)")
         try:
-            with np.load(path, allow_pickle=False) as data:
+            with loadNpz(path, "a dataset file") as data:
                 missing = [key for key in keys if key not in data.files]
                 if missing:
                     raise UsageError(f"{path} lacks {', '.join(missing)}")
                 arrays.update({key: np.array(data[key]) for key in data.files})
+        except NotNpzFile as error:
+            raise UsageError(str(error)) from None
         except NPZ_READ_ERRORS as error:
             raise UsageError(f"{path} is not a readable npz file ({type(error).__name__}: {error})") from None
     config: dict[str, Any] = {}

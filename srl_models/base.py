@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from srl_toolbox.files import sha256File
+from srl_toolbox.files import NotNpzFile, loadNpz, sha256File
 
 EXP_CONFIG_FILE = "exp_config.json"
 # srl_models.evaluate's record of the sampled frames' learned states (key "states"), beside their ground truth.
@@ -116,8 +116,10 @@ def recordedStates(folder: str) -> np.ndarray | None:
     if not os.path.isfile(path):
         return None
     try:
-        with np.load(path, allow_pickle=False) as data:
+        with loadNpz(path) as data:
             return np.asarray(data["states"], dtype=np.float64)
+    except NotNpzFile as error:
+        raise ValueError(str(error)) from None
     except (OSError, ValueError, KeyError) as error:
         raise ValueError(f"{path} cannot be read ({error})") from None
 

@@ -10,7 +10,7 @@ import numpy as np
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, readExpConfig
 from srl_models.models import checkImages
-from srl_toolbox.files import writeJson, writeNpz
+from srl_toolbox.files import loadNpz, writeJson, writeNpz
 
 WEIGHTS_FILE = "srl_model.npz"
 PCA_SIZE = 32  # images are shrunk to at most 32x32 first: 3072 pixels per image keep the covariance small
@@ -158,7 +158,7 @@ class PCAModel(BaseSRLModel):
         config = readExpConfig(folder)
         model = cls(config["state_dim"], tuple(config["img_shape"]), config)
         try:
-            with np.load(os.path.join(folder, WEIGHTS_FILE), allow_pickle=False) as data:
+            with loadNpz(os.path.join(folder, WEIGHTS_FILE)) as data:
                 mean, components = data["mean"], data["components"]
                 variance = data["explained_variance"]
         except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:  # BadZipFile: truncated

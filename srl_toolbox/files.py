@@ -266,6 +266,34 @@ def writeNpz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
         np.savez(handle, **arrays)
 
 
+# The first bytes of an .npz file (a zip archive; an empty one starts with its end record), as numpy.load tells them
+NPZ_SIGNATURES = (b"PK\x03\x04", b"PK\x05\x06")
+
+
+class NotNpzFile(ValueError):
+    """A file read as an .npz archive that is not one (damaged, or another file under that name): one line naming
+    it, in place of numpy's message for it, which advises loading it with pickle."""
+
+
+def loadNpz(path: str, what: str | None = None) -> Any:
+    """
+    ``numpy.load(path, allow_pickle=False)`` of an .npz archive (use it as a context manager).
+
+    :param path: the file
+    :param what: what it should be, for the message ("a dataset file"; default: an .npz file)
+    :return: numpy's NpzFile
+    :raises NotNpzFile: it does not start as a zip archive does (a text file, another format): "PATH is damaged or not
+        WHAT (not an .npz archive)"; numpy's own message would advise allow_pickle=True, running code from the file
+    :raises OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error: (NPZ_READ_ERRORS) unreadable, cut short
+    """
+    with open(path, "rb") as handle:
+        start = handle.read(len(NPZ_SIGNATURES[0]))
+    if start and not start.startswith(NPZ_SIGNATURES):  # (an empty one: numpy's EOFError, "No data left in file")
+        raise NotNpzFile(f"{path} is damaged or not {what} (not an .npz archive)" if what
+                         else f"{path} is damaged or not an .npz file")
+    return np.load(path, allow_pickle=False)
+
+
 def readJson(path: str) -> Any:
     """
     :param path: a JSON file

@@ -208,6 +208,21 @@ def test_a_ctrl_c_after_training_leaves_nothing_written(tinyDataset: str, tmp_pa
     assert os.listdir(tmp_path / "logs") == ["other"]
 
 
+def test_a_dataset_file_that_is_no_npz_archive_is_named_as_damaged(tinyDataset: str, tmp_path, capsys) -> None:  # noqa: F811
+    """A preprocessed_data.npz that is a text file: one line naming it as damaged, never numpy's advice to load it
+    with pickle (allow_pickle=True would run code from the file); exit 2, nothing written."""
+    folder = shutil.copytree(tinyDataset, str(tmp_path / "damaged"))
+    damaged = os.path.join(folder, "preprocessed_data.npz")
+    with open(damaged, "w", encoding="utf-8") as handle:
+        handle.write("garbage\n")
+    with pytest.raises(SystemExit) as exit_info:
+        runCommand(main, ["--data-folder", folder, "--srl-model", "pca", "--log-folder", str(tmp_path / "logs")])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err == f"error: {damaged} is damaged or not a dataset file (not an .npz " \
+                                                 "archive)\n", err
+    assert "pickle" not in err and not os.path.exists(tmp_path / "logs")
+
+
 def test_a_one_epoch_training_curve_shows_its_points_and_names_the_model(tmp_path, monkeypatch):
     """One epoch is one point per curve, which a plain line does not draw: each epoch is marked."""
     drawn = {}
