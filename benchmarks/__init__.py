@@ -6,3 +6,7 @@ never the reverse) and is not installed: its commands run from the repository ro
 (:mod:`benchmarks.documents`), below every benchmark; a benchmark writes its figures into the docs only through the
 latter, and its reusable results only through the former.
 """
+
+# its commands' modules import their libraries first: srl_toolbox, imported here, installs the one-line Ctrl-C of a
+# command's start-up before them (srl_toolbox's docstring)
+import srl_toolbox  # noqa: F401

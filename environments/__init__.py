@@ -1,4 +1,8 @@
 """Robot environments (PyBullet) behind the SRLGymEnv interface; importing the package registers them in gymnasium."""
+# first: it installs the one-line Ctrl-C of a command's start-up (srl_toolbox's docstring) before gymnasium loads
+from srl_toolbox import __version__
+
+# isort: split
 from environments.registry import (
     EnvPluginLoadWarning,
     defaultRenderer,
@@ -16,7 +20,6 @@ from environments.registry import (
     resolvedRenderer,
 )
 from environments.srl_env import ENVIRONMENT_SRL_MODES, SRLGymEnv, isLearnedSRLModel
-from srl_toolbox import __version__
 
 registerAll()
 

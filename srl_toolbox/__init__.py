@@ -1,8 +1,66 @@
-"""srl-toolbox: the distribution's version, defined once here.
+"""srl-toolbox: the distribution's version, defined once here, and the one line a Ctrl-C during a command's start-up
+prints.
 
 setup.py reads ``__version__`` from this file (without importing it), and rl_baselines, srl_models, environments
 and replay re-export it, so ``python -m rl_baselines.train --version`` and ``pip show srl-toolbox`` always agree.
-This package sits below every other one and imports nothing.
+This package sits below every other one and imports none of the project's modules; every package's ``__init__``
+imports it before anything else, so it runs before a command's module imports its libraries (3-10 s of torch,
+gymnasium, pybullet...).
+
+A Ctrl-C in those seconds comes before the command's :func:`srl_toolbox.cli.runCommand`, which turns a later one into
+``Interrupted`` (exit 130). In a process started as ``python -m <package>.<command>`` of the project's packages (and
+only there: a program that imports them keeps Python's own handling), :func:`interruptedHook` is ``sys.excepthook``:
+a Ctrl-C that no code caught prints that same line, ``Interrupted``, instead of a traceback of the imports, and the
+interpreter then ends as Python does for one (by SIGINT: 130 in a shell); any other exception is printed as before.
 """
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from types import TracebackType
 
 __version__ = "0.2.0.dev0"
+
+# The packages whose modules are commands (``python -m <package>.<module>``)
+COMMAND_PACKAGES = ("benchmarks", "environments", "replay", "rl_baselines", "srl_models", "srl_toolbox")
+# Options of the interpreter that take the next argument as their value
+_OPTIONS_WITH_VALUE = ("-W", "-X")
+
+
+def commandModule(argv: Sequence[str]) -> str | None:
+    """
+    :param argv: the interpreter's command line (``sys.orig_argv``)
+    :return: the module of ``python [options] -m MODULE ...``, None for a script, ``-c`` or an interactive session
+    """
+    arguments = iter(argv[1:])
+    for argument in arguments:
+        if argument == "-m":
+            return next(arguments, None)
+        if argument.startswith("-m"):
+            return argument[2:]
+        if argument in _OPTIONS_WITH_VALUE:
+            next(arguments, None)
+        elif argument == "-" or argument.startswith("-c") or not argument.startswith("-"):
+            return None  # stdin, -c, or a script
+    return None
+
+
+def isProjectCommand(argv: Sequence[str]) -> bool:
+    """:return: whether ``argv`` (``sys.orig_argv``) runs a module of :data:`COMMAND_PACKAGES` with ``-m``"""
+    module = commandModule(argv)
+    return module is not None and module.split(".")[0] in COMMAND_PACKAGES
+
+
+def interruptedHook(kind: type[BaseException], value: BaseException, traceback: TracebackType | None) -> None:
+    """
+    ``sys.excepthook`` of a project command (installed only over Python's own): an uncaught KeyboardInterrupt prints
+    ``Interrupted`` (runCommand's line); any other exception is printed by Python's hook.
+    """
+    if issubclass(kind, KeyboardInterrupt):
+        print("Interrupted", file=sys.stderr, flush=True)
+    else:
+        sys.__excepthook__(kind, value, traceback)
+
+
+if isProjectCommand(getattr(sys, "orig_argv", ())) and sys.excepthook is sys.__excepthook__:
+    sys.excepthook = interruptedHook

@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, childProcesses
+from conftest import REPO, childProcesses, runModule
 
 from rl_baselines import api
 from rl_baselines import train as train_command
@@ -22,6 +22,7 @@ from rl_baselines.core.checkpointing import listCheckpoints, readManifest
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.resume import runStatus
+from srl_toolbox import commandModule, isProjectCommand
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, runCommand
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
@@ -46,6 +47,32 @@ def test_a_ctrl_c_outside_training_is_one_line_and_a_finished_process_ignores_it
     finally:
         for signum, handler in before.items():
             signal.signal(signum, handler)
+
+
+@pytest.mark.parametrize("module", ["srl_models.evaluate", "rl_baselines.train", "environments.dataset_generator",
+                                    "benchmarks.srl_table"])
+def test_a_ctrl_c_while_a_command_imports_its_libraries_is_one_line(tmp_path, module) -> None:
+    """Before runCommand, while the command's module imports its libraries (here tqdm, replaced by a module that
+    raises KeyboardInterrupt as a Ctrl-C there would): the line ``Interrupted``, no traceback, the SIGINT exit (130 in
+    a shell). A program that imports the same modules keeps Python's own traceback."""
+    (tmp_path / "tqdm.py").write_text("raise KeyboardInterrupt\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), REPO])}
+    result = runModule(module, "--help", env=env, warm=False)
+    assert (result.returncode, result.stdout, result.stderr) == (-signal.SIGINT, "", "Interrupted\n")
+    library = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True,
+                             env={**os.environ, **env}, cwd=REPO)
+    assert library.returncode == -signal.SIGINT and library.stderr.startswith("Traceback"), library.stderr
+
+
+def test_only_the_projects_commands_print_the_one_line_start_up_ctrl_c() -> None:
+    assert commandModule(["python", "-X", "dev", "-W", "error", "-m", "srl_models.train", "-m", "x"]) == \
+        "srl_models.train"
+    assert commandModule(["python", "-mrl_baselines.train"]) == "rl_baselines.train"
+    for argv in (["python", "script.py", "-m", "srl_models.train"], ["python", "-c", "import x", "-m", "y"],
+                 ["python"], ["python", "-", "-m", "srl_models.train"]):
+        assert commandModule(argv) is None
+    assert isProjectCommand(["python", "-m", "replay.enjoy_baselines"])
+    assert not isProjectCommand(["python", "-m", "pytest", "-m", "srl_models.train"])
 
 
 def _ctrlC() -> None:
