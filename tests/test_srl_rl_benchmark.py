@@ -4,6 +4,7 @@ results, stale runs and the command line's refusals. Nothing is trained here: `p
 checks the real chain."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -281,7 +282,7 @@ def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
     # nothing measured: the kind's expected rate, the evaluations counted at full length on top of the training
     rate = plans.EXPECTED_RATE[MOBILE]["learned"]
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
-    assert guess == pytest.approx(5.0 + plan.steps / rate + evaluation / (1.25 * rate))
+    assert guess == pytest.approx(plans.EXPECTED_START_S + plan.steps / rate + evaluation / (1.25 * rate))
     # a measured observation: the mean of its runs' whole train commands (their evaluations are in them already)
     measured = {(MOBILE, "vae"): 120.0, (MOBILE, "pca"): 80.0, (MOBILE, "raw_pixels"): 500.0,
                 ("KukaButtonGymEnv-v0", "atc"): 900.0}
@@ -294,4 +295,26 @@ def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
     # the whole estimate: the missing runs' seconds over the workers
     whole = running.estimateSeconds(settings, plan, measured, from_scratch=True)
     runs = sum(settings.seeds * running.expectedRunSeconds(plan, name, measured) for name in settings.observations)
-    assert whole == pytest.approx(len(settings.models) * plans.EXPECTED_PREPARE_S + runs / settings.workers)
+    stages = len(settings.gridCommands(plan)) * plans.EXPECTED_STAGE_START_S  # each pipeline command's own start
+    assert whole == pytest.approx(len(settings.models) * plans.EXPECTED_PREPARE_S + stages + runs / settings.workers)
+
+
+def test_the_time_estimate_of_an_env_without_a_plan_counts_its_robot_and_the_start_ups() -> None:
+    line = "MobileRobotLineTargetGymEnv-v0"
+    settings = cli.settingsFrom(cli.buildParser().parse_args(
+        ["--env", line, "--observations", "ground_truth", "raw_pixels", "--seeds", "2", "--budget", f"{line}=1000",
+         "--eval-freq", "500", "--eval-episodes", "1"]))
+    plan = settings.plans[0]
+    mobile = dataclasses.replace(plan, env=MOBILE)
+    # the mobile robot's rates (its class descends from MobileRobotGymEnv), not a flat guess
+    for name in ("ground_truth", "raw_pixels", "vae"):
+        assert running.expectedRunSeconds(plan, name, {}) == running.expectedRunSeconds(mobile, name, {})
+    assert plans.expectedRate(line, "raw_pixels") == plans.EXPECTED_RATE[MOBILE]["raw_pixels"]
+    # an env of no planned robot: the slowest planned rate of the kind
+    assert plans.expectedRate("CarRacingGymEnv-v0", "raw_pixels") == min(
+        rates["raw_pixels"] for rates in plans.EXPECTED_RATE.values())
+    # 4 short runs, 2 at a time: each run's start-up and the pipeline command's start counted (measured: 34-67 s a
+    # run, 1 min or more in all on a loaded machine)
+    guess = running.estimateSeconds(settings, plan, {}, from_scratch=True)
+    assert guess >= 30.0
+    assert running.expectedRunSeconds(plan, "raw_pixels", {}) > running.expectedRunSeconds(plan, "ground_truth", {})

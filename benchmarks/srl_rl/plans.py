@@ -322,9 +322,33 @@ ANCHOR_NOTE = (f"Paper: {PAPER}; PPO, 10 seeds, state dimension 200, 20k samples
 EXPECTED_RATE = {MOBILE: {GROUND_TRUTH: 2200.0, RAW_PIXELS: 330.0, "learned": 1050.0},
                  KUKA: {GROUND_TRUTH: 540.0, RAW_PIXELS: 155.0, "learned": 265.0}}
 EXPECTED_RATE.update({MOBILE_1D: EXPECTED_RATE[MOBILE], KUKA_MOVING: EXPECTED_RATE[KUKA]})  # the same robots
+# Seconds of a train command besides its steps (imports, env and model creation, saving; 10-14 s measured on 2 cores
+# with some load), and of a pipeline command before its first run starts (its imports, about 6 s).
+EXPECTED_START_S = 12.0
+EXPECTED_STAGE_START_S = 6.0
 # One learned model's share of an env's prepare (its dataset, training and metrics), measured with the default
 # renderers: 186 s for the 11 models of the arm with a random target, 490 s on the moving target (more episodes).
 EXPECTED_PREPARE_S = 40.0
+
+
+def expectedRate(env: str, kind: str) -> float:
+    """
+    :param env: an env id
+    :param kind: ``ground_truth``, ``raw_pixels`` or ``learned``
+    :return: the training steps/s expected of one run: :data:`EXPECTED_RATE`'s for the env; for another env, that of
+        the nearest planned env its class descends from (the same robot); else the slowest planned rate of the kind
+    """
+    if env in EXPECTED_RATE:
+        return EXPECTED_RATE[env][kind]
+    planned = {getEnvClass(name): name for name in EXPECTED_RATE}
+    try:
+        ancestors = getEnvClass(env).__mro__
+    except KeyError:
+        ancestors = ()
+    for ancestor in ancestors:
+        if ancestor in planned:
+            return EXPECTED_RATE[planned[ancestor]][kind]
+    return min(rates[kind] for rates in EXPECTED_RATE.values())
 
 
 def learnedObservations(observations: Sequence[str]) -> list[str]:

@@ -29,13 +29,15 @@ from benchmarks.srl_rl.archive import archivedMatches, dropStaleRecords, loadArc
 from benchmarks.srl_rl.models import dropStaleRuns, registeredFacts, registeredModels
 from benchmarks.srl_rl.plans import (
     EXPECTED_PREPARE_S,
-    EXPECTED_RATE,
+    EXPECTED_STAGE_START_S,
+    EXPECTED_START_S,
     ROOT,
     EnvPlan,
     Settings,
     counted,
     displayPath,
     duration,
+    expectedRate,
     isEnvObservation,
     modelName,
     shown,
@@ -75,8 +77,9 @@ def expectedRunSeconds(plan: EnvPlan, observation: str, measured: dict[tuple[str
     :param measured: (env, observation) -> mean seconds of the whole train command of its finished runs with these
         settings (evaluations and start-up included)
     :return: a guess of one run's seconds: the observation's measured mean; else the mean over the env's measured
-        observations of the same kind (ground truth, raw pixels, learned); else from the kind's expected rate, its
-        evaluation episodes counted at full length
+        observations of the same kind (ground truth, raw pixels, learned); else the start-up of a train command
+        (:data:`EXPECTED_START_S`) and the steps at the kind's expected rate (:func:`expectedRate`: an env without
+        rates of its own gets its robot's, or the slowest), its evaluation episodes counted at full length
     """
     if (plan.env, observation) in measured:
         return measured[plan.env, observation]
@@ -84,9 +87,9 @@ def expectedRunSeconds(plan: EnvPlan, observation: str, measured: dict[tuple[str
     same = [seconds for (env, name), seconds in measured.items() if env == plan.env and observationKind(name) == kind]
     if same:
         return float(np.mean(same))
-    rate = EXPECTED_RATE.get(plan.env, {}).get(kind, 200.0)
+    rate = expectedRate(plan.env, kind)
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
-    return 5.0 + plan.steps / rate + evaluation / (1.25 * rate)  # evaluation steps skip the updates
+    return EXPECTED_START_S + plan.steps / rate + evaluation / (1.25 * rate)  # evaluation steps skip the updates
 
 
 def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str, str], float],
@@ -97,17 +100,20 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
     :param measured: (env, observation) -> mean seconds of its finished runs (:func:`expectedRunSeconds`)
     :param from_scratch: every model and run, whatever exists already
     :param archived: (observation, seed) of the runs taken from the archive (not run; none of them: no prepare)
-    :return: the seconds its prepare (models not registered yet) and its missing runs are expected to take
+    :return: the seconds its prepare (models not registered yet) and its missing runs are expected to take, the
+        start of each pipeline command that runs them included (:data:`EXPECTED_STAGE_START_S`)
     """
     specs = settings.specs(plan)
     prepared = {} if from_scratch else registeredModels(settings.configFile(plan.env), plan.env)
     to_prepare = sum(1 for name in settings.models if name not in prepared)
     if not from_scratch and archived and len(archived) >= len(specs):
         to_prepare = 0
-    missing = ({name: settings.seeds for name in settings.observations} if from_scratch
-               else missingRuns([spec for spec in specs if (specObservation(spec), int(spec.seed)) not in archived]))
+    todo = specs if from_scratch else [spec for spec in specs if (specObservation(spec), int(spec.seed)) not in archived
+                                       and finishedFolder(spec) is None]
+    missing = {name: settings.seeds for name in settings.observations} if from_scratch else missingRuns(todo)
     runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
-    return to_prepare * EXPECTED_PREPARE_S + runs / settings.workers
+    stages = len(settings.pipelineCommands(plan, todo)) if todo else 0
+    return to_prepare * EXPECTED_PREPARE_S + stages * EXPECTED_STAGE_START_S + runs / settings.workers
 
 
 class _Stopped(BaseException):
