@@ -370,6 +370,38 @@ def test_pipeline_commands_cover_exactly_the_runs_given() -> None:
     assert full == [settings.pipelineCommand(settings.plans[0])]  # nothing archived: the one command as before
 
 
+def test_a_command_covers_finished_runs_so_that_the_missing_ones_run_at_once() -> None:
+    settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels"], [], 2)
+    plan = settings.plans[0]
+    missing = [SimpleNamespace(srl_model=name, seed=seed, train_args=())
+               for name, seed in [("ground_truth", 1), ("raw_pixels", 0), ("raw_pixels", 1)]]
+    # ground truth's seed 0 finished in the bench folder: one command over both workers (the pipeline skips it)
+    assert settings.pipelineCommands(plan, missing, {("ground_truth", 0)}) == [settings.pipelineCommand(plan)]
+    # not finished there (only archived): no command may run it again
+    assert settings.pipelineCommands(plan, missing) == [settings.pipelineCommand(plan, ["ground_truth"], [1]),
+                                                        settings.pipelineCommand(plan, ["raw_pixels"], [0, 1])]
+
+
+def test_a_resumed_benchmark_runs_the_missing_runs_in_one_command(archived_mobile, tmp_path, monkeypatch) -> None:
+    """Ground truth's seed 0 is archived and finished in the bench folder, the other runs are missing: one pipeline
+    command runs them all, 2 at a time, rather than one command per set of seeds one after the other."""
+    archive, _ = archived_mobile
+    records = json.loads(open(archive).read())
+    with open(archive, "w") as handle:
+        json.dump({key: record for key, record in records.items()
+                   if (record["observation"], record["seed"]) == ("ground_truth", 0)}, handle)
+    monkeypatch.chdir(tmp_path / "first")
+    settings = _settings(["--env", MOBILE, *SMALL, "--runs-file", archive])
+    for spec in settings.specs(settings.plans[0]):
+        if (plans.specObservation(spec), spec.seed) != ("ground_truth", 0):
+            shutil.rmtree(run_attempts.finishedFolder(spec))
+    calls = []
+    monkeypatch.setattr(running, "runStage", lambda command, nice, cwd=plans.ROOT: calls.append(command) or 0)
+    running.runEverything(settings)
+    assert [command for command in calls if command[1] == "rl_baselines.pipeline"] == [
+        settings.pipelineCommand(settings.plans[0])]
+
+
 def test_a_broken_archive_is_refused_before_anything_is_written(tmp_path) -> None:
     archive = tmp_path / "runs.json"
     archive.write_text('{"a run": {"env": "x"}}')

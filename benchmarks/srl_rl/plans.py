@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from environments.registry import defaultRenderer, getEnvClass, registerAll, rendererRefusal
@@ -538,29 +538,43 @@ class Settings:
             groups.setdefault(variantFlags(name), []).append(name)
         return [self.pipelineCommand(plan, names) for names in groups.values()]
 
-    def pipelineCommands(self, plan: EnvPlan, specs: Sequence[Any]) -> list[list[str]]:
+    def pipelineCommands(self, plan: EnvPlan, specs: Sequence[Any],
+                         finished: Collection[tuple[str, int]] = ()) -> list[list[str]]:
         """
         :param plan: an env's plan
         :param specs: the runs to give the pipeline (it skips the finished ones itself)
-        :return: as few pipeline command lines as cover exactly these runs: one per set of observations that need the
-            same seeds and train flags and per stretch of consecutive seeds (one command for a grid without variants)
+        :param finished: (observation, seed) of runs finished in the bench folder, which a command may cover besides
+            ``specs`` (the pipeline skips them)
+        :return: as few pipeline command lines as cover these runs, and no run outside them and ``finished``: one
+            per set of train flags whose observations and seed range hold no other run (all its runs at once, over
+            every worker), else one per set of observations that need the same seeds and per stretch of
+            consecutive seeds (one command for a grid without variants)
         """
         seeds_of: dict[str, set[int]] = {}
         for spec in specs:
             seeds_of.setdefault(specObservation(spec), set()).add(int(spec.seed))
-        groups: dict[tuple[tuple[str, ...], tuple[int, ...]], list[str]] = {}
+        by_flags: dict[tuple[str, ...], list[str]] = {}
         for name in self.observations:
             if name in seeds_of:
-                groups.setdefault((variantFlags(name), tuple(sorted(seeds_of[name]))), []).append(name)
+                by_flags.setdefault(variantFlags(name), []).append(name)
         commands = []
-        for (_, seeds), names in groups.items():
-            stretch = [seeds[0]]
-            for seed in [*seeds[1:], None]:
-                if seed is not None and seed == stretch[-1] + 1:
-                    stretch.append(seed)
-                    continue
-                commands.append(self.pipelineCommand(plan, names, stretch))
-                stretch = [seed] if seed is not None else []
+        for names in by_flags.values():
+            every = set().union(*(seeds_of[name] for name in names))
+            span = range(min(every), max(every) + 1)
+            if all(seed in seeds_of[name] or (name, seed) in finished for name in names for seed in span):
+                commands.append(self.pipelineCommand(plan, names, list(span)))
+                continue
+            groups: dict[tuple[int, ...], list[str]] = {}
+            for name in names:
+                groups.setdefault(tuple(sorted(seeds_of[name])), []).append(name)
+            for seeds, group in groups.items():
+                stretch = [seeds[0]]
+                for seed in [*seeds[1:], None]:
+                    if seed is not None and seed == stretch[-1] + 1:
+                        stretch.append(seed)
+                        continue
+                    commands.append(self.pipelineCommand(plan, group, stretch))
+                    stretch = [seed] if seed is not None else []
         return commands
 
     def prepareCommand(self, plan: EnvPlan) -> list[str]:

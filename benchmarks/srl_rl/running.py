@@ -6,6 +6,8 @@ folder nor archived with the same settings, ``nice``-d, with an estimate of the 
 
 - resumable: the pipeline gives each run a deterministic folder and skips the finished ones, so a re-run does only
   what is missing; an interrupted stage's time counts in the accumulated wall time (``<bench-dir>/timing.json``);
+- the missing runs of one set of train flags go to one pipeline command, over every worker, whenever its grid holds
+  no other run than finished ones (:meth:`Settings.pipelineCommands`);
 - an env whose runs are all archived is neither prepared nor run (``--rerun ENV`` ignores its archived records);
 - a finished run, or an archived record, whose learned model was trained again since with other settings or code is
   dropped first (benchmarks.srl_rl.models.sameModel), so that no table mixes two recipes; so is a finished run made
@@ -112,8 +114,14 @@ def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str,
                                        and finishedFolder(spec) is None]
     missing = {name: settings.seeds for name in settings.observations} if from_scratch else missingRuns(todo)
     runs = sum(count * expectedRunSeconds(plan, name, measured) for name, count in missing.items())
-    stages = len(settings.pipelineCommands(plan, todo)) if todo else 0
+    stages = len(settings.pipelineCommands(plan, todo, finishedKeys(specs))) if todo else 0
     return to_prepare * EXPECTED_PREPARE_S + stages * EXPECTED_STAGE_START_S + runs / settings.workers
+
+
+def finishedKeys(specs: Sequence[Any]) -> set[tuple[str, int]]:
+    """:return: (observation, seed) of the runs among ``specs`` finished in the bench folder (a pipeline command
+    may cover them: it skips them)"""
+    return {(specObservation(spec), int(spec.seed)) for spec in specs if finishedFolder(spec) is not None}
 
 
 class _Stopped(BaseException):
@@ -265,7 +273,7 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
                           f"{displayPath(str(settings.archive_file))}: not run again (--rerun {plan.env} runs them)",
                           flush=True)
                 given += [spec for spec in todo if specObservation(spec) in observations]
-                for command in settings.pipelineCommands(plan, runnable):
+                for command in settings.pipelineCommands(plan, runnable, finishedKeys(specs[plan.env])):
                     print(f"\n[{plan.env}] ppo2 runs: {shown(command, settings.nice)}", flush=True)
                     began = time.perf_counter()
                     try:
