@@ -438,9 +438,10 @@ def test_a_continued_run_adds_the_seconds_of_its_stopped_attempts(tmp_path) -> N
     assert run_attempts._loggedAttempts(str(folder / "no.log")) == 0
 
 
-def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_signal(tmp_path) -> None:
+def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_signal(tmp_path, monkeypatch) -> None:
     """A Ctrl-C reaches the whole sweep: a run that had saved its last step counts as done whatever its exit code; an
-    unfinished one is failed with the signal that stopped it, not the log's last line."""
+    unfinished one is failed with the signal that stopped it, not the log's last line, and whether the same command
+    continues it from a checkpoint or starts it again (stopped before its first checkpoint or its args.json)."""
     (spec,) = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0], [], str(tmp_path), cwd=REPO)
     finished = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                          "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", str(tmp_path / "done"))
@@ -450,8 +451,10 @@ def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_si
     process.wait()
     for folder, returncode, state, message in (
             (finished, -signal.SIGINT, "done", ""),
-            (str(unfinished), -signal.SIGINT, "failed", "stopped by SIGINT (the same command continues it)"),
-            (str(unfinished), 128 + signal.SIGTERM, "failed", "stopped by SIGTERM (the same command continues it)"),
+            (str(unfinished), -signal.SIGINT, "failed",
+             "stopped by SIGINT (no checkpoint yet: the same command starts it again)"),
+            (str(unfinished), 128 + signal.SIGTERM, "failed",
+             "stopped by SIGTERM (no checkpoint yet: the same command starts it again)"),
             (str(unfinished), 1, "failed", "Run folder: x")):
         with open(os.path.join(folder, "train.log"), "w") as handle:
             handle.write("Run folder: x\n")
@@ -459,19 +462,31 @@ def test_a_run_killed_after_its_last_save_is_done_and_a_stopped_one_names_the_si
                                         open(os.path.join(folder, "train.log"), "a"))
         result = run_attempts.finishRun(started, returncode)
         assert (result.state, result.message) == (state, message)
+    # a checkpoint in the folder: train --resume goes on from it
+    monkeypatch.setattr(run_attempts, "runStatus", lambda folder: "resume")
+    started = run_attempts.StartedRun(spec, process, str(unfinished), str(unfinished / "train.log"), time.time(),
+                                      open(unfinished / "train.log", "a"))
+    assert run_attempts.finishRun(started, 128 + signal.SIGINT).message == (
+        "stopped by SIGINT (the same command continues it from its last checkpoint)")
 
 
-def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, capsys) -> None:
+def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, monkeypatch, capsys) -> None:
     """Runs a Ctrl-C stopped were listed under "Failed runs (run the same command again to redo them)", though the
-    same command continues them from their checkpoint."""
-    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2], [], str(tmp_path), cwd=REPO)
-    results = [run_attempts.RunResult(spec.run_id, "failed", code, "folder", f"log{index}", 1.0)
-               for index, (spec, code) in enumerate(zip(specs, (128 + signal.SIGINT, -signal.SIGTERM, 1)))]
+    same command continues them from their checkpoint; one stopped before its first checkpoint starts again."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2, 3], [], str(tmp_path),
+                       cwd=REPO)
+    monkeypatch.setattr(pipeline, "continuesFromCheckpoint", lambda folder: folder == "checkpointed")
+    results = [run_attempts.RunResult(spec.run_id, "failed", code, folder, f"log{index}", 1.0)
+               for index, (spec, code, folder) in enumerate(zip(specs, (128 + signal.SIGINT, -signal.SIGTERM, 1,
+                                                                        -signal.SIGINT),
+                                                                ("checkpointed", "checkpointed", "x", "fresh")))]
     records = {result.run_id: {"state": "failed"} for result in results}
     assert pipeline._summary(specs, records, results, True, "state.json") == 130
     out = capsys.readouterr().out
-    stopped, failed = out.index("Stopped runs (the same command continues them"), out.index("Failed runs")
-    assert stopped < out.index("log0") < out.index("log1") < failed < out.index("log2")
+    stopped, fresh = out.index("Stopped runs (the same command continues them"), out.index(
+        "Stopped runs without a checkpoint yet (the same command starts them again)")
+    failed = out.index("Failed runs")
+    assert stopped < out.index("log0") < out.index("log1") < fresh < out.index("log3") < failed < out.index("log2")
 
 
 class _StoppedExecutor:

@@ -38,7 +38,13 @@ from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
 from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
-from rl_baselines.sweeps.run_attempts import RunResult, finishedFolder, resumableAttempt, stoppedBySignal
+from rl_baselines.sweeps.run_attempts import (
+    RunResult,
+    continuesFromCheckpoint,
+    finishedFolder,
+    resumableAttempt,
+    stoppedBySignal,
+)
 from rl_baselines.sweeps.sweep import RunSpec, checkGrid, expandGrid, parseAlgoArgs, sweepId, unique
 from srl_toolbox.cli import (
     MAX_SEED,
@@ -366,7 +372,10 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
           + (f", {states['pending'] + states['running']} not run" if interrupted else "") + f". State: {state_path}")
     by_id = {spec.run_id: spec for spec in specs}
     stopped = [result for result in failed if stoppedBySignal(result.returncode)]
-    for title, results in (("Stopped runs (the same command continues them from their last checkpoint):", stopped),
+    resumable = [result for result in stopped if continuesFromCheckpoint(result.run_folder)]
+    for title, results in (("Stopped runs (the same command continues them from their last checkpoint):", resumable),
+                           ("Stopped runs without a checkpoint yet (the same command starts them again):",
+                            [result for result in stopped if result not in resumable]),
                            ("Failed runs (run the same command again to redo them):",
                             [result for result in failed if result not in stopped])):
         if results:

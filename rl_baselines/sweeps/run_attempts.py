@@ -243,12 +243,20 @@ def stoppedBySignal(returncode: int | None) -> signal.Signals | None:
     return signal.Signals(signum) if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGKILL) else None
 
 
-def _failureMessage(returncode: int | None, log_path: str) -> str:
-    """:return: why a run failed: the signal that stopped it (:func:`stoppedBySignal`), else the last line of its
-    log"""
+def continuesFromCheckpoint(run_folder: str) -> bool:
+    """:return: the run folder holds a checkpoint that ``train --resume`` (and so the same sweep command) continues
+    from; False for a run stopped before its first checkpoint (or before its args.json): it starts again"""
+    return runStatus(run_folder) == "resume"
+
+
+def _failureMessage(returncode: int | None, log_path: str, run_folder: str) -> str:
+    """:return: why a run failed: the signal that stopped it (:func:`stoppedBySignal`) and whether the same command
+    continues it or starts it again (:func:`continuesFromCheckpoint`), else the last line of its log"""
     stopped = stoppedBySignal(returncode)
     if stopped is not None:
-        return f"stopped by {stopped.name} (the same command continues it)"
+        return f"stopped by {stopped.name} (" + ("the same command continues it from its last checkpoint)"
+                                                 if continuesFromCheckpoint(run_folder) else
+                                                 "no checkpoint yet: the same command starts it again)")
     return _lastLine(log_path)
 
 
@@ -264,7 +272,7 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     wall_time = started.earlier_wall_s + time.time() - started.started_at
     # a run that saved its last step is done, even when a stop signal ended its process afterwards
     state = "done" if returncode == 0 or runStatus(started.run_folder) == "finished" else "failed"
-    message = "" if state == "done" else _failureMessage(returncode, started.log_path)
+    message = "" if state == "done" else _failureMessage(returncode, started.log_path, started.run_folder)
     result = RunResult(started.spec.run_id, state, returncode, started.run_folder, started.log_path, wall_time,
                        message, started.attempt)
     marker = {**asdict(result), "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
