@@ -13,6 +13,7 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
 from replay.aggregate_plots import plotCurves
 from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves
@@ -31,6 +32,21 @@ def buildParser() -> CLIParser:
     return result
 
 
+def _byValue(paths: Sequence[str], values: Sequence[Any]) -> dict[Any, list[str]]:
+    """:return: each value -> the input files that have it, in the inputs' order"""
+    groups: dict[Any, list[str]] = {}
+    for path, value in zip(paths, values):
+        groups.setdefault(value, []).append(path)
+    return groups
+
+
+def _named(groups: dict[Any, list[str]]) -> str:
+    """:return: ``VALUE: FILE, FILE; VALUE: FILE`` (sorted by value), the form every mismatch error names its files
+    in"""
+    return "; ".join(f"{value}: {', '.join(paths)}" for value, paths in sorted(groups.items(), key=lambda item:
+                                                                                str(item[0])))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -43,14 +59,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--output {args.output!r} must end in .png")
     checkOutputFile(args.output, "--output")
     loaded = [loadCurves(path) for path in args.input]
-    units = {curves["x_label"] or "episodes" for curves in loaded}
+    units = _byValue(args.input, [curves["x_label"] or "episodes" for curves in loaded])
     if len(units) > 1:
-        raise UsageError(f"the inputs mix x units ({', '.join(sorted(units))}); re-run aggregate_plots with the same "
-                         f"--timesteps choice for all")
-    kinds = {curves["y_label"] for curves in loaded}
+        raise UsageError(f"the inputs mix x units ({_named(units)}); re-run aggregate_plots with the same --timesteps "
+                         "choice for all")
+    kinds = _byValue(args.input, [curves["y_label"] for curves in loaded])
     if len(kinds) > 1:
-        raise UsageError(f"the inputs mix training and evaluation curves ({', '.join(sorted(kinds))}); compare like "
-                         f"with like (aggregate_plots writes the evaluations' as *_evaluation.npz)")
+        raise UsageError(f"the inputs mix training and evaluation curves ({_named(kinds)}); compare like with like "
+                         "(aggregate_plots writes the evaluations' as *_evaluation.npz)")
     windows: dict[int, list[str]] = {}
     for path, data in zip(args.input, loaded):
         if data["episode_window"] is not None:
@@ -78,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             x, y = x[keep], y[:, keep]
         curves.append((label, x, y))
     known = next(iter(windows)) if windows and all(data["episode_window"] is not None for data in loaded) else None
-    plotCurves(args.output, curves, args.title, units.pop(), y_label=curvesYLabel(kinds.pop(), known))
+    plotCurves(args.output, curves, args.title, next(iter(units)), y_label=curvesYLabel(next(iter(kinds)), known))
     print(f"Plot: {args.output}")
     return 0
 

@@ -225,8 +225,10 @@ def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
     assert curves["y_label"] == "mean evaluation reward"
     (training_npz,) = [path for path in glob.glob(str(log_dir / "aggregate_*.npz")) if path != npz]
     assert loadCurves(training_npz)["y_label"] == "episode reward (moving average)"
-    with pytest.raises(UsageError, match="the inputs mix training and evaluation curves"):
+    with pytest.raises(UsageError, match="the inputs mix training and evaluation curves") as error:
         compare_plots.main(["-i", npz, training_npz, "-o", str(log_dir / "mixed.png")])
+    assert (f"(episode reward (moving average): {training_npz}; mean evaluation reward: {npz})"
+            in str(error.value))  # the files named, as the other mismatches name them
     assert not os.path.exists(log_dir / "mixed.png")
     assert os.path.getsize(log_dir / "aggregate_MobileRobotGymEnv-v0_evaluation.png") > 0
 

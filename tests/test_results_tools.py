@@ -220,7 +220,8 @@ def test_bad_inputs(runs, tmp_path, capsys, monkeypatch):
     np.savez(tmp_path / "a.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("episodes"))
     np.savez(tmp_path / "b.npz", x=np.arange(3.0), y=np.zeros((2, 3)), x_label=np.array("timesteps"))
     np.savez(tmp_path / "c.npz", values=np.arange(3.0))
-    _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", tmp_path / "b.npz"), "mix x units")
+    _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", tmp_path / "b.npz"),
+                 f"mix x units (episodes: {tmp_path / 'a.npz'}; timesteps: {tmp_path / 'b.npz'})")
     _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", "--labels", "x", "y"),
                  "2 labels for 1 inputs")
     _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "c.npz"), "has no curves x")
