@@ -250,6 +250,24 @@ def test_check_lists_every_bad_combination(tmp_path) -> None:
     checkGrid(["ppo2", "a2c"], ENVS, SRL_MODELS, TRAIN_FLAGS)  # a good grid passes
 
 
+def test_a_flag_idle_for_some_runs_is_one_warning_naming_them() -> None:
+    """--img-shape does nothing for ground truth: over ground truth and raw pixels the one warning says which runs
+    ignore it (it did not, reading as if the whole sweep did); over ground truth alone it is train's own line."""
+    flags = ["--img-shape", "3", "36", "36"]
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        checkGrid(["ppo2", "a2c"], ["MobileRobotGymEnv-v0"], ["ground_truth", "raw_pixels"], flags)
+    [message] = [str(record.message) for record in records if "--img-shape" in str(record.message)]
+    assert message.endswith("does nothing for an observation that is not camera images (--srl-model raw_pixels or a "
+                            "learned model) [for 2 of 4 combinations (algo x env x srl-model): * x * x "
+                            "ground_truth]")
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        checkGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], flags)
+    [message] = [str(record.message) for record in records if "--img-shape" in str(record.message)]
+    assert message.endswith("(--srl-model raw_pixels or a learned model)")
+
+
 def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
     log_dir = str(tmp_path / "logs")
     base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", log_dir, "--no-vis"]

@@ -20,6 +20,7 @@ import itertools
 import json
 import os
 import shlex
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -355,16 +356,32 @@ def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[st
     :param registered_rl: the algorithm table (default: the installed algorithms)
     :param algo_args: each algorithm's own train flags (:func:`parseAlgoArgs`), after the shared ones
     :raises UsageError: one line, ``N bad combinations (algo x env x srl-model): COMBINATIONS (reason); ...``
+    :warns: each of train's warnings once (a flag that does nothing for some runs), naming the combinations it is
+        about when they are not the whole grid (``... [for 2 of 4 combinations (algo x env x srl-model): ppo2 x * x
+        ground_truth]``)
     """
     algo_args = algo_args or {}
     if registered_rl is None:
         registered_rl = installed_algorithms
     axes = (unique(algos), unique(envs), unique(srl_models))
     reasons: dict[str, list[tuple[str, str, str]]] = {}
-    for combo in itertools.product(*axes):
-        reason = _combinationProblem(*combo, [*train_args, *algo_args.get(combo[0], [])], registered_rl)
+    warned: dict[tuple[str, type[Warning]], list[tuple[str, str, str]]] = {}
+    combinations = list(itertools.product(*axes))
+    for combo in combinations:
+        with warnings.catch_warnings(record=True) as records:
+            warnings.simplefilter("always")
+            reason = _combinationProblem(*combo, [*train_args, *algo_args.get(combo[0], [])], registered_rl)
+        for record in records:
+            cells = warned.setdefault((str(record.message), record.category), [])
+            if combo not in cells:
+                cells.append(combo)
         if reason is not None:
             reasons.setdefault(reason, []).append(combo)
+    for (message, category), cells in warned.items():
+        if len(cells) < len(combinations):
+            message += (f" [for {len(cells)} of {len(combinations)} combinations (algo x env x srl-model): "
+                        f"{_describeGroup(cells, axes)}]")
+        warnings.warn(message, category, stacklevel=2)
     if reasons:
         count = sum(len(combos) for combos in reasons.values())
         listed = "; ".join(f"{_describeGroup(combos, axes)} ({reason})" for reason, combos in reasons.items())
