@@ -370,16 +370,20 @@ def test_pipeline_commands_cover_exactly_the_runs_given() -> None:
     assert full == [settings.pipelineCommand(settings.plans[0])]  # nothing archived: the one command as before
 
 
-def test_a_command_covers_finished_runs_so_that_the_missing_ones_run_at_once() -> None:
-    settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels"], [], 2)
-    plan = settings.plans[0]
-    missing = [SimpleNamespace(srl_model=name, seed=seed, train_args=())
-               for name, seed in [("ground_truth", 1), ("raw_pixels", 0), ("raw_pixels", 1)]]
-    # ground truth's seed 0 finished in the bench folder: one command over both workers (the pipeline skips it)
-    assert settings.pipelineCommands(plan, missing, {("ground_truth", 0)}) == [settings.pipelineCommand(plan)]
-    # not finished there (only archived): no command may run it again
-    assert settings.pipelineCommands(plan, missing) == [settings.pipelineCommand(plan, ["ground_truth"], [1]),
-                                                        settings.pipelineCommand(plan, ["raw_pixels"], [0, 1])]
+def test_no_doc_links_no_figure_unless_one_is_drawn(archived_mobile, tmp_path, monkeypatch, capsys) -> None:
+    """--no-doc draws no figure: the printed section links none (it linked docs/images/srl_rl_<env>.png); with
+    --image-dir it links the figure drawn there."""
+    archive, _ = archived_mobile
+    monkeypatch.chdir(tmp_path / "first")
+    capsys.readouterr()
+    assert cli.main(["--env", MOBILE, *SMALL, "--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 0
+    out = capsys.readouterr().out
+    assert "### " + MOBILE in out and "![" not in out and ".png" not in out
+    images = tmp_path / "img"
+    assert cli.main(["--env", MOBILE, *SMALL, "--report-only", "--no-doc", "--no-append", "--runs-file", archive,
+                     "--image-dir", str(images)]) == 0
+    out = capsys.readouterr().out
+    assert (images / f"srl_rl_{MOBILE}.png").is_file() and f"srl_rl_{MOBILE}.png)" in out
 
 
 def test_a_resumed_benchmark_runs_the_missing_runs_in_one_command(archived_mobile, tmp_path, monkeypatch) -> None:
@@ -490,9 +494,7 @@ def test_a_fresh_clone_reports_the_committed_archive(tmp_path, monkeypatch, caps
     assert cli.main(["--report-only", "--no-doc", "--no-append", "--runs-file", archive]) == 0
     out = capsys.readouterr().out
     assert out.count("| ground_truth |") >= 4 and "75 runs" in out and "have not finished" not in out
-    # a figure is linked for every task with runs
-    assert f"![ppo2 learning curves on {plans.MOBILE_1D}]" in out
-    assert f"![ppo2 learning curves on {plans.KUKA_MOVING}]" in out
+    assert "![ppo2 learning curves on" not in out  # --no-doc draws no figure: none is linked
 
 
 def test_a_changed_train_default_changes_the_archive_key(tmp_path, monkeypatch) -> None:

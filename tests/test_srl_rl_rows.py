@@ -189,3 +189,15 @@ def test_curve_styles_and_panels_of_the_new_rows() -> None:
     new = [analysis.curveStyle(name)["color"] for name in ("atc", "curl", SHIFT)]
     assert len(set(new)) == 3 and "black" not in new  # one panel, three colours, none of ground truth's
     assert analysis.panelGroups(plans.OBSERVATIONS)[-1] == ["atc", "curl", SHIFT]
+
+
+def test_a_command_covers_finished_runs_so_that_the_missing_ones_run_at_once() -> None:
+    settings = plans.Settings([plans.PLANS[MOBILE]], ["ground_truth", "raw_pixels"], [], 2)
+    plan = settings.plans[0]
+    missing = [SimpleNamespace(srl_model=name, seed=seed, train_args=())
+               for name, seed in [("ground_truth", 1), ("raw_pixels", 0), ("raw_pixels", 1)]]
+    # ground truth's seed 0 finished in the bench folder: one command over both workers (the pipeline skips it)
+    assert settings.pipelineCommands(plan, missing, {("ground_truth", 0)}) == [settings.pipelineCommand(plan)]
+    # not finished there (only archived): no command may run it again
+    assert settings.pipelineCommands(plan, missing) == [settings.pipelineCommand(plan, ["ground_truth"], [1]),
+                                                        settings.pipelineCommand(plan, ["raw_pixels"], [0, 1])]

@@ -132,8 +132,8 @@ def buildParser() -> CLIParser:
                         "[docs/images; --quick: <bench-dir>/images]")
     parser.add_argument("--report-only", action="store_true", help="run nothing: write the section and the figures "
                         "from the finished runs")
-    parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it, and draw no "
-                        "figure unless --image-dir is given")
+    parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it, and draw (and "
+                        "link) no figure unless --image-dir is given")
     parser.add_argument("--no-append", action="store_true", help="do not append the speed table to docs/benchmarks.md")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars in prepare and the pipeline")
     parser.add_argument("--quick", action="store_true", help="tiny datasets and budgets, 2 seeds, 3 observations, in "

@@ -152,7 +152,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :param env_plans: the envs' plans, in order
     :param tables: env -> markdown table
     :param texts: env -> verdict sentences
-    :param images: env -> the PNG path relative to the document (an env without a finished run has none)
+    :param images: env -> the PNG path relative to the document (an env without a finished run has none, nor any
+        env when no figure is drawn)
     :param facts: command, seeds, machine, wall, thresholds (env -> value or None), commands (list of str),
         archived (env -> the sentence about its archived runs, for the envs that have some), archive (the archive
         file as shown, None without one), variants (name -> description, of the variants among the rows), overview
@@ -319,7 +320,7 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
             os.makedirs(image_dir, exist_ok=True)
             plotEnv(png, plan, rows, threshold)
             print(f"Figure: {os.path.relpath(png)}")
-        if any(row.runs for row in rows):  # no figure is drawn, nor linked, without a finished run
+        if image_dir is not None and any(row.runs for row in rows):  # a figure is linked only where it was drawn
             images[plan.env] = os.path.relpath(png, os.path.dirname(doc) if doc else ROOT)
         print(f"\n{plan.env}\n{tables[plan.env]}\n" + (f"{comparisons[plan.env]}\n" if plan.env in comparisons else "")
               + "\n".join(texts[plan.env])
@@ -343,7 +344,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         commands += [plans.shown(command, settings.nice) for command in settings.gridCommands(plan)]
     summary_png = os.path.join(image_dir or IMAGE_DIR, SUMMARY_IMAGE)
     overview = overviewSection(rows_by_task, models_by_task, settings.learned,
-                               os.path.relpath(summary_png, os.path.dirname(doc) if doc else ROOT),
+                               os.path.relpath(summary_png, os.path.dirname(doc) if doc else ROOT)
+                               if image_dir is not None else None,
                                summary_png if image_dir is not None else None)
     if overview:
         print(f"\n{overview}", flush=True)
