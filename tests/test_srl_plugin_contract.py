@@ -192,15 +192,21 @@ PLUGIN = textwrap.dedent('''
 ''')
 
 
+def _installedPlugin(site, package: str, source: str, entry_points: str) -> None:
+    """Install ``package`` (its ``__init__.py`` holding ``source``) in the folder ``site`` as a distribution declaring
+    ``entry_points`` (lines ``NAME = MODULE:CLASS``) in the group ``srl_toolbox.srl_models``."""
+    (site / package).mkdir(parents=True)
+    (site / package / "__init__.py").write_text(source)
+    dist_info = site / f"{package}-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(f"[srl_toolbox.srl_models]\n{entry_points}")
+
+
 def test_an_installed_plugin_breaking_the_contract_is_one_line_and_nothing_written(tmp_path):
     site = tmp_path / "site"
-    (site / "wrong_dim_plugin").mkdir(parents=True)
-    (site / "wrong_dim_plugin" / "__init__.py").write_text(PLUGIN)
-    dist_info = site / "wrong_dim_plugin-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: wrong-dim-plugin\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text("[srl_toolbox.srl_models]\nwrongdim = wrong_dim_plugin:WrongDim\n"
-                                                "broken_srl = no_such_module_xyz:Model\n")
+    _installedPlugin(site, "wrong_dim_plugin", PLUGIN,
+                     "wrongdim = wrong_dim_plugin:WrongDim\nbroken_srl = no_such_module_xyz:Model\n")
     folder = tmp_path / "wrongdim"
     folder.mkdir()
     (folder / EXP_CONFIG_FILE).write_text(json.dumps({"srl_model": "wrongdim", "state_dim": 8, "img_shape": [3, 16, 16],
@@ -233,12 +239,7 @@ def test_a_plugin_importing_srl_models_and_rl_baselines_loads_in_every_command(t
     """The SRL registry loads on first access, once the RL modules its plugin imports have finished importing: the
     plugin was skipped by every command as a circular import (a partially initialized rl_baselines module)."""
     site = tmp_path / "site"
-    (site / "both_plugin").mkdir(parents=True)
-    (site / "both_plugin" / "__init__.py").write_text(BOTH_SIDES)
-    dist_info = site / "both_plugin-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: both-plugin\nVersion: 0.1\n")
-    (dist_info / "entry_points.txt").write_text("[srl_toolbox.srl_models]\nboth_ae = both_plugin:BothModel\n")
+    _installedPlugin(site, "both_plugin", BOTH_SIDES, "both_ae = both_plugin:BothModel\n")
     env = {"PYTHONPATH": str(site)}
     result = runModule("rl_baselines.train", "--help", env=env, warm=False)
     assert result.returncode == 0 and "skipped" not in result.stderr, result.stderr
