@@ -25,5 +25,5 @@ registerAll()
 
 __all__ = ["ENVIRONMENT_SRL_MODES", "EnvPluginLoadWarning", "SRLGymEnv", "__version__", "defaultRenderer",
            "envFlagRefusal", "envOffers", "envsWhere", "failed_env_plugins", "getEnvClass", "groundTruthRefusal",
-           "hasGroundTruth", "isLearnedSRLModel", "registerAll", "registered_env", "rendererKeywords", "rendererRefusal",
-           "resolvedRenderer"]
+           "hasGroundTruth", "isLearnedSRLModel", "registerAll", "registered_env", "rendererKeywords",
+           "rendererRefusal", "resolvedRenderer"]

@@ -208,7 +208,8 @@ def test_a_ctrl_c_after_training_leaves_nothing_written(tinyDataset: str, tmp_pa
     assert os.listdir(tmp_path / "logs") == ["other"]
 
 
-def test_a_dataset_file_that_is_no_npz_archive_is_named_as_damaged(tinyDataset: str, tmp_path, capsys) -> None:  # noqa: F811
+def test_a_dataset_file_that_is_no_npz_archive_is_named_as_damaged(
+        tinyDataset: str, tmp_path, capsys) -> None:  # noqa: F811
     """A preprocessed_data.npz that is a text file: one line naming it as damaged, never numpy's advice to load it
     with pickle (allow_pickle=True would run code from the file); exit 2, nothing written."""
     folder = shutil.copytree(tinyDataset, str(tmp_path / "damaged"))
