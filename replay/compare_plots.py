@@ -67,10 +67,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if len(kinds) > 1:
         raise UsageError(f"the inputs mix training and evaluation curves ({_named(kinds)}); compare like with like "
                          "(aggregate_plots writes the evaluations' as *_evaluation.npz)")
-    windows: dict[int, list[str]] = {}
-    for path, data in zip(args.input, loaded):
-        if data["episode_window"] is not None:
-            windows.setdefault(data["episode_window"], []).append(path)
+    smoothed = [(path, data["episode_window"]) for path, data in zip(args.input, loaded)
+                if data["episode_window"] is not None]
+    windows = _byValue([path for path, _ in smoothed], [window for _, window in smoothed])
     older = [path for path, data in zip(args.input, loaded) if data["episode_window"] is None
              and data["y_label"] == TRAINING_Y_LABEL and data["x_label"] == "timesteps"]
     if windows and older:  # (training curves saved before the window was: their episodes at the summed lengths)
