@@ -94,6 +94,15 @@ def runModule(module: str, *args: str, env: dict | None = None, timeout: float =
                           timeout=timeout, env=full_env, cwd=cwd or REPO)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules with tests marked slow run first, each module's tests kept together and in order: pytest-xdist's
+    worksteal hands each worker a contiguous part and steals from the end of a queue, so the run ends on short tests
+    instead of one worker waiting on another's long training."""
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None
+                    and getattr(item, "module", None) is not None}
+    items.sort(key=lambda item: getattr(getattr(item, "module", None), "__name__", "") not in slow_modules)
+
+
 def pytest_terminal_summary(terminalreporter) -> None:
     """How many commands this process ran warm, and why others went to a real process (where any ran)."""
     if WARM.forked or WARM.fallbacks:
