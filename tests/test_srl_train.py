@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from conftest import assertParserFromSettings, runModule, snapshot
+from conftest import assertParserFromSettings, runModule, siteInterpreter, snapshot
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
@@ -303,13 +303,19 @@ def _installSRLPlugin(site, name: str, entry_points: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def srlPluginSites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """PYTHONPATH folders: "models" installs mycombo and randproj, "clash" a second `vae`."""
+def srlPluginSites(tmp_path_factory: pytest.TempPathFactory):
+    """``run(site, MODULE, *ARGS)``: ``python -m MODULE ARGS`` with a plugin site on PYTHONPATH ("models" installs
+    mycombo and randproj, "clash" a second `vae`), forked from a warm interpreter started with that PYTHONPATH (one
+    per site, shared by the module's commands)."""
     root = tmp_path_factory.mktemp("srl_plugins")
     _installSRLPlugin(root / "models", "qa_srl_models", "mycombo = qa_srl_models.models:MyCombo\n"
                                                         "randproj = qa_srl_models.models:RandProj")
     _installSRLPlugin(root / "clash", "qa_srl_clash", "vae = qa_srl_clash.models:OtherVAE")
-    return {"models": str(root / "models"), "clash": str(root / "clash")}
+    envs = {site: {"PYTHONPATH": str(root / site)} for site in ("models", "clash")}
+    interpreters = {site: siteInterpreter(env) for site, env in envs.items()}
+    yield lambda site, module, *args: runModule(module, *args, env=envs[site], interpreter=interpreters[site])
+    for interpreter in interpreters.values():
+        interpreter.stop()
 
 
 def test_one_loss_whose_model_was_skipped_is_refused_not_trained_as_another(tinyDataset: str, tmp_path,  # noqa: F811
@@ -317,8 +323,8 @@ def test_one_loss_whose_model_was_skipped_is_refused_not_trained_as_another(tiny
     # it trained an srl_combination (losses vae:1) in silence: "one loss trains the model of that name"
     before = snapshot(tinyDataset)
     for args in (["--losses", "vae"], ["--srl-model", "vae"]):
-        result = runModule(MODULE, "--data-folder", tinyDataset, *args, "--epochs", "1", "--log-folder",
-                           tmp_path / "logs", "--no-progress", env={"PYTHONPATH": srlPluginSites["clash"]})
+        result = srlPluginSites("clash", MODULE, "--data-folder", tinyDataset, *args, "--epochs", "1",
+                                "--log-folder", tmp_path / "logs", "--no-progress")
         error = result.stderr.strip().splitlines()[-1]
         assert result.returncode == 2, result.stdout + result.stderr
         assert error.startswith("error: ") and "'vae'" in error and "declared by 2 entry points" in error, error
@@ -341,26 +347,24 @@ def test_a_plugin_learned_srl_model_subclass_is_trained_and_recorded(tinyDataset
                                                                      srlPluginSites) -> None:
     # docs/plugins.md: a plugin subclassing LearnedSRLModel is trained by srl_models.train (a model of another kind
     # brings its own command)
-    env = {"PYTHONPATH": srlPluginSites["models"]}
-    result = runModule(MODULE, "--data-folder", tinyDataset, "--srl-model", "mycombo", "--state-dim", "4",
-                       "--epochs", "1", "--batch-size", "64", "--log-folder", tmp_path / "logs", "--no-eval",
-                       "--no-progress", env=env)
+    result = srlPluginSites("models", MODULE, "--data-folder", tinyDataset, "--srl-model", "mycombo", "--state-dim",
+                            "4", "--epochs", "1", "--batch-size", "64", "--log-folder", tmp_path / "logs", "--no-eval",
+                            "--no-progress")
     assert result.returncode == 0, result.stderr
     folder = result.stdout.strip().splitlines()[-1][len("Model folder: "):]
     assert folder.endswith("_mycombo_ST_DIM4_SEED0")
     with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
         config = json.load(handle)
     assert config["srl_model"] == "mycombo" and config["losses"] == {"autoencoder": 1.0, "inverse": 2.0}
-    refused = runModule(MODULE, "--data-folder", tinyDataset, "--srl-model", "randproj", "--log-folder",
-                        tmp_path / "other", env=env)
+    refused = srlPluginSites("models", MODULE, "--data-folder", tinyDataset, "--srl-model", "randproj",
+                             "--log-folder", tmp_path / "other")
     assert refused.returncode == 2 and "'randproj'" in refused.stderr and not (tmp_path / "other").exists()
 
 
 def test_latest_sends_a_plugin_model_prepare_does_not_train_to_its_folder(tmp_path, srlPluginSites) -> None:
     # it named `srl_models.prepare ... --srl-model randproj`, which refuses a model it does not train
-    result = runModule("rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--srl-model", "randproj", "--latest",
-                       "--srl-log-folder", tmp_path / "srl", "--log-dir", tmp_path / "logs", "--no-vis",
-                       env={"PYTHONPATH": srlPluginSites["models"]})
+    result = srlPluginSites("models", "rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--srl-model", "randproj",
+                            "--latest", "--srl-log-folder", tmp_path / "srl", "--log-dir", tmp_path / "logs", "--no-vis")
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2, result.stderr
     assert "srl_models.prepare does not train 'randproj': pass its trained folder with --srl-model-path" in error
