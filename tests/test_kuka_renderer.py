@@ -18,7 +18,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import runFolder, runTrain
+from conftest import runFolder, runModule, runTrain
 
 from benchmarks import renderer_gtc
 from environments import getEnvClass, registered_env, rendererRefusal
@@ -225,10 +225,23 @@ def test_train_and_generator_record_lowpoly(tmp_path) -> None:
         assert json.load(file)["renderer"] == "lowpoly"
 
 
-def test_renderer_gtc_measures_an_arm_against_lowpoly(capsys) -> None:
+def _warmPython(command: list[str], env: dict[str, str] | None = None) -> str:
+    """renderer_gtc.runPython's work through the warm interpreter (conftest.runModule): ``-m MODULE ARGS`` run as a
+    fresh process would, with this test process's one-thread settings (OMP_NUM_THREADS=1) rather than the script's
+    own ONE_THREAD variables, which would send it to a real process."""
+    assert command[0] == "-m" and set(env or {}) <= set(renderer_gtc.ONE_THREAD), command
+    result = runModule(command[1], *command[2:])
+    if result.returncode != 0:
+        raise RuntimeError(f"{command} exited {result.returncode}:\n{result.stderr[-2000:]}")
+    return result.stdout
+
+
+def test_renderer_gtc_measures_an_arm_against_lowpoly(capsys, monkeypatch) -> None:
     """benchmarks.renderer_gtc pairs each env with its own other renderer: a Kuka arm's rows are TinyRenderer's and
     lowpoly's frames of one trajectory (checked by the script), one model trained on each; an env without a second
-    renderer is not a choice (exit 2)."""
+    renderer is not a choice (exit 2). Its commands (four recordings, two trainings) run one at a time, forked from
+    the warm interpreter."""
+    monkeypatch.setattr(renderer_gtc, "runPython", _warmPython)
     envs = renderer_gtc.measuredEnvs()
     assert KUKA in envs and "MobileRobotGymEnv-v0" in envs
     assert renderer_gtc.otherRenderer(KUKA) == "lowpoly"
@@ -239,7 +252,8 @@ def test_renderer_gtc_measures_an_arm_against_lowpoly(capsys) -> None:
         renderer_gtc.parseArgs(["--envs", without])
 
     rows = renderer_gtc.main(["--envs", KUKA, "--episodes", "2", "--max-steps", "10", "--epochs", "1", "--seeds", "0",
-                              "--state-dim", "2", "--max-samples", "20", "--no-append"])
+                              "--state-dim", "2", "--max-samples", "20", "--num-cpu", "1", "--jobs", "1",
+                              "--no-append"])
     assert sorted(row["trained_on"] for row in rows) == ["lowpoly", "tinyrenderer"]
     for row in rows:
         assert row["env"] == KUKA and row["renderer"] == "lowpoly"
