@@ -5,14 +5,10 @@ nothing, gives no advice about its removed folders."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import importlib
-import io
 import os
 import pkgutil
 import subprocess
-import sys
-import types
 
 import pytest
 from conftest import REPO, runModule, snapshot
@@ -270,24 +266,7 @@ def test_help_opens_with_whole_sentences_and_shows_the_defaults(monkeypatch) -> 
 
 
 @pytest.mark.slow
-def _childInThisProcess(command: list[str], **kwargs) -> subprocess.CompletedProcess:
-    """env_start's ``subprocess.run([python, "-c", CHILD, way, count, env_id])``, run in this process instead (no
-    interpreter start and imports, which the script does not time): the same script as ``__main__`` with the same
-    argv, its stdout returned as the process's. The envs' worker processes are still real (forkserver)."""
-    assert command[1] == "-c" and not kwargs.get("check"), command
-    output, argv = io.StringIO(), sys.argv
-    sys.argv = ["-c", *command[3:]]
-    try:
-        with contextlib.redirect_stdout(output):
-            exec(compile(command[2], "<env_start child>", "exec"), {"__name__": "__main__"})
-    finally:
-        sys.argv = argv
-    return subprocess.CompletedProcess(command, 0, output.getvalue(), "")
-
-
-def test_env_start_measures_both_ways(capsys, monkeypatch) -> None:
-    """Both ways measured (the child script's two timed builds of 2 envs in worker processes), one table row."""
-    monkeypatch.setattr(env_start, "subprocess", types.SimpleNamespace(run=_childInThisProcess))
+def test_env_start_measures_both_ways(capsys) -> None:
     rows = env_start.main(["--envs", "2", "--repeats", "1", "--no-append"])
     assert [row["envs"] for row in rows] == [2]
     assert all(len(rows[0][way]) == 2 and min(rows[0][way]) > 0 for way in env_start.WAYS)
