@@ -171,7 +171,7 @@ def _meanPoints(run_dir: str, tensorboard_dir) -> tuple[list, list]:
 def test_tensorboard_episode_means_are_progress_csvs_also_across_resume(tmp_path, monkeypatch) -> None:
     # rollouts and the checkpoint at 500 end on episode ends (250 steps): the resumed run is the uninterrupted one
     run_args = ["--algo", "ppo2", *GT, "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25",
-                "--checkpoint-freq", "500", "--seed", "3"]
+                "--n-epochs", "1", "--checkpoint-freq", "500", "--seed", "3"]
     whole = trainHere(*run_args, "--log-dir", tmp_path / "whole", "--tensorboard-log", tmp_path / "tb_whole")
     in_csv, in_tensorboard = _meanPoints(whole, tmp_path / "tb_whole")
     assert [step for step, _ in in_csv] == [250 + 125 * index for index in range(7)]
@@ -221,9 +221,9 @@ def test_a_run_killed_after_a_checkpoint_keeps_its_log_up_to_it(tmp_path) -> Non
     # run (which leaves the episodes up to its checkpoint to the stopped process) has them once, without a gap
     (tmp_path / "killed_after_checkpoint.py").write_text(KILLED_AFTER_CHECKPOINT.format(repo=REPO))
     killed = runModule("killed_after_checkpoint", "--no-vis", "--no-progress", "--algo", "ppo2", *GT,
-                       "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25", "--checkpoint-freq", "500",
-                       "--seed", "3", "--log-dir", tmp_path / "logs", "--tensorboard-log", tmp_path / "tb",
-                       cwd=str(tmp_path))
+                       "--num-timesteps", "1000", "--n-steps", "125", "--batch-size", "25", "--n-epochs", "1",
+                       "--checkpoint-freq", "500", "--seed", "3", "--log-dir", tmp_path / "logs", "--tensorboard-log",
+                       tmp_path / "tb", cwd=str(tmp_path))
     assert killed.returncode == -9, killed.stderr
     run_dir = runFolder(killed)
     folder = _runLog(tmp_path / "tb", run_dir)
