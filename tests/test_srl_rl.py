@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, snapshot, trainArgs
+from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, snapshot, trainArgs, trainHere
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvWrapper, VecFrameStack
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
@@ -181,12 +181,13 @@ def test_a_run_on_a_learned_state_resumes_as_the_uninterrupted_run(tmp_path, mon
     model.fit(np.asarray(frames))
     model.save(folder)
     args = ["--env", ENV_ID, "--srl-model", "pca", "--srl-model-path", folder, "--algo", "ppo2", "--seed", "1",
-            "--num-cpu", "1", "--num-timesteps", "1000", "--checkpoint-freq", "500", "--hyperparam", "n_steps:125",
+            "--num-cpu", "1", "--num-timesteps", "625", "--checkpoint-freq", "500", "--hyperparam", "n_steps:125",
             "batch_size:125"]
     reference = train.trainCommand(["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "reference"), *args])
     assert reference.exit_code == 0
-    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=700)
-    assert len(_progressRows(reference.run_dir)) == 8 and _progressRows(run_dir) == _progressRows(reference.run_dir)
+    # stopped in the rollout after the checkpoint; the resumed run's one update (500 to 625) is the row that differed
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=600)
+    assert len(_progressRows(reference.run_dir)) == 5 and _progressRows(run_dir) == _progressRows(reference.run_dir)
 
 
 def test_create_envs_stacks_and_normalises_states_encoded_in_the_workers(tmp_path):
@@ -551,11 +552,16 @@ def test_train_with_vae_from_config_then_enjoy(tmp_path, vaeFolder):
     assert "episode" in result.stdout.lower() or "reward" in result.stdout.lower()
 
 
-def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder):
+def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder, monkeypatch):
     copy = shutil.copytree(vaeFolder, str(tmp_path / "copy"))
-    run_dir = runFolder(runTrain("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", copy, "--num-timesteps", "128",
-                                 "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs",
-                                 env={"OMP_NUM_THREADS": "2"}))
+    threads = torch.get_num_threads()
+    with monkeypatch.context() as share:  # trained in this process, with a share of 2 threads (OMP_NUM_THREADS)
+        share.setenv("OMP_NUM_THREADS", "2")
+        try:
+            run_dir = trainHere("--algo", "ppo2", "--env", ENV_ID, "--srl-model-path", copy, "--num-timesteps", "128",
+                                "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs")
+        finally:
+            torch.set_num_threads(threads)
     saved = _readJson(os.path.join(run_dir, "args.json"))
     # the kind and the image size come from the model folder
     assert saved["srl_model"] == "vae" and saved["img_shape"] == list(SMALL) and saved["srl_model_path"] == copy
