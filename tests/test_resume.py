@@ -244,10 +244,10 @@ OWN_ACTOR_CRITICS = {
 @pytest.mark.parametrize("algo", sorted(OWN_ACTOR_CRITICS))
 def test_own_actor_critics_resume_as_the_uninterrupted_run(tmp_path, monkeypatch, algo):
     """Stopped at step 700 (after the checkpoint at 500), then resumed: the same episodes, the same progress.csv
-    rows (each algorithm logs after the first update past 1000 or 1024 steps, then an interval later: the step of
+    rows (each algorithm logs after the first update past 1000 or 1024 steps, then at the end, 1500: the step of
     the next row is saved with the checkpoint, and so are the running means of the losses of the interval it cuts)
     and the same final weights as the uninterrupted run."""
-    args = ["--no-vis", "--no-progress", *GT, "--algo", algo, "--seed", "1", "--num-timesteps", "2500",
+    args = ["--no-vis", "--no-progress", *GT, "--algo", algo, "--seed", "1", "--num-timesteps", "1500",
             "--checkpoint-freq", "500", *OWN_ACTOR_CRITICS[algo]]
     assert train.main([*args, "--log-dir", str(tmp_path / "reference")]) == 0
     (reference,) = glob.glob(str(tmp_path / "reference" / "*" / "*" / "*" / "*"))
