@@ -38,9 +38,9 @@ pytestmark = pytest.mark.slow  # whole trainings: left out of `make test-fast`
 
 EXPERT = os.path.join(REPO, "tests", "data", "gail_expert_mobile")
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "-r"]
-# Checkpoints every 500 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps): a resumed run
+# Checkpoints every 250 steps fall on rollout and episode ends (MobileRobot episodes last 250 steps): a resumed run
 # then trains exactly as the uninterrupted one (as in tests/test_evaluation.py).
-RUN = [*GT, "--algo", "gail", "--gail-dataset", EXPERT, "--num-timesteps", "1000", "--checkpoint-freq", "500",
+RUN = [*GT, "--algo", "gail", "--gail-dataset", EXPERT, "--num-timesteps", "500", "--checkpoint-freq", "250",
        "--seed", "1", "--min-episodes-save", "1", "--hyperparam", "n_steps:125", "batch_size:25", "n_epochs:2"]
 
 
@@ -80,7 +80,7 @@ def recordScriptedExpert(folder: str, episodes: int = 2, seed: int = 0) -> None:
 
 @pytest.fixture(scope="module")
 def gailRun(tmp_path_factory) -> str:
-    """A gail (ppo2) run of 1000 steps from the committed expert, checkpointed at 500; trained in this process."""
+    """A gail (ppo2) run of 500 steps from the committed expert, checkpointed at 250; trained in this process."""
     return trainHere(*RUN, "--log-dir", tmp_path_factory.mktemp("gail"))
 
 
@@ -152,7 +152,7 @@ def test_run_replays_and_records_an_expert_dataset(gailRun, tmp_path):
     model_path = os.path.join(gailRun, "gail_model.zip")
     assert set(_discriminatorState(model_path)) == {"weights", "optimizer", "generator"}
     loaded = GAILModel.load(model_path)
-    assert loaded.gail_learner == "ppo2" and loaded.num_timesteps == 1000
+    assert loaded.gail_learner == "ppo2" and loaded.num_timesteps == 500
     with open(os.path.join(gailRun, "progress.csv"), encoding="utf-8") as handle:
         assert "gail/discriminator_loss" in handle.readline()
     result = runModule("replay.enjoy_baselines", "--log-dir", gailRun, "--num-timesteps", "250", "--deterministic")
@@ -207,8 +207,8 @@ def test_expert_states_and_frames_are_the_envs(gailRun, tmp_path):
 
 
 def test_resumed_run_equals_the_uninterrupted_one(gailRun, tmp_path, monkeypatch):
-    # a second Ctrl-C at step 700: the run goes on from its checkpoint at 500
-    run_dir = interruptThenResume(monkeypatch, str(tmp_path), RUN, 700)
+    # a second Ctrl-C at step 400: the run goes on from its checkpoint at 250
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), RUN, 400)
     assert monitorRows(run_dir) == monitorRows(gailRun)
     resumed, uninterrupted = (os.path.join(folder, "gail_model.zip") for folder in (run_dir, gailRun))
     for read in (_policyState, _discriminatorState):

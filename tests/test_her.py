@@ -162,10 +162,10 @@ def test_line_target_goal_ignores_y():
 
 @pytest.fixture(scope="module")
 def sacRun(tmp_path_factory) -> str:
-    """her + sac, continuous MobileRobot, 500 steps (learning from step 250, the first episode's end), best model
-    saved; trained in this process."""
+    """her + sac, continuous MobileRobot, 300 steps (50 updates: learning from step 250, the first episode's end),
+    best model saved; trained in this process."""
     log_dir = tmp_path_factory.mktemp("her_sac")
-    return trainHere("--algo", "her", *GT, "-c", "--num-timesteps", "500", "--learning-starts", "250",
+    return trainHere("--algo", "her", *GT, "-c", "--num-timesteps", "300", "--learning-starts", "250",
                      "--min-episodes-save", "1", "--seed", "0", "--log-dir", log_dir)
 
 
@@ -226,11 +226,13 @@ def test_continue_training(sacRun, tmp_path):
 
 def test_a_stopped_run_resumes(tmp_path, monkeypatch):
     # --resume read the algorithm's defaults through her's parser check, which refused their raw_pixels: no her run
-    # could be resumed, not even with the command train printed
-    run_dir = interruptThenResume(monkeypatch, str(tmp_path), ["--algo", "her", *GT, "-c", "--num-timesteps", "600",
-                                                                "--learning-starts", "250", "--checkpoint-freq", "200"],
-                                  at_step=300)
-    assert _loadHer(os.path.join(run_dir, "her_model.zip")).model.num_timesteps == 600
+    # could be resumed, not even with the command train printed. Stopped at 250, resumed from the checkpoint at 200
+    # (mid-episode), it learns from 250 on.
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path), ["--algo", "her", *GT, "-c", "--num-timesteps", "300",
+                                                                "--learning-starts", "250", "--checkpoint-freq", "100"],
+                                  at_step=250)
+    model = _loadHer(os.path.join(run_dir, "her_model.zip")).model
+    assert model.num_timesteps == 300 and model._n_updates > 0
 
 
 def test_deepq_learns_and_loads(tmp_path):

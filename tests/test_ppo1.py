@@ -225,7 +225,7 @@ def test_signal_to_the_process_group_stops_with_a_checkpoint(tmp_path, signum, n
     closed by peer", exit 1; and the printed count, the workers' whole rollouts included, was not the checkpoint's)."""
     command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
                "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "20000", "--num-workers", "2",
-               "--num-cpu", str(num_cpu), "--timesteps-per-actorbatch", "100", "--checkpoint-freq", "400", "--seed",
+               "--num-cpu", str(num_cpu), "--timesteps-per-actorbatch", "50", "--checkpoint-freq", "200", "--seed",
                "7", "--log-dir", str(tmp_path)]
     # its own process group (start_new_session), which the signal is sent to
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
@@ -272,7 +272,7 @@ def test_every_worker_writes_monitor_files_that_add_up_to_the_step_count(tmp_pat
 
 # The train command with a worker that fails (spawned workers run this script's module level too, so the patch
 # reaches them): at its env (before it joins the group), or killed by SIGKILL after its 4th update (mid-run, after
-# rank 0's checkpoints at 400 and 800 steps).
+# rank 0's checkpoints at 200 and 400 steps: 2 workers x 50 steps an update).
 FAILING_WORKER = '''
 import os, signal
 from rl_baselines.rl_algorithm.ppo1 import PPO1Model
@@ -329,8 +329,8 @@ def test_a_dead_worker_ends_the_run_at_once_in_one_line(tmp_path, fail_at, messa
     script.write_text(FAILING_WORKER, encoding="utf-8")
     log_dir = tmp_path / "logs"
     command = [sys.executable, str(script), "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
-               "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "1200", "--num-workers", "2",
-               "--timesteps-per-actorbatch", "100", "--checkpoint-freq", "400", "--seed", "5", "--log-dir",
+               "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "600", "--num-workers", "2",
+               "--timesteps-per-actorbatch", "50", "--checkpoint-freq", "200", "--seed", "5", "--log-dir",
                str(log_dir)]
     env = {**os.environ, "FAIL_AT": fail_at, "PYTHONPATH": REPO}
     # its own process group, killed if it hangs (the bound guards a hang, it measures nothing)
@@ -347,11 +347,11 @@ def test_a_dead_worker_ends_the_run_at_once_in_one_line(tmp_path, fail_at, messa
     assert "Traceback" not in err, err
     run_dir = runFolder(subprocess.CompletedProcess(command, 1, out, err))
     checkpoints = sorted(os.listdir(os.path.join(run_dir, "checkpoints"))) if fail_at == "update" else []
-    assert checkpoints == (["400_steps", "800_steps"] if fail_at == "update" else []), checkpoints
+    assert checkpoints == (["200_steps", "400_steps"] if fail_at == "update" else []), checkpoints
     if fail_at == "update":  # resumed from its last checkpoint, with a worker that lives
         result = runTrain("--resume", run_dir)
-        assert "Done: 1200 steps" in result.stdout, result.stdout
-        assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 1200
+        assert "Done: 600 steps" in result.stdout, result.stdout
+        assert PPO1Model.load(os.path.join(run_dir, "ppo1_model.pt")).num_timesteps == 600
 
 
 @pytest.mark.parametrize("algo_class", [PPO1Model, ACKTRModel, ACERModel])
