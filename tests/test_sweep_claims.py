@@ -5,11 +5,11 @@ one folder are in tests/test_pipeline.py."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 
 from rl_baselines.sweeps.claims import (
@@ -25,7 +25,6 @@ from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.files import writeJson
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ENV = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
 
 
 def _spec(log_dir: str, seed: int = 0) -> RunSpec:
@@ -44,19 +43,20 @@ def _attempt(spec: RunSpec, stamp_: str, marker: str | None, returncode: int = 0
     return folder
 
 
-def _holder(log_dir: str) -> subprocess.Popen:
-    """Another pipeline: claims seed 0's run, says so, and holds it until killed."""
-    code = textwrap.dedent(f"""
-        import time
-        from rl_baselines.sweeps.claims import RunClaims
-        from rl_baselines.sweeps.sweep import RunSpec
-        spec = RunSpec("ppo2", "MobileRobotGymEnv-v0", "ground_truth", 0, (), "run000000", {log_dir!r}, {ROOT!r})
-        claims = RunClaims([spec])  # kept: a lock object that is dropped lets its lock go
-        print(claims.take(spec).kind, flush=True)
-        time.sleep(600)
-    """)
-    process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env=ENV, cwd=ROOT)
-    assert process.stdout.readline().strip() == "claimed"
+def _hold(log_dir: str, told) -> None:
+    """Claim seed 0's run, say so, and hold it until killed."""
+    claims = RunClaims([_spec(log_dir, 0)])  # kept: a lock object that is dropped lets its lock go
+    told.send(claims.take(_spec(log_dir, 0)).kind)
+    time.sleep(600)
+
+
+def _holder(log_dir: str) -> multiprocessing.Process:
+    """Another pipeline: a process forked from this one (its own locks, its own pid; the modules it needs imported
+    already) that claims seed 0's run, says so, and holds it until killed."""
+    receiver, sender = multiprocessing.Pipe(duplex=False)
+    process = multiprocessing.get_context("fork").Process(target=_hold, args=(log_dir, sender), daemon=True)
+    process.start()
+    assert receiver.poll(60) and receiver.recv() == "claimed"
     return process
 
 
@@ -73,7 +73,7 @@ def test_a_run_is_claimed_once_and_a_dead_pipelines_claim_does_not_block(tmp_pat
         assert json.load(open(claimNotePath(other)))["pid"] == os.getpid()
     finally:
         holder.kill()
-        holder.wait()
+        holder.join()
     assert claims.take(spec).kind == "claimed"  # the OS dropped the killed pipeline's lock
     assert RunClaims([spec]).take(spec).kind == "held"  # and this process holds it now (one claim per run)
     claims.releaseAll()
