@@ -196,9 +196,11 @@ def ray_head():
 def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     address, ray_env = ray_head
     log_dir = str(tmp_path / "logs")
+    # one PPO epoch per rollout: the raw-pixel run trains its CNN on 2 threads (below), which is most of its cost
+    flags = [*TRAIN_FLAGS, "--hyperparam", "n_epochs:1"]
     args = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", *SRL_MODELS, "--num-iteration", "1", "--log-dir",
-            log_dir, "--no-vis", "--no-progress", "--executor", "ray", *TRAIN_FLAGS]
-    specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], TRAIN_FLAGS, log_dir, cwd=REPO)
+            log_dir, "--no-vis", "--no-progress", "--executor", "ray", *flags]
+    specs = expandGrid(["ppo2"], ENVS[1:], SRL_MODELS, [0], flags, log_dir, cwd=REPO)
     # A cluster started without OMP_NUM_THREADS (ray_head): its workers have Ray's (the task's CPUs, 1), not the
     # pipeline's 2
     assert address.startswith("127.0.0.1:"), address
@@ -219,13 +221,13 @@ def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     interrupted = str(tmp_path / "interrupted")
     command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
                "ground_truth", "--num-iteration", "1", "--log-dir", interrupted, "--no-vis", "--no-progress",
-               "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "500"]
+               "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
     process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **ray_env, "PYTHONPATH": REPO},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 120
     while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
             time.time() < deadline and process.poll() is None:
-        time.sleep(0.5)
+        time.sleep(0.1)
     process.send_signal(signal.SIGINT)
     output = process.communicate(timeout=120)[0]
     assert process.returncode == 130, output
