@@ -364,7 +364,8 @@ def test_a_plugin_learned_srl_model_subclass_is_trained_and_recorded(tinyDataset
 def test_latest_sends_a_plugin_model_prepare_does_not_train_to_its_folder(tmp_path, srlPluginSites) -> None:
     # it named `srl_models.prepare ... --srl-model randproj`, which refuses a model it does not train
     result = srlPluginSites("models", "rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--srl-model", "randproj",
-                            "--latest", "--srl-log-folder", tmp_path / "srl", "--log-dir", tmp_path / "logs", "--no-vis")
+                            "--latest", "--srl-log-folder", tmp_path / "srl", "--log-dir", tmp_path / "logs",
+                            "--no-vis")
     error = result.stderr.strip().splitlines()[-1]
     assert result.returncode == 2, result.stderr
     assert "srl_models.prepare does not train 'randproj': pass its trained folder with --srl-model-path" in error
