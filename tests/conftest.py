@@ -8,6 +8,7 @@ import argparse
 import atexit
 import glob
 import os
+import signal
 import subprocess
 import sys
 
@@ -29,6 +30,11 @@ from srl_toolbox.settings import settingFields
 # --torch-threads auto reads OMP_NUM_THREADS), and so train as the committed same-seed references were recorded.
 torch.set_num_threads(1)
 os.environ["OMP_NUM_THREADS"] = "1"
+
+# A test process started with Ctrl-C ignored (`make test &` in a script without job control) would hand that on to
+# every command it starts: the Ctrl-C tests would meet commands that cannot be interrupted. Python's own handling here.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # This test process's warm interpreter (started by the first command that runs warm)

@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from conftest import REPO, runModule
+from conftest import REPO, childProcesses, runModule
 from sweep_runs import ENVS, SRL_MODELS, SWEEP_TIMEOUT_S, TRAIN_FLAGS, checkFinishedRun
 
 from benchmarks.sweep_speed import startRayHead, stopRayHead
@@ -174,6 +174,16 @@ def test_a_ray_address_that_is_not_a_clusters_gcs_is_refused_before_anything_is_
     assert not log_dir.exists()
 
 
+def _killTree(pid: int) -> None:
+    """SIGKILL ``pid`` and every process below it (a pipeline, the Ray instance it started, its workers' runs)."""
+    for child, _ in childProcesses(pid):
+        _killTree(child)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 @pytest.fixture(scope="module")
 def ray_head():
     """:return: (the address, the environment of its clients) of a 2-CPU Ray head on the loopback address without its
@@ -224,12 +234,16 @@ def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
                "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
     process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **ray_env, "PYTHONPATH": REPO},
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    deadline = time.time() + 120
-    while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
-            time.time() < deadline and process.poll() is None:
-        time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
-    output = process.communicate(timeout=120)[0]
+    try:
+        deadline = time.time() + 120
+        while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
+                time.time() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        process.send_signal(signal.SIGINT)
+        output = process.communicate(timeout=120)[0]
+    finally:  # a sweep that did not stop would train its million steps on after the test, in its Ray workers
+        if process.poll() is None:
+            _killTree(process.pid)
     assert process.returncode == 130, output
     assert "Ray cluster: local instance (" in output, output
     assert "stopped by SIGINT (the same command continues it from its last checkpoint)" in output, output
