@@ -51,7 +51,8 @@ lint: install
 # The tests start a few hundred interpreters: where the environment sets PYTHONDONTWRITEBYTECODE, TEST_ENV lets them
 # cache the project's compiled modules (__pycache__, ignored by git) instead of compiling them again at each start.
 TEST_ENV := PYTHONDONTWRITEBYTECODE=
-# --dist worksteal: a worker that runs out of tests takes queued ones from the other (the long trainings at the end).
+# --dist worksteal: a worker that runs out of tests takes the other's last queued ones (tests/conftest.py queues the
+# modules with slow tests first, so the run ends on short ones).
 test: install browser lint
 	$(TEST_ENV) $(PY) -m pytest -n 2 --dist worksteal tests plugins/srl-toolbox-cem/tests
 
