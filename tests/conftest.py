@@ -104,9 +104,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules with tests marked slow run first, each module's tests kept together and in order: pytest-xdist's
     worksteal hands each worker a contiguous part and steals from the end of a queue, so the run ends on short tests
     instead of one worker waiting on another's long training."""
-    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") is not None
-                    and getattr(item, "module", None) is not None}
-    items.sort(key=lambda item: getattr(getattr(item, "module", None), "__name__", "") not in slow_modules)
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.split("::")[0]
+
+    slow_modules = {module(item) for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: module(item) not in slow_modules)
 
 
 def pytest_terminal_summary(terminalreporter) -> None:
