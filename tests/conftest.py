@@ -15,7 +15,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from warm_python import NO_WARM_VARIABLE, WarmInterpreter
+from warm_python import NO_WARM_VARIABLE, WarmInterpreter, WarmProcess
 
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -98,6 +98,37 @@ def runModule(module: str, *args: str, env: dict | None = None, timeout: float =
             return result
     return subprocess.run([sys.executable, "-m", module, *arguments], capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd or REPO)
+
+
+def startModule(module: str, *args: str, env: dict | None = None, cwd: str | None = None, stdout=None, stderr=None,
+                start_new_session: bool = False, warm: bool = True) -> subprocess.Popen | WarmProcess:
+    """
+    Start ``python -m module args`` without waiting for it, as ``subprocess.Popen`` does: forked from this test
+    process's warm interpreter where :func:`runModule` would run it warm (and no other command of it runs; one still
+    running at the test's end is killed), else a real process.
+
+    :param stdout: a file open for writing that gets the command's output (None: captured, the text returned by
+        ``communicate()``)
+    :param stderr: the same for its error output
+    :param start_new_session: the command leads a new session (its own process group)
+    :return: the running command: a WarmProcess or a Popen (pid, poll, wait, communicate, send_signal, kill)
+    """
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    arguments = list(map(str, args))
+    if warm and full_env.get(NO_WARM_VARIABLE) != "1":
+        process = WARM.launch(module, arguments, full_env, cwd or REPO, stdout, stderr, start_new_session)
+        if process is not None:
+            return process
+    return subprocess.Popen([sys.executable, "-m", module, *arguments], stdout=stdout or subprocess.PIPE,
+                            stderr=stderr or subprocess.PIPE, text=True, env=full_env, cwd=cwd or REPO,
+                            start_new_session=start_new_session)
+
+
+@pytest.fixture(autouse=True)
+def _endLaunchedCommand():
+    """A command a test started with :func:`startModule` and left running (a failed test's) is killed at its end."""
+    yield
+    WARM.endLaunched()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -30,7 +30,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import zipfile
 
@@ -42,8 +41,9 @@ import stable_baselines3.common.logger as sb3_logger
 import torch
 import visdom
 from cma.utilities.utils import ElapsedWCTime
-from conftest import REPO, interruptedRun, interruptThenResume, runFolder, runModule, runTrain, trainHere
+from conftest import interruptedRun, interruptThenResume, runFolder, runModule, runTrain, startModule, trainHere
 from stable_baselines3.common.buffers import DictReplayBuffer
+from warm_python import WarmProcess
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
@@ -91,15 +91,15 @@ KILLS = 2  # the second kill hits a resumed process
 DEADLINE_S = 600
 
 
-def _start(log_dir: str, args: list[str], new_session: bool = False) -> subprocess.Popen:
-    """A train process writing its output to files in ``log_dir`` (no pipe to fill up)."""
+def _start(log_dir: str, args: list[str], new_session: bool = False) -> subprocess.Popen | WarmProcess:
+    """A train command (forked from the warm interpreter: conftest.startModule) writing its output to files in
+    ``log_dir`` (no pipe to fill up)."""
     os.makedirs(log_dir, exist_ok=True)
     count = len(glob.glob(os.path.join(log_dir, "out_*.txt")))
-    stdout = open(os.path.join(log_dir, f"out_{count}.txt"), "w")
-    stderr = open(os.path.join(log_dir, f"err_{count}.txt"), "w")
-    command = [sys.executable, "-m", "rl_baselines.train", "--no-progress", *args]
-    process = subprocess.Popen(command, stdout=stdout, stderr=stderr, cwd=REPO, start_new_session=new_session,
-                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    with open(os.path.join(log_dir, f"out_{count}.txt"), "w") as stdout, \
+            open(os.path.join(log_dir, f"err_{count}.txt"), "w") as stderr:
+        process = startModule("rl_baselines.train", "--no-progress", *args, stdout=stdout, stderr=stderr,
+                              start_new_session=new_session)
     process.output_files = (stdout.name, stderr.name)
     return process
 

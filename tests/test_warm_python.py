@@ -4,11 +4,13 @@ and the commands it must not run warm go to a real process."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
+import time
 
 import pytest
-from conftest import runModule
-from warm_python import NO_WARM_VARIABLE
+from conftest import WARM, runModule, startModule
+from warm_python import NO_WARM_VARIABLE, WarmProcess
 
 # A module run as ``python -m warm_probe MODE`` from the test's folder (sys.path[0] is the working directory).
 PROBE = '''
@@ -93,4 +95,43 @@ def test_warm_command_timeout(probeFolder: str) -> None:
     """A command past its timeout is killed and the caller gets subprocess.TimeoutExpired, then the next one runs."""
     with pytest.raises(subprocess.TimeoutExpired):
         runModule("warm_probe", "sleep", cwd=probeFolder, timeout=2)
+    assert runModule("warm_probe", "plain", cwd=probeFolder).returncode == 0
+
+
+@pytest.mark.skipif(os.environ.get(NO_WARM_VARIABLE) == "1", reason=f"{NO_WARM_VARIABLE}=1: every command runs in a "
+                    "real process")
+def test_a_started_warm_command_is_seen_as_a_popen(probeFolder: str, tmp_path) -> None:
+    """startModule forks the command and returns at once: its pid takes signals (Ctrl-C ends it as a real process's
+    KeyboardInterrupt does), poll/wait/communicate give its end and output; a second command started meanwhile runs
+    in a real process; a new session where asked; the outputs go to the caller's files where given."""
+    sleeper = startModule("warm_probe", "sleep", cwd=probeFolder, start_new_session=True)
+    assert isinstance(sleeper, WarmProcess) and sleeper.poll() is None
+    assert os.getsid(sleeper.pid) == sleeper.pid
+    with pytest.raises(subprocess.TimeoutExpired):
+        sleeper.wait(timeout=0.2)
+    meanwhile = startModule("warm_probe", "preloaded", cwd=probeFolder)
+    assert not isinstance(meanwhile, WarmProcess)
+    assert "torch preloaded False" in meanwhile.communicate(timeout=120)[0]
+    time.sleep(0.5)  # (past the probe's start, into its sleep)
+    sleeper.send_signal(signal.SIGINT)
+    out, err = sleeper.communicate(timeout=60)
+    real = startModule("warm_probe", "interrupt", cwd=probeFolder, warm=False)
+    real_out, real_err = real.communicate(timeout=120)
+    assert sleeper.returncode == real.returncode == -signal.SIGINT
+    assert err.strip().splitlines()[-1] == real_err.strip().splitlines()[-1] == "KeyboardInterrupt", err
+    assert out.splitlines()[0] == real_out.splitlines()[0] and "atexit ran" in out
+
+    with open(tmp_path / "out.txt", "w") as stdout, open(tmp_path / "err.txt", "w") as stderr:
+        to_files = startModule("warm_probe", "raise", cwd=probeFolder, stdout=stdout, stderr=stderr)
+        assert isinstance(to_files, WarmProcess)
+        assert to_files.wait(timeout=60) == 1 and to_files.communicate() == (None, None)
+    assert "end" not in (tmp_path / "out.txt").read_text() and "ValueError: boom" in (tmp_path / "err.txt").read_text()
+    assert os.getsid(startModule("warm_probe", "plain", cwd=probeFolder).pid) == os.getsid(0)
+
+
+def test_a_started_command_left_running_is_ended_with_its_test(probeFolder: str) -> None:
+    """What a failed test leaves: a running started command is killed, and the next command runs warm."""
+    sleeper = startModule("warm_probe", "sleep", cwd=probeFolder)
+    WARM.endLaunched()
+    assert sleeper.returncode == -signal.SIGKILL
     assert runModule("warm_probe", "plain", cwd=probeFolder).returncode == 0

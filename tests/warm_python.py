@@ -24,7 +24,11 @@ Invariants:
   is not yet imported, stdin is /dev/null, numpy's and torch's global random states are reseeded from the OS
   (``random`` reseeds itself after a fork), and the environment variables that the imports set are set.
 - The caller's view is ``subprocess.run``'s: a CompletedProcess with the exit code (negative for a signal) and the
-  text of stdout and stderr; a timeout kills the command and raises ``subprocess.TimeoutExpired``.
+  text of stdout and stderr; a timeout kills the command and raises ``subprocess.TimeoutExpired``. A command started
+  without waiting (``WarmInterpreter.launch``) is a :class:`WarmProcess`, seen as a ``subprocess.Popen``: its pid
+  (the fork's: signals reach the command itself), ``poll``, ``wait``, ``communicate``, ``send_signal``; in a new
+  session of its own where asked (``start_new_session``). One command at a time per warm interpreter: while one
+  runs, the next goes to a real process.
 """
 from __future__ import annotations
 
@@ -36,6 +40,7 @@ import locale
 import os
 import re
 import runpy
+import select
 import signal
 import socket
 import subprocess
@@ -101,6 +106,7 @@ class WarmInterpreter:
         self.log = None
         self.lock = threading.Lock()
         self.forked = 0  # commands run warm
+        self.launched: WarmProcess | None = None  # the command started by launch() and not yet waited for
         self.fallbacks: dict[str, int] = {}  # why commands went to a real process, with their counts
 
     def start(self) -> None:
@@ -117,6 +123,12 @@ class WarmInterpreter:
             self.stop()
             raise RuntimeError(f"the warm interpreter did not start:\n{self.logText()}")
 
+    def endLaunched(self) -> None:
+        """Kill the command started by :meth:`launch` if it still runs (a failed test's), and wait for it."""
+        if self.launched is not None and self.sock is not None:
+            self.launched.kill()
+            self.launched.wait()
+
     def logText(self) -> str:
         """:return: what the interpreter printed itself (import errors)"""
         if self.log is None:
@@ -126,6 +138,7 @@ class WarmInterpreter:
 
     def stop(self) -> None:
         """End the interpreter (closing its socket ends its loop)."""
+        self.endLaunched()
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -156,17 +169,53 @@ class WarmInterpreter:
         finally:
             self.lock.release()
 
+    def launch(self, module: str, args: list[str], env: dict[str, str], cwd: str, stdout=None, stderr=None,
+               start_new_session: bool = False) -> WarmProcess | None:
+        """
+        Start ``python -m module args`` in a fork of the warm interpreter and return at once.
+
+        :param stdout: a file open for writing that gets the command's output (None: kept for ``communicate``)
+        :param stderr: the same for its error output
+        :param start_new_session: the command leads a new session (``subprocess.Popen``'s ``start_new_session``)
+        :return: the running command; None where it cannot run warm, or while another command of this interpreter
+            runs (the caller starts a real subprocess)
+        """
+        if not self.lock.acquire(blocking=False):
+            return None
+        try:
+            if self.process is None or self.process.poll() is not None:
+                self.stop()
+                self.start()
+            out = stdout or tempfile.TemporaryFile()
+            err = stderr or tempfile.TemporaryFile()
+            pid = self._request({"module": module, "args": args, "env": env, "cwd": cwd,
+                                 "new_session": start_new_session}, [out.fileno(), err.fileno()])
+        except BaseException:
+            self.lock.release()
+            raise
+        if pid is None:
+            self.lock.release()
+            return None
+        return WarmProcess(self, [sys.executable, "-m", module, *args], pid, None if stdout else out,
+                           None if stderr else err)
+
+    def _request(self, request: dict, fds: list[int]) -> int | None:
+        """Send a command; :return: the pid of its fork, None where it cannot run warm"""
+        _send(self.sock, request, fds)
+        reply = self._reply()
+        if "fallback" in reply:
+            self.fallbacks[reply["fallback"]] = self.fallbacks.get(reply["fallback"], 0) + 1
+            return None
+        self.forked += 1
+        return reply["pid"]
+
     def _run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None
              ) -> subprocess.CompletedProcess | None:
         command = [sys.executable, "-m", module, *args]
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            _send(self.sock, {"module": module, "args": args, "env": env, "cwd": cwd}, [out.fileno(), err.fileno()])
-            reply = self._reply()
-            if "fallback" in reply:
-                self.fallbacks[reply["fallback"]] = self.fallbacks.get(reply["fallback"], 0) + 1
+            pid = self._request({"module": module, "args": args, "env": env, "cwd": cwd}, [out.fileno(), err.fileno()])
+            if pid is None:
                 return None
-            self.forked += 1
-            pid = reply["pid"]
             try:
                 self.sock.settimeout(timeout)
                 reply = self._reply()
@@ -208,6 +257,52 @@ def _text(handle) -> str:
     handle.seek(0)
     data = handle.read().decode(locale.getpreferredencoding(False))
     return data.replace("\r\n", "\n").replace("\r", "\n")
+
+
+class WarmProcess:
+    """A command started by :meth:`WarmInterpreter.launch`, as ``subprocess.Popen`` shows a process: ``pid``,
+    ``args``, ``returncode`` (None while it runs; negative for a signal), ``poll``, ``wait``, ``communicate``,
+    ``send_signal``, ``terminate``, ``kill``. Its interpreter runs no other command until it has ended and been
+    waited for (by ``poll``, ``wait`` or ``communicate``, or :meth:`WarmInterpreter.endLaunched` at a test's end)."""
+
+    def __init__(self, interpreter: WarmInterpreter, args: list[str], pid: int, out, err) -> None:
+        self.interpreter, self.args, self.pid = interpreter, args, pid
+        self.returncode: int | None = None
+        self._out, self._err = out, err  # the captured outputs (None: the caller's files)
+        interpreter.launched = self
+
+    def poll(self) -> int | None:
+        if self.returncode is None and select.select([self.interpreter.sock], [], [], 0)[0]:
+            self._ended(self.interpreter._reply())
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        """:raises subprocess.TimeoutExpired: after ``timeout`` seconds (the command still runs)"""
+        if self.returncode is None:
+            if not select.select([self.interpreter.sock], [], [], timeout)[0]:
+                raise subprocess.TimeoutExpired(self.args, timeout)
+            self._ended(self.interpreter._reply())
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str | None, str | None]:
+        """:return: the text of the captured stdout and stderr (None for those sent to the caller's files)"""
+        self.wait(timeout)
+        return tuple(None if handle is None else _text(handle) for handle in (self._out, self._err))
+
+    def send_signal(self, number: int) -> None:
+        if self.poll() is None:
+            os.kill(self.pid, number)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def _ended(self, reply: dict) -> None:
+        self.returncode = reply["returncode"]
+        self.interpreter.launched = None
+        self.interpreter.lock.release()
 
 
 # --- the warm interpreter ----------------------------------------------------------------------------------------
@@ -285,12 +380,19 @@ def serve(sock: socket.socket, start_env: dict[str, str], import_env: dict[str, 
                 os.close(fd)
             _send(sock, {"fallback": reason})
             continue
+        started, ready = os.pipe()  # closed by the fork once it leads its new session, if asked
         pid = os.fork()
         if pid == 0:
             sock.close()
+            os.close(started)
+            if request.get("new_session"):
+                os.setsid()
+            os.close(ready)
             return request, fds
-        for fd in fds:
+        for fd in (*fds, ready):
             os.close(fd)
+        os.read(started, 1)  # (the pid the caller gets is the command's as Popen returns it)
+        os.close(started)
         _send(sock, {"pid": pid})
         _, status = os.waitpid(pid, 0)
         _send(sock, {"returncode": os.waitstatus_to_exitcode(status)})
