@@ -14,7 +14,7 @@ import sys
 import time
 
 import pytest
-from conftest import REPO, childProcesses, runModule
+from conftest import REPO, childProcesses, runModule, startModule
 
 from rl_baselines import api
 from rl_baselines import train as train_command
@@ -231,10 +231,8 @@ def test_a_stop_signal_while_the_workers_start_checkpoints_at_the_first_step(tmp
     ConnectionResetError) or "ppo1 worker rank 1 was killed by SIGINT", exit 1. The train process gets the signal
     once its workers have started and stops as at any other step: a checkpoint, exit 130 or 143, no traceback."""
     flags, marker, signum = STARTING_WORKERS[workers]
-    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", *flags, *GT,
-               "--num-timesteps", "5000", "--log-dir", str(tmp_path)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                               start_new_session=True)
+    process = startModule("rl_baselines.train", "--no-vis", "--no-progress", *flags, *GT, "--num-timesteps", "5000",
+                          "--log-dir", tmp_path, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not any(marker in line for _, line in childProcesses(process.pid)):

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 import torch.multiprocessing as mp
-from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainArgs
+from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, startModule, trainArgs
 from ppo1_failing_worker import failingWorker
 from ppo1_spawned import ACTION_SPACES, BOX_OBS, OnCartPole, batch, freshModel, updateOnShare
 
@@ -223,13 +223,11 @@ def test_signal_to_the_process_group_stops_with_a_checkpoint(tmp_path, signum, n
     whole process group of a run: rank 0 stops every rank, with a checkpoint at the step count it prints, exit 130 or
     143, no traceback (the worker and the env subprocesses used to die of it: two tracebacks, gloo's "Connection
     closed by peer", exit 1; and the printed count, the workers' whole rollouts included, was not the checkpoint's)."""
-    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
-               "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "20000", "--num-workers", "2",
-               "--num-cpu", str(num_cpu), "--timesteps-per-actorbatch", "50", "--checkpoint-freq", "200", "--seed",
-               "7", "--log-dir", str(tmp_path)]
     # its own process group (start_new_session), which the signal is sent to
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
-                               start_new_session=True)
+    process = startModule("rl_baselines.train", "--no-vis", "--no-progress", "--algo", "ppo1", "--env",
+                          "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "20000",
+                          "--num-workers", "2", "--num-cpu", num_cpu, "--timesteps-per-actorbatch", "50",
+                          "--checkpoint-freq", "200", "--seed", "7", "--log-dir", tmp_path, start_new_session=True)
     try:
         pattern = os.path.join(glob.escape(str(tmp_path)), "*", "*", "*", "*", "checkpoints", "*_steps")
         while not glob.glob(pattern) and process.poll() is None:
