@@ -11,15 +11,13 @@ import os
 import re
 import shlex
 import signal
-import subprocess
-import sys
 import time
 import zipfile
 
 import numpy as np
 import pytest
 import yaml
-from conftest import REPO, childProcesses, runModule, trainHere
+from conftest import childProcesses, runModule, startModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
@@ -145,15 +143,13 @@ def test_commands_share_one_sqlite_study_and_score_the_last_evaluation(tmp_path)
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     shared = [*COMMON, "--optimizer", "tpe", "--pruner", "none", "--num-timesteps", "500", "--n-evaluations", "4",
               "--eval-freq", "250", "--eval-episodes", "2", "--storage", url, "--study-name", "shared"]
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    first = subprocess.Popen([sys.executable, "-m", "rl_baselines.hyperparam_search", *shared, "--workers", "2",
-                              "--n-trials", "2", "--log-dir", str(tmp_path / "a")], cwd=REPO, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    second = runModule("rl_baselines.hyperparam_search", *shared, "--n-trials", "1", "--sampler-seed", "1",
-                       "--log-dir", tmp_path / "b", timeout=600)
-    first_out, _ = first.communicate(timeout=600)
-    assert first.returncode == 0, first_out
-    assert second.returncode == 0, second.stdout + second.stderr
+    # the first a command (forked from the warm interpreter), the second in this process meanwhile
+    first = startModule("rl_baselines.hyperparam_search", *shared, "--workers", "2", "--n-trials", "2", "--log-dir",
+                        tmp_path / "a")
+    assert hyperparam_search.main([*shared, "--n-trials", "1", "--sampler-seed", "1", "--log-dir",
+                                   str(tmp_path / "b")]) == 0
+    first_out, first_err = first.communicate(timeout=600)
+    assert first.returncode == 0, first_out + first_err
     trials = _loadStudy(url, "shared").trials
     assert sorted(t.number for t in trials) == [0, 1, 2]
     assert all(t.state == optuna.trial.TrialState.COMPLETE for t in trials)
@@ -624,10 +620,8 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
     """SIGTERM (kill, timeout, a batch scheduler) reaches the command only: it stops like a Ctrl-C, passing the signal
     to its worker processes, whose trials' train processes are stopped (they lead their own sessions, and trained on
     as orphans) and recorded failed, not left RUNNING in the study."""
-    command = [sys.executable, "-m", "rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
-               "--num-timesteps", "100000", "--log-dir", str(tmp_path)]
-    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, "PYTHONPATH": REPO}, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True)
+    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
+                          "--num-timesteps", "100000", "--log-dir", tmp_path)
     name = f"ppo2_{ENV}_ground_truth_tpe"
     folder = os.path.join(str(tmp_path), "hyperparam_search", name)
     deadline = time.time() + 120
@@ -635,8 +629,8 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
             time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
     process.send_signal(signal.SIGTERM)
-    output = process.communicate(timeout=120)[0]
-    assert process.returncode == 130, output
+    output, errors = process.communicate(timeout=120)
+    assert process.returncode == 130, output + errors
     assert "Interrupted: 0 completed" in output
     monitors = glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))
     sizes = [os.path.getsize(path) for path in monitors]
@@ -651,10 +645,8 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
 def test_a_ctrl_c_while_the_workers_start_stops_the_search_without_a_traceback(tmp_path):
     """Ctrl-C to the process group while the --workers processes import: they printed a KeyboardInterrupt traceback
     each (the command itself said "Interrupted", exit 130). They take the signal once they run."""
-    command = [sys.executable, "-m", "rl_baselines.hyperparam_search", *COMMON, "--n-trials", "2", "--workers", "2",
-               "--num-timesteps", "100000", "--log-dir", str(tmp_path)]
-    process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "2", "--workers", "2",
+                          "--num-timesteps", "100000", "--log-dir", tmp_path, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not any("spawn_main" in line for _, line in childProcesses(process.pid)):
