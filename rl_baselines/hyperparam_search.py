@@ -2,38 +2,50 @@
 
 The command lives in :mod:`rl_baselines.sweeps.hyperparam_search`, its parts in ``search_study``, ``search_trials``
 and ``search_outputs`` beside it; this module is the command's published name and re-exports the names scripts use
-from them. It stays, and importing it emits no warning (unlike the deprecated re-export shims,
-srl_toolbox.deprecation).
+from them, each module imported on the first access to one of its names (PEP 562). It stays, and importing it emits
+no warning (unlike the deprecated re-export shims, srl_toolbox.deprecation).
+
+Invariant: importing this module imports none of the command's modules. A ``--workers`` process (multiprocessing's
+spawn) imports the command's module by name, as ``__mp_main__``, before it runs its trials: it then loads only what
+a worker needs (:mod:`rl_baselines.sweeps.search_trials`), not the algorithms, torch or Stable-Baselines3 that the
+command's checks import (tests/test_search_imports.py).
 """
-from rl_baselines.sweeps.hyperparam_search import SEARCH_FOLDER, STUDY_NAME, main, prepare, searchParser
-from rl_baselines.sweeps.search_outputs import saveSearchPlot, writeBestParams, writeTrialsCsv
-from rl_baselines.sweeps.search_study import (
-    INSTALL_HINT,
-    OPTIMIZERS,
-    PRUNERS,
-    SQLITE_TIMEOUT_S,
-    STUDY_KEYS,
-    SearchConfig,
-    checkSpace,
-    createStudy,
-    formatValue,
-    gridValues,
-    importOptuna,
-    loadStudy,
-    makePruner,
-    makeSampler,
-    openStorage,
-    samplerSeed,
-    suggestParams,
-)
-from rl_baselines.sweeps.search_trials import POLL_S, TrialFailed, TrialObjective, TrialProgress, runWorker, runWorkers
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from srl_toolbox.cli import runCommand
 
-__all__ = ["INSTALL_HINT", "OPTIMIZERS", "POLL_S", "PRUNERS", "SEARCH_FOLDER", "SQLITE_TIMEOUT_S", "STUDY_KEYS",
-           "STUDY_NAME", "SearchConfig", "TrialFailed", "TrialObjective", "TrialProgress", "checkSpace",
-           "createStudy", "formatValue", "gridValues", "importOptuna", "loadStudy", "main", "makePruner",
-           "makeSampler", "openStorage", "prepare", "runWorker", "runWorkers", "samplerSeed", "saveSearchPlot",
-           "searchParser", "suggestParams", "writeBestParams", "writeTrialsCsv"]
+# The module of each re-exported name
+_EXPORTS = {
+    **dict.fromkeys(("SEARCH_FOLDER", "STUDY_NAME", "main", "prepare", "searchParser"),
+                    "rl_baselines.sweeps.hyperparam_search"),
+    **dict.fromkeys(("saveSearchPlot", "writeBestParams", "writeTrialsCsv"), "rl_baselines.sweeps.search_outputs"),
+    **dict.fromkeys(("INSTALL_HINT", "OPTIMIZERS", "PRUNERS", "SQLITE_TIMEOUT_S", "STUDY_KEYS", "SearchConfig",
+                     "checkSpace", "createStudy", "formatValue", "gridValues", "importOptuna", "loadStudy",
+                     "makePruner", "makeSampler", "openStorage", "samplerSeed", "suggestParams"),
+                    "rl_baselines.sweeps.search_study"),
+    **dict.fromkeys(("POLL_S", "TrialFailed", "TrialObjective", "TrialProgress", "runWorker", "runWorkers"),
+                    "rl_baselines.sweeps.search_trials"),
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """:return: a re-exported name, its module imported on the first access (PEP 562)"""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    """:return: the module's names, the re-exported ones included"""
+    return sorted({*globals(), *_EXPORTS})
+
 
 if __name__ == "__main__":
-    runCommand(main)
+    runCommand(__getattr__("main"))

@@ -28,6 +28,8 @@ import numpy as np
 from srl_toolbox.files import NotNpzFile, loadNpz, sha256File
 
 EXP_CONFIG_FILE = "exp_config.json"
+# Written in every run folder that uses a learned SRL model (it names the model and its hash).
+RUN_RECORD_FILE = "srl_model.json"
 # srl_models.evaluate's record of the sampled frames' learned states (key "states"), beside their ground truth.
 STATES_FILE = "states.npz"
 # exp_config key of the training dataset's fingerprint (environments.dataset.Dataset.fingerprint); absent in models

@@ -34,6 +34,7 @@ import yaml
 from environments.dataset import FRAME_SETTINGS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
 from srl_models.base import DATASET_ENV_KEY, SRLType, modelHash, modelRecipe, readExpConfig
+from srl_models.base import RUN_RECORD_FILE as RUN_RECORD_FILE  # re-exported: its importers' path
 from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.registry import (
@@ -50,8 +51,6 @@ CONFIG_ENV_VAR = "SRL_MODELS_CONFIG"
 CONFIG_NAME = "srl_models.yaml"
 # The repository root when the package runs from a source checkout (editable install or PYTHONPATH).
 _CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# Written in every run folder that uses a learned SRL model.
-RUN_RECORD_FILE = "srl_model.json"
 
 
 class SRLLookupError(ValueError):

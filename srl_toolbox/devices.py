@@ -26,8 +26,6 @@ import os
 import re
 from collections.abc import Mapping
 
-import torch
-
 from srl_toolbox.cli import UsageError
 
 DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
@@ -66,6 +64,9 @@ def resolveDevice(raw: str, gpu_helps: bool = True) -> str:
         value = parseDevice(raw)
     except argparse.ArgumentTypeError as error:
         raise ValueError(str(error)) from None
+    # (imported here: the processes that only share out threads, the sweeps' and searches', never load torch)
+    import torch
+
     if value == "auto":
         return "cuda:0" if gpu_helps and torch.cuda.is_available() else "cpu"
     if value == "cpu":

@@ -14,18 +14,17 @@ import os
 import warnings
 from typing import Any
 
-from stable_baselines3.common.monitor import Monitor
-
 from environments import getEnvClass
-from srl_models.config import RUN_RECORD_FILE
+from srl_models.base import RUN_RECORD_FILE
 from srl_toolbox.files import checkFolderStays, readJson
 
 STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
 ARGS_FILE = "args.json"
 ENV_GLOBALS_FILE = "env_globals.json"
 MONITOR_DIR = "monitor"
-# One Monitor CSV per env in MONITOR_DIR: <rank>.monitor.csv (SB3's Monitor adds the suffix to the name it is given)
-MONITOR_SUFFIX = f".{Monitor.EXT}"
+# One Monitor CSV per env in MONITOR_DIR: <rank>.monitor.csv (SB3's Monitor adds the suffix, ``Monitor.EXT``, to the
+# name it is given; spelled here so that readers of run folders need not import Stable-Baselines3)
+MONITOR_SUFFIX = ".monitor.csv"
 PROGRESS_FILE = "progress.csv"
 LEARNING_CURVE_FILE = "learning_curve.png"
 EVALUATIONS_FILE = "evaluations.npz"

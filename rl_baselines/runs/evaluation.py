@@ -33,7 +33,6 @@ import math
 import os
 import sys
 import warnings
-import zipfile
 from typing import Any
 
 import gymnasium as gym
@@ -47,14 +46,14 @@ from rl_baselines.core.plugin_v1 import makeEnv
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder  # noqa: F401 (EVALUATIONS_FILE re-exported)
 from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
 from rl_baselines.envs.factory import findVecNormalize
+from rl_baselines.runs.evaluation_files import EVALUATION_KEYS as EVALUATION_KEYS  # re-exported
+from rl_baselines.runs.evaluation_files import readEvaluations as readEvaluations  # re-exported
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.files import writeNpz
 from srl_toolbox.progress import EpisodeBar, stepLimit
 
 # The evaluation env is seeded with seed + this (training env i uses seed + i).
 EVAL_SEED_OFFSET = 10_000
-# The arrays of evaluations.npz (SB3's EvalCallback names); "successes" is optional.
-EVALUATION_KEYS = ("timesteps", "results", "ep_lengths")
 
 
 class _GetActionPredictor:
@@ -81,30 +80,6 @@ class _GetActionPredictor:
         dones = None if episode_start is None else np.array(episode_start, dtype=bool)
         masks = actionMaskKeywords(self.algo, self.env)
         return self.algo.getAction(observation, dones=dones, deterministic=deterministic, **masks), None
-
-
-def readEvaluations(path: str) -> dict[str, np.ndarray] | None:
-    """
-    :param path: an evaluations.npz file (SB3's EvalCallback format) or a run folder holding one
-    :return: its arrays (``timesteps``, ``results``, ``ep_lengths``, maybe ``successes``), None when there is no
-        such file
-    :raises ValueError: the file is unreadable or lacks SB3's keys
-    """
-    if os.path.isdir(path):
-        path = RunFolder(path).evaluations_file
-    if not os.path.isfile(path):
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {name: np.asarray(data[name]) for name in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:  # (a truncated or corrupt file)
-        raise ValueError(f"{path} is not a readable .npz file ({error})") from None
-    missing = [key for key in EVALUATION_KEYS if key not in arrays]
-    if missing:
-        raise ValueError(f"{path} lacks {', '.join(missing)} (SB3's EvalCallback keys)")
-    if arrays["results"].ndim != 2 or arrays["results"].shape[0] != arrays["timesteps"].shape[0]:
-        raise ValueError(f"{path}: results must have one row per entry of timesteps")
-    return arrays
 
 
 def keepFirstEvaluations(run_dir: str, count: int) -> None:

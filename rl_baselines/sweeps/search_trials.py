@@ -43,7 +43,7 @@ import numpy as np
 from tqdm import tqdm
 
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
-from rl_baselines.runs.evaluation import readEvaluations
+from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
 from rl_baselines.sweeps.search_study import (
     SearchConfig,
