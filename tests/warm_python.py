@@ -57,8 +57,8 @@ COMMANDS = (
     "srl_models.explore_latent", "srl_models.prepare",
 )
 # Imported by the commands only once they run: torch's optimisers import torch._dynamo at their first construction
-# (over a second).
-LIBRARIES = ("torch._dynamo",)
+# (over a second); rl_baselines.hyperparam_search imports its command module when its main runs.
+LIBRARIES = ("torch._dynamo", "rl_baselines.sweeps.hyperparam_search")
 # Variables read when an interpreter starts or when its libraries load (thread pools, allocators, dynamic loader,
 # locale, hash seed, module search path, config and cache folders, temp folder): a command whose environment changes
 # one of them runs in a real subprocess.
