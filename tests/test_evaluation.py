@@ -143,7 +143,7 @@ def test_interrupted_then_resumed_run_evaluates_as_the_uninterrupted_one(evaluat
                                                              reference_best["num_timesteps"])
 
 
-STEPS, EVAL_FREQ = 300, 150
+STEPS, EVAL_FREQ = 200, 100
 # Also trained without evaluation, to check that evaluating changed no episode: the algorithms with their own
 # generators (random actions, exploration, perturbations), a recurrent state or a second goal-conditioned env.
 UNCHANGED_CHECKED = ("ars", "cem", "cma-es", "deepq", "her", "ppo_lstm", "random_agent", "sac")
@@ -243,13 +243,13 @@ def test_readers_prefer_evaluations(evaluatedRun, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_pipeline_passes_the_evaluation_flags(tmp_path):
-    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT[:4], "--num-timesteps", "300", "--eval-freq",
-                       "150", "--eval-episodes", "1", "--hyperparam", "n_steps:64", "--num-iteration", "1",
+    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", *GT[:4], "--num-timesteps", "128", "--eval-freq",
+                       "64", "--eval-episodes", "1", "--hyperparam", "n_steps:64", "--num-iteration", "1",
                        "--log-dir", tmp_path, "--no-vis", "--no-progress")
     assert result.returncode == 0, result.stdout + result.stderr
     (path,) = glob.glob(str(tmp_path / "*" / "*" / "*" / "*" / EVALUATIONS_FILE))
     evaluations = readEvaluations(path)
-    assert list(evaluations["timesteps"]) == [150, 300] and evaluations["results"].shape == (2, 1)
+    assert list(evaluations["timesteps"]) == [64, 128] and evaluations["results"].shape == (2, 1)
 
 
 def test_eval_episodes_without_eval_freq_warns(tmp_path):

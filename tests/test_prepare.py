@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
 import os
 import re
-import subprocess
-import sys
 import warnings
 
 import numpy as np
@@ -457,13 +456,23 @@ def test_register_model_keeps_comments_and_entries(tmp_path):
     assert [name for name in os.listdir(config.parent)] == ["srl.yaml"]  # no temporary file left
 
 
+def _registerThirty(config_file: str, env_id: str) -> None:
+    """30 entries of ``env_id`` registered one by one (each call reads, edits and writes the whole file)."""
+    for i in range(30):
+        registerModel(config_file, env_id, f"m{i}", f"/abs/{i}")
+
+
 def test_two_processes_registering_at_once_lose_no_entry(tmp_path):
+    """Two processes (forked from this one: the lock is between processes, whatever their start) register at once:
+    each read-edit-write holds the file's lock, so neither writes over the other's entries."""
     config = tmp_path / "srl.yaml"
-    script = ("import sys\nfrom srl_models.config import registerModel\n"
-              "for i in range(30):\n    registerModel(sys.argv[1], sys.argv[2], f'm{i}', f'/abs/{i}')\n")
-    processes = [subprocess.Popen([sys.executable, "-c", script, str(config), env], cwd=REPO)
+    processes = [multiprocessing.get_context("fork").Process(target=_registerThirty, args=(str(config), env))
                  for env in ("EnvA-v0", "EnvB-v0")]
-    assert [process.wait(timeout=300) for process in processes] == [0, 0]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=300)
+    assert [process.exitcode for process in processes] == [0, 0]
     assert {env: len(models) for env, models in readSRLConfig(str(config)).items()} == {"EnvA-v0": 30, "EnvB-v0": 30}
 
 

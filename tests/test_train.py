@@ -31,7 +31,7 @@ END_TO_END = [("ppo2", False, "ground_truth"), ("ppo2", True, "raw_pixels"), ("a
 @pytest.mark.parametrize("algo,continuous,srl_model", END_TO_END)
 def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
     args = ["--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", srl_model, "--num-cpu", "2",
-            "--num-timesteps", "600", "--log-dir", tmp_path, "--min-episodes-save", "1", "--img-shape", *PIXEL_SHAPE]
+            "--num-timesteps", "500", "--log-dir", tmp_path, "--min-episodes-save", "1", "--img-shape", *PIXEL_SHAPE]
     if algo == "ppo2":
         args += ["--hyperparam", "n_steps:64"]  # several updates within the tiny budget
     if continuous:
@@ -43,7 +43,7 @@ def test_train_end_to_end(tmp_path, algo, continuous, srl_model):
     env_globals = json.load(open(os.path.join(run_dir, "env_globals.json")))
     assert env_globals["constants"]["MAX_STEPS"] == 250
     assert env_globals["env_kwargs"]["srl_model"] == srl_model
-    # one monitor file per env, each with finished episodes (600 steps over 2 envs > one 250-step episode each)
+    # one monitor file per env, each with a finished episode (500 steps over 2 envs: one 250-step episode each)
     for rank in (0, 1):
         lines = open(os.path.join(run_dir, "monitor", f"{rank}.monitor.csv")).read().splitlines()
         assert lines[0].startswith("#{") and lines[1].startswith("r,l,t")
@@ -155,12 +155,12 @@ def test_continue_training_from_saved_model(tmp_path, trainedRun):
 
 def test_enjoy_replays_and_writes_gif(tmp_path, trainedRun):
     gif = tmp_path / "replay.gif"
-    result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "300",
+    result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "250",
                        "--deterministic", "--video", gif)
     assert result.returncode == 0, result.stderr
     assert "Mean episode reward over 1 episode:" in result.stdout
     image = Image.open(gif)
-    assert image.n_frames == 300
+    assert image.n_frames == 250  # one whole episode, its last frame included
     frames = []
     for index in (0, 150):
         image.seek(index)
