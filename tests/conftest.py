@@ -124,6 +124,27 @@ def startModule(module: str, *args: str, env: dict | None = None, cwd: str | Non
                             start_new_session=start_new_session)
 
 
+def freshProcesses(env: dict[str, str], *commands: tuple, timeout: float = 600) -> list[subprocess.CompletedProcess]:
+    """
+    Run commands as fresh processes with the environment ``env`` would (their imports of the project, plugin loading
+    and import warnings their own), paying the third-party libraries' import once: forked, one after the other, from
+    a warm interpreter started with ``env`` that imported those libraries only (tests/warm_python.py THIRD_PARTY).
+
+    :param env: extra environment variables (a plugin site's PYTHONPATH)
+    :param commands: ``("-m", MODULE, ARGS, CWD)``, ``("-c", CODE, ARGS, CWD)`` or ``("script", PATH, ARGS, CWD)``
+        (ARGS a list, CWD None for the repository)
+    :return: each command's finished process, in order, with text stdout and stderr
+    """
+    interpreter = WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1", **env}, libraries_only=True)
+    try:
+        results = [interpreter.run(str(target), list(map(str, args)), interpreter.env, str(cwd or REPO), timeout,
+                                   kind) for kind, target, args, cwd in commands]
+    finally:
+        interpreter.stop()
+    assert None not in results, f"not run warm: {interpreter.fallbacks}"
+    return results
+
+
 @pytest.fixture(autouse=True)
 def _endLaunchedCommand():
     """A command a test started with :func:`startModule` and left running (a failed test's) is killed at its end."""

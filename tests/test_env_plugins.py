@@ -1,7 +1,7 @@
 """A third-party package adds an environment through the `srl_toolbox.environments` entry point (a real dist-info on
 the path): gymnasium.make finds it after `import environments`, and the train command trains on it. Those commands
 fork from a warm interpreter started with the site's PYTHONPATH (conftest.siteInterpreter); the tests about the
-plugin's import order, or the warnings of broken plugins, run real processes."""
+plugin's import order, or the warnings of broken plugins, run fresh processes."""
 from __future__ import annotations
 
 import json
@@ -11,7 +11,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import runFolder, runModule, siteInterpreter
+from conftest import freshProcesses, runFolder, runModule, siteInterpreter
 
 ENV_CODE = textwrap.dedent('''
     """A line world: move left/right to reach x = 1."""
@@ -86,11 +86,11 @@ def _installPlugin(root) -> str:
     return str(root)
 
 
-@pytest.fixture
-def lineWorldRun(tmp_path):
-    """``run(MODULE, *ARGS, cwd=None)``: ``python -m MODULE ARGS`` with LineWorld installed (in tmp_path / "site"),
-    forked from a warm interpreter started with its PYTHONPATH."""
-    env = {"PYTHONPATH": _installPlugin(tmp_path / "site")}
+@pytest.fixture(scope="module")
+def lineWorldRun(tmp_path_factory):
+    """``run(MODULE, *ARGS, cwd=None)``: ``python -m MODULE ARGS`` with LineWorld installed (in a site folder of this
+    module's tests), forked from a warm interpreter started with its PYTHONPATH."""
+    env = {"PYTHONPATH": _installPlugin(tmp_path_factory.mktemp("line_world") / "site")}
     interpreter = siteInterpreter(env)
     yield lambda module, *args, cwd=None: runModule(module, *args, env=env, cwd=cwd, interpreter=interpreter)
     interpreter.stop()
@@ -196,23 +196,19 @@ def test_broken_env_plugins_are_reported_by_name_and_skipped(tmp_path):
 def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
     """A plugin's own tests import its module first: that module imports environments.srl_env, whose package loads
     the plugins while the module is half-way through its import. The env is registered all the same, loaded when
-    asked; a deferred plugin that does not fit is refused then, with the warning the others get."""
+    asked; a deferred plugin that does not fit is refused then, with the warning the others get. Three fresh processes
+    (conftest.freshProcesses)."""
     site = _installPlugin(tmp_path / "site")
     (tmp_path / "site" / "line_world" / "bad.py").write_text(
         "from environments.srl_env import SRLGymEnv\n\n\nclass NotAnEnv:\n    pass\n")
     with open(tmp_path / "site" / "line_world-0.1.dist-info" / "entry_points.txt", "a") as handle:
         handle.write("NotAnEnv-v0 = line_world.bad:NotAnEnv\n")
-    env = {**os.environ, "PYTHONPATH": site}
     script = ("import line_world.env\n"
               "import environments, gymnasium\n"
               "print(environments.failed_env_plugins == {}, 'LineWorldEnv-v0' in environments.registered_env)\n"
               "print(environments.getEnvClass('LineWorldEnv-v0') is line_world.env.LineWorldEnv)\n"
               "env = gymnasium.make('LineWorldEnv-v0', srl_model='ground_truth')\n"
               "print(type(env.unwrapped).__name__, env.reset(seed=0)[0].shape)\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True,
-                            text=True, env=env)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["False True", "True", "LineWorldEnv (1,)"]  # NotAnEnv refused on loading
     refused = ("import line_world.bad\n"
                "import environments, gymnasium\n"
                "print('NotAnEnv-v0' in environments.registered_env, environments.failed_env_plugins)\n"
@@ -220,16 +216,18 @@ def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
                "print('NotAnEnv-v0' in environments.envsWhere(lambda env_class: True))\n"
                "try:\n    environments.getEnvClass('NotAnEnv-v0')\nexcept KeyError:\n    print('refused')\n"
                "print('NotAnEnv-v0' in environments.registered_env, 'NotAnEnv-v0' in gymnasium.registry)\n")
-    result = subprocess.run([sys.executable, "-c", refused], capture_output=True, text=True, env=env)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == ["True {}", "False", "refused", "False False"]
-    assert result.stderr.strip().splitlines() == [
-        "warning: EnvPluginLoadWarning: skipped environment plugin 'NotAnEnv-v0' (line_world.bad:NotAnEnv: "
-        "<class 'line_world.bad.NotAnEnv'> is not a subclass of environments.srl_env.SRLGymEnv)"]
     # the train command, started with the plugin's module imported first (as a plugin's own launcher may)
     launcher = tmp_path / "site" / "launch.py"
     launcher.write_text("import sys\nimport line_world.env\nfrom rl_baselines.train import main\nsys.exit(main())\n")
-    run = subprocess.run([sys.executable, str(launcher), "--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model",
-                          "ground_truth", "--num-timesteps", "128", "--hyperparam", "n_steps:64", "--log-dir",
-                          str(tmp_path / "logs"), "--no-vis", "--no-progress"], capture_output=True, text=True, env=env)
+    train_args = ["--algo", "ppo2", "--env", "LineWorldEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "128",
+                  "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "logs", "--no-vis", "--no-progress"]
+    first, bad_first, run = freshProcesses({"PYTHONPATH": site}, ("-c", script, [], None), ("-c", refused, [], None),
+                                           ("script", launcher, train_args, None))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == ["False True", "True", "LineWorldEnv (1,)"]  # NotAnEnv refused on loading
+    assert bad_first.returncode == 0, bad_first.stderr
+    assert bad_first.stdout.splitlines() == ["True {}", "False", "refused", "False False"]
+    assert bad_first.stderr.strip().splitlines() == [
+        "warning: EnvPluginLoadWarning: skipped environment plugin 'NotAnEnv-v0' (line_world.bad:NotAnEnv: "
+        "<class 'line_world.bad.NotAnEnv'> is not a subclass of environments.srl_env.SRLGymEnv)"]
     assert run.returncode == 0, run.stderr

@@ -13,11 +13,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import REPO, runFolder, runModule, siteInterpreter, snapshot
+from conftest import REPO, childProcesses, freshProcesses, runFolder, runModule, siteInterpreter, snapshot
 
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
@@ -65,8 +66,12 @@ def tinyRun(tinySite: str) -> Iterator[Command]:
     """``tinyRun(MODULE, *ARGS)``: ``python -m MODULE ARGS`` with tinySite installed (forked from a warm interpreter
     started with its PYTHONPATH)."""
     interpreter = siteInterpreter(_env(tinySite))
-    yield lambda module, *args, **kwargs: runModule(module, *args, env=_env(tinySite), interpreter=interpreter,
-                                                    **kwargs)
+
+    def run(module: str, *args, **kwargs) -> subprocess.CompletedProcess:
+        return runModule(module, *args, env=_env(tinySite), interpreter=interpreter, **kwargs)
+
+    run.interpreter = interpreter  # its running command is its child process
+    yield run
     interpreter.stop()
 
 
@@ -92,22 +97,27 @@ def finishedTinyRun(tmp_path_factory: pytest.TempPathFactory, tinyRun: Command) 
 
 @pytest.mark.slow
 def test_stopped_run_points_at_load_rl_model_path_and_resume_agrees(tmp_path, tinySite, tinyRun) -> None:
+    """A run stopped by SIGTERM (exit 143; the command forked from tinyRun's warm interpreter, as a fresh process
+    would run it) prints the command that continues its model; --resume refuses it naming the same command."""
     log_dir = str(tmp_path / "logs")
-    command = [sys.executable, "-m", "rl_baselines.train", "--no-vis", "--no-progress", "--algo", "tiny",
-               *GROUND_TRUTH, "--num-timesteps", "100000000", "--checkpoint-freq", "200", "--log-dir", log_dir,
-               "--hyperparam", "step_size:0.01"]
-    out_path = tmp_path / "out.txt"
-    with open(out_path, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, cwd=REPO,
-                                   env={**os.environ, **_env(tinySite), "PYTHONUNBUFFERED": "1"})
-    deadline = time.monotonic() + 120
-    while "checkpoints" not in str(list(os.walk(log_dir))) and time.monotonic() < deadline:
-        assert process.poll() is None, out_path.read_text()
-        time.sleep(0.1)
-    time.sleep(0.5)
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(timeout=120) == 143, out_path.read_text()
-    output = out_path.read_text()
+    command = ["rl_baselines.train", "--no-vis", "--no-progress", "--algo", "tiny", *GROUND_TRUTH, "--num-timesteps",
+               "100000000", "--checkpoint-freq", "200", "--log-dir", log_dir, "--hyperparam", "step_size:0.01"]
+    finished: list[subprocess.CompletedProcess] = []
+    running = threading.Thread(target=lambda: finished.append(tinyRun(*command, timeout=240)))
+    running.start()
+    try:
+        deadline = time.monotonic() + 120
+        while "checkpoints" not in str(list(os.walk(log_dir))) and time.monotonic() < deadline:
+            assert running.is_alive(), finished
+            time.sleep(0.1)
+        time.sleep(0.5)
+        [(pid, _)] = childProcesses(tinyRun.interpreter.process.pid)
+        os.kill(pid, signal.SIGTERM)
+    finally:
+        running.join(timeout=240)
+    [stopped] = finished
+    output = stopped.stdout + stopped.stderr
+    assert stopped.returncode == 143, output
     run_dir = runFolder(subprocess.CompletedProcess([], 0, output, ""))
     assert "--resume" not in output
     line = next(line for line in output.splitlines() if "continue its model with: " in line)
@@ -249,19 +259,19 @@ def test_broken_sibling_plugin_from_python_is_one_warning_line(tmp_path, tinySit
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-sibling\nVersion: 0.1\n")
     (dist_info / "entry_points.txt").write_text("[srl_toolbox.rl_algorithms]\nbroken_sibling = no_such_module_xyz:A\n")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([_env(tinySite)["PYTHONPATH"], str(tmp_path)])}
-    result = subprocess.run([sys.executable, "-c", "from tiny_plugin.algo import TinyAgent\n"
-                             "from rl_baselines.core.registry import registered_rl\nprint('tiny' in registered_rl)"],
-                            capture_output=True, text=True, cwd=str(tmp_path), env=env, timeout=120)
+    env = {"PYTHONPATH": os.pathsep.join([_env(tinySite)["PYTHONPATH"], str(tmp_path)])}
+    script = "from tiny_plugin.algo import TinyAgent\nfrom rl_baselines.core.registry import registered_rl\n" \
+             "print('tiny' in registered_rl)"
+    # check_plugin on the skipped plugin says why it was skipped in its error line too
+    result, checked = freshProcesses(env, ("-c", script, [], tmp_path),
+                                     ("-m", "rl_baselines.check_plugin", ["broken_sibling"], REPO))
     assert result.returncode == 0 and result.stdout.strip() == "True", result.stderr
     assert result.stderr.count("\n") == 1, result.stderr
     assert "PluginLoadWarning: skipped algorithm plugin 'broken_sibling'" in result.stderr
     assert ".py" not in result.stderr
-    # check_plugin on the skipped plugin says why it was skipped in its error line too
-    result = subprocess.run([sys.executable, "-m", "rl_baselines.check_plugin", "broken_sibling"], capture_output=True,
-                            text=True, cwd=REPO, env=env, timeout=120)
-    error_line = result.stderr.strip().splitlines()[-1]
-    assert result.returncode == 2 and error_line.startswith("error: unknown algorithm 'broken_sibling'"), result.stderr
+    error_line = checked.stderr.strip().splitlines()[-1]
+    assert checked.returncode == 2, checked.stderr
+    assert error_line.startswith("error: unknown algorithm 'broken_sibling'"), checked.stderr
     assert "plugins that failed to load: broken_sibling (no_such_module_xyz:A: ModuleNotFoundError" in error_line
 
 

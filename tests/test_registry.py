@@ -1,7 +1,8 @@
 """The algorithm registry: built-ins come from entry points; a plugin installed at test time (a real dist-info
 entry point on the path) is found and trained; broken plugins are reported by name and skipped. A command whose test
-reads the import's warnings in its output runs in a real process; the others with the site installed fork from a
-warm interpreter started with its PYTHONPATH (conftest.siteInterpreter)."""
+reads the import's warnings in its output runs as a fresh process (freshProcesses: forked from an interpreter that
+imported the third-party libraries only); the others with the site installed fork from a warm interpreter started
+with its PYTHONPATH (conftest.siteInterpreter)."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ import warnings
 from collections.abc import Callable, Iterator
 
 import pytest
-from conftest import REPO, runFolder, runModule, siteInterpreter
+from conftest import REPO, freshProcesses, runFolder, runModule, siteInterpreter
 
 from environments import failed_env_plugins, registered_env
 from rl_baselines.core.registry import ActionType, AlgoType, PluginLoadWarning, failed_plugins, registered_rl
@@ -155,17 +156,31 @@ def test_core_imports_no_algorithm_by_name():
             assert f"from {module}" not in text and f"import {module}" not in text, path
 
 
+FOUND_SCRIPT = ("import json, warnings\n"
+                "with warnings.catch_warnings(record=True) as caught:\n"
+                "    warnings.simplefilter('always')\n"
+                "    from rl_baselines.runs import train_config\n"
+                "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
+                "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins,\n"
+                "                  'warnings': [str(w.message) for w in caught]}))\n")
+
+
+@pytest.fixture(scope="module")
+def pluginFresh(pluginPath, tmp_path_factory) -> dict[str, subprocess.CompletedProcess | str]:
+    """Fresh processes with pluginPath installed (freshProcesses): ``found``, FOUND_SCRIPT run by ``python -c``;
+    ``trained``, train's run of first_action for 300 steps (in the folder ``log_dir``)."""
+    log_dir = tmp_path_factory.mktemp("first_action")
+    found, trained = freshProcesses(
+        {"PYTHONPATH": pluginPath}, ("-c", FOUND_SCRIPT, [], None),
+        ("-m", "rl_baselines.train", ["--algo", "first_action", "--env", "MobileRobotGymEnv-v0", "--srl-model",
+                                      "ground_truth", "--num-timesteps", "300", "--log-dir", log_dir, "--no-vis",
+                                      "--no-progress"], None))
+    return {"found": found, "trained": trained, "log_dir": str(log_dir)}
+
+
 @pytest.mark.slow
-def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
-    script = ("import json, warnings\n"
-              "with warnings.catch_warnings(record=True) as caught:\n"
-              "    warnings.simplefilter('always')\n"
-              "    from rl_baselines.runs import train_config\n"
-              "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
-              "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins,\n"
-              "                  'warnings': [str(w.message) for w in caught]}))\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                            env={**os.environ, "PYTHONPATH": pluginPath})
+def test_plugin_is_found_and_broken_ones_are_skipped(pluginFresh):
+    result = pluginFresh["found"]
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     assert "first_action" in data["names"] and "ppo2" in data["names"]
@@ -181,15 +196,11 @@ def test_plugin_is_found_and_broken_ones_are_skipped(pluginPath):
 
 
 @pytest.mark.slow
-def test_plugin_trains_through_the_cli(tmp_path, pluginPath, pluginRun):
-    env = {"PYTHONPATH": pluginPath}
+def test_plugin_trains_through_the_cli(tmp_path, pluginFresh, pluginRun):
     help_text = pluginRun("rl_baselines.train", "--algo", "first_action", "--help").stdout
     assert "--first-action-note" in help_text
-    # a real process: its output holds the warnings of its imports
-    result = runModule("rl_baselines.train", "--algo", "first_action", "--env", "MobileRobotGymEnv-v0",
-                       "--srl-model", "ground_truth",
-                       "--num-timesteps", "300", "--log-dir", tmp_path, "--no-vis", "--no-progress", env=env,
-                       warm=False)
+    # a fresh process: its output holds the warnings of its imports
+    result = pluginFresh["trained"]
     assert result.returncode == 0, result.stderr
     # the four broken plugins are each reported by name, once, and training still happened
     for name in ("future_api", "not_an_algo", "broken_import", "half_done"):
@@ -290,17 +301,29 @@ def brokenRun(brokenSite) -> Iterator[Callable[..., subprocess.CompletedProcess]
     yield from _siteCommand(brokenSite)
 
 
-def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
-    script = ("import json, warnings\n"
-              "with warnings.catch_warnings(record=True) as caught:\n"
-              "    warnings.simplefilter('always')\n"
-              "    from rl_baselines.runs import train_config\n"
-              "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
-              "    from environments import registered_env, failed_env_plugins\n"
-              "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins, 'envs': sorted(registered_env),\n"
-              "                  'failed_envs': failed_env_plugins, 'warnings': [str(w.message) for w in caught]}))\n")
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO,
-                            env={**os.environ, **brokenSite}, timeout=300)
+BROKEN_SCRIPT = ("import json, warnings\n"
+                 "with warnings.catch_warnings(record=True) as caught:\n"
+                 "    warnings.simplefilter('always')\n"
+                 "    from rl_baselines.runs import train_config\n"
+                 "    from rl_baselines.core.registry import registered_rl, failed_plugins\n"
+                 "    from environments import registered_env, failed_env_plugins\n"
+                 "print(json.dumps({'names': sorted(registered_rl), 'failed': failed_plugins, "
+                 "'envs': sorted(registered_env),\n"
+                 "                  'failed_envs': failed_env_plugins,\n"
+                 "                  'warnings': [str(w.message) for w in caught]}))\n")
+
+
+@pytest.fixture(scope="module")
+def brokenFresh(brokenSite) -> dict[str, subprocess.CompletedProcess]:
+    """Fresh processes with brokenSite installed (freshProcesses): ``skipped``, BROKEN_SCRIPT run by ``python -c``;
+    ``help``, ``python -m rl_baselines.train --algo clash_seed --help``."""
+    skipped, help_ = freshProcesses(brokenSite, ("-c", BROKEN_SCRIPT, [], None),
+                                    ("-m", "rl_baselines.train", ["--algo", "clash_seed", "--help"], None))
+    return {"skipped": skipped, "help": help_}
+
+
+def test_broken_plugins_are_skipped_with_one_warning_each(brokenFresh) -> None:
+    result = brokenFresh["skipped"]
     assert result.returncode == 0, result.stderr  # the malformed env id raised gymnasium.error.Error at import
     data = json.loads(result.stdout)
     # the flag clashes below are found once the train settings are imported (the documented check)
@@ -330,9 +353,9 @@ def test_broken_plugins_are_skipped_with_one_warning_each(brokenSite) -> None:
     assert not [w for w in data["warnings"] if "\n" in w], data["warnings"]
 
 
-def test_commands_name_the_plugins_that_failed_to_load(brokenSite, brokenRun, tmp_path) -> None:
-    # a real process: its output holds the warnings of its imports
-    result = runModule("rl_baselines.train", "--algo", "clash_seed", "--help", env=brokenSite, warm=False)
+def test_commands_name_the_plugins_that_failed_to_load(brokenFresh, brokenRun, tmp_path) -> None:
+    # a fresh process: its output holds the warnings of its imports
+    result = brokenFresh["help"]
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert result.stderr.count("skipped algorithm plugin 'clash_seed'") == 1, result.stderr
     assert "unknown --algo 'clash_seed'" in result.stderr.splitlines()[-1]

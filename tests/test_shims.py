@@ -11,10 +11,13 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import os
 import subprocess
 import sys
+
+import pytest
 
 from srl_toolbox import __version__
 from srl_toolbox.deprecation import REMOVAL_VERSION, movedModuleMessage
@@ -45,11 +48,18 @@ SHIMS = {
 # The published command modules: thin or not, they stay and never warn
 COMMAND_WRAPPERS = ("rl_baselines.train", "rl_baselines.pipeline", "rl_baselines.hyperparam_search")
 
-# Imports every shim in one fresh interpreter, each recording its own warnings (nothing else imports a shim, so each
-# import runs the shim's code), and prints what was seen as JSON
-IMPORT_SHIMS = """
+# In one fresh interpreter: imports every command module and the three registries (so that plugins load), recording
+# every warning and the modules then imported; then imports every shim, each recording its own warnings (nothing
+# else imports a shim, as the first part checks, so each import runs the shim's code). Prints what was seen as JSON.
+IMPORT_COMMANDS_THEN_SHIMS = """
 import importlib, json, sys, warnings
-shims = json.loads(sys.argv[1])
+commands, shims = json.loads(sys.argv[1])
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    for module in commands:
+        importlib.import_module(module)
+imported = {"warnings": [(w.category.__name__, str(w.message), w.filename) for w in caught],
+            "modules": sorted(sys.modules)}
 for new_modules in shims.values():
     for module in new_modules:
         importlib.import_module(module)
@@ -63,22 +73,19 @@ for old, new_modules in shims.items():
                         for name in shim.__all__ if name != "OneLineParser")
     seen[old] = {"warnings": [(w.category.__name__, str(w.message), w.filename) for w in caught],
                  "objects_match": objects_match, "names": len(shim.__all__)}
-print(json.dumps(seen))
-"""
-
-# Imports every command module and the three registries (so that plugins load), recording every warning
-IMPORT_COMMANDS = """
-import importlib, json, sys, warnings
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    for module in json.loads(sys.argv[1]):
-        importlib.import_module(module)
-print(json.dumps({"warnings": [(w.category.__name__, str(w.message), w.filename) for w in caught],
-                  "modules": sorted(sys.modules)}))
+print(json.dumps({"commands": imported, "shims": seen}))
 """
 
 
-def projectSources() -> list[str]:
+@functools.cache
+def parsed(path: str) -> ast.Module:
+    """:return: the parsed Python file ``path`` (read once for all the tests)"""
+    with open(path, encoding="utf-8") as handle:
+        return ast.parse(handle.read(), path)
+
+
+@functools.cache
+def projectSources() -> tuple[str, ...]:
     """
     :return: every Python file of the project (packages, tests, benchmarks, docs, plugins), vendored code excluded
     """
@@ -86,7 +93,7 @@ def projectSources() -> list[str]:
     for folder, subfolders, files in os.walk(ROOT):
         subfolders[:] = sorted(name for name in subfolders if name not in SKIPPED_FOLDERS and not name.startswith("."))
         sources += [os.path.join(folder, name) for name in sorted(files) if name.endswith(".py")]
-    return sources
+    return tuple(sources)
 
 
 def moduleName(path: str) -> str | None:
@@ -151,7 +158,7 @@ def runPython(script: str, argument: object) -> dict:
 def test_the_shim_list_is_every_shim() -> None:
     found = {}
     for path in projectSources():
-        calls = shimCalls(ast.parse(open(path, encoding="utf-8").read(), path))
+        calls = shimCalls(parsed(path))
         if calls:
             assert len(calls) == 1, f"{path} warns {len(calls)} times"
             found[moduleName(path)] = calls[0]
@@ -161,8 +168,23 @@ def test_the_shim_list_is_every_shim() -> None:
         assert named_new == " and ".join(SHIMS[old])
 
 
-def test_every_shim_warns_naming_the_new_path_and_the_removal_version() -> None:
-    seen = runPython(IMPORT_SHIMS, SHIMS)
+def commandModules() -> list[str]:
+    """:return: every module of the project run as a command (``if __name__ == "__main__":``), benchmarks excepted"""
+    return sorted(name for path in projectSources()
+                  if (name := moduleName(path)) and not name.startswith("benchmarks")
+                  and 'if __name__ == "__main__":' in open(path, encoding="utf-8").read())
+
+
+@pytest.fixture(scope="module")
+def freshImports() -> dict:
+    """What one fresh interpreter saw importing the command modules and the registries, then every shim
+    (IMPORT_COMMANDS_THEN_SHIMS)."""
+    commands = commandModules() + ["rl_baselines.core.registry", "srl_models.registry", "environments"]
+    return runPython(IMPORT_COMMANDS_THEN_SHIMS, [commands, SHIMS])
+
+
+def test_every_shim_warns_naming_the_new_path_and_the_removal_version(freshImports) -> None:
+    seen = freshImports["shims"]
     assert sorted(seen) == sorted(SHIMS)
     for old, record in seen.items():
         deprecations = [warning for warning in record["warnings"] if warning[0] == "DeprecationWarning"]
@@ -188,19 +210,17 @@ def test_no_module_of_the_project_imports_a_shim() -> None:
     for path in projectSources():
         if moduleName(path) in SHIMS or os.path.abspath(path) == os.path.abspath(__file__):
             continue
-        imported = importedModules(ast.parse(open(path, encoding="utf-8").read(), path))
+        imported = importedModules(parsed(path))
         offenders += [f"{os.path.relpath(path, ROOT)}: {module}" for module in sorted(imported & set(SHIMS))]
     assert not offenders, "\n".join(offenders)
     assert any("srl-toolbox-cem" in path for path in projectSources())  # the bundled plugin was scanned
 
 
-def test_command_modules_import_silently() -> None:
-    commands = sorted(name for path in projectSources()
-                      if (name := moduleName(path)) and not name.startswith("benchmarks")
-                      and 'if __name__ == "__main__":' in open(path, encoding="utf-8").read())
+def test_command_modules_import_silently(freshImports) -> None:
+    commands = commandModules()
     assert set(COMMAND_WRAPPERS) <= set(commands) and "replay.enjoy_baselines" in commands
     # the registries load every plugin (the bundled cem plugin included)
-    seen = runPython(IMPORT_COMMANDS, commands + ["rl_baselines.core.registry", "srl_models.registry", "environments"])
+    seen = freshImports["commands"]
     ours = [warning for warning in seen["warnings"]
             if "srl-toolbox" in warning[1] or (warning[0] == "DeprecationWarning" and warning[2].startswith(ROOT))]
     assert not ours, ours

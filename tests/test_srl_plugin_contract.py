@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
 import pytest
-from conftest import runModule, snapshot
+from conftest import freshProcesses, runModule, snapshot
 
 from rl_baselines import check_plugin
 from rl_baselines.runs import train
@@ -237,17 +235,19 @@ BOTH_SIDES = textwrap.dedent('''
 
 def test_a_plugin_importing_srl_models_and_rl_baselines_loads_in_every_command(tmp_path):
     """The SRL registry loads on first access, once the RL modules its plugin imports have finished importing: the
-    plugin was skipped by every command as a circular import (a partially initialized rl_baselines module)."""
+    plugin was skipped by every command as a circular import (a partially initialized rl_baselines module). Each
+    command starts fresh (conftest.freshProcesses: the project's modules imported by the command itself):
+    train --help and srl_models.train --help (listing it) print no warning; importing each command module first,
+    then reading the registry, finds it registered and nothing failed."""
     site = tmp_path / "site"
     _installedPlugin(site, "both_plugin", BOTH_SIDES, "both_ae = both_plugin:BothModel\n")
-    env = {"PYTHONPATH": str(site)}
-    result = runModule("rl_baselines.train", "--help", env=env, warm=False)
-    assert result.returncode == 0 and "skipped" not in result.stderr, result.stderr
-    for module in ("rl_baselines.train", "rl_baselines.api", "srl_models.train", "environments.dataset_generator"):
-        script = (f"import {module}\nfrom srl_models.registry import registered_srl, failed_srl_plugins\n"
-                  "print('both_ae' in registered_srl, failed_srl_plugins)\n")
-        result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                env={**os.environ, **env}, timeout=300)
+    modules = ("rl_baselines.train", "rl_baselines.api", "srl_models.train", "environments.dataset_generator")
+    imports = [("-c", f"import {module}\nfrom srl_models.registry import registered_srl, failed_srl_plugins\n"
+                      "print('both_ae' in registered_srl, failed_srl_plugins)\n", [], None) for module in modules]
+    train_help, *imported, srl_help = freshProcesses(
+        {"PYTHONPATH": str(site)}, ("-m", "rl_baselines.train", ["--help"], None), *imports,
+        ("-m", "srl_models.train", ["--help"], None))
+    assert train_help.returncode == 0 and "skipped" not in train_help.stderr, train_help.stderr
+    for module, result in zip(modules, imported, strict=True):
         assert (result.returncode, result.stdout, result.stderr) == (0, "True {}\n", ""), (module, result.stderr)
-    result = runModule("srl_models.train", "--help", env=env, warm=False)
-    assert result.returncode == 0 and "both_ae" in result.stdout and not result.stderr, result.stderr
+    assert srl_help.returncode == 0 and "both_ae" in srl_help.stdout and not srl_help.stderr, srl_help.stderr

@@ -20,6 +20,9 @@ Invariants:
   use); it checks that its imports left torch's random state untouched and that it is single-threaded in Python.
   Its objects are frozen out of the garbage collector (``gc.freeze``) before it forks.
 - Commands that talk to a Ray cluster run in real processes (``warm=False`` at their call sites).
+- An interpreter started with ``libraries_only`` imports the third-party libraries only (THIRD_PARTY), never the
+  project: its commands (``python -m``, ``-c`` or a script) import the project as a fresh process does, plugin loading
+  and its warnings included (conftest.freshProcesses).
 - The forked process gets what a fresh interpreter has: ``sys.path[0]`` is its working directory, the command module
   is not yet imported, stdin is /dev/null, numpy's and torch's global random states are reseeded from the OS
   (``random`` reseeds itself after a fork), and the environment variables that the imports set are set.
@@ -47,6 +50,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import types
 
 # The commands the tests run: the warm interpreter imports each (for its imports) then forgets it, so that it runs
 # fresh as ``__main__``.
@@ -59,6 +63,13 @@ COMMANDS = (
 # Imported by the commands only once they run: torch's optimisers import torch._dynamo at their first construction
 # (over a second); rl_baselines.hyperparam_search imports its command module when its main runs.
 LIBRARIES = ("torch._dynamo", "rl_baselines.sweeps.hyperparam_search")
+# What an interpreter started with ``libraries_only`` imports: the third-party libraries of the commands and none of
+# the project's modules, so that a forked command imports the project itself (its registries' plugin loading and
+# their warnings happen in the command, as in a fresh process). What the libraries print at their import is not in the
+# commands' output.
+THIRD_PARTY = ("torch", "torch._dynamo", "stable_baselines3", "sb3_contrib", "gymnasium", "pybullet", "cv2",
+               "matplotlib", "scipy", "yaml", "tqdm", "PIL", "pygame", "tensorboard", "torch.utils.tensorboard")
+PROJECT_PACKAGES = ("rl_baselines", "srl_models", "environments", "replay", "srl_toolbox", "benchmarks")
 # Variables read when an interpreter starts or when its libraries load (thread pools, allocators, dynamic loader,
 # locale, hash seed, module search path, config and cache folders, temp folder): a command whose environment changes
 # one of them runs in a real subprocess.
@@ -94,13 +105,15 @@ def _receive(sock: socket.socket) -> tuple[dict | None, list[int]]:
 class WarmInterpreter:
     """The test process's handle on its warm interpreter, started on first use, stopped at the process's exit."""
 
-    def __init__(self, repo: str, env: dict[str, str]) -> None:
+    def __init__(self, repo: str, env: dict[str, str], libraries_only: bool = False) -> None:
         """
         :param repo: the repository root (the interpreter's working directory and first import folder)
         :param env: the interpreter's environment (the test session's, taken before any test changes it)
+        :param libraries_only: import the third-party libraries only (THIRD_PARTY), not the project's commands
         """
         self.repo = repo
         self.env = dict(env)
+        self.libraries_only = libraries_only
         self.process: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.log = None
@@ -113,7 +126,8 @@ class WarmInterpreter:
         """Start the interpreter and wait until its imports are done (a failure raises)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.log = tempfile.TemporaryFile()
-        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(theirs.fileno())],
+        self.process = subprocess.Popen([sys.executable, os.path.abspath(__file__), str(theirs.fileno()),
+                                         "libraries" if self.libraries_only else "commands"],
                                         stdin=subprocess.DEVNULL, stdout=self.log, stderr=self.log, env=self.env,
                                         cwd=self.repo, pass_fds=[theirs.fileno()])
         theirs.close()
@@ -150,10 +164,11 @@ class WarmInterpreter:
                 self.process.wait()
             self.process = None
 
-    def run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None
-            ) -> subprocess.CompletedProcess | None:
+    def run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None,
+            kind: str = "-m") -> subprocess.CompletedProcess | None:
         """
-        Run ``python -m module args`` in a fork of the warm interpreter.
+        Run ``python -m module args`` in a fork of the warm interpreter (``kind`` "-c": ``python -c module args``,
+        the code given as ``module``; "script": ``python module args``, the script's path given as ``module``).
 
         :return: the finished command as ``subprocess.run(capture_output=True, text=True)`` returns it; None where
             it cannot run warm (the caller starts a real subprocess)
@@ -165,7 +180,7 @@ class WarmInterpreter:
             if self.process is None or self.process.poll() is not None:
                 self.stop()
                 self.start()
-            return self._run(module, args, env, cwd, timeout)
+            return self._run(module, args, env, cwd, timeout, kind)
         finally:
             self.lock.release()
 
@@ -209,11 +224,12 @@ class WarmInterpreter:
         self.forked += 1
         return reply["pid"]
 
-    def _run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None
-             ) -> subprocess.CompletedProcess | None:
-        command = [sys.executable, "-m", module, *args]
+    def _run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None,
+             kind: str) -> subprocess.CompletedProcess | None:
+        command = [sys.executable, *([kind] if kind != "script" else []), module, *args]
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            pid = self._request({"module": module, "args": args, "env": env, "cwd": cwd}, [out.fileno(), err.fileno()])
+            pid = self._request({"module": module, "args": args, "env": env, "cwd": cwd, "kind": kind},
+                                [out.fileno(), err.fileno()])
             if pid is None:
                 return None
             try:
@@ -340,10 +356,13 @@ def _commandEnvironment(env: dict[str, str], start_env: dict[str, str], import_e
     return result
 
 
-def _importCommands() -> None:
-    """Import every command's dependencies (not the command modules themselves)."""
-    for module in (*COMMANDS, *LIBRARIES):
+def _importCommands(libraries_only: bool) -> None:
+    """Import every command's dependencies (not the command modules themselves), or the third-party ones only."""
+    for module in (THIRD_PARTY if libraries_only else (*COMMANDS, *LIBRARIES)):
         importlib.import_module(module)
+    project = [name for name in sys.modules if name.split(".")[0] in PROJECT_PACKAGES]
+    if libraries_only and project:
+        raise RuntimeError(f"importing the libraries imported the project: {project}")
     torch = sys.modules["torch"]
     fresh = torch.Generator()
     fresh.manual_seed(torch.initial_seed())
@@ -399,7 +418,8 @@ def serve(sock: socket.socket, start_env: dict[str, str], import_env: dict[str, 
 
 
 def runCommand(request: dict, fds: list[int], start_env: dict[str, str], import_env: dict[str, str]) -> None:
-    """In a forked process: become ``python -m module args``, run it and exit as the interpreter would."""
+    """In a forked process: become ``python -m module args`` (or ``-c``, a script), run it and exit as the
+    interpreter would."""
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(_commandEnvironment(request["env"], start_env, import_env))
@@ -408,14 +428,21 @@ def runCommand(request: dict, fds: list[int], start_env: dict[str, str], import_
         os.dup2(fd, target)
         os.close(fd)
     sys.stdout, sys.stderr, sys.stdin = sys.__stdout__, sys.__stderr__, sys.__stdin__
-    sys.path[0] = os.getcwd()
-    sys.argv = ["-m", *request["args"]]
+    kind, target = request.get("kind", "-m"), request["module"]
+    sys.path[0] = {"-m": os.getcwd(), "-c": ""}.get(kind) or os.path.dirname(os.path.abspath(target))
+    sys.argv = [{"script": target}.get(kind, kind), *request["args"]]
     sys.modules["numpy"].random.seed()  # a fresh process seeds numpy's and torch's global generators from the OS
     sys.modules["torch"].seed()
-    _forget(request["module"])
     signal_number = 0
     try:
-        runpy.run_module(request["module"], run_name="__main__", alter_sys=True)
+        if kind == "-c":
+            main_module = sys.modules["__main__"] = types.ModuleType("__main__")
+            exec(compile(target, "<string>", "exec"), main_module.__dict__)
+        elif kind == "script":
+            runpy.run_path(target, run_name="__main__")
+        else:
+            _forget(target)
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
         code = 0
     except SystemExit as stop:
         code = _exitCode(stop)
@@ -462,11 +489,11 @@ def _finish(code: int, signal_number: int) -> int:
     return code & 0xFF if code >= 0 else code
 
 
-def main(fd: int) -> None:
+def main(fd: int, mode: str) -> None:
     sock = socket.socket(fileno=fd)
     start_env = dict(os.environ)
     sys.path[0] = os.getcwd()  # as `python -m` from the repository: the project's packages first
-    _importCommands()
+    _importCommands(mode == "libraries")
     for module in COMMANDS:
         _forget(module)
     import_env = dict(os.environ)
@@ -478,4 +505,4 @@ def main(fd: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[2])
