@@ -259,8 +259,9 @@ def _trainCartPole(algo_class: type, n_envs: int, max_steps: int, seed: int = 0)
 
     def callback(_locals, _globals) -> bool:
         episode_rewards.extend(info["episode"]["r"] for info in _locals["infos"] if "episode" in info)
-        # Stop once the last 20 episodes average 200 (CartPole-v1 caps episodes at 500).
-        return not (len(episode_rewards) >= 20 and np.mean(episode_rewards[-20:]) >= 200)
+        # Stop once the last 20 episodes average 160 (CartPole-v1 caps episodes at 500; a random policy scores
+        # about 22): that it gets there within the budget is the check.
+        return not (len(episode_rewards) >= 20 and np.mean(episode_rewards[-20:]) >= 160)
 
     model = OnCartPole()
     args = trainArgs(seed=seed, num_timesteps=max_steps, num_cpu=n_envs, load_rl_model_path=None)
@@ -271,7 +272,8 @@ def _trainCartPole(algo_class: type, n_envs: int, max_steps: int, seed: int = 0)
 @pytest.mark.slow
 @pytest.mark.parametrize("algo_class, n_envs, max_steps", [(ACERModel, 8, 100_000), (ACKTRModel, 4, 60_000)])
 def test_learns_cartpole(algo_class, n_envs, max_steps):
-    # Measured (seed 0, default hyperparameters): acer ~31k steps, acktr ~13k steps to a last-20 mean of 200.
+    # Measured (default hyperparameters, seeds 0-2): acer 29k-49k steps, acktr 18k-21k steps to a last-20 mean of
+    # 160.
     steps, episode_rewards = _trainCartPole(algo_class, n_envs, max_steps)
     assert len(episode_rewards) >= 20
     assert np.mean(episode_rewards[-20:]) > 150, f"{algo_class.NAME}: {steps} steps, last rewards {episode_rewards[-20:]}"
