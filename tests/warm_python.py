@@ -139,9 +139,10 @@ class WarmInterpreter:
 
     def endLaunched(self) -> None:
         """Kill the command started by :meth:`launch` if it still runs (a failed test's), and wait for it."""
-        if self.launched is not None and self.sock is not None:
-            self.launched.kill()
-            self.launched.wait()
+        launched = self.launched
+        if launched is not None and self.sock is not None:
+            launched.kill()
+            launched.wait()
 
     def logText(self) -> str:
         """:return: what the interpreter printed itself (import errors)"""
