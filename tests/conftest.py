@@ -133,9 +133,15 @@ def freshProcesses(env: dict[str, str], *commands: tuple, timeout: float = 600) 
     :param env: extra environment variables (a plugin site's PYTHONPATH)
     :param commands: ``("-m", MODULE, ARGS, CWD)``, ``("-c", CODE, ARGS, CWD)`` or ``("script", PATH, ARGS, CWD)``
         (ARGS a list, CWD None for the repository)
-    :return: each command's finished process, in order, with text stdout and stderr
+    :return: each command's finished process, in order, with text stdout and stderr (real processes where
+        SRL_TESTS_NO_WARM=1)
     """
-    interpreter = WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1", **env}, libraries_only=True)
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+    if full_env.get(NO_WARM_VARIABLE) == "1":
+        return [subprocess.run([sys.executable, *([kind] if kind != "script" else []), str(target),
+                                *map(str, args)], capture_output=True, text=True, timeout=timeout, env=full_env,
+                               cwd=str(cwd or REPO)) for kind, target, args, cwd in commands]
+    interpreter = WarmInterpreter(REPO, full_env, libraries_only=True)
     try:
         results = [interpreter.run(str(target), list(map(str, args)), interpreter.env, str(cwd or REPO), timeout,
                                    kind) for kind, target, args, cwd in commands]
