@@ -175,7 +175,8 @@ def test_lowpoly_draws_the_floor_once_per_camera_and_its_frames_are_tinyrenderer
         np.testing.assert_array_equal(observation[:, :, :3], _image(env))
         if terminated or truncated:
             env.reset(seed=index)
-    assert floor_pixels > len(actions) * len(cameras) * 100  # the floor is in every frame, and came from the floor image
+    # the floor is in every frame, and came from the floor image
+    assert floor_pixels > len(actions) * len(cameras) * 100
     assert equal >= frames - 3, f"{frames - equal} of {frames} frames differ by TinyRenderer's jitter"
     env.close()
     for renderer, composites in ((None, True), ("tinyrenderer", False)):  # lowpoly is the default; the reference
