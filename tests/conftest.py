@@ -10,12 +10,11 @@ import glob
 import os
 import signal
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
-from warm_python import NO_WARM_VARIABLE, WarmInterpreter, WarmProcess
+from warm_python import NO_WARM_VARIABLE, WarmInterpreter, WarmProcess, commandLine
 
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
@@ -39,6 +38,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # This test process's warm interpreter (started by the first command that runs warm)
 WARM = WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def _commandEnv(env: dict | None) -> dict[str, str]:
+    """:return: the environment of a command the tests run: this process's, unbuffered output, then ``env``"""
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
 atexit.register(WARM.stop)
 
 
@@ -73,7 +77,7 @@ def siteInterpreter(env: dict[str, str]) -> WarmInterpreter:
         commands then run as a fresh process with that environment would, except that what the imports printed (a
         skipped plugin's warning) is not in their output; the caller stops it
     """
-    return WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1", **env})
+    return WarmInterpreter(REPO, _commandEnv(env))
 
 
 def runModule(module: str, *args: str, env: dict | None = None, timeout: float = 300, cwd: str | None = None,
@@ -90,13 +94,13 @@ def runModule(module: str, *args: str, env: dict | None = None, timeout: float =
         environment); one from :func:`siteInterpreter` for commands with that site's ``env``
     :return: the finished process, with text stdout/stderr
     """
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env = _commandEnv(env)
     arguments = list(map(str, args))
     if warm and full_env.get(NO_WARM_VARIABLE) != "1":
         result = (interpreter or WARM).run(module, arguments, full_env, cwd or REPO, timeout)
         if result is not None:
             return result
-    return subprocess.run([sys.executable, "-m", module, *arguments], capture_output=True, text=True,
+    return subprocess.run(commandLine("-m", module, arguments), capture_output=True, text=True,
                           timeout=timeout, env=full_env, cwd=cwd or REPO)
 
 
@@ -113,13 +117,13 @@ def startModule(module: str, *args: str, env: dict | None = None, cwd: str | Non
     :param start_new_session: the command leads a new session (its own process group)
     :return: the running command: a WarmProcess or a Popen (pid, poll, wait, communicate, send_signal, kill)
     """
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    full_env = _commandEnv(env)
     arguments = list(map(str, args))
     if warm and full_env.get(NO_WARM_VARIABLE) != "1":
         process = WARM.launch(module, arguments, full_env, cwd or REPO, stdout, stderr, start_new_session)
         if process is not None:
             return process
-    return subprocess.Popen([sys.executable, "-m", module, *arguments], stdout=stdout or subprocess.PIPE,
+    return subprocess.Popen(commandLine("-m", module, arguments), stdout=stdout or subprocess.PIPE,
                             stderr=stderr or subprocess.PIPE, text=True, env=full_env, cwd=cwd or REPO,
                             start_new_session=start_new_session)
 
@@ -136,11 +140,11 @@ def freshProcesses(env: dict[str, str], *commands: tuple, timeout: float = 600) 
     :return: each command's finished process, in order, with text stdout and stderr (real processes where
         SRL_TESTS_NO_WARM=1)
     """
-    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **env}
+    full_env = _commandEnv(env)
     if full_env.get(NO_WARM_VARIABLE) == "1":
-        return [subprocess.run([sys.executable, *([kind] if kind != "script" else []), str(target),
-                                *map(str, args)], capture_output=True, text=True, timeout=timeout, env=full_env,
-                               cwd=str(cwd or REPO)) for kind, target, args, cwd in commands]
+        return [subprocess.run(commandLine(kind, str(target), list(map(str, args))), capture_output=True, text=True,
+                               timeout=timeout, env=full_env, cwd=str(cwd or REPO))
+                for kind, target, args, cwd in commands]
     interpreter = WarmInterpreter(REPO, full_env, libraries_only=True)
     try:
         results = [interpreter.run(str(target), list(map(str, args)), interpreter.env, str(cwd or REPO), timeout,

@@ -137,6 +137,12 @@ class WarmInterpreter:
             self.stop()
             raise RuntimeError(f"the warm interpreter did not start:\n{self.logText()}")
 
+    def _startIfNeeded(self) -> None:
+        """Start the interpreter on first use, or again when it ended."""
+        if self.process is None or self.process.poll() is not None:
+            self.stop()
+            self.start()
+
     def endLaunched(self) -> None:
         """Kill the command started by :meth:`launch` if it still runs (a failed test's), and wait for it."""
         launched = self.launched
@@ -178,9 +184,7 @@ class WarmInterpreter:
         if not self.lock.acquire(blocking=False):
             return None  # another thread of this test process has a command running warm
         try:
-            if self.process is None or self.process.poll() is not None:
-                self.stop()
-                self.start()
+            self._startIfNeeded()
             return self._run(module, args, env, cwd, timeout, kind)
         finally:
             self.lock.release()
@@ -199,9 +203,7 @@ class WarmInterpreter:
         if not self.lock.acquire(blocking=False):
             return None
         try:
-            if self.process is None or self.process.poll() is not None:
-                self.stop()
-                self.start()
+            self._startIfNeeded()
             out = stdout or tempfile.TemporaryFile()
             err = stderr or tempfile.TemporaryFile()
             pid = self._request({"module": module, "args": args, "env": env, "cwd": cwd,
@@ -212,7 +214,7 @@ class WarmInterpreter:
         if pid is None:
             self.lock.release()
             return None
-        return WarmProcess(self, [sys.executable, "-m", module, *args], pid, None if stdout else out,
+        return WarmProcess(self, commandLine("-m", module, args), pid, None if stdout else out,
                            None if stderr else err)
 
     def _request(self, request: dict, fds: list[int]) -> int | None:
@@ -227,7 +229,7 @@ class WarmInterpreter:
 
     def _run(self, module: str, args: list[str], env: dict[str, str], cwd: str, timeout: float | None,
              kind: str) -> subprocess.CompletedProcess | None:
-        command = [sys.executable, *([kind] if kind != "script" else []), module, *args]
+        command = commandLine(kind, module, args)
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             pid = self._request({"module": module, "args": args, "env": env, "cwd": cwd, "kind": kind},
                                 [out.fileno(), err.fileno()])
@@ -267,6 +269,11 @@ class WarmInterpreter:
             self.process = None
             raise RuntimeError(f"the warm interpreter ended (exit {code}):\n{self.logText()}")
         return message
+
+
+def commandLine(kind: str, target: str, args: list[str]) -> list[str]:
+    """:return: the real interpreter's command line of ``python -m target``, ``-c target`` or a script ``target``"""
+    return [sys.executable, *([kind] if kind != "script" else []), target, *args]
 
 
 def _text(handle) -> str:
