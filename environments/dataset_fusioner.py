@@ -9,7 +9,7 @@ name, or a copy, would put copies of training episodes among held-out ones. Epis
 of each one's actions, rewards, ground-truth states and target, :func:`episodeDigests`; no image is read), so copies
 are caught whatever their config says. Images are hard-linked when the file system allows it (copied otherwise),
 and the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources
-are kept unless ``--delete-sources``.
+are kept unless ``--delete-sources`` (which refuses a DST inside a source: it would be removed with it).
 """
 from __future__ import annotations
 
@@ -203,14 +203,15 @@ def _linkOrCopy(source: str, destination: str) -> None:
         shutil.copy2(source, destination)
 
 
-def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
+def merge(sources: list[str], destination: str, delete_sources: bool = False) -> dict[str, np.ndarray]:
     """
     Write the merged dataset (through a partial folder renamed at the end).
 
     :param sources: source dataset folders, in order
     :param destination: the new dataset folder (must not exist)
+    :param delete_sources: the sources are to be removed afterwards (by the caller): DST may not lie inside one
     :return: the merged arrays
-    :raises UsageError: bad sources, or the destination exists
+    :raises UsageError: bad sources, the destination exists or lies inside a source to be deleted
     """
     destination = os.path.normpath(destination)
     name = os.path.basename(destination)
@@ -224,12 +225,18 @@ def merge(sources: list[str], destination: str) -> dict[str, np.ndarray]:
         if real in seen:
             raise UsageError(f"the same source dataset is given twice: {seen[real]!r} and {source!r}")
         seen[real] = source
+    parent = os.path.dirname(destination) or "."
+    if delete_sources:
+        real_parent = os.path.realpath(parent)
+        for source, real in zip(sources, real_sources):
+            if os.path.commonpath([real, real_parent]) == real:
+                raise UsageError(f"destination {destination!r} lies inside source {source!r}, which --delete-sources "
+                                 "would remove with it; choose a destination outside the sources")
+    partial = partialFolder(parent, name)
     datasets = [loadDataset(source) for source in sources]
     checkCompatible(datasets)
     checkDistinctEpisodes(datasets)
 
-    parent = os.path.dirname(destination) or "."
-    partial = partialFolder(parent, name)
     if os.path.exists(partial):
         shutil.rmtree(partial)  # left by an interrupted merge: nothing in it is reused
     os.makedirs(partial)
@@ -279,7 +286,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"--merge needs at least two sources and a destination (SRC1 SRC2 DST), got "
                          f"{len(args.merge)} path{'s' if len(args.merge) != 1 else ''}")
     *sources, destination = args.merge
-    result = merge(sources, destination)
+    result = merge(sources, destination, delete_sources=args.delete_sources)
     episodes = int(np.count_nonzero(result["episode_starts"]))
     print(f"Dataset: {destination} ({episodes} episode{'s' * (episodes != 1)}, {len(result['rewards'])} frames, from "
           f"{len(sources)} datasets)")

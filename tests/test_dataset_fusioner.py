@@ -92,3 +92,14 @@ def test_an_episodes_digest_does_not_depend_on_the_arrays_dtypes():
     assert digests[0] == digests[1] and digests[0][0][0] == "record_000"
     moved = {**rows, "actions": np.array([0, 1, 2])}
     assert dataset_fusioner.episodeDigests({"arrays": moved}) != digests[0]
+
+
+def test_a_destination_inside_a_source_is_refused_with_delete_sources(tmp_path, capsys):
+    """``--merge a b a/merged --delete-sources`` wrote a/merged, then removed a with it and said it succeeded."""
+    a = generate(tmp_path, "a", 1, "--seed", "5")
+    b = generate(tmp_path, "b", 1, "--seed", "6")
+    assertRefused(capsys, tmp_path, [a, b, os.path.join(a, "merged"), "--delete-sources"],
+                  f"destination {os.path.join(a, 'merged')!r} lies inside source {a!r}", "--delete-sources")
+    code, out, err = fuse(capsys, a, b, os.path.join(a, "merged"))  # sources kept: allowed
+    assert code == 0, err
+
