@@ -9,7 +9,10 @@ name, or a copy, would put copies of training episodes among held-out ones. Epis
 of each one's actions, rewards, ground-truth states and target, :func:`episodeDigests`; no image is read), so copies
 are caught whatever their config says. Images are hard-linked when the file system allows it (copied otherwise),
 and the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources
-are kept unless ``--delete-sources`` (which refuses a DST inside a source: it would be removed with it).
+are kept unless ``--delete-sources`` (which refuses a DST inside a source: it would be removed with it). A
+``.<DST>.partial`` left by an interrupted merge is replaced; one holding a dataset_generator recording of DST's name
+(its settings file or episodes folder: an interrupted recording ``--resume`` finishes, or one in progress) is
+refused.
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from environments.dataset import Dataset
-from environments.partial_folder import partialFolder
+from environments.partial_folder import EPISODES_FOLDER, SETTINGS_FILE, partialFolder
 from srl_toolbox.cli import CLIParser, UsageError, runCommand
 from srl_toolbox.files import NPZ_READ_ERRORS, NotNpzFile, loadNpz, writeJson, writeNpz
 
@@ -211,7 +214,8 @@ def merge(sources: list[str], destination: str, delete_sources: bool = False) ->
     :param destination: the new dataset folder (must not exist)
     :param delete_sources: the sources are to be removed afterwards (by the caller): DST may not lie inside one
     :return: the merged arrays
-    :raises UsageError: bad sources, the destination exists or lies inside a source to be deleted
+    :raises UsageError: bad sources, the destination exists, lies inside a source to be deleted, or its partial
+        folder holds a dataset_generator recording
     """
     destination = os.path.normpath(destination)
     name = os.path.basename(destination)
@@ -233,6 +237,9 @@ def merge(sources: list[str], destination: str, delete_sources: bool = False) ->
                 raise UsageError(f"destination {destination!r} lies inside source {source!r}, which --delete-sources "
                                  "would remove with it; choose a destination outside the sources")
     partial = partialFolder(parent, name)
+    if any(os.path.exists(os.path.join(partial, file_name)) for file_name in (SETTINGS_FILE, EPISODES_FOLDER)):
+        raise UsageError(f"{partial} holds a dataset_generator recording of {name!r} (interrupted or in progress): "
+                         "finish it with the generator's --resume or remove it, or choose another destination")
     datasets = [loadDataset(source) for source in sources]
     checkCompatible(datasets)
     checkDistinctEpisodes(datasets)

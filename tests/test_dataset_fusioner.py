@@ -103,3 +103,19 @@ def test_a_destination_inside_a_source_is_refused_with_delete_sources(tmp_path, 
     code, out, err = fuse(capsys, a, b, os.path.join(a, "merged"))  # sources kept: allowed
     assert code == 0, err
 
+
+def test_an_interrupted_recording_of_the_destinations_name_is_kept(tmp_path, capsys):
+    """The merge removed ``.NAME.partial`` as its own leftover, though it was the generator's interrupted recording of
+    NAME (its settings file and episodes folder), which ``--resume`` would have finished."""
+    a = generate(tmp_path, "a", 1, "--seed", "7")
+    b = generate(tmp_path, "b", 1, "--seed", "8")
+    recording = tmp_path / ".ab.partial"
+    (recording / "episodes").mkdir(parents=True)
+    (recording / "generation.json").write_text("{}")
+    assertRefused(capsys, tmp_path, [a, b, tmp_path / "ab"], f"{recording} holds a dataset_generator recording",
+                  "--resume")
+    shutil.rmtree(recording)
+    (recording / "record_000").mkdir(parents=True)  # an interrupted merge's leftover (a generator refused on it left
+    (recording / ".lock").write_text("")  # its lock file): replaced
+    code, out, err = fuse(capsys, a, b, tmp_path / "ab")
+    assert code == 0 and not recording.exists(), err
