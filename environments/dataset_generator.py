@@ -35,8 +35,8 @@ what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``lo
 {} then, and ``checkObservation(env, observation)``, not called then). Random effector moves of an arm are recorded
 with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in the env it was trained in (its
 physics version too), so its run's ``force_down`` decides, its run's renderer draws the frames unless ``--renderer``
-says otherwise (with a warning), and the keywords its algorithm built its env with beyond its flags
-(``env_keywords``, from an ``envKeywords`` override: a plugin's ``relative_pos``, ``fpv``...) apply, but for those the
+says otherwise (with a warning for an agent on images), and the keywords its algorithm built its env with beyond its
+flags (``env_keywords``, from an ``envKeywords`` override: a plugin's ``relative_pos``, ``fpv``...) apply, but for those the
 dataset decides (:data:`DATASET_KEYWORDS`); dataset_config.json records them as ``run_env_kwargs``. An agent acting on
 images is refused where the dataset's cameras are not its own, and any agent whose observations, rebuilt from the
 dataset's env, have another shape than its observation space's (``checkObservation``: an algorithm whose ``makeEnv``
@@ -244,7 +244,7 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
             raise UsageError(f"--policy {config.policy!r} acts on images of {run.cameras} camera"
                              f"{'s' if run.cameras > 1 else ''}: " + (f"pass {flags}" if run.cameras > 1 else
                                                                       f"drop {flags}"))
-        if trained_on is not None and renderer != trained_on:
+        if trained_on is not None and renderer != trained_on and getattr(run, "pixels", False):  # (a state: unseen)
             warnings.warn(f"--policy {config.policy!r} was trained on frames drawn by {trained_on} and this dataset "
                           f"draws them with --renderer {renderer}: the agent may act otherwise (leave --renderer out "
                           f"to record with {trained_on})", stacklevel=2)

@@ -483,9 +483,9 @@ def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_for
 @pytest.mark.parametrize("run_renderer", ["tinyrenderer", "sprites", None])
 def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_renderer):
     """--renderer left out: a replayed agent's run's renderer draws the dataset (a loader without one: the env's
-    default); another --renderer is taken with a one-line warning naming both."""
+    default); another --renderer is taken with a one-line warning naming both (the agent acts on images)."""
     fields = {} if run_renderer is None else {"renderer": run_renderer}
-    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", **fields)
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", pixels=True, **fields)
 
     def renderer(*flags: str) -> str:
         return kwargs(*flags).get("renderer", "tinyrenderer")  # no keyword: the reference (rendererKeywords)
@@ -500,6 +500,16 @@ def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_
         return
     with pytest.warns(UserWarning, match=f"trained on frames drawn by {run_renderer} .* --renderer {other}"):
         assert renderer("--policy", run_dir, "--renderer", other) == other
+
+
+def test_a_replayed_agent_on_the_state_is_not_warned_about_the_renderer(tmp_path, monkeypatch):
+    """An agent acting on the env's state (ground_truth) never sees the frames: another --renderer does not change
+    what it does, and the warning that it "may act otherwise" was wrong."""
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", renderer="sprites", pixels=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert kwargs("--policy", run_dir, "--renderer", "tinyrenderer").get("renderer", "tinyrenderer") == \
+            "tinyrenderer"
 
 
 def test_without_env_a_replayed_agent_records_in_its_runs_env(tmp_path, monkeypatch):
