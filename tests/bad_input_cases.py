@@ -250,7 +250,7 @@ CASES = [
     ("generator-joints-on-mobile-robot", GENERATOR, ["-c", "-joints", "--save-path", "{data}"],
      ["--action-joints", "MobileRobotGymEnv-v0"]),
     ("generator-existing-dataset", GENERATOR, ["--save-path", "{data}", "--name", "tiny", "--num-episode", "1"],
-     ["tiny", "already exists", "--force"]),
+     ["{tiny}", "already exists", "--force"]),
     ("generator-policy-of-other-env", GENERATOR,
      ["--env", "MobileRobot1DGymEnv-v0", "--policy", "{run}", "--save-path", "{data}"],
      ["MobileRobotGymEnv-v0", "not --env MobileRobot1DGymEnv-v0"]),
