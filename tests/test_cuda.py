@@ -14,8 +14,8 @@ import os
 import numpy as np
 import pytest
 import torch
-from conftest import runFolder, runModule, runTrain
-from test_determinism import ALGO_ARGS
+from conftest import interruptThenResume, runFolder, runModule, runTrain
+from test_determinism import ALGO_ARGS, monitorRows
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.checkpointing import readManifest
@@ -88,6 +88,23 @@ def test_a_run_interrupted_on_the_gpu_resumes_on_the_cpu(tmp_path, monkeypatch: 
     manifest = readManifest(run_dir)
     assert manifest["finished"] and manifest["num_timesteps"] == 256
     assert _recordedDevice(run_dir) == RECORDED  # args.json keeps the run's own arguments; --device is this resume's
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_a_run_stopped_on_the_gpu_resumes_as_the_uninterrupted_run(tmp_path, monkeypatch: pytest.MonkeyPatch,
+                                                                  algo: str) -> None:
+    """sac samples its actions and td3 its target noise from the GPU's generator, which the checkpoint keeps:
+    stopped at step 400, resumed from the checkpoint at 250 (an episode end), the run is the uninterrupted one."""
+    args = ["--algo", algo, *GT, "-c", "--num-timesteps", "750", "--checkpoint-freq", "250", "--seed", "0",
+            "--device", DEVICE, "--hyperparam", "learning_starts:100", "batch_size:16", "train_freq:5"]
+    assert train.main([*args, "--log-dir", str(tmp_path / "reference"), "--no-vis", "--no-progress"]) == 0
+    (reference,) = glob.glob(str(tmp_path / "reference" / "*" / "*" / "*" / "*"))
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, at_step=400)
+    assert monitorRows(run_dir) == monitorRows(reference)
+    resumed, uninterrupted = (registered_rl[algo][0].load(os.path.join(folder, f"{algo}_model.zip")).model.policy
+                              for folder in (run_dir, reference))
+    assert all(torch.equal(mine, theirs.to(mine.device))
+               for mine, theirs in zip(resumed.state_dict().values(), uninterrupted.state_dict().values()))
 
 
 def test_auto_gives_a_cnn_policy_the_gpu_and_ppo_on_a_state_the_cpu(tmp_path) -> None:

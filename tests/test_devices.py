@@ -11,11 +11,13 @@ import os
 import shutil
 
 import gymnasium as gym
+import numpy as np
 import pytest
 import torch
 from conftest import runModule, trainHere
 
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.training_state import RNG_FILE, captureGlobalRNG, restoreGlobalRNG
 from rl_baselines.rl_algorithm.acer import ACERModel
 from rl_baselines.runs import train
 from rl_baselines.runs.resume import loadResumeArgs
@@ -23,6 +25,7 @@ from rl_baselines.runs.run_policy import readRunArgs
 from rl_baselines.runs.train import baseParser
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import checkedDevice, parseDevice, resolveDevice, reuseDevice, runDevice
+from srl_toolbox.files import writeNpz
 
 GT = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth"]
 
@@ -181,3 +184,27 @@ def test_torch_model_file_loads_onto_the_requested_device(tmp_path) -> None:
     assert loaded.device == torch.device("cpu")
     assert all(torch.equal(a, b) for a, b in zip(model.policy.state_dict().values(),
                                                  loaded.policy.state_dict().values()))
+
+
+def test_a_checkpoint_keeps_the_gpus_generators(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+    """A policy on a GPU draws its actions (sac), target noise (td3) and --augment offsets from the CUDA generators:
+    the checkpoint's rng_state.npz keeps each device's, and a resume sets them back (on the devices the machine
+    has). Simulated: two CPU generators stand for the GPUs' generators."""
+    _fakeCuda(monkeypatch, 2)
+    gpus = [torch.Generator().manual_seed(seed) for seed in (1, 2)]
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [gpu.get_state() for gpu in gpus])
+    monkeypatch.setattr(torch.cuda, "set_rng_state", lambda state, device: gpus[device].set_state(state))
+
+    def draws() -> list[float]:
+        return [torch.rand(3, generator=gpu).sum().item() for gpu in gpus]
+
+    writeNpz(str(tmp_path / RNG_FILE), captureGlobalRNG())  # as a checkpoint writes it
+    expected = draws()
+    with np.load(tmp_path / RNG_FILE, allow_pickle=False) as saved:
+        restoreGlobalRNG(saved)
+    assert draws() == expected
+    _fakeCuda(monkeypatch, 0)  # a GPU run resumed on a CPU-only machine: nothing to set, nothing refused
+    with np.load(tmp_path / RNG_FILE, allow_pickle=False) as saved:
+        restoreGlobalRNG(saved)
+    assert draws() != expected

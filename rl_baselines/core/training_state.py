@@ -1,6 +1,8 @@
 """The state a checkpoint keeps beyond the model file, as NumPy arrays and JSON (never pickle).
 
-- global random generators: Python's ``random``, NumPy's legacy global generator and torch's CPU generator;
+- global random generators: Python's ``random``, NumPy's legacy global generator, torch's CPU generator and, once
+  the process has initialised CUDA, each GPU's generator (a policy on a GPU samples its actions, TD3 its
+  target noise and ``--augment`` its offsets there);
 - each env's generator as it was when its current episode started (:class:`EpisodeStartRNG`): a resumed run replays
   the episode that was in progress from the same start, since an env's internal state (PyBullet bodies...) is not
   saved;
@@ -36,10 +38,14 @@ _SCALAR_TYPES = (bool, int, float)
 
 
 def captureGlobalRNG() -> dict[str, np.ndarray]:
-    """:return: the states of Python's, NumPy's (legacy global) and torch's (CPU) generators, as arrays"""
+    """
+    :return: the states of Python's, NumPy's (legacy global) and torch's CPU generators, as arrays, and with
+        ``torch_cuda_states`` each CUDA device's generator (one row per device) once this process initialised CUDA
+        (a process that never did draws nothing there, and reading them would initialise it)
+    """
     version, python_state, gauss = random.getstate()
     _, keys, position, has_gauss, cached_gaussian = np.random.get_state()
-    return {
+    arrays = {
         "python_version": np.asarray(version),
         "python_state": np.asarray(python_state, dtype=np.uint64),
         "python_gauss": np.asarray(np.nan if gauss is None else gauss, dtype=np.float64),
@@ -49,11 +55,15 @@ def captureGlobalRNG() -> dict[str, np.ndarray]:
         "numpy_cached_gaussian": np.asarray(cached_gaussian, dtype=np.float64),
         "torch_state": torch.get_rng_state().numpy(),
     }
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        arrays["torch_cuda_states"] = np.stack([state.numpy() for state in torch.cuda.get_rng_state_all()])
+    return arrays
 
 
 def restoreGlobalRNG(arrays: Any) -> None:
     """
-    :param arrays: what :func:`captureGlobalRNG` returned (or the npz file holding it)
+    :param arrays: what :func:`captureGlobalRNG` returned (or the npz file holding it); its CUDA generators are set
+        on the devices this machine has (none without CUDA: a GPU run resumed on the CPU draws nothing there)
     """
     gauss = float(arrays["python_gauss"])
     random.setstate((int(arrays["python_version"]), tuple(int(x) for x in arrays["python_state"]),
@@ -61,6 +71,10 @@ def restoreGlobalRNG(arrays: Any) -> None:
     np.random.set_state(("MT19937", np.asarray(arrays["numpy_keys"], dtype=np.uint32), int(arrays["numpy_position"]),
                          int(arrays["numpy_has_gauss"]), float(arrays["numpy_cached_gaussian"])))
     torch.set_rng_state(torch.as_tensor(np.asarray(arrays["torch_state"], dtype=np.uint8)))
+    if "torch_cuda_states" in getattr(arrays, "files", arrays) and torch.cuda.is_available():
+        states = np.asarray(arrays["torch_cuda_states"], dtype=np.uint8)
+        for device in range(min(len(states), torch.cuda.device_count())):
+            torch.cuda.set_rng_state(torch.as_tensor(states[device]), device)
 
 
 def generatorState(generator: np.random.Generator | None) -> dict[str, Any] | None:

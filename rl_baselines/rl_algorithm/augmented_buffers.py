@@ -15,7 +15,7 @@ Invariants: the stored arrays are never written by an augmentation (each view is
 are channel-first images (SB3 transposes HWC frames with VecTransposeImage before anything is stored), of the
 observation space's dtype (uint8 here: shifted as floats and cast back, exactly, since a shift only moves pixels);
 the offsets are drawn from torch's global generator of the batch's device, which SB3 seeds with the run's seed (a
-run on the CPU is the same for a seed) and a checkpoint saves on the CPU (with the other global generators).
+run on the CPU is the same for a seed) and a checkpoint saves with the other global generators (a GPU's too).
 ``none`` leaves a buffer as SB3's own: the algorithms then get SB3's buffer class itself.
 """
 from __future__ import annotations
