@@ -14,9 +14,11 @@ longer than the figure is wide wraps):
 - the trajectory in the ground-truth state space, read from the env itself (``getGroundTruth`` and ``getTargetPos``
   through ``VecEnv.env_method``) whatever the agent observes (pixels, a learned SRL state): each point is a state in
   which the agent acted, coloured by the reward that action earned, with the episode's path as a thin line and the
-  target as a star. ``PLOT_TYPE`` of the env class says 2D or 3D; a 1-D ground truth is drawn against the step,
-  the target's x as a dashed crimson line over the steps (broken between episodes, so that a target drawn anew at
-  each reset shows where it was). Axes are in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``) where it declares one.
+  target as a star (a target that moves within its episode, as KukaMovingButton's button or CarRacing's point
+  ahead, as its path: a crimson line). ``PLOT_TYPE`` of the env class says 2D or 3D; a 1-D ground truth is drawn
+  against the step, the target's x as a dashed crimson line over the steps (broken between episodes, so that a
+  target drawn anew at each reset shows where it was). Axes are in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``)
+  where it declares one.
 
 Live: every ``LIVE_EVERY`` steps and at the end, in the visdom environment given (windows ``<env>_action_proba``
 and ``<env>_trajectory``, characters other than letters, digits, ``-`` and ``_`` becoming ``_``; the same action
@@ -49,6 +51,10 @@ LIVE_EVERY = 50  # steps between two visdom redraws (each resends the whole hist
 MAX_LIVE_POINTS = 2000
 COLOUR_MAP = "viridis"  # perceptually uniform, readable by colour-blind people
 TITLE_CHAR_PX = 11  # a generous width of one character of a figure's title (12 pt at 100 dpi), for wrapping it
+# Distinct target positions within one episode up to which each is drawn as a star (MobileRobot2Target's two
+# targets); a target with more positions in its episode moves (KukaMovingButton's button, CarRacing's point
+# ahead) and is drawn as its path, a line, rather than as a star at every step.
+MAX_TARGET_STARS = 2
 
 
 def rewardColours(rewards: np.ndarray) -> np.ndarray:
@@ -175,6 +181,32 @@ class ReplayTrace:
         if targets.shape[1] % state_dim != 0:  # not one or several positions of the ground truth's kind
             return np.zeros((0, self.gt_dim_shown))
         return np.unique(targets.reshape(-1, state_dim)[:, :self.gt_dim_shown], axis=0)
+
+    def targetPaths(self) -> tuple[np.ndarray, list[np.ndarray]]:
+        """
+        The targets as the PNG draws them: the positions of the targets that stay put within their episode (at most
+        MAX_TARGET_STARS distinct positions in it), and the path of each target that moves within its episode.
+
+        :return: ((k, 2 or 3) the distinct positions of the targets that stay put, [(n, 2 or 3) the positions of a
+            moving target at each step of its episode, one array per episode and target]); both empty when
+            :meth:`targetPoints` is
+        """
+        points = self.targetPoints()
+        if not len(points):
+            return points, []
+        state_dim = np.asarray(self.states[0]).size
+        targets = np.asarray(self.targets[:len(self)], dtype=np.float64).reshape(len(self), -1, state_dim)
+        targets = targets[:, :, :self.gt_dim_shown]
+        episodes = np.asarray(self.episodes[:len(self)])
+        still, paths = [], []
+        for episode in np.unique(episodes):
+            seen = targets[episodes == episode]
+            if len(np.unique(seen.reshape(len(seen), -1), axis=0)) <= MAX_TARGET_STARS:
+                still.append(seen.reshape(-1, seen.shape[-1]))
+            else:
+                paths.extend(seen[:, column] for column in range(seen.shape[1]))
+        still_points = np.unique(np.concatenate(still), axis=0) if still else np.zeros((0, points.shape[1]))
+        return still_points, paths
 
 
 class ReplayVisdom(VisdomPlotter):
@@ -417,7 +449,9 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
     order = np.argsort(rare, kind="stable")
     scatter = axes.scatter(*points[order].T, c=rewards[order], cmap=COLOUR_MAP, norm=norm,
                            s=np.where(rare[order], 30, 14), zorder=3)
-    targets, track = trace.targetPoints(), trace.targetTrack()
+    (targets, paths), track = trace.targetPaths(), trace.targetTrack()
+    for index, path in enumerate(paths):  # a target that moves within its episode: its path
+        axes.plot(*path.T, color="crimson", linewidth=2, zorder=2, label=None if index else "target's path")
     if len(targets):
         axes.scatter(*targets.T, marker="*", s=260, color="crimson", edgecolors="black", label="target", zorder=4)
     for column in range(track.shape[1]):  # a 1-D target: its x at each step, broken between episodes
@@ -426,7 +460,7 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
             label = "target" if column == 0 and episode == episodes[0] else None
             axes.plot(steps, track[steps, column], color="crimson", linestyle="--", linewidth=1.5, label=label,
                       zorder=2)
-    if len(targets) or track.shape[1]:
+    if len(targets) or paths or track.shape[1]:
         axes.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), frameon=False)  # above the plot, not over it
     figure.colorbar(scatter, ax=axes, label="reward of the step", shrink=0.8)
     if trace.gt_dim_shown == 1:

@@ -535,3 +535,25 @@ def test_render_without_display_names_the_envs_window(env_id, monkeypatch):
     assert enjoy_baselines.renderRefusal(env_id) is None
     assert enjoy_baselines.renderRefusal("NoSuchEnv-v0") is None
     assert "PyBullet" not in enjoy_baselines.buildParser().format_help()
+
+
+def test_a_moving_target_is_drawn_as_its_path():
+    """KukaMovingButton's trajectory.png drew a star at each step of its sliding button, a black bar of hundreds of
+    stars over the arm's path; a target that moves within its episode is drawn as a line, its path."""
+    trace = _syntheticTrace(2)
+    trace.targets = [np.array([0.5, 0.001 * step]) for step in range(60)]  # slides along y, 1 mm a step
+    figure = replay_plots.trajectoryFigure(trace, "ppo2 KukaMovingButtonGymEnv-v0 ground_truth")
+    axes = figure.axes[0]
+    assert not [collection for collection in axes.collections if collection.get_zorder() == 4]  # no star
+    paths = [line for line in axes.get_lines() if line.get_color() == "crimson"]
+    assert len(paths) == 2  # one per episode
+    np.testing.assert_allclose(paths[0].get_ydata(), 0.001 * np.arange(30))
+    np.testing.assert_allclose(paths[1].get_ydata(), 0.001 * np.arange(30, 60))
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == ["target's path"]
+    # two fixed targets in one episode (MobileRobot2Target's) stay two stars, and no path
+    trace.targets = [np.array([3.6, 3.0]) if step % 30 < 10 else np.array([0.4, 0.4]) for step in range(60)]
+    axes = replay_plots.trajectoryFigure(trace, "").axes[0]
+    stars = [collection for collection in axes.collections if collection.get_zorder() == 4]
+    np.testing.assert_allclose(stars[0].get_offsets(), [[0.4, 0.4], [3.6, 3.0]])
+    assert not [line for line in axes.get_lines() if line.get_color() == "crimson"]
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == ["target"]
