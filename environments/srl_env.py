@@ -9,8 +9,9 @@ encodes them in a batched VecEnv wrapper. Any other name is refused.
 Class attributes describe what an env offers, so that command-line tools can validate a request without building the
 env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
 ``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``GROUND_TRUTH_UNIT`` (the unit of the ground
-truth's coordinates, "m" for the robots, None where unknown), ``ACTION_NAMES`` (the discrete actions' names, in index
-order, None for unnamed) and ``CONTINUOUS_ACTION_NAMES`` (a continuous action's dimensions;
+truth's coordinates, "m" for the robots, None where unknown), ``TARGET_LINE_AXIS`` (0 for a target that is the line
+x = its x, which the replay plots draw as a line; None for a point), ``ACTION_NAMES`` (the discrete actions' names, in
+index order, None for unnamed) and ``CONTINUOUS_ACTION_NAMES`` (a continuous action's dimensions;
 :meth:`SRLGymEnv.actionNames` gives an instance's), ``MAX_STEPS``, ``RENDERERS`` (what may draw the images: the
 values of the ``renderer`` keyword every env takes, the reference alone for an env that draws its own images, which
 count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
@@ -155,6 +156,9 @@ class SRLGymEnv(gym.Env, EzPickle):
     PLOT_TYPE = "2D"
     # The unit of the ground truth's coordinates (axis labels of the replay plots), None when unknown.
     GROUND_TRUTH_UNIT: str | None = None
+    # A target that is a line across the arena rather than a point: the ground-truth coordinate that alone locates it
+    # (0: the line x = the target's x; the replay's trajectory plot draws that line), None for a point target.
+    TARGET_LINE_AXIS: int | None = None
     # Names of the discrete actions, in index order (legends of the replay plots), None for unnamed ("action i").
     ACTION_NAMES: tuple[str, ...] | None = None
     # Names of a continuous action's dimensions, in order (the replay plots' panels), None for unnamed ("action i").

@@ -274,7 +274,8 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
     return ReplayPlotting(agent, train_args.algo, env_class.PLOT_TYPE, discrete, output_dir, title, visdom,
                           unit=env_class.GROUND_TRUTH_UNIT,
-                          action_names=env.env_method("actionNames", indices=0)[0])
+                          action_names=env.env_method("actionNames", indices=0)[0],
+                          target_line_axis=getattr(env_class, "TARGET_LINE_AXIS", None))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

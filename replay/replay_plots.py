@@ -14,11 +14,11 @@ longer than the figure is wide wraps):
 - the trajectory in the ground-truth state space, read from the env itself (``getGroundTruth`` and ``getTargetPos``
   through ``VecEnv.env_method``) whatever the agent observes (pixels, a learned SRL state): each point is a state in
   which the agent acted, coloured by the reward that action earned, with the episode's path as a thin line and the
-  target as a star (a target that moves within its episode, as KukaMovingButton's button or CarRacing's point
-  ahead, as its path: a crimson line). ``PLOT_TYPE`` of the env class says 2D or 3D; a 1-D ground truth is drawn
-  against the step, the target's x as a dashed crimson line over the steps (broken between episodes, so that a
-  target drawn anew at each reset shows where it was). Axes are in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``)
-  where it declares one.
+  target as a star (a line target, the env's ``TARGET_LINE_AXIS``, as a dashed line; a target that moves within its
+  episode, as KukaMovingButton's button or CarRacing's point ahead, as its path: a crimson line). ``PLOT_TYPE`` of
+  the env class says 2D or 3D; a 1-D ground truth is drawn against the step, the target's x as a dashed crimson line
+  over the steps (broken between episodes, so that a target drawn anew at each reset shows where it was). Axes are
+  in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``) where it declares one.
 
 Live: every ``LIVE_EVERY`` steps and at the end, in the visdom environment given (windows ``<env>_action_proba``
 and ``<env>_trajectory``, characters other than letters, digits, ``-`` and ``_`` becoming ``_``; the same action
@@ -122,11 +122,14 @@ class ReplayTrace:
     :param plot_type: the env class's PLOT_TYPE, "2D" or "3D"
     :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
     :param action_names: the actions' names, in index order (the env's ``actionNames()``), None for unnamed
+    :param target_line_axis: the env class's TARGET_LINE_AXIS: the ground-truth coordinate that alone locates a
+        target that is a line (0: x), None for a point target
     """
 
     def __init__(self, discrete: bool, plot_type: str, unit: str | None = None,
-                 action_names: Sequence[str] | None = None) -> None:
+                 action_names: Sequence[str] | None = None, target_line_axis: int | None = None) -> None:
         self.discrete = discrete
+        self.target_line_axis = target_line_axis
         self.plot_type = plot_type
         self.unit = unit
         self.action_names = tuple(action_names) if action_names is not None else None
@@ -294,12 +297,13 @@ class ReplayPlotting:
     :param visdom: live plots, or None for PNGs only
     :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
     :param action_names: the actions' names (the env's ``actionNames()``), None for unnamed
+    :param target_line_axis: the env class's TARGET_LINE_AXIS, None for a point target
     """
 
     def __init__(self, agent: Any, algo_name: str, plot_type: str, discrete: bool, output_dir: str,
                  title: str = "", visdom: ReplayVisdom | None = None, unit: str | None = None,
-                 action_names: Sequence[str] | None = None) -> None:
-        self.trace = ReplayTrace(discrete, plot_type, unit, action_names)
+                 action_names: Sequence[str] | None = None, target_line_axis: int | None = None) -> None:
+        self.trace = ReplayTrace(discrete, plot_type, unit, action_names, target_line_axis)
         self.agent = agent
         self.algo_name = algo_name
         self.output_dir = output_dir
@@ -452,7 +456,12 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
     (targets, paths), track = trace.targetPaths(), trace.targetTrack()
     for index, path in enumerate(paths):  # a target that moves within its episode: its path
         axes.plot(*path.T, color="crimson", linewidth=2, zorder=2, label=None if index else "target's path")
-    if len(targets):
+    line_axis = trace.target_line_axis if trace.target_line_axis in (0, 1) and not three_d else None
+    if len(targets) and line_axis is not None:  # a line across the arena: x = target x (or y = target y)
+        draw = axes.axvline if line_axis == 0 else axes.axhline
+        for index, value in enumerate(np.unique(targets[:, line_axis])):
+            draw(value, color="crimson", linestyle="--", linewidth=1.5, zorder=2, label=None if index else "target")
+    elif len(targets):
         axes.scatter(*targets.T, marker="*", s=260, color="crimson", edgecolors="black", label="target", zorder=4)
     for column in range(track.shape[1]):  # a 1-D target: its x at each step, broken between episodes
         for episode in np.unique(episodes):

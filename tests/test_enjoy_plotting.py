@@ -557,3 +557,22 @@ def test_a_moving_target_is_drawn_as_its_path():
     np.testing.assert_allclose(stars[0].get_offsets(), [[0.4, 0.4], [3.6, 3.0]])
     assert not [line for line in axes.get_lines() if line.get_color() == "crimson"]
     assert [text.get_text() for text in axes.get_legend().get_texts()] == ["target"]
+
+
+def test_a_line_target_is_drawn_as_its_line():
+    """MobileRobotLineTarget's target, a band across the arena (x within 0.1 m of its line), was drawn as a star at
+    (line x, 2), as if the robot had to reach that point; it is drawn as the line x = target x."""
+    from environments.mobile_robot.mobile_robot_line_target_env import MobileRobotLineTargetGymEnv
+
+    assert MobileRobotLineTargetGymEnv.TARGET_LINE_AXIS == 0 and MobileRobotGymEnv.TARGET_LINE_AXIS is None
+    trace = _syntheticTrace(2, target_line_axis=MobileRobotLineTargetGymEnv.TARGET_LINE_AXIS)
+    trace.targets = [np.array([3.4 if step < 30 else 1.0, 2.0]) for step in range(60)]
+    axes = replay_plots.trajectoryFigure(trace, "ppo2 MobileRobotLineTargetGymEnv-v0 ground_truth").axes[0]
+    assert not [collection for collection in axes.collections if collection.get_zorder() == 4]  # no star
+    lines = [line for line in axes.get_lines() if line.get_color() == "crimson"]
+    assert sorted(line.get_xdata()[0] for line in lines) == [1.0, 3.4]
+    assert all(line.get_xdata()[0] == line.get_xdata()[1] for line in lines)  # vertical: x = target x
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == ["target"]
+    # a point target keeps its star
+    axes = replay_plots.trajectoryFigure(_syntheticTrace(2), "").axes[0]
+    assert [collection for collection in axes.collections if collection.get_zorder() == 4]

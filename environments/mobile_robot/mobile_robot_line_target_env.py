@@ -25,6 +25,7 @@ class MobileRobotLineTargetGymEnv(MobileRobotGymEnv):
     """
 
     REWARD_DIST_THRESHOLD = 0.1
+    TARGET_LINE_AXIS = 0  # the reach line x = getTargetPos()[0]
     LINE_X = 3.6
     LINE_OFFSET = 0.2
     # The original drew LINE_X in [0.4, 3.6]; below 0.525 the reach line is out of the robot's reach (its x stays
