@@ -36,11 +36,11 @@ what it returns: an object with ``reset(seed)``, ``act(env, observation)``, ``lo
 with ``force_down`` (never up, as in the original toolbox); a replayed agent acts in the env it was trained in (its
 physics version too), so its run's ``force_down`` decides, its run's renderer draws the frames unless ``--renderer``
 says otherwise (with a warning for an agent on images), and the keywords its algorithm built its env with beyond its
-flags (``env_keywords``, from an ``envKeywords`` override: a plugin's ``relative_pos``, ``fpv``...) apply, but for those the
-dataset decides (:data:`DATASET_KEYWORDS`); dataset_config.json records them as ``run_env_kwargs``. An agent acting on
-images is refused where the dataset's cameras are not its own, and any agent whose observations, rebuilt from the
-dataset's env, have another shape than its observation space's (``checkObservation``: an algorithm whose ``makeEnv``
-wraps its env) is refused before anything is written.
+flags (``env_keywords``, from an ``envKeywords`` override: a plugin's ``relative_pos``, ``fpv``...) apply, but for
+those the dataset decides (:data:`DATASET_KEYWORDS`); dataset_config.json records them as ``run_env_kwargs``. An
+agent acting on images is refused where the dataset's cameras are not its own, and any agent whose observations,
+rebuilt from the dataset's env, have another shape than its observation space's (``checkObservation``: an algorithm
+whose ``makeEnv`` wraps its env) is refused before anything is written.
 
 The settings are one :class:`environments.generator_config.GeneratorConfig`: the parser is generated from it, and
 :func:`validate` and :func:`generate` take one built in Python (the command line is parse -> config -> generate).
