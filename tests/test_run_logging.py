@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -228,6 +229,9 @@ def test_a_run_killed_after_a_checkpoint_keeps_its_log_up_to_it(tmp_path) -> Non
     run_dir = runFolder(killed)
     folder = _runLog(tmp_path / "tb", run_dir)
     assert [step for step, _ in _scalars(folder)["episode/length"]] == [250, 500]
+    # an event file is named by its second of creation, then host and pid, and read in name order: a resume within
+    # the killed run's second (a forked command starts fast) would be read first by a lower pid: a second apart
+    time.sleep(1.05)
     assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
     scalars = _scalars(folder)
     assert [step for step, _ in scalars["episode/length"]] == [250, 500, 750, 1000]
