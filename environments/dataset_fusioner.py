@@ -1,18 +1,19 @@
 """``python -m environments.dataset_fusioner --merge SRC1 SRC2 [SRC3 ...] DST``: merge datasets into a new one.
 
 The records of the sources are numbered one after the other (SRC1's first), the npz arrays are concatenated and the
-image paths rewritten to DST's name. DST's dataset_config.json is the first source's, so sources whose records mean
-something else (any entry but the seed, policy and episode count differs: cameras, renderer, rewards, targets...)
-are refused before anything is written. So are sources holding the same episode twice (between them or within
-one): the generator records episode e the same way for a --seed (0 by default), so a second recording under another
-name, or a copy, would put copies of training episodes among held-out ones. Episodes are compared by content (a hash
-of each one's actions, rewards, ground-truth states and target, :func:`episodeDigests`; no image is read), so copies
-are caught whatever their config says. Images are hard-linked when the file system allows it (copied otherwise),
-and the result is built in ``.<DST>.partial`` and renamed when complete, so DST is never half-written. The sources
-are kept unless ``--delete-sources`` (which refuses a DST inside a source: it would be removed with it). A
-``.<DST>.partial`` left by an interrupted merge is replaced; one holding a dataset_generator recording of DST's name
-(its settings file or episodes folder: an interrupted recording ``--resume`` finishes, or one in progress) is
-refused.
+image paths rewritten to DST's name. DST's dataset_config.json and env_globals.json are the first source's, so
+sources whose records mean something else (any dataset_config.json entry but the seed, policy and episode count
+differs: cameras, renderer, rewards, targets...; or an env setting env_globals.json records, :func:`envSettings`:
+episode length, physics, the env's constants...) are refused before anything is written. So are sources holding the
+same episode twice (between them or within one): the generator records episode e the same way for a --seed (0 by
+default), so a second recording under another name, or a copy, would put copies of training episodes among held-out
+ones. Episodes are compared by content (a hash of each one's actions, rewards, ground-truth states and target,
+:func:`episodeDigests`; no image is read), so copies are caught whatever their config says. Images are hard-linked when
+the file system allows it (copied otherwise), and the result is built in ``.<DST>.partial`` and renamed when
+complete, so DST is never half-written. The sources are kept unless ``--delete-sources`` (which refuses a DST inside
+a source: it would be removed with it). A ``.<DST>.partial`` left by an interrupted merge is replaced; one holding a
+dataset_generator recording of DST's name (its settings file or episodes folder: an interrupted recording
+``--resume`` finishes, or one in progress) is refused.
 """
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ EPISODE_KEYS = ("actions", "rewards", "ground_truth_states")
 MAX_LISTED = 3  # identical episodes named in the error line
 WHY_NOT = {"force_down": ": the same action moves otherwise",
            "multi_view": ": two cameras' images per frame in one, one camera's in the other"}
+# The env_globals.json settings not compared there (envSettings): dataset_config.json's renderer (the one that drew the
+# frames, by name) and force_down (an unknown value not compared) decide. None differs legitimately between sources:
+# the seed and policy are no env settings, and a replayed agent's keywords and physics version change the env.
+COMPARED_IN_CONFIG = frozenset({"renderer", "DEFAULT_RENDERER", "RENDERERS", "force_down"})
 
 
 def buildParser() -> CLIParser:
@@ -60,7 +65,7 @@ def loadDataset(folder: str) -> dict[str, Any]:
     """
     :param folder: a dataset folder written by environments.dataset_generator (or srl-zoo compatible)
     :return: {"folder", "config", "arrays" (all npz arrays), "records" (record index -> folder name, sorted, as
-        images_path uses them)}
+        images_path uses them), "env_globals" (env_globals.json's content, None without one)}
     :raises UsageError: missing files or keys, inconsistent lengths
     """
     if not os.path.isdir(folder):
@@ -106,7 +111,18 @@ def loadDataset(folder: str) -> dict[str, Any]:
     for record in records.values():
         if not os.path.isdir(os.path.join(folder, record)):
             raise UsageError(f"{folder!r}: {record} is missing")
-    return {"folder": folder, "config": config, "arrays": arrays, "records": dict(sorted(records.items()))}
+    env_globals = None
+    globals_path = os.path.join(folder, "env_globals.json")
+    if os.path.isfile(globals_path):
+        try:
+            with open(globals_path, encoding="utf-8") as handle:
+                env_globals = json.load(handle)
+        except ValueError as error:
+            raise UsageError(f"{globals_path} is not valid JSON ({error})") from None
+        if not isinstance(env_globals, dict):
+            raise UsageError(f"{globals_path} is not a JSON object")
+    return {"folder": folder, "config": config, "arrays": arrays, "records": dict(sorted(records.items())),
+            "env_globals": env_globals}
 
 
 def _meaning(dataset: dict[str, Any]) -> dict[str, Any]:
@@ -117,14 +133,46 @@ def _meaning(dataset: dict[str, Any]) -> dict[str, Any]:
             "force_down": reader.force_down}
 
 
+def envSettings(env_globals: dict[str, Any]) -> dict[str, Any]:
+    """
+    :param env_globals: an env_globals.json's content (SRLGymEnv.getGlobals)
+    :return: the env settings it records: its env class, constants, and each constructor keyword's value (the one
+        given, else the default; a max_steps of None as the MAX_STEPS it means), but for :data:`COMPARED_IN_CONFIG`
+    """
+    constants, defaults, given = (part if isinstance(part := env_globals.get(name), dict) else {}
+                                  for name in ("constants", "defaults", "env_kwargs"))
+    settings: dict[str, Any] = {}
+    if "env_class" in env_globals:
+        settings["env_class"] = env_globals["env_class"]
+    settings.update(constants)
+    for keyword in dict.fromkeys([*defaults, *given]):
+        settings[keyword] = given[keyword] if keyword in given else defaults[keyword]
+    if settings.get("max_steps", 0) is None and "MAX_STEPS" in constants:
+        settings["max_steps"] = constants["MAX_STEPS"]
+    return {key: value for key, value in settings.items() if key not in COMPARED_IN_CONFIG}
+
+
+def _envDiffersText(differing: list[tuple[str, Any, Any]]) -> str:
+    """:return: "their env setting KEY differs (A vs B)" for one, "their env settings differ (K1 A vs B, ...)" else"""
+    if len(differing) == 1:
+        key, a, b = differing[0]
+        return f"their env setting {key} differs ({a} vs {b})"
+    listed = ", ".join(f"{key} {a} vs {b}" for key, a, b in differing[:MAX_LISTED])
+    more = f" and {len(differing) - MAX_LISTED} more" if len(differing) > MAX_LISTED else ""
+    return f"their env settings differ ({listed}{more})"
+
+
 def checkCompatible(datasets: list[dict[str, Any]]) -> None:
     """
     Every dataset_config.json entry but those of :data:`MAY_DIFFER` must be equal in all sources (the merged config
     is the first's): an entry one source lacks is not compared, unless its absence means a value (:func:`_meaning`).
+    So must every env setting their env_globals.json files record (:func:`envSettings`; the merged file is the
+    first's), where both have one.
 
     :param datasets: loaded datasets
     :raises UsageError: they cannot be merged (an entry that decides what the records mean differs: env, cameras,
-        image shape, format or renderer, action kind or meaning, rewards, targets...; or a state or action shape)
+        image shape, format or renderer, action kind or meaning, rewards, targets...; an env setting: episode length,
+        physics...; or a state or action shape)
     """
     first = datasets[0]
     settings = _meaning(first)
@@ -138,6 +186,13 @@ def checkCompatible(datasets: list[dict[str, Any]]) -> None:
                 continue
             raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
                              f"({a} vs {b}{WHY_NOT.get(key, '')})")
+        if first["env_globals"] is not None and other["env_globals"] is not None:
+            env, other_env = envSettings(first["env_globals"]), envSettings(other["env_globals"])
+            differing = [(key, env[key], other_env[key]) for key in env
+                         if key in other_env and env[key] != other_env[key]]
+            if differing:
+                raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: "
+                                 f"{_envDiffersText(differing)}")
         for key in ("actions", "ground_truth_states", "target_positions"):
             a, b = first["arrays"][key], other["arrays"][key]
             if a.shape[1:] != b.shape[1:] or a.dtype.kind != b.dtype.kind:

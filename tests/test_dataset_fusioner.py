@@ -14,6 +14,7 @@ from conftest import snapshot
 from environments import dataset_fusioner
 from environments.dataset_generator import main as generateDataset
 from srl_toolbox.cli import runCommand
+from srl_toolbox.files import readJson, writeJson
 
 SMALL = ["--env", "MobileRobotGymEnv-v0", "--img-shape", "3", "16", "16", "--max-steps", "5", "--image-format", "png",
          "--no-progress"]
@@ -119,3 +120,39 @@ def test_an_interrupted_recording_of_the_destinations_name_is_kept(tmp_path, cap
     (recording / ".lock").write_text("")  # its lock file): replaced
     code, out, err = fuse(capsys, a, b, tmp_path / "ab")
     assert code == 0 and not recording.exists(), err
+
+
+def test_sources_recorded_with_other_env_settings_are_refused(tmp_path, capsys):
+    """``--max-steps 5`` and ``--max-steps 6`` recordings were merged: env_globals.json, the first source's, said
+    max_steps 5 for episodes of 6 steps (dataset_config.json does not record the episode length)."""
+    a = generate(tmp_path, "a", 1, "--seed", "9")
+    b = generate(tmp_path, "b", 1, "--seed", "10", "--max-steps", "6")
+    assertRefused(capsys, tmp_path, [a, b, tmp_path / "merged"],
+                  f"cannot merge {a!r} and {b!r}: their env setting max_steps differs (5 vs 6)")
+    shutil.rmtree(b)
+    b = generate(tmp_path, "b", 1, "--seed", "10")
+    globals_b = readJson(os.path.join(b, "env_globals.json"))
+    edited = {**globals_b, "constants": {**globals_b["constants"], "MAX_X": 5.0, "STEP_SIZE": 0.2},
+              "env_kwargs": {**globals_b["env_kwargs"], "relative_pos": False}}
+    writeJson(os.path.join(b, "env_globals.json"), edited)
+    assertRefused(capsys, tmp_path, [a, b, tmp_path / "merged"],
+                  "their env settings differ (MAX_X 4.0 vs 5.0, STEP_SIZE 0.1 vs 0.2, relative_pos True vs False)")
+    (tmp_path / "b" / "env_globals.json").write_text("{")
+    assertRefused(capsys, tmp_path, [a, b, tmp_path / "merged"], "env_globals.json is not valid JSON")
+    writeJson(os.path.join(b, "env_globals.json"), globals_b)
+    code, out, err = fuse(capsys, a, b, tmp_path / "merged")
+    assert code == 0, err
+
+
+def test_env_settings_compare_what_the_env_is_built_with():
+    """A keyword left to its default is compared as that default, a max_steps of None as the env's MAX_STEPS; the
+    renderer and force_down are dataset_config.json's to compare."""
+    base = {"env_class": "m:Env", "constants": {"MAX_STEPS": 250, "DEFAULT_RENDERER": "sprites"},
+            "defaults": {"max_steps": None, "relative_pos": True, "renderer": None, "force_down": False},
+            "env_kwargs": {"img_shape": [3, 16, 16]}}
+    given = {**base, "env_kwargs": {**base["env_kwargs"], "max_steps": 250, "relative_pos": True,
+                                    "renderer": "sprites", "force_down": True}}
+    settings = dataset_fusioner.envSettings(base)
+    assert settings == dataset_fusioner.envSettings(given)
+    assert settings == {"env_class": "m:Env", "MAX_STEPS": 250, "max_steps": 250, "relative_pos": True,
+                        "img_shape": [3, 16, 16]}
