@@ -184,7 +184,7 @@ def checkCompatible(datasets: list[dict[str, Any]]) -> None:
             a, b = settings[key], other_settings[key]
             if a == b or (key == "force_down" and None in (a, b)):  # (None: an env without it, or unknown)
                 continue
-            raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differ "
+            raise UsageError(f"cannot merge {first['folder']!r} and {other['folder']!r}: their {key} differs "
                              f"({a} vs {b}{WHY_NOT.get(key, '')})")
         if first["env_globals"] is not None and other["env_globals"] is not None:
             env, other_env = envSettings(first["env_globals"]), envSettings(other["env_globals"])

@@ -542,7 +542,8 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
                                  f"--force to discard it")
             if differing:
                 lock.release()
-                raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} differ): "
+                differ = "differs" if len(differing) == 1 else "differ"
+                raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} {differ}): "
                                  f"resume it with the same flags, or pass --force to discard it")
     else:
         if config.resume:  # (a typo in --name would otherwise start another dataset without a word)

@@ -254,7 +254,8 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
     stored = {"renderer": REFERENCE_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
     differing = sorted(key for key, value in settings.items() if stored.get(key) != value)
     if differing:
-        raise UsageError(f"dataset {folder!r} was recorded with other settings ({', '.join(differing)} differ): pass "
+        differ = "differs" if len(differing) == 1 else "differ"
+        raise UsageError(f"dataset {folder!r} was recorded with other settings ({', '.join(differing)} {differ}): pass "
                          f"--force to record it again, or another --data-folder")
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -251,7 +252,7 @@ def test_killed_run_is_refused_then_resumed(tmp_path, references):
     before = snapshot(tmp_path)
     assertOneLineError(generate(tmp_path, *SETTINGS, check=False), "--resume", "--force")
     other = [arg if arg != str(SEED) else "8" for arg in SETTINGS]
-    assertOneLineError(generate(tmp_path, *other, "--resume", check=False), "seed")
+    assertOneLineError(generate(tmp_path, *other, "--resume", check=False), "(seed differs)")
     assert snapshot(tmp_path) == before, "a refused run changed the interrupted one"
 
     result = generate(tmp_path, *SETTINGS, "--num-cpu", "2", "--resume")
@@ -669,7 +670,7 @@ def test_fusioner_refuses_datasets_whose_records_mean_other_things(tmp_path, key
         (tmp_path / name / "dataset_config.json").write_text(json.dumps(config))
     before = snapshot(tmp_path)
     assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "a", tmp_path / "b", tmp_path / "merged"),
-                       f"their {key} differ")
+                       f"their {key} differs (")
     assert snapshot(tmp_path) == before
 
 
@@ -682,7 +683,7 @@ def test_fusioner_refuses_a_two_camera_and_a_one_camera_dataset(tmp_path):
     generate(tmp_path, *kuka, name="one")
     before = snapshot(tmp_path)
     assertOneLineError(runModule(FUSIONER, "--merge", tmp_path / "two", tmp_path / "one", tmp_path / "merged"),
-                       "their multi_view differ (True vs False")
+                       "their multi_view differs (True vs False")
     assert snapshot(tmp_path) == before
 
 
@@ -697,3 +698,18 @@ def test_fusioner_merges_datasets_of_other_seeds_policies_and_sizes(tmp_path):
     assert result.returncode == 0, result.stderr
     merged = readJson(tmp_path / "merged" / "dataset_config.json")
     assert [source["policy"] for source in merged["merged_from"]] == ["random", "logs/some/run"]
+
+
+def test_a_resume_with_other_settings_names_them(tmp_path):
+    """The refusal read "(seed differ)" for one setting."""
+    config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", "r", "--num-episode", "2",
+                                            "--max-steps", "3", "--img-shape", "3", "16", "16", "--no-progress"])
+    spec, _, _ = dataset_generator.validate(config)
+    (tmp_path / ".r.partial" / "episodes").mkdir(parents=True)
+    (tmp_path / ".r.partial" / "generation.json").write_text(json.dumps(spec.settings()))
+    before = snapshot(tmp_path)
+    for changes, words in (({"seed": 1}, "(seed differs)"),
+                           ({"seed": 1, "max_steps": 4}, "(env_kwargs.max_steps, seed differ)")):
+        with pytest.raises(UsageError, match=re.escape(f"other settings {words}: resume")):
+            dataset_generator.generate(dataclasses.replace(config, resume=True, **changes))
+    assert snapshot(tmp_path) == before
