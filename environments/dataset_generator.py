@@ -190,8 +190,6 @@ def validate(config: GeneratorConfig) -> tuple[GenerationSpec, type, Any]:
     keywords = env_class.getGlobals()["defaults"]  # every constructor keyword along the env's class hierarchy
     if config.max_distance is not None and "max_distance" not in keywords:
         raise UsageError(f"--max-distance: {config.env} has no max_distance (Kuka envs do)")
-    if config.max_distance is not None and config.max_distance <= 0:
-        raise UsageError(f"--max-distance {config.max_distance} must be positive")
     if "max_distance" in keywords:
         env_kwargs["max_distance"] = DEFAULT_MAX_DISTANCE if config.max_distance is None else config.max_distance
     if "force_down" in keywords and not config.action_joints:  # (joint moves have no up to forbid)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 
 from environments.srl_env import RENDERERS
-from srl_toolbox.cli import IMAGE_SIDES, positiveInt, seedNumber
+from srl_toolbox.cli import IMAGE_SIDES, positiveFloat, positiveInt, seedNumber
 from srl_toolbox.settings import setting
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
@@ -46,7 +46,7 @@ class GeneratorConfig:
                                     parse=positiveInt)
     max_distance: float | None = setting(None, "envs with a max_distance (Kuka): the effector farther than this "
                                          "from the target gets reward -1 (the episode goes on) "
-                                         f"[{DEFAULT_MAX_DISTANCE}]")
+                                         f"[{DEFAULT_MAX_DISTANCE}]", parse=positiveFloat)
     multi_view: bool = setting(False, "envs with a second camera (Kuka): 6-channel images, written as frameN_1 and "
                                "frameN_2")
     fpv: bool = setting(False, "envs with a first-person view (mobile robot): stacked with the top view, like "
