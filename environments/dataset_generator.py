@@ -79,6 +79,7 @@ from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, Gen
 from environments.mobile_robot.sprite_cache import SpriteCacheWarning
 from environments.partial_folder import (
     EPISODES_FOLDER,
+    LOCK_FILE,
     PARTIAL_NAME_EXTRA,
     SETTINGS_FILE,
     clearFolder,
@@ -505,12 +506,15 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
     :param config: the recording's settings (save_path, force, resume)
     :return: (final folder, partial folder, its held lock, episodes already finished)
     :raises UsageError: the dataset exists, another generator is writing it, or an interrupted run is in the way
+        (the folders are left as they were: a lock file this call created is removed)
     """
     final_dir = os.path.join(config.save_path, spec.name)
     partial_dir = partialFolder(config.save_path, spec.name)
     # A partial folder that another generator is writing is named as such before any advice, which would be wrong
     # while it runs (lockFolder refuses in one line); one that no process holds is an interrupted run's.
     lock = None
+    lock_file = os.path.join(partial_dir, LOCK_FILE)
+    lock_was_there = os.path.exists(lock_file)  # (a refused run removes the lock file it created: it writes nothing)
     if os.path.isdir(partial_dir):
         with contextlib.suppress(OSError):  # (a folder this process cannot lock: the checks below say what is wrong)
             lock = lockFolder(partial_dir)
@@ -524,26 +528,27 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
         if os.path.exists(partial_dir) and not (config.force or config.resume):
             raise UsageError(f"an interrupted run left {partial_dir}: pass --resume to finish it or --force to "
                              f"discard it")
+        if os.path.isdir(partial_dir):
+            lock = lockFolder(partial_dir) if lock is None else lock
+            if config.force:
+                clearFolder(partial_dir)
+            else:
+                differing = settingsDiffering(partial_dir, spec.settings())
+                if differing is None:
+                    raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
+                                     f"--force to discard it")
+                if differing:
+                    differ = "differs" if len(differing) == 1 else "differ"
+                    raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} "
+                                     f"{differ}): resume it with the same flags, or pass --force to discard it")
     except UsageError:
         if lock is not None:
             lock.release()
+            if not lock_was_there:
+                with contextlib.suppress(OSError):
+                    os.remove(lock_file)
         raise
-    if os.path.isdir(partial_dir):
-        lock = lockFolder(partial_dir) if lock is None else lock
-        if config.force:
-            clearFolder(partial_dir)
-        else:
-            differing = settingsDiffering(partial_dir, spec.settings())
-            if differing is None:
-                lock.release()
-                raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
-                                 f"--force to discard it")
-            if differing:
-                lock.release()
-                differ = "differs" if len(differing) == 1 else "differ"
-                raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} {differ}): "
-                                 f"resume it with the same flags, or pass --force to discard it")
-    else:
+    if lock is None:
         if config.resume:  # (a typo in --name would otherwise start another dataset without a word)
             warnings.warn(f"--resume: no interrupted recording of {final_dir} to continue ({partial_dir} does not "
                           "exist): recording it from the first episode")

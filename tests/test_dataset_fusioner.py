@@ -116,8 +116,8 @@ def test_an_interrupted_recording_of_the_destinations_name_is_kept(tmp_path, cap
     assertRefused(capsys, tmp_path, [a, b, tmp_path / "ab"], f"{recording} holds a dataset_generator recording",
                   "--resume")
     shutil.rmtree(recording)
-    (recording / "record_000").mkdir(parents=True)  # an interrupted merge's leftover (a generator refused on it left
-    (recording / ".lock").write_text("")  # its lock file): replaced
+    (recording / "record_000").mkdir(parents=True)  # an interrupted merge's leftover (with a lock file, as older
+    (recording / ".lock").write_text("")  # generators refused on it left): replaced
     code, out, err = fuse(capsys, a, b, tmp_path / "ab")
     assert code == 0 and not recording.exists(), err
 

@@ -716,4 +716,24 @@ def test_a_resume_with_other_settings_names_them(tmp_path):
                            ({"seed": 1, "max_steps": 4}, "(env_kwargs.max_steps, seed differ)")):
         with pytest.raises(UsageError, match=re.escape(f"other settings {words}: resume")):
             dataset_generator.generate(dataclasses.replace(config, resume=True, **changes))
+        assert sorted(os.listdir(tmp_path / ".r.partial")) == ["episodes", "generation.json"]
     assert snapshot(tmp_path) == before
+
+
+def test_a_refused_run_leaves_no_lock_file_in_a_partial_folder(tmp_path):
+    """A refused call left a ``.lock`` in an existing ``.NAME.partial`` that was not the generator's (and in an
+    interrupted recording that had none): the lock it takes to check the folder is removed with the refusal."""
+    foreign = tmp_path / ".f.partial"
+    foreign.mkdir()
+    (foreign / "mine.txt").write_text("not a recording")
+    config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", "f", "--num-episode", "1",
+                                            "--max-steps", "3", "--img-shape", "3", "16", "16", "--no-progress"])
+    for flags, words in (({}, "an interrupted run left"), ({"resume": True}, "has no readable generation.json")):
+        with pytest.raises(UsageError, match=words):
+            dataset_generator.generate(dataclasses.replace(config, **flags))
+        assert sorted(os.listdir(foreign)) == ["mine.txt"]
+        assert sorted(os.listdir(tmp_path)) == [".f.partial"]
+    (foreign / ".lock").write_text("")  # a lock file that was there stays
+    with pytest.raises(UsageError, match="an interrupted run left"):
+        dataset_generator.generate(config)
+    assert sorted(os.listdir(foreign)) == [".lock", "mine.txt"]
