@@ -1,12 +1,15 @@
 """Tests of the dataset generator replaying a trained agent (environments/dataset_generator.py ``--policy RUN``,
 rl_baselines/runs/run_policy.py) in the env its algorithm builds: the keywords the run's algorithm adds to its flags'
 (``envKeywords``) apply, and only those (not what an older run's env_globals.json records from flags whose keywords
-changed since); an agent that could not act on the generator's env is refused before anything is written."""
+changed since); an agent that could not act on the generator's env is refused before anything is written; the run's
+force_down, renderer and cameras decide, and its env when --env is left out."""
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from types import SimpleNamespace
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -203,3 +206,84 @@ def test_a_run_whose_env_cannot_be_rebuilt_is_refused_by_its_name(tmp_path, monk
         dataset_generator.validate(config)
     assert "\n" not in str(error.value) and run in str(error.value)
     assert not (tmp_path / "data").exists()
+
+
+def _replayedRun(tmp_path, monkeypatch, env_id: str, **fields) -> tuple[str, Any]:
+    """:return: (a run folder whose loader is a stand-in of a run of ``env_id`` with ``fields``, the env keywords
+    that validate gives for generator flags)"""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    stand_in = SimpleNamespace(env_id=env_id, continuous=False, action_joints=False,
+                               load=lambda num_threads=None: None, **fields)
+    monkeypatch.setattr(dataset_generator, "loadPolicy", lambda path, load=True: stand_in)
+
+    def kwargs(*flags: str) -> dict:
+        config = dataset_generator.parseConfig(["--env", env_id, "--save-path", str(tmp_path / "data"), *flags])
+        return dataset_generator.validate(config)[0].env_kwargs
+
+    return str(run_dir), kwargs
+
+
+@pytest.mark.parametrize("run_force_down", [True, False, None])
+def test_a_replayed_arm_agent_moves_as_in_its_run(tmp_path, monkeypatch, run_force_down):
+    """Random actions on an arm are recorded with force_down; a replayed agent gets its run's setting (a loader or an
+    older run without it: False, the env's default)."""
+    fields = {} if run_force_down is None else {"force_down": run_force_down}
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "KukaButtonGymEnv-v0", **fields)
+    assert kwargs()["force_down"] is True
+    assert kwargs("--policy", run_dir)["force_down"] is bool(run_force_down)
+
+
+@pytest.mark.parametrize("run_renderer", ["tinyrenderer", "sprites", None])
+def test_a_replayed_agent_sees_the_frames_of_its_run(tmp_path, monkeypatch, run_renderer):
+    """--renderer left out: a replayed agent's run's renderer draws the dataset (a loader without one: the env's
+    default); another --renderer is taken with a one-line warning naming both (the agent acts on images)."""
+    fields = {} if run_renderer is None else {"renderer": run_renderer}
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", pixels=True, **fields)
+
+    def renderer(*flags: str) -> str:
+        return kwargs(*flags).get("renderer", "tinyrenderer")  # no keyword: the reference (rendererKeywords)
+
+    assert renderer() == "sprites"  # random actions: the env's default
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the run's own renderer: no warning
+        assert renderer("--policy", run_dir) == (run_renderer or "sprites")
+    other = "sprites" if run_renderer == "tinyrenderer" else "tinyrenderer"
+    if run_renderer is None:
+        assert renderer("--policy", run_dir, "--renderer", other) == other
+        return
+    with pytest.warns(UserWarning, match=f"trained on frames drawn by {run_renderer} .* --renderer {other}"):
+        assert renderer("--policy", run_dir, "--renderer", other) == other
+
+
+def test_a_replayed_agent_on_the_state_is_not_warned_about_the_renderer(tmp_path, monkeypatch):
+    """An agent acting on the env's state (ground_truth) never sees the frames: another --renderer does not change
+    what it does, and the warning that it "may act otherwise" was wrong."""
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", renderer="sprites", pixels=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert kwargs("--policy", run_dir, "--renderer", "tinyrenderer").get("renderer", "tinyrenderer") == \
+            "tinyrenderer"
+
+
+def test_without_env_a_replayed_agent_records_in_its_runs_env(tmp_path, monkeypatch):
+    run_dir, _ = _replayedRun(tmp_path, monkeypatch, "KukaButtonGymEnv-v0")
+    config = dataset_generator.parseConfig(["--policy", run_dir, "--save-path", str(tmp_path / "data")])
+    assert config.env is None and dataset_generator.validate(config)[0].env_id == "KukaButtonGymEnv-v0"
+    random = dataset_generator.parseConfig(["--save-path", str(tmp_path / "data")])
+    assert dataset_generator.validate(random)[0].env_id == "MobileRobotGymEnv-v0"
+
+
+@pytest.mark.parametrize("cameras,pixels", [(1, True), (2, True), (2, False)])
+def test_a_replayed_agent_on_images_needs_its_cameras(tmp_path, monkeypatch, cameras, pixels):
+    """An agent acting on images of one camera cannot act on two stacked (--fpv), nor the reverse: refused before
+    anything is recorded (it failed in the workers with a traceback, leaving a partial folder); an agent on the
+    env's state does not mind the dataset's cameras."""
+    run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", cameras=cameras, pixels=pixels)
+    for flags, two in (([], False), (["--fpv"], True)):
+        if pixels and two != (cameras == 2):
+            with pytest.raises(UsageError, match=f"acts on images of {cameras} camera.*{'drop' if two else 'pass'} --fpv"):
+                kwargs("--policy", run_dir, *flags)
+        else:
+            assert bool(kwargs("--policy", run_dir, *flags).get("fpv")) is two
+    assert not os.path.exists(tmp_path / "data")
