@@ -200,8 +200,8 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
                                                      "failed": 0}
 
 
-    (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: visdom env ")]
-    env_name = env_line.split()[4]
+    (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: ")]
+    env_name = env_line.rpartition("/env/")[2]
     windows = SweepPlotter(visdom_port, env_name)
     for env in SWEEP_ENVS:
         for srl_model in SRL_MODELS:
@@ -422,6 +422,29 @@ def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeyp
     pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
                    "--workers", "2", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--num-timesteps", "200"])
     assert "1 to run on 1 local worker(s)" in capsys.readouterr().out
+
+
+def test_the_live_plots_line_is_the_sweeps_page_once_the_server_answered(tmp_path, capsys, monkeypatch,
+                                                                        visdom_port) -> None:
+    """The line was printed at the start, with the server's root (visdom's empty main env) as address, even when no
+    server answered: now it is the sweep env's own page, printed once the server has drawn a curve, as train does."""
+    def drawOneCurve(executor, claims, to_run, specs, records, curves, *rest) -> tuple[list, bool]:
+        curves.plotter.updateCurve(ENVS[0], "ground_truth", "ppo2 seed0", np.array([250.0]), np.array([1.0]))
+        return [], False
+
+    monkeypatch.setattr(pipeline, "_runAll", drawOneCurve)
+    args = ["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1", "--workers",
+            "1", "--log-dir", str(tmp_path / "logs"), "--num-timesteps", "200", "--no-progress"]
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        pipeline.main([*args, "--port", str(findFreePort())])  # nothing listens there
+    assert "Live plots" not in capsys.readouterr().out
+    assert len([r for r in records if "cannot be reached" in str(r.message)]) == 1
+
+    pipeline.main([*args, "--port", str(visdom_port)])
+    (sweep_id,) = [path.name[len("sweep_"):-len(".json")] for path in (tmp_path / "logs").glob("sweep_*.json")]
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("Live plots")] == [
+        f"Live plots: http://127.0.0.1:{visdom_port}/env/sweep_{sweep_id}"]
 
 
 def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> None:

@@ -199,9 +199,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     curves = None
     if not args.no_vis:
+        # "Live plots: <the sweep's page>" once the server answers (at the first curve), as train says it
         curves = SweepCurves(SweepPlotter(args.port, env_name=f"sweep_{sweep_id}",
-                                          episode_window=getattr(shared, "episode_window", 40)))
-        print(f"Live plots: visdom env sweep_{sweep_id} at http://127.0.0.1:{args.port}", flush=True)
+                                          episode_window=getattr(shared, "episode_window", 40), announce=True))
         curves.refresh(spec for spec in specs if spec.run_id in records)
     if executor is None:
         print("Nothing to run (--force redoes the finished runs)." if specs else "Nothing to run.")

@@ -33,10 +33,13 @@ class SweepPlotter(VisdomPlotter):
     :param env_name: visdom environment of the sweep
     :param episode_window: episodes of the moving average
     :param max_points: most points sent per trace
+    :param announce: print ``Live plots: <page_url>`` (the sweep's own page) on stdout once the server has answered
     """
 
-    def __init__(self, port: int, env_name: str, episode_window: int = 40, max_points: int = 2000) -> None:
-        super().__init__(port=port, env_name=env_name, episode_window=episode_window, max_points=max_points)
+    def __init__(self, port: int, env_name: str, episode_window: int = 40, max_points: int = 2000,
+                 announce: bool = False) -> None:
+        super().__init__(port=port, env_name=env_name, episode_window=episode_window, max_points=max_points,
+                         announce=announce)
         self._made: set[str] = set()
 
     def windowId(self, env: str, srl_model: str) -> str:
