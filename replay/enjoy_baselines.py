@@ -269,7 +269,7 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
     if not args.no_vis:
         run_name = os.path.basename(os.path.normpath(args.log_dir))
         visdom = ReplayVisdom(args.port, f"replay_{train_args.env}_{train_args.srl_model}_{train_args.algo}_{run_name}",
-                              title=title)
+                              title=title, announce=True)
     env_class = getEnvClass(train_args.env)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
     return ReplayPlotting(agent, train_args.algo, env_class.PLOT_TYPE, discrete, output_dir, title, visdom,

@@ -219,10 +219,11 @@ class ReplayVisdom(VisdomPlotter):
     :param port: the visdom server's port
     :param env_name: visdom environment
     :param title: title prefix of the windows
+    :param announce: print ``Live plots: <page_url>`` (the environment's own page) once the server has answered
     """
 
-    def __init__(self, port: int, env_name: str, title: str = "") -> None:
-        super().__init__(port=port, env_name=env_name, title=title, max_points=MAX_LIVE_POINTS)
+    def __init__(self, port: int, env_name: str, title: str = "", announce: bool = False) -> None:
+        super().__init__(port=port, env_name=env_name, title=title, max_points=MAX_LIVE_POINTS, announce=announce)
         safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
         self.windows = {"action_proba": f"{safe_name}_action_proba", "trajectory": f"{safe_name}_trajectory"}
 

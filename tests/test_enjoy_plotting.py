@@ -389,7 +389,7 @@ def test_output_dir_needs_plotting(tmp_path, trainedRun):
     assert not os.listdir(tmp_path)
 
 
-def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn):
+def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn, capsys):
     port = findFreePort()
     server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
     try:
@@ -399,6 +399,9 @@ def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn):
         assert not [w for w in recwarn if "visdom" in str(w.message)], [str(w.message) for w in recwarn]
         run_name = os.path.basename(os.path.normpath(trainedRun))
         env_name = f"replay_{ENV_ID}_ground_truth_ppo2_{run_name}"
+        # the page of the replay's env, as train prints its own (visdom opens on its empty main env otherwise)
+        assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("Live plots")] == [
+            f"Live plots: http://127.0.0.1:{port}/env/{env_name}"]
         client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
         trajectory = json.loads(client.get_window_data(f"{env_name}_trajectory", env_name))["content"]["data"]
         agent = next(trace for trace in trajectory if trace["name"].startswith("agent"))
