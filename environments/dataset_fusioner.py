@@ -85,14 +85,8 @@ def loadDataset(folder: str) -> dict[str, Any]:
             raise UsageError(str(error)) from None
         except NPZ_READ_ERRORS as error:
             raise UsageError(f"{path} is not a readable npz file ({type(error).__name__}: {error})") from None
-    config: dict[str, Any] = {}
-    config_path = os.path.join(folder, "dataset_config.json")
-    if os.path.isfile(config_path):
-        try:
-            with open(config_path, encoding="utf-8") as handle:
-                config = json.load(handle)
-        except ValueError as error:
-            raise UsageError(f"{config_path} is not valid JSON ({error})") from None
+    config = _optionalJson(os.path.join(folder, "dataset_config.json"))
+    config = {} if config is None else config
     n_rows = len(arrays["rewards"])
     for key in ("actions", "episode_starts", "ground_truth_states", "images_path",
                 *([STEP_TARGETS] if STEP_TARGETS in arrays else [])):
@@ -111,18 +105,27 @@ def loadDataset(folder: str) -> dict[str, Any]:
     for record in records.values():
         if not os.path.isdir(os.path.join(folder, record)):
             raise UsageError(f"{folder!r}: {record} is missing")
-    env_globals = None
-    globals_path = os.path.join(folder, "env_globals.json")
-    if os.path.isfile(globals_path):
-        try:
-            with open(globals_path, encoding="utf-8") as handle:
-                env_globals = json.load(handle)
-        except ValueError as error:
-            raise UsageError(f"{globals_path} is not valid JSON ({error})") from None
-        if not isinstance(env_globals, dict):
-            raise UsageError(f"{globals_path} is not a JSON object")
+    env_globals = _optionalJson(os.path.join(folder, "env_globals.json"))
     return {"folder": folder, "config": config, "arrays": arrays, "records": dict(sorted(records.items())),
             "env_globals": env_globals}
+
+
+def _optionalJson(path: str) -> dict[str, Any] | None:
+    """
+    :param path: a dataset's JSON file
+    :return: its object, None without the file
+    :raises UsageError: not valid JSON, or not an object
+    """
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as handle:
+            content = json.load(handle)
+    except ValueError as error:
+        raise UsageError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(content, dict):
+        raise UsageError(f"{path} is not a JSON object")
+    return content
 
 
 def _meaning(dataset: dict[str, Any]) -> dict[str, Any]:
