@@ -284,17 +284,19 @@ def greedyMeanReward(model, envs, episodes: int = 10) -> float:
 
 def snapshot(folder: str) -> dict[str, tuple[int, float]]:
     """:return: every file below ``folder`` with its size and modification time, and every folder (as (-1, 0): a
-    new empty folder is something written too); Python's bytecode caches (``__pycache__``, written by the interpreter
-    that imports a plugin module there) left out"""
+    new empty folder is something written too), hidden ones (``.NAME.partial``, ``.lock``, a staging folder)
+    included; a link to a folder, or a dangling one, is listed as (-1, 0), not followed; Python's bytecode caches
+    (``__pycache__``, written by the interpreter that imports a plugin module there) left out"""
     files = {}
-    for path in glob.glob(os.path.join(folder, "**", "*"), recursive=True):
-        if "__pycache__" in path.split(os.sep):
-            continue
-        if os.path.isfile(path):
-            stat = os.stat(path)
-            files[path] = (stat.st_size, stat.st_mtime_ns)
-        elif os.path.isdir(path):
-            files[path] = (-1, 0)
+    for root, folders, names in os.walk(folder):
+        folders[:] = [name for name in folders if name != "__pycache__"]
+        for name in folders + names:
+            path = os.path.join(root, name)
+            if os.path.isfile(path):
+                stat = os.stat(path)
+                files[path] = (stat.st_size, stat.st_mtime_ns)
+            else:
+                files[path] = (-1, 0)
     return files
 
 
