@@ -17,7 +17,7 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
-from conftest import childProcesses, runModule, startModule, trainHere
+from conftest import childProcesses, runModule, snapshot, startModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
@@ -388,10 +388,6 @@ def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path):
     assert not os.path.exists(config.output_dir)
 
 
-def _files(folder) -> dict:
-    return {path: os.path.getsize(path) for path in glob.glob(os.path.join(str(folder), "**"), recursive=True)}
-
-
 def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path):
     """The forwarded train flags and the seed are part of the setting a study records: continuing it with others
     mixed the trials of two tasks (and printed this command's flags as the best trial's). The flags count as the
@@ -408,7 +404,7 @@ def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path):
         assert hyperparam_search.main([*base, *same]) == 1, same  # the same setting continues
     record = _loadStudy(f"sqlite:///{tmp_path}/hyperparam_search/s.db", "s").user_attrs["setting"]  # one attribute
     assert record["seed"] == 0 and record["train_settings"]["continuous_actions"] is True
-    before = _files(tmp_path)
+    before = snapshot(str(tmp_path))
     for extra, message in (
             (["--num-cpu", "2", "--device", "cpu", "--hyperparam", "gamma:0.99"],
              "train setting continuous_actions True (asked False)"),
@@ -418,7 +414,7 @@ def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path):
         with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "
                                                        f"was made for {message}; choose another --study-name")):
             hyperparam_search.main([*base, *extra])
-        assert _files(tmp_path) == before  # nothing written
+        assert snapshot(str(tmp_path)) == before  # nothing written
     assert hyperparam_search.main([*base, *made]) == 1
 
 
