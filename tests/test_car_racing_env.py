@@ -12,7 +12,12 @@ import pytest
 from stable_baselines3.common.env_checker import check_env
 
 from environments.car_racing.car_env import CarRacingGymEnv, _rotate, _SizedCarRacing, car_racing
-from tests.conftest import REPO, runFolder, runTrain
+from replay import enjoy_baselines
+from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.sweeps.recorded import changedSettings
+from rl_baselines.sweeps.sweep import makeSpec
+from srl_toolbox.files import readJson
+from tests.conftest import REPO, runFolder, runTrain, trainHere
 
 SMALL_IMG = (3, 40, 40)
 LEFT, RIGHT, GAS, BRAKE = range(4)
@@ -205,3 +210,22 @@ def test_train_cli(continuous: bool, tmp_path) -> None:
     result = runTrain("--algo", "ppo2", "--env", "CarRacingGymEnv-v0", "--srl-model", "ground_truth",
                       "--num-timesteps", "128", "--log-dir", tmp_path, *(["-c"] if continuous else []))
     assert runFolder(result).startswith(str(tmp_path))
+
+
+def test_flags_it_ignores_are_recorded_off(tmp_path) -> None:
+    """-r and --shape-reward do nothing on CarRacing (one warning each), yet args.json recorded them true: a
+    ``gather_results --group-by shape_reward`` set the run apart from the same run without them. args.json records
+    what the env applied (off, as env_globals.json and the dataset generator do); a sweep cell given the flags still
+    finds the run its own, and the run replays."""
+    flags = ["-r", "--shape-reward", "--num-timesteps", "64", "--hyperparam", "n_steps:64"]
+    with pytest.warns(UserWarning, match="does nothing on CarRacingGymEnv-v0") as caught:
+        run = trainHere("--algo", "ppo2", "--env", "CarRacingGymEnv-v0", "--srl-model", "ground_truth", *flags,
+                        "--log-dir", tmp_path)
+    assert len([w for w in caught if "does nothing on CarRacingGymEnv-v0" in str(w.message)]) == 2
+    args = readJson(RunFolder(run).args_file)
+    assert (args["random_target"], args["shape_reward"]) == (False, False)
+    env_kwargs = readJson(RunFolder(run).env_globals_file)["env_kwargs"]
+    assert (env_kwargs["random_target"], env_kwargs["shape_reward"]) == (False, False)
+    spec = makeSpec("ppo2", "CarRacingGymEnv-v0", "ground_truth", 0, flags, str(tmp_path))
+    assert changedSettings(spec, run) == []
+    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress", "--no-vis"]) == 0

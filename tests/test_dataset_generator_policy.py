@@ -142,14 +142,17 @@ def test_the_observation_check_takes_the_images_sb3_transposes():
 
 def _olderCarRacingRun(tmp_path) -> str:
     """
-    :return: a tiny CarRacing run trained with ``-r``, whose env_globals.json says ``random_target: true`` as runs
-        recorded before CarRacing dropped the keyword (its flags give False now: the env has no random target)
+    :return: a tiny CarRacing run trained with ``-r``, whose args.json and env_globals.json say ``random_target:
+        true`` as runs recorded before CarRacing dropped the keyword (its flags give False now: the env has no random
+        target, and train records it off)
     """
     with pytest.warns(UserWarning):  # train leaves -r out on CarRacing, with a warning
         run = trainHere("--algo", "ppo2", "--env", "CarRacingGymEnv-v0", "--srl-model", "ground_truth", "-r",
                         "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "run",
                         "--seed", "1")
-    assert readJson(RunFolder(run).args_file)["random_target"] is True
+    args = readJson(RunFolder(run).args_file)
+    assert args["random_target"] is False
+    writeJson(RunFolder(run).args_file, {**args, "random_target": True})
     env_globals = readJson(RunFolder(run).env_globals_file)
     env_globals["env_kwargs"]["random_target"] = True
     writeJson(RunFolder(run).env_globals_file, env_globals)

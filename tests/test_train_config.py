@@ -92,10 +92,13 @@ def test_flags_an_env_does_nothing_with_are_one_warning_and_left_out(tmp_path) -
         with pytest.warns(UserWarning, match="does nothing on CarRacingGymEnv-v0, which does not offer it"):
             config = train.validate(_parse([*base, flag, "--no-vis"]), registered_rl)
         assert not config.env_kwargs["random_target"] and not config.env_kwargs["shape_reward"]
+        record = config.argsRecord()  # args.json: what the env applied
+        assert not record["random_target"] and not record["shape_reward"]
         makeSingleEnv(config.env, dict(config.env_kwargs)).close()  # (the env itself refuses them)
     config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "-r",
                                     "--shape-reward", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     assert config.env_kwargs["random_target"] and config.env_kwargs["shape_reward"]
+    assert config.argsRecord()["random_target"] and config.argsRecord()["shape_reward"]
     assert not os.listdir(tmp_path)
 
 

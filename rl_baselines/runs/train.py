@@ -50,7 +50,7 @@ from rl_baselines.runs.run_logging import checkTensorboard, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
 from rl_baselines.runs.train_config import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: rl_baselines.train
-from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult, addFlags
+from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult, addFlags, appliedSwitches
 from rl_baselines.runs.train_loop import trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
@@ -159,6 +159,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
                or rendererRefusal(args.renderer, args.env))
     if refusal is not None:
         raise UsageError(refusal)
+    # a switch the env does not offer (warned of above) is recorded off: args.json says what the run did
+    args = args.replace(**appliedSwitches({"env": args.env, "random_target": args.random_target,
+                                           "shape_reward": args.shape_reward}))
     _checkGroundTruthScale(args, registered_rl, env_class)
     _checkAugment(args, registered_rl)
     if isLearnedSRLModel(args.srl_model):

@@ -23,7 +23,9 @@ Invariants:
   :func:`upgradeArgsRecord` brings an args.json of any earlier format to the current one, so that a reader never
   probes for a missing setting;
 - :func:`idleSettings` names the settings that do nothing for a run's observation (those train warns of), which the
-  sweeps' run ids and recorded settings leave out.
+  sweeps' run ids and recorded settings leave out;
+- args.json records the env switches as the env applies them (:func:`appliedSwitches`): a ``-r`` or
+  ``--shape-reward`` that the env does not offer is recorded off, as the dataset generator records it.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
-from environments.registry import defaultRenderersText
+from environments.registry import defaultRenderersText, envOffers, registered_env
 from environments.srl_env import RENDERERS, isLearnedSRLModel
 from rl_baselines.core.base import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: --img-shape with raw_pixels
 from rl_baselines.core.registry import skipClashingFlags
@@ -361,6 +363,20 @@ def idleSettings(args: Mapping[str, Any]) -> frozenset[str]:
     if not isLearnedSRLModel(srl_model) or args.get("srl_ground_truth_scale"):
         idle.add("srl_state_scale")
     return frozenset(idle)
+
+
+def appliedSwitches(args: Mapping[str, Any]) -> dict[str, bool]:
+    """
+    :param args: a run's train settings, by name (parsed, or as args.json records them, of any format)
+    :return: the env switches among them (``random_target``, ``shape_reward``) as the run's env applies them: off
+        where the env does not offer them (:func:`environments.envOffers`; train warns once), so that args.json and
+        the sweeps' recorded settings say what the run did; nothing for an env not installed
+    """
+    env = args.get("env")
+    if env not in registered_env:
+        return {}
+    return {name: bool(args[name]) and envOffers(str(env), name) for name in ("random_target", "shape_reward")
+            if name in args}
 
 
 def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, runPhysics
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
-from rl_baselines.runs.train_config import TrainConfig, addedSettings, idleSettings
+from rl_baselines.runs.train_config import TrainConfig, addedSettings, appliedSwitches, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
 from srl_toolbox.files import readJson
 
@@ -41,9 +41,12 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
         flag left unset (an unset ``hp_<name>`` says nothing, as in args.json), and without the settings that change
         nothing for its observation (:func:`rl_baselines.runs.train_config.idleSettings`): ``srl_state_scale`` left
         out, ``img_shape`` read as not given (None, as the runs made without it record it); a setting added to train
-        since they were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer)
+        since they were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer); ``-r`` and
+        ``--shape-reward`` as the env applies them (:func:`rl_baselines.runs.train_config.appliedSwitches`, as train
+        records them)
     """
     args = {**addedSettings(args), **args}
+    args.update(appliedSwitches(args))  # (a run recorded before train recorded them as applied)
     idle = idleSettings(args)
     if "srl_state_scale" in idle:
         args.pop("srl_state_scale", None)
