@@ -12,14 +12,18 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import REPO, trainArgs
+from conftest import REPO, trainArgs, trainHere
 
+from replay import enjoy_baselines
 from rl_baselines import api
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromArgs, makeSingleEnv
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, checkedValue, upgradeArgsRecord
+from rl_baselines.sweeps.recorded import changedSettings
+from rl_baselines.sweeps.sweep import makeSpec
 from srl_toolbox.cli import UsageError
 
 ENV = "MobileRobotGymEnv-v0"
@@ -119,9 +123,8 @@ def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> 
 
 
 def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> None:
-    with pytest.warns(UserWarning, match="--img-shape 3 48 48 sizes camera images"):
-        config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--img-shape",
-                                        "3", "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--img-shape", "3",
+                                    "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     first = config.namespace()
     first.seed, first.num_cpu, first.img_shape[1] = 99, 4, 7
     second = config.namespace()
@@ -293,3 +296,27 @@ def test_env_workers_fork_from_a_server_that_imported_their_libraries() -> None:
     result = subprocess.run([sys.executable, "-c", PRELOAD_CHECK], capture_output=True, text=True, cwd=REPO,
                             timeout=300)
     assert result.stdout.split() == ["True", "True"], result.stdout + result.stderr
+
+
+def test_flags_warned_to_do_nothing_are_recorded_as_applied(tmp_path) -> None:
+    """--fpv/--multi-view, --img-shape and --srl-state-scale on a state observation and --force-down with joint
+    actions: train warned that each does nothing, yet args.json recorded them as given (--fpv true, --img-shape 3 32
+    32, --srl-state-scale participation), so that a ``gather_results --group-by`` on them set the run apart from the
+    same run without them. args.json records what was applied; a sweep cell given the flags still finds the run its
+    own, and the run replays."""
+    flags = ["--fpv", "--img-shape", "3", "32", "32", "--srl-state-scale", "participation", "--num-timesteps", "64",
+             "--hyperparam", "n_steps:64"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        run = trainHere("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", *flags, "--log-dir", tmp_path)
+    assert len([w for w in caught if "does nothing" in str(w.message)]) == 3
+    args = json.load(open(RunFolder(run).args_file))
+    assert (args["fpv"], args["img_shape"], args["srl_state_scale"]) == (False, None, "none")
+    assert "fpv" not in json.load(open(RunFolder(run).env_globals_file))["env_kwargs"]
+    assert changedSettings(makeSpec("ppo2", ENV, "ground_truth", 0, flags, str(tmp_path)), run) == []
+    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress", "--no-vis"]) == 0
+    joints = ["--algo", "sac", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "-c", "-joints",
+              "--force-down", "--multi-view", "--log-dir", str(tmp_path / "kuka"), "--no-vis"]
+    with pytest.warns(UserWarning, match="--force-down does nothing with joint actions"):
+        record = train.validate(_parse(joints), registered_rl).argsRecord()
+    assert (record["force_down"], record["multi_view"]) == (False, False)

@@ -34,7 +34,7 @@ from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
 from rl_baselines.core.registry import algoChoicesText, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, envKwargsFromArgs
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparamsFile
 from rl_baselines.runs.pretrain import checkDataset
@@ -50,7 +50,14 @@ from rl_baselines.runs.run_logging import checkTensorboard, tensorboardRunName
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
 from rl_baselines.runs.train_config import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: rl_baselines.train
-from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, TrainResult, addFlags, appliedSwitches
+from rl_baselines.runs.train_config import (
+    RUN_FIELDS,
+    TrainConfig,
+    TrainResult,
+    addFlags,
+    appliedSwitches,
+    idleSettings,
+)
 from rl_baselines.runs.train_loop import trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
 from srl_models.base import readExpConfig
@@ -159,10 +166,14 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
                or rendererRefusal(args.renderer, args.env))
     if refusal is not None:
         raise UsageError(refusal)
-    # a switch the env does not offer (warned of above) is recorded off: args.json says what the run did
-    args = args.replace(**appliedSwitches({"env": args.env, "random_target": args.random_target,
-                                           "shape_reward": args.shape_reward}))
     _checkGroundTruthScale(args, registered_rl, env_class)
+    # what the flags warned of above do nothing for is recorded as applied: args.json says what the run did
+    given = {name: getattr(args, name) for name in ("env", "srl_model", "random_target", "shape_reward", "fpv",
+                                                    "multi_view", "force_down", "action_joints",
+                                                    "srl_ground_truth_scale")}
+    idle = idleSettings(given)
+    args = args.replace(**appliedSwitches(given), **({"img_shape": None} if "img_shape" in idle else {}),
+                        **({"srl_state_scale": DEFAULT_STATE_SCALE} if "srl_state_scale" in idle else {}))
     _checkAugment(args, registered_rl)
     if isLearnedSRLModel(args.srl_model):
         args = _resolveSRLModel(args, env_class)

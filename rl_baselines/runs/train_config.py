@@ -24,8 +24,9 @@ Invariants:
   probes for a missing setting;
 - :func:`idleSettings` names the settings that do nothing for a run's observation (those train warns of), which the
   sweeps' run ids and recorded settings leave out;
-- args.json records the env switches as the env applies them (:func:`appliedSwitches`): a ``-r`` or
-  ``--shape-reward`` that the env does not offer is recorded off, as the dataset generator records it.
+- args.json records what the run applied: the env switches as the env applies them (:func:`appliedSwitches`: a
+  ``-r`` or ``--shape-reward`` that the env does not offer is recorded off, as the dataset generator records it),
+  and the :func:`idleSettings` at what they give (``img_shape`` None, ``srl_state_scale`` none).
 """
 from __future__ import annotations
 
@@ -368,15 +369,23 @@ def idleSettings(args: Mapping[str, Any]) -> frozenset[str]:
 def appliedSwitches(args: Mapping[str, Any]) -> dict[str, bool]:
     """
     :param args: a run's train settings, by name (parsed, or as args.json records them, of any format)
-    :return: the env switches among them (``random_target``, ``shape_reward``) as the run's env applies them: off
-        where the env does not offer them (:func:`environments.envOffers`; train warns once), so that args.json and
-        the sweeps' recorded settings say what the run did; nothing for an env not installed
+    :return: the env switches among them as the run's env applies them, so that args.json and the sweeps' recorded
+        settings say what the run did (train warns once of each it turns off): ``random_target`` and
+        ``shape_reward`` off where the env does not offer them (:func:`environments.envOffers`; nothing for an env
+        not installed), ``fpv`` and ``multi_view`` off where the observation is not camera images, ``force_down``
+        off with joint actions
     """
+    applied = {}
     env = args.get("env")
-    if env not in registered_env:
-        return {}
-    return {name: bool(args[name]) and envOffers(str(env), name) for name in ("random_target", "shape_reward")
-            if name in args}
+    if env in registered_env:
+        applied.update({name: bool(args[name]) and envOffers(str(env), name)
+                        for name in ("random_target", "shape_reward") if name in args})
+    srl_model = str(args.get("srl_model"))
+    pixels = srl_model == "raw_pixels" or isLearnedSRLModel(srl_model)
+    applied.update({name: bool(args[name]) and pixels for name in ("fpv", "multi_view") if name in args})
+    if "force_down" in args:
+        applied["force_down"] = bool(args["force_down"]) and not args.get("action_joints")
+    return applied
 
 
 def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:
