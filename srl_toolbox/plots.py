@@ -8,7 +8,8 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 
 - window ``<env_name>_reward``: episode reward against timesteps, raw and smoothed (moving average over
   ``episode_window`` episodes);
-- window ``<env_name>_episodes``: the smoothed reward against the episode index;
+- window ``<env_name>_episodes``: the smoothed reward against the episode number, counted from 1 (the first episode
+  is episode 1, as the PNG legends' "fewer before episode N" counts);
 - window ``<env_name>_evaluation`` (runs trained with ``--eval-freq``): the mean reward of each deterministic
   evaluation against timesteps, with mean - std and mean + std (:meth:`VisdomPlotter.updateEvaluation`).
 - window ``<env_name>_scalars_<group>`` for scalars logged during the run (rl_baselines.runs.run_logging): one trace per
@@ -326,7 +327,7 @@ class VisdomPlotter:
                 )
                 self._viz.line(
                     Y=smoothed[keep],
-                    X=keep.astype(np.float64),
+                    X=keep.astype(np.float64) + 1,  # episode numbers: the first episode is 1
                     win=self.windows["episodes"],
                     env=self.env_name,
                     opts=dict(title=f"{self.title} [Episodes]", xlabel="Episodes",

@@ -110,7 +110,8 @@ def test_update_sends_raw_and_smoothed_curves(visdom_port: int) -> None:
 
     episodes = _traces(visdom_port, plotter.windows["episodes"], env)
     assert list(episodes) == ["ppo2 smoothed"]
-    np.testing.assert_allclose(episodes["ppo2 smoothed"]["x"], np.arange(len(rewards)))
+    # episodes counted from 1, as the PNG legends count them ("fewer before episode 3": the third is the first full)
+    np.testing.assert_allclose(episodes["ppo2 smoothed"]["x"], np.arange(1, len(rewards) + 1))
     np.testing.assert_allclose(episodes["ppo2 smoothed"]["y"], smoothed)
 
     # A later update replaces the whole data
