@@ -219,7 +219,7 @@ class ReplayVisdom(VisdomPlotter):
     :param port: the visdom server's port
     :param env_name: visdom environment
     :param title: title prefix of the windows
-    :param announce: print ``Live plots: <page_url>`` (the environment's own page) once the server has answered
+    :param announce: print ``Live plots: <page_url>`` (the environment's own page) once the server drew the windows
     """
 
     def __init__(self, port: int, env_name: str, title: str = "", announce: bool = False) -> None:
@@ -246,6 +246,8 @@ class ReplayVisdom(VisdomPlotter):
                 self._drawTrajectory(trace, keep)
         except Exception as exc:  # never let the replay die because of the plots
             self._giveUp(describe(exc), lost=True, stacklevel=3)
+            return
+        self._drawn()
 
     def _drawProba(self, trace: ReplayTrace, keep: np.ndarray) -> None:
         probas = np.asarray(trace.probas, dtype=np.float64)[keep]

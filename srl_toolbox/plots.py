@@ -18,8 +18,9 @@ Each plotter draws into the visdom environment ``env_name`` (one per run, so run
 (In window ids every character of ``env_name`` other than letters, digits, ``-`` and ``_`` becomes ``_``.)
 
 A plotter made with ``announce=True`` prints the address of its own page, ``http://HOST:PORT/env/<env_name>``, once
-the server has answered (at the first finished episode), so the user opens the run's plots rather than visdom's
-empty ``main`` environment. That line and the warning are written above a running progress bar (tqdm's external
+the server has drawn its first window (in a training run the first finished episode's curve, or earlier the first
+evaluation or logged scalars), so the user opens a page with a curve on it rather than visdom's empty ``main``
+environment. That line and the warning are written above a running progress bar (tqdm's external
 write mode), each on a line of its own.
 """
 from __future__ import annotations
@@ -196,7 +197,7 @@ class VisdomPlotter:
     :param legend: name of the curves, e.g. the algorithm (traces are "<legend> raw" and "<legend> smoothed")
     :param episode_window: number of episodes of the moving average
     :param max_points: most points sent per trace; longer runs are evenly subsampled (after smoothing)
-    :param announce: print ``Live plots: <page_url>`` on stdout once the server has answered
+    :param announce: print ``Live plots: <page_url>`` on stdout once, after the server drew the first window
     """
 
     def __init__(
@@ -227,6 +228,7 @@ class VisdomPlotter:
                         "evaluation": f"{safe_name}_evaluation"}
         self._viz: Any = None
         self._disabled = False
+        self._announced = False
         self._scalar_windows: set[str] = set()
         self._scalar_traces: set[str] = set()  # the tags this process has drawn
 
@@ -293,10 +295,15 @@ class VisdomPlotter:
             return False
         viz.request_timeout = (CONNECT_TIMEOUT_S, UPDATE_READ_TIMEOUT_S)
         self._viz = viz
-        if self.announce:
+        return True
+
+    def _drawn(self) -> None:
+        """After each successful draw: with ``announce``, the first one prints ``Live plots: <page_url>`` (the page
+        has a window to look at by then; a server that answers but fails the first draw gets no line)."""
+        if self.announce and not self._announced:
+            self._announced = True
             with tqdm.external_write_mode(file=sys.stdout):  # above the run's progress bar, not into its line
                 print(f"Live plots: {self.page_url}", flush=True)
-        return True
 
     def update(self, timesteps: ArrayLike, rewards: ArrayLike) -> None:
         """
@@ -336,6 +343,8 @@ class VisdomPlotter:
                 )
         except Exception as exc:
             self._giveUp(describe(exc), lost=True, stacklevel=3)
+            return
+        self._drawn()
 
     def scalars(self, points: dict[str, list[tuple[float, float]]]) -> None:
         """
@@ -369,6 +378,8 @@ class VisdomPlotter:
                     self._scalar_traces.add(tag)
         except Exception as exc:
             self._giveUp(describe(exc), lost=True, stacklevel=3)
+            return
+        self._drawn()
 
     def _earlierPoints(self, window: str, tag: str, before: float) -> tuple[np.ndarray, np.ndarray]:
         """:return: (steps, values) of the server's trace ``tag`` in ``window`` at steps below ``before`` (none if
@@ -410,6 +421,8 @@ class VisdomPlotter:
                 )
         except Exception as exc:
             self._giveUp(describe(exc), lost=True, stacklevel=3)
+            return
+        self._drawn()
 
 
 def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: int, path: str,

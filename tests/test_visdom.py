@@ -18,7 +18,15 @@ import visdom
 from PIL import Image
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
-from srl_toolbox.plots import VisdomPlotter, describe, movingAverage, quietVisdom, saveLearningCurve, subsample
+from srl_toolbox.plots import (
+    VisdomPlotter,
+    describe,
+    movingAverage,
+    quietVisdom,
+    saveLearningCurve,
+    subsample,
+    visdomClientClass,
+)
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
@@ -224,6 +232,38 @@ def test_server_killed_midway_warns_once(tmp_path) -> None:
         assert not plotter.enabled
     finally:
         _stop(process)
+
+
+def test_live_plots_line_comes_once_the_first_window_is_drawn(visdom_port: int, monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """"Live plots: <url>" was printed when the server answered the connection, before anything was drawn (and even
+    when the first draw then failed): it now comes after the first window is on the page, once."""
+    client_class = visdomClientClass()
+    draw = client_class.line
+    printed_before_draws: list[str] = []
+
+    def recordingLine(self, *args, **kwargs):
+        printed_before_draws.append(capsys.readouterr().out)
+        return draw(self, *args, **kwargs)
+
+    monkeypatch.setattr(client_class, "line", recordingLine)
+    plotter = VisdomPlotter(port=visdom_port, env_name="test_announce_drawn", announce=True)
+    plotter.update([10, 20], [1.0, 2.0])
+    plotter.update([10, 20, 30], [1.0, 2.0, 3.0])
+    printed = "".join(printed_before_draws) + capsys.readouterr().out
+    assert printed_before_draws and "Live plots" not in printed_before_draws[0], printed_before_draws
+    assert printed.count("Live plots: ") == 1 and f"Live plots: {plotter.page_url}\n" in printed, printed
+
+    def failingLine(self, *args, **kwargs):
+        raise ConnectionError("refused")
+
+    monkeypatch.setattr(client_class, "line", failingLine)  # the server answers the connection, not the drawing
+    failing = VisdomPlotter(port=visdom_port, env_name="test_announce_failed", announce=True)
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        failing.update([10], [1.0])
+    assert "Live plots" not in capsys.readouterr().out  # no address of a page with nothing on it
+    assert len(_userWarnings(records)) == 1 and not failing.enabled
 
 
 BAR_SCRIPT = """

@@ -33,7 +33,7 @@ class SweepPlotter(VisdomPlotter):
     :param env_name: visdom environment of the sweep
     :param episode_window: episodes of the moving average
     :param max_points: most points sent per trace
-    :param announce: print ``Live plots: <page_url>`` (the sweep's own page) on stdout once the server has answered
+    :param announce: print ``Live plots: <page_url>`` (the sweep's own page) on stdout once the server drew a curve
     """
 
     def __init__(self, port: int, env_name: str, episode_window: int = 40, max_points: int = 2000,
@@ -80,6 +80,8 @@ class SweepPlotter(VisdomPlotter):
                     self._made.add(win)
         except Exception as exc:  # never let the sweep die because of the plots
             self._giveUp(describe(exc), lost=True, stacklevel=3)
+            return
+        self._drawn()
 
 
 class SweepCurves:
