@@ -7,7 +7,9 @@ evaluation's episodes) on the env-steps panel; one that finished no training epi
 env's episodes) is drawn with its evaluations alone, and one with neither is skipped. An episode's env step is the
 run's step count when it ended, all envs together (``--num-cpu N``: N times its env's own steps, from the run's
 args.json; a folder without one: the sum of the episode lengths so far). With ``--vis`` the same curves go to a
-visdom server too (one pair of windows per run in the visdom environment ``--vis-env``).
+visdom server too (one pair of windows per run in the visdom environment ``--vis-env``, titled with the run's path as
+given, e.g. ``logs/a/ppo2/run``; their ids are unique per run folder, so runs of the same folder name, drawn by one
+call or by several into the same environment, never overwrite each other).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
 folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import hashlib
 import os
 import re
 import sys
@@ -83,18 +86,33 @@ def findRunFolders(path: str) -> list[str]:
     return sorted(runs)
 
 
-def runTitle(run_dir: str) -> str:
+def runTitle(run_dir: str, name: str | None = None) -> str:
     """
     :param run_dir: a run folder
-    :return: "env srl_model algo (folder name)" from its args.json, or the folder name alone
+    :param name: how the run is named in the title (default: its folder name)
+    :return: "env srl_model algo (name)" from its args.json, or the name alone
     """
-    name = os.path.basename(os.path.normpath(run_dir))
+    name = os.path.basename(os.path.normpath(run_dir)) if name is None else name
     try:
         args = readJson(RunFolder(run_dir).args_file)
     except (OSError, ValueError):
         return name
     parts = [str(args[key]) for key in ("env", "srl_model", "algo") if isinstance(args, dict) and key in args]
     return f"{' '.join(parts)} ({name})" if parts else name
+
+
+def visdomRunId(run_dir: str, root: str) -> str:
+    """
+    :param run_dir: a run folder found below (or at) ``root``
+    :param root: the folder given with ``-i``
+    :return: the id of the run's visdom windows: its path relative to the parent of ``root`` (readable), then a
+        digest of its real path, so that two run folders never share a window, whether their relative paths are the
+        same (two calls, ``-i logs/a/ppo2/run`` and ``-i logs/b/ppo2/run``) or only read alike once the characters
+        visdom ids cannot hold become ``_`` (``a/b/run`` and ``a_b/run``); the same folder keeps its windows
+    """
+    readable = os.path.relpath(run_dir, os.path.dirname(os.path.abspath(root)))
+    digest = hashlib.sha1(os.path.realpath(run_dir).encode("utf-8", "surrogateescape")).hexdigest()[:8]
+    return f"{readable}_{digest}"
 
 
 def _timeUnit(seconds: np.ndarray) -> tuple[float, str]:
@@ -327,9 +345,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
         path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title,
                        evaluations=evaluations)
-        if visdom is not None:
-            visdom.send(os.path.relpath(run_dir, os.path.dirname(os.path.abspath(args.input))), episodes, window,
-                        title, evaluations)
+        if visdom is not None:  # titled with the run's path as given: folders of the same name are told apart
+            visdom.send(visdomRunId(run_dir, args.input), episodes, window,
+                        runTitle(run_dir, name=os.path.normpath(run_dir)), evaluations)
         tqdm.write(f"{path}  ({runSummary(run_dir, episodes, evaluations)})")
     if visdom is not None and visdom.enabled:
         print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/"

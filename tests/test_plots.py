@@ -150,3 +150,36 @@ def test_curves_reach_visdom(tmp_path) -> None:
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_runs_of_the_same_folder_name_keep_their_own_visdom_windows(tmp_path, monkeypatch) -> None:
+    """The window ids came from the run's path below the parent of -i, with ``/`` and other characters made ``_``:
+    ``-i logs/a/ppo2/run`` then ``-i logs/b/ppo2/run`` drew into the same windows (``run_steps``), as did ``a/b/run``
+    and ``a_b/run`` in one call, and every title read ``(run)``. Each run now has windows of its own, titled with
+    its path."""
+    port = findFreePort()
+    process = startServer(port, env_path=str(tmp_path / "envs"))
+    try:
+        assert waitForServer(port, timeout=60, process=process)
+        monkeypatch.chdir(tmp_path)
+        args = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"}
+        runs = {path: [float(n), float(n) + 1.0] for n, path in
+                enumerate(("logs/a/ppo2/run", "logs/b/ppo2/run", "other/a/b/run", "other/a_b/run"))}
+        for path, rewards in runs.items():
+            writeRun(path, rewards, [10, 10], [1.0, 2.0], args=args)
+        for given in ("logs/a/ppo2/run", "logs/b/ppo2/run", "other"):
+            assert main(["-i", given, "--vis", "--port", str(port), "--vis-env", "same_names",
+                         "--output-dir", str(tmp_path / "png" / given.replace("/", "_"))]) == 0
+        client = visdom.Visdom(port=port, use_incoming_socket=False, raise_exceptions=True)
+        windows = json.loads(client.get_window_data(env="same_names"))
+        assert len(windows) == 2 * len(runs), sorted(windows)
+        drawn = {window["title"]: window["content"]["data"][0]["y"] for window in windows.values()}
+        assert drawn == {f"MobileRobotGymEnv-v0 ground_truth ppo2 ({os.path.normpath(path)})": rewards
+                         for path, rewards in runs.items()}
+        # drawing a run again replaces its own windows
+        assert main(["-i", "logs/a/ppo2/run", "--vis", "--port", str(port), "--vis-env", "same_names",
+                     "--output-dir", str(tmp_path / "png" / "again")]) == 0
+        assert len(json.loads(client.get_window_data(env="same_names"))) == 2 * len(runs)
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
