@@ -8,6 +8,8 @@ DEMO_DIR ?= logs/demo
 DEMO_STEPS ?= 60000
 SRL_DEMO_DIR ?= logs/srl_demo
 SRL_DEMO_STEPS ?= 36000
+# The visdom port of the live plots: `make visdom`, `make demo` and `make srl-demo` use the same one
+VISDOM_PORT ?= 8097
 
 .PHONY: install demo srl-demo lint test test-fast bench bench-device bench-learning bench-srl bench-srl-rl bench-state-shape bench-renderer-gtc bench-encoders bench-cnn bench-zoo profile visdom clean browser
 
@@ -35,12 +37,12 @@ browser:
 	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 demo: install
-	$(PY) -m replay.demo --log-dir $(DEMO_DIR) --num-timesteps $(DEMO_STEPS)
+	$(PY) -m replay.demo --log-dir $(DEMO_DIR) --num-timesteps $(DEMO_STEPS) --port $(VISDOM_PORT)
 
 # A learned representation under an agent: MobileRobot dataset -> VAE -> ppo2 on the VAE -> replay GIF and
 # latent-space pictures (python -m replay.srl_demo; everything under $(SRL_DEMO_DIR)).
 srl-demo: install
-	$(PY) -m replay.srl_demo --log-dir $(SRL_DEMO_DIR) --num-timesteps $(SRL_DEMO_STEPS)
+	$(PY) -m replay.srl_demo --log-dir $(SRL_DEMO_DIR) --num-timesteps $(SRL_DEMO_STEPS) --port $(VISDOM_PORT)
 
 # ruff (ruff.toml) and the import-linter contracts (.importlinter: the packages' dependency order): a wrong arrow
 # between layers or a lint error fails `make test`, hence CI.
@@ -136,7 +138,7 @@ bench-zoo: install
 	$(PY) -m benchmarks.zoo_compare
 
 visdom: install
-	$(PY) -m replay.visdom_server --port 8097
+	$(PY) -m replay.visdom_server --port $(VISDOM_PORT)
 
 clean:
 	rm -rf $(VENV) *.egg-info

@@ -9,6 +9,7 @@ import shlex
 from collections.abc import Sequence
 
 from replay import enjoy_baselines
+from replay.visdom_server import isServerUp
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
 from srl_toolbox.cli import (
@@ -27,9 +28,10 @@ def liveCurveHint(args: argparse.Namespace, before: str = "running the demo") ->
     :param args: the demo's arguments (--no-vis, --port)
     :param before: what the server must be started before (training looks for it once, at its first episode, and
         goes on without live plots when none answers: a server started later draws nothing)
-    :return: how to watch a demo's training curve live (nothing with --no-vis: the run draws none)
+    :return: how to watch a demo's training curve live; nothing with --no-vis (the run draws none) or when a visdom
+        server already answers on --port (training draws there and prints its page, ``Live plots: URL``)
     """
-    if args.no_vis:
+    if args.no_vis or isServerUp(args.port):
         return ""
     return (f" Live curve: training looks for a visdom server once, at its first episode; to watch it, start "
             f"`{pythonCommand()} -m replay.visdom_server --port {args.port}` in another terminal before {before} "

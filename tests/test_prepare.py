@@ -7,6 +7,8 @@ import json
 import multiprocessing
 import os
 import re
+import shutil
+import subprocess
 import warnings
 
 import numpy as np
@@ -19,6 +21,7 @@ from environments.car_racing.car_env import CarRacingGymEnv
 from environments.generator_config import GeneratorConfig
 from environments.registry import REFERENCE_RENDERER, defaultRenderer, registerAll
 from replay import demo, srl_demo
+from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
@@ -536,6 +539,41 @@ def test_the_demos_say_to_start_visdom_before_training(tmp_path, monkeypatch, ca
         out = capsys.readouterr().out
         assert f"-m replay.visdom_server --port 8123` in another terminal {before}" in out, out
         assert "http://127.0.0.1:8123" in out and "once, at its first episode" in out
+
+
+def test_the_demos_give_no_visdom_hint_when_a_server_answers(tmp_path, monkeypatch, capsys):
+    """The demos told the user to start a visdom server even when one already answered on their port: the hint is
+    now given only when none answers (training then finds the server and prints its page itself)."""
+    def stop(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train, "main", stop)
+    monkeypatch.setattr(prepare, "prepare", stop)
+    monkeypatch.chdir(tmp_path)
+    port = findFreePort()
+    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
+    try:
+        assert waitForServer(port, timeout=60, process=server), "the visdom server did not start"
+        for command in (demo, srl_demo):
+            with pytest.raises(KeyboardInterrupt):
+                command.main(["--port", str(port)])
+            out = capsys.readouterr().out
+            assert "Live curve" not in out and "replay.visdom_server" not in out, out
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_make_demos_and_visdom_take_one_port():
+    """make srl-demo (and make demo) had no port setting: VISDOM_PORT sets the port of both demos and of make visdom."""
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    result = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "demo", "srl-demo",
+                             "visdom", "VISDOM_PORT=8123"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    recipes = [line for line in result.stdout.splitlines()
+               if re.search(r"-m replay\.(demo|srl_demo|visdom_server) ", line)]
+    assert len(recipes) == 3 and all(line.endswith(" --port 8123") for line in recipes), result.stdout
 
 
 def test_random_target_on_an_env_without_one_is_the_plain_dataset(tmp_path, monkeypatch, capsys):
