@@ -9,7 +9,8 @@ run's step count when it ended, all envs together (``--num-cpu N``: N times its 
 args.json; a folder without one: the sum of the episode lengths so far). With ``--vis`` the same curves go to a
 visdom server too (one pair of windows per run in the visdom environment ``--vis-env``, titled with the run's path as
 given, e.g. ``logs/a/ppo2/run``; their ids are unique per run folder, so runs of the same folder name, drawn by one
-call or by several into the same environment, never overwrite each other).
+call or by several into the same environment, never overwrite each other). With ``--output-dir`` the PNGs are named
+after the runs' paths below ``-i`` (``outputPaths``: never one name for two runs).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
 folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
@@ -36,7 +37,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from replay.results import loadRunEvaluations, runProgress, warnNanRewards
+from replay.results import distinctStems, loadRunEvaluations, runProgress, warnNanRewards
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
@@ -247,7 +248,9 @@ def buildParser() -> CLIParser:
     parser.add_argument("-i", "--input", required=True, metavar="RUN|DIR",
                         help="a run folder, or a folder with runs below it")
     parser.add_argument("--output-dir", type=nonEmptyText, default=None,
-                        help=f"write the PNGs here, named after each run's path [each run's folder, as {PNG_NAME}]")
+                        help="write the PNGs here, named after each run's path below -i (a/b/run: a_b_run.png; "
+                             "runs whose names would clash get a digest of their path appended) [each run's folder, "
+                             f"as {PNG_NAME}]")
     parser.add_argument("--episode-window", type=positiveInt, default=None,
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
     parser.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
@@ -291,12 +294,26 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
             f"{of_trained}{count}")
 
 
-def _outputPath(run_dir: str, root: str, output_dir: str | None) -> str:
+def outputPaths(run_dirs: Sequence[str], root: str, output_dir: str | None) -> dict[str, str]:
+    """
+    :param run_dirs: the run folders found below (or at) ``root``, whether drawn or skipped
+    :param root: the folder given with ``-i``
+    :param output_dir: ``--output-dir``, None for each run's own folder
+    :return: each run's PNG: ``<run>/learning_curves.png``, or in ``output_dir`` its path below ``root`` with ``/``
+        made ``_`` (``a/b/run`` -> ``a_b_run.png``; ``-i`` a run: its folder name); when two runs read alike so
+        (``a/b/run`` and ``a_b/run``), each of them gets ``_`` and 8 hex digits of a digest of that path appended
+        (``a_b_run_<8 hex>.png``), the same from call to call (replay.results.distinctStems). Every run found counts,
+        so a run's name does not change when another gets its first episode.
+    """
     if output_dir is None:
-        return os.path.join(run_dir, PNG_NAME)
-    relative = os.path.relpath(run_dir, root)
-    name = os.path.basename(os.path.abspath(run_dir)) if relative == "." else relative.replace(os.sep, "_")
-    return os.path.join(output_dir, f"{name}.png")
+        return {run_dir: os.path.join(run_dir, PNG_NAME) for run_dir in run_dirs}
+    relatives = {run_dir: os.path.relpath(run_dir, root) for run_dir in run_dirs}
+    stems = {relative.replace(os.sep, "/"): (os.path.basename(os.path.abspath(run_dir)) if relative == "."
+                                             else relative.replace(os.sep, "_"))
+             for run_dir, relative in relatives.items()}
+    distinct = distinctStems(stems)
+    return {run_dir: os.path.join(output_dir, f"{distinct[relative.replace(os.sep, '/')]}.png")
+            for run_dir, relative in relatives.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -331,7 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not loaded:
         raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}, nor evaluations "
                          f"(evaluations.npz)")
-    checkOutputFiles(sorted({_outputPath(run_dir, args.input, args.output_dir) for run_dir, _, _ in loaded}),
+    png_paths = outputPaths(run_dirs, args.input, args.output_dir)  # distinct: one per run
+    checkOutputFiles([png_paths[run_dir] for run_dir, _, _ in loaded],
                      "--output-dir" if args.output_dir is not None else "-i (the run folder)")
     for run_dir in empty:
         print(f"skipped {run_dir}: no finished episode yet, nor evaluations")
@@ -343,7 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run_dir, episodes, evaluations in tqdm(loaded, unit="run", disable=len(loaded) < 2 or not sys.stderr.isatty(),
                                                leave=False):
         window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
-        path = plotRun(episodes, window, _outputPath(run_dir, args.input, args.output_dir), title=title,
+        path = plotRun(episodes, window, png_paths[run_dir], title=title,
                        evaluations=evaluations)
         if visdom is not None:  # titled with the run's path as given: folders of the same name are told apart
             visdom.send(visdomRunId(run_dir, args.input), episodes, window,

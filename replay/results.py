@@ -18,10 +18,11 @@ EvalCallback keys, read by rl_baselines.runs.evaluation.readEvaluations): :attr:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -513,3 +514,37 @@ def loadCurves(path: str) -> dict[str, Any]:
 def safeName(text: str) -> str:
     """:return: ``text`` usable in a file name"""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
+
+
+def distinctStems(stems: Mapping[str, str], ends: Sequence[str] = ("",)) -> dict[str, str]:
+    """
+    File names that two things written by one call (runs, methods) never share. A thing's files are its stem followed
+    by each of ``ends`` (their common extension left out). A thing keeps its stem unless one of its files would have
+    the name of another thing's file; then each thing of the clash gets ``_`` and the first 8 hexadecimal digits of
+    the SHA-1 of its identity appended to its stem (all 40 in the unlikely case that 8 still clash).
+
+    Invariants: without a clash every stem is returned unchanged; a suffix depends on its thing's identity alone, so a
+    thing keeps its name from call to call while the same things clash; the names returned are distinct.
+
+    :param stems: each thing's identity (e.g. a run's path below the folder searched) -> the stem of its files
+    :param ends: what follows the stem in each of a thing's files (e.g. ``("", "_evaluation")``)
+    :return: identity -> the stem to use
+    :raises UsageError: names that still clash with the whole digest (a folder named after another's digest)
+    """
+    def clashing(named: dict[str, str]) -> list[str]:
+        owners: dict[str, set[str]] = {}
+        for identity, stem in named.items():
+            for end in ends:
+                owners.setdefault(stem + end, set()).add(identity)
+        return sorted({identity for names in owners.values() if len(names) > 1 for identity in names})
+
+    result = dict(stems)
+    for digits in (8, 40):
+        for identity in clashing(result):
+            digest = hashlib.sha1(identity.encode("utf-8", "surrogateescape")).hexdigest()
+            result[identity] = f"{stems[identity]}_{digest[:digits]}"
+    left = clashing(result)
+    if left:
+        raise UsageError(f"{', '.join(left)} would write files of the same name ({result[left[0]]}); rename one of "
+                         "them")
+    return result

@@ -1,6 +1,7 @@
 """``python -m replay.plots``: per-run learning curves from monitor CSVs, as PNG and in visdom."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import warnings
@@ -12,8 +13,10 @@ from conftest import runModule, snapshot
 from PIL import Image
 
 from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
+from replay.results import distinctStems
 from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.runs.monitor_files import loadEpisodes
+from srl_toolbox.cli import UsageError
 
 TAB_BLUE = np.array([31, 119, 180])
 
@@ -183,3 +186,40 @@ def test_runs_of_the_same_folder_name_keep_their_own_visdom_windows(tmp_path, mo
     finally:
         process.terminate()
         process.wait(timeout=15)
+
+
+def test_runs_whose_paths_read_alike_get_png_names_of_their_own(tmp_path) -> None:
+    """--output-dir names a run's PNG after its path below -i with ``/`` made ``_``: ``a/b/run`` and ``a_b/run`` both
+    wrote ``a_b_run.png``, the second replacing the first, and nothing said so. Each of them now gets a digest of its
+    path appended; a name no other run shares is unchanged."""
+    root = tmp_path / "logs"
+    rewards = {"a/b/run": [1.0, 2.0], "a_b/run": [5.0, 6.0], "c/run": [3.0, 4.0]}
+    for path, values in rewards.items():
+        writeRun(str(root / path), values, [10, 10], [1.0, 2.0])
+    writeRun(str(root / "a_b_run_evaluation" / "run"), [], [], [])  # no episode: skipped, its name clashes with none
+    expected = {f"a_b_run_{hashlib.sha1(path.encode()).hexdigest()[:8]}.png": path for path in ("a/b/run", "a_b/run")}
+    expected["c_run.png"] = "c/run"
+    for attempt in range(2):  # the same names from call to call
+        out = tmp_path / f"out{attempt}"
+        assert main(["-i", str(root), "--output-dir", str(out)]) == 0
+        assert sorted(os.listdir(out)) == sorted(expected)
+    assert len({(out / name).read_bytes() for name in expected}) == 3  # three runs drawn, none over another
+    assert main(["-i", str(root / "a" / "b" / "run"), "--output-dir", str(tmp_path / "one")]) == 0
+    assert os.listdir(tmp_path / "one") == ["run.png"]
+
+
+def test_distinct_stems_never_give_two_things_one_name() -> None:
+    """The suffix that tells clashing names apart can itself clash (a folder named after another's suffixed name): the
+    clashing names then get the whole digest, and a name still shared after that is refused, never written twice."""
+    def digest(text: str, digits: int) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()[:digits]
+
+    assert distinctStems({"a/b": "a_b", "c": "c"}) == {"a/b": "a_b", "c": "c"}
+    assert distinctStems({"a/b": "a_b", "a_b": "a_b", "x": f"a_b_{digest('a/b', 8)}"}) == {
+        "a/b": f"a_b_{digest('a/b', 40)}", "a_b": f"a_b_{digest('a_b', 8)}",
+        "x": f"a_b_{digest('a/b', 8)}_{digest('x', 40)}"}
+    # a thing's files are its stem and each of ``ends``: "E_evaluation"'s first file is E's second
+    assert distinctStems({"E": "E", "E_evaluation": "E_evaluation"}, ends=("", "_evaluation")) == {
+        "E": f"E_{digest('E', 8)}", "E_evaluation": f"E_evaluation_{digest('E_evaluation', 8)}"}
+    with pytest.raises(UsageError, match="would write files of the same name"):
+        distinctStems({"a": "n", "b": "n", "c": f"n_{digest('a', 40)}", "d": f"n_{digest('a', 8)}"})
