@@ -1,16 +1,17 @@
 """``python -m replay.plots -i RUN|DIR``: the learning curves of one run, or of every run below a folder.
 
-For each run, one PNG with two panels, episode reward against env steps and against wall time, raw (light) and
-smoothed (moving average over ``--episode-window`` episodes), read from the run's monitor CSVs; a run trained with
-``--eval-freq`` also shows its deterministic evaluations (evaluations.npz: mean and standard deviation of each
-evaluation's episodes) on the env-steps panel; one that finished no training episode yet (a run shorter than its
-env's episodes) is drawn with its evaluations alone, and one with neither is skipped. An episode's env step is the
-run's step count when it ended, all envs together (``--num-cpu N``: N times its env's own steps, from the run's
-args.json; a folder without one: the sum of the episode lengths so far). With ``--vis`` the same curves go to a
-visdom server too (one pair of windows per run in the visdom environment ``--vis-env``, titled with the run's path as
-given, e.g. ``logs/a/ppo2/run``; their ids are unique per run folder, so runs of the same folder name, drawn by one
-call or by several into the same environment, never overwrite each other). With ``--output-dir`` the PNGs are named
-after the runs' paths below ``-i`` (``outputPaths``: never one name for two runs).
+For each run, one PNG titled with the run's env, SRL model, algorithm and path as given (``logs/a/ppo2/run``), with
+two panels, episode reward against env steps and against wall time, raw (light) and smoothed (moving average over
+``--episode-window`` episodes), read from the run's monitor CSVs; a run trained with ``--eval-freq`` also shows its
+deterministic evaluations (evaluations.npz: mean and standard deviation of each evaluation's episodes) on the
+env-steps panel; one that finished no training episode yet (a run shorter than its env's episodes) is drawn with its
+evaluations alone, and one with neither is skipped. An episode's env step is the run's step count when it ended, all
+envs together (``--num-cpu N``: N times its env's own steps, from the run's args.json; a folder without one: the sum
+of the episode lengths so far). With ``--vis`` the same curves go to a visdom server too (one pair of windows per run
+in the visdom environment ``--vis-env``, with the PNG's title; their ids are unique per run folder, so runs of the
+same folder name, drawn by one call or by several into the same environment, never overwrite each other). With
+``--output-dir`` the PNGs are named after the runs' paths below ``-i`` (``outputPaths``: never one name for two
+runs).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
 folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
@@ -56,6 +57,7 @@ from srl_toolbox.plots import describe, movingAverage, quietVisdom, smoothedLabe
 
 PNG_NAME = "learning_curves.png"
 DEFAULT_WINDOW = 40
+TITLE_WIDTH = 110  # characters of a PNG title's line: the figure (1200 px) shows about 130
 # Wall time is shown in the largest unit that keeps the axis readable: (seconds per unit, label)
 _TIME_UNITS = ((3600.0, "hours"), (60.0, "minutes"), (1.0, "seconds"))
 
@@ -87,13 +89,23 @@ def findRunFolders(path: str) -> list[str]:
     return sorted(runs)
 
 
-def runTitle(run_dir: str, name: str | None = None) -> str:
+def runName(run_dir: str) -> str:
+    """
+    :param run_dir: a run folder, as found below (or at) the folder given with ``-i``
+    :return: how the titles name it: its path as given, normalised (``logs/a/ppo2/run``), so that runs of the same
+        folder name are told apart; its absolute path when that path names no folder (``-i .``, ``-i ..``)
+    """
+    path = os.path.normpath(run_dir)
+    return os.path.abspath(path) if os.path.basename(path) in (os.curdir, os.pardir) else path
+
+
+def runTitle(run_dir: str) -> str:
     """
     :param run_dir: a run folder
-    :param name: how the run is named in the title (default: its folder name)
-    :return: "env srl_model algo (name)" from its args.json, or the name alone
+    :return: the title of its PNG and of its visdom windows: "env srl_model algo (path)" from its args.json, or the
+        path alone (the path: :func:`runName`)
     """
-    name = os.path.basename(os.path.normpath(run_dir)) if name is None else name
+    name = runName(run_dir)
     try:
         args = readJson(RunFolder(run_dir).args_file)
     except (OSError, ValueError):
@@ -114,6 +126,25 @@ def visdomRunId(run_dir: str, root: str) -> str:
     readable = os.path.relpath(run_dir, os.path.dirname(os.path.abspath(root)))
     digest = hashlib.sha1(os.path.realpath(run_dir).encode("utf-8", "surrogateescape")).hexdigest()[:8]
     return f"{readable}_{digest}"
+
+
+def _titleLines(title: str, width: int = TITLE_WIDTH) -> str:
+    """
+    :param title: a figure title (a long one names a run by its absolute path)
+    :param width: most characters of a line
+    :return: the title on as many lines as it takes, broken after a space or a ``/`` (a longer part, anywhere), so
+        that no part of it falls outside the figure
+    """
+    lines = [""]
+    for part in re.split(r"(?<=[ /])", title):
+        while len(lines[-1]) + len(part) > width:
+            if lines[-1].strip():
+                lines.append("")
+            else:
+                lines[-1], part = part[:width], part[width:]
+                lines.append("")
+        lines[-1] += part
+    return "\n".join(line.rstrip() for line in lines if line.strip())
 
 
 def _timeUnit(seconds: np.ndarray) -> tuple[float, str]:
@@ -167,7 +198,7 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     if labels:
         figure.legend(handles, labels, loc="lower center", ncol=len(labels), frameon=False, fontsize="small")
     if title:
-        figure.suptitle(title)
+        figure.suptitle(_titleLines(title))
     figure.tight_layout(rect=(0, 0.07, 1, 1))
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
@@ -361,11 +392,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run_dir, episodes, evaluations in tqdm(loaded, unit="run", disable=len(loaded) < 2 or not sys.stderr.isatty(),
                                                leave=False):
         window, title = _runWindow(run_dir, args.episode_window), runTitle(run_dir)
-        path = plotRun(episodes, window, png_paths[run_dir], title=title,
-                       evaluations=evaluations)
-        if visdom is not None:  # titled with the run's path as given: folders of the same name are told apart
-            visdom.send(visdomRunId(run_dir, args.input), episodes, window,
-                        runTitle(run_dir, name=os.path.normpath(run_dir)), evaluations)
+        path = plotRun(episodes, window, png_paths[run_dir], title=title, evaluations=evaluations)
+        if visdom is not None:  # the PNG's title: folders of the same name are told apart by their paths
+            visdom.send(visdomRunId(run_dir, args.input), episodes, window, title, evaluations)
         tqdm.write(f"{path}  ({runSummary(run_dir, episodes, evaluations)})")
     if visdom is not None and visdom.enabled:
         print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/"

@@ -12,6 +12,7 @@ import visdom
 from conftest import runModule, snapshot
 from PIL import Image
 
+from replay import plots
 from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
 from replay.results import distinctStems
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -223,3 +224,29 @@ def test_distinct_stems_never_give_two_things_one_name() -> None:
         "E": f"E_{digest('E', 8)}", "E_evaluation": f"E_evaluation_{digest('E_evaluation', 8)}"}
     with pytest.raises(UsageError, match="would write files of the same name"):
         distinctStems({"a": "n", "b": "n", "c": f"n_{digest('a', 40)}", "d": f"n_{digest('a', 8)}"})
+
+
+def test_a_png_is_titled_with_its_runs_path_as_its_visdom_windows_are(tmp_path, monkeypatch) -> None:
+    """The visdom windows were titled with the run's path as given (``(logs/a/ppo2/run)``), the PNGs with its folder
+    name alone (``(run)``), the same for every run of that name. Both now have the same title; ``-i .`` names the run
+    by its absolute path, and a long title is broken into lines the figure shows whole."""
+    titles: dict[str, list[str]] = {"png": [], "visdom": []}
+    drawPng = plots.plotRun
+    monkeypatch.setattr(plots, "plotRun", lambda *args, title, **kwargs: titles["png"].append(title)
+                        or drawPng(*args, title=title, **kwargs))
+    monkeypatch.setattr(VisdomRunPlots, "send", lambda self, run_id, episodes, window, title, evaluations=None:
+                        titles["visdom"].append(title))
+    monkeypatch.chdir(tmp_path)
+    args = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"}
+    for path in ("logs/a/ppo2/run", "logs/b/ppo2/run"):
+        writeRun(path, [1.0, 2.0], [10, 10], [1.0, 2.0], args=args)
+    assert main(["-i", "logs", "--vis", "--output-dir", "png"]) == 0
+    monkeypatch.chdir(tmp_path / "logs" / "a" / "ppo2" / "run")
+    assert main(["-i", ".", "--vis"]) == 0
+    expected = [f"MobileRobotGymEnv-v0 ground_truth ppo2 ({path})"
+                for path in ("logs/a/ppo2/run", "logs/b/ppo2/run", os.getcwd())]
+    assert titles == {"png": expected, "visdom": expected}
+    long_title = f"MobileRobotGymEnv-v0 ground_truth ppo2 (/{'folder/' * 30}run)"
+    lines = plots._titleLines(long_title).split("\n")
+    assert len(lines) > 1 and all(len(line) <= plots.TITLE_WIDTH for line in lines)
+    assert "".join(lines).replace(" ", "") == long_title.replace(" ", "")
