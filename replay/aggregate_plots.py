@@ -13,11 +13,13 @@ same band, in ``PREFIX_<env>_evaluation.png`` and ``PREFIX_<env>_<algo>_<srl-mod
 some runs lacking them gets none, with a warning naming one such run. Such a method's runs without a finished training
 episode (runs shorter than their env's episodes) count in its evaluation curve only: its training curve averages the
 others, or is not drawn when none has an episode. A method measured on training episodes leaves those runs out, with
-a warning (replay.results.measuredRuns).
+a warning (replay.results.measuredRuns). Two methods (envs) whose files would have the same name once the characters a
+file name cannot hold are made ``_`` (tags ``a b`` and ``a_b``) each get a digest appended (``_fileStems``).
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import warnings
@@ -33,6 +35,7 @@ from replay.results import (
     aggregateEvaluations,
     bandOverSeeds,
     curvesYLabel,
+    distinctStems,
     findRuns,
     groupRuns,
     hasEpisodes,
@@ -53,7 +56,8 @@ def buildParser() -> CLIParser:
                        description="Mean learning curves with a 95% confidence band across seeds, one PNG per env.")
     result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
     result.add_argument("-o", "--output", type=nonEmptyText, default=None, metavar="PREFIX",
-                        help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz; a folder "
+                        help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz (names that would "
+                             "clash get a digest appended); a folder "
                              "(an existing one, or ending in /) gives FOLDER/aggregate_<env>.png [<log-dir>/aggregate]")
     result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")
     result.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
@@ -102,29 +106,28 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         figure.savefig(tmp_path, format="png")
 
 
-def _curvesFile(prefix: str, env: str, label: str, suffix: str = "") -> str:
-    """:return: a method's ``.npz`` (``suffix`` "_evaluation": its evaluation curve)"""
-    return f"{prefix}_{safeName(env)}_{safeName(label.replace(' ', '_'))}{suffix}.npz"
+FILE_ENDS = ("", "_evaluation")  # a method's (an env's) curves and evaluation curves
 
 
-def _figureFile(prefix: str, env: str, suffix: str = "") -> str:
-    """:return: an env's figure (``suffix`` "_evaluation": its evaluations' figure)"""
-    return f"{prefix}_{safeName(env)}{suffix}.png"
-
-
-def _outputFiles(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]) -> list[str]:
+def _fileStems(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]) -> tuple[dict[str, str],
+                                                                                         dict[tuple, str]]:
     """
     :param prefix: the files' prefix (-o)
     :param groups: the methods' runs (groupRuns)
     :param group_by: the extra keys that split methods
-    :return: every file the command may write (the evaluation ones whether or not the runs have evaluations)
+    :return: (each env -> the stem of its figures, ``PREFIX_<env>``; each method key -> the stem of its ``.npz``,
+        ``PREFIX_<env>_<algo>_<srl-model>[_<key>_<value>...]``), each followed by FILE_ENDS; where two envs or two
+        methods would write files of the same name (characters a file name cannot hold become ``_``: ``--group-by
+        tag`` with tags ``a b`` and ``a_b``), each of them gets a digest of its env (method) appended
+        (replay.results.distinctStems), and other stems are unchanged
     """
-    paths = []
-    for key in groups:
-        env, label = key[0], methodLabel(key, group_by)
-        paths += [_curvesFile(prefix, env, label, suffix) for suffix in ("", "_evaluation")]
-        paths += [_figureFile(prefix, env, suffix) for suffix in ("", "_evaluation")]
-    return list(dict.fromkeys(paths))
+    envs = dict.fromkeys(key[0] for key in groups)
+    figures = distinctStems({env: f"{prefix}_{safeName(env)}" for env in envs}, FILE_ENDS)
+    identities = {key: json.dumps([list(key), list(group_by)]) for key in groups}
+    curves = distinctStems({identities[key]: f"{prefix}_{safeName(key[0])}_"
+                                             f"{safeName(methodLabel(key, group_by).replace(' ', '_'))}"
+                            for key in groups}, FILE_ENDS)
+    return figures, {key: curves[identity] for key, identity in identities.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -145,7 +148,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     methods: dict[str, list[str]] = {}  # env -> its methods' labels, in the order that gives each its colour
     for key in groups:
         methods.setdefault(key[0], []).append(methodLabel(key, args.group_by))
-    checkOutputFiles(_outputFiles(prefix, groups, args.group_by), "-o/--output" if args.output else "--log-dir")
+    figure_stems, curve_stems = _fileStems(prefix, groups, args.group_by)  # each file written once
+    checkOutputFiles([f"{stem}{end}.{extension}" for stems, extension in ((curve_stems, "npz"), (figure_stems, "png"))
+                      for stem in stems.values() for end in FILE_ENDS], "-o/--output" if args.output else "--log-dir")
     for key, members in groups.items():
         env, label = key[0], methodLabel(key, args.group_by)
         trained = [run for run in members if hasEpisodes(run)]  # (the others count by their evaluations only)
@@ -158,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                           f"{next(run.path for run in members if not hasEpisodes(run))}")
         if trained:
             x, y = aggregateCurves(trained, args.episode_window, args.timesteps, args.num_points)
-            npz_path = _curvesFile(prefix, env, label)
+            npz_path = f"{curve_stems[key]}.npz"
             saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in trained], window=args.episode_window)
             print(f"{env} {label}: {len(trained)} run{'s' if len(trained) != 1 else ''}, {len(x)} points -> {npz_path}")
             by_env.setdefault(env, []).append((label, x, y))
@@ -172,17 +177,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             except ValueError as error:
                 print(f"{env} {label}: no evaluation curve, {error}")
                 continue
-            npz_path = _curvesFile(prefix, env, label, "_evaluation")
+            npz_path = f"{curve_stems[key]}_evaluation.npz"
             saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members], EVALUATION_Y_LABEL)
             print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
-        png_path = _figureFile(prefix, env)
+        png_path = f"{figure_stems[env]}.png"
         plotCurves(png_path, curves, env, x_label, y_label=curvesYLabel(TRAINING_Y_LABEL, args.episode_window),
                    order=methods[env])
         print(f"Plot: {png_path}")
     for env, curves in evaluations_by_env.items():
-        png_path = _figureFile(prefix, env, "_evaluation")
+        png_path = f"{figure_stems[env]}_evaluation.png"
         plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL,
                    order=methods[env])  # each method in its training figure's colour
         print(f"Evaluation plot: {png_path}")

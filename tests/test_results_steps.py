@@ -5,6 +5,7 @@ tools' messages say what they count."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 
@@ -287,3 +288,42 @@ def test_train_says_it_wrote_no_learning_curve_without_an_episode(tmp_path, caps
     assert capsys.readouterr().out == ("No learning_curve.png: no training episode finished; its evaluations: "
                                        f"python -m replay.plots -i {tmp_path}\n")
     assert not os.path.exists(RunFolder(str(tmp_path)).learning_curve_file)
+
+
+def test_methods_and_envs_whose_file_names_read_alike_get_files_of_their_own(tmp_path):
+    """aggregate_plots named a method's .npz after its env, algo, srl-model and --group-by values with the characters a
+    file name cannot hold made ``_``: tags ``a b`` and ``a_b`` both wrote ``..._tag_a_b.npz``, the second replacing the
+    first without a word, as did tag ``x``'s evaluation curves and tag ``x_evaluation``'s training curves, and envs
+    ``My/Env-v0`` and ``My_Env-v0`` one figure. Each of them now gets a digest appended; other names are unchanged."""
+    def digest(identity: str) -> str:
+        return hashlib.sha1(identity.encode()).hexdigest()[:8]
+
+    evaluations = {250: -5.0, 500: -3.0}
+    for index, tag in enumerate(("a b", "a_b", "x", "x_evaluation", "y")):
+        for seed in (0, 1):
+            _fakeRun(tmp_path / "tags" / f"{index}_{seed}", [[float(index), float(seed)]], seed=seed, tag=tag,
+                     evaluations=evaluations if tag == "x" else None)
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "tags", "--group-by", "tag", "-o",
+                       tmp_path / "a" / "t")
+    assert result.returncode == 0, result.stderr
+    stem = f"t_{ENV}_ppo2_ground_truth_tag"
+    expected = {f"{stem}_{name}_{digest(json.dumps([[ENV, 'ground_truth', 'ppo2', tag], ['tag']]))}{end}.npz":
+                (tag, kind) for tag, name, ends in (("a b", "a_b", ("",)), ("a_b", "a_b", ("",)),
+                                                     ("x", "x", ("", "_evaluation")),
+                                                     ("x_evaluation", "x_evaluation", ("",)))
+                for end, kind in zip(ends, ("training", "evaluation"))}
+    expected[f"{stem}_y.npz"] = ("y", "training")
+    assert sorted(os.listdir(tmp_path / "a")) == sorted([*expected, f"t_{ENV}.png", f"t_{ENV}_evaluation.png"])
+    for name, (tag, kind) in expected.items():
+        curves = loadCurves(str(tmp_path / "a" / name))
+        assert curves["label"] == f"ppo2 ground_truth tag={tag}" and ("evaluation" in curves["y_label"].lower()) == (
+            kind == "evaluation"), (name, curves["label"], curves["y_label"])
+
+    for index, env in enumerate(("My/Env-v0", "My_Env-v0")):
+        _fakeRun(tmp_path / "envs" / str(index), [[float(index)]], env=env)
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "envs", "-o", tmp_path / "e" / "t")
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(tmp_path / "e")) == sorted(
+        [f"t_My_Env-v0_{digest(env)}.png" for env in ("My/Env-v0", "My_Env-v0")]
+        + [f"t_My_Env-v0_ppo2_ground_truth_{digest(json.dumps([[env, 'ground_truth', 'ppo2'], []]))}.npz"
+           for env in ("My/Env-v0", "My_Env-v0")])
