@@ -55,6 +55,7 @@ from replay.results import (
     hasEvaluations,
     meanInterval,
     measuredRuns,
+    plural,
     warnMixedMethods,
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkOutputFiles, finiteFloat, nonEmptyText, positiveInt, runCommand
@@ -263,11 +264,6 @@ def gather(runs: Sequence[Run], budgets: Sequence[int], window: int, threshold: 
                             row["welch_p_value"] = float(stats.ttest_ind(rewards, baseline, equal_var=False).pvalue)
             rows.append(row)
     return rows
-
-
-def plural(count: int, noun: str) -> str:
-    """:return: ``count`` and ``noun``, with an s unless it is 1"""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def _csvValue(value: Any) -> str:

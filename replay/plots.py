@@ -38,7 +38,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from replay.results import distinctStems, loadRunEvaluations, runProgress, warnNanRewards
+from replay.results import distinctStems, loadRunEvaluations, plural, runProgress, warnNanRewards
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
@@ -164,8 +164,9 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     """
     Write the two learning curves of a run as one PNG, atomically. Needs no display.
 
-    :param episodes: arrays ``timesteps``, ``rewards``, ``times`` of :func:`rl_baselines.runs.monitor_files.loadEpisodes`
-        (empty: the evaluations alone, and a panel saying so)
+    :param episodes: arrays ``timesteps``, ``rewards``, ``times`` of
+        :func:`rl_baselines.runs.monitor_files.loadEpisodes` (empty: the evaluations alone, and a panel saying so; one
+        episode: its point marked, a line of one point draws nothing)
     :param window: episodes of the moving average
     :param path: the PNG file (its folder is created)
     :param title: figure title
@@ -182,8 +183,10 @@ def plotRun(episodes: dict[str, np.ndarray], window: int, path: str, title: str 
     for axes, x, label in ((axes_pair[0], episodes["timesteps"], "Env steps"),
                            (axes_pair[1], episodes["times"] / scale, f"Wall time ({unit})")):
         if rewards.size:
-            axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, label="episode reward")
-            axes.plot(x, smoothed, color="tab:blue", linewidth=2, label=smoothedLabel(rewards.size, window))
+            marker = "o" if rewards.size == 1 else None
+            axes.plot(x, rewards, color="tab:blue", alpha=0.25, linewidth=1, marker=marker, label="episode reward")
+            axes.plot(x, smoothed, color="tab:blue", linewidth=2, marker=marker,
+                      label=smoothedLabel(rewards.size, window))
         elif axes is axes_pair[1] or evaluations is None:
             axes.text(0.5, 0.5, "no finished training episode", ha="center", va="center", transform=axes.transAxes)
         axes.set_xlabel(label)
@@ -317,11 +320,11 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
     args = _runArgs(run_dir)
     trained = runProgress(run_dir, args)[1] if args is not None else None
     of_trained = f" of {trained:,} trained" if trained is not None else ""
-    count = f", {evaluations['timesteps'].size} evaluations" if evaluations is not None else ""
+    count = f", {plural(evaluations['timesteps'].size, 'evaluation')}" if evaluations is not None else ""
     if episodes["rewards"].size == 0:
         last = f", the last at step {int(evaluations['timesteps'][-1]):,}" if evaluations is not None else ""
         return f"no finished episode{count}{last}{of_trained}"
-    return (f"{episodes['rewards'].size} episodes, the last ending at step {int(episodes['timesteps'][-1]):,}"
+    return (f"{plural(episodes['rewards'].size, 'episode')}, the last ending at step {int(episodes['timesteps'][-1]):,}"
             f"{of_trained}{count}")
 
 

@@ -516,6 +516,11 @@ def safeName(text: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in text)
 
 
+def plural(count: int, noun: str) -> str:
+    """:return: ``count`` and ``noun``, with an s unless it is 1"""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def distinctStems(stems: Mapping[str, str], ends: Sequence[str] = ("",)) -> dict[str, str]:
     """
     File names that two things written by one call (runs, methods) never share. A thing's files are its stem followed

@@ -59,13 +59,22 @@ def test_one_run_draws_both_curves(tmp_path) -> None:
 
 
 def test_empty_plot_differs_from_a_curve(tmp_path) -> None:
-    """The pixel check can fail: a run with one flat episode draws almost no blue."""
-    episodes = {"rewards": np.array([1.0]), "timesteps": np.array([10]), "times": np.array([1.0])}
+    """The pixel check can fail: a run with no finished episode draws no blue."""
+    episodes = {"rewards": np.array([]), "timesteps": np.array([], dtype=int), "times": np.array([])}
     flat = plotRun(episodes, 5, str(tmp_path / "flat.png"))
     episodes = {"rewards": np.sin(np.arange(80) / 5.0), "timesteps": np.arange(1, 81) * 10,
                 "times": np.arange(1, 81) * 1.0}
     wavy = plotRun(episodes, 5, str(tmp_path / "wavy.png"))
     assert bluePixels(wavy) > 5 * max(bluePixels(flat), 1)
+
+
+def test_a_run_of_one_episode_draws_its_point_and_says_one_episode(tmp_path, capsys) -> None:
+    """A line through one point draws nothing: the lone episode is marked, and the summary is in the singular."""
+    run = writeRun(str(tmp_path / "run"), [7.0], [100], [3.0],
+                   args={"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"})
+    assert main(["-i", run]) == 0
+    assert bluePixels(os.path.join(run, PNG_NAME)) > 40  # a marker in each panel
+    assert "(1 episode, the last ending at step 100" in capsys.readouterr().out
 
 
 def test_every_run_below_a_folder(tmp_path) -> None:
