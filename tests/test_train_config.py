@@ -320,3 +320,24 @@ def test_flags_warned_to_do_nothing_are_recorded_as_applied(tmp_path) -> None:
     with pytest.warns(UserWarning, match="--force-down does nothing with joint actions"):
         record = train.validate(_parse(joints), registered_rl).argsRecord()
     assert (record["force_down"], record["multi_view"]) == (False, False)
+
+
+def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
+    """--features-extractor small on a state observation (the pixel policy's CNN): train warned that it does nothing,
+    yet args.json recorded it as given, so that a ``gather_results --group-by`` on it set the run apart from the same
+    run without it. args.json records the default, as that run does; a sweep cell given the flag still finds the run
+    its own (its run id unchanged), and the run replays."""
+    flags = ["--features-extractor", "small", "--num-timesteps", "64", "--hyperparam", "n_steps:64"]
+    with pytest.warns(UserWarning, match="--features-extractor small chooses the pixel policy's CNN") as caught:
+        run = trainHere("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", *flags, "--log-dir", tmp_path)
+    assert len([w for w in caught if "does nothing" in str(w.message)]) == 1
+    assert json.load(open(RunFolder(run).args_file))["features_extractor"] == "nature"
+    spec = makeSpec("ppo2", ENV, "ground_truth", 0, flags, str(tmp_path))
+    assert changedSettings(spec, run) == []
+    # the run id still counts it as given, as it did when the sweeps recorded their finished runs
+    assert spec.run_id != makeSpec("ppo2", ENV, "ground_truth", 0, flags[2:], str(tmp_path)).run_id
+    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress", "--no-vis"]) == 0
+    pixels = ["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--features-extractor", "small",
+              "--log-dir", str(tmp_path / "pixels"), "--no-vis"]
+    assert train.validate(_parse(pixels), registered_rl).argsRecord()["features_extractor"] == "small"
+

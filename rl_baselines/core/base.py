@@ -20,7 +20,7 @@ from __future__ import annotations
 import abc
 import argparse
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -418,6 +418,18 @@ class BaseRLObject(abc.ABC):
         """:return: whether the class implements saveTrainingState and loadTrainingState"""
         return (cls.saveTrainingState is not BaseRLObject.saveTrainingState
                 and cls.loadTrainingState is not BaseRLObject.loadTrainingState)
+
+    @classmethod
+    def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+        """
+        The algorithm's own flags that do nothing for a run (a sweep passes its flags to every observation it runs:
+        train warns once, and args.json records the flag at its default, as a run without it does).
+
+        :param settings: the run's settings, by name (parsed, or as args.json records them, of any format)
+        :return: name -> (its default, what the warning says after ``--flag VALUE``), for those among ``settings``
+            that do nothing with the others; none here
+        """
+        return {}
 
     def restoreTrainingState(self, checkpoint: Checkpoint | None) -> bool:
         """

@@ -19,7 +19,7 @@ import json
 import os
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -131,14 +131,14 @@ class StableBaselinesRLObject(BaseRLObject):
             self.model.action_space.seed(seed)
 
     @classmethod
-    def checkSettings(cls, settings: Any) -> Any:
-        """``--features-extractor`` other than the default on a state (the pixel policy's flag, which does nothing
-        there) costs one warning (not a refusal: a sweep passes its flags to every observation it runs)."""
-        extractor = getattr(settings, "features_extractor", DEFAULT_FEATURES_EXTRACTOR)
-        if extractor != DEFAULT_FEATURES_EXTRACTOR and settings.srl_model != "raw_pixels":
-            warnings.warn(f"--features-extractor {extractor} chooses the pixel policy's CNN (--srl-model raw_pixels); "
-                          f"it does nothing for --srl-model {settings.srl_model!r}, a state read by an MLP")
-        return super().checkSettings(settings)
+    def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+        """``--features-extractor`` on a state (the pixel policy's flag, which does nothing there: train warns once,
+        not a refusal, and args.json records the default)."""
+        if "features_extractor" not in settings or settings.get("srl_model") == "raw_pixels":
+            return {}
+        return {"features_extractor": (DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
+                                       f"raw_pixels); it does nothing for --srl-model {settings.get('srl_model')!r}, "
+                                       "a state read by an MLP")}
 
     @classmethod
     def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,

@@ -34,7 +34,7 @@ from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
 from rl_baselines.core.registry import algoChoicesText, registered_rl, supportingAlgorithms
 from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
-from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, envKwargsFromArgs
+from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparamsFile
 from rl_baselines.runs.pretrain import checkDataset
@@ -55,8 +55,7 @@ from rl_baselines.runs.train_config import (
     TrainConfig,
     TrainResult,
     addFlags,
-    appliedSwitches,
-    idleSettings,
+    appliedSettings,
 )
 from rl_baselines.runs.train_loop import trainInRunFolder
 from rl_baselines.runs.worker import trainAsWorker
@@ -82,6 +81,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import resolveDevice, resolveThreads
+from srl_toolbox.errors import UsageWarning
 from srl_toolbox.files import environmentError, writeJson
 
 # The names createRunFolder tries for a new run: <stamp>_<tag>, then <stamp>_<tag>_1 ... _999
@@ -167,13 +167,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     if refusal is not None:
         raise UsageError(refusal)
     _checkGroundTruthScale(args, registered_rl, env_class)
-    # what the flags warned of above do nothing for is recorded as applied: args.json says what the run did
-    given = {name: getattr(args, name) for name in ("env", "srl_model", "random_target", "shape_reward", "fpv",
-                                                    "multi_view", "force_down", "action_joints",
-                                                    "srl_ground_truth_scale")}
-    idle = idleSettings(given)
-    args = args.replace(**appliedSwitches(given), **({"img_shape": None} if "img_shape" in idle else {}),
-                        **({"srl_state_scale": DEFAULT_STATE_SCALE} if "srl_state_scale" in idle else {}))
+    # what the flags warned of do nothing for is recorded as applied: args.json says what the run did
+    args = args.replace(**_appliedWithWarnings(args, algo_class))
     _checkAugment(args, registered_rl)
     if isLearnedSRLModel(args.srl_model):
         args = _resolveSRLModel(args, env_class)
@@ -217,6 +212,23 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
     return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
+
+
+def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
+    """
+    :param args: the run's settings
+    :param algo_class: its algorithm's class
+    :return: the settings that do nothing for the run, at what it applies (:func:`appliedSettings`), after one
+        warning for each given otherwise among the run options and the algorithm's own flags (the env's flags and
+        the observation's warn where they are checked)
+    """
+    record = args.argsRecord()
+    applied = appliedSettings(record)
+    reasons = {name: why for name, (_, why) in algo_class.idleOptions(record).items()}
+    for name, why in reasons.items():
+        if name in applied and record[name] != applied[name]:
+            warnings.warn(f"--{name.replace('_', '-')} {record[name]} {why}", UsageWarning)
+    return applied
 
 
 def offersActionMasks(env_class: type) -> bool:

@@ -24,9 +24,12 @@ Invariants:
   probes for a missing setting;
 - :func:`idleSettings` names the settings that do nothing for a run's observation (those train warns of), which the
   sweeps' run ids and recorded settings leave out;
-- args.json records what the run applied: the env switches as the env applies them (:func:`appliedSwitches`: a
-  ``-r`` or ``--shape-reward`` that the env does not offer is recorded off, as the dataset generator records it),
-  and the :func:`idleSettings` at what they give (``img_shape`` None, ``srl_state_scale`` none).
+- args.json records what the run applied (:func:`appliedSettings`, the one rule, which the sweeps' recorded settings
+  apply to an args.json recorded before): the env switches as the env applies them
+  (:func:`appliedSwitches`: a ``-r`` or ``--shape-reward`` that the env does not offer is recorded off, as the
+  dataset generator records it), the :func:`idleSettings` at what they give (``img_shape`` None,
+  ``srl_state_scale`` none), and the other settings train warns do nothing (an algorithm's
+  ``idleOptions``) at their defaults.
 """
 from __future__ import annotations
 
@@ -40,7 +43,7 @@ from typing import Any
 from environments.registry import defaultRenderersText, envOffers, registered_env
 from environments.srl_env import RENDERERS, isLearnedSRLModel
 from rl_baselines.core.base import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: --img-shape with raw_pixels
-from rl_baselines.core.registry import skipClashingFlags
+from rl_baselines.core.registry import registered_rl, skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
@@ -386,6 +389,32 @@ def appliedSwitches(args: Mapping[str, Any]) -> dict[str, bool]:
     if "force_down" in args:
         applied["force_down"] = bool(args["force_down"]) and not args.get("action_joints")
     return applied
+
+
+def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
+    """
+    The one rule of what a run applied of the settings train warns do nothing (a sweep passes its flags to every
+    run): train records them so in args.json, and the sweeps' recorded settings read an args.json recorded before
+    so.
+
+    :param args: a run's train settings, by name (parsed, or as args.json records them, of any format)
+    :return: those among them that do nothing for the run, at what the run applied (the value a run without the flag
+        records): :func:`appliedSwitches`; the :func:`idleSettings` (``img_shape`` None, ``srl_state_scale`` none);
+        the algorithm's own flags that
+        do nothing for the run at their defaults (``BaseRLObject.idleOptions``); nothing of the algorithm's for one
+        not installed
+    """
+    applied: dict[str, Any] = dict(appliedSwitches(args))
+    idle = idleSettings(args)
+    applied.update({name: value for name, value in (("img_shape", None), ("srl_state_scale", DEFAULT_STATE_SCALE))
+                    if name in idle})
+    algo = registered_rl.get(str(args.get("algo")))
+    if algo is not None:
+        algo_class = algo[0]
+        idle_options = getattr(algo_class, "idleOptions", None)
+        if callable(idle_options):
+            applied.update({name: value for name, (value, _) in idle_options(args).items()})
+    return {name: value for name, value in applied.items() if name in args}
 
 
 def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, runPhysics
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
-from rl_baselines.runs.train_config import TrainConfig, addedSettings, appliedSwitches, idleSettings
+from rl_baselines.runs.train_config import TrainConfig, addedSettings, appliedSettings, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
 from srl_toolbox.files import readJson
 
@@ -41,17 +41,14 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
         flag left unset (an unset ``hp_<name>`` says nothing, as in args.json), and without the settings that change
         nothing for its observation (:func:`rl_baselines.runs.train_config.idleSettings`): ``srl_state_scale`` left
         out, ``img_shape`` read as not given (None, as the runs made without it record it); a setting added to train
-        since they were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer); ``-r`` and
-        ``--shape-reward`` as the env applies them (:func:`rl_baselines.runs.train_config.appliedSwitches`, as train
-        records them)
+        since they were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer); the
+        settings train warns do nothing at what the run applied (``-r`` off on CarRacing, ``--features-extractor``
+        nature on a state...: :func:`rl_baselines.runs.train_config.appliedSettings`, as train records them)
     """
     args = {**addedSettings(args), **args}
-    args.update(appliedSwitches(args))  # (a run recorded before train recorded them as applied)
-    idle = idleSettings(args)
-    if "srl_state_scale" in idle:
+    args.update(appliedSettings(args))  # (a run recorded before train recorded them as applied)
+    if "srl_state_scale" in idleSettings(args):
         args.pop("srl_state_scale", None)
-    if "img_shape" in idle and "img_shape" in args:
-        args["img_shape"] = None
     return {name: value for name, value in sorted(args.items())
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
 
