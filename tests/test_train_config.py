@@ -22,7 +22,7 @@ from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromA
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
 from rl_baselines.runs.train_config import TrainConfig, checkedValue, upgradeArgsRecord
-from rl_baselines.sweeps.recorded import changedSettings
+from rl_baselines.sweeps.recorded import changedSettings, otherSettings, specSettings
 from rl_baselines.sweeps.sweep import makeSpec
 from srl_toolbox.cli import UsageError
 
@@ -340,4 +340,19 @@ def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     pixels = ["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--features-extractor", "small",
               "--log-dir", str(tmp_path / "pixels"), "--no-vis"]
     assert train.validate(_parse(pixels), registered_rl).argsRecord()["features_extractor"] == "small"
+
+
+def test_eval_episodes_without_evaluations_is_recorded_as_applied(tmp_path) -> None:
+    """--eval-episodes 3 without --eval-freq: train warned that it does nothing, yet args.json recorded 3. It records
+    the default, as the run without it does, and the sweeps' recorded settings read either record as the command's."""
+    base = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
+    with pytest.warns(UserWarning, match="--eval-episodes 3 does nothing without --eval-freq"):
+        record = train.validate(_parse([*base, "--eval-episodes", "3"]), registered_rl).argsRecord()
+    assert record["eval_episodes"] == 5
+    spec = makeSpec("ppo2", ENV, "ground_truth", 0, ["--eval-episodes", "3"], str(tmp_path))
+    assert otherSettings(specSettings(spec), record) == []
+    assert otherSettings(specSettings(spec), {**record, "eval_episodes": 3}) == []  # (recorded before)
+    evaluated = train.validate(_parse([*base, "--eval-episodes", "3", "--eval-freq", "100"]), registered_rl)
+    assert evaluated.argsRecord()["eval_episodes"] == 3
+    assert not os.listdir(tmp_path)
 

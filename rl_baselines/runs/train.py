@@ -124,9 +124,6 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         if args.tensorboard_log:
             added += len(os.fsencode(tensorboardRunName(args.env, args.srl_model, args.algo, "")))
         checkNameLength(args.tag, args.log_dir, "--tag", added, "run folder's name end")
-    if args.eval_freq == 0 and args.eval_episodes != TrainConfig.eval_episodes:
-        warnings.warn(f"--eval-episodes {args.eval_episodes} does nothing without --eval-freq N (evaluations are off "
-                      "by default, unlike rl_zoo3's)")
     if args.env not in registered_env:
         raise UsageError(unknownEnvText(args.env))
     env_class = getEnvClass(args.env)
@@ -224,7 +221,9 @@ def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
     """
     record = args.argsRecord()
     applied = appliedSettings(record)
-    reasons = {name: why for name, (_, why) in algo_class.idleOptions(record).items()}
+    reasons = {"eval_episodes": "does nothing without --eval-freq N (evaluations are off by default, unlike "
+                                "rl_zoo3's)",
+               **{name: why for name, (_, why) in algo_class.idleOptions(record).items()}}
     for name, why in reasons.items():
         if name in applied and record[name] != applied[name]:
             warnings.warn(f"--{name.replace('_', '-')} {record[name]} {why}", UsageWarning)

@@ -28,8 +28,8 @@ Invariants:
   apply to an args.json recorded before): the env switches as the env applies them
   (:func:`appliedSwitches`: a ``-r`` or ``--shape-reward`` that the env does not offer is recorded off, as the
   dataset generator records it), the :func:`idleSettings` at what they give (``img_shape`` None,
-  ``srl_state_scale`` none), and the other settings train warns do nothing (an algorithm's
-  ``idleOptions``) at their defaults.
+  ``srl_state_scale`` none), and the other settings train warns do nothing (``--eval-episodes`` without
+  ``--eval-freq``, an algorithm's ``idleOptions``) at their defaults.
 """
 from __future__ import annotations
 
@@ -400,7 +400,7 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
     :param args: a run's train settings, by name (parsed, or as args.json records them, of any format)
     :return: those among them that do nothing for the run, at what the run applied (the value a run without the flag
         records): :func:`appliedSwitches`; the :func:`idleSettings` (``img_shape`` None, ``srl_state_scale`` none);
-        the algorithm's own flags that
+        ``eval_episodes`` at its default without ``--eval-freq``; the algorithm's own flags that
         do nothing for the run at their defaults (``BaseRLObject.idleOptions``); nothing of the algorithm's for one
         not installed
     """
@@ -408,6 +408,10 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
     idle = idleSettings(args)
     applied.update({name: value for name, value in (("img_shape", None), ("srl_state_scale", DEFAULT_STATE_SCALE))
                     if name in idle})
+    defaults = TrainConfig.defaults()
+    freq = args.get("eval_freq")
+    if not (isinstance(freq, int) and freq > 0):
+        applied["eval_episodes"] = defaults["eval_episodes"]
     algo = registered_rl.get(str(args.get("algo")))
     if algo is not None:
         algo_class = algo[0]
