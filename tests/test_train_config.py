@@ -356,3 +356,24 @@ def test_eval_episodes_without_evaluations_is_recorded_as_applied(tmp_path) -> N
     assert evaluated.argsRecord()["eval_episodes"] == 3
     assert not os.listdir(tmp_path)
 
+
+def test_buffer_save_freq_without_a_buffer_and_min_episodes_save_with_evaluations_warn(tmp_path) -> None:
+    """--buffer-save-freq with an algorithm that keeps no replay buffer (a2c), and --min-episodes-save with
+    --eval-freq (the evaluations then choose best/, BestModelCallback.saveIfBest never reads it), were taken without a
+    word and recorded as given: one warning each, and args.json records the default, as the run without them does."""
+    base = ["--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
+    with pytest.warns(UserWarning) as caught:
+        record = train.validate(_parse(["--algo", "a2c", *base, "--buffer-save-freq", "100", "--eval-freq", "100",
+                                        "--min-episodes-save", "3"]), registered_rl).argsRecord()
+    messages = [str(w.message) for w in caught]
+    assert "--buffer-save-freq 100 does nothing: --algo a2c keeps no replay buffer" in messages, messages
+    assert ("--min-episodes-save 3 does nothing with --eval-freq 100: the evaluations choose the best model"
+            in messages), messages
+    assert (record["buffer_save_freq"], record["min_episodes_save"]) == (0, 100)
+    with warnings.catch_warnings():  # where they apply: no warning, recorded as given
+        warnings.simplefilter("error")
+        record = train.validate(_parse(["--algo", "sac", *base, "-c", "--buffer-save-freq", "100",
+                                        "--min-episodes-save", "3"]), registered_rl).argsRecord()
+    assert (record["buffer_save_freq"], record["min_episodes_save"]) == (100, 3)
+    assert not registered_rl["ppo1"][0].keepsReplayBuffer() and registered_rl["deepq"][0].keepsReplayBuffer()
+    assert not os.listdir(tmp_path)

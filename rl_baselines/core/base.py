@@ -420,6 +420,12 @@ class BaseRLObject(abc.ABC):
                 and cls.loadTrainingState is not BaseRLObject.loadTrainingState)
 
     @classmethod
+    def keepsReplayBuffer(cls) -> bool:
+        """:return: whether its checkpoints may hold a replay buffer (``--buffer-save-freq`` applies): here, whether
+        it can resume (its saveTrainingState may write one); an algorithm that knows it keeps none says False"""
+        return cls.supportsResume()
+
+    @classmethod
     def idleOptions(cls, settings: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
         """
         The algorithm's own flags that do nothing for a run (a sweep passes its flags to every observation it runs:

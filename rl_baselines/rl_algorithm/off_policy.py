@@ -138,6 +138,7 @@ class OffPolicyRLObject(StableBaselinesRLObject):
     """
 
     AUGMENTED_BUFFER = AugmentedReplayBuffer
+    REPLAY_BUFFER = True
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:

@@ -77,6 +77,11 @@ class RandomAgentModel(BaseRLObject):
         super().seedActionSampling(seed)
         self.action_space.seed(seed)
 
+    @classmethod
+    def keepsReplayBuffer(cls) -> bool:
+        """:return: False: it learns nothing, and keeps no replay buffer"""
+        return False
+
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         """The action space's generator: a resumed run draws the actions the uninterrupted one would have."""
 

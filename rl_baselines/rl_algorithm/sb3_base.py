@@ -99,6 +99,8 @@ class StableBaselinesRLObject(BaseRLObject):
     # :func:`normalisationRefusal` checks the rollout and the last minibatch before anything is written; a minibatch
     # size of 1 is out of the spec's batch_size bounds.
     NORMALISED_ADVANTAGES: ClassVar[str | None] = None
+    # An off-policy learner, whose replay buffer its checkpoints keep (``--buffer-save-freq``): OffPolicyRLObject.
+    REPLAY_BUFFER: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -139,6 +141,11 @@ class StableBaselinesRLObject(BaseRLObject):
         return {"features_extractor": (DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
                                        f"raw_pixels); it does nothing for --srl-model {settings.get('srl_model')!r}, "
                                        "a state read by an MLP")}
+
+    @classmethod
+    def keepsReplayBuffer(cls) -> bool:
+        """:return: whether it is an off-policy learner (:attr:`REPLAY_BUFFER`), whose checkpoints hold its buffer"""
+        return cls.REPLAY_BUFFER and cls.supportsResume()
 
     @classmethod
     def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,

@@ -199,6 +199,11 @@ class TorchRLObject(BaseRLObject):
         """:return: the step count this run started from (its schedules and ``learning_starts`` count from it)"""
         return self.num_timesteps if self.run_start_timesteps is None else int(self.run_start_timesteps)
 
+    @classmethod
+    def keepsReplayBuffer(cls) -> bool:
+        """:return: whether it has a replay memory (overrides :meth:`replayBuffer`), which its checkpoints keep"""
+        return cls.supportsResume() and cls.replayBuffer is not TorchRLObject.replayBuffer
+
     def replayBuffer(self) -> tuple[Any, int, int] | None:
         """
         :return: (the replay memory, its capacity, how many of its leading rows hold data), None without one; its

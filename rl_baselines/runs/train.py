@@ -223,6 +223,9 @@ def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
     applied = appliedSettings(record)
     reasons = {"eval_episodes": "does nothing without --eval-freq N (evaluations are off by default, unlike "
                                 "rl_zoo3's)",
+               "min_episodes_save": f"does nothing with --eval-freq {args.eval_freq}: the evaluations choose the best "
+                                    "model",
+               "buffer_save_freq": f"does nothing: --algo {args.algo} keeps no replay buffer",
                **{name: why for name, (_, why) in algo_class.idleOptions(record).items()}}
     for name, why in reasons.items():
         if name in applied and record[name] != applied[name]:

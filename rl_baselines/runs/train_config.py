@@ -29,7 +29,8 @@ Invariants:
   (:func:`appliedSwitches`: a ``-r`` or ``--shape-reward`` that the env does not offer is recorded off, as the
   dataset generator records it), the :func:`idleSettings` at what they give (``img_shape`` None,
   ``srl_state_scale`` none), and the other settings train warns do nothing (``--eval-episodes`` without
-  ``--eval-freq``, an algorithm's ``idleOptions``) at their defaults.
+  ``--eval-freq``, ``--min-episodes-save`` with it, ``--buffer-save-freq`` without a replay buffer, an algorithm's
+  ``idleOptions``) at their defaults.
 """
 from __future__ import annotations
 
@@ -400,7 +401,9 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
     :param args: a run's train settings, by name (parsed, or as args.json records them, of any format)
     :return: those among them that do nothing for the run, at what the run applied (the value a run without the flag
         records): :func:`appliedSwitches`; the :func:`idleSettings` (``img_shape`` None, ``srl_state_scale`` none);
-        ``eval_episodes`` at its default without ``--eval-freq``; the algorithm's own flags that
+        ``eval_episodes`` at its default without ``--eval-freq``; ``min_episodes_save`` at its default with
+        ``--eval-freq`` (the evaluations choose the best model); ``buffer_save_freq`` at its default for an
+        algorithm that keeps no replay buffer (``BaseRLObject.keepsReplayBuffer``); the algorithm's own flags that
         do nothing for the run at their defaults (``BaseRLObject.idleOptions``); nothing of the algorithm's for one
         not installed
     """
@@ -410,11 +413,14 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
                     if name in idle})
     defaults = TrainConfig.defaults()
     freq = args.get("eval_freq")
-    if not (isinstance(freq, int) and freq > 0):
-        applied["eval_episodes"] = defaults["eval_episodes"]
+    unused = "min_episodes_save" if isinstance(freq, int) and freq > 0 else "eval_episodes"  # (best/: evaluations)
+    applied[unused] = defaults[unused]
     algo = registered_rl.get(str(args.get("algo")))
     if algo is not None:
         algo_class = algo[0]
+        keeps_buffer = getattr(algo_class, "keepsReplayBuffer", None)
+        if callable(keeps_buffer) and not keeps_buffer():
+            applied["buffer_save_freq"] = defaults["buffer_save_freq"]
         idle_options = getattr(algo_class, "idleOptions", None)
         if callable(idle_options):
             applied.update({name: value for name, (value, _) in idle_options(args).items()})
