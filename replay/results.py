@@ -4,7 +4,9 @@ A run is a folder with ``args.json`` and ``monitor/`` (what ``rl_baselines.train
 a sweep run that failed (its ``failed.json`` marker) is left out, as are runs without a finished episode, unless the
 caller keeps those with evaluations (:func:`findRuns` ``evaluation_only``: a method whose runs all have evaluations is
 measured on them, :func:`measuredRuns`; its runs without an episode have empty :attr:`Run.episodes`).
-Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys. Statistics over
+Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys, each read as the run
+applied it (rl_baselines.runs.train_config.appliedSettings: a flag train warned did nothing reads as the run without
+it, however old the args.json). Statistics over
 seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
 
 The step of a training episode is the run's step count when it ended, all envs together (the unit of
@@ -32,6 +34,7 @@ from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
+from rl_baselines.runs.train_config import appliedSettings
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
@@ -159,6 +162,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             continue
         if not isinstance(args, dict) or not all(key in args for key in GROUP_KEYS):
             continue
+        args.update(appliedSettings(args))  # (what a run recorded before train recorded what it applied did)
         missing = [name for name in group_by if name not in args]
         if missing:
             raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}; valid keys: "

@@ -327,3 +327,30 @@ def test_methods_and_envs_whose_file_names_read_alike_get_files_of_their_own(tmp
         [f"t_My_Env-v0_{digest(env)}.png" for env in ("My/Env-v0", "My_Env-v0")]
         + [f"t_My_Env-v0_ppo2_ground_truth_{digest(json.dumps([[env, 'ground_truth', 'ppo2'], []]))}.npz"
            for env in ("My/Env-v0", "My_Env-v0")])
+
+
+def test_group_by_reads_an_older_args_json_as_the_run_applied_it(tmp_path):
+    """An args.json recorded before train recorded what a run applied holds the flags train warned do nothing as
+    given (``random_target: true`` on CarRacing, ``fpv: true`` or ``--features-extractor small`` on a state,
+    ``--eval-episodes 3`` without evaluations): ``gather_results --group-by`` set such a run apart from the same run
+    recorded now. It reads them as the run applied them, by train's own rule."""
+    group_by = ["random_target", "fpv", "img_shape", "features_extractor", "eval_episodes", "min_episodes_save"]
+    older = {"random_target": False, "fpv": True, "img_shape": [3, 32, 32], "features_extractor": "small",
+             "eval_freq": 0, "eval_episodes": 3, "min_episodes_save": 100}
+    recorded = {"random_target": False, "fpv": False, "img_shape": None, "features_extractor": "nature",
+                "eval_freq": 0, "eval_episodes": 5, "min_episodes_save": 100}
+    for name, args in (("older", older), ("now", recorded)):
+        _fakeRun(tmp_path / "logs" / name, [[1.0, 2.0]], seed=len(name), **args)
+        _fakeRun(tmp_path / "logs" / f"car_{name}", [[1.0, 2.0]], seed=len(name),
+                 **{**recorded, "env": "CarRacingGymEnv-v0", "random_target": name == "older"})
+        _fakeRun(tmp_path / "logs" / f"evaluated_{name}", [[1.0, 2.0]], seed=len(name),
+                 **{**recorded, "algo": "a2c", "eval_freq": 500, "min_episodes_save": 3 if name == "older" else 100})
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--episode-window", "1",
+                       "--group-by", *group_by, "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert "pooled" not in result.stderr, result.stderr
+    with open(tmp_path / "out" / "results.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    methods = {tuple(row[name] for name in ("env", "algo", *group_by)) for row in rows}
+    assert len(methods) == 3, methods
+    assert all(row["runs"] == "2" for row in rows), rows

@@ -25,7 +25,7 @@ Invariants:
 - :func:`idleSettings` names the settings that do nothing for a run's observation (those train warns of), which the
   sweeps' run ids and recorded settings leave out;
 - args.json records what the run applied (:func:`appliedSettings`, the one rule, which the sweeps' recorded settings
-  apply to an args.json recorded before): the env switches as the env applies them
+  and ``replay.gather_results`` apply to an args.json recorded before): the env switches as the env applies them
   (:func:`appliedSwitches`: a ``-r`` or ``--shape-reward`` that the env does not offer is recorded off, as the
   dataset generator records it), the :func:`idleSettings` at what they give (``img_shape`` None,
   ``srl_state_scale`` none), and the other settings train warns do nothing (``--eval-episodes`` without
@@ -395,8 +395,8 @@ def appliedSwitches(args: Mapping[str, Any]) -> dict[str, bool]:
 def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
     """
     The one rule of what a run applied of the settings train warns do nothing (a sweep passes its flags to every
-    run): train records them so in args.json, and the sweeps' recorded settings read an args.json recorded before
-    so.
+    run): train records them so in args.json, and the sweeps' recorded settings and ``replay.gather_results`` read
+    an args.json recorded before so.
 
     :param args: a run's train settings, by name (parsed, or as args.json records them, of any format)
     :return: those among them that do nothing for the run, at what the run applied (the value a run without the flag
