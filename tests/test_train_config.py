@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -196,6 +197,62 @@ def test_img_shape_help_and_readme_name_the_learned_model_default() -> None:
         (row,) = [line for line in file if line.startswith("| `--img-shape C H W` |")
                   and "camera observation" in line]
     assert "`3 64 64`, or the learned SRL model's shape" in row and ">= 36 with `raw_pixels`" in row
+
+
+def _readmeTrainFlagTable() -> list[tuple[list[str], str]]:
+    """:return: the rows of README's train flag table, as (the flags of the row's first column, its default cell)"""
+    with open(os.path.join(REPO, "README.md")) as file:
+        lines = file.read().split("## Training an agent", 1)[1].splitlines()
+    start = lines.index("| flag | default | meaning |") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("| "):
+            break
+        names, default = line.split(" | ")[:2]
+        flags = [item.split()[0] for item in re.findall(r"`([^`]+)`", names) if item.startswith("-")]
+        rows.append((flags, default.strip()))
+    return rows
+
+
+def test_readme_train_flag_table_lists_every_flag_with_its_default() -> None:
+    """README's train flag table left out --pretrain-dataset, --pretrain-epochs and --pretrain-lr, which --help
+    lists: every visible flag of the shared parser has a row, and a row's plain defaults are the parser's."""
+    rows = _readmeTrainFlagTable()
+    listed = {flag for flags, _ in rows for flag in flags}
+    actions = {flag: action for action in train.baseParser()._actions if action.help != argparse.SUPPRESS
+               for flag in action.option_strings if flag not in ("-h", "--help")}
+    missing = sorted({actions[flag].option_strings[-1] for flag in actions if not set(actions[flag].option_strings)
+                      & listed})
+    assert not missing, f"train flags without a row in README's table: {missing}"
+
+    def plain(cell: str) -> object:
+        cell = cell.strip().strip("`")
+        words = {"off": False, "none": None}
+        if cell in words:
+            return words[cell]
+        try:
+            return float(cell)
+        except ValueError:
+            return cell
+
+    def parsed(value: object) -> object:
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, (int, float)):
+            return float(value)
+        return None if value == "none" else value
+
+    compared = 0
+    for flags, default in rows:
+        cells = default.split(", ")
+        if len(cells) != len(flags) or any(" " in cell.strip("`") for cell in cells):
+            continue  # a default told in words, or one cell for several flags
+        for flag, cell in zip(flags, cells):
+            if cell and flag in actions and actions[flag].default is not None:
+                assert plain(cell) == parsed(actions[flag].default), f"{flag}: README {cell}, parser " \
+                                                                     f"{actions[flag].default!r}"
+                compared += 1
+    assert compared >= 20  # the table's plain defaults are checked, not skipped
 
 
 def test_the_smallest_raw_pixel_image_is_the_algorithms_own(tmp_path) -> None:
