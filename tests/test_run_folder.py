@@ -66,3 +66,22 @@ def test_no_module_spells_the_file_names_itself() -> None:
                               if path != run_folder.__file__
                               and re.search(rf"""os\.path\.join\([^()]*["']{spelled}["']""", text)]
     assert not offenders, offenders
+
+
+def test_readme_run_folder_layout_names_every_file_a_run_writes(tmp_path) -> None:
+    """README's run-folder listing named no `.train.lock`, which every run folder holds; each file and folder a run
+    with evaluations writes at its top level is named there (and best/'s condition said: none before
+    --min-episodes-save episodes)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
+        text = file.read()
+    block = text.split("logs/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/\n", 1)[1].split("```", 1)[0]
+    listed = {line.split()[0].replace("<algo>", "ppo2").split("/")[0] for line in block.splitlines()
+              if re.match(r"  \S", line)}
+    assert "once --min-episodes-save (100) episodes finished" in " ".join(block.split())
+    result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                      "--num-timesteps", "256", "--hyperparam", "n_steps:64", "--eval-freq", "128",
+                      "--eval-episodes", "1", "--log-dir", tmp_path)
+    run_dir = runFolder(result)
+    written = set(os.listdir(run_dir))
+    assert {"best", "evaluations.npz", "checkpoints", ".train.lock"} <= written
+    assert written <= listed, sorted(written - listed)
