@@ -22,6 +22,7 @@ from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromArgs, makeSingleEnv
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
 from rl_baselines.runs import train
+from rl_baselines.runs.resume import RESUME_FLAGS
 from rl_baselines.runs.train_config import TrainConfig, checkedValue, upgradeArgsRecord
 from rl_baselines.sweeps.recorded import changedSettings, otherSettings, specSettings
 from rl_baselines.sweeps.sweep import makeSpec
@@ -253,6 +254,14 @@ def test_readme_train_flag_table_lists_every_flag_with_its_default() -> None:
                                                                      f"{actions[flag].default!r}"
                 compared += 1
     assert compared >= 20  # the table's plain defaults are checked, not skipped
+
+
+def test_readme_resume_example_names_every_flag_resume_takes() -> None:
+    """README's --resume example listed the flags that may go with it but --no-progress, which resume takes."""
+    with open(os.path.join(REPO, "README.md")) as file:
+        (line,) = [line for line in file if line.startswith("python -m rl_baselines.train --resume ")]
+    named = re.findall(r"\[(--[a-z-]+)", line.split("#", 1)[1])
+    assert sorted(named) == sorted(RESUME_FLAGS)
 
 
 def test_the_smallest_raw_pixel_image_is_the_algorithms_own(tmp_path) -> None:
