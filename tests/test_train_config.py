@@ -26,6 +26,7 @@ from rl_baselines.runs.resume import RESUME_FLAGS
 from rl_baselines.runs.train_config import TrainConfig, checkedValue, upgradeArgsRecord
 from rl_baselines.sweeps.recorded import changedSettings, otherSettings, specSettings
 from rl_baselines.sweeps.sweep import makeSpec
+from srl_models.prepare import trainCommand
 from srl_toolbox.cli import UsageError
 
 ENV = "MobileRobotGymEnv-v0"
@@ -262,6 +263,19 @@ def test_readme_resume_example_names_every_flag_resume_takes() -> None:
         (line,) = [line for line in file if line.startswith("python -m rl_baselines.train --resume ")]
     named = re.findall(r"\[(--[a-z-]+)", line.split("#", 1)[1])
     assert sorted(named) == sorted(RESUME_FLAGS)
+
+
+def test_readme_sweep_on_a_prepared_kuka_model_has_the_flags_prepare_prints() -> None:
+    """README's old-toolbox sweep on the Kuka vae of `srl_models.prepare --env KukaButtonGymEnv-v0 -r` had no
+    --force-down, so its vae runs warned that the model's dataset was recorded with it: the example carries the
+    env flags of the train command prepare prints for that model."""
+    with open(os.path.join(REPO, "README.md")) as file:
+        text = file.read().replace("\\\n", " ")
+    (line,) = [line for line in text.splitlines() if line.startswith("python -m rl_baselines.pipeline ")
+               and "srl_models.prepare --env KukaButtonGymEnv-v0 -r --srl-model vae" in line]
+    command = line.split("#", 1)[0].split()
+    printed = trainCommand("KukaButtonGymEnv-v0", "vae", random_target=True, config_file=None).split()
+    assert [flag for flag in printed[printed.index("vae") + 1:] if flag not in command] == []
 
 
 def test_the_smallest_raw_pixel_image_is_the_algorithms_own(tmp_path) -> None:
