@@ -14,11 +14,12 @@ import glob
 import json
 import os
 import shutil
+import time
 
 import numpy as np
 import pytest
 import torch
-from conftest import runModule
+from conftest import runModule, startModule
 from stable_baselines3 import PPO
 
 from replay import enjoy_baselines
@@ -117,6 +118,37 @@ def test_the_checkpoint_note_counts_the_steps_trained_not_asked(checkpointedRun,
     assert note(run_dir).endswith("saved at step 250 (of 300 trained so far)")
     os.remove(manifest)  # a run saved before manifests existed: what it was asked to train
     assert note(run_dir).endswith("saved at step 250 (of the run's --num-timesteps 400)")
+
+
+def test_a_killed_runs_latest_model_is_replayed_as_unfinished(tmp_path, monkeypatch, capsys):
+    """A run killed while training (or still training) holds the manifest of its last periodic save, which records
+    no "finished" (only the final save does): the replay took that model for a finished run's and said nothing, and
+    a checkpoint's note said "(of N trained)" instead of "trained so far"."""
+    log_dir = str(tmp_path / "logs")
+    output = open(tmp_path / "train.out", "w")  # closed once the process is
+    process = startModule("rl_baselines.train", "--no-vis", "--no-progress", *GT, "--algo", "ppo2", "--num-timesteps",
+                          "1000000", "--checkpoint-freq", "250", "--log-dir", log_dir, "--hyperparam", "n_steps:125",
+                          "batch_size:25", "n_epochs:1", stdout=output, stderr=output)
+    deadline = time.monotonic() + 120
+    manifests: list[str] = []
+    while not manifests and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+        manifests = glob.glob(os.path.join(log_dir, "MobileRobotGymEnv-v0", "*", "*", "*", "manifest.json"))
+    process.kill()  # at once: the next periodic save is 250 steps away
+    process.wait()
+    output.close()
+    assert manifests, "no periodic save before the deadline"
+    run_dir = os.path.dirname(manifests[0])
+    with open(manifests[0], encoding="utf-8") as file:
+        manifest = json.load(file)
+    assert "finished" not in manifest  # what a periodic save writes
+    steps = manifest["num_timesteps"]
+    loaded = _replay(monkeypatch, ["--log-dir", run_dir, *REPLAY])
+    assert len(loaded) == 1
+    assert (f"Model: the run is unfinished (still training, or stopped): its latest model, saved at {steps:,} of "
+            "1,000,000 steps") in capsys.readouterr().out
+    assert enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--load-checkpoint", "250"]) == 0
+    assert f"saved at step 250 (of {steps:,} trained so far)" in capsys.readouterr().out
 
 
 def test_load_last_checkpoint_plays_the_newest(checkpointedRun, monkeypatch, capsys):

@@ -129,7 +129,7 @@ class LoadedRun:
         if self.model_folder != self.run_dir:
             return None
         manifest = readManifest(self.model_folder)
-        if manifest is None or manifest.get("finished", True):
+        if manifest is None or manifest.get("finished"):  # (a periodic save writes no "finished": unfinished)
             return None
         return (f"the run is unfinished (still training, or stopped): its latest model, saved at "
                 f"{manifest.get('num_timesteps', 0):,} of {self.args.num_timesteps:,} steps")
@@ -157,7 +157,7 @@ class LoadedRun:
         trained = manifest.get("num_timesteps") if manifest is not None else None
         if not isinstance(trained, numbers.Integral) or isinstance(trained, bool):
             return f"of the run's --num-timesteps {self.args.num_timesteps:,}"
-        return f"of {trained:,} trained{'' if manifest.get('finished', True) else ' so far'}"
+        return f"of {trained:,} trained{'' if manifest.get('finished') else ' so far'}"
 
     def makeEnv(self, num_envs: int = 1, seed: int = 0, env_kwargs: dict[str, Any] | None = None) -> Any:
         """
