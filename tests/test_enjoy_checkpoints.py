@@ -131,9 +131,11 @@ def test_a_killed_runs_latest_model_is_replayed_as_unfinished(tmp_path, monkeypa
                           "batch_size:25", "n_epochs:1", stdout=output, stderr=output)
     deadline = time.monotonic() + 120
     manifests: list[str] = []
-    while not manifests and process.poll() is None and time.monotonic() < deadline:
+    while process.poll() is None and time.monotonic() < deadline:  # the run's model and its first checkpoint saved
         time.sleep(0.01)
         manifests = glob.glob(os.path.join(log_dir, "MobileRobotGymEnv-v0", "*", "*", "*", "manifest.json"))
+        if manifests and os.path.isdir(os.path.join(os.path.dirname(manifests[0]), "checkpoints", "250_steps")):
+            break
     process.kill()  # at once: the next periodic save is 250 steps away
     process.wait()
     output.close()
