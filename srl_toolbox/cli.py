@@ -5,7 +5,8 @@
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2, a
   :class:`CommandFailed` as ``error: ...`` with code 1, an OS error that the environment caused (a full or read-only
   disk: srl_toolbox.files.ENVIRONMENT_ERRNOS) as ``error: could not write PATH: REASON`` with code 1, and warnings as
-  one ``warning: ...`` line;
+  one ``warning: ...`` line; :class:`HeldWarnings` holds a command's warnings until its checks pass (a refused
+  command prints its error alone);
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
   :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
   :func:`checkImageShape` (the camera's ``--img-shape`` of every command), :func:`checkWritableFolder` and
@@ -129,6 +130,51 @@ def showAboveBars(shown: Callable[..., None]) -> Callable[..., None]:
 
     showWarning.above_bars = True  # type: ignore[attr-defined]
     return showWarning
+
+
+class HeldWarnings:
+    """
+    The warnings of a command's checks, held back until they pass (a context manager): a command its checks then
+    refuse (:class:`UsageError`) prints its one-line error only, not the warnings of flags it never ran with; a
+    command they accept shows them at :meth:`release` (or at the end of the block, whatever else ends it), in the
+    order they were raised. The filters apply when a warning is raised, as without holding (each shown once); only
+    ``warnings.showwarning`` waits, and is put back at the release.
+    """
+
+    def __init__(self) -> None:
+        self._held: list[tuple[Any, ...]] | None = None
+        self._shown: Callable[..., None] | None = None
+
+    def __enter__(self) -> HeldWarnings:
+        self._held, self._shown = [], warnings.showwarning
+        warnings.showwarning = self._hold
+        return self
+
+    def _hold(self, *args: Any) -> None:
+        if self._held is None:  # (a hook kept by a caller past the release)
+            assert self._shown is not None
+            self._shown(*args)
+        else:
+            self._held.append(args)
+
+    def _stop(self) -> list[tuple[Any, ...]]:
+        """:return: the warnings held, holding none from now on (``warnings.showwarning`` put back)"""
+        held, self._held = self._held or [], None
+        if warnings.showwarning == self._hold:
+            warnings.showwarning = self._shown
+        return held
+
+    def release(self) -> None:
+        """Show the warnings held (the checks passed), and the later ones as they are raised."""
+        for args in self._stop():
+            assert self._shown is not None
+            self._shown(*args)
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: Any) -> None:
+        if exc_type is not None and issubclass(exc_type, UsageError):
+            self._stop()  # refused: the one-line error alone
+        else:
+            self.release()
 
 
 def environmentErrorText(error: OSError) -> str:

@@ -127,6 +127,10 @@ def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert len(errors) == 1 and errors[0].startswith("error: 1 bad combination (algo x env x srl-model): nope x ")
     assert not os.path.exists(log_dir)
+    # a flag that does nothing for the runs (a warning) and a refusal: the refusal alone
+    result = runModule("rl_baselines.pipeline", *base, "--algo", "ppo2", "nope", "--num-timesteps", "300", "--fpv")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: 1 bad combination (algo x env x srl-model): nope x ")
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 import pytest
-from conftest import REPO, trainArgs, trainHere
+from conftest import REPO, runModule, trainArgs, trainHere
 
 from replay import enjoy_baselines
 from rl_baselines import api
@@ -457,3 +457,24 @@ def test_buffer_save_freq_without_a_buffer_and_min_episodes_save_with_evaluation
     assert (record["buffer_save_freq"], record["min_episodes_save"]) == (100, 3)
     assert not registered_rl["ppo1"][0].keepsReplayBuffer() and registered_rl["deepq"][0].keepsReplayBuffer()
     assert not os.listdir(tmp_path)
+
+
+@pytest.mark.parametrize("refused", [["--algo", "gail"],  # (no --gail-dataset)
+                                     ["--algo", "a2c", "--augment", "shift"],
+                                     ["--algo", "a2c", "--log-dir", "/proc/no-such-folder"]])
+def test_a_refused_command_prints_its_error_alone_not_the_warnings_of_flags_it_takes(tmp_path, refused) -> None:
+    """A refusal found after flags that do nothing (--features-extractor, --fpv, --eval-episodes on a state: each a
+    warning) printed those warnings first: a refused command prints its one-line error alone; the command accepted
+    shows them, before its run folder."""
+    idle = ["--srl-model", "ground_truth", "--features-extractor", "small", "--fpv", "--eval-episodes", "3"]
+    base = ["--env", ENV, "--renderer", "sprites", "--no-vis", "--no-progress", "--num-timesteps", "64", *idle]
+    result = runModule("rl_baselines.train", *base, "--log-dir", tmp_path, *refused)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
+    assert not os.listdir(tmp_path)
+    if refused[1] != "a2c":
+        return
+    result = runModule("rl_baselines.train", *base, "--log-dir", tmp_path, "--algo", "a2c")
+    assert result.returncode == 0, result.stderr
+    shown = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert [line.split()[1] for line in shown] == ["--fpv", "--eval-episodes", "--features-extractor"], shown

@@ -73,6 +73,7 @@ from srl_models.registry import failedSRLPluginsText, learnedModels
 from srl_toolbox.cli import (
     CLIParser,
     CommandFailed,
+    HeldWarnings,
     UsageError,
     checkImageShape,
     checkNameLength,
@@ -575,16 +576,20 @@ def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
 
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the outcome, with the trained agent
-    :raises UsageError: bad input (one line), raised before anything is written
+    :raises UsageError: bad input (one line), raised before anything is written, and before any warning of the
+        checks is shown (they are once the run folder is made)
     """
-    args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
-    if plan is not None and plan.state == "finished":
-        print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
-        return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
-    return trainValidated(validate(args, registered_rl), plan, algo_class)
+    with HeldWarnings() as held:
+        args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
+        if plan is not None and plan.state == "finished":
+            held.release()
+            print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
+            return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
+        return trainValidated(validate(args, registered_rl), plan, algo_class, held)
 
 
-def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | None = None) -> TrainResult:
+def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | None = None,
+                   held: HeldWarnings | None = None) -> TrainResult:
     """
     Write the run folder of a validated config and train (the train command after its parsing and validation, and
     the Python API's ``trainAgent``); a process that only works for another process's run (the algorithm's
@@ -593,11 +598,14 @@ def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | Non
     :param config: from :func:`validate`
     :param plan: the resume plan (``--resume``), None for a new run
     :param algo_class: the algorithm's class (default: the config's)
+    :param held: the warnings of the checks so far, shown once the run folder is made (or the worker starts)
     :return: the outcome, with the trained agent
     :raises UsageError: the run folder cannot be made or resumed (one line), before anything is written
     """
     algo_class = algo_class or registered_rl[config.algo][0]
     if algo_class.workerRole(config) is not None:  # (ppo1 --rank > 0) another process writes the run
+        if held is not None:
+            held.release()
         return trainAsWorker(config, algo_class)
     env_class = getEnvClass(config.env)
     if plan is not None:
@@ -612,6 +620,8 @@ def trainValidated(config: TrainConfig, plan: Any = None, algo_class: type | Non
     if plan is None:
         used_hyperparams = usedHyperparams(algo_class, config, dict(config.hyperparams))
     config, run_lock = prepareRunFolder(config, plan, env_class, srl_record)
+    if held is not None:  # every check passed: the warnings of the flags the run takes
+        held.release()
     try:
         if used_hyperparams is not None:
             writeHyperparamsFile(config.run_dir, used_hyperparams, config.algo)

@@ -358,7 +358,7 @@ def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[st
     :raises UsageError: one line, ``N bad combinations (algo x env x srl-model): COMBINATIONS (reason); ...``
     :warns: each of train's warnings once (a flag that does nothing for some runs), naming the combinations it is
         about when they are not the whole grid (``... [for 2 of 4 combinations (algo x env x srl-model): ppo2 x * x
-        ground_truth]``)
+        ground_truth]``); none when it refuses (the refusal alone)
     """
     algo_args = algo_args or {}
     if registered_rl is None:
@@ -377,15 +377,15 @@ def checkGrid(algos: Sequence[str], envs: Sequence[str], srl_models: Sequence[st
                 cells.append(combo)
         if reason is not None:
             reasons.setdefault(reason, []).append(combo)
+    if reasons:  # (before the warnings: a refused sweep prints its one-line error alone)
+        count = sum(len(combos) for combos in reasons.values())
+        listed = "; ".join(f"{_describeGroup(combos, axes)} ({reason})" for reason, combos in reasons.items())
+        raise UsageError(f"{count} bad combination{'s' if count > 1 else ''} (algo x env x srl-model): {listed}")
     for (message, category), cells in warned.items():
         if len(cells) < len(combinations):
             message += (f" [for {len(cells)} of {len(combinations)} combinations (algo x env x srl-model): "
                         f"{_describeGroup(cells, axes)}]")
         warnings.warn(message, category, stacklevel=2)
-    if reasons:
-        count = sum(len(combos) for combos in reasons.values())
-        listed = "; ".join(f"{_describeGroup(combos, axes)} ({reason})" for reason, combos in reasons.items())
-        raise UsageError(f"{count} bad combination{'s' if count > 1 else ''} (algo x env x srl-model): {listed}")
 
 
 def sweepId(specs: Sequence[RunSpec]) -> str:
