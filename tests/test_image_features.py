@@ -7,6 +7,7 @@ SmallCNN learns as well as NatureCNN is measured by a benchmark (docs/benchmarks
 from __future__ import annotations
 
 import os
+import warnings
 
 import gymnasium as gym
 import numpy as np
@@ -17,6 +18,8 @@ from stable_baselines3.common.torch_layers import NatureCNN
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, SmallCNN
+from rl_baselines.runs import train
+from srl_toolbox.errors import UsageWarning
 
 PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
 SHORT = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
@@ -74,6 +77,29 @@ def test_the_flag_reaches_the_policy_and_the_saved_model_keeps_it(tmp_path) -> N
     state = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", *SHORT,
                       "--features-extractor", "small", "--log-dir", tmp_path / "d")
     assert not isinstance(algo.load(os.path.join(state, "ppo2_model.zip")).model.policy.features_extractor, SmallCNN)
+
+
+@pytest.mark.slow
+def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_which(tmp_path) -> None:
+    """--features-extractor small with --load-rl-model-path of a NatureCNN model did nothing (the model keeps its own
+    CNN) without a word, and args.json recorded small: one warning, and args.json records the model's extractor, as
+    it does for a SmallCNN model continued without the flag (it recorded nature)."""
+    models = {name: os.path.join(trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--features-extractor", name,
+                                           "--log-dir", tmp_path / name), "ppo2_model.zip") for name in ("nature", "small")}
+
+    def continued(model: str, *flags: str) -> tuple[str, list[str]]:
+        argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", model, "--log-dir", str(tmp_path / "c"), *flags]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            config = train.validate(train.parseCommand(argv)[0], registered_rl)
+        return config.argsRecord()["features_extractor"], [str(w.message) for w in caught
+                                                           if issubclass(w.category, UsageWarning)]
+
+    assert continued(models["nature"], "--features-extractor", "small") == ("nature", [
+        "--features-extractor small does nothing with --load-rl-model-path: the continued model keeps its own, nature"])
+    assert continued(models["small"]) == ("small", [])  # (the flag left at its default: nothing to warn of)
+    assert continued(models["small"], "--features-extractor", "small") == ("small", [])
+    assert not os.path.exists(tmp_path / "c")
 
 
 def test_an_unknown_extractor_is_a_one_line_error(tmp_path) -> None:

@@ -437,6 +437,16 @@ class BaseRLObject(abc.ABC):
         """
         return {}
 
+    def keptOptions(self) -> dict[str, Any]:
+        """
+        The algorithm's own flags that a loaded model keeps from its save whatever a command gives (its network's
+        architecture): ``train --load-rl-model-path`` warns once for one given otherwise, and args.json records the
+        model's value.
+
+        :return: name -> the loaded model's value; none here
+        """
+        return {}
+
     def restoreTrainingState(self, checkpoint: Checkpoint | None) -> bool:
         """
         Resume from ``checkpoint`` (``train --resume``): envs restart their episodes, :meth:`loadTrainingState`,

@@ -11,6 +11,8 @@ it is saved in the model zip and a loaded or resumed model keeps the extractor i
 """
 from __future__ import annotations
 
+from typing import Any
+
 import gymnasium as gym
 import torch
 from stable_baselines3.common.preprocessing import is_image_space
@@ -52,3 +54,19 @@ class SmallCNN(BaseFeaturesExtractor):
 # --features-extractor choices -> the SB3 features extractor class
 FEATURES_EXTRACTORS: dict[str, type[BaseFeaturesExtractor]] = {"nature": NatureCNN, "small": SmallCNN}
 DEFAULT_FEATURES_EXTRACTOR = "nature"
+
+
+def extractorName(model: Any) -> str | None:
+    """
+    :param model: an SB3 model (new, or loaded from its zip)
+    :return: the ``--features-extractor`` name of the CNN its policy was built with (its ``policy_kwargs``, else the
+        policy's or its actor's extractor: a zip saved without the keyword), None for a policy without one of them
+        (a state's MLP)
+    """
+    chosen = (getattr(model, "policy_kwargs", None) or {}).get("features_extractor_class")
+    if chosen is None:
+        policy = getattr(model, "policy", None)
+        extractor = getattr(policy, "features_extractor", None) or getattr(getattr(policy, "actor", None),
+                                                                           "features_extractor", None)
+        chosen = type(extractor)
+    return next((name for name, known in FEATURES_EXTRACTORS.items() if chosen is known), None)

@@ -52,7 +52,7 @@ from rl_baselines.core.training_state import (
 )
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferKeywords
-from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS
+from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, extractorName
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
 from srl_toolbox.cli import UsageError
@@ -141,6 +141,11 @@ class StableBaselinesRLObject(BaseRLObject):
         return {"features_extractor": (DEFAULT_FEATURES_EXTRACTOR, "chooses the pixel policy's CNN (--srl-model "
                                        f"raw_pixels); it does nothing for --srl-model {settings.get('srl_model')!r}, "
                                        "a state read by an MLP")}
+
+    def keptOptions(self) -> dict[str, Any]:
+        """``--features-extractor``: the CNN the loaded pixel model was built with (none for a state's MLP)"""
+        name = extractorName(self.model)
+        return {} if name is None else {"features_extractor": name}
 
     @classmethod
     def keepsReplayBuffer(cls) -> bool:

@@ -206,9 +206,11 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             settings = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings()
             if manifest is not None:  # same action and observation spaces, before anything is written
                 checkSavedSpaces(manifest, settings, algo_class, makeEnv)
-            start_timesteps = loadModel(algo_class, args.load_rl_model_path, settings).num_timesteps
+            loaded = loadModel(algo_class, args.load_rl_model_path, settings)
         except ValueError as error:
             raise UsageError(f"--load-rl-model-path: {error}") from None
+        start_timesteps = loaded.num_timesteps
+        args = args.replace(**_keptWithWarnings(args, loaded))
     return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
 
 
@@ -232,6 +234,25 @@ def _appliedWithWarnings(args: TrainConfig, algo_class: type) -> dict[str, Any]:
         if name in applied and record[name] != applied[name]:
             warnings.warn(f"--{name.replace('_', '-')} {record[name]} {why}", UsageWarning)
     return applied
+
+
+def _keptWithWarnings(args: TrainConfig, loaded: Any) -> dict[str, Any]:
+    """
+    :param args: the run's settings
+    :param loaded: the model it continues (``--load-rl-model-path``)
+    :return: the algorithm's flags the model keeps from its save (``BaseRLObject.keptOptions``), at its values,
+        after one warning for each given otherwise (one left at its default says nothing)
+    """
+    kept_options = getattr(loaded, "keptOptions", None)  # (a plugin of API version 1 may have none)
+    kept = {name: value for name, value in (kept_options() if callable(kept_options) else {}).items()
+            if name in args.extra}
+    defaults = algorithmDefaults(args.algo)
+    for name, value in kept.items():
+        given = args.extra[name]
+        if given != value and given != defaults.get(name):
+            warnings.warn(f"--{name.replace('_', '-')} {given} does nothing with --load-rl-model-path: the continued "
+                          f"model keeps its own, {value}", UsageWarning)
+    return kept
 
 
 def offersActionMasks(env_class: type) -> bool:
