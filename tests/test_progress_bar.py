@@ -187,6 +187,22 @@ def test_the_total_is_the_step_an_sb3_learner_stops_at(tmp_path):
     progress.finish()
 
 
+def test_the_bar_is_first_drawn_with_its_final_total(tmp_path, capsys):
+    """The bar was drawn while the envs and the learner were built, with the budget as its total (0/1100), then
+    redrawn with the learner's last step (0/1536): it is first drawn when training starts, with that total."""
+    progress, _, _ = _progress(tmp_path, total=1100)
+    assert capsys.readouterr().err == ""  # (the envs and the learner are being built)
+    model = PPO("MlpPolicy", "CartPole-v1", n_steps=512, batch_size=64, device="cpu")
+    progress.init_callback(model)
+    progress.on_training_start({}, {})
+    progress.finish()
+    drawn = _lines(capsys.readouterr().err)
+    assert drawn and all("/1536" in line for line in drawn), drawn
+    unstarted, _, _ = _progress(tmp_path, total=1100)
+    unstarted.finish()  # (a set-up cut short: never drawn)
+    assert capsys.readouterr().err == ""
+
+
 def test_a_warning_during_a_bar_gets_a_line_of_its_own():
     """The commands show warnings above the progress bars (srl_toolbox.cli.showAboveBars), not glued to the end of a
     bar's line as Python's default shows them on the same stream."""

@@ -8,7 +8,8 @@ redrawn at most once per ``REDRAW_PERIOD_S``, and at once when the run starts do
 to the next rollout start), ``evaluating`` and ``saving checkpoint`` (a service's :meth:`TrainingService.busy`). Its
 rate is the steps per second since training started, updates, evaluations and saves included, so that every redraw's
 rate and ETA agree with its elapsed time. Its total is the step an SB3 learner stops at (:func:`lastStep`: the
-budget rounded up to whole rollouts of all its envs), so that the ETA covers the last rollout. A learner with a
+budget rounded up to whole rollouts of all its envs), so that the ETA covers the last rollout: the bar is first drawn
+when training starts, once the envs and the learner are built and that total is known. A learner with a
 warm-up (``learning_starts``: an off-policy algorithm's random-action steps, far faster than the training after them)
 shows ``warm-up: learning starts at step N`` and no ETA until that step, and its rate then counts from that step.
 
@@ -19,6 +20,7 @@ starts no thread of its own.
 from __future__ import annotations
 
 import contextlib
+import math
 import numbers
 from collections.abc import Iterator
 from typing import Any
@@ -54,7 +56,7 @@ class TrainingBar(tqdm):
         return self._time()
 
     def startClock(self) -> None:
-        """Time training from now: elapsed time and rate (the bar was shown while the envs and model were built)."""
+        """Time training from now: elapsed time and rate (the bar was made while the envs and model were built)."""
         if not self.disable:
             self.start_t = self.last_print_t = self.now()
             self.countRateFrom(self.n)
@@ -99,19 +101,22 @@ class ProgressCallback(TrainingService):
         super().__init__()
         self.feed = feed
         self.shown_timesteps = int(start_timesteps)
-        # (miniters=1: a time check at every step, so a slower phase is redrawn as often as a faster one)
+        # (miniters=1: a time check at every step, so a slower phase is redrawn as often as a faster one; delay: not
+        # drawn before training starts, when the learner's last step, the bar's total, is known)
         self.bar = TrainingBar(total=total_timesteps, initial=start_timesteps, unit="steps", dynamic_ncols=True,
-                               disable=not enabled, smoothing=0, mininterval=REDRAW_PERIOD_S, miniters=1)
+                               disable=not enabled, smoothing=0, mininterval=REDRAW_PERIOD_S, miniters=1,
+                               delay=math.inf)
         self.activity: str | None = None  # what the run is doing while it counts no step
         self.learning_starts: int | None = None  # the step at which the warm-up in progress ends
         self.episodes = ""  # the episode count and mean reward, as shown
         self.rollout_started_at = 0.0
 
     def _on_training_start(self) -> None:
-        # shown while the envs and the model are built, the bar times training only (its rate, elapsed time and ETA
-        # are the training's, as SB3's time/fps and ProgressBarCallback's)
+        # the bar times training only (its rate, elapsed time and ETA are the training's, as SB3's time/fps and
+        # ProgressBarCallback's), and is drawn from here on, with its final total
         if self.bar.disable:
             return
+        self.bar.delay = 0
         self.bar.startClock()
         self.rollout_started_at = self.bar.start_t
         model = getattr(self, "model", None)
