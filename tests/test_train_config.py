@@ -265,6 +265,26 @@ def test_readme_resume_example_names_every_flag_resume_takes() -> None:
     assert sorted(named) == sorted(RESUME_FLAGS)
 
 
+def test_the_docs_examples_write_under_folders_git_ignores() -> None:
+    """README's examples, run from the repository root, left tb/, plots/, replay.gif and early.gif untracked there:
+    every output path an example of README or docs/ gives (--video, --output-dir, -o, --tensorboard-log...) is under
+    a root folder .gitignore ignores (logs/, data/), a placeholder (<run>, $VAR, CAPITALS), /tmp, or docs/images/."""
+    with open(os.path.join(REPO, ".gitignore")) as file:
+        ignored = [line.strip()[1:] for line in file if re.fullmatch(r"/[\w.-]+/", line.strip())]
+    flags = r"(?:--video|--output-dir|--output|-o|--tensorboard-log|--logdir|--log-dir|--save-path|--log-folder)"
+    outside = []
+    for name in ["README.md", *sorted(os.listdir(os.path.join(REPO, "docs")))]:
+        if not name.endswith(".md"):
+            continue
+        with open(os.path.join(REPO, name if name == "README.md" else os.path.join("docs", name))) as file:
+            blocks = file.read().split("\n```")[1::2]  # (the code blocks: between a fence and the next)
+        for line in "\n".join(blocks).replace("\\\n", " ").splitlines():
+            for value in re.findall(rf"(?:^|\s)\[?{flags}[ =]([^\s\]]+)", line):
+                if not (value.split("/")[0] + "/" in ignored or re.match(r"<|\$|[A-Z_]+$|/tmp/|docs/images/", value)):
+                    outside.append(f"{name}: {value}")
+    assert ignored and not outside, outside
+
+
 def test_readme_sweep_on_a_prepared_kuka_model_has_the_flags_prepare_prints() -> None:
     """README's old-toolbox sweep on the Kuka vae of `srl_models.prepare --env KukaButtonGymEnv-v0 -r` had no
     --force-down, so its vae runs warned that the model's dataset was recorded with it: the example carries the
