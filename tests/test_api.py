@@ -103,7 +103,10 @@ def test_flags_pass_through_as_keywords(tmp_path):
                             extra=["--checkpoint-freq", "-1"])
     assert config.args.hp_ortho_init is False and config.args.continuous_actions is True
     assert config.args.random_target is False and "--random-target" not in config.argv
-    assert config.args.img_shape == (3, 48, 48) and config.args.hp_learning_rate == 1e-4
+    assert config.args.img_shape is None  # train records what it applied: no image size on a state observation
+    assert config.args.hp_learning_rate == 1e-4
+    pixels = api.makeConfig(algo="ppo_lstm", srl_model="raw_pixels", log_dir=tmp_path, img_shape=[3, 48, 48])
+    assert pixels.args.img_shape == (3, 48, 48) and "--img-shape 3 48 48" in pixels.command
     assert config.args.checkpoint_freq == -1
     assert config.args.no_vis and config.args.no_progress  # the API's defaults
     assert config.command.startswith("python -m rl_baselines.train --algo ppo_lstm --srl-model ground_truth")
