@@ -196,6 +196,7 @@ def test_progress_bar_moves_to_the_step_and_shows_the_episodes(tmp_path, capsys)
     _writeEpisodes(str(tmp_path), [1.0, 3.0])
     progress = ProgressCallback(feed, total_timesteps=1000, start_timesteps=100)
     feed.poll()
+    progress.on_training_start({}, {})  # (the bar is drawn from training's start)
     progress.at(400)
     assert progress.bar.n == 400
     assert progress.bar.postfix == "episodes=2, mean_reward=2.00"
@@ -203,6 +204,7 @@ def test_progress_bar_moves_to_the_step_and_shows_the_episodes(tmp_path, capsys)
     assert "400/1000" in capsys.readouterr().err
     # a last rollout past the budget ends the bar full (it showed "1024steps", without a total)
     past = ProgressCallback(feed, total_timesteps=1000, start_timesteps=0)
+    past.on_training_start({}, {})
     past.at(1024)
     past.finish()
     assert "1024/1024" in capsys.readouterr().err
