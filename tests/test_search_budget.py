@@ -1,14 +1,18 @@
 """Hyperparameter search, in process and without training: a fixed n_steps or learning_starts that no trial could learn
-within is refused, a searched learning_starts stays below the budget, a Ctrl-C as a trial's run has just ended
-normally scores that trial, and search.png's importance panel says when the importances are undefined."""
+within is refused, a searched learning_starts stays below the budget, a sampled batch_size is cut to the rollout and a
+pair train refuses prunes its trial, a Ctrl-C as a trial's run has just ended normally scores that trial, and
+search.png's importance panel says when the importances are undefined."""
 from __future__ import annotations
 
+import csv
+import dataclasses
 import json
 import os
 import re
 import types
 
 import pytest
+import yaml
 
 optuna = pytest.importorskip("optuna")
 
@@ -161,3 +165,54 @@ def test_the_importance_panel_says_when_every_trial_scored_the_same(tmp_path, mo
         assert len(drawn["barh"]) == 1 and texts == []
     else:
         assert drawn["barh"] == [] and texts == ["importance undefined: every trial scored the same"]
+
+
+def test_a_sampled_batch_size_is_cut_to_the_rollout(tmp_path, monkeypatch):
+    """ppo2 sampled batch_size 64 with n_steps 48: SB3 warned and trained on minibatches of 48, the same as with 128
+    or 256, while trials.csv and best_hyperparams.yaml said 64. The trial now trains with, and records, the rollout
+    (n_steps x envs) as its batch_size, as RL Zoo's samplers cut it."""
+    commands = []
+
+    def popen(command, **kwargs):
+        commands.append(command)
+        return _FinishedRun(command, 0)
+
+    monkeypatch.setattr(search_trials.subprocess, "Popen", popen)
+    monkeypatch.setattr(search_trials, "time", types.SimpleNamespace(sleep=lambda _seconds: None))
+    monkeypatch.setattr(search_trials, "_stopChild", lambda child: None)
+    log_dir = tmp_path / "logs"
+    assert hyperparam_search.main([*BASE[:-1], "6", "--algo", "ppo2", "--num-timesteps", "1000", "--n-evaluations",
+                                   "2", "--optimizer", "random", "--pruner", "none", "--hyperparam", "n_steps:20",
+                                   "--num-cpu", "2", "--log-dir", str(log_dir)]) == 0
+    study = optuna.load_study(study_name=f"ppo2_{ENV}_ground_truth_random",
+                              storage=f"sqlite:///{log_dir}/hyperparam_search/ppo2_{ENV}_ground_truth_random.db")
+    assert any(trial.params["batch_size"] > 40 for trial in study.trials)  # (sampled above the rollout)
+    trained = [int(next(flag for flag in command if flag.startswith("batch_size:")).split(":")[1])
+               for command in commands]
+    assert trained == [min(trial.params["batch_size"], 40) for trial in study.trials]
+    folder = log_dir / "hyperparam_search" / f"ppo2_{ENV}_ground_truth_random"
+    with open(folder / "trials.csv") as handle:
+        assert [int(row["batch_size"]) for row in csv.DictReader(handle)] == trained
+    best = yaml.safe_load((folder / "best_hyperparams.yaml").read_text())
+    assert best["batch_size"] == trained[study.best_trial.number] and best["n_steps"] == 20
+
+
+@pytest.mark.parametrize("normalised, params, run_params, reason", [
+    ("minibatches", {"n_steps": 48, "batch_size": 256}, {"n_steps": 48, "batch_size": 48}, None),
+    ("minibatches", {"batch_size": 256}, {"batch_size": 20}, None),  # (the fixed or default n_steps: 20)
+    ("minibatches", {"n_steps": 65, "batch_size": 32}, {"n_steps": 65, "batch_size": 32}, None),
+    ("every_minibatch", {"n_steps": 65, "batch_size": 32}, {"n_steps": 65, "batch_size": 32},
+     "batch_size 32 leaves a last minibatch of 1 sample of the n_steps 65 x --num-cpu 1 = 65 per rollout"),
+])
+def test_sampled_values_train_would_refuse_prune_the_trial_before_it_starts(tmp_path, normalised, params, run_params,
+                                                                            reason):
+    """ppo_lstm and maskable_ppo sampled n_steps 65 with batch_size 32: train refused the last minibatch of 1 sample
+    (exit 2), a failed trial; it is now pruned before it starts, saying why."""
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "300", "--n-steps", "20",
+         "--log-dir", str(tmp_path)])
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.rollout_hyperparams == {"n_steps": 20, "batch_size": 64} and config.normalised == "minibatches"
+    fitted, why = search_study.trialParams(params, dataclasses.replace(config, normalised=normalised))
+    assert fitted == run_params
+    assert why == reason or why.startswith(reason)

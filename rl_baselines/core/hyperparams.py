@@ -571,3 +571,30 @@ def strToBool(raw: str) -> bool:
     if raw.lower() in ("false", "0", "no"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got {raw!r}")
+
+
+def normalisationRefusal(normalised: str | None, algo: str, hyperparams: dict[str, Any], num_cpu: int) -> str | None:
+    """
+    :param normalised: the samples the learner normalises its advantages over
+        (``rl_baselines.rl_algorithm.sb3_base.StableBaselinesRLObject.NORMALISED_ADVANTAGES``)
+    :param algo: the algorithm's name (for the message)
+    :param hyperparams: the run's hyperparameters (n_steps, batch_size)
+    :param num_cpu: the run's parallel envs (SB3's n_envs)
+    :return: why a set of those samples would hold fewer than 2 (one line naming the value and the valid range), None
+        when none does
+    """
+    if normalised is None or "n_steps" not in hyperparams:
+        return None
+    n_steps = int(hyperparams["n_steps"])
+    total = n_steps * num_cpu
+    over = "the rollout" if normalised == "rollout" else "each minibatch"
+    why = f"{algo} normalises its advantages over {over}, which needs at least 2 samples"
+    if total < 2:
+        return (f"n_steps {n_steps} x --num-cpu {num_cpu} = {total} sample per rollout: {why}; valid: n_steps >= 2 "
+                f"(or --num-cpu >= 2)")
+    batch_size = int(hyperparams.get("batch_size", total))  # (>= 2 where minibatches are: the spec's bounds)
+    if normalised == "every_minibatch" and batch_size < total and total % batch_size == 1:
+        return (f"batch_size {batch_size} leaves a last minibatch of 1 sample of the n_steps {n_steps} x --num-cpu "
+                f"{num_cpu} = {total} per rollout: {why}; valid: a batch_size >= 2 that leaves no 1-sample remainder "
+                f"of {total} (such as {total})")
+    return None

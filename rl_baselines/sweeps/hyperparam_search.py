@@ -36,6 +36,7 @@ from typing import Any
 
 from environments import registered_env
 from rl_baselines.core.hyperparams import plainValues
+from rl_baselines.core.plugin_v1 import isV1
 from rl_baselines.core.registry import failedPluginsText, registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -226,8 +227,24 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
-        train_settings=studySettings(resolved))
+        train_settings=studySettings(resolved),
+        rollout_hyperparams=_rolloutHyperparams(algo_class, resolved),
+        normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None))
     return config, algo_class
+
+
+def _rolloutHyperparams(algo_class: type, resolved: TrainConfig) -> dict[str, Any]:
+    """
+    :param algo_class: the algorithm
+    :param resolved: the trials' train settings, validated
+    :return: ``n_steps`` and ``batch_size`` as a trial that samples neither trains with them (fixed, else the
+        algorithm's default), those it has (a plugin of API version 1 resolves its own: none)
+    """
+    if isV1(algo_class):
+        return {}
+    hyperparams = algo_class.resolveHyperparams(resolved.runSettings(), dict(resolved.hyperparams))
+    return plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
+                        if hyperparams.get(name) is not None})
 
 
 def _flaggedHyperparams(train_args: TrainConfig) -> dict[str, str]:

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from rl_baselines.core.hyperparams import plainValues
-from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna
+from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, trialValues
 from srl_toolbox.files import atomicPath
 
 
@@ -37,7 +37,7 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
 
     best = study.best_trial
     fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
-    values = plainValues({**fixed, **best.params})  # clip_range_vf as a float or null, as hyperparams.yaml
+    values = plainValues({**fixed, **trialValues(best)})  # clip_range_vf as a float or null, as hyperparams.yaml
     budget = config.num_timesteps
     objective = (f"mean reward of the last evaluation due within the {budget}-step budget ({config.eval_episodes} "
                  f"deterministic episodes)" if config.evaluate
@@ -80,12 +80,13 @@ def writeTrialsCsv(path: str, study: Any) -> None:
         writer.writerow(["number", "state", "value", "last_step", "duration_s", "run_dir", "error", "pruned_before_start",
                          *names])
         for trial in trials:
+            values = trialValues(trial)  # (each at the value the trial trained with)
             duration = trial.duration.total_seconds() if trial.duration is not None else ""
             writer.writerow([trial.number, trial.state.name.lower(), "" if trial.value is None else trial.value,
                              "" if trial.last_step is None else trial.last_step, duration,
                              trial.user_attrs.get("run_dir", ""), trial.user_attrs.get("error", ""),
                              trial.user_attrs.get("pruned_before_start", ""),
-                             *(formatValue(trial.params[n]) if n in trial.params else "" for n in names)])
+                             *(formatValue(values[n]) if n in values else "" for n in names)])
 
 
 def saveSearchPlot(path: str, study: Any, title: str) -> None:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from filelock import FileLock  # a dependency of torch
 
+from rl_baselines.core.hyperparams import normalisationRefusal
 from srl_toolbox.cli import UsageError
 from srl_toolbox.locks import lockPathFor
 
@@ -71,6 +72,11 @@ class SearchConfig:
     num_cpu: int = 1  # each trial's envs (train's --num-cpu)
     # what the forwarded train flags set, as the study compares them (JSON values; hyperparam_search.studySettings)
     train_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # what a trial's rollout and minibatches are made of where it samples neither: n_steps and batch_size as train
+    # resolves them (fixed or default), and what the algorithm normalises its advantages over (its
+    # NORMALISED_ADVANTAGES): :func:`trialParams` fits the sampled values to them
+    rollout_hyperparams: dict[str, Any] = dataclasses.field(default_factory=dict)
+    normalised: str | None = None
 
     @property
     def evaluate(self) -> bool:
@@ -208,6 +214,38 @@ def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
         else:
             params[name] = trial.suggest_float(name, float(spec[1][0]), float(spec[1][1]), log=len(spec) == 3)
     return params
+
+
+# A trial's user attribute: the sampled hyperparameters it trained with another value of (batch_size cut to its rollout)
+RUN_PARAMS = "run_params"
+
+
+def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str, Any], str | None]:
+    """
+    Fit sampled hyperparameters to each other, as RL Zoo's samplers do: a ``batch_size`` above the rollout (``n_steps``
+    x envs, sampled or not) trains as one minibatch of the rollout (SB3 cuts it, with a warning), so it is cut to the
+    rollout, and the trial trains with and records the value it trains with.
+
+    :param params: the sampled hyperparameters
+    :param config: the search
+    :return: (the hyperparameters the trial trains with, why it cannot train at all or None): its first rollout past
+        the budget, or a minibatch train refuses (:func:`rl_baselines.core.hyperparams.normalisationRefusal`)
+    """
+    params = dict(params)
+    rollout = rolloutPastBudget(params.get("n_steps"), config.num_cpu, config.num_timesteps)
+    if rollout is not None:
+        return params, (f"n_steps {params['n_steps']} x {config.num_cpu} env(s): the first update comes after "
+                        f"{rollout} steps, past --num-timesteps {config.num_timesteps}")
+    merged = {**config.rollout_hyperparams, **params}
+    if "batch_size" in params and isinstance(merged.get("n_steps"), int):
+        params["batch_size"] = min(params["batch_size"], merged["n_steps"] * config.num_cpu)
+        merged["batch_size"] = params["batch_size"]
+    return params, normalisationRefusal(config.normalised, config.algo, merged, config.num_cpu)
+
+
+def trialValues(trial: Any) -> dict[str, Any]:
+    """:return: the hyperparameters a trial sampled, by name, each at the value it trained with (:func:`trialParams`)"""
+    return {**trial.params, **trial.user_attrs.get(RUN_PARAMS, {})}
 
 
 def formatValue(value: Any) -> str:

@@ -46,12 +46,14 @@ from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
 from rl_baselines.sweeps.search_study import (
+    RUN_PARAMS,
     SearchConfig,
     formatValue,
     importOptuna,
     loadStudy,
-    rolloutPastBudget,
     suggestParams,
+    trialParams,
+    trialValues,
 )
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
@@ -319,12 +321,14 @@ class TrialObjective:
         trial.set_user_attr("search_id", self.config.search_id)
         trial.set_user_attr("fixed_hyperparams", self.config.fixed)
         trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
-        params = suggestParams(trial, self.config.space)
-        rollout = rolloutPastBudget(params.get("n_steps"), self.config.num_cpu, self.config.num_timesteps)
-        if rollout is not None:
-            # its first rollout alone would train past the budget, and be compared with trials that stopped at it
-            reason = (f"n_steps {params['n_steps']} x {self.config.num_cpu} env(s): the first update comes after "
-                      f"{rollout} steps, past --num-timesteps {self.config.num_timesteps}")
+        sampled = suggestParams(trial, self.config.space)
+        params, reason = trialParams(sampled, self.config)
+        changed = {name: value for name, value in params.items() if value != sampled[name]}
+        if changed:  # (the outputs give the values it trained with)
+            trial.set_user_attr(RUN_PARAMS, changed)
+        if reason is not None:
+            # its first rollout alone would train past the budget, and be compared with trials that stopped at it; or
+            # train would refuse its minibatches
             trial.set_user_attr("pruned_before_start", reason)
             raise optuna.TrialPruned(reason)
         folder = _trialFolder(self.config.output_dir, trial.number)
@@ -469,7 +473,7 @@ class TrialProgress:
         self.counts[state] = self.counts.get(state, 0) + 1
         if state == "COMPLETE":
             self.best = max(self.best, trial.value)
-            params = ", ".join(f"{name}={formatValue(value)}" for name, value in trial.params.items())
+            params = ", ".join(f"{name}={formatValue(value)}" for name, value in trialValues(trial).items())
             line = f"trial {trial.number}: {self.measure} {trial.value:.2f} ({params})"
         elif state == "PRUNED" and "pruned_before_start" in trial.user_attrs:
             line = f"trial {trial.number}: pruned before it started ({trial.user_attrs['pruned_before_start']})"
