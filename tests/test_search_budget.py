@@ -1,7 +1,7 @@
 """Hyperparameter search, in process and without training: a fixed n_steps or learning_starts that no trial could learn
 within is refused, a searched learning_starts stays below the budget, a sampled batch_size is cut to the rollout and a
-pair train refuses prunes its trial, a Ctrl-C as a trial's run has just ended normally scores that trial, and
-search.png's importance panel says when the importances are undefined."""
+pair train refuses prunes its trial, a Ctrl-C as a trial's run has just ended normally scores that trial, one worker
+redraws its bar while a trial runs, and search.png's importance panel says when the importances are undefined."""
 from __future__ import annotations
 
 import csv
@@ -216,3 +216,17 @@ def test_sampled_values_train_would_refuse_prune_the_trial_before_it_starts(tmp_
     fitted, why = search_study.trialParams(params, dataclasses.replace(config, normalised=normalised))
     assert fitted == run_params
     assert why == reason or why.startswith(reason)
+
+
+def test_one_worker_redraws_the_bar_while_a_trial_runs(tmp_path, monkeypatch):
+    """With --workers 1 (the default) the trials bar was drawn only when a trial ended: its clock and ETA stood still on
+    a terminal for the whole of a trial (several workers redraw it every second). It is redrawn at each poll now."""
+    ticks = []
+    monkeypatch.setattr(search_trials.subprocess, "Popen", lambda command, **kwargs: _FinishedRun(command, 0))
+    monkeypatch.setattr(search_trials, "time", types.SimpleNamespace(sleep=lambda _seconds: None))
+    monkeypatch.setattr(search_trials, "_stopChild", lambda child: None)
+    monkeypatch.setattr(search_trials.TrialProgress, "tick", lambda self: ticks.append(self.bar.n))
+    assert hyperparam_search.main([*BASE[:-1], "1", "--algo", "ppo2", "--num-timesteps", "1000", "--n-evaluations",
+                                   "2", "--optimizer", "random", "--pruner", "none", "--hyperparam", "n_steps:20",
+                                   "--log-dir", str(tmp_path / "logs")]) == 0
+    assert ticks == [0]  # (redrawn while the trial ran: the fake run is running at its first poll only)

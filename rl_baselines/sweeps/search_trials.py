@@ -36,7 +36,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -286,10 +286,13 @@ class TrialObjective:
     The Optuna objective: one train run per trial, in a subprocess.
 
     :param config: the search
+    :param tick: called at every poll of a running trial (the progress bar's redraw, :meth:`TrialProgress.tick`, when
+        the trials run in the command's own process), or None
     """
 
-    def __init__(self, config: SearchConfig) -> None:
+    def __init__(self, config: SearchConfig, tick: Callable[[], None] | None = None) -> None:
         self.config = config
+        self.tick = tick
         # an interrupt (Ctrl-C, or SIGTERM's Terminated) that came as a trial's run had already ended normally: raised
         # once the trial is recorded (:meth:`raiseInterrupt`)
         self.interrupted: KeyboardInterrupt | None = None
@@ -348,6 +351,8 @@ class TrialObjective:
                     code = child.poll()  # (before reading: a finished run's files are complete)
                     if code not in (None, 0) or watch.poll(code is not None):
                         break  # (a crash is a failed trial, not a pruned one: not read)
+                    if self.tick is not None:
+                        self.tick()
                     time.sleep(POLL_S)
             except KeyboardInterrupt as interrupt:
                 if child.poll() != 0:  # still running (stopped below), or failed
@@ -417,7 +422,8 @@ class TrialObjective:
 # --- workers and progress ----------------------------------------------------------------------------------------
 
 
-def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequence[Any] = ()) -> None:
+def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequence[Any] = (),
+              tick: Callable[[], None] | None = None) -> None:
     """
     Run ``n_trials`` trials of the study in this process.
 
@@ -425,11 +431,12 @@ def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequenc
     :param n_trials: how many
     :param seed: the sampler's seed
     :param callbacks: Optuna callbacks ``(study, frozen_trial)`` called after each trial
+    :param tick: called at every poll of a running trial (the progress bar's redraw), or None
     :raises KeyboardInterrupt: an interrupt (Ctrl-C, SIGTERM): the trials still running are stopped and recorded
         failed; one whose run had already ended normally is scored (and recorded complete) first
     """
     study = loadStudy(config, seed)
-    objective = TrialObjective(config)
+    objective = TrialObjective(config, tick)
     study.optimize(objective, n_trials=n_trials, catch=(TrialFailed,),
                    callbacks=[*callbacks, objective.raiseInterrupt])  # (last: after the others saw the trial)
 
@@ -521,7 +528,8 @@ def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, se
     workers = min(workers, n_trials)
     shares = [n_trials // workers + (1 if i < n_trials % workers else 0) for i in range(workers)]
     if workers == 1:
-        runWorker(config, n_trials, seed, callbacks=[lambda _study, trial: progress.trialDone(trial)])
+        runWorker(config, n_trials, seed, callbacks=[lambda _study, trial: progress.trialDone(trial)],
+                  tick=progress.tick)  # (the bar's clock and ETA move while a trial runs, as with several workers)
         return 0
 
     context = multiprocessing.get_context("spawn")  # no fork of a process holding database connections
