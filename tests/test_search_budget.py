@@ -32,6 +32,12 @@ BASE = ["--env", ENV, "--srl-model", "ground_truth", "--no-progress", "--n-trial
      "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than --num-timesteps 300"),
     (["--num-timesteps", "300", "--num-cpu", "2", "--hyperparam", "n_steps:200"],
      "n_steps 200 x 2 env(s) (--num-cpu) = 400 steps before the first update, more than --num-timesteps 300"),
+    (["--algo", "ppo1", "--num-timesteps", "300", "--hyperparam", "timesteps_per_actorbatch:512"],
+     "timesteps_per_actorbatch 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than "
+     "--num-timesteps 300"),
+    (["--algo", "ppo1", "--num-timesteps", "300", "--num-workers", "2", "--hyperparam",
+      "timesteps_per_actorbatch:200"],
+     "timesteps_per_actorbatch 200 x 2 env(s) (--num-cpu x ppo1's processes) = 400 steps before the first update"),
     (["--algo", "sac", "-c", "--num-timesteps", "300", "--hyperparam", "learning_starts:300"],
      "learning_starts 300 is not below --num-timesteps 300: no trial would learn"),
     (["--algo", "sac", "-c", "--num-timesteps", "100"],
@@ -230,3 +236,25 @@ def test_one_worker_redraws_the_bar_while_a_trial_runs(tmp_path, monkeypatch):
                                    "2", "--optimizer", "random", "--pruner", "none", "--hyperparam", "n_steps:20",
                                    "--log-dir", str(tmp_path / "logs")]) == 0
     assert ticks == [0]  # (redrawn while the trial ran: the fake run is running at its first poll only)
+
+
+def test_a_sampled_ppo1_batch_past_the_budget_prunes_its_trial_before_it_starts(tmp_path, capsys):
+    """ppo1 sampled timesteps_per_actorbatch 1878 for a 600-step budget: the trial ran one whole untrained batch and
+    was scored on its untrained first 600 steps, beside trials that learned (n_steps prunes such a trial)."""
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", "ppo1", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "600", "--num-workers", "2",
+         "--log-dir", str(tmp_path)])
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.run_envs == 2
+    assert search_study.trialParams({"timesteps_per_actorbatch": 1878}, config)[1] == (
+        "timesteps_per_actorbatch 1878 x 2 env(s): the first update comes after 3756 steps, past --num-timesteps 600")
+    assert search_study.trialParams({"timesteps_per_actorbatch": 300}, config)[1] is None
+    # (with every trial pruned so, the summary says what to fix)
+    study = optuna.create_study(direction="maximize")
+    study.enqueue_trial({})
+    trial = study.ask()
+    trial.set_user_attr("pruned_before_start", search_study.trialParams({"timesteps_per_actorbatch": 1878}, config)[1])
+    study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    progress = search_trials.TrialProgress(1, enabled=False)
+    assert hyperparam_search._finish(study, config, None, progress, 0, False) == 1
+    assert "fix timesteps_per_actorbatch with --hyperparam timesteps_per_actorbatch:N" in capsys.readouterr().err

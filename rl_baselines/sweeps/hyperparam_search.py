@@ -40,6 +40,7 @@ from rl_baselines.core.plugin_v1 import isV1
 from rl_baselines.core.registry import failedPluginsText, registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
+from rl_baselines.runs.monitor_files import runEnvs
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_config import ARGS_FORMAT_KEY, TrainConfig
 from rl_baselines.sweeps.recorded import trainSettings
@@ -48,6 +49,7 @@ from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
     OPTIMIZERS,
     PRUNERS,
+    ROLLOUT_STEPS,
     SearchConfig,
     checkSpace,
     createStudy,
@@ -188,7 +190,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         raise UsageError(f"train flags: {error}") from None
     resolved = train.validate(train_args, registered_rl)
     fixed = {**hyperparamStrings(train_args), **_flaggedHyperparams(train_args)}
-    _checkFixedBudget(resolved.hyperparams, train_args.num_cpu, args["num_timesteps"])
+    run_envs = runEnvs(train_args.argsRecord())
+    _checkFixedBudget(resolved.hyperparams, train_args.num_cpu, run_envs, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
                              args["num_timesteps"])
     if not space:
@@ -227,6 +230,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         space=space, eval_episodes=args["eval_episodes"], n_evaluations=args["n_evaluations"],
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
+        run_envs=run_envs,
         train_settings=studySettings(resolved),
         rollout_hyperparams=_rolloutHyperparams(algo_class, resolved),
         normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None))
@@ -257,21 +261,24 @@ def _flaggedHyperparams(train_args: TrainConfig) -> dict[str, str]:
             if name.startswith("hp_") and value is not None}
 
 
-def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, budget: int) -> None:
+def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, run_envs: int, budget: int) -> None:
     """
     :param fixed: the hyperparameters every trial gets (``--hyperparam``, ``--hyperparam-file``), typed
-    :param num_cpu: each trial's envs
+    :param num_cpu: each trial's envs per process (--num-cpu)
+    :param run_envs: each trial's envs in all (ppo1's processes times --num-cpu)
     :param budget: --num-timesteps
-    :raises UsageError: no trial could learn within the budget: a fixed ``n_steps`` whose first rollout (``n_steps``
-        x envs) is past it (a sampled one prunes its trial before it starts), or a fixed ``learning_starts`` at or
-        above it (a searched range is cut below it: :func:`fitSpaceToBudget`)
+    :raises UsageError: no trial could learn within the budget: a fixed ``n_steps`` (ppo1's
+        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past it (a sampled one prunes its trial
+        before it starts), or a fixed ``learning_starts`` at or above it (a searched range is cut below it:
+        :func:`fitSpaceToBudget`)
     """
-    n_steps = fixed.get("n_steps")
-    rollout = rolloutPastBudget(n_steps, num_cpu, budget)
-    if rollout is not None:
-        raise UsageError(f"n_steps {n_steps} x {num_cpu} env(s) (--num-cpu) = {rollout} steps before the "
-                         f"first update, more than --num-timesteps {budget}: no trial would learn; give a smaller "
-                         f"n_steps or a larger --num-timesteps")
+    for name in ROLLOUT_STEPS:
+        rollout = rolloutPastBudget(fixed.get(name), run_envs, budget)
+        if rollout is not None:
+            envs = "--num-cpu" if run_envs == num_cpu else "--num-cpu x ppo1's processes"
+            raise UsageError(f"{name} {fixed[name]} x {run_envs} env(s) ({envs}) = {rollout} steps before the "
+                             f"first update, more than --num-timesteps {budget}: no trial would learn; give a smaller "
+                             f"{name} or a larger --num-timesteps")
     learning_starts = fixed.get("learning_starts")
     if isinstance(learning_starts, (int, float)) and learning_starts >= budget:
         raise UsageError(f"learning_starts {learning_starts} is not below --num-timesteps {budget}: no trial would "
@@ -367,7 +374,7 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
             reason = trials[-1].user_attrs["pruned_before_start"]
             print(f"No completed trial, so no best hyperparameters: every trial was pruned before it started, its "
                   f"first rollout past --num-timesteps {config.num_timesteps} ({reason}); give a larger budget, or "
-                  f"fix n_steps with --hyperparam n_steps:N", file=sys.stderr)
+                  f"fix {reason.split()[0]} with --hyperparam {reason.split()[0]}:N", file=sys.stderr)
         else:
             errors = [trial.user_attrs["error"] for trial in trials if trial.user_attrs.get("error")]
             last = f" (the last trial's error: {errors[-1]})" if errors else ""

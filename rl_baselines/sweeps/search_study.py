@@ -70,6 +70,7 @@ class SearchConfig:
     eval_freq: int = 0  # train's --eval-freq, forwarded: each trial evaluates every eval_freq steps (0: never)
     threads: int | None = None  # each trial's torch threads: its share of the cores (None: train's own auto)
     num_cpu: int = 1  # each trial's envs (train's --num-cpu)
+    run_envs: int = 0  # the envs a trial's rollout steps all together: ppo1's processes times num_cpu (0: num_cpu)
     # what the forwarded train flags set, as the study compares them (JSON values; hyperparam_search.studySettings)
     train_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
     # what a trial's rollout and minibatches are made of where it samples neither: n_steps and batch_size as train
@@ -216,6 +217,9 @@ def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
     return params
 
 
+# The hyperparameters that are an on-policy learner's steps per env between two updates (ppo1's the steps of each of
+# its processes' envs): a trial whose first rollout passes the budget cannot learn within it
+ROLLOUT_STEPS = ("n_steps", "timesteps_per_actorbatch")
 # A trial's user attribute: the sampled hyperparameters it trained with another value of (batch_size cut to its rollout)
 RUN_PARAMS = "run_params"
 
@@ -228,14 +232,17 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
 
     :param params: the sampled hyperparameters
     :param config: the search
-    :return: (the hyperparameters the trial trains with, why it cannot train at all or None): its first rollout past
-        the budget, or a minibatch train refuses (:func:`rl_baselines.core.hyperparams.normalisationRefusal`)
+    :return: (the hyperparameters the trial trains with, why it cannot train at all or None): its first rollout
+        (:data:`ROLLOUT_STEPS` x envs) past the budget, or a minibatch train refuses
+        (:func:`rl_baselines.core.hyperparams.normalisationRefusal`)
     """
     params = dict(params)
-    rollout = rolloutPastBudget(params.get("n_steps"), config.num_cpu, config.num_timesteps)
-    if rollout is not None:
-        return params, (f"n_steps {params['n_steps']} x {config.num_cpu} env(s): the first update comes after "
-                        f"{rollout} steps, past --num-timesteps {config.num_timesteps}")
+    envs = config.run_envs or config.num_cpu
+    for name in ROLLOUT_STEPS:
+        rollout = rolloutPastBudget(params.get(name), envs, config.num_timesteps)
+        if rollout is not None:
+            return params, (f"{name} {params[name]} x {envs} env(s): the first update comes after {rollout} steps, "
+                            f"past --num-timesteps {config.num_timesteps}")
     merged = {**config.rollout_hyperparams, **params}
     if "batch_size" in params and isinstance(merged.get("n_steps"), int):
         params["batch_size"] = min(params["batch_size"], merged["n_steps"] * config.num_cpu)
