@@ -52,6 +52,24 @@ def test_a_fixed_hyperparameter_no_trial_could_learn_with_is_refused(tmp_path, a
     assert not log_dir.exists()
 
 
+@pytest.mark.parametrize("argv, message", [
+    (["--num-timesteps", "300", "--n-steps", "512"],
+     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than --num-timesteps 300"),
+    (["--algo", "ppo1", "--num-timesteps", "300", "--timesteps-per-actorbatch", "400"],
+     "timesteps_per_actorbatch 400 x 1 env(s) (--num-cpu) = 400 steps before the first update"),
+    (["--algo", "sac", "-c", "--num-timesteps", "300", "--learning-starts", "400"],
+     "learning_starts 400 is not below --num-timesteps 300: no trial would learn"),
+])
+def test_a_hyperparameter_fixed_by_its_own_flag_is_checked_against_the_budget_too(tmp_path, argv, message):
+    """`--n-steps 512 --num-timesteps 300` was accepted (the same value with --hyperparam was refused): every trial ran
+    untrained. Refused now, one line, exit 2, nothing written."""
+    log_dir = tmp_path / "logs"
+    args, train_argv = hyperparam_search.searchParser().parse_known_args([*BASE, "--log-dir", str(log_dir), *argv])
+    with pytest.raises(UsageError, match=re.escape(message)):
+        hyperparam_search.prepare(vars(args), train_argv)
+    assert not log_dir.exists()
+
+
 def test_a_fixed_n_steps_from_a_hyperparams_file_is_refused_too(tmp_path):
     path = tmp_path / "best.yaml"
     path.write_text("n_steps: 512\n")

@@ -191,7 +191,10 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     resolved = train.validate(train_args, registered_rl)
     fixed = {**hyperparamStrings(train_args), **_flaggedHyperparams(train_args)}
     run_envs = runEnvs(train_args.argsRecord())
-    _checkFixedBudget(resolved.hyperparams, train_args.num_cpu, run_envs, args["num_timesteps"])
+    hyperparams = _resolvedHyperparams(algo_class, resolved)
+    # (typed; a value fixed by the algorithm's own flag, --n-steps 512, is in resolved.hyperparams only once resolved)
+    fixed_values = {**resolved.hyperparams, **{name: hyperparams[name] for name in fixed if name in hyperparams}}
+    _checkFixedBudget(fixed_values, train_args.num_cpu, run_envs, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
                              args["num_timesteps"])
     if not space:
@@ -232,23 +235,23 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
         run_envs=run_envs,
         train_settings=studySettings(resolved),
-        rollout_hyperparams=_rolloutHyperparams(algo_class, resolved),
+        rollout_hyperparams=plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
+                                         if hyperparams.get(name) is not None}),
         normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None))
     return config, algo_class
 
 
-def _rolloutHyperparams(algo_class: type, resolved: TrainConfig) -> dict[str, Any]:
+def _resolvedHyperparams(algo_class: type, resolved: TrainConfig) -> dict[str, Any]:
     """
     :param algo_class: the algorithm
     :param resolved: the trials' train settings, validated
-    :return: ``n_steps`` and ``batch_size`` as a trial that samples neither trains with them (fixed, else the
-        algorithm's default), those it has (a plugin of API version 1 resolves its own: none)
+    :return: every hyperparameter as a trial trains with it where it samples none (fixed by ``--hyperparam``, the
+        file or the algorithm's own flag, else the algorithm's default), typed; empty for a plugin of API version 1,
+        which resolves its own in its train
     """
     if isV1(algo_class):
         return {}
-    hyperparams = algo_class.resolveHyperparams(resolved.runSettings(), dict(resolved.hyperparams))
-    return plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
-                        if hyperparams.get(name) is not None})
+    return algo_class.resolveHyperparams(resolved.runSettings(), dict(resolved.hyperparams))
 
 
 def _flaggedHyperparams(train_args: TrainConfig) -> dict[str, str]:
