@@ -15,7 +15,7 @@ import torch
 
 from srl_models.base import EXP_CONFIG_FILE, BaseSRLModel, readExpConfig
 from srl_models.network import SRLNetwork
-from srl_toolbox.files import atomicPath, writeJson
+from srl_toolbox.files import atomicPath, torchLoadFailure, writeJson
 
 WEIGHTS_FILE = "srl_model.pt"
 ENCODE_BATCH = 256  # images per forward pass in getState: bounds memory on long inputs
@@ -162,7 +162,8 @@ class LearnedSRLModel(BaseSRLModel):
         except (RuntimeError, OSError, KeyError, TypeError, ValueError, EOFError, pickle.UnpicklingError) as error:
             # a state_dict mismatch says what does not fit on its second line; an empty or foreign file says little
             lines = [line.strip() for line in str(error).strip().splitlines()]
-            detail = " ".join(lines[:2] if lines and lines[0].endswith(":") else lines[:1])[:300]
+            detail = torchLoadFailure(error) or " ".join(lines[:2] if lines and lines[0].endswith(":")
+                                                         else lines[:1])[:300]
             raise ValueError(f"cannot load the SRL model in {folder!r}: {WEIGHTS_FILE}: "
                              f"{type(error).__name__}{': ' + detail if detail else ' (empty or cut short)'}") from None
         return model

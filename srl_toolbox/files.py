@@ -294,6 +294,23 @@ def loadNpz(path: str, what: str | None = None) -> Any:
     return np.load(path, allow_pickle=False)
 
 
+def torchLoadFailure(error: BaseException) -> str | None:
+    """
+    Why ``torch.load(..., weights_only=True)`` refused a file, in place of torch's message for it, which advises
+    loading it again with ``weights_only=False`` (running code from the file) and runs over several lines.
+
+    :param error: what torch.load raised
+    :return: "damaged or not a file of tensors (REASON)", REASON the weights-only unpickler's own line; None for any
+        other error (its message says what is wrong)
+    """
+    message = str(error)
+    if "Weights only load failed" not in message:
+        return None
+    _, _, after = message.partition("WeightsUnpickler error:")
+    reason = next((line.strip() for line in after.splitlines() if line.strip()), "")
+    return "damaged or not a file of tensors" + (f" ({reason[:200]})" if reason else "")
+
+
 def readJson(path: str) -> Any:
     """
     :param path: a JSON file

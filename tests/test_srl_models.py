@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import shutil
 from types import SimpleNamespace
 
@@ -15,6 +16,7 @@ from conftest import runModule
 
 from environments import dataset_generator
 from environments.dataset import Dataset
+from rl_baselines.evolution_strategies.ars import ARSModel
 from srl_models import train as train_module
 from srl_models.losses import LOSSES, LossContext, sameActionPairs
 from srl_models.models import InverseModel, RandomModel, SRLCombinationModel, SRLSplitsModel, VAEModel
@@ -358,3 +360,28 @@ def test_one_episode_says_why_there_is_no_probe_and_no_validation(tmp_path, caps
     assert ("note: --val-split 0.1 holds out whole episodes and the dataset has 1 episode: nothing is held out, the "
             "best epoch is chosen by training loss") in out
     assert "probe R2 - (the frames come from a single episode: nothing to hold out)" in out
+
+
+@pytest.mark.parametrize("content", [b"garbage\n", pickle.dumps(SimpleNamespace(a=1), protocol=2)])
+def test_a_weights_file_of_no_tensors_is_named_damaged_without_torch_s_advice(content: bytes, tmp_path) -> None:
+    """torch's refusal advises weights_only=False (running the file's code): the SRL and RL loaders say why in one
+    line without it."""
+    folder = train(_smallDataset(tmp_path), tmp_path / "srl", "--srl-model", "random")
+    with open(os.path.join(folder, "srl_model.pt"), "wb") as handle:
+        handle.write(content)
+    with pytest.raises(ValueError) as raised:
+        loadSRLModel(folder)
+    assert "UnpicklingError: damaged or not a file of tensors (" in str(raised.value)
+    assert "weights_only" not in str(raised.value) and "\n" not in str(raised.value)
+    model_file = tmp_path / "ars_model.pt"
+    model_file.write_bytes(content)
+    with pytest.raises(ValueError, match=r"is not a readable ars model \(damaged or not a file of tensors \(") as rl:
+        ARSModel.readModelFile(str(model_file))
+    assert "weights_only" not in str(rl.value)
+
+
+def _smallDataset(tmp_path) -> str:
+    """:return: a dataset of 2 episodes of 10 steps at 16x16 (random and pca train on it in a second)"""
+    dataset_generator.main(["--env", "MobileRobotGymEnv-v0", "--name", "small", "--save-path", str(tmp_path),
+                            "--num-episode", "2", "--max-steps", "10", "--img-shape", "3", "16", "16", "--no-progress"])
+    return os.path.join(tmp_path, "small")

@@ -40,7 +40,7 @@ from rl_baselines.core.training_state import generatorState, loadBuffer, saveBuf
 from rl_baselines.envs.factory import saveNormalisation
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
-from srl_toolbox.files import atomicPath, readJson, writeJson
+from srl_toolbox.files import atomicPath, readJson, torchLoadFailure, writeJson
 
 
 def isImageSpace(space: gym.Space) -> bool:
@@ -164,7 +164,8 @@ class TorchRLObject(BaseRLObject):
         try:
             payload = torch.load(load_path, map_location="cpu", weights_only=True)
         except (RuntimeError, EOFError, OSError, ValueError, zipfile.BadZipFile, pickle.UnpicklingError) as error:
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            reason = torchLoadFailure(error) or (str(error).strip().splitlines()[0] if str(error).strip()
+                                                 else type(error).__name__)
             raise ValueError(f"{load_path} is not a readable {cls.NAME} model ({reason})") from None
         if not isinstance(payload, dict) or "algo" not in payload:
             raise ValueError(f"{load_path} is not a {cls.NAME} model (no algorithm name inside)")
