@@ -18,6 +18,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnvW
 
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines
+from rl_baselines import api as rl_api
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import (
@@ -573,6 +574,12 @@ def test_train_with_model_path_and_enjoy_checks_the_hash(tmp_path, vaeFolder, mo
     assert len(result.stderr.strip().splitlines()) == 1
     # a copy with the recorded files replays (the original folder is one)
     assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10", "--srl-model-path", vaeFolder]) == 0
+    # the recorded folder gone: the message names the flag (the parameter in Python) that gives its new place
+    shutil.move(copy, str(tmp_path / "moved"))
+    with pytest.raises(UsageError, match=r"does not exist; moved\? give its new folder with --srl-model-path$"):
+        enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"])
+    with pytest.raises(UsageError, match=r"does not exist; moved\? give its new folder with srl_model_path$"):
+        rl_api.loadRun(run_dir)
     os.remove(os.path.join(run_dir, "srl_model.json"))
     with pytest.raises(UsageError, match="holds no srl_model.json"):
         enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"])

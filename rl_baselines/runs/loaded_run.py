@@ -319,7 +319,8 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
     checkModelFile(model_path, algo_name, algo_class.API_VERSION, {"env": train_args.env})
     model = loadModel(algo_class, model_path, train_args.runSettings())
-    srl_folder = recordedSRLModelFolder(run_dir, train_args.srl_model, srl_model_path)
+    srl_folder = recordedSRLModelFolder(run_dir, train_args.srl_model, srl_model_path,
+                                        "srl_model_path" if flag == "run_dir" else "--srl-model-path")
     return LoadedRun(run_dir, train_args.namespace(), algo_class, model, model_folder, srl_folder, steps, skipped)
 
 

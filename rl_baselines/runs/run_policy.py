@@ -78,11 +78,14 @@ def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
     return readRunConfig(run_dir, flag).namespace()
 
 
-def recordedSRLModelFolder(run_dir: str, srl_model: str, moved_to: str | None = None) -> str | None:
+def recordedSRLModelFolder(run_dir: str, srl_model: str, moved_to: str | None = None,
+                           moved_flag: str | None = None) -> str | None:
     """
     :param run_dir: a run folder
     :param srl_model: the observation mode it recorded (``--srl-model``)
     :param moved_to: the SRL model folder to use instead of the recorded one (same files)
+    :param moved_flag: the option or parameter that gives ``moved_to``, named by the message when the recorded folder
+        is gone and none was given; None where the caller takes none
     :return: the checked folder of the trained SRL model the run observed, None when the env computed its
         observations
     :raises ValueError: no record, or the model is missing or changed (one line)
@@ -97,10 +100,15 @@ def recordedSRLModelFolder(run_dir: str, srl_model: str, moved_to: str | None = 
     if not os.path.isfile(record_path):
         raise ValueError(f"the run in {run_dir!r} observed SRL model {srl_model!r} but holds no "
                          f"{RUN_RECORD_FILE} saying which one")
+    record: Any = None
     try:
-        return checkRecordedModel(readJson(record_path), moved_to)
+        record = readJson(record_path)
+        return checkRecordedModel(record, moved_to)
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(f"{record_path}: {error}") from None
+        recorded = record.get("path") if isinstance(record, dict) else None
+        gone = moved_to is None and moved_flag and isinstance(recorded, str) and not os.path.exists(recorded)
+        hint = f"; moved? give its new folder with {moved_flag}" if gone else ""
+        raise ValueError(f"{record_path}: {error}{hint}") from None
 
 
 def algorithmKeywords(algo_class: type, flag_keywords: dict[str, Any]) -> dict[str, Any]:
