@@ -125,7 +125,14 @@ def test_pca_and_random(tinyDataset: str, images: np.ndarray, tmp_path, capsys) 
     np.testing.assert_array_equal(first, second)  # seeded
     other = loadSRLModel(train(tinyDataset, tmp_path / "c", "--srl-model", "random", "--seed", "2"))
     assert not np.allclose(first, other.getState(images[:5]))
-    checkSaveLoad(train(tinyDataset, tmp_path / "d", "--srl-model", "random"), images)
+    random_folder = train(tinyDataset, tmp_path / "d", "--srl-model", "random")
+    checkSaveLoad(random_folder, images)
+    # no loss, no curve: the model folder's listing in docs/srl.md says so
+    for folder in (pca_folder, random_folder):
+        assert not {"training_curve.png", "training_history.json"} & set(os.listdir(folder))
+    with open(os.path.join(os.path.dirname(__file__), "..", "docs", "srl.md"), encoding="utf-8") as handle:
+        listing = handle.read()
+    assert "training_history.json  the same figures (none for pca and random)" in listing
 
 
 def test_randomized_svd_matches_exact() -> None:
