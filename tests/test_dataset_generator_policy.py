@@ -72,7 +72,8 @@ def _pluginRun(tmp_path, monkeypatch, algo: str, algo_class: type) -> str:
     """:return: a tiny ground-truth run on the mobile robot of ``algo_class``, installed as ``algo``"""
     monkeypatch.setitem(registered_rl, algo, (algo_class, *registered_rl["ppo2"][1:]))
     return trainHere("--algo", algo, "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
-                     "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "run", "--seed", "1")
+                     "--num-timesteps", "64", "--hyperparam", "n_steps:64", "--log-dir", tmp_path / "run",
+                     "--seed", "1")
 
 
 def test_a_replayed_agent_acts_in_the_env_its_algorithm_built(tmp_path, monkeypatch):
@@ -285,7 +286,8 @@ def test_a_replayed_agent_on_images_needs_its_cameras(tmp_path, monkeypatch, cam
     run_dir, kwargs = _replayedRun(tmp_path, monkeypatch, "MobileRobotGymEnv-v0", cameras=cameras, pixels=pixels)
     for flags, two in (([], False), (["--fpv"], True)):
         if pixels and two != (cameras == 2):
-            with pytest.raises(UsageError, match=f"acts on images of {cameras} camera.*{'drop' if two else 'pass'} --fpv"):
+            advice = f"{'drop' if two else 'pass'} --fpv"
+            with pytest.raises(UsageError, match=f"acts on images of {cameras} camera.*{advice}"):
                 kwargs("--policy", run_dir, *flags)
         else:
             assert bool(kwargs("--policy", run_dir, *flags).get("fpv")) is two

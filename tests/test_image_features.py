@@ -85,7 +85,8 @@ def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_wh
     CNN) without a word, and args.json recorded small: one warning, and args.json records the model's extractor, as
     it does for a SmallCNN model continued without the flag (it recorded nature)."""
     models = {name: os.path.join(trainHere("--algo", "ppo2", *PIXELS, *SHORT, "--features-extractor", name,
-                                           "--log-dir", tmp_path / name), "ppo2_model.zip") for name in ("nature", "small")}
+                                           "--log-dir", tmp_path / name), "ppo2_model.zip")
+              for name in ("nature", "small")}
 
     def continued(model: str, *flags: str) -> tuple[str, list[str]]:
         argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", model, "--log-dir", str(tmp_path / "c"), *flags]
