@@ -138,12 +138,14 @@ class HeldWarnings:
     refuse (:class:`UsageError`) prints its one-line error only, not the warnings of flags it never ran with; a
     command they accept shows them at :meth:`release` (or at the end of the block, whatever else ends it), in the
     order they were raised. The filters apply when a warning is raised, as without holding (each shown once); only
-    ``warnings.showwarning`` waits, and is put back at the release.
+    ``warnings.showwarning`` waits, and is put back at the release. Warnings of the ``shown_at_once`` categories
+    (about the installation, not the command: a plugin that failed to load) are shown as they are raised.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shown_at_once: tuple[type[Warning], ...] = ()) -> None:
         self._held: list[tuple[Any, ...]] | None = None
         self._shown: Callable[..., None] | None = None
+        self._shown_at_once = shown_at_once
 
     def __enter__(self) -> HeldWarnings:
         self._held, self._shown = [], warnings.showwarning
@@ -151,7 +153,7 @@ class HeldWarnings:
         return self
 
     def _hold(self, *args: Any) -> None:
-        if self._held is None:  # (a hook kept by a caller past the release)
+        if self._held is None or issubclass(args[1], self._shown_at_once):  # (or a hook kept past the release)
             assert self._shown is not None
             self._shown(*args)
         else:

@@ -84,6 +84,7 @@ from srl_toolbox.cli import (
 from srl_toolbox.devices import resolveDevice, resolveThreads
 from srl_toolbox.errors import UsageWarning
 from srl_toolbox.files import environmentError, writeJson
+from srl_toolbox.plugins import SkippedPluginWarning
 
 # The names createRunFolder tries for a new run: <stamp>_<tag>, then <stamp>_<tag>_1 ... _999
 RUN_FOLDER_ATTEMPTS = 1000
@@ -600,7 +601,7 @@ def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
     :raises UsageError: bad input (one line), raised before anything is written, and before any warning of the
         checks is shown (they are once the run folder is made)
     """
-    with HeldWarnings() as held:
+    with HeldWarnings(shown_at_once=(SkippedPluginWarning,)) as held:  # (a broken plugin is said whatever happens)
         args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
         if plan is not None and plan.state == "finished":
             held.release()
