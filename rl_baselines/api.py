@@ -180,8 +180,8 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
 def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequence[str],
                   flags: Mapping[str, Any]) -> RunConfig:
     """
-    :return: the checked config of ``resume=RUN`` (device, port and torch_threads may be given with it, as on the
-        command line; torch_threads is the caller's unless given)
+    :return: the checked config of ``resume=RUN`` (device, port, torch_threads and srl_model_path may be given with
+        it, as on the command line; torch_threads is the caller's unless given)
     """
     argv = ["--resume", os.fspath(run), *([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"])]
     flags = {"torch_threads": _callerThreads(), **flags}  # the caller's, unless given

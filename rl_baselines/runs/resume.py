@@ -1,9 +1,13 @@
 """``python -m rl_baselines.train --resume RUN``: continue a run from its last checkpoint, and stop one cleanly.
 
-The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress``, ``--port`` and ``--device`` may be
-given beside ``--resume``; without ``--device`` the run's recorded device is used when this machine has it, else this
-machine's). The run restarts from its newest intact resumable checkpoint (``checkpoints/<N>_steps/``, every file
-matching its checksum in the manifest): the model with its optimizer state, the normalisation statistics, the step
+The arguments come from ``RUN/args.json`` (only ``--no-vis``, ``--no-progress``, ``--port``, ``--device``,
+``--torch-threads`` and ``--srl-model-path`` may be given beside ``--resume``; without ``--device`` the run's recorded
+device is used when this machine has it, else this machine's). ``--srl-model-path`` gives the new folder of the trained
+SRL model the run observes, moved since: it must hold the files the run recorded (the hash of srl_model.json), and
+once every check passed args.json and srl_model.json record that folder.
+
+The run restarts from its newest intact resumable checkpoint (``checkpoints/<N>_steps/``, every file matching its
+checksum in the manifest): the model with its optimizer state, the normalisation statistics, the step
 counter, the replay buffer (off-policy algorithms), the random generators, and the callback's state (best mean
 reward, next checkpoint, the evaluations counted). The monitor files, progress.csv and evaluations.npz are cut back
 to their length at the checkpoint, so the rows written after it (by the killed process) are replaced by the resumed
@@ -32,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.checkpointing import (
     MANIFEST_FILE,
     RUN_STATE_FILE,
@@ -48,19 +53,20 @@ from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import DAMAGED_CHECKPOINTS_DIR, MONITOR_SUFFIX, RunFolder, recordedPhysicsKeywords
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE
 from rl_baselines.runs.evaluation import keepFirstEvaluations
+from rl_baselines.runs.run_policy import recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
-from srl_toolbox.cli import CLIParser, UsageError, portNumber
+from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, portNumber
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
-from srl_toolbox.files import readJson, removeTemporaries
+from srl_toolbox.files import readJson, removeTemporaries, writeJson
 from srl_toolbox.locks import tryLock
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
 
-# Flags that may be given with --resume: how the run is shown, and what this machine computes it with (the device and
-# torch's threads: left out, the run's own).
-RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device", "--torch-threads")
+# Flags that may be given with --resume: how the run is shown, what this machine computes it with (the device and
+# torch's threads: left out, the run's own), and where the run's trained SRL model is now (left out: where it recorded).
+RESUME_FLAGS = ("--no-vis", "--no-progress", "--port", "--device", "--torch-threads", "--srl-model-path")
 # Held (srl_toolbox.locks) by the train process of a run while it trains: a second process on the same run is refused.
 LOCK_FILE = ".train.lock"
 # Key of args.json holding the hyperparameters the run resolved at its start (from --hyperparam-file and
@@ -87,6 +93,8 @@ class ResumePlan:
     :param buffer_deleted: ``checkpoint`` names a replay buffer that is no longer on disk (it resumes with an empty
         one)
     :param moved: where :func:`applyPlan` moved the damaged checkpoints
+    :param srl_model_path: the folder the run's trained SRL model moved to (its files checked to be those the run
+        recorded), which :func:`applyPlan` records in args.json and srl_model.json; None where it did not move
     """
 
     run_dir: str
@@ -100,6 +108,7 @@ class ResumePlan:
     damaged: list[tuple[str, DamagedCheckpointError]] = field(default_factory=list)
     buffer_deleted: bool = False
     moved: list[str] = field(default_factory=list)
+    srl_model_path: str | None = None
 
     def restorePoint(self) -> Checkpoint | None:
         """:return: the checkpoint a "resume" plan restores (with its replay buffer folder), None for the others"""
@@ -115,7 +124,55 @@ def _resumeParser() -> CLIParser:
     parser.add_argument("--port", type=portNumber, default=None)
     parser.add_argument("--device", type=parseDevice, default=None)
     parser.add_argument("--torch-threads", type=parseThreads, default=None)
+    parser.add_argument("--srl-model-path", type=nonEmptyText, default=None, metavar="FOLDER")
     return parser
+
+
+def movedSRLModel(run_dir: str, saved: dict[str, Any], given: str | None) -> str | None:
+    """
+    Where a resumed run finds the trained SRL model it observes when the model's folder moved.
+
+    :param run_dir: the run folder
+    :param saved: its args.json (srl_model, srl_model_path)
+    :param given: ``--srl-model-path`` given with ``--resume``, None if left out
+    :return: the absolute folder of the run's model to use instead of args.json's: ``given``, or without it the
+        folder srl_model.json records when args.json's is gone; its files are the ones the run recorded (the hash in
+        srl_model.json). None when ``given`` is left out and args.json's folder is there (or the run records none)
+    :raises UsageError: ``given`` for a run that observes no trained SRL model, a folder whose files differ (both
+        hashes named), or the model gone from where the run recorded it and no ``given`` (the message names
+        --srl-model-path) (one line)
+    """
+    srl_model, recorded = str(saved.get("srl_model")), saved.get("srl_model_path")
+    if given is not None and not isLearnedSRLModel(srl_model):
+        raise UsageError(f"--srl-model-path {given}: the run in {run_dir!r} observed {srl_model}, not a trained SRL "
+                         f"model; leave the flag out")
+    if given is None and (not isinstance(recorded, str) or os.path.exists(recorded)):
+        return None
+    try:
+        folder = recordedSRLModelFolder(run_dir, srl_model, given, "--srl-model-path")
+    except ValueError as error:
+        raise UsageError(f"--resume: {error}") from None
+    return folder
+
+
+def recordSRLModelFolder(run_dir: str, folder: str) -> bool:
+    """
+    Point a run's records at the new folder of its trained SRL model (the same files, checked by
+    :func:`movedSRLModel`): srl_model.json's ``path`` (what replay reads), then args.json's ``srl_model_path`` (what
+    ``--resume`` reads; written second, so that a resume of a run stopped between the two finds the model through
+    srl_model.json). Each file is written atomically, and only where it records another folder.
+
+    :param run_dir: the run folder (its lock held)
+    :param folder: the model's absolute folder
+    :return: whether a record changed
+    """
+    run_folder, changed = RunFolder(run_dir), False
+    for path, key in ((run_folder.srl_model_file, "path"), (run_folder.args_file, "srl_model_path")):
+        record = readJson(path)
+        if record.get(key) != folder:
+            writeJson(path, {**record, key: folder})
+            changed = True
+    return changed
 
 
 def modelFiles(run_dir: str) -> list[str]:
@@ -335,7 +392,8 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     :param base_parser: rl_baselines.runs.train.baseParser
     :return: (the run's settings, as given: not validated again; the plan)
     :raises UsageError: other flags, a folder that is not a run, an algorithm without resume support, a checkpoint
-        that does not match the run or whose files changed (one line)
+        that does not match the run or whose files changed, the run's SRL model gone or another one given with
+        ``--srl-model-path`` (:func:`movedSRLModel`) (one line)
     """
     given, unknown = _resumeParser().parse_known_args(list(argv))
     if unknown:
@@ -359,6 +417,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         saved = upgradeArgsRecord(saved)
     except ValueError as error:
         raise UsageError(f"--resume: {run_dir}/args.json: {error}") from None
+    moved_srl_model = movedSRLModel(run_dir, saved, given.srl_model_path)
     # the algorithm's own flags at their defaults (an unset one is not recorded), then what the run recorded
     # (parse_known_args: the checks an algorithm adds to its parser's parse_args judge whole commands, not defaults;
     # her's refuses the bare defaults' raw_pixels, and no her run could be resumed)
@@ -377,6 +436,8 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(str(error)) from None
     if note:
         print(f"Device: {note}")
+    if moved_srl_model is not None:
+        values["srl_model_path"] = moved_srl_model
     args = TrainConfig.fromValues(values)
     plan = planResume(run_dir, algo_class.supportsResume())
     if plan.state == "continue":
@@ -384,6 +445,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         raise UsageError(f"--resume: algorithm {saved['algo']} does not implement saveTrainingState/"
                          f"loadTrainingState, so its runs cannot be resumed; {what} with: "
                          f"{continueCommand(args, plan.model_path, plan.target_timesteps - plan.num_timesteps)}")
+    plan.srl_model_path = moved_srl_model
     if plan.state == "resume":
         # the checkpoint's model replaces it (validate must not load the old one); behaviour cloning happened before
         # the first step
@@ -430,7 +492,8 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     delete unfinished checkpoint folders and the temporary files of saves cut short (``.<name>.<8 hex>.tmp<ext>``,
     srl_toolbox.files.TEMPORARY_NAME, and no other file; damaged_checkpoints/ is left as it is), move the damaged
     ones newer than the checkpoint to ``damaged_checkpoints/`` (``plan.moved``), cut the monitor files, progress.csv
-    and evaluations.npz to their length at the checkpoint.
+    and evaluations.npz to their length at the checkpoint; record the SRL model's new folder
+    (``plan.srl_model_path``: :func:`recordSRLModelFolder`).
 
     :param plan: a checked plan
     :param config: the run's validated config
@@ -441,6 +504,8 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
 
     run_dir, run_folder = plan.run_dir, RunFolder(plan.run_dir)
     monitor_dir = run_folder.monitor_dir
+    if plan.srl_model_path is not None and recordSRLModelFolder(run_dir, plan.srl_model_path):
+        print(f"SRL model: now in {plan.srl_model_path} (same files); args.json and srl_model.json record it")
     config = config.replace(env_kwargs={**config.env_kwargs, **recordedPhysicsKeywords(run_dir, config.env)})
     removePartialCheckpoints(run_dir)
     removeTemporaries(run_dir, skip=(DAMAGED_CHECKPOINTS_DIR,))  # (the run's lock is held: no save is under way)
