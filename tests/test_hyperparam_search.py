@@ -17,7 +17,7 @@ import zipfile
 import numpy as np
 import pytest
 import yaml
-from conftest import childProcesses, runModule, snapshot, startModule, trainHere
+from conftest import childProcesses, runModule, startModule, trainHere
 
 optuna = pytest.importorskip("optuna")
 
@@ -55,6 +55,12 @@ COMMON = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--hype
 
 def _loadStudy(url: str, name: str):
     return optuna.load_study(study_name=name, storage=url)
+
+
+# ppo_lstm (every minibatch normalised) with n_steps 65: the batch_size 32 and 64 that this random sampler's seed gives
+# its first two trials leave a last minibatch of 1 sample, so that both are pruned before they start, without training
+EVERY_TRIAL_PRUNED = ["--algo", "ppo_lstm", "--hyperparam", "n_steps:65", "--num-timesteps", "300", "--optimizer",
+                      "random", "--sampler-seed", "7"]
 
 
 @pytest.fixture(scope="module")
@@ -295,9 +301,9 @@ def test_an_unknown_algo_lists_the_algorithms_with_a_search_space(tmp_path, monk
 
 def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys):
     code = hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-trials", "2",
-                                   "--num-timesteps", "30", "--no-progress", "--log-dir", str(tmp_path)])
+                                   *EVERY_TRIAL_PRUNED, "--no-progress", "--log-dir", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 1 and "every trial was pruned before it started" in err and "--num-timesteps 30" in err, err
+    assert code == 1 and "every trial was pruned before it started" in err and "last minibatch of 1 sample" in err, err
     assert "train.log" not in err  # (there is none to see)
 
 
@@ -378,62 +384,18 @@ def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path):
     """With --workers K the command follows its trials in the storage by their search_id (finishedTrials): a trial
     pruned before it started carries it too, else the bar stayed 0/N and the summary said 0 pruned."""
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
-        ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps", "31",
+        ["--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", *EVERY_TRIAL_PRUNED,
          "--log-dir", str(tmp_path)])
     config, _ = hyperparam_search.prepare(vars(args), train_argv)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
-    study.optimize(TrialObjective(config), n_trials=2)  # n_steps >= 32: both pruned before they start
+    for batch_size in (32, 64):
+        study.enqueue_trial({"batch_size": batch_size})
+    study.optimize(TrialObjective(config), n_trials=2)  # both pruned before they start
     trials = finishedTrials(study, config.search_id)
     assert [(t.number, t.state.name) for t in trials] == [(0, "PRUNED"), (1, "PRUNED")]
     assert all("pruned_before_start" in t.user_attrs for t in trials)
     assert all(t.user_attrs["train_flags"] == config.trialFlags for t in trials)  # (the best trial's repeat command)
     assert not os.path.exists(config.output_dir)
-
-
-def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path):
-    """The forwarded train flags and the seed are part of the setting a study records: continuing it with others
-    mixed the trials of two tasks (and printed this command's flags as the best trial's). The flags count as the
-    settings train gives them, less those that change no result: the same task spelled or ordered otherwise, or on
-    another --device (another machine on a shared study), continues."""
-    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
-            "31", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s"]
-    made = ["--num-cpu", "2", "-c", "--device", "cpu", "--hyperparam", "gamma:0.99"]
-    assert hyperparam_search.main([*base, *made]) == 1  # (its one trial pruned before it started)
-    for same in (["--device", "cpu", "-c", "--hyperparam", "gamma:0.990", "--num-cpu=2"],
-                 ["--continuous-actions", "--hyperparam", "gamma:0.99", "--num-cpu", "2"],
-                 ["-c", "--device", "auto", "--torch-threads", "1", "--port", "8099", "--num-cpu", "2",
-                  "--hyperparam", "gamma:0.99"]):
-        assert hyperparam_search.main([*base, *same]) == 1, same  # the same setting continues
-    record = _loadStudy(f"sqlite:///{tmp_path}/hyperparam_search/s.db", "s").user_attrs["setting"]  # one attribute
-    assert record["seed"] == 0 and record["train_settings"]["continuous_actions"] is True
-    before = snapshot(str(tmp_path))
-    for extra, message in (
-            (["--num-cpu", "2", "--device", "cpu", "--hyperparam", "gamma:0.99"],
-             "train setting continuous_actions True (asked False)"),
-            (["--num-cpu=3", "-c", "--hyperparam", "gamma:0.9"],
-             "train setting hyperparams {'gamma': 0.99} (asked {'gamma': 0.9}), train setting num_cpu 2 (asked 3)"),
-            ([*made, "--seed", "1"], "seed 0 (asked 1)")):
-        with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "
-                                                       f"was made for {message}; choose another --study-name")):
-            hyperparam_search.main([*base, *extra])
-        assert snapshot(str(tmp_path)) == before  # nothing written
-    assert hyperparam_search.main([*base, *made]) == 1
-
-
-def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path):
-    url = f"sqlite:///{tmp_path / 'old.db'}"
-    old = optuna.create_study(storage=url, study_name="old", direction="maximize")
-    for key, value in (("algo", "ppo2"), ("env", "MobileRobot1DGymEnv-v0"), ("srl_model", "ground_truth"),
-                       ("num_timesteps", 31), ("eval_episodes", 10)):
-        old.set_user_attr(key, value)
-    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
-            "31", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--storage", url, "--study-name", "old"]
-    with pytest.raises(UsageError, match=re.escape("was made for num_timesteps 31 (asked 32)")):
-        hyperparam_search.main([*base[:7], "32", *base[8:]])  # the keys it recorded are checked
-    assert hyperparam_search.main([*base, "-c"]) == 1  # unknown flags and seed: accepted, and recorded from now on
-    assert _loadStudy(url, "old").user_attrs["setting"]["train_settings"]["continuous_actions"] is True
-    with pytest.raises(UsageError, match=re.escape("train setting continuous_actions True (asked False)")):
-        hyperparam_search.main(base)
 
 
 def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):

@@ -101,6 +101,36 @@ def test_a_searched_learning_starts_stays_below_the_budget(tmp_path, algo, flags
         search_study.fitSpaceToBudget("x", {"learning_starts": (list, [1000, 10_000])}, 1000)
 
 
+@pytest.mark.parametrize("algo, flags, budget, name, high", [
+    ("trpo", [], 600, "n_steps", 600),
+    ("ppo2", [], 1000, "n_steps", 1000),
+    ("ppo2", ["--num-cpu", "2"], 1000, "n_steps", 500),
+    ("ppo1", ["--num-workers", "2"], 600, "timesteps_per_actorbatch", 300),
+])
+def test_a_searched_rollout_fits_the_budget(tmp_path, algo, flags, budget, name, high):
+    """n_steps was searched over 32..2048 whatever the budget: trpo at 600 steps pruned 2 trials of 2 before they
+    started, ppo2 at 1000 8 of 20. It is sampled at most budget // envs now, so every trial's first rollout fits."""
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", algo, *flags, "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", str(budget),
+         "--log-dir", str(tmp_path)])
+    config, _ = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.space[name] == (int, (32, high))
+    assert max(gridValues(config.space[name], 3)) == high
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(50):
+        params = suggestParams(study.ask(), config.space)
+        assert params[name] <= high
+        assert search_study.trialParams(params, config)[1] is None, params
+    # a budget above the range leaves it as declared; a list's choices past it are dropped; none left: refused
+    assert search_study.fitSpaceToBudget(algo, {"n_steps": (int, (32, 2048))}, 10_000) == {
+        "n_steps": (int, (32, 2048))}
+    assert search_study.fitSpaceToBudget(algo, {"n_steps": (list, [16, 64, 512])}, 600, 2) == {
+        "n_steps": (list, [16, 64])}
+    with pytest.raises(UsageError, match=re.escape("--num-timesteps 40: every n_steps the search space of x offers "
+                                                   "(32..2048) x 2 env(s) makes a first rollout past it")):
+        search_study.fitSpaceToBudget("x", {"n_steps": (int, (32, 2048))}, 40, 2)
+
+
 class _FinishedRun:
     """A trial's train process, faked: it writes a whole run at once (4 episodes of 250 steps, rewards 1..4), is
     still running at the first poll and has exited (with ``code``, None: never) at the next ones."""

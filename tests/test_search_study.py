@@ -1,14 +1,17 @@
-"""hyperparam_search's study record under concurrency: two commands that start one SQLite study at the same time for
-different settings cannot both record theirs (the second is refused, as it would be one after the other); and the
-summary of a study none of whose trials completed."""
+"""hyperparam_search's study record: under concurrency, two commands that start one SQLite study at the same time for
+different settings cannot both record theirs (the second is refused, as it would be one after the other); a study
+continued for another setting is refused, one made by an older version continues; and the summary of a study none of
+whose trials completed."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 
 import pytest
+from conftest import snapshot
 
-from rl_baselines.sweeps import hyperparam_search, search_study
+from rl_baselines.sweeps import hyperparam_search, search_study, search_trials
 from rl_baselines.sweeps.search_study import STUDY_RECORD, SearchConfig, createStudy
 from rl_baselines.sweeps.search_trials import TrialProgress
 from srl_toolbox.cli import UsageError
@@ -84,3 +87,63 @@ def test_a_study_whose_every_trial_failed_prints_the_error_and_where_the_others_
                            "finished within 100 steps; raise --num-timesteps); each trial's error is in "
                            f"{tmp_path / 'trials.csv'}, its output in its train.log")
     assert "raise --num-timesteps" in (tmp_path / "trials.csv").read_text()
+
+
+def _pruneEveryTrial(monkeypatch) -> None:
+    """Each trial of an in-process search is pruned as it starts, without training (a study's bookkeeping only)."""
+    def prune(self, trial):
+        trial.set_user_attr("search_id", self.config.search_id)
+        raise optuna.TrialPruned()
+
+    monkeypatch.setattr(search_trials.TrialObjective, "__call__", prune)
+
+
+def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path, monkeypatch):
+    """The forwarded train flags and the seed are part of the setting a study records: continuing it with others
+    mixed the trials of two tasks (and printed this command's flags as the best trial's). The flags count as the
+    settings train gives them, less those that change no result: the same task spelled or ordered otherwise, or on
+    another --device (another machine on a shared study), continues."""
+    _pruneEveryTrial(monkeypatch)
+    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "300", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s"]
+    made = ["--num-cpu", "2", "-c", "--device", "cpu", "--hyperparam", "gamma:0.99"]
+    assert hyperparam_search.main([*base, *made]) == 1  # (its one trial pruned)
+    for same in (["--device", "cpu", "-c", "--hyperparam", "gamma:0.990", "--num-cpu=2"],
+                 ["--continuous-actions", "--hyperparam", "gamma:0.99", "--num-cpu", "2"],
+                 ["-c", "--device", "auto", "--torch-threads", "1", "--port", "8099", "--num-cpu", "2",
+                  "--hyperparam", "gamma:0.99"]):
+        assert hyperparam_search.main([*base, *same]) == 1, same  # the same setting continues
+    study = optuna.load_study(study_name="s", storage=f"sqlite:///{tmp_path}/hyperparam_search/s.db")
+    record = study.user_attrs["setting"]  # one attribute
+    assert record["seed"] == 0 and record["train_settings"]["continuous_actions"] is True
+    before = snapshot(str(tmp_path))
+    for extra, message in (
+            (["--num-cpu", "2", "--device", "cpu", "--hyperparam", "gamma:0.99"],
+             "train setting continuous_actions True (asked False)"),
+            (["--num-cpu=3", "-c", "--hyperparam", "gamma:0.9"],
+             "train setting hyperparams {'gamma': 0.99} (asked {'gamma': 0.9}), train setting num_cpu 2 (asked 3)"),
+            ([*made, "--seed", "1"], "seed 0 (asked 1)")):
+        with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "
+                                                       f"was made for {message}; choose another --study-name")):
+            hyperparam_search.main([*base, *extra])
+        assert snapshot(str(tmp_path)) == before  # nothing written
+    assert hyperparam_search.main([*base, *made]) == 1
+
+
+def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path, monkeypatch):
+    _pruneEveryTrial(monkeypatch)
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    old = optuna.create_study(storage=url, study_name="old", direction="maximize")
+    for key, value in (("algo", "ppo2"), ("env", "MobileRobot1DGymEnv-v0"), ("srl_model", "ground_truth"),
+                       ("num_timesteps", 300), ("eval_episodes", 10)):
+        old.set_user_attr(key, value)
+    base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "300", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--storage", url, "--study-name",
+            "old"]
+    with pytest.raises(UsageError, match=re.escape("was made for num_timesteps 300 (asked 301)")):
+        hyperparam_search.main([*base[:7], "301", *base[8:]])  # the keys it recorded are checked
+    assert hyperparam_search.main([*base, "-c"]) == 1  # unknown flags and seed: accepted, and recorded from now on
+    record = optuna.load_study(study_name="old", storage=url).user_attrs["setting"]
+    assert record["train_settings"]["continuous_actions"] is True
+    with pytest.raises(UsageError, match=re.escape("train setting continuous_actions True (asked False)")):
+        hyperparam_search.main(base)

@@ -7,12 +7,13 @@ The search space is the algorithm's ``getOptParam()``; hyperparameters fixed wit
 algorithm's own flag (``--n-steps``) or ``--hyperparam-file`` are left out of it. A forwarded flag cannot set what the
 search gives every trial (:data:`TRIAL_TRAIN_FLAGS`: ``--seed``, ``--log-dir``..., in any spelling train accepts).
 Every input is checked (:func:`prepare`) before anything is written, the budget too: a fixed ``n_steps`` or
-``learning_starts`` with which no trial could learn within ``--num-timesteps`` is refused, and a searched
-``learning_starts`` is sampled below it. Each trial is one ``python -m rl_baselines.train`` run in a subprocess, its
-run folder under ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the
-pruner reads the mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the
-objective is that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not
-scored).
+``learning_starts`` with which no trial could learn within ``--num-timesteps`` is refused, a searched
+``learning_starts`` is sampled below it and a searched ``n_steps`` (ppo1's ``timesteps_per_actorbatch``) at most the
+budget // envs (:func:`rl_baselines.sweeps.search_study.fitSpaceToBudget`). Each trial is one
+``python -m rl_baselines.train`` run in a subprocess, its run folder under
+``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
+mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
+that mean at ``--num-timesteps`` (episodes that end past it, as a trial finishes its last rollout, are not scored).
 With a forwarded ``--eval-freq`` the pruner reads each evaluation's mean reward instead, at the multiple of
 ``--eval-freq`` it was due at (``--n-evaluations`` is unused), and the objective is the mean of the run's last
 evaluation due by ``--num-timesteps``: either way the last value reported to the pruner is the objective.
@@ -196,7 +197,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     fixed_values = {**resolved.hyperparams, **{name: hyperparams[name] for name in fixed if name in hyperparams}}
     _checkFixedBudget(fixed_values, train_args.num_cpu, run_envs, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
-                             args["num_timesteps"])
+                             args["num_timesteps"], run_envs)
     if not space:
         raise UsageError("every hyperparameter of the search space is fixed by --hyperparam/--hyperparam-file; "
                          "nothing to search")
@@ -271,9 +272,8 @@ def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, run_envs: int, bud
     :param run_envs: each trial's envs in all (ppo1's processes times --num-cpu)
     :param budget: --num-timesteps
     :raises UsageError: no trial could learn within the budget: a fixed ``n_steps`` (ppo1's
-        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past it (a sampled one prunes its trial
-        before it starts), or a fixed ``learning_starts`` at or above it (a searched range is cut below it:
-        :func:`fitSpaceToBudget`)
+        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past it, or a fixed ``learning_starts`` at
+        or above it (a searched range of either is cut to the budget: :func:`fitSpaceToBudget`)
     """
     for name in ROLLOUT_STEPS:
         rollout = rolloutPastBudget(fixed.get(name), run_envs, budget)

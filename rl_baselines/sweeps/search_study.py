@@ -144,6 +144,11 @@ def checkSpace(algo: str, space: Any) -> None:
             raise UsageError(bad + "a range low <= high (low > 0 on a log scale)")
 
 
+# The hyperparameters that are an on-policy learner's steps per env between two updates (ppo1's the steps of each of
+# its processes' envs): a trial whose first rollout passes the budget cannot learn within it
+ROLLOUT_STEPS = ("n_steps", "timesteps_per_actorbatch")
+
+
 def rolloutPastBudget(n_steps: Any, num_envs: int, budget: int) -> int | None:
     """
     :param n_steps: an on-policy trial's steps per env before each update (absent: None)
@@ -157,32 +162,55 @@ def rolloutPastBudget(n_steps: Any, num_envs: int, budget: int) -> int | None:
     return rollout if rollout > budget else None
 
 
-def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int) -> dict[str, tuple]:
+def _cutTo(spec: tuple, limit: int) -> tuple | None:
+    """
+    :param spec: a search-space entry of a number (checked: :func:`checkSpace`)
+    :param limit: the largest value to keep
+    :return: the entry with its values above ``limit`` left out (a range's high end lowered to it, a list's numbers
+        above it dropped), None when none is left
+    """
+    if spec[0] is list:
+        kept = [value for value in spec[1] if isinstance(value, bool) or not isinstance(value, (int, float))
+                or value <= limit]
+        return (list, kept) if kept else None
+    low, high = spec[1]
+    return (spec[0], (low, min(high, spec[0](limit))), *spec[2:]) if low <= limit else None
+
+
+def _offered(spec: tuple) -> str:
+    """:return: the values a search-space entry offers, as a message writes them (``1, 2`` or ``32..2048``)"""
+    return ", ".join(map(str, spec[1])) if spec[0] is list else f"{spec[1][0]}..{spec[1][1]}"
+
+
+def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int, envs: int = 1) -> dict[str, tuple]:
     """
     :param algo: the algorithm's name (for messages)
     :param space: the search space (checked: :func:`checkSpace`)
     :param budget: each trial's env steps (--num-timesteps)
-    :return: the space with ``learning_starts`` (the steps an off-policy learner takes before it learns) cut to
-        values below the budget, so that no trial is sampled that cannot learn: a range's high end lowered to
-        ``budget - 1``, the choices of a list at or above the budget dropped
-    :raises UsageError: every ``learning_starts`` of the space is at or above the budget
+    :param envs: the envs a trial's rollout steps all together (--num-cpu, times ppo1's processes)
+    :return: the space cut to the values with which a trial learns within the budget, so that none is sampled that
+        cannot: ``learning_starts`` (the steps an off-policy learner takes before it learns) below the budget, and an
+        on-policy learner's steps per env between updates (:data:`ROLLOUT_STEPS`) at most ``budget // envs`` (its
+        first rollout within the budget); a range's high end is lowered, a list's values above it are dropped (a
+        study's budget and envs are part of the setting it records, so its choices stay the same across its trials)
+    :raises UsageError: the budget leaves none of one of these hyperparameters' values
     """
-    spec = space.get("learning_starts")
-    if spec is None:
-        return space
-    if spec[0] is list:
-        fitted = (list, [value for value in spec[1] if not isinstance(value, (int, float)) or value < budget])
-        left = bool(fitted[1])
-    else:
-        low, high = spec[1]
-        fitted = (spec[0], (low, min(high, spec[0](budget - 1))), *spec[2:])
-        left = low <= budget - 1
-    if not left:
-        offered = ", ".join(map(str, spec[1])) if spec[0] is list else f"{spec[1][0]}..{spec[1][1]}"
-        raise UsageError(f"--num-timesteps {budget}: every learning_starts the search space of {algo} offers "
-                         f"({offered}) is at or above it, so no trial would learn; give a larger --num-timesteps, or "
-                         f"fix it below the budget with --hyperparam learning_starts:N")
-    return {**space, "learning_starts": fitted}
+    fitted = dict(space)
+    for name in ROLLOUT_STEPS:
+        if name in space:
+            fitted[name] = _cutTo(space[name], budget // envs)
+            if fitted[name] is None:
+                raise UsageError(f"--num-timesteps {budget}: every {name} the search space of {algo} offers "
+                                 f"({_offered(space[name])}) x {envs} env(s) makes a first rollout past it, so no "
+                                 f"trial would learn; give a larger --num-timesteps (at least {envs} x the smallest), "
+                                 f"or fix {name} with --hyperparam {name}:N (N x {envs} at most {budget})")
+    if "learning_starts" in space:
+        fitted["learning_starts"] = _cutTo(space["learning_starts"], budget - 1)
+        if fitted["learning_starts"] is None:
+            raise UsageError(f"--num-timesteps {budget}: every learning_starts the search space of {algo} offers "
+                             f"({_offered(space['learning_starts'])}) is at or above it, so no trial would learn; give "
+                             f"a larger --num-timesteps, or fix it below the budget with --hyperparam learning_starts:N")
+    return fitted
 
 
 def gridValues(spec: tuple, points: int) -> list:
@@ -217,9 +245,6 @@ def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
     return params
 
 
-# The hyperparameters that are an on-policy learner's steps per env between two updates (ppo1's the steps of each of
-# its processes' envs): a trial whose first rollout passes the budget cannot learn within it
-ROLLOUT_STEPS = ("n_steps", "timesteps_per_actorbatch")
 # A trial's user attribute: the sampled hyperparameters it trained with another value of (batch_size cut to its rollout)
 RUN_PARAMS = "run_params"
 
