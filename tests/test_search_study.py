@@ -59,7 +59,7 @@ def test_two_commands_starting_one_study_at_once_cannot_both_record(tmp_path, mo
     for thread in threads:
         thread.join(timeout=60)
     assert outcomes[0] == "created"
-    assert "was made for seed 0 (asked 1)" in outcomes[1]
+    assert "was made for --seed 0 (asked 1)" in outcomes[1]
     study = optuna.load_study(study_name="race", storage=url)
     assert study.user_attrs[STUDY_RECORD]["seed"] == 0
 
@@ -70,7 +70,7 @@ def test_the_record_is_the_configs_settings(tmp_path) -> None:
     createStudy(config)
     recorded = optuna.load_study(study_name="race", storage=url).user_attrs[STUDY_RECORD]
     assert recorded == {key: getattr(config, key) for key in search_study.STUDY_KEYS}
-    with pytest.raises(UsageError, match="was made for seed 3 \\(asked 4\\)"):
+    with pytest.raises(UsageError, match="was made for --seed 3 \\(asked 4\\)"):
         createStudy(dataclasses.replace(config, seed=4))
 
 
@@ -102,7 +102,8 @@ def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path, m
     """The forwarded train flags and the seed are part of the setting a study records: continuing it with others
     mixed the trials of two tasks (and printed this command's flags as the best trial's). The flags count as the
     settings train gives them, less those that change no result: the same task spelled or ordered otherwise, or on
-    another --device (another machine on a shared study), continues."""
+    another --device (another machine on a shared study), continues. The refusal names each setting by its flag, as
+    typed (it said `train setting hp_gamma None (asked 0.95)` for `--gamma 0.95`), and an unset one as "not set"."""
     _pruneEveryTrial(monkeypatch)
     base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
             "300", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s"]
@@ -119,10 +120,11 @@ def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path, m
     before = snapshot(str(tmp_path))
     for extra, message in (
             (["--num-cpu", "2", "--device", "cpu", "--hyperparam", "gamma:0.99"],
-             "train setting continuous_actions True (asked False)"),
+             "--continuous-actions True (asked False)"),
             (["--num-cpu=3", "-c", "--hyperparam", "gamma:0.9"],
-             "train setting hyperparams {'gamma': 0.99} (asked {'gamma': 0.9}), train setting num_cpu 2 (asked 3)"),
-            ([*made, "--seed", "1"], "seed 0 (asked 1)")):
+             "--hyperparam/--hyperparam-file {'gamma': 0.99} (asked {'gamma': 0.9}), --num-cpu 2 (asked 3)"),
+            ([*made, "--seed", "1"], "--seed 0 (asked 1)"),
+            ([*made, "--gamma", "0.95"], "--gamma not set (asked 0.95)")):
         with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "
                                                        f"was made for {message}; choose another --study-name")):
             hyperparam_search.main([*base, *extra])
@@ -140,10 +142,10 @@ def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path, m
     base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
             "300", "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--storage", url, "--study-name",
             "old"]
-    with pytest.raises(UsageError, match=re.escape("was made for num_timesteps 300 (asked 301)")):
+    with pytest.raises(UsageError, match=re.escape("was made for --num-timesteps 300 (asked 301)")):
         hyperparam_search.main([*base[:7], "301", *base[8:]])  # the keys it recorded are checked
     assert hyperparam_search.main([*base, "-c"]) == 1  # unknown flags and seed: accepted, and recorded from now on
     record = optuna.load_study(study_name="old", storage=url).user_attrs["setting"]
     assert record["train_settings"]["continuous_actions"] is True
-    with pytest.raises(UsageError, match=re.escape("train setting continuous_actions True (asked False)")):
+    with pytest.raises(UsageError, match=re.escape("--continuous-actions True (asked False)")):
         hyperparam_search.main(base)

@@ -184,9 +184,9 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         raise UsageError(f"train flags: {error}") from None
     if problem is not None:
         raise UsageError(problem)
+    train_parser = algo_class.customArguments(train.baseParser())
     try:
-        train_args = TrainConfig.fromValues(vars(algo_class.customArguments(train.baseParser()).parse_args(
-            [*train_argv, *shared])))
+        train_args = TrainConfig.fromValues(vars(train_parser.parse_args([*train_argv, *shared])))
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
     resolved = train.validate(train_args, registered_rl)
@@ -235,7 +235,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         n_startup_trials=args["n_startup_trials"], grid_points=args["grid_points"], search_id=uuid.uuid4().hex,
         eval_freq=train_args.eval_freq, threads=threadsShare(args["workers"]), num_cpu=train_args.num_cpu,
         run_envs=run_envs,
-        train_settings=studySettings(resolved),
+        train_settings=studySettings(resolved), setting_flags=settingFlags(train_parser),
         rollout_hyperparams=plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
                                          if hyperparams.get(name) is not None}),
         normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None))
@@ -310,6 +310,17 @@ def studySettings(resolved: TrainConfig) -> dict[str, Any]:
     settings["hyperparams"] = plainValues(dict(resolved.hyperparams))
     settings["srl_model_hash"] = describeSRLModel(resolved.srl_model_path)["hash"] if resolved.srl_model_path else None
     return json.loads(json.dumps(settings, default=str))
+
+
+def settingFlags(parser: Any) -> dict[str, str]:
+    """
+    :param parser: train's parser of the algorithm (its own flags included)
+    :return: each setting's flag as a user types it, by the setting's name (``hp_gamma``: ``--gamma``): its first long
+        option (``--continuous-actions``, not ``-c``)
+    """
+    return {action.dest: next((flag for flag in action.option_strings if flag.startswith("--")),
+                              action.option_strings[0])
+            for action in parser._actions if action.option_strings}
 
 
 # The most points a grid search may have (Optuna's GridSampler lists them all in memory: about 700 MB per million);

@@ -73,6 +73,8 @@ class SearchConfig:
     run_envs: int = 0  # the envs a trial's rollout steps all together: ppo1's processes times num_cpu (0: num_cpu)
     # what the forwarded train flags set, as the study compares them (JSON values; hyperparam_search.studySettings)
     train_settings: dict[str, Any] = dataclasses.field(default_factory=dict)
+    # each train setting's flag, as a user types it (``hp_gamma``: ``--gamma``), for the messages that name one
+    setting_flags: dict[str, str] = dataclasses.field(default_factory=dict)
     # what a trial's rollout and minibatches are made of where it samples neither: n_steps and batch_size as train
     # resolves them (fixed or default), and what the algorithm normalises its advantages over (its
     # NORMALISED_ADVANTAGES): :func:`trialParams` fits the sampled values to them
@@ -413,7 +415,7 @@ def _recordedSetting(study: Any, config: SearchConfig) -> Any:
     recorded = attrs.get(STUDY_RECORD)
     if not isinstance(recorded, dict):  # a study of an older version: some keys, one attribute each
         recorded = {key: attrs[key] for key in _OLDER_KEYS if key in attrs}
-    differ = _differences(recorded, wanted)
+    differ = _differences(recorded, wanted, config.setting_flags)
     if differ:
         raise UsageError(f"study {config.study_name!r} in {config.storage_url} was made for {', '.join(differ)}; "
                          f"choose another --study-name")
@@ -422,20 +424,33 @@ def _recordedSetting(study: Any, config: SearchConfig) -> Any:
     return study
 
 
-def _differences(recorded: dict[str, Any], wanted: dict[str, Any]) -> list[str]:
+# The train settings a study records that no one flag sets, as its messages name them
+_SETTING_NAMES = {"hyperparams": "--hyperparam/--hyperparam-file", "srl_model_hash": "the SRL model's hash"}
+
+
+def _shown(value: Any) -> str:
+    """:return: a recorded setting's value as a message gives it: ``not set`` for a flag left unset (None)"""
+    return "not set" if value is None else repr(value)
+
+
+def _differences(recorded: dict[str, Any], wanted: dict[str, Any], flags: dict[str, str]) -> list[str]:
     """
     :param recorded: the study's record (or the keys an older version recorded)
     :param wanted: this command's (JSON values)
-    :return: each setting the study was made with otherwise, as ``name value (asked value)``; a key or train setting
-        one of them lacks (an older version's study, a train flag added or removed since) is unknown: not counted
+    :param flags: each train setting's flag (:attr:`SearchConfig.setting_flags`)
+    :return: each setting the study was made with otherwise, as ``--flag value (asked value)`` (the flag as a user
+        types it: the search's own for its keys, train's for a train setting), a value left unset as ``not set``; a
+        key or train setting one of them lacks (an older version's study, a train flag added or removed since) is
+        unknown: not counted
     """
     differ = []
     for key in (key for key in STUDY_KEYS if key in recorded and key in wanted):
         if key != "train_settings":
             if recorded[key] != wanted[key]:
-                differ.append(f"{key} {recorded[key]!r} (asked {wanted[key]!r})")
+                differ.append(f"--{key.replace('_', '-')} {_shown(recorded[key])} (asked {_shown(wanted[key])})")
             continue
         settings = recorded[key] if isinstance(recorded[key], dict) else {}
-        differ += [f"train setting {name} {settings[name]!r} (asked {wanted[key][name]!r})"
+        differ += [f"{flags.get(name) or _SETTING_NAMES.get(name) or name} {_shown(settings[name])} "
+                   f"(asked {_shown(wanted[key][name])})"
                    for name in sorted(settings.keys() & wanted[key].keys()) if settings[name] != wanted[key][name]]
     return differ
