@@ -299,6 +299,18 @@ def test_an_unknown_algo_lists_the_algorithms_with_a_search_space(tmp_path, monk
     assert not (tmp_path / "logs").exists()
 
 
+@pytest.mark.parametrize("algo, flags, kind", [("deepq", ["-c"], "CONTINUOUS"), ("sac", [], "DISCRETE")])
+def test_an_action_type_refusal_lists_the_algorithms_with_a_search_space(tmp_path, algo, flags, kind):
+    """It listed every algorithm with the action type, random_agent among them, which this command refuses."""
+    supporting = [name for name, (cls, _, actions) in registered_rl.items()
+                  if cls.getOptParam() and registry.ActionType[kind] in actions]
+    with pytest.raises(UsageError) as error:
+        hyperparam_search.main(["--algo", algo, *flags, "--env", ENV, "--srl-model", "ground_truth", "--log-dir",
+                                str(tmp_path / "logs")])
+    assert str(error.value).endswith(f"algorithms that do: {', '.join(supporting)}"), error.value
+    assert "random_agent" not in str(error.value) and not (tmp_path / "logs").exists()
+
+
 def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys):
     code = hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-trials", "2",
                                    *EVERY_TRIAL_PRUNED, "--no-progress", "--log-dir", str(tmp_path)])

@@ -32,7 +32,7 @@ from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
-from rl_baselines.core.registry import algoChoicesText, registered_rl, supportingAlgorithms
+from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import RunFolder, newStamp, tagRefusal
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
@@ -107,7 +107,8 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     Check every input before anything is written, and resolve what the flags leave open.
 
     :param args: the settings as given (frozen: what validation resolves goes into the returned config)
-    :param registered_rl: the algorithm table
+    :param registered_rl: the algorithm table (the valid choices a refusal lists: a command that accepts fewer
+        algorithms than train, such as hyperparam_search, passes those only)
     :return: the run's frozen config: the device, a learned SRL model's folder and image size resolved, the typed
         hyperparameters, the env's keywords and the steps a continued model already did
     :raises UsageError: on any bad input, with a one-line message
@@ -137,8 +138,9 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     if wanted not in action_types:
         kind = "continuous" if args.continuous_actions else "discrete"
         hint = "drop -c/--continuous-actions" if args.continuous_actions else "add -c/--continuous-actions"
+        supporting = [name for name, entry in registered_rl.items() if wanted in entry[2]]
         raise UsageError(f"--algo {args.algo} does not support {kind} actions ({hint}); algorithms that do: "
-                         f"{', '.join(supportingAlgorithms(wanted))}")
+                         f"{', '.join(supporting)}")
     if algo_class.USES_ACTION_MASKS and not offersActionMasks(env_class):
         having = envsWhere(offersActionMasks)
         raise UsageError(f"--algo {args.algo} needs action masks, which {args.env} does not offer; envs with masks: "

@@ -189,7 +189,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         train_args = TrainConfig.fromValues(vars(train_parser.parse_args([*train_argv, *shared])))
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
-    resolved = train.validate(train_args, registered_rl)
+    # (the algorithms this command accepts: a refusal lists those as the valid choices, not random_agent)
+    resolved = train.validate(train_args, {name: registered_rl[name] for name in searchable})
     fixed = {**hyperparamStrings(train_args), **_flaggedHyperparams(train_args)}
     run_envs = runEnvs(train_args.argsRecord())
     hyperparams = _resolvedHyperparams(algo_class, resolved)
