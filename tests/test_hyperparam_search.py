@@ -312,10 +312,14 @@ def test_an_action_type_refusal_lists_the_algorithms_with_a_search_space(tmp_pat
 
 
 def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys):
+    """Both trials pruned for a last minibatch of 1 sample: the summary said their first rollout was past the budget
+    and advised a larger one. It counts the trials of each cause and advises for those."""
     code = hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-trials", "2",
                                    *EVERY_TRIAL_PRUNED, "--no-progress", "--log-dir", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 1 and "every trial was pruned before it started" in err and "last minibatch of 1 sample" in err, err
+    assert code == 1 and "every trial was pruned before it started, 2 for sampled values train refuses (the last: " \
+        "batch_size 64 leaves a last minibatch of 1 sample" in err, err
+    assert "fix batch_size with --hyperparam batch_size:N" in err and "rollout past" not in err and "budget" not in err
     assert "train.log" not in err  # (there is none to see)
 
 

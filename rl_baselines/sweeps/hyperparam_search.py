@@ -50,6 +50,7 @@ from rl_baselines.sweeps.search_study import (
     INSTALL_HINT,
     OPTIMIZERS,
     PRUNERS,
+    ROLLOUT_PAST,
     ROLLOUT_STEPS,
     SearchConfig,
     checkSpace,
@@ -340,6 +341,28 @@ def _checkGridSize(space: dict[str, tuple], points: int) -> None:
                              f"some hyperparameters with --hyperparam NAME:VALUE")
 
 
+def _prunedBeforeStartText(reasons: list[str], budget: int) -> str:
+    """
+    :param reasons: why each trial of the study was pruned before it started (its ``pruned_before_start``), in order
+    :param budget: --num-timesteps
+    :return: the summary of a search none of whose trials ran: how many were pruned for each cause (a first rollout
+        past the budget, sampled values train refuses), the last reason, and what to change for each cause
+    """
+    past = [reason for reason in reasons if ROLLOUT_PAST in reason]
+    refused = [reason for reason in reasons if ROLLOUT_PAST not in reason]
+    counts, advice = [], []
+    if past:
+        name = past[-1].split()[0]
+        counts.append(f"{len(past)} for a first rollout past --num-timesteps {budget}")
+        advice.append(f"give a larger budget, or fix {name} with --hyperparam {name}:N")
+    if refused:
+        name = refused[-1].split()[0]
+        counts.append(f"{len(refused)} for sampled values train refuses")
+        advice.append(f"fix {name} with --hyperparam {name}:N (a value train accepts)")
+    return (f"No completed trial, so no best hyperparameters: every trial was pruned before it started, "
+            f"{', '.join(counts)} (the last: {reasons[-1]}); {'; '.join(advice)}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -386,10 +409,8 @@ def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialP
     if not study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,)):
         trials = study.get_trials(deepcopy=False)
         if trials and all("pruned_before_start" in trial.user_attrs for trial in trials):  # none ran: no train.log
-            reason = trials[-1].user_attrs["pruned_before_start"]
-            print(f"No completed trial, so no best hyperparameters: every trial was pruned before it started, its "
-                  f"first rollout past --num-timesteps {config.num_timesteps} ({reason}); give a larger budget, or "
-                  f"fix {reason.split()[0]} with --hyperparam {reason.split()[0]}:N", file=sys.stderr)
+            print(_prunedBeforeStartText([trial.user_attrs["pruned_before_start"] for trial in trials],
+                                         config.num_timesteps), file=sys.stderr)
         else:
             errors = [trial.user_attrs["error"] for trial in trials if trial.user_attrs.get("error")]
             last = f" (the last trial's error: {errors[-1]})" if errors else ""

@@ -249,6 +249,8 @@ def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
 
 # A trial's user attribute: the sampled hyperparameters it trained with another value of (batch_size cut to its rollout)
 RUN_PARAMS = "run_params"
+# What a trial's pruned_before_start reason says when its first rollout passed the budget (not a refusal of train's)
+ROLLOUT_PAST = "the first update comes after"
 
 
 def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str, Any], str | None]:
@@ -268,7 +270,7 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
     for name in ROLLOUT_STEPS:
         rollout = rolloutPastBudget(params.get(name), envs, config.num_timesteps)
         if rollout is not None:
-            return params, (f"{name} {params[name]} x {envs} env(s): the first update comes after {rollout} steps, "
+            return params, (f"{name} {params[name]} x {envs} env(s): {ROLLOUT_PAST} {rollout} steps, "
                             f"past --num-timesteps {config.num_timesteps}")
     merged = {**config.rollout_hyperparams, **params}
     if "batch_size" in params and isinstance(merged.get("n_steps"), int):
