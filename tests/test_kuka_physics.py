@@ -145,7 +145,7 @@ def test_a_run_of_physics_version_1_is_replayed_resumed_and_recorded_under_it(tm
     assert spec.env_kwargs["physics"] == "reference"
     assert KukaButtonGymEnv.getGlobals(spec.env_kwargs)["env_kwargs"]["physics"] == "reference"  # the dataset's
     config = readRunConfig(run_dir, "--resume")  # (a restart: the run's model and monitor files are deleted)
-    config = applyPlan(SimpleNamespace(state="restart", run_dir=run_dir, damaged=[]),
+    config = applyPlan(SimpleNamespace(state="restart", run_dir=run_dir, damaged=[], srl_model_path=None),
                        config.replace(env_kwargs=envKwargsFromArgs(config)))
     assert config.env_kwargs["physics"] == "reference"  # --resume
     # a version the env cannot simulate: one warning, the current physics
