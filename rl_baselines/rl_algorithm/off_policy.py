@@ -138,7 +138,11 @@ class OffPolicyRLObject(StableBaselinesRLObject):
     """
 
     AUGMENTED_BUFFER = AugmentedReplayBuffer
-    REPLAY_BUFFER = True
+
+    @classmethod
+    def keepsReplayBuffer(cls) -> bool:
+        """:return: whether its checkpoints hold its replay buffer (those of an algorithm that can resume)"""
+        return cls.supportsResume()
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:

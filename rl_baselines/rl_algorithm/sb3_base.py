@@ -99,8 +99,6 @@ class StableBaselinesRLObject(BaseRLObject):
     # :func:`normalisationRefusal` checks the rollout and the last minibatch before anything is written; a minibatch
     # size of 1 is out of the spec's batch_size bounds.
     NORMALISED_ADVANTAGES: ClassVar[str | None] = None
-    # An off-policy learner, whose replay buffer its checkpoints keep (``--buffer-save-freq``): OffPolicyRLObject.
-    REPLAY_BUFFER: ClassVar[bool] = False
 
     def __init__(self) -> None:
         super().__init__()
@@ -149,8 +147,8 @@ class StableBaselinesRLObject(BaseRLObject):
 
     @classmethod
     def keepsReplayBuffer(cls) -> bool:
-        """:return: whether it is an off-policy learner (:attr:`REPLAY_BUFFER`), whose checkpoints hold its buffer"""
-        return cls.REPLAY_BUFFER and cls.supportsResume()
+        """:return: False: an on-policy learner keeps no replay buffer (OffPolicyRLObject's does)"""
+        return False
 
     @classmethod
     def resolveHyperparams(cls, args: RunSettings, train_kwargs: dict[str, Any] | None,
