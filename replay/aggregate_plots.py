@@ -42,6 +42,7 @@ from replay.results import (
     hasEvaluations,
     measuredRuns,
     methodLabel,
+    plural,
     safeName,
     saveCurves,
     warnMixedMethods,
@@ -92,7 +93,7 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
         axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
                   marker="o" if len(x) <= 30 else None, markersize=4,  # a few points (evaluations): shown
-                  label=f"{label} ({y.shape[0]} run{'s' if y.shape[0] != 1 else ''})")
+                  label=f"{label} ({plural(y.shape[0], 'run')})")
         if y.shape[0] >= 2:
             axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
     axes.set_xlabel(x_label)
@@ -155,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         env, label = key[0], methodLabel(key, args.group_by)
         trained = [run for run in members if hasEpisodes(run)]  # (the others count by their evaluations only)
         if not trained:
-            print(f"{env} {label}: no training curve, none of its {len(members)} run{'s' if len(members) != 1 else ''} "
+            print(f"{env} {label}: no training curve, none of its {plural(len(members), 'run')} "
                   f"finished a training episode")
         elif len(trained) < len(members):
             warnings.warn(f"{env} {label}: {len(members) - len(trained)} of its {len(members)} runs finished no "
@@ -165,7 +166,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             x, y = aggregateCurves(trained, args.episode_window, args.timesteps, args.num_points)
             npz_path = f"{curve_stems[key]}.npz"
             saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in trained], window=args.episode_window)
-            print(f"{env} {label}: {len(trained)} run{'s' if len(trained) != 1 else ''}, {len(x)} points -> {npz_path}")
+            print(f"{env} {label}: {plural(len(trained), 'run')}, {len(x)} points -> {npz_path}")
             by_env.setdefault(env, []).append((label, x, y))
         lacking = [run.path for run in members if run.evaluations is None]
         if 0 < len(lacking) < len(members):
@@ -179,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             npz_path = f"{curve_stems[key]}_evaluation.npz"
             saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members], EVALUATION_Y_LABEL)
-            print(f"{env} {label}: {len(members)} run{'s' if len(members) != 1 else ''}, {len(x)} evaluations -> {npz_path}")
+            print(f"{env} {label}: {plural(len(members), 'run')}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     for env, curves in by_env.items():
         png_path = f"{figure_stems[env]}.png"
