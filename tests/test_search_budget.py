@@ -102,14 +102,17 @@ def test_a_searched_learning_starts_stays_below_the_budget(tmp_path, algo, flags
 
 
 @pytest.mark.parametrize("algo, flags, budget, name, high", [
-    ("trpo", [], 600, "n_steps", 600),
-    ("ppo2", [], 1000, "n_steps", 1000),
-    ("ppo2", ["--num-cpu", "2"], 1000, "n_steps", 500),
-    ("ppo1", ["--num-workers", "2"], 600, "timesteps_per_actorbatch", 300),
+    ("trpo", [], 600, "n_steps", 300),
+    ("ppo2", [], 1000, "n_steps", 500),
+    ("ppo2", ["--num-cpu", "2"], 1000, "n_steps", 250),
+    ("ppo1", ["--num-workers", "2"], 600, "timesteps_per_actorbatch", 150),
 ])
-def test_a_searched_rollout_fits_the_budget(tmp_path, algo, flags, budget, name, high):
+def test_a_searched_rollout_fits_twice_in_the_budget(tmp_path, algo, flags, budget, name, high):
     """n_steps was searched over 32..2048 whatever the budget: trpo at 600 steps pruned 2 trials of 2 before they
-    started, ppo2 at 1000 8 of 20. It is sampled at most budget // envs now, so every trial's first rollout fits."""
+    started, ppo2 at 1000 8 of 20. Then up to budget // envs: ppo2 sampled n_steps 955 of a 1000-step budget, one
+    rollout before one update, and its trials were scored on the untrained policy's episodes (3 trials of n_steps 955,
+    other values all different: 8.50 each). It is sampled at most budget // (2 x envs) now, so that the budget holds
+    two rollouts and its second half at least comes after an update."""
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
         ["--algo", algo, *flags, "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", str(budget),
          "--log-dir", str(tmp_path)])
@@ -119,16 +122,21 @@ def test_a_searched_rollout_fits_the_budget(tmp_path, algo, flags, budget, name,
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     for _ in range(50):
         params = suggestParams(study.ask(), config.space)
-        assert params[name] <= high
+        assert params[name] * config.run_envs * 2 <= budget
         assert search_study.trialParams(params, config)[1] is None, params
-    # a budget above the range leaves it as declared; a list's choices past it are dropped; none left: refused
-    assert search_study.fitSpaceToBudget(algo, {"n_steps": (int, (32, 2048))}, 10_000) == {
+    # a budget of two rollouts of the range leaves it as declared; a list's choices past it are dropped; none: refused
+    assert search_study.fitSpaceToBudget(algo, {"n_steps": (int, (32, 2048))}, 4096) == {
         "n_steps": (int, (32, 2048))}
-    assert search_study.fitSpaceToBudget(algo, {"n_steps": (list, [16, 64, 512])}, 600, 2) == {
-        "n_steps": (list, [16, 64])}
-    with pytest.raises(UsageError, match=re.escape("--num-timesteps 40: every n_steps the search space of x offers "
-                                                   "(32..2048) x 2 env(s) makes a first rollout past it")):
-        search_study.fitSpaceToBudget("x", {"n_steps": (int, (32, 2048))}, 40, 2)
+    assert search_study.fitSpaceToBudget(algo, {"n_steps": (int, (32, 2048))}, 4095) == {
+        "n_steps": (int, (32, 2047))}
+    assert search_study.fitSpaceToBudget(algo, {"n_steps": (list, [16, 64, 512])}, 200, 2) == {
+        "n_steps": (list, [16])}
+    with pytest.raises(UsageError, match=re.escape("--num-timesteps 100: every n_steps the search space of x offers "
+                                                   "(32..2048) x 2 env(s) makes a rollout past half of it, so no trial "
+                                                   "would be scored after an update; give a larger --num-timesteps (at "
+                                                   "least 4 x the smallest), or fix n_steps with --hyperparam "
+                                                   "n_steps:N (N x 2 at most 50)")):
+        search_study.fitSpaceToBudget("x", {"n_steps": (int, (32, 2048))}, 100, 2)
 
 
 class _FinishedRun:

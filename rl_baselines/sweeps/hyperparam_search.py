@@ -9,7 +9,8 @@ search gives every trial (:data:`TRIAL_TRAIN_FLAGS`: ``--seed``, ``--log-dir``..
 Every input is checked (:func:`prepare`) before anything is written, the budget too: a fixed ``n_steps`` or
 ``learning_starts`` with which no trial could learn within ``--num-timesteps`` is refused, a searched
 ``learning_starts`` is sampled below it and a searched ``n_steps`` (ppo1's ``timesteps_per_actorbatch``) at most the
-budget // envs (:func:`rl_baselines.sweeps.search_study.fitSpaceToBudget`). Each trial is one
+budget // (2 x envs), so that the budget's second half comes after an update
+(:func:`rl_baselines.sweeps.search_study.fitSpaceToBudget`). Each trial is one
 ``python -m rl_baselines.train`` run in a subprocess, its run folder under
 ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
 mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is

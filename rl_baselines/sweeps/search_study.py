@@ -149,6 +149,8 @@ def checkSpace(algo: str, space: Any) -> None:
 # The hyperparameters that are an on-policy learner's steps per env between two updates (ppo1's the steps of each of
 # its processes' envs): a trial whose first rollout passes the budget cannot learn within it
 ROLLOUT_STEPS = ("n_steps", "timesteps_per_actorbatch")
+# The rollouts a searched ROLLOUT_STEPS leaves room for within a trial's budget (:func:`fitSpaceToBudget`)
+ROLLOUTS_IN_BUDGET = 2
 
 
 def rolloutPastBudget(n_steps: Any, num_envs: int, budget: int) -> int | None:
@@ -190,22 +192,27 @@ def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int, envs: int 
     :param space: the search space (checked: :func:`checkSpace`)
     :param budget: each trial's env steps (--num-timesteps)
     :param envs: the envs a trial's rollout steps all together (--num-cpu, times ppo1's processes)
-    :return: the space cut to the values with which a trial learns within the budget, so that none is sampled that
-        cannot: ``learning_starts`` (the steps an off-policy learner takes before it learns) below the budget, and an
-        on-policy learner's steps per env between updates (:data:`ROLLOUT_STEPS`) at most ``budget // envs`` (its
-        first rollout within the budget); a range's high end is lowered, a list's values above it are dropped (a
+    :return: the space cut to the values with which a trial learns within the budget and is scored on what it
+        learned, so that none is sampled that cannot: ``learning_starts`` (the steps an off-policy learner takes
+        before it learns) below the budget, and an on-policy learner's steps per env between updates
+        (:data:`ROLLOUT_STEPS`) at most ``budget // (ROLLOUTS_IN_BUDGET x envs)``: the budget holds two rollouts, so
+        that its second half at least comes after an update (the objective's episodes and evaluations are its last
+        ones within the budget; with one rollout they all came from the untrained policy, and trials differing only in
+        what the update does scored alike); a range's high end is lowered, a list's values above it are dropped (a
         study's budget and envs are part of the setting it records, so its choices stay the same across its trials)
     :raises UsageError: the budget leaves none of one of these hyperparameters' values
     """
     fitted = dict(space)
     for name in ROLLOUT_STEPS:
         if name in space:
-            fitted[name] = _cutTo(space[name], budget // envs)
+            fitted[name] = _cutTo(space[name], budget // (ROLLOUTS_IN_BUDGET * envs))
             if fitted[name] is None:
+                rollouts = ROLLOUTS_IN_BUDGET * envs
                 raise UsageError(f"--num-timesteps {budget}: every {name} the search space of {algo} offers "
-                                 f"({_offered(space[name])}) x {envs} env(s) makes a first rollout past it, so no "
-                                 f"trial would learn; give a larger --num-timesteps (at least {envs} x the smallest), "
-                                 f"or fix {name} with --hyperparam {name}:N (N x {envs} at most {budget})")
+                                 f"({_offered(space[name])}) x {envs} env(s) makes a rollout past half of it, so no "
+                                 f"trial would be scored after an update; give a larger --num-timesteps (at least "
+                                 f"{rollouts} x the smallest), or fix {name} with --hyperparam {name}:N (N x {envs} at "
+                                 f"most {budget // ROLLOUTS_IN_BUDGET})")
     if "learning_starts" in space:
         fitted["learning_starts"] = _cutTo(space["learning_starts"], budget - 1)
         if fitted["learning_starts"] is None:
