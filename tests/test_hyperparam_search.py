@@ -57,10 +57,16 @@ def _loadStudy(url: str, name: str):
     return optuna.load_study(study_name=name, storage=url)
 
 
-# ppo_lstm (every minibatch normalised) with n_steps 65: the batch_size 32 and 64 that this random sampler's seed gives
-# its first two trials leave a last minibatch of 1 sample, so that both are pruned before they start, without training
-EVERY_TRIAL_PRUNED = ["--algo", "ppo_lstm", "--hyperparam", "n_steps:65", "--num-timesteps", "300", "--optimizer",
-                      "random", "--sampler-seed", "7"]
+# ppo_lstm (advantages normalised over every minibatch) searching n_steps 1 only (loneSampleSpace): a rollout of 1
+# sample, which train refuses, so that every trial is pruned before it starts, without training (the search fits
+# ppo_lstm's own space so that none of its trials is refused)
+EVERY_TRIAL_PRUNED = ["--algo", "ppo_lstm", "--num-timesteps", "300", "--optimizer", "random", "--sampler-seed", "7"]
+
+
+@pytest.fixture
+def loneSampleSpace(monkeypatch) -> None:
+    """ppo_lstm's search space is n_steps 1 only (EVERY_TRIAL_PRUNED)."""
+    monkeypatch.setattr(registered_rl["ppo_lstm"][0], "getOptParam", classmethod(lambda cls: {"n_steps": (list, [1])}))
 
 
 @pytest.fixture(scope="module")
@@ -311,15 +317,15 @@ def test_an_action_type_refusal_lists_the_algorithms_with_a_search_space(tmp_pat
     assert "random_agent" not in str(error.value) and not (tmp_path / "logs").exists()
 
 
-def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys):
-    """Both trials pruned for a last minibatch of 1 sample: the summary said their first rollout was past the budget
+def test_a_search_whose_every_trial_was_pruned_before_it_started_says_why(tmp_path, capsys, loneSampleSpace):
+    """Both trials pruned for sampled values train refuses: the summary said their first rollout was past the budget
     and advised a larger one. It counts the trials of each cause and advises for those."""
     code = hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-trials", "2",
                                    *EVERY_TRIAL_PRUNED, "--no-progress", "--log-dir", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 1 and "every trial was pruned before it started, 2 for sampled values train refuses (the last: " \
-        "batch_size 64 leaves a last minibatch of 1 sample" in err, err
-    assert "fix batch_size with --hyperparam batch_size:N" in err and "rollout past" not in err and "budget" not in err
+        "n_steps 1 x --num-cpu 1 = 1 sample per rollout" in err, err
+    assert "fix n_steps with --hyperparam n_steps:N" in err and "rollout past" not in err and "budget" not in err
     assert "train.log" not in err  # (there is none to see)
 
 
@@ -396,7 +402,7 @@ def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_train
     assert row["state"] == "pruned" and row["pruned_before_start"].startswith("n_steps 300 x 2 env(s)")
 
 
-def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path):
+def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path, loneSampleSpace):
     """With --workers K the command follows its trials in the storage by their search_id (finishedTrials): a trial
     pruned before it started carries it too, else the bar stayed 0/N and the summary said 0 pruned."""
     args, train_argv = hyperparam_search.searchParser().parse_known_args(
@@ -404,8 +410,6 @@ def test_trials_pruned_before_they_start_are_followed_by_the_command(tmp_path):
          "--log-dir", str(tmp_path)])
     config, _ = hyperparam_search.prepare(vars(args), train_argv)
     study = optuna.create_study(direction="maximize", sampler=optuna.samplers.RandomSampler(seed=0))
-    for batch_size in (32, 64):
-        study.enqueue_trial({"batch_size": batch_size})
     study.optimize(TrialObjective(config), n_trials=2)  # both pruned before they start
     trials = finishedTrials(study, config.search_id)
     assert [(t.number, t.state.name) for t in trials] == [(0, "PRUNED"), (1, "PRUNED")]

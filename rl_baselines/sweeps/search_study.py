@@ -260,11 +260,45 @@ RUN_PARAMS = "run_params"
 ROLLOUT_PAST = "the first update comes after"
 
 
+def _noLoneSample(rollout: int, batch_size: int) -> int | None:
+    """
+    :param rollout: the samples of a rollout (n_steps x envs)
+    :param batch_size: a minibatch size of at most ``rollout``
+    :return: the largest minibatch size from 2 to ``batch_size`` that leaves no last minibatch of 1 sample of the
+        rollout (``batch_size`` itself when it leaves none), None when there is none
+    """
+    return next((size for size in range(batch_size, 1, -1) if size == rollout or rollout % size != 1), None)
+
+
+def _fitLastMinibatch(params: dict[str, Any], merged: dict[str, Any], num_cpu: int) -> None:
+    """
+    Fit the sampled values of a learner that normalises the advantages of every minibatch, the last one too
+    (``"every_minibatch"``), so that its rollout leaves no last minibatch of 1 sample (NaN): a sampled ``batch_size``
+    is lowered to the next size that leaves none (:func:`_noLoneSample`: 32 of a 65-step rollout trains as 31), else a
+    sampled ``n_steps`` (``batch_size`` fixed) is lowered by 1, which leaves none (its rollout then leaves 1 - num_cpu
+    modulo ``batch_size``, 1 only where num_cpu is a multiple of it, whose rollouts leave no remainder at all).
+    ``params`` (sampled) and ``merged`` (every value the trial trains with) are updated.
+    """
+    if not isinstance(merged.get("n_steps"), int) or not isinstance(merged.get("batch_size"), int):
+        return
+    rollout, batch_size = merged["n_steps"] * num_cpu, merged["batch_size"]
+    if batch_size >= rollout or rollout % batch_size != 1:
+        return
+    if "batch_size" in params:
+        fitted = _noLoneSample(rollout, batch_size)
+        if fitted is not None:
+            params["batch_size"] = merged["batch_size"] = fitted
+    elif "n_steps" in params and params["n_steps"] > 1:
+        params["n_steps"] = merged["n_steps"] = params["n_steps"] - 1
+
+
 def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str, Any], str | None]:
     """
     Fit sampled hyperparameters to each other, as RL Zoo's samplers do: a ``batch_size`` above the rollout (``n_steps``
     x envs, sampled or not) trains as one minibatch of the rollout (SB3 cuts it, with a warning), so it is cut to the
-    rollout, and the trial trains with and records the value it trains with.
+    rollout; for a learner that normalises every minibatch's advantages, the last one's too (ppo_lstm, maskable_ppo),
+    a last minibatch of 1 sample is fitted away (:func:`_fitLastMinibatch`). The trial trains with and records the
+    values it trains with.
 
     :param params: the sampled hyperparameters
     :param config: the search
@@ -283,6 +317,8 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
     if "batch_size" in params and isinstance(merged.get("n_steps"), int):
         params["batch_size"] = min(params["batch_size"], merged["n_steps"] * config.num_cpu)
         merged["batch_size"] = params["batch_size"]
+    if config.normalised == "every_minibatch":
+        _fitLastMinibatch(params, merged, config.num_cpu)
     return params, normalisationRefusal(config.normalised, config.algo, merged, config.num_cpu)
 
 
