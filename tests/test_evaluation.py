@@ -279,6 +279,21 @@ def test_a_run_that_ends_before_its_first_evaluation_says_so(tmp_path):
     assert list(readEvaluations(run_dir)["timesteps"]) == [120]
 
 
+def test_an_own_learners_end_is_where_its_last_rollout_ends(tmp_path):
+    """ppo1 (an algorithm written here) also trains whole rollouts: 100 steps of 64-step rollouts end at 128, counted
+    from the run's start (its callbacks start after its first step: the warning said 129, and nothing for 129)."""
+    command = ["--algo", "ppo1", *GT, "--num-timesteps", "100", "--hyperparam", "timesteps_per_actorbatch:64",
+               "--eval-episodes", "1"]
+    with pytest.warns(UserWarning, match=r"--eval-freq 129: this run ends at step 128, before its first evaluation "
+                                         r"\(due at step 129\): no evaluation will be made"):
+        run_dir = _train(str(tmp_path / "late"), *command, "--eval-freq", "129")
+    assert readEvaluations(run_dir) is None
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message="--eval-freq")
+        run_dir = _train(str(tmp_path / "rounded"), *command, "--eval-freq", "120")
+    assert list(readEvaluations(run_dir)["timesteps"]) == [120]
+
+
 @pytest.mark.parametrize("flags, words", [(["--features-extractor", "small"], "--features-extractor small"),
                                           (["--srl-state-scale", "participation"], "--srl-state-scale participation")])
 def test_a_flag_that_does_nothing_for_a_state_warns(tmp_path, flags, words):

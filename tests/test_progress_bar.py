@@ -17,6 +17,7 @@ from tqdm import tqdm
 from rl_baselines.core.base import lastStep
 from rl_baselines.core.checkpointing import runDescription
 from rl_baselines.rl_algorithm.deepq import DQNModel
+from rl_baselines.rl_algorithm.ppo1 import PPO1Model
 from rl_baselines.runs.callbacks import TrainingCallbacks, standardCallbacks
 from rl_baselines.runs.progress_bar import ProgressCallback
 from rl_baselines.runs.training_callbacks import EpisodeFeed, RefreshCallback
@@ -185,6 +186,25 @@ def test_the_total_is_the_step_an_sb3_learner_stops_at(tmp_path):
     assert lastStep(off_policy, 0, 1001) == 1002  # its envs step together
     assert lastStep(Learner(), 0, 1100) == 1100  # an algorithm's own learner: the budget
     progress.finish()
+
+
+def test_the_total_is_the_step_an_own_learner_stops_at(tmp_path):
+    """ppo1 (an algorithm written here) also trains whole rollouts of all its envs: a 300-step budget of 128-step
+    rollouts on 2 envs ends at 512, the bar's total from its first line (its callbacks start after its first step,
+    the total counts from the run's start); deepq steps its envs together."""
+    progress, _, feed = _progress(tmp_path, total=300)
+    model = PPO1Model()
+    model.env = make_vec_env("CartPole-v1", n_envs=2)
+    model.hyperparams["timesteps_per_actorbatch"] = 128
+    model.num_timesteps = 2  # its first vectorised step
+    TrainingCallbacks([RefreshCallback(feed, 1000, 0, [progress])])({"self": model}, {})
+    assert progress.bar.total == 512
+    assert lastStep(model, 0, 256) == 256 and lastStep(model, 256, 300) == 512
+    deepq = DQNModel()
+    deepq.env = model.env
+    assert lastStep(deepq, 0, 1001) == 1002
+    progress.finish()
+    model.env.close()
 
 
 def test_the_bar_is_first_drawn_with_its_final_total(tmp_path, capsys):

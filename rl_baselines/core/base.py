@@ -447,6 +447,15 @@ class BaseRLObject(abc.ABC):
         """
         return {}
 
+    def budgetChunk(self) -> int:
+        """
+        :return: the env steps an algorithm written here takes between two checks of its step budget, all its envs
+            (and processes) together, once its env is set: its training stops at the first multiple of this, counted
+            from where it started, at or past the budget (:func:`lastStep`, the progress bar's total); 1 here (an
+            SB3-backed algorithm's learner says it itself)
+        """
+        return 1
+
     def restoreTrainingState(self, checkpoint: Checkpoint | None) -> bool:
         """
         Resume from ``checkpoint`` (``train --resume``): envs restart their episodes, :meth:`loadTrainingState`,
@@ -504,11 +513,17 @@ def lastStep(model: Any, start: int, total: int) -> int:
     :param total: the step budget it trains to
     :return: the step count at which it stops: an SB3 learner steps all its envs at once, and an on-policy one
         collects whole rollouts (``n_steps`` per env), so it stops at the first whole rollout at or past ``total``,
-        counted from ``start`` (a resumed run's checkpoint, taken at a rollout's start); ``total`` for any other
+        counted from ``start`` (a resumed run's checkpoint, taken at a rollout's start); an algorithm written here
+        likewise at its :meth:`BaseRLObject.budgetChunk`; ``total`` for any other learner
     """
-    if not isinstance(model, BaseAlgorithm) or total <= start:
+    if total <= start:
         return total
-    chunk = model.n_envs * (model.n_steps if isinstance(model, OnPolicyAlgorithm) else 1)
+    if isinstance(model, BaseAlgorithm):
+        chunk = model.n_envs * (model.n_steps if isinstance(model, OnPolicyAlgorithm) else 1)
+    elif isinstance(model, BaseRLObject):
+        chunk = max(1, int(model.budgetChunk()))
+    else:
+        return total
     return start + -(-(total - start) // chunk) * chunk
 
 

@@ -347,6 +347,10 @@ class ACERModel(TorchActorCritic):
             probs, q = self.policy(self.toTensor(obs))
         return (probs * q).sum(-1).cpu().numpy()
 
+    def budgetChunk(self) -> int:
+        """:return: a rollout (``n_steps`` per env): it trains whole ones"""
+        return int(self.hyperparams["n_steps"]) * int(self.env.num_envs)
+
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         env, hp = self.env, self.hyperparams
         n_envs, n_steps = env.num_envs, int(hp["n_steps"])

@@ -136,6 +136,10 @@ class ACKTRModel(TorchActorCritic):
         return {"pg_loss": pg_loss.item(), "vf_loss": vf_loss.item(), "entropy": entropy.item(),
                 "kl_scale": float(self.optimizer.last_kl_scale)}
 
+    def budgetChunk(self) -> int:
+        """:return: a rollout (``n_steps`` per env): it trains whole ones"""
+        return int(self.hyperparams["n_steps"]) * int(self.env.num_envs)
+
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         env, hp = self.env, self.hyperparams
         n_envs, n_steps, gamma = env.num_envs, int(hp["n_steps"]), float(hp["gamma"])

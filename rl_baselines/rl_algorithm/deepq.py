@@ -322,6 +322,10 @@ class DQNModel(TorchRLObject):
 
     # --- training --------------------------------------------------------------------------------------------
 
+    def budgetChunk(self) -> int:
+        """:return: its envs, stepped together"""
+        return int(self.env.num_envs)
+
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
               logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         self.prepareTraining(env, hyperparams, settings)

@@ -499,6 +499,10 @@ class PPO1Model(TorchActorCritic):
             self.num_timesteps, self.updates = state[2], state[4]
         return state[3]
 
+    def budgetChunk(self) -> int:
+        """:return: a rollout of every rank (``timesteps_per_actorbatch`` per env): it trains whole ones"""
+        return int(self.hyperparams["timesteps_per_actorbatch"]) * int(self.env.num_envs) * int(self.world_size)
+
     def learn(self, total_timesteps: int, callback: TrainCallback) -> None:
         distributed = dist.is_available() and dist.is_initialized()
         if distributed:

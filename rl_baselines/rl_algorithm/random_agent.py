@@ -91,6 +91,10 @@ class RandomAgentModel(BaseRLObject):
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         setGeneratorState(self.action_space.np_random, readJson(os.path.join(folder, "random_agent.json"))["action_space_rng"])
 
+    def budgetChunk(self) -> int:
+        """:return: its envs, stepped together"""
+        return int(self.env.num_envs)
+
     def train(self, env: Any, total_timesteps: int, hyperparams: dict[str, Any], callback: TrainCallback,
               logger: Any, settings: RunSettings, checkpoint: Checkpoint | None = None) -> None:
         load_path = settings.continue_from

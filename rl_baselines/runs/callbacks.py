@@ -263,7 +263,7 @@ def _standardParts(algo: BaseRLObject, algo_name: str, run_dir: str, total_times
     checkpoints = CheckpointCallback(saver, max(0, checkpoint_freq), buffer_save_freq, total_timesteps,
                                      start_timesteps)
     evaluation = [] if evaluator is None else [
-        EvaluationCallback(evaluator, run_logger, plotter, best, total_timesteps)]
+        EvaluationCallback(evaluator, run_logger, plotter, best, total_timesteps, start_timesteps)]
     return [refresh, *evaluation, StopSignalCallback(refresh, checkpoints), checkpoints]
 
 

@@ -7,9 +7,10 @@ redrawn at most once per ``REDRAW_PERIOD_S``, and at once when the run starts do
 ``updating`` after a rollout of an SB3-backed algorithm that took ``REDRAW_PERIOD_S`` or more (from SB3's rollout end
 to the next rollout start), ``evaluating`` and ``saving checkpoint`` (a service's :meth:`TrainingService.busy`). Its
 rate is the steps per second since training started, updates, evaluations and saves included, so that every redraw's
-rate and ETA agree with its elapsed time. Its total is the step an SB3 learner stops at (:func:`lastStep`: the
-budget rounded up to whole rollouts of all its envs), so that the ETA covers the last rollout: the bar is first drawn
-when training starts, once the envs and the learner are built and that total is known. A learner with a
+rate and ETA agree with its elapsed time. Its total is the step the learner stops at (:func:`lastStep`: the
+budget rounded up to whole rollouts of all its envs, an SB3 learner's or one written here), so that the ETA covers
+the last rollout: the bar is first drawn when training starts, once the envs and the learner are built and that total
+is known. A learner with a
 warm-up (``learning_starts``: an off-policy algorithm's random-action steps, far faster than the training after them)
 shows ``warm-up: learning starts at step N`` and no ETA until that step, and its rate then counts from that step.
 
@@ -121,8 +122,9 @@ class ProgressCallback(TrainingService):
         self.rollout_started_at = self.bar.start_t
         model = getattr(self, "model", None)
         total = self.bar.total
-        if total is not None:
-            self.bar.total = total = lastStep(model, self.num_timesteps, total)
+        if total is not None:  # (counted from the run's start: an algorithm written here starts its callbacks after
+            # its first step)
+            self.bar.total = total = lastStep(model, self.shown_timesteps, total)
         learning_starts = getattr(model, "learning_starts", None)
         if isinstance(learning_starts, numbers.Integral) and self.num_timesteps < learning_starts and (
                 total is None or learning_starts < total):  # (a run that never learns is timed as it goes)

@@ -477,21 +477,26 @@ class EvaluationCallback(TrainingService):
     :param best: saves ``best/`` on a new best evaluation, or None
     :param total_timesteps: the step budget training goes to (None: not known): a run that stops before its first
         evaluation is due says so when training starts
+    :param start_timesteps: the step count training starts from (None: the learner's when its callbacks start, which
+        for an algorithm written here is after its first step)
     """
 
     def __init__(self, evaluator: Any, run_logger: RunLogger, plotter: Any = None,
-                 best: BestModelCallback | None = None, total_timesteps: int | None = None) -> None:
+                 best: BestModelCallback | None = None, total_timesteps: int | None = None,
+                 start_timesteps: int | None = None) -> None:
         super().__init__()
         self.evaluator = evaluator
         self.run_logger = run_logger
         self.plotter = plotter
         self.best = best
         self.total_timesteps = total_timesteps
+        self.start_timesteps = start_timesteps
 
     def _on_training_start(self) -> None:
         if self.total_timesteps is None:
             return
-        end = lastStep(getattr(self, "model", None), self.num_timesteps, self.total_timesteps)
+        start = self.num_timesteps if self.start_timesteps is None else self.start_timesteps
+        end = lastStep(getattr(self, "model", None), start, self.total_timesteps)
         if end > self.num_timesteps and not self.evaluator.due(end):
             warnings.warn(f"--eval-freq {self.evaluator.eval_freq}: this run ends at step {end}, before its first "
                           f"evaluation (due at step {self.evaluator.next_eval}): no evaluation will be made")
