@@ -91,9 +91,17 @@ from environments.partial_folder import (
 )
 from environments.registry import defaultRenderersText, envChoicesText, unknownEnvText
 from environments.srl_env import FRESH_WORLD
-from srl_toolbox.cli import CLIParser, UsageError, checkImageShape, checkNameLength, checkWritableFolder, runCommand
+from srl_toolbox.cli import (
+    CLIParser,
+    HeldWarnings,
+    UsageError,
+    checkImageShape,
+    checkNameLength,
+    checkWritableFolder,
+    runCommand,
+)
 from srl_toolbox.files import nameFileOnError, writeJson, writeNpz
-from srl_toolbox.plugins import loadNamed
+from srl_toolbox.plugins import SkippedPluginWarning, loadNamed
 from srl_toolbox.progress import EpisodeBar, stepLimit
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
@@ -588,14 +596,20 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     :raises UsageError: bad input (nothing written)
     """
     config = checkedSettings(config)  # what follows validate reads it too
-    spec, env_class, policy = validate(config)
-    try:
-        env = makeEnv(spec)
-    except (ValueError, TypeError, RuntimeError) as error:
-        raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
-    relative_pos = bool(getattr(env, "relative_pos", True))
-
-    final_dir, partial_dir, lock, done = prepareFolder(spec, config)
+    # the checks' warnings (a flag that does nothing on this env) wait until they pass: a refused recording prints its
+    # one-line error alone (a plugin that failed to load is said whatever happens)
+    with HeldWarnings(shown_at_once=(SkippedPluginWarning,)):
+        spec, env_class, policy = validate(config)
+        try:
+            env = makeEnv(spec)
+        except (ValueError, TypeError, RuntimeError) as error:
+            raise UsageError(f"--env {spec.env_id} refused these settings: {error}") from None
+        relative_pos = bool(getattr(env, "relative_pos", True))
+        try:
+            final_dir, partial_dir, lock, done = prepareFolder(spec, config)
+        except UsageError:
+            env.close()
+            raise
     todo = [episode for episode in range(spec.num_episodes) if episode not in done]
     for episode in todo:  # images of episodes an interrupted run left unfinished
         shutil.rmtree(os.path.join(partial_dir, recordFolder(episode)), ignore_errors=True)

@@ -219,6 +219,19 @@ def test_existing_dataset_is_refused_then_forced(tmp_path):
     assert readJson(folder / "dataset_config.json")["seed"] == 2
 
 
+def test_a_refusal_prints_its_error_alone(tmp_path):
+    """A flag that does nothing on the env (-r on CarRacing: a warning) with a bad value: the refusal alone, from the
+    checks as from the dataset folder's (nothing written); accepted, the warning is shown."""
+    idle = ["--env", "CarRacingGymEnv-v0", "-r", "--img-shape", "3", "32", "32", "--max-steps", "5",
+            "--num-episode", "1", "--no-progress"]
+    assertOneLineError(generate(tmp_path, *idle, "--max-distance", "0.5", check=False), "--max-distance")
+    assert os.listdir(tmp_path) == []
+    os.mkdir(tmp_path / NAME)
+    assertOneLineError(generate(tmp_path, *idle, check=False), "already exists")
+    result = generate(tmp_path, *idle, "--force")
+    assert "warning: -r/--random-target does nothing on CarRacingGymEnv-v0" in result.stderr
+
+
 def test_resume_with_nothing_to_resume_says_so_and_records(tmp_path):
     small = ["--img-shape", "3", "32", "32", "--max-steps", "10", "--num-episode", "2", "--no-progress"]
     result = generate(tmp_path, *small, "--resume")
