@@ -160,6 +160,7 @@ CASES = [
      [f"'{BROKEN_PLUGIN}'", "failed to load", BROKEN_PLUGIN]),
     # --- rl_baselines.pipeline
     ("pipeline-unknown-algo", PIPELINE, ["--algo", "ppo2", "nope", *GT], ["'nope'", "valid choices"]),
+    ("pipeline-unknown-flag", PIPELINE, ["--algos", "ppo2", *GT], ["--algos ppo2", "train's", "did you mean --algo?"]),
     ("pipeline-ray-address-without-ray", PIPELINE, [*GT, "--ray-address", "127.0.0.1:6379"],
      ["--ray-address", "--executor ray"]),
     ("pipeline-ray-address-not-host-port", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "nohost:abc"],
@@ -374,7 +375,8 @@ CATEGORIES = {
     "unknown name": [
         "srl-train-unknown-device", "evaluate-unknown-device",
         "train-unknown-algo", "train-unknown-env", "train-unknown-srl-model", "train-hyperparam-unknown",
-        "pipeline-unknown-algo", "search-unknown-algo", "search-unknown-optimizer", "enjoy-unknown-model-choice",
+        "pipeline-unknown-algo", "pipeline-unknown-flag", "search-unknown-algo", "search-unknown-optimizer",
+        "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],

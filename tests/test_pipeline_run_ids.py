@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from srl_rl_bench import writeRun
 from sweep_runs import ENVS, SRL_MODELS, TRAIN_FLAGS
 
@@ -12,7 +13,17 @@ from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.sweeps import pipeline, recorded
 from rl_baselines.sweeps.run_attempts import finishedFolder
-from rl_baselines.sweeps.sweep import RunSpec, canonicalArgs, canonicalPath, expandGrid, makeSpec, parseTrainArgs, runId
+from rl_baselines.sweeps.sweep import (
+    RunSpec,
+    canonicalArgs,
+    canonicalPath,
+    expandGrid,
+    makeSpec,
+    parseTrainArgs,
+    runId,
+    unknownTrainFlags,
+)
+from srl_toolbox.cli import UsageError
 
 
 def test_grid_expansion_and_run_ids(tmp_path) -> None:
@@ -168,3 +179,22 @@ def test_a_finished_run_of_another_train_default_is_kept_with_one_warning(tmp_pa
         handle.write("{damaged")  # unreadable: physics version 1, MobileRobot's own, so nothing more to say
     assert pipeline.main(command) == 0
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_flag_neither_the_sweep_nor_train_takes_is_refused_as_a_flag_with_the_one_meant() -> None:
+    """--algos given to pipeline is not blamed on a combination of the default grid: it names the flag meant."""
+    message = unknownTrainFlags(["ppo2"], ["--algos", "ppo2", "--num-timesteps", "64"], ["--algo", "--env"])
+    assert message == ("unrecognized arguments: --algos ppo2 (neither the sweep's flags nor train's; did you mean "
+                       "--algo?)")
+    assert unknownTrainFlags(["ppo2"], ["--nonsense"]) == ("unrecognized arguments: --nonsense (neither the sweep's "
+                                                           "flags nor train's)")
+    # a flag one of the sweep's algorithms takes is the combinations' matter (checkGrid names those it is bad for)
+    assert unknownTrainFlags(["ppo2", "deepq"], ["--n-steps", "16"]) is None
+    assert unknownTrainFlags(["ppo2", "nope"], ["--num-timesteps", "64"]) is None  # an unknown algo is refused by name
+    assert unknownTrainFlags(["ppo2"], []) is None
+
+
+def test_pipeline_refuses_an_unknown_flag_before_anything_is_written(tmp_path) -> None:
+    with pytest.raises(UsageError, match=r"^unrecognized arguments: --envs MobileRobotGymEnv-v0 .*did you mean --env\?"):
+        pipeline.main(["--envs", "MobileRobotGymEnv-v0", "--log-dir", str(tmp_path / "logs")])
+    assert not os.listdir(tmp_path)

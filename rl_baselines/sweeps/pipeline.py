@@ -45,7 +45,15 @@ from rl_baselines.sweeps.run_attempts import (
     resumableAttempt,
     stoppedBySignal,
 )
-from rl_baselines.sweeps.sweep import RunSpec, checkGrid, expandGrid, parseAlgoArgs, sweepId, unique
+from rl_baselines.sweeps.sweep import (
+    RunSpec,
+    checkGrid,
+    expandGrid,
+    parseAlgoArgs,
+    sweepId,
+    unique,
+    unknownTrainFlags,
+)
 from srl_toolbox.cli import (
     MAX_SEED,
     CLIParser,
@@ -154,7 +162,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code (0: every run succeeded, 1: some failed, 130: interrupted)
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, train_args = buildParser().parse_known_args(argv)
+    parser = buildParser()
+    args, train_args = parser.parse_known_args(argv)
+    unknown = unknownTrainFlags(args.algo, train_args, parser._option_string_actions)
+    if unknown is not None:
+        raise UsageError(unknown)
     _checkRayFlags(args)
     if args.seed + args.num_iteration - 1 > MAX_SEED:
         raise UsageError(f"--seed {args.seed} with --num-iteration {args.num_iteration}: the last seed "

@@ -14,6 +14,7 @@ Nothing here writes to disk: specs and checks are computed in this process.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import hashlib
 import itertools
@@ -126,6 +127,29 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
     :return: ``rl_baselines.train``'s parser for it (shared flags + the algorithm's own)
     """
     return installed_algorithms[algo][0].customArguments(baseParser())
+
+
+def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags: Iterable[str] = ()) -> str | None:
+    """
+    :param algos: the sweep's algorithms (those not installed are skipped: they are refused by name)
+    :param train_args: the flags the sweep passes to every run (those it does not read itself)
+    :param own_flags: the sweep's own option strings, offered beside train's as the flag meant
+    :return: one line for the arguments that train takes with none of ``algos`` (``unrecognized arguments: --algos
+        ppo2 (neither the sweep's flags nor train's; did you mean --algo?)``), None when it takes them all
+    """
+    known = [algo for algo in unique(algos) if algo in installed_algorithms]
+    if not known or not train_args:
+        return None
+    left = [trainParser(algo).parse_known_args(["--algo", algo, *train_args])[1] for algo in known]
+    unknown = [arg for arg in left[0] if all(arg in rest for rest in left[1:])]
+    if not unknown:
+        return None
+    options = {*own_flags, *(option for algo in known for option in trainParser(algo)._option_string_actions)}
+    names = {option.lstrip("-"): option for option in sorted(options) if option.startswith("--")}
+    meant = unique(names[match] for arg in unknown if arg.startswith("--")
+                   for match in difflib.get_close_matches(arg.split("=", 1)[0][2:], names, n=1, cutoff=0.75))
+    hint = f"; did you mean {' / '.join(meant)}?" if meant else ""
+    return f"unrecognized arguments: {' '.join(unknown)} (neither the sweep's flags nor train's{hint})"
 
 
 @functools.cache
