@@ -1,7 +1,8 @@
 """Command-line plumbing of every srl-toolbox command: one parser class, one-line errors with exit code 2.
 
 - :class:`CLIParser`: an ``argparse.ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage
-  block) and which offers ``--version``;
+  block; an unrecognized flag close to one of the command's is followed by the flag meant: :func:`flagsMeant`) and
+  which offers ``--version``;
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2, a
   :class:`CommandFailed` as ``error: ...`` with code 1, an OS error that the environment caused (a full or read-only
   disk: srl_toolbox.files.ENVIRONMENT_ERRNOS) as ``error: could not write PATH: REASON`` with code 1, and warnings as
@@ -20,6 +21,7 @@ Invariant: validation raises before anything is written; nothing here writes a f
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import math
 import os
@@ -72,7 +74,26 @@ class CLIParser(argparse.ArgumentParser):
                               help="print the srl-toolbox version and exit")
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith(UNRECOGNIZED):
+            meant = flagsMeant(message.removeprefix(UNRECOGNIZED).split(), self._option_string_actions)
+            message += f" (did you mean {meant}?)" if meant else ""
         raise UsageError(message)
+
+
+UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
+
+
+def flagsMeant(args: Sequence[str], options: Iterable[str]) -> str:
+    """
+    :param args: command-line arguments that no option took
+    :param options: the option strings of the command
+    :return: the long options closest to the long flags among ``args`` (``--algo`` for ``--algos``, ``--env`` for
+        ``--envs=X``), joined by `` / ``; '' when none is close (difflib ratio 0.75 on the names without dashes)
+    """
+    names = {option[2:]: option for option in sorted(options) if option.startswith("--")}
+    meant = (names[match] for arg in args if arg.startswith("--")
+             for match in difflib.get_close_matches(arg.split("=", 1)[0][2:], names, n=1, cutoff=0.75))
+    return " / ".join(dict.fromkeys(meant))
 
 
 def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequence[str] | None = None) -> NoReturn:

@@ -42,6 +42,8 @@ CASES = [
     # --- rl_baselines.train
     ("train-unknown-algo", TRAIN, ["--algo", "nope"], ["'nope'", "valid choices", "ppo2", "a2c"]),
     ("train-unknown-env", TRAIN, ["--env", "Nope-v0"], ["'Nope-v0'", "valid choices", "MobileRobotGymEnv-v0"]),
+    ("train-misspelt-flag", TRAIN, ["--env", "MobileRobotGymEnv-v0", "--srl-modle", "ground_truth"],
+     ["unrecognized arguments: --srl-modle ground_truth", "did you mean --srl-model?"]),
     ("train-unknown-srl-model", TRAIN, ["--env", "MobileRobotGymEnv-v0", "--srl-model", "vae"],
      ["'vae'", "valid choices", "ground_truth", "raw_pixels"]),
     ("train-joints-without-joints", TRAIN, [*GT, "-c", "--action-joints"], ["--action-joints", "MobileRobotGymEnv-v0"]),
@@ -374,7 +376,8 @@ CASES = [
 CATEGORIES = {
     "unknown name": [
         "srl-train-unknown-device", "evaluate-unknown-device",
-        "train-unknown-algo", "train-unknown-env", "train-unknown-srl-model", "train-hyperparam-unknown",
+        "train-unknown-algo", "train-misspelt-flag", "train-unknown-env", "train-unknown-srl-model",
+        "train-hyperparam-unknown",
         "pipeline-unknown-algo", "pipeline-unknown-flag", "search-unknown-algo", "search-unknown-optimizer",
         "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",

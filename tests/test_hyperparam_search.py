@@ -232,7 +232,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--n-startup-trials", "-1"], "argument --n-startup-trials: '-1' must be a non-negative integer"),
     (["--n-startup-trials", "1.5"], "argument --n-startup-trials: '1.5' must be a non-negative integer"),
     (["--env", "NoEnv-v0"], "unknown --env 'NoEnv-v0'"),
-    (["--n-trial", "3"], "train flags: unrecognized arguments: --n-trial"),
+    (["--n-trial", "3"], "unrecognized arguments: --n-trial 3 (neither hyperparam_search's flags nor train's; did you "
+                         "mean --n-trials?)"),
     (["--study-name", "a/b"], "--study-name 'a/b'"),
     (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
     (["--storage", "sqlite:////nonexistent_srl_toolbox_dir/x.db"], "the folder /nonexistent_srl_toolbox_dir does not exist"),

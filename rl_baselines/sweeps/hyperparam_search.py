@@ -65,7 +65,13 @@ from rl_baselines.sweeps.search_study import (
     sqlitePath,
 )
 from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, raiseTerminated, runWorkers
-from rl_baselines.sweeps.sweep import PATH_SETTINGS, canonicalPath, parseAlgoArgs, trainFlagProblem
+from rl_baselines.sweeps.sweep import (
+    PATH_SETTINGS,
+    canonicalPath,
+    parseAlgoArgs,
+    trainFlagProblem,
+    unknownTrainFlags,
+)
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import (
     CLIParser,
@@ -370,7 +376,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code: 0 when at least one trial of the study completed
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    args, train_argv = searchParser().parse_known_args(argv)
+    parser = searchParser()
+    args, train_argv = parser.parse_known_args(argv)
+    unknown = unknownTrainFlags([args.algo], train_argv, parser._option_string_actions, "hyperparam_search")
+    if unknown is not None:
+        raise UsageError(unknown)
     importOptuna()
     config, algo_class = prepare(vars(args), train_argv)
     study = createStudy(config)

@@ -14,7 +14,6 @@ Nothing here writes to disk: specs and checks are computed in this process.
 from __future__ import annotations
 
 import argparse
-import difflib
 import functools
 import hashlib
 import itertools
@@ -33,7 +32,7 @@ from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.train import baseParser, validate
 from rl_baselines.runs.train_config import TrainConfig, idleSettings
-from srl_toolbox.cli import UsageError
+from srl_toolbox.cli import UNRECOGNIZED, UsageError, flagsMeant
 from srl_toolbox.files import isInside
 
 RUN_ID_LENGTH = 10
@@ -129,11 +128,13 @@ def trainParser(algo: str) -> argparse.ArgumentParser:
     return installed_algorithms[algo][0].customArguments(baseParser())
 
 
-def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags: Iterable[str] = ()) -> str | None:
+def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags: Iterable[str] = (),
+                      command: str = "the sweep") -> str | None:
     """
     :param algos: the sweep's algorithms (those not installed are skipped: they are refused by name)
     :param train_args: the flags the sweep passes to every run (those it does not read itself)
     :param own_flags: the sweep's own option strings, offered beside train's as the flag meant
+    :param command: the sweep's name in the message
     :return: one line for the arguments that train takes with none of ``algos`` (``unrecognized arguments: --algos
         ppo2 (neither the sweep's flags nor train's; did you mean --algo?)``), None when it takes them all
     """
@@ -144,12 +145,10 @@ def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags
     unknown = [arg for arg in left[0] if all(arg in rest for rest in left[1:])]
     if not unknown:
         return None
-    options = {*own_flags, *(option for algo in known for option in trainParser(algo)._option_string_actions)}
-    names = {option.lstrip("-"): option for option in sorted(options) if option.startswith("--")}
-    meant = unique(names[match] for arg in unknown if arg.startswith("--")
-                   for match in difflib.get_close_matches(arg.split("=", 1)[0][2:], names, n=1, cutoff=0.75))
-    hint = f"; did you mean {' / '.join(meant)}?" if meant else ""
-    return f"unrecognized arguments: {' '.join(unknown)} (neither the sweep's flags nor train's{hint})"
+    options = [*own_flags, *(option for algo in known for option in trainParser(algo)._option_string_actions)]
+    meant = flagsMeant(unknown, options)
+    hint = f"; did you mean {meant}?" if meant else ""
+    return f"{UNRECOGNIZED}{' '.join(unknown)} (neither {command}'s flags nor train's{hint})"
 
 
 @functools.cache
