@@ -30,17 +30,22 @@ BASE = ["--env", ENV, "--srl-model", "ground_truth", "--no-progress", "--n-trial
 
 @pytest.mark.parametrize("argv, message", [
     (["--num-timesteps", "300", "--hyperparam", "n_steps:512"],
-     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than --num-timesteps 300"),
+     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than half of --num-timesteps 300"),
     (["--num-timesteps", "300", "--num-cpu", "2", "--hyperparam", "n_steps:200"],
-     "n_steps 200 x 2 env(s) (--num-cpu) = 400 steps before the first update, more than --num-timesteps 300"),
+     "n_steps 200 x 2 env(s) (--num-cpu) = 400 steps before the first update, more than half of --num-timesteps 300"),
     (["--algo", "ppo1", "--num-timesteps", "300", "--hyperparam", "timesteps_per_actorbatch:512"],
-     "timesteps_per_actorbatch 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than "
+     "timesteps_per_actorbatch 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than half of "
      "--num-timesteps 300"),
     (["--algo", "ppo1", "--num-timesteps", "300", "--num-workers", "2", "--hyperparam",
       "timesteps_per_actorbatch:200"],
      "timesteps_per_actorbatch 200 x 2 env(s) (--num-cpu x ppo1's processes) = 400 steps before the first update"),
     (["--algo", "sac", "-c", "--num-timesteps", "300", "--hyperparam", "learning_starts:300"],
      "learning_starts 300 is not below --num-timesteps 300: no trial would learn"),
+    # one rollout fits, but not two: every episode scored would come before the first update (all trials alike)
+    (["--num-timesteps", "1000", "--hyperparam", "n_steps:955"],
+     "n_steps 955 x 1 env(s) (--num-cpu) = 955 steps before the first update, more than half of --num-timesteps 1000: "
+     "every trial would be scored on episodes before its first update; give n_steps at most 500 or --num-timesteps "
+     "at least 1910"),
     (["--algo", "sac", "-c", "--num-timesteps", "100"],
      "--num-timesteps 100: every learning_starts the search space of sac offers (100..10000) is at or above it"),
 ])
@@ -55,7 +60,7 @@ def test_a_fixed_hyperparameter_no_trial_could_learn_with_is_refused(tmp_path, a
 
 @pytest.mark.parametrize("argv, message", [
     (["--num-timesteps", "300", "--n-steps", "512"],
-     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than --num-timesteps 300"),
+     "n_steps 512 x 1 env(s) (--num-cpu) = 512 steps before the first update, more than half of --num-timesteps 300"),
     (["--algo", "ppo1", "--num-timesteps", "300", "--timesteps-per-actorbatch", "400"],
      "timesteps_per_actorbatch 400 x 1 env(s) (--num-cpu) = 400 steps before the first update"),
     (["--algo", "sac", "-c", "--num-timesteps", "300", "--learning-starts", "400"],
@@ -342,8 +347,12 @@ def test_a_sampled_ppo1_batch_past_the_budget_prunes_its_trial_before_it_starts(
     config, _ = hyperparam_search.prepare(vars(args), train_argv)
     assert config.run_envs == 2
     assert search_study.trialParams({"timesteps_per_actorbatch": 1878}, config)[1] == (
-        "timesteps_per_actorbatch 1878 x 2 env(s): the first update comes after 3756 steps, past --num-timesteps 600")
-    assert search_study.trialParams({"timesteps_per_actorbatch": 300}, config)[1] is None
+        "timesteps_per_actorbatch 1878 x 2 env(s): the first update comes after 3756 steps, past half of "
+        "--num-timesteps 600")
+    assert search_study.trialParams({"timesteps_per_actorbatch": 300}, config)[1] == (  # one rollout fits, not two
+        "timesteps_per_actorbatch 300 x 2 env(s): the first update comes after 600 steps, past half of --num-timesteps "
+        "600")
+    assert search_study.trialParams({"timesteps_per_actorbatch": 150}, config)[1] is None
     # (with every trial pruned so, the summary says what to fix)
     study = optuna.create_study(direction="maximize")
     study.enqueue_trial({})
@@ -354,10 +363,10 @@ def test_a_sampled_ppo1_batch_past_the_budget_prunes_its_trial_before_it_starts(
     assert hyperparam_search._finish(study, config, None, progress, 0, False) == 1
     assert "fix timesteps_per_actorbatch with --hyperparam timesteps_per_actorbatch:N" in capsys.readouterr().err
     # trials pruned for both causes are counted by cause, each cause's advice given
-    past, refused = "n_steps 700 x 1 env(s): the first update comes after 700 steps, past --num-timesteps 600", \
+    past, refused = "n_steps 700 x 1 env(s): the first update comes after 700 steps, past half of --num-timesteps 600", \
         "batch_size 32 leaves a last minibatch of 1 sample of the n_steps 65 x --num-cpu 1 = 65 per rollout"
     assert hyperparam_search._prunedBeforeStartText([past, refused, refused], 600) == (
         "No completed trial, so no best hyperparameters: every trial was pruned before it started, 1 for a first "
-        f"rollout past --num-timesteps 600, 2 for sampled values train refuses (the last: {refused}); give a larger "
-        "budget, or fix n_steps with --hyperparam n_steps:N; fix batch_size with --hyperparam batch_size:N (a value "
+        f"rollout past half of --num-timesteps 600, 2 for sampled values train refuses (the last: {refused}); give a "
+        "larger budget, or fix n_steps with --hyperparam n_steps:N; fix batch_size with --hyperparam batch_size:N (a value "
         "train accepts)")

@@ -53,6 +53,7 @@ from rl_baselines.sweeps.search_study import (
     PRUNERS,
     ROLLOUT_PAST,
     ROLLOUT_STEPS,
+    ROLLOUTS_IN_BUDGET,
     SearchConfig,
     checkSpace,
     createStudy,
@@ -280,17 +281,19 @@ def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, run_envs: int, bud
     :param num_cpu: each trial's envs per process (--num-cpu)
     :param run_envs: each trial's envs in all (ppo1's processes times --num-cpu)
     :param budget: --num-timesteps
-    :raises UsageError: no trial could learn within the budget: a fixed ``n_steps`` (ppo1's
-        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past it, or a fixed ``learning_starts`` at
-        or above it (a searched range of either is cut to the budget: :func:`fitSpaceToBudget`)
+    :raises UsageError: no trial could be scored after learning within the budget: a fixed ``n_steps`` (ppo1's
+        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past half of it (:func:`rolloutPastBudget`), or
+        a fixed ``learning_starts`` at or above it (a searched range of either is cut to the budget: :func:`fitSpaceToBudget`)
     """
     for name in ROLLOUT_STEPS:
         rollout = rolloutPastBudget(fixed.get(name), run_envs, budget)
         if rollout is not None:
             envs = "--num-cpu" if run_envs == num_cpu else "--num-cpu x ppo1's processes"
             raise UsageError(f"{name} {fixed[name]} x {run_envs} env(s) ({envs}) = {rollout} steps before the "
-                             f"first update, more than --num-timesteps {budget}: no trial would learn; give a smaller "
-                             f"{name} or a larger --num-timesteps")
+                             f"first update, more than half of --num-timesteps {budget}: every trial would be scored "
+                             f"on episodes before its first update; give {name} at most "
+                             f"{budget // (ROLLOUTS_IN_BUDGET * run_envs)} or --num-timesteps at least "
+                             f"{ROLLOUTS_IN_BUDGET * rollout}")
     learning_starts = fixed.get("learning_starts")
     if isinstance(learning_starts, (int, float)) and learning_starts >= budget:
         raise UsageError(f"learning_starts {learning_starts} is not below --num-timesteps {budget}: no trial would "
@@ -360,7 +363,7 @@ def _prunedBeforeStartText(reasons: list[str], budget: int) -> str:
     counts, advice = [], []
     if past:
         name = past[-1].split()[0]
-        counts.append(f"{len(past)} for a first rollout past --num-timesteps {budget}")
+        counts.append(f"{len(past)} for a first rollout past half of --num-timesteps {budget}")
         advice.append(f"give a larger budget, or fix {name} with --hyperparam {name}:N")
     if refused:
         name = refused[-1].split()[0]

@@ -149,7 +149,8 @@ def checkSpace(algo: str, space: Any) -> None:
 # The hyperparameters that are an on-policy learner's steps per env between two updates (ppo1's the steps of each of
 # its processes' envs): a trial whose first rollout passes the budget cannot learn within it
 ROLLOUT_STEPS = ("n_steps", "timesteps_per_actorbatch")
-# The rollouts a searched ROLLOUT_STEPS leaves room for within a trial's budget (:func:`fitSpaceToBudget`)
+# The rollouts a trial's budget must hold (a searched ROLLOUT_STEPS is cut to fit: :func:`fitSpaceToBudget`; a fixed
+# one that does not fit is refused): with fewer, every episode scored would come before the first update
 ROLLOUTS_IN_BUDGET = 2
 
 
@@ -158,12 +159,13 @@ def rolloutPastBudget(n_steps: Any, num_envs: int, budget: int) -> int | None:
     :param n_steps: an on-policy trial's steps per env before each update (absent: None)
     :param num_envs: its envs (--num-cpu)
     :param budget: its env steps (--num-timesteps)
-    :return: the steps of its first rollout (n_steps x envs) when they pass the budget (no update within it), else None
+    :return: the steps of its first rollout (n_steps x envs) when the budget holds fewer than
+        :data:`ROLLOUTS_IN_BUDGET` of them (the trial would be scored on episodes before its first update), else None
     """
     if isinstance(n_steps, bool) or not isinstance(n_steps, (int, float)):
         return None
     rollout = int(n_steps) * num_envs
-    return rollout if rollout > budget else None
+    return rollout if rollout * ROLLOUTS_IN_BUDGET > budget else None
 
 
 def _cutTo(spec: tuple, limit: int) -> tuple | None:
@@ -312,7 +314,7 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
         rollout = rolloutPastBudget(params.get(name), envs, config.num_timesteps)
         if rollout is not None:
             return params, (f"{name} {params[name]} x {envs} env(s): {ROLLOUT_PAST} {rollout} steps, "
-                            f"past --num-timesteps {config.num_timesteps}")
+                            f"past half of --num-timesteps {config.num_timesteps}")
     merged = {**config.rollout_hyperparams, **params}
     if "batch_size" in params and isinstance(merged.get("n_steps"), int):
         params["batch_size"] = min(params["batch_size"], merged["n_steps"] * config.num_cpu)
