@@ -376,6 +376,28 @@ def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
     assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)
 
 
+def test_qrdqn_searches_n_quantiles_as_rl_zoo_does_and_a_trial_s_value_reaches_its_policy(tmp_path):
+    """RL Zoo's sample_qrdqn_params samples n_quantiles (5 to 200) into policy_kwargs; here up to 180, so that the
+    quantile loss at the largest batch (256) stays under glibc's mmap threshold (rl_baselines.rl_algorithm.qrdqn)."""
+    argv = ["--algo", "qrdqn", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "200",
+            "--log-dir", str(tmp_path)]
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
+    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.space["n_quantiles"] == (int, (5, 180))
+    assert max(config.space["batch_size"][1]) * 180 ** 2 * 4 <= 32 * 2 ** 20  # (float32 bytes of a loss tensor)
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    sampled = suggestParams(trial, config.space)
+    assert isinstance(sampled["n_quantiles"], int) and 5 <= sampled["n_quantiles"] <= 180
+    # the trial's train command (learning_starts above the budget: no update) builds the policy with that value
+    params = {**sampled, "learning_starts": 1000}
+    command = TrialObjective(config).trainCommand(str(tmp_path / "runs"), 0, params)
+    run_dir = trainHere(*command[3:])
+    model = algo_class.load(os.path.join(run_dir, "qrdqn_model.zip")).model
+    assert model.policy.n_quantiles == model.policy_kwargs["n_quantiles"] == sampled["n_quantiles"]
+    with open(os.path.join(run_dir, "hyperparams.yaml")) as handle:
+        assert yaml.safe_load(handle)["n_quantiles"] == sampled["n_quantiles"]
+
+
 def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_trains(tmp_path, capsys):
     """ppo2 collects n_steps x envs before its first update, whatever --num-timesteps is: such a trial would train
     past the budget and be compared with trials that stopped at it, so it is pruned, saying why, and nothing runs."""

@@ -269,10 +269,12 @@ def test_ppo_value_clipping_and_target_kl_reach_the_library(algo: str) -> None:
     (["--algo", "sac", "-c", "--hyperparam", "batch_size:0"], ["'batch_size'", ">= 1", "got 0"]),
     (["--algo", "td3", "-c", "--learning-rate", "-0.1"], ["--learning-rate", "'learning_rate'", "> 0"]),
     (["--algo", "qrdqn", "--hyperparam", "exploration_fraction:1.5"], ["'exploration_fraction'", "[0, 1]"]),
+    (["--algo", "qrdqn", "--hyperparam", "n_quantiles:1.5"], ["'n_quantiles'", "int", "'1.5'"]),
+    (["--algo", "qrdqn", "--n-quantiles", "0"], ["--n-quantiles", "'n_quantiles'", ">= 1"]),
     (["--algo", "ppo_lstm", "--hyperparam", "activation_fn:gelu"], ["'activation_fn'", "tanh, relu", "'gelu'"]),
     (["--algo", "her", "-c", "--hyperparam", "tau:2"], ["'tau'", "[0, 1]", "2.0"]),
 ], ids=["ppo2-hyperparam", "ppo2-clip-range-vf", "ppo2-target-kl", "a2c-flag", "trpo-flag", "sac-hyperparam",
-        "td3-flag", "qrdqn-hyperparam", "ppo_lstm-choice", "her-learner"])
+        "td3-flag", "qrdqn-hyperparam", "qrdqn-quantiles-type", "qrdqn-quantiles-flag", "ppo_lstm-choice", "her-learner"])
 def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written(tmp_path, argv, words) -> None:
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, "--num-timesteps", "64", *argv, "--log-dir", str(tmp_path), "--no-vis"])  # (short if accepted)

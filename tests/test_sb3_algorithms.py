@@ -1,6 +1,7 @@
 """The algorithms wrapped from Stable-Baselines3 and sb3-contrib (trpo, qrdqn, ddpg, td3, sac, tqc, ppo_lstm): each
 trains through the command line and writes its run folder, round-trips through save/load, refuses an action type it
-lacks; td3 continues a saved model; ppo_lstm carries one LSTM state per env and resets it at episode ends."""
+lacks; td3 continues a saved model, qrdqn one of the same n_quantiles; ppo_lstm carries one LSTM state per env and
+resets it at episode ends."""
 from __future__ import annotations
 
 import os
@@ -20,6 +21,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
+from rl_baselines.rl_algorithm.qrdqn import QRDQNModel
 from rl_baselines.runs.train import baseParser, main
 from srl_toolbox.cli import UsageError
 
@@ -41,7 +43,7 @@ SQUASHED_GAUSSIAN = {"sac", "tqc"}
 
 RUNS = [
     ("trpo", GT + ON_POLICY_SHORT),
-    ("qrdqn", GT + EARLY),
+    ("qrdqn", GT + [*EARLY, "n_quantiles:16"]),
     ("ddpg", GT + ["-c", "--noise-type", "normal"] + EARLY),
     ("tqc", GT + ["-c", "--batch-size", "32"] + EARLY),
     # two envs, each with its own LSTM state (512 steps: each env ends an episode)
@@ -77,6 +79,9 @@ def test_train_writes_run_folder(tmp_path, algo, args):
         assert float(model.ent_coef) == 0.05 and model.batch_size == 16 and model.buffer_size == 300
     if algo == "ddpg":
         assert type(model.action_noise).__name__ == "NormalActionNoise"
+    if algo == "qrdqn":  # a keyword of its policy, recorded as the run's other hyperparameters
+        assert model.policy.n_quantiles == model.policy_kwargs["n_quantiles"] == 16
+        assert yaml.safe_load(open(RunFolder(run_dir).hyperparams_file))["n_quantiles"] == 16
 
 
 def test_td3_continues_a_saved_model(tmp_path):
@@ -100,6 +105,30 @@ def test_td3_continues_a_saved_model(tmp_path):
     # the run's hyperparams.yaml records what the continued model trained with (it gave td3's default batch size)
     recorded = yaml.safe_load(open(RunFolder(runFolder(result)).hyperparams_file))
     assert recorded["batch_size"] == 64 and recorded["noise_std"] == 0.3
+
+
+def test_qrdqn_n_quantiles_reaches_the_policy_and_a_continued_model_keeps_its_own(tmp_path):
+    kwargs = QRDQNModel.makeModelKwargs(None, {"batch_size": 32, "n_quantiles": 50}, env=None)
+    assert kwargs == {"batch_size": 32, "policy_kwargs": {"n_quantiles": 50}}
+    first_dir = runFolder(runTrain("--algo", "qrdqn", *GT, "--num-timesteps", "64", "--n-quantiles", "8",
+                                   "--log-dir", tmp_path / "first"))
+    saved = os.path.join(first_dir, "qrdqn_model.zip")
+    assert _loadModel(first_dir, "qrdqn").model.policy.n_quantiles == 8
+    # another value: one line before anything is written (SB3 would fail on the quantile layer's weights)
+    for flags, source in ((["--n-quantiles", "9"], "(--n-quantiles)"),
+                          (["--hyperparam", "n_quantiles:200"], "(--hyperparam-file/--hyperparam)")):
+        result = runModule("rl_baselines.train", *GT, "--algo", "qrdqn", "--num-timesteps", "64", *flags,
+                           "--load-rl-model-path", saved, "--log-dir", tmp_path / "second", "--no-vis")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        assert result.stderr.strip().splitlines() == [
+            f"error: n_quantiles {flags[1].split(':')[-1]} {source}: {saved} has a quantile network of n_quantiles 8, "
+            "whose layers cannot change size; valid: 8, or leave it out"]
+        assert not (tmp_path / "second").exists()
+    # the same value continues it, its saved policy keywords (the optimiser's) kept
+    continued = _loadModel(runFolder(runTrain("--algo", "qrdqn", *GT, "--num-timesteps", "64", "--n-quantiles", "8",
+                                              "--load-rl-model-path", saved, "--log-dir", tmp_path / "second")),
+                           "qrdqn").model
+    assert continued.policy.n_quantiles == 8 and continued.policy_kwargs["optimizer_kwargs"] == {"eps": 0.01 / 32}
 
 
 @pytest.fixture()
