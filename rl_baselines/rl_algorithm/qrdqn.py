@@ -13,9 +13,7 @@ from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperp
 
 # The search range of n_quantiles: the RL Zoo's (5, 200) up to 180. The loss builds batch_size x n_quantiles x
 # n_quantiles float32 tensors; at the search's largest batch (256) more than 181 quantiles make each over 32 MiB,
-# glibc's largest mmap threshold, so every one is a fresh kernel-zeroed mapping: measured on 2 cores, a gradient step
-# at batch 256 took 0.12-0.15 s with 180 quantiles (about 6x the default's 0.02 s, batch 32 and 200 quantiles) and
-# 0.4-0.6 s with 200 (20-30x, mostly system time).
+# glibc's largest mmap threshold, so every one is a fresh kernel-zeroed mapping (the cost: README, qrdqn's row).
 N_QUANTILES_SEARCH = (5, 180)
 
 
