@@ -529,11 +529,13 @@ def distinctStems(stems: Mapping[str, str], ends: Sequence[str] = ("",)) -> dict
     """
     File names that two things written by one call (runs, methods) never share. A thing's files are its stem followed
     by each of ``ends`` (their common extension left out). A thing keeps its stem unless one of its files would have
-    the name of another thing's file; then each thing of the clash gets ``_`` and the first 8 hexadecimal digits of
-    the SHA-1 of its identity appended to its stem (all 40 in the unlikely case that 8 still clash).
+    the name of another thing's file, compared without case (``A_run`` and ``a_run`` are one file on a
+    case-insensitive file system: macOS's and Windows' defaults); then each thing of the clash gets ``_`` and the
+    first 8 hexadecimal digits of the SHA-1 of its identity appended to its stem (all 40 in the unlikely case that 8
+    still clash). Stems keep their case.
 
     Invariants: without a clash every stem is returned unchanged; a suffix depends on its thing's identity alone, so a
-    thing keeps its name from call to call while the same things clash; the names returned are distinct.
+    thing keeps its name from call to call while the same things clash; the names returned are distinct, case aside.
 
     :param stems: each thing's identity (e.g. a run's path below the folder searched) -> the stem of its files
     :param ends: what follows the stem in each of a thing's files (e.g. ``("", "_evaluation")``)
@@ -544,7 +546,7 @@ def distinctStems(stems: Mapping[str, str], ends: Sequence[str] = ("",)) -> dict
         owners: dict[str, set[str]] = {}
         for identity, stem in named.items():
             for end in ends:
-                owners.setdefault(stem + end, set()).add(identity)
+                owners.setdefault((stem + end).casefold(), set()).add(identity)
         return sorted({identity for names in owners.values() if len(names) > 1 for identity in names})
 
     result = dict(stems)

@@ -259,3 +259,23 @@ def test_a_png_is_titled_with_its_runs_path_as_its_visdom_windows_are(tmp_path, 
     lines = plots._titleLines(long_title).split("\n")
     assert len(lines) > 1 and all(len(line) <= plots.TITLE_WIDTH for line in lines)
     assert "".join(lines).replace(" ", "") == long_title.replace(" ", "")
+
+
+def test_names_that_differ_only_in_case_clash(tmp_path) -> None:
+    """distinctStems compared names with their case, so ``A/run`` and ``a/run`` kept ``A_run.png`` and ``a_run.png``:
+    one file on a case-insensitive file system (macOS's, Windows' default), the second run's PNG over the first's. The
+    clash is now found without case, and the names keep theirs."""
+    def digest(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+    assert distinctStems({"A/run": "A_run", "a/run": "a_run", "b": "b"}) == {
+        "A/run": f"A_run_{digest('A/run')}", "a/run": f"a_run_{digest('a/run')}", "b": "b"}
+    assert distinctStems({"E": "E", "e_Evaluation": "e_Evaluation"}, ends=("", "_evaluation")) == {
+        "E": f"E_{digest('E')}", "e_Evaluation": f"e_Evaluation_{digest('e_Evaluation')}"}
+    root, out = tmp_path / "logs", tmp_path / "out"
+    for path in ("A/run", "a/run", "c/run"):
+        writeRun(str(root / path), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    assert main(["-i", str(root), "--output-dir", str(out)]) == 0
+    assert sorted(os.listdir(out)) == sorted([f"A_run_{digest('A/run')}.png", f"a_run_{digest('a/run')}.png",
+                                              "c_run.png"])
+

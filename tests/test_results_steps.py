@@ -354,3 +354,19 @@ def test_group_by_reads_an_older_args_json_as_the_run_applied_it(tmp_path):
     methods = {tuple(row[name] for name in ("env", "algo", *group_by)) for row in rows}
     assert len(methods) == 3, methods
     assert all(row["runs"] == "2" for row in rows), rows
+
+
+def test_envs_whose_names_differ_only_in_case_get_figures_of_their_own(tmp_path):
+    """aggregate_plots compared file names with their case: envs ``Case-v0`` and ``case-v0`` wrote ``t_Case-v0.png``
+    and ``t_case-v0.png``, one file on a case-insensitive file system. Each now gets a digest; names keep their
+    case."""
+    def digest(identity: str) -> str:
+        return hashlib.sha1(identity.encode()).hexdigest()[:8]
+
+    for index, env in enumerate(("Case-v0", "case-v0", "Other-v0")):
+        _fakeRun(tmp_path / "envs" / str(index), [[float(index)]], env=env)
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "envs", "-o", tmp_path / "e" / "t")
+    assert result.returncode == 0, result.stderr
+    assert sorted(name for name in os.listdir(tmp_path / "e") if name.endswith(".png")) == sorted(
+        [f"t_{env}_{digest(env)}.png" for env in ("Case-v0", "case-v0")] + ["t_Other-v0.png"])
+
