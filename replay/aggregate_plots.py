@@ -182,16 +182,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members], EVALUATION_Y_LABEL)
             print(f"{env} {label}: {plural(len(members), 'run')}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
+    # a figure whose name got a digest (envs named alike) says which env it is
+    which = {env: "" if stem == f"{prefix}_{safeName(env)}" else f" ({env})" for env, stem in figure_stems.items()}
     for env, curves in by_env.items():
         png_path = f"{figure_stems[env]}.png"
         plotCurves(png_path, curves, env, x_label, y_label=curvesYLabel(TRAINING_Y_LABEL, args.episode_window),
                    order=methods[env])
-        print(f"Plot: {png_path}")
+        print(f"Plot: {png_path}{which[env]}")
     for env, curves in evaluations_by_env.items():
         png_path = f"{figure_stems[env]}_evaluation.png"
         plotCurves(png_path, curves, f"{env} (deterministic evaluations)", "timesteps", y_label=EVALUATION_Y_LABEL,
                    order=methods[env])  # each method in its training figure's colour
-        print(f"Evaluation plot: {png_path}")
+        print(f"Evaluation plot: {png_path}{which[env]}")
     return 0
 
 

@@ -30,7 +30,7 @@ import re
 import sys
 import urllib.parse
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -341,13 +341,32 @@ def outputPaths(run_dirs: Sequence[str], root: str, output_dir: str | None) -> d
     """
     if output_dir is None:
         return {run_dir: os.path.join(run_dir, PNG_NAME) for run_dir in run_dirs}
+    stems = _plainStems(run_dirs, root)
+    distinct = distinctStems(dict(stems.values()))
+    return {run_dir: os.path.join(output_dir, f"{distinct[identity]}.png") for run_dir, (identity, _) in stems.items()}
+
+
+def _plainStems(run_dirs: Sequence[str], root: str) -> dict[str, tuple[str, str]]:
+    """
+    :param run_dirs: the run folders found below (or at) ``root``
+    :param root: the folder given with ``-i``
+    :return: each run -> (its identity, its path below ``root`` with ``/``; the stem of its PNG before any digest:
+        that path with ``/`` made ``_``, or the folder's name when ``root`` is the run)
+    """
     relatives = {run_dir: os.path.relpath(run_dir, root) for run_dir in run_dirs}
-    stems = {relative.replace(os.sep, "/"): (os.path.basename(os.path.abspath(run_dir)) if relative == "."
-                                             else relative.replace(os.sep, "_"))
-             for run_dir, relative in relatives.items()}
-    distinct = distinctStems(stems)
-    return {run_dir: os.path.join(output_dir, f"{distinct[relative.replace(os.sep, '/')]}.png")
+    return {run_dir: (relative.replace(os.sep, "/"), os.path.basename(os.path.abspath(run_dir)) if relative == "."
+                      else relative.replace(os.sep, "_"))
             for run_dir, relative in relatives.items()}
+
+
+def digestNamed(png_paths: Mapping[str, str], root: str) -> set[str]:
+    """
+    :param png_paths: each run's PNG (:func:`outputPaths` with ``--output-dir``)
+    :param root: the folder given with ``-i``
+    :return: the runs whose PNG name got a digest appended (its name alone no longer says which run it is)
+    """
+    return {run_dir for run_dir, (_, stem) in _plainStems(list(png_paths), root).items()
+            if os.path.basename(png_paths[run_dir]) != f"{stem}.png"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -383,6 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}, nor evaluations "
                          f"(evaluations.npz)")
     png_paths = outputPaths(run_dirs, args.input, args.output_dir)  # distinct: one per run
+    renamed = digestNamed(png_paths, args.input) if args.output_dir is not None else set()
     checkOutputFiles([png_paths[run_dir] for run_dir, _, _ in loaded],
                      "--output-dir" if args.output_dir is not None else "-i (the run folder)")
     for run_dir in empty:
@@ -398,7 +418,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = plotRun(episodes, window, png_paths[run_dir], title=title, evaluations=evaluations)
         if visdom is not None:  # the PNG's title: folders of the same name are told apart by their paths
             visdom.send(visdomRunId(run_dir, args.input), episodes, window, title, evaluations)
-        tqdm.write(f"{path}  ({runSummary(run_dir, episodes, evaluations)})")
+        who = f"{runName(run_dir)}: " if run_dir in renamed else ""  # a digest in the name: say which run it is
+        tqdm.write(f"{path}  ({who}{runSummary(run_dir, episodes, evaluations)})")
     if visdom is not None and visdom.enabled:
         print(f"visdom: environment {args.vis_env!r} at http://127.0.0.1:{args.port}/env/"
               f"{urllib.parse.quote(args.vis_env, safe='')}")

@@ -279,3 +279,20 @@ def test_names_that_differ_only_in_case_clash(tmp_path) -> None:
     assert sorted(os.listdir(out)) == sorted([f"A_run_{digest('A/run')}.png", f"a_run_{digest('a/run')}.png",
                                               "c_run.png"])
 
+
+def test_the_line_of_a_png_named_with_a_digest_names_its_run(tmp_path, capsys) -> None:
+    """The line printed for each PNG was ``<png>  (<episodes>)``: for ``a_b_run_<digest>.png`` nothing said which of
+    ``a/b/run`` and ``a_b/run`` it was. Such a line now names its run; a PNG named plainly prints as before."""
+    def digest(text: str) -> str:
+        return hashlib.sha1(text.encode()).hexdigest()[:8]
+
+    root, out = tmp_path / "logs", tmp_path / "out"
+    for path in ("a/b/run", "a_b/run", "c/run"):
+        writeRun(str(root / path), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    capsys.readouterr()
+    assert main(["-i", str(root), "--output-dir", str(out)]) == 0
+    lines = dict(line.split("  (", 1) for line in capsys.readouterr().out.splitlines())
+    for path in ("a/b/run", "a_b/run"):
+        name = str(out / f"a_b_run_{digest(path)}.png")
+        assert lines[name].startswith(f"{os.path.normpath(root / path)}: 2 episodes"), lines
+    assert lines[str(out / "c_run.png")].startswith("2 episodes"), lines  # its name says which run it is

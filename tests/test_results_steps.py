@@ -370,3 +370,18 @@ def test_envs_whose_names_differ_only_in_case_get_figures_of_their_own(tmp_path)
     assert sorted(name for name in os.listdir(tmp_path / "e") if name.endswith(".png")) == sorted(
         [f"t_{env}_{digest(env)}.png" for env in ("Case-v0", "case-v0")] + ["t_Other-v0.png"])
 
+
+def test_the_plot_line_of_a_figure_named_with_a_digest_names_its_env(tmp_path):
+    """``Plot: t_My_Env-v0_<digest>.png`` did not say which of envs ``My/Env-v0`` and ``My_Env-v0`` it drew. Such a
+    line now names its env; a figure named plainly prints as before."""
+    def digest(identity: str) -> str:
+        return hashlib.sha1(identity.encode()).hexdigest()[:8]
+
+    for index, env in enumerate(("My/Env-v0", "My_Env-v0", "Other-v0")):
+        _fakeRun(tmp_path / "envs" / str(index), [[float(index)]], env=env)
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "envs", "-o", tmp_path / "e" / "t")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for env in ("My/Env-v0", "My_Env-v0"):
+        assert f"Plot: {tmp_path / 'e' / f't_My_Env-v0_{digest(env)}.png'} ({env})" in lines, lines
+    assert f"Plot: {tmp_path / 'e' / 't_Other-v0.png'}" in lines, lines
