@@ -481,6 +481,34 @@ def test_make_env_refuses_env_kwargs_the_agent_cannot_act_on(apiRun, monkeypatch
         env.close()
 
 
+def test_make_env_refuses_a_keyword_the_env_does_not_take_before_building_it(apiRun, monkeypatch) -> None:
+    """A keyword the env's constructor does not take (a typo: ``rendres``) was a TypeError from deep in the env's
+    constructor, and with ``num_envs=2`` a ConnectionResetError after the subprocesses' tracebacks; ``env_kwargs``
+    given as a string a TypeError. Both are now one-line ValueErrors, before any env is built, listing the keywords
+    the env takes; an env whose constructors all take ``**kwargs`` is not second-guessed."""
+    run = api.loadRun(apiRun[0].run_dir)
+    class Built(Exception):
+        pass
+
+    def building(*args: object, **kwargs: object) -> None:
+        raise Built()
+
+    monkeypatch.setattr(loaded_run, "makeEnv", building)
+    with pytest.raises(ValueError, match=r"^env_kwargs: MobileRobotGymEnv-v0 takes no keyword 'rendres'; valid "
+                                         r"keywords: .*\brender_mode, render_size, renderer, renders\b"):
+        run.makeEnv(num_envs=2, env_kwargs={"rendres": True})
+    with pytest.raises(ValueError, match=r"^env_kwargs 'renders' must be a mapping of env constructor keywords"):
+        run.makeEnv(env_kwargs="renders")
+
+    class Open:  # a plugin env whose every constructor passes unknown keywords on
+        def __init__(self, size: int = 1, **kwargs: object) -> None:
+            pass
+
+    monkeypatch.setattr(loaded_run, "getEnvClass", lambda _env: Open)
+    with pytest.raises(Built):  # passed the check: the env is built
+        run.makeEnv(env_kwargs={"anything": 1})
+
+
 def test_the_first_load_run_of_a_process_leaves_pythons_random_state(apiRun) -> None:
     # the API's first use imported rich (through SB3's progress bar), which draws from random at import time
     code = ("import random, rl_baselines as rl; random.seed(42); rl.loadRun(__import__('sys').argv[1]); "

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import inspect
 import numbers
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
-from environments import registered_env
+from environments import getEnvClass, registered_env
 from environments.registry import envChoicesText
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.checkpointing import Checkpoint, DamagedCheckpointError, checkModelFile, checkpointFolders
@@ -169,11 +171,14 @@ class LoadedRun:
         :param env_kwargs: env constructor keywords over the run's own (e.g. ``{"render_mode": "rgb_array"}``); they
             must leave the agent's observation and action spaces as they are (shapes and choices; bounds aside)
         :return: a VecEnv; close it after use
-        :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1, the SRL model
-            cannot be loaded, the saved normalisation does not fit, or ``env_kwargs`` change the observation or action
-            space or leave out the run's normalisation (the env built is closed)
+        :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1, ``env_kwargs``
+            not a mapping or naming a keyword the env's constructor does not take (before any env is built: with
+            ``num_envs`` > 1 a subprocess's error would end in ``ConnectionResetError``), the SRL model cannot be
+            loaded, the saved normalisation does not fit, or ``env_kwargs`` change the observation or action space or
+            leave out the run's normalisation (the env built is closed)
         """
         num_envs, seed = checkEnvsAndSeed(num_envs, seed)
+        checkEnvKeywords(self.args.env, env_kwargs)
 
         settings = self.settings.replace(seed=seed, num_cpu=num_envs, srl_model_path=self.srl_model_path,
                                                   monitor_dir=None)
@@ -204,6 +209,36 @@ class LoadedRun:
         if os.path.isfile(normalisation) and findVecNormalize(env) is None:
             raise ValueError(f"env_kwargs {env_kwargs!r} leave out the run's observation normalisation "
                              f"({normalisation}): the agent acts on normalised observations")
+
+
+def checkEnvKeywords(env_id: str, env_kwargs: Any) -> None:
+    """
+    :param env_id: the run's env (registered)
+    :param env_kwargs: keywords given over the run's own: None or a mapping of names the env's constructor takes (the
+        named parameters of its class and its bases' down to the first whose ``__init__`` takes no ``**kwargs``; a
+        chain of ``**kwargs`` to the end accepts any name)
+    :raises ValueError: not a mapping of names, or a name the constructor does not take, listing those it does
+    """
+    if env_kwargs is None:
+        return
+    if not isinstance(env_kwargs, Mapping) or not all(isinstance(name, str) for name in env_kwargs):
+        raise ValueError(f"env_kwargs {env_kwargs!r} must be a mapping of env constructor keywords, e.g. "
+                         "{'render_mode': 'rgb_array'}")
+    names: set[str] = set()
+    for klass in getEnvClass(env_id).__mro__:
+        if "__init__" not in vars(klass) or klass is object:
+            continue
+        parameters = list(inspect.signature(vars(klass)["__init__"]).parameters.values())[1:]  # (self)
+        names |= {parameter.name for parameter in parameters
+                  if parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD)}
+        if not any(parameter.kind is parameter.VAR_KEYWORD for parameter in parameters):
+            break  # this constructor takes no other keyword
+    else:
+        return
+    unknown = [name for name in env_kwargs if name not in names]
+    if unknown:
+        raise ValueError(f"env_kwargs: {env_id} takes no keyword {', '.join(map(repr, unknown))}; valid keywords: "
+                         f"{', '.join(sorted(names))}")
 
 
 def checkpointChoice(checkpoint: Any) -> int | str | None:
