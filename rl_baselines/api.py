@@ -332,7 +332,7 @@ def _callerThreads() -> int:
     return min(torch.get_num_threads(), maxThreads())
 
 
-def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | None = None,
+def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: str | os.PathLike | None = None,
             checkpoint: int | str | None = None) -> LoadedRun:
     """
     Load the agent of a run folder, as ``python -m replay.enjoy_baselines`` does.
@@ -355,6 +355,7 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
 
     if not isinstance(run_dir, (str, os.PathLike)):
         raise UsageError(f"run_dir {run_dir!r} must be a run folder's path")
+    _checkKinds(("srl_model_path", srl_model_path, (str, os.PathLike), "an SRL model folder's path (or None)"),)
     try:
         with _callerSettings():  # (SB3's load seeds the global generators with the run's seed)
             return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir", checkpoint=checkpoint)

@@ -89,6 +89,8 @@ def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
         (lambda: api.trainAgent(str(log_dir)), "must be a RunConfig from makeConfig"),
         (lambda: api.evaluateAgent(None), "run None must be a run folder's path, a LoadedRun or a TrainResult"),
         (lambda: api.loadRun(None), "run_dir None must be a run folder's path"),
+        # (it was "<run>/srl_model.json: expected str, bytes or os.PathLike object, not int" for a learned-model run)
+        (lambda: api.loadRun(log_dir, srl_model_path=5), "srl_model_path 5 must be an SRL model folder's path"),
         (lambda: api.listSRLModels(learned="yes"), "learned 'yes' must be True, False or None"),
     ]:
         with pytest.raises(api.UsageError, match=re.escape(message)):
