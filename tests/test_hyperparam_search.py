@@ -408,7 +408,8 @@ def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_train
     assert config.num_cpu == 2
     params = {name: gridValues(spec, 1)[0] for name, spec in config.space.items()}
     trial = _PruneAtOnce({**params, "n_steps": 300})
-    with pytest.raises(optuna.TrialPruned, match="n_steps 300 x 2 env.*after 600 steps, past half of --num-timesteps 512"):
+    with pytest.raises(optuna.TrialPruned,
+                       match="n_steps 300 x 2 env.*after 600 steps, past half of --num-timesteps 512"):
         TrialObjective(config)(trial)
     assert "trial_dir" not in trial.user_attrs and not os.path.exists(os.path.join(config.output_dir, "trial_0007"))
     # the reason reaches the user's line (there is no step nor reward to give) and trials.csv

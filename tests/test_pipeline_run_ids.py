@@ -195,6 +195,7 @@ def test_a_flag_neither_the_sweep_nor_train_takes_is_refused_as_a_flag_with_the_
 
 
 def test_pipeline_refuses_an_unknown_flag_before_anything_is_written(tmp_path) -> None:
-    with pytest.raises(UsageError, match=r"^unrecognized arguments: --envs MobileRobotGymEnv-v0 .*did you mean --env\?"):
+    with pytest.raises(UsageError,
+                       match=r"^unrecognized arguments: --envs MobileRobotGymEnv-v0 .*did you mean --env\?"):
         pipeline.main(["--envs", "MobileRobotGymEnv-v0", "--log-dir", str(tmp_path / "logs")])
     assert not os.listdir(tmp_path)

@@ -363,10 +363,12 @@ def test_a_sampled_ppo1_batch_past_the_budget_prunes_its_trial_before_it_starts(
     assert hyperparam_search._finish(study, config, None, progress, 0, False) == 1
     assert "fix timesteps_per_actorbatch with --hyperparam timesteps_per_actorbatch:N" in capsys.readouterr().err
     # trials pruned for both causes are counted by cause, each cause's advice given
-    past, refused = "n_steps 700 x 1 env(s): the first update comes after 700 steps, past half of --num-timesteps 600", \
+    past = "n_steps 700 x 1 env(s): the first update comes after 700 steps, past half of --num-timesteps 600"
+    refused = \
         "batch_size 32 leaves a last minibatch of 1 sample of the n_steps 65 x --num-cpu 1 = 65 per rollout"
     assert hyperparam_search._prunedBeforeStartText([past, refused, refused], 600) == (
         "No completed trial, so no best hyperparameters: every trial was pruned before it started, 1 for a first "
         f"rollout past half of --num-timesteps 600, 2 for sampled values train refuses (the last: {refused}); give a "
-        "larger budget, or fix n_steps with --hyperparam n_steps:N; fix batch_size with --hyperparam batch_size:N (a value "
+        "larger budget, or fix n_steps with --hyperparam n_steps:N; fix batch_size with --hyperparam batch_size:N "
+        "(a value "
         "train accepts)")

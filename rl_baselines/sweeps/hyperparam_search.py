@@ -282,8 +282,9 @@ def _checkFixedBudget(fixed: Mapping[str, Any], num_cpu: int, run_envs: int, bud
     :param run_envs: each trial's envs in all (ppo1's processes times --num-cpu)
     :param budget: --num-timesteps
     :raises UsageError: no trial could be scored after learning within the budget: a fixed ``n_steps`` (ppo1's
-        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past half of it (:func:`rolloutPastBudget`), or
-        a fixed ``learning_starts`` at or above it (a searched range of either is cut to the budget: :func:`fitSpaceToBudget`)
+        ``timesteps_per_actorbatch``) whose first rollout (it x envs) is past half of it (:func:`rolloutPastBudget`),
+        or a fixed ``learning_starts`` at or above it (a searched range of either is cut to the budget:
+        :func:`fitSpaceToBudget`)
     """
     for name in ROLLOUT_STEPS:
         rollout = rolloutPastBudget(fixed.get(name), run_envs, budget)
