@@ -264,29 +264,16 @@ def test_eval_episodes_without_eval_freq_warns(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-def test_a_run_that_ends_before_its_first_evaluation_says_so(tmp_path):
+@pytest.mark.parametrize("algo, rollout, late", [("ppo2", "n_steps:64", 200), ("ppo1", "timesteps_per_actorbatch:64", 129)])
+def test_a_run_that_ends_before_its_first_evaluation_says_so(tmp_path, algo, rollout, late):
     """`--eval-freq 200` with a budget of 100 steps was accepted without a word, and no evaluation was made. The
     run's end is where its learner stops (ppo2 collects whole rollouts: 128 steps here), so --eval-freq 120 still
-    evaluates, and says nothing."""
-    command = ["--algo", "ppo2", *GT, "--num-timesteps", "100", "--hyperparam", "n_steps:64", "--eval-episodes", "1"]
-    with pytest.warns(UserWarning, match=r"--eval-freq 200: this run ends at step 128, before its first evaluation "
-                                         r"\(due at step 200\): no evaluation will be made"):
-        run_dir = _train(str(tmp_path / "late"), *command, "--eval-freq", "200")
-    assert readEvaluations(run_dir) is None
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message="--eval-freq")
-        run_dir = _train(str(tmp_path / "rounded"), *command, "--eval-freq", "120")
-    assert list(readEvaluations(run_dir)["timesteps"]) == [120]
-
-
-def test_an_own_learners_end_is_where_its_last_rollout_ends(tmp_path):
-    """ppo1 (an algorithm written here) also trains whole rollouts: 100 steps of 64-step rollouts end at 128, counted
-    from the run's start (its callbacks start after its first step: the warning said 129, and nothing for 129)."""
-    command = ["--algo", "ppo1", *GT, "--num-timesteps", "100", "--hyperparam", "timesteps_per_actorbatch:64",
-               "--eval-episodes", "1"]
-    with pytest.warns(UserWarning, match=r"--eval-freq 129: this run ends at step 128, before its first evaluation "
-                                         r"\(due at step 129\): no evaluation will be made"):
-        run_dir = _train(str(tmp_path / "late"), *command, "--eval-freq", "129")
+    evaluates, and says nothing. ppo1 (an algorithm written here) also trains whole rollouts, counted from the run's
+    start (its callbacks start after its first step: the warning said 129, and nothing for 129)."""
+    command = ["--algo", algo, *GT, "--num-timesteps", "100", "--hyperparam", rollout, "--eval-episodes", "1"]
+    with pytest.warns(UserWarning, match=rf"--eval-freq {late}: this run ends at step 128, before its first evaluation "
+                                         rf"\(due at step {late}\): no evaluation will be made"):
+        run_dir = _train(str(tmp_path / "late"), *command, "--eval-freq", str(late))
     assert readEvaluations(run_dir) is None
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message="--eval-freq")
