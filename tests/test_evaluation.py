@@ -264,7 +264,8 @@ def test_eval_episodes_without_eval_freq_warns(tmp_path):
     assert not os.listdir(tmp_path)
 
 
-@pytest.mark.parametrize("algo, rollout, late", [("ppo2", "n_steps:64", 200), ("ppo1", "timesteps_per_actorbatch:64", 129)])
+@pytest.mark.parametrize("algo, rollout, late", [("ppo2", "n_steps:64", 200),
+                                                 ("ppo1", "timesteps_per_actorbatch:64", 129)])
 def test_a_run_that_ends_before_its_first_evaluation_says_so(tmp_path, algo, rollout, late):
     """`--eval-freq 200` with a budget of 100 steps was accepted without a word, and no evaluation was made. The
     run's end is where its learner stops (ppo2 collects whole rollouts: 128 steps here), so --eval-freq 120 still

@@ -58,6 +58,11 @@ def _assertUsage(result, text: str) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.stderr
 
 
+def _nameDigest(identity: str) -> str:
+    """:return: the digest replay.results.distinctStems adds to a name that clashes"""
+    return hashlib.sha1(identity.encode()).hexdigest()[:8]
+
+
 def test_with_several_envs_a_training_episode_counts_at_the_runs_step(tmp_path):
     """With --num-cpu 2 an episode was stamped with the sum of the lengths of the episodes finished before it: the
     first two 250-step episodes at 250 and 500, though each ended at the run's step 500 (its env's 250th step): a
@@ -295,9 +300,6 @@ def test_methods_and_envs_whose_file_names_read_alike_get_files_of_their_own(tmp
     file name cannot hold made ``_``: tags ``a b`` and ``a_b`` both wrote ``..._tag_a_b.npz``, the second replacing the
     first without a word, as did tag ``x``'s evaluation curves and tag ``x_evaluation``'s training curves, and envs
     ``My/Env-v0`` and ``My_Env-v0`` one figure. Each of them now gets a digest appended; other names are unchanged."""
-    def digest(identity: str) -> str:
-        return hashlib.sha1(identity.encode()).hexdigest()[:8]
-
     evaluations = {250: -5.0, 500: -3.0}
     for index, tag in enumerate(("a b", "a_b", "x", "x_evaluation", "y")):
         for seed in (0, 1):
@@ -307,7 +309,7 @@ def test_methods_and_envs_whose_file_names_read_alike_get_files_of_their_own(tmp
                        tmp_path / "a" / "t")
     assert result.returncode == 0, result.stderr
     stem = f"t_{ENV}_ppo2_ground_truth_tag"
-    expected = {f"{stem}_{name}_{digest(json.dumps([[ENV, 'ground_truth', 'ppo2', tag], ['tag']]))}{end}.npz":
+    expected = {f"{stem}_{name}_{_nameDigest(json.dumps([[ENV, 'ground_truth', 'ppo2', tag], ['tag']]))}{end}.npz":
                 (tag, kind) for tag, name, ends in (("a b", "a_b", ("",)), ("a_b", "a_b", ("",)),
                                                      ("x", "x", ("", "_evaluation")),
                                                      ("x_evaluation", "x_evaluation", ("",)))
@@ -324,8 +326,8 @@ def test_methods_and_envs_whose_file_names_read_alike_get_files_of_their_own(tmp
     result = runModule("replay.aggregate_plots", "-i", tmp_path / "envs", "-o", tmp_path / "e" / "t")
     assert result.returncode == 0, result.stderr
     assert sorted(os.listdir(tmp_path / "e")) == sorted(
-        [f"t_My_Env-v0_{digest(env)}.png" for env in ("My/Env-v0", "My_Env-v0")]
-        + [f"t_My_Env-v0_ppo2_ground_truth_{digest(json.dumps([[env, 'ground_truth', 'ppo2'], []]))}.npz"
+        [f"t_My_Env-v0_{_nameDigest(env)}.png" for env in ("My/Env-v0", "My_Env-v0")]
+        + [f"t_My_Env-v0_ppo2_ground_truth_{_nameDigest(json.dumps([[env, 'ground_truth', 'ppo2'], []]))}.npz"
            for env in ("My/Env-v0", "My_Env-v0")])
 
 
@@ -360,28 +362,22 @@ def test_envs_whose_names_differ_only_in_case_get_figures_of_their_own(tmp_path)
     """aggregate_plots compared file names with their case: envs ``Case-v0`` and ``case-v0`` wrote ``t_Case-v0.png``
     and ``t_case-v0.png``, one file on a case-insensitive file system. Each now gets a digest; names keep their
     case."""
-    def digest(identity: str) -> str:
-        return hashlib.sha1(identity.encode()).hexdigest()[:8]
-
     for index, env in enumerate(("Case-v0", "case-v0", "Other-v0")):
         _fakeRun(tmp_path / "envs" / str(index), [[float(index)]], env=env)
     result = runModule("replay.aggregate_plots", "-i", tmp_path / "envs", "-o", tmp_path / "e" / "t")
     assert result.returncode == 0, result.stderr
     assert sorted(name for name in os.listdir(tmp_path / "e") if name.endswith(".png")) == sorted(
-        [f"t_{env}_{digest(env)}.png" for env in ("Case-v0", "case-v0")] + ["t_Other-v0.png"])
+        [f"t_{env}_{_nameDigest(env)}.png" for env in ("Case-v0", "case-v0")] + ["t_Other-v0.png"])
 
 
 def test_the_plot_line_of_a_figure_named_with_a_digest_names_its_env(tmp_path):
     """``Plot: t_My_Env-v0_<digest>.png`` did not say which of envs ``My/Env-v0`` and ``My_Env-v0`` it drew. Such a
     line now names its env; a figure named plainly prints as before."""
-    def digest(identity: str) -> str:
-        return hashlib.sha1(identity.encode()).hexdigest()[:8]
-
     for index, env in enumerate(("My/Env-v0", "My_Env-v0", "Other-v0")):
         _fakeRun(tmp_path / "envs" / str(index), [[float(index)]], env=env)
     result = runModule("replay.aggregate_plots", "-i", tmp_path / "envs", "-o", tmp_path / "e" / "t")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     for env in ("My/Env-v0", "My_Env-v0"):
-        assert f"Plot: {tmp_path / 'e' / f't_My_Env-v0_{digest(env)}.png'} ({env})" in lines, lines
+        assert f"Plot: {tmp_path / 'e' / f't_My_Env-v0_{_nameDigest(env)}.png'} ({env})" in lines, lines
     assert f"Plot: {tmp_path / 'e' / 't_Other-v0.png'}" in lines, lines
