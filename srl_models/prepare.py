@@ -60,6 +60,7 @@ from srl_models.trainer import heldOutEpisodeCount, splitEpisodes
 from srl_toolbox.cli import (
     IMAGE_SIDES,
     CLIParser,
+    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -70,6 +71,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
+from srl_toolbox.plugins import SkippedPluginWarning
 
 
 @dataclasses.dataclass(frozen=True)
@@ -514,11 +516,13 @@ def prepare(argv: Sequence[str] | None = None) -> list[dict[str, Any]]:
     :param argv: command-line arguments
     :return: one row per model: model, folder (absolute), gtc, knn_mse, probe (R^2), seconds, reused, registered (as
         written)
-    :raises UsageError: bad input (nothing written)
+    :raises UsageError: bad input (nothing written), before any warning of the checks is shown (a flag that does
+        nothing on the env: they are once the checks pass)
     """
-
-    args = buildParser().parse_args(argv)
-    todo = plan(args)
+    # (a plugin that failed to load is said whatever happens)
+    with HeldWarnings(shown_at_once=(SkippedPluginWarning,)):
+        args = buildParser().parse_args(argv)
+        todo = plan(args)
     start = time.perf_counter()
     if todo.generator is None:
         print(f"Dataset {todo.dataset_folder}: recorded with the same settings, reused", flush=True)

@@ -429,6 +429,18 @@ def test_bad_prepare_input_exits_2(tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and os.listdir(tmp_path) == []
 
 
+def test_a_refusal_prints_its_error_alone(tmp_path):
+    """-r on CarRacing (a warning: it does nothing there) and a --log-folder that cannot be made: the one-line error
+    alone, not the warning of the recording it never makes (shown when accepted:
+    test_random_target_on_an_env_without_one_is_the_plain_dataset)."""
+    result = runModule("srl_models.prepare", "--env", "CarRacingGymEnv-v0", "-r", "--srl-model", "pca",
+                       "--img-shape", "3", "16", "16", "--data-folder", tmp_path / "data", "--log-folder",
+                       "/proc/no-such-folder", cwd=str(tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: --log-folder"), result.stderr
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--latest", "--srl-model", "ground_truth"], "--latest needs a learned --srl-model"),
     (["--latest", "--srl-model", "vae", "--srl-log-folder", "{tmp}/none"], "--latest: no 'vae' model trained on"),
