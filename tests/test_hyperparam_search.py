@@ -295,6 +295,22 @@ def test_a_forwarded_seed_is_one_line_exit_2_writing_nothing(tmp_path):
     assert not log_dir.exists()
 
 
+def test_a_refusal_prints_its_error_alone_and_an_accepted_search_its_warnings_once(tmp_path):
+    """--fpv on a ground-truth state does nothing (a warning of train's checks): a search then refused, by its own
+    checks or by its storage, prints its one-line error alone; one accepted shows the warning, once."""
+    (tmp_path / "notes.txt").write_text("not a database\n")
+    base = [*COMMON, "--num-timesteps", "128", "--fpv", "--n-trials", "1", "--log-dir", tmp_path / "logs"]
+    for refused, named in ((["--n-evaluations", "1000"], "--n-evaluations"),
+                           (["--storage", f"sqlite:///{tmp_path}/notes.txt"], "--storage")):
+        result = runModule("rl_baselines.hyperparam_search", *base, *refused)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith(f"error: {named}"), result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"]
+    result = runModule("rl_baselines.hyperparam_search", *base)
+    shown = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert [line.split()[1] for line in shown] == ["--fpv"], result.stderr
+
+
 def test_an_unknown_algo_lists_the_algorithms_with_a_search_space(tmp_path, monkeypatch):
     searchable = [name for name, (cls, _, _) in registered_rl.items() if cls.getOptParam()]
     assert "random_agent" in registered_rl and "random_agent" not in searchable  # (it has none)

@@ -76,6 +76,7 @@ from rl_baselines.sweeps.sweep import (
 from srl_models.config import describeSRLModel
 from srl_toolbox.cli import (
     CLIParser,
+    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -87,6 +88,7 @@ from srl_toolbox.cli import (
     seedNumber,
 )
 from srl_toolbox.devices import threadsShare
+from srl_toolbox.plugins import SkippedPluginWarning
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -380,14 +382,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code: 0 when at least one trial of the study completed
     """
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = searchParser()
-    args, train_argv = parser.parse_known_args(argv)
-    unknown = unknownTrainFlags([args.algo], train_argv, parser._option_string_actions, "hyperparam_search")
-    if unknown is not None:
-        raise UsageError(unknown)
-    importOptuna()
-    config, algo_class = prepare(vars(args), train_argv)
-    study = createStudy(config)
+    # the checks' warnings (a train flag that does nothing here) wait until they pass: a refused search prints its
+    # one-line error alone (a plugin that failed to load is said whatever happens)
+    with HeldWarnings(shown_at_once=(SkippedPluginWarning,)):
+        parser = searchParser()
+        args, train_argv = parser.parse_known_args(argv)
+        unknown = unknownTrainFlags([args.algo], train_argv, parser._option_string_actions, "hyperparam_search")
+        if unknown is not None:
+            raise UsageError(unknown)
+        importOptuna()
+        config, algo_class = prepare(vars(args), train_argv)
+        study = createStudy(config)
     known = len(study.trials)
     print(f"Study {config.study_name} ({config.storage_url}): {known} earlier trials; searching "
           f"{', '.join(config.space)}", flush=True)
