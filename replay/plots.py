@@ -22,6 +22,7 @@ replay.compare_plots; this command draws each run alone.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import glob
 import hashlib
@@ -44,6 +45,7 @@ from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, lo
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     CLIParser,
+    HeldWarnings,
     UsageError,
     addVisdomArguments,
     checkOutputFiles,
@@ -369,12 +371,17 @@ def digestNamed(png_paths: Mapping[str, str], root: str) -> set[str]:
             if os.path.basename(png_paths[run_dir]) != f"{stem}.png"}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def checkedRuns(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], list[str], dict[str, str]]:
     """
-    :param argv: command-line arguments (default: ``sys.argv[1:]``)
-    :return: exit code
+    The command's checks: its flags, its runs and their PNG paths; nothing is written.
+
+    :param args: the parsed command line (``vis_env`` set to its default when left out)
+    :return: the runs drawn (folder, episodes, evaluations), the runs skipped for having neither an episode nor
+        evaluations, and each run's PNG path
+    :raises UsageError: bad input (one line): a missing input, no run, no run to draw (naming those skipped for a
+        damaged monitor file), an output that cannot be written
+    :warns: visdom flags without --vis; a run skipped for a damaged monitor file
     """
-    args = buildParser().parse_args(argv)
     if not args.vis and (args.vis_env is not None or args.port != DEFAULT_VISDOM_PORT):
         warnings.warn("--port and --vis-env choose where --vis draws; without --vis nothing is drawn in visdom")
     args.vis_env = "plots" if args.vis_env is None else args.vis_env
@@ -387,24 +394,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_dirs = findRunFolders(args.input)
     if not run_dirs:
         raise UsageError(f"no run found in or below {args.input!r} (a run folder holds monitor/*{MONITOR_SUFFIX})")
-    loaded = []
+    read = []
+    damaged: list[str] = []
     for run_dir in run_dirs:
         try:
-            loaded.append((run_dir, loadEpisodes(monitorFolder(run_dir), runEnvsOf(run_dir) or 1)))
+            read.append((run_dir, loadEpisodes(monitorFolder(run_dir), runEnvsOf(run_dir) or 1)))
         except MonitorFileError as error:
             warnings.warn(f"skipping {run_dir}: a damaged monitor file ({error})")
+            damaged.append(f"{run_dir} ({error})")
     # a run without a finished episode is drawn when it has evaluations, and skipped when it has neither
-    loaded = [(run_dir, episodes, loadRunEvaluations(run_dir)) for run_dir, episodes in loaded]
+    loaded = [(run_dir, episodes, loadRunEvaluations(run_dir)) for run_dir, episodes in read]
     empty = [run_dir for run_dir, episodes, evaluations in loaded
              if not episodes["rewards"].size and evaluations is None]
     loaded = [run for run in loaded if run[0] not in empty]
     if not loaded:
+        skipped = f"; {len(damaged)} of them skipped for a damaged monitor file, e.g. {damaged[0]}" if damaged else ""
         raise UsageError(f"no finished episode in the {len(run_dirs)} run(s) found in {args.input!r}, nor evaluations "
-                         f"(evaluations.npz)")
+                         f"(evaluations.npz){skipped}")
     png_paths = outputPaths(run_dirs, args.input, args.output_dir)  # distinct: one per run
-    renamed = digestNamed(png_paths, args.input) if args.output_dir is not None else set()
     checkOutputFiles([png_paths[run_dir] for run_dir, _, _ in loaded],
                      "--output-dir" if args.output_dir is not None else "-i (the run folder)")
+    return loaded, empty, png_paths
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: ``sys.argv[1:]``)
+    :return: exit code
+    :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
+        pass)
+    """
+    with HeldWarnings():
+        args = buildParser().parse_args(argv)
+        loaded, empty, png_paths = checkedRuns(args)
+    renamed = digestNamed(png_paths, args.input) if args.output_dir is not None else set()
     for run_dir in empty:
         print(f"skipped {run_dir}: no finished episode yet, nor evaluations")
     for run_dir, episodes, _ in loaded:

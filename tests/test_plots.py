@@ -145,6 +145,28 @@ def test_visdom_flags_without_vis_are_one_warning(tmp_path) -> None:
     assert os.path.isfile(os.path.join(run, PNG_NAME))
 
 
+def test_a_refusal_prints_its_error_alone(tmp_path) -> None:
+    """--port without --vis (a warning: it does nothing) with an input that is refused: the one-line error alone,
+    which names the runs skipped for a damaged monitor file (their warnings are not shown); accepted, the warning is
+    shown once."""
+    idle = ["--port", "9000", "--output-dir", tmp_path / "plots"]
+    result = runModule("replay.plots", "-i", tmp_path / "none", *idle)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("error: -i "), result.stderr
+    damaged = writeRun(str(tmp_path / "damaged"), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    with open(os.path.join(damaged, "monitor", "0.monitor.csv"), "a") as handle:
+        handle.write("oops,10,3.0\n4.0,10,4.0\n")
+    result = runModule("replay.plots", "-i", damaged, *idle)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert "1 of them skipped for a damaged monitor file" in result.stderr and "line 5" in result.stderr
+    run = writeRun(str(tmp_path / "run"), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    result = runModule("replay.plots", "-i", run, *idle)
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning: ")] == [
+        "warning: --port and --vis-env choose where --vis draws; without --vis nothing is drawn in visdom"]
+    assert os.listdir(tmp_path / "plots") == ["run.png"]
+
+
 def test_curves_reach_visdom(tmp_path) -> None:
     port = findFreePort()
     process = startServer(port, env_path=str(tmp_path / "envs"))
