@@ -31,6 +31,7 @@ from matplotlib.figure import Figure
 from replay.results import (
     EVALUATION_Y_LABEL,
     TRAINING_Y_LABEL,
+    Run,
     aggregateCurves,
     aggregateEvaluations,
     bandOverSeeds,
@@ -47,7 +48,7 @@ from replay.results import (
     saveCurves,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, checkOutputFiles, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, HeldWarnings, checkOutputFiles, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
 
@@ -131,27 +132,44 @@ def _fileStems(prefix: str, groups: dict[tuple, list], group_by: Sequence[str]) 
     return figures, {key: curves[identity] for key, identity in identities.items()}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, dict[tuple, list[Run]],
+                                                              dict[str, str], dict[tuple, str]]:
     """
+    The command's checks: its flags, its runs and its output files; nothing is written.
+
     :param argv: command-line arguments (default: sys.argv[1:])
-    :return: exit code
+    :return: the parsed flags, the runs by method (groupRuns), each env's figure stem and each method's curve stem
+    :raises UsageError: bad input (one line)
+    :warns: the runs skipped, and methods that mix settings
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     runs = measuredRuns(findRuns(args.log_dir, args.group_by, evaluation_only=True), args.group_by)
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
     if args.output and (args.output.endswith(("/", os.sep)) or os.path.isdir(args.output)):
         prefix = os.path.join(args.output, "aggregate")  # a folder, as the other tools' --output-dir: files in it
-    x_label = "timesteps" if args.timesteps else "episodes"
-    by_env: dict[str, list[tuple[str, object, object]]] = {}
-    evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
-    methods: dict[str, list[str]] = {}  # env -> its methods' labels, in the order that gives each its colour
-    for key in groups:
-        methods.setdefault(key[0], []).append(methodLabel(key, args.group_by))
     figure_stems, curve_stems = _fileStems(prefix, groups, args.group_by)  # each file written once
     checkOutputFiles([f"{stem}{end}.{extension}" for stems, extension in ((curve_stems, "npz"), (figure_stems, "png"))
                       for stem in stems.values() for end in FILE_ENDS], "-o/--output" if args.output else "--log-dir")
+    return args, groups, figure_stems, curve_stems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
+        pass)
+    """
+    with HeldWarnings():
+        args, groups, figure_stems, curve_stems = checkedInputs(argv)
+    x_label = "timesteps" if args.timesteps else "episodes"
+    by_env: dict[str, list[tuple[str, object, object]]] = {}
+    evaluations_by_env: dict[str, list[tuple[str, object, object]]] = {}
+    methods: dict[str, list[str]] = {}  # env -> its methods' labels, in the order that gives each its colour
+    for key in groups:
+        methods.setdefault(key[0], []).append(methodLabel(key, args.group_by))
     for key, members in groups.items():
         env, label = key[0], methodLabel(key, args.group_by)
         trained = [run for run in members if hasEpisodes(run)]  # (the others count by their evaluations only)

@@ -58,7 +58,16 @@ from replay.results import (
     plural,
     warnMixedMethods,
 )
-from srl_toolbox.cli import CLIParser, UsageError, checkOutputFiles, finiteFloat, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import (
+    CLIParser,
+    HeldWarnings,
+    UsageError,
+    checkOutputFiles,
+    finiteFloat,
+    nonEmptyText,
+    positiveInt,
+    runCommand,
+)
 from srl_toolbox.files import atomicPath
 
 FINAL = "final"
@@ -347,10 +356,14 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[Run], str, str]:
     """
+    The command's checks: its flags, its runs and its output files; nothing is written.
+
     :param argv: command-line arguments (default: sys.argv[1:])
-    :return: exit code
+    :return: the parsed flags, the runs measured, the CSV and Markdown paths
+    :raises UsageError: bad input (one line)
+    :warns: the runs skipped, and the unfinished ones taken
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.threshold is not None and args.threshold_fraction != GROUND_TRUTH_FRACTION:
@@ -367,6 +380,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
+    return args, runs, csv_path, md_path
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
+        pass)
+    """
+    with HeldWarnings():
+        args, runs, csv_path, md_path = checkedInputs(argv)
     groups = groupRuns(runs, args.group_by)
     # the final results pool the finished runs (an unfinished one differs in its budget by nature)
     warnMixedMethods({key: finished for key, members in groups.items()

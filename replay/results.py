@@ -146,7 +146,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
     """
     if not os.path.isdir(log_dir):
         raise UsageError(f"--log-dir {log_dir!r} is not a folder")
-    runs, empty, failed, stopped = [], [], [], []
+    runs, empty, failed, stopped, unreadable = [], [], [], [], []
     for folder, subfolders, files in os.walk(log_dir):
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
         if not RunFolder.isRun(folder):
@@ -159,6 +159,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             args = readJson(RunFolder(folder).args_file)
         except ValueError:
             warnings.warn(f"skipping {folder}: args.json is not valid JSON")
+            unreadable.append(f"{folder}: args.json is not valid JSON")
             continue
         if not isinstance(args, dict) or not all(key in args for key in GROUP_KEYS):
             continue
@@ -172,6 +173,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             episodes = loadEpisodes(RunFolder(folder).monitor_dir, num_envs)
         except MonitorFileError as error:
             warnings.warn(f"skipping {folder}: a damaged monitor file ({error})")
+            unreadable.append(f"{folder}: a damaged monitor file ({error})")
             continue
         evaluations = loadRunEvaluations(folder) if episodes["rewards"].size or evaluation_only else None
         if episodes["rewards"].size == 0 and evaluations is None:
@@ -194,9 +196,14 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
     if not runs and stopped and not unfinished:
         raise UsageError(f"every run with a finished episode below {log_dir!r} is unfinished ({len(stopped)} skipped: "
                          f"still training, or stopped before --num-timesteps; train --resume RUN finishes one)")
-    if not runs:
+    if not runs:  # (the skipped runs' warnings are not shown with the refusal: it names them)
+        skipped = [f"{len(unreadable)} unreadable, e.g. {unreadable[0]}"] if unreadable else []
+        nor = " nor evaluations" if evaluation_only else ""
+        skipped += [f"{len(empty)} without a finished episode{nor}"] * bool(empty)
+        skipped += [f"{len(failed)} failed sweep run(s) ({FAILED_FILE})"] * bool(failed)
         raise UsageError(f"no run with a finished episode{' or evaluations' if evaluation_only else ''} below "
-                         f"{log_dir!r} (a run folder holds args.json and monitor/)")
+                         f"{log_dir!r} (a run folder holds args.json and monitor/)"
+                         + (f"; skipped: {', '.join(skipped)}" if skipped else ""))
     return sorted(runs, key=lambda run: run.path)
 
 

@@ -188,7 +188,7 @@ def test_a_method_keeps_its_colour_in_a_figure_that_lacks_others(tmp_path, monke
 
 def _assertUsage(result, text: str) -> None:
     assert result.returncode == 2, result.stdout + result.stderr
-    lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning: ")]
+    lines = result.stderr.strip().splitlines()  # the error alone, not the warnings of the checks before it
     assert len(lines) == 1 and lines[0].startswith("error: ") and text in lines[0], result.stderr
 
 
@@ -493,3 +493,29 @@ def test_the_thresholds_line_names_each_groups_values():
     assert ("Thresholds: MobileRobotGymEnv-v0 (ppo2, eval_freq=0) 150 (default), MobileRobotGymEnv-v0 (ppo2, "
             "eval_freq=1000) 7.65 (ground truth).") in text
     assert "MobileRobotGymEnv-v0 (ppo2) 7.65 (ground truth)." in gather_results.markdown(rows[:1], 40, None)
+
+
+def test_a_refusal_prints_its_error_alone(tmp_path):
+    """gather_results and aggregate_plots refused after their runs were read (an output that cannot be written)
+    printed the warnings of the runs they skipped or took unfinished above the error: the one-line error alone,
+    which names the unreadable runs when none is left; accepted, each warning is shown once."""
+    logs = tmp_path / "logs"
+    _fakeRun(logs / "a", [1.0, 2.0, 3.0])
+    _fakeRun(logs / "b", [1.0, 2.0], seed=1, finished=False)
+    (logs / "c" / "monitor").mkdir(parents=True)
+    (logs / "c" / "args.json").write_text("{oops")
+    commands = (("replay.gather_results", "--output-dir"), ("replay.aggregate_plots", "-o"))
+    for module, flag in commands:
+        result = runModule(module, "-i", logs, flag, "/proc/no-such-folder/out")
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: "), result.stderr
+        result = runModule(module, "-i", logs, flag, tmp_path / module / "out")
+        assert result.returncode == 0, result.stderr
+        shown = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+        assert len(shown) == 2 and "args.json is not valid JSON" in shown[0] and "1 unfinished" in shown[1], shown
+    for run in ("a", "b"):
+        shutil.rmtree(logs / run)
+    for module, flag in commands:
+        result = runModule(module, "-i", logs, flag, tmp_path / "out")
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+        assert f"skipped: 1 unreadable, e.g. {logs / 'c'}: args.json is not valid JSON" in result.stderr
