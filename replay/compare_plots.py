@@ -17,7 +17,7 @@ from typing import Any
 
 from replay.aggregate_plots import plotCurves
 from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves
-from srl_toolbox.cli import CLIParser, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import CLIParser, HeldWarnings, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 
 
 def buildParser() -> CLIParser:
@@ -47,10 +47,14 @@ def _named(groups: dict[Any, list[str]]) -> str:
                                                                                 str(item[0])))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def checkedCurves(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[tuple[str, Any, Any]], str, str]:
     """
+    The command's checks: its flags and its inputs; nothing is written.
+
     :param argv: command-line arguments (default: sys.argv[1:])
-    :return: exit code
+    :return: the parsed flags, the curves (label, x, y; cut at --truncate-x), the x and y axes' labels
+    :raises UsageError: bad input (one line)
+    :warns: a training curve on timesteps written by an older aggregate_plots beside newer ones
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.labels is not None and len(args.labels) != len(args.input):
@@ -93,7 +97,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             x, y = x[keep], y[:, keep]
         curves.append((label, x, y))
     known = next(iter(windows)) if windows and all(data["episode_window"] is not None for data in loaded) else None
-    plotCurves(args.output, curves, args.title, next(iter(units)), y_label=curvesYLabel(next(iter(kinds)), known))
+    return args, curves, next(iter(units)), curvesYLabel(next(iter(kinds)), known)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
+        pass)
+    """
+    with HeldWarnings():
+        args, curves, x_label, y_label = checkedCurves(argv)
+    plotCurves(args.output, curves, args.title, x_label, y_label=y_label)
     print(f"Plot: {args.output}")
     return 0
 

@@ -136,7 +136,8 @@ def test_a_nan_reward_blanks_only_the_windows_that_hold_it(tmp_path, monkeypatch
 def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatch):
     """aggregate_plots' .npz did not record its --episode-window nor the figure show it, and compare_plots drew curves
     of different windows together; replay.plots' legend said "moving average (40 episodes)" on a run of fewer
-    episodes, whose curve is the mean of all episodes so far."""
+    episodes, whose curve is the mean of all episodes so far. compare_plots refused after its warning about an older
+    file printed that warning above its error."""
     drawn = []
     monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
     for seed in (0, 1):
@@ -163,6 +164,14 @@ def test_the_smoothing_window_is_recorded_shown_and_checked(tmp_path, monkeypatc
     saveCurves(newer, np.arange(1.0, 6.0), np.zeros((2, 5)), "m", ENV, "timesteps", ["r1", "r2"], window=2)
     with pytest.warns(UserWarning, match="older aggregate_plots, which put a training episode at the sum"):
         assert compare_plots.main(["-i", newer, older, "-o", str(tmp_path / "e.png")]) == 0
+    # refused for another reason, the error alone (the warning is of a comparison it does not draw); accepted, once
+    other = str(tmp_path / "other.npz")
+    saveCurves(other, np.arange(1.0, 6.0), np.zeros((2, 5)), "m", ENV, "timesteps", ["r1", "r2"], window=3)
+    _assertUsage(runModule("replay.compare_plots", "-i", newer, older, other, "-o", tmp_path / "f.png"),
+                 "smoothed over different episode windows")
+    result = runModule("replay.compare_plots", "-i", newer, older, "-o", tmp_path / "f.png")
+    assert result.returncode == 0 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"warning: {older}: written by an older aggregate_plots"), result.stderr
     assert compare_plots.main(["-i", first, first, "-o", str(tmp_path / "d.png")]) == 0
     assert drawn[-1].axes[0].get_ylabel() == "episode reward (moving average over 2 episodes, fewer at the start)"
     # evaluation curves have no window
