@@ -40,6 +40,7 @@ from srl_toolbox.cli import (
     INTERRUPTED_EXIT_CODE,
     MAX_ENVS,
     CLIParser,
+    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -278,12 +279,16 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
                           target_line_axis=getattr(env_class, "TARGET_LINE_AXIS", None))
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]:
     """
-    :param argv: command-line arguments
-    :return: exit code
+    The command's checks, up to the run's agent and env (torch's threads and the seeds set for the replay).
+
+    :param args: the parsed command line
+    :return: the run's train settings (with the device used), the loaded run, its env (close it) and the folder of
+        --plotting's PNGs
+    :raises UsageError: bad input (one line)
+    :warns: a run the env cannot rebuild exactly (another physics version), a learned state handed unscaled
     """
-    args = buildParser().parse_args(argv)
     if args.video is not None and not args.video.lower().endswith(VIDEO_FORMATS):
         raise UsageError(f"--video {args.video!r}: the file must end in .gif or .mp4")
     if args.video is not None and args.video.lower().endswith(".gif") and args.fps > MAX_GIF_FPS:
@@ -338,6 +343,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         env = run.makeEnv(args.num_cpu, args.seed, env_kwargs)
     except ValueError as error:  # the SRL model cannot be loaded, or the saved normalisation does not fit
         raise UsageError(str(error)) from None
+    return train_args, run, env, output_dir
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments
+    :return: exit code
+    :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
+        pass)
+    """
+    with HeldWarnings():
+        args = buildParser().parse_args(argv)
+        train_args, run, env, output_dir = checkedReplay(args)
+    agent = run.model
 
     plotting = makePlotting(args, train_args, agent, env, output_dir) if args.plotting else None
     episode_rewards: list[float] = []

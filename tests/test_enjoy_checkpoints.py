@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import glob
+import hashlib
 import json
 import os
 import shutil
@@ -19,7 +20,7 @@ import time
 import numpy as np
 import pytest
 import torch
-from conftest import runModule, startModule
+from conftest import runModule, startModule, trainHere
 from stable_baselines3 import PPO
 
 from replay import enjoy_baselines
@@ -244,3 +245,40 @@ def test_api_loads_a_checkpoint(checkpointedRun):
         with pytest.raises(api.UsageError, match=rf"^checkpoint {bad!r} must be a step count \(an integer >= 0\), "
                                                  r"'last' \(the newest intact checkpoint\) or None"):
             api.loadRun(checkpointedRun, checkpoint=bad)
+
+
+def test_a_refusal_prints_its_error_alone(tmp_path):
+    """A run of a physics version its env cannot rebuild (a warning, when the env is built) whose normalisation does
+    not fit the env (a refusal, after it): the one-line error alone; accepted, the warning is shown once."""
+    run_dir = trainHere("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                        "--num-timesteps", "64", "--hyperparam", "n_steps:32", "--log-dir", tmp_path / "logs")
+    with open(os.path.join(run_dir, "env_globals.json")) as handle:
+        recorded = json.load(handle)
+    recorded["constants"]["PHYSICS_VERSION"] = 7
+    with open(os.path.join(run_dir, "env_globals.json"), "w") as handle:
+        json.dump(recorded, handle)
+    normalisation = os.path.join(run_dir, NORMALISATION_FILE)
+    kept = open(normalisation, "rb").read()
+    with np.load(normalisation) as saved:
+        arrays = {**saved, "obs.mean": np.zeros(5), "obs.var": np.ones(5)}
+    np.savez(normalisation, **arrays)
+    manifest_file = os.path.join(run_dir, "manifest.json")
+    with open(manifest_file) as handle:
+        manifest = json.load(handle)
+    kept_hash = manifest["files"][NORMALISATION_FILE]
+    manifest["files"][NORMALISATION_FILE] = hashlib.sha256(open(normalisation, "rb").read()).hexdigest()
+    with open(manifest_file, "w") as handle:
+        json.dump(manifest, handle)
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "5", "--no-progress")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and "is for observations of shape (5,)" in result.stderr, result.stderr
+    with open(normalisation, "wb") as handle:
+        handle.write(kept)
+    manifest["files"][NORMALISATION_FILE] = kept_hash
+    with open(manifest_file, "w") as handle:
+        json.dump(manifest, handle)
+    result = runModule("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "5", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("warning: ")] == [
+        f"warning: the run in {run_dir!r} was made with physics version 7 of MobileRobotGymEnv-v0, which simulates "
+        "only version 1 now: its episodes may differ"]
