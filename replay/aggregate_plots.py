@@ -201,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{env} {label}: {plural(len(members), 'run')}, {len(x)} evaluations -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     # a figure whose name got a digest (envs named alike) says which env it is
-    which = {env: "" if stem == f"{prefix}_{safeName(env)}" else f" ({env})" for env, stem in figure_stems.items()}
+    which = {env: "" if stem.endswith(f"_{safeName(env)}") else f" ({env})" for env, stem in figure_stems.items()}
     for env, curves in by_env.items():
         png_path = f"{figure_stems[env]}.png"
         plotCurves(png_path, curves, env, x_label, y_label=curvesYLabel(TRAINING_Y_LABEL, args.episode_window),
