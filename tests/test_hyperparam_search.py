@@ -28,7 +28,7 @@ from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
 from rl_baselines.runs.monitor_files import MonitorTail  # noqa: E402
 from rl_baselines.runs.train_config import TrainConfig  # noqa: E402
-from rl_baselines.sweeps import hyperparam_search, pipeline, search_trials  # noqa: E402
+from rl_baselines.sweeps import hyperparam_search, pipeline, search_study, search_trials  # noqa: E402
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
@@ -405,7 +405,7 @@ def test_qrdqn_searches_n_quantiles_as_rl_zoo_does_and_a_trial_s_value_reaches_i
     sampled = suggestParams(trial, config.space)
     assert isinstance(sampled["n_quantiles"], int) and 5 <= sampled["n_quantiles"] <= 180
     # the trial's train command (learning_starts above the budget: no update) builds the policy with that value
-    params = {**sampled, "learning_starts": 1000}
+    params = {**search_study.trialParams(sampled, config)[0], "learning_starts": 1000}
     command = TrialObjective(config).trainCommand(str(tmp_path / "runs"), 0, params)
     run_dir = trainHere(*command[3:])
     model = algo_class.load(os.path.join(run_dir, "qrdqn_model.zip")).model

@@ -7,7 +7,7 @@ Each algorithm module only names its SB3 class and its own hyperparameters on to
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -40,7 +40,9 @@ def replayHyperparams(learning_rate: float, batch_size: int, train_freq: int = R
     :param train_freq: its default number of env steps between updates
     :param searched: give them their search ranges (False: leave them out of the search)
     :return: the hyperparameters every off-policy algorithm shares, with the defaults of :data:`REPLAY_DEFAULTS`, in
-        the order of their search space (the algorithm adds its own after them)
+        the order of their search space (the algorithm adds its own after them); ``gradient_steps`` is not searched
+        by itself: a search derives it from the trial's ``train_freq``
+        (:attr:`OffPolicyRLObject.SEARCH_SUBSAMPLE_STEPS`)
     """
 
     def entry(default: Any, description: str, bounds: Any, search: Any) -> Hyperparam:
@@ -56,14 +58,14 @@ def replayHyperparams(learning_rate: float, batch_size: int, train_freq: int = R
                                  NON_NEGATIVE, (100, 10_000)),
         "train_freq": entry(train_freq, "env steps between updates", (1, None), (1, 16)),
         "gradient_steps": entry(REPLAY_DEFAULTS["gradient_steps"], "gradient steps per update (-1: as many as env "
-                                "steps)", (-1, None), (1, 16)),
+                                "steps)", (-1, None), None),
     }
 
 
 def replaySearchSpace() -> dict[str, tuple]:
     """:return: the search ranges every off-policy algorithm shares (those of :func:`replayHyperparams`)"""
     shared = replayHyperparams(learning_rate=3e-4, batch_size=64)  # (the defaults play no part in the ranges)
-    return {name: hyperparam.optParam() for name, hyperparam in shared.items()}
+    return {name: hyperparam.optParam() for name, hyperparam in shared.items() if hyperparam.search is not None}
 
 
 class NoiseType(str):
@@ -138,6 +140,12 @@ class OffPolicyRLObject(StableBaselinesRLObject):
     """
 
     AUGMENTED_BUFFER = AugmentedReplayBuffer
+    # How a hyperparameter search ties gradient_steps to train_freq, as the RL Zoo's samplers do: a trial that samples
+    # train_freq (gradient_steps fixed by no one) trains max(train_freq // subsample_steps, 1) gradient steps per
+    # update, subsample_steps sampled from these values (one value: not sampled). (1,), the Zoo's sac, td3 and tqc:
+    # one gradient step per env step; its dqn's (1, 2, 4, 8): one per 1 to 8 env steps. Sampled apart, 16 gradient
+    # steps per env step made a trial 16-64x as long as the defaults'.
+    SEARCH_SUBSAMPLE_STEPS: ClassVar[tuple[int, ...]] = (1,)
 
     @classmethod
     def keepsReplayBuffer(cls) -> bool:

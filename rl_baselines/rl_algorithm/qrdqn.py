@@ -28,6 +28,7 @@ class QRDQNModel(OffPolicyRLObject):
     SB3_CLASS = QRDQN
     NAME = "qrdqn"
     ACTION_TYPES = (ActionType.DISCRETE,)
+    SEARCH_SUBSAMPLE_STEPS = (1, 2, 4, 8)  # the RL Zoo's sample_dqn_params (sample_qrdqn_params builds on it)
     HYPERPARAMS = {
         **replayHyperparams(learning_rate=1e-4, batch_size=32, train_freq=4),
         "target_update_interval": Hyperparam(500, "env steps between target network copies", bounds=(1, None),

@@ -10,7 +10,9 @@ Every input is checked (:func:`prepare`) before anything is written, the budget 
 ``learning_starts`` with which no trial could learn within ``--num-timesteps`` is refused, a searched
 ``learning_starts`` is sampled below it and a searched ``n_steps`` (ppo1's ``timesteps_per_actorbatch``) at most the
 budget // (2 x envs), so that the budget's second half comes after an update
-(:func:`rl_baselines.sweeps.search_study.fitSpaceToBudget`). Each trial is one
+(:func:`rl_baselines.sweeps.search_study.fitSpaceToBudget`). An off-policy trial's ``gradient_steps`` follows its
+sampled ``train_freq`` as in the RL Zoo's samplers (unless fixed): equal to it, or for qrdqn ``train_freq //
+subsample_steps`` with ``subsample_steps`` sampled from 1, 2, 4, 8 (:func:`_subsampleSteps`). Each trial is one
 ``python -m rl_baselines.train`` run in a subprocess, its run folder under
 ``<log-dir>/hyperparam_search/<study>/trial_NNNN/`` (:mod:`rl_baselines.sweeps.search_trials`); the pruner reads the
 mean reward of the last ``--eval-episodes`` episodes at ``--n-evaluations`` steps of the run, and the objective is
@@ -54,6 +56,7 @@ from rl_baselines.sweeps.search_study import (
     ROLLOUT_PAST,
     ROLLOUT_STEPS,
     ROLLOUTS_IN_BUDGET,
+    SUBSAMPLE_STEPS,
     SearchConfig,
     checkSpace,
     createStudy,
@@ -210,6 +213,9 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     _checkFixedBudget(fixed_values, train_args.num_cpu, run_envs, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
                              args["num_timesteps"], run_envs)
+    subsample_steps = _subsampleSteps(algo_class, space, fixed, hyperparams)
+    if subsample_steps is not None and len(subsample_steps) > 1:
+        space[SUBSAMPLE_STEPS] = (list, subsample_steps)
     if not space:
         raise UsageError("every hyperparameter of the search space is fixed by --hyperparam/--hyperparam-file; "
                          "nothing to search")
@@ -250,8 +256,27 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         train_settings=studySettings(resolved), setting_flags=settingFlags(train_parser),
         rollout_hyperparams=plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
                                          if hyperparams.get(name) is not None}),
-        normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None))
+        normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None), subsample_steps=subsample_steps)
     return config, algo_class
+
+
+def _subsampleSteps(algo_class: type, space: Mapping[str, tuple], fixed: Mapping[str, str],
+                    hyperparams: Mapping[str, Any]) -> list[int] | None:
+    """
+    :param algo_class: the algorithm
+    :param space: its search space, less the fixed hyperparameters
+    :param fixed: the hyperparameters fixed for every trial (``--hyperparam``, the file, the algorithm's own flag)
+    :param hyperparams: every hyperparameter as a trial trains with it where it samples none
+    :return: the values of ``subsample_steps`` a trial's ``gradient_steps`` follows its sampled ``train_freq`` by
+        (the algorithm's ``SEARCH_SUBSAMPLE_STEPS``: :func:`rl_baselines.sweeps.search_study.trialParams`), None
+        where it does not: ``train_freq`` not sampled, ``gradient_steps`` fixed, sampled by itself or not the
+        algorithm's
+    """
+    values = getattr(algo_class, "SEARCH_SUBSAMPLE_STEPS", None)
+    if not values or "train_freq" not in space or "gradient_steps" in space or "gradient_steps" in fixed \
+            or "gradient_steps" not in hyperparams:
+        return None
+    return [int(value) for value in values]
 
 
 def _resolvedHyperparams(algo_class: type, resolved: TrainConfig) -> dict[str, Any]:
@@ -394,8 +419,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         config, algo_class = prepare(vars(args), train_argv)
         study = createStudy(config)
     known = len(study.trials)
+    tied = "" if config.subsample_steps is None else (
+        " (gradient_steps: train_freq // subsample_steps, at least 1)" if len(config.subsample_steps) > 1
+        else " (gradient_steps: train_freq)")
     print(f"Study {config.study_name} ({config.storage_url}): {known} earlier trials; searching "
-          f"{', '.join(config.space)}", flush=True)
+          f"{', '.join(config.space)}{tied}", flush=True)
     progress = TrialProgress(args.n_trials, enabled=not args.no_progress, evaluates=config.evaluate)
     interrupted = False
     previous_sigterm = signal.signal(signal.SIGTERM, raiseTerminated)

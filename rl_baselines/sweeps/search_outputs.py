@@ -74,7 +74,7 @@ def writeTrialsCsv(path: str, study: Any) -> None:
     """
 
     trials = study.get_trials(deepcopy=False)
-    names = sorted({name for trial in trials for name in trial.params})
+    names = sorted({name for trial in trials for name in trialValues(trial)})
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8", newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(["number", "state", "value", "last_step", "duration_s", "run_dir", "error", "pruned_before_start",

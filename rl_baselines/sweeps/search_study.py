@@ -80,6 +80,10 @@ class SearchConfig:
     # NORMALISED_ADVANTAGES): :func:`trialParams` fits the sampled values to them
     rollout_hyperparams: dict[str, Any] = dataclasses.field(default_factory=dict)
     normalised: str | None = None
+    # where a trial's gradient_steps follows its sampled train_freq (an off-policy algorithm's
+    # SEARCH_SUBSAMPLE_STEPS, gradient_steps not fixed): the subsample_steps values (more than one: sampled, as
+    # SUBSAMPLE_STEPS in the space), else None (:func:`trialParams`)
+    subsample_steps: list[int] | None = None
 
     @property
     def evaluate(self) -> bool:
@@ -256,8 +260,12 @@ def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
     return params
 
 
-# A trial's user attribute: the sampled hyperparameters it trained with another value of (batch_size cut to its rollout)
+# A trial's user attribute: the hyperparameters it trained with another value of than it sampled (batch_size cut to its
+# rollout), or that it derived from those it sampled (gradient_steps from train_freq)
 RUN_PARAMS = "run_params"
+# A search-space entry that is no hyperparameter: what a trial's gradient_steps divides its train_freq by (the RL
+# Zoo's dqn sampler); train never gets it, the trial's values and outputs leave it out (:func:`trialValues`)
+SUBSAMPLE_STEPS = "subsample_steps"
 # What a trial's pruned_before_start reason says when its first rollout passed the budget (not a refusal of train's)
 ROLLOUT_PAST = "the first update comes after"
 
@@ -299,8 +307,10 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
     Fit sampled hyperparameters to each other, as RL Zoo's samplers do: a ``batch_size`` above the rollout (``n_steps``
     x envs, sampled or not) trains as one minibatch of the rollout (SB3 cuts it, with a warning), so it is cut to the
     rollout; for a learner that normalises every minibatch's advantages, the last one's too (ppo_lstm, maskable_ppo),
-    a last minibatch of 1 sample is fitted away (:func:`_fitLastMinibatch`). The trial trains with and records the
-    values it trains with.
+    a last minibatch of 1 sample is fitted away (:func:`_fitLastMinibatch`); where ``config.subsample_steps`` ties
+    them, a sampled ``train_freq`` sets ``gradient_steps`` to ``max(train_freq // subsample_steps, 1)`` (the sampled
+    :data:`SUBSAMPLE_STEPS`, else the one value), as the RL Zoo's samplers do, so that no trial takes more than one
+    gradient step per env step. The trial trains with and records the values it trains with.
 
     :param params: the sampled hyperparameters
     :param config: the search
@@ -321,12 +331,17 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
         merged["batch_size"] = params["batch_size"]
     if config.normalised == "every_minibatch":
         _fitLastMinibatch(params, merged, config.num_cpu)
+    subsample = params.pop(SUBSAMPLE_STEPS, None)
+    if config.subsample_steps and isinstance(params.get("train_freq"), int):
+        params["gradient_steps"] = max(params["train_freq"] // (subsample or config.subsample_steps[0]), 1)
     return params, normalisationRefusal(config.normalised, config.algo, merged, config.num_cpu)
 
 
 def trialValues(trial: Any) -> dict[str, Any]:
-    """:return: the hyperparameters a trial sampled, by name, each at the value it trained with (:func:`trialParams`)"""
-    return {**trial.params, **trial.user_attrs.get(RUN_PARAMS, {})}
+    """:return: the hyperparameters a trial sampled or derived (:func:`trialParams`), by name, each at the value it
+        trained with (no :data:`SUBSAMPLE_STEPS`, which is none)"""
+    values = {**trial.params, **trial.user_attrs.get(RUN_PARAMS, {})}
+    return {name: value for name, value in values.items() if name != SUBSAMPLE_STEPS}
 
 
 def formatValue(value: Any) -> str:

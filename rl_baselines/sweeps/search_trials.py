@@ -326,7 +326,7 @@ class TrialObjective:
         trial.set_user_attr("train_flags", self.config.trialFlags)  # (the best trial's repeat command)
         sampled = suggestParams(trial, self.config.space)
         params, reason = trialParams(sampled, self.config)
-        changed = {name: value for name, value in params.items() if value != sampled[name]}
+        changed = {name: value for name, value in params.items() if name not in sampled or value != sampled[name]}
         if changed:  # (the outputs give the values it trained with)
             trial.set_user_attr(RUN_PARAMS, changed)
         if reason is not None:
