@@ -1,7 +1,7 @@
 """The algorithms wrapped from Stable-Baselines3 and sb3-contrib (trpo, qrdqn, ddpg, td3, sac, tqc, ppo_lstm): each
 trains through the command line and writes its run folder, round-trips through save/load, refuses an action type it
-lacks; td3 continues a saved model, qrdqn one of the same n_quantiles; ppo_lstm carries one LSTM state per env and
-resets it at episode ends."""
+lacks; td3 continues a saved model, qrdqn one of the same n_quantiles, ppo_lstm one of the same policy settings;
+ppo_lstm carries one LSTM state per env and resets it at episode ends."""
 from __future__ import annotations
 
 import os
@@ -230,6 +230,45 @@ def test_ppo_lstm_policy_flags_reach_the_network(tmp_path):
     model = PPOLSTMModel.load(os.path.join(folder, "ppo_lstm_model.zip"))
     assert model.model.policy.lstm_actor.hidden_size == 16
     assert any(isinstance(layer, torch.nn.ReLU) for layer in model.model.policy.mlp_extractor.modules())
+
+
+def test_ppo_lstm_continued_model_keeps_its_policy_settings(tmp_path):
+    """Another --lstm-hidden-size for a continued model failed on loading its weights (a size-mismatch traceback,
+    exit 1, a run folder left), and any policy flag given replaced the saved policy_kwargs whole (a pixel model's
+    CNN features extractor, the activation lost): another value is one line now, a same one keeps the saved policy."""
+    continuing = type("Settings", (), {"continue_from": "model.zip"})()
+    given = {"n_steps": 32, "lstm_hidden_size": 16, "activation_fn": "relu", "ortho_init": False}
+    assert PPOLSTMModel.makeModelKwargs(continuing, given, env=None) == {"n_steps": 32}  # (SB3 keeps the saved ones)
+    first_dir = runFolder(runTrain(*GT, "--algo", "ppo_lstm", "--num-timesteps", "64", "--n-steps", "32",
+                                   "--batch-size", "32", "--n-epochs", "1", "--lstm-hidden-size", "16",
+                                   "--activation-fn", "relu", "--log-dir", tmp_path / "first"))
+    saved = os.path.join(first_dir, "ppo_lstm_model.zip")
+    assert {name: PPOLSTMModel.savedHyperparams(saved)[name] for name in ("lstm_hidden_size", "activation_fn",
+                                                                          "ortho_init")} == {
+        "lstm_hidden_size": 16, "activation_fn": "relu", "ortho_init": True}
+    has = {"lstm_hidden_size": "has an LSTM of lstm_hidden_size 16, whose layers cannot change size; valid: 16",
+           "activation_fn": "has a policy of activation_fn relu, which a continued model keeps; valid: relu"}
+    for flags, source, name in ((["--lstm-hidden-size", "8"], "(--lstm-hidden-size)", "lstm_hidden_size"),
+                                (["--hyperparam", "lstm_hidden_size:8"], "(--hyperparam-file/--hyperparam)",
+                                 "lstm_hidden_size"),
+                                (["--activation-fn", "tanh"], "(--activation-fn)", "activation_fn")):
+        result = runModule("rl_baselines.train", *GT, "--algo", "ppo_lstm", "--num-timesteps", "64", "--n-steps", "32",
+                           "--batch-size", "32", *flags, "--load-rl-model-path", saved, "--log-dir",
+                           tmp_path / "second", "--no-vis")
+        assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+        value = flags[1].split(":")[-1]
+        assert result.stderr.strip().splitlines() == [
+            f"error: {name} {value} {source}: {saved} {has[name]}, or leave it out"]
+        assert not (tmp_path / "second").exists()
+    # the same size continues it, its saved activation kept (the flag's policy_kwargs replaced them: Tanh), and the
+    # continued run records the model's settings, not the defaults (256 units, tanh)
+    second_dir = runFolder(runTrain(*GT, "--algo", "ppo_lstm", "--num-timesteps", "64", "--n-steps", "32",
+                                    "--batch-size", "32", "--n-epochs", "1", "--lstm-hidden-size", "16",
+                                    "--load-rl-model-path", saved, "--log-dir", tmp_path / "second"))
+    continued = _loadModel(second_dir, "ppo_lstm").model
+    assert continued.policy.lstm_actor.hidden_size == 16 and continued.policy_kwargs["activation_fn"] is torch.nn.ReLU
+    recorded = yaml.safe_load(open(RunFolder(second_dir).hyperparams_file))
+    assert (recorded["lstm_hidden_size"], recorded["activation_fn"]) == (16, "relu")
 
 
 @pytest.mark.parametrize("algo", ALGOS)

@@ -46,6 +46,7 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
     checkExpertDataset,
     seedNormalisation,
 )
+from rl_baselines.rl_algorithm.kept_settings import refuseOtherThanSaved
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import (
     StableBaselinesRLObject,
@@ -254,7 +255,8 @@ class GAILModel(StableBaselinesRLObject):
             if name not in own and name in learnerHyperparams():
                 raise ValueError(f"{name} (--{name.replace('_', '-')}) is not a hyperparameter of --gail-learner "
                                  f"{learner}; its hyperparameters: {', '.join(sorted(own))}")
-        cls._checkSavedShape(settings, values)
+        refuseOtherThanSaved(settings, ["d_hidden"], cls.savedHyperparams, {
+            "d_hidden": "has a discriminator of d_hidden {saved}, whose layers cannot change size"})
         path = getattr(settings, "gail_dataset", None)
         if not path:
             raise ValueError("--algo gail needs --gail-dataset DIR, expert episodes recorded with python -m "
@@ -264,29 +266,6 @@ class GAILModel(StableBaselinesRLObject):
         except ValueError as error:
             raise ValueError(f"--gail-dataset: {error}") from None
         return learner
-
-    @classmethod
-    def _checkSavedShape(cls, settings: Any, values: dict[str, Any]) -> None:
-        """
-        :param settings: the run's settings
-        :param values: the typed ``--hyperparam-file``/``--hyperparam`` values
-        :raises ValueError: a ``d_hidden`` given now other than the continued model's (its discriminator's layers
-            cannot change size)
-        """
-        load_path = settings.continue_from if isinstance(settings, RunSettings) else settings.load_rl_model_path
-        if not load_path or not os.path.isfile(load_path):
-            return  # (the train command reports a missing model file itself)
-        given = {**givenFlags(settings, GAIL_HYPERPARAMS), **values}
-        if "d_hidden" not in given:
-            return
-        try:
-            saved = (cls.savedHyperparams(load_path) or {}).get("d_hidden")
-        except ValueError:
-            return  # the train command reports an unusable model itself
-        if saved is not None and given["d_hidden"] != saved:
-            source = "--hyperparam-file/--hyperparam" if "d_hidden" in values else "--d-hidden"
-            raise ValueError(f"d_hidden {given['d_hidden']} ({source}): {load_path} has a discriminator of d_hidden "
-                             f"{saved}, whose layers cannot change size; valid: {saved}, or leave it out")
 
     @classmethod
     def parserHyperParam(cls, hyperparams: dict[str, str]) -> dict[str, Any]:

@@ -15,14 +15,21 @@ from torch import nn
 
 from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.rl_algorithm.kept_settings import policyKeywords, refuseOtherThanSaved, savedPolicySettings
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject, readModelData
 from srl_toolbox.cli import UsageError
+
+ACTIVATION_CLASSES = {"tanh": nn.Tanh, "relu": nn.ReLU}
+# The hyperparameters that are keywords of the policy (its policy_kwargs), which a continued model keeps
+POLICY_SETTINGS = ("lstm_hidden_size", "activation_fn", "ortho_init")
 
 
 class PPOLSTMModel(StableBaselinesRLObject):
     """RecurrentPPO with ppo2's settings (rollouts of 128 steps per env, 10 epochs, learning rate 3e-4, entropy
-    0.01) and sb3-contrib's one-layer LSTM of 256 units in front of the actor and of the critic."""
+    0.01) and sb3-contrib's one-layer LSTM of 256 units in front of the actor and of the critic. The policy's settings
+    (:data:`POLICY_SETTINGS`) are those a continued model was saved with (:mod:`rl_baselines.rl_algorithm.kept_settings`).
+    """
 
     SB3_CLASS = RecurrentPPO
     NAME = "ppo_lstm"
@@ -50,22 +57,47 @@ class PPOLSTMModel(StableBaselinesRLObject):
 
     @classmethod
     def makeModelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
-        """Move the policy's own settings (LSTM size, activation, initialisation) into ``policy_kwargs``."""
+        """Move the policy's own settings (LSTM size, activation, initialisation) into ``policy_kwargs``; a continued
+        model keeps its own (:func:`rl_baselines.rl_algorithm.kept_settings.policyKeywords`)."""
+        return policyKeywords(settings, super().makeModelKwargs(settings, hyperparams, env), POLICY_SETTINGS,
+                              cls.policyKeyword)
 
-        kwargs = super().makeModelKwargs(settings, hyperparams, env)
-        policy_kwargs = {}
-        if "lstm_hidden_size" in kwargs:
-            policy_kwargs["lstm_hidden_size"] = int(kwargs.pop("lstm_hidden_size"))
-        if "activation_fn" in kwargs:
-            name = str(kwargs.pop("activation_fn")).lower()
-            if name not in cls.ACTIVATIONS:
-                raise UsageError(f"--activation-fn {name!r}: valid choices: {', '.join(cls.ACTIVATIONS)}")
-            policy_kwargs["activation_fn"] = {"tanh": nn.Tanh, "relu": nn.ReLU}[name]
-        if "ortho_init" in kwargs:
-            policy_kwargs["ortho_init"] = bool(kwargs.pop("ortho_init"))
-        if policy_kwargs:
-            kwargs["policy_kwargs"] = policy_kwargs
-        return kwargs
+    @classmethod
+    def policyKeyword(cls, name: str, value: Any) -> Any:
+        """:return: the policy keyword value of one of :data:`POLICY_SETTINGS` (an activation's name: its class)"""
+        if name == "lstm_hidden_size":
+            return int(value)
+        if name == "ortho_init":
+            return bool(value)
+        activation = str(value).lower()
+        if activation not in ACTIVATION_CLASSES:
+            raise UsageError(f"--activation-fn {activation!r}: valid choices: {', '.join(cls.ACTIVATIONS)}")
+        return ACTIVATION_CLASSES[activation]
+
+    @classmethod
+    def savedHyperparams(cls, load_path: str) -> dict[str, Any] | None:
+        """:return: the saved hyperparameters, the policy's settings read from the saved ``policy_kwargs`` too (a
+            continued run uses and records them, not the defaults)"""
+        saved = dict(super().savedHyperparams(load_path) or {})
+        spec = {name: cls.HYPERPARAMS[name] for name in POLICY_SETTINGS}
+        saved.update(savedPolicySettings(readModelData(load_path), spec, cls.parserHyperParam, cls.policyKeyword))
+        return saved
+
+    @classmethod
+    def checkSettings(cls, settings: Any) -> Any:
+        """
+        Also refuses a policy setting other than the continued model's (``--load-rl-model-path``), before anything is
+        written: its LSTM cannot change size (SB3 failed on loading its weights), and its policy is rebuilt from its
+        saved keywords.
+
+        :param settings: the run's settings (a RunSettings or a TrainConfig)
+        :raises ValueError: one line naming the given value and the model's
+        """
+        refuseOtherThanSaved(settings, POLICY_SETTINGS, cls.savedHyperparams, {
+            "lstm_hidden_size": "has an LSTM of lstm_hidden_size {saved}, whose layers cannot change size",
+            "activation_fn": "has a policy of activation_fn {saved}, which a continued model keeps",
+            "ortho_init": "was initialised with ortho_init {saved}, which a continued model keeps"})
+        return super().checkSettings(settings)
 
     def _stepInputs(self, observation: np.ndarray, dones: np.ndarray | None
                     ) -> tuple[tuple[np.ndarray, np.ndarray] | None, np.ndarray]:

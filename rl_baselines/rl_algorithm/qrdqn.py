@@ -1,14 +1,14 @@
 """qrdqn: Quantile-Regression DQN (sb3-contrib QRDQN), discrete actions."""
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from sb3_contrib import QRDQN
 
 from rl_baselines.core.algo_types import ActionType
-from rl_baselines.core.hyperparams import Hyperparam, Interval, givenFlags
+from rl_baselines.core.hyperparams import Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
+from rl_baselines.rl_algorithm.kept_settings import policyKeywords, refuseOtherThanSaved
 from rl_baselines.rl_algorithm.off_policy import OffPolicyRLObject, replayHyperparams
 
 # The search range of n_quantiles: the RL Zoo's (5, 200) up to 180. The loss builds batch_size x n_quantiles x
@@ -48,12 +48,8 @@ class QRDQNModel(OffPolicyRLObject):
         (``settings.continue_from``) keeps its own, which :meth:`checkSettings` made sure any given value equals (SB3
         would replace its saved ``policy_kwargs`` whole: its CNN and optimiser settings with them).
         """
-        kwargs = super().makeModelKwargs(settings, hyperparams, env)
-        if getattr(settings, "continue_from", None):
-            kwargs.pop("n_quantiles", None)
-        elif "n_quantiles" in kwargs:
-            kwargs["policy_kwargs"] = {**kwargs.get("policy_kwargs", {}), "n_quantiles": int(kwargs.pop("n_quantiles"))}
-        return kwargs
+        return policyKeywords(settings, super().makeModelKwargs(settings, hyperparams, env), ["n_quantiles"],
+                              lambda _name, value: int(value))
 
     @classmethod
     def checkSettings(cls, settings: Any) -> Any:
@@ -64,18 +60,6 @@ class QRDQNModel(OffPolicyRLObject):
         :param settings: the run's settings (a RunSettings or a TrainConfig)
         :raises ValueError: one line naming the given value and the model's
         """
-        is_run = isinstance(settings, RunSettings)
-        load_path = settings.continue_from if is_run else getattr(settings, "load_rl_model_path", None)
-        values = (settings.hyperparam_overrides if is_run else getattr(settings, "hyperparams", None)) or {}
-        given = {**givenFlags(settings, ["n_quantiles"]), **values}
-        if "n_quantiles" in given and load_path and os.path.isfile(load_path):
-            try:
-                saved = (cls.savedHyperparams(load_path) or {}).get("n_quantiles")
-            except ValueError:
-                saved = None  # the train command reports an unusable model itself
-            if saved is not None and given["n_quantiles"] != saved:
-                source = "--hyperparam-file/--hyperparam" if "n_quantiles" in values else "--n-quantiles"
-                raise ValueError(f"n_quantiles {given['n_quantiles']} ({source}): {load_path} has a quantile network "
-                                 f"of n_quantiles {saved}, whose layers cannot change size; valid: {saved}, or leave "
-                                 "it out")
+        refuseOtherThanSaved(settings, ["n_quantiles"], cls.savedHyperparams, {
+            "n_quantiles": "has a quantile network of n_quantiles {saved}, whose layers cannot change size"})
         return super().checkSettings(settings)
