@@ -143,6 +143,8 @@ class SRLGymEnv(gym.Env, EzPickle):
         GOAL_CONDITIONED, with srl_model "ground_truth"; relative_pos is then ignored, see the module docstring)
     """
 
+    # render_fps: the frame rate that shows the env at its real speed (gymnasium's RecordVideo plays frames at it); an
+    # env whose step has a simulated duration sets it to its step rate (Kuka arms 10, CarRacing 50); 20 for the others
     metadata = {"render_modes": ["rgb_array", "human"], "render_fps": 20}
 
     # An env plugin built for another major version is refused by the registry with a clear message.

@@ -56,6 +56,16 @@ def test_gymnasium_make() -> None:
         env.close()
 
 
+def test_render_fps_is_carracings_step_rate() -> None:
+    """metadata["render_fps"] said 20 while one step is 1/50 s (CarRacing's FPS, the rate its window shows): a video
+    recorded at the env's rate (gymnasium's RecordVideo) played 2.5 times too slowly."""
+    env = gymnasium.make("CarRacingGymEnv-v0", srl_model="ground_truth")
+    try:
+        assert env.metadata["render_fps"] == car_racing.FPS == gymnasium.make("CarRacing-v3").metadata["render_fps"]
+    finally:
+        env.close()
+
+
 def test_gas_earns_tile_reward_and_ground_truth_follows_the_car() -> None:
     env = CarRacingGymEnv(srl_model="ground_truth", relative_pos=False, seed=0)
     obs, _ = env.reset()

@@ -239,6 +239,15 @@ def test_gymnasium_check_env_passes_without_a_display(env_id, monkeypatch) -> No
             gymnasium.make(env_id, render_mode="human")
 
 
+@pytest.mark.parametrize("env_class", ENV_CLASSES)
+def test_render_fps_is_the_step_rate(env_class) -> None:
+    """metadata["render_fps"] said 20 while one step is 24 physics steps of 1/240 s (0.1 s): a video recorded at the
+    env's rate (gymnasium's RecordVideo) showed the arm at twice its speed."""
+    with makeEnv(env_class) as env:
+        assert env.metadata["render_fps"] == 10
+        assert env.metadata["render_fps"] * env.PHYSICS_STEPS_PER_ACTION * env.TIME_STEP == pytest.approx(1.0)
+
+
 @pytest.mark.parametrize("env_id", ["KukaButtonGymEnv-v0", "MobileRobotGymEnv-v0", "OmnirobotEnv-v0",
                                     "CarRacingGymEnv-v0"])
 def test_every_env_takes_the_renderer_keyword(env_id) -> None:

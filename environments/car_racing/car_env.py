@@ -153,6 +153,8 @@ class CarRacingGymEnv(SRLGymEnv):
         ``renders=True`` opens CarRacing's pygame window (needs a display)
     """
 
+    # gymnasium's frame rate: CarRacing's, one step is 1/FPS s of simulated time (its pygame window shows that rate)
+    metadata = {**SRLGymEnv.metadata, "render_fps": car_racing.FPS}
     SRL_MODES = ("ground_truth", "raw_pixels")
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"

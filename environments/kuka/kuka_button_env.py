@@ -124,6 +124,9 @@ class KukaButtonGymEnv(SRLGymEnv):
     # Physics steps per env step (0.1 s, a 10 Hz controller): enough for the arm to cover most of a discrete move
     # at its motors' speed limit. The old toolbox ran one, so its effector lagged far behind the commands.
     PHYSICS_STEPS_PER_ACTION = 24
+    # gymnasium's frame rate (RecordVideo, save_video, players): one env step is PHYSICS_STEPS_PER_ACTION * TIME_STEP
+    # = 0.1 s of simulated time, so 10 frames per second show the arm at its real speed
+    metadata = {**SRLGymEnv.metadata, "render_fps": round(1.0 / (PHYSICS_STEPS_PER_ACTION * TIME_STEP))}
     SETTLE_STEPS = 500  # when the scene is built, before its state is saved for resets
     RESET_SETTLE_STEPS = 0  # at each reset: the saved state is at rest and only fixed buttons were moved
     # --- scene (z up; the table top is at z = -0.194)
