@@ -134,7 +134,8 @@ class SRLGymEnv(gym.Env, EzPickle):
     :param renders: open the PyBullet GUI (needs a display)
     :param img_shape: (channels, height, width) of camera observations
     :param max_steps: episode length (truncation), None for the env's MAX_STEPS
-    :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it)
+    :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it; ``np_random_seed`` gives the
+        generator's seed, drawn from the OS's entropy when None)
     :param render_mode: gymnasium render mode, one of the class's ``metadata["render_modes"]``: "rgb_array", or "human"
         (the same as ``renders=True``: a window that shows the scene, which needs a display; an instance made
         without one lists only the modes it can render, so that gymnasium's ``check_env`` passes headless)
@@ -277,7 +278,8 @@ class SRLGymEnv(gym.Env, EzPickle):
         self.render_mode = render_mode
         self.render_size = int(render_size)
         self.init_seed = seed
-        self.np_random, _ = gym.utils.seeding.np_random(seed)
+        # (gymnasium's np_random setter would record the seed as unknown, -1: np_random_seed reports it)
+        self._np_random, self._np_random_seed = gym.utils.seeding.np_random(seed)
         self.goal_conditioned = bool(goal_conditioned)
         if self.goal_conditioned:
             # Only goal-mode instances have compute_reward: SB3's check_env takes any env that has it for a goal env.
