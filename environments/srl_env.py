@@ -285,6 +285,34 @@ class SRLGymEnv(gym.Env, EzPickle):
             # Only goal-mode instances have compute_reward: SB3's check_env takes any env that has it for a goal env.
             self.compute_reward = self.computeGoalReward
 
+    # --- lifecycle: a closed env refuses to be used -------------------------------------------------------------
+
+    _closed = False  # (a class default, so that close() works on an env whose constructor failed)
+
+    def close(self) -> None:
+        """Mark the env closed: reset, step and render then refuse in one line. An env that releases a simulator does
+        so in its own close(), then calls this one (safe to call twice)."""
+        self._closed = True
+
+    def _checkOpen(self, method: str) -> None:
+        """:raises RuntimeError: the env was closed (its simulator released), named with ``method``"""
+        if self._closed:
+            raise RuntimeError(f"{type(self).__name__}.{method}() after close(): a closed env has released its "
+                               "simulator; make a new env")
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
+        """
+        Reseed the env's random generator when ``seed`` is given (gymnasium's reset); each env's reset calls this
+        first, then starts its episode.
+
+        :param seed: the new seed, None to go on with the generator
+        :param options: the env's reset options
+        :return: what gymnasium's Env.reset returns (each env returns its own (observation, info))
+        :raises RuntimeError: the env was closed
+        """
+        self._checkOpen("reset")
+        return super().reset(seed=seed, options=options)
+
     # --- observation helpers -------------------------------------------------------------------------------
 
     @property

@@ -27,3 +27,18 @@ def test_np_random_seed_is_the_seed_keyword(env_id: str) -> None:
         assert env.unwrapped.np_random_seed >= 0
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("env_id", TOOLBOX_ENVS)
+def test_a_closed_env_refuses_to_be_used_in_one_line(env_id: str) -> None:
+    """reset, step or render after close() failed deep inside (AttributeError on None, PyBullet's "Not connected to
+    physics server"), or went on (Omnirobot); close() twice stays allowed."""
+    env = gym.make(env_id, srl_model="ground_truth", render_mode="rgb_array")
+    env.reset(seed=0)
+    env.close()
+    env.close()
+    name = type(env.unwrapped).__name__
+    for method, call in (("reset", lambda: env.reset(seed=0)), ("step", lambda: env.unwrapped.step(0)),
+                         ("render", env.unwrapped.render)):
+        with pytest.raises(RuntimeError, match=rf"^{name}\.{method}\(\) after close\(\): .*make a new env$"):
+            call()

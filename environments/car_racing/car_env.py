@@ -215,6 +215,7 @@ class CarRacingGymEnv(SRLGymEnv):
         :param action: a Discrete(4) index, or (steering, gas, brake) in [-1, 1]
         :return: (observation, reward, terminated, truncated, {"is_success": lap finished})
         """
+        self._checkOpen("step")
         if self.is_discrete:
             index = int(action)
             if not 0 <= index < len(self._discrete_actions):
@@ -237,6 +238,7 @@ class CarRacingGymEnv(SRLGymEnv):
         :return: in "rgb_array" mode the full-detail frame, uint8 (S, S, 3) with S = max(render_size, observation
             size in pixel modes); None otherwise
         """
+        self._checkOpen("render")
         if self.render_mode == "rgb_array" and self._car is not None and self._car.car is not None:
             return self._car.renderImage((self._render_side, self._render_side))
         return None
@@ -246,6 +248,7 @@ class CarRacingGymEnv(SRLGymEnv):
         if self._car is not None:
             self._car.close()
             self._car = None
+        super().close()
 
     # --- observations and state -----------------------------------------------------------------------------------
 

@@ -424,6 +424,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         :return: (observation, reward, terminated, truncated, {"is_success": the correct button is pressed (goal
             mode: the effector is within GOAL_DISTANCE_THRESHOLD of the target), "hit_table": the arm touches it})
         """
+        self._checkOpen("step")
         rng = self.np_random
         if self.is_discrete:
             index = int(action)
@@ -482,6 +483,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         :return: in "rgb_array" mode, the first camera's view as uint8 (S, S, 3) with S = max(render_size,
             observation size in pixel modes); None otherwise (the GUI shows the scene itself with renders=True)
         """
+        self._checkOpen("render")
         if self.render_mode == "rgb_array":
             side = self._render_side
             return self._cameraImage(self._view_matrix, side, side, self._render_projection)
@@ -494,6 +496,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         if self._p is not None:
             self._p.disconnect()
             self._p = None
+        super().close()
 
     # --- arm motion ---------------------------------------------------------------------------------------------
 

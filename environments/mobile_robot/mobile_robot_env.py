@@ -304,6 +304,7 @@ class MobileRobotGymEnv(SRLGymEnv):
         :return: (observation, reward, terminated (always False), truncated, {"is_success": within threshold,
             "bumped": the move was refused})
         """
+        self._checkOpen("step")
         if self.is_discrete:
             index = int(action)
             if not 0 <= index < self._n_discrete:
@@ -348,6 +349,7 @@ class MobileRobotGymEnv(SRLGymEnv):
         :return: in "rgb_array" mode, the top-down view as uint8 (S, S, 3) with S = max(render_size, observation
             size in pixel modes); None otherwise (the GUI shows the scene itself in "human" mode with renders=True)
         """
+        self._checkOpen("render")
         if self.render_mode == "rgb_array":
             side = self._render_side
             return self._cameraImage(side, side, self._render_projection)
@@ -360,6 +362,7 @@ class MobileRobotGymEnv(SRLGymEnv):
         if self._p is not None:
             self._p.disconnect()
             self._p = None
+        super().close()
 
     # --- observations and state ---------------------------------------------------------------------------------
 

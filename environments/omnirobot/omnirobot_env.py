@@ -123,6 +123,7 @@ class OmnirobotEnv(SRLGymEnv):
         :param action: a Discrete(4) index (FORWARD, BACKWARD, LEFT, RIGHT) or a 2-D move in [-1, 1]
         :return: (observation, reward, terminated (always False), truncated, {"is_success": near the target})
         """
+        self._checkOpen("step")
         if self.is_discrete:
             index = int(action)
             if not 0 <= index < 4:
@@ -157,6 +158,7 @@ class OmnirobotEnv(SRLGymEnv):
         :return: in "rgb_array" mode the camera image, uint8 (S, S, 3) with S = max(render_size, observation size in
             pixel modes); None otherwise
         """
+        self._checkOpen("render")
         if self.render_mode == "rgb_array":
             return self._draw(self._render_side, self._render_side)
         return None
