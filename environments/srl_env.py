@@ -54,10 +54,13 @@ original's was when built, not where the original's generator has got to); reset
 """
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import functools
 import importlib.metadata
 import inspect
 import os
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -85,6 +88,41 @@ REFERENCE_RENDERER = "tinyrenderer"
 # The reset option (``env.reset(options={FRESH_WORLD: True})``) with which an env that has RESET_KEEPS_HISTORY builds
 # its world anew before the episode; the other envs ignore it.
 FRESH_WORLD = "fresh_world"
+
+
+@functools.lru_cache(maxsize=8)
+def _xServerRefusal(display: str) -> str | None:
+    """
+    :param display: a DISPLAY value
+    :return: why no X client can connect to it (Xlib's XOpenDisplay fails), None when one can or when this system has
+        no Xlib to ask (read once per value and process)
+    """
+    library = ctypes.util.find_library("X11") if sys.platform.startswith("linux") else None
+    if library is None:
+        return None
+    try:
+        xlib = ctypes.CDLL(library)
+    except OSError:
+        return None
+    xlib.XOpenDisplay.restype = ctypes.c_void_p
+    xlib.XOpenDisplay.argtypes = [ctypes.c_char_p]
+    xlib.XCloseDisplay.argtypes = [ctypes.c_void_p]
+    handle = xlib.XOpenDisplay(display.encode())
+    if not handle:
+        return f"cannot connect to the X server of DISPLAY={display}"
+    xlib.XCloseDisplay(handle)
+    return None
+
+
+def displayRefusal() -> str | None:
+    """
+    :return: why a window cannot be opened here, None when it can: DISPLAY is not set, or (on Linux) its X server
+        does not answer; PyBullet's GUI then ends the whole process with exit code 1, so it is asked first
+    """
+    display = os.environ.get("DISPLAY")
+    if not display:
+        return "DISPLAY is not set"
+    return _xServerRefusal(display)
 
 
 def addLearnedModelNames(source: Callable[[], Iterable[str]]) -> None:
@@ -137,8 +175,9 @@ class SRLGymEnv(gym.Env, EzPickle):
     :param seed: seed of the env's random generator (``reset(seed=...)`` reseeds it; ``np_random_seed`` gives the
         generator's seed, drawn from the OS's entropy when None)
     :param render_mode: gymnasium render mode, one of the class's ``metadata["render_modes"]``: "rgb_array", or "human"
-        (the same as ``renders=True``: a window that shows the scene, which needs a display; an instance made
-        without one lists only the modes it can render, so that gymnasium's ``check_env`` passes headless)
+        (the same as ``renders=True``: a window that shows the scene, which needs a display, :func:`displayRefusal`;
+        an instance made without one lists only the modes it can render, so that gymnasium's ``check_env`` passes
+        headless)
     :param render_size: side of the images ``render()`` returns (at least the observation's)
     :param goal_conditioned: Dict observations and ``compute_reward`` for hindsight experience replay (only where
         GOAL_CONDITIONED, with srl_model "ground_truth"; relative_pos is then ignored, see the module docstring)
@@ -247,10 +286,11 @@ class SRLGymEnv(gym.Env, EzPickle):
             raise ValueError(f"unknown render_mode {render_mode!r} for {type(self).__name__}; valid choices: "
                              f"{', '.join(self.metadata['render_modes'])}")
         renders = bool(renders or render_mode == "human")  # gymnasium's "human": a window that shows the scene
-        if renders and not os.environ.get("DISPLAY"):
-            raise RuntimeError("renders=True (or render_mode='human') needs a display (DISPLAY is not set); use "
+        no_display = displayRefusal()
+        if renders and no_display is not None:
+            raise RuntimeError(f"renders=True (or render_mode='human') needs a display ({no_display}); use "
                                "renders=False and render_mode='rgb_array', or run under a display (e.g. xvfb-run)")
-        if not os.environ.get("DISPLAY"):  # the modes this instance can render (gymnasium's check_env makes each)
+        if no_display is not None:  # the modes this instance can render (gymnasium's check_env makes each)
             self.metadata = {**self.metadata, "render_modes": [mode for mode in self.metadata["render_modes"]
                                                                if mode != "human"]}
         for keyword, given, offered in (("random_target", random_target, self.RANDOM_TARGET),

@@ -9,10 +9,10 @@ played, a GIF is kept palettised in memory until the end). A run that observed a
 same one: the folder and hash recorded in srl_model.json (a changed model is refused). ``--plotting`` draws the
 first env's action probabilities and ground-truth trajectory, live in visdom and as PNG in ``--output-dir``
 (replay.replay_plots); it is refused up front for a run whose env has no ground truth. ``--render`` needs an env
-with a window (``WINDOW``; Omnirobot has none) and a display (DISPLAY set), checked in that order; without them it
-stops with a one-line error before the model is loaded, which advises ``--video`` (or, when --video is given,
-dropping --render). A Ctrl-C stops the replay: what was played is still reported and written (video, plots), and the
-command exits with 130, as train does, so that a script tells a cut replay from a whole one.
+with a window (``WINDOW``; Omnirobot has none) and a display (DISPLAY set, its X server answering), checked in that
+order; without them it stops with a one-line error before the model is loaded, which advises ``--video`` (or, when
+--video is given, dropping --render). A Ctrl-C stops the replay: what was played is still reported and written
+(video, plots), and the command exits with 130, as train does, so that a script tells a cut replay from a whole one.
 """
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from stable_baselines3.common.utils import set_random_seed
 from tqdm import tqdm
 
 from environments import getEnvClass, groundTruthRefusal, registered_env
+from environments.srl_env import displayRefusal
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
@@ -137,8 +138,9 @@ def renderRefusal(env_id: str, video: str | None = None) -> str | None:
     :param env_id: the run's env
     :param video: the --video file given, None for none
     :return: why ``--render`` cannot open the env's window here, None when it can: the env has none (checked first,
-        as a display would not help), or no display is set; an env not installed is left to loadRun to report. The
-        advice is to record a video instead, or, when ``video`` is given, to drop --render (the video needs no window)
+        as a display would not help), or no display is set, or its X server does not answer
+        (``environments.srl_env.displayRefusal``); an env not installed is left to loadRun to report. The advice is to
+        record a video instead, or, when ``video`` is given, to drop --render (the video needs no window)
     """
     try:
         window = getEnvClass(env_id).WINDOW
@@ -148,8 +150,9 @@ def renderRefusal(env_id: str, video: str | None = None) -> str | None:
               else "use --video out.gif instead")
     if not window:
         return f"--render opens the env's window, and {env_id} has none (it draws its images without one): {advice}"
-    if not os.environ.get("DISPLAY"):
-        return f"--render opens the env's window and needs a display, but DISPLAY is not set ({advice})"
+    no_display = displayRefusal()
+    if no_display is not None:
+        return f"--render opens the env's window and needs a display, but {no_display} ({advice})"
     return None
 
 

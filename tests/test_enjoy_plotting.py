@@ -3,9 +3,11 @@ video caption, --render without a display, and rl_baselines.runs.run_policy repl
 from __future__ import annotations
 
 import argparse
+import ctypes.util
 import json
 import os
 import shutil
+import sys
 
 import cv2
 import numpy as np
@@ -14,7 +16,7 @@ import visdom
 from conftest import runModule, trainHere
 from PIL import Image
 
-from environments import getEnvClass
+from environments import getEnvClass, srl_env
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -27,6 +29,7 @@ pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make te
 
 ENV_ID = "MobileRobotGymEnv-v0"
 SMALL = (3, 32, 32)
+UNANSWERED_DISPLAY = ":9071"  # an X display no server answers on
 
 
 def _pixels(path: str) -> np.ndarray:
@@ -535,9 +538,21 @@ def test_render_without_display_names_the_envs_window(env_id, monkeypatch):
         "--render opens the env's window and needs a display, but DISPLAY is not set (drop --render: --video om2.gif "
         "records the replay without a window)")
     monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.setattr(srl_env, "_xServerRefusal", lambda display: None)  # (an X server that answers)
     assert enjoy_baselines.renderRefusal(env_id) is None
     assert enjoy_baselines.renderRefusal("NoSuchEnv-v0") is None
     assert "PyBullet" not in enjoy_baselines.buildParser().format_help()
+
+
+@pytest.mark.skipif(ctypes.util.find_library("X11") is None or not sys.platform.startswith("linux"),
+                    reason="no Xlib to ask an X server with")
+def test_render_with_a_display_whose_x_server_does_not_answer(monkeypatch):
+    """DISPLAY set to an X server that does not answer (a stale ssh -X session): --render got past the check and
+    PyBullet's GUI ended the process with exit code 1 and no message (its own is silenced with its banner)."""
+    monkeypatch.setenv("DISPLAY", UNANSWERED_DISPLAY)
+    assert enjoy_baselines.renderRefusal("MobileRobotGymEnv-v0") == (
+        "--render opens the env's window and needs a display, but cannot connect to the X server of "
+        f"DISPLAY={UNANSWERED_DISPLAY} (use --video out.gif instead)")
 
 
 def test_a_moving_target_is_drawn_as_its_path():

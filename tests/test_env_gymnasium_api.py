@@ -1,11 +1,18 @@
 """Gymnasium API details of every env the toolbox registers (gymnasium.make after ``import environments``)."""
 from __future__ import annotations
 
+import ctypes.util
+import os
+import subprocess
+import sys
+import textwrap
+
 import gymnasium as gym
 import pytest
 
 from environments.registry import registerAll
 
+UNANSWERED_DISPLAY = ":9071"  # an X display no server answers on
 TOOLBOX_ENVS = sorted(env_id for env_id, entry_point in registerAll().items()
                       if entry_point.startswith("environments."))
 
@@ -42,3 +49,33 @@ def test_a_closed_env_refuses_to_be_used_in_one_line(env_id: str) -> None:
                          ("render", env.unwrapped.render)):
         with pytest.raises(RuntimeError, match=rf"^{name}\.{method}\(\) after close\(\): .*make a new env$"):
             call()
+
+
+@pytest.mark.skipif(ctypes.util.find_library("X11") is None or not sys.platform.startswith("linux"),
+                    reason="no Xlib to ask an X server with")
+def test_human_mode_with_a_display_whose_x_server_does_not_answer() -> None:
+    """DISPLAY set to an X server that does not answer (a stale ssh -X session): PyBullet's GUI ended the whole
+    process with exit code 1 and no message (its own is silenced with its banner), and CarRacing played on without a
+    window. Each env now refuses in one line, and an instance lists only rgb_array (gymnasium's check_env passes)."""
+    script = textwrap.dedent("""
+        import gymnasium, environments
+        for env_id in ("KukaButtonGymEnv-v0", "MobileRobotGymEnv-v0", "CarRacingGymEnv-v0"):
+            try:
+                gymnasium.make(env_id, srl_model="ground_truth", render_mode="human")
+            except RuntimeError as error:
+                print(env_id, error)
+            env = gymnasium.make(env_id, srl_model="ground_truth")
+            print(env_id, env.unwrapped.metadata["render_modes"])
+            env.close()
+        print("alive")
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "DISPLAY": UNANSWERED_DISPLAY})
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "alive", result.stdout
+    for env_id in ("KukaButtonGymEnv-v0", "MobileRobotGymEnv-v0", "CarRacingGymEnv-v0"):
+        assert (f"{env_id} renders=True (or render_mode='human') needs a display (cannot connect to the X server of "
+                f"DISPLAY={UNANSWERED_DISPLAY}); use renders=False and render_mode='rgb_array', or run under a display "
+                "(e.g. xvfb-run)") in lines, result.stdout
+        assert f"{env_id} ['rgb_array']" in lines, result.stdout
