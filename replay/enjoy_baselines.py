@@ -62,6 +62,17 @@ VIDEO_FORMATS = (".gif", ".mp4")
 MAX_GIF_FPS = 50
 
 
+def realTimeRate(env: Any, action_repeat: int) -> float:
+    """
+    :param env: the replay's VecEnv
+    :param action_repeat: env steps per agent action (the run's --action-repeat), one frame each
+    :return: the frames per second that play the first env in real time: its ``metadata["render_fps"]`` (its step
+        rate: 20 when it declares none) over ``action_repeat``, at most :data:`MAX_GIF_FPS`
+    """
+    metadata = env.get_attr("metadata", indices=0)[0] or {}
+    return min(float(MAX_GIF_FPS), float(metadata.get("render_fps") or 20) / max(1, int(action_repeat)))
+
+
 def buildParser() -> CLIParser:
     """:return: the command's parser"""
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
@@ -74,8 +85,10 @@ def buildParser() -> CLIParser:
                         help="open the env's window (needs a display; Omnirobot has none: use --video)")
     parser.add_argument("--video", default=None,
                         help="record the first env to this .gif or .mp4 file, captioned with the step and reward")
-    parser.add_argument("--fps", type=positiveInt, default=20,
-                        help=f"frames per second of the video, at most {MAX_GIF_FPS} for a .gif [20]")
+    parser.add_argument("--fps", type=positiveInt, default=None,
+                        help=f"frames per second of the video, at most {MAX_GIF_FPS} for a .gif [real time: the env's "
+                             "render_fps over the run's --action-repeat, e.g. 20 for the mobile robots, 10 for the "
+                             "Kuka arms]")
     parser.add_argument("--model", choices=["latest", "best"], default=None,
                         help="which saved model to play [latest]")
     checkpoint = parser.add_mutually_exclusive_group()
@@ -166,7 +179,7 @@ class VideoRecorder:
     size, the same conversion Pillow makes when it saves) until ``finish``.
     """
 
-    def __init__(self, path: str, fps: int) -> None:
+    def __init__(self, path: str, fps: float) -> None:
         """
         :param path: destination, .gif or .mp4
         :param fps: frames per second
@@ -294,7 +307,7 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
     """
     if args.video is not None and not args.video.lower().endswith(VIDEO_FORMATS):
         raise UsageError(f"--video {args.video!r}: the file must end in .gif or .mp4")
-    if args.video is not None and args.video.lower().endswith(".gif") and args.fps > MAX_GIF_FPS:
+    if args.video is not None and args.video.lower().endswith(".gif") and (args.fps or 0) > MAX_GIF_FPS:
         raise UsageError(f"--fps {args.fps}: a .gif plays at most {MAX_GIF_FPS} frames per second (browsers slow "
                          f"faster ones to about 10); give 1..{MAX_GIF_FPS}, or record an .mp4")
     checkpoint, checkpoint_flag = checkpointArguments(args)
@@ -369,7 +382,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = episode = episode_step = 0  # episode, episode_step: the first env's, for the video caption
     bar = tqdm(total=args.num_timesteps, unit="step", desc="replay", disable=args.no_progress, dynamic_ncols=True)
     interrupted = False
-    video = VideoRecorder(args.video, args.fps) if args.video else None
+    video = VideoRecorder(args.video, args.fps or realTimeRate(env, train_args.action_repeat)) if args.video else None
     try:
         while steps < args.num_timesteps:
             frame = env.env_method("render", indices=0)[0] if args.video else None

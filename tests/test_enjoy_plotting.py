@@ -277,6 +277,37 @@ def test_video_frames_carry_a_caption(tmp_path, trainedRun):
     assert np.abs(first - enlarged).mean() < 12
 
 
+def test_a_video_plays_in_real_time_by_default(tmp_path, trainedRun):
+    """--fps defaulted to 20 for every env: a Kuka arm (10 steps a second) played at twice its speed. The default is
+    the env's render_fps over the run's --action-repeat (one frame per agent action); --fps still sets it."""
+    def frameDurations(path) -> set[int]:
+        with Image.open(path) as image:
+            durations = set()
+            for index in range(image.n_frames):
+                image.seek(index)
+                durations.add(image.info["duration"])
+            return durations
+
+    gif = tmp_path / "real_time.gif"
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "3", "--video", str(gif)]) == 0
+    assert frameDurations(gif) == {50}  # MobileRobot: 20 frames a second
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "3", "--video", str(gif), "--fps",
+                                 "5"]) == 0
+    assert frameDurations(gif) == {200}
+
+    class FakeVecEnv:
+        def __init__(self, metadata):
+            self.metadata = metadata
+
+        def get_attr(self, name, indices):
+            return [getattr(self, name)]
+
+    assert enjoy_baselines.realTimeRate(FakeVecEnv({"render_fps": 10}), 1) == 10  # the Kuka arms
+    assert enjoy_baselines.realTimeRate(FakeVecEnv({"render_fps": 10}), 4) == 2.5  # one frame per 4 env steps
+    assert enjoy_baselines.realTimeRate(FakeVecEnv({}), 1) == 20
+    assert enjoy_baselines.realTimeRate(FakeVecEnv({"render_fps": 500}), 1) == enjoy_baselines.MAX_GIF_FPS
+
+
 def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monkeypatch, capsys):
     """A Ctrl-C during the replay wrote the video of the steps played but exited 0, as a whole replay does."""
     original, calls = enjoy_baselines.actionMaskKeywords, []
