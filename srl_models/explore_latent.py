@@ -6,23 +6,28 @@
 Two latent dimensions (--dims; by default the first two the decoder reads: 0 1, or the first two of a split model's
 decoding part) sweep their range (from the 5th to the 95th percentile of the dataset's encoded frames, or
 ``--range LOW HIGH``); the others stay at the mean of those states. The decoded images form one PNG grid (default
-<model folder>/latent_grid_<d0>_<d1>.png); with --vis the grid also goes to a visdom window.
+<model folder>/latent_grid_<d0>_<d1>.png); with --vis the grid also goes to a visdom window (--port chooses the
+server: without --vis it is one warning, as nothing is drawn).
 """
 from __future__ import annotations
 
+import argparse
 import os
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
 
+from environments.dataset import Dataset
 from srl_models import plotting
 from srl_models.base import BaseSRLModel
 from srl_models.evaluate import encodeDataset, openModelDataset
 from srl_models.metrics import sampleIndices
 from srl_models.registry import loadSRLModel, registeredSRL
 from srl_toolbox.cli import (
+    DEFAULT_VISDOM_PORT,
     CLIParser,
+    HeldWarnings,
     UsageError,
     addProgressArgument,
     addSeedArgument,
@@ -134,12 +139,17 @@ def buildParser() -> CLIParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def checkedInput(args: argparse.Namespace) -> tuple[BaseSRLModel, str, tuple[int, int], str, Dataset]:
     """
-    :param argv: command-line arguments (default: sys.argv[1:])
-    :return: exit code
+    The command's checks: its flags, its model and dataset, its output; nothing is written.
+
+    :param args: the parsed command line
+    :return: the decoding model, its registered name, the two dims swept, the PNG path and the dataset
+    :raises UsageError: bad input (one line)
+    :warns: --port without --vis: it chooses where --vis draws, and nothing is drawn in visdom without it
     """
-    args = buildParser().parse_args(argv)
+    if not args.vis and args.port != DEFAULT_VISDOM_PORT:
+        warnings.warn("--port chooses where --vis draws; without --vis nothing is drawn in visdom")
     if not 2 <= args.grid <= MAX_GRID:
         raise UsageError(f"--grid {args.grid}: choose 2..{MAX_GRID} values per dimension")
     if args.range is not None and not (np.isfinite(args.range).all() and args.range[0] < args.range[1]):
@@ -174,6 +184,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not os.path.isdir(os.path.dirname(os.path.abspath(output))):
         raise UsageError(f"--output {output!r}: the folder does not exist")
     checkOutputFile(output, "--output" if args.output else "--model-folder")
+    return model, name, dims, output, dataset
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: exit code
+    :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
+        pass)
+    :warns: --port without --vis (it chooses where --vis draws)
+    """
+    with HeldWarnings():
+        args = buildParser().parse_args(argv)
+        model, name, dims, output, dataset = checkedInput(args)
 
     indices = sampleIndices(len(dataset), args.max_samples, args.seed)
     states = encodeDataset(model, dataset, indices, progress=not args.no_progress)

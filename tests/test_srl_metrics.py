@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import socket
+import warnings
 
 import numpy as np
 import pytest
@@ -499,6 +500,27 @@ def test_exploreLatentVisdomUnreachable(tmp_path, dataFolder, testModels, capsys
                                                   "--no-progress"], capsys)
     assert code == 0, err
     assert os.path.isfile(os.path.join(folder, "latent_grid_0_1.png"))
+
+
+def test_explore_latent_port_without_vis_is_one_warning(tmp_path, dataFolder, testModels, capsys):
+    """--port without --vis chose nothing and said nothing; it is one warning (as replay.plots's), held with the
+    checks: a command they refuse prints its one-line error alone."""
+    folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    idle = ["--model-folder", folder, "--port", "9000", "--no-progress"]
+    with pytest.warns(UserWarning, match="^--port chooses where --vis draws; without --vis nothing is drawn in visdom$"):
+        code, out, err = runMain(explore_latent, [*idle, "--grid", "2"], capsys)
+    assert code == 0 and "visdom" not in out, err
+    assert os.path.isfile(os.path.join(folder, "latent_grid_0_1.png"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = runMain(explore_latent, [*idle, "--grid", "1"], capsys)
+    assert code == 2 and err.startswith("error: --grid 1") and err.count("\n") == 1, err
+    assert not [w for w in caught if "--vis" in str(w.message)]
+    with warnings.catch_warnings(record=True) as caught:  # the default port, or --vis: nothing to say
+        warnings.simplefilter("always")
+        assert runMain(explore_latent, ["--model-folder", folder, "--grid", "2", "--output", tmp_path / "g.png",
+                                        "--no-progress"], capsys)[0] == 0
+    assert not [w for w in caught if "--vis" in str(w.message)]
 
 
 def test_exploreLatentBadInputs(tmp_path, dataFolder, testModels, capsys, monkeypatch):
