@@ -2,7 +2,9 @@
 -> act -> evaluate, and every example of docs/python_api.md run as written."""
 from __future__ import annotations
 
+import functools
 import json
+import multiprocessing
 import os
 import random
 import re
@@ -21,6 +23,7 @@ import rl_baselines
 from rl_baselines import api
 from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.envs import factory
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, saveNormalisation
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import loaded_run, train, train_loop
@@ -509,6 +512,25 @@ def test_make_env_refuses_a_keyword_the_env_does_not_take_before_building_it(api
     monkeypatch.setattr(loaded_run, "getEnvClass", lambda _env: Open)
     with pytest.raises(Built):  # passed the check: the env is built
         run.makeEnv(env_kwargs={"anything": 1})
+
+
+def test_make_env_with_a_bad_keyword_value_in_several_envs_is_the_envs_own_error(apiRun) -> None:
+    """A keyword the env takes with a value its constructor refuses (``render_mode='human2'``) was the env's clear
+    ValueError with one env, and with ``num_envs=2`` the workers' tracebacks and a ConnectionResetError: each worker
+    now reports its env's error, which the parent raises, the live workers closed; so does a worker other than the
+    first (its envs were returned, to fail at their first step)."""
+    run = api.loadRun(apiRun[0].run_dir)
+    message = r"^unknown render_mode 'human2' for MobileRobotGymEnv; valid choices: rgb_array, human$"
+    for num_envs in (1, 2):
+        with pytest.raises(ValueError, match=message):
+            run.makeEnv(num_envs=num_envs, env_kwargs={"render_mode": "human2"})
+    good = {**run.settings.env_kwargs, "render_mode": "rgb_array"}
+    thunks = [functools.partial(factory.makeSingleEnv, GT["env"], kwargs, rank)
+              for rank, kwargs in enumerate([good, {**good, "render_mode": "human2"}])]
+    processes = multiprocessing.active_children()
+    with pytest.raises(ValueError, match=message):
+        factory._subprocEnvs(thunks)
+    assert multiprocessing.active_children() == processes  # the first env's worker closed
 
 
 def test_the_first_load_run_of_a_process_leaves_pythons_random_state(apiRun) -> None:

@@ -18,12 +18,16 @@ it from their arguments (format 5 and earlier: no scale, or the ground-truth one
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
 import multiprocessing
 import os
+import pickle
+import tempfile
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -282,16 +286,86 @@ def encodeInWorkers(settings: VecEnvSettings, renderer: str) -> bool:
     return settings.num_envs > 1 and runDevice(settings.device) == "cpu" and renderer not in BATCH_ENCODED_RENDERERS
 
 
-def _subprocEnvs(thunks: list[Any]) -> SubprocVecEnv:
+class ReportingThunk:
+    """
+    An env thunk for a SubprocVecEnv worker that reports an error of the env's construction to the parent: it writes
+    the exception (pickled, as the worker's pipe would carry it) to ``report_path`` and ends the worker quietly, where
+    the worker would print its traceback and die, leaving the parent an ``EOFError`` or ``ConnectionResetError``.
+    :func:`_subprocEnvs` raises the reported exception instead, as the same env built in this process raises it.
+
+    :param thunk: builds the env (it runs in the worker only: :func:`makeSingleEnv` sets the worker's signal handling)
+    :param report_path: where to write the error (a file of a private folder of the parent's, absent until then)
+    """
+
+    def __init__(self, thunk: Callable[[], gym.Env], report_path: str) -> None:
+        self.thunk = thunk
+        self.report_path = report_path
+
+    def __call__(self) -> gym.Env:
+        try:
+            return self.thunk()
+        except Exception as error:
+            try:
+                report = pickle.dumps(error)
+                pickle.loads(report)  # (an exception whose arguments do not rebuild it is told by its text)
+            except Exception:
+                report = pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"))
+            with open(self.report_path + ".part", "wb") as handle:
+                handle.write(report)
+            os.replace(self.report_path + ".part", self.report_path)
+            raise SystemExit(1) from None  # multiprocessing ends the worker without a traceback
+
+
+def _reportedError(folder: str, count: int) -> BaseException | None:
+    """:return: the first env's construction error that a :class:`ReportingThunk` wrote in ``folder``, None if none
+    did (the worker died of something else)"""
+    for rank in range(count):
+        path = os.path.join(folder, str(rank))
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                return pickle.load(handle)  # written by our own worker, in our own private folder
+    return None
+
+
+def _closeBroken(venv: SubprocVecEnv) -> None:
+    """Close envs of which a worker died, built or not (its ``__init__`` failed): the live ones close, the dead
+    one's pipe is skipped."""
+    for remote in getattr(venv, "remotes", ()):
+        with contextlib.suppress(OSError):
+            remote.send(("close", None))
+    for process in getattr(venv, "processes", ()):
+        process.join(timeout=10)
+        if process.is_alive():
+            process.terminate()
+    venv.closed = True
+
+
+def _subprocEnvs(thunks: list[Callable[[], gym.Env]]) -> SubprocVecEnv:
     """
     :return: the envs in worker processes forked (SB3's default start method, forkserver) from a server that imported
         this module and its libraries once, so that the workers do not each import them again: a start costs one
         import instead of one per env, and the next envs this process builds start at once (a loop of API runs, the
         evaluation envs)
+    :raises Exception: the error of an env's construction (the first env's that failed), as the same env built in
+        this process raises it (a bad keyword value: ``render_mode='human2'``), the envs built closed
     """
     multiprocessing.set_forkserver_preload([__name__])  # read when this process's forkserver starts, else unused
-    with stopSignalsBlocked():  # a Ctrl-C while the workers import kills none of them: this process stops the run
-        return SubprocVecEnv(thunks)
+    failed = None
+    with tempfile.TemporaryDirectory(prefix="srl_env_errors_") as reports:
+        reporting = [ReportingThunk(thunk, os.path.join(reports, str(rank))) for rank, thunk in enumerate(thunks)]
+        venv = SubprocVecEnv.__new__(SubprocVecEnv)  # (bound before __init__ starts the workers: closed if it fails)
+        try:
+            with stopSignalsBlocked():  # a Ctrl-C while the workers import kills none of them: this process stops
+                venv.__init__(reporting)  # type: ignore[misc]
+                venv.has_attr("render_mode")  # every worker answers once its env is built (or is found dead)
+        except (EOFError, ConnectionError):  # a worker died: its pipe closed (reset, broken)
+            _closeBroken(venv)
+            failed = _reportedError(reports, len(thunks))
+            if failed is None:
+                raise
+    if failed is not None:
+        raise failed  # (out of the except clause: not chained to the pipe's error, which says nothing more)
+    return venv
 
 
 def createEnvs(

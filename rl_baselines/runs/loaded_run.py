@@ -172,10 +172,11 @@ class LoadedRun:
             must leave the agent's observation and action spaces as they are (shapes and choices; bounds aside)
         :return: a VecEnv; close it after use
         :raises ValueError: ``num_envs`` not a positive integer, ``seed`` not an integer in 0..2**32-1, ``env_kwargs``
-            not a mapping or naming a keyword the env's constructor does not take (before any env is built: with
-            ``num_envs`` > 1 a subprocess's error would end in ``ConnectionResetError``), the SRL model cannot be
-            loaded, the saved normalisation does not fit, or ``env_kwargs`` change the observation or action space or
-            leave out the run's normalisation (the env built is closed)
+            not a mapping or naming a keyword the env's constructor does not take (before any env is built), the SRL
+            model cannot be loaded, the saved normalisation does not fit, or ``env_kwargs`` change the observation or
+            action space or leave out the run's normalisation (the env built is closed)
+        :raises Exception: the error of the env's constructor (a value it refuses: ``render_mode='human2'``), as
+            with one env whatever ``num_envs`` (rl_baselines.envs.factory.ReportingThunk)
         """
         num_envs, seed = checkEnvsAndSeed(num_envs, seed)
         checkEnvKeywords(self.args.env, env_kwargs)
