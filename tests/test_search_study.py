@@ -5,14 +5,16 @@ whose trials completed."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import threading
+import warnings
 
 import pytest
 from conftest import snapshot
 
 from rl_baselines.sweeps import hyperparam_search, search_study, search_trials
-from rl_baselines.sweeps.search_study import STUDY_RECORD, SearchConfig, createStudy
+from rl_baselines.sweeps.search_study import STUDY_RECORD, STUDY_SPACE, SearchConfig, createStudy, spaceRecord
 from rl_baselines.sweeps.search_trials import TrialProgress
 from srl_toolbox.cli import UsageError
 
@@ -149,3 +151,65 @@ def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path, m
     assert record["train_settings"]["continuous_actions"] is True
     with pytest.raises(UsageError, match=re.escape("--continuous-actions True (asked False)")):
         hyperparam_search.main(base)
+
+
+SPACE = {"gamma": (float, (0.9, 0.99)), "n_steps": (int, (16, 64), "log"), "ent_coef": (list, [0.0, 0.01])}
+
+
+def _createQuietly(config: SearchConfig) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning
+        createStudy(config)
+
+
+def test_a_study_continued_over_another_search_space_warns_once_naming_what_differs(tmp_path) -> None:
+    """A study did not record its search space: after an upgrade that changed it (gradient_steps then followed
+    train_freq) an old study mixed the trials of both spaces silently. It records the space of its first command, and
+    a command over another one continues it (the earlier trials stand) with one warning naming what differs."""
+    url = f"sqlite:///{tmp_path / 'search.db'}"
+    config = dataclasses.replace(searchConfig(url, seed=0), space=SPACE)
+    _createQuietly(config)
+    study = optuna.load_study(study_name="race", storage=url)
+    recorded = study.user_attrs[STUDY_SPACE]
+    assert recorded == spaceRecord(config) == json.loads(json.dumps(recorded))  # JSON values
+    assert recorded["n_steps"] == {"name": "IntDistribution", "attributes": {"log": True, "step": 1, "low": 16,
+                                                                            "high": 64}}
+    trial = study.ask()  # a trial of the space, sampled as a search samples it
+    study.tell(trial, float(sum(search_study.suggestParams(trial, config.space).values())))
+    _createQuietly(dataclasses.replace(config, space=dict(reversed(SPACE.items()))))  # the same space continues
+    other = dataclasses.replace(config, space={**{k: v for k, v in SPACE.items() if k != "ent_coef"},
+                                               "gamma": (float, (0.9, 0.999)), "batch_size": (int, (8, 32))},
+                                subsample_steps=[1])
+    for _ in range(2):  # (each command over another space is told: the study mixes its trials)
+        with pytest.warns(UserWarning) as caught:
+            createStudy(other)
+        assert [str(warning.message) for warning in caught] == [
+            f"study 'race' in {url} was searched over another space: batch_size (not searched, now 8..32 (int)); "
+            "ent_coef (one of 0.0, 0.01, now not searched); gamma (0.9..0.99 (float), now 0.9..0.999 (float)); "
+            "gradient_steps (not searched, now train_freq); its 1 earlier trials are kept and its new ones sample "
+            "this one (choose another --study-name to keep them apart)"]
+    assert optuna.load_study(study_name="race", storage=url).user_attrs[STUDY_SPACE] == recorded  # the first space
+
+
+def test_a_study_that_did_not_record_its_space_is_compared_with_its_trials(tmp_path) -> None:
+    """A study of a version that recorded no space: the space its trials sampled stands for it (none: no trial, no
+    warning), and is recorded."""
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    config = dataclasses.replace(searchConfig(url, seed=0), space=SPACE)
+    old = optuna.create_study(storage=url, study_name="race", direction="maximize")
+    _createQuietly(config)  # no trial: nothing to compare; this command's space is recorded
+    assert old.user_attrs[STUDY_SPACE] == spaceRecord(config)
+    url = f"sqlite:///{tmp_path / 'older.db'}"
+    config = dataclasses.replace(config, storage_url=url)
+    older = optuna.create_study(storage=url, study_name="race", direction="maximize")
+    int_range = optuna.distributions.IntDistribution
+    older.add_trial(optuna.trial.create_trial(  # gradient_steps sampled by itself, as before it followed train_freq
+        params={"train_freq": 2, "gradient_steps": 16}, value=1.0,
+        distributions={"train_freq": int_range(1, 16), "gradient_steps": int_range(1, 16)}))
+    tied = dataclasses.replace(config, space={"train_freq": (int, (1, 16))}, subsample_steps=[1])
+    with pytest.warns(UserWarning, match=r"was searched over another space: gradient_steps \(1\.\.16 \(int\), now "
+                                         r"train_freq\); its 1 earlier trials are kept"):
+        createStudy(tied)
+    assert older.user_attrs[STUDY_SPACE]["gradient_steps"]["name"] == "IntDistribution"  # its trials' space
+    _createQuietly(dataclasses.replace(tied, space={"train_freq": (int, (1, 16)), "gradient_steps": (int, (1, 16))},
+                                       subsample_steps=None))  # the space of its trials: nothing to say

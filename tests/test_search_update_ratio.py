@@ -129,7 +129,7 @@ def test_a_trial_records_the_gradient_steps_it_trained_with_and_an_older_study_c
                                                                                         optimizer):
     """The derived gradient_steps reaches the trial's command, its line, trials.csv and best_hyperparams.yaml
     (subsample_steps, which train does not take, none of them); a study whose trials sampled gradient_steps by itself
-    continues with the tied space (its trials keep the value they sampled)."""
+    continues with the tied space (its trials keep the value they sampled), warning that the space changed."""
     commands = _fakeTrials(monkeypatch)
     log_dir = tmp_path / "logs"
     storage = f"sqlite:///{tmp_path / 'study.db'}"
@@ -140,7 +140,10 @@ def test_a_trial_records_the_gradient_steps_it_trained_with_and_an_older_study_c
             "--n-evaluations", "2", "--optimizer", optimizer, "--pruner", "none", "--n-trials", "6", "--no-progress",
             "--n-startup-trials", "2", "--grid-points", "2", "--storage", storage, "--study-name", "s",
             "--log-dir", str(log_dir)]
-    assert hyperparam_search.main(argv) == 0
+    with pytest.warns(UserWarning, match=r"was searched over another space: .*gradient_steps \(1\.\.16 \(int\), now "
+                                         r"train_freq // subsample_steps\).*subsample_steps \(not searched, now one "
+                                         r"of 1, 2, 4, 8\).*its 2 earlier trials are kept"):
+        assert hyperparam_search.main(argv) == 0
     study = optuna.load_study(study_name="s", storage=storage)
     new = study.trials[2:]
     assert len(new) == len(commands) == 6 and all(trial.state.name == "COMPLETE" for trial in new)

@@ -11,6 +11,9 @@ two commands starting one study at once for different settings the second is ref
 The train flags count as train's parser gives them, less what changes no result
 (``rl_baselines.sweeps.recorded.NOT_A_RESULT``): spelling, order, ``--device`` or ``--port`` do not make another
 setting. A setting the record lacks (a study of an older version, a train flag added since) is unknown, so accepted.
+A study also records the search space it was first searched over (:data:`STUDY_SPACE`; a study of a version that did
+not: the space its trials sampled): a command whose space differs (a version whose ``getOptParam`` changed) is warned,
+naming the hyperparameters, and continues the study, whose earlier trials stand (:func:`_recordedSpace`).
 Optuna (and SQLAlchemy, installed with it) is an
 optional dependency (``srl-toolbox[search]``), imported when a function needs it, through :func:`importOptuna`, which
 names the install command when it is missing.
@@ -43,6 +46,9 @@ STUDY_RECORD = "setting"
 STUDY_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "seed", "train_settings")
 # A study of an older version recorded some of these, each as its own user attribute (and no train settings).
 _OLDER_KEYS = ("algo", "env", "srl_model", "num_timesteps", "eval_episodes", "seed")
+# The user attribute of the search space a study was first searched over (:func:`spaceRecord`): a command whose space
+# differs (another version's getOptParam) is warned, and continues
+STUDY_SPACE = "search_space"
 
 
 @dataclasses.dataclass
@@ -448,6 +454,7 @@ def createStudy(config: SearchConfig) -> Any:
     :param config: the search
     :return: the study
     :raises UsageError: the storage cannot be opened, or the study holds another setting's trials
+    :warns: the study was searched over another space (:func:`_recordedSpace`)
     """
     optuna = importOptuna()
     path = sqlitePath(config.storage_url)
@@ -458,7 +465,7 @@ def createStudy(config: SearchConfig) -> Any:
         with _fileLock(path):
             study = optuna.create_study(storage=storage, study_name=config.study_name, direction="maximize",
                                         load_if_exists=True)
-            return _recordedSetting(study, config)
+            return _recordedSpace(_recordedSetting(study, config), config)
     except (ImportError, ValueError, OSError) as error:
         raise UsageError(f"--storage {config.storage_url}: {str(error).splitlines()[0]}") from None
     except Exception as error:  # SQLAlchemy's OperationalError and friends: unreachable server, bad file
@@ -516,3 +523,85 @@ def _differences(recorded: dict[str, Any], wanted: dict[str, Any], flags: dict[s
                    f"(asked {_shown(wanted[key][name])})"
                    for name in sorted(settings.keys() & wanted[key].keys()) if settings[name] != wanted[key][name]]
     return differ
+
+
+# --- search space record -----------------------------------------------------------------------------------------
+
+
+def _distributionRecord(distribution: Any) -> dict[str, Any]:
+    """:return: an Optuna distribution as Optuna's JSON writes it, as a dict (``{"name": "IntDistribution",
+    "attributes": {"low": 1, "high": 16, "log": false, "step": 1}}``)"""
+    return json.loads(importOptuna().distributions.distribution_to_json(distribution))
+
+
+def spaceRecord(config: SearchConfig) -> dict[str, Any]:
+    """
+    :param config: the search
+    :return: what each trial's searched hyperparameters come from, JSON values by name: each sampled one's
+        distribution as :func:`suggestParams` asks Optuna for it (:func:`_distributionRecord`), and a
+        ``gradient_steps`` that follows the sampled ``train_freq`` (``config.subsample_steps``) as
+        ``{"follows": "train_freq", "subsample_steps": [...]}``
+    """
+    distributions = importOptuna().distributions
+    record: dict[str, Any] = {}
+    for name, spec in config.space.items():
+        if spec[0] is list:
+            distribution = distributions.CategoricalDistribution(list(spec[1]))
+        elif spec[0] is int:
+            distribution = distributions.IntDistribution(int(spec[1][0]), int(spec[1][1]), log=len(spec) == 3)
+        else:
+            distribution = distributions.FloatDistribution(float(spec[1][0]), float(spec[1][1]), log=len(spec) == 3)
+        record[name] = _distributionRecord(distribution)
+    if config.subsample_steps:
+        record["gradient_steps"] = {"follows": "train_freq", "subsample_steps": list(config.subsample_steps)}
+    return record
+
+
+def _trialsSpace(study: Any) -> dict[str, Any] | None:
+    """:return: the space a study's trials sampled (their distributions, as :func:`spaceRecord` writes them; the
+    first trial's of a name), None when none sampled anything (no trial)"""
+    record: dict[str, Any] = {}
+    for trial in study.get_trials(deepcopy=False):
+        for name, distribution in trial.distributions.items():
+            record.setdefault(name, _distributionRecord(distribution))
+    return record or None
+
+
+def _describedEntry(entry: Any) -> str:
+    """:return: a space record's entry as a message gives it: ``1..16 (int)``, ``one of 1, 2``, ``train_freq //
+    subsample_steps``, ``not searched``"""
+    if not isinstance(entry, dict):
+        return "not searched"
+    if "follows" in entry:
+        return f"{entry['follows']}" + ("" if entry.get("subsample_steps") == [1] else " // subsample_steps")
+    attributes = entry.get("attributes", {})
+    if "choices" in attributes:
+        return "one of " + ", ".join(map(str, attributes["choices"]))
+    kind = "int" if entry.get("name") == "IntDistribution" else "float"
+    return f"{attributes.get('low')}..{attributes.get('high')} ({kind}{', log' if attributes.get('log') else ''})"
+
+
+def _recordedSpace(study: Any, config: SearchConfig) -> Any:
+    """
+    Compare the search space of ``config`` with the one the study recorded (:data:`STUDY_SPACE`), or, for a study of
+    a version that recorded none, with the one its trials sampled; the study records its first one (the recorded, the
+    trials', else this command's).
+
+    :return: ``study``
+    :warns: the spaces differ (another version's search space): once, naming each hyperparameter that differs and
+        how; the study continues, its earlier trials kept (their results stand, for the space they sampled)
+    """
+    wanted = spaceRecord(config)
+    recorded = study.user_attrs.get(STUDY_SPACE)
+    if not isinstance(recorded, dict):
+        recorded = _trialsSpace(study)
+    if recorded is not None:
+        differ = [f"{name} ({_describedEntry(recorded.get(name))}, now {_describedEntry(wanted.get(name))})"
+                  for name in sorted(recorded.keys() | wanted.keys()) if recorded.get(name) != wanted.get(name)]
+        if differ:
+            warnings.warn(f"study {config.study_name!r} in {config.storage_url} was searched over another space: "
+                          f"{'; '.join(differ)}; its {len(study.trials)} earlier trials are kept and its new ones "
+                          f"sample this one (choose another --study-name to keep them apart)", stacklevel=2)
+    if STUDY_SPACE not in study.user_attrs:
+        study.set_user_attr(STUDY_SPACE, wanted if recorded is None else recorded)
+    return study
