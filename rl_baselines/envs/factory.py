@@ -21,10 +21,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import json
 import math
 import multiprocessing
 import os
-import pickle
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -43,7 +43,8 @@ from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
 from srl_toolbox.devices import runDevice
-from srl_toolbox.files import writeNpz
+from srl_toolbox.errors import UsageError
+from srl_toolbox.files import readJson, writeNpz
 from srl_toolbox.signals import stopSignalsBlocked
 
 NORMALISATION_FILE = "vecnormalize.npz"
@@ -289,9 +290,10 @@ def encodeInWorkers(settings: VecEnvSettings, renderer: str) -> bool:
 class ReportingThunk:
     """
     An env thunk for a SubprocVecEnv worker that reports an error of the env's construction to the parent: it writes
-    the exception (pickled, as the worker's pipe would carry it) to ``report_path`` and ends the worker quietly, where
-    the worker would print its traceback and die, leaving the parent an ``EOFError`` or ``ConnectionResetError``.
-    :func:`_subprocEnvs` raises the reported exception instead, as the same env built in this process raises it.
+    the exception's class and message (JSON) to ``report_path`` and ends the worker quietly, where the worker would
+    print its traceback and die, leaving the parent an ``EOFError`` or ``ConnectionResetError``. :func:`_subprocEnvs`
+    raises the reported error instead: the same class as the env built in this process raises (a built-in exception
+    or one of srl_toolbox.errors), else a RuntimeError naming the class.
 
     :param thunk: builds the env (it runs in the worker only: :func:`makeSingleEnv` sets the worker's signal handling)
     :param report_path: where to write the error (a file of a private folder of the parent's, absent until then)
@@ -305,25 +307,30 @@ class ReportingThunk:
         try:
             return self.thunk()
         except Exception as error:
-            try:
-                report = pickle.dumps(error)
-                pickle.loads(report)  # (an exception whose arguments do not rebuild it is told by its text)
-            except Exception:
-                report = pickle.dumps(RuntimeError(f"{type(error).__name__}: {error}"))
-            with open(self.report_path + ".part", "wb") as handle:
-                handle.write(report)
+            report = {"module": type(error).__module__, "name": type(error).__qualname__, "message": str(error)}
+            with open(self.report_path + ".part", "w", encoding="utf-8") as handle:
+                json.dump(report, handle)
             os.replace(self.report_path + ".part", self.report_path)
             raise SystemExit(1) from None  # multiprocessing ends the worker without a traceback
 
 
-def _reportedError(folder: str, count: int) -> BaseException | None:
+# The exceptions a reported error is raised as again (others: a RuntimeError naming their class)
+_REBUILT_ERRORS = {(klass.__module__, klass.__qualname__): klass for klass in (
+    ValueError, TypeError, KeyError, RuntimeError, OSError, FileNotFoundError, NotImplementedError, ImportError,
+    AssertionError, UsageError)}
+
+
+def _reportedError(folder: str, count: int) -> Exception | None:
     """:return: the first env's construction error that a :class:`ReportingThunk` wrote in ``folder``, None if none
     did (the worker died of something else)"""
     for rank in range(count):
         path = os.path.join(folder, str(rank))
         if os.path.isfile(path):
-            with open(path, "rb") as handle:
-                return pickle.load(handle)  # written by our own worker, in our own private folder
+            report = readJson(path)
+            klass = _REBUILT_ERRORS.get((report["module"], report["name"]))
+            if klass is None:
+                return RuntimeError(f"{report['module']}.{report['name']}: {report['message']}")
+            return klass(report["message"])
     return None
 
 
