@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from collections.abc import Sequence
 from contextlib import ExitStack
 from typing import Any
@@ -38,6 +39,7 @@ from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
+    DEFAULT_VISDOM_PORT,
     INTERRUPTED_EXIT_CODE,
     MAX_ENVS,
     CLIParser,
@@ -303,7 +305,8 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
     :return: the run's train settings (with the device used), the loaded run, its env (close it) and the folder of
         --plotting's PNGs
     :raises UsageError: bad input (one line)
-    :warns: a run the env cannot rebuild exactly (another physics version), a learned state handed unscaled
+    :warns: a run the env cannot rebuild exactly (another physics version), a learned state handed unscaled,
+        visdom flags without --plotting
     """
     if args.video is not None and not args.video.lower().endswith(VIDEO_FORMATS):
         raise UsageError(f"--video {args.video!r}: the file must end in .gif or .mp4")
@@ -313,6 +316,9 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
     checkpoint, checkpoint_flag = checkpointArguments(args)
     if args.output_dir is not None and not args.plotting:
         raise UsageError(f"--output-dir {args.output_dir!r} is where --plotting writes its PNGs: add --plotting")
+    if not args.plotting and (args.no_vis or args.port != DEFAULT_VISDOM_PORT):
+        warnings.warn("--port and --no-vis choose where --plotting draws its live plots; without --plotting nothing "
+                      "is drawn")
     run_dir = args.log_dir
     train_args = loadRunArgs(run_dir)
     if args.plotting and train_args.env in registered_env:  # (an env not installed: loadRun below says so)

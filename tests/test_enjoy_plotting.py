@@ -625,3 +625,15 @@ def test_a_line_target_is_drawn_as_its_line():
     # a point target keeps its star
     axes = replay_plots.trajectoryFigure(_syntheticTrace(2), "").axes[0]
     assert [collection for collection in axes.collections if collection.get_zorder() == 4]
+
+
+def test_visdom_flags_without_plotting_are_one_warning_held_with_the_checks(tmp_path, trainedRun):
+    """`--port 9000` or `--no-vis` without --plotting (the only thing they act on) did nothing and said nothing: one
+    warning now, shown once the checks pass; a refused replay prints its error alone."""
+    for flags in (["--port", "9000"], ["--no-vis"]):
+        with pytest.warns(UserWarning, match="without --plotting nothing is drawn"):
+            assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "2", "--no-progress",
+                                         *flags]) == 0
+    result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "2", "--port", "9000",
+                       "--video", str(tmp_path / "x.avi"))
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and ".gif or .mp4" in result.stderr, result.stderr
