@@ -52,7 +52,16 @@ from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
 from srl_models.base import readExpConfig
 from srl_models.config import resolveSRLModel
 from srl_models.registry import failedSRLPluginsText, learnedModels
-from srl_toolbox.cli import CLIParser, UsageError, addSeedArgument, checkWritableFolder, nonEmptyText, positiveInt, runCommand
+from srl_toolbox.cli import (
+    CLIParser,
+    CommandFailed,
+    UsageError,
+    addSeedArgument,
+    checkWritableFolder,
+    nonEmptyText,
+    positiveInt,
+    runCommand,
+)
 from srl_toolbox.plugins import apiMajor
 
 DEFAULT_ENV = "MobileRobotGymEnv-v0"
@@ -203,6 +212,14 @@ def _runSettings(run_dir: str) -> RunSettings:
                                                                                  run_dir=None)
 
 
+def _load(algo_class: type, model_path: str, settings: RunSettings, kind: str) -> Any:
+    """:return: the model ``load`` rebuilds from ``model_path``; a ``load`` that returns no agent is a broken rule"""
+    try:
+        return loadModel(algo_class, model_path, settings)
+    except CommandFailed as error:
+        _fail(f"{kind}: {error}")
+
+
 def _actionProblem(action: np.ndarray, space: Any, num_envs: int) -> str | None:
     action = np.asarray(action)
     if isinstance(space, gym.spaces.Discrete):
@@ -310,7 +327,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
         except Exception as error:  # the contract: ValueError, one line
             _fail(f"load of {what} raised {type(error).__name__} ({error}), not ValueError")
         _fail(f"load of {what} ({bad}) did not raise ValueError")
-    model = loadModel(algo_class, model_path, args)
+    model = _load(algo_class, model_path, args, kind)
 
     saved_steps = int((readManifest(run_dir) or {}).get("num_timesteps", -1))
     if int(model.num_timesteps) != saved_steps or saved_steps < num_timesteps:
@@ -340,7 +357,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
         resaved = os.path.join(folder, f"resaved_{kind}", f"{name}_model{algo_class.MODEL_EXTENSION}")
         os.makedirs(os.path.dirname(resaved), exist_ok=True)
         model.save(resaved)
-        if not _sameActions(model, loadModel(algo_class, resaved, args), observations):
+        if not _sameActions(model, _load(algo_class, resaved, args, kind), observations):
             _fail(f"{kind}: a save/load round trip changes the deterministic actions")
     finally:
         replay_env.close()
@@ -349,7 +366,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
 
     more = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed,
                              ["--load-rl-model-path", model_path, "--tag", "continued"], srl_model_path))
-    continued = loadModel(algo_class, os.path.join(more, os.path.basename(model_path)), args)
+    continued = _load(algo_class, os.path.join(more, os.path.basename(model_path)), args, kind)
     if continued.num_timesteps < saved_steps + num_timesteps:
         _fail(f"{kind}: continuing with --load-rl-model-path gave {continued.num_timesteps} steps, expected at least "
               f"{saved_steps} + {num_timesteps} (count from the loaded model's num_timesteps)")
@@ -363,7 +380,7 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
     if check_seed:
         again = _train(_trainArgs(name, folder, env, srl_model, continuous, num_timesteps, seed, ["--tag", "again"],
                                   srl_model_path))
-        twin = loadModel(algo_class, os.path.join(again, os.path.basename(model_path)), args)
+        twin = _load(algo_class, os.path.join(again, os.path.basename(model_path)), args, kind)
         if not _sameActions(model, twin, observations):
             _fail(f"{kind}: two runs with seed {seed} give different models (seed every generator of yours with "
                   f"the run's seed: settings.seed, args.seed in a version 1 plugin)")

@@ -22,7 +22,7 @@ from conftest import REPO, childProcesses, freshProcesses, runFolder, runModule,
 
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
-            "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent"}
+            "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent", "tiny_loadnone": "LoadNoneAgent"}
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +218,7 @@ def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_cont
     ("tiny_nonorm", "save wrote no vecnormalize.npz"),
     ("tiny_frozen", "normalisation statistics stopped updating"),
     ("tiny_noisy", "deterministic=True) gives different actions"),
+    ("tiny_loadnone", "LoadNoneAgent.load returned NoneType, not an agent: load must return the loaded model"),
     ("docs_silent", "TRAINING_ROWS is True but train wrote no training rows to progress.csv"),  # it logs nothing
 ])
 def test_check_plugin_catches_each_trap(tinyRun, algo, message) -> None:
@@ -288,3 +289,19 @@ def test_a_broken_plugin_is_one_warning_also_with_env_worker_processes(tmp_path)
                             capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("skipped environment plugin 'BrokenEnv-v0'") == 1, result.stderr
+
+
+def test_a_load_that_returns_no_agent_is_one_line_in_the_commands(tmp_path, tinyRun) -> None:
+    trained = _train(tinyRun, "--algo", "tiny_loadnone", "--num-timesteps", "200", "--log-dir", str(tmp_path))
+    assert trained.returncode == 0, trained.stderr
+    run = runFolder(trained)
+    for module, *args in (("replay.enjoy_baselines", "--log-dir", run, "--num-timesteps", "20", "--no-vis"),
+                          ("rl_baselines.train", "--no-vis", *GROUND_TRUTH, "--algo", "tiny_loadnone",
+                           "--log-dir", str(tmp_path / "more"), "--load-rl-model-path",
+                           os.path.join(run, "tiny_loadnone_model.json"))):
+        result = tinyRun(module, *args)
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert result.stderr.strip().splitlines() == [
+            "error: tiny_plugin.algo.LoadNoneAgent.load returned NoneType, not an agent: load must return the loaded "
+            "model (an instance of the class)"], result.stderr
+    assert not os.path.exists(tmp_path / "more")

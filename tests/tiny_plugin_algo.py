@@ -164,3 +164,12 @@ class NoisyAgent(TinyAgent):
             return actions
         random = self.rng.integers(0, self.weights.shape[1], size=len(actions))
         return np.where(self.rng.random(len(actions)) < 0.5, random, actions)
+
+
+class LoadNoneAgent(TinyAgent):
+    """Breaks the rule: its load checks the file but returns nothing."""
+
+    @classmethod
+    def load(cls, load_path: str, args: argparse.Namespace | None = None) -> None:
+        super().load(load_path, args)
+

@@ -35,6 +35,7 @@ from typing import Any
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.run_settings import ARGUMENT_NAMES, RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
+from srl_toolbox.errors import CommandFailed
 from srl_toolbox.plugins import apiMajor
 
 # The contract versions this toolbox runs: version 2 natively, version 1 through this adapter.
@@ -120,10 +121,16 @@ def loadModel(algo_class: type, load_path: str, settings: RunSettings | None = N
     :param settings: the run's settings (device...), None when unknown
     :return: the loaded agent
     :raises ValueError: missing, corrupt or foreign file (one line)
+    :raises CommandFailed: the class's ``load`` returned no agent (None, ...): the plugin's bug, in one line
     """
     if isV1(algo_class):
-        return algo_class.load(load_path, None if settings is None else namespaceOf(settings))
-    return algo_class.load(load_path, settings)
+        model = algo_class.load(load_path, None if settings is None else namespaceOf(settings))
+    else:
+        model = algo_class.load(load_path, settings)
+    if not callable(getattr(model, "getAction", None)):
+        raise CommandFailed(f"{algo_class.__module__}.{algo_class.__qualname__}.load returned {type(model).__name__}, "
+                            f"not an agent: load must return the loaded model (an instance of the class)")
+    return model
 
 
 def trainAlgorithm(algo: Any, settings: RunSettings, total_timesteps: int, callback: Any, logger: Any = None,
