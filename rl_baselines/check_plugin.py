@@ -237,6 +237,25 @@ def _actionProblem(action: np.ndarray, space: Any, num_envs: int) -> str | None:
     return None
 
 
+def _batchProblem(model: Any, observation: Any, env: Any) -> str | None:
+    """
+    :param model: a freshly loaded model (no recurrent state yet)
+    :param observation: one step's observations of ``env``
+    :param env: the replay VecEnv
+    :return: what is wrong with ``model``'s deterministic actions for the observations of twice as many envs (as
+        ``--num-cpu 2`` gives them; one action for the batch leaves an env worker waiting for ever), None if nothing
+    """
+    def doubled(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: doubled(item) for key, item in value.items()}
+        return np.concatenate([value, value])
+
+    masks = {key: doubled(value) for key, value in actionMaskKeywords(model, env).items()}
+    problem = _actionProblem(model.getAction(doubled(observation), deterministic=True, **masks), env.action_space,
+                             2 * env.num_envs)
+    return None if problem is None else f"for a batch of {2 * env.num_envs} observations {problem}"
+
+
 def _observations(env: Any, model: Any, steps: int) -> list[np.ndarray]:
     """:return: the observations of ``steps`` replay steps (acting with the model, deterministic)"""
     observation = env.reset()
@@ -351,6 +370,9 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
                                      replay_env.num_envs)
             if problem is not None:
                 _fail(f"{kind}: (deterministic=False) {problem}")
+        problem = _batchProblem(_load(algo_class, model_path, args, kind), observations[0], replay_env)
+        if problem is not None:
+            _fail(f"{kind}: {problem}")
         if not _sameActions(model, model, observations):
             _fail(f"{kind}: getAction(deterministic=True) gives different actions for the same observation "
                   f"(use the distribution's mode/mean, no sampling)")

@@ -22,7 +22,8 @@ from conftest import REPO, childProcesses, freshProcesses, runFolder, runModule,
 
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
-            "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent", "tiny_loadnone": "LoadNoneAgent"}
+            "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent", "tiny_loadnone": "LoadNoneAgent",
+            "tiny_onebatch": "OneActionAgent"}
 
 
 @pytest.fixture(scope="module")
@@ -219,6 +220,7 @@ def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_cont
     ("tiny_frozen", "normalisation statistics stopped updating"),
     ("tiny_noisy", "deterministic=True) gives different actions"),
     ("tiny_loadnone", "LoadNoneAgent.load returned NoneType, not an agent: load must return the loaded model"),
+    ("tiny_onebatch", "for a batch of 2 observations getAction gave int64 of shape (1,), expected 2 integer actions"),
     ("docs_silent", "TRAINING_ROWS is True but train wrote no training rows to progress.csv"),  # it logs nothing
 ])
 def test_check_plugin_catches_each_trap(tinyRun, algo, message) -> None:

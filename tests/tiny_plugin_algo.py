@@ -173,3 +173,9 @@ class LoadNoneAgent(TinyAgent):
     def load(cls, load_path: str, args: argparse.Namespace | None = None) -> None:
         super().load(load_path, args)
 
+
+class OneActionAgent(TinyAgent):
+    """Breaks the rule: one action for a whole batch of observations (right with one env only)."""
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+        return super().getAction(observation, dones, deterministic)[:1]
