@@ -23,7 +23,7 @@ from conftest import REPO, childProcesses, freshProcesses, runFolder, runModule,
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
             "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent", "tiny_loadnone": "LoadNoneAgent",
-            "tiny_onebatch": "OneActionAgent"}
+            "tiny_onebatch": "OneActionAgent", "tiny_runcheck": "RunCheckAgent"}
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +182,13 @@ def test_check_plugin_passes_the_plugin_of_the_docs(tinyRun) -> None:
     assert "ok: discrete: same seed, same model" in result.stdout
     assert "continuous: --load-rl-model-path continues the step count and the normalisation" in result.stdout
     assert "docs_tiny: every check passed" in result.stdout
+
+
+def test_check_plugin_passes_a_plugin_whose_parser_checks_whole_commands(tinyRun) -> None:
+    result = tinyRun("rl_baselines.check_plugin", "tiny_runcheck", "--num-timesteps", "200", "--discrete-actions",
+                     "--no-seed-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "tiny_runcheck: every check passed" in result.stdout
 
 
 def test_a_plugins_help_is_titled_with_its_algo_name(tinyRun) -> None:

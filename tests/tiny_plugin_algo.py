@@ -179,3 +179,21 @@ class OneActionAgent(TinyAgent):
 
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         return super().getAction(observation, dones, deterministic)[:1]
+
+
+class RunCheckAgent(TinyAgent):
+    """Keeps the rules: like her, its parser checks a whole train command after parsing (it reads train's flags)."""
+
+    @classmethod
+    def customArguments(cls, parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        parser = super().customArguments(parser)
+        parse_args = parser.parse_args
+
+        def parseAndCheck(args: Any = None, namespace: Any = None) -> argparse.Namespace:
+            parsed = parse_args(args, namespace)
+            if parsed.continuous_actions and parsed.hp_step_size > 1:
+                parser.error("--step-size above 1 with -c")
+            return parsed
+
+        parser.parse_args = parseAndCheck
+        return parser
