@@ -12,7 +12,8 @@ through the train command as a user runs it:
    of API version 2 with ``TRAINING_ROWS`` True wrote a progress.csv row;
 3. load: missing and foreign files raise ValueError; the replay env restores the normalisation frozen;
 4. replay: actions fit the action space, ``deterministic=True`` gives the same actions every call, and a save/load
-   round trip gives the same actions;
+   round trip gives the same actions (compared with ``dones`` all True: a recurrent policy restarts its state at an
+   episode start, and one that carries it on from the previous episode fails);
 5. continue with ``--load-rl-model-path``: the step count goes on and the normalisation keeps adapting;
 6. same seed, same model: a second run with the same seed acts the same.
 
@@ -257,20 +258,31 @@ def _batchProblem(model: Any, observation: Any, env: Any) -> str | None:
 
 
 def _observations(env: Any, model: Any, steps: int) -> list[np.ndarray]:
-    """:return: the observations of ``steps`` replay steps (acting with the model, deterministic)"""
+    """:return: the observations of ``steps`` replay steps (acting with the model, deterministic, ``dones`` marking
+        each episode start as the replay does)"""
     observation = env.reset()
+    dones = np.ones(env.num_envs, dtype=bool)
     seen = [observation]
     for _ in range(steps):
-        observation, _, _, _ = env.step(model.getAction(observation, deterministic=True,
-                                                        **actionMaskKeywords(model, env)))
+        observation, _, dones, _ = env.step(model.getAction(observation, dones, deterministic=True,
+                                                            **actionMaskKeywords(model, env)))
         seen.append(observation)
     return seen
 
 
+def _startActions(model: Any, observation: Any) -> np.ndarray:
+    """:return: ``model``'s deterministic actions for ``observation`` as the first of every env's episode
+        (``dones`` all True: a recurrent policy acts from a fresh state, so that the same observation gives the
+        same action whatever was played before)"""
+    dones = np.ones(len(next(iter(observation.values())) if isinstance(observation, dict) else observation),
+                    dtype=bool)
+    return np.asarray(model.getAction(observation, dones, deterministic=True), dtype=np.float64)
+
+
 def _sameActions(first: Any, second: Any, observations: list[np.ndarray]) -> bool:
-    return all(np.allclose(np.asarray(first.getAction(obs, deterministic=True), dtype=np.float64),
-                           np.asarray(second.getAction(obs, deterministic=True), dtype=np.float64), atol=1e-6)
-               for obs in observations)
+    """:return: whether ``first`` and ``second`` take the same deterministic actions at each observation, each
+        taken as an episode's first (:func:`_startActions`)"""
+    return all(np.allclose(_startActions(first, obs), _startActions(second, obs), atol=1e-6) for obs in observations)
 
 
 def _hasRows(progress_file: str) -> bool:
@@ -375,7 +387,8 @@ def checkActionType(name: str, algo_class: type, continuous: bool, folder: str, 
             _fail(f"{kind}: {problem}")
         if not _sameActions(model, model, observations):
             _fail(f"{kind}: getAction(deterministic=True) gives different actions for the same observation "
-                  f"(use the distribution's mode/mean, no sampling)")
+                  f"at an episode start (use the distribution's mode/mean, no sampling; a recurrent policy restarts "
+                  f"its state where dones is True)")
         resaved = os.path.join(folder, f"resaved_{kind}", f"{name}_model{algo_class.MODEL_EXTENSION}")
         os.makedirs(os.path.dirname(resaved), exist_ok=True)
         model.save(resaved)

@@ -23,7 +23,8 @@ from conftest import REPO, childProcesses, freshProcesses, runFolder, runModule,
 GROUND_TRUTH = ("--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth")
 VARIANTS = {"tiny": "TinyAgent", "tiny_mkstemp": "MkstempAgent", "tiny_nonorm": "NoNormalisationAgent",
             "tiny_frozen": "FrozenNormalisationAgent", "tiny_noisy": "NoisyAgent", "tiny_loadnone": "LoadNoneAgent",
-            "tiny_onebatch": "OneActionAgent", "tiny_runcheck": "RunCheckAgent"}
+            "tiny_onebatch": "OneActionAgent", "tiny_runcheck": "RunCheckAgent", "tiny_recurrent": "RecurrentAgent",
+            "tiny_leaky": "LeakyRecurrentAgent"}
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +192,16 @@ def test_check_plugin_passes_a_plugin_whose_parser_checks_whole_commands(tinyRun
     assert "tiny_runcheck: every check passed" in result.stdout
 
 
+@pytest.mark.parametrize("algo, flags", [("tiny_recurrent", ["--discrete-actions"]), ("tiny_recurrent", ["-c"]),
+                                         ("ppo_lstm", ["-c"])])
+def test_check_plugin_passes_a_recurrent_policy(tinyRun, algo, flags) -> None:
+    """A recurrent policy's deterministic actions are compared at episode starts (``dones`` True), where its state
+    restarts: ppo_lstm's continuous actions, carried on from the LSTM state of the previous call, failed the check."""
+    result = tinyRun("rl_baselines.check_plugin", algo, *flags, "--num-timesteps", "300", "--no-seed-check")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{algo}: every check passed" in result.stdout
+
+
 def test_a_plugins_help_is_titled_with_its_algo_name(tinyRun) -> None:
     """The help section of a plugin's flags said "TinyAgent hyperparameters", its Python class, where a built-in's
     says its --algo name; a registered subclass of it has its own name too."""
@@ -226,6 +237,7 @@ def test_a_plugin_written_from_the_docs_of_api_version_1_trains_replays_and_cont
     ("tiny_nonorm", "save wrote no vecnormalize.npz"),
     ("tiny_frozen", "normalisation statistics stopped updating"),
     ("tiny_noisy", "deterministic=True) gives different actions"),
+    ("tiny_leaky", "deterministic=True) gives different actions"),  # its memory ignores the episode starts
     ("tiny_loadnone", "LoadNoneAgent.load returned NoneType, not an agent: load must return the loaded model"),
     ("tiny_onebatch", "for a batch of 2 observations getAction gave int64 of shape (1,), expected 2 integer actions"),
     ("docs_silent", "TRAINING_ROWS is True but train wrote no training rows to progress.csv"),  # it logs nothing

@@ -1,7 +1,7 @@
 """A tiny algorithm plugin written from docs/plugins.md alone, without saveTrainingState: a linear policy nudged by
 random search. The tests install it (a dist-info on PYTHONPATH, see test_plugin_contract.py) as ``tiny`` and, each
-breaking one rule of the contract, ``tiny_mkstemp``, ``tiny_nonorm``, ``tiny_frozen`` and ``tiny_noisy`` (which
-rl_baselines.check_plugin must catch).
+breaking one rule of the contract, ``tiny_mkstemp``, ``tiny_nonorm``, ``tiny_frozen``, ``tiny_noisy`` and
+``tiny_leaky`` (which rl_baselines.check_plugin must catch); ``tiny_recurrent`` keeps the rules with a memory.
 
 This file is the plugin's source, copied into the installed package by the tests; it is not a test module.
 """
@@ -164,6 +164,35 @@ class NoisyAgent(TinyAgent):
             return actions
         random = self.rng.integers(0, self.weights.shape[1], size=len(actions))
         return np.where(self.rng.random(len(actions)) < 0.5, random, actions)
+
+
+class RecurrentAgent(TinyAgent):
+    """Keeps the rules: a recurrent policy, whose action also depends on how many steps each env's episode has played
+    (its memory, one per env), restarted where ``dones`` marks an episode start (as ppo_lstm's LSTM state)."""
+
+    leaks: ClassVar[bool] = False  # True: the memory ignores dones
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory: np.ndarray | None = None
+
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
+                  deterministic: bool = False) -> np.ndarray:
+        if self.memory is None or len(self.memory) != len(observation):
+            self.memory = np.zeros(len(observation), dtype=int)
+        if dones is not None and not self.leaks:
+            self.memory[np.asarray(dones, dtype=bool)] = 0
+        actions = super().getAction(observation, dones, deterministic)
+        self.memory += 1
+        if self.discrete:
+            return (actions + self.memory - 1) % self.weights.shape[1]
+        return np.clip(actions + 0.01 * (self.memory[:, None] - 1), self.low, self.high).astype(np.float32)
+
+
+class LeakyRecurrentAgent(RecurrentAgent):
+    """Breaks the rule: its memory goes on from one episode into the next (it ignores ``dones``)."""
+
+    leaks = True
 
 
 class LoadNoneAgent(TinyAgent):

@@ -256,10 +256,11 @@ class BaseRLObject(abc.ABC):
     def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
         """
         :param observation: a batch of observations, one per env
-        :param dones: which envs just ended an episode (for recurrent policies)
+        :param dones: which envs start a new episode with ``observation`` (their previous step ended one): a
+            recurrent policy keeps one state per env and restarts it there (None: no env does)
         :param deterministic: no randomness: the most likely discrete action, and for continuous actions the mode
             of the policy's distribution (a Gaussian's mean, no noise), squashed and clipped like a sampled action;
-            the same observation then always gives the same action
+            the same observation then always gives the same action (for a recurrent policy: at an episode start)
         :return: a batch of actions, one per env
 
         A class with ``USES_ACTION_MASKS`` also takes ``action_masks=None``: (n_envs, n_actions) bools, True where
