@@ -6,11 +6,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import gymnasium as gym
 import pytest
 
+from environments import getEnvClass
 from environments.registry import registerAll
+from rl_baselines.envs.factory import makeSingleEnv
+from rl_baselines.envs.wrappers import ObservationSpaceWarning
 
 UNANSWERED_DISPLAY = ":9071"  # an X display no server answers on
 TOOLBOX_ENVS = sorted(env_id for env_id, entry_point in registerAll().items()
@@ -79,3 +83,18 @@ def test_human_mode_with_a_display_whose_x_server_does_not_answer() -> None:
                 f"DISPLAY={UNANSWERED_DISPLAY}); use renders=False and render_mode='rgb_array', or run under a display "
                 "(e.g. xvfb-run)") in lines, result.stdout
         assert f"{env_id} ['rgb_array']" in lines, result.stdout
+
+
+@pytest.mark.parametrize("env_id", TOOLBOX_ENVS)
+def test_the_first_observations_fit_the_observation_space(env_id: str) -> None:
+    """The factory checks an env's first observations against its space (ObservationSpaceWarning): the toolbox's
+    own envs give none, in their states and in their images."""
+    for mode in [mode for mode in ("ground_truth", "raw_pixels") if mode in getEnvClass(env_id).SRL_MODES]:
+        env = makeSingleEnv(env_id, {"srl_model": mode, "img_shape": (3, 32, 32), "seed": 0})
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", ObservationSpaceWarning)
+                env.reset(seed=0)
+                env.step(env.action_space.sample())
+        finally:
+            env.close()

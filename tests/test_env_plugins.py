@@ -10,8 +10,12 @@ import subprocess
 import sys
 import textwrap
 
+import gymnasium as gym
+import numpy as np
 import pytest
 from conftest import freshProcesses, runFolder, runModule, siteInterpreter
+
+from rl_baselines.envs.wrappers import ObservationCheck, ObservationSpaceWarning, observationProblem
 
 ENV_CODE = textwrap.dedent('''
     """A line world: move left/right to reach x = 1."""
@@ -69,6 +73,14 @@ ENV_CODE = textwrap.dedent('''
 
         def getGroundTruth(self):
             raise NotImplementedError
+
+
+    class BadSpaceEnv(LineWorldEnv):
+        """Its images are float64 in [0, 1], not the uint8 of its observation_space."""
+
+        def _obs(self):
+            observation = super()._obs()
+            return observation / 255.0 if self.usesPixels else observation
 ''')
 
 
@@ -82,7 +94,7 @@ def _installPlugin(root) -> str:
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: line-world\nVersion: 0.1\n")
     (dist_info / "entry_points.txt").write_text(
         "[srl_toolbox.environments]\nLineWorldEnv-v0 = line_world.env:LineWorldEnv\n"
-        "LineWorldNoGTEnv-v0 = line_world.env:LineWorldNoGTEnv\n")
+        "LineWorldNoGTEnv-v0 = line_world.env:LineWorldNoGTEnv\nBadSpace-v0 = line_world.env:BadSpaceEnv\n")
     return str(root)
 
 
@@ -149,6 +161,23 @@ def test_env_without_ground_truth_is_refused_up_front_where_ground_truth_is_need
     assert not os.path.exists(os.path.join(run_dir, "replay"))
     replay = lineWorldRun("replay.enjoy_baselines", "--log-dir", run_dir, "--num-timesteps", "20", "--no-progress")
     assert replay.returncode == 0, replay.stderr
+
+
+@pytest.mark.parametrize("num_cpu", ["1", "2"])
+def test_env_whose_observations_do_not_fit_its_space_is_one_warning(tmp_path, lineWorldRun, num_cpu):
+    """An env plugin whose images are float64 for its uint8 space trained without a word (with one env, the VecEnv
+    cast them to zeros and ones): its first observation is checked, one warning naming the env, what it gave and
+    what it declares; an env that fits (LineWorld's images) gets none."""
+    common = ["--algo", "random_agent", "--srl-model", "raw_pixels", "--img-shape", "3", "32", "32",
+              "--num-timesteps", "40", "--num-cpu", num_cpu, "--log-dir", tmp_path / "logs", "--no-vis",
+              "--no-progress"]
+    bad = lineWorldRun("rl_baselines.train", "--env", "BadSpace-v0", *common)
+    assert bad.returncode == 0, bad.stderr
+    assert bad.stderr.strip().splitlines() == [
+        "warning: ObservationSpaceWarning: BadSpace-v0: the observation of reset() does not fit its "
+        "observation_space: float64 (32, 32, 3) in [0, 1], declared uint8 (32, 32, 3) in [0, 255]"]
+    good = lineWorldRun("rl_baselines.train", "--env", "LineWorldEnv-v0", *common)
+    assert good.returncode == 0 and "ObservationSpaceWarning" not in good.stderr, good.stderr
 
 
 BROKEN_ENVS = textwrap.dedent('''
@@ -231,3 +260,36 @@ def test_env_plugin_whose_module_is_imported_first_still_registers(tmp_path):
         "warning: EnvPluginLoadWarning: skipped environment plugin 'NotAnEnv-v0' (line_world.bad:NotAnEnv: "
         "<class 'line_world.bad.NotAnEnv'> is not a subclass of environments.srl_env.SRLGymEnv)"]
     assert run.returncode == 0, run.stderr
+
+
+def test_observation_problems_name_what_was_found_and_what_is_declared() -> None:
+    image = gym.spaces.Box(0, 255, (4, 4, 3), np.uint8)
+    state = gym.spaces.Box(-1, 1, (2,), np.float32)
+    assert observationProblem(np.zeros((4, 4, 3), np.uint8), image) is None
+    assert observationProblem(np.ones((4, 4, 3)), image) == (
+        "float64 (4, 4, 3) in [1, 1], declared uint8 (4, 4, 3) in [0, 255]")
+    assert observationProblem(np.zeros((3, 4, 4), np.uint8), image).startswith("uint8 (3, 4, 4) in [0, 0], declared")
+    assert observationProblem(np.array([0.5, 3.0], np.float32), state) == (
+        "float32 (2,) in [0.5, 3], outside the bounds: declared float32 (2,) in [-1, 1]")
+    assert observationProblem([0.0, 0.0], state) == "a list, not a numpy array (declared float32 (2,) in [-1, 1])"
+    goal = gym.spaces.Dict({"observation": state, "desired_goal": state})
+    assert observationProblem({"observation": np.zeros(2, np.float32), "desired_goal": np.zeros(2)}, goal) == (
+        "['desired_goal'] float64 (2,) in [0, 0], declared float32 (2,) in [-1, 1]")
+    assert observationProblem(5, gym.spaces.Discrete(3)) == "5, not in Discrete(3)"
+
+    class Constant(gym.Env):
+        observation_space, action_space = state, gym.spaces.Discrete(2)
+
+        def reset(self, *, seed=None, options=None):
+            return np.zeros(2, np.float32), {}
+
+        def step(self, action):
+            return np.full(2, 2.0, np.float32), 0.0, False, False, {}
+
+    inner = Constant()
+    env = ObservationCheck(inner, "Constant-v0")
+    env.reset()
+    with pytest.warns(ObservationSpaceWarning, match=r"^Constant-v0: the observation of step\(\) does not fit"):
+        env.step(0)
+    # checked once: the later calls go straight to the env
+    assert env.step == inner.step and env.reset == inner.reset

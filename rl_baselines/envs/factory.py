@@ -38,7 +38,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from environments import envOffers, getEnvClass, rendererKeywords, resolvedRenderer
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
-from rl_baselines.envs.wrappers import ActionRepeat, EpisodeStartRNG, ignoreInterruptInWorker, openMonitor
+from rl_baselines.envs.wrappers import (
+    ActionRepeat,
+    EpisodeStartRNG,
+    ObservationCheck,
+    ignoreInterruptInWorker,
+    openMonitor,
+)
 from srl_models.base import STATES_FILE, recordedStates
 from srl_models.config import resolveSRLModel
 from srl_models.metrics import participationFactor
@@ -121,6 +127,8 @@ def makeSingleEnv(
     env = getEnvClass(env_id)(**env_kwargs)
     if env_id in gym.registry:  # as gymnasium.make would: the monitor file's header names the env
         env.spec = dataclasses.replace(gym.spec(env_id), kwargs=dict(env_kwargs))
+    if rank == 0:  # the first observations, once for the VecEnv (its envs are alike), as gymnasium.make's checker
+        env = ObservationCheck(env, env_id)
     if action_repeat > 1:
         env = ActionRepeat(env, action_repeat)
     if worker_encoder:
