@@ -11,7 +11,7 @@ import os
 import statistics
 import time
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from environments import getEnvClass, registered_env
 from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, runCommand
 
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = CLIParser(prog="python -m benchmarks.all_envs_speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("env_ids", nargs="*", metavar="ENV_ID", help="envs to measure [all registered]")
     parser.add_argument("--seconds", type=positiveFloat, default=2.0, help="duration of each run [2]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     unknown = [env_id for env_id in args.env_ids if env_id not in registered_env]
     if unknown:
@@ -64,8 +64,8 @@ def main(argv: list[str] | None = None) -> None:
         command = recordedCommand("benchmarks.all_envs_speed", argv)
         appendReport("Environment speed, every env", command,
                      f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
-                     f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table)
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+                     f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table, path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
 
 
 if __name__ == "__main__":

@@ -42,7 +42,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
 from benchmarks.srl_rl.cli import checkEvalFreq, checkRenderer
 from benchmarks.srl_rl.plans import KUKA, MOBILE, PLANS, QUICK_PLANS, EnvPlan
@@ -197,7 +197,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--quick", action="store_true",
                         help="a check of the machinery: the SRL + RL benchmark's quick plans, --budget 1024, "
                              "--eval-freq 512, one seed, nothing appended")
-    parser.add_argument("--no-append", action="store_true", help="do not append the tables to docs/benchmarks.md")
+    addResultsArguments(parser, "the tables")
     return parser
 
 
@@ -291,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                  f"{(time.time() - started) / 60:.0f} min this invocation. "
                  + " ".join(verdict for verdict in verdicts if verdict))
         appendReport("Raw-pixel ppo2: SmallCNN vs NatureCNN, steps to threshold", recordedCommand(
-            "benchmarks.cnn_features", argv), notes, report, target="bench-cnn")
+            "benchmarks.cnn_features", argv), notes, report, target="bench-cnn", path=resultsPath(args))
     if failed:
         print(f"error: {len(failed)} sweep(s) failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -21,7 +21,7 @@ import tempfile
 import time
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
                         help=f"episodes of 250 frames per run, at least {MIN_EPISODES} [8]")
     parser.add_argument("--repeats", type=positiveInt, default=3,
                         help="runs per process count, median kept [3]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    addResultsArguments(parser, "the results")
     args = parser.parse_args(argv)
     if args.episodes < MIN_EPISODES:
         raise UsageError(f"--episodes {args.episodes}: the 2-process run needs at least {MIN_EPISODES} episodes "
@@ -110,8 +110,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
                      f"subprocess per run, 1 and 2 processes alternated, median of {args.repeats}. Recording = the "
                      f"rate the generator prints (episodes only); end to end = frames / wall time of the command. "
                      f"Target: about 2x with 2 processes on 2 free cores (reported, not asserted); load average "
-                     f"{load:.1f} when the run ended.", table, packages=("pybullet", "numpy", "opencv-python-headless"))
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+                     f"{load:.1f} when the run ended.", table, packages=("pybullet", "numpy", "opencv-python-headless"),
+                     path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

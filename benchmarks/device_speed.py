@@ -26,7 +26,14 @@ from unittest import mock
 import torch
 
 from benchmarks.command import exitOnUsageError, exitStatus
-from benchmarks.documents import appendReport, autoThreadsText, machineDescription, recordedCommand
+from benchmarks.documents import (
+    addResultsArguments,
+    appendReport,
+    autoThreadsText,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+)
 from benchmarks.srl_speed import warmSprites
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from rl_baselines.core.algo_types import ActionType
@@ -95,7 +102,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                         help=f"devices to compare [{' '.join(['cpu', *gpu])}]")
     parser.add_argument("--warm-up-steps", type=nonNegativeInt, default=20_000,
                         help="random steps filling the sprite cache before images are timed [20000]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     if "cuda" in args.devices and not gpu:
         raise UsageError("--devices cuda: this machine has no CUDA GPU that torch can use; valid choices here: cpu")
@@ -139,7 +146,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                      + "; steps/s over the whole train call "
                      f"(env and model construction included). auto: the device `--device auto` resolves to for the "
                      f"run; auto picks the faster device for {agree} of {len(rows)} runs.", table,
-                     packages=("torch", "stable_baselines3"), target="bench-device")
+                     packages=("torch", "stable_baselines3"), target="bench-device", path=resultsPath(args))
     return rows
 
 

@@ -16,6 +16,7 @@ cannot be rewritten before any work (:func:`checkDocument`). Invariants:
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import importlib.metadata
 import os
@@ -100,6 +101,40 @@ def checkDocument(path: str, flag: str) -> None:
         raise UsageError(f"{flag} {path!r}: the folder {folder!r} does not exist: give a markdown file in an existing "
                          "folder")
     checkOutputFile(path, flag)
+
+
+def resultsFile(raw: str) -> str:
+    """
+    argparse type of ``--results-file``: a markdown file a benchmark appends its results to, refused at parsing (before
+    any work) as :func:`checkDocument` refuses a ``--doc``.
+
+    :param raw: the command-line string
+    :return: the path
+    :raises UsageError: a path that cannot be written (it passes through argparse as the one-line error)
+    """
+    checkDocument(raw, "--results-file")
+    return raw
+
+
+def addResultsArguments(parser: argparse.ArgumentParser, what: str = "the results") -> None:
+    """
+    Give a benchmark's parser ``--no-append`` and ``--results-file FILE``: the dated block goes to docs/benchmarks.md,
+    to FILE instead, or nowhere. Read the file with :func:`resultsPath`.
+
+    :param parser: the benchmark's parser
+    :param what: what is appended, for the help (``the table``)
+    """
+    parser.add_argument("--no-append", action="store_true",
+                        help=f"do not append {what} to docs/benchmarks.md (nor to --results-file)")
+    parser.add_argument("--results-file", type=resultsFile, default=None, metavar="FILE",
+                        help="markdown file to append to instead (made with a title when missing, in an existing "
+                             "folder) [docs/benchmarks.md]")
+
+
+def resultsPath(args: argparse.Namespace) -> str:
+    """:param args: parsed by a parser given :func:`addResultsArguments`
+    :return: the markdown file the results are appended to"""
+    return args.results_file or BENCH_FILE
 
 
 def replaceHeadingSection(text: str, heading: str, section: str) -> str:

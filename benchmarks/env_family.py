@@ -11,7 +11,7 @@ import os
 import statistics
 from typing import Any
 
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from environments import getEnvClass
 from srl_toolbox.cli import CLIParser, positiveFloat
 
@@ -95,13 +95,13 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     parser.add_argument("--seconds", type=positiveFloat, default=3.0, help="duration of each measurement [3]")
     parser.add_argument("--env", nargs="+", default=list(family), choices=family, metavar="ENV",
                         help=f"envs to measure, of {', '.join(family)} [the whole family]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    addResultsArguments(parser, "the results")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
     text = table(rows := run(args.seconds, args.env))
     print(text)
     if not args.no_append:
         command = recordedCommand(script, argv)
-        appendReport(title, command, notes(args.seconds), text)
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+        appendReport(title, command, notes(args.seconds), text, path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows

@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from srl_toolbox.cli import MAX_ENVS, CLIParser, intInRange, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -101,7 +101,7 @@ def buildParser() -> CLIParser:
                         help="env counts to measure, each at least 2 (one env is built without workers) [2 4 8]")
     parser.add_argument("--repeats", type=positiveInt, default=3, help="measurements per way and count, median "
                         "kept [3]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    addResultsArguments(parser, "the results")
     return parser
 
 
@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
                  f"their first reset, twice in one process (the first build starts the forkserver); "
                  f"SubprocVecEnv of the toolbox's env functions and createEnvs alternated, median of {args.repeats}.")
         appendReport("Env worker start: createEnvs / SB3 SubprocVecEnv", recordedCommand("benchmarks.env_start", argv),
-                     notes, markdown)
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+                     notes, markdown, path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

@@ -27,7 +27,14 @@ import torch
 from stable_baselines3 import PPO
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, appendReport, autoThreadsText, machineDescription, recordedCommand
+from benchmarks.documents import (
+    addResultsArguments,
+    appendReport,
+    autoThreadsText,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+)
 from benchmarks.srl_speed import Timers, trainVAE
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.registry import defaultRenderer
@@ -105,7 +112,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
     parser.add_argument("--steps", type=positiveInt, default=2048, help="env steps per measurement [2048]")
     parser.add_argument("--repeats", type=positiveInt, default=3,
                         help="measurements per configuration, median kept [3]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}")
@@ -144,8 +151,8 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
             f"{reference_residual:g} (version 1). VAE of state dim 32 trained in the benchmark (6 episodes of 100 "
             f"steps, 2 epochs, TinyRenderer's frames). {goals} Reported, not asserted. Load average "
             f"{load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
-            table, packages=("torch", "stable_baselines3", "pybullet"))
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+            table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rates
 
 

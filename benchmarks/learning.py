@@ -50,7 +50,7 @@ from tqdm import tqdm
 
 from benchmarks.archive import loadRecords, writeRecords
 from benchmarks.classic_control_envs import CARTPOLE, PENDULUM, writePluginMetadata
-from benchmarks.documents import appendReport, machineDescription, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs.monitor_files import episodeRate, loadEpisodes, runEnvsOf
@@ -612,7 +612,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--jobs", type=positiveInt, default=2, help="runs at a time, each in its own process [2]")
     parser.add_argument("--last-episodes", type=positiveInt, default=20,
                         help="episodes averaged into a run's final reward [20]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     parser.add_argument("--reuse", action="store_true",
                         help="take the runs whose settings did not change from benchmarks/learning_runs.json")
     parser.add_argument("--rerun", nargs="+", default=[], metavar="ALGO",
@@ -679,8 +679,9 @@ def main(argv: list[str] | None = None) -> None:
         + (" " + imitation if imitation else "")
         + (" " + " ".join(note + "." for note in notes) if notes else ""))
     appendReport("Learning: every algorithm beside the random agent", command, notes_text, table,
-                 packages=("torch", "stable_baselines3", "sb3_contrib", "gymnasium"), target="bench-learning")
-    print("appended to docs/benchmarks.md")
+                 packages=("torch", "stable_baselines3", "sb3_contrib", "gymnasium"), target="bench-learning",
+                 path=resultsPath(args))
+    print(f"appended to {os.path.relpath(resultsPath(args))}")
 
 
 if __name__ == "__main__":

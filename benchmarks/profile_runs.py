@@ -35,7 +35,7 @@ import tempfile
 import time
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, appendReport, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from benchmarks.srl_speed import trainVAE
 from environments import getEnvClass
 from environments.srl_env import RENDERERS
@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--steps", type=positiveInt, default=4096, help="training steps per run [4096]")
     parser.add_argument("--rate", type=positiveInt, default=100, help="py-spy samples per second [100]")
     parser.add_argument("--keep", type=nonEmptyText, help="folder to keep the raw profiles in (flame graphs: flamegraph.pl)")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     if args.keep is not None:
         checkWritableFolder(args.keep, "--keep")
@@ -186,8 +186,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
             f"{args.rate} Hz, idle threads not sampled: each column is the share of the CPU time of all the run's "
             "processes; wall time includes py-spy's start and the process's start-up. Categories: see the module "
             "docstring of benchmarks/profile_runs.py.",
-            table, packages=("torch", "stable_baselines3", "pybullet"), target="profile")
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+            table, packages=("torch", "stable_baselines3", "pybullet"), target="profile", path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

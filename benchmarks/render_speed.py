@@ -27,7 +27,7 @@ from unittest import mock
 import numpy as np
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from benchmarks.env_speed import FAMILY, timedLoop
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--env", nargs="+", default=[*FAMILY, *KUKA_FAMILY], choices=(*FAMILY, *KUKA_FAMILY),
                         metavar="ENV", help=f"envs to measure, of {', '.join((*FAMILY, *KUKA_FAMILY))} [both "
                         "families: mobile robots, Kuka]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    addResultsArguments(parser, "the results")
     args = parser.parse_args(argv)
     print(f"Machine: {machineDescription()}")
     # The sprite renderer's disk cache starts empty, so that "cold" is a machine's first run
@@ -229,8 +229,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                  f"actions, reset every {EPISODE_STEPS} steps or at the episode's end, {args.seconds:g} s; each the "
                  f"median of {args.repeats} runs, renderers alternated.")
         appendReport("Renderer speed: sprites (mobile robots), lowpoly (Kuka) / TinyRenderer", command, notes,
-                     markdown)
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+                     markdown, path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

@@ -43,7 +43,15 @@ from typing import Any
 import numpy as np
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand, shownCommand
+from benchmarks.documents import (
+    ONE_THREAD,
+    addResultsArguments,
+    appendReport,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+    shownCommand,
+)
 from environments import getEnvClass, registered_env
 from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
@@ -282,7 +290,7 @@ def parseArgs(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=positiveInt, default=2, help="trainings at a time, one torch thread each [2]")
     parser.add_argument("--keep", type=nonEmptyText, metavar="DIR", default=None,
                         help="keep the datasets and models in DIR [a temporary folder, removed]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     if args.srl_model not in trainableModels():  # srl_models.train would refuse it only after the datasets
         raise UsageError(f"--srl-model: unknown or not a trainable model {args.srl_model!r}; choose from "
@@ -345,8 +353,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                  f"the end on {cores} cores ({shared}).")
         others = sorted({row["renderer"] for row in rows})
         appendReport(f"GTC across renderers: TinyRenderer / {', '.join(others)}", command, notes, markdown,
-                     packages=packages, target="bench-renderer-gtc")
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+                     packages=packages, target="bench-renderer-gtc", path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

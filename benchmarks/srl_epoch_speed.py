@@ -25,7 +25,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 
-from benchmarks.documents import BENCH_FILE, ONE_THREAD, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import (
+    ONE_THREAD,
+    addResultsArguments,
+    appendReport,
+    machineDescription,
+    recordedCommand,
+    resultsPath,
+)
 from benchmarks.srl_rl.runs import loadRun
 from environments import getEnvClass
 from rl_baselines.core.run_folder import ARGS_FILE
@@ -140,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=positiveInt, default=4096,
                         help=f"ppo2 steps per raw-pixel run, at least one episode ({episode}) [4096]")
     parser.add_argument("--repeats", type=positiveInt, default=1, help="alternated rounds, median kept [1]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the results to docs/benchmarks.md")
+    addResultsArguments(parser, "the results")
     args = parser.parse_args(argv)
     if args.steps < episode:
         raise UsageError(f"--steps {args.steps}: below one episode of {ENV_ID}; the steps/s of the monitor clock "
@@ -159,8 +166,9 @@ def main(argv: list[str] | None = None) -> int:
             f"time); seconds per epoch = the median epoch of training_history.json (its updates and its validation). "
             f"Agents: ppo2 from raw pixels, 1 env, {args.steps} steps, no evaluation, one torch thread, steps/s of "
             f"the monitor clock. Median of {args.repeats} alternated round(s); load average {load:.1f} when the run "
-            "ended.", tables, packages=("torch", "stable_baselines3", "pybullet"), target="bench-encoders")
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+            "ended.", tables, packages=("torch", "stable_baselines3", "pybullet"), target="bench-encoders",
+            path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return 0
 
 

@@ -51,7 +51,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
 from benchmarks.command import exitStatus
-from benchmarks.documents import BENCH_FILE, appendReport, machineDescription, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.srl_env import REFERENCE_RENDERER
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--epochs", type=positiveInt, default=2, help="VAE training epochs [2]")
     parser.add_argument("--torch-threads", type=parseThreads, nargs="+", default=[0], metavar="N",
                         help="train's --torch-threads for each measurement, side by side [0: train's default, auto]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
     encoder_device = train.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
@@ -280,8 +280,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"the rows encoded in this process) and the rest (policy and PPO updates). {goals} Reported, not "
             f"asserted. Load average {load_start:.1f} at the start, {load:.1f} at the "
             f"end ({len(os.sched_getaffinity(0))} cores).",
-            table, packages=("torch", "stable_baselines3", "pybullet"))
-        print(f"appended to {os.path.relpath(BENCH_FILE)}")
+            table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
+        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

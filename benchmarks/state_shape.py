@@ -61,7 +61,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import environments  # noqa: F401  (registers the envs)
-from benchmarks.documents import appendReport
+from benchmarks.documents import addResultsArguments, appendReport, resultsPath
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
@@ -361,7 +361,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--results", default=None, metavar="FILE",
                         help="JSON file that keeps the finished runs; runs found there are not run again [none]")
     parser.add_argument("--workers", type=positiveInt, default=2, help="runs at a time [2]")
-    parser.add_argument("--no-append", action="store_true", help="do not append the table to docs/benchmarks.md")
+    addResultsArguments(parser, "the table")
     return parser
 
 
@@ -419,7 +419,8 @@ def main(argv: list[str] | None = None) -> int:
                  + (f"; entropy bonus weight {args.early_ent_coef[0]:g} for the first {args.early_ent_coef[1]:,} "
                     f"steps" if args.early_ent_coef else ""))
         appendReport("ppo2 on ground truth of another shape", command.strip(), notes, table,
-                     packages=("torch", "stable_baselines3", "pybullet"), target="bench-state-shape")
+                     packages=("torch", "stable_baselines3", "pybullet"), target="bench-state-shape",
+                     path=resultsPath(args))
     return 0
 
 

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 
-from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 from srl_toolbox.files import readJson
 
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=positiveInt, default=2,
                         help="repetitions, every other one in reverse order; median kept [2]")
     parser.add_argument("--no-ray", action="store_true", help="skip the Ray executor")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     has_ray = not args.no_ray
     if has_ray:
@@ -151,7 +151,8 @@ def main(argv: list[str] | None = None) -> None:
             "a run's time includes its process start and imports (about 3 s). Target: 2 workers "
             f">= 1.8x 1 worker on 2 free cores. Machine load average (1 min) {load_before[0]:.1f} before, "
             f"{load_after[0]:.1f} after{busy}.", table,
-            packages=("ray", "torch", "stable_baselines3") if has_ray else ("torch", "stable_baselines3"))
+            packages=("ray", "torch", "stable_baselines3") if has_ray else ("torch", "stable_baselines3"),
+            path=resultsPath(args))
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.results import episodeWindowStepsToThreshold
 from rl_baselines.core.hyperparams import plainValues
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="steps per sample-efficiency run [100000]")
     parser.add_argument("--seeds", type=seedNumber, nargs="+", default=[0, 1, 2],
                         help="seeds of the sample-efficiency runs [0 1 2]")
-    parser.add_argument("--no-append", action="store_true", help="do not append to docs/benchmarks.md")
+    addResultsArguments(parser)
     args = parser.parse_args(argv)
     if args.learning_budget < MobileRobotGymEnv.MAX_STEPS:
         raise UsageError(f"--learning-budget {args.learning_budget}: below one episode; a sample-efficiency run needs "
@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> None:
                      f"One env, one torch thread; {trained} steps per timing (--steps {args.steps} in whole "
                      f"rollouts), median of {args.repeats} alternated repetitions after a warm-up; sample efficiency "
                      f"with the default ppo2 hyperparameters, budget "
-                     f"{args.learning_budget} steps.", table, packages=("torch", "stable_baselines3", "pybullet"))
+                     f"{args.learning_budget} steps.", table, packages=("torch", "stable_baselines3", "pybullet"),
+                     path=resultsPath(args))
 
 
 if __name__ == "__main__":

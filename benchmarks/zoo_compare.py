@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from benchmarks.documents import appendReport, recordedCommand
+from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from benchmarks.srl_rl.analysis import rewardThreshold
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
 from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE
@@ -263,7 +263,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--workers", type=positiveInt, default=2,
                         help="runs at a time: 2 runs both programs' raw pixels side by side [2]")
     parser.add_argument("--quick", action="store_true", help="tiny runs (1,024 steps), to check the chain")
-    parser.add_argument("--no-append", action="store_true", help="do not append the result to docs/benchmarks.md")
+    addResultsArguments(parser, "the result")
     return parser
 
 
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             f"its own; with 2, both programs' raw pixels of a seed side by side). Wall time from the process's launch "
             f"to the end of the first episode at or after the evaluation that reached the threshold. The learned "
             f"model was trained by srl_models.prepare in {prepare_s:,.0f} s, not included.",
-            report, packages=("torch", "stable_baselines3", "pybullet"), target="bench-zoo")
+            report, packages=("torch", "stable_baselines3", "pybullet"), target="bench-zoo", path=resultsPath(args))
     return 0
 
 

@@ -143,6 +143,9 @@ PATH_CASES = [
     ("cnn_features", ["--bench-dir", "{file}", "--no-append"], ["--bench-dir", "notes.md", "is a file, not a folder"]),
     ("srl_rl", ["--doc", "{tmp}/missing/x.md", "--report-only", "--no-append", "--bench-dir", "{tmp}/bench"],
      ["--doc", "missing/x.md", "does not exist"]),
+    ("env_speed", ["--results-file", "{tmp}/missing/x.md", "--seconds", "0.05"],
+     ["--results-file", "missing/x.md", "does not exist"]),
+    ("train_speed", ["--results-file", "{tmp}", "--steps", "300"], ["--results-file", "is a folder, not a file"]),
 ]
 
 
@@ -271,3 +274,27 @@ def test_env_start_measures_both_ways(capsys) -> None:
     assert [row["envs"] for row in rows] == [2]
     assert all(len(rows[0][way]) == 2 and min(rows[0][way]) > 0 for way in env_start.WAYS)
     assert "| 2 | " in capsys.readouterr().out
+
+
+def test_every_benchmark_that_appends_takes_a_results_file(monkeypatch) -> None:
+    """A benchmark with ``--no-append`` can also append its dated block to another markdown file than the
+    repository's docs/benchmarks.md (``--results-file``), so that a trial run leaves the quoted results alone."""
+    parsers = benchmarkParsers(monkeypatch)
+    appending = {name for name, parser in parsers.items() if "--no-append" in parser._option_string_actions}
+    assert {"benchmarks.env_speed", "benchmarks.learning", "benchmarks.srl_rl.cli",
+            "benchmarks.zoo_compare"} <= appending
+    assert [name for name in sorted(appending) if "--results-file" not in parsers[name]._option_string_actions] == []
+
+
+def test_results_file_takes_the_block_instead_of_the_docs(tmp_path) -> None:
+    results = tmp_path / "results.md"
+    before = _written()
+    result = runModule("benchmarks.all_envs_speed", "--seconds", "0.05", "MobileRobotGymEnv-v0", "--results-file",
+                       str(results), timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert _written() == before, "docs/ was written although --results-file named another file"
+    text = results.read_text()
+    assert text.startswith("# srl-toolbox benchmarks\n") and "## Environment speed, every env (" in text
+    assert f"- Command: `python -m benchmarks.all_envs_speed --seconds 0.05 MobileRobotGymEnv-v0 --results-file " \
+           f"{results}`\n- Machine: " in text and "| MobileRobotGymEnv-v0 | " in text
+    assert f"appended to {os.path.relpath(results, REPO)}" in result.stdout

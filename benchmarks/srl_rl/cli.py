@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.documents import checkDocument, machineDescription
+from benchmarks.documents import addResultsArguments, checkDocument, machineDescription, resultsPath
 from benchmarks.srl_rl.archive import collectRuns, loadArchive, recordRuns
 from benchmarks.srl_rl.compare import loadComparison
 from benchmarks.srl_rl.plans import (
@@ -134,7 +134,7 @@ def buildParser() -> CLIParser:
                         "from the finished runs")
     parser.add_argument("--no-doc", action="store_true", help="print the section instead of writing it, and draw (and "
                         "link) no figure unless --image-dir is given")
-    parser.add_argument("--no-append", action="store_true", help="do not append the speed table to docs/benchmarks.md")
+    addResultsArguments(parser, "the speed table")
     parser.add_argument("--no-progress", action="store_true", help="no progress bars in prepare and the pipeline")
     parser.add_argument("--quick", action="store_true", help="tiny datasets and budgets, 2 seeds, 3 observations, in "
                         "its own folder: checks the whole chain in a few minutes; docs/ untouched")
@@ -267,5 +267,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = " ".join([PROG, *argv])
     append = not (args.quick or args.no_append) and finished_now > 0
     code = report(settings, command, machine, doc, image_dir, append, args.rerun,
-                  os.path.abspath(args.compare_to) if args.compare_to is not None else None)
+                  os.path.abspath(args.compare_to) if args.compare_to is not None else None, resultsPath(args))
     return 1 if failed else code

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.documents import appendReport, makeNote, replaceMarkedSection, rewriteDocument
+from benchmarks.documents import BENCH_FILE, appendReport, makeNote, replaceMarkedSection, rewriteDocument
 from benchmarks.srl_rl import plans
 from benchmarks.srl_rl.analysis import envTable, plotEnv, reportedModels, summariseEnv, verdicts
 from benchmarks.srl_rl.archive import archivedMatches, archiveNote, collectRuns, measuredModels, recordFromArchive, recordRuns
@@ -242,7 +242,8 @@ def rendererNote(settings: Settings, env_plans: Sequence[EnvPlan]) -> str:
 
 
 def report(settings: Settings, command: str, machine: str, doc: str | None, image_dir: str | None,
-           append: bool, rerun: Collection[str] = (), compare_to: str | None = None) -> int:
+           append: bool, rerun: Collection[str] = (), compare_to: str | None = None,
+           results_file: str = BENCH_FILE) -> int:
     """
     Archive the finished runs of the bench folder (archive.recordRuns), then analyse the runs of every env of the
     report (:meth:`Settings.reportPlans`: the chosen envs, and the others that have runs), those of the bench folder
@@ -255,10 +256,11 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
     :param machine: the machine's description
     :param doc: the markdown file whose block is replaced (None: print the section)
     :param image_dir: the folder of the PNGs (None: no figure)
-    :param append: append the speed table to docs/benchmarks.md when every run has finished
+    :param append: append the speed table to ``results_file`` when every run has finished
     :param rerun: envs whose archived records are not used (they are being run again)
     :param compare_to: an archive file whose runs of other settings each env's table is compared with (None: no
         comparison; benchmarks.srl_rl.compare)
+    :param results_file: the markdown file of the speed table (docs/benchmarks.md)
     :return: 1 when some expected run of the chosen envs has neither finished nor been archived, else 0
     """
     chosen = {plan.env for plan in settings.plans}
@@ -383,6 +385,6 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
                       "not compare.")
         appendReport("ppo2 on SRL representations (the SRL + RL benchmark)", command, notes,
                      speedTable(speedRows(listed, machine)), packages=("torch", "stable_baselines3", "pybullet"),
-                     target="bench-srl-rl")
-        print("Appended the speed table to docs/benchmarks.md")
+                     target="bench-srl-rl", path=results_file)
+        print(f"Appended the speed table to {os.path.relpath(results_file)}")
     return 1 if missing else 0
