@@ -54,6 +54,7 @@ from benchmarks.command import exitStatus
 from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from environments import getEnvClass
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
+from environments.registry import defaultRenderer
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.envs import factory
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
@@ -100,6 +101,18 @@ def trainVAE(scratch: str, episodes: int, epochs: int, env_id: str = ENV_ID, fla
     folders = glob.glob(os.path.join(log_folder, "bench", "*", "exp_config.json"))
     assert len(folders) == 1, folders
     return os.path.dirname(folders[0])
+
+
+def vaeText(episodes: int, epochs: int, env_id: str = ENV_ID) -> str:
+    """
+    :param episodes: episodes of :func:`trainVAE`'s dataset
+    :param epochs: its training epochs
+    :param env_id: the env
+    :return: how the VAE was trained, for a report: its frames are drawn by the dataset generator's renderer, the
+        env's default (no ``--renderer`` given to it)
+    """
+    return (f"VAE trained in the benchmark ({episodes} episodes of 100 steps, {epochs} epochs, frames drawn by "
+            f"{defaultRenderer(env_id)}, the env's default renderer)")
 
 
 class Timers:
@@ -270,9 +283,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"ppo2 default hyperparameters, torch threads as the table says (--torch-threads "
             f"{' '.join(map(str, args.torch_threads))}; 0 is train's default, auto, at which the goals are judged), "
             f"{args.steps} steps per measurement after a warm-up; "
-            f"encoder on {encoder_device}; VAE trained in the benchmark ({args.episodes} episodes of 100 steps, "
-            f"{args.epochs} epochs, TinyRenderer's images). Sprites: the disk cache of the robot's sprites filled "
-            f"first from empty by {WARM_UP_STEPS:,} random steps"
+            f"encoder on {encoder_device}; {vaeText(args.episodes, args.epochs)}. Sprites: the disk cache of "
+            f"the robot's sprites filled first from empty by {WARM_UP_STEPS:,} random steps"
             + ("" if warm_up is None else f" ({warm_up[1]:,} sprites in {warm_up[0]:.0f} s, what a machine's first "
                "sprite runs pay once)") + ". Steps/s over PPO's learn(); "
             "the per-step split is env step (render + physics, or the wait for the subprocesses, which encode their own "

@@ -38,3 +38,17 @@ def test_an_option_faster_than_the_default_is_reported_beside_it(monkeypatch):
     # an option's rate is reported beside, never counted as the default's
     assert ("vae: default, drawn by tinyrenderer 1.20x the reference physics with tinyrenderer (not met by default, "
             "goal 1.5x), 1.80x with --renderer lowpoly.") in verdicts
+
+
+def test_the_report_names_the_renderer_that_drew_the_vaes_frames():
+    """The VAE's dataset is recorded by the dataset generator without --renderer: the env's default renderer draws
+    it, and the appended notes say so (not TinyRenderer)."""
+    from unittest import mock
+
+    from benchmarks import kuka_ppo_speed
+    with mock.patch.object(kuka_ppo_speed, "trainVAE", return_value="model"), \
+            mock.patch.object(kuka_ppo_speed, "timeRun", return_value=100.0), \
+            mock.patch.object(kuka_ppo_speed, "appendReport") as append:
+        kuka_ppo_speed.main(["--steps", "64", "--repeats", "1"])
+    notes = append.call_args.args[2]
+    assert "frames drawn by lowpoly, the env's default renderer" in notes and "TinyRenderer's frames" not in notes

@@ -19,3 +19,18 @@ def test_verdicts_and_ceiling():
 
 def test_no_ceiling_without_ground_truth():
     assert "Ceiling" not in goalVerdicts([_row("vae", "tinyrenderer", 200.0), _row("vae", "sprites", 500.0)])
+
+
+def test_the_report_names_the_renderer_that_drew_the_vaes_frames():
+    """The VAE's dataset is recorded by the dataset generator without --renderer: MobileRobot's default renderer
+    (sprites) draws it, and the appended notes say so (not TinyRenderer)."""
+    from unittest import mock
+
+    from benchmarks import srl_speed
+    row = {"rate": 100.0, "env_ms": 1.0, "encode_ms": 0.0, "rest_ms": 1.0, "threads": 1, "placement": ""}
+    with mock.patch.object(srl_speed, "trainVAE", return_value="model"), \
+            mock.patch.object(srl_speed, "timeRun", return_value=row), \
+            mock.patch.object(srl_speed, "appendReport") as append:
+        srl_speed.main(["--steps", "64", "--num-cpu", "1", "--renderers", "tinyrenderer"])
+    notes = append.call_args.args[2]
+    assert "frames drawn by sprites, the env's default renderer" in notes and "TinyRenderer's images" not in notes
