@@ -1,5 +1,5 @@
-"""Steps/s of every registered env, in ground-truth mode and with 64x64 pixels (random discrete actions, resets
-included, one process, median of 3 short runs).
+"""Steps/s of every registered env, in ground-truth mode and with 64x64 pixels drawn by the env's default renderer
+(random discrete actions, resets included, one process, median of 3 short runs).
 
 The bare-PyBullet comparisons of the two base scenes are in env_speed.py (mobile robot) and kuka_speed.py (arm); the
 variants run the same code paths plus their own objects. Usage: ``python -m benchmarks.all_envs_speed [--seconds S]
@@ -13,6 +13,7 @@ import time
 
 from benchmarks.documents import addResultsArguments, appendReport, machineDescription, recordedCommand, resultsPath
 from environments import getEnvClass, registered_env
+from environments.registry import defaultRenderer
 from srl_toolbox.cli import CLIParser, UsageError, positiveFloat, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -52,19 +53,20 @@ def main(argv: list[str] | None = None) -> None:
     if unknown:
         raise UsageError(f"unknown env {unknown[0]!r}; valid choices: {', '.join(sorted(registered_env))}")
     print(f"Machine: {machineDescription()}", flush=True)
-    lines = ["| env | ground_truth steps/s | raw_pixels 64x64 steps/s |", "|---|---:|---:|"]
+    lines = ["| env | ground_truth steps/s | raw_pixels 64x64 steps/s | drawn by |", "|---|---:|---:|---|"]
     print("\n".join(lines), flush=True)
     for env_id in args.env_ids or sorted(registered_env):
         rates = [statistics.median(stepsPerSecond(env_id, mode, args.seconds) for _ in range(N_REPETITIONS))
                  for mode in ("ground_truth", "raw_pixels")]
-        lines.append(f"| {env_id} | {rates[0]:,.0f} | {rates[1]:,.0f} |")
+        lines.append(f"| {env_id} | {rates[0]:,.0f} | {rates[1]:,.0f} | {defaultRenderer(env_id)} |")
         print(lines[-1], flush=True)
     table = "\n".join(lines)
     if not args.no_append:
         command = recordedCommand("benchmarks.all_envs_speed", argv)
         appendReport("Environment speed, every env", command,
                      f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
-                     f"{args.seconds:g} s; Kuka: one step = 24 physics steps.", table, path=resultsPath(args))
+                     f"{args.seconds:g} s; Kuka: one step = 24 physics steps; images drawn by each env's "
+                     "default renderer (drawn by).", table, path=resultsPath(args))
         print(f"appended to {os.path.relpath(resultsPath(args))}")
 
 

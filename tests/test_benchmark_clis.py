@@ -298,3 +298,17 @@ def test_results_file_takes_the_block_instead_of_the_docs(tmp_path) -> None:
     assert f"- Command: `python -m benchmarks.all_envs_speed --seconds 0.05 MobileRobotGymEnv-v0 --results-file " \
            f"{results}`\n- Machine: " in text and "| MobileRobotGymEnv-v0 | " in text
     assert f"appended to {os.path.relpath(results, REPO)}" in result.stdout
+
+
+def test_all_envs_speed_says_which_renderer_drew_each_envs_pixels(monkeypatch, capsys) -> None:
+    """Each env's pixels are drawn by its default renderer (sprites, lowpoly or TinyRenderer: rates apart by up to
+    10x): the table says which, per env."""
+    from benchmarks import all_envs_speed
+    appended = []
+    monkeypatch.setattr(all_envs_speed, "stepsPerSecond", lambda env_id, mode, seconds: 100.0)
+    monkeypatch.setattr(all_envs_speed, "appendReport", lambda *args, **kwargs: appended.append(args))
+    all_envs_speed.main(["--seconds", "0.01", "MobileRobotGymEnv-v0", "KukaButtonGymEnv-v0"])
+    table = appended[0][3]
+    assert "| MobileRobotGymEnv-v0 | 100 | 100 | sprites |" in table
+    assert "| KukaButtonGymEnv-v0 | 100 | 100 | lowpoly |" in table
+    assert "default renderer" in appended[0][2] and "| sprites |" in capsys.readouterr().out

@@ -11,7 +11,7 @@ def test_all_envs_speed_prints_the_machine_and_the_header(monkeypatch, capsys) -
     all_envs_speed.main(["MobileRobotGymEnv-v0", "--no-append"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("Machine: ") and lines[1].startswith("| env | ground_truth steps/s")
-    assert lines[3] == "| MobileRobotGymEnv-v0 | 100 | 100 |"
+    assert lines[3] == "| MobileRobotGymEnv-v0 | 100 | 100 | sprites |"
 
 
 def test_train_speed_prints_no_run_folder_and_says_not_reached(tmp_path, monkeypatch, capsys) -> None:
