@@ -38,10 +38,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     :return: exit code
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
-    runs = findRuns(args.log_dir)
     if not args.output.endswith(".png"):
-        raise UsageError(f"--output {args.output}: not a .png file")
+        raise UsageError(f"--output {args.output!r}: not a .png file (give a name ending in .png)")
     checkOutputFile(args.output, "--output")
+    runs = findRuns(args.log_dir)  # after the checks: the walk may be long and warn of the runs it skips
     envs = list(dict.fromkeys(str(run.args["env"]) for run in runs))
     figure = Figure(figsize=(6.5 * len(envs), 4.2), dpi=100)
     FigureCanvasAgg(figure)

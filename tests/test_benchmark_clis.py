@@ -143,6 +143,7 @@ PATH_CASES = [
     ("cnn_features", ["--bench-dir", "{file}", "--no-append"], ["--bench-dir", "notes.md", "is a file, not a folder"]),
     ("srl_rl", ["--doc", "{tmp}/missing/x.md", "--report-only", "--no-append", "--bench-dir", "{tmp}/bench"],
      ["--doc", "missing/x.md", "does not exist"]),
+    ("gt_curves", ["-i", "{tmp}", "-o", "{tmp}/curves.txt"], ["--output", "curves.txt'", "not a .png file"]),
     ("env_speed", ["--results-file", "{tmp}/missing/x.md", "--seconds", "0.05"],
      ["--results-file", "missing/x.md", "does not exist"]),
     ("train_speed", ["--results-file", "{tmp}", "--steps", "300"], ["--results-file", "is a folder, not a file"]),
