@@ -63,6 +63,10 @@ test: install browser lint
 test-fast: install
 	$(TEST_ENV) $(PY) -m pytest -n 2 -m "not slow" tests plugins/srl-toolbox-cem/tests
 
+# The speed figures, each appended to docs/benchmarks.md with its command and machine: envs (mobile robots, Kuka,
+# every env), env worker start, renderers, ppo2 on Kuka under each physics and renderer, datasets, the train loop,
+# ppo2 through a trained VAE, sweeps. Each script runs alone at smaller settings (its --help; --results-file FILE or
+# --no-append keeps a trial out of docs/benchmarks.md).
 bench: install
 	$(PY) -m benchmarks.env_speed
 	$(PY) -m benchmarks.env_start
