@@ -52,3 +52,17 @@ def test_the_report_names_the_renderer_that_drew_the_vaes_frames():
         kuka_ppo_speed.main(["--steps", "64", "--repeats", "1"])
     notes = append.call_args.args[2]
     assert "frames drawn by lowpoly, the env's default renderer" in notes and "TinyRenderer's frames" not in notes
+
+
+def test_each_measurement_shows_the_count_and_the_time_left(capsys):
+    """Minutes of measurements at the default settings: each line says how many are done and about how long is left."""
+    from unittest import mock
+
+    from benchmarks import kuka_ppo_speed
+    with mock.patch.object(kuka_ppo_speed, "trainVAE", return_value="model"), \
+            mock.patch.object(kuka_ppo_speed, "timeRun", return_value=100.0):
+        kuka_ppo_speed.main(["--steps", "64", "--repeats", "2", "--no-append"])
+    lines = [line for line in capsys.readouterr().out.splitlines() if "steps/s" in line and "[" in line]
+    total = 2 * len(configurations())
+    assert [line.split("]")[0].strip() for line in lines] == [
+        f"[{done}/{total}, about 0 min left" for done in range(1, total + 1)]
