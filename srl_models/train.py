@@ -53,6 +53,7 @@ from srl_models.trainer import (
     heldOutNotes,
     monitorVal,
     splitEpisodes,
+    tooFewAnchors,
     trainingPlan,
     trainNetwork,
 )
@@ -314,17 +315,19 @@ def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, 
     """
     :param dataset: the dataset
     :param train_rows: its training rows
-    :param horizon: the pairs' distance (None: no pairs)
+    :param horizon: the pairs' distance (None: no pairs; 0: two views of each frame)
     :param negatives: a loss contrasts the rows of a minibatch (needs 2 of them)
-    :raises UsageError: no training frame has a partner ``horizon`` frames later in its episode (too few for
-        contrast)
+    :raises UsageError: fewer training frames with a partner ``horizon`` frames later in their episode than the losses
+        need (1; 2 for contrast), with the largest horizon that has enough, or, at horizon 0 or 1, what to record
     """
-    if horizon is None or horizon <= 1:
-        return  # horizon 1: the trainer's own message (no consecutive frames); 0: every frame is its own pair
+    if horizon is None:
+        return
     starts = dataset["episode_starts"]
     after = np.sort(framesAfter(starts)[train_rows])[::-1]  # frames after each training frame in its episode
     needed = 2 if negatives else 1
     anchors = int((after >= horizon).sum())
+    if anchors < needed and horizon <= 1:  # no shorter horizon to suggest: too few frames
+        raise UsageError(tooFewAnchors(anchors, horizon, negatives, held_out=len(train_rows) < len(starts)))
     if anchors < needed:
         longest = int(episodeLengths(starts).max()) if len(starts) else 0
         largest = int(after[needed - 1]) if len(after) >= needed else 0  # the largest horizon with enough anchors

@@ -112,6 +112,29 @@ def validationNote(val_after: np.ndarray, horizon: int | None, negatives: bool) 
     return f"note: {held} ({needed} needed): the best epoch is chosen by training loss"
 
 
+def tooFewAnchors(n_anchors: int, horizon: int | None, negatives: bool, held_out: bool = False) -> str | None:
+    """
+    :param n_anchors: training rows a minibatch may start from (:meth:`TrainingData.anchors`)
+    :param horizon: the pairs' distance (None: no pairs; 0: two views of each frame)
+    :param negatives: a loss contrasts the rows of a minibatch (it needs 2 of them)
+    :param held_out: episodes are held out for validation (holding out fewer would give more)
+    :return: why these anchors cannot train (one line, what to record instead), None when they can; a horizon above
+        1 that could be lowered is srl_models.train.checkHorizon's refusal
+    """
+    needed = 2 if negatives else 1
+    if n_anchors >= needed:
+        return None
+    if horizon is None or horizon == 0:
+        what = f"{n_anchors} training frame{'s' * (n_anchors != 1)}"
+    else:
+        later = "a next frame" if horizon == 1 else f"a frame {horizon} steps later"
+        what = f"{n_anchors} training frame{'s' * (n_anchors != 1)} {'has' if n_anchors == 1 else 'have'} {later} in " \
+               f"{'its' if n_anchors == 1 else 'their'} episode"
+    why = " (a contrastive loss compares each with the other rows of its minibatch)" if negatives else ""
+    fewer = ", or hold out fewer (--val-split)" if held_out else ""
+    return f"{what}, {needed} needed{why}: record more or longer episodes{fewer}"
+
+
 def heldOutNotes(episode_index: np.ndarray, episode_starts: np.ndarray, val_rows: np.ndarray, val_split: float,
                  horizon: int | None, negatives: bool) -> list[str]:
     """
@@ -341,10 +364,9 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     # validation minibatches mix episodes like training ones (the robotic priors compare the rows of a minibatch),
     # in one fixed order so that epochs are comparable
     val_anchors = np.random.default_rng(settings.seed + 1).permutation(data.anchors(val_rows, horizon))
-    if len(train_anchors) < (2 if network.negatives else 1):
-        raise ValueError("no training frame (the losses need consecutive frames of one episode)" if horizon == 1
-                         else f"too few training frames with a frame {horizon} steps later in their episode "
-                              f"({len(train_anchors)})")
+    refusal = tooFewAnchors(len(train_anchors), horizon, network.negatives, held_out=len(val_rows) > 0)
+    if refusal:
+        raise ValueError(refusal)
     val_chunks = _chunks(val_anchors, settings.batch_size, network.negatives)
     statistics = data.rowArrays(train_anchors)
     if any(getattr(loss, "foreground_weight", 0.0) for loss in network.losses.values()):

@@ -325,6 +325,25 @@ def test_the_horizon_refusal_suggests_the_largest_that_trains(tinyDataset: str, 
         checkHorizon(dataset, train_rows, largest + 1, negatives)
 
 
+def test_too_few_pairs_at_horizon_0_or_1_say_how_many_and_what_to_record(tinyDataset: str) -> None:  # noqa: F811
+    """At the default horizons no shorter one can help: the refusal counts the training frames that give a pair (a
+    contrastive loss needs 2), instead of saying there is none or naming a horizon 0."""
+    dataset = Dataset.open(tinyDataset)
+    last = int(np.flatnonzero(framesAfter(dataset["episode_starts"]) == 0)[0])  # the first episode's last frame
+    two = np.array([last - 1, last])  # one of them has a next frame in its episode
+    with pytest.raises(UsageError, match=r"^1 training frame has a next frame in its episode, 2 needed \(a "
+                                         r"contrastive loss .*\): record more or longer episodes, or hold out fewer"):
+        checkHorizon(dataset, two, 1, True)
+    checkHorizon(dataset, two, 1, False)  # one pair trains the inverse model
+    with pytest.raises(UsageError, match=r"^1 training frame, 2 needed \(a contrastive loss"):
+        checkHorizon(dataset, np.array([last]), 0, True)
+    with pytest.raises(UsageError, match=r"^0 training frames have a next frame in their episode, 1 needed: record"):
+        checkHorizon(dataset, np.array([last]), 1, False)
+    every = np.arange(len(dataset["episode_starts"]))
+    assert "--val-split" not in trainer.tooFewAnchors(1, 1, True, held_out=False)
+    checkHorizon(dataset, every, 1, True)
+
+
 # --- what the header and its notes say -------------------------------------------------------------------------------
 
 
