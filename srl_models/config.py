@@ -360,6 +360,11 @@ def configFolder(config_file: str, folder: str) -> str:
     return os.path.normpath(folder)
 
 
+def _a(name: str) -> str:
+    """:return: ``name`` after its indefinite article ("an atc", "a vae")"""
+    return f"{'an' if str(name).strip(chr(39))[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
 def _shapeText(shape: Any) -> str:
     return "x".join(str(int(v)) for v in shape)
 
@@ -383,7 +388,7 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
         raise ValueError(f"{folder!r} holds an SRL model {kind!r} that is not installed; installed learned models: "
                          f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(kind)}")
     if name is not None and kind != name:
-        raise ValueError(f"{folder!r} holds a {kind!r} model, not {name!r}")
+        raise ValueError(f"{folder!r} holds {_a(repr(kind))} model, not {name!r}")
     trained_on = config.get("env")
     if trained_on is not None and trained_on != env_id:
         raise ValueError(f"{folder!r} was trained on {trained_on} images, not {env_id}; train one on a {env_id} "
@@ -519,7 +524,7 @@ def checkRecordedModel(record: dict[str, Any], folder: str | None = None) -> str
         if record.get("env") and current["env"] and current["env"] != record["env"]:
             what = f"is a model of {current['env']}, the run used one of {record['env']}"
         elif current["name"] != record["name"]:
-            what = f"is a {current['name']} model, the run used a {record['name']} model"
+            what = f"is {_a(current['name'])} model, the run used {_a(record['name'])} model"
         elif folder != os.path.abspath(record["path"]):
             what = f"is not the run's {record['name']} model {record['path']!r}: its files differ"
         else:

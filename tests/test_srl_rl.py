@@ -406,6 +406,7 @@ def test_resolver_finds_a_folder_relative_to_the_yaml(counting, tmp_path):
     ("two_cameras_other_size", "encodes 6x32x32 images but the run's camera gives 3x64x64; use --img-shape 3 32 32 "
      "(with --fpv or --multi-view)"),
     ("other_kind", "holds a 'counting' model, not 'vae'"),
+    ("other_kind_vowel", "holds an 'atc' model, not 'vae'"),
     ("no_weights", "lacks its weights file(s): projection.npy"),
 ])
 def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
@@ -440,6 +441,11 @@ def test_resolver_refusals(counting, tmp_path, monkeypatch, case, message):
         kwargs = {"img_shape": (6, 32, 32)}
     elif case == "other_kind":
         name, content = "vae", {ENV_ID: {"vae": good}}
+    elif case == "other_kind_vowel":
+        os.makedirs(tmp_path / "atc")
+        config_text = json.dumps({"srl_model": "atc", "state_dim": 4, "env": ENV_ID})
+        (tmp_path / "atc" / "exp_config.json").write_text(config_text)
+        name, content = "vae", {ENV_ID: {"vae": str(tmp_path / "atc")}}
     elif case == "no_weights":
         os.remove(os.path.join(good, "projection.npy"))
     config = _writeYaml(tmp_path / "srl.yaml", content)
@@ -487,6 +493,8 @@ def test_recorded_model_hash_is_checked(counting, tmp_path):
         checkRecordedModel({**record, "env": "OtherEnv-v0"}, moved)
     with pytest.raises(ValueError, match="is a counting model, the run used a vae model"):
         checkRecordedModel({**record, "name": "vae"}, moved)
+    with pytest.raises(ValueError, match="is a counting model, the run used an atc model"):
+        checkRecordedModel({**record, "name": "atc"}, moved)
     np.save(os.path.join(folder, "projection.npy"), np.zeros((1, 4), dtype=np.float32))
     with pytest.raises(ValueError, match="changed since the run was trained"):
         checkRecordedModel(record)
