@@ -87,6 +87,9 @@ class Batch:
     :param rewards: long (B,) reward classes of the transitions
     :param ground_truth: float (B, ground_truth_dim), standardised
     :param generator: random numbers for noise and sampling (a fixed one makes validation losses comparable)
+    :param foreground: float (B, 1, H, W), 1 where the stored frame of ``images`` differs from the background
+        (:func:`foregroundMask`), augmented with it; None: the reconstruction losses compare ``images`` themselves with
+        the background
     """
 
     images: torch.Tensor
@@ -101,6 +104,17 @@ class Batch:
     rewards: torch.Tensor | None = None
     ground_truth: torch.Tensor | None = None
     generator: torch.Generator | None = None
+    foreground: torch.Tensor | None = None
+
+
+def foregroundMask(images: torch.Tensor, background: torch.Tensor) -> torch.Tensor:
+    """
+    :param images: float (B, C, H, W) in [0, 1], as stored (not augmented: a shifted scene differs from the
+        background almost everywhere)
+    :param background: float (C, H, W), the training images' per-pixel median
+    :return: float (B, 1, H, W), 1.0 where a channel differs from the background by more than FOREGROUND_THRESHOLD
+    """
+    return ((images - background).abs().amax(1, keepdim=True) > FOREGROUND_THRESHOLD).to(images.dtype)
 
 
 def _randn(like: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
@@ -168,31 +182,36 @@ class AutoEncoderLoss(SRLLoss):
         """:param arrays: "background": float (C, H, W), the training images' per-pixel median"""
         self.background = arrays.get("background")
 
-    def pixelWeights(self, images: torch.Tensor) -> torch.Tensor | None:
+    def pixelWeights(self, images: torch.Tensor, foreground: torch.Tensor | None = None) -> torch.Tensor | None:
         """
         :param images: float (B, C, H, W) targets of the reconstruction
+        :param foreground: their foreground (Batch.foreground: the stored frames', augmented with them); None: where
+            ``images`` differ from the background
         :return: (B, 1, H, W) weights, each image's summing to its pixel count; None when all pixels weigh the same
         """
-        if not self.foreground_weight or self.background is None:
+        if not self.foreground_weight or (foreground is None and self.background is None):
             return None
-        foreground = (images - self.background).abs().amax(1, keepdim=True) > FOREGROUND_THRESHOLD
+        if foreground is None:
+            foreground = foregroundMask(images, self.background)
         weights = 1.0 + self.foreground_weight * foreground.to(images.dtype)
         # normalised per image, so that the loss stays a mean pixel error beside the other losses
         return weights * (weights[0].numel() / weights.flatten(1).sum(1)).view(-1, 1, 1, 1)
 
-    def squaredError(self, reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+    def squaredError(self, reconstructions: torch.Tensor, images: torch.Tensor,
+                     foreground: torch.Tensor | None = None) -> torch.Tensor:
         """
         :param reconstructions: decoded images
         :param images: their targets
+        :param foreground: the targets' foreground (see :meth:`pixelWeights`)
         :return: (B,) weighted squared error of each image, summed over its pixels and channels
         """
         error = (reconstructions - images).pow(2)
-        weights = self.pixelWeights(images)
+        weights = self.pixelWeights(images, foreground)
         return (error if weights is None else error * weights).flatten(1).sum(1)
 
     def forward(self, batch: Batch, part: slice) -> torch.Tensor:
         reconstructions = self.decoder(batch.states[:, part])
-        return self.squaredError(reconstructions, batch.images).mean() / batch.images[0].numel()
+        return self.squaredError(reconstructions, batch.images, batch.foreground).mean() / batch.images[0].numel()
 
 
 class DenoisingLoss(AutoEncoderLoss):
@@ -203,7 +222,8 @@ class DenoisingLoss(AutoEncoderLoss):
     def forward(self, batch: Batch, part: slice) -> torch.Tensor:
         noisy = (batch.images + DAE_NOISE_STD * _randn(batch.images, batch.generator)).clamp(0.0, 1.0)
         _, states = batch.encode(noisy)
-        return self.squaredError(self.decoder(states[:, part]), batch.images).mean() / batch.images[0].numel()
+        reconstructions = self.decoder(states[:, part])
+        return self.squaredError(reconstructions, batch.images, batch.foreground).mean() / batch.images[0].numel()
 
 
 class VAELoss(AutoEncoderLoss):
@@ -225,7 +245,8 @@ class VAELoss(AutoEncoderLoss):
         mean = batch.states[:, part]
         logvar = self.logvar(batch.features).clamp(-10.0, 10.0)
         sample = mean + torch.exp(0.5 * logvar) * _randn(mean, batch.generator)
-        reconstruction = self.squaredError(self.decoder(sample), batch.images) / (2 * VAE_PIXEL_STD ** 2)
+        error = self.squaredError(self.decoder(sample), batch.images, batch.foreground)
+        reconstruction = error / (2 * VAE_PIXEL_STD ** 2)
         kl = -0.5 * (1.0 + logvar - mean.pow(2) - logvar.exp()).sum(1)
         return (reconstruction + self.beta * kl).mean() / batch.images[0].numel()
 

@@ -5,9 +5,10 @@ for itself and for prepare.
 
 Invariants: a pair (t, t + h) always lies within one episode (rows whose episode ends before t + h are never
 anchors); each view of a minibatch (the frames t, the frames t + h) is augmented on its own, and never the stored
-images; with the momentum target of a contrastive loss, the target moves by tau after each optimiser step; the
-number of optimiser steps is ``updates`` when given, else ``epochs`` times the minibatches of an epoch. Without
-augmentation and with h = 1 a training draws the random numbers it drew before these options existed.
+images (the foreground mask of the frames t, found on the stored frames, is shifted with them); with the momentum
+target of a contrastive loss, the target moves by tau after each optimiser step; the number of optimiser steps is
+``updates`` when given, else ``epochs`` times the minibatches of an epoch. Without augmentation and with h = 1 a
+training draws the random numbers it drew before these options existed.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import torch
 from tqdm import tqdm
 
 from srl_models.augment import AUGMENTATIONS, Augmentation
-from srl_models.losses import Batch
+from srl_models.losses import Batch, foregroundMask
 from srl_models.network import SRLNetwork
 
 # Frames the background (per-pixel median) of the reconstruction losses is taken from: enough for a moving robot to
@@ -187,6 +188,9 @@ class TrainingData:
         # kept as uint8 (a quarter of float32's memory), converted per minibatch
         self.images = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).contiguous().to(device)
         self.frames_after = framesAfter(episode_starts)
+        # the reconstruction losses' background when they weigh the foreground (set by trainNetwork): each view's
+        # foreground is then found on its stored frame and augmented with it
+        self.foreground_background: torch.Tensor | None = None
         self.arrays: dict[str, torch.Tensor] = {}
         if actions is not None:
             continuous = actions.ndim == 2
@@ -222,6 +226,21 @@ class TrainingData:
         index = torch.as_tensor(rows, device=self.device)
         return {key: value[index] for key, value in self.arrays.items()}
 
+    def _view(self, index: torch.Tensor, generator: torch.Generator | None,
+              augment: Augmentation) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """
+        :param index: rows
+        :param generator: random numbers of the augmentation
+        :param augment: the augmentation
+        :return: (the rows' images in [0, 1], augmented; their foreground mask, augmented with them (the same shift),
+            None without a foreground background); the stored images stay as they are
+        """
+        images = self.images[index].float().div_(255.0)
+        if self.foreground_background is None:
+            return augment(images, generator), None
+        views = augment(torch.cat([images, foregroundMask(images, self.foreground_background)], dim=1), generator)
+        return views[:, :-1], views[:, -1:]
+
     def batch(self, rows: np.ndarray, network: SRLNetwork, horizon: int | None, generator: torch.Generator | None,
               augment: Augmentation = AUGMENTATIONS["none"]) -> Batch:
         """
@@ -233,13 +252,13 @@ class TrainingData:
         :return: the encoded batch
         """
         index = torch.as_tensor(rows, device=self.device)
-        images = augment(self.images[index].float().div_(255.0), generator)
+        images, foreground = self._view(index, generator, augment)
         arrays = self.rowArrays(rows)
         if horizon is None:
             features, states = network.encode(images)
             return Batch(images, features, states, network.encode, generator=generator,
                          actions=arrays.get("actions"), rewards=arrays.get("rewards"),
-                         ground_truth=arrays.get("ground_truth"))
+                         ground_truth=arrays.get("ground_truth"), foreground=foreground)
         next_images = augment(self.images[index + horizon].float().div_(255.0), generator)
         n = len(rows)
         if network.online_next:
@@ -250,7 +269,7 @@ class TrainingData:
         target_states = network.encodeTarget(next_images) if network.target_encoder is not None else None
         return Batch(images, features, states, network.encode, next_images, next_features, next_states,
                      target_states=target_states, actions=arrays.get("actions"), rewards=arrays.get("rewards"),
-                     ground_truth=arrays.get("ground_truth"), generator=generator)
+                     ground_truth=arrays.get("ground_truth"), generator=generator, foreground=foreground)
 
 
 def framesAfter(episode_starts: np.ndarray) -> np.ndarray:
@@ -371,6 +390,7 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     statistics = data.rowArrays(train_anchors)
     if any(getattr(loss, "foreground_weight", 0.0) for loss in network.losses.values()):
         statistics["background"] = data.background(train_anchors)  # only the foreground weighting reads it
+    data.foreground_background = statistics.get("background")
     for loss in network.losses.values():
         loss.prepare(statistics)
     optimizer = torch.optim.Adam(network.trainableParameters(), lr=settings.learning_rate)

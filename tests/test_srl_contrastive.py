@@ -108,6 +108,45 @@ def test_augment_changes_each_view_and_not_the_stored_data() -> None:
     np.testing.assert_array_equal(data.images.permute(0, 2, 3, 1).numpy(), images)
 
 
+class _Fixed(torch.nn.Module):
+    """A decoder that draws given images whatever the states."""
+
+    def __init__(self, images: torch.Tensor) -> None:
+        super().__init__()
+        self.images = images
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        return self.images
+
+
+def test_the_foreground_weight_follows_a_shifted_view() -> None:
+    """--foreground-weight with --augment shift: the weighted pixels are the robot's in the shifted view, not every
+    pixel where the shifted scene leaves the unshifted background. A decoder that leaves the robot out then costs the
+    same on shifted views as on stored ones."""
+    rng = np.random.default_rng(0)
+    squares = (np.indices((32, 32)) // 4).sum(0) % 2  # a checkerboard floor of 4-pixel squares
+    images = np.repeat((50 + 150 * squares)[None, :, :, None], 16, axis=0).repeat(3, axis=3).astype(np.uint8)
+    for image, (y, x) in zip(images, rng.integers(8, 21, (16, 2)), strict=True):
+        image[y:y + 2, x:x + 2] = (255, 0, 0)  # the robot, away from the 4-pixel border the shift replicates
+    data = TrainingData(images, np.eye(1, 16, dtype=bool)[0], torch.device("cpu"))
+    network = SRLNetwork((3, 32, 32), 4, {"autoencoder": 1.0}, {}, {"foreground_weight": 30.0})
+    loss = network.losses["autoencoder"]
+    rows = np.arange(16)
+    background = data.background(rows)
+    loss.prepare({"background": background})
+    data.foreground_background = background  # as trainNetwork sets them
+    costs = {}
+    for name in ("none", "shift"):
+        batch = data.batch(rows, network, None, torch.Generator().manual_seed(3), AUGMENTATIONS[name])
+        robot = (batch.images[:, 0] > 0.9) & (batch.images[:, 1] < 0.1)
+        assert int(robot.sum()) == 16 * 4
+        drawn = batch.images.clone()
+        drawn[:, 0][robot], drawn[:, 1][robot], drawn[:, 2][robot] = 0.5, 0.5, 0.5  # the robot left out
+        loss.decoder = _Fixed(drawn)
+        costs[name] = float(loss(batch, slice(0, 4)))
+    assert costs["shift"] == pytest.approx(costs["none"], rel=0.05), costs
+
+
 def test_the_momentum_target_moves_by_tau_after_each_step() -> None:
     torch.manual_seed(0)
     network = SRLNetwork((3, 16, 16), 4, {"atc": 1.0}, {}, {})
