@@ -9,7 +9,7 @@ from __future__ import annotations
 import matplotlib
 import numpy as np
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from srl_toolbox.files import atomicPath
 
@@ -86,6 +86,8 @@ def plotStatesByGroundTruth(states: np.ndarray, ground_truth: np.ndarray, plot_t
         points = axes.scatter(*coordinates, c=ground_truth[:, j], cmap="viridis", s=6, alpha=0.8)
         axes.set_xlabel(axis_labels[0])
         axes.set_ylabel(axis_labels[1])
+        # at most 5 x ticks: side by side, labels such as -0.0075 or -300000 run into each other in a narrow panel
+        axes.xaxis.set_major_locator(MaxNLocator(nbins=4))
         if three_d:
             axes.set_zlabel(axis_labels[2])
         axes.set_title(f"coloured by {name}", fontsize=10)

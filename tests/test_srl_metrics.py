@@ -114,6 +114,30 @@ def test_plotsBothKinds(tmp_path):
         assert imread(path).std() > 0.01
 
 
+@pytest.mark.parametrize("scale", [8e-4, 3e4])
+def test_state_plot_tick_labels_do_not_run_into_each_other(scale: float, monkeypatch) -> None:
+    """An untrained encoder's states span thousandths (ticks -0.0075 ... 0.0075), a PCA's can span 1e5: the x tick
+    labels of the narrow panels stay apart."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    figures = []
+    monkeypatch.setattr(plotting, "saveFigure", lambda figure, path, dpi=100: figures.append(figure))
+    rng = np.random.default_rng(0)
+    states = rng.normal(size=(200, 4)) * scale * np.array([3.0, 1.0, 0.5, 0.1])
+    plotting.plotStatesByGroundTruth(states, rng.normal(size=(200, 2)), "2D", "unused.png", title="t", relative=True)
+    canvas = FigureCanvasAgg(figures[0])
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    panels = [axes for axes in figures[0].axes if axes.get_xlabel().startswith("PC1")]
+    assert len(panels) == 2
+    for axes in panels:
+        inside = [label.get_window_extent(renderer) for label in axes.get_xticklabels()
+                  if label.get_text() and axes.bbox.x0 - 1 <= axes.transData.transform((label.get_position()[0], 0))[0]
+                  <= axes.bbox.x1 + 1]
+        assert len(inside) >= 3
+        assert all(left.x1 < right.x0 for left, right in zip(inside, inside[1:], strict=False)), scale
+
+
 # --- a tiny dataset and in-test models (the contract, without the training code) ----------------------------------
 
 
