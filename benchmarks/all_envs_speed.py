@@ -67,7 +67,6 @@ def main(argv: list[str] | None = None) -> None:
                      f"One process, random discrete actions, resets included; median of {N_REPETITIONS} runs of "
                      f"{args.seconds:g} s; Kuka: one step = 24 physics steps; images drawn by each env's "
                      "default renderer (drawn by).", table, path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
 
 
 if __name__ == "__main__":

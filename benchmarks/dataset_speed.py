@@ -112,7 +112,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, float]]:
                      f"Target: about 2x with 2 processes on 2 free cores (reported, not asserted); load average "
                      f"{load:.1f} when the run ended.", table, packages=("pybullet", "numpy", "opencv-python-headless"),
                      path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

@@ -228,7 +228,8 @@ def shownCommand(command: list[str]) -> str:
 def appendReport(title: str, command: str, notes: str, table: str, packages: tuple[str, ...] = ("pybullet", "numpy",
                  "gymnasium"), path: str = BENCH_FILE, target: str = "bench") -> None:
     """
-    Append a dated section with the command, the machine and the table to docs/benchmarks.md.
+    Append a dated section with the command, the machine and the table to docs/benchmarks.md (or ``path``), and say
+    where on stdout (``appended to FILE``, relative to the working folder): every appending benchmark says it the same.
 
     :param title: section title
     :param command: the command that produced the figures
@@ -243,3 +244,4 @@ def appendReport(title: str, command: str, notes: str, table: str, packages: tup
                f"- Machine: {machineDescription(packages)}\n"
                f"- {notes}\n\n{table}\n")
     rewriteDocument(path, lambda text: text + section, BENCH_TITLE)
+    print(f"appended to {os.path.relpath(path)}", flush=True)

@@ -7,7 +7,6 @@ through benchmarks.documents.
 from __future__ import annotations
 
 import functools
-import os
 import statistics
 from typing import Any
 
@@ -103,5 +102,4 @@ def familyBenchmarkMain(argv: list[str] | None, script: str, title: str, family:
     if not args.no_append:
         command = recordedCommand(script, argv)
         appendReport(title, command, notes(args.seconds), text, path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows

@@ -122,7 +122,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
                  f"SubprocVecEnv of the toolbox's env functions and createEnvs alternated, median of {args.repeats}.")
         appendReport("Env worker start: createEnvs / SB3 SubprocVecEnv", recordedCommand("benchmarks.env_start", argv),
                      notes, markdown, path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

@@ -157,7 +157,6 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
             f"{goals} Reported, not asserted. Load average "
             f"{load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end.",
             table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rates
 
 

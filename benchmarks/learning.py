@@ -681,7 +681,6 @@ def main(argv: list[str] | None = None) -> None:
     appendReport("Learning: every algorithm beside the random agent", command, notes_text, table,
                  packages=("torch", "stable_baselines3", "sb3_contrib", "gymnasium"), target="bench-learning",
                  path=resultsPath(args))
-    print(f"appended to {os.path.relpath(resultsPath(args))}")
 
 
 if __name__ == "__main__":

@@ -187,7 +187,6 @@ def main(argv: list[str] | None = None) -> list[dict]:
             "processes; wall time includes py-spy's start and the process's start-up. Categories: see the module "
             "docstring of benchmarks/profile_runs.py.",
             table, packages=("torch", "stable_baselines3", "pybullet"), target="profile", path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

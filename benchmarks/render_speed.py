@@ -230,7 +230,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
                  f"median of {args.repeats} runs, renderers alternated.")
         appendReport("Renderer speed: sprites (mobile robots), lowpoly (Kuka) / TinyRenderer", command, notes,
                      markdown, path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

@@ -354,7 +354,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         others = sorted({row["renderer"] for row in rows})
         appendReport(f"GTC across renderers: TinyRenderer / {', '.join(others)}", command, notes, markdown,
                      packages=packages, target="bench-renderer-gtc", path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

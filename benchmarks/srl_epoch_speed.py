@@ -168,7 +168,6 @@ def main(argv: list[str] | None = None) -> int:
             f"the monitor clock. Median of {args.repeats} alternated round(s); load average {load:.1f} when the run "
             "ended.", tables, packages=("torch", "stable_baselines3", "pybullet"), target="bench-encoders",
             path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return 0
 
 

@@ -293,7 +293,6 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
             f"asserted. Load average {load_start:.1f} at the start, {load:.1f} at the "
             f"end ({len(os.sched_getaffinity(0))} cores).",
             table, packages=("torch", "stable_baselines3", "pybullet"), path=resultsPath(args))
-        print(f"appended to {os.path.relpath(resultsPath(args))}")
     return rows
 
 

@@ -85,6 +85,15 @@ def test_a_result_block_is_appended_with_its_command_and_machine(tmp_path) -> No
     assert text.index("| a |") < text.index("| b |") and os.listdir(tmp_path) == ["benchmarks.md"]
 
 
+def test_appending_says_where_it_wrote(tmp_path, monkeypatch, capsys) -> None:
+    """The shared helper says where the block went, so that every appending benchmark prints the same line."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    appendReport("Speed", "python -m benchmarks.env_speed", "how", "| a |", packages=(), path=str(tmp_path / "out" /
+                 "results.md"))
+    assert capsys.readouterr().out == f"appended to {os.path.join('out', 'results.md')}\n"
+
+
 def test_the_make_target_is_named_only_for_its_own_command() -> None:
     """A block says a make target also runs its command only when the Makefile's recipe is that very command."""
     assert makeNote("bench-srl-rl", "python -m benchmarks.srl_rl --compare-to benchmarks/srl_rl_runs.json") == (

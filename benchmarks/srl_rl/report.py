@@ -386,5 +386,4 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
         appendReport("ppo2 on SRL representations (the SRL + RL benchmark)", command, notes,
                      speedTable(speedRows(listed, machine)), packages=("torch", "stable_baselines3", "pybullet"),
                      target="bench-srl-rl", path=results_file)
-        print(f"Appended the speed table to {os.path.relpath(results_file)}")
     return 1 if missing else 0
