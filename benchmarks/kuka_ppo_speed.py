@@ -35,6 +35,7 @@ from benchmarks.documents import (
     recordedCommand,
     resultsPath,
 )
+from benchmarks.progress import Countdown
 from benchmarks.srl_speed import Timers, trainVAE, vaeText
 from environments.kuka.kuka_button_env import KukaButtonGymEnv
 from environments.registry import defaultRenderer
@@ -124,15 +125,13 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str, str], float]:
         model_folder = trainVAE(scratch, VAE_EPISODES, VAE_EPOCHS, ENV_ID, FLAGS)
         print(f"VAE trained in {time.perf_counter() - start:.0f} s", flush=True)
         timeRun("ground_truth", "default", REFERENCE_RENDERER, 256, os.path.join(scratch, "warmup"), model_folder)
-        total, measured_since = args.repeats * len(configurations()), time.perf_counter()
+        countdown = Countdown(args.repeats * len(configurations()))
         for repeat in range(args.repeats):
             order = configurations() if repeat % 2 == 0 else configurations()[::-1]
             for configuration in order:
                 rate = timeRun(*configuration, args.steps, os.path.join(scratch, "runs"), model_folder)
                 samples.setdefault(configuration, []).append(rate)
-                done = sum(map(len, samples.values()))
-                left = (time.perf_counter() - measured_since) / done * (total - done)
-                print(f"  [{done}/{total}, about {left / 60:.0f} min left] {' / '.join(configuration)}: "
+                print(f"  {countdown.tick()} {' / '.join(configuration)}: "
                       f"{rate:,.0f} steps/s", flush=True)
     rates = {configuration: statistics.median(values) for configuration, values in samples.items()}
     lines = ["| observation | physics | renderer | ppo2 steps/s (median) | vs reference physics, tinyrenderer |",

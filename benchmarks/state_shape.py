@@ -47,7 +47,6 @@ import math
 import os
 import statistics
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
@@ -62,6 +61,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 import environments  # noqa: F401  (registers the envs)
 from benchmarks.documents import addResultsArguments, appendReport, resultsPath
+from benchmarks.progress import Countdown
 from benchmarks.srl_rl.analysis import meanStandardError, rewardThreshold
 from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
@@ -391,15 +391,14 @@ def main(argv: list[str] | None = None) -> int:
     finished = {jobSettings(run): run for run in kept}
     results = [finished[jobSettings(job)] for job in jobs if jobSettings(job) in finished]
     todo = [job for job in jobs if jobSettings(job) not in finished]
-    began = time.monotonic()
+    countdown = Countdown(len(todo))
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for done, result in enumerate(pool.map(runOne, todo), start=1):
+        for result in pool.map(runOne, todo):
             results.append(result)
             if args.results is not None:
                 kept.append(result)
                 writeJson(args.results, kept, sort_keys=False)
-            left = (time.monotonic() - began) / done * (len(todo) - done)
-            print(f"[{done}/{len(todo)}, about {left / 60:.0f} min left] {result['variant']} seed {result['seed']}: "
+            print(f"{countdown.tick()} {result['variant']} seed {result['seed']}: "
                   f"{', '.join(f'{v:.0f}' for v in result['rewards'])}", flush=True)
     table = summarise(results, variants)
     print(table)

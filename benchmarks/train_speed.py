@@ -27,6 +27,7 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
 from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
+from benchmarks.progress import Countdown
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay.results import episodeWindowStepsToThreshold
 from rl_baselines.core.hyperparams import plainValues
@@ -101,16 +102,20 @@ def main(argv: list[str] | None = None) -> None:
     toolbox, plain = [], []
     with tempfile.TemporaryDirectory() as scratch:
         timeToolbox(2000, os.path.join(scratch, "warmup"))  # imports and first-call costs out of the figures
+        # the time left counts env steps: a repeat trains 2 x --steps, a sample-efficiency run --learning-budget
+        countdown = Countdown(args.repeats + len(args.seeds),
+                              args.repeats * 2 * args.steps + len(args.seeds) * args.learning_budget)
         for repeat in range(args.repeats):
             plain.append(timePlainSB3(args.steps, os.path.join(scratch, f"plain{repeat}")))
             seconds, trained = timeToolbox(args.steps, os.path.join(scratch, f"toolbox{repeat}"))
             toolbox.append(seconds)
-            print(f"repeat {repeat}: toolbox {toolbox[-1]:.2f} s, plain SB3 {plain[-1]:.2f} s", flush=True)
+            print(f"{countdown.tick(2 * args.steps)} repeat {repeat}: toolbox {toolbox[-1]:.2f} s, plain SB3 "
+                  f"{plain[-1]:.2f} s", flush=True)
         results = {}
         for seed in args.seeds:
             results[seed] = stepsToTarget(seed, args.learning_budget, os.path.join(scratch, f"learn{seed}"))
             reached_at = results[seed][0]
-            print(f"seed {seed}: steps to mean reward {TARGET_REWARD:g}: "
+            print(f"{countdown.tick(args.learning_budget)} seed {seed}: steps to mean reward {TARGET_REWARD:g}: "
                   + (f"{reached_at}" if reached_at is not None else f"not reached in {args.learning_budget} steps"),
                   flush=True)
     t_toolbox, t_plain = statistics.median(toolbox), statistics.median(plain)

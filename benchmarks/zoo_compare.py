@@ -31,9 +31,10 @@ dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
 default runs' results stay.
 
 Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
-same settings. About 35 min per seed on 2 cores at the default budget: start it with ``nice``. The default budget,
-200,000 steps, is about twice the steps at which raw pixels first reach the threshold under ppo2's raw-pixel default
-(100,000-140,000 in both programs over seeds 0-2; docs/benchmarks.md).
+same settings; each run that ends prints ``[i/N, about X min left]`` over the runs this invocation makes. About 35 min
+per seed on 2 cores at the default budget: start it with ``nice``. The default budget, 200,000 steps, is about twice
+the steps at which raw pixels first reach the threshold under ppo2's raw-pixel default (100,000-140,000 in both
+programs over seeds 0-2; docs/benchmarks.md).
 
 Usage: ``python -m benchmarks.zoo_compare [--budget 200000] [--eval-freq 10000] [--seeds 0 1 2] [--learned srl_splits]
 [--threshold R] [--hyperparam NAME:VALUE ...] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages
@@ -51,13 +52,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 import numpy as np
 import yaml
 
 from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
+from benchmarks.progress import Countdown
 from benchmarks.srl_rl.analysis import rewardThreshold
 from benchmarks.srl_rl.archive import loadArchive, recordFromArchive
 from benchmarks.srl_rl.plans import MOBILE, PLANS, RUNS_FILE
@@ -169,6 +171,16 @@ def childEnv(extra_path: str | None = None) -> dict[str, str]:
         path for path in (extra_path, ROOT, os.environ.get("PYTHONPATH")) if path))
 
 
+def storedResult(folder: str, settings: dict[str, Any]) -> dict[str, Any] | None:
+    """:return: the result a case's folder holds when it was made with the same settings, else None (it is run)"""
+    result_path = os.path.join(folder, RESULT_FILE)
+    if not os.path.isfile(result_path):
+        return None
+    with open(result_path) as stream:
+        stored = json.load(stream)
+    return stored if stored.get("settings") == settings else None
+
+
 def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: float,
             build: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
     """
@@ -183,12 +195,9 @@ def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: floa
     :return: the run's result, with ``reused`` saying whether it came from an earlier invocation
     """
     folder = os.path.join(bench_dir, name)
-    result_path = os.path.join(folder, RESULT_FILE)
-    if os.path.isfile(result_path):
-        with open(result_path) as stream:
-            stored = json.load(stream)
-        if stored.get("settings") == settings:
-            return {**stored, "reused": True}
+    stored = storedResult(folder, settings)
+    if stored is not None:
+        return {**stored, "reused": True}
     if os.path.isdir(folder):
         shutil.rmtree(folder)
     os.makedirs(folder)
@@ -199,7 +208,7 @@ def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: floa
     monitor_file = sorted(glob.glob(os.path.join(run_folder, monitor_glob)))[0]
     result = {"settings": settings, "command": "python " + " ".join(command), **(extra or {}),
               **runResult(run_folder, monitor_file, launch, wall, threshold)}
-    writeJson(result_path, result, sort_keys=False)
+    writeJson(os.path.join(folder, RESULT_FILE), result, sort_keys=False)
     return {**result, "reused": False}
 
 
@@ -319,14 +328,26 @@ def main(argv: list[str] | None = None) -> int:
     # a raw-pixel result made under other raw-pixel defaults is not reused
     defaults = pixelDefaults()
     pixel = {"pixel_defaults": {name: str(value) for name, value in defaults.items()}} if defaults else {}
+    jobs = [(row, seed, os.path.join(f"seed_{seed}", folder),
+             {**common, "seed": seed, "obs": observation, **(pixel if observation == "raw_pixels" else {})},
+             build, extra) for row, seed, folder, observation, build, extra in cases]
+    # the count and the time left are those of the runs this invocation makes (a stored result takes no time)
+    countdown = Countdown(sum(storedResult(os.path.join(bench_dir, name), settings) is None
+                              for _, _, name, settings, _, _ in jobs))
+    print(f"{countdown.total} of {len(jobs)} run(s) to make ({len(jobs) - countdown.total} stored in {bench_dir})",
+          flush=True)
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        futures = {(row, seed): pool.submit(runOnce, os.path.join(f"seed_{seed}", folder),
-                                            {**common, "seed": seed, "obs": observation,
-                                             **(pixel if observation == "raw_pixels" else {})},
-                                            bench_dir, threshold, build, extra)
-                   for row, seed, folder, observation, build, extra in cases}
-        rows = [(row, seed, futures[row, seed].result()) for row in (raw_name, learned_name, zoo_name)
-                for seed in seeds]
+        futures = {pool.submit(runOnce, name, settings, bench_dir, threshold, build, extra): (row, seed)
+                   for row, seed, name, settings, build, extra in jobs}
+        done = {}
+        for future in as_completed(futures):
+            (row, seed), result = futures[future], future.result()
+            done[row, seed] = result
+            if not result["reused"]:
+                print(f"{countdown.tick()} {row}, seed {seed}: "
+                      f"{_fmt(result['steps_to_threshold'])} steps to the threshold, "
+                      f"{result['wall_s']:,.0f} s in all", flush=True)
+        rows = [(row, seed, done[row, seed]) for row in (raw_name, learned_name, zoo_name) for seed in seeds]
     prepare_s = next(result for row, _, result in rows if row == learned_name).get("prepare_s", prepare_s)
     workers = sorted({result.get("workers", 1) for _, _, result in rows})
     report = table(rows) + "\n\n" + summary(rows)

@@ -134,3 +134,17 @@ def test_every_module_is_in_a_layer_of_its_package(container) -> None:
                if (name.endswith(".py") and name != "__init__.py")
                or os.path.isfile(os.path.join(folder, name, "__init__.py"))}
     assert not modules - layered, sorted(modules - layered)
+
+
+def test_the_countdown_weighs_the_time_left_by_the_work_left() -> None:
+    """A benchmark's progress line: the count, and the time so far per unit of work done times the work left."""
+    from benchmarks.progress import Countdown
+    now = [0.0]
+    countdown = Countdown(3, work=30, clock=lambda: now[0])
+    now[0] = 60.0
+    assert countdown.tick(10) == "[1/3, about 2 min left]"  # 6 s a unit, 20 units left
+    now[0] = 75.0
+    assert countdown.tick(5) == "[2/3, about 1 min left]"  # 5 s a unit, 15 units left
+    now[0] = 200.0
+    assert countdown.tick(15) == "[3/3, about 0 min left]"
+    assert Countdown(2).tick() == "[1/2, about 0 min left]"

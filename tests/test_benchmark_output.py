@@ -3,6 +3,8 @@ others do; train_speed one line per measurement (no run folders of its timed run
 target said in words."""
 from __future__ import annotations
 
+import os
+
 from benchmarks import all_envs_speed, train_speed
 
 
@@ -23,3 +25,19 @@ def test_train_speed_prints_no_run_folder_and_says_not_reached(tmp_path, monkeyp
     train_speed.main(["--repeats", "1", "--steps", "64", "--learning-budget", "1000", "--seeds", "0", "--no-append"])
     out = capsys.readouterr().out
     assert "seed 0: steps to mean reward 150: not reached in 1000 steps" in out and "None" not in out
+
+
+def test_train_speed_shows_the_count_and_time_left_and_says_where_it_appended(tmp_path, monkeypatch, capsys) -> None:
+    """Minutes at its defaults: each measurement's line says how many are done and about how long is left; the
+    block's file is named at the end (here --results-file, never docs/benchmarks.md)."""
+    monkeypatch.setattr(train_speed, "timeToolbox", lambda steps, log_dir: (1.0, steps))
+    monkeypatch.setattr(train_speed, "timePlainSB3", lambda steps, log_dir: 1.0)
+    monkeypatch.setattr(train_speed, "stepsToTarget", lambda seed, budget, log_dir: (500, 160.0))
+    results = tmp_path / "results.md"
+    train_speed.main(["--repeats", "2", "--steps", "64", "--learning-budget", "1000", "--seeds", "0", "1",
+                      "--results-file", str(results)])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("]")[0] for line in lines if line.startswith("[")] == [
+        f"[{done}/4, about 0 min left" for done in range(1, 5)]
+    assert "] repeat 1: toolbox 1.00 s" in lines[1] and "] seed 1: steps to mean reward 150: 500" in lines[3]
+    assert lines[-1] == f"appended to {os.path.relpath(results)}" and "## Train loop, ppo2" in results.read_text()

@@ -173,3 +173,32 @@ def test_given_hyperparameters_reach_both_programs_and_keep_the_default_runs(tmp
             assert params["clip_range_vf"] == 0.2 and params["vf_coef"] == 0.1 and params["target_kl"] is None
     assert "| toolbox ppo2, raw_pixels, clip_range_vf 0.2, vf_coef 0.1 | 0 |" in capsys.readouterr().out
     assert "--hyperparam" not in zoo_compare.toolboxCommand("raw_pixels", 10, 5, 0, "d", None)  # defaults: no flag
+
+
+def test_each_run_made_shows_the_count_and_time_left_and_the_block_says_where(tmp_path, monkeypatch, capsys):
+    """About 35 min a seed, the runs silent (--no-progress): each run that ends says how many of the runs this
+    invocation makes are done and about how long is left (a stored result is not counted), and the appended block's
+    file is named."""
+    zoo = tmp_path / "zoo" / "rl_zoo3"
+    zoo.mkdir(parents=True)
+    (zoo / "train.py").write_text("")
+    monkeypatch.setattr(zoo_compare, "prepareModel", lambda learned, bench_dir, quick: ("srl.yaml", 42.0))
+    bench = tmp_path / "bench"
+    stored = {"threshold": 5.0, "steps": 200_000, "eval_freq": 10_000, "seed": 0, "obs": "srl_splits"}
+    (bench / "seed_0" / "toolbox_srl_splits").mkdir(parents=True)
+    (bench / "seed_0" / "toolbox_srl_splits" / zoo_compare.RESULT_FILE).write_text(json.dumps({"settings": stored}))
+
+    def fakeRun(name, settings, bench_dir, threshold, build, extra=None):
+        reused = zoo_compare.storedResult(os.path.join(bench_dir, name), settings) is not None
+        return {"settings": settings, **(extra or {}), "steps_to_threshold": 10_000, "seconds_to_threshold": 5.0,
+                "final_eval": 1.0, "wall_s": 9.0, "steps": 20_000, "reused": reused}
+    monkeypatch.setattr(zoo_compare, "runOnce", fakeRun)
+    results = tmp_path / "results.md"
+    zoo_compare.main(["--threshold", "5", "--zoo-packages", str(tmp_path / "zoo"), "--bench-dir", str(bench),
+                      "--seeds", "0", "--workers", "1", "--results-file", str(results)])
+    lines = capsys.readouterr().out.splitlines()
+    assert f"2 of 3 run(s) to make (1 stored in {bench})" in lines
+    assert [line for line in lines if line.startswith("[")] == [
+        "[1/2, about 0 min left] toolbox ppo2, raw_pixels, seed 0: 10,000 steps to the threshold, 9 s in all",
+        "[2/2, about 0 min left] rl_zoo3 ppo, raw_pixels, seed 0: 10,000 steps to the threshold, 9 s in all"]
+    assert lines[-1] == f"appended to {os.path.relpath(results)}" and "## Time to threshold" in results.read_text()
