@@ -342,15 +342,14 @@ def checkDataset(path: str, losses: dict[str, float]) -> Dataset:
     :param path: the --data-folder
     :param losses: the losses to train
     :return: the opened dataset, holding every array the losses need
-    :raises UsageError: missing folder, not a dataset, a needed array missing, images too small
+    :raises UsageError: missing folder, not a dataset, a needed array missing or another refusal of a loss (e.g.
+        continuous actions for robotic_priors), images too small
     """
     try:
         dataset = Dataset.open(path)
         dataset.require("images_path", "episode_starts", purpose="SRL training")
         for loss in losses:
-            dataset.require(*LOSSES[loss].NEEDS, purpose=f"the {loss} loss")
-            if loss == "supervised":
-                dataset.states()  # relative ground truth also needs target_positions
+            LOSSES[loss].checkDataset(dataset)
         checkImageSize(dataset.img_shape)
     except ValueError as error:
         raise UsageError(str(error)) from None

@@ -196,8 +196,9 @@ def test_inverse_continuous_actions(tmp_path) -> None:
 def test_loss_helpers() -> None:
     pairs = sameActionPairs(torch.tensor([0, 1, 0, 0]))
     assert pairs.nonzero().tolist() == [[0, 2], [0, 3], [2, 3]]
-    continuous = sameActionPairs(torch.tensor([[0.0, 0.5], [0.05, 0.45], [0.5, 0.5]]))
-    assert continuous.nonzero().tolist() == [[0, 1]]
+    # continuous actions: refused when the head is built (the training command refuses the dataset before)
+    with pytest.raises(ValueError, match="needs discrete actions"):
+        LOSSES["robotic_priors"](4, _context(continuous_actions=True, action_dim=2))
     reward = LOSSES["reward"](4, _context(n_reward_classes=3))
     reward.prepare({"rewards": torch.tensor([1, 1, 1, 0])})
     # inverse frequency: the rare class weighs three times the common one, an absent class nothing

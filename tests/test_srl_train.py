@@ -66,6 +66,22 @@ def strippedDataset(tinyDataset: str, tmp_path_factory: pytest.TempPathFactory) 
     return str(folder)
 
 
+@pytest.fixture(scope="module")
+def continuousDataset(tinyDataset: str, tmp_path_factory: pytest.TempPathFactory) -> str:  # noqa: F811
+    """The tiny dataset with random continuous actions (2 components in [-1, 1])."""
+    folder = tmp_path_factory.mktemp("continuous") / "continuous"
+    shutil.copytree(tinyDataset, folder)
+    with open(folder / "dataset_config.json", encoding="utf-8") as handle:
+        config = json.load(handle)
+    with open(folder / "dataset_config.json", "w", encoding="utf-8") as handle:
+        json.dump({**config, "continuous_actions": True}, handle)
+    with np.load(folder / "preprocessed_data.npz") as data:
+        arrays = dict(data)
+    arrays["actions"] = np.random.default_rng(0).uniform(-1, 1, (len(arrays["actions"]), 2)).astype(np.float32)
+    np.savez(folder / "preprocessed_data.npz", **arrays)
+    return str(folder)
+
+
 BAD_INPUTS = [
     (["--srl-model", "vae"], "missing", "is not a folder"),
     (["--srl-model", "vae"], "not_dataset", "is not a dataset"),
@@ -81,6 +97,9 @@ BAD_INPUTS = [
     (["--srl-model", "reward"], "bare", "no 'rewards'"),
     (["--srl-model", "supervised"], "bare", "no 'ground_truth_states'"),
     (["--losses", "autoencoder:1", "inverse:1"], "bare", "no 'actions'"),
+    # random continuous actions almost never repeat: the priors would see no same-action pair and collapse the state
+    (["--srl-model", "robotic_priors"], "continuous", "has continuous actions; the robotic_priors loss needs discrete"),
+    (["--losses", "autoencoder:1", "robotic_priors:1"], "continuous", "record one without -c/--continuous-actions"),
     (["--srl-model", "vae", "--state-dim", "0"], "tiny", "--state-dim: '0' is out of range (1..4096)"),
     (["--srl-model", "raw_pixels"], "tiny", "learned models: atc, autoencoder, curl, dae, forward, inverse, pca, random"),
     (["--srl-model", "vae", "--losses", "autoencoder:1"], "tiny", "add vae:WEIGHT"),
@@ -108,9 +127,9 @@ BAD_INPUTS = [
 
 @pytest.mark.parametrize("args, data, message", BAD_INPUTS)
 def test_bad_input(args: list[str], data: str, message: str, tinyDataset: str,  # noqa: F811
-                   strippedDataset: str, tmp_path, capsys: pytest.CaptureFixture) -> None:
-    folders = {"tiny": tinyDataset, "bare": strippedDataset, "missing": str(tmp_path / "nope"),
-               "not_dataset": str(tmp_path)}
+                   strippedDataset: str, continuousDataset: str, tmp_path, capsys: pytest.CaptureFixture) -> None:
+    folders = {"tiny": tinyDataset, "bare": strippedDataset, "continuous": continuousDataset,
+               "missing": str(tmp_path / "nope"), "not_dataset": str(tmp_path)}
     before = snapshot(folders[data]) if os.path.isdir(folders[data]) else {}
     logs = tmp_path / "logs"
     with pytest.raises(SystemExit) as exit_info:
