@@ -363,8 +363,9 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
     loss terms reached a new low (validation losses; training losses without validation rows or with a loss whose
     validation value is no guide, see SRLLoss.VALIDATES). With one loss that is the epoch of the lowest loss. With
     several, no term's weight decides: an inverse model that starts to overfit its held-out episodes after two
-    epochs would otherwise outweigh a reconstruction that keeps improving, and keep a half-trained encoder. Early
-    stopping ends training after ``patience`` epochs at which no term improved.
+    epochs would otherwise outweigh a reconstruction that keeps improving, and keep a half-trained encoder. A term of
+    weight 0 is only watched: it has no say in the best epoch, nor in early stopping, which ends training after
+    ``patience`` epochs at which no term improved.
 
     :param network: the network (its losses decide what a batch holds)
     :param data: the dataset
@@ -429,7 +430,7 @@ def trainNetwork(network: SRLNetwork, data: TrainingData, train_rows: np.ndarray
             monitored = val if monitorVal(network, val) else train
             last_loss = f", last epoch's loss {monitored['total']:.4g}"
             bar.set_description(f"SRL training (epoch {epoch}/{epochs}{last_loss})")
-            if _improves(monitored, lows):
+            if _improves(monitored, lows, network.weights):
                 stale = 0
                 best_state = {key: value.detach().clone() for key, value in network.state_dict().items()}
             else:
@@ -446,28 +447,33 @@ def monitorVal(network: SRLNetwork, val: dict | None) -> bool:
     """
     :param network: the network
     :param val: an epoch's validation losses (None without validation rows)
-    :return: whether the best epoch is chosen on the validation loss (else on the training loss)
+    :return: whether the best epoch is chosen on the validation loss (else on the training loss; a loss of weight
+        0 has no say)
     """
-    return val is not None and all(loss.VALIDATES for loss in network.losses.values())
+    return val is not None and all(loss.VALIDATES for name, loss in network.losses.items()
+                                   if network.weights[name] > 0)
 
 
-def lossTerms(losses: dict[str, float]) -> dict[str, float]:
+def lossTerms(losses: dict[str, float], weights: dict[str, float]) -> dict[str, float]:
     """
     :param losses: an epoch's losses ({name: value, "total": value})
-    :return: the terms best epochs are chosen on: each loss term (the total alone for a single term or none)
+    :param weights: loss name -> weight; a term of weight 0 is only watched: it never picks the best epoch
+    :return: the terms best epochs are chosen on: each loss term of positive weight (the total alone for a single one
+        or none)
     """
-    terms = {name: value for name, value in losses.items() if name != "total"}
+    terms = {name: value for name, value in losses.items() if name != "total" and weights.get(name, 1.0) > 0}
     return terms if len(terms) > 1 else {"total": losses["total"]}
 
 
-def _improves(losses: dict[str, float], lows: dict[str, float]) -> bool:
+def _improves(losses: dict[str, float], lows: dict[str, float], weights: dict[str, float]) -> bool:
     """
     :param losses: an epoch's losses
     :param lows: each term's lowest value so far, updated in place
+    :param weights: loss name -> weight (see lossTerms)
     :return: whether a term reached a new low (NaN never does)
     """
     improved = False
-    for name, value in lossTerms(losses).items():
+    for name, value in lossTerms(losses, weights).items():
         if value < lows.get(name, math.inf):
             lows[name], improved = value, True
     return improved
@@ -479,5 +485,5 @@ def bestEpoch(history: list[dict], network: SRLNetwork) -> int:
     :return: the epoch whose weights were kept (the last at which a loss term reached a new low; see trainNetwork)"""
     lows: dict[str, float] = {}
     kept = [entry["epoch"] for entry in history
-            if _improves(entry["val"] if monitorVal(network, entry["val"]) else entry["train"], lows)]
+            if _improves(entry["val"] if monitorVal(network, entry["val"]) else entry["train"], lows, network.weights)]
     return kept[-1] if kept else history[-1]["epoch"]

@@ -18,6 +18,7 @@ from environments import dataset_generator
 from environments.dataset import Dataset
 from rl_baselines.evolution_strategies.ars import ARSModel
 from srl_models import train as train_module
+from srl_models import trainer as trainer_module
 from srl_models.losses import LOSSES, LossContext, sameActionPairs
 from srl_models.models import InverseModel, RandomModel, SRLCombinationModel, SRLSplitsModel, VAEModel
 from srl_models.pca import PCAModel, topComponents
@@ -289,7 +290,7 @@ def test_reward_classes() -> None:
 
 def test_best_epoch_is_the_last_new_low_of_any_term() -> None:
     def network(validates: bool = True) -> SimpleNamespace:
-        return SimpleNamespace(losses={"a": SimpleNamespace(VALIDATES=validates)})
+        return SimpleNamespace(losses={"a": SimpleNamespace(VALIDATES=validates)}, weights={"a": 1.0})
 
     def entry(epoch: int, val: dict | None, train: dict | None = None) -> dict:
         return {"epoch": epoch, "val": val, "train": train or {"total": 1.0}}
@@ -311,6 +312,33 @@ def test_best_epoch_is_the_last_new_low_of_any_term() -> None:
     assert bestEpoch(on_train, network(validates=False)) == 2
     # nothing finite: the last epoch (whose weights the network keeps)
     assert bestEpoch([entry(1, {"total": float("nan")}), entry(2, {"total": float("nan")})], network()) == 2
+
+
+def test_a_loss_of_weight_zero_has_no_say_in_the_best_epoch(tinyDataset: str, images: np.ndarray,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """inverse:0 autoencoder:1: the inverse term is only watched; the autoencoder's lowest epoch is kept, and the
+    untrained inverse head's drifting loss neither keeps a later epoch nor holds off early stopping."""
+    def terms(autoencoder: float, inverse: float) -> dict:
+        return {"inverse": inverse, "autoencoder": autoencoder, "total": autoencoder}
+
+    scripted = [terms(0.05, 1.40), terms(0.02, 1.39), terms(0.03, 1.38), terms(0.04, 1.37), terms(0.05, 1.36)]
+    losses = {"inverse": SimpleNamespace(VALIDATES=True), "autoencoder": SimpleNamespace(VALIDATES=True)}
+    watched = SimpleNamespace(losses=losses, weights={"inverse": 0.0, "autoencoder": 1.0})
+    history = [{"epoch": epoch, "train": {}, "val": val} for epoch, val in enumerate(scripted, 1)]
+    assert bestEpoch(history, watched) == 2
+    # a zero-weight robotic_priors does not send the choice to the training losses
+    watched.losses["inverse"] = SimpleNamespace(VALIDATES=False)
+    assert bestEpoch(history, watched) == 2
+    # early stopping (--patience 2): the autoencoder's last new low is epoch 2, so training stops after epoch 4
+    dataset = Dataset.open(tinyDataset)
+    model = SRLCombinationModel(8, (3, IMG, IMG), {"n_actions": 4, "losses": {"inverse": 0.0, "autoencoder": 1.0}})
+    data = TrainingData(images, dataset["episode_starts"], torch.device("cpu"), actions=dataset["actions"])
+    train_rows, val_rows = splitEpisodes(dataset.episodeIndex(), 0.25, 0)
+    script = iter(scripted[i // 2] for i in range(2 * len(scripted)))  # an epoch's training, then its validation
+    monkeypatch.setattr(trainer_module, "_meanTerms", lambda *args: next(script))
+    history = trainNetwork(model.network, data, train_rows, val_rows,
+                           TrainSettings(epochs=5, batch_size=32, patience=2, progress=False))
+    assert len(history) == 4
 
 
 def test_kept_weights_are_the_best_epochs(tinyDataset: str, images: np.ndarray) -> None:
