@@ -50,7 +50,8 @@ Copies (``copy.deepcopy``, ``pickle``): as gymnasium's MuJoCo and Box2D envs, an
 built with (every subclass's, recorded by ``SRLGymEnv.__new__``, so that a subclass need not record them), with its
 own simulator (its own PyBullet connection): dropping one never disconnects another. The state is not copied: the
 copy is as the constructor leaves it (not reset, its random generator seeded by the ``seed`` keyword as the
-original's was when built, not where the original's generator has got to); reset it before stepping.
+original's was when built, not where the original's generator has got to); reset it before stepping (a step
+before an env's first reset is refused, :meth:`SRLGymEnv._checkOpen`).
 """
 from __future__ import annotations
 
@@ -325,9 +326,10 @@ class SRLGymEnv(gym.Env, EzPickle):
             # Only goal-mode instances have compute_reward: SB3's check_env takes any env that has it for a goal env.
             self.compute_reward = self.computeGoalReward
 
-    # --- lifecycle: a closed env refuses to be used -------------------------------------------------------------
+    # --- lifecycle: a closed env refuses to be used, and an env not yet reset to be stepped ----------------------
 
     _closed = False  # (a class default, so that close() works on an env whose constructor failed)
+    _reset_done = False  # (a class default: a new env, and a copy, which is built anew, must be reset first)
 
     def close(self) -> None:
         """Mark the env closed: reset, step and render then refuse in one line. An env that releases a simulator does
@@ -335,10 +337,18 @@ class SRLGymEnv(gym.Env, EzPickle):
         self._closed = True
 
     def _checkOpen(self, method: str) -> None:
-        """:raises RuntimeError: the env was closed (its simulator released), named with ``method``"""
+        """
+        Each env's reset, step and render start with it (a boolean test or two: nothing measurable per step).
+
+        :param method: the method that calls it ("reset", "step", "render")
+        :raises RuntimeError: the env was closed (its simulator released), or ``method`` is "step" and the env has not
+            been reset yet (as gymnasium's OrderEnforcing refuses it for an env made with gymnasium.make)
+        """
         if self._closed:
             raise RuntimeError(f"{type(self).__name__}.{method}() after close(): a closed env has released its "
                                "simulator; make a new env")
+        if not self._reset_done and method == "step":
+            raise RuntimeError(f"{type(self).__name__}.step() before reset(): call reset() first")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """
@@ -351,6 +361,7 @@ class SRLGymEnv(gym.Env, EzPickle):
         :raises RuntimeError: the env was closed
         """
         self._checkOpen("reset")
+        self._reset_done = True
         return super().reset(seed=seed, options=options)
 
     # --- observation helpers -------------------------------------------------------------------------------
