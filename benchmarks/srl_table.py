@@ -53,6 +53,7 @@ from benchmarks.documents import (
     rewriteDocument,
     shownCommand,
 )
+from benchmarks.progress import Countdown
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registeredSRL
 from srl_models.train import trainableModels, trainsLoss
@@ -279,19 +280,22 @@ def runAll(jobs: list[Job], data_folders: dict[str, str], args: argparse.Namespa
     :param jobs: every training, all envs together
     :param data_folders: env id -> dataset folder
     :param args: the benchmark's settings (jobs at a time)
-    :return: the results, in the order of ``jobs``
+    :return: the results, in the order of ``jobs``; each one is printed as it finishes, after the count and the time
+        left (the trainings weighed by :func:`expectedCost`, plus one)
     """
     order = sorted(range(len(jobs)), key=lambda i: -expectedCost(jobs[i]))
+    sizes = [expectedCost(job) + 1 for job in jobs]
+    countdown = Countdown(len(jobs), work=sum(sizes))
     results: dict[int, Result] = {}
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(runTraining, jobs[i], data_folders[jobs[i].env], args): i for i in order}
-        for done, future in enumerate(as_completed(futures), 1):
+        for future in as_completed(futures):
             result = future.result()
             results[futures[future]] = result
             status = (f"GTC {result.metrics['gtc']['mean']:.3f}, KNN-MSE {result.metrics['knn_mse']:.4g}"
                       if not result.error else f"FAILED: {result.error}")
-            print(f"[{done}/{len(jobs)}] {result.job.env} {result.job.label}: {status} ({result.wall:.0f} s)",
-                  flush=True)
+            print(f"{countdown.tick(sizes[futures[future]])} {result.job.env} {result.job.label}: {status} "
+                  f"({result.wall:.0f} s)", flush=True)
     return [results[i] for i in range(len(jobs))]
 
 

@@ -213,14 +213,22 @@ def runOnce(name: str, settings: dict[str, Any], bench_dir: str, threshold: floa
 
 
 def prepareModel(learned: str, bench_dir: str, quick: bool) -> tuple[str, float]:
-    """Train the learned model with srl_models.prepare at its defaults; :return: (its config file, wall seconds)"""
+    """
+    Train the learned model with srl_models.prepare at its defaults, silent (its output in a log file), after one line
+    that says so: the runs start only when it is done.
+
+    :return: (its config file, wall seconds)
+    """
     config_file = os.path.join(bench_dir, "srl_models.yaml")
     command = ["-m", "srl_models.prepare", "--env", ENV, "--srl-model", learned, "--data-folder",
                os.path.join(bench_dir, "data"), "--log-folder", os.path.join(bench_dir, "srl"),
                "--srl-config-file", config_file, "--no-progress"]
     if quick:
         command += ["--episodes", "2", "--epochs", "1"]
-    launch, wall = timedRun(command, childEnv(), os.path.join(bench_dir, f"prepare_{learned}.log"))
+    log_file = os.path.join(bench_dir, f"prepare_{learned}.log")
+    print(f"preparing the learned model {learned} on {ENV} (srl_models.prepare: a dataset and a training; may take "
+          f"minutes, seconds when already prepared), before any run; log: {log_file}", flush=True)
+    launch, wall = timedRun(command, childEnv(), log_file)
     return config_file, wall
 
 

@@ -232,6 +232,17 @@ def test_srl_table_quick_gives_no_advice_on_its_removed_folders(monkeypatch, cap
         "MobileRobotGymEnv-v0", 8)[0], {}, argparse.Namespace(log_folder="logs/srl_bench")), temporary=False)
 
 
+def test_srl_table_prints_the_count_and_the_time_left_of_its_trainings(monkeypatch, capsys) -> None:
+    """Each finished training printed [i/N] alone: a watcher of the 50-minute run could not tell when it would end."""
+    jobs = srl_table.modelJobs("MobileRobotGymEnv-v0", 8)[0][:3]
+    monkeypatch.setattr(srl_table, "runTraining", lambda job, data_folder, args: srl_table.Result(
+        job, "train", 1.0, error="stubbed"))
+    results = srl_table.runAll(jobs, {"MobileRobotGymEnv-v0": "data"}, argparse.Namespace(jobs=1))
+    assert [result.job for result in results] == jobs
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split("]")[0] for line in lines] == [f"[{done}/3, about 0 min left" for done in (1, 2, 3)]
+
+
 class _Parsed(Exception):
     """Raised in place of parsing: the parser that a benchmark's main built is all the test needs."""
 

@@ -202,3 +202,19 @@ def test_each_run_made_shows_the_count_and_time_left_and_the_block_says_where(tm
         "[1/2, about 0 min left] toolbox ppo2, raw_pixels, seed 0: 10,000 steps to the threshold, 9 s in all",
         "[2/2, about 0 min left] rl_zoo3 ppo, raw_pixels, seed 0: 10,000 steps to the threshold, 9 s in all"]
     assert lines[-1] == f"appended to {os.path.relpath(results)}" and "## Time to threshold" in results.read_text()
+
+
+def test_prepare_says_what_it_prepares_before_it_starts(tmp_path, monkeypatch, capsys):
+    """srl_models.prepare trains the learned model before any run, silent (--no-progress, its output in a log) for
+    minutes: the benchmark printed nothing meanwhile."""
+    seen = {}
+
+    def fakeRun(command, env, log_file):
+        seen["before"], seen["log"] = capsys.readouterr().out, log_file
+        return 0.0, 3.0
+    monkeypatch.setattr(zoo_compare, "timedRun", fakeRun)
+    assert zoo_compare.prepareModel("srl_splits", str(tmp_path), quick=True) == (
+        os.path.join(str(tmp_path), "srl_models.yaml"), 3.0)
+    assert seen["before"] == (f"preparing the learned model srl_splits on {zoo_compare.ENV} (srl_models.prepare: a "
+                              "dataset and a training; may take minutes, seconds when already prepared), before any "
+                              f"run; log: {seen['log']}\n")
