@@ -316,7 +316,7 @@ def test_a_load_that_returns_no_agent_is_one_line_in_the_commands(tmp_path, tiny
     trained = _train(tinyRun, "--algo", "tiny_loadnone", "--num-timesteps", "200", "--log-dir", str(tmp_path))
     assert trained.returncode == 0, trained.stderr
     run = runFolder(trained)
-    for module, *args in (("replay.enjoy_baselines", "--log-dir", run, "--num-timesteps", "20", "--no-vis"),
+    for module, *args in (("replay.enjoy_baselines", "--log-dir", run, "--num-timesteps", "20"),
                           ("rl_baselines.train", "--no-vis", *GROUND_TRUTH, "--algo", "tiny_loadnone",
                            "--log-dir", str(tmp_path / "more"), "--load-rl-model-path",
                            os.path.join(run, "tiny_loadnone_model.json"))):
