@@ -238,4 +238,4 @@ def test_flags_it_ignores_are_recorded_off(tmp_path) -> None:
     assert (env_kwargs["random_target"], env_kwargs["shape_reward"]) == (False, False)
     spec = makeSpec("ppo2", "CarRacingGymEnv-v0", "ground_truth", 0, flags, str(tmp_path))
     assert changedSettings(spec, run) == []
-    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress", "--no-vis"]) == 0
+    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress"]) == 0

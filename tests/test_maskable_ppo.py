@@ -112,7 +112,7 @@ def test_masks_reach_the_agent_wherever_it_acts(maskedRun, tmp_path, biasedLoad,
 
     # enjoy
     capsys.readouterr()
-    assert enjoy_baselines.main(["--log-dir", maskedRun, "--num-timesteps", str(EPISODE), "--no-vis"]) == 0
+    assert enjoy_baselines.main(["--log-dir", maskedRun, "--num-timesteps", str(EPISODE)]) == 0
     out = capsys.readouterr().out
     assert float(out.split("Mean episode reward over 1 episode: ")[1].split()[0]) >= 0  # a bump costs -1
     # the dataset generator's --policy replay (one process: the patched load applies)

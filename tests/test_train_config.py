@@ -414,7 +414,7 @@ def test_flags_warned_to_do_nothing_are_recorded_as_applied(tmp_path) -> None:
     assert (args["fpv"], args["img_shape"], args["srl_state_scale"]) == (False, None, "none")
     assert "fpv" not in json.load(open(RunFolder(run).env_globals_file))["env_kwargs"]
     assert changedSettings(makeSpec("ppo2", ENV, "ground_truth", 0, flags, str(tmp_path)), run) == []
-    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress", "--no-vis"]) == 0
+    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress"]) == 0
     joints = ["--algo", "sac", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "-c", "-joints",
               "--force-down", "--multi-view", "--log-dir", str(tmp_path / "kuka"), "--no-vis"]
     with pytest.warns(UserWarning, match="--force-down does nothing with joint actions"):
@@ -436,7 +436,7 @@ def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     assert changedSettings(spec, run) == []
     # the run id still counts it as given, as it did when the sweeps recorded their finished runs
     assert spec.run_id != makeSpec("ppo2", ENV, "ground_truth", 0, flags[2:], str(tmp_path)).run_id
-    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress", "--no-vis"]) == 0
+    assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress"]) == 0
     pixels = ["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--features-extractor", "small",
               "--log-dir", str(tmp_path / "pixels"), "--no-vis"]
     assert train.validate(_parse(pixels), registered_rl).argsRecord()["features_extractor"] == "small"
