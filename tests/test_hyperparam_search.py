@@ -28,7 +28,7 @@ from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
 from rl_baselines.runs.monitor_files import MonitorTail  # noqa: E402
 from rl_baselines.runs.train_config import TrainConfig  # noqa: E402
-from rl_baselines.sweeps import hyperparam_search, pipeline, search_study, search_trials  # noqa: E402
+from rl_baselines.sweeps import hyperparam_search, pipeline, search_trials  # noqa: E402
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
@@ -390,28 +390,6 @@ def test_algo_args_are_train_flags_of_the_searched_algorithm(tmp_path):
     assert "n_steps" not in config.space and "n_epochs" not in config.space
     assert config.fixed == {"n_steps": "64", "n_epochs": "2"}
     assert not os.path.exists(tmp_path / hyperparam_search.SEARCH_FOLDER)
-
-
-def test_qrdqn_searches_n_quantiles_as_rl_zoo_does_and_a_trial_s_value_reaches_its_policy(tmp_path):
-    """RL Zoo's sample_qrdqn_params samples n_quantiles (5 to 200) into policy_kwargs; here up to 180, so that the
-    quantile loss at the largest batch (256) stays under glibc's mmap threshold (rl_baselines.rl_algorithm.qrdqn)."""
-    argv = ["--algo", "qrdqn", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "200",
-            "--log-dir", str(tmp_path)]
-    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
-    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
-    assert config.space["n_quantiles"] == (int, (5, 180))
-    assert max(config.space["batch_size"][1]) * 180 ** 2 * 4 <= 32 * 2 ** 20  # (float32 bytes of a loss tensor)
-    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
-    sampled = suggestParams(trial, config.space)
-    assert isinstance(sampled["n_quantiles"], int) and 5 <= sampled["n_quantiles"] <= 180
-    # the trial's train command (learning_starts above the budget: no update) builds the policy with that value
-    params = {**search_study.trialParams(sampled, config)[0], "learning_starts": 1000}
-    command = TrialObjective(config).trainCommand(str(tmp_path / "runs"), 0, params)
-    run_dir = trainHere(*command[3:])
-    model = algo_class.load(os.path.join(run_dir, "qrdqn_model.zip")).model
-    assert model.policy.n_quantiles == model.policy_kwargs["n_quantiles"] == sampled["n_quantiles"]
-    with open(os.path.join(run_dir, "hyperparams.yaml")) as handle:
-        assert yaml.safe_load(handle)["n_quantiles"] == sampled["n_quantiles"]
 
 
 def test_a_trial_whose_first_rollout_passes_the_budget_is_pruned_before_it_trains(tmp_path, capsys):

@@ -1,7 +1,8 @@
 """Hyperparameter search of the off-policy algorithms, in process and without training: a trial's gradient_steps
 follows its sampled train_freq as in the RL Zoo's samplers (never more than one gradient step per env step), a fixed
 gradient_steps wins, the trial's command, trials.csv and best_hyperparams.yaml give the value it trained with, and a
-study made when gradient_steps was sampled by itself continues."""
+study made when gradient_steps was sampled by itself continues; qrdqn's n_quantiles is searched as the RL Zoo does
+(one trial trains, briefly)."""
 from __future__ import annotations
 
 import csv
@@ -11,6 +12,7 @@ import types
 
 import pytest
 import yaml
+from conftest import trainHere
 
 optuna = pytest.importorskip("optuna")
 
@@ -169,3 +171,25 @@ def test_a_trial_records_the_gradient_steps_it_trained_with_and_an_older_study_c
     best = yaml.safe_load((folder / "best_hyperparams.yaml").read_text())
     assert best["gradient_steps"] == int(_hyperparamFlags(commands[0])["gradient_steps"])
     assert best["train_freq"] == new[0].params["train_freq"] and SUBSAMPLE_STEPS not in best
+
+
+def test_qrdqn_searches_n_quantiles_as_rl_zoo_does_and_a_trial_s_value_reaches_its_policy(tmp_path):
+    """RL Zoo's sample_qrdqn_params samples n_quantiles (5 to 200) into policy_kwargs; here up to 180, so that the
+    quantile loss at the largest batch (256) stays under glibc's mmap threshold (rl_baselines.rl_algorithm.qrdqn)."""
+    argv = ["--algo", "qrdqn", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "200",
+            "--log-dir", str(tmp_path)]
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
+    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
+    assert config.space["n_quantiles"] == (int, (5, 180))
+    assert max(config.space["batch_size"][1]) * 180 ** 2 * 4 <= 32 * 2 ** 20  # (float32 bytes of a loss tensor)
+    trial = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0)).ask()
+    sampled = suggestParams(trial, config.space)
+    assert isinstance(sampled["n_quantiles"], int) and 5 <= sampled["n_quantiles"] <= 180
+    # the trial's train command (learning_starts above the budget: no update) builds the policy with that value
+    params = {**search_study.trialParams(sampled, config)[0], "learning_starts": 1000}
+    command = TrialObjective(config).trainCommand(str(tmp_path / "runs"), 0, params)
+    run_dir = trainHere(*command[3:])
+    model = algo_class.load(os.path.join(run_dir, "qrdqn_model.zip")).model
+    assert model.policy.n_quantiles == model.policy_kwargs["n_quantiles"] == sampled["n_quantiles"]
+    with open(os.path.join(run_dir, "hyperparams.yaml")) as handle:
+        assert yaml.safe_load(handle)["n_quantiles"] == sampled["n_quantiles"]
