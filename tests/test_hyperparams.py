@@ -274,7 +274,8 @@ def test_ppo_value_clipping_and_target_kl_reach_the_library(algo: str) -> None:
     (["--algo", "ppo_lstm", "--hyperparam", "activation_fn:gelu"], ["'activation_fn'", "tanh, relu", "'gelu'"]),
     (["--algo", "her", "-c", "--hyperparam", "tau:2"], ["'tau'", "[0, 1]", "2.0"]),
 ], ids=["ppo2-hyperparam", "ppo2-clip-range-vf", "ppo2-target-kl", "a2c-flag", "trpo-flag", "sac-hyperparam",
-        "td3-flag", "qrdqn-hyperparam", "qrdqn-quantiles-type", "qrdqn-quantiles-flag", "ppo_lstm-choice", "her-learner"])
+        "td3-flag", "qrdqn-hyperparam", "qrdqn-quantiles-type", "qrdqn-quantiles-flag", "ppo_lstm-choice",
+        "her-learner"])
 def test_sb3_hyperparameters_out_of_range_are_refused_before_anything_is_written(tmp_path, argv, words) -> None:
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, "--num-timesteps", "64", *argv, "--log-dir", str(tmp_path), "--no-vis"])  # (short if accepted)

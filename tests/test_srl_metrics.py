@@ -421,7 +421,8 @@ def test_explore_latent_port_without_vis_is_one_warning(tmp_path, dataFolder, te
     checks: a command they refuse prints its one-line error alone."""
     folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
     idle = ["--model-folder", folder, "--port", "9000", "--no-progress"]
-    with pytest.warns(UserWarning, match="^--port chooses where --vis draws; without --vis nothing is drawn in visdom$"):
+    with pytest.warns(UserWarning,
+                      match="^--port chooses where --vis draws; without --vis nothing is drawn in visdom$"):
         code, out, err = runMain(explore_latent, [*idle, "--grid", "2"], capsys)
     assert code == 0 and "visdom" not in out, err
     assert os.path.isfile(os.path.join(folder, "latent_grid_0_1.png"))

@@ -47,7 +47,8 @@ class TinyAgent(BaseRLObject):
         self.high: np.ndarray | None = None
         self.rng = np.random.default_rng(0)
 
-    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None, deterministic: bool = False) -> np.ndarray:
+    def getAction(self, observation: np.ndarray, dones: np.ndarray | None = None,
+                  deterministic: bool = False) -> np.ndarray:
         flat = np.asarray(observation, dtype=np.float64).reshape(len(observation), -1)
         outputs = np.concatenate([flat, np.ones((len(flat), 1))], axis=1) @ self.weights
         if not deterministic:

@@ -28,7 +28,8 @@ POLICY_SETTINGS = ("lstm_hidden_size", "activation_fn", "ortho_init")
 class PPOLSTMModel(StableBaselinesRLObject):
     """RecurrentPPO with ppo2's settings (rollouts of 128 steps per env, 10 epochs, learning rate 3e-4, entropy
     0.01) and sb3-contrib's one-layer LSTM of 256 units in front of the actor and of the critic. The policy's settings
-    (:data:`POLICY_SETTINGS`) are those a continued model was saved with (:mod:`rl_baselines.rl_algorithm.kept_settings`).
+    (:data:`POLICY_SETTINGS`) are those a continued model was saved with
+    (:mod:`rl_baselines.rl_algorithm.kept_settings`).
     """
 
     SB3_CLASS = RecurrentPPO
