@@ -50,8 +50,8 @@ Copies (``copy.deepcopy``, ``pickle``): as gymnasium's MuJoCo and Box2D envs, an
 built with (every subclass's, recorded by ``SRLGymEnv.__new__``, so that a subclass need not record them), with its
 own simulator (its own PyBullet connection): dropping one never disconnects another. The state is not copied: the
 copy is as the constructor leaves it (not reset, its random generator seeded by the ``seed`` keyword as the
-original's was when built, not where the original's generator has got to); reset it before stepping (a step
-before an env's first reset is refused, :meth:`SRLGymEnv._checkOpen`).
+original's was when built, not where the original's generator has got to); reset it before stepping (a step or
+render before an env's first reset is refused, :meth:`SRLGymEnv._checkOpen`).
 """
 from __future__ import annotations
 
@@ -341,14 +341,15 @@ class SRLGymEnv(gym.Env, EzPickle):
         Each env's reset, step and render start with it (a boolean test or two: nothing measurable per step).
 
         :param method: the method that calls it ("reset", "step", "render")
-        :raises RuntimeError: the env was closed (its simulator released), or ``method`` is "step" and the env has not
-            been reset yet (as gymnasium's OrderEnforcing refuses it for an env made with gymnasium.make)
+        :raises RuntimeError: the env was closed (its simulator released), or ``method`` is "step" or "render" and the
+            env has not been reset yet (as gymnasium's OrderEnforcing refuses both for an env made with gymnasium.make;
+            before its first reset CarRacing has no track to draw)
         """
         if self._closed:
             raise RuntimeError(f"{type(self).__name__}.{method}() after close(): a closed env has released its "
                                "simulator; make a new env")
-        if not self._reset_done and method == "step":
-            raise RuntimeError(f"{type(self).__name__}.step() before reset(): call reset() first")
+        if not self._reset_done and method != "reset":
+            raise RuntimeError(f"{type(self).__name__}.{method}() before reset(): call reset() first")
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[Any, dict[str, Any]]:
         """

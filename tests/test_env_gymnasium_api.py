@@ -57,19 +57,22 @@ def test_a_closed_env_refuses_to_be_used_in_one_line(env_id: str) -> None:
 
 
 @pytest.mark.parametrize("env_id", TOOLBOX_ENVS)
-def test_step_before_reset_is_refused_in_one_line(env_id: str) -> None:
+def test_step_or_render_before_reset_is_refused_in_one_line(env_id: str) -> None:
     """An env class used directly (not through gymnasium.make, whose OrderEnforcing refuses it) failed deep inside on
     a step before its first reset (KukaMovingButton: AttributeError _button_velocity; CarRacing: an empty
-    AssertionError) or played a step from a scene never reset; a copy is built anew, so it must be reset too."""
-    env = getEnvClass(env_id)(srl_model="ground_truth")
+    AssertionError) or played a step from a scene never reset; a copy is built anew, so it must be reset too. render()
+    is refused the same way (CarRacing returned None in rgb_array mode: no track before the first reset)."""
+    env = getEnvClass(env_id)(srl_model="ground_truth", render_mode="rgb_array")
     copied = copy.deepcopy(env)
     try:
         for instance in (env, copied):
             name = type(instance).__name__
-            with pytest.raises(RuntimeError, match=rf"^{name}\.step\(\) before reset\(\): call reset\(\) first$"):
-                instance.step(0)
+            for method, call in (("step", lambda: instance.step(0)), ("render", instance.render)):
+                with pytest.raises(RuntimeError, match=rf"^{name}\.{method}\(\) before reset\(\): call reset\(\) first$"):
+                    call()
         env.reset(seed=0)
         env.step(0)
+        assert env.render().ndim == 3
     finally:
         copied.close()
         env.close()

@@ -180,7 +180,9 @@ def test_ground_truth_never_draws_and_render() -> None:
     assert env._views == {}
     image = env.render()
     assert image.shape == (50, 50, 3) and image.std() > 10
-    assert OmnirobotEnv(srl_model="ground_truth").render() is None
+    without_mode = OmnirobotEnv(srl_model="ground_truth")
+    without_mode.reset()
+    assert without_mode.render() is None
 
 
 def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
