@@ -77,6 +77,7 @@ from environments import (
 from environments.dataset_layout import GenerationSpec, assemble, episodeFile, recordFolder, rewardDistribution
 from environments.generator_config import DEFAULT_ENV, DEFAULT_MAX_DISTANCE, GeneratorConfig
 from environments.mobile_robot.sprite_cache import SpriteCacheWarning
+from environments.observation_check import observationProblem, warnObservationProblem
 from environments.partial_folder import (
     EPISODES_FOLDER,
     LOCK_FILE,
@@ -360,7 +361,8 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
     :param episode: episode index
     :param partial_dir: the partial dataset folder
     :param on_step: called with (episode, steps played so far) after each step (the progress bar's)
-    :return: {"episode", "frames", "rewards"}
+    :return: {"episode", "frames", "rewards", "observation_problem"}: the last, None when the observations of reset
+        and of the first step fit the env's observation_space, else (that method, what observationProblem said)
     """
     seed = episodeSeed(spec.seed, episode)
     folder = os.path.join(partial_dir, recordFolder(episode))
@@ -369,6 +371,7 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
     # an env whose episodes feel the ones played before them starts each from a world built anew
     options = {FRESH_WORLD: True} if getattr(env, "RESET_KEEPS_HISTORY", False) else None
     observation, _ = env.reset(seed=seed, options=options)
+    problem, checked = observationProblem(observation, env.observation_space), "reset"  # then the first step's
     env.action_space.seed(seed)
     if policy is not None:
         policy.reset(seed)
@@ -380,6 +383,8 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
         targets.append(np.asarray(env.getTargetPos(), dtype=np.float32))  # a moving target's, row by row
         action = env.action_space.sample() if policy is None else policy.act(env, observation)
         observation, reward, terminated, truncated, _ = env.step(action)
+        if frame == 0 and problem is None:
+            problem, checked = observationProblem(observation, env.observation_space), "step"
         actions.append(action)
         rewards.append(reward)
         frame += 1
@@ -392,7 +397,8 @@ def recordEpisode(env: Any, policy: Any, spec: GenerationSpec, episode: int, par
               "ground_truth_states": np.stack(states), "target_position": targets[0],
               "step_target_positions": np.stack(targets)}
     writeNpz(episodeFile(partial_dir, episode), arrays)
-    return {"episode": episode, "frames": frame, "rewards": arrays["rewards"]}
+    return {"episode": episode, "frames": frame, "rewards": arrays["rewards"],
+            "observation_problem": None if problem is None else (checked, problem)}
 
 
 # --- worker processes ----------------------------------------------------------------------------------------------
@@ -620,11 +626,14 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     progress = EpisodeBar(total=spec.num_episodes, initial=len(done), max_steps=stepLimit(env), step_name="frames",
                           desc=spec.name, file=sys.stderr, disable=config.no_progress)
     on_step = None if config.no_progress else progress.step
-    frames = 0
+    frames, warned = 0, False
     start = time.perf_counter()
     try:
         for summary in recordEpisodes(spec, partial_dir, todo, num_cpu, env, policy, on_step=on_step):
             frames += summary["frames"]
+            if summary["observation_problem"] is not None and not warned:  # (a worker's own warnings are hidden)
+                warned = True
+                warnObservationProblem(spec.env_id, *summary["observation_problem"])
             progress.finish(summary["episode"], summary["frames"])
     except KeyboardInterrupt:
         progress.close()

@@ -180,6 +180,22 @@ def test_env_whose_observations_do_not_fit_its_space_is_one_warning(tmp_path, li
     assert good.returncode == 0 and "ObservationSpaceWarning" not in good.stderr, good.stderr
 
 
+@pytest.mark.parametrize("num_cpu", ["1", "2"])
+def test_dataset_of_an_env_whose_observations_do_not_fit_its_space_is_one_warning(tmp_path, lineWorldRun, num_cpu):
+    """The dataset generator builds its envs itself (not through the training factory): it recorded a bad plugin
+    env's float64 images without a word. The first observations of each episode are checked (in the worker that
+    plays it): one warning, worded as the training's, for the whole dataset; an env that fits gets none."""
+    common = ["--img-shape", "3", "32", "32", "--num-episode", "3", "--num-cpu",
+              num_cpu, "--save-path", tmp_path / "data", "--no-progress"]
+    bad = lineWorldRun("environments.dataset_generator", "--env", "BadSpace-v0", "--name", "bad", *common)
+    assert bad.returncode == 0, bad.stderr
+    assert [line for line in bad.stderr.splitlines() if "Warning" in line] == [
+        "warning: ObservationSpaceWarning: BadSpace-v0: the observation of reset() does not fit its "
+        "observation_space: float64 (32, 32, 3) in [0, 1], declared uint8 (32, 32, 3) in [0, 255]"]
+    good = lineWorldRun("environments.dataset_generator", "--env", "LineWorldEnv-v0", "--name", "good", *common)
+    assert good.returncode == 0 and "ObservationSpaceWarning" not in good.stderr, good.stderr
+
+
 BROKEN_ENVS = textwrap.dedent('''
     from line_world.env import LineWorldEnv
 

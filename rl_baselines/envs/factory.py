@@ -36,12 +36,12 @@ from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecFrameStack, VecNormalize
 
 from environments import envOffers, getEnvClass, rendererKeywords, resolvedRenderer
+from environments.observation_check import ObservationCheck
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, WorkerEncoder, loadEncoder
 from rl_baselines.envs.wrappers import (
     ActionRepeat,
     EpisodeStartRNG,
-    ObservationCheck,
     ignoreInterruptInWorker,
     openMonitor,
 )
