@@ -384,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     episode_rewards: list[float] = []
     running = np.zeros(env.num_envs)
     observation = env.reset()
-    dones = np.zeros(env.num_envs, dtype=bool)
+    dones = np.ones(env.num_envs, dtype=bool)  # every env starts an episode (recurrent agents reset their state)
     steps = episode = episode_step = 0  # episode, episode_step: the first env's, for the video caption
     bar = tqdm(total=args.num_timesteps, unit="step", desc="replay", disable=args.no_progress, dynamic_ncols=True)
     interrupted = False

@@ -282,3 +282,24 @@ def test_a_refusal_prints_its_error_alone(tmp_path):
     assert [line for line in result.stderr.splitlines() if line.startswith("warning: ")] == [
         f"warning: the run in {run_dir!r} was made with physics version 7 of MobileRobotGymEnv-v0, which simulates "
         "only version 1 now: its episodes may differ"]
+
+
+def test_the_first_step_of_a_replay_is_an_episode_start(checkpointedRun, monkeypatch):
+    """The replay's first getAction was given dones all False where evaluation, the API's playEpisodes and the
+    generator's --policy give all True (a recurrent agent restarts its state there): it gives all True now."""
+    load, seen = enjoy_baselines.loadRun, []
+
+    def loadRecording(*args, **kwargs):
+        run = load(*args, **kwargs)
+        getAction = run.model.getAction
+
+        def recording(observation, dones, **options):
+            seen.append(np.array(dones, dtype=bool))
+            return getAction(observation, dones, **options)
+
+        run.model.getAction = recording
+        return run
+
+    monkeypatch.setattr(enjoy_baselines, "loadRun", loadRecording)
+    assert enjoy_baselines.main(["--log-dir", checkpointedRun, "--num-timesteps", "10", "--no-progress"]) == 0
+    assert len(seen) == 10 and seen[0].tolist() == [True] and seen[1].tolist() == [False]
