@@ -13,9 +13,9 @@ import gymnasium as gym
 import pytest
 
 from environments import getEnvClass
+from environments.observation_check import ObservationSpaceWarning
 from environments.registry import registerAll
 from rl_baselines.envs.factory import makeSingleEnv
-from rl_baselines.envs.wrappers import ObservationSpaceWarning
 
 UNANSWERED_DISPLAY = ":9071"  # an X display no server answers on
 TOOLBOX_ENVS = sorted(env_id for env_id, entry_point in registerAll().items()

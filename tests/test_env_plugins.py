@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import freshProcesses, runFolder, runModule, siteInterpreter
 
-from rl_baselines.envs.wrappers import ObservationCheck, ObservationSpaceWarning, observationProblem
+from environments.observation_check import ObservationCheck, ObservationSpaceWarning, observationProblem
 
 ENV_CODE = textwrap.dedent('''
     """A line world: move left/right to reach x = 1."""

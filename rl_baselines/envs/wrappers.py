@@ -6,11 +6,10 @@
 - :func:`openMonitor`: SB3's Monitor, continuing an existing monitor file when a run resumes (its times go on from
   :func:`monitorElapsed`);
 - :func:`ignoreInterruptInWorker`: a SubprocVecEnv worker leaves Ctrl-C and SIGTERM to the training process, which
-  checkpoints;
-- :class:`ObservationCheck` (from :mod:`environments.observation_check`, which the dataset generator uses too): the
-  first observations of ``reset`` and ``step`` are checked against the env's ``observation_space`` (an
-  :class:`ObservationSpaceWarning` naming what was found and what is declared), as gymnasium's PassiveEnvChecker
-  does for ``gymnasium.make``, which the factory does not call; later steps go straight to the env.
+  checkpoints.
+
+The check of an env's first observations against its space is environments.observation_check's (the factory wraps
+the first env of each set in its ObservationCheck; the dataset generator checks its episodes with it too).
 """
 from __future__ import annotations
 
@@ -24,10 +23,6 @@ from typing import Any
 
 import gymnasium as gym
 from stable_baselines3.common.monitor import Monitor
-
-from environments.observation_check import ObservationCheck as ObservationCheck
-from environments.observation_check import ObservationSpaceWarning as ObservationSpaceWarning
-from environments.observation_check import observationProblem as observationProblem
 
 
 class ActionRepeat(gym.Wrapper):
