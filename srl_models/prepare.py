@@ -32,6 +32,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -71,6 +72,7 @@ from srl_toolbox.cli import (
     runCommand,
 )
 from srl_toolbox.devices import checkedDevice
+from srl_toolbox.errors import UsageWarning
 from srl_toolbox.plugins import SkippedPluginWarning
 
 
@@ -167,7 +169,8 @@ def buildParser() -> CLIParser:
                              "a pca prepared with other --epochs is reused) [per env]")
     parser.add_argument("--augment", choices=tuple(AUGMENTATIONS), default=None,
                         help="augmentation of the views every model's losses see: none or shift (a random shift of "
-                             "up to 4 pixels; pca and random train no loss and take none) [none; curl: shift]")
+                             "up to 4 pixels; pca and random train no loss: they take none, with a warning) "
+                             "[none; curl: shift]")
     addSeedArgument(parser, help="seed of the dataset and of the training [0]")
     parser.add_argument("--num-cpu", type=positiveInt, default=None,
                         help="dataset recording processes [the CPU count, at most --episodes]")
@@ -439,6 +442,11 @@ def plan(args: argparse.Namespace) -> Plan:
         expected[model] = trainingSettings(training[model], dataset_folder)
         if issubclass(train.trainableModels()[model], PCAModel):
             checkPCAComponents(training[model], args.env, episodes, reuse_dataset, defaults.max_steps)
+    unreached = [model for model in names if not trainsLoss(model)]
+    if args.augment not in (None, "none") and unreached:  # (srl_models.train refuses it for them)
+        warnings.warn(f"--augment {args.augment} does nothing for --srl-model {', '.join(unreached)}: "
+                      f"{'it trains' if len(unreached) == 1 else 'they train'} no loss (no views to augment)",
+                      UsageWarning)
 
     config_file = os.path.abspath(args.srl_config_file) if args.srl_config_file else defaultConfigFile()
     made = [os.path.abspath(folder) for folder in (args.log_folder, args.data_folder)]  # this command makes them

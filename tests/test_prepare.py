@@ -166,8 +166,32 @@ def test_prepare_passes_typed_configs(tmp_path, monkeypatch):
     prepare.prepare([*argv, "--force"])
     assert len(recorded) == 1 and recorded[0].force and not recorded[0].resume
     trained.clear()
-    prepare.prepare([*argv, "--augment", "shift"])  # the views of the losses: pca trains none, so it takes none
+    with pytest.warns(UserWarning, match="--augment shift does nothing for --srl-model pca"):
+        prepare.prepare([*argv, "--augment", "shift"])  # the views of the losses: pca trains none, so it takes none
     assert [(config.srl_model, config.augment) for config in trained] == [("vae", "shift"), ("pca", None)]
+
+
+@pytest.mark.parametrize("models, warned", [(["pca"], "pca: it trains"), (["vae", "pca", "random"],
+                                                                           "pca, random: they train"), (["vae"], None)])
+def test_augment_for_a_model_without_a_loss_is_one_warning(tmp_path, monkeypatch, models, warned):
+    """--augment does nothing for a model that trains no loss (pca, random): one warning naming only those models,
+    none when it reaches every model (as none does; srl_models.train refuses it for them)."""
+    monkeypatch.chdir(tmp_path)
+    args = prepare.buildParser().parse_args(["--env", ENV_ID, "--srl-model", *models, "--augment", "shift",
+                                             "--episodes", "2", "--img-shape", "3", "16", "16", "--device", "cpu"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        todo = prepare.plan(args)
+    shown = [str(warning.message) for warning in caught if "--augment" in str(warning.message)]
+    assert shown == ([f"--augment shift does nothing for --srl-model {warned} no loss (no views to augment)"]
+                     if warned else [])
+    assert {model: config.augment for model, config in todo.training.items()} == {
+        model: None if model in ("pca", "random") else "shift" for model in models}
+    args.augment = "none"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        prepare.plan(args)
+    assert not os.listdir(tmp_path)  # nothing written by the checks
 
 
 def test_train_finds_the_prepared_model_from_another_folder(prepared, tmp_path):
