@@ -45,6 +45,7 @@ from srl_models.base import SRLType
 from srl_models.registry import registeredSRL
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import maxThreads
+from srl_toolbox.settings import flagWords, kindRefusal
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
            "evaluateAgent",
@@ -163,7 +164,9 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     except ValueError as error:
         raise UsageError(str(error)) from None
     for name, value in extras.items():  # typed and checked as the algorithm's hyperparameter flags are
-        if name.startswith("hp_") and value is not None:
+        if not name.startswith("hp_") and value is not None and value is not False:  # its other flags: by its parser
+            extras[name] = _ownFlagValue(parser, algo, name, value)
+        elif name.startswith("hp_") and value is not None:
             text = repr(value) if isinstance(value, float) else str(value)
             try:
                 extras[name] = algo_class.checkHyperparam(name[3:], algo_class.parserHyperParam({name[3:]: text})[name[3:]])
@@ -177,6 +180,25 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     return RunConfig(config, tuple(commandArguments(config, own)))
 
 
+def _ownFlagValue(parser: Any, algo: str, name: str, value: Any) -> Any:
+    """
+    :param parser: the algorithm's train parser (its own flags: plugin API v1's, the SB3 learners' --lr-schedule)
+    :param algo: the algorithm
+    :param name: one of its own flags that is not a hyperparameter's, as a keyword
+    :param value: its value from Python (True: a switch; a list: several values)
+    :return: the value as its flag reads it from the command line
+    :raises UsageError: a value the flag refuses, or of another kind (:func:`srl_toolbox.settings.kindRefusal`)
+    """
+    flag = f"--{name.replace('_', '-')}"
+    parsed = getattr(parser.parse_args(["--algo", algo, *flagWords(flag, value)]), name)
+    for item, read in zip(value, parsed) if isinstance(value, (list, tuple)) and isinstance(parsed, list) else \
+            [(value, parsed)]:
+        refusal = kindRefusal(flag, name, item, read)
+        if refusal is not None:
+            raise UsageError(refusal)
+    return parsed
+
+
 def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequence[str],
                   flags: Mapping[str, Any]) -> RunConfig:
     """
@@ -185,6 +207,12 @@ def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequ
     """
     argv = ["--resume", os.fspath(run), *([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"])]
     flags = {"torch_threads": _callerThreads(), **flags}  # the caller's, unless given
+    try:  # of the flag's kind, as makeConfig's (the command then refuses those a resume takes from the run)
+        for name, value in flags.items():
+            if name in TrainConfig.flagFields():
+                checkedValue(name, value)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     for name, value in flags.items():  # as makeConfig reads them: True a switch, False or None left out
         if value is True:
             argv.append(f"--{name.replace('_', '-')}")

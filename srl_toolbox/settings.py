@@ -8,7 +8,8 @@ function that reads the value); fields that are not flags (values resolved or pr
 - :func:`addSettingFlags` adds one argparse flag per flag field (a bool field is a switch, ``nargs="+"`` takes a list,
   which ``extend=True`` extends over repeated flags, the help shows the default unless it ends with its own ``[...]``);
 - :func:`checkedSetting` reads a value given from Python with the same function as the flag, so that Python and the
-  command line accept and refuse the same values, in argparse's words;
+  command line accept and refuse the same values, in argparse's words (a value that is not text must also be of the
+  kind the flag reads: a string or path for a text flag, a number for a number's);
 - :func:`checkedSettings` checks every flag field of an instance that way (a config built in Python is refused
   where the command line would refuse it);
 - :func:`settingsFromNamespace` makes an instance from the parsed command line;
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import numbers
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -135,14 +137,58 @@ def _text(value: Any) -> str:
 
 
 def _parsedItem(field: dataclasses.Field, value: Any) -> Any:
-    """:return: one value read by the field's parser from its text, as the command line reads it"""
+    """:return: one value read by the field's parser from its text, as the command line reads it
+    :raises ValueError: a value the flag refuses, or one given from Python of another kind than the flag's (text
+        goes as the command line's; 5 for a path, a list for one value)"""
     parse, text, name = _parser(field), _text(value), "/".join(flagNames(field))
     try:
-        return parse(text)
+        parsed = parse(text)
     except argparse.ArgumentTypeError as error:
         raise ValueError(f"argument {name}: {error}") from None
     except (TypeError, ValueError):
         raise ValueError(f"argument {name}: invalid {getattr(parse, '__name__', 'value')} value: {text!r}") from None
+    refusal = kindRefusal(name, field.name, value, parsed)
+    if refusal is not None:
+        raise ValueError(refusal)
+    return parsed
+
+
+def kindRefusal(flag: str, keyword: str, value: Any, parsed: Any) -> str | None:
+    """
+    :param flag: the flag's name (``--log-dir``)
+    :param keyword: its name from Python (``log_dir``)
+    :param value: the value given from Python
+    :param parsed: what the flag's parser read from its text
+    :return: why a value of another kind than the flag reads is refused (one line, argparse's form: ``argument
+        --log-dir: log_dir 5 (int) must be a string or a path``), None for text (read as the command line reads
+        it) or a value of the flag's kind
+    """
+    kind = _kindOf(parsed)
+    if kind is None or isinstance(value, (str, os.PathLike)) or _isKind(value, parsed):
+        return None
+    return f"argument {flag}: {keyword} {value!r} ({type(value).__name__}) must be {kind}"
+
+
+def _kindOf(parsed: Any) -> str | None:
+    """:return: in words, the kind of Python value a flag that reads ``parsed`` takes besides its text (None: any
+    value whose text it reads)"""
+    if isinstance(parsed, bool):
+        return "True or False"
+    if isinstance(parsed, numbers.Integral):
+        return "an integer"
+    if isinstance(parsed, numbers.Real):
+        return "a number"
+    if isinstance(parsed, str):
+        return "a string or a path"
+    return None
+
+
+def _isKind(value: Any, parsed: Any) -> bool:
+    """:return: whether ``value`` (not text) is of the kind of ``parsed`` (:func:`_kindOf`): a bool for a bool, any
+    number for a number (an integer flag's parser refuses 2.5 and reads 1e3, from Python as from its text)"""
+    if isinstance(parsed, bool) or isinstance(value, bool):
+        return isinstance(parsed, bool) and isinstance(value, bool)
+    return isinstance(parsed, numbers.Real) and isinstance(value, numbers.Real)
 
 
 def checkedSetting(cls: type, name: str, value: Any) -> Any:

@@ -83,6 +83,10 @@ def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
         api.makeConfig(log_dir=log_dir, num_timestep=5, **GT)
     assert api.makeConfig(log_dir=log_dir, algo="ppo_lstm", srl_model="ground_truth", ortho_init=False).args
     assert api.makeConfig(log_dir=log_dir, extra=None, **GT).args.algo == "ppo2"  # None: no extra arguments
+    # text as the command line gives it, a path, NumPy's integers and an integer for a number are taken
+    taken = api.makeConfig(log_dir=log_dir, num_timesteps=np.int64(256), eval_freq="64", pretrain_lr=1, **GT).args
+    assert (taken.log_dir, taken.num_timesteps, taken.eval_freq, taken.pretrain_lr) == (str(log_dir), 256, 64, 1.0)
+    assert api.makeConfig(log_dir=log_dir, **{**GT, "algo": "ppo1"}, num_workers="2").args.extra["num_workers"] == 2
     # arguments of the wrong kind: named, never a traceback from deep inside, and nothing written
     for call, message in [
         (lambda: api.makeConfig(log_dir=log_dir, hyperparams=["n_steps:64"]), "hyperparams ['n_steps:64'] must be a "
@@ -95,6 +99,20 @@ def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
         # (it was "<run>/srl_model.json: expected str, bytes or os.PathLike object, not int" for a learned-model run)
         (lambda: api.loadRun(log_dir, srl_model_path=5), "srl_model_path 5 must be an SRL model folder's path"),
         (lambda: api.listSRLModels(learned="yes"), "learned 'yes' must be True, False or None"),
+        # a value of another kind than the flag reads (it was taken as its text: log_dir=5 wrote under a folder "5")
+        (lambda: api.makeConfig(log_dir=5, **GT), "argument --log-dir: log_dir 5 (int) must be a string or a path"),
+        (lambda: api.makeConfig(log_dir=[str(log_dir)], **GT), "log_dir ['"),
+        (lambda: api.makeConfig(log_dir=log_dir, tag=3, **GT), "argument --tag: tag 3 (int) must be a string or a "
+                                                              "path"),
+        (lambda: api.makeConfig(log_dir=log_dir, srl_model=("ground_truth",)), "srl_model ('ground_truth',) (tuple) "
+                                                                                "must be a string or a path"),
+        (lambda: api.makeConfig(resume=log_dir, srl_model_path=5), "srl_model_path 5 (int) must be a string or a path"),
+        # an algorithm's own flags (not hyperparameters) are read by its parser too: they were taken as given
+        (lambda: api.makeConfig(log_dir=log_dir, lr_schedule=3, **GT), "argument --lr-schedule: invalid choice: '3'"),
+        (lambda: api.makeConfig(log_dir=log_dir, **{**GT, "algo": "ppo1"}, num_workers=2.5),
+         "argument --num-workers: '2.5' must be a positive integer"),
+        (lambda: api.makeConfig(log_dir=log_dir, **{**GT, "algo": "ppo1"}, dist_url=5),
+         "argument --dist-url: dist_url 5 (int) must be a string or a path"),
     ]:
         with pytest.raises(api.UsageError, match=re.escape(message)):
             call()
