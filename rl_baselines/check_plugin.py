@@ -43,7 +43,7 @@ from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.checkpointing import readManifest
 from rl_baselines.core.hyperparams import Hyperparam
-from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, isV1, loadModel, makeEnv
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, declaredVersionConflict, isV1, loadModel, makeEnv
 from rl_baselines.core.registry import failed_plugins, registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
@@ -95,6 +95,9 @@ def checkClass(algo_class: type) -> list[str]:
     if apiMajor(algo_class.API_VERSION) not in SUPPORTED_API_VERSIONS:
         _fail(f"API_VERSION {algo_class.API_VERSION!r} is not a major version this srl-toolbox runs "
               f"({', '.join(map(str, SUPPORTED_API_VERSIONS))})")
+    conflict = declaredVersionConflict(algo_class)
+    if conflict is not None:
+        _fail(conflict)
     types = algo_class.ACTION_TYPES
     if not isinstance(types, tuple) or not types or not all(isinstance(t, ActionType) for t in types):
         _fail(f"ACTION_TYPES {types!r} is not a non-empty tuple of ActionType")

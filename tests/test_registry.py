@@ -493,3 +493,57 @@ def test_sweep_helps_list_the_valid_algorithms_plugins_included(pluginRun) -> No
         helps["rl_baselines.hyperparam_search"]
     for module, text in helps.items():
         assert "env id" in text and "MobileRobotGymEnv-v0" in text, module
+
+
+def _versionedAgents() -> dict[str, type]:
+    """Algorithm classes of each way to declare a version beside version 1's train(self, args, ...)."""
+    from rl_baselines.core.base import BaseRLObject
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+    class V1Methods(BaseRLObject):
+        ALGO_TYPE = AlgoType.OTHER
+        ACTION_TYPES = (ActionType.DISCRETE,)
+
+        def save(self, save_path, _locals=None):
+            pass
+
+        @classmethod
+        def load(cls, load_path, args=None):
+            return cls()
+
+        def getAction(self, observation, dones=None, deterministic=False):
+            return None
+
+        def train(self, args, callback, env_kwargs=None, train_kwargs=None):
+            pass
+
+    declared_v2 = type("DeclaredV2", (V1Methods,), {"API_VERSION": 2, "train": V1Methods.train})
+    declared_v1 = type("DeclaredV1", (V1Methods,), {"API_VERSION": 1})
+    return {"declared_v2": declared_v2, "undeclared": V1Methods, "declared_v1": declared_v1,
+            "v2_on_a_v1_class": type("OnV1", (declared_v1,), {"API_VERSION": "2.0"}),
+            "v1_subclass_of_a_builtin": type("OnPPO2", (PPO2Model,), {"train": V1Methods.train})}
+
+
+def test_a_class_declaring_version_2_with_version_1s_train_is_refused_at_load() -> None:
+    """It ran through the version 1 adapter without a word: refused (skipped at load, and by check_plugin) naming
+    the class, the version it declares and the train it has. A class that declares nothing (version 1 did not ask
+    to), declares 1, or subclasses a built-in with version 1's train still runs through the adapter."""
+    from rl_baselines.check_plugin import PluginCheckError, checkClass
+    from rl_baselines.core.plugin_v1 import isV1
+    from rl_baselines.core.registry import _refusal
+
+    agents = _versionedAgents()
+    refused = {name: _refusal(agent) for name, agent in agents.items()}
+    assert refused["declared_v2"] == (
+        "DeclaredV2 declares API_VERSION 2, but its train(self, args, callback, env_kwargs=None, train_kwargs=None) "
+        "is version 1's; version 2's takes (self, env, total_timesteps, hyperparams, callback, logger, settings, "
+        "checkpoint=None): declare API_VERSION = 1 to run it through the version 1 adapter, or move it to version 2 "
+        "(docs/plugins.md, API version 1)")
+    assert refused["v2_on_a_v1_class"].startswith("OnV1 declares API_VERSION '2.0', but its train(self, args, "
+                                                  "callback, env_kwargs=None, train_kwargs=None) (from V1Methods) is "
+                                                  "version 1's;")
+    assert {name for name, reason in refused.items() if reason is None} == {"undeclared", "declared_v1",
+                                                                          "v1_subclass_of_a_builtin"}
+    assert all(isV1(agents[name]) for name in ("undeclared", "declared_v1", "v1_subclass_of_a_builtin"))
+    with pytest.raises(PluginCheckError, match=r"^DeclaredV2 declares API_VERSION 2, but its train\(self, args"):
+        checkClass(agents["declared_v2"])

@@ -60,6 +60,29 @@ def isV1(algo_class: type) -> bool:
     return parameters[1:2] == ["args"]
 
 
+def declaredVersionConflict(algo_class: type) -> str | None:
+    """
+    :param algo_class: an algorithm class
+    :return: why it cannot run, None when it can: it declares ``API_VERSION`` 2 (in itself or in a class it derives
+        from) and has version 1's ``train(self, args, ...)`` there or in a class above (that class's author declared
+        version 2 with version 1's ``train`` in view). A version 1 ``train`` below the declaration (a subclass of a
+        built-in algorithm, or of BaseRLObject, which declares the current version) is version 1 by its ``train``,
+        which version 1 did not ask to declare, and runs through this adapter.
+    """
+    if apiMajor(getattr(algo_class, "API_VERSION", None)) != 2 or not isV1(algo_class):
+        return None
+    declaring = next(klass for klass in algo_class.__mro__ if "API_VERSION" in vars(klass))
+    training = next(klass for klass in algo_class.__mro__ if "train" in vars(klass))
+    if not issubclass(declaring, training):
+        return None
+    where = "" if declaring is algo_class else f" (in {declaring.__name__})"
+    origin = "" if training is algo_class else f" (from {training.__name__})"
+    return (f"{algo_class.__name__} declares API_VERSION {algo_class.API_VERSION!r}{where}, but its train"
+            f"{inspect.signature(algo_class.train)}{origin} is version 1's; version 2's takes (self, env, "
+            "total_timesteps, hyperparams, callback, logger, settings, checkpoint=None): declare API_VERSION = 1 "
+            "to run it through the version 1 adapter, or move it to version 2 (docs/plugins.md, API version 1)")
+
+
 def namespaceOf(settings: RunSettings) -> argparse.Namespace:
     """
     :param settings: a run's settings

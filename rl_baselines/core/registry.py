@@ -3,8 +3,9 @@
 The table keeps the old toolbox's shape, ``NAME: (CLASS, ALGO_TYPE, [ACTION_TYPES])``. Built-in algorithms are
 declared in setup.py like any third-party plugin, so this module imports none of them by name. A plugin that fails
 to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
-1 (run through rl_baselines.core.plugin_v1) and 2 is recorded in ``failed_plugins`` (name -> reason), reported once
-as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of the train
+1 (run through rl_baselines.core.plugin_v1) and 2, or declares version 2 with version 1's ``train``
+(:func:`rl_baselines.core.plugin_v1.declaredVersionConflict`), is recorded in ``failed_plugins`` (name -> reason),
+reported once as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of the train
 command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them or raises: the train
 settings, in a higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every
 command that builds a train parser does first; both tables are changed in place. A registered class that declares no
@@ -18,7 +19,7 @@ from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, isV1
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, declaredVersionConflict, isV1
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
@@ -49,6 +50,9 @@ def _refusal(plugin: Any) -> str | None:
         return f"ALGO_TYPE {plugin.ALGO_TYPE!r} is not an AlgoType"
     if not plugin.ACTION_TYPES or not all(isinstance(a, ActionType) for a in plugin.ACTION_TYPES):
         return f"ACTION_TYPES {plugin.ACTION_TYPES!r} is not a non-empty list of ActionType"
+    conflict = declaredVersionConflict(plugin)
+    if conflict is not None:
+        return conflict
     if not isV1(plugin):  # (version 1's train goes through its adapter)
         try:  # the call training makes (rl_baselines.core.plugin_v1.trainAlgorithm)
             inspect.signature(plugin.train).bind(None, *V2_TRAIN_ARGUMENTS)
