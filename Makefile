@@ -65,7 +65,7 @@ test-fast: install
 
 # The speed figures, each appended to docs/benchmarks.md with its command and machine: envs (mobile robots, Kuka,
 # every env), env worker start, renderers, ppo2 on Kuka under each physics and renderer, datasets, the train loop,
-# ppo2 through a trained VAE, sweeps. Each script runs alone at smaller settings (its --help; --results-file FILE or
+# ppo2 through a trained VAE, ppo2 from raw pixels on shared cores, sweeps. Each script runs alone at smaller settings (its --help; --results-file FILE or
 # --no-append keeps a trial out of docs/benchmarks.md).
 bench: install
 	$(PY) -m benchmarks.env_speed
@@ -77,6 +77,7 @@ bench: install
 	$(PY) -m benchmarks.dataset_speed
 	$(PY) -m benchmarks.train_speed
 	$(PY) -m benchmarks.srl_speed
+	$(PY) -m benchmarks.shared_cores
 	$(PY) -m benchmarks.sweep_speed
 
 # Training steps/s of the algorithms on the CPU and on a GPU side by side, and the device --device auto picks for

@@ -12,17 +12,27 @@ A Ctrl-C in those seconds comes before the command's :func:`srl_toolbox.cli.runC
 only there: a program that imports them keeps Python's own handling), :func:`interruptedHook` is ``sys.excepthook``:
 a Ctrl-C that no code caught prints that same line, ``Interrupted``, instead of a traceback of the imports, and the
 interpreter then ends as Python does for one (by SIGINT: 130 in a shell); any other exception is printed as before.
+
+Importing it also makes OpenMP's threads (torch's intra-op threads on the CPU: libgomp) wait passively
+(:func:`passiveOpenMP`): ``OMP_WAIT_POLICY=PASSIVE`` unless the environment sets ``OMP_WAIT_POLICY`` or
+``GOMP_SPINCOUNT``. A waiting thread then sleeps instead of spinning, so that processes whose threads together
+outnumber the cores (two trainings at once, each with every core) do not spin away each other's time. It takes effect
+in a process that had not loaded torch yet (every command, the processes they start) and changes no result (the
+threads' sums are split as before).
 """
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from types import TracebackType
 
 __version__ = "0.2.0.dev0"
 
 # The packages whose modules are commands (``python -m <package>.<module>``)
 COMMAND_PACKAGES = ("benchmarks", "environments", "replay", "rl_baselines", "srl_models", "srl_toolbox")
+# The variables that say how OpenMP's idle threads wait: the OpenMP standard's and libgomp's spin count.
+WAIT_VARIABLES = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
 # Options of the interpreter that take the next argument as their value
 _OPTIONS_WITH_VALUE = ("-W", "-X")
 
@@ -51,6 +61,18 @@ def isProjectCommand(argv: Sequence[str]) -> bool:
     return module is not None and module.split(".")[0] in COMMAND_PACKAGES
 
 
+def passiveOpenMP(environ: MutableMapping[str, str]) -> bool:
+    """
+    :param environ: a process's environment (``os.environ``), set before torch loads OpenMP
+    :return: whether ``OMP_WAIT_POLICY=PASSIVE`` was set in it: when none of :data:`WAIT_VARIABLES` is set (a user's
+        own choice, an empty value included, is kept)
+    """
+    if any(name in environ for name in WAIT_VARIABLES):
+        return False
+    environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return True
+
+
 def interruptedHook(kind: type[BaseException], value: BaseException, traceback: TracebackType | None) -> None:
     """
     ``sys.excepthook`` of a project command (installed only over Python's own): an uncaught KeyboardInterrupt prints
@@ -64,3 +86,5 @@ def interruptedHook(kind: type[BaseException], value: BaseException, traceback: 
 
 if isProjectCommand(getattr(sys, "orig_argv", ())) and sys.excepthook is sys.__excepthook__:
     sys.excepthook = interruptedHook
+
+passiveOpenMP(os.environ)

@@ -38,6 +38,8 @@ CASES = [
     ("kuka_speed", ["--env", "MobileRobotGymEnv-v0"], ["'MobileRobotGymEnv-v0'", "KukaButtonGymEnv-v0"]),
     ("kuka_speed", ["--seconds", "0"], ["--seconds", "'0'"]),
     ("dataset_speed", ["--repeats", "-1"], ["--repeats", "'-1'"]),
+    ("shared_cores", ["--steps", "100"], ["--steps 100", "128"]),
+    ("shared_cores", ["--variants", "three-spin"], ["--variants", "'three-spin'", "alone-passive", "two-one-thread"]),
     ("dataset_speed", ["--episodes", "0"], ["--episodes", "'0'"]),
     ("dataset_speed", ["--episodes", "1"], ["--episodes 1", "at least 2"]),
     ("train_speed", ["--repeats", "0"], ["--repeats", "'0'"]),
@@ -177,7 +179,7 @@ def test_every_benchmark_command_is_covered() -> None:
     assert {module for module, _, _ in CASES} >= {
         "env_speed", "all_envs_speed", "render_speed", "kuka_speed", "dataset_speed", "train_speed", "kuka_ppo_speed",
         "device_speed", "sweep_speed", "profile_runs", "masked_moves", "learning", "srl_table", "renderer_gtc",
-        "srl_speed", "srl_epoch_speed", "cnn_features", "env_start"}
+        "srl_speed", "srl_epoch_speed", "cnn_features", "env_start", "shared_cores"}
 
 
 class _Built(Exception):
