@@ -369,3 +369,16 @@ def test_hyperparameters_flags_and_search_space():
             algo_class.parserHyperParam({"n_steps": "0"})
         with pytest.raises(ValueError, match="one of constant, linear"):
             algo_class.parserHyperParam({"lr_schedule": "cosine"})
+
+
+def test_a_replay_start_the_memory_never_holds_is_refused():
+    """buffer_size 10 keeps one 20-step trajectory per env: replay_start 100 would never replay, silently."""
+    defaults = dict(ACERModel.DEFAULT_HYPERPARAMS)
+    with pytest.raises(ValueError, match=r"replay_start \(100\) exceeds the 20 steps per env") as error:
+        ACERModel.checkHyperparams({**defaults, "buffer_size": 10, "replay_start": 100})
+    assert "\n" not in str(error.value)
+    with pytest.raises(ValueError, match=r"replay_start \(1001\) exceeds the 990 steps"):  # 33 trajectories of 30
+        ACERModel.checkHyperparams({**defaults, "n_steps": 30, "buffer_size": 1000, "replay_start": 1001})
+    ACERModel.checkHyperparams({**defaults, "n_steps": 30, "buffer_size": 1000, "replay_start": 990})
+    ACERModel.checkHyperparams({**defaults, "buffer_size": 10, "replay_start": 100, "replay_ratio": 0})  # no replay
+    ACERModel.checkHyperparams(defaults)

@@ -26,7 +26,7 @@ saved with its checkpoint).
 """
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -266,6 +266,19 @@ class ACERModel(TorchActorCritic):
         self.optimizer: torch.optim.Optimizer | None = None
         self.replay: TrajectoryReplay | None = None
         self.rng: np.random.Generator | None = None  # draws the replayed trajectories
+
+    @classmethod
+    def checkHyperparams(cls, hyperparams: dict[str, Any]) -> None:
+        """Also refuses a ``replay_start`` the replay memory can never hold (with ``replay_ratio`` above 0): the
+        memory keeps ``max(1, buffer_size // n_steps)`` whole trajectories per env, and a run that can never replay
+        would train on-policy only without a word."""
+        super().checkHyperparams(hyperparams)
+        n_steps, replay_start = int(hyperparams["n_steps"]), int(hyperparams["replay_start"])
+        held = max(1, int(hyperparams["buffer_size"]) // n_steps) * n_steps
+        if hyperparams["replay_ratio"] > 0 and replay_start > held:
+            raise ValueError(f"replay_start ({replay_start}) exceeds the {held} steps per env the replay memory holds "
+                             f"(buffer_size {hyperparams['buffer_size']} in trajectories of n_steps {n_steps}): "
+                             f"it would never replay; lower replay_start, raise buffer_size, or set replay_ratio 0")
 
     # --- networks --------------------------------------------------------------------------------------------
 
