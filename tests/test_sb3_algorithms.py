@@ -309,11 +309,17 @@ BAD_VALUES = [
     (["--algo", "td3", "-c", "--hyperparam", "noise_type:gauss"], ["noise_type", "'gauss'", "none, normal, ou"]),
     (["--algo", "sac", "-c", "--ent-coef", "lots"], ["--ent-coef", "'lots'", "auto"]),
     (["--algo", "tqc", "-c", "--ent-coef", "-0.1"], ["--ent-coef", "'-0.1'", "positive number"]),
+    # every quantile of each critic dropped: an empty target, a NaN critic loss at every update
+    (["--algo", "tqc", "-c", "--top-quantiles-to-drop-per-net", "25", "--num-timesteps", "300"],
+     ["'top_quantiles_to_drop_per_net'", "at most 24", "got 25", "no target quantile"]),
+    (["--algo", "tqc", "-c", "--hyperparam", "top_quantiles_to_drop_per_net:100",
+      "--num-timesteps", "300"], ["at most 24", "got 100"]),
 ]
 
 
 @pytest.mark.parametrize("arguments,words", BAD_VALUES, ids=["noise-type", "hyperparam-noise-type", "ent-coef",
-                                                             "negative-ent-coef"])
+                                                             "negative-ent-coef", "tqc-drop-every-quantile",
+                                                             "tqc-drop-more-than-every-quantile"])
 def test_bad_value_is_refused_before_training(tmp_path, arguments, words):
     with pytest.raises(UsageError) as error:  # the train command prints it as one line, exit code 2
         main([*GT, *arguments, "--log-dir", str(tmp_path), "--no-vis"])
