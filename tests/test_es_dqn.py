@@ -396,3 +396,27 @@ def test_a_budget_shorter_than_one_generation_is_said(tmp_path, algo, extra):
     assert "no generation finished in 300 steps (one plays 4 episodes)" in short.stderr, short.stderr
     enough = runTrain(*common, "--num-timesteps", "1100", "--tag", "enough")
     assert "no generation finished" not in enough.stderr, enough.stderr
+
+
+def test_cma_es_continued_with_a_new_sigma_starts_from_it(tmp_path, monkeypatch):
+    """--load-rl-model-path with --sigma: the given step size is the continued strategy's first (hyperparams.yaml
+    records it); without it the strategy goes on from the step size the saved one had adapted to."""
+    _patchMakeEnv(monkeypatch, lambda args: DummyVecEnv([_CountingEnv] * 2))
+    first = CMAESModel()
+    first.train(_args(tmp_path, 24, num_cpu=2), lambda _locals, _globals: True, train_kwargs={"num_population": 4})
+    path = str(tmp_path / "cma-es_model.pt")
+    first.save(path)
+    assert first.sigma != first.hyperparams["sigma"]  # adapted by the generations played
+    started = []
+    original = cma.CMAEvolutionStrategy.__init__
+
+    def recordingInit(self, x0, sigma0, *args, **kwargs):
+        started.append(sigma0)
+        original(self, x0, sigma0, *args, **kwargs)
+
+    monkeypatch.setattr(cma.CMAEvolutionStrategy, "__init__", recordingInit)
+    for given, expected in (({}, first.sigma), ({"sigma": 0.5}, 0.5)):
+        args = _args(tmp_path / f"continued{len(started)}", 12, num_cpu=2)
+        args.load_rl_model_path = path
+        CMAESModel().train(args, lambda _locals, _globals: True, train_kwargs={"num_population": 4, **given})
+        assert started[-1] == expected

@@ -5,7 +5,8 @@ the ``--num-cpu`` envs (subprocesses), and tells it the episode returns. The pol
 best candidate ever evaluated (``xbest``, its return in ``best_return``), not the last one asked, together with the
 state normalisation it was evaluated with (CMA-ES normalises states itself, see policies.py, so no vecnormalize.npz
 is written beside its model). Continuing training (``--load-rl-model-path``) restarts the strategy from the saved
-mean and step size (the covariance starts again from the identity); resuming a run (``--resume``) restores the whole
+mean and step size (the covariance starts again from the identity), or from a ``sigma`` given for that run, other
+than the saved model's hyperparameter; resuming a run (``--resume``) restores the whole
 strategy (covariance, evolution paths, counters: every numeric attribute, saved as arrays and JSON, set back on a
 strategy built with the same options) and the generators, so it goes on exactly.
 """
@@ -147,7 +148,10 @@ class CMAESModel(TorchRLObject):
         n_features = int(np.prod(self.observation_space.shape))
         self.normaliser = StateNormaliser.fromDict(state["normaliser"], n_features)
         self.mean = state["mean"].numpy().astype(np.float64)
-        self.sigma = float(state["sigma"])
+        self.sigma = float(state["sigma"])  # the step size the saved strategy had adapted to
+        saved_sigma = state.get("hyperparams", {}).get("sigma")
+        if saved_sigma is not None and float(self.hyperparams["sigma"]) != float(saved_sigma):
+            self.sigma = float(self.hyperparams["sigma"])  # a step size given for the continued run wins
         self._setBest(state["best_params"].numpy(), float(state["best_return"]),
                       StateNormaliser.fromDict(state["best_normaliser"], n_features))
 
