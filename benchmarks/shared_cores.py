@@ -5,7 +5,7 @@ Each run is ``python -m rl_baselines.train --algo ppo2 --env MobileRobotGymEnv-v
 defaults (``--torch-threads auto``: every usable core for a CNN on images), and its rate is the steps/s SB3 records
 at its end (``time/fps`` of progress.csv: env steps and updates since learning began, start-up left out). Variants:
 
-- ``alone-passive``, ``alone-spin``: one run on otherwise idle cores;
+- ``alone-passive``, ``alone-spin``: one run on otherwise idle cores; ``alone-one-thread``: with ``--torch-threads 1``;
 - ``two-passive``, ``two-spin``: two runs started together (seeds 0 and 1), each with every core;
 - ``two-one-thread``: two runs together with ``--torch-threads 1`` each (what a sweep's workers get).
 
@@ -38,6 +38,7 @@ LIBGOMP_DEFAULT_SPINCOUNT = "300000"
 VARIANTS: dict[str, tuple[int, str, tuple[str, ...]]] = {
     "alone-passive": (1, "passive", ()),
     "alone-spin": (1, "spin", ()),
+    "alone-one-thread": (1, "passive", ("--torch-threads", "1")),
     "two-passive": (2, "passive", ()),
     "two-spin": (2, "spin", ()),
     "two-one-thread": (2, "passive", ("--torch-threads", "1")),
