@@ -14,7 +14,8 @@ at its end (``time/fps`` of progress.csv: env steps and updates since learning b
 before. The variants are alternated, ``--repeats`` rounds; the table gives each round's rate (for two runs: the mean
 of the two) and the ratios to ``alone-passive``.
 
-Usage: ``python -m benchmarks.shared_cores [--steps N] [--repeats R] [--variants V ...] [--no-append]``.
+Usage: ``python -m benchmarks.shared_cores [--steps N] [--repeats R] [--variants V ...] [--no-append]`` (also run by
+``make bench``).
 """
 from __future__ import annotations
 
