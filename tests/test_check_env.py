@@ -1,0 +1,125 @@
+"""``python -m environments.check_env ENV_ID``, the env plugins' contract check: it passes on a built-in env and on a
+plugin env that keeps the contract (LineWorld, installed as tests/test_env_plugins.py installs it), names the broken
+rule of a plugin env that does not (one ``FAILED`` line, exit code 1), and refuses an unknown id in one line."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from conftest import runModule, siteInterpreter
+from test_env_plugins import _installPlugin
+
+BROKEN_CODE = textwrap.dedent('''
+    import numpy as np
+
+    from line_world.env import LineWorldEnv
+
+
+    class DrawnLineWorldEnv(LineWorldEnv):
+        """LineWorld with the render() of the contract (enjoy_baselines --video): it keeps every required rule."""
+
+        def render(self):
+            image = np.zeros((self.render_size, self.render_size, 3), dtype=np.uint8)
+            image[:, int((self.x + 1) / 2 * (self.render_size - 1))] = 255
+            return image
+
+
+    class StepDtypeEnv(LineWorldEnv):
+        """Its reset fits the float32 space, its steps give float64."""
+
+        def step(self, action):
+            observation, *rest = super().step(action)
+            return (observation.astype(np.float64), *rest)
+
+
+    class GroundTruthSizeEnv(LineWorldEnv):
+        """getGroundTruthDim() says 2 numbers, getGroundTruth() gives 1."""
+
+        @staticmethod
+        def getGroundTruthDim():
+            return 2
+
+
+    class UnseededEnv(LineWorldEnv):
+        """Its start draws from numpy's global generator, which reset(seed=...) does not reseed."""
+
+        def reset(self, *, seed=None, options=None):
+            observation, info = super().reset(seed=seed)
+            self.x = float(np.random.uniform(-1, 0))
+            return self._obs(), info
+''')
+IMAGE = ("--img-shape", "3", "32", "32")
+
+
+@pytest.fixture(scope="module")
+def checkRun(tmp_path_factory):
+    """``run(*ARGS)``: ``python -m environments.check_env ARGS`` with LineWorld and the broken envs installed."""
+    site = tmp_path_factory.mktemp("check_env") / "site"
+    env = {"PYTHONPATH": _installPlugin(site)}
+    (site / "line_world" / "broken_check.py").write_text(BROKEN_CODE)
+    dist_info = site / "broken_check-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-check\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(
+        "[srl_toolbox.environments]\nDrawnLineWorld-v0 = line_world.broken_check:DrawnLineWorldEnv\n"
+        "StepDtype-v0 = line_world.broken_check:StepDtypeEnv\n"
+        "GroundTruthSize-v0 = line_world.broken_check:GroundTruthSizeEnv\n"
+        "Unseeded-v0 = line_world.broken_check:UnseededEnv\n")
+    interpreter = siteInterpreter(env)
+    yield lambda *args: runModule("environments.check_env", *args, env=env, interpreter=interpreter)
+    interpreter.stop()
+
+
+def test_a_builtin_env_passes() -> None:
+    result = runModule("environments.check_env", "MobileRobotGymEnv-v0", *IMAGE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "MobileRobotGymEnv-v0: every required check passed"
+    for mode in ("ground_truth", "raw_pixels"):
+        for kind in ("discrete", "continuous"):
+            assert f"ok: {mode}, {kind}: gymnasium check_env passed" in lines
+            assert f"ok: {mode}, {kind}: seed 0 repeats its observations and rewards, seed 1 differs" in lines
+            assert f"ok: {mode}, {kind}: render() in rgb_array mode gives uint8 (128, 128, 3)" in lines
+    assert not [line for line in lines if not line.startswith("ok: ")][:-1], result.stdout
+
+
+def test_a_plugin_env_that_keeps_the_contract_passes_with_notes_on_the_optional_rules(checkRun) -> None:
+    """LineWorld, given a render(), keeps the required rules; its step and render do not refuse before reset, which is
+    optional: a note. LineWorld itself has no render(): its check fails there."""
+    result = checkRun("DrawnLineWorld-v0", *IMAGE)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "DrawnLineWorld-v0: every required check passed"
+    assert ("ok: ground_truth, discrete: observations fit Box(-2.0, 2.0, (1,), float32) over 3 episodes (60 steps); "
+            "rewards, flags and infos of the right kinds; is_success a bool at 3 episode ends; ground truth of "
+            "getGroundTruthDim() numbers") in lines
+    notes = [line for line in lines if line.startswith("note: ")]
+    assert notes and all("step() before reset() was not refused" in line for line in notes), notes
+    undrawn = checkRun("LineWorldEnv-v0", *IMAGE)
+    assert undrawn.returncode == 1
+    assert ("FAILED: ground_truth, discrete: render() in rgb_array mode raised NotImplementedError (in render, "
+            "core.py:") in undrawn.stderr, undrawn.stderr
+
+
+@pytest.mark.parametrize("env_id, expected", [
+    ("StepDtype-v0", "FAILED: ground_truth, discrete: the observation of step() does not fit observation_space: "
+                     "float64 (1,) in ["),
+    ("GroundTruthSize-v0", "FAILED: ground_truth, discrete: getGroundTruth() after reset() has shape (1,), "
+                           "getGroundTruthDim() says 2 numbers"),
+    ("Unseeded-v0", "FAILED: ground_truth, discrete: two new envs reset with seed 0 give different observations or "
+                    "rewards for the same actions"),
+])
+def test_a_broken_plugin_env_fails_with_the_rule_it_breaks(checkRun, env_id: str, expected: str) -> None:
+    result = checkRun(env_id, *IMAGE)
+    assert result.returncode == 1, result.stdout + result.stderr
+    failed = result.stderr.splitlines()
+    assert any(line.startswith(expected) for line in failed), result.stderr
+    assert failed[-1].startswith(f"{env_id}: ") and failed[-1].endswith(" failed")
+
+
+def test_an_unknown_env_id_is_one_line_naming_the_valid_ones(checkRun) -> None:
+    result = checkRun("Nope-v0")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("error: unknown env id 'Nope-v0'; valid choices: ")
+    assert "LineWorldEnv-v0" in result.stderr and "MobileRobotGymEnv-v0" in result.stderr
+    assert len(result.stderr.splitlines()) == 1
