@@ -1,8 +1,9 @@
 """Hyperparameter search, in process and without training: a fixed n_steps or learning_starts that no trial could learn
 within is refused, a searched learning_starts stays below the budget and a searched n_steps at half of it, a sampled
 batch_size is cut to the rollout and fitted to leave no last minibatch of 1 sample, a pair train refuses prunes its
-trial, a Ctrl-C as a trial's run has just ended normally scores that trial, one worker
-redraws its bar while a trial runs, and search.png's importance panel says when the importances are undefined."""
+trial, ars's top_population stays at most its num_population, a Ctrl-C as a trial's run has just ended normally scores
+that trial, one worker redraws its bar while a trial runs, and search.png's importance panel says when the importances
+are undefined."""
 from __future__ import annotations
 
 import csv
@@ -372,3 +373,49 @@ def test_a_sampled_ppo1_batch_past_the_budget_prunes_its_trial_before_it_starts(
         "larger budget, or fix n_steps with --hyperparam n_steps:N; fix batch_size with --hyperparam batch_size:N "
         "(a value "
         "train accepts)")
+
+
+def _arsConfig(tmp_path, *flags: str) -> search_study.SearchConfig:
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(
+        ["--algo", "ars", "--env", ENV, "--srl-model", "ground_truth", "--num-timesteps", "300",
+         "--log-dir", str(tmp_path), *flags])
+    return hyperparam_search.prepare(vars(args), train_argv)[0]
+
+
+@pytest.mark.parametrize("flags, top, num", [
+    ([], (int, (1, 5)), (int, (2, 50))),  # both sampled: each trial's top_population capped at its num_population
+    (["--num-population", "2"], (int, (1, 2)), None),  # num_population fixed: top_population's range cut to it
+    (["--hyperparam", "num_population:3"], (int, (1, 3)), None),
+    (["--hyperparam", "top_population:5"], None, (int, (5, 50))),  # top_population fixed: num_population raised
+])
+def test_ars_never_samples_a_top_population_above_its_num_population(tmp_path, flags, top, num):
+    """ars's top_population was sampled from 1..5 whatever num_population was: with --num-population 2, a trial that
+    sampled 5 failed (train: top_population (5) cannot exceed num_population (2)). The space is fitted to a fixed
+    value, and a trial sampling both trains (and records) its top_population capped at its num_population."""
+    from rl_baselines.evolution_strategies.ars import ARSModel
+
+    config = _arsConfig(tmp_path, *flags)
+    assert config.space.get("top_population") == top and config.space.get("num_population") == num
+    assert config.at_most == ({"top_population": "num_population"} if top and num else {})
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    for _ in range(200):
+        sampled = suggestParams(study.ask(), config.space)
+        params, why = search_study.trialParams(sampled, config)
+        assert why is None
+        merged = {"num_population": 10, "top_population": 2,
+                  **{name: int(value) for name, value in config.fixed.items()}, **params}
+        ARSModel.checkHyperparams({**{n: h.default for n, h in ARSModel.HYPERPARAMS.items()}, **merged})
+        if top and num:
+            assert params["top_population"] == min(sampled["top_population"], sampled["num_population"])
+    assert search_study.trialParams({"num_population": 3, "top_population": 5}, config)[0]["top_population"] == (
+        3 if top and num else 5)
+
+
+def test_a_fixed_value_that_leaves_none_of_its_pair_is_refused():
+    """No trial could train: one line naming both (train refuses it first where the default of the other is lower)."""
+    caps = {"top_population": "num_population"}
+    with pytest.raises(UsageError, match=r"^top_population 60: every num_population the search space of ars offers "
+                                         r"\(2\.\.50\) makes top_population exceed num_population"):
+        search_study.fitSpaceToCaps("ars", {"num_population": (int, (2, 50))}, caps, {"top_population": 60})
+    with pytest.raises(UsageError, match=r"^num_population 2: every top_population .* \(3, 4\)"):
+        search_study.fitSpaceToCaps("ars", {"top_population": (list, [3, 4])}, caps, {"num_population": 2})

@@ -85,6 +85,8 @@ class ARSModel(TorchRLObject):
         # learns nothing (CartPole-v1, 30k steps, seeds 0-2: last-20-episode mean 31, 88, 70; argmax: 265, 421, 461)
         "deterministic": Hyperparam(True, "argmax actions while evaluating (and when playing the result)"),
     }
+    # hyperparam_search keeps a trial's top_population at most its num_population (checkHyperparams refuses more)
+    SEARCH_AT_MOST: ClassVar[dict[str, str]] = {"top_population": "num_population"}
     # train() calls notifyCleanPoint between iterations.
     CHECKPOINT_AT_CLEAN_POINTS = True
     # The policy matrix starts at zero: no torch generator to seed.

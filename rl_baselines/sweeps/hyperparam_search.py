@@ -61,6 +61,7 @@ from rl_baselines.sweeps.search_study import (
     checkSpace,
     createStudy,
     fitSpaceToBudget,
+    fitSpaceToCaps,
     formatValue,
     gridValues,
     importOptuna,
@@ -213,6 +214,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     _checkFixedBudget(fixed_values, train_args.num_cpu, run_envs, args["num_timesteps"])
     space = fitSpaceToBudget(args["algo"], {name: spec for name, spec in space.items() if name not in fixed},
                              args["num_timesteps"], run_envs)
+    space, at_most = fitSpaceToCaps(args["algo"], space, getattr(algo_class, "SEARCH_AT_MOST", {}), hyperparams)
     subsample_steps = _subsampleSteps(algo_class, space, fixed, hyperparams)
     if subsample_steps is not None and len(subsample_steps) > 1:
         space[SUBSAMPLE_STEPS] = (list, subsample_steps)
@@ -256,7 +258,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         train_settings=studySettings(resolved), setting_flags=settingFlags(train_parser),
         rollout_hyperparams=plainValues({name: hyperparams[name] for name in ("n_steps", "batch_size")
                                          if hyperparams.get(name) is not None}),
-        normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None), subsample_steps=subsample_steps)
+        normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None), subsample_steps=subsample_steps,
+        at_most=at_most)
     return config, algo_class
 
 

@@ -25,7 +25,7 @@ import dataclasses
 import json
 import os
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,6 +90,9 @@ class SearchConfig:
     # SEARCH_SUBSAMPLE_STEPS, gradient_steps not fixed): the subsample_steps values (more than one: sampled, as
     # SUBSAMPLE_STEPS in the space), else None (:func:`trialParams`)
     subsample_steps: list[int] | None = None
+    # a sampled hyperparameter that cannot exceed another sampled one (the algorithm's SEARCH_AT_MOST: ars's
+    # top_population, num_population): its bound's name; :func:`trialParams` caps it (:func:`fitSpaceToCaps`)
+    at_most: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def evaluate(self) -> bool:
@@ -234,6 +237,48 @@ def fitSpaceToBudget(algo: str, space: dict[str, tuple], budget: int, envs: int 
     return fitted
 
 
+def _raiseTo(spec: tuple, limit: int | float) -> tuple | None:
+    """:return: a search-space entry of a number with its values below ``limit`` left out (a range's low end raised to
+        it, a list's numbers below it dropped), None when none is left"""
+    if spec[0] is list:
+        kept = [value for value in spec[1] if isinstance(value, bool) or not isinstance(value, (int, float))
+                or value >= limit]
+        return (list, kept) if kept else None
+    low, high = spec[1]
+    return (spec[0], (max(low, spec[0](limit)), high), *spec[2:]) if limit <= high else None
+
+
+def fitSpaceToCaps(algo: str, space: dict[str, tuple], at_most: Mapping[str, str],
+                   values: Mapping[str, Any]) -> tuple[dict[str, tuple], dict[str, str]]:
+    """
+    :param algo: the algorithm's name (for messages)
+    :param space: the search space, less the fixed hyperparameters (checked: :func:`checkSpace`)
+    :param at_most: the algorithm's ``SEARCH_AT_MOST``: a hyperparameter's name, the name of the one it cannot exceed
+        (train refuses a trial whose value does: ars's ``top_population`` above ``num_population``)
+    :param values: every hyperparameter as a trial trains with it where it samples none (fixed or default)
+    :return: (the space fitted so that no trial samples a pair train refuses, the pairs both sampled): where the bound
+        is fixed, the capped hyperparameter's values above it are left out (:func:`_cutTo`); where the capped one is
+        fixed, the bound's values below it; where both are sampled, :func:`trialParams` caps each trial's value
+    :raises UsageError: a fixed value leaves none of the other's values
+    """
+    fitted, sampled = dict(space), {}
+    for name, bound in at_most.items():
+        if name in space and bound in space:
+            sampled[name] = bound
+            continue
+        if name in space and isinstance(values.get(bound), (int, float)):
+            fitted[name], kept, fixed = _cutTo(space[name], values[bound]), name, bound
+        elif bound in space and isinstance(values.get(name), (int, float)):
+            fitted[bound], kept, fixed = _raiseTo(space[bound], values[name]), bound, name
+        else:
+            continue
+        if fitted[kept] is None:
+            raise UsageError(f"{fixed} {values[fixed]}: every {kept} the search space of {algo} offers "
+                             f"({_offered(space[kept])}) makes {name} exceed {bound}, which train refuses; fix "
+                             f"{kept} with --hyperparam {kept}:N, or give another {fixed}")
+    return fitted, sampled
+
+
 def gridValues(spec: tuple, points: int) -> list:
     """
     :param spec: one search-space entry
@@ -316,7 +361,9 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
     a last minibatch of 1 sample is fitted away (:func:`_fitLastMinibatch`); where ``config.subsample_steps`` ties
     them, a sampled ``train_freq`` sets ``gradient_steps`` to ``max(train_freq // subsample_steps, 1)`` (the sampled
     :data:`SUBSAMPLE_STEPS`, else the one value), as the RL Zoo's samplers do, so that no trial takes more than one
-    gradient step per env step. The trial trains with and records the values it trains with.
+    gradient step per env step; a hyperparameter that cannot exceed another sampled one (``config.at_most``: ars's
+    ``top_population``, ``num_population``) is capped at its value. The trial trains with and records the values it
+    trains with.
 
     :param params: the sampled hyperparameters
     :param config: the search
@@ -337,6 +384,9 @@ def trialParams(params: dict[str, Any], config: SearchConfig) -> tuple[dict[str,
         merged["batch_size"] = params["batch_size"]
     if config.normalised == "every_minibatch":
         _fitLastMinibatch(params, merged, config.num_cpu)
+    for name, bound in config.at_most.items():
+        if name in params and bound in params:
+            params[name] = min(params[name], params[bound])
     subsample = params.pop(SUBSAMPLE_STEPS, None)
     if config.subsample_steps and isinstance(params.get("train_freq"), int):
         params["gradient_steps"] = max(params["train_freq"] // (subsample or config.subsample_steps[0]), 1)
