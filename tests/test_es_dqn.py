@@ -3,14 +3,17 @@ its best candidate), learning CartPole in process, and training end to end throu
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import warnings
 
 import cma
 import gymnasium as gym
 import numpy as np
 import pytest
 import torch
-from conftest import greedyMeanReward, runFolder, runModule, runTrain, trainArgs
+import yaml
+from conftest import greedyMeanReward, runFolder, runModule, runTrain, trainArgs, trainHere
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
@@ -420,3 +423,29 @@ def test_cma_es_continued_with_a_new_sigma_starts_from_it(tmp_path, monkeypatch)
         args.load_rl_model_path = path
         CMAESModel().train(args, lambda _locals, _globals: True, train_kwargs={"num_population": 4, **given})
         assert started[-1] == expected
+
+
+def test_cma_es_continued_with_a_mu_warns_once_and_records_the_models(tmp_path):
+    """--load-rl-model-path with --mu (or --hyperparam mu:...): the continued strategy starts from the saved mean, which
+    mu (a new strategy's initial mean) does not set. It was recorded as given and did nothing; now the run warns
+    once and args.json, hyperparams.yaml and the model record the model's mu."""
+    common = ["--algo", "cma-es", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+              "100", "--num-population", "2"]
+    first = trainHere(*common, "--log-dir", tmp_path / "first", "--mu", "0.02")
+    model_path = os.path.join(first, "cma-es_model.pt")
+    for index, given in enumerate((["--mu", "0.05"], ["--hyperparam", "mu:0.05"], [])):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            run_dir = trainHere(*common, "--log-dir", tmp_path / str(index), "--load-rl-model-path", model_path,
+                                *given)
+        warned = [str(warning.message) for warning in caught if str(warning.message).startswith(("--mu ", "mu "))]
+        assert len(warned) == (1 if given else 0), warned
+        if given:
+            assert "0.05" in warned[0] and "does nothing with --load-rl-model-path" in warned[0], warned
+        with open(os.path.join(run_dir, "args.json")) as handle:
+            args = json.load(handle)
+        assert args.get("hp_mu") == (0.02 if index == 0 else None)
+        assert args["hyperparam"] == (["mu:0.02"] if index == 1 else [])
+        with open(os.path.join(run_dir, "hyperparams.yaml")) as handle:
+            assert yaml.safe_load(handle)["mu"] == 0.02
+        assert CMAESModel.load(os.path.join(run_dir, "cma-es_model.pt")).hyperparams["mu"] == 0.02

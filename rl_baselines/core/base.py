@@ -448,6 +448,16 @@ class BaseRLObject(abc.ABC):
         """
         return {}
 
+    def keptHyperparams(self) -> dict[str, tuple[Any, str]]:
+        """
+        The hyperparameters that a loaded model keeps from its save whatever a command gives (one that only sets up a
+        new model, such as the initial weights): ``train --load-rl-model-path`` warns once for one given otherwise (its
+        flag, ``--hyperparam`` or the file), and args.json and hyperparams.yaml record the model's value.
+
+        :return: name -> (the loaded model's value, why a value given for the continued run does nothing); none here
+        """
+        return {}
+
     def budgetChunk(self) -> int:
         """
         :return: the env steps an algorithm written here takes between two checks of its step budget, all its envs

@@ -6,9 +6,10 @@ best candidate ever evaluated (``xbest``, its return in ``best_return``), not th
 state normalisation it was evaluated with (CMA-ES normalises states itself, see policies.py, so no vecnormalize.npz
 is written beside its model). Continuing training (``--load-rl-model-path``) restarts the strategy from the saved
 mean and step size (the covariance starts again from the identity), or from a ``sigma`` given for that run, other
-than the saved model's hyperparameter; resuming a run (``--resume``) restores the whole
-strategy (covariance, evolution paths, counters: every numeric attribute, saved as arrays and JSON, set back on a
-strategy built with the same options) and the generators, so it goes on exactly.
+than the saved model's hyperparameter (a ``mu`` given for it does nothing: the run warns and records the model's);
+resuming a run (``--resume``) restores the whole strategy (covariance, evolution paths, counters: every numeric
+attribute, saved as arrays and JSON, set back on a strategy built with the same options) and the generators, so it
+goes on exactly.
 """
 from __future__ import annotations
 
@@ -154,6 +155,11 @@ class CMAESModel(TorchRLObject):
             self.sigma = float(self.hyperparams["sigma"])  # a step size given for the continued run wins
         self._setBest(state["best_params"].numpy(), float(state["best_return"]),
                       StateNormaliser.fromDict(state["best_normaliser"], n_features))
+
+    def keptHyperparams(self) -> dict[str, tuple[Any, str]]:
+        """``mu``, the weights of a new strategy's initial mean: a continued one starts from the model's saved mean"""
+        return {"mu": (float(self.hyperparams["mu"]), "the continued strategy starts from the model's saved mean (mu "
+                                                      "sets a new strategy's)")}
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         super().saveTrainingState(folder, replay_buffer_folder)

@@ -214,6 +214,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
             raise UsageError(f"--load-rl-model-path: {error}") from None
         start_timesteps = loaded.num_timesteps
         args = args.replace(**_keptWithWarnings(args, loaded))
+        args, hyperparams = _keptHyperparamsWithWarnings(args, hyperparams, loaded)
     return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
 
 
@@ -256,6 +257,33 @@ def _keptWithWarnings(args: TrainConfig, loaded: Any) -> dict[str, Any]:
             warnings.warn(f"--{name.replace('_', '-')} {given} does nothing with --load-rl-model-path: the continued "
                           f"model keeps its own, {value}", UsageWarning)
     return kept
+
+
+def _keptHyperparamsWithWarnings(args: TrainConfig, hyperparams: dict[str, Any],
+                                 loaded: Any) -> tuple[TrainConfig, dict[str, Any]]:
+    """
+    :param args: the run's settings
+    :param hyperparams: its typed ``--hyperparam-file``/``--hyperparam`` values
+    :param loaded: the model it continues (``--load-rl-model-path``)
+    :return: both with the hyperparameters the model keeps (``BaseRLObject.keptHyperparams``) at its values, where its
+        flag, ``--hyperparam`` or the file gave them, after one warning for each given otherwise: args.json (the flag,
+        the ``--hyperparam`` items) and hyperparams.yaml record what the run trained with
+    """
+    kept_hyperparams = getattr(loaded, "keptHyperparams", None)  # (a plugin of API version 1 may have none)
+    hyperparams, changes, items = dict(hyperparams), {}, list(args.hyperparam)
+    for name, (value, why) in (kept_hyperparams() if callable(kept_hyperparams) else {}).items():
+        shown = str(value).lower() if isinstance(value, bool) else str(value)
+        given = args.extra.get(f"hp_{name}")
+        if given is not None and given != value:
+            warnings.warn(f"--{name.replace('_', '-')} {given} does nothing with --load-rl-model-path: {why} "
+                          f"(recorded as its {name}, {shown})", UsageWarning)
+            changes[f"hp_{name}"] = value
+        if name in hyperparams and hyperparams[name] != value:
+            warnings.warn(f"{name} {hyperparams[name]} (--hyperparam-file/--hyperparam) does nothing with "
+                          f"--load-rl-model-path: {why} (recorded as its {name}, {shown})", UsageWarning)
+            hyperparams[name] = value
+            items = [item for item in items if item.partition(":")[0] != name] + [f"{name}:{shown}"]
+    return args.replace(hyperparam=items, **changes), hyperparams
 
 
 def offersActionMasks(env_class: type) -> bool:
