@@ -547,3 +547,46 @@ def test_a_class_declaring_version_2_with_version_1s_train_is_refused_at_load() 
     assert all(isV1(agents[name]) for name in ("undeclared", "declared_v1", "v1_subclass_of_a_builtin"))
     with pytest.raises(PluginCheckError, match=r"^DeclaredV2 declares API_VERSION 2, but its train\(self, args"):
         checkClass(agents["declared_v2"])
+
+
+def test_a_class_declaring_version_1_with_version_2s_train_is_refused_at_load() -> None:
+    """It loaded, then the version 1 adapter called its train(env, total_timesteps, ...) with version 1's (args,
+    callback, env_kwargs=..., train_kwargs=...): a TypeError once training started. Refused now (skipped at load, and
+    by check_plugin) naming the class, the version it declares and its train; a version 1 class whose train takes
+    version 1's call, a version 1 subclass of a built-in inheriting its train (which takes both), and a class that
+    declares nothing (version 2 by the base class) with version 2's train still load."""
+    import argparse
+
+    from rl_baselines.check_plugin import PluginCheckError, checkClass
+    from rl_baselines.core.plugin_v1 import isV1
+    from rl_baselines.core.registry import _refusal
+    from rl_baselines.rl_algorithm.ppo2 import PPO2Model
+
+    def v2Train(self, env, total_timesteps, hyperparams, callback, logger, settings, checkpoint=None):
+        pass
+
+    def anyTrain(self, *args, **kwargs):
+        pass
+
+    versioned = _versionedAgents()
+    v1 = versioned["declared_v1"]
+    agents = {"declared_v1": type("V2TrainOnV1", (v1,), {"API_VERSION": 1, "train": v2Train}),
+              "inherited_v1": type("Inherited", (type("Declaring", (v1,), {"API_VERSION": 1}),), {"train": v2Train}),
+              "any_train": type("AnyTrain", (v1,), {"API_VERSION": 1, "train": anyTrain}),
+              "v1_train": v1, "v1_on_a_builtin": type("V1OnPPO2", (PPO2Model,), {"API_VERSION": 1}),
+              "undeclared": type("Undeclared", (versioned["undeclared"],), {"train": v2Train})}
+    with pytest.raises(TypeError):  # (what the adapter met once training started)
+        agents["declared_v1"]().train(argparse.Namespace(), None, env_kwargs={}, train_kwargs={})
+    refused = {name: _refusal(agent) for name, agent in agents.items()}
+    assert refused["declared_v1"] == (
+        "V2TrainOnV1 declares API_VERSION 1, but its train(self, env, total_timesteps, hyperparams, callback, logger, "
+        "settings, checkpoint=None) is version 2's; version 1's takes (self, args, callback, env_kwargs=None, "
+        "train_kwargs=None): declare API_VERSION = 2 to run it as version 2, or write it as version 1's "
+        "(docs/plugins.md, API version 1)")
+    assert refused["inherited_v1"].startswith("Inherited declares API_VERSION 1 (in Declaring), but its train(self, "
+                                              "env, total_timesteps,")
+    assert {name for name, reason in refused.items() if reason is None} == {"any_train", "v1_train", "v1_on_a_builtin",
+                                                                          "undeclared"}
+    assert isV1(agents["v1_on_a_builtin"]) and not isV1(agents["undeclared"])
+    with pytest.raises(PluginCheckError, match=r"^V2TrainOnV1 declares API_VERSION 1, but its train\(self, env"):
+        checkClass(agents["declared_v1"])

@@ -37,6 +37,7 @@ from rl_baselines.core.hyperparams import OLDER_DECLARATIONS, Hyperparam, Interv
 from rl_baselines.core.plugin_v1 import (
     CURRENT_API_VERSION,
     SUPPORTED_API_VERSIONS,
+    V1_CALL_TAKEN,
     asRunSettings,
     checkpointFromArguments,
     isV1,
@@ -498,6 +499,7 @@ def _acceptingArguments(train: Callable[..., None]) -> Callable[..., None]:
             return trainFromArguments(self, train, env, *args, **kwargs)
         return train(self, env, *args, **kwargs)
 
+    setattr(accepting, V1_CALL_TAKEN, True)  # (plugin_v1.declaredVersionConflict: a version 1 subclass may inherit it)
     return accepting
 
 

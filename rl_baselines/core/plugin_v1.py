@@ -41,6 +41,10 @@ from srl_toolbox.plugins import apiMajor
 # The contract versions this toolbox runs: version 2 natively, version 1 through this adapter.
 CURRENT_API_VERSION = 2
 SUPPORTED_API_VERSIONS = (1, 2)
+# The arguments training passes to a version 2 algorithm's train, in order
+V2_TRAIN_ARGUMENTS = ("env", "total_timesteps", "hyperparams", "callback", "logger", "settings", "checkpoint")
+# The attribute of a version 2 train that also takes version 1's call (BaseRLObject wraps each version 2 train so)
+V1_CALL_TAKEN = "takes_v1_call"
 
 
 def isV1(algo_class: type) -> bool:
@@ -60,6 +64,17 @@ def isV1(algo_class: type) -> bool:
     return parameters[1:2] == ["args"]
 
 
+def _takes(function: Any, *args: Any, **kwargs: Any) -> bool:
+    """:return: whether ``function(None, *args, **kwargs)`` binds to its signature (one it has none of: True)"""
+    try:
+        inspect.signature(function).bind(None, *args, **kwargs)
+    except TypeError:
+        return False
+    except ValueError:  # (no signature to read)
+        return True
+    return True
+
+
 def declaredVersionConflict(algo_class: type) -> str | None:
     """
     :param algo_class: an algorithm class
@@ -67,8 +82,11 @@ def declaredVersionConflict(algo_class: type) -> str | None:
         from) and has version 1's ``train(self, args, ...)`` there or in a class above (that class's author declared
         version 2 with version 1's ``train`` in view). A version 1 ``train`` below the declaration (a subclass of a
         built-in algorithm, or of BaseRLObject, which declares the current version) is version 1 by its ``train``,
-        which version 1 did not ask to declare, and runs through this adapter.
+        which version 1 did not ask to declare, and runs through this adapter. Or it declares version 1 and has a
+        ``train`` of version 2's signature that cannot take version 1's call (:func:`_v2TrainOnV1`).
     """
+    if apiMajor(getattr(algo_class, "API_VERSION", None)) == 1:
+        return _v2TrainOnV1(algo_class)
     if apiMajor(getattr(algo_class, "API_VERSION", None)) != 2 or not isV1(algo_class):
         return None
     declaring = next(klass for klass in algo_class.__mro__ if "API_VERSION" in vars(klass))
@@ -81,6 +99,31 @@ def declaredVersionConflict(algo_class: type) -> str | None:
             f"{inspect.signature(algo_class.train)}{origin} is version 1's; version 2's takes (self, env, "
             "total_timesteps, hyperparams, callback, logger, settings, checkpoint=None): declare API_VERSION = 1 "
             "to run it through the version 1 adapter, or move it to version 2 (docs/plugins.md, API version 1)")
+
+
+def _v2TrainOnV1(algo_class: type) -> str | None:
+    """
+    :param algo_class: an algorithm class declaring ``API_VERSION`` 1 (in itself or in a class it derives from)
+    :return: why it cannot run, None when it can: its ``train`` takes version 2's arguments (self, env,
+        total_timesteps, hyperparams, callback, logger, settings, checkpoint) and cannot take the call this adapter
+        makes, ``train(args, callback, env_kwargs=..., train_kwargs=...)``, so training would start with a TypeError.
+        A ``train`` that takes both (``*args, **kwargs``), or a built-in version 2 ``train`` inherited (it converts
+        version 1's call itself: :data:`V1_CALL_TAKEN`), is not refused.
+    """
+    train = getattr(algo_class, "train", None)
+    if train is None or getattr(train, V1_CALL_TAKEN, False) or _takes(train, "args", "callback", env_kwargs=None,
+                                                                          train_kwargs=None):
+        return None
+    if not _takes(train, *V2_TRAIN_ARGUMENTS):
+        return None  # (neither version's: train's own error names it)
+    declaring = next(klass for klass in algo_class.__mro__ if "API_VERSION" in vars(klass))
+    training = next(klass for klass in algo_class.__mro__ if "train" in vars(klass))
+    where = "" if declaring is algo_class else f" (in {declaring.__name__})"
+    origin = "" if training is algo_class else f" (from {training.__name__})"
+    return (f"{algo_class.__name__} declares API_VERSION {algo_class.API_VERSION!r}{where}, but its train"
+            f"{inspect.signature(train)}{origin} is version 2's; version 1's takes (self, args, callback, "
+            "env_kwargs=None, train_kwargs=None): declare API_VERSION = 2 to run it as version 2, "
+            "or write it as version 1's (docs/plugins.md, API version 1)")
 
 
 def namespaceOf(settings: RunSettings) -> argparse.Namespace:

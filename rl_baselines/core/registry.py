@@ -19,7 +19,7 @@ from typing import Any
 
 from rl_baselines.core.algo_types import ActionType, AlgoType
 from rl_baselines.core.base import BaseRLObject
-from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, declaredVersionConflict, isV1
+from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, V2_TRAIN_ARGUMENTS, declaredVersionConflict, isV1
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
@@ -28,8 +28,6 @@ __all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "
            "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
 
 
-# The arguments training passes to a version 2 algorithm's train, in order
-V2_TRAIN_ARGUMENTS = ("env", "total_timesteps", "hyperparams", "callback", "logger", "settings", "checkpoint")
 
 
 class PluginLoadWarning(SkippedPluginWarning):
