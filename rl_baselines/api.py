@@ -45,7 +45,7 @@ from srl_models.base import SRLType
 from srl_models.registry import registeredSRL
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import maxThreads
-from srl_toolbox.settings import flagWords, kindRefusal
+from srl_toolbox.settings import flagWords, kindRefusal, valueItems, valueText
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
            "evaluateAgent",
@@ -157,7 +157,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
                              f"rl_baselines.train --algo {algo} --help" + (f"; did you mean {close[0]}?)" if close else ")"))
     # --hyperparam's own form (NAME:VALUE strings) first, then the mapping's: a name in both takes the mapping's
     given["hyperparam"] = (*_hyperparamPairs(given.get("hyperparam")),
-                           *(f"{name}:{repr(value) if isinstance(value, float) else value}"
+                           *(f"{name}:{valueText(value)}"
                              for name, value in (hyperparams or {}).items()))
     try:
         values = {name: checkedValue(name, value) for name, value in given.items()}
@@ -167,7 +167,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
         if not name.startswith("hp_") and value is not None and value is not False:  # its other flags: by its parser
             extras[name] = _ownFlagValue(parser, algo, name, value)
         elif name.startswith("hp_") and value is not None:
-            text = repr(value) if isinstance(value, float) else str(value)
+            text = valueText(value)
             try:
                 extras[name] = algo_class.checkHyperparam(name[3:], algo_class.parserHyperParam({name[3:]: text})[name[3:]])
             except ValueError as error:
@@ -191,8 +191,8 @@ def _ownFlagValue(parser: Any, algo: str, name: str, value: Any) -> Any:
     """
     flag = f"--{name.replace('_', '-')}"
     parsed = getattr(parser.parse_args(["--algo", algo, *flagWords(flag, value)]), name)
-    for item, read in zip(value, parsed) if isinstance(value, (list, tuple)) and isinstance(parsed, list) else \
-            [(value, parsed)]:
+    items = valueItems(value)
+    for item, read in zip(items, parsed) if items is not None and isinstance(parsed, list) else [(value, parsed)]:
         refusal = kindRefusal(flag, name, item, read)
         if refusal is not None:
             raise UsageError(refusal)

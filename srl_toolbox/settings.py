@@ -9,7 +9,8 @@ function that reads the value); fields that are not flags (values resolved or pr
   which ``extend=True`` extends over repeated flags, the help shows the default unless it ends with its own ``[...]``);
 - :func:`checkedSetting` reads a value given from Python with the same function as the flag, so that Python and the
   command line accept and refuse the same values, in argparse's words (a value that is not text must also be of the
-  kind the flag reads: a string or path for a text flag, a number for a number's);
+  kind the flag reads: a string or path for a text flag, a number for a number's; a sequence or an array gives a flag
+  of several values its items, and a NumPy number is written as the number it is: :func:`valueText`);
 - :func:`checkedSettings` checks every flag field of an instance that way (a config built in Python is refused
   where the command line would refuse it);
 - :func:`settingsFromNamespace` makes an instance from the parsed command line;
@@ -129,18 +130,33 @@ def addSettingFlags(parser: argparse.ArgumentParser, cls: type, substitutions: M
     return parser
 
 
-def _text(value: Any) -> str:
-    """:return: a value as the command line writes it (every digit of a float kept)"""
+def valueText(value: Any) -> str:
+    """:return: a value as the command line writes it: every digit of a float kept (NumPy's ``np.float64(0.5)`` as the
+        float it is), an integer of another type (``np.int64(3)``) as the int it equals, a path as its text, anything
+        else as its ``str`` (NumPy's ``np.float32(0.001)``: ``0.001``)"""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
     if isinstance(value, float):
-        return repr(value)
+        return repr(float(value))
     return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def valueItems(value: Any) -> list[Any] | None:
+    """:return: the items of a value given from Python for several values (a flag's ``nargs``): of a sequence (a list,
+        a tuple) or an array (NumPy's), as a list; None for one value (text, a number, a mapping, a 0-d array...)"""
+    if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or hasattr(value, "__array__")):
+        return None
+    try:
+        return list(value)
+    except TypeError:  # (a 0-d array)
+        return None
 
 
 def _parsedItem(field: dataclasses.Field, value: Any) -> Any:
     """:return: one value read by the field's parser from its text, as the command line reads it
     :raises ValueError: a value the flag refuses, or one given from Python of another kind than the flag's (text
         goes as the command line's; 5 for a path, a list for one value)"""
-    parse, text, name = _parser(field), _text(value), "/".join(flagNames(field))
+    parse, text, name = _parser(field), valueText(value), "/".join(flagNames(field))
     try:
         parsed = parse(text)
     except argparse.ArgumentTypeError as error:
@@ -210,9 +226,10 @@ def checkedSetting(cls: type, name: str, value: Any) -> Any:
             raise ValueError(f"argument {flag}: a switch takes True or False, not {value!r}")
         return value
     if field.metadata["nargs"] == "+":
-        return tuple(_text(item) for item in ([value] if isinstance(value, str) else value))
+        items = valueItems(value)
+        return tuple(valueText(item) for item in ([value] if items is None else items))
     if field.metadata["nargs"] is not None:
-        items = list(value) if isinstance(value, (list, tuple)) else [value]
+        items = valueItems(value) or [value]
         if len(items) != field.metadata["nargs"]:
             raise ValueError(f"argument {flag}: expected {field.metadata['nargs']} arguments")
         return tuple(_parsedItem(field, item) for item in items)
@@ -250,9 +267,10 @@ def flagWords(flag: str, value: Any) -> list[str]:
     """:return: a flag and its value as command-line words (a switch alone, a list as several words)"""
     if value is True:
         return [flag]
-    if isinstance(value, (list, tuple)):
-        return [flag, *map(_text, value)]
-    return [flag, _text(value)]
+    items = valueItems(value)
+    if items is not None:
+        return [flag, *map(valueText, items)]
+    return [flag, valueText(value)]
 
 
 def settingArguments(settings: Any) -> list[str]:

@@ -119,6 +119,32 @@ def test_unknown_keywords_and_wrong_kinds_are_one_line_errors(tmp_path, capsys):
     assert not log_dir.exists()
 
 
+def test_numpy_values_are_taken_as_the_command_line_takes_their_numbers(tmp_path):
+    """makeConfig(img_shape=np.array([3, 48, 48])) was refused ("expected 3 arguments": only lists and tuples were
+    read as several values), and a NumPy float (num_timesteps=np.float64(1000), learning_rate=np.float64(1e-3)) as
+    its repr ``np.float64(...)``, not a number. An array or a sequence of NumPy numbers is read item by item and a
+    NumPy number as the number it is, as the command line reads them; what it refuses is still refused."""
+    log_dir = tmp_path / "logs"
+    pixels = {**GT, "srl_model": "raw_pixels", "log_dir": log_dir}
+    for shape in (np.array([3, 48, 48]), [np.int64(3), 48, 48], (3, np.int32(48), 48)):
+        assert api.makeConfig(img_shape=shape, **pixels).args.img_shape == (3, 48, 48)
+    taken = api.makeConfig(num_timesteps=np.float64(1000), seed=np.int32(3), learning_rate=np.float64(1e-3),
+                           n_steps=np.int64(64), hyperparams={"gamma": np.float64(0.95), "batch_size": np.int64(32)},
+                           img_shape=np.array([3, 48, 48]), **pixels)
+    assert (taken.args.num_timesteps, taken.args.seed, taken.args.img_shape) == (1000, 3, (3, 48, 48))
+    assert (taken.args.extra["hp_learning_rate"], taken.args.extra["hp_n_steps"]) == (1e-3, 64)
+    assert taken.args.hyperparams == {"gamma": 0.95, "batch_size": 32}
+    assert taken.argv == api.makeConfig(num_timesteps=1000, seed=3, learning_rate=1e-3, n_steps=64,
+                                        hyperparams={"gamma": 0.95, "batch_size": 32}, img_shape=[3, 48, 48],
+                                        **pixels).argv
+    for value, message in [(np.array([3.5, 48, 48]), "argument --img-shape: '3.5' must be a positive integer"),
+                           (np.array([[3, 48, 48]]), "argument --img-shape: expected 3 arguments"),
+                           (np.array([3, 48]), "argument --img-shape: expected 3 arguments")]:
+        with pytest.raises(api.UsageError, match=re.escape(message)):
+            api.makeConfig(img_shape=value, **pixels)
+    assert not log_dir.exists()
+
+
 def test_flags_pass_through_as_keywords(tmp_path):
 
     config = api.makeConfig(algo="ppo_lstm", srl_model="ground_truth", log_dir=tmp_path, ortho_init=False,
