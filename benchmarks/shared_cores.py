@@ -28,6 +28,7 @@ import tempfile
 
 from benchmarks.documents import addResultsArguments, appendReport, recordedCommand, resultsPath
 from benchmarks.progress import Countdown
+from rl_baselines.core.run_folder import PROGRESS_FILE
 from srl_toolbox import WAIT_VARIABLES
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
@@ -62,7 +63,7 @@ def finalRate(log_dir: str) -> float:
     """:param log_dir: the ``--log-dir`` of one run
     :return: the steps/s SB3 recorded last (progress.csv's ``time/fps``)
     :raises RuntimeError: the run wrote no rate"""
-    files = glob.glob(os.path.join(log_dir, "**", "progress.csv"), recursive=True)
+    files = glob.glob(os.path.join(log_dir, "**", PROGRESS_FILE), recursive=True)
     rates = []
     if files:
         with open(files[0], newline="", encoding="utf-8") as handle:
