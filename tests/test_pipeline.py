@@ -108,8 +108,12 @@ def test_a_flag_idle_for_some_runs_is_one_warning_naming_them() -> None:
 def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
     log_dir = str(tmp_path / "logs")
     base = ["--algo", "ppo2", "--env", ENVS[1], "--srl-model", "ground_truth", "--log-dir", log_dir, "--no-vis"]
-    with pytest.raises(UsageError, match="--ray-address needs --executor ray"):
+    with pytest.raises(UsageError) as refused:
         pipeline.main([*base, "--ray-address", "127.0.0.1:6379"])
+    assert str(refused.value) == "--ray-address needs --executor ray (the local executor runs on this machine only)"
+    with pytest.raises(UsageError) as refused:
+        pipeline.main([*base, "--num-gpus", "1"])
+    assert str(refused.value) == "--num-gpus needs --executor ray (local runs see every GPU of the machine)"
     with pytest.raises(UsageError, match="--ray-address 'nohost' is not HOST:PORT"):
         pipeline.main([*base, "--executor", "ray", "--ray-address", "nohost"])
     with pytest.raises(UsageError, match="invalid choice: 'slurm'"):

@@ -121,9 +121,11 @@ def buildParser() -> CLIParser:
 
 def _checkRayFlags(args: Any) -> None:
     if args.executor != "ray":
-        for flag, given in (("--ray-address", args.ray_address is not None), ("--num-gpus", args.num_gpus > 0)):
+        for flag, given, why in (
+                ("--ray-address", args.ray_address is not None, "the local executor runs on this machine only"),
+                ("--num-gpus", args.num_gpus > 0, "local runs see every GPU of the machine")):
             if given:
-                raise UsageError(f"{flag} needs --executor ray (local runs see every GPU of the machine)")
+                raise UsageError(f"{flag} needs --executor ray ({why})")
     if args.ray_address is not None:  # before anything is written (Ray itself would retry for minutes)
         checkRayAddress(args.ray_address)
 
