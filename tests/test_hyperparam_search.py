@@ -639,6 +639,28 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
 
 
 @pytest.mark.slow
+def test_a_sigint_to_the_command_alone_stops_the_workers_trials_at_once(tmp_path):
+    """SIGINT sent to the command only (kill -INT PID, a supervisor): its --workers processes trained on, finished
+    their trials and started new ones until the command gave up waiting for them 30 s later. It passes the stop on."""
+    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
+                          "--num-timesteps", "100000", "--log-dir", tmp_path)
+    name = f"ppo2_{ENV}_ground_truth_tpe"
+    folder = os.path.join(str(tmp_path), "hyperparam_search", name)
+    deadline = time.time() + 120
+    while len(glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))) < 2 and \
+            time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    sent = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    output, errors = process.communicate(timeout=120)
+    assert process.returncode == 130, output + errors
+    assert time.monotonic() - sent < 20, output + errors
+    assert "Interrupted: 0 completed" in output and "Traceback" not in errors, output + errors
+    study = _loadStudy(f"sqlite:///{folder}.db", name)
+    assert len(study.trials) == 2 and {trial.state.name for trial in study.trials} == {"FAIL"}
+
+
+@pytest.mark.slow
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the starting workers in /proc")
 def test_a_ctrl_c_while_the_workers_start_stops_the_search_without_a_traceback(tmp_path):
     """Ctrl-C to the process group while the --workers processes import: they printed a KeyboardInterrupt traceback

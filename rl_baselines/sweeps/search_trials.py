@@ -442,8 +442,11 @@ def runWorker(config: SearchConfig, n_trials: int, seed: int, callbacks: Sequenc
 
 
 def _workerMain(config: SearchConfig, n_trials: int, seed: int) -> None:
-    """Entry point of a ``--workers`` process."""
+    """Entry point of a ``--workers`` process. It stops on the SIGTERM the command passes on (:func:`runWorkers`) and
+    ignores SIGINT, so that a stop reaches it once, whether a Ctrl-C went to the process group or to the command
+    alone."""
     signal.signal(signal.SIGTERM, raiseTerminated)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         unblockStopSignals()  # started with both blocked: a Ctrl-C that came while it imported arrives here
         runWorker(config, n_trials, seed)
@@ -546,12 +549,11 @@ def runWorkers(config: SearchConfig, study: Any, n_trials: int, workers: int, se
                 progress.trialDone(trial)
             progress.tick()
             time.sleep(1.0)
-    except KeyboardInterrupt as error:  # a Ctrl-C reached the workers too: they stop their trials, record them failed
+    except KeyboardInterrupt:  # pass it on as SIGTERM (the workers ignore SIGINT): they stop their trials, failed
         interrupted = True
-        if isinstance(error, Terminated):  # a SIGTERM reached this process only: pass it on
-            for process in processes:
-                if process.is_alive():
-                    os.kill(process.pid, signal.SIGTERM)
+        for process in processes:
+            if process.is_alive():
+                os.kill(process.pid, signal.SIGTERM)
     finally:
         for process in processes:
             process.join(30)
