@@ -181,6 +181,27 @@ def test_commands_share_one_sqlite_study_and_score_the_last_evaluation(tmp_path)
     assert len({tuple(sorted(t.params.items())) for t in trials}) == 3  # no duplicated sample
 
 
+def test_a_grid_search_runs_the_points_left_and_says_so(tmp_path, capsys):
+    """Optuna's GridSampler stops a search at the grid's last point and tries points again once all were tried: a
+    grid of 2 points with --n-trials 3 ran 2 trials without a word, and the same command again re-ran a tried point.
+    The command says how many points are left and runs those, and nothing once every point was tried."""
+    fixed = [item for name, value in (("learning_rate", "0.001"), ("gamma", "0.99"), ("gae_lambda", "0.95"),
+                                      ("ent_coef", "0.0"), ("clip_range", "0.2"), ("vf_coef", "0.5"),
+                                      ("max_grad_norm", "0.5"), ("batch_size", "64"))
+             for item in ("--hyperparam", f"{name}:{value}")]
+    argv = [*COMMON, *fixed, "--optimizer", "grid", "--grid-points", "2", "--pruner", "none", "--num-timesteps",
+            "256", "--no-vis", "--log-dir", str(tmp_path), "--n-trials", "3"]
+    assert hyperparam_search.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "searching n_epochs" in out and "--n-trials 3: the grid has 2 of its 2 point(s) left to try; running 2" in out
+    assert hyperparam_search.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "Nothing to run: the grid's 2 point(s) have all been tried (the study holds 2 trials)" in out
+    study = _loadStudy(f"sqlite:///{tmp_path}/hyperparam_search/ppo2_{ENV}_ground_truth_grid.db",
+                       f"ppo2_{ENV}_ground_truth_grid")
+    assert sorted(trial.params["n_epochs"] for trial in study.trials) == [1, 10]
+
+
 def test_sampler_seeds_of_commands_sharing_a_study_differ():
     # --sampler-seed 0 started after one trial, --sampler-seed 1 before any: a plain sum gave both seed 1
     assert samplerSeed(0, 1) != samplerSeed(1, 0)

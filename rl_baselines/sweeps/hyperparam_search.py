@@ -30,6 +30,7 @@ reads it), ``search.png`` and ``trials.csv``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import signal
@@ -404,6 +405,21 @@ def _prunedBeforeStartText(reasons: list[str], budget: int) -> str:
             f"{', '.join(counts)} (the last: {reasons[-1]}); {'; '.join(advice)}")
 
 
+def _gridLeft(study: Any, config: SearchConfig) -> tuple[int, int]:
+    """
+    :param study: the study
+    :param config: a grid search
+    :return: (the grid's points, those no finished trial of the study tried on this grid): Optuna's GridSampler
+        tries a point again once every one was tried, and stops a search at the last one
+    """
+    grid = {name: gridValues(spec, config.grid_points) for name, spec in config.space.items()}
+    size = math.prod(len(values) for values in grid.values())
+    tried = {trial.system_attrs["grid_id"] for trial in study.get_trials(deepcopy=False)
+             if trial.state.is_finished() and "grid_id" in trial.system_attrs
+             and trial.system_attrs.get("search_space") == grid}
+    return size, size - len(tried)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """
     :param argv: command-line arguments (default: sys.argv[1:])
@@ -427,12 +443,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         else " (gradient_steps: train_freq)")
     print(f"Study {config.study_name} ({config.storage_url}): {known} earlier trials; searching "
           f"{', '.join(config.space)}{tied}", flush=True)
-    progress = TrialProgress(args.n_trials, enabled=not args.no_progress, evaluates=config.evaluate)
+    n_trials = args.n_trials
+    if config.optimizer == "grid":
+        size, left = _gridLeft(study, config)
+        if left == 0:
+            print(f"Nothing to run: the grid's {size} point(s) have all been tried (the study holds {known} trials); "
+                  "give another --grid-points or --study-name to search another grid", flush=True)
+            return 0
+        if left < n_trials:
+            print(f"--n-trials {n_trials}: the grid has {left} of its {size} point(s) left to try; running {left}",
+                  flush=True)
+            n_trials = left
+    progress = TrialProgress(n_trials, enabled=not args.no_progress, evaluates=config.evaluate)
     interrupted = False
     previous_sigterm = signal.signal(signal.SIGTERM, raiseTerminated)
     try:
         sampler_seed = samplerSeed(args.seed if args.sampler_seed is None else args.sampler_seed, known)
-        failed_workers = runWorkers(config, study, args.n_trials, args.workers, sampler_seed, progress)
+        failed_workers = runWorkers(config, study, n_trials, args.workers, sampler_seed, progress)
     except KeyboardInterrupt:
         interrupted, failed_workers = True, 0
         for trial in finishedTrials(study, config.search_id):  # the interrupted ones too
