@@ -385,6 +385,9 @@ def test_the_bar_does_not_count_the_runs_a_ctrl_c_stopped(tmp_path, capsys) -> N
     assert any("0/2 runs" in line for line in bar), bar
     # its last line says what the runs are now (it said "running 2")
     assert [line for line in bar if "runs [" in line][-1].endswith("done 0, running 0, failed 0, stopped 2]"), bar
+    # the summary counts them as the bar does (it said "2 failed" below the bar's "failed 0, stopped 2")
+    assert pipeline._summary(specs, records, failed, interrupted, "state.json") == 130
+    assert "Sweep: 0/2 runs finished (0 earlier), 0 failed, 2 stopped, 0 not run." in capsys.readouterr().out
 
 
 class _OneAtATimeExecutor:

@@ -267,8 +267,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         claims.release(result.run_id)
         records[result.run_id] = elsewhere if elsewhere is not None else stamp(
             {"state": result.state, "run_folder": result.run_folder, "log": result.log,
-             "returncode": result.returncode, "wall_time_s": round(result.wall_time_s, 2), "message": result.message},
-            claims.pipeline)
+             "returncode": result.returncode, "wall_time_s": round(result.wall_time_s, 2), "message": result.message,
+             **({} if advance else {"stopped": True})}, claims.pipeline)
         finished_now.append(spec)
         ended.append(result)
         if advance:
@@ -381,8 +381,11 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
     states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
     elsewhere = sum(bool(record.get("elsewhere")) and record["state"] == "done" for record in records.values())
     finished = states["done"] + states["skipped"]
+    # as the bar counts them: the runs this interruption stopped apart from the failed ones
+    stopped_now = sum(bool(records.get(result.run_id, {}).get("stopped")) for result in failed)
     print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
-          + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed)} failed"
+          + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed) - stopped_now} failed"
+          + (f", {stopped_now} stopped" if stopped_now else "")
           + (f", {states['pending'] + states['running']} not run" if interrupted else "") + f". State: {state_path}")
     by_id = {spec.run_id: spec for spec in specs}
     stopped = [result for result in failed if stoppedBySignal(result.returncode)]
