@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import signal
+import sys
 import time
 import zipfile
 
@@ -258,6 +259,8 @@ def test_pruned_trial_process_is_stopped(tmp_path):
     (["--study-name", "a/b"], "--study-name 'a/b'"),
     (["--storage", "not a url"], "--storage 'not a url' is not a database URL"),
     (["--storage", "sqlite:////nonexistent_srl_toolbox_dir/x.db"], "the folder /nonexistent_srl_toolbox_dir does not exist"),
+    (["--storage", "foo://x"], "--storage 'foo://x': unknown database 'foo'; valid choices: sqlite:///PATH, "
+                               "postgresql://USER:PASSWORD@HOST/DB"),
     (["--algo-args", "a2c:--n-steps=5"], "'a2c' is not an algorithm of this command; valid choices: ppo2"),
     (["--algo-args", "ppo2:--bogus=1"], "train flags: unrecognized arguments: --bogus=1"),
     (["--hyperparam", "n_steps:64", "batch_size:64", "n_epochs:2", "learning_rate:0.001", "gamma:0.99",
@@ -269,6 +272,18 @@ def test_bad_inputs(tmp_path, argv, message):
     with pytest.raises(UsageError, match=re.escape(message)):
         hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
                                 str(log_dir), *argv])
+    assert not log_dir.exists()
+
+
+def test_a_storage_whose_driver_is_missing_is_named(tmp_path, monkeypatch):
+    """A server database's URL without its driver module said only "Failed to import DB access module": the line
+    names the module, before anything is written."""
+    monkeypatch.setitem(sys.modules, "psycopg2", None)  # as if it were not installed
+    log_dir = tmp_path / "logs"
+    with pytest.raises(UsageError, match=re.escape("--storage 'postgresql+psycopg2://u:p@127.0.0.1:1/db': the driver "
+                                                   "of postgresql+psycopg2 is not installed (")):
+        hyperparam_search.main(["--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
+                                str(log_dir), "--storage", "postgresql+psycopg2://u:p@127.0.0.1:1/db"])
     assert not log_dir.exists()
 
 

@@ -235,14 +235,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     checkWritableFolder(args["log_dir"], "--log-dir")  # (before the storage URL, which is made from it)
     root = os.path.join(args["log_dir"], SEARCH_FOLDER)
     storage_url = args["storage"] or f"sqlite:///{os.path.abspath(os.path.join(root, study_name + '.db'))}"
-    try:
-        from sqlalchemy.engine import make_url  # installed with optuna (optional)
-
-        make_url(storage_url)
-    except ImportError:
-        raise UsageError(f"hyperparam_search needs Optuna, which is not installed: {INSTALL_HINT}") from None
-    except Exception as error:  # sqlalchemy.exc.ArgumentError
-        raise UsageError(f"--storage {storage_url!r} is not a database URL ({error})") from None
+    _checkStorageUrl(storage_url)
     database = sqlitePath(storage_url) if args["storage"] else None  # (the default's folder is the search's own)
     if database is not None and not os.path.isdir(os.path.dirname(os.path.abspath(database))):
         raise UsageError(f"--storage {storage_url!r}: the folder {os.path.dirname(os.path.abspath(database))} does not "
@@ -403,6 +396,34 @@ def _prunedBeforeStartText(reasons: list[str], budget: int) -> str:
         advice.append(f"fix {name} with --hyperparam {name}:N (a value train accepts)")
     return (f"No completed trial, so no best hyperparameters: every trial was pruned before it started, "
             f"{', '.join(counts)} (the last: {reasons[-1]}); {'; '.join(advice)}")
+
+
+def _checkStorageUrl(storage_url: str) -> None:
+    """
+    :param storage_url: --storage, or the default SQLite file's URL
+    :raises UsageError: not a database URL, a database SQLAlchemy does not know (naming the usual ones), or one whose
+        driver module is not installed (naming it)
+    """
+    try:
+        from sqlalchemy.engine import make_url  # installed with optuna (optional)
+        from sqlalchemy.exc import NoSuchModuleError
+    except ImportError:
+        raise UsageError(f"hyperparam_search needs Optuna, which is not installed: {INSTALL_HINT}") from None
+    try:
+        url = make_url(storage_url)
+    except Exception as error:  # sqlalchemy.exc.ArgumentError
+        raise UsageError(f"--storage {storage_url!r} is not a database URL ({error})") from None
+    try:
+        dialect = url.get_dialect()
+    except NoSuchModuleError:
+        raise UsageError(f"--storage {storage_url!r}: unknown database {url.drivername!r}; valid choices: "
+                         "sqlite:///PATH, postgresql://USER:PASSWORD@HOST/DB, mysql://USER:PASSWORD@HOST/DB (or "
+                         "another database SQLAlchemy knows)") from None
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        raise UsageError(f"--storage {storage_url!r}: the driver of {url.drivername} is not installed ({error}); "
+                         "install it with pip") from None
 
 
 def _gridLeft(study: Any, config: SearchConfig) -> tuple[int, int]:
