@@ -5,8 +5,8 @@ declared in setup.py like any third-party plugin, so this module imports none of
 to import, is not a BaseRLObject, leaves an abstract method out, or was built for an API major version other than
 1 (run through rl_baselines.core.plugin_v1) and 2, or declares version 2 with version 1's ``train``
 (:func:`rl_baselines.core.plugin_v1.declaredVersionConflict`), is recorded in ``failed_plugins`` (name -> reason),
-reported once as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of the train
-command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them or raises: the train
+reported once as a warning, and skipped; the others still load. So is one with a hyperparameter whose flag is one of
+the train command's own (``seed`` gives ``--seed``), or whose ``customArguments`` adds one of them or raises: the train
 settings, in a higher layer, hand their flags down with :func:`skipClashingFlags` when they are imported, which every
 command that builds a train parser does first; both tables are changed in place. A registered class that declares no
 ``NAME`` (the name its help and messages show) gets its entry point's name."""

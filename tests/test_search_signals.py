@@ -1,0 +1,81 @@
+"""Signals to hyperparam_search with --workers: SIGTERM and a SIGINT to the command alone stop every trial and record
+it failed, and no new trial starts; a Ctrl-C to the process group while the workers start prints no
+traceback."""
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import time
+
+import pytest
+from conftest import childProcesses, startModule
+from test_hyperparam_search import COMMON, ENV, _loadStudy
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_trial_and_records_it(tmp_path):
+    """SIGTERM (kill, timeout, a batch scheduler) reaches the command only: it stops like a Ctrl-C, passing the signal
+    to its worker processes, whose trials' train processes are stopped (they lead their own sessions, and trained on
+    as orphans) and recorded failed, not left RUNNING in the study."""
+    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
+                          "--num-timesteps", "100000", "--log-dir", tmp_path)
+    name = f"ppo2_{ENV}_ground_truth_tpe"
+    folder = os.path.join(str(tmp_path), "hyperparam_search", name)
+    deadline = time.time() + 120
+    while len(glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))) < 2 and \
+            time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGTERM)
+    output, errors = process.communicate(timeout=120)
+    assert process.returncode == 130, output + errors
+    assert "Interrupted: 0 completed" in output
+    monitors = glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))
+    sizes = [os.path.getsize(path) for path in monitors]
+    time.sleep(1.5)
+    assert [os.path.getsize(path) for path in monitors] == sizes  # no train process goes on
+    study = _loadStudy(f"sqlite:///{folder}.db", name)
+    assert study.trials and {trial.state.name for trial in study.trials} == {"FAIL"}
+
+
+@pytest.mark.slow
+def test_a_sigint_to_the_command_alone_stops_the_workers_trials_at_once(tmp_path):
+    """SIGINT sent to the command only (kill -INT PID, a supervisor): its --workers processes trained on, finished
+    their trials and started new ones until the command gave up waiting for them 30 s later. It passes the stop on."""
+    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
+                          "--num-timesteps", "100000", "--log-dir", tmp_path)
+    name = f"ppo2_{ENV}_ground_truth_tpe"
+    folder = os.path.join(str(tmp_path), "hyperparam_search", name)
+    deadline = time.time() + 120
+    while len(glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))) < 2 and \
+            time.time() < deadline and process.poll() is None:
+        time.sleep(0.5)
+    process.send_signal(signal.SIGINT)
+    output, errors = process.communicate(timeout=120)
+    assert process.returncode == 130, output + errors
+    assert "Interrupted: 0 completed" in output and "Traceback" not in errors, output + errors
+    study = _loadStudy(f"sqlite:///{folder}.db", name)
+    assert len(study.trials) == 2 and {trial.state.name for trial in study.trials} == {"FAIL"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="finds the starting workers in /proc")
+def test_a_ctrl_c_while_the_workers_start_stops_the_search_without_a_traceback(tmp_path):
+    """Ctrl-C to the process group while the --workers processes import: they printed a KeyboardInterrupt traceback
+    each (the command itself said "Interrupted", exit 130). They take the signal once they run."""
+    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "2", "--workers", "2",
+                          "--num-timesteps", "100000", "--log-dir", tmp_path, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any("spawn_main" in line for _, line in childProcesses(process.pid)):
+            assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+            time.sleep(0.02)
+        time.sleep(0.5)  # past the interpreters' start, into the imports, which last seconds
+        os.killpg(process.pid, signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert "Interrupted: 0 completed" in out, out
