@@ -13,11 +13,9 @@ from conftest import childProcesses, startModule
 from test_hyperparam_search import COMMON, ENV, _loadStudy
 
 
-@pytest.mark.slow
-def test_sigterm_stops_every_trial_and_records_it(tmp_path):
-    """SIGTERM (kill, timeout, a batch scheduler) reaches the command only: it stops like a Ctrl-C, passing the signal
-    to its worker processes, whose trials' train processes are stopped (they lead their own sessions, and trained on
-    as orphans) and recorded failed, not left RUNNING in the study."""
+def _twoTrialsTraining(tmp_path) -> tuple:
+    """:return: a search of 4 long trials on 2 workers, started, once both workers' first trials train (or it ended),
+    its study's name and folder"""
     process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
                           "--num-timesteps", "100000", "--log-dir", tmp_path)
     name = f"ppo2_{ENV}_ground_truth_tpe"
@@ -26,6 +24,15 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
     while len(glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))) < 2 and \
             time.time() < deadline and process.poll() is None:
         time.sleep(0.5)
+    return process, name, folder
+
+
+@pytest.mark.slow
+def test_sigterm_stops_every_trial_and_records_it(tmp_path):
+    """SIGTERM (kill, timeout, a batch scheduler) reaches the command only: it stops like a Ctrl-C, passing the signal
+    to its worker processes, whose trials' train processes are stopped (they lead their own sessions, and trained on
+    as orphans) and recorded failed, not left RUNNING in the study."""
+    process, name, folder = _twoTrialsTraining(tmp_path)
     process.send_signal(signal.SIGTERM)
     output, errors = process.communicate(timeout=120)
     assert process.returncode == 130, output + errors
@@ -42,14 +49,7 @@ def test_sigterm_stops_every_trial_and_records_it(tmp_path):
 def test_a_sigint_to_the_command_alone_stops_the_workers_trials_at_once(tmp_path):
     """SIGINT sent to the command only (kill -INT PID, a supervisor): its --workers processes trained on, finished
     their trials and started new ones until the command gave up waiting for them 30 s later. It passes the stop on."""
-    process = startModule("rl_baselines.hyperparam_search", *COMMON, "--n-trials", "4", "--workers", "2",
-                          "--num-timesteps", "100000", "--log-dir", tmp_path)
-    name = f"ppo2_{ENV}_ground_truth_tpe"
-    folder = os.path.join(str(tmp_path), "hyperparam_search", name)
-    deadline = time.time() + 120
-    while len(glob.glob(os.path.join(folder, "trial_*", "*", "*", "*", "*", "monitor", "0.monitor.csv"))) < 2 and \
-            time.time() < deadline and process.poll() is None:
-        time.sleep(0.5)
+    process, name, folder = _twoTrialsTraining(tmp_path)
     process.send_signal(signal.SIGINT)
     output, errors = process.communicate(timeout=120)
     assert process.returncode == 130, output + errors

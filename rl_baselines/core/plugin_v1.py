@@ -89,16 +89,28 @@ def declaredVersionConflict(algo_class: type) -> str | None:
         return _v2TrainOnV1(algo_class)
     if apiMajor(getattr(algo_class, "API_VERSION", None)) != 2 or not isV1(algo_class):
         return None
-    declaring = next(klass for klass in algo_class.__mro__ if "API_VERSION" in vars(klass))
-    training = next(klass for klass in algo_class.__mro__ if "train" in vars(klass))
+    declaring, training = _definers(algo_class)
     if not issubclass(declaring, training):
         return None
-    where = "" if declaring is algo_class else f" (in {declaring.__name__})"
-    origin = "" if training is algo_class else f" (from {training.__name__})"
+    where, origin = _whereDefined(algo_class)
     return (f"{algo_class.__name__} declares API_VERSION {algo_class.API_VERSION!r}{where}, but its train"
             f"{inspect.signature(algo_class.train)}{origin} is version 1's; version 2's takes (self, env, "
             "total_timesteps, hyperparams, callback, logger, settings, checkpoint=None): declare API_VERSION = 1 "
             "to run it through the version 1 adapter, or move it to version 2 (docs/plugins.md, API version 1)")
+
+
+def _definers(algo_class: type) -> tuple[type, type]:
+    """:return: the classes of ``algo_class``'s MRO that declare its ``API_VERSION`` and define its ``train``"""
+    return (next(klass for klass in algo_class.__mro__ if "API_VERSION" in vars(klass)),
+            next(klass for klass in algo_class.__mro__ if "train" in vars(klass)))
+
+
+def _whereDefined(algo_class: type) -> tuple[str, str]:
+    """:return: `` (in Base)`` where a base class declares the version, `` (from Base)`` where one defines ``train``
+    (each empty when ``algo_class`` does it itself), for the refusals' messages"""
+    declaring, training = _definers(algo_class)
+    return ("" if declaring is algo_class else f" (in {declaring.__name__})",
+            "" if training is algo_class else f" (from {training.__name__})")
 
 
 def _v2TrainOnV1(algo_class: type) -> str | None:
@@ -116,10 +128,7 @@ def _v2TrainOnV1(algo_class: type) -> str | None:
         return None
     if not _takes(train, *V2_TRAIN_ARGUMENTS):
         return None  # (neither version's: train's own error names it)
-    declaring = next(klass for klass in algo_class.__mro__ if "API_VERSION" in vars(klass))
-    training = next(klass for klass in algo_class.__mro__ if "train" in vars(klass))
-    where = "" if declaring is algo_class else f" (in {declaring.__name__})"
-    origin = "" if training is algo_class else f" (from {training.__name__})"
+    where, origin = _whereDefined(algo_class)
     return (f"{algo_class.__name__} declares API_VERSION {algo_class.API_VERSION!r}{where}, but its train"
             f"{inspect.signature(train)}{origin} is version 2's; version 1's takes (self, args, callback, "
             "env_kwargs=None, train_kwargs=None): declare API_VERSION = 2 to run it as version 2, "
