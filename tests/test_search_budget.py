@@ -387,6 +387,7 @@ def _arsConfig(tmp_path, *flags: str) -> search_study.SearchConfig:
     (["--num-population", "2"], (int, (1, 2)), None),  # num_population fixed: top_population's range cut to it
     (["--hyperparam", "num_population:3"], (int, (1, 3)), None),
     (["--hyperparam", "top_population:5"], None, (int, (5, 50))),  # top_population fixed: num_population raised
+    (["--hyperparam", "top_population:20"], None, (int, (20, 50))),  # above num_population's default (10)
 ])
 def test_ars_never_samples_a_top_population_above_its_num_population(tmp_path, flags, top, num):
     """ars's top_population was sampled from 1..5 whatever num_population was: with --num-population 2, a trial that
@@ -409,6 +410,22 @@ def test_ars_never_samples_a_top_population_above_its_num_population(tmp_path, f
             assert params["top_population"] == min(sampled["top_population"], sampled["num_population"])
     assert search_study.trialParams({"num_population": 3, "top_population": 5}, config)[0]["top_population"] == (
         3 if top and num else 5)
+
+
+def test_a_fixed_top_population_above_the_default_num_population_searches_from_it(tmp_path):
+    """--hyperparam top_population:20 was refused (top_population (20) cannot exceed num_population (10)): train's
+    validation checked it against ars's default num_population, which the search samples (raised to 20..50). The
+    bound is validated at the fixed value without it reaching what the study records or what the trials train with;
+    a top_population above the space's largest num_population is refused by the space's own message."""
+    config = _arsConfig(tmp_path, "--hyperparam", "top_population:20")
+    assert config.space["num_population"] == (int, (20, 50))
+    assert config.fixed == {"top_population": "20"}
+    assert config.train_settings["hyperparams"] == {"top_population": 20}
+    assert "num_population:20" not in " ".join(config.train_argv)
+    with pytest.raises(UsageError, match=r"^top_population 60: every num_population the search space of ars offers "
+                                         r"\(2\.\.50\)"):
+        _arsConfig(tmp_path, "--hyperparam", "top_population:60")
+    assert not any(tmp_path.iterdir())
 
 
 def test_a_fixed_value_that_leaves_none_of_its_pair_is_refused():

@@ -205,11 +205,17 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         train_args = TrainConfig.fromValues(vars(train_parser.parse_args([*train_argv, *shared])))
     except UsageError as error:
         raise UsageError(f"train flags: {error}") from None
-    # (the algorithms this command accepts: a refusal lists those as the valid choices, not random_agent)
-    resolved = train.validate(train_args, {name: registered_rl[name] for name in searchable})
     fixed = {**hyperparamStrings(train_args), **_flaggedHyperparams(train_args)}
+    pinned = _pinnedBounds(algo_class, space, fixed)
+    # (the algorithms this command accepts: a refusal lists those as the valid choices, not random_agent)
+    checked = train.validate(train_args.replace(hyperparam=(*train_args.hyperparam, *pinned.values())),
+                             {name: registered_rl[name] for name in searchable})
+    # (the study records, and the trials train with, the flags as given: a pinned bound is still searched)
+    resolved = checked.replace(hyperparam=tuple(item for item in checked.hyperparam if item not in pinned.values()),
+                               hyperparams={name: value for name, value in checked.hyperparams.items()
+                                            if name not in pinned})
     run_envs = runEnvs(train_args.argsRecord())
-    hyperparams = _resolvedHyperparams(algo_class, resolved)
+    hyperparams = _resolvedHyperparams(algo_class, checked)
     # (typed; a value fixed by the algorithm's own flag, --n-steps 512, is in resolved.hyperparams only once resolved)
     fixed_values = {**resolved.hyperparams, **{name: hyperparams[name] for name in fixed if name in hyperparams}}
     _checkFixedBudget(fixed_values, train_args.num_cpu, run_envs, args["num_timesteps"])
@@ -255,6 +261,20 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         normalised=getattr(algo_class, "NORMALISED_ADVANTAGES", None), subsample_steps=subsample_steps,
         at_most=at_most)
     return config, algo_class
+
+
+def _pinnedBounds(algo_class: type, space: Mapping[str, tuple], fixed: Mapping[str, str]) -> dict[str, str]:
+    """
+    :param algo_class: the algorithm
+    :param space: its search space
+    :param fixed: the hyperparameters fixed for every trial (``--hyperparam``, the file, the algorithm's own flag)
+    :return: ``--hyperparam`` items (by the bound's name) that validate the search's train flags with each searched
+        bound of a fixed capped hyperparameter (the algorithm's ``SEARCH_AT_MOST``: ars's ``num_population`` of a
+        fixed ``top_population``) at the fixed value, not at its default: the space is raised to it
+        (:func:`fitSpaceToCaps`, which refuses a value above the space), so the default never trains
+    """
+    return {bound: f"{bound}:{fixed[name]}" for name, bound in getattr(algo_class, "SEARCH_AT_MOST", {}).items()
+            if name in fixed and bound in space and bound not in fixed}
 
 
 def _subsampleSteps(algo_class: type, space: Mapping[str, tuple], fixed: Mapping[str, str],
