@@ -428,6 +428,18 @@ def test_the_bar_count_and_its_status_agree(tmp_path, capsys) -> None:
     assert shown[-1] == (3, 3, 2, 0, 1), shown
 
 
+def test_no_progress_numbers_the_failed_and_stopped_lines_as_the_done_ones(tmp_path, capsys) -> None:
+    """With --no-progress a done run's line began ``[N/M] done:``, a failed or stopped run's ``failed:`` alone."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2], [], str(tmp_path), cwd=REPO)
+    pipeline._runAll(_OneAtATimeExecutor(), pipeline.RunClaims(specs), specs, specs, {}, None, True, lambda: None)
+    lines = [line for line in capsys.readouterr().out.splitlines() if specs[0].label[:4] in line]
+    assert [line.split(": ")[0] for line in lines] == ["[1/3] done", "[2/3] failed", "[3/3] done"], lines
+    assert lines[1].startswith(f"[2/3] failed: {specs[1].label} [{specs[1].run_id}] exit code 0, log log"), lines
+    pipeline._runAll(_StoppedExecutor(), pipeline.RunClaims(specs), specs, specs, {}, None, True, lambda: None)
+    lines = [line for line in capsys.readouterr().out.splitlines() if specs[0].label[:4] in line]
+    assert [line.split(": ")[0] for line in lines] == ["[1/3] failed", "[2/3] failed", "[3/3] failed"], lines
+
+
 def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeypatch) -> None:
     monkeypatch.setattr(pipeline, "_runAll", lambda *args: ([], False))
     pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",

@@ -278,12 +278,14 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         else:
             counted["stopped"] += 1
         by = " by another pipeline" if elsewhere is not None else ""
+        # --no-progress: every line of a run that ended (done, failed or stopped) says which it is of this invocation's
+        prefix = f"[{len(ended)}/{len(to_run)}] " if no_progress else ""
         if result.state == "failed":
             failed.append(result)
-            bar.write(f"failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log {result.log}"
-                      + (f": {result.message}" if result.message else ""))
+            bar.write(f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
+                      f"{result.log}" + (f": {result.message}" if result.message else ""))
         elif no_progress:
-            bar.write(f"[{len(ended)}/{len(to_run)}] done{by}: {spec.label} [{spec.run_id}]"
+            bar.write(f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
                       + (f" in {result.wall_time_s:.0f} s" if not by else ""))
 
     def recordElsewhere(spec: RunSpec, outcome: dict[str, Any]) -> None:
