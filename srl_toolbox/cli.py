@@ -335,6 +335,11 @@ def intInRange(low: int, high: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+# The errors of a folder that refuses new files (its permissions, a read-only mount or an immutable folder); another
+# error when a file is created in it (a pseudo file system's ENOENT, a full disk) is named as what failed
+_REFUSED_WRITE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
+
 def checkWritableFolder(folder: str, flag: str) -> None:
     """
     Refuse an output folder that cannot be written, before any work: a file in its path, a symbolic link to nothing
@@ -345,7 +350,8 @@ def checkWritableFolder(folder: str, flag: str) -> None:
 
     :param folder: the folder the command will write into (made later if missing)
     :param flag: the option that gave it, for the message (e.g. ``--log-dir``)
-    :raises UsageError: the folder cannot be written
+    :raises UsageError: the folder cannot be written: "is not writable" where it refuses new files (permissions, a
+        read-only mount), else "cannot create files in" it or its nearest existing parent, with the system's reason
     """
     existing = os.path.abspath(folder)
     while not os.path.lexists(existing):
@@ -370,8 +376,13 @@ def checkWritableFolder(folder: str, flag: str) -> None:
         with tempfile.TemporaryFile(dir=existing, prefix=".write_check"):
             pass
     except OSError as error:
-        where = "" if existing == os.path.abspath(folder) else f" (its parent {existing!r})"
-        raise UsageError(f"{flag} {folder!r}{where} is not writable: {error.strerror or error}") from None
+        reason = error.strerror or str(error)
+        made = existing != os.path.abspath(folder)
+        if error.errno not in _REFUSED_WRITE_ERRNOS:  # (e.g. /proc: ENOENT) not a refusal: say what failed
+            where = f"{existing!r} (the nearest existing folder of its path)" if made else "it"
+            raise UsageError(f"{flag} {folder!r}: cannot create files in {where}: {reason}") from None
+        where = f" (its parent {existing!r})" if made else ""
+        raise UsageError(f"{flag} {folder!r}{where} is not writable: {reason}") from None
 
 
 def checkOutputFile(path: str, flag: str) -> None:

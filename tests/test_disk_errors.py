@@ -6,6 +6,8 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 
@@ -164,6 +166,35 @@ def test_a_dangling_link_or_a_loop_on_an_output_folder_is_refused(links):
         checkWritableFolder(os.path.join(links["loop"], "x"), "--save-path")
     with pytest.raises(UsageError, match="--video .*is a symbolic link to"):
         checkOutputFile(os.path.join(links["dangling"], "x.gif"), "--video")
+
+
+@pytest.mark.parametrize("raised, expected", [
+    (FileNotFoundError(errno.ENOENT, "No such file or directory"),
+     r"^--log-dir '{folder}': cannot create files in '{parent}' \(the nearest existing folder of its path\): No such "
+     r"file or directory$"),
+    (PermissionError(errno.EACCES, "Permission denied"),
+     r"^--log-dir '{folder}' \(its parent '{parent}'\) is not writable: Permission denied$"),
+])
+def test_an_unwritable_folder_is_refused_with_what_failed(tmp_path, monkeypatch, raised, expected):
+    """--log-dir /proc/x said "(its parent '/proc') is not writable: No such file or directory": the parent exists,
+    creating a file in it failed. Only a refusal (permissions, a read-only mount) says "is not writable"."""
+    def fail(*args, **kwargs):
+        raise raised
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", fail)
+    folder = os.path.join(tmp_path, "x")
+    with pytest.raises(UsageError, match=expected.format(folder=re.escape(folder), parent=re.escape(str(tmp_path)))):
+        checkWritableFolder(folder, "--log-dir")
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="no /proc")
+def test_train_under_proc_says_no_file_can_be_created_there(capsys):
+    code, stderr = _run(train.main, [*TRAIN, "--num-timesteps", "300", "--log-dir", "/proc/x"], capsys)
+    assert code == USAGE_EXIT_CODE and _assertOneErrorLine(stderr) == (
+        "error: --log-dir '/proc/x': cannot create files in '/proc' (the nearest existing folder of its path): No such "
+        "file or directory")
+    assert not os.path.exists("/proc/x")
 
 
 def test_train_and_the_dataset_generator_refuse_a_dangling_link_before_any_work(links, capsys):
