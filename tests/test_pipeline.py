@@ -437,7 +437,21 @@ def test_no_progress_numbers_the_failed_and_stopped_lines_as_the_done_ones(tmp_p
     assert lines[1].startswith(f"[2/3] failed: {specs[1].label} [{specs[1].run_id}] exit code 0, log log"), lines
     pipeline._runAll(_StoppedExecutor(), pipeline.RunClaims(specs), specs, specs, {}, None, True, lambda: None)
     lines = [line for line in capsys.readouterr().out.splitlines() if specs[0].label[:4] in line]
-    assert [line.split(": ")[0] for line in lines] == ["[1/3] failed", "[2/3] failed", "[3/3] failed"], lines
+    assert [line.split(": ")[0] for line in lines] == ["[1/3] stopped", "[2/3] stopped", "[3/3] stopped"], lines
+
+
+def test_a_run_a_ctrl_c_stopped_says_stopped_as_the_summary_counts_it(tmp_path, capsys) -> None:
+    """A run the Ctrl-C stopped printed ``[N/M] failed: ... exit code 130`` above a summary that counted it stopped
+    (as the bar and the state file do); with the bar, the line has no ``[N/M]``, as no done line is printed there."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1], [], str(tmp_path), cwd=REPO)
+    for no_progress, prefix in ((True, "[1/2] "), (False, "")):
+        records: dict = {}
+        failed, interrupted = pipeline._runAll(_StoppedExecutor(), pipeline.RunClaims(specs), list(specs), specs,
+                                               records, None, no_progress, lambda: None)
+        assert records[specs[0].run_id]["stopped"] and pipeline._summary(specs, records, failed, interrupted, "s")
+        out = capsys.readouterr().out
+        assert f"{prefix}stopped: {specs[0].label} [{specs[0].run_id}] (interrupted), log log\n" in out, out
+        assert "failed:" not in out and ", 2 stopped, 0 not run." in out, out
 
 
 def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeypatch) -> None:

@@ -282,6 +282,10 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         prefix = f"[{len(ended)}/{len(to_run)}] " if no_progress else ""
         if result.state == "failed":
             failed.append(result)
+        if not advance:  # stopped by the interruption: said as the bar, the summary and the state file count it
+            bar.write(f"{prefix}stopped: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
+                      + (f": {result.message}" if result.message else ""))
+        elif result.state == "failed":
             bar.write(f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
                       f"{result.log}" + (f": {result.message}" if result.message else ""))
         elif no_progress:
