@@ -45,7 +45,7 @@ from srl_models.base import SRLType
 from srl_models.registry import registeredSRL
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import maxThreads
-from srl_toolbox.settings import flagWords, kindRefusal, valueItems, valueText
+from srl_toolbox.settings import flagWords, kindRefusal, plainValue, valueItems, valueText
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
            "evaluateAgent",
@@ -117,6 +117,10 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     :return: the checked configuration
     :raises UsageError: bad input, with the command's one-line message
     """
+    # NumPy's wrapped values as the Python values they hold (np.bool_(True) a switch, np.array(2) the number 2)
+    algo, env, srl_model, num_timesteps, seed, log_dir, vis, progress = map(
+        plainValue, (algo, env, srl_model, num_timesteps, seed, log_dir, vis, progress))
+    flags = {name: plainValue(value) for name, value in flags.items()}
     _checkKinds(("hyperparams", hyperparams, Mapping, "a mapping of hyperparameter names to values"),
                 ("vis", vis, bool, "True or False"), ("progress", progress, bool, "True or False"))
     extra = () if extra is None else extra
@@ -334,17 +338,18 @@ def _checkKinds(*checks: tuple[str, Any, Any, str]) -> None:
 
 def _hyperparamPairs(value: Any) -> tuple[str, ...]:
     """
-    :param value: the ``hyperparam`` keyword: None, or ``--hyperparam``'s NAME:VALUE strings
+    :param value: the ``hyperparam`` keyword: None, or ``--hyperparam``'s NAME:VALUE strings (a list, a tuple or a
+        NumPy array of them)
     :return: the strings
     :raises UsageError: anything else, naming the ``hyperparams`` mapping as the other way
     """
     if value is None or value is False:
         return ()
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence) or not all(isinstance(item, str)
-                                                                                      for item in value):
+    items = valueItems(value)
+    if items is None or not all(isinstance(item, str) for item in items):
         raise UsageError(f"hyperparam {value!r} must be a list of NAME:VALUE strings, e.g. ['n_steps:64'] (or "
                          "hyperparams={'n_steps': 64})")
-    return tuple(value)
+    return tuple(map(str, items))
 
 
 def _positiveInt(name: str, value: Any) -> int:

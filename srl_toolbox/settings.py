@@ -9,8 +9,9 @@ function that reads the value); fields that are not flags (values resolved or pr
   which ``extend=True`` extends over repeated flags, the help shows the default unless it ends with its own ``[...]``);
 - :func:`checkedSetting` reads a value given from Python with the same function as the flag, so that Python and the
   command line accept and refuse the same values, in argparse's words (a value that is not text must also be of the
-  kind the flag reads: a string or path for a text flag, a number for a number's; a sequence or an array gives a flag
-  of several values its items, and a NumPy number is written as the number it is: :func:`valueText`);
+  kind the flag reads: a string or path for a text flag, a number for a number's, a bool for a switch; a sequence or
+  an array gives a flag of several values its items, a NumPy number is written as the number it is
+  (:func:`valueText`), and a NumPy bool or a 0-d array is taken as the Python value it holds (:func:`plainValue`));
 - :func:`checkedSettings` checks every flag field of an instance that way (a config built in Python is refused
   where the command line would refuse it);
 - :func:`settingsFromNamespace` makes an instance from the parsed command line;
@@ -27,6 +28,8 @@ import numbers
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from srl_toolbox.cli import UsageError, nonEmptyText
 
@@ -130,10 +133,22 @@ def addSettingFlags(parser: argparse.ArgumentParser, cls: type, substitutions: M
     return parser
 
 
+def plainValue(value: Any) -> Any:
+    """:return: a value given from Python as the one value it holds, where NumPy wraps it: a 0-d array
+        (``np.array(2)``) as its item (``np.int64(2)``, a NumPy number that :func:`valueText` writes as the number it
+        is), a NumPy bool (``np.bool_(True)``) as Python's; anything else as given (arrays of several values are read
+        item by item: :func:`valueItems`)"""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    return bool(value) if isinstance(value, np.bool_) else value
+
+
 def valueText(value: Any) -> str:
     """:return: a value as the command line writes it: every digit of a float kept (NumPy's ``np.float64(0.5)`` as the
         float it is), an integer of another type (``np.int64(3)``) as the int it equals, a path as its text, anything
-        else as its ``str`` (NumPy's ``np.float32(0.001)``: ``0.001``)"""
+        else as its ``str`` (NumPy's ``np.float32(0.001)``: ``0.001``); a NumPy bool or 0-d array as the value it
+        holds (:func:`plainValue`)"""
+    value = plainValue(value)
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return str(int(value))
     if isinstance(value, float):
@@ -143,11 +158,12 @@ def valueText(value: Any) -> str:
 
 def valueItems(value: Any) -> list[Any] | None:
     """:return: the items of a value given from Python for several values (a flag's ``nargs``): of a sequence (a list,
-        a tuple) or an array (NumPy's), as a list; None for one value (text, a number, a mapping, a 0-d array...)"""
+        a tuple) or an array (NumPy's), as a list, each item as :func:`plainValue` reads it; None for one value (text,
+        a number, a mapping, a 0-d array...)"""
     if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or hasattr(value, "__array__")):
         return None
     try:
-        return list(value)
+        return [plainValue(item) for item in value]
     except TypeError:  # (a 0-d array)
         return None
 
@@ -211,10 +227,12 @@ def checkedSetting(cls: type, name: str, value: Any) -> Any:
     """
     :param cls: a settings dataclass
     :param name: one of its flag fields
-    :param value: its value given from Python (None for the default)
+    :param value: its value given from Python (None for the default; NumPy's wrapped values as :func:`plainValue`
+        reads them: ``np.bool_(True)`` for a switch, ``np.array(2)`` for a number)
     :return: the value as the flag's parser reads it
     :raises ValueError: a value the flag refuses, in argparse's words
     """
+    value = plainValue(value)
     field = settingFields(cls)[name]
     flag = "/".join(flagNames(field))
     if value is None:

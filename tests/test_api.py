@@ -145,6 +145,38 @@ def test_numpy_values_are_taken_as_the_command_line_takes_their_numbers(tmp_path
     assert not log_dir.exists()
 
 
+def test_numpy_bools_0d_arrays_and_arrays_of_strings_are_taken_as_their_python_values(tmp_path):
+    """makeConfig(no_vis=np.bool_(True)) was refused ("a switch takes True or False, not np.True_"), and so were a 0-d
+    array (num_cpu=np.array(2): "num_cpu array(2) (ndarray) must be an integer") and an array of --hyperparam's
+    strings (hyperparam=np.array(["n_steps:64"])). They are the Python values they hold: a switch's bool, a number,
+    a list of strings; a value of another kind is still refused as before."""
+    log_dir = tmp_path / "logs"
+    base = {**GT, "log_dir": log_dir}
+    taken = api.makeConfig(no_vis=np.bool_(True), continuous_actions=np.bool_(True), num_cpu=np.array(2),
+                           seed=np.array(3), hyperparam=np.array(["n_steps:64"]), progress=np.bool_(True), **base)
+    assert taken.argv == api.makeConfig(no_vis=True, continuous_actions=True, num_cpu=2, seed=3,
+                                        hyperparam=["n_steps:64"], progress=True, **base).argv
+    assert (taken.args.no_vis, taken.args.continuous_actions, taken.args.no_progress) == (True, True, False)
+    assert (taken.args.num_cpu, taken.args.seed, taken.args.hyperparam) == (2, 3, ("n_steps:64",))
+    assert api.makeConfig(continuous_actions=np.array(False), **base).args.continuous_actions is False
+    assert api.makeConfig(img_shape=[np.array(3), 48, 48], **{**base, "srl_model": "raw_pixels"}).args.img_shape == (
+        3, 48, 48)
+    lstm = api.makeConfig(**{**base, "algo": "ppo_lstm"}, ortho_init=np.bool_(False), n_steps=np.array(32))
+    assert (lstm.args.hp_ortho_init, lstm.args.hp_n_steps) == (False, 32)
+    for keywords, message in [
+        ({"no_vis": "yes"}, "argument --no-vis: a switch takes True or False, not 'yes'"),
+        ({"no_vis": np.int64(1)}, "argument --no-vis: a switch takes True or False, not np.int64(1)"),
+        ({"vis": np.array(1)}, "vis np.int64(1) must be True or False"),
+        ({"num_cpu": np.array(2.5)}, "argument --num-cpu: '2.5' must be a positive integer"),
+        ({"log_dir": np.array(5)}, "argument --log-dir: log_dir np.int64(5) (int64) must be a string or a path"),
+        ({"hyperparam": np.array([3])}, "hyperparam array([3]) must be a list of NAME:VALUE strings"),
+        ({"hyperparam": np.array("n_steps:64")}, "hyperparam np.str_('n_steps:64') must be a list of NAME:VALUE"),
+    ]:
+        with pytest.raises(api.UsageError, match=re.escape(message)):
+            api.makeConfig(**{**base, **keywords})
+    assert not log_dir.exists()
+
+
 def test_flags_pass_through_as_keywords(tmp_path):
 
     config = api.makeConfig(algo="ppo_lstm", srl_model="ground_truth", log_dir=tmp_path, ortho_init=False,

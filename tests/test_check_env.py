@@ -10,18 +10,16 @@ from conftest import runModule, siteInterpreter
 from test_env_plugins import _installPlugin
 
 BROKEN_CODE = textwrap.dedent('''
+    import gymnasium as gym
     import numpy as np
 
     from line_world.env import LineWorldEnv
 
 
-    class DrawnLineWorldEnv(LineWorldEnv):
-        """LineWorld with the render() of the contract (enjoy_baselines --video): it keeps every required rule."""
+    class UndrawnEnv(LineWorldEnv):
+        """No render() of its own: gymnasium's, which raises NotImplementedError."""
 
-        def render(self):
-            image = np.zeros((self.render_size, self.render_size, 3), dtype=np.uint8)
-            image[:, int((self.x + 1) / 2 * (self.render_size - 1))] = 255
-            return image
+        render = gym.Env.render
 
 
     class StepDtypeEnv(LineWorldEnv):
@@ -53,7 +51,8 @@ IMAGE = ("--img-shape", "3", "32", "32")
 
 @pytest.fixture(scope="module")
 def checkRun(tmp_path_factory):
-    """``run(*ARGS)``: ``python -m environments.check_env ARGS`` with LineWorld and the broken envs installed."""
+    """``run(*ARGS, module="environments.check_env", cwd=None)``: ``python -m MODULE ARGS`` with LineWorld and the
+    broken envs installed."""
     site = tmp_path_factory.mktemp("check_env") / "site"
     env = {"PYTHONPATH": _installPlugin(site)}
     (site / "line_world" / "broken_check.py").write_text(BROKEN_CODE)
@@ -61,12 +60,13 @@ def checkRun(tmp_path_factory):
     dist_info.mkdir()
     (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-check\nVersion: 0.1\n")
     (dist_info / "entry_points.txt").write_text(
-        "[srl_toolbox.environments]\nDrawnLineWorld-v0 = line_world.broken_check:DrawnLineWorldEnv\n"
+        "[srl_toolbox.environments]\nUndrawn-v0 = line_world.broken_check:UndrawnEnv\n"
         "StepDtype-v0 = line_world.broken_check:StepDtypeEnv\n"
         "GroundTruthSize-v0 = line_world.broken_check:GroundTruthSizeEnv\n"
         "Unseeded-v0 = line_world.broken_check:UnseededEnv\n")
     interpreter = siteInterpreter(env)
-    yield lambda *args: runModule("environments.check_env", *args, env=env, interpreter=interpreter)
+    yield lambda *args, module="environments.check_env", cwd=None: runModule(module, *args, env=env, cwd=cwd,
+                                                                             interpreter=interpreter)
     interpreter.stop()
 
 
@@ -84,22 +84,34 @@ def test_a_builtin_env_passes() -> None:
 
 
 def test_a_plugin_env_that_keeps_the_contract_passes_with_notes_on_the_optional_rules(checkRun) -> None:
-    """LineWorld, given a render(), keeps the required rules; its step and render do not refuse before reset, which is
-    optional: a note. LineWorld itself has no render(): its check fails there."""
-    result = checkRun("DrawnLineWorld-v0", *IMAGE)
+    """LineWorld, the tests' env plugin, keeps the required rules (its render() included: it had none, and failed
+    there); its step and render do not refuse before reset, which is optional: a note."""
+    result = checkRun("LineWorldEnv-v0", *IMAGE)
     assert result.returncode == 0, result.stdout + result.stderr
     lines = result.stdout.splitlines()
-    assert lines[-1] == "DrawnLineWorld-v0: every required check passed"
+    assert lines[-1] == "LineWorldEnv-v0: every required check passed"
     assert ("ok: ground_truth, discrete: observations fit Box(-2.0, 2.0, (1,), float32) over 3 episodes (60 steps); "
             "rewards, flags and infos of the right kinds; is_success a bool at 3 episode ends; ground truth of "
             "getGroundTruthDim() numbers") in lines
+    assert "ok: raw_pixels, continuous: render() in rgb_array mode gives uint8 (128, 128, 3)" in lines
     notes = [line for line in lines if line.startswith("note: ")]
     assert notes and all("step() before reset() was not refused" in line for line in notes), notes
-    undrawn = checkRun("LineWorldEnv-v0", *IMAGE)
-    assert undrawn.returncode == 1
-    assert ("FAILED: ground_truth, discrete: render() in rgb_array mode raised NotImplementedError (in render, "
-            "core.py:") in undrawn.stderr, undrawn.stderr
 
+
+def test_check_env_from_a_plugins_own_tests_passes_on_line_world(checkRun, tmp_path) -> None:
+    """docs/plugins.md's example for a plugin's tests, ``checkEnv`` from Python, after the plugin's own module (its
+    tests may import it first): no check of LineWorld fails."""
+    (tmp_path / "check_line_world.py").write_text(textwrap.dedent('''
+        from line_world.env import LineWorldEnv  # noqa: F401 (the plugin's own module first)
+        from environments.check_env import FAILED, checkEnv
+
+        checks = checkEnv("LineWorldEnv-v0", img_shape=(3, 32, 32), episodes=1)
+        print(len(checks), [check.line for check in checks if check.status == FAILED])
+    '''))
+    result = checkRun(module="check_line_world", cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    count, failed = result.stdout.strip().split(" ", 1)
+    assert int(count) > 0 and failed == "[]", result.stdout
 
 @pytest.mark.parametrize("env_id, expected", [
     ("StepDtype-v0", "FAILED: ground_truth, discrete: the observation of step() does not fit observation_space: "
@@ -108,6 +120,8 @@ def test_a_plugin_env_that_keeps_the_contract_passes_with_notes_on_the_optional_
                            "getGroundTruthDim() says 2 numbers"),
     ("Unseeded-v0", "FAILED: ground_truth, discrete: two new envs reset with seed 0 give different observations or "
                     "rewards for the same actions"),
+    ("Undrawn-v0", "FAILED: ground_truth, discrete: render() in rgb_array mode raised NotImplementedError (in render, "
+                   "core.py:"),
 ])
 def test_a_broken_plugin_env_fails_with_the_rule_it_breaks(checkRun, env_id: str, expected: str) -> None:
     result = checkRun(env_id, *IMAGE)

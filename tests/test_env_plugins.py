@@ -54,6 +54,12 @@ ENV_CODE = textwrap.dedent('''
                 return image
             return self.getSRLState()
 
+        def render(self):
+            """The contract's view (enjoy_baselines --video): the line as a white column at x, render_size wide."""
+            image = np.zeros((self.render_size, self.render_size, 3), dtype=np.uint8)
+            image[:, int((self.x + 1) / 2 * (self.render_size - 1))] = 255
+            return image
+
         def reset(self, *, seed=None, options=None):
             super().reset(seed=seed)
             self.x, self.steps = float(self.np_random.uniform(-1, 0)), 0
