@@ -184,7 +184,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     done_times = {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()}
     (state_file,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
     state = json.load(open(state_file))
-    assert state["counts"] == {"pending": 0, "running": 0, "done": 3, "skipped": 0, "failed": 1}
+    assert state["counts"] == {"pending": 0, "running": 0, "done": 3, "skipped": 0, "failed": 1, "stopped": 0}
     assert {run["run_id"]: run["returncode"] for run in state["runs"]}[victim.run_id] == -9
 
     # The same command again does only the failed run; the live plots show every run's curve. Killed this early,
@@ -205,7 +205,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
     assert {run_id: os.stat(os.path.join(folder, DONE_FILE)).st_mtime_ns for run_id, folder in done.items()} == \
         done_times
     assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 3,
-                                                     "failed": 0}
+                                                     "failed": 0, "stopped": 0}
 
 
     (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: ")]
@@ -388,6 +388,22 @@ def test_the_bar_does_not_count_the_runs_a_ctrl_c_stopped(tmp_path, capsys) -> N
     # the summary counts them as the bar does (it said "2 failed" below the bar's "failed 0, stopped 2")
     assert pipeline._summary(specs, records, failed, interrupted, "state.json") == 130
     assert "Sweep: 0/2 runs finished (0 earlier), 0 failed, 2 stopped, 0 not run." in capsys.readouterr().out
+
+
+def test_the_state_file_counts_the_runs_a_ctrl_c_stopped_apart_from_the_failed_ones(tmp_path, capsys) -> None:
+    """Its ``counts`` said ``failed: 2`` where each record said ``"stopped": true`` and the summary "0 failed, 2
+    stopped"."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1, 2], [], str(tmp_path), cwd=REPO)
+    claims, state_file = pipeline.RunClaims(specs), str(tmp_path / "sweep_x.json")
+    records = {specs[2].run_id: pipeline.stamp({"state": "failed", "returncode": 1}, claims.pipeline)}
+    failed, interrupted = pipeline._runAll(
+        _StoppedExecutor(), claims, specs[:2], specs, records, None, True,
+        lambda: pipeline.writeSweepState(state_file, ["pipeline"], specs, records, claims.pipeline))
+    assert interrupted and pipeline._summary(specs, records, failed, interrupted, state_file) == 130
+    assert "0/3 runs finished (0 earlier), 0 failed, 2 stopped" in capsys.readouterr().out
+    state = json.load(open(state_file))
+    assert [bool(run.get("stopped")) for run in state["runs"]] == [True, True, False]
+    assert state["counts"] == {"pending": 0, "running": 0, "done": 0, "skipped": 0, "failed": 1, "stopped": 2}
 
 
 class _OneAtATimeExecutor:

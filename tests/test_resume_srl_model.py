@@ -3,7 +3,8 @@
 ``--srl-model-path`` gives the model's new folder: it is checked against the hash the run recorded in srl_model.json
 (another model is refused in one line naming both hashes, nothing written), the run goes on as the uninterrupted one,
 and args.json and srl_model.json then record the new folder, so that replay and a later ``--resume`` find the model
-without the flag. Without the flag, a model gone from its recorded folder is refused in one line naming it.
+without the flag (a finished run's records too, with nothing trained). Without the flag, a model gone from its
+recorded folder is refused in one line naming it.
 """
 from __future__ import annotations
 
@@ -102,3 +103,25 @@ def test_the_new_folder_is_refused_for_a_run_without_a_trained_srl_model(tmp_pat
                                          r"SRL model; leave the flag out$"):
         train.main(["--resume", str(run_dir), "--srl-model-path", str(tmp_path)])
     assert snapshot(str(run_dir)) == before
+
+
+def test_a_finished_run_records_the_new_folder_of_its_srl_model(tmp_path, capsys):
+    """Nothing to resume, but the moved model's folder is recorded as for a stopped run: replay and a later --resume
+    find it without the flag (before, the flag was checked and dropped, and the run kept refusing without it)."""
+    model = _fittedPCA(str(tmp_path / "model"))
+    result = train.trainCommand(["--no-vis", "--no-progress", "--log-dir", str(tmp_path / "logs"), "--env", ENV_ID,
+                                 "--srl-model-path", model, "--algo", "ppo2", "--num-cpu", "1", "--num-timesteps",
+                                 "128", "--hyperparam", "n_steps:64", "batch_size:64"])
+    assert result.exit_code == 0
+    run_dir, moved = result.run_dir, shutil.move(model, str(tmp_path / "moved"))
+    with pytest.raises(UsageError, match="give its new folder with --srl-model-path$"):
+        train.main(["--resume", run_dir])
+    capsys.readouterr()
+    assert train.main(["--resume", run_dir, "--no-vis", "--srl-model-path", moved]) == 0
+    assert capsys.readouterr().out.splitlines()[-2:] == [
+        f"SRL model: now in {moved} (same files); args.json and srl_model.json record it",
+        "Already finished (128 steps): nothing to resume"]
+    assert _readJson(os.path.join(run_dir, "args.json"))["srl_model_path"] == moved
+    assert _readJson(os.path.join(run_dir, "srl_model.json"))["path"] == moved
+    assert train.main(["--resume", run_dir, "--no-vis"]) == 0
+    assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "10"]) == 0

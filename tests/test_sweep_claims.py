@@ -136,6 +136,6 @@ def test_state_file_merges_what_every_pipeline_recorded(tmp_path) -> None:
     writeSweepState(path, ["second"], specs, {specs[1].run_id: stamp({"state": "done", "returncode": 0}, me)}, me)
     state = json.load(open(path))
     assert [run["state"] for run in state["runs"]] == ["done", "done", "pending"]
-    assert state["counts"] == {"pending": 1, "running": 0, "done": 2, "skipped": 0, "failed": 0}
+    assert state["counts"] == {"pending": 1, "running": 0, "done": 2, "skipped": 0, "failed": 0, "stopped": 0}
     assert [run.get("pipeline") for run in state["runs"]] == [first, me, None] and state["written_by"] == me
     assert sorted(os.listdir(log_dir)) == [".sweep_x.lock", "sweep_x.json"]

@@ -14,7 +14,8 @@ to their length at the checkpoint, so the rows written after it (by the killed p
 run's and the learning curve has no duplicate. Each env restarts the episode it was playing at the checkpoint from a
 fresh reset with the same start (seed or generator state of that episode), since the env's own state is not saved.
 A run killed before its first checkpoint starts again from step 0 in the same folder; a finished run is left as it
-is.
+is, but for the records of its SRL model's new folder that ``--srl-model-path`` gives (:func:`applyFinishedPlan`),
+as a stopped run's are.
 
 Invariant: every part restored (model, normalisation statistics, training state, replay buffer, generators, monitor
 and progress lengths) comes from one checkpoint. Newer checkpoints that fail their checksums (a save cut short, a
@@ -56,7 +57,7 @@ from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.run_policy import recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
-from srl_toolbox.cli import CLIParser, UsageError, nonEmptyText, portNumber
+from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, nonEmptyText, portNumber
 from srl_toolbox.devices import parseDevice, parseThreads, reuseDevice
 from srl_toolbox.files import readJson, removeTemporaries, writeJson
 from srl_toolbox.locks import tryLock
@@ -504,8 +505,7 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
 
     run_dir, run_folder = plan.run_dir, RunFolder(plan.run_dir)
     monitor_dir = run_folder.monitor_dir
-    if plan.srl_model_path is not None and recordSRLModelFolder(run_dir, plan.srl_model_path):
-        print(f"SRL model: now in {plan.srl_model_path} (same files); args.json and srl_model.json record it")
+    _recordMovedSRLModel(plan)
     config = config.replace(env_kwargs={**config.env_kwargs, **recordedPhysicsKeywords(run_dir, config.env)})
     removePartialCheckpoints(run_dir)
     removeTemporaries(run_dir, skip=(DAMAGED_CHECKPOINTS_DIR,))  # (the run's lock is held: no save is under way)
@@ -526,6 +526,33 @@ def applyPlan(plan: ResumePlan, config: TrainConfig) -> TrainConfig:
     return config.replace(load_rl_model_path=checkpoint.modelPath(), resume_from=checkpoint.folder,
                           resume_buffer=checkpoint.buffer_folder,
                           num_timesteps=plan.target_timesteps - plan.num_timesteps)
+
+
+def _recordMovedSRLModel(plan: ResumePlan) -> None:
+    """Record ``plan.srl_model_path`` (checked by :func:`movedSRLModel`) in the run's records, saying so when they
+    change (the run's lock held)."""
+    if plan.srl_model_path is not None and recordSRLModelFolder(plan.run_dir, plan.srl_model_path):
+        print(f"SRL model: now in {plan.srl_model_path} (same files); args.json and srl_model.json record it")
+
+
+def applyFinishedPlan(plan: ResumePlan) -> None:
+    """
+    ``--resume`` of a finished run: nothing is trained and nothing else changes, but a new folder of its trained SRL
+    model given with ``--srl-model-path`` (``plan.srl_model_path``, its files checked to be the run's) is recorded
+    in args.json and srl_model.json as for a stopped run, so that replay and the Python API's loadRun find the
+    model without the flag.
+
+    :param plan: a "finished" plan from :func:`loadResumeArgs`
+    :raises UsageError: the run folder is not writable, or another process holds its lock (one line, nothing written)
+    """
+    if plan.srl_model_path is None:
+        return
+    checkWritableFolder(plan.run_dir, "--resume")
+    run_lock = lockRun(plan.run_dir)
+    try:
+        _recordMovedSRLModel(plan)
+    finally:
+        run_lock.release()
 
 
 def lockRun(run_dir: str) -> BaseFileLock:

@@ -40,6 +40,7 @@ from rl_baselines.runs.hyperparams_file import usedHyperparams, writeHyperparams
 from rl_baselines.runs.pretrain import checkDataset
 from rl_baselines.runs.resume import (
     RESOLVED_HYPERPARAMS_KEY,
+    applyFinishedPlan,
     applyPlan,
     checkPlan,
     fallbackNote,
@@ -635,7 +636,9 @@ def trainCommand(argv: Sequence[str] | None = None) -> TrainResult:
         args, plan, algo_class = parseCommand(list(sys.argv[1:] if argv is None else argv))
         if plan is not None and plan.state == "finished":
             held.release()
-            print(f"Run folder: {plan.run_dir}\nAlready finished ({plan.num_timesteps} steps): nothing to resume")
+            print(f"Run folder: {plan.run_dir}")
+            applyFinishedPlan(plan)  # only the SRL model's new folder, if given, is recorded
+            print(f"Already finished ({plan.num_timesteps} steps): nothing to resume")
             return TrainResult(0, plan.run_dir, None, plan.num_timesteps, float("nan"), args)
         return trainValidated(validate(args, registered_rl), plan, algo_class, held)
 

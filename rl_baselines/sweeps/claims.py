@@ -19,7 +19,8 @@ Invariants:
 - the state file, ``<log-dir>/sweep_<sweep id>.json``, is rewritten atomically under its own lock
   (``.sweep_<sweep id>.lock`` beside it) and merged: each run keeps the newest record any pipeline made of it, a
   ``running`` record of a pipeline that is gone (same host, pid no longer alive) is dropped, and a pipeline's own
-  records replace those it wrote before, so no pipeline's write hides a run another one finished.
+  records replace those it wrote before, so no pipeline's write hides a run another one finished;
+- its ``counts`` add up to the sweep's runs, a run that a sweep's Ctrl-C stopped counted as ``stopped``, not ``failed``.
 """
 from __future__ import annotations
 
@@ -41,6 +42,9 @@ from srl_toolbox.files import readJson, writeJson
 from srl_toolbox.locks import acquireLock, tryLock
 
 STATES = ("pending", "running", "done", "skipped", "failed")
+# The state file's ``counts``: the runs of each state, those a sweep's Ctrl-C or SIGTERM stopped (failed records with
+# ``"stopped": true``, which the same command continues) counted apart from the failed ones, as the summary counts them.
+COUNTED_STATES = (*STATES, "stopped")
 
 
 def pipelineId() -> dict[str, Any]:
@@ -292,12 +296,18 @@ def stateLockPath(path: str) -> str:
     return os.path.join(folder, f".{os.path.splitext(name)[0]}.lock")
 
 
+def countedState(record: dict[str, Any]) -> str:
+    """:return: the entry of the state file's ``counts`` a run's record adds to (``stopped``: a failed record with
+    ``"stopped": true``)"""
+    return "stopped" if record.get("state") == "failed" and record.get("stopped") else str(record.get("state"))
+
+
 def writeSweepState(path: str, command: Sequence[str], specs: Sequence[RunSpec], records: dict[str, dict[str, Any]],
                     pipeline: dict[str, Any] | None = None) -> dict[str, dict[str, Any]]:
     """
     Write the sweep's state file, merged with what other pipelines of the sweep wrote (see :func:`mergeRecords`),
     atomically and under its lock: every run with its spec, state, folder, log, exit code and the pipeline that
-    recorded it.
+    recorded it, and ``counts``, the runs of each of :data:`COUNTED_STATES` (:func:`countedState`).
 
     :param path: ``<log-dir>/sweep_<sweep id>.json``
     :param command: this pipeline's command line
@@ -316,9 +326,9 @@ def writeSweepState(path: str, command: Sequence[str], specs: Sequence[RunSpec],
         merged = mergeRecords({run_id: record for run_id, record in records.items() if record["state"] != "pending"},
                               theirs, pipeline)
         runs = [{**spec.toDict(), **merged.get(spec.run_id, {"state": "pending"})} for spec in specs]
-        counts = collections.Counter(run["state"] for run in runs)
+        counts = collections.Counter(countedState(run) for run in runs)
         writeJson(path, {"command": list(command), "updated": datetime.datetime.now().isoformat(timespec="seconds"),
-                         "written_by": pipeline, "counts": {state: counts[state] for state in STATES},
+                         "written_by": pipeline, "counts": {state: counts[state] for state in COUNTED_STATES},
                          "runs": runs})
     finally:
         lock.release()
@@ -334,6 +344,6 @@ def stamp(record: dict[str, Any], pipeline: dict[str, Any]) -> dict[str, Any]:
     return {**record, "at": round(time.time(), 3), "pipeline": pipeline}
 
 
-__all__ = ["MarkerSnapshot", "RunClaims", "STATES", "Taken", "claimLockPath", "claimNotePath", "describePipeline",
-           "markerRecord", "mergeRecords", "newestMarker", "pipelineId", "stamp", "stateLockPath",
-           "writeSweepState"]
+__all__ = ["COUNTED_STATES", "MarkerSnapshot", "RunClaims", "STATES", "Taken", "claimLockPath", "claimNotePath",
+           "countedState", "describePipeline", "markerRecord", "mergeRecords", "newestMarker", "pipelineId", "stamp",
+           "stateLockPath", "writeSweepState"]
