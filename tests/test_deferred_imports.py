@@ -1,9 +1,10 @@
-"""The imports inside functions are of the optional or slow dependencies docs/architecture.md lists, never of a
-project module (which would dodge an import cycle or a layer)."""
+"""The imports inside functions are of the optional or slow dependencies docs/architecture.md lists, each in a module
+that list names, never of a project module (which would dodge an import cycle or a layer)."""
 from __future__ import annotations
 
 import ast
 import os
+import re
 
 from conftest import REPO
 
@@ -47,3 +48,8 @@ def test_only_the_documented_dependencies_are_imported_inside_functions() -> Non
     start = text.index("the only imports inside functions are")
     listed = text[start:text.index("`make lint`", start)]
     assert [DEFERRED[name] for name in found if DEFERRED[name] not in listed] == []
+    # and each module that imports one is named there (its path, or its path within its package)
+    named = set(re.findall(r"`([^`]+)`", listed))
+    unnamed = {where for places in found.values() for where in places
+               if not {where.split(":")[0], where.split(":")[0].split("/", 1)[-1]} & named}
+    assert not unnamed, sorted(unnamed)
