@@ -136,6 +136,21 @@ def test_every_module_is_in_a_layer_of_its_package(container) -> None:
     assert not modules - layered, sorted(modules - layered)
 
 
+def test_the_architecture_diagram_names_every_layered_module() -> None:
+    """docs/architecture.md's diagram of the benchmarks' layers names the modules of .importlinter's contract."""
+    config = configparser.ConfigParser()
+    config.read(os.path.join(REPO, ".importlinter"), encoding="utf-8")
+    [contract] = [section for section in config.values() if section.get("containers", "").split() == ["benchmarks"]]
+    layered = {name.strip() for line in contract["layers"].split("\n") for name in line.split("|") if name.strip()}
+    with open(os.path.join(REPO, "docs", "architecture.md"), encoding="utf-8") as stream:
+        text = stream.read()
+    diagram = text[text.index("```", text.index("**The benchmarks.**")):]
+    diagram = diagram[3:diagram.index("```", 3)]
+    named = {name.strip().rstrip("/") for line in diagram.split("\n")
+             for name in re.split(r"\s{2,}", line)[0].split(",") if name.strip()}
+    assert named == layered, (sorted(layered - named), sorted(named - layered))
+
+
 def test_the_countdown_weighs_the_time_left_by_the_work_left() -> None:
     """A benchmark's progress line: the count, and the time so far per unit of work done times the work left."""
     from benchmarks.progress import Countdown
