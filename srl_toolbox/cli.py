@@ -122,7 +122,7 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
         print("Interrupted", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
     except BrokenPipeError:  # the output was piped into a reader that stopped (`| head`): end quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        discardStdout()
         sys.exit(1)
     except Exception as error:
         found = environmentError(error)
@@ -131,6 +131,12 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
         print(f"error: {environmentErrorText(found)}", file=sys.stderr)
         sys.exit(1)
     sys.exit(code or 0)
+
+
+def discardStdout() -> None:
+    """Send the rest of the standard output to /dev/null: its reader has gone (`| head`, or a `| tee` a Ctrl-C
+    stopped), and each later write, Python's flush at exit included, would fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def showAboveBars(shown: Callable[..., None]) -> Callable[..., None]:
