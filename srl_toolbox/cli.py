@@ -139,6 +139,22 @@ def discardStdout() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def writeAboveBar(bar: Any, text: str) -> None:
+    """
+    Print a line above a tqdm bar and flush it; once the output's reader has gone (a Ctrl-C in a terminal also stops
+    the `| tee` a sweep prints to), the rest of the output is discarded, so that the command still stops and records
+    its runs and writes its files.
+
+    :param bar: a tqdm bar (disabled or not)
+    :param text: the line
+    """
+    try:
+        bar.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discardStdout()
+
+
 def showAboveBars(shown: Callable[..., None]) -> Callable[..., None]:
     """
     :param shown: a ``warnings.showwarning`` (Python's, which writes the formatted warning or records it inside

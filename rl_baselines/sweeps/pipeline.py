@@ -62,10 +62,10 @@ from srl_toolbox.cli import (
     addSeedArgument,
     addVisdomArguments,
     checkWritableFolder,
-    discardStdout,
     nonEmptyText,
     positiveInt,
     runCommand,
+    writeAboveBar,
 )
 from srl_toolbox.devices import usableCores
 
@@ -153,16 +153,6 @@ def sweepBar(total: int, no_progress: bool) -> tqdm:
                 miniters=1, smoothing=0,
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {n_fmt}/{total_fmt} runs [{elapsed}, ETA {remaining}"
                            "{postfix}]")
-
-
-def _say(bar: tqdm, text: str) -> None:
-    """Print ``text`` above the bar; once the output's reader has gone (a Ctrl-C in a terminal also stops the `| tee`
-    the pipeline prints to), the rest of the output is discarded, so that the runs are still stopped and recorded."""
-    try:
-        bar.write(text)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        discardStdout()
 
 
 def _raiseInterrupted(signum: int, frame: Any) -> None:
@@ -294,13 +284,13 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         if result.state == "failed":
             failed.append(result)
         if not advance:  # stopped by the interruption: said as the bar, the summary and the state file count it
-            _say(bar, f"{prefix}stopped: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
+            writeAboveBar(bar, f"{prefix}stopped: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
                       + (f": {result.message}" if result.message else ""))
         elif result.state == "failed":
-            _say(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
+            writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
                       f"{result.log}" + (f": {result.message}" if result.message else ""))
         elif no_progress:
-            _say(bar, f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
+            writeAboveBar(bar, f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
                       + (f" in {result.wall_time_s:.0f} s" if not by else ""))
 
     def recordElsewhere(spec: RunSpec, outcome: dict[str, Any]) -> None:
@@ -373,7 +363,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         interrupted = True
         for signum in (signal.SIGINT, signal.SIGTERM):  # a second stop must not cut the stopping of the runs short
             signal.signal(signum, signal.SIG_IGN)
-        _say(bar, "Interrupted: stopping the runs in flight (each saves its model)...")
+        writeAboveBar(bar, "Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
             record(result, advance=result.state == "done")
         showStatus()  # the bar's last line: nothing running, the runs stopped
