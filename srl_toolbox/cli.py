@@ -122,7 +122,7 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
         print("Interrupted", file=sys.stderr)
         sys.exit(INTERRUPTED_EXIT_CODE)
     except BrokenPipeError:  # the output was piped into a reader that stopped (`| head`): end quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's flush at exit would fail again
+        discardStdout()
         sys.exit(1)
     except Exception as error:
         found = environmentError(error)
@@ -131,6 +131,28 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
         print(f"error: {environmentErrorText(found)}", file=sys.stderr)
         sys.exit(1)
     sys.exit(code or 0)
+
+
+def discardStdout() -> None:
+    """Send the rest of the standard output to /dev/null: its reader has gone (`| head`, or a `| tee` a Ctrl-C
+    stopped), and each later write, Python's flush at exit included, would fail again."""
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def writeAboveBar(bar: Any, text: str) -> None:
+    """
+    Print a line above a tqdm bar and flush it; once the output's reader has gone (a Ctrl-C in a terminal also stops
+    the `| tee` a sweep prints to), the rest of the output is discarded, so that the command still stops and records
+    its runs and writes its files.
+
+    :param bar: a tqdm bar (disabled or not)
+    :param text: the line
+    """
+    try:
+        bar.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        discardStdout()
 
 
 def showAboveBars(shown: Callable[..., None]) -> Callable[..., None]:

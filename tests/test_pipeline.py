@@ -4,6 +4,7 @@ ids: tests/test_pipeline_run_ids.py; Ray: tests/test_pipeline_ray.py)."""
 from __future__ import annotations
 
 import glob
+import io
 import json
 import os
 import re
@@ -41,6 +42,7 @@ from rl_baselines.sweeps.sweep import (
     expandGrid,
     parseAlgoArgs,
 )
+from srl_toolbox import cli
 from srl_toolbox.cli import UsageError
 from srl_toolbox.plots import movingAverage, quietVisdom
 
@@ -627,3 +629,31 @@ def test_train_flags_cannot_override_what_the_grid_sets(tmp_path) -> None:
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert "cannot be a train flag" in result.stderr and "--seed and --num-iteration" in result.stderr
         assert not log_dir.exists()
+
+
+class _GoneReader:
+    """The pipeline's stdout once its reader has gone (a Ctrl-C in a terminal also stops the `| tee` it prints to)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_ctrl_c_that_also_stopped_the_outputs_reader_still_stops_and_records_the_runs(tmp_path, monkeypatch
+                                                                                         ) -> None:
+    """Printing "Interrupted: stopping the runs in flight" into the broken pipe raised BrokenPipeError before the runs
+    were stopped: the pipeline exited 1, its train processes (each in its own session) trained on, and the state file
+    said "running"."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1], [], str(tmp_path), cwd=REPO)
+    discarded = []
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    monkeypatch.setattr(cli, "discardStdout", lambda: (discarded.append(True),
+                                                       monkeypatch.setattr(sys, "stdout", io.StringIO())))
+    executor, records = _StoppedExecutor(), {}
+    failed, interrupted = pipeline._runAll(executor, pipeline.RunClaims(specs), list(specs), specs, records, None,
+                                           True, lambda: None)
+    assert interrupted and discarded and not executor.running and len(failed) == 2
+    assert all(records[spec.run_id]["stopped"] for spec in specs), records
+    assert pipeline._summary(specs, records, failed, interrupted, "state.json") == 130

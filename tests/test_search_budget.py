@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import io
 import json
 import os
 import re
+import sys
 import types
 
 import pytest
@@ -23,6 +25,7 @@ from matplotlib.axes import Axes  # noqa: E402
 from rl_baselines.sweeps import hyperparam_search, search_study, search_trials  # noqa: E402
 from rl_baselines.sweeps.search_outputs import saveSearchPlot  # noqa: E402
 from rl_baselines.sweeps.search_study import gridValues, suggestParams  # noqa: E402
+from srl_toolbox import cli  # noqa: E402
 from srl_toolbox.cli import UsageError  # noqa: E402
 
 ENV = "MobileRobotGymEnv-v0"
@@ -436,3 +439,26 @@ def test_a_fixed_value_that_leaves_none_of_its_pair_is_refused():
         search_study.fitSpaceToCaps("ars", {"num_population": (int, (2, 50))}, caps, {"top_population": 60})
     with pytest.raises(UsageError, match=r"^num_population 2: every top_population .* \(3, 4\)"):
         search_study.fitSpaceToCaps("ars", {"top_population": (list, [3, 4])}, caps, {"num_population": 2})
+
+
+class _GoneReader:
+    """The search's stdout once its reader has gone (a Ctrl-C in a terminal also stops the `| tee` it prints to)."""
+
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    def flush(self) -> None:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_trial_line_into_a_gone_reader_is_discarded_so_that_the_outputs_are_still_written(monkeypatch) -> None:
+    """After a Ctrl-C that also stopped `| tee`, the interrupted trials' lines raised BrokenPipeError: the search
+    exited 1 without trials.csv and search.png, where it writes them and exits 130."""
+    discarded = []
+    monkeypatch.setattr(sys, "stdout", _GoneReader())
+    monkeypatch.setattr(cli, "discardStdout", lambda: (discarded.append(True),
+                                                       monkeypatch.setattr(sys, "stdout", io.StringIO())))
+    progress = search_trials.TrialProgress(1, enabled=False)
+    progress.trialDone(types.SimpleNamespace(number=0, state=types.SimpleNamespace(name="FAIL"),
+                                             user_attrs={"error": "interrupted"}))
+    assert discarded and progress.counts["FAIL"] == 1

@@ -65,6 +65,7 @@ from srl_toolbox.cli import (
     nonEmptyText,
     positiveInt,
     runCommand,
+    writeAboveBar,
 )
 from srl_toolbox.devices import usableCores
 
@@ -283,13 +284,13 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         if result.state == "failed":
             failed.append(result)
         if not advance:  # stopped by the interruption: said as the bar, the summary and the state file count it
-            bar.write(f"{prefix}stopped: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
+            writeAboveBar(bar, f"{prefix}stopped: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
                       + (f": {result.message}" if result.message else ""))
         elif result.state == "failed":
-            bar.write(f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
+            writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
                       f"{result.log}" + (f": {result.message}" if result.message else ""))
         elif no_progress:
-            bar.write(f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
+            writeAboveBar(bar, f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
                       + (f" in {result.wall_time_s:.0f} s" if not by else ""))
 
     def recordElsewhere(spec: RunSpec, outcome: dict[str, Any]) -> None:
@@ -362,7 +363,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         interrupted = True
         for signum in (signal.SIGINT, signal.SIGTERM):  # a second stop must not cut the stopping of the runs short
             signal.signal(signum, signal.SIG_IGN)
-        bar.write("Interrupted: stopping the runs in flight (each saves its model)...")
+        writeAboveBar(bar, "Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
             record(result, advance=result.state == "done")
         showStatus()  # the bar's last line: nothing running, the runs stopped

@@ -55,6 +55,7 @@ from rl_baselines.sweeps.search_study import (
     trialParams,
     trialValues,
 )
+from srl_toolbox.cli import writeAboveBar
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
 
@@ -493,7 +494,7 @@ class TrialProgress:
             line = f"trial {trial.number}: pruned at step {step} ({self.measure} then {value:.2f})"
         else:
             line = f"trial {trial.number}: failed: {trial.user_attrs.get('error', 'see its train.log')}"
-        self.bar.write(line)
+        writeAboveBar(self.bar, line)
         self.bar.set_postfix(best=f"{self.best:.2f}", pruned=self.counts["PRUNED"], failed=self.counts["FAIL"])
         self.bar.update(1)
 
