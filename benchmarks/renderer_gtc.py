@@ -57,7 +57,7 @@ from environments.dataset import ARRAY_KEYS, Dataset
 from environments.srl_env import REFERENCE_RENDERER
 from srl_models.evaluate import encodeDataset, prepareEvaluation
 from srl_models.metrics import gtCorrelation
-from srl_models.train import trainableModels, trainsLoss
+from srl_models.train_choices import trainableModels, trainsLoss
 from srl_toolbox.cli import (
     CLIParser,
     UsageError,

@@ -36,7 +36,7 @@ from benchmarks.documents import (
 from benchmarks.srl_rl.runs import loadRun
 from environments import getEnvClass
 from rl_baselines.core.run_folder import ARGS_FILE
-from srl_models.train import trainableModels
+from srl_models.train_choices import trainableModels
 from srl_toolbox.cli import CLIParser, UsageError, positiveInt, runCommand
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -56,7 +56,7 @@ from benchmarks.documents import (
 from benchmarks.progress import Countdown
 from srl_models.metrics import gtCorrelation, knnMse
 from srl_models.registry import learnedModels, registeredSRL
-from srl_models.train import trainableModels, trainsLoss
+from srl_models.train_choices import trainableModels, trainsLoss
 from srl_toolbox.cli import CLIParser, checkWritableFolder, positiveInt, runCommand, seedNumber
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

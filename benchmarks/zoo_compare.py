@@ -67,7 +67,7 @@ from replay.results import evaluationStepsToThreshold
 from rl_baselines.core.hyperparams import hyperparamPairs, plainValues
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, MONITOR_DIR, MONITOR_SUFFIX
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from srl_models.train import trainableModels
+from srl_models.train_choices import trainableModels
 from srl_toolbox.cli import CLIParser, UsageError, finiteFloat, nonEmptyText, positiveInt, runCommand, seedNumber
 from srl_toolbox.files import atomicPath, writeJson
 

@@ -47,12 +47,12 @@ from srl_models.base import DATASET_FINGERPRINT_KEY, missingWeights
 from srl_models.config import SRLLookupError, defaultConfigFile, readSRLConfig, registerModel
 from srl_models.evaluate import PROBE_FILE, SINGLE_EPISODE
 from srl_models.pca import PCAModel
-from srl_models.train import (
+from srl_models.train import trainFromConfig
+from srl_models.train_choices import (
     foregroundWeight,
     resolveModel,
     resolveTraining,
     trainableModels,
-    trainFromConfig,
     trainingEntries,
     trainsLoss,
 )
@@ -270,7 +270,7 @@ def trainingSettings(config: SRLTrainConfig, dataset_folder: str) -> dict[str, A
     :param dataset_folder: the dataset it trains on
     :return: the exp_config entries that decide the trained model (the training command's defaults included; not
         the epochs of a model that trains no loss)
-    :raises UsageError: an inconsistent model choice (from srl_models.train.resolveModel)
+    :raises UsageError: an inconsistent model choice (from srl_models.train_choices.resolveModel)
     """
 
     name, losses, split, state_dim = resolveModel(config)
@@ -387,7 +387,7 @@ def plan(args: argparse.Namespace) -> Plan:
     if args.env not in registered_env:
         raise UsageError(f"unknown --env {args.env!r}; valid choices: {', '.join(sorted(registered_env))}")
     names = list(dict.fromkeys(args.srl_model))
-    trainable = train.trainableModels()
+    trainable = trainableModels()
     for name in names:
         if name not in trainable:
             raise UsageError(f"--srl-model: {name!r} is not a learned model this command trains; valid choices: "
@@ -440,7 +440,7 @@ def plan(args: argparse.Namespace) -> Plan:
             augment=args.augment if trains_a_loss else None, log_folder=args.log_folder, device=args.device,
             no_progress=args.no_progress))
         expected[model] = trainingSettings(training[model], dataset_folder)
-        if issubclass(train.trainableModels()[model], PCAModel):
+        if issubclass(trainableModels()[model], PCAModel):
             checkPCAComponents(training[model], args.env, episodes, reuse_dataset, defaults.max_steps)
     unreached = [model for model in names if not trainsLoss(model)]
     if args.augment not in (None, "none") and unreached:  # (srl_models.train refuses it for them)

@@ -18,6 +18,8 @@ action kind, force_down), which rl_baselines.train compares with a run's (one wa
 
 The settings are one :class:`srl_models.train_config.SRLTrainConfig`: the parser is generated from it, and
 :func:`trainFromConfig` trains from one built in Python (the command line is parse -> config -> the same function).
+What they choose (the model, its losses, the loss-driven settings) comes from :mod:`srl_models.train_choices`, the
+dataset's checks and the sizes of the heads from :mod:`srl_models.train_data`; this module trains and writes.
 """
 from __future__ import annotations
 
@@ -34,26 +36,28 @@ import numpy as np
 import torch
 
 from environments.dataset import Dataset
-from srl_models.backbone import checkImageSize
 from srl_models.base import DATASET_ENV_KEY, DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE
-from srl_models.config import preparable
 from srl_models.evaluate import evaluateModel, summaryLine
 from srl_models.losses import LOSSES
-from srl_models.models import LearnedSRLModel
 from srl_models.pca import PCAModel
 from srl_models.plotting import reconstructions, trainingCurve
-from srl_models.registry import failedSRLPlugins, registeredSRL
-from srl_models.train_config import DEFAULT_BATCH_SIZE, DEFAULT_STATE_DIM, SRLTrainConfig
+from srl_models.train_choices import (
+    foregroundWeight,
+    resolveModel,
+    resolveTraining,
+    trainableModels,
+    trainingEntries,
+    trainsLoss,
+)
+from srl_models.train_config import SRLTrainConfig
+from srl_models.train_data import checkDataset, checkHorizon, datasetSizes, rewardClassOf
 from srl_models.trainer import (
     TrainingData,
     TrainSettings,
     bestEpoch,
-    episodeLengths,
-    framesAfter,
     heldOutNotes,
     monitorVal,
     splitEpisodes,
-    tooFewAnchors,
     trainingPlan,
     trainNetwork,
 )
@@ -63,350 +67,6 @@ from srl_toolbox.files import FolderVanished, checkFolderStays, removedOnError, 
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 N_RECONSTRUCTIONS = 8
-MAX_REWARD_CLASSES = 10  # more distinct rewards (shaped rewards): quantile bins
-
-
-def trainableModels() -> dict[str, type]:
-    """:return: registered learned models this command can train (name -> class)"""
-    return {name: model_class for name, (model_class, _) in registeredSRL().items() if preparable(name)}
-
-
-def trainsLoss(name: str) -> bool:
-    """
-    :param name: a model name (one this command does not train: True, so that a caller passes its flags on and the
-        command names the valid choices)
-    :return: whether it trains a loss, by minibatches over epochs; pca and random do not, and refuse the flags of such
-        a training (--epochs, --batch-size, --patience, --learning-rate, --augment, --updates)
-    """
-    model_class = trainableModels().get(name)
-    return model_class is None or bool(model_class.DEFAULT_LOSSES)
-
-
-def _number(raw: str, what: str) -> float:
-    try:
-        value = float(raw)
-    except ValueError:
-        raise UsageError(f"{what}: {raw!r} is not a number") from None
-    if not math.isfinite(value):
-        raise UsageError(f"{what}: {raw!r} is not finite")
-    return value
-
-
-def _dims(raw: str, what: str) -> int:
-    value = _number(raw, what)
-    if not value.is_integer() or value <= 0:
-        raise UsageError(f"{what}: dims {raw!r} must be a positive integer")
-    return int(value)
-
-
-def parseLosses(items: Sequence[str]) -> tuple[dict[str, float], dict[str, int]]:
-    """
-    srl-zoo syntax: ``name[:weight[:dims]]`` (weight 1 when left out; dims: the size of the loss's own state slice).
-
-    :param items: the --losses values
-    :return: (name -> weight in the given order, name -> dims for those with dims)
-    :raises UsageError: unknown name, bad weight or dims, repeated loss, weights not summing to a positive number
-    """
-    losses: dict[str, float] = {}
-    dims: dict[str, int] = {}
-    for item in items:
-        fields = item.split(":")
-        name = fields[0]
-        if name not in LOSSES:
-            raise UsageError(f"--losses: unknown loss {name!r}; valid losses: {', '.join(LOSSES)}")
-        if len(fields) > 3:
-            raise UsageError(f"--losses: {item!r} is not name[:weight[:dims]] (e.g. vae:1 or inverse:10:8)")
-        if name in losses:
-            raise UsageError(f"--losses: {name!r} is given twice")
-        weight = _number(fields[1], f"--losses {item!r}: weight") if len(fields) > 1 else 1.0
-        if weight < 0:
-            raise UsageError(f"--losses {item!r}: weight {weight:g} is negative")
-        losses[name] = weight
-        if len(fields) == 3:
-            dims[name] = _dims(fields[2], f"--losses {item!r}")
-    total = sum(losses.values())
-    if not total > 0:
-        raise UsageError(f"--losses: the weights sum to {total:g}; at least one must be positive")
-    return losses, dims
-
-
-def parseSplitDims(items: Sequence[str], losses: dict[str, float], state_dim: int,
-                   from_losses: dict[str, int]) -> dict[str, int]:
-    """
-    :param items: the --split-dims values, ``name:dims``
-    :param losses: the losses to train
-    :param state_dim: size of the state: the dims must sum to it
-    :param from_losses: dims already given as name:weight:dims in --losses
-    :return: name -> dims, in the order of ``losses``
-    :raises UsageError: bad syntax, a loss not trained, dims not summing to state_dim
-    """
-    split = dict(from_losses)
-    if items and from_losses:
-        raise UsageError("give the dims either in --losses (name:weight:dims) or in --split-dims, not both")
-    for item in items:
-        fields = item.split(":")
-        if len(fields) != 2:
-            raise UsageError(f"--split-dims: {item!r} is not name:dims (e.g. autoencoder:24)")
-        if fields[0] not in losses:
-            raise UsageError(f"--split-dims: {fields[0]!r} is not one of the losses trained ({', '.join(losses)})")
-        if fields[0] in split:
-            raise UsageError(f"--split-dims: {fields[0]!r} is given twice")
-        split[fields[0]] = _dims(fields[1], f"--split-dims {item!r}")
-    if split and sum(split.values()) != state_dim:
-        raise UsageError(f"split dims {' + '.join(f'{k}:{v}' for k, v in split.items())} = {sum(split.values())} "
-                         f"do not add up to --state-dim {state_dim}")
-    return {name: split[name] for name in losses if name in split}
-
-
-def resolveModel(config: SRLTrainConfig) -> tuple[str, dict[str, float], dict[str, int], int]:
-    """
-    Decide the registered name, the losses, the split and the state size from --srl-model, --losses, --split-dims
-    and --state-dim.
-
-    :param config: the training's settings
-    :return: (srl_model name, losses, split dims, state_dim)
-    :raises UsageError: an inconsistent or unknown choice
-    """
-    models = trainableModels()
-    losses, loss_dims = parseLosses(config.losses) if config.losses else ({}, {})
-    name = config.srl_model
-    if name is None:
-        if not losses:
-            raise UsageError(f"give --srl-model NAME ({', '.join(models)}) or --losses name:weight ...")
-        if loss_dims or config.split_dims:
-            name = "srl_splits"
-        elif len(losses) == 1:  # every loss has a model of its name: never another kind in its place
-            name = next(iter(losses))
-        else:
-            name = "srl_combination"
-    if name not in models:
-        if config.srl_model is not None:
-            flag = "--srl-model"
-        elif name in ("srl_splits", "srl_combination"):
-            chose = "split dims" if name == "srl_splits" else "several losses"
-            flag = f"--losses {' '.join(config.losses)} ({chose} train {name})"
-        else:
-            flag = f"--losses {config.losses[0]} (one loss trains the model of that name)"
-        skipped = f" (skipped: {failedSRLPlugins()[name]})" if name in failedSRLPlugins() else ""
-        raise UsageError(f"{flag}: unknown or not a trainable model {name!r}{skipped}; learned models: "
-                         f"{', '.join(models)}")
-    model_class = models[name]
-    if not model_class.DEFAULT_LOSSES:  # pca, random: no loss to choose
-        if losses or config.split_dims:
-            raise UsageError(f"--srl-model {name} trains no loss: leave out --losses and --split-dims")
-    elif not losses:
-        losses = dict(model_class.DEFAULT_LOSSES)
-    elif name in LOSSES and name not in losses:
-        raise UsageError(f"--srl-model {name} trains the {name} loss: add {name}:WEIGHT to --losses "
-                         f"(or leave --srl-model out for a combination)")
-    state_dim = config.state_dim or DEFAULT_STATE_DIM
-    split = parseSplitDims(config.split_dims or [], losses, state_dim, loss_dims)
-    if not split and issubclass(model_class, LearnedSRLModel):
-        split = model_class.defaultSplit(state_dim, losses)
-        if split and min(split.values()) <= 0:
-            raise UsageError(f"--state-dim {state_dim} is too small to split between {len(losses)} losses")
-    return name, losses, split, state_dim
-
-
-def foregroundWeight(config: SRLTrainConfig, name: str) -> float:
-    """
-    :param config: the training's settings
-    :param name: the model trained (from :func:`resolveModel`)
-    :return: --foreground-weight, else the model's default (srl_combination: 30; every other model: 0)
-    """
-    if config.foreground_weight is not None:
-        return float(config.foreground_weight)
-    return float(getattr(trainableModels()[name], "DEFAULT_FOREGROUND_WEIGHT", 0.0))
-
-
-def _lossDefault(losses: dict[str, float], key: str) -> object | None:
-    """:return: the first of the losses' DEFAULTS for ``key`` (None: none of them sets it)"""
-    return next((LOSSES[name].DEFAULTS[key] for name in losses if key in LOSSES[name].DEFAULTS), None)
-
-
-def resolveTraining(config: SRLTrainConfig, losses: dict[str, float]) -> dict[str, Any]:
-    """
-    The settings the losses decide: the batch size, the augmentation, the pairs' distance and the momentum target's
-    step, each from its flag, else from the losses' DEFAULTS, else the command's default.
-
-    :param config: the training's settings
-    :param losses: the losses to train (from :func:`resolveModel`)
-    :return: {"batch_size", "augment", "horizon" (None: no pairs), "tau" (None: no momentum target), "updates"}; the
-        exp_config records batch_size, and each other entry when it is not None (augment: when not "none")
-    :raises UsageError: --augment, --updates, --learning-rate, --batch-size or --patience without a loss (pca, random;
-        srl_models.train's command line refuses --epochs too), --foreground-weight without a reconstruction loss,
-        losses that need pairs at different distances, --horizon or --tau for losses that do not read them, a
-        contrastive loss with a minibatch that cannot hold a negative, curl without augmentation
-    """
-    classes = {name: LOSSES[name] for name in losses}
-    if "vae" not in losses and config.beta != SRLTrainConfig.beta:
-        raise UsageError(f"--beta {config.beta:g} weighs the vae loss's KL term, and no vae loss is trained here "
-                         f"({', '.join(losses) or config.srl_model})")
-    if not losses:  # pca, random: nothing is trained by minibatches
-        for flag, value in (("--augment", None if config.augment in (None, "none") else config.augment),
-                            ("--updates", config.updates),
-                            ("--learning-rate", None if config.learning_rate == SRLTrainConfig.learning_rate
-                             else config.learning_rate),
-                            ("--batch-size", config.batch_size),
-                            ("--patience", None if config.patience == SRLTrainConfig.patience else config.patience)):
-            if value is not None:
-                raise UsageError(f"{flag} {value}: --srl-model {config.srl_model} trains no loss (no epochs, no "
-                                 f"minibatches, no optimiser steps); leave {flag} out")
-    if config.foreground_weight is not None and not any(loss.DECODES for loss in classes.values()):
-        reconstructions = [name for name, loss in LOSSES.items() if loss.DECODES]
-        raise UsageError(f"--foreground-weight {config.foreground_weight:g} weighs the pixels of the reconstruction "
-                         f"losses ({', '.join(reconstructions)}), and none is trained here "
-                         f"({', '.join(losses) or config.srl_model})")
-    free = [name for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is None]
-    if config.horizon is not None and not free:
-        chosen = [name for name, loss in LOSSES.items() if loss.PAIRS and loss.HORIZON is None]
-        raise UsageError(f"--horizon {config.horizon}: only the {', '.join(chosen)} loss reads pairs at a chosen "
-                         f"distance, and it is not trained here ({', '.join(losses) or 'no loss'})")
-    horizon = (config.horizon or _lossDefault({name: 1.0 for name in free}, "horizon")) if free else None
-    distances = {name: loss.HORIZON for name, loss in classes.items() if loss.PAIRS and loss.HORIZON is not None}
-    distances.update({name: horizon for name in free})
-    if len(set(distances.values())) > 1:
-        raise UsageError("the losses read pairs of frames at different distances ("
-                         + ", ".join(f"{name}: {distance}" for name, distance in distances.items())
-                         + "): train them in separate models")
-    if distances:
-        horizon = next(iter(distances.values()))
-    momentum = [name for name, loss in classes.items() if loss.MOMENTUM]
-    if config.tau is not None and not momentum:
-        chosen = [name for name, loss in LOSSES.items() if loss.MOMENTUM]
-        raise UsageError(f"--tau {config.tau:g}: only the {', '.join(chosen)} losses have a momentum target encoder, "
-                         f"and none is trained here ({', '.join(losses) or 'no loss'})")
-    if config.tau is not None and not config.tau <= 1:
-        raise UsageError(f"--tau {config.tau:g} must be in (0, 1]")
-    tau = (config.tau or _lossDefault(losses, "tau")) if momentum else None
-    batch_size = config.batch_size or _lossDefault(losses, "batch_size") or DEFAULT_BATCH_SIZE
-    contrastive = [name for name, loss in classes.items() if loss.NEGATIVES]
-    if contrastive and batch_size < 2:
-        raise UsageError(f"--batch-size {batch_size}: the {contrastive[0]} loss contrasts each frame with the other "
-                         f"frames of its minibatch, which needs 2 or more (its default: "
-                         f"{LOSSES[contrastive[0]].DEFAULTS.get('batch_size', DEFAULT_BATCH_SIZE)})")
-    augment = config.augment or _lossDefault(losses, "augment") or "none"
-    if augment == "none" and any(loss.PAIRS and loss.HORIZON == 0 for loss in classes.values()):
-        raise UsageError("--augment none: the curl loss contrasts two augmentations of one frame, without augmentation "
-                         "they are the same image; choose --augment shift")
-    return {"batch_size": int(batch_size), "augment": augment, "horizon": horizon, "tau": tau,
-            "updates": config.updates}
-
-
-def trainingEntries(training: dict[str, Any]) -> dict[str, Any]:
-    """
-    :param training: from :func:`resolveTraining`
-    :return: the exp_config entries it gives: batch_size always, the others only when they apply (so that a model
-        trained without them keeps the exp_config, hence the recipe, it had before they existed); ``pair_frames``
-        "same" with pairs of two views of each frame (curl: a recipe apart from any curl model that lacks it)
-    """
-    entries: dict[str, Any] = {"batch_size": training["batch_size"]}
-    if training["augment"] != "none":
-        entries["augment"] = training["augment"]
-    for key in ("horizon", "tau", "updates"):
-        if training[key] is not None and (key != "horizon" or training["tau"] is not None or training[key] != 1):
-            entries[key] = training[key]
-    if training["horizon"] == 0:
-        entries["pair_frames"] = "same"
-    return entries
-
-
-def checkHorizon(dataset: Dataset, train_rows: np.ndarray, horizon: int | None, negatives: bool) -> None:
-    """
-    :param dataset: the dataset
-    :param train_rows: its training rows
-    :param horizon: the pairs' distance (None: no pairs; 0: two views of each frame)
-    :param negatives: a loss contrasts the rows of a minibatch (needs 2 of them)
-    :raises UsageError: fewer training frames with a partner ``horizon`` frames later in their episode than the losses
-        need (1; 2 for contrast), with the largest horizon that has enough, or, at horizon 0 or 1, what to record
-    """
-    if horizon is None:
-        return
-    starts = dataset["episode_starts"]
-    after = np.sort(framesAfter(starts)[train_rows])[::-1]  # frames after each training frame in its episode
-    needed = 2 if negatives else 1
-    anchors = int((after >= horizon).sum())
-    if anchors < needed and horizon <= 1:  # no shorter horizon to suggest: too few frames
-        raise UsageError(tooFewAnchors(anchors, horizon, negatives, held_out=len(train_rows) < len(starts)))
-    if anchors < needed:
-        longest = int(episodeLengths(starts).max()) if len(starts) else 0
-        largest = int(after[needed - 1]) if len(after) >= needed else 0  # the largest horizon with enough anchors
-        choice = f"choose a horizon of at most {largest}" if largest >= 1 else "record longer episodes"
-        raise UsageError(f"--horizon {horizon} is longer than the dataset's episodes allow (the longest has {longest} "
-                         f"frames; {anchors} training frames have a frame {horizon} steps later, {needed} needed): "
-                         f"{choice}")
-
-
-def checkDataset(path: str, losses: dict[str, float]) -> Dataset:
-    """
-    :param path: the --data-folder
-    :param losses: the losses to train
-    :return: the opened dataset, holding every array the losses need
-    :raises UsageError: missing folder, not a dataset, a needed array missing or another refusal of a loss (e.g.
-        continuous actions for robotic_priors), images too small
-    """
-    try:
-        dataset = Dataset.open(path)
-        dataset.require("images_path", "episode_starts", purpose="SRL training")
-        for loss in losses:
-            LOSSES[loss].checkDataset(dataset)
-        checkImageSize(dataset.img_shape)
-    except ValueError as error:
-        raise UsageError(str(error)) from None
-    if len(dataset) == 0:
-        raise UsageError(f"dataset {path!r} is empty")
-    return dataset
-
-
-def datasetSizes(dataset: Dataset, losses: dict[str, float]) -> dict[str, Any]:
-    """
-    :param dataset: the dataset
-    :param losses: the losses to train
-    :return: exp_config entries the heads are sized from: continuous_actions, n_actions or action_dim,
-        reward_classes or reward_bins, ground_truth_dim
-    """
-    sizes: dict[str, Any] = {"continuous_actions": dataset.continuous_actions}
-    if dataset.has("actions"):
-        actions = dataset["actions"]
-        if actions.ndim == 2:
-            sizes["action_dim"] = int(actions.shape[1])
-        else:
-            sizes["n_actions"] = int(actions.max()) + 1
-    if dataset.has("rewards"):
-        sizes.update(rewardClasses(dataset["rewards"]))
-    if "supervised" in losses:
-        sizes["ground_truth_dim"] = int(dataset.states().shape[1])
-        if dataset.targetMoves() and bool(dataset.config.get("relative_pos", True)):
-            # the state it learns follows a moving target row by row (older datasets held its start only): recorded,
-            # so the model's recipe differs from one trained on such a dataset before, and its runs are not reused
-            sizes["relative_to"] = "the target at each frame"
-    elif dataset.has("ground_truth_states"):
-        sizes["ground_truth_dim"] = int(dataset["ground_truth_states"].shape[1])
-    return sizes
-
-
-def rewardClasses(rewards: np.ndarray) -> dict[str, list[float]]:
-    """
-    :param rewards: the dataset's rewards
-    :return: {"reward_classes": the distinct values} when there are at most MAX_REWARD_CLASSES (sparse rewards),
-        else {"reward_bins": the inner edges of MAX_REWARD_CLASSES quantile bins} (shaped, continuous rewards)
-    """
-    values = np.unique(rewards)
-    if len(values) <= MAX_REWARD_CLASSES:
-        return {"reward_classes": [float(value) for value in values]}
-    edges = np.unique(np.quantile(rewards, np.linspace(0, 1, MAX_REWARD_CLASSES + 1)[1:-1]))
-    return {"reward_bins": [float(edge) for edge in edges]}
-
-
-def rewardClassOf(rewards: np.ndarray, exp_config: dict[str, Any]) -> np.ndarray:
-    """
-    :param rewards: rewards
-    :param exp_config: holding "reward_classes" or "reward_bins" (from rewardClasses)
-    :return: the class of each reward
-    """
-    if "reward_bins" in exp_config:
-        return np.searchsorted(np.asarray(exp_config["reward_bins"]), rewards, side="right")
-    return np.searchsorted(np.asarray(exp_config["reward_classes"]), rewards)
 
 
 def modelFolder(log_folder: str, data_folder: str, name: str, state_dim: int, seed: int) -> str:
@@ -447,8 +107,8 @@ def buildParser() -> argparse.ArgumentParser:
 
 def _epochsWithUpdates(epochs: int, updates: int) -> str:
     """:return: why --epochs and --updates are not given together"""
-    return f"--epochs {epochs} with --updates {updates}: --updates counts the optimiser steps instead of epochs; give " \
-           "one of them"
+    return f"--epochs {epochs} with --updates {updates}: --updates counts the optimiser steps instead of epochs; " \
+           "give one of them"
 
 
 def parseConfig(argv: Sequence[str] | None = None) -> SRLTrainConfig:

@@ -77,7 +77,7 @@ def pairsText(horizon: int | None) -> str:
 def trainingPlan(losses: dict[str, float], training: dict, epochs: int) -> str:
     """
     :param losses: the losses trained (name -> weight; none for pca and random)
-    :param training: srl_models.train.resolveTraining's settings (batch_size, augment, horizon, tau, updates)
+    :param training: srl_models.train_choices.resolveTraining's settings (batch_size, augment, horizon, tau, updates)
     :param epochs: the most epochs (without updates)
     :return: the header's account of the training: how long, on which minibatches, views and pairs
     """
@@ -120,7 +120,7 @@ def tooFewAnchors(n_anchors: int, horizon: int | None, negatives: bool, held_out
     :param negatives: a loss contrasts the rows of a minibatch (it needs 2 of them)
     :param held_out: episodes are held out for validation (holding out fewer would give more)
     :return: why these anchors cannot train (one line, what to record instead), None when they can; a horizon above
-        1 that could be lowered is srl_models.train.checkHorizon's refusal
+        1 that could be lowered is srl_models.train_data.checkHorizon's refusal
     """
     needed = 2 if negatives else 1
     if n_anchors >= needed:

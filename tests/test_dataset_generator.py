@@ -26,7 +26,7 @@ from environments.generator_config import GeneratorConfig
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from environments.srl_env import FRESH_WORLD
 from rl_baselines.runs.run_policy import RunPolicy, loadRunPolicy
-from srl_models.train import datasetSizes
+from srl_models.train_data import datasetSizes
 from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`

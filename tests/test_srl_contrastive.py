@@ -26,8 +26,9 @@ from srl_models.models import ATCModel, CURLModel, RandomModel
 from srl_models.network import SRLNetwork
 from srl_models.prepare import trainingSettings
 from srl_models.registry import loadSRLModel
-from srl_models.train import checkHorizon, main, trainFromArgs
+from srl_models.train import main, trainFromArgs
 from srl_models.train_config import SRLTrainConfig
+from srl_models.train_data import checkHorizon
 from srl_models.trainer import TrainingData, TrainSettings, framesAfter, splitEpisodes, trainNetwork
 from srl_toolbox.cli import UsageError, runCommand
 

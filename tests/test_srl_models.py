@@ -24,8 +24,9 @@ from srl_models.models import InverseModel, RandomModel, SRLCombinationModel, SR
 from srl_models.pca import PCAModel, topComponents
 from srl_models.prepare import trainingSettings
 from srl_models.registry import loadSRLModel
-from srl_models.train import rewardClasses, rewardClassOf, trainFromArgs
+from srl_models.train import trainFromArgs
 from srl_models.train_config import SRLTrainConfig
+from srl_models.train_data import rewardClasses, rewardClassOf
 from srl_models.trainer import TrainingData, TrainSettings, bestEpoch, splitEpisodes, splitNote, trainNetwork
 from srl_toolbox.cli import runCommand
 from srl_toolbox.files import sha256File

@@ -16,7 +16,7 @@ from conftest import assertParserFromSettings, runModule, siteInterpreter, snaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
-from srl_models import plotting
+from srl_models import plotting, train_choices
 from srl_models import train as srl_train
 from srl_models.models import AutoEncoderModel
 from srl_models.registry import loadSRLModel
@@ -202,7 +202,8 @@ class _StatesRaise(AutoEncoderModel):
 
 def test_a_model_folder_whose_outputs_fail_is_removed(tinyDataset: str, tmp_path, monkeypatch) -> None:  # noqa: F811
     # it stayed with exp_config.json and the weights but no reconstructions nor evaluation: it looked finished
-    monkeypatch.setattr(srl_train, "trainableModels", lambda: {"autoencoder": _StatesRaise})
+    for module in (srl_train, train_choices):  # (train builds the class that train_choices resolves the name to)
+        monkeypatch.setattr(module, "trainableModels", lambda: {"autoencoder": _StatesRaise})
     with pytest.raises(RuntimeError, match="boom in getState"):
         trainFromConfig(SRLTrainConfig(data_folder=tinyDataset, srl_model="autoencoder", state_dim=4, epochs=1,
                                        batch_size=64, log_folder=str(tmp_path / "logs"), no_progress=True))
@@ -356,10 +357,10 @@ def test_one_loss_whose_model_was_skipped_is_refused_not_trained_as_another(tiny
     (["vae"], "vae", "--losses vae (one loss trains the model of that name)")])
 def test_the_refusal_of_a_missing_model_names_what_chose_it(monkeypatch, losses, chosen, words) -> None:
     # a plugin of the same name makes the registry drop a built-in model: the error names the flags that chose it
-    models = {name: cls for name, cls in srl_train.trainableModels().items() if name != chosen}
-    monkeypatch.setattr(srl_train, "trainableModels", lambda: models)
+    models = {name: cls for name, cls in train_choices.trainableModels().items() if name != chosen}
+    monkeypatch.setattr(train_choices, "trainableModels", lambda: models)
     with pytest.raises(UsageError, match=re.escape(words)):
-        srl_train.resolveModel(parseConfig(["--data-folder", "d", "--losses", *losses]))
+        train_choices.resolveModel(parseConfig(["--data-folder", "d", "--losses", *losses]))
 
 
 def test_a_plugin_learned_srl_model_subclass_is_trained_and_recorded(tinyDataset: str, tmp_path,  # noqa: F811
