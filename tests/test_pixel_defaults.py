@@ -34,8 +34,9 @@ def test_which_runs_get_the_pixel_default() -> None:
     assert pixelDefaultFlags(PPO2Model, "vae", {}) == {}
     assert pixelDefaultFlags(PPO2Model, "raw_pixels", {"hp_clip_range_vf": "none"}) == {}  # the flag wins
     assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, {"clip_range_vf": "0.1"}) == {}  # and --hyperparam
-    # measured on the images as rendered: an augmented run keeps SB3's
-    assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, augment="shift") == {}
+    # measured on the images as rendered: a run whose losses see shifted views (RAD) keeps SB3's, DrAC's do not
+    assert pixelDefaultFlags(PPO2Model, "raw_pixels", {"augment_loss": "rad"}, augment="shift") == {}
+    assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, augment="shift") == {"hp_clip_range_vf": "0.2"}
     assert pixelDefaultFlags(PPO2Model, "raw_pixels", {}, augment="none") == {"hp_clip_range_vf": "0.2"}
     for algo in ("maskable_ppo", "ppo_lstm", "a2c", "gail"):  # measured for ppo2 only
         assert pixelDefaultFlags(registered_rl[algo][0], "raw_pixels", {}) == {}, algo
@@ -60,7 +61,8 @@ def test_a_raw_pixel_run_records_and_uses_it_and_the_flag_turns_it_off(tmp_path)
     run = trainHere(*SHORT, "--srl-model", "raw_pixels", "--clip-range-vf", "none", "--log-dir", tmp_path / "off")
     assert _args(run)["hp_clip_range_vf"] == "none"
     assert PPO.load(os.path.join(run, "ppo2_model.zip")).clip_range_vf is None
-    for observation in (("--srl-model", "ground_truth"), ("--srl-model", "raw_pixels", "--augment", "shift")):
+    for observation in (("--srl-model", "ground_truth"),
+                        ("--srl-model", "raw_pixels", "--augment", "shift", "--augment-loss", "rad")):
         run = trainHere(*SHORT, *observation, "--log-dir", tmp_path / observation[-1])
         assert "hp_clip_range_vf" not in _args(run)
         assert PPO.load(os.path.join(run, "ppo2_model.zip")).clip_range_vf is None
@@ -92,5 +94,12 @@ def test_the_benchmarks_key_raw_pixel_runs_by_it() -> None:
     given = specSettings(RunSpec("ppo2", "MobileRobotGymEnv-v0", "raw_pixels", 0,
                                  ("--hyperparam", "clip_range_vf:0.1"), "x", "."))
     assert "hp_clip_range_vf" not in given and given["hyperparam"] == ["clip_range_vf:0.1"]
-    shifted = specSettings(RunSpec("ppo2", "MobileRobotGymEnv-v0", "raw_pixels", 0, ("--augment", "shift"), "x", "."))
-    assert "hp_clip_range_vf" not in shifted  # raw_pixels_shift keeps its key
+    rad = specSettings(RunSpec("ppo2", "MobileRobotGymEnv-v0", "raw_pixels", 0,
+                               ("--augment", "shift", "--augment-loss", "rad"), "x", "."))
+    assert "hp_clip_range_vf" not in rad and rad["augment_loss"] == "rad"
+    before = {name: value for name, value in rad.items() if name != "augment_loss"}  # recorded before the flag
+    assert settingsDigest(rad) == settingsDigest(before)  # a RAD run keeps the key of the runs made before DrAC
+    drac = specSettings(RunSpec("ppo2", "MobileRobotGymEnv-v0", "raw_pixels", 0, ("--augment", "shift"), "x", "."))
+    assert drac["hp_clip_range_vf"] == "0.2" and drac["augment_loss"] == "drac"
+    assert settingsDigest(drac) != settingsDigest(before)
+    assert "augment_loss" not in raw  # (idle without --augment: the plain runs keep their keys)

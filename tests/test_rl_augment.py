@@ -1,25 +1,34 @@
 """``--augment shift`` for end-to-end pixel RL: the batches of the updates are shifted views, the stored data is not.
 
-ppo2's minibatches and the replay samples of the replay-buffer algorithms are each a shift (up to 4 pixels, border
+ppo2's DrAC regulariser (the default ``--augment-loss``) adds exactly the gradient of its weighted KL on shifted
+views to each update, once, and learns from the rollout as collected; under ``--augment-loss rad`` ppo2's minibatches
+and the replay samples of the replay-buffer algorithms are each a shift (up to 4 pixels, border
 repeated) of the image stored at their row, the buffers keep the images as collected, a replay sample's observations
 and next observations are shifted independently, the train command gives the algorithms these buffers (and a model
 continued with ``--augment none`` SB3's own). The refusals are cases of tests/test_bad_inputs.py.
 """
 from __future__ import annotations
 
+import csv
 import json
 import os
 import zipfile
+
+import gymnasium as gym
 
 import numpy as np
 import torch
 from conftest import trainHere
 from gymnasium import spaces
+from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import ReplayBuffer, RolloutBuffer
+from stable_baselines3.common.logger import Logger
+from stable_baselines3.common.vec_env import DummyVecEnv
 from torch.nn import functional as F
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedReplayBuffer, AugmentedRolloutBuffer
+from rl_baselines.rl_algorithm.drac import DrACRegulariser, actionKL, detachedDistribution
 from srl_models.augment import PAD
 
 SIDE = 12
@@ -94,15 +103,18 @@ def _bufferRecord(model_file: str, keyword: str) -> tuple[str, dict]:
     return data[f"{keyword}_class"].get("__module__", ""), data[f"{keyword}_kwargs"]
 
 
-def test_ppo2_trains_on_shifted_minibatches_the_same_for_a_seed_and_a_continued_run_can_stop(tmp_path) -> None:
+def test_ppo2_rad_trains_on_shifted_minibatches_the_same_for_a_seed_and_a_continued_run_can_stop(tmp_path) -> None:
     short = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
-    shifted = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment", "shift", "--log-dir", tmp_path / "a")
+    rad = ["--augment", "shift", "--augment-loss", "rad"]
+    shifted = trainHere("--algo", "ppo2", *PIXELS, *short, *rad, "--log-dir", tmp_path / "a")
     with open(os.path.join(shifted, "args.json")) as handle:
-        assert json.load(handle)["augment"] == "shift"
+        record = json.load(handle)
+    assert record["augment"] == "shift" and record["augment_loss"] == "rad"
+    assert record.get("hp_clip_range_vf") is None  # (the raw-pixel defaults were measured on unshifted losses)
     model = registered_rl["ppo2"][0].load(os.path.join(shifted, "ppo2_model.zip")).model
     assert isinstance(model.rollout_buffer, AugmentedRolloutBuffer)
     # the offsets come from the generators the run's seed seeds: the same command, the same weights
-    again = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment", "shift", "--log-dir", tmp_path / "c")
+    again = trainHere("--algo", "ppo2", *PIXELS, *short, *rad, "--log-dir", tmp_path / "c")
     weights = registered_rl["ppo2"][0].load(os.path.join(again, "ppo2_model.zip")).model.policy.state_dict()
     assert all(torch.equal(value, weights[name]) for name, value in model.policy.state_dict().items())
     # continued with --augment none: SB3's own buffer again, and the saved model says so
@@ -112,6 +124,93 @@ def test_ppo2_trains_on_shifted_minibatches_the_same_for_a_seed_and_a_continued_
     assert module.startswith("stable_baselines3") and keywords == {}
     assert type(registered_rl["ppo2"][0].load(os.path.join(plain, "ppo2_model.zip")).model.rollout_buffer) \
         is RolloutBuffer
+
+
+def _policyModel(seed: int, continuous: bool = False) -> PPO:
+    """:return: an SB3 PPO on noise images (an MLP policy: small and quick), not trained"""
+    actions = spaces.Box(-1.0, 1.0, (2,), np.float32) if continuous else spaces.Discrete(3)
+    env = DummyVecEnv([lambda: _ImageEnv(actions)])
+    model = PPO("MlpPolicy", env, n_steps=8, batch_size=8, seed=seed, device="cpu")
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
+
+
+class _ImageEnv(gym.Env):
+    """Noise images, any action, no end: enough for a PPO to be built and take a rollout"""
+
+    observation_space = IMAGES
+
+    def __init__(self, action_space: spaces.Space) -> None:
+        self.action_space = action_space
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None) -> tuple[np.ndarray, dict]:
+        super().reset(seed=seed)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, float, bool, bool, dict]:
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+def _gradients(policy: torch.nn.Module) -> list[torch.Tensor]:
+    return [parameter.grad.clone() for parameter in policy.parameters() if parameter.grad is not None]
+
+
+def test_drac_adds_the_gradient_of_its_weighted_policy_regulariser_to_the_update_once() -> None:
+    def flip(images: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return images.flip(-1)  # a view unlike the image, the same at every call
+
+    generator = np.random.default_rng(2)
+    for continuous in (False, True):
+        model = _policyModel(0, continuous)
+        policy, coef = model.policy, 0.5
+        obs = torch.as_tensor(_randomImages(6, generator))
+        actions = torch.as_tensor(np.stack([model.action_space.sample() for _ in range(6)]))
+        # what SB3's train does: evaluate, zero the gradients, back-propagate its loss (here the values and
+        # log-probabilities), clip, step
+        expected = _policyModel(0, continuous).policy
+        expected.set_training_mode(True)
+        values, log_prob, _ = expected.evaluate_actions(obs, actions)
+        target = detachedDistribution(expected.get_distribution(obs).distribution)
+        regulariser = actionKL(target, expected.get_distribution(flip(obs)).distribution).mean()
+        expected.optimizer.zero_grad()
+        (values.sum() + log_prob.sum() + coef * regulariser).backward()
+        DrACRegulariser(model, flip, coef)
+        policy.set_training_mode(True)
+        values, log_prob, _ = policy.evaluate_actions(obs, actions)
+        policy.optimizer.zero_grad()
+        (values.sum() + log_prob.sum()).backward()
+        assert regulariser.item() > 0
+        for got, wanted in zip(_gradients(policy), _gradients(expected), strict=True):
+            torch.testing.assert_close(got, wanted)
+        # once: the next zero_grad clears and adds nothing; outside the update nothing is kept
+        policy.optimizer.zero_grad()
+        assert not any(parameter.grad is not None and parameter.grad.abs().sum() > 0
+                       for parameter in policy.parameters())
+        policy.set_training_mode(False)
+        policy.evaluate_actions(obs, actions)
+        policy.optimizer.zero_grad()
+        assert all(parameter.grad is None or parameter.grad.abs().sum() == 0 for parameter in policy.parameters())
+
+
+def test_ppo2_drac_learns_from_the_rollout_as_collected_with_the_regulariser_on_shifted_views(tmp_path) -> None:
+    short = ["--num-timesteps", "64", "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1"]
+    run = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment", "shift", "--log-dir", tmp_path)
+    with open(os.path.join(run, "args.json")) as handle:
+        record = json.load(handle)
+    # DrAC by default; its losses see the images as rendered, so the raw-pixel defaults apply
+    assert record["augment_loss"] == "drac" and record["hp_clip_range_vf"] == "0.2"
+    module, keywords = _bufferRecord(os.path.join(run, "ppo2_model.zip"), "rollout_buffer")
+    assert module.startswith("stable_baselines3") and keywords == {}
+    with open(os.path.join(run, "progress.csv")) as handle:
+        rows = list(csv.DictReader(handle))
+    kl = [float(row["train/drac_kl"]) for row in rows if row.get("train/drac_kl")]
+    assert kl and all(value > 0 for value in kl)  # shifted views the policy acts on otherwise
+    # without --augment the flag does nothing: recorded at its default, no regulariser
+    plain = trainHere("--algo", "ppo2", *PIXELS, *short, "--augment-loss", "rad", "--log-dir", tmp_path / "plain")
+    with open(os.path.join(plain, "args.json")) as handle:
+        assert json.load(handle)["augment_loss"] == "drac"
+    with open(os.path.join(plain, "progress.csv")) as handle:
+        assert "train/drac_kl" not in handle.readline()
 
 
 def test_sac_trains_on_shifted_replay_samples(tmp_path) -> None:

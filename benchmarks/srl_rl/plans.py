@@ -101,10 +101,11 @@ VARIANTS = {
                       "srl_splits handed to the agent at the size of the env's ground truth (train's "
                       "--srl-ground-truth-scale: the normalised state times sqrt(ground-truth dim / state dim))"),
     RAW_PIXELS_SHIFT: Variant(RAW_PIXELS, ("--augment", "shift"), "augment",
-                              "raw pixels with train's --augment shift (RAD-style; DrAC's regularisers are not used): "
-                              "each minibatch of ppo2's updates sees its images shifted at random by up to 4 "
-                              "pixels, the policy and the value losses alike, while the agent acts on the images as "
-                              "rendered", value="shift"),
+                              "raw pixels with train's --augment shift (ppo2's default --augment-loss drac: DrAC's "
+                              "policy regulariser): ppo2's losses learn from the images as rendered, and each "
+                              "minibatch adds 0.1 x the KL from the policy on its images to the policy on them "
+                              "shifted at random by up to 4 pixels (the agent acts on the images as rendered)",
+                              value="shift"),
 }
 
 

@@ -245,6 +245,15 @@ class BaseRLObject(abc.ABC):
         return hp.parserHyperParam(cls, hyperparams)
 
     @classmethod
+    def lossesSeeAugmentedViews(cls, settings: Mapping[str, Any]) -> bool:
+        """
+        :param settings: a run's settings, by name (``augment`` and the algorithm's own flags)
+        :return: whether the losses of the updates learn from augmented views (then the raw-pixel hyperparameter
+            defaults, measured on the images as rendered, are not applied): ``augment`` other than none, here
+        """
+        return settings.get("augment", "none") != "none"
+
+    @classmethod
     def augmentsUpdates(cls) -> bool:
         """
         :return: whether ``train`` augments the image observations its updates learn from as ``settings.augment``

@@ -253,11 +253,13 @@ def pixelDefaultFlags(algo_class: type, srl_model: str, flags: dict[str, Any],
     :param flags: the run's settings by name (its ``hp_<name>`` flags, None where not given)
     :param given: the names ``--hyperparam`` or ``--hyperparam-file`` give
     :param augment: the run's ``--augment`` (the raw-pixel defaults hold for the images as rendered only: they were
-        measured there, and an augmented run keeps the defaults)
+        measured there, and a run whose losses see augmented views keeps the defaults: the class's
+        ``lossesSeeAugmentedViews`` of ``flags`` and ``augment``)
     :return: the flags ``hp_<name>`` that the raw-pixel defaults set (none unless ``srl_model`` is raw_pixels and
-        ``augment`` none): each hyperparameter with a ``pixel_default`` that neither its flag nor ``given`` sets
+        the losses see the images as rendered): each hyperparameter with a ``pixel_default`` that neither its flag nor
+        ``given`` sets
     """
-    if srl_model != "raw_pixels" or augment != "none":
+    if srl_model != "raw_pixels" or algo_class.lossesSeeAugmentedViews({**flags, "augment": augment}):
         return {}
     given = set(given)
     return {f"hp_{name}": hyperparam.pixel_default for name, hyperparam in algo_class.hyperparamSpec().items()

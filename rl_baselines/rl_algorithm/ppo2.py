@@ -3,10 +3,11 @@ from stable_baselines3 import PPO
 
 from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval, NoneOrPositive
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedRolloutBuffer
+from rl_baselines.rl_algorithm.drac import AugmentLossChoice
 from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 
 
-class PPO2Model(StableBaselinesRLObject):
+class PPO2Model(AugmentLossChoice, StableBaselinesRLObject):
     """
     PPO with short rollouts (n_steps 128, as the old toolbox) and SB3's optimiser settings (10 epochs, constant
     learning rate 3e-4); why they replace the old toolbox's (4 epochs, 2.5e-4 decaying linearly): the README's
@@ -17,7 +18,7 @@ class PPO2Model(StableBaselinesRLObject):
     NAME = "ppo2"
     LOG_INTERVAL = 1024
     SAVE_INTERVAL = 4096
-    AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment: each minibatch of the update (policy and value losses)
+    AUGMENTED_BUFFER = AugmentedRolloutBuffer  # --augment with --augment-loss rad (drac: DrAC's regulariser)
     NORMALISED_ADVANTAGES = "minibatches"
     HYPERPARAMS = {
         "n_steps": Hyperparam(128, "steps per env between updates", bounds=(1, None), search=(32, 2048)),

@@ -184,6 +184,19 @@ class StableBaselinesRLObject(BaseRLObject):
         return cls.AUGMENTED_BUFFER is not None
 
     @classmethod
+    def bufferAugmentation(cls, settings: RunSettings) -> str:
+        """:return: the augmentation the :attr:`AUGMENTED_BUFFER` applies to the batches: ``--augment``'s"""
+        return settings.augment
+
+    def prepareUpdates(self, settings: RunSettings) -> None:
+        """
+        What the model's updates need besides its constructor's keywords, once the model is made or loaded (an
+        algorithm's hook: drac.AugmentLossChoice attaches DrAC's regulariser); nothing here.
+
+        :param settings: the run's settings
+        """
+
+    @classmethod
     def modelKwargs(cls, settings: RunSettings, hyperparams: dict[str, Any], env: Any) -> dict[str, Any]:
         """
         :param settings: the run's settings (``lr_schedule``, ``augment``)
@@ -191,11 +204,12 @@ class StableBaselinesRLObject(BaseRLObject):
         :param env: the training VecEnv
         :return: :meth:`makeModelKwargs`, with a number ``learning_rate`` decaying linearly under
             ``--lr-schedule linear``, and, for an algorithm with an :attr:`AUGMENTED_BUFFER`, the buffer of
-            ``--augment`` (SB3's own for ``none``: also what a continued model trained with a shift then gets)
+            :meth:`bufferAugmentation` (SB3's own for ``none``: also what a continued model trained with a shift
+            then gets)
         """
         kwargs = cls.makeModelKwargs(settings, hyperparams, env)
         if cls.AUGMENTED_BUFFER is not None:
-            kwargs.update(bufferKeywords(cls.AUGMENTED_BUFFER, settings.augment))
+            kwargs.update(bufferKeywords(cls.AUGMENTED_BUFFER, cls.bufferAugmentation(settings)))
         rate = kwargs.get("learning_rate")
         if settings.option("lr_schedule", "constant") == "linear" and rate is not None and not callable(rate):
             kwargs["learning_rate"] = linearSchedule(float(rate))
@@ -353,8 +367,8 @@ class StableBaselinesRLObject(BaseRLObject):
         """
         The start of ``train``, up to the first env step: the model (new, seeded with ``settings.seed``; continued
         from ``settings.continue_from`` with the hyperparameters given now over the saved ones; or as checkpointed
-        when resuming), behaviour cloning (``--pretrain-dataset``), the logger, then the resumed state
-        (:meth:`restoreTrainingState`).
+        when resuming), behaviour cloning (``--pretrain-dataset``), :meth:`prepareUpdates`, the logger, then the
+        resumed state (:meth:`restoreTrainingState`).
 
         :param env: the training VecEnv
         :param hyperparams: the run's hyperparameters, resolved
@@ -386,6 +400,7 @@ class StableBaselinesRLObject(BaseRLObject):
                                         device=device, verbose=0, **kwargs)
         if settings.pretrain_dataset:
             pretrainFromArgs(self.model, self.env, settings)  # behaviour cloning, before RL starts
+        self.prepareUpdates(settings)
         # progress.csv (a resumed run's goes on) and tensorboard: the run's logger; without one the callback's shared
         # one, or without a run folder a silent one (SB3 would otherwise make an empty /tmp/SB3-<date> folder)
         self.model.set_logger(logger if logger is not None else sharedProgressLogger(callback, settings.run_dir)[0])

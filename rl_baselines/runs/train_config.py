@@ -79,7 +79,7 @@ DEFAULT_ALGO = "ppo2"
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
 # args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
 # that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 7
+ARGS_FORMAT = 8
 ARGS_FORMAT_KEY = "args_format"
 
 
@@ -125,9 +125,10 @@ class TrainConfig:
                                    "model's evaluation recorded span: a state spanning few directions is not handed "
                                    "over larger than its content; measured in docs/srl.md) or none", choices=STATE_SCALES)
     augment: str = setting("none", "raw_pixels: augmentation of the images the updates learn from, not of those "
-                           "collected: none, or shift (a random shift of up to 4 pixels, per image; ppo2: each "
-                           "minibatch, policy and value losses; replay-buffer algorithms: each sample's observations "
-                           "and next observations independently)", choices=tuple(AUGMENTATIONS))
+                           "collected: none, or shift (a random shift of up to 4 pixels, per image; ppo2: DrAC's "
+                           "policy regulariser on each minibatch, or --augment-loss rad; replay-buffer algorithms: "
+                           "each sample's observations and next observations independently)",
+                           choices=tuple(AUGMENTATIONS))
     num_stack: int = setting(1, "frames stacked per observation", parse=positiveInt)
     action_repeat: int = setting(1, "env steps per agent action", parse=positiveInt)
     episode_window: int = setting(40, "moving-average window of the reward curve, in episodes", parse=positiveInt,
@@ -325,6 +326,9 @@ UPGRADES: dict[int, dict[str, Any]] = {
     5: {"srl_state_scale": "none"},
     # format 6 -> 7: --torch-threads; every earlier run of the train command trained on one torch thread
     6: {"torch_threads": 1},
+    # format 7 -> 8: ppo2's --augment-loss; every earlier augmented ppo2 run learned RAD-style, its losses on the
+    # shifted views (the key means nothing to the other algorithms, nor without --augment)
+    7: {"augment_loss": "rad"},
 }
 
 
@@ -347,6 +351,10 @@ def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     upgraded = dict(record)
     for older in range(version, ARGS_FORMAT):
         upgraded = {**UPGRADES[older], **upgraded}
+    if "augment_loss" not in record and upgraded.get("augment", "none") == "none":
+        # (ppo2's --augment-loss does nothing without --augment: such a run reads as one recorded now, at the flag's
+        # default, and its resume warns of nothing)
+        upgraded["augment_loss"] = "drac"
     missing = [name for name in TrainConfig.flagFields() if name not in upgraded]
     if missing:  # a setting every format records: the file was cut or edited
         raise ValueError(f"args.json lacks {', '.join(missing)}")

@@ -43,12 +43,15 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
         out, ``img_shape`` read as not given (None, as the runs made without it record it); a setting added to train
         since they were recorded reads as args.json's upgrade rules give it (``renderer``: tinyrenderer); the
         settings train warns do nothing at what the run applied (``-r`` off on CarRacing, ``--features-extractor``
-        nature on a state...: :func:`rl_baselines.runs.train_config.appliedSettings`, as train records them)
+        nature on a state...: :func:`rl_baselines.runs.train_config.appliedSettings`, as train records them);
+        ``augment_loss`` left out without ``augment`` (ppo2 records it, at its default, since args.json's format 8)
     """
     args = {**addedSettings(args), **args}
     args.update(appliedSettings(args))  # (a run recorded before train recorded them as applied)
     if "srl_state_scale" in idleSettings(args):
         args.pop("srl_state_scale", None)
+    if args.get("augment", "none") == "none":  # (ppo2's --augment-loss: idle, and recorded at its default)
+        args.pop("augment_loss", None)
     return {name: value for name, value in sorted(args.items())
             if name not in NOT_A_RESULT and not (name.startswith("hp_") and value is None)}
 
