@@ -177,6 +177,17 @@ def test_numpy_bools_0d_arrays_and_arrays_of_strings_are_taken_as_their_python_v
     assert not log_dir.exists()
 
 
+def test_list_srl_models_takes_a_numpy_bool_as_the_bool_it_holds():
+    """listSRLModels(learned=np.bool_(True)) was refused ("learned np.True_ must be True, False or None") although
+    makeConfig takes NumPy bools (plainValue); a value of another kind is still refused."""
+    for value in (True, False):
+        expected = api.listSRLModels(learned=value)
+        assert api.listSRLModels(learned=np.bool_(value)) == api.listSRLModels(learned=np.array(value)) == expected
+    assert "vae" in api.listSRLModels(learned=np.bool_(True)) and "vae" not in api.listSRLModels(learned=np.False_)
+    with pytest.raises(api.UsageError, match=re.escape("learned np.int64(1) must be True, False or None")):
+        api.listSRLModels(learned=np.array(1))
+
+
 def test_flags_pass_through_as_keywords(tmp_path):
 
     config = api.makeConfig(algo="ppo_lstm", srl_model="ground_truth", log_dir=tmp_path, ortho_init=False,
