@@ -184,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             x, y = aggregateCurves(trained, args.episode_window, args.timesteps, args.num_points)
             npz_path = f"{curve_stems[key]}.npz"
             saveCurves(npz_path, x, y, label, env, x_label, [run.path for run in trained], window=args.episode_window)
-            print(f"{env} {label}: {plural(len(trained), 'run')}, {len(x)} points -> {npz_path}")
+            print(f"{env} {label}: {plural(len(trained), 'run')}, {plural(len(x), 'point')} -> {npz_path}")
             by_env.setdefault(env, []).append((label, x, y))
         lacking = [run.path for run in members if run.evaluations is None]
         if 0 < len(lacking) < len(members):
@@ -198,7 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 continue
             npz_path = f"{curve_stems[key]}_evaluation.npz"
             saveCurves(npz_path, x, y, label, env, "timesteps", [run.path for run in members], EVALUATION_Y_LABEL)
-            print(f"{env} {label}: {plural(len(members), 'run')}, {len(x)} evaluations -> {npz_path}")
+            print(f"{env} {label}: {plural(len(members), 'run')}, {plural(len(x), 'evaluation')} -> {npz_path}")
             evaluations_by_env.setdefault(env, []).append((label, x, y))
     # a figure whose name got a digest (envs named alike) says which env it is
     which = {env: "" if stem.endswith(f"_{safeName(env)}") else f" ({env})" for env, stem in figure_stems.items()}

@@ -9,9 +9,9 @@ evaluations alone, and one with neither is skipped. An episode's env step is the
 envs together (``--num-cpu N``: N times its env's own steps, from the run's args.json; a folder without one: the sum
 of the episode lengths so far). With ``--vis`` the same curves go to a visdom server too (one pair of windows per run
 in the visdom environment ``--vis-env``, with the PNG's title; their ids are unique per run folder, so runs of the
-same folder name, drawn by one call or by several into the same environment, never overwrite each other). With
-``--output-dir`` the PNGs are named after the runs' paths below ``-i`` (``outputPaths``: never one name for two
-runs).
+same folder name, drawn by one call or by several into the same environment, never overwrite each other); ``--no-vis``
+(train's flag) is accepted and keeps the default, PNGs only. With ``--output-dir`` the PNGs are named after the
+runs' paths below ``-i`` (``outputPaths``: never one name for two runs).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
 folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
@@ -289,7 +289,10 @@ def buildParser() -> CLIParser:
                              f"as {PNG_NAME}]")
     parser.add_argument("--episode-window", type=positiveInt, default=None,
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
-    parser.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
+    visdom = parser.add_mutually_exclusive_group()
+    visdom.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
+    visdom.add_argument("--no-vis", dest="vis", action="store_false", default=False,
+                        help="PNGs only, no visdom (the default; train's flag, accepted here too)")
     addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
     parser.add_argument("--vis-env", type=visdomEnvName, default=None, help="visdom environment of the curves [plots]")
     return parser

@@ -483,9 +483,11 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
         computes (raw_pixels, ground_truth, ...); None: both
     :param env: keep only the env-computed observations this env offers
     :return: the names of the registered SRL models (``srl_model``)
-    :raises UsageError: unknown env
+    :raises UsageError: unknown env, or ``learned`` not a bool (a NumPy bool or 0-d array is the bool it holds:
+        :func:`plainValue`, as :func:`makeConfig` reads it)
     """
 
+    learned = plainValue(learned)
     _checkKinds(("learned", learned, bool, "True, False or None"))
     offered = None
     if env is not None:

@@ -11,7 +11,8 @@ function that reads the value); fields that are not flags (values resolved or pr
   command line accept and refuse the same values, in argparse's words (a value that is not text must also be of the
   kind the flag reads: a string or path for a text flag, a number for a number's, a bool for a switch; a sequence or
   an array gives a flag of several values its items, a NumPy number is written as the number it is
-  (:func:`valueText`), and a NumPy bool or a 0-d array is taken as the Python value it holds (:func:`plainValue`));
+  (:func:`valueText`), and a NumPy bool or a 0-d array is taken as the Python value it holds, a torch tensor as the
+  NumPy array of its values, one of a single value as that value (:func:`plainValue`));
 - :func:`checkedSettings` checks every flag field of an instance that way (a config built in Python is refused
   where the command line would refuse it);
 - :func:`settingsFromNamespace` makes an instance from the parsed command line;
@@ -133,11 +134,28 @@ def addSettingFlags(parser: argparse.ArgumentParser, cls: type, substitutions: M
     return parser
 
 
+def _numpyArray(value: Any) -> Any:
+    """:return: an array of another library (torch's tensor: anything else with ``tolist`` and a ``dtype``, found by
+        duck typing so that this module does not import torch) as the NumPy array of its values, of the NumPy dtype
+        of the same name where there is one (a float32 learning rate keeps its short text: ``0.0003``); one of a
+        single value as a 0-d array, so that it is read as its number; anything else (NumPy's own) as given"""
+    if isinstance(value, (np.ndarray, np.generic)) or not (hasattr(value, "tolist") and hasattr(value, "dtype")):
+        return value
+    try:
+        dtype = np.dtype(str(value.dtype).rpartition(".")[2])
+    except TypeError:  # (a dtype NumPy lacks, torch's bfloat16: its values as Python's)
+        dtype = None
+    array = np.asarray(value.tolist(), dtype=dtype)
+    return array.reshape(()) if array.size == 1 else array
+
+
 def plainValue(value: Any) -> Any:
-    """:return: a value given from Python as the one value it holds, where NumPy wraps it: a 0-d array
+    """:return: a value given from Python as the one value it holds, where NumPy or torch wraps it: a 0-d array
         (``np.array(2)``) as its item (``np.int64(2)``, a NumPy number that :func:`valueText` writes as the number it
-        is), a NumPy bool (``np.bool_(True)``) as Python's; anything else as given (arrays of several values are read
-        item by item: :func:`valueItems`)"""
+        is), a NumPy bool (``np.bool_(True)``) as Python's, a torch tensor as the NumPy array of its values
+        (:func:`_numpyArray`: one of a single value, ``torch.tensor(3e-4)`` or ``torch.tensor([3e-4])``, as its
+        number); anything else as given (arrays of several values are read item by item: :func:`valueItems`)"""
+    value = _numpyArray(value)
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     return bool(value) if isinstance(value, np.bool_) else value
@@ -158,8 +176,9 @@ def valueText(value: Any) -> str:
 
 def valueItems(value: Any) -> list[Any] | None:
     """:return: the items of a value given from Python for several values (a flag's ``nargs``): of a sequence (a list,
-        a tuple) or an array (NumPy's), as a list, each item as :func:`plainValue` reads it; None for one value (text,
-        a number, a mapping, a 0-d array...)"""
+        a tuple) or an array (NumPy's, torch's), as a list, each item as :func:`plainValue` reads it; None for one value
+        (text, a number, a mapping, a 0-d array, a tensor of one value...)"""
+    value = _numpyArray(value)
     if isinstance(value, (str, bytes)) or not (isinstance(value, Sequence) or hasattr(value, "__array__")):
         return None
     try:

@@ -32,6 +32,7 @@ from srl_toolbox.cli import runCommand
 from srl_toolbox.devices import maxThreads
 from srl_toolbox.errors import UsageWarning
 from srl_toolbox.files import readJson
+from srl_toolbox.settings import plainValue, valueItems, valueText
 
 GT = {"algo": "ppo2", "env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth"}
 
@@ -174,6 +175,43 @@ def test_numpy_bools_0d_arrays_and_arrays_of_strings_are_taken_as_their_python_v
     ]:
         with pytest.raises(api.UsageError, match=re.escape(message)):
             api.makeConfig(**{**base, **keywords})
+    assert not log_dir.exists()
+
+
+def test_list_srl_models_takes_a_numpy_bool_as_the_bool_it_holds():
+    """listSRLModels(learned=np.bool_(True)) was refused ("learned np.True_ must be True, False or None") although
+    makeConfig takes NumPy bools (plainValue); a value of another kind is still refused."""
+    for value in (True, False):
+        expected = api.listSRLModels(learned=value)
+        assert api.listSRLModels(learned=np.bool_(value)) == api.listSRLModels(learned=np.array(value)) == expected
+    assert "vae" in api.listSRLModels(learned=np.bool_(True)) and "vae" not in api.listSRLModels(learned=np.False_)
+    with pytest.raises(api.UsageError, match=re.escape("learned np.int64(1) must be True, False or None")):
+        api.listSRLModels(learned=np.array(1))
+
+
+def test_torch_tensors_are_taken_as_numpy_arrays_of_their_values(tmp_path):
+    """makeConfig(learning_rate=torch.tensor(3e-4)) was refused ("needs a float value, got 'tensor(0.0003)'"), as was
+    a tensor for any flag: plainValue unwrapped NumPy's values only. A tensor of one value (0-d or not) is that
+    number, float32's written as short as NumPy's float32 is; one of several values gives a flag its items, as a
+    NumPy array does."""
+    assert plainValue(torch.tensor(3e-4)) == np.float32(3e-4) and valueText(torch.tensor(3e-4)) == "0.0003"
+    assert valueText(torch.tensor([3e-4])) == "0.0003" and valueText(torch.tensor([[2]])) == "2"
+    assert plainValue(torch.tensor(True)) is True and plainValue(torch.tensor(False)) is False
+    assert valueText(torch.tensor(1e-3, requires_grad=True)) == "0.001"
+    assert valueItems(torch.tensor([3, 48, 48])) == [3, 48, 48] and valueItems(torch.tensor(3)) is None
+    log_dir = tmp_path / "logs"
+    pixels = {**GT, "srl_model": "raw_pixels", "log_dir": log_dir}
+    taken = api.makeConfig(learning_rate=torch.tensor(3e-4), seed=torch.tensor(3), num_cpu=torch.tensor([2]),
+                           no_vis=torch.tensor(True), img_shape=torch.tensor([3, 48, 48]),
+                           hyperparams={"gamma": torch.tensor(0.95, dtype=torch.float64)}, **pixels)
+    assert taken.argv == api.makeConfig(learning_rate=3e-4, seed=3, num_cpu=2, no_vis=True, img_shape=[3, 48, 48],
+                                        hyperparams={"gamma": 0.95}, **pixels).argv
+    assert "--learning-rate 0.0003" in " ".join(taken.argv)
+    for keywords, message in [({"seed": torch.tensor([1, 2])}, "argument --seed: '[1 2]' is not an integer"),
+                              ({"num_cpu": torch.tensor(2.5)}, "argument --num-cpu: '2.5' must be a positive integer"),
+                              ({"no_vis": torch.tensor(1)}, "a switch takes True or False, not np.int64(1)")]:
+        with pytest.raises(api.UsageError, match=re.escape(message)):
+            api.makeConfig(**{**pixels, **keywords})
     assert not log_dir.exists()
 
 

@@ -145,6 +145,17 @@ def test_visdom_flags_without_vis_are_one_warning(tmp_path) -> None:
     assert os.path.isfile(os.path.join(run, PNG_NAME))
 
 
+def test_no_vis_is_accepted_and_draws_nothing_in_visdom(tmp_path, monkeypatch) -> None:
+    """``--no-vis`` (train's flag, typed from habit) was an unrecognized argument: it keeps the default, PNGs only;
+    with ``--vis`` it is a usage error."""
+    run = writeRun(str(tmp_path / "run"), [1.0, 2.0], [10, 10], [1.0, 2.0])
+    monkeypatch.setattr(plots, "VisdomRunPlots", lambda *args, **kwargs: pytest.fail("visdom used with --no-vis"))
+    assert main(["-i", run, "--no-vis"]) == 0
+    assert os.path.isfile(os.path.join(run, PNG_NAME))
+    with pytest.raises(UsageError, match="--vis: not allowed with argument --no-vis"):
+        main(["-i", run, "--no-vis", "--vis"])
+
+
 def test_a_refusal_prints_its_error_alone(tmp_path) -> None:
     """--port without --vis (a warning: it does nothing) with an input that is refused: the one-line error alone,
     which names the runs skipped for a damaged monitor file (their warnings are not shown); accepted, the warning is

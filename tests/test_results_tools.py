@@ -519,3 +519,14 @@ def test_a_refusal_prints_its_error_alone(tmp_path):
         result = runModule(module, "-i", logs, flag, tmp_path / "out")
         assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
         assert f"skipped: 1 unreadable, e.g. {logs / 'c'}: args.json is not valid JSON" in result.stderr
+
+
+def test_a_count_of_one_point_or_evaluation_is_singular(tmp_path, capsys):
+    """A one-episode run with one evaluation printed "1 points" and "1 evaluations"."""
+    run_dir = _fakeRun(tmp_path / "logs" / "a", [1.0])
+    np.savez(os.path.join(run_dir, "evaluations.npz"), timesteps=np.array([100]), results=np.array([[1.0]]),
+             ep_lengths=np.array([[100]]))
+    assert aggregate_plots.main(["-i", str(tmp_path / "logs"), "-o", str(tmp_path / "agg" / "a"),
+                                 "--episode-window", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "1 run, 1 point ->" in out and "1 run, 1 evaluation ->" in out, out
