@@ -53,6 +53,8 @@ CASES = [
     ("train-lowpoly-on-mobile-robot", TRAIN, [*GT, "--renderer", "lowpoly"],
      ["--renderer lowpoly", "valid for MobileRobotGymEnv-v0: tinyrenderer, sprites", "KukaButtonGymEnv-v0"]),
     ("train-unknown-augmentation", TRAIN, [*PIXELS, "--augment", "flip"], ["--augment", "'flip'", "shift"]),
+    ("train-unknown-augment-loss", TRAIN, [*PIXELS, "--augment", "shift", "--augment-loss", "drq"],
+     ["--augment-loss", "'drq'", "drac", "rad"]),
     ("train-augment-a-state", TRAIN, [*GT, "--augment", "shift"], ["--augment shift", "raw_pixels", "'ground_truth'"]),
     ("train-augment-with-an-algo-without-it", TRAIN, [*PIXELS, "--algo", "a2c", "--augment", "shift"],
      ["--augment shift", "a2c", "algorithms that do", "ppo2", "sac", "td3"]),
@@ -384,7 +386,8 @@ CATEGORIES = {
         "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",
-        "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation"],
+        "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation",
+        "train-unknown-augment-loss"],
     "wrong type or range": [
         "train-minibatch-of-one",
         "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",

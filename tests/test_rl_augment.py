@@ -15,7 +15,6 @@ import os
 import zipfile
 
 import gymnasium as gym
-
 import numpy as np
 import torch
 from conftest import trainHere
