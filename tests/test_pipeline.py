@@ -34,7 +34,7 @@ from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
-from rl_baselines.sweeps import pipeline, run_attempts
+from rl_baselines.sweeps import executors, pipeline, run_attempts
 from rl_baselines.sweeps.plots import SweepPlotter
 from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE, PID_FILE, finishedFolder, runAttempts
 from rl_baselines.sweeps.sweep import (
@@ -470,6 +470,37 @@ def test_a_run_a_ctrl_c_stopped_says_stopped_as_the_summary_counts_it(tmp_path, 
         out = capsys.readouterr().out
         assert f"{prefix}stopped: {specs[0].label} [{specs[0].run_id}] (interrupted), log log\n" in out, out
         assert "failed:" not in out and ", 2 stopped, 0 not run." in out, out
+
+
+def test_a_run_another_pipelines_ctrl_c_stopped_is_counted_stopped_there_too(tmp_path, capsys, monkeypatch) -> None:
+    """Two pipelines on one folder: the one that waited for a run that the other's Ctrl-C stopped printed
+    ``[1/2] failed by another pipeline: ... exit code 130`` and counted it failed in its summary, though the pipeline
+    that ran it, and the state file, counted it stopped."""
+    specs = expandGrid(["ppo2"], ["MobileRobotGymEnv-v0"], ["ground_truth"], [0, 1], [], str(tmp_path), cwd=REPO)
+    claims = pipeline.RunClaims(specs)  # this pipeline looks at the runs, then waits for the other's
+    folder = os.path.join(specs[0].parent, f"26-01-01_00h00_00_{specs[0].run_id}")
+    os.makedirs(folder)
+    log = os.path.join(folder, "train.log")
+    monkeypatch.setattr(executors, "startRun", lambda spec, resume, threads: run_attempts.StartedRun(
+        spec, subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]), folder, log, time.time(),
+        open(log, "a")))
+    other = executors.LocalExecutor(1)  # the other pipeline runs seed 0; its Ctrl-C stops the run
+    other.submit(specs[0])
+    (result,) = other.shutdown(interrupted=True)
+    assert result.state == "failed" and json.load(open(os.path.join(folder, FAILED_FILE)))["stopped"] is True
+    records: dict = {}
+    state_file = str(tmp_path / "sweep_x.json")
+    failed, interrupted = pipeline._runAll(
+        _OneAtATimeExecutor(), claims, list(specs), specs, records, None, True,
+        lambda: pipeline.writeSweepState(state_file, ["pipeline"], specs, records, claims.pipeline))
+    assert not interrupted and records[specs[0].run_id]["stopped"] and records[specs[0].run_id]["elsewhere"]
+    assert pipeline._summary(specs, records, failed, interrupted, state_file) == 1
+    out = capsys.readouterr().out
+    assert f"[1/2] stopped by another pipeline: {specs[0].label} [{specs[0].run_id}] (interrupted), log {log}" in out
+    assert "failed" not in out.split("Sweep: ")[0], out
+    assert "Sweep: 1/2 runs finished (0 earlier), 0 failed, 1 stopped." in out, out
+    assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 0, "failed": 0,
+                                                     "stopped": 1}
 
 
 def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeypatch) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import os
 import re
 
@@ -68,15 +69,21 @@ def test_no_module_spells_the_file_names_itself() -> None:
     assert not offenders, offenders
 
 
-def test_readme_run_folder_layout_names_every_file_a_run_writes(tmp_path) -> None:
-    """README's run-folder listing named no `.train.lock`, which every run folder holds; each file and folder a run
-    with evaluations writes at its top level is named there (and best/'s condition said: none before
-    --min-episodes-save episodes)."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as file:
-        text = file.read()
-    block = text.split("logs/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/\n", 1)[1].split("```", 1)[0]
-    listed = {line.split()[0].replace("<algo>", "ppo2").split("/")[0] for line in block.splitlines()
-              if re.match(r"  \S", line)}
+def _layout(doc: str, header: str) -> tuple[str, set[str]]:
+    """:return: the run-folder listing of a doc (the code block after ``header``), and the names its entries begin
+    with (``<algo>`` as ppo2, a folder's name without its sub folders)"""
+    with open(os.path.join(ROOT, doc), encoding="utf-8") as file:
+        block = file.read().split(header, 1)[1].split("```", 1)[0]
+    return block, {line.split()[0].replace("<algo>", "ppo2").split("/")[0] for line in block.splitlines()
+                   if re.match(r"  \S", line)}
+
+
+def test_the_run_folder_layouts_name_every_file_a_run_writes(tmp_path) -> None:
+    """README's and docs/architecture.md's run-folder listings named no `.train.lock`, which every run folder holds;
+    each file and folder a run with evaluations writes at its top level is named there (README: as an entry;
+    architecture.md: an entry, or a file named in one, as its manifest.json beside the model), and README says best/'s
+    condition (none before --min-episodes-save episodes)."""
+    block, listed = _layout("README.md", "logs/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/\n")
     assert "once --min-episodes-save (100) episodes finished" in " ".join(block.split())
     result = runTrain("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
                       "--num-timesteps", "256", "--hyperparam", "n_steps:64", "--eval-freq", "128",
@@ -85,3 +92,8 @@ def test_readme_run_folder_layout_names_every_file_a_run_writes(tmp_path) -> Non
     written = set(os.listdir(run_dir))
     assert {"best", "evaluations.npz", "checkpoints", ".train.lock"} <= written
     assert written <= listed, sorted(written - listed)
+    block, entries = _layout(os.path.join("docs", "architecture.md"),
+                             "<log-dir>/<env-id>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<tag>/\n")
+    unnamed = {name for name in written if not any(fnmatch.fnmatchcase(name, entry) for entry in entries)
+               and name not in block.split()}
+    assert not unnamed, sorted(unnamed)

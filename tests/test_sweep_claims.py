@@ -15,6 +15,7 @@ import time
 from rl_baselines.sweeps.claims import (
     RunClaims,
     claimNotePath,
+    countedState,
     mergeRecords,
     pipelineId,
     stamp,
@@ -31,7 +32,7 @@ def _spec(log_dir: str, seed: int = 0) -> RunSpec:
     return RunSpec("ppo2", "MobileRobotGymEnv-v0", "ground_truth", seed, (), f"run{seed:06d}", log_dir, ROOT)
 
 
-def _attempt(spec: RunSpec, stamp_: str, marker: str | None, returncode: int = 0) -> str:
+def _attempt(spec: RunSpec, stamp_: str, marker: str | None, returncode: int = 0, **extra) -> str:
     """A run folder of the spec, with a marker as the pipeline writes it."""
     folder = os.path.join(spec.parent, f"{stamp_}_{spec.run_id}")
     os.makedirs(folder)
@@ -39,7 +40,7 @@ def _attempt(spec: RunSpec, stamp_: str, marker: str | None, returncode: int = 0
         writeJson(os.path.join(folder, marker), {"run_id": spec.run_id, "returncode": returncode,
                                                  "log": os.path.join(folder, "train.log"), "wall_time_s": 1.5,
                                                  "message": "" if returncode == 0 else "error: boom",
-                                                 "state": "done" if marker == DONE_FILE else "failed"})
+                                                 "state": "done" if marker == DONE_FILE else "failed", **extra})
     return folder
 
 
@@ -97,6 +98,7 @@ def test_a_run_another_pipeline_attempted_is_recorded_not_redone(tmp_path) -> No
         taken = claims.take(failed_spec)
         assert taken.kind == "attempted" and taken.record["state"] == "failed"
         assert taken.record["run_folder"] == failed_folder and taken.record["message"] == "error: boom"
+        assert "stopped" not in taken.record
         # A run that had failed before this pipeline looked is this pipeline's to redo
         assert claims.take(earlier_failed).kind == "claimed"
         claims.releaseAll()
@@ -105,6 +107,17 @@ def test_a_run_another_pipeline_attempted_is_recorded_not_redone(tmp_path) -> No
                 os.remove(os.path.join(folder, name))
             os.rmdir(folder)
     assert os.path.isdir(earlier)
+
+
+def test_a_run_another_pipelines_ctrl_c_stopped_is_recorded_stopped(tmp_path) -> None:
+    """The other pipeline's failed.json says ``"stopped": true`` (its Ctrl-C or SIGTERM stopped the run): the record
+    says so too, so that the state file and the summary count it stopped, not failed."""
+    spec = _spec(str(tmp_path / "logs"), 0)
+    claims = RunClaims([spec])
+    _attempt(spec, "26-01-02_00h00_00", FAILED_FILE, returncode=130, stopped=True)
+    taken = claims.take(spec)
+    assert taken.kind == "attempted" and taken.record["state"] == "failed" and taken.record["stopped"] is True
+    assert countedState(taken.record) == "stopped"
 
 
 def test_state_file_merges_what_every_pipeline_recorded(tmp_path) -> None:

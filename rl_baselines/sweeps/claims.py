@@ -103,8 +103,9 @@ def newestMarker(spec: RunSpec) -> MarkerSnapshot:
 def markerRecord(snapshot: MarkerSnapshot) -> dict[str, Any] | None:
     """
     :param snapshot: a run's newest attempt with a marker
-    :return: the state file's record of that outcome (``elsewhere``: another pipeline ran it), None when the marker
-        cannot be read (it was deleted since)
+    :return: the state file's record of that outcome (``elsewhere``: another pipeline ran it; ``stopped``: that
+        pipeline's Ctrl-C or SIGTERM stopped it, as its failed.json says), None when the marker cannot be read (it
+        was deleted since)
     """
     if snapshot.folder is None or snapshot.marker is None:
         return None
@@ -115,7 +116,8 @@ def markerRecord(snapshot: MarkerSnapshot) -> dict[str, Any] | None:
     state = "done" if snapshot.marker == DONE_FILE else "failed"
     return {"state": state, "run_folder": snapshot.folder, "log": marker.get("log", ""),
             "returncode": marker.get("returncode"), "wall_time_s": marker.get("wall_time_s"),
-            "message": marker.get("message", ""), "at": (snapshot.mtime_ns or 0) / 1e9, "elsewhere": True}
+            "message": marker.get("message", ""), "at": (snapshot.mtime_ns or 0) / 1e9, "elsewhere": True,
+            **({"stopped": True} if state == "failed" and marker.get("stopped") is True else {})}
 
 
 def _trainHolder(folder: str | None) -> str | None:

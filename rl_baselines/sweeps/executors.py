@@ -109,17 +109,19 @@ class LocalExecutor:
 
         if not self._running:
             return []
-        for started in self._running.values():  # each run is in its own session: a Ctrl-C did not reach it
+        signalled = set()
+        for run_id, started in self._running.items():  # each run is in its own session: a Ctrl-C did not reach it
             if started.process.poll() is None:
                 started.process.send_signal(signal.SIGINT)
+                signalled.add(run_id)
         results = []
-        for started in self._running.values():
+        for run_id, started in self._running.items():
             try:
                 code = started.process.wait(timeout=15)
             except subprocess.TimeoutExpired:  # it does not stop: kill it
                 started.process.kill()
                 code = started.process.wait()
-            results.append(finishRun(started, code))
+            results.append(finishRun(started, code, stopped=run_id in signalled))
         self._running.clear()
         return results
 

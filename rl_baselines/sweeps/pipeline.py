@@ -263,7 +263,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
 
     def record(result: RunResult, elsewhere: dict[str, Any] | None = None, advance: bool = True) -> None:
         """Record how a run ended: run here (its claim is given back), or by another pipeline (``elsewhere``);
-        ``advance=False``: a run stopped by the sweep's interruption, which the bar does not count as finished."""
+        ``advance=False``: a run stopped by this sweep's interruption, or by that of the pipeline that ran it (its
+        failed.json says ``stopped``), which the bar does not count as finished."""
         spec = by_id[result.run_id]
         claims.release(result.run_id)
         records[result.run_id] = elsewhere if elsewhere is not None else stamp(
@@ -283,8 +284,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         prefix = f"[{len(ended)}/{len(to_run)}] " if no_progress else ""
         if result.state == "failed":
             failed.append(result)
-        if not advance:  # stopped by the interruption: said as the bar, the summary and the state file count it
-            writeAboveBar(bar, f"{prefix}stopped: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
+        if not advance:  # stopped by an interruption (here or elsewhere): said as the bar, summary and state count it
+            writeAboveBar(bar, f"{prefix}stopped{by}: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
                       + (f": {result.message}" if result.message else ""))
         elif result.state == "failed":
             writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
@@ -296,7 +297,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     def recordElsewhere(spec: RunSpec, outcome: dict[str, Any]) -> None:
         record(RunResult(spec.run_id, outcome["state"], outcome.get("returncode"), outcome.get("run_folder", ""),
                          outcome.get("log", ""), float(outcome.get("wall_time_s") or 0.0), outcome.get("message", "")),
-               elsewhere=outcome)
+               elsewhere=outcome, advance=not outcome.get("stopped"))
 
     interactive = not no_progress and sys.stderr.isatty()
     shown = {"postfix": "", "at": time.monotonic()}
@@ -388,7 +389,7 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
     states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
     elsewhere = sum(bool(record.get("elsewhere")) and record["state"] == "done" for record in records.values())
     finished = states["done"] + states["skipped"]
-    # as the bar counts them: the runs this interruption stopped apart from the failed ones
+    # as the bar counts them: the runs an interruption (this one, or another pipeline's) stopped apart from the failed
     stopped_now = sum(bool(records.get(result.run_id, {}).get("stopped")) for result in failed)
     print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
           + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed) - stopped_now} failed"

@@ -7,7 +7,8 @@ A run (rl_baselines/sweeps/sweep.py: RunSpec, its run id) lives in the folder tr
     train.log     the run's stdout and stderr (first line: the command)
     train.pid     the train process id, while it runs
     done.json     written atomically when train exited with code 0: the completion marker
-    failed.json   written atomically when it did not: exit code (negative: killed by that signal) and log path
+    failed.json   written atomically when it did not: exit code (negative: killed by that signal) and log path;
+                  ``"stopped": true`` when the sweep's Ctrl-C or SIGTERM stopped it (the same command continues it)
 
 Both markers hold ``attempts``, the train processes the run took (one ``# command`` line each in train.log), and
 ``wall_time_s``, the seconds they ran: a continued attempt reads the stopped one's failed.json before removing it.
@@ -260,12 +261,14 @@ def _failureMessage(returncode: int | None, log_path: str, run_folder: str) -> s
     return _lastLine(log_path)
 
 
-def finishRun(started: StartedRun, returncode: int) -> RunResult:
+def finishRun(started: StartedRun, returncode: int, stopped: bool = False) -> RunResult:
     """
     Record how a run ended: done.json (exit code 0) or failed.json, written atomically into its folder.
 
     :param started: the run
     :param returncode: its train process's exit code
+    :param stopped: the sweep stopped the run (its Ctrl-C or SIGTERM): an unfinished run's failed.json says
+        ``"stopped": true``, so that another pipeline waiting for the run counts it stopped, not failed
     :return: the result
     """
     started.log_handle.close()
@@ -276,7 +279,7 @@ def finishRun(started: StartedRun, returncode: int) -> RunResult:
     result = RunResult(started.spec.run_id, state, returncode, started.run_folder, started.log_path, wall_time,
                        message, started.attempt)
     marker = {**asdict(result), "finished_at": datetime.datetime.now().isoformat(timespec="seconds"),
-              "spec": started.spec.toDict()}
+              "spec": started.spec.toDict(), **({"stopped": True} if stopped and state == "failed" else {})}
     writeJson(os.path.join(started.run_folder, DONE_FILE if state == "done" else FAILED_FILE), marker)
     try:
         os.remove(os.path.join(started.run_folder, PID_FILE))
@@ -322,7 +325,7 @@ def executeRun(spec: RunSpec, resume: bool = True, threads: int | None = None) -
                 continue
     except BaseException:
         stopProcess(started.process)
-        finishRun(started, started.process.returncode)
+        finishRun(started, started.process.returncode, stopped=True)
         raise
     return finishRun(started, returncode)
 
