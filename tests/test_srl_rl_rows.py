@@ -34,7 +34,8 @@ def test_the_new_rows_follow_the_learned_models_in_the_default_plan() -> None:
     order = list(plans.OBSERVATIONS)
     assert order.index("srl_splits") < order.index("atc") < order.index("curl") < order.index(plans.GT_SCALE)
     assert order[-1] == SHIFT and plans.VARIANTS[SHIFT] == plans.Variant(
-        "raw_pixels", ("--augment", "shift"), "augment", plans.VARIANTS[SHIFT].description, value="shift")
+        "raw_pixels", ("--augment", "shift", "--augment-loss", "rad"), {"augment": "shift", "augment_loss": "rad"},
+        plans.VARIANTS[SHIFT].description)
     settings = _settings([])
     assert settings.observations == order and settings.seeds == 5
     # atc and curl are learned models prepare trains (at their own defaults: no --augment on the prepare command);
@@ -63,7 +64,7 @@ def test_the_pipeline_commands_run_the_new_rows(tmp_path) -> None:
 
     assert models(plain)[-2:] == ["atc", "curl"] and "--augment" not in plain
     assert models(scaled) == ["srl_splits"] and scaled[-1] == "--srl-ground-truth-scale"
-    assert models(shifted) == ["raw_pixels"] and shifted[-2:] == ["--augment", "shift"]
+    assert models(shifted) == ["raw_pixels"] and shifted[-4:] == ["--augment", "shift", "--augment-loss", "rad"]
     specs = settings.specs(plan)
     rows = [plans.specObservation(spec) for spec in specs]
     assert all(rows.count(name) == 5 for name in plans.OBSERVATIONS) and len(rows) == 5 * len(plans.OBSERVATIONS)
@@ -84,23 +85,30 @@ def test_the_pipeline_commands_run_the_new_rows(tmp_path) -> None:
     assert running.expectedRunSeconds(plan, "atc", {}) == running.expectedRunSeconds(plan, "vae", {})
 
 
+RAD = ("--augment-loss", "rad")
+
+
 @pytest.mark.parametrize("train_args, row", [
-    (("--augment", "shift"), SHIFT),
-    (("--augment=shift",), SHIFT),
-    (("--num-timesteps", "10", "--augment", "shift", "--eval-freq", "5"), SHIFT),
-    (("--augment", "none"), "raw_pixels"),
+    (("--augment", "shift", *RAD), SHIFT),
+    (("--augment=shift", "--augment-loss=rad"), SHIFT),
+    (("--num-timesteps", "10", *RAD, "--augment", "shift", "--eval-freq", "5"), SHIFT),
+    (("--augment", "shift"), "raw_pixels"),  # DrAC, the default: not the row's update
+    (("--augment", "shift", *RAD, "--augment-loss", "drac"), "raw_pixels"),
+    (("--augment", "none", *RAD), "raw_pixels"),
     ((), "raw_pixels"),
-    (("--augment", "shift", "--augment", "none"), "raw_pixels"),  # argparse keeps the last one
-    (("--augment", "none", "--augment", "shift"), SHIFT),
-    (("--renderer", "shift"), "raw_pixels"),  # the value alone is not the flag
-    (("--augment",), "raw_pixels"),
+    (("--augment", "shift", "--augment", "none", *RAD), "raw_pixels"),  # argparse keeps the last one
+    (("--augment", "none", "--augment", "shift", *RAD), SHIFT),
+    (("--renderer", "shift", *RAD), "raw_pixels"),  # the value alone is not the flag
+    (("--augment", *RAD), "raw_pixels"),
 ])
 def test_a_spec_is_the_variants_only_with_the_flag_and_its_value(train_args, row) -> None:
     assert plans.specObservation(_spec("raw_pixels", *train_args)) == row
 
 
 def test_a_spec_of_another_model_with_the_variants_flags_is_that_models() -> None:
-    assert plans.specObservation(_spec("srl_splits", "--augment", "shift")) == "srl_splits"
+    assert plans.specObservation(_spec("srl_splits", "--augment", "shift", "--augment-loss", "rad")) == "srl_splits"
+    assert plans.specObservation(_spec("raw_pixels", "--augment-loss", "rad", "--augment", "shift")) == SHIFT
+    assert plans.specObservation(_spec("raw_pixels", "--augment", "shift")) == "raw_pixels"  # DrAC: not the row's
     assert plans.specObservation(_spec("srl_splits", "--srl-ground-truth-scale")) == plans.GT_SCALE
     assert plans.specObservation(_spec("raw_pixels", "--srl-ground-truth-scale")) == "raw_pixels"
 
@@ -108,7 +116,9 @@ def test_a_spec_of_another_model_with_the_variants_flags_is_that_models() -> Non
 @pytest.mark.parametrize("args, row", [
     ({"srl_model": "raw_pixels", "augment": "none"}, "raw_pixels"),  # train's default, truthy: a plain run
     ({"srl_model": "raw_pixels"}, "raw_pixels"),  # written before --augment existed
-    ({"srl_model": "raw_pixels", "augment": "shift"}, SHIFT),
+    ({"srl_model": "raw_pixels", "augment": "shift"}, SHIFT),  # written before --augment-loss: RAD's update
+    ({"srl_model": "raw_pixels", "augment": "shift", "augment_loss": "rad"}, SHIFT),
+    ({"srl_model": "raw_pixels", "augment": "shift", "augment_loss": "drac"}, "raw_pixels"),  # not the row's update
     ({"srl_model": "vae", "augment": "shift"}, "vae"),
     ({"srl_model": "srl_splits", "srl_ground_truth_scale": False}, "srl_splits"),
     ({"srl_model": "srl_splits", "srl_ground_truth_scale": True}, plans.GT_SCALE),

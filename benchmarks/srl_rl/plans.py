@@ -7,10 +7,11 @@ pipeline commands and the run specs. Invariants:
 
 - the run specs are exactly those of the pipeline commands (the same train flags, through
   rl_baselines.sweeps.sweep.expandGrid): the runs a report reads are the runs the commands made;
-- a variant is an observation (a learned model, or raw pixels) with further train flags that set one args.json
-  setting to one value: its runs have run ids, rows and archive keys of their own, on the model that prepare trained
-  for the others (a variant of raw pixels needs none); a run belongs to a variant's row only when that setting has the
-  variant's value (not merely a truthy one: train records ``augment: "none"`` for every plain run);
+- a variant is an observation (a learned model, or raw pixels) with further train flags that set args.json
+  settings to given values: its runs have run ids, rows and archive keys of their own, on the model that prepare
+  trained for the others (a variant of raw pixels needs none); a run belongs to a variant's row only when every one of
+  those settings has the variant's value (not merely a truthy one: train records ``augment: "none"`` for every plain
+  run);
 - the paths are this checkout's (:data:`ROOT`); the bench folder is relative to :attr:`Settings.base`;
 - ``--renderer NAME`` goes to prepare and to the runs of the envs that offer it (:meth:`Settings.envRenderer`); the
   other envs, and every env without ``--renderer``, draw with their own default renderer (:meth:`Settings.drawnBy`,
@@ -31,6 +32,7 @@ from typing import Any
 
 from environments.registry import defaultRenderer, getEnvClass, registerAll, rendererRefusal
 from replay.results import GROUND_TRUTH_FRACTION
+from rl_baselines.runs.train_config import addedSettings
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels
@@ -82,30 +84,30 @@ class Variant:
     ids and archive keys differ from the plain runs of its model), on the model that prepare trained for the others.
 
     :param model: the observation it varies: a learned model, or raw pixels
-    :param flags: the train flags its runs get besides the env's (a flag and its value as separate items)
-    :param arg: the args.json setting those flags set, which tells its runs from the model's plain ones
+    :param flags: the train flags its runs get besides the env's (each flag followed by its values, as separate
+        items)
+    :param settings: the args.json settings those flags set, at the values its runs record (True for a switch;
+        ``"shift"`` for ``--augment shift``), which tell its runs from the model's plain ones: a run with any of them
+        at another value is not the variant's
     :param description: what it is, for the docs section
-    :param value: the value ``arg`` has in its runs' args.json (True for a switch; ``"shift"`` for ``--augment
-        shift``): a run of any other value is a plain run of ``model``
     """
 
     model: str
     flags: tuple[str, ...]
-    arg: str
+    settings: dict[str, Any]
     description: str
-    value: Any = True
 
 
 VARIANTS = {
-    GT_SCALE: Variant("srl_splits", ("--srl-ground-truth-scale",), "srl_ground_truth_scale",
+    GT_SCALE: Variant("srl_splits", ("--srl-ground-truth-scale",), {"srl_ground_truth_scale": True},
                       "srl_splits handed to the agent at the size of the env's ground truth (train's "
                       "--srl-ground-truth-scale: the normalised state times sqrt(ground-truth dim / state dim))"),
-    RAW_PIXELS_SHIFT: Variant(RAW_PIXELS, ("--augment", "shift"), "augment",
-                              "raw pixels with train's --augment shift (ppo2's default --augment-loss drac: DrAC's "
-                              "policy regulariser): ppo2's losses learn from the images as rendered, and each "
-                              "minibatch adds 0.1 x the KL from the policy on its images to the policy on them "
-                              "shifted at random by up to 4 pixels (the agent acts on the images as rendered)",
-                              value="shift"),
+    RAW_PIXELS_SHIFT: Variant(RAW_PIXELS, ("--augment", "shift", "--augment-loss", "rad"),
+                              {"augment": "shift", "augment_loss": "rad"},
+                              "raw pixels with train's --augment shift --augment-loss rad (RAD; not ppo2's default "
+                              "DrAC regulariser): each minibatch of ppo2's updates sees its images shifted at random "
+                              "by up to 4 pixels, the policy and the value losses alike, while the agent acts on the "
+                              "images as rendered"),
 }
 
 
@@ -134,13 +136,18 @@ def variantFlags(observation: str) -> tuple[str, ...]:
 def hasFlags(train_args: Sequence[str], flags: Sequence[str]) -> bool:
     """
     :param train_args: train command-line items (``--flag value`` or ``--flag=value``)
-    :param flags: a flag and the values it takes, e.g. ``("--augment", "shift")``
-    :return: the flag's last occurrence (the one argparse keeps) is followed by exactly these values
+    :param flags: flags, each followed by the values it takes, e.g. ``("--augment", "shift", "--augment-loss",
+        "rad")``
+    :return: each flag's last occurrence (the one argparse keeps) is followed by exactly its values
     """
     items = [part for item in train_args
              for part in (item.split("=", 1) if item.startswith("--") and "=" in item else [item])]
-    places = [index for index, item in enumerate(items) if item == flags[0]]
-    return bool(places) and tuple(items[places[-1]:places[-1] + len(flags)]) == tuple(flags)
+    starts = [index for index, item in enumerate(flags) if item.startswith("--")] + [len(flags)]
+    for start, end in zip(starts, starts[1:]):
+        places = [index for index, item in enumerate(items) if item == flags[start]]
+        if not places or tuple(items[places[-1]:places[-1] + end - start]) != tuple(flags[start:end]):
+            return False
+    return True
 
 
 def specObservation(spec: Any) -> str:
@@ -158,11 +165,14 @@ def specObservation(spec: Any) -> str:
 def argsObservation(args: dict[str, Any]) -> str:
     """
     :param args: a run's args.json
-    :return: the observation (row) it belongs to: a variant when its model is the variant's and its setting has the
-        variant's value
+    :return: the observation (row) it belongs to: a variant when its model is the variant's and its settings have
+        the variant's values (a setting added to train since the run was recorded read as args.json's upgrade rules
+        give it: ``augment_loss`` rad for an augmented run made before the flag)
     """
+    args = {**addedSettings(args), **args}
     for name, variant in VARIANTS.items():
-        if args.get("srl_model") == variant.model and variant.arg in args and args[variant.arg] == variant.value:
+        if args.get("srl_model") == variant.model and all(setting in args and args[setting] == value
+                                                          for setting, value in variant.settings.items()):
             return name
     return str(args["srl_model"])
 
