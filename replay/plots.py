@@ -47,6 +47,7 @@ from srl_toolbox.cli import (
     CLIParser,
     HeldWarnings,
     UsageError,
+    addOptInVisdomFlags,
     addVisdomArguments,
     checkOutputFiles,
     nonEmptyText,
@@ -289,10 +290,7 @@ def buildParser() -> CLIParser:
                              f"as {PNG_NAME}]")
     parser.add_argument("--episode-window", type=positiveInt, default=None,
                         help=f"episodes of the moving average [the run's --episode-window, else {DEFAULT_WINDOW}]")
-    visdom = parser.add_mutually_exclusive_group()
-    visdom.add_argument("--vis", action="store_true", help="also draw the curves in a visdom server")
-    visdom.add_argument("--no-vis", dest="vis", action="store_false", default=False,
-                        help="PNGs only, no visdom (the default; train's flag, accepted here too)")
+    addOptInVisdomFlags(parser, "also draw the curves in a visdom server", "PNGs only, no visdom")
     addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
     parser.add_argument("--vis-env", type=visdomEnvName, default=None, help="visdom environment of the curves [plots]")
     return parser

@@ -29,6 +29,7 @@ from srl_toolbox.cli import (
     CLIParser,
     HeldWarnings,
     UsageError,
+    addOptInVisdomFlags,
     addProgressArgument,
     addSeedArgument,
     addVisdomArguments,
@@ -133,7 +134,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--max-samples", type=positiveInt, default=2000,
                         help="frames encoded for the mean and ranges [2000]")
     addSeedArgument(parser, help="seed of the frame subset [0]")
-    parser.add_argument("--vis", action="store_true", help="also show the grid in a visdom window")
+    addOptInVisdomFlags(parser, "also show the grid in a visdom window", "the PNG only, no visdom")
     addVisdomArguments(parser, no_vis=False, port_help="visdom server port [8097]")
     addProgressArgument(parser)
     return parser

@@ -554,6 +554,21 @@ def addVisdomArguments(parser: argparse.ArgumentParser, no_vis: bool = True,
     parser.add_argument("--port", type=portNumber, default=DEFAULT_VISDOM_PORT, help=port_help)
 
 
+def addOptInVisdomFlags(parser: argparse.ArgumentParser, vis_help: str, no_vis_help: str) -> None:
+    """
+    ``--vis`` (opt in to visdom) and ``--no-vis`` (the default, the flag of train and the sweeps, accepted so that a
+    user's habit is no error), one or the other, to ``args.vis``.
+
+    :param parser: the command's parser
+    :param vis_help: what ``--vis`` adds
+    :param no_vis_help: what the command does without visdom
+    """
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--vis", action="store_true", help=vis_help)
+    group.add_argument("--no-vis", dest="vis", action="store_false", default=False,
+                       help=f"{no_vis_help} (the default; train's flag, accepted here too)")
+
+
 def pythonCommand() -> str:
     """:return: how to start this interpreter in a command a user pastes: ``python`` when it is the one on PATH, else
     its path (relative below the working directory: ``.venv/bin/python`` when a Makefile target ran it)"""

@@ -607,3 +607,15 @@ def test_explore_latent_sweeps_a_split_models_decoding_part_by_default(tmp_path,
     code, _, err = runMain(explore_latent, ["--model-folder", folder, "--grid", "2", "--dims", "0", "1"], capsys)
     assert code == 2 and err.startswith("error: --dims 0 1: give two different latent dimensions in 2..3"), err
     assert err.count("\n") == 1
+
+
+def test_explore_latent_takes_no_vis_as_its_default(tmp_path, dataFolder, testModels, capsys):
+    """``--no-vis`` (train's flag, typed from habit) was an unrecognized argument: it keeps the default, the PNG only;
+    with ``--vis`` it is refused as argparse refuses two exclusive flags."""
+    folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    code, out, err = runMain(explore_latent, ["--model-folder", folder, "--grid", "2", "--no-vis", "--no-progress"],
+                             capsys)
+    assert code == 0 and "visdom" not in out, err
+    assert os.path.isfile(os.path.join(folder, "latent_grid_0_1.png"))
+    code, _, err = runMain(explore_latent, ["--model-folder", folder, "--no-vis", "--vis"], capsys)
+    assert code == 2 and "not allowed with argument" in err and err.count("\n") == 1, err
