@@ -17,7 +17,7 @@ import zipfile
 import gymnasium as gym
 import numpy as np
 import torch
-from conftest import trainHere
+from conftest import interruptedRun, trainHere
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import ReplayBuffer, RolloutBuffer
@@ -26,6 +26,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from torch.nn import functional as F
 
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.runs import train
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedReplayBuffer, AugmentedRolloutBuffer
 from rl_baselines.rl_algorithm.drac import DrACRegulariser, actionKL, detachedDistribution
 from srl_models.augment import PAD
@@ -209,6 +210,26 @@ def test_ppo2_drac_learns_from_the_rollout_as_collected_with_the_regulariser_on_
     with open(os.path.join(plain, "args.json")) as handle:
         assert json.load(handle)["augment_loss"] == "drac"
     with open(os.path.join(plain, "progress.csv")) as handle:
+        assert "train/drac_kl" not in handle.readline()
+
+
+def test_an_augmented_run_recorded_before_augment_loss_resumes_as_rad(tmp_path, monkeypatch) -> None:
+    """args.json of format 7 has no augment_loss: its augmented ppo2 run learned RAD-style and goes on so."""
+    run_dir = interruptedRun(monkeypatch, str(tmp_path), ["--algo", "ppo2", *PIXELS, "--num-timesteps", "96",
+                                                          "--n-steps", "32", "--batch-size", "32", "--n-epochs", "1",
+                                                          "--checkpoint-freq", "32", "--augment", "shift",
+                                                          "--augment-loss", "rad"], 40)
+    args_file = os.path.join(run_dir, "args.json")
+    with open(args_file) as handle:
+        record = json.load(handle)
+    del record["augment_loss"]
+    record["args_format"] = 7
+    with open(args_file, "w") as handle:
+        json.dump(record, handle)
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+    module, keywords = _bufferRecord(os.path.join(run_dir, "ppo2_model.zip"), "rollout_buffer")
+    assert module == AugmentedRolloutBuffer.__module__ and keywords == {"augment": "shift"}
+    with open(os.path.join(run_dir, "progress.csv")) as handle:
         assert "train/drac_kl" not in handle.readline()
 
 
