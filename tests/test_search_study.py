@@ -153,6 +153,35 @@ def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path, m
         hyperparam_search.main(base)
 
 
+
+def test_an_augmented_ppo2_study_made_before_augment_loss_holds_rad_trials(tmp_path, monkeypatch):
+    """A study records no setting for a train flag added since it was made, which was accepted whatever it asked: a
+    ppo2 study of --augment shift made before --augment-loss (its trials RAD's) continued with DrAC's trials by the
+    same command. The record reads as args.json's upgrade rules read such a run."""
+    _pruneEveryTrial(monkeypatch)
+    base = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--num-timesteps", "300",
+            "--n-trials", "1", "--no-progress", "--log-dir", str(tmp_path), "--study-name", "s", "--img-shape", "3",
+            "40", "40", "--augment", "shift", "--clip-range-vf", "0.2"]
+    assert hyperparam_search.main([*base, "--augment-loss", "rad"]) == 1  # (its one trial pruned)
+    url = f"sqlite:///{tmp_path}/hyperparam_search/s.db"
+    study = optuna.load_study(study_name="s", storage=url)
+    record = study.user_attrs[STUDY_RECORD]
+    assert record["train_settings"].pop("augment_loss") == "rad"  # as a study made before the flag recorded it
+    study.set_user_attr(STUDY_RECORD, record)
+    before = snapshot(str(tmp_path))
+    for extra in ([], ["--augment-loss", "drac"]):
+        with pytest.raises(UsageError, match=re.escape("was made for --augment-loss 'rad' (asked 'drac'); choose")):
+            hyperparam_search.main([*base, *extra])
+        assert snapshot(str(tmp_path)) == before  # nothing written
+    assert hyperparam_search.main([*base, "--augment-loss", "rad"]) == 1  # RAD's trials go on
+    base[base.index("shift")] = "none"  # a study of the images as rendered: augment_loss does nothing, never counts
+    base[base.index("s", base.index("--study-name"))] = "plain"
+    assert hyperparam_search.main(base) == 1
+    study = optuna.load_study(study_name="plain", storage=url.replace("s.db", "plain.db"))
+    assert "augment_loss" not in study.user_attrs[STUDY_RECORD]["train_settings"]
+    with pytest.warns(UserWarning, match="it does nothing without --augment"):
+        assert hyperparam_search.main([*base, "--augment-loss", "rad"]) == 1
+
 SPACE = {"gamma": (float, (0.9, 0.99)), "n_steps": (int, (16, 64), "log"), "ent_coef": (list, [0.0, 0.01])}
 
 

@@ -10,7 +10,10 @@ continue it for another setting. On SQLite the study is created, compared and re
 two commands starting one study at once for different settings the second is refused (other storages have no lock).
 The train flags count as train's parser gives them, less what changes no result
 (``rl_baselines.sweeps.recorded.NOT_A_RESULT``): spelling, order, ``--device`` or ``--port`` do not make another
-setting. A setting the record lacks (a study of an older version, a train flag added since) is unknown, so accepted.
+setting. A train setting the record lacks that args.json's upgrade rules give (``augment_loss``, added since the
+study) counts at that value, as it does for a run recorded before it (``rl_baselines.runs.train_config.addedSettings``):
+a ppo2 study of ``--augment shift`` made before ``--augment-loss`` holds RAD's trials. Any other setting the record
+lacks (a study of an older version, a flag added since without such a rule) is unknown, so accepted.
 A study also records the search space it was first searched over (:data:`STUDY_SPACE`; a study of a version that did
 not: the space its trials sampled): a command whose space differs (a version whose ``getOptParam`` changed) is warned,
 naming the hyperparameters, and continues the study, whose earlier trials stand (:func:`_recordedSpace`).
@@ -32,6 +35,7 @@ import numpy as np
 from filelock import FileLock  # a dependency of torch
 
 from rl_baselines.core.hyperparams import normalisationRefusal
+from rl_baselines.runs.train_config import addedSettings
 from srl_toolbox.cli import UsageError
 from srl_toolbox.locks import lockPathFor
 
@@ -559,8 +563,9 @@ def _differences(recorded: dict[str, Any], wanted: dict[str, Any], flags: dict[s
     :param flags: each train setting's flag (:attr:`SearchConfig.setting_flags`)
     :return: each setting the study was made with otherwise, as ``--flag value (asked value)`` (the flag as a user
         types it: the search's own for its keys, train's for a train setting), a value left unset as ``not set``; a
-        key or train setting one of them lacks (an older version's study, a train flag added or removed since) is
-        unknown: not counted
+        train setting the record lacks that args.json's upgrade rules give (a flag added since the study) at that
+        value (``augment_loss``: rad); a key or train setting one of them lacks otherwise (an older version's study,
+        a flag removed since, or one that does nothing for this command's runs) is unknown: not counted
     """
     differ = []
     for key in (key for key in STUDY_KEYS if key in recorded and key in wanted):
@@ -569,6 +574,7 @@ def _differences(recorded: dict[str, Any], wanted: dict[str, Any], flags: dict[s
                 differ.append(f"--{key.replace('_', '-')} {_shown(recorded[key])} (asked {_shown(wanted[key])})")
             continue
         settings = recorded[key] if isinstance(recorded[key], dict) else {}
+        settings = {**addedSettings(settings), **settings}  # (the runs of its trials, as args.json's rules read them)
         differ += [f"{flags.get(name) or _SETTING_NAMES.get(name) or name} {_shown(settings[name])} "
                    f"(asked {_shown(wanted[key][name])})"
                    for name in sorted(settings.keys() & wanted[key].keys()) if settings[name] != wanted[key][name]]
