@@ -1,7 +1,8 @@
 """``--augment shift`` for end-to-end pixel RL: the batches of the updates are shifted views, the stored data is not.
 
 ppo2's DrAC regulariser (the default ``--augment-loss``) adds exactly the gradient of its weighted KL on shifted
-views to each update, once, and learns from the rollout as collected; under ``--augment-loss rad`` ppo2's minibatches
+views to each update, once, and learns from the rollout as collected (an interrupted run resumes as the
+uninterrupted one, regulariser included); under ``--augment-loss rad`` ppo2's minibatches
 and the replay samples of the replay-buffer algorithms are each a shift (up to 4 pixels, border
 repeated) of the image stored at their row, the buffers keep the images as collected, a replay sample's observations
 and next observations are shifted independently, the train command gives the algorithms these buffers (and a model
@@ -17,7 +18,7 @@ import zipfile
 import gymnasium as gym
 import numpy as np
 import torch
-from conftest import interruptedRun, trainHere
+from conftest import interruptedRun, interruptThenResume, trainHere
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.buffers import ReplayBuffer, RolloutBuffer
@@ -25,10 +26,11 @@ from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.vec_env import DummyVecEnv
 from torch.nn import functional as F
 
+from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.runs import train
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedReplayBuffer, AugmentedRolloutBuffer
 from rl_baselines.rl_algorithm.drac import DrACRegulariser, actionKL, detachedDistribution
+from rl_baselines.runs import train
 from srl_models.augment import PAD
 
 SIDE = 12
@@ -212,6 +214,25 @@ def test_ppo2_drac_learns_from_the_rollout_as_collected_with_the_regulariser_on_
     with open(os.path.join(plain, "progress.csv")) as handle:
         assert "train/drac_kl" not in handle.readline()
 
+
+def test_an_interrupted_drac_run_resumes_with_its_regulariser_as_the_uninterrupted_run(tmp_path, monkeypatch) -> None:
+    """Episodes of 32 steps, so that the checkpoint at 32 falls between two episodes (where a resume is exact): the
+    shifts are drawn from torch's generator, which the checkpoint keeps; the regulariser is attached again."""
+    monkeypatch.setattr(MobileRobotGymEnv, "MAX_STEPS", 32)
+    args = ["--algo", "ppo2", *PIXELS, "--num-timesteps", "96", "--n-steps", "32", "--batch-size", "32", "--n-epochs",
+            "1", "--checkpoint-freq", "32", "--augment", "shift", "--seed", "3"]
+    reference = trainHere(*args, "--log-dir", tmp_path / "reference")
+    run_dir = interruptThenResume(monkeypatch, str(tmp_path / "stopped"), args, 40)
+
+    def kl(folder: str) -> list[tuple[str, str]]:
+        with open(os.path.join(folder, "progress.csv")) as handle:
+            return [(row["time/total_timesteps"], row["train/drac_kl"]) for row in csv.DictReader(handle)]
+
+    assert kl(run_dir) == kl(reference) and kl(run_dir)[-1][1]  # the updates after the resume are DrAC's
+    resumed, uninterrupted = (registered_rl["ppo2"][0].load(os.path.join(folder, "ppo2_model.zip")).model.policy
+                              for folder in (run_dir, reference))
+    for name, tensor in uninterrupted.state_dict().items():
+        assert torch.equal(resumed.state_dict()[name], tensor), name
 
 def test_an_augmented_run_recorded_before_augment_loss_resumes_as_rad(tmp_path, monkeypatch) -> None:
     """args.json of format 7 has no augment_loss: its augmented ppo2 run learned RAD-style and goes on so."""
