@@ -34,7 +34,7 @@ from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
-from rl_baselines.runs.train_config import appliedSettings
+from rl_baselines.runs.train_config import ARGS_FORMAT_KEY, addedSettings, appliedSettings
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError
@@ -50,8 +50,10 @@ DEFAULT_THRESHOLDS = {"MobileRobotGymEnv-v0": 150.0}
 # benchmark's and replay.gather_results').
 GROUND_TRUTH_FRACTION = 0.9
 GROUP_KEYS = ("env", "srl_model", "algo")
-# Settings that differ from seed to seed of one method: not a sign of runs pooled from other settings
+# Settings that differ from seed to seed of one method: not a sign of runs pooled from other settings; nor is the
+# format of args.json (runs recorded by two versions of train, whose settings read alike once upgraded)
 SEED_OWN = frozenset({"seed", "load_rl_model_path"})
+NOT_SETTINGS = SEED_OWN | {ARGS_FORMAT_KEY}
 
 
 @dataclasses.dataclass
@@ -163,7 +165,10 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             continue
         if not isinstance(args, dict) or not all(key in args for key in GROUP_KEYS):
             continue
-        args.update(appliedSettings(args))  # (what a run recorded before train recorded what it applied did)
+        # a setting added to train since the run was recorded as args.json's upgrade rules give it (--group-by
+        # augment_loss: rad for an augmented run made before the flag), and what the run applied of the others
+        args = {**addedSettings(args), **args}
+        args.update(appliedSettings(args))
         missing = [name for name in group_by if name not in args]
         if missing:
             raise UsageError(f"--group-by {' '.join(missing)}: not in {RunFolder(folder).args_file}; valid keys: "
@@ -299,7 +304,7 @@ def mixedSettings(runs: Sequence[Run]) -> tuple[list[str], list[Any]]:
         sorted; the seeds two or more of them share, sorted): what makes them other than seeds of one method
     """
     # (a model each seed continues is its own: seeds of one setting)
-    settings = [{name: value for name, value in trainSettings(run.args).items() if name not in SEED_OWN}
+    settings = [{name: value for name, value in trainSettings(run.args).items() if name not in NOT_SETTINGS}
                 for run in runs]
     names = sorted({name for first in settings[:1] for other in settings[1:]
                     for name in set(first) | set(other) if first.get(name) != other.get(name)})

@@ -367,6 +367,31 @@ def test_group_by_reads_an_older_args_json_as_the_run_applied_it(tmp_path):
     assert all(row["runs"] == "2" for row in rows), rows
 
 
+
+def test_group_by_augment_loss_reads_a_run_recorded_before_the_flag_as_its_upgrade_rule_gives_it(tmp_path):
+    """An args.json recorded before ``--augment-loss`` (format 7) lacks it: gather_results warned that such a run and
+    one recorded since differ in ``augment_loss`` (and ``args_format``) and offered ``--group-by augment_loss``, which
+    then refused the older run (``not in args.json``). It reads as args.json's upgrade rule reads it (RAD's for an
+    augmented run; without --augment the flag's default, as train applies it); the file's format is no setting."""
+    pixels = {"srl_model": "raw_pixels"}
+    for name, args in (("rad_before", {"augment": "shift", "args_format": 7}),
+                       ("rad", {"augment": "shift", "augment_loss": "rad", "args_format": 8}),
+                       ("drac", {"augment": "shift", "augment_loss": "drac", "args_format": 8}),
+                       ("plain_before", {"augment": "none", "args_format": 7}),
+                       ("plain", {"augment": "none", "augment_loss": "drac", "args_format": 8})):
+        _fakeRun(tmp_path / "logs" / name, [[1.0, 2.0]], seed=len(name), **pixels, **args)
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--episode-window", "1",
+                       "--output-dir", tmp_path / "pooled")
+    assert result.returncode == 0, result.stderr
+    assert "differ in augment, augment_loss, and are pooled" in result.stderr, result.stderr
+    result = runModule("replay.gather_results", "--log-dir", tmp_path / "logs", "--episode-window", "1",
+                       "--group-by", "augment", "augment_loss", "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    assert "pooled" not in result.stderr, result.stderr
+    with open(tmp_path / "out" / "results.csv") as handle:
+        runs = {(row["augment"], row["augment_loss"]): row["runs"] for row in csv.DictReader(handle)}
+    assert runs == {("shift", "rad"): "2", ("shift", "drac"): "1", ("none", "drac"): "2"}, runs
+
 def test_envs_whose_names_differ_only_in_case_get_figures_of_their_own(tmp_path):
     """aggregate_plots compared file names with their case: envs ``Case-v0`` and ``case-v0`` wrote ``t_Case-v0.png``
     and ``t_case-v0.png``, one file on a case-insensitive file system. Each now gets a digest; names keep their
