@@ -167,6 +167,8 @@ CASES = [
     # --- rl_baselines.pipeline
     ("pipeline-unknown-algo", PIPELINE, ["--algo", "ppo2", "nope", *GT], ["'nope'", "valid choices"]),
     ("pipeline-unknown-flag", PIPELINE, ["--algos", "ppo2", *GT], ["--algos ppo2", "train's", "did you mean --algo?"]),
+    ("search-other-algos-flag", SEARCH, ["--algo", "sac", *PIXELS, "--augment", "shift", "--augment-loss", "rad"],
+     ["--augment-loss rad", "train takes it with --algo ppo2", "not with sac"]),
     ("pipeline-ray-address-without-ray", PIPELINE, [*GT, "--ray-address", "127.0.0.1:6379"],
      ["--ray-address", "--executor ray"]),
     ("pipeline-ray-address-not-host-port", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "nohost:abc"],
@@ -382,7 +384,8 @@ CATEGORIES = {
         "srl-train-unknown-device", "evaluate-unknown-device",
         "train-unknown-algo", "train-misspelt-flag", "train-unknown-env", "train-unknown-srl-model",
         "train-hyperparam-unknown",
-        "pipeline-unknown-algo", "pipeline-unknown-flag", "search-unknown-algo", "search-unknown-optimizer",
+        "pipeline-unknown-algo", "pipeline-unknown-flag", "search-other-algos-flag", "search-unknown-algo",
+        "search-unknown-optimizer",
         "enjoy-unknown-model-choice",
         "generator-unknown-env", "srl-train-unknown-loss", "gather-unknown-welch-method", "gather-unknown-group-key",
         "aggregate-unknown-group-key", "visdom-unknown-log-level", "train-unknown-renderer",

@@ -136,7 +136,9 @@ def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags
     :param own_flags: the sweep's own option strings, offered beside train's as the flag meant
     :param command: the sweep's name in the message
     :return: one line for the arguments that train takes with none of ``algos`` (``unrecognized arguments: --algos
-        ppo2 (neither the sweep's flags nor train's; did you mean --algo?)``), None when it takes them all
+        ppo2 (neither the sweep's flags nor train's; did you mean --algo?)``, or, for another algorithm's own flag,
+        ``unrecognized arguments: --augment-loss rad (train takes it with --algo ppo2, not with sac)``), None when
+        it takes them all
     """
     known = [algo for algo in unique(algos) if algo in installed_algorithms]
     if not known or not train_args:
@@ -145,6 +147,12 @@ def unknownTrainFlags(algos: Sequence[str], train_args: Sequence[str], own_flags
     unknown = [arg for arg in left[0] if all(arg in rest for rest in left[1:])]
     if not unknown:
         return None
+    flags = [arg.split("=", 1)[0] for arg in unknown if arg.startswith("-")]
+    owners = [algo for algo in sorted(installed_algorithms) if algo not in known
+              and any(flag in trainParser(algo)._option_string_actions for flag in flags)]
+    if owners:  # an algorithm's own flag, given to a sweep of others
+        return (f"{UNRECOGNIZED}{' '.join(unknown)} (train takes {'them' if len(flags) > 1 else 'it'} with --algo "
+                f"{', '.join(owners)}, not with {', '.join(known)})")
     options = [*own_flags, *(option for algo in known for option in trainParser(algo)._option_string_actions)]
     meant = flagsMeant(unknown, options)
     hint = f"; did you mean {meant}?" if meant else ""
