@@ -8,8 +8,9 @@ Two measurements on MobileRobotGymEnv-v0, each command run as a user runs it (a 
   rounds. Per model: the median epoch's wall time (``seconds`` of training_history.json: the epoch's updates and its
   validation), its updates per epoch and batch, the frames per second its updates go through (updates x batch /
   seconds: comparable across batch sizes) and its epoch's time relative to the VAE's;
-- pixel agents: ppo2 from raw pixels without and with ``--augment shift`` (``python -m rl_baselines.train``, 1 env,
-  ``--steps`` steps, no evaluation), alternated over ``--repeats`` rounds; steps/s of the monitor clock (as the SRL +
+- pixel agents: ppo2 from raw pixels without ``--augment``, with ``--augment shift`` (its default update, DrAC's
+  regulariser) and with ``--augment shift --augment-loss rad`` (``python -m rl_baselines.train``, 1 env, ``--steps``
+  steps, no evaluation), alternated over ``--repeats`` rounds; steps/s of the monitor clock (as the SRL +
   RL benchmark reports a run's rate), median, and the ratio.
 
 Nothing is asserted: rates depend on the machine and on what else runs on it (the load average is reported).
@@ -85,10 +86,15 @@ def trainEncoder(dataset: str, model: str, epochs: int, log_folder: str) -> dict
     return epochTimes(newest)
 
 
-def agentRate(augment: str, steps: int, log_dir: str) -> float:
-    """:return: ppo2's steps/s from raw pixels (monitor clock) with ``--augment augment``"""
-    runPython("rl_baselines.train", ["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "raw_pixels", "--augment",
-                                      augment, "--num-timesteps", str(steps), "--seed", "0", "--no-vis",
+# The pixel agents: each one's ``--augment`` value (and further flags), as the table names it.
+AGENTS = {"none": ["--augment", "none"], "shift": ["--augment", "shift"],
+          "shift --augment-loss rad": ["--augment", "shift", "--augment-loss", "rad"]}
+
+
+def agentRate(flags: Sequence[str], steps: int, log_dir: str) -> float:
+    """:return: ppo2's steps/s from raw pixels (monitor clock) with these train flags"""
+    runPython("rl_baselines.train", ["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "raw_pixels", *flags,
+                                      "--num-timesteps", str(steps), "--seed", "0", "--no-vis",
                                       "--no-progress", "--log-dir", log_dir])
     runs = [os.path.join(root, "") for root, _, files in os.walk(log_dir) if ARGS_FILE in files]
     return loadRun(max(runs, key=os.path.getmtime)).rate
@@ -101,7 +107,7 @@ def measure(models: Sequence[str], episodes: int, epochs: int, steps: int, repea
         over ``repeats`` alternated rounds
     """
     encoders: dict[str, list[dict[str, float]]] = {model: [] for model in models}
-    agents: dict[str, list[float]] = {"none": [], "shift": []}
+    agents: dict[str, list[float]] = {label: [] for label in AGENTS}
     with tempfile.TemporaryDirectory(prefix="srl_epoch_speed_") as folder:
         dataset = recordDataset(os.path.join(folder, "data"), episodes)
         for round_index in range(repeats):
@@ -109,8 +115,8 @@ def measure(models: Sequence[str], episodes: int, epochs: int, steps: int, repea
                 encoders[model].append(trainEncoder(dataset, model, epochs,
                                                     os.path.join(folder, "srl", f"{model}_{round_index}")))
                 print(f"  {model}: {encoders[model][-1]['seconds']:.1f} s per epoch", flush=True)
-            for augment, rates in agents.items():
-                rates.append(agentRate(augment, steps, os.path.join(folder, "runs", f"{augment}_{round_index}")))
+            for number, (augment, rates) in enumerate(agents.items()):
+                rates.append(agentRate(AGENTS[augment], steps, os.path.join(folder, "runs", f"{number}_{round_index}")))
                 print(f"  ppo2 raw pixels, --augment {augment}: {rates[-1]:.0f} steps/s", flush=True)
     encoder_rows: list[dict[str, float | str]] = [
         {"model": model, **{key: statistics.median(run[key] for run in runs) for key in ("seconds", "updates", "batch")}}

@@ -6,7 +6,8 @@ import os
 
 from conftest import runModule, snapshot
 
-from benchmarks.srl_epoch_speed import ROOT, epochTimes, formatTables
+from benchmarks.srl_epoch_speed import AGENTS, ENV_ID, ROOT, epochTimes, formatTables
+from rl_baselines.sweeps.sweep import parseTrainArgs
 
 
 def test_an_epoch_is_the_median_of_the_history_with_updates_counted_from_the_start(tmp_path) -> None:
@@ -38,3 +39,9 @@ def test_bad_input_is_refused_in_one_line_with_nothing_written() -> None:
         assert result.returncode == 2 and named in result.stderr, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and "Machine" not in result.stdout
     assert snapshot(docs) == before
+
+
+def test_the_pixel_agents_are_plain_drac_and_rad() -> None:
+    parsed = {label: parseTrainArgs("ppo2", ENV_ID, "raw_pixels", 0, flags) for label, flags in AGENTS.items()}
+    assert [(args["augment"], args["augment_loss"]) for args in parsed.values()] == [
+        ("none", "drac"), ("shift", "drac"), ("shift", "rad")]  # (none: the update's flag does nothing)
