@@ -123,7 +123,8 @@ bench-renderer-gtc: install
 	$(PY) -m benchmarks.renderer_gtc
 
 # SRL encoders' seconds per epoch beside the VAE's (vae, autoencoder, srl_combination, atc, curl), and ppo2's steps/s
-# from raw pixels without --augment, with --augment shift (DrAC) and with --augment-loss rad, on MobileRobot. Into docs/benchmarks.md; a few minutes.
+# from raw pixels without --augment, with --augment shift (DrAC) and with --augment-loss rad, on MobileRobot. Into
+# docs/benchmarks.md; a few minutes.
 bench-encoders: install
 	$(PY) -m benchmarks.srl_epoch_speed
 
