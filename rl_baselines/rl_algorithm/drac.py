@@ -4,8 +4,8 @@
   Learning"): PPO's policy and value losses stay on the observations as collected, and a regulariser asks the policy
   to act on an augmented view as it does on the view itself: ``DRAC_COEF * KL(pi(.|o) || pi(.|aug(o)))``, the first
   policy held fixed (no gradient), each image of a minibatch shifted by its own offset. DrAC's value regulariser,
-  ``(V(aug(o)) - V(o))^2``, is left out: at these tasks' reward scale (returns of hundreds, unnormalised) it took
-  over the shared CNN's gradient and no run learned (docs/srl.md, "Augmented raw pixels under ppo2").
+  ``(V(aug(o)) - V(o))^2``, is left out: with it no measured run learned (docs/srl.md, "Augmented raw pixels under
+  ppo2"; these tasks' returns are in the hundreds, unnormalised, unlike the paper's).
 - ``rad`` (Laskin et al. 2020): every minibatch of the update is augmented, the policy and the value losses alike
   (augmented_buffers.AugmentedRolloutBuffer).
 
