@@ -32,9 +32,10 @@ from scipy import stats
 
 from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder
+from rl_baselines.runs.args_format import ARGS_FORMAT_KEY, addedSettings
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
-from rl_baselines.runs.train_config import ARGS_FORMAT_KEY, addedSettings, appliedSettings
+from rl_baselines.runs.train_config import appliedSettings
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.run_attempts import DONE_FILE, FAILED_FILE
 from srl_toolbox.cli import UsageError

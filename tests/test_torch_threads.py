@@ -10,7 +10,8 @@ from conftest import trainHere
 
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.runs import train
-from rl_baselines.runs.train_config import ARGS_FORMAT, TrainConfig, upgradeArgsRecord
+from rl_baselines.runs.args_format import ARGS_FORMAT
+from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from rl_baselines.sweeps import executors
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.run_attempts import executeRun

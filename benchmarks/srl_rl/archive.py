@@ -46,7 +46,7 @@ from benchmarks.srl_rl.models import modelMetrics, registeredFacts, sameModel
 from benchmarks.srl_rl.plans import EnvPlan, Settings, displayPath, modelName, specObservation
 from benchmarks.srl_rl.runs import RunRecord, dateSpan, finishedRuns
 from replay.results import Run
-from rl_baselines.runs.train_config import UPGRADES
+from rl_baselines.runs.args_format import UPGRADES
 from rl_baselines.sweeps.recorded import envPhysics, specSettings, trainSettings
 from srl_toolbox.cli import UsageError
 

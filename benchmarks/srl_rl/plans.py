@@ -32,7 +32,7 @@ from typing import Any
 
 from environments.registry import defaultRenderer, getEnvClass, registerAll, rendererRefusal
 from replay.results import GROUND_TRUTH_FRACTION
-from rl_baselines.runs.train_config import addedSettings
+from rl_baselines.runs.args_format import addedSettings
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels

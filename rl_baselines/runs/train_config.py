@@ -48,6 +48,7 @@ from rl_baselines.core.registry import registered_rl, skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
+from rl_baselines.runs.args_format import ARGS_FORMAT, ARGS_FORMAT_KEY, UPGRADES
 from srl_models.augment import AUGMENTATIONS
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
@@ -62,7 +63,7 @@ from srl_toolbox.cli import (
     positiveInt,
     seedNumber,
 )
-from srl_toolbox.devices import DEFAULT_RUN_DEVICE, parseDevice, parseThreads
+from srl_toolbox.devices import parseDevice, parseThreads
 from srl_toolbox.files import readJson
 from srl_toolbox.settings import (
     addSettingFlags,
@@ -77,10 +78,6 @@ from srl_toolbox.settings import (
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
 DEFAULT_ENV = "KukaButtonGymEnv-v0"
-# args.json's format. Adding a train setting raises it by one and records, in UPGRADES, the value of the new setting
-# that reproduces the runs written before (never "the current default": a default may change later).
-ARGS_FORMAT = 8
-ARGS_FORMAT_KEY = "args_format"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -308,30 +305,6 @@ class TrainConfig:
 # Fields that are not flags and hold what validation derived; the run's folders (RUN_FIELDS) are set as it goes.
 DERIVED_FIELDS = ("hyperparams", "env_kwargs", "start_timesteps", "extra")
 RUN_FIELDS = ("run_dir", "monitor_dir", "resume_from", "resume_buffer")
-# Format n -> n + 1: the settings format n may lack, at the values that reproduce its runs. Format 1 (no args_format
-# key) covers every file from the first release (0.1.0) on; the settings added since then, and the run's device
-# (0.1.0 trained on the CPU and recorded none).
-UPGRADES: dict[int, dict[str, Any]] = {
-    1: {"device": DEFAULT_RUN_DEVICE, "force_down": False, "srl_ground_truth_scale": False, "eval_freq": 0,
-        "eval_episodes": 5, "latest": False, "srl_log_folder": os.path.join("logs", "srl"), "tensorboard_log": None},
-    # format 2 -> 3: --renderer; every earlier run's images were TinyRenderer's
-    2: {"renderer": "tinyrenderer"},
-    # format 3 -> 4: --features-extractor, a flag of the SB3-backed algorithms (their pixel policy's CNN); every
-    # earlier run's was SB3's NatureCNN (the key means nothing to the other algorithms, which have no CNN choice)
-    3: {"features_extractor": "nature"},
-    # format 4 -> 5: --augment; every earlier run learned from the images as collected
-    4: {"augment": "none"},
-    # format 5 -> 6: --srl-state-scale; every earlier run handed its learned state over unscaled (or at ground truth's
-    # size with --srl-ground-truth-scale, which it recorded)
-    5: {"srl_state_scale": "none"},
-    # format 6 -> 7: --torch-threads; every earlier run of the train command trained on one torch thread
-    6: {"torch_threads": 1},
-    # format 7 -> 8: ppo2's --augment-loss; every earlier augmented ppo2 run learned RAD-style, its losses on the
-    # shifted views (the key means nothing to the other algorithms, nor without --augment)
-    7: {"augment_loss": "rad"},
-}
-
-
 def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     """
     Bring an args.json mapping of any earlier format to :data:`ARGS_FORMAT`, once, so that nothing above reads a
@@ -434,15 +407,6 @@ def appliedSettings(args: Mapping[str, Any]) -> dict[str, Any]:
         if callable(idle_options):
             applied.update({name: value for name, (value, _) in idle_options(args).items()})
     return {name: value for name, value in applied.items() if name in args}
-
-
-def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:
-    """
-    :param record: train settings of any format, possibly a subset of args.json (as an archive keeps them)
-    :return: the settings an upgrade rule (:data:`UPGRADES`) gives that ``record`` lacks, at those values (a setting
-        appears in one rule only: the one of the format that added it)
-    """
-    return {name: value for rule in UPGRADES.values() for name, value in rule.items() if name not in record}
 
 
 def readArgsRecord(run_dir: str) -> dict[str, Any]:

@@ -44,10 +44,11 @@ from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.plugin_v1 import isV1
 from rl_baselines.core.registry import failedPluginsText, registered_rl
 from rl_baselines.runs import train
+from rl_baselines.runs.args_format import ARGS_FORMAT_KEY
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.monitor_files import runEnvs
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
-from rl_baselines.runs.train_config import ARGS_FORMAT_KEY, TrainConfig
+from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.recorded import trainSettings
 from rl_baselines.sweeps.search_outputs import repeatCommand, saveSearchPlot, writeBestParams, writeTrialsCsv
 from rl_baselines.sweeps.search_study import (

@@ -20,8 +20,9 @@ from environments import getEnvClass, resolvedRenderer
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, runPhysics
+from rl_baselines.runs.args_format import addedSettings
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
-from rl_baselines.runs.train_config import TrainConfig, addedSettings, appliedSettings, idleSettings
+from rl_baselines.runs.train_config import TrainConfig, appliedSettings, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
 from srl_toolbox.files import readJson
 

@@ -35,7 +35,7 @@ import numpy as np
 from filelock import FileLock  # a dependency of torch
 
 from rl_baselines.core.hyperparams import normalisationRefusal
-from rl_baselines.runs.train_config import addedSettings
+from rl_baselines.runs.args_format import addedSettings
 from srl_toolbox.cli import UsageError
 from srl_toolbox.locks import lockPathFor
 
