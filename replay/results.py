@@ -32,7 +32,7 @@ from scipy import stats
 
 from rl_baselines.core.manifests import CheckpointError, readManifest
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder
-from rl_baselines.runs.args_format import ARGS_FORMAT_KEY, addedSettings
+from rl_baselines.runs.args_format import ARGS_FORMAT_KEY, withAddedSettings
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
 from rl_baselines.runs.train_config import appliedSettings
@@ -168,7 +168,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             continue
         # a setting added to train since the run was recorded as args.json's upgrade rules give it (--group-by
         # augment_loss: rad for an augmented run made before the flag), and what the run applied of the others
-        args = {**addedSettings(args), **args}
+        args = withAddedSettings(args)
         args.update(appliedSettings(args))
         missing = [name for name in group_by if name not in args]
         if missing:

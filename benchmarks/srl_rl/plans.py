@@ -32,7 +32,7 @@ from typing import Any
 
 from environments.registry import defaultRenderer, getEnvClass, registerAll, rendererRefusal
 from replay.results import GROUND_TRUTH_FRACTION
-from rl_baselines.runs.args_format import addedSettings
+from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.sweeps.sweep import expandGrid
 from srl_models import prepare
 from srl_models.registry import learnedModels
@@ -169,7 +169,7 @@ def argsObservation(args: dict[str, Any]) -> str:
         the variant's values (a setting added to train since the run was recorded read as args.json's upgrade rules
         give it: ``augment_loss`` rad for an augmented run made before the flag)
     """
-    args = {**addedSettings(args), **args}
+    args = withAddedSettings(args)
     for name, variant in VARIANTS.items():
         if args.get("srl_model") == variant.model and all(setting in args and args[setting] == value
                                                           for setting, value in variant.settings.items()):

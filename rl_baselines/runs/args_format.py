@@ -46,3 +46,8 @@ def addedSettings(record: Mapping[str, Any]) -> dict[str, Any]:
     :return: the settings an upgrade rule (:data:`UPGRADES`) gives that ``record`` lacks, at those values
     """
     return {name: value for rule in UPGRADES.values() for name, value in rule.items() if name not in record}
+
+
+def withAddedSettings(record: Mapping[str, Any]) -> dict[str, Any]:
+    """:return: ``record`` with the settings :func:`addedSettings` gives it (what it recorded kept as it was)"""
+    return {**addedSettings(record), **record}

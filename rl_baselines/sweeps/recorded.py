@@ -20,7 +20,7 @@ from environments import getEnvClass, resolvedRenderer
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder, runPhysics
-from rl_baselines.runs.args_format import addedSettings
+from rl_baselines.runs.args_format import withAddedSettings
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.train_config import TrainConfig, appliedSettings, idleSettings
 from rl_baselines.sweeps.sweep import parseTrainArgs
@@ -47,7 +47,7 @@ def trainSettings(args: dict[str, Any]) -> dict[str, Any]:
         nature on a state...: :func:`rl_baselines.runs.train_config.appliedSettings`, as train records them);
         ``augment_loss`` left out without ``augment`` (ppo2 records it, at its default, since args.json's format 8)
     """
-    args = {**addedSettings(args), **args}
+    args = withAddedSettings(args)
     args.update(appliedSettings(args))  # (a run recorded before train recorded them as applied)
     if "srl_state_scale" in idleSettings(args):
         args.pop("srl_state_scale", None)

@@ -11,7 +11,7 @@ two commands starting one study at once for different settings the second is ref
 The train flags count as train's parser gives them, less what changes no result
 (``rl_baselines.sweeps.recorded.NOT_A_RESULT``): spelling, order, ``--device`` or ``--port`` do not make another
 setting. A train setting the record lacks that args.json's upgrade rules give (``augment_loss``, added since the
-study) counts at that value, as it does for a run recorded before it (``rl_baselines.runs.train_config.addedSettings``):
+study) counts at that value, as it does for a run recorded before it (``rl_baselines.runs.args_format.addedSettings``):
 a ppo2 study of ``--augment shift`` made before ``--augment-loss`` holds RAD's trials. Any other setting the record
 lacks (a study of an older version, a flag added since without such a rule) is unknown, so accepted.
 A study also records the search space it was first searched over (:data:`STUDY_SPACE`; a study of a version that did
@@ -35,7 +35,7 @@ import numpy as np
 from filelock import FileLock  # a dependency of torch
 
 from rl_baselines.core.hyperparams import normalisationRefusal
-from rl_baselines.runs.args_format import addedSettings
+from rl_baselines.runs.args_format import withAddedSettings
 from srl_toolbox.cli import UsageError
 from srl_toolbox.locks import lockPathFor
 
@@ -574,7 +574,7 @@ def _differences(recorded: dict[str, Any], wanted: dict[str, Any], flags: dict[s
                 differ.append(f"--{key.replace('_', '-')} {_shown(recorded[key])} (asked {_shown(wanted[key])})")
             continue
         settings = recorded[key] if isinstance(recorded[key], dict) else {}
-        settings = {**addedSettings(settings), **settings}  # (the runs of its trials, as args.json's rules read them)
+        settings = withAddedSettings(settings)  # (the runs of its trials, as args.json's rules read them)
         differ += [f"{flags.get(name) or _SETTING_NAMES.get(name) or name} {_shown(settings[name])} "
                    f"(asked {_shown(wanted[key][name])})"
                    for name in sorted(settings.keys() & wanted[key].keys()) if settings[name] != wanted[key][name]]
