@@ -196,7 +196,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
                        timeout=SWEEP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("4 runs (1 algo x 1 env x 2 SRL model x 2 seeds); 3 already done, 1 to run"
-            + (" (1 continued where they stopped)" if continued else "") + " on 1 local worker(s)") in result.stdout
+            + (" (1 continues where it stopped)" if continued else "") + " on 1 local worker(s)") in result.stdout
     assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
     assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
     assert "other train settings" not in result.stderr  # the finished runs are this command's
@@ -559,7 +559,7 @@ def test_killed_sweep_continues_its_run_from_the_last_checkpoint(tmp_path) -> No
 
     result = runModule("rl_baselines.pipeline", *sweep_args, timeout=SWEEP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "1 run (1 algo x 1 env x 1 SRL model x 1 seed); 0 already done, 1 to run (1 continued where they " \
+    assert "1 run (1 algo x 1 env x 1 SRL model x 1 seed); 0 already done, 1 to run (1 continues where it " \
            "stopped)" in result.stdout
     assert runAttempts(spec) == [run_folder] and finishedFolder(spec) == run_folder
     log = open(os.path.join(run_folder, "train.log")).read()

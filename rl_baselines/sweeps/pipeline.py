@@ -204,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"x {args.num_iteration} seed{'s' if args.num_iteration > 1 else ''}")
     print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); "
           f"{len(specs) - len(to_run)} already done, {len(to_run)} to run"
-          + (f" ({resumed} continued where they stopped)" if resumed else "")
+          + (f" ({resumed} continue{'s' if resumed == 1 else ''} where {'it' if resumed == 1 else 'they'} stopped)"
+             if resumed else "")
           + (f" on {min(executor.workers, len(to_run))} {executor.name} worker(s)" if executor else ""), flush=True)
     if executor is not None and executor.name == "ray":
         print(f"Ray cluster: {executor.cluster}", flush=True)
