@@ -130,6 +130,12 @@ def test_a_setting_that_does_nothing_for_the_observation_leaves_the_run_id(tmp_p
     assert len({plain.run_id, small.earlier_id, large.earlier_id, scaled.earlier_id}) == 4  # the ids made before
     assert "earlier_id" not in plain.toDict() and small.toDict()["earlier_id"] == small.earlier_id
     assert spec("raw_pixels").run_id != spec("raw_pixels", "--img-shape", "3", "36", "36").run_id
+    # an algorithm's flag that does nothing for the run (train warns of it) counts at what the run applies
+    rad = spec("raw_pixels", "--augment-loss", "rad")  # no --augment: ppo2's update is the plain one
+    assert rad.run_id == spec("raw_pixels").run_id and rad.earlier_id is not None
+    assert spec("raw_pixels", "--augment", "shift", "--augment-loss", "rad").run_id != spec(
+        "raw_pixels", "--augment", "shift").run_id
+    assert spec("ground_truth", "--features-extractor", "small").run_id == plain.run_id  # the pixel policy's CNN
     assert recorded.trainSettings({"srl_model": "ground_truth", "img_shape": [3, 32, 32]})["img_shape"] is None
     assert recorded.trainSettings({"srl_model": "raw_pixels", "img_shape": [3, 32, 32]})["img_shape"] == [3, 32, 32]
 

@@ -5,8 +5,9 @@ A run spec is ``(algo, env, srl_model, seed, train flags)``. Its run id is a sho
 train flags count by their parsed values that differ from train's defaults (so flag order, aliases such as ``-c``
 and explicit default values do not change the id), and a file or folder by the place it names, relative to the
 directory the run starts in where it lies under it (so ``--srl-config-file`` given relative or absolute is one id).
-A setting that does nothing for the run's observation (``--img-shape`` of a ground-truth run: idleSettings) is not in
-the id; a run finished while it was (:attr:`RunSpec.earlier_id`) is found as finished too.
+A setting that does nothing for the run (``--img-shape`` of a ground-truth run: idleSettings; ppo2's ``--augment-loss``
+without ``--augment`` and the other settings train warns do nothing: appliedSettings) counts at what the run applies,
+so it leaves the id; a run finished while the id held it (:attr:`RunSpec.earlier_id`) is found as finished too.
 A run lives in the folder train would give it, ``<log-dir>/<env>/<srl-model>/<algo>/<YY-MM-DD_HHhMM_SS>_<run id>/``
 (:attr:`RunSpec.parent` holds it; its files and completion markers: rl_baselines/sweeps/run_attempts.py).
 Nothing here writes to disk: specs and checks are computed in this process.
@@ -31,7 +32,7 @@ from rl_baselines.core.registry import failedPluginsText
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.train import baseParser, validate
-from rl_baselines.runs.train_config import TrainConfig, idleSettings
+from rl_baselines.runs.train_config import TrainConfig, appliedSettings, idleSettings
 from srl_toolbox.cli import UNRECOGNIZED, UsageError, flagsMeant
 from srl_toolbox.files import isInside
 
@@ -197,9 +198,12 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
     :param algo: the algorithm the arguments were parsed for
     :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
     :param cwd: the directory the run starts in, which relative paths are read from (default: the current one)
-    :param idle: keep the :func:`idleSettings` (the run ids made before they were left out)
+    :param idle: keep the :func:`idleSettings` and the settings that do nothing for the run at their values (the run
+        ids made before they were left out)
     :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID` and the
-        :func:`idleSettings` (unless ``idle``), with the
+        :func:`idleSettings`, the others that do nothing for the run read as it applies them
+        (:func:`rl_baselines.runs.train_config.appliedSettings`: ``--augment-loss rad`` without ``--augment`` is the
+        default's id) unless ``idle``, with the
         :data:`PATH_SETTINGS` spelled by :func:`canonicalPath` (and a ``--hyperparam-file`` with the hyperparameters
         it gives: :func:`_hyperparamFileSetting`); the renderer as train resolves it (left out: the env's
         default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
@@ -213,6 +217,8 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
         args["hyperparam_file"] = _hyperparamFileSetting(args["hyperparam_file"], str(args.get("env")), cwd)
     if args.get("renderer") is None:  # (an unknown env, which train refuses, names none)
         args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
+    if not idle:
+        args.update(appliedSettings(args))
     left_out = NOT_IN_RUN_ID if idle else NOT_IN_RUN_ID | idleSettings(args)
     return {key: value for key, value in sorted(args.items())
             if key not in left_out and defaults.get(key) != value}
