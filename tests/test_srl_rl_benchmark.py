@@ -290,6 +290,17 @@ def test_the_time_estimate_reads_the_measured_runs_whole_commands() -> None:
     # one not measured yet: the mean of the env's measured observations of its kind (not another env's)
     assert running.expectedRunSeconds(plan, "atc", measured) == pytest.approx(100.0)
     assert running.expectedRunSeconds(plan, plans.RAW_PIXELS_SHIFT, measured) == 500.0
+    # measured on another env beside its kind: its ratio to the kind there carries over (DrAC's slower updates)
+    kuka = "KukaButtonGymEnv-v0"
+    other = {**measured, (kuka, "raw_pixels"): 600.0, (kuka, plans.RAW_PIXELS_SHIFT): 900.0}
+    assert running.expectedRunSeconds(plan, plans.RAW_PIXELS_SHIFT, other) == pytest.approx(500.0 * 900.0 / 600.0)
+    assert running.expectedRunSeconds(plan, "atc", other) == pytest.approx(100.0)  # 900 s on Kuka, no learned row there
+    # the env's own two are measured (from the archive) even when only a variant is benchmarked: its first runs on
+    # an env are estimated from raw pixels' there
+    alone = cli.settingsFrom(cli.buildParser().parse_args(["--observations", plans.RAW_PIXELS_SHIFT]))
+    archived = running.measuredSeconds(alone, bench_archive.loadArchive(plans.RUNS_FILE))
+    assert {(plan.env, name) for plan in alone.plans for name in ("ground_truth", "raw_pixels")} <= set(archived)
+    assert {name for _, name in archived} == {"ground_truth", "raw_pixels", plans.RAW_PIXELS_SHIFT}
     assert running.expectedRunSeconds(plan, "ground_truth", measured) == running.expectedRunSeconds(
         plan, "ground_truth", {})
     # the whole estimate: the missing runs' seconds over the workers

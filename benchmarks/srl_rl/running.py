@@ -16,6 +16,7 @@ folder nor archived with the same settings, ``nice``-d, with an estimate of the 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import signal
@@ -30,6 +31,7 @@ import numpy as np
 from benchmarks.srl_rl.archive import archivedMatches, dropStaleRecords, loadArchive, recordFromArchive
 from benchmarks.srl_rl.models import dropStaleRuns, registeredFacts, registeredModels
 from benchmarks.srl_rl.plans import (
+    ENV_OBSERVATIONS,
     EXPECTED_PREPARE_S,
     EXPECTED_STAGE_START_S,
     EXPECTED_START_S,
@@ -79,19 +81,50 @@ def expectedRunSeconds(plan: EnvPlan, observation: str, measured: dict[tuple[str
     :param measured: (env, observation) -> mean seconds of the whole train command of its finished runs with these
         settings (evaluations and start-up included)
     :return: a guess of one run's seconds: the observation's measured mean; else the mean over the env's measured
-        observations of the same kind (ground truth, raw pixels, learned); else the start-up of a train command
-        (:data:`EXPECTED_START_S`) and the steps at the kind's expected rate (:func:`expectedRate`: an env without
-        rates of its own gets its robot's, or the slowest), its evaluation episodes counted at full length
+        observations of the same kind (ground truth, raw pixels, learned), times the observation's own ratio to its
+        kind's mean on the other envs where both are measured (DrAC's slower updates on a new task); else the
+        start-up of a train command (:data:`EXPECTED_START_S`) and the steps at the kind's expected rate
+        (:func:`expectedRate`: an env without rates of its own gets its robot's, or the slowest), its evaluation
+        episodes counted at full length
     """
     if (plan.env, observation) in measured:
         return measured[plan.env, observation]
     kind = observationKind(observation)
-    same = [seconds for (env, name), seconds in measured.items() if env == plan.env and observationKind(name) == kind]
-    if same:
-        return float(np.mean(same))
+
+    def kindMean(where: str) -> float | None:
+        same = [seconds for (env, name), seconds in measured.items()
+                if env == where and name != observation and observationKind(name) == kind]
+        return float(np.mean(same)) if same else None
+
+    here = kindMean(plan.env)
+    if here is not None:
+        ratios = [seconds / mean for (env, name), seconds in measured.items()
+                  if name == observation and (mean := kindMean(env))]
+        return here * (float(np.mean(ratios)) if ratios else 1.0)
     rate = expectedRate(plan.env, kind)
     evaluation = (plan.steps // plan.eval_freq) * plan.eval_episodes * plan.episode_length
     return EXPECTED_START_S + plan.steps / rate + evaluation / (1.25 * rate)  # evaluation steps skip the updates
+
+
+def measuredSeconds(settings: Settings, archive: dict[str, dict[str, Any]]) -> dict[tuple[str, str], float]:
+    """
+    :param settings: the benchmark's settings
+    :param archive: the archive of finished runs
+    :return: (env, observation) -> mean seconds of the whole train commands of its finished runs with these settings
+        (in the bench folder or archived), for the observations of ``settings`` and the env's own two (ground truth,
+        raw pixels), which a variant's first runs on an env are estimated from (:func:`expectedRunSeconds`) when they
+        are not benchmarked this time
+    """
+    reference = dataclasses.replace(settings, observations=list(dict.fromkeys([*settings.observations,
+                                                                               *ENV_OBSERVATIONS])))
+    measured: dict[tuple[str, str], list[float]] = {}
+    for plan in reference.plans:
+        specs = reference.specs(plan)
+        found = archivedMatches(archive, reference, plan, specs, registeredFacts(reference, plan.env))
+        for record in [*loadRuns(finishedRunFolders(specs)), *map(recordFromArchive, found.values())]:
+            if np.isfinite(record.wall):
+                measured.setdefault((record.env, record.observation), []).append(record.wall)
+    return {key: float(np.mean(values)) for key, values in measured.items()}
 
 
 def estimateSeconds(settings: Settings, plan: EnvPlan, measured: dict[tuple[str, str], float],
@@ -224,13 +257,7 @@ def runEverything(settings: Settings, rerun: Collection[str] = ()) -> tuple[bool
     archived = {plan.env: {} if plan.env in rerun else archivedMatches(archive, settings, plan, specs[plan.env],
                                                                         registeredFacts(settings, plan.env))
                 for plan in settings.plans}
-    measured: dict[tuple[str, str], list[float]] = {}
-    for plan in settings.plans:
-        records = [*loadRuns(finishedRunFolders(specs[plan.env])), *map(recordFromArchive, archived[plan.env].values())]
-        for record in records:
-            if np.isfinite(record.wall):
-                measured.setdefault((record.env, record.observation), []).append(record.wall)
-    seconds = {key: float(np.mean(values)) for key, values in measured.items()}
+    seconds = measuredSeconds(settings, archive)
     estimates = {plan.env: estimateSeconds(settings, plan, seconds, archived=archived[plan.env])
                  for plan in settings.plans}
 
