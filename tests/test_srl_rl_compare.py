@@ -191,7 +191,8 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
     runs of TinyRenderer that differ from it only by the renderer, 3 or 5 seeds each (on Kuka, those of its physics version
     2, chosen before version 1's, which also differ by the physics). Raw pixels, made again under ppo2's raw-pixel
     default (clip_range_vf 0.2), compare with their unclipped runs of the same renderer first (5 seeds), and the
-    TinyRenderer ones differ by both."""
+    TinyRenderer ones differ by both; raw pixels with --augment shift (DrAC's update now) with RAD's runs of the same
+    renderer first."""
     earlier = compare.loadComparison(plans.RUNS_FILE)
     settings = _settings([])
     for env, renderer in ((MOBILE, "sprites"), (KUKA, "lowpoly")):
@@ -213,10 +214,15 @@ def test_the_committed_archive_compares_each_default_renderer_with_tinyrenderer(
                 assert changes == [clip] and group.seeds == [0, 1, 2, 3, 4]
                 assert [clip, f"renderer tinyrenderer -> {renderer}"] in others
                 continue
+            if observation == plans.RAW_PIXELS_SHIFT:  # --augment shift, DrAC now: RAD's runs of the same renderer
+                update = ["augment_loss rad -> drac", "hp_clip_range_vf (absent) -> 0.2"]  # (DrAC's losses: unshifted)
+                assert changes == update and group.seeds == [0, 1, 2, 3, 4]
+                assert others == [[*update, f"renderer tinyrenderer -> {renderer}"]]
+                continue
             assert changes == [f"renderer tinyrenderer -> {renderer}"]
             # Kuka's 12 rows run before issue 29's also have physics version 1's runs
             assert others == ([[f"renderer tinyrenderer -> {renderer}", "physics 1 -> 2"]]
-                              if env == KUKA and observation not in ("atc", "curl", "raw_pixels_shift") else [])
+                              if env == KUKA and observation not in ("atc", "curl") else [])
 
 
 @pytest.mark.parametrize("content, message", [

@@ -33,9 +33,10 @@ def test_the_new_rows_follow_the_learned_models_in_the_default_plan() -> None:
     assert {"atc", "curl"} <= set(learnedModels())  # prepare trains them: they are installed learned models
     order = list(plans.OBSERVATIONS)
     assert order.index("srl_splits") < order.index("atc") < order.index("curl") < order.index(plans.GT_SCALE)
+    # raw pixels with train's --augment shift as a user runs it: ppo2's default augmented update (DrAC); a run of
+    # --augment-loss rad is the row's with another train setting, as a run of another default would be
     assert order[-1] == SHIFT and plans.VARIANTS[SHIFT] == plans.Variant(
-        "raw_pixels", ("--augment", "shift", "--augment-loss", "rad"), {"augment": "shift", "augment_loss": "rad"},
-        plans.VARIANTS[SHIFT].description)
+        "raw_pixels", ("--augment", "shift"), {"augment": "shift"}, plans.VARIANTS[SHIFT].description)
     settings = _settings([])
     assert settings.observations == order and settings.seeds == 5
     # atc and curl are learned models prepare trains (at their own defaults: no --augment on the prepare command);
@@ -64,7 +65,8 @@ def test_the_pipeline_commands_run_the_new_rows(tmp_path) -> None:
 
     assert models(plain)[-2:] == ["atc", "curl"] and "--augment" not in plain
     assert models(scaled) == ["srl_splits"] and scaled[-1] == "--srl-ground-truth-scale"
-    assert models(shifted) == ["raw_pixels"] and shifted[-4:] == ["--augment", "shift", "--augment-loss", "rad"]
+    assert models(shifted) == ["raw_pixels"] and shifted[-2:] == ["--augment", "shift"]
+    assert "--augment-loss" not in shifted
     specs = settings.specs(plan)
     rows = [plans.specObservation(spec) for spec in specs]
     assert all(rows.count(name) == 5 for name in plans.OBSERVATIONS) and len(rows) == 5 * len(plans.OBSERVATIONS)
@@ -89,16 +91,15 @@ RAD = ("--augment-loss", "rad")
 
 
 @pytest.mark.parametrize("train_args, row", [
-    (("--augment", "shift", *RAD), SHIFT),
-    (("--augment=shift", "--augment-loss=rad"), SHIFT),
-    (("--num-timesteps", "10", *RAD, "--augment", "shift", "--eval-freq", "5"), SHIFT),
-    (("--augment", "shift"), "raw_pixels"),  # DrAC, the default: not the row's update
-    (("--augment", "shift", *RAD, "--augment-loss", "drac"), "raw_pixels"),
-    (("--augment", "none", *RAD), "raw_pixels"),
+    (("--augment", "shift"), SHIFT),
+    (("--augment=shift",), SHIFT),
+    (("--num-timesteps", "10", "--augment", "shift", "--eval-freq", "5"), SHIFT),
+    (("--augment", "shift", *RAD), SHIFT),  # RAD's update: the row with another train setting (its digest's)
+    (("--augment", "none"), "raw_pixels"),
     ((), "raw_pixels"),
-    (("--augment", "shift", "--augment", "none", *RAD), "raw_pixels"),  # argparse keeps the last one
-    (("--augment", "none", "--augment", "shift", *RAD), SHIFT),
-    (("--renderer", "shift", *RAD), "raw_pixels"),  # the value alone is not the flag
+    (("--augment", "shift", "--augment", "none"), "raw_pixels"),  # argparse keeps the last one
+    (("--augment", "none", "--augment", "shift"), SHIFT),
+    (("--renderer", "shift"), "raw_pixels"),  # the value alone is not the flag
     (("--augment", *RAD), "raw_pixels"),
 ])
 def test_a_spec_is_the_variants_only_with_the_flag_and_its_value(train_args, row) -> None:
@@ -108,7 +109,7 @@ def test_a_spec_is_the_variants_only_with_the_flag_and_its_value(train_args, row
 def test_a_spec_of_another_model_with_the_variants_flags_is_that_models() -> None:
     assert plans.specObservation(_spec("srl_splits", "--augment", "shift", "--augment-loss", "rad")) == "srl_splits"
     assert plans.specObservation(_spec("raw_pixels", "--augment-loss", "rad", "--augment", "shift")) == SHIFT
-    assert plans.specObservation(_spec("raw_pixels", "--augment", "shift")) == "raw_pixels"  # DrAC: not the row's
+    assert plans.specObservation(_spec("vae", "--augment", "shift")) == "vae"
     assert plans.specObservation(_spec("srl_splits", "--srl-ground-truth-scale")) == plans.GT_SCALE
     assert plans.specObservation(_spec("raw_pixels", "--srl-ground-truth-scale")) == "raw_pixels"
 
@@ -118,7 +119,8 @@ def test_a_spec_of_another_model_with_the_variants_flags_is_that_models() -> Non
     ({"srl_model": "raw_pixels"}, "raw_pixels"),  # written before --augment existed
     ({"srl_model": "raw_pixels", "augment": "shift"}, SHIFT),  # written before --augment-loss: RAD's update
     ({"srl_model": "raw_pixels", "augment": "shift", "augment_loss": "rad"}, SHIFT),
-    ({"srl_model": "raw_pixels", "augment": "shift", "augment_loss": "drac"}, "raw_pixels"),  # not the row's update
+    ({"srl_model": "raw_pixels", "augment": "shift", "augment_loss": "drac"}, SHIFT),
+    ({"srl_model": "raw_pixels", "augment": "none", "augment_loss": "drac"}, "raw_pixels"),
     ({"srl_model": "vae", "augment": "shift"}, "vae"),
     ({"srl_model": "srl_splits", "srl_ground_truth_scale": False}, "srl_splits"),
     ({"srl_model": "srl_splits", "srl_ground_truth_scale": True}, plans.GT_SCALE),
@@ -152,6 +154,13 @@ def test_run_folders_and_archive_keys_tell_the_augmented_runs_from_the_plain_one
     assert {name: entry["observation"] for (name, _), entry in matches.items()} == {name: name for name in specs}
     plain_only = {key: entry for key, entry in entries.items() if entry["observation"] != SHIFT}
     assert set(bench_archive.archivedMatches(plain_only, settings, plan, [specs[SHIFT]], {})) == set()
+    # nor a run of RAD's update (--augment-loss rad, or recorded before the flag): the row's earlier settings
+    for rad in ({**recorded.specSettings(specs[SHIFT]), "augment_loss": "rad"},
+                {name: value for name, value in recorded.specSettings(specs[SHIFT]).items() if name != "augment_loss"}):
+        rad_entries = dict([bench_archive.archiveEntry(settings, plan, dataclasses.replace(records[SHIFT], train=rad),
+                                                       None, None, "here")])
+        assert len({*rad_entries, *entries}) == len(entries) + 1  # a key of its own
+        assert set(bench_archive.archivedMatches(rad_entries, settings, plan, [specs[SHIFT]], {})) == set()
 
 
 def test_the_table_shows_no_gtc_nor_probe_for_pixels_and_both_for_the_new_models(tmp_path) -> None:

@@ -102,12 +102,12 @@ VARIANTS = {
     GT_SCALE: Variant("srl_splits", ("--srl-ground-truth-scale",), {"srl_ground_truth_scale": True},
                       "srl_splits handed to the agent at the size of the env's ground truth (train's "
                       "--srl-ground-truth-scale: the normalised state times sqrt(ground-truth dim / state dim))"),
-    RAW_PIXELS_SHIFT: Variant(RAW_PIXELS, ("--augment", "shift", "--augment-loss", "rad"),
-                              {"augment": "shift", "augment_loss": "rad"},
-                              "raw pixels with train's --augment shift --augment-loss rad (RAD; not ppo2's default "
-                              "DrAC regulariser): each minibatch of ppo2's updates sees its images shifted at random "
-                              "by up to 4 pixels, the policy and the value losses alike, while the agent acts on the "
-                              "images as rendered"),
+    RAW_PIXELS_SHIFT: Variant(RAW_PIXELS, ("--augment", "shift"), {"augment": "shift"},
+                              "raw pixels with train's --augment shift, ppo2's default augmented update (DrAC's policy "
+                              "regulariser, --augment-loss drac): the losses on the images as rendered, plus 0.1 x the "
+                              "KL divergence from the policy on each minibatch's images to the policy on the same "
+                              "images shifted at random by up to 4 pixels; the runs of --augment-loss rad (RAD: the "
+                              "losses on the shifted views) are this row's earlier settings"),
 }
 
 
