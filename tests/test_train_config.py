@@ -425,8 +425,8 @@ def test_flags_warned_to_do_nothing_are_recorded_as_applied(tmp_path) -> None:
 def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     """--features-extractor small on a state observation (the pixel policy's CNN): train warned that it does nothing,
     yet args.json recorded it as given, so that a ``gather_results --group-by`` on it set the run apart from the same
-    run without it. args.json records the default, as that run does; a sweep cell given the flag still finds the run
-    its own (its run id unchanged), and the run replays."""
+    run without it. args.json records the default, as that run does; a sweep cell given the flag finds the run its
+    own (the run id of the run without the flag, its earlier id the one that counted the flag), and the run replays."""
     flags = ["--features-extractor", "small", "--num-timesteps", "64", "--hyperparam", "n_steps:64"]
     with pytest.warns(UserWarning, match="--features-extractor small chooses the pixel policy's CNN") as caught:
         run = trainHere("--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", *flags, "--log-dir", tmp_path)
@@ -434,8 +434,10 @@ def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     assert json.load(open(RunFolder(run).args_file))["features_extractor"] == "nature"
     spec = makeSpec("ppo2", ENV, "ground_truth", 0, flags, str(tmp_path))
     assert changedSettings(spec, run) == []
-    # the run id still counts it as given, as it did when the sweeps recorded their finished runs
-    assert spec.run_id != makeSpec("ppo2", ENV, "ground_truth", 0, flags[2:], str(tmp_path)).run_id
+    # the run id counts it as applied, the same run's id without the flag; the id that counted it as given, under
+    # which sweeps recorded their finished runs before, still finds them
+    assert spec.run_id == makeSpec("ppo2", ENV, "ground_truth", 0, flags[2:], str(tmp_path)).run_id
+    assert spec.earlier_id is not None and spec.earlier_id != spec.run_id
     assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress"]) == 0
     pixels = ["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--features-extractor", "small",
               "--log-dir", str(tmp_path / "pixels"), "--no-vis"]
