@@ -32,7 +32,7 @@ from rl_baselines.core.registry import failedPluginsText
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
 from rl_baselines.runs.train import baseParser, validate
-from rl_baselines.runs.train_config import TrainConfig, appliedSettings, idleSettings
+from rl_baselines.runs.train_config import TrainConfig, appliedSettings
 from srl_toolbox.cli import UNRECOGNIZED, UsageError, flagsMeant
 from srl_toolbox.files import isInside
 
@@ -198,12 +198,11 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
     :param algo: the algorithm the arguments were parsed for
     :param args: train's parsed arguments, by name (:func:`parseTrainArgs`)
     :param cwd: the directory the run starts in, which relative paths are read from (default: the current one)
-    :param idle: keep the :func:`idleSettings` and the settings that do nothing for the run at their values (the run
+    :param idle: keep the settings that do nothing for the run at their values (the run
         ids made before they were left out)
-    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID` and the
-        :func:`idleSettings`, the others that do nothing for the run read as it applies them
-        (:func:`rl_baselines.runs.train_config.appliedSettings`: ``--augment-loss rad`` without ``--augment`` is the
-        default's id) unless ``idle``, with the
+    :return: the settings that differ from train's defaults, except those in :data:`NOT_IN_RUN_ID`, those that do
+        nothing for the run read as it applies them unless ``idle`` (train_config's ``appliedSettings``, its
+        ``idleSettings`` among them: ``--augment-loss rad`` without ``--augment`` is the default's id), with the
         :data:`PATH_SETTINGS` spelled by :func:`canonicalPath` (and a ``--hyperparam-file`` with the hyperparameters
         it gives: :func:`_hyperparamFileSetting`); the renderer as train resolves it (left out: the env's
         default), named unless it is the reference renderer, so that an explicit ``--renderer`` of the env's default
@@ -217,11 +216,10 @@ def canonicalArgs(algo: str, args: Mapping[str, Any], cwd: str | None = None, id
         args["hyperparam_file"] = _hyperparamFileSetting(args["hyperparam_file"], str(args.get("env")), cwd)
     if args.get("renderer") is None:  # (an unknown env, which train refuses, names none)
         args["renderer"] = defaultRenderer(args["env"]) if args.get("env") in registered_env else REFERENCE_RENDERER
-    if not idle:
+    if not idle:  # (the idleSettings at train's defaults: img_shape None, srl_state_scale none)
         args.update(appliedSettings(args))
-    left_out = NOT_IN_RUN_ID if idle else NOT_IN_RUN_ID | idleSettings(args)
     return {key: value for key, value in sorted(args.items())
-            if key not in left_out and defaults.get(key) != value}
+            if key not in NOT_IN_RUN_ID and defaults.get(key) != value}
 
 
 def _hyperparamFileSetting(path: str, env: str, cwd: str) -> str | dict[str, Any]:
@@ -263,7 +261,7 @@ def makeSpec(algo: str, env: str, srl_model: str, seed: int, train_args: Sequenc
     :param train_args: other train flags
     :param log_dir: root of the run folders (made absolute)
     :param cwd: directory the run starts in (default: the current one)
-    :return: the run spec with its run id (and its earlier one, where its :func:`idleSettings` changed it)
+    :return: the run spec with its run id (and its earlier one, where a setting that does nothing for the run changed it)
     :raises UsageError: a flag train does not accept
     """
     args = parseTrainArgs(algo, env, srl_model, seed, train_args)
