@@ -278,9 +278,9 @@ QUICK_PLANS = {
                          prepare_flags=("--episodes", "10", "--epochs", "1"), run_flags=("--force-down",)),
 }
 BUDGET_NOTE = (
-    "Step budgets: ground truth should converge and the pixel-based runs be measured clearly, in about 3-4 hours on 2 "
-    "cores. Measured with `python -m rl_baselines.train --algo ppo2 --srl-model ground_truth --no-vis` (seeds 0 and "
-    "1, mean training reward of the last 50 episodes, exploration included): on MobileRobotGymEnv-v0 it is 208-212 "
+    "Step budgets: ground truth should converge and the pixel-based runs be measured clearly. Measured with `python "
+    "-m rl_baselines.train --algo ppo2 --srl-model ground_truth --no-vis` (seeds 0 and 1, mean "
+    "training reward of the last 50 episodes, exploration included): on MobileRobotGymEnv-v0 it is 208-212 "
     "after 30k steps, 223-228 after 40k and 226-230 up to 60k, so 50k steps (an evaluation of 5 episodes of 250 steps "
     "every 5k); on KukaButtonGymEnv-v0 with --random-target --force-down (the arm moves as in its dataset, never "
     "up) the deterministic evaluation (3 episodes, at most 5 each) reached the maximum, 5.0, after 15k steps (seed 0) "
@@ -294,19 +294,10 @@ BUDGET_NOTE = (
     "steps (seed 1, 4.0 at 20k, then 5.0 from 25k) and stayed there up to 40k, so 40k steps (an evaluation of 3 "
     "episodes every 5k); without --random-target the button starts under the arm and a random policy already scores "
     "4 of 5 (40 random episodes with --force-down), a task that tells no representation from another. The "
-    "pixel-based runs take most of the time: rendering (and encoding) every frame, 2 runs at a time with their "
-    "evaluations, ppo2 ran 82-142 steps/s on MobileRobot (911 with ground truth) and 48-87 on Kuka (172 with ground "
-    "truth; docs/benchmarks.md). Measured: prepare about 7 minutes per env on free cores (9 models, one after the "
-    "other), the runs 3 h 53 min of train commands on MobileRobot (about 1 h 56 min 2 at a time; 2026-11-24, under "
-    "load) and 6 h 15 min on Kuka (about 3 h 07 min; 2026-11-25): about 5 h 20 min in all on 2 cores (the script "
-    "prints its own estimate, and the time left as it goes). The rows atc, curl and raw_pixels_shift add 9 runs per "
-    "task, estimated before any of them ran: at 200-280 steps/s for a learned model and 100-170 for raw pixels (one "
-    "run with one env on MobileRobot; Kuka's archived runs took about 1.6 times as long as MobileRobot's), a run with "
-    "its evaluations takes 3.7-5.1 min (learned) and 6.0-10.1 min (raw pixels) on MobileRobot, 6.0-8.3 and 9.8-16.6 "
-    "min on Kuka: 40-61 min of train commands on MobileRobot and 65-100 min on Kuka, about 55-80 min more 2 at a time "
-    "on these two robots (about 3 h 20 min of train commands from the walls of the archived runs of the same kinds, "
-    "2 at a time and partly under load: 1 h 40 min), 1 h 35 min to 2 h 20 min over the four tasks, plus prepare's "
-    "two more models per env (about 7 min).")
+    "pixel-based runs take most of the time (every frame rendered, then encoded or read by the policy's CNN), the "
+    "arm's more than navigation's (its physics, and evaluation episodes of up to 1000 steps while the arm has not "
+    "learned). The script prints its estimate of the whole run before it starts, from the wall times of the "
+    "archived runs, and the time left as it goes.")
 
 # Raffin et al., PPO, 10 seeds, state dim 200, 20k random-policy samples: mean reward +/- standard error at the end of
 # training (navigation: at most 250 per episode; arm: at most 5). Keys: this project's observation names.
