@@ -15,9 +15,12 @@ from rl_baselines.core.manifests import MANIFEST_FILE
 from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import NORMALISATION_FILE
+from rl_baselines.runs import train
+from rl_baselines.runs.resume import planResume
 from rl_baselines.runs.run_policy import readRunConfig
 from srl_models import config as srl_config
 from srl_models.config import RUN_RECORD_FILE
+from srl_toolbox.cli import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -43,8 +46,9 @@ def test_a_trained_run_is_a_run_folder(tmp_path) -> None:
 
 
 def test_a_folder_above_runs_is_refused_naming_the_newest_run(tmp_path) -> None:
-    """train's --log-dir is the root of its runs, enjoy's --log-dir (and --policy) one run: given the root, the
-    refusal names the newest run below it, as rl_zoo3's enjoy finds the latest experiment itself."""
+    """train's --log-dir is the root of its runs, enjoy's --log-dir (the dataset generator's --policy, train's
+    --resume) one run: given the root, the refusal names the newest run below it, as rl_zoo3's enjoy finds the latest
+    experiment itself."""
     algo_dir = tmp_path / "MobileRobotGymEnv-v0" / "ground_truth" / "ppo2"
     for index, name in enumerate(("26-12-01_10h00_00_seed0", "26-12-02_10h00_00_seed1")):
         run = algo_dir / name
@@ -57,6 +61,10 @@ def test_a_folder_above_runs_is_refused_naming_the_newest_run(tmp_path) -> None:
     (tmp_path / ".hidden" / "run" / "args.json").write_text("{}")
     newest = str(algo_dir / "26-12-01_10h00_00_seed0")
     assert run_folder.newestRunBelow(str(tmp_path)) == (newest, 2)
+    for refuse in (planResume, lambda folder: train.main(["--resume", folder])):  # (read and parse: both refuse)
+        with pytest.raises(UsageError, match=rf"^--resume '{re.escape(str(tmp_path))}' is not a run folder \(no "
+                                             rf"args.json\): the newest of the 2 below it is {re.escape(newest)}$"):
+            refuse(str(tmp_path))
     with pytest.raises(ValueError, match=rf"^--log-dir '{re.escape(str(tmp_path))}' holds no run \(no args.json\); "
                        rf"pass a run folder written by rl_baselines.train: the newest of the 2 below it is "
                        rf"{re.escape(newest)}$"):

@@ -159,6 +159,18 @@ def newestRunBelow(folder: str) -> tuple[str | None, int]:
     return newest, count
 
 
+def runsBelowHint(folder: str) -> str:
+    """
+    :param folder: a folder given for one run that is none (a run's root, as train's ``--log-dir``)
+    :return: the end of the refusal's line that names the run meant: ``: the newest of the 5 below it is PATH`` (``:
+        the one below it is PATH``), empty when no run is below it
+    """
+    newest, count = newestRunBelow(folder)
+    if newest is None:
+        return ""
+    return f": the one below it is {newest}" if count == 1 else f": the newest of the {count} below it is {newest}"
+
+
 def runPhysics(folder: str) -> int:
     """
     :param folder: a run folder
