@@ -149,8 +149,9 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
     """
     if not os.path.isdir(log_dir):
         raise UsageError(f"--log-dir {log_dir!r} is not a folder")
-    runs, empty, failed, stopped, unreadable = [], [], [], [], []
+    runs, empty, failed, stopped, unreadable, searches = [], [], [], [], [], []
     for folder, subfolders, files in os.walk(log_dir):
+        searches += [os.path.join(folder, d) for d in sorted(subfolders) if d in SKIPPED_FOLDERS]
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS and not d.startswith("."))
         if not RunFolder.isRun(folder):
             continue
@@ -207,6 +208,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         nor = " nor evaluations" if evaluation_only else ""
         skipped += [f"{len(empty)} without a finished episode{nor}"] * bool(empty)
         skipped += [f"{len(failed)} failed sweep run(s) ({FAILED_FILE})"] * bool(failed)
+        skipped += [f"the hyperparameter-search trials below {', '.join(searches)} (give that folder to read "
+                    f"them)"] * bool(searches)
         raise UsageError(f"no run with a finished episode{' or evaluations' if evaluation_only else ''} below "
                          f"{log_dir!r} (a run folder holds args.json and monitor/)"
                          + (f"; skipped: {', '.join(skipped)}" if skipped else ""))

@@ -31,6 +31,7 @@ from rl_baselines.sweeps import hyperparam_search, pipeline, search_trials  # no
 from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams, writeTrialsCsv  # noqa: E402
 from rl_baselines.sweeps.search_study import (  # noqa: E402
     INSTALL_HINT,
+    SCORED_EPISODES,
     checkSpace,
     gridValues,
     samplerSeed,
@@ -508,6 +509,31 @@ def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):
     assert parsed(repeated[3:])["seed"] == 7 and parsed(repeated[3:])["num_timesteps"] == 500
     assert parsed(repeated[3:])["eval_episodes"] == 2 and parsed(repeated[3:])["eval_freq"] == 250
     assert parsed(repeated[3:])["continuous_actions"]
+
+
+def test_the_best_params_header_says_when_fewer_episodes_than_eval_episodes_were_scored(tmp_path):
+    """A budget of 1024 steps ends 4 MobileRobot episodes: the objective is their mean, and best_hyperparams.yaml's
+    header said "the last 10 episodes" (--eval-episodes' default) all the same. The trial records how many it
+    averaged, and the header says so when that is fewer."""
+    config = _searchConfig(tmp_path)
+    algo_class = registered_rl["ppo2"][0]
+    timesteps, rewards = np.array([250, 500, 750, 1000, 1250]), [0.0, -3.0, 37.0, 0.0, 100.0]
+    study = optuna.create_study(direction="maximize")
+    for ends in (timesteps, np.arange(1, 13) * 80):  # 4 episodes ended by step 1024, then 12
+        trial = study.ask()
+        suggestParams(trial, {name: (list, [gridValues(spec, 1)[0]]) for name, spec in config.space.items()})
+        trial.set_user_attr("fixed_hyperparams", config.fixed)
+        value = TrialObjective(config).score(trial, ends, rewards if len(ends) == 5 else [1.0] * 12)
+        assert trial.user_attrs[SCORED_EPISODES] == min(4 if len(ends) == 5 else 12, 10)
+        study.tell(trial, value if len(ends) == 5 else -100.0)  # the first one best
+        yaml_path = tmp_path / "best.yaml"
+        writeBestParams(str(yaml_path), study, config, algo_class)
+        header = [line[2:].strip() for line in yaml_path.read_text().splitlines() if line.startswith("#")]
+        assert header[1] == ("mean reward of the last 10 episodes that ended within the 1024-step budget (only 4 "
+                             "ended): 8.5000, ppo2 on MobileRobotGymEnv-v0 (ground_truth).")
+    study.tell(study.ask(), 1000.0)  # a trial of an earlier version, which recorded no count: the plain header
+    writeBestParams(str(yaml_path), study, config, algo_class)
+    assert "within the 1024-step budget: 1000.0000," in yaml_path.read_text()
 
 
 def _searchConfig(tmp_path, *flags: str):

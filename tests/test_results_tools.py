@@ -16,9 +16,15 @@ from matplotlib.figure import Figure
 from scipy import stats
 
 from replay import aggregate_plots, compare_plots, gather_results
-from replay.results import episodeWindowStepsToThreshold, evaluationStepsToThreshold, loadCurves, saveCurves
+from replay.results import (
+    episodeWindowStepsToThreshold,
+    evaluationStepsToThreshold,
+    findRuns,
+    loadCurves,
+    saveCurves,
+)
 from rl_baselines.runs import train
-from srl_toolbox.cli import runCommand
+from srl_toolbox.cli import UsageError, runCommand
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 
@@ -338,6 +344,20 @@ def _fakeRun(run_dir, rewards, seed: int = 0, finished: bool = True, length: int
         with open(os.path.join(run_dir, "done.json"), "w") as handle:
             handle.write("{}\n")
     return str(run_dir)
+
+
+def test_a_folder_of_search_trials_alone_names_the_search_folder_in_its_refusal(tmp_path):
+    """A --log-dir whose only runs are hyperparam_search's trials (left out of a folder's methods) was refused as
+    holding "no run with a finished episode", which they have; the line names the search folder, which is read."""
+    search = tmp_path / "logs" / "hyperparam_search"
+    _fakeRun(search / "s" / "trial_0000" / ENV / "ground_truth" / "ppo2" / "run", [1.0, 2.0])
+    message = (f"no run with a finished episode below '{tmp_path / 'logs'}' (a run folder holds args.json and "
+               f"monitor/); skipped: the hyperparameter-search trials below {search} (give that folder to read them)")
+    with pytest.raises(UsageError) as refusal:
+        findRuns(str(tmp_path / "logs"))
+    assert str(refusal.value) == message
+    assert [run.path for run in findRuns(str(search))] == [str(search / "s" / "trial_0000" / ENV / "ground_truth" /
+                                                                 "ppo2" / "run")]
 
 
 def test_an_output_path_that_is_a_folder_is_refused_before_any_work(tmp_path):

@@ -5,7 +5,9 @@ import datetime
 import fnmatch
 import os
 import re
+import shutil
 
+import pytest
 from conftest import runFolder, runTrain
 
 from rl_baselines.core import manifests, run_folder
@@ -13,8 +15,12 @@ from rl_baselines.core.manifests import MANIFEST_FILE
 from rl_baselines.core.run_folder import RunFolder, newStamp
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import NORMALISATION_FILE
+from rl_baselines.runs import train
+from rl_baselines.runs.resume import planResume
+from rl_baselines.runs.run_policy import readRunConfig
 from srl_models import config as srl_config
 from srl_models.config import RUN_RECORD_FILE
+from srl_toolbox.cli import UsageError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -37,6 +43,42 @@ def test_a_trained_run_is_a_run_folder(tmp_path) -> None:
     for path in (run.args_file, run.env_globals_file, run.learning_curve_file):
         assert os.path.isfile(path), path
     assert re.fullmatch(r"\d\d-\d\d-\d\d_\d\dh\d\d_\d\d_seed0", os.path.basename(run_dir))
+
+
+def test_a_folder_above_runs_is_refused_naming_the_newest_run(tmp_path) -> None:
+    """train's --log-dir is the root of its runs, enjoy's --log-dir (the dataset generator's --policy, train's
+    --resume) one run: given the root, the refusal names the newest run below it, as rl_zoo3's enjoy finds the latest
+    experiment itself."""
+    algo_dir = tmp_path / "MobileRobotGymEnv-v0" / "ground_truth" / "ppo2"
+    for index, name in enumerate(("26-12-01_10h00_00_seed0", "26-12-02_10h00_00_seed1")):
+        run = algo_dir / name
+        (run / "monitor").mkdir(parents=True)
+        (run / "args.json").write_text("{}")
+        (run / "checkpoints" / "256_steps").mkdir(parents=True)
+        (run / "checkpoints" / "256_steps" / "args.json").write_text("{}")  # (a run's own subfolders: not runs)
+        os.utime(run / "args.json", (1_000_000 * (2 - index),) * 2)  # the first written last: the newest
+    (tmp_path / ".hidden" / "run").mkdir(parents=True)
+    (tmp_path / ".hidden" / "run" / "args.json").write_text("{}")
+    newest = str(algo_dir / "26-12-01_10h00_00_seed0")
+    assert run_folder.newestRunBelow(str(tmp_path)) == (newest, 2)
+    for refuse in (planResume, lambda folder: train.main(["--resume", folder])):  # (read and parse: both refuse)
+        with pytest.raises(UsageError, match=rf"^--resume '{re.escape(str(tmp_path))}' is not a run folder \(no "
+                                             rf"args.json\): the newest of the 2 below it is {re.escape(newest)}$"):
+            refuse(str(tmp_path))
+    with pytest.raises(ValueError, match=rf"^--log-dir '{re.escape(str(tmp_path))}' holds no run \(no args.json\); "
+                       rf"pass a run folder written by rl_baselines.train: the newest of the 2 below it is "
+                       rf"{re.escape(newest)}$"):
+        readRunConfig(str(tmp_path), "--log-dir")
+    lone = tmp_path / "MobileRobotGymEnv-v0" / "ground_truth"
+    shutil.rmtree(algo_dir / "26-12-02_10h00_00_seed1")
+    with pytest.raises(ValueError, match=rf"train: the one below it is {re.escape(newest)}$"):
+        readRunConfig(str(lone), "--policy")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert run_folder.newestRunBelow(str(empty)) == (None, 0)
+    with pytest.raises(ValueError, match=r"holds no run \(no args.json\); pass a run folder written by "
+                                         r"rl_baselines.train$"):
+        readRunConfig(str(empty), "--log-dir")
 
 
 def test_no_module_spells_the_file_names_itself() -> None:

@@ -137,6 +137,40 @@ class RunFolder:
         return os.path.isfile(run.args_file) and os.path.isdir(run.monitor_dir)
 
 
+def newestRunBelow(folder: str) -> tuple[str | None, int]:
+    """
+    :param folder: a folder that is not a run (a train ``--log-dir``, an env's or an algorithm's folder below it)
+    :return: the run folders below it (each holding its args.json; hidden folders and a run's own subfolders are not
+        searched): the newest by its args.json's modification time (None when there is none), and how many there are
+    """
+    newest, newest_time, count = None, -1.0, 0
+    for root, subfolders, _ in os.walk(folder):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        if root == folder or not os.path.isfile(os.path.join(root, ARGS_FILE)):
+            continue
+        subfolders.clear()
+        count += 1
+        try:
+            written = os.path.getmtime(os.path.join(root, ARGS_FILE))
+        except OSError:  # (removed meanwhile)
+            continue
+        if written > newest_time:
+            newest, newest_time = root, written
+    return newest, count
+
+
+def runsBelowHint(folder: str) -> str:
+    """
+    :param folder: a folder given for one run that is none (a run's root, as train's ``--log-dir``)
+    :return: the end of the refusal's line that names the run meant: ``: the newest of the 5 below it is PATH`` (``:
+        the one below it is PATH``), empty when no run is below it
+    """
+    newest, count = newestRunBelow(folder)
+    if newest is None:
+        return ""
+    return f": the one below it is {newest}" if count == 1 else f": the newest of the {count} below it is {newest}"
+
+
 def runPhysics(folder: str) -> int:
     """
     :param folder: a run folder

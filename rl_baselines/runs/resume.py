@@ -51,7 +51,13 @@ from rl_baselines.core.checkpointing import (
     removePartialCheckpoints,
 )
 from rl_baselines.core.registry import algoChoicesText, registered_rl
-from rl_baselines.core.run_folder import DAMAGED_CHECKPOINTS_DIR, MONITOR_SUFFIX, RunFolder, recordedPhysicsKeywords
+from rl_baselines.core.run_folder import (
+    DAMAGED_CHECKPOINTS_DIR,
+    MONITOR_SUFFIX,
+    RunFolder,
+    recordedPhysicsKeywords,
+    runsBelowHint,
+)
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE
 from rl_baselines.runs.evaluation import keepFirstEvaluations
 from rl_baselines.runs.run_policy import recordedSRLModelFolder
@@ -195,7 +201,7 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
         resumable checkpoint damaged) (one line)
     """
     if not os.path.isfile(RunFolder(run_dir).args_file):
-        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)")
+        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json){runsBelowHint(run_dir)}")
     try:
         run_manifest = readManifest(run_dir)
     except CheckpointError:
@@ -406,7 +412,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     try:
         saved = readJson(RunFolder(run_dir).args_file)
     except FileNotFoundError:
-        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json)") from None
+        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json){runsBelowHint(run_dir)}") from None
     except (OSError, ValueError) as error:
         raise UsageError(f"--resume: {run_dir}/args.json is unreadable ({error})") from None
     if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:

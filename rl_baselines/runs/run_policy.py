@@ -40,7 +40,7 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import algoChoicesText, registered_rl
-from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords
+from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords, runsBelowHint
 from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, envKwargsFromArgs, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
@@ -62,8 +62,8 @@ def readRunConfig(run_dir: str, flag: str) -> TrainConfig:
     if not os.path.isdir(run_dir):
         raise ValueError(f"{flag} {run_dir!r} is not a folder")
     if not os.path.isfile(RunFolder(run_dir).args_file):
-        raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a folder written by "
-                         f"rl_baselines.train")
+        raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a run folder written by "
+                         f"rl_baselines.train{runsBelowHint(run_dir)}")
     return TrainConfig.fromRecord(readArgsRecord(run_dir))
 
 

@@ -156,8 +156,8 @@ def searchParser() -> CLIParser:
     parser.add_argument("--workers", type=positiveInt, default=1, help="processes running trials in parallel [1]")
     parser.add_argument("--eval-episodes", type=positiveInt, default=10,
                         help="the objective is the mean reward of the last N episodes that ended within "
-                             "--num-timesteps; with a forwarded --eval-freq, of the run's last evaluation due within "
-                             "it, N deterministic episodes [10]")
+                             "--num-timesteps (all of them when fewer did); with a forwarded --eval-freq, of the run's "
+                             "last evaluation due within it, N deterministic episodes [10]")
     parser.add_argument("--n-evaluations", type=positiveInt, default=10,
                         help="intermediate rewards reported to the pruner per trial, at evenly spaced steps; unused "
                              "with a forwarded --eval-freq, whose evaluations are reported instead [10]")

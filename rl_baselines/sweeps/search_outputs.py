@@ -20,7 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from rl_baselines.core.hyperparams import plainValues
-from rl_baselines.sweeps.search_study import SearchConfig, formatValue, importOptuna, trialValues
+from rl_baselines.sweeps.search_study import SCORED_EPISODES, SearchConfig, formatValue, importOptuna, trialValues
 from srl_toolbox.files import atomicPath
 
 
@@ -39,10 +39,12 @@ def writeBestParams(path: str, study: Any, config: SearchConfig, algo_class: typ
     fixed = algo_class.parserHyperParam(best.user_attrs.get("fixed_hyperparams", {}))
     values = plainValues({**fixed, **trialValues(best)})  # clip_range_vf as a float or null, as hyperparams.yaml
     budget = config.num_timesteps
+    scored = best.user_attrs.get(SCORED_EPISODES, config.eval_episodes)
+    fewer = f" (only {scored} ended)" if scored < config.eval_episodes else ""
     objective = (f"mean reward of the last evaluation due within the {budget}-step budget ({config.eval_episodes} "
                  f"deterministic episodes)" if config.evaluate
                  else f"mean reward of the last {config.eval_episodes} episodes that ended within the {budget}-step "
-                      f"budget")
+                      f"budget{fewer}")
     header = (f"# Best trial {best.number} of Optuna study {config.study_name} ({config.storage_url}):\n"
               f"# {objective}: {best.value:.4f}, {config.algo} on {config.env} ({config.srl_model}).\n"
               f"# {repeatCommand(best, config, path)}\n")

@@ -318,6 +318,9 @@ def suggestParams(trial: Any, space: dict[str, tuple]) -> dict[str, Any]:
 # A trial's user attribute: the hyperparameters it trained with another value of than it sampled (batch_size cut to its
 # rollout), or that it derived from those it sampled (gradient_steps from train_freq)
 RUN_PARAMS = "run_params"
+# A trial's user attribute, scored on training episodes: how many its objective averages, fewer than --eval-episodes
+# when fewer ended within the budget
+SCORED_EPISODES = "scored_episodes"
 # A search-space entry that is no hyperparameter: what a trial's gradient_steps divides its train_freq by (the RL
 # Zoo's dqn sampler); train never gets it, the trial's values and outputs leave it out (:func:`trialValues`)
 SUBSAMPLE_STEPS = "subsample_steps"

@@ -47,6 +47,7 @@ from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
 from rl_baselines.sweeps.search_study import (
     RUN_PARAMS,
+    SCORED_EPISODES,
     SearchConfig,
     formatValue,
     importOptuna,
@@ -394,7 +395,8 @@ class TrialObjective:
         :param timesteps: the run's env steps (all envs together) at the end of each of its episodes
         :param rewards: the episodes' rewards
         :return: the trial's objective (see :meth:`__call__`): the same value as its last intermediate one (at the
-            budget without evaluations, at the step its last evaluation within the budget was due with them)
+            budget without evaluations, at the step its last evaluation within the budget was due with them);
+            without evaluations the trial records how many episodes it averages (``SCORED_EPISODES``)
         :raises TrialFailed: no episode ended, or no evaluation was due, within the budget, or evaluations.npz is
             unreadable
         """
@@ -405,6 +407,8 @@ class TrialObjective:
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
         if not self.config.evaluate:
+            ended = int(np.searchsorted(timesteps, budget, side="right"))
+            trial.set_user_attr(SCORED_EPISODES, min(ended, self.config.eval_episodes))
             return value
         run_dir = trial.user_attrs["run_dir"]
         try:
