@@ -372,6 +372,8 @@ CASES = [
      ["--labels", "2 labels for 1 inputs"]),
     ("compare-other-windows", COMPARE, ["-i", "{bad}/window2.npz", "{bad}/window3.npz", "-o", "{bad}/c.png"],
      ["episode windows", "2 episodes", "window2.npz", "3 episodes", "window3.npz", "--episode-window"]),
+    ("compare-empty-label", COMPARE, ["-i", "{bad}/curves.npz", "--labels", "", "-o", "{bad}/c.png"],
+     ["--labels", "'' is empty"]),
     ("compare-output-not-png", COMPARE, ["-i", "{bad}/curves.npz", "-o", "{bad}/c.svg"], ["c.svg", ".png"]),
     ("compare-read-only-output", COMPARE, ["-i", "{bad}/curves.npz", "-o", "{ro}/c.png"], [READ_ONLY_NAME]),
     # --- replay.visdom_server
@@ -420,7 +422,8 @@ CATEGORIES = {
         "generator-huge-images",
         "srl-train-val-split-range", "srl-train-negative-foreground-weight", "latent-same-dims",
         "srl-train-horizon-longer-than-episodes", "srl-train-contrastive-batch-of-one",
-        "latent-output-not-png", "plots-zero-window", "compare-output-not-png", "visdom-port-out-of-range"],
+        "latent-output-not-png", "plots-zero-window", "compare-output-not-png", "compare-empty-label",
+        "visdom-port-out-of-range"],
     "missing, corrupt or foreign file": [
         "train-hyperparam-file-corrupt", "train-hyperparam-file-rl-zoo-key", "train-hyperparam-file-no-env-section",
         "train-hyperparam-file-per-episode-train-freq",
