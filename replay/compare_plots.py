@@ -25,7 +25,8 @@ def buildParser() -> CLIParser:
     result = CLIParser(prog="python -m replay.compare_plots",
                        description="Several aggregated learning curves (.npz of aggregate_plots) on one PNG.")
     result.add_argument("-i", "--input", nargs="+", required=True, metavar="NPZ", help="curves to compare")
-    result.add_argument("--labels", nargs="+", default=None, help="one label per input [their own labels]")
+    result.add_argument("--labels", nargs="+", type=nonEmptyText, default=None,
+                        help="one label per input [their own labels]")
     result.add_argument("-o", "--output", type=nonEmptyText, default="compare.png", help="the PNG to write [compare.png]")
     result.add_argument("-t", "--title", default="Learning curves", help="figure title [Learning curves]")
     result.add_argument("--truncate-x", type=positiveInt, default=None, help="draw only x <= this value")

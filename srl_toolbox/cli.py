@@ -49,6 +49,9 @@ MAX_SEED = 2**32 - 1
 MAX_COUNT = 10**15
 # The most parallel envs a command starts (one process each): a typo such as 1e30 would exhaust the memory.
 MAX_ENVS = 256
+# The most frames --num-stack stacks: each multiplies the observation, and the rollout or replay buffer holds every
+# observation (a typo such as 100000 asked for terabytes after the run folder was written).
+MAX_STACK = 64
 # A camera image's sides (--img-shape 3 H W of every command): smaller ones lose the scene, and a typo such as 1e5
 # would allocate gigabytes per frame.
 MIN_IMAGE_SIDE = 16
@@ -284,6 +287,19 @@ def envCount(raw: str) -> int:
     if _number(raw) > MAX_ENVS:
         raise argparse.ArgumentTypeError(f"{raw!r} is more parallel envs than this command starts (1..{MAX_ENVS}: "
                                          "each is a process)")
+    return positiveInt(raw)
+
+
+def stackCount(raw: str) -> int:
+    """
+    argparse type: a number of frames stacked per observation, 1..MAX_STACK.
+
+    :param raw: the command-line string
+    :return: the value
+    """
+    if _number(raw) > MAX_STACK:
+        raise argparse.ArgumentTypeError(f"{raw!r} is more frames than a stack holds (1..{MAX_STACK}: each frame "
+                                         "multiplies the observation and its buffers)")
     return positiveInt(raw)
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from srl_toolbox.cli import UsageError
+from srl_toolbox.cli import MAX_COUNT, UsageError
 
 # The declarations of hyperparameters written before HYPERPARAMS (still read, for plugins written then).
 OLDER_DECLARATIONS = ("DEFAULT_HYPERPARAMS", "HYPERPARAM_CHOICES", "HYPERPARAM_BOUNDS", "getOptParam")
@@ -526,6 +526,8 @@ def _castValue(name: str, raw: str, kind: Any) -> Any:
             return kind(raw)
         except (argparse.ArgumentTypeError, ValueError) as error:
             raise ValueError(f"hyperparameter {name!r}: {error}") from None
+    if kind is int and _tooLarge(raw):  # a typo such as 1e30: buffers of that many steps cannot be made
+        raise ValueError(f"hyperparameter {name!r} {raw!r} is too large (at most {MAX_COUNT:.0e})")
     try:
         if kind is bool:
             if raw.lower() not in ("true", "false", "1", "0"):
@@ -545,6 +547,16 @@ def _castValue(name: str, raw: str, kind: Any) -> Any:
         type_name = getattr(kind, "__name__", str(kind))
         article = "an" if type_name[:1] in "aeiou" else "a"
         raise ValueError(f"hyperparameter {name!r} needs {article} {type_name} value, got {raw!r}") from None
+
+
+def _tooLarge(raw: str) -> bool:
+    """:return: whether ``raw`` is a finite number beyond MAX_COUNT either way (what is not a number is refused as
+    such by the cast)"""
+    try:
+        value = float(raw)
+    except ValueError:
+        return False
+    return math.isfinite(value) and abs(value) > MAX_COUNT
 
 
 def _castChoice(name: str, raw: str, choices: Any, default: Any) -> Any:

@@ -54,6 +54,7 @@ from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
     IMAGE_SIDES,
     MAX_ENVS,
+    MAX_STACK,
     CLIParser,
     envCount,
     intInRange,
@@ -62,6 +63,7 @@ from srl_toolbox.cli import (
     positiveFloat,
     positiveInt,
     seedNumber,
+    stackCount,
 )
 from srl_toolbox.devices import parseDevice, parseThreads
 from srl_toolbox.files import readJson
@@ -126,7 +128,7 @@ class TrainConfig:
                            "policy regulariser on each minibatch, or --augment-loss rad; replay-buffer algorithms: "
                            "each sample's observations and next observations independently)",
                            choices=tuple(AUGMENTATIONS))
-    num_stack: int = setting(1, "frames stacked per observation", parse=positiveInt)
+    num_stack: int = setting(1, f"frames stacked per observation, at most {MAX_STACK}", parse=stackCount)
     action_repeat: int = setting(1, "env steps per agent action", parse=positiveInt)
     episode_window: int = setting(40, "moving-average window of the reward curve, in episodes", parse=positiveInt,
                                   flags=("--episode-window", "--episode_window"))
