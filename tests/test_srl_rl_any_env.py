@@ -84,6 +84,8 @@ class _NoGroundTruth:
     (["--env", plans.MOBILE, "--ray-address", "127.0.0.1:6379"], "only with --executor ray"),
     (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "foo"], "'foo' is not HOST:PORT"),
     (["--env", plans.MOBILE, "--first-seed", "-1"], "argument --first-seed: '-1' is out of range"),
+    (["--env", plans.MOBILE, "--first-seed", "4294967295", "--seeds", "2"],
+     "--first-seed 4294967295 with 2 seeds: the last seed, 4294967296, is beyond 4294967295"),
     (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:1"], "127.0.0.1:1: nothing answers"),
     (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
 ])

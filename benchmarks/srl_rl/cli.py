@@ -42,6 +42,7 @@ from environments.srl_env import RENDERERS
 from rl_baselines.sweeps.executors import checkRayAddress
 from rl_baselines.sweeps.sweep import canonicalPath
 from srl_toolbox.cli import (
+    MAX_SEED,
     CLIParser,
     UsageError,
     checkOutputFile,
@@ -148,6 +149,10 @@ def settingsFrom(args: Any) -> Settings:
     :raises UsageError: a budget, evaluation frequency, observation or --rerun env that cannot be used
     """
     base_plans = QUICK_PLANS if args.quick else PLANS
+    seeds = args.seeds or (2 if args.quick else 5)
+    if args.first_seed + seeds - 1 > MAX_SEED:
+        raise UsageError(f"--first-seed {args.first_seed} with {seeds} seeds: the last seed, "
+                         f"{args.first_seed + seeds - 1}, is beyond {MAX_SEED} (a seed is 0..2**32-1)")
     budgets = parseBudgets(args.budget, list(dict.fromkeys([*base_plans, *args.env])))
     if args.ray_address and args.executor != "ray":
         raise UsageError(f"--ray-address {args.ray_address}: only with --executor ray")
@@ -191,7 +196,7 @@ def settingsFrom(args: Any) -> Settings:
                                    eval_episodes=args.eval_episodes or plan.eval_episodes)
         if plan.eval_freq <= plan.steps:  # else no run of it can exist: not reported
             others.append(plan)
-    return Settings(plans, observations, learned, args.seeds or (2 if args.quick else 5), args.first_seed,
+    return Settings(plans, observations, learned, seeds, args.first_seed,
                     canonicalPath(bench_dir, base), args.srl_seed,
                     extra, args.workers, args.nice, args.no_progress, own_datasets=args.quick, base=base,
                     archive_file=archive, extra_plans=others, executor=args.executor,
