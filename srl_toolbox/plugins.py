@@ -39,6 +39,35 @@ class SkippedPluginWarning(UserWarning):
 showOnOneLine(SkippedPluginWarning, named=True)  # warning: <Category>: <message>
 
 
+class _EscapingImport(Exception):
+    """Carries an exception the entry-point loader lets through (``SystemExit``: a plugin module that calls
+    ``sys.exit`` or ``parse_args()`` when imported; ``AssertionError``) to its failure callback, so that such a plugin
+    is skipped like one that raises anything else, instead of ending or crashing every command."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class _Manager(ExtensionManager):
+    """stevedore's ExtensionManager, reporting every exception of a plugin's import but KeyboardInterrupt to the
+    failure callback (stevedore re-raises AssertionError and lets SystemExit through)."""
+
+    def _load_one_plugin(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super()._load_one_plugin(*args, **kwargs)
+        except (SystemExit, AssertionError) as error:
+            raise _EscapingImport(error) from None
+
+
+def _importFailure(error: BaseException) -> str:
+    """:return: ``Type: message`` of a plugin's import failure, on one line (an exit says that the module exits)"""
+    error = error.error if isinstance(error, _EscapingImport) else error
+    if isinstance(error, SystemExit):
+        return f"SystemExit: {oneLine(error) or 'None'} (the module exits when imported: sys.exit or parse_args()?)"
+    return f"{type(error).__name__}: {oneLine(error)}"
+
+
 def oneLine(text: str) -> str:
     """:return: ``text`` on one line (an exception's message may span several): its non-blank lines, stripped, joined
         with " / " """
@@ -104,11 +133,11 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
             deferred[entry_point.name] = entry_point.value
             return
         values.setdefault(entry_point.name, []).append(entry_point.value)
-        message = f"{type(error).__name__}: {oneLine(error)}"
+        message = _importFailure(error)
         import_errors[entry_point.name] = f"{entry_point.value} failed to load: {message}"
         failures[entry_point.name] = f"{entry_point.value}: {message}"
 
-    manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
+    manager = _Manager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
     loaded: dict[str, Any] = {}
     for extension in manager:
         values.setdefault(extension.name, []).append(extension.entry_point.value)
@@ -177,9 +206,9 @@ def loadNamed(group: str, name: str) -> Any:
     failures: dict[str, str] = {}
 
     def onFailure(_manager: Any, entry_point: Any, error: BaseException) -> None:
-        failures[entry_point.name] = f"{entry_point.value}: {type(error).__name__}: {oneLine(error)}"
+        failures[entry_point.name] = f"{entry_point.value}: {_importFailure(error)}"
 
-    manager = ExtensionManager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
+    manager = _Manager(group, invoke_on_load=False, on_load_failure_callback=onFailure)
     for extension in manager:
         if extension.name == name:
             return extension.plugin

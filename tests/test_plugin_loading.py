@@ -1,0 +1,61 @@
+"""The shared plugin loader (srl_toolbox.plugins) on mistakes a plugin author makes: a module that exits or fails an
+assert when imported. Each is one skipped plugin with its reason, never a command that ends or crashes. The loader runs in a fresh process with a plugin site (a real dist-info) on its
+PYTHONPATH, on a group of the test's own where the toolbox's plugins are not needed."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+LOAD_SCRIPT = ("import json, sys, warnings\n"
+               "from srl_toolbox import plugins\n"
+               "with warnings.catch_warnings(record=True) as caught:\n"
+               "    warnings.simplefilter('always')\n"
+               "    loaded, failures = plugins.loadPlugins(sys.argv[1], lambda plugin: None, 'algorithm')\n"
+               "print(json.dumps({'loaded': sorted(loaded), 'failures': failures,\n"
+               "                  'warnings': [str(w.message) for w in caught]}))\n")
+
+
+def _site(root, modules: dict[str, str], entry_points: str) -> dict[str, str]:
+    """:return: the environment of a process with the package ``qa_load`` (``modules``: name -> code) and a
+    distribution declaring ``entry_points`` (an entry_points.txt) on its path"""
+    package = root / "qa_load"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for name, code in modules.items():
+        (package / f"{name}.py").write_text(code)
+    dist_info = root / "qa_load-0.1.dist-info"
+    dist_info.mkdir()
+    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: qa-load\nVersion: 0.1\n")
+    (dist_info / "entry_points.txt").write_text(entry_points)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(root)]), "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS": ""}
+
+
+def _load(env: dict[str, str], group: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, group], capture_output=True,
+                            text=True, env=env, cwd=REPO, timeout=300)
+    assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_a_plugin_that_exits_or_fails_an_assert_when_imported_is_skipped(tmp_path) -> None:
+    env = _site(tmp_path, {"good": "class Good:\n    pass\n",
+                           "exits": "import argparse\nargparse.ArgumentParser().parse_args(['--nope'])\n",
+                           "quits": "import sys\nsys.exit('bye from quits')\n",
+                           "asserts": "assert 1 == 2, 'module assert'\n"},
+                "[qa_load.things]\ngood = qa_load.good:Good\nexits = qa_load.exits:X\nquits = qa_load.quits:X\n"
+                "asserts = qa_load.asserts:X\n")
+    # SystemExit (parse_args or sys.exit at import) went through the loader and ended every command; an
+    # AssertionError was re-raised by it and crashed them
+    data = _load(env, "qa_load.things")
+    assert data["loaded"] == ["good"]
+    assert data["failures"] == {
+        "exits": "qa_load.exits:X: SystemExit: 2 (the module exits when imported: sys.exit or parse_args()?)",
+        "quits": "qa_load.quits:X: SystemExit: bye from quits (the module exits when imported: sys.exit or "
+                 "parse_args()?)",
+        "asserts": "qa_load.asserts:X: AssertionError: module assert"}
+    assert sorted(w.split("'")[1] for w in data["warnings"]) == ["asserts", "exits", "quits"], data["warnings"]
+
