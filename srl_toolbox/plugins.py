@@ -11,6 +11,7 @@ format), and a command's own one-line formatter (``srl_toolbox.cli.runCommand``)
 """
 from __future__ import annotations
 
+import difflib
 import importlib
 import importlib.metadata
 import os
@@ -25,6 +26,12 @@ from srl_toolbox.errors import showOnOneLine
 
 # The distribution that declares the built-in plugins (setup.py)
 TOOLBOX_DISTRIBUTION = "srl-toolbox"
+# The entry-point groups the toolbox reads (the registries' and the policy loaders'): a group of another package named
+# nearly as one of them is taken for a misspelling of it (misnamedEntryPoints)
+TOOLBOX_GROUPS = ("srl_toolbox.rl_algorithms", "srl_toolbox.srl_models", "srl_toolbox.environments",
+                  "srl_toolbox.policy_loaders")
+# How close (difflib's ratio) a group's name must be to one of TOOLBOX_GROUPS to be taken for its misspelling
+MISNAMED_GROUP_RATIO = 0.8
 # The entry-point groups whose skipped plugins this process, or one that started it, has warned about (comma
 # separated, inherited by child processes): each is said once per command, not again by every process it starts
 WARNED_GROUPS_VARIABLE = "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS"
@@ -105,6 +112,29 @@ def loadEntryPoint(value: str) -> Any:
     return target
 
 
+def misnamedEntryPoints(group: str) -> dict[str, str]:
+    """
+    The entry points declared under a misspelling of ``group`` (``srl_toolbox.rl_algorithm``, ``srl-toolbox.envs``):
+    a group whose name, in lower case with ``-`` read as ``_``, is not ``group`` but closer to it than to the other
+    :data:`TOOLBOX_GROUPS`, by at least :data:`MISNAMED_GROUP_RATIO`. Nothing would ever load them.
+
+    :param group: one of :data:`TOOLBOX_GROUPS`
+    :return: name -> the reason such a plugin is skipped, naming its entry point and both groups
+    """
+    found: dict[str, str] = {}
+    for entry_point in (point for distribution in importlib.metadata.distributions()
+                        for point in distribution.entry_points):
+        declared = entry_point.group
+        if declared == group:
+            continue
+        closest = difflib.get_close_matches(declared.lower().replace("-", "_"), TOOLBOX_GROUPS, n=1,
+                                            cutoff=MISNAMED_GROUP_RATIO)
+        if closest == [group]:
+            found.setdefault(entry_point.name, f"{entry_point.value}: declared under the entry-point group "
+                                               f"{declared!r}, not {group!r} (rename the group and reinstall)")
+    return found
+
+
 def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
                 warning_class: type[Warning] = SkippedPluginWarning,
                 warn: bool = True, deferred: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
@@ -152,6 +182,9 @@ def loadPlugins(group: str, refusal: Callable[[Any], str | None], kind: str,
             failed = f"; {import_errors[name]}" if name in import_errors else ""
             failures[name] = f"declared by {len(declared)} entry points ({', '.join(declared)}{failed}); " \
                              f"{_uninstallOne(group, name)}"
+    for name, reason in misnamedEntryPoints(group).items():
+        if name not in values and name not in (deferred or {}):  # declared under the right group too: that one
+            failures[name] = reason
     # The processes a command starts (SubprocVecEnv's env workers and their forkserver, search workers, the train
     # processes of a sweep) load the plugins again: the command has already said which it skipped, once
     if warn and group not in os.environ.get(WARNED_GROUPS_VARIABLE, "").split(","):

@@ -1,5 +1,6 @@
 """The shared plugin loader (srl_toolbox.plugins) on mistakes a plugin author makes: a module that exits or fails an
-assert when imported. Each is one skipped plugin with its reason, never a command that ends or crashes. The loader runs in a fresh process with a plugin site (a real dist-info) on its
+assert when imported, and entry points declared under a misspelt group. Each is one skipped plugin with its reason,
+never a command that ends or crashes. The loader runs in a fresh process with a plugin site (a real dist-info) on its
 PYTHONPATH, on a group of the test's own where the toolbox's plugins are not needed."""
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from conftest import REPO
 
 LOAD_SCRIPT = ("import json, sys, warnings\n"
                "from srl_toolbox import plugins\n"
+               "if sys.argv[2:]:\n"
+               "    plugins.TOOLBOX_GROUPS = tuple(sys.argv[2:])\n"
                "with warnings.catch_warnings(record=True) as caught:\n"
                "    warnings.simplefilter('always')\n"
                "    loaded, failures = plugins.loadPlugins(sys.argv[1], lambda plugin: None, 'algorithm')\n"
@@ -34,8 +37,8 @@ def _site(root, modules: dict[str, str], entry_points: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": os.pathsep.join([REPO, str(root)]), "SRL_TOOLBOX_WARNED_PLUGIN_GROUPS": ""}
 
 
-def _load(env: dict[str, str], group: str) -> dict:
-    result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, group], capture_output=True,
+def _load(env: dict[str, str], group: str, *toolbox_groups: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", LOAD_SCRIPT, group, *toolbox_groups], capture_output=True,
                             text=True, env=env, cwd=REPO, timeout=300)
     assert result.returncode == 0 and "Traceback" not in result.stderr, result.stderr
     return json.loads(result.stdout)
@@ -59,3 +62,32 @@ def test_a_plugin_that_exits_or_fails_an_assert_when_imported_is_skipped(tmp_pat
         "asserts": "qa_load.asserts:X: AssertionError: module assert"}
     assert sorted(w.split("'")[1] for w in data["warnings"]) == ["asserts", "exits", "quits"], data["warnings"]
 
+
+def test_entry_points_under_a_misspelt_group_are_named_as_skipped(tmp_path) -> None:
+    env = _site(tmp_path, {"good": "class Good:\n    pass\n"},
+                "[qa_load.things]\ngood = qa_load.good:Good\nboth = qa_load.good:Good\n"
+                "[qa_load.thing]\ntypo = qa_load.good:Good\nboth = qa_load.good:Good\n"
+                "[Qa-Load.Things]\ncased = qa_load.good:Good\n"
+                "[qa_load.others]\nother = qa_load.good:Good\n"
+                "[console_scripts]\nscript = qa_load.good:Good\n")
+    # a plugin declared under a misspelt group was never loaded, and nothing said so: --algo NAME was unknown
+    data = _load(env, "qa_load.things", "qa_load.things", "qa_load.other")
+    assert data["loaded"] == ["both", "good"]  # a name also declared under the right group loads from it
+    assert data["failures"] == {
+        "typo": "qa_load.good:Good: declared under the entry-point group 'qa_load.thing', not 'qa_load.things' "
+                "(rename the group and reinstall)",
+        "cased": "qa_load.good:Good: declared under the entry-point group 'Qa-Load.Things', not 'qa_load.things' "
+                 "(rename the group and reinstall)"}
+    assert sorted(w.split("'")[1] for w in data["warnings"]) == ["cased", "typo"], data["warnings"]
+    # the toolbox's own groups: a misspelling is attributed to the group it is closest to, and to no other
+    env = _site(tmp_path / "real", {"good": "class Good:\n    pass\n"},
+                "[srl_toolbox.rl_algorithm]\nmy_algo = qa_load.good:Good\n"
+                "[srl_toolbox.srl_model]\nmy_model = qa_load.good:Good\n"
+                "[srl_toolbox.environment]\nMyEnv-v0 = qa_load.good:Good\n"
+                "[myproject.environments]\nforeign = qa_load.good:Good\n")
+    found = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json; from srl_toolbox.plugins import TOOLBOX_GROUPS, misnamedEntryPoints as m; "
+                               "print(json.dumps({g: sorted(m(g)) for g in TOOLBOX_GROUPS}))"],
+        capture_output=True, text=True, env=env, cwd=REPO, timeout=300, check=True).stdout)
+    assert found == {"srl_toolbox.rl_algorithms": ["my_algo"], "srl_toolbox.srl_models": ["my_model"],
+                     "srl_toolbox.environments": ["MyEnv-v0"], "srl_toolbox.policy_loaders": []}
