@@ -130,7 +130,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     resume = flags.pop("resume", None)  # False or None: left out, as any flag
     if resume is not None and resume is not False:  # the run's own settings, from its args.json: the others are
         if not isinstance(resume, (str, os.PathLike)):  # refused as with --resume
-            raise UsageError(f"resume {resume!r} must be a run folder's path")
+            raise _notARun("resume", resume, "a run folder's path", "result.run_dir")
         named = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
                  "log_dir": log_dir}
         pairs = [f"{name}:{value}" for name, value in (hyperparams or {}).items()]
@@ -382,6 +382,18 @@ def _positiveInt(name: str, value: Any) -> int:
     return int(value)
 
 
+def _notARun(name: str, value: Any, kinds: str, trained: str) -> UsageError:
+    """
+    :param trained: what to give instead, from ``result = trainAgent(config)``
+    :return: the refusal of ``value`` where a trained run is wanted; a RunConfig is named, not printed (its repr
+        spans every setting), with the call that trains it
+    """
+    if isinstance(value, RunConfig):
+        return UsageError(f"{name} is a RunConfig (makeConfig's: nothing trained yet); {name} takes {kinds}: "
+                          f"train it first, result = trainAgent(config), and give {trained}")
+    return UsageError(f"{name} {value!r} must be {kinds}")
+
+
 def _callerThreads() -> int:
     """:return: this process's torch threads, at most what --torch-threads accepts"""
     return min(torch.get_num_threads(), maxThreads())
@@ -409,7 +421,7 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
     """
 
     if not isinstance(run_dir, (str, os.PathLike)):
-        raise UsageError(f"run_dir {run_dir!r} must be a run folder's path")
+        raise _notARun("run_dir", run_dir, "a run folder's path", "result.run_dir")
     _checkKinds(("srl_model_path", srl_model_path, (str, os.PathLike), "an SRL model folder's path (or None)"),)
     try:
         with _callerSettings():  # (SB3's load seeds the global generators with the run's seed)
@@ -463,7 +475,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
         raise UsageError(f"deterministic {deterministic!r} must be True or False")
     deterministic = bool(deterministic)
     if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):
-        raise UsageError(f"run {run!r} must be a run folder's path, a LoadedRun or a TrainResult")
+        raise _notARun("run", run, "a run folder's path, a LoadedRun or a TrainResult", "result")
     with _callerSettings():  # loading from a folder reseeds the generators too
         loaded = _loadedRun(run)
         set_random_seed(seed)

@@ -1,4 +1,5 @@
-"""The Python API's ``extra`` command-line strings, read as the command reads them."""
+"""The Python API's ``extra`` command-line strings (read as the command reads them) and its refusals of a
+RunConfig where a trained run is wanted."""
 from __future__ import annotations
 
 import os
@@ -42,3 +43,14 @@ def test_help_or_version_in_extra_is_a_usage_error_not_an_exit(tmp_path, capsys,
     assert capsys.readouterr().out == ""  # the help was not printed either
     assert not os.path.exists(log_dir)
 
+
+def test_a_run_config_where_a_trained_run_is_wanted_is_named_not_printed(tmp_path) -> None:
+    config = api.makeConfig(log_dir=str(tmp_path / "logs"), algo="ppo2", **GT)
+    for call, name in [(lambda: api.loadRun(config), "run_dir"), (lambda: api.evaluateAgent(config), "run"),
+                       (lambda: api.makeConfig(resume=config), "resume")]:
+        with pytest.raises(api.UsageError) as error:
+            call()
+        message = str(error.value)
+        assert message.startswith(f"{name} is a RunConfig (makeConfig's: nothing trained yet); {name} takes ")
+        assert "train it first, result = trainAgent(config)" in message and "TrainConfig(" not in message
+    assert not (tmp_path / "logs").exists()
