@@ -126,15 +126,17 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     extra = () if extra is None else extra
     if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence):
         raise UsageError(f"extra {extra!r} must be a list of command-line strings, e.g. ['--num-cpu', '2']")
+    extra_algo = _extraAlgo(extra, algo)
     resume = flags.pop("resume", None)  # False or None: left out, as any flag
     if resume is not None and resume is not False:  # the run's own settings, from its args.json: the others are
         if not isinstance(resume, (str, os.PathLike)):  # refused as with --resume
-            raise UsageError(f"resume {resume!r} must be a run folder's path")
+            raise _notARun("resume", resume, "a run folder's path", "result.run_dir")
         named = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
                  "log_dir": log_dir}
         pairs = [f"{name}:{value}" for name, value in (hyperparams or {}).items()]
         return _resumeConfig(resume, vis, progress, [*extra, *(["--hyperparam", *pairs] if pairs else [])],
                              {**{name: value for name, value in named.items() if value is not None}, **flags})
+    algo = extra_algo or algo  # extra's --algo, as any flag of extra, over the keyword: its parser reads the flags
     algo_class = train.algorithmClass(algo or DEFAULT_ALGO, default=algo is None)
     algo = algo or DEFAULT_ALGO
     if env is None and DEFAULT_ENV not in registered_env:  # (a given env is checked with the other settings)
@@ -182,6 +184,26 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
                 (values if name in TrainConfig.flagFields() else extras)[name] = value
     config = train.validate(TrainConfig(**values, extra={**own, **extras}), registered_rl)
     return RunConfig(config, tuple(commandArguments(config, own)))
+
+
+def _extraAlgo(extra: Sequence[str], algo: Any) -> str | None:
+    """
+    :param extra: makeConfig's command-line strings
+    :param algo: makeConfig's ``algo`` keyword (for the message)
+    :return: the algorithm ``--algo`` names in ``extra``, None when it is left out; the train flags in ``extra`` are
+        then read by that algorithm's parser, as the command reads them
+    :raises UsageError: ``-h``/``--help``/``--version``, which the command answers by printing and ending the process
+    """
+    pre_parser = train.baseParser(add_help=False)
+    pre_parser.set_defaults(algo=None)
+    pre_parser.add_argument("-h", "--help", "--version", dest="asks_help", action="store_true")
+    pre_args, _ = pre_parser.parse_known_args([str(item) for item in extra])
+    if pre_args.asks_help:
+        shown = pre_args.algo or algo or DEFAULT_ALGO
+        raise UsageError(f"extra's -h/--help/--version: the command prints and ends the process there, which the API "
+                         f"does not; python -m rl_baselines.train --algo {shown} --help lists the flags (each is a "
+                         "keyword of makeConfig), rl_baselines.__version__ is the version")
+    return pre_args.algo
 
 
 def _ownFlagValue(parser: Any, algo: str, name: str, value: Any) -> Any:
@@ -360,6 +382,18 @@ def _positiveInt(name: str, value: Any) -> int:
     return int(value)
 
 
+def _notARun(name: str, value: Any, kinds: str, trained: str) -> UsageError:
+    """
+    :param trained: what to give instead, from ``result = trainAgent(config)``
+    :return: the refusal of ``value`` where a trained run is wanted; a RunConfig is named, not printed (its repr
+        spans every setting), with the call that trains it
+    """
+    if isinstance(value, RunConfig):
+        return UsageError(f"{name} is a RunConfig (makeConfig's: nothing trained yet); {name} takes {kinds}: "
+                          f"train it first, result = trainAgent(config), and give {trained}")
+    return UsageError(f"{name} {value!r} must be {kinds}")
+
+
 def _callerThreads() -> int:
     """:return: this process's torch threads, at most what --torch-threads accepts"""
     return min(torch.get_num_threads(), maxThreads())
@@ -387,7 +421,7 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
     """
 
     if not isinstance(run_dir, (str, os.PathLike)):
-        raise UsageError(f"run_dir {run_dir!r} must be a run folder's path")
+        raise _notARun("run_dir", run_dir, "a run folder's path", "result.run_dir")
     _checkKinds(("srl_model_path", srl_model_path, (str, os.PathLike), "an SRL model folder's path (or None)"),)
     try:
         with _callerSettings():  # (SB3's load seeds the global generators with the run's seed)
@@ -441,7 +475,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
         raise UsageError(f"deterministic {deterministic!r} must be True or False")
     deterministic = bool(deterministic)
     if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):
-        raise UsageError(f"run {run!r} must be a run folder's path, a LoadedRun or a TrainResult")
+        raise _notARun("run", run, "a run folder's path, a LoadedRun or a TrainResult", "result")
     with _callerSettings():  # loading from a folder reseeds the generators too
         loaded = _loadedRun(run)
         set_random_seed(seed)
