@@ -71,6 +71,8 @@ from gymnasium.utils import EzPickle
 
 # Observation modes the env computes itself; anything else is a learned model fed with pixels.
 ENVIRONMENT_SRL_MODES = ("ground_truth", "raw_pixels", "joints", "joints_position")
+# (channels, height, width) of the camera images without img_shape
+DEFAULT_IMG_SHAPE = (3, 64, 64)
 # The SRL models' entry-point group: its names (other than the modes above) are the learned models an env accepts
 SRL_MODELS_GROUP = "srl_toolbox.srl_models"
 _learned_name_sources: list[Callable[[], Iterable[str]]] = []
@@ -310,7 +312,7 @@ class SRLGymEnv(gym.Env, EzPickle):
         self.random_target = random_target
         self.shape_reward = shape_reward
         self.renders = renders
-        self.img_shape = tuple(int(v) for v in img_shape) if img_shape is not None else (3, 64, 64)
+        self.img_shape = tuple(int(v) for v in img_shape) if img_shape is not None else DEFAULT_IMG_SHAPE
         if len(self.img_shape) != 3 or self.img_shape[0] != 3 or min(self.img_shape[1:]) < 1:
             raise ValueError(f"img_shape must be (3, height, width) with positive sizes, got {img_shape}")
         if max_steps is not None and (isinstance(max_steps, bool) or not float(max_steps).is_integer() or max_steps < 1):

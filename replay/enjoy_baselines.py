@@ -189,6 +189,8 @@ class VideoRecorder:
         self.path, self.fps = path, fps
         self.frame_count = 0
         self._is_gif = path.lower().endswith(".gif")
+        # whether ``finish`` encodes the file (a GIF), rather than moving into place what was encoded while playing
+        self.encodes_at_finish = self._is_gif
         self._gif_frames: list[Image.Image] = []
         self._writer: cv2.VideoWriter | None = None
         self._stack = ExitStack()  # holds atomicPath from the first frame to finish or discard
@@ -426,9 +428,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
     if video is not None and video.frame_count:
-        print(f"Writing the video ({video.frame_count} frames)...", flush=True)
+        if video.encodes_at_finish:  # (an MP4 is already written: finish only moves it into place)
+            print(f"Writing the video ({video.frame_count} frames)...", flush=True)
         with video:
-            print(f"Video: {video.finish()}")
+            print(f"Video written: {video.finish()} ({video.frame_count} frames)")
     if plotting is not None:
         for path in plotting.save():
             print(f"Plot: {path}")

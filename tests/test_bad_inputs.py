@@ -65,6 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (bad / "corrupt.yaml").write_text("n_steps: [64\nlearning_rate: 0.1\n")
     (bad / "cg_damping.yaml").write_text("cg_damping: 0.2\n")  # trpo's, not gail's default learner's
     (bad / "zoo_n_envs.yaml").write_text("MobileRobotGymEnv-v0:\n  n_envs: 8\n  n_steps: 64\n")
+    (bad / "zoo_huge_buffer.yaml").write_text("MobileRobotGymEnv-v0:\n  buffer_size: 1e14\n")  # beyond any memory
     (bad / "zoo_train_freq_episode.yaml").write_text("MobileRobotGymEnv-v0:\n  train_freq: [1, \"episode\"]\n")
     (bad / "zoo_other_env.yaml").write_text("KukaButtonGymEnv-v0:\n  n_steps: 64\n")
     (bad / "visdom").mkdir()

@@ -250,9 +250,11 @@ def test_algorithm_without_action_distribution_gets_a_note(tmp_path, capturedTra
     assert len(capturedTraces) == 1 and capturedTraces[0].probas == []
 
 
-def test_video_frames_carry_a_caption(tmp_path, trainedRun):
+def test_video_frames_carry_a_caption(tmp_path, trainedRun, capsys):
     gif = tmp_path / "replay.gif"
     assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "4", "--video", str(gif)]) == 0
+    out = capsys.readouterr().out.splitlines()  # a GIF is encoded after the replay, as its first line says
+    assert out[-2:] == ["Writing the video (4 frames)...", f"Video written: {gif} (4 frames)"], out
     frames = []
     with Image.open(gif) as image:
         assert image.n_frames == 4
@@ -327,9 +329,10 @@ def test_a_ctrl_c_keeps_what_was_played_and_exits_130(tmp_path, trainedRun, monk
         assert image.n_frames == 3
 
 
-def test_an_mp4_is_written_as_it_is_played(tmp_path, trainedRun, monkeypatch):
+def test_an_mp4_is_written_as_it_is_played(tmp_path, trainedRun, monkeypatch, capsys):
     """The MP4's frames were all kept in memory (about 240 KB a step) and encoded only after the last step: a long
-    replay ran out of memory and lost the whole video."""
+    replay ran out of memory and lost the whole video. The output says it was written, not that it is being written
+    (as it did once the file was already encoded)."""
     written, seen_at_each_step = [], []
     original_writer, original_keywords = enjoy_baselines.cv2.VideoWriter, enjoy_baselines.actionMaskKeywords
 
@@ -354,6 +357,8 @@ def test_an_mp4_is_written_as_it_is_played(tmp_path, trainedRun, monkeypatch):
     assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "6", "--video", str(mp4),
                                  "--no-progress"]) == 0
     assert seen_at_each_step == [0, 1, 2, 3, 4, 5], "the frames were not written as they were played"
+    out = capsys.readouterr().out
+    assert "Writing the video" not in out and f"Video written: {mp4} (6 frames)" in out.splitlines(), out
     capture = cv2.VideoCapture(str(mp4))
     try:
         assert capture.get(cv2.CAP_PROP_FRAME_COUNT) == 6

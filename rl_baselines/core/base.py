@@ -32,6 +32,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from rl_baselines.core import hyperparams as hp
 from rl_baselines.core.algo_types import ActionType, AlgoType
+from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.checkpointing import Checkpoint, restoreRun
 from rl_baselines.core.hyperparams import OLDER_DECLARATIONS, Hyperparam, Interval, strToBool
 from rl_baselines.core.plugin_v1 import (
@@ -94,6 +95,9 @@ class BaseRLObject(abc.ABC):
     # Whether getAction takes ``action_masks`` (discrete actions the env allows, see actionMaskKeywords): the callers
     # that make the agent act pass them to such a class only, and the train command refuses it an env without masks.
     USES_ACTION_MASKS: ClassVar[bool] = False
+    # The rollout or replay buffer a hyperparameter sizes (rl_baselines.core.buffer_memory), None for none: the train
+    # command refuses one larger than the machine's memory before anything is written.
+    BUFFER: ClassVar[BufferKind | None] = None
     # The hyperparameter spec (rl_baselines.core.hyperparams): each hyperparameter declared once. When a class declares
     # it, DEFAULT_HYPERPARAMS, HYPERPARAM_CHOICES and HYPERPARAM_BOUNDS are derived from it, and customArguments,
     # parserHyperParam, getOptParam and hyperparamsFromArgs work from it.

@@ -36,6 +36,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, TorchActorCritic, makeEncoder, orthogonalInit
 
@@ -236,6 +237,8 @@ class ACERModel(TorchActorCritic):
     learning rate: constant unless ``lr_schedule`` is linear (Stable-Baselines' default decays it linearly)."""
 
     NAME = "acer"
+    # its TrajectoryReplay: buffer_size steps per env of observations, actions (int64), rewards, dones, mus
+    BUFFER = BufferKind("trajectory replay", "buffer_size", True, 1, 8 + 4 + 4 + 4)
     ACTION_TYPES = (ActionType.DISCRETE,)
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
         "n_steps": Hyperparam(20, "steps per env in each trajectory", bounds=POSITIVE, search=(1, 100)),

@@ -29,6 +29,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.hyperparams import CLIP_NORM, DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
 from rl_baselines.rl_algorithm.torch_common import LR_SCHEDULE, ActorCriticNetwork, TorchActorCritic
@@ -54,6 +55,8 @@ class ACKTRModel(TorchActorCritic):
     """ACKTR with K-FAC, Stable-Baselines' step sizes (lr 0.25, KL clip 0.001) and the old toolbox's loss weights."""
 
     NAME = "acktr"
+    # each update's batch: n_steps per env of observations, actions (int64), rewards, dones
+    BUFFER = BufferKind("rollout batch", "n_steps", True, 1, 8 + 4 + 4)
     ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     HYPERPARAMS: ClassVar[dict[str, Hyperparam]] = {
         "n_steps": Hyperparam(20, "steps per env between updates", bounds=POSITIVE, search=(1, 100)),

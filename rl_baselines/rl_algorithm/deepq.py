@@ -29,6 +29,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import MIN_CNN_SIDE, TrainCallback
+from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
@@ -214,6 +215,8 @@ class DQNModel(TorchRLObject):
     """
 
     NAME = "deepq"
+    # its ReplayBuffer: observations, next_observations, actions (int64), rewards, terminated, priorities (float64)
+    BUFFER = BufferKind("replay buffer", "buffer_size", False, 2, 8 + 4 + 4 + 8)
     MIN_IMAGE_SIDE = MIN_CNN_SIDE  # the Nature DQN CNN
     ACTION_TYPES = (ActionType.DISCRETE,)
     # The searched ones in the order of the search space (the sampler draws in this order).

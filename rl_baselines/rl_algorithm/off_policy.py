@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.noise import NormalActionNoise, OrnsteinUhlenbeckActionNoise
 
+from rl_baselines.core.buffer_memory import REPLAY
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedReplayBuffer
@@ -140,6 +141,7 @@ class OffPolicyRLObject(StableBaselinesRLObject):
     """
 
     AUGMENTED_BUFFER = AugmentedReplayBuffer
+    BUFFER = REPLAY
     # How a hyperparameter search ties gradient_steps to train_freq, as the RL Zoo's samplers do: a trial that samples
     # train_freq (gradient_steps fixed by no one) trains max(train_freq // subsample_steps, 1) gradient steps per
     # update, subsample_steps sampled from these values (one value: not sampled). (1,), the Zoo's sac, td3 and tqc:

@@ -57,6 +57,7 @@ from torch import nn
 
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.base import TrainCallback, notifyCleanPoint
+from rl_baselines.core.buffer_memory import BufferKind
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import DISCOUNT, NON_NEGATIVE, POSITIVE, Hyperparam, Interval
 from rl_baselines.core.plugin_v1 import asRunSettings
@@ -302,6 +303,8 @@ class PPO1Model(TorchActorCritic):
     """PPO1: clipped-surrogate PPO, several processes averaging gradients with torch.distributed (gloo)."""
 
     NAME = "ppo1"
+    # each update's batch: observations, actions (int64), log_probs, values, rewards, dones per step of each env
+    BUFFER = BufferKind("rollout batch", "timesteps_per_actorbatch", True, 1, 8 + 4 * 4)
     ACTION_TYPES = (ActionType.DISCRETE, ActionType.CONTINUOUS)
     # In env steps (all workers together), as ppo2's and trpo's.
     LOG_INTERVAL = 1024

@@ -38,6 +38,7 @@ from rl_baselines.core.base import (
     notifyCleanPoint,
     strToBool,
 )
+from rl_baselines.core.buffer_memory import ROLLOUT, BufferKind
 from rl_baselines.core.checkpointing import Checkpoint
 from rl_baselines.core.hyperparams import givenFlags, normalisationRefusal, plainValues
 from rl_baselines.core.hyperparams import parserHyperParam as parseHyperparams
@@ -99,6 +100,8 @@ class StableBaselinesRLObject(BaseRLObject):
     # :func:`normalisationRefusal` checks the rollout and the last minibatch before anything is written; a minibatch
     # size of 1 is out of the spec's batch_size bounds.
     NORMALISED_ADVANTAGES: ClassVar[str | None] = None
+    # SB3's rollout buffer of the on-policy learners (OffPolicyRLObject: its replay buffer)
+    BUFFER: ClassVar[BufferKind | None] = ROLLOUT
 
     def __init__(self) -> None:
         super().__init__()

@@ -29,6 +29,7 @@ from environments import (
 from environments.registry import unknownEnvText
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
+from rl_baselines.core.buffer_memory import bufferMemoryRefusal
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
@@ -301,12 +302,14 @@ def _checkTogether(algo_class: type, args: TrainConfig, hyperparams: dict[str, A
     :param hyperparams: the typed values of --hyperparam-file and --hyperparam
     :raises UsageError: the hyperparameters do not fit together: the check training runs (the class's
         ``resolveHyperparams``, as core.plugin_v1.trainAlgorithm calls it), here before the run folder is written; a
-        plugin of API version 1 resolves its own in its train
+        plugin of API version 1 resolves its own in its train; or they size a buffer larger than the machine's memory
+        (:func:`bufferMemoryRefusal`)
     """
     if isV1(algo_class):
         return
     settings = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings()
-    algo_class.resolveHyperparams(settings, dict(settings.hyperparam_overrides))
+    if refusal := bufferMemoryRefusal(algo_class, args, algo_class.resolveHyperparams(settings, dict(hyperparams))):
+        raise UsageError(refusal)
 
 
 def _checkGroundTruthScale(args: TrainConfig, algorithms: dict, env_class: type) -> None:
@@ -533,8 +536,6 @@ def parseCommand(argv: Sequence[str]) -> tuple[TrainConfig, Any, type]:
     pre_parser = baseParser(add_help=False)
     pre_parser.set_defaults(algo=None, env=None)  # None: the flag was left out (the messages say "the default")
     pre_args, _ = pre_parser.parse_known_args(argv)
-
-
     if pre_args.resume is not None:
         args, plan = loadResumeArgs(argv, registered_rl, baseParser)
         return args, plan, (registered_rl[args.algo][0] if plan.state != "finished" else None)
