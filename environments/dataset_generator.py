@@ -105,6 +105,7 @@ from srl_toolbox.files import nameFileOnError, writeJson, writeNpz
 from srl_toolbox.plugins import SkippedPluginWarning, loadNamed
 from srl_toolbox.progress import EpisodeBar, stepLimit
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
+from srl_toolbox.signals import ctrlCDeferred
 
 if TYPE_CHECKING:
     from filelock import BaseFileLock
@@ -479,7 +480,11 @@ def recordEpisodes(spec: GenerationSpec, partial_dir: str, episodes: list[int], 
     context = multiprocessing.get_context("fork" if forked else "spawn")
     steps = context.RawArray("q", spec.num_episodes)  # each episode's steps so far, written by its worker
     initargs = (spec, partial_dir, os.getpid(), policy if forked else None, steps)
-    with context.Pool(num_cpu, initializer=_initWorker, initargs=initargs) as pool:
+    with contextlib.ExitStack() as stack:
+        # A Ctrl-C during a fork would be raised in the standard library's at-fork hooks, which ignore exceptions:
+        # it is raised once the workers are started (the pool terminated on it).
+        with ctrlCDeferred():
+            pool = stack.enter_context(context.Pool(num_cpu, initializer=_initWorker, initargs=initargs))
         finished = False
         try:
             results = pool.imap_unordered(_runEpisode, episodes, chunksize=1)

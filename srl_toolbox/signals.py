@@ -5,7 +5,8 @@ libraries (seconds for torch, PyBullet, the envs) included, and kills it mid-imp
 :func:`stopSignalsBlocked` starts workers with SIGINT and SIGTERM blocked: the signal stays pending in them and
 reaches the starting process at the end of the block. A worker that ignores both for good (an env worker, a ppo1
 rank) keeps them blocked; one that stops on them (a search worker) calls :func:`unblockStopSignals` once it runs,
-and a signal that came while it imported arrives then.
+and a signal that came while it imported arrives then. :func:`ctrlCDeferred` holds a Ctrl-C back from code in which
+Python would lose it (forking: the standard library's at-fork hooks ignore the KeyboardInterrupt raised in them).
 """
 from __future__ import annotations
 
@@ -40,3 +41,20 @@ def unblockStopSignals() -> None:
     came meanwhile is handled now)."""
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+@contextlib.contextmanager
+def ctrlCDeferred() -> Iterator[None]:
+    """
+    A SIGINT during the ``with`` block is remembered instead of handled, and handled when the block ends by the
+    handler that was in place (Python's default one raises ``KeyboardInterrupt`` there). Processes forked in the
+    block start with a handler that only remembers, until they install their own. In the main thread only.
+    """
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if caught and callable(previous):
+            previous(signal.SIGINT, None)

@@ -292,6 +292,27 @@ def test_ctrl_c_keeps_finished_episodes(tmp_path):
     assert not (tmp_path / NAME).exists() and episodes_folder.is_dir()
 
 
+def test_a_ctrl_c_while_the_workers_are_forked_stops_the_recording(tmp_path, capsys):
+    """A Ctrl-C that reached this process while it forked a worker was raised in an at-fork hook of the standard
+    library, which ignores exceptions ("Exception ignored in: _releaseLock"): the recording went on to the end and
+    exited 0. The signal is now kept pending until the workers are started, then stops the recording."""
+    armed = [True]
+
+    def ctrlCWhileForking() -> None:
+        if armed[0]:
+            armed[0] = False
+            os.kill(os.getpid(), signal.SIGINT)
+
+    os.register_at_fork(after_in_parent=ctrlCWhileForking)  # (cannot be removed: it fires once)
+    config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", NAME, *SETTINGS[:-3],
+                                            "--num-episode", "4", "--num-cpu", "2", "--no-progress"])
+    code = dataset_generator.generate(config)
+    armed[0] = False
+    assert code == 130
+    assert not (tmp_path / NAME).exists()
+    assert capsys.readouterr().err.strip().splitlines()[-1].startswith("Interrupted")
+
+
 @pytest.mark.parametrize("arguments,words", [
     (["--env", "NopeGymEnv-v0"], ["'NopeGymEnv-v0'", "valid choices", "MobileRobotGymEnv-v0"]),
     (["-c", "--action-joints"], ["--action-joints", "MobileRobotGymEnv-v0"]),
