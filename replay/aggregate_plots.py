@@ -22,6 +22,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 
@@ -94,18 +95,34 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
         axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
                   marker="o" if len(x) <= 30 else None, markersize=4,  # a few points (evaluations): shown
-                  label=f"{label} ({plural(y.shape[0], 'run')})")
+                  label=legendLabel(label, y.shape[0]))
         if y.shape[0] >= 2:
             axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
     axes.set_xlabel(x_label)
     axes.set_ylabel(y_label)
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
-    # beside the axes: a legend inside would hide the curves or their bands wherever it went
+    # beside the axes: a legend inside would hide the curves or their bands wherever it went; its labels wrap
+    # (legendLabel), so that a long one leaves the axes most of the figure's width
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="mean, 95% CI across seeds", fontsize="small")
     figure.tight_layout()
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
+
+
+LEGEND_LABEL_CHARS = 40  # a legend label wraps past this width, so that a long one does not squeeze the axes
+
+
+def legendLabel(label: str, runs: int) -> str:
+    """
+    :param label: a method's label (a compared file's own or --labels one: any length)
+    :param runs: its runs
+    :return: its legend entry, ``label (N runs)`` (``1 run, no band``: one run has no confidence band), wrapped at
+        the label's spaces to LEGEND_LABEL_CHARS characters a line (a longer word, and the count, stay whole)
+    """
+    count = (plural(runs, "run") + (", no band" if runs < 2 else "")).replace(" ", "\N{NO-BREAK SPACE}")
+    lines = textwrap.wrap(f"{label} ({count})", LEGEND_LABEL_CHARS, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines).replace("\N{NO-BREAK SPACE}", " ")
 
 
 FILE_ENDS = ("", "_evaluation")  # a method's (an env's) curves and evaluation curves

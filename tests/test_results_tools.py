@@ -550,3 +550,19 @@ def test_a_count_of_one_point_or_evaluation_is_singular(tmp_path, capsys):
                                  "--episode-window", "1"]) == 0
     out = capsys.readouterr().out
     assert "1 run, 1 point ->" in out and "1 run, 1 evaluation ->" in out, out
+
+
+def test_long_legend_labels_wrap_and_leave_the_axes_most_of_the_figure(tmp_path, monkeypatch):
+    """compare_plots prefixes each label with its env when the inputs mix envs: the legend beside the axes grew as wide
+    as its longest label (about 80 characters), squeezing the curves into 40% of the figure; a one-run method's entry
+    did not say that its band is missing."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    long_label = "KukaMovingButtonGymEnv-v0 ppo2 srl_combination continuous_actions=True tag=baseline"
+    curves = [(long_label, np.arange(3), np.ones((2, 3))), ("a2c ground_truth", np.arange(3), np.ones((1, 3)))]
+    aggregate_plots.plotCurves(str(tmp_path / "c.png"), curves, "Learning curves", "episodes")
+    figure = drawn[0]
+    texts = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert all(len(line) <= aggregate_plots.LEGEND_LABEL_CHARS for text in texts for line in text.split("\n")), texts
+    assert texts[0].replace("\n", " ") == f"{long_label} (2 runs)" and texts[1] == "a2c ground_truth (1 run, no band)"
+    assert figure.axes[0].get_position().width > 0.55
