@@ -566,3 +566,17 @@ def test_long_legend_labels_wrap_and_leave_the_axes_most_of_the_figure(tmp_path,
     assert all(len(line) <= aggregate_plots.LEGEND_LABEL_CHARS for text in texts for line in text.split("\n")), texts
     assert texts[0].replace("\n", " ") == f"{long_label} (2 runs)" and texts[1] == "a2c ground_truth (1 run, no band)"
     assert figure.axes[0].get_position().width > 0.55
+
+
+def test_a_threshold_is_given_to_the_rewards_precision():
+    """A threshold from ground truth's runs (90% of their mean) was printed to 6 significant digits ("21.7351 not
+    reached", "563.852") beside rewards of 2 decimals."""
+    row = {"env": ENV, "srl_model": "raw_pixels", "algo": "ppo2", "budget": gather_results.FINAL, "runs": 1,
+           "mean_reward": 8.5, "std_reward": float("nan"), "ci95_low": float("nan"), "ci95_high": float("nan"),
+           "source": "training", "fewest_episodes": 40, "mean_wall_time_s": 3.0, "median_steps_to_threshold": None,
+           "reached": 0, "threshold": 21.735088821732734, "threshold_source": "ground truth"}
+    text = gather_results.markdown([row], 40, None)
+    assert "| 21.74 not reached (0/1) |" in text and f"Thresholds: {ENV} (ppo2) 21.74 (ground truth)." in text, text
+    text = gather_results.markdown([{**row, "threshold": 1234567.891}, {**row, "algo": "a2c", "threshold": 150.0}],
+                                   40, None)
+    assert "| 1234567.89 not reached (0/1) |" in text and "| 150 not reached (0/1) |" in text, text
