@@ -447,8 +447,9 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     if rewards.size > 0:
-        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, label="raw")
-        axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2,
+        marker = "o" if rewards.size == 1 else None  # a line through one point draws nothing: the episode is marked
+        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, marker=marker, label="raw")
+        axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2, marker=marker,
                   label=smoothedLabel(rewards.size, int(episode_window)))
         axes.legend(loc="best")
     else:
