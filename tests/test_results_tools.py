@@ -580,3 +580,18 @@ def test_a_threshold_is_given_to_the_rewards_precision():
     text = gather_results.markdown([{**row, "threshold": 1234567.891}, {**row, "algo": "a2c", "threshold": 150.0}],
                                    40, None)
     assert "| 1234567.89 not reached (0/1) |" in text and "| 150 not reached (0/1) |" in text, text
+
+
+def test_the_y_axis_spans_the_runs_not_a_band_wider_than_them(tmp_path, monkeypatch):
+    """With 2 seeds the 95% band is 12.7 standard errors wide: two runs of -236 and 0 gave a y axis of -3,000 to
+    3,000, flattening every curve; the axis spans the runs' own values, the band cut at its edges."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    curves = [("a2c ground_truth", np.arange(3.0), np.array([[-236.0, -236.0, -236.0], [0.0, -10.0, 0.0]])),
+              ("ppo2 raw_pixels", np.arange(3.0), np.array([[-236.0, -235.0, -236.0], [-236.0, -236.0, -235.0]]))]
+    aggregate_plots.plotCurves(str(tmp_path / "e.png"), curves, "env", "timesteps")
+    low, high = drawn[0].axes[0].get_ylim()
+    assert -236.0 - 0.05 * 236 <= low < -236.0 and 0.0 < high <= 0.05 * 236, (low, high)
+    aggregate_plots.plotCurves(str(tmp_path / "f.png"), [("flat", np.arange(3.0), np.ones((2, 3)))], "env", "x")
+    low, high = drawn[1].axes[0].get_ylim()
+    assert low < 1.0 < high  # one value: matplotlib's own limits around it
