@@ -380,3 +380,17 @@ def test_the_learning_curve_of_one_episode_marks_it(tmp_path, monkeypatch) -> No
     saveLearningCurve([1000, 2000], [5.0, 3.0], 40, str(tmp_path / "two.png"))
     one, two = ([line.get_marker() for line in figure.axes[0].get_lines()] for figure in drawn)
     assert one == ["o", "o"] and two == ["None", "None"], (one, two)
+
+
+def test_the_learning_curve_legend_is_below_the_axes(tmp_path, monkeypatch) -> None:
+    """The legend was inside the axes where matplotlib found room ("best"): over a run whose raw rewards dip
+    mid-plot, it hid the dips."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    rewards = np.where(np.arange(70) % 15 == 7, -1.0, 5.0)
+    saveLearningCurve(np.arange(1, 71) * 40, rewards, 40, str(tmp_path / "c.png"), title="t")
+    figure = drawn[0]
+    figure.canvas.draw()
+    (legend,) = figure.legends
+    assert figure.axes[0].get_legend() is None
+    assert legend.get_window_extent().y1 < figure.axes[0].get_tightbbox().y0  # under the axes and their labels
