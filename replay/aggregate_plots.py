@@ -3,8 +3,9 @@
 Every run below DIR (args.json + monitor/) is smoothed (moving average over ``--episode-window`` episodes); runs of
 one method (env, srl-model, algo) are put on a common x axis, episodes or ``--timesteps``, truncated to the
 shortest run, and drawn as their mean with a Student-t 95% confidence band across seeds. All methods of an env share
-one figure, whose y axis names the window. Each method's curves are also exported as ``.npz`` (x; y = runs x points;
-label; env; x_label; y_label; runs; episode_window) for ``replay.compare_plots``. With ``--timesteps`` the x axis is the
+one figure, whose y axis names the window and spans the runs' own values (a wider band is cut at its edges). Each
+method's curves are also exported as ``.npz`` (x; y = runs x points; label; env; x_label; y_label; runs;
+episode_window) for ``replay.compare_plots``. With ``--timesteps`` the x axis is the
 run's env steps, all envs together (a training episode counts at the run's step count when it ended: replay.results).
 
 Methods whose runs all have deterministic evaluations (``train --eval-freq``: evaluations.npz) also get their
@@ -22,9 +23,11 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import warnings
 from collections.abc import Sequence
 
+import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -94,18 +97,52 @@ def plotCurves(path: str, curves: Sequence[tuple[str, object, object]], title: s
         color = f"C{index % 10}"  # past 10 methods the colours repeat: dashed then
         axes.plot(x, mean, color=color, linewidth=2, linestyle="-" if index < 10 else "--",
                   marker="o" if len(x) <= 30 else None, markersize=4,  # a few points (evaluations): shown
-                  label=f"{label} ({plural(y.shape[0], 'run')})")
+                  label=legendLabel(label, y.shape[0]))
         if y.shape[0] >= 2:
             axes.fill_between(x, low, high, color=color, alpha=0.2, linewidth=0)
+    _limitToRuns(axes, [y for _, _, y in curves])
     axes.set_xlabel(x_label)
     axes.set_ylabel(y_label)
     axes.set_title(title)
     axes.grid(True, alpha=0.3)
-    # beside the axes: a legend inside would hide the curves or their bands wherever it went
+    # beside the axes: a legend inside would hide the curves or their bands wherever it went; its labels wrap
+    # (legendLabel), so that a long one leaves the axes most of the figure's width
     axes.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), title="mean, 95% CI across seeds", fontsize="small")
     figure.tight_layout()
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")
+
+
+LEGEND_LABEL_CHARS = 40  # a legend label wraps past this width, so that a long one does not squeeze the axes
+
+
+def legendLabel(label: str, runs: int) -> str:
+    """
+    :param label: a method's label (a compared file's own or --labels one: any length)
+    :param runs: its runs
+    :return: its legend entry, ``label (N runs)`` (``1 run, no band``: one run has no confidence band), wrapped at
+        the label's spaces to LEGEND_LABEL_CHARS characters a line (a longer word, and the count, stay whole)
+    """
+    count = (plural(runs, "run") + (", no band" if runs < 2 else "")).replace(" ", "\N{NO-BREAK SPACE}")
+    lines = textwrap.wrap(f"{label} ({count})", LEGEND_LABEL_CHARS, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines).replace("\N{NO-BREAK SPACE}", " ")
+
+
+def _limitToRuns(axes: object, ys: Sequence[np.ndarray]) -> None:
+    """
+    Span the y axis over the runs' own curves (every seed's values, 5% margin): with few seeds a Student-t band is
+    far wider than any run (2 seeds: 12.7 times the standard error), and the axis scaled to it flattened the curves;
+    a band wider than the runs is cut at the axes' edge.
+
+    :param axes: the axes drawn on
+    :param ys: each method's curves, shape (runs, points)
+    """
+    values = np.concatenate([np.asarray(y, dtype=np.float64).ravel() for y in ys])
+    values = values[np.isfinite(values)]
+    if values.size == 0 or values.max() == values.min():
+        return  # nothing to span, or one value: matplotlib's own limits
+    margin = 0.05 * (values.max() - values.min())
+    axes.set_ylim(values.min() - margin, values.max() + margin)
 
 
 FILE_ENDS = ("", "_evaluation")  # a method's (an env's) curves and evaluation curves

@@ -297,6 +297,11 @@ def _number(value: float, digits: int = 2) -> str:
     return "n/a" if value is None or math.isnan(value) else f"{value:.{digits}f}"
 
 
+def _threshold(value: float) -> str:
+    """:return: a threshold to the rewards' precision (2 decimals), without trailing zeros: ``150``, ``21.74``"""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, group_by: Sequence[str] = ()) -> str:
     """
     :param rows: rows of :func:`gather`
@@ -317,7 +322,7 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
             if row["threshold"] is None:
                 steps = "no threshold"
             elif row["median_steps_to_threshold"] is None:
-                steps = f"{row['threshold']:g} not reached ({row['reached']}/{row['runs']})"
+                steps = f"{_threshold(row['threshold'])} not reached ({row['reached']}/{row['runs']})"
             else:
                 steps = f"{row['median_steps_to_threshold']:,.0f} ({row['reached']}/{row['runs']})"
             reward = (f"{_number(row['mean_reward'])} ± {_number(row['std_reward'])}" if row["runs"] >= 2
@@ -350,7 +355,7 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
     thresholds = sorted({(row["env"], ", ".join([row["algo"], *(f"{name}={row[name]}" for name in group_by)]),
                           row["threshold"], row["threshold_source"]) for row in rows if row["threshold"] is not None})
     if thresholds:
-        lines.append("Thresholds: " + ", ".join(f"{env} ({method}) {value:g} ({source})"
+        lines.append("Thresholds: " + ", ".join(f"{env} ({method}) {_threshold(value)} ({source})"
                                                 for env, method, value, source in thresholds) + ".")
         lines.append("")
     return "\n".join(lines)

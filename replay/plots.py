@@ -318,17 +318,20 @@ def runSummary(run_dir: str, episodes: dict[str, np.ndarray], evaluations: dict[
     :param evaluations: its evaluations, None for none
     :return: e.g. "12 episodes, the last ending at step 3,000 of 3,072 trained, 6 evaluations" (the trained steps from
         the run's manifest, when it says); without an episode "no finished episode, 2 evaluations, the last at step
-        200 of 200 trained"
+        200 of 200 trained"; a run still training (or stopped) ends in "; unfinished, its latest model saved at step
+        1,200" (or "no model saved yet"), its episodes counting past that step
     """
     args = _runArgs(run_dir)
-    trained = runProgress(run_dir, args)[1] if args is not None else None
-    of_trained = f" of {trained:,} trained" if trained is not None else ""
+    finished, trained = runProgress(run_dir, args) if args is not None else (True, None)
+    of_trained = f" of {trained:,} trained" if trained is not None and finished else ""
+    unfinished = "" if finished else "; unfinished, " + (f"its latest model saved at step {trained:,}"
+                                                         if trained is not None else "no model saved yet")
     count = f", {plural(evaluations['timesteps'].size, 'evaluation')}" if evaluations is not None else ""
     if episodes["rewards"].size == 0:
         last = f", the last at step {int(evaluations['timesteps'][-1]):,}" if evaluations is not None else ""
-        return f"no finished episode{count}{last}{of_trained}"
+        return f"no finished episode{count}{last}{of_trained}{unfinished}"
     return (f"{plural(episodes['rewards'].size, 'episode')}, the last ending at step {int(episodes['timesteps'][-1]):,}"
-            f"{of_trained}{count}")
+            f"{of_trained}{count}{unfinished}")
 
 
 def outputPaths(run_dirs: Sequence[str], root: str, output_dir: str | None) -> dict[str, str]:

@@ -447,10 +447,12 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)
     if rewards.size > 0:
-        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, label="raw")
-        axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2,
+        marker = "o" if rewards.size == 1 else None  # a line through one point draws nothing: the episode is marked
+        axes.plot(timesteps, rewards, color="tab:blue", alpha=0.3, linewidth=1, marker=marker, label="raw")
+        axes.plot(timesteps, movingAverage(rewards, episode_window), color="tab:blue", linewidth=2, marker=marker,
                   label=smoothedLabel(rewards.size, int(episode_window)))
-        axes.legend(loc="best")
+        # below the axes, as replay.plots puts it: inside ("best") it hid the raw curve's dips
+        figure.legend(loc="lower center", ncol=2, frameon=False, fontsize="small")
     else:
         axes.text(0.5, 0.5, "no finished episode", ha="center", va="center", transform=axes.transAxes)
     axes.set_xlabel("Timesteps")
@@ -458,7 +460,7 @@ def saveLearningCurve(timesteps: ArrayLike, rewards: ArrayLike, episode_window: 
     if title:
         axes.set_title(title)
     axes.grid(True, alpha=0.3)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.06, 1, 1))
 
     with atomicPath(path) as tmp_path:
         figure.savefig(tmp_path, format="png")

@@ -329,3 +329,19 @@ def test_the_line_of_a_png_named_with_a_digest_names_its_run(tmp_path, capsys) -
         name = str(out / f"a_b_run_{digest(path)}.png")
         assert lines[name].startswith(f"{os.path.normpath(root / path)}: 2 episodes"), lines
     assert lines[str(out / "c_run.png")].startswith("2 episodes"), lines  # its name says which run it is
+
+
+def test_the_line_of_an_unfinished_run_says_so_rather_than_a_step_past_what_it_trained(tmp_path, capsys) -> None:
+    """A run still training read "the last ending at step 1,252 of 1,200 trained": its manifest's steps are those of
+    its latest save, not what it trained, and episodes go on past them."""
+    args = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2", "num_timesteps": 5000}
+    run = writeRun(str(tmp_path / "run"), [1.0, 2.0, 3.0], [400, 400, 452], [1.0, 2.0, 3.0], args=args)
+    with open(os.path.join(run, "manifest.json"), "w") as handle:
+        json.dump({"files": {}, "num_timesteps": 1200, "finished": False}, handle)
+    assert main(["-i", run]) == 0
+    out = capsys.readouterr().out
+    assert "(3 episodes, the last ending at step 1,252; unfinished, its latest model saved at step 1,200)" in out, out
+    os.remove(os.path.join(run, "manifest.json"))
+    assert main(["-i", run]) == 0
+    out = capsys.readouterr().out
+    assert "(3 episodes, the last ending at step 1,252; unfinished, no model saved yet)" in out, out

@@ -550,3 +550,48 @@ def test_a_count_of_one_point_or_evaluation_is_singular(tmp_path, capsys):
                                  "--episode-window", "1"]) == 0
     out = capsys.readouterr().out
     assert "1 run, 1 point ->" in out and "1 run, 1 evaluation ->" in out, out
+
+
+def test_long_legend_labels_wrap_and_leave_the_axes_most_of_the_figure(tmp_path, monkeypatch):
+    """compare_plots prefixes each label with its env when the inputs mix envs: the legend beside the axes grew as wide
+    as its longest label (about 80 characters), squeezing the curves into 40% of the figure; a one-run method's entry
+    did not say that its band is missing."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    long_label = "KukaMovingButtonGymEnv-v0 ppo2 srl_combination continuous_actions=True tag=baseline"
+    curves = [(long_label, np.arange(3), np.ones((2, 3))), ("a2c ground_truth", np.arange(3), np.ones((1, 3)))]
+    aggregate_plots.plotCurves(str(tmp_path / "c.png"), curves, "Learning curves", "episodes")
+    figure = drawn[0]
+    texts = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert all(len(line) <= aggregate_plots.LEGEND_LABEL_CHARS for text in texts for line in text.split("\n")), texts
+    assert texts[0].replace("\n", " ") == f"{long_label} (2 runs)" and texts[1] == "a2c ground_truth (1 run, no band)"
+    assert figure.axes[0].get_position().width > 0.55
+
+
+def test_a_threshold_is_given_to_the_rewards_precision():
+    """A threshold from ground truth's runs (90% of their mean) was printed to 6 significant digits ("21.7351 not
+    reached", "563.852") beside rewards of 2 decimals."""
+    row = {"env": ENV, "srl_model": "raw_pixels", "algo": "ppo2", "budget": gather_results.FINAL, "runs": 1,
+           "mean_reward": 8.5, "std_reward": float("nan"), "ci95_low": float("nan"), "ci95_high": float("nan"),
+           "source": "training", "fewest_episodes": 40, "mean_wall_time_s": 3.0, "median_steps_to_threshold": None,
+           "reached": 0, "threshold": 21.735088821732734, "threshold_source": "ground truth"}
+    text = gather_results.markdown([row], 40, None)
+    assert "| 21.74 not reached (0/1) |" in text and f"Thresholds: {ENV} (ppo2) 21.74 (ground truth)." in text, text
+    text = gather_results.markdown([{**row, "threshold": 1234567.891}, {**row, "algo": "a2c", "threshold": 150.0}],
+                                   40, None)
+    assert "| 1234567.89 not reached (0/1) |" in text and "| 150 not reached (0/1) |" in text, text
+
+
+def test_the_y_axis_spans_the_runs_not_a_band_wider_than_them(tmp_path, monkeypatch):
+    """With 2 seeds the 95% band is 12.7 standard errors wide: two runs of -236 and 0 gave a y axis of -3,000 to
+    3,000, flattening every curve; the axis spans the runs' own values, the band cut at its edges."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    curves = [("a2c ground_truth", np.arange(3.0), np.array([[-236.0, -236.0, -236.0], [0.0, -10.0, 0.0]])),
+              ("ppo2 raw_pixels", np.arange(3.0), np.array([[-236.0, -235.0, -236.0], [-236.0, -236.0, -235.0]]))]
+    aggregate_plots.plotCurves(str(tmp_path / "e.png"), curves, "env", "timesteps")
+    low, high = drawn[0].axes[0].get_ylim()
+    assert -236.0 - 0.05 * 236 <= low < -236.0 and 0.0 < high <= 0.05 * 236, (low, high)
+    aggregate_plots.plotCurves(str(tmp_path / "f.png"), [("flat", np.arange(3.0), np.ones((2, 3)))], "env", "x")
+    low, high = drawn[1].axes[0].get_ylim()
+    assert low < 1.0 < high  # one value: matplotlib's own limits around it

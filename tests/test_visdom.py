@@ -15,6 +15,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 import visdom
+from matplotlib.figure import Figure
 from PIL import Image
 
 from replay.visdom_server import findFreePort, startServer, waitForServer
@@ -368,3 +369,28 @@ def test_visdom_own_server_command_serves_a_working_page_offline(tmp_path) -> No
                 assert response.status == 200, url
     finally:
         _stop(process)
+
+
+def test_the_learning_curve_of_one_episode_marks_it(tmp_path, monkeypatch) -> None:
+    """train's learning_curve.png of a run that finished one episode (a short run, long episodes) was empty: a line
+    through one point draws nothing (replay.plots marks such an episode)."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    saveLearningCurve([1000], [5.0], 40, str(tmp_path / "one.png"))
+    saveLearningCurve([1000, 2000], [5.0, 3.0], 40, str(tmp_path / "two.png"))
+    one, two = ([line.get_marker() for line in figure.axes[0].get_lines()] for figure in drawn)
+    assert one == ["o", "o"] and two == ["None", "None"], (one, two)
+
+
+def test_the_learning_curve_legend_is_below_the_axes(tmp_path, monkeypatch) -> None:
+    """The legend was inside the axes where matplotlib found room ("best"): over a run whose raw rewards dip
+    mid-plot, it hid the dips."""
+    drawn = []
+    monkeypatch.setattr(Figure, "savefig", lambda figure, *args, **kwargs: drawn.append(figure))
+    rewards = np.where(np.arange(70) % 15 == 7, -1.0, 5.0)
+    saveLearningCurve(np.arange(1, 71) * 40, rewards, 40, str(tmp_path / "c.png"), title="t")
+    figure = drawn[0]
+    figure.canvas.draw()
+    (legend,) = figure.legends
+    assert figure.axes[0].get_legend() is None
+    assert legend.get_window_extent().y1 < figure.axes[0].get_tightbbox().y0  # under the axes and their labels
