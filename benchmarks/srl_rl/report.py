@@ -159,14 +159,17 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         file as shown, None without one), variants (name -> description, of the variants among the rows), overview
         (the subsections over the tasks, overview.overviewSection; optional), comparisons (env -> the subsection
         against earlier runs, compare.comparisonSection; optional), renderer (the sentence about the envs that do
-        not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional)
+        not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional),
+        unplanned (the envs without a plan that have archived runs and are not reported; optional)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
     reuse = (f" Every finished run is recorded in `{archive}` and reused by later invocations with the same settings: "
              "an env whose runs are all there is neither prepared nor run again (`--rerun ENV` runs it again), and the "
-             "section covers every env that has runs, in the bench folder or archived (counted as *archived* in the "
-             "tables)." if archive else "")
+             "section covers every planned env that has runs, in the bench folder or archived (counted as *archived* "
+             "in the tables), and the envs without a plan given to `--env`." if archive else "")
+    if facts.get("unplanned"):
+        reuse += f" Archived and not covered here: {UNPLANNED_NOTE.format(envs=', '.join(facts['unplanned']))}."
     parts = [
         f"Written by `{facts['command']}`{makeNote('bench-srl-rl', facts['command'])}; re-running it replaces this "
         "section and does only "
@@ -214,7 +217,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
                           else "no threshold (ground truth has no positive final reward yet)")
         notes = [note for note in (facts.get("archived", {}).get(plan.env), facts.get("continued", {}).get(plan.env))
                  if note]
-        parts += [f"### {plan.env} ({plan.task})", "", " ".join([f"{budget}; {threshold_text}.", *notes]), "",
+        heading = f"### {plan.env}" + (f" ({plan.task})" if plan.task != plan.env else "")  # a plan's task
+        parts += [heading, "", " ".join([f"{budget}; {threshold_text}.", *notes]), "",
                   tables[plan.env], "",
                   *([facts["comparisons"][plan.env], ""] if plan.env in facts.get("comparisons", {}) else []),
                   *texts[plan.env], "",
@@ -222,6 +226,10 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     if facts.get("overview"):
         parts.append(facts["overview"])
     return "\n".join(parts)
+
+
+UNPLANNED_NOTE = ("{envs} (an env without a plan is reported when given to `--env` with its `--budget ENV=STEPS`, "
+                  "`--eval-freq` and `--eval-episodes`)")
 
 
 def rendererNote(settings: Settings, env_plans: Sequence[EnvPlan]) -> str:
@@ -289,6 +297,11 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
               + ": nothing written")
         return 1
     reported = [plan for plan in candidates if plan.env in used]
+    # an env without a plan has its budget and evaluation only on the command line: its archived runs are covered when
+    # it is given to --env again
+    unplanned = sorted({entry["env"] for entry in archive.values()} - set(plans.PLANS) - set(used))
+    if unplanned:
+        print(f"Archived, not reported: {UNPLANNED_NOTE.format(envs=', '.join(unplanned))}")
     fresh, listed, tables, texts, images, thresholds, notes_archive, comparisons = [], [], {}, {}, {}, {}, {}, {}
     rows_by_task, models_by_task, notes_continued = {}, {}, {}
     missing = 0
@@ -357,7 +370,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
-             "overview": overview, "comparisons": comparisons, "renderer": rendererNote(settings, reported),
+             "overview": overview, "comparisons": comparisons, "unplanned": unplanned,
+             "renderer": rendererNote(settings, reported),
              "renderers": {plan.env: renderer for plan in reported if (renderer := settings.envRenderer(plan.env))}}
     if facts["renderer"]:
         print(facts["renderer"])
