@@ -10,7 +10,7 @@ from conftest import runModule
 from srl_rl_bench import CURVES, writeGrid, writeRun
 
 from benchmarks import gt_curves
-from benchmarks.srl_rl import cli, plans
+from benchmarks.srl_rl import cli, plans, running
 from replay import gather_results
 from replay.results import findRuns
 from rl_baselines import pipeline
@@ -200,3 +200,14 @@ def test_an_archived_env_without_a_plan_left_out_of_the_report_is_named(tmp_path
     assert f"### {line}\n" in out and f"### {OTHER}" not in out
     assert f"Archived, not reported: {OTHER} (an env without a plan is reported when given to `--env`" in out
     assert f"Archived and not covered here: {OTHER} (" in out.split("## Does SRL help?")[-1]
+
+
+def test_the_estimate_of_an_env_without_a_plan_counts_whole_evaluation_episodes() -> None:
+    arm, omni = "Kuka2ButtonGymEnv-v0", "OmnirobotEnv-v0"
+    settings = _settings("--env", arm, omni, "--budget", f"{arm}=2000", f"{omni}=2000", "--eval-freq", "1000",
+                         "--eval-episodes", "1", "--observations", "ground_truth")
+    # an agent that has not learned plays its evaluation episodes to the end: 1500 steps for the two-button arm
+    assert {plan.env: plan.episode_length for plan in settings.plans} == {arm: 1500, omni: 250}
+    seconds = running.expectedRunSeconds(settings.plans[0], "ground_truth", {})
+    assert seconds == pytest.approx(plans.EXPECTED_START_S + (2000 + 2 * 1500 / 1.25) / plans.expectedRate(
+        arm, "ground_truth"))
