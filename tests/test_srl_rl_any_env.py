@@ -211,3 +211,19 @@ def test_the_estimate_of_an_env_without_a_plan_counts_whole_evaluation_episodes(
     seconds = running.expectedRunSeconds(settings.plans[0], "ground_truth", {})
     assert seconds == pytest.approx(plans.EXPECTED_START_S + (2000 + 2 * 1500 / 1.25) / plans.expectedRate(
         arm, "ground_truth"))
+
+
+def test_a_task_left_out_of_the_statistics_over_the_tasks_is_named(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = "MobileRobotLineTargetGymEnv-v0"
+    argv = ["--env", OTHER, line, "--budget", f"{OTHER}=4000", f"{line}=4000", "--eval-freq", "1000",
+            "--eval-episodes", "3", "--observations", "ground_truth", "raw_pixels", "--seeds", "2", "--bench-dir",
+            "bench", "--runs-file", "runs.json"]
+    settings = _settings(*argv)
+    writeGrid(settings, OTHER, CURVES, "2026-11-20T10:00:00", "unused")
+    negative = {name: [[-reward for reward in curve] for curve in curves] for name, curves in CURVES.items()}
+    writeGrid(settings, line, negative, "2026-11-20T10:00:00", "unused")  # ground truth ends below 0
+    assert cli.main([*argv, "--report-only", "--no-doc", "--no-append"]) == 0
+    out = capsys.readouterr().out
+    assert (f"over 1 task(s): {OTHER} (left out, ground truth's mean final reward not positive: {line})."
+            in out)
