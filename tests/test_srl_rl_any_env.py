@@ -172,6 +172,8 @@ def test_the_section_of_an_env_without_a_plan_has_no_paper_column(tmp_path, monk
     assert header.endswith("| p (Welch vs raw pixels) |") and "not recorded here" not in section
     row = next(line for line in section.splitlines() if line.startswith("| ground_truth |"))
     assert row.count("|") == header.count("|")
+    # nor the planned tasks' budgets and the paper's settings, which are about other envs
+    assert "Step budgets:" not in section and "Paper: " not in section and "Here vs paper" not in section
 
 
 def test_an_arm_without_a_plan_runs_with_force_down_as_its_dataset() -> None:

@@ -164,6 +164,7 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
+    planned = any(plan.env in plans.PLANS for plan in env_plans)  # one of the paper's tasks, with a measured budget
     reuse = (f" Every finished run is recorded in `{archive}` and reused by later invocations with the same settings: "
              "an env whose runs are all there is neither prepared nor run again (`--rerun ENV` runs it again), and the "
              "section covers every planned env that has runs, in the bench folder or archived (counted as *archived* "
@@ -190,9 +191,10 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         "over the ground truth's dimensions; `-` for raw pixels and their variants, which learn no "
         "state apart from the agent; `n/a` for a model "
         "evaluated before the probe existed); *p* is Welch's t-test "
-        "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels. *Here vs paper* "
-        "compares fractions of each side's ground truth: *agrees* when they differ by less than twice their combined "
-        "standard error. A row marked missing has no finished run yet; *continued* counts the runs continued after "
+        "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels."
+        + (" *Here vs paper* compares fractions of each side's ground truth: *agrees* when they differ by less than "
+           "twice their combined standard error." if planned else "")
+        + " A row marked missing has no finished run yet; *continued* counts the runs continued after "
         "a stop (resumed from a checkpoint), which the line above the table names."
         + (" *Against earlier runs* follows a table with the runs of the same observations, run settings and SRL "
            "settings in another archive, made with other train settings or another physics version of the env (the "
@@ -200,8 +202,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
            "error over seeds), their difference, whether it is at most twice the combined standard error "
            "(sqrt(SE_now^2 + SE_earlier^2); n/a below 2 seeds on a side), and the settings that differ (earlier -> "
            "now)." if facts.get("comparisons") else ""), "",
-        BUDGET_NOTE, "",
-        ANCHOR_NOTE, "",
+        # the planned tasks' budgets and the paper: only beside one of them (an env without a plan has neither)
+        *([BUDGET_NOTE, "", ANCHOR_NOTE, ""] if planned else []),
         f"- Machine of this invocation (archived runs: their own machines, in each task's line): {facts['machine']}",
         f"- Wall time of the benchmark: {facts['wall']}", "",
         "Commands (from the repository root):", "", "```bash", *facts["commands"], "```", "",
