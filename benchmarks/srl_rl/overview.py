@@ -252,7 +252,8 @@ def _overTheTasks(scores: dict[str, dict[str, np.ndarray]], tasks: list[str], im
     parts = ["### Over the tasks", "",
              f"A run's *score* is its final evaluation reward divided by ground truth's mean final evaluation reward "
              f"on its task (1: as good as ground truth), over {len(tasks)} task(s): {', '.join(tasks)}"
-             + (f" (left out, without a positive ground-truth mean final reward: {', '.join(skipped)})" if skipped else "")
+             + (f" (left out, without a positive ground-truth mean final reward: {', '.join(skipped)})"
+                if skipped else "")
              + ". Per "
              "observation, the interquartile mean (IQM: the mean of the middle half of the pooled scores of its runs "
              "on every task, robust to a few failed seeds) and the mean, each with a 95% stratified bootstrap "
