@@ -263,5 +263,5 @@ def test_the_benchmark_runs_on_a_ray_instance(tmp_path, ray_head) -> None:
                        "--no-append", "--no-progress", "--nice", "0", "--workers", "1", env=ray_env, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"Ray cluster: {address}" in result.stdout
-    assert f"### {env} ({env})" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
+    assert f"### {env}\n" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
     assert (tmp_path / "images" / f"srl_rl_{env}.png").stat().st_size > 0

@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from conftest import runModule
-from srl_rl_bench import CURVES, writeRun
+from srl_rl_bench import CURVES, writeGrid, writeRun
 
 from benchmarks import gt_curves
-from benchmarks.srl_rl import cli, plans
+from benchmarks.srl_rl import cli, plans, running
 from replay import gather_results
 from replay.results import findRuns
 from rl_baselines import pipeline
@@ -88,6 +88,9 @@ class _NoGroundTruth:
      "--first-seed 4294967295 with 2 seeds: the last seed, 4294967296, is beyond 4294967295"),
     (["--env", plans.MOBILE, "--executor", "ray", "--ray-address", "127.0.0.1:1"], "127.0.0.1:1: nothing answers"),
     (["--env", plans.MOBILE, "--rerun", plans.KUKA], "not among the envs run"),
+    # argparse keeps the last of a flag given twice: the first env (or budget) would be dropped without a word
+    (["--env", plans.MOBILE, "--env", OTHER], "argument --env: given twice; give all its values after one --env"),
+    (["--env", OTHER, "--budget", f"{OTHER}=1000", "--budget", f"{plans.MOBILE}=1000"], "argument --budget: given"),
 ])
 def test_bad_envs_are_refused_in_one_line_before_anything_is_written(tmp_path, argv, message) -> None:
     bench = tmp_path / "bench"
@@ -152,3 +155,77 @@ def test_the_prepare_command_gives_each_flag_once() -> None:
     assert command.count("--episodes") == 1 and command[command.index("--episodes") + 1] == "3"
     plain = _settings("--env", plans.MOBILE_1D)
     assert plain.prepareCommand(plain.plans[0]).count("--episodes") == 1  # the plan's own, 20
+
+
+def test_the_section_of_an_env_without_a_plan_has_no_paper_column(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    argv = ["--env", OTHER, "--budget", f"{OTHER}=4000", "--eval-freq", "1000", "--eval-episodes", "3",
+            "--observations", "ground_truth", "raw_pixels", "--seeds", "2", "--bench-dir", "bench",
+            "--runs-file", "runs.json"]
+    writeGrid(_settings(*argv), OTHER, CURVES, "2026-11-20T10:00:00", "unused")
+    assert cli.main([*argv, "--report-only", "--no-doc", "--no-append"]) == 0
+    section = capsys.readouterr().out
+    # none of the paper's tasks: no paper column (nor "not recorded here", which says the paper has a figure), and
+    # the heading does not repeat the env id as its task
+    assert f"### {OTHER}\n" in section and f"({OTHER})" not in section
+    header = next(line for line in section.splitlines() if line.startswith("| observation | runs |"))
+    assert header.endswith("| p (Welch vs raw pixels) |") and "not recorded here" not in section
+    row = next(line for line in section.splitlines() if line.startswith("| ground_truth |"))
+    assert row.count("|") == header.count("|")
+    # nor the planned tasks' budgets and the paper's settings, which are about other envs
+    assert "Step budgets:" not in section and "Paper: " not in section and "Here vs paper" not in section
+
+
+def test_an_arm_without_a_plan_runs_with_force_down_as_its_dataset() -> None:
+    # prepare's datasets of an arm are recorded with force_down (environments.dataset_generator): its runs match them
+    arm, other = "Kuka2ButtonGymEnv-v0", "OmnirobotEnv-v0"
+    settings = _settings("--env", arm, other, "--budget", f"{arm}=2000", f"{other}=2000", "--eval-freq", "1000",
+                         "--eval-episodes", "1", "--observations", "ground_truth", "vae")
+    commands = {plan.env: settings.pipelineCommand(plan) for plan in settings.plans}
+    assert "--force-down" in commands[arm] and "--force-down" not in commands[other]
+    assert settings.runSettings(settings.plans[0])["flags"] == ["--force-down"]
+
+
+def test_an_archived_env_without_a_plan_left_out_of_the_report_is_named(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = "MobileRobotLineTargetGymEnv-v0"
+    common = ["--eval-freq", "1000", "--eval-episodes", "3", "--observations", "ground_truth", "raw_pixels",
+              "--seeds", "2", "--bench-dir", "bench", "--runs-file", "runs.json", "--report-only", "--no-doc",
+              "--no-append"]
+    for env in (OTHER, line):  # one env, then another: each archived by its own report
+        argv = ["--env", env, "--budget", f"{env}=4000", *common]
+        writeGrid(_settings(*argv), env, CURVES, "2026-11-20T10:00:00", "unused")
+        capsys.readouterr()
+        assert cli.main(argv) == 0
+    out = capsys.readouterr().out  # the second report's
+    # the second report covers its own env only (the first one's budget is not known to it): it says so
+    assert f"### {line}\n" in out and f"### {OTHER}" not in out
+    assert f"Archived, not reported: {OTHER} (an env without a plan is reported when given to `--env`" in out
+    assert f"Archived and not covered here: {OTHER} (" in out.split("## Does SRL help?")[-1]
+
+
+def test_the_estimate_of_an_env_without_a_plan_counts_whole_evaluation_episodes() -> None:
+    arm, omni = "Kuka2ButtonGymEnv-v0", "OmnirobotEnv-v0"
+    settings = _settings("--env", arm, omni, "--budget", f"{arm}=2000", f"{omni}=2000", "--eval-freq", "1000",
+                         "--eval-episodes", "1", "--observations", "ground_truth")
+    # an agent that has not learned plays its evaluation episodes to the end: 1500 steps for the two-button arm
+    assert {plan.env: plan.episode_length for plan in settings.plans} == {arm: 1500, omni: 250}
+    seconds = running.expectedRunSeconds(settings.plans[0], "ground_truth", {})
+    assert seconds == pytest.approx(plans.EXPECTED_START_S + (2000 + 2 * 1500 / 1.25) / plans.expectedRate(
+        arm, "ground_truth"))
+
+
+def test_a_task_left_out_of_the_statistics_over_the_tasks_is_named(tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    line = "MobileRobotLineTargetGymEnv-v0"
+    argv = ["--env", OTHER, line, "--budget", f"{OTHER}=4000", f"{line}=4000", "--eval-freq", "1000",
+            "--eval-episodes", "3", "--observations", "ground_truth", "raw_pixels", "--seeds", "2", "--bench-dir",
+            "bench", "--runs-file", "runs.json"]
+    settings = _settings(*argv)
+    writeGrid(settings, OTHER, CURVES, "2026-11-20T10:00:00", "unused")
+    negative = {name: [[-reward for reward in curve] for curve in curves] for name, curves in CURVES.items()}
+    writeGrid(settings, line, negative, "2026-11-20T10:00:00", "unused")  # ground truth ends below 0
+    assert cli.main([*argv, "--report-only", "--no-doc", "--no-append"]) == 0
+    out = capsys.readouterr().out
+    assert (f"over 1 task(s): {OTHER} (left out, without a positive ground-truth mean final reward: {line})."
+            in out)

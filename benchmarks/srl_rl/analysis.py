@@ -31,6 +31,7 @@ from benchmarks.srl_rl.plans import (
     GROUND_TRUTH,
     GT_SCALE,
     OBSERVATIONS,
+    PLANS,
     RAW_PIXELS,
     RAW_PIXELS_SHIFT,
     THRESHOLD_FRACTION,
@@ -264,12 +265,15 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
     :param threshold: its threshold (None: not defined)
     :param models: learned model name -> its facts (benchmarks.srl_rl.models.modelFacts, or
         :func:`reportedModels`' combined facts)
-    :return: the markdown table
+    :return: the markdown table; the two paper columns only for a planned env (one of the paper's tasks: an env
+        without a plan is none of them)
     """
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)
     lines = ["| observation | runs | final eval reward (mean +/- SE) | steps to threshold (median, reached) | "
              "AUC / steps (mean +/- SE) | GTC (state dim) | probe R^2 | p (Welch vs raw pixels) | "
              "paper (mean +/- SE) | here vs paper |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+    if env not in PLANS:
+        lines = [lines[0].removesuffix(" paper (mean +/- SE) | here vs paper |"), lines[1].removesuffix("---:|---|")]
     digits = tableDigits(rows)
     for row in rows:
         paper, comparison = anchorComparison(row, env, reference)
@@ -293,9 +297,10 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
         counts = [*([f"{archived} archived"] if archived else []), *([f"{continued} continued"] if continued else [])]
         if counts:
             runs += f" ({', '.join(counts)})"
+        paper_cells = f" {paper} | {comparison} |" if env in PLANS else ""
         if not row.runs:
             lines.append(f"| {row.observation} | {runs} | missing{': ' + row.note if row.note else ''} | | | {gtc} | "
-                         f"{probe} | | {paper} | |")
+                         f"{probe} | |" + (f" {paper} | |" if env in PLANS else ""))
             continue
         if threshold is None:
             reach = "no threshold"
@@ -308,7 +313,7 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
                    else "n/a" if math.isnan(row.p_value) else f"{row.p_value:.3g}")
         final = plusMinus(row.final, digits) + (f" ({row.note})" if row.note else "")
         lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {plusMinus(row.area, digits)} | {gtc} | {probe} | "
-                     f"{p_value} | {paper} | {comparison} |")
+                     f"{p_value} |{paper_cells}")
     return "\n".join(lines)
 
 

@@ -7,6 +7,7 @@ leaves docs/ untouched; an interrupted run archives the runs that finished befor
 """
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 import sys
@@ -75,18 +76,31 @@ def parseBudgets(values: Sequence[str], envs: Sequence[str]) -> dict[str, int]:
     return budgets
 
 
+class ListOnce(argparse.Action):
+    """A list option (``nargs="+"``) given at most once: argparse keeps the last of a flag given twice, which would
+    silently drop the first one's values (``--env A --env B`` running B alone)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, self.default) is not self.default:  # a list this flag set earlier
+            raise argparse.ArgumentError(self, f"given twice; give all its values after one {option_string} "
+                                               f"({option_string} {self.metavar} {self.metavar} ...)")
+        setattr(namespace, self.dest, values)
+
+
 def buildParser() -> CLIParser:
     """:return: the benchmark's parser"""
     parser = CLIParser(prog=PROG, description="SRL + RL benchmark: does a learned state representation help ppo2 "
                        "learn? One table and one figure per env.", epilog=BUDGET_NOTE)
-    parser.add_argument("--env", nargs="+", default=list(PLANS), metavar="ENV",
+    parser.add_argument("--env", nargs="+", action=ListOnce, default=list(PLANS), metavar="ENV",
                         help=f"registered envs with ground truth [the planned ones: {' '.join(PLANS)}]; another env "
                              "needs --budget ENV=STEPS, --eval-freq and --eval-episodes")
-    parser.add_argument("--observations", nargs="+", choices=list(OBSERVATIONS), default=None, metavar="OBS",
+    parser.add_argument("--observations", nargs="+", action=ListOnce, choices=list(OBSERVATIONS), default=None,
+                        metavar="OBS",
                         help=f"observations [all: {' '.join(OBSERVATIONS)}; --quick: {' '.join(QUICK_OBSERVATIONS)}]")
     parser.add_argument("--seeds", type=positiveInt, default=None, help="seeds per observation [5; --quick: 2]")
     parser.add_argument("--first-seed", type=seedNumber, default=0, help="seeds are FIRST, FIRST+1, ... [0]")
-    parser.add_argument("--budget", nargs="+", default=[], metavar="ENV=STEPS",
+    parser.add_argument("--budget", nargs="+", action=ListOnce, default=[], metavar="ENV=STEPS",
                         help="env steps per run for an env, instead of the plan's "
                              f"[{', '.join(f'{p.env}={p.steps}' for p in PLANS.values())}]")
     parser.add_argument("--eval-freq", type=positiveInt, default=None, help="steps between evaluations "
@@ -123,7 +137,7 @@ def buildParser() -> CLIParser:
                              "envs that offer it: tinyrenderer (every env), sprites (mobile robots), lowpoly (Kuka "
                              "arms); the other envs keep their default [not passed: each env's default: "
                              f"{defaultRenderersText()}]")
-    parser.add_argument("--rerun", nargs="+", default=[], metavar="ENV",
+    parser.add_argument("--rerun", nargs="+", action=ListOnce, default=[], metavar="ENV",
                         help="ignore the archived runs of these envs: prepare and run them again (the runs finished in "
                              "the bench folder are still kept); their new runs replace the archived records")
     parser.add_argument("--doc", default=None, help="markdown file whose 'Does SRL help?' block is replaced (added "

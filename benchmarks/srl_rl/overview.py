@@ -229,7 +229,8 @@ def overviewSection(rows_by_task: dict[str, Sequence[ObservationSummary]],
     """
     scores = normalisedScores(rows_by_task)
     tasks = [env for env in rows_by_task if env in scores.get(GROUND_TRUTH, {})]
-    parts = [] if not tasks else _overTheTasks(scores, tasks, image, image_path, seed)
+    skipped = [env for env in rows_by_task if env not in tasks]  # no positive ground-truth reward to divide by
+    parts = [] if not tasks else _overTheTasks(scores, tasks, image, image_path, seed, skipped)
     correlations = correlationRows(rows_by_task, models_by_task, learned, seed)
     if correlations:
         parts += ["### Which metric predicts the agent's success?", "",
@@ -242,14 +243,18 @@ def overviewSection(rows_by_task: dict[str, Sequence[ObservationSummary]],
 
 
 def _overTheTasks(scores: dict[str, dict[str, np.ndarray]], tasks: list[str], image: str | None, image_path: str | None,
-                  seed: int) -> list[str]:
-    """:return: the lines of the IQM table over ``tasks`` (their normalised ``scores``) and its figure"""
+                  seed: int, skipped: Sequence[str] = ()) -> list[str]:
+    """:return: the lines of the IQM table over ``tasks`` (their normalised ``scores``) and its figure; the
+    ``skipped`` tasks (without a positive ground-truth reward) are named as left out"""
     rows = aggregateRows(scores, seed)
     if image_path is not None:
         plotSummary(image_path, scores, rows, tasks, seed)
     parts = ["### Over the tasks", "",
              f"A run's *score* is its final evaluation reward divided by ground truth's mean final evaluation reward "
-             f"on its task (1: as good as ground truth), over {len(tasks)} task(s): {', '.join(tasks)}. Per "
+             f"on its task (1: as good as ground truth), over {len(tasks)} task(s): {', '.join(tasks)}"
+             + (f" (left out, without a positive ground-truth mean final reward: {', '.join(skipped)})"
+                if skipped else "")
+             + ". Per "
              "observation, the interquartile mean (IQM: the mean of the middle half of the pooled scores of its runs "
              "on every task, robust to a few failed seeds) and the mean, each with a 95% stratified bootstrap "
              "confidence interval (10,000 resamples of the runs within each task, percentile method), as rliable "

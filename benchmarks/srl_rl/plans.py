@@ -235,7 +235,9 @@ def derivedPlan(env: str, steps: int | None, eval_freq: int | None, eval_episode
     :param eval_freq: --eval-freq (None: not given)
     :param eval_episodes: --eval-episodes (None: not given)
     :param quick: the quick mode (tiny datasets)
-    :return: its plan (task: the env id; no env flag)
+    :return: its plan (task: the env id; no env flag; the env's ``MAX_STEPS`` as the evaluation episodes' length, for
+        the time estimate; ``--force-down`` for the runs of an env that takes it, whose
+        datasets environments.dataset_generator records with it, as the planned arms' runs)
     :raises UsageError: the env cannot be benchmarked (:func:`groundTruthRefusal`) or a flag the plan needs is missing
     """
     refusal = groundTruthRefusal(env)
@@ -246,8 +248,11 @@ def derivedPlan(env: str, steps: int | None, eval_freq: int | None, eval_episode
     if missing:
         raise UsageError(f"--env {env} has no plan (planned: {', '.join(PLANS)}): give {', '.join(missing)}")
     assert steps is not None and eval_freq is not None and eval_episodes is not None
+    # an agent that has not learned (an arm that never presses) plays its evaluation episodes to the env's MAX_STEPS
     return EnvPlan(env, env, steps=steps, eval_freq=eval_freq, eval_episodes=eval_episodes,
-                   prepare_flags=("--episodes", "2", "--epochs", "1") if quick else ())
+                   episode_length=int(getEnvClass(env).MAX_STEPS),
+                   prepare_flags=("--episodes", "2", "--epochs", "1") if quick else (),
+                   run_flags=("--force-down",) if getEnvClass(env).acceptsKeyword("force_down") else ())
 
 
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the

@@ -159,14 +159,18 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         file as shown, None without one), variants (name -> description, of the variants among the rows), overview
         (the subsections over the tasks, overview.overviewSection; optional), comparisons (env -> the subsection
         against earlier runs, compare.comparisonSection; optional), renderer (the sentence about the envs that do
-        not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional)
+        not offer ``--renderer``; optional), renderers (env -> the ``--renderer`` its commands get; optional),
+        unplanned (the envs without a plan that have archived runs and are not reported; optional)
     :return: the section's content, without its heading (:data:`SECTION_TITLE`)
     """
     archive = facts.get("archive")
+    planned = any(plan.env in plans.PLANS for plan in env_plans)  # one of the paper's tasks, with a measured budget
     reuse = (f" Every finished run is recorded in `{archive}` and reused by later invocations with the same settings: "
              "an env whose runs are all there is neither prepared nor run again (`--rerun ENV` runs it again), and the "
-             "section covers every env that has runs, in the bench folder or archived (counted as *archived* in the "
-             "tables)." if archive else "")
+             "section covers every planned env that has runs, in the bench folder or archived (counted as *archived* "
+             "in the tables), and the envs without a plan given to `--env`." if archive else "")
+    if facts.get("unplanned"):
+        reuse += f" Archived and not covered here: {UNPLANNED_NOTE.format(envs=', '.join(facts['unplanned']))}."
     parts = [
         f"Written by `{facts['command']}`{makeNote('bench-srl-rl', facts['command'])}; re-running it replaces this "
         "section and does only "
@@ -187,9 +191,10 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
         "over the ground truth's dimensions; `-` for raw pixels and their variants, which learn no "
         "state apart from the agent; `n/a` for a model "
         "evaluated before the probe existed); *p* is Welch's t-test "
-        "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels. *Here vs paper* "
-        "compares fractions of each side's ground truth: *agrees* when they differ by less than twice their combined "
-        "standard error. A row marked missing has no finished run yet; *continued* counts the runs continued after "
+        "(`scipy.stats.ttest_ind(equal_var=False)`) of the final rewards against raw pixels."
+        + (" *Here vs paper* compares fractions of each side's ground truth: *agrees* when they differ by less than "
+           "twice their combined standard error." if planned else "")
+        + " A row marked missing has no finished run yet; *continued* counts the runs continued after "
         "a stop (resumed from a checkpoint), which the line above the table names."
         + (" *Against earlier runs* follows a table with the runs of the same observations, run settings and SRL "
            "settings in another archive, made with other train settings or another physics version of the env (the "
@@ -197,8 +202,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
            "error over seeds), their difference, whether it is at most twice the combined standard error "
            "(sqrt(SE_now^2 + SE_earlier^2); n/a below 2 seeds on a side), and the settings that differ (earlier -> "
            "now)." if facts.get("comparisons") else ""), "",
-        BUDGET_NOTE, "",
-        ANCHOR_NOTE, "",
+        # the planned tasks' budgets and the paper: only beside one of them (an env without a plan has neither)
+        *([BUDGET_NOTE, "", ANCHOR_NOTE, ""] if planned else []),
         f"- Machine of this invocation (archived runs: their own machines, in each task's line): {facts['machine']}",
         f"- Wall time of the benchmark: {facts['wall']}", "",
         "Commands (from the repository root):", "", "```bash", *facts["commands"], "```", "",
@@ -214,7 +219,8 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
                           else "no threshold (ground truth has no positive final reward yet)")
         notes = [note for note in (facts.get("archived", {}).get(plan.env), facts.get("continued", {}).get(plan.env))
                  if note]
-        parts += [f"### {plan.env} ({plan.task})", "", " ".join([f"{budget}; {threshold_text}.", *notes]), "",
+        heading = f"### {plan.env}" + (f" ({plan.task})" if plan.task != plan.env else "")  # a plan's task
+        parts += [heading, "", " ".join([f"{budget}; {threshold_text}.", *notes]), "",
                   tables[plan.env], "",
                   *([facts["comparisons"][plan.env], ""] if plan.env in facts.get("comparisons", {}) else []),
                   *texts[plan.env], "",
@@ -222,6 +228,10 @@ def sectionText(env_plans: Sequence[EnvPlan], tables: dict[str, str], texts: dic
     if facts.get("overview"):
         parts.append(facts["overview"])
     return "\n".join(parts)
+
+
+UNPLANNED_NOTE = ("{envs} (an env without a plan is reported when given to `--env` with its `--budget ENV=STEPS`, "
+                  "`--eval-freq` and `--eval-episodes`)")
 
 
 def rendererNote(settings: Settings, env_plans: Sequence[EnvPlan]) -> str:
@@ -289,6 +299,11 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
               + ": nothing written")
         return 1
     reported = [plan for plan in candidates if plan.env in used]
+    # an env without a plan has its budget and evaluation only on the command line: its archived runs are covered when
+    # it is given to --env again
+    unplanned = sorted({entry["env"] for entry in archive.values()} - set(plans.PLANS) - set(used))
+    if unplanned:
+        print(f"Archived, not reported: {UNPLANNED_NOTE.format(envs=', '.join(unplanned))}")
     fresh, listed, tables, texts, images, thresholds, notes_archive, comparisons = [], [], {}, {}, {}, {}, {}, {}
     rows_by_task, models_by_task, notes_continued = {}, {}, {}
     missing = 0
@@ -357,7 +372,8 @@ def report(settings: Settings, command: str, machine: str, doc: str | None, imag
              "thresholds": thresholds, "commands": commands, "archived": notes_archive, "continued": notes_continued,
              "archive": displayPath(settings.archive_file) if settings.archive_file else None,
              "variants": {name: VARIANTS[name].description for name in settings.observations if name in VARIANTS},
-             "overview": overview, "comparisons": comparisons, "renderer": rendererNote(settings, reported),
+             "overview": overview, "comparisons": comparisons, "unplanned": unplanned,
+             "renderer": rendererNote(settings, reported),
              "renderers": {plan.env: renderer for plan in reported if (renderer := settings.envRenderer(plan.env))}}
     if facts["renderer"]:
         print(facts["renderer"])
