@@ -269,11 +269,12 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
         without a plan is none of them)
     """
     reference = next((row for row in rows if row.observation == GROUND_TRUTH and row.finals), None)
-    lines = ["| observation | runs | final eval reward (mean +/- SE) | steps to threshold (median, reached) | "
-             "AUC / steps (mean +/- SE) | GTC (state dim) | probe R^2 | p (Welch vs raw pixels) | "
-             "paper (mean +/- SE) | here vs paper |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
-    if env not in PLANS:
-        lines = [lines[0].removesuffix(" paper (mean +/- SE) | here vs paper |"), lines[1].removesuffix("---:|---|")]
+    with_paper = env in PLANS
+    columns = ["observation", "runs", "final eval reward (mean +/- SE)", "steps to threshold (median, reached)",
+               "AUC / steps (mean +/- SE)", "GTC (state dim)", "probe R^2", "p (Welch vs raw pixels)",
+               *(["paper (mean +/- SE)", "here vs paper"] if with_paper else [])]
+    alignments = ["---", *["---:"] * (len(columns) - 2), "---" if with_paper else "---:"]
+    lines = [f"| {' | '.join(columns)} |", f"|{'|'.join(alignments)}|"]
     digits = tableDigits(rows)
     for row in rows:
         paper, comparison = anchorComparison(row, env, reference)
@@ -297,10 +298,9 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
         counts = [*([f"{archived} archived"] if archived else []), *([f"{continued} continued"] if continued else [])]
         if counts:
             runs += f" ({', '.join(counts)})"
-        paper_cells = f" {paper} | {comparison} |" if env in PLANS else ""
         if not row.runs:
             lines.append(f"| {row.observation} | {runs} | missing{': ' + row.note if row.note else ''} | | | {gtc} | "
-                         f"{probe} | |" + (f" {paper} | |" if env in PLANS else ""))
+                         f"{probe} | |" + (f" {paper} | |" if with_paper else ""))
             continue
         if threshold is None:
             reach = "no threshold"
@@ -313,7 +313,7 @@ def envTable(env: str, rows: Sequence[ObservationSummary], threshold: float | No
                    else "n/a" if math.isnan(row.p_value) else f"{row.p_value:.3g}")
         final = plusMinus(row.final, digits) + (f" ({row.note})" if row.note else "")
         lines.append(f"| {row.observation} | {runs} | {final} | {reach} | {plusMinus(row.area, digits)} | {gtc} | {probe} | "
-                     f"{p_value} |{paper_cells}")
+                     f"{p_value} |" + (f" {paper} | {comparison} |" if with_paper else ""))
     return "\n".join(lines)
 
 

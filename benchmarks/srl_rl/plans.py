@@ -248,11 +248,12 @@ def derivedPlan(env: str, steps: int | None, eval_freq: int | None, eval_episode
     if missing:
         raise UsageError(f"--env {env} has no plan (planned: {', '.join(PLANS)}): give {', '.join(missing)}")
     assert steps is not None and eval_freq is not None and eval_episodes is not None
+    env_class = getEnvClass(env)
     # an agent that has not learned (an arm that never presses) plays its evaluation episodes to the env's MAX_STEPS
     return EnvPlan(env, env, steps=steps, eval_freq=eval_freq, eval_episodes=eval_episodes,
-                   episode_length=int(getEnvClass(env).MAX_STEPS),
+                   episode_length=int(env_class.MAX_STEPS),
                    prepare_flags=("--episodes", "2", "--epochs", "1") if quick else (),
-                   run_flags=("--force-down",) if getEnvClass(env).acceptsKeyword("force_down") else ())
+                   run_flags=("--force-down",) if env_class.acceptsKeyword("force_down") else ())
 
 
 # Step budgets, chosen from measurements with ground truth (ppo2, 2 seeds, see BUDGET_NOTE) and the cost of the
