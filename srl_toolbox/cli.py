@@ -5,8 +5,9 @@
   which offers ``--version``;
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2, a
   :class:`CommandFailed` as ``error: ...`` with code 1, an OS error that the environment caused (a full or read-only
-  disk: srl_toolbox.files.ENVIRONMENT_ERRNOS) as ``error: could not write PATH: REASON`` with code 1, and warnings as
-  one ``warning: ...`` line; :class:`HeldWarnings` holds a command's warnings until its checks pass (a refused
+  disk: srl_toolbox.files.ENVIRONMENT_ERRNOS) as ``error: could not write PATH: REASON`` with code 1, a Ctrl-C as
+  ``Interrupted`` (130) and a SIGTERM, stopping the command as a Ctrl-C does, as ``Terminated`` (143), and warnings
+  as one ``warning: ...`` line; :class:`HeldWarnings` holds a command's warnings until its checks pass (a refused
   command prints its error alone);
 - argparse types that name the bad value and the valid range (:func:`positiveInt`, :func:`nonNegativeInt`,
   :func:`seedNumber`, :func:`intInRange`, :func:`portNumber`, :func:`envCount`, :func:`nonEmptyText`),
@@ -39,10 +40,13 @@ from srl_toolbox.errors import CommandFailed as CommandFailed  # in errors (belo
 from srl_toolbox.errors import UsageError as UsageError
 from srl_toolbox.errors import oneLineWarning
 from srl_toolbox.files import TEMPORARY_NAME_EXTRA, environmentError
+from srl_toolbox.signals import sigtermAsCtrlC
 
 USAGE_EXIT_CODE = 2
 # The exit code of a command stopped by a Ctrl-C (128 + SIGINT, as a shell reports it).
 INTERRUPTED_EXIT_CODE = 130
+# The exit code of a command stopped by SIGTERM (128 + SIGTERM), which it handles as a Ctrl-C
+TERMINATED_EXIT_CODE = 143
 # Seeds are what numpy.random.seed accepts (SB3 seeds numpy, random and torch with the same number).
 MAX_SEED = 2**32 - 1
 # The largest count a flag takes (steps, episodes, windows): beyond it NumPy's int64 arithmetic overflows.
@@ -103,8 +107,11 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     """
     Run a command's ``main``, turning UsageError into ``error: ...`` on stderr and exit code 2, CommandFailed into
     ``error: ...`` and exit code 1, and a Ctrl-C that the command does not handle itself into ``Interrupted`` and
-    exit code 130 (no traceback); warnings print as one line each, ``warning: <message>`` (``warning: <Category>:
-    <message>`` for a skipped plugin's: :func:`srl_toolbox.errors.oneLineWarning`), above any progress bar.
+    exit code 130 (no traceback). SIGTERM (``kill``, ``timeout``, a batch scheduler) stops a command that installs
+    no handler of its own as a Ctrl-C does (:func:`srl_toolbox.signals.sigtermAsCtrlC`: the same clean-up runs):
+    ``Terminated`` and exit code 143, or the command's own lines and 143 where it returns 130 for the interrupt.
+    Warnings print as one line each, ``warning: <message>`` (``warning: <Category>: <message>`` for a skipped
+    plugin's: :func:`srl_toolbox.errors.oneLineWarning`), above any progress bar.
 
     :param main: the command's main function
     :param argv: its arguments (default: sys.argv[1:])
@@ -113,26 +120,29 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     # named (a skipped plugin's, whenever a registry loads) keep their name
     warnings.formatwarning = lambda message, category, *args, **kwargs: oneLineWarning(message, category)
     warnings.showwarning = showAboveBars(warnings.showwarning)
-    try:
-        code = main(argv)
-    except UsageError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(USAGE_EXIT_CODE)
-    except CommandFailed as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(1)
-    except KeyboardInterrupt:
-        print("Interrupted", file=sys.stderr)
-        sys.exit(INTERRUPTED_EXIT_CODE)
-    except BrokenPipeError:  # the output was piped into a reader that stopped (`| head`): end quietly
-        discardStdout()
-        sys.exit(1)
-    except Exception as error:
-        found = environmentError(error)
-        if found is None:  # a bug: its traceback
-            raise
-        print(f"error: {environmentErrorText(found)}", file=sys.stderr)
-        sys.exit(1)
+    with sigtermAsCtrlC() as termination:
+        try:
+            code = main(argv)
+        except UsageError as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(USAGE_EXIT_CODE)
+        except CommandFailed as error:
+            print(f"error: {error}", file=sys.stderr)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            print("Terminated" if termination.received else "Interrupted", file=sys.stderr)
+            sys.exit(TERMINATED_EXIT_CODE if termination.received else INTERRUPTED_EXIT_CODE)
+        except BrokenPipeError:  # the output was piped into a reader that stopped (`| head`): end quietly
+            discardStdout()
+            sys.exit(1)
+        except Exception as error:
+            found = environmentError(error)
+            if found is None:  # a bug: its traceback
+                raise
+            print(f"error: {environmentErrorText(found)}", file=sys.stderr)
+            sys.exit(1)
+        if code == INTERRUPTED_EXIT_CODE and termination.received:  # it handled the SIGTERM as a Ctrl-C, lines too
+            code = TERMINATED_EXIT_CODE
     sys.exit(code or 0)
 
 

@@ -1,4 +1,5 @@
-"""Worker processes that leave Ctrl-C and SIGTERM to the process that started them while they import.
+"""Worker processes that leave Ctrl-C and SIGTERM to the process that started them while they import; SIGTERM handled
+as a Ctrl-C by a command.
 
 A terminal's Ctrl-C (or ``kill -- -PGID``) reaches every process of the group, a worker that is still importing its
 libraries (seconds for torch, PyBullet, the envs) included, and kills it mid-import with a traceback.
@@ -7,15 +8,85 @@ reaches the starting process at the end of the block. A worker that ignores both
 rank) keeps them blocked; one that stops on them (a search worker) calls :func:`unblockStopSignals` once it runs,
 and a signal that came while it imported arrives then. :func:`ctrlCDeferred` holds a Ctrl-C back from code in which
 Python would lose it (forking: the standard library's at-fork hooks ignore the KeyboardInterrupt raised in them).
+
+:func:`sigtermAsCtrlC` (every command's :func:`srl_toolbox.cli.runCommand`) makes SIGTERM (``kill PID``,
+``timeout``, a batch scheduler) raise :class:`Terminated`, a KeyboardInterrupt: the clean-up a Ctrl-C runs
+(``except KeyboardInterrupt``, ``finally``) runs for it too. Invariant: no forked process keeps a SIGTERM handler of
+this module (:func:`_defaultSigtermInChild`): ``Pool.terminate()`` and ``Process.terminate()`` end their workers, and
+a worker that ignores SIGTERM (an env worker, a ppo1 rank) sets that itself once started.
 """
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import os
 import signal
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from multiprocessing import resource_tracker
+from typing import Any
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+# The SIGTERM handlers installed here that a forked process must not keep (it gets SIGTERM's default action)
+_NOT_INHERITED: set[Callable[[int, Any], None]] = set()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, ``timeout``, a batch scheduler), handled as a Ctrl-C: raised in the main thread, so that
+    the code that stops cleanly on a Ctrl-C (``except KeyboardInterrupt``, ``finally``) stops cleanly on it too."""
+
+
+def raiseTerminated(signum: int, frame: Any) -> None:
+    """A SIGTERM handler: raise :class:`Terminated` in the main thread."""
+    raise Terminated()
+
+
+@dataclasses.dataclass
+class Termination:
+    """What :func:`sigtermAsCtrlC` saw: ``received`` once a SIGTERM was handled (its Terminated raised)."""
+
+    received: bool = False
+
+
+@contextlib.contextmanager
+def sigtermAsCtrlC() -> Iterator[Termination]:
+    """
+    For the ``with`` block, in the main thread: a SIGTERM raises :class:`Terminated` and sets the yielded
+    :class:`Termination`'s ``received`` (a command that catches the KeyboardInterrupt and returns its own exit code
+    is then told from one a Ctrl-C stopped). A SIGTERM that is ignored (``nohup``) or already has a handler keeps it,
+    and so does one that code in the block set (train ignores both stop signals once its run is saved). Processes
+    forked in the block start with SIGTERM's default action.
+    """
+    termination = Termination()
+
+    def handler(signum: int, frame: Any) -> None:
+        termination.received = True
+        raise Terminated()
+
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        yield termination
+        return
+    previous = signal.signal(signal.SIGTERM, handler)
+    _NOT_INHERITED.add(handler)
+    try:
+        yield termination
+    finally:
+        if signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, previous)
+        _NOT_INHERITED.discard(handler)
+
+
+def _defaultSigtermInChild() -> None:
+    """In a forked process: SIGTERM's default action in place of a handler of this module, which would raise in
+    code that was never meant to stop on it (a pool's worker: a traceback, or a pool that never ends)."""
+    if signal.getsignal(signal.SIGTERM) in _NOT_INHERITED:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _NOT_INHERITED.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_defaultSigtermInChild)
 
 
 @contextlib.contextmanager
@@ -47,14 +118,25 @@ def unblockStopSignals() -> None:
 def ctrlCDeferred() -> Iterator[None]:
     """
     A SIGINT during the ``with`` block is remembered instead of handled, and handled when the block ends by the
-    handler that was in place (Python's default one raises ``KeyboardInterrupt`` there). Processes forked in the
-    block start with a handler that only remembers, until they install their own. In the main thread only.
+    handler that was in place (Python's default one raises ``KeyboardInterrupt`` there); so is a SIGTERM that a
+    Python handler takes (:func:`sigtermAsCtrlC`'s). Processes forked in the block start with a SIGINT handler that
+    only remembers, until they install their own, and with SIGTERM's default action. In the main thread only.
     """
     caught: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, _frame: caught.append(signum))
+
+    def remember(signum: int, _frame: Any) -> None:
+        caught.append(signum)
+
+    deferred = [signal.SIGINT, *([signal.SIGTERM] if callable(signal.getsignal(signal.SIGTERM)) else [])]
+    previous = {signum: signal.signal(signum, remember) for signum in deferred}
+    _NOT_INHERITED.add(remember)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
-        if caught and callable(previous):
-            previous(signal.SIGINT, None)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        _NOT_INHERITED.discard(remember)
+        for signum in dict.fromkeys(caught):  # in the order they came: the first handler that raises ends it
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)

@@ -71,7 +71,7 @@ from rl_baselines.sweeps.search_study import (
     samplerSeed,
     sqlitePath,
 )
-from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, raiseTerminated, runWorkers
+from rl_baselines.sweeps.search_trials import TrialProgress, finishedTrials, runWorkers
 from rl_baselines.sweeps.sweep import (
     PATH_SETTINGS,
     canonicalPath,
@@ -95,6 +95,7 @@ from srl_toolbox.cli import (
 )
 from srl_toolbox.devices import threadsShare
 from srl_toolbox.plugins import SkippedPluginWarning
+from srl_toolbox.signals import raiseTerminated
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")

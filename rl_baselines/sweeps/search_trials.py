@@ -58,7 +58,7 @@ from rl_baselines.sweeps.search_study import (
 )
 from srl_toolbox.cli import writeAboveBar
 from srl_toolbox.devices import threadsEnvironment
-from srl_toolbox.signals import stopSignalsBlocked, unblockStopSignals
+from srl_toolbox.signals import raiseTerminated, stopSignalsBlocked, unblockStopSignals
 
 # Seconds between two reads of a running trial's monitor files.
 POLL_S = 0.5
@@ -247,16 +247,6 @@ def _trialFolder(output_dir: str, number: int) -> str:
         except FileExistsError:
             continue
     raise TrialFailed(f"cannot create a folder for trial {number} in {output_dir}")
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (``kill``, ``timeout``, a batch scheduler), handled as a Ctrl-C: the trials in flight stop their train
-    processes (else orphaned: each leads its own session) and are recorded failed, and the summary is written."""
-
-
-def raiseTerminated(signum: int, frame: Any) -> None:
-    """A SIGTERM handler: raise :class:`Terminated` in the main thread."""
-    raise Terminated()
 
 
 def _stopChild(child: subprocess.Popen) -> None:
