@@ -36,7 +36,8 @@ def modelStates(folder: str) -> np.ndarray:
 
 
 def test_record_train_measure_load_as_the_commands_do(tinyData, tmp_path, capsys) -> None:
-    assert tinyData.endswith(os.path.join("data", "tiny")) and os.path.isfile(os.path.join(tinyData, "dataset_config.json"))
+    assert tinyData.endswith(os.path.join("data", "tiny"))
+    assert os.path.isfile(os.path.join(tinyData, "dataset_config.json"))
     random.seed(7)
     np.random.seed(7)
     torch.manual_seed(7)
