@@ -606,6 +606,16 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
     :return: exit code: 0, or 130 when interrupted (the partial folder kept for --resume once an episode finished)
     :raises UsageError: bad input (nothing written)
     """
+    return 130 if recordDataset(config, resume_hint) is None else 0
+
+
+def recordDataset(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> str | None:
+    """
+    :func:`generate`'s work.
+
+    :return: the published dataset folder, None when interrupted (said on stderr, with ``resume_hint``)
+    :raises UsageError: bad input (nothing written)
+    """
     config = checkedSettings(config)  # what follows validate reads it too
     # the checks' warnings (a flag that does nothing on this env) wait until they pass: a refused recording prints its
     # one-line error alone (a plugin that failed to load is said whatever happens)
@@ -646,10 +656,10 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
         if not kept:
             _dropEmpty(partial_dir, lock)
             print("Interrupted: no episode finished, nothing kept", file=sys.stderr)
-            return 130
+            return None
         print(f"Interrupted: {kept} of {spec.num_episodes} episodes kept in {partial_dir}; {resume_hint}",
               file=sys.stderr)
-        return 130
+        return None
     except Exception:
         if not finishedEpisodes(partial_dir):
             _dropEmpty(partial_dir, lock)
@@ -666,7 +676,7 @@ def generate(config: GeneratorConfig, resume_hint: str = RESUME_HINT) -> int:
           f"frame{'s' * (total != 1)}{rate})")
     if config.reward_dist:
         print(rewardDistribution(merged["rewards"]))
-    return 0
+    return final_dir
 
 
 if __name__ == "__main__":

@@ -17,14 +17,13 @@ The names are importable from the package too: ``from rl_baselines import makeCo
 """
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import difflib
 import numbers
 import os
 import shlex
 import signal
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +33,6 @@ from stable_baselines3.common.utils import set_random_seed
 from environments import getEnvClass, registered_env
 from environments.registry import unknownEnvText
 from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
-from rl_baselines.core.training_state import captureGlobalRNG, restoreGlobalRNG
 from rl_baselines.runs import train
 from rl_baselines.runs.loaded_run import LoadedRun, checkEnvsAndSeed, playEpisodes
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
@@ -45,6 +43,7 @@ from srl_models.base import SRLType
 from srl_models.registry import registeredSRL
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import maxThreads
+from srl_toolbox.global_state import callerSettings
 from srl_toolbox.settings import flagWords, kindRefusal, plainValue, valueItems, valueText
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
@@ -283,7 +282,7 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         raise TypeError(f"trainAgent: give a RunConfig or makeConfig's keywords, not both ({', '.join(options)})")
     if config.plan is not None:  # a resume: the command's own path (it checks the run folder again, locked)
         threads = [] if torch_threads is None else ["--torch-threads", str(torch_threads)]
-        with _callerSettings(rng=False):
+        with callerSettings(rng=False):
             return _passOnStop(trainCommand([*config.argv, *threads]))
     args = config.args
     if torch_threads is not None:
@@ -292,7 +291,7 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
         except ValueError as error:
             raise UsageError(str(error)) from None
         args = args.replace(torch_threads=train.runThreadsFor(registered_rl[args.algo][0], asked, args.srl_model))
-    with _callerSettings(rng=False):
+    with callerSettings(rng=False):
         return _passOnStop(trainValidated(args))
 
 
@@ -332,20 +331,6 @@ def _passOnStop(result: TrainResult) -> TrainResult:
     if callable(handler):
         handler(signum, None)
     return result
-
-
-@contextlib.contextmanager
-def _callerSettings(rng: bool = True) -> Iterator[None]:
-    """Put back torch's thread count (which training and an SRL model's encoder set) and, with ``rng``, Python's,
-    NumPy's and torch's global generators (which loading a model and evaluating seed) as the caller had them."""
-    threads, rng_state = torch.get_num_threads(), captureGlobalRNG() if rng else None
-    try:
-        yield
-    finally:
-        if torch.get_num_threads() != threads:
-            torch.set_num_threads(threads)
-        if rng_state is not None:
-            restoreGlobalRNG(rng_state)
 
 
 def _checkKinds(*checks: tuple[str, Any, Any, str]) -> None:
@@ -424,7 +409,7 @@ def loadRun(run_dir: str | os.PathLike, which: str = "latest", srl_model_path: s
         raise _notARun("run_dir", run_dir, "a run folder's path", "result.run_dir")
     _checkKinds(("srl_model_path", srl_model_path, (str, os.PathLike), "an SRL model folder's path (or None)"),)
     try:
-        with _callerSettings():  # (SB3's load seeds the global generators with the run's seed)
+        with callerSettings():  # (SB3's load seeds the global generators with the run's seed)
             return loadRunFolder(os.fspath(run_dir), which, srl_model_path, flag="run_dir", checkpoint=checkpoint)
     except ValueError as error:
         raise UsageError(str(error)) from None
@@ -476,7 +461,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     deterministic = bool(deterministic)
     if run is None or not isinstance(run, (str, os.PathLike, LoadedRun, TrainResult)):
         raise _notARun("run", run, "a run folder's path, a LoadedRun or a TrainResult", "result")
-    with _callerSettings():  # loading from a folder reseeds the generators too
+    with callerSettings():  # loading from a folder reseeds the generators too
         loaded = _loadedRun(run)
         set_random_seed(seed)
         loaded.model.seedActionSampling(seed)  # an agent that samples with a generator of its own

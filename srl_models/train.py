@@ -173,11 +173,20 @@ def trainFromArgs(argv: Sequence[str] | None = None) -> str:
     :raises UsageError: bad input (nothing written)
     """
     config = parseConfig(argv)
-    # (on the command line only: prepare passes its epochs to every model it lists, recorded as before in the recipe)
+    checkEpochsGiven(config)
+    return trainFromConfig(config)
+
+
+def checkEpochsGiven(config: SRLTrainConfig) -> None:
+    """
+    The command's and the Python API's check (not prepare's: it passes its epochs to every model it lists, recorded
+    as before in the recipe).
+
+    :raises UsageError: epochs other than the default given to a model that trains no loss
+    """
     if config.srl_model is not None and not trainsLoss(config.srl_model) and config.epochs != SRLTrainConfig.epochs:
         raise UsageError(f"--epochs {config.epochs}: --srl-model {config.srl_model} trains no loss (no epochs, no "
                          "minibatches, no optimiser steps); leave --epochs out")
-    return trainFromConfig(config)
 
 
 def trainFromConfig(config: SRLTrainConfig) -> str:

@@ -482,7 +482,7 @@ def test_every_example_of_the_docs_runs(tmp_path, monkeypatch, capsys):
     assert "unknown --algo 'ppo3'; valid choices: a2c" in out
     assert "Already finished (256 steps): nothing to resume" in out
     assert namespace["result"].exit_code == 0 and namespace["scores"].episode_rewards
-    assert sorted(os.listdir(tmp_path)) == ["logs"]
+    assert sorted(os.listdir(tmp_path)) == ["data", "logs"]
 
 
 def test_resume_refuses_the_settings_it_takes_from_the_run(tmp_path) -> None:

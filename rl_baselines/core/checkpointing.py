@@ -63,16 +63,15 @@ from rl_baselines.core.run_folder import MONITOR_SUFFIX, RunFolder
 from rl_baselines.core.training_state import (
     RNG_FILE,
     captureEpisodeStarts,
-    captureGlobalRNG,
     countLines,
     freezeNextReset,
     keepFirstLines,
     restartEpisodes,
-    restoreGlobalRNG,
 )
 from srl_models.config import RUN_RECORD_FILE
 from srl_toolbox.cli import UsageError
 from srl_toolbox.files import readJson, writeJson, writeNpz
+from srl_toolbox.global_state import captureGlobalRNG, restoreGlobalRNG
 
 TRAINING_STATE_DIR = "training_state"
 REPLAY_BUFFER_DIR = "replay_buffer"

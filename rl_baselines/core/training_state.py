@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import json
 import os
-import random
 from typing import Any
 
 import numpy as np
-import torch
 from stable_baselines3.common import logger as sb3_logger
 
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import findVecNormalize
 from srl_toolbox.files import atomicPath, writeJson, writeNpz
+from srl_toolbox.global_state import captureGlobalRNG as captureGlobalRNG  # re-exported: a checkpoint's
+from srl_toolbox.global_state import restoreGlobalRNG as restoreGlobalRNG  # generators, stored with its state
 
 RNG_FILE = "rng_state.npz"
 BUFFER_ARRAYS_FILE = "buffer.npz"
@@ -34,47 +34,7 @@ BUFFER_VALUES_FILE = "buffer.json"
 _SCALAR_TYPES = (bool, int, float)
 
 
-# --- global random generators --------------------------------------------------------------------------------------
-
-
-def captureGlobalRNG() -> dict[str, np.ndarray]:
-    """
-    :return: the states of Python's, NumPy's (legacy global) and torch's CPU generators, as arrays, and with
-        ``torch_cuda_states`` each CUDA device's generator (one row per device) once this process initialised CUDA
-        (a process that never did draws nothing there, and reading them would initialise it)
-    """
-    version, python_state, gauss = random.getstate()
-    _, keys, position, has_gauss, cached_gaussian = np.random.get_state()
-    arrays = {
-        "python_version": np.asarray(version),
-        "python_state": np.asarray(python_state, dtype=np.uint64),
-        "python_gauss": np.asarray(np.nan if gauss is None else gauss, dtype=np.float64),
-        "numpy_keys": np.asarray(keys, dtype=np.uint32),
-        "numpy_position": np.asarray(position),
-        "numpy_has_gauss": np.asarray(has_gauss),
-        "numpy_cached_gaussian": np.asarray(cached_gaussian, dtype=np.float64),
-        "torch_state": torch.get_rng_state().numpy(),
-    }
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        arrays["torch_cuda_states"] = np.stack([state.numpy() for state in torch.cuda.get_rng_state_all()])
-    return arrays
-
-
-def restoreGlobalRNG(arrays: Any) -> None:
-    """
-    :param arrays: what :func:`captureGlobalRNG` returned (or the npz file holding it); its CUDA generators are set
-        on the devices this machine has (none without CUDA: a GPU run resumed on the CPU draws nothing there)
-    """
-    gauss = float(arrays["python_gauss"])
-    random.setstate((int(arrays["python_version"]), tuple(int(x) for x in arrays["python_state"]),
-                     None if np.isnan(gauss) else gauss))
-    np.random.set_state(("MT19937", np.asarray(arrays["numpy_keys"], dtype=np.uint32), int(arrays["numpy_position"]),
-                         int(arrays["numpy_has_gauss"]), float(arrays["numpy_cached_gaussian"])))
-    torch.set_rng_state(torch.as_tensor(np.asarray(arrays["torch_state"], dtype=np.uint8)))
-    if "torch_cuda_states" in getattr(arrays, "files", arrays) and torch.cuda.is_available():
-        states = np.asarray(arrays["torch_cuda_states"], dtype=np.uint8)
-        for device in range(min(len(states), torch.cuda.device_count())):
-            torch.cuda.set_rng_state(torch.as_tensor(states[device]), device)
+# --- env generators --------------------------------------------------------------------------------------
 
 
 def generatorState(generator: np.random.Generator | None) -> dict[str, Any] | None:

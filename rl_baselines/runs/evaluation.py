@@ -44,12 +44,13 @@ from rl_baselines.core.base import BaseRLObject, actionMaskKeywords
 from rl_baselines.core.checkpointing import bestFromState, bestToState
 from rl_baselines.core.plugin_v1 import makeEnv
 from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder  # noqa: F401 (EVALUATIONS_FILE re-exported)
-from rl_baselines.core.training_state import captureGlobalRNG, generatorState, restoreGlobalRNG, setGeneratorState
+from rl_baselines.core.training_state import generatorState, setGeneratorState
 from rl_baselines.envs.factory import findVecNormalize
 from rl_baselines.runs.evaluation_files import EVALUATION_KEYS as EVALUATION_KEYS  # re-exported
 from rl_baselines.runs.evaluation_files import readEvaluations as readEvaluations  # re-exported
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.files import writeNpz
+from srl_toolbox.global_state import captureGlobalRNG, restoreGlobalRNG
 from srl_toolbox.progress import EpisodeBar, stepLimit
 
 # The evaluation env is seeded with seed + this (training env i uses seed + i).
