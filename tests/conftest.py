@@ -16,6 +16,7 @@ import pytest
 import torch
 from warm_python import NO_WARM_VARIABLE, WarmInterpreter, WarmProcess, commandLine
 
+from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs import train
@@ -153,6 +154,46 @@ def freshProcesses(env: dict[str, str], *commands: tuple, timeout: float = 600) 
         interpreter.stop()
     assert None not in results, f"not run warm: {interpreter.fallbacks}"
     return results
+
+
+VISDOM_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
+
+
+def startTestServer(folder: str) -> tuple[subprocess.Popen, int]:
+    """:return: (a visdom server on a free loopback port, its envs and log in ``folder``, its port), retried where
+    another process took the port first"""
+    log_file = os.path.join(folder, "server.log")
+    for _ in range(3):
+        port = findFreePort()
+        process = startServer(port, env_path=os.path.join(folder, "envs"), log_file=log_file)
+        if waitForServer(port, timeout=VISDOM_START_TIMEOUT_S, process=process):
+            return process, port
+        stopServer(process)
+    with open(log_file, encoding="utf-8", errors="replace") as log:
+        pytest.fail(f"the visdom server did not start:\n{log.read()}")
+
+
+def stopServer(process: subprocess.Popen) -> None:
+    """Terminate a server started by :func:`startTestServer` (killed if it does not end)."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def visdom_port(tmp_path_factory: pytest.TempPathFactory):
+    """:return: the port of one visdom server per test process, shared by the tests that draw into it (a start costs
+    2-3 s): each draws into visdom envs of its own names and reads back only those; a test that stops, kills or
+    configures its server starts its own (:func:`startTestServer`)"""
+    process, port = startTestServer(str(tmp_path_factory.mktemp("visdom")))
+    try:
+        yield port
+    finally:
+        stopServer(process)
 
 
 @pytest.fixture(autouse=True)

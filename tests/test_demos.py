@@ -14,7 +14,6 @@ from conftest import REPO
 from test_prepare import ENV_ID, TINY
 
 from replay import demo, srl_demo
-from replay.visdom_server import findFreePort, startServer, waitForServer
 from rl_baselines.runs import train
 from srl_models import prepare
 from srl_toolbox.cli import UsageError
@@ -67,7 +66,7 @@ def test_the_demos_say_to_start_visdom_before_training(tmp_path, monkeypatch, ca
         assert "http://127.0.0.1:8123" in out and "once, at its first episode" in out
 
 
-def test_the_demos_give_no_visdom_hint_when_a_server_answers(tmp_path, monkeypatch, capsys):
+def test_the_demos_give_no_visdom_hint_when_a_server_answers(tmp_path, monkeypatch, capsys, visdom_port):
     """The demos told the user to start a visdom server even when one already answered on their port: the hint is
     now given only when none answers (training then finds the server and prints its page itself)."""
     def stop(*args, **kwargs):
@@ -76,18 +75,12 @@ def test_the_demos_give_no_visdom_hint_when_a_server_answers(tmp_path, monkeypat
     monkeypatch.setattr(train, "main", stop)
     monkeypatch.setattr(prepare, "prepare", stop)
     monkeypatch.chdir(tmp_path)
-    port = findFreePort()
-    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
-    try:
-        assert waitForServer(port, timeout=60, process=server), "the visdom server did not start"
-        for command in (demo, srl_demo):
-            with pytest.raises(KeyboardInterrupt):
-                command.main(["--port", str(port)])
-            out = capsys.readouterr().out
-            assert "Live curve" not in out and "replay.visdom_server" not in out, out
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    port = visdom_port
+    for command in (demo, srl_demo):
+        with pytest.raises(KeyboardInterrupt):
+            command.main(["--port", str(port)])
+        out = capsys.readouterr().out
+        assert "Live curve" not in out and "replay.visdom_server" not in out, out
 
 
 def test_make_demos_and_visdom_take_one_port():

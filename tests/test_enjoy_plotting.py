@@ -19,7 +19,7 @@ from PIL import Image
 from environments import getEnvClass, srl_env
 from environments.mobile_robot.mobile_robot_env import MobileRobotGymEnv
 from replay import enjoy_baselines, replay_plots
-from replay.visdom_server import findFreePort, startServer, waitForServer
+from replay.visdom_server import findFreePort
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.run_policy import RunPolicy, loadRunPolicy, readRunArgs, recordedSRLModelFolder
 from srl_models.models import RandomModel
@@ -428,30 +428,24 @@ def test_output_dir_needs_plotting(tmp_path, trainedRun):
     assert not os.listdir(tmp_path)
 
 
-def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn, capsys):
-    port = findFreePort()
-    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
-    try:
-        assert waitForServer(port), "the visdom server did not start"
-        assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "60", "--plotting", "--port",
-                                     str(port), "--output-dir", str(tmp_path / "plots")]) == 0
-        assert not [w for w in recwarn if "visdom" in str(w.message)], [str(w.message) for w in recwarn]
-        run_name = os.path.basename(os.path.normpath(trainedRun))
-        env_name = f"replay_{ENV_ID}_ground_truth_ppo2_{run_name}"
-        # the page of the replay's env, as train prints its own (visdom opens on its empty main env otherwise)
-        assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("Live plots")] == [
-            f"Live plots: http://127.0.0.1:{port}/env/{env_name}"]
-        client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
-        trajectory = json.loads(client.get_window_data(f"{env_name}_trajectory", env_name))["content"]["data"]
-        agent = next(trace for trace in trajectory if trace["name"].startswith("agent"))
-        assert len(agent["x"]) == 60 and [trace["name"] for trace in trajectory][1] == "target"
-        proba = json.loads(client.get_window_data(f"{env_name}_action_proba", env_name))["content"]["data"]
-        assert [trace["name"] for trace in proba] == ["0: -x", "1: +x", "2: -y", "3: +y"]
-        total = np.sum([trace["y"] for trace in proba], axis=0)
-        np.testing.assert_allclose(total, 1.0, rtol=1e-5)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def test_plots_reach_a_live_visdom_server(tmp_path, trainedRun, recwarn, capsys, visdom_port):
+    port = visdom_port
+    assert enjoy_baselines.main(["--log-dir", trainedRun, "--num-timesteps", "60", "--plotting", "--port",
+                                 str(port), "--output-dir", str(tmp_path / "plots")]) == 0
+    assert not [w for w in recwarn if "visdom" in str(w.message)], [str(w.message) for w in recwarn]
+    run_name = os.path.basename(os.path.normpath(trainedRun))
+    env_name = f"replay_{ENV_ID}_ground_truth_ppo2_{run_name}"
+    # the page of the replay's env, as train prints its own (visdom opens on its empty main env otherwise)
+    assert [line for line in capsys.readouterr().out.splitlines() if line.startswith("Live plots")] == [
+        f"Live plots: http://127.0.0.1:{port}/env/{env_name}"]
+    client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
+    trajectory = json.loads(client.get_window_data(f"{env_name}_trajectory", env_name))["content"]["data"]
+    agent = next(trace for trace in trajectory if trace["name"].startswith("agent"))
+    assert len(agent["x"]) == 60 and [trace["name"] for trace in trajectory][1] == "target"
+    proba = json.loads(client.get_window_data(f"{env_name}_action_proba", env_name))["content"]["data"]
+    assert [trace["name"] for trace in proba] == ["0: -x", "1: +x", "2: -y", "3: +y"]
+    total = np.sum([trace["y"] for trace in proba], axis=0)
+    np.testing.assert_allclose(total, 1.0, rtol=1e-5)
     assert sorted(os.listdir(tmp_path / "plots")) == ["action_proba.png", "trajectory.png"]
 
 

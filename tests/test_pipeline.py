@@ -30,7 +30,7 @@ from sweep_runs import (
 )
 from test_run_logging import _scalars
 
-from replay.visdom_server import findFreePort, startServer, waitForServer
+from replay.visdom_server import findFreePort
 from rl_baselines.core.checkpointing import listCheckpoints
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import runStatus
@@ -137,22 +137,6 @@ def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
     result = runModule("rl_baselines.pipeline", *base, "--algo", "ppo2", "nope", "--num-timesteps", "300", "--fpv")
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("error: 1 bad combination (algo x env x srl-model): nope x ")
-
-
-@pytest.fixture
-def visdom_port(tmp_path):
-    port = findFreePort()
-    server = startServer(port, env_path=str(tmp_path / "visdom"), log_file=str(tmp_path / "visdom.log"))
-    try:
-        assert waitForServer(port, timeout=60, process=server), open(tmp_path / "visdom.log").read()
-        yield port
-    finally:
-        server.terminate()
-        try:
-            server.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
 
 
 def _visdomTraces(port: int, env_name: str, win: str) -> dict[str, dict]:

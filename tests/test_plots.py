@@ -15,7 +15,7 @@ from PIL import Image
 from replay import plots
 from replay.plots import PNG_NAME, VisdomRunPlots, _timeUnit, findRunFolders, main, plotRun
 from replay.results import distinctStems
-from replay.visdom_server import findFreePort, startServer, waitForServer
+from replay.visdom_server import findFreePort
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.cli import UsageError
 
@@ -178,57 +178,45 @@ def test_a_refusal_prints_its_error_alone(tmp_path) -> None:
     assert os.listdir(tmp_path / "plots") == ["run.png"]
 
 
-def test_curves_reach_visdom(tmp_path) -> None:
-    port = findFreePort()
-    process = startServer(port, env_path=str(tmp_path / "envs"))
-    try:
-        assert waitForServer(port, timeout=60, process=process)
-        rewards = [1.0, 5.0, 3.0, 7.0]
-        run = writeRun(str(tmp_path / "run"), rewards, [10, 20, 10, 20], [1.0, 2.0, 3.0, 4.0])
-        plots = VisdomRunPlots(port, "plots_test")
-        plots.send("my/run", loadEpisodes(os.path.join(run, "monitor")), 2, "title")
-        assert plots.enabled
-        client = visdom.Visdom(port=port, use_incoming_socket=False, raise_exceptions=True)
-        for window, x in (("my_run_steps", [10, 30, 40, 60]), ("my_run_time", [1, 2, 3, 4])):
-            data = json.loads(client.get_window_data(window, "plots_test"))["content"]["data"]
-            assert data[0]["y"] == rewards and data[1]["y"] == [1.0, 3.0, 4.0, 5.0]  # raw, then window-2 average
-            assert data[0]["x"] == x
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+def test_curves_reach_visdom(tmp_path, visdom_port) -> None:
+    port = visdom_port
+    rewards = [1.0, 5.0, 3.0, 7.0]
+    run = writeRun(str(tmp_path / "run"), rewards, [10, 20, 10, 20], [1.0, 2.0, 3.0, 4.0])
+    plots = VisdomRunPlots(port, "plots_test")
+    plots.send("my/run", loadEpisodes(os.path.join(run, "monitor")), 2, "title")
+    assert plots.enabled
+    client = visdom.Visdom(port=port, use_incoming_socket=False, raise_exceptions=True)
+    for window, x in (("my_run_steps", [10, 30, 40, 60]), ("my_run_time", [1, 2, 3, 4])):
+        data = json.loads(client.get_window_data(window, "plots_test"))["content"]["data"]
+        assert data[0]["y"] == rewards and data[1]["y"] == [1.0, 3.0, 4.0, 5.0]  # raw, then window-2 average
+        assert data[0]["x"] == x
 
 
-def test_runs_of_the_same_folder_name_keep_their_own_visdom_windows(tmp_path, monkeypatch) -> None:
+def test_runs_of_the_same_folder_name_keep_their_own_visdom_windows(tmp_path, monkeypatch, visdom_port) -> None:
     """The window ids came from the run's path below the parent of -i, with ``/`` and other characters made ``_``:
     ``-i logs/a/ppo2/run`` then ``-i logs/b/ppo2/run`` drew into the same windows (``run_steps``), as did ``a/b/run``
     and ``a_b/run`` in one call, and every title read ``(run)``. Each run now has windows of its own, titled with
     its path."""
-    port = findFreePort()
-    process = startServer(port, env_path=str(tmp_path / "envs"))
-    try:
-        assert waitForServer(port, timeout=60, process=process)
-        monkeypatch.chdir(tmp_path)
-        args = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"}
-        runs = {path: [float(n), float(n) + 1.0] for n, path in
-                enumerate(("logs/a/ppo2/run", "logs/b/ppo2/run", "other/a/b/run", "other/a_b/run"))}
-        for path, rewards in runs.items():
-            writeRun(path, rewards, [10, 10], [1.0, 2.0], args=args)
-        for given in ("logs/a/ppo2/run", "logs/b/ppo2/run", "other"):
-            assert main(["-i", given, "--vis", "--port", str(port), "--vis-env", "same_names",
-                         "--output-dir", str(tmp_path / "png" / given.replace("/", "_"))]) == 0
-        client = visdom.Visdom(port=port, use_incoming_socket=False, raise_exceptions=True)
-        windows = json.loads(client.get_window_data(env="same_names"))
-        assert len(windows) == 2 * len(runs), sorted(windows)
-        drawn = {window["title"]: window["content"]["data"][0]["y"] for window in windows.values()}
-        assert drawn == {f"MobileRobotGymEnv-v0 ground_truth ppo2 ({os.path.normpath(path)})": rewards
-                         for path, rewards in runs.items()}
-        # drawing a run again replaces its own windows
-        assert main(["-i", "logs/a/ppo2/run", "--vis", "--port", str(port), "--vis-env", "same_names",
-                     "--output-dir", str(tmp_path / "png" / "again")]) == 0
-        assert len(json.loads(client.get_window_data(env="same_names"))) == 2 * len(runs)
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
+    port = visdom_port
+    monkeypatch.chdir(tmp_path)
+    args = {"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"}
+    runs = {path: [float(n), float(n) + 1.0] for n, path in
+            enumerate(("logs/a/ppo2/run", "logs/b/ppo2/run", "other/a/b/run", "other/a_b/run"))}
+    for path, rewards in runs.items():
+        writeRun(path, rewards, [10, 10], [1.0, 2.0], args=args)
+    for given in ("logs/a/ppo2/run", "logs/b/ppo2/run", "other"):
+        assert main(["-i", given, "--vis", "--port", str(port), "--vis-env", "same_names",
+                     "--output-dir", str(tmp_path / "png" / given.replace("/", "_"))]) == 0
+    client = visdom.Visdom(port=port, use_incoming_socket=False, raise_exceptions=True)
+    windows = json.loads(client.get_window_data(env="same_names"))
+    assert len(windows) == 2 * len(runs), sorted(windows)
+    drawn = {window["title"]: window["content"]["data"][0]["y"] for window in windows.values()}
+    assert drawn == {f"MobileRobotGymEnv-v0 ground_truth ppo2 ({os.path.normpath(path)})": rewards
+                     for path, rewards in runs.items()}
+    # drawing a run again replaces its own windows
+    assert main(["-i", "logs/a/ppo2/run", "--vis", "--port", str(port), "--vis-env", "same_names",
+                 "--output-dir", str(tmp_path / "png" / "again")]) == 0
+    assert len(json.loads(client.get_window_data(env="same_names"))) == 2 * len(runs)
 
 
 def test_runs_whose_paths_read_alike_get_png_names_of_their_own(tmp_path) -> None:

@@ -14,7 +14,7 @@ import warnings
 import numpy as np
 import pytest
 from conftest import REPO, interruptThenResume, runFolder, runModule, runTrain, trainHere, trainSettings
-from test_visdom import _client, _startTestServer, _stop
+from test_visdom import _client
 
 from rl_baselines.core.plugin_v1 import trainAlgorithm
 from rl_baselines.core.run_folder import RunFolder
@@ -273,19 +273,16 @@ def test_scalar_logger_reaches_every_output(tmp_path) -> None:
     logScalars(lambda _locals, _globals: True, 10, {"loss/policy": 1.0})
 
 
-def test_visdom_gets_one_window_per_tag_group(tmp_path) -> None:
-    process, port = _startTestServer(str(tmp_path))
-    try:
-        plotter = VisdomPlotter(port=port, env_name="scalars_test", title="t")
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            plotter.scalars({"loss/policy": [(10, 1.0), (20, 0.5)], "loss/value": [(10, 3.0)]})
-            plotter.scalars({"loss/policy": [(30, 0.25)]})
-        window = json.loads(_client(port).get_window_data("scalars_test_scalars_loss", "scalars_test"))
-        traces = {trace["name"]: (trace["x"], trace["y"]) for trace in window["content"]["data"]}
-        assert traces == {"loss/policy": ([10, 20, 30], [1.0, 0.5, 0.25]), "loss/value": ([10], [3.0])}
-    finally:
-        _stop(process)
+def test_visdom_gets_one_window_per_tag_group(visdom_port) -> None:
+    port = visdom_port
+    plotter = VisdomPlotter(port=port, env_name="scalars_test", title="t")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        plotter.scalars({"loss/policy": [(10, 1.0), (20, 0.5)], "loss/value": [(10, 3.0)]})
+        plotter.scalars({"loss/policy": [(30, 0.25)]})
+    window = json.loads(_client(port).get_window_data("scalars_test_scalars_loss", "scalars_test"))
+    traces = {trace["name"]: (trace["x"], trace["y"]) for trace in window["content"]["data"]}
+    assert traces == {"loss/policy": ([10, 20, 30], [1.0, 0.5, 0.25]), "loss/value": ([10], [3.0])}
 
 
 def test_missing_tensorboard_or_bad_folder_is_one_line(tmp_path, monkeypatch) -> None:

@@ -16,7 +16,6 @@ from matplotlib.image import imread
 
 from environments.dataset import Dataset
 from environments.dataset_generator import main as generateDataset
-from replay.visdom_server import findFreePort, startServer, waitForServer
 from srl_models import evaluate, explore_latent, registry
 from srl_models.base import DATASET_FINGERPRINT_KEY, EXP_CONFIG_FILE, BaseSRLModel, SRLType
 from srl_models.metrics import gtCorrelation, knnMse
@@ -519,23 +518,17 @@ class _PCAWithoutDecoder(PCASRL):
 
 
 @pytest.mark.slow
-def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys):
-    port = findFreePort()
-    server = startServer(port, env_path=str(tmp_path / "envs"), log_file=str(tmp_path / "server.log"))
-    try:
-        assert waitForServer(port, timeout=60.0, process=server), "the visdom server did not start"
-        folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
-        code, out, err = runMain(explore_latent, ["--model-folder", folder, "--vis", "--port", port, "--grid", "3",
-                                                  "--no-progress"], capsys)
-        assert code == 0, err
-        assert "Sent to visdom" in out
-        client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
-                               raise_exceptions=True)
-        window = json.loads(client.get_window_data("latent_test_pca_0_1", "srl_explore_latent"))
-        assert window["type"] == "image" and window["title"].startswith("test_pca")
-    finally:
-        server.terminate()
-        server.wait(timeout=15)
+def test_exploreLatentVisdomWindow(tmp_path, dataFolder, testModels, capsys, visdom_port):
+    port = visdom_port
+    folder = saveModel(str(tmp_path / "pca"), dataFolder, "test_pca")
+    code, out, err = runMain(explore_latent, ["--model-folder", folder, "--vis", "--port", port, "--grid", "3",
+                                              "--no-progress"], capsys)
+    assert code == 0, err
+    assert "Sent to visdom" in out
+    client = visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False,
+                           raise_exceptions=True)
+    window = json.loads(client.get_window_data("latent_test_pca_0_1", "srl_explore_latent"))
+    assert window["type"] == "image" and window["title"].startswith("test_pca")
 
 
 # --- with models trained by python -m srl_models.train -------------------------------------------------------------

@@ -11,7 +11,7 @@ import pytest
 import visdom
 from conftest import runFolder, runModule
 
-from replay.visdom_server import findFreePort, startServer, waitForServer
+from replay.visdom_server import findFreePort
 from rl_baselines.runs.monitor_files import loadEpisodes
 from srl_toolbox.plots import movingAverage
 
@@ -21,33 +21,27 @@ TRAIN_ARGS = ["--algo", "random_agent", "--env", "MobileRobotGymEnv-v0", "--srl-
               "--num-timesteps", "1500", "--no-progress", "--episode-window", "3"]
 
 
-def test_training_curve_reaches_visdom(tmp_path):
-    port = findFreePort()
-    server = startServer(port, env_path=str(tmp_path / "visdom_envs"))
-    try:
-        assert waitForServer(port), "the visdom server did not start"
-        result = runModule("rl_baselines.train", *TRAIN_ARGS, "--port", port, "--log-dir", tmp_path / "logs")
-        assert result.returncode == 0, result.stderr
-        assert "warning" not in result.stderr.lower()
-        run_dir = runFolder(result)
-        env_name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{os.path.basename(run_dir)}"
-        page = f"http://127.0.0.1:{port}/env/{env_name}"
-        assert result.stdout.count("Live plots: ") == 1 and f"Live plots: {page}\n" in result.stdout, result.stdout
-        with urllib.request.urlopen(page, timeout=30) as response:  # the run's own page, not visdom's main env
-            assert response.status == 200
-        client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
-        window = json.loads(client.get_window_data(f"{env_name}_reward", env_name))
-        traces = {trace["name"]: trace for trace in window["content"]["data"]}
-        episodes = loadEpisodes(os.path.join(run_dir, "monitor"))
-        assert len(episodes["rewards"]) == 6
-        raw, smoothed = traces["random_agent raw"], traces["random_agent smoothed"]
-        np.testing.assert_array_equal(raw["x"], episodes["timesteps"])
-        np.testing.assert_allclose(raw["y"], episodes["rewards"])
-        np.testing.assert_allclose(smoothed["y"], movingAverage(episodes["rewards"], 3))
-        assert json.loads(client.get_window_data(f"{env_name}_episodes", env_name))["content"]["data"]
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+def test_training_curve_reaches_visdom(tmp_path, visdom_port):
+    port = visdom_port
+    result = runModule("rl_baselines.train", *TRAIN_ARGS, "--port", port, "--log-dir", tmp_path / "logs")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr.lower()
+    run_dir = runFolder(result)
+    env_name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{os.path.basename(run_dir)}"
+    page = f"http://127.0.0.1:{port}/env/{env_name}"
+    assert result.stdout.count("Live plots: ") == 1 and f"Live plots: {page}\n" in result.stdout, result.stdout
+    with urllib.request.urlopen(page, timeout=30) as response:  # the run's own page, not visdom's main env
+        assert response.status == 200
+    client = visdom.Visdom(server="http://127.0.0.1", port=port, env=env_name, use_incoming_socket=False)
+    window = json.loads(client.get_window_data(f"{env_name}_reward", env_name))
+    traces = {trace["name"]: trace for trace in window["content"]["data"]}
+    episodes = loadEpisodes(os.path.join(run_dir, "monitor"))
+    assert len(episodes["rewards"]) == 6
+    raw, smoothed = traces["random_agent raw"], traces["random_agent smoothed"]
+    np.testing.assert_array_equal(raw["x"], episodes["timesteps"])
+    np.testing.assert_allclose(raw["y"], episodes["rewards"])
+    np.testing.assert_allclose(smoothed["y"], movingAverage(episodes["rewards"], 3))
+    assert json.loads(client.get_window_data(f"{env_name}_episodes", env_name))["content"]["data"]
 
 
 def test_training_goes_on_without_a_server(tmp_path):

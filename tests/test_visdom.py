@@ -10,15 +10,15 @@ import sys
 import urllib.parse
 import urllib.request
 import warnings
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import visdom
+from conftest import VISDOM_START_TIMEOUT_S, startTestServer, stopServer
 from matplotlib.figure import Figure
 from PIL import Image
 
-from replay.visdom_server import findFreePort, startServer, waitForServer
+from replay.visdom_server import findFreePort, waitForServer
 from srl_toolbox.plots import (
     VisdomPlotter,
     describe,
@@ -30,41 +30,6 @@ from srl_toolbox.plots import (
 )
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER_START_TIMEOUT_S = 60.0  # generous: two test workers share two cores
-
-
-def _startTestServer(tmp_dir: str) -> tuple[subprocess.Popen, int]:
-    """Start a server on a free loopback port, retrying if another process takes the port first."""
-    log_file = os.path.join(tmp_dir, "server.log")
-    for _ in range(3):
-        port = findFreePort()
-        process = startServer(port, env_path=os.path.join(tmp_dir, "envs"), log_file=log_file)
-        if waitForServer(port, timeout=SERVER_START_TIMEOUT_S, process=process):
-            return process, port
-        _stop(process)
-    with open(log_file, encoding="utf-8", errors="replace") as log:
-        pytest.fail(f"the visdom server did not start:\n{log.read()}")
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
-@pytest.fixture(scope="module")
-def visdom_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    process, port = _startTestServer(str(tmp_path_factory.mktemp("visdom")))
-    try:
-        yield port
-    finally:
-        _stop(process)
-
-
 def _client(port: int):
     with quietVisdom():
         return visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)
@@ -217,14 +182,14 @@ def test_unreachable_server_warns_once() -> None:
 
 
 def test_server_killed_midway_warns_once(tmp_path) -> None:
-    process, port = _startTestServer(str(tmp_path))
+    process, port = startTestServer(str(tmp_path))
     try:
         plotter = VisdomPlotter(port=port, env_name="test_killed")
         with warnings.catch_warnings(record=True) as records:
             warnings.simplefilter("always")
             plotter.update([10, 20], [1.0, 2.0])
             assert _userWarnings(records) == []
-            _stop(process)
+            stopServer(process)
             for n in range(3, 6):
                 plotter.update(np.arange(1, n + 1) * 10, np.ones(n))
         user_warnings = _userWarnings(records)
@@ -232,7 +197,7 @@ def test_server_killed_midway_warns_once(tmp_path) -> None:
         assert "stopped answering" in str(user_warnings[0].message)
         assert not plotter.enabled
     finally:
-        _stop(process)
+        stopServer(process)
 
 
 def test_live_plots_line_comes_once_the_first_window_is_drawn(visdom_port: int, monkeypatch: pytest.MonkeyPatch,
@@ -349,9 +314,9 @@ def test_visdom_own_server_command_serves_a_working_page_offline(tmp_path) -> No
             process = subprocess.Popen([sys.executable, "-m", "visdom.server", "-port", str(port), "-bind_local",
                                         "-env_path", str(tmp_path / "envs"), "-logging_level", "WARNING"],
                                        cwd=str(tmp_path), stdout=log, stderr=subprocess.STDOUT)
-            if waitForServer(port, timeout=SERVER_START_TIMEOUT_S, process=process):
+            if waitForServer(port, timeout=VISDOM_START_TIMEOUT_S, process=process):
                 break
-            _stop(process)
+            stopServer(process)
         else:
             pytest.fail(f"python -m visdom.server did not start:\n{log_path.read_text()}")
     try:
@@ -368,7 +333,7 @@ def test_visdom_own_server_command_serves_a_working_page_offline(tmp_path) -> No
             with urllib.request.urlopen(url, timeout=30) as response:
                 assert response.status == 200, url
     finally:
-        _stop(process)
+        stopServer(process)
 
 
 def test_the_learning_curve_of_one_episode_marks_it(tmp_path, monkeypatch) -> None:
