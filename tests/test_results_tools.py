@@ -277,7 +277,7 @@ def test_an_unfinished_run_counts_only_at_the_budgets_it_reached(runs, tmp_path)
     result = runModule("replay.gather_results", "--log-dir", log_dir, "--timestep-budget", "500", "1000",
                        "--episode-window", WINDOW, "--output-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
-    assert "1 unfinished run(s)" in result.stderr and "stopped" in result.stderr
+    assert "1 unfinished run (" in result.stderr and "stopped" in result.stderr
     rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
     assert rows["final"]["runs"] == "1" and rows["500"]["runs"] == "2" and rows["1000"]["runs"] == "1"
     result = runModule("replay.aggregate_plots", "--log-dir", log_dir, "--output", tmp_path / "agg" / "a")
@@ -434,13 +434,38 @@ def test_an_unfinished_run_is_left_out_of_the_pooling_warning_and_an_empty_budge
     result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "300", "2000",
                        "--output-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
-    assert "1 unfinished run(s)" in result.stderr and "pooled" not in result.stderr, result.stderr
+    assert "1 unfinished run (" in result.stderr and "pooled" not in result.stderr, result.stderr
     rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
     assert (rows["final"]["runs"], rows["300"]["runs"], rows["2000"]["runs"]) == ("2", "3", "0")
     text = open(tmp_path / "out" / "results.md").read()
     assert "no run trained to 2,000 steps" in text and "(all 0 of a shorter run)" not in text
     assert "| 2.7 not reached (0/3) |" in text  # (it read "not 2.7 (0/3)")
-    assert "3 runs, 1 method:" in result.stdout
+    assert "3 runs (1 unfinished: not in the final results), 1 method:" in result.stdout
+
+
+def test_a_run_its_sweep_stopped_is_unfinished_in_both_tools_and_the_final_table_says_what_it_left_out(tmp_path):
+    """A sweep run its pipeline's Ctrl-C stopped (failed.json ``"stopped": true``) was skipped as failed, while a run
+    train's own Ctrl-C stopped counted at the budgets it reached; the final table did not say it left either out."""
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [1.0, 2.0, 3.0, 4.0, 5.0], seed=seed)
+    _fakeRun(tmp_path / "logs" / "stopped_train", [1.0, 2.0, 3.0], seed=2, finished=False)
+    _fakeRun(tmp_path / "logs" / "stopped_sweep", [1.0, 2.0, 3.0], seed=3)  # (its done.json left by an attempt)
+    json.dump({"returncode": -15, "stopped": True}, open(tmp_path / "logs" / "stopped_sweep" / "failed.json", "w"))
+    _fakeRun(tmp_path / "logs" / "failed", [1.0, 2.0, 3.0], seed=4, finished=False)
+    json.dump({"returncode": 1}, open(tmp_path / "logs" / "failed" / "failed.json", "w"))
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "300",
+                       "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
+    assert (rows["final"]["runs"], rows["300"]["runs"]) == ("2", "4"), rows
+    assert "1 failed sweep run(s) skipped" in result.stderr, result.stderr
+    note = "2 unfinished runs (still training, or stopped before --num-timesteps) left out of the final results"
+    assert note in open(tmp_path / "out" / "results.md").read() and note in result.stderr
+    assert "4 runs (2 unfinished: not in the final results), 1 method:" in result.stdout
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "--output", tmp_path / "agg" / "a")
+    assert result.returncode == 0, result.stderr
+    assert "2 unfinished run(s) skipped" in result.stderr and "1 failed sweep run(s) skipped" in result.stderr
+    assert ": 2 runs," in result.stdout, result.stdout
 
 
 def test_a_finished_run_counts_at_a_budget_past_its_last_episode(tmp_path):
