@@ -302,6 +302,18 @@ def _threshold(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
+def paddedTable(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """
+    :param head: the column names
+    :param rows: each row's cells, one per column
+    :return: the lines of a Markdown table whose cells are padded to their column's widest, so that the raw text
+        reads as a table too (as pandas' ``to_markdown`` writes one)
+    """
+    widths = [max(3, *(len(cells[index]) for cells in (head, *rows))) for index in range(len(head))]
+    return ["| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths)) + " |"
+            for cells in (head, ["-" * width for width in widths], *rows)]
+
+
 def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, group_by: Sequence[str] = (),
              unfinished: int = 0) -> str:
     """
@@ -318,8 +330,8 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
         head.append(f"p (Welch vs {welch})")
     lines = ["# Results", ""]
     for budget in dict.fromkeys(row["budget"] for row in rows):
-        lines += [f"## {'Final' if budget == FINAL else f'At {budget:,} steps'}", "",
-                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [f"## {'Final' if budget == FINAL else f'At {budget:,} steps'}", ""]
+        table = []
         for row in (r for r in rows if r["budget"] == budget):
             if row["threshold"] is None:
                 steps = "no threshold"
@@ -351,7 +363,8 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                     cells.append("no baseline runs")
                 else:
                     cells.append("n/a" if p_value is None or math.isnan(p_value) else f"{p_value:.3g}")
-            lines.append("| " + " | ".join(cells) + " |")
+            table.append(cells)
+        lines += paddedTable(head, table)
         if budget == FINAL and unfinished:
             lines += ["", f"{unfinishedNote(unfinished)}."]
         lines.append("")
