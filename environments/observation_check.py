@@ -18,6 +18,7 @@ import gymnasium as gym
 import numpy as np
 
 from srl_toolbox.errors import showOnOneLine
+from srl_toolbox.text import withArticle
 
 
 class ObservationSpaceWarning(UserWarning):
@@ -55,7 +56,7 @@ def observationProblem(observation: Any, space: gym.Space) -> str | None:
         return None if space.contains(observation) else f"{observation!r}, not in {space}"
     declared = f"declared {space.dtype} {space.shape} in [{space.low.min():.6g}, {space.high.max():.6g}]"
     if not isinstance(observation, np.ndarray):
-        return f"a {type(observation).__name__}, not a numpy array ({declared})"
+        return f"{withArticle(type(observation).__name__)}, not a numpy array ({declared})"
     if observation.dtype != space.dtype or observation.shape != space.shape:
         return f"{_describe(observation)}, {declared}"
     if not space.contains(observation):

@@ -9,13 +9,14 @@ encodes them in a batched VecEnv wrapper. Any other name is refused.
 Class attributes describe what an env offers, so that command-line tools can validate a request without building the
 env: ``SRL_MODES``, ``ACTION_JOINTS`` (whether ``action_joints`` is meaningful), ``GOAL_CONDITIONED`` (whether
 ``goal_conditioned`` is), ``PLOT_TYPE`` ("2D"/"3D" for replay plots), ``GROUND_TRUTH_UNIT`` (the unit of the ground
-truth's coordinates, "m" for the robots, None where unknown), ``TARGET_LINE_AXIS`` (0 for a target that is the line
-x = its x, which the replay plots draw as a line; None for a point), ``ACTION_NAMES`` (the discrete actions' names, in
-index order, None for unnamed) and ``CONTINUOUS_ACTION_NAMES`` (a continuous action's dimensions;
-:meth:`SRLGymEnv.actionNames` gives an instance's), ``MAX_STEPS``, ``RENDERERS`` (what may draw the images: the
-values of the ``renderer`` keyword every env takes, the reference alone for an env that draws its own images, which
-count as it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own,
-:data:`REFERENCE_RENDERER` unless the class says otherwise); another renderer is refused with a one-line ValueError.
+truth's coordinates, "m" for the robots, None where unknown), ``TARGET_LINE_AXIS`` (0 for a target that is the line x =
+its x, which the replay plots draw as a line; None for a point), ``GROUND_TRUTH_VIEW`` (where the ground truth's x and y
+point in a top-down render() frame, so that the trajectory plot reads as the frames), ``ACTION_NAMES`` (the discrete
+actions' names, in index order, None for unnamed) and ``CONTINUOUS_ACTION_NAMES`` (a continuous action's dimensions;
+:meth:`SRLGymEnv.actionNames` gives an instance's), ``MAX_STEPS``, ``RENDERERS`` (what may draw the images: the values
+of the ``renderer`` keyword every env takes, the reference alone for an env that draws its own images, which count as
+it) and ``DEFAULT_RENDERER`` (what does when none is asked for: each env has its own, :data:`REFERENCE_RENDERER` unless
+the class says otherwise); another renderer is refused with a one-line ValueError.
 Upper-case class attributes are the env's constants; ``getGlobals`` collects them for the run folder's
 env_globals.json.
 
@@ -204,6 +205,10 @@ class SRLGymEnv(gym.Env, EzPickle):
     # A target that is a line across the arena rather than a point: the ground-truth coordinate that alone locates it
     # (0: the line x = the target's x; the replay's trajectory plot draws that line), None for a point target.
     TARGET_LINE_AXIS: int | None = None
+    # Where the ground truth's x and y point in the env's top-down render() frames ("right", "left", "up", "down":
+    # ("down", "right") for x down the image's rows, y along its columns), so that the replay's trajectory plot is
+    # drawn as the frames show the scene; None: no such view, the plot's x points right and its y up.
+    GROUND_TRUTH_VIEW: tuple[str, str] | None = None
     # Names of the discrete actions, in index order (legends of the replay plots), None for unnamed ("action i").
     ACTION_NAMES: tuple[str, ...] | None = None
     # Names of a continuous action's dimensions, in order (the replay plots' panels), None for unnamed ("action i").

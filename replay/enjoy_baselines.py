@@ -296,7 +296,8 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
     return ReplayPlotting(agent, train_args.algo, env_class.PLOT_TYPE, discrete, output_dir, title, visdom,
                           unit=env_class.GROUND_TRUTH_UNIT,
                           action_names=env.env_method("actionNames", indices=0)[0],
-                          target_line_axis=getattr(env_class, "TARGET_LINE_AXIS", None))
+                          target_line_axis=getattr(env_class, "TARGET_LINE_AXIS", None),
+                          view=getattr(env_class, "GROUND_TRUTH_VIEW", None))
 
 
 def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]:

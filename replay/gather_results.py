@@ -302,12 +302,26 @@ def _threshold(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, group_by: Sequence[str] = ()) -> str:
+def paddedTable(head: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    """
+    :param head: the column names
+    :param rows: each row's cells, one per column
+    :return: the lines of a Markdown table whose cells are padded to their column's widest, so that the raw text
+        reads as a table too (as pandas' ``to_markdown`` writes one)
+    """
+    widths = [max(3, *(len(cells[index]) for cells in (head, *rows))) for index in range(len(head))]
+    return ["| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths)) + " |"
+            for cells in (head, ["-" * width for width in widths], *rows)]
+
+
+def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, group_by: Sequence[str] = (),
+             unfinished: int = 0) -> str:
     """
     :param rows: rows of :func:`gather`
     :param window: the episode window (for the header)
     :param welch: the baseline method, if any
     :param group_by: extra method keys
+    :param unfinished: the unfinished runs measured (left out of the final table, said under it)
     :return: the Markdown tables, one per budget
     """
     head = ["env", "srl model", "algo", *group_by, "runs", "reward, mean ± std", "measured on", "95% CI",
@@ -316,8 +330,8 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
         head.append(f"p (Welch vs {welch})")
     lines = ["# Results", ""]
     for budget in dict.fromkeys(row["budget"] for row in rows):
-        lines += [f"## {'Final' if budget == FINAL else f'At {budget:,} steps'}", "",
-                  "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += [f"## {'Final' if budget == FINAL else f'At {budget:,} steps'}", ""]
+        table = []
         for row in (r for r in rows if r["budget"] == budget):
             if row["threshold"] is None:
                 steps = "no threshold"
@@ -349,7 +363,10 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                     cells.append("no baseline runs")
                 else:
                     cells.append("n/a" if p_value is None or math.isnan(p_value) else f"{p_value:.3g}")
-            lines.append("| " + " | ".join(cells) + " |")
+            table.append(cells)
+        lines += paddedTable(head, table)
+        if budget == FINAL and unfinished:
+            lines += ["", f"{unfinishedNote(unfinished)}."]
         lines.append("")
     # one per env, algorithm and --group-by values (a group's own ground-truth runs give its threshold)
     thresholds = sorted({(row["env"], ", ".join([row["algo"], *(f"{name}={row[name]}" for name in group_by)]),
@@ -359,6 +376,13 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
                                                 for env, method, value, source in thresholds) + ".")
         lines.append("")
     return "\n".join(lines)
+
+
+def unfinishedNote(count: int) -> str:
+    """:return: what the final results say of the ``count`` unfinished runs they leave out"""
+    return (f"{plural(count, 'unfinished run')} (still training, or stopped before --num-timesteps) left out of the "
+            f"final results: a reward before the budget is not a final reward; "
+            f"{'it counts' if count == 1 else 'they count'} only at the --timestep-budget values reached")
 
 
 def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[Run], str, str]:
@@ -379,9 +403,7 @@ def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace
                         args.training_rewards)
     unfinished = [run.path for run in runs if not run.finished]
     if unfinished:
-        warnings.warn(f"{len(unfinished)} unfinished run(s) (still training, or stopped before --num-timesteps) count "
-                      f"only at the --timestep-budget values they reached, not in the final results, e.g. "
-                      f"{unfinished[0]}")
+        warnings.warn(f"{unfinishedNote(len(unfinished))}, e.g. {unfinished[0]}")
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
@@ -403,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       if (finished := [run for run in members if run.finished])}, args.group_by)
     rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
                   args.training_rewards, args.threshold_fraction)
-    text = markdown(rows, args.episode_window, args.welch_test, args.group_by)
+    unfinished = sum(not run.finished for run in runs)
+    text = markdown(rows, args.episode_window, args.welch_test, args.group_by, unfinished)
     writeCsv(csv_path, rows)
     with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)
@@ -418,7 +441,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(f"Rewards from evaluations (evaluations.npz) for: {', '.join(evaluated)}"
               + ("; the other methods from training episodes" if len(evaluated) < len(methods) else ""))
-    print(f"{plural(len(runs), 'run')}, {plural(len(groups), 'method')}: {csv_path}, {md_path}")
+    left_out = f" ({unfinished} unfinished: not in the final results)" if unfinished else ""
+    print(f"{plural(len(runs), 'run')}{left_out}, {plural(len(groups), 'method')}: {csv_path}, {md_path}")
     return 0
 
 

@@ -18,7 +18,9 @@ longer than the figure is wide wraps):
   episode, as KukaMovingButton's button or CarRacing's point ahead, as its path: a crimson line). ``PLOT_TYPE`` of
   the env class says 2D or 3D; a 1-D ground truth is drawn against the step, the target's x as a dashed crimson line
   over the steps (broken between episodes, so that a target drawn anew at each reset shows where it was). Axes are
-  in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``) where it declares one.
+  in the env's ``GROUND_TRUTH_UNIT`` (``x (m)``) where it declares one. A 2D trajectory is oriented as the env's
+  top-down frames show the scene where its ``GROUND_TRUTH_VIEW`` says how (MobileRobot: y to the right, x down),
+  else x to the right and y up (:func:`planeAxes`).
 
 Live: every ``LIVE_EVERY`` steps and at the end, in the visdom environment given (windows ``<env>_action_proba``
 and ``<env>_trajectory``, characters other than letters, digits, ``-`` and ``_`` becoming ``_``; the same action
@@ -124,11 +126,15 @@ class ReplayTrace:
     :param action_names: the actions' names, in index order (the env's ``actionNames()``), None for unnamed
     :param target_line_axis: the env class's TARGET_LINE_AXIS: the ground-truth coordinate that alone locates a
         target that is a line (0: x), None for a point target
+    :param view: the env class's GROUND_TRUTH_VIEW: where x and y point in its top-down frames, None for x right
+        and y up
     """
 
     def __init__(self, discrete: bool, plot_type: str, unit: str | None = None,
-                 action_names: Sequence[str] | None = None, target_line_axis: int | None = None) -> None:
+                 action_names: Sequence[str] | None = None, target_line_axis: int | None = None,
+                 view: tuple[str, str] | None = None) -> None:
         self.discrete = discrete
+        self.view = view
         self.target_line_axis = target_line_axis
         self.plot_type = plot_type
         self.unit = unit
@@ -301,12 +307,14 @@ class ReplayPlotting:
     :param unit: the unit of the ground truth's coordinates (the env class's GROUND_TRUTH_UNIT), None when unknown
     :param action_names: the actions' names (the env's ``actionNames()``), None for unnamed
     :param target_line_axis: the env class's TARGET_LINE_AXIS, None for a point target
+    :param view: the env class's GROUND_TRUTH_VIEW (the trajectory PNG's orientation), None for x right and y up
     """
 
     def __init__(self, agent: Any, algo_name: str, plot_type: str, discrete: bool, output_dir: str,
                  title: str = "", visdom: ReplayVisdom | None = None, unit: str | None = None,
-                 action_names: Sequence[str] | None = None, target_line_axis: int | None = None) -> None:
-        self.trace = ReplayTrace(discrete, plot_type, unit, action_names, target_line_axis)
+                 action_names: Sequence[str] | None = None, target_line_axis: int | None = None,
+                 view: tuple[str, str] | None = None) -> None:
+        self.trace = ReplayTrace(discrete, plot_type, unit, action_names, target_line_axis, view)
         self.agent = agent
         self.algo_name = algo_name
         self.output_dir = output_dir
@@ -432,6 +440,19 @@ def saveActionProbaPlot(trace: ReplayTrace, path: str, title: str = "") -> str:
     return _savePng(actionProbaFigure(trace, title), path)
 
 
+def planeAxes(view: tuple[str, str] | None) -> tuple[int, int, bool, bool]:
+    """
+    :param view: where the ground truth's x and y point in the env's top-down frames (GROUND_TRUTH_VIEW), None for
+        x right and y up
+    :return: (the coordinate drawn along the plot's horizontal axis, the one along its vertical axis, whether the
+        horizontal axis grows to the left, whether the vertical one grows downward): the plot reads as the frames
+    """
+    if view is None:
+        return 0, 1, False, False
+    horizontal = next(index for index, direction in enumerate(view) if direction in ("left", "right"))
+    return horizontal, 1 - horizontal, view[horizontal] == "left", view[1 - horizontal] == "down"
+
+
 def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
     """
     Draw the trajectory in the ground-truth state space, coloured by reward (see the module docstring).
@@ -444,6 +465,9 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
     rewards = np.asarray(trace.rewards, dtype=np.float64)
     norm = Normalize(*rewardRange(rewards))
     three_d = points.shape[1] == 3
+    plane = trace.gt_dim_shown == 2  # x and y in the plane of the env's top-down frames, drawn as they show them
+    horizontal, vertical, flip_h, flip_v = planeAxes(trace.view if plane else None)
+    points = points[:, [horizontal, vertical]] if plane else points
     figure = _newFigure(7.5, 6)
     axes = figure.add_subplot(1, 1, 1, projection="3d" if three_d else None)
     episodes = np.asarray(trace.episodes)
@@ -457,12 +481,15 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
     scatter = axes.scatter(*points[order].T, c=rewards[order], cmap=COLOUR_MAP, norm=norm,
                            s=np.where(rare[order], 30, 14), zorder=3)
     (targets, paths), track = trace.targetPaths(), trace.targetTrack()
+    if plane:
+        targets, paths = targets[:, [horizontal, vertical]], [path[:, [horizontal, vertical]] for path in paths]
     for index, path in enumerate(paths):  # a target that moves within its episode: its path
         axes.plot(*path.T, color="crimson", linewidth=2, zorder=2, label=None if index else "target's path")
     line_axis = trace.target_line_axis if trace.target_line_axis in (0, 1) and not three_d else None
     if len(targets) and line_axis is not None:  # a line across the arena: x = target x (or y = target y)
-        draw = axes.axvline if line_axis == 0 else axes.axhline
-        for index, value in enumerate(np.unique(targets[:, line_axis])):
+        column = (horizontal, vertical).index(line_axis)  # the line is across the plot's other axis
+        draw = axes.axvline if column == 0 else axes.axhline
+        for index, value in enumerate(np.unique(targets[:, column])):
             draw(value, color="crimson", linestyle="--", linewidth=1.5, zorder=2, label=None if index else "target")
     elif len(targets):
         axes.scatter(*targets.T, marker="*", s=260, color="crimson", edgecolors="black", label="target", zorder=4)
@@ -479,8 +506,13 @@ def trajectoryFigure(trace: ReplayTrace, title: str = "") -> Any:
         axes.set_xlabel("Step (first env)")
         axes.set_ylabel(f"{trace.axisLabel('x')}, ground truth")
     else:
-        axes.set_xlabel(trace.axisLabel("x"))
-        axes.set_ylabel(trace.axisLabel("y"))
+        names = ("x", "y", "z")
+        axes.set_xlabel(trace.axisLabel(names[horizontal]))
+        axes.set_ylabel(trace.axisLabel(names[vertical]))
+        if flip_h:
+            axes.invert_xaxis()
+        if flip_v:
+            axes.invert_yaxis()
         if three_d:
             axes.set_zlabel(trace.axisLabel("z"))
         else:

@@ -6,7 +6,10 @@ caller keeps those with evaluations (:func:`findRuns` ``evaluation_only``: a met
 measured on them, :func:`measuredRuns`; its runs without an episode have empty :attr:`Run.episodes`).
 Runs are grouped into methods by (env, srl-model, algo) and, optionally, more args.json keys, each read as the run
 applied it (rl_baselines.runs.train_config.appliedSettings: a flag train warned did nothing reads as the run without
-it, however old the args.json). Statistics over
+it, however old the args.json). A run is unfinished (:attr:`Run.finished` False) while its last step is not saved:
+still training, or stopped before ``--num-timesteps`` by train's Ctrl-C or SIGTERM or by its sweep's (a failed.json
+that says ``"stopped": true`` marks such a sweep run, not a failed one); :func:`findRuns` leaves those out unless the
+caller keeps them (gather_results, at the budgets they reached, never in its final results). Statistics over
 seeds: mean, sample standard deviation and a Student-t 95% confidence interval of the mean.
 
 The step of a training episode is the run's step count when it ended, all envs together (the unit of
@@ -123,6 +126,16 @@ def runProgress(folder: str, args: dict[str, Any]) -> tuple[bool, int | None]:
     return bool(manifest.get("finished")), _stepCount(manifest.get("num_timesteps"))
 
 
+def isStoppedSweepRun(folder: str) -> bool:
+    """:return: whether a sweep's Ctrl-C or SIGTERM stopped the run (its failed.json says ``"stopped": true``): an
+    unfinished run that the same sweep command continues, read as one stopped by train's own Ctrl-C, not as failed"""
+    try:
+        marker = readJson(os.path.join(folder, FAILED_FILE))
+    except (OSError, ValueError):
+        return False
+    return isinstance(marker, dict) and marker.get("stopped") is True
+
+
 def _stepCount(value: Any) -> int | None:
     """:return: a recorded step count as an int, None when it is absent or not a finite number"""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -156,7 +169,8 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
         if not RunFolder.isRun(folder):
             continue
         subfolders.clear()  # a run folder holds no other run
-        if os.path.isfile(os.path.join(folder, FAILED_FILE)):
+        stopped_sweep_run = isStoppedSweepRun(folder)
+        if os.path.isfile(os.path.join(folder, FAILED_FILE)) and not stopped_sweep_run:
             failed.append(folder)
             continue
         try:
@@ -187,6 +201,7 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
             empty.append(folder)
             continue
         finished, trained = runProgress(folder, args)
+        finished = finished and not stopped_sweep_run
         if not finished and not unfinished:
             stopped.append(folder)
             continue

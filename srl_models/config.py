@@ -46,6 +46,7 @@ from srl_models.registry import (
 )
 from srl_toolbox.files import atomicPath
 from srl_toolbox.locks import acquireLock, lockPathFor
+from srl_toolbox.text import withArticle
 
 CONFIG_ENV_VAR = "SRL_MODELS_CONFIG"
 CONFIG_NAME = "srl_models.yaml"
@@ -338,7 +339,7 @@ def readSRLConfig(config_file: str) -> dict[str, dict[str, str]]:
     content = {} if content is None else content
     if not isinstance(content, dict):
         raise SRLLookupError(f"SRL config file {config_file!r} must map env ids to {{model name: folder}}, "
-                         f"not a {type(content).__name__}")
+                         f"not {withArticle(type(content).__name__)}")
     for env_id, models in content.items():
         if models is None:
             continue
@@ -358,11 +359,6 @@ def configFolder(config_file: str, folder: str) -> str:
     if not os.path.isabs(folder):
         folder = os.path.join(os.path.dirname(os.path.abspath(config_file)), folder)
     return os.path.normpath(folder)
-
-
-def _a(name: str) -> str:
-    """:return: ``name`` after its indefinite article ("an atc", "a vae")"""
-    return f"{'an' if str(name).strip(chr(39))[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _shapeText(shape: Any) -> str:
@@ -388,11 +384,11 @@ def checkModelFolder(folder: str, env_id: str, name: str | None = None,
         raise ValueError(f"{folder!r} holds an SRL model {kind!r} that is not installed; installed learned models: "
                          f"{', '.join(learnedModels()) or 'none'}{failedSRLPluginsText(kind)}")
     if name is not None and kind != name:
-        raise ValueError(f"{folder!r} holds {_a(repr(kind))} model, not {name!r}")
+        raise ValueError(f"{folder!r} holds {withArticle(repr(kind))} model, not {name!r}")
     trained_on = config.get("env")
     if trained_on is not None and trained_on != env_id:
-        raise ValueError(f"{folder!r} was trained on {trained_on} images, not {env_id}; train one on a {env_id} "
-                         f"dataset")
+        raise ValueError(f"{folder!r} was trained on {trained_on} images, not {env_id}; train one on "
+                         f"{withArticle(env_id)} dataset")
     model_shape = tuple(int(v) for v in config.get("img_shape", ()))
     if len(model_shape) != 3:
         raise ValueError(f"{folder!r}: exp_config.json lacks a valid img_shape [C, H, W]")
@@ -524,7 +520,7 @@ def checkRecordedModel(record: dict[str, Any], folder: str | None = None) -> str
         if record.get("env") and current["env"] and current["env"] != record["env"]:
             what = f"is a model of {current['env']}, the run used one of {record['env']}"
         elif current["name"] != record["name"]:
-            what = f"is {_a(current['name'])} model, the run used {_a(record['name'])} model"
+            what = f"is {withArticle(current['name'])} model, the run used {withArticle(record['name'])} model"
         elif folder != os.path.abspath(record["path"]):
             what = f"is not the run's {record['name']} model {record['path']!r}: its files differ"
         else:

@@ -57,6 +57,7 @@ from srl_toolbox.cli import (
 )
 from srl_toolbox.devices import checkedDevice
 from srl_toolbox.files import atomicFolder, readJson, writeJson, writeNpz
+from srl_toolbox.text import withArticle
 
 GTC_FILE = "gt_correlation.json"
 KNN_FILE = "knn_mse.json"
@@ -117,12 +118,12 @@ def openModelDataset(model_folder: str, data_folder: str | None = None, need_gro
         if not os.path.isdir(data_folder):
             raise ValueError(f"the model {model_folder!r} was trained on dataset {data_folder!r}, which is gone "
                              f"(deleted or moved; its exp_config.json still names it): pass --data-folder with "
-                             f"{f'a {model_env}' if model_env else 'another'} dataset")
+                             f"{withArticle(model_env) if model_env else 'another'} dataset")
     dataset = Dataset.open(data_folder)
     data_env = dataset.env_id
     if model_env and data_env and model_env != data_env:
         raise ValueError(f"dataset {data_folder!r} was recorded on {data_env}, the model {model_folder!r} was "
-                         f"trained on {model_env}: {use} a {model_env} dataset")
+                         f"trained on {model_env}: {use} {withArticle(model_env)} dataset")
     model_shape = tuple(int(v) for v in config.get("img_shape", ()))
     if model_shape and model_shape != dataset.img_shape:
         raise ValueError(f"dataset {data_folder!r} has images of shape {list(dataset.img_shape)}"

@@ -8,10 +8,13 @@ import pytest
 
 from rl_baselines.core import buffer_memory
 from rl_baselines.core.buffer_memory import REPLAY, ROLLOUT, bufferMemoryRefusal, humanBytes, machineMemory
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.deepq import DQNModel
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sac import SACModel
 from rl_baselines.rl_algorithm.td3 import TD3Model
+from rl_baselines.runs import train
+from srl_toolbox.cli import UsageError
 
 GIB = 1024 ** 3
 
@@ -81,3 +84,29 @@ def test_machine_memory_is_memory_plus_swap(monkeypatch, tmp_path):
     assert machineMemory() == 1024 * 1024
     assert humanBytes(1.12 * 1024 ** 4) == "1.1 TiB" and humanBytes(23.5 * GIB) == "23.5 GiB"
     assert humanBytes(512) == "512 bytes"
+
+
+def test_a_buffer_size_given_to_a_continued_model_or_a_version_1_plugin_is_checked(tmp_path, monkeypatch):
+    """The estimate was skipped with --load-rl-model-path (``--hyperparam buffer_size:2000000000`` on a continued sac
+    model trained, filling the machine) and for algorithms of plugin API version 1: a size given on the command line
+    is known before anything is written, and is refused there; a continued model's saved size is not checked (it fit
+    when loading it), nor a version 1 plugin's own default."""
+    common = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--no-vis",
+              "--no-progress", "--num-timesteps", "64", "--log-dir", str(tmp_path / "logs")]
+    assert train.main([*common, "--hyperparam", "n_steps:32", "batch_size:32"]) == 0
+    model = next(str(path) for path in (tmp_path / "logs").rglob("ppo2_model.zip") if "checkpoints" not in str(path))
+    monkeypatch.setattr(buffer_memory, "machineMemory", lambda: 2 ** 20)  # 1 MiB
+    runs = sorted((tmp_path / "logs").rglob("args.json"))
+    continued = [*common, "--load-rl-model-path", model]
+    with pytest.raises(UsageError, match=r"^--hyperparam n_steps:100000: ppo2's rollout buffer would take 3\.4 MiB"):
+        train.validate(train.parseCommand([*continued, "--hyperparam", "n_steps:100000"])[0], registered_rl)
+    train.validate(train.parseCommand(continued)[0], registered_rl)  # its saved n_steps
+    assert sorted((tmp_path / "logs").rglob("args.json")) == runs  # nothing written
+
+    class VersionOnePPO2(PPO2Model):
+        API_VERSION = 1
+
+    monkeypatch.setitem(registered_rl, "ppo2", (VersionOnePPO2, *registered_rl["ppo2"][1:]))
+    with pytest.raises(UsageError, match=r"^--hyperparam n_steps:100000: ppo2's rollout buffer would take"):
+        train.validate(train.parseCommand([*common, "--hyperparam", "n_steps:100000"])[0], registered_rl)
+    train.validate(train.parseCommand(common)[0], registered_rl)  # its own default: unknown before its train

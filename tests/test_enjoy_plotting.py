@@ -636,3 +636,40 @@ def test_visdom_flags_without_plotting_are_one_warning_held_with_the_checks(tmp_
     result = runModule("replay.enjoy_baselines", "--log-dir", trainedRun, "--num-timesteps", "2", "--port", "9000",
                        "--video", str(tmp_path / "x.avi"))
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and ".gif or .mp4" in result.stderr, result.stderr
+
+
+def test_the_trajectory_reads_as_the_top_down_frames_of_the_episode():
+    """trajectory.png drew MobileRobot's x to the right and y up, while its frames show x down the image (the wall x=0
+    at the top) and y to the right (the wall y=0 on the left): the path was the frames' turned a quarter turn."""
+    env = MobileRobotGymEnv(render_mode="rgb_array")
+    try:
+        env.reset(seed=0)
+        frame = env.render().astype(int)
+    finally:
+        env.close()
+    red, green, blue = ((frame[..., channel] > 120) & (np.delete(frame, channel, axis=-1) < 60).all(-1)
+                        for channel in range(3))
+    black = frame.sum(-1) < 60
+    # the walls y=0 (red), y=4 (green), x=0 (blue), x=4 (black) locate the ground truth's axes in the frame
+    assert np.nonzero(red)[1].mean() < np.nonzero(green)[1].mean()  # y grows to the right
+    assert np.nonzero(blue)[0].mean() < np.nonzero(black)[0].mean()  # x grows down
+    assert MobileRobotGymEnv.GROUND_TRUTH_VIEW == ("down", "right")
+    trace = replay_plots.ReplayTrace(True, "2D", unit="m", view=MobileRobotGymEnv.GROUND_TRUTH_VIEW)
+    for position in ((1.0, 1.0), (3.0, 1.0), (1.0, 3.0)):  # then x larger, then y larger
+        trace.states.append(np.array(position))
+        trace.targets.append(np.array((3.6, 3.0)))
+        trace.rewards.append(0.0)
+        trace.episodes.append(0)
+    figure = replay_plots.trajectoryFigure(trace)
+    figure.canvas.draw()
+    axes = figure.axes[0]
+    path = axes.lines[0]  # the episode's path, in the order of its steps
+    (start, larger_x, larger_y) = axes.transData.transform(path.get_xydata())  # display: right and up
+    assert larger_x[1] < start[1] and larger_x[0] == pytest.approx(start[0])  # x grows down, as in the frames
+    assert larger_y[0] > start[0] and larger_y[1] == pytest.approx(start[1])  # y grows right
+    assert (axes.get_xlabel(), axes.get_ylabel()) == ("y (m)", "x (m)")
+    line_trace = replay_plots.ReplayTrace(True, "2D", target_line_axis=0, view=MobileRobotGymEnv.GROUND_TRUTH_VIEW)
+    line_trace.states, line_trace.targets = trace.states, trace.targets
+    line_trace.rewards, line_trace.episodes = trace.rewards, trace.episodes
+    target_line = replay_plots.trajectoryFigure(line_trace).axes[0].lines[-1]  # the line x = 3.6: across the frame
+    assert list(target_line.get_ydata()) == [3.6, 3.6], target_line.get_xydata()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import warnings
@@ -83,6 +84,11 @@ def _steps(run_dir: str) -> int | None:
     return None
 
 
+def _unpadded(text: str) -> str:
+    """:return: a Markdown text with its table cells' padding removed (``| a   | b |`` reads ``| a | b |``)"""
+    return re.sub(" {2,}", " ", text)
+
+
 def _float(text: str) -> float:
     return float(text) if text else float("nan")
 
@@ -133,7 +139,7 @@ def test_gather_results_matches_monitor_files(runs):
         assert _float(rows[("ppo2", budget)]["welch_p_value"]) == pytest.approx(expected, nan_ok=True)
         assert rows[("ppo2", budget)]["welch_vs"] == "random_agent"
         assert rows[("random_agent", budget)]["welch_p_value"] == ""
-    markdown = open(os.path.join(log_dir, "results.md")).read()
+    markdown = _unpadded(open(os.path.join(log_dir, "results.md")).read())
     assert "## Final" in markdown and "## At 750 steps" in markdown and "## At 1,200 steps" in markdown
     assert "| MobileRobotGymEnv-v0 | ground_truth | random_agent | 2 |" in markdown and "baseline" in markdown
 
@@ -277,7 +283,7 @@ def test_an_unfinished_run_counts_only_at_the_budgets_it_reached(runs, tmp_path)
     result = runModule("replay.gather_results", "--log-dir", log_dir, "--timestep-budget", "500", "1000",
                        "--episode-window", WINDOW, "--output-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
-    assert "1 unfinished run(s)" in result.stderr and "stopped" in result.stderr
+    assert "1 unfinished run (" in result.stderr and "stopped" in result.stderr
     rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
     assert rows["final"]["runs"] == "1" and rows["500"]["runs"] == "2" and rows["1000"]["runs"] == "1"
     result = runModule("replay.aggregate_plots", "--log-dir", log_dir, "--output", tmp_path / "agg" / "a")
@@ -434,13 +440,38 @@ def test_an_unfinished_run_is_left_out_of_the_pooling_warning_and_an_empty_budge
     result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "300", "2000",
                        "--output-dir", tmp_path / "out")
     assert result.returncode == 0, result.stderr
-    assert "1 unfinished run(s)" in result.stderr and "pooled" not in result.stderr, result.stderr
+    assert "1 unfinished run (" in result.stderr and "pooled" not in result.stderr, result.stderr
     rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
     assert (rows["final"]["runs"], rows["300"]["runs"], rows["2000"]["runs"]) == ("2", "3", "0")
-    text = open(tmp_path / "out" / "results.md").read()
+    text = _unpadded(open(tmp_path / "out" / "results.md").read())
     assert "no run trained to 2,000 steps" in text and "(all 0 of a shorter run)" not in text
     assert "| 2.7 not reached (0/3) |" in text  # (it read "not 2.7 (0/3)")
-    assert "3 runs, 1 method:" in result.stdout
+    assert "3 runs (1 unfinished: not in the final results), 1 method:" in result.stdout
+
+
+def test_a_run_its_sweep_stopped_is_unfinished_in_both_tools_and_the_final_table_says_what_it_left_out(tmp_path):
+    """A sweep run its pipeline's Ctrl-C stopped (failed.json ``"stopped": true``) was skipped as failed, while a run
+    train's own Ctrl-C stopped counted at the budgets it reached; the final table did not say it left either out."""
+    for seed in (0, 1):
+        _fakeRun(tmp_path / "logs" / str(seed), [1.0, 2.0, 3.0, 4.0, 5.0], seed=seed)
+    _fakeRun(tmp_path / "logs" / "stopped_train", [1.0, 2.0, 3.0], seed=2, finished=False)
+    _fakeRun(tmp_path / "logs" / "stopped_sweep", [1.0, 2.0, 3.0], seed=3)  # (its done.json left by an attempt)
+    json.dump({"returncode": -15, "stopped": True}, open(tmp_path / "logs" / "stopped_sweep" / "failed.json", "w"))
+    _fakeRun(tmp_path / "logs" / "failed", [1.0, 2.0, 3.0], seed=4, finished=False)
+    json.dump({"returncode": 1}, open(tmp_path / "logs" / "failed" / "failed.json", "w"))
+    result = runModule("replay.gather_results", "-i", tmp_path / "logs", "--timestep-budget", "300",
+                       "--output-dir", tmp_path / "out")
+    assert result.returncode == 0, result.stderr
+    rows = {row["budget"]: row for row in csv.DictReader(open(tmp_path / "out" / "results.csv"))}
+    assert (rows["final"]["runs"], rows["300"]["runs"]) == ("2", "4"), rows
+    assert "1 failed sweep run(s) skipped" in result.stderr, result.stderr
+    note = "2 unfinished runs (still training, or stopped before --num-timesteps) left out of the final results"
+    assert note in open(tmp_path / "out" / "results.md").read() and note in result.stderr
+    assert "4 runs (2 unfinished: not in the final results), 1 method:" in result.stdout
+    result = runModule("replay.aggregate_plots", "-i", tmp_path / "logs", "--output", tmp_path / "agg" / "a")
+    assert result.returncode == 0, result.stderr
+    assert "2 unfinished run(s) skipped" in result.stderr and "1 failed sweep run(s) skipped" in result.stderr
+    assert ": 2 runs," in result.stdout, result.stdout
 
 
 def test_a_finished_run_counts_at_a_budget_past_its_last_episode(tmp_path):
@@ -575,11 +606,26 @@ def test_a_threshold_is_given_to_the_rewards_precision():
            "mean_reward": 8.5, "std_reward": float("nan"), "ci95_low": float("nan"), "ci95_high": float("nan"),
            "source": "training", "fewest_episodes": 40, "mean_wall_time_s": 3.0, "median_steps_to_threshold": None,
            "reached": 0, "threshold": 21.735088821732734, "threshold_source": "ground truth"}
-    text = gather_results.markdown([row], 40, None)
+    text = _unpadded(gather_results.markdown([row], 40, None))
     assert "| 21.74 not reached (0/1) |" in text and f"Thresholds: {ENV} (ppo2) 21.74 (ground truth)." in text, text
-    text = gather_results.markdown([{**row, "threshold": 1234567.891}, {**row, "algo": "a2c", "threshold": 150.0}],
-                                   40, None)
+    text = _unpadded(gather_results.markdown([{**row, "threshold": 1234567.891},
+                                              {**row, "algo": "a2c", "threshold": 150.0}], 40, None))
     assert "| 1234567.89 not reached (0/1) |" in text and "| 150 not reached (0/1) |" in text, text
+
+
+def test_the_markdown_tables_are_padded_to_read_as_tables_in_a_terminal():
+    """results.md's cells were not padded: its raw text, which gather_results also prints, read as ragged lines."""
+    row = {"env": ENV, "srl_model": "raw_pixels", "algo": "ppo2", "budget": gather_results.FINAL, "runs": 2,
+           "mean_reward": 8.5, "std_reward": 1.0, "ci95_low": 7.0, "ci95_high": 10.0, "source": "training",
+           "fewest_episodes": 40, "mean_wall_time_s": 3.0, "median_steps_to_threshold": 1200.0, "reached": 2,
+           "threshold": 5.0, "threshold_source": "given", "welch_p_value": 0.25, "welch_vs": "ground_truth"}
+    text = gather_results.markdown([row, {**row, "srl_model": "ground_truth", "algo": "a2c"}], 40, "ground_truth")
+    table = [line for line in text.splitlines() if line.startswith("|")]
+    assert len(table) == 4 and len({len(line) for line in table}) == 1, text  # every line as wide
+    bars = {tuple(index for index, char in enumerate(line) if char == "|") for line in table}
+    assert len(bars) == 1, text  # the column borders line up
+    assert table[1].replace("|", "").replace("-", "").strip() == "", table[1]
+    assert table[2].startswith(f"| {ENV} | raw_pixels   | ppo2 | 2    | 8.50 ± 1.00 "), table[2]
 
 
 def test_the_y_axis_spans_the_runs_not_a_band_wider_than_them(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ from rl_baselines.core.base import BaseRLObject
 from rl_baselines.core.hyperparams import POSITIVE, Hyperparam
 from rl_baselines.envs.factory import findVecNormalize, saveNormalisation
 from srl_toolbox.files import atomicPath
+from srl_toolbox.text import withArticle
 
 NAME = "tiny"
 
@@ -81,7 +82,7 @@ class TinyAgent(BaseRLObject):
             if content["low"] is not None:
                 model.low, model.high = np.array(content["low"]), np.array(content["high"])
         except (OSError, KeyError, TypeError, json.JSONDecodeError) as error:
-            raise ValueError(f"{load_path} is not a {NAME} model ({type(error).__name__})") from None
+            raise ValueError(f"{load_path} is not {withArticle(NAME)} model ({type(error).__name__})") from None
         return model
 
     def prepareEnv(self, args: argparse.Namespace, env_kwargs: dict[str, Any] | None) -> None:

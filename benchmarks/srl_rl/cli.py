@@ -53,6 +53,7 @@ from srl_toolbox.cli import (
     seedNumber,
 )
 from srl_toolbox.files import isInside
+from srl_toolbox.text import withArticle
 
 PROG = "python -m benchmarks.srl_rl"
 
@@ -225,7 +226,8 @@ def checkEvalFreq(eval_freq: int, steps: int, run: str) -> None:
     :raises UsageError: ``eval_freq`` is more than ``steps``: no evaluation would run
     """
     if eval_freq > steps:
-        raise UsageError(f"--eval-freq {eval_freq} is more than the {steps} steps of a {run}: no evaluation would run")
+        raise UsageError(f"--eval-freq {eval_freq} is more than the {steps} steps of {withArticle(run)}: no evaluation "
+                         f"would run")
 
 
 def checkRenderer(renderer: str, envs: Sequence[str]) -> None:

@@ -71,6 +71,9 @@ class MobileRobotGymEnv(SRLGymEnv):
     ACTION_JOINTS = False
     PLOT_TYPE = "2D"
     GROUND_TRUTH_UNIT = "m"
+    # The top-down camera (CAMERA_YAW 90) shows x growing down the frame (the wall x=0 at the top) and y growing to
+    # the right (the wall y=0 on the left)
+    GROUND_TRUTH_VIEW = ("down", "right")
     ACTION_NAMES = ("-x", "+x", "-y", "+y")
     CONTINUOUS_ACTION_NAMES = ("x move", "y move")
     MAX_STEPS = 250

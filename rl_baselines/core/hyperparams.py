@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from srl_toolbox.cli import MAX_COUNT, UsageError
+from srl_toolbox.text import withArticle
 
 # The declarations of hyperparameters written before HYPERPARAMS (still read, for plugins written then).
 OLDER_DECLARATIONS = ("DEFAULT_HYPERPARAMS", "HYPERPARAM_CHOICES", "HYPERPARAM_BOUNDS", "getOptParam")
@@ -114,7 +115,7 @@ class Hyperparam:
 
     def __post_init__(self) -> None:
         if not isinstance(self.default, (bool, int, float, str)):  # (bool is an int: listed for the message)
-            raise ValueError(f"Hyperparam default {self.default!r} is a {type(self.default).__name__}; a "
+            raise ValueError(f"Hyperparam default {self.default!r} is {withArticle(type(self.default).__name__)}; a "
                              "hyperparameter's type is its default's: bool, int, float, str or a str subclass")
         if self.choices is not None:
             object.__setattr__(self, "choices", tuple(self.choices))
@@ -318,7 +319,7 @@ def deriveDeclarations(algo_class: type) -> None:
         return
     for name, hyperparam in spec.items():
         if not isinstance(hyperparam, Hyperparam):
-            raise TypeError(f"{algo_class.__name__}.HYPERPARAMS[{name!r}] is a {type(hyperparam).__name__}, "
+            raise TypeError(f"{algo_class.__name__}.HYPERPARAMS[{name!r}] is {withArticle(type(hyperparam).__name__)}, "
                             f"not a rl_baselines.core.hyperparams.Hyperparam")
     both = [name for name in OLDER_DECLARATIONS[:3] if name in algo_class.__dict__]
     if both:

@@ -33,6 +33,7 @@ from torch.distributions import Bernoulli, Categorical, Distribution, Normal, kl
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.augmented_buffers import augmentImages, checkAugmentable
 from srl_models.augment import Augmentation
+from srl_toolbox.text import withArticle
 
 AUGMENT_LOSSES = ("drac", "rad")
 DEFAULT_AUGMENT_LOSS = "drac"
@@ -54,7 +55,7 @@ def detachedDistribution(distribution: Distribution) -> Distribution:
         return Bernoulli(logits=distribution.logits.detach())
     if isinstance(distribution, Normal):
         return Normal(distribution.loc.detach(), distribution.scale.detach())
-    raise TypeError(f"DrAC's regulariser has no rule for a {type(distribution).__name__} policy")
+    raise TypeError(f"DrAC's regulariser has no rule for {withArticle(type(distribution).__name__)} policy")
 
 
 def actionKL(target: Distribution, other: Distribution) -> torch.Tensor:

@@ -41,6 +41,7 @@ from rl_baselines.envs.factory import saveNormalisation
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath, readJson, torchLoadFailure, writeJson
+from srl_toolbox.text import withArticle
 
 
 def isImageSpace(space: gym.Space) -> bool:
@@ -168,7 +169,7 @@ class TorchRLObject(BaseRLObject):
                                                  else type(error).__name__)
             raise ValueError(f"{load_path} is not a readable {cls.NAME} model ({reason})") from None
         if not isinstance(payload, dict) or "algo" not in payload:
-            raise ValueError(f"{load_path} is not a {cls.NAME} model (no algorithm name inside)")
+            raise ValueError(f"{load_path} is not {withArticle(cls.NAME)} model (no algorithm name inside)")
         if payload["algo"] != cls.NAME:
             raise ValueError(f"{load_path} was saved by algorithm {payload['algo']!r}, not {cls.NAME!r}")
         return payload

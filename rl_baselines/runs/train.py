@@ -29,7 +29,7 @@ from environments import (
 from environments.registry import unknownEnvText
 from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.algo_types import ActionType, AlgoType
-from rl_baselines.core.buffer_memory import bufferMemoryRefusal
+from rl_baselines.core.buffer_memory import BufferKind, bufferMemoryRefusal
 from rl_baselines.core.checkpointing import checkModelFile, checkSavedSpaces
 from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
@@ -217,6 +217,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         start_timesteps = loaded.num_timesteps
         args = args.replace(**_keptWithWarnings(args, loaded))
         args, hyperparams = _keptHyperparamsWithWarnings(args, hyperparams, loaded)
+        _checkTogether(algo_class, args, hyperparams, continued=True)
     return args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args), start_timesteps=start_timesteps)
 
 
@@ -295,20 +296,23 @@ def offersActionMasks(env_class: type) -> bool:
     return bool(offers()) if callable(offers) else callable(getattr(env_class, "action_masks", None))
 
 
-def _checkTogether(algo_class: type, args: TrainConfig, hyperparams: dict[str, Any]) -> None:
+def _checkTogether(algo_class: type, args: TrainConfig, hyperparams: dict[str, Any], continued: bool = False) -> None:
     """
     :param algo_class: the algorithm's class
     :param args: the run's settings (its ``hp_*`` flags)
     :param hyperparams: the typed values of --hyperparam-file and --hyperparam
-    :raises UsageError: the hyperparameters do not fit together: the check training runs (the class's
-        ``resolveHyperparams``, as core.plugin_v1.trainAlgorithm calls it), here before the run folder is written; a
-        plugin of API version 1 resolves its own in its train; or they size a buffer larger than the machine's memory
-        (:func:`bufferMemoryRefusal`)
+    :param continued: it continues a loaded model (``--load-rl-model-path``: its saved values but those given now)
+    :raises UsageError: the hyperparameters do not fit together (``resolveHyperparams``, as training calls it; an API
+        version 1 plugin resolves its own), or size a buffer beyond the machine's memory (:func:`bufferMemoryRefusal`):
+        a new run's, or a size given now (a continued model's saved one fit when loaded; a v1 plugin's own unknown)
     """
-    if isV1(algo_class):
+    v1, kind = isV1(algo_class), getattr(algo_class, "BUFFER", None)
+    sized_by = kind.hyperparam if isinstance(kind, BufferKind) else None
+    if (v1 or continued) and sized_by not in hyperparams and (v1 or args.extra.get(f"hp_{sized_by}") is None):
         return
-    settings = args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings()
-    if refusal := bufferMemoryRefusal(algo_class, args, algo_class.resolveHyperparams(settings, dict(hyperparams))):
+    resolved = dict(hyperparams) if v1 else algo_class.resolveHyperparams(
+        args.replace(hyperparams=hyperparams, env_kwargs=envKwargsFromArgs(args)).runSettings(), dict(hyperparams))
+    if refusal := bufferMemoryRefusal(algo_class, args, resolved):
         raise UsageError(refusal)
 
 

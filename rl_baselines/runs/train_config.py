@@ -76,6 +76,7 @@ from srl_toolbox.settings import (
     settingArguments,
     settingFields,
 )
+from srl_toolbox.text import withArticle
 
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
@@ -318,7 +319,7 @@ def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     :raises ValueError: not a mapping, or a format this toolbox does not know (written by a newer one)
     """
     if not isinstance(record, Mapping):
-        raise ValueError(f"args.json holds a {type(record).__name__}, not a mapping of settings")
+        raise ValueError(f"args.json holds {withArticle(type(record).__name__)}, not a mapping of settings")
     version = record.get(ARGS_FORMAT_KEY, 1)
     if not isinstance(version, int) or not 1 <= version <= ARGS_FORMAT:
         raise ValueError(f"args.json format {version!r} is not one this toolbox reads (1..{ARGS_FORMAT}): written by "

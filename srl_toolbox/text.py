@@ -1,0 +1,17 @@
+"""Words in messages built around a name: the indefinite article a name takes (``an OmnirobotEnv-v0 run``)."""
+from __future__ import annotations
+
+# Vowel letters read with a consonant sound ("a unit", "a one-hot") and a digit read with a vowel sound ("an 8x8")
+_CONSONANT_SOUNDS = ("uni", "use", "usu", "one")
+
+
+def withArticle(name: object) -> str:
+    """
+    :param name: an env id, an algorithm, a model or a type name, possibly quoted (``'atc'``)
+    :return: ``name`` after the indefinite article of its sound, as spelt: ``an OmnirobotEnv-v0``, ``an a2c``,
+        ``an int``, ``a MobileRobotGymEnv-v0``, ``a 'vae'``, ``a unit``, ``an 8x8``
+    """
+    text = str(name)
+    word = text.lstrip("'\"`").lower()
+    vowel = word[:1] in ("a", "e", "i", "o", "u", "8") and not word.startswith(_CONSONANT_SOUNDS)
+    return f"{'an' if vowel else 'a'} {text}"
