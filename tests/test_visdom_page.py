@@ -18,6 +18,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+from conftest import stopServer
 from PIL import Image
 
 from replay import visdom_static
@@ -42,19 +43,13 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, str]
         process = startServer(port, env_path=str(tmp_dir / "envs"), log_file=log_file, logging_level="INFO")
         if waitForServer(port, timeout=60, process=process):
             break
-        process.terminate()
-        process.wait(timeout=15)
+        stopServer(process)
     else:
         pytest.fail(f"the visdom server did not start:\n{open(log_file).read()}")
     try:
         yield port, log_file
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stopServer(process)
 
 
 def _get(url: str) -> tuple[int, bytes]:
