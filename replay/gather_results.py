@@ -385,12 +385,14 @@ def unfinishedNote(count: int) -> str:
             f"{'it counts' if count == 1 else 'they count'} only at the --timestep-budget values reached")
 
 
-def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace, list[Run], str, str]:
+def checkedInputs(argv: Sequence[str] | None = None, write: bool = True
+                  ) -> tuple[argparse.Namespace, list[Run], str | None, str | None]:
     """
-    The command's checks: its flags, its runs and its output files; nothing is written.
+    The command's checks: its flags, its runs and (``write``) its output files; nothing is written.
 
     :param argv: command-line arguments (default: sys.argv[1:])
-    :return: the parsed flags, the runs measured, the CSV and Markdown paths
+    :param write: check the output files (else none is written: the Python API's table alone)
+    :return: the parsed flags, the runs measured, the CSV and Markdown paths (None without ``write``)
     :raises UsageError: bad input (one line)
     :warns: the runs skipped, and the unfinished ones taken
     """
@@ -404,10 +406,37 @@ def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace
     unfinished = [run.path for run in runs if not run.finished]
     if unfinished:
         warnings.warn(f"{unfinishedNote(len(unfinished))}, e.g. {unfinished[0]}")
+    if not write:
+        return args, runs, None, None
     output_dir = args.output_dir or args.log_dir
     csv_path, md_path = os.path.join(output_dir, "results.csv"), os.path.join(output_dir, "results.md")
     checkOutputFiles((csv_path, md_path), "--output-dir" if args.output_dir else "--log-dir")
     return args, runs, csv_path, md_path
+
+
+def tables(args: argparse.Namespace, runs: Sequence[Run]) -> tuple[list[dict[str, Any]], str]:
+    """
+    :param args: the command's flags (:func:`checkedInputs`)
+    :param runs: the runs measured
+    :return: the rows of :func:`gather` and their Markdown tables (:func:`markdown`)
+    :raises UsageError: ``--welch-test`` names no method of the runs
+    :warns: methods whose finished runs differ in other settings (replay.results.warnMixedMethods)
+    """
+    groups = groupRuns(runs, args.group_by)
+    # the final results pool the finished runs (an unfinished one differs in its budget by nature)
+    warnMixedMethods({key: finished for key, members in groups.items()
+                      if (finished := [run for run in members if run.finished])}, args.group_by)
+    rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
+                  args.training_rewards, args.threshold_fraction)
+    unfinished = sum(not run.finished for run in runs)
+    return rows, markdown(rows, args.episode_window, args.welch_test, args.group_by, unfinished)
+
+
+def writeTables(csv_path: str, md_path: str, rows: Sequence[dict[str, Any]], text: str) -> None:
+    """Write ``results.csv`` (:func:`writeCsv`) and ``results.md`` (``text``), each atomically."""
+    writeCsv(csv_path, rows)
+    with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -419,18 +448,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     with HeldWarnings():
         args, runs, csv_path, md_path = checkedInputs(argv)
-    groups = groupRuns(runs, args.group_by)
-    # the final results pool the finished runs (an unfinished one differs in its budget by nature)
-    warnMixedMethods({key: finished for key, members in groups.items()
-                      if (finished := [run for run in members if run.finished])}, args.group_by)
-    rows = gather(runs, args.timestep_budget, args.episode_window, args.threshold, args.welch_test, args.group_by,
-                  args.training_rewards, args.threshold_fraction)
-    unfinished = sum(not run.finished for run in runs)
-    text = markdown(rows, args.episode_window, args.welch_test, args.group_by, unfinished)
-    writeCsv(csv_path, rows)
-    with atomicPath(md_path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    assert csv_path is not None and md_path is not None
+    rows, text = tables(args, runs)
+    writeTables(csv_path, md_path, rows, text)
     print(text)
+    groups = groupRuns(runs, args.group_by)
+    unfinished = sum(not run.finished for run in runs)
     methods = {(row["env"], row["algo"], row["srl_model"], *(str(row.get(name)) for name in args.group_by)): row["source"]
                for row in rows}
     evaluated = sorted(" ".join(method) for method, source in methods.items() if source == "evaluation")

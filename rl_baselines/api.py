@@ -13,6 +13,10 @@ rl_baselines.runs.loaded_run with ``python -m replay.enjoy_baselines``. Hence:
 - any train flag, present or future, passes through as a keyword (``continuous_actions=True`` is
   ``--continuous-actions``, ``num_stack=2`` is ``--num-stack 2``) or as raw strings in ``extra``.
 
+:func:`runSweep` runs ``python -m rl_baselines.pipeline`` in this process (each run its own train process, as the
+command starts them), its keywords turned into the command's words by its parser (srl_toolbox.settings.
+keywordArguments), the other keywords passed to every run as train flags.
+
 The names are importable from the package too: ``from rl_baselines import makeConfig, trainAgent``.
 """
 from __future__ import annotations
@@ -39,16 +43,18 @@ from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
 from rl_baselines.runs.train import TrainResult, trainCommand, trainValidated
 from rl_baselines.runs.train_config import DEFAULT_ALGO, DEFAULT_ENV, TrainConfig, checkedValue, commandArguments
+from rl_baselines.sweeps import pipeline
 from srl_models.base import SRLType
 from srl_models.registry import registeredSRL
-from srl_toolbox.cli import UsageError
+from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError
 from srl_toolbox.devices import maxThreads
+from srl_toolbox.files import readJson
 from srl_toolbox.global_state import callerSettings
-from srl_toolbox.settings import flagWords, kindRefusal, plainValue, valueItems, valueText
+from srl_toolbox.settings import flagWords, keywordArguments, kindRefusal, plainValue, valueItems, valueText
 
-__all__ = ["Evaluation", "LoadedRun", "RunConfig", "TrainConfig", "TrainResult", "TrainingInterrupted", "UsageError",
-           "evaluateAgent",
-           "listAlgorithms", "listEnvs", "listSRLModels", "loadRun", "makeConfig", "trainAgent"]
+__all__ = ["Evaluation", "LoadedRun", "RunConfig", "SweepInterrupted", "SweepResult", "TrainConfig", "TrainResult",
+           "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs", "listSRLModels",
+           "loadRun", "makeConfig", "runSweep", "trainAgent"]
 
 ACTION_KINDS = ("discrete", "continuous")
 
@@ -122,9 +128,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
     flags = {name: plainValue(value) for name, value in flags.items()}
     _checkKinds(("hyperparams", hyperparams, Mapping, "a mapping of hyperparameter names to values"),
                 ("vis", vis, bool, "True or False"), ("progress", progress, bool, "True or False"))
-    extra = () if extra is None else extra
-    if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence):
-        raise UsageError(f"extra {extra!r} must be a list of command-line strings, e.g. ['--num-cpu', '2']")
+    extra = _extraStrings(extra)
     extra_algo = _extraAlgo(extra, algo)
     resume = flags.pop("resume", None)  # False or None: left out, as any flag
     if resume is not None and resume is not False:  # the run's own settings, from its args.json: the others are
@@ -183,6 +187,15 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
                 (values if name in TrainConfig.flagFields() else extras)[name] = value
     config = train.validate(TrainConfig(**values, extra={**own, **extras}), registered_rl)
     return RunConfig(config, tuple(commandArguments(config, own)))
+
+
+def _extraStrings(extra: Any) -> Sequence[Any]:
+    """:return: the ``extra`` keyword's command-line strings (None: none)
+    :raises UsageError: not a list of them (one string, anything else)"""
+    extra = () if extra is None else extra
+    if isinstance(extra, (str, bytes)) or not isinstance(extra, Sequence):
+        raise UsageError(f"extra {extra!r} must be a list of command-line strings, e.g. ['--num-cpu', '2']")
+    return extra
 
 
 def _extraAlgo(extra: Sequence[str], algo: Any) -> str | None:
@@ -522,3 +535,84 @@ def listSRLModels(learned: bool | None = None, env: str | None = None) -> list[s
             continue
         names.append(name)
     return names
+
+
+@dataclasses.dataclass(frozen=True)
+class SweepResult:
+    """
+    How a sweep ended, as its state file records it.
+
+    :param exit_code: the command's: 0 when every run finished, 1 when some failed (130, interrupted: raised as
+        :class:`SweepInterrupted`)
+    :param state_file: ``<log_dir>/sweep_<sweep id>.json``, which the same sweep updates when run again
+    :param runs: each run as the state file records it: its spec (``algo``, ``env``, ``srl_model``, ``seed``,
+        ``train_args``, ``run_id``, ``log_dir``), ``state`` (``done``; ``skipped``: finished by an earlier
+        invocation; ``failed``; ``pending``: not run), ``run_folder``, ``log``, ``returncode``
+    """
+
+    exit_code: int
+    state_file: str
+    runs: list[dict[str, Any]]
+
+    @property
+    def run_dirs(self) -> list[str]:
+        """The folders of the finished runs (done now or earlier), in the sweep's order: for
+        ``replay.gatherResults``, :func:`loadRun`, :func:`evaluateAgent`."""
+        return [run["run_folder"] for run in self.runs if run.get("state") in ("done", "skipped")]
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """
+    A Ctrl-C (or SIGTERM) stopped :func:`runSweep`, once the sweep had stopped its runs in flight (each saves a
+    checkpoint) and recorded them; ``result`` is the sweep as its state file then says. The same call continues it.
+    """
+
+    def __init__(self, result: SweepResult) -> None:
+        super().__init__(f"sweep stopped by an interrupt; its state: {result.state_file} (the same runSweep call "
+                         "continues it)")
+        self.result = result
+
+
+def runSweep(algo: str | Sequence[str] | None = None, env: str | Sequence[str] | None = None,
+             srl_model: str | Sequence[str] | None = None, num_iteration: int | None = None,
+             log_dir: str | os.PathLike | None = None, *, vis: bool = False, progress: bool = False,
+             extra: Sequence[str] = (), **flags: Any) -> SweepResult:
+    """
+    Train every combination of algorithms, envs, SRL models and seeds, as ``python -m rl_baselines.pipeline`` does
+    (its run folders, its state file; a run finished earlier is kept, an unfinished one continued). None leaves a
+    setting at the command's default.
+
+    :param algo: an algorithm or several
+    :param env: an env id or several
+    :param srl_model: an observation or SRL model name, or several
+    :param num_iteration: runs per combination, seeds ``seed``, ``seed + 1``, ...
+    :param log_dir: root folder of the runs
+    :param vis: live visdom plots (``--no-vis`` unless True)
+    :param progress: the sweep's progress bar (``--no-progress`` unless True)
+    :param extra: more command-line arguments, as strings
+    :param flags: any other flag of the pipeline (``seed``, ``workers``, ``algo_args``, ``force``...) or of train,
+        passed to every run (``num_timesteps``, ``num_cpu``, ``continuous_actions=True``...), by its long name with
+        ``_`` for ``-``: ``True`` a switch, ``False`` or None left out, a list several values (a train flag that
+        reads true or false takes the text: ppo_lstm's ``ortho_init="false"``)
+    :return: the sweep's runs, from its state file
+    :raises UsageError: bad input, with the command's one-line message, before anything is written
+    :raises SweepInterrupted: a Ctrl-C or SIGTERM stopped it (a ``KeyboardInterrupt``, once the runs in flight stopped)
+    """
+    vis, progress = plainValue(vis), plainValue(progress)
+    _checkKinds(("vis", vis, bool, "True or False"), ("progress", progress, bool, "True or False"))
+    extra = [str(item) for item in _extraStrings(extra)]
+    asked = [item for item in extra if item in ("-h", "--help", "--version")]
+    if asked:
+        raise UsageError(f"extra's {asked[0]}: the command prints and ends the process there, which the API does not; "
+                         "python -m rl_baselines.pipeline --help lists the flags (each is a keyword of runSweep)")
+    words = keywordArguments(pipeline.buildParser(), {"algo": algo, "env": env, "srl_model": srl_model,
+                                                      "num_iteration": num_iteration, "log_dir": log_dir, **flags},
+                             "rl_baselines.pipeline", api_named={"no_vis": "vis", "no_progress": "progress"},
+                             passed_on=True)
+    words += [*([] if vis else ["--no-vis"]), *([] if progress else ["--no-progress"]), *extra]
+    with callerSettings():
+        exit_code, state_file = pipeline.runPipeline(words)
+    result = SweepResult(exit_code, state_file, readJson(state_file)["runs"])
+    if exit_code == INTERRUPTED_EXIT_CODE:
+        raise SweepInterrupted(result)
+    return result

@@ -18,7 +18,6 @@ flag's parser; prepare's keywords as its command-line words. Hence:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import numbers
 import os
 from collections.abc import Mapping, Sequence
@@ -35,7 +34,7 @@ from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, checkWritableFolder
 from srl_toolbox.devices import checkedDevice
 from srl_toolbox.global_state import callerSettings
-from srl_toolbox.settings import checkedSettings, flagWords, plainValue, settingFields
+from srl_toolbox.settings import checkedSettings, keywordArguments, plainValue, settingFields, unknownKeyword
 
 __all__ = ["SRLScores", "UsageError", "evaluateSRLModel", "loadSRLModel", "prepareSRLModels", "recordDataset",
            "trainSRLModel"]
@@ -169,20 +168,8 @@ def prepareSRLModels(env: str, srl_model: str | Sequence[str], *, progress: bool
     :raises KeyboardInterrupt: interrupted
     """
     _checkSwitch("progress", progress)
-    parser = prepare.buildParser()
-    options = {action.dest: action for action in parser._actions  # noqa: SLF001 (argparse has no public list)
-               if action.option_strings and action.dest not in ("help", "version", *_API_NAMED)}
-    words: list[str] = []
-    for name, value in {"env": env, "srl_model": srl_model, **flags}.items():
-        value = plainValue(value)
-        if name not in options:
-            raise _unknownKeyword(name, value, options, "srl_models.prepare")
-        action = options[name]
-        if action.nargs == 0:  # a switch
-            _checkSwitch(name, value)
-        if value is None or value is False:
-            continue
-        words += flagWords(action.option_strings[-1], os.fspath(value) if isinstance(value, os.PathLike) else value)
+    words = keywordArguments(prepare.buildParser(), {"env": env, "srl_model": srl_model, **flags}, "srl_models.prepare",
+                             api_named=_API_NAMED)
     try:
         with callerSettings():
             return prepare.prepare([*words, *([] if progress else ["--no-progress"])])
@@ -200,20 +187,10 @@ def _settings(cls: type, command: str, given: Mapping[str, Any], progress: Any) 
     fields = {name: field for name, field in settingFields(cls).items() if name not in _API_NAMED}
     for name, value in given.items():
         if name not in fields:
-            raise _unknownKeyword(name, value, fields, command)
+            raise unknownKeyword(name, value, fields, command, _API_NAMED)
     values = {name: os.fspath(value) if isinstance(value, os.PathLike) else value
               for name, value in given.items() if value is not None}
     return checkedSettings(cls(**values, no_progress=not progress))
-
-
-def _unknownKeyword(name: str, value: Any, known: Mapping[str, Any], command: str) -> UsageError:
-    """:return: the refusal of a keyword that is no flag of the command, with the closest one"""
-    close = difflib.get_close_matches(name, list(known), n=1)
-    if name in _API_NAMED:
-        return UsageError(f"unrecognized keyword {name}={value!r}: the API's keyword is {_API_NAMED[name]}=True or "
-                          "False")
-    return UsageError(f"unrecognized keyword {name}={value!r}: the keywords are the long flags of python -m "
-                      f"{command} --help with _ for -" + (f" (did you mean {close[0]}?)" if close else ""))
 
 
 def _checkSwitch(name: str, value: Any) -> None:

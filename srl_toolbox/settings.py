@@ -17,7 +17,9 @@ function that reads the value); fields that are not flags (values resolved or pr
   where the command line would refuse it);
 - :func:`settingsFromNamespace` makes an instance from the parsed command line;
 - :func:`settingArguments` writes the command-line words that give an instance (settings at their default left
-  out), for a subprocess or to show.
+  out), for a subprocess or to show;
+- :func:`keywordArguments` writes a Python API call's keywords as a command's words, through the command's parser
+  (for the commands whose settings are not a dataclass: srl_models.prepare, the sweep pipeline, gather_results).
 
 Invariant: a flag's name, default, parser and help exist only in its field.
 """
@@ -25,9 +27,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import numbers
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -322,3 +325,93 @@ def settingArguments(settings: Any) -> list[str]:
             continue
         words += flagWords(flagNames(field)[-1], value)
     return words
+
+
+def keywordArguments(parser: argparse.ArgumentParser, keywords: Mapping[str, Any], command: str, *,
+                     api_named: Mapping[str, str] | None = None, passed_on: bool = False) -> list[str]:
+    """
+    A Python API call's keywords as a command's words: each keyword is a flag of the command's parser by its
+    ``dest`` (its long name with ``_`` for ``-``); a switch takes True or False (a store-false switch writes its flag
+    for False), any other flag a value (:func:`plainValue`; a list, a tuple or an array for several values, a
+    repeatable flag repeated for each item), or None or False, which leave it out. A value of another kind than the flag
+    reads is refused as :func:`kindRefusal` says (``log_dir=5``); the values themselves are left to the parser.
+
+    :param parser: the command's parser
+    :param keywords: keyword -> value, in the order of the words
+    :param command: the command's module (``srl_models.prepare``), named when a keyword is none of its flags
+    :param api_named: the flags the API gives under another name (``{"no_progress": "progress"}``): refused as
+        keywords, naming the API's
+    :param passed_on: a keyword that is none of the parser's flags is written as ``--its-name`` too (True alone,
+        False or None left out), for the command to pass on or refuse (the sweep pipeline passes such flags to
+        train); else it is refused
+    :return: the words
+    :raises UsageError: a keyword that is no flag (with the closest one), a switch not given True or False, several
+        values for a flag of one, a value of another kind than its flag reads (one line each)
+    """
+    api_named = api_named or {}
+    options: dict[str, argparse.Action] = {}
+    for action in parser._actions:  # noqa: SLF001 (argparse has no public list)
+        if action.option_strings and action.dest not in ("help", "version", *api_named):
+            options.setdefault(action.dest, action)  # (of two flags of one dest, --vis and --no-vis: the first)
+    words: list[str] = []
+    for name, value in keywords.items():
+        value = plainValue(value)
+        action = options.get(name)
+        if action is None and (name in api_named or not passed_on):
+            raise unknownKeyword(name, value, options, command, api_named)
+        if action is None:  # passed on: True a switch, False or None left out, anything else a value
+            if value is not None and value is not False:
+                words += flagWords(f"--{name.replace('_', '-')}", value)
+            continue
+        if action.nargs == 0:  # a switch: its flag for the value it stores
+            if value is not None and not isinstance(value, bool):
+                raise UsageError(f"{name} {value!r} must be True or False")
+            if value is not None and value == action.const:
+                words.append(action.option_strings[-1])
+            continue
+        if value is None or value is False:
+            continue
+        flag = action.option_strings[-1]
+        items = valueItems(value)
+        repeated = isinstance(action, argparse._AppendAction)  # noqa: SLF001 (a repeatable flag: once per item)
+        if items is not None and action.nargs is None and not repeated:
+            raise UsageError(f"argument {flag}: {name} {value!r} ({type(value).__name__}) must be one value")
+        for item in [value] if items is None else items:
+            refusal = _actionKindRefusal(action, flag, name, item)
+            if refusal is not None:
+                raise UsageError(refusal)
+        if repeated:
+            words += [word for item in ([value] if items is None else items) for word in (flag, valueText(item))]
+        else:
+            words += flagWords(flag, value)
+    return words
+
+
+def _actionKindRefusal(action: argparse.Action, flag: str, name: str, value: Any) -> str | None:
+    """:return: :func:`kindRefusal` of a value given from Python for a flag of a parser (None when the flag refuses
+        its text: the parser says why)"""
+    if isinstance(value, (str, os.PathLike)):
+        return None
+    try:
+        parsed = (action.type or str)(valueText(value))
+    except (argparse.ArgumentTypeError, TypeError, ValueError):
+        return None
+    return kindRefusal(flag, name, value, parsed)
+
+
+def unknownKeyword(name: str, value: Any, known: Iterable[str], command: str,
+                   api_named: Mapping[str, str] | None = None) -> UsageError:
+    """
+    :param name: a keyword that is no flag of the command
+    :param value: its value
+    :param known: the keywords the command takes
+    :param command: the command's module
+    :param api_named: the flags the API gives under another name (``{"no_progress": "progress"}``)
+    :return: its refusal, naming the API's keyword for a flag of ``api_named``, else the closest keyword
+    """
+    if api_named and name in api_named:
+        return UsageError(f"unrecognized keyword {name}={value!r}: the API's keyword is {api_named[name]}=True or "
+                          "False")
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return UsageError(f"unrecognized keyword {name}={value!r}: the keywords are the long flags of python -m "
+                      f"{command} --help with _ for -" + (f" (did you mean {close[0]}?)" if close else ""))

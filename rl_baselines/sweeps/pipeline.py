@@ -164,6 +164,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: exit code (0: every run succeeded, 1: some failed, 130: interrupted)
     """
+    return runPipeline(argv)[0]
+
+
+def runPipeline(argv: Sequence[str] | None = None) -> tuple[int, str]:
+    """
+    The command (:func:`main`), with where it recorded the sweep.
+
+    :param argv: command-line arguments (default: sys.argv[1:])
+    :return: (exit code as :func:`main`'s, the sweep's state file: ``<log-dir>/sweep_<sweep id>.json``, every run with
+        its state and folder)
+    :raises UsageError: bad input (one line), before anything is written
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = buildParser()
     args, train_args = parser.parse_known_args(argv)
@@ -223,10 +235,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("Nothing to run (--force redoes the finished runs)." if specs else "Nothing to run.")
         if curves is not None:
             curves.close()
-        return 0
+        return 0, state_path
     failed, interrupted = _runAll(executor, claims, to_run, specs, records, curves, args.no_progress,
                                   lambda: writeSweepState(state_path, command, specs, records, claims.pipeline))
-    return _summary(specs, records, failed, interrupted, state_path)
+    return _summary(specs, records, failed, interrupted, state_path), state_path
 
 
 def _warnChangedSettings(finished: Sequence[tuple[RunSpec, str]]) -> None:
