@@ -114,9 +114,13 @@ def runCurve(run_dir: str | os.PathLike, episode_window: int = 100) -> RunCurve:
     :return: the run's training episodes and evaluations
     :raises UsageError: not a run folder, a damaged one, or one without a finished episode nor evaluations
     """
-    if not isinstance(run_dir, (str, os.PathLike)) or not RunFolder.isRun(os.fspath(run_dir)):
-        raise UsageError(f"run_dir {run_dir!r} is not a run folder (a folder with args.json and monitor/, as "
-                         "training writes)")
+    if not isinstance(run_dir, (str, os.PathLike)):
+        hint = ": give its run_dir" if isinstance(getattr(run_dir, "run_dir", None), (str, os.PathLike)) else ""
+        raise UsageError(f"run_dir must be a run folder's path (a string or a path), not a {type(run_dir).__name__}"
+                         + hint)
+    if not RunFolder.isRun(os.fspath(run_dir)):
+        raise UsageError(f"run_dir {os.fspath(run_dir)!r} is not a run folder (a folder with args.json and monitor/, "
+                         "as training writes)")
     window = plainValue(episode_window)
     if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 1:
         raise UsageError(f"episode_window {episode_window!r} must be a positive integer")

@@ -6,6 +6,7 @@ import csv
 import json
 import math
 import os
+import pathlib
 import re
 import signal
 
@@ -132,6 +133,9 @@ def test_gather_results_refuses_what_the_command_refuses_and_writes_nothing(fake
                                                             "string or a path"),
     (lambda logs: replay.gatherResults(os.path.join(logs, "none")), "is not a folder"),
     (lambda logs: replay.runCurve(logs), "is not a run folder (a folder with args.json and monitor/"),
+    (lambda logs: replay.runCurve(pathlib.Path("no-such-run")), "run_dir 'no-such-run' is not a run folder (a"),
+    (lambda logs: replay.runCurve(api.TrainResult(0, os.path.join(logs, "a2c", "seed1"), None, 0, math.nan, None)),
+     "run_dir must be a run folder's path (a string or a path), not a TrainResult: give its run_dir"),
     (lambda logs: replay.runCurve(os.path.join(logs, "ppo2", "seed0"), episode_window=0),
      "episode_window 0 must be a positive integer"),
 ])
