@@ -555,6 +555,11 @@ class SweepResult:
     runs: list[dict[str, Any]]
 
     @property
+    def log_dir(self) -> str:
+        """The sweep's root folder (``log_dir``), where its state file lies: for ``replay.gatherResults``."""
+        return os.path.dirname(self.state_file)
+
+    @property
     def run_dirs(self) -> list[str]:
         """The folders of the finished runs (done now or earlier), in the sweep's order: for
         ``replay.gatherResults``, :func:`loadRun`, :func:`evaluateAgent`."""

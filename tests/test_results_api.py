@@ -161,7 +161,7 @@ def test_run_curve_reads_the_runs_episodes(fakeRuns) -> None:
 def test_a_sweep_returns_its_runs_and_its_results(tmp_path, capsys) -> None:
     log_dir = tmp_path / "sweep"
     result = api.runSweep(**SWEEP, log_dir=log_dir)
-    assert result.exit_code == 0 and os.path.dirname(result.state_file) == str(log_dir)
+    assert result.exit_code == 0 and result.log_dir == os.path.dirname(result.state_file) == str(log_dir)
     assert [(run["seed"], run["state"]) for run in result.runs] == [(0, "done"), (1, "done")]
     assert len(result.run_dirs) == 2 and all(os.path.isfile(os.path.join(folder, "ppo2_model.zip"))
                                              for folder in result.run_dirs)
