@@ -16,7 +16,6 @@ The names are importable from the package too: ``from replay import gatherResult
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 from typing import Any
 
@@ -26,7 +25,8 @@ from replay import gather_results
 from replay.results import Run, episodeCurve, findRuns
 from rl_baselines.core.run_folder import RunFolder
 from srl_toolbox.cli import HeldWarnings, UsageError
-from srl_toolbox.settings import keywordArguments, plainValue
+from srl_toolbox.settings import integerKeyword, keywordArguments, plainValue
+from srl_toolbox.text import withArticle
 
 __all__ = ["ResultsTable", "RunCurve", "UsageError", "gatherResults", "runCurve"]
 
@@ -116,14 +116,12 @@ def runCurve(run_dir: str | os.PathLike, episode_window: int = 100) -> RunCurve:
     """
     if not isinstance(run_dir, (str, os.PathLike)):
         hint = ": give its run_dir" if isinstance(getattr(run_dir, "run_dir", None), (str, os.PathLike)) else ""
-        raise UsageError(f"run_dir must be a run folder's path (a string or a path), not a {type(run_dir).__name__}"
-                         + hint)
+        raise UsageError(f"run_dir must be a run folder's path (a string or a path), not "
+                         f"{withArticle(type(run_dir).__name__)}{hint}")
     if not RunFolder.isRun(os.fspath(run_dir)):
         raise UsageError(f"run_dir {os.fspath(run_dir)!r} is not a run folder (a folder with args.json and monitor/, "
                          "as training writes)")
-    window = plainValue(episode_window)
-    if isinstance(window, bool) or not isinstance(window, numbers.Integral) or window < 1:
-        raise UsageError(f"episode_window {episode_window!r} must be a positive integer")
+    window = integerKeyword("episode_window", plainValue(episode_window))
     run: Run = findRuns(os.fspath(run_dir), unfinished=True, evaluation_only=True)[0]
     curve = run.evaluationCurve()
     return RunCurve(run.path, run.args, run.episodes["timesteps"], run.episodes["rewards"], run.episodes["lengths"],

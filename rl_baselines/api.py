@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import numbers
 import os
 import shlex
 import signal
@@ -50,7 +49,15 @@ from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError
 from srl_toolbox.devices import maxThreads
 from srl_toolbox.files import readJson
 from srl_toolbox.global_state import callerSettings
-from srl_toolbox.settings import flagWords, keywordArguments, kindRefusal, plainValue, valueItems, valueText
+from srl_toolbox.settings import (
+    flagWords,
+    integerKeyword,
+    keywordArguments,
+    kindRefusal,
+    plainValue,
+    valueItems,
+    valueText,
+)
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "SweepInterrupted", "SweepResult", "TrainConfig", "TrainResult",
            "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs", "listSRLModels",
@@ -372,14 +379,6 @@ def _hyperparamPairs(value: Any) -> tuple[str, ...]:
     return tuple(map(str, items))
 
 
-def _positiveInt(name: str, value: Any) -> int:
-    """:return: ``value`` as an int (Python's or NumPy's integers)
-    :raises UsageError: not a positive integer"""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise UsageError(f"{name} {value!r} must be a positive integer")
-    return int(value)
-
-
 def _notARun(name: str, value: Any, kinds: str, trained: str) -> UsageError:
     """
     :param trained: what to give instead, from ``result = trainAgent(config)``
@@ -464,7 +463,7 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     """
 
 
-    episodes = _positiveInt("episodes", episodes)
+    episodes = integerKeyword("episodes", episodes)
     try:
         num_envs, seed = checkEnvsAndSeed(num_envs, seed)
     except ValueError as error:

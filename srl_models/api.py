@@ -18,7 +18,6 @@ flag's parser; prepare's keywords as its command-line words. Hence:
 from __future__ import annotations
 
 import dataclasses
-import numbers
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -34,7 +33,15 @@ from srl_models.train_config import SRLTrainConfig
 from srl_toolbox.cli import INTERRUPTED_EXIT_CODE, UsageError, checkWritableFolder
 from srl_toolbox.devices import checkedDevice
 from srl_toolbox.global_state import callerSettings
-from srl_toolbox.settings import checkedSettings, keywordArguments, plainValue, settingFields, unknownKeyword
+from srl_toolbox.settings import (
+    checkedSettings,
+    integerKeyword,
+    keywordArguments,
+    plainValue,
+    settingFields,
+    switchKeyword,
+    unknownKeyword,
+)
 
 __all__ = ["SRLScores", "UsageError", "evaluateSRLModel", "loadSRLModel", "prepareSRLModels", "recordDataset",
            "trainSRLModel"]
@@ -117,8 +124,9 @@ def evaluateSRLModel(model_folder: str | os.PathLike, data_folder: str | os.Path
     """
     model_folder = _folder("model_folder", model_folder)
     data_folder = None if data_folder is None else _folder("data_folder", data_folder)
-    k, max_samples, seed = _integer("k", k, 1), _integer("max_samples", max_samples, 2), _integer("seed", seed, 0)
-    _checkSwitch("progress", progress)
+    k, max_samples, seed = (integerKeyword(name, plainValue(value), minimum, f"an integer >= {minimum}")
+                          for name, value, minimum in (("k", k, 1), ("max_samples", max_samples, 2), ("seed", seed, 0)))
+    switchKeyword("progress", progress)
     with callerSettings():
         try:
             evaluation = prepareEvaluation(model_folder, data_folder, k=k, max_samples=max_samples, seed=seed,
@@ -167,7 +175,7 @@ def prepareSRLModels(env: str, srl_model: str | Sequence[str], *, progress: bool
     :raises UsageError: bad input (nothing written)
     :raises KeyboardInterrupt: interrupted
     """
-    _checkSwitch("progress", progress)
+    switchKeyword("progress", progress)
     words = keywordArguments(prepare.buildParser(), {"env": env, "srl_model": srl_model, **flags}, "srl_models.prepare",
                              api_named=_API_NAMED)
     try:
@@ -183,7 +191,7 @@ def _settings(cls: type, command: str, given: Mapping[str, Any], progress: Any) 
     """:return: the command's settings dataclass from keywords (None: the flag's default), checked by its flags'
         parsers (srl_toolbox.settings.checkedSettings); ``progress`` gives ``no_progress``
     :raises UsageError: a keyword that is not a flag of the command, or a value it refuses"""
-    _checkSwitch("progress", progress)
+    switchKeyword("progress", progress)
     fields = {name: field for name, field in settingFields(cls).items() if name not in _API_NAMED}
     for name, value in given.items():
         if name not in fields:
@@ -191,21 +199,6 @@ def _settings(cls: type, command: str, given: Mapping[str, Any], progress: Any) 
     values = {name: os.fspath(value) if isinstance(value, os.PathLike) else value
               for name, value in given.items() if value is not None}
     return checkedSettings(cls(**values, no_progress=not progress))
-
-
-def _checkSwitch(name: str, value: Any) -> None:
-    """:raises UsageError: ``value`` is not True, False or None"""
-    if not (plainValue(value) is None or isinstance(plainValue(value), bool)):
-        raise UsageError(f"{name} {value!r} must be True or False")
-
-
-def _integer(name: str, value: Any, minimum: int) -> int:
-    """:return: an integer keyword at least ``minimum`` (NumPy's integers too)
-    :raises UsageError: another kind of value, or a smaller one"""
-    value = plainValue(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
-        raise UsageError(f"{name} {value!r} must be an integer >= {minimum}")
-    return int(value)
 
 
 def _folder(name: str, value: Any) -> str:

@@ -364,8 +364,7 @@ def keywordArguments(parser: argparse.ArgumentParser, keywords: Mapping[str, Any
                 words += flagWords(f"--{name.replace('_', '-')}", value)
             continue
         if action.nargs == 0:  # a switch: its flag for the value it stores
-            if value is not None and not isinstance(value, bool):
-                raise UsageError(f"{name} {value!r} must be True or False")
+            switchKeyword(name, value)
             if value is not None and value == action.const:
                 words.append(action.option_strings[-1])
             continue
@@ -415,3 +414,30 @@ def unknownKeyword(name: str, value: Any, known: Iterable[str], command: str,
     close = difflib.get_close_matches(name, list(known), n=1)
     return UsageError(f"unrecognized keyword {name}={value!r}: the keywords are the long flags of python -m "
                       f"{command} --help with _ for -" + (f" (did you mean {close[0]}?)" if close else ""))
+
+
+def switchKeyword(name: str, value: Any) -> bool | None:
+    """
+    :param name: a Python API's keyword for a switch
+    :param value: its value (NumPy's bool too: :func:`plainValue`)
+    :return: the value as Python's True, False or None
+    :raises UsageError: anything else (one line)
+    """
+    value = plainValue(value)
+    if value is not None and not isinstance(value, bool):
+        raise UsageError(f"{name} {value!r} must be True or False")
+    return value
+
+
+def integerKeyword(name: str, value: Any, minimum: int = 1, words: str = "a positive integer") -> int:
+    """
+    :param name: a Python API's keyword for a count
+    :param value: its value (Python's or NumPy's integers; a bool is not one)
+    :param minimum: the smallest value taken
+    :param words: what it must be, in the refusal
+    :return: the value as an int
+    :raises UsageError: another kind of value, or one below ``minimum`` (one line)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise UsageError(f"{name} {value!r} must be {words}")
+    return int(value)
