@@ -22,11 +22,11 @@ from typing import Any
 import numpy as np
 
 from replay import gather_results
-from replay.results import Run, episodeCurve, findRuns
+from replay.results import Run, episodeCurve, findRuns, plural
 from rl_baselines.core.run_folder import RunFolder
 from srl_toolbox.cli import HeldWarnings, UsageError
 from srl_toolbox.settings import integerKeyword, keywordArguments, plainValue
-from srl_toolbox.text import withArticle
+from srl_toolbox.text import Shown, shortRepr, withArticle
 
 __all__ = ["ResultsTable", "RunCurve", "UsageError", "gatherResults", "runCurve"]
 
@@ -51,6 +51,18 @@ class ResultsTable:
     markdown: str
     run_dirs: tuple[str, ...]
     files: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return shortRepr(type(self).__name__, [("rows", Shown(f"<{plural(len(self.rows), 'row')}>")),
+                                               ("run_dirs", Shown(f"<{plural(len(self.run_dirs), 'run')}>")),
+                                               ("files", self.files)])
+
+    def __str__(self) -> str:
+        return self.markdown
+
+    def _repr_markdown_(self) -> str:
+        """The tables, as a notebook shows them."""
+        return self.markdown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +92,13 @@ class RunCurve:
     evaluation_timesteps: np.ndarray | None
     evaluation_rewards: np.ndarray | None
     finished: bool
+
+    def __repr__(self) -> str:
+        evaluations = len(self.evaluation_timesteps) if self.evaluation_timesteps is not None else None
+        last = int(self.timesteps[-1]) if len(self.timesteps) else None
+        return shortRepr(type(self).__name__, [("run_dir", self.run_dir), ("episodes", len(self.episode_rewards)),
+                                               ("last_episode_end", last), ("evaluations", evaluations),
+                                               ("finished", self.finished)])
 
 
 def gatherResults(log_dir: str | os.PathLike, *, output_dir: str | os.PathLike | None = None,

@@ -21,6 +21,7 @@ The names are importable from the package too: ``from rl_baselines import makeCo
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import difflib
 import os
@@ -58,6 +59,7 @@ from srl_toolbox.settings import (
     valueItems,
     valueText,
 )
+from srl_toolbox.text import Shown, shortRepr
 
 __all__ = ["Evaluation", "LoadedRun", "RunConfig", "SweepInterrupted", "SweepResult", "TrainConfig", "TrainResult",
            "TrainingInterrupted", "UsageError", "evaluateAgent", "listAlgorithms", "listEnvs", "listSRLModels",
@@ -87,6 +89,10 @@ class RunConfig:
     def command(self) -> str:
         """:return: the equivalent shell command"""
         return shlex.join(["python", "-m", "rl_baselines.train", *self.argv])
+
+    def __repr__(self) -> str:
+        shown = [("command", self.command)] + ([("resumes", self.plan.run_dir)] if self.plan is not None else [])
+        return shortRepr(type(self).__name__, shown)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -563,6 +569,12 @@ class SweepResult:
         """The folders of the finished runs (done now or earlier), in the sweep's order: for
         ``replay.gatherResults``, :func:`loadRun`, :func:`evaluateAgent`."""
         return [run["run_folder"] for run in self.runs if run.get("state") in ("done", "skipped")]
+
+    def __repr__(self) -> str:
+        states = collections.Counter(str(run.get("state")) for run in self.runs)
+        runs = Shown(f"<{len(self.runs)}: {', '.join(f'{count} {state}' for state, count in states.items())}>")
+        return shortRepr(type(self).__name__, [("exit_code", self.exit_code), ("log_dir", self.log_dir),
+                                               ("runs", runs)])
 
 
 class SweepInterrupted(KeyboardInterrupt):

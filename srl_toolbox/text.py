@@ -1,5 +1,9 @@
-"""Words in messages built around a name: the indefinite article a name takes (``an OmnirobotEnv-v0 run``)."""
+"""Words in messages built around a name: the indefinite article a name takes (``an OmnirobotEnv-v0 run``); the
+short reprs of the Python API's result objects (a notebook shows what they hold at a glance, not every setting)."""
 from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
 
 # Vowel letters read with a consonant sound ("a unit", "a one-hot") and a digit read with a vowel sound ("an 8x8")
 _CONSONANT_SOUNDS = ("uni", "use", "usu", "one")
@@ -15,3 +19,19 @@ def withArticle(name: object) -> str:
     word = text.lstrip("'\"`").lower()
     vowel = word[:1] in ("a", "e", "i", "o", "u", "8") and not word.startswith(_CONSONANT_SOUNDS)
     return f"{'an' if vowel else 'a'} {text}"
+
+
+def shortRepr(name: str, items: Iterable[tuple[str, Any]]) -> str:
+    """
+    :param name: the object's type name
+    :param items: (field, value) pairs to show, in order; a value of type :class:`Shown` is written as its text
+    :return: ``name(field=value!r, ...)``
+    """
+    return f"{name}({', '.join(f'{field}={value!r}' for field, value in items)})"
+
+
+class Shown(str):
+    """A text written as it is by :func:`shortRepr` (a summary such as ``<12 rows>``), not quoted as a string."""
+
+    def __repr__(self) -> str:
+        return str(self)

@@ -45,6 +45,7 @@ from rl_baselines.runs.run_policy import (
     recordedSRLModelFolder,
 )
 from rl_baselines.runs.train_config import TrainConfig
+from srl_toolbox.text import shortRepr
 
 SAVED_MODELS = ("latest", "best")
 # ``checkpoint=LAST_CHECKPOINT``: the newest intact checkpoint
@@ -117,6 +118,12 @@ class LoadedRun:
     srl_model_path: str | None
     checkpoint_steps: int | None = None
     skipped_checkpoints: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        shown = [("run_dir", self.run_dir), *((name, getattr(self.args, name, None)) for name in ("algo", "env",
+                                                                                                   "srl_model"))]
+        shown += [("model_folder", self.model_folder), ("checkpoint_steps", self.checkpoint_steps)]
+        return shortRepr(type(self).__name__, shown)
 
     @property
     def settings(self) -> RunSettings:

@@ -76,7 +76,7 @@ from srl_toolbox.settings import (
     settingArguments,
     settingFields,
 )
-from srl_toolbox.text import withArticle
+from srl_toolbox.text import Shown, shortRepr, withArticle
 
 DEFAULT_ALGO = "ppo2"
 # The old toolbox's default (an arm, so -c -joints works as its guide writes it); see the CHANGELOG.
@@ -88,6 +88,7 @@ class TrainConfig:
     """
     The settings of a training run: as given (``TrainConfig(algo="sac", env=..., ...)``, or parsed from the command
     line), then validated. Each field says what it holds; ``python -m rl_baselines.train --help`` shows the same.
+    Its repr names the algorithm, env and observation and the settings that differ from their defaults.
     """
 
     algo: str = setting(DEFAULT_ALGO, "algorithm: {algos}")
@@ -202,6 +203,20 @@ class TrainConfig:
         if self.img_shape is not None:
             object.__setattr__(self, "img_shape", tuple(int(side) for side in self.img_shape))
         object.__setattr__(self, "hyperparam", tuple(self.hyperparam or ()))
+
+    def __repr__(self) -> str:
+        # algo, env and srl_model, then what differs from the defaults (not the run's folders): a notebook shows the
+        # run, not 80 settings
+        defaults = self.defaults()
+        shown = [(name, getattr(self, name)) for name in self.flagFields()
+                 if name in ("algo", "env", "srl_model") or getattr(self, name) != defaults[name]]
+        if self.hyperparams:
+            shown.append(("hyperparams", dict(self.hyperparams)))
+        if extra := {name: value for name, value in self.extra.items() if value is not None}:  # (unset hp_*: None)
+            shown.append(("extra", extra))
+        if self.start_timesteps:
+            shown.append(("start_timesteps", self.start_timesteps))
+        return shortRepr(type(self).__name__, shown)
 
     def __getattr__(self, name: str) -> Any:
         # Called only for names that are not fields: the algorithm's own flags, as they were on the Namespace.
@@ -491,6 +506,12 @@ class TrainResult:
     num_timesteps: int
     mean_reward: float
     args: TrainConfig
+
+    def __repr__(self) -> str:
+        model = Shown(type(self.model).__name__ if self.model is not None else "None")
+        return shortRepr(type(self).__name__, [("exit_code", self.exit_code), ("run_dir", self.run_dir),
+                                               ("num_timesteps", self.num_timesteps), ("mean_reward", self.mean_reward),
+                                               ("model", model), ("args", self.args)])
 
 
 def ownOptionStrings() -> set[str]:
