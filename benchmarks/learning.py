@@ -24,11 +24,11 @@ the Kuka arm's clipped no-op moves, discrete actions), the final policy then pla
 (sampled actions, as in training; ``benchmarks.masked_moves`` in a subprocess) and the table gives the masked moves
 it takes per episode: none for maskable_ppo, which never takes one; what ppo2 wastes for comparison.
 
-Usage: ``python -m benchmarks.learning [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append]
-[--reuse [--rerun A ...]]`` (``make bench-learning``; about 45 minutes on 2 cores, ``--quick`` a few minutes and
-appends nothing). Every finished run is recorded in :data:`RUNS_FILE`; ``--reuse`` takes from it the runs whose
-settings (algorithm, env, actions, steps, flags, seed) have not changed since, and runs only the others and those of
-the ``--rerun`` algorithms (after a change of their code or defaults), so that one fixed row costs one row's time.
+Usage: ``python -m benchmarks.learning [--quick] [--algos A ...] [--seeds S ...] [--jobs N] [--no-append] [--reuse
+[--rerun A ...]]`` (``make bench-learning``, whose time is in the README's command table; ``--quick`` is a short run
+that appends nothing). Every finished run is recorded in :data:`RUNS_FILE`; ``--reuse`` takes from it the runs whose
+settings (algorithm, env, actions, steps, flags, seed) have not changed since, and runs only the others and those of the
+``--rerun`` algorithms (after a change of their code or defaults), so that one fixed row costs one row's time.
 """
 from __future__ import annotations
 

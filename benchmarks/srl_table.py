@@ -23,9 +23,9 @@ The table goes into docs/srl.md under :data:`SECTION` (replacing it when it exis
 commands, the machine and the load; the model folders are printed, with a ``config/srl_models.yaml``-style mapping
 to paste (the shipped file is left alone: a fresh clone has no such folders).
 
-Usage: ``python -m benchmarks.srl_table [--quick] [--env ENV ...] [--state-dim 8] [--epochs 10] [--jobs 2]
-[--no-doc]`` (``make bench-srl``: about 50 minutes on 2 busy cores; ``--quick`` runs every model on tiny datasets in
-a temporary folder and writes nothing).
+Usage: ``python -m benchmarks.srl_table [--quick] [--env ENV ...] [--state-dim 8] [--epochs 10] [--jobs 2] [--no-doc]``
+(``make bench-srl``, whose time is in the README's command table; ``--quick`` runs every model on tiny datasets in a
+temporary folder and writes nothing).
 """
 from __future__ import annotations
 

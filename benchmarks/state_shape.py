@@ -32,8 +32,8 @@ same settings are not run again, so a long measurement resumes where it stopped.
 seeds, the final evaluation reward (mean +/- standard error), how many seeds reached
 the threshold (90% of ground truth's mean final reward; none when that mean is not positive: the rule of docs/srl.md,
 ``benchmarks.srl_rl.analysis.rewardThreshold``) and the median steps they took, and every seed's final reward; then
-appends the table with its command and machine to docs/benchmarks.md (``--no-append``: not). About 1.5 minutes
-per run on one core: 15 runs in about 12 minutes on 2 cores.
+appends the table with its command and machine to docs/benchmarks.md (``--no-append``: not). Its time is in the
+README's command table (``make bench-state-shape``).
 
 Usage: ``python -m benchmarks.state_shape [--variants ground_truth linear tanh] [--dims 32] [--seeds 5] [--first-seed
 0] [--steps 50000] [--eval-freq 5000] [--eval-episodes 5] [--map-seed 1000] [--scale 1|S|participation] [--hyperparam

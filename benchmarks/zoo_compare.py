@@ -31,10 +31,10 @@ dependencies, into ``.zoo-packages`` and only the rl_zoo3 process sees them.
 default runs' results stay.
 
 Resumable: a finished run writes ``result.json`` in its folder under ``--bench-dir`` and is not run again with the
-same settings; each run that ends prints ``[i/N, about X min left]`` over the runs this invocation makes. About 35 min
-per seed on 2 cores at the default budget: start it with ``nice``. The default budget, 200,000 steps, is about twice
-the steps at which raw pixels first reach the threshold under ppo2's raw-pixel default (100,000-140,000 in both
-programs over seeds 0-2; docs/benchmarks.md).
+same settings; each run that ends prints ``[i/N, about X min left]`` over the runs this invocation makes. It takes
+long (the README's command table gives the time per seed): start it with ``nice``. The default budget, 200,000 steps,
+is about twice the steps at which raw pixels first reach the threshold under ppo2's raw-pixel default, as measured in
+both programs (docs/benchmarks.md).
 
 Usage: ``python -m benchmarks.zoo_compare [--budget 200000] [--eval-freq 10000] [--seeds 0 1 2] [--learned srl_splits]
 [--threshold R] [--hyperparam NAME:VALUE ...] [--workers 2] [--bench-dir logs/bench_zoo] [--zoo-packages

@@ -1,8 +1,8 @@
 """The convolutional backbone every learned SRL model shares: an encoder for C x H x W images and its mirror decoder.
 
-Small on purpose: the encoder runs on every RL step (batched over the envs), so four strided convolutions
-(16-32-64-64 channels, each halving the image) and one linear layer keep a 64x64 batch of 8 around a millisecond on
-one CPU core (32 channels in the first layer, at the largest resolution, cost three times as much for little gain).
+Small on purpose: the encoder runs on every RL step (batched over the envs), so it is four strided convolutions
+(16-32-64-64 channels, each halving the image) and one linear layer, cheap on one CPU core (its cost: docs/srl.md,
+"Models").
 No batch normalisation: the encoder must give the same state for an image alone or in any batch.
 """
 from __future__ import annotations

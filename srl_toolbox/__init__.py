@@ -4,7 +4,7 @@ prints.
 setup.py reads ``__version__`` from this file (without importing it), and rl_baselines, srl_models, environments
 and replay re-export it, so ``python -m rl_baselines.train --version`` and ``pip show srl-toolbox`` always agree.
 This package sits below every other one and imports none of the project's modules; every package's ``__init__``
-imports it before anything else, so it runs before a command's module imports its libraries (3-10 s of torch,
+imports it before anything else, so it runs before a command's module imports its libraries (seconds of torch,
 gymnasium, pybullet...).
 
 A Ctrl-C in those seconds comes before the command's :func:`srl_toolbox.cli.runCommand`, which turns a later one into

@@ -3,8 +3,8 @@
 gymnasium draws CarRacing frames with pygame on an off-screen surface, so the env runs headless (no DISPLAY, no
 window). Three changes to how it renders, through a small subclass: frames come at the size of the requested
 observation (instead of 96x96, then resized); in ground-truth mode no frame is drawn at all; and the road and grass
-are placed on screen with numpy in one go instead of one Python loop per polygon (about 740 per frame, of which
-some 90 are visible), which makes 64x64 pixel steps about 1.6 times as fast and draws exactly the same pixels.
+are placed on screen with numpy in one go instead of one Python loop per polygon, which draws exactly the same
+pixels (the speed it gives is in docs/architecture.md).
 """
 from __future__ import annotations
 

@@ -1,16 +1,16 @@
 """The Kuka scene's floor drawn once per camera, for the "lowpoly" renderer.
 
-pybullet_data's plane (two textured triangles of 200 x 200 m) is about half of TinyRenderer's time on a 64x64 Kuka
-frame, and nothing in the scene changes how it looks: it is static, the camera is fixed and TinyRenderer draws no
-shadows. So the lowpoly scene hides the plane's visual (alpha 0: TinyRenderer skips it; its collision box, and so
-physics, are untouched), and :class:`FloorImages` draws the plane alone, once per camera (view, projection and size),
-in a PyBullet client of its own. A frame is then the scene without the floor, with the floor image in every pixel
-no triangle covered (the depth buffer's clear value there).
+pybullet_data's plane (two textured triangles of 200 x 200 m) is a large part of TinyRenderer's time on a Kuka frame
+(docs/architecture.md gives the share), and nothing in the scene changes how it looks: it is static, the camera is fixed
+and TinyRenderer draws no shadows. So the lowpoly scene hides the plane's visual (alpha 0: TinyRenderer skips it; its
+collision box, and so physics, are untouched), and :class:`FloorImages` draws the plane alone, once per camera (view,
+projection and size), in a PyBullet client of its own. A frame is then the scene without the floor, with the floor image
+in every pixel no triangle covered (the depth buffer's clear value there).
 
 Invariant: the frame is TinyRenderer's with the visible plane drawn in the scene, pixel for pixel, because nothing in
 the scene lies below the floor and TinyRenderer decides a pixel's coverage by the same rule with or without the
 plane; up to TinyRenderer's own jitter: drawing one state again right away now and then gives a pixel 1 level off
-(about 1 frame in 1,000 at 64x64, with the plane drawn or not), while the frames of two runs with the same seed are
+(with the plane drawn or not), while the frames of two runs with the same seed are
 equal. tests/test_kuka_renderer.py checks it on every Kuka env and camera.
 """
 from __future__ import annotations
