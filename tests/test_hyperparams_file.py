@@ -146,6 +146,22 @@ def test_an_rl_zoo_file_gives_the_runs_env_section_and_names_the_equivalents_of_
         readHyperparamFile(str(tmp_path / "nested.yml"), "MobileRobotGymEnv-v0")
 
 
+def test_an_rl_zoo_entry_as_written_is_refused_once_naming_every_key_to_change(tmp_path) -> None:
+    """rl_zoo3's ppo.yml entry for CartPole-v1, under the run's env: its settings and schedules are all named, with
+    their equivalents, in one line (not one per attempt)."""
+    zoo_file = tmp_path / "ppo.yml"
+    zoo_file.write_text("MobileRobotGymEnv-v0:\n  n_envs: 8\n  n_timesteps: !!float 1e5\n  policy: 'MlpPolicy'\n"
+                        "  n_steps: 32\n  batch_size: 256\n  gae_lambda: 0.8\n  learning_rate: lin_0.001\n"
+                        "  clip_range: lin_0.2\n")
+    with pytest.raises(UsageError) as refusal:
+        readHyperparamFile(str(zoo_file), "MobileRobotGymEnv-v0")
+    message = str(refusal.value)
+    assert "\n" not in message and message.startswith(f"--hyperparam-file {str(zoo_file)!r}: n_envs is rl_zoo3's")
+    for words in ["--num-cpu 8", "--num-timesteps 100000", "policy is rl_zoo3's",
+                  "learning_rate: 0.001 and train's --lr-schedule linear", "a number (clip_range: 0.2)"]:
+        assert message.count(words) == 1, words
+
+
 def test_rl_zoo_train_freq_pairs_read_in_steps_and_per_episode_training_is_refused(tmp_path) -> None:
     """rl_zoo3's train_freq: [N, "step"] is SB3's int train_freq N; [N, "episode"] has no equivalent here, and is
     refused in one line naming train_freq: N, from the file and from --hyperparam alike."""
