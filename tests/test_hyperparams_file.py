@@ -2,6 +2,7 @@
 unset algorithm flags."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -189,3 +190,18 @@ def test_rl_zoo_train_freq_pairs_read_in_steps_and_per_episode_training_is_refus
     assert "not offered here" in refused.stderr and not (tmp_path / "logs").exists()
     run_dir = trainHere(*common, "--hyperparam-file", str(zoo_file))
     assert _readYaml(run_dir)["train_freq"] == 4
+
+
+def test_a_model_continued_under_lr_schedule_linear_decays_from_its_saved_rate(tmp_path) -> None:
+    """A model trained at a constant rate, continued with --lr-schedule linear and no --learning-rate, decays
+    linearly from its saved rate (the flag was ignored: the rate stayed constant)."""
+    flags = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-steps", "32",
+             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1"]
+    first = trainHere(*flags, "--learning-rate", "0.001", "--num-timesteps", "64", "--log-dir", tmp_path / "first")
+    continued = trainHere(*flags, "--num-timesteps", "128", "--lr-schedule", "linear", "--log-dir", tmp_path / "next",
+                          "--load-rl-model-path", os.path.join(first, "ppo2_model.zip"))
+    model = PPO.load(os.path.join(continued, "ppo2_model.zip"))
+    assert model.lr_schedule(1.0) == pytest.approx(0.001) and model.lr_schedule(0.5) == pytest.approx(0.0005)
+    with open(os.path.join(continued, "progress.csv")) as file:
+        rates = [float(row["train/learning_rate"]) for row in csv.DictReader(file) if row["train/learning_rate"]]
+    assert len(rates) >= 3 and all(later < earlier for earlier, later in zip(rates, rates[1:])) and rates[0] <= 0.001
