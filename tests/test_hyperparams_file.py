@@ -205,3 +205,14 @@ def test_a_model_continued_under_lr_schedule_linear_decays_from_its_saved_rate(t
     with open(os.path.join(continued, "progress.csv")) as file:
         rates = [float(row["train/learning_rate"]) for row in csv.DictReader(file) if row["train/learning_rate"]]
     assert len(rates) >= 3 and all(later < earlier for earlier, later in zip(rates, rates[1:])) and rates[0] <= 0.001
+
+
+def test_rl_zoo_params_on_the_command_line_name_their_equivalents_as_the_file_does() -> None:
+    """rl_zoo3's -params habits given to --hyperparam (a lin_ schedule, n_envs) are named with their equivalents, all
+    in one line, as in a --hyperparam-file (they were 'needs a float value' and 'unknown hyperparameter')."""
+    with pytest.raises(UsageError) as refusal:
+        parseHyperparamPairs(["learning_rate:lin_0.001", "gamma:0.9", "n_envs:8"])
+    assert str(refusal.value) == ("--hyperparam: learning_rate: lin_0.001 is rl_zoo3's linear schedule; give "
+                                  "learning_rate: 0.001 and train's --lr-schedule linear; n_envs is rl_zoo3's, not a "
+                                  "hyperparameter; give --num-cpu 8 (parallel envs)")
+    assert parseHyperparamPairs(["learning_rate:0.001", "gamma:0.9"]) == {"learning_rate": "0.001", "gamma": "0.9"}

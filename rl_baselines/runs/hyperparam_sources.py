@@ -69,7 +69,8 @@ def trainFreqSteps(source: str, shown: str, count: Any, unit: Any) -> str:
 def parseHyperparamPairs(items: list[str]) -> dict[str, str]:
     """:param items: ``--hyperparam``'s ``KEY:VALUE`` strings; :return: ``KEY -> VALUE`` (``train_freq:[N,step]``
     as ``N``)
-    :raises UsageError: an item that is not ``KEY:VALUE``, or train_freq per episode (:func:`trainFreqSteps`)"""
+    :raises UsageError: an item that is not ``KEY:VALUE``, train_freq per episode (:func:`trainFreqSteps`), or
+        rl_zoo3's keys and schedules that are settings here (every one named with its equivalent)"""
     pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition(":")
@@ -79,6 +80,9 @@ def parseHyperparamPairs(items: list[str]) -> dict[str, str]:
         if pair is not None:
             value = trainFreqSteps("--hyperparam", value, int(pair.group(1)), pair.group(3))
         pairs[key] = value
+    refusals = [refusal for key, value in pairs.items() if (refusal := _zooRefusal(key, value))]
+    if refusals:  # rl_zoo3's -params habits (n_envs:8, learning_rate:lin_0.001), named as the file's are
+        raise UsageError(f"--hyperparam: {'; '.join(refusals)}")
     return pairs
 
 
