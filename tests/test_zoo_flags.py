@@ -6,6 +6,7 @@ import pytest
 from conftest import runModule
 
 from replay.enjoy_baselines import buildParser
+from rl_baselines.core.registry import algoChoicesText
 from rl_baselines.runs.train import baseParser
 from srl_toolbox.cli import UsageError, flagsMeant
 
@@ -59,3 +60,9 @@ def test_the_command_refuses_an_rl_zoo_flag_in_one_line_with_exit_code_2(tmp_pat
     assert result.stderr.strip() == (f"error: unrecognized arguments: -f {tmp_path / 'logs'} -n 300 (rl_zoo3's "
                                      f"-f/--log-folder is --log-dir here; rl_zoo3's -n/--n-timesteps is "
                                      f"--num-timesteps here)")
+
+
+def test_an_rl_zoo_algorithm_name_is_refused_with_the_name_here() -> None:
+    assert algoChoicesText("ppo").startswith(" (rl_zoo3's ppo is ppo2 here); valid choices: ")
+    assert algoChoicesText("dqn").startswith(" (rl_zoo3's dqn is deepq here (or qrdqn; SB3's own DQN is not offered))")
+    assert algoChoicesText("nope").startswith("; valid choices: ")
