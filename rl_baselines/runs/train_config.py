@@ -434,7 +434,7 @@ RL_ZOO_FLAGS = {
     ("-f", "--log-folder"): "--log-dir",
     ("-i", "--trained-agent"): "--load-rl-model-path",
     ("-params", "--hyperparams"): "--hyperparam KEY:VALUE",
-    ("-conf", "--conf-file"): "--hyperparam-file",
+    ("--conf-file",): "--hyperparam-file",  # (its -conf reads as -c onf here: argparse)
     ("-tb",): "--tensorboard-log",
     ("--save-freq",): "--checkpoint-freq",
     ("--save-replay-buffer",): "--buffer-save-freq (replay buffers are saved at checkpoints)",
