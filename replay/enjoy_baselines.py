@@ -55,11 +55,24 @@ from srl_toolbox.cli import (
     nonNegativeInt,
     positiveInt,
     runCommand,
+    zooFlagHints,
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath
 
 VIDEO_FORMATS = (".gif", ".mp4")
+# rl_zoo3's enjoy.py flags that this command does not take, and what to give instead (their refusal says it)
+RL_ZOO_FLAGS = {
+    ("-f", "--folder", "--exp-id"): "--log-dir RUN (the run's own folder)",
+    ("--algo", "--env"): "not needed: the run folder names them (its args.json)",
+    ("-n", "--n-timesteps"): "--num-timesteps",
+    ("--n-envs",): "--num-cpu",
+    ("--load-best",): "--model best",
+    ("--no-render",): "not needed: no window opens without --render",
+    ("--stochastic",): "not needed: actions are sampled unless --deterministic",
+    ("-P", "--progress"): "not needed: the progress bar is on by default (--no-progress hides it)",
+    ("--env-kwargs",): "not offered: the env is rebuilt as the run trained on it (args.json)",
+}
 # A GIF stores each frame's delay in hundredths of a second, and browsers play delays under 2 of them at about 10 fps.
 MAX_GIF_FPS = 50
 
@@ -78,6 +91,7 @@ def realTimeRate(env: Any, action_repeat: int) -> float:
 def buildParser() -> CLIParser:
     """:return: the command's parser"""
     parser = CLIParser(prog="python -m replay.enjoy_baselines", description="Replay a trained agent.")
+    parser.addFlagHints(zooFlagHints(RL_ZOO_FLAGS))
     parser.add_argument("--log-dir", type=nonEmptyText, required=True, help="the run folder (holds args.json and the model)")
     parser.add_argument("--num-timesteps", type=positiveInt, default=1000, help="env steps to play [1000]")
     addSeedArgument(parser, help="seed of the replay envs (env i gets seed + i) and of the agent's action sampling [0]")

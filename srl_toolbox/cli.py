@@ -1,8 +1,9 @@
 """Command-line plumbing of every srl-toolbox command: one parser class, one-line errors with exit code 2.
 
 - :class:`CLIParser`: an ``argparse.ArgumentParser`` whose errors raise :class:`UsageError` (one line, no usage
-  block; an unrecognized flag close to one of the command's is followed by the flag meant: :func:`flagsMeant`) and
-  which offers ``--version``;
+  block; an unrecognized flag close to one of the command's is followed by the flag meant: :func:`flagsMeant`, one
+  of another tool's that the command names, such as rl_zoo3's, by its equivalent: :meth:`CLIParser.addFlagHints`)
+  and which offers ``--version``;
 - :func:`runCommand`: runs a command's ``main``, printing a UsageError as ``error: ...`` and exiting with code 2, a
   :class:`CommandFailed` as ``error: ...`` with code 1, an OS error that the environment caused (a full or read-only
   disk: srl_toolbox.files.ENVIRONMENT_ERRNOS) as ``error: could not write PATH: REASON`` with code 1, a Ctrl-C as
@@ -30,7 +31,7 @@ import shutil
 import sys
 import tempfile
 import warnings
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NoReturn
 
 from tqdm import tqdm
@@ -76,16 +77,38 @@ class CLIParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.flag_hints: dict[str, str] = {}
         if self.add_help:
             self.add_argument("--version", action="version", version=f"%(prog)s (srl-toolbox {__version__})",
                               help="print the srl-toolbox version and exit")
 
+    def addFlagHints(self, hints: Mapping[str, str]) -> None:
+        """:param hints: flags the command does not take but users of another tool type (rl_zoo3's ``-n``), each
+            with what its refusal says instead of a close flag (``rl_zoo3's -n is --num-timesteps here``)"""
+        self.flag_hints.update(hints)
+
     def error(self, message: str) -> NoReturn:
         if message.startswith(UNRECOGNIZED):
-            meant = flagsMeant(message.removeprefix(UNRECOGNIZED).split(), self._option_string_actions)
-            message += f" (did you mean {meant}?)" if meant else ""
+            args = message.removeprefix(UNRECOGNIZED).split()
+            flags = [arg.split("=", 1)[0] for arg in args]
+            hints = list(dict.fromkeys(self.flag_hints[flag] for flag in flags if flag in self.flag_hints))
+            meant = flagsMeant([arg for arg, flag in zip(args, flags) if flag not in self.flag_hints],
+                               self._option_string_actions)
+            said = hints + ([f"did you mean {meant}?"] if meant else [])
+            message += f" ({'; '.join(said)})" if said else ""
         raise UsageError(message)
 
+
+def zooFlagHints(zoo_flags: Mapping[tuple[str, ...], str]) -> dict[str, str]:
+    """
+    :param zoo_flags: rl_zoo3's spellings of a flag that a command does not take -> what to give instead (a flag or
+        a command), or why none is needed
+    :return: each spelling -> its refusal's hint for :meth:`CLIParser.addFlagHints` (``rl_zoo3's -n/--n-timesteps
+        is --num-timesteps here``, ``rl_zoo3's --n-eval-envs: not offered: ...``)
+    """
+    return {flag: f"rl_zoo3's {'/'.join(flags)}" + (f" is {instead} here" if instead.startswith(("-", "python"))
+                                                    else f": {instead}")
+            for flags, instead in zoo_flags.items() for flag in flags}
 
 UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
 
@@ -95,11 +118,18 @@ def flagsMeant(args: Sequence[str], options: Iterable[str]) -> str:
     :param args: command-line arguments that no option took
     :param options: the option strings of the command
     :return: the long options closest to the long flags among ``args`` (``--algo`` for ``--algos``, ``--env`` for
-        ``--envs=X``), joined by `` / ``; '' when none is close (difflib ratio 0.75 on the names without dashes)
+        ``--envs=X``), joined by `` / ``; '' when none is close (difflib ratio 0.75 on the names without dashes).
+        A flag's negation is never offered for it (``--render`` for ``--no-render``, or the reverse): it means the
+        opposite.
     """
     names = {option[2:]: option for option in sorted(options) if option.startswith("--")}
-    meant = (names[match] for arg in args if arg.startswith("--")
-             for match in difflib.get_close_matches(arg.split("=", 1)[0][2:], names, n=1, cutoff=0.75))
+    meant = []
+    for arg in args:
+        if not arg.startswith("--"):
+            continue
+        name = arg.split("=", 1)[0][2:]
+        close = [match for match in names if f"no-{match}" != name and f"no-{name}" != match]
+        meant += [names[match] for match in difflib.get_close_matches(name, close, n=1, cutoff=0.75)]
     return " / ".join(dict.fromkeys(meant))
 
 

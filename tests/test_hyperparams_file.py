@@ -2,6 +2,7 @@
 unset algorithm flags."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -146,6 +147,22 @@ def test_an_rl_zoo_file_gives_the_runs_env_section_and_names_the_equivalents_of_
         readHyperparamFile(str(tmp_path / "nested.yml"), "MobileRobotGymEnv-v0")
 
 
+def test_an_rl_zoo_entry_as_written_is_refused_once_naming_every_key_to_change(tmp_path) -> None:
+    """rl_zoo3's ppo.yml entry for CartPole-v1, under the run's env: its settings and schedules are all named, with
+    their equivalents, in one line (not one per attempt)."""
+    zoo_file = tmp_path / "ppo.yml"
+    zoo_file.write_text("MobileRobotGymEnv-v0:\n  n_envs: 8\n  n_timesteps: !!float 1e5\n  policy: 'MlpPolicy'\n"
+                        "  n_steps: 32\n  batch_size: 256\n  gae_lambda: 0.8\n  learning_rate: lin_0.001\n"
+                        "  clip_range: lin_0.2\n")
+    with pytest.raises(UsageError) as refusal:
+        readHyperparamFile(str(zoo_file), "MobileRobotGymEnv-v0")
+    message = str(refusal.value)
+    assert "\n" not in message and message.startswith(f"--hyperparam-file {str(zoo_file)!r}: n_envs is rl_zoo3's")
+    for words in ["--num-cpu 8", "--num-timesteps 100000", "policy is rl_zoo3's",
+                  "learning_rate: 0.001 and train's --lr-schedule linear", "a number (clip_range: 0.2)"]:
+        assert message.count(words) == 1, words
+
+
 def test_rl_zoo_train_freq_pairs_read_in_steps_and_per_episode_training_is_refused(tmp_path) -> None:
     """rl_zoo3's train_freq: [N, "step"] is SB3's int train_freq N; [N, "episode"] has no equivalent here, and is
     refused in one line naming train_freq: N, from the file and from --hyperparam alike."""
@@ -173,3 +190,29 @@ def test_rl_zoo_train_freq_pairs_read_in_steps_and_per_episode_training_is_refus
     assert "not offered here" in refused.stderr and not (tmp_path / "logs").exists()
     run_dir = trainHere(*common, "--hyperparam-file", str(zoo_file))
     assert _readYaml(run_dir)["train_freq"] == 4
+
+
+def test_a_model_continued_under_lr_schedule_linear_decays_from_its_saved_rate(tmp_path) -> None:
+    """A model trained at a constant rate, continued with --lr-schedule linear and no --learning-rate, decays
+    linearly from its saved rate (the flag was ignored: the rate stayed constant)."""
+    flags = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-steps", "32",
+             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1"]
+    first = trainHere(*flags, "--learning-rate", "0.001", "--num-timesteps", "64", "--log-dir", tmp_path / "first")
+    continued = trainHere(*flags, "--num-timesteps", "128", "--lr-schedule", "linear", "--log-dir", tmp_path / "next",
+                          "--load-rl-model-path", os.path.join(first, "ppo2_model.zip"))
+    model = PPO.load(os.path.join(continued, "ppo2_model.zip"))
+    assert model.lr_schedule(1.0) == pytest.approx(0.001) and model.lr_schedule(0.5) == pytest.approx(0.0005)
+    with open(os.path.join(continued, "progress.csv")) as file:
+        rates = [float(row["train/learning_rate"]) for row in csv.DictReader(file) if row["train/learning_rate"]]
+    assert len(rates) >= 3 and all(later < earlier for earlier, later in zip(rates, rates[1:])) and rates[0] <= 0.001
+
+
+def test_rl_zoo_params_on_the_command_line_name_their_equivalents_as_the_file_does() -> None:
+    """rl_zoo3's -params habits given to --hyperparam (a lin_ schedule, n_envs) are named with their equivalents, all
+    in one line, as in a --hyperparam-file (they were 'needs a float value' and 'unknown hyperparameter')."""
+    with pytest.raises(UsageError) as refusal:
+        parseHyperparamPairs(["learning_rate:lin_0.001", "gamma:0.9", "n_envs:8"])
+    assert str(refusal.value) == ("--hyperparam: learning_rate: lin_0.001 is rl_zoo3's linear schedule; give "
+                                  "learning_rate: 0.001 and train's --lr-schedule linear; n_envs is rl_zoo3's, not a "
+                                  "hyperparameter; give --num-cpu 8 (parallel envs)")
+    assert parseHyperparamPairs(["learning_rate:0.001", "gamma:0.9"]) == {"learning_rate": "0.001", "gamma": "0.9"}

@@ -23,6 +23,8 @@ from rl_baselines.core.plugin_v1 import SUPPORTED_API_VERSIONS, V2_TRAIN_ARGUMEN
 from srl_toolbox.plugins import SkippedPluginWarning, apiMajor, loadPlugins, oneLine, warnSkipped
 
 ENTRY_POINT_GROUP = "srl_toolbox.rl_algorithms"
+# rl_zoo3's algorithm names that are another name here (the others, a2c, sac, qrdqn..., are the same)
+RL_ZOO_ALGOS = {"ppo": "ppo2 here", "dqn": "deepq here (or qrdqn; SB3's own DQN is not offered)"}
 
 __all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "algoChoicesText", "failed_plugins",
            "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
@@ -145,11 +147,12 @@ def algoChoicesText(algo: str, default: bool = False) -> str:
     """
     :param algo: an algorithm name that is not registered
     :param default: it is the command's default, ``--algo`` left out (said when it is the one skipped)
-    :return: the end of a message refusing it, after its name: why a plugin of that name was skipped, the valid names
-        and the plugins that failed to load (`` (skipped: R); valid choices: a, b; plugins that failed to load: c``)
+    :return: the end of a message refusing it, after its name: why a plugin of that name was skipped (or, for an
+        rl_zoo3 name, the name here: :data:`RL_ZOO_ALGOS`), the valid names and the plugins that failed to load
+        (`` (skipped: R); valid choices: a, b; plugins that failed to load: c``)
     """
     why = f" ({'the default --algo; ' if default else ''}skipped: {failed_plugins[algo]})" if algo in failed_plugins \
-        else ""
+        else f" (rl_zoo3's {algo} is {RL_ZOO_ALGOS[algo]})" if algo in RL_ZOO_ALGOS else ""
     return f"{why}; valid choices: {', '.join(registered_rl)}{failedPluginsText()}"
 
 

@@ -69,7 +69,8 @@ def trainFreqSteps(source: str, shown: str, count: Any, unit: Any) -> str:
 def parseHyperparamPairs(items: list[str]) -> dict[str, str]:
     """:param items: ``--hyperparam``'s ``KEY:VALUE`` strings; :return: ``KEY -> VALUE`` (``train_freq:[N,step]``
     as ``N``)
-    :raises UsageError: an item that is not ``KEY:VALUE``, or train_freq per episode (:func:`trainFreqSteps`)"""
+    :raises UsageError: an item that is not ``KEY:VALUE``, train_freq per episode (:func:`trainFreqSteps`), or
+        rl_zoo3's keys and schedules that are settings here (every one named with its equivalent)"""
     pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition(":")
@@ -79,6 +80,9 @@ def parseHyperparamPairs(items: list[str]) -> dict[str, str]:
         if pair is not None:
             value = trainFreqSteps("--hyperparam", value, int(pair.group(1)), pair.group(3))
         pairs[key] = value
+    refusals = [refusal for key, value in pairs.items() if (refusal := _zooRefusal(key, value))]
+    if refusals:  # rl_zoo3's -params habits (n_envs:8, learning_rate:lin_0.001), named as the file's are
+        raise UsageError(f"--hyperparam: {'; '.join(refusals)}")
     return pairs
 
 
@@ -101,13 +105,27 @@ def _envSection(path: str, content: dict[Any, Any], env_id: str) -> dict[Any, An
     return content[env_id]
 
 
+def _zooRefusal(key: Any, value: Any) -> str:
+    """:return: what the refusal of an rl_zoo3 key that is a setting here (:data:`ZOO_KEYS`), or of an rl_zoo3 linear
+        schedule, says, with the toolbox's equivalent; '' for another key"""
+    if key in ZOO_KEYS:
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        return f"{key} is rl_zoo3's, not a hyperparameter; give {ZOO_KEYS[key].format(value=shown)}"
+    if isinstance(value, str) and value.startswith(_LINEAR):
+        number = value[len(_LINEAR):]
+        instead = (f"{key}: {number} and train's --lr-schedule linear" if key == "learning_rate" else
+                   f"a number ({key}: {number}): only the learning rate has a schedule here")
+        return f"{key}: {value} is rl_zoo3's linear schedule; give {instead}"
+    return ""
+
+
 def readHyperparamFile(path: str, env_id: str) -> dict[str, str]:
     """
     :param path: the YAML file: ``name: value``, or rl_zoo3's ``env id: {name: value}``
     :param env_id: the run's env (the section read from an rl_zoo3-style file)
     :return: ``name -> value`` strings (a float by its repr, every digit kept; YAML's null as ``none``)
     :raises UsageError: unreadable file, another layout, a value that is not a scalar (but train_freq's
-        ``[N, "step"]``), or an rl_zoo3 key
+        ``[N, "step"]``), or rl_zoo3 keys (every one named, with its equivalent, in the one line)
     """
     content = _loadYaml(path)
     if content is None:
@@ -116,17 +134,11 @@ def readHyperparamFile(path: str, env_id: str) -> dict[str, str]:
         raise UsageError(f"--hyperparam-file {path!r} must hold a mapping NAME: VALUE, not {type(content).__name__}")
     if content and all(isinstance(value, dict) for value in content.values()):
         content = _envSection(path, content, env_id)
+    refusals = [refusal for key, value in content.items() if (refusal := _zooRefusal(key, value))]
+    if refusals:  # all of them, so that an rl_zoo3 entry is mended in one go
+        raise UsageError(f"--hyperparam-file {path!r}: {'; '.join(refusals)}")
     pairs: dict[str, str] = {}
     for key, value in content.items():
-        if key in ZOO_KEYS:
-            shown = int(value) if isinstance(value, float) and value.is_integer() else value
-            raise UsageError(f"--hyperparam-file {path!r}: {key} is rl_zoo3's, not a hyperparameter; give "
-                             f"{ZOO_KEYS[key].format(value=shown)}")
-        if isinstance(value, str) and value.startswith(_LINEAR):
-            number = value[len(_LINEAR):]
-            instead = (f"{key}: {number} and train's --lr-schedule linear" if key == "learning_rate" else
-                       f"a number ({key}: {number}): only the learning rate has a schedule here")
-            raise UsageError(f"--hyperparam-file {path!r}: {key}: {value} is rl_zoo3's linear schedule; give {instead}")
         if key == "train_freq" and isinstance(value, list) and len(value) == 2:  # rl_zoo3's [N, "step"]
             value = trainFreqSteps(f"--hyperparam-file {path!r}", repr(value), *value)
         if value is None:  # YAML null, as rl_zoo3's files write an unset clip_range_vf: read as the word none

@@ -64,6 +64,7 @@ from srl_toolbox.cli import (
     positiveInt,
     seedNumber,
     stackCount,
+    zooFlagHints,
 )
 from srl_toolbox.devices import parseDevice, parseThreads
 from srl_toolbox.files import readJson
@@ -441,16 +442,39 @@ def readArgsRecord(run_dir: str) -> dict[str, Any]:
         raise ValueError(f"{path} is not a valid args.json ({error})") from None
 
 
+# rl_zoo3's train.py flags that train does not take, and what to give instead (their refusal says it); those it
+# takes under the same name (--eval-freq, --seed, --device, --tensorboard-log...) mean the same here
+RL_ZOO_FLAGS = {
+    ("-n", "--n-timesteps"): "--num-timesteps",
+    ("-f", "--log-folder"): "--log-dir",
+    ("-i", "--trained-agent"): "--load-rl-model-path",
+    ("-params", "--hyperparams"): "--hyperparam KEY:VALUE",
+    ("--conf-file",): "--hyperparam-file",  # (its -conf reads as -c onf here: argparse)
+    ("-tb",): "--tensorboard-log",
+    ("--save-freq",): "--checkpoint-freq",
+    ("--save-replay-buffer",): "--buffer-save-freq (replay buffers are saved at checkpoints)",
+    ("--vec-env",): "--num-cpu N (subprocess envs when N > 1)",
+    ("--n-eval-envs",): "not offered: evaluations play on one env",
+    ("-P", "--progress"): "not needed: the progress bar is on by default (--no-progress hides it)",
+    ("-optimize", "--optimize-hyperparameters"): "python -m rl_baselines.hyperparam_search",
+    ("--env-kwargs",): "give the env's flags (--random-target, --shape-reward, --img-shape...)",
+    ("--num-threads",): "--torch-threads",
+}
+
+
 def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), env_ids: Sequence[str] = ()
              ) -> argparse.ArgumentParser:
     """
-    Add every train flag, generated from the :class:`TrainConfig` fields.
+    Add every train flag, generated from the :class:`TrainConfig` fields, and the hints for rl_zoo3's flags
+    (:data:`RL_ZOO_FLAGS`) to a :class:`CLIParser`.
 
     :param parser: the train command's parser
     :param algo_names: installed algorithms, listed in the help of --algo
     :param env_ids: installed envs, listed in the help of --env
     :return: the parser
     """
+    if isinstance(parser, CLIParser):
+        parser.addFlagHints(zooFlagHints(RL_ZOO_FLAGS))
     return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
                                                  "{envs}": ", ".join(env_ids) or "a registered id",
                                                  "{renderer_defaults}": defaultRenderersText()})

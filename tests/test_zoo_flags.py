@@ -1,0 +1,68 @@
+"""rl_zoo3's command-line habits on train and enjoy_baselines: each rl_zoo3 flag the command does not take is refused
+in one line that names the toolbox's equivalent, and a misspelt flag is never pointed to its negation."""
+from __future__ import annotations
+
+import pytest
+from conftest import runModule
+
+from replay.enjoy_baselines import buildParser
+from rl_baselines.core.registry import algoChoicesText
+from rl_baselines.runs.train import baseParser
+from srl_toolbox.cli import UsageError, flagsMeant
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["-n", "300"], "rl_zoo3's -n/--n-timesteps is --num-timesteps here"),
+    (["-f", "logs/"], "rl_zoo3's -f/--log-folder is --log-dir here"),
+    (["--log-folder", "logs/"], "rl_zoo3's -f/--log-folder is --log-dir here"),
+    (["--save-freq", "100"], "is --checkpoint-freq here"),
+    (["-params", "learning_rate:0.001"], "is --hyperparam KEY:VALUE here"),
+    (["--trained-agent", "a.zip"], "is --load-rl-model-path here"),
+    (["--vec-env", "subproc"], "is --num-cpu N"),
+    (["--n-eval-envs", "2"], "not offered"),
+    (["--progress"], "the progress bar is on by default (--no-progress hides it)"),
+])
+def test_train_names_the_equivalent_of_an_rl_zoo_flag(argv: list[str], hint: str) -> None:
+    with pytest.raises(UsageError) as refusal:
+        baseParser().parse_args(["--algo", "ppo2", *argv])
+    message = str(refusal.value)
+    assert message.startswith(f"unrecognized arguments: {' '.join(argv)} (") and hint in message
+    assert "did you mean" not in message  # (--log-folder is not --srl-log-folder, --progress not --no-progress)
+
+
+@pytest.mark.parametrize(("argv", "hint"), [
+    (["--load-best"], "rl_zoo3's --load-best is --model best here"),
+    (["-f", "logs/"], "is --log-dir RUN"),
+    (["--no-render"], "no window opens without --render"),
+    (["--stochastic"], "actions are sampled unless --deterministic"),
+    (["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0"], "the run folder names them"),
+])
+def test_enjoy_names_the_equivalent_of_an_rl_zoo_flag(argv: list[str], hint: str) -> None:
+    with pytest.raises(UsageError) as refusal:
+        buildParser().parse_args(["--log-dir", "run", *argv])
+    message = str(refusal.value)
+    assert hint in message and message.count(hint) == 1 and "did you mean" not in message
+
+
+def test_a_misspelt_flag_is_pointed_to_the_flag_meant_never_to_its_negation() -> None:
+    assert flagsMeant(["--no-render"], ["--render", "--video"]) == ""
+    assert flagsMeant(["--progress"], ["--no-progress"]) == ""
+    assert flagsMeant(["--deterministc"], ["--deterministic", "--render"]) == "--deterministic"
+    with pytest.raises(UsageError, match=r"^unrecognized arguments: --save-freq=5 --num-timestepz 9 \(rl_zoo3's "
+                                         r"--save-freq is --checkpoint-freq here; did you mean --num-timesteps\?\)$"):
+        baseParser().parse_args(["--save-freq=5", "--num-timestepz", "9"])
+
+
+def test_the_command_refuses_an_rl_zoo_flag_in_one_line_with_exit_code_2(tmp_path) -> None:
+    result = runModule("rl_baselines.train", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth",
+                       "--no-vis", "-f", tmp_path / "logs", "-n", "300")
+    assert result.returncode == 2 and not (tmp_path / "logs").exists()
+    assert result.stderr.strip() == (f"error: unrecognized arguments: -f {tmp_path / 'logs'} -n 300 (rl_zoo3's "
+                                     f"-f/--log-folder is --log-dir here; rl_zoo3's -n/--n-timesteps is "
+                                     f"--num-timesteps here)")
+
+
+def test_an_rl_zoo_algorithm_name_is_refused_with_the_name_here() -> None:
+    assert algoChoicesText("ppo").startswith(" (rl_zoo3's ppo is ppo2 here); valid choices: ")
+    assert algoChoicesText("dqn").startswith(" (rl_zoo3's dqn is deepq here (or qrdqn; SB3's own DQN is not offered))")
+    assert algoChoicesText("nope").startswith("; valid choices: ")
