@@ -38,7 +38,7 @@ from benchmarks.srl_speed import warmSprites
 from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import CLIParser, UsageError, nonNegativeInt, positiveInt, runCommand
 from srl_toolbox.devices import resolveDevice
 
@@ -83,7 +83,7 @@ def timeRun(algo: str, observation: str, device: str, steps: int, log_dir: str) 
 
 def autoDevice(algo: str, observation: str) -> str:
     """:return: what ``--device auto`` resolves to for this run on this machine"""
-    return train.runDeviceFor(registered_rl[algo][0], "auto", observation)
+    return train_checks.runDeviceFor(registered_rl[algo][0], "auto", observation)
 
 
 @exitOnUsageError

@@ -59,7 +59,7 @@ from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.envs import factory
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import CLIParser, positiveInt, runCommand
 from srl_toolbox.devices import parseThreads
 
@@ -229,7 +229,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     addResultsArguments(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # the VAE's training (not measured); each measured run sets its own (--torch-threads)
-    encoder_device = train.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
+    encoder_device = train_checks.runDeviceFor(PPO2Model, "auto", "vae")  # the run's, where --device auto puts ppo2
     print(f"Machine: {machineDescription(('torch', 'stable_baselines3', 'pybullet'))}; encoder on {encoder_device}")
     load_start = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []

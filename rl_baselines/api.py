@@ -37,7 +37,7 @@ from stable_baselines3.common.utils import set_random_seed
 from environments import getEnvClass, registered_env
 from environments.registry import unknownEnvText
 from rl_baselines.core.registry import ActionType, registered_rl, supportingAlgorithms
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.loaded_run import LoadedRun, checkEnvsAndSeed, playEpisodes
 from rl_baselines.runs.loaded_run import loadRun as loadRunFolder
 from rl_baselines.runs.resume import checkPlan
@@ -153,12 +153,12 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
         return _resumeConfig(resume, vis, progress, [*extra, *(["--hyperparam", *pairs] if pairs else [])],
                              {**{name: value for name, value in named.items() if value is not None}, **flags})
     algo = extra_algo or algo  # extra's --algo, as any flag of extra, over the keyword: its parser reads the flags
-    algo_class = train.algorithmClass(algo or DEFAULT_ALGO, default=algo is None)
+    algo_class = train_checks.algorithmClass(algo or DEFAULT_ALGO, default=algo is None)
     algo = algo or DEFAULT_ALGO
     if env is None and DEFAULT_ENV not in registered_env:  # (a given env is checked with the other settings)
         raise UsageError(unknownEnvText(DEFAULT_ENV, default=DEFAULT_ENV))
-    parser = train.algorithmParser(algo_class)
-    defaults = train.algorithmDefaults(algo)
+    parser = train_checks.algorithmParser(algo_class)
+    defaults = train_checks.algorithmDefaults(algo)
     own = {name: value for name, value in defaults.items()
            if name not in TrainConfig.flagFields()}  # the algorithm's own flags (plugin API v1) and their defaults
     given = {"algo": algo, "env": env, "srl_model": srl_model, "num_timesteps": num_timesteps, "seed": seed,
@@ -198,7 +198,7 @@ def makeConfig(algo: str | None = None, env: str | None = None, srl_model: str |
         for name, value in vars(parser.parse_args(["--algo", algo, *map(str, extra)])).items():
             if value != defaults[name]:
                 (values if name in TrainConfig.flagFields() else extras)[name] = value
-    config = train.validate(TrainConfig(**values, extra={**own, **extras}), registered_rl)
+    config = train_checks.validate(TrainConfig(**values, extra={**own, **extras}), registered_rl)
     return RunConfig(config, tuple(commandArguments(config, own)))
 
 
@@ -219,7 +219,7 @@ def _extraAlgo(extra: Sequence[str], algo: Any) -> str | None:
         then read by that algorithm's parser, as the command reads them
     :raises UsageError: ``-h``/``--help``/``--version``, which the command answers by printing and ending the process
     """
-    pre_parser = train.baseParser(add_help=False)
+    pre_parser = train_checks.baseParser(add_help=False)
     pre_parser.set_defaults(algo=None)
     pre_parser.add_argument("-h", "--help", "--version", dest="asks_help", action="store_true")
     pre_args, _ = pre_parser.parse_known_args([str(item) for item in extra])
@@ -274,7 +274,7 @@ def _resumeConfig(run: str | os.PathLike, vis: bool, progress: bool, extra: Sequ
     args, plan, algo_class = train.parseCommand(argv)
     if plan.state == "finished":
         return RunConfig(args, tuple(argv), plan)
-    config = train.validate(args, registered_rl)
+    config = train_checks.validate(args, registered_rl)
     checkPlan(plan, config, algo_class)
     return RunConfig(config, tuple(argv), plan)
 
@@ -316,7 +316,8 @@ def trainAgent(config: RunConfig | None = None, torch_threads: int | None = None
             asked = checkedValue("torch_threads", torch_threads)
         except ValueError as error:
             raise UsageError(str(error)) from None
-        args = args.replace(torch_threads=train.runThreadsFor(registered_rl[args.algo][0], asked, args.srl_model))
+        algo_class = registered_rl[args.algo][0]
+        args = args.replace(torch_threads=train_checks.runThreadsFor(algo_class, asked, args.srl_model))
     with callerSettings(rng=False):
         return _passOnStop(trainValidated(args))
 

@@ -21,7 +21,8 @@ from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
-from rl_baselines.runs.train import algorithmDefaults, trainCommand
+from rl_baselines.runs.train import trainCommand
+from rl_baselines.runs.train_checks import algorithmDefaults
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.settings import settingFields
 

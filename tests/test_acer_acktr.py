@@ -21,7 +21,7 @@ from rl_baselines.rl_algorithm.acer import (
 )
 from rl_baselines.rl_algorithm.acktr import ACKTRModel
 from rl_baselines.rl_algorithm.kfac import KFACOptimizer
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 
 BOX_OBS = gym.spaces.Box(-np.inf, np.inf, (4,), np.float32)
 IMAGE_OBS = gym.spaces.Box(0, 255, (40, 40, 3), np.uint8)

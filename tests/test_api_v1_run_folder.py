@@ -25,7 +25,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.resume import loadResumeArgs
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 from srl_toolbox.files import readJson
 
 V1_RUN = os.path.join(os.path.dirname(__file__), "data", "run_api_v1", "ppo2_seed3")

@@ -46,7 +46,8 @@ from bad_input_cases import (
 )
 from conftest import runModule, snapshot
 
-from rl_baselines.runs.train import baseParser, createRunFolder
+from rl_baselines.runs.train import createRunFolder
+from rl_baselines.runs.train_checks import baseParser
 from srl_models.train import trainFromArgs
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`

@@ -13,7 +13,7 @@ from rl_baselines.rl_algorithm.deepq import DQNModel
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sac import SACModel
 from rl_baselines.rl_algorithm.td3 import TD3Model
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from srl_toolbox.cli import UsageError
 
 GIB = 1024 ** 3
@@ -99,8 +99,8 @@ def test_a_buffer_size_given_to_a_continued_model_or_a_version_1_plugin_is_check
     runs = sorted((tmp_path / "logs").rglob("args.json"))
     continued = [*common, "--load-rl-model-path", model]
     with pytest.raises(UsageError, match=r"^--hyperparam n_steps:100000: ppo2's rollout buffer would take 3\.4 MiB"):
-        train.validate(train.parseCommand([*continued, "--hyperparam", "n_steps:100000"])[0], registered_rl)
-    train.validate(train.parseCommand(continued)[0], registered_rl)  # its saved n_steps
+        train_checks.validate(train.parseCommand([*continued, "--hyperparam", "n_steps:100000"])[0], registered_rl)
+    train_checks.validate(train.parseCommand(continued)[0], registered_rl)  # its saved n_steps
     assert sorted((tmp_path / "logs").rglob("args.json")) == runs  # nothing written
 
     class VersionOnePPO2(PPO2Model):
@@ -108,5 +108,5 @@ def test_a_buffer_size_given_to_a_continued_model_or_a_version_1_plugin_is_check
 
     monkeypatch.setitem(registered_rl, "ppo2", (VersionOnePPO2, *registered_rl["ppo2"][1:]))
     with pytest.raises(UsageError, match=r"^--hyperparam n_steps:100000: ppo2's rollout buffer would take"):
-        train.validate(train.parseCommand([*common, "--hyperparam", "n_steps:100000"])[0], registered_rl)
-    train.validate(train.parseCommand(common)[0], registered_rl)  # its own default: unknown before its train
+        train_checks.validate(train.parseCommand([*common, "--hyperparam", "n_steps:100000"])[0], registered_rl)
+    train_checks.validate(train.parseCommand(common)[0], registered_rl)  # its own default: unknown before its train

@@ -19,10 +19,10 @@ from conftest import runModule, trainHere
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.training_state import RNG_FILE, captureGlobalRNG, restoreGlobalRNG
 from rl_baselines.rl_algorithm.acer import ACERModel
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.resume import loadResumeArgs
 from rl_baselines.runs.run_policy import readRunArgs
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import checkedDevice, parseDevice, resolveDevice, reuseDevice, runDevice
 from srl_toolbox.files import writeNpz
@@ -89,7 +89,7 @@ def test_auto_takes_the_gpu_only_where_it_helps(monkeypatch: pytest.MonkeyPatch)
     assert resolveDevice("auto", gpu_helps=False) == "cpu" and resolveDevice("cuda", gpu_helps=False) == "cuda:0"
 
     def recorded(*argv: str) -> str:
-        return train.validate(train.parseCommand([*argv, "--no-vis"])[0], registered_rl).device
+        return train_checks.validate(train.parseCommand([*argv, "--no-vis"])[0], registered_rl).device
 
     assert recorded("--algo", "ppo2", *GT) == "cpu"
     assert recorded("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels") == "cuda:0"

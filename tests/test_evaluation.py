@@ -29,7 +29,7 @@ from replay.results import findRuns, loadCurves
 from rl_baselines.core.algo_types import ActionType
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.evaluation import EVALUATIONS_FILE, readEvaluations
 from srl_toolbox.cli import UsageError
@@ -256,11 +256,12 @@ def test_eval_episodes_without_eval_freq_warns(tmp_path):
     """rl_zoo3 evaluates by default; here --eval-episodes alone does nothing, and says so."""
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--log-dir", str(tmp_path), "--no-vis"]
     with pytest.warns(UserWarning, match="--eval-episodes 10 does nothing without --eval-freq"):
-        train.validate(train.parseCommand([*argv, "--eval-episodes", "10"])[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--eval-episodes", "10"])[0], registered_rl)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        train.validate(train.parseCommand([*argv, "--eval-episodes", "10", "--eval-freq", "500"])[0], registered_rl)
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--eval-episodes", "10", "--eval-freq", "500"])[0],
+                              registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
     assert not os.listdir(tmp_path)
 
 
@@ -290,5 +291,5 @@ def test_a_flag_that_does_nothing_for_a_state_warns(tmp_path, flags, words):
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
             str(tmp_path), "--no-vis", *flags]
     with pytest.warns(UserWarning, match=f"{words}.*does nothing"):
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
     assert not os.listdir(tmp_path)

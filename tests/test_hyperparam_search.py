@@ -22,7 +22,7 @@ optuna = pytest.importorskip("optuna")
 
 from rl_baselines.core import registry  # noqa: E402
 from rl_baselines.core.registry import registered_rl  # noqa: E402
-from rl_baselines.runs import train  # noqa: E402
+from rl_baselines.runs import train, train_checks  # noqa: E402
 from rl_baselines.runs.evaluation import readEvaluations  # noqa: E402
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile  # noqa: E402
 from rl_baselines.runs.monitor_files import MonitorTail  # noqa: E402
@@ -498,7 +498,7 @@ def test_the_repeat_command_trains_the_best_trials_setting(tmp_path):
                          "episodes): 1.5000, ppo2 on MobileRobot1DGymEnv-v0 (ground_truth).") and header[2] == command
 
     def parsed(arguments: list) -> dict:
-        values = vars(algo_class.customArguments(train.baseParser()).parse_args(arguments))
+        values = vars(algo_class.customArguments(train_checks.baseParser()).parse_args(arguments))
         return {k: v for k, v in values.items() if k not in ("log_dir", "tag", "no_vis", "no_progress", "hyperparam",
                                                                "hyperparam_file")}
 

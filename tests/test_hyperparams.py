@@ -18,7 +18,8 @@ from rl_baselines.rl_algorithm.her import BASE_ALGOS
 from rl_baselines.rl_algorithm.off_policy import replaySearchSpace
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.torch_base import TorchRLObject
-from rl_baselines.runs.train import baseParser, main
+from rl_baselines.runs.train import main
+from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import CLIParser, UsageError
 

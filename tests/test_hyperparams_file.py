@@ -21,7 +21,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.hyperparam_sources import parseHyperparamPairs, readHyperparamFile
 from rl_baselines.runs.hyperparams_file import usedHyperparams
 from rl_baselines.runs.monitor_files import loadEpisodes
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import UsageError
 

@@ -18,7 +18,7 @@ from stable_baselines3.common.torch_layers import NatureCNN
 
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, SmallCNN
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from srl_toolbox.errors import UsageWarning
 
 PIXELS = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "40", "40"]
@@ -92,7 +92,7 @@ def test_a_continued_model_keeps_its_extractor_one_warning_and_args_json_says_wh
         argv = ["--algo", "ppo2", *PIXELS, "--load-rl-model-path", model, "--log-dir", str(tmp_path / "c"), *flags]
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            config = train.validate(train.parseCommand(argv)[0], registered_rl)
+            config = train_checks.validate(train.parseCommand(argv)[0], registered_rl)
         return config.argsRecord()["features_extractor"], [str(w.message) for w in caught
                                                            if issubclass(w.category, UsageWarning)]
 

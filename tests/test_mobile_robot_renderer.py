@@ -36,7 +36,7 @@ from environments.srl_env import REFERENCE_RENDERER
 from replay import enjoy_baselines
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import envKwargsFromArgs
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.run_policy import readRunArgs
 from srl_models import prepare
@@ -256,11 +256,11 @@ def test_a_model_of_the_other_renderer_is_used_with_one_warning(tmp_path, record
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model-path", folder, "--log-dir",
             str(tmp_path / "logs"), "--no-vis"]
     with pytest.warns(UserWarning, match=f"trained on {trained_on} frames .* --renderer {other}") as caught:
-        train.validate(train.parseCommand([*argv, "--renderer", other])[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--renderer", other])[0], registered_rl)
     assert len(caught) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # the model's own renderer: no warning
-        train.validate(train.parseCommand([*argv, "--renderer", trained_on])[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--renderer", trained_on])[0], registered_rl)
 
 
 @pytest.mark.parametrize("recorded", [None, "tinyrenderer"])
@@ -275,14 +275,14 @@ def test_a_plugin_model_without_a_recorded_renderer_gets_no_renderer_warning(tmp
             str(tmp_path / "logs"), "--no-vis", "--renderer", "sprites"]
     if recorded:
         with pytest.warns(UserWarning, match="trained on tinyrenderer frames .* --renderer sprites"):
-            train.validate(train.parseCommand(argv)[0], registered_rl)
+            train_checks.validate(train.parseCommand(argv)[0], registered_rl)
         return
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        train.validate(train.parseCommand([*argv[:-1], "tinyrenderer"])[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv[:-1], "tinyrenderer"])[0], registered_rl)
 
 
 def _trainArgv(tmp_path, folder: str, *flags: str, env_id: str = "MobileRobotGymEnv-v0") -> list[str]:
@@ -293,7 +293,7 @@ def _trainArgv(tmp_path, folder: str, *flags: str, env_id: str = "MobileRobotGym
 def _validateQuietly(argv: list[str]) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no warning at all
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
 
 
 @pytest.mark.parametrize("source", ["dataset_env", "data_folder"])
@@ -315,7 +315,7 @@ def test_a_model_of_other_dataset_settings_is_used_with_one_warning(tmp_path, so
     with pytest.warns(UserWarning, match=r"recorded with a fixed target, this run has a random target \(drop -r\); "
                                          r"with discrete actions, this run has continuous actions \(drop -c\): its "
                                          "states may not cover") as caught:
-        train.validate(train.parseCommand(_trainArgv(tmp_path, folder, "-r", "-c"))[0], registered_rl)
+        train_checks.validate(train.parseCommand(_trainArgv(tmp_path, folder, "-r", "-c"))[0], registered_rl)
     assert len(caught) == 1 and "action" not in str(caught[0].message).split("(drop -c)")[1]
     _validateQuietly(_trainArgv(tmp_path, folder))  # the dataset's settings: no warning (shape_reward is not one)
 
@@ -358,12 +358,12 @@ def test_an_arm_model_of_force_down_frames_warns_a_run_without_it(tmp_path) -> N
     env_id = "KukaButtonGymEnv-v0"
     with pytest.warns(UserWarning, match=r"with a random target, this run has a fixed target \(add -r\); with "
                                          r"--force-down, this run has no --force-down \(add --force-down\):"):
-        train.validate(train.parseCommand(_trainArgv(tmp_path, folder, env_id=env_id))[0], registered_rl)
+        train_checks.validate(train.parseCommand(_trainArgv(tmp_path, folder, env_id=env_id))[0], registered_rl)
     _validateQuietly(_trainArgv(tmp_path, folder, "-r", "--force-down", env_id=env_id))
     with pytest.warns(UserWarning, match=r"with Cartesian actions, this run has joint actions \(drop "
                                          r"--action-joints\)") as caught:
-        train.validate(train.parseCommand(_trainArgv(tmp_path, folder, "-r", "-c", "--action-joints",
-                                                     env_id=env_id))[0], registered_rl)
+        train_checks.validate(train.parseCommand(_trainArgv(tmp_path, folder, "-r", "-c", "--action-joints",
+                                                            env_id=env_id))[0], registered_rl)
     assert "force-down" not in str(caught[-1].message)
 
 
@@ -421,14 +421,15 @@ def test_pretraining_on_the_other_renderer_frames_warns_once(tinyDatasets: dict[
     argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--pretrain-dataset", tinyDatasets[drawn_by],
             "--log-dir", str(tmp_path / "logs"), "--no-vis"]
     with pytest.warns(UserWarning, match=f"drawn by --renderer {drawn_by} .* --renderer {other}") as caught:
-        train.validate(train.parseCommand([*argv, "--srl-model", "raw_pixels", "--renderer", other])[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--srl-model", "raw_pixels", "--renderer", other])[0],
+                              registered_rl)
     assert len(caught) == 1 and "\n" not in str(caught[0].message)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        train.validate(train.parseCommand([*argv, "--srl-model", "raw_pixels", "--renderer", drawn_by])[0],
-                       registered_rl)
-        train.validate(train.parseCommand([*argv, "--srl-model", "ground_truth", "--renderer", other])[0],
-                       registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--srl-model", "raw_pixels", "--renderer", drawn_by])[0],
+                              registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "--srl-model", "ground_truth", "--renderer", other])[0],
+                              registered_rl)
     assert not os.path.exists(tmp_path / "logs")
 
 
@@ -479,7 +480,7 @@ def test_train_prepare_and_the_generator_resolve_the_env_default(tmp_path, monke
     argv = ["--algo", "ppo2", "--srl-model", "ground_truth", "--log-dir", str(tmp_path / "logs"), "--no-vis"]
 
     def validated(*flags: str):
-        return train.validate(train.parseCommand([*argv, *flags])[0], registered_rl)
+        return train_checks.validate(train.parseCommand([*argv, *flags])[0], registered_rl)
 
     assert train.parseCommand(argv)[0].renderer is None  # the command line leaves it open
     sprites = validated("--env", "MobileRobotGymEnv-v0")

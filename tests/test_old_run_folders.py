@@ -19,7 +19,7 @@ from rl_baselines import api
 from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs.resume import checkPlan, loadResumeArgs
 from rl_baselines.runs.run_policy import readRunArgs
-from rl_baselines.runs.train import baseParser, validate
+from rl_baselines.runs.train_checks import baseParser, validate
 from rl_baselines.runs.train_config import (
     ARGS_FORMAT,
     ARGS_FORMAT_KEY,

@@ -19,7 +19,7 @@ from environments.car_racing.car_env import CarRacingGymEnv
 from environments.generator_config import GeneratorConfig
 from environments.registry import REFERENCE_RENDERER, defaultRenderer, registerAll
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.sweeps.sweep import checkGrid, expandGrid
 from srl_models import prepare
 from srl_models.base import readExpConfig
@@ -255,10 +255,10 @@ def test_latest_picks_the_newest_model_that_fits_the_run(tmp_path):
         latestModelFolder(str(root), ENV_ID, "vae", (3, 16, 16), 3, ["--img-shape", "3", "16", "16"])
     argv = ["--algo", "ppo2", "--env", ENV_ID, "--srl-model", "vae", "--latest", "--srl-log-folder", str(root),
             "--log-dir", str(tmp_path / "logs"), "--no-vis"]
-    assert train.validate(train.parseCommand(argv)[0], registered_rl).srl_model_path == one_camera
+    assert train_checks.validate(train.parseCommand(argv)[0], registered_rl).srl_model_path == one_camera
     os.remove(os.path.join(one_camera, readExpConfig(one_camera)["weights"][0]))
     with pytest.raises(UsageError, match=rf"^--srl-model vae: --latest's choice {re.escape(one_camera)}: ") as caught:
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
     assert "--srl-model-path" not in str(caught.value)
 
 
@@ -275,10 +275,10 @@ def test_a_model_prepared_with_a_random_target_warns_a_run_without_one(tmp_path,
             str(tmp_path / "logs"), "--no-vis"]
     with pytest.warns(UserWarning, match=r"the SRL model's dataset was recorded with a random target, this run has a "
                                          r"fixed target \(add -r\); with --force-down, .*\(add --force-down\)"):
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        train.validate(train.parseCommand([*argv, "-r", "--force-down"])[0], registered_rl)
+        train_checks.validate(train.parseCommand([*argv, "-r", "--force-down"])[0], registered_rl)
 
 
 def test_the_suggested_train_command_moves_the_arm_as_its_dataset():

@@ -23,7 +23,7 @@ from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallback
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.run_logging import RunLogger, checkTensorboard, logScalars
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 from srl_toolbox.cli import UsageError
 from srl_toolbox.plots import VisdomPlotter
 

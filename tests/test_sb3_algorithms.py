@@ -22,7 +22,8 @@ from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.ppo_lstm import PPOLSTMModel
 from rl_baselines.rl_algorithm.qrdqn import QRDQNModel
-from rl_baselines.runs.train import baseParser, main
+from rl_baselines.runs.train import main
+from rl_baselines.runs.train_checks import baseParser
 from srl_toolbox.cli import UsageError
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`

@@ -33,7 +33,7 @@ from rl_baselines.envs.factory import (
     saveNormalisation,
 )
 from rl_baselines.envs.srl_encoder import EncodedInWorkers, SRLEncoderVecEnv, freezeModel, loadEncoder
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.resume import continueCommand
 from rl_baselines.runs.run_policy import loadRunPolicy, readRunArgs, readRunConfig
 from srl_models.base import EXP_CONFIG_FILE, STATES_FILE, BaseSRLModel, SRLType, modelHash, modelRecipe
@@ -622,7 +622,7 @@ def test_the_state_scale_beside_the_ground_truth_scale_warns_that_it_does_nothin
             "--srl-state-scale", "participation", "--log-dir", str(tmp_path), "--no-vis"]
     with pytest.warns(UserWarning, match="--srl-state-scale participation does nothing: --srl-ground-truth-scale "
                                          "replaces it"):
-        train.validate(train.parseCommand(argv)[0], registered_rl)
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
     assert not os.listdir(tmp_path)
 
 

@@ -15,7 +15,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.envs.factory import createEnvs, findVecNormalize
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
 

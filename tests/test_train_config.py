@@ -21,7 +21,7 @@ from rl_baselines.core.registry import registered_rl
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, envKwargsFromArgs, makeSingleEnv
 from rl_baselines.rl_algorithm.random_agent import RandomAgentModel
-from rl_baselines.runs import train
+from rl_baselines.runs import train, train_checks
 from rl_baselines.runs.resume import RESUME_FLAGS
 from rl_baselines.runs.train_config import TrainConfig, checkedValue, upgradeArgsRecord
 from rl_baselines.sweeps.recorded import changedSettings, otherSettings, specSettings
@@ -39,7 +39,7 @@ def _parse(argv: list[str]) -> TrainConfig:
 
 
 def test_every_flag_of_the_shared_parser_has_a_typed_field() -> None:
-    dests = {action.dest for action in train.baseParser()._actions if action.dest not in ("help", "version")}
+    dests = {action.dest for action in train_checks.baseParser()._actions if action.dest not in ("help", "version")}
     assert dests == set(TrainConfig.flagFields())
 
 
@@ -47,7 +47,7 @@ def test_validate_builds_a_frozen_config_and_leaves_the_arguments_alone(tmp_path
     args = _parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path),
                    "--device", "auto", "--hyperparam", "n_steps:64", "gamma:0.95", "--n-epochs", "3", "--no-vis"])
     before = dict(vars(args))
-    config = train.validate(args, registered_rl)
+    config = train_checks.validate(args, registered_rl)
     assert vars(args) == before  # the caller's Namespace is not where validation writes
     assert config.device == "cpu" and args.device == "auto"
     assert dict(config.hyperparams) == {"n_steps": 64, "gamma": 0.95}
@@ -70,10 +70,10 @@ def test_a_second_camera_on_a_state_is_one_warning(tmp_path) -> None:
     # --fpv with ground truth changed nothing and said nothing (a sweep's pixel cells use it, so it is not refused)
     base = ["--algo", "ppo2", "--env", "MobileRobot1DGymEnv-v0", "--log-dir", str(tmp_path), "--fpv", "--no-vis"]
     with pytest.warns(UserWarning, match="--fpv stacks a second camera's image; it does nothing"):
-        train.validate(_parse([*base, "--srl-model", "ground_truth"]), registered_rl)
+        train_checks.validate(_parse([*base, "--srl-model", "ground_truth"]), registered_rl)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        config = train.validate(_parse([*base, "--srl-model", "raw_pixels"]), registered_rl)
+        config = train_checks.validate(_parse([*base, "--srl-model", "raw_pixels"]), registered_rl)
     assert config.env_kwargs["fpv"] and not os.listdir(tmp_path)
 
 
@@ -83,11 +83,11 @@ def test_an_image_shape_on_a_state_is_one_warning(tmp_path, env_id, srl_model) -
     # --img-shape with a state observation drew nothing at that size and said nothing (a sweep's pixel cells use it)
     base = ["--algo", "ppo2", "--env", env_id, "--log-dir", str(tmp_path), "--img-shape", "3", "40", "40", "--no-vis"]
     with pytest.warns(UserWarning, match=r"^--img-shape 3 40 40 sizes camera images; it does nothing") as records:
-        train.validate(_parse([*base, "--srl-model", srl_model]), registered_rl)
+        train_checks.validate(_parse([*base, "--srl-model", srl_model]), registered_rl)
     assert len([record for record in records if "--img-shape" in str(record.message)]) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        config = train.validate(_parse([*base, "--srl-model", "raw_pixels"]), registered_rl)
+        config = train_checks.validate(_parse([*base, "--srl-model", "raw_pixels"]), registered_rl)
     assert config.env_kwargs["img_shape"] == (3, 40, 40) and not os.listdir(tmp_path)
 
 
@@ -97,13 +97,13 @@ def test_flags_an_env_does_nothing_with_are_one_warning_and_left_out(tmp_path) -
     base = ["--algo", "ppo2", "--env", "CarRacingGymEnv-v0", "--srl-model", "ground_truth", "--log-dir", str(tmp_path)]
     for flag in ("-r", "--shape-reward"):
         with pytest.warns(UserWarning, match="does nothing on CarRacingGymEnv-v0, which does not offer it"):
-            config = train.validate(_parse([*base, flag, "--no-vis"]), registered_rl)
+            config = train_checks.validate(_parse([*base, flag, "--no-vis"]), registered_rl)
         assert not config.env_kwargs["random_target"] and not config.env_kwargs["shape_reward"]
         record = config.argsRecord()  # args.json: what the env applied
         assert not record["random_target"] and not record["shape_reward"]
         makeSingleEnv(config.env, dict(config.env_kwargs)).close()  # (the env itself refuses them)
-    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "-r",
-                                    "--shape-reward", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    config = train_checks.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "-r",
+                                           "--shape-reward", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     assert config.env_kwargs["random_target"] and config.env_kwargs["shape_reward"]
     assert config.argsRecord()["random_target"] and config.argsRecord()["shape_reward"]
     assert not os.listdir(tmp_path)
@@ -113,21 +113,22 @@ def test_force_down_reaches_the_arm_and_older_runs_read_without_it(tmp_path) -> 
 
     argv = ["--algo", "ppo2", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "--log-dir",
             str(tmp_path), "--no-vis"]
-    config = train.validate(_parse([*argv, "--force-down"]), registered_rl)
+    config = train_checks.validate(_parse([*argv, "--force-down"]), registered_rl)
     assert config.force_down and config.env_kwargs["force_down"] is True and config.argsRecord()["force_down"]
     env = makeSingleEnv("KukaButtonGymEnv-v0", dict(config.env_kwargs))
     try:
         assert env.unwrapped.force_down  # discrete action 5 moves down
     finally:
         env.close()
-    assert "force_down" not in train.validate(_parse(argv), registered_rl).env_kwargs  # the env's default: up allowed
+    # the env's default: up allowed
+    assert "force_down" not in train_checks.validate(_parse(argv), registered_rl).env_kwargs
     older = {key: value for key, value in config.argsRecord().items() if key not in ("force_down", "args_format")}
     assert "force_down" not in envKwargsFromArgs(argparse.Namespace(**upgradeArgsRecord(older)))  # a run before it
 
 
 def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> None:
-    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--img-shape", "3",
-                                    "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    config = train_checks.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--img-shape",
+                                           "3", "48", "48", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     first = config.namespace()
     first.seed, first.num_cpu, first.img_shape[1] = 99, 4, 7
     second = config.namespace()
@@ -140,8 +141,8 @@ def test_namespace_is_a_fresh_copy_and_replace_makes_a_new_config(tmp_path) -> N
 
 
 def test_args_record_drops_unset_algorithm_flags(tmp_path) -> None:
-    config = train.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--n-steps", "64",
-                                    "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
+    config = train_checks.validate(_parse(["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--n-steps",
+                                           "64", "--log-dir", str(tmp_path), "--no-vis"]), registered_rl)
     record = config.argsRecord()
     assert record["hp_n_steps"] == 64 and "hp_n_epochs" not in record
     assert set(TrainConfig.flagFields()) <= set(record) and "hyperparams" not in record and "run_dir" not in record
@@ -179,7 +180,7 @@ def test_an_algorithm_writing_into_its_arguments_changes_nothing_of_the_run(tmp_
 
 
 def test_the_parser_is_generated_from_the_fields() -> None:
-    parser = train.baseParser()
+    parser = train_checks.baseParser()
     args = parser.parse_args([])
     for field in dataclasses.fields(TrainConfig):
         if field.name in TrainConfig.flagFields():
@@ -192,7 +193,7 @@ def test_the_parser_is_generated_from_the_fields() -> None:
 
 def test_img_shape_help_and_readme_name_the_learned_model_default() -> None:
     """Left out, --img-shape is 3 64 64, or the learned SRL model's shape (--srl-model-path, a registered model)."""
-    (action,) = [action for action in train.baseParser()._actions if action.dest == "img_shape"]
+    (action,) = [action for action in train_checks.baseParser()._actions if action.dest == "img_shape"]
     assert "[3 64 64, or the learned SRL model's own]" in action.help and "16..4096" in action.help
     assert ">= 36 with raw_pixels" in action.help  # the CNN policy's smallest side, refused below it
     with open(os.path.join(os.path.dirname(__file__), "..", "README.md")) as file:
@@ -221,7 +222,7 @@ def test_readme_train_flag_table_lists_every_flag_with_its_default() -> None:
     lists: every visible flag of the shared parser has a row, and a row's plain defaults are the parser's."""
     rows = _readmeTrainFlagTable()
     listed = {flag for flags, _ in rows for flag in flags}
-    actions = {flag: action for action in train.baseParser()._actions if action.help != argparse.SUPPRESS
+    actions = {flag: action for action in train_checks.baseParser()._actions if action.help != argparse.SUPPRESS
                for flag in action.option_strings if flag not in ("-h", "--help")}
     missing = sorted({actions[flag].option_strings[-1] for flag in actions if not set(actions[flag].option_strings)
                       & listed})
@@ -304,16 +305,16 @@ def test_the_smallest_raw_pixel_image_is_the_algorithms_own(tmp_path) -> None:
     argv = ["--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels", "--img-shape", "3", "16", "16",
             "--log-dir", str(tmp_path / "logs")]
     assert RandomAgentModel.MIN_IMAGE_SIDE == 0 and registered_rl["ppo2"][0].MIN_IMAGE_SIDE == 36
-    config = train.validate(train.parseCommand(["--algo", "random_agent", *argv])[0], registered_rl)
+    config = train_checks.validate(train.parseCommand(["--algo", "random_agent", *argv])[0], registered_rl)
     assert config.img_shape == (3, 16, 16)
     with pytest.raises(UsageError, match=r"--img-shape 3 16 16: the CNN policy of --algo ppo2 needs H, W >= 36"):
-        train.validate(train.parseCommand(["--algo", "ppo2", *argv])[0], registered_rl)
+        train_checks.validate(train.parseCommand(["--algo", "ppo2", *argv])[0], registered_rl)
     assert not (tmp_path / "logs").exists()
 
 
 def test_srl_model_path_help_names_every_kind_of_model_folder() -> None:
     # it said "(written by srl_models.train)", though a plugin model's folder from its own command works as well
-    (action,) = [action for action in train.baseParser()._actions if action.dest == "srl_model_path"]
+    (action,) = [action for action in train_checks.baseParser()._actions if action.dest == "srl_model_path"]
     assert "srl_models.train's or prepare's, or a plugin model's from its own command" in action.help
     assert "written by srl_models.train)" not in action.help
 
@@ -322,12 +323,12 @@ def test_a_config_built_in_python_validates_like_the_command_line(tmp_path) -> N
 
     given = TrainConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,
                         log_dir=str(tmp_path), num_timesteps=500, img_shape=(3, 48, 48), hyperparam=("gamma:0.9",))
-    config = train.validate(given, registered_rl)
+    config = train_checks.validate(given, registered_rl)
     assert config.device == "cpu" and dict(config.hyperparams) == {"gamma": 0.9} and given.device == "auto"
     made = api.makeConfig(algo="sac", env=ENV, srl_model="ground_truth", continuous_actions=True, seed=4,
                           log_dir=tmp_path, num_timesteps=500, img_shape=[3, 48, 48], hyperparams={"gamma": 0.9},
                           learning_starts=50, vis=True, progress=True)
-    parsed = train.validate(_parse(list(made.argv)), registered_rl)  # the command line the API shows: same run
+    parsed = train_checks.validate(_parse(list(made.argv)), registered_rl)  # the command line the API shows: same run
     assert parsed.argsRecord() == made.args.argsRecord()
     assert made.args.hp_learning_starts == 50 and "--learning-starts 50" in made.command
     assert config.argsRecord() == {key: value for key, value in made.args.argsRecord().items()
@@ -418,7 +419,7 @@ def test_flags_warned_to_do_nothing_are_recorded_as_applied(tmp_path) -> None:
     joints = ["--algo", "sac", "--env", "KukaButtonGymEnv-v0", "--srl-model", "ground_truth", "-c", "-joints",
               "--force-down", "--multi-view", "--log-dir", str(tmp_path / "kuka"), "--no-vis"]
     with pytest.warns(UserWarning, match="--force-down does nothing with joint actions"):
-        record = train.validate(_parse(joints), registered_rl).argsRecord()
+        record = train_checks.validate(_parse(joints), registered_rl).argsRecord()
     assert (record["force_down"], record["multi_view"]) == (False, False)
 
 
@@ -441,7 +442,7 @@ def test_features_extractor_on_a_state_is_recorded_as_applied(tmp_path) -> None:
     assert enjoy_baselines.main(["--log-dir", run, "--num-timesteps", "20", "--no-progress"]) == 0
     pixels = ["--algo", "ppo2", "--env", ENV, "--srl-model", "raw_pixels", "--features-extractor", "small",
               "--log-dir", str(tmp_path / "pixels"), "--no-vis"]
-    assert train.validate(_parse(pixels), registered_rl).argsRecord()["features_extractor"] == "small"
+    assert train_checks.validate(_parse(pixels), registered_rl).argsRecord()["features_extractor"] == "small"
 
 
 def test_eval_episodes_without_evaluations_is_recorded_as_applied(tmp_path) -> None:
@@ -449,12 +450,12 @@ def test_eval_episodes_without_evaluations_is_recorded_as_applied(tmp_path) -> N
     the default, as the run without it does, and the sweeps' recorded settings read either record as the command's."""
     base = ["--algo", "ppo2", "--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
     with pytest.warns(UserWarning, match="--eval-episodes 3 does nothing without --eval-freq"):
-        record = train.validate(_parse([*base, "--eval-episodes", "3"]), registered_rl).argsRecord()
+        record = train_checks.validate(_parse([*base, "--eval-episodes", "3"]), registered_rl).argsRecord()
     assert record["eval_episodes"] == 5
     spec = makeSpec("ppo2", ENV, "ground_truth", 0, ["--eval-episodes", "3"], str(tmp_path))
     assert otherSettings(specSettings(spec), record) == []
     assert otherSettings(specSettings(spec), {**record, "eval_episodes": 3}) == []  # (recorded before)
-    evaluated = train.validate(_parse([*base, "--eval-episodes", "3", "--eval-freq", "100"]), registered_rl)
+    evaluated = train_checks.validate(_parse([*base, "--eval-episodes", "3", "--eval-freq", "100"]), registered_rl)
     assert evaluated.argsRecord()["eval_episodes"] == 3
     assert not os.listdir(tmp_path)
 
@@ -465,8 +466,8 @@ def test_buffer_save_freq_without_a_buffer_and_min_episodes_save_with_evaluation
     word and recorded as given: one warning each, and args.json records the default, as the run without them does."""
     base = ["--env", ENV, "--srl-model", "ground_truth", "--log-dir", str(tmp_path), "--no-vis"]
     with pytest.warns(UserWarning) as caught:
-        record = train.validate(_parse(["--algo", "a2c", *base, "--buffer-save-freq", "100", "--eval-freq", "100",
-                                        "--min-episodes-save", "3"]), registered_rl).argsRecord()
+        record = train_checks.validate(_parse(["--algo", "a2c", *base, "--buffer-save-freq", "100", "--eval-freq",
+                                               "100", "--min-episodes-save", "3"]), registered_rl).argsRecord()
     messages = [str(w.message) for w in caught]
     assert "--buffer-save-freq 100 does nothing: --algo a2c keeps no replay buffer" in messages, messages
     assert ("--min-episodes-save 3 does nothing with --eval-freq 100: the evaluations choose the best model"
@@ -474,8 +475,8 @@ def test_buffer_save_freq_without_a_buffer_and_min_episodes_save_with_evaluation
     assert (record["buffer_save_freq"], record["min_episodes_save"]) == (0, 100)
     with warnings.catch_warnings():  # where they apply: no warning, recorded as given
         warnings.simplefilter("error")
-        record = train.validate(_parse(["--algo", "sac", *base, "-c", "--buffer-save-freq", "100",
-                                        "--min-episodes-save", "3"]), registered_rl).argsRecord()
+        record = train_checks.validate(_parse(["--algo", "sac", *base, "-c", "--buffer-save-freq", "100",
+                                               "--min-episodes-save", "3"]), registered_rl).argsRecord()
     assert (record["buffer_save_freq"], record["min_episodes_save"]) == (100, 3)
     assert not registered_rl["ppo1"][0].keepsReplayBuffer() and registered_rl["deepq"][0].keepsReplayBuffer()
     assert not os.listdir(tmp_path)

@@ -7,7 +7,7 @@ from conftest import runModule
 
 from replay.enjoy_baselines import buildParser
 from rl_baselines.core.registry import algoChoicesText
-from rl_baselines.runs.train import baseParser
+from rl_baselines.runs.train_checks import baseParser
 from srl_toolbox.cli import UsageError, flagsMeant
 
 

@@ -19,6 +19,8 @@ from srl_models.base import RUN_RECORD_FILE
 from srl_toolbox.files import checkFolderStays, readJson
 
 STAMP_FORMAT = "%y-%m-%d_%Hh%M_%S"
+# The names a new run folder may take: <stamp>_<tag>, then <stamp>_<tag>_1 ... _999
+RUN_FOLDER_ATTEMPTS = 1000
 ARGS_FILE = "args.json"
 ENV_GLOBALS_FILE = "env_globals.json"
 MONITOR_DIR = "monitor"

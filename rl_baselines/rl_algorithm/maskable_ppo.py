@@ -1,7 +1,7 @@
 """maskable_ppo: PPO that never samples a masked action (sb3-contrib MaskablePPO), discrete actions only.
 
 The env tells which actions are allowed (``action_masks()``, environments.srl_env); the run is refused on an env
-without masks or with continuous actions (rl_baselines.runs.train.validate). Training takes the masks from the
+without masks or with continuous actions (rl_baselines.runs.train_checks.validate). Training takes the masks from the
 VecEnv (sb3-contrib's ``get_action_masks``: ``env_method("action_masks")``, which every wrapper of the env factory
 passes through); everywhere else the agent acts (evaluation, replay, the dataset generator) the caller passes them
 to :meth:`MaskablePPOModel.getAction` because the class says ``USES_ACTION_MASKS``.

@@ -396,7 +396,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
 
     :param argv: the command line (``--resume RUN`` and the flags of RESUME_FLAGS)
     :param registered_rl: the algorithm table
-    :param base_parser: rl_baselines.runs.train.baseParser
+    :param base_parser: rl_baselines.runs.train_checks.baseParser
     :return: (the run's settings, as given: not validated again; the plan)
     :raises UsageError: other flags, a folder that is not a run, an algorithm without resume support, a checkpoint
         that does not match the run or whose files changed, the run's SRL model gone or another one given with
@@ -462,8 +462,8 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
 
 def checkPlan(plan: ResumePlan, args: TrainConfig, algo_class: type) -> None:
     """
-    Check the checkpoint against the run (after rl_baselines.runs.train.validate resolved the SRL model): algorithm,
-    API version, env, observation mode, SRL model hash (its checksums were checked by :func:`planResume`).
+    Check the checkpoint against the run (after rl_baselines.runs.train_checks.validate resolved the SRL model):
+    algorithm, API version, env, observation mode, SRL model hash (its checksums were checked by :func:`planResume`).
 
     :param plan: from :func:`loadResumeArgs`
     :param args: the validated arguments

@@ -3,11 +3,11 @@ TrainResult: what the run ended with.
 
 Each flag of ``python -m rl_baselines.train`` is a field declared with :func:`setting`: its type, default, flag
 names, parser and help text are written there and nowhere else. :func:`addFlags` generates the command's parser from
-the fields; the Python API builds a :class:`TrainConfig` directly; validation (``rl_baselines.runs.train.validate``)
-checks it and resolves what the flags leave open (the device, the renderer: the env's own default when ``--renderer``
-is left out, a learned SRL model's folder and image size, the typed hyperparameters, the steps a continued model
-already did). From then on nothing changes it: a later stage that learns something new (the run folder, a resumed
-checkpoint) makes a new one with :meth:`TrainConfig.replace`.
+the fields; the Python API builds a :class:`TrainConfig` directly; validation
+(``rl_baselines.runs.train_checks.validate``) checks it and resolves what the flags leave open (the device, the
+renderer: the env's own default when ``--renderer`` is left out, a learned SRL model's folder and image size, the
+typed hyperparameters, the steps a continued model already did). From then on nothing changes it: a later stage
+that learns something new (the run folder, a resumed checkpoint) makes a new one with :meth:`TrainConfig.replace`.
 
 Invariants:
 

@@ -43,7 +43,7 @@ from environments import registered_env
 from rl_baselines.core.hyperparams import plainValues
 from rl_baselines.core.plugin_v1 import isV1
 from rl_baselines.core.registry import failedPluginsText, registered_rl
-from rl_baselines.runs import train
+from rl_baselines.runs import train_checks
 from rl_baselines.runs.args_format import ARGS_FORMAT_KEY
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.monitor_files import runEnvs
@@ -202,7 +202,7 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
         raise UsageError(f"train flags: {error}") from None
     if problem is not None:
         raise UsageError(problem)
-    train_parser = algo_class.customArguments(train.baseParser())
+    train_parser = algo_class.customArguments(train_checks.baseParser())
     try:
         train_args = TrainConfig.fromValues(vars(train_parser.parse_args([*train_argv, *shared])))
     except UsageError as error:
@@ -210,8 +210,8 @@ def prepare(args: Mapping[str, Any], train_argv: list[str]) -> tuple[SearchConfi
     fixed = {**hyperparamStrings(train_args), **_flaggedHyperparams(train_args)}
     pinned = _pinnedBounds(algo_class, space, fixed)
     # (the algorithms this command accepts: a refusal lists those as the valid choices, not random_agent)
-    checked = train.validate(train_args.replace(hyperparam=(*train_args.hyperparam, *pinned.values())),
-                             {name: registered_rl[name] for name in searchable})
+    checked = train_checks.validate(train_args.replace(hyperparam=(*train_args.hyperparam, *pinned.values())),
+                                    {name: registered_rl[name] for name in searchable})
     # (the study records, and the trials train with, the flags as given: a pinned bound is still searched)
     resolved = checked.replace(hyperparam=tuple(item for item in checked.hyperparam if item not in pinned.values()),
                                hyperparams={name: value for name, value in checked.hyperparams.items()

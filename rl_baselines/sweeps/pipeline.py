@@ -32,7 +32,8 @@ from tqdm import tqdm
 
 from environments import registered_env
 from rl_baselines.core.registry import registered_rl
-from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV, baseParser
+from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
+from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
 from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress

@@ -31,7 +31,7 @@ from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.core.registry import failedPluginsText
 from rl_baselines.core.registry import registered_rl as installed_algorithms
 from rl_baselines.runs.hyperparam_sources import readHyperparamFile
-from rl_baselines.runs.train import baseParser, validate
+from rl_baselines.runs.train_checks import baseParser, validate
 from rl_baselines.runs.train_config import TrainConfig, appliedSettings
 from srl_toolbox.cli import UNRECOGNIZED, UsageError, flagsMeant
 from srl_toolbox.files import isInside
