@@ -163,6 +163,28 @@ def isLearnedSRLModel(srl_model: str) -> bool:
     return srl_model not in ENVIRONMENT_SRL_MODES
 
 
+def discreteActionIndex(action: Any, n: int) -> int:
+    """
+    The index a discrete action names, checked as gymnasium's ``Discrete(n)`` would take it: an integer (Python's,
+    numpy's, a 0-d integer array) or an integer-valued float, in [0, n).
+
+    :param action: what was passed to ``step``
+    :param n: the number of discrete actions
+    :return: the action's index
+    :raises ValueError: in one line naming the action, for anything else (1.5, "1", a NaN, an array of shape (1,))
+    """
+    if isinstance(action, (int, np.integer)):  # the usual case first (a bool is an int, as for Discrete.contains)
+        index = int(action)
+    else:
+        value = np.asarray(action)
+        if value.shape != () or value.dtype.kind not in "biuf" or not float(value).is_integer():
+            raise ValueError(f"discrete action must be an integer in [0, {n}), got {action!r}")
+        index = int(value)
+    if not 0 <= index < n:
+        raise ValueError(f"discrete action must be an integer in [0, {n}), got {action!r}")
+    return index
+
+
 class SRLGymEnv(gym.Env, EzPickle):
     """
     Base class of robot envs with selectable observation modes.
