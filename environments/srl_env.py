@@ -299,6 +299,12 @@ class SRLGymEnv(gym.Env, EzPickle):
         goal_conditioned: bool = False,
         renderer: str | None = None,
     ) -> None:
+        for keyword, value in (("relative_pos", relative_pos), ("is_discrete", is_discrete),
+                               ("action_joints", action_joints), ("random_target", random_target),
+                               ("shape_reward", shape_reward), ("renders", renders),
+                               ("goal_conditioned", goal_conditioned)):
+            if not isinstance(value, (bool, np.bool_)):  # ("no" would be True)
+                raise ValueError(f"{keyword} must be True or False, got {value!r}")
         renderer = self.DEFAULT_RENDERER if renderer is None else renderer
         if renderer not in self.RENDERERS:
             raise ValueError(f"unknown renderer {renderer!r} for {type(self).__name__}; valid choices: "
@@ -333,11 +339,11 @@ class SRLGymEnv(gym.Env, EzPickle):
             raise ValueError(f"render_size must be positive, got {render_size}")
         self.renderer = renderer
         self.srl_model = srl_model
-        self.relative_pos = relative_pos
-        self.is_discrete = is_discrete
-        self.action_joints = action_joints
-        self.random_target = random_target
-        self.shape_reward = shape_reward
+        self.relative_pos = bool(relative_pos)
+        self.is_discrete = bool(is_discrete)
+        self.action_joints = bool(action_joints)
+        self.random_target = bool(random_target)
+        self.shape_reward = bool(shape_reward)
         self.renders = renders
         self.img_shape = tuple(int(v) for v in img_shape) if img_shape is not None else DEFAULT_IMG_SHAPE
         if len(self.img_shape) != 3 or self.img_shape[0] != 3 or min(self.img_shape[1:]) < 1:

@@ -148,3 +148,16 @@ def test_discrete_action_index() -> None:
     for action in (3, np.inf, np.array([[0]]), None, 0.5, np.array("0")):
         with pytest.raises(ValueError, match=r"^discrete action must be an integer in \[0, 3\), got "):
             discreteActionIndex(action, 3)
+
+
+@pytest.mark.parametrize("keyword", ["is_discrete", "relative_pos", "random_target", "shape_reward", "renders",
+                                     "action_joints", "goal_conditioned"])
+def test_a_switch_keyword_that_is_no_bool_is_refused_in_one_line(keyword: str) -> None:
+    """is_discrete="no" made a discrete env (a non-empty text is true), and the text stayed in the attribute."""
+    with pytest.raises(ValueError, match=rf"^{keyword} must be True or False, got 'no'$"):
+        gym.make("MobileRobotGymEnv-v0", srl_model="ground_truth", **{keyword: "no"})
+    env = gym.make("MobileRobotGymEnv-v0", srl_model="ground_truth", is_discrete=np.False_)
+    try:
+        assert env.unwrapped.is_discrete is False and isinstance(env.action_space, gym.spaces.Box)
+    finally:
+        env.close()
