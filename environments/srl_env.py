@@ -163,6 +163,28 @@ def isLearnedSRLModel(srl_model: str) -> bool:
     return srl_model not in ENVIRONMENT_SRL_MODES
 
 
+def discreteActionIndex(action: Any, n: int) -> int:
+    """
+    The index a discrete action names, checked as gymnasium's ``Discrete(n)`` would take it: an integer (Python's,
+    numpy's, a 0-d integer array) or an integer-valued float, in [0, n).
+
+    :param action: what was passed to ``step``
+    :param n: the number of discrete actions
+    :return: the action's index
+    :raises ValueError: in one line naming the action, for anything else (1.5, "1", a NaN, an array of shape (1,))
+    """
+    if isinstance(action, (int, np.integer)):  # the usual case first (a bool is an int, as for Discrete.contains)
+        index = int(action)
+    else:
+        value = np.asarray(action)
+        if value.shape != () or value.dtype.kind not in "biuf" or not float(value).is_integer():
+            raise ValueError(f"discrete action must be an integer in [0, {n}), got {action!r}")
+        index = int(value)
+    if not 0 <= index < n:
+        raise ValueError(f"discrete action must be an integer in [0, {n}), got {action!r}")
+    return index
+
+
 class SRLGymEnv(gym.Env, EzPickle):
     """
     Base class of robot envs with selectable observation modes.
@@ -277,6 +299,12 @@ class SRLGymEnv(gym.Env, EzPickle):
         goal_conditioned: bool = False,
         renderer: str | None = None,
     ) -> None:
+        for keyword, value in (("relative_pos", relative_pos), ("is_discrete", is_discrete),
+                               ("action_joints", action_joints), ("random_target", random_target),
+                               ("shape_reward", shape_reward), ("renders", renders),
+                               ("goal_conditioned", goal_conditioned)):
+            if not isinstance(value, (bool, np.bool_)):  # ("no" would be True)
+                raise ValueError(f"{keyword} must be True or False, got {value!r}")
         renderer = self.DEFAULT_RENDERER if renderer is None else renderer
         if renderer not in self.RENDERERS:
             raise ValueError(f"unknown renderer {renderer!r} for {type(self).__name__}; valid choices: "
@@ -311,11 +339,11 @@ class SRLGymEnv(gym.Env, EzPickle):
             raise ValueError(f"render_size must be positive, got {render_size}")
         self.renderer = renderer
         self.srl_model = srl_model
-        self.relative_pos = relative_pos
-        self.is_discrete = is_discrete
-        self.action_joints = action_joints
-        self.random_target = random_target
-        self.shape_reward = shape_reward
+        self.relative_pos = bool(relative_pos)
+        self.is_discrete = bool(is_discrete)
+        self.action_joints = bool(action_joints)
+        self.random_target = bool(random_target)
+        self.shape_reward = bool(shape_reward)
         self.renders = renders
         self.img_shape = tuple(int(v) for v in img_shape) if img_shape is not None else DEFAULT_IMG_SHAPE
         if len(self.img_shape) != 3 or self.img_shape[0] != 3 or min(self.img_shape[1:]) < 1:

@@ -47,7 +47,10 @@ def _play(env: gym.Env, seed: int | None) -> list[np.ndarray]:
     observation, _ = env.reset(seed=seed)
     played = [np.asarray(observation)]
     for step in range(N_STEPS):
-        action = np.full(env.action_space.shape, 0.5 if step % 2 else -0.5, dtype=np.float32)
+        if isinstance(env.action_space, gym.spaces.Discrete):
+            action = step % int(env.action_space.n)
+        else:
+            action = np.full(env.action_space.shape, 0.5 if step % 2 else -0.5, dtype=np.float32)
         observation, reward, _, _, _ = env.step(action)
         played += [np.asarray(observation), np.asarray(reward)]
     return played

@@ -10,11 +10,13 @@ import textwrap
 import warnings
 
 import gymnasium as gym
+import numpy as np
 import pytest
 
 from environments import getEnvClass
 from environments.observation_check import ObservationSpaceWarning
 from environments.registry import registerAll
+from environments.srl_env import discreteActionIndex
 from rl_baselines.envs.factory import makeSingleEnv
 
 UNANSWERED_DISPLAY = ":9071"  # an X display no server answers on
@@ -121,3 +123,41 @@ def test_the_first_observations_fit_the_observation_space(env_id: str) -> None:
                 env.step(env.action_space.sample())
         finally:
             env.close()
+
+
+@pytest.mark.parametrize("env_id", ["MobileRobotGymEnv-v0", "OmnirobotEnv-v0", "KukaButtonGymEnv-v0",
+                                    "CarRacingGymEnv-v0"])  # one per step() of its own
+def test_a_discrete_action_that_is_no_integer_is_refused_in_one_line(env_id: str) -> None:
+    """1.5 was taken as action 1 and "1" as 1 (int() of them), an array of shape (1,) failed in numpy's TypeError; the
+    integers of every kind, and integer-valued floats, still step."""
+    env = gym.make(env_id, srl_model="ground_truth").unwrapped
+    try:
+        env.reset(seed=0)
+        for action in (1, np.int64(1), np.array(1), 1.0, np.float32(1.0)):
+            env.step(action)
+        for action in (1.5, "1", np.array([1]), float("nan"), -1, 4 if env_id != "KukaButtonGymEnv-v0" else 6):
+            with pytest.raises(ValueError, match=r"^discrete action must be an integer in \[0, \d\), got \S+$"):
+                env.step(action)
+    finally:
+        env.close()
+
+
+def test_discrete_action_index() -> None:
+    assert discreteActionIndex(np.uint8(2), 3) == 2 and discreteActionIndex(np.array(2.0), 3) == 2
+    assert discreteActionIndex(True, 2) == 1
+    for action in (3, np.inf, np.array([[0]]), None, 0.5, np.array("0")):
+        with pytest.raises(ValueError, match=r"^discrete action must be an integer in \[0, 3\), got "):
+            discreteActionIndex(action, 3)
+
+
+@pytest.mark.parametrize("keyword", ["is_discrete", "relative_pos", "random_target", "shape_reward", "renders",
+                                     "action_joints", "goal_conditioned"])
+def test_a_switch_keyword_that_is_no_bool_is_refused_in_one_line(keyword: str) -> None:
+    """is_discrete="no" made a discrete env (a non-empty text is true), and the text stayed in the attribute."""
+    with pytest.raises(ValueError, match=rf"^{keyword} must be True or False, got 'no'$"):
+        gym.make("MobileRobotGymEnv-v0", srl_model="ground_truth", **{keyword: "no"})
+    env = gym.make("MobileRobotGymEnv-v0", srl_model="ground_truth", is_discrete=np.False_)
+    try:
+        assert env.unwrapped.is_discrete is False and isinstance(env.action_space, gym.spaces.Box)
+    finally:
+        env.close()

@@ -26,7 +26,7 @@ with warnings.catch_warnings():
 from gymnasium.utils import EzPickle  # noqa: E402
 from pygame import gfxdraw  # noqa: E402
 
-from environments.srl_env import SRLGymEnv  # noqa: E402
+from environments.srl_env import SRLGymEnv, discreteActionIndex  # noqa: E402
 
 
 class _SizedCarRacing(car_racing.CarRacing):
@@ -217,9 +217,7 @@ class CarRacingGymEnv(SRLGymEnv):
         """
         self._checkOpen("step")
         if self.is_discrete:
-            index = int(action)
-            if not 0 <= index < len(self._discrete_actions):
-                raise ValueError(f"discrete action must be in [0, {len(self._discrete_actions)}), got {action!r}")
+            index = discreteActionIndex(action, len(self._discrete_actions))
             command = self._discrete_actions[index]
         else:
             values = np.asarray(action, dtype=np.float64).reshape(-1)

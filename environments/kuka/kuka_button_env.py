@@ -35,7 +35,7 @@ import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
 from environments.kuka.floor import HIDDEN, PLANE_URDF, FloorImages, cameraImage
-from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv
+from environments.srl_env import ENVIRONMENT_SRL_MODES, FRESH_WORLD, SRLGymEnv, discreteActionIndex
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -427,9 +427,7 @@ class KukaButtonGymEnv(SRLGymEnv):
         self._checkOpen("step")
         rng = self.np_random
         if self.is_discrete:
-            index = int(action)
-            if not 0 <= index < 6:
-                raise ValueError(f"discrete action must be in [0, 6), got {action!r}")
+            index = discreteActionIndex(action, 6)
             self._moveEffector(self._discrete_moves[index] * (self.DELTA_V + rng.normal(0.0, self.NOISE_STD)))
         else:
             move = np.asarray(action, dtype=np.float64).reshape(-1)

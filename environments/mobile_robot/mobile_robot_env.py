@@ -20,7 +20,7 @@ import numpy as np
 
 from environments.bullet import BulletClient, pybullet, pybullet_data, silencedCOutput
 from environments.mobile_robot.sprite_renderer import SpriteRenderer
-from environments.srl_env import REFERENCE_RENDERER, SRLGymEnv
+from environments.srl_env import REFERENCE_RENDERER, SRLGymEnv, discreteActionIndex
 
 # URDFs are resolved from this file, never from the current directory.
 URDF_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "urdf")
@@ -309,9 +309,7 @@ class MobileRobotGymEnv(SRLGymEnv):
         """
         self._checkOpen("step")
         if self.is_discrete:
-            index = int(action)
-            if not 0 <= index < self._n_discrete:
-                raise ValueError(f"discrete action must be in [0, {self._n_discrete}), got {action!r}")
+            index = discreteActionIndex(action, self._n_discrete)
             dx, dy = self._discrete_moves[index]
         else:
             move = np.asarray(action, dtype=np.float64).reshape(-1)

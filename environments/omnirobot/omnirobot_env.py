@@ -15,7 +15,7 @@ import cv2
 import gymnasium as gym
 import numpy as np
 
-from environments.srl_env import SRLGymEnv
+from environments.srl_env import SRLGymEnv, discreteActionIndex
 
 
 class OmnirobotEnv(SRLGymEnv):
@@ -125,9 +125,7 @@ class OmnirobotEnv(SRLGymEnv):
         """
         self._checkOpen("step")
         if self.is_discrete:
-            index = int(action)
-            if not 0 <= index < 4:
-                raise ValueError(f"discrete action must be in [0, 4), got {action!r}")
+            index = discreteActionIndex(action, 4)
             dx, dy = self._discrete_moves[index]
         else:
             move = np.asarray(action, dtype=np.float64).reshape(-1)
