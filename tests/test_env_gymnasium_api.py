@@ -142,6 +142,25 @@ def test_a_discrete_action_that_is_no_integer_is_refused_in_one_line(env_id: str
         env.close()
 
 
+@pytest.mark.parametrize("env_id", ["MobileRobotGymEnv-v0", "OmnirobotEnv-v0", "KukaButtonGymEnv-v0",
+                                    "CarRacingGymEnv-v0"])  # one per step() of its own
+def test_a_continuous_action_that_is_not_finite_is_refused_in_one_line(env_id: str) -> None:
+    """The mobile robots and Omnirobot took a NaN move as a bump (-1, the robot kept still) and an infinite one as a
+    full move, where the Kuka arms and CarRacing refused both, as gymnasium's Box.contains does."""
+    env = gym.make(env_id, srl_model="ground_truth", is_discrete=False).unwrapped
+    try:
+        env.reset(seed=0)
+        size = env.action_space.shape[0]
+        env.step(np.zeros(size))
+        for bad in (np.nan, np.inf, -np.inf):
+            action = np.zeros(size)
+            action[0] = bad
+            with pytest.raises(ValueError, match=r"^continuous action must be \d finite value"):
+                env.step(action)
+    finally:
+        env.close()
+
+
 def test_discrete_action_index() -> None:
     assert discreteActionIndex(np.uint8(2), 3) == 2 and discreteActionIndex(np.array(2.0), 3) == 2
     assert discreteActionIndex(True, 2) == 1

@@ -313,14 +313,14 @@ class MobileRobotGymEnv(SRLGymEnv):
             dx, dy = self._discrete_moves[index]
         else:
             move = np.asarray(action, dtype=np.float64).reshape(-1)
-            if move.shape != (self.CONTINUOUS_ACTION_DIM,):
-                raise ValueError(f"continuous action must be {self.CONTINUOUS_ACTION_DIM} value(s), got {action!r}")
+            if move.shape != (self.CONTINUOUS_ACTION_DIM,) or not np.all(np.isfinite(move)):
+                raise ValueError(f"continuous action must be {self.CONTINUOUS_ACTION_DIM} finite value(s), got "
+                                 f"{action!r}")
             step = self.STEP_SIZE
             dx = min(max(float(move[0]), -1.0), 1.0) * step
             dy = min(max(float(move[1]), -1.0), 1.0) * step if self._move_y else 0.0
         x = self._robot_x + dx
         y = self._robot_y + dy
-        # Written so that a NaN move fails the test and is reverted like a bump.
         bumped = not (self._x_low <= x <= self._x_high and self._y_low <= y <= self._y_high)
         if not bumped:
             self._robot_x, self._robot_y = x, y

@@ -129,13 +129,12 @@ class OmnirobotEnv(SRLGymEnv):
             dx, dy = self._discrete_moves[index]
         else:
             move = np.asarray(action, dtype=np.float64).reshape(-1)
-            if move.shape != (2,):
-                raise ValueError(f"continuous action must be 2 values, got {action!r}")
+            if move.shape != (2,) or not np.all(np.isfinite(move)):
+                raise ValueError(f"continuous action must be 2 finite values, got {action!r}")
             dx = min(max(float(move[0]), -1.0), 1.0) * self.STEP_SIZE
             dy = min(max(float(move[1]), -1.0), 1.0) * self.STEP_SIZE
         x, y = self._robot_x + dx, self._robot_y + dy
         low, high = self.ARENA_BOUNDS
-        # Written so that a NaN move fails the test and is refused like a bump.
         bumped = not (low <= x <= high and low <= y <= high)
         if not bumped:
             self._robot_x, self._robot_y = x, y
