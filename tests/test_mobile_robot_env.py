@@ -340,7 +340,7 @@ def test_invalid_arguments() -> None:
     try:
         env.reset(seed=0)
         for bad in (np.zeros(1, np.float32), np.zeros(4, np.float32), np.float32(0.5)):  # extra values were ignored
-            with pytest.raises(ValueError, match="continuous action must be 2 value"):
+            with pytest.raises(ValueError, match="continuous action must be 2 finite value"):
                 env.step(bad)
         env.step(np.zeros((1, 2), np.float32))  # one env's action as a batch of one
     finally:

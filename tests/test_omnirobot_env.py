@@ -199,7 +199,7 @@ def test_invalid_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
         OmnirobotEnv(srl_model="ground_truth", fpv=True)
     env = OmnirobotEnv(srl_model="ground_truth", is_discrete=False)
     env.reset(seed=0)
-    with pytest.raises(ValueError, match="continuous action must be 2 values"):
+    with pytest.raises(ValueError, match="continuous action must be 2 finite values"):
         env.step(np.zeros(3, np.float32))
     env.close()
 
