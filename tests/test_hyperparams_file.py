@@ -207,6 +207,24 @@ def test_a_model_continued_under_lr_schedule_linear_decays_from_its_saved_rate(t
     assert len(rates) >= 3 and all(later < earlier for earlier, later in zip(rates, rates[1:])) and rates[0] <= 0.001
 
 
+def test_a_model_saved_under_lr_schedule_linear_continues_it_and_its_records_say_so(tmp_path) -> None:
+    """A model trained with --lr-schedule linear, continued with neither flag, kept decaying (SB3 restores its
+    schedule) while args.json said constant and hyperparams.yaml ppo2's default rate, 0.0003."""
+    flags = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--n-steps", "32",
+             "--batch-size", "32", "--n-epochs", "1", "--checkpoint-freq", "-1"]
+    first = trainHere(*flags, "--learning-rate", "0.001", "--lr-schedule", "linear", "--num-timesteps", "64",
+                      "--log-dir", tmp_path / "first")
+    continued = trainHere(*flags, "--num-timesteps", "128", "--log-dir", tmp_path / "next",
+                          "--load-rl-model-path", os.path.join(first, "ppo2_model.zip"))
+    with open(os.path.join(continued, "args.json")) as file:
+        assert json.load(file)["lr_schedule"] == "linear"
+    with open(os.path.join(continued, "hyperparams.yaml")) as file:
+        assert yaml.safe_load(file)["learning_rate"] == pytest.approx(0.001)
+    with open(os.path.join(continued, "progress.csv")) as file:
+        rates = [float(row["train/learning_rate"]) for row in csv.DictReader(file) if row["train/learning_rate"]]
+    assert len(rates) >= 3 and all(later < earlier for earlier, later in zip(rates, rates[1:])) and rates[0] <= 0.001
+
+
 def test_rl_zoo_params_on_the_command_line_name_their_equivalents_as_the_file_does() -> None:
     """rl_zoo3's -params habits given to --hyperparam (a lin_ schedule, n_envs) are named with their equivalents, all
     in one line, as in a --hyperparam-file (they were 'needs a float value' and 'unknown hyperparameter')."""

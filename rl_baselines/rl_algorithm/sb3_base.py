@@ -61,16 +61,39 @@ from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath, readJson, writeJson
 
 
+class LinearSchedule:
+    """
+    A learning rate decaying linearly to 0 over training (SB3 passes the remaining progress, 1 -> 0). An object rather
+    than a closure, so that a saved model's "data" records where it starts (``initial_value``, as SB3 writes an
+    object's attributes beside its pickle): a continued model keeps its schedule and its records say so
+    (:func:`savedLinearStart`).
+    """
+
+    def __init__(self, initial_value: float) -> None:
+        self.initial_value = float(initial_value)
+
+    def __call__(self, progress_remaining: float) -> float:
+        return progress_remaining * self.initial_value
+
+
 def linearSchedule(initial_value: float) -> Callable[[float], float]:
     """
     :param initial_value: learning rate at the start
-    :return: a schedule decaying linearly to 0 over training (SB3 passes the remaining progress, 1 -> 0)
+    :return: a schedule decaying linearly to 0 over training (a :class:`LinearSchedule`)
     """
+    return LinearSchedule(initial_value)
 
-    def schedule(progress_remaining: float) -> float:
-        return progress_remaining * initial_value
 
-    return schedule
+def savedLinearStart(value: Any) -> float | None:
+    """
+    :param value: a hyperparameter as a model zip's "data" member holds it (:func:`readModelData`)
+    :return: the start of a :class:`LinearSchedule` saved there, None for anything else (a number; an older save's
+        schedule, a closure whose start the data does not record)
+    """
+    if isinstance(value, dict) and str(value.get(":type:", "")).endswith(f".{LinearSchedule.__name__}'>"):
+        start = value.get("initial_value")
+        return float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+    return None
 
 
 class StableBaselinesRLObject(BaseRLObject):
@@ -144,9 +167,13 @@ class StableBaselinesRLObject(BaseRLObject):
                                        "a state read by an MLP")}
 
     def keptOptions(self) -> dict[str, Any]:
-        """``--features-extractor``: the CNN the loaded pixel model was built with (none for a state's MLP)"""
-        name = extractorName(self.model)
-        return {} if name is None else {"features_extractor": name}
+        """``--features-extractor``: the CNN the loaded pixel model was built with (none for a state's MLP);
+        ``--lr-schedule linear`` for a model saved with its :class:`LinearSchedule` (its learning rate keeps decaying
+        unless ``--learning-rate`` gives another start)"""
+        kept = {} if (name := extractorName(self.model)) is None else {"features_extractor": name}
+        if isinstance(getattr(self.model, "learning_rate", None), LinearSchedule):
+            kept["lr_schedule"] = "linear"
+        return kept
 
     @classmethod
     def keepsReplayBuffer(cls) -> bool:
@@ -647,12 +674,15 @@ def hyperparamsInData(data: dict[str, Any], names: Any, parse: Any) -> dict[str,
     :param data: a model zip's "data" member (:func:`readModelData`)
     :param names: the hyperparameters to read
     :param parse: ``parse({name: text}) -> {name: value}``, the class's ``parserHyperParam``
-    :return: those of them the data holds as plain values, read as the flags read them; one SB3 keeps as a
-        serialised object (a schedule such as clip_range, train_freq's tuple) is left out
+    :return: those of them the data holds as plain values, read as the flags read them (the learning rate of a
+        :class:`LinearSchedule` as its start); one SB3 keeps as another serialised object (a schedule such as
+        clip_range, train_freq's tuple) is left out
     """
     saved: dict[str, Any] = {}
     for name in names:
         value = data.get(name, ...)
+        if name == "learning_rate" and (start := savedLinearStart(value)) is not None:
+            value = start  # a LinearSchedule: the rate it starts from
         if value is None:
             text = "none"
         elif isinstance(value, float):
