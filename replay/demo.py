@@ -50,7 +50,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     addSeedArgument(parser, help="random seed [0]")
     args: argparse.Namespace = parser.parse_args(argv)
 
-
     env_id, srl_model, algo = "MobileRobotGymEnv-v0", "ground_truth", "ppo2"
     print(f"Training {algo} on {env_id} ({srl_model}) for {args.num_timesteps} steps." + liveCurveHint(args),
           flush=True)

@@ -359,7 +359,6 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
     if args.video:
         checkOutputFile(args.video, "--video")
 
-
     torch.set_num_threads(1)
     set_random_seed(args.seed)  # Python, NumPy and torch: the agent's sampled actions repeat with the seed
 

@@ -469,7 +469,6 @@ def evaluateAgent(run: str | os.PathLike | LoadedRun | TrainResult, episodes: in
     :raises UsageError: bad input, or a run folder that cannot be loaded
     """
 
-
     episodes = integerKeyword("episodes", episodes)
     try:
         num_envs, seed = checkEnvsAndSeed(num_envs, seed)

@@ -110,6 +110,7 @@ def zooFlagHints(zoo_flags: Mapping[tuple[str, ...], str]) -> dict[str, str]:
                                                     else f": {instead}")
             for flags, instead in zoo_flags.items() for flag in flags}
 
+
 UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
 
 

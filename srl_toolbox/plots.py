@@ -393,7 +393,6 @@ class VisdomPlotter:
                 return steps[kept], values[kept]
         return np.zeros(0), np.zeros(0)
 
-
     def updateEvaluation(self, timesteps: ArrayLike, means: ArrayLike, stds: ArrayLike) -> None:
         """
         Redraw the evaluation window with every evaluation so far.

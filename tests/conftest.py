@@ -45,6 +45,8 @@ WARM = WarmInterpreter(REPO, {**os.environ, "PYTHONUNBUFFERED": "1"})
 def _commandEnv(env: dict | None) -> dict[str, str]:
     """:return: the environment of a command the tests run: this process's, unbuffered output, then ``env``"""
     return {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+
+
 atexit.register(WARM.stop)
 
 

@@ -113,6 +113,7 @@ def test_check_env_from_a_plugins_own_tests_passes_on_line_world(checkRun, tmp_p
     count, failed = result.stdout.strip().split(" ", 1)
     assert int(count) > 0 and failed == "[]", result.stdout
 
+
 @pytest.mark.parametrize("env_id, expected", [
     ("StepDtype-v0", "FAILED: ground_truth, discrete: the observation of step() does not fit observation_space: "
                      "float64 (1,) in ["),

@@ -58,7 +58,6 @@ def _sweepArgs(log_dir: str, *extra: str) -> list[str]:
             "--workers", "2", "--log-dir", log_dir, "--no-progress", *TRAIN_FLAGS, *extra]
 
 
-
 def test_check_lists_every_bad_combination(tmp_path) -> None:
     with pytest.raises(UsageError) as info:
         checkGrid(["ppo2", "nope", "ddpg"], ["MobileRobotGymEnv-v0", "NoSuchEnv-v0"], ["ground_truth", "joints"],
@@ -192,7 +191,6 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
         done_times
     assert json.load(open(state_file))["counts"] == {"pending": 0, "running": 0, "done": 1, "skipped": 3,
                                                      "failed": 0, "stopped": 0}
-
 
     (env_line,) = [line for line in result.stdout.splitlines() if line.startswith("Live plots: ")]
     env_name = env_line.rpartition("/env/")[2]

@@ -56,7 +56,6 @@ def test_train_save_load_continue_enjoy(tmp_path) -> None:
     rewards = np.loadtxt(os.path.join(run_dir, "monitor", "0.monitor.csv"), delimiter=",", skiprows=2, usecols=1)
     assert rewards.size == 6  # 1500 steps of 250-step episodes: the ES progress reaches the monitor file
 
-
     agent = registered_rl["cem"][0].load(model_path)
     assert agent.num_timesteps == 1500 and agent.generation >= 2 and agent.hyperparams["num_population"] == 2
     actions = agent.getAction(np.zeros((3, 2), dtype=np.float32))

@@ -230,7 +230,6 @@ def test_a_warning_during_a_bar_gets_a_line_of_its_own():
     bar = tqdm(total=10, file=stream, ascii=True, mininterval=0)
     bar.update(3)
 
-
     def write(message, category, filename, lineno, file=None, line=None) -> None:  # (Python's, outside pytest)
         file.write(warnings.formatwarning(message, category, filename, lineno, line))
 

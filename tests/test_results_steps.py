@@ -369,7 +369,6 @@ def test_group_by_reads_an_older_args_json_as_the_run_applied_it(tmp_path):
     assert all(row["runs"] == "2" for row in rows), rows
 
 
-
 def test_group_by_augment_loss_reads_a_run_recorded_before_the_flag_as_its_upgrade_rule_gives_it(tmp_path):
     """An args.json recorded before ``--augment-loss`` (format 7) lacks it: gather_results warned that such a run and
     one recorded since differ in ``augment_loss`` (and ``args_format``) and offered ``--group-by augment_loss``, which
@@ -393,6 +392,7 @@ def test_group_by_augment_loss_reads_a_run_recorded_before_the_flag_as_its_upgra
     with open(tmp_path / "out" / "results.csv") as handle:
         runs = {(row["augment"], row["augment_loss"]): row["runs"] for row in csv.DictReader(handle)}
     assert runs == {("shift", "rad"): "2", ("shift", "drac"): "1", ("none", "drac"): "2"}, runs
+
 
 def test_envs_whose_names_differ_only_in_case_get_figures_of_their_own(tmp_path):
     """aggregate_plots compared file names with their case: envs ``Case-v0`` and ``case-v0`` wrote ``t_Case-v0.png``

@@ -234,6 +234,7 @@ def test_an_interrupted_drac_run_resumes_with_its_regulariser_as_the_uninterrupt
     for name, tensor in uninterrupted.state_dict().items():
         assert torch.equal(resumed.state_dict()[name], tensor), name
 
+
 def test_an_augmented_run_recorded_before_augment_loss_resumes_as_rad(tmp_path, monkeypatch) -> None:
     """args.json of format 7 has no augment_loss: its augmented ppo2 run learned RAD-style and goes on so."""
     run_dir = interruptedRun(monkeypatch, str(tmp_path), ["--algo", "ppo2", *PIXELS, "--num-timesteps", "96",

@@ -153,7 +153,6 @@ def test_a_study_made_before_the_train_flags_were_recorded_continues(tmp_path, m
         hyperparam_search.main(base)
 
 
-
 def test_an_augmented_ppo2_study_made_before_augment_loss_holds_rad_trials(tmp_path, monkeypatch):
     """A study records no setting for a train flag added since it was made, which was accepted whatever it asked: a
     ppo2 study of --augment shift made before --augment-loss (its trials RAD's) continued with DrAC's trials by the
@@ -181,6 +180,7 @@ def test_an_augmented_ppo2_study_made_before_augment_loss_holds_rad_trials(tmp_p
     assert "augment_loss" not in study.user_attrs[STUDY_RECORD]["train_settings"]
     with pytest.warns(UserWarning, match="it does nothing without --augment"):
         assert hyperparam_search.main([*base, "--augment-loss", "rad"]) == 1
+
 
 SPACE = {"gamma": (float, (0.9, 0.99)), "n_steps": (int, (16, 64), "log"), "ent_coef": (list, [0.0, 0.01])}
 

@@ -410,6 +410,7 @@ def test_held_out_frames_without_enough_pairs_say_the_best_epoch_is_on_training_
     assert note(np.array([0]), 0, True) == f"note: the 1 held-out frame holds 1 pair of views (2 needed): {chosen}"
     assert note(np.array([1, 0]), 1, False) is None and note(np.array([]), 5, True) is None
 
+
 def test_curl_contrasts_two_views_of_each_frame(tinyDataset: str, tmp_path, capsys,  # noqa: F811
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """curl has no horizon: its pairs are the same frame twice (distance 0, each view shifted on its own), which the

@@ -665,7 +665,6 @@ def test_the_state_scale_is_in_the_key_of_a_learned_run_only() -> None:
         {"algo": "ppo2", "env": MOBILE, "srl_model": "vae", "seed": 0}))
 
 
-
 def test_a_run_continued_after_a_stop_is_marked_in_the_table_and_the_archive(tmp_path, monkeypatch) -> None:
     """A run whose train process took two attempts (stopped, then resumed from a checkpoint: done.json's attempts) is
     a valid continuation, not necessarily the seed's uninterrupted run: its row counts it and the line above the table

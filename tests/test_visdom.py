@@ -30,6 +30,8 @@ from srl_toolbox.plots import (
 )
 
 PROJECT_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def _client(port: int):
     with quietVisdom():
         return visdom.Visdom(server="http://127.0.0.1", port=port, use_incoming_socket=False, raise_exceptions=True)

@@ -30,8 +30,6 @@ __all__ = ["ActionType", "AlgoType", "ENTRY_POINT_GROUP", "PluginLoadWarning", "
            "failedPluginsText", "loadRegisteredRL", "registered_rl", "skipClashingFlags", "supportingAlgorithms"]
 
 
-
-
 class PluginLoadWarning(SkippedPluginWarning):
     """An algorithm plugin was skipped."""
 

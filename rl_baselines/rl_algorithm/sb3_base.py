@@ -357,8 +357,6 @@ class StableBaselinesRLObject(BaseRLObject):
     def loadTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         """Restore saveTrainingState's files, then reset the envs (starting the episodes in progress again)."""
 
-
-
         state = readJson(os.path.join(folder, SB3_STATE_FILE))
         setGeneratorState(self.model.action_space.np_random, state.get("action_space_rng"))
         logger = getattr(self.model, "_logger", None)

@@ -167,7 +167,6 @@ class Evaluator:
         """Copy the training env's observation statistics into the evaluation env (SB3's
         sync_envs_normalization on the two VecNormalize wrappers)."""
 
-
         train_normalize = findVecNormalize(getattr(self.algo, "env", None))
         eval_normalize = findVecNormalize(self.env)
         if train_normalize is not None and eval_normalize is not None:
@@ -191,7 +190,6 @@ class Evaluator:
         :param num_timesteps: env steps taken so far (recorded as the evaluation's ``timesteps``)
         :return: (mean, standard deviation) of the episode rewards
         """
-
 
         self.next_eval = self._nextMultiple(num_timesteps)
         rng = captureGlobalRNG()

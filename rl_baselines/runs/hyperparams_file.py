@@ -76,7 +76,6 @@ def _savedHyperparams(algo_class: type, config: TrainConfig) -> dict[str, Any]:
     return {} if saved is None else {"saved": saved}
 
 
-
 def writeHyperparamsFile(run_dir: str, values: dict[str, Any], algo: str) -> str:
     """
     :param run_dir: the run folder
@@ -84,8 +83,6 @@ def writeHyperparamsFile(run_dir: str, values: dict[str, Any], algo: str) -> str
     :param algo: the algorithm's name (for the header comment)
     :return: the file written (atomically)
     """
-
-
     path = os.path.join(run_dir, HYPERPARAMS_FILE)
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(f"# Every hyperparameter of this {algo} run; train --hyperparam-file {HYPERPARAMS_FILE} "

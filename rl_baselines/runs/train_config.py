@@ -324,6 +324,8 @@ class TrainConfig:
 # Fields that are not flags and hold what validation derived; the run's folders (RUN_FIELDS) are set as it goes.
 DERIVED_FIELDS = ("hyperparams", "env_kwargs", "start_timesteps", "extra")
 RUN_FIELDS = ("run_dir", "monitor_dir", "resume_from", "resume_buffer")
+
+
 def upgradeArgsRecord(record: Mapping[str, Any]) -> dict[str, Any]:
     """
     Bring an args.json mapping of any earlier format to :data:`ARGS_FORMAT`, once, so that nothing above reads a

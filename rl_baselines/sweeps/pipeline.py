@@ -192,7 +192,6 @@ def runPipeline(argv: Sequence[str] | None = None) -> tuple[int, str]:
     # The flags the pipeline reads from train's (--num-cpu sizes the workers); errors are train's own one-liners.
     shared, _ = baseParser(add_help=False).parse_known_args(train_args)
 
-
     algo_args = parseAlgoArgs(args.algo_args, args.algo)
     checkGrid(args.algo, args.env, args.srl_model, train_args, algo_args=algo_args)
     seeds = range(args.seed, args.seed + args.num_iteration)

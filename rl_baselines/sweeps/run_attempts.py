@@ -98,6 +98,8 @@ class StartedRun:
     log_handle: IO[str]
     earlier_wall_s: float = 0.0
     attempt: int = 1
+
+
 def runAttempts(spec: RunSpec, run_id: str | None = None) -> list[str]:
     """
     :param spec: a run spec

@@ -110,8 +110,6 @@ class RunSpec:
         return data
 
 
-
-
 def unique(values: Iterable[str]) -> list[str]:
     """
     :param values: names, possibly repeated
