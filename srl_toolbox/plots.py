@@ -4,7 +4,9 @@ The training callback owns a :class:`VisdomPlotter` and calls :meth:`VisdomPlott
 episode so far. A missing or vanished visdom server costs one warning, never the run. Start a server that works
 offline with ``python -m replay.visdom_server --port 8097``.
 
-Each plotter draws into the visdom environment ``env_name`` (one per run, so runs do not overwrite each other):
+Each plotter draws into the visdom environment ``env_name`` (one per run, so runs do not overwrite each other; a
+plotter made with ``own_env=True``, a new run's, draws into ``<env_name>_2``, ``_3``, ... instead when the server
+already holds windows in ``env_name``, another run's of the same name):
 
 - window ``<env_name>_reward``: episode reward against timesteps, raw and smoothed (moving average over
   ``episode_window`` episodes);
@@ -47,6 +49,9 @@ CONNECT_READ_TIMEOUT_S = 2.0
 UPDATE_READ_TIMEOUT_S = 5.0
 
 _CLIENT_CLASS: Any = None
+
+# Names a new run's plotter tries for an environment of its own (own_env): env_name, then env_name_2, ...
+OWN_ENV_ATTEMPTS = 100
 
 
 def movingAverage(values: ArrayLike, window: int) -> np.ndarray:
@@ -198,6 +203,9 @@ class VisdomPlotter:
     :param episode_window: number of episodes of the moving average
     :param max_points: most points sent per trace; longer runs are evenly subsampled (after smoothing)
     :param announce: print ``Live plots: <page_url>`` on stdout once, after the server drew the first window
+    :param own_env: the run is new: an ``env_name`` that already holds windows on the server (those of another run
+        with the same name, as one of the same run folder name in another log folder) is not drawn into; the first
+        of ``<env_name>_2``, ``<env_name>_3``, ... without windows is, and ``env_name`` becomes that name
     """
 
     def __init__(
@@ -210,6 +218,7 @@ class VisdomPlotter:
         episode_window: int = 40,
         max_points: int = 5000,
         announce: bool = False,
+        own_env: bool = False,
     ) -> None:
         if episode_window < 1:
             raise ValueError(f"episode_window must be at least 1, got {episode_window}")
@@ -223,14 +232,34 @@ class VisdomPlotter:
         self.episode_window = int(episode_window)
         self.max_points = int(max_points)
         self.announce = announce
-        safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
-        self.windows = {"reward": f"{safe_name}_reward", "episodes": f"{safe_name}_episodes",
-                        "evaluation": f"{safe_name}_evaluation"}
+        self.own_env = own_env
+        self._setEnv(env_name)
         self._viz: Any = None
         self._disabled = False
         self._announced = False
         self._scalar_windows: set[str] = set()
         self._scalar_traces: set[str] = set()  # the tags this process has drawn
+
+    def _setEnv(self, env_name: str) -> None:
+        """Draw into the visdom environment ``env_name``, in windows whose ids derive from it."""
+        self.env_name = env_name
+        safe_name = re.sub(r"[^A-Za-z0-9_-]", "_", env_name)
+        self.windows = {"reward": f"{safe_name}_reward", "episodes": f"{safe_name}_episodes",
+                        "evaluation": f"{safe_name}_evaluation"}
+
+    def _freeEnv(self, viz: Any) -> str:
+        """
+        :param viz: a connected client
+        :return: ``env_name`` if the server holds no window in it, else the first of ``<env_name>_2``, ``_3``, ...
+            that holds none (at most OWN_ENV_ATTEMPTS names tried; the last one is used whatever it holds)
+        """
+        existing = set(viz.get_env_list())
+        name = self.env_name
+        for attempt in range(2, OWN_ENV_ATTEMPTS + 1):
+            if name not in existing or not json.loads(viz.get_window_data(env=name) or "{}"):
+                break
+            name = f"{self.env_name}_{attempt}"
+        return name
 
     @property
     def address(self) -> str:
@@ -294,6 +323,15 @@ class VisdomPlotter:
             self._giveUp(describe(exc), lost=False, stacklevel=4)
             return False
         viz.request_timeout = (CONNECT_TIMEOUT_S, UPDATE_READ_TIMEOUT_S)
+        if self.own_env:
+            try:
+                with quietVisdom():
+                    name = self._freeEnv(viz)
+            except Exception as exc:
+                self._giveUp(describe(exc), lost=False, stacklevel=4)
+                return False
+            self._setEnv(name)
+            viz.env = name
         self._viz = viz
         return True
 

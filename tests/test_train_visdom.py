@@ -12,7 +12,9 @@ import visdom
 from conftest import runFolder, runModule
 
 from replay.visdom_server import findFreePort
+from rl_baselines.runs import train
 from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.runs.train import trainCommand
 from srl_toolbox.plots import movingAverage
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -52,3 +54,26 @@ def test_training_goes_on_without_a_server(tmp_path):
     assert len(warnings) == 1 and str(port) in warnings[0], result.stderr
     assert "Live plots" not in result.stdout  # no address for a server that never answered
     assert os.path.isfile(os.path.join(runFolder(result), "random_agent_model.json"))
+
+
+def test_runs_of_one_folder_name_in_two_log_folders_get_an_env_each(tmp_path, visdom_port, monkeypatch, capsys):
+    # two runs started in the same second in two log folders have one run folder name: they drew into one visdom
+    # env, each replacing the other's curves
+    stamp = f"test-{os.path.basename(tmp_path)}"
+    monkeypatch.setattr(train, "newStamp", lambda: stamp)
+    env_name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{stamp}_same"
+    run_dirs = []
+    for seed in (0, 1):  # (the runs' curves differ)
+        result = trainCommand([*TRAIN_ARGS, "--num-timesteps", "500", "--port", str(visdom_port), "--tag", "same",
+                               "--seed", str(seed), "--log-dir", str(tmp_path / f"logs{seed}")])
+        assert result.exit_code == 0 and os.path.basename(result.run_dir) == f"{stamp}_same"
+        run_dirs.append(result.run_dir)
+    pages = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Live plots: ")]
+    assert pages == [f"Live plots: http://127.0.0.1:{visdom_port}/env/{name}" for name in (env_name, f"{env_name}_2")]
+    client = visdom.Visdom(server="http://127.0.0.1", port=visdom_port, use_incoming_socket=False)
+    rewards = [loadEpisodes(os.path.join(run_dir, "monitor"))["rewards"] for run_dir in run_dirs]
+    assert not np.array_equal(*rewards)
+    for run_rewards, name in zip(rewards, (env_name, f"{env_name}_2")):
+        window = json.loads(client.get_window_data(f"{name}_reward", name))
+        raw = {trace["name"]: trace for trace in window["content"]["data"]}["random_agent raw"]
+        np.testing.assert_allclose(raw["y"], run_rewards)

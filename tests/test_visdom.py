@@ -131,6 +131,26 @@ def test_a_resumed_run_appends_to_its_scalar_windows(visdom_port: int) -> None:
     np.testing.assert_allclose(_traces(visdom_port, f"{env}_scalars_other", env)["other/value"]["x"], [4000])
 
 
+def test_a_new_run_does_not_draw_into_another_runs_env(visdom_port: int) -> None:
+    # two new runs of one env name (the same run folder name in two log folders) drew into the same windows: each
+    # update replaced the other run's curve
+    env = "test_own_env"
+    first = VisdomPlotter(port=visdom_port, env_name=env, legend="first", own_env=True)
+    first.update([250, 500], [1.0, 2.0])
+    second = VisdomPlotter(port=visdom_port, env_name=env, legend="second", own_env=True)
+    second.update([250], [-5.0])
+    third = VisdomPlotter(port=visdom_port, env_name=env, legend="third", own_env=True)
+    third.scalars({"train/loss": [(100, 0.5)]})  # a first draw that is not the reward curve
+    assert (first.env_name, second.env_name, third.env_name) == (env, f"{env}_2", f"{env}_3")
+    assert second.page_url.endswith(f"/env/{env}_2") and second.windows["reward"] == f"{env}_2_reward"
+    np.testing.assert_allclose(_traces(visdom_port, f"{env}_reward", env)["first raw"]["y"], [1.0, 2.0])
+    np.testing.assert_allclose(_traces(visdom_port, f"{env}_2_reward", f"{env}_2")["second raw"]["y"], [-5.0])
+    resumed = VisdomPlotter(port=visdom_port, env_name=env, legend="first")  # a resumed run: its own windows
+    resumed.update([250, 500, 750], [1.0, 2.0, 3.0])
+    assert resumed.env_name == env
+    np.testing.assert_allclose(_traces(visdom_port, f"{env}_reward", env)["first raw"]["y"], [1.0, 2.0, 3.0])
+
+
 def test_long_runs_are_subsampled(visdom_port: int) -> None:
     env = "test_subsampled"
     plotter = VisdomPlotter(port=visdom_port, env_name=env, episode_window=5, max_points=10)

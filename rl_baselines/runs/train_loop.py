@@ -53,7 +53,8 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
         visdom_env = f"{config.env}_{config.srl_model}_{config.algo}_{os.path.basename(run_dir)}"
         plotter = VisdomPlotter(port=config.port, env_name=visdom_env,
                                 title=f"{config.env} {config.srl_model}", legend=config.algo,
-                                episode_window=config.episode_window, announce=True)
+                                episode_window=config.episode_window, announce=True,
+                                own_env=plan is None)  # a resumed or restarted run draws into its own windows
     torch.set_num_threads(config.torch_threads)  # the recorded count: float sums split as in the run's first process
     set_random_seed(config.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
