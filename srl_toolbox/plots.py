@@ -297,8 +297,8 @@ class VisdomPlotter:
         with tqdm.external_write_mode(file=sys.stderr):  # on its own line above a progress bar, not into it
             warnings.warn(
                 f"The visdom server at {self.address} {what} ({reason}); live plots are off for the rest of this "
-                f"run. Start a server with `python -m replay.visdom_server --port {self.port}`, or disable plots "
-                "with --no-vis.",
+                f"run. For the next runs, start a server with `python -m replay.visdom_server --port {self.port}`, "
+                "or disable plots with --no-vis.",
                 UserWarning,
                 stacklevel=stacklevel,
             )
