@@ -314,9 +314,20 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
           + (f" -> epoch {epochs} {last[monitored]['total']:.5g}" if epochs > 1 else "")
           + f"; kept epoch {best} ({kept[monitored]['total']:.5g}); {epochs} epoch{'s' * (epochs != 1)}, {updates} "
           f"update{'s' * (updates != 1)} of at most {settings.batch_size} frames run"
-          + (f" (stopped early: no better loss in {config.patience} epochs)"
-             if training["updates"] is None and epochs < config.epochs else ""))
+          + (f" (stopped early: no better loss in {config.patience} epoch{'s' * (config.patience != 1)})" if stoppedEarly(
+              epochs, updates, config.epochs, training["updates"]) else ""))
     return history
+
+
+def stoppedEarly(epochs: int, updates: int, epochs_asked: int, updates_asked: int | None) -> bool:
+    """
+    :param epochs: epochs run
+    :param updates: optimiser steps run
+    :param epochs_asked: --epochs (unused with --updates)
+    :param updates_asked: --updates, None when the epochs count
+    :return: whether early stopping ended the training before the epochs or updates asked for
+    """
+    return epochs < epochs_asked if updates_asked is None else updates < updates_asked
 
 
 def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarray, rows: np.ndarray,
