@@ -63,7 +63,7 @@ from srl_models.trainer import (
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import FolderVanished, checkFolderStays, removedOnError, writeJson
+from srl_toolbox.files import FolderVanished, checkFolderStays, newFolder, writeJson
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 N_RECONSTRUCTIONS = 8
@@ -76,17 +76,13 @@ def modelFolder(log_folder: str, data_folder: str, name: str, state_dim: int, se
     :param name: the registered model name
     :param state_dim: size of the state
     :param seed: the seed
-    :return: ``<log_folder>/<dataset name>/<YY-MM-DD_HHhMM_SS>_<name>_ST_DIM<N>_SEED<S>`` (a suffix _2, _3 ... when
-        a run of the same second exists)
+    :return: ``<log_folder>/<dataset name>/<YY-MM-DD_HHhMM_SS>_<name>_ST_DIM<N>_SEED<S>``, the name of the new
+        model folder when free (:func:`srl_toolbox.files.newFolder` makes it, with a suffix _2, _3 ... when a training
+        of the same second has it)
     """
     dataset_name = os.path.basename(os.path.normpath(data_folder))
-    stem = os.path.join(log_folder, dataset_name,
+    return os.path.join(log_folder, dataset_name,
                         f"{time.strftime('%y-%m-%d_%Hh%M_%S')}_{name}_ST_DIM{state_dim}_SEED{seed}")
-    folder, n = stem, 1
-    while os.path.exists(folder):
-        n += 1
-        folder = f"{stem}_{n}"
-    return folder
 
 
 def seedEverything(seed: int) -> None:
@@ -239,10 +235,11 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 
-    folder = modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed)
-    # an error (Ctrl-C too) removes the folder, and the parents made for it: one with a model but no outputs would
-    # look finished; a folder gone meanwhile (FolderVanished) leaves nothing of ours at that path
-    with removedOnError(folder, keep=(FolderVanished,)):
+    # made here, so that two trainings of the same second never share it; an error (Ctrl-C too) removes the folder,
+    # and the parents made for it: one with a model but no outputs would look finished; a folder gone meanwhile
+    # (FolderVanished) leaves nothing of ours at that path
+    with newFolder(modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed),
+                   keep=(FolderVanished,)) as folder:
         model.save(folder)
         writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
         if not config.no_eval:
