@@ -139,10 +139,10 @@ def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:
     if not (math.isfinite(config.learning_rate) and config.learning_rate > 0):
         raise UsageError(f"--learning-rate {config.learning_rate:g} must be a positive number")
     if not (math.isfinite(config.beta) and config.beta >= 0):
-        raise UsageError(f"--beta {config.beta:g} must be >= 0")
+        raise UsageError(f"--beta {config.beta:g} must be a finite number >= 0")
     if config.foreground_weight is not None and not (math.isfinite(config.foreground_weight)
                                                      and config.foreground_weight >= 0):
-        raise UsageError(f"--foreground-weight {config.foreground_weight:g} must be >= 0")
+        raise UsageError(f"--foreground-weight {config.foreground_weight:g} must be a finite number >= 0")
     if not 0 <= config.val_split < 1:
         raise UsageError(f"--val-split {config.val_split:g} must be in [0, 1)")
     if config.patience < 0:

@@ -122,6 +122,8 @@ BAD_INPUTS = [
      "trained here (inverse, reward)"),
     ([], "tiny", "give --srl-model NAME"),
     (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
+    (["--srl-model", "vae", "--beta", "inf"], "tiny", "--beta inf must be a finite number >= 0"),
+    (["--srl-model", "vae", "--foreground-weight", "inf"], "tiny", "--foreground-weight inf must be a finite number"),
 ]
 
 
