@@ -63,7 +63,7 @@ from srl_models.trainer import (
 )
 from srl_toolbox.cli import CLIParser, UsageError, checkWritableFolder, runCommand
 from srl_toolbox.devices import checkedDevice
-from srl_toolbox.files import FolderVanished, checkFolderStays, removedOnError, writeJson
+from srl_toolbox.files import FolderVanished, checkFolderStays, newFolder, writeJson
 from srl_toolbox.settings import addSettingFlags, checkedSettings, settingsFromNamespace
 
 N_RECONSTRUCTIONS = 8
@@ -76,17 +76,13 @@ def modelFolder(log_folder: str, data_folder: str, name: str, state_dim: int, se
     :param name: the registered model name
     :param state_dim: size of the state
     :param seed: the seed
-    :return: ``<log_folder>/<dataset name>/<YY-MM-DD_HHhMM_SS>_<name>_ST_DIM<N>_SEED<S>`` (a suffix _2, _3 ... when
-        a run of the same second exists)
+    :return: ``<log_folder>/<dataset name>/<YY-MM-DD_HHhMM_SS>_<name>_ST_DIM<N>_SEED<S>``, the name of the new
+        model folder when free (:func:`srl_toolbox.files.newFolder` makes it, with a suffix _2, _3 ... when a training
+        of the same second has it)
     """
     dataset_name = os.path.basename(os.path.normpath(data_folder))
-    stem = os.path.join(log_folder, dataset_name,
+    return os.path.join(log_folder, dataset_name,
                         f"{time.strftime('%y-%m-%d_%Hh%M_%S')}_{name}_ST_DIM{state_dim}_SEED{seed}")
-    folder, n = stem, 1
-    while os.path.exists(folder):
-        n += 1
-        folder = f"{stem}_{n}"
-    return folder
 
 
 def seedEverything(seed: int) -> None:
@@ -143,10 +139,10 @@ def checkSettings(config: SRLTrainConfig) -> SRLTrainConfig:
     if not (math.isfinite(config.learning_rate) and config.learning_rate > 0):
         raise UsageError(f"--learning-rate {config.learning_rate:g} must be a positive number")
     if not (math.isfinite(config.beta) and config.beta >= 0):
-        raise UsageError(f"--beta {config.beta:g} must be >= 0")
+        raise UsageError(f"--beta {config.beta:g} must be a finite number >= 0")
     if config.foreground_weight is not None and not (math.isfinite(config.foreground_weight)
                                                      and config.foreground_weight >= 0):
-        raise UsageError(f"--foreground-weight {config.foreground_weight:g} must be >= 0")
+        raise UsageError(f"--foreground-weight {config.foreground_weight:g} must be a finite number >= 0")
     if not 0 <= config.val_split < 1:
         raise UsageError(f"--val-split {config.val_split:g} must be in [0, 1)")
     if config.patience < 0:
@@ -239,10 +235,11 @@ def trainFromConfig(config: SRLTrainConfig) -> str:
     model = model_class(state_dim, dataset.img_shape, exp_config, device=str(device))
     history = fitModel(model, dataset, images, train_rows, val_rows, config, device, training)
 
-    folder = modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed)
-    # an error (Ctrl-C too) removes the folder, and the parents made for it: one with a model but no outputs would
-    # look finished; a folder gone meanwhile (FolderVanished) leaves nothing of ours at that path
-    with removedOnError(folder, keep=(FolderVanished,)):
+    # made here, so that two trainings of the same second never share it; an error (Ctrl-C too) removes the folder,
+    # and the parents made for it: one with a model but no outputs would look finished; a folder gone meanwhile
+    # (FolderVanished) leaves nothing of ours at that path
+    with newFolder(modelFolder(config.log_folder, config.data_folder, name, state_dim, config.seed),
+                   keep=(FolderVanished,)) as folder:
         model.save(folder)
         writeOutputs(model, folder, history, images, val_rows if len(val_rows) else train_rows, config.seed)
         if not config.no_eval:
@@ -314,9 +311,20 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
           + (f" -> epoch {epochs} {last[monitored]['total']:.5g}" if epochs > 1 else "")
           + f"; kept epoch {best} ({kept[monitored]['total']:.5g}); {epochs} epoch{'s' * (epochs != 1)}, {updates} "
           f"update{'s' * (updates != 1)} of at most {settings.batch_size} frames run"
-          + (f" (stopped early: no better loss in {config.patience} epochs)"
-             if training["updates"] is None and epochs < config.epochs else ""))
+          + (f" (stopped early: no better loss in {config.patience} epoch{'s' * (config.patience != 1)})" if stoppedEarly(
+              epochs, updates, config.epochs, training["updates"]) else ""))
     return history
+
+
+def stoppedEarly(epochs: int, updates: int, epochs_asked: int, updates_asked: int | None) -> bool:
+    """
+    :param epochs: epochs run
+    :param updates: optimiser steps run
+    :param epochs_asked: --epochs (unused with --updates)
+    :param updates_asked: --updates, None when the epochs count
+    :return: whether early stopping ended the training before the epochs or updates asked for
+    """
+    return epochs < epochs_asked if updates_asked is None else updates < updates_asked
 
 
 def writeOutputs(model: Any, folder: str, history: list[dict], images: np.ndarray, rows: np.ndarray,

@@ -38,6 +38,8 @@ TEMPORARY_NAME = re.compile(r"^\.(?P<stem>.+)\.(?P<token>[0-9a-f]{8})\.tmp(?P<ex
 # The bytes a temporary name adds to the final one: ".<base>.<8 hex>.tmp<ext>" (see _createTemporary); the longest
 # suffix srl-toolbox adds to a name it is given (a dataset's partial folder, ".<name>.partial", adds 9).
 TEMPORARY_NAME_EXTRA = len("." + "." + "0" * 8 + ".tmp")
+# The names newFolder tries: the stem, then stem_2 ... stem_1000
+NEW_FOLDER_ATTEMPTS = 1000
 # The errno of an OS error the environment caused, not the program: a full disk or quota, a read-only or immutable
 # file system, a refused permission, a file over the size limit, a name over the file system's limit. Commands
 # report these in one line (srl_toolbox.cli.runCommand); any other OSError is a bug and keeps its traceback.
@@ -142,26 +144,42 @@ def missingFolders(folder: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def removedOnError(folder: str, keep: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+def newFolder(stem: str, keep: tuple[type[BaseException], ...] = ()) -> Iterator[str]:
     """
-    Delete ``folder``, made and filled in the block, when the block raises (Ctrl-C included), with the parent folders
-    the block made for it that are left empty (another process's files in one keep it), so that a failed command
-    leaves nothing behind; an exception of ``keep`` is passed on with nothing deleted.
+    Make a new folder, ``stem`` or, when that name is taken, ``stem_2``, ``stem_3``... (each made by one
+    ``os.mkdir``, so that two processes choosing a name at the same moment never share a folder), and yield its path.
+    When the block raises (Ctrl-C included), delete it with the parent folders made for it that are left empty
+    (another process's files in one keep it), so that a failed command leaves nothing behind; an exception of
+    ``keep`` is passed on with nothing deleted.
 
-    :param folder: a folder that does not exist yet
+    :param stem: the folder's name when free
     :param keep: exceptions that leave everything as it is (the folder deleted or moved meanwhile: no longer ours)
-    :return: a context manager
+    :return: a context manager giving the new folder's path
     """
-    made = missingFolders(folder)
+    parent = os.path.dirname(os.path.abspath(stem))
+    made = missingFolders(parent)
+    folder = None
     try:
-        yield
+        os.makedirs(parent, exist_ok=True)
+        for attempt in range(1, NEW_FOLDER_ATTEMPTS + 1):
+            candidate = stem if attempt == 1 else f"{stem}_{attempt}"
+            try:
+                os.mkdir(candidate)
+            except FileExistsError:
+                continue
+            folder = candidate
+            break
+        else:
+            raise FileExistsError(errno.EEXIST, f"no free name among {stem} ... _{NEW_FOLDER_ATTEMPTS}", stem)
+        yield folder
     except keep:
         raise
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
-        for parent in made[1:]:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+        for path in made:
             try:
-                os.rmdir(parent)
+                os.rmdir(path)
             except OSError:  # not empty (another run's folder in it), or already gone
                 break
         raise

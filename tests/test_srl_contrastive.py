@@ -190,6 +190,26 @@ def test_updates_set_the_number_of_optimiser_steps() -> None:
     assert [entry["updates"] for entry in history] == [7, 14, 17]
 
 
+def test_summary_says_early_stopping_ended_the_updates_asked_for(tinyDataset: str, tmp_path, monkeypatch,  # noqa: F811
+                                                                  capsys) -> None:
+    """With --updates, early stopping that ends the training before that many steps is said, as with --epochs."""
+
+    def firstEpochOnly(losses: dict, lows: dict, weights: dict) -> bool:  # only epoch 1 is ever a new low
+        if lows:
+            return False
+        lows.update(losses)
+        return True
+
+    monkeypatch.setattr(trainer, "_improves", firstEpochOnly)
+    folder = trained(tinyDataset, tmp_path, "--srl-model", "autoencoder", "--updates", "50", "--patience", "1",
+                     "--batch-size", "32")
+    summary = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Loss ("))
+    with open(os.path.join(folder, "exp_config.json"), encoding="utf-8") as handle:
+        config = json.load(handle)
+    assert config["epochs_trained"] == 2 and config["updates_trained"] < 50
+    assert summary.endswith(" run (stopped early: no better loss in 1 epoch)"), summary
+
+
 def test_the_progress_bar_names_the_epoch_under_way(monkeypatch) -> None:
     """The bar's description, set at each epoch's end, named that epoch and its update count all through the next
     epoch, while the bar's own count moved on: it now names the epoch under way (the bar counts the updates)."""

@@ -122,6 +122,8 @@ BAD_INPUTS = [
      "trained here (inverse, reward)"),
     ([], "tiny", "give --srl-model NAME"),
     (["--srl-model", "vae", "--val-split", "1"], "tiny", "--val-split 1 must be in [0, 1)"),
+    (["--srl-model", "vae", "--beta", "inf"], "tiny", "--beta inf must be a finite number >= 0"),
+    (["--srl-model", "vae", "--foreground-weight", "inf"], "tiny", "--foreground-weight inf must be a finite number"),
 ]
 
 
@@ -226,6 +228,27 @@ def test_a_ctrl_c_after_training_leaves_nothing_written(tinyDataset: str, tmp_pa
     with pytest.raises(KeyboardInterrupt):
         trainFromConfig(dataclasses.replace(config, log_folder=str(tmp_path / "logs")))
     assert os.listdir(tmp_path / "logs") == ["other"]
+
+
+def test_a_training_of_the_same_second_never_shares_a_model_folder(tinyDataset: str, tmp_path,  # noqa: F811
+                                                                    monkeypatch) -> None:
+    """Another training may make the folder this one's name stands for at the same moment: this one then takes the
+    next name (_2) and leaves the other's folder alone, instead of writing its model into it."""
+    chosen, modelFolder = [], srl_train.modelFolder
+
+    def nameTakenMeanwhile(*args) -> str:
+        name = modelFolder(*args)
+        os.makedirs(name)
+        with open(os.path.join(name, "theirs.txt"), "w", encoding="utf-8") as handle:
+            handle.write("another training's")
+        chosen.append(name)
+        return name
+
+    monkeypatch.setattr(srl_train, "modelFolder", nameTakenMeanwhile)
+    folder = trainFromConfig(SRLTrainConfig(data_folder=tinyDataset, srl_model="random", state_dim=2, no_eval=True,
+                                            log_folder=str(tmp_path / "logs"), no_progress=True))
+    assert folder == f"{chosen[0]}_2" and os.path.isfile(os.path.join(folder, "exp_config.json"))
+    assert os.listdir(chosen[0]) == ["theirs.txt"]
 
 
 def test_a_dataset_file_that_is_no_npz_archive_is_named_as_damaged(
