@@ -307,12 +307,13 @@ def fitModel(model: Any, dataset: Dataset, images: np.ndarray, train_rows: np.nd
                             val_loss=history[best - 1]["val"])
     first, kept, last = history[0], history[best - 1], history[-1]
     epochs, updates = len(history), last["updates"]
+    early = stoppedEarly(epochs, updates, config.epochs, training["updates"])
     print(f"Loss ({monitored}): epoch 1 {first[monitored]['total']:.5g}"
           + (f" -> epoch {epochs} {last[monitored]['total']:.5g}" if epochs > 1 else "")
           + f"; kept epoch {best} ({kept[monitored]['total']:.5g}); {epochs} epoch{'s' * (epochs != 1)}, {updates} "
           f"update{'s' * (updates != 1)} of at most {settings.batch_size} frames run"
-          + (f" (stopped early: no better loss in {config.patience} epoch{'s' * (config.patience != 1)})" if stoppedEarly(
-              epochs, updates, config.epochs, training["updates"]) else ""))
+          + (f" (stopped early: no better loss in {config.patience} epoch{'s' * (config.patience != 1)})" if early
+             else ""))
     return history
 
 
