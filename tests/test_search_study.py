@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import shlex
 import threading
 import warnings
 
@@ -14,6 +15,7 @@ import pytest
 from conftest import snapshot
 
 from rl_baselines.sweeps import hyperparam_search, search_study, search_trials
+from rl_baselines.sweeps.search_outputs import repeatCommand, writeBestParams
 from rl_baselines.sweeps.search_study import STUDY_RECORD, STUDY_SPACE, SearchConfig, createStudy, spaceRecord
 from rl_baselines.sweeps.search_trials import TrialProgress
 from srl_toolbox.cli import UsageError
@@ -242,3 +244,25 @@ def test_a_study_that_did_not_record_its_space_is_compared_with_its_trials(tmp_p
     assert older.user_attrs[STUDY_SPACE]["gradient_steps"]["name"] == "IntDistribution"  # its trials' space
     _createQuietly(dataclasses.replace(tied, space={"train_freq": (int, (1, 16)), "gradient_steps": (int, (1, 16))},
                                        subsample_steps=None))  # the space of its trials: nothing to say
+
+
+@pytest.mark.parametrize("spelling", [["--hyperparam-file", "PINNED"], ["--hyperparam-f=PINNED"]])
+def test_the_repeat_command_names_best_hyperparams_yaml_only(tmp_path, spelling) -> None:
+    """A forwarded --hyperparam-file, in any spelling train accepts, was repeated before best_hyperparams.yaml, where
+    train ignores it (it keeps the last one): the command names the YAML alone, which holds the file's values."""
+    pinned = tmp_path / "pinned.yaml"
+    pinned.write_text("gamma: 0.95\n")
+    argv = ["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "ground_truth", "--num-timesteps",
+            "1000", "-c", *(word.replace("PINNED", str(pinned)) for word in spelling), "--log-dir", str(tmp_path)]
+    args, train_argv = hyperparam_search.searchParser().parse_known_args(argv)
+    config, algo_class = hyperparam_search.prepare(vars(args), train_argv)
+    study = optuna.create_study(direction="maximize")
+    trial = study.ask()
+    trial.set_user_attr("fixed_hyperparams", config.fixed)
+    trial.set_user_attr("train_flags", config.trialFlags)
+    study.tell(trial, 1.0)
+    best = str(tmp_path / "best_hyperparams.yaml")
+    assert writeBestParams(best, study, config, algo_class)["gamma"] == 0.95
+    command = shlex.split(repeatCommand(study.best_trial, config, best))
+    assert [word for word in command if word.startswith("--hyperparam-f")] == ["--hyperparam-file"]
+    assert command[-2:] == ["--hyperparam-file", best] and "-c" in command

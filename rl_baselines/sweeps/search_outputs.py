@@ -62,10 +62,36 @@ def repeatCommand(trial: Any, config: SearchConfig, path: str) -> str:
     :return: the train command that trains with the best hyperparameters and the flags that trial got (the forwarded
         ones, ``--gail-dataset``, ``-c``, ``--num-cpu``..., ``--seed``, ``--num-timesteps``, ``--eval-episodes``;
         without them the command could fail or train another task): the trial's recorded ones, else (a trial of an
-        earlier version, which recorded none) this search's
+        earlier version, which recorded none) this search's; a forwarded ``--hyperparam-file`` aside, whose values
+        ``path`` holds
     """
-    flags = trial.user_attrs.get("train_flags") or config.trialFlags
+    flags = withoutHyperparamFile(trial.user_attrs.get("train_flags") or config.trialFlags)
     return f"python -m rl_baselines.train {shlex.join(flags)} --hyperparam-file {shlex.quote(path)}"
+
+
+# train's flag that the repeat command gives best_hyperparams.yaml to (train keeps the last one given)
+_HYPERPARAM_FILE = "--hyperparam-file"
+
+
+def withoutHyperparamFile(flags: list[str]) -> list[str]:
+    """
+    :param flags: a trial's train flags
+    :return: them without a forwarded ``--hyperparam-file`` in any spelling train accepts (``--hyperparam-file=F``, an
+        abbreviation such as ``--hyperparam-f F``): best_hyperparams.yaml holds its values, and train would ignore it
+        before the repeat command's own ``--hyperparam-file`` (it keeps the last)
+    """
+    kept, skip_value = [], False
+    for word in flags:
+        if skip_value:
+            skip_value = False
+            continue
+        flag = word.split("=", 1)[0]
+        # (--hyperparam, a flag of its own, is no abbreviation of it: the prefix must pass "--hyperparam-")
+        if len(flag) > len("--hyperparam") and _HYPERPARAM_FILE.startswith(flag):
+            skip_value = "=" not in word
+            continue
+        kept.append(word)
+    return kept
 
 
 def writeTrialsCsv(path: str, study: Any) -> None:
