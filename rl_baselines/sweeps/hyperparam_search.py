@@ -95,7 +95,7 @@ from srl_toolbox.cli import (
 )
 from srl_toolbox.devices import threadsShare
 from srl_toolbox.plugins import SkippedPluginWarning
-from srl_toolbox.signals import raiseTerminated
+from srl_toolbox.signals import ctrlCDeferred, raiseTerminated
 
 SEARCH_FOLDER = "hyperparam_search"
 STUDY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -510,7 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous_sigterm)
         progress.close()
-    return _finish(study, config, algo_class, progress, failed_workers, interrupted)
+    with ctrlCDeferred():  # a (second) Ctrl-C or SIGTERM while the outputs are written stops the command after them
+        return _finish(study, config, algo_class, progress, failed_workers, interrupted)
 
 
 def _finish(study: Any, config: SearchConfig, algo_class: type, progress: TrialProgress, failed_workers: int,
