@@ -126,7 +126,7 @@ def test_a_study_continued_with_other_train_flags_or_seed_is_refused(tmp_path, m
             (["--num-cpu", "2", "--device", "cpu", "--hyperparam", "gamma:0.99"],
              "--continuous-actions True (asked False)"),
             (["--num-cpu=3", "-c", "--hyperparam", "gamma:0.9"],
-             "--hyperparam/--hyperparam-file {'gamma': 0.99} (asked {'gamma': 0.9}), --num-cpu 2 (asked 3)"),
+             "--hyperparam/--hyperparam-file gamma:0.99 (asked gamma:0.9), --num-cpu 2 (asked 3)"),
             ([*made, "--seed", "1"], "--seed 0 (asked 1)"),
             ([*made, "--gamma", "0.95"], "--gamma not set (asked 0.95)")):
         with pytest.raises(UsageError, match=re.escape(f"study 's' in sqlite:///{tmp_path}/hyperparam_search/s.db "

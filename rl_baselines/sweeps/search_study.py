@@ -555,7 +555,10 @@ _SETTING_NAMES = {"hyperparams": "--hyperparam/--hyperparam-file", "srl_model_ha
 
 
 def _shown(value: Any) -> str:
-    """:return: a recorded setting's value as a message gives it: ``not set`` for a flag left unset (None)"""
+    """:return: a recorded setting's value as a message gives it: ``not set`` for a flag left unset (None), fixed
+        hyperparameters as ``--hyperparam``'s ``KEY:VALUE`` items (``none`` for none)"""
+    if isinstance(value, dict):
+        return " ".join(f"{name}:{item}" for name, item in sorted(value.items())) or "none"
     return "not set" if value is None else repr(value)
 
 
