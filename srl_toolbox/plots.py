@@ -208,6 +208,9 @@ class VisdomPlotter:
         of ``<env_name>_2``, ``<env_name>_3``, ... without windows is, and ``env_name`` becomes that name
     """
 
+    # what the plotter draws for, as its warning names it ("live plots are off for the rest of this run")
+    DRAWS_FOR = "run"
+
     def __init__(
         self,
         port: int = 8097,
@@ -297,8 +300,8 @@ class VisdomPlotter:
         with tqdm.external_write_mode(file=sys.stderr):  # on its own line above a progress bar, not into it
             warnings.warn(
                 f"The visdom server at {self.address} {what} ({reason}); live plots are off for the rest of this "
-                f"run. For the next runs, start a server with `python -m replay.visdom_server --port {self.port}`, "
-                "or disable plots with --no-vis.",
+                f"{self.DRAWS_FOR}. For the next runs, start a server with `python -m replay.visdom_server --port "
+                f"{self.port}`, or disable plots with --no-vis.",
                 UserWarning,
                 stacklevel=stacklevel,
             )

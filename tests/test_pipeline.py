@@ -578,6 +578,7 @@ def test_unreachable_visdom_costs_one_warning() -> None:
             plotter.updateCurve(ENVS[0], "ground_truth", f"ppo2 seed{seed}", np.array([250.0]), np.array([1.0]))
     assert [str(r.message).split(" (")[0] for r in records if issubclass(r.category, UserWarning)] == [
         f"The visdom server at http://127.0.0.1:{plotter.port} cannot be reached"]
+    assert "live plots are off for the rest of this sweep." in str(records[0].message)  # (said "this run")
     assert not plotter.enabled
 
 

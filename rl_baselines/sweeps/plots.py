@@ -36,6 +36,8 @@ class SweepPlotter(VisdomPlotter):
     :param announce: print ``Live plots: <page_url>`` (the sweep's own page) on stdout once the server drew a curve
     """
 
+    DRAWS_FOR = "sweep"
+
     def __init__(self, port: int, env_name: str, episode_window: int = 40, max_points: int = 2000,
                  announce: bool = False) -> None:
         super().__init__(port=port, env_name=env_name, episode_window=episode_window, max_points=max_points,
