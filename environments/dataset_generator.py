@@ -84,6 +84,7 @@ from environments.partial_folder import (
     PARTIAL_NAME_EXTRA,
     SETTINGS_FILE,
     clearFolder,
+    differingText,
     finishedEpisodes,
     lockFolder,
     partialFolder,
@@ -557,9 +558,8 @@ def prepareFolder(spec: GenerationSpec, config: GeneratorConfig) -> tuple[str, s
                     raise UsageError(f"{partial_dir} has no readable {SETTINGS_FILE}: it cannot be resumed; pass "
                                      f"--force to discard it")
                 if differing:
-                    differ = "differs" if len(differing) == 1 else "differ"
-                    raise UsageError(f"{partial_dir} was started with other settings ({', '.join(differing)} "
-                                     f"{differ}): resume it with the same flags, or pass --force to discard it")
+                    raise UsageError(f"{partial_dir} was started with other settings ({differingText(differing)}): "
+                                     "resume it with the same flags, or pass --force to discard it")
     except UsageError:
         if lock is not None:
             lock.release()

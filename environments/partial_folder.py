@@ -67,12 +67,12 @@ def flattenSettings(settings: dict[str, Any], prefix: str = "") -> dict[str, Any
     return flat
 
 
-def settingsDiffering(partial_dir: str, settings: dict[str, Any]) -> list[str] | None:
+def settingsDiffering(partial_dir: str, settings: dict[str, Any]) -> list[tuple[str, Any, Any]] | None:
     """
     :param partial_dir: a partial folder
     :param settings: the recording's settings now
-    :return: the (dotted) settings that differ from those the folder was started with, None when it has no readable
-        SETTINGS_FILE
+    :return: (dotted setting, value the folder was started with, value now) for each setting that differs, sorted by
+        name (a value missing on one side is None); None when the folder has no readable SETTINGS_FILE
     """
     try:
         with open(os.path.join(partial_dir, SETTINGS_FILE), encoding="utf-8") as handle:
@@ -83,7 +83,18 @@ def settingsDiffering(partial_dir: str, settings: dict[str, Any]) -> list[str] |
     saved = flattenSettings(saved) if isinstance(saved, dict) else {}
     if current.get("env_kwargs.action_joints"):  # force_down, once given to joint moves, never changed them
         saved.pop("env_kwargs.force_down", None)
-    return sorted(key for key in set(saved) | set(current) if saved.get(key) != current.get(key))
+    return [(key, saved.get(key), current.get(key)) for key in sorted(set(saved) | set(current))
+            if saved.get(key) != current.get(key)]
+
+
+def _shown(value: Any) -> str:
+    """:return: a setting's value as a refusal shows it (a string bare, a missing one ``unset``, others as JSON)"""
+    return "unset" if value is None else value if isinstance(value, str) else json.dumps(value)
+
+
+def differingText(differing: list[tuple[str, Any, Any]]) -> str:
+    """:return: :func:`settingsDiffering`'s settings as a resume refusal names them: ``seed was 0, now 8; ...``"""
+    return "; ".join(f"{key} was {_shown(then)}, now {_shown(now)}" for key, then, now in differing)
 
 
 def clearFolder(folder: str) -> None:

@@ -262,7 +262,7 @@ def test_killed_run_is_refused_then_resumed(tmp_path, references):
     before = snapshot(tmp_path)
     assertOneLineError(generate(tmp_path, *SETTINGS, check=False), "--resume", "--force")
     other = [arg if arg != str(SEED) else "8" for arg in SETTINGS]
-    assertOneLineError(generate(tmp_path, *other, "--resume", check=False), "(seed differs)")
+    assertOneLineError(generate(tmp_path, *other, "--resume", check=False), "(seed was 7, now 8)")
     assert snapshot(tmp_path) == before, "a refused run changed the interrupted one"
 
     result = generate(tmp_path, *SETTINGS, "--num-cpu", "2", "--resume")
@@ -655,15 +655,17 @@ def test_fusioner_merges_datasets_of_other_seeds_policies_and_sizes(tmp_path):
 
 
 def test_a_resume_with_other_settings_names_them(tmp_path):
-    """The refusal read "(seed differ)" for one setting."""
+    """The refusal names each setting that differs with the value the recording was started with and the one given
+    now (it named the settings alone: the user had to guess what to resume with)."""
     config = dataset_generator.parseConfig(["--save-path", str(tmp_path), "--name", "r", "--num-episode", "2",
                                             "--max-steps", "3", "--img-shape", "3", "16", "16", "--no-progress"])
     spec, _, _ = dataset_generator.validate(config)
     (tmp_path / ".r.partial" / "episodes").mkdir(parents=True)
     (tmp_path / ".r.partial" / "generation.json").write_text(json.dumps(spec.settings()))
     before = snapshot(tmp_path)
-    for changes, words in (({"seed": 1}, "(seed differs)"),
-                           ({"seed": 1, "max_steps": 4}, "(env_kwargs.max_steps, seed differ)")):
+    for changes, words in (({"seed": 1}, "(seed was 0, now 1)"),
+                           ({"seed": 1, "max_steps": 4}, "(env_kwargs.max_steps was 3, now 4; seed was 0, now 1)"),
+                           ({"img_shape": [3, 32, 32]}, "(env_kwargs.img_shape was [3, 16, 16], now [3, 32, 32])")):
         with pytest.raises(UsageError, match=re.escape(f"other settings {words}: resume")):
             dataset_generator.generate(dataclasses.replace(config, resume=True, **changes))
         assert sorted(os.listdir(tmp_path / ".r.partial")) == ["episodes", "generation.json"]
