@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from environments.dataset import Dataset
-from environments.partial_folder import EPISODES_FOLDER, SETTINGS_FILE, partialFolder
-from srl_toolbox.cli import CLIParser, UsageError, runCommand
+from environments.partial_folder import EPISODES_FOLDER, PARTIAL_NAME_EXTRA, SETTINGS_FILE, partialFolder
+from srl_toolbox.cli import CLIParser, UsageError, checkNameLength, checkWritableFolder, runCommand
 from srl_toolbox.files import NPZ_READ_ERRORS, NotNpzFile, loadNpz, writeJson, writeNpz
 
 PREPROCESSED_KEYS = ("actions", "rewards", "episode_starts")
@@ -281,6 +281,10 @@ def merge(sources: list[str], destination: str, delete_sources: bool = False) ->
         raise UsageError(f"destination {destination!r} must end with a plain folder name")
     if os.path.exists(destination):
         raise UsageError(f"destination {destination!r} already exists; choose another one")
+    # a file in its path, an unwritable folder or a name too long for its partial folder: refused before any work
+    checkWritableFolder(destination, "destination")
+    checkNameLength(name, os.path.dirname(os.path.abspath(destination)), "destination", PARTIAL_NAME_EXTRA,
+                    "folder name", value=destination)
     real_sources = [os.path.realpath(source) for source in sources]
     seen: dict[str, str] = {}
     for source, real in zip(sources, real_sources):

@@ -13,6 +13,7 @@ from conftest import snapshot
 
 from environments import dataset_fusioner
 from environments.dataset_generator import main as generateDataset
+from environments.partial_folder import PARTIAL_NAME_EXTRA
 from srl_toolbox.cli import runCommand
 from srl_toolbox.files import readJson, writeJson
 
@@ -120,6 +121,21 @@ def test_an_interrupted_recording_of_the_destinations_name_is_kept(tmp_path, cap
     (recording / ".lock").write_text("")  # generators refused on it left): replaced
     code, out, err = fuse(capsys, a, b, tmp_path / "ab")
     assert code == 0 and not recording.exists(), err
+
+
+def test_a_destination_that_cannot_be_made_is_refused_before_any_work(tmp_path, capsys):
+    """A destination below a file, or whose name is too long for its partial folder: the merge compared the sources,
+    then stopped with a traceback (NotADirectoryError) or with exit 1."""
+    a = generate(tmp_path, "a", 1, "--seed", "9")
+    b = generate(tmp_path, "b", 1, "--seed", "10")
+    (tmp_path / "notes.txt").write_text("a file")
+    below_file = tmp_path / "notes.txt" / "sub" / "merged"
+    assertRefused(capsys, tmp_path, [a, b, below_file],
+                  f"destination {str(below_file)!r}: {str(tmp_path / 'notes.txt')!r} is a file, not a folder")
+    limit = os.pathconf(tmp_path, "PC_NAME_MAX") - PARTIAL_NAME_EXTRA  # the partial folder's name then just fits
+    long_name = tmp_path / ("m" * (limit + 1))
+    assertRefused(capsys, tmp_path, [a, b, long_name], f"destination {str(long_name)!r}: the folder name",
+                  f"is {limit + 1} bytes, over the {limit} allowed")
 
 
 def test_sources_recorded_with_other_env_settings_are_refused(tmp_path, capsys):
