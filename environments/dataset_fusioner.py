@@ -275,10 +275,10 @@ def merge(sources: list[str], destination: str, delete_sources: bool = False) ->
     :raises UsageError: bad sources, the destination exists, lies inside a source to be deleted, or its partial
         folder holds a dataset_generator recording
     """
-    destination = os.path.normpath(destination)
+    given, destination = destination, os.path.normpath(destination)
     name = os.path.basename(destination)
-    if not name or name.startswith("."):
-        raise UsageError(f"destination {destination!r} must end with a plain folder name")
+    if not name or name.startswith("."):  # (named as given: an empty one normalises to '.')
+        raise UsageError(f"destination {given!r} must end with a plain folder name (not empty, not starting with '.')")
     if os.path.exists(destination):
         raise UsageError(f"destination {destination!r} already exists; choose another one")
     # a file in its path, an unwritable folder or a name too long for its partial folder: refused before any work

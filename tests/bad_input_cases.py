@@ -289,6 +289,8 @@ CASES = [
     ("fusioner-same-episodes", FUSIONER, ["--merge", "{tiny}", "{twin}", "{bad}/merged"],
      ["cannot merge", "identical episodes", "tiny/record_000 = twin/record_000", "another --seed"]),
     ("fusioner-destination-exists", FUSIONER, ["--merge", "{tiny}", "{other}", "{tiny}"], ["already exists"]),
+    ("fusioner-empty-destination", FUSIONER, ["--merge", "{tiny}", "{other}", ""],
+     ["destination ''", "plain folder name"]),
     # --- srl_models.train
     ("srl-train-unknown-loss", SRL_TRAIN, ["--data-folder", "{tiny}", "--losses", "bogus:1"],
      ["'bogus'", "valid losses", "vae"]),
@@ -404,7 +406,7 @@ CATEGORIES = {
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation",
         "train-unknown-augment-loss"],
     "wrong type or range": [
-        "train-minibatch-of-one",
+        "train-minibatch-of-one", "fusioner-empty-destination",
         "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",
