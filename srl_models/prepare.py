@@ -39,6 +39,7 @@ from typing import Any
 from environments import dataset_generator, envOffers, getEnvClass, registered_env, resolvedRenderer
 from environments.dataset import Dataset
 from environments.generator_config import GeneratorConfig
+from environments.partial_folder import differingText
 from environments.registry import defaultRenderersText
 from environments.srl_env import REFERENCE_RENDERER, RENDERERS
 from srl_models import train
@@ -257,10 +258,9 @@ def checkDatasetSettings(folder: str, settings: dict[str, Any]) -> None:
         raise UsageError(f"{folder!r} exists but holds no readable {DATASET_CONFIG}: pass --force to record the "
                          f"dataset again, or another --data-folder") from None
     stored = {"renderer": REFERENCE_RENDERER, **stored}  # recorded before the renderer was: TinyRenderer's images
-    differing = sorted(key for key, value in settings.items() if stored.get(key) != value)
+    differing = [(key, stored.get(key), value) for key, value in sorted(settings.items()) if stored.get(key) != value]
     if differing:
-        differ = "differs" if len(differing) == 1 else "differ"
-        raise UsageError(f"dataset {folder!r} was recorded with other settings ({', '.join(differing)} {differ}): pass "
+        raise UsageError(f"dataset {folder!r} was recorded with other settings ({differingText(differing)}): pass "
                          f"--force to record it again, or another --data-folder")
 
 

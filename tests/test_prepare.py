@@ -340,7 +340,7 @@ BAD_PREPARE = [
     ("first-person view of an arm", ["--env", "KukaButtonGymEnv-v0", "--srl-model", "vae", "--fpv"],
      "--fpv: KukaButtonGymEnv-v0 has no fpv camera (mobile robot envs do)"),
     ("foreign dataset", ["--env", ENV_ID, "--srl-model", "vae", *TINY],
-     "was recorded with other settings (seed differs)"),
+     "was recorded with other settings (seed was 7, now 0)"),
     # before the dataset is recorded and the vae trained: 2 episodes of at most 250 steps, one held out
     ("pca components", ["--env", ENV_ID, "--srl-model", "vae", "pca", "--episodes", "2", "--state-dim", "300"],
      "--state-dim 300: PCA cannot find more components than training images, and --episodes 2 give at most 250 "
