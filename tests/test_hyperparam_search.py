@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shlex
-import signal
 import sys
 import time
 import zipfile
@@ -695,21 +694,3 @@ def test_sweep_defaults_are_train_config_s(monkeypatch):
     assert (pipeline_args.srl_model, pipeline_args.log_dir, pipeline_args.seed) == (["ground_truth"], "elsewhere/", 7)
     for parser in (hyperparam_search.searchParser(), pipeline.buildParser()):
         assert "[ground_truth]" in parser.format_help() and "[elsewhere/]" in parser.format_help()
-
-
-def test_a_ctrl_c_while_the_outputs_are_written_stops_the_search_after_them(tmp_path, monkeypatch):
-    """A (second) Ctrl-C while the search wrote trials.csv, the plot and best_hyperparams.yaml cut them short (an
-    "Exception ignored ... KeyboardInterrupt" traceback, or no best_hyperparams.yaml); it now stops the command once
-    they are written."""
-    real = writeTrialsCsv
-
-    def interruptedCsv(*args, **kwargs):
-        signal.raise_signal(signal.SIGINT)
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(hyperparam_search, "writeTrialsCsv", interruptedCsv)
-    with pytest.raises(KeyboardInterrupt):
-        hyperparam_search.main([*COMMON, "--n-trials", "1", "--num-timesteps", "256", "--pruner", "none",
-                                "--no-vis", "--log-dir", str(tmp_path)])
-    folder = os.path.join(str(tmp_path), "hyperparam_search", f"ppo2_{ENV}_ground_truth_tpe")
-    assert {"trials.csv", "search.png", "best_hyperparams.yaml"} <= set(os.listdir(folder))

@@ -1,6 +1,6 @@
 """Signals to hyperparam_search with --workers: SIGTERM and a SIGINT to the command alone stop every trial and record
 it failed, and no new trial starts; a Ctrl-C to the process group while the workers start prints no
-traceback."""
+traceback; one while the outputs are written stops the command after them."""
 from __future__ import annotations
 
 import glob
@@ -11,6 +11,9 @@ import time
 import pytest
 from conftest import childProcesses, startModule
 from test_hyperparam_search import COMMON, ENV, _loadStudy
+
+from rl_baselines.sweeps import hyperparam_search
+from rl_baselines.sweeps.search_outputs import writeTrialsCsv
 
 
 def _twoTrialsTraining(tmp_path) -> tuple:
@@ -79,3 +82,21 @@ def test_a_ctrl_c_while_the_workers_start_stops_the_search_without_a_traceback(t
             process.communicate()
     assert process.returncode == 130 and "Traceback" not in err and "KeyboardInterrupt" not in err, err
     assert "Interrupted: 0 completed" in out, out
+
+
+def test_a_ctrl_c_while_the_outputs_are_written_stops_the_search_after_them(tmp_path, monkeypatch):
+    """A (second) Ctrl-C while the search wrote trials.csv, the plot and best_hyperparams.yaml cut them short (an
+    "Exception ignored ... KeyboardInterrupt" traceback, or no best_hyperparams.yaml); it now stops the command once
+    they are written."""
+    real = writeTrialsCsv
+
+    def interruptedCsv(*args, **kwargs):
+        signal.raise_signal(signal.SIGINT)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(hyperparam_search, "writeTrialsCsv", interruptedCsv)
+    with pytest.raises(KeyboardInterrupt):
+        hyperparam_search.main([*COMMON, "--n-trials", "1", "--num-timesteps", "256", "--pruner", "none",
+                                "--no-vis", "--log-dir", str(tmp_path)])
+    folder = os.path.join(str(tmp_path), "hyperparam_search", f"ppo2_{ENV}_ground_truth_tpe")
+    assert {"trials.csv", "search.png", "best_hyperparams.yaml"} <= set(os.listdir(folder))

@@ -47,16 +47,15 @@ from rl_baselines.rl_algorithm.gail_discriminator import (
     seedNormalisation,
 )
 from rl_baselines.rl_algorithm.kept_settings import refuseOtherThanSaved
+from rl_baselines.rl_algorithm.model_data import hyperparamsInData, readModelData
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.rl_algorithm.sb3_base import (
     StableBaselinesRLObject,
     addFeaturesExtractorFlag,
     addLearnerHyperparamFlags,
     addLrScheduleFlag,
-    hyperparamsInData,
     learnerHyperparamTable,
     parseOwnOrLearnerHyperparams,
-    readModelData,
 )
 from rl_baselines.rl_algorithm.trpo import TRPOModel
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings

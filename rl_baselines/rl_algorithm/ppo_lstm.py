@@ -16,8 +16,9 @@ from torch import nn
 from rl_baselines.core.hyperparams import Hyperparam
 from rl_baselines.core.run_settings import RunSettings
 from rl_baselines.rl_algorithm.kept_settings import policyKeywords, refuseOtherThanSaved, savedPolicySettings
+from rl_baselines.rl_algorithm.model_data import readModelData
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
-from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject, readModelData
+from rl_baselines.rl_algorithm.sb3_base import StableBaselinesRLObject
 from srl_toolbox.cli import UsageError
 
 ACTIVATION_CLASSES = {"tanh": nn.Tanh, "relu": nn.ReLU}

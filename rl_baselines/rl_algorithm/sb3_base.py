@@ -19,7 +19,7 @@ import json
 import os
 import warnings
 import zipfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -54,46 +54,17 @@ from rl_baselines.core.training_state import (
 from rl_baselines.envs.factory import saveNormalisation
 from rl_baselines.rl_algorithm.augmented_buffers import AugmentedBuffer, bufferKeywords
 from rl_baselines.rl_algorithm.image_features import DEFAULT_FEATURES_EXTRACTOR, FEATURES_EXTRACTORS, extractorName
+from rl_baselines.rl_algorithm.model_data import (
+    LinearSchedule,
+    hyperparamsInData,
+    linearSchedule,
+    readModelData,
+)
 from rl_baselines.runs.pretrain import pretrainFromArgs
 from rl_baselines.runs.run_logging import sharedProgressLogger
 from srl_toolbox.cli import UsageError
 from srl_toolbox.devices import runDevice
 from srl_toolbox.files import atomicPath, readJson, writeJson
-
-
-class LinearSchedule:
-    """
-    A learning rate decaying linearly to 0 over training (SB3 passes the remaining progress, 1 -> 0). An object rather
-    than a closure, so that a saved model's "data" records where it starts (``initial_value``, as SB3 writes an
-    object's attributes beside its pickle): a continued model keeps its schedule and its records say so
-    (:func:`savedLinearStart`).
-    """
-
-    def __init__(self, initial_value: float) -> None:
-        self.initial_value = float(initial_value)
-
-    def __call__(self, progress_remaining: float) -> float:
-        return progress_remaining * self.initial_value
-
-
-def linearSchedule(initial_value: float) -> Callable[[float], float]:
-    """
-    :param initial_value: learning rate at the start
-    :return: a schedule decaying linearly to 0 over training (a :class:`LinearSchedule`)
-    """
-    return LinearSchedule(initial_value)
-
-
-def savedLinearStart(value: Any) -> float | None:
-    """
-    :param value: a hyperparameter as a model zip's "data" member holds it (:func:`readModelData`)
-    :return: the start of a :class:`LinearSchedule` saved there, None for anything else (a number; an older save's
-        schedule, a closure whose start the data does not record)
-    """
-    if isinstance(value, dict) and str(value.get(":type:", "")).endswith(f".{LinearSchedule.__name__}'>"):
-        start = value.get("initial_value")
-        return float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
-    return None
 
 
 class StableBaselinesRLObject(BaseRLObject):
@@ -665,45 +636,3 @@ def parseOwnOrLearnerHyperparams(algo: type[StableBaselinesRLObject], own: Any, 
             valid = ", ".join(sorted({*own, *table}))
             raise ValueError(f"unknown hyperparameter {name!r} for {algo.NAME}; valid names: {valid}")
     return parsed
-
-
-def hyperparamsInData(data: dict[str, Any], names: Any, parse: Any) -> dict[str, Any]:
-    """
-    :param data: a model zip's "data" member (:func:`readModelData`)
-    :param names: the hyperparameters to read
-    :param parse: ``parse({name: text}) -> {name: value}``, the class's ``parserHyperParam``
-    :return: those of them the data holds as plain values, read as the flags read them (the learning rate of a
-        :class:`LinearSchedule` as its start); one SB3 keeps as another serialised object (a schedule such as
-        clip_range, train_freq's tuple) is left out
-    """
-    saved: dict[str, Any] = {}
-    for name in names:
-        value = data.get(name, ...)
-        if name == "learning_rate" and (start := savedLinearStart(value)) is not None:
-            value = start  # a LinearSchedule: the rate it starts from
-        if value is None:
-            text = "none"
-        elif isinstance(value, float):
-            text = repr(value)
-        elif isinstance(value, (bool, int, str)):
-            text = str(value)
-        else:  # absent, or a serialised object
-            continue
-        try:
-            saved[name] = parse({name: text})[name]
-        except (ValueError, KeyError):  # not a value this hyperparameter takes (None where none is allowed)
-            continue
-    return saved
-
-
-def readModelData(load_path: str) -> dict[str, Any]:
-    """
-    :param load_path: an SB3 model zip
-    :return: its "data" member (JSON: the model's attributes)
-    :raises ValueError: not a saved model
-    """
-    try:
-        with zipfile.ZipFile(load_path) as archive:
-            return json.loads(archive.read("data"))
-    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as error:
-        raise ValueError(f"{load_path} is not a saved model ({error})") from None
