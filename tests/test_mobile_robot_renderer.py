@@ -377,7 +377,7 @@ def test_datasets_record_the_renderer(tmp_path) -> None:
     older.mkdir()
     (older / "dataset_config.json").write_text(json.dumps({"env": "MobileRobotGymEnv-v0"}))
     checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "tinyrenderer"})
-    with pytest.raises(UsageError, match=r"\(renderer differs\)"):
+    with pytest.raises(UsageError, match=r"\(renderer was tinyrenderer, now sprites\)"):
         checkDatasetSettings(str(older), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites"})
 
 
