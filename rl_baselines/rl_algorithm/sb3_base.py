@@ -387,11 +387,11 @@ class StableBaselinesRLObject(BaseRLObject):
             # Hyperparameters given on this command line override the saved ones; the rest are kept.
             given = {*givenFlags(settings, hyperparams), *settings.hyperparam_overrides}
             overrides = {k: v for k, v in hyperparams.items() if k in given}
+            if "learning_rate" not in overrides and settings.option("lr_schedule", "constant") == "linear":
+                rate = readModelData(load_path).get("learning_rate")  # a number: it trained at a constant rate
+                if isinstance(rate, (int, float)) and not isinstance(rate, bool):
+                    overrides["learning_rate"] = float(rate)  # which modelKwargs turns into the linear schedule
             custom = self.modelKwargs(settings, overrides, self.env)
-            rate = readModelData(load_path).get("learning_rate")  # a number: the model trained at a constant rate
-            if ("learning_rate" not in custom and settings.option("lr_schedule", "constant") == "linear"
-                    and isinstance(rate, (int, float)) and not isinstance(rate, bool)):
-                custom["learning_rate"] = linearSchedule(float(rate))  # --lr-schedule linear from the saved rate
             self.model = self.SB3_CLASS.load(load_path, env=self.env, device=device, custom_objects=custom)
         else:
             pixels = settings.srl_model == "raw_pixels"
