@@ -35,6 +35,7 @@ from environments import getEnvClass
 from environments.dataset import Dataset
 from srl_models import plotting
 from srl_models.base import DATASET_FINGERPRINT_KEY, STATES_FILE, BaseSRLModel, readExpConfig
+from srl_models.config import trainedRenderer
 from srl_models.metrics import (
     PROBE_ALPHA,
     gtCorrelation,
@@ -455,6 +456,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if evaluation.dataset_changed:
         print(f"The dataset {evaluation.dataset.path} was recorded again since the model was trained (its "
               f"fingerprint differs from exp_config.json's {DATASET_FINGERPRINT_KEY}): measured as another dataset")
+    trained_on = trainedRenderer(evaluation.config)  # None: not recorded by a plugin's model, unknown
+    if trained_on not in (None, evaluation.dataset.renderer):
+        print(f"The dataset's frames are drawn by {evaluation.dataset.renderer}, the model's training frames by "
+              f"{trained_on}: measured across renderers")
     result = runEvaluation(evaluation, progress=not args.no_progress)
     per_dimension = " ".join(f"{v:.3f}" for v in result["gtc"]["per_dimension"])
     print(f"GTC mean {result['gtc']['mean']:.4f} (per ground-truth dimension: {per_dimension})")

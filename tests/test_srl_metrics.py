@@ -165,6 +165,20 @@ def test_evaluateCommand(tmp_path, dataFolder, testModels, capsys):
     assert probe["alpha"] == 1.0 and probe["n_fit"] + probe["n_held_out"] == 50
 
 
+def test_evaluate_says_when_the_frames_come_from_another_renderer(tmp_path, dataFolder, testModels, capsys):
+    """A model trained on one renderer's frames, measured on another's (a legitimate transfer measurement): one line
+    names both; none when they agree or when the model did not record its renderer."""
+    drawn_by = Dataset.open(dataFolder).renderer
+    other = next(name for name in ("sprites", "tinyrenderer") if name != drawn_by)
+    for renderer, said in ((other, True), (drawn_by, False), (None, False)):
+        extra = {} if renderer is None else {"renderer": renderer}
+        folder = saveModel(str(tmp_path / f"model_{renderer}"), dataFolder, "test_linear", **extra)
+        code, out, err = runMain(evaluate, ["--model-folder", folder, "--max-samples", "20", "--no-progress"], capsys)
+        assert code == 0, err
+        line = f"The dataset's frames are drawn by {drawn_by}, the model's training frames by {other}:"
+        assert (line in out) == said, (renderer, out)
+
+
 def test_evaluateOnAnotherDatasetKeepsTheModelsOwnMeasurements(tmp_path, dataFolder, testModels, capsys):
     """Measuring on another dataset writes into evaluations/<dataset>, never over the training dataset's files."""
     folder = saveModel(str(tmp_path / "model"), dataFolder, "test_linear")
