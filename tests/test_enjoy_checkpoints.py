@@ -217,6 +217,23 @@ def test_a_run_without_checkpoints_is_refused(checkpointedRun, tmp_path):
         enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--load-last-checkpoint"])
 
 
+def test_a_run_without_a_best_model_says_when_a_run_saves_one(checkpointedRun, tmp_path):
+    """--model best on a run that saved none (2 episodes, fewer than --min-episodes-save): when one is saved, and the
+    way to the latest model; for a run with evaluations, its first evaluation."""
+    way_out = r"; --model latest plays the last saved model$"
+    with pytest.raises(UsageError, match=r"holds no best model \(.*best/ppo2_model.zip is missing\); a run saves one "
+                                         r"once 100 episodes have finished \(--min-episodes-save\)" + way_out):
+        enjoy_baselines.main(["--log-dir", checkpointedRun, *REPLAY, "--model", "best"])
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    with open(os.path.join(run_dir, "args.json"), encoding="utf-8") as handle:
+        recorded = json.load(handle)
+    with open(os.path.join(run_dir, "args.json"), "w", encoding="utf-8") as handle:
+        json.dump({**recorded, "eval_freq": 250}, handle)
+    with pytest.raises(UsageError, match=r"; a run with --eval-freq saves one at its first evaluation" + way_out):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--model", "best"])
+
+
 def test_a_missing_checkpoint_exits_2_in_one_line_and_writes_nothing(checkpointedRun, tmp_path):
     video, plots = tmp_path / "replay.gif", tmp_path / "plots"
     result = runModule("replay.enjoy_baselines", "--log-dir", checkpointedRun, *REPLAY, "--load-checkpoint", "1000",

@@ -357,6 +357,10 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
                 f"from an evaluation is there: {best} (enjoy_baselines --model best)"
                 if which == "latest" and checkpoint is None and os.path.isfile(best) else "")
+        if which == "best" and checkpoint is None:
+            when = ("with --eval-freq saves one at its first evaluation" if train_args.eval_freq > 0 else
+                    f"saves one once {train_args.min_episodes_save} episodes have finished (--min-episodes-save)")
+            hint = f"; a run {when}; --model latest plays the last saved model"
         saved = f"model of {what}" if checkpoint is not None else f"{which} model"
         raise ValueError(f"{flag} {run_dir!r} holds no {saved} ({model_path} is missing){hint}")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
