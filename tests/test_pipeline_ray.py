@@ -203,6 +203,27 @@ def ray_head():
             stopRayHead(head)
 
 
+def _interruptedSweep(log_dir: str, signum: int, env: dict[str, str], *ray_address: str) -> tuple[int, str]:
+    """:return: (exit code, output) of a one-run Ray sweep (of a million steps) sent ``signum`` once the run saved a
+    checkpoint"""
+    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
+               "ground_truth", "--num-iteration", "1", "--log-dir", log_dir, "--no-vis", "--no-progress",
+               "--executor", "ray", *ray_address, "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **env, "PYTHONPATH": REPO},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while not glob.glob(os.path.join(log_dir, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
+                time.time() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        process.send_signal(signum)
+        output = process.communicate(timeout=120)[0]
+    finally:  # a sweep that did not stop would train its million steps on after the test, in its Ray workers
+        if process.poll() is None:
+            _killTree(process.pid)
+    return process.returncode, output
+
+
 def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     address, ray_env = ray_head
     log_dir = str(tmp_path / "logs")
@@ -229,22 +250,8 @@ def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     # which saves a checkpoint: a Ray worker's thread blocks SIGINT and its train process inherited that (it trained
     # on, and the pipeline waited for it), and the cancelled task reported a finished run as failed with Ray's traceback
     interrupted = str(tmp_path / "interrupted")
-    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
-               "ground_truth", "--num-iteration", "1", "--log-dir", interrupted, "--no-vis", "--no-progress",
-               "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
-    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **ray_env, "PYTHONPATH": REPO},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.time() + 120
-        while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
-                time.time() < deadline and process.poll() is None:
-            time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        output = process.communicate(timeout=120)[0]
-    finally:  # a sweep that did not stop would train its million steps on after the test, in its Ray workers
-        if process.poll() is None:
-            _killTree(process.pid)
-    assert process.returncode == 130, output
+    code, output = _interruptedSweep(interrupted, signal.SIGINT, ray_env)
+    assert code == 130, output
     assert "Ray cluster: local instance (" in output, output
     assert "stopped by SIGINT (the same command continues it from its last checkpoint)" in output, output
     assert "Ray task failed" not in output, output
@@ -265,3 +272,19 @@ def test_the_benchmark_runs_on_a_ray_instance(tmp_path, ray_head) -> None:
     assert f"Ray cluster: {address}" in result.stdout
     assert f"### {env}\n" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
     assert (tmp_path / "images" / f"srl_rl_{env}.png").stat().st_size > 0
+
+
+def test_sigterm_stops_a_ray_sweep_as_ctrl_c_does(tmp_path, ray_head) -> None:
+    """SIGTERM of a sweep waiting on Ray ended in a traceback (Ray's signal check turns only a KeyboardInterrupt into
+    its own; the pipeline's SIGTERM exception became a SystemError), exit code 1, its run left "running"."""
+    address, ray_env = ray_head
+    log_dir = str(tmp_path / "terminated")
+    code, output = _interruptedSweep(log_dir, signal.SIGTERM, ray_env, "--ray-address", address)
+    assert code == 130 and "Traceback" not in output, output
+    assert "stopped by SIGINT (the same command continues it from its last checkpoint)" in output, output
+    (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    with open(state) as handle:
+        assert json.load(handle)["counts"]["stopped"] == 1
+    run_folder = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))[0]
+    assert runStatus(run_folder) == "resume"
+

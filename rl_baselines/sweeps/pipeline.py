@@ -138,8 +138,10 @@ def _makeExecutor(args: Any, num_cpu: int) -> Any:
     return LocalExecutor(args.workers or max(1, usableCores() // num_cpu), resume=not args.force)
 
 
-class _Interrupted(BaseException):
-    """SIGTERM: stop the runs in flight like a Ctrl-C would."""
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM: stop the runs in flight like a Ctrl-C would. A KeyboardInterrupt, so that Ray, whose calls check for
+    signals and turn only a KeyboardInterrupt into their own (any other exception raised there ends in a SystemError),
+    stops a Ray sweep's wait for it too."""
 
 
 def sweepBar(total: int, no_progress: bool) -> tqdm:
