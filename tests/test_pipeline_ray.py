@@ -288,3 +288,16 @@ def test_sigterm_stops_a_ray_sweep_as_ctrl_c_does(tmp_path, ray_head) -> None:
     run_folder = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))[0]
     assert runStatus(run_folder) == "resume"
 
+
+def test_a_sweeps_own_ray_instance_is_new_where_ray_would_find_a_cluster(tmp_path, ray_head) -> None:
+    """Without --ray-address, where RAY_ADDRESS is set (or `ray start` ran on this machine) Ray joined that cluster
+    with the settings of a new instance and refused them: "cannot start or connect (When connecting to an existing
+    cluster, num_cpus and num_gpus must not be provided.)", exit code 2."""
+    address, ray_env = ray_head
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth",
+                       "--num-iteration", "1", "--num-timesteps", "256", "--log-dir", str(log_dir), "--no-vis",
+                       "--no-progress", "--executor", "ray", env={**ray_env, "RAY_ADDRESS": address},
+                       timeout=SWEEP_TIMEOUT_S, warm=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Ray cluster: local instance (" in result.stdout and "1/1 runs finished" in result.stdout, result.stdout

@@ -279,8 +279,9 @@ class RayExecutor:
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
         try:
-            if address is None:
-                ray.init(num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES, **options)
+            if address is None:  # "local": a new instance, even where RAY_ADDRESS is set or `ray start` ran here
+                ray.init(address="local", num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES,
+                         **options)
             else:
                 del options["include_dashboard"]  # a setting of the cluster, not of a client
                 if _isLoopback(connect):  # found by auto after Ray was imported: what importRay sets, too late
