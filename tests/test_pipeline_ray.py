@@ -111,6 +111,29 @@ def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypa
     assert "runtime_env" not in fake.task_options and fake.task_options["num_cpus"] == 1
 
 
+
+class _DyingRay(_QueuingRay):
+    """Ray on a cluster whose workers die (the OOM killer, a lost node): every task ends at once, without a result."""
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        return list(refs)[:num_returns], list(refs)[num_returns:]
+
+    def get(self, ref):
+        raise RuntimeError("The worker died unexpectedly while executing this task.")
+
+
+def test_a_run_whose_ray_worker_died_is_reported_failed_without_an_exit_code(tmp_path, capsys, monkeypatch) -> None:
+    """A run whose Ray task died (no exit code to report) before it made its folder was said to end with "exit code
+    None, log : ..." (an empty log path), in its failed line and in the summary."""
+    monkeypatch.setattr(executors, "importRay", lambda address: _DyingRay(cpus=2))
+    code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
+                          "--executor", "ray", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--no-progress",
+                          "--num-timesteps", "200"])
+    out = capsys.readouterr().out
+    assert code == 1 and "None" not in out, out
+    assert "failed: ppo2 " in out and "] no exit code: Ray task failed: The worker died unexpectedly" in out, out
+    assert "Failed runs (run the same command again to redo them):" in out and "]: no exit code\n" in out, out
+
 class _UnreachableRay(_QueuingRay):
     """Ray, as far as validation goes: connecting (which would retry for minutes) fails the test."""
 
