@@ -155,6 +155,12 @@ def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_wr
     monkeypatch.setenv("RAY_ADDRESS", "nohost")
     with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS 'nohost' is not HOST:PORT"):
         pipeline.main([*base, "auto"])
+    # a port above 65535 was connected to modulo 65536 (99999: 34463), "nothing answers there (Connection refused)"
+    with pytest.raises(UsageError, match=r"^--ray-address '127.0.0.1:99999': port 99999 is not in 1-65535$"):
+        pipeline.main([*base, "127.0.0.1:99999"])
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:0")
+    with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS '127.0.0.1:0': port 0 is not in 1-65535$"):
+        pipeline.main([*base, "auto"])
     assert not log_dir.exists()
 
 

@@ -140,10 +140,20 @@ _CLIENT_SERVER_METHOD = "/ray.rpc.RayletDriver/ClusterInfo"
 _NO_ANSWER = ("UNIMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "UNKNOWN", "INTERNAL")
 
 
+def _portOutOfRange(address: str) -> str:
+    """:return: what is wrong with the port of a HOST:PORT (or ray://HOST:PORT), "" when it is in 1-65535 (a larger
+    one would be connected to modulo 65536)"""
+    port = int(address.rpartition(":")[2])
+    return "" if 1 <= port <= 65535 else f"port {port} is not in 1-65535"
+
+
 def checkRayAddressForm(address: str) -> None:
-    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT (one line)"""
+    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT, or its port is not in
+    1-65535 (one line)"""
     if address != "auto" and not _ADDRESS.fullmatch(address):
         raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
+    if address != "auto" and (wrong := _portOutOfRange(address)):
+        raise UsageError(f"--ray-address {address!r}: {wrong}")
 
 
 def checkRayAddress(address: str) -> str:
@@ -171,6 +181,8 @@ def autoAddress() -> str:
     if given and given != "auto":
         if not _ADDRESS.fullmatch(given):
             raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r} is not HOST:PORT (or ray://HOST:PORT)")
+        if wrong := _portOutOfRange(given):
+            raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r}: {wrong}")
         return given
     ray = importRay("auto")
     try:
