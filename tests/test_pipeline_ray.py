@@ -164,6 +164,19 @@ def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_wr
     assert not log_dir.exists()
 
 
+
+def test_a_ray_address_without_ray_installed_says_ray_is_missing(tmp_path, monkeypatch) -> None:
+    """Without Ray, ``--ray-address HOST:PORT`` where nothing answered said to start the cluster with `ray start
+    --head`, a command of the missing package; that Ray is not installed was said only once a cluster answered."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is not installed
+    log_dir = tmp_path / "logs"
+    for address in (f"127.0.0.1:{findFreePort()}", "auto"):
+        with pytest.raises(UsageError, match=r"^--executor ray needs Ray, which is not installed; install it with pip "
+                                             r"install \"srl-toolbox\[ray\]\""):
+            pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--log-dir", str(log_dir),
+                           "--no-vis", "--executor", "ray", "--ray-address", address])
+    assert not log_dir.exists()
+
 def _grpcServer(grpc, service: str, method: str):
     """:return: (a gRPC server on 127.0.0.1 that answers ``service``'s ``method`` with an empty reply, its port)"""
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))

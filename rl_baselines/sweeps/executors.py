@@ -163,6 +163,7 @@ def checkRayAddress(address: str) -> str:
         command that runs on the cluster writes anything
     """
     checkRayAddressForm(address)
+    importRay(address)  # not installed: said first (the hints below say to start a cluster with Ray's command)
     if address == "auto":
         resolved = autoAddress()
         _checkReachable(resolved, f"--ray-address auto ({resolved})")
