@@ -177,6 +177,29 @@ def test_a_ray_address_without_ray_installed_says_ray_is_missing(tmp_path, monke
                            "--no-vis", "--executor", "ray", "--ray-address", address])
     assert not log_dir.exists()
 
+
+class _FailingClientRay(_QueuingRay):
+    """Ray's client, whose server could not start the session: its error carries the server's traceback."""
+
+    def init(self, **kwargs) -> None:
+        raise ConnectionError("Initialization failure from server:\nTraceback (most recent call last):\n  File "
+                              "\"/ray/util/client/server/proxier.py\", line 765, in Datapath\n    if not self.proxy_"
+                              "manager.start_specific_server(\n       ^^^^^^^^^\nRuntimeError: Starting Ray client "
+                              "server failed. See ray_client_server_23000.err for detailed logs.\n")
+
+
+def test_a_ray_connection_error_is_one_line_without_the_servers_traceback(monkeypatch) -> None:
+    """A ray:// connection that the client server failed said "cannot start or connect (Initialization failure from
+    server: Traceback (most recent call last): File ..." cut at 300 characters, before the error it ended with."""
+    monkeypatch.setattr(executors, "importRay", lambda address: _FailingClientRay(cpus=2))
+    monkeypatch.setattr(executors, "checkRayAddress", lambda address: address)
+    with pytest.raises(UsageError) as refusal:
+        executors.RayExecutor("ray://10.0.0.5:10001", 1, 0.0, None)
+    assert str(refusal.value).startswith(
+        "--ray-address ray://10.0.0.5:10001: cannot start or connect (Initialization failure from server: "
+        "RuntimeError: Starting Ray client server failed. See ray_client_server_23000.err for detailed logs.)")
+    assert "Traceback" not in str(refusal.value) and "\n" not in str(refusal.value)
+
 def _grpcServer(grpc, service: str, method: str):
     """:return: (a gRPC server on 127.0.0.1 that answers ``service``'s ``method`` with an empty reply, its port)"""
     server = grpc.server(concurrent.futures.ThreadPoolExecutor(max_workers=2))

@@ -237,6 +237,16 @@ def _grpcStatus(grpc: Any, target: str, method: str) -> str:
         channel.close()
 
 
+def _oneLine(error: BaseException) -> str:
+    """:return: a Ray error's text on one line, at most 300 characters: of a traceback it carries (Ray's client server
+    sends its own), only the exception it ends with"""
+    lines = [line.strip() for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
+    start = next((index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call")), None)
+    if start is not None:
+        lines = [*lines[:start], *lines[-1:]]
+    return " ".join(" ".join(lines).split())[:300]
+
+
 def importRay(address: str | None) -> Any:
     """
     :param address: the cluster address (None: a local instance will be started)
@@ -303,8 +313,7 @@ class RayExecutor:
         except (ConnectionError, ValueError, RuntimeError) as error:
             where = f"--ray-address {address}" if address else "a local Ray instance"
             hint = "; a cluster with token authentication also needs RAY_AUTH_MODE=token" if address else ""
-            raise UsageError(f"{where}: cannot start or connect ({' '.join(str(error).split())[:300]}){hint}"
-                             ) from None
+            raise UsageError(f"{where}: cannot start or connect ({_oneLine(error)}){hint}") from None
         resources = ray.cluster_resources()
         cpus, gpus = float(resources.get("CPU", 0)), float(resources.get("GPU", 0))
         if cpus < num_cpus or gpus < num_gpus:
