@@ -51,6 +51,7 @@ from rl_baselines.sweeps.sweep import (
     checkGrid,
     expandGrid,
     parseAlgoArgs,
+    reservedFlagProblem,
     sweepId,
     unique,
     unknownTrainFlags,
@@ -182,7 +183,7 @@ def runPipeline(argv: Sequence[str] | None = None) -> tuple[int, str]:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = buildParser()
     args, train_args = parser.parse_known_args(argv)
-    unknown = unknownTrainFlags(args.algo, train_args, parser._option_string_actions)
+    unknown = reservedFlagProblem(train_args) or unknownTrainFlags(args.algo, train_args, parser._option_string_actions)
     if unknown is not None:
         raise UsageError(unknown)
     _checkRayFlags(args)
