@@ -124,6 +124,10 @@ def test_bad_flags_are_one_line_errors(tmp_path, monkeypatch) -> None:
         pipeline.main([*base, "--executor", "ray"])
     with pytest.raises(UsageError, match="--resume"):  # the sweep resumes its runs itself
         pipeline.main([*base, "--resume", str(tmp_path)])
+    # given bare (as a resume flag is elsewhere), it was train's "argument --resume: expected one argument"
+    for flag in ("--resume", "--run-folder", "--tag"):
+        with pytest.raises(UsageError, match=rf"^{flag} \([^)]*\) cannot be passed$"):
+            pipeline.main([*base, flag])
     assert not os.path.exists(log_dir)
 
     # As a command: one line, exit code 2, nothing written

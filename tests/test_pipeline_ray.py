@@ -111,6 +111,29 @@ def test_ray_tasks_get_the_thread_settings_of_the_pipelines_environment(monkeypa
     assert "runtime_env" not in fake.task_options and fake.task_options["num_cpus"] == 1
 
 
+
+class _DyingRay(_QueuingRay):
+    """Ray on a cluster whose workers die (the OOM killer, a lost node): every task ends at once, without a result."""
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        return list(refs)[:num_returns], list(refs)[num_returns:]
+
+    def get(self, ref):
+        raise RuntimeError("The worker died unexpectedly while executing this task.")
+
+
+def test_a_run_whose_ray_worker_died_is_reported_failed_without_an_exit_code(tmp_path, capsys, monkeypatch) -> None:
+    """A run whose Ray task died (no exit code to report) before it made its folder was said to end with "exit code
+    None, log : ..." (an empty log path), in its failed line and in the summary."""
+    monkeypatch.setattr(executors, "importRay", lambda address: _DyingRay(cpus=2))
+    code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
+                          "--executor", "ray", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--no-progress",
+                          "--num-timesteps", "200"])
+    out = capsys.readouterr().out
+    assert code == 1 and "None" not in out, out
+    assert "failed: ppo2 " in out and "] no exit code: Ray task failed: The worker died unexpectedly" in out, out
+    assert "Failed runs (run the same command again to redo them):" in out and "]: no exit code\n" in out, out
+
 class _UnreachableRay(_QueuingRay):
     """Ray, as far as validation goes: connecting (which would retry for minutes) fails the test."""
 
@@ -132,8 +155,50 @@ def test_a_ray_address_where_no_cluster_answers_is_refused_before_anything_is_wr
     monkeypatch.setenv("RAY_ADDRESS", "nohost")
     with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS 'nohost' is not HOST:PORT"):
         pipeline.main([*base, "auto"])
+    # a port above 65535 was connected to modulo 65536 (99999: 34463), "nothing answers there (Connection refused)"
+    with pytest.raises(UsageError, match=r"^--ray-address '127.0.0.1:99999': port 99999 is not in 1-65535$"):
+        pipeline.main([*base, "127.0.0.1:99999"])
+    monkeypatch.setenv("RAY_ADDRESS", "127.0.0.1:0")
+    with pytest.raises(UsageError, match=r"^--ray-address auto: RAY_ADDRESS '127.0.0.1:0': port 0 is not in 1-65535$"):
+        pipeline.main([*base, "auto"])
     assert not log_dir.exists()
 
+
+
+def test_a_ray_address_without_ray_installed_says_ray_is_missing(tmp_path, monkeypatch) -> None:
+    """Without Ray, ``--ray-address HOST:PORT`` where nothing answered said to start the cluster with `ray start
+    --head`, a command of the missing package; that Ray is not installed was said only once a cluster answered."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as where it is not installed
+    log_dir = tmp_path / "logs"
+    for address in (f"127.0.0.1:{findFreePort()}", "auto"):
+        with pytest.raises(UsageError, match=r"^--executor ray needs Ray, which is not installed; install it with pip "
+                                             r"install \"srl-toolbox\[ray\]\""):
+            pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--log-dir", str(log_dir),
+                           "--no-vis", "--executor", "ray", "--ray-address", address])
+    assert not log_dir.exists()
+
+
+class _FailingClientRay(_QueuingRay):
+    """Ray's client, whose server could not start the session: its error carries the server's traceback."""
+
+    def init(self, **kwargs) -> None:
+        raise ConnectionError("Initialization failure from server:\nTraceback (most recent call last):\n  File "
+                              "\"/ray/util/client/server/proxier.py\", line 765, in Datapath\n    if not self.proxy_"
+                              "manager.start_specific_server(\n       ^^^^^^^^^\nRuntimeError: Starting Ray client "
+                              "server failed. See ray_client_server_23000.err for detailed logs.\n")
+
+
+def test_a_ray_connection_error_is_one_line_without_the_servers_traceback(monkeypatch) -> None:
+    """A ray:// connection that the client server failed said "cannot start or connect (Initialization failure from
+    server: Traceback (most recent call last): File ..." cut at 300 characters, before the error it ended with."""
+    monkeypatch.setattr(executors, "importRay", lambda address: _FailingClientRay(cpus=2))
+    monkeypatch.setattr(executors, "checkRayAddress", lambda address: address)
+    with pytest.raises(UsageError) as refusal:
+        executors.RayExecutor("ray://10.0.0.5:10001", 1, 0.0, None)
+    assert str(refusal.value).startswith(
+        "--ray-address ray://10.0.0.5:10001: cannot start or connect (Initialization failure from server: "
+        "RuntimeError: Starting Ray client server failed. See ray_client_server_23000.err for detailed logs.)")
+    assert "Traceback" not in str(refusal.value) and "\n" not in str(refusal.value)
 
 def _grpcServer(grpc, service: str, method: str):
     """:return: (a gRPC server on 127.0.0.1 that answers ``service``'s ``method`` with an empty reply, its port)"""
@@ -203,6 +268,27 @@ def ray_head():
             stopRayHead(head)
 
 
+def _interruptedSweep(log_dir: str, signum: int, env: dict[str, str], *ray_address: str) -> tuple[int, str]:
+    """:return: (exit code, output) of a one-run Ray sweep (of a million steps) sent ``signum`` once the run saved a
+    checkpoint"""
+    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
+               "ground_truth", "--num-iteration", "1", "--log-dir", log_dir, "--no-vis", "--no-progress",
+               "--executor", "ray", *ray_address, "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
+    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **env, "PYTHONPATH": REPO},
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.time() + 120
+        while not glob.glob(os.path.join(log_dir, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
+                time.time() < deadline and process.poll() is None:
+            time.sleep(0.1)
+        process.send_signal(signum)
+        output = process.communicate(timeout=120)[0]
+    finally:  # a sweep that did not stop would train its million steps on after the test, in its Ray workers
+        if process.poll() is None:
+            _killTree(process.pid)
+    return process.returncode, output
+
+
 def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     address, ray_env = ray_head
     log_dir = str(tmp_path / "logs")
@@ -229,22 +315,8 @@ def test_ray_sweep_on_a_local_instance(tmp_path, ray_head) -> None:
     # which saves a checkpoint: a Ray worker's thread blocks SIGINT and its train process inherited that (it trained
     # on, and the pipeline waited for it), and the cancelled task reported a finished run as failed with Ray's traceback
     interrupted = str(tmp_path / "interrupted")
-    command = [sys.executable, "-m", "rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model",
-               "ground_truth", "--num-iteration", "1", "--log-dir", interrupted, "--no-vis", "--no-progress",
-               "--executor", "ray", "--num-timesteps", "1000000", "--checkpoint-freq", "128"]
-    process = subprocess.Popen(command, cwd=REPO, env={**os.environ, **ray_env, "PYTHONPATH": REPO},
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        deadline = time.time() + 120
-        while not glob.glob(os.path.join(interrupted, "*", "*", "*", "*", "checkpoints", "*_steps")) and \
-                time.time() < deadline and process.poll() is None:
-            time.sleep(0.1)
-        process.send_signal(signal.SIGINT)
-        output = process.communicate(timeout=120)[0]
-    finally:  # a sweep that did not stop would train its million steps on after the test, in its Ray workers
-        if process.poll() is None:
-            _killTree(process.pid)
-    assert process.returncode == 130, output
+    code, output = _interruptedSweep(interrupted, signal.SIGINT, ray_env)
+    assert code == 130, output
     assert "Ray cluster: local instance (" in output, output
     assert "stopped by SIGINT (the same command continues it from its last checkpoint)" in output, output
     assert "Ray task failed" not in output, output
@@ -265,3 +337,32 @@ def test_the_benchmark_runs_on_a_ray_instance(tmp_path, ray_head) -> None:
     assert f"Ray cluster: {address}" in result.stdout
     assert f"### {env}\n" in doc.read_text() and "ground_truth | 1/1" in doc.read_text()
     assert (tmp_path / "images" / f"srl_rl_{env}.png").stat().st_size > 0
+
+
+def test_sigterm_stops_a_ray_sweep_as_ctrl_c_does(tmp_path, ray_head) -> None:
+    """SIGTERM of a sweep waiting on Ray ended in a traceback (Ray's signal check turns only a KeyboardInterrupt into
+    its own; the pipeline's SIGTERM exception became a SystemError), exit code 1, its run left "running"."""
+    address, ray_env = ray_head
+    log_dir = str(tmp_path / "terminated")
+    code, output = _interruptedSweep(log_dir, signal.SIGTERM, ray_env, "--ray-address", address)
+    assert code == 130 and "Traceback" not in output, output
+    assert "stopped by SIGINT (the same command continues it from its last checkpoint)" in output, output
+    (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    with open(state) as handle:
+        assert json.load(handle)["counts"]["stopped"] == 1
+    run_folder = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))[0]
+    assert runStatus(run_folder) == "resume"
+
+
+def test_a_sweeps_own_ray_instance_is_new_where_ray_would_find_a_cluster(tmp_path, ray_head) -> None:
+    """Without --ray-address, where RAY_ADDRESS is set (or `ray start` ran on this machine) Ray joined that cluster
+    with the settings of a new instance and refused them: "cannot start or connect (When connecting to an existing
+    cluster, num_cpus and num_gpus must not be provided.)", exit code 2."""
+    address, ray_env = ray_head
+    log_dir = tmp_path / "logs"
+    result = runModule("rl_baselines.pipeline", "--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth",
+                       "--num-iteration", "1", "--num-timesteps", "256", "--log-dir", str(log_dir), "--no-vis",
+                       "--no-progress", "--executor", "ray", env={**ray_env, "RAY_ADDRESS": address},
+                       timeout=SWEEP_TIMEOUT_S, warm=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Ray cluster: local instance (" in result.stdout and "1/1 runs finished" in result.stdout, result.stdout

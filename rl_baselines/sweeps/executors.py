@@ -140,10 +140,20 @@ _CLIENT_SERVER_METHOD = "/ray.rpc.RayletDriver/ClusterInfo"
 _NO_ANSWER = ("UNIMPLEMENTED", "UNAVAILABLE", "DEADLINE_EXCEEDED", "UNKNOWN", "INTERNAL")
 
 
+def _portOutOfRange(address: str) -> str:
+    """:return: what is wrong with the port of a HOST:PORT (or ray://HOST:PORT), "" when it is in 1-65535 (a larger
+    one would be connected to modulo 65536)"""
+    port = int(address.rpartition(":")[2])
+    return "" if 1 <= port <= 65535 else f"port {port} is not in 1-65535"
+
+
 def checkRayAddressForm(address: str) -> None:
-    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT (one line)"""
+    """:raises UsageError: ``--ray-address`` is neither auto, HOST:PORT nor ray://HOST:PORT, or its port is not in
+    1-65535 (one line)"""
     if address != "auto" and not _ADDRESS.fullmatch(address):
         raise UsageError(f"--ray-address {address!r} is not HOST:PORT (or auto, or ray://HOST:PORT)")
+    if address != "auto" and (wrong := _portOutOfRange(address)):
+        raise UsageError(f"--ray-address {address!r}: {wrong}")
 
 
 def checkRayAddress(address: str) -> str:
@@ -153,6 +163,7 @@ def checkRayAddress(address: str) -> str:
         command that runs on the cluster writes anything
     """
     checkRayAddressForm(address)
+    importRay(address)  # not installed: said first (the hints below say to start a cluster with Ray's command)
     if address == "auto":
         resolved = autoAddress()
         _checkReachable(resolved, f"--ray-address auto ({resolved})")
@@ -171,6 +182,8 @@ def autoAddress() -> str:
     if given and given != "auto":
         if not _ADDRESS.fullmatch(given):
             raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r} is not HOST:PORT (or ray://HOST:PORT)")
+        if wrong := _portOutOfRange(given):
+            raise UsageError(f"--ray-address auto: RAY_ADDRESS {given!r}: {wrong}")
         return given
     ray = importRay("auto")
     try:
@@ -222,6 +235,16 @@ def _grpcStatus(grpc: Any, target: str, method: str) -> str:
         return error.code().name
     finally:
         channel.close()
+
+
+def _oneLine(error: BaseException) -> str:
+    """:return: a Ray error's text on one line, at most 300 characters: of a traceback it carries (Ray's client server
+    sends its own), only the exception it ends with"""
+    lines = [line.strip() for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
+    start = next((index for index, line in enumerate(lines) if line.startswith("Traceback (most recent call")), None)
+    if start is not None:
+        lines = [*lines[:start], *lines[-1:]]
+    return " ".join(" ".join(lines).split())[:300]
 
 
 def importRay(address: str | None) -> Any:
@@ -279,8 +302,9 @@ class RayExecutor:
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
         try:
-            if address is None:
-                ray.init(num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES, **options)
+            if address is None:  # "local": a new instance, even where RAY_ADDRESS is set or `ray start` ran here
+                ray.init(address="local", num_cpus=usableCores(), object_store_memory=LOCAL_RAY_OBJECT_STORE_BYTES,
+                         **options)
             else:
                 del options["include_dashboard"]  # a setting of the cluster, not of a client
                 if _isLoopback(connect):  # found by auto after Ray was imported: what importRay sets, too late
@@ -289,8 +313,7 @@ class RayExecutor:
         except (ConnectionError, ValueError, RuntimeError) as error:
             where = f"--ray-address {address}" if address else "a local Ray instance"
             hint = "; a cluster with token authentication also needs RAY_AUTH_MODE=token" if address else ""
-            raise UsageError(f"{where}: cannot start or connect ({' '.join(str(error).split())[:300]}){hint}"
-                             ) from None
+            raise UsageError(f"{where}: cannot start or connect ({_oneLine(error)}){hint}") from None
         resources = ray.cluster_resources()
         cpus, gpus = float(resources.get("CPU", 0)), float(resources.get("GPU", 0))
         if cpus < num_cpus or gpus < num_gpus:

@@ -51,6 +51,7 @@ from rl_baselines.sweeps.sweep import (
     checkGrid,
     expandGrid,
     parseAlgoArgs,
+    reservedFlagProblem,
     sweepId,
     unique,
     unknownTrainFlags,
@@ -138,8 +139,10 @@ def _makeExecutor(args: Any, num_cpu: int) -> Any:
     return LocalExecutor(args.workers or max(1, usableCores() // num_cpu), resume=not args.force)
 
 
-class _Interrupted(BaseException):
-    """SIGTERM: stop the runs in flight like a Ctrl-C would."""
+class _Interrupted(KeyboardInterrupt):
+    """SIGTERM: stop the runs in flight like a Ctrl-C would. A KeyboardInterrupt, so that Ray, whose calls check for
+    signals and turn only a KeyboardInterrupt into their own (any other exception raised there ends in a SystemError),
+    stops a Ray sweep's wait for it too."""
 
 
 def sweepBar(total: int, no_progress: bool) -> tqdm:
@@ -180,7 +183,7 @@ def runPipeline(argv: Sequence[str] | None = None) -> tuple[int, str]:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = buildParser()
     args, train_args = parser.parse_known_args(argv)
-    unknown = unknownTrainFlags(args.algo, train_args, parser._option_string_actions)
+    unknown = reservedFlagProblem(train_args) or unknownTrainFlags(args.algo, train_args, parser._option_string_actions)
     if unknown is not None:
         raise UsageError(unknown)
     _checkRayFlags(args)
@@ -301,8 +304,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             writeAboveBar(bar, f"{prefix}stopped{by}: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
                       + (f": {result.message}" if result.message else ""))
         elif result.state == "failed":
-            writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] exit code {result.returncode}, log "
-                      f"{result.log}" + (f": {result.message}" if result.message else ""))
+            writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] "
+                      f"{_exitCodeAndLog(result)}" + (f": {result.message}" if result.message else ""))
         elif no_progress:
             writeAboveBar(bar, f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
                       + (f" in {result.wall_time_s:.0f} s" if not by else ""))
@@ -396,6 +399,13 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     return failed, interrupted
 
 
+def _exitCodeAndLog(result: RunResult) -> str:
+    """:return: a failed run's exit code and log, as its lines say them: no exit code when its train process did not
+    start or its Ray task died without reporting one, no log when it never had a folder"""
+    return ("no exit code" if result.returncode is None else f"exit code {result.returncode}") + (
+        f", log {result.log}" if result.log else "")
+
+
 def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: list[RunResult], interrupted: bool,
              state_path: str) -> int:
     """Print how the sweep ended; :return: the exit code."""
@@ -419,7 +429,7 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
         if results:
             print(title)
         for result in results:
-            print(f"  {by_id[result.run_id].label} [{result.run_id}]: exit code {result.returncode}, log {result.log}")
+            print(f"  {by_id[result.run_id].label} [{result.run_id}]: {_exitCodeAndLog(result)}")
     if interrupted:
         return 130
     return 0 if finished == len(specs) else 1

@@ -343,6 +343,16 @@ def trainFlagProblem(algo: str, train_args: Sequence[str], owned: Mapping[str, t
     return None
 
 
+def reservedFlagProblem(train_args: Sequence[str]) -> str | None:
+    """:return: one line for a train flag the sweep sets itself (:data:`RESERVED_TRAIN_FLAGS`) among ``train_args``,
+    said before train parses them (a bare ``--resume`` would be refused as a flag that expects a value), or None"""
+    for arg in train_args:
+        for key, flag in RESERVED_TRAIN_FLAGS.items():
+            if arg.split("=", 1)[0] == "--" + key.replace("_", "-"):
+                return f"{flag} cannot be passed"
+    return None
+
+
 def _combinationProblem(algo: str, env: str, srl_model: str, train_args: Sequence[str], registered_rl: dict
                         ) -> str | None:
     """:return: why train would refuse this combination (its one-line message), or None"""
