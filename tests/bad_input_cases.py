@@ -183,6 +183,9 @@ CASES = [
      ["--ray-address", "--executor ray"]),
     ("pipeline-ray-address-not-host-port", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "nohost:abc"],
      ["--ray-address", "'nohost:abc'", "HOST:PORT", "auto", "ray://HOST:PORT"]),
+    ("pipeline-ray-address-port-out-of-range", PIPELINE,
+     [*GT, "--executor", "ray", "--ray-address", "127.0.0.1:99999"],
+     ["--ray-address", "'127.0.0.1:99999'", "port 99999", "1-65535"]),
     ("pipeline-ray-address-nothing-answers", PIPELINE, [*GT, "--executor", "ray", "--ray-address", "127.0.0.1:1"],
      ["--ray-address 127.0.0.1:1", "nothing answers there", "ray start --head", "leave --ray-address out"]),
     ("pipeline-bad-train-flag", PIPELINE, [*GT, "--num-timesteps", "0"], ["--num-timesteps", "'0'"]),
@@ -408,6 +411,7 @@ CATEGORIES = {
     "wrong type or range": [
         "train-minibatch-of-one", "fusioner-empty-destination",
         "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
+        "pipeline-ray-address-port-out-of-range",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
         "pipeline-empty-log-dir", "search-empty-study-name", "train-hyperparam-nan",
         "train-hyperparam-inf", "train-unbounded-hyperparam-nan", "plots-vis-env-a-path",
