@@ -34,7 +34,7 @@ import re
 import sys
 import urllib.parse
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -206,6 +206,8 @@ class VisdomPlotter:
     :param own_env: the run is new: an ``env_name`` that already holds windows on the server (those of another run
         with the same name, as one of the same run folder name in another log folder) is not drawn into; the first
         of ``<env_name>_2``, ``<env_name>_3``, ... without windows is, and ``env_name`` becomes that name
+    :param on_env: with ``own_env``, called once with the name chosen, when the server first answers (the run records
+        it, so that its resumes draw into the same windows)
     """
 
     # what the plotter draws for, as its warning names it ("live plots are off for the rest of this run")
@@ -222,6 +224,7 @@ class VisdomPlotter:
         max_points: int = 5000,
         announce: bool = False,
         own_env: bool = False,
+        on_env: Callable[[str], None] | None = None,
     ) -> None:
         if episode_window < 1:
             raise ValueError(f"episode_window must be at least 1, got {episode_window}")
@@ -236,6 +239,7 @@ class VisdomPlotter:
         self.max_points = int(max_points)
         self.announce = announce
         self.own_env = own_env
+        self.on_env = on_env
         self._setEnv(env_name)
         self._viz: Any = None
         self._disabled = False
@@ -335,6 +339,8 @@ class VisdomPlotter:
                 return False
             self._setEnv(name)
             viz.env = name
+            if self.on_env is not None:
+                self.on_env(name)
         self._viz = viz
         return True
 

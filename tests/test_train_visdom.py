@@ -13,6 +13,7 @@ from conftest import runFolder, runModule
 
 from replay.visdom_server import findFreePort
 from rl_baselines.runs import train
+from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
 from rl_baselines.runs.train import trainCommand
 from srl_toolbox.plots import movingAverage
@@ -77,3 +78,76 @@ def test_runs_of_one_folder_name_in_two_log_folders_get_an_env_each(tmp_path, vi
         window = json.loads(client.get_window_data(f"{name}_reward", name))
         raw = {trace["name"]: trace for trace in window["content"]["data"]}["random_agent raw"]
         np.testing.assert_allclose(raw["y"], run_rewards)
+
+
+def _stoppedAt700(monkeypatch, argv):
+    """Train ``argv`` (checkpoints every 500 steps) and stop it at step 700 as a second Ctrl-C does (exit 130)."""
+    original = TrainingCallbacks.on_step
+
+    def interruptAt700(self):
+        keep_going = original(self)
+        if self.num_timesteps >= 700:
+            raise KeyboardInterrupt
+        return keep_going
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", interruptAt700)
+    result = trainCommand([*argv, "--checkpoint-freq", "500"])
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    assert result.exit_code == 130
+    return result.run_dir
+
+
+def _args(run_dir):
+    with open(os.path.join(run_dir, "args.json")) as handle:
+        return json.load(handle)
+
+
+def _logLines(out, prefix):
+    return [line[len(prefix):].split(" ")[0] for line in out.splitlines() if line.startswith(prefix)]
+
+
+def test_a_resumed_run_draws_and_logs_where_it_started(tmp_path, visdom_port, monkeypatch, capsys):
+    # the second of two runs of one folder name drew into <env>_2, but its resume drew into <env>, the first run's
+    # windows, and both wrote (and the resume purged) one tensorboard folder
+    stamp = f"test-{os.path.basename(tmp_path)}"
+    monkeypatch.setattr(train, "newStamp", lambda: stamp)
+    name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{stamp}_same"
+    tensorboard = str(tmp_path / "tb")
+    args = [*TRAIN_ARGS, "--port", str(visdom_port), "--tag", "same", "--tensorboard-log", tensorboard]
+    first = trainCommand([*args, "--seed", "0", "--log-dir", str(tmp_path / "logs0")])
+    assert first.exit_code == 0
+    run_dir = _stoppedAt700(monkeypatch, [*args, "--seed", "1", "--log-dir", str(tmp_path / "logs1")])
+    assert trainCommand(["--resume", run_dir, "--no-progress", "--port", str(visdom_port)]).exit_code == 0
+    out = capsys.readouterr().out
+    page = f"http://127.0.0.1:{visdom_port}/env/"
+    assert _logLines(out, "Live plots: ") == [page + name, page + f"{name}_2", page + f"{name}_2"]
+    assert _logLines(out, "Tensorboard log: ") == [os.path.join(tensorboard, folder)
+                                                   for folder in (name, f"{name}_2", f"{name}_2")]
+    records = [_args(folder) for folder in (first.run_dir, run_dir)]
+    assert [(record["visdom_env"], record["tensorboard_run"]) for record in records] == [
+        (name, name), (f"{name}_2", f"{name}_2")]
+    client = visdom.Visdom(server="http://127.0.0.1", port=visdom_port, use_incoming_socket=False)
+    for folder, env in ((first.run_dir, name), (run_dir, f"{name}_2")):  # each run's curve in its own windows
+        window = json.loads(client.get_window_data(f"{env}_reward", env))
+        raw = {trace["name"]: trace for trace in window["content"]["data"]}["random_agent raw"]
+        np.testing.assert_allclose(raw["y"], loadEpisodes(os.path.join(folder, "monitor"))["rewards"])
+
+
+def test_a_run_recorded_without_log_names_resumes_into_its_first_names(tmp_path, visdom_port, monkeypatch, capsys):
+    # a run folder written before args.json recorded them: its resume draws and logs where such a run always did
+    stamp = f"test-{os.path.basename(tmp_path)}"
+    monkeypatch.setattr(train, "newStamp", lambda: stamp)
+    name = f"MobileRobotGymEnv-v0_ground_truth_random_agent_{stamp}_old"
+    tensorboard = str(tmp_path / "tb")
+    run_dir = _stoppedAt700(monkeypatch, [*TRAIN_ARGS, "--port", str(visdom_port), "--tag", "old", "--log-dir",
+                                          str(tmp_path / "logs"), "--tensorboard-log", tensorboard])
+    record = _args(run_dir)
+    del record["visdom_env"], record["tensorboard_run"]
+    with open(os.path.join(run_dir, "args.json"), "w") as handle:
+        json.dump(record, handle)
+    capsys.readouterr()
+    assert trainCommand(["--resume", run_dir, "--no-progress", "--port", str(visdom_port)]).exit_code == 0
+    out = capsys.readouterr().out
+    assert _logLines(out, "Live plots: ") == [f"http://127.0.0.1:{visdom_port}/env/{name}"]
+    assert _logLines(out, "Tensorboard log: ") == [os.path.join(tensorboard, name)]
+    assert "visdom_env" not in _args(run_dir)

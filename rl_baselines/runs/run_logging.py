@@ -17,14 +17,16 @@ A :class:`RunLogger` belongs to the training callback and is shared by everythin
   progress.csv). An algorithm that writes no training rows (``TRAINING_ROWS = False``: random_agent) gets them at
   each refresh instead, at the step of the last new episode.
 
-There is one ``SummaryWriter`` per run, in ``<--tensorboard-log>/<env>_<srl-model>_<algo>_<run folder name>/``. A
-resumed run writes into the same folder with ``purge_step`` one past its checkpoint's step N: tensorboard keeps what
-the stopped process wrote up to step N (all that is logged at step N, an SB3 log dump's row included, comes before
-the checkpoint taken at N) and hides what it wrote at later steps, which the resumed run writes again from N + 1 on
-(an episode that ended by step N stays the stopped process's), so each step has one point. For that to hold after a
-kill, each checkpoint is preceded by :meth:`RunLogger.flush` (the callback first logs the episodes that ended since
-its last refresh and writes the pending row): everything logged up to its step is on disk when it is written, not in
-the writer's buffer or a row to come.
+There is one ``SummaryWriter`` per run, in ``<--tensorboard-log>/<env>_<srl-model>_<algo>_<run folder name>/``, or
+``<that name>_2``, ``_3``, ... where another run's folder holds that name: a new run claims its folder
+(:func:`claimTensorboardFolder`) and args.json records its name (:data:`TENSORBOARD_RUN_KEY`; a run recorded without
+it uses the first name). A resumed or restarted run writes into the folder its args.json names, a resumed one with
+``purge_step`` one past its checkpoint's step N: tensorboard keeps what the stopped process wrote up to step N (all
+that is logged at step N, an SB3 log dump's row included, comes before the checkpoint taken at N) and hides what it
+wrote at later steps, which the resumed run writes again from N + 1 on (an episode that ended by step N stays the
+stopped process's), so each step has one point. For that to hold after a kill, each checkpoint is preceded by
+:meth:`RunLogger.flush` (the callback first logs the episodes that ended since its last refresh and writes the pending
+row): everything logged up to its step is on disk when it is written, not in the writer's buffer or a row to come.
 A checkpoint keeps the values recorded for the next progress.csv row (:meth:`RunLogger.pendingState`, the running
 means of an algorithm's statistics included), which a run resumed from it puts back, so that its rows are the
 uninterrupted run's. Visdom points are sent at most once per second (a dead server costs one warning).
@@ -73,13 +75,45 @@ def checkTensorboard(folder: str) -> None:
     checkWritableFolder(folder, "--tensorboard-log")
 
 
+# Keys of args.json naming where a run's logs go, chosen once for the run: its tensorboard sub-folder under
+# --tensorboard-log (written when the run is created; absent without --tensorboard-log), and its visdom environment
+# (None until the run's plotter first reaches a server and picks it, then that name; absent in a run recorded before
+# these keys: its resumes draw into tensorboardRunName's name).
+TENSORBOARD_RUN_KEY = "tensorboard_run"
+VISDOM_ENV_KEY = "visdom_env"
+# Names a new run tries for a tensorboard folder of its own: the run's name, then <name>_2, ...
+TENSORBOARD_FOLDER_ATTEMPTS = 1000
+
+
+def claimTensorboardFolder(root: str, name: str) -> str:
+    """
+    Make a new run's tensorboard folder, one no other run writes into.
+
+    :param root: the ``--tensorboard-log`` folder
+    :param name: the run's name (:func:`tensorboardRunName`)
+    :return: the sub-folder made, ``name`` or, where a folder of that name exists (another run's), the first free
+        of ``<name>_2``, ``<name>_3``, ...
+    :raises OSError: no free name, or the folder cannot be made
+    """
+    os.makedirs(root, exist_ok=True)
+    for attempt in range(1, TENSORBOARD_FOLDER_ATTEMPTS + 1):
+        chosen = name if attempt == 1 else f"{name}_{attempt}"
+        try:
+            os.mkdir(os.path.join(root, chosen))
+            return chosen
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free tensorboard folder for {name} in {root}")
+
+
 def tensorboardRunName(env: str, srl_model: str, algo: str, run_dir: str) -> str:
     """
     :param env: the env id
     :param srl_model: the observation
     :param algo: the algorithm
     :param run_dir: the run folder
-    :return: the run's sub-folder name under ``--tensorboard-log`` (also its visdom environment name)
+    :return: the run's name: its sub-folder under ``--tensorboard-log`` and its visdom environment, but for
+        another run's of the same name (:func:`claimTensorboardFolder`, ``VisdomPlotter``'s ``own_env``)
     """
     return f"{env}_{srl_model}_{algo}_{os.path.basename(os.path.normpath(run_dir))}"
 

@@ -31,6 +31,12 @@ from rl_baselines.runs.resume import (
     loadResumeArgs,
     lockRun,
 )
+from rl_baselines.runs.run_logging import (
+    TENSORBOARD_RUN_KEY,
+    VISDOM_ENV_KEY,
+    claimTensorboardFolder,
+    tensorboardRunName,
+)
 from rl_baselines.runs.train_checks import algorithmClass, algorithmParser, baseParser, validate
 from rl_baselines.runs.train_config import DEFAULT_ALGO as DEFAULT_ALGO  # re-exported: the command's defaults
 from rl_baselines.runs.train_config import DEFAULT_ENV as DEFAULT_ENV
@@ -126,6 +132,11 @@ def prepareRunFolder(config: TrainConfig, plan: Any, env_class: type, srl_record
     saved_args = config.argsRecord()
     # What the hyperparameter file said at the start: a resumed run must not read a file changed since.
     saved_args[RESOLVED_HYPERPARAMS_KEY] = hyperparamStrings(config)
+    # Where the run's logs go, chosen once: its own tensorboard folder now, its visdom env at its first draw
+    if config.tensorboard_log:
+        saved_args[TENSORBOARD_RUN_KEY] = claimTensorboardFolder(
+            config.tensorboard_log, tensorboardRunName(config.env, config.srl_model, config.algo, run_dir))
+    saved_args[VISDOM_ENV_KEY] = None
     writeJson(RunFolder(run_dir).args_file, saved_args)
     env_kwargs = registered_rl[config.algo][0].envKeywords(dict(config.env_kwargs))  # as the algorithm builds them
     writeJson(RunFolder(run_dir).env_globals_file, env_class.getGlobals(env_kwargs))

@@ -27,9 +27,15 @@ from rl_baselines.runs.callbacks import standardCallbacks
 from rl_baselines.runs.evaluation import Evaluator
 from rl_baselines.runs.monitor_files import runEnvs
 from rl_baselines.runs.resume import continueCommand, installStopHandlers
-from rl_baselines.runs.run_logging import RunLogger, sharedProgressLogger, tensorboardRunName
+from rl_baselines.runs.run_logging import (
+    TENSORBOARD_RUN_KEY,
+    VISDOM_ENV_KEY,
+    RunLogger,
+    sharedProgressLogger,
+    tensorboardRunName,
+)
 from rl_baselines.runs.train_config import TrainConfig, TrainResult
-from srl_toolbox.files import FolderVanished, readJson
+from srl_toolbox.files import FolderVanished, readJson, writeJson
 from srl_toolbox.plots import VisdomPlotter, saveLearningCurve
 
 
@@ -50,11 +56,11 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
     os.makedirs(config.monitor_dir, exist_ok=plan is not None)
     plotter = None
     if not config.no_vis:
-        visdom_env = f"{config.env}_{config.srl_model}_{config.algo}_{os.path.basename(run_dir)}"
+        visdom_env, own_env = _visdomEnv(config, plan)
         plotter = VisdomPlotter(port=config.port, env_name=visdom_env,
                                 title=f"{config.env} {config.srl_model}", legend=config.algo,
-                                episode_window=config.episode_window, announce=True,
-                                own_env=plan is None)  # a resumed or restarted run draws into its own windows
+                                episode_window=config.episode_window, announce=True, own_env=own_env,
+                                on_env=(lambda name: _recordVisdomEnv(run_dir, name)) if own_env else None)
     torch.set_num_threads(config.torch_threads)  # the recorded count: float sums split as in the run's first process
     set_random_seed(config.seed)  # Python, NumPy and torch, whatever the algorithm; envs are seeded by makeEnv
     algo = algo_class()
@@ -101,6 +107,28 @@ def trainInRunFolder(config: TrainConfig, plan: Any, algo_class: type) -> TrainR
                 _closeCutEnv(algo)
     finally:
         uninstall_handlers()
+
+
+def _visdomEnv(config: TrainConfig, plan: Any) -> tuple[str, bool]:
+    """:return: the run's visdom env and whether its plotter picks it (``own_env``): the name args.json records; a
+    new run, or one that has not reached a server yet (recorded None): the run's name, or its first free
+    ``_2``, ``_3``, ... (recorded then); a run recorded before the key: its name, as it drew into"""
+    name = tensorboardRunName(config.env, config.srl_model, config.algo, config.run_dir)
+    recorded = readJson(RunFolder(config.run_dir).args_file)
+    if VISDOM_ENV_KEY not in recorded:
+        return name, plan is None
+    chosen = recorded[VISDOM_ENV_KEY]
+    return (name, True) if chosen is None else (str(chosen), False)
+
+
+def _recordVisdomEnv(run_dir: str, name: str) -> None:
+    """Record the visdom env a run's plotter chose in its args.json (a run folder gone meanwhile: nothing; the run
+    ends at its next save)"""
+    folder = RunFolder(run_dir)
+    try:
+        writeJson(folder.args_file, {**readJson(folder.args_file), VISDOM_ENV_KEY: name})
+    except (OSError, ValueError):
+        pass
 
 
 def _closeCutEnv(algo: Any) -> None:
@@ -168,12 +196,14 @@ def _runLogger(config: TrainConfig, algo_class: type, plotter: Any, purge_step: 
     :param algo_class: the algorithm's class (its TRAINING_ROWS)
     :param plotter: the live plots, or None
     :param purge_step: a resumed run's checkpoint step (tensorboard hides what came after it), else None
-    :return: the run's RunLogger (progress.csv, visdom, and tensorboard in DIR/<run name>/ with --tensorboard-log)
+    :return: the run's RunLogger (progress.csv, visdom, and tensorboard with --tensorboard-log, in the folder its
+        args.json names, else DIR/<run name>/)
     """
     tensorboard_dir = None
     if config.tensorboard_log:
-        tensorboard_dir = os.path.join(config.tensorboard_log,
-                                       tensorboardRunName(config.env, config.srl_model, config.algo, config.run_dir))
+        name = readJson(RunFolder(config.run_dir).args_file).get(TENSORBOARD_RUN_KEY)  # (None: recorded before it)
+        tensorboard_dir = os.path.join(config.tensorboard_log, name or tensorboardRunName(
+            config.env, config.srl_model, config.algo, config.run_dir))
         print(f"Tensorboard log: {tensorboard_dir} (tensorboard --logdir {config.tensorboard_log})")
     return RunLogger(config.run_dir, tensorboard_dir, plotter, purge_step, algo_class.TRAINING_ROWS)
 
