@@ -9,13 +9,16 @@ import urllib.request
 import numpy as np
 import pytest
 import visdom
-from conftest import runFolder, runModule
+from conftest import runFolder, runModule, trainHere
 
 from replay.visdom_server import findFreePort
+from rl_baselines.core.registry import registered_rl
 from rl_baselines.runs import train
 from rl_baselines.runs.callbacks import TrainingCallbacks
 from rl_baselines.runs.monitor_files import loadEpisodes
+from rl_baselines.runs.resume import loadResumeArgs
 from rl_baselines.runs.train import trainCommand
+from rl_baselines.runs.train_checks import baseParser
 from srl_toolbox.plots import movingAverage
 
 pytestmark = pytest.mark.slow  # whole trainings or sweeps: left out of `make test-fast`
@@ -151,3 +154,15 @@ def test_a_run_recorded_without_log_names_resumes_into_its_first_names(tmp_path,
     assert _logLines(out, "Live plots: ") == [f"http://127.0.0.1:{visdom_port}/env/{name}"]
     assert _logLines(out, "Tensorboard log: ") == [os.path.join(tensorboard, name)]
     assert "visdom_env" not in _args(run_dir)
+
+
+def test_a_resumed_runs_log_names_are_not_among_its_settings(tmp_path):
+    """args.json's visdom_env and tensorboard_run say where the run's logs go; a resume reads them from the file, and
+    they do not reach the run's settings (TrainConfig.extra, a v1 plugin's namespace) as unknown keys."""
+    run_dir = trainHere(*TRAIN_ARGS, "--log-dir", tmp_path / "logs", "--tensorboard-log",
+                        tmp_path / "tb")
+    with open(os.path.join(run_dir, "args.json"), encoding="utf-8") as handle:
+        recorded = json.load(handle)
+    assert recorded["visdom_env"] is None and recorded["tensorboard_run"] in os.listdir(tmp_path / "tb")
+    args, _ = loadResumeArgs(["--resume", run_dir], registered_rl, baseParser)
+    assert "visdom_env" not in args.extra and "tensorboard_run" not in args.extra

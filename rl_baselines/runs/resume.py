@@ -60,6 +60,7 @@ from rl_baselines.core.run_folder import (
 )
 from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, NORMALISATION_FILE
 from rl_baselines.runs.evaluation import keepFirstEvaluations
+from rl_baselines.runs.run_logging import TENSORBOARD_RUN_KEY, VISDOM_ENV_KEY
 from rl_baselines.runs.run_policy import recordedSRLModelFolder
 from rl_baselines.runs.train_config import TrainConfig, upgradeArgsRecord
 from srl_models.config import describeSRLModel
@@ -437,6 +438,8 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
         if getattr(given, name) is not None:
             values[name] = getattr(given, name)
     values["resume"], values["run_folder"] = None, None
+    for name in (VISDOM_ENV_KEY, TENSORBOARD_RUN_KEY):  # where its logs go: the train loop reads them from args.json
+        values.pop(name, None)
     try:  # the device asked for now, else the run's own when this machine has it, else this machine's
         values["device"], note = reuseDevice(saved.get("device"), given.device)
     except ValueError as error:

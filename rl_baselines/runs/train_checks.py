@@ -35,7 +35,7 @@ from rl_baselines.core.run_folder import RUN_FOLDER_ATTEMPTS, newStamp, tagRefus
 from rl_baselines.envs.factory import envKwargsFromArgs
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.pretrain import checkDataset
-from rl_baselines.runs.run_logging import checkTensorboard, tensorboardRunName
+from rl_baselines.runs.run_logging import TENSORBOARD_FOLDER_ATTEMPTS, checkTensorboard, tensorboardRunName
 from rl_baselines.runs.train_config import RUN_FIELDS, TrainConfig, addFlags, appliedSettings
 from srl_models.base import readExpConfig
 from srl_models.config import (
@@ -89,6 +89,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
         added = len(newStamp()) + len("_") + len(f"_{RUN_FOLDER_ATTEMPTS - 1}")
         if args.tensorboard_log:
             added += len(os.fsencode(tensorboardRunName(args.env, args.srl_model, args.algo, "")))
+            added += len(f"_{TENSORBOARD_FOLDER_ATTEMPTS}")  # its sub-folder's suffix when another run has the name
         checkNameLength(args.tag, args.log_dir, "--tag", added, "run folder's name end")
     if args.env not in registered_env:
         raise UsageError(unknownEnvText(args.env))
