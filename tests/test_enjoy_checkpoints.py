@@ -338,3 +338,16 @@ def test_a_folder_inside_a_run_names_the_run_and_the_flag_that_plays_it(checkpoi
                                              rf"{re.escape(run_dir)}{flag}$"):
             enjoy_baselines.main(["--log-dir", folder, *REPLAY])
 
+
+def test_a_run_that_saved_no_model_yet_says_when_it_will(checkpointedRun, tmp_path):
+    """A run still training before its first checkpoint (no model, no checkpoint, no best model) was refused with
+    "holds no latest model" alone; the refusal says when such a run saves one."""
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    os.remove(os.path.join(run_dir, "ppo2_model.zip"))
+    shutil.rmtree(os.path.join(run_dir, "checkpoints"))
+    with pytest.raises(UsageError, match=r"holds no latest model \(.*\); the run has saved no model yet \(still "
+                                         r"training, or stopped before\): it saves one at its first checkpoint, step "
+                                         r"250 \(--checkpoint-freq\), its best model once 100 episodes have finished "
+                                         r"\(--min-episodes-save\)$"):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY])
