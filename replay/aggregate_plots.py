@@ -54,6 +54,8 @@ from replay.results import (
 from srl_toolbox.cli import CLIParser, HeldWarnings, checkOutputFiles, nonEmptyText, positiveInt, runCommand
 from srl_toolbox.files import atomicPath
 
+DEFAULT_NUM_POINTS = 200  # points of a --timesteps curve
+
 
 def buildParser() -> CLIParser:
     """:return: the command's parser"""
@@ -67,7 +69,8 @@ def buildParser() -> CLIParser:
     result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")
     result.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
                         help="episodes of the moving average [40]")
-    result.add_argument("--num-points", type=positiveInt, default=200, help="points of a --timesteps curve [200]")
+    result.add_argument("--num-points", type=positiveInt, default=None,
+                        help=f"points of a --timesteps curve [{DEFAULT_NUM_POINTS}]")
     result.add_argument("--group-by", nargs="+", default=[], metavar="KEY",
                         help="more args.json keys that split methods (e.g. continuous_actions)")
     return result
@@ -177,9 +180,13 @@ def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace
     :param argv: command-line arguments (default: sys.argv[1:])
     :return: the parsed flags, the runs by method (groupRuns), each env's figure stem and each method's curve stem
     :raises UsageError: bad input (one line)
-    :warns: the runs skipped, and methods that mix settings
+    :warns: the runs skipped, methods that mix settings, and --num-points without --timesteps (it does nothing)
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
+    if args.num_points is not None and not args.timesteps:
+        warnings.warn(f"--num-points {args.num_points} sets the points of a --timesteps curve; without --timesteps "
+                      "a curve has a point per episode, and it does nothing")
+    args.num_points = args.num_points or DEFAULT_NUM_POINTS
     runs = measuredRuns(findRuns(args.log_dir, args.group_by, evaluation_only=True), args.group_by)
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
     if args.output and (args.output.endswith(("/", os.sep)) or os.path.isdir(args.output)):

@@ -35,6 +35,7 @@ from environments import getEnvClass, groundTruthRefusal, registered_env
 from environments.srl_env import displayRefusal
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
+from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder, enclosingRun
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
@@ -155,11 +156,30 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
     :raises UsageError: the folder holds no run
     """
     # Shared with the dataset generator's --policy (rl_baselines.runs.run_policy), which reads run folders too.
-
+    if os.path.isdir(run_dir) and not os.path.isfile(RunFolder(run_dir).args_file):
+        inside = enclosingRun(run_dir)
+        if inside is not None:
+            run, below = inside
+            raise UsageError(f"--log-dir {run_dir!r} is {below}/ inside the run {run}, not a run folder: give "
+                             f"--log-dir {run}{insideRunFlag(below)}")
     try:
         return readRunConfig(run_dir, "--log-dir")
     except ValueError as error:
         raise UsageError(str(error)) from None
+
+
+def insideRunFlag(below: str) -> str:
+    """
+    :param below: the path of a folder inside a run, relative to the run (:func:`enclosingRun`)
+    :return: the flag that plays what that folder holds, with a leading space: ``checkpoints/<N>_steps``:
+        ``--load-checkpoint N``, ``checkpoints``: ``--load-last-checkpoint``, ``best``: ``--model best``; empty for
+        any other folder
+    """
+    parts = below.split("/")
+    if parts[0] == CHECKPOINTS_DIR:
+        steps = parts[1].removesuffix("_steps") if len(parts) >= 2 else ""
+        return f" --load-checkpoint {steps}" if steps.isdigit() else " --load-last-checkpoint"
+    return " --model best" if parts == [BEST_DIR] else ""
 
 
 def renderRefusal(env_id: str, video: str | None = None) -> str | None:

@@ -78,6 +78,7 @@ class CLIParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.flag_hints: dict[str, str] = {}
+        self._command_line: list[str] = []  # the arguments being parsed, for error()
         if self.add_help:
             self.add_argument("--version", action="version", version=f"%(prog)s (srl-toolbox {__version__})",
                               help="print the srl-toolbox version and exit")
@@ -87,14 +88,25 @@ class CLIParser(argparse.ArgumentParser):
             with what its refusal says instead of a close flag (``rl_zoo3's -n is --num-timesteps here``)"""
         self.flag_hints.update(hints)
 
+    def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
+        # kept for error(): a missing required flag is refused before the unrecognized ones are named
+        self._command_line = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
+    def _hintsFor(self, args: Sequence[str]) -> list[str]:
+        """:return: the hints of the flags among ``args`` (``--flag`` or ``--flag=value``) that have one, once each"""
+        flags = [str(arg).split("=", 1)[0] for arg in args]
+        return list(dict.fromkeys(self.flag_hints[flag] for flag in flags if flag in self.flag_hints))
+
     def error(self, message: str) -> NoReturn:
         if message.startswith(UNRECOGNIZED):
             args = message.removeprefix(UNRECOGNIZED).split()
-            flags = [arg.split("=", 1)[0] for arg in args]
-            hints = list(dict.fromkeys(self.flag_hints[flag] for flag in flags if flag in self.flag_hints))
-            meant = flagsMeant([arg for arg, flag in zip(args, flags) if flag not in self.flag_hints],
+            meant = flagsMeant([arg for arg in args if arg.split("=", 1)[0] not in self.flag_hints],
                                self._option_string_actions)
-            said = hints + ([f"did you mean {meant}?"] if meant else [])
+            said = self._hintsFor(args) + ([f"did you mean {meant}?"] if meant else [])
+            message += f" ({'; '.join(said)})" if said else ""
+        elif message.startswith(REQUIRED):  # another tool's spelling of the flag missing (rl_zoo3's -f for --log-dir)
+            said = self._hintsFor(self._command_line)
             message += f" ({'; '.join(said)})" if said else ""
         raise UsageError(message)
 
@@ -112,6 +124,7 @@ def zooFlagHints(zoo_flags: Mapping[tuple[str, ...], str]) -> dict[str, str]:
 
 
 UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
+REQUIRED = "the following arguments are required: "  # argparse's message for required flags not given
 
 
 def flagsMeant(args: Sequence[str], options: Iterable[str]) -> str:

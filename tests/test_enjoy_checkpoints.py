@@ -14,6 +14,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 
@@ -320,3 +321,33 @@ def test_the_first_step_of_a_replay_is_an_episode_start(checkpointedRun, monkeyp
     monkeypatch.setattr(enjoy_baselines, "loadRun", loadRecording)
     assert enjoy_baselines.main(["--log-dir", checkpointedRun, "--num-timesteps", "10", "--no-progress"]) == 0
     assert len(seen) == 10 and seen[0].tolist() == [True] and seen[1].tolist() == [False]
+
+
+def test_a_folder_inside_a_run_names_the_run_and_the_flag_that_plays_it(checkpointedRun, tmp_path):
+    """--log-dir given a run's checkpoint folder (as rl_zoo3 users point at a saved model's folder), its checkpoints/
+    or best/ folder: the refusal said only "holds no run"; it names the run and the flag that plays that model."""
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    os.makedirs(os.path.join(run_dir, "best"), exist_ok=True)
+    for below, flag in (("checkpoints/250_steps", " --load-checkpoint 250"),
+                        ("checkpoints/250_steps/training_state", " --load-checkpoint 250"),
+                        ("checkpoints", " --load-last-checkpoint"), ("best", " --model best"), ("monitor", "")):
+        folder = os.path.join(run_dir, *below.split("/"))
+        with pytest.raises(UsageError, match=rf"^--log-dir '{re.escape(folder)}' is {below}/ inside the run "
+                                             rf"{re.escape(run_dir)}, not a run folder: give --log-dir "
+                                             rf"{re.escape(run_dir)}{flag}$"):
+            enjoy_baselines.main(["--log-dir", folder, *REPLAY])
+
+
+def test_a_run_that_saved_no_model_yet_says_when_it_will(checkpointedRun, tmp_path):
+    """A run still training before its first checkpoint (no model, no checkpoint, no best model) was refused with
+    "holds no latest model" alone; the refusal says when such a run saves one."""
+    run_dir = str(tmp_path / "run")
+    shutil.copytree(checkpointedRun, run_dir)
+    os.remove(os.path.join(run_dir, "ppo2_model.zip"))
+    shutil.rmtree(os.path.join(run_dir, "checkpoints"))
+    with pytest.raises(UsageError, match=r"holds no latest model \(.*\); the run has saved no model yet \(still "
+                                         r"training, or stopped before\): it saves one at its first checkpoint, step "
+                                         r"250 \(--checkpoint-freq\), its best model once 100 episodes have finished "
+                                         r"\(--min-episodes-save\)$"):
+        enjoy_baselines.main(["--log-dir", run_dir, *REPLAY])

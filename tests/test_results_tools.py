@@ -641,3 +641,17 @@ def test_the_y_axis_spans_the_runs_not_a_band_wider_than_them(tmp_path, monkeypa
     aggregate_plots.plotCurves(str(tmp_path / "f.png"), [("flat", np.arange(3.0), np.ones((2, 3)))], "env", "x")
     low, high = drawn[1].axes[0].get_ylim()
     assert low < 1.0 < high  # one value: matplotlib's own limits around it
+
+
+def test_num_points_without_timesteps_warns_that_it_does_nothing(runs, tmp_path):
+    """--num-points sets the points of a --timesteps curve; without --timesteps it was ignored without a word."""
+    log_dir = tmp_path / "logs"
+    shutil.copytree(runs["folders"][("ppo2", 0)], log_dir / "a")
+    with pytest.warns(UserWarning, match=r"^--num-points 5 sets the points of a --timesteps curve; without "
+                                         r"--timesteps a curve has a point per episode, and it does nothing$"):
+        assert aggregate_plots.main(["-i", str(log_dir), "--num-points", "5", "-o", str(tmp_path / "a" / "x")]) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert aggregate_plots.main(["-i", str(log_dir), "--num-points", "5", "--timesteps",
+                                     "-o", str(tmp_path / "b" / "x")]) == 0
+    assert np.load(tmp_path / "b" / "x_MobileRobotGymEnv-v0_ppo2_ground_truth.npz")["x"].size == 5

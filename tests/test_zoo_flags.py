@@ -44,6 +44,18 @@ def test_enjoy_names_the_equivalent_of_an_rl_zoo_flag(argv: list[str], hint: str
     assert hint in message and message.count(hint) == 1 and "did you mean" not in message
 
 
+def test_enjoy_without_log_dir_names_the_equivalent_of_the_rl_zoo_flags_given() -> None:
+    """rl_zoo3's ``enjoy --algo ppo2 --env ENV -f logs/`` gives no --log-dir: argparse refuses the missing flag before
+    the unrecognized ones, and the refusal named only --log-dir; it names the equivalents of the rl_zoo3 flags too."""
+    with pytest.raises(UsageError, match=r"^the following arguments are required: --log-dir \(rl_zoo3's "
+                                         r"--algo/--env: not needed: the run folder names them \(its args.json\); "
+                                         r"rl_zoo3's -f/--folder/--exp-id is --log-dir RUN \(the run's own folder\) "
+                                         r"here\)$"):
+        buildParser().parse_args(["--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "-f", "logs/"])
+    with pytest.raises(UsageError, match=r"^the following arguments are required: --log-dir$"):
+        buildParser().parse_args(["--num-timesteps", "3"])
+
+
 def test_a_misspelt_flag_is_pointed_to_the_flag_meant_never_to_its_negation() -> None:
     assert flagsMeant(["--no-render"], ["--render", "--video"]) == ""
     assert flagsMeant(["--progress"], ["--no-progress"]) == ""

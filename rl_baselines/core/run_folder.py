@@ -161,6 +161,25 @@ def newestRunBelow(folder: str) -> tuple[str | None, int]:
     return newest, count
 
 
+def enclosingRun(folder: str, levels: int = 3) -> tuple[str, str] | None:
+    """
+    :param folder: a folder that is not a run (one given for a run: a checkpoint's, ``best/``, ``monitor/``)
+    :param levels: how many folders up to look
+    :return: (the nearest run folder above it, holding its args.json; ``folder``'s path below that run, with ``/``),
+        None when none of the ``levels`` folders above holds a run
+    """
+    below: list[str] = []
+    current = os.path.abspath(folder)
+    for _ in range(levels):
+        current, name = os.path.split(current)
+        if not name:
+            return None
+        below.insert(0, name)
+        if os.path.isfile(os.path.join(current, ARGS_FILE)):
+            return current, "/".join(below)
+    return None
+
+
 def runsBelowHint(folder: str) -> str:
     """
     :param folder: a folder given for one run that is none (a run's root, as train's ``--log-dir``)

@@ -45,6 +45,7 @@ from rl_baselines.runs.run_policy import (
     recordedSRLModelFolder,
 )
 from rl_baselines.runs.train_config import TrainConfig
+from rl_baselines.runs.train_loop import checkpointInterval
 from srl_toolbox.text import shortRepr
 
 SAVED_MODELS = ("latest", "best")
@@ -307,6 +308,21 @@ def findCheckpoint(run_dir: str, checkpoint: int | str, what: str) -> tuple[int,
     return checkpoint, folder, ()
 
 
+def firstSaveText(train_args: TrainConfig) -> str:
+    """
+    :param train_args: a run's settings
+    :return: when such a run saves its first model, for the refusal of one that has saved none (still training, or
+        stopped before): at its first checkpoint (``--checkpoint-freq``, five per run by default) or, without
+        checkpoints, at its end; and its best model once ``--min-episodes-save`` episodes have finished
+    """
+    interval = checkpointInterval(train_args.checkpoint_freq, train_args.num_timesteps)
+    first = (f"at its first checkpoint, step {interval:,} (--checkpoint-freq)" if interval > 0 else
+             f"at its end, step {train_args.num_timesteps:,} (--checkpoint-freq -1: no checkpoint before)")
+    best = ("its best model at its first evaluation (--eval-freq)" if train_args.eval_freq > 0 else
+            f"its best model once {train_args.min_episodes_save} episodes have finished (--min-episodes-save)")
+    return f"the run has saved no model yet (still training, or stopped before): it saves one {first}, {best}"
+
+
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
             train_args: TrainConfig | None = None, checkpoint: int | str | None = None,
             checkpoint_flag: str | None = None) -> LoadedRun:
@@ -357,6 +373,8 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         hint = (f"; the run has saved none yet (still training, before its first checkpoint?), and its best model "
                 f"from an evaluation is there: {best} (enjoy_baselines --model best)"
                 if which == "latest" and checkpoint is None and os.path.isfile(best) else "")
+        if which == "latest" and checkpoint is None and not hint:
+            hint = f"; {firstSaveText(train_args)}"
         if which == "best" and checkpoint is None:
             when = ("with --eval-freq saves one at its first evaluation" if train_args.eval_freq > 0 else
                     f"saves one once {train_args.min_episodes_save} episodes have finished (--min-episodes-save)")
