@@ -27,6 +27,7 @@ import difflib
 import errno
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -96,6 +97,10 @@ class CLIParser(argparse.ArgumentParser):
                                self._option_string_actions)
             said = hints + ([f"did you mean {meant}?"] if meant else [])
             message += f" ({'; '.join(said)})" if said else ""
+        elif (missing := _MISSING_VALUE.match(message)) and (
+                choices := getattr(self._option_string_actions.get(missing.group(1)), "choices", None)):
+            # a flag given without its value names the values it takes, as argparse's "invalid choice" does
+            message += f" (choose from {', '.join(repr(str(choice)) for choice in choices)})"
         raise UsageError(message)
 
 
@@ -112,6 +117,8 @@ def zooFlagHints(zoo_flags: Mapping[tuple[str, ...], str]) -> dict[str, str]:
 
 
 UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
+# argparse's message for a flag given without its value (its first spelling: "-c/--continuous" names -c)
+_MISSING_VALUE = re.compile(r"argument ([^\s/:]+)(?:/\S+)?: expected (?:one|at least one|\d+) arguments?$")
 
 
 def flagsMeant(args: Sequence[str], options: Iterable[str]) -> str:
