@@ -387,3 +387,15 @@ def test_a_sweep_in_the_callers_process_gives_back_its_ray_settings(tmp_path, mo
     assert code == 130 and seen["RAY_AUTH_MODE"] == "token"  # the sweep's instance had its settings
     assert os.environ.get("RAY_AUTH_TOKEN") == "the caller's"
     assert "RAY_AUTH_MODE" not in os.environ and "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+
+
+def test_the_benchmarks_ray_head_is_new_where_ray_would_find_a_cluster(ray_head) -> None:
+    """Its ``ray.init(num_cpus=...)`` joined the cluster RAY_ADDRESS (or `ray start` on this machine) gave, which Ray
+    refuses with num_cpus: ``benchmarks.sweep_speed`` and this module's tests failed with "the Ray head did not
+    start" wherever a cluster ran."""
+    address, ray_env = ray_head
+    head, own = startRayHead(1, {**ray_env, "RAY_ADDRESS": address})
+    try:
+        assert own and own != address
+    finally:
+        stopRayHead(head)
