@@ -31,7 +31,9 @@ RAY_HEAD = """
 import os, sys
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
 import ray
-ray.init(num_cpus=int(sys.argv[1]), include_dashboard=False, object_store_memory=200 * 1024 ** 2, logging_level="ERROR")
+# "local": a new instance, even where RAY_ADDRESS is set or `ray start` ran on this machine (ray.init would join it)
+ray.init(address="local", num_cpus=int(sys.argv[1]), include_dashboard=False, object_store_memory=200 * 1024 ** 2,
+         logging_level="ERROR")
 print(ray.get_runtime_context().gcs_address, flush=True)
 sys.stdin.read()
 ray.shutdown()

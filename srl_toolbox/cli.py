@@ -27,6 +27,7 @@ import difflib
 import errno
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -108,6 +109,10 @@ class CLIParser(argparse.ArgumentParser):
         elif message.startswith(REQUIRED):  # another tool's spelling of the flag missing (rl_zoo3's -f for --log-dir)
             said = self._hintsFor(self._command_line)
             message += f" ({'; '.join(said)})" if said else ""
+        elif (missing := _MISSING_VALUE.match(message)) and (
+                choices := getattr(self._option_string_actions.get(missing.group(1)), "choices", None)):
+            # a flag given without its value names the values it takes, as argparse's "invalid choice" does
+            message += f" (choose from {', '.join(repr(str(choice)) for choice in choices)})"
         raise UsageError(message)
 
 
@@ -125,6 +130,8 @@ def zooFlagHints(zoo_flags: Mapping[tuple[str, ...], str]) -> dict[str, str]:
 
 UNRECOGNIZED = "unrecognized arguments: "  # argparse's message for arguments no option takes
 REQUIRED = "the following arguments are required: "  # argparse's message for required flags not given
+# argparse's message for a flag given without its value (its first spelling: "-c/--continuous" names -c)
+_MISSING_VALUE = re.compile(r"argument ([^\s/:]+)(?:/\S+)?: expected (?:one|at least one|\d+) arguments?$")
 
 
 def flagsMeant(args: Sequence[str], options: Iterable[str]) -> str:

@@ -366,3 +366,36 @@ def test_a_sweeps_own_ray_instance_is_new_where_ray_would_find_a_cluster(tmp_pat
                        timeout=SWEEP_TIMEOUT_S, warm=False)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Ray cluster: local instance (" in result.stdout and "1/1 runs finished" in result.stdout, result.stdout
+
+
+def test_a_sweep_in_the_callers_process_gives_back_its_ray_settings(tmp_path, monkeypatch) -> None:
+    """rl_baselines.runSweep runs the pipeline in its caller's process: the throwaway token of the sweep's own Ray
+    instance (RAY_AUTH_MODE, RAY_AUTH_TOKEN) stayed in its environment, sent to the caller's next cluster."""
+    for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "the caller's")
+    seen = {}
+
+    class _Ray(_QueuingRay):
+        def init(self, **kwargs) -> None:
+            seen.update((name, os.environ.get(name)) for name in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"))
+
+    monkeypatch.setitem(sys.modules, "ray", _Ray(cpus=2))  # importRay's `import ray`
+    code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
+                          "--executor", "ray", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--no-progress",
+                          "--num-timesteps", "200"])
+    assert code == 130 and seen["RAY_AUTH_MODE"] == "token"  # the sweep's instance had its settings
+    assert os.environ.get("RAY_AUTH_TOKEN") == "the caller's"
+    assert "RAY_AUTH_MODE" not in os.environ and "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ
+
+
+def test_the_benchmarks_ray_head_is_new_where_ray_would_find_a_cluster(ray_head) -> None:
+    """Its ``ray.init(num_cpus=...)`` joined the cluster RAY_ADDRESS (or `ray start` on this machine) gave, which Ray
+    refuses with num_cpus: ``benchmarks.sweep_speed`` and this module's tests failed with "the Ray head did not
+    start" wherever a cluster ran."""
+    address, ray_env = ray_head
+    head, own = startRayHead(1, {**ray_env, "RAY_ADDRESS": address})
+    try:
+        assert own and own != address
+    finally:
+        stopRayHead(head)

@@ -247,12 +247,41 @@ def _oneLine(error: BaseException) -> str:
     return " ".join(" ".join(lines).split())[:300]
 
 
+# The environment variables importRay sets for Ray, as this process had them before it first set one (None: not
+# taken yet): the pipeline runs in its caller's process under the Python API (rl_baselines.runSweep), which gets them
+# back once the sweep ends (restoreRayEnvironment): a throwaway token must not stay to be sent to the caller's cluster
+_RAY_VARIABLES = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
+_callers_ray_variables: dict[str, str | None] | None = None
+
+
+def restoreRayEnvironment() -> None:
+    """Put back the environment variables :func:`importRay` set (and drop Ray's cached token, read from them) as the
+    process had them; nothing when it set none. Called once the sweep's Ray connection is shut down."""
+    global _callers_ray_variables
+    if _callers_ray_variables is None:
+        return
+    for name, value in _callers_ray_variables.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    _callers_ray_variables = None
+    try:  # Ray caches the token it read: a later ray.init in this process would send the sweep's throwaway one
+        from ray._raylet import AuthenticationTokenLoader
+        AuthenticationTokenLoader.instance().reset_cache()
+    except (ImportError, AttributeError):
+        pass
+
+
 def importRay(address: str | None) -> Any:
     """
     :param address: the cluster address (None: a local instance will be started)
     :return: the ray module
     :raises UsageError: Ray is not installed
     """
+    global _callers_ray_variables
+    if _callers_ray_variables is None:
+        _callers_ray_variables = {name: os.environ.get(name) for name in _RAY_VARIABLES}
     if address is None or _isLoopback(address):
         # Ray gives a node the machine's network address unless clusters are switched off, which makes it use the
         # loopback address: a sweep's own instance is reachable from this machine only, and a cluster started on

@@ -36,7 +36,7 @@ from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
-from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress
+from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress, restoreRayEnvironment
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.run_attempts import (
@@ -180,7 +180,14 @@ def runPipeline(argv: Sequence[str] | None = None) -> tuple[int, str]:
         its state and folder)
     :raises UsageError: bad input (one line), before anything is written
     """
-    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _runPipeline(list(sys.argv[1:] if argv is None else argv))
+    finally:  # a caller's process (the Python API) gets back the Ray settings the sweep set for itself
+        restoreRayEnvironment()
+
+
+def _runPipeline(argv: list[str]) -> tuple[int, str]:
+    """:func:`runPipeline` in its caller's environment"""
     parser = buildParser()
     args, train_args = parser.parse_known_args(argv)
     unknown = reservedFlagProblem(train_args) or unknownTrainFlags(args.algo, train_args, parser._option_string_actions)

@@ -61,7 +61,7 @@ class RunResult:
     :param run_folder: the run folder
     :param log: the run's log file
     :param wall_time_s: seconds from start to exit, summed over the attempts the run took
-    :param message: last line of the log for a failed run, or why it could not start
+    :param message: the error the log of a failed run ends with (:func:`lastLogError`), or why it could not start
     :param attempts: train processes the run took (more than 1: resumed from a stopped attempt)
     """
 
@@ -227,16 +227,38 @@ def _writeText(path: str, text: str) -> None:
         handle.write(text)
 
 
-def _lastLine(log_path: str) -> str:
-    """:return: the last non-empty line of a log (often the error), at most 300 characters"""
+# The line a Python traceback ends with: the exception's (dotted) name, then its message if any
+_EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(: |$)")
+_MESSAGE_LINES = 10
+
+
+def lastLogError(log_path: str) -> str:
+    """:return: the error a log ends with (:func:`logError` of its last 4 KiB), "" when it cannot be read"""
     try:
         with open(log_path, "rb") as handle:
             handle.seek(0, os.SEEK_END)
             handle.seek(max(0, handle.tell() - 4096))
-            lines = [line.strip() for line in handle.read().decode("utf-8", "replace").splitlines() if line.strip()]
+            return logError(handle.read().decode("utf-8", "replace"))
     except OSError:
         return ""
-    return lines[-1][:300] if lines else ""
+
+
+def logError(text: str) -> str:
+    """
+    :param text: the end of a log
+    :return: the error it ends with, on one line of at most 300 characters: after a Python traceback, its exception
+        and the whole of its message (``ValueError: Expected parameter loc ... found invalid values: tensor([[nan,
+        nan]])``, not only the message's last line), else its last non-empty line
+    """
+    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
+    frames = [index for index, line in enumerate(lines)
+              if line.startswith(("Traceback (most recent call last):", '  File "'))]
+    if frames:  # the exception is the first line after the last frame that is not indented (code, carets)
+        start = next((index for index in range(frames[-1] + 1, len(lines)) if not lines[index][:1].isspace()), None)
+        # ... when the log ends with it (a message of a few lines), not with other output after a traceback
+        if start is not None and _EXCEPTION.match(lines[start]) and len(lines) - start <= _MESSAGE_LINES:
+            return " ".join(" ".join(lines[start:]).split())[:300]
+    return lines[-1].strip()[:300] if lines else ""
 
 
 def stoppedBySignal(returncode: int | None) -> signal.Signals | None:
@@ -260,7 +282,7 @@ def _failureMessage(returncode: int | None, log_path: str, run_folder: str) -> s
         return f"stopped by {stopped.name} (" + ("the same command continues it from its last checkpoint)"
                                                  if continuesFromCheckpoint(run_folder) else
                                                  "no checkpoint yet: the same command starts it again)")
-    return _lastLine(log_path)
+    return lastLogError(log_path)
 
 
 def finishRun(started: StartedRun, returncode: int, stopped: bool = False) -> RunResult:

@@ -45,6 +45,7 @@ from tqdm import tqdm
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
+from rl_baselines.sweeps.run_attempts import lastLogError
 from rl_baselines.sweeps.search_study import (
     RUN_PARAMS,
     SCORED_EPISODES,
@@ -263,16 +264,6 @@ def _stopChild(child: subprocess.Popen) -> None:
     child.wait(30)
 
 
-def _lastLine(path: str) -> str:
-    """:return: the last non-empty line of a log file (the error of a failed run)"""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            lines = [line.strip() for line in handle if line.strip()]
-    except OSError:
-        return ""
-    return lines[-1] if lines else ""
-
-
 class TrialObjective:
     """
     The Optuna objective: one train run per trial, in a subprocess.
@@ -359,7 +350,7 @@ class TrialObjective:
             _stopChild(child)
             watch.close()
         if child.returncode != 0:
-            message = f"train exited with code {child.returncode}: {_lastLine(log_path)} (log: {log_path})"
+            message = f"train exited with code {child.returncode}: {lastLogError(log_path)} (log: {log_path})"
             trial.set_user_attr("error", message)
             raise TrialFailed(message)
         try:
