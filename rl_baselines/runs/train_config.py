@@ -180,9 +180,8 @@ class TrainConfig:
                                  "set: the pipeline and the search set it for their runs; else every usable core), "
                                  "else 1; resolved by validation and recorded", parse=parseThreads, metavar="N|auto")
     tensorboard_log: str | None = setting(None, "also write a tensorboard log, in DIR/<env>_<srl-model>_<algo>_<run "
-                                          "folder name>/ (_2, ... where another run's has that name; episode rewards and "
-                                          "lengths, losses, evaluations) [none]",
-                                          metavar="DIR")
+                                          "folder name>/ (_2, ... where another run's has that name; episode "
+                                          "rewards and lengths, losses, evaluations) [none]", metavar="DIR")
     pretrain_dataset: str | None = setting(None, "behaviour cloning: pretrain the policy on this generator dataset "
                                            "before RL", metavar="DIR")
     pretrain_epochs: int = setting(10, "pretraining epochs", parse=positiveInt)
