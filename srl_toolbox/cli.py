@@ -439,7 +439,7 @@ def intInRange(low: int, high: int | None = None) -> Callable[[str], int]:
 _REFUSED_WRITE_ERRNOS = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 
 
-def checkWritableFolder(folder: str, flag: str) -> None:
+def checkWritableFolder(folder: str, flag: str, value: str | None = None) -> None:
     """
     Refuse an output folder that cannot be written, before any work: a file in its path, a symbolic link to nothing
     (dangling, or a loop) in its path, a folder still to be made whose name is longer than the file system allows, or
@@ -449,9 +449,12 @@ def checkWritableFolder(folder: str, flag: str) -> None:
 
     :param folder: the folder the command will write into (made later if missing)
     :param flag: the option that gave it, for the message (e.g. ``--log-dir``)
+    :param value: the flag's value when it is no folder but a file to write into ``folder`` (named by the message as
+        given); None: ``folder`` itself
     :raises UsageError: the folder cannot be written: "is not writable" where it refuses new files (permissions, a
         read-only mount), else "cannot create files in" it or its nearest existing parent, with the system's reason
     """
+    given = folder if value is None else value
     existing = os.path.abspath(folder)
     while not os.path.lexists(existing):
         existing = os.path.dirname(existing)
@@ -460,28 +463,29 @@ def checkWritableFolder(folder: str, flag: str) -> None:
             os.stat(existing)
         except OSError as error:
             if error.errno == errno.ELOOP:
-                raise UsageError(f"{flag} {folder!r}: {existing!r} is a symbolic link in a loop: give another "
+                raise UsageError(f"{flag} {given!r}: {existing!r} is a symbolic link in a loop: give another "
                                  f"folder") from None
-        raise UsageError(f"{flag} {folder!r}: {existing!r} is a symbolic link to {os.readlink(existing)!r}, which is "
+        raise UsageError(f"{flag} {given!r}: {existing!r} is a symbolic link to {os.readlink(existing)!r}, which is "
                          f"missing: create it or give another folder")
     name_max = nameMax(existing)
     for part in os.path.relpath(os.path.abspath(folder), existing).split(os.sep):
         if len(os.fsencode(part)) > name_max:
-            raise UsageError(f"{flag} {folder!r}: the folder name {part!r} is {len(os.fsencode(part))} bytes, over "
+            raise UsageError(f"{flag} {given!r}: the folder name {part!r} is {len(os.fsencode(part))} bytes, over "
                              f"the file system's {name_max}")
     if not os.path.isdir(existing):
-        raise UsageError(f"{flag} {folder!r}: {existing!r} is a file, not a folder")
+        raise UsageError(f"{flag} {given!r}: {existing!r} is a file, not a folder")
     try:
         with tempfile.TemporaryFile(dir=existing, prefix=".write_check"):
             pass
     except OSError as error:
         reason = error.strerror or str(error)
-        made = existing != os.path.abspath(folder)
+        made = existing != os.path.abspath(folder) or value is not None
         if error.errno not in _REFUSED_WRITE_ERRNOS:  # (e.g. /proc: ENOENT) not a refusal: say what failed
-            where = f"{existing!r} (the nearest existing folder of its path)" if made else "it"
-            raise UsageError(f"{flag} {folder!r}: cannot create files in {where}: {reason}") from None
+            where = (f"{existing!r} (the nearest existing folder of its path)" if existing != os.path.abspath(folder)
+                     else f"{existing!r}" if made else "it")
+            raise UsageError(f"{flag} {given!r}: cannot create files in {where}: {reason}") from None
         where = f" (its parent {existing!r})" if made else ""
-        raise UsageError(f"{flag} {folder!r}{where} is not writable: {reason}") from None
+        raise UsageError(f"{flag} {given!r}{where} is not writable: {reason}") from None
 
 
 def checkOutputFile(path: str, flag: str) -> None:
@@ -510,8 +514,11 @@ def checkOutputFiles(paths: Iterable[str], flag: str) -> None:
             raise UsageError(f"{flag} {path!r} is a folder, not a file: give the file's path")
         checkNameLength(os.path.basename(path), os.path.dirname(os.path.abspath(path)), flag, TEMPORARY_NAME_EXTRA,
                         "file name", value=path)
-    for folder in dict.fromkeys(os.path.dirname(os.path.abspath(path)) for path in paths):
-        checkWritableFolder(folder, flag)
+    folders: dict[str, str] = {}  # each folder once, named by the first file given into it
+    for path in paths:
+        folders.setdefault(os.path.dirname(os.path.abspath(path)), path)
+    for folder, path in folders.items():
+        checkWritableFolder(folder, flag, value=path)
 
 
 def nameMax(folder: str) -> int:

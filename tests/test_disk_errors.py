@@ -221,3 +221,15 @@ def test_a_name_too_long_with_the_temporary_suffix_is_refused(tmp_path, capsys):
         code, stderr = _run(dataset_generator.main, [*GENERATE, "--save-path", tmp_path, "--name", name], capsys)
         assert code == USAGE_EXIT_CODE and _assertOneErrorLine(stderr).startswith(f"error: --name '{name}'")
     assert os.listdir(tmp_path) == []
+
+
+def test_an_output_file_under_a_file_is_refused_naming_the_value_given(tmp_path, monkeypatch):
+    """--video a.gif/x.gif (a.gif a file) said "--video '/abs/a.gif': '/abs/a.gif' is a file": the refusal names the
+    value given, then the path in its way."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "a.gif").write_bytes(b"GIF89a")
+    for given in ("a.gif/x.gif", os.path.join("a.gif", "sub", "x.mp4")):
+        with pytest.raises(UsageError, match=rf"^--video '{re.escape(given)}': '{re.escape(str(tmp_path / 'a.gif'))}' "
+                                             rf"is a file, not a folder$"):
+            checkOutputFile(given, "--video")
+    assert sorted(os.listdir(tmp_path)) == ["a.gif"]
