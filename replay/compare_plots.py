@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from replay.aggregate_plots import plotCurves
-from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves
+from replay.results import TRAINING_Y_LABEL, curvesYLabel, loadCurves, plural
 from srl_toolbox.cli import CLIParser, HeldWarnings, UsageError, checkOutputFile, nonEmptyText, positiveInt, runCommand
 
 
@@ -59,7 +59,8 @@ def checkedCurves(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace
     """
     args: argparse.Namespace = buildParser().parse_args(sys.argv[1:] if argv is None else argv)
     if args.labels is not None and len(args.labels) != len(args.input):
-        raise UsageError(f"--labels: {len(args.labels)} labels for {len(args.input)} inputs; give one per input")
+        raise UsageError(f"--labels: {plural(len(args.labels), 'label')} for {plural(len(args.input), 'input')}; "
+                         f"give one per input")
     if not args.output.lower().endswith(".png"):
         raise UsageError(f"--output {args.output!r} must end in .png")
     checkOutputFile(args.output, "--output")

@@ -381,7 +381,7 @@ CASES = [
      ["garbage.zip", "not an .npz archive", "aggregate_plots"]),
     ("compare-foreign-npz", COMPARE, ["-i", "{bad}/foreign.npz", "-o", "{bad}/c.png"], ["foreign.npz", "aggregate_plots"]),
     ("compare-label-count", COMPARE, ["-i", "{bad}/curves.npz", "--labels", "a", "b", "-o", "{bad}/c.png"],
-     ["--labels", "2 labels for 1 inputs"]),
+     ["--labels", "2 labels for 1 input;"]),
     ("compare-other-windows", COMPARE, ["-i", "{bad}/window2.npz", "{bad}/window3.npz", "-o", "{bad}/c.png"],
      ["episode windows", "2 episodes", "window2.npz", "3 episodes", "window3.npz", "--episode-window"]),
     ("compare-empty-label", COMPARE, ["-i", "{bad}/curves.npz", "--labels", "", "-o", "{bad}/c.png"],

@@ -235,7 +235,7 @@ def test_bad_inputs(runs, tmp_path, capsys, monkeypatch):
     _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", tmp_path / "b.npz"),
                  f"mix x units (episodes: {tmp_path / 'a.npz'}; timesteps: {tmp_path / 'b.npz'})")
     _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "a.npz", "--labels", "x", "y"),
-                 "2 labels for 1 inputs")
+                 "2 labels for 1 input;")
     _assertUsage(inProcess(compare_plots.main, "-i", tmp_path / "c.npz"), "has no curves x")
 
 
