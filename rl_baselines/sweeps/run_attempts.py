@@ -34,6 +34,7 @@ from typing import IO, Any
 
 from rl_baselines.core.run_folder import newStamp
 from rl_baselines.runs.resume import runStatus
+from rl_baselines.sweeps.log_errors import lastLogError
 from rl_baselines.sweeps.sweep import RunSpec
 from srl_toolbox.devices import threadsEnvironment
 from srl_toolbox.files import atomicPath, readJson, writeJson
@@ -225,40 +226,6 @@ def _writeText(path: str, text: str) -> None:
 
     with atomicPath(path) as tmp_path, open(tmp_path, "w", encoding="utf-8") as handle:
         handle.write(text)
-
-
-# The line a Python traceback ends with: the exception's (dotted) name, then its message if any
-_EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(: |$)")
-_MESSAGE_LINES = 10
-
-
-def lastLogError(log_path: str) -> str:
-    """:return: the error a log ends with (:func:`logError` of its last 4 KiB), "" when it cannot be read"""
-    try:
-        with open(log_path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, handle.tell() - 4096))
-            return logError(handle.read().decode("utf-8", "replace"))
-    except OSError:
-        return ""
-
-
-def logError(text: str) -> str:
-    """
-    :param text: the end of a log
-    :return: the error it ends with, on one line of at most 300 characters: after a Python traceback, its exception
-        and the whole of its message (``ValueError: Expected parameter loc ... found invalid values: tensor([[nan,
-        nan]])``, not only the message's last line), else its last non-empty line
-    """
-    lines = [line.rstrip() for line in text.splitlines() if line.strip()]
-    frames = [index for index, line in enumerate(lines)
-              if line.startswith(("Traceback (most recent call last):", '  File "'))]
-    if frames:  # the exception is the first line after the last frame that is not indented (code, carets)
-        start = next((index for index in range(frames[-1] + 1, len(lines)) if not lines[index][:1].isspace()), None)
-        # ... when the log ends with it (a message of a few lines), not with other output after a traceback
-        if start is not None and _EXCEPTION.match(lines[start]) and len(lines) - start <= _MESSAGE_LINES:
-            return " ".join(" ".join(lines[start:]).split())[:300]
-    return lines[-1].strip()[:300] if lines else ""
 
 
 def stoppedBySignal(returncode: int | None) -> signal.Signals | None:

@@ -45,7 +45,7 @@ from tqdm import tqdm
 from rl_baselines.core.run_folder import ARGS_FILE, RunFolder
 from rl_baselines.runs.evaluation_files import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorTail, runEnvsOf
-from rl_baselines.sweeps.run_attempts import lastLogError
+from rl_baselines.sweeps.log_errors import lastLogError
 from rl_baselines.sweeps.search_study import (
     RUN_PARAMS,
     SCORED_EPISODES,
