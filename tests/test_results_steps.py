@@ -90,6 +90,20 @@ def test_with_several_envs_a_training_episode_counts_at_the_runs_step(tmp_path):
     assert list(loadEpisodes(os.path.join(run, "monitor"))["timesteps"]) == [250, 500, 750, 1000, 1250, 1500]
 
 
+def test_episode_times_are_the_monitor_files_own(tmp_path):
+    """An episode's wall time is its monitor row's ``t`` (6 decimals) plus its file's start offset from the run's
+    first file: exactly ``t`` for the first file, not ``t`` rounded through the Unix start time (the difference gathered
+    wall times showed, about 1e-7 s)."""
+    folder = tmp_path / "monitor"
+    os.makedirs(folder)
+    for env, (start, times) in enumerate([(1764856000.123456, [0.103395, 7.25]), (1764856000.623456, [1.5])]):
+        with open(folder / f"{env}.monitor.csv", "w") as handle:
+            handle.write(f'#{{"t_start": {start}, "env_id": "E"}}\nr,l,t\n')
+            handle.writelines(f"1.0,{LENGTH},{time}\n" for time in times)
+    times = loadEpisodes(str(folder))["times"]
+    assert times[0] == 0.103395 and times[-1] == 7.25 and times[1] == pytest.approx(2.0, abs=1e-6)
+
+
 def test_an_evaluated_run_counts_at_a_budget_before_its_first_training_episode(tmp_path):
     """With evaluations, a budget reached before any training episode ended (four envs: the first at step 1,000) left
     the run out ("no episode finished within 600 steps") while Final said it reached the threshold at 600."""

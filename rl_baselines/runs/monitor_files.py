@@ -104,7 +104,8 @@ class MonitorTail:
         for env_steps, path, wall_time, reward, length, success in rows:
             # when this episode and every one merged before it had ended (two envs' clocks may put an episode that
             # ended at a later vectorized step a few milliseconds before the one merged ahead of it)
-            ended = wall_time + self._starts.get(path, first_start) - first_start
+            # (the offset first: a file's start is a Unix time, whose float sum with a small time would round it)
+            ended = wall_time + (self._starts.get(path, first_start) - first_start)
             self.times.append(max(ended, self.times[-1]) if self.times else ended)
             self.rewards.append(reward)
             self.lengths.append(length)
