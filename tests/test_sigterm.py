@@ -79,10 +79,13 @@ def test_a_recording_with_workers_stops_them_and_keeps_its_finished_episodes(tmp
 
 def test_an_srl_training_writing_its_model_folder_removes_it(tmp_path, tinyDataset) -> None:  # noqa: F811
     """Once the model folder is being written: it is removed, the parents made for it too; ``Terminated``, 143."""
-    logs = tmp_path / "logs"
-    process = startModule("srl_models.train", "--data-folder", tinyDataset, "--srl-model", "pca", "--state-dim", 2,
-                          "--log-folder", logs, "--no-progress")
-    out, err = terminateWhen(process, lambda: any(name.endswith("exp_config.json") for name in filesUnder(logs)))
+    for attempt in range(3):  # a tiny PCA may finish between the poll that sees its folder and the signal: again
+        logs = tmp_path / f"logs{attempt}"
+        process = startModule("srl_models.train", "--data-folder", tinyDataset, "--srl-model", "pca", "--state-dim",
+                              2, "--log-folder", logs, "--no-progress")
+        out, err = terminateWhen(process, lambda: any(name.endswith("exp_config.json") for name in filesUnder(logs)))
+        if process.returncode != 0:
+            break
     assert (process.returncode, err.strip().splitlines()[-1:]) == (143, ["Terminated"]), err
     assert "Traceback" not in err and not os.path.exists(logs), (filesUnder(logs), err)
 
