@@ -130,6 +130,7 @@ def buildParser() -> CLIParser:
     parser = CLIParser(prog="python -m environments.dataset_generator",
                        description="Record episodes of an env as an srl-zoo dataset (images, actions, rewards, "
                                    "ground truth).")
+    parser.addValueChoices({"--env": ("envs", sorted(registered_env))})
     return addSettingFlags(parser, GeneratorConfig, {"{renderer_defaults}": defaultRenderersText()})
 
 

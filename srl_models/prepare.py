@@ -148,6 +148,7 @@ def buildParser() -> CLIParser:
     parser.add_argument("--env", required=True, help="registered env id")
     parser.add_argument("--srl-model", nargs="+", required=True, metavar="NAME",
                         help=f"learned models to train on the same dataset: {', '.join(trainableModels())}")
+    parser.addValueChoices({"--env": ("envs", sorted(registered_env)), "--srl-model": ("models", trainableModels())})
     parser.add_argument("-r", "--random-target", action="store_true", help="a new target position every episode")
     parser.add_argument("--multi-view", action="store_true",
                         help="record two cameras (Kuka arms): the models encode 6-channel images, for train's "

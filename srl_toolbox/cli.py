@@ -79,6 +79,7 @@ class CLIParser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.flag_hints: dict[str, str] = {}
+        self.value_choices: dict[str, str] = {}  # flag -> the values it takes, for a flag given without one
         self._command_line: list[str] = []  # the arguments being parsed, for error()
         if self.add_help:
             self.add_argument("--version", action="version", version=f"%(prog)s (srl-toolbox {__version__})",
@@ -88,6 +89,13 @@ class CLIParser(argparse.ArgumentParser):
         """:param hints: flags the command does not take but users of another tool type (rl_zoo3's ``-n``), each
             with what its refusal says instead of a close flag (``rl_zoo3's -n is --num-timesteps here``)"""
         self.flag_hints.update(hints)
+
+    def addValueChoices(self, choices: Mapping[str, tuple[str, Iterable[str]]]) -> None:
+        """:param choices: flags whose values are checked after parsing (no argparse ``choices``: a registry's
+            names, refused with a close match), each with what they are and the names (``"--algo": ("algorithms",
+            names)``), named when the flag is given without a value"""
+        self.value_choices.update({flag: f"{kind}: {', '.join(names)}" for flag, (kind, names) in choices.items()
+                                   if names})
 
     def parse_known_args(self, args: Sequence[str] | None = None, namespace: Any = None) -> Any:
         # kept for error(): a missing required flag is refused before the unrecognized ones are named
@@ -109,10 +117,15 @@ class CLIParser(argparse.ArgumentParser):
         elif message.startswith(REQUIRED):  # another tool's spelling of the flag missing (rl_zoo3's -f for --log-dir)
             said = self._hintsFor(self._command_line)
             message += f" ({'; '.join(said)})" if said else ""
-        elif (missing := _MISSING_VALUE.match(message)) and (
-                choices := getattr(self._option_string_actions.get(missing.group(1)), "choices", None)):
+        elif missing := _MISSING_VALUE.match(message):
             # a flag given without its value names the values it takes, as argparse's "invalid choice" does
-            message += f" (choose from {', '.join(repr(str(choice)) for choice in choices)})"
+            action = self._option_string_actions.get(missing.group(1))
+            named = [self.value_choices[flag] for flag in getattr(action, "option_strings", ())
+                     if flag in self.value_choices]
+            if choices := getattr(action, "choices", None):
+                message += f" (choose from {', '.join(repr(str(choice)) for choice in choices)})"
+            elif named:
+                message += f" ({named[0]})"
         raise UsageError(message)
 
 

@@ -26,6 +26,41 @@ def test_a_flag_without_its_value_names_its_choices() -> None:
         assert str(refusal.value) == message
 
 
+def test_a_registry_flag_without_its_value_names_the_registered_names() -> None:
+    """``--algo`` and ``--env`` take a registry's names, checked after parsing (no argparse choices): given without a
+    value they said only ``expected one argument``."""
+    parser = CLIParser(prog="x")
+    parser.add_argument("-a", "--algo")
+    parser.add_argument("--env", nargs="+")
+    parser.add_argument("--name")
+    parser.addValueChoices({"--algo": ("algorithms", ["ppo2", "a2c"]), "--env": ("envs", ["E1", "E2"]),
+                            "--name": ("names", [])})  # no names known: nothing added
+    for argv, message in ((["-a"], "argument -a/--algo: expected one argument (algorithms: ppo2, a2c)"),
+                          (["--env"], "argument --env: expected at least one argument (envs: E1, E2)"),
+                          (["--name"], "argument --name: expected one argument")):
+        with pytest.raises(UsageError) as refusal:
+            parser.parse_args(argv)
+        assert str(refusal.value) == message
+    with pytest.raises(UsageError) as refusal:
+        buildParser().parse_known_args(["--algo"])
+    assert str(refusal.value).startswith("argument --algo: expected at least one argument (algorithms: ")
+    assert "ppo2" in str(refusal.value)
+
+
+@pytest.mark.parametrize("module, argv, names", [
+    ("rl_baselines.train", ["--algo"], "algorithms: "),
+    ("rl_baselines.train", ["--algo", "ppo2", "--env"], "envs: "),
+    ("rl_baselines.hyperparam_search", ["--algo"], "algorithms with a search space: "),
+    ("srl_models.prepare", ["--env", "MobileRobotGymEnv-v0", "--srl-model"], "models: "),
+    ("environments.dataset_generator", ["--env"], "envs: "),
+])
+def test_each_command_names_the_registered_names(module, argv, names) -> None:
+    result = runModule(module, *argv)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: argument {argv[-1]}: expected ") and f"({names}" in result.stderr
+    assert result.stderr.count("\n") == 1
+
+
 def test_the_command_says_it_in_one_line_with_exit_code_2(tmp_path) -> None:
     result = runModule("rl_baselines.pipeline", "--log-dir", str(tmp_path / "logs"), "--executor")
     assert result.returncode == 2 and "Traceback" not in result.stderr

@@ -88,7 +88,7 @@ def parseCommand(argv: Sequence[str]) -> tuple[TrainConfig, Any, type]:
         run's own
     :raises UsageError: unknown algorithm, bad flags, a run that cannot be resumed
     """
-    pre_parser = baseParser(add_help=False)
+    pre_parser = baseParser(add_help=False, algo_names=list(registered_rl), env_ids=sorted(registered_env))
     pre_parser.set_defaults(algo=None, env=None)  # None: the flag was left out (the messages say "the default")
     pre_args, _ = pre_parser.parse_known_args(argv)
     if pre_args.resume is not None:

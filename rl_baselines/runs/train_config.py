@@ -471,12 +471,13 @@ def addFlags(parser: argparse.ArgumentParser, algo_names: Sequence[str] = (), en
     (:data:`RL_ZOO_FLAGS`) to a :class:`CLIParser`.
 
     :param parser: the train command's parser
-    :param algo_names: installed algorithms, listed in the help of --algo
-    :param env_ids: installed envs, listed in the help of --env
+    :param algo_names: installed algorithms, listed in the help of --algo and when it is given without a value
+    :param env_ids: installed envs, listed in the help of --env and when it is given without a value
     :return: the parser
     """
     if isinstance(parser, CLIParser):
         parser.addFlagHints(zooFlagHints(RL_ZOO_FLAGS))
+        parser.addValueChoices({"--algo": ("algorithms", algo_names), "--env": ("envs", env_ids)})
     return addSettingFlags(parser, TrainConfig, {"{algos}": ", ".join(algo_names) or "a registered name",
                                                  "{envs}": ", ".join(env_ids) or "a registered id",
                                                  "{renderer_defaults}": defaultRenderersText()})

@@ -134,6 +134,8 @@ def searchParser() -> CLIParser:
                              "the same as giving FLAGS directly")
     parser.add_argument("--env", default=DEFAULT_ENV,
                         help=f"env id: {', '.join(sorted(registered_env))} [{DEFAULT_ENV}]")
+    parser.addValueChoices({"--algo": ("algorithms with a search space", searchableAlgorithms()),
+                            "--env": ("envs", sorted(registered_env))})
     parser.add_argument("--srl-model", default=TrainConfig.srl_model,
                         help=f"observation / SRL model [{TrainConfig.srl_model}]")
     addSeedArgument(parser, help=f"seed of every trial's run [{TrainConfig.seed}]", default=TrainConfig.seed)
