@@ -60,6 +60,8 @@ from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import describe, movingAverage, quietVisdom, smoothedLabel, visdomClientClass
 
 PNG_NAME = "learning_curves.png"
+# An --output-dir that ends so (and is no folder yet) is a file name given for the folder the PNGs go in
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".gif")
 DEFAULT_WINDOW = 40
 TITLE_WIDTH = 110  # characters of a PNG title's line: the figure (1200 px) shows about 130
 # Wall time is shown in the largest unit that keeps the axis readable: (seconds per unit, label)
@@ -384,7 +386,8 @@ def checkedRuns(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], l
     :return: the runs drawn (folder, episodes, evaluations), the runs skipped for having neither an episode nor
         evaluations, and each run's PNG path
     :raises UsageError: bad input (one line): a missing input, a folder inside a run (naming the run), no run, no run
-        to draw (naming those skipped for a damaged monitor file), an output that cannot be written
+        to draw (naming those skipped for a damaged monitor file), an --output-dir that is a file or named like an
+        image file, an output that cannot be written
     :warns: visdom flags without --vis; a run skipped for a damaged monitor file
     """
     if not args.vis and (args.vis_env is not None or args.port != DEFAULT_VISDOM_PORT):
@@ -401,6 +404,10 @@ def checkedRuns(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], l
         raise UsageError(f"{inside[0]}: give -i {inside[1]}")
     if args.output_dir is not None and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
         raise UsageError(f"--output-dir {args.output_dir!r} exists and is not a folder")
+    if (args.output_dir is not None and not os.path.isdir(args.output_dir)
+            and os.path.splitext(args.output_dir)[1].lower() in IMAGE_SUFFIXES):
+        raise UsageError(f"--output-dir {args.output_dir!r} takes a folder, not a file name: each run's PNG is named "
+                         f"in it after the run's path below -i (without --output-dir, {PNG_NAME} in the run folder)")
     run_dirs = findRunFolders(args.input)
     if not run_dirs:
         raise UsageError(f"no run found in or below {args.input!r} (a run folder holds monitor/*{MONITOR_SUFFIX})")

@@ -359,6 +359,8 @@ CASES = [
     ("plots-missing-input", PLOTS, ["-i", "{log}/nowhere"], ["nowhere", "does not exist"]),
     ("plots-no-run", PLOTS, ["-i", "{bad}"], ["no run found"]),
     ("plots-folder-inside-a-run", PLOTS, ["-i", "{run}/monitor"], ["monitor/ inside the run", "give -i"]),
+    ("plots-output-dir-an-image-name", PLOTS, ["-i", "{run}", "--output-dir", "{log}/a.png"],
+     ["--output-dir", "a.png", "takes a folder"]),
     ("plots-input-is-a-file", PLOTS, ["-i", "{bad}/garbage.zip"], ["garbage.zip", "not a folder"]),
     ("plots-output-dir-is-a-file", PLOTS, ["-i", "{run}", "--output-dir", "{bad}/garbage.zip"],
      ["--output-dir", "garbage.zip"]),
@@ -415,7 +417,7 @@ CATEGORIES = {
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation",
         "train-unknown-augment-loss"],
     "wrong type or range": [
-        "train-minibatch-of-one", "fusioner-empty-destination",
+        "train-minibatch-of-one", "fusioner-empty-destination", "plots-output-dir-an-image-name",
         "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
         "pipeline-ray-address-port-out-of-range",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",

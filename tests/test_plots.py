@@ -129,6 +129,21 @@ def test_a_folder_inside_a_run_is_refused_naming_the_run(tmp_path) -> None:
     assert os.path.isfile(os.path.join(alone, "monitor", PNG_NAME))
 
 
+def test_an_output_dir_named_like_an_image_is_refused(tmp_path) -> None:
+    """--output-dir plots/a.png made a folder named a.png: it takes a folder, in which each run's PNG is named after
+    the run (no flag names one file); a folder of that name that exists is taken."""
+    run = writeRun(str(tmp_path / "run"), [1, 2, 3], [10] * 3, [1, 2, 3])
+    before = snapshot(str(tmp_path))
+    output = str(tmp_path / "plots" / "a.PNG")
+    result = runModule("replay.plots", "-i", run, "--output-dir", output)
+    assert result.returncode == 2 and result.stderr == (
+        f"error: --output-dir {output!r} takes a folder, not a file name: each run's PNG is named in it after the "
+        f"run's path below -i (without --output-dir, {PNG_NAME} in the run folder)\n")
+    assert snapshot(str(tmp_path)) == before
+    os.makedirs(output)
+    assert main(["-i", run, "--output-dir", output]) == 0 and os.listdir(output) == ["run.png"]
+
+
 def test_wall_time_counts_from_the_first_env_start(tmp_path) -> None:
     """Each monitor file's t counts from its own env's start (its header's t_start): with 2 envs started 0.73 s apart,
     the merged episodes' wall times went back and forth (7.67, 6.94, 13.0, 12.28) in the plots and gather_results."""
