@@ -35,7 +35,7 @@ from environments import getEnvClass, groundTruthRefusal, registered_env
 from environments.srl_env import displayRefusal
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
-from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder, enclosingRun
+from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder, insideRunRefusal
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
@@ -157,11 +157,10 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
     """
     # Shared with the dataset generator's --policy (rl_baselines.runs.run_policy), which reads run folders too.
     if os.path.isdir(run_dir) and not os.path.isfile(RunFolder(run_dir).args_file):
-        inside = enclosingRun(run_dir)
+        inside = insideRunRefusal("--log-dir", run_dir)
         if inside is not None:
-            run, below = inside
-            raise UsageError(f"--log-dir {run_dir!r} is {below}/ inside the run {run}, not a run folder: give "
-                             f"--log-dir {run}{insideRunFlag(below)}")
+            refusal, run, below = inside
+            raise UsageError(f"{refusal}: give --log-dir {run}{insideRunFlag(below)}")
     try:
         return readRunConfig(run_dir, "--log-dir")
     except ValueError as error:
@@ -170,7 +169,7 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
 
 def insideRunFlag(below: str) -> str:
     """
-    :param below: the path of a folder inside a run, relative to the run (:func:`enclosingRun`)
+    :param below: the path of a folder inside a run, relative to the run (run_folder.enclosingRun)
     :return: the flag that plays what that folder holds, with a leading space: ``checkpoints/<N>_steps``:
         ``--load-checkpoint N``, ``checkpoints``: ``--load-last-checkpoint``, ``best``: ``--model best``; empty for
         any other folder

@@ -14,7 +14,8 @@ same folder name, drawn by one call or by several into the same environment, nev
 runs' paths below ``-i`` (``outputPaths``: never one name for two runs).
 
 A run is a folder whose ``monitor/`` holds SB3 ``*.monitor.csv`` files (what ``rl_baselines.train`` writes), or a
-folder holding such files itself. Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
+folder holding such files itself, unless a run holds that folder (its ``monitor/``: refused, naming the run, as the
+other tools refuse a folder inside a run). Comparing runs (seeds, methods) is the job of replay.aggregate_plots and
 replay.compare_plots; this command draws each run alone.
 
     python -m replay.plots -i logs/MobileRobotGymEnv-v0/ground_truth/ppo2/25-01-01_12h00_00_seed0
@@ -40,7 +41,7 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from replay.results import distinctStems, loadRunEvaluations, plural, runProgress, warnNanRewards
-from rl_baselines.core.run_folder import RunFolder
+from rl_baselines.core.run_folder import RunFolder, insideRunRefusal
 from rl_baselines.runs.monitor_files import MONITOR_SUFFIX, MonitorFileError, loadEpisodes, runEnvsOf
 from srl_toolbox.cli import (
     DEFAULT_VISDOM_PORT,
@@ -59,6 +60,8 @@ from srl_toolbox.files import atomicPath, readJson
 from srl_toolbox.plots import describe, movingAverage, quietVisdom, smoothedLabel, visdomClientClass
 
 PNG_NAME = "learning_curves.png"
+# An --output-dir that ends so (and is no folder yet) is a file name given for the folder the PNGs go in
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".svg", ".pdf", ".gif")
 DEFAULT_WINDOW = 40
 TITLE_WIDTH = 110  # characters of a PNG title's line: the figure (1200 px) shows about 130
 # Wall time is shown in the largest unit that keeps the axis readable: (seconds per unit, label)
@@ -382,8 +385,9 @@ def checkedRuns(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], l
     :param args: the parsed command line (``vis_env`` set to its default when left out)
     :return: the runs drawn (folder, episodes, evaluations), the runs skipped for having neither an episode nor
         evaluations, and each run's PNG path
-    :raises UsageError: bad input (one line): a missing input, no run, no run to draw (naming those skipped for a
-        damaged monitor file), an output that cannot be written
+    :raises UsageError: bad input (one line): a missing input, a folder inside a run (naming the run), no run, no run
+        to draw (naming those skipped for a damaged monitor file), an --output-dir that is a file or named like an
+        image file, an output that cannot be written
     :warns: visdom flags without --vis; a run skipped for a damaged monitor file
     """
     if not args.vis and (args.vis_env is not None or args.port != DEFAULT_VISDOM_PORT):
@@ -393,8 +397,17 @@ def checkedRuns(args: argparse.Namespace) -> tuple[list[tuple[str, Any, Any]], l
         raise UsageError(f"-i {args.input!r} does not exist; give a run folder or a folder with runs below it")
     if not os.path.isdir(args.input):
         raise UsageError(f"-i {args.input!r} is not a folder; give a run folder or a folder with runs below it")
+    # a folder inside a run (its monitor/, a checkpoint) is refused as the other tools refuse it: read alone, monitor/
+    # would lose the run's --num-cpu (its step axis), evaluations and window, and get the PNG written into it
+    inside = None if os.path.isfile(RunFolder(args.input).args_file) else insideRunRefusal("-i", args.input)
+    if inside is not None:
+        raise UsageError(f"{inside[0]}: give -i {inside[1]}")
     if args.output_dir is not None and os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
         raise UsageError(f"--output-dir {args.output_dir!r} exists and is not a folder")
+    if (args.output_dir is not None and not os.path.isdir(args.output_dir)
+            and os.path.splitext(args.output_dir)[1].lower() in IMAGE_SUFFIXES):
+        raise UsageError(f"--output-dir {args.output_dir!r} takes a folder, not a file name: each run's PNG is named "
+                         f"in it after the run's path below -i (without --output-dir, {PNG_NAME} in the run folder)")
     run_dirs = findRunFolders(args.input)
     if not run_dirs:
         raise UsageError(f"no run found in or below {args.input!r} (a run folder holds monitor/*{MONITOR_SUFFIX})")

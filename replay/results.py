@@ -34,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 from rl_baselines.core.manifests import CheckpointError, readManifest
-from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder
+from rl_baselines.core.run_folder import EVALUATIONS_FILE, RunFolder, insideRunRefusal
 from rl_baselines.runs.args_format import ARGS_FORMAT_KEY, withAddedSettings
 from rl_baselines.runs.evaluation import readEvaluations
 from rl_baselines.runs.monitor_files import MonitorFileError, loadEpisodes, runEnvs
@@ -218,6 +218,11 @@ def findRuns(log_dir: str, group_by: Sequence[str] = (), unfinished: bool = Fals
     if not runs and stopped and not unfinished:
         raise UsageError(f"every run with a finished episode below {log_dir!r} is unfinished ({len(stopped)} skipped: "
                          f"still training, or stopped before --num-timesteps; train --resume RUN finishes one)")
+    # a folder inside a run (its monitor/, a checkpoint) holds no run: name the run, when nothing else was found
+    found = runs or empty or failed or stopped or unreadable or searches
+    inside = None if found else insideRunRefusal("--log-dir", log_dir)
+    if inside is not None:
+        raise UsageError(f"{inside[0]}: give --log-dir {inside[1]}")
     if not runs:  # (the skipped runs' warnings are not shown with the refusal: it names them)
         skipped = [f"{len(unreadable)} unreadable, e.g. {unreadable[0]}"] if unreadable else []
         nor = " nor evaluations" if evaluation_only else ""

@@ -280,6 +280,8 @@ CASES = [
      ["--env", "MobileRobot1DGymEnv-v0", "--policy", "{run}", "--save-path", "{data}"],
      ["MobileRobotGymEnv-v0", "not --env MobileRobot1DGymEnv-v0"]),
     ("generator-policy-not-a-run", GENERATOR, ["--policy", "{bad}", "--save-path", "{data}"], ["bad_files"]),
+    ("generator-policy-inside-a-run", GENERATOR, ["--policy", "{run}/monitor", "--save-path", "{data}"],
+     ["--policy", "monitor/ inside the run", "give --policy"]),
     ("generator-save-path-is-a-file", GENERATOR, ["--save-path", "{bad}/garbage.zip"], ["garbage.zip", "is a file"]),
     ("generator-read-only-save-path", GENERATOR, ["--save-path", "{ro}", "--num-episode", "1", "--max-steps", "5"],
      [READ_ONLY_NAME]),
@@ -356,6 +358,9 @@ CASES = [
     # --- replay.plots
     ("plots-missing-input", PLOTS, ["-i", "{log}/nowhere"], ["nowhere", "does not exist"]),
     ("plots-no-run", PLOTS, ["-i", "{bad}"], ["no run found"]),
+    ("plots-folder-inside-a-run", PLOTS, ["-i", "{run}/monitor"], ["monitor/ inside the run", "give -i"]),
+    ("plots-output-dir-an-image-name", PLOTS, ["-i", "{run}", "--output-dir", "{log}/a.png"],
+     ["--output-dir", "a.png", "takes a folder"]),
     ("plots-input-is-a-file", PLOTS, ["-i", "{bad}/garbage.zip"], ["garbage.zip", "not a folder"]),
     ("plots-output-dir-is-a-file", PLOTS, ["-i", "{run}", "--output-dir", "{bad}/garbage.zip"],
      ["--output-dir", "garbage.zip"]),
@@ -365,6 +370,7 @@ CASES = [
     ("plots-read-only-run", PLOTS, ["-i", "{rorun}"], ["read_only_run"]),
     # --- replay.gather_results
     ("gather-missing-folder", GATHER, ["-i", "{log}/nowhere"], ["nowhere", "not a folder"]),
+    ("gather-folder-inside-a-run", GATHER, ["-i", "{run}/monitor"], ["monitor/ inside the run", "give --log-dir"]),
     ("gather-unknown-welch-method", GATHER, ["-i", "{log}", "--welch-test", "nope"], ["'nope'", "valid choices"]),
     ("gather-unknown-group-key", GATHER, ["-i", "{log}", "--group-by", "nokey"], ["nokey", "valid keys", "seed"]),
     ("gather-threshold-nan", GATHER, ["-i", "{log}", "--threshold", "nan"], ["--threshold", "'nan'", "finite"]),
@@ -373,6 +379,8 @@ CASES = [
      ["--training-rewards", "only evaluations", "without --training-rewards"]),
     # --- replay.aggregate_plots
     ("aggregate-no-run", AGGREGATE, ["-i", "{bad}"], ["no run"]),
+    ("aggregate-folder-inside-a-run", AGGREGATE, ["-i", "{run}/monitor"],
+     ["monitor/ inside the run", "give --log-dir"]),
     ("aggregate-unknown-group-key", AGGREGATE, ["-i", "{log}", "--group-by", "nokey"], ["nokey"]),
     ("aggregate-read-only-output", AGGREGATE, ["-i", "{run}", "-o", "{ro}/agg"], [READ_ONLY_NAME]),
     # --- replay.compare_plots
@@ -409,7 +417,7 @@ CATEGORIES = {
         "srl-train-unknown-augmentation", "train-gail-unknown-learner", "train-unknown-augmentation",
         "train-unknown-augment-loss"],
     "wrong type or range": [
-        "train-minibatch-of-one", "fusioner-empty-destination",
+        "train-minibatch-of-one", "fusioner-empty-destination", "plots-output-dir-an-image-name",
         "train-tag-with-a-slash", "train-tag-to-the-parent", "pipeline-ray-address-not-host-port",
         "pipeline-ray-address-port-out-of-range",
         "train-zero-timesteps", "train-text-timesteps", "train-huge-timesteps", "pipeline-num-gpus-nan", "train-empty-log-dir",
@@ -449,7 +457,8 @@ CATEGORIES = {
         "fusioner-other-env", "srl-train-missing-dataset", "srl-train-rl-run-as-dataset", "evaluate-corrupt-config",
         "evaluate-truncated-weights", "evaluate-truncated-pca", "evaluate-dataset-of-other-env",
         "evaluate-rl-run-as-model", "plots-missing-input", "plots-no-run", "plots-input-is-a-file",
-        "gather-missing-folder", "aggregate-no-run", "compare-missing-npz", "compare-corrupt-npz",
+        "gather-missing-folder", "aggregate-no-run", "plots-folder-inside-a-run", "gather-folder-inside-a-run",
+        "aggregate-folder-inside-a-run", "generator-policy-inside-a-run", "compare-missing-npz", "compare-corrupt-npz",
         "compare-foreign-npz", "train-gail-without-dataset", "train-gail-dataset-of-other-env"],
     "incompatible combination": [
         "train-rollout-of-one-sample",

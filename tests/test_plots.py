@@ -110,6 +110,40 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path, make_input, message)
     assert snapshot(str(tmp_path)) == before
 
 
+def test_a_folder_inside_a_run_is_refused_naming_the_run(tmp_path) -> None:
+    """-i RUN/monitor plotted monitor/ as a run of its own (one env's steps, no evaluations, the default window) and
+    wrote learning_curves.png into it; as the other tools, plots refuses a folder inside a run and names the run.
+    A folder of monitor files that no run holds is still a run."""
+    run = writeRun(str(tmp_path / "run"), [1, 2, 3], [10] * 3, [1, 2, 3],
+                   args={"env": "MobileRobotGymEnv-v0", "srl_model": "ground_truth", "algo": "ppo2"}, files=2)
+    os.makedirs(os.path.join(run, "checkpoints", "512_steps"))
+    before = snapshot(str(tmp_path))
+    for below in ("monitor", "checkpoints/512_steps"):
+        folder = os.path.join(run, *below.split("/"))
+        result = runModule("replay.plots", "-i", folder)
+        assert result.returncode == 2 and result.stderr == (f"error: -i {folder!r} is {below}/ inside the run {run}, "
+                                                            f"not a run folder: give -i {run}\n")
+    assert snapshot(str(tmp_path)) == before
+    alone = writeRun(str(tmp_path / "monitor_files"), [1, 2], [10] * 2, [1, 2])
+    assert main(["-i", os.path.join(alone, "monitor")]) == 0
+    assert os.path.isfile(os.path.join(alone, "monitor", PNG_NAME))
+
+
+def test_an_output_dir_named_like_an_image_is_refused(tmp_path) -> None:
+    """--output-dir plots/a.png made a folder named a.png: it takes a folder, in which each run's PNG is named after
+    the run (no flag names one file); a folder of that name that exists is taken."""
+    run = writeRun(str(tmp_path / "run"), [1, 2, 3], [10] * 3, [1, 2, 3])
+    before = snapshot(str(tmp_path))
+    output = str(tmp_path / "plots" / "a.PNG")
+    result = runModule("replay.plots", "-i", run, "--output-dir", output)
+    assert result.returncode == 2 and result.stderr == (
+        f"error: --output-dir {output!r} takes a folder, not a file name: each run's PNG is named in it after the "
+        f"run's path below -i (without --output-dir, {PNG_NAME} in the run folder)\n")
+    assert snapshot(str(tmp_path)) == before
+    os.makedirs(output)
+    assert main(["-i", run, "--output-dir", output]) == 0 and os.listdir(output) == ["run.png"]
+
+
 def test_wall_time_counts_from_the_first_env_start(tmp_path) -> None:
     """Each monitor file's t counts from its own env's start (its header's t_start): with 2 envs started 0.73 s apart,
     the merged episodes' wall times went back and forth (7.67, 6.94, 13.0, 12.28) in the plots and gather_results."""

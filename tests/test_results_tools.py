@@ -366,6 +366,20 @@ def test_a_folder_of_search_trials_alone_names_the_search_folder_in_its_refusal(
                                                                  "ppo2" / "run")]
 
 
+def test_a_folder_inside_a_run_is_refused_naming_the_run(tmp_path):
+    """gather_results -i RUN/monitor and aggregate_plots -i RUN/checkpoints said "no run with a finished episode
+    below" the folder; the refusal names the run the folder is inside, and nothing is written."""
+    run = _fakeRun(tmp_path / "logs" / ENV / "ground_truth" / "ppo2" / "run", [1.0, 2.0])
+    os.makedirs(os.path.join(run, "checkpoints", "512_steps"))
+    for module, below in (("replay.gather_results", "monitor"), ("replay.aggregate_plots", "checkpoints"),
+                          ("replay.gather_results", "checkpoints/512_steps")):
+        folder = os.path.join(run, *below.split("/"))
+        before = sorted(os.listdir(folder))
+        _assertUsage(runModule(module, "-i", folder), f"error: --log-dir {folder!r} is {below}/ inside the run {run}, "
+                                                      f"not a run folder: give --log-dir {run}")
+        assert sorted(os.listdir(folder)) == before
+
+
 def test_an_output_path_that_is_a_folder_is_refused_before_any_work(tmp_path):
     """A folder where an output file goes crashed at the final rename, after all the work (IsADirectoryError)."""
     _fakeRun(tmp_path / "logs" / "a", [1.0, 2.0, 3.0])

@@ -17,7 +17,7 @@ from rl_baselines.envs import factory
 from rl_baselines.envs.factory import NORMALISATION_FILE
 from rl_baselines.runs import train
 from rl_baselines.runs.resume import planResume
-from rl_baselines.runs.run_policy import readRunConfig
+from rl_baselines.runs.run_policy import RunPolicy, readRunConfig
 from srl_models import config as srl_config
 from srl_models.config import RUN_RECORD_FILE
 from srl_toolbox.cli import UsageError
@@ -79,6 +79,31 @@ def test_a_folder_above_runs_is_refused_naming_the_newest_run(tmp_path) -> None:
     with pytest.raises(ValueError, match=r"holds no run \(no args.json\); pass a run folder written by "
                                          r"rl_baselines.train$"):
         readRunConfig(str(empty), "--log-dir")
+
+
+def test_a_folder_inside_a_run_is_refused_naming_the_run(tmp_path) -> None:
+    """train --resume given a run's checkpoints/, one checkpoint's folder or monitor/ (the dataset generator's
+    --policy too) said only "is not a run folder (no args.json)"; the refusal names the run and the command for it,
+    and says that --resume continues from the newest intact checkpoint, not the one given."""
+    run = tmp_path / "MobileRobotGymEnv-v0" / "ground_truth" / "ppo2" / "26-12-01_10h00_00_seed0"
+    for below in ("monitor", "checkpoints/512_steps/training_state", "best"):
+        (run / below).mkdir(parents=True)
+    (run / "args.json").write_text("{}")
+    newest = " (it continues from the run's newest intact checkpoint; it cannot start from a chosen one)"
+    for below, note in (("checkpoints", newest), ("checkpoints/512_steps", newest), ("monitor", "")):
+        folder = str(run / below)
+        for refuse in (planResume, lambda folder: train.main(["--resume", folder])):
+            with pytest.raises(UsageError, match=rf"^--resume '{re.escape(folder)}' is {below}/ inside the run "
+                                                 rf"{re.escape(str(run))}, not a run folder: give --resume "
+                                                 rf"{re.escape(str(run))}{re.escape(note)}$"):
+                refuse(folder)
+    played = " (it plays the run's latest model, not a checkpoint's nor best/'s)"
+    for below, note in (("checkpoints/512_steps", played), ("best", played), ("monitor", "")):
+        folder = str(run / below)
+        with pytest.raises(ValueError, match=rf"^--policy '{re.escape(folder)}' is {below}/ inside the run "
+                                             rf"{re.escape(str(run))}, not a run folder: give --policy "
+                                             rf"{re.escape(str(run))}{re.escape(note)}$"):
+            RunPolicy(folder)
 
 
 def test_no_module_spells_the_file_names_itself() -> None:

@@ -52,9 +52,11 @@ from rl_baselines.core.checkpointing import (
 )
 from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import (
+    CHECKPOINTS_DIR,
     DAMAGED_CHECKPOINTS_DIR,
     MONITOR_SUFFIX,
     RunFolder,
+    insideRunRefusal,
     recordedPhysicsKeywords,
     runsBelowHint,
 )
@@ -188,6 +190,21 @@ def modelFiles(run_dir: str) -> list[str]:
     return sorted(path for path in glob.glob(os.path.join(run_dir, "*_model.*")) if os.path.isfile(path))
 
 
+def notARunRefusal(run_dir: str) -> str:
+    """
+    :param run_dir: the folder given to ``--resume``, holding no args.json
+    :return: the refusal's line: the run it is inside and the command that resumes it (from the run's newest intact
+        checkpoint: no flag chooses an older one), else the runs below it (:func:`runsBelowHint`)
+    """
+    inside = insideRunRefusal("--resume", run_dir)
+    if inside is None:
+        return f"--resume {run_dir!r} is not a run folder (no args.json){runsBelowHint(run_dir)}"
+    refusal, run, below = inside
+    note = (" (it continues from the run's newest intact checkpoint; it cannot start from a chosen one)"
+            if below.split("/")[0] == CHECKPOINTS_DIR else "")
+    return f"{refusal}: give --resume {run}{note}"
+
+
 def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
     """
     Decide how a run folder is continued, reading only (the pipeline can call this to know what ``--resume``
@@ -202,7 +219,7 @@ def planResume(run_dir: str, resumable: bool | None = None) -> ResumePlan:
         resumable checkpoint damaged) (one line)
     """
     if not os.path.isfile(RunFolder(run_dir).args_file):
-        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json){runsBelowHint(run_dir)}")
+        raise UsageError(notARunRefusal(run_dir))
     try:
         run_manifest = readManifest(run_dir)
     except CheckpointError:
@@ -413,7 +430,7 @@ def loadResumeArgs(argv: Sequence[str], registered_rl: dict, base_parser: Callab
     try:
         saved = readJson(RunFolder(run_dir).args_file)
     except FileNotFoundError:
-        raise UsageError(f"--resume {run_dir!r} is not a run folder (no args.json){runsBelowHint(run_dir)}") from None
+        raise UsageError(notARunRefusal(run_dir)) from None
     except (OSError, ValueError) as error:
         raise UsageError(f"--resume: {run_dir}/args.json is unreadable ({error})") from None
     if not isinstance(saved, dict) or saved.get("algo") not in registered_rl:

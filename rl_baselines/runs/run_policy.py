@@ -40,7 +40,14 @@ from environments.srl_env import isLearnedSRLModel
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.plugin_v1 import loadModel
 from rl_baselines.core.registry import algoChoicesText, registered_rl
-from rl_baselines.core.run_folder import RunFolder, recordedPhysicsKeywords, runsBelowHint
+from rl_baselines.core.run_folder import (
+    BEST_DIR,
+    CHECKPOINTS_DIR,
+    RunFolder,
+    insideRunRefusal,
+    recordedPhysicsKeywords,
+    runsBelowHint,
+)
 from rl_baselines.envs.factory import NORMALISATION_FILE, VecEnvSettings, envKwargsFromArgs, learnedStateScale
 from rl_baselines.envs.srl_encoder import loadEncoder
 from rl_baselines.runs.train_config import TrainConfig, readArgsRecord
@@ -161,6 +168,12 @@ class RunPolicy:
         self.run_dir = run_dir
         if not os.path.isdir(run_dir):
             raise ValueError(f"--policy {run_dir!r} is neither 'random' nor a folder")
+        inside = None if os.path.isfile(RunFolder(run_dir).args_file) else insideRunRefusal("--policy", run_dir)
+        if inside is not None:  # (the generator plays the model saved in the run folder itself)
+            refusal, run, below = inside
+            saved = below.split("/")[0] in (CHECKPOINTS_DIR, BEST_DIR)
+            raise ValueError(f"{refusal}: give --policy {run}"
+                             + (" (it plays the run's latest model, not a checkpoint's nor best/'s)" if saved else ""))
         self.args = readRunArgs(run_dir, "--policy")
         self.srl_model = self.args.srl_model
         self.learned = isinstance(self.srl_model, str) and isLearnedSRLModel(self.srl_model)
