@@ -155,7 +155,7 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
     :return: the run's settings
     :raises UsageError: the folder holds no run
     """
-    # Shared with the dataset generator's --policy (rl_baselines.runs.run_policy), which reads run folders too.
+    # readRunConfig is shared with the dataset generator's --policy (rl_baselines.runs.run_policy)
     if os.path.isdir(run_dir) and not os.path.isfile(RunFolder(run_dir).args_file):
         inside = insideRunRefusal("--log-dir", run_dir)
         if inside is not None:
