@@ -64,8 +64,9 @@ def buildParser() -> CLIParser:
     result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
     result.add_argument("-o", "--output", type=nonEmptyText, default=None, metavar="PREFIX",
                         help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz (names that would "
-                             "clash get a digest appended); a folder "
-                             "(an existing one, or ending in /) gives FOLDER/aggregate_<env>.png [<log-dir>/aggregate]")
+                             "clash get a digest appended; a PREFIX ending in .png drops it: -o c.png gives c_<env>.png); a "
+                             "folder (an existing one, or ending in /) gives FOLDER/aggregate_<env>.png "
+                             "[<log-dir>/aggregate]")
     result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")
     result.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
                         help="episodes of the moving average [40]")
@@ -191,6 +192,8 @@ def checkedInputs(argv: Sequence[str] | None = None) -> tuple[argparse.Namespace
     prefix = args.output or os.path.join(args.log_dir, "aggregate")
     if args.output and (args.output.endswith(("/", os.sep)) or os.path.isdir(args.output)):
         prefix = os.path.join(args.output, "aggregate")  # a folder, as the other tools' --output-dir: files in it
+    elif args.output and args.output.lower().endswith(".png"):
+        prefix = args.output[:-len(".png")]  # -o curves.png: curves_<env>.png (one PNG per env), not curves.png_<env>
     groups = groupRuns(runs, args.group_by)
     warnMixedMethods(groups, args.group_by)
     figure_stems, curve_stems = _fileStems(prefix, groups, args.group_by)  # each file written once

@@ -595,6 +595,11 @@ def test_a_count_of_one_point_or_evaluation_is_singular(tmp_path, capsys):
                                  "--episode-window", "1"]) == 0
     out = capsys.readouterr().out
     assert "1 run, 1 point ->" in out and "1 run, 1 evaluation ->" in out, out
+    # -o given as a file name: the suffix is dropped (it wrote a.png_<env>.png)
+    assert aggregate_plots.main(["-i", str(tmp_path / "logs"), "-o", str(tmp_path / "png" / "a.png"),
+                                 "--episode-window", "1"]) == 0
+    assert sorted(os.listdir(tmp_path / "png")) == [f"a_MobileRobotGymEnv-v0{end}" for end in (
+        ".png", "_evaluation.png", "_ppo2_ground_truth.npz", "_ppo2_ground_truth_evaluation.npz")]
 
 
 def test_long_legend_labels_wrap_and_leave_the_axes_most_of_the_figure(tmp_path, monkeypatch):
