@@ -371,6 +371,11 @@ def test_load_and_evaluate_errors(tmp_path, apiRun):
 
     with pytest.raises(api.UsageError, match=r"^run_dir '.*' holds no run \(no args.json\)"):
         api.loadRun(tmp_path)
+    # a folder inside a run (its monitor/, a checkpoint's) said only "holds no run": it names the run
+    run_dir = apiRun[0].run_dir
+    with pytest.raises(api.UsageError, match=rf"^run_dir '.*monitor' is monitor/ inside the run {re.escape(run_dir)}, "
+                                             rf"not a run folder: give run_dir={re.escape(run_dir)}$"):
+        api.loadRun(os.path.join(run_dir, "monitor"))
     with pytest.raises(api.UsageError, match=r"^unknown saved model 'worst'; valid choices: latest, best$"):
         api.loadRun(apiRun[0].run_dir, which="worst")
     with pytest.raises(api.UsageError, match=r"^episodes 0 must be a positive integer$"):

@@ -69,6 +69,10 @@ def readRunConfig(run_dir: str, flag: str) -> TrainConfig:
     if not os.path.isdir(run_dir):
         raise ValueError(f"{flag} {run_dir!r} is not a folder")
     if not os.path.isfile(RunFolder(run_dir).args_file):
+        inside = insideRunRefusal(flag, run_dir)
+        if inside is not None:  # a checkpoint's folder, best/, monitor/
+            refusal, run, _ = inside
+            raise ValueError(f"{refusal}: give {flag}{'=' if flag.isidentifier() else ' '}{run}")
         raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a run folder written by "
                          f"rl_baselines.train{runsBelowHint(run_dir)}")
     return TrainConfig.fromRecord(readArgsRecord(run_dir))
