@@ -368,12 +368,16 @@ def markdown(rows: Sequence[dict[str, Any]], window: int, welch: str | None, gro
         if budget == FINAL and unfinished:
             lines += ["", f"{unfinishedNote(unfinished)}."]
         lines.append("")
-    # one per env, algorithm and --group-by values (a group's own ground-truth runs give its threshold)
+    # one per env, algorithm and --group-by values (a group's own ground-truth runs give its threshold); the methods
+    # of an env with the same threshold from the same source (the env's default) share one entry
     thresholds = sorted({(row["env"], ", ".join([row["algo"], *(f"{name}={row[name]}" for name in group_by)]),
                           row["threshold"], row["threshold_source"]) for row in rows if row["threshold"] is not None})
-    if thresholds:
-        lines.append("Thresholds: " + ", ".join(f"{env} ({method}) {_threshold(value)} ({source})"
-                                                for env, method, value, source in thresholds) + ".")
+    shared: dict[tuple[str, float, str], list[str]] = {}
+    for env, method, value, source in thresholds:
+        shared.setdefault((env, value, source), []).append(method)
+    if shared:
+        lines.append("Thresholds: " + ", ".join(f"{env} ({'; '.join(methods)}) {_threshold(value)} ({source})"
+                                                for (env, value, source), methods in shared.items()) + ".")
         lines.append("")
     return "\n".join(lines)
 
