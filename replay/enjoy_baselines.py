@@ -307,6 +307,19 @@ def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) 
     return np.concatenate((np.ascontiguousarray(frame, dtype=np.uint8), band), axis=0)
 
 
+def noEpisodeLine(steps: int, running: np.ndarray) -> str:
+    """
+    :param steps: the env steps played, of all envs together
+    :param running: each env's reward so far in its unfinished episode
+    :return: the line of a replay in which no episode finished: the steps, and the reward so far of the one env or,
+        with several, the mean of theirs, said as such (with the steps of each)
+    """
+    if len(running) == 1:
+        return f"No episode finished in {steps} steps; reward so far: {float(running[0]):.2f}"
+    return (f"No episode finished in {steps} steps ({len(running)} envs, {steps // len(running)} steps each); mean "
+            f"reward so far per env: {float(np.mean(running)):.2f}")
+
+
 def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, env: Any,
                  output_dir: str) -> Any:
     """
@@ -460,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Mean episode reward over {len(episode_rewards)} episode{'' if len(episode_rewards) == 1 else 's'}: "
               f"{np.mean(episode_rewards):.2f}")
     else:
-        print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
+        print(noEpisodeLine(steps, running))
     if video is not None and video.frame_count:
         if video.encodes_at_finish:  # (an MP4 is already written: finish only moves it into place)
             print(f"Writing the video ({video.frame_count} frames)...", flush=True)

@@ -6,9 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from replay import replay_plots
+from replay import enjoy_baselines, replay_plots
 
 pytestmark = pytest.mark.slow  # replays of a trained run: left out of `make test-fast`
+
+
+def test_the_no_episode_line_says_whose_reward_it_is():
+    """With several envs the line gave one number, "reward so far", without saying it was their mean."""
+    assert enjoy_baselines.noEpisodeLine(20, np.array([1.5])) == "No episode finished in 20 steps; reward so far: 1.50"
+    assert enjoy_baselines.noEpisodeLine(20, np.array([1.0, 2.0, 0.0, 1.0])) == (
+        "No episode finished in 20 steps (4 envs, 5 steps each); mean reward so far per env: 1.00")
 
 
 def test_the_continuous_action_figure_has_a_plain_title():
