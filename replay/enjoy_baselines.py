@@ -13,6 +13,7 @@ with a window (``WINDOW``; Omnirobot has none) and a display (DISPLAY set, its X
 order; without them it stops with a one-line error before the model is loaded, which advises ``--video`` (or, when
 --video is given, dropping --render). A Ctrl-C stops the replay: what was played is still reported and written
 (video, plots), and the command exits with 130, as train does, so that a script tells a cut replay from a whole one.
+The replay prints the model file it plays and which of the run's models it is (``Model: <file>, <which>``).
 """
 from __future__ import annotations
 
@@ -400,9 +401,7 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
                       checkpoint=checkpoint, checkpoint_flag=checkpoint_flag)
     except ValueError as error:  # not installed, model missing or corrupt, no such checkpoint or a damaged one, SRL
         raise UsageError(str(error)) from None  # model missing or changed
-    note = run.checkpointNote() or run.unfinishedNote()
-    if note:
-        print(f"Model: {note}")
+    print(f"Model: {run.modelNote()}")
     agent = run.model
     agent.seedActionSampling(args.seed)  # an agent that samples with a generator of its own (deepq, the ES)
     env_kwargs = {}

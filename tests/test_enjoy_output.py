@@ -3,12 +3,34 @@ no episode finished, the visdom environment of its live plots and the action fig
 replay started with it ignored. The checkpoint lines: tests/test_enjoy_checkpoints.py."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 from replay import enjoy_baselines, replay_plots
+from rl_baselines.core.manifests import readManifest
 
 pytestmark = pytest.mark.slow  # replays of a trained run: left out of `make test-fast`
+
+REPLAY = ["--num-timesteps", "10", "--no-progress"]
+
+
+def _modelLines(output: str) -> list[str]:
+    return [line for line in output.splitlines() if line.startswith("Model: ")]
+
+
+def test_every_replay_names_the_model_file_it_plays(trainedRun, capsys):
+    """A finished run's latest model and ``--model best`` were played without a ``Model:`` line, which a checkpoint
+    and an unfinished run's latest model had."""
+    latest, best = readManifest(trainedRun), readManifest(os.path.join(trainedRun, "best"))
+    assert enjoy_baselines.main(["--log-dir", trainedRun, *REPLAY]) == 0
+    assert _modelLines(capsys.readouterr().out) == [
+        f"Model: {trainedRun}/ppo2_model.zip, the run's final model, saved at step {latest['num_timesteps']:,}"]
+    assert enjoy_baselines.main(["--log-dir", trainedRun, *REPLAY, "--model", "best"]) == 0
+    assert _modelLines(capsys.readouterr().out) == [
+        f"Model: {trainedRun}/best/ppo2_model.zip, the run's best model, saved at step {best['num_timesteps']:,} "
+        f"(mean reward {best['mean_reward']:.2f} over the last training episodes)"]
 
 
 def test_the_no_episode_line_says_whose_reward_it_is():
