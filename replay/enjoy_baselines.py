@@ -14,6 +14,8 @@ order; without them it stops with a one-line error before the model is loaded, w
 --video is given, dropping --render). A Ctrl-C stops the replay: what was played is still reported and written
 (video, plots), and the command exits with 130, as train does, so that a script tells a cut replay from a whole one.
 The replay prints the model file it plays and which of the run's models it is (``Model: <file>, <which>``).
+``--plotting`` draws into the visdom environment ``replay_<the run's own>`` (args.json's ``visdom_env``, so that two
+runs of one name replay apart).
 """
 from __future__ import annotations
 
@@ -38,6 +40,7 @@ from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder, enclosingRun
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
+from rl_baselines.runs.run_logging import VISDOM_ENV_KEY, tensorboardRunName
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
@@ -60,7 +63,7 @@ from srl_toolbox.cli import (
     zooFlagHints,
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
-from srl_toolbox.files import atomicPath
+from srl_toolbox.files import atomicPath, readJson
 
 VIDEO_FORMATS = (".gif", ".mp4")
 # rl_zoo3's enjoy.py flags that this command does not take, and what to give instead (their refusal says it)
@@ -321,6 +324,24 @@ def noEpisodeLine(steps: int, running: np.ndarray) -> str:
             f"reward so far per env: {float(np.mean(running)):.2f}")
 
 
+def replayVisdomEnv(run_dir: str, train_args: TrainConfig) -> str:
+    """
+    :param run_dir: the run folder
+    :param train_args: the run's settings
+    :return: the visdom environment of the run's replay plots: ``replay_`` and the run's own visdom environment, as
+        its args.json records it (``<name>_2``, ... where another run held ``<name>`` when it started drawing), else
+        (its plotter never reached a server, or a run recorded before the key) its name,
+        ``<env>_<srl-model>_<algo>_<run folder name>``
+    """
+    try:
+        recorded = readJson(RunFolder(run_dir).args_file).get(VISDOM_ENV_KEY)
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if not isinstance(recorded, str) or not recorded:
+        recorded = tensorboardRunName(train_args.env, train_args.srl_model, train_args.algo, run_dir)
+    return f"replay_{recorded}"
+
+
 def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, env: Any,
                  output_dir: str) -> Any:
     """
@@ -330,15 +351,13 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
     :param env: the replay VecEnv
     :param output_dir: folder of the PNGs
     :return: a replay.replay_plots.ReplayPlotting for the first env, live in the visdom environment
-        ``replay_<env>_<srl-model>_<algo>_<run folder name>`` unless ``--no-vis``, its axes in the env class's
-        GROUND_TRUTH_UNIT and its actions named by the first env's ``actionNames()``
+        ``replay_<the run's visdom environment>`` (:func:`replayVisdomEnv`) unless ``--no-vis``, its axes in the env
+        class's GROUND_TRUTH_UNIT and its actions named by the first env's ``actionNames()``
     """
     title = f"{train_args.algo} {train_args.env} {train_args.srl_model}"
     visdom = None
     if not args.no_vis:
-        run_name = os.path.basename(os.path.normpath(args.log_dir))
-        visdom = ReplayVisdom(args.port, f"replay_{train_args.env}_{train_args.srl_model}_{train_args.algo}_{run_name}",
-                              title=title, announce=True)
+        visdom = ReplayVisdom(args.port, replayVisdomEnv(args.log_dir, train_args), title=title, announce=True)
     env_class = getEnvClass(train_args.env)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
     return ReplayPlotting(agent, train_args.algo, env_class.PLOT_TYPE, discrete, output_dir, title, visdom,

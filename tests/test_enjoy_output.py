@@ -3,17 +3,22 @@ no episode finished, the visdom environment of its live plots and the action fig
 replay started with it ignored. The checkpoint lines: tests/test_enjoy_checkpoints.py."""
 from __future__ import annotations
 
+import argparse
+import json
 import os
+import shutil
 
 import numpy as np
 import pytest
 
 from replay import enjoy_baselines, replay_plots
+from replay.visdom_server import findFreePort
 from rl_baselines.core.manifests import readManifest
 
 pytestmark = pytest.mark.slow  # replays of a trained run: left out of `make test-fast`
 
 REPLAY = ["--num-timesteps", "10", "--no-progress"]
+RUN_NAME = "MobileRobotGymEnv-v0_ground_truth_ppo2"
 
 
 def _modelLines(output: str) -> list[str]:
@@ -38,6 +43,54 @@ def test_the_no_episode_line_says_whose_reward_it_is():
     assert enjoy_baselines.noEpisodeLine(20, np.array([1.5])) == "No episode finished in 20 steps; reward so far: 1.50"
     assert enjoy_baselines.noEpisodeLine(20, np.array([1.0, 2.0, 0.0, 1.0])) == (
         "No episode finished in 20 steps (4 envs, 5 steps each); mean reward so far per env: 1.00")
+
+
+MISSING = object()  # args.json without the key (a run recorded before it)
+
+
+def _runWithVisdomEnv(folder, trainedRun: str, visdom_env: object) -> str:
+    """:return: a copy of the trained run in ``folder`` whose args.json records ``visdom_env`` (MISSING: no key)"""
+    run_dir = str(folder / os.path.basename(trainedRun))
+    shutil.copytree(trainedRun, run_dir)
+    args_file = os.path.join(run_dir, "args.json")
+    with open(args_file, encoding="utf-8") as handle:
+        recorded = json.load(handle)
+    recorded.pop("visdom_env", None)
+    if visdom_env is not MISSING:
+        recorded["visdom_env"] = visdom_env
+    with open(args_file, "w", encoding="utf-8") as handle:
+        json.dump(recorded, handle)
+    return run_dir
+
+
+def test_a_replay_draws_into_the_runs_own_visdom_env(tmp_path, trainedRun):
+    """Two runs of one name (another run held ``<name>``, so this one drew into ``<name>_2``) replayed into the
+    same visdom windows, ``replay_<name>``: the replay now follows args.json's ``visdom_env``, and the run's name
+    where it records none (null: its plotter never reached a server)."""
+    name = f"{RUN_NAME}_{os.path.basename(trainedRun)}"
+    settings = argparse.Namespace(env="MobileRobotGymEnv-v0", srl_model="ground_truth", algo="ppo2")
+    cases = {"second": (f"{name}_2", f"replay_{name}_2"), "own": (name, f"replay_{name}"),
+             "null": (None, f"replay_{name}"), "missing": (MISSING, f"replay_{name}")}
+    for case, (recorded, expected) in cases.items():
+        run_dir = _runWithVisdomEnv(tmp_path / case, trainedRun, recorded)
+        assert enjoy_baselines.replayVisdomEnv(run_dir, settings) == expected, case
+
+
+def test_the_replay_plots_use_that_env(tmp_path, trainedRun, monkeypatch):
+    name = f"{RUN_NAME}_{os.path.basename(trainedRun)}_2"
+    run_dir = _runWithVisdomEnv(tmp_path, trainedRun, name)
+    env_names = []
+
+    class RecordedVisdom(replay_plots.ReplayVisdom):
+        def __init__(self, port: int, env_name: str, **kwargs) -> None:
+            env_names.append(env_name)
+            super().__init__(port, env_name, **kwargs)
+
+    monkeypatch.setattr(enjoy_baselines, "ReplayVisdom", RecordedVisdom)
+    with pytest.warns(UserWarning):  # nothing listens on the port
+        assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress", "--plotting",
+                                     "--port", str(findFreePort()), "--output-dir", str(tmp_path / "plots")]) == 0
+    assert env_names == [f"replay_{name}"]
 
 
 def test_the_continuous_action_figure_has_a_plain_title():
