@@ -16,6 +16,8 @@ order; without them it stops with a one-line error before the model is loaded, w
 The replay prints the model file it plays and which of the run's models it is (``Model: <file>, <which>``).
 ``--plotting`` draws into the visdom environment ``replay_<the run's own>`` (args.json's ``visdom_env``, so that two
 runs of one name replay apart).
+A SIGINT stops the replay as a Ctrl-C does, in a process started ignoring it too (``... &`` in a shell script), as
+it stops train.
 """
 from __future__ import annotations
 
@@ -64,6 +66,7 @@ from srl_toolbox.cli import (
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
 from srl_toolbox.files import atomicPath, readJson
+from srl_toolbox.signals import ctrlCTaken
 
 VIDEO_FORMATS = (".gif", ".mp4")
 # rl_zoo3's enjoy.py flags that this command does not take, and what to give instead (their refusal says it)
@@ -437,11 +440,20 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """
+    Replay, stopped by a SIGINT even in a process started ignoring it (``enjoy_baselines ... &`` in a shell script),
+    as train is (srl_toolbox.signals.ctrlCTaken).
+
     :param argv: command-line arguments
-    :return: exit code
+    :return: exit code (130 when a Ctrl-C or SIGINT cut the replay short)
     :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
         pass)
     """
+    with ctrlCTaken():
+        return play(argv)
+
+
+def play(argv: Sequence[str] | None = None) -> int:
+    """:func:`main`, with SIGINT's handler as the process has it."""
     with HeldWarnings():
         args = buildParser().parse_args(argv)
         train_args, run, env, output_dir = checkedReplay(args)
