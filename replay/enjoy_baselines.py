@@ -13,6 +13,11 @@ with a window (``WINDOW``; Omnirobot has none) and a display (DISPLAY set, its X
 order; without them it stops with a one-line error before the model is loaded, which advises ``--video`` (or, when
 --video is given, dropping --render). A Ctrl-C stops the replay: what was played is still reported and written
 (video, plots), and the command exits with 130, as train does, so that a script tells a cut replay from a whole one.
+The replay prints the model file it plays and which of the run's models it is (``Model: <file>, <which>``).
+``--plotting`` draws into the visdom environment ``replay_<the run's own>`` (args.json's ``visdom_env``, so that two
+runs of one name replay apart).
+A SIGINT stops the replay as a Ctrl-C does, in a process started ignoring it too (``... &`` in a shell script), as
+it stops train.
 """
 from __future__ import annotations
 
@@ -37,6 +42,7 @@ from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
 from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder, insideRunRefusal
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
+from rl_baselines.runs.run_logging import VISDOM_ENV_KEY, tensorboardRunName
 from rl_baselines.runs.run_policy import readRunConfig
 from rl_baselines.runs.train_config import TrainConfig
 from srl_toolbox.cli import (
@@ -59,7 +65,8 @@ from srl_toolbox.cli import (
     zooFlagHints,
 )
 from srl_toolbox.devices import parseDevice, reuseDevice
-from srl_toolbox.files import atomicPath
+from srl_toolbox.files import atomicPath, readJson
+from srl_toolbox.signals import ctrlCTaken
 
 VIDEO_FORMATS = (".gif", ".mp4")
 # rl_zoo3's enjoy.py flags that this command does not take, and what to give instead (their refusal says it)
@@ -306,6 +313,37 @@ def captionFrame(frame: np.ndarray, lines: Sequence[str], min_width: int = 256) 
     return np.concatenate((np.ascontiguousarray(frame, dtype=np.uint8), band), axis=0)
 
 
+def noEpisodeLine(steps: int, running: np.ndarray) -> str:
+    """
+    :param steps: the env steps played, of all envs together
+    :param running: each env's reward so far in its unfinished episode
+    :return: the line of a replay in which no episode finished: the steps, and the reward so far of the one env or,
+        with several, the mean of theirs, said as such (with the steps of each)
+    """
+    if len(running) == 1:
+        return f"No episode finished in {steps} steps; reward so far: {float(running[0]):.2f}"
+    return (f"No episode finished in {steps} steps ({len(running)} envs, {steps // len(running)} steps each); mean "
+            f"reward so far per env: {float(np.mean(running)):.2f}")
+
+
+def replayVisdomEnv(run_dir: str, train_args: TrainConfig) -> str:
+    """
+    :param run_dir: the run folder
+    :param train_args: the run's settings
+    :return: the visdom environment of the run's replay plots: ``replay_`` and the run's own visdom environment, as
+        its args.json records it (``<name>_2``, ... where another run held ``<name>`` when it started drawing), else
+        (its plotter never reached a server, or a run recorded before the key) its name,
+        ``<env>_<srl-model>_<algo>_<run folder name>``
+    """
+    try:
+        recorded = readJson(RunFolder(run_dir).args_file).get(VISDOM_ENV_KEY)
+    except (OSError, ValueError, AttributeError):
+        recorded = None
+    if not isinstance(recorded, str) or not recorded:
+        recorded = tensorboardRunName(train_args.env, train_args.srl_model, train_args.algo, run_dir)
+    return f"replay_{recorded}"
+
+
 def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, env: Any,
                  output_dir: str) -> Any:
     """
@@ -315,15 +353,13 @@ def makePlotting(args: argparse.Namespace, train_args: TrainConfig, agent: Any, 
     :param env: the replay VecEnv
     :param output_dir: folder of the PNGs
     :return: a replay.replay_plots.ReplayPlotting for the first env, live in the visdom environment
-        ``replay_<env>_<srl-model>_<algo>_<run folder name>`` unless ``--no-vis``, its axes in the env class's
-        GROUND_TRUTH_UNIT and its actions named by the first env's ``actionNames()``
+        ``replay_<the run's visdom environment>`` (:func:`replayVisdomEnv`) unless ``--no-vis``, its axes in the env
+        class's GROUND_TRUTH_UNIT and its actions named by the first env's ``actionNames()``
     """
     title = f"{train_args.algo} {train_args.env} {train_args.srl_model}"
     visdom = None
     if not args.no_vis:
-        run_name = os.path.basename(os.path.normpath(args.log_dir))
-        visdom = ReplayVisdom(args.port, f"replay_{train_args.env}_{train_args.srl_model}_{train_args.algo}_{run_name}",
-                              title=title, announce=True)
+        visdom = ReplayVisdom(args.port, replayVisdomEnv(args.log_dir, train_args), title=title, announce=True)
     env_class = getEnvClass(train_args.env)
     discrete = isinstance(env.action_space, gym.spaces.Discrete)
     return ReplayPlotting(agent, train_args.algo, env_class.PLOT_TYPE, discrete, output_dir, title, visdom,
@@ -386,9 +422,7 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
                       checkpoint=checkpoint, checkpoint_flag=checkpoint_flag)
     except ValueError as error:  # not installed, model missing or corrupt, no such checkpoint or a damaged one, SRL
         raise UsageError(str(error)) from None  # model missing or changed
-    note = run.checkpointNote() or run.unfinishedNote()
-    if note:
-        print(f"Model: {note}")
+    print(f"Model: {run.modelNote()}")
     agent = run.model
     agent.seedActionSampling(args.seed)  # an agent that samples with a generator of its own (deepq, the ES)
     env_kwargs = {}
@@ -405,11 +439,20 @@ def checkedReplay(args: argparse.Namespace) -> tuple[TrainConfig, Any, Any, str]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """
+    Replay, stopped by a SIGINT even in a process started ignoring it (``enjoy_baselines ... &`` in a shell script),
+    as train is (srl_toolbox.signals.ctrlCTaken).
+
     :param argv: command-line arguments
-    :return: exit code
+    :return: exit code (130 when a Ctrl-C or SIGINT cut the replay short)
     :raises UsageError: bad input (one line), before any warning of the checks is shown (they are once the checks
         pass)
     """
+    with ctrlCTaken():
+        return play(argv)
+
+
+def play(argv: Sequence[str] | None = None) -> int:
+    """:func:`main`, with SIGINT's handler as the process has it."""
     with HeldWarnings():
         args = buildParser().parse_args(argv)
         train_args, run, env, output_dir = checkedReplay(args)
@@ -459,7 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"Mean episode reward over {len(episode_rewards)} episode{'' if len(episode_rewards) == 1 else 's'}: "
               f"{np.mean(episode_rewards):.2f}")
     else:
-        print(f"No episode finished in {steps} steps; reward so far: {float(np.mean(running)):.2f}")
+        print(noEpisodeLine(steps, running))
     if video is not None and video.frame_count:
         if video.encodes_at_finish:  # (an MP4 is already written: finish only moves it into place)
             print(f"Writing the video ({video.frame_count} frames)...", flush=True)

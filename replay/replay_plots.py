@@ -52,6 +52,8 @@ TRAJECTORY_PNG = "trajectory.png"
 LIVE_EVERY = 50  # steps between two visdom redraws (each resends the whole history, subsampled)
 MAX_LIVE_POINTS = 2000
 COLOUR_MAP = "viridis"  # perceptually uniform, readable by colour-blind people
+# What a continuous-action agent's action figure and window show (a discrete one's: its action probabilities)
+CONTINUOUS_ACTIONS_TITLE = "the policy's mean action and the actions taken"
 TITLE_CHAR_PX = 11  # a generous width of one character of a figure's title (12 pt at 100 dpi), for wrapping it
 # Distinct target positions within one episode up to which each is drawn as a star (MobileRobot2Target's two
 # targets); a target with more positions in its episode moves (KukaMovingButton's button, CarRacing's point
@@ -260,14 +262,14 @@ class ReplayVisdom(VisdomPlotter):
         steps = keep.astype(np.float64)
         if trace.discrete:
             legend = trace.actionLabels(probas.shape[1])
-            y, ylabel = probas, "probability"
+            y, ylabel, what = probas, "probability", "action probabilities"
         else:
             actions = np.asarray(trace.actions, dtype=np.float64).reshape(len(trace), -1)[keep]
             legend = ([f"mean {label}" for label in trace.actionLabels(probas.shape[1])] +
                       [f"taken {label}" for label in trace.actionLabels(actions.shape[1])])
-            y, ylabel = np.column_stack((probas, actions)), "action"
+            y, ylabel, what = np.column_stack((probas, actions)), "action", CONTINUOUS_ACTIONS_TITLE
         self._viz.line(Y=y, X=np.repeat(steps[:, None], y.shape[1], axis=1), win=self.windows["action_proba"],
-                       env=self.env_name, opts=dict(title=f"{self.title} action probabilities", xlabel="Step",
+                       env=self.env_name, opts=dict(title=f"{self.title} {what}", xlabel="Step",
                                                     ylabel=ylabel, legend=legend, showlegend=True))
 
     def _drawTrajectory(self, trace: ReplayTrace, keep: np.ndarray) -> None:
@@ -413,7 +415,7 @@ def actionProbaFigure(trace: ReplayTrace, title: str = "") -> Any:
             axes.scatter(steps, actions[:, index], s=6, color="tab:orange", alpha=0.5, label="action taken")
             axes.plot(steps, probas[:, index], color="tab:blue", linewidth=1.5, label="mean action")
             axes.set_ylabel(labels[index])
-        what = "mean action (getActionProba) and actions taken"
+        what = CONTINUOUS_ACTIONS_TITLE
     # Above the plot, not over its top band: one row when the labels fit, else as many as they need.
     columns = min(len(axes_list[0].get_legend_handles_labels()[1]), 6)
     axes_list[0].legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=columns, fontsize="small",

@@ -14,6 +14,9 @@ Python would lose it (forking: the standard library's at-fork hooks ignore the K
 (``except KeyboardInterrupt``, ``finally``) runs for it too. Invariant: no forked process keeps a SIGTERM handler of
 this module (:func:`_defaultSigtermInChild`): ``Pool.terminate()`` and ``Process.terminate()`` end their workers, and
 a worker that ignores SIGTERM (an env worker, a ppo1 rank) sets that itself once started.
+
+:func:`ctrlCTaken` gives a command that stops on a Ctrl-C the SIGINT a process started with ignored (``cmd &`` in a
+shell script without job control): Python leaves such a SIGINT ignored, so ``kill -INT`` would not stop it.
 """
 from __future__ import annotations
 
@@ -87,6 +90,25 @@ def _defaultSigtermInChild() -> None:
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_defaultSigtermInChild)
+
+
+@contextlib.contextmanager
+def ctrlCTaken() -> Iterator[None]:
+    """
+    For the ``with`` block, in the main thread: a SIGINT the process ignores (it was started ignoring it) raises
+    ``KeyboardInterrupt`` as a Ctrl-C does; a handler already set (Python's own, a command's) is kept. The ignoring
+    is put back at the end of the block (unless code in it set a handler of its own).
+    """
+    if threading.current_thread() is not threading.main_thread() or \
+            signal.getsignal(signal.SIGINT) != signal.SIG_IGN:
+        yield
+        return
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # (not one that code in the block set)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 @contextlib.contextmanager

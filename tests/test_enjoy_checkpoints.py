@@ -99,7 +99,8 @@ def test_load_checkpoint_plays_that_checkpoint(checkpointedRun, monkeypatch, cap
     assert len(loaded) == 1
     _assertPlays(loaded[0], checkpointedRun, 250)
     out = capsys.readouterr().out
-    assert f"Model: checkpoint {_checkpoint(checkpointedRun, 250)}, saved at step 250 (of 500 trained)\n" in out
+    assert (f"Model: {_checkpoint(checkpointedRun, 250)}/ppo2_model.zip, checkpoint saved at step 250 (of 500 "
+            f"trained)\n") in out
 
 
 def test_the_checkpoint_note_counts_the_steps_trained_not_asked(checkpointedRun, tmp_path):
@@ -149,8 +150,8 @@ def test_a_killed_runs_latest_model_is_replayed_as_unfinished(tmp_path, monkeypa
     steps = manifest["num_timesteps"]
     loaded = _replay(monkeypatch, ["--log-dir", run_dir, *REPLAY])
     assert len(loaded) == 1
-    assert (f"Model: the run is unfinished (still training, or stopped): its latest model, saved at {steps:,} of "
-            "1,000,000 steps") in capsys.readouterr().out
+    assert (f"Model: {run_dir}/ppo2_model.zip, the latest model of an unfinished run (still training, or stopped), "
+            f"saved at {steps:,} of 1,000,000 steps\n") in capsys.readouterr().out
     assert enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--load-checkpoint", "250"]) == 0
     assert f"saved at step 250 (of {steps:,} trained so far)" in capsys.readouterr().out
 
@@ -158,7 +159,8 @@ def test_a_killed_runs_latest_model_is_replayed_as_unfinished(tmp_path, monkeypa
 def test_load_last_checkpoint_plays_the_newest(checkpointedRun, monkeypatch, capsys):
     loaded = _replay(monkeypatch, ["--log-dir", checkpointedRun, *REPLAY, "--load-last-checkpoint"])
     _assertPlays(loaded[0], checkpointedRun, 500)
-    assert f"Model: checkpoint {_checkpoint(checkpointedRun, 500)}, saved at step 500" in capsys.readouterr().out
+    assert f"Model: {_checkpoint(checkpointedRun, 500)}/ppo2_model.zip, checkpoint saved at step 500" in \
+        capsys.readouterr().out
 
 
 def test_a_run_stopped_before_its_latest_model_was_saved_plays_its_last_checkpoint(checkpointedRun, tmp_path,
@@ -170,7 +172,7 @@ def test_a_run_stopped_before_its_latest_model_was_saved_plays_its_last_checkpoi
     os.remove(os.path.join(run_dir, "ppo2_model.zip"))
     loaded = _replay(monkeypatch, ["--log-dir", run_dir, *REPLAY])
     _assertPlays(loaded[0], run_dir, 500)
-    assert f"Model: checkpoint {_checkpoint(run_dir, 500)}, saved at step 500" in capsys.readouterr().out
+    assert f"Model: {_checkpoint(run_dir, 500)}/ppo2_model.zip, checkpoint saved at step 500" in capsys.readouterr().out
 
 
 def test_load_last_checkpoint_skips_a_damaged_newer_one(checkpointedRun, tmp_path, monkeypatch, capsys):

@@ -175,11 +175,11 @@ def test_replaying_an_unfinished_run_says_which_model_it_plays(evaluatedRun, tmp
     with open(os.path.join(run_dir, "manifest.json"), "w", encoding="utf-8") as handle:
         json.dump({**manifest, "finished": False, "num_timesteps": 500}, handle)
     assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress"]) == 0
-    assert ("Model: the run is unfinished (still training, or stopped): its latest model, saved at 500 of 1,000 "
-            "steps") in capsys.readouterr().out
+    assert (f"Model: {run_dir}/ppo2_model.zip, the latest model of an unfinished run (still training, or stopped), "
+            "saved at 500 of 1,000 steps\n") in capsys.readouterr().out
     assert enjoy_baselines.main(["--log-dir", run_dir, "--num-timesteps", "5", "--no-progress", "--model",
                                  "best"]) == 0
-    assert "unfinished" not in capsys.readouterr().out
+    assert f"Model: {run_dir}/best/ppo2_model.zip, the run's best model, saved at step " in capsys.readouterr().out
     os.remove(os.path.join(run_dir, "ppo2_model.zip"))  # and no checkpoint: before the first one
     shutil.rmtree(os.path.join(run_dir, "checkpoints"))
     with pytest.raises(UsageError, match=r"holds no latest model .*; the run has saved none yet .* its best model "

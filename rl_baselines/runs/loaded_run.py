@@ -151,11 +151,48 @@ class LoadedRun:
         """
         if self.checkpoint_steps is None:
             return None
-        skipped = ""
-        if self.skipped_checkpoints:
-            skipped = (f"; skipped the damaged newer checkpoint{'s' if len(self.skipped_checkpoints) > 1 else ''} "
-                       f"{', '.join(self.skipped_checkpoints)}")
-        return f"checkpoint {self.model_folder}, saved at step {self.checkpoint_steps:,} ({self._ofTrained()}){skipped}"
+        return (f"checkpoint {self.model_folder}, saved at step {self.checkpoint_steps:,} ({self._ofTrained()})"
+                f"{self._skippedText()}")
+
+    def _skippedText(self) -> str:
+        """:return: "; skipped the damaged newer checkpoint(s) ..." naming them, empty when none was skipped"""
+        if not self.skipped_checkpoints:
+            return ""
+        return (f"; skipped the damaged newer checkpoint{'s' if len(self.skipped_checkpoints) > 1 else ''} "
+                f"{', '.join(self.skipped_checkpoints)}")
+
+    @property
+    def model_path(self) -> str:
+        """The model file loaded: ``<algo>_model<extension>`` in :attr:`model_folder`."""
+        return os.path.join(self.model_folder, f"{self.args.algo}_model{self.algo_class.MODEL_EXTENSION}")
+
+    def modelNote(self) -> str:
+        """
+        :return: one line naming the model file loaded, then which of the run's models it is: a checkpoint (its step,
+            the steps trained, the damaged newer ones skipped), the best model (its step and mean reward), or the
+            latest (an unfinished run's, saved at step N of its --num-timesteps, or a finished run's final model);
+            what the model's manifest does not say is left out
+        """
+        if self.checkpoint_steps is not None:
+            return (f"{self.model_path}, checkpoint saved at step {self.checkpoint_steps:,} ({self._ofTrained()})"
+                    f"{self._skippedText()}")
+        try:
+            manifest = readManifest(self.model_folder)
+        except DamagedCheckpointError:
+            manifest = None
+        steps = manifest.get("num_timesteps") if manifest is not None else None
+        if not isinstance(steps, numbers.Integral) or isinstance(steps, bool):
+            steps = None
+        if self.model_folder != self.run_dir:
+            reward = manifest.get("mean_reward") if manifest is not None else None
+            by = "in an evaluation" if manifest is not None and manifest.get("selected_by") == "evaluation" else \
+                "over the last training episodes"
+            mean = f" (mean reward {reward:.2f} {by})" if isinstance(reward, numbers.Real) else ""
+            return f"{self.model_path}, the run's best model{f', saved at step {steps:,}' if steps else ''}{mean}"
+        if manifest is not None and not manifest.get("finished"):  # (a periodic save writes no "finished")
+            return (f"{self.model_path}, the latest model of an unfinished run (still training, or stopped), saved at "
+                    f"{steps or 0:,} of {self.args.num_timesteps:,} steps")
+        return f"{self.model_path}, the run's {f'final model, saved at step {steps:,}' if steps else 'latest model'}"
 
     def _ofTrained(self) -> str:
         """:return: the steps the run trained, from its manifest (the latest model's), as "of 1,024 trained" ("trained
