@@ -233,7 +233,7 @@ def test_a_run_without_a_best_model_says_when_a_run_saves_one(checkpointedRun, t
         recorded = json.load(handle)
     with open(os.path.join(run_dir, "args.json"), "w", encoding="utf-8") as handle:
         json.dump({**recorded, "eval_freq": 250}, handle)
-    with pytest.raises(UsageError, match=r"; a run with --eval-freq saves one at its first evaluation" + way_out):
+    with pytest.raises(UsageError, match=r"; a run saves one at its first evaluation \(--eval-freq\)" + way_out):
         enjoy_baselines.main(["--log-dir", run_dir, *REPLAY, "--model", "best"])
 
 

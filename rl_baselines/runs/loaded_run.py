@@ -345,6 +345,14 @@ def findCheckpoint(run_dir: str, checkpoint: int | str, what: str) -> tuple[int,
     return checkpoint, folder, ()
 
 
+def bestSaveText(train_args: TrainConfig) -> str:
+    """:param train_args: a run's settings
+    :return: when such a run saves its first best model (``at its first evaluation (--eval-freq)``, or ``once N
+        episodes have finished (--min-episodes-save)`` for a run without evaluations)"""
+    return ("at its first evaluation (--eval-freq)" if train_args.eval_freq > 0 else
+            f"once {train_args.min_episodes_save} episodes have finished (--min-episodes-save)")
+
+
 def firstSaveText(train_args: TrainConfig) -> str:
     """
     :param train_args: a run's settings
@@ -355,9 +363,8 @@ def firstSaveText(train_args: TrainConfig) -> str:
     interval = checkpointInterval(train_args.checkpoint_freq, train_args.num_timesteps)
     first = (f"at its first checkpoint, step {interval:,} (--checkpoint-freq)" if interval > 0 else
              f"at its end, step {train_args.num_timesteps:,} (--checkpoint-freq -1: no checkpoint before)")
-    best = ("its best model at its first evaluation (--eval-freq)" if train_args.eval_freq > 0 else
-            f"its best model once {train_args.min_episodes_save} episodes have finished (--min-episodes-save)")
-    return f"the run has saved no model yet (still training, or stopped before): it saves one {first}, {best}"
+    return (f"the run has saved no model yet (still training, or stopped before): it saves one {first}, its best "
+            f"model {bestSaveText(train_args)}")
 
 
 def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = None, flag: str = "--log-dir",
@@ -413,9 +420,7 @@ def loadRun(run_dir: str, which: str = "latest", srl_model_path: str | None = No
         if which == "latest" and checkpoint is None and not hint:
             hint = f"; {firstSaveText(train_args)}"
         if which == "best" and checkpoint is None:
-            when = ("with --eval-freq saves one at its first evaluation" if train_args.eval_freq > 0 else
-                    f"saves one once {train_args.min_episodes_save} episodes have finished (--min-episodes-save)")
-            hint = f"; a run {when}; --model latest plays the last saved model"
+            hint = f"; a run saves one {bestSaveText(train_args)}; --model latest plays the last saved model"
         saved = f"model of {what}" if checkpoint is not None else f"{which} model"
         raise ValueError(f"{flag} {run_dir!r} holds no {saved} ({model_path} is missing){hint}")
     # the manifest beside the model (if any): same algorithm and env, files not cut short nor changed
