@@ -95,6 +95,14 @@ def test_auto_takes_the_gpu_only_where_it_helps(monkeypatch: pytest.MonkeyPatch)
     assert recorded("--algo", "ppo2", "--env", "MobileRobotGymEnv-v0", "--srl-model", "raw_pixels") == "cuda:0"
     assert recorded("--algo", "ppo2", *GT, "--device", "cuda") == "cuda:0"
     assert recorded("--algo", "sac", *GT, "-c") == "cpu"
+    # ppo_lstm's LSTM gains on a GPU on a state too (measured on an H200), with one thread: two lose on 2 cores
+    lstm = registered_rl["ppo_lstm"][0]
+    assert lstm.gpuHelps(False) and not lstm.threadsHelp(False) and lstm.threadsHelp(True)
+    assert recorded("--algo", "ppo_lstm", *GT) == "cuda:0"
+    assert train_checks.runThreadsFor(lstm, 0, "ground_truth") == 1
+    assert train_checks.runThreadsFor(registered_rl["ppo2"][0], 0, "ground_truth") == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert train_checks.runThreadsFor(lstm, 0, "raw_pixels") == 3
 
 
 @pytest.mark.parametrize("device", ["tpu", "cuda:x", "cuda:-1", "cuda"])

@@ -429,6 +429,18 @@ class BaseRLObject(abc.ABC):
         return image_observations
 
     @classmethod
+    def threadsHelp(cls, image_observations: bool) -> bool:
+        """
+        Whether ``--torch-threads auto`` gives this algorithm the process's share of the cores (else one thread):
+        where the GPU helps (:meth:`gpuHelps`) unless a class says otherwise. Networks that gain on a GPU can still
+        lose on two CPU threads (ppo_lstm on a state: docs/benchmarks.md).
+
+        :param image_observations: the run's observations are images (raw pixels), not a low-dimensional state
+        :return: True for the share of the cores
+        """
+        return cls.gpuHelps(image_observations)
+
+    @classmethod
     def supportsResume(cls) -> bool:
         """:return: whether the class implements saveTrainingState and loadTrainingState"""
         return (cls.saveTrainingState is not BaseRLObject.saveTrainingState

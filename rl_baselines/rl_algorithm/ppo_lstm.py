@@ -52,6 +52,16 @@ class PPOLSTMModel(StableBaselinesRLObject):
         "ortho_init": Hyperparam(True, "orthogonal initialisation of the weights"),
     }
 
+    @classmethod
+    def gpuHelps(cls, image_observations: bool) -> bool:
+        """:return: True: its LSTM of 256 units trains faster on a GPU than on one CPU thread, on a state too"""
+        return True
+
+    @classmethod
+    def threadsHelp(cls, image_observations: bool) -> bool:
+        """:return: for images only: on a state, two CPU threads took twice as long as one (2 cores)"""
+        return image_observations
+
     def __init__(self) -> None:
         super().__init__()
         # (hidden, cell) states, each (n_layers, n_envs, hidden size); None until the first action.

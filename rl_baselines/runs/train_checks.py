@@ -345,9 +345,10 @@ def runThreadsFor(algo_class: type, asked: int, srl_model: str) -> int:
     :param asked: ``--torch-threads`` (0: auto)
     :param srl_model: the run's observation
     :return: the torch threads the run computes with: auto gives the process's share of the cores where the
-        algorithm's networks are large enough for a GPU (``gpuHelps``: a CNN on ``raw_pixels``), else one thread
+        algorithm's networks gain from threads (``threadsHelp``, by default ``gpuHelps``: a CNN on ``raw_pixels``),
+        else one thread
     """
-    return resolveThreads(asked, algo_class.gpuHelps(srl_model == "raw_pixels"))
+    return resolveThreads(asked, algo_class.threadsHelp(srl_model == "raw_pixels"))
 
 
 def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
