@@ -343,6 +343,8 @@ def test_the_summary_tells_stopped_runs_from_failed_ones(tmp_path, monkeypatch, 
 class _StoppedExecutor:
     """An executor whose runs are in flight when Ctrl-C arrives; stopped, each ends unfinished (exit 130)."""
 
+    lost = ""
+
     def __init__(self) -> None:
         self.running: list = []
         self.unstarted: list = []
@@ -397,7 +399,7 @@ def test_the_state_file_counts_the_runs_a_ctrl_c_stopped_apart_from_the_failed_o
 class _OneAtATimeExecutor:
     """Two workers; each wait ends the oldest run in flight, the second one failed."""
 
-    name, workers = "local", 2
+    name, workers, lost = "local", 2, ""
 
     def __init__(self) -> None:
         self.running: list = []

@@ -11,6 +11,7 @@ import json
 import os
 import secrets
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -34,11 +35,20 @@ class _TaskCancelledError(Exception):
     """ray.exceptions.TaskCancelledError"""
 
 
+class _RayTaskError(Exception):
+    """ray.exceptions.RayTaskError: the task's function raised"""
+
+
+class _RaySystemError(Exception):
+    """ray.exceptions.RaySystemError"""
+
+
 class _QueuingRay:
     """The calls of Ray that the Ray executor makes, on a cluster of ``cpus`` CPUs held by other jobs: every task
     submitted waits in its queue, and the sweep's first wait for a run is cut short by a Ctrl-C."""
 
-    exceptions = type("exceptions", (), {"TaskCancelledError": _TaskCancelledError})
+    exceptions = type("exceptions", (), {"TaskCancelledError": _TaskCancelledError, "RayTaskError": _RayTaskError,
+                                         "RaySystemError": _RaySystemError})
 
     def __init__(self, cpus: int) -> None:
         self.cpus, self.submitted, self.cancelled, self.task_options = cpus, [], set(), {}
@@ -133,6 +143,98 @@ def test_a_run_whose_ray_worker_died_is_reported_failed_without_an_exit_code(tmp
     assert code == 1 and "None" not in out, out
     assert "failed: ppo2 " in out and "] no exit code: Ray task failed: The worker died unexpectedly" in out, out
     assert "Failed runs (run the same command again to redo them):" in out and "]: no exit code\n" in out, out
+
+
+class _NodeDiedError(Exception):
+    """ray.exceptions.NodeDiedError"""
+
+
+class _LostRay(_QueuingRay):
+    """Ray on a 2-CPU cluster whose GCS is at ``gcs``. ``ended``: run index -> how its task ends (a RunResult, or an
+    error ray.get raises), the others run on; each task's run has its folder once submitted."""
+
+    def __init__(self, gcs: str, ended: dict) -> None:
+        super().__init__(cpus=2)
+        self.gcs, self.ended, self.shut_down, self.specs, self.waits = gcs, ended, False, [], 0
+
+    def get_runtime_context(self):
+        return type("Context", (), {"gcs_address": self.gcs})()
+
+    def _submit(self, args) -> int:
+        spec = args[0]
+        os.makedirs(os.path.join(spec.parent, f"26-01-01_00h00_00_{spec.run_id}"))
+        self.specs.append(spec)
+        return super()._submit(args)
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        self.waits += 1
+        assert self.waits < 100, "the sweep waits on the dead cluster"  # (Ray would end the pipeline after 60 s)
+        ready = [ref for ref in refs if ref in self.ended]
+        return ready[:max(num_returns, 1)], [ref for ref in refs if ref not in ready[:max(num_returns, 1)]]
+
+    def get(self, ref):
+        outcome = self.ended[ref]
+        if isinstance(outcome, Exception):
+            raise outcome
+        spec = self.specs[ref]
+        return executors.RunResult(spec.run_id, outcome, 1 if outcome == "failed" else 0, "folder", f"log{ref}", 1.0,
+                                   "ValueError: boom" if outcome == "failed" else "")
+
+    def shutdown(self) -> None:
+        self.shut_down = True
+
+
+@pytest.mark.parametrize("case", ["task died, GCS down", "GCS down, tasks running", "task died, GCS up"])
+def test_a_lost_ray_cluster_stops_the_sweep_with_its_runs_in_flight_not_finished(case, tmp_path, capsys,
+                                                                                  monkeypatch) -> None:
+    """A cluster that went down mid-sweep: its runs in flight were reported failed ("node dead"), the next runs were
+    sent to the dead cluster, and Ray ended the pipeline after 60 s with exit 1, no summary and the state file saying
+    ``running``. A task whose node died while the GCS answers is a failed run, as before; a run that failed on its own
+    stays failed."""
+    listener = socket.create_server(("127.0.0.1", 0))  # a GCS that accepts connections
+    gcs = f"127.0.0.1:{listener.getsockname()[1] if case.endswith('GCS up') else findFreePort()}"
+    died = _NodeDiedError("Task failed because the node it was running on is dead or unavailable.")
+    ended = {"task died, GCS down": {0: "failed", 1: died}, "GCS down, tasks running": {},
+             "task died, GCS up": {0: "failed", 1: died, 2: "done"}}[case]
+    fake = _LostRay(gcs, ended)
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    for module in (executors, pipeline):
+        monkeypatch.setattr(module, "checkRayAddress", lambda address: address)
+    monkeypatch.setattr(executors, "LOST_AFTER_S", 0.0, raising=False)
+    monkeypatch.setattr(executors, "PROBE_S", 0.0 if case == "GCS down, tasks running" else 3600.0, raising=False)
+    log_dir = str(tmp_path / "logs")
+    try:
+        code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration",
+                              "3", "--executor", "ray", "--ray-address", "10.0.0.5:6390", "--log-dir", log_dir,
+                              "--no-vis", "--no-progress", "--num-timesteps", "200"])
+    finally:
+        listener.close()
+    out = capsys.readouterr().out
+    (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    with open(state) as handle:
+        runs = json.load(handle)["runs"]
+    assert code == 1 and fake.shut_down and not fake.cancelled, out
+    label = fake.specs[1].label
+    if case == "task died, GCS up":
+        assert "Ray task failed: Task failed because the node it was running on is dead" in out, out
+        assert "was lost" not in out and [run["state"] for run in runs] == ["failed", "failed", "done"], out
+        return
+    # nothing is sent to the dead cluster; the runs in flight are stopped, not failed; the summary says what to do
+    assert len(fake.submitted) == 2, out
+    assert f"stopped: {label} [{fake.specs[1].run_id}] (the Ray cluster was lost), log " in out, out
+    assert out.rstrip().endswith(f"\nThe Ray cluster at 10.0.0.5:6390 was lost (its GCS at {gcs} stopped "
+                                 "answering): the same command resumes the sweep."), out
+    assert "Runs in flight when the Ray cluster was lost (the same command continues them):" in out, out
+    if case == "task died, GCS down":  # the run that failed on its own stays failed
+        assert f"failed: {fake.specs[0].label} [{fake.specs[0].run_id}] exit code 1, log log0: ValueError: boom" in out
+        assert "0/3 runs finished (0 earlier), 1 failed, 1 stopped, 1 not run." in out, out
+        assert [(run["state"], run.get("stopped", False)) for run in runs] == [
+            ("failed", False), ("failed", True), ("pending", False)]
+    else:
+        assert "0/3 runs finished (0 earlier), 0 failed, 2 stopped, 1 not run." in out, out
+        assert [(run["state"], run.get("stopped", False)) for run in runs] == [
+            ("failed", True), ("failed", True), ("pending", False)]
+    assert runs[1]["message"] == "the Ray cluster was lost" and runs[1]["returncode"] is None
 
 class _UnreachableRay(_QueuingRay):
     """Ray, as far as validation goes: connecting (which would retry for minutes) fails the test."""

@@ -1,12 +1,20 @@
 """Where the runs of a sweep execute: local processes, or Ray tasks on a running cluster or a local Ray instance.
 
 Both executors offer the same small interface to the pipeline's loop: ``hasSlot()``, ``submit(spec)``,
-``wait(timeout) -> finished results``, ``running`` (specs in flight), ``shutdown(interrupted)`` and, after an interrupted
-shutdown, ``unstarted`` (submitted runs that never started: not run, like the runs never submitted). The Ray executor
-keeps at most what the cluster fits in flight, so a run it counts as running is not waiting in Ray's queue (unless
-other jobs hold the cluster). A Ray task runs :func:`rl_baselines.sweeps.run_attempts.executeRun`, so a run does
-exactly the same thing (its own ``train`` process, log, markers) under both; with Ray on several machines,
-``--log-dir`` must be a folder every node sees (shared file system).
+``wait(timeout) -> finished results``, ``running`` (specs in flight), ``shutdown(interrupted)``, ``lost`` (below) and,
+after an interrupted shutdown, ``unstarted`` (submitted runs that never started: not run, like the runs never
+submitted). The Ray executor keeps at most what the cluster fits in flight, so a run it counts as running is not
+waiting in Ray's queue (unless other jobs hold the cluster). A Ray task runs
+:func:`rl_baselines.sweeps.run_attempts.executeRun`, so a run does exactly the same thing (its own ``train`` process,
+log, markers) under both; with Ray on several machines, ``--log-dir`` must be a folder every node sees (shared file
+system).
+
+``lost`` is empty unless the Ray cluster went down. A task that dies with a system error (its node or worker gone),
+and every :data:`PROBE_S` while runs are in flight, the executor checks that the cluster's GCS accepts a connection; a
+GCS that does not for :data:`LOST_AFTER_S` (Ray itself ends the driver after 60 s without one) means the cluster is
+lost: ``lost`` says so in one line, nothing more is submitted, ``wait`` returns only the outcomes runs recorded
+(done, or failed on their own), and ``shutdown`` returns the other runs in flight as not finished (their ids in
+``abandoned``; the same command continues them) without asking the dead cluster anything.
 """
 from __future__ import annotations
 
@@ -38,6 +46,11 @@ RAY_INSTALL_HINT = 'pip install "srl-toolbox[ray]" (or: pip install "ray>=2.9")'
 LOCAL_RAY_OBJECT_STORE_BYTES = 200 * 1024 ** 2
 POLL_S = 0.1
 CONNECT_TIMEOUT_S = 5.0
+PROBE_S = 5.0  # how often the Ray executor checks that the cluster's GCS answers while runs are in flight
+PROBE_TIMEOUT_S = 2.0
+LOST_AFTER_S = 10.0  # a GCS that does not answer this long is lost (a restarting one answers again within seconds)
+# The message of a run in flight when the cluster was lost (not finished: the same command continues it)
+LOST_RUN_MESSAGE = "the Ray cluster was lost"
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of Ray's task tracebacks
 
 
@@ -57,6 +70,7 @@ class LocalExecutor:
         self.workers = int(workers)
         self.resume = resume
         self.threads = threadsShare(self.workers)
+        self.lost = ""  # this machine's runs are not lost with a cluster
         self._running: dict[str, StartedRun] = {}
         self._failed_starts: list[RunResult] = []
         self.unstarted: list[RunSpec] = []  # a local run starts when it is submitted
@@ -237,6 +251,27 @@ def _grpcStatus(grpc: Any, target: str, method: str) -> str:
         channel.close()
 
 
+def _answers(target: str) -> bool:
+    """:return: whether something accepts a connection at ``target`` (HOST:PORT) within :data:`PROBE_TIMEOUT_S`"""
+    host, _, port = target.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _probeTarget(ray: Any, connect: str | None) -> str | None:
+    """:return: what tells that the cluster is there: its GCS (HOST:PORT), Ray's client server for a ray:// address;
+    None when Ray does not say (then only Ray's own errors tell)"""
+    if connect is not None and connect.startswith("ray://"):
+        return connect.removeprefix("ray://")
+    try:
+        return str(ray.get_runtime_context().gcs_address) or None
+    except Exception:  # noqa: BLE001 - any failure to ask only means no probe
+        return None
+
+
 def _oneLine(error: BaseException) -> str:
     """:return: a Ray error's text on one line, at most 300 characters: of a traceback it carries (Ray's client server
     sends its own), only the exception it ends with"""
@@ -328,6 +363,8 @@ class RayExecutor:
         self._refs: dict[Any, RunSpec] = {}
         self._submitted: dict[Any, float] = {}  # when each task was submitted (time.time())
         self.unstarted: list[RunSpec] = []
+        self.lost = ""  # why the cluster is lost: nothing more is submitted (see the module's docstring)
+        self.abandoned: set[str] = set()  # the run ids shutdown() returns as in flight when the cluster was lost
         options: dict[str, Any] = {"include_dashboard": False, "logging_level": logging.ERROR,
                                    "log_to_driver": False}
         try:
@@ -360,7 +397,11 @@ class RayExecutor:
             + (f" and {num_gpus:g} GPU(s)" if num_gpus > 0 else "") + " at a time")
         shown = f"auto ({connect})" if address == "auto" else address or "local instance"
         self.cluster = f"{shown} ({cpus:g} CPUs, {gpus:g} GPUs)"
-        # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep.
+        self._where = f"the Ray cluster at {connect}" if address is not None else "the sweep's local Ray instance"
+        self._probe = _probeTarget(ray, connect if address is not None else None)
+        self._probed = time.monotonic()
+        # No retry: a run whose worker died is reported failed, like a local run, and redone by the next sweep (unless
+        # the whole cluster is lost: see the module docstring).
         task_options: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus, "max_retries": 0}
         if forwarded := threadSettings():  # a cluster's worker has its own environment, OMP_NUM_THREADS = its CPUs
             task_options["runtime_env"] = {"env_vars": forwarded}
@@ -372,66 +413,135 @@ class RayExecutor:
         return list(self._refs.values())
 
     def hasSlot(self) -> bool:
-        """:return: whether another run can be submitted now"""
-        return len(self._refs) < self.workers
+        """:return: whether another run can be submitted now (never once the cluster is lost)"""
+        return len(self._refs) < self.workers and not self.lost
 
     def submit(self, spec: RunSpec) -> None:
         """
-        Submit a run as a Ray task.
+        Submit a run as a Ray task (one that Ray's client cannot send, its connection lost, goes to ``unstarted``).
 
         :param spec: the run
         """
-        ref = self._task.remote(spec, self.resume, self.threads)
+        try:
+            ref = self._task.remote(spec, self.resume, self.threads)
+        except ConnectionError as error:
+            self.lost = f"{self._where} was lost ({_oneLine(error)})"
+            self.unstarted.append(spec)
+            return
         self._refs[ref], self._submitted[ref] = spec, time.time()
 
-    def _result(self, ref: Any, cancelling: bool = False) -> RunResult | None:
-        """:return: how the task's run ended; None when ``cancelling`` (the sweep's interruption) cancelled it before
-        its train process started"""
-        spec = self._refs.pop(ref)
-        submitted = self._submitted.pop(ref, 0.0)
+    def _folder(self, ref: Any) -> str:
+        """:return: the folder of the task's run, its newest attempt; "" before it has one"""
+        attempts = runAttempts(self._refs[ref])
+        return attempts[-1] if attempts else ""
+
+    def _recorded(self, ref: Any, folder: str) -> RunResult | None:
+        """:return: the outcome the task's run recorded in ``folder`` since the task was submitted, None when none"""
+        return recordedResult(folder, since=self._submitted.get(ref, 0.0)) if folder else None
+
+    def _outcome(self, ref: Any) -> RunResult | Exception:
+        """:return: how the task's run ended: the task's result, else the one its run recorded (its train process ended
+        and the task recorded how before it died), else the task's error"""
         try:
             return self._ray.get(ref)
-        except Exception as error:  # the task died (worker lost, cancelled): the run failed, the sweep goes on
-            attempts = runAttempts(spec)
-            folder = attempts[-1] if attempts else ""
-            recorded = recordedResult(folder, since=submitted) if folder else None
-            if recorded is not None:  # its train process ended and the task recorded how before it died
-                return recorded
-            if cancelling and isinstance(error, self._ray.exceptions.TaskCancelledError):  # cancelled while queued
-                return None
-            log = os.path.join(folder, "train.log") if folder else ""
-            lines = [line for line in _ANSI.sub("", str(error)).splitlines() if line.strip()]
-            reason = " ".join(lines[-1].split())[:300] if lines else type(error).__name__
-            return RunResult(spec.run_id, "failed", None, folder, log, 0.0, f"Ray task failed: {reason}")
+        except Exception as error:  # the task died (worker lost, cancelled)
+            recorded = self._recorded(ref, self._folder(ref))
+            return recorded if recorded is not None else error
+
+    def _result(self, ref: Any, outcome: RunResult | Exception, cancelling: bool = False) -> RunResult | None:
+        """:return: how the task's run ended, its error a failed run (the sweep goes on); None when ``cancelling``
+        (the sweep's interruption) cancelled it before its train process started"""
+        folder = self._folder(ref) if isinstance(outcome, Exception) else ""
+        spec = self._refs.pop(ref)
+        self._submitted.pop(ref, None)
+        if not isinstance(outcome, Exception):
+            return outcome
+        if cancelling and isinstance(outcome, self._ray.exceptions.TaskCancelledError):  # cancelled while queued
+            return None
+        log = os.path.join(folder, "train.log") if folder else ""
+        lines = [line for line in _ANSI.sub("", str(outcome)).splitlines() if line.strip()]
+        reason = " ".join(lines[-1].split())[:300] if lines else type(outcome).__name__
+        return RunResult(spec.run_id, "failed", None, folder, log, 0.0, f"Ray task failed: {reason}")
+
+    def _clusterLost(self, suspect: bool) -> bool:
+        """
+        Check, when due (every :data:`PROBE_S`) or ``suspect`` (a task died with a system error), that the cluster's
+        GCS answers, waiting up to :data:`LOST_AFTER_S` for one that does not.
+
+        :return: whether the cluster is lost (``lost`` says so)
+        """
+        if self._probe is None or (not suspect and time.monotonic() - self._probed < PROBE_S):
+            return False
+        since = time.monotonic()
+        while not _answers(self._probe):
+            if time.monotonic() - since >= LOST_AFTER_S:
+                what = "Ray's client server" if "ray://" in self._where else "its GCS"
+                at = "" if self._probe in self._where else f" at {self._probe}"
+                self.lost = f"{self._where} was lost ({what}{at} stopped answering)"
+                return True
+            time.sleep(1.0)
+        self._probed = time.monotonic()
+        return False
 
     def wait(self, timeout: float) -> list[RunResult]:
         """
         :param timeout: seconds to wait for a run to end
-        :return: the runs that ended (possibly none)
+        :return: the runs that ended (possibly none); once the cluster is lost, only those whose outcome is known
+            (the others stay in flight, for :meth:`shutdown`)
         """
-        if not self._refs:
+        if not self._refs or self.lost:
             return []
-        ready, _ = self._ray.wait(list(self._refs), num_returns=1, timeout=timeout)
-        if ready:  # collect every other finished task without waiting
-            ready, _ = self._ray.wait(list(self._refs), num_returns=len(self._refs), timeout=0)
-        return [self._result(ref) for ref in ready]
+        try:
+            ready, _ = self._ray.wait(list(self._refs), num_returns=1, timeout=timeout)
+            if ready:  # collect every other finished task without waiting
+                ready, _ = self._ray.wait(list(self._refs), num_returns=len(self._refs), timeout=0)
+        except (ConnectionError, self._ray.exceptions.RaySystemError) as error:  # the driver lost its connection
+            self.lost = f"{self._where} was lost ({_oneLine(error)})"
+            return []
+        outcomes = [(ref, self._outcome(ref)) for ref in ready]
+        # a task that ended with an error of its own (RayTaskError: executeRun raised) says nothing of the cluster
+        system = [ref for ref, outcome in outcomes
+                  if isinstance(outcome, Exception) and not isinstance(outcome, self._ray.exceptions.RayTaskError)]
+        if self._clusterLost(bool(system)):
+            return [self._result(ref, outcome) for ref, outcome in outcomes if ref not in system]
+        return [self._result(ref, outcome) for ref, outcome in outcomes]
+
+    def _abandon(self) -> list[RunResult]:
+        """:return: the runs in flight on the lost cluster: the outcome a run recorded, else not finished (its id in
+        ``abandoned``); one that has no folder yet never started (``unstarted``)"""
+        results = []
+        for ref in list(self._refs):
+            folder = self._folder(ref)
+            recorded = self._recorded(ref, folder)
+            spec = self._refs.pop(ref)
+            self._submitted.pop(ref, None)
+            if recorded is not None:
+                results.append(recorded)
+            elif not folder:
+                self.unstarted.append(spec)
+            else:
+                self.abandoned.add(spec.run_id)
+                results.append(RunResult(spec.run_id, "failed", None, folder, os.path.join(folder, "train.log"), 0.0,
+                                         LOST_RUN_MESSAGE))
+        return results
 
     def shutdown(self, interrupted: bool = False) -> list[RunResult]:
         """
         Cancel the tasks in flight when interrupted (each stops its train process and records it failed; one still
-        queued goes to ``unstarted``), then disconnect (a local instance is stopped).
+        queued goes to ``unstarted``), then disconnect (a local instance is stopped). Once the cluster is lost, nothing
+        is cancelled: the runs in flight are returned as not finished (see :meth:`_abandon`).
 
         :param interrupted: the sweep was interrupted
-        :return: the results of the cancelled runs that had started
+        :return: the results of the cancelled runs that had started, or of the runs in flight on the lost cluster
         """
-        results = []
+        results = self._abandon() if self.lost else []
         if interrupted and self._refs:
             for ref in list(self._refs):
                 self._ray.cancel(ref)
             self._ray.wait(list(self._refs), num_returns=len(self._refs), timeout=30)
             for ref in list(self._refs):
                 spec = self._refs[ref]
-                result = self._result(ref, cancelling=True)
+                result = self._result(ref, self._outcome(ref), cancelling=True)
                 if result is None:
                     self.unstarted.append(spec)
                 else:

@@ -12,6 +12,10 @@ finished run made with other train settings than the command gives now (a train 
 with one warning naming the settings (rl_baselines/sweeps/recorded.py). Any flag the pipeline does not know is passed to
 every run. Exit code: 0 when every run succeeded, 1 otherwise (130 when interrupted).
 
+A Ray sweep whose cluster goes down (see rl_baselines/sweeps/executors.py: ``lost``) stops submitting runs, records
+the runs that were in flight as stopped (not finished: the same command continues them), prints its summary with one
+line naming the lost cluster, and exits 1; a run that failed on its own stays failed.
+
 Pipelines started on one ``--log-dir`` share the work: each claims a run before it starts it (a lock per run, see
 rl_baselines/sweeps/claims.py), does the runs nobody holds, and waits for those another pipeline holds, recording that
 one's outcome; the sweep's state file is merged, never blindly overwritten.
@@ -36,7 +40,13 @@ from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
 from rl_baselines.sweeps.claims import RunClaims, stamp, writeSweepState
-from rl_baselines.sweeps.executors import LocalExecutor, RayExecutor, checkRayAddress, restoreRayEnvironment
+from rl_baselines.sweeps.executors import (
+    LOST_RUN_MESSAGE,
+    LocalExecutor,
+    RayExecutor,
+    checkRayAddress,
+    restoreRayEnvironment,
+)
 from rl_baselines.sweeps.plots import SweepCurves, SweepPlotter
 from rl_baselines.sweeps.recorded import changedSettings
 from rl_baselines.sweeps.run_attempts import (
@@ -249,7 +259,7 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
         return 0, state_path
     failed, interrupted = _runAll(executor, claims, to_run, specs, records, curves, args.no_progress,
                                   lambda: writeSweepState(state_path, command, specs, records, claims.pipeline))
-    return _summary(specs, records, failed, interrupted, state_path), state_path
+    return _summary(specs, records, failed, interrupted, state_path, lost=executor.lost), state_path
 
 
 def _warnChangedSettings(finished: Sequence[tuple[RunSpec, str]]) -> None:
@@ -269,7 +279,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     """
     Feed the executor with the runs this pipeline claims, wait for those another pipeline holds, follow the runs with
     one progress bar, record every result. The bar counts the runs of ``to_run`` that ended (done + failed of its
-    status; not those a Ctrl-C stopped), its status set before the count moves so that the two always agree.
+    status; not those a Ctrl-C stopped), its status set before the count moves so that the two always agree. Once the
+    executor's cluster is lost (``executor.lost``) nothing more is started: the runs in flight are recorded stopped.
 
     :return: (failed results, whether the sweep was interrupted)
     """
@@ -285,10 +296,12 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
     # every update drawn (a run ending is rare), with the status set just before it
     bar = sweepBar(len(to_run), no_progress)
 
-    def record(result: RunResult, elsewhere: dict[str, Any] | None = None, advance: bool = True) -> None:
+    def record(result: RunResult, elsewhere: dict[str, Any] | None = None, advance: bool = True,
+               why: str = "interrupted") -> None:
         """Record how a run ended: run here (its claim is given back), or by another pipeline (``elsewhere``);
         ``advance=False``: a run stopped by this sweep's interruption, or by that of the pipeline that ran it (its
-        failed.json says ``stopped``), which the bar does not count as finished."""
+        failed.json says ``stopped``), or in flight when the cluster was lost (``why``), which the bar does not count
+        as finished."""
         spec = by_id[result.run_id]
         claims.release(result.run_id)
         records[result.run_id] = elsewhere if elsewhere is not None else stamp(
@@ -309,8 +322,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         if result.state == "failed":
             failed.append(result)
         if not advance:  # stopped by an interruption (here or elsewhere): said as the bar, summary and state count it
-            writeAboveBar(bar, f"{prefix}stopped{by}: {spec.label} [{spec.run_id}] (interrupted), log {result.log}"
-                      + (f": {result.message}" if result.message else ""))
+            writeAboveBar(bar, f"{prefix}stopped{by}: {spec.label} [{spec.run_id}] ({why}), log {result.log}"
+                      + (f": {result.message}" if result.message and result.message != why else ""))
         elif result.state == "failed":
             writeAboveBar(bar, f"{prefix}failed{by}: {spec.label} [{spec.run_id}] "
                       f"{_exitCodeAndLog(result)}" + (f": {result.message}" if result.message else ""))
@@ -337,6 +350,11 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         elif refresh and interactive and time.monotonic() - shown["at"] >= 1.0:
             bar.refresh()
             shown["at"] = time.monotonic()
+
+    def forgetUnstarted() -> None:
+        for spec in executor.unstarted:  # cancelled in Ray's queue, or not sent: not run, as the runs never submitted
+            claims.release(spec.run_id)
+            records.pop(spec.run_id, None)
 
     previous_handler = signal.signal(signal.SIGTERM, _raiseInterrupted)
     previous_sigint = signal.getsignal(signal.SIGINT)
@@ -374,6 +392,8 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             for result in results:
                 record(result)
                 changed = True
+            if executor.lost:
+                break
             if not results and waiting and time.monotonic() - waited_from < WAIT_S / 2:
                 time.sleep(WAIT_S)  # nothing in flight here (Ray answers at once): only runs others hold are left
             if changed:
@@ -383,7 +403,12 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
                 curves.refresh([*executor.running, *finished_now])
                 finished_now.clear()
                 last_plot = time.monotonic()
-        executor.shutdown()
+        for result in executor.shutdown():  # none, unless the cluster was lost: the runs in flight then
+            lost_run = bool(executor.lost) and result.run_id in executor.abandoned
+            record(result, advance=not lost_run, why=result.message if lost_run else "interrupted")
+        if executor.lost:
+            showStatus()  # the bar's last line: nothing running, the runs stopped
+            forgetUnstarted()
     except (KeyboardInterrupt, _Interrupted):
         interrupted = True
         for signum in (signal.SIGINT, signal.SIGTERM):  # a second stop must not cut the stopping of the runs short
@@ -392,9 +417,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         for result in executor.shutdown(interrupted=True):
             record(result, advance=result.state == "done")
         showStatus()  # the bar's last line: nothing running, the runs stopped
-        for spec in executor.unstarted:  # cancelled in Ray's queue: not run, as the runs never submitted
-            claims.release(spec.run_id)
-            records.pop(spec.run_id, None)
+        forgetUnstarted()
     finally:
         claims.releaseAll()
         signal.signal(signal.SIGTERM, previous_handler)
@@ -415,8 +438,9 @@ def _exitCodeAndLog(result: RunResult) -> str:
 
 
 def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: list[RunResult], interrupted: bool,
-             state_path: str) -> int:
-    """Print how the sweep ended; :return: the exit code."""
+             state_path: str, lost: str = "") -> int:
+    """Print how the sweep ended, ``lost``: why its Ray cluster was lost (one more line says so); :return: the exit
+    code."""
     states = collections.Counter(records.get(spec.run_id, {"state": "pending"})["state"] for spec in specs)
     elsewhere = sum(bool(record.get("elsewhere")) and record["state"] == "done" for record in records.values())
     finished = states["done"] + states["skipped"]
@@ -425,22 +449,27 @@ def _summary(specs: list[RunSpec], records: dict[str, dict[str, Any]], failed: l
     print(f"Sweep: {finished}/{len(specs)} runs finished ({states['skipped']} earlier"
           + (f", {elsewhere} by another pipeline" if elsewhere else "") + f"), {len(failed) - stopped_now} failed"
           + (f", {stopped_now} stopped" if stopped_now else "")
-          + (f", {states['pending'] + states['running']} not run" if interrupted else "") + f". State: {state_path}")
+          + (f", {states['pending'] + states['running']} not run" if interrupted or lost else "")
+          + f". State: {state_path}")
     by_id = {spec.run_id: spec for spec in specs}
     stopped = [result for result in failed if stoppedBySignal(result.returncode)]
     resumable = [result for result in stopped if continuesFromCheckpoint(result.run_folder)]
+    cut_off = [result for result in failed if lost and result.message == LOST_RUN_MESSAGE and result not in stopped]
     for title, results in (("Stopped runs (the same command continues them from their last checkpoint):", resumable),
                            ("Stopped runs without a checkpoint yet (the same command starts them again):",
                             [result for result in stopped if result not in resumable]),
+                           ("Runs in flight when the Ray cluster was lost (the same command continues them):", cut_off),
                            ("Failed runs (run the same command again to redo them):",
-                            [result for result in failed if result not in stopped])):
+                            [result for result in failed if result not in stopped and result not in cut_off])):
         if results:
             print(title)
         for result in results:
             print(f"  {by_id[result.run_id].label} [{result.run_id}]: {_exitCodeAndLog(result)}")
+    if lost:
+        print(f"{lost[0].upper()}{lost[1:]}: the same command resumes the sweep.")
     if interrupted:
         return 130
-    return 0 if finished == len(specs) else 1
+    return 0 if finished == len(specs) and not lost else 1
 
 
 if __name__ == "__main__":
