@@ -183,7 +183,7 @@ def test_local_sweep_survives_a_killed_run_and_resumes(tmp_path, visdom_port) ->
                        timeout=SWEEP_TIMEOUT_S)
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("4 runs (1 algo x 1 env x 2 SRL model x 2 seeds); 3 already done, 1 to run"
-            + (" (1 continues where it stopped)" if continued else "") + " on 1 local worker(s)") in result.stdout
+            + (" (1 continues where it stopped)" if continued else "") + " on 1 local worker") in result.stdout
     assert f"[1/1] done: {victim.label} [{victim.run_id}]" in result.stdout
     assert "visdom server" not in result.stderr, result.stderr  # it was reachable: no warning
     assert "other train settings" not in result.stderr  # the finished runs are this command's
@@ -495,7 +495,7 @@ def test_the_start_line_names_the_workers_the_runs_use(tmp_path, capsys, monkeyp
     monkeypatch.setattr(pipeline, "_runAll", lambda *args: ([], False))
     pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "1",
                    "--workers", "2", "--log-dir", str(tmp_path / "logs"), "--no-vis", "--num-timesteps", "200"])
-    assert "1 to run on 1 local worker(s)" in capsys.readouterr().out
+    assert "1 to run on 1 local worker\n" in capsys.readouterr().out
 
 
 def test_the_live_plots_line_is_the_sweeps_page_once_the_server_answered(tmp_path, capsys, monkeypatch,

@@ -235,14 +235,15 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
     writeSweepState(state_path, command, specs, records, claims.pipeline)
     grid = (f"{len(unique(args.algo))} algo x {len(unique(args.env))} env x {len(unique(args.srl_model))} SRL model "
             f"x {args.num_iteration} seed{'s' if args.num_iteration > 1 else ''}")
+    workers = min(executor.workers, len(to_run)) if executor else 0
     print(f"Sweep {sweep_id}: {len(specs)} run{'s' if len(specs) > 1 else ''} ({grid}); "
           f"{len(specs) - len(to_run)} already done, {len(to_run)} to run"
           + (f" ({resumed} continue{'s' if resumed == 1 else ''} where {'it' if resumed == 1 else 'they'} stopped)"
              if resumed else "")
-          + (f" on {min(executor.workers, len(to_run))} {executor.name} worker(s)" if executor else ""), flush=True)
+          + (f" on {workers} {executor.name} worker{'s' if workers > 1 else ''}" if executor else ""), flush=True)
     if executor is not None and executor.name == "ray":
         print(f"Ray cluster: {executor.cluster}", flush=True)
-        if executor.capped:
+        if executor.capped and len(to_run) > executor.workers:  # the cap matters only with more runs than it
             print(executor.capped, flush=True)
     print(f"State: {state_path}", flush=True)
 
