@@ -77,6 +77,7 @@ bench: install
 	$(PY) -m benchmarks.dataset_speed
 	$(PY) -m benchmarks.train_speed
 	$(PY) -m benchmarks.srl_speed
+	$(PY) -m benchmarks.vec_env_speed
 	$(PY) -m benchmarks.shared_cores
 	$(PY) -m benchmarks.sweep_speed
 

@@ -257,6 +257,20 @@ class SRLGymEnv(gym.Env, EzPickle):
     # an env honours reset(options={FRESH_WORLD: True}).
     RESET_KEEPS_HISTORY = False
 
+    @classmethod
+    def stepsInWorkers(cls, renderer: str, images: bool) -> bool:
+        """
+        Whether ``--vec-env auto`` steps several of these envs in worker processes, each on its own core, rather than
+        one after another in the training process: where a step costs more than a worker's round trip through its
+        pipe (the action out, the observation back). True unless a class measured otherwise (docs/benchmarks.md,
+        "In-process envs").
+
+        :param renderer: what draws the images (resolved: one of RENDERERS)
+        :param images: the run's observations are images (raw pixels, or frames for a learned model), not a state
+        :return: True for worker processes
+        """
+        return True
+
     def __new__(cls, *args: Any, **kwargs: Any) -> SRLGymEnv:
         """
         Record the constructor arguments of the class being built (the outermost ``__init__``'s, whichever subclass)

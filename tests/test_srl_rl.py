@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import functools
 import json
 import os
@@ -230,8 +231,8 @@ def test_encoder_placement(tmp_path, monkeypatch):
     assert not encodeInWorkers(VecEnvSettings(ENV_ID, 1, 3, "vae"), "tinyrenderer")
     kwargs = {"srl_model": "vae", "img_shape": SMALL, "max_steps": 4}
 
-    def encoderOf(**extra) -> tuple[type, type]:
-        env = createEnvs(settings, env_kwargs={**kwargs, **extra})
+    def encoderOf(vec_env: str = "auto", **extra) -> tuple[type, type]:
+        env = createEnvs(dataclasses.replace(settings, vec_env=vec_env), env_kwargs={**kwargs, **extra})
         try:
             assert env.reset().shape == (2, 4)
             encoder = findVecNormalize(env).venv
@@ -240,11 +241,11 @@ def test_encoder_placement(tmp_path, monkeypatch):
             env.close()
 
     assert encoderOf(renderer="tinyrenderer") == (EncodedInWorkers, SubprocVecEnv)
-    assert encoderOf(renderer="sprites") == (SRLEncoderVecEnv, SubprocVecEnv)
-    assert encoderOf() == (SRLEncoderVecEnv, SubprocVecEnv)  # the mobile robots' default renderer: the sprites
+    assert encoderOf("subproc", renderer="sprites") == (SRLEncoderVecEnv, SubprocVecEnv)
+    assert encoderOf() == (SRLEncoderVecEnv, DummyVecEnv)  # the default renderer, the sprites: envs in this process
     monkeypatch.setattr(factory, "encodeInWorkers", lambda settings, renderer: renderer == "sprites")
     assert encoderOf(renderer="tinyrenderer") == (SRLEncoderVecEnv, SubprocVecEnv)
-    assert encoderOf(renderer="sprites") == (EncodedInWorkers, SubprocVecEnv)
+    assert encoderOf("subproc", renderer="sprites") == (EncodedInWorkers, SubprocVecEnv)
 
 
 def test_workers_encode_the_states_the_main_process_would(tmp_path):

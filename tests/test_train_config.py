@@ -383,7 +383,7 @@ def test_a_final_save_that_raises_is_one_error_line_and_exit_1(tmp_path, monkeyp
 # forkserver, has the libraries mapped before it forks them.
 PRELOAD_CHECK = """
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs
-venv = createEnvs(VecEnvSettings("MobileRobotGymEnv-v0", 2, 0, "ground_truth"))
+venv = createEnvs(VecEnvSettings("MobileRobotGymEnv-v0", 2, 0, "ground_truth", vec_env="subproc"))
 worker = venv.processes[0].pid
 forkserver = int(open(f"/proc/{worker}/stat").read().rsplit(")", 1)[1].split()[1])
 print("libtorch" in open(f"/proc/{forkserver}/maps").read(), "pybullet" in open(f"/proc/{forkserver}/maps").read())

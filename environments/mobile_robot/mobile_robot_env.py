@@ -118,6 +118,12 @@ class MobileRobotGymEnv(SRLGymEnv):
     # Continuous actions: a move along x and y (variants may keep x only).
     CONTINUOUS_ACTION_DIM = 2
 
+    @classmethod
+    def stepsInWorkers(cls, renderer: str, images: bool) -> bool:
+        """:return: True for TinyRenderer's images only: the robot is teleported (no physics), and a state or a
+        sprite frame costs less than a worker's round trip (docs/benchmarks.md, "In-process envs")"""
+        return images and renderer == REFERENCE_RENDERER
+
     def __init__(self, *, fpv: bool = False, renderer: str | None = None, **kwargs: Any) -> None:
         """
         :param fpv: stack a first-person view with the top view in pixel observations (6 channels)

@@ -2,7 +2,9 @@
 
 Parallel envs live in SB3 ``SubprocVecEnv`` workers, forked by a forkserver that imported this module (and so the
 envs and their libraries) once: a worker imports nothing at its start, and envs built again in the same process
-start at once. Env i is seeded with seed + i; what the envs compute does not depend on how their workers start.
+start at once; or, where a step costs less than a worker's round trip, in this process one after another (SB3's
+``DummyVecEnv``: ``--vec-env``, :func:`resolveVecEnv`). Env i is seeded with seed + i; what the envs compute does not
+depend on where they step nor on how their workers start.
 
 Normalisation statistics are stored as ``vecnormalize.npz`` (plain arrays, loaded with ``allow_pickle=False``)
 beside every saved model, so that replaying a run never unpickles anything from it.
@@ -252,6 +254,7 @@ class VecEnvSettings:
     :param device: the run's torch device (a learned model's encoder runs there)
     :param ground_truth_scale: ``--srl-ground-truth-scale``
     :param state_scale: ``--srl-state-scale``: ``participation`` or ``none`` (see :func:`learnedStateScale`)
+    :param vec_env: ``--vec-env``: how several envs run (:func:`resolveVecEnv`)
     """
 
     env_id: str
@@ -265,6 +268,7 @@ class VecEnvSettings:
     device: str | None = None
     ground_truth_scale: bool = False
     state_scale: str = DEFAULT_STATE_SCALE
+    vec_env: str = "auto"
 
     @classmethod
     def fromArgs(cls, args: Any) -> VecEnvSettings:
@@ -272,7 +276,35 @@ class VecEnvSettings:
         API version 1)"""
         return cls(args.env, args.num_cpu, args.seed, args.srl_model, args.num_stack, args.action_repeat,
                    args.srl_model_path, args.srl_config_file, args.device, args.srl_ground_truth_scale,
-                   getattr(args, "srl_state_scale", "none"))  # plugin API version 1's Namespace: none
+                   getattr(args, "srl_state_scale", "none"),  # plugin API version 1's Namespace: none
+                   getattr(args, "vec_env", "auto"))
+
+
+# --vec-env: several envs in worker processes (SB3's SubprocVecEnv) or one after another in this one (DummyVecEnv)
+VEC_ENVS = ("auto", "subproc", "dummy")
+
+
+def resolveVecEnv(vec_env: str, num_envs: int, env_id: str, renderer: str, srl_model: str) -> str:
+    """
+    :param vec_env: ``--vec-env``: subproc, dummy or auto
+    :param num_envs: parallel envs
+    :param env_id: the env
+    :param renderer: what draws its images (resolved: environments.resolvedRenderer)
+    :param srl_model: the run's observation
+    :return: ``subproc`` or ``dummy``: ``dummy`` for one env; auto: ``subproc`` where the env class says its steps
+        cost more than a worker's round trip (``SRLGymEnv.stepsInWorkers``; an env of another kind: yes), else
+        ``dummy``
+    """
+    if num_envs == 1:
+        return "dummy"
+    if vec_env != "auto":
+        return vec_env
+    env_class = getEnvClass(env_id)
+    steps_in_workers = getattr(env_class, "stepsInWorkers", None)
+    if steps_in_workers is None:
+        return "subproc"
+    images = srl_model == "raw_pixels" or isLearnedSRLModel(srl_model)
+    return "subproc" if steps_in_workers(renderer, images) else "dummy"
 
 
 # Renderers whose frame costs less than a small encoder's forward pass (numpy compositing): with several envs on the
@@ -390,7 +422,8 @@ def createEnvs(
     monitor_dir: str | None = None,
 ) -> VecEnv:
     """
-    Build the run's envs (subprocesses when more than one), stacked and normalised as the run asks.
+    Build the run's envs (worker processes or this one: :func:`resolveVecEnv`), stacked and normalised as the run
+    asks.
 
     :param args: the settings (:class:`VecEnvSettings`, or a run's settings read as attributes by
         :meth:`VecEnvSettings.fromArgs`: a RunSettings, a TrainConfig)
@@ -407,14 +440,15 @@ def createEnvs(
     encoder_folder = None
     if isLearnedSRLModel(srl_model):  # found before any env process starts
         encoder_folder = settings.srl_model_path or resolveSRLModel(settings.env_id, srl_model, settings.srl_config_file)
-    in_workers = encoder_folder is not None and encodeInWorkers(
-        settings, resolvedRenderer(env_kwargs.get("renderer"), settings.env_id))
+    renderer = resolvedRenderer(env_kwargs.get("renderer"), settings.env_id)
+    in_process = resolveVecEnv(settings.vec_env, settings.num_envs, settings.env_id, renderer, srl_model) == "dummy"
+    in_workers = encoder_folder is not None and not in_process and encodeInWorkers(settings, renderer)
     thunks = [
         functools.partial(makeSingleEnv, settings.env_id, env_kwargs, rank, monitor_dir, settings.action_repeat,
                           in_workers)
         for rank in range(settings.num_envs)
     ]
-    venv: VecEnv = DummyVecEnv(thunks) if settings.num_envs == 1 else _subprocEnvs(thunks)
+    venv: VecEnv = DummyVecEnv(thunks) if in_process else _subprocEnvs(thunks)
     venv.seed(settings.seed)
     venv.action_space.seed(settings.seed)
     state_dim = None  # a learned state's size, None for the env's own observations

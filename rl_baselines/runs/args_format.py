@@ -13,7 +13,7 @@ from typing import Any
 
 from srl_toolbox.devices import DEFAULT_RUN_DEVICE
 
-ARGS_FORMAT = 8
+ARGS_FORMAT = 9
 ARGS_FORMAT_KEY = "args_format"
 
 # Format n -> n + 1: the settings format n may lack, at the values that reproduce its runs. Format 1 (no args_format
@@ -37,6 +37,9 @@ UPGRADES: dict[int, dict[str, Any]] = {
     # format 7 -> 8: ppo2's --augment-loss; every earlier augmented ppo2 run learned RAD-style, its losses on the
     # shifted views (the key means nothing to the other algorithms, nor without --augment)
     7: {"augment_loss": "rad"},
+    # format 8 -> 9: --vec-env; every earlier run of several envs stepped them in worker processes (one env: in the
+    # training process, as --vec-env resolves it for one env)
+    8: {"vec_env": "subproc"},
 }
 
 

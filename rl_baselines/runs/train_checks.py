@@ -32,7 +32,7 @@ from rl_baselines.core.hyperparams import pixelDefaultFlags
 from rl_baselines.core.plugin_v1 import isV1, loadModel, makeEnv
 from rl_baselines.core.registry import algoChoicesText, registered_rl
 from rl_baselines.core.run_folder import RUN_FOLDER_ATTEMPTS, newStamp, tagRefusal
-from rl_baselines.envs.factory import envKwargsFromArgs
+from rl_baselines.envs.factory import envKwargsFromArgs, resolveVecEnv
 from rl_baselines.runs.hyperparam_sources import hyperparamStrings
 from rl_baselines.runs.pretrain import checkDataset
 from rl_baselines.runs.run_logging import TENSORBOARD_FOLDER_ATTEMPTS, checkTensorboard, tensorboardRunName
@@ -353,17 +353,19 @@ def runThreadsFor(algo_class: type, asked: int, srl_model: str) -> int:
 
 def _resolveRunOptions(args: TrainConfig, algo_class: type) -> TrainConfig:
     """
-    Resolve ``--device`` to this machine's device and ``--torch-threads`` to a thread count (both recorded so in
-    args.json), and check ``--tensorboard-log``.
+    Resolve ``--device`` to this machine's device, ``--torch-threads`` to a thread count and ``--vec-env`` to
+    ``subproc`` or ``dummy`` (all recorded so in args.json), and check ``--tensorboard-log``.
 
     :param args: the run's settings (device, torch_threads, srl_model, tensorboard_log)
     :param algo_class: the run's algorithm (where ``auto`` puts it: :func:`runDeviceFor`, :func:`runThreadsFor`)
-    :return: the settings with the resolved device and threads
+    :return: the settings with the resolved device, threads and vec env
     :raises UsageError: CUDA asked where there is none, tensorboard not installed, DIR not a writable folder
     """
     try:
         args = args.replace(device=runDeviceFor(algo_class, args.device, args.srl_model),
-                            torch_threads=runThreadsFor(algo_class, args.torch_threads, args.srl_model))
+                            torch_threads=runThreadsFor(algo_class, args.torch_threads, args.srl_model),
+                            vec_env=resolveVecEnv(args.vec_env, args.num_cpu, args.env,
+                                                  resolvedRenderer(args.renderer, args.env), args.srl_model))
     except ValueError as error:
         raise UsageError(str(error)) from None
     if args.tensorboard_log:

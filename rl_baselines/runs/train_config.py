@@ -47,7 +47,7 @@ from rl_baselines.core.base import MIN_CNN_SIDE as MIN_CNN_SIDE  # re-exported: 
 from rl_baselines.core.registry import registered_rl, skipClashingFlags
 from rl_baselines.core.run_folder import RunFolder
 from rl_baselines.core.run_settings import RunSettings
-from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, envKwargsFromArgs
+from rl_baselines.envs.factory import DEFAULT_STATE_SCALE, STATE_SCALES, VEC_ENVS, envKwargsFromArgs
 from rl_baselines.runs.args_format import ARGS_FORMAT, ARGS_FORMAT_KEY, UPGRADES
 from srl_models.augment import AUGMENTATIONS
 from srl_toolbox.cli import (
@@ -102,7 +102,12 @@ class TrainConfig:
     seed: int = setting(0, "random seed, 0..2**32-1; env i is seeded seed+i", parse=seedNumber)
     log_dir: str = setting("logs/", "root folder of the runs")
     num_timesteps: int = setting(int(1e6), "env steps to train", parse=positiveInt)
-    num_cpu: int = setting(1, f"parallel envs (subprocesses when > 1), at most {MAX_ENVS}", parse=envCount)
+    num_cpu: int = setting(1, f"parallel envs, at most {MAX_ENVS} (--vec-env: how they run)", parse=envCount)
+    vec_env: str = setting("auto", "with --num-cpu > 1: subproc (a worker process per env, SB3's SubprocVecEnv), "
+                           "dummy (one after another in the training process, SB3's DummyVecEnv, rl_zoo3's "
+                           "default) or auto (dummy where a step costs less than a worker's round trip: mobile "
+                           "robots without TinyRenderer's images; else subproc); the same results either way; "
+                           "resolved by validation and recorded", choices=VEC_ENVS)
     no_vis: bool = setting(False, "no live visdom plots")
     port: int = setting(DEFAULT_VISDOM_PORT, "visdom server port", parse=portNumber)
     continuous_actions: bool = setting(False, "continuous actions", flags=("-c", "--continuous-actions"))
@@ -455,7 +460,6 @@ RL_ZOO_FLAGS = {
     ("-tb",): "--tensorboard-log",
     ("--save-freq",): "--checkpoint-freq",
     ("--save-replay-buffer",): "--buffer-save-freq (replay buffers are saved at checkpoints)",
-    ("--vec-env",): "--num-cpu N (subprocess envs when N > 1)",
     ("--n-eval-envs",): "not offered: evaluations play on one env",
     ("-P", "--progress"): "not needed: the progress bar is on by default (--no-progress hides it)",
     ("-optimize", "--optimize-hyperparameters"): "python -m rl_baselines.hyperparam_search",

@@ -28,12 +28,13 @@ from srl_toolbox.files import readJson
 
 # Train settings that do not change a run's result: where it is written and what it reads its model from (the model
 # is identified by its hash), how it is shown, what it computes on (the device, torch's threads: the machine's, as
-# its float rounding is), how often it saves a checkpoint, a replay buffer or its best model, and the window of its
-# reward plot; nor where its logs went (its tensorboard folder and visdom env, as args.json records them).
+# its float rounding is), where its envs step (--vec-env: the same floats in a worker or here), how often it saves a
+# checkpoint, a replay buffer or its best model, and the window of its reward plot; nor where its logs went (its
+# tensorboard folder and visdom env, as args.json records them).
 NOT_A_RESULT = frozenset({"log_dir", "run_folder", "tag", "resume", "port", "no_vis", "no_progress", "device",
                           "torch_threads", "tensorboard_log", "srl_config_file", "srl_log_folder", "srl_model_path",
                           "checkpoint_freq", "buffer_save_freq", "min_episodes_save", "episode_window",
-                          "tensorboard_run", "visdom_env"})
+                          "tensorboard_run", "visdom_env", "vec_env"})
 
 
 def trainSettings(args: dict[str, Any]) -> dict[str, Any]:

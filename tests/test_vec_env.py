@@ -1,0 +1,84 @@
+"""--vec-env: several envs step in worker processes (subproc) or one after another in the training process (dummy),
+with the same results either way; auto chooses by the env class (``stepsInWorkers``: the mobile robots' states and
+sprite frames in this process, TinyRenderer's images in workers), and args.json records what ran."""
+from __future__ import annotations
+
+import csv
+import glob
+import json
+import os
+
+import pytest
+from conftest import trainHere
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
+
+from rl_baselines.envs import factory
+from rl_baselines.envs.factory import VecEnvSettings, createEnvs, resolveVecEnv
+from rl_baselines.runs.args_format import withAddedSettings
+from rl_baselines.sweeps.recorded import trainSettings
+
+MOBILE = "MobileRobotGymEnv-v0"
+KUKA = "KukaButtonGymEnv-v0"
+
+
+def test_auto_chooses_by_the_env_class(monkeypatch) -> None:
+    # one env steps in this process, whatever is asked
+    assert resolveVecEnv("subproc", 1, MOBILE, "tinyrenderer", "raw_pixels") == "dummy"
+    # the mobile robots: a state or a sprite frame costs less than a worker's round trip, TinyRenderer's image more
+    for env_id in (MOBILE, "MobileRobot1DGymEnv-v0"):
+        assert resolveVecEnv("auto", 2, env_id, "sprites", "ground_truth") == "dummy"
+        assert resolveVecEnv("auto", 2, env_id, "tinyrenderer", "ground_truth") == "dummy"  # no image drawn
+        assert resolveVecEnv("auto", 2, env_id, "sprites", "raw_pixels") == "dummy"
+        assert resolveVecEnv("auto", 4, env_id, "sprites", "vae") == "dummy"
+        assert resolveVecEnv("auto", 2, env_id, "tinyrenderer", "raw_pixels") == "subproc"
+        assert resolveVecEnv("auto", 2, env_id, "tinyrenderer", "vae") == "subproc"
+    assert resolveVecEnv("auto", 2, KUKA, "lowpoly", "ground_truth") == "subproc"
+    # what is asked is kept
+    assert resolveVecEnv("dummy", 2, MOBILE, "tinyrenderer", "raw_pixels") == "dummy"
+    assert resolveVecEnv("subproc", 2, MOBILE, "sprites", "ground_truth") == "subproc"
+    # an env of another kind (a gymnasium env declared by a plugin) says nothing: workers, as before --vec-env
+    monkeypatch.setattr(factory, "getEnvClass", lambda env_id: object)
+    assert resolveVecEnv("auto", 2, "CartPole-v1", "tinyrenderer", "ground_truth") == "subproc"
+
+
+@pytest.mark.parametrize("vec_env, expected", [("auto", DummyVecEnv), ("dummy", DummyVecEnv),
+                                               ("subproc", SubprocVecEnv)])
+def test_create_envs_builds_what_it_resolves(vec_env, expected) -> None:
+    env = createEnvs(VecEnvSettings(MOBILE, 2, 0, "ground_truth", vec_env=vec_env))
+    try:
+        assert isinstance(env, VecNormalize) and type(env.venv) is expected
+        assert env.reset().shape == (2, env.observation_space.shape[0])
+    finally:
+        env.close()
+
+
+def _monitorRows(run_dir: str) -> list[list[str]]:
+    """:return: every monitor file's episodes (reward, length), without their wall-clock column"""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(run_dir, "monitor", "*.csv"))):
+        with open(path, encoding="utf-8") as handle:
+            rows.append([row[:2] for row in csv.reader(handle) if row and not row[0].startswith("#")])
+    return rows
+
+
+def test_the_same_seed_gives_the_same_run_either_way(tmp_path) -> None:
+    """The envs compute the same in a worker or here: the same episodes and the same learning (progress.csv's losses);
+    args.json records the value that ran (auto resolved), and a run recorded before --vec-env reads as subproc."""
+    runs = {}
+    for vec_env in ("subproc", "dummy", "auto"):
+        runs[vec_env] = trainHere("--algo", "ppo2", "--env", MOBILE, "--srl-model", "ground_truth", "--num-cpu", 2,
+                                  "--num-timesteps", 512, "--seed", 5, "--vec-env", vec_env, "--checkpoint-freq", -1,
+                                  "--log-dir", tmp_path / vec_env)
+    recorded = {vec_env: json.load(open(os.path.join(run, "args.json")))["vec_env"] for vec_env, run in runs.items()}
+    assert recorded == {"subproc": "subproc", "dummy": "dummy", "auto": "dummy"}
+    assert _monitorRows(runs["subproc"]) == _monitorRows(runs["dummy"]) and len(_monitorRows(runs["dummy"])) == 2
+
+    def losses(run_dir: str) -> list[dict[str, str]]:
+        with open(os.path.join(run_dir, "progress.csv"), encoding="utf-8") as handle:
+            return [{name: value for name, value in row.items() if name.startswith("train/")}
+                    for row in csv.DictReader(handle)]
+
+    assert losses(runs["subproc"]) == losses(runs["dummy"]) and losses(runs["dummy"])
+    # not a setting of the result: a sweep finds either run as the other's
+    assert "vec_env" not in trainSettings(json.load(open(os.path.join(runs["dummy"], "args.json"))))
+    assert withAddedSettings({"args_format": 8})["vec_env"] == "subproc"
