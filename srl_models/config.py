@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import yaml
@@ -132,10 +132,14 @@ _FRAME_WORDS = {
 }
 
 
-def frameSettingsWarning(trained: dict[str, bool], run: dict[str, bool | None]) -> str | None:
+def frameSettingsWarning(trained: dict[str, bool], run: dict[str, bool | None],
+                         fixed: Mapping[str, str] | None = None) -> str | None:
     """
     :param trained: the settings that drew the model's frames (:func:`trainedFrameSettings`)
     :param run: the run's own (environments.dataset.FRAME_SETTINGS; None where the run's env has no such setting)
+    :param fixed: per setting the run cannot change, why (e.g. ``--algo sac acts only with continuous actions``):
+        for those the line says that, and that a model of a dataset recorded with the run's setting fits, instead of
+        a flag that would be refused
     :return: one line naming each setting both know that differs, and the flag that gives the model's (force_down
         is not compared where either moves joints, which it does not restrict), None when none differs
     """
@@ -148,7 +152,11 @@ def frameSettingsWarning(trained: dict[str, bool], run: dict[str, bool | None]) 
     for key in differing:
         with_it, without_it, flag = _FRAME_WORDS[key]
         model, this_run = (with_it, without_it) if trained[key] else (without_it, with_it)
-        parts.append(f"{model}, this run has {this_run} ({'add' if trained[key] else 'drop'} {flag})")
+        if fixed is not None and key in fixed:
+            hint = f"{fixed[key]}: a model of a dataset recorded with{'out' if trained[key] else ''} {flag} fits"
+        else:
+            hint = f"{'add' if trained[key] else 'drop'} {flag}"
+        parts.append(f"{model}, this run has {this_run} ({hint})")
     return (f"the SRL model's dataset was recorded with {'; with '.join(parts)}: its states may not cover this run's "
             "frames")
 

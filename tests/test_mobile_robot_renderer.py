@@ -320,6 +320,26 @@ def test_a_model_of_other_dataset_settings_is_used_with_one_warning(tmp_path, so
     _validateQuietly(_trainArgv(tmp_path, folder))  # the dataset's settings: no warning (shape_reward is not one)
 
 
+@pytest.mark.parametrize("algo, trained_continuous, flags, hint", [
+    ("sac", False, ("-c",), "--algo sac acts only with continuous actions: a model of a dataset recorded with -c fits"),
+    ("deepq", True, (), "--algo deepq acts only with discrete actions: a model of a dataset recorded without -c fits"),
+])
+def test_the_action_kind_warning_names_no_flag_the_algorithm_refuses(tmp_path, algo, trained_continuous, flags,
+                                                                      hint) -> None:
+    """A model of another action kind than a run whose algorithm has one kind only (sac, deepq): the warning says
+    that a model of a dataset of the run's kind fits, not to drop or add -c (which the algorithm refuses)."""
+    settings = {"random_target": False, "continuous_actions": trained_continuous, "action_joints": False}
+    folder = str(tmp_path / "vae")
+    VAEModel(4, (3, 64, 64), {"env": "MobileRobotGymEnv-v0", "renderer": "sprites", "dataset_env": settings}
+             ).save(folder)
+    argv = _trainArgv(tmp_path, folder, *flags)
+    argv[1] = algo
+    with pytest.warns(UserWarning, match="may not cover") as caught:
+        train_checks.validate(train.parseCommand(argv)[0], registered_rl)
+    message = str(caught[0].message)
+    assert len(caught) == 1 and f"({hint})" in message and "drop -c" not in message and "add -c" not in message
+
+
 def test_a_model_without_known_dataset_settings_gets_no_settings_warning(tmp_path) -> None:
     """A model trained before the settings were recorded whose dataset is gone, or whose data_folder now holds
     another env's dataset: nothing to compare, no warning."""

@@ -301,6 +301,28 @@ def test_a_resumed_run_writes_the_uninterrupted_runs_progress_rows(tmp_path, mon
     assert len(_progressRows(reference.run_dir)) == rows and _progressRows(run_dir) == _progressRows(reference.run_dir)
 
 
+def test_cma_es_stopped_mid_generation_resumes(tmp_path, monkeypatch):
+    """cma-es on MobileRobot states (704 weights: two-point step-size adaptation, which injects samples into each
+    generation) stopped mid-generation: the checkpoint holds the strategy as at the generation's start, and the
+    resumed run plays that generation again to the end (asked again, the asked strategy failed: 'Mean shift samples
+    are expected but missing')."""
+    args = [*GT, "--algo", "cma-es", "--num-timesteps", "3200", "--hyperparam", "num_population:4"]
+    original = TrainingCallbacks.on_step
+
+    def stopped(self) -> bool:  # a Ctrl-C at step 2400, in the third generation (4 episodes of 250 steps)
+        if self.num_timesteps == 2400:
+            self.requestStop(signal.SIGINT)
+        return original(self)
+
+    monkeypatch.setattr(TrainingCallbacks, "on_step", stopped)
+    log_dir = str(tmp_path / "stopped")
+    assert train.main(["--no-vis", "--no-progress", "--log-dir", log_dir, *args]) == 130
+    monkeypatch.setattr(TrainingCallbacks, "on_step", original)
+    (run_dir,) = glob.glob(os.path.join(log_dir, "*", "*", "*", "*"))
+    assert 2400 <= listCheckpoints(run_dir)[-1][0] < 3000  # the stop's checkpoint, mid-generation
+    assert train.main(["--resume", run_dir, "--no-vis", "--no-progress"]) == 0
+
+
 def _flatTensors(tree, prefix: str = "") -> dict[str, torch.Tensor]:
     """:return: every tensor of a model file's content (nested dicts and lists), by its path"""
     if isinstance(tree, torch.Tensor):

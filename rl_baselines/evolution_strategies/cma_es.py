@@ -9,7 +9,8 @@ mean and step size (the covariance starts again from the identity), or from a ``
 than the saved model's hyperparameter (a ``mu`` given for it does nothing: the run warns and records the model's);
 resuming a run (``--resume``) restores the whole strategy (covariance, evolution paths, counters: every numeric
 attribute, saved as arrays and JSON, set back on a strategy built with the same options) and the generators, so it
-goes on exactly.
+goes on exactly; a run stopped mid-generation saves the strategy as it was at that generation's start (before it
+was asked for candidates whose returns it was never told), and the resumed run plays that generation again.
 """
 from __future__ import annotations
 
@@ -86,6 +87,7 @@ class CMAESModel(TorchRLObject):
         self.rng = np.random.default_rng(0)
         self._best_torch: dict[str, torch.Tensor] | None = None
         self.strategy: cma.CMAEvolutionStrategy | None = None
+        self._generation_start: tuple[dict[str, np.ndarray], dict] | None = None  # the strategy before its last ask
 
     @classmethod
     def makeEnv(cls, settings: RunSettings, env_kwargs: dict[str, Any] | None = None,
@@ -163,7 +165,10 @@ class CMAESModel(TorchRLObject):
 
     def saveTrainingState(self, folder: str, replay_buffer_folder: str | None = None) -> None:
         super().saveTrainingState(folder, replay_buffer_folder)
-        arrays, values = captureObjectState(self.strategy, "cma")
+        # mid-generation (a stop) the strategy has been asked for candidates it was not told the returns of: a
+        # resumed one asked again would miss the samples two-point step-size adaptation injects, so the state saved
+        # is the one at the generation's start, which the resumed run plays again
+        arrays, values = self._generation_start or captureObjectState(self.strategy, "cma")
         writeNpz(os.path.join(folder, CMA_ARRAYS_FILE), arrays)
         writeJson(os.path.join(folder, CMA_VALUES_FILE), {"values": values})
 
@@ -204,6 +209,7 @@ class CMAESModel(TorchRLObject):
         runner = PopulationRunner(self.env, self, callback)
         end_timesteps = self.num_timesteps + total_timesteps
         while True:
+            self._generation_start = captureObjectState(strategy, "cma")  # what a checkpoint saves (saveTrainingState)
             candidates = strategy.ask()
             weights = [self.policy.unflatten(candidate) for candidate in candidates]
             centre = self.policy.unflatten(self.mean)
@@ -223,6 +229,7 @@ class CMAESModel(TorchRLObject):
             if returns is None:
                 break
             strategy.tell(candidates, list(-returns))  # cma minimises
+            self._generation_start = None  # told: the live strategy is what a checkpoint saves until the next ask
             best = int(np.argmax(returns))
             if returns[best] > self.best_return:
                 self._setBest(candidates[best], returns[best], self.normaliser)  # the statistics it was played with

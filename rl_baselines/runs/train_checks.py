@@ -136,7 +136,7 @@ def validate(args: TrainConfig, registered_rl: dict) -> TrainConfig:
     args = args.replace(**_appliedWithWarnings(args, algo_class))
     _checkAugment(args, registered_rl)
     if isLearnedSRLModel(args.srl_model):
-        args = _resolveSRLModel(args, env_class)
+        args = _resolveSRLModel(args, env_class, registered_rl)
     elif args.latest:
         raise UsageError(f"--latest needs a learned --srl-model ({', '.join(learnedModels())}), not "
                          f"{args.srl_model!r}")
@@ -411,13 +411,14 @@ def _chooseSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
     return args
 
 
-def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
+def _resolveSRLModel(args: TrainConfig, env_class: type, registered_rl: dict) -> TrainConfig:
     """
     Find and check the trained SRL model of a learned --srl-model; record its absolute folder in
     ``srl_model_path`` and, without --img-shape, take the model's image size.
 
     :param args: the run's settings (env, srl_model, srl_model_path, srl_config_file, img_shape, fpv, multi_view)
     :param env_class: the env's class (its SRL_MODES, suggested when no trained model is configured)
+    :param registered_rl: the algorithm table (the action kinds of the run's algorithm)
     :return: the settings with the model's folder (and image size)
     :raises UsageError: the model cannot be found or does not fit the run (one line)
     """
@@ -452,10 +453,24 @@ def _resolveSRLModel(args: TrainConfig, env_class: type) -> TrainConfig:
         warnings.warn(f"the SRL model was trained on {trained_on} frames and this run draws them with "
                       f"--renderer {args.renderer}: its states may differ (--renderer {trained_on} gives the frames it "
                       "was trained on)", stacklevel=2)
-    mismatch = frameSettingsWarning(trainedFrameSettings(exp_config), runFrameSettings(args, env_class))
+    mismatch = frameSettingsWarning(trainedFrameSettings(exp_config), runFrameSettings(args, env_class),
+                                    _fixedFrameSettings(args, registered_rl))
     if mismatch is not None:
         warnings.warn(mismatch, stacklevel=2)
     return args
+
+
+def _fixedFrameSettings(args: TrainConfig, registered_rl: dict) -> dict[str, str]:
+    """
+    :param args: the run's settings (algo, continuous_actions)
+    :param registered_rl: the installed algorithms (registry entries: class, algo types, action types)
+    :return: the frame settings the run's algorithm does not let it change, each with why: continuous_actions where
+        the algorithm has one kind of action only (its -c or its absence would be refused)
+    """
+    if len(registered_rl[args.algo][2]) > 1:
+        return {}
+    kind = "continuous" if args.continuous_actions else "discrete"
+    return {"continuous_actions": f"--algo {args.algo} acts only with {kind} actions"}
 
 
 def runFrameSettings(args: TrainConfig, env_class: type) -> dict[str, bool | None]:
