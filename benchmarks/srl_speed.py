@@ -9,9 +9,10 @@ renderer, side by side) and each number of parallel envs:
   with more envs and TinyRenderer's frames by each env worker for its own env) and PPO's MlpPolicy sees
   the normalised 32-dim states; ``vae_other`` (several envs only): the same with the other placement of the encoder
   (``rl_baselines.envs.factory.encodeInWorkers`` patched to say the opposite: in the workers, or in this process in
-  one batch per step), to check that the default placement is the faster one for each renderer. The VAE is trained
-  first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the speed does not
-  depend on its quality);
+  one batch per step), to check that the default placement is the faster one for each renderer; left out where the
+  envs themselves step in this process (``--vec-env auto``: the sprites' frames), which leaves no other placement.
+  The VAE is trained first, inside the benchmark, on a small generated dataset (a few episodes, a few epochs: the
+  speed does not depend on its quality);
 - ``raw_pixels``: the same images go to SB3's CnnPolicy (NatureCNN, the default ``--features-extractor``);
 - ``raw_pixels_small``: the same with ``--features-extractor small`` (SmallCNN);
 - ``ground_truth``: no rendering, MlpPolicy on the robot position.
@@ -57,6 +58,7 @@ from environments.mobile_robot.sprite_cache import CACHE_ENV as SPRITE_CACHE_ENV
 from environments.registry import defaultRenderer
 from environments.srl_env import REFERENCE_RENDERER
 from rl_baselines.envs import factory
+from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.envs.srl_encoder import SRLEncoderVecEnv
 from rl_baselines.rl_algorithm.ppo2 import PPO2Model
 from rl_baselines.runs import train, train_checks
@@ -208,7 +210,8 @@ def timeRun(mode: str, num_cpu: int, steps: int, log_dir: str, model_folder: str
     env, encode = timers.seconds.get("env", 0.0), timers.seconds.get("encode", 0.0)
     return {"rate": steps / learn, "env_ms": 1e3 * env / steps, "encode_ms": 1e3 * encode / steps,
             "rest_ms": 1e3 * (learn - env - encode) / steps, "threads": torch.get_num_threads(),  # as train set it
-            "placement": ("in the workers" if placements[-1] else "in this process") if placements else ""}
+            "placement": (("in the workers" if placements[-1] else "in this process") if placements else
+                          "in this process, the envs too (--vec-env dummy)")}
 
 
 def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
@@ -247,6 +250,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         for num_cpu in args.num_cpu:
             for mode in MODES if num_cpu > 1 else [mode for mode in MODES if mode != "vae_other"]:
                 for renderer in args.renderers if mode in IMAGE_MODES else [REFERENCE_RENDERER]:
+                    if mode == "vae_other" and resolveVecEnv("auto", num_cpu, ENV_ID, renderer, "vae") == "dummy":
+                        continue  # the envs step in this process (--vec-env auto): there is no other placement
                     for threads in args.torch_threads:
                         row = {"mode": mode, "num_cpu": num_cpu, "renderer": renderer if mode in IMAGE_MODES else "",
                                "default_threads": threads == 0,
