@@ -218,7 +218,8 @@ def test_train_agent_passes_a_sigterm_on_after_its_checkpoint(tmp_path, monkeypa
 
 # (train flags, what the command line of the process that imports for seconds holds, the signal)
 STARTING_WORKERS = {
-    "env workers": (["--algo", "ppo2", "--num-cpu", "2"], "multiprocessing.forkserver", signal.SIGINT),
+    "env workers": (["--algo", "ppo2", "--num-cpu", "2", "--vec-env", "subproc"], "multiprocessing.forkserver",
+                    signal.SIGINT),
     "ppo1 worker": (["--algo", "ppo1", "--num-workers", "2"], "spawn_main", signal.SIGTERM),
 }
 

@@ -18,7 +18,6 @@ from srl_toolbox.cli import UsageError, flagsMeant
     (["--save-freq", "100"], "is --checkpoint-freq here"),
     (["-params", "learning_rate:0.001"], "is --hyperparam KEY:VALUE here"),
     (["--trained-agent", "a.zip"], "is --load-rl-model-path here"),
-    (["--vec-env", "subproc"], "is --num-cpu N"),
     (["--n-eval-envs", "2"], "not offered"),
     (["--progress"], "the progress bar is on by default (--no-progress hides it)"),
 ])
@@ -28,6 +27,12 @@ def test_train_names_the_equivalent_of_an_rl_zoo_flag(argv: list[str], hint: str
     message = str(refusal.value)
     assert message.startswith(f"unrecognized arguments: {' '.join(argv)} (") and hint in message
     assert "did you mean" not in message  # (--log-folder is not --srl-log-folder, --progress not --no-progress)
+
+
+def test_rl_zoos_vec_env_is_trains_own() -> None:
+    """rl_zoo3's --vec-env {dummy,subproc} was refused with a hint to --num-cpu: train takes it (and auto)."""
+    assert baseParser().parse_args(["--algo", "ppo2", "--vec-env", "subproc"]).vec_env == "subproc"
+    assert baseParser().parse_args(["--algo", "ppo2", "--vec-env", "dummy"]).vec_env == "dummy"
 
 
 @pytest.mark.parametrize(("argv", "hint"), [
