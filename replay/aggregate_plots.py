@@ -64,9 +64,9 @@ def buildParser() -> CLIParser:
     result.add_argument("-i", "--log-dir", required=True, help="folder to walk for runs")
     result.add_argument("-o", "--output", type=nonEmptyText, default=None, metavar="PREFIX",
                         help="files are PREFIX_<env>.png and PREFIX_<env>_<algo>_<srl-model>.npz (names that would "
-                             "clash get a digest appended; a PREFIX ending in .png drops it: -o c.png gives c_<env>.png); a "
-                             "folder (an existing one, or ending in /) gives FOLDER/aggregate_<env>.png "
-                             "[<log-dir>/aggregate]")
+                             "clash get a digest appended; a PREFIX ending in .png drops it: -o c.png gives "
+                             "c_<env>.png); a folder (an existing one, or ending in /) gives "
+                             "FOLDER/aggregate_<env>.png [<log-dir>/aggregate]")
     result.add_argument("--timesteps", action="store_true", help="x axis in env steps instead of episodes")
     result.add_argument("--episode-window", "--episode_window", type=positiveInt, default=40,
                         help="episodes of the moving average [40]")

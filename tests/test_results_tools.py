@@ -560,7 +560,8 @@ def test_the_thresholds_line_names_each_groups_values():
     assert "MobileRobotGymEnv-v0 (ppo2) 7.65 (ground truth)." in gather_results.markdown(rows[:1], 40, None)
     # methods of an env at its default share one entry (it repeated "MobileRobotGymEnv-v0 (X) 150 (default)" per X)
     rows = [{**row, "algo": algo, "threshold": 150.0, "threshold_source": "default"} for algo in ("ppo2", "a2c", "sac")]
-    assert "Thresholds: MobileRobotGymEnv-v0 (a2c; ppo2; sac) 150 (default).\n" in gather_results.markdown(rows, 40, None)
+    text = gather_results.markdown(rows, 40, None)
+    assert "Thresholds: MobileRobotGymEnv-v0 (a2c; ppo2; sac) 150 (default).\n" in text
 
 
 def test_a_refusal_prints_its_error_alone(tmp_path):
