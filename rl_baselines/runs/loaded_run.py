@@ -176,13 +176,7 @@ class LoadedRun:
         if self.checkpoint_steps is not None:
             return (f"{self.model_path}, checkpoint saved at step {self.checkpoint_steps:,} ({self._ofTrained()})"
                     f"{self._skippedText()}")
-        try:
-            manifest = readManifest(self.model_folder)
-        except DamagedCheckpointError:
-            manifest = None
-        steps = manifest.get("num_timesteps") if manifest is not None else None
-        if not isinstance(steps, numbers.Integral) or isinstance(steps, bool):
-            steps = None
+        manifest, steps = _manifestSteps(self.model_folder)
         if self.model_folder != self.run_dir:
             reward = manifest.get("mean_reward") if manifest is not None else None
             by = "in an evaluation" if manifest is not None and manifest.get("selected_by") == "evaluation" else \
@@ -197,12 +191,8 @@ class LoadedRun:
     def _ofTrained(self) -> str:
         """:return: the steps the run trained, from its manifest (the latest model's), as "of 1,024 trained" ("trained
         so far" for an unfinished run); without a readable one, the run's --num-timesteps, which it may not have met"""
-        try:
-            manifest = readManifest(self.run_dir)
-        except DamagedCheckpointError:
-            manifest = None
-        trained = manifest.get("num_timesteps") if manifest is not None else None
-        if not isinstance(trained, numbers.Integral) or isinstance(trained, bool):
+        manifest, trained = _manifestSteps(self.run_dir)
+        if manifest is None or trained is None:
             return f"of the run's --num-timesteps {self.args.num_timesteps:,}"
         return f"of {trained:,} trained{'' if manifest.get('finished') else ' so far'}"
 
@@ -255,6 +245,17 @@ class LoadedRun:
         if os.path.isfile(normalisation) and findVecNormalize(env) is None:
             raise ValueError(f"env_kwargs {env_kwargs!r} leave out the run's observation normalisation "
                              f"({normalisation}): the agent acts on normalised observations")
+
+
+def _manifestSteps(folder: str) -> tuple[dict[str, Any] | None, int | None]:
+    """:return: the manifest beside the model in ``folder`` (None where it is missing or damaged) and the steps it
+    records (None unless an integer)"""
+    try:
+        manifest = readManifest(folder)
+    except DamagedCheckpointError:
+        return None, None
+    steps = manifest.get("num_timesteps") if manifest is not None else None
+    return manifest, steps if isinstance(steps, numbers.Integral) and not isinstance(steps, bool) else None
 
 
 def checkEnvKeywords(env_id: str, env_kwargs: Any) -> None:
