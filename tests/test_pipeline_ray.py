@@ -236,6 +236,42 @@ def test_a_lost_ray_cluster_stops_the_sweep_with_its_runs_in_flight_not_finished
             ("failed", True), ("failed", True), ("pending", False)]
     assert runs[1]["message"] == "the Ray cluster was lost" and runs[1]["returncode"] is None
 
+class _StoppedOnceRay(_LostRay):
+    """:class:`_LostRay` whose second wait is cut by a Ctrl-C (once)."""
+
+    def wait(self, refs, num_returns=1, timeout=None):
+        if self.waits == 1:
+            self.waits += 1
+            raise KeyboardInterrupt
+        return super().wait(refs, num_returns, timeout)
+
+
+def test_a_ctrl_c_while_the_cluster_is_down_asks_it_nothing(tmp_path, capsys, monkeypatch) -> None:
+    """A Ctrl-C before the wait that finds the cluster lost: the sweep cancelled its tasks on the dead cluster, and
+    waited on it until Ray ended the process (60 s). The GCS is checked first: the runs in flight are recorded
+    stopped, not cancelled, and the summary says the cluster was lost; exit 130, as for any Ctrl-C."""
+    gcs = f"127.0.0.1:{findFreePort()}"  # nothing answers there
+    fake = _StoppedOnceRay(gcs, {})
+    monkeypatch.setattr(executors, "importRay", lambda address: fake)
+    for module in (executors, pipeline):
+        monkeypatch.setattr(module, "checkRayAddress", lambda address: address)
+    monkeypatch.setattr(executors, "PROBE_S", 3600.0, raising=False)  # the periodic check is not due
+    log_dir = str(tmp_path / "logs")
+    code = pipeline.main(["--algo", "ppo2", "--env", ENVS[0], "--srl-model", "ground_truth", "--num-iteration", "3",
+                          "--executor", "ray", "--ray-address", "10.0.0.5:6390", "--log-dir", log_dir, "--no-vis",
+                          "--no-progress", "--num-timesteps", "200"])
+    out = capsys.readouterr().out
+    assert code == 130 and not fake.cancelled and fake.shut_down, out
+    assert out.rstrip().endswith(f"\nThe Ray cluster at 10.0.0.5:6390 was lost (its GCS at {gcs} stopped "
+                                 "answering): the same command resumes the sweep."), out
+    (state,) = glob.glob(os.path.join(log_dir, "sweep_*.json"))
+    with open(state) as handle:
+        runs = json.load(handle)["runs"]
+    assert [(run["state"], run.get("stopped", False)) for run in runs] == [
+        ("failed", True), ("failed", True), ("pending", False)], out
+    assert runs[0]["message"] == "the Ray cluster was lost"
+
+
 class _UnreachableRay(_QueuingRay):
     """Ray, as far as validation goes: connecting (which would retry for minutes) fails the test."""
 

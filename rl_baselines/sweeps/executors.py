@@ -475,13 +475,17 @@ class RayExecutor:
         since = time.monotonic()
         while not _answers(self._probe):
             if time.monotonic() - since >= LOST_AFTER_S:
-                what = "Ray's client server" if "ray://" in self._where else "its GCS"
-                at = "" if self._probe in self._where else f" at {self._probe}"
-                self.lost = f"{self._where} was lost ({what}{at} stopped answering)"
+                self.lost = self._silentText()
                 return True
             time.sleep(1.0)
         self._probed = time.monotonic()
         return False
+
+    def _silentText(self) -> str:
+        """:return: ``lost``'s line for a cluster whose GCS (Ray's client server) does not answer"""
+        what = "Ray's client server" if "ray://" in self._where else "its GCS"
+        at = "" if self._probe in self._where else f" at {self._probe}"
+        return f"{self._where} was lost ({what}{at} stopped answering)"
 
     def wait(self, timeout: float) -> list[RunResult]:
         """
@@ -528,12 +532,17 @@ class RayExecutor:
     def shutdown(self, interrupted: bool = False) -> list[RunResult]:
         """
         Cancel the tasks in flight when interrupted (each stops its train process and records it failed; one still
-        queued goes to ``unstarted``), then disconnect (a local instance is stopped). Once the cluster is lost, nothing
-        is cancelled: the runs in flight are returned as not finished (see :meth:`_abandon`).
+        queued goes to ``unstarted``), then disconnect (a local instance is stopped). Once the cluster is lost (or its
+        GCS does not answer when interrupted), nothing is cancelled: the runs in flight are returned as not finished
+        (see :meth:`_abandon`).
 
         :param interrupted: the sweep was interrupted
         :return: the results of the cancelled runs that had started, or of the runs in flight on the lost cluster
         """
+        if interrupted and self._refs and not self.lost and self._probe is not None and not _answers(self._probe):
+            # a Ctrl-C while the cluster is down (before the wait that finds it lost): cancelling its tasks would wait
+            # on it until Ray ends the process
+            self.lost = self._silentText()
         results = self._abandon() if self.lost else []
         if interrupted and self._refs:
             for ref in list(self._refs):

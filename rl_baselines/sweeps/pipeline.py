@@ -416,7 +416,9 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             signal.signal(signum, signal.SIG_IGN)
         writeAboveBar(bar, "Interrupted: stopping the runs in flight (each saves its model)...")
         for result in executor.shutdown(interrupted=True):
-            record(result, advance=result.state == "done")
+            lost_run = bool(executor.lost) and result.run_id in executor.abandoned  # the cluster was down: not asked
+            record(result, advance=result.state == "done" and not lost_run,
+                   why=result.message if lost_run else "interrupted")
         showStatus()  # the bar's last line: nothing running, the runs stopped
         forgetUnstarted()
     finally:
