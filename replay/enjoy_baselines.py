@@ -40,7 +40,7 @@ from environments import getEnvClass, groundTruthRefusal, registered_env
 from environments.srl_env import displayRefusal
 from replay.replay_plots import ReplayPlotting, ReplayVisdom
 from rl_baselines.core.base import actionMaskKeywords
-from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder, insideRunRefusal
+from rl_baselines.core.run_folder import BEST_DIR, CHECKPOINTS_DIR, RunFolder
 from rl_baselines.runs.loaded_run import LAST_CHECKPOINT, loadRun
 from rl_baselines.runs.run_logging import VISDOM_ENV_KEY, tensorboardRunName
 from rl_baselines.runs.run_policy import readRunConfig
@@ -162,14 +162,8 @@ def loadRunArgs(run_dir: str) -> TrainConfig:
     :return: the run's settings
     :raises UsageError: the folder holds no run
     """
-    # readRunConfig is shared with the dataset generator's --policy (rl_baselines.runs.run_policy)
-    if os.path.isdir(run_dir) and not os.path.isfile(RunFolder(run_dir).args_file):
-        inside = insideRunRefusal("--log-dir", run_dir)
-        if inside is not None:
-            refusal, run, below = inside
-            raise UsageError(f"{refusal}: give --log-dir {run}{insideRunFlag(below)}")
-    try:
-        return readRunConfig(run_dir, "--log-dir")
+    try:  # (readRunConfig is shared with the dataset generator's --policy)
+        return readRunConfig(run_dir, "--log-dir", insideRunFlag)
     except ValueError as error:
         raise UsageError(str(error)) from None
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any
 
 import cv2
@@ -59,10 +60,12 @@ SUPPORTED_ENV_MODES = ("raw_pixels", "ground_truth")
 GOAL_OBSERVATION_KEYS = ("observation", "achieved_goal", "desired_goal")
 
 
-def readRunConfig(run_dir: str, flag: str) -> TrainConfig:
+def readRunConfig(run_dir: str, flag: str, inside_hint: Callable[[str], str] | None = None) -> TrainConfig:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
+    :param inside_hint: for a folder inside a run, what the refusal adds after the run meant, from the folder's path
+        below it (enjoy's ``--load-checkpoint N``...); None adds nothing
     :return: the run's settings (args.json, upgraded to the current format: every train flag is there), as given
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
@@ -71,22 +74,24 @@ def readRunConfig(run_dir: str, flag: str) -> TrainConfig:
     if not os.path.isfile(RunFolder(run_dir).args_file):
         inside = insideRunRefusal(flag, run_dir)
         if inside is not None:  # a checkpoint's folder, best/, monitor/
-            refusal, run, _ = inside
-            raise ValueError(f"{refusal}: give {flag}{'=' if flag.isidentifier() else ' '}{run}")
+            refusal, run, below = inside
+            raise ValueError(f"{refusal}: give {flag}{'=' if flag.isidentifier() else ' '}{run}"
+                             + (inside_hint(below) if inside_hint else ""))
         raise ValueError(f"{flag} {run_dir!r} holds no run (no args.json); pass a run folder written by "
                          f"rl_baselines.train{runsBelowHint(run_dir)}")
     return TrainConfig.fromRecord(readArgsRecord(run_dir))
 
 
-def readRunArgs(run_dir: str, flag: str) -> argparse.Namespace:
+def readRunArgs(run_dir: str, flag: str, inside_hint: Callable[[str], str] | None = None) -> argparse.Namespace:
     """
     :param run_dir: a run folder written by rl_baselines.train
     :param flag: the option that named it, for the messages (``--log-dir``, ``--policy``)
+    :param inside_hint: as :func:`readRunConfig`'s
     :return: :func:`readRunConfig`'s settings (the run folders of a training None) in the Namespace form of plugin
         API v1, the caller's to change
     :raises ValueError: the folder holds no run, or its args.json is unreadable (one line)
     """
-    return readRunConfig(run_dir, flag).namespace()
+    return readRunConfig(run_dir, flag, inside_hint).namespace()
 
 
 def recordedSRLModelFolder(run_dir: str, srl_model: str, moved_to: str | None = None,
@@ -157,6 +162,14 @@ def agentActionSpace(agent: Any) -> Any:
     return _agentSpace(agent, "action_space")
 
 
+def _latestModelHint(below: str) -> str:
+    """:return: for ``--policy`` given a checkpoint's folder or best/: that the generator plays the run's latest model
+    (the one saved in the run folder itself)"""
+    if below.split("/")[0] in (CHECKPOINTS_DIR, BEST_DIR):
+        return " (it plays the run's latest model, not a checkpoint's nor best/'s)"
+    return ""
+
+
 class RunPolicy:
     """
     The agent of a run folder written by rl_baselines.train, acting on one env.
@@ -172,13 +185,7 @@ class RunPolicy:
         self.run_dir = run_dir
         if not os.path.isdir(run_dir):
             raise ValueError(f"--policy {run_dir!r} is neither 'random' nor a folder")
-        inside = None if os.path.isfile(RunFolder(run_dir).args_file) else insideRunRefusal("--policy", run_dir)
-        if inside is not None:  # (the generator plays the model saved in the run folder itself)
-            refusal, run, below = inside
-            saved = below.split("/")[0] in (CHECKPOINTS_DIR, BEST_DIR)
-            raise ValueError(f"{refusal}: give --policy {run}"
-                             + (" (it plays the run's latest model, not a checkpoint's nor best/'s)" if saved else ""))
-        self.args = readRunArgs(run_dir, "--policy")
+        self.args = readRunArgs(run_dir, "--policy", _latestModelHint)
         self.srl_model = self.args.srl_model
         self.learned = isinstance(self.srl_model, str) and isLearnedSRLModel(self.srl_model)
         if not self.learned and self.srl_model not in SUPPORTED_ENV_MODES:
