@@ -332,6 +332,14 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
             writeAboveBar(bar, f"{prefix}done{by}: {spec.label} [{spec.run_id}]"
                       + (f" in {result.wall_time_s:.0f} s" if not by else ""))
 
+    def recordShutdown(interrupted: bool) -> None:
+        """Record the runs the executor's shutdown returns: one in flight on a lost cluster stopped (why: the cluster),
+        one an interruption cancelled stopped unless it was done."""
+        for result in executor.shutdown(interrupted=interrupted):
+            lost_run = bool(executor.lost) and result.run_id in executor.abandoned
+            record(result, advance=not lost_run and (result.state == "done" or not interrupted),
+                   why=result.message if lost_run else "interrupted")
+
     def recordElsewhere(spec: RunSpec, outcome: dict[str, Any]) -> None:
         record(RunResult(spec.run_id, outcome["state"], outcome.get("returncode"), outcome.get("run_folder", ""),
                          outcome.get("log", ""), float(outcome.get("wall_time_s") or 0.0), outcome.get("message", "")),
@@ -404,9 +412,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
                 curves.refresh([*executor.running, *finished_now])
                 finished_now.clear()
                 last_plot = time.monotonic()
-        for result in executor.shutdown():  # none, unless the cluster was lost: the runs in flight then
-            lost_run = bool(executor.lost) and result.run_id in executor.abandoned
-            record(result, advance=not lost_run, why=result.message if lost_run else "interrupted")
+        recordShutdown(interrupted=False)  # none, unless the cluster was lost: the runs in flight then
         if executor.lost:
             showStatus()  # the bar's last line: nothing running, the runs stopped
             forgetUnstarted()
@@ -415,10 +421,7 @@ def _runAll(executor: Any, claims: RunClaims, to_run: list[RunSpec], specs: list
         for signum in (signal.SIGINT, signal.SIGTERM):  # a second stop must not cut the stopping of the runs short
             signal.signal(signum, signal.SIG_IGN)
         writeAboveBar(bar, "Interrupted: stopping the runs in flight (each saves its model)...")
-        for result in executor.shutdown(interrupted=True):
-            lost_run = bool(executor.lost) and result.run_id in executor.abandoned  # the cluster was down: not asked
-            record(result, advance=result.state == "done" and not lost_run,
-                   why=result.message if lost_run else "interrupted")
+        recordShutdown(interrupted=True)
         showStatus()  # the bar's last line: nothing running, the runs stopped
         forgetUnstarted()
     finally:
