@@ -12,6 +12,7 @@ import pytest
 from conftest import trainHere
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecNormalize
 
+from environments.srl_env import SRLGymEnv
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, resolveVecEnv
 from rl_baselines.runs.args_format import withAddedSettings
@@ -36,8 +37,8 @@ def test_auto_chooses_by_the_env_class(monkeypatch) -> None:
     # what is asked is kept
     assert resolveVecEnv("dummy", 2, MOBILE, "tinyrenderer", "raw_pixels") == "dummy"
     assert resolveVecEnv("subproc", 2, MOBILE, "sprites", "ground_truth") == "subproc"
-    # an env of another kind (a gymnasium env declared by a plugin) says nothing: workers, as before --vec-env
-    monkeypatch.setattr(factory, "getEnvClass", lambda env_id: object)
+    # an env plugin's class that says nothing: workers, as before --vec-env
+    monkeypatch.setattr(factory, "getEnvClass", lambda env_id: type("PluginEnv", (SRLGymEnv,), {}))
     assert resolveVecEnv("auto", 2, "CartPole-v1", "tinyrenderer", "ground_truth") == "subproc"
 
 

@@ -292,19 +292,15 @@ def resolveVecEnv(vec_env: str, num_envs: int, env_id: str, renderer: str, srl_m
     :param renderer: what draws its images (resolved: environments.resolvedRenderer)
     :param srl_model: the run's observation
     :return: ``subproc`` or ``dummy``: ``dummy`` for one env; auto: ``subproc`` where the env class says its steps
-        cost more than a worker's round trip (``SRLGymEnv.stepsInWorkers``; an env of another kind: yes), else
+        cost more than a worker's round trip (``SRLGymEnv.stepsInWorkers``: yes unless a class says otherwise), else
         ``dummy``
     """
     if num_envs == 1:
         return "dummy"
     if vec_env != "auto":
         return vec_env
-    env_class = getEnvClass(env_id)
-    steps_in_workers = getattr(env_class, "stepsInWorkers", None)
-    if steps_in_workers is None:
-        return "subproc"
     images = srl_model == "raw_pixels" or isLearnedSRLModel(srl_model)
-    return "subproc" if steps_in_workers(renderer, images) else "dummy"
+    return "subproc" if getEnvClass(env_id).stepsInWorkers(renderer, images) else "dummy"
 
 
 # Renderers whose frame costs less than a small encoder's forward pass (numpy compositing): with several envs on the
