@@ -315,7 +315,10 @@ class WarmProcess:
 
     def send_signal(self, number: int) -> None:
         if self.poll() is None:
-            os.kill(self.pid, number)
+            try:
+                os.kill(self.pid, number)
+            except ProcessLookupError:  # it ended (its interpreter reaped it) before the reply saying so came: as Popen
+                pass
 
     def terminate(self) -> None:
         self.send_signal(signal.SIGTERM)
