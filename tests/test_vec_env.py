@@ -7,6 +7,7 @@ import csv
 import glob
 import json
 import os
+from argparse import Namespace
 
 import pytest
 from conftest import trainHere
@@ -16,7 +17,9 @@ from environments.srl_env import SRLGymEnv
 from rl_baselines.envs import factory
 from rl_baselines.envs.factory import VecEnvSettings, createEnvs, resolveVecEnv
 from rl_baselines.runs.args_format import withAddedSettings
+from rl_baselines.sweeps import pipeline
 from rl_baselines.sweeps.recorded import trainSettings
+from rl_baselines.sweeps.sweep import RunSpec
 
 MOBILE = "MobileRobotGymEnv-v0"
 KUKA = "KukaButtonGymEnv-v0"
@@ -83,3 +86,22 @@ def test_the_same_seed_gives_the_same_run_either_way(tmp_path) -> None:
     # not a setting of the result: a sweep finds either run as the other's
     assert "vec_env" not in trainSettings(json.load(open(os.path.join(runs["dummy"], "args.json"))))
     assert withAddedSettings({"args_format": 8})["vec_env"] == "subproc"
+
+
+def test_a_sweep_of_in_process_envs_counts_one_core_per_run(monkeypatch) -> None:
+    # the pipeline's default --workers: usable cores // the cores its most demanding run uses
+    def spec(env_id: str, srl_model: str = "ground_truth") -> RunSpec:
+        return RunSpec("ppo2", env_id, srl_model, 0, (), "x", "/tmp")
+
+    def shared(num_cpu: int, vec_env: str = "auto", renderer: str | None = None) -> Namespace:
+        return Namespace(num_cpu=num_cpu, vec_env=vec_env, renderer=renderer)
+
+    assert pipeline.runCores([spec(MOBILE), spec(MOBILE, "raw_pixels")], shared(2)) == 1
+    assert pipeline.runCores([spec(MOBILE)], shared(2, "subproc")) == 2
+    assert pipeline.runCores([spec(MOBILE, "raw_pixels")], shared(2, renderer="tinyrenderer")) == 2
+    assert pipeline.runCores([spec(MOBILE), spec(KUKA)], shared(4)) == 4  # the arm's envs step in workers
+    assert pipeline.runCores([spec(KUKA)], shared(1)) == 1
+    monkeypatch.setattr(pipeline, "usableCores", lambda: 4)
+    executor = pipeline._makeExecutor(Namespace(executor="local", workers=None, force=False),
+                                      pipeline.runCores([spec(MOBILE)], shared(2)))
+    assert executor.workers == 4

@@ -344,7 +344,7 @@ class RayExecutor:
 
     :param address: ``HOST:PORT`` (or ``auto``, ``ray://...``) of a running cluster, None to start a local instance
         (loopback, no dashboard) for the sweep and stop it at the end
-    :param num_cpus: CPUs per run (train's --num-cpu)
+    :param num_cpus: CPUs per run (the cores a run uses: --num-cpu, or 1 for envs stepping in its process)
     :param num_gpus: GPUs per run
     :param workers: most runs in flight (None, or more than the cluster's resources allow: as many as they allow)
     :param resume: continue a run's unfinished attempt when possible (see

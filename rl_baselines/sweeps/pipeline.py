@@ -34,8 +34,9 @@ from typing import Any
 
 from tqdm import tqdm
 
-from environments import registered_env
+from environments import registered_env, resolvedRenderer
 from rl_baselines.core.registry import registered_rl
+from rl_baselines.envs.factory import resolveVecEnv
 from rl_baselines.runs.train import DEFAULT_ALGO, DEFAULT_ENV
 from rl_baselines.runs.train_checks import baseParser
 from rl_baselines.runs.train_config import TrainConfig
@@ -119,7 +120,8 @@ def buildParser() -> CLIParser:
     parser.add_argument("--log-dir", type=nonEmptyText, default=TrainConfig.log_dir,
                         help=f"root folder of the runs [{TrainConfig.log_dir}]")
     parser.add_argument("--workers", type=positiveInt, default=None,
-                        help="runs at a time [local: usable cores // --num-cpu; ray: what the cluster fits]")
+                        help="runs at a time [local: usable cores // the cores a run uses (--num-cpu, 1 where its "
+                             "envs step in the training process: --vec-env); ray: what the cluster fits]")
     parser.add_argument("--executor", choices=("local", "ray"), default="local",
                         help="local processes, or Ray tasks (pip install 'srl-toolbox[ray]') [local]")
     parser.add_argument("--ray-address", default=None, metavar="HOST:PORT",
@@ -144,10 +146,24 @@ def _checkRayFlags(args: Any) -> None:
         checkRayAddress(args.ray_address)
 
 
-def _makeExecutor(args: Any, num_cpu: int) -> Any:
+def runCores(specs: Sequence[RunSpec], shared: Any) -> int:
+    """
+    :param specs: the runs to start
+    :param shared: the train flags the pipeline reads (``num_cpu``, ``vec_env``, ``renderer``)
+    :return: the cores the most demanding of them uses: ``--num-cpu`` where its envs step in worker processes, 1
+        where they step in the training process (``--vec-env``: dummy, or auto for an env whose steps are cheaper
+        than a worker's round trip), so that runs of cheap envs fill the machine
+    """
+    combinations = {(spec.env, spec.srl_model) for spec in specs}
+    in_workers = any(resolveVecEnv(shared.vec_env, shared.num_cpu, env, resolvedRenderer(shared.renderer, env),
+                                   srl_model) == "subproc" for env, srl_model in combinations)
+    return shared.num_cpu if in_workers else 1
+
+
+def _makeExecutor(args: Any, run_cores: int) -> Any:
     if args.executor == "ray":
-        return RayExecutor(args.ray_address, num_cpu, args.num_gpus, args.workers, resume=not args.force)
-    return LocalExecutor(args.workers or max(1, usableCores() // num_cpu), resume=not args.force)
+        return RayExecutor(args.ray_address, run_cores, args.num_gpus, args.workers, resume=not args.force)
+    return LocalExecutor(args.workers or max(1, usableCores() // run_cores), resume=not args.force)
 
 
 class _Interrupted(KeyboardInterrupt):
@@ -228,7 +244,7 @@ def _runPipeline(argv: list[str]) -> tuple[int, str]:
     _warnChangedSettings([(spec, records[spec.run_id]["run_folder"]) for spec in specs if spec.run_id in records])
     to_run = [spec for spec in specs if spec.run_id not in records]
     resumed = 0 if args.force else sum(resumableAttempt(spec) is not None for spec in to_run)
-    executor = _makeExecutor(args, shared.num_cpu) if to_run else None
+    executor = _makeExecutor(args, runCores(to_run, shared)) if to_run else None
 
     state_path = os.path.join(os.path.abspath(args.log_dir), f"sweep_{sweep_id}.json")
     command = ["python", "-m", "rl_baselines.pipeline", *argv]
