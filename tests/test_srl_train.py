@@ -325,6 +325,20 @@ def test_a_training_curve_within_a_decade_has_plain_ticks_and_its_whole_y_label(
     assert axis.yaxis.label.get_window_extent(renderer).x0 >= 0
 
 
+@pytest.mark.parametrize("n_epochs", [1, 2, 3])
+def test_a_short_training_curve_has_whole_epoch_ticks(n_epochs: int) -> None:
+    """A 2-epoch curve's axis read 1.0, 1.2, ... 2.0: there is no epoch 1.2. Its ticks are whole epochs."""
+    history = [{"epoch": epoch, "updates": 5, "train": {"vae": 6.0 - epoch, "total": 6.0 - epoch}, "val": None}
+               for epoch in range(1, n_epochs + 1)]
+    figure = plotting.trainingCurveFigure(history, best_epoch=n_epochs)
+    (axis,) = figure.axes
+    FigureCanvasAgg(figure)
+    figure.draw(figure.canvas.get_renderer())
+    low, high = axis.get_xlim()
+    ticks = [tick for tick in axis.get_xticks() if low <= tick <= high]
+    assert ticks and all(float(tick).is_integer() for tick in ticks), ticks
+
+
 # A third-party SRL plugin (installed as a real dist-info on PYTHONPATH): `mycombo` subclasses LearnedSRLModel, so
 # srl_models.train trains it; `randproj` is a model of its own kind, which its package trains; `vae` clashes with the
 # built-in name (a name declared twice keeps neither: srl_toolbox.plugins.loadPlugins)
