@@ -217,7 +217,7 @@ def trainingCurveFigure(history: list[dict], best_epoch: int | None = None, titl
     """
     Weighted total and each loss term per epoch, training (solid) and validation (dashed), log scale when positive
     (ticks as plain numbers when the losses span less than a decade); each epoch marked when there are few (a
-    one-epoch training is one point per curve).
+    one-epoch training is one point per curve); the epoch axis has whole-number ticks only.
 
     :param history: from srl_models.trainer.trainNetwork
     :param best_epoch: marked with a vertical line (the weights kept)
@@ -253,6 +253,7 @@ def trainingCurveFigure(history: list[dict], best_epoch: int | None = None, titl
             axis.yaxis.set_minor_formatter(plain)
     if best_epoch is not None:
         axis.axvline(best_epoch, color="grey", linestyle=":", label=f"kept (epoch {best_epoch})")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))  # whole epochs: no tick at 1.2
     axis.set_xlabel("epoch")
     axis.set_ylabel("loss (unweighted terms, weighted total)")
     if title:

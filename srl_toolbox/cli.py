@@ -42,7 +42,7 @@ from srl_toolbox.errors import CommandFailed as CommandFailed  # in errors (belo
 from srl_toolbox.errors import UsageError as UsageError
 from srl_toolbox.errors import oneLineWarning
 from srl_toolbox.files import TEMPORARY_NAME_EXTRA, environmentError
-from srl_toolbox.signals import sigtermAsCtrlC
+from srl_toolbox.signals import ctrlCTaken, sigtermAsCtrlC
 
 USAGE_EXIT_CODE = 2
 # The exit code of a command stopped by a Ctrl-C (128 + SIGINT, as a shell reports it).
@@ -173,7 +173,9 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     ``error: ...`` and exit code 1, and a Ctrl-C that the command does not handle itself into ``Interrupted`` and
     exit code 130 (no traceback). SIGTERM (``kill``, ``timeout``, a batch scheduler) stops a command that installs
     no handler of its own as a Ctrl-C does (:func:`srl_toolbox.signals.sigtermAsCtrlC`: the same clean-up runs):
-    ``Terminated`` and exit code 143, or the command's own lines and 143 where it returns 130 for the interrupt.
+    ``Terminated`` and exit code 143, or the command's own lines and 143 where it returns 130 for the interrupt. A
+    process started with SIGINT ignored (``cmd &`` in a shell script without job control) stops on one all the same
+    (:func:`srl_toolbox.signals.ctrlCTaken`).
     Warnings print as one line each, ``warning: <message>`` (``warning: <Category>: <message>`` for a skipped
     plugin's: :func:`srl_toolbox.errors.oneLineWarning`), above any progress bar.
 
@@ -186,7 +188,8 @@ def runCommand(main: Callable[[Sequence[str] | None], int | None], argv: Sequenc
     warnings.showwarning = showAboveBars(warnings.showwarning)
     with sigtermAsCtrlC() as termination:
         try:
-            code = main(argv)
+            with ctrlCTaken():
+                code = main(argv)
         except UsageError as error:
             print(f"error: {error}", file=sys.stderr)
             sys.exit(USAGE_EXIT_CODE)

@@ -49,6 +49,31 @@ def test_a_ctrl_c_outside_training_is_one_line_and_a_finished_process_ignores_it
             signal.signal(signum, handler)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_command_started_with_sigint_ignored_stops_on_one(capsys) -> None:
+    """A process started with SIGINT ignored (``cmd &`` in a shell script without job control) kept it ignored:
+    srl_models.train and the dataset generator ran on through a ``kill -INT``. Every command now stops on it as on a
+    Ctrl-C (exit 130), and the process ignores it again once the command is over."""
+    seen = []
+
+    def signalledMain(argv) -> int:
+        seen.append(signal.getsignal(signal.SIGINT))
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(1000):
+            time.sleep(0.01)
+        return 0
+
+    before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            runCommand(signalledMain, [])
+        assert signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert seen == [signal.default_int_handler]
+    assert exit_info.value.code == INTERRUPTED_EXIT_CODE and capsys.readouterr().err == "Interrupted\n"
+
+
 @pytest.mark.parametrize("module", ["srl_models.evaluate", "rl_baselines.train", "environments.dataset_generator",
                                     "benchmarks.srl_table"])
 def test_a_ctrl_c_while_a_command_imports_its_libraries_is_one_line(tmp_path, module) -> None:

@@ -8,11 +8,15 @@ import json
 import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 import torch
-from conftest import assertParserFromSettings, runModule, siteInterpreter, snapshot
+from conftest import REPO, assertParserFromSettings, runModule, siteInterpreter, snapshot
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from test_srl_models import tinyDataset  # noqa: F401  (the session fixture: one tiny dataset)
 
@@ -230,6 +234,34 @@ def test_a_ctrl_c_after_training_leaves_nothing_written(tinyDataset: str, tmp_pa
     assert os.listdir(tmp_path / "logs") == ["other"]
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_training_started_with_sigint_ignored_stops_on_one(tinyDataset: str, tmp_path) -> None:  # noqa: F811
+    """``srl_models.train ... &`` in a shell script without job control starts it with SIGINT ignored: it trained on
+    to the end through a ``kill -INT`` and wrote its model. It now stops as on a Ctrl-C: exit 130, nothing written."""
+    progress = tmp_path / "progress.txt"
+    with open(progress, "w", encoding="utf-8") as err:
+        process = subprocess.Popen([sys.executable, "-m", MODULE, "--data-folder", tinyDataset, "--srl-model",
+                                    "autoencoder", "--state-dim", "4", "--epochs", "100000", "--patience", "0",
+                                    "--batch-size", "32", "--log-folder", str(tmp_path / "logs")],
+                                   stdout=subprocess.PIPE, stderr=err, text=True, cwd=REPO,
+                                   env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+        try:
+            deadline = time.monotonic() + 120
+            while "SRL training (epoch 2/" not in progress.read_text(encoding="utf-8"):
+                assert process.poll() is None and time.monotonic() < deadline, progress.read_text(encoding="utf-8")
+                time.sleep(0.05)
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=60)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+    text = progress.read_text(encoding="utf-8")
+    assert process.returncode == 130 and "Traceback" not in text, text
+    assert text.rstrip().endswith("Interrupted") and os.listdir(tmp_path) == ["progress.txt"]
+
+
 def test_a_training_of_the_same_second_never_shares_a_model_folder(tinyDataset: str, tmp_path,  # noqa: F811
                                                                     monkeypatch) -> None:
     """Another training may make the folder this one's name stands for at the same moment: this one then takes the
@@ -291,6 +323,20 @@ def test_a_training_curve_within_a_decade_has_plain_ticks_and_its_whole_y_label(
     labels = [label.get_text() for label in axis.get_yticklabels(minor=True) + axis.get_yticklabels()]
     assert any(labels) and not any("times" in label or "^" in label for label in labels)
     assert axis.yaxis.label.get_window_extent(renderer).x0 >= 0
+
+
+@pytest.mark.parametrize("n_epochs", [1, 2, 3])
+def test_a_short_training_curve_has_whole_epoch_ticks(n_epochs: int) -> None:
+    """A 2-epoch curve's axis read 1.0, 1.2, ... 2.0: there is no epoch 1.2. Its ticks are whole epochs."""
+    history = [{"epoch": epoch, "updates": 5, "train": {"vae": 6.0 - epoch, "total": 6.0 - epoch}, "val": None}
+               for epoch in range(1, n_epochs + 1)]
+    figure = plotting.trainingCurveFigure(history, best_epoch=n_epochs)
+    (axis,) = figure.axes
+    FigureCanvasAgg(figure)
+    figure.draw(figure.canvas.get_renderer())
+    low, high = axis.get_xlim()
+    ticks = [tick for tick in axis.get_xticks() if low <= tick <= high]
+    assert ticks and all(float(tick).is_integer() for tick in ticks), ticks
 
 
 # A third-party SRL plugin (installed as a real dist-info on PYTHONPATH): `mycombo` subclasses LearnedSRLModel, so
